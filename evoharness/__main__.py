@@ -1,0 +1,3 @@
+from evoharness.cli import entrypoint
+
+entrypoint()

@@ -1,0 +1,107 @@
+"""One configuration model: `evoharness.toml` + `EVOHARNESS_*` env + dotted CLI overrides.
+
+Precedence, lowest first: defaults, the TOML file, environment variables
+(``EVOHARNESS_DIAGNOSIS__REPEAT_MIN=4``: double underscore between levels),
+then ``--set diagnosis.repeat_min=4`` overrides on the command line.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.errors import InputError
+
+ENV_PREFIX = "EVOHARNESS_"
+
+
+class Settings(BaseModel):
+    """Everything evoharness reads. Sections are owned by the package that uses them."""
+
+    home: Path = Field(
+        Path(".evoharness"),
+        description="Where runs, stores, checkpoints and caches live (relative to the cwd).",
+    )
+    log_level: str = Field("info", description="debug | info | warning | error")
+    log_format: str = Field("auto", description="auto (console on a TTY, JSON otherwise) | console | json")
+    diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise InputError("override", f"{dotted}: {p} is not a section")
+    node[parts[-1]] = value
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for key, raw in environ.items():
+        if not key.startswith(ENV_PREFIX) or key in _NOT_SETTINGS:
+            continue
+        dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
+        if dotted.split(".")[0] not in Settings.model_fields:
+            continue
+        _set_dotted(tree, dotted, _parse_value(raw))
+    return tree
+
+
+_NOT_SETTINGS = {"EVOHARNESS_API_TOKEN", "EVOHARNESS_CONFIG"}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load_settings(
+    path: Path | None = None,
+    overrides: list[str] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Load settings. ``path`` defaults to ``$EVOHARNESS_CONFIG`` or ``./evoharness.toml`` if present."""
+    environ = dict(os.environ) if environ is None else environ
+    tree: dict[str, Any] = {}
+    if path is None and environ.get("EVOHARNESS_CONFIG"):
+        path = Path(environ["EVOHARNESS_CONFIG"])
+    if path is None and Path("evoharness.toml").is_file():
+        path = Path("evoharness.toml")
+    if path is not None:
+        try:
+            tree = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise InputError(str(path), "config file not found") from None
+        except tomllib.TOMLDecodeError as e:
+            raise InputError(str(path), f"invalid TOML: {e}") from None
+    tree = _merge(tree, _env_overrides(environ))
+    for item in overrides or []:
+        if "=" not in item:
+            raise InputError("--set", f"expected KEY=VALUE, got {item!r}")
+        key, raw = item.split("=", 1)
+        _set_dotted(tree, key.strip(), _parse_value(raw.strip()))
+    try:
+        return Settings.model_validate(tree)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise InputError(str(path or "settings"), f"{loc}: {first['msg']}") from None

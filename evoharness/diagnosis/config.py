@@ -1,0 +1,46 @@
+"""Thresholds of the signal catalogue and the routing policy. Each field is documented."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class DiagnosisConfig(BaseModel):
+    healthy_threshold: float = Field(
+        1.0, ge=0.0, le=1.0,
+        description="A trajectory whose score reaches this is Healthy (its signals are still recorded).",
+    )
+    poor_delivery_threshold: float = Field(
+        1.0, ge=0.0, le=1.0,
+        description="A delivered trajectory scoring below this fires F4.poor_delivery.",
+    )
+    repeat_min: int = Field(
+        3, ge=2, description="F3.repeated_action fires when one tool call (same name and canonical "
+        "arguments) occurs at least this many times within `repeat_window` assistant turns.",
+    )
+    repeat_window: int = Field(6, ge=2, description="Window (assistant turns) for repeated_action.")
+    friction_min: int = Field(
+        2, ge=1, description="F2 friction fires once this many friction events of one kind occur, "
+        "or on the first one the agent did not recover from on its next turn.",
+    )
+    step_budget: int | None = Field(
+        None, description="If set, a trajectory with at least this many assistant turns and no "
+        "delivery fires F3.step_budget_exhausted even without a budget_exhausted event.",
+    )
+    unbacked_min_len: int = Field(
+        4, ge=1, description="Shortest token (id, number, name) F1.unbacked_claim checks.",
+    )
+    unbacked_min: int = Field(
+        1, ge=1, description="F1.unbacked_claim fires when at least this many tokens of the final "
+        "answer appear in no tool result, not in the task and not in any user message.",
+    )
+    routing: dict[str, str] = Field(
+        default_factory=lambda: {"healthy": "none", "F1": "weights", "F2": "harness",
+                                 "F3": "harness", "F4": "weights"},
+        description="Lever per failure class (harness | weights | none).",
+    )
+    ceiling_process_share: float = Field(
+        0.10, ge=0.0, le=1.0,
+        description="When the harness-lever (process) share of all trajectories falls below this, "
+        "the ceiling verdict recommends weight training.",
+    )

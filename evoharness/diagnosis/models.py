@@ -1,0 +1,50 @@
+"""Failure signals, labels and the failure composition of a set of trajectories."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class FailureClass(StrEnum):
+    healthy = "healthy"
+    F1 = "F1"  # evidence: delivered claims not backed by tool results (content)
+    F2 = "F2"  # harness friction: blocked/rejected calls, harness-caused tool errors (process)
+    F3 = "F3"  # execution control: loops, exhausted budget, no delivery (process)
+    F4 = "F4"  # planning capacity: delivered, well-formed, but poor (content)
+
+
+class Lever(StrEnum):
+    harness = "harness"
+    weights = "weights"
+    none = "none"
+
+
+PROCESS_CLASSES = frozenset({FailureClass.F2, FailureClass.F3})
+CONTENT_CLASSES = frozenset({FailureClass.F1, FailureClass.F4})
+
+
+class Signal(BaseModel):
+    """One failure signal that fired at one step, with the quoted text behind it."""
+
+    id: str = Field(description="catalogue id, e.g. 'F3.repeated_action'")
+    failure_class: FailureClass
+    step: int = Field(ge=0, description="index into Trajectory.messages")
+    evidence: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.id.split(".", 1)[-1]
+
+
+class Label(BaseModel):
+    trajectory_id: str
+    task_id: str
+    failure_class: FailureClass
+    first_signal: Signal | None = None
+    signals: list[Signal] = Field(default_factory=list)
+    lever: Lever = Lever.none
+    scored: bool = True
+    score: float | None = None
+    delivered: bool = False

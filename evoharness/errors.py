@@ -1,0 +1,64 @@
+"""The exception hierarchy. Each exception carries its payload.
+
+Per-trajectory failures are *data* (a scored failed trajectory); these exceptions
+are for bad input and infrastructure problems.
+"""
+
+from __future__ import annotations
+
+
+class EvoharnessError(Exception):
+    """Base class: every error evoharness raises on purpose."""
+
+
+class InputError(EvoharnessError):
+    """Bad user input: a malformed trace file, an unknown format, a bad config value.
+
+    ``source`` names the file (or other input) and ``where`` the record / line inside it.
+    """
+
+    def __init__(self, source: str, reason: str, where: str | None = None) -> None:
+        self.source = source
+        self.where = where
+        self.reason = reason
+        loc = f"{source}:{where}" if where else source
+        super().__init__(f"{loc}: {reason}")
+
+
+class EditRejected(EvoharnessError):
+    """A harness edit failed validation; nothing was written."""
+
+    def __init__(self, reason: str, path: str | None = None) -> None:
+        self.reason = reason
+        self.path = path
+        super().__init__(f"{path}: {reason}" if path else reason)
+
+
+class MergeRefused(EvoharnessError):
+    """A verified merge was refused (main moved, branch moved, no or failed verdict)."""
+
+    def __init__(self, reason: str, candidate: str | None = None) -> None:
+        self.reason = reason
+        self.candidate = candidate
+        super().__init__(f"{candidate}: {reason}" if candidate else reason)
+
+
+class InfraError(EvoharnessError):
+    """Infrastructure failure (sandbox crashed, endpoint down). Never the agent's fault.
+
+    ``retryable`` tells callers whether backing off and retrying can help.
+    """
+
+    def __init__(self, reason: str, retryable: bool = True) -> None:
+        self.reason = reason
+        self.retryable = retryable
+        super().__init__(reason)
+
+
+class BudgetExhausted(EvoharnessError):
+    """A spend would exceed the budget ledger."""
+
+    def __init__(self, needed: float, left: float) -> None:
+        self.needed = needed
+        self.left = left
+        super().__init__(f"budget exhausted: need {needed:g} units, {left:g} left")

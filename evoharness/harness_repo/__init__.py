@@ -1,0 +1,1 @@
+"""The harness git repo: manifest, surfaces, candidate branches, verified merge, PR export."""

@@ -1,0 +1,1 @@
+"""evoharness.sandbox"""

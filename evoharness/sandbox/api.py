@@ -1,0 +1,33 @@
+"""The small rollout interface verification and the graph depend on.
+
+Anything that can turn ``RolloutRequest``s into ``Trajectory``s is a ``RolloutRunner``:
+the sandboxed local executor, a Ray executor, or a simulated runner in tests.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from evoharness.traces.models import Trajectory
+
+
+class RolloutRequest(BaseModel):
+    task_id: str
+    harness_commit: str = Field(description="commit (or tree) of the harness to run")
+    seed: int = 0
+    rollout: int = Field(0, description="rollout index k within a cell")
+    split: str = "dev"
+
+
+class RolloutRunner(Protocol):
+    """Runs rollouts and returns one trajectory per request, in request order.
+
+    Contract: an individual agent failure (crash, hang, broken harness, sandbox
+    violation) is returned as a failed, scored trajectory -- never raised.
+    Infrastructure failures (endpoint down, sandbox backend unusable) raise
+    ``evoharness.errors.InfraError``.
+    """
+
+    def run(self, requests: list[RolloutRequest]) -> list[Trajectory]: ...

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# README command 1: set up on a fresh machine and run the main job on the embedded default.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/evoharness diagnose ../shared/data/tau_bench_airline_gpt4o/gpt-4o-airline.json "$@"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# README command 2: set up on a fresh machine and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/services.sh
+.venv/bin/ruff check evoharness tests benchmarks
+exec .venv/bin/python -m pytest "$@"
