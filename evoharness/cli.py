@@ -16,6 +16,7 @@ import click
 import typer
 
 from evoharness import __version__
+from evoharness.cli_support import AppState, fail, settings_of  # noqa: F401 (re-exported)
 from evoharness.errors import EvoharnessError
 
 # Areas whose cli modules register commands, in help order.
@@ -31,25 +32,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-class AppState:
-    """What the root callback hands to every command (``ctx.obj``)."""
-
-    def __init__(self, config: Path | None, overrides: list[str]) -> None:
-        self.config_path = config
-        self.overrides = overrides
-        self._settings = None
-
-    @property
-    def settings(self):
-        if self._settings is None:
-            from evoharness.config import load_settings
-            from evoharness.logging import configure_logging
-
-            self._settings = load_settings(self.config_path, self.overrides)
-            configure_logging(self._settings.log_level, self._settings.log_format)
-        return self._settings
 
 
 def _version(value: bool) -> None:
@@ -68,14 +50,6 @@ def root(
     ctx.obj = AppState(config, list(set_ or []))
 
 
-def settings_of(ctx: typer.Context):
-    """The loaded Settings for a command (loads config on first use)."""
-    root_ctx = ctx.find_root()
-    if not isinstance(root_ctx.obj, AppState):
-        root_ctx.obj = AppState(None, [])
-    return root_ctx.obj.settings
-
-
 def _register_areas() -> None:
     for area in AREAS:
         name = f"evoharness.{area}.cli"
@@ -89,12 +63,6 @@ def _register_areas() -> None:
 
 
 _register_areas()
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print one error line and exit."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from evoharness.agent.config import AgentConfig
+from evoharness.datasets.config import DatasetsConfig
 from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.harness_repo.config import HarnessRepoConfig
+from evoharness.roles.config import RolesConfig
+from evoharness.sandbox.config import SandboxConfig
+from evoharness.verification.config import VerificationConfig
 from evoharness.errors import InputError
 
 ENV_PREFIX = "EVOHARNESS_"
@@ -30,6 +36,12 @@ class Settings(BaseModel):
     log_level: str = Field("info", description="debug | info | warning | error")
     log_format: str = Field("auto", description="auto (console on a TTY, JSON otherwise) | console | json")
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+    harness_repo: HarnessRepoConfig = Field(default_factory=HarnessRepoConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    verification: VerificationConfig = Field(default_factory=VerificationConfig)
+    roles: RolesConfig = Field(default_factory=RolesConfig)
+    datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
