@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field, ValidationError
 from evoharness.agent.config import AgentConfig
 from evoharness.datasets.config import DatasetsConfig
 from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.errors import InputError
 from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.roles.config import RolesConfig
 from evoharness.sandbox.config import SandboxConfig
 from evoharness.verification.config import VerificationConfig
-from evoharness.errors import InputError
 
 ENV_PREFIX = "EVOHARNESS_"
 

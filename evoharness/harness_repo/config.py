@@ -6,4 +6,7 @@ from pydantic import BaseModel
 
 
 class HarnessRepoConfig(BaseModel):
-    """The harness repository (manifest defaults, edit limits, merge lock). Each field carries a description."""
+    """The harness repository (manifest defaults, edit limits, merge lock).
+
+    Each field carries a description.
+    """
