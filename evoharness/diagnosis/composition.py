@@ -1,0 +1,104 @@
+"""Failure composition of a set of labelled trajectories (the papers' tables 6, 7 and 9)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evoharness.diagnosis.models import FailureClass, Label
+
+CLASSES = [c.value for c in FailureClass]
+
+
+class SignalCount(BaseModel):
+    id: str
+    count: int
+    share: float
+    examples: list[str] = Field(default_factory=list)
+
+
+class Composition(BaseModel):
+    n: int
+    shares: dict[str, float]
+    counts: dict[str, int]
+    delivery_rate: float | None
+    mean_score: float | None = Field(description="mean over scored trajectories")
+    score_among_delivered: float | None
+    n_scored: int
+    n_unscored: int
+    lever: dict[str, float]
+    top_signals: list[SignalCount] = Field(default_factory=list)
+
+    @classmethod
+    def from_labels(cls, labels: Iterable[Label], top: int = 8, examples: int = 3) -> Composition:
+        labels = list(labels)
+        n = len(labels)
+        counts = Counter(lab.failure_class.value for lab in labels)
+        lever = Counter(lab.lever.value for lab in labels)
+        scored = [lab.score for lab in labels if lab.score is not None]
+        delivered_scored = [lab.score for lab in labels if lab.delivered and lab.score is not None]
+        firsts: dict[str, list[str]] = defaultdict(list)
+        for lab in labels:
+            if lab.first_signal is not None and lab.failure_class != FailureClass.healthy:
+                firsts[lab.first_signal.id].append(lab.trajectory_id)
+        ranked = sorted(firsts.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
+        return cls(
+            n=n,
+            shares={c: (counts[c] / n if n else 0.0) for c in CLASSES},
+            counts={c: counts[c] for c in CLASSES},
+            delivery_rate=(sum(lab.delivered for lab in labels) / n) if n else None,
+            mean_score=(sum(scored) / len(scored)) if scored else None,
+            score_among_delivered=(sum(delivered_scored) / len(delivered_scored)) if delivered_scored else None,
+            n_scored=len(scored),
+            n_unscored=n - len(scored),
+            lever={k: (lever[k] / n if n else 0.0) for k in ("harness", "weights", "none")},
+            top_signals=[SignalCount(id=k, count=len(v), share=len(v) / n, examples=v[:examples])
+                         for k, v in ranked],
+        )
+
+    @property
+    def process_share(self) -> float:
+        return self.shares["F2"] + self.shares["F3"]
+
+    @property
+    def content_share(self) -> float:
+        return self.shares["F1"] + self.shares["F4"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "composition": {c: round(self.shares[c], 4) for c in CLASSES},
+            "counts": self.counts,
+            "delivery_rate": _r(self.delivery_rate),
+            "mean_score": _r(self.mean_score),
+            "score_among_delivered": _r(self.score_among_delivered),
+            "n_scored": self.n_scored,
+            "n_unscored": self.n_unscored,
+            "lever": {k: round(v, 4) for k, v in self.lever.items()},
+            "top_signals": [s.model_dump() for s in self.top_signals],
+        }
+
+    def table(self) -> str:
+        """The composition as one row of the papers' table (plain text)."""
+        head = ["n", "Healthy", "F1", "F2", "F3", "F4", "Delivery", "Mean score", "Score|delivered"]
+        row = [str(self.n), *(_pct(self.shares[c]) for c in CLASSES),
+               _pct(self.delivery_rate), _num(self.mean_score), _num(self.score_among_delivered)]
+        widths = [max(len(h), len(r)) for h, r in zip(head, row, strict=True)]
+        line = "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))
+        vals = "  ".join(r.rjust(w) for r, w in zip(row, widths, strict=True))
+        return f"{line}\n{vals}"
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"

@@ -1,0 +1,101 @@
+"""A precomputed, read-only view of one trajectory that the detectors share."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from evoharness.traces.models import Trajectory
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    step: int  # index of the assistant message that made the call
+    id: str
+    name: str
+    arguments: str  # raw argument text as the model wrote it
+    canonical: str  # canonical JSON of the parsed arguments, or the raw text if it did not parse
+    parsed_ok: bool
+
+
+def canonical_args(raw: object) -> tuple[str, bool]:
+    if isinstance(raw, dict):
+        return json.dumps(raw, sort_keys=True, separators=(",", ":")), True
+    if not isinstance(raw, str):
+        return str(raw), False
+    try:
+        return json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")), True
+    except (json.JSONDecodeError, TypeError, ValueError):
+        return raw.strip(), False
+
+
+@dataclass
+class TraceView:
+    traj: Trajectory
+    assistant_steps: list[int] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    results: dict[str, tuple[int, str]] = field(default_factory=dict)  # call id -> (step, content)
+
+    @classmethod
+    def of(cls, traj: Trajectory) -> TraceView:
+        view = cls(traj)
+        for i, m in enumerate(traj.messages):
+            role = m.get("role")
+            if role == "assistant":
+                view.assistant_steps.append(i)
+                for j, tc in enumerate(m.get("tool_calls") or ()):
+                    if not isinstance(tc, dict):
+                        continue
+                    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                    raw = fn.get("arguments", "")
+                    canon, ok = canonical_args(raw)
+                    view.calls.append(ToolCall(
+                        step=i, id=str(tc.get("id") or f"{i}.{j}"), name=str(fn.get("name", "")),
+                        arguments=raw if isinstance(raw, str) else json.dumps(raw), canonical=canon,
+                        parsed_ok=ok,
+                    ))
+            elif role == "tool":
+                content = m.get("content")
+                view.results[str(m.get("tool_call_id"))] = (i, content if isinstance(content, str) else str(content))
+        return view
+
+    def turn_of(self, step: int) -> int | None:
+        """The assistant turn (message index) that a step belongs to: the last one at or before it."""
+        turn = None
+        for s in self.assistant_steps:
+            if s > step:
+                break
+            turn = s
+        return turn
+
+    def next_turn(self, turn: int | None) -> int | None:
+        for s in self.assistant_steps:
+            if turn is None or s > turn:
+                return s
+        return None
+
+    @cached_property
+    def final_step(self) -> int:
+        """Where the delivery (or its absence) is: the last assistant message, else the last message."""
+        if self.assistant_steps:
+            return self.assistant_steps[-1]
+        return max(len(self.traj.messages) - 1, 0)
+
+    @cached_property
+    def grounding_text(self) -> str:
+        """Everything the agent was told or shown: task, system/user messages, tool results.
+
+        In multi-agent logs (assistant messages carrying a ``name``), what *other* agents
+        said counts as shown to the final speaker.
+        """
+        parts = [self.traj.task or ""]
+        speaker = self.traj.messages[self.final_step].get("name") if self.traj.messages else None
+        for m in self.traj.messages:
+            role = m.get("role")
+            if role in ("system", "user", "tool") or (
+                role == "assistant" and speaker and m.get("name") and m.get("name") != speaker
+            ):
+                c = m.get("content")
+                parts.append(c if isinstance(c, str) else json.dumps(c) if c is not None else "")
+        return "\n".join(parts)

@@ -1,0 +1,80 @@
+"""The first-signal labeller.
+
+A trajectory whose score reaches ``healthy_threshold`` is Healthy (signals are still
+recorded). Otherwise its class is that of the earliest firing signal. Ties at one
+step break by class -- F2, F3, F1, F4 (friction and control explain what follows them;
+content is judged last) -- then by signal id, so labels never depend on detector or
+record order. With no signal at all: F4 if delivered, else F3 no_delivery (the
+catalogue's own detectors already cover both, so this is a safety net).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.detectors import Detector, default_catalogue
+from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
+from evoharness.traces.models import Trajectory
+
+_TIE_ORDER = {FailureClass.F2: 0, FailureClass.F3: 1, FailureClass.F1: 2, FailureClass.F4: 3}
+
+
+def signal_order(s: Signal) -> tuple[int, int, str]:
+    return (s.step, _TIE_ORDER.get(s.failure_class, 9), s.id)
+
+
+class Labeller:
+    def __init__(self, cfg: DiagnosisConfig | None = None, detectors: Sequence[Detector] | None = None) -> None:
+        self.cfg = cfg or DiagnosisConfig()
+        self.detectors = list(detectors) if detectors is not None else default_catalogue()
+
+    def signals(self, traj: Trajectory) -> list[Signal]:
+        view = TraceView.of(traj)
+        found: list[Signal] = []
+        for d in self.detectors:
+            found.extend(d.detect(view, self.cfg))
+        found.sort(key=signal_order)
+        return found
+
+    def label(self, traj: Trajectory) -> Label:
+        signals = self.signals(traj)
+        healthy = traj.score is not None and traj.score >= self.cfg.healthy_threshold
+        first: Signal | None
+        if healthy:
+            cls, first = FailureClass.healthy, None
+        elif signals:
+            first = signals[0]
+            cls = first.failure_class
+        else:
+            view = TraceView.of(traj)
+            if traj.delivered:
+                why = "unscored delivery" if traj.score is None else f"score {traj.score:.2f}"
+                first = Signal(id="F4.poor_delivery", failure_class=FailureClass.F4, step=view.final_step,
+                               evidence=f"no signal fired; {why}")
+            else:
+                first = Signal(id="F3.no_delivery", failure_class=FailureClass.F3, step=view.final_step,
+                               evidence="no signal fired; no final answer")
+            cls = first.failure_class
+            signals = [first]
+        return Label(
+            trajectory_id=traj.id,
+            task_id=traj.task_id,
+            failure_class=cls,
+            first_signal=first,
+            signals=signals,
+            lever=Lever(self.cfg.routing.get(cls.value, "none")),
+            scored=traj.score is not None,
+            score=traj.score,
+            delivered=traj.delivered,
+        )
+
+
+def label_trajectory(traj: Trajectory, cfg: DiagnosisConfig | None = None) -> Label:
+    return Labeller(cfg).label(traj)
+
+
+def label_all(trajs: Iterable[Trajectory], cfg: DiagnosisConfig | None = None) -> list[Label]:
+    labeller = Labeller(cfg)
+    return [labeller.label(t) for t in trajs]

@@ -1,0 +1,57 @@
+"""Turn labels into what `evoharness diagnose` prints (text) or emits (--json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evoharness.diagnosis.composition import Composition
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.models import Label
+from evoharness.diagnosis.routing import recommend
+
+
+def unscored_note(comp: Composition, labels: list[Label]) -> str | None:
+    if not comp.n_unscored:
+        return None
+    return (f"{comp.n_unscored} of {comp.n} trajectories are unscored (e.g. failure-only logs such as "
+            f"Who&When): they are never counted healthy; mean scores cover the {comp.n_scored} scored ones")
+
+
+def diagnosis_dict(labels: list[Label], cfg: DiagnosisConfig) -> dict[str, Any]:
+    comp = Composition.from_labels(labels)
+    rec = recommend(comp, cfg)
+    out = comp.to_dict()
+    out["recommendation"] = rec.model_dump()
+    out["note"] = unscored_note(comp, labels)
+    out["trajectories"] = [
+        {
+            "id": lab.trajectory_id,
+            "task_id": lab.task_id,
+            "failure_class": lab.failure_class.value,
+            "first_signal": None if lab.first_signal is None else {
+                "id": lab.first_signal.id, "step": lab.first_signal.step, "evidence": lab.first_signal.evidence},
+            "lever": lab.lever.value,
+            "score": lab.score,
+            "signals": [s.id for s in lab.signals],
+        }
+        for lab in labels
+    ]
+    return out
+
+
+def diagnosis_text(labels: list[Label], cfg: DiagnosisConfig) -> str:
+    comp = Composition.from_labels(labels)
+    rec = recommend(comp, cfg)
+    lines = ["Failure composition (first signal that fires)", "", comp.table(), ""]
+    if comp.top_signals:
+        lines.append("Most frequent first signals:")
+        width = max(len(s.id) for s in comp.top_signals)
+        for s in comp.top_signals:
+            lines.append(f"  {s.id.ljust(width)}  {s.count:>5}  {100 * s.share:5.1f}%   e.g. {', '.join(s.examples)}")
+        lines.append("")
+    lines.append(f"Lever: harness {100 * rec.harness_share:.1f}%  weights {100 * rec.weights_share:.1f}%")
+    lines.append(f"Recommendation: {rec.message}")
+    note = unscored_note(comp, labels)
+    if note:
+        lines.append(f"Note: {note}")
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""Importers: turn trace files written by other agents into canonical trajectories.
+
+Formats (auto-detected per file; ``fmt`` overrides):
+
+- ``canonical``: evoharness JSONL (or a JSON list) of ``Trajectory`` objects.
+- ``openai``: records of OpenAI chat messages with an outcome, e.g. tau-bench's
+  ``historical_trajectories/*.json`` (``traj`` + ``reward`` + ``task_id`` + ``trial``).
+- ``mini-swe-agent``: ``*.traj.json`` files, joined with ``logs/<id>/report.json``'s
+  ``resolved`` flag when present (score 1.0 / 0.0; unscored without a report).
+- ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
+
+Every error names the file and the record / line: ``InputError(source, reason, where)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+from evoharness.traces.importers import canonical, mini_swe, openai_records, who_when
+from evoharness.traces.models import Trajectory
+
+FORMATS: dict[str, Any] = {
+    "canonical": canonical,
+    "openai": openai_records,
+    "mini-swe-agent": mini_swe,
+    "who-and-when": who_when,
+}
+
+FORMAT_NAMES = tuple(FORMATS)
+
+OnInvalid = Callable[[InputError], None]
+
+
+def iter_files(paths: Iterable[Path | str]) -> Iterator[Path]:
+    """Expand directories (recursively, sorted) into their trace files."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and not f.name.startswith(".") and _is_trace_file(f):
+                    yield f
+        elif p.exists():
+            yield p
+        else:
+            raise InputError(str(p), "no such file or directory")
+
+
+def _is_trace_file(f: Path) -> bool:
+    if f.suffix not in (".json", ".jsonl"):
+        return False
+    # mini-swe-agent's logs/<id>/report.json is joined with the trajectory, not a trace itself
+    return not (f.name == "report.json" and f.parent.parent.name == "logs")
+
+
+def read_json_file(path: Path) -> Any:
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise InputError(str(path), "empty file")
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise InputError(str(path), "not JSON: binary or non-UTF-8 content") from None
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {e.lineno} col {e.colno}") from None
+
+
+def _first_jsonl_record(path: Path) -> Any:
+    with path.open("rb") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if line.strip():
+                try:
+                    return json.loads(line)
+                except UnicodeDecodeError:
+                    raise InputError(str(path), "not JSON: binary or non-UTF-8 content",
+                                     where=f"line {lineno}") from None
+                except json.JSONDecodeError as e:
+                    raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {lineno}") from None
+    raise InputError(str(path), "empty file")
+
+
+def detect_format(path: Path, data: Any = None) -> str:
+    """Name the format of one file (its parsed JSON may be passed to avoid re-reading)."""
+    if path.suffix == ".jsonl":
+        first = _first_jsonl_record(path)
+        name = _detect_record(first)
+        if name in ("canonical", "openai"):
+            return name
+        raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
+                         where="line 1")
+    if data is None:
+        data = read_json_file(path)
+    if isinstance(data, list):
+        if not data:
+            raise InputError(str(path), "empty list: no trajectories")
+        name = _detect_record(data[0])
+        if name in ("canonical", "openai"):
+            return name
+        raise InputError(str(path), f"unrecognised record (formats: {', '.join(FORMAT_NAMES)})",
+                         where="record 0")
+    name = _detect_record(data)
+    if name is None:
+        raise InputError(str(path), f"unrecognised format (formats: {', '.join(FORMAT_NAMES)})")
+    return name
+
+
+def _detect_record(rec: Any) -> str | None:
+    if not isinstance(rec, dict):
+        return None
+    keys = rec.keys()
+    if "history" in keys and ("question" in keys or "mistake_agent" in keys):
+        return "who-and-when"
+    if "messages" in keys and isinstance(rec.get("info"), dict) and (
+        "exit_status" in rec["info"] or str(rec.get("trajectory_format", "")).startswith("mini-swe-agent")
+    ):
+        return "mini-swe-agent"
+    if {"id", "task_id", "messages"} <= keys and "traj" not in keys:
+        return "canonical"
+    if "traj" in keys or "messages" in keys:
+        return "openai"
+    return None
+
+
+def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
+              on_invalid: OnInvalid | None = None) -> Iterator[Trajectory]:
+    """Yield the trajectories in one file."""
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError("--format", f"unknown format {fmt!r} (formats: {', '.join(FORMAT_NAMES)})")
+    data = None
+    if path.suffix != ".jsonl":
+        data = read_json_file(path)
+    name = fmt or detect_format(path, data)
+    yield from FORMATS[name].load(path, data, skip_invalid=skip_invalid, on_invalid=on_invalid)
+
+
+def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_invalid: bool = False,
+               on_invalid: OnInvalid | None = None) -> Iterator[Trajectory]:
+    """Yield trajectories from files and directories.
+
+    With ``skip_invalid`` a bad file or record is reported through ``on_invalid``
+    and skipped; otherwise the first one raises ``InputError``.
+    """
+    for f in iter_files(paths):
+        try:
+            yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid)
+        except InputError as e:
+            if not skip_invalid:
+                raise
+            if on_invalid:
+                on_invalid(e)
+
+
+def report_invalid(skip_invalid: bool, on_invalid: OnInvalid | None, err: InputError) -> None:
+    """Raise ``err`` unless skipping, in which case hand it to ``on_invalid``."""
+    if not skip_invalid:
+        raise err
+    if on_invalid:
+        on_invalid(err)

@@ -1,0 +1,109 @@
+"""Records of OpenAI chat messages with an outcome (tau-bench's historical trajectories).
+
+A record is a JSON object with ``traj`` (or ``messages``): a list of OpenAI chat
+messages, and optionally ``reward`` / ``score`` (0..1), ``task_id``, ``trial``,
+``id``, ``split``, ``model``. Files are a JSON list of records or JSONL.
+
+Tool results whose content starts with ``Error`` become ``tool_error`` events (or
+``tool_infra_error`` when they read like an infrastructure fault); the final answer
+is the last assistant message with text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evoharness.errors import InputError
+from evoharness.traces.models import Event, Termination, Trajectory, Usage
+from evoharness.traces.patterns import classify_tool_error
+from evoharness.traces.store import _describe
+
+
+def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
+    if data is not None:
+        for i, rec in enumerate(data if isinstance(data, list) else [data]):
+            yield f"record {i}", rec
+        return
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield f"line {lineno}", json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                yield f"line {lineno}", _BadJson
+
+
+class _BadJson:  # sentinel for a JSONL line that did not parse
+    pass
+
+
+def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
+    from evoharness.traces.importers import report_invalid
+
+    for index, (where, rec) in enumerate(_records(path, data)):
+        try:
+            if rec is _BadJson:
+                raise ValueError("invalid JSON (truncated or not JSON)")
+            yield convert(rec, path.stem, index)
+        except ValidationError as e:
+            report_invalid(skip_invalid, on_invalid,
+                           InputError(str(path), f"bad chat record: {_describe(e)}", where=where))
+        except ValueError as e:
+            report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=where))
+
+
+def convert(rec: Any, source: str, index: int) -> Trajectory:
+    if not isinstance(rec, dict):
+        raise ValueError(f"expected an object, got {type(rec).__name__}")
+    messages = rec.get("traj", rec.get("messages"))
+    if not isinstance(messages, list):
+        raise ValueError("'traj' / 'messages' must be a list of chat messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ValueError(f"message {i} has no string 'role'")
+    score = rec.get("reward", rec.get("score"))
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            raise ValueError(f"reward must be a number, got {score!r}")
+        score = min(1.0, max(0.0, float(score)))
+    task_id = str(rec.get("task_id", index))
+    trial = rec.get("trial", 0)
+    rollout = trial if isinstance(trial, int) else 0
+
+    events: list[Event] = []
+    final_answer = None
+    task = None
+    steps = 0
+    for i, m in enumerate(messages):
+        role = m["role"]
+        content = m.get("content")
+        if role == "user" and task is None and isinstance(content, str):
+            task = content
+        elif role == "assistant":
+            steps += 1
+            if isinstance(content, str) and content.strip():
+                final_answer = content
+        elif role == "tool" and isinstance(content, str) and content.startswith("Error"):
+            events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
+
+    return Trajectory(
+        id=str(rec.get("id") or f"{source}:{task_id}:{trial}"),
+        task_id=task_id,
+        split=rec.get("split", "unknown"),
+        model=rec.get("model"),
+        rollout=rollout,
+        task=task,
+        messages=messages,
+        events=events,
+        final_answer=final_answer,
+        score=score,
+        termination=Termination.delivered if final_answer is not None else Termination.aborted,
+        usage=Usage(steps=steps),
+        meta={"source_format": "openai", "source": source},
+    )

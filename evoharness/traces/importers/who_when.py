@@ -1,0 +1,93 @@
+"""Who&When multi-agent failure logs (Magentic-One, AG2 CaptainAgent).
+
+These logs are **failure-only and unscored**: every record is a failed run, so
+``score`` stays ``None`` and ``meta["failure_only"]`` is set; the labeller never
+calls them healthy. Each history entry becomes an assistant message named after
+its agent (``name``), except a human / user entry. The final answer is the text
+after the last ``FINAL ANSWER:`` (else the last message's text). The annotated
+``mistake_agent`` / ``mistake_step`` / ``mistake_reason`` are kept in ``meta``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+from evoharness.traces.models import Termination, Trajectory, Usage
+
+FINAL = re.compile(r"FINAL ANSWER:\s*(.+)", re.IGNORECASE)
+USER_ROLES = {"user", "human"}
+
+
+def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
+    from evoharness.traces.importers import read_json_file, report_invalid
+
+    if data is None:
+        data = read_json_file(path)
+    try:
+        yield convert(path, data)
+    except ValueError as e:
+        report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e)))
+
+
+def convert(path: Path, data: Any) -> Trajectory:
+    if not isinstance(data, dict) or not isinstance(data.get("history"), list):
+        raise ValueError("Who&When log needs a 'history' list")
+    question = data.get("question")
+    messages: list[dict[str, Any]] = []
+    if isinstance(question, str):
+        messages.append({"role": "user", "content": question})
+    final_answer = None
+    steps = 0
+    for i, h in enumerate(data["history"]):
+        if not isinstance(h, dict):
+            raise ValueError(f"history entry {i} is not an object")
+        content = h.get("content")
+        content = content if isinstance(content, str) else ("" if content is None else str(content))
+        agent = str(h.get("name") or h.get("role") or "agent")
+        if str(h.get("role", "")).lower() in USER_ROLES and not h.get("name"):
+            messages.append({"role": "user", "content": content})
+            continue
+        steps += 1
+        messages.append({"role": "assistant", "name": _safe_name(agent), "content": content})
+        found = FINAL.findall(content)
+        if found:
+            final_answer = found[-1].strip()
+    if final_answer is None:
+        for m in reversed(messages):
+            text = m["content"].strip()
+            if m["role"] == "assistant" and text and text.upper() != "TERMINATE":
+                final_answer = text
+                break
+    subset = path.parent.name
+    qid = str(data.get("question_ID") or path.stem)
+    mistake_step = data.get("mistake_step")
+    return Trajectory(
+        id=f"who-and-when:{subset}:{path.stem}",
+        task_id=qid,
+        task=question if isinstance(question, str) else None,
+        messages=messages,
+        final_answer=final_answer,
+        score=None,
+        termination=Termination.delivered if final_answer is not None else Termination.aborted,
+        usage=Usage(steps=steps),
+        meta={
+            "source_format": "who-and-when",
+            "failure_only": True,
+            "subset": subset,
+            "ground_truth": data.get("ground_truth"),
+            "mistake_agent": data.get("mistake_agent"),
+            # mistake_step indexes `history`; messages are shifted by the question we prepend
+            "mistake_step": int(mistake_step) if str(mistake_step).isdigit() else None,
+            "message_offset": 1 if isinstance(question, str) else 0,
+            "mistake_reason": data.get("mistake_reason"),
+        },
+    )
+
+
+def _safe_name(agent: str) -> str:
+    # OpenAI's `name` allows [a-zA-Z0-9_-]
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", agent).strip("_")[:64] or "agent"

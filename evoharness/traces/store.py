@@ -1,0 +1,109 @@
+"""A JSONL trajectory store: one canonical ``Trajectory`` JSON object per line.
+
+Appends are flushed and fsync'd per batch so an acknowledged write survives a crash.
+A torn last line (the process died mid-write) is reported, never silently dropped
+into a placeholder; ``read_trajectories(..., skip_invalid=True)`` skips it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from evoharness.errors import InputError
+from evoharness.traces.models import Trajectory
+
+
+def _describe(e: ValidationError) -> str:
+    first = e.errors()[0]
+    loc = ".".join(str(x) for x in first["loc"]) or "record"
+    return f"{loc}: {first['msg']}"
+
+
+def read_trajectories(
+    path: Path | str,
+    *,
+    skip_invalid: bool = False,
+    on_invalid: Callable[[InputError], None] | None = None,
+) -> Iterator[Trajectory]:
+    """Yield trajectories from a canonical JSONL file; blank lines are ignored."""
+    path = Path(path)
+    try:
+        fh = path.open("rb")
+    except OSError as e:
+        raise InputError(str(path), f"cannot open: {e.strerror}") from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield Trajectory.model_validate_json(raw)
+            except ValidationError as e:
+                err = InputError(str(path), _line_reason(raw, e), where=f"line {lineno}")
+                if not skip_invalid:
+                    raise err from None
+                if on_invalid:
+                    on_invalid(err)
+
+
+def _line_reason(raw: bytes, e: ValidationError) -> str:
+    kinds = {x["type"] for x in e.errors()}
+    if "json_invalid" in kinds:
+        return "invalid JSON (truncated or not JSON)"
+    return f"not a canonical trajectory: {_describe(e)}"
+
+
+def write_trajectories(path: Path | str, trajectories: Iterable[Trajectory], *, append: bool = False) -> int:
+    """Write (or append) trajectories as JSONL; returns how many were written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with path.open("ab" if append else "wb") as fh:
+        for t in trajectories:
+            fh.write(t.model_dump_json(exclude_defaults=False).encode() + b"\n")
+            n += 1
+        fh.flush()
+        os.fsync(fh.fileno())
+    return n
+
+
+class TrajectoryStore:
+    """An append-only JSONL store with idempotent ``add`` by trajectory id."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._ids: set[str] | None = None
+
+    def _known(self) -> set[str]:
+        if self._ids is None:
+            self._ids = set()
+            if self.path.exists():
+                for t in read_trajectories(self.path, skip_invalid=True):
+                    self._ids.add(t.id)
+        return self._ids
+
+    def add(self, trajectories: Iterable[Trajectory]) -> int:
+        """Append those not already stored; returns how many were new."""
+        known = self._known()
+        new = []
+        for t in trajectories:
+            if t.id not in known:
+                known.add(t.id)
+                new.append(t)
+        if new:
+            write_trajectories(self.path, new, append=True)
+        return len(new)
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        if not self.path.exists():
+            return iter(())
+        return read_trajectories(self.path, skip_invalid=True)
+
+    def __len__(self) -> int:
+        return len(self._known())
+
+    def __contains__(self, trajectory_id: str) -> bool:
+        return trajectory_id in self._known()
