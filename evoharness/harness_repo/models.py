@@ -42,6 +42,7 @@ class Candidate(BaseModel):
     base: str = Field(description="main's commit the branch was cut from")
     round: int = 0
     targets: str
+    message: str = Field("", description="the commit subject line (the hypothesis, in short)")
     failure_class: str | None = None
     rationale: str = ""
     evidence: list[str] = Field(default_factory=list)

@@ -1,0 +1,125 @@
+"""CLI: `init`, `candidate new`, `review`, `show`, `pr`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from evoharness.cli_support import settings_of
+from evoharness.errors import InputError
+
+HarnessOpt = Annotated[Path, typer.Option("--harness", help="the harness repo directory")]
+
+candidate_app = typer.Typer(help="Create harness candidates.", no_args_is_help=True)
+
+
+def _open(ctx: typer.Context, harness: Path):
+    from evoharness.harness_repo.repo import HarnessRepo
+
+    return HarnessRepo(harness, settings_of(ctx).harness_repo)
+
+
+def load_edit(path: Path):
+    """Read EDIT.json into an `Edit` (InputError with the first problem otherwise)."""
+    from evoharness.harness_repo.models import Edit
+
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(str(path), "file not found") from None
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), f"invalid JSON: {e}") from None
+    try:
+        return Edit.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise InputError(str(path), f"{loc}: {first['msg']}") from None
+
+
+def init(ctx: typer.Context, dir: Annotated[Path, typer.Argument(help="directory to create")]) -> None:
+    """Create a seed harness repo (prompts, lessons, policies, middleware, tools, harness.toml)."""
+    from evoharness.harness_repo.init import init_harness
+
+    hr = init_harness(dir, config=settings_of(ctx).harness_repo)
+    typer.echo(f"initialised harness at {hr.path} (main {hr.main_head()[:10]})")
+
+
+@candidate_app.command("new")
+def candidate_new(
+    ctx: typer.Context,
+    harness: HarnessOpt,
+    edit: Annotated[Path, typer.Option("--edit", help="EDIT.json: message, targets, changes[]")],
+    round: Annotated[int, typer.Option("--round", help="round number used in the branch name")] = 0,
+) -> None:
+    """Validate an edit and commit it on a new candidate branch; prints the branch."""
+    cand = _open(ctx, harness).create_candidate(load_edit(edit), round)
+    typer.echo(cand.branch)
+
+
+def review(
+    ctx: typer.Context,
+    harness: HarnessOpt,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False,
+) -> None:
+    """List candidates: branch, target, status, verdict summary, diffstat."""
+    infos = _open(ctx, harness).candidates()
+    if as_json:
+        typer.echo(json.dumps([i.model_dump(mode="json") for i in infos], indent=2))
+        return
+    if not infos:
+        typer.echo("no candidates")
+        return
+    for i in infos:
+        stat = i.diffstat
+        flag = " (re-verify: main moved)" if i.needs_reverify else ""
+        typer.echo(f"{i.branch}  {i.commit[:10]}  {i.targets}  {i.status}{flag}  "
+                   f"{len(stat.get('files', []))} file(s) +{stat.get('insertions', 0)} -{stat.get('deletions', 0)}")
+        if i.verdict:
+            typer.echo(f"    {i.verdict}")
+
+
+def show(
+    ctx: typer.Context,
+    candidate: Annotated[str, typer.Argument(help="branch (with or without candidate/) or commit")],
+    harness: HarnessOpt,
+) -> None:
+    """Show one candidate: its evidence, verdict and diff."""
+    from evoharness.harness_repo.review import show_text
+
+    hr = _open(ctx, harness)
+    typer.echo(show_text(hr, hr.resolve(candidate)), nl=False)
+
+
+def pr(
+    ctx: typer.Context,
+    candidate: Annotated[str, typer.Argument(help="branch (with or without candidate/) or commit")],
+    harness: HarnessOpt,
+    remote: Annotated[str, typer.Option("--remote", help="git remote name (or URL) to push to")],
+    body_out: Annotated[Path | None, typer.Option("--body-out", help="write the PR body here")] = None,
+) -> None:
+    """Push a candidate branch and write a markdown PR body with its evidence and verdict."""
+    from evoharness.harness_repo.review import pr_body, push_candidate
+
+    hr = _open(ctx, harness)
+    branch = hr.resolve(candidate)
+    body = pr_body(hr, hr.candidate(branch))
+    push_candidate(hr, branch, remote)
+    if body_out is not None:
+        body_out.write_text(body, encoding="utf-8")
+        typer.echo(f"pushed {branch} to {remote}; PR body in {body_out}")
+    else:
+        typer.echo(f"pushed {branch} to {remote}\n")
+        typer.echo(body, nl=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.add_typer(candidate_app, name="candidate")
+    app.command("review")(review)
+    app.command("show")(show)
+    app.command("pr")(pr)

@@ -1,0 +1,189 @@
+"""Low-level git helpers: identity, the repo lock, tree building, notes and trailers.
+
+Candidate commits are built from objects (blobs, trees, commits) and published with a
+compare-and-swap ``git update-ref``: nothing touches the user's working tree or index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import git
+from git.objects.fun import tree_to_stream
+from gitdb.base import IStream
+
+from evoharness.errors import InfraError
+
+DEFAULT_NAME = "evoharness"
+DEFAULT_EMAIL = "evoharness@localhost"
+ZERO = "0" * 40
+TREE_MODE, BLOB_MODE, EXEC_MODE, LINK_MODE = 0o040000, 0o100644, 0o100755, 0o120000
+
+
+def identity(repo: git.Repo) -> git.Actor:
+    """The repo's configured user (local or global), else ``evoharness <evoharness@localhost>``."""
+    reader = repo.config_reader()
+    name = reader.get_value("user", "name", default="") or DEFAULT_NAME
+    email = reader.get_value("user", "email", default="") or DEFAULT_EMAIL
+    return git.Actor(str(name), str(email))
+
+
+def identity_env(repo: git.Repo) -> dict[str, str]:
+    """Environment for git commands that create commits (notes, commit)."""
+    who = identity(repo)
+    return {
+        "GIT_AUTHOR_NAME": who.name, "GIT_AUTHOR_EMAIL": who.email,
+        "GIT_COMMITTER_NAME": who.name, "GIT_COMMITTER_EMAIL": who.email,
+    }
+
+
+@contextlib.contextmanager
+def repo_lock(repo: git.Repo, timeout_s: float = 60.0) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<git-common-dir>/evoharness.lock`` (across processes)."""
+    path = Path(repo.common_dir) / "evoharness.lock"
+    deadline = time.monotonic() + timeout_s
+    with open(path, "a+") as fh:
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise InfraError(f"could not take the harness repo lock {path} in {timeout_s:g}s") from None
+                time.sleep(0.02)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def store_blob(repo: git.Repo, data: bytes) -> bytes:
+    return repo.odb.store(IStream(b"blob", len(data), io.BytesIO(data))).binsha
+
+
+def _store_tree(repo: git.Repo, entries: dict[str, tuple[bytes, int]]) -> bytes:
+    def key(item: tuple[str, tuple[bytes, int]]) -> bytes:
+        name, (_, mode) = item
+        return name.encode() + (b"/" if mode == TREE_MODE else b"")
+
+    rows = [(sha, mode, name) for name, (sha, mode) in sorted(entries.items(), key=key)]
+    buf = io.BytesIO()
+    tree_to_stream(rows, buf.write)
+    data = buf.getvalue()
+    return repo.odb.store(IStream(b"tree", len(data), io.BytesIO(data))).binsha
+
+
+def rewrite_tree(repo: git.Repo, base: git.Tree, files: dict[str, bytes | None]) -> str:
+    """A new tree: ``base`` with each path set to its bytes (regular file) or removed (None)."""
+    nested: dict[str, dict[str, bytes | None]] = {}
+    here: dict[str, bytes | None] = {}
+    for path, data in files.items():
+        head, _, rest = path.partition("/")
+        if rest:
+            nested.setdefault(head, {})[rest] = data
+        else:
+            here[head] = data
+    entries: dict[str, tuple[bytes, int]] = {}
+    for obj in base:
+        entries[obj.name] = (obj.binsha, obj.mode)
+    for name, data in here.items():
+        if data is None:
+            entries.pop(name, None)
+        else:
+            old_mode = entries.get(name, (b"", BLOB_MODE))[1]
+            mode = old_mode if old_mode in (BLOB_MODE, EXEC_MODE) else BLOB_MODE
+            entries[name] = (store_blob(repo, data), mode)
+    for name, sub in nested.items():
+        sub_base = base[name] if name in entries and entries[name][1] == TREE_MODE else _empty_tree(repo)
+        sha = rewrite_tree(repo, sub_base, sub)
+        if sha == EMPTY_TREE:
+            entries.pop(name, None)
+        else:
+            entries[name] = (bytes.fromhex(sha), TREE_MODE)
+    return _store_tree(repo, entries).hex()
+
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _empty_tree(repo: git.Repo) -> git.Tree:
+    binsha = _store_tree(repo, {})
+    return git.Tree(repo, binsha)
+
+
+def make_commit(repo: git.Repo, tree: str, message: str, parents: list[str]) -> str:
+    who = identity(repo)
+    commit = git.Commit.create_from_tree(
+        repo, git.Tree(repo, bytes.fromhex(tree)), message,
+        parent_commits=[repo.commit(p) for p in parents], head=False, author=who, committer=who,
+    )
+    return commit.hexsha
+
+
+def cas_ref(repo: git.Repo, ref: str, new: str, old: str) -> bool:
+    """Atomically set ``ref`` to ``new`` iff it is ``old`` (ZERO = must not exist). False if it moved."""
+    try:
+        repo.git.update_ref(ref, new, old)
+        return True
+    except git.GitCommandError:
+        return False
+
+
+def ref_sha(repo: git.Repo, ref: str) -> str | None:
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        return None
+
+
+# ---- notes -----------------------------------------------------------------------------------
+
+def write_note(repo: git.Repo, notes_ref: str, commit: str, payload: dict) -> None:
+    text = json.dumps(payload, indent=2, sort_keys=True)
+    repo.git.notes(f"--ref={notes_ref}", "add", "-f", "-m", text, commit, env=identity_env(repo))
+
+
+def read_notes(repo: git.Repo, notes_ref: str) -> dict[str, dict]:
+    """Every note under ``refs/notes/<notes_ref>`` as {commit sha: parsed JSON} (fan-out aware)."""
+    sha = ref_sha(repo, f"refs/notes/{notes_ref}")
+    if sha is None:
+        return {}
+    out: dict[str, dict] = {}
+
+    def walk(tree: git.Tree, prefix: str) -> None:
+        for obj in tree:
+            if obj.type == "tree":
+                walk(obj, prefix + obj.name)
+            elif obj.type == "blob":
+                try:
+                    out[prefix + obj.name] = json.loads(obj.data_stream.read().decode("utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    continue  # a note someone else wrote by hand; not ours
+
+    walk(repo.commit(sha).tree, "")
+    return out
+
+
+# ---- trailers --------------------------------------------------------------------------------
+
+def format_trailers(pairs: list[tuple[str, str]]) -> str:
+    return "\n".join(f"{k}: {' '.join(v.split()) or '(none)'}" for k, v in pairs)
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    """Trailers of the last paragraph of a commit message ('(none)' becomes '')."""
+    paragraphs = [p for p in message.strip().split("\n\n") if p.strip()]
+    if not paragraphs:
+        return {}
+    out: dict[str, str] = {}
+    for line in paragraphs[-1].splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key and " " not in key:
+            out[key] = "" if value.strip() == "(none)" else value.strip()
+    return out

@@ -1,0 +1,98 @@
+"""The verified merge: main moves only to a no-ff merge of exactly the commit a verdict accepted."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import git
+
+from evoharness.errors import MergeRefused
+from evoharness.harness_repo import gitops
+from evoharness.harness_repo.models import Verdict
+from evoharness.logging import get_logger
+
+if TYPE_CHECKING:
+    from evoharness.harness_repo.repo import HarnessRepo
+
+log = get_logger(__name__)
+
+
+def merge_message(branch: str, verdict: Verdict) -> str:
+    lines = [
+        f"Merge verified candidate {branch}",
+        "",
+        f"Verdict: accepted ({verdict.strategy}, decided by {verdict.decided_by})",
+        f"Verified-Commit: {verdict.commit}",
+        f"Verified-Base: {verdict.base}",
+    ]
+    if verdict.reason:
+        lines.append(f"Reason: {verdict.reason}")
+    if verdict.gates:
+        lines += ["", verdict.table()]
+    if verdict.measurements:
+        lines += ["", "Measurements: " + ", ".join(f"{k}={v}" for k, v in verdict.measurements.items())]
+    return "\n".join(lines) + "\n"
+
+
+def check_mergeable(hr: HarnessRepo, branch: str, verdict: Verdict) -> tuple[str, str]:
+    """(main head, candidate head) if ``verdict`` allows merging ``branch`` now, else MergeRefused."""
+    def refuse(reason: str) -> MergeRefused:
+        return MergeRefused(reason, branch)
+
+    if verdict.candidate != branch:
+        raise refuse(f"the verdict is for {verdict.candidate}, not this branch")
+    if not verdict.accepted:
+        raise refuse(f"the verdict did not accept the candidate: {verdict.reason or 'no reason given'}")
+    head = gitops.ref_sha(hr.repo, f"refs/heads/{branch}")
+    if head is None:
+        raise refuse("no such candidate branch")
+    main = hr.main_head()
+    if _full(hr, verdict.commit) != head:
+        raise refuse(f"branch moved after verification (verified {verdict.commit[:10]}, head is {head[:10]});"
+                     " re-verify")
+    if _full(hr, verdict.base) != main:
+        raise refuse(f"main moved since verification (verified against {verdict.base[:10]}, main is"
+                     f" {main[:10]}); re-verify")
+    if hr.repo.git.merge_base(main, head) != main:
+        raise refuse("candidate is not based on main's head; rebase it and re-verify")
+    if head == main:
+        raise refuse("candidate is already merged")
+    bad = [p for p in hr.changed_paths(main, head) if not hr.manifest.editable(p)]
+    if bad:
+        raise refuse(f"candidate changes paths a candidate may not touch: {', '.join(bad[:5])}")
+    return main, head
+
+
+def _full(hr: HarnessRepo, sha: str) -> str | None:
+    try:
+        return hr.repo.commit(sha).hexsha
+    except (git.BadName, ValueError):
+        return None
+
+
+def verified_merge(hr: HarnessRepo, branch: str, verdict: Verdict) -> str:
+    with gitops.repo_lock(hr.repo, hr.config.lock_timeout_s):
+        main, head = check_mergeable(hr, branch, verdict)
+        tree = hr.tree_hash(head)
+        merge = gitops.make_commit(hr.repo, tree, merge_message(branch, verdict), [main, head])
+        if not gitops.cas_ref(hr.repo, hr.main_ref, merge, main):
+            raise MergeRefused("main moved during the merge; re-verify", branch)
+        payload = verdict.model_dump(mode="json")
+        gitops.write_note(hr.repo, hr.config.notes_ref, merge,
+                          {"status": "merged", "verdict": payload, "candidate": branch, "merged": head})
+        gitops.write_note(hr.repo, hr.config.notes_ref, head,
+                          {"status": "merged", "verdict": payload, "merge_commit": merge})
+        _sync_worktree(hr, main, merge)
+    log.info("candidate_merged", candidate=branch, commit=head, merge=merge)
+    return merge
+
+
+def _sync_worktree(hr: HarnessRepo, old: str, new: str) -> None:
+    """If main is checked out, fast-forward the index and files as `git merge` would."""
+    repo = hr.repo
+    if repo.bare or repo.head.is_detached or repo.head.ref.path != hr.main_ref:
+        return
+    try:
+        repo.git.read_tree("-m", "-u", old, new)
+    except git.GitCommandError as e:
+        log.warning("worktree_not_updated", reason=str(e).splitlines()[-1], main=new)

@@ -1,0 +1,155 @@
+"""Reviewing candidates: the listing behind `evoharness review`, `show` and the PR body."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import git
+from pydantic import BaseModel, Field
+
+from evoharness.errors import InputError
+from evoharness.harness_repo.models import Candidate, Verdict
+from evoharness.harness_repo.repo import HarnessRepo
+from evoharness.logging import get_logger
+
+log = get_logger(__name__)
+
+Status = Literal["pending", "verified", "merged", "rejected"]
+
+
+class CandidateInfo(BaseModel):
+    """One row of `evoharness review`."""
+
+    branch: str
+    commit: str
+    targets: str
+    status: Status
+    round: int = 0
+    message: str = ""
+    failure_class: str | None = None
+    verdict: str = Field("", description="one-line verdict summary ('' when never verified)")
+    needs_reverify: bool = Field(False, description="verified, but main has moved since: re-verify to merge")
+    diffstat: dict[str, int | list[str]] = Field(default_factory=dict)
+
+
+def summarise(verdict: Verdict) -> str:
+    passed = sum(g.passed for g in verdict.gates)
+    gates = f", gates {passed}/{len(verdict.gates)}" if verdict.gates else ""
+    word = "accepted" if verdict.accepted else "rejected"
+    reason = f": {verdict.reason}" if verdict.reason else ""
+    return f"{word}{gates}{reason}"
+
+
+def status_of(hr: HarnessRepo, branch: str, reachable_from_main: set[str],
+              notes: dict[str, dict]) -> tuple[Status, Verdict | None, str]:
+    """(status, the verdict on the head if any, summary) for one candidate branch."""
+    head = hr.head_of(branch)
+    note = notes.get(head)
+    verdict = Verdict.model_validate(note["verdict"]) if note and "verdict" in note else None
+    if head in reachable_from_main:
+        return "merged", verdict, summarise(verdict) if verdict else "merged"
+    if note and note.get("status") == "rejected":
+        return "rejected", verdict, summarise(verdict) if verdict else "rejected"
+    if verdict is not None:
+        return ("verified" if verdict.accepted else "rejected"), verdict, summarise(verdict)
+    stale = [c for c in hr.repo.git.rev_list(f"{hr.main_ref}..{head}").split() if c in notes]
+    if stale:
+        return "pending", None, f"stale: verdict on {stale[0][:10]}, branch moved since; re-verify"
+    return "pending", None, ""
+
+
+def list_candidates(hr: HarnessRepo) -> list[CandidateInfo]:
+    reachable = set(hr.repo.git.rev_list(hr.main_ref).split())
+    notes = hr.notes()
+    main = hr.main_head()
+    out = []
+    for branch in hr.branches():
+        try:
+            cand = hr.candidate(branch)
+        except InputError:
+            continue  # a branch under candidate/ that evoharness did not make
+        status, verdict, summary = status_of(hr, branch, reachable, notes)
+        out.append(CandidateInfo(
+            branch=branch, commit=cand.commit, targets=cand.targets, status=status, round=cand.round,
+            message=cand.message, failure_class=cand.failure_class, verdict=summary,
+            needs_reverify=status == "verified" and verdict is not None and verdict.base != main,
+            diffstat=hr.diffstat(branch),
+        ))
+    return out
+
+
+def _stat_line(stat: dict) -> str:
+    files = stat.get("files") or []
+    return f"{len(files)} file(s), +{stat.get('insertions', 0)} -{stat.get('deletions', 0)}"
+
+
+def show_text(hr: HarnessRepo, branch: str) -> str:
+    cand = hr.candidate(branch)
+    info = next(i for i in list_candidates(hr) if i.branch == branch)
+    found = hr.verdict_of(cand.commit)
+    lines = [
+        f"candidate  {cand.branch}",
+        f"commit     {cand.commit}",
+        f"base       {cand.base}",
+        f"status     {info.status}" + (" (main moved: re-verify)" if info.needs_reverify else ""),
+        f"targets    {cand.targets}" + (f" ({cand.failure_class})" if cand.failure_class else ""),
+        f"message    {cand.message}",
+        f"evidence   {', '.join(cand.evidence) or '-'}",
+        f"flips      {', '.join(cand.predicted_flips) or '-'}",
+        f"critic     {cand.critic or '-'}",
+        f"verdict    {info.verdict or 'not verified'}",
+        f"diffstat   {_stat_line(info.diffstat)}",
+    ]
+    if cand.rationale:
+        lines += ["", cand.rationale]
+    if found is not None and found[1].gates:
+        lines += ["", found[1].table()]
+    return "\n".join(lines) + "\n\n" + hr.diff(branch)
+
+
+def pr_body(hr: HarnessRepo, cand: Candidate) -> str:
+    found = hr.verdict_of(cand.commit)
+    stat = hr.diffstat(cand.branch)
+    out = [
+        f"## {cand.message or cand.branch}",
+        "",
+        "### Hypothesis",
+        f"Targets `{cand.targets}`" + (f" (failure class {cand.failure_class})" if cand.failure_class else "")
+        + f", round {cand.round}.",
+    ]
+    if cand.rationale:
+        out += ["", cand.rationale]
+    if cand.critic:
+        out += ["", f"Critic: {cand.critic}"]
+    out += ["", "### Evidence"]
+    out += [f"- `{e}`" for e in cand.evidence] or ["- (no trajectories cited)"]
+    if cand.predicted_flips:
+        out += ["", "Predicted flips: " + ", ".join(f"`{t}`" for t in cand.predicted_flips)]
+    out += ["", "### Verification"]
+    if found is None:
+        out.append("Not verified yet: do not merge.")
+    else:
+        _, v = found
+        out += [f"**{summarise(v)}** (strategy `{v.strategy}`, decided by {v.decided_by}; "
+                f"commit `{v.commit[:10]}` against main `{v.base[:10]}`)", ""]
+        out.append(v.table() if v.gates else "| gate | result | numbers | reason |\n|---|---|---|---|")
+        if v.measurements:
+            out += ["", "| measurement | value |", "|---|---|"]
+            out += [f"| {k} | {val} |" for k, val in v.measurements.items()]
+    out += ["", "### Diffstat", f"{_stat_line(stat)}", ""]
+    out += [f"- `{f}`" for f in stat.get("files", [])]
+    return "\n".join(out) + "\n"
+
+
+def push_candidate(hr: HarnessRepo, branch: str, remote: str) -> None:
+    """Push the candidate branch (and the verdict notes, if any) to ``remote`` (a name or a URL)."""
+    try:
+        hr.repo.git.push(remote, f"refs/heads/{branch}:refs/heads/{branch}")
+    except git.GitCommandError as e:
+        raise InputError(remote, f"push failed: {(e.stderr or str(e)).strip().splitlines()[-1]}") from None
+    notes_ref = f"refs/notes/{hr.config.notes_ref}"
+    if hr.repo.git.for_each_ref(notes_ref):
+        try:
+            hr.repo.git.push(remote, f"{notes_ref}:{notes_ref}")
+        except git.GitCommandError as e:  # notes diverged on the remote; the PR body has the verdict
+            log.warning("notes_not_pushed", remote=remote, reason=str(e).strip().splitlines()[-1])

@@ -1,0 +1,129 @@
+"""Validate an `Edit` against the manifest and the base tree, before anything is written.
+
+``resolve_edit`` returns the new content of every touched path (None = delete) or raises
+``EditRejected`` with the reason and the offending path.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import tomllib
+
+import git
+import jinja2
+import yaml
+
+from evoharness.errors import EditRejected
+from evoharness.harness_repo.config import HarnessRepoConfig
+from evoharness.harness_repo.gitops import LINK_MODE, TREE_MODE
+from evoharness.harness_repo.manifest import Manifest
+from evoharness.harness_repo.models import Edit
+from evoharness.harness_repo.patch import PatchError, apply_unified_diff, diff_creates_file
+
+
+def normalise_path(raw: str) -> str:
+    """A clean repo-relative posix path, or EditRejected for absolute, ``..``, ``.git`` or odd paths."""
+    if not raw or not raw.strip():
+        raise EditRejected("empty path", raw)
+    if "\x00" in raw or "\\" in raw:
+        raise EditRejected("path contains a NUL or backslash", raw)
+    if raw.startswith("/") or raw.startswith("~") or (len(raw) > 1 and raw[1] == ":"):
+        raise EditRejected("absolute paths are not allowed", raw)
+    parts = raw.split("/")
+    if ".." in parts:
+        raise EditRejected("'..' is not allowed in a path", raw)
+    clean = posixpath.normpath(raw)
+    if clean in (".", ""):
+        raise EditRejected("path names the repository root", raw)
+    if any(p.lower() == ".git" for p in clean.split("/")):
+        raise EditRejected("paths inside .git are never editable", raw)
+    return clean
+
+
+def _lookup(tree: git.Tree, path: str) -> git.objects.base.IndexObject | None:
+    """The object at ``path`` in ``tree`` (None if absent); rejects symlinks and files as parents."""
+    parts = path.split("/")
+    node: git.objects.base.IndexObject = tree
+    for i, part in enumerate(parts):
+        where = "/".join(parts[: i + 1])
+        try:
+            node = node[part]  # type: ignore[index]
+        except KeyError:
+            return None
+        if node.mode == LINK_MODE:
+            raise EditRejected(f"path goes through a symlink ({where})", path)
+        if i < len(parts) - 1 and node.mode != TREE_MODE:
+            raise EditRejected(f"a parent of the path is a file ({where})", path)
+    return node
+
+
+def resolve_edit(
+    repo: git.Repo, manifest: Manifest, base: git.Commit, edit: Edit, limits: HarnessRepoConfig
+) -> dict[str, bytes | None]:
+    if len(edit.changes) > limits.max_files:
+        raise EditRejected(f"edit touches {len(edit.changes)} files; the limit is {limits.max_files}")
+    out: dict[str, bytes | None] = {}
+    total = 0
+    for change in edit.changes:
+        path = normalise_path(change.path)
+        if path in out:
+            raise EditRejected("path given twice in one edit", path)
+        if manifest.is_protected(path):
+            raise EditRejected("path is protected by harness.toml", path)
+        if not manifest.in_surface(path):
+            raise EditRejected(f"path is outside the editable surfaces ({', '.join(manifest.surfaces)})", path)
+        existing = _lookup(base.tree, path)
+        if existing is not None and existing.mode == TREE_MODE:
+            raise EditRejected("path is a directory", path)
+        if change.delete:
+            if existing is None:
+                raise EditRejected("cannot delete a file that does not exist", path)
+            out[path] = None
+            continue
+        if change.content is not None:
+            text = change.content
+        else:
+            assert change.diff is not None
+            if existing is None and not diff_creates_file(change.diff):
+                raise EditRejected("diff targets a file that does not exist", path)
+            old = existing.data_stream.read().decode("utf-8", "replace") if existing is not None else ""
+            try:
+                text = apply_unified_diff(old, change.diff)
+            except PatchError as e:
+                raise EditRejected(f"diff does not apply: {e}", path) from None
+        data = text.encode("utf-8")
+        if len(data) > limits.max_file_bytes:
+            raise EditRejected(f"file is {len(data)} bytes; the limit is {limits.max_file_bytes}", path)
+        total += len(data)
+        if total > limits.max_edit_bytes:
+            raise EditRejected(f"edit is over {limits.max_edit_bytes} bytes in all")
+        check_syntax(path, text)
+        out[path] = data
+    return out
+
+
+def check_syntax(path: str, text: str) -> None:
+    """Python must compile; YAML, TOML and JSON must parse; prompt templates must be valid Jinja2."""
+    name = path.rsplit("/", 1)[-1]
+    try:
+        if name.endswith(".py"):
+            compile(text, path, "exec")
+        elif name.endswith((".yaml", ".yml")):
+            yaml.safe_load(text)
+        elif name.endswith(".toml"):
+            tomllib.loads(text)
+        elif name.endswith(".json"):
+            json.loads(text)
+        elif path.startswith("prompts/") and name.endswith((".md", ".j2", ".jinja")):
+            jinja2.Environment().parse(text)
+    except SyntaxError as e:
+        raise EditRejected(f"Python does not compile: {e.msg} (line {e.lineno})", path) from None
+    except yaml.YAMLError as e:
+        raise EditRejected(f"YAML does not parse: {str(e).splitlines()[0]}", path) from None
+    except tomllib.TOMLDecodeError as e:
+        raise EditRejected(f"TOML does not parse: {e}", path) from None
+    except json.JSONDecodeError as e:
+        raise EditRejected(f"JSON does not parse: {e}", path) from None
+    except jinja2.TemplateSyntaxError as e:
+        raise EditRejected(f"template does not parse: {e.message} (line {e.lineno})", path) from None
