@@ -9,6 +9,7 @@ import typer
 
 from evoharness.errors import InputError
 from evoharness.traces.importers import FORMAT_NAMES, load_paths
+from evoharness.traces.models import Split
 from evoharness.traces.store import write_trajectories
 
 
@@ -26,7 +27,7 @@ def import_traces(
 
     def stream():
         for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report):
-            yield t.model_copy(update={"split": split}) if split else t
+            yield t.model_copy(update={"split": Split(split)}) if split else t
 
     if split and split not in ("dev", "heldout", "unknown"):
         raise InputError("--split", f"unknown split {split!r} (dev | heldout | unknown)")

@@ -60,6 +60,8 @@ def read_json_file(path: Path) -> Any:
     raw = path.read_bytes()
     if not raw.strip():
         raise InputError(str(path), "empty file")
+    if b"\x00" in raw[:4096]:
+        raise InputError(str(path), "not JSON: binary content")
     try:
         return json.loads(raw)
     except UnicodeDecodeError:

@@ -1,0 +1,81 @@
+"""`evoharness diagnose` / `label` / `import` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+from evoharness.cli import main
+
+
+def test_diagnose_json_shape_on_tau_bench(shared_data, capsys):
+    path = shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
+    assert main(["diagnose", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 200
+    assert out["composition"]["healthy"] == 0.42
+    assert set(out["composition"]) == {"healthy", "F1", "F2", "F3", "F4"}
+    assert set(out["lever"]) >= {"harness", "weights"}
+    assert 0 <= out["delivery_rate"] <= 1 and out["mean_score"] == 0.42
+    t = next(t for t in out["trajectories"] if t["failure_class"] != "healthy")
+    assert set(t) >= {"id", "task_id", "failure_class", "first_signal", "lever"}
+    assert set(t["first_signal"]) == {"id", "step", "evidence"}
+    healthy = [t for t in out["trajectories"] if t["failure_class"] == "healthy"]
+    assert len(healthy) == 84 and all(t["first_signal"] is None and t["lever"] == "none" for t in healthy)
+
+
+def test_diagnose_text_table(shared_data, capsys):
+    assert main(["diagnose", str(shared_data / "mini_swe_agent_sample")]) == 0
+    out = capsys.readouterr().out
+    for word in ("Healthy", "F1", "F4", "Delivery", "Mean score", "Score|delivered", "Recommendation:",
+                 "Most frequent first signals", "mini-swe-agent:"):
+        assert word in out
+    assert "50.0%" in out
+
+
+def test_diagnose_says_who_and_when_is_unscored(shared_data, capsys):
+    assert main(["diagnose", str(shared_data / "who_and_when")]) == 0
+    out = capsys.readouterr().out
+    assert "184 of 184 trajectories are unscored" in out
+    assert "  0.0%" in out  # healthy share
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"traj": [')
+    assert main(["diagnose", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0] and "line 1" in err[0]
+    assert main(["diagnose", str(tmp_path / "missing.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_skip_invalid_reports_and_labels_the_rest(shared_data, tmp_path, capsys):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(json.loads((shared_data / "tau_bench_airline_gpt4o" /
+                                           "gpt-4o-airline.json").read_text())[:3]))
+    (tmp_path / "bad.json").write_bytes(b"\x00\x01binary")
+    assert main(["diagnose", str(tmp_path), "--json"]) == 2
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path), "--json", "--skip-invalid"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["n"] == 3
+    assert "skipped:" in cap.err and "bad.json" in cap.err
+
+
+def test_label_and_import_write_files(shared_data, tmp_path, capsys):
+    out = tmp_path / "labels.jsonl"
+    assert main(["label", str(shared_data / "mini_swe_agent_sample"), "--out", str(out)]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 20 and all("failure_class" in r and "lever" in r for r in rows)
+    canon = tmp_path / "c.jsonl"
+    assert main(["import", str(shared_data / "mini_swe_agent_sample"), "--out", str(canon), "--split", "dev"]) == 0
+    assert main(["diagnose", str(canon), "--json"]) == 0
+    capsys.readouterr()
+
+
+def test_config_override_changes_threshold(shared_data, capsys):
+    path = shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
+    assert main(["--set", "diagnosis.healthy_threshold=0.0", "diagnose", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["composition"]["healthy"] == 1.0
+    assert main(["--set", "diagnosis.healthy_threshold=7", "diagnose", str(path)]) == 2
+    assert "healthy_threshold" in capsys.readouterr().err

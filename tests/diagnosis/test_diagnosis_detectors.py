@@ -1,0 +1,159 @@
+"""Each detector fires on a small hand-written trajectory, and stays silent where it must."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.detectors import (
+    FrictionDetector,
+    HarnessErrorDetector,
+    NoDeliveryDetector,
+    PoorDeliveryDetector,
+    RepeatedActionDetector,
+    StepBudgetDetector,
+    TerminationDetector,
+    UnbackedClaimDetector,
+)
+from evoharness.traces.builder import TraceBuilder
+from evoharness.traces.models import Termination
+
+CFG = DiagnosisConfig()
+
+
+def fired(detector, traj, cfg=CFG):
+    return detector.detect(TraceView.of(traj), cfg)
+
+
+def test_repeated_action_fires_on_third_identical_call():
+    b = TraceBuilder().user("look up order 7")
+    for _ in range(3):
+        b.call("get_order", {"id": 7}, result="order 7: pending")
+    t = b.deliver("order 7 is pending").build(score=0.0)
+    [s] = fired(RepeatedActionDetector(), t)
+    assert s.id == "F3.repeated_action"
+    assert s.step == 5  # the third call: messages 1, 3, 5
+    assert "3x get_order" in s.evidence
+
+
+def test_repeated_action_uses_canonical_arguments():
+    b = TraceBuilder().user("x")
+    b.call("f", '{"a": 1, "b": 2}', result="r").call("f", '{"b":2,"a":1}', result="r").call("f", '{"a":1,"b":2}',
+                                                                                               result="r")
+    assert fired(RepeatedActionDetector(), b.build())
+
+
+def test_repeated_action_silent_for_distinct_calls_or_outside_window():
+    b = TraceBuilder().user("x")
+    for i in range(4):
+        b.call("get_order", {"id": i}, result="ok")
+    assert fired(RepeatedActionDetector(), b.build()) == []
+    # same call three times but spread over more turns than the window
+    b = TraceBuilder().user("x")
+    for i in range(13):
+        b.call("same" if i % 6 == 0 else f"other{i}", {}, result="ok")
+    assert fired(RepeatedActionDetector(), b.build()) == []
+
+
+def test_repeated_action_ignores_calls_the_harness_blocked():
+    b = TraceBuilder().user("x")
+    b.call("f", {}, result="ok").call("f", {}, result="ok").call("f", {}, result="blocked by loop guard")
+    b.event("middleware_action", "loop guard blocked repeat", call_id="call_3")
+    assert fired(RepeatedActionDetector(), b.build()) == []
+
+
+def test_one_format_rejection_fixed_next_step_does_not_fire():
+    b = TraceBuilder().user("x").say("two actions at once")
+    b.user("Please provide exactly one action").event("format_rejected", "found 2 actions")
+    b.call("bash", {"command": "ls"}, result="file.py")
+    t = b.deliver("done").build(score=0.0)
+    assert fired(FrictionDetector("format_rejected"), t) == []
+
+
+def test_persistent_format_rejection_fires_at_the_second():
+    b = TraceBuilder().user("x")
+    b.say("bad 1").user("rejected").event("format_rejected", "found 2 actions")
+    b.call("bash", {"command": "ls"}, result="ok")
+    b.say("bad 2").user("rejected").event("format_rejected", "found 3 actions")
+    b.call("bash", {"command": "cat f"}, result="ok")
+    [s] = fired(FrictionDetector("format_rejected"), b.deliver("done").build(score=0.0))
+    assert s.step == 6 and s.evidence.startswith("2x format_rejected")
+
+
+def test_unrecovered_friction_fires_on_first_occurrence():
+    # rejected, and the very next turn is rejected again (of another kind)
+    b = TraceBuilder().user("x")
+    b.say("bad").user("rejected").event("format_rejected", "no action found")
+    b.call("nosuch", {}, result="Error: unknown tool nosuch").event("unknown_tool", "unknown tool nosuch")
+    [s] = fired(FrictionDetector("format_rejected"), b.build(score=0.0))
+    assert s.step == 2 and "unrecovered" in s.evidence
+    # friction at the last turn: the run ended on it
+    b = TraceBuilder().user("x").call("f", {}, result="Error: blocked").event("blocked_call", "policy")
+    [s] = fired(FrictionDetector("blocked_call"), b.build(score=0.0))
+    assert "run ended" in s.evidence
+
+
+def test_invalid_arguments_from_unparseable_call_arguments():
+    b = TraceBuilder().user("x").call("f", '{"a": 1', result="Error: invalid JSON")
+    b.call("f", '{"a": 1}', result="ok")
+    t = b.build()
+    assert fired(FrictionDetector("invalid_arguments"), t) == []  # recovered at once
+    b.call("f", "{oops", result="Error")
+    [s] = fired(FrictionDetector("invalid_arguments"), b.build())
+    assert s.id == "F2.invalid_arguments"
+
+
+def test_harness_error_fires_at_event():
+    t = TraceBuilder().user("x").event("harness_error", "SyntaxError in middleware/guard.py", step=0).build()
+    [s] = fired(HarnessErrorDetector(), t)
+    assert s.step == 0 and "SyntaxError" in s.evidence
+    assert fired(HarnessErrorDetector(), TraceBuilder().user("x").build()) == []
+
+
+def test_step_budget_timeout_context_overflow():
+    t = TraceBuilder().user("x").call("f", {}, result="ok").end("step_budget").build()
+    assert fired(StepBudgetDetector(), t)[0].id == "F3.step_budget_exhausted"
+    assert fired(StepBudgetDetector(), TraceBuilder().user("x").deliver("a").build()) == []
+    cfg = DiagnosisConfig(step_budget=2)
+    t = TraceBuilder().user("x").call("f", {}, result="ok").call("g", {}, result="ok").build()
+    assert fired(StepBudgetDetector(), t, cfg)
+    t = TraceBuilder().user("x").end("timeout").build()
+    assert fired(TerminationDetector("timeout", Termination.timeout, "timeout"), t)
+    t = TraceBuilder().user("x").event("context_overflow", "128k tokens").build()
+    det = TerminationDetector("context_overflow", Termination.context_overflow, "context_overflow")
+    assert fired(det, t)[0].evidence == "128k tokens"
+
+
+def test_no_delivery():
+    t = TraceBuilder().user("x").call("f", {}, result="ok").build()
+    [s] = fired(NoDeliveryDetector(), t)
+    assert s.step == 1
+    assert fired(NoDeliveryDetector(), TraceBuilder().user("x").deliver("y").build()) == []
+
+
+def test_unbacked_claim_fires_on_invented_id_only():
+    b = TraceBuilder().user("book me a flight").call("search", {"to": "SEA"}, result="flights: HAT100, HAT200")
+    good = b.deliver("I booked HAT100 for you.").build()
+    assert fired(UnbackedClaimDetector(), good) == []
+    b = TraceBuilder().user("book me a flight").call("search", {"to": "SEA"}, result="flights: HAT100, HAT200")
+    bad = b.deliver("I booked HAT999, confirmation ZX81QQ.").build()
+    [s] = fired(UnbackedClaimDetector(), bad)
+    assert "HAT999" in s.evidence and s.step == 3
+
+
+def test_unbacked_claim_skips_patches():
+    t = TraceBuilder().user("fix").deliver("diff --git a/x b/x\n@@ -1 +1 @@\n-a1234\n+b5678").build()
+    assert fired(UnbackedClaimDetector(), t) == []
+
+
+@pytest.mark.parametrize("score,fires", [(0.0, True), (0.5, True), (1.0, False), (None, False)])
+def test_poor_delivery(score, fires):
+    t = TraceBuilder().user("x").deliver("answer").build(score=score)
+    assert bool(fired(PoorDeliveryDetector(), t)) is fires
+
+
+def test_poor_delivery_on_failure_only_unscored():
+    t = TraceBuilder().user("x").deliver("answer").build(meta={"failure_only": True})
+    [s] = fired(PoorDeliveryDetector(), t)
+    assert "failure-only" in s.evidence

@@ -1,0 +1,36 @@
+"""Settings: defaults < evoharness.toml < EVOHARNESS_* env < --set overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.config import load_settings
+from evoharness.errors import InputError
+
+
+def test_precedence(tmp_path):
+    cfg = tmp_path / "evoharness.toml"
+    cfg.write_text("[diagnosis]\nrepeat_min = 4\nfriction_min = 3\n")
+    s = load_settings(cfg, environ={})
+    assert (s.diagnosis.repeat_min, s.diagnosis.friction_min) == (4, 3)
+    s = load_settings(cfg, environ={"EVOHARNESS_DIAGNOSIS__REPEAT_MIN": "5"})
+    assert s.diagnosis.repeat_min == 5 and s.diagnosis.friction_min == 3
+    s = load_settings(cfg, ["diagnosis.repeat_min=6"], environ={"EVOHARNESS_DIAGNOSIS__REPEAT_MIN": "5"})
+    assert s.diagnosis.repeat_min == 6
+
+
+def test_defaults_without_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = load_settings(environ={})
+    assert s.diagnosis.healthy_threshold == 1.0 and s.diagnosis.routing["F3"] == "harness"
+
+
+@pytest.mark.parametrize("text,match", [("[diagnosis\n", "invalid TOML"), ("[diagnosis]\nrepeat_min = 1\n",
+                                                                            "repeat_min")])
+def test_bad_config_is_an_input_error(tmp_path, text, match):
+    cfg = tmp_path / "evoharness.toml"
+    cfg.write_text(text)
+    with pytest.raises(InputError, match=match):
+        load_settings(cfg, environ={})
+    with pytest.raises(InputError, match="not found"):
+        load_settings(tmp_path / "nope.toml", environ={})

@@ -1,0 +1,137 @@
+"""Importers on the real public traces, and on bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from evoharness.diagnosis.composition import Composition
+from evoharness.diagnosis.labeller import label_all
+from evoharness.errors import InputError
+from evoharness.traces.importers import detect_format, load_paths
+from evoharness.traces.store import TrajectoryStore, read_trajectories, write_trajectories
+
+
+def test_tau_bench_healthy_share_equals_reward_share(shared_data):
+    path = shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
+    assert detect_format(path) == "openai"
+    trajs = list(load_paths([path]))
+    assert len(trajs) == 200 and len({t.id for t in trajs}) == 200
+    labels = label_all(trajs)
+    comp = Composition.from_labels(labels)
+    assert comp.counts["healthy"] == 84
+    for lab in labels:
+        if lab.failure_class != "healthy":
+            assert lab.first_signal is not None and lab.first_signal.evidence
+            assert lab.lever in ("harness", "weights")
+    # tool errors became events at the tool message
+    t = next(t for t in trajs if t.events)
+    assert t.messages[t.events[0].step]["role"] == "tool"
+
+
+def test_mini_swe_agent_joined_with_reports(shared_data):
+    trajs = list(load_paths([shared_data / "mini_swe_agent_sample"]))
+    assert len(trajs) == 20
+    assert sorted(t.score for t in trajs) == [0.0] * 10 + [1.0] * 10
+    labels = label_all(trajs)
+    assert sum(lab.failure_class == "healthy" for lab in labels) == 10
+    for lab in labels:
+        if lab.failure_class != "healthy":
+            assert lab.first_signal.evidence and lab.first_signal.step >= 0
+    # bash blocks became tool calls answered by tool results; rejections became events
+    t = trajs[0]
+    calls = [m for m in t.messages if m.get("tool_calls")]
+    assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "bash"
+    assert any(e.type == "format_rejected" for t in trajs for e in t.events)
+
+
+def test_mini_swe_without_report_is_unscored(shared_data, tmp_path):
+    src = next((shared_data / "mini_swe_agent_sample" / "trajs").iterdir())
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst)
+    [t] = list(load_paths([dst]))
+    assert t.score is None
+
+
+def test_who_and_when_is_failure_only_not_healthy(shared_data):
+    trajs = list(load_paths([shared_data / "who_and_when"]))
+    assert len(trajs) == 184
+    assert all(t.score is None and t.meta["failure_only"] for t in trajs)
+    labels = label_all(trajs)
+    assert not any(lab.failure_class == "healthy" for lab in labels)
+    assert all(lab.first_signal and lab.first_signal.evidence for lab in labels)
+
+
+def test_canonical_roundtrip_and_store(shared_data, tmp_path):
+    trajs = list(load_paths([shared_data / "mini_swe_agent_sample"]))
+    out = tmp_path / "c.jsonl"
+    assert write_trajectories(out, trajs) == 20
+    assert detect_format(out) == "canonical"
+    back = list(load_paths([out]))
+    assert [t.model_dump() for t in back] == [t.model_dump() for t in trajs]
+    store = TrajectoryStore(tmp_path / "s.jsonl")
+    assert store.add(trajs) == 20 and store.add(trajs[:5]) == 0
+    assert len(list(store)) == 20 and trajs[0].id in store
+
+
+def test_torn_last_line_is_reported_or_skipped(tmp_path, shared_data):
+    trajs = list(load_paths([shared_data / "mini_swe_agent_sample"]))[:3]
+    out = tmp_path / "c.jsonl"
+    write_trajectories(out, trajs)
+    with out.open("ab") as fh:
+        fh.write(trajs[0].model_dump_json().encode()[:50])
+    with pytest.raises(InputError, match="line 4"):
+        list(read_trajectories(out))
+    bad = []
+    assert len(list(read_trajectories(out, skip_invalid=True, on_invalid=bad.append))) == 3
+    assert len(bad) == 1
+
+
+@pytest.mark.parametrize("name,content,match", [
+    ("trunc.json", b'[{"traj": [{"role": "user", "content": "hi"}], "rew', "line 1 col"),
+    ("empty.json", b"", "empty file"),
+    ("empty.jsonl", b"\n\n", "empty file"),
+    ("junk.json", bytes(range(256)) * 4, "binary"),
+    ("schema.json", b'[{"traj": "not a list", "reward": 1}]', "record 0"),
+    ("schema2.jsonl", b'{"id": "a", "task_id": "t", "messages": [{"content": "no role"}]}\n', "line 1"),
+    ("other.json", b'{"hello": "world"}', "unrecognised format"),
+    ("reward.json", b'[{"traj": [], "reward": "yes"}]', "reward must be a number"),
+])
+def test_bad_input_names_file_and_record(tmp_path, name, content, match):
+    p = tmp_path / name
+    p.write_bytes(content)
+    with pytest.raises(InputError, match=match) as e:
+        list(load_paths([p]))
+    assert str(p) in str(e.value)
+
+
+def test_directory_of_mixed_formats(shared_data, tmp_path):
+    (tmp_path / "tau.json").write_text(json.dumps(
+        json.loads((shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json").read_text())[:5]))
+    src = next((shared_data / "mini_swe_agent_sample" / "trajs").iterdir())
+    shutil.copytree(src, tmp_path / "swe" / src.name)
+    ww = next((shared_data / "who_and_when" / "Who&When" / "Hand-Crafted").iterdir())
+    shutil.copy(ww, tmp_path / "ww.json")
+    (tmp_path / "notes.txt").write_text("ignored: not a trace file")
+    trajs = list(load_paths([tmp_path]))
+    assert {t.meta.get("source_format") for t in trajs} == {"openai", "mini-swe-agent", "who-and-when"}
+    (tmp_path / "zz_bad.json").write_text("{nope")
+    with pytest.raises(InputError, match="zz_bad.json"):
+        list(load_paths([tmp_path]))
+    bad = []
+    assert len(list(load_paths([tmp_path], skip_invalid=True, on_invalid=bad.append))) == 7
+    assert len(bad) == 1
+
+
+def test_format_override(shared_data, tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps([{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant",
+                                                                               "content": "hello"}]}]))
+    [t] = list(load_paths([p], fmt="openai"))
+    assert t.final_answer == "hello" and t.score is None
+    with pytest.raises(InputError, match="unknown format"):
+        list(load_paths([p], fmt="nope"))
+    with pytest.raises(InputError):
+        list(load_paths([p], fmt="who-and-when"))
