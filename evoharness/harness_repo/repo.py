@@ -43,18 +43,27 @@ class HarnessRepo:
     # ---- opening ---------------------------------------------------------------------------
 
     def _read_manifest(self) -> Manifest:
-        for branch in ("main", "master"):
-            sha = gitops.ref_sha(self.repo, f"refs/heads/{branch}")
-            if sha is None:
-                continue
-            try:
-                blob = self.repo.commit(sha).tree[MANIFEST_NAME]
-            except KeyError:
-                continue
-            m = Manifest.parse(blob.data_stream.read().decode("utf-8"), f"{self.path}/{MANIFEST_NAME}")
-            if m.main_branch == branch or gitops.ref_sha(self.repo, f"refs/heads/{m.main_branch}"):
+        """The manifest on main: tried on main, master and the checked-out branch, in that order."""
+        tried = ["main", "master"]
+        if not self.repo.head.is_detached:
+            tried.append(self.repo.head.ref.name)
+        for branch in tried:
+            m = self._manifest_on(branch)
+            if m is not None and m.main_branch != branch:
+                m = self._manifest_on(m.main_branch)
+            if m is not None:
                 return m
         raise InputError(str(self.path), "no harness.toml on the main branch (run `evoharness init` or adopt)")
+
+    def _manifest_on(self, branch: str) -> Manifest | None:
+        sha = gitops.ref_sha(self.repo, f"refs/heads/{branch}")
+        if sha is None:
+            return None
+        try:
+            blob = self.repo.commit(sha).tree[MANIFEST_NAME]
+        except KeyError:
+            return None
+        return Manifest.parse(blob.data_stream.read().decode("utf-8"), f"{self.path}/{MANIFEST_NAME}@{branch}")
 
     @classmethod
     def adopt(cls, path: Path | str, manifest: Manifest | None = None,
