@@ -1,0 +1,118 @@
+"""The CLI: init, candidate new, review, show, pr (against a local bare remote)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evoharness.cli import main
+from evoharness.harness_repo.repo import HarnessRepo
+
+from .helpers import git, verdict_for
+
+MINIMAL = {"message": "Add a loop lesson", "targets": "F3.repeated_action",
+           "changes": [{"path": "lessons.md", "content": "- Never repeat a failing call.\n"}]}
+
+
+@pytest.fixture
+def cli_harness(tmp_path: Path, capsys) -> Path:
+    root = tmp_path / "h"
+    assert main(["init", str(root)]) == 0
+    assert "initialised harness" in capsys.readouterr().out
+    return root
+
+
+def write_edit(tmp_path: Path, edit: dict) -> Path:
+    path = tmp_path / "edit.json"
+    path.write_text(json.dumps(edit))
+    return path
+
+
+def test_candidate_new_prints_the_branch(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    rc = main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(write_edit(tmp_path, MINIMAL)),
+               "--round", "2"])
+    assert rc == 0
+    assert capsys.readouterr().out.strip() == "candidate/r2-add-a-loop-lesson"
+    assert "Never repeat" in git(cli_harness, "show", "candidate/r2-add-a-loop-lesson:lessons.md")
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    ({**MINIMAL, "changes": [{"path": "harness.toml", "content": "x"}]}, "harness.toml: path is protected"),
+    ({**MINIMAL, "changes": [{"path": "../x.md", "content": "x"}]}, "'..' is not allowed"),
+    ({"message": "m", "changes": [{"path": "lessons.md", "content": "x"}]}, "targets: Field required"),
+    ({**MINIMAL, "changes": [{"path": "lessons.md"}]}, "give exactly one of"),
+])
+def test_candidate_new_rejects_with_the_reason(cli_harness: Path, tmp_path: Path, capsys, edit, reason) -> None:
+    rc = main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(write_edit(tmp_path, edit))])
+    err = capsys.readouterr().err
+    assert rc == 2 and reason in err and "Traceback" not in err
+    assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""
+
+
+def test_candidate_new_on_a_missing_file_or_repo(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(tmp_path / "nope.json")]) == 2
+    assert "file not found" in capsys.readouterr().err
+    edit = write_edit(tmp_path, MINIMAL)
+    assert main(["candidate", "new", "--harness", str(tmp_path / "nowhere"), "--edit", str(edit)]) == 2
+    assert "not a git repository" in capsys.readouterr().err
+
+
+def _make(cli_harness: Path, tmp_path: Path, capsys, edit: dict = MINIMAL) -> str:
+    assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(write_edit(tmp_path, edit)),
+                 "--round", "1"]) == 0
+    return capsys.readouterr().out.strip()
+
+
+def test_review_lists_status_and_diffstat(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    branch = _make(cli_harness, tmp_path, capsys)
+    other = _make(cli_harness, tmp_path, capsys, {**MINIMAL, "message": "Second idea"})
+    hr = HarnessRepo(cli_harness)
+    hr.record_verdict(verdict_for(hr, branch))
+    assert main(["review", "--harness", str(cli_harness), "--json"]) == 0
+    rows = {r["branch"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows[branch]["status"] == "verified" and rows[other]["status"] == "pending"
+    assert rows[branch]["targets"] == "F3.repeated_action" and len(rows[branch]["commit"]) == 40
+    assert rows[branch]["diffstat"] == {"files": ["lessons.md"], "insertions": 1, "deletions": 0}
+    assert rows[branch]["verdict"].startswith("accepted, gates 2/2")
+    assert main(["review", "--harness", str(cli_harness)]) == 0
+    text = capsys.readouterr().out
+    assert f"{branch}  " in text and "verified" in text and "+1 -0" in text
+
+
+def test_show_prints_evidence_and_diff(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    branch = _make(cli_harness, tmp_path, capsys, {**MINIMAL, "evidence": ["traj-17@3"], "critic": "accept"})
+    assert main(["show", branch.removeprefix("candidate/"), "--harness", str(cli_harness)]) == 0
+    out = capsys.readouterr().out
+    assert "evidence   traj-17@3" in out and "+- Never repeat a failing call." in out and "status     pending" in out
+    assert main(["show", "candidate/none", "--harness", str(cli_harness)]) == 2
+    assert "no such candidate" in capsys.readouterr().err
+
+
+def test_pr_pushes_to_a_bare_remote_and_writes_the_body(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(cli_harness, "remote", "add", "origin", str(remote))
+    branch = _make(cli_harness, tmp_path, capsys,
+                   {**MINIMAL, "evidence": ["traj-1", "traj-2"], "predicted_flips": ["task-9"],
+                    "rationale": "Agents loop on failing calls."})
+    hr = HarnessRepo(cli_harness)
+    hr.record_verdict(verdict_for(hr, branch))
+    body_file = tmp_path / "body.md"
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", "origin",
+                 "--body-out", str(body_file)]) == 0
+    assert git(remote, "rev-parse", branch) == hr.head_of(branch)
+    assert "targeted gain beyond noise" in git(remote, "notes", "--ref=evoharness", "show", hr.head_of(branch))
+    body = body_file.read_text()
+    assert "### Hypothesis" in body and "Agents loop on failing calls." in body
+    assert "- `traj-1`" in body and "- `traj-2`" in body and "`task-9`" in body
+    assert "| gate | result | numbers | reason |" in body
+    assert "| behaviour | pass | before=0.6000, after=0.2000 |" in body
+    assert "1 file(s), +1 -0" in body and "- `lessons.md`" in body
+
+
+def test_pr_to_an_unknown_remote_fails_cleanly(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    branch = _make(cli_harness, tmp_path, capsys)
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", "nowhere"]) == 2
+    assert "push failed" in capsys.readouterr().err
