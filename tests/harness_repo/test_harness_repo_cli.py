@@ -108,7 +108,7 @@ def test_pr_pushes_to_a_bare_remote_and_writes_the_body(cli_harness: Path, tmp_p
     assert "### Hypothesis" in body and "Agents loop on failing calls." in body
     assert "- `traj-1`" in body and "- `traj-2`" in body and "`task-9`" in body
     assert "| gate | result | numbers | reason |" in body
-    assert "| behaviour | pass | before=0.6000, after=0.2000 |" in body
+    assert "| behaviour | pass | before=0.6000, after=0.2000 |  |" in body
     assert "1 file(s), +1 -0" in body and "- `lessons.md`" in body
 
 
