@@ -145,7 +145,7 @@ def ref_sha(repo: git.Repo, ref: str) -> str | None:
 # ---- notes -----------------------------------------------------------------------------------
 
 def write_note(repo: git.Repo, notes_ref: str, commit: str, payload: dict) -> None:
-    text = json.dumps(payload, indent=2, sort_keys=True)
+    text = json.dumps(payload, indent=2)
     repo.git.notes(f"--ref={notes_ref}", "add", "-f", "-m", text, commit, env=identity_env(repo))
 
 
