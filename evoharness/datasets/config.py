@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class DatasetsConfig(BaseModel):
     """The training-dataset queue and exporters. Each field carries a description."""
+
+    url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the training queue (e.g. postgresql+psycopg://user@host/db). "
+        "Unset: a SQLite file `queue.db` under `home`.",
+    )
+    heldout_tasks: list[str] = Field(
+        default_factory=list,
+        description="Task ids that are held out and never exported, in addition to every task that "
+        "any source trajectory marks `split = heldout`.",
+    )
+    placebo_seed: int = Field(0, description="Seed of the placebo permutation (same seed, same placebo).")
+    placebo_window: int = Field(
+        50_000, ge=2,
+        description="Placebo permutes assistant turns within windows of this many records, which "
+        "bounds the memory of a placebo export; smaller sets are permuted as one window.",
+    )

@@ -1,0 +1,91 @@
+"""The dataset card (README.md, with Hugging Face front matter) and manifest.json of an export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .models import ExportFormat, ExportSummary
+
+_PLACEBO_NOTE = (
+    "**This is a placebo control set.** Every record keeps its system prompt and user turns, but its "
+    "assistant turns (each with the tool results that answer it) were permuted across records, within "
+    "their kind (tool-calling turns among tool-calling turns, replies among replies). Train on it only "
+    "as the control arm of an experiment: an adapter trained on it should not beat the base model."
+)
+
+
+def _table(title: str, counts: dict[str, int], limit: int = 25) -> list[str]:
+    if not counts:
+        return [f"**{title}:** none", ""]
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines = [f"**{title}** ({len(counts)}):", "", "| value | records |", "|---|---:|"]
+    lines += [f"| `{k}` | {v} |" for k, v in rows[:limit]]
+    if len(rows) > limit:
+        lines.append(f"| ... {len(rows) - limit} more | {sum(v for _, v in rows[limit:])} |")
+    return [*lines, ""]
+
+
+def render_card(s: ExportSummary) -> str:
+    data_files = [f for f in s.files if f.endswith((".jsonl", ".parquet")) and "metadata" not in f]
+    tags = ["evoharness", "sft", "tool-use", "agent-trajectories"] + (["placebo"] if s.placebo else [])
+    front = ["---", "configs:", "- config_name: default", "  data_files:"]
+    front += [f"  - split: train\n    path: {f}" for f in data_files]
+    front += ["tags:"] + [f"- {t}" for t in tags] + ["---", ""]
+    how = {
+        ExportFormat.openai: "OpenAI chat fine-tuning JSONL: one `{\"messages\", \"tools\"}` object per line "
+        "(assistant `tool_calls`, `tool` results with `tool_call_id`). `metadata.jsonl` holds the "
+        "provenance of each record, line by line.",
+        ExportFormat.sharegpt: "ShareGPT (LLaMA-Factory layout): `conversations` alternating "
+        "human|observation and gpt|function_call, plus `system` and `tools` (a JSON string). "
+        "`metadata.jsonl` holds the provenance of each record, line by line.",
+        ExportFormat.hf: "Hugging Face `datasets` parquet: `messages` (role, content, tool_calls, "
+        "tool_call_id), `tools` (JSON string) and one provenance column per field.",
+    }[s.format]
+    p = s.prompt
+    if p.under == "trajectory":
+        prompt = "each trajectory's own system message (no harness given)"
+    else:
+        prompt = f"`{p.under}` harness prompt: `{p.repo}` at `{p.commit}` ({p.rev})"
+    f = s.filters
+    lines = [
+        *front,
+        f"# evoharness training set{' (placebo)' if s.placebo else ''}",
+        "",
+        *([_PLACEBO_NOTE, ""] if s.placebo else []),
+        f"- **Records:** {s.records}",
+        f"- **Format:** `{s.format.value}`: {how}",
+        f"- **Files:** {', '.join(f'`{x}`' for x in s.files)}",
+        f"- **Source:** `{s.source.value}`",
+        f"- **System prompt rendered under:** {prompt}"
+        + (f"; {s.prompt_fallbacks} records fell back to the raw template plus lessons" if s.prompt_fallbacks
+           else ""),
+        f"- **Placebo:** {'yes, seed ' + str(s.placebo_seed) if s.placebo else 'no'}"
+        + (f" ({s.placebo_units_kept_in_place} assistant units could not leave their record)"
+           if s.placebo and s.placebo_units_kept_in_place else ""),
+        f"- **Filters:** min score {f.min_score if f.min_score is not None else '-'}, "
+        f"max per task {f.max_per_task or '-'}, splits {[x.value for x in f.splits] if f.splits else 'any'}, "
+        f"tasks {f.tasks or 'any'}, classes {[x.value for x in f.classes] if f.classes else 'any'}",
+        f"- **Held-out tasks:** never exported; {s.heldout_tasks_excluded} trajectories of held-out tasks "
+        "were excluded.",
+        f"- **Created:** {s.created_at.isoformat()}",
+        "",
+        "## Provenance",
+        "",
+        *_table("Composition (failure class)", s.classes),
+        *_table("Harness commits the trajectories were collected under", s.harness_commits),
+        *_table("Models", s.models),
+        *_table("Environments", s.envs),
+        *_table("Splits", s.splits),
+        *_table("Tasks", s.tasks),
+        *_table("Skipped (reason)", s.skipped),
+        "Machine-readable: `manifest.json`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_card(out: Path, s: ExportSummary) -> None:
+    if "README.md" not in s.files:
+        s.files = [*s.files, "README.md", "manifest.json"]
+    (out / "README.md").write_text(render_card(s))
+    (out / "manifest.json").write_text(s.model_dump_json(indent=2) + "\n")

@@ -1,0 +1,243 @@
+"""Trajectory -> a clean OpenAI chat fine-tuning record ``{"messages": [...], "tools": [...]}``.
+
+What cleaning does (a record that cannot be cleaned is skipped with a reason, never patched up):
+
+- roles are system / user / assistant / tool (``developer`` reads as system); content parts are
+  joined into one string;
+- assistant tool calls become ``{"id", "type": "function", "function": {"name", "arguments"}}``
+  with ``arguments`` a JSON object serialised as a string;
+- every tool result answers a pending call of the assistant turn before it (by ``tool_call_id``, or
+  the oldest pending call when the id is missing); every call is answered before the next turn,
+  except in the trajectory's *last* assistant turn: an agent's final action (e.g. a submit) often has
+  no recorded result, so those unanswered calls are dropped and the turn keeps its text (a turn
+  left with no text is dropped);
+- trailing messages after the last assistant reply without tool calls are dropped (they teach
+  nothing); a record with no such reply is skipped;
+- tool-call ids are re-keyed ``call_0``, ``call_1``, ... in record order;
+- ``tools`` declares every function called: the trajectory's own declarations
+  (``meta["tools"]``, OpenAI tool objects or bare function objects) first, then one inferred from the
+  calls (parameters typed from the argument values) for every called name not declared.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from evoharness.traces.models import Trajectory
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_ROLE_ALIASES = {"developer": "system"}
+
+
+class RecordSkipped(Exception):  # noqa: N818 (a reason, not an error)
+    """A trajectory that does not make a valid record; ``reason`` is a short slug."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def content_text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict) and isinstance(p.get("text"), str):
+                parts.append(p["text"])
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _arguments(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return json.dumps(raw, ensure_ascii=False)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return "{}"
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            raise RecordSkipped("invalid_tool_arguments") from None
+        if isinstance(parsed, dict):
+            return raw
+    raise RecordSkipped("invalid_tool_arguments")
+
+
+def _tool_call(call: Any) -> dict:
+    if not isinstance(call, dict):
+        raise RecordSkipped("malformed_tool_call")
+    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    name = fn.get("name")
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        raise RecordSkipped("bad_tool_name")
+    cid = call.get("id")
+    return {"id": cid if isinstance(cid, str) and cid else None, "type": "function",
+            "function": {"name": name, "arguments": _arguments(fn.get("arguments"))}}
+
+
+def clean_messages(messages: list[dict]) -> list[dict]:
+    """The trajectory's messages as valid OpenAI chat messages (see the module docstring)."""
+    out: list[dict] = []
+    pending: list[dict] = []
+    last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    pending_at = pending_turn = -1  # where (in ``out``, in ``messages``) the pending calls were made
+
+    def drop_final_calls() -> None:
+        msg = out[pending_at]
+        msg.pop("tool_calls")
+        answered = [m for m in out[pending_at + 1:] if m["role"] == "tool"]
+        if answered:  # a partly answered final turn: keep it whole only if fully answered
+            raise RecordSkipped("unanswered_tool_call")
+        if msg["content"] is None:
+            out.pop(pending_at)
+
+    for raw_i, m in enumerate(messages):
+        role = _ROLE_ALIASES.get(m.get("role"), m.get("role"))
+        text = content_text(m.get("content"))
+        if role == "tool":
+            if not pending:
+                raise RecordSkipped("unmatched_tool_result")
+            cid = m.get("tool_call_id")
+            match = next((c for c in pending if c["id"] == cid), None) if cid else pending[0]
+            if match is None:
+                raise RecordSkipped("unmatched_tool_result")
+            pending.remove(match)
+            out.append({"role": "tool", "tool_call_id": match, "content": text or ""})
+            continue
+        if pending:
+            if pending_at < 0 or pending_turn != last_assistant:
+                raise RecordSkipped("unanswered_tool_call")
+            drop_final_calls()
+            pending = []
+        if role in ("system", "user"):
+            if text is None or not text.strip():
+                continue  # an empty system/user message carries nothing
+            out.append({"role": role, "content": text})
+        elif role == "assistant":
+            calls = [_tool_call(c) for c in (m.get("tool_calls") or [])]
+            if not calls and (text is None or not text.strip()):
+                raise RecordSkipped("empty_assistant_turn")
+            msg: dict = {"role": "assistant", "content": text if text and text.strip() else None}
+            if calls:
+                msg["tool_calls"] = calls
+                pending, pending_at, pending_turn = list(calls), len(out), raw_i
+            out.append(msg)
+        else:
+            raise RecordSkipped(f"unknown_role_{role}"[:40])
+    if pending:
+        if pending_turn != last_assistant:
+            raise RecordSkipped("unanswered_tool_call")
+        drop_final_calls()
+    last = max((i for i, m in enumerate(out) if m["role"] == "assistant" and not m.get("tool_calls")),
+               default=None)
+    if last is None:
+        raise RecordSkipped("no_assistant_reply")
+    return rekey(out[: last + 1])
+
+
+def rekey(messages: list[dict]) -> list[dict]:
+    """Give tool calls fresh ids ``call_<n>`` and point their results at them.
+
+    Tool messages may hold the call dict itself (as ``clean_messages`` leaves them) or its old id;
+    old ids are looked up among the calls of the assistant turn they follow.
+    """
+    n = 0
+    current: dict[int, str] = {}
+    by_old: dict[str, str] = {}
+    out = []
+    for m in messages:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            current, by_old, calls = {}, {}, []
+            for c in m["tool_calls"]:
+                new_id = f"call_{n}"
+                n += 1
+                current[id(c)] = new_id
+                if c.get("id"):
+                    by_old[c["id"]] = new_id
+                calls.append({**c, "id": new_id})
+            out.append({**m, "tool_calls": calls})
+        elif m["role"] == "tool":
+            ref = m["tool_call_id"]
+            new_id = current.get(id(ref)) if isinstance(ref, dict) else by_old.get(ref)
+            out.append({"role": "tool", "tool_call_id": new_id if new_id is not None else ref,
+                        "content": m["content"]})
+        else:
+            out.append(m)
+    return out
+
+
+def _json_type(v: Any) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return "string"
+
+
+def _declared(traj: Trajectory) -> list[dict]:
+    raw = traj.meta.get("tools") if isinstance(traj.meta, dict) else None
+    out = []
+    for t in raw if isinstance(raw, list) else []:
+        fn = t.get("function", t) if isinstance(t, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str) and TOOL_NAME.match(fn["name"]):
+            decl = {"name": fn["name"], "description": str(fn.get("description") or "")}
+            params = fn.get("parameters")
+            decl["parameters"] = params if isinstance(params, dict) else {"type": "object", "properties": {}}
+            out.append({"type": "function", "function": decl})
+    return out
+
+
+def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[dict] = ()) -> list[dict]:
+    """Tools for a record: declarations (the trajectory's, then ``extra``), then inferred ones."""
+    tools: dict[str, dict] = {}
+    for t in [*(_declared(traj) if traj is not None else []), *extra]:
+        tools.setdefault(t["function"]["name"], t)
+    called: dict[str, dict[str, str]] = {}
+    for m in messages:
+        for c in m.get("tool_calls") or []:
+            props = called.setdefault(c["function"]["name"], {})
+            try:
+                args = json.loads(c["function"]["arguments"])
+            except json.JSONDecodeError:
+                args = {}
+            for k, v in args.items():
+                props.setdefault(k, _json_type(v))
+    used = {name: tools[name] for name in called if name in tools}
+    for name, props in called.items():
+        if name not in used:
+            used[name] = {"type": "function", "function": {
+                "name": name, "description": "",
+                "parameters": {"type": "object",
+                               "properties": {k: {"type": t} for k, t in sorted(props.items())}}}}
+    declared_unused = [t for name, t in tools.items() if name not in used]
+    return [*used.values(), *declared_unused]
+
+
+def with_system(messages: list[dict], system: str | None) -> list[dict]:
+    """Replace the leading system message(s) by ``system`` (None keeps the trajectory's own)."""
+    if system is None:
+        return messages
+    i = 0
+    while i < len(messages) and messages[i]["role"] == "system":
+        i += 1
+    return [{"role": "system", "content": system}, *messages[i:]]
+
+
+def to_record(traj: Trajectory, renderer=None) -> dict:
+    """One OpenAI chat fine-tuning record; raises ``RecordSkipped``."""
+    messages = clean_messages(traj.messages)
+    tools = declared_tools(traj, messages)
+    if renderer is not None and renderer.active:
+        messages = with_system(messages, renderer.render(traj, tools))
+    return {"messages": messages, "tools": tools}

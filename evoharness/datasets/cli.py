@@ -1,0 +1,156 @@
+"""`evoharness dataset ...`: the training queue and dataset exports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evoharness.cli_support import fail, settings_of
+from evoharness.errors import InputError
+
+dataset_app = typer.Typer(help="The training-dataset queue and exports for weight training.",
+                          no_args_is_help=True)
+
+
+def _queue(ctx: typer.Context, url: str | None):
+    from .queue import TrainingQueue, queue_from_settings
+
+    return TrainingQueue(url) if url else queue_from_settings(settings_of(ctx))
+
+
+@dataset_app.command("status")
+def status(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Option(help="queue URL (default: datasets.url)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Show the training queue by failure class, task and run."""
+    s = _queue(ctx, url).status()
+    if as_json:
+        typer.echo(json.dumps(s, indent=2))
+        return
+    typer.echo(f"training queue: {s['total']} items")
+    for key, title in (("by_class", "class"), ("by_run", "run"), ("by_split", "split"), ("by_task", "task")):
+        if not s[key]:
+            continue
+        typer.echo(f"\nby {title}:")
+        rows = sorted(s[key].items(), key=lambda kv: (-kv[1], kv[0]))
+        for name, n in rows[:30]:
+            typer.echo(f"  {name:<40} {n:>7}")
+        if len(rows) > 30:
+            typer.echo(f"  ... {len(rows) - 30} more")
+
+
+@dataset_app.command("enqueue")
+def enqueue(
+    ctx: typer.Context,
+    trajectories: Annotated[Path, typer.Argument(help="canonical trajectory JSONL")],
+    run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from")] = None,
+    round_: Annotated[int | None, typer.Option("--round", help="round of that run")] = None,
+    url: Annotated[str | None, typer.Option(help="queue URL")] = None,
+) -> None:
+    """Label trajectories and queue the content failures (lever weights); others are left out."""
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.diagnosis.models import Lever
+
+    from .export import JsonlSource
+
+    q = _queue(ctx, url)
+    labeller = Labeller(settings_of(ctx).diagnosis)
+    added = seen = content = 0
+    for t in JsonlSource(trajectories):
+        seen += 1
+        label = labeller.label(t)
+        if label.lever != Lever.weights:
+            continue
+        content += 1
+        added += q.enqueue(t, label, run_id=run_id, round=round_)
+    typer.echo(f"{seen} trajectories, {content} content failures, {added} newly queued ({len(q)} in queue)")
+
+
+def _filters(min_score, max_per_task, split, task, failure_class):
+    from evoharness.diagnosis.models import FailureClass
+    from evoharness.traces.models import Split
+
+    from .models import ExportFilters
+
+    try:
+        return ExportFilters(
+            min_score=min_score, max_per_task=max_per_task,
+            splits=[Split(x) for x in split] if split else None, tasks=list(task) if task else None,
+            classes=[FailureClass(x) for x in failure_class] if failure_class else None)
+    except ValueError as e:
+        raise InputError("dataset export", str(e).splitlines()[0]) from None
+
+
+@dataset_app.command("export")
+def export(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", "-o", help="output directory")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="openai | hf | sharegpt")] = "openai",
+    source: Annotated[str, typer.Option(help="healthy | queue | all")] = "healthy",
+    trajectories: Annotated[Path | None, typer.Option(
+        "--trajectories", "-t", help="canonical trajectory JSONL (for --source healthy / all)")] = None,
+    harness: Annotated[str | None, typer.Option(
+        help="harness repo DIR or DIR@REV whose system prompt the records get")] = None,
+    render_under: Annotated[str, typer.Option(help="seed (root commit) | evolved (main's head)")] = "evolved",
+    placebo: Annotated[bool, typer.Option("--placebo", help="write the placebo control set")] = False,
+    min_score: Annotated[float | None, typer.Option(help="drop unscored and lower-scored")] = None,
+    max_per_task: Annotated[int | None, typer.Option(help="at most N records per task")] = None,
+    split: Annotated[list[str] | None, typer.Option(help="admit only this split (dev | unknown)")] = None,
+    task: Annotated[list[str] | None, typer.Option(help="admit only this task id (repeatable)")] = None,
+    failure_class: Annotated[list[str] | None, typer.Option(
+        "--class", help="admit only this failure class (healthy | F1..F4)")] = None,
+    url: Annotated[str | None, typer.Option(help="queue URL")] = None,
+) -> None:
+    """Export a training set (data, README.md dataset card, manifest.json) into --out."""
+    from .export import JsonlSource, export_dataset
+    from .models import ExportFormat, SourceKind
+    from .prompts import resolve_prompt
+
+    settings = settings_of(ctx)
+    try:
+        fmt_, source_ = ExportFormat(fmt), SourceKind(source)
+    except ValueError as e:
+        fail(f"{e} (formats: openai | hf | sharegpt; sources: healthy | queue | all)")
+    if render_under not in ("seed", "evolved"):
+        fail(f"--render-under must be seed or evolved, got {render_under!r}")
+    filters = _filters(min_score, max_per_task, split, task, failure_class)
+    if source_ != SourceKind.queue and trajectories is None:
+        fail(f"--source {source_.value} needs --trajectories FILE.jsonl")
+    cfg = settings.datasets
+    summary = export_dataset(
+        out, fmt=fmt_, source=source_,
+        trajectories=JsonlSource(trajectories) if trajectories and source_ != SourceKind.queue else None,
+        queue=_queue(ctx, url) if source_ != SourceKind.healthy else None,
+        filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
+        placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
+        declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis)
+    skipped = sum(summary.skipped.values())
+    typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
+               f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped")
+
+
+@dataset_app.command("validate")
+def validate(
+    path: Annotated[Path, typer.Argument(help="an exported data.jsonl")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="openai | sharegpt")] = "openai",
+) -> None:
+    """Check every record of an export against the OpenAI chat (or ShareGPT) format."""
+    from .validate import validate_file
+
+    if fmt not in ("openai", "sharegpt"):
+        fail(f"--format must be openai or sharegpt, got {fmt!r}")
+    n, problems = validate_file(path, fmt)
+    for p in problems[:50]:
+        typer.echo(p)
+    if problems:
+        fail(f"{len(problems)} problems in {n} records")
+    typer.echo(f"{n} records, all valid ({fmt})")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(dataset_app, name="dataset")

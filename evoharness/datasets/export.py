@@ -1,0 +1,246 @@
+"""Export trajectories as a training set: select, render, (placebo), write, card.
+
+Sources are *re-iterable* trajectory sources (a ``JsonlSource``, a ``TrainingQueue``, a list):
+iterating one twice yields the same trajectories. The export reads them twice: once to learn
+every held-out task (a task is held out if any trajectory of it says ``split = heldout``, or if the
+config lists it), then to write. Held-out tasks are never written, whatever the filters; a request
+that names one, asks for the heldout split, or admits nothing but held-out trajectories is an
+``InputError`` and leaves no data files behind.
+
+Memory is bounded: records stream from source to writer; only ids (for de-duplication), per-task
+counts and, for a placebo, one window of records are held.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from evoharness.diagnosis.models import FailureClass
+from evoharness.errors import InputError
+from evoharness.logging import get_logger
+from evoharness.traces.models import Split, Trajectory
+
+from . import placebo as placebo_mod
+from .card import write_card
+from .chat import RecordSkipped, to_record
+from .formats import open_writer
+from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
+from .prompts import SystemRenderer
+from .validate import openai_errors
+
+log = get_logger(__name__)
+
+
+class JsonlSource:
+    """Trajectories from a canonical JSONL file; each iteration re-reads the file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InputError(str(self.path), "trajectory file not found")
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        try:
+            from evoharness.traces.store import read_trajectories
+        except ImportError:  # pragma: no cover - the store ships with the traces area
+            return (Trajectory.model_validate_json(line) for line in self.path.open("rb") if line.strip())
+        return read_trajectories(self.path)
+
+
+@dataclass
+class Candidate:
+    """A trajectory on its way into an export, with what is known about it."""
+
+    traj: Trajectory
+    failure_class: str | None
+    first_signal: str | None
+    origin: str  # "file" | "queue"
+    run_id: str | None = None
+    round: int | None = None
+
+
+def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None
+               ) -> Iterator[Candidate]:
+    """The stream an export draws from, de-duplicated by trajectory id (file first, then queue)."""
+    seen: set[str] = set()
+    if source in (SourceKind.healthy, SourceKind.all):
+        if trajectories is None:
+            raise InputError("--trajectories", f"--source {source.value} needs a trajectory file")
+        from evoharness.diagnosis.labeller import Labeller
+
+        labeller = Labeller(diagnosis_cfg)
+        for t in trajectories:
+            if t.id in seen:
+                continue
+            label = labeller.label(t)
+            if source == SourceKind.healthy and label.failure_class != FailureClass.healthy:
+                continue
+            seen.add(t.id)
+            yield Candidate(t, label.failure_class.value,
+                            label.first_signal.id if label.first_signal else None, "file")
+    if source in (SourceKind.queue, SourceKind.all):
+        if queue is None:
+            raise InputError("--source", f"--source {source.value} needs the training queue")
+        for item in queue.items():
+            if item.trajectory_id in seen:
+                continue
+            seen.add(item.trajectory_id)
+            yield Candidate(item.trajectory, item.failure_class.value, item.first_signal, "queue",
+                            item.run_id, item.round)
+
+
+def heldout_tasks(sources: Iterable[Iterable[Trajectory] | None], declared: Iterable[str] = ()) -> set[str]:
+    """Every task that a declaration or any trajectory of the sources marks as held out."""
+    out = set(declared)
+    for src in sources:
+        if src is None:
+            continue
+        if iter(src) is src:
+            raise InputError("export", "a trajectory source must be re-iterable (a file, queue or list)")
+        out.update(t.task_id for t in src if t.split == Split.heldout)
+    return out
+
+
+def _meta(c: Candidate, placebo: bool) -> dict:
+    t = c.traj
+    env = t.meta.get("env") or t.meta.get("source_format") if isinstance(t.meta, dict) else None
+    return {"id": t.id, "task_id": t.task_id, "split": t.split.value, "failure_class": c.failure_class,
+            "first_signal": c.first_signal, "harness_commit": t.harness_commit, "model": t.model,
+            "score": t.score, "source": c.origin, "run_id": c.run_id, "round": c.round,
+            "env": str(env) if env is not None else None, "placebo": placebo}
+
+
+def _check_request(filters: ExportFilters, held: set[str]) -> None:
+    if filters.splits and Split.heldout in filters.splits:
+        raise InputError("--split", "held-out tasks are never exported (asked for split heldout)")
+    asked = sorted(set(filters.tasks or []) & held)
+    if asked:
+        raise InputError("--task", f"held-out tasks are never exported: {', '.join(asked[:5])}")
+
+
+def export_dataset(
+    out: Path,
+    *,
+    fmt: ExportFormat = ExportFormat.openai,
+    source: SourceKind = SourceKind.healthy,
+    trajectories: Iterable[Trajectory] | None = None,
+    queue=None,
+    filters: ExportFilters | None = None,
+    prompt: RenderedPrompt | None = None,
+    placebo: bool = False,
+    placebo_seed: int = 0,
+    placebo_window: int = 50_000,
+    declared_heldout: Iterable[str] = (),
+    diagnosis_cfg=None,
+) -> ExportSummary:
+    """Write one dataset into ``out`` (data files, README.md card, manifest.json)."""
+    filters = filters or ExportFilters()
+    prompt = prompt or RenderedPrompt(under="trajectory")
+    uses_file = source in (SourceKind.healthy, SourceKind.all)
+    uses_queue = source in (SourceKind.queue, SourceKind.all)
+    held = heldout_tasks([trajectories if uses_file else None, queue if uses_queue else None],
+                         declared_heldout)
+    _check_request(filters, held)
+    renderer = SystemRenderer(prompt)
+    summary = ExportSummary(format=fmt, source=source, placebo=placebo,
+                            placebo_seed=placebo_seed if placebo else None, filters=filters, prompt=prompt)
+    counts = {k: Counter() for k in ("tasks", "classes", "splits", "harness_commits", "models", "envs")}
+    skipped: Counter = Counter()
+    per_task: Counter = Counter()
+    admitted = 0
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    writer = open_writer(fmt, out)
+    window: list[tuple[dict, dict]] = []
+
+    def emit(record: dict, meta: dict) -> None:
+        errs = openai_errors(record)
+        if errs:  # never write an invalid record; a bug here must be loud in tests
+            raise AssertionError(f"{meta['id']}: exporter produced an invalid record: {errs[:3]}")
+        writer.write(record, meta)
+        summary.records += 1
+        for key, value in (("tasks", meta["task_id"]), ("classes", meta["failure_class"]),
+                           ("splits", meta["split"]), ("harness_commits", meta["harness_commit"]),
+                           ("models", meta["model"]), ("envs", meta["env"])):
+            counts[key][value if value is not None else "-"] += 1
+
+    def flush() -> None:
+        if not window:
+            return
+        recs, kept = placebo_mod.permute([r for r, _ in window], seed=placebo_seed + summary.records)
+        summary.placebo_units_kept_in_place += kept
+        for rec, (_, meta) in zip(recs, window, strict=True):
+            emit(rec, meta)
+        window.clear()
+
+    try:
+        for c in candidates(source, trajectories, queue, diagnosis_cfg):
+            t = c.traj
+            if t.split == Split.heldout or t.task_id in held:
+                summary.heldout_tasks_excluded += 1
+                continue
+            if filters.splits and t.split not in filters.splits:
+                continue
+            if filters.tasks and t.task_id not in filters.tasks:
+                continue
+            if filters.classes and c.failure_class not in {x.value for x in filters.classes}:
+                continue
+            admitted += 1
+            if filters.min_score is not None and (t.score is None or t.score < filters.min_score):
+                skipped["below_min_score"] += 1
+                continue
+            if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
+                skipped["over_max_per_task"] += 1
+                continue
+            try:
+                record = to_record(t, renderer)
+            except RecordSkipped as e:
+                skipped[e.reason] += 1
+                continue
+            per_task[t.task_id] += 1
+            meta = _meta(c, placebo)
+            if placebo:
+                window.append((record, meta))
+                if len(window) >= placebo_window:
+                    flush()
+            else:
+                emit(record, meta)
+        flush()
+        summary.files = writer.close()
+        writer = None
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        _remove_outputs(out)
+        raise
+    if admitted == 0 and summary.heldout_tasks_excluded:
+        _remove_outputs(out)
+        raise InputError("export", f"only held-out tasks matched ({summary.heldout_tasks_excluded} "
+                         "trajectories); held-out tasks are never exported")
+    for key, c in counts.items():
+        setattr(summary, key, dict(sorted(c.items())))
+    summary.skipped = dict(sorted(skipped.items()))
+    summary.prompt_fallbacks = renderer.fallbacks
+    write_card(out, summary)
+    log.info("dataset.exported", out=str(out), records=summary.records, format=fmt.value,
+             placebo=placebo, heldout_excluded=summary.heldout_tasks_excluded)
+    return summary
+
+
+def _remove_outputs(out: Path) -> None:
+    for name in ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json",
+                 "data/train-00000-of-00001.parquet"):
+        (out / name).unlink(missing_ok=True)
+    staging = out / "hfstage"
+    if staging.exists():
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def read_manifest(out: Path) -> ExportSummary:
+    return ExportSummary.model_validate(json.loads((Path(out) / "manifest.json").read_text()))

@@ -1,0 +1,188 @@
+"""Exporters: where records go. Each writes one format into an output directory.
+
+The contract (``Exporter``): ``write(record, meta)`` is called once per record, in order, with an
+OpenAI chat record (``{"messages", "tools"}``, already valid) and its provenance row; ``close()``
+finishes the files and returns their names relative to the output directory. Writers stream: they
+hold at most one record (the HF writer stages rows on disk and converts at the end).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Protocol
+
+from evoharness.errors import InputError
+
+from .models import ExportFormat
+
+
+class Exporter(Protocol):
+    def write(self, record: dict, meta: dict) -> None: ...
+
+    def close(self) -> list[str]: ...
+
+
+def _dump(obj) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+class OpenAIWriter:
+    """``data.jsonl``: OpenAI chat fine-tuning records; ``metadata.jsonl``: provenance, line by line."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._data = (out / "data.jsonl").open("wb")
+        self._meta = (out / "metadata.jsonl").open("wb")
+
+    def write(self, record: dict, meta: dict) -> None:
+        self._data.write(_dump({"messages": record["messages"], "tools": record["tools"]}))
+        self._meta.write(_dump(meta))
+
+    def close(self) -> list[str]:  # idempotent
+        self._data.close()
+        self._meta.close()
+        return ["data.jsonl", "metadata.jsonl"]
+
+
+def to_sharegpt(record: dict) -> dict:
+    """LLaMA-Factory's ShareGPT layout: ``system``, ``tools`` (JSON string) and ``conversations`` whose
+    turns alternate human|observation and gpt|function_call. Consecutive user messages merge; the
+    results of one assistant turn merge into one observation (a JSON list when several); an assistant
+    turn with both text and calls becomes a function_call turn whose value holds the text as
+    ``{"content", "calls"}``."""
+    system = "\n\n".join(m["content"] for m in record["messages"] if m["role"] == "system")
+    turns: list[dict] = []
+    results: list[str] = []
+
+    def add(who: str, value: str) -> None:
+        if turns and turns[-1]["from"] == who == "human":
+            turns[-1]["value"] += "\n\n" + value
+        else:
+            turns.append({"from": who, "value": value})
+
+    def flush_results() -> None:
+        if results:
+            add("observation", results[0] if len(results) == 1 else json.dumps(results, ensure_ascii=False))
+            results.clear()
+
+    for m in record["messages"]:
+        role = m["role"]
+        if role == "tool":
+            results.append(m["content"])
+            continue
+        flush_results()
+        if role == "user":
+            add("human", m["content"])
+        elif role == "assistant":
+            if turns and turns[-1]["from"] in ("gpt", "function_call"):
+                add("human", "")  # two assistant turns in a row: keep the alternation visible
+            calls = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                     for c in m.get("tool_calls") or []]
+            if calls:
+                value = calls[0] if len(calls) == 1 else calls
+                if m.get("content"):
+                    value = {"content": m["content"], "calls": calls}
+                add("function_call", json.dumps(value, ensure_ascii=False))
+            else:
+                add("gpt", m["content"])
+    flush_results()
+    if turns and turns[0]["from"] not in ("human", "observation"):
+        turns.insert(0, {"from": "human", "value": ""})
+    tools = [t["function"] for t in record["tools"]]
+    return {"conversations": turns, "system": system, "tools": json.dumps(tools, ensure_ascii=False)}
+
+
+class ShareGPTWriter(OpenAIWriter):
+    def write(self, record: dict, meta: dict) -> None:
+        self._data.write(_dump(to_sharegpt(record)))
+        self._meta.write(_dump(meta))
+
+
+META_COLUMNS = ("id", "task_id", "split", "failure_class", "first_signal", "harness_commit", "model",
+                "source", "run_id", "env")
+
+
+def hf_features():
+    from datasets import Features, Value
+
+    call = {"id": Value("string"), "type": Value("string"),
+            "function": {"name": Value("string"), "arguments": Value("string")}}
+    message = {"role": Value("string"), "content": Value("string"),
+               "tool_calls": [call], "tool_call_id": Value("string")}
+    cols = {"messages": [message], "tools": Value("string")}
+    cols.update({c: Value("string") for c in META_COLUMNS})
+    cols.update({"score": Value("float64"), "round": Value("int64"), "placebo": Value("bool")})
+    return Features(cols)
+
+
+def _require_datasets():
+    try:
+        import datasets  # noqa: F401
+    except ModuleNotFoundError:
+        raise InputError("--format hf", "needs the `datasets` package (pip install datasets)") from None
+
+
+class HFWriter:
+    """Hugging Face ``datasets`` parquet: ``data/train-00000-of-00001.parquet``.
+
+    Rows are staged as JSONL on disk and converted with ``datasets.Dataset.from_json`` (memory-mapped
+    Arrow) and ``to_parquet``. Messages carry all four fields (``content``/``tool_calls``/
+    ``tool_call_id`` null where absent) so every row has one schema; ``tools`` is a JSON string.
+    """
+
+    PARQUET = "data/train-00000-of-00001.parquet"
+
+    def __init__(self, out: Path) -> None:
+        _require_datasets()
+        self.out = out
+        self._stage_dir = out / "hfstage"
+        self._stage_dir.mkdir(exist_ok=True)
+        self._stage = (self._stage_dir / "rows.jsonl").open("wb")
+        self.n = 0
+        self._closed = False
+
+    def write(self, record: dict, meta: dict) -> None:
+        messages = [{"role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls"),
+                     "tool_call_id": m.get("tool_call_id")} for m in record["messages"]]
+        row = {"messages": messages, "tools": json.dumps(record["tools"], ensure_ascii=False)}
+        row.update({c: meta.get(c) for c in META_COLUMNS})
+        row.update({"score": meta.get("score"), "round": meta.get("round"), "placebo": meta.get("placebo")})
+        self._stage.write(_dump(row))
+        self.n += 1
+
+    def close(self) -> list[str]:
+        from datasets import Dataset
+        from datasets.utils import logging as ds_logging
+
+        if self._closed:
+            return [self.PARQUET]
+        self._closed = True
+        self._stage.close()
+        target = self.out / self.PARQUET
+        target.parent.mkdir(parents=True, exist_ok=True)
+        bars = ds_logging.is_progress_bar_enabled()
+        ds_logging.disable_progress_bar()
+        try:
+            if self.n:
+                ds = Dataset.from_json(str(self._stage_dir / "rows.jsonl"), features=hf_features(),
+                                       cache_dir=str(self._stage_dir / "cache"))
+            else:
+                ds = Dataset.from_dict({k: [] for k in hf_features()}, features=hf_features())
+            ds.to_parquet(str(target))
+            del ds
+        finally:
+            if bars:
+                ds_logging.enable_progress_bar()
+            shutil.rmtree(self._stage_dir, ignore_errors=True)
+        return [self.PARQUET]
+
+
+def open_writer(fmt: ExportFormat, out: Path) -> Exporter:
+    out.mkdir(parents=True, exist_ok=True)
+    if fmt == ExportFormat.openai:
+        return OpenAIWriter(out)
+    if fmt == ExportFormat.sharegpt:
+        return ShareGPTWriter(out)
+    return HFWriter(out)

@@ -1,0 +1,87 @@
+"""Data of the datasets area: queue items, export requests and what an export wrote."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evoharness.diagnosis.models import FailureClass
+from evoharness.traces.models import Split, Trajectory
+
+
+class QueueItem(BaseModel):
+    """One content failure waiting for weight training, with its provenance."""
+
+    trajectory_id: str
+    task_id: str
+    split: Split = Split.unknown
+    failure_class: FailureClass
+    first_signal: str | None = Field(None, description="first signal id, e.g. F1.unbacked_claim")
+    harness_commit: str | None = None
+    model: str | None = None
+    run_id: str | None = None
+    round: int | None = None
+    score: float | None = None
+    trajectory: Trajectory
+    enqueued_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class ExportFormat(StrEnum):
+    openai = "openai"
+    hf = "hf"
+    sharegpt = "sharegpt"
+
+
+class SourceKind(StrEnum):
+    healthy = "healthy"  # trajectories from a file that the labeller calls Healthy
+    queue = "queue"  # content failures from the training queue
+    all = "all"  # every trajectory from the file, plus the queue (deduplicated by id)
+
+
+class ExportFilters(BaseModel):
+    """Which trajectories an export admits. Held-out tasks are never admitted, whatever the filters."""
+
+    min_score: float | None = Field(None, ge=0.0, le=1.0, description="drop unscored and lower-scored")
+    max_per_task: int | None = Field(None, ge=1, description="at most this many records per task")
+    splits: list[Split] | None = Field(None, description="admit only these splits (never heldout)")
+    tasks: list[str] | None = Field(None, description="admit only these task ids")
+    classes: list[FailureClass] | None = Field(None, description="admit only these failure classes")
+
+
+class RenderedPrompt(BaseModel):
+    """The system prompt an export renders its records under."""
+
+    under: str = Field(description="seed | evolved | explicit rev | trajectory (own system message)")
+    repo: str | None = None
+    rev: str | None = None
+    commit: str | None = None
+    template: str | None = None
+    lessons: str = ""
+    policies: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExportSummary(BaseModel):
+    """What an export wrote; the dataset card and manifest.json are made from it."""
+
+    format: ExportFormat
+    source: SourceKind
+    placebo: bool = False
+    placebo_seed: int | None = None
+    placebo_units_kept_in_place: int = 0
+    filters: ExportFilters
+    prompt: RenderedPrompt
+    files: list[str] = Field(default_factory=list)
+    records: int = 0
+    tasks: dict[str, int] = Field(default_factory=dict)
+    classes: dict[str, int] = Field(default_factory=dict)
+    splits: dict[str, int] = Field(default_factory=dict)
+    harness_commits: dict[str, int] = Field(default_factory=dict)
+    models: dict[str, int] = Field(default_factory=dict)
+    envs: dict[str, int] = Field(default_factory=dict)
+    skipped: dict[str, int] = Field(default_factory=dict, description="reason -> count")
+    heldout_tasks_excluded: int = Field(0, description="trajectories dropped because their task is held out")
+    prompt_fallbacks: int = Field(0, description="records whose prompt fell back to raw text + lessons")
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

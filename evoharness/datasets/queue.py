@@ -1,0 +1,168 @@
+"""The durable training queue: content failures waiting for weight training.
+
+SQLAlchemy 2.x Core on one table, so the same code runs on SQLite (the default, a file
+under ``settings.home``) and PostgreSQL (``datasets.url``). An item is keyed by its
+trajectory id: enqueueing the same trajectory twice stores it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from evoharness.diagnosis.models import CONTENT_CLASSES, FailureClass, Label, Lever
+from evoharness.errors import InfraError, InputError
+from evoharness.logging import get_logger
+from evoharness.traces.models import Split, Trajectory
+
+from .models import QueueItem
+
+log = get_logger(__name__)
+
+_metadata = MetaData()
+queue_items = Table(
+    "training_queue",
+    _metadata,
+    Column("trajectory_id", String(512), primary_key=True),
+    Column("task_id", String(512), nullable=False, index=True),
+    Column("split", String(16), nullable=False),
+    Column("failure_class", String(16), nullable=False, index=True),
+    Column("first_signal", String(128)),
+    Column("harness_commit", String(64)),
+    Column("model", String(256)),
+    Column("run_id", String(256), index=True),
+    Column("round", Integer),
+    Column("score", Float),
+    Column("trajectory", Text, nullable=False),
+    Column("enqueued_at", DateTime(timezone=True), nullable=False),
+)
+
+
+def default_url(home: Path) -> str:
+    """The SQLite queue under ``home`` (the directory is created when the queue opens)."""
+    return f"sqlite:///{Path(home) / 'queue.db'}"
+
+
+def queue_from_settings(settings) -> TrainingQueue:
+    return TrainingQueue(settings.datasets.url or default_url(settings.home))
+
+
+class TrainingQueue:
+    """Content-failure items with provenance, durable across restarts."""
+
+    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+        self.url = url
+        if engine is None:
+            if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+                Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                engine = create_engine(url, future=True)
+            except (SQLAlchemyError, ModuleNotFoundError, ValueError) as e:
+                raise InputError("datasets.url", f"cannot open queue {url!r}: {e}") from None
+        self.engine = engine
+        try:
+            _metadata.create_all(self.engine)
+        except SQLAlchemyError as e:
+            raise InfraError(f"training queue {url!r} unreachable: {e.__class__.__name__}: {e}") from None
+
+    def enqueue(self, traj: Trajectory, label: Label, run_id: str | None = None,
+                round: int | None = None) -> bool:
+        """Store one content failure; returns False when the trajectory was already queued."""
+        if label.trajectory_id != traj.id:
+            raise InputError("queue", f"label is for {label.trajectory_id!r}, trajectory is {traj.id!r}")
+        if label.failure_class not in CONTENT_CLASSES and label.lever != Lever.weights:
+            raise InputError(
+                "queue", f"{traj.id}: class {label.failure_class.value} goes to lever "
+                f"{label.lever.value}, not weights; only content failures are queued")
+        row = {
+            "trajectory_id": traj.id,
+            "task_id": traj.task_id,
+            "split": traj.split.value,
+            "failure_class": label.failure_class.value,
+            "first_signal": label.first_signal.id if label.first_signal else None,
+            "harness_commit": traj.harness_commit,
+            "model": traj.model,
+            "run_id": run_id,
+            "round": round,
+            "score": traj.score,
+            "trajectory": traj.model_dump_json(),
+            "enqueued_at": datetime.now(UTC),
+        }
+        with self.engine.begin() as conn:
+            exists = conn.execute(
+                select(queue_items.c.trajectory_id).where(queue_items.c.trajectory_id == traj.id)
+            ).first()
+            if exists:
+                return False
+            try:
+                conn.execute(insert(queue_items).values(**row))
+            except IntegrityError:  # a concurrent writer got there first
+                return False
+        log.info("queue.enqueued", trajectory=traj.id, task=traj.task_id,
+                 failure_class=label.failure_class.value, run_id=run_id, round=round)
+        return True
+
+    def items(self, *, task_id: str | None = None, failure_class: FailureClass | str | None = None,
+              run_id: str | None = None, limit: int | None = None) -> Iterator[QueueItem]:
+        """Items in enqueue order, streamed (the whole queue is never held in memory)."""
+        q = select(queue_items).order_by(queue_items.c.enqueued_at, queue_items.c.trajectory_id)
+        if task_id is not None:
+            q = q.where(queue_items.c.task_id == task_id)
+        if failure_class is not None:
+            q = q.where(queue_items.c.failure_class == FailureClass(failure_class).value)
+        if run_id is not None:
+            q = q.where(queue_items.c.run_id == run_id)
+        if limit is not None:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            for r in conn.execution_options(yield_per=500).execute(q).mappings():
+                enq = r["enqueued_at"]
+                yield QueueItem(
+                    trajectory_id=r["trajectory_id"], task_id=r["task_id"], split=Split(r["split"]),
+                    failure_class=FailureClass(r["failure_class"]), first_signal=r["first_signal"],
+                    harness_commit=r["harness_commit"], model=r["model"], run_id=r["run_id"],
+                    round=r["round"], score=r["score"],
+                    trajectory=Trajectory.model_validate_json(r["trajectory"]),
+                    enqueued_at=enq if enq.tzinfo else enq.replace(tzinfo=UTC),
+                )
+
+    def trajectories(self) -> Iterator[Trajectory]:
+        for item in self.items():
+            yield item.trajectory
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        """A re-iterable trajectory source (each iteration re-reads the queue)."""
+        return self.trajectories()
+
+    def __len__(self) -> int:
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(queue_items)).scalar_one()
+
+    def status(self) -> dict:
+        """Counts: ``{"total", "by_class", "by_task", "by_run", "by_split"}`` (run None -> "-")."""
+        out: dict = {"total": len(self)}
+        cols = {"by_class": queue_items.c.failure_class, "by_task": queue_items.c.task_id,
+                "by_run": queue_items.c.run_id, "by_split": queue_items.c.split}
+        with self.engine.connect() as conn:
+            for key, col in cols.items():
+                rows = conn.execute(select(col, func.count()).group_by(col).order_by(col)).all()
+                out[key] = {("-" if k is None else str(k)): n for k, n in rows}
+        return out

@@ -1,0 +1,182 @@
+"""Validators for exported records: the OpenAI chat fine-tuning format and ShareGPT.
+
+``openai_errors(record)`` returns every problem found (empty list = valid):
+
+- the record is ``{"messages": [...], "tools": [...]}`` (``tools`` and ``parallel_tool_calls``
+  optional, nothing else);
+- roles are system / user / assistant / tool; system messages come only before the first other
+  message; system and user messages have non-empty string content;
+- an assistant message has string content or tool calls (or both); a tool call has a unique string
+  ``id``, ``type == "function"``, a function ``name`` declared in ``tools`` and ``arguments`` that
+  parse as a JSON object;
+- each tool message answers, by ``tool_call_id``, a call of the assistant turn right before it that
+  is not yet answered; every call is answered before the next non-tool message and before the end;
+- at least one assistant message, and the last message is an assistant reply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from evoharness.errors import InputError
+
+from .chat import TOOL_NAME
+
+ROLES = {"system", "user", "assistant", "tool"}
+
+
+def _tool_errors(tools) -> tuple[list[str], set[str]]:
+    errs: list[str] = []
+    names: set[str] = set()
+    if not isinstance(tools, list):
+        return ["tools: not a list"], names
+    for i, t in enumerate(tools):
+        fn = t.get("function") if isinstance(t, dict) else None
+        if not isinstance(t, dict) or t.get("type") != "function" or not isinstance(fn, dict):
+            errs.append(f"tools[{i}]: not a function tool")
+            continue
+        name = fn.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            errs.append(f"tools[{i}]: bad name {name!r}")
+        elif name in names:
+            errs.append(f"tools[{i}]: duplicate name {name!r}")
+        else:
+            names.add(name)
+        if "parameters" in fn and not isinstance(fn["parameters"], dict):
+            errs.append(f"tools[{i}]: parameters is not an object")
+    return errs, names
+
+
+def openai_errors(record) -> list[str]:
+    if not isinstance(record, dict):
+        return ["record: not an object"]
+    errs: list[str] = []
+    extra = set(record) - {"messages", "tools", "parallel_tool_calls"}
+    if extra:
+        errs.append(f"record: unexpected keys {sorted(extra)}")
+    terr, declared = _tool_errors(record.get("tools", []))
+    errs += terr
+    messages = record.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return errs + ["messages: missing or empty"]
+    seen_ids: set[str] = set()
+    pending: set[str] = set()
+    seen_other = False
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        role = m.get("role") if isinstance(m, dict) else None
+        if role not in ROLES:
+            errs.append(f"{where}: bad role {role!r}")
+            continue
+        content = m.get("content")
+        if role != "tool" and pending:
+            errs.append(f"{where}: tool calls {sorted(pending)} not answered before this {role} message")
+            pending = set()
+        if role == "system":
+            if seen_other:
+                errs.append(f"{where}: system message after the conversation started")
+        else:
+            seen_other = True
+        if role in ("system", "user"):
+            if not isinstance(content, str) or not content.strip():
+                errs.append(f"{where}: {role} content must be a non-empty string")
+        elif role == "assistant":
+            calls = m.get("tool_calls")
+            if calls is not None and (not isinstance(calls, list) or not calls):
+                errs.append(f"{where}: tool_calls must be a non-empty list")
+                calls = None
+            if content is not None and not isinstance(content, str):
+                errs.append(f"{where}: assistant content must be a string or null")
+            if not calls and not (isinstance(content, str) and content.strip()):
+                errs.append(f"{where}: assistant message has neither content nor tool calls")
+            pending = set()
+            for j, c in enumerate(calls or []):
+                cw = f"{where}.tool_calls[{j}]"
+                fn = c.get("function") if isinstance(c, dict) else None
+                cid = c.get("id") if isinstance(c, dict) else None
+                if not isinstance(cid, str) or not cid:
+                    errs.append(f"{cw}: missing id")
+                elif cid in seen_ids:
+                    errs.append(f"{cw}: duplicate id {cid!r}")
+                else:
+                    seen_ids.add(cid)
+                    pending.add(cid)
+                if not isinstance(c, dict) or c.get("type") != "function" or not isinstance(fn, dict):
+                    errs.append(f"{cw}: not a function call")
+                    continue
+                if fn.get("name") not in declared:
+                    errs.append(f"{cw}: function {fn.get('name')!r} not declared in tools")
+                try:
+                    args = json.loads(fn.get("arguments"))
+                    if not isinstance(args, dict):
+                        errs.append(f"{cw}: arguments are not a JSON object")
+                except (TypeError, json.JSONDecodeError):
+                    errs.append(f"{cw}: arguments are not JSON")
+        else:  # tool
+            cid = m.get("tool_call_id")
+            if cid not in pending:
+                errs.append(f"{where}: tool_call_id {cid!r} answers no pending call")
+            else:
+                pending.discard(cid)
+            if not isinstance(content, str):
+                errs.append(f"{where}: tool content must be a string")
+    if pending:
+        errs.append(f"record: tool calls {sorted(pending)} never answered")
+    last = messages[-1] if isinstance(messages[-1], dict) else {}
+    if last.get("role") != "assistant" or last.get("tool_calls"):
+        errs.append("record: the last message is not an assistant reply")
+    return errs
+
+
+SHAREGPT_ASK = {"human", "observation"}
+SHAREGPT_ANSWER = {"gpt", "function_call"}
+
+
+def sharegpt_errors(record) -> list[str]:
+    """ShareGPT (LLaMA-Factory layout): turns alternate human|observation, gpt|function_call."""
+    if not isinstance(record, dict) or not isinstance(record.get("conversations"), list):
+        return ["record: no conversations list"]
+    errs = []
+    turns = record["conversations"]
+    if not turns:
+        return ["conversations: empty"]
+    for i, t in enumerate(turns):
+        who = t.get("from") if isinstance(t, dict) else None
+        want = SHAREGPT_ASK if i % 2 == 0 else SHAREGPT_ANSWER
+        if who not in want:
+            errs.append(f"conversations[{i}]: from {who!r}, expected one of {sorted(want)}")
+        if not isinstance(t.get("value") if isinstance(t, dict) else None, str):
+            errs.append(f"conversations[{i}]: value is not a string")
+    if turns[-1].get("from") != "gpt":
+        errs.append("conversations: the last turn is not a gpt reply")
+    if not isinstance(record.get("tools", ""), str):
+        errs.append("tools: not a JSON string")
+    return errs
+
+
+def validate_file(path: Path | str, fmt: str = "openai") -> tuple[int, list[str]]:
+    """Validate a JSONL export; returns (records, problems as 'line N: ...')."""
+    check = openai_errors if fmt == "openai" else sharegpt_errors
+    n, problems = 0, []
+    try:
+        fh = Path(path).open("rb")
+    except OSError as e:
+        raise InputError(str(path), f"cannot open: {e.strerror}") from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            n += 1
+            try:
+                rec = json.loads(raw)
+            except json.JSONDecodeError:
+                problems.append(f"line {lineno}: not JSON")
+                continue
+            problems += [f"line {lineno}: {e}" for e in check(rec)]
+    return n, problems
+
+
+def all_valid(records: Iterable[dict]) -> bool:
+    return all(not openai_errors(r) for r in records)
