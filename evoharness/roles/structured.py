@@ -1,0 +1,124 @@
+"""Ask a chat model for a pydantic object, with structured-output fallbacks and retries.
+
+Methods are tried in order (``json_schema`` -> ``function_calling`` -> ``json_text``): one the model
+does not support (``with_structured_output`` raises) or whose call fails moves on to the next;
+``json_text`` parses the JSON object out of the reply text. An invalid reply (bad JSON, wrong schema,
+or a ``check`` that raises ``ValueError``/``EditRejected``) is retried with the problem stated, up to
+``max_retries`` times; then `RoleError` carries every problem. A non-retryable `InfraError` aborts at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from pydantic import BaseModel, ValidationError
+
+from evoharness.errors import EditRejected, InfraError
+from evoharness.logging import get_logger
+from evoharness.roles.errors import RoleError
+from evoharness.roles.prompts import render
+
+T = TypeVar("T", bound=BaseModel)
+log = get_logger(__name__)
+_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
+
+
+def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str, max_retries: int = 2,
+        methods: Sequence[str] = ("json_schema", "function_calling", "json_text"),
+        check: Callable[[T], Any] | None = None) -> Any:
+    methods = list(methods) or ["json_text"]
+    problems: list[str] = []
+    convo = list(messages)
+    idx, attempts = 0, 0
+    while attempts <= max_retries:
+        method = methods[idx]
+        runnable = _bind(model, schema, method)
+        if runnable is None:
+            if idx + 1 >= len(methods):
+                raise RoleError(role, f"the model supports none of the methods {methods}", attempts, problems)
+            idx += 1
+            continue
+        attempts += 1
+        try:
+            out = runnable.invoke(convo)
+        except InfraError as e:
+            if not e.retryable:
+                raise RoleError(role, f"model call failed: {e}", attempts, [*problems, str(e)]) from e
+            problems.append(f"model call failed: {e}")
+            continue
+        except Exception as e:  # noqa: BLE001 - a provider error: try the next method, then retry
+            problems.append(f"{method}: model call failed: {type(e).__name__}: {e}")
+            idx = min(idx + 1, len(methods) - 1)
+            continue
+        try:
+            value = _parse(out, schema)
+            return check(value) if check else value
+        except (ValueError, EditRejected) as e:
+            problem = _describe(e)
+            problems.append(problem)
+            log.info("role.invalid_reply", role=role, attempt=attempts, method=method, problem=problem)
+            convo = [*messages, HumanMessage(content=render("retry.md", error=problem,
+                                                            previous=_clip(_raw_text(out), 400)))]
+    raise RoleError(role, problems[-1] if problems else "no reply", attempts, problems)
+
+
+def _bind(model: Any, schema: type[BaseModel], method: str) -> Any:
+    if method == "json_text":
+        return model
+    try:
+        return model.with_structured_output(schema, method=method, include_raw=True)
+    except (NotImplementedError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _parse(out: Any, schema: type[T]) -> T:
+    if isinstance(out, dict) and "raw" in out:
+        parsed = out.get("parsed")
+        if isinstance(parsed, schema):
+            return parsed
+        if isinstance(parsed, dict):
+            return schema.model_validate(parsed)
+        if out.get("parsing_error") is not None:
+            raise ValueError(f"the structured reply did not parse: {out['parsing_error']}")
+        return parse_json_text(_raw_text(out), schema)
+    return parse_json_text(_raw_text(out), schema)
+
+
+def parse_json_text(text: str, schema: type[T]) -> T:
+    """The ``schema`` object in ``text``: a fenced ```json block, or the outermost {...}."""
+    m = _FENCE.search(text)
+    body = m.group(1) if m else text
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("the reply holds no JSON object")
+    try:
+        data = json.loads(body[start : end + 1])
+    except json.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON: {e}") from None
+    return schema.model_validate(data)
+
+
+def _raw_text(out: Any) -> str:
+    msg = out.get("raw") if isinstance(out, dict) else out
+    content = getattr(msg, "content", msg)
+    if isinstance(content, list):
+        return "".join(c.get("text", "") if isinstance(c, dict) else str(c) for c in content)
+    return "" if content is None else str(content)
+
+
+def _describe(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        errs = e.errors()[:3]
+        return "wrong schema: " + "; ".join(f"{'.'.join(map(str, x['loc'])) or '(root)'}: {x['msg']}"
+                                            for x in errs)
+    if isinstance(e, EditRejected):
+        return f"edit rejected: {e}"
+    return str(e)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
