@@ -2,8 +2,58 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class VerificationConfig(BaseModel):
     """Verification (noise model, strategies, gates, budget, cache). Each field carries a description."""
+
+    rollouts: int = Field(4, ge=1, description="k: rollouts per task for a candidate (and its baseline)")
+    anchor_rollouts: int = Field(4, ge=2, description="rollouts per dev task when measuring an anchor")
+    z: float = Field(3.0, gt=0, description="resolvable difference = z * sigma / sqrt(k) (the papers use 3)")
+    sigma_floor: float = Field(
+        0.005,
+        ge=0,
+        description="lower bound on the estimated per-rollout sigma (an all-deterministic "
+        "anchor would otherwise make any gain look resolvable)",
+    )
+    strategy: str = Field(
+        "behaviour_aware", description="behaviour_aware | fixed_split | random_split | coreset"
+    )
+    max_tasks: int = Field(
+        24, ge=1, description="most tasks one candidate is verified on (before budget caps)"
+    )
+    control_ratio: float = Field(
+        0.5,
+        ge=0,
+        description="control tasks (anchor healthy) per targeted task for behaviour-aware selection",
+    )
+    fresh_baseline: bool = Field(
+        True,
+        description="re-run the anchor commit on the selected tasks with the candidate's seeds; "
+        "needed when tasks were chosen from the anchor's own outcomes (regression to the mean)",
+    )
+    attribution_min_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="share of the targeted gain that must come from rollouts where the "
+        "behaviour stopped firing",
+    )
+    paired_alpha: float = Field(
+        0.05, gt=0, lt=1, description="significance level of the optional paired gate"
+    )
+    bootstrap_samples: int = Field(2000, ge=100, description="resamples for the paired bootstrap")
+    predicted_effect: float = Field(
+        0.05, gt=0, description="targeted gain assumed for the power estimate when a candidate predicts none"
+    )
+    budget: float = Field(
+        5000.0, ge=0, description="budget units for one `verify` run (the graph has its own)"
+    )
+    units_per_rollout: float = Field(1.0, gt=0, description="budget units one rollout costs")
+    retry_attempts: int = Field(4, ge=1, description="tries per rollout batch on a retryable InfraError")
+    retry_wait_s: float = Field(1.0, ge=0, description="first backoff wait; doubles per retry")
+    retry_max_wait_s: float = Field(30.0, ge=0, description="longest backoff wait")
+    cache_path: str | None = Field(
+        None, description="SQLite rollout cache file (default: <home>/rollout_cache.sqlite)"
+    )

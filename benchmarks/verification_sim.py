@@ -1,0 +1,189 @@
+"""Decision-quality simulation for verification strategies, with known ground truth.
+
+World: dev and held-out tasks x behaviours (signal ids); a behaviour that fires fails the rollout.
+Each round the "engineer" proposes one candidate of each kind, all targeting a behaviour that fired
+in the current anchor:
+
+- true:     cuts the targeted behaviour's firing so the expected gain on its prone dev tasks is +0.05;
+- null:     changes nothing;
+- harmful:  the same cut as `true`, but -0.08 on half of the tasks not prone to the target;
+- noisefit: +0.1 only on the dev tasks the anchor saw failing (fits what was seen; nothing on
+            held-out, targeted behaviour unchanged).
+
+Every strategy gets the same per-candidate budget (fixed_split_24x gets 24x). The best accepted
+candidate of a round is merged and re-anchored. Reported per strategy: false-accept rates, power
+for the true +0.05 edit, the true held-out gain of the final harness after the rounds (expected
+score, no noise), and rollouts spent (candidates, baselines and anchors).
+
+    .venv/bin/python benchmarks/verification_sim.py [--runs 12] [--rounds 10] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+
+from evoharness.harness_repo.models import Candidate
+from evoharness.logging import configure_logging
+from evoharness.verification.anchors import AnchorBook
+from evoharness.verification.budget import BudgetLedger
+from evoharness.verification.config import VerificationConfig
+from evoharness.verification.gates import default_gates, make_gates
+from evoharness.verification.selection import BehaviourAware, Coreset, FixedSplit, RandomSplit
+from evoharness.verification.sim import SimHarness, SimSource, SimWorld
+from evoharness.verification.verifier import Verifier
+
+BEHAVIOURS = ("F3.repeated_action", "F2.format_rejected", "F3.no_delivery")
+KINDS = ("true", "null", "harmful", "noisefit")
+K = 8  # rollouts per cell for every strategy
+BUDGET = 320  # rollouts per candidate
+
+
+class _FreshFixedSplit(FixedSplit):
+    name = "fixed_split"
+    fresh_baseline = True  # the 24x split re-measures its baseline with as many rollouts as the candidate
+
+
+def strategies(n_dev: int) -> dict[str, tuple]:
+    """name -> (strategy, gate names or None for its defaults, per-candidate budget, max_tasks, k)."""
+    return {
+        "behaviour_aware": (BehaviourAware(0.5), None, BUDGET, 24, K),
+        "behaviour_aware_no_attribution": (
+            BehaviourAware(0.5), ("behaviour", "gain", "no_regression", "guard"), BUDGET, 24, K),
+        "fixed_split": (FixedSplit(), None, BUDGET, BUDGET // K, K),
+        "random_split": (RandomSplit(), None, BUDGET, BUDGET // K, K),
+        "coreset": (Coreset(), None, BUDGET, BUDGET // K, K),
+        "fixed_split_24x": (_FreshFixedSplit(), None, 24 * BUDGET, n_dev, 24 * BUDGET // (2 * n_dev)),
+    }
+
+
+def _true_factor(world: SimWorld, commit: str, target: str, gain: float = 0.05) -> float:
+    prone = [t for t, task in world.tasks.items() if task.split == "dev" and target in task.prone]
+    base = world.harnesses[commit]
+
+    def gain_at(r: float) -> float:
+        world.add("_probe", base.child(factor={target: r}))
+        return sum(world.expected("_probe", t) - world.expected(commit, t) for t in prone) / len(prone)
+
+    lo, hi = 0.0, 1.0
+    if gain_at(0.0) <= gain:
+        return 0.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gain_at(mid) > gain else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: random.Random) -> SimHarness:
+    h = world.harnesses[commit]
+    if kind == "null":
+        return h.child()
+    if kind == "noisefit":
+        seen = {t for t, obs in anchor.per_task().items() if sum(o.score for o in obs) / len(obs) < 0.5}
+        return h.child(offset={t: 0.1 for t in seen})
+    factor = {target: _true_factor(world, commit, target)}
+    if kind == "true":
+        return h.child(factor=factor)
+    others = [t for t, task in world.tasks.items() if target not in task.prone]
+    return h.child(factor=factor, offset={t: -0.08 for t in others if rng.random() < 0.5})
+
+
+def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int) -> dict:
+    strategy, gate_names, budget, max_tasks, k = spec
+    world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS)
+    world.add("h0", SimHarness())
+    cfg = VerificationConfig(rollouts=k, anchor_rollouts=K, max_tasks=max_tasks, bootstrap_samples=200)
+    verifier = Verifier(SimSource(world), cfg, seed=seed)
+    gates = make_gates(gate_names) if gate_names else default_gates(strategy.name, bootstrap_samples=200)
+    dev = [t for t, task in world.tasks.items() if task.split == "dev"]
+    run_ledger = BudgetLedger(total=float("inf"))
+    book = AnchorBook()
+    book.start(verifier.measure_anchor("h0", dev, K, round=0, ledger=run_ledger))
+    rng = random.Random(f"edits:{seed}")
+    main, accepted, proposed = "h0", {k_: 0 for k_ in KINDS}, {k_: 0 for k_ in KINDS}
+    for rnd in range(1, rounds + 1):
+        anchor = book.current
+        fired = [b for b in BEHAVIOURS if any(b in o.fired for o in anchor.observations)]
+        if not fired:
+            break
+        outcomes = []
+        for kind in KINDS:
+            target = rng.choice(fired)
+            commit = f"r{rnd}-{kind}"
+            world.add(commit, _edit(world, kind, main, target, anchor, rng))
+            cand = Candidate(branch=f"candidate/{commit}", commit=commit, base=main, round=rnd,
+                             targets=target)
+            ledger = BudgetLedger(total=budget)
+            out = verifier.evaluate(cand, anchor, strategy, gates, ledger, rnd)
+            run_ledger.spends.extend(ledger.spends)
+            proposed[kind] += 1
+            if out.verdict.accepted:
+                accepted[kind] += 1
+                outcomes.append(out)
+        if outcomes:
+            best = max(outcomes, key=lambda o: o.reading - (o.verdict.measurements["baseline_mean"] or 0.0))
+            main = best.verdict.commit
+            verifier.reanchor(book, best, main, dev, rnd, K, ledger=run_ledger)
+    return {"accepted": accepted, "proposed": proposed, "rollouts": run_ledger.rollouts,
+            "heldout_gain": world.expected_mean(main, "heldout") - world.expected_mean("h0", "heldout"),
+            "optimism": [r.optimism for r in book.optimism]}
+
+
+def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
+             runs_24x: int | None = None) -> dict[str, dict]:
+    out = {}
+    for name, spec in strategies(n_dev).items():
+        if only and name not in only:
+            continue
+        n = runs_24x if name.endswith("_24x") and runs_24x else runs
+        res = [run_one(name, spec, seed, rounds, n_dev) for seed in range(n)]
+        rate = {k: sum(r["accepted"][k] for r in res) / max(1, sum(r["proposed"][k] for r in res))
+                for k in KINDS}
+        opt = [x for r in res for x in r["optimism"]]
+        out[name] = {"null_false_accept": rate["null"], "harmful_false_accept": rate["harmful"],
+                     "noisefit_false_accept": rate["noisefit"], "power": rate["true"],
+                     "heldout_gain": sum(r["heldout_gain"] for r in res) / n,
+                     "rollouts": sum(r["rollouts"] for r in res) / n, "runs": n,
+                     "selection_optimism": sum(opt) / len(opt) if opt else None}
+    return out
+
+
+def table(results: dict[str, dict]) -> str:
+    cols = ["null_false_accept", "harmful_false_accept", "noisefit_false_accept", "power", "heldout_gain",
+            "rollouts", "selection_optimism"]
+    heads = ["strategy", "null FA", "harmful FA", "noisefit FA", "power", "held-out gain", "rollouts/run",
+             "optimism"]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for name, r in results.items():
+        cells = [name] + [("-" if r[c] is None else f"{r[c]:.0f}" if c == "rollouts" else f"{r[c]:+.4f}"
+                           if c in ("heldout_gain", "selection_optimism") else f"{r[c]:.3f}") for c in cols]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=12)
+    ap.add_argument("--runs-24x", type=int, default=4, help="runs for the 24x split (it is 24x slower)")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--dev-tasks", type=int, default=80)
+    ap.add_argument("--only", nargs="*", help="strategy names to run")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args(argv)
+    configure_logging("warning", "console")
+    t0 = time.perf_counter()
+    results = simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(table(results))
+        print(f"\n{args.runs} runs ({args.runs_24x} for the 24x split) x {args.rounds} rounds, {args.dev_tasks} dev tasks, k={K}, "
+              f"{BUDGET} rollouts per candidate; {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

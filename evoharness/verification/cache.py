@@ -1,0 +1,117 @@
+"""A rollout cache keyed by content: harness tree hash, task, seed, model, environment version.
+
+No rollout is paid for twice, and a resumed run reuses what it already has. Storage is one SQLite
+file holding trajectory JSON. `CachingRunner` wraps any `RolloutRunner` with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from evoharness.sandbox.api import RolloutRequest, RolloutRunner
+from evoharness.traces.models import Trajectory
+
+
+def cache_key(tree: str, task_id: str, seed: int, model: str, env_version: str) -> str:
+    raw = json.dumps([tree, task_id, seed, model, env_version])
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class RolloutCache:
+    """trajectory JSON by content key, in a SQLite file (created on first use, not at import)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path)
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS rollouts (key TEXT PRIMARY KEY, trajectory TEXT NOT NULL)"
+            )
+        return self._conn
+
+    def get(self, key: str) -> Trajectory | None:
+        row = self._db().execute("SELECT trajectory FROM rollouts WHERE key = ?", (key,)).fetchone()
+        return Trajectory.model_validate_json(row[0]) if row else None
+
+    def has(self, key: str) -> bool:
+        return self._db().execute("SELECT 1 FROM rollouts WHERE key = ?", (key,)).fetchone() is not None
+
+    def put(self, key: str, traj: Trajectory) -> None:
+        with self._db() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO rollouts (key, trajectory) VALUES (?, ?)",
+                (key, traj.model_dump_json()),
+            )
+
+    def __len__(self) -> int:
+        return self._db().execute("SELECT COUNT(*) FROM rollouts").fetchone()[0]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class CachingRunner:
+    """A `RolloutRunner` that answers from the cache and runs (and stores) only the misses.
+
+    ``tree_of`` maps a harness commit to its tree hash (identity by default), so two commits with
+    the same files share rollouts.
+    """
+
+    def __init__(
+        self,
+        runner: RolloutRunner,
+        cache: RolloutCache,
+        model: str = "",
+        env_version: str = "",
+        tree_of: Callable[[str], str] | None = None,
+    ) -> None:
+        self.runner, self.cache = runner, cache
+        self.model, self.env_version = model, env_version
+        self.tree_of = tree_of or (lambda commit: commit)
+        self.hits = 0
+        self.paid = 0
+
+    def key(self, req: RolloutRequest) -> str:
+        return cache_key(
+            self.tree_of(req.harness_commit), req.task_id, req.seed, self.model, self.env_version
+        )
+
+    def misses(self, requests: list[RolloutRequest]) -> list[RolloutRequest]:
+        seen: set[str] = set()
+        out = []
+        for r in requests:
+            k = self.key(r)
+            if k not in seen and not self.cache.has(k):
+                out.append(r)
+            seen.add(k)
+        return out
+
+    def run(self, requests: list[RolloutRequest]) -> list[Trajectory]:
+        todo = self.misses(requests)
+        if todo:
+            fresh = self.runner.run(todo)
+            if len(fresh) != len(todo):
+                from evoharness.errors import InfraError
+
+                raise InfraError(f"runner returned {len(fresh)} trajectories for {len(todo)} requests")
+            for req, traj in zip(todo, fresh, strict=True):
+                self.cache.put(self.key(req), traj)
+            self.paid += len(todo)
+        out = []
+        for r in requests:
+            traj = self.cache.get(self.key(r))
+            if traj is None:  # pragma: no cover - just stored
+                raise KeyError(r)
+            out.append(traj)
+        self.hits += len(requests) - len(todo)
+        return out

@@ -1,0 +1,287 @@
+"""Gates: small pluggable accept rules, each returning a `GateResult` with the numbers behind it.
+
+A candidate is accepted only when every gate in its list passes. Behaviour-aware verification uses
+behaviour + gain + no_regression + attribution + guard; the split baselines use the aggregate gate.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from evoharness.harness_repo.models import GateResult
+from evoharness.verification.evidence import Evidence
+from evoharness.verification.stats import mcnemar_exact, paired_test
+
+
+class Gate(Protocol):
+    """Contract: ``check`` reads the evidence only (no I/O, no randomness beyond a fixed seed) and
+    returns a `GateResult` named ``name`` whose ``numbers`` let a reader redo the decision."""
+
+    name: str
+
+    def check(self, ev: Evidence) -> GateResult: ...
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+class BehaviourGate:
+    """The targeted signal fires in fewer candidate rollouts than baseline rollouts (targeted tasks)."""
+
+    name = "behaviour"
+
+    def check(self, ev: Evidence) -> GateResult:
+        tasks = ev.selection.targeted
+        before, after = ev.incidence("baseline", tasks), ev.incidence("candidate", tasks)
+        pairs = ev.pairs(tasks)
+        stopped = sum(ev.target in b.fired and ev.target not in c.fired for b, c in pairs)
+        started = sum(ev.target not in b.fired and ev.target in c.fired for b, c in pairs)
+        ok = before is not None and after is not None and after < before
+        reason = (
+            "no targeted rollouts"
+            if before is None or after is None
+            else f"{ev.target} incidence {before:.3f} -> {after:.3f}"
+        )
+        return GateResult(
+            gate=self.name,
+            passed=ok,
+            reason=reason,
+            numbers={
+                "incidence_baseline": _r(before),
+                "incidence_candidate": _r(after),
+                "stopped": stopped,
+                "started": started,
+                "mcnemar_p": _r(mcnemar_exact(stopped, started)),
+            },
+        )
+
+
+class GainGate:
+    """Targeted mean improves by at least the resolvable difference zσ/√k."""
+
+    name = "gain"
+
+    def __init__(self, bootstrap_samples: int = 2000) -> None:
+        self.bootstrap_samples = bootstrap_samples
+
+    def check(self, ev: Evidence) -> GateResult:
+        tasks = ev.selection.targeted
+        base, cand = ev.mean("baseline", tasks), ev.mean("candidate", tasks)
+        sigma, bar = ev.sigma(tasks), ev.resolvable(tasks)
+        pairs = ev.pairs(tasks)
+        test = paired_test([b.score for b, _ in pairs], [c.score for _, c in pairs], self.bootstrap_samples)
+        gain = None if base is None or cand is None else cand - base
+        ok = gain is not None and gain > 0 and gain >= bar
+        reason = "no targeted rollouts" if gain is None else f"gain {gain:+.4f} vs resolvable {bar:.4f}"
+        return GateResult(
+            gate=self.name,
+            passed=ok,
+            reason=reason,
+            numbers={
+                "baseline": _r(base),
+                "candidate": _r(cand),
+                "gain": _r(gain),
+                "sigma": _r(sigma),
+                "k": ev.k,
+                "tasks": len(tasks),
+                "resolvable": _r(bar),
+                "test": test.kind,
+                "p_value": _r(test.p_value),
+            },
+        )
+
+
+class NoRegressionGate:
+    """Control mean does not fall by more than the resolvable difference (passes with no control)."""
+
+    name = "no_regression"
+
+    def check(self, ev: Evidence) -> GateResult:
+        tasks = ev.selection.control
+        base, cand = ev.mean("baseline", tasks), ev.mean("candidate", tasks)
+        if base is None or cand is None:
+            return GateResult(gate=self.name, passed=True, reason="no control tasks", numbers={"tasks": 0})
+        bar = ev.resolvable(tasks)
+        delta = cand - base
+        return GateResult(
+            gate=self.name,
+            passed=delta >= -bar,
+            reason=f"control {delta:+.4f} vs allowed -{bar:.4f}",
+            numbers={
+                "baseline": _r(base),
+                "candidate": _r(cand),
+                "delta": _r(delta),
+                "sigma": _r(ev.sigma(tasks)),
+                "tasks": len(tasks),
+                "resolvable": _r(bar),
+            },
+        )
+
+
+class AttributionGate:
+    """The targeted gain comes from rollouts where the behaviour stopped firing.
+
+    On (baseline, candidate) pairs of targeted tasks, the gain the behaviour explains is
+    ``(stopped - started) / pairs * cost``: the net share of rollouts where it stopped firing times
+    what one firing costs (baseline mean score of non-firing minus firing rollouts). It must be
+    positive and at least ``min_share`` of the measured gain. Counting only the stopped pairs would
+    credit noise (a null edit has as many pairs that start firing); netting them out does not, and
+    a gain that comes from elsewhere (e.g. task-specific hints) is left unexplained.
+    """
+
+    name = "attribution"
+
+    def __init__(self, min_share: float = 0.5) -> None:
+        self.min_share = min_share
+
+    def check(self, ev: Evidence) -> GateResult:
+        pairs = ev.pairs(ev.selection.targeted)
+        if not pairs:
+            return GateResult(gate=self.name, passed=False, reason="no paired targeted rollouts")
+        total = sum(c.score - b.score for b, c in pairs) / len(pairs)
+        stopped = sum(ev.target in b.fired and ev.target not in c.fired for b, c in pairs)
+        started = sum(ev.target not in b.fired and ev.target in c.fired for b, c in pairs)
+        firing = [b.score for b, _ in pairs if ev.target in b.fired]
+        clean = [b.score for b, _ in pairs if ev.target not in b.fired]
+        cost = (sum(clean) / len(clean) - sum(firing) / len(firing)) if firing and clean else 0.0
+        explained = (stopped - started) / len(pairs) * cost
+        share = explained / total if total > 0 else None
+        ok = total > 0 and explained > 0 and explained >= self.min_share * total
+        reason = (
+            f"{explained:+.4f} of {total:+.4f} explained by {stopped - started:+d} net rollouts that stopped"
+            if total > 0
+            else f"no targeted gain ({total:+.4f})"
+        )
+        return GateResult(
+            gate=self.name,
+            passed=ok,
+            reason=reason,
+            numbers={
+                "gain": _r(total),
+                "explained": _r(explained),
+                "share": _r(share),
+                "min_share": self.min_share,
+                "cost_per_firing": _r(cost),
+                "stopped": stopped,
+                "started": started,
+                "pairs": len(pairs),
+            },
+        )
+
+
+class AggregateGate:
+    """Baseline: the mean over every selected task improves by at least the resolvable difference."""
+
+    name = "aggregate"
+
+    def check(self, ev: Evidence) -> GateResult:
+        tasks = [*ev.selection.targeted, *ev.selection.control]
+        base, cand = ev.mean("baseline", tasks), ev.mean("candidate", tasks)
+        if base is None or cand is None:
+            return GateResult(gate=self.name, passed=False, reason="no rollouts")
+        bar = ev.resolvable(tasks)
+        gain = cand - base
+        return GateResult(
+            gate=self.name,
+            passed=gain > 0 and gain >= bar,
+            reason=f"aggregate {gain:+.4f} vs resolvable {bar:.4f}",
+            numbers={
+                "baseline": _r(base),
+                "candidate": _r(cand),
+                "gain": _r(gain),
+                "sigma": _r(ev.sigma(tasks)),
+                "k": ev.k,
+                "tasks": len(tasks),
+                "resolvable": _r(bar),
+            },
+        )
+
+
+class PairedGate:
+    """Optional: the paired test (McNemar exact / paired bootstrap) on targeted tasks has p <= alpha."""
+
+    name = "paired"
+
+    def __init__(self, alpha: float = 0.05, bootstrap_samples: int = 2000) -> None:
+        self.alpha, self.bootstrap_samples = alpha, bootstrap_samples
+
+    def check(self, ev: Evidence) -> GateResult:
+        pairs = ev.pairs(ev.selection.targeted)
+        test = paired_test([b.score for b, _ in pairs], [c.score for _, c in pairs], self.bootstrap_samples)
+        ok = test.n > 0 and test.mean_diff > 0 and test.p_value <= self.alpha
+        return GateResult(
+            gate=self.name,
+            passed=ok,
+            reason=f"{test.kind} p={test.p_value:.4f}",
+            numbers={
+                "test": test.kind,
+                "n": test.n,
+                "mean_diff": _r(test.mean_diff),
+                "p_value": _r(test.p_value),
+                "alpha": self.alpha,
+                "improved": test.improved,
+                "worsened": test.worsened,
+            },
+        )
+
+
+class GuardGate:
+    """Pinned regression tasks: veto only when a guard task fails every candidate rollout."""
+
+    name = "guard"
+
+    def check(self, ev: Evidence) -> GateResult:
+        guards = ev.selection.guard
+        broken = [t for t in guards if (obs := ev.side("candidate", [t])) and not any(o.healthy for o in obs)]
+        reason = f"broken: {', '.join(broken)}" if broken else f"{len(guards)} guard task(s) hold"
+        return GateResult(
+            gate=self.name,
+            passed=not broken,
+            reason=reason,
+            numbers={"guards": len(guards), "broken": len(broken)},
+        )
+
+
+GATES = {
+    g.name: g
+    for g in (
+        BehaviourGate,
+        GainGate,
+        NoRegressionGate,
+        AttributionGate,
+        AggregateGate,
+        PairedGate,
+        GuardGate,
+    )
+}
+BEHAVIOUR_AWARE_GATES = ("behaviour", "gain", "no_regression", "attribution", "guard")
+SPLIT_GATES = ("aggregate", "guard")
+
+
+def make_gates(
+    names: list[str] | tuple[str, ...],
+    min_share: float = 0.5,
+    alpha: float = 0.05,
+    bootstrap_samples: int = 2000,
+) -> list[Gate]:
+    out: list[Gate] = []
+    for n in names:
+        if n == "attribution":
+            out.append(AttributionGate(min_share))
+        elif n == "gain":
+            out.append(GainGate(bootstrap_samples))
+        elif n == "paired":
+            out.append(PairedGate(alpha, bootstrap_samples))
+        elif n in GATES:
+            out.append(GATES[n]())
+        else:
+            from evoharness.errors import InputError
+
+            raise InputError("gates", f"unknown gate {n!r} (choose from {', '.join(GATES)})")
+    return out
+
+
+def default_gates(strategy: str, min_share: float = 0.5, bootstrap_samples: int = 2000) -> list[Gate]:
+    names = BEHAVIOUR_AWARE_GATES if strategy == "behaviour_aware" else SPLIT_GATES
+    return make_gates(names, min_share=min_share, bootstrap_samples=bootstrap_samples)

@@ -1,0 +1,180 @@
+"""A simulated world with known ground truth: tasks x behaviours, harnesses as effects on them.
+
+Shipped in the package (not only in tests) so the benchmark, the tests and a demo share it.
+A task has a healthy score ``quality``, a failing score ``fail`` and, per behaviour (signal id), the
+probability that the behaviour fires in one rollout; when any fires the rollout fails. A harness
+multiplies firing probabilities (``factor``) and shifts scores (``offset``) per task. Outcomes are
+deterministic in (harness, task, seed), like a cached rollout.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass, field
+
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.traces.models import Split, Termination, Trajectory, Usage
+from evoharness.verification.observations import Observation
+
+
+@dataclass
+class SimTask:
+    id: str
+    split: str
+    quality: float
+    fail: float
+    prone: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class SimHarness:
+    factor: dict[str, float] = field(default_factory=dict)
+    offset: dict[str, float] = field(default_factory=dict)
+
+    def child(
+        self, factor: dict[str, float] | None = None, offset: dict[str, float] | None = None
+    ) -> SimHarness:
+        """This harness with an edit's effects composed on top."""
+        f = dict(self.factor)
+        for b, m in (factor or {}).items():
+            f[b] = f.get(b, 1.0) * m
+        o = dict(self.offset)
+        for t, d in (offset or {}).items():
+            o[t] = o.get(t, 0.0) + d
+        return SimHarness(f, o)
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+class SimWorld:
+    def __init__(self, tasks: list[SimTask], noise_sd: float = 0.03) -> None:
+        self.tasks = {t.id: t for t in tasks}
+        self.harnesses: dict[str, SimHarness] = {}
+        self.noise_sd = noise_sd
+        self._rng = random.Random(0)
+
+    @classmethod
+    def generate(
+        cls,
+        seed: int,
+        n_dev: int = 80,
+        n_heldout: int = 80,
+        behaviours: tuple[str, ...] = (),
+        prone_share: float = 0.25,
+        spurious: str | None = None,
+        spurious_p: float = 0.04,
+    ) -> SimWorld:
+        rng = random.Random(seed)
+        tasks = []
+        for split, n in (("dev", n_dev), ("heldout", n_heldout)):
+            for i in range(n):
+                prone = {b: rng.uniform(0.3, 0.9) for b in behaviours if rng.random() < prone_share}
+                if spurious:
+                    prone[spurious] = spurious_p
+                tasks.append(
+                    SimTask(f"{split}-{i:03d}", split, rng.uniform(0.6, 0.9), rng.uniform(0.05, 0.25), prone)
+                )
+        return cls(tasks)
+
+    def add(self, commit: str, harness: SimHarness) -> None:
+        self.harnesses[commit] = harness
+
+    def fire_prob(self, commit: str, task_id: str, behaviour: str) -> float:
+        h, t = self.harnesses[commit], self.tasks[task_id]
+        return min(1.0, t.prone.get(behaviour, 0.0) * h.factor.get(behaviour, 1.0))
+
+    def expected(self, commit: str, task_id: str) -> float:
+        """The true expected score of one rollout (no noise, clipping ignored)."""
+        h, t = self.harnesses[commit], self.tasks[task_id]
+        ok = 1.0
+        for b in t.prone:
+            ok *= 1.0 - self.fire_prob(commit, task_id, b)
+        return ok * t.quality + (1 - ok) * t.fail + h.offset.get(task_id, 0.0)
+
+    def expected_mean(self, commit: str, split: str) -> float:
+        ids = [t for t, task in self.tasks.items() if task.split == split]
+        return sum(self.expected(commit, t) for t in ids) / len(ids)
+
+    def outcome(self, commit: str, task_id: str, seed: int, rollout: int = 0) -> Observation:
+        h, t = self.harnesses[commit], self.tasks[task_id]
+        rng = self._rng
+        rng.seed(zlib.crc32(f"{commit}|{task_id}|{seed}".encode()))
+        fired = frozenset(b for b in sorted(t.prone) if rng.random() < self.fire_prob(commit, task_id, b))
+        base = t.fail if fired else t.quality
+        score = _clip(base + h.offset.get(task_id, 0.0) + rng.gauss(0.0, self.noise_sd))
+        return Observation.model_construct(
+            task_id=task_id,
+            rollout=rollout,
+            seed=seed,
+            score=score,
+            fired=fired,
+            healthy=not fired and score >= 0.5,
+            split=t.split,
+            trajectory_id=None,
+            tokens=0,
+        )
+
+
+class SimSource:
+    """An `ObservationSource` over a `SimWorld`; a memo plays the rollout cache (hits are free)."""
+
+    def __init__(self, world: SimWorld) -> None:
+        self.world = world
+        self.memo: dict[tuple[str, str, int], Observation] = {}
+
+    def pending(self, requests: list[RolloutRequest]) -> int:
+        return len({(r.harness_commit, r.task_id, r.seed) for r in requests} - self.memo.keys())
+
+    def observe(self, requests: list[RolloutRequest]) -> tuple[list[Observation], int]:
+        paid, out = 0, []
+        for r in requests:
+            key = (r.harness_commit, r.task_id, r.seed)
+            if key not in self.memo:
+                self.memo[key] = self.world.outcome(*key, rollout=r.rollout)
+                paid += 1
+            o = self.memo[key]
+            out.append(o if o.rollout == r.rollout else o.model_copy(update={"rollout": r.rollout}))
+        return out, paid
+
+
+class ScriptedRunner:
+    """A `RolloutRunner` over a `SimWorld` that returns real `Trajectory`s.
+
+    A rollout in which any behaviour fires is not delivered (the diagnosis labeller then reports
+    ``F3.no_delivery``); otherwise it delivers an answer with the task's score. ``calls`` counts batches.
+    """
+
+    def __init__(self, world: SimWorld) -> None:
+        self.world = world
+        self.calls = 0
+        self.rollouts = 0
+
+    def run(self, requests: list[RolloutRequest]) -> list[Trajectory]:
+        self.calls += 1
+        self.rollouts += len(requests)
+        out = []
+        for r in requests:
+            o = self.world.outcome(r.harness_commit, r.task_id, r.seed, r.rollout)
+            failed = bool(o.fired)
+            msgs = [
+                {"role": "user", "content": f"solve {r.task_id}"},
+                {"role": "assistant", "content": "working" if failed else "done: 42"},
+            ]
+            out.append(
+                Trajectory(
+                    id=f"{r.harness_commit[:8]}-{r.task_id}-{r.seed}",
+                    task_id=r.task_id,
+                    split=Split(r.split) if r.split in Split.__members__ else Split.unknown,
+                    harness_commit=r.harness_commit,
+                    rollout=r.rollout,
+                    messages=msgs,
+                    final_answer=None if failed else "42",
+                    score=round(o.score, 6),
+                    termination=Termination.aborted if failed else Termination.delivered,
+                    usage=Usage(steps=1, prompt_tokens=100, completion_tokens=20),
+                )
+            )
+        return out
