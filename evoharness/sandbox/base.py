@@ -1,0 +1,161 @@
+"""The `Sandbox` protocol and the plain-process backend (limits, no isolation).
+
+Both backends share `run_limited`: start the command in its own session, write its output to
+files (bounded by RLIMIT_FSIZE), kill the whole process group at the wall-time limit, and
+classify which limit (if any) ended it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Protocol
+
+from evoharness.errors import InfraError
+from evoharness.sandbox.models import LimitHit, Limits, SandboxResult
+
+TAIL_BYTES = 64 * 1024
+_MEMORY_MARKS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+_PIDS_MARKS = ("Resource temporarily unavailable", "can't start new thread", "fork: retry")
+
+
+class Sandbox(Protocol):
+    """Runs one command in isolation under resource limits.
+
+    Contract:
+    - ``harness_dir`` is visible to the command read-only at ``view(...)[0]``; ``workdir`` is
+      writable at ``view(...)[1]`` and (with a private ``/tmp``) the only writable place.
+    - The command's environment is exactly ``env`` plus a minimal base (PATH, HOME pointing
+      at an empty directory, LANG, TMPDIR); nothing is inherited from the caller.
+    - A command that crashes, hangs or hits a limit yields a ``SandboxResult`` saying so; it
+      never raises. ``run`` raises ``InfraError`` only when the backend itself is unusable.
+    """
+
+    name: str
+
+    def view(self, harness_dir: Path, workdir: Path) -> tuple[str, str]:
+        """The paths at which the command sees ``harness_dir`` and ``workdir``."""
+        ...
+
+    def check(self) -> None:
+        """Raise ``InfraError`` if this backend cannot run commands on this machine."""
+        ...
+
+    def run(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
+            limits: Limits) -> SandboxResult: ...
+
+
+def prlimit_prefix(limits: Limits, prlimit: str = "prlimit") -> list[str]:
+    """``prlimit`` arguments that set the rlimits of ``limits`` and exec the command."""
+    mem = limits.memory_mb * 1024 * 1024
+    fsize = limits.file_mb * 1024 * 1024
+    return [prlimit, f"--as={mem}:{mem}", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 2}",
+            f"--nproc={limits.pids}:{limits.pids}", f"--fsize={fsize}:{fsize}", "--core=0:0", "--"]
+
+
+def _tail(path: Path) -> str:
+    with path.open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - TAIL_BYTES))
+        return fh.read().decode("utf-8", errors="replace")
+
+
+def _signal_of(returncode: int) -> int | None:
+    if returncode < 0:
+        return -returncode
+    if returncode > 128:  # a shell or bwrap reporting a child killed by a signal
+        return returncode - 128
+    return None
+
+
+def classify(returncode: int, stderr: str, timed_out: bool) -> LimitHit | None:
+    """Which limit ended the command, judged from its exit and its last words."""
+    if timed_out:
+        return "wall"
+    if returncode == 0:
+        return None
+    sig = _signal_of(returncode)
+    if sig == signal.SIGXCPU:
+        return "cpu"
+    if sig == signal.SIGXFSZ or "File too large" in stderr:
+        return "output"
+    tail = stderr[-4000:]
+    if any(m in tail for m in _MEMORY_MARKS):
+        return "memory"
+    if any(m in tail for m in _PIDS_MARKS):
+        return "pids"
+    return None
+
+
+def run_limited(argv: list[str], *, env: dict[str, str], cwd: Path, limits: Limits, backend: str,
+                pass_fds: tuple[int, ...] = ()) -> SandboxResult:
+    """Run ``argv`` (already wrapped by the backend) and enforce the wall-time limit."""
+    with tempfile.TemporaryDirectory(prefix="evoharness-out-") as tmp:
+        out_path, err_path = Path(tmp, "stdout"), Path(tmp, "stderr")
+        with out_path.open("wb") as out, err_path.open("wb") as err:
+            start = time.monotonic()
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                                        cwd=cwd, start_new_session=True, close_fds=True, pass_fds=pass_fds)
+            except OSError as e:
+                raise InfraError(f"{backend}: cannot start {argv[0]}: {e.strerror}", retryable=False) from None
+            timed_out = False
+            try:
+                proc.wait(timeout=limits.wall_seconds)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+            wall = time.monotonic() - start
+        stdout, stderr = _tail(out_path), _tail(err_path)
+    rc = proc.returncode
+    return SandboxResult(returncode=rc, stdout=stdout, stderr=stderr, timed_out=timed_out,
+                         limit=classify(rc, stderr, timed_out), wall_seconds=wall, backend=backend)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def base_env(home: str, tmp: str, path: str) -> dict[str, str]:
+    return {"PATH": path, "HOME": home, "TMPDIR": tmp, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            "MALLOC_ARENA_MAX": "2"}  # glibc arenas reserve 64 MiB of address space per thread
+
+
+class ProcessSandbox:
+    """No isolation: the command runs as a plain child process with rlimits and a wall limit.
+
+    The environment is still an allow-list and HOME is an empty directory under ``workdir``,
+    but the command can read the host file system and use the network. It exists to measure
+    what bubblewrap costs and for machines without it; never use it for untrusted harnesses.
+    The pids limit is RLIMIT_NPROC, which does not bind when running as root.
+    """
+
+    name = "none"
+
+    def view(self, harness_dir: Path, workdir: Path) -> tuple[str, str]:
+        return str(harness_dir), str(workdir)
+
+    def check(self) -> None:
+        if shutil.which("prlimit") is None:
+            raise InfraError("prlimit (util-linux) not found on PATH", retryable=False)
+
+    def run(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
+            limits: Limits) -> SandboxResult:
+        self.check()
+        home, tmp = workdir / ".home", workdir / ".tmp"
+        home.mkdir(exist_ok=True)
+        tmp.mkdir(exist_ok=True)
+        full_env = base_env(str(home), str(tmp), os.environ.get("PATH", "/usr/bin:/bin")) | env
+        return run_limited(prlimit_prefix(limits) + command, env=full_env, cwd=workdir, limits=limits,
+                           backend=self.name)

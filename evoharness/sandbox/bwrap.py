@@ -1,0 +1,191 @@
+"""The bubblewrap backend: no network, read-only system and harness, a private /tmp, limits.
+
+Layout inside the sandbox: the host's /usr (and its /bin, /lib* links), a few /etc files,
+the Python installation and virtual environment, the evoharness source -- all read-only; the
+harness at ``/harness`` read-only; the work directory at ``/scratch`` (writable); a private
+tmpfs ``/tmp`` that is also HOME. No host environment variable reaches the command.
+
+Running as root, bwrap makes no user namespace: the command gets CAP_SETUID/CAP_SETGID only to
+drop at once (``setpriv``) to an unprivileged uid picked for this run alone, so RLIMIT_NPROC
+(which never binds root) bounds its processes, and no-new-privs forbids regaining any. As an
+ordinary user, bwrap makes a user namespace, where RLIMIT_NPROC counts per namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from evoharness.errors import InfraError
+from evoharness.sandbox.base import base_env, prlimit_prefix, run_limited
+from evoharness.sandbox.models import Limits, SandboxResult
+
+HARNESS_MOUNT = "/harness"
+WORK_MOUNT = "/scratch"
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "alternatives",
+              "ssl", "mime.types")
+
+
+def python_paths() -> list[Path]:
+    """What a Python worker needs read-only: the interpreter, the venv and the evoharness source."""
+    import evoharness
+
+    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+             Path(os.path.realpath(sys.executable)).parent, Path(evoharness.__file__).resolve().parent]
+    return [p.resolve() for p in paths]
+
+
+class _UidPool:
+    """Distinct unprivileged uids for concurrent sandboxes (so each one's NPROC count is its own)."""
+
+    def __init__(self, base: int, span: int) -> None:
+        self.base, self.span = base, span
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
+
+    def take(self) -> int:
+        with self._lock:
+            while True:
+                uid = self.base + random.randrange(self.span)
+                if uid not in self._used:
+                    self._used.add(uid)
+                    return uid
+
+    def give(self, uid: int) -> None:
+        with self._lock:
+            self._used.discard(uid)
+
+
+class BwrapSandbox:
+    """Bubblewrap sandbox (see the module docstring for what is visible inside).
+
+    ``ro_paths``: extra host paths bound read-only at the same place (e.g. a data directory).
+    ``python_runtime``: bind the current interpreter, venv and evoharness source (the worker
+    needs them); switch off only for commands that need no Python.
+    """
+
+    name = "bwrap"
+
+    def __init__(self, *, ro_paths: list[Path] | tuple[Path, ...] = (), python_runtime: bool = True,
+                 bwrap: str = "bwrap", uid_base: int = 200_000, uid_span: int = 100_000) -> None:
+        self.bwrap = bwrap
+        self.privileged = os.geteuid() == 0
+        extra = [Path(p).resolve() for p in ro_paths]
+        self.ro_paths = _dedupe((python_paths() if python_runtime else []) + extra)
+        self._uids = _UidPool(uid_base, uid_span)
+        self._checked = False
+        self._check_lock = threading.Lock()
+
+    def view(self, harness_dir: Path, workdir: Path) -> tuple[str, str]:
+        return HARNESS_MOUNT, WORK_MOUNT
+
+    # ---- availability ----------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise InfraError unless bwrap (and prlimit, setpriv) exist and a trivial sandbox runs."""
+        with self._check_lock:
+            if self._checked:
+                return
+            tools = [self.bwrap, "prlimit"] + (["setpriv"] if self.privileged else [])
+            missing = [t for t in tools if shutil.which(t) is None]
+            if missing:
+                raise InfraError(f"sandbox backend unusable: {', '.join(missing)} not found "
+                                 "(install bubblewrap and util-linux)", retryable=False)
+            argv = [self.bwrap, *self._namespace_args(), "--ro-bind", "/usr", "/usr", *self._system_links(),
+                    "--", "true"]
+            probe = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+            if probe.returncode != 0:
+                raise InfraError(f"sandbox backend unusable: bwrap failed: {probe.stderr.strip()[:300]}",
+                                 retryable=False)
+            self._checked = True
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def run(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
+            limits: Limits) -> SandboxResult:
+        self.check()
+        uid = self._uids.take() if self.privileged else None
+        try:
+            if uid is not None:
+                _chown_tree(workdir, uid)
+            argv = self.argv(command, harness_dir=Path(harness_dir), workdir=Path(workdir), limits=limits,
+                             uid=uid)
+            full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
+            return run_limited(argv, env=full_env, cwd=Path(workdir), limits=limits, backend=self.name)
+        finally:
+            if uid is not None:
+                self._uids.give(uid)
+
+    def argv(self, command: list[str], *, harness_dir: Path, workdir: Path, limits: Limits,
+             uid: int | None) -> list[str]:
+        """The full bwrap command line (exposed for inspection and tests)."""
+        a = [self.bwrap, *self._namespace_args(), "--die-with-parent", "--new-session", "--hostname", "sandbox",
+             "--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
+             "--ro-bind", "/usr", "/usr", *self._system_links()]
+        for name in _ETC_FILES:
+            if os.path.exists(f"/etc/{name}"):
+                a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
+        for p in self.ro_paths:
+            a += _parents(p, made) + ["--ro-bind", str(p), str(p)]
+        a += ["--ro-bind", str(harness_dir.resolve()), HARNESS_MOUNT,
+              "--bind", str(workdir.resolve()), WORK_MOUNT, "--chdir", WORK_MOUNT]
+        inner = prlimit_prefix(limits)
+        if uid is not None:
+            a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                     "--no-new-privs", "--"] + inner
+        else:
+            inner = ["setpriv", "--no-new-privs", "--"] + inner if shutil.which("setpriv") else inner
+        return a + ["--"] + inner + command
+
+    def _namespace_args(self) -> list[str]:
+        ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        return ns if self.privileged else ["--unshare-user", *ns]
+
+    def _system_links(self) -> list[str]:
+        out: list[str] = []
+        for d in _SYSTEM_DIRS[1:]:
+            if os.path.islink(d):
+                out += ["--symlink", os.readlink(d), d]
+            elif os.path.isdir(d):
+                out += ["--ro-bind", d, d]
+        return out
+
+    def _path(self) -> str:
+        bins = [str(Path(sys.prefix) / "bin")] if any(Path(sys.prefix) == p for p in self.ro_paths) else []
+        return ":".join(bins + ["/usr/local/bin", "/usr/bin", "/bin"])
+
+
+def _dedupe(paths: list[Path]) -> list[Path]:
+    """Drop duplicates and paths inside another listed path; keep a stable order."""
+    out: list[Path] = []
+    for p in sorted(set(paths), key=lambda x: len(x.parts)):
+        if p.exists() and not any(p == q or q in p.parents for q in out):
+            out.append(p)
+    return out
+
+
+def _parents(path: Path, made: set[str]) -> list[str]:
+    """``--dir`` arguments creating the (world-traversable) parents of ``path`` inside the sandbox."""
+    args: list[str] = []
+    for parent in reversed(path.parents):
+        s = str(parent)
+        if s not in made:
+            made.add(s)
+            args += ["--perms", "0755", "--dir", s]
+    return args
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chown(dirpath, uid, uid)
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)

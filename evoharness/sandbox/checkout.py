@@ -1,0 +1,92 @@
+"""Read-only exports of harness commits, cached per commit for the life of an executor."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+
+import git
+
+from evoharness.errors import InputError
+
+
+class CheckoutCache:
+    """Exports ``commit``'s tree of the harness repo at ``repo_path`` once, read-only.
+
+    A plain directory (not a git repository) is used as it is, whatever commit is asked for;
+    its ``commit`` is then reported as ``None``. Call ``close()`` to delete the exports.
+    """
+
+    def __init__(self, repo_path: Path | str) -> None:
+        self.repo_path = Path(repo_path).resolve()
+        if not self.repo_path.is_dir():
+            raise InputError(str(repo_path), "harness directory does not exist")
+        try:
+            self.repo: git.Repo | None = git.Repo(self.repo_path)
+        except git.InvalidGitRepositoryError:
+            self.repo = None
+        self._root: Path | None = None
+        self._trees: dict[str, Path] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, commit: str | None) -> str | None:
+        """The full sha of ``commit`` (default: HEAD); None for a plain directory."""
+        if self.repo is None:
+            return None
+        try:
+            return self.repo.commit(commit or "HEAD").hexsha
+        except (git.BadName, ValueError) as e:
+            raise InputError(str(self.repo_path), f"unknown harness commit {commit!r}: {e}") from None
+
+    def get(self, commit: str | None) -> Path:
+        """A directory holding the harness at ``commit`` (exported on first use)."""
+        sha = self.resolve(commit)
+        if sha is None:
+            return self.repo_path
+        with self._lock:
+            if sha not in self._trees:
+                if self._root is None:
+                    self._root = Path(tempfile.mkdtemp(prefix="evoharness-harness-"))
+                    self._root.chmod(0o755)
+                self._trees[sha] = self._export(sha, self._root / sha[:12])
+            return self._trees[sha]
+
+    def _export(self, sha: str, dest: Path) -> Path:
+        buf = io.BytesIO()
+        self.repo.archive(buf, treeish=sha, format="tar")
+        buf.seek(0)
+        dest.mkdir()
+        with tarfile.open(fileobj=buf) as tar:
+            tar.extractall(dest, filter="tar")
+        _make_read_only(dest)
+        return dest
+
+    def close(self) -> None:
+        with self._lock:
+            if self._root is not None:
+                for tree in self._trees.values():
+                    _make_writable(tree)
+                shutil.rmtree(self._root, ignore_errors=True)
+            self._root, self._trees = None, {}
+
+
+def _make_read_only(root: Path) -> None:
+    """World-readable, nobody-writable (the sandboxed uid is not the owner)."""
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = Path(dirpath, name)
+            if not p.is_symlink():
+                exe = p.stat().st_mode & stat.S_IXUSR
+                p.chmod(0o555 if exe else 0o444)
+        Path(dirpath).chmod(0o555)
+
+
+def _make_writable(root: Path) -> None:
+    for dirpath, _dirs, _files in os.walk(root):
+        Path(dirpath).chmod(0o755)

@@ -1,0 +1,142 @@
+"""`LocalExecutor`: a `RolloutRunner` that runs each rollout's worker in a sandbox, N at a time.
+
+Per request: export the harness at ``request.harness_commit`` (once per commit), write the
+request JSON into a fresh work directory, run ``python -m evoharness.agent.worker REQUEST OUT``
+in the sandbox, and read the trajectory it wrote. A worker that crashes, hangs, hits a limit,
+or writes nothing or garbage becomes a failed trajectory carrying the reason (score 0.0, not
+delivered); only an unusable sandbox backend raises (``InfraError``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from evoharness.logging import get_logger
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.base import Sandbox
+from evoharness.sandbox.checkout import CheckoutCache
+from evoharness.sandbox.failure import failed_trajectory
+from evoharness.sandbox.models import Limits, SandboxResult
+from evoharness.traces.models import EventType, Termination, Trajectory
+
+log = get_logger(__name__)
+
+WORKER_MODULE = "evoharness.agent.worker"
+
+
+class LocalExecutor:
+    """Runs rollouts of one harness repo on one environment with one model, ``workers`` at a time.
+
+    ``sandbox=None`` runs the agent in this process (``evoharness.agent.runner.run_rollout``):
+    no isolation and no limits, for tests and overhead measurements only.
+    ``worker`` overrides the worker command (default ``[python, -m, evoharness.agent.worker]``);
+    ``{harness}`` in it is replaced by the path the sandbox shows the harness at.
+    ``on_result(index, trajectory)`` is called as each rollout finishes (any order).
+    """
+
+    def __init__(self, harness_repo_path: Path | str, env_spec: str, model_spec: str, *,
+                 sandbox: Sandbox | None, workers: int = 1, limits: Limits | None = None,
+                 env: dict[str, str] | None = None, worker: list[str] | None = None,
+                 on_result: Callable[[int, Trajectory], None] | None = None) -> None:
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.checkouts = CheckoutCache(harness_repo_path)
+        self.env_spec, self.model_spec = env_spec, model_spec
+        self.sandbox, self.workers = sandbox, workers
+        self.limits = limits or Limits()
+        self.env = dict(env or {})
+        self.worker = worker or [sys.executable, "-m", WORKER_MODULE]
+        self.on_result = on_result
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.checkouts.close()
+
+    def run(self, requests: list[RolloutRequest]) -> list[Trajectory]:
+        if self.sandbox is not None:
+            self.sandbox.check()  # InfraError before any work if the backend is unusable
+        for r in requests:  # resolve (and export) every commit up front: a bad commit is bad input
+            self.checkouts.get(r.harness_commit)
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
+            futures = [pool.submit(self._one, i, r) for i, r in enumerate(requests)]
+            return [f.result() for f in futures]
+
+    # ---- one rollout -----------------------------------------------------------------------
+
+    def _one(self, index: int, req: RolloutRequest) -> Trajectory:
+        sha = self.checkouts.resolve(req.harness_commit)
+        tree = self.checkouts.get(req.harness_commit)
+        traj = self._in_process(req, tree, sha) if self.sandbox is None else self._sandboxed(req, tree, sha)
+        if self.on_result:
+            self.on_result(index, traj)
+        return traj
+
+    def _payload(self, req: RolloutRequest, harness_dir: str, sha: str | None) -> dict:
+        return {"harness_dir": harness_dir, "env_spec": self.env_spec, "task_id": req.task_id,
+                "model_spec": self.model_spec, "seed": req.seed, "rollout": req.rollout,
+                "split": req.split, "harness_commit": sha}
+
+    def _in_process(self, req: RolloutRequest, tree: Path, sha: str | None) -> Trajectory:
+        from evoharness.agent.runner import run_rollout
+
+        start = time.monotonic()
+        try:
+            return run_rollout(tree, self.env_spec, req.task_id, self.model_spec, req.seed,
+                               rollout=req.rollout, split=req.split, harness_commit=sha)
+        except Exception as e:  # noqa: BLE001 -- an agent failure is data, not a crash
+            return failed_trajectory(req, sha, self.model_spec, self.env_spec, EventType.harness_error,
+                                     f"agent raised {type(e).__name__}: {e}", Termination.error,
+                                     time.monotonic() - start, {"backend": "in-process"})
+
+    def _sandboxed(self, req: RolloutRequest, tree: Path, sha: str | None) -> Trajectory:
+        work = Path(tempfile.mkdtemp(prefix="evoharness-rollout-"))
+        try:
+            hview, wview = self.sandbox.view(tree, work)
+            (work / "request.json").write_text(json.dumps(self._payload(req, hview, sha)))
+            command = [part.replace("{harness}", hview) for part in self.worker]
+            command += [f"{wview}/request.json", f"{wview}/out.json"]
+            result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env, limits=self.limits)
+            return self._read(req, sha, result, work / "out.json")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _read(self, req: RolloutRequest, sha: str | None, result: SandboxResult, out: Path) -> Trajectory:
+        meta = {"backend": result.backend, "returncode": result.returncode, "limit": result.limit,
+                "stderr_tail": result.stderr[-2000:]}
+
+        def failed(reason: str) -> Trajectory:
+            log.info("rollout_failed", task_id=req.task_id, seed=req.seed, reason=reason)
+            if result.timed_out:
+                kind, term = EventType.timeout, Termination.timeout
+            elif result.limit:
+                kind, term = EventType.sandbox_violation, Termination.error
+            else:
+                kind, term = EventType.harness_error, Termination.error
+            return failed_trajectory(req, sha, self.model_spec, self.env_spec, kind, reason, term,
+                                     result.wall_seconds, meta)
+
+        if not result.ok:
+            return failed(f"worker failed: {result.reason()}")
+        if not out.is_file():
+            return failed("worker exited 0 but wrote no trajectory")
+        try:
+            traj = Trajectory.model_validate_json(out.read_bytes())
+        except ValidationError as e:
+            first = e.errors()[0]
+            return failed(f"worker wrote an invalid trajectory: {first['msg']}"[:300])
+        traj.meta.setdefault("sandbox", {"backend": result.backend, "wall_seconds": round(result.wall_seconds, 3)})
+        return traj

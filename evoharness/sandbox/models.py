@@ -1,0 +1,52 @@
+"""Data of one sandboxed command: the limits it runs under and what came back."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+LimitHit = Literal["wall", "cpu", "memory", "pids", "output"]
+
+
+class Limits(BaseModel):
+    """Resource limits for one sandboxed command (a rollout).
+
+    ``memory_mb`` is an address-space limit (RLIMIT_AS) per process, ``pids`` bounds the
+    processes and threads the command may have at once, ``cpu_seconds`` is CPU time per
+    process (RLIMIT_CPU), ``wall_seconds`` is enforced by killing the whole sandbox.
+    """
+
+    cpu_seconds: int = Field(120, ge=1, description="CPU seconds per process (RLIMIT_CPU).")
+    memory_mb: int = Field(2048, ge=16, description="Address space per process in MiB (RLIMIT_AS).")
+    pids: int = Field(64, ge=1, description="Processes + threads the command may hold at once.")
+    wall_seconds: float = Field(300.0, gt=0, description="Wall-clock limit; the sandbox is killed past it.")
+    file_mb: int = Field(256, ge=1, description="Largest file the command may write, in MiB (RLIMIT_FSIZE).")
+    tmp_mb: int = Field(256, ge=1, description="Size of the private /tmp (tmpfs), in MiB.")
+
+
+class SandboxResult(BaseModel):
+    """What one sandboxed command did. ``limit`` names the limit it hit, if one was."""
+
+    returncode: int = Field(description="exit status; negative = killed by that signal")
+    stdout: str = Field("", description="tail of standard output")
+    stderr: str = Field("", description="tail of standard error")
+    timed_out: bool = False
+    limit: LimitHit | None = None
+    wall_seconds: float = 0.0
+    backend: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and self.limit is None
+
+    def reason(self) -> str:
+        """One line saying why the command failed ('' when it did not)."""
+        if self.ok:
+            return ""
+        if self.timed_out:
+            return f"wall-time limit hit after {self.wall_seconds:.1f}s"
+        if self.limit:
+            return f"{self.limit} limit hit (exit {self.returncode})"
+        last = next((ln for ln in reversed(self.stderr.splitlines()) if ln.strip()), "")
+        return f"exit {self.returncode}" + (f": {last[:300]}" if last else "")

@@ -1,0 +1,162 @@
+"""The bubblewrap sandbox contains bad payloads: network, secrets, writes, fork bombs, memory, hangs."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evoharness.errors import InfraError
+from evoharness.sandbox.bwrap import BwrapSandbox
+from evoharness.sandbox.models import Limits
+
+
+def test_no_network_not_even_the_hosts_loopback(run_py):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted: list[object] = []
+    server.settimeout(5)
+    t = threading.Thread(target=lambda: accepted.append(_accept(server)))
+    t.start()
+    r = run_py(
+        "import socket\n"
+        f"for addr in [('127.0.0.1', {port}), ('1.1.1.1', 80)]:\n"
+        "    try:\n"
+        "        socket.create_connection(addr, timeout=2); print('CONNECTED', addr)\n"
+        "    except OSError as e:\n"
+        "        print('refused', addr, e.errno)\n"
+    )
+    t.join()
+    server.close()
+    assert r.returncode == 0, r.stderr
+    assert "CONNECTED" not in r.stdout
+    assert r.stdout.count("refused") == 2
+    assert accepted == [None]  # the host's listener never saw a connection
+
+
+def _accept(server: socket.socket):
+    try:
+        return server.accept()
+    except TimeoutError:
+        return None
+
+
+def test_host_secrets_and_ssh_keys_are_invisible(run_py, monkeypatch):
+    home = Path(os.environ["HOME"])  # the per-test HOME from tests/conftest.py
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    monkeypatch.setenv("EVO_FAKE_SECRET", "hunter2-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-host-key")
+    r = run_py(
+        "import os, pathlib\n"
+        "print(sorted(os.environ.items()))\n"
+        f"for p in [pathlib.Path.home() / '.ssh', pathlib.Path({str(home)!r}) / '.ssh' / 'id_ed25519',\n"
+        "          pathlib.Path('/root/.ssh'), pathlib.Path('/proc/1/environ')]:\n"
+        "    try:\n"
+        "        print('READ', p, p.read_text() if p.is_file() else list(p.iterdir()))\n"
+        "    except OSError as e:\n"
+        "        print('denied', p, e.errno)\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "hunter2-secret" not in r.stdout and "sk-fake-host-key" not in r.stdout
+    assert "PRIVATE-KEY-MATERIAL" not in r.stdout
+    assert "EVO_FAKE_SECRET" not in r.stdout and "'HOME', '/tmp'" in r.stdout
+
+
+def test_allow_listed_env_is_passed(run_py):
+    r = run_py("import os; print(os.environ['EVO_ALLOWED'])", env={"EVO_ALLOWED": "yes-42"})
+    assert r.stdout.strip() == "yes-42"
+
+
+def test_writes_outside_the_workdir_fail_and_leave_the_host_untouched(run_py, dirs, tmp_path):
+    harness, work = dirs
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o777)
+    outside.chmod(0o777)
+    targets = ["/harness/lessons.md", "/harness/new.py", f"{outside}/pwned", "/etc/pwned", "/usr/pwned",
+               "/work/main/evoharness/pwned"]
+    r = run_py(
+        "import pathlib\n"
+        f"for t in {targets!r}:\n"
+        "    try:\n"
+        "        pathlib.Path(t).write_text('x'); print('WROTE', t)\n"
+        "    except OSError as e:\n"
+        "        print('blocked', t, e.errno)\n"
+        "pathlib.Path('/scratch/result.txt').write_text('ok')\n"
+        "pathlib.Path('/tmp/private').write_text('ok')\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "WROTE" not in r.stdout
+    assert (harness / "lessons.md").read_text() == "be careful\n"
+    assert not (harness / "new.py").exists() and not (outside / "pwned").exists()
+    assert (work / "result.txt").read_text() == "ok"  # the one writable place works
+    assert not Path("/tmp/private").exists()  # /tmp is private to the sandbox
+
+
+def _procs_of_uid_other_than_ours() -> int:
+    n = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
+            except (OSError, IndexError):
+                continue
+            if 200_000 <= uid < 300_000:
+                n += 1
+    return n
+
+
+def test_fork_bomb_is_bounded_and_fully_killed(run_py):
+    start = time.monotonic()
+    r = run_py(
+        "import os\n"
+        "while True:\n"
+        "    try:\n"
+        "        os.fork()\n"
+        "    except OSError:\n"
+        "        pass\n",
+        limits=Limits(pids=8, wall_seconds=3, cpu_seconds=10),
+    )
+    assert r.timed_out and r.limit == "wall"
+    assert time.monotonic() - start < 10
+    time.sleep(0.3)
+    if os.geteuid() == 0:  # the sandbox ran as a uid of its own: none of its processes survive
+        assert _procs_of_uid_other_than_ours() == 0
+
+
+def test_fork_bomb_that_gives_up_reports_the_pids_limit(run_py):
+    r = run_py("import os\nfor _ in range(100):\n    os.fork() or __import__('time').sleep(2)\n",
+               limits=Limits(pids=8, wall_seconds=10))
+    assert r.limit == "pids", r
+
+
+def test_four_gigabytes_cannot_be_allocated(run_py):
+    r = run_py("b = bytearray(4 * 1024**3); print('ALLOCATED')", limits=Limits(memory_mb=1024, wall_seconds=20))
+    assert "ALLOCATED" not in r.stdout
+    assert r.limit == "memory" and r.returncode != 0
+
+
+def test_spinning_forever_is_killed_at_the_wall_limit(run_py):
+    start = time.monotonic()
+    r = run_py("import subprocess\nsubprocess.Popen(['sleep', '600'])\nwhile True: pass",
+               limits=Limits(wall_seconds=1.5))
+    assert r.timed_out and 1.4 < r.wall_seconds < 5
+    assert time.monotonic() - start < 6
+
+
+def test_cpu_limit(run_py):
+    r = run_py("while True: pass", limits=Limits(cpu_seconds=1, wall_seconds=20))
+    assert r.limit == "cpu" and not r.timed_out
+
+
+@pytest.mark.parametrize("tool", ["/nonexistent/bwrap"])
+def test_missing_backend_raises_infra_error(tool, dirs):
+    sb = BwrapSandbox(bwrap=tool)
+    with pytest.raises(InfraError, match="not found"):
+        sb.run(["true"], harness_dir=dirs[0], workdir=dirs[1], env={}, limits=Limits())
