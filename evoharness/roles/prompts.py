@@ -17,8 +17,8 @@ def defuse(text: str) -> str:
     return str(text).replace("</trace-data", "</ trace-data").replace("<trace-data", "< trace-data")
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+def _json(value: Any, indent: int | None = 1) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False)
 
 
 @lru_cache(maxsize=1)
