@@ -32,7 +32,8 @@ def malformed(tid: str, task: str) -> Trajectory:
     for i in range(2):
         msgs.append({"role": "assistant", "content": None,
                      "tool_calls": [_call(i, "send_email", "{'to': bob, }")]})
-        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "error: arguments are not valid JSON"})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}",
+                     "content": "error: arguments are not valid JSON"})
     return Trajectory(id=tid, task_id=task, messages=msgs, final_answer=None, score=0.0,
                       termination=Termination.error)
 

@@ -33,7 +33,8 @@ def _review(pattern, **kw):
 
 def test_analyst_retries_bad_json_and_wrong_schema_then_succeeds():
     trajs, labels = scenario()
-    model = ScriptedChatModel(replies=["Sure! {not: json}", json.dumps({"patterns": [{"signal": 3}]}), R.ANALYST_OK])
+    wrong = json.dumps({"patterns": [{"signal": 3}]})
+    model = ScriptedChatModel(replies=["Sure! {not: json}", wrong, R.ANALYST_OK])
     patterns = LLMAnalyst(model, RolesConfig(max_retries=2)).analyse(trajs, labels, seed_view(), 2)
     assert [p.signal for p in patterns] == ["F3.repeated_action"]
     p = patterns[0]
@@ -88,9 +89,11 @@ def test_critic_keeps_only_real_flips_and_never_approves_an_accommodation():
 
 def test_engineer_writes_an_edit_with_the_pattern_provenance():
     pattern = _pattern()
-    edit = LLMEngineer(ScriptedChatModel(replies=[R.ENGINEER_OK])).propose(pattern, _review(pattern), seed_view())
+    model = ScriptedChatModel(replies=[R.ENGINEER_OK])
+    edit = LLMEngineer(model).propose(pattern, _review(pattern), seed_view())
     assert edit.targets == "F3.repeated_action" and edit.failure_class == "F3"
-    assert edit.evidence[0] == "t1@6" and edit.predicted_flips == ["task-a"] and edit.critic.startswith("approved")
+    assert edit.evidence[0] == "t1@6" and edit.predicted_flips == ["task-a"]
+    assert edit.critic.startswith("approved")
     assert "enabled: true" in edit.changes[0].content
 
 
@@ -180,7 +183,8 @@ def test_prompts_fail_loudly_on_a_missing_variable():
 
 def test_make_roles_builds_each_kind_and_reports_bad_config(tmp_path):
     a, c, e = make_roles("llm", RolesConfig(), model=ScriptedChatModel())
-    assert (type(a).__name__, type(c).__name__, type(e).__name__) == ("LLMAnalyst", "LLMCritic", "LLMEngineer")
+    names = (type(a).__name__, type(c).__name__, type(e).__name__)
+    assert names == ("LLMAnalyst", "LLMCritic", "LLMEngineer")
     script = tmp_path / "replies.json"
     script.write_text(json.dumps([R.ANALYST_OK]))
     a, _, _ = make_roles(None, {"roles": {"kind": "llm", "model": f"scripted:{script}"}})
