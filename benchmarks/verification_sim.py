@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2))
     else:
         print(table(results))
-        print(f"\n{args.runs} runs ({args.runs_24x} for the 24x split) x {args.rounds} rounds, {args.dev_tasks} dev tasks, k={K}, "
+        print(f"\n{args.runs} runs ({args.runs_24x} for the 24x split) x {args.rounds} rounds, "
+              f"{args.dev_tasks} dev tasks, k={K}, "
               f"{BUDGET} rollouts per candidate; {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     return 0
 
