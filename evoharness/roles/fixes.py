@@ -40,9 +40,9 @@ class Fix:
 
 
 _FORMAT_LESSON = ("Follow the call format exactly: one action per turn, in the form the harness asks for. "
-                  "Pass tool arguments as one JSON object whose keys are exactly the tool's parameter names, with "
-                  "values of the documented types; no comments, no trailing commas, no prose inside it. If a "
-                  "call is rejected, read the error, fix the format and call again once.")
+                  "Pass tool arguments as one JSON object whose keys are exactly the tool's parameter names, "
+                  "with values of the documented types; no comments, no trailing commas, no prose inside it. "
+                  "If a call is rejected, read the error, fix the format and call again once.")
 
 FIXES: tuple[Fix, ...] = (
     Fix("loop_guard", "Loop guard: block repeated identical tool calls", ("F3.repeated_action",),

@@ -29,7 +29,7 @@ def _check(name: str, text: str) -> None:
     if not path.exists():
         pytest.fail(f"no snapshot {path}; run with EVOHARNESS_UPDATE_SNAPSHOTS=1 to create it")
     expected = path.read_text(encoding="utf-8")
-    assert text == expected, f"the {name} prompt changed; review, then EVOHARNESS_UPDATE_SNAPSHOTS=1 to update"
+    assert text == expected, f"{name} prompt changed; review, then EVOHARNESS_UPDATE_SNAPSHOTS=1 to update"
 
 
 def _run_all() -> dict[str, str]:
