@@ -1,0 +1,97 @@
+"""`Plan`: what one verification will run and cost, known before any rollout is paid for."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from evoharness.errors import BudgetExhausted
+from evoharness.harness_repo.models import Candidate
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.verification.anchors import Anchor
+from evoharness.verification.budget import BudgetLedger
+from evoharness.verification.config import VerificationConfig
+from evoharness.verification.noise import composite_sigma, resolvable_difference, rollouts_needed
+from evoharness.verification.selection import Selection, SelectionStrategy
+
+FRESH_SEED_BASE = 1000  # fresh seeds of round r: 1000*(r+1) + i, disjoint from the anchor's seeds 0..k-1
+
+
+@dataclass
+class Plan:
+    candidate: Candidate
+    anchor: Anchor
+    strategy: SelectionStrategy
+    round: int
+    k: int
+    fresh: bool = True
+    selection: Selection | None = None
+    baseline_requests: list[RolloutRequest] | None = None
+    candidate_requests: list[RolloutRequest] | None = None
+    sigma: float = 0.0
+    resolvable: float = 0.0
+    predicted_effect: float = 0.0
+    rollouts_needed: int | None = None
+
+    @property
+    def compared(self) -> list[str]:
+        return [*self.selection.targeted, *self.selection.control]
+
+    def summary(self) -> str:
+        """One line for the operator, printed before anything is spent."""
+        s = self.selection
+        need = "-" if self.rollouts_needed is None else str(self.rollouts_needed)
+        warn = " (UNDERPOWERED)" if self.rollouts_needed and self.rollouts_needed > self.k else ""
+        return (f"plan: {self.strategy.name}, {len(s.targeted)} targeted + {len(s.control)} control + "
+                f"{len(s.guard)} guard tasks, k={self.k}, {len(self.baseline_requests)} baseline + "
+                f"{len(self.candidate_requests)} candidate rollouts; sigma={self.sigma:.4f}, "
+                f"resolvable={self.resolvable:.4f}; predicted effect {self.predicted_effect:.4f} needs "
+                f"k>={need}{warn}")
+
+
+def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, strategy: SelectionStrategy,
+              guards: list[str], ledger: BudgetLedger | None, round: int, k: int | None, seed: int) -> Plan:
+    """Select tasks (capped by what the ledger can pay), choose seeds, estimate power."""
+    fresh = strategy.fresh_baseline and cfg.fresh_baseline
+    k = k or cfg.rollouts
+    if not fresh:
+        k = min(k, anchor.k)  # paired with the anchor's own seeds
+    dev = anchor.dev_tasks()
+    guards = [t for t in guards if t in set(dev)]
+    affordable = ledger.affordable_rollouts() if ledger is not None else 10**9
+    per_task = k * (2 if fresh else 1)
+    max_tasks = min(cfg.max_tasks, (affordable - len(guards) * k) // per_task)
+    if max_tasks < 1:
+        unit = ledger.units_per_rollout if ledger is not None else 1.0
+        raise BudgetExhausted((per_task + len(guards) * k) * unit, ledger.left if ledger is not None else 0.0)
+    rng = random.Random(f"{seed}:{round}:{candidate.branch}")
+    sel = strategy.select(anchor, candidate.targets, max_tasks, rng)
+    sel = sel.model_copy(update={"guard": [g for g in guards if g not in sel.targeted + sel.control]})
+    stray = [t for t in sel.tasks if t not in set(dev)]
+    if stray:  # held-out (or unmeasured) tasks must never be selected
+        raise ValueError(f"strategy {strategy.name} selected non-dev tasks: {stray}")
+
+    plan = Plan(candidate=candidate, anchor=anchor, strategy=strategy, round=round, k=k, fresh=fresh,
+                selection=sel)
+    per_anchor = anchor.per_task()
+    fresh_seeds = [FRESH_SEED_BASE * (round + 1) + i for i in range(k)]
+    seeds = {t: fresh_seeds if fresh else sorted({o.seed for o in per_anchor[t]})[:k] for t in plan.compared}
+    seeds.update({g: fresh_seeds for g in sel.guard})
+    plan.baseline_requests = [RolloutRequest(task_id=t, harness_commit=anchor.commit, seed=s, rollout=i)
+                              for t in plan.compared for i, s in enumerate(seeds[t])] if fresh else []
+    plan.candidate_requests = [RolloutRequest(task_id=t, harness_commit=candidate.commit, seed=s, rollout=i)
+                               for t in sel.tasks for i, s in enumerate(seeds[t])]
+    plan.sigma = composite_sigma(per_anchor, sel.targeted, cfg.sigma_floor, dev)
+    plan.resolvable = resolvable_difference(plan.sigma, k, cfg.z)
+    plan.predicted_effect = predicted_effect(cfg, candidate, anchor, sel)
+    plan.rollouts_needed = rollouts_needed(plan.predicted_effect, plan.sigma, cfg.z) if sel.targeted else None
+    return plan
+
+
+def predicted_effect(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, sel: Selection) -> float:
+    """From the candidate's predicted flips among the targeted tasks if any, else the config value."""
+    flips = [t for t in candidate.predicted_flips if t in set(sel.targeted)]
+    if not flips or not sel.targeted:
+        return cfg.predicted_effect
+    gain = sum(1.0 - (anchor.mean_on([t]) or 0.0) for t in flips) / len(sel.targeted)
+    return gain if gain > 0 else cfg.predicted_effect
