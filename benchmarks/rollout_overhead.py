@@ -1,0 +1,95 @@
+"""Per-rollout cost of the bubblewrap sandbox, and the speed-up of 2 parallel workers over 1.
+
+Runs the same agent on the same requests (seed harness from ``evoharness init``, scripted model)
+three ways, one worker at a time: in this process, as a plain child process (``--sandbox none``:
+the same worker command, no isolation) and under bubblewrap. Prints the mean wall seconds per
+rollout, the bwrap / plain-process ratio (what the sandbox itself costs) and the bwrap /
+in-process ratio (what isolating a rollout costs in all), then the speed-up of 2 bwrap workers
+over 1 on the same requests.
+
+    python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.base import ProcessSandbox
+from evoharness.sandbox.bwrap import BwrapSandbox
+from evoharness.sandbox.executor import LocalExecutor
+
+
+def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
+    from evoharness.envs import get_environment
+
+    tasks = list(get_environment(env_spec).list_tasks(split))
+    return [RolloutRequest(task_id=tasks[i % len(tasks)], harness_commit="HEAD", seed=i, rollout=0, split=split)
+            for i in range(n)]
+
+
+def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest]) -> tuple[float, int]:
+    with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers) as ex:
+        ex.run(reqs[:1])  # warm: export the commit, import caches, page in the interpreter
+        start = time.perf_counter()
+        trajs = ex.run(reqs)
+        elapsed = time.perf_counter() - start
+    return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env", default="synthetic", help="environment spec")
+    ap.add_argument("--model", default="scripted:weak", help="model spec")
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--rollouts", type=int, default=8, help="rollouts per configuration")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+
+    from evoharness.harness_repo.init import init_harness
+
+    with tempfile.TemporaryDirectory() as d:
+        harness = Path(d) / "harness"
+        init_harness(harness)
+        reqs = _requests(args.env, args.rollouts, args.split)
+        n = len(reqs)
+        figures: dict[str, float | int | str] = {"rollouts": n, "env": args.env, "model": args.model,
+                                                  "cpus": os.cpu_count() or 0}
+        failures = {}
+        for name, box in (("inprocess", None), ("process", ProcessSandbox()), ("bwrap", BwrapSandbox())):
+            elapsed, failures[name] = _timed(harness, args, box, 1, reqs)
+            figures[f"{name}_s_per_rollout"] = round(elapsed / n, 4)
+        figures["bwrap_over_process"] = round(figures["bwrap_s_per_rollout"] / figures["process_s_per_rollout"], 3)
+        figures["bwrap_over_inprocess"] = round(
+            figures["bwrap_s_per_rollout"] / figures["inprocess_s_per_rollout"], 3)
+        figures["bwrap_overhead_ms"] = round(
+            1000 * (figures["bwrap_s_per_rollout"] - figures["process_s_per_rollout"]), 1)
+        one, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
+        two, failures["bwrap_2"] = _timed(harness, args, BwrapSandbox(), 2, reqs)
+        figures["bwrap_1_worker_s"] = round(one, 3)
+        figures["bwrap_2_workers_s"] = round(two, 3)
+        figures["speedup_2_over_1"] = round(one / two, 3)
+        figures["sandbox_failures"] = sum(failures.values())
+
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return
+    print(f"{n} rollouts of {args.model} on {args.env}, {figures['cpus']} CPUs")
+    for name in ("inprocess", "process", "bwrap"):
+        print(f"  {name:<10} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout")
+    print(f"  bwrap / plain process : {figures['bwrap_over_process']:.2f}x "
+          f"({figures['bwrap_overhead_ms']:+.1f} ms per rollout)")
+    print(f"  bwrap / in-process    : {figures['bwrap_over_inprocess']:.2f}x")
+    print(f"  2 workers vs 1 (bwrap): {figures['bwrap_1_worker_s']:.2f}s -> {figures['bwrap_2_workers_s']:.2f}s, "
+          f"speed-up {figures['speedup_2_over_1']:.2f}x")
+    if figures["sandbox_failures"]:
+        print(f"  note: {figures['sandbox_failures']} rollouts failed in the sandbox (see their meta)")
+
+
+if __name__ == "__main__":
+    main()

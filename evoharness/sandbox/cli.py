@@ -1,0 +1,97 @@
+"""`evoharness rollout`: run a harness on an environment's tasks, write trajectories, show the composition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evoharness.cli_support import fail, settings_of
+from evoharness.errors import InputError
+
+
+def _default_commit(harness: Path) -> str | None:
+    """main's head for a harness repo, HEAD for another git repo, None for a plain directory."""
+    try:
+        from evoharness.harness_repo.repo import HarnessRepo
+
+        return HarnessRepo(harness).main_head()
+    except Exception:  # noqa: BLE001 -- not a harness repo: fall back to HEAD / the directory
+        return None
+
+
+def _tasks(env_spec: str, split: str, n: int) -> list[str]:
+    from evoharness.envs import get_environment
+
+    tasks = list(get_environment(env_spec).list_tasks(split))
+    if not tasks:
+        raise InputError(env_spec, f"no tasks in split {split!r}")
+    return tasks[:n] if n > 0 else tasks
+
+
+def _write(path: Path, trajs) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        from evoharness.traces.store import write_trajectories
+    except ImportError:
+        with path.open("w") as fh:
+            fh.writelines(t.model_dump_json() + "\n" for t in trajs)
+        return
+    write_trajectories(path, trajs)
+
+
+def _composition(ctx: typer.Context, trajs) -> str:
+    from evoharness.diagnosis.labeller import label_all
+    from evoharness.diagnosis.report import diagnosis_text
+
+    cfg = settings_of(ctx).diagnosis
+    return diagnosis_text(label_all(trajs, cfg), cfg)
+
+
+def rollout(
+    ctx: typer.Context,
+    harness: Annotated[Path, typer.Option("--harness", help="harness repo (or plain directory)")],
+    env: Annotated[str, typer.Option("--env", help="environment spec, e.g. agentdojo:workspace")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="trajectories JSONL to write")],
+    model: Annotated[str, typer.Option("--model", help="model spec, e.g. scripted:weak")] = "scripted:weak",
+    split: Annotated[str, typer.Option("--split", help="task split: dev | heldout")] = "dev",
+    tasks: Annotated[int, typer.Option("--tasks", help="first N tasks of the split (0 = all)")] = 10,
+    rollouts: Annotated[int, typer.Option("--rollouts", "-k", help="rollouts per task")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="seed of rollout 0; rollout k uses seed+k")] = 0,
+    commit: Annotated[str | None, typer.Option("--commit", help="harness commit (default: main)")] = None,
+    sandbox: Annotated[str | None, typer.Option("--sandbox", help="bwrap | none | inprocess")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-w", help="rollouts at once")] = None,
+) -> None:
+    """Run K rollouts of the harness on N tasks; write trajectories and print their composition."""
+    from rich.progress import Progress
+
+    from evoharness.sandbox.api import RolloutRequest
+    from evoharness.sandbox.executor import LocalExecutor
+    from evoharness.sandbox.factory import make_sandbox, passthrough_env
+
+    cfg = settings_of(ctx).sandbox
+    if rollouts < 1 or tasks < 0:
+        fail("--rollouts must be >= 1 and --tasks >= 0")
+    n_workers = workers if workers is not None else cfg.workers
+    if n_workers < 1:
+        fail("--workers must be >= 1")
+    box = make_sandbox(sandbox or cfg.backend, cfg)
+    task_ids = _tasks(env, split, tasks)
+    ref = commit or _default_commit(harness)
+    requests = [RolloutRequest(task_id=t, harness_commit=ref or "HEAD", seed=seed + k, rollout=k, split=split)
+                for t in task_ids for k in range(rollouts)]
+    with Progress(transient=True) as progress:
+        bar = progress.add_task(f"rollouts ({box.name if box else 'inprocess'})", total=len(requests))
+        with LocalExecutor(harness, env, model, sandbox=box, workers=n_workers, limits=cfg.limits,
+                           env=passthrough_env(cfg), on_result=lambda _i, _t: progress.advance(bar)) as ex:
+            trajs = ex.run(requests)
+    _write(out, trajs)
+    failed = sum(1 for t in trajs if t.meta.get("rollout_failure"))
+    typer.echo(f"wrote {len(trajs)} trajectories to {out} ({len(task_ids)} tasks x {rollouts} rollouts; "
+               f"{failed} rollouts failed in the sandbox)")
+    typer.echo(_composition(ctx, trajs))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rollout")(rollout)
