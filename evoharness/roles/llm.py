@@ -17,7 +17,7 @@ from evoharness.harness_repo.models import Edit, FileChange
 from evoharness.roles import prompt_data as pd
 from evoharness.roles.config import RolesConfig
 from evoharness.roles.evidence import evidence_of, group_by_signal, pattern_id, process_pairs, task_ids_of
-from evoharness.roles.guard import check_edit, find_injection
+from evoharness.roles.guard import accommodation_in, check_edit, find_injection
 from evoharness.roles.models import HarnessView, Pattern, Review
 from evoharness.roles.prompts import render
 from evoharness.roles.structured import ask
@@ -171,6 +171,9 @@ class LLMEngineer(_LLMRole):
                         evidence=[f"{e.trajectory_id}@{e.step}" for e in pattern.evidence],
                         predicted_flips=review.predicted_flips, critic=review.line())
             check_edit(edit, harness)
+            why = accommodation_in(edit, harness, pattern.task_ids)
+            if why:
+                raise ValueError(f"accommodation: {why}")
             return edit
 
         return self._ask(self.prompt(pattern, review, harness), EditDraft, check)

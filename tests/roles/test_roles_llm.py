@@ -117,6 +117,18 @@ def test_engineer_refuses_instructions_taken_from_trace_text():
     assert "subverts evaluation" in model.calls[1][-1].content
 
 
+def test_engineer_edit_that_only_accommodates_the_model_is_refused():
+    pattern = _pattern()
+    more_steps = seed_view().text("policies.yaml").replace("max_steps: 12", "max_steps: 40")
+    hint = "### Hints\nFor task-b the answer is in the archive folder.\n"
+    model = ScriptedChatModel(replies=[R.engineer_reply("policies.yaml", more_steps),
+                                       R.engineer_reply("lessons.md", hint)])
+    with pytest.raises(RoleError) as e:
+        LLMEngineer(model, RolesConfig(max_retries=1)).propose(pattern, _review(pattern), seed_view())
+    assert "only raises max_steps (12 -> 40)" in e.value.problems[0]
+    assert "names task 'task-b'" in e.value.problems[1]
+
+
 def test_engineer_rejects_files_that_do_not_parse_and_no_op_changes():
     pattern = _pattern()
     seed_policies = seed_view().text("policies.yaml")
