@@ -1,0 +1,158 @@
+"""CLI: `noise` (the resolvable-difference table) and `verify` (one candidate against the anchor)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evoharness.cli_support import fail, settings_of
+from evoharness.errors import InputError
+
+
+def _ints(raw: str) -> list[int]:
+    try:
+        ks = [int(x) for x in raw.split(",") if x.strip()]
+    except ValueError:
+        raise InputError("--rollouts", f"not a comma-separated list of integers: {raw!r}") from None
+    if not ks or any(k < 1 for k in ks):
+        raise InputError("--rollouts", "give one or more positive integers, e.g. 1,2,4,8,16")
+    return ks
+
+
+def noise(
+    sigma: Annotated[float, typer.Option("--sigma", help="per-rollout SD of the composite score")] = 0.023,
+    rollouts: Annotated[str, typer.Option("--rollouts", help="k values, comma-separated")] = "1,2,4,8,16",
+    z: Annotated[float, typer.Option("--z", help="multiplier in z*sigma/sqrt(k)")] = 3.0,
+    effect: Annotated[float | None, typer.Option("--effect", help="also print the k needed for this")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Print the smallest difference two k-rollout cells can resolve: z*sigma/sqrt(k)."""
+    from evoharness.verification.noise import noise_table, rollouts_needed
+
+    if sigma <= 0:
+        fail("--sigma must be positive")
+    rows = noise_table(sigma, _ints(rollouts), z)
+    needed = rollouts_needed(effect, sigma, z) if effect else None
+    if as_json:
+        typer.echo(json.dumps({"sigma": sigma, "z": z, "rows": rows, "rollouts_needed": needed}))
+        return
+    typer.echo(f"sigma={sigma:g}  resolvable difference = {z:g}*sigma/sqrt(k)")
+    typer.echo("| k | resolvable | table (rounded up to 0.005) |\n|---|---|---|")
+    for r in rows:
+        typer.echo(f"| {r['k']} | {r['resolvable']:.4f} | {r['table']:g} |")
+    if needed is not None:
+        typer.echo(f"rollouts needed to resolve {effect:g}: k >= {needed}")
+
+
+def make_runner(settings, env: str, model: str, harness):
+    """The sandboxed `RolloutRunner` for ``harness`` (a `HarnessRepo`) on ``env`` with ``model``.
+
+    Imports the sandbox executor lazily; if it is not available, fails with one clear line.
+    """
+    try:
+        from evoharness.sandbox import executor as ex
+    except ImportError as e:
+        reason = f"the sandbox executor is not available ({e}); cannot run rollouts"
+        raise InputError("sandbox", reason) from None
+    factory = getattr(ex, "from_settings", None)
+    if callable(factory):
+        return factory(settings, harness.path, env, model)
+    sandbox = None
+    try:
+        from evoharness.sandbox.bwrap import BwrapSandbox
+
+        sandbox = BwrapSandbox()
+    except ImportError:
+        raise InputError("sandbox", "no sandbox backend available (evoharness.sandbox.bwrap)") from None
+    return ex.LocalExecutor(harness.path, env, model, sandbox=sandbox)
+
+
+def _tasks(raw: str) -> list[str | tuple[str, str]]:
+    """``a,b,c`` or ``@FILE`` (one task id per line, optionally followed by its split)."""
+    if raw.startswith("@"):
+        path = Path(raw[1:])
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise InputError(str(path), "file not found") from None
+        out: list[str | tuple[str, str]] = []
+        for line in lines:
+            parts = line.split()
+            if parts and not parts[0].startswith("#"):
+                out.append(parts[0] if len(parts) == 1 else (parts[0], parts[1]))
+        items = out
+    else:
+        items = [t.strip() for t in raw.split(",") if t.strip()]
+    if not items:
+        raise InputError("--tasks", "no tasks given")
+    return items
+
+
+def verify(
+    ctx: typer.Context,
+    candidate: Annotated[str, typer.Argument(help="candidate branch (with or without candidate/) or commit")],
+    harness: Annotated[Path, typer.Option("--harness", help="the harness repo directory")],
+    tasks: Annotated[str, typer.Option("--tasks", help="dev task ids, comma-separated, or @FILE")],
+    env: Annotated[str, typer.Option("--env", help="environment spec")] = "synthetic",
+    model: Annotated[str, typer.Option("--model", help="model spec")] = "scripted",
+    rollouts: Annotated[int | None, typer.Option("--rollouts", help="k per task (default: config)")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="selection strategy name")] = None,
+    budget: Annotated[float | None, typer.Option("--budget", help="budget units (default: config)")] = None,
+    record: Annotated[bool, typer.Option("--record", help="store the verdict as a git note")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
+) -> None:
+    """Verify CANDIDATE against a fresh anchor of main; print the gate table (exit 1 if rejected)."""
+    from evoharness.harness_repo.repo import HarnessRepo
+    from evoharness.verification.budget import BudgetLedger
+    from evoharness.verification.cache import CachingRunner, RolloutCache
+    from evoharness.verification.retry import RetryingRunner
+    from evoharness.verification.verifier import Verifier
+
+    settings = settings_of(ctx)
+    cfg = settings.verification
+    if rollouts is not None:
+        cfg = cfg.model_copy(update={"rollouts": rollouts})
+    if strategy is not None:
+        cfg = cfg.model_copy(update={"strategy": strategy})
+    repo = HarnessRepo(harness, settings.harness_repo)
+    cand = repo.candidate(repo.resolve(candidate))
+    task_list = _tasks(tasks)
+    inner = RetryingRunner(make_runner(settings, env, model, repo), cfg.retry_attempts, cfg.retry_wait_s,
+                           cfg.retry_max_wait_s)
+    cache = RolloutCache(Path(cfg.cache_path or Path(settings.home) / "rollout_cache.sqlite"))
+    runner = CachingRunner(inner, cache, model=model, env_version=env, tree_of=repo.tree_hash)
+    ledger = BudgetLedger(total=cfg.budget if budget is None else budget,
+                          units_per_rollout=cfg.units_per_rollout)
+    verifier = Verifier(runner, cfg)
+    try:
+        anchor = verifier.measure_anchor(repo.main_head(), task_list, cfg.anchor_rollouts, round=cand.round,
+                                         ledger=ledger)
+        plan = verifier.plan(cand, anchor, cfg.strategy, ledger)
+        if not as_json:
+            typer.echo(f"anchor {anchor.commit[:10]}: mean {anchor.mean:.4f}, sigma {anchor.sigma:.4f}, "
+                       f"k={anchor.k}")
+            typer.echo(plan.summary())
+        verdict = verifier.evaluate(cand, anchor, ledger=ledger, plan=plan).verdict
+    finally:
+        cache.close()
+    if record:
+        repo.record_verdict(verdict)
+    if as_json:
+        typer.echo(verdict.model_dump_json(indent=2))
+    else:
+        typer.echo(f"\n{verdict.candidate} @ {verdict.commit[:10]} vs main {verdict.base[:10]}: "
+                   f"{'ACCEPTED' if verdict.accepted else 'REJECTED'} ({verdict.reason})")
+        typer.echo(verdict.table())
+        m = verdict.measurements
+        typer.echo(f"reading {m['reading']:.4f}; rollouts paid {ledger.rollouts} "
+                   f"({runner.hits} from cache); budget left {ledger.left:g}")
+    if not verdict.accepted:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("noise")(noise)
+    app.command("verify")(verify)
