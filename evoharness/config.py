@@ -18,6 +18,7 @@ from evoharness.agent.config import AgentConfig
 from evoharness.datasets.config import DatasetsConfig
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.errors import InputError
+from evoharness.graph.config import RunConfig
 from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.roles.config import RolesConfig
 from evoharness.sandbox.config import SandboxConfig
@@ -42,6 +43,7 @@ class Settings(BaseModel):
     verification: VerificationConfig = Field(default_factory=VerificationConfig)
     roles: RolesConfig = Field(default_factory=RolesConfig)
     datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:

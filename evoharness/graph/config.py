@@ -1,0 +1,30 @@
+"""Settings section `[run]`: what one self-improving run does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+
+class RunConfig(BaseModel):
+    """One run: which harness, environment, model, how many rounds and how much budget."""
+
+    harness: Path = Field(Path("harness"), description="The harness git repo to evolve (created if missing).")
+    env: str = Field("synthetic", description="Task environment, e.g. 'agentdojo:workspace' or 'synthetic'.")
+    model: str = Field("scripted:weak", description="Agent model: 'scripted:weak', 'scripted:oracle', "
+                       "'openai:URL#model'.")
+    dev_tasks: int = Field(0, ge=0, description="Dev tasks to use (0 = all dev tasks of the environment).")
+    heldout_tasks: int = Field(0, ge=0, description="Held-out tasks for before/after evaluation (0 = all).")
+    rollouts: int = Field(2, ge=1, description="k: rollouts per task for anchors and candidates.")
+    max_rounds: int = Field(3, ge=1, description="Stop after this many rounds.")
+    budget: float = Field(2000, gt=0, description="Budget ledger units for the whole run (1 unit per rollout).")
+    max_candidates: int = Field(2, ge=1, description="Candidates per round (the roles propose up to this many).")
+    patience: int = Field(2, ge=1, description="Ceiling: end after this many rounds in a row with nothing "
+                          "accepted, recommending weight training.")
+    ceiling_process_share: float = Field(0.05, ge=0, le=1, description="Ceiling: end when the process-failure "
+                                         "share of the anchor falls below this.")
+    review: bool = Field(False, description="Interrupt before each merge for `evoharness approve|reject`.")
+    checkpointer: str = Field("sqlite", description="'sqlite' (file under the run dir), 'memory', or a "
+                              "postgresql:// URL.")
+    seed: int = Field(0, description="Base seed for rollouts (rollout r of a task uses seed + r).")

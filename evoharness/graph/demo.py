@@ -1,0 +1,36 @@
+"""`evoharness demo`: the embedded default main job, end to end on one machine."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from evoharness.config import Settings
+from evoharness.graph.runner import RunOutcome, start_run
+
+
+def demo_settings(base: Settings, out: Path, env: str, rounds: int, sandbox: str) -> Settings:
+    data = base.model_dump()
+    data["home"] = out / "state"
+    data["run"].update({
+        "harness": out / "harness", "env": env, "model": "scripted:weak", "max_rounds": rounds,
+        "rollouts": 2, "budget": 4000, "checkpointer": "sqlite", "review": False,
+    })
+    data["roles"] = {**data.get("roles", {}), "kind": "playbook"}
+    data["sandbox"] = {**data.get("sandbox", {}), "backend": sandbox}
+    return Settings.model_validate(data)
+
+
+def run_demo(base: Settings, out: Path, env: str = "agentdojo:workspace", rounds: int = 3,
+             sandbox: str = "bwrap") -> RunOutcome:
+    from evoharness.harness_repo.init import init_harness
+
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    settings = demo_settings(base, out, env, rounds, sandbox)
+    if not (out / "harness" / ".git").exists():
+        init_harness(out / "harness")
+    outcome = start_run(settings)
+    if (outcome.run_dir / "summary.json").exists():
+        shutil.copy(outcome.run_dir / "summary.json", out / "summary.json")
+    return outcome

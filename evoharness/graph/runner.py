@@ -1,0 +1,119 @@
+"""Start, resume and steer runs: the glue between settings, services, the graph and its checkpointer."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langgraph.types import Command
+
+from evoharness.config import Settings
+from evoharness.errors import InputError
+from evoharness.graph.checkpoint import open_checkpointer
+from evoharness.graph.graph import build_graph
+from evoharness.graph.progress import Progress
+from evoharness.graph.services import Services
+from evoharness.graph.summary import write_summary
+
+
+def runs_dir(settings: Settings) -> Path:
+    return Path(settings.home) / "runs"
+
+
+def new_run_id() -> str:
+    return "run-" + uuid.uuid4().hex[:10]
+
+
+def save_run_settings(run_dir: Path, settings: Settings) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "settings.json").write_text(settings.model_dump_json(indent=2))
+
+
+def load_run_settings(settings: Settings, run_id: str) -> tuple[Settings, Path]:
+    run_dir = runs_dir(settings) / run_id
+    path = run_dir / "settings.json"
+    if not path.is_file():
+        known = sorted(p.name for p in runs_dir(settings).glob("run-*")) if runs_dir(settings).exists() else []
+        raise InputError(run_id, f"no such run under {runs_dir(settings)}"
+                         + (f" (known: {', '.join(known[-5:])})" if known else ""))
+    return Settings.model_validate_json(path.read_text()), run_dir
+
+
+class RunOutcome:
+    def __init__(self, run_id: str, run_dir: Path, state: dict[str, Any], interrupted: list[Any]) -> None:
+        self.run_id = run_id
+        self.run_dir = run_dir
+        self.state = state
+        self.interrupted = interrupted
+
+    @property
+    def done(self) -> bool:
+        return self.state.get("status") == "done"
+
+
+def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress: Progress) -> RunOutcome:
+    services = Services.build(settings, run_dir, progress)
+    try:
+        with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
+            graph = build_graph(services, saver, review=settings.run.review)
+            config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
+            result = graph.invoke(payload, config)
+            snapshot = graph.get_state(config)
+            state = dict(snapshot.values)
+            interrupts = [i.value for t in snapshot.tasks for i in t.interrupts]
+    finally:
+        services.close()
+    outcome = RunOutcome(run_id, run_dir, state, interrupts)
+    if isinstance(result, dict) and result.get("status") == "done":
+        write_summary(outcome, services)
+    return outcome
+
+
+def start_run(settings: Settings, run_id: str | None = None, progress: Progress | None = None) -> RunOutcome:
+    run_id = run_id or new_run_id()
+    run_dir = runs_dir(settings) / run_id
+    if (run_dir / "settings.json").exists():
+        raise InputError(run_id, "run already exists: use --resume")
+    save_run_settings(run_dir, settings)
+    progress = progress or Progress()
+    progress.note(f"run {run_id}: harness {settings.run.harness}, env {settings.run.env}, "
+                  f"model {settings.run.model}, budget {settings.run.budget:g}")
+    return _drive(settings, run_id, run_dir, {"run_id": run_id}, progress)
+
+
+def resume_run(settings: Settings, run_id: str, progress: Progress | None = None) -> RunOutcome:
+    saved, run_dir = load_run_settings(settings, run_id)
+    progress = progress or Progress()
+    progress.note(f"resuming {run_id}")
+    return _drive(saved, run_id, run_dir, None, progress)
+
+
+def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: str | None,
+           progress: Progress | None = None) -> RunOutcome:
+    """Answer a review interrupt (approve | reject) and let the run continue."""
+    saved, run_dir = load_run_settings(settings, run_id)
+    pending = pending_reviews(saved, run_id, run_dir)
+    branches = {c["branch"] for p in pending for c in p.get("candidates", [])}
+    if not branches:
+        raise InputError(run_id, "the run is not waiting for a review")
+    if branch not in branches:
+        raise InputError(branch, f"not awaiting review in {run_id} (awaiting: {', '.join(sorted(branches))})")
+    decisions = {b: "reject" for b in branches}
+    decisions[branch] = decision
+    if reason:
+        decisions[f"{branch}#reason"] = reason
+    return _drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress())
+
+
+def pending_reviews(settings: Settings, run_id: str, run_dir: Path) -> list[Any]:
+    services = Services.build(settings, run_dir, Progress(quiet=True), lazy=True)
+    with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
+        graph = build_graph(services, saver, review=settings.run.review)
+        snapshot = graph.get_state({"configurable": {"thread_id": run_id}})
+        return [i.value for t in snapshot.tasks for i in t.interrupts]
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "summary.json").read_text())

@@ -1,0 +1,317 @@
+"""The service object behind the graph's nodes: rollouts, anchors, roles, verification, merges.
+
+It owns the collaborators (harness repo, rollout runner with its cache, verifier,
+roles, training queue, trajectory store) and keeps every side effect idempotent so a
+node that re-runs after a crash repeats nothing that already happened.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from evoharness.config import Settings
+from evoharness.diagnosis.composition import Composition
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.models import CONTENT_CLASSES, Label
+from evoharness.errors import EditRejected, EvoharnessError, InputError, MergeRefused
+from evoharness.graph.progress import Progress
+from evoharness.harness_repo.models import Candidate, Edit, Verdict
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.traces.models import Trajectory
+from evoharness.traces.store import TrajectoryStore
+
+log = structlog.get_logger("evoharness.graph")
+
+
+class Services:
+    def __init__(self, settings: Settings, run_dir: Path, progress: Progress, *, repo, runner, verifier,
+                 roles, queue, env) -> None:
+        self.settings = settings
+        self.run = settings.run
+        self.run_dir = run_dir
+        self.progress = progress
+        self.repo = repo
+        self.runner = runner
+        self.verifier = verifier
+        self.analyst, self.critic, self.engineer_role = roles if roles else (None, None, None)
+        self.queue = queue
+        self.env = env
+        self.store = TrajectoryStore(run_dir / "trajectories.jsonl")
+        self.labeller = Labeller(settings.diagnosis)
+        self._cache: dict[str, Trajectory] | None = None
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def build(cls, settings: Settings, run_dir: Path, progress: Progress, lazy: bool = False) -> Services:
+        from evoharness.graph.wiring import build_collaborators
+
+        return cls(settings, run_dir, progress, **build_collaborators(settings, run_dir, lazy=lazy))
+
+    def close(self) -> None:
+        close = getattr(self.runner, "close", None)
+        if close:
+            close()
+
+    # -- tasks, ledger, trajectories -------------------------------------------------------
+    def tasks(self, split: str) -> list[str]:
+        ids = [t.id for t in self.env.list_tasks(split)]
+        limit = self.run.dev_tasks if split == "dev" else self.run.heldout_tasks
+        return ids[:limit] if limit else ids
+
+    def ledger(self, state: dict[str, Any]):
+        from evoharness.verification.budget import BudgetLedger
+
+        if state.get("ledger"):
+            return BudgetLedger.model_validate(state["ledger"])
+        return BudgetLedger(total=self.run.budget)
+
+    def load(self, ids: list[str]) -> list[Trajectory]:
+        if self._cache is None:
+            self._cache = {t.id: t for t in self.store}
+        missing = [i for i in ids if i not in self._cache]
+        if missing:
+            self._cache = {t.id: t for t in self.store}
+            missing = [i for i in ids if i not in self._cache]
+            if missing:
+                raise EvoharnessError(f"trajectories missing from the store: {missing[:3]}")
+        return [self._cache[i] for i in ids]
+
+    def rollouts(self, commit: str, tasks: list[str], split: str, ledger, round: int,
+                 candidate: str | None = None, what: str = "rollouts") -> list[Trajectory]:
+        """k rollouts per task of ``commit``: paid from the ledger, run (or served from cache), stored."""
+        reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=self.run.seed + r, rollout=r, split=split)
+                for t in tasks for r in range(self.run.rollouts)]
+        ledger.reserve(len(reqs))  # raises BudgetExhausted before anything is spent
+        self.progress.plan(len(reqs), what)
+        trajs = self.runner.run(reqs)
+        for req, t in zip(reqs, trajs, strict=True):
+            ledger.spend(1.0, round=round, candidate=candidate or "anchor", tokens=t.usage.prompt_tokens
+                         + t.usage.completion_tokens, key=_rollout_key(req))
+            self.progress.advance(1, ledger.left)
+        self.store.add(trajs)
+        if self._cache is not None:
+            for t in trajs:
+                self._cache[t.id] = t
+        return trajs
+
+    def labels(self, trajs: list[Trajectory]) -> list[Label]:
+        return [self.labeller.label(t) for t in trajs]
+
+    def composition_of(self, ids: list[str]) -> dict[str, Any]:
+        return Composition.from_labels(self.labels(self.load(ids))).to_dict()
+
+    # -- anchors and evaluation --------------------------------------------------------------
+    def measure_anchor(self, commit: str, ledger, round: int) -> dict[str, Any]:
+        tasks = self.tasks("dev")
+        trajs = self.rollouts(commit, tasks, "dev", ledger, round, what=f"anchor of {commit[:10]}")
+        per_task: dict[str, list[float]] = {}
+        for t in trajs:
+            per_task.setdefault(t.task_id, []).append(t.score or 0.0)
+        scores = [s for v in per_task.values() for s in v]
+        return {
+            "commit": commit, "round": round, "k": self.run.rollouts, "tasks": tasks,
+            "trajectory_ids": [t.id for t in trajs],
+            "mean": statistics.fmean(scores) if scores else 0.0,
+            "sigma": _within_task_sigma(per_task),
+            "per_task": per_task,
+            "composition": Composition.from_labels(self.labels(trajs)).to_dict(),
+        }
+
+    def evaluate(self, commit: str, split: str, ledger, round: int) -> dict[str, Any] | None:
+        tasks = self.tasks(split)
+        if not tasks:
+            return None
+        trajs = self.rollouts(commit, tasks, split, ledger, round, candidate=f"eval:{split}",
+                              what=f"{split} evaluation of {commit[:10]}")
+        return Composition.from_labels(self.labels(trajs)).to_dict()
+
+    # -- content failures --------------------------------------------------------------------
+    def enqueue_content(self, ids: list[str], run_id: str, round: int) -> list[str]:
+        out = []
+        for t, lab in zip(self.load(ids), self.labels(self.load(ids)), strict=True):
+            if lab.failure_class in CONTENT_CLASSES:
+                self.queue.enqueue(t, lab, run_id=run_id, round=round)
+                out.append(t.id)
+        return out
+
+    # -- roles -----------------------------------------------------------------------------
+    def harness_view(self):
+        from evoharness.roles.models import HarnessView
+
+        return HarnessView.from_repo(self.repo, self.repo.main_head())
+
+    def analyse(self, ids: list[str], feedback: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        trajs = self.load(ids)
+        labels = self.labels(trajs)
+        process = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if lab.lever.value == "harness"]
+        if not process:
+            return []
+        patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process], self.harness_view(),
+                                        self.run.max_candidates)
+        return [p.model_dump(mode="json") for p in patterns]
+
+    def critique(self, patterns: list[dict[str, Any]], ids: list[str], previous: dict[str, dict]) -> list[dict]:
+        from evoharness.roles.models import Pattern
+
+        trajs = self.load(ids)
+        labels = self.labels(trajs)
+        view = self.harness_view()
+        out = []
+        for p in patterns:
+            review = self.critic.review(Pattern.model_validate(p), view, trajs, labels).model_dump(mode="json")
+            if previous.get(p["id"], {}).get("send_back") or previous.get(p["id"], {}).get("was_sent_back"):
+                review["send_back"] = False  # at most once per pattern
+                review["was_sent_back"] = True
+            out.append(review)
+        return out
+
+    def engineer(self, patterns: list[dict], reviews: list[dict], round: int) -> tuple[list[dict], list[dict]]:
+        from evoharness.roles.models import Pattern, Review
+
+        view = self.harness_view()
+        by_id = {r["pattern_id"]: r for r in reviews}
+        candidates, dropped = [], []
+        for p in patterns:
+            review = by_id.get(p["id"])
+            if review is None or not review.get("approved"):
+                dropped.append({"pattern": p["id"], "round": round,
+                                "reason": "critic: " + (review or {}).get("notes", "not approved")})
+                continue
+            existing = self._existing_candidate(round, p)
+            if existing is not None:
+                candidates.append(existing.model_dump(mode="json"))
+                continue
+            try:
+                edit: Edit = self.engineer_role.propose(Pattern.model_validate(p), Review.model_validate(review), view)
+                if edit is None:
+                    dropped.append({"pattern": p["id"], "round": round, "reason": "engineer: no fix to propose"})
+                    continue
+                edit = edit.model_copy(update={"targets": p["signal"], "critic": _critic_line(review)})
+                cand = self.repo.create_candidate(edit, round=round)
+            except (EditRejected, InputError) as e:
+                dropped.append({"pattern": p["id"], "round": round, "reason": f"edit rejected: {e}"})
+                continue
+            except EvoharnessError as e:  # a role that failed after its retries
+                dropped.append({"pattern": p["id"], "round": round, "reason": f"engineer failed: {e}"})
+                continue
+            candidates.append(cand.model_dump(mode="json"))
+        return candidates[: self.run.max_candidates], dropped
+
+    def _existing_candidate(self, round: int, pattern: dict) -> Candidate | None:
+        """A candidate this round already created for this pattern (a node re-run after a crash)."""
+        prefix = f"candidate/r{round}-"
+        for branch in self.repo.branches():
+            if branch.startswith(prefix):
+                cand = self.repo.candidate(branch)
+                if cand.targets == pattern["signal"]:
+                    return cand
+        return None
+
+    # -- verification and merge ----------------------------------------------------------------
+    def verify(self, cand: dict, anchor: dict, ledger, round: int) -> dict[str, Any]:
+        candidate = Candidate.model_validate(cand)
+        done = self.repo.verdict_of(candidate.commit)
+        if done is not None:  # verified before a crash: the note is the record
+            return done[1].model_dump(mode="json")
+        verdict = self.verifier.verify(candidate, anchor, ledger, round, self)
+        self.repo.record_verdict(verdict)
+        self.progress.note(f"  {candidate.branch}: {'ACCEPT' if verdict.accepted else 'reject'} ({verdict.reason})")
+        return verdict.model_dump(mode="json")
+
+    def settle(self, candidates: list[dict], verdicts: list[dict], decisions: dict[str, str],
+               round: int) -> tuple[list[dict], list[dict]]:
+        """Merge the best accepted (and approved) candidate; reject the rest, each with its verdict."""
+        by_branch = {v["candidate"]: Verdict.model_validate(v) for v in verdicts}
+        accepted = [v for v in by_branch.values() if v.accepted and decisions.get(v.candidate, "approve") == "approve"]
+        accepted.sort(key=lambda v: -(v.measurements.get("gain") or 0.0))
+        merged, rejected = [], []
+        winner = accepted[0] if accepted else None
+        for cand in candidates:
+            v = by_branch.get(cand["branch"])
+            if v is None:
+                continue
+            if winner is not None and v.candidate == winner.candidate:
+                sha = self._merge_once(cand["branch"], v)
+                merged.append({"branch": v.candidate, "commit": v.commit, "merge_commit": sha, "round": round,
+                               "reading": v.measurements.get("reading", 0.0), "targets": cand["targets"]})
+                continue
+            if not v.accepted:
+                reason = v.reason
+            elif decisions.get(v.candidate) == "reject":
+                reason = "rejected by reviewer" + (f": {decisions.get(v.candidate + '#reason')}"
+                                                   if decisions.get(v.candidate + "#reason") else "")
+                v = v.model_copy(update={"accepted": False, "reason": reason, "decided_by": "human"})
+            else:
+                reason = f"accepted but superseded by {winner.candidate} (main moved: re-verify next round)"
+            self.repo.reject(v.candidate, v)
+            rejected.append({"branch": v.candidate, "commit": v.commit, "round": round, "reason": reason})
+        return merged, rejected
+
+    def _merge_once(self, branch: str, verdict: Verdict) -> str:
+        already = self.repo.merged_commit_for(verdict.commit) if hasattr(self.repo, "merged_commit_for") else None
+        if already:
+            return already
+        try:
+            return self.repo.merge_verified(branch, verdict)
+        except MergeRefused:
+            already = self.repo.merged_commit_for(verdict.commit) if hasattr(self.repo, "merged_commit_for") else None
+            if already:
+                return already
+            raise
+
+    # -- stopping ------------------------------------------------------------------------------
+    def round_cost(self) -> float:
+        per_cell = self.run.rollouts
+        dev = len(self.tasks("dev"))
+        return per_cell * dev * 2  # one candidate on (at most) every dev task, and a fresh anchor
+
+    def reserve_for_finish(self) -> float:
+        return self.run.rollouts * len(self.tasks("heldout"))
+
+    def should_stop(self, state: dict[str, Any]) -> bool:
+        return self.stop_reason(state)["reason"] is not None
+
+    def stop_reason(self, state: dict[str, Any]) -> dict[str, Any]:
+        ledger = self.ledger(state)
+        comp = state.get("composition") or (state.get("anchor") or {}).get("composition") or {}
+        shares = comp.get("composition", {})
+        process = shares.get("F2", 0.0) + shares.get("F3", 0.0)
+        content = shares.get("F1", 0.0) + shares.get("F4", 0.0)
+        weights = (f"recommend weight training: {100 * content:.0f}% content failures (F1/F4) are queued "
+                   f"for export (`evoharness dataset export`)")
+        if state.get("round", 1) > self.run.max_rounds:
+            return {"reason": f"round limit ({self.run.max_rounds}) reached", "recommendation": None}
+        if shares and process < self.run.ceiling_process_share:
+            return {"reason": f"ceiling: process-failure share {100 * process:.1f}% is below "
+                              f"{100 * self.run.ceiling_process_share:.0f}%", "recommendation": weights}
+        if state.get("no_accept_streak", 0) >= self.run.patience:
+            return {"reason": f"ceiling: {state['no_accept_streak']} rounds in a row with nothing accepted",
+                    "recommendation": weights}
+        if ledger.left < self.round_cost() + self.reserve_for_finish():
+            return {"reason": f"budget: {ledger.left:g} units left, a round needs {self.round_cost():g}",
+                    "recommendation": None}
+        return {"reason": None, "recommendation": None}
+
+
+def _rollout_key(req: RolloutRequest) -> str:
+    return f"{req.harness_commit}:{req.task_id}:{req.seed}:{req.rollout}"
+
+
+def _critic_line(review: dict) -> str:
+    flag = "accommodation" if review.get("accommodation") else "harness-defect"
+    return f"{'approved' if review.get('approved') else 'not approved'}; {flag}; {review.get('notes', '')}"[:300]
+
+
+def _within_task_sigma(per_task: dict[str, list[float]]) -> float:
+    """Per-rollout SD: pooled within-task standard deviation of the anchor's own repeated rollouts."""
+    num, dof = 0.0, 0
+    for scores in per_task.values():
+        if len(scores) > 1:
+            m = statistics.fmean(scores)
+            num += sum((s - m) ** 2 for s in scores)
+            dof += len(scores) - 1
+    return (num / dof) ** 0.5 if dof else 0.0

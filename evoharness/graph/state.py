@@ -1,0 +1,46 @@
+"""LangGraph state of a run. Every list field declares its reducer.
+
+Large data (trajectories) never lives in the state: the state holds ids and
+summaries, the trajectories live in the run's JSONL store (idempotent by id).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+def replace(_old: Any, new: Any) -> Any:
+    return new
+
+
+class RunInput(TypedDict, total=False):
+    run_id: str
+
+
+class RunState(TypedDict, total=False):
+    run_id: str
+    round: int
+    status: str  # running | done
+    stop_reason: str
+    recommendation: str
+    # the anchor of main's current head: {"commit", "mean", "sigma", "k", "per_task", ...}
+    anchor: dict[str, Any]
+    anchors: Annotated[list[dict[str, Any]], operator.add]  # every anchor measured, in order
+    before: dict[str, Any]  # composition of the seed harness (dev, heldout)
+    after: dict[str, Any]
+    composition: dict[str, Any]  # composition of the current anchor's trajectories
+    ledger: dict[str, Any]  # the budget ledger, serialised
+    # this round's work (replaced each round)
+    patterns: Annotated[list[dict[str, Any]], replace]
+    reviews: Annotated[list[dict[str, Any]], replace]
+    candidates: Annotated[list[dict[str, Any]], replace]
+    verdicts: Annotated[list[dict[str, Any]], replace]
+    dropped: Annotated[list[dict[str, Any]], operator.add]  # candidates dropped with a reason
+    decisions: dict[str, str]  # human review: branch -> approve | reject
+    # history
+    rounds: Annotated[list[dict[str, Any]], operator.add]
+    merged: Annotated[list[dict[str, Any]], operator.add]
+    rejected: Annotated[list[dict[str, Any]], operator.add]
+    queued: Annotated[list[str], operator.add]  # trajectory ids sent to the training queue
+    no_accept_streak: int

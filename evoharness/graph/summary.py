@@ -1,0 +1,88 @@
+"""The run summary: `summary.json` and the text printed at the end of a run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def summary_dict(outcome, services) -> dict[str, Any]:
+    s = outcome.state
+    rounds = s.get("rounds", [])
+    flags = sum(r.get("accommodation_flags", 0) for r in rounds)
+    reviewed = sum(r.get("reviews", 0) for r in rounds)
+    ledger = s.get("ledger", {})
+    return {
+        "run_id": outcome.run_id,
+        "status": s.get("status"),
+        "stop_reason": s.get("stop_reason"),
+        "recommendation": s.get("recommendation"),
+        "harness_repo": str(services.repo.path),
+        "main": services.repo.main_head(),
+        "before": s.get("before"),
+        "after": s.get("after"),
+        "anchors": [{"round": a.get("round"), "commit": a.get("commit"), "mean": a.get("mean"),
+                     "sigma": a.get("sigma"), "k": a.get("k")} for a in s.get("anchors", [])],
+        "rounds": rounds,
+        "merged": s.get("merged", []),
+        "rejected": s.get("rejected", []),
+        "dropped": s.get("dropped", []),
+        "accommodation_share": (flags / reviewed) if reviewed else None,
+        "queued": len(s.get("queued", [])),
+        "budget": ledger,
+        "files": {"run_dir": str(outcome.run_dir), "trajectories": str(services.store.path),
+                  "summary": str(outcome.run_dir / "summary.json")},
+    }
+
+
+def write_summary(outcome, services) -> dict[str, Any]:
+    data = summary_dict(outcome, services)
+    (outcome.run_dir / "summary.json").write_text(json.dumps(data, indent=2, default=str))
+    return data
+
+
+def _row(name: str, comp: dict[str, Any] | None) -> str:
+    if not comp:
+        return f"  {name:<16} -"
+    c = comp["composition"]
+    ms = comp.get("mean_score")
+    return (f"  {name:<16} healthy {100 * c['healthy']:5.1f}%  F1 {100 * c['F1']:5.1f}%  F2 {100 * c['F2']:5.1f}%  "
+            f"F3 {100 * c['F3']:5.1f}%  F4 {100 * c['F4']:5.1f}%  delivery {100 * (comp['delivery_rate'] or 0):5.1f}%"
+            f"  mean {ms if ms is None else f'{ms:.3f}'}")
+
+
+def summary_text(data: dict[str, Any]) -> str:
+    b, a = data.get("before") or {}, data.get("after") or {}
+    lines = [f"Run {data['run_id']}: {data.get('stop_reason')}", "", "Composition before -> after:"]
+    for split in ("dev", "heldout"):
+        lines.append(_row(f"seed ({split})", b.get(split)))
+        lines.append(_row(f"evolved ({split})", a.get(split)))
+    lines.append("")
+    lines.append("Anchors (fresh after every merge):")
+    for an in data.get("anchors", []):
+        lines.append(f"  round {an['round']}: {an['mean']:.3f} (sigma {an['sigma'] or 0:.3f}, k={an['k']}) "
+                     f"at {str(an['commit'])[:10]}")
+    lines.append("")
+    lines.append(f"Merged ({len(data['merged'])}):")
+    for m in data["merged"]:
+        lines.append(f"  {m['branch']}  {m['commit'][:10]} -> merge {m.get('merge_commit', '')[:10]}")
+    lines.append(f"Rejected ({len(data['rejected'])}):")
+    for r in data["rejected"]:
+        lines.append(f"  {r['branch']}  {r['commit'][:10]}  {r.get('reason', '')}")
+    if data.get("dropped"):
+        lines.append(f"Dropped before verification ({len(data['dropped'])}):")
+        for d in data["dropped"]:
+            lines.append(f"  {d.get('pattern')}: {d.get('reason')}")
+    share = data.get("accommodation_share")
+    lines.append("")
+    lines.append("Critic accommodation flags: " + ("-" if share is None else f"{100 * share:.0f}% of reviews"))
+    budget = data.get("budget") or {}
+    lines.append(f"Budget spent: {budget.get('spent', '?')} of {budget.get('total', '?')} units")
+    lines.append(f"Training queue: {data.get('queued', 0)} content-failure trajectories")
+    if data.get("recommendation"):
+        lines.append(f"Recommendation: {data['recommendation']}")
+    lines.append("")
+    lines.append(f"Harness repo: {data['harness_repo']}  (main {str(data['main'])[:10]})")
+    for k, v in data["files"].items():
+        lines.append(f"  {k}: {v}")
+    return "\n".join(lines)
