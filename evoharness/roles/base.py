@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from evoharness.diagnosis.models import Label
 from evoharness.harness_repo.models import Edit
@@ -18,12 +18,13 @@ class Analyst(Protocol):
     is matched by ``trajectory_id``). Only labels whose class is F2/F3 count: content failures
     (F1/F4) and healthy runs are ignored, so they never reach the engineer. Returns at most
     ``max_patterns`` patterns, most common first, each with evidence from the given trajectories.
-    ``feedback`` maps a pattern id to the critic's notes when the critic sent that pattern back.
+    ``feedback`` holds the critic's notes on patterns it sent back: {pattern id: notes}, or a list of
+    review dicts (``pattern_id`` + ``notes``); the analyst should re-attribute those patterns.
     Returns [] when nothing is worth an edit. Raises `RoleError` when a model failed after retries.
     """
 
     def analyse(self, trajectories: list[Trajectory], labels: list[Label], harness: HarnessView,
-                max_patterns: int, feedback: dict[str, str] | None = None) -> list[Pattern]: ...
+                max_patterns: int, feedback: Any = None) -> list[Pattern]: ...
 
 
 @runtime_checkable

@@ -74,3 +74,18 @@ def pattern_id(signal: str, surface: str) -> str:
 
 def task_ids_of(pairs: list[Pair]) -> list[str]:
     return sorted({t.task_id for t, _ in pairs})
+
+
+def feedback_map(feedback: Any) -> dict[str, str]:
+    """The critic's send-back notes as {pattern id: notes}, from a dict or a list of review dicts."""
+    if not feedback:
+        return {}
+    if isinstance(feedback, dict):
+        return {str(k): str(v) for k, v in feedback.items()}
+    out = {}
+    for item in feedback:
+        item = item.model_dump() if hasattr(item, "model_dump") else item
+        pid = item.get("pattern_id") or item.get("pattern") or item.get("id")
+        if pid:
+            out[str(pid)] = str(item.get("notes") or item.get("reason") or "")
+    return out

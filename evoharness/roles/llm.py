@@ -16,7 +16,14 @@ from evoharness.diagnosis.models import Label
 from evoharness.harness_repo.models import Edit, FileChange
 from evoharness.roles import prompt_data as pd
 from evoharness.roles.config import RolesConfig
-from evoharness.roles.evidence import evidence_of, group_by_signal, pattern_id, process_pairs, task_ids_of
+from evoharness.roles.evidence import (
+    evidence_of,
+    feedback_map,
+    group_by_signal,
+    pattern_id,
+    process_pairs,
+    task_ids_of,
+)
 from evoharness.roles.guard import accommodation_in, check_edit, find_injection
 from evoharness.roles.models import HarnessView, Pattern, Review
 from evoharness.roles.prompts import render
@@ -77,14 +84,14 @@ class LLMAnalyst(_LLMRole):
     role = "analyst"
 
     def prompt(self, trajectories: list[Trajectory], labels: list[Label], harness: HarnessView,
-               max_patterns: int, feedback: dict[str, str] | None = None) -> list[BaseMessage]:
+               max_patterns: int, feedback: Any = None) -> list[BaseMessage]:
         groups = group_by_signal(process_pairs(trajectories, labels))
         return self.messages(harness=pd.harness(harness), groups=pd.groups(groups, self.cfg),
-                             max_patterns=max_patterns, feedback=feedback or {},
+                             max_patterns=max_patterns, feedback=feedback_map(feedback),
                              schema=AnalystReply.model_json_schema())
 
     def analyse(self, trajectories: list[Trajectory], labels: list[Label], harness: HarnessView,
-                max_patterns: int, feedback: dict[str, str] | None = None) -> list[Pattern]:
+                max_patterns: int, feedback: Any = None) -> list[Pattern]:
         pairs = process_pairs(trajectories, labels)
         if not pairs:
             return []

@@ -5,12 +5,15 @@ The embedded default (the demo runs them) and the baseline the LLM roles are com
 
 from __future__ import annotations
 
+from typing import Any
+
 from evoharness.diagnosis.models import PROCESS_CLASSES, Label
 from evoharness.harness_repo.models import Edit
 from evoharness.logging import get_logger
 from evoharness.roles.config import RolesConfig
 from evoharness.roles.evidence import (
     evidence_of,
+    feedback_map,
     group_by_signal,
     pattern_id,
     process_pairs,
@@ -33,8 +36,9 @@ class PlaybookAnalyst:
         self.cfg = cfg or RolesConfig()
 
     def analyse(self, trajectories: list[Trajectory], labels: list[Label], harness: HarnessView,
-                max_patterns: int, feedback: dict[str, str] | None = None) -> list[Pattern]:
+                max_patterns: int, feedback: Any = None) -> list[Pattern]:
         pairs = process_pairs(trajectories, labels)
+        feedback = feedback_map(feedback)
         out: list[Pattern] = []
         seen_plans: set[str] = set()
         for signal, group in group_by_signal(pairs):

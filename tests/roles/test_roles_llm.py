@@ -206,3 +206,10 @@ def test_make_roles_builds_each_kind_and_reports_bad_config(tmp_path):
         make_roles("llm", RolesConfig(model="openai:gpt-4o-mini"))
     with pytest.raises(InputError, match="unknown role kind"):
         make_roles("oracle", None)
+
+
+def test_send_back_notes_appear_in_the_analyst_prompt():
+    trajs, labels = scenario()
+    fb = {"F3.repeated_action@policies.yaml": "evidence t2 is a tool outage, not a loop"}
+    text = LLMAnalyst(ScriptedChatModel()).prompt(trajs, labels, seed_view(), 2, feedback=fb)[1].content
+    assert "The critic sent these patterns back" in text and "tool outage, not a loop" in text

@@ -149,3 +149,14 @@ def test_update_policies_keeps_unknown_keys_and_order():
     assert out.startswith("# top\n")
     with pytest.raises(EditRejected):
         update_policies("- a list\n", {"x": 1})
+
+
+def test_roles_satisfy_the_protocols_and_feedback_reaches_the_analyst():
+    from evoharness.roles.base import Analyst, Critic, Engineer
+
+    a, c, e = make_roles("playbook", None)
+    assert isinstance(a, Analyst) and isinstance(c, Critic) and isinstance(e, Engineer)
+    trajs, labels = scenario()
+    fb = [{"pattern_id": "F3.repeated_action@policies.yaml", "notes": "look at the tool results"}]
+    p = a.analyse(trajs, labels, seed_view(), 1, feedback=fb)[0]
+    assert p.root_cause.endswith("(critic: look at the tool results)")
