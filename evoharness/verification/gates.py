@@ -124,7 +124,7 @@ class AttributionGate:
 
     On (baseline, candidate) pairs of targeted tasks, the gain the behaviour explains is
     ``(stopped - started) / pairs * cost``: the net share of rollouts where it stopped firing times
-    what one firing costs (baseline mean score of non-firing minus firing rollouts). It must be
+    what one firing costs (mean score of non-firing minus firing rollouts, both sides). It must be
     positive and at least ``min_share`` of the measured gain. Counting only the stopped pairs would
     credit noise (a null edit has as many pairs that start firing); netting them out does not, and
     a gain that comes from elsewhere (e.g. task-specific hints) is left unexplained.
@@ -142,8 +142,9 @@ class AttributionGate:
         total = sum(c.score - b.score for b, c in pairs) / len(pairs)
         stopped = sum(ev.target in b.fired and ev.target not in c.fired for b, c in pairs)
         started = sum(ev.target not in b.fired and ev.target in c.fired for b, c in pairs)
-        firing = [b.score for b, _ in pairs if ev.target in b.fired]
-        clean = [b.score for b, _ in pairs if ev.target not in b.fired]
+        both = [o for pair in pairs for o in pair]  # what one firing costs, pooled over both sides
+        firing = [o.score for o in both if ev.target in o.fired]
+        clean = [o.score for o in both if ev.target not in o.fired]
         cost = (sum(clean) / len(clean) - sum(firing) / len(firing)) if firing and clean else 0.0
         explained = (stopped - started) / len(pairs) * cost
         share = explained / total if total > 0 else None

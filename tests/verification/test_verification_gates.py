@@ -1,0 +1,152 @@
+"""Table tests for every gate: each row is a scenario a reviewer would recognise."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.harness_repo.models import Verdict
+from evoharness.verification.gates import (
+    AggregateGate,
+    AttributionGate,
+    BehaviourGate,
+    GainGate,
+    GuardGate,
+    NoRegressionGate,
+    PairedGate,
+    default_gates,
+    make_gates,
+)
+from tests.verification.helpers import anchor_of, cell, evidence
+
+TARGETED = ["t1", "t2", "t3", "t4"]
+CONTROL = ["c1", "c2", "c3", "c4"]
+
+
+def side(spec: dict[str, tuple[list[float], list[bool]]], seed0: int = 0):
+    return [o for task, (scores, fired) in spec.items() for o in cell(task, scores, fired, seed0)]
+
+
+def noisy_anchor():
+    """Anchor with within-task SD 0.1155 on every task: sigma(4 tasks) = 0.0577, resolvable(k=4) = 0.0866."""
+    spec = {t: ([0.4, 0.6, 0.4, 0.6], [True, False, True, False]) for t in TARGETED}
+    spec.update({t: ([0.7, 0.9, 0.7, 0.9], [False] * 4) for t in CONTROL})
+    return anchor_of(side(spec))
+
+
+def uniform(tasks, score, fired):
+    return {t: ([score] * 4, [fired] * 4) for t in tasks}
+
+
+def mixed(tasks, scores, fired):
+    return {t: (list(scores), list(fired)) for t in tasks}
+
+
+FIX = mixed(TARGETED, [0.9, 0.9, 0.9, 0.2], [False, False, False, True])
+BASE = mixed(TARGETED, [0.2, 0.2, 0.2, 0.9], [True, True, True, False])
+
+CASES = [
+    # gate, baseline, candidate, passed, why
+    (BehaviourGate(), BASE, FIX, True, "incidence 0.75 -> 0.25"),
+    (BehaviourGate(), BASE, BASE, False, "incidence unchanged"),
+    (BehaviourGate(), FIX, BASE, False, "incidence rose"),
+    (BehaviourGate(), {}, {}, False, "no targeted rollouts"),
+    (GainGate(), uniform(TARGETED, 0.5, False), uniform(TARGETED, 0.6, False), True, "+0.10 > 0.0866"),
+    (GainGate(), uniform(TARGETED, 0.5, False), uniform(TARGETED, 0.55, False), False, "+0.05 within noise"),
+    (GainGate(), uniform(TARGETED, 0.5, False), uniform(TARGETED, 0.3, False), False, "a loss"),
+    (AttributionGate(), BASE, FIX, True, "the gain is the behaviour stopping"),
+    (AttributionGate(), mixed(TARGETED, [0.2, 0.5, 0.2, 0.5], [True, False, True, False]),
+     mixed(TARGETED, [0.4, 0.7, 0.4, 0.7], [True, False, True, False]), False,
+     "same firing pattern, +0.2 everywhere: gain from elsewhere"),
+    (AttributionGate(), mixed(TARGETED, [0.2, 0.8, 0.2, 0.8], [True, False, True, False]),
+     mixed(TARGETED, [0.8, 0.2, 0.8, 0.2], [False, True, False, True]), False,
+     "as many rollouts start firing as stop: no gain"),
+    (AttributionGate(), BASE, BASE, False, "no gain at all"),
+]
+
+
+@pytest.mark.parametrize("gate, base, cand, passed, why", CASES, ids=[c[4] for c in CASES])
+def test_targeted_gates(gate, base, cand, passed, why):
+    ev = evidence(side(base), side(cand), TARGETED, anchor=noisy_anchor())
+    result = gate.check(ev)
+    assert result.passed is passed, (why, result)
+    assert result.gate == gate.name and result.numbers
+
+
+REGRESSION_CASES = [
+    (uniform(CONTROL, 0.8, False), uniform(CONTROL, 0.8, False), True, "control unchanged"),
+    (uniform(CONTROL, 0.8, False), uniform(CONTROL, 0.75, False), True, "-0.05 is within noise"),
+    (uniform(CONTROL, 0.8, False), uniform(CONTROL, 0.6, False), False, "-0.20 is a regression"),
+]
+
+
+@pytest.mark.parametrize("base, cand, passed, why", REGRESSION_CASES, ids=[c[3] for c in REGRESSION_CASES])
+def test_no_regression_gate(base, cand, passed, why):
+    ev = evidence(side(base), side(cand), TARGETED, CONTROL, anchor=noisy_anchor())
+    result = NoRegressionGate().check(ev)
+    assert result.passed is passed, why
+    assert result.numbers["resolvable"] == pytest.approx(0.0866, abs=1e-3)
+
+
+def test_no_regression_passes_without_control_tasks_and_says_so():
+    result = NoRegressionGate().check(evidence(side(BASE), side(FIX), TARGETED, anchor=noisy_anchor()))
+    assert result.passed and result.reason == "no control tasks"
+
+
+AGG_CASES = [
+    (uniform(TARGETED + CONTROL, 0.5, False), uniform(TARGETED, 0.6, False) | uniform(CONTROL, 0.6, False),
+     True, "+0.10 everywhere beats 0.0612"),
+    (uniform(TARGETED + CONTROL, 0.5, False), uniform(TARGETED, 0.6, False) | uniform(CONTROL, 0.5, False),
+     False, "+0.05 overall is within noise"),
+    (uniform(TARGETED + CONTROL, 0.5, False), uniform(TARGETED, 0.7, False) | uniform(CONTROL, 0.3, False),
+     False, "target up, control down: net zero"),
+]
+
+
+@pytest.mark.parametrize("base, cand, passed, why", AGG_CASES, ids=[c[3] for c in AGG_CASES])
+def test_aggregate_gate(base, cand, passed, why):
+    ev = evidence(side(base), side(cand), TARGETED, CONTROL, anchor=noisy_anchor())
+    result = AggregateGate().check(ev)
+    assert result.passed is passed, why
+    assert result.numbers["tasks"] == 8
+
+
+GUARD_CASES = [
+    ({"g1": ([0.1] * 4, [True] * 4)}, False, "fails every rollout: veto"),
+    ({"g1": ([0.1, 0.1, 0.9, 0.1], [True, True, False, True])}, True, "one healthy rollout: flaky, no veto"),
+    ({}, True, "no guard tasks"),
+]
+
+
+@pytest.mark.parametrize("cand, passed, why", GUARD_CASES, ids=[c[2] for c in GUARD_CASES])
+def test_guard_gate(cand, passed, why):
+    guards = list(cand)
+    ev = evidence(side(BASE), side(FIX) + side(cand, 1000), TARGETED, guard=guards, anchor=noisy_anchor())
+    assert GuardGate().check(ev).passed is passed, why
+
+
+def test_paired_gate_mcnemar_on_pass_fail():
+    base = mixed(TARGETED, [0.0, 0.0, 1.0, 1.0], [True, True, False, False])
+    good = mixed(TARGETED, [1.0, 1.0, 1.0, 1.0], [False] * 4)
+    result = PairedGate(alpha=0.05).check(evidence(side(base), side(good), TARGETED, anchor=noisy_anchor()))
+    assert result.passed and result.numbers["test"] == "mcnemar_exact"
+    assert result.numbers["p_value"] == pytest.approx(1 / 256, abs=1e-6)
+    flat = PairedGate().check(evidence(side(base), side(base), TARGETED, anchor=noisy_anchor()))
+    assert not flat.passed
+
+
+def test_gate_table_shows_the_numbers_behind_each_gate():
+    ev = evidence(side(BASE), side(FIX), TARGETED, anchor=noisy_anchor())
+    gates = [g.check(ev) for g in default_gates("behaviour_aware")]
+    table = Verdict(candidate="c", commit="x", base="y", accepted=True, gates=gates).table()
+    assert "| gain | pass |" in table and "resolvable=0.0866" in table
+    assert "| attribution | pass |" in table and "| behaviour | pass |" in table
+
+
+def test_default_gate_lists_and_unknown_gate():
+    assert [g.name for g in default_gates("behaviour_aware")] == [
+        "behaviour", "gain", "no_regression", "attribution", "guard"]
+    assert [g.name for g in default_gates("fixed_split")] == ["aggregate", "guard"]
+    from evoharness.errors import InputError
+
+    with pytest.raises(InputError, match="unknown gate"):
+        make_gates(["vibes"])
