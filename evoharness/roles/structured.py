@@ -45,14 +45,19 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
         attempts += 1
         try:
             out = runnable.invoke(convo)
+        except ValueError as e:  # the client parsed the reply itself and it was invalid (bad JSON, schema)
+            problems.append(_describe(e))
+            convo = _with_feedback(messages, problems[-1], "")
+            continue
         except InfraError as e:
             if not e.retryable:
                 raise RoleError(role, f"model call failed: {e}", attempts, [*problems, str(e)]) from e
             problems.append(f"model call failed: {e}")
             continue
-        except Exception as e:  # noqa: BLE001 - a provider error: try the next method, then retry
+        except Exception as e:  # noqa: BLE001 - a provider error: retry; a refusal: also try the next method
             problems.append(f"{method}: model call failed: {type(e).__name__}: {e}")
-            idx = min(idx + 1, len(methods) - 1)
+            if not _transport(e):
+                idx = min(idx + 1, len(methods) - 1)
             continue
         try:
             value = _parse(out, schema)
@@ -61,9 +66,19 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
             problem = _describe(e)
             problems.append(problem)
             log.info("role.invalid_reply", role=role, attempt=attempts, method=method, problem=problem)
-            convo = [*messages, HumanMessage(content=render("retry.md", error=problem,
-                                                            previous=_clip(_raw_text(out), 400)))]
+            convo = _with_feedback(messages, problem, _clip(_raw_text(out), 400))
     raise RoleError(role, problems[-1] if problems else "no reply", attempts, problems)
+
+
+def _with_feedback(messages: Sequence[BaseMessage], problem: str, previous: str) -> list[BaseMessage]:
+    return [*messages, HumanMessage(content=render("retry.md", error=problem, previous=previous))]
+
+
+def _transport(e: Exception) -> bool:
+    """A connection / timeout / rate-limit error: the method is fine, the call just failed."""
+    name = type(e).__name__
+    return isinstance(e, ConnectionError | TimeoutError) or any(
+        w in name for w in ("Connection", "Timeout", "RateLimit"))
 
 
 def _bind(model: Any, schema: type[BaseModel], method: str) -> Any:
