@@ -1,0 +1,153 @@
+"""The durable training queue: idempotent enqueue, provenance, status, persistence, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import structlog
+
+from evoharness.cli import main
+from evoharness.datasets.queue import TrainingQueue
+from evoharness.diagnosis.models import FailureClass, Label, Lever
+from evoharness.errors import InputError
+from evoharness.traces.store import write_trajectories
+
+from .helpers import content_label, make_traj
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging():
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def queue(tmp_path):
+    return TrainingQueue(f"sqlite:///{tmp_path / 'q' / 'queue.db'}")
+
+
+def test_enqueue_keeps_provenance_and_is_idempotent(queue):
+    t = make_traj("a", "task-1", score=0.2)
+    assert queue.enqueue(t, content_label(t, FailureClass.F1, "F1.unbacked_claim"), run_id="run-7", round=3)
+    assert not queue.enqueue(t, content_label(t), run_id="run-8", round=4)  # same trajectory: stored once
+    [item] = list(queue.items())
+    assert (item.trajectory_id, item.task_id, item.failure_class, item.first_signal) == \
+        ("a", "task-1", FailureClass.F1, "F1.unbacked_claim")
+    assert (item.harness_commit, item.model, item.run_id, item.round, item.score) == \
+        ("abc123", "m-4b", "run-7", 3, 0.2)
+    assert item.trajectory == t
+    assert item.enqueued_at.tzinfo is not None
+
+
+def test_queue_survives_reopening(tmp_path):
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    q = TrainingQueue(url)
+    for i in range(3):
+        t = make_traj(f"t{i}", f"task-{i % 2}", score=0.0)
+        q.enqueue(t, content_label(t), run_id="r1", round=i)
+    del q
+    again = TrainingQueue(url)
+    assert len(again) == 3
+    assert [i.round for i in again.items()] == [0, 1, 2]
+
+
+def test_status_by_class_task_and_run(queue):
+    specs = [("a", "t1", FailureClass.F1, "r1"), ("b", "t1", FailureClass.F4, "r1"),
+             ("c", "t2", FailureClass.F4, "r2"), ("d", "t3", FailureClass.F4, None)]
+    for tid, task, cls, run in specs:
+        t = make_traj(tid, task, score=0.1)
+        queue.enqueue(t, content_label(t, cls, f"{cls.value}.x"), run_id=run)
+    s = queue.status()
+    assert s["total"] == 4
+    assert s["by_class"] == {"F1": 1, "F4": 3}
+    assert s["by_task"] == {"t1": 2, "t2": 1, "t3": 1}
+    assert s["by_run"] == {"-": 1, "r1": 2, "r2": 1}
+    assert [i.trajectory_id for i in queue.items(task_id="t1", failure_class="F4")] == ["b"]
+    assert [i.trajectory_id for i in queue.items(run_id="r2")] == ["c"]
+
+
+def test_process_failures_and_mismatched_labels_are_refused(queue):
+    t = make_traj("p", score=0.0)
+    process = Label(trajectory_id="p", task_id="t1", failure_class=FailureClass.F3, lever=Lever.harness)
+    with pytest.raises(InputError, match="only content failures"):
+        queue.enqueue(t, process)
+    with pytest.raises(InputError, match="label is for"):
+        queue.enqueue(t, content_label(make_traj("other")))
+    assert len(queue) == 0
+
+
+def test_bad_url_is_an_input_error():
+    with pytest.raises(InputError, match="cannot open queue"):
+        TrainingQueue("nosuchdialect://x")
+
+
+def test_cli_enqueue_then_status_uses_the_queue_under_home(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home-dir"
+    monkeypatch.setenv("EVOHARNESS_HOME", str(home))
+    trajs = [make_traj("ok", "t1", score=1.0), make_traj("poor", "t1", score=0.3),
+             make_traj("poor2", "t2", score=0.0)]
+    path = tmp_path / "trajs.jsonl"
+    write_trajectories(path, trajs)
+    assert main(["dataset", "enqueue", str(path), "--run-id", "run-1", "--round", "2"]) == 0
+    assert "newly queued" in capsys.readouterr().out
+    assert (home / "queue.db").is_file()
+    assert main(["dataset", "status", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["total"] == 2 and s["by_run"] == {"run-1": 2}
+    assert set(s["by_task"]) == {"t1", "t2"} and "healthy" not in s["by_class"]
+    assert main(["dataset", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "training queue: 2 items" in out and "by class:" in out and "run-1" in out
+
+
+def _start_postgres(tmp_path):
+    """A throwaway PostgreSQL cluster on a Unix socket (skips when the server or driver is missing)."""
+    pytest.importorskip("psycopg")
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if not (initdb and pg_ctl):
+        pytest.skip("no PostgreSQL server binaries")
+    run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if run_as and not shutil.which("runuser"):
+        pytest.skip("running as root without runuser")
+    root = Path(tempfile.mkdtemp(prefix="evopg", dir="/tmp"))
+    if run_as:
+        shutil.chown(root, "postgres")
+    data = root / "data"
+    port = 55000 + os.getpid() % 1000
+    subprocess.run([*run_as, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
+                   capture_output=True, timeout=120)
+    subprocess.run([*run_as, pg_ctl, "-D", str(data), "-w", "-l", str(root / "log"),
+                    "-o", f"-k {root} -p {port} -c listen_addresses=''", "start"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    url = f"postgresql+psycopg://postgres@/postgres?host={root}&port={port}"
+
+    def stop():
+        subprocess.run([*run_as, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+    return url, stop
+
+
+@pytest.mark.postgres
+def test_postgres_queue_is_idempotent_under_concurrent_writers(tmp_path):
+    url, stop = _start_postgres(tmp_path)
+    try:
+        q = TrainingQueue(url)
+        t = make_traj("pg-1", "t-pg", score=0.0)
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda _: TrainingQueue(url).enqueue(t, content_label(t), run_id="r"),
+                                    range(8)))
+        assert results.count(True) == 1
+        assert q.status()["by_task"] == {"t-pg": 1}
+        [item] = list(q.items())
+        assert item.trajectory == t and item.run_id == "r"
+    finally:
+        stop()
