@@ -66,7 +66,7 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
         raise BudgetExhausted((per_task + len(guards) * k) * unit, ledger.left if ledger is not None else 0.0)
     rng = random.Random(f"{seed}:{round}:{candidate.branch}")
     sel = strategy.select(anchor, candidate.targets, max_tasks, rng)
-    sel = sel.model_copy(update={"guard": [g for g in guards if g not in sel.targeted + sel.control]})
+    sel = sel.model_copy(update={"guard": guards})  # a guard may also be a targeted or control task
     stray = [t for t in sel.tasks if t not in set(dev)]
     if stray:  # held-out (or unmeasured) tasks must never be selected
         raise ValueError(f"strategy {strategy.name} selected non-dev tasks: {stray}")
@@ -76,7 +76,8 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
     per_anchor = anchor.per_task()
     fresh_seeds = [FRESH_SEED_BASE * (round + 1) + i for i in range(k)]
     seeds = {t: fresh_seeds if fresh else sorted({o.seed for o in per_anchor[t]})[:k] for t in plan.compared}
-    seeds.update({g: fresh_seeds for g in sel.guard})
+    for g in sel.guard:
+        seeds.setdefault(g, fresh_seeds)
     plan.baseline_requests = [RolloutRequest(task_id=t, harness_commit=anchor.commit, seed=s, rollout=i)
                               for t in plan.compared for i, s in enumerate(seeds[t])] if fresh else []
     plan.candidate_requests = [RolloutRequest(task_id=t, harness_commit=candidate.commit, seed=s, rollout=i)
