@@ -68,8 +68,9 @@ def shows_signal(lab: Label, signal: str) -> bool:
     return any(s.id == signal for s in [*lab.signals, *([lab.first_signal] if lab.first_signal else [])])
 
 
-def pattern_id(signal: str, surface: str) -> str:
-    return f"{signal}@{surface}"
+def pattern_id(signal: str) -> str:
+    """Stable per signal, so a pattern keeps its id when re-attributed (send-back is at most once)."""
+    return f"p-{signal}"
 
 
 def task_ids_of(pairs: list[Pair]) -> list[str]:

@@ -112,12 +112,12 @@ class LLMAnalyst(_LLMRole):
                 bad = [e.trajectory_id for e in d.evidence if e.trajectory_id not in ids]
                 if bad:
                     raise ValueError(f"evidence {bad[:3]} are not trajectories where {d.signal} fired first")
-                cited = [p for p in members if p[0].id in {e.trajectory_id for e in d.evidence}]
-                rest = [p for p in members if p not in cited]
-                pid = pattern_id(d.signal, d.surface)
+                named = {e.trajectory_id for e in d.evidence}
+                cited = sorted(members, key=lambda p: p[0].id not in named)  # cited first, order kept
+                pid = pattern_id(d.signal)
                 out.setdefault(pid, Pattern(
                     id=pid, signal=d.signal, failure_class=d.signal.split(".", 1)[0],
-                    evidence=evidence_of(cited + rest, self.cfg.max_evidence, self.cfg.max_quote_chars),
+                    evidence=evidence_of(cited, self.cfg.max_evidence, self.cfg.max_quote_chars),
                     count=len(members), share=round(len(members) / len(pairs), 4),
                     task_ids=task_ids_of(members), root_cause=d.root_cause.strip(), surface=d.surface))
             return sorted(out.values(), key=lambda p: (-p.count, p.id))[:max_patterns]

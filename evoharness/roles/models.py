@@ -27,8 +27,9 @@ class Evidence(BaseModel):
 class Pattern(BaseModel):
     """A recurring process-failure pattern, attributed to a harness surface.
 
-    ``id`` is stable for a given signal and surface (so a re-run after a crash, or a pattern sent
-    back by the critic, keeps its id). ``count`` trajectories showed it, ``share`` of those analysed.
+    ``id`` is stable for a given signal (``p-<signal>``), so a re-run after a crash, or a pattern
+    sent back by the critic and re-attributed, keeps its id. ``count`` trajectories showed it,
+    ``share`` of those analysed.
     ``task_ids`` are all tasks where it was the first signal; ``evidence`` is a sample of them.
     """
 

@@ -52,7 +52,7 @@ class PlaybookAnalyst:
                 continue
             seen_plans.add(key)
             fix = SIGNAL_FIX[signal]
-            pid = pattern_id(signal, plan.surface)
+            pid = pattern_id(signal)
             cause = fix.root_cause
             if feedback and feedback.get(pid):
                 cause += f" (critic: {feedback[pid]})"

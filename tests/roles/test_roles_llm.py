@@ -210,6 +210,24 @@ def test_make_roles_builds_each_kind_and_reports_bad_config(tmp_path):
 
 def test_send_back_notes_appear_in_the_analyst_prompt():
     trajs, labels = scenario()
-    fb = {"F3.repeated_action@policies.yaml": "evidence t2 is a tool outage, not a loop"}
+    fb = {"p-F3.repeated_action": "evidence t2 is a tool outage, not a loop"}
     text = LLMAnalyst(ScriptedChatModel()).prompt(trajs, labels, seed_view(), 2, feedback=fb)[1].content
     assert "The critic sent these patterns back" in text and "tool outage, not a loop" in text
+
+
+def test_llm_roles_end_to_end_make_a_candidate_the_harness_repo_accepts(tmp_path):
+    from evoharness.harness_repo.init import init_harness
+    from evoharness.harness_repo.repo import HarnessRepo
+    from evoharness.roles.models import HarnessView
+
+    init_harness(tmp_path / "h")
+    repo = HarnessRepo(tmp_path / "h")
+    view = HarnessView.from_repo(repo)
+    trajs, labels = scenario()
+    model = ScriptedChatModel(replies=[R.ANALYST_OK, R.CRITIC_OK, R.ENGINEER_OK])
+    analyst, critic, engineer = make_roles("llm", None, model=model)
+    pattern = analyst.analyse(trajs, labels, view, 2)[0]
+    review = critic.review(pattern, view, trajs, labels)
+    cand = repo.create_candidate(engineer.propose(pattern, review, view), round=1)
+    assert cand.branch == "candidate/r1-enable-the-loop-guard"
+    assert cand.targets == "F3.repeated_action" and cand.predicted_flips == ["task-a", "task-b"]

@@ -110,7 +110,7 @@ def test_raising_max_steps_alone_is_flagged_as_accommodation():
 
 def test_critic_sends_back_misattributed_evidence_and_refuses_thin_support():
     trajs, labels = scenario()
-    pattern = Pattern(id="F3.repeated_action@policies.yaml", signal="F3.repeated_action", failure_class="F3",
+    pattern = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3",
                       evidence=[Evidence(trajectory_id="t4", task_id="task-d", step=3)], count=1,
                       surface="policies.yaml")
     review = PlaybookCritic().review(pattern, seed_view(), trajs, labels)
@@ -157,6 +157,6 @@ def test_roles_satisfy_the_protocols_and_feedback_reaches_the_analyst():
     a, c, e = make_roles("playbook", None)
     assert isinstance(a, Analyst) and isinstance(c, Critic) and isinstance(e, Engineer)
     trajs, labels = scenario()
-    fb = [{"pattern_id": "F3.repeated_action@policies.yaml", "notes": "look at the tool results"}]
+    fb = [{"pattern_id": "p-F3.repeated_action", "notes": "look at the tool results"}]
     p = a.analyse(trajs, labels, seed_view(), 1, feedback=fb)[0]
     assert p.root_cause.endswith("(critic: look at the tool results)")
