@@ -82,9 +82,9 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
             seen.add(t.id)
             yield Candidate(t, label.failure_class.value,
                             label.first_signal.id if label.first_signal else None, "file")
-    if source in (SourceKind.queue, SourceKind.all):
-        if queue is None:
-            raise InputError("--source", f"--source {source.value} needs the training queue")
+    if source == SourceKind.queue and queue is None:
+        raise InputError("--source", "--source queue needs the training queue")
+    if source in (SourceKind.queue, SourceKind.all) and queue is not None:
         for item in queue.items():
             if item.trajectory_id in seen:
                 continue

@@ -1,0 +1,131 @@
+"""The OpenAI chat validator catches each kind of broken record; real traces export valid records."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from evoharness.datasets.chat import RecordSkipped, clean_messages, to_record
+from evoharness.datasets.formats import to_sharegpt
+from evoharness.datasets.validate import openai_errors, sharegpt_errors, validate_file
+from evoharness.traces.importers import load_paths
+from evoharness.traces.models import Trajectory
+
+from .helpers import make_traj
+
+
+def _good() -> dict:
+    return to_record(make_traj("g", calls=2))
+
+
+def test_a_clean_record_passes():
+    rec = _good()
+    assert openai_errors(rec) == []
+    roles = [m["role"] for m in rec["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert rec["messages"][2]["tool_calls"][0]["id"] == rec["messages"][3]["tool_call_id"] == "call_0"
+    assert rec["tools"][0]["function"]["name"] == "lookup"
+
+
+def _break(fn):
+    rec = copy.deepcopy(_good())
+    fn(rec)
+    return rec
+
+
+def _fn(rec):
+    return rec["messages"][2]["tool_calls"][0]["function"]
+
+
+BROKEN = {
+    "bad role": (lambda r: r["messages"][1].update(role="human"), "bad role"),
+    "tool result answers nothing": (lambda r: r["messages"][3].update(tool_call_id="call_99"),
+                                    "answers no pending"),
+    "call never answered": (lambda r: r["messages"].pop(5), "not answered"),
+    "tool not declared": (lambda r: r.update(tools=[]), "not declared"),
+    "arguments not JSON": (lambda r: _fn(r).update(arguments="{oops"), "not JSON"),
+    "arguments not an object": (lambda r: _fn(r).update(arguments="[1]"), "not a JSON object"),
+    "duplicate call id": (lambda r: (r["messages"][4]["tool_calls"][0].update(id="call_0"),
+                                     r["messages"][5].update(tool_call_id="call_0")), "duplicate id"),
+    "ends on a tool result": (lambda r: r["messages"].pop(), "last message"),
+    "empty user content": (lambda r: r["messages"][1].update(content=""), "non-empty string"),
+    "system after start": (lambda r: r["messages"].insert(2, {"role": "system", "content": "x"}),
+                           "system message"),
+    "empty assistant": (lambda r: r["messages"][-1].update(content=None), "neither content"),
+    "unknown top-level key": (lambda r: r.update(meta={}), "unexpected keys"),
+    "no messages": (lambda r: r.update(messages=[]), "missing or empty"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_validator_rejects(case):
+    fn, expected = BROKEN[case]
+    errs = openai_errors(_break(fn))
+    assert any(expected in e for e in errs), errs
+
+
+def test_cleaning_matches_results_without_ids_and_drops_trailing_turns():
+    t = make_traj("x", calls=1)
+    msgs = [dict(m) for m in t.messages]
+    msgs[3].pop("tool_call_id")  # a result without an id answers the oldest pending call
+    msgs.append({"role": "user", "content": "thanks"})  # trailing user turn teaches nothing
+    out = clean_messages(msgs)
+    assert out[3]["tool_call_id"] == out[2]["tool_calls"][0]["id"]
+    assert out[-1]["role"] == "assistant" and len(out) == len(t.messages)
+
+
+def test_final_unanswered_action_is_dropped_but_mid_run_one_skips():
+    t = make_traj("x", calls=1)
+    final_call = {"role": "assistant", "content": "submitting", "tool_calls": [
+        {"id": "s", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]}
+    out = clean_messages([*t.messages, final_call, {"role": "user", "content": "diff ..."}])
+    assert out[-1] == {"role": "assistant", "content": "submitting"}
+    mid = [*t.messages[:3], {"role": "assistant", "content": "again"}]  # call at 2 never answered
+    with pytest.raises(RecordSkipped, match="unanswered_tool_call"):
+        clean_messages(mid)
+
+
+def test_tools_are_inferred_when_the_trajectory_declares_none():
+    rec = to_record(make_traj("x", tool="search_flights", tools_meta=False))
+    assert openai_errors(rec) == []
+    [tool] = rec["tools"]
+    assert tool["function"]["name"] == "search_flights"
+    props = tool["function"]["parameters"]["properties"]
+    assert props == {"key": {"type": "string"}, "n": {"type": "integer"}}
+
+
+def test_sharegpt_alternates_and_validates():
+    rec = to_sharegpt(_good())
+    assert sharegpt_errors(rec) == []
+    assert [t["from"] for t in rec["conversations"]] == ["human", "function_call", "observation",
+                                                         "function_call", "observation", "gpt"]
+    assert json.loads(rec["conversations"][1]["value"])["name"] == "lookup"
+    rec["conversations"].pop()
+    assert any("last turn" in e for e in sharegpt_errors(rec))
+
+
+@pytest.mark.parametrize("folder", ["tau_bench_airline_gpt4o", "mini_swe_agent_sample"])
+def test_real_traces_make_valid_records(shared_data, folder):
+    trajs: list[Trajectory] = list(load_paths([shared_data / folder], None))
+    made = skipped = 0
+    for t in trajs:
+        try:
+            rec = to_record(t)
+        except RecordSkipped:
+            skipped += 1
+            continue
+        made += 1
+        assert openai_errors(rec) == [], t.id
+    assert made >= 0.8 * len(trajs)  # nearly all real trajectories make a record
+
+
+def test_validate_file_reports_line_numbers(tmp_path):
+    path = tmp_path / "d.jsonl"
+    bad = _break(BROKEN["tool not declared"][0])
+    path.write_text(json.dumps(_good()) + "\n" + json.dumps(bad) + "\nnot json\n")
+    n, problems = validate_file(path)
+    assert n == 3
+    assert any(p.startswith("line 2:") and "not declared" in p for p in problems)
+    assert "line 3: not JSON" in problems
