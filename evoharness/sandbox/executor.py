@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from evoharness.errors import InputError
+from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
 from evoharness.logging import get_logger
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import Sandbox
@@ -38,8 +40,10 @@ class LocalExecutor:
 
     ``sandbox=None`` runs the agent in this process (``evoharness.agent.runner.run_rollout``):
     no isolation and no limits, for tests and overhead measurements only.
-    ``worker`` overrides the worker command (default ``[python, -m, evoharness.agent.worker]``);
-    ``{harness}`` in it is replaced by the path the sandbox shows the harness at.
+    The worker command: ``worker`` if given (``{harness}`` in it is replaced by the path the
+    sandbox shows the harness at); else, when the commit's ``harness.toml`` says
+    ``agent.kind = "command"``, that shell command run in the checkout with the request and
+    output paths as its two arguments; else ``python -m evoharness.agent.worker``.
     ``on_result(index, trajectory)`` is called as each rollout finishes (any order).
     """
 
@@ -54,7 +58,7 @@ class LocalExecutor:
         self.sandbox, self.workers = sandbox, workers
         self.limits = limits or Limits()
         self.env = dict(env or {})
-        self.worker = worker or [sys.executable, "-m", WORKER_MODULE]
+        self.worker = worker
         self.on_result = on_result
 
     def __enter__(self) -> LocalExecutor:
@@ -107,12 +111,26 @@ class LocalExecutor:
         try:
             hview, wview = self.sandbox.view(tree, work)
             (work / "request.json").write_text(json.dumps(self._payload(req, hview, sha)))
-            command = [part.replace("{harness}", hview) for part in self.worker]
+            try:
+                command = self._worker_command(tree, hview)
+            except InputError as e:
+                return failed_trajectory(req, sha, self.model_spec, self.env_spec, EventType.harness_error,
+                                         f"bad harness manifest: {e}", Termination.error, 0.0,
+                                         {"backend": self.sandbox.name})
             command += [f"{wview}/request.json", f"{wview}/out.json"]
             result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env, limits=self.limits)
             return self._read(req, sha, result, work / "out.json")
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    def _worker_command(self, tree: Path, hview: str) -> list[str]:
+        if self.worker is not None:
+            return [part.replace("{harness}", hview) for part in self.worker]
+        if (tree / MANIFEST_NAME).is_file():
+            agent = Manifest.load(tree / MANIFEST_NAME).agent
+            if agent.kind == "command":
+                return ["/bin/sh", "-c", f'cd {hview} && {agent.command} "$@"', "agent"]
+        return [sys.executable, "-m", WORKER_MODULE]
 
     def _read(self, req: RolloutRequest, sha: str | None, result: SandboxResult, out: Path) -> Trajectory:
         meta = {"backend": result.backend, "returncode": result.returncode, "limit": result.limit,

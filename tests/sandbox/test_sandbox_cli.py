@@ -1,0 +1,67 @@
+"""`evoharness rollout` end to end through bwrap, with a command-kind harness whose agent is a script."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import evoharness.envs
+from evoharness.cli import main
+from evoharness.harness_repo.init import init_harness
+from evoharness.harness_repo.manifest import AgentSpec, Manifest
+
+AGENT = r'''
+import json, sys
+req = json.load(open(sys.argv[1]))
+if req["task_id"] == "hang":
+    while True: pass
+ok = req["task_id"] == "easy"
+traj = {"id": f"{req['task_id']}-{req['rollout']}", "task_id": req["task_id"], "split": req["split"],
+        "harness_commit": req["harness_commit"], "model": req["model_spec"], "rollout": req["rollout"],
+        "messages": [{"role": "user", "content": "do it"}, {"role": "assistant", "content": "done"}],
+        "final_answer": "done" if ok else None, "score": 1.0 if ok else 0.0,
+        "termination": "delivered" if ok else "step_budget", "meta": {"seed": req["seed"]}}
+open(sys.argv[2], "w").write(json.dumps(traj))
+'''
+
+
+class _Env:
+    def list_tasks(self, split: str) -> list[str]:
+        return ["easy", "hard", "hang", "unused"] if split == "dev" else []
+
+
+@pytest.fixture
+def harness(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setattr(evoharness.envs, "get_environment", lambda spec: _Env(), raising=False)
+    manifest = Manifest(agent=AgentSpec(kind="command", command=f"{sys.executable} agent.py"))
+    repo = init_harness(tmp_path / "h", manifest=manifest)
+    (repo.path / "agent.py").write_text(AGENT)
+    repo.repo.git.add("agent.py")
+    repo.repo.git.commit("-q", "-m", "agent", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
+                                                     "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"})
+    return repo.path
+
+
+def test_rollout_writes_trajectories_and_prints_the_composition(harness, tmp_path, capsys):
+    out = tmp_path / "trajs.jsonl"
+    rc = main(["--set", "sandbox.limits.wall_seconds=2", "rollout", "--harness", str(harness), "--env", "fake:x",
+               "--tasks", "3", "--rollouts", "2", "--seed", "7", "--out", str(out), "--workers", "2"])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_id"], r["rollout"]) for r in rows] == [(t, k) for t in ("easy", "hard", "hang") for k in (0, 1)]
+    assert [r["meta"]["seed"] for r in rows if r["task_id"] == "easy"] == [7, 8]
+    hang = [r for r in rows if r["task_id"] == "hang"]
+    assert all(r["termination"] == "timeout" and r["score"] == 0.0 for r in hang)
+    assert "wrote 6 trajectories" in printed and "2 rollouts failed in the sandbox" in printed
+    assert "F3" in printed and "healthy" in printed.lower()
+
+
+def test_rollout_rejects_a_bad_backend(harness, tmp_path, capsys):
+    rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--out", str(tmp_path / "o.jsonl"),
+               "--sandbox", "docker"])
+    assert rc == 2
+    assert "unknown sandbox backend" in capsys.readouterr().err
