@@ -103,8 +103,11 @@ class HarnessView(BaseModel):
         return sorted(p for p in self.files if self.editable(p))
 
     def policies(self) -> dict[str, Any]:
-        """``policies.yaml`` parsed ({} when absent or not a mapping)."""
-        data = yaml.safe_load(self.text("policies.yaml")) if self.text("policies.yaml").strip() else None
+        """``policies.yaml`` parsed ({} when absent, unparseable or not a mapping)."""
+        try:
+            data = yaml.safe_load(self.text("policies.yaml")) if self.text("policies.yaml").strip() else None
+        except yaml.YAMLError:
+            return {}
         return data if isinstance(data, dict) else {}
 
     @classmethod

@@ -160,3 +160,12 @@ def test_roles_satisfy_the_protocols_and_feedback_reaches_the_analyst():
     fb = [{"pattern_id": "p-F3.repeated_action", "notes": "look at the tool results"}]
     p = a.analyse(trajs, labels, seed_view(), 1, feedback=fb)[0]
     assert p.root_cause.endswith("(critic: look at the tool results)")
+
+
+def test_a_broken_policies_file_drops_the_candidate_with_a_reason_not_the_round():
+    trajs, labels = scenario()
+    view = seed_view(**{"policies.yaml": "max_steps: [12\n"})
+    analyst, critic, engineer = make_roles("playbook", None)
+    pattern = analyst.analyse(trajs, labels, view, 1)[0]
+    with pytest.raises(EditRejected, match="cannot parse policies.yaml"):
+        engineer.propose(pattern, critic.review(pattern, view, trajs, labels), view)
