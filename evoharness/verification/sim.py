@@ -144,7 +144,8 @@ class ScriptedRunner:
     """A `RolloutRunner` over a `SimWorld` that returns real `Trajectory`s.
 
     A rollout in which any behaviour fires is not delivered (the diagnosis labeller then reports
-    ``F3.no_delivery``); otherwise it delivers an answer with the task's score. ``calls`` counts batches.
+    ``F3.no_delivery``); otherwise it delivers an answer with the task's score (the labeller calls it
+    healthy only at its healthy threshold, 1.0 by default). ``calls`` counts batches.
     """
 
     def __init__(self, world: SimWorld) -> None:
