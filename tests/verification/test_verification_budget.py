@@ -51,7 +51,7 @@ def test_verifier_never_overspends_its_ledger(budget, k, rounds):
         except BudgetExhausted:
             pass
         assert ledger.spent <= budget
-    assert all(s.candidate == "candidate/r{}-test".format(s.round) for s in ledger.spends)
+    assert all(s.candidate == f"candidate/r{s.round}-test" for s in ledger.spends)
 
 
 def test_ledger_round_trips_through_model_dump_for_checkpoints():

@@ -26,7 +26,8 @@ def world() -> SimWorld:
 
 
 def reqs(commit="main", n=3):
-    return [RolloutRequest(task_id=f"d{i}", harness_commit=commit, seed=s) for i in range(n) for s in range(2)]
+    return [RolloutRequest(task_id=f"d{i}", harness_commit=commit, seed=s)
+            for i in range(n) for s in range(2)]
 
 
 def test_cache_pays_each_rollout_once_and_a_resumed_run_reuses_it(tmp_path):

@@ -32,7 +32,7 @@ def pick(strategy, max_tasks=24, seed=0):
 
 CASES = [
     # strategy, max_tasks, targeted, control size, note
-    (BehaviourAware(0.5), 24, ["d0", "d1", "d2", "d3"], 2, "fired tasks, most often first; half as many controls"),
+    (BehaviourAware(0.5), 24, ["d0", "d1", "d2", "d3"], 2, "fired, most often first; half as many controls"),
     (BehaviourAware(0.5), 3, ["d0", "d1"], 1, "capped by the budget, keeps the strongest signal"),
     (BehaviourAware(0.0), 24, ["d0", "d1", "d2", "d3"], 0, "no control asked for"),
     (FixedSplit(), 5, ["d0", "d1", "d2", "d3", "d4"], 0, "first dev tasks by id"),

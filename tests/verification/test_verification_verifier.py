@@ -10,7 +10,7 @@ from evoharness.verification.config import VerificationConfig
 from evoharness.verification.gates import make_gates
 from evoharness.verification.observations import Observation
 from evoharness.verification.selection import BehaviourAware, FixedSplit
-from evoharness.verification.sim import SimHarness, SimSource, SimWorld, SimTask
+from evoharness.verification.sim import SimHarness, SimSource, SimTask, SimWorld
 from evoharness.verification.verifier import Verifier
 from tests.verification.helpers import T, candidate
 

@@ -1,0 +1,108 @@
+"""`evoharness noise` and `evoharness verify` (with a scripted runner in place of the sandbox)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import structlog
+
+from evoharness.cli import main
+from evoharness.harness_repo.init import init_harness
+from evoharness.harness_repo.models import Edit
+from evoharness.verification import cli as vcli
+from evoharness.verification.sim import ScriptedRunner, SimHarness, SimTask, SimWorld
+
+ND = "F3.no_delivery"
+TASKS = ",".join(f"d{i}" for i in range(8))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging():
+    yield
+    structlog.reset_defaults()
+
+
+def test_noise_reproduces_the_papers_table(capsys):
+    assert main(["noise", "--sigma", "0.023", "--rollouts", "1,2,4,8,16"]) == 0
+    out = capsys.readouterr().out
+    for k, v in [(1, "0.07"), (2, "0.05"), (4, "0.035"), (8, "0.025"), (16, "0.02")]:
+        assert f"| {k} | " in out and f"| {v} |" in out
+    assert main(["noise", "--sigma", "0.023", "--rollouts", "2", "--json", "--effect", "0.05"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["rows"][0]["table"] == 0.05 and data["rollouts_needed"] == 2
+
+
+def test_noise_bad_input_is_one_line(capsys):
+    assert main(["noise", "--rollouts", "1,x"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --rollouts")
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    hr = init_harness(tmp_path / "harness")
+    fix = hr.create_candidate(Edit(message="Stop without an answer less often", targets=ND,
+                                   changes=[{"path": "lessons.md", "content": "- Always answer.\n"}]),
+                              round=1)
+    null = hr.create_candidate(Edit(message="Reword a lesson", targets=ND,
+                                    changes=[{"path": "lessons.md", "content": "- Be nice.\n"}]), round=1)
+    tasks = [SimTask(f"d{i}", "dev", 1.0, 0.0, {ND: 0.9} if i < 5 else {}) for i in range(8)]
+    world = SimWorld(tasks, noise_sd=0.0)
+    world.add(hr.main_head(), SimHarness())
+    world.add(fix.commit, SimHarness(factor={ND: 0.0}))
+    world.add(null.commit, SimHarness())
+    runner = ScriptedRunner(world)
+    monkeypatch.setattr(vcli, "make_runner", lambda settings, env, model, harness: runner)
+    return hr, fix, null, runner
+
+
+def test_verify_prints_the_gate_table_with_numbers(setup, capsys):
+    hr, fix, _, runner = setup
+    rc = main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "4",
+               "--budget", "500"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "plan: behaviour_aware, 5 targeted" in out and "needs k>=" in out
+    assert "ACCEPTED" in out
+    for gate in ("behaviour", "gain", "no_regression", "attribution", "guard"):
+        assert f"| {gate} | pass |" in out
+    assert "resolvable=" in out and "incidence_baseline=" in out
+    paid = runner.rollouts
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "4"]) == 0
+    assert runner.rollouts == paid  # rerun: every rollout comes from the cache
+    assert "rollouts paid 0 (" in capsys.readouterr().out
+
+
+def test_verify_rejects_a_null_edit_with_exit_1_and_json(setup, capsys):
+    hr, _, null, _ = setup
+    rc = main(["verify", null.branch, "--harness", str(hr.path), "--tasks", TASKS, "--json", "--record"])
+    assert rc == 1
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["accepted"] is False and verdict["commit"] == null.commit
+    assert {g["gate"] for g in verdict["gates"] if not g["passed"]} >= {"behaviour", "gain"}
+    assert hr.verdict_of(null.commit) is not None  # --record stored it as a note
+
+
+def test_verify_with_too_small_budget_spends_nothing(setup, capsys):
+    hr, fix, _, runner = setup
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--budget", "10"]) == 2
+    assert "budget exhausted" in capsys.readouterr().err
+    assert runner.rollouts == 0
+
+
+def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsys):
+    hr, fix, _, _ = setup
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--strategy", "x"]) == 2
+    assert "unknown strategy" in capsys.readouterr().err
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", "@/nonexistent"]) == 2
+    assert "file not found" in capsys.readouterr().err
+
+
+def test_make_runner_without_a_sandbox_executor_fails_clearly(tmp_path, monkeypatch, capsys):
+    hr = init_harness(tmp_path / "harness")
+    monkeypatch.setitem(sys.modules, "evoharness.sandbox.executor", None)
+    rc = main(["verify", "nothing", "--harness", str(hr.path), "--tasks", "d0"])
+    assert rc == 2 and "error:" in capsys.readouterr().err
+    with pytest.raises(Exception, match="sandbox executor is not available"):
+        vcli.make_runner(None, "synthetic", "scripted", hr)
