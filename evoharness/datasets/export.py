@@ -114,6 +114,20 @@ def _meta(c: Candidate, placebo: bool) -> dict:
             "env": str(env) if env is not None else None, "placebo": placebo}
 
 
+def _selected(c: Candidate, f: ExportFilters) -> bool | str | None:
+    """True when the filters admit ``c``; else None (not asked for) or a skip reason."""
+    t = c.traj
+    if f.splits and t.split not in f.splits:
+        return None
+    if f.tasks and t.task_id not in f.tasks:
+        return None
+    if f.classes and c.failure_class not in {x.value for x in f.classes}:
+        return None
+    if f.min_score is not None and (t.score is None or t.score < f.min_score):
+        return "below_min_score"
+    return True
+
+
 def _check_request(filters: ExportFilters, held: set[str]) -> None:
     if filters.splits and Split.heldout in filters.splits:
         raise InputError("--split", "held-out tasks are never exported (asked for split heldout)")
@@ -151,7 +165,7 @@ def export_dataset(
     counts = {k: Counter() for k in ("tasks", "classes", "splits", "harness_commits", "models", "envs")}
     skipped: Counter = Counter()
     per_task: Counter = Counter()
-    admitted = 0
+    admitted = heldout_matched = 0
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     writer = open_writer(fmt, out)
@@ -180,19 +194,16 @@ def export_dataset(
     try:
         for c in candidates(source, trajectories, queue, diagnosis_cfg):
             t = c.traj
+            selected = _selected(c, filters)
             if t.split == Split.heldout or t.task_id in held:
                 summary.heldout_tasks_excluded += 1
+                heldout_matched += selected is True
                 continue
-            if filters.splits and t.split not in filters.splits:
-                continue
-            if filters.tasks and t.task_id not in filters.tasks:
-                continue
-            if filters.classes and c.failure_class not in {x.value for x in filters.classes}:
+            if selected is not True:
+                if selected:
+                    skipped[selected] += 1
                 continue
             admitted += 1
-            if filters.min_score is not None and (t.score is None or t.score < filters.min_score):
-                skipped["below_min_score"] += 1
-                continue
             if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
                 skipped["over_max_per_task"] += 1
                 continue
@@ -217,9 +228,9 @@ def export_dataset(
             writer.close()
         _remove_outputs(out)
         raise
-    if admitted == 0 and summary.heldout_tasks_excluded:
+    if admitted == 0 and heldout_matched:
         _remove_outputs(out)
-        raise InputError("export", f"only held-out tasks matched ({summary.heldout_tasks_excluded} "
+        raise InputError("export", f"only held-out tasks matched the request ({heldout_matched} "
                          "trajectories); held-out tasks are never exported")
     for key, c in counts.items():
         setattr(summary, key, dict(sorted(c.items())))

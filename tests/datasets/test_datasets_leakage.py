@@ -1,0 +1,130 @@
+"""Leakage: a held-out task never appears in any export (any format, source, placebo or not)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import structlog
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evoharness.cli import main
+from evoharness.datasets.export import export_dataset
+from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
+from evoharness.datasets.queue import TrainingQueue
+from evoharness.errors import InputError
+from evoharness.traces.store import write_trajectories
+
+from .helpers import content_label, make_traj
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging():
+    yield
+    structlog.reset_defaults()
+
+
+def _exported_text(out: Path) -> str:
+    parts = []
+    for p in sorted(out.rglob("*")):
+        if p.is_file():
+            if p.suffix == ".parquet":
+                import pyarrow.parquet as pq
+
+                parts.append(str(pq.read_table(p).to_pylist()))
+            else:
+                parts.append(p.read_text())
+    return "\n".join(parts)
+
+
+def _mixed(seed_splits: list[str]) -> list:
+    """Trajectories over tasks T0..; tasks whose split is heldout are named HELDOUTTASK<i>."""
+    trajs = []
+    for i, split in enumerate(seed_splits):
+        task = f"HELDOUTTASK{i}" if split == "heldout" else f"devtask{i}"
+        for k in range(2):
+            trajs.append(make_traj(f"{task}-r{k}", task, split=split, score=1.0 if k == 0 else 0.2,
+                                   final=f"answer for {task}"))
+    return trajs
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(splits=st.lists(st.sampled_from(["dev", "heldout", "unknown"]), min_size=2, max_size=8).filter(
+    lambda s: "heldout" in s and set(s) != {"heldout"}),
+       placebo=st.booleans(), source=st.sampled_from(list(SourceKind)))
+def test_no_heldout_task_in_any_export(splits, placebo, source):
+    trajs = _mixed(splits)
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        q = TrainingQueue(f"sqlite:///{tmp / 'q.db'}")
+        for t in trajs:
+            if t.score < 1.0:  # the failures, held-out ones included, sit in the queue
+                q.enqueue(t, content_label(t))
+        s = export_dataset(tmp / "out", source=source, trajectories=trajs, queue=q, placebo=placebo)
+        text = _exported_text(tmp / "out")
+        assert "HELDOUTTASK" not in text.replace("heldout_tasks_excluded", "")
+        assert s.records > 0 and s.heldout_tasks_excluded > 0
+        assert "heldout" not in s.splits
+    finally:
+        shutil.rmtree(tmp)
+
+
+@pytest.mark.parametrize("fmt", list(ExportFormat))
+@pytest.mark.parametrize("placebo", [False, True])
+def test_every_format_excludes_heldout(tmp_path, fmt, placebo):
+    trajs = _mixed(["dev", "heldout", "dev", "heldout"])
+    s = export_dataset(tmp_path, fmt=fmt, source=SourceKind.all, trajectories=trajs, placebo=placebo)
+    assert s.records == 4 and s.heldout_tasks_excluded == 4
+    assert "HELDOUTTASK" not in _exported_text(tmp_path).replace("heldout_tasks_excluded", "")
+
+
+def test_a_task_heldout_anywhere_is_heldout_everywhere(tmp_path):
+    # the same task recorded once as heldout and once as dev: neither copy is exported
+    trajs = [make_traj("a", "HELDOUTTASKx", split="heldout"), make_traj("b", "HELDOUTTASKx", split="dev"),
+             make_traj("c", "fine", split="dev")]
+    s = export_dataset(tmp_path, source=SourceKind.all, trajectories=trajs)
+    assert s.tasks == {"fine": 1} and s.heldout_tasks_excluded == 2
+
+
+def test_declared_heldout_tasks_are_excluded(tmp_path):
+    trajs = [make_traj("a", "HELDOUTTASKd", split="dev"), make_traj("c", "fine")]
+    s = export_dataset(tmp_path, source=SourceKind.all, trajectories=trajs, declared_heldout=["HELDOUTTASKd"])
+    assert s.tasks == {"fine": 1}
+
+
+def test_asking_for_heldout_is_an_error_and_writes_nothing(tmp_path):
+    trajs = _mixed(["dev", "heldout"])
+    with pytest.raises(InputError, match="never exported"):
+        export_dataset(tmp_path / "a", source=SourceKind.all, trajectories=trajs,
+                       filters=ExportFilters(splits=["heldout"]))
+    with pytest.raises(InputError, match="HELDOUTTASK1"):
+        export_dataset(tmp_path / "b", source=SourceKind.all, trajectories=trajs,
+                       filters=ExportFilters(tasks=["HELDOUTTASK1", "devtask0"]))
+    with pytest.raises(InputError, match="only held-out"):  # a filter that admits nothing else
+        export_dataset(tmp_path / "c", source=SourceKind.all, trajectories=trajs,
+                       filters=ExportFilters(min_score=0.9), declared_heldout=["devtask0"])
+    dev_poor = [make_traj("d", "devtask9", score=0.1), make_traj("h", "HELDOUTTASK9", split="heldout")]
+    with pytest.raises(InputError, match="only held-out"):
+        export_dataset(tmp_path / "c", source=SourceKind.all, trajectories=dev_poor,
+                       filters=ExportFilters(min_score=0.9))
+    for d in ("a", "b", "c"):
+        assert not (tmp_path / d / "data.jsonl").exists() and not (tmp_path / d / "README.md").exists()
+
+
+def test_cli_heldout_requests_exit_2(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _mixed(["dev", "heldout"]))
+    base = ["dataset", "export", "-t", str(path), "--source", "all", "--out", str(tmp_path / "o")]
+    assert main([*base, "--split", "heldout"]) == 2
+    assert "never exported" in capsys.readouterr().err
+    assert main([*base, "--task", "HELDOUTTASK1"]) == 2
+    assert main(["--set", 'datasets.heldout_tasks=["devtask0"]', *base]) == 2
+    assert "only held-out" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "data.jsonl").exists()
+    assert main([*base, "--min-score", "0.99", "--class", "F1"]) == 0  # nothing matches: not an error
+    assert "wrote 0 records" in capsys.readouterr().out
+    assert main(base) == 0
+    assert "HELDOUTTASK" not in (tmp_path / "o" / "data.jsonl").read_text()
