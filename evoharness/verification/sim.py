@@ -55,6 +55,7 @@ class SimWorld:
         self.harnesses: dict[str, SimHarness] = {}
         self.noise_sd = noise_sd
         self._rng = random.Random(0)
+        self.names: dict[str, str] = {}
 
     @classmethod
     def generate(
@@ -79,8 +80,10 @@ class SimWorld:
                 )
         return cls(tasks)
 
-    def add(self, commit: str, harness: SimHarness) -> None:
+    def add(self, commit: str, harness: SimHarness, name: str | None = None) -> None:
+        """Register ``commit``; ``name`` (default the commit) seeds its noise, for reproducible tests."""
         self.harnesses[commit] = harness
+        self.names[commit] = name or commit
 
     def fire_prob(self, commit: str, task_id: str, behaviour: str) -> float:
         h, t = self.harnesses[commit], self.tasks[task_id]
@@ -101,7 +104,7 @@ class SimWorld:
     def outcome(self, commit: str, task_id: str, seed: int, rollout: int = 0) -> Observation:
         h, t = self.harnesses[commit], self.tasks[task_id]
         rng = self._rng
-        rng.seed(zlib.crc32(f"{commit}|{task_id}|{seed}".encode()))
+        rng.seed(zlib.crc32(f"{self.names.get(commit, commit)}|{task_id}|{seed}".encode()))
         fired = frozenset(b for b in sorted(t.prone) if rng.random() < self.fire_prob(commit, task_id, b))
         base = t.fail if fired else t.quality
         score = _clip(base + h.offset.get(task_id, 0.0) + rng.gauss(0.0, self.noise_sd))

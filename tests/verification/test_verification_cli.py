@@ -49,9 +49,9 @@ def setup(tmp_path, monkeypatch):
                                     changes=[{"path": "lessons.md", "content": "- Be nice.\n"}]), round=1)
     tasks = [SimTask(f"d{i}", "dev", 1.0, 0.0, {ND: 0.9} if i < 5 else {}) for i in range(8)]
     world = SimWorld(tasks, noise_sd=0.0)
-    world.add(hr.main_head(), SimHarness())
-    world.add(fix.commit, SimHarness(factor={ND: 0.0}))
-    world.add(null.commit, SimHarness())
+    world.add(hr.main_head(), SimHarness(), "main")
+    world.add(fix.commit, SimHarness(factor={ND: 0.0}), "fix")
+    world.add(null.commit, SimHarness(), "null")
     runner = ScriptedRunner(world)
     monkeypatch.setattr(vcli, "make_runner", lambda settings, env, model, harness: runner)
     return hr, fix, null, runner
