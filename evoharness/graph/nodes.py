@@ -89,7 +89,7 @@ class Nodes:
         verdicts = []
         for cand in state["candidates"]:
             structlog.contextvars.bind_contextvars(candidate=cand["branch"])
-            verdicts.append(self.s.verify(cand, state["anchor"], ledger, state["round"]))
+            verdicts.append(self.s.verify(cand, state["anchor"], ledger, state["round"], state.get("guards")))
             fault_point("verify:candidate")
         structlog.contextvars.unbind_contextvars("candidate")
         return {"verdicts": verdicts, "ledger": ledger.dump()}
@@ -120,9 +120,11 @@ class Nodes:
         merged_now = [m for m in state.get("merged", []) if m["round"] == state["round"]]
         anchor = state["anchor"]
         optimism = None
+        guards = state.get("guards") or {}
         if merged_now:
             anchor = self.s.measure_anchor(self.s.repo.main_head(), ledger, round=state["round"])
             optimism = merged_now[-1]["reading"] - anchor["mean"]
+            guards = self.s.pin_fixed(state["anchor"], anchor, state["round"], guards)
         fault_point("reanchor:done")
         summary = {
             "round": state["round"],
@@ -144,7 +146,7 @@ class Nodes:
             + (f" -> fresh {anchor['mean']:.3f}" if merged_now else "") + f"; budget left {ledger.left:g}")
         update: dict[str, Any] = {"rounds": [summary], "round": state["round"] + 1, "ledger": ledger.dump(),
                                   "no_accept_streak": streak, "candidates": [], "verdicts": [], "patterns": [],
-                                  "reviews": [], "decisions": {}}
+                                  "reviews": [], "decisions": {}, "guards": guards}
         if merged_now:
             update["anchor"] = anchor
             update["anchors"] = [anchor]

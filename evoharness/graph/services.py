@@ -7,7 +7,6 @@ node that re-runs after a crash repeats nothing that already happened.
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ log = structlog.get_logger("evoharness.graph")
 
 class Services:
     def __init__(self, settings: Settings, run_dir: Path, progress: Progress, *, repo, runner, verifier,
-                 roles, queue, env) -> None:
+                 roles, queue, env, source=None) -> None:
         self.settings = settings
         self.run = settings.run
         self.run_dir = run_dir
@@ -40,7 +39,10 @@ class Services:
         self.analyst, self.critic, self.engineer_role = roles if roles else (None, None, None)
         self.queue = queue
         self.env = env
-        self.store = TrajectoryStore(run_dir / "trajectories.jsonl")
+        self.source = source
+        if source is not None:
+            source.progress = progress
+        self.store = source.store if source is not None else TrajectoryStore(run_dir / "trajectories.jsonl")
         self.labeller = Labeller(settings.diagnosis)
         self._cache: dict[str, Trajectory] | None = None
 
@@ -63,11 +65,11 @@ class Services:
         return ids[:limit] if limit else ids
 
     def ledger(self, state: dict[str, Any]):
-        from evoharness.verification.budget import BudgetLedger
+        from evoharness.graph.wiring import RunLedger
 
         if state.get("ledger"):
-            return BudgetLedger.model_validate(state["ledger"])
-        return BudgetLedger(total=self.run.budget)
+            return RunLedger.model_validate(state["ledger"])
+        return RunLedger(total=self.run.budget)
 
     def load(self, ids: list[str]) -> list[Trajectory]:
         if self._cache is None:
@@ -80,24 +82,6 @@ class Services:
                 raise EvoharnessError(f"trajectories missing from the store: {missing[:3]}")
         return [self._cache[i] for i in ids]
 
-    def rollouts(self, commit: str, tasks: list[str], split: str, ledger, round: int,
-                 candidate: str | None = None, what: str = "rollouts") -> list[Trajectory]:
-        """k rollouts per task of ``commit``: paid from the ledger, run (or served from cache), stored."""
-        reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=self.run.seed + r, rollout=r, split=split)
-                for t in tasks for r in range(self.run.rollouts)]
-        ledger.reserve(len(reqs))  # raises BudgetExhausted before anything is spent
-        self.progress.plan(len(reqs), what)
-        trajs = self.runner.run(reqs)
-        for req, t in zip(reqs, trajs, strict=True):
-            ledger.spend(1.0, round=round, candidate=candidate or "anchor", tokens=t.usage.prompt_tokens
-                         + t.usage.completion_tokens, key=_rollout_key(req))
-            self.progress.advance(1, ledger.left)
-        self.store.add(trajs)
-        if self._cache is not None:
-            for t in trajs:
-                self._cache[t.id] = t
-        return trajs
-
     def labels(self, trajs: list[Trajectory]) -> list[Label]:
         return [self.labeller.label(t) for t in trajs]
 
@@ -106,28 +90,32 @@ class Services:
 
     # -- anchors and evaluation --------------------------------------------------------------
     def measure_anchor(self, commit: str, ledger, round: int) -> dict[str, Any]:
-        tasks = self.tasks("dev")
-        trajs = self.rollouts(commit, tasks, "dev", ledger, round, what=f"anchor of {commit[:10]}")
-        per_task: dict[str, list[float]] = {}
-        for t in trajs:
-            per_task.setdefault(t.task_id, []).append(t.score or 0.0)
-        scores = [s for v in per_task.values() for s in v]
+        """main's k-rollout measurement on the dev tasks (through the verifier, paid from the ledger)."""
+        self.source.ledger = ledger
+        self.progress.note(f"measuring anchor of {commit[:10]} (round {round})")
+        anchor = self.verifier.measure_anchor(commit, self.tasks("dev"), k=self.run.rollouts, round=round,
+                                              ledger=ledger)
+        ids = [o.trajectory_id for o in anchor.observations]
         return {
-            "commit": commit, "round": round, "k": self.run.rollouts, "tasks": tasks,
-            "trajectory_ids": [t.id for t in trajs],
-            "mean": statistics.fmean(scores) if scores else 0.0,
-            "sigma": _within_task_sigma(per_task),
-            "per_task": per_task,
-            "composition": Composition.from_labels(self.labels(trajs)).to_dict(),
+            "commit": commit, "round": round, "k": anchor.k, "tasks": anchor.dev_tasks(),
+            "trajectory_ids": ids, "mean": anchor.mean, "sigma": anchor.sigma,
+            "composition": self.composition_of(ids),
+            "anchor": anchor.model_dump(mode="json"),
         }
 
     def evaluate(self, commit: str, split: str, ledger, round: int) -> dict[str, Any] | None:
+        """Composition of ``commit`` on a split (held-out included: measured, never selected or exported)."""
         tasks = self.tasks(split)
         if not tasks:
             return None
-        trajs = self.rollouts(commit, tasks, split, ledger, round, candidate=f"eval:{split}",
-                              what=f"{split} evaluation of {commit[:10]}")
-        return Composition.from_labels(self.labels(trajs)).to_dict()
+        reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=self.run.seed + r, rollout=r, split=split)
+                for t in tasks for r in range(self.run.rollouts)]
+        self.source.ledger = ledger
+        self.progress.note(f"evaluating {commit[:10]} on {split} ({len(reqs)} rollouts)")
+        ledger.check(self.source.pending(reqs))
+        obs, paid = self.source.observe(reqs)
+        ledger.charge(paid, round, f"eval:{split}", "evaluation", tokens=sum(o.tokens for o in obs))
+        return self.composition_of([o.trajectory_id for o in obs])
 
     # -- content failures --------------------------------------------------------------------
     def enqueue_content(self, ids: list[str], run_id: str, round: int) -> list[str]:
@@ -151,7 +139,7 @@ class Services:
         if not process:
             return []
         patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process], self.harness_view(),
-                                        self.run.max_candidates)
+                                        self.run.max_candidates, feedback or None)
         return [p.model_dump(mode="json") for p in patterns]
 
     def critique(self, patterns: list[dict[str, Any]], ids: list[str], previous: dict[str, dict]) -> list[dict]:
@@ -212,22 +200,50 @@ class Services:
         return None
 
     # -- verification and merge ----------------------------------------------------------------
-    def verify(self, cand: dict, anchor: dict, ledger, round: int) -> dict[str, Any]:
+    def verify(self, cand: dict, anchor: dict, ledger, round: int, guards: dict | None = None) -> dict[str, Any]:
+        """Verify one candidate against the current anchor; the verdict is also noted on its commit.
+
+        Re-running after a crash re-reads the same cached rollouts, so it reaches the same verdict
+        and charges the (rolled back) ledger exactly once.
+        """
+        from evoharness.verification.anchors import Anchor
+        from evoharness.verification.guards import GuardBook
+
         candidate = Candidate.model_validate(cand)
-        done = self.repo.verdict_of(candidate.commit)
-        if done is not None:  # verified before a crash: the note is the record
-            return done[1].model_dump(mode="json")
-        verdict = self.verifier.verify(candidate, anchor, ledger, round, self)
+        self.source.ledger = ledger
+        self.verifier.guards = GuardBook.model_validate(guards or {})
+        plan = self.verifier.plan(candidate, Anchor.model_validate(anchor["anchor"]), ledger=ledger, round=round,
+                                  k=self.run.rollouts)
+        self.progress.note(f"  verifying {candidate.branch} ({candidate.targets}): "
+                           f"{len(plan.selection.targeted)} targeted + {len(plan.selection.control)} control tasks, "
+                           f"~{plan.rollouts_needed} rollouts needed for the predicted effect")
+        outcome = self.verifier.evaluate(candidate, Anchor.model_validate(anchor["anchor"]), ledger=ledger,
+                                         round=round, k=self.run.rollouts, plan=plan)
+        verdict = outcome.verdict
+        m = verdict.measurements
+        gain = None
+        if m.get("targeted_candidate") is not None and m.get("targeted_baseline") is not None:
+            gain = m["targeted_candidate"] - m["targeted_baseline"]
+        verdict = verdict.model_copy(update={"measurements": {**m, "gain": gain}})
         self.repo.record_verdict(verdict)
         self.progress.note(f"  {candidate.branch}: {'ACCEPT' if verdict.accepted else 'reject'} ({verdict.reason})")
         return verdict.model_dump(mode="json")
+
+    def pin_fixed(self, before: dict, after: dict, round: int, guards: dict | None) -> dict:
+        """Every task the merge fixed becomes a guard task for later candidates."""
+        from evoharness.verification.anchors import Anchor
+        from evoharness.verification.guards import GuardBook
+
+        book = GuardBook.model_validate(guards or {})
+        book.pin_fixed(Anchor.model_validate(before["anchor"]), Anchor.model_validate(after["anchor"]), round)
+        return book.model_dump(mode="json")
 
     def settle(self, candidates: list[dict], verdicts: list[dict], decisions: dict[str, str],
                round: int) -> tuple[list[dict], list[dict]]:
         """Merge the best accepted (and approved) candidate; reject the rest, each with its verdict."""
         by_branch = {v["candidate"]: Verdict.model_validate(v) for v in verdicts}
         accepted = [v for v in by_branch.values() if v.accepted and decisions.get(v.candidate, "approve") == "approve"]
-        accepted.sort(key=lambda v: -(v.measurements.get("gain") or 0.0))
+        accepted.sort(key=lambda v: (-(v.measurements.get("gain") or 0.0), v.candidate))
         merged, rejected = [], []
         winner = accepted[0] if accepted else None
         for cand in candidates:
@@ -252,16 +268,24 @@ class Services:
         return merged, rejected
 
     def _merge_once(self, branch: str, verdict: Verdict) -> str:
-        already = self.repo.merged_commit_for(verdict.commit) if hasattr(self.repo, "merged_commit_for") else None
+        """Merge, unless a crash came after the merge and before the checkpoint: then find that merge."""
+        already = self._merge_commit_of(verdict.commit)
         if already:
             return already
         try:
             return self.repo.merge_verified(branch, verdict)
         except MergeRefused:
-            already = self.repo.merged_commit_for(verdict.commit) if hasattr(self.repo, "merged_commit_for") else None
+            already = self._merge_commit_of(verdict.commit)
             if already:
                 return already
             raise
+
+    def _merge_commit_of(self, commit: str) -> str | None:
+        g = self.repo.repo
+        for c in g.iter_commits(self.repo.main_head(), first_parent=True, max_count=200):
+            if len(c.parents) > 1 and c.parents[1].hexsha == commit:
+                return c.hexsha
+        return None
 
     # -- stopping ------------------------------------------------------------------------------
     def round_cost(self) -> float:
@@ -297,21 +321,6 @@ class Services:
         return {"reason": None, "recommendation": None}
 
 
-def _rollout_key(req: RolloutRequest) -> str:
-    return f"{req.harness_commit}:{req.task_id}:{req.seed}:{req.rollout}"
-
-
 def _critic_line(review: dict) -> str:
     flag = "accommodation" if review.get("accommodation") else "harness-defect"
     return f"{'approved' if review.get('approved') else 'not approved'}; {flag}; {review.get('notes', '')}"[:300]
-
-
-def _within_task_sigma(per_task: dict[str, list[float]]) -> float:
-    """Per-rollout SD: pooled within-task standard deviation of the anchor's own repeated rollouts."""
-    num, dof = 0.0, 0
-    for scores in per_task.values():
-        if len(scores) > 1:
-            m = statistics.fmean(scores)
-            num += sum((s - m) ** 2 for s in scores)
-            dof += len(scores) - 1
-    return (num / dof) ** 0.5 if dof else 0.0

@@ -44,3 +44,4 @@ class RunState(TypedDict, total=False):
     rejected: Annotated[list[dict[str, Any]], operator.add]
     queued: Annotated[list[str], operator.add]  # trajectory ids sent to the training queue
     no_accept_streak: int
+    guards: dict[str, Any]  # GuardBook: pinned regression tasks
