@@ -1,0 +1,187 @@
+"""Exports: loadable with `datasets`, filters, render-under seed/evolved, the dataset card, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import git
+import pytest
+import structlog
+
+from evoharness.cli import main
+from evoharness.datasets.export import JsonlSource, export_dataset, read_manifest
+from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
+from evoharness.datasets.prompts import resolve_prompt
+from evoharness.datasets.validate import openai_errors, sharegpt_errors
+from evoharness.errors import InputError
+from evoharness.harness_repo.init import init_harness
+from evoharness.traces.store import write_trajectories
+
+from .helpers import make_traj, read_jsonl
+
+datasets = pytest.importorskip("datasets")
+
+
+@pytest.fixture(autouse=True)
+def _offline_hf(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    yield
+    structlog.reset_defaults()
+
+
+def _trajs(n: int = 12) -> list:
+    return [make_traj(f"t{i}", f"task-{i % 3}", score=[1.0, 0.5, 0.9][i % 3], calls=1 + i % 2,
+                      commit=f"c{i % 2}", model="m-4b") for i in range(n)]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "sharegpt"])
+def test_jsonl_exports_load_with_datasets_json(tmp_path, fmt):
+    s = export_dataset(tmp_path, fmt=ExportFormat(fmt), source=SourceKind.all, trajectories=_trajs())
+    ds = datasets.load_dataset("json", data_files=str(tmp_path / "data.jsonl"), split="train",
+                               cache_dir=str(tmp_path / "cache"))
+    assert len(ds) == s.records == 12
+    check = openai_errors if fmt == "openai" else sharegpt_errors
+    assert all(check(r) == [] for r in read_jsonl(tmp_path / "data.jsonl"))
+    if fmt == "openai":
+        assert ds[0]["messages"][2]["tool_calls"][0]["function"]["name"] == "lookup"
+        assert ds[0]["tools"][0]["function"]["name"] == "lookup"
+    else:
+        assert json.loads(ds[0]["tools"])[0]["name"] == "lookup"
+    meta = read_jsonl(tmp_path / "metadata.jsonl")
+    assert [m["id"] for m in meta] == [f"t{i}" for i in range(12)]
+
+
+def test_hf_export_is_parquet_loadable_offline(tmp_path):
+    s = export_dataset(tmp_path, fmt=ExportFormat.hf, source=SourceKind.all, trajectories=_trajs())
+    assert s.files[0] == "data/train-00000-of-00001.parquet"
+    assert not (tmp_path / "hfstage").exists()
+    ds = datasets.load_dataset("parquet", data_files=str(tmp_path / s.files[0]), split="train",
+                               cache_dir=str(tmp_path / "cache"))
+    assert len(ds) == 12 and ds[0]["task_id"] == "task-0" and ds[0]["harness_commit"] == "c0"
+    row = ds[0]
+    record = {"messages": [{k: v for k, v in m.items() if v is not None} for m in row["messages"]],
+              "tools": json.loads(row["tools"])}
+    assert openai_errors(record) == []
+    # the card's front matter points `load_dataset(DIR)` at the parquet file
+    whole = datasets.load_dataset(str(tmp_path), split="train", cache_dir=str(tmp_path / "cache2"))
+    assert len(whole) == 12
+
+
+def test_filters_min_score_and_max_per_task(tmp_path):
+    s = export_dataset(tmp_path, source=SourceKind.all, trajectories=_trajs(),
+                       filters=ExportFilters(min_score=0.8, max_per_task=2))
+    # task-1 scores 0.5 (all dropped); task-0 (1.0) and task-2 (0.9) capped at 2 each
+    assert s.tasks == {"task-0": 2, "task-2": 2}
+    assert s.skipped == {"below_min_score": 4, "over_max_per_task": 4}
+
+
+def test_source_healthy_keeps_only_healthy(tmp_path):
+    s = export_dataset(tmp_path, source=SourceKind.healthy, trajectories=_trajs())
+    assert s.classes == {"healthy": 4} and set(s.tasks) == {"task-0"}
+
+
+@pytest.fixture
+def harness(tmp_path):
+    """A seed harness, then one evolved commit on main that adds a lesson."""
+    repo_dir = tmp_path / "harness"
+    init_harness(repo_dir)
+    repo = git.Repo(repo_dir)
+    (repo_dir / "lessons.md").write_text("- EVOLVED LESSON: check the booking before answering.\n")
+    repo.index.add(["lessons.md"])
+    repo.index.commit("evolved: add a lesson")
+    return repo_dir
+
+
+def _system(path):
+    return read_jsonl(path / "data.jsonl")[0]["messages"][0]["content"]
+
+
+def test_render_under_seed_and_evolved(tmp_path, harness):
+    trajs = _trajs(3)
+    seed = export_dataset(tmp_path / "seed", source=SourceKind.all, trajectories=trajs,
+                          prompt=resolve_prompt(str(harness), "seed"))
+    evolved = export_dataset(tmp_path / "evo", source=SourceKind.all, trajectories=trajs,
+                             prompt=resolve_prompt(str(harness), "evolved"))
+    s_text, e_text = _system(tmp_path / "seed"), _system(tmp_path / "evo")
+    assert "EVOLVED LESSON" in e_text and "EVOLVED LESSON" not in s_text
+    assert "Solve task-0" in s_text and "`lookup`: Look things up (lookup)" in s_text  # task and tools
+    assert "at most 12 steps" in s_text  # policies.yaml max_steps
+    assert "You are the agent." not in s_text  # the trajectory's own system message is replaced
+    repo = git.Repo(harness)
+    assert seed.prompt.commit == repo.git.rev_list("--max-parents=0", "HEAD")
+    assert evolved.prompt.commit == repo.head.commit.hexsha
+    card = (tmp_path / "evo" / "README.md").read_text()
+    assert evolved.prompt.commit in card and "`evolved` harness prompt" in card
+    # DIR@REV: the seed commit by name
+    at = resolve_prompt(f"{harness}@{seed.prompt.commit[:10]}", "evolved")
+    assert at.commit == seed.prompt.commit and at.under == "rev"
+
+
+def test_unrenderable_template_falls_back_to_raw_text_plus_lessons(tmp_path, harness):
+    repo = git.Repo(harness)
+    (harness / "prompts" / "system.md").write_text("Harness prompt for {{ unknown_variable }}.\n")
+    repo.index.add(["prompts/system.md"])
+    repo.index.commit("a template this exporter cannot fill")
+    s = export_dataset(tmp_path / "o", source=SourceKind.all, trajectories=_trajs(2),
+                       prompt=resolve_prompt(str(harness), "evolved"))
+    text = _system(tmp_path / "o")
+    assert text.startswith("Harness prompt for {{ unknown_variable }}.") and "EVOLVED LESSON" in text
+    assert s.prompt_fallbacks == 2 and "fell back" in (tmp_path / "o" / "README.md").read_text()
+
+
+def test_no_harness_keeps_the_trajectorys_system_message(tmp_path):
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=_trajs(1))
+    assert _system(tmp_path) == "You are the agent."
+
+
+def test_bad_harness_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="not a git repository"):
+        resolve_prompt(str(tmp_path), "seed")
+
+
+def test_card_and_manifest_carry_provenance(tmp_path):
+    trajs = _trajs(6)
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=trajs, filters=ExportFilters(min_score=0.5))
+    card = (tmp_path / "README.md").read_text()
+    for needle in ("Records:** 6", "`c0` | 3", "`c1` | 3", "`m-4b`", "`synthetic`", "min score 0.5",
+                   "Placebo:** no", "Composition", "`healthy`", "split: train"):
+        assert needle in card, needle
+    m = read_manifest(tmp_path)
+    assert m.records == 6 and m.harness_commits == {"c0": 3, "c1": 3} and m.filters.min_score == 0.5
+
+
+def test_cli_queue_export_end_to_end(tmp_path, capsys, harness):
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _trajs())
+    assert main(["dataset", "enqueue", str(path), "--run-id", "r1"]) == 0
+    out = tmp_path / "out"
+    rc = main(["dataset", "export", "--source", "queue", "--format", "openai", "--harness", str(harness),
+               "--render-under", "seed", "--out", str(out)])
+    assert rc == 0
+    assert "wrote 8 records" in capsys.readouterr().out  # the 8 non-healthy trajectories were queued
+    meta = read_jsonl(out / "metadata.jsonl")
+    assert {m["source"] for m in meta} == {"queue"} and {m["run_id"] for m in meta} == {"r1"}
+    assert main(["dataset", "validate", str(out / "data.jsonl")]) == 0
+    assert "8 records, all valid" in capsys.readouterr().out
+
+
+def test_cli_bad_requests_exit_2(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _trajs(2))
+    assert main(["dataset", "export", "--out", str(tmp_path / "o")]) == 2
+    assert "needs --trajectories" in capsys.readouterr().err
+    assert main(["dataset", "export", "-t", str(path), "--format", "csv", "--out", str(tmp_path / "o")]) == 2
+    assert main(["dataset", "export", "-t", str(path), "--harness", str(tmp_path / "nope"),
+                 "--out", str(tmp_path / "o")]) == 2
+    missing = str(tmp_path / "missing.jsonl")
+    assert main(["dataset", "export", "-t", missing, "--out", str(tmp_path / "o")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_jsonl_source_is_re_iterable(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _trajs(3))
+    src = JsonlSource(path)
+    assert [t.id for t in src] == [t.id for t in src] == ["t0", "t1", "t2"]
