@@ -33,6 +33,8 @@ from evoharness.verification.source import ObservationSource, RunnerSource
 
 log = get_logger(__name__)
 
+ANCHOR_SEED_BASE = 1_000_000  # anchor of round r: seeds 1e6*r + i (fresh-baseline seeds are 1000*(r+1) + i)
+
 
 @dataclass
 class Outcome:
@@ -71,9 +73,15 @@ class Verifier:
 
     def measure_anchor(self, commit: str, tasks: Sequence[str | tuple[str, str]], k: int | None = None,
                        round: int = 0, ledger: BudgetLedger | None = None) -> Anchor:
-        """Main's measurement: ``k`` rollouts (seeds 0..k-1) per task (str = dev task, or (task, split))."""
+        """Main's measurement: ``k`` rollouts per task (str = dev task, or (task, split)).
+
+        Seeds are ``ANCHOR_SEED_BASE * round + i``: an anchor measured after a merge uses seeds no
+        earlier reading used, so it is fresh even when the rollout cache holds the candidate's rollouts
+        of the same tree.
+        """
         k = k or self.config.anchor_rollouts
-        reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=i, rollout=i, split=split)
+        base = ANCHOR_SEED_BASE * round
+        reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=base + i, rollout=i, split=split)
                 for t, split in _task_refs(tasks) for i in range(k)]
         obs = self._measure(reqs, ledger, round, "anchor", "anchor")
         anchor = Anchor.from_observations(commit, obs, k, round, sigma_floor=self.config.sigma_floor)
