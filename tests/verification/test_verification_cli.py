@@ -6,7 +6,6 @@ import json
 import sys
 
 import pytest
-import structlog
 
 from evoharness.cli import main
 from evoharness.harness_repo.init import init_harness
@@ -16,12 +15,6 @@ from evoharness.verification.sim import ScriptedRunner, SimHarness, SimTask, Sim
 
 ND = "F3.no_delivery"
 TASKS = ",".join(f"d{i}" for i in range(8))
-
-
-@pytest.fixture(autouse=True)
-def _fresh_logging():
-    yield
-    structlog.reset_defaults()
 
 
 def test_noise_reproduces_the_papers_table(capsys):
