@@ -128,8 +128,8 @@ def verify(
                           units_per_rollout=cfg.units_per_rollout)
     verifier = Verifier(runner, cfg)
     try:
-        anchor = verifier.measure_anchor(repo.main_head(), task_list, cfg.anchor_rollouts, round=cand.round,
-                                         ledger=ledger)
+        # main's anchor on round-0 seeds: every candidate verified from the CLI shares it (cached)
+        anchor = verifier.measure_anchor(repo.main_head(), task_list, cfg.anchor_rollouts, ledger=ledger)
         plan = verifier.plan(cand, anchor, cfg.strategy, ledger)
         if not as_json:
             typer.echo(f"anchor {anchor.commit[:10]}: mean {anchor.mean:.4f}, sigma {anchor.sigma:.4f}, "
