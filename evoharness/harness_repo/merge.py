@@ -57,6 +57,9 @@ def check_mergeable(hr: HarnessRepo, branch: str, verdict: Verdict) -> tuple[str
         raise refuse("candidate is not based on main's head; rebase it and re-verify")
     if head == main:
         raise refuse("candidate is already merged")
+    note = hr.notes().get(head) or {}
+    if note.get("status") == "rejected" or note.get("verdict", {}).get("accepted") is False:
+        raise refuse("the verdict recorded on this commit rejected it")
     bad = [p for p in hr.changed_paths(main, head) if not hr.manifest.editable(p)]
     if bad:
         raise refuse(f"candidate changes paths a candidate may not touch: {', '.join(bad[:5])}")
