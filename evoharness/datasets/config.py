@@ -20,7 +20,8 @@ class DatasetsConfig(BaseModel):
     )
     placebo_seed: int = Field(0, description="Seed of the placebo permutation (same seed, same placebo).")
     placebo_window: int = Field(
-        50_000, ge=2,
+        5_000, ge=2,
         description="Placebo permutes assistant turns within windows of this many records, which "
-        "bounds the memory of a placebo export; smaller sets are permuted as one window.",
+        "bounds the memory of a placebo export (a window is held in memory); smaller sets are "
+        "permuted as one window.",
     )

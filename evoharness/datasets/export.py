@@ -7,8 +7,9 @@ config lists it), then to write. Held-out tasks are never written, whatever the 
 that names one, asks for the heldout split, or admits nothing but held-out trajectories is an
 ``InputError`` and leaves no data files behind.
 
-Memory is bounded: records stream from source to writer; only ids (for de-duplication), per-task
-counts and, for a placebo, one window of records are held.
+Memory is bounded: records stream from source to writer; only the held-out task ids, per-task
+counts, for ``--source all`` with a queue the file's trajectory ids (to de-duplicate), and for a
+placebo one window of records (``datasets.placebo_window``) are held.
 """
 
 from __future__ import annotations
@@ -65,8 +66,13 @@ class Candidate:
 
 def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None
                ) -> Iterator[Candidate]:
-    """The stream an export draws from, de-duplicated by trajectory id (file first, then queue)."""
+    """The stream an export draws from (file first, then queue).
+
+    A queue item whose trajectory the file already gave is skipped; only that case keeps a set of
+    ids (the file itself is taken as written: a store file holds each id once).
+    """
     seen: set[str] = set()
+    remember = source == SourceKind.all and queue is not None
     if source in (SourceKind.healthy, SourceKind.all):
         if trajectories is None:
             raise InputError("--trajectories", f"--source {source.value} needs a trajectory file")
@@ -74,12 +80,11 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
 
         labeller = Labeller(diagnosis_cfg)
         for t in trajectories:
-            if t.id in seen:
-                continue
             label = labeller.label(t)
             if source == SourceKind.healthy and label.failure_class != FailureClass.healthy:
                 continue
-            seen.add(t.id)
+            if remember:
+                seen.add(t.id)
             yield Candidate(t, label.failure_class.value,
                             label.first_signal.id if label.first_signal else None, "file")
     if source == SourceKind.queue and queue is None:
@@ -88,7 +93,6 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         for item in queue.items():
             if item.trajectory_id in seen:
                 continue
-            seen.add(item.trajectory_id)
             yield Candidate(item.trajectory, item.failure_class.value, item.first_signal, "queue",
                             item.run_id, item.round)
 
@@ -147,7 +151,7 @@ def export_dataset(
     prompt: RenderedPrompt | None = None,
     placebo: bool = False,
     placebo_seed: int = 0,
-    placebo_window: int = 50_000,
+    placebo_window: int = 5_000,
     declared_heldout: Iterable[str] = (),
     diagnosis_cfg=None,
 ) -> ExportSummary:
