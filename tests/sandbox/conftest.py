@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import structlog
 
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.models import Limits, SandboxResult
@@ -38,3 +39,10 @@ def run_py(bwrap, dirs):
                          limits=limits or Limits(wall_seconds=20))
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _reset_logging():
+    """A CLI test configures structlog to print to capsys's stderr; don't let it outlive the test."""
+    yield
+    structlog.reset_defaults()

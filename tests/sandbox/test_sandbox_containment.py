@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import resource
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -113,6 +116,7 @@ def _procs_of_uid_other_than_ours() -> int:
 
 
 def test_fork_bomb_is_bounded_and_fully_killed(run_py):
+    limits_before = {r: resource.getrlimit(r) for r in (resource.RLIMIT_NPROC, resource.RLIMIT_AS)}
     start = time.monotonic()
     r = run_py(
         "import os\n"
@@ -128,6 +132,9 @@ def test_fork_bomb_is_bounded_and_fully_killed(run_py):
     time.sleep(0.3)
     if os.geteuid() == 0:  # the sandbox ran as a uid of its own: none of its processes survive
         assert _procs_of_uid_other_than_ours() == 0
+    # the calling process is unaffected: same limits, and it can still start processes
+    assert {r: resource.getrlimit(r) for r in limits_before} == limits_before
+    assert subprocess.run(["true"]).returncode == 0
 
 
 def test_fork_bomb_that_gives_up_reports_the_pids_limit(run_py):
@@ -160,3 +167,12 @@ def test_missing_backend_raises_infra_error(tool, dirs):
     sb = BwrapSandbox(bwrap=tool)
     with pytest.raises(InfraError, match="not found"):
         sb.run(["true"], harness_dir=dirs[0], workdir=dirs[1], env={}, limits=Limits())
+
+
+def test_plain_process_backend_still_strips_the_environment(dirs, monkeypatch):
+    from evoharness.sandbox.base import ProcessSandbox
+
+    monkeypatch.setenv("EVO_FAKE_SECRET", "hunter2-secret")
+    r = ProcessSandbox().run([sys.executable, "-c", "import os; print(sorted(os.environ))"], harness_dir=dirs[0],
+                             workdir=dirs[1], env={"KEEP": "1"}, limits=Limits(wall_seconds=20))
+    assert r.returncode == 0 and "EVO_FAKE_SECRET" not in r.stdout and "'KEEP'" in r.stdout
