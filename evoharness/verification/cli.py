@@ -57,17 +57,23 @@ def make_runner(settings, env: str, model: str, harness):
     except ImportError as e:
         reason = f"the sandbox executor is not available ({e}); cannot run rollouts"
         raise InputError("sandbox", reason) from None
-    factory = getattr(ex, "from_settings", None)
-    if callable(factory):
-        return factory(settings, harness.path, env, model)
-    sandbox = None
     try:
+        from evoharness.sandbox import factory
+    except ImportError:
+        factory = None
+    build = getattr(factory, "make_executor", None)
+    if callable(build):
+        return build(settings, harness.path, env, model)
+    cfg = settings.sandbox
+    if factory is not None and hasattr(factory, "make_sandbox"):
+        sandbox = factory.make_sandbox(getattr(cfg, "backend", "bwrap"), cfg)
+        extra_env = factory.passthrough_env(cfg) if hasattr(factory, "passthrough_env") else {}
+    else:
         from evoharness.sandbox.bwrap import BwrapSandbox
 
-        sandbox = BwrapSandbox()
-    except ImportError:
-        raise InputError("sandbox", "no sandbox backend available (evoharness.sandbox.bwrap)") from None
-    return ex.LocalExecutor(harness.path, env, model, sandbox=sandbox)
+        sandbox, extra_env = BwrapSandbox(), {}
+    return ex.LocalExecutor(harness.path, env, model, sandbox=sandbox, workers=getattr(cfg, "workers", 1),
+                            env=extra_env)
 
 
 def _tasks(raw: str) -> list[str | tuple[str, str]]:
