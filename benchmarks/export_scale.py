@@ -29,7 +29,7 @@ def _rss_mb() -> float:
 
 def _line(i: int) -> bytes:
     task = f"task-{i % 500}"
-    split = "heldout" if i % 500 >= 450 else "dev"  # 10% of tasks held out
+    split = "heldout" if i % 10 == 9 else "dev"  # every tenth task is held out
     messages = [{"role": "system", "content": "You are the agent."},
                 {"role": "user", "content": f"Task {task}, variant {i}: find the record and report it."}]
     for k in range(3):

@@ -1,0 +1,45 @@
+"""The export streams: its memory does not grow with the number of rows; the benchmark runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import structlog
+
+from evoharness.datasets.export import JsonlSource, export_dataset
+from evoharness.datasets.models import SourceKind
+from evoharness.traces.store import write_trajectories
+
+from .helpers import make_traj
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _peak_bytes(tmp_path: Path, n: int) -> int:
+    src = tmp_path / f"t{n}.jsonl"
+    write_trajectories(src, (make_traj(f"id-{i}", f"task-{i % 50}", calls=2) for i in range(n)))
+    tracemalloc.start()
+    try:
+        s = export_dataset(tmp_path / f"out{n}", source=SourceKind.healthy, trajectories=JsonlSource(src))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        structlog.reset_defaults()
+    assert s.records == n
+    return peak
+
+
+def test_export_memory_does_not_grow_with_rows(tmp_path):
+    small, large = _peak_bytes(tmp_path, 200), _peak_bytes(tmp_path, 2000)
+    assert large < small * 1.5 + 256 * 1024, (small, large)  # 10x the rows, about the same memory
+
+
+def test_benchmark_prints_peak_and_rate(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_scale.py"), "--n", "300"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "exported rows: 270" in proc.stdout  # 10% of tasks are held out
+    assert "peak RSS:" in proc.stdout and "rows/s:" in proc.stdout
