@@ -18,7 +18,7 @@ class Limits(BaseModel):
     """
 
     cpu_seconds: int = Field(120, ge=1, description="CPU seconds per process (RLIMIT_CPU).")
-    memory_mb: int = Field(2048, ge=16, description="Address space per process in MiB (RLIMIT_AS).")
+    memory_mb: int = Field(3072, ge=16, description="Address space per process in MiB (RLIMIT_AS).")
     pids: int = Field(64, ge=1, description="Processes + threads the command may hold at once.")
     wall_seconds: float = Field(300.0, gt=0, description="Wall-clock limit; the sandbox is killed past it.")
     file_mb: int = Field(256, ge=1, description="Largest file the command may write, in MiB (RLIMIT_FSIZE).")
