@@ -136,6 +136,13 @@ def cas_ref(repo: git.Repo, ref: str, new: str, old: str) -> bool:
 
 
 def ref_sha(repo: git.Repo, ref: str) -> str | None:
+    """The commit ``ref`` (a full ref name or a revision) points at, or None."""
+    if ref.startswith("refs/"):
+        try:  # read the ref file / packed-refs in-process: no subprocess on this hot path
+            obj = git.Reference(repo, ref, check_path=False).object
+            return obj.hexsha if obj.type == "commit" else None
+        except (ValueError, OSError, TypeError):
+            return None
     try:
         return repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
     except git.GitCommandError:
