@@ -108,13 +108,13 @@ class HarnessRepo:
         return sorted(line for line in out.splitlines() if line)
 
     def resolve(self, name: str) -> str:
-        """A candidate branch from its full name, its name without ``candidate/``, or a commit prefix."""
+        """A candidate branch from its name (``candidate/`` optional), a unique prefix of it, or a commit."""
         branches = self.branches()
         for b in (name, BRANCH_PREFIX + name):
             if b in branches:
                 return b
         hits = [b for b in branches if self.head_of(b).startswith(name.lower())] if len(name) >= 7 else []
-        hits = hits or [b for b in branches if b.endswith(name)]
+        hits = hits or [b for b in branches if b.removeprefix(BRANCH_PREFIX).startswith(name)]
         if len(hits) == 1:
             return hits[0]
         reason = "ambiguous: " + ", ".join(hits) if hits else "no such candidate"
