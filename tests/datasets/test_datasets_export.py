@@ -185,3 +185,13 @@ def test_jsonl_source_is_re_iterable(tmp_path):
     write_trajectories(path, _trajs(3))
     src = JsonlSource(path)
     assert [t.id for t in src] == [t.id for t in src] == ["t0", "t1", "t2"]
+
+
+def test_hf_without_the_datasets_package_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _trajs(2))
+    assert main(["dataset", "export", "-t", str(path), "--format", "hf", "--out", str(tmp_path / "o")]) == 2
+    assert "needs the `datasets` package" in capsys.readouterr().err
