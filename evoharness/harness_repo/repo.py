@@ -9,6 +9,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import git
 
@@ -20,6 +21,9 @@ from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
 from evoharness.harness_repo.models import Candidate, Edit, Verdict
 from evoharness.harness_repo.validate import resolve_edit
 from evoharness.logging import get_logger
+
+if TYPE_CHECKING:
+    from evoharness.harness_repo.review import CandidateInfo
 
 log = get_logger(__name__)
 
@@ -161,8 +165,8 @@ class HarnessRepo:
             name, n = f"{wanted}-{n}", n + 1
         return name
 
-    def candidates(self) -> list:
-        """Every candidate branch as a `review.CandidateInfo` (status, verdict summary, diffstat)."""
+    def candidates(self) -> list[CandidateInfo]:
+        """Every candidate branch: status (pending|verified|merged|rejected), verdict summary, diffstat."""
         from evoharness.harness_repo.review import list_candidates
 
         return list_candidates(self)
