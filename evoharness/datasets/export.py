@@ -103,8 +103,12 @@ def heldout_tasks(sources: Iterable[Iterable[Trajectory] | None], declared: Iter
     for src in sources:
         if src is None:
             continue
+        if hasattr(src, "heldout_task_ids"):  # the queue answers with one query
+            out.update(src.heldout_task_ids())
+            continue
         if iter(src) is src:
-            raise InputError("export", "a trajectory source must be re-iterable (a file, queue or list)")
+            raise InputError("export", "a trajectory source must be re-iterable (JsonlSource(path), the "
+                             "queue or a list): held-out tasks are learnt in a first pass")
         out.update(t.task_id for t in src if t.split == Split.heldout)
     return out
 
@@ -172,6 +176,7 @@ def export_dataset(
     admitted = heldout_matched = 0
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
     writer = open_writer(fmt, out)
     window: list[tuple[dict, dict]] = []
 

@@ -152,6 +152,12 @@ class TrainingQueue:
         """A re-iterable trajectory source (each iteration re-reads the queue)."""
         return self.trajectories()
 
+    def heldout_task_ids(self) -> set[str]:
+        """Tasks any queued trajectory marks as held out (one query, no trajectory parsed)."""
+        q = select(queue_items.c.task_id).where(queue_items.c.split == Split.heldout.value).distinct()
+        with self.engine.connect() as conn:
+            return {r[0] for r in conn.execute(q)}
+
     def __len__(self) -> int:
         with self.engine.connect() as conn:
             return conn.execute(select(func.count()).select_from(queue_items)).scalar_one()

@@ -128,3 +128,20 @@ def test_cli_heldout_requests_exit_2(tmp_path, capsys):
     assert "wrote 0 records" in capsys.readouterr().out
     assert main(base) == 0
     assert "HELDOUTTASK" not in (tmp_path / "o" / "data.jsonl").read_text()
+
+
+def test_queue_heldout_marks_apply_to_file_trajectories(tmp_path):
+    q = TrainingQueue(f"sqlite:///{tmp_path / 'q.db'}")
+    h = make_traj("qh", "HELDOUTTASKq", split="heldout", score=0.1)
+    q.enqueue(h, content_label(h))
+    assert q.heldout_task_ids() == {"HELDOUTTASKq"}
+    file_copy = make_traj("fh", "HELDOUTTASKq", split="dev")  # the file says dev; the queue knows better
+    trajs = [file_copy, make_traj("ok", "fine")]
+    s = export_dataset(tmp_path / "o", source=SourceKind.all, trajectories=trajs, queue=q)
+    assert s.tasks == {"fine": 1}
+
+
+def test_one_shot_iterators_are_refused():
+    with pytest.raises(InputError, match="re-iterable"):
+        export_dataset(Path(tempfile.mkdtemp()), source=SourceKind.all,
+                       trajectories=iter([make_traj("a")]))
