@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.types import Command
 
 from evoharness.config import Settings
-from evoharness.errors import InputError
+from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import open_checkpointer
 from evoharness.graph.graph import build_graph
 from evoharness.graph.progress import Progress
@@ -59,7 +59,11 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
         with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
             graph = build_graph(services, saver, review=settings.run.review)
             config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
-            result = graph.invoke(payload, config)
+            try:
+                result = graph.invoke(payload, config)
+            except InfraError as e:
+                raise InfraError(f"run {run_id} paused: {e.reason}; fix the cause, then "
+                                 f"`evoharness run --resume {run_id}`", retryable=e.retryable) from e
             snapshot = graph.get_state(config)
             state = dict(snapshot.values)
             interrupts = [i.value for t in snapshot.tasks for i in t.interrupts]

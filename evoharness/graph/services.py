@@ -206,12 +206,23 @@ class Services:
         Re-running after a crash re-reads the same cached rollouts, so it reaches the same verdict
         and charges the (rolled back) ledger exactly once.
         """
-        from evoharness.verification.anchors import Anchor
+        from evoharness.errors import BudgetExhausted
         from evoharness.verification.guards import GuardBook
 
         candidate = Candidate.model_validate(cand)
         self.source.ledger = ledger
         self.verifier.guards = GuardBook.model_validate(guards or {})
+        try:
+            return self._verify(candidate, anchor, ledger, round)
+        except BudgetExhausted as e:
+            verdict = Verdict(candidate=candidate.branch, commit=candidate.commit, base=anchor["commit"],
+                              accepted=False, reason=f"not verified: {e}")
+            self.progress.note(f"  {candidate.branch}: not verified ({e})")
+            return verdict.model_dump(mode="json")
+
+    def _verify(self, candidate: Candidate, anchor: dict, ledger, round: int) -> dict[str, Any]:
+        from evoharness.verification.anchors import Anchor
+
         plan = self.verifier.plan(candidate, Anchor.model_validate(anchor["anchor"]), ledger=ledger, round=round,
                                   k=self.run.rollouts)
         self.progress.note(f"  verifying {candidate.branch} ({candidate.targets}): "
@@ -289,9 +300,8 @@ class Services:
 
     # -- stopping ------------------------------------------------------------------------------
     def round_cost(self) -> float:
-        per_cell = self.run.rollouts
-        dev = len(self.tasks("dev"))
-        return per_cell * dev * 2  # one candidate on (at most) every dev task, and a fresh anchor
+        """Worst case of one round: each candidate and its fresh baseline on every dev task, and a fresh anchor."""
+        return self.run.rollouts * len(self.tasks("dev")) * (2 * self.run.max_candidates + 1)
 
     def reserve_for_finish(self) -> float:
         return self.run.rollouts * len(self.tasks("heldout"))
