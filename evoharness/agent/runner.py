@@ -1,0 +1,94 @@
+"""Entry points: ``run_rollout`` (in-process) and ``make_model``.
+
+``run_rollout`` never raises for an agent or harness failure: a harness that does not load, a
+template error, a crashing hook or a failing model call all come back as a failed Trajectory
+(``termination=error``, an event saying why, score from the environment's scorer on what the
+agent left behind). It raises ``InputError`` only for unusable input (unknown env, task or model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+from evoharness.agent.harness import HarnessError, load_harness
+from evoharness.agent.hooks import HookCrash
+from evoharness.agent.loop import Agent, RolloutResult
+from evoharness.envs import get_environment
+from evoharness.errors import InputError
+from evoharness.logging import get_logger
+from evoharness.traces.models import EventType, Split, Termination, Trajectory
+
+log = get_logger(__name__)
+
+MODEL_SPECS = ("scripted:weak", "scripted:oracle", "openai:URL#model")
+
+
+def make_model(model_spec: str, seed: int) -> Any:
+    """A ChatModel for ``scripted:weak`` | ``scripted:oracle`` | ``openai:URL#model`` (no request made)."""
+    from evoharness.agent.scripted import WeakScriptedModel, oracle_model
+
+    if model_spec == "scripted:weak":
+        return WeakScriptedModel(seed)
+    if model_spec == "scripted:oracle":
+        return oracle_model(seed)
+    if model_spec.startswith("openai:"):
+        from evoharness.agent.models import openai_model
+
+        return openai_model(model_spec, seed)
+    raise InputError("model", f"unknown model spec {model_spec!r} (one of {', '.join(MODEL_SPECS)})")
+
+
+def trajectory_id(task_id: str, harness_commit: str | None, model_spec: str, seed: int, rollout: int) -> str:
+    key = f"{task_id}|{harness_commit or 'worktree'}|{model_spec}|{seed}|{rollout}"
+    return f"{task_id}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str, seed: int,
+                rollout: int = 0, split: str = "dev", harness_commit: str | None = None,
+                model: Any = None) -> Trajectory:
+    """Run one rollout of the harness at ``harness_dir`` and return its Trajectory.
+
+    ``model`` (optional) overrides ``make_model(model_spec, seed)``, e.g. a ``ScriptedModel``.
+    """
+    env = get_environment(env_spec)
+    task = env.get_task(task_id)
+    chat = model if model is not None else make_model(model_spec, seed)
+    if hasattr(chat, "bind_task"):  # scripted stand-ins are handed the reference solution
+        chat.bind_task(task, env.ground_truth_calls(task), rollout=rollout)
+    r = RolloutResult()
+    start = time.monotonic()
+    failure: tuple[str, str] | None = None
+    try:
+        harness = load_harness(harness_dir)
+        Agent(harness, env, chat).run(task, r)
+    except (HarnessError, HookCrash) as e:
+        failure = (EventType.harness_error, e.reason)
+    except Exception as e:  # noqa: BLE001 -- model/endpoint or agent bug: still a trajectory, with the reason
+        failure = ("model_error", f"{type(e).__name__}: {e}")
+    if failure is not None:
+        kind, reason = failure
+        log.info("rollout_failed", task_id=task_id, seed=seed, kind=kind, reason=reason[:300])
+        r.event(kind, reason)
+        r.final_answer, r.termination = None, Termination.error
+        r.usage.wall_seconds = round(time.monotonic() - start, 4)
+    score = 0.0
+    if r.state is not None:
+        try:
+            score = float(env.score(task, r.state, r.final_answer, r.messages))
+        except Exception as e:  # noqa: BLE001 -- scorer failure: record, score 0
+            r.event(EventType.tool_infra_error, f"scorer raised {type(e).__name__}: {e}")
+    try:
+        split_v = Split(split)
+    except ValueError:
+        split_v = Split.unknown
+    return Trajectory(
+        id=trajectory_id(task_id, harness_commit, model_spec, seed, rollout), task_id=task_id, split=split_v,
+        harness_commit=harness_commit, model=model_spec, rollout=rollout, task=task.prompt,
+        messages=r.messages, events=r.events, final_answer=r.final_answer, score=min(max(score, 0.0), 1.0),
+        termination=r.termination, usage=r.usage,
+        meta={"env": env_spec, "env_version": env.version, "seed": seed, "task_split": task.split,
+              "agent": "evoharness.agent"},
+    )

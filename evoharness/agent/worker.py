@@ -1,0 +1,54 @@
+"""Worker: ``python -m evoharness.agent.worker REQUEST.json OUT.json``.
+
+REQUEST.json holds ``harness_dir``, ``env_spec``, ``task_id``, ``model_spec``, ``seed`` and
+optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null). The Trajectory JSON is
+written to OUT.json. Exit 0 whenever a trajectory was written (agent and harness failures are
+trajectories); exit 2 only for unusable input (unreadable/invalid request, unknown env/task/model).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+
+class WorkerRequest(BaseModel):
+    harness_dir: str
+    env_spec: str
+    task_id: str
+    model_spec: str
+    seed: int = 0
+    rollout: int = 0
+    split: str = "dev"
+    harness_commit: str | None = Field(None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m evoharness.agent.worker REQUEST.json OUT.json", file=sys.stderr)
+        return 2
+    from evoharness.errors import InputError
+
+    try:
+        req = WorkerRequest.model_validate(json.loads(Path(args[0]).read_text()))
+    except (OSError, json.JSONDecodeError, ValidationError) as e:
+        print(f"worker: bad request {args[0]}: {e}", file=sys.stderr)
+        return 2
+    from evoharness.agent.runner import run_rollout
+
+    try:
+        traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
+                           rollout=req.rollout, split=req.split, harness_commit=req.harness_commit)
+    except InputError as e:
+        print(f"worker: {e}", file=sys.stderr)
+        return 2
+    Path(args[1]).write_text(traj.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
