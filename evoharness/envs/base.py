@@ -81,3 +81,11 @@ def select_split(tasks: list[TaskSpec], split: str) -> list[TaskSpec]:
 
         raise InputError("split", f"unknown split {split!r} (dev, heldout or all)")
     return [t for t in tasks if t.split == split]
+
+
+def rank_split(namespace: str, task_ids: list[str], heldout_share: float = 0.3) -> dict[str, str]:
+    """Exactly ``round(share * n)`` held-out tasks: those with the highest ``sha256(namespace:id)``."""
+    ranked = sorted(task_ids, key=lambda t: hashlib.sha256(f"{namespace}:{t}".encode()).hexdigest())
+    n_held = round(heldout_share * len(ranked))
+    held = set(ranked[len(ranked) - n_held:])
+    return {t: "heldout" if t in held else "dev" for t in task_ids}

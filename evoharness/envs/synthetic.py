@@ -2,7 +2,7 @@
 
 Tools: ``lookup_contact(name)``, ``get_order(order_id)``, ``list_orders(customer)``,
 ``send_message(to, body)``. 20 tasks of four kinds (contact email, order status, order total,
-send a message); the split is fixed by ``hash_split("synthetic", task_id)`` (about 70% dev).
+send a message); the split is fixed by ``rank_split("synthetic", ids)``: 14 dev, 6 held-out.
 Scorer: read tasks need the expected value in the final answer; message tasks need exactly the
 requested message in the outbox (and nothing else sent).
 """
@@ -13,7 +13,7 @@ import copy
 import json
 from typing import Any
 
-from evoharness.envs.base import TaskSpec, ToolCallSpec, ToolError, hash_split, select_split
+from evoharness.envs.base import TaskSpec, ToolCallSpec, ToolError, rank_split, select_split
 
 CONTACTS = {
     "Ada Lovelace": "ada@example.org", "Alan Turing": "alan@example.org",
@@ -49,8 +49,10 @@ def _tasks() -> list[TaskSpec]:
         body = f"Meeting moved to {10 + i}:00."
         raw.append((f"message_{i}", f"Send {name} a message saying exactly: {body}",
                     {"kind": "send", "to": CONTACTS[name], "body": body,
-                     "gt": [["lookup_contact", {"name": name}], ["send_message", {"to": CONTACTS[name], "body": body}]]}))
-    return [TaskSpec(id=tid, prompt=p, split=hash_split("synthetic", tid), meta=m) for tid, p, m in raw]
+                     "gt": [["lookup_contact", {"name": name}],
+                            ["send_message", {"to": CONTACTS[name], "body": body}]]}))
+    splits = rank_split("synthetic", [tid for tid, _, _ in raw])
+    return [TaskSpec(id=tid, prompt=p, split=splits[tid], meta=m) for tid, p, m in raw]
 
 
 class SyntheticEnv:
@@ -85,7 +87,8 @@ class SyntheticEnv:
         if name not in spec:
             raise ToolError("unknown_tool", f"no tool named {name!r}")
         if set(args) != set(spec[name]) or not all(isinstance(v, str) for v in args.values()):
-            raise ToolError("invalid_arguments", f"{name} takes string arguments {sorted(spec[name])}, got {sorted(args)}")
+            raise ToolError("invalid_arguments",
+                            f"{name} takes string arguments {sorted(spec[name])}, got {sorted(args)}")
         if name == "lookup_contact":
             if args["name"] not in state["contacts"]:
                 raise ToolError("tool_error", f"no contact named {args['name']!r}")
