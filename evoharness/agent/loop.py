@@ -99,7 +99,7 @@ class Agent:
             send = r.messages
             for hk in hooks["before_model"]:
                 new = call_hook(hk, copy.deepcopy(send), self._ctx(task, r, scratch))
-                if new is not None:
+                if new is not None and new != send:
                     send = new
                     r.event(EventType.middleware_action, f"{hk.module}: before_model", hook=hk.name, module=hk.module)
             ai = self.model.invoke(to_langchain(send), tools=all_schemas)
@@ -110,7 +110,7 @@ class Agent:
             msg = to_openai(ai)
             for hk in hooks["after_model"]:
                 new = call_hook(hk, copy.deepcopy(msg), self._ctx(task, r, scratch))
-                if new is not None:
+                if new is not None and new != msg:
                     msg = new
                     r.event(EventType.middleware_action, f"{hk.module}: after_model", hook=hk.name, module=hk.module)
             r.messages.append(msg)
@@ -172,7 +172,7 @@ class Agent:
                 r.event(EventType.blocked_call, f"{hk.module}: {out}", tool=name, module=hk.module)
                 reply(out)
                 return
-            if isinstance(out, dict):
+            if isinstance(out, dict) and {**call, **out} != call:
                 call = {**call, **out}
                 r.event(EventType.middleware_action, f"{hk.module}: before_tool", hook=hk.name, module=hk.module)
         key = _canon(call["name"], call["arguments"])
@@ -186,7 +186,7 @@ class Agent:
         result = self._execute(r, call, harness_tools)
         for hk in hooks["after_tool"]:
             out = call_hook(hk, copy.deepcopy(call), result, self._ctx(task, r, scratch))
-            if isinstance(out, str):
+            if isinstance(out, str) and out != result:
                 result = out
                 r.event(EventType.middleware_action, f"{hk.module}: after_tool", hook=hk.name, module=hk.module)
         reply(result)
