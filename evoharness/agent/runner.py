@@ -90,5 +90,6 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
         messages=r.messages, events=r.events, final_answer=r.final_answer, score=min(max(score, 0.0), 1.0),
         termination=r.termination, usage=r.usage,
         meta={"env": env_spec, "env_version": env.version, "seed": seed, "task_split": task.split,
-              "agent": "evoharness.agent"},
+              "agent": "evoharness.agent",
+              "model_kind": "scripted stand-in (not a real model)" if model_spec.startswith("scripted:") else "chat"},
     )
