@@ -33,16 +33,24 @@ class CheckoutCache:
             self.repo = None
         self._root: Path | None = None
         self._trees: dict[str, Path] = {}
+        self._shas: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def resolve(self, commit: str | None) -> str | None:
         """The full sha of ``commit`` (default: HEAD); None for a plain directory."""
         if self.repo is None:
             return None
-        try:
-            return self.repo.commit(commit or "HEAD").hexsha
-        except (git.BadName, ValueError) as e:
-            raise InputError(str(self.repo_path), f"unknown harness commit {commit!r}: {e}") from None
+        ref = commit or "HEAD"
+        with self._lock:  # GitPython's persistent cat-file pipes are not safe across threads
+            if ref in self._shas:
+                return self._shas[ref]
+            try:
+                sha = self.repo.commit(ref).hexsha
+            except (git.BadName, ValueError) as e:
+                raise InputError(str(self.repo_path), f"unknown harness commit {commit!r}: {e}") from None
+            if sha == ref:  # only full shas are cached: a branch name may move
+                self._shas[ref] = sha
+            return sha
 
     def get(self, commit: str | None) -> Path:
         """A directory holding the harness at ``commit`` (exported on first use)."""

@@ -24,7 +24,7 @@ def _default_commit(harness: Path) -> str | None:
 def _tasks(env_spec: str, split: str, n: int) -> list[str]:
     from evoharness.envs import get_environment
 
-    tasks = list(get_environment(env_spec).list_tasks(split))
+    tasks = [getattr(t, "id", t) for t in get_environment(env_spec).list_tasks(split)]
     if not tasks:
         raise InputError(env_spec, f"no tasks in split {split!r}")
     return tasks[:n] if n > 0 else tasks
