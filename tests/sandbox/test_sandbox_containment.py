@@ -102,7 +102,7 @@ def test_writes_outside_the_workdir_fail_and_leave_the_host_untouched(run_py, di
     assert not Path("/tmp/private").exists()  # /tmp is private to the sandbox
 
 
-def _procs_of_uid_other_than_ours() -> int:
+def _procs_in_uid_range(lo: int, hi: int) -> int:
     n = 0
     for pid in os.listdir("/proc"):
         if pid.isdigit():
@@ -110,28 +110,24 @@ def _procs_of_uid_other_than_ours() -> int:
                 uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
             except (OSError, IndexError):
                 continue
-            if 200_000 <= uid < 300_000:
+            if lo <= uid < hi:
                 n += 1
     return n
 
 
-def test_fork_bomb_is_bounded_and_fully_killed(run_py):
+def test_fork_bomb_is_bounded_and_fully_killed(dirs):
+    lo = 400_000 + (os.getpid() % 1000) * 100  # uids of this test alone (other suites may run beside it)
+    sb = BwrapSandbox(uid_base=lo, uid_span=100)
     limits_before = {r: resource.getrlimit(r) for r in (resource.RLIMIT_NPROC, resource.RLIMIT_AS)}
     start = time.monotonic()
-    r = run_py(
-        "import os\n"
-        "while True:\n"
-        "    try:\n"
-        "        os.fork()\n"
-        "    except OSError:\n"
-        "        pass\n",
-        limits=Limits(pids=8, wall_seconds=3, cpu_seconds=10),
-    )
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    r = sb.run([sys.executable, "-c", bomb], harness_dir=dirs[0], workdir=dirs[1], env={},
+               limits=Limits(pids=8, wall_seconds=3, cpu_seconds=10))
     assert r.timed_out and r.limit == "wall"
     assert time.monotonic() - start < 10
     time.sleep(0.3)
     if os.geteuid() == 0:  # the sandbox ran as a uid of its own: none of its processes survive
-        assert _procs_of_uid_other_than_ours() == 0
+        assert _procs_in_uid_range(lo, lo + 100) == 0
     # the calling process is unaffected: same limits, and it can still start processes
     assert {r: resource.getrlimit(r) for r in limits_before} == limits_before
     assert subprocess.run(["true"]).returncode == 0
