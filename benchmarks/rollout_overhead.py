@@ -23,12 +23,13 @@ from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.executor import LocalExecutor
+from evoharness.sandbox.models import Limits
 
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
     from evoharness.envs import get_environment
 
-    tasks = list(get_environment(env_spec).list_tasks(split))
+    tasks = [t.id for t in get_environment(env_spec).list_tasks(split)]
     return [RolloutRequest(task_id=tasks[i % len(tasks)], harness_commit="HEAD", seed=i, rollout=0, split=split)
             for i in range(n)]
 
@@ -40,6 +41,21 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
         trajs = ex.run(reqs)
         elapsed = time.perf_counter() - start
     return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure"))
+
+
+def _bare(box, n: int = 20) -> float:
+    """Mean seconds to run ``true`` through ``box`` (the sandbox's own start-up, no Python)."""
+    limits = Limits(wall_seconds=30)
+    with tempfile.TemporaryDirectory() as d:
+        h, w = Path(d, "h"), Path(d, "w")
+        h.mkdir()
+        w.mkdir()
+        Path(d).chmod(0o755)
+        box.run(["true"], harness_dir=h, workdir=w, env={}, limits=limits)
+        start = time.perf_counter()
+        for _ in range(n):
+            box.run(["true"], harness_dir=h, workdir=w, env={}, limits=limits)
+        return (time.perf_counter() - start) / n
 
 
 def main() -> None:
@@ -69,6 +85,8 @@ def main() -> None:
             figures["bwrap_s_per_rollout"] / figures["inprocess_s_per_rollout"], 3)
         figures["bwrap_overhead_ms"] = round(
             1000 * (figures["bwrap_s_per_rollout"] - figures["process_s_per_rollout"]), 1)
+        figures["bare_process_ms"] = round(1000 * _bare(ProcessSandbox()), 2)
+        figures["bare_bwrap_ms"] = round(1000 * _bare(BwrapSandbox(python_runtime=True)), 2)
         one, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
         two, failures["bwrap_2"] = _timed(harness, args, BwrapSandbox(), 2, reqs)
         figures["bwrap_1_worker_s"] = round(one, 3)
@@ -85,6 +103,8 @@ def main() -> None:
     print(f"  bwrap / plain process : {figures['bwrap_over_process']:.2f}x "
           f"({figures['bwrap_overhead_ms']:+.1f} ms per rollout)")
     print(f"  bwrap / in-process    : {figures['bwrap_over_inprocess']:.2f}x")
+    print(f"  start-up of `true`    : {figures['bare_process_ms']:.1f} ms plain, "
+          f"{figures['bare_bwrap_ms']:.1f} ms bwrap")
     print(f"  2 workers vs 1 (bwrap): {figures['bwrap_1_worker_s']:.2f}s -> {figures['bwrap_2_workers_s']:.2f}s, "
           f"speed-up {figures['speedup_2_over_1']:.2f}x")
     if figures["sandbox_failures"]:
