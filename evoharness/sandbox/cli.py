@@ -30,6 +30,13 @@ def _tasks(env_spec: str, split: str, n: int) -> list[str]:
     return tasks[:n] if n > 0 else tasks
 
 
+def _check_model(model_spec: str) -> None:
+    """Unknown model specs are bad input (InputError), not N failed rollouts."""
+    from evoharness.agent.runner import make_model
+
+    make_model(model_spec, 0)  # builds the client only; no request is made
+
+
 def _write(path: Path, trajs) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -78,6 +85,7 @@ def rollout(
         fail("--workers must be >= 1")
     box = make_sandbox(sandbox or cfg.backend, cfg)
     task_ids = _tasks(env, split, tasks)
+    _check_model(model)
     ref = commit or _default_commit(harness)
     requests = [RolloutRequest(task_id=t, harness_commit=ref or "HEAD", seed=seed + k, rollout=k, split=split)
                 for t in task_ids for k in range(rollouts)]

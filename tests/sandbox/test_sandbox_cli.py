@@ -65,3 +65,10 @@ def test_rollout_rejects_a_bad_backend(harness, tmp_path, capsys):
                "--sandbox", "docker"])
     assert rc == 2
     assert "unknown sandbox backend" in capsys.readouterr().err
+
+
+def test_rollout_rejects_an_unknown_model_before_running_anything(harness, tmp_path, capsys):
+    out = tmp_path / "o.jsonl"
+    rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--out", str(out), "--model", "gpt-nope"])
+    assert rc == 2 and not out.exists()
+    assert "unknown model spec" in capsys.readouterr().err
