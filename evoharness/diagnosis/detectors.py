@@ -40,14 +40,21 @@ class Detector(Protocol):
 
 
 def friction_occurrences(view: TraceView) -> dict[str, list[tuple[int, str]]]:
-    """Friction occurrences by kind: (step, evidence), from events and unparseable call arguments."""
+    """Friction occurrences by kind: (step, evidence), from events and unparseable call arguments.
+
+    A call whose arguments did not parse counts as ``invalid_arguments`` unless the harness
+    already reported it (an event naming its ``call_id``: rejected, or repaired by middleware).
+    """
     occ: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    handled: set[str] = set()
     for e in view.traj.events:
+        if e.data.get("call_id"):
+            handled.add(str(e.data["call_id"]))
         if e.type in FRICTION_EVENTS:
             occ[e.type].append((e.step, e.detail or e.type))
     seen = {s for s, _ in occ.get("invalid_arguments", ())}
     for c in view.calls:
-        if not c.parsed_ok and c.step not in seen:
+        if not c.parsed_ok and c.step not in seen and c.id not in handled:
             occ["invalid_arguments"].append((c.step, f"{c.name}({c.arguments})"))
     for k in occ:
         occ[k].sort(key=lambda x: x[0])
@@ -99,10 +106,13 @@ class HarnessErrorDetector:
 FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
 
 
-def _loop_guarded_calls(view: TraceView) -> set[str]:
+def _blocked_calls(view: TraceView) -> set[str]:
+    """Ids of calls the harness did not execute (blocked, or rejected as malformed)."""
     ids = set()
     for e in view.traj.events:
-        if e.type in ("middleware_action", "blocked_call") and e.data.get("call_id"):
+        if e.type in ("blocked_call", "format_rejected", "unknown_tool") and e.data.get("call_id"):
+            ids.add(str(e.data["call_id"]))
+        elif e.type == "middleware_action" and e.data.get("call_id") and e.data.get("blocked"):
             ids.add(str(e.data["call_id"]))
     return ids
 
@@ -119,7 +129,7 @@ class RepeatedActionDetector:
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
-        blocked = _loop_guarded_calls(view)
+        blocked = _blocked_calls(view)
         actions: list[tuple[int, tuple[str, str]]] = [
             (c.step, (c.name, c.canonical)) for c in view.calls if c.id not in blocked
         ]

@@ -14,14 +14,14 @@ def demo_settings(base: Settings, out: Path, env: str, rounds: int, sandbox: str
     data["home"] = out / "state"
     data["run"].update({
         "harness": out / "harness", "env": env, "model": "scripted:weak", "max_rounds": rounds,
-        "rollouts": 2, "budget": 4000, "checkpointer": "sqlite", "review": False,
+        "rollouts": 8, "budget": 6000, "checkpointer": "sqlite", "review": False,
     })
     data["roles"] = {**data.get("roles", {}), "kind": "playbook"}
     data["sandbox"] = {**data.get("sandbox", {}), "backend": sandbox}
     return Settings.model_validate(data)
 
 
-def run_demo(base: Settings, out: Path, env: str = "agentdojo:workspace", rounds: int = 3,
+def run_demo(base: Settings, out: Path, env: str = "synthetic", rounds: int = 3,
              sandbox: str = "bwrap") -> RunOutcome:
     from evoharness.harness_repo.init import init_harness
 

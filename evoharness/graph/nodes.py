@@ -76,7 +76,8 @@ class Nodes:
     def engineer(self, state: RunState) -> dict[str, Any]:
         self._bind(state)
         fault_point("engineer:start")
-        candidates, dropped = self.s.engineer(state["patterns"], state["reviews"], state["round"])
+        candidates, dropped = self.s.engineer(state["patterns"], state["reviews"], state["round"],
+                                              state.get("rejected", []))
         fault_point("engineer:done")
         self.s.progress.note(f"round {state['round']}: {len(candidates)} candidate(s), {len(dropped)} dropped")
         return {"candidates": candidates, "dropped": dropped}

@@ -18,7 +18,7 @@ from evoharness.diagnosis.labeller import Labeller
 from evoharness.diagnosis.models import CONTENT_CLASSES, Label
 from evoharness.errors import EditRejected, EvoharnessError, InputError, MergeRefused
 from evoharness.graph.progress import Progress
-from evoharness.harness_repo.models import Candidate, Edit, Verdict
+from evoharness.harness_repo.models import Candidate, Verdict
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import TrajectoryStore
@@ -157,7 +157,13 @@ class Services:
             out.append(review)
         return out
 
-    def engineer(self, patterns: list[dict], reviews: list[dict], round: int) -> tuple[list[dict], list[dict]]:
+    def engineer(self, patterns: list[dict], reviews: list[dict], round: int,
+                 rejected: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
+        """Candidates for the approved patterns; drops (with the reason) what cannot or need not be verified.
+
+        A change whose tree was already rejected against the same anchor is not verified again:
+        re-rolling the same edit until noise lets it through is how noise-fitting edits get merged.
+        """
         from evoharness.roles.models import Pattern, Review
 
         view = self.harness_view()
@@ -169,22 +175,29 @@ class Services:
                 dropped.append({"pattern": p["id"], "round": round,
                                 "reason": "critic: " + (review or {}).get("notes", "not approved")})
                 continue
-            existing = self._existing_candidate(round, p)
-            if existing is not None:
-                candidates.append(existing.model_dump(mode="json"))
-                continue
-            try:
-                edit: Edit = self.engineer_role.propose(Pattern.model_validate(p), Review.model_validate(review), view)
-                if edit is None:
-                    dropped.append({"pattern": p["id"], "round": round, "reason": "engineer: no fix to propose"})
+            cand = self._existing_candidate(round, p)
+            if cand is None:
+                try:
+                    edit = self.engineer_role.propose(Pattern.model_validate(p), Review.model_validate(review), view)
+                    if edit is None:
+                        dropped.append({"pattern": p["id"], "round": round, "reason": "engineer: no fix to propose"})
+                        continue
+                    edit = edit.model_copy(update={"targets": p["signal"], "critic": _critic_line(review)})
+                    cand = self.repo.create_candidate(edit, round=round)
+                except (EditRejected, InputError) as e:
+                    dropped.append({"pattern": p["id"], "round": round, "reason": f"edit rejected: {e}"})
                     continue
-                edit = edit.model_copy(update={"targets": p["signal"], "critic": _critic_line(review)})
-                cand = self.repo.create_candidate(edit, round=round)
-            except (EditRejected, InputError) as e:
-                dropped.append({"pattern": p["id"], "round": round, "reason": f"edit rejected: {e}"})
-                continue
-            except EvoharnessError as e:  # a role that failed after its retries
-                dropped.append({"pattern": p["id"], "round": round, "reason": f"engineer failed: {e}"})
+                except EvoharnessError as e:  # a role that failed after its retries
+                    dropped.append({"pattern": p["id"], "round": round, "reason": f"engineer failed: {e}"})
+                    continue
+            tree = self.repo.tree_hash(cand.commit)
+            twin = next((r for r in rejected or [] if r.get("tree") == tree and r.get("base") == cand.base), None)
+            if twin is not None:
+                why = f"same change as {twin['branch']}, already rejected against this anchor: not re-verified"
+                self.repo.reject(cand.branch, Verdict(candidate=cand.branch, commit=cand.commit, base=cand.base,
+                                                      accepted=False, reason=why))
+                dropped.append({"pattern": p["id"], "round": round, "branch": cand.branch,
+                                "reason": f"same change as {twin['branch']}, already rejected against this anchor"})
                 continue
             candidates.append(cand.model_dump(mode="json"))
         return candidates[: self.run.max_candidates], dropped
@@ -275,7 +288,8 @@ class Services:
             else:
                 reason = f"accepted but superseded by {winner.candidate} (main moved: re-verify next round)"
             self.repo.reject(v.candidate, v)
-            rejected.append({"branch": v.candidate, "commit": v.commit, "round": round, "reason": reason})
+            rejected.append({"branch": v.candidate, "commit": v.commit, "round": round, "reason": reason,
+                             "base": cand.get("base"), "tree": self.repo.tree_hash(v.commit)})
         return merged, rejected
 
     def _merge_once(self, branch: str, verdict: Verdict) -> str:

@@ -11,7 +11,12 @@ def summary_dict(outcome, services) -> dict[str, Any]:
     rounds = s.get("rounds", [])
     flags = sum(r.get("accommodation_flags", 0) for r in rounds)
     reviewed = sum(r.get("reviews", 0) for r in rounds)
-    ledger = s.get("ledger", {})
+    ledger = dict(s.get("ledger") or {})
+    spends = ledger.get("spends", [])
+    ledger_view = {"total": ledger.get("total"), "spent": sum(x.get("units", 0) for x in spends),
+                   "rollouts": sum(x.get("rollouts", 0) for x in spends),
+                   "by_purpose": _by(spends, "purpose"), "by_round": _by(spends, "round")}
+    ledger_view["left"] = (ledger_view["total"] or 0) - ledger_view["spent"]
     return {
         "run_id": outcome.run_id,
         "status": s.get("status"),
@@ -29,10 +34,17 @@ def summary_dict(outcome, services) -> dict[str, Any]:
         "dropped": s.get("dropped", []),
         "accommodation_share": (flags / reviewed) if reviewed else None,
         "queued": len(s.get("queued", [])),
-        "budget": ledger,
+        "budget": ledger_view,
         "files": {"run_dir": str(outcome.run_dir), "trajectories": str(services.store.path),
                   "summary": str(outcome.run_dir / "summary.json")},
     }
+
+
+def _by(spends: list[dict], key: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for x in spends:
+        out[str(x.get(key))] = out.get(str(x.get(key)), 0) + x.get("units", 0)
+    return out
 
 
 def write_summary(outcome, services) -> dict[str, Any]:
@@ -77,7 +89,9 @@ def summary_text(data: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Critic accommodation flags: " + ("-" if share is None else f"{100 * share:.0f}% of reviews"))
     budget = data.get("budget") or {}
-    lines.append(f"Budget spent: {budget.get('spent', '?')} of {budget.get('total', '?')} units")
+    lines.append(f"Budget spent: {budget.get('spent', 0):g} of {budget.get('total') or 0:g} units "
+                 f"({budget.get('rollouts', 0)} rollouts paid; by purpose: "
+                 + ", ".join(f"{k} {v:g}" for k, v in (budget.get("by_purpose") or {}).items()) + ")")
     lines.append(f"Training queue: {data.get('queued', 0)} content-failure trajectories")
     if data.get("recommendation"):
         lines.append(f"Recommendation: {data['recommendation']}")

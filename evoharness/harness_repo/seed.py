@@ -29,7 +29,7 @@ POLICIES = """\
 max_steps: 12
 loop_guard:
   enabled: false
-  max_repeats: 3
+  max_repeats: 2
 checkpoint_nudge:
   enabled: false
   every: 4

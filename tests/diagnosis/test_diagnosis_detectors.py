@@ -59,7 +59,7 @@ def test_repeated_action_silent_for_distinct_calls_or_outside_window():
 def test_repeated_action_ignores_calls_the_harness_blocked():
     b = TraceBuilder().user("x")
     b.call("f", {}, result="ok").call("f", {}, result="ok").call("f", {}, result="blocked by loop guard")
-    b.event("middleware_action", "loop guard blocked repeat", call_id="call_3")
+    b.event("blocked_call", "loop guard blocked repeat", call_id="call_3")
     assert fired(RepeatedActionDetector(), b.build()) == []
 
 
@@ -157,3 +157,11 @@ def test_poor_delivery_on_failure_only_unscored():
     t = TraceBuilder().user("x").deliver("answer").build(meta={"failure_only": True})
     [s] = fired(PoorDeliveryDetector(), t)
     assert "failure-only" in s.evidence
+
+
+def test_repaired_arguments_are_not_friction():
+    b = TraceBuilder().user("x").call("f", "{'a': 1}", result="ok")
+    b.event("middleware_action", "repaired JSON arguments of f", call_id="call_1", action="repair_json")
+    b.call("g", "{'b': 2}", result="ok")
+    b.event("middleware_action", "repaired JSON arguments of g", call_id="call_2", action="repair_json")
+    assert fired(FrictionDetector("invalid_arguments"), b.build()) == []
