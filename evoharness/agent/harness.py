@@ -5,7 +5,7 @@ Layout read (every file optional; a missing one takes its default):
 - ``prompts/system.md`` -- Jinja2 template (``StrictUndefined``) with ``task``, ``tools``
   (list of ``{name, description}``), ``lessons`` (str) and ``policies`` (dict).
 - ``lessons.md`` -- free text handed to the template as ``lessons``.
-- ``policies.yaml`` -- ``max_steps`` (12), ``loop_guard: {enabled, max_repeats}`` (false, 3),
+- ``policies.yaml`` -- ``max_steps`` (12), ``loop_guard: {enabled, max_repeats}`` (false, 2),
   ``checkpoint_nudge: {enabled, every}`` (false, 4), ``exit_gate: {enabled}`` (false),
   ``repair_tool_calls`` (false). Unknown keys are kept and passed to the template and hooks.
 - ``middleware/*.py`` -- modules defining any of the hooks ``before_model``, ``after_model``,
@@ -52,7 +52,7 @@ You have at most {{ policies.max_steps }} steps; deliver a final answer before t
 
 DEFAULT_POLICIES: dict[str, Any] = {
     "max_steps": 12,
-    "loop_guard": {"enabled": False, "max_repeats": 3},
+    "loop_guard": {"enabled": False, "max_repeats": 2},
     "checkpoint_nudge": {"enabled": False, "every": 4},
     "exit_gate": {"enabled": False},
     "repair_tool_calls": False,

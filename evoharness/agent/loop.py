@@ -151,25 +151,27 @@ class Agent:
         if not isinstance(args, dict) and pol["repair_tool_calls"]:
             args = repair_json(raw)
             if args is not None:
-                r.event(EventType.middleware_action, f"repaired JSON arguments of {name}", action="repair_json")
+                r.event(EventType.middleware_action, f"repaired JSON arguments of {name}", action="repair_json",
+                        call_id=call_id)
         if not isinstance(args, dict):
-            r.event(EventType.format_rejected, f"{name}: arguments are not a JSON object", tool=name, raw=raw[:200])
+            r.event(EventType.format_rejected, f"{name}: arguments are not a JSON object", tool=name, raw=raw[:200],
+                    call_id=call_id)
             reply(FORMAT_ERROR.format(name=name, raw=raw[:200]))
             return
         if name not in self.schemas:
-            r.event(EventType.unknown_tool, f"no tool named {name!r}", tool=name)
+            r.event(EventType.unknown_tool, f"no tool named {name!r}", tool=name, call_id=call_id)
             reply(f"Error: unknown tool `{name}`. Available tools: {', '.join(sorted(self.schemas))}.")
             return
         if pol["repair_tool_calls"]:
             args, renames = repair_arg_names(args, self.schemas[name])
             if renames:
                 r.event(EventType.middleware_action, f"renamed arguments of {name}: {renames}",
-                        action="repair_arg_names", renames=renames)
+                        action="repair_arg_names", renames=renames, call_id=call_id)
         call = {"id": call_id, "name": name, "arguments": args}
         for hk in hooks["before_tool"]:
             out = call_hook(hk, copy.deepcopy(call), self._ctx(task, r, scratch))
             if isinstance(out, str):
-                r.event(EventType.blocked_call, f"{hk.module}: {out}", tool=name, module=hk.module)
+                r.event(EventType.blocked_call, f"{hk.module}: {out}", tool=name, module=hk.module, call_id=call_id)
                 reply(out)
                 return
             if isinstance(out, dict) and {**call, **out} != call:
@@ -180,7 +182,7 @@ class Agent:
         guard = pol["loop_guard"]
         if guard["enabled"] and counts[key] > guard["max_repeats"]:
             r.event(EventType.blocked_call, f"loop guard: {call['name']} repeated {counts[key]} times",
-                    tool=call["name"], action="loop_guard")
+                    tool=call["name"], action="loop_guard", call_id=call_id)
             reply(LOOP_BLOCK.format(n=counts[key] - 1))
             return
         result = self._execute(r, call, harness_tools)

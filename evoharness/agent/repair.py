@@ -7,6 +7,8 @@ import difflib
 import json
 from typing import Any
 
+MAX_REPAIR_CHARS = 100_000
+
 
 def repair_json(raw: str) -> dict[str, Any] | None:
     """A dict from arguments that are not valid JSON, or None when nothing sensible can be recovered.
@@ -17,6 +19,8 @@ def repair_json(raw: str) -> dict[str, Any] | None:
     text = (raw or "").strip()
     if not text:
         return {}
+    if len(text) > MAX_REPAIR_CHARS:
+        return None
     candidates = [text, text + "}", text + "\"}"]
     for cand in candidates:
         try:

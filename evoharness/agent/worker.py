@@ -3,7 +3,8 @@
 REQUEST.json holds ``harness_dir``, ``env_spec``, ``task_id``, ``model_spec``, ``seed`` and
 optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null). The Trajectory JSON is
 written to OUT.json. Exit 0 whenever a trajectory was written (agent and harness failures are
-trajectories); exit 2 only for unusable input (unreadable/invalid request, unknown env/task/model).
+trajectories); exit 2 only for unusable input (unreadable/invalid request, unknown env/task/model, an environment
+that cannot load, e.g. AgentDojo not installed).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m evoharness.agent.worker REQUEST.json OUT.json", file=sys.stderr)
         return 2
-    from evoharness.errors import InputError
+    from evoharness.errors import EvoharnessError
 
     try:
         req = WorkerRequest.model_validate(json.loads(Path(args[0]).read_text()))
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
                            rollout=req.rollout, split=req.split, harness_commit=req.harness_commit)
-    except InputError as e:
+    except EvoharnessError as e:  # unknown env/task/model, or an environment that cannot load
         print(f"worker: {e}", file=sys.stderr)
         return 2
     Path(args[1]).write_text(traj.model_dump_json())

@@ -45,9 +45,12 @@ class AgentDojoEnv:
 
     @cached_property
     def _suite(self) -> Any:
-        from agentdojo.task_suite.load_suites import get_suites
+        from evoharness.errors import InfraError, InputError
 
-        from evoharness.errors import InputError
+        try:
+            from agentdojo.task_suite.load_suites import get_suites
+        except ImportError as e:
+            raise InfraError(f"AgentDojo is not installed (pip install agentdojo): {e}", retryable=False) from e
 
         suites = get_suites(self.version)
         if not suites:

@@ -128,3 +128,16 @@ def test_missing_optional_files_take_defaults(harness):
     traj, model = run(h, [AIMessage("nothing")])
     assert traj.termination == Termination.delivered
     assert "at most 12 steps" in model.calls[0][0].content
+
+
+def test_repair_gives_up_on_garbage(harness):
+    from evoharness.agent.repair import repair_arg_names, repair_json
+
+    assert repair_json("{'a': 1, 'b': [True, None]}") == {"a": 1, "b": [True, None]}
+    assert repair_json('{"a": "x"') == {"a": "x"}
+    assert repair_json("call get_order now") is None
+    schema = {"parameters": {"properties": {"order_id": {}, "note": {}}}}
+    fixed, renames = repair_arg_names({"orderId": "A", "zzz": 1}, schema)
+    assert fixed == {"order_id": "A", "zzz": 1} and renames == {"orderId": "order_id"}
+    traj, _ = run(harness(policies={"repair_tool_calls": True}), [call("get_order", "get A-100 please"), "?"])
+    assert [e.type for e in traj.events] == ["format_rejected"]
