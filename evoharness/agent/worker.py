@@ -1,4 +1,7 @@
-"""Worker: ``python -m evoharness.agent.worker REQUEST.json OUT.json``.
+"""Worker: ``python -m evoharness.agent.worker REQUEST.json OUT.json``
+(or ``--batch REQUESTS.json OUTDIR``: a JSON list of requests, run one after another in this
+process, trajectory *i* written to ``OUTDIR/<i>.json`` as it finishes -- the executor's way to pay
+the interpreter start-up once per batch of rollouts of one harness commit).
 
 REQUEST.json holds ``harness_dir``, ``env_spec``, ``task_id``, ``model_spec``, ``seed`` and
 optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null). The Trajectory JSON is
@@ -27,8 +30,35 @@ class WorkerRequest(BaseModel):
     harness_commit: str | None = Field(None)
 
 
+def _batch(requests_path: str, out_dir: str) -> int:
+    from evoharness.agent.runner import run_rollout
+    from evoharness.errors import EvoharnessError
+
+    try:
+        raw = json.loads(Path(requests_path).read_text())
+        reqs = [WorkerRequest.model_validate(r) for r in raw]
+    except (OSError, json.JSONDecodeError, ValidationError, TypeError) as e:
+        print(f"worker: bad batch {requests_path}: {e}", file=sys.stderr)
+        return 2
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for i, req in enumerate(reqs):
+        try:
+            traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
+                               rollout=req.rollout, split=req.split, harness_commit=req.harness_commit)
+        except EvoharnessError as e:
+            print(f"worker: {e}", file=sys.stderr)
+            return 2
+        tmp = out / f"{i}.json.tmp"
+        tmp.write_text(traj.model_dump_json())
+        tmp.rename(out / f"{i}.json")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 3 and args[0] == "--batch":
+        return _batch(args[1], args[2])
     if len(args) != 2:
         print("usage: python -m evoharness.agent.worker REQUEST.json OUT.json", file=sys.stderr)
         return 2

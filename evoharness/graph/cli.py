@@ -75,7 +75,7 @@ def reject(
 def demo(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", help="where the demo's harness, run and summary go")] = Path("demo-out"),
-    env: Annotated[str, typer.Option(help="environment (agentdojo:workspace is real but ~5 s per sandboxed rollout)")] = "synthetic",
+    env: Annotated[str, typer.Option(help="synthetic | agentdojo:workspace (~5 s a rollout)")] = "synthetic",
     rounds: Annotated[int, typer.Option(help="round limit")] = 3,
     sandbox: Annotated[str, typer.Option(help="bwrap | none")] = "bwrap",
 ) -> None:

@@ -62,9 +62,13 @@ class Nodes:
         self._bind(state)
         fault_point("analyst")
         feedback = [r for r in state.get("reviews", []) if r.get("send_back")]
+        self.s.role_failures.clear()
         patterns = self.s.analyse(state["anchor"]["trajectory_ids"], feedback)
         self.s.progress.note(f"round {state['round']}: analyst found {len(patterns)} pattern(s)")
-        return {"patterns": patterns, "reviews": [] if not feedback else state.get("reviews", [])}
+        dropped = [{"pattern": None, "round": state["round"], "reason": f"{f['role']} failed: {f['reason']}"}
+                   for f in self.s.role_failures]
+        return {"patterns": patterns, "reviews": [] if not feedback else state.get("reviews", []),
+                "dropped": dropped}
 
     def critic(self, state: RunState) -> dict[str, Any]:
         self._bind(state)

@@ -45,6 +45,7 @@ class Services:
         self.store = source.store if source is not None else TrajectoryStore(run_dir / "trajectories.jsonl")
         self.labeller = Labeller(settings.diagnosis)
         self._cache: dict[str, Trajectory] | None = None
+        self.role_failures: list[dict[str, str]] = []
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -138,8 +139,13 @@ class Services:
         process = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if lab.lever.value == "harness"]
         if not process:
             return []
-        patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process], self.harness_view(),
-                                        self.run.max_candidates, feedback or None)
+        try:
+            patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process],
+                                            self.harness_view(), self.run.max_candidates, feedback or None)
+        except EvoharnessError as e:  # a malformed reply that survived the role's retries
+            self.progress.note(f"analyst failed: {e}")
+            self.role_failures.append({"role": "analyst", "reason": str(e)})
+            return []
         return [p.model_dump(mode="json") for p in patterns]
 
     def critique(self, patterns: list[dict[str, Any]], ids: list[str], previous: dict[str, dict]) -> list[dict]:
@@ -150,7 +156,11 @@ class Services:
         view = self.harness_view()
         out = []
         for p in patterns:
-            review = self.critic.review(Pattern.model_validate(p), view, trajs, labels).model_dump(mode="json")
+            try:
+                review = self.critic.review(Pattern.model_validate(p), view, trajs, labels).model_dump(mode="json")
+            except EvoharnessError as e:
+                review = {"pattern_id": p["id"], "approved": False, "accommodation": False, "send_back": False,
+                          "notes": f"critic failed: {e}"}
             if previous.get(p["id"], {}).get("send_back") or previous.get(p["id"], {}).get("was_sent_back"):
                 review["send_back"] = False  # at most once per pattern
                 review["was_sent_back"] = True
@@ -287,6 +297,7 @@ class Services:
                 v = v.model_copy(update={"accepted": False, "reason": reason, "decided_by": "human"})
             else:
                 reason = f"accepted but superseded by {winner.candidate} (main moved: re-verify next round)"
+                v = v.model_copy(update={"accepted": False, "reason": reason})
             self.repo.reject(v.candidate, v)
             rejected.append({"branch": v.candidate, "commit": v.commit, "round": round, "reason": reason,
                              "base": cand.get("base"), "tree": self.repo.tree_hash(v.commit)})

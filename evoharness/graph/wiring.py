@@ -102,7 +102,8 @@ def build_collaborators(settings: Settings, run_dir: Path, lazy: bool = False) -
                 "source": None}
     sandbox = make_sandbox(settings.sandbox.backend, settings.sandbox)
     executor = LocalExecutor(repo.path, run.env, run.model, sandbox=sandbox, workers=settings.sandbox.workers,
-                             limits=settings.sandbox.limits, env=passthrough_env(settings.sandbox))
+                             limits=settings.sandbox.limits, env=passthrough_env(settings.sandbox),
+                             batch_size=settings.sandbox.batch_size)
     cache = RolloutCache(Path(settings.home) / "rollout-cache.sqlite")
     runner = CachingRunner(executor, cache, model=run.model, env_version=f"{run.env}@{getattr(env, 'version', '')}",
                            tree_of=repo.tree_hash)

@@ -18,6 +18,8 @@ class SandboxConfig(BaseModel):
         "process, no limits; tests and benchmarks only).",
     )
     workers: int = Field(2, ge=1, description="Rollouts run at once by the local executor.")
+    batch_size: int = Field(8, ge=1, description="Rollouts of one harness commit that share one sandboxed "
+                            "worker in a run (start-up paid once per batch; 1 = a sandbox per rollout).")
     limits: Limits = Field(default_factory=Limits, description="Per-rollout CPU, memory, pids, wall-time, "
                            "file-size and /tmp limits.")
     env_passthrough: list[str] = Field(

@@ -50,8 +50,8 @@ class LocalExecutor:
     def __init__(self, harness_repo_path: Path | str, env_spec: str, model_spec: str, *,
                  sandbox: Sandbox | None, workers: int = 1, limits: Limits | None = None,
                  env: dict[str, str] | None = None, worker: list[str] | None = None,
-                 on_result: Callable[[int, Trajectory], None] | None = None) -> None:
-        if workers < 1:
+                 on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1) -> None:
+        if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
         self.env_spec, self.model_spec = env_spec, model_spec
@@ -60,6 +60,7 @@ class LocalExecutor:
         self.env = dict(env or {})
         self.worker = worker
         self.on_result = on_result
+        self.batch_size = batch_size
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -75,9 +76,61 @@ class LocalExecutor:
             self.sandbox.check()  # InfraError before any work if the backend is unusable
         for r in requests:  # resolve (and export) every commit up front: a bad commit is bad input
             self.checkouts.get(r.harness_commit)
+        if self.sandbox is not None and self.batch_size > 1 and self.worker is None:
+            return self._run_batched(requests)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
             futures = [pool.submit(self._one, i, r) for i, r in enumerate(requests)]
             return [f.result() for f in futures]
+
+    # ---- batches: one sandbox per batch of rollouts of one commit -----------------------------
+
+    def _run_batched(self, requests: list[RolloutRequest]) -> list[Trajectory]:
+        """Rollouts of one commit share one sandboxed worker, ``batch_size`` at a time.
+
+        The interpreter start-up (most of a rollout's cost for a fast environment) is paid once per
+        batch. Isolation from the host is the same; rollouts of one batch share a process, so a
+        harness that crashes or hangs fails the rest of its batch, each with the reason.
+        Harnesses whose manifest runs a ``command`` agent are still run one rollout per sandbox.
+        """
+        groups: dict[str | None, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault(self.checkouts.resolve(r.harness_commit), []).append(i)
+        chunks = [idx[j:j + self.batch_size] for idx in groups.values() for j in range(0, len(idx), self.batch_size)]
+        out: list[Trajectory | None] = [None] * len(requests)
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
+            futures = {pool.submit(self._batch, [requests[i] for i in chunk]): chunk for chunk in chunks}
+            for fut, chunk in futures.items():
+                for i, traj in zip(chunk, fut.result(), strict=True):
+                    out[i] = traj
+                    if self.on_result:
+                        self.on_result(i, traj)
+        return [t for t in out if t is not None]
+
+    def _batch(self, reqs: list[RolloutRequest]) -> list[Trajectory]:
+        sha = self.checkouts.resolve(reqs[0].harness_commit)
+        tree = self.checkouts.get(reqs[0].harness_commit)
+        if (tree / MANIFEST_NAME).is_file():
+            try:
+                if Manifest.load(tree / MANIFEST_NAME).agent.kind == "command":
+                    return [self._sandboxed(r, tree, sha) for r in reqs]
+            except InputError:
+                return [self._sandboxed(r, tree, sha) for r in reqs]
+        work = Path(tempfile.mkdtemp(prefix="evoharness-batch-"))
+        try:
+            hview, wview = self.sandbox.view(tree, work)
+            (work / "requests.json").write_text(json.dumps([self._payload(r, hview, sha) for r in reqs]))
+            limits = self.limits.model_copy(update={"wall_seconds": self.limits.wall_seconds * len(reqs)})
+            command = [sys.executable, "-m", WORKER_MODULE, "--batch", f"{wview}/requests.json", f"{wview}/out"]
+            result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env, limits=limits)
+            finished = result.model_copy(update={"returncode": 0, "timed_out": False, "limit": None})
+            trajs = []
+            for i, r in enumerate(reqs):
+                # a batch that died part-way: the finished rollouts stand, the rest carry its reason
+                path = work / "out" / f"{i}.json"
+                trajs.append(self._read(r, sha, finished if path.is_file() else result, path))
+            return trajs
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
     # ---- one rollout -----------------------------------------------------------------------
 
