@@ -34,7 +34,7 @@ class Settings(BaseModel):
         Path(".evoharness"),
         description="Where runs, stores, checkpoints and caches live (relative to the cwd).",
     )
-    log_level: str = Field("info", description="debug | info | warning | error")
+    log_level: str = Field("warning", description="debug | info | warning | error (progress lines are separate)")
     log_format: str = Field("auto", description="auto (console on a TTY, JSON otherwise) | console | json")
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     harness_repo: HarnessRepoConfig = Field(default_factory=HarnessRepoConfig)

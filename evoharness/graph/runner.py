@@ -59,6 +59,8 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
         with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
             graph = build_graph(services, saver, review=settings.run.review)
             config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
+            if payload is None and not graph.get_state(config).values:
+                payload = {"run_id": run_id}  # killed before the first checkpoint: start it over
             try:
                 result = graph.invoke(payload, config)
             except InfraError as e:
