@@ -62,7 +62,8 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
             if payload is None and not graph.get_state(config).values:
                 payload = {"run_id": run_id}  # killed before the first checkpoint: start it over
             try:
-                result = graph.invoke(payload, config)
+                # "sync": each step is on disk before the next starts (a SIGKILL loses at most one node)
+                result = graph.invoke(payload, config, durability="sync")
             except InfraError as e:
                 raise InfraError(f"run {run_id} paused: {e.reason}; fix the cause, then "
                                  f"`evoharness run --resume {run_id}`", retryable=e.retryable) from e
