@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/evoharness diagnose ../shared/data/tau_bench_airline_gpt4o/gpt-4o-airline.json "$@"
+exec .venv/bin/evoharness demo "$@"
