@@ -97,6 +97,8 @@ def test_reference_run_has_points_in_every_node(reference):
     assert ref["merges"] >= 1 and not ref["duplicates"]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_sigkill_anywhere_then_resume_gives_the_same_result(reference, make_settings, tmp_path):
     ref, points = reference
     kills = _kill_points(points)
