@@ -60,7 +60,7 @@ def test_seed_prompt_renders_with_only_the_agent_variables(harness: HarnessRepo)
 def test_seed_policies_have_the_documented_keys(harness: HarnessRepo) -> None:
     policies = yaml.safe_load((harness.path / "policies.yaml").read_text())
     assert policies == {
-        "max_steps": 12, "loop_guard": {"enabled": False, "max_repeats": 3},
+        "max_steps": 12, "loop_guard": {"enabled": False, "max_repeats": 2},
         "checkpoint_nudge": {"enabled": False, "every": 4}, "exit_gate": {"enabled": False},
         "repair_tool_calls": False,
     }
