@@ -60,7 +60,7 @@ def test_pipeline_edits_policies_by_round_trip_and_appends_a_lesson():
     assert edit is not None and edit.targets == "F3.repeated_action"
     files = {c.path: c.content for c in edit.changes}
     pol = yaml.safe_load(files["policies.yaml"])
-    assert pol["loop_guard"] == {"enabled": True, "max_repeats": 3}
+    assert pol["loop_guard"] == {"enabled": True, "max_repeats": 2}
     assert pol["max_steps"] == 12 and pol["checkpoint_nudge"] == {"enabled": False, "every": 4}
     assert files["policies.yaml"].startswith("# Harness policies read by the reference agent.\n")
     assert "### Do not repeat an identical tool call" in files["lessons.md"]
