@@ -55,9 +55,13 @@ class Services:
         return cls(settings, run_dir, progress, **build_collaborators(settings, run_dir, lazy=lazy))
 
     def close(self) -> None:
-        close = getattr(self.runner, "close", None)
-        if close:
-            close()
+        """Close the runner chain (cache -> retries -> executor: removes the exported checkouts)."""
+        runner, seen = self.runner, 0
+        while runner is not None and seen < 5:
+            close = type(runner).__dict__.get("close")
+            if close:
+                close(runner)
+            runner, seen = runner.__dict__.get("runner"), seen + 1
 
     # -- tasks, ledger, trajectories -------------------------------------------------------
     def tasks(self, split: str) -> list[str]:

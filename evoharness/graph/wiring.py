@@ -89,6 +89,7 @@ def build_collaborators(settings: Settings, run_dir: Path, lazy: bool = False) -
     from evoharness.sandbox.executor import LocalExecutor
     from evoharness.sandbox.factory import make_sandbox, passthrough_env
     from evoharness.verification.cache import CachingRunner, RolloutCache
+    from evoharness.verification.retry import RetryingRunner
     from evoharness.verification.verifier import Verifier
 
     run = settings.run
@@ -105,7 +106,9 @@ def build_collaborators(settings: Settings, run_dir: Path, lazy: bool = False) -
                              limits=settings.sandbox.limits, env=passthrough_env(settings.sandbox),
                              batch_size=settings.sandbox.batch_size)
     cache = RolloutCache(Path(settings.home) / "rollout-cache.sqlite")
-    runner = CachingRunner(executor, cache, model=run.model, env_version=f"{run.env}@{getattr(env, 'version', '')}",
+    vcfg = settings.verification
+    retrying = RetryingRunner(executor, vcfg.retry_attempts, vcfg.retry_wait_s, vcfg.retry_max_wait_s)
+    runner = CachingRunner(retrying, cache, model=run.model, env_version=f"{run.env}@{getattr(env, 'version', '')}",
                            tree_of=repo.tree_hash)
     store = TrajectoryStore(run_dir / "trajectories.jsonl")
     labeller = Labeller(settings.diagnosis)
