@@ -20,8 +20,6 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from evoharness.errors import InputError
-
 from .chat import TOOL_NAME
 
 ROLES = {"system", "user", "assistant", "tool"}
@@ -159,22 +157,17 @@ def sharegpt_errors(record) -> list[str]:
 def validate_file(path: Path | str, fmt: str = "openai") -> tuple[int, list[str]]:
     """Validate a JSONL export; returns (records, problems as 'line N: ...')."""
     check = openai_errors if fmt == "openai" else sharegpt_errors
+    from evoharness.traces.store import jsonl_lines
+
     n, problems = 0, []
-    try:
-        fh = Path(path).open("rb")
-    except OSError as e:
-        raise InputError(str(path), f"cannot open: {e.strerror}") from None
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            n += 1
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError:
-                problems.append(f"line {lineno}: not JSON")
-                continue
-            problems += [f"line {lineno}: {e}" for e in check(rec)]
+    for lineno, raw in jsonl_lines(path):
+        n += 1
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError:
+            problems.append(f"line {lineno}: not JSON")
+            continue
+        problems += [f"line {lineno}: {e}" for e in check(rec)]
     return n, problems
 
 

@@ -46,6 +46,7 @@ class Services:
         self.labeller = Labeller(settings.diagnosis)
         self._cache: dict[str, Trajectory] | None = None
         self.role_failures: list[dict[str, str]] = []
+        self._labels: dict[str, Label] = {}
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -88,7 +89,14 @@ class Services:
         return [self._cache[i] for i in ids]
 
     def labels(self, trajs: list[Trajectory]) -> list[Label]:
-        return [self.labeller.label(t) for t in trajs]
+        """Labels, memoised by trajectory id (ids are content-determined: commit, split, task, seed)."""
+        out = []
+        for t in trajs:
+            lab = self._labels.get(t.id)
+            if lab is None:
+                lab = self._labels[t.id] = self.labeller.label(t)
+            out.append(lab)
+        return out
 
     def composition_of(self, ids: list[str]) -> dict[str, Any]:
         return Composition.from_labels(self.labels(self.load(ids))).to_dict()
@@ -125,7 +133,8 @@ class Services:
     # -- content failures --------------------------------------------------------------------
     def enqueue_content(self, ids: list[str], run_id: str, round: int) -> list[str]:
         out = []
-        for t, lab in zip(self.load(ids), self.labels(self.load(ids)), strict=True):
+        trajs = self.load(ids)
+        for t, lab in zip(trajs, self.labels(trajs), strict=True):
             if lab.failure_class in CONTENT_CLASSES:
                 self.queue.enqueue(t, lab, run_id=run_id, round=round)
                 out.append(t.id)
@@ -196,7 +205,8 @@ class Services:
                     if edit is None:
                         dropped.append({"pattern": p["id"], "round": round, "reason": "engineer: no fix to propose"})
                         continue
-                    edit = edit.model_copy(update={"targets": p["signal"], "critic": _critic_line(review)})
+                    critic = Review.model_validate(review).line()
+                    edit = edit.model_copy(update={"targets": p["signal"], "critic": critic})
                     cand = self.repo.create_candidate(edit, round=round)
                 except (EditRejected, InputError) as e:
                     dropped.append({"pattern": p["id"], "round": round, "reason": f"edit rejected: {e}"})
@@ -358,8 +368,3 @@ class Services:
             return {"reason": f"budget: {ledger.left:g} units left, a round needs {self.round_cost():g}",
                     "recommendation": None}
         return {"reason": None, "recommendation": None}
-
-
-def _critic_line(review: dict) -> str:
-    flag = "accommodation" if review.get("accommodation") else "harness-defect"
-    return f"{'approved' if review.get('approved') else 'not approved'}; {flag}; {review.get('notes', '')}"[:300]

@@ -23,13 +23,8 @@ def _describe(e: ValidationError) -> str:
     return f"{loc}: {first['msg']}"
 
 
-def read_trajectories(
-    path: Path | str,
-    *,
-    skip_invalid: bool = False,
-    on_invalid: Callable[[InputError], None] | None = None,
-) -> Iterator[Trajectory]:
-    """Yield trajectories from a canonical JSONL file; blank lines are ignored."""
+def jsonl_lines(path: Path | str) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw bytes) of every non-blank line; an unreadable file is an ``InputError``."""
     path = Path(path)
     try:
         fh = path.open("rb")
@@ -37,16 +32,26 @@ def read_trajectories(
         raise InputError(str(path), f"cannot open: {e.strerror}") from None
     with fh:
         for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                yield Trajectory.model_validate_json(raw)
-            except ValidationError as e:
-                err = InputError(str(path), _line_reason(raw, e), where=f"line {lineno}")
-                if not skip_invalid:
-                    raise err from None
-                if on_invalid:
-                    on_invalid(err)
+            if raw.strip():
+                yield lineno, raw
+
+
+def read_trajectories(
+    path: Path | str,
+    *,
+    skip_invalid: bool = False,
+    on_invalid: Callable[[InputError], None] | None = None,
+) -> Iterator[Trajectory]:
+    """Yield trajectories from a canonical JSONL file; blank lines are ignored."""
+    for lineno, raw in jsonl_lines(path):
+        try:
+            yield Trajectory.model_validate_json(raw)
+        except ValidationError as e:
+            err = InputError(str(path), _line_reason(raw, e), where=f"line {lineno}")
+            if not skip_invalid:
+                raise err from None
+            if on_invalid:
+                on_invalid(err)
 
 
 def _line_reason(raw: bytes, e: ValidationError) -> str:

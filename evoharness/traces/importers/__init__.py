@@ -155,6 +155,17 @@ def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_inva
                 on_invalid(e)
 
 
+def load_single(path: Path, data: Any, convert: Callable[[Path, Any], Trajectory], *, skip_invalid: bool,
+                on_invalid: OnInvalid | None) -> Iterator[Trajectory]:
+    """For formats with one trajectory per JSON file: convert it, reporting a ValueError as bad input."""
+    if data is None:
+        data = read_json_file(path)
+    try:
+        yield convert(path, data)
+    except ValueError as e:
+        report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e)))
+
+
 def report_invalid(skip_invalid: bool, on_invalid: OnInvalid | None, err: InputError) -> None:
     """Raise ``err`` unless skipping, in which case hand it to ``on_invalid``."""
     if not skip_invalid:

@@ -59,14 +59,9 @@ def _resolved(report_path: Path, instance_id: str) -> bool | None:
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
-    from evoharness.traces.importers import read_json_file, report_invalid
+    from evoharness.traces.importers import load_single
 
-    if data is None:
-        data = read_json_file(path)
-    try:
-        yield convert(path, data)
-    except ValueError as e:
-        report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e)))
+    yield from load_single(path, data, convert, skip_invalid=skip_invalid, on_invalid=on_invalid)
 
 
 def convert(path: Path, data: Any) -> Trajectory:

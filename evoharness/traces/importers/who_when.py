@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evoharness.errors import InputError
 from evoharness.traces.models import Termination, Trajectory, Usage
 
 FINAL = re.compile(r"FINAL ANSWER:\s*(.+)", re.IGNORECASE)
@@ -23,14 +22,9 @@ USER_ROLES = {"user", "human"}
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
-    from evoharness.traces.importers import read_json_file, report_invalid
+    from evoharness.traces.importers import load_single
 
-    if data is None:
-        data = read_json_file(path)
-    try:
-        yield convert(path, data)
-    except ValueError as e:
-        report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e)))
+    yield from load_single(path, data, convert, skip_invalid=skip_invalid, on_invalid=on_invalid)
 
 
 def convert(path: Path, data: Any) -> Trajectory:
