@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/services.sh
+# services.sh starts Docker and PostgreSQL and prints where they are as `export` lines
+eval "$(bash scripts/services.sh)"
 .venv/bin/ruff check evoharness tests benchmarks
 exec .venv/bin/python -m pytest "$@"
