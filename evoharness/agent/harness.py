@@ -31,24 +31,12 @@ from typing import Any
 
 import yaml
 
+from evoharness.harness_repo.seed import SYSTEM_PROMPT
+
 HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_finish")
 
-DEFAULT_SYSTEM_PROMPT = """\
-You are a careful assistant that solves one task using the tools below.
-
-## Task
-{{ task }}
-
-## Tools
-{% for tool in tools -%}
-- `{{ tool.name }}`: {{ tool.description }}
-{% endfor %}
-{%- if lessons.strip() %}
-## Lessons from earlier runs
-{{ lessons.strip() }}
-{% endif %}
-You have at most {{ policies.max_steps }} steps; deliver a final answer before they run out.
-"""
+# A harness without prompts/system.md gets the seed prompt `evoharness init` writes (one source).
+DEFAULT_SYSTEM_PROMPT = SYSTEM_PROMPT
 
 DEFAULT_POLICIES: dict[str, Any] = {
     "max_steps": 12,
