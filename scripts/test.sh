@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# the real-endpoint tests' llama.cpp server and small model (a source build of a few minutes, cached)
+bash scripts/install-endpoint.sh
+export EVOHARNESS_TEST_ENDPOINT=1
 # services.sh starts Docker and PostgreSQL and prints where they are as `export` lines
 eval "$(bash scripts/services.sh)"
 .venv/bin/ruff check evoharness tests benchmarks
