@@ -9,6 +9,23 @@ from pydantic import BaseModel, Field
 from evoharness.sandbox.models import Limits
 
 
+class GatewayConfig(BaseModel):
+    """The model gateway (sandbox/gateway.py): the only way a sandboxed rollout reaches a real model."""
+
+    timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one upstream reply (read timeout).")
+    connect_timeout_s: float = Field(10.0, gt=0, description="Seconds to wait for a connection to the upstream.")
+    retries: int = Field(3, ge=0, description="Retries of one request after a connect error, a timeout, a 429 "
+                         "or a 5xx from the upstream (4xx replies are never retried).")
+    backoff_s: float = Field(0.5, ge=0, description="First wait between retries; doubles each retry.")
+    backoff_max_s: float = Field(8.0, ge=0, description="Longest wait between two retries.")
+    api_key_env: str = Field("OPENAI_API_KEY", description="Host environment variable holding the upstream API "
+                             "key; read by the gateway when it starts, never passed into a sandbox.")
+    socket_dir: str | None = Field(None, description="Directory under which the gateway makes its private "
+                                   "socket directory (default: the system temp dir; keep the path short, "
+                                   "Unix socket paths are limited to 107 bytes).")
+    max_body_mb: int = Field(16, ge=1, description="Largest request body the gateway accepts, in MiB.")
+
+
 class SandboxConfig(BaseModel):
     """Sandboxes and executors (backend, limits, parallelism). Each field carries a description."""
 
@@ -30,3 +47,5 @@ class SandboxConfig(BaseModel):
         default_factory=list, description="Extra host paths bound read-only into the bwrap sandbox at the "
         "same place (e.g. a data directory the environment reads).",
     )
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig, description="The model gateway that serves "
+                                   "sandboxed rollouts their model (timeouts, retries, API key variable).")
