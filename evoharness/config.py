@@ -22,6 +22,7 @@ from evoharness.graph.config import RunConfig
 from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.roles.config import RolesConfig
 from evoharness.sandbox.config import SandboxConfig
+from evoharness.service.config import ServiceConfig
 from evoharness.verification.config import VerificationConfig
 
 ENV_PREFIX = "EVOHARNESS_"
@@ -44,6 +45,7 @@ class Settings(BaseModel):
     roles: RolesConfig = Field(default_factory=RolesConfig)
     datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:

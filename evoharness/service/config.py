@@ -1,0 +1,31 @@
+"""Settings section `[service]`: `evoharness serve` (HTTP API and the background loop)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ServiceConfig(BaseModel):
+    """The long-lived service. The API token is never a setting: it comes from `EVOHARNESS_API_TOKEN`."""
+
+    host: str = Field("127.0.0.1", description="Address the HTTP API binds to (0.0.0.0 to listen on all).")
+    port: int = Field(8321, ge=0, le=65535, description="TCP port of the HTTP API (0: any free port).")
+    loop: bool = Field(True, description="Drive runs in the background: resume the current run on start, "
+                       "start new runs when the trigger fires. Off: the API only (ingest, review, export).")
+    poll_interval_s: float = Field(5.0, gt=0, description="How often the idle loop checks for work "
+                                   "(a new run to start, ingested content failures to queue).")
+    min_new_process_failures: int = Field(
+        0, ge=0,
+        description="Trigger: a new run starts when at least this many ingested trajectories labelled as "
+        "process failures (F2/F3, lever harness) arrived since the previous run started. 0: the first run "
+        "starts at once; after a finished run at least one new process failure is always needed.")
+    run_id: str | None = Field(None, description="Drive this run id (resumed if it exists, else started). "
+                               "Unset: the service's current run, or a generated id.")
+    shutdown_timeout_s: float = Field(
+        120.0, gt=0,
+        description="On SIGTERM, wait this long for the running graph node to finish and be checkpointed; "
+        "past it the process exits anyway and the node re-runs on resume (nodes are idempotent).")
+    max_batch: int = Field(1000, ge=1, description="Most trajectories one POST /trajectories may carry.")
+    max_body_mb: float = Field(64.0, gt=0, description="Largest request body accepted, in MiB (413 above).")
+    protect_reads: bool = Field(False, description="Also require the bearer token on read endpoints "
+                                "(GET /runs, /candidates, /composition, /metrics). /health stays open.")
