@@ -1,0 +1,87 @@
+"""The FastAPI app of `evoharness serve`: ingest store, background loop and metrics on start-up."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry
+
+from evoharness import __version__
+from evoharness.config import Settings
+from evoharness.errors import InfraError, InputError
+from evoharness.logging import get_logger
+
+log = get_logger("evoharness.service")
+
+
+def ingest_path(settings: Settings) -> Path:
+    return Path(settings.home) / "service" / "ingest.sqlite"
+
+
+def create_app(settings: Settings, token: str | None, *, quiet: bool = False) -> FastAPI:
+    """The app. ``token`` None turns auth off (only `serve --insecure-no-auth` does that)."""
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.service.daemon import Daemon
+    from evoharness.service.ingest import IngestStore
+    from evoharness.service.metrics import RequestMetrics, ServiceCollector
+    from evoharness.service.routes import public, reads, writes
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        harness = Path(settings.run.harness)
+        if not harness.exists():  # once, before any request or the loop can race to create it
+            from evoharness.harness_repo.init import init_harness
+
+            await asyncio.to_thread(init_harness, harness)
+        ingest = IngestStore(ingest_path(settings), Labeller(settings.diagnosis)).open()
+        daemon = Daemon(settings, ingest, quiet=quiet)
+        app.state.ingest, app.state.daemon = ingest, daemon
+        registry = CollectorRegistry()
+        registry.register(ServiceCollector(app.state))
+        app.state.registry, app.state.metrics = registry, RequestMetrics(registry)
+        daemon.start()
+        log.info("service.started", home=str(settings.home), loop=settings.service.loop, auth=token is not None)
+        try:
+            yield
+        finally:
+            log.info("service.stopping")
+            app.state.stopped_cleanly = await asyncio.to_thread(daemon.stop)
+            if not app.state.stopped_cleanly:
+                log.warning("service.shutdown_timeout", timeout_s=settings.service.shutdown_timeout_s)
+            ingest.close()
+
+    app = FastAPI(title="evoharness", version=__version__, lifespan=lifespan)
+    app.state.settings, app.state.token, app.state.stopped_cleanly = settings, token, True
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 401:
+            request.app.state.metrics.unauthorized.inc()
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(x) for x in first["loc"])
+        return JSONResponse({"error": f"{where}: {first['msg']}", "errors": [
+            {"field": ".".join(str(x) for x in e["loc"]), "error": e["msg"]} for e in errs[:50]]}, status_code=422)
+
+    @app.exception_handler(InputError)
+    async def _input_error(request: Request, exc: InputError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+
+    @app.exception_handler(InfraError)
+    async def _infra_error(request: Request, exc: InfraError) -> JSONResponse:
+        log.error("service.infra_error", path=request.url.path, error=str(exc))
+        return JSONResponse({"error": str(exc)}, status_code=503)
+
+    app.include_router(public)
+    app.include_router(reads)
+    app.include_router(writes)
+    return app

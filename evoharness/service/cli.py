@@ -1,0 +1,78 @@
+"""`evoharness serve`: the HTTP API and the background loop in one process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Annotated
+
+import typer
+
+from evoharness.cli_support import fail, settings_of
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option(help="bind address (default: service.host)")] = None,
+    port: Annotated[int | None, typer.Option(help="TCP port (default: service.port)")] = None,
+    no_loop: Annotated[bool, typer.Option("--no-loop", help="API only: do not drive runs in the background")]
+    = False,
+    insecure_no_auth: Annotated[bool, typer.Option(
+        "--insecure-no-auth", help="serve without a bearer token (anyone who can connect may mutate)")] = False,
+) -> None:
+    """Serve the HTTP API (ingest, runs, review, export, /metrics) and run rounds in the background.
+
+    The API token comes from EVOHARNESS_API_TOKEN; without it the service refuses to start
+    unless --insecure-no-auth is given. SIGTERM: the running graph node finishes and is
+    checkpointed, then the process exits 0; the next start resumes the run.
+    """
+    import uvicorn
+
+    from evoharness.service.app import create_app
+    from evoharness.service.auth import MIN_TOKEN_LENGTH, TOKEN_ENV
+
+    settings = settings_of(ctx)
+    token = os.environ.get(TOKEN_ENV) or None
+    if insecure_no_auth:
+        token = None
+    elif token is None:
+        fail(f"{TOKEN_ENV} is not set: the API needs a bearer token for its mutating endpoints "
+             "(or pass --insecure-no-auth)")
+    elif len(token) < MIN_TOKEN_LENGTH:
+        fail(f"{TOKEN_ENV} is too short ({len(token)} characters; at least {MIN_TOKEN_LENGTH})")
+    svc = settings.service.model_copy(update={k: v for k, v in
+                                              {"host": host, "port": port, "loop": False if no_loop else None}.items()
+                                              if v is not None})
+    settings = settings.model_copy(update={"service": svc})
+    app = create_app(settings, token)
+    config = uvicorn.Config(app, host=svc.host, port=svc.port, log_level=settings.log_level, access_log=False,
+                            lifespan="on")
+    server = _server(config)
+    typer.echo(f"evoharness serve: http://{svc.host}:{svc.port} (auth {'bearer' if token else 'OFF'}, "
+               f"loop {'on' if svc.loop else 'off'}, home {settings.home})", err=True)
+    server.run()
+    if not server.started:
+        fail(f"could not serve on {svc.host}:{svc.port} (see the line above)")
+    if not app.state.stopped_cleanly:
+        typer.echo(f"error: the running graph node did not finish within service.shutdown_timeout_s "
+                   f"({svc.shutdown_timeout_s:g} s); it re-runs on the next start", err=True)
+        sys.stderr.flush()
+        os._exit(1)  # executor threads may still be busy: do not wait for them
+
+
+def _server(config):
+    """uvicorn's server, except that SIGTERM ends in a clean exit 0 instead of re-raising the signal."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            if sig == signal.SIGTERM:
+                self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
+
+    return Server(config)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

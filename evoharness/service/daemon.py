@@ -1,0 +1,275 @@
+"""The background loop of `evoharness serve`: runs rounds, answers reviews, queues ingested failures.
+
+One worker thread does all graph work, so a run is never driven twice at once:
+
+- it moves ingested content failures (F1/F4, lever weights) into the training queue;
+- it applies review decisions posted to the API (the same ``Command(resume=...)`` that
+  `evoharness approve|reject` sends);
+- with ``service.loop`` on, it resumes the current run until it ends or waits for review, and
+  starts a new run when the trigger fires: ``service.min_new_process_failures`` ingested
+  trajectories labelled as process failures (F2/F3) since the previous run started (the first run
+  may start at once; after a finished run at least one new process failure is needed).
+
+The current run id is kept in ``<home>/service/daemon.json`` so a restarted service resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+from langgraph.types import Command
+
+from evoharness.config import Settings
+from evoharness.errors import EvoharnessError, InfraError, InputError
+from evoharness.graph.runner import load_run_settings, new_run_id, runs_dir, save_run_settings
+from evoharness.logging import get_logger
+from evoharness.service.driver import TapProgress, drive, read_state
+from evoharness.service.ingest import IngestStore
+
+log = get_logger("evoharness.service")
+
+# what the daemon knows about a run after driving it
+RUNNING, WAITING, DONE, STOPPED, PAUSED = "running", "waiting_review", "done", "stopped", "paused"
+
+
+class Daemon:
+    def __init__(self, settings: Settings, ingest: IngestStore, *, quiet: bool = False) -> None:
+        self.settings = settings
+        self.cfg = settings.service
+        self.ingest = ingest
+        self.quiet = quiet
+        self.state_path = Path(settings.home) / "service" / "daemon.json"
+        self.stop_event = threading.Event()
+        self._wake = threading.Event()
+        # work the API asks for: ("begin", run id, None) starts a run, ("drive", run id, payload) drives one
+        self._requests: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.phase: dict[str, str] = {}  # run id -> RUNNING | WAITING | DONE | STOPPED | PAUSED
+        self.snapshots: dict[str, dict[str, Any]] = {}  # run id -> latest state values
+        self.interrupts: dict[str, list[Any]] = {}
+        self._continuing: set[str] = set()  # runs with a review decision queued or being applied
+        self.progress = TapProgress(quiet=quiet)
+        self.last_error: str | None = None
+        self.queue = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name="evoharness-daemon", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Ask the loop to stop after the running node; True when it stopped within ``timeout``."""
+        self.stop_event.set()
+        self._wake.set()
+        if self._thread is None:
+            return True
+        self._thread.join(self.cfg.shutdown_timeout_s if timeout is None else timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # -- persisted service state ------------------------------------------------------------------
+    def _read(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.state_path.read_text())
+        except FileNotFoundError:
+            return {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_path.with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps(data, indent=2))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.state_path)
+
+    @property
+    def current_run(self) -> str | None:
+        return self._read().get("run_id")
+
+    def history(self) -> list[str]:
+        """Every run this service started, oldest first."""
+        return list(self._read().get("history", []))
+
+    # -- requests from the API ------------------------------------------------------------------
+    def pending(self, run_id: str) -> list[Any]:
+        """The run's open review interrupts (read from its checkpoint)."""
+        saved, run_dir = load_run_settings(self.settings, run_id)
+        if self.phase.get(run_id) == WAITING:
+            return self.interrupts.get(run_id, [])
+        return read_state(saved, run_id, run_dir)[1]
+
+    def decide(self, run_id: str, branch: str, decision: str, reason: str | None) -> dict[str, str]:
+        """Validate a review decision and hand it to the worker; returns the decisions it will resume with."""
+        if run_id in self._continuing:
+            raise InputError(run_id, "a review decision for this run is already being applied")
+        pending = self.pending(run_id)
+        branches = {c["branch"] for p in pending for c in p.get("candidates", [])}
+        if not branches:
+            raise InputError(run_id, "the run is not waiting for a review")
+        if branch not in branches:
+            raise InputError(branch, f"not awaiting review in {run_id} (awaiting: {', '.join(sorted(branches))})")
+        decisions = {b: "reject" for b in branches}  # as `evoharness approve`: the others are rejected
+        decisions[branch] = decision
+        if reason:
+            decisions[f"{branch}#reason"] = reason
+        with self._lock:
+            self.phase[run_id] = RUNNING
+            self._continuing.add(run_id)
+        self._requests.put(("drive", run_id, Command(resume=decisions)))
+        self._wake.set()
+        return decisions
+
+    def request_resume(self, run_id: str) -> None:
+        """Drive a stopped or paused run again (e.g. after fixing an infrastructure failure)."""
+        load_run_settings(self.settings, run_id)
+        if self._finished(run_id):
+            raise InputError(run_id, "the run is done")
+        self._requests.put(("drive", run_id, None))
+        self._wake.set()
+
+    def request_run(self, run_id: str | None = None) -> str:
+        """Start a new run now (when no run is active); returns its id."""
+        current = self.current_run
+        if current and not self._finished(current):
+            raise InputError(current, f"run {current} is still active ({self.phase.get(current) or 'not resumed'})")
+        run_id = run_id or new_run_id()
+        if (runs_dir(self.settings) / run_id / "settings.json").exists():
+            raise InputError(run_id, "run already exists")
+        self._requests.put(("begin", run_id, None))
+        self._wake.set()
+        return run_id
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def _main(self) -> None:
+        backoff = self.cfg.poll_interval_s
+        while not self.stop_event.is_set():
+            try:
+                did = self._step()
+                self.last_error = None
+                backoff = self.cfg.poll_interval_s
+            except EvoharnessError as e:
+                self.last_error = str(e)
+                log.error("service.loop_error", error=str(e))
+                did, backoff = False, min(backoff * 2, 300.0)
+            except Exception as e:  # a bug must not kill the API; it is logged with its traceback
+                self.last_error = f"{type(e).__name__}: {e}"
+                log.exception("service.loop_crash", error=self.last_error)
+                did, backoff = False, min(backoff * 2, 300.0)
+            if not did and not self.stop_event.is_set():
+                self._wake.wait(backoff)
+                self._wake.clear()
+        log.info("service.loop_stopped")
+
+    def _step(self) -> bool:
+        self.sweep_ingested()
+        try:
+            kind, run_id, payload = self._requests.get_nowait()
+        except queue.Empty:
+            pass
+        else:
+            if kind == "begin":
+                current = self.current_run
+                if current and not self._finished(current):
+                    raise InputError(run_id, f"not started: run {current} is still active")
+                self._begin(run_id)
+            self._drive(run_id, payload)
+            return True
+        if not self.cfg.loop or self.stop_event.is_set():
+            return False
+        data = self._read()
+        run_id = data.get("run_id")
+        if run_id is None and self.cfg.run_id:
+            run_id = self.cfg.run_id
+            if (runs_dir(self.settings) / run_id / "settings.json").exists():
+                self._write({**data, "run_id": run_id, "started_seq": self.ingest.last_seq()})
+            else:
+                self._begin(run_id)
+            return True
+        if run_id is not None and not self._finished(run_id):
+            if self.phase.get(run_id) in (WAITING, PAUSED):
+                return False
+            self._drive(run_id, None)
+            return True
+        need = self.cfg.min_new_process_failures
+        if run_id is not None:
+            need = max(1, need)
+        new = self.ingest.count_lever("harness", after_seq=data.get("started_seq", 0)) if need else 0
+        if new >= need:
+            log.info("service.trigger", new_process_failures=new, needed=need)
+            self._begin(new_run_id())
+            return True
+        return False
+
+    def _finished(self, run_id: str) -> bool:
+        return self.phase.get(run_id) == DONE or (runs_dir(self.settings) / run_id / "summary.json").exists()
+
+    def _begin(self, run_id: str) -> None:
+        """Record a new run (settings saved, made current); the next step drives it."""
+        run_dir = runs_dir(self.settings) / run_id
+        save_run_settings(run_dir, self.settings)
+        data = self._read()
+        history = [*data.get("history", []), run_id]
+        self._write({"run_id": run_id, "started_seq": self.ingest.last_seq(), "history": history})
+        with self._lock:
+            self.phase[run_id] = RUNNING
+        log.info("service.run_started", run_id=run_id)
+        self.progress.note(f"service: run {run_id} started")
+
+    def _drive(self, run_id: str, payload: Any) -> None:
+        saved, run_dir = load_run_settings(self.settings, run_id)
+        with self._lock:
+            self.phase[run_id] = RUNNING
+
+        def on_state(values: dict[str, Any]) -> None:
+            self.snapshots[run_id] = values
+
+        try:
+            outcome = drive(saved, run_id, run_dir, payload, self.progress, self.stop_event, on_state)
+        except InfraError:
+            with self._lock:
+                self.phase[run_id] = PAUSED
+            raise
+        finally:
+            self._continuing.discard(run_id)
+        with self._lock:
+            if outcome.done:
+                self.phase[run_id] = DONE
+            elif outcome.interrupted:
+                self.phase[run_id] = WAITING
+                self.interrupts[run_id] = outcome.interrupted
+            else:
+                self.phase[run_id] = STOPPED
+        log.info("service.run_driven", run_id=run_id, phase=self.phase[run_id])
+
+    def sweep_ingested(self, limit: int = 500) -> int:
+        """Move ingested content failures into the training queue (idempotent by trajectory id)."""
+        from evoharness.datasets.queue import queue_from_settings
+
+        todo = self.ingest.unqueued_content(limit)
+        if not todo:
+            return 0
+        if self.queue is None:
+            self.queue = queue_from_settings(self.settings)
+        labeller = self.ingest.labeller
+        for t in todo:
+            self.queue.enqueue(t, labeller.label(t), run_id="ingest", round=None)
+        self.ingest.mark_queued([t.id for t in todo])
+        return len(todo)
+
+    def run_phase(self, run_id: str) -> str | None:
+        if self._finished(run_id):
+            return DONE
+        return self.phase.get(run_id)

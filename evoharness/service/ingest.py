@@ -1,0 +1,202 @@
+"""The ingestion store: trajectories posted to the service, labelled on arrival.
+
+SQLite in WAL mode with ``synchronous=FULL``: a committed batch is in the fsync'd write-ahead
+log before the request is acknowledged, so a SIGKILL (or a power cut) after the answer loses
+nothing. The trajectory id is UNIQUE, so ingestion is idempotent (``INSERT OR IGNORE``: the
+first copy of an id wins). One writer connection behind a lock serialises the commits (SQLite
+allows one writer anyway; the lock avoids its sleep-and-retry busy handler); readers get their
+own connection per thread and never block the writer (WAL).
+
+Each row keeps the label columns (class, first signal, lever, delivered, score), so the
+composition of everything ingested is one aggregate query, and a ``queued`` flag for the content
+failures the daemon has moved into the training queue.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evoharness.diagnosis.composition import CLASSES, Composition, SignalCount
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.errors import InfraError
+from evoharness.traces.models import Trajectory
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS trajectories (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    task_id TEXT NOT NULL,
+    split TEXT NOT NULL,
+    failure_class TEXT NOT NULL,
+    first_signal TEXT,
+    lever TEXT NOT NULL,
+    delivered INTEGER NOT NULL,
+    score REAL,
+    queued INTEGER NOT NULL DEFAULT 0,
+    ingested_at REAL NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trajectories_unqueued ON trajectories(seq) WHERE lever = 'weights' AND queued = 0;
+CREATE INDEX IF NOT EXISTS trajectories_lever ON trajectories(lever, seq);
+"""
+
+
+class IngestStore:
+    """Durable, idempotent store of ingested trajectories with their labels."""
+
+    def __init__(self, path: Path | str, labeller: Labeller | None = None) -> None:
+        self.path = Path(path)
+        self.labeller = labeller or Labeller()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._writer: sqlite3.Connection | None = None
+        self._readers: list[sqlite3.Connection] = []
+
+    # -- connections ----------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as e:
+            raise InfraError(f"ingest store {self.path}: {e}") from None
+        return conn
+
+    def open(self) -> IngestStore:
+        """Create the file and schema (idempotent); called by the app at start-up, not at import."""
+        with self._lock:
+            if self._writer is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = self._connect()
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if mode.lower() != "wal":
+                    raise InfraError(f"ingest store {self.path}: cannot enable WAL (got {mode})")
+                conn.executescript(SCHEMA)
+                self._writer = conn
+        return self
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self.open()
+            conn = self._local.conn = self._connect()
+            with self._lock:
+                self._readers.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for c in [self._writer, *self._readers]:
+                if c is not None:
+                    c.close()
+            self._writer, self._readers = None, []
+            self._local = threading.local()
+
+    # -- writes -----------------------------------------------------------------------------
+    def label_rows(self, trajectories: list[Trajectory]) -> list[tuple]:
+        """Rows ready to insert (labelling is CPU work: done before taking the write lock)."""
+        now = time.time()
+        rows = []
+        for t in trajectories:
+            lab = self.labeller.label(t)
+            rows.append((t.id, t.task_id, t.split.value, lab.failure_class.value,
+                         lab.first_signal.id if lab.first_signal else None, lab.lever.value,
+                         int(t.delivered), t.score, now, t.model_dump_json()))
+        return rows
+
+    def add(self, trajectories: list[Trajectory]) -> int:
+        """Store (durably: committed and fsync'd) those not stored yet; returns how many were new."""
+        rows = self.label_rows(trajectories)
+        self.open()
+        with self._lock:
+            conn = self._writer
+            before = conn.total_changes
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(
+                    "INSERT OR IGNORE INTO trajectories (id, task_id, split, failure_class, first_signal, lever, "
+                    "delivered, score, ingested_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise InfraError(f"ingest store {self.path}: {e}") from None
+            return conn.total_changes - before
+
+    def mark_queued(self, ids: list[str]) -> None:
+        with self._lock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("UPDATE trajectories SET queued = 1 WHERE id = ?", [(i,) for i in ids])
+            conn.execute("COMMIT")
+
+    # -- reads ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._reader().execute("SELECT count(*) FROM trajectories").fetchone()[0]
+
+    def ids(self) -> list[str]:
+        return [r[0] for r in self._reader().execute("SELECT id FROM trajectories ORDER BY seq")]
+
+    def get(self, trajectory_id: str) -> Trajectory | None:
+        row = self._reader().execute("SELECT body FROM trajectories WHERE id = ?", (trajectory_id,)).fetchone()
+        return Trajectory.model_validate_json(row[0]) if row else None
+
+    def count_lever(self, lever: str, after_seq: int = 0) -> int:
+        q = "SELECT count(*) FROM trajectories WHERE lever = ? AND seq > ?"
+        return self._reader().execute(q, (lever, after_seq)).fetchone()[0]
+
+    def last_seq(self) -> int:
+        return self._reader().execute("SELECT coalesce(max(seq), 0) FROM trajectories").fetchone()[0]
+
+    def unqueued_content(self, limit: int = 500) -> list[Trajectory]:
+        q = "SELECT body FROM trajectories WHERE lever = 'weights' AND queued = 0 ORDER BY seq LIMIT ?"
+        return [Trajectory.model_validate_json(r[0]) for r in self._reader().execute(q, (limit,))]
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        """Every stored trajectory in arrival order (re-iterable: each iteration re-reads)."""
+        conn = self._connect()
+        try:
+            for (body,) in conn.execute("SELECT body FROM trajectories ORDER BY seq"):
+                yield Trajectory.model_validate_json(body)
+        finally:
+            conn.close()
+
+    def composition(self, last: int | None = None, examples: int = 3, top: int = 8) -> Composition:
+        """The failure composition of the ingested trajectories (all, or the ``last`` N)."""
+        conn = self._reader()
+        src = "trajectories"
+        if last is not None:
+            src = f"(SELECT * FROM trajectories ORDER BY seq DESC LIMIT {int(last)})"
+        n, delivered, scored, mean, n_del_scored, mean_del = conn.execute(
+            f"SELECT count(*), coalesce(sum(delivered), 0), count(score), avg(score), "
+            f"count(CASE WHEN delivered = 1 THEN score END), avg(CASE WHEN delivered = 1 THEN score END) "
+            f"FROM {src}").fetchone()
+        by_class = dict(conn.execute(f"SELECT failure_class, count(*) FROM {src} GROUP BY failure_class"))
+        by_lever = dict(conn.execute(f"SELECT lever, count(*) FROM {src} GROUP BY lever"))
+        firsts = conn.execute(
+            f"SELECT first_signal, count(*) AS c FROM {src} WHERE failure_class != 'healthy' "
+            f"AND first_signal IS NOT NULL GROUP BY first_signal ORDER BY c DESC, first_signal LIMIT ?",
+            (top,)).fetchall()
+        signals = []
+        for sig, count in firsts:
+            ex = [r[0] for r in conn.execute(
+                f"SELECT id FROM {src} WHERE first_signal = ? AND failure_class != 'healthy' ORDER BY seq LIMIT ?",
+                (sig, examples))]
+            signals.append(SignalCount(id=sig, count=count, share=count / n, examples=ex))
+        return Composition(
+            n=n, shares={c: (by_class.get(c, 0) / n if n else 0.0) for c in CLASSES},
+            counts={c: by_class.get(c, 0) for c in CLASSES},
+            delivery_rate=(delivered / n) if n else None, mean_score=mean if scored else None,
+            score_among_delivered=mean_del if n_del_scored else None, n_scored=scored, n_unscored=n - scored,
+            lever={k: (by_lever.get(k, 0) / n if n else 0.0) for k in ("harness", "weights", "none")},
+            top_signals=signals)
+
+    def stats(self) -> dict[str, Any]:
+        conn = self._reader()
+        total, queued = conn.execute("SELECT count(*), coalesce(sum(queued), 0) FROM trajectories").fetchone()
+        return {"total": total, "queued_for_training": queued}

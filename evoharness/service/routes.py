@@ -1,0 +1,298 @@
+"""The HTTP endpoints. Mutating endpoints need the bearer token; reads are open unless
+`service.protect_reads` is set. Bad input answers 4xx with ``{"error": "..."}``."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path as FsPath
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evoharness import __version__
+from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
+from evoharness.diagnosis.models import FailureClass
+from evoharness.errors import InputError
+from evoharness.graph.runner import runs_dir
+from evoharness.service.auth import require_token, require_token_for_reads
+from evoharness.traces.models import Trajectory
+
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+RunId = Annotated[str, Path(pattern=RUN_ID)]
+
+public = APIRouter()
+reads = APIRouter(dependencies=[Depends(require_token_for_reads)])
+writes = APIRouter(dependencies=[Depends(require_token)])
+
+
+def _state(request: Request):
+    return request.app.state
+
+
+def _known_run(request: Request, run_id: str) -> None:
+    if not (runs_dir(request.app.state.settings) / run_id / "settings.json").is_file():
+        raise HTTPException(404, f"no such run: {run_id}")
+
+
+# -- health and metrics -------------------------------------------------------------------------
+@public.get("/health")
+def health(request: Request) -> dict[str, Any]:
+    s = _state(request)
+    return {"status": "ok", "version": __version__, "loop": s.settings.service.loop,
+            "loop_alive": s.daemon.alive, "current_run": s.daemon.current_run, "last_error": s.daemon.last_error,
+            "auth": s.token is not None}
+
+
+@reads.get("/metrics")
+def metrics(request: Request) -> Response:
+    return Response(generate_latest(_state(request).registry), media_type=CONTENT_TYPE_LATEST)
+
+
+# -- runs ---------------------------------------------------------------------------------------
+@reads.get("/runs")
+def list_runs(request: Request) -> dict[str, Any]:
+    from evoharness.service.runs import list_runs as runs
+
+    s = _state(request)
+    return {"current": s.daemon.current_run, "runs": runs(s.settings, s.daemon)}
+
+
+@reads.get("/runs/{run_id}")
+def get_run(request: Request, run_id: RunId) -> dict[str, Any]:
+    from evoharness.service.runs import run_view
+
+    _known_run(request, run_id)
+    s = _state(request)
+    return run_view(s.settings, s.daemon, run_id)
+
+
+@reads.get("/runs/{run_id}/rounds")
+def get_rounds(request: Request, run_id: RunId) -> dict[str, Any]:
+    from evoharness.service.runs import run_state
+
+    _known_run(request, run_id)
+    s = _state(request)
+    state, _ = run_state(s.settings, s.daemon, run_id)
+    return {"run_id": run_id, "rounds": state.get("rounds", [])}
+
+
+class NewRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str | None = Field(None, pattern=RUN_ID, description="id of the new run (default: generated)")
+
+
+@writes.post("/runs", status_code=202)
+def start_run(request: Request, body: NewRun | None = None) -> dict[str, Any]:
+    run_id = _state(request).daemon.request_run(body.run_id if body else None)
+    return {"run_id": run_id, "status": "starting"}
+
+
+@writes.post("/runs/{run_id}/resume", status_code=202)
+def resume_run(request: Request, run_id: RunId) -> dict[str, Any]:
+    _known_run(request, run_id)
+    _state(request).daemon.request_resume(run_id)
+    return {"run_id": run_id, "status": "resuming"}
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    candidate: str = Field(min_length=1, description="the candidate branch awaiting review")
+    reason: str | None = Field(None, max_length=2000)
+
+
+def _decide(request: Request, run_id: str, body: Decision, decision: str) -> dict[str, Any]:
+    _known_run(request, run_id)
+    try:
+        decisions = _state(request).daemon.decide(run_id, body.candidate, decision, body.reason)
+    except InputError as e:
+        raise HTTPException(409, str(e)) from None
+    return {"run_id": run_id, "candidate": body.candidate, "decision": decision, "decisions": decisions,
+            "status": "continuing"}
+
+
+@writes.post("/runs/{run_id}/approve", status_code=202)
+def approve(request: Request, run_id: RunId, body: Decision) -> dict[str, Any]:
+    return _decide(request, run_id, body, "approve")
+
+
+@writes.post("/runs/{run_id}/reject", status_code=202)
+def reject(request: Request, run_id: RunId, body: Decision) -> dict[str, Any]:
+    return _decide(request, run_id, body, "reject")
+
+
+# -- candidates -------------------------------------------------------------------------------------
+def _repo(request: Request):
+    from evoharness.harness_repo.repo import HarnessRepo
+
+    settings = _state(request).settings
+    path = FsPath(settings.run.harness)
+    if not (path / ".git").exists():
+        return None
+    return HarnessRepo(path, settings.harness_repo)
+
+
+def _verdict(hr, commit: str) -> dict[str, Any] | None:
+    found = hr.verdict_of(commit)
+    return None if found is None else {"note_status": found[0], **found[1].model_dump(mode="json")}
+
+
+@reads.get("/candidates")
+def candidates(request: Request, status: str | None = None, diff: bool = True) -> dict[str, Any]:
+    from evoharness.harness_repo.review import list_candidates
+
+    hr = _repo(request)
+    if hr is None:
+        return {"harness": str(_state(request).settings.run.harness), "main": None, "candidates": []}
+    out = []
+    for info in list_candidates(hr):
+        if status and info.status != status:
+            continue
+        row = info.model_dump(mode="json")
+        row["verdict_detail"] = _verdict(hr, info.commit)
+        if diff:
+            row["diff"] = hr.diff(info.branch)
+        out.append(row)
+    return {"harness": str(hr.path), "main": hr.main_head(), "candidates": out}
+
+
+@reads.get("/candidates/{branch:path}")
+def candidate(request: Request, branch: str) -> dict[str, Any]:
+    from evoharness.harness_repo.review import list_candidates
+
+    hr = _repo(request)
+    info = next((i for i in list_candidates(hr) if i.branch == branch), None) if hr else None
+    if info is None:
+        raise HTTPException(404, f"no such candidate: {branch}")
+    cand = hr.candidate(branch)
+    return {**info.model_dump(mode="json"), **cand.model_dump(mode="json"),
+            "verdict_detail": _verdict(hr, info.commit), "diff": hr.diff(branch)}
+
+
+# -- ingestion ---------------------------------------------------------------------------------------
+def _field(loc: tuple) -> str:
+    return ".".join(str(x) for x in loc) or "record"
+
+
+def _validate(records: list[Any]) -> tuple[list[Trajectory], list[dict[str, Any]]]:
+    good, errors = [], []
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            errors.append({"index": i, "field": "record", "error": "not a JSON object"})
+            continue
+        try:
+            good.append(Trajectory.model_validate(rec))
+        except ValidationError as e:
+            first = e.errors()[0]
+            errors.append({"index": i, "field": _field(first["loc"]), "error": first["msg"],
+                           "id": rec.get("id") if isinstance(rec.get("id"), str) else None})
+    return good, errors
+
+
+def _invalid(request: Request, message: str, errors: list[dict[str, Any]] | None = None) -> JSONResponse:
+    _state(request).metrics.ingest_requests.labels("invalid").inc()
+    return JSONResponse({"error": message, "errors": (errors or [])[:50]}, status_code=422)
+
+
+@writes.post("/trajectories")
+async def ingest(request: Request) -> Any:
+    s = _state(request)
+    t0 = time.perf_counter()
+    cfg = s.settings.service
+    limit = int(cfg.max_body_mb * 1024 * 1024)
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
+    body = await request.body()
+    if len(body) > limit:
+        raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
+    try:
+        records = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return _invalid(request, f"body is not JSON: {e}")
+    if not isinstance(records, list):
+        return _invalid(request, "body must be a JSON list of canonical trajectories")
+    if len(records) > cfg.max_batch:
+        return _invalid(request, f"{len(records)} trajectories in one request; at most {cfg.max_batch} "
+                        "(service.max_batch)")
+    good, errors = await run_in_threadpool(_validate, records)
+    if errors:
+        e = errors[0]
+        return _invalid(request, f"record {e['index']}: {e['field']}: {e['error']}"
+                        + (f" ({len(errors)} invalid records; nothing stored)" if len(errors) > 1
+                           else " (nothing stored)"), errors)
+    stored = await run_in_threadpool(s.ingest.add, good)
+    dup = len(good) - stored
+    s.metrics.ingest_requests.labels("ok").inc()
+    s.metrics.ingest_duplicates.inc(dup)
+    s.metrics.ingest_seconds.observe(time.perf_counter() - t0)
+    if stored:
+        s.daemon.wake()
+    return {"received": len(good), "stored": stored, "duplicates": dup}
+
+
+@reads.get("/trajectories/{trajectory_id:path}")
+def get_trajectory(request: Request, trajectory_id: str) -> dict[str, Any]:
+    t = _state(request).ingest.get(trajectory_id)
+    if t is None:
+        raise HTTPException(404, f"no ingested trajectory {trajectory_id!r}")
+    return t.model_dump(mode="json")
+
+
+@reads.get("/composition")
+def composition(request: Request, last: Annotated[int | None, Query(ge=1)] = None) -> dict[str, Any]:
+    ingest = _state(request).ingest
+    comp = ingest.composition(last=last)
+    return {**comp.to_dict(), "table": comp.table(), **ingest.stats()}
+
+
+# -- dataset export ----------------------------------------------------------------------------------
+class ExportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format: ExportFormat = ExportFormat.openai
+    source: SourceKind = Field(SourceKind.queue, description="queue | healthy (ingested) | all (ingested + queue)")
+    name: str | None = Field(None, pattern=RUN_ID, description="directory name under <home>/exports")
+    render_under: Literal["seed", "evolved", "trajectory"] = "evolved"
+    placebo: bool = False
+    min_score: float | None = Field(None, ge=0, le=1)
+    max_per_task: int | None = Field(None, ge=1)
+    tasks: list[str] | None = None
+    classes: list[FailureClass] | None = None
+
+
+@writes.post("/datasets/export")
+def export(request: Request, body: ExportRequest) -> dict[str, Any]:
+    from evoharness.datasets.export import export_dataset
+    from evoharness.datasets.models import RenderedPrompt
+    from evoharness.datasets.prompts import resolve_prompt
+    from evoharness.datasets.queue import queue_from_settings
+
+    s = _state(request)
+    settings = s.settings
+    name = body.name or f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{body.format.value}{'-placebo' if body.placebo else ''}"
+    out = FsPath(settings.home) / "exports" / name
+    harness = FsPath(settings.run.harness)
+    prompt = RenderedPrompt(under="trajectory")
+    if body.render_under != "trajectory" and (harness / ".git").exists():
+        prompt = resolve_prompt(str(harness), body.render_under)
+    try:
+        filters = ExportFilters(min_score=body.min_score, max_per_task=body.max_per_task, tasks=body.tasks,
+                                classes=body.classes)
+    except ValidationError as e:
+        raise HTTPException(422, str(e).splitlines()[0]) from None
+    cfg = settings.datasets
+    summary = export_dataset(
+        out, fmt=body.format, source=body.source,
+        trajectories=s.ingest if body.source != SourceKind.queue else None,
+        queue=queue_from_settings(settings) if body.source != SourceKind.healthy else None,
+        filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
+        placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis)
+    return {"path": str(out.resolve()), "records": summary.records, "files": summary.files,
+            "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,
+            "tasks": len(summary.tasks), "classes": summary.classes,
+            "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped}

@@ -1,0 +1,80 @@
+"""Read-only views of runs for the API and the metrics: list, status, rounds, budget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evoharness.config import Settings
+from evoharness.graph.runner import load_run_settings, runs_dir
+from evoharness.service.daemon import DONE, Daemon
+from evoharness.service.driver import read_state
+
+
+def budget_of(state: dict[str, Any]) -> dict[str, Any]:
+    from evoharness.graph.wiring import RunLedger
+
+    if not state.get("ledger"):
+        return {"total": None, "spent": 0.0, "left": None, "rollouts": 0}
+    ledger = RunLedger.model_validate(state["ledger"])
+    return {"total": ledger.total, "spent": ledger.spent, "left": ledger.left, "rollouts": ledger.rollouts}
+
+
+def list_runs(settings: Settings, daemon: Daemon) -> list[dict[str, Any]]:
+    root = runs_dir(settings)
+    if not root.is_dir():
+        return []
+    current = daemon.current_run
+    out = []
+    for d in sorted(root.iterdir(), key=lambda p: (p / "settings.json").stat().st_mtime
+                    if (p / "settings.json").exists() else 0):
+        if not (d / "settings.json").is_file():
+            continue
+        phase = daemon.run_phase(d.name)
+        row: dict[str, Any] = {"run_id": d.name, "phase": phase or "idle", "current": d.name == current}
+        if phase == DONE and (d / "summary.json").is_file():
+            summary = json.loads((d / "summary.json").read_text())
+            row.update(stop_reason=summary.get("stop_reason"), rounds=len(summary.get("rounds", [])),
+                       merged=len(summary.get("merged", [])))
+        elif d.name in daemon.snapshots:
+            snap = daemon.snapshots[d.name]
+            row.update(round=snap.get("round"), rounds=len(snap.get("rounds", [])),
+                       merged=len(snap.get("merged", [])))
+        out.append(row)
+    return out
+
+
+def run_state(settings: Settings, daemon: Daemon, run_id: str) -> tuple[dict[str, Any], list[Any]]:
+    """(state values, pending review interrupts); raises InputError for an unknown run."""
+    saved, run_dir = load_run_settings(settings, run_id)
+    if run_id in daemon.snapshots and daemon.run_phase(run_id) != "waiting_review":
+        return daemon.snapshots[run_id], []
+    return read_state(saved, run_id, run_dir)
+
+
+def run_view(settings: Settings, daemon: Daemon, run_id: str) -> dict[str, Any]:
+    state, interrupts = run_state(settings, daemon, run_id)
+    run_dir = runs_dir(settings) / run_id
+    phase = daemon.run_phase(run_id) or ("waiting_review" if interrupts else "idle")
+    view = {
+        "run_id": run_id,
+        "phase": phase,
+        "status": state.get("status"),
+        "round": state.get("round"),
+        "rounds_completed": len(state.get("rounds", [])),
+        "stop_reason": state.get("stop_reason"),
+        "recommendation": state.get("recommendation"),
+        "anchor": {k: (state.get("anchor") or {}).get(k) for k in ("commit", "mean", "sigma", "k", "round")}
+        if state.get("anchor") else None,
+        "merged": state.get("merged", []),
+        "rejected": state.get("rejected", []),
+        "queued": len(state.get("queued", [])),
+        "budget": budget_of(state),
+        "waiting_review": [c for p in interrupts for c in p.get("candidates", [])],
+        "summary": None,
+    }
+    if daemon.current_run == run_id and phase == "running":
+        view["progress"] = daemon.progress.view()
+    if (run_dir / "summary.json").is_file():
+        view["summary"] = json.loads((run_dir / "summary.json").read_text())
+    return view
