@@ -1,0 +1,176 @@
+"""`evoharness report | evaluate | ablate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evoharness.cli_support import settings_of
+from evoharness.errors import InputError
+
+
+def _progress(quiet: bool = False):
+    from evoharness.graph.progress import Progress
+
+    return Progress(quiet=quiet)
+
+
+def _splits(raw: str) -> list[str]:
+    from evoharness.reports.jobs import check_split
+
+    return ["dev", "heldout"] if raw == "both" else [check_split(raw)]
+
+
+def _positive(k: int | None) -> int | None:
+    if k is not None and k < 1:
+        raise InputError("--rollouts", "must be >= 1")
+    return k
+
+
+def report(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="run id under <home>/runs, a run directory, or a demo output dir")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="directory for report.md, report.html and the PNGs")],
+    compute: Annotated[bool, typer.Option("--compute", help="first evaluate seed vs evolved (dev, held-out) and "
+                                          "ablate the merged edits where the run directory has no results yet")]
+    = False,
+    rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k for --compute (default: the run's)")]
+    = None,
+) -> None:
+    """Write a markdown + HTML report of a run with its plots (anchors, composition, seed vs evolved, ablation)."""
+    from evoharness.reports.jobs import ablate_run, evaluate_run
+    from evoharness.reports.report import build
+    from evoharness.reports.runs import load_run
+
+    record = load_run(settings_of(ctx), run)
+    if record.note:
+        typer.echo(f"note: {record.note}", err=True)
+    if compute:
+        progress = _progress()
+        for split in ("dev", "heldout"):
+            if not record.evaluation_path(split).is_file():
+                evaluate_run(record, split, _positive(rollouts), progress)
+        if not record.ablation_path.is_file():
+            ablate_run(record, _positive(rollouts), ["dev", "heldout"], progress)
+    written = build(record, out)
+    typer.echo(f"wrote {written['md']} and {written['html']} with "
+               + ", ".join(p.name for name, p in written.items() if name not in ("md", "html")))
+
+
+def evaluate(
+    ctx: typer.Context,
+    harness: Annotated[Path | None, typer.Option("--harness", help="the harness repo")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="evaluate a run instead: its harness, env, model, "
+                                            "seed commit vs final main; stored in the run directory")] = None,
+    env: Annotated[str | None, typer.Option("--env", help="environment (default: [run] env)")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="model spec (default: [run] model)")] = None,
+    rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k per task (default: [run] rollouts)")]
+    = None,
+    split: Annotated[str, typer.Option("--split", help="heldout | dev")] = "heldout",
+    baseline: Annotated[str | None, typer.Option("--baseline", help="revision (default: the first commit on "
+                                                 "main, 'seed')")] = None,
+    candidate: Annotated[str | None, typer.Option("--candidate", help="revision (default: main's head)")] = None,
+    tasks: Annotated[int, typer.Option("--tasks", help="first N tasks of the split (0 = all)")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="JSON result file")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Seed vs evolved: k rollouts of two revisions on a split, composition and mean, and the difference
+    against the noise model's resolvable threshold z*sigma/sqrt(k)."""
+    from evoharness.reports.jobs import check_split, evaluate_run
+    from evoharness.reports.measure import Measurer, compare
+
+    check_split(split)
+    _positive(rollouts)
+    if tasks < 0:
+        raise InputError("--tasks", "must be >= 0")
+    if (harness is None) == (run is None):
+        raise InputError("evaluate", "give --harness DIR or --run RUN (one of them)")
+    if run is not None:
+        if env or model or baseline or candidate or tasks:
+            raise InputError("--run", "evaluates the run's own env, model, tasks, seed and final main; "
+                             "use --harness to choose them")
+        from evoharness.reports.runs import load_run
+
+        record = load_run(settings_of(ctx), run)
+        ev = evaluate_run(record, split, rollouts, _progress(as_json), out)
+        out = out or record.evaluation_path(split)
+    else:
+        if out is None:
+            raise InputError("--out", "name the JSON result file")
+        settings = settings_of(ctx)
+        measurer = Measurer(settings, harness, env or settings.run.env, model or settings.run.model,
+                            _progress(as_json))
+        try:
+            ev = compare(measurer, baseline or "seed", candidate or "main", split, rollouts or settings.run.rollouts,
+                         settings.run.seed, tasks=measurer.tasks(split, tasks), z=settings.verification.z,
+                         sigma_floor=settings.verification.sigma_floor)
+        finally:
+            measurer.close()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(ev.model_dump_json(indent=2))
+    if as_json:
+        typer.echo(ev.model_dump_json(indent=2))
+        return
+    typer.echo(_evaluation_text(ev))
+    typer.echo(f"\nwrote {out}")
+
+
+def _evaluation_text(ev) -> str:
+    from evoharness.reports.report import COMP_HEAD, comp_cells, num
+
+    head = ["", *COMP_HEAD]
+    rows = [[f"{arm.rev} {arm.commit[:10]}", *comp_cells(arm.composition, arm.mean)]
+            for arm in (ev.baseline, ev.candidate)]
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    lines = [f"{ev.env}, {ev.model}, {ev.split}: {len(ev.tasks)} tasks x k={ev.k} (seeds {ev.seeds[0]}.."
+             f"{ev.seeds[-1]})"]
+    lines += ["  ".join(str(c).rjust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
+    lines.append(f"difference {num(ev.difference, signed=True)}; sigma {ev.sigma:.4f}; resolvable "
+                 f"{ev.z:g}*sigma/sqrt({ev.k}) = {ev.resolvable:.3f} (table {ev.resolvable_table:g}): "
+                 f"{ev.verdict}")
+    return "\n".join(lines)
+
+
+def ablate(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="run id under <home>/runs, a run directory, or a demo output dir")],
+    rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k per task (default: the run's)")]
+    = None,
+    split: Annotated[str, typer.Option("--split", help="dev | heldout | both")] = "both",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="JSON result (default: <run dir>/ablation.json)")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Leave-one-out over the run's merged edits: main with each merge reverted (in a throwaway worktree;
+    main never moves), rolled out; prints the drop per edit."""
+    from evoharness.reports.ablate import HELPS
+    from evoharness.reports.jobs import ablate_run
+    from evoharness.reports.runs import load_run
+
+    splits = _splits(split)
+    record = load_run(settings_of(ctx), run)
+    if record.note:
+        typer.echo(f"note: {record.note}", err=True)
+    result = ablate_run(record, _positive(rollouts), splits, _progress(as_json), out)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    if not result.edits:
+        typer.echo(f"run {record.run_id} merged no edits: nothing to ablate")
+    for e in result.edits:
+        if not e.applies:
+            typer.echo(f"{e.branch}: {e.reason}")
+            continue
+        for s, ev in e.results.items():
+            typer.echo(f"{e.branch} [{s}]: with {ev.candidate.mean:.3f}, without {ev.baseline.mean:.3f}, "
+                       f"drop {ev.difference:+.3f} (resolvable {ev.resolvable:.3f}, k={ev.k}): {HELPS[ev.verdict]}")
+    typer.echo(f"\nwrote {out or record.ablation_path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.command("evaluate")(evaluate)
+    app.command("ablate")(ablate)
+

@@ -1,0 +1,291 @@
+"""Build a run's report: tables from its summary (and stored evaluations / ablation), four PNGs,
+then `report.md` and `report.html` rendered from the Jinja2 templates next to this module.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from evoharness.reports import plots
+from evoharness.reports.runs import RunRecord, load_stored
+from evoharness.verification.noise import resolvable_difference
+
+TEMPLATES = Path(__file__).parent
+CLASSES = plots.CLASSES
+COMP_HEAD = ["n", "Healthy", "F1", "F2", "F3", "F4", "Delivery", "Mean score"]
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def num(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def short(sha: str | None) -> str:
+    return str(sha or "-")[:10]
+
+
+def comp_cells(comp: dict[str, Any] | None, mean: float | None = None) -> list[str]:
+    if not comp:
+        return ["-"] * len(COMP_HEAD)
+    shares = comp.get("composition") or {}
+    return [str(comp.get("n", "-")), *(pct(shares.get(c)) for c in CLASSES), pct(comp.get("delivery_rate")),
+            num(comp.get("mean_score") if mean is None else mean)]
+
+
+def table(title: str, head: list[str], rows: list[list[str]], note: str | None = None) -> dict[str, Any]:
+    return {"title": title, "head": head, "rows": rows, "note": note}
+
+
+# ---- the tables ----------------------------------------------------------------------------------
+
+def overview(record: RunRecord) -> list[tuple[str, str]]:
+    s, run = record.summary, record.settings.run
+    budget = s.get("budget") or {}
+    rows = [("Run", record.run_id),
+            ("Status", "complete" if record.complete else "in progress"),
+            ("Stop reason", str(s.get("stop_reason") or "-")),
+            ("Recommendation", str(s.get("recommendation") or "-")),
+            ("Environment / model", f"{run.env} / {run.model}"),
+            ("Rollouts per task (k)", str(run.rollouts)),
+            ("Harness repo", f"{s.get('harness_repo')} (main {short(s.get('main'))})"),
+            ("Budget", f"{budget.get('spent', 0):g} of {budget.get('total') or 0:g} units spent "
+                       f"({budget.get('rollouts', 0)} rollouts)"),
+            ("Merged / rejected / dropped", f"{len(s.get('merged') or [])} / {len(s.get('rejected') or [])} / "
+                                            f"{len(s.get('dropped') or [])}"),
+            ("Training queue", f"{s.get('queued', 0)} content-failure trajectories")]
+    share = s.get("accommodation_share")
+    rows.append(("Critic accommodation flags", "-" if share is None else f"{100 * share:.0f}% of reviews"))
+    return rows
+
+
+def anchors_table(summary: dict[str, Any], z: float) -> dict[str, Any]:
+    rows = []
+    for a in summary.get("anchors") or []:
+        sigma, k = a.get("sigma") or 0.0, a.get("k") or 1
+        rows.append([str(a.get("round")), short(a.get("commit")), num(a.get("mean")), num(sigma), str(k),
+                     num(resolvable_difference(sigma, k, z))])
+    return table("Anchors (main's dev measurement; a fresh one after every merge)",
+                 ["Round", "Commit", "Mean", "σ", "k", f"Resolvable ({z:g}σ/√k)"], rows)
+
+
+def rounds_table(summary: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for r in summary.get("rounds") or []:
+        cands = r.get("candidates") or []
+        accepted = sum(1 for c in cands if (c.get("verdict") or {}).get("accepted"))
+        rows.append([str(r["round"]), num(r.get("anchor_before")), str(len(cands)), str(accepted),
+                     ", ".join(m.removeprefix("candidate/") for m in r.get("merged") or []) or "-",
+                     num(r.get("fresh_anchor")), num(r.get("selection_optimism"), signed=True),
+                     f"{r.get('budget_left', 0):g}"])
+    return table("Rounds", ["Round", "Anchor (bar)", "Candidates", "Accepted", "Merged", "Fresh anchor",
+                            "Selection optimism", "Budget left"], rows,
+                 "Selection optimism = the merged candidate's reading minus the fresh anchor measured after "
+                 "its merge.")
+
+
+def candidates_table(summary: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for r in summary.get("rounds") or []:
+        merged = set(r.get("merged") or [])
+        for c in r.get("candidates") or []:
+            v = c.get("verdict") or {}
+            m = v.get("measurements") or {}
+            status = "merged" if c["branch"] in merged else ("accepted" if v.get("accepted") else "rejected")
+            reason = v.get("reason") or "-"
+            if c["branch"] not in merged:
+                reason = next((x.get("reason") for x in summary.get("rejected") or []
+                               if x.get("branch") == c["branch"]), reason)
+            rows.append([str(r["round"]), c["branch"].removeprefix("candidate/"), str(c.get("targets") or "-"),
+                         num(m.get("reading")), num(m.get("targeted_baseline", m.get("baseline_mean"))),
+                         num(m.get("gain"), signed=True), num(m.get("resolvable")), status, str(reason)])
+    return table("Candidates", ["Round", "Candidate", "Targets", "Reading", "Baseline", "Gain", "Resolvable",
+                                "Status", "Reason"], rows,
+                 "Reading and baseline are means on the candidate's verification tasks (same seeds).")
+
+
+def composition_columns(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
+    """(label, Composition dict) per round: the anchor in force at the start of the round, then the end."""
+    cols: list[tuple[str, dict[str, Any] | None]] = []
+    for r in summary.get("rounds") or []:
+        cols.append((f"round {r['round']}", r.get("composition")))
+    before = (summary.get("before") or {}).get("dev")
+    if not cols and before:
+        cols.append(("seed", before))
+    after = (summary.get("after") or {}).get("dev")
+    if after:
+        cols.append(("end", after))
+    return cols
+
+
+def composition_table(cols: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any]:
+    return table("Composition per round (dev anchor)", ["When", *COMP_HEAD],
+                 [[label, *comp_cells(c)] for label, c in cols],
+                 "Each round's row is the composition of the anchor that round started from; 'end' is the "
+                 "final anchor.")
+
+
+def seed_vs_evolved(summary: dict[str, Any], evaluations: dict[str, dict[str, Any]]
+                    ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Plot data and table for seed vs evolved, per split.
+
+    A stored evaluation of exactly the run's seed vs its final main replaces the run's own before/after
+    measurement for its split (it carries the noise threshold).
+    """
+    before, after = summary.get("before") or {}, summary.get("after") or {}
+    seed = ((summary.get("anchors") or [{}])[0]).get("commit")
+    data: dict[str, dict[str, Any]] = {}
+    rows = []
+    for split in ("dev", "heldout"):
+        ev = evaluations.get(split)
+        if ev and ev["baseline"]["commit"] == seed and ev["candidate"]["commit"] == summary.get("main"):
+            b = {**ev["baseline"]["composition"], "mean_score": ev["baseline"]["mean"]}
+            a = {**ev["candidate"]["composition"], "mean_score": ev["candidate"]["mean"]}
+            data[split] = {"seed": b, "evolved": a, "resolvable": ev["resolvable"],
+                           "source": f"`evaluate`, k={ev['k']}, seeds {ev['seeds'][0]}..{ev['seeds'][-1]}"}
+        else:
+            b, a = before.get(split), after.get(split)
+            if b is None and a is None:
+                continue
+            data[split] = {"seed": b, "evolved": a, "resolvable": None,
+                           "source": "the run's own measurements" + ("" if a else " (evolved: not measured yet)")}
+        name = "dev" if split == "dev" else "held-out"
+        d = data[split]
+        diff = None
+        if (d["seed"] or {}).get("mean_score") is not None and (d["evolved"] or {}).get("mean_score") is not None:
+            diff = d["evolved"]["mean_score"] - d["seed"]["mean_score"]
+        rows.append([name, "seed", *comp_cells(d["seed"]), "", d["source"]])
+        rows.append([name, "evolved", *comp_cells(d["evolved"]), num(diff, signed=True),
+                     "-" if d["resolvable"] is None else num(d["resolvable"])])
+    t = table("Seed vs evolved", ["Split", "Harness", *COMP_HEAD, "Δ mean", "Resolvable / source"], rows,
+              "Dev before/after are the seed anchor and the final anchor; held-out is measured, never used "
+              "for selection.")
+    return data, t
+
+
+def evaluations_table(evaluations: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    if not evaluations:
+        return None
+    rows = []
+    for split, ev in evaluations.items():
+        b, c = ev["baseline"], ev["candidate"]
+        rows.append([split, f"{b['rev']} ({short(b['commit'])})", num(b["mean"]), f"{c['rev']} ({short(c['commit'])})",
+                     num(c["mean"]), num(ev["difference"], signed=True), num(ev["sigma"]),
+                     f"{num(ev['resolvable'])} (k={ev['k']})", ev["verdict"]])
+    return table("Evaluation (`evoharness evaluate`)", ["Split", "Baseline", "Mean", "Candidate", "Mean",
+                                                        "Difference", "σ", "Resolvable", "Verdict"], rows)
+
+
+def ablation_table(ablation: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for e in ablation.get("edits") or []:
+        name = e["branch"].removeprefix("candidate/")
+        if not e.get("applies"):
+            rows.append([name, str(e.get("targets") or "-"), short(e["merge_commit"]), "-", "-", "-", "-", "-",
+                         str(e.get("reason"))])
+            continue
+        for split, ev in (e.get("results") or {}).items():
+            verdict = {"better": "helps", "worse": "hurts"}.get(ev["verdict"], "within noise")
+            rows.append([name, str(e.get("targets") or "-"), short(e["merge_commit"]), split,
+                         num(ev["candidate"]["mean"]), num(ev["baseline"]["mean"]),
+                         num(ev["difference"], signed=True), num(ev["resolvable"]), verdict])
+    return table("Leave-one-out ablation of the merged edits",
+                 ["Edit", "Targets", "Merge", "Split", "With (main)", "Without", "Drop", "Resolvable", "Verdict"],
+                 rows, f"main {short(ablation.get('main'))} with each merge reverted in turn (k={ablation.get('k')}, "
+                 f"seeds from {ablation.get('seed')}); drop = with - without.")
+
+
+def lists(summary: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        "merged": [f"{m['branch']} ({short(m.get('commit'))} → merge {short(m.get('merge_commit'))}), round "
+                   f"{m.get('round')}, targets {m.get('targets')}" for m in summary.get("merged") or []],
+        "rejected": [f"{r['branch']} ({short(r.get('commit'))}), round {r.get('round')}: {r.get('reason')}"
+                     for r in summary.get("rejected") or []],
+        "dropped": [f"round {d.get('round')}, {d.get('pattern')}: {d.get('reason')}"
+                    for d in summary.get("dropped") or []],
+    }
+
+
+# ---- rendering -----------------------------------------------------------------------------------
+
+def _md_cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+@lru_cache(maxsize=2)
+def _environment(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                             autoescape=autoescape, keep_trailing_newline=True, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["cell"] = _md_cell
+    return env
+
+
+def build(record: RunRecord, out: Path) -> dict[str, Path]:
+    """Write ``out/report.md``, ``out/report.html`` and the PNGs; return {name: path}."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = record.summary
+    z = record.settings.verification.z
+    evaluations, ablation = load_stored(record)
+    written: dict[str, Path] = {}
+
+    def figure(name: str, caption: str, path: Path) -> dict[str, str]:
+        written[name] = path
+        return {"file": path.name, "caption": caption}
+
+    sections = []
+    anchors_png = plots.anchors_plot(summary.get("rounds") or [], summary.get("anchors") or [], z,
+                                     out / "anchors.png")
+    sections.append({
+        "title": "Anchors and candidates",
+        "figure": figure("anchors", "(a) The anchor per round (the bar each round had to beat, with its noise "
+                         "band), every candidate's reading, and the fresh anchor measured after each merge: the "
+                         "arrow from the merged candidate's reading to the fresh anchor is the selection optimism.",
+                         anchors_png),
+        "tables": [anchors_table(summary, z), rounds_table(summary), candidates_table(summary)], "text": None})
+    cols = composition_columns(summary)
+    sections.append({
+        "title": "Failure composition per round",
+        "figure": figure("composition", "(b) Failure composition of the dev anchor per round (the first failure "
+                         "signal that fires: Healthy, F1 evidence, F2 harness friction, F3 execution control, "
+                         "F4 planning capacity).", plots.composition_plot(cols, out / "composition.png")),
+        "tables": [composition_table(cols)], "text": None})
+    sve_data, sve_table = seed_vs_evolved(summary, evaluations)
+    sections.append({
+        "title": "Seed vs evolved",
+        "figure": figure("seed_vs_evolved", "(c) Seed vs evolved harness on dev and held-out: mean score and "
+                         "composition.", plots.seed_vs_evolved_plot(sve_data, out / "seed_vs_evolved.png"))
+        if sve_data else None,
+        "tables": [t for t in (sve_table, evaluations_table(evaluations)) if t],
+        "text": None if sve_data else "Nothing measured yet."})
+    if ablation is not None and ablation.get("edits"):
+        sections.append({
+            "title": "Leave-one-out ablation",
+            "figure": figure("ablation", "(d) Leave-one-out: main's score with each merged edit removed in turn; "
+                             "the dashed line is main with every edit.",
+                             plots.ablation_plot(ablation["edits"], ablation.get("splits") or [],
+                                                 out / "ablation.png")),
+            "tables": [ablation_table(ablation)], "text": None})
+    else:
+        text = ("The run merged no edits: there is nothing to ablate." if ablation is not None else
+                f"Not computed yet: run `evoharness ablate {record.run_id}` (or `evoharness report "
+                f"{record.run_id} --out DIR --compute`).")
+        sections.append({"title": "Leave-one-out ablation", "figure": None, "tables": [], "text": text})
+    context = {
+        "run_id": record.run_id, "complete": record.complete, "note": record.note,
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "overview": overview(record), "sections": sections, "lists": lists(summary),
+    }
+    (out / "report.md").write_text(_environment(False).get_template("report.md.j2").render(**context))
+    (out / "report.html").write_text(_environment(True).get_template("report.html.j2").render(**context))
+    written["md"], written["html"] = out / "report.md", out / "report.html"
+    return written

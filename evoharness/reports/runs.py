@@ -1,0 +1,134 @@
+"""Find a run and read what it recorded.
+
+A finished run has ``summary.json`` in its directory; a run still in progress (or waiting for
+review, or paused by an infrastructure failure) has only its checkpoint, from which the same
+summary is rebuilt so a report can show what exists so far.
+
+RUN may be a run id under ``<home>/runs``, a run directory (holds ``settings.json``), or a demo
+output directory (holds ``summary.json`` and ``state/runs/<run-id>/``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from evoharness.config import Settings
+from evoharness.errors import InputError
+
+EVALUATION_FILE = "evaluation-{split}.json"
+ABLATION_FILE = "ablation.json"
+
+
+@dataclass
+class RunRecord:
+    """A run as a report sees it: its directory, its own settings, and its summary (possibly partial)."""
+
+    run_id: str
+    run_dir: Path
+    settings: Settings
+    summary: dict[str, Any]
+    complete: bool
+    note: str | None = None
+
+    def evaluation_path(self, split: str) -> Path:
+        return self.run_dir / EVALUATION_FILE.format(split=split)
+
+    @property
+    def ablation_path(self) -> Path:
+        return self.run_dir / ABLATION_FILE
+
+
+def _run_dir_of(settings: Settings, spec: str) -> Path:
+    path = Path(spec)
+    if path.is_dir():
+        if (path / "settings.json").is_file():
+            return path.resolve()
+        if (path / "summary.json").is_file():  # a demo output directory
+            data = _read_json(path / "summary.json")
+            for cand in (Path(str((data.get("files") or {}).get("run_dir", ""))),
+                         path / "state" / "runs" / str(data.get("run_id"))):
+                if str(cand) and (cand / "settings.json").is_file():
+                    return cand.resolve()
+            raise InputError(spec, f"summary.json names run {data.get('run_id')!r} but its run directory is gone")
+        runs = sorted(p for p in (path / "state" / "runs").glob("run-*") if (p / "settings.json").is_file())
+        if len(runs) == 1:  # a demo still running: no summary.json yet
+            return runs[0].resolve()
+        if len(runs) > 1:
+            raise InputError(spec, "holds several runs (" + ", ".join(p.name for p in runs) + "); name one")
+        raise InputError(spec, "not a run directory (no settings.json, summary.json or state/runs/run-*)")
+    if "/" in spec or spec.startswith("."):
+        raise InputError(spec, "no such run directory")
+    run_dir = Path(settings.home) / "runs" / spec
+    if not (run_dir / "settings.json").is_file():
+        base = Path(settings.home) / "runs"
+        known = sorted(p.name for p in base.glob("run-*")) if base.is_dir() else []
+        raise InputError(spec, f"no such run under {base}" + (f" (known: {', '.join(known[-5:])})" if known else ""))
+    return run_dir.resolve()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise InputError(str(path), f"unreadable: {e}") from None
+    if not isinstance(data, dict):
+        raise InputError(str(path), "not a JSON object")
+    return data
+
+
+def _checkpoint_state(settings: Settings, run_id: str, run_dir: Path) -> dict[str, Any] | None:
+    """The run's latest checkpointed state, or None when it has none yet."""
+    from evoharness.graph.checkpoint import open_checkpointer
+
+    with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
+        found = saver.get_tuple({"configurable": {"thread_id": run_id}})
+    if found is None:
+        return None
+    return dict(found.checkpoint.get("channel_values") or {})
+
+
+def _partial_summary(settings: Settings, run_id: str, run_dir: Path, state: dict[str, Any]) -> dict[str, Any]:
+    """The summary `evoharness run` writes at the end, built from a checkpoint instead."""
+    from evoharness.graph.runner import RunOutcome
+    from evoharness.graph.summary import summary_dict
+    from evoharness.harness_repo.repo import HarnessRepo
+
+    repo = HarnessRepo(settings.run.harness, settings.harness_repo)
+    # summary_dict reads only these attributes of the run's services
+    services = SimpleNamespace(repo=repo, store=SimpleNamespace(path=run_dir / "trajectories.jsonl"))
+    return summary_dict(RunOutcome(run_id, run_dir, state, []), services)
+
+
+def load_run(settings: Settings, spec: str) -> RunRecord:
+    """Resolve ``spec`` and read the run; InputError (one line) when it is unknown or has nothing yet."""
+    run_dir = _run_dir_of(settings, spec)
+    try:
+        run_settings = Settings.model_validate_json((run_dir / "settings.json").read_text())
+    except ValueError as e:
+        raise InputError(str(run_dir / "settings.json"), f"not the settings of a run: {e}") from None
+    run_id = run_dir.name
+    if (run_dir / "summary.json").is_file():
+        return RunRecord(run_id, run_dir, run_settings, _read_json(run_dir / "summary.json"), complete=True)
+    state = _checkpoint_state(run_settings, run_id, run_dir)
+    if not state or not state.get("anchors"):
+        raise InputError(spec, f"run {run_id} is incomplete and has measured nothing yet (no anchor in its "
+                         "checkpoint): nothing to report")
+    summary = _partial_summary(run_settings, run_id, run_dir, state)
+    note = (f"run {run_id} is still in progress (status {state.get('status')!r}, at round {state.get('round')}); "
+            "this report shows what it has measured so far")
+    return RunRecord(run_id, run_dir, run_settings, summary, complete=False, note=note)
+
+
+def load_stored(record: RunRecord) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+    """Evaluations (by split) and the ablation stored in the run directory, where present."""
+    evaluations = {}
+    for split in ("dev", "heldout"):
+        path = record.evaluation_path(split)
+        if path.is_file():
+            evaluations[split] = _read_json(path)
+    ablation = _read_json(record.ablation_path) if record.ablation_path.is_file() else None
+    return evaluations, ablation
