@@ -13,6 +13,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +33,9 @@ class Sandbox(Protocol):
       writable at ``view(...)[1]`` and (with a private ``/tmp``) the only writable place.
     - The command's environment is exactly ``env`` plus a minimal base (PATH, HOME pointing
       at an empty directory, LANG, TMPDIR); nothing is inherited from the caller.
+    - ``sockets``: host Unix socket paths (e.g. the model gateway's) that the command can
+      connect to inside, at the same path; nothing else of their directories is visible. They are
+      the command's only way out: the sandbox has no network.
     - A command that crashes, hangs or hits a limit yields a ``SandboxResult`` saying so; it
       never raises. ``run`` raises ``InfraError`` only when the backend itself is unusable.
     """
@@ -47,7 +51,7 @@ class Sandbox(Protocol):
         ...
 
     def run(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
-            limits: Limits) -> SandboxResult: ...
+            limits: Limits, sockets: Sequence[Path] = ()) -> SandboxResult: ...
 
 
 def prlimit_prefix(limits: Limits, prlimit: str = "prlimit") -> list[str]:
@@ -151,8 +155,8 @@ class ProcessSandbox:
             raise InfraError("prlimit (util-linux) not found on PATH", retryable=False)
 
     def run(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
-            limits: Limits) -> SandboxResult:
-        self.check()
+            limits: Limits, sockets: Sequence[Path] = ()) -> SandboxResult:
+        self.check()  # ``sockets`` need nothing: the host file system is visible as it is
         home, tmp = workdir / ".home", workdir / ".tmp"
         home.mkdir(exist_ok=True)
         tmp.mkdir(exist_ok=True)

@@ -3,7 +3,8 @@
 Layout inside the sandbox: the host's /usr (and its /bin, /lib* links), a few /etc files,
 the Python installation and virtual environment, the evoharness source -- all read-only; the
 harness at ``/harness`` read-only; the work directory at ``/scratch`` (writable); a private
-tmpfs ``/tmp`` that is also HOME. No host environment variable reaches the command.
+tmpfs ``/tmp`` that is also HOME; the Unix sockets passed as ``sockets`` (the model gateway's) at their
+host paths, each alone. No host environment variable reaches the command.
 
 Running as root, bwrap makes no user namespace: the command gets CAP_SETUID/CAP_SETGID only to
 drop at once (``setpriv``) to an unprivileged uid picked for this run alone, so RLIMIT_NPROC
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from evoharness.errors import InfraError
@@ -108,14 +110,14 @@ class BwrapSandbox:
     # ---- running ---------------------------------------------------------------------------
 
     def run(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
-            limits: Limits) -> SandboxResult:
+            limits: Limits, sockets: Sequence[Path] = ()) -> SandboxResult:
         self.check()
         uid = self._uids.take() if self.privileged else None
         try:
             if uid is not None:
                 _chown_tree(workdir, uid)
             argv = self.argv(command, harness_dir=Path(harness_dir), workdir=Path(workdir), limits=limits,
-                             uid=uid)
+                             uid=uid, sockets=sockets)
             full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
             return run_limited(argv, env=full_env, cwd=Path(workdir), limits=limits, backend=self.name)
         finally:
@@ -123,7 +125,7 @@ class BwrapSandbox:
                 self._uids.give(uid)
 
     def argv(self, command: list[str], *, harness_dir: Path, workdir: Path, limits: Limits,
-             uid: int | None) -> list[str]:
+             uid: int | None, sockets: Sequence[Path] = ()) -> list[str]:
         """The full bwrap command line (exposed for inspection and tests)."""
         a = [self.bwrap, *self._namespace_args(), "--die-with-parent", "--new-session", "--hostname", "sandbox",
              "--proc", "/proc", "--dev", "/dev",
@@ -135,6 +137,11 @@ class BwrapSandbox:
         made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
         for p in self.ro_paths:
             a += _parents(p, made) + ["--ro-bind", str(p), str(p)]
+        for sock in sockets:  # the socket file alone, read-only (connect() needs no write access to the mount)
+            sock = Path(sock)
+            if not sock.is_socket():
+                raise InfraError(f"bwrap: {sock} is not a Unix socket", retryable=False)
+            a += _parents(sock, made) + ["--ro-bind", str(sock), str(sock)]
         a += ["--ro-bind", str(harness_dir.resolve()), HARNESS_MOUNT,
               "--bind", str(workdir.resolve()), WORK_MOUNT, "--chdir", WORK_MOUNT]
         inner = prlimit_prefix(limits)
