@@ -94,3 +94,37 @@ def openai_model(spec: str, seed: int) -> LangChainChatModel:
     llm = ChatOpenAI(base_url=url, model=model, api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
                      seed=seed, temperature=0.0, max_retries=2)
     return LangChainChatModel(llm)
+
+
+def parse_gateway_spec(spec: str) -> tuple[str, str, str]:
+    """``gateway:SOCKET[?rollout=TOKEN]#MODEL`` -> (socket path, rollout token or '', model)."""
+    from evoharness.errors import InputError
+
+    rest, _, model = spec.removeprefix("gateway:").partition("#")
+    sock, _, query = rest.partition("?")
+    token = ""
+    if query:
+        key, _, token = query.partition("=")
+        if key != "rollout" or not token or "/" in token:
+            raise InputError("model", f"{spec!r}: expected gateway:SOCKET?rollout=TOKEN#model")
+    if not sock.startswith("/") or not model:
+        raise InputError("model", f"{spec!r}: expected gateway:/absolute/path.sock[?rollout=TOKEN]#model")
+    return sock, token, model
+
+
+def gateway_model(spec: str, seed: int) -> LangChainChatModel:
+    """``gateway:SOCKET?rollout=TOKEN#model`` -> ChatOpenAI speaking HTTP over the gateway's Unix socket.
+
+    The base URL is ``http://gateway/r/TOKEN/v1`` (the host part is ignored by the socket transport).
+    No API key is needed or sent: the gateway adds the host's. The client does not retry (the
+    gateway does) and waits as long as the sandbox's wall-time limit allows. No request is made here.
+    """
+    import httpx
+    from langchain_openai import ChatOpenAI
+
+    sock, token, model = parse_gateway_spec(spec)
+    prefix = f"/r/{token}" if token else ""
+    client = httpx.Client(transport=httpx.HTTPTransport(uds=sock), timeout=httpx.Timeout(None, connect=10.0))
+    llm = ChatOpenAI(base_url=f"http://gateway{prefix}/v1", model=model, api_key="via-gateway",
+                     http_client=client, seed=seed, temperature=0.0, max_retries=0)
+    return LangChainChatModel(llm)

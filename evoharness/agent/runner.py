@@ -23,11 +23,12 @@ from evoharness.traces.models import EventType, Split, Termination, Trajectory
 
 log = get_logger(__name__)
 
-MODEL_SPECS = ("scripted:weak", "scripted:oracle", "openai:URL#model")
+MODEL_SPECS = ("scripted:weak", "scripted:oracle", "openai:URL#model", "gateway:SOCKET?rollout=TOKEN#model")
 
 
 def make_model(model_spec: str, seed: int) -> Any:
-    """A ChatModel for ``scripted:weak`` | ``scripted:oracle`` | ``openai:URL#model`` (no request made)."""
+    """A ChatModel for ``scripted:weak`` | ``scripted:oracle`` | ``openai:URL#model`` |
+    ``gateway:SOCKET?rollout=TOKEN#model`` (the model gateway over a Unix socket). No request is made."""
     from evoharness.agent.scripted import WeakScriptedModel, oracle_model
 
     if model_spec == "scripted:weak":
@@ -38,6 +39,10 @@ def make_model(model_spec: str, seed: int) -> Any:
         from evoharness.agent.models import openai_model
 
         return openai_model(model_spec, seed)
+    if model_spec.startswith("gateway:"):
+        from evoharness.agent.models import gateway_model
+
+        return gateway_model(model_spec, seed)
     raise InputError("model", f"unknown model spec {model_spec!r} (one of {', '.join(MODEL_SPECS)})")
 
 
@@ -48,14 +53,16 @@ def trajectory_id(task_id: str, harness_commit: str | None, model_spec: str, see
 
 def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str, seed: int,
                 rollout: int = 0, split: str = "dev", harness_commit: str | None = None,
-                model: Any = None) -> Trajectory:
+                model: Any = None, model_via: str | None = None) -> Trajectory:
     """Run one rollout of the harness at ``harness_dir`` and return its Trajectory.
 
     ``model`` (optional) overrides ``make_model(model_spec, seed)``, e.g. a ``ScriptedModel``.
+    ``model_via`` (optional): the spec the model is actually reached through (the executor's
+    ``gateway:...`` spec); ``model_spec`` still names the model in the trajectory and its id.
     """
     env = get_environment(env_spec)
     task = env.get_task(task_id)
-    chat = model if model is not None else make_model(model_spec, seed)
+    chat = model if model is not None else make_model(model_via or model_spec, seed)
     if hasattr(chat, "bind_task"):  # scripted stand-ins are handed the reference solution
         chat.bind_task(task, env.ground_truth_calls(task), rollout=rollout)
     r = RolloutResult()

@@ -4,8 +4,9 @@ process, trajectory *i* written to ``OUTDIR/<i>.json`` as it finishes -- the exe
 the interpreter start-up once per batch of rollouts of one harness commit).
 
 REQUEST.json holds ``harness_dir``, ``env_spec``, ``task_id``, ``model_spec``, ``seed`` and
-optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null). The Trajectory JSON is
-written to OUT.json. Exit 0 whenever a trajectory was written (agent and harness failures are
+optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null), ``gateway`` (null: the
+``gateway:SOCKET?rollout=TOKEN#model`` spec through which the sandbox reaches ``model_spec``'s model).
+The Trajectory JSON is written to OUT.json. Exit 0 whenever a trajectory was written (agent and harness failures are
 trajectories); exit 2 only for unusable input (unreadable/invalid request, unknown env/task/model, an environment
 that cannot load, e.g. AgentDojo not installed).
 """
@@ -28,6 +29,8 @@ class WorkerRequest(BaseModel):
     rollout: int = 0
     split: str = "dev"
     harness_commit: str | None = Field(None)
+    gateway: str | None = Field(None, description="gateway:SOCKET?rollout=TOKEN#model: how this sandbox reaches "
+                                "model_spec's model (set by the executor; model_spec stays the model's name)")
 
 
 def _batch(requests_path: str, out_dir: str) -> int:
@@ -45,7 +48,8 @@ def _batch(requests_path: str, out_dir: str) -> int:
     for i, req in enumerate(reqs):
         try:
             traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
-                               rollout=req.rollout, split=req.split, harness_commit=req.harness_commit)
+                               rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
+                               model_via=req.gateway)
         except EvoharnessError as e:
             print(f"worker: {e}", file=sys.stderr)
             return 2
@@ -73,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
-                           rollout=req.rollout, split=req.split, harness_commit=req.harness_commit)
+                           rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
+                           model_via=req.gateway)
     except EvoharnessError as e:  # unknown env/task/model, or an environment that cannot load
         print(f"worker: {e}", file=sys.stderr)
         return 2

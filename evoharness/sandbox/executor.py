@@ -5,6 +5,11 @@ request JSON into a fresh work directory, run ``python -m evoharness.agent.worke
 in the sandbox, and read the trajectory it wrote. A worker that crashes, hangs, hits a limit,
 or writes nothing or garbage becomes a failed trajectory carrying the reason (score 0.0, not
 delivered); only an unusable sandbox backend raises (``InfraError``).
+
+With a sandbox and an ``openai:URL#model`` model (or an explicit ``upstream``), the executor starts
+one model gateway (``sandbox/gateway.py``) on first use and closes it in ``close()``: each rollout
+gets its own gateway account, the worker reaches the model only through the gateway's Unix socket,
+and the gateway's token counts replace the trajectory's ``usage`` tokens (``meta["gateway"]``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +32,10 @@ from evoharness.logging import get_logger
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import Sandbox
 from evoharness.sandbox.checkout import CheckoutCache
+from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.failure import failed_trajectory
+from evoharness.sandbox.gateway import Gateway, RolloutUsage, start_gateway
+from evoharness.sandbox.gateway_upstream import Upstream
 from evoharness.sandbox.models import Limits, SandboxResult
 from evoharness.traces.models import EventType, Termination, Trajectory
 
@@ -45,12 +54,16 @@ class LocalExecutor:
     ``agent.kind = "command"``, that shell command run in the checkout with the request and
     output paths as its two arguments; else ``python -m evoharness.agent.worker``.
     ``on_result(index, trajectory)`` is called as each rollout finishes (any order).
+    Model gateway: used when a sandbox is and the model is ``openai:URL#model`` (forwarding to URL
+    with the host's key, per ``gateway``) or when ``upstream`` is given (e.g. a ``ModelUpstream``
+    serving a scripted model); the worker then gets ``gateway:SOCKET?rollout=TOKEN#model``.
     """
 
     def __init__(self, harness_repo_path: Path | str, env_spec: str, model_spec: str, *,
                  sandbox: Sandbox | None, workers: int = 1, limits: Limits | None = None,
                  env: dict[str, str] | None = None, worker: list[str] | None = None,
-                 on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1) -> None:
+                 on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
+                 gateway: GatewayConfig | None = None, upstream: Upstream | None = None) -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -61,6 +74,10 @@ class LocalExecutor:
         self.worker = worker
         self.on_result = on_result
         self.batch_size = batch_size
+        self.gateway_cfg = gateway or GatewayConfig()
+        self._upstream = upstream
+        self._gateway: Gateway | None = None
+        self._gateway_lock = threading.Lock()
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -70,10 +87,46 @@ class LocalExecutor:
 
     def close(self) -> None:
         self.checkouts.close()
+        with self._gateway_lock:
+            gw, self._gateway = self._gateway, None
+        if gw is not None:
+            gw.close()
+
+    # ---- the model gateway -----------------------------------------------------------------
+
+    @property
+    def uses_gateway(self) -> bool:
+        return self.sandbox is not None and (self._upstream is not None or self.model_spec.startswith("openai:"))
+
+    def gateway(self) -> Gateway | None:
+        """The run's gateway, started on first use (None when rollouts need none)."""
+        if not self.uses_gateway:
+            return None
+        with self._gateway_lock:
+            if self._gateway is None:
+                self._gateway = start_gateway(self.model_spec, self.gateway_cfg, self._upstream)
+            return self._gateway
+
+    def _open(self, req: RolloutRequest) -> tuple[Gateway, str] | None:
+        gw = self.gateway()
+        return (gw, gw.open_rollout(f"{req.task_id}#{req.rollout}")) if gw else None
+
+    def _sockets(self, account: tuple[Gateway, str] | None) -> dict:
+        # passed only when there is one, so a Sandbox without the keyword still runs gateway-less rollouts
+        return {"sockets": [account[0].socket]} if account else {}
+
+    @staticmethod
+    def _settle(traj: Trajectory, account: tuple[Gateway, str] | None) -> Trajectory:
+        """Close the rollout's gateway account; its counts become the trajectory's token usage."""
+        if account is None:
+            return traj
+        gw, token = account
+        return with_gateway_usage(traj, gw.close_rollout(token))
 
     def run(self, requests: list[RolloutRequest]) -> list[Trajectory]:
         if self.sandbox is not None:
             self.sandbox.check()  # InfraError before any work if the backend is unusable
+            self.gateway()  # likewise for a gateway that cannot start
         for r in requests:  # resolve (and export) every commit up front: a bad commit is bad input
             self.checkouts.get(r.harness_commit)
         if self.sandbox is not None and self.batch_size > 1 and self.worker is None:
@@ -116,21 +169,28 @@ class LocalExecutor:
             except InputError:
                 return [self._sandboxed(r, tree, sha) for r in reqs]
         work = Path(tempfile.mkdtemp(prefix="evoharness-batch-"))
+        accounts = [self._open(r) for r in reqs]
+        trajs: list[Trajectory] = []
         try:
             hview, wview = self.sandbox.view(tree, work)
-            (work / "requests.json").write_text(json.dumps([self._payload(r, hview, sha) for r in reqs]))
+            payloads = [self._payload(r, hview, sha, a) for r, a in zip(reqs, accounts, strict=True)]
+            (work / "requests.json").write_text(json.dumps(payloads))
             limits = self.limits.model_copy(update={"wall_seconds": self.limits.wall_seconds * len(reqs)})
             command = [sys.executable, "-m", WORKER_MODULE, "--batch", f"{wview}/requests.json", f"{wview}/out"]
-            result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env, limits=limits)
+            result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env, limits=limits,
+                                      **self._sockets(accounts[0]))
             finished = result.model_copy(update={"returncode": 0, "timed_out": False, "limit": None})
-            trajs = []
             for i, r in enumerate(reqs):
                 # a batch that died part-way: the finished rollouts stand, the rest carry its reason
                 path = work / "out" / f"{i}.json"
                 trajs.append(self._read(r, sha, finished if path.is_file() else result, path))
-            return trajs
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            settled = [self._settle(t, a) for t, a in zip(trajs, accounts, strict=False)]
+            for a in accounts[len(trajs):]:  # an exception before every trajectory was read
+                if a is not None:
+                    a[0].close_rollout(a[1])
+        return settled
 
     # ---- one rollout -----------------------------------------------------------------------
 
@@ -142,10 +202,15 @@ class LocalExecutor:
             self.on_result(index, traj)
         return traj
 
-    def _payload(self, req: RolloutRequest, harness_dir: str, sha: str | None) -> dict:
-        return {"harness_dir": harness_dir, "env_spec": self.env_spec, "task_id": req.task_id,
-                "model_spec": self.model_spec, "seed": req.seed, "rollout": req.rollout,
-                "split": req.split, "harness_commit": sha}
+    def _payload(self, req: RolloutRequest, harness_dir: str, sha: str | None,
+                 account: tuple[Gateway, str] | None = None) -> dict:
+        payload = {"harness_dir": harness_dir, "env_spec": self.env_spec, "task_id": req.task_id,
+                   "model_spec": self.model_spec, "seed": req.seed, "rollout": req.rollout,
+                   "split": req.split, "harness_commit": sha}
+        if account is not None:
+            gw, token = account
+            payload["gateway"] = gw.spec(token, model_name(self.model_spec))
+        return payload
 
     def _in_process(self, req: RolloutRequest, tree: Path, sha: str | None) -> Trajectory:
         from evoharness.agent.runner import run_rollout
@@ -161,20 +226,27 @@ class LocalExecutor:
 
     def _sandboxed(self, req: RolloutRequest, tree: Path, sha: str | None) -> Trajectory:
         work = Path(tempfile.mkdtemp(prefix="evoharness-rollout-"))
+        account = self._open(req)
+        traj: Trajectory | None = None
         try:
             hview, wview = self.sandbox.view(tree, work)
-            (work / "request.json").write_text(json.dumps(self._payload(req, hview, sha)))
+            (work / "request.json").write_text(json.dumps(self._payload(req, hview, sha, account)))
             try:
                 command = self._worker_command(tree, hview)
             except InputError as e:
-                return failed_trajectory(req, sha, self.model_spec, self.env_spec, EventType.harness_error,
+                traj = failed_trajectory(req, sha, self.model_spec, self.env_spec, EventType.harness_error,
                                          f"bad harness manifest: {e}", Termination.error, 0.0,
                                          {"backend": self.sandbox.name})
-            command += [f"{wview}/request.json", f"{wview}/out.json"]
-            result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env, limits=self.limits)
-            return self._read(req, sha, result, work / "out.json")
+            else:
+                command += [f"{wview}/request.json", f"{wview}/out.json"]
+                result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env,
+                                          limits=self.limits, **self._sockets(account))
+                traj = self._read(req, sha, result, work / "out.json")
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            if traj is None and account is not None:  # the sandbox raised: nothing to settle
+                account[0].close_rollout(account[1])
+        return self._settle(traj, account)
 
     def _worker_command(self, tree: Path, hview: str) -> list[str]:
         if self.worker is not None:
@@ -211,3 +283,19 @@ class LocalExecutor:
             return failed(f"worker wrote an invalid trajectory: {first['msg']}"[:300])
         traj.meta.setdefault("sandbox", {"backend": result.backend, "wall_seconds": round(result.wall_seconds, 3)})
         return traj
+
+
+def model_name(model_spec: str) -> str:
+    """The model's name inside a spec (``openai:URL#name`` -> ``name``; else the spec itself)."""
+    return model_spec.rpartition("#")[2] or model_spec
+
+
+def with_gateway_usage(traj: Trajectory, usage: RolloutUsage) -> Trajectory:
+    """``traj`` with the gateway's token counts as its usage; what the agent itself reported is kept in meta."""
+    agent = {"prompt_tokens": traj.usage.prompt_tokens, "completion_tokens": traj.usage.completion_tokens}
+    traj.usage = traj.usage.model_copy(update={"prompt_tokens": usage.prompt_tokens,
+                                               "completion_tokens": usage.completion_tokens})
+    meta = usage.as_meta()
+    meta.pop("label", None)
+    traj.meta["gateway"] = meta | {"agent_reported": agent}
+    return traj

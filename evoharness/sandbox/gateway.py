@@ -1,0 +1,343 @@
+"""The model gateway: a small OpenAI-compatible proxy on a Unix socket, a sandbox's only way to a model.
+
+The executor starts one ``Gateway`` per run (lazily), opens a *rollout* on it for each sandboxed
+rollout and hands the worker the spec ``gateway:SOCKET?rollout=TOKEN#MODEL``; the worker's client
+then talks HTTP over the socket (bound into the sandbox at the same path) to
+``http://gateway/r/TOKEN/v1``. Served routes, per rollout prefix ``/r/TOKEN``:
+
+- ``POST /v1/chat/completions``: checked (a JSON object with a non-empty ``messages`` list; no
+  ``stream``), ``model`` pinned to the run's model, then answered by the ``Upstream`` (a real
+  endpoint with the host's API key, or a scripted model). Streaming is refused with a 400.
+- ``GET /v1/models``: the upstream's model list.
+
+Every request is counted against its rollout (requests, prompt/completion tokens as the upstream
+reports them, errors, retries); ``close_rollout(token)`` returns the counts and forgets the token,
+so a finished sandbox cannot spend on another rollout's account. Unknown tokens get a 403, bad
+requests a 400, and every error body is OpenAI-shaped JSON (``{"error": {"message": ...}}``).
+The socket is mode 0o777 inside a private 0o711 directory: the sandbox's unprivileged uid can
+connect to it by its exact path but cannot list the directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socketserver
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InfraError
+from evoharness.logging import get_logger
+from evoharness.sandbox.config import GatewayConfig
+from evoharness.sandbox.gateway_upstream import Upstream, UpstreamReply, error_payload
+
+log = get_logger(__name__)
+
+SOCKET_NAME = "gw.sock"
+MAX_SOCKET_PATH = 107  # sun_path is 108 bytes with its NUL
+
+
+@dataclass
+class RolloutUsage:
+    """What one rollout spent through the gateway."""
+
+    label: str = ""
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: int = 0
+    retries: int = 0
+    usage_missing: int = 0  # 200 replies that carried no usage block
+    last_error: str = ""
+
+    def as_meta(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gateway_spec(socket: Path | str, token: str, model: str) -> str:
+    """The model spec a sandboxed worker uses to reach ``model`` through the gateway at ``socket``."""
+    return f"gateway:{socket}?rollout={token}#{model}"
+
+
+class Gateway:
+    """One OpenAI-compatible proxy on a Unix socket, serving ``upstream`` (see the module docstring).
+
+    ``model``: when set, every chat request's ``model`` is replaced by it (a sandbox cannot pick
+    another, costlier model). Use as a context manager, or ``start()`` and ``close()``.
+    """
+
+    def __init__(self, upstream: Upstream, *, model: str | None = None, cfg: GatewayConfig | None = None) -> None:
+        self.upstream, self.model = upstream, model
+        self.cfg = cfg or GatewayConfig()
+        self._dir: Path | None = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._rollouts: dict[str, RolloutUsage] = {}
+        self._lock = threading.Lock()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def socket(self) -> Path:
+        if self._dir is None:
+            raise RuntimeError("gateway not started")
+        return self._dir / SOCKET_NAME
+
+    def start(self) -> Path:
+        """Bind the socket and serve in a background thread; the socket path. InfraError if it cannot."""
+        if self._server is not None:
+            return self.socket
+        base = self.cfg.socket_dir
+        try:
+            self._dir = Path(tempfile.mkdtemp(prefix="evoharness-gw-", dir=base))
+            self._dir.chmod(0o711)
+        except OSError as e:
+            raise InfraError(f"gateway: cannot make a socket directory under {base or tempfile.gettempdir()}: "
+                             f"{e.strerror}", retryable=False) from None
+        path = self.socket
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            self._remove_dir()
+            raise InfraError(f"gateway: socket path {path} is longer than {MAX_SOCKET_PATH} bytes; "
+                             "set sandbox.gateway.socket_dir to a shorter directory", retryable=False)
+        try:
+            self._server = _Server(str(path), self)
+            path.chmod(0o777)
+        except OSError as e:
+            self._remove_dir()
+            raise InfraError(f"gateway: cannot listen on {path}: {e.strerror}", retryable=False) from None
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="model-gateway", daemon=True)
+        self._thread.start()
+        log.info("gateway.started", socket=str(path), upstream=self.upstream.name, model=self.model)
+        return path
+
+    def close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.upstream.close()
+        self._remove_dir()
+
+    def _remove_dir(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> Gateway:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- per-rollout accounts --------------------------------------------------------------
+
+    def open_rollout(self, label: str = "") -> str:
+        """A fresh, unguessable token whose requests are counted together (``label`` is for humans)."""
+        token = secrets.token_urlsafe(16)
+        with self._lock:
+            self._rollouts[token] = RolloutUsage(label=label)
+        return token
+
+    def usage(self, token: str) -> RolloutUsage:
+        with self._lock:
+            return RolloutUsage(**asdict(self._rollouts[token]))
+
+    def close_rollout(self, token: str) -> RolloutUsage:
+        """The rollout's counts; its token stops working."""
+        with self._lock:
+            usage = self._rollouts.pop(token)
+        self.upstream.end(token)
+        return usage
+
+    def spec(self, token: str, model: str) -> str:
+        return gateway_spec(self.socket, token, model)
+
+    def _known(self, token: str) -> bool:
+        with self._lock:
+            return token in self._rollouts
+
+    def _account(self, token: str, reply: UpstreamReply, chat: bool) -> None:
+        with self._lock:
+            u = self._rollouts.get(token)
+            if u is None:  # closed while the request ran
+                return
+            u.requests += 1 if chat else 0
+            u.retries += reply.retries
+            if reply.status != 200:
+                u.errors += 1
+                u.last_error = reply.error or f"HTTP {reply.status}"
+                return
+            if not chat:
+                return
+            usage = reply.payload.get("usage")
+            if isinstance(usage, dict):
+                u.prompt_tokens += _int(usage.get("prompt_tokens"))
+                u.completion_tokens += _int(usage.get("completion_tokens"))
+            else:
+                u.usage_missing += 1
+
+    # ---- one request -----------------------------------------------------------------------
+
+    def handle(self, method: str, path: str, body: bytes | None) -> UpstreamReply:
+        """Route one request (the HTTP handler's only call; also usable directly)."""
+        parts = path.split("?", 1)[0].split("/")
+        # "", "r", TOKEN, "v1", ...
+        if len(parts) < 5 or parts[1] != "r" or parts[3] != "v1":
+            return _err(404, f"no route {path!r}: the gateway serves /r/<rollout>/v1/chat/completions and "
+                        "/r/<rollout>/v1/models", "not_found")
+        token, route = parts[2], "/".join(parts[4:])
+        if not self._known(token):
+            return _err(403, "unknown or finished rollout token", "forbidden")
+        if route == "models":
+            if method != "GET":
+                return _err(405, f"{method} not allowed on /v1/models", "method_not_allowed")
+            reply = self.upstream.models()
+            self._account(token, reply, chat=False)
+            return reply
+        if route != "chat/completions":
+            return _err(404, f"no route /v1/{route}: the gateway serves chat/completions and models", "not_found")
+        if method != "POST":
+            return _err(405, f"{method} not allowed on /v1/chat/completions", "method_not_allowed")
+        request, problem = _parse_chat(body)
+        if request is None:
+            reply = _err(400, problem)
+        else:
+            if self.model:
+                request["model"] = self.model
+            reply = self.upstream.chat(request, token)
+        self._account(token, reply, chat=True)
+        if reply.status != 200:
+            log.info("gateway.error", status=reply.status, error=reply.error[:300])
+        return reply
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and v >= 0 else 0
+
+
+def _err(status: int, message: str, code: str = "invalid_request") -> UpstreamReply:
+    return UpstreamReply(status, error_payload(message, code=code), 0, message)
+
+
+def _parse_chat(body: bytes | None) -> tuple[dict[str, Any] | None, str]:
+    """The request dict, or None and one line saying what is wrong with it."""
+    if not body:
+        return None, "empty request body: expected a JSON chat completion request"
+    try:
+        request = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return None, f"request body is not valid JSON: {e}"
+    if not isinstance(request, dict):
+        return None, "request body must be a JSON object"
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return None, "'messages' must be a non-empty list"
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            return None, f"messages[{i}] must be an object with a string 'role'"
+    if "model" in request and not isinstance(request["model"], str):
+        return None, "'model' must be a string"
+    if request.get("stream"):
+        return None, "streaming is not supported by the evoharness model gateway; send stream=false"
+    if "tools" in request and not isinstance(request["tools"], list):
+        return None, "'tools' must be a list"
+    return request, ""
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, path: str, gateway: Gateway) -> None:
+        self.gateway = gateway
+        super().__init__(path, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.warning("gateway.handler_crashed", exc_info=True)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "evoharness-gateway"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- the base class's name
+        pass
+
+    def address_string(self) -> str:  # a Unix socket peer has no address
+        return "sandbox"
+
+    def do_GET(self) -> None:
+        self._serve("GET", None)
+
+    def do_POST(self) -> None:
+        limit = self.server.gateway.cfg.max_body_mb * 1024 * 1024
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self.close_connection = True
+            self._send(_err(411, "a Content-Length header is required (chunked bodies are not supported)"))
+            return
+        if int(length) > limit:
+            self.close_connection = True
+            self._send(_err(413, f"request body of {length} bytes exceeds the gateway's limit of {limit}"))
+            return
+        self._serve("POST", self.rfile.read(int(length)))
+
+    def do_PUT(self) -> None:
+        self._refuse()
+
+    def do_DELETE(self) -> None:
+        self._refuse()
+
+    def do_PATCH(self) -> None:
+        self._refuse()
+
+    def _refuse(self) -> None:
+        self.close_connection = True
+        self._send(_err(405, f"{self.command} is not allowed", "method_not_allowed"))
+
+    def _serve(self, method: str, body: bytes | None) -> None:
+        self._send(self.server.gateway.handle(method, self.path, body))
+
+    def _send(self, reply: UpstreamReply) -> None:
+        data = json.dumps(reply.payload).encode()
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def start_gateway(model_spec: str, cfg: GatewayConfig | None = None, upstream: Upstream | None = None) -> Gateway:
+    """A started gateway for a run's model: ``upstream`` if given, else forwarding ``openai:URL#model``
+    to URL with the key from the host variable ``cfg.api_key_env`` (read now, never passed on)."""
+    from evoharness.errors import InputError
+    from evoharness.sandbox.gateway_upstream import HttpUpstream
+
+    cfg = cfg or GatewayConfig()
+    model = model_spec.rpartition("#")[2] or None
+    if upstream is None:
+        url, _, name = model_spec.removeprefix("openai:").partition("#")
+        if not model_spec.startswith("openai:") or not url or not name:
+            raise InputError("model", f"{model_spec!r}: the gateway forwards openai:URL#model specs")
+        upstream = HttpUpstream(url, api_key=os.environ.get(cfg.api_key_env) or None, cfg=cfg)
+    gw = Gateway(upstream, model=model, cfg=cfg)
+    try:
+        gw.start()
+    except BaseException:
+        upstream.close()
+        raise
+    return gw
