@@ -92,7 +92,8 @@ def rollout(
     with Progress(transient=True) as progress:
         bar = progress.add_task(f"rollouts ({box.name if box else 'inprocess'})", total=len(requests))
         with LocalExecutor(harness, env, model, sandbox=box, workers=n_workers, limits=cfg.limits,
-                           env=passthrough_env(cfg), on_result=lambda _i, _t: progress.advance(bar)) as ex:
+                           env=passthrough_env(cfg), on_result=lambda _i, _t: progress.advance(bar),
+                           gateway=cfg.gateway) as ex:
             trajs = ex.run(requests)
     _write(out, trajs)
     failed = sum(1 for t in trajs if t.meta.get("rollout_failure"))
