@@ -67,7 +67,7 @@ def rollout(
     rollouts: Annotated[int, typer.Option("--rollouts", "-k", help="rollouts per task")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="seed of rollout 0; rollout k uses seed+k")] = 0,
     commit: Annotated[str | None, typer.Option("--commit", help="harness commit (default: main)")] = None,
-    sandbox: Annotated[str | None, typer.Option("--sandbox", help="bwrap | none | inprocess")] = None,
+    sandbox: Annotated[str | None, typer.Option("--sandbox", help="bwrap | docker | none | inprocess")] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-w", help="rollouts at once")] = None,
 ) -> None:
     """Run K rollouts of the harness on N tasks; write trajectories and print their composition."""

@@ -26,12 +26,24 @@ class GatewayConfig(BaseModel):
     max_body_mb: int = Field(16, ge=1, description="Largest request body the gateway accepts, in MiB.")
 
 
+class DockerConfig(BaseModel):
+    """The Docker sandbox backend (sandbox/docker.py)."""
+
+    image: str = Field("evoharness-sandbox:latest", description="Sandbox image; built locally by "
+                       "`bash ops/sandbox/build-image.sh` (no registry).")
+    pool_size: int = Field(0, ge=0, description="Warm containers kept for reuse (start-up ~0.3 s paid once per "
+                           "container, not per rollout); 0 = a fresh container per command. Set it to `workers`; "
+                           "a command finding every warm container busy runs in a fresh one.")
+    cpus: float | None = Field(None, gt=0, description="CPUs per container (cgroup quota); None = unbounded.")
+
+
 class SandboxConfig(BaseModel):
     """Sandboxes and executors (backend, limits, parallelism). Each field carries a description."""
 
-    backend: Literal["bwrap", "none", "inprocess"] = Field(
+    backend: Literal["bwrap", "docker", "none", "inprocess"] = Field(
         "bwrap", description="Where rollouts run: 'bwrap' (bubblewrap: no network, read-only harness, "
-        "limits), 'none' (a plain child process with limits, no isolation), or 'inprocess' (this "
+        "limits), 'docker' (a container of the locally built sandbox image, see [sandbox.docker]), 'none' "
+        "(a plain child process with limits, no isolation), or 'inprocess' (this "
         "process, no limits; tests and benchmarks only).",
     )
     workers: int = Field(2, ge=1, description="Rollouts run at once by the local executor.")
@@ -44,8 +56,10 @@ class SandboxConfig(BaseModel):
         "(an explicit allow-list; nothing else from the host environment reaches a rollout).",
     )
     ro_paths: list[str] = Field(
-        default_factory=list, description="Extra host paths bound read-only into the bwrap sandbox at the "
+        default_factory=list, description="Extra host paths bound read-only into the bwrap or Docker sandbox at the "
         "same place (e.g. a data directory the environment reads).",
     )
+    docker: DockerConfig = Field(default_factory=DockerConfig, description="The Docker backend: image, warm "
+                                 "container pool, CPUs per container.")
     gateway: GatewayConfig = Field(default_factory=GatewayConfig, description="The model gateway that serves "
                                    "sandboxed rollouts their model (timeouts, retries, API key variable).")

@@ -11,17 +11,22 @@ from evoharness.sandbox.config import SandboxConfig
 
 
 def make_sandbox(backend: str, cfg: SandboxConfig | None = None) -> Sandbox | None:
-    """'bwrap' -> BwrapSandbox, 'none' -> ProcessSandbox, 'inprocess' -> None (run in this process)."""
+    """'bwrap' -> BwrapSandbox, 'docker' -> DockerSandbox, 'none' -> ProcessSandbox, 'inprocess' -> None."""
     cfg = cfg or SandboxConfig()
     if backend == "bwrap":
         from evoharness.sandbox.bwrap import BwrapSandbox
 
         return BwrapSandbox(ro_paths=[Path(p) for p in cfg.ro_paths])
+    if backend == "docker":
+        from evoharness.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(image=cfg.docker.image, pool_size=cfg.docker.pool_size, cpus=cfg.docker.cpus,
+                             ro_paths=[Path(p) for p in cfg.ro_paths])
     if backend == "none":
         return ProcessSandbox()
     if backend == "inprocess":
         return None
-    raise InputError("--sandbox", f"unknown sandbox backend {backend!r} (bwrap | none | inprocess)")
+    raise InputError("--sandbox", f"unknown sandbox backend {backend!r} (bwrap | docker | none | inprocess)")
 
 
 def passthrough_env(cfg: SandboxConfig) -> dict[str, str]:
