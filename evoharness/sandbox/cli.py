@@ -69,13 +69,13 @@ def rollout(
     commit: Annotated[str | None, typer.Option("--commit", help="harness commit (default: main)")] = None,
     sandbox: Annotated[str | None, typer.Option("--sandbox", help="bwrap | docker | none | inprocess")] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-w", help="rollouts at once")] = None,
+    executor: Annotated[str | None, typer.Option("--executor", help="local | ray (default: sandbox.executor)")] = None,
 ) -> None:
     """Run K rollouts of the harness on N tasks; write trajectories and print their composition."""
     from rich.progress import Progress
 
     from evoharness.sandbox.api import RolloutRequest
-    from evoharness.sandbox.executor import LocalExecutor
-    from evoharness.sandbox.factory import make_sandbox, passthrough_env
+    from evoharness.sandbox.factory import make_executor, make_sandbox
 
     cfg = settings_of(ctx).sandbox
     if rollouts < 1 or tasks < 0:
@@ -83,6 +83,8 @@ def rollout(
     n_workers = workers if workers is not None else cfg.workers
     if n_workers < 1:
         fail("--workers must be >= 1")
+    if executor not in (None, "local", "ray"):
+        fail(f"--executor must be local or ray, not {executor!r}")
     box = make_sandbox(sandbox or cfg.backend, cfg)
     task_ids = _tasks(env, split, tasks)
     _check_model(model)
@@ -90,10 +92,10 @@ def rollout(
     requests = [RolloutRequest(task_id=t, harness_commit=ref or "HEAD", seed=seed + k, rollout=k, split=split)
                 for t in task_ids for k in range(rollouts)]
     with Progress(transient=True) as progress:
-        bar = progress.add_task(f"rollouts ({box.name if box else 'inprocess'})", total=len(requests))
-        with LocalExecutor(harness, env, model, sandbox=box, workers=n_workers, limits=cfg.limits,
-                           env=passthrough_env(cfg), on_result=lambda _i, _t: progress.advance(bar),
-                           gateway=cfg.gateway) as ex:
+        where = f"{box.name if box else 'inprocess'}, {executor or cfg.executor}"
+        bar = progress.add_task(f"rollouts ({where})", total=len(requests))
+        with make_executor(settings_of(ctx), harness, env, model, executor=executor, backend=sandbox,
+                           workers=n_workers, batch_size=1, on_result=lambda _i, _t: progress.advance(bar)) as ex:
             trajs = ex.run(requests)
     _write(out, trajs)
     failed = sum(1 for t in trajs if t.meta.get("rollout_failure"))

@@ -47,6 +47,15 @@ class SandboxConfig(BaseModel):
         "process, no limits; tests and benchmarks only).",
     )
     workers: int = Field(2, ge=1, description="Rollouts run at once by the local executor.")
+    executor: Literal["local", "ray"] = Field(
+        "local", description="Who runs the rollouts: 'local' (a thread pool on this machine, `workers` at a "
+        "time) or 'ray' (one Ray task per rollout, or per batch of one commit, on a Ray cluster; every node "
+        "needs evoharness and the sandbox backend installed, not the harness repo).",
+    )
+    ray_address: str | None = Field(
+        None, description="Ray cluster to use with executor = 'ray' ('HOST:PORT' of its head, 'ray://HOST:PORT' "
+        "for Ray Client, or 'auto'); None starts a local Ray with this machine's CPUs.",
+    )
     batch_size: int = Field(8, ge=1, description="Rollouts of one harness commit that share one sandboxed "
                             "worker in a run (start-up paid once per batch; 1 = a sandbox per rollout).")
     limits: Limits = Field(default_factory=Limits, description="Per-rollout CPU, memory, pids, wall-time, "

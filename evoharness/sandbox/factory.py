@@ -1,13 +1,21 @@
-"""Build a sandbox backend and a local executor from settings."""
+"""Build a sandbox backend and a rollout executor (local or Ray) from settings."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evoharness.errors import InputError
 from evoharness.sandbox.base import ProcessSandbox, Sandbox
 from evoharness.sandbox.config import SandboxConfig
+
+if TYPE_CHECKING:
+    from evoharness.config import Settings
+    from evoharness.sandbox.executor import LocalExecutor
+    from evoharness.sandbox.ray_executor import RayExecutor
+    from evoharness.traces.models import Trajectory
 
 
 def make_sandbox(backend: str, cfg: SandboxConfig | None = None) -> Sandbox | None:
@@ -32,3 +40,40 @@ def make_sandbox(backend: str, cfg: SandboxConfig | None = None) -> Sandbox | No
 def passthrough_env(cfg: SandboxConfig) -> dict[str, str]:
     """The allow-listed host variables that are set."""
     return {k: os.environ[k] for k in cfg.env_passthrough if k in os.environ}
+
+
+def make_local_executor(cfg: SandboxConfig, harness_path: Path | str, env_spec: str, model_spec: str, *,
+                        sandbox: Sandbox | None, workers: int, batch_size: int, env: dict[str, str],
+                        on_result: Callable[[int, Trajectory], None] | None = None,
+                        worker: list[str] | None = None) -> LocalExecutor:
+    """The one place a ``LocalExecutor`` is built from settings (also on each Ray node, per task)."""
+    from evoharness.sandbox.executor import LocalExecutor
+
+    return LocalExecutor(harness_path, env_spec, model_spec, sandbox=sandbox, workers=workers, limits=cfg.limits,
+                         env=env, worker=worker, on_result=on_result, batch_size=batch_size, gateway=cfg.gateway)
+
+
+def make_executor(settings: Settings, harness_path: Path | str, env_spec: str, model_spec: str, *,
+                  executor: str | None = None, backend: str | None = None, workers: int | None = None,
+                  batch_size: int | None = None,
+                  on_result: Callable[[int, Trajectory], None] | None = None) -> LocalExecutor | RayExecutor:
+    """The rollout executor the settings ask for (``sandbox.executor``: local | ray).
+
+    ``executor``, ``backend``, ``workers`` and ``batch_size`` override the ``[sandbox]`` settings
+    (CLI flags). ``workers`` bounds the local pool; a Ray run is as parallel as its cluster's CPUs.
+    """
+    cfg = settings.sandbox
+    kind = executor or cfg.executor
+    backend = backend or cfg.backend
+    batch = cfg.batch_size if batch_size is None else batch_size
+    if kind == "local":
+        return make_local_executor(cfg, harness_path, env_spec, model_spec, sandbox=make_sandbox(backend, cfg),
+                                   workers=workers or cfg.workers, batch_size=batch, env=passthrough_env(cfg),
+                                   on_result=on_result)
+    if kind == "ray":
+        from evoharness.sandbox.ray_executor import RayExecutor
+
+        make_sandbox(backend, cfg)  # an unknown backend is bad input here, not on every node
+        return RayExecutor(harness_path, env_spec, model_spec, cfg=cfg.model_copy(update={"backend": backend}),
+                           batch_size=batch, env=passthrough_env(cfg), on_result=on_result)
+    raise InputError("--executor", f"unknown executor {kind!r} (local | ray)")
