@@ -27,6 +27,7 @@ import shutil
 import socketserver
 import tempfile
 import threading
+import time
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -54,6 +55,7 @@ class RolloutUsage:
     errors: int = 0
     retries: int = 0
     usage_missing: int = 0  # 200 replies that carried no usage block
+    upstream_seconds: float = 0.0  # time spent waiting for the upstream (retries and backoff included)
     last_error: str = ""
 
     def as_meta(self) -> dict[str, Any]:
@@ -167,12 +169,13 @@ class Gateway:
         with self._lock:
             return token in self._rollouts
 
-    def _account(self, token: str, reply: UpstreamReply, chat: bool) -> None:
+    def _account(self, token: str, reply: UpstreamReply, chat: bool, seconds: float = 0.0) -> None:
         with self._lock:
             u = self._rollouts.get(token)
             if u is None:  # closed while the request ran
                 return
             u.requests += 1 if chat else 0
+            u.upstream_seconds = round(u.upstream_seconds + seconds, 4)
             u.retries += reply.retries
             if reply.status != 200:
                 u.errors += 1
@@ -210,13 +213,14 @@ class Gateway:
         if method != "POST":
             return _err(405, f"{method} not allowed on /v1/chat/completions", "method_not_allowed")
         request, problem = _parse_chat(body)
+        start = time.monotonic()
         if request is None:
             reply = _err(400, problem)
         else:
             if self.model:
                 request["model"] = self.model
             reply = self.upstream.chat(request, token)
-        self._account(token, reply, chat=True)
+        self._account(token, reply, chat=True, seconds=time.monotonic() - start)
         if reply.status != 200:
             log.info("gateway.error", status=reply.status, error=reply.error[:300])
         return reply

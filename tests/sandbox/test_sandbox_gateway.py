@@ -215,3 +215,26 @@ def test_reply_without_usage_is_counted_as_missing(gateway, upstream):
     assert post(gateway, token, CHAT).status_code == 200
     u = gateway.close_rollout(token)
     assert (u.requests, u.prompt_tokens, u.usage_missing) == (1, 0, 1)
+
+
+def test_bwrap_refuses_a_socket_path_that_is_not_a_socket(tmp_path):
+    from evoharness.errors import InfraError
+    from evoharness.sandbox.bwrap import BwrapSandbox
+    from evoharness.sandbox.models import Limits
+
+    plain = tmp_path / "not.sock"
+    plain.write_text("")
+    with pytest.raises(InfraError, match="not a Unix socket"):
+        BwrapSandbox().argv(["true"], harness_dir=tmp_path, workdir=tmp_path, limits=Limits(), uid=None,
+                            sockets=[plain])
+
+
+def test_bwrap_binds_each_socket_read_only_at_its_own_path(gateway, tmp_path):
+    from evoharness.sandbox.bwrap import BwrapSandbox
+    from evoharness.sandbox.models import Limits
+
+    argv = BwrapSandbox().argv(["true"], harness_dir=tmp_path, workdir=tmp_path, limits=Limits(), uid=None,
+                               sockets=[gateway.socket])
+    i = argv.index(str(gateway.socket))
+    assert argv[i - 1] == "--ro-bind" and argv[i + 1] == str(gateway.socket)
+    assert str(gateway.socket.parent) in argv  # its directory is made inside, empty but for the socket
