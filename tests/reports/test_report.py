@@ -1,0 +1,137 @@
+"""`evoharness report`: markdown, HTML and PNGs for a real (short) run, finished or in progress."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+from evoharness.graph.progress import Progress
+from evoharness.graph.runner import start_run
+from tests.reports.conftest import cli, run_settings
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+VOID = {"meta", "img", "br", "hr", "input", "link"}
+
+
+class _Balance(HTMLParser):
+    """Collects tags; fails on a close tag that does not match the open one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.imgs: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.imgs.append(dict(attrs)["src"])
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def _check_html(path) -> _Balance:
+    parser = _Balance()
+    text = path.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    parser.feed(text)
+    parser.close()
+    assert not parser.errors, parser.errors[:3]
+    assert not parser.stack, f"unclosed: {parser.stack}"
+    return parser
+
+
+def _check_png(path) -> None:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC, path
+    assert len(data) > 15_000, (path, len(data))  # a drawn figure, not an empty canvas
+
+
+def test_report_of_a_finished_run_has_its_numbers_tables_and_plots(done_run, tmp_path):
+    settings, outcome = done_run
+    summary = json.loads((outcome.run_dir / "summary.json").read_text())
+    out = tmp_path / "rep"
+    assert cli("report", str(outcome.run_dir), "--out", str(out)) == 0
+    for name in ("anchors.png", "composition.png", "seed_vs_evolved.png"):
+        _check_png(out / name)
+    assert not (out / "ablation.png").exists()  # not computed: the report says how
+    md, html = (out / "report.md").read_text(), (out / "report.html").read_text()
+    parser = _check_html(out / "report.html")
+    assert set(parser.imgs) == {"anchors.png", "composition.png", "seed_vs_evolved.png"}
+    assert summary["merged"], "the fixture run should merge the playbook's fix"
+    for text in (md, html):
+        assert outcome.run_id in text
+        for a in summary["anchors"]:  # every anchor, with its commit
+            assert f"{a['mean']:.3f}" in text and a["commit"][:10] in text
+        for rnd in summary["rounds"]:
+            for c in rnd["candidates"]:
+                assert c["branch"].removeprefix("candidate/") in text
+                assert f"{c['verdict']['measurements']['reading']:.3f}" in text
+            assert f"{rnd['selection_optimism']:+.3f}" in text
+        for split in ("dev", "heldout"):
+            healthy = summary["after"][split]["composition"]["healthy"]
+            assert f"{100 * healthy:.1f}%" in text
+        assert f"evoharness ablate {outcome.run_id}" in text
+        assert "Incomplete run" not in text
+    assert "| Round | Commit | Mean |" in md
+
+
+def test_run_id_and_demo_directory_name_the_same_run(done_run, tmp_path):
+    settings, outcome = done_run
+    by_id, by_demo = tmp_path / "a", tmp_path / "b"
+    assert cli("--set", f"home={settings.home}", "report", outcome.run_id, "--out", str(by_id)) == 0
+    assert cli("report", str(settings.run.harness.parent), "--out", str(by_demo)) == 0  # holds summary.json
+    strip = [line for line in (by_id / "report.md").read_text().splitlines() if not line.startswith("Generated")]
+    assert strip == [line for line in (by_demo / "report.md").read_text().splitlines()
+                     if not line.startswith("Generated")]
+
+
+def test_unknown_or_unusable_run_is_one_error_line(tmp_path, capsys):
+    assert cli("--set", f"home={tmp_path}", "report", "run-doesnotexist", "--out", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: run-doesnotexist: no such run")
+    (tmp_path / "empty").mkdir()
+    assert cli("report", str(tmp_path / "empty"), "--out", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a run directory" in err[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_report_of_a_run_waiting_for_review_renders_what_exists(tmp_path, capsys):
+    settings = run_settings(tmp_path, review=True)
+    outcome = start_run(settings, progress=Progress(quiet=True))
+    assert outcome.interrupted and not (outcome.run_dir / "summary.json").exists()
+    out = tmp_path / "rep"
+    assert cli("report", str(outcome.run_dir), "--out", str(out)) == 0
+    assert "still in progress" in capsys.readouterr().err
+    md = (out / "report.md").read_text()
+    assert "Incomplete run" in md and "in progress" in md
+    seed = outcome.state["anchors"][0]
+    assert f"{seed['mean']:.3f}" in md and seed["commit"][:10] in md
+    _check_html(out / "report.html")
+    for name in ("anchors.png", "composition.png", "seed_vs_evolved.png"):
+        _check_png(out / name)
+
+
+def test_report_compute_stores_evaluations_and_ablation_then_plots_them(own_run, tmp_path):
+    root, run_dir = own_run
+    out = tmp_path / "rep"
+    assert cli("report", str(root), "--out", str(out), "--compute", "--rollouts", "4") == 0
+    ev = {s: json.loads((run_dir / f"evaluation-{s}.json").read_text()) for s in ("dev", "heldout")}
+    abl = json.loads((run_dir / "ablation.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["harness_repo"].startswith(str(root))  # the copy, not the shared run
+    assert [e["merge_commit"] for e in abl["edits"]] == [m["merge_commit"] for m in summary["merged"]]
+    _check_png(out / "ablation.png")
+    md = (out / "report.md").read_text()
+    for split in ("dev", "heldout"):
+        assert ev[split]["k"] == 4 and ev[split]["candidate"]["commit"] == summary["main"]
+        assert f"{ev[split]['difference']:+.3f}" in md
+        for e in abl["edits"]:
+            assert f"{e['results'][split]['difference']:+.3f}" in md
+    assert "Leave-one-out ablation of the merged edits" in md
