@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -45,6 +46,7 @@ IO_MOUNT = "/.io"  # the command's stdout / stderr files (a per-run host directo
 DEFAULT_IMAGE = "evoharness-sandbox:latest"
 BUILD_HINT = "bash ops/sandbox/build-image.sh"
 LABEL = "org.evoharness.sandbox"
+OWNER_LABEL = "org.evoharness.sandbox.owner"  # "HOST:PID" of the process that made the container
 # sh opens the output files, then runs the (prlimit-wrapped) command and waits for it.
 _REDIRECT = f'"$@" </dev/null >{IO_MOUNT}/stdout 2>{IO_MOUNT}/stderr'
 
@@ -119,6 +121,7 @@ class DockerSandbox:
         except docker.errors.DockerException as e:
             raise InfraError(f"docker sandbox unusable: cannot inspect image {self.image!r} ({e})",
                              retryable=False) from None
+        _reap_stale(client)
         self._checked = True
 
     # ---- running ---------------------------------------------------------------------------
@@ -153,7 +156,7 @@ class DockerSandbox:
             try:
                 container = self.client.containers.create(
                     self.image, argv, user=f"{uid}:{uid}", environment=env, working_dir=WORK_MOUNT,
-                    mounts=mounts, labels={LABEL: "cold"}, **self.host_options(limits))
+                    mounts=mounts, labels=labels("cold"), **self.host_options(limits))
                 container.start()
             except docker.errors.DockerException as e:
                 raise InfraError(f"docker sandbox: cannot start a container: {e}") from None
@@ -238,6 +241,36 @@ class DockerSandbox:
     def _path(self) -> str:
         bins = [str(Path(sys.prefix) / "bin")] if any(Path(sys.prefix) == p for p in self.ro_paths) else []
         return ":".join(bins + ["/usr/local/bin", "/usr/bin", "/bin"])
+
+
+def labels(kind: str) -> dict[str, str]:
+    return {LABEL: kind, OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def _reap_stale(client) -> None:
+    """Remove sandbox containers left by a process of this host that no longer exists (killed with -9)."""
+    import docker
+
+    me = socket.gethostname()
+    try:
+        found = client.containers.list(all=True, filters={"label": OWNER_LABEL})
+    except docker.errors.DockerException:
+        return
+    for c in found:
+        host, _, pid = c.labels.get(OWNER_LABEL, "").rpartition(":")
+        if host == me and pid.isdigit() and not _alive(int(pid)):
+            log.info("docker_reap_stale", container=c.id[:12], owner=pid)
+            _remove(c)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _sockets(sockets: Sequence[Path]) -> list[Path]:

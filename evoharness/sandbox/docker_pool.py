@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from evoharness.errors import InfraError
 from evoharness.logging import get_logger
 from evoharness.sandbox.bwrap import _chown_tree
-from evoharness.sandbox.docker import IO_MOUNT, LABEL, WORK_MOUNT, _kill, _remove
+from evoharness.sandbox.docker import IO_MOUNT, WORK_MOUNT, _kill, _remove, labels
 from evoharness.sandbox.models import Limits, SandboxResult
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class ContainerPool:
             container = self.box.client.containers.run(
                 self.box.image, ["sleep", "infinity"], detach=True, user="65534:65534",
                 mounts=self.box.mounts(root / "harness", root / "scratch", root / "io", sockets),
-                labels={LABEL: f"pool:{os.getpid()}"}, **self.box.host_options(limits))
+                labels=labels("pool"), **self.box.host_options(limits))
         except docker.errors.DockerException as e:
             shutil.rmtree(root, ignore_errors=True)
             raise InfraError(f"docker sandbox: cannot start a pool container: {e}") from None

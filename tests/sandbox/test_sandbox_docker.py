@@ -236,6 +236,24 @@ def test_a_path_that_is_not_a_socket_is_refused(run_py, tmp_path):
         run_py("pass", sockets=[tmp_path / "plain"])
 
 
+def test_containers_of_a_killed_process_are_removed_at_the_next_check(boxes):
+    import subprocess
+
+    import docker
+
+    from evoharness.sandbox.docker import OWNER_LABEL, labels
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owner = labels("pool")[OWNER_LABEL].rpartition(":")[0] + f":{dead.pid}"
+    client = docker.from_env()
+    c = client.containers.run(boxes["cold"].image, detach=True, network_mode="none",
+                              labels={"org.evoharness.sandbox": "pool", OWNER_LABEL: owner})
+    DockerSandbox().check()
+    with pytest.raises(docker.errors.NotFound):
+        c.reload()
+
+
 def test_missing_image_names_the_build_script():
     sb = DockerSandbox(image="evoharness-sandbox:no-such-tag")
     with pytest.raises(InfraError, match="build-image.sh"):
@@ -246,10 +264,11 @@ def _assert_nothing_left(box: DockerSandbox) -> None:
     """No container of a cold run survives; a pooled slot holds only its init and sleep."""
     import docker
 
-    client = docker.from_env()
+    from evoharness.sandbox.docker import OWNER_LABEL, labels
+
     time.sleep(0.2)
-    assert not client.containers.list(all=True, filters={"label": "org.evoharness.sandbox=cold"})
-    if box.pool_size:
-        for c in client.containers.list(filters={"label": f"org.evoharness.sandbox=pool:{os.getpid()}"}):
-            procs = c.top()["Processes"]
-            assert len(procs) == 2, procs  # tini and sleep infinity
+    mine = docker.from_env().containers.list(all=True, filters={"label": f"{OWNER_LABEL}={labels('x')[OWNER_LABEL]}"})
+    assert all(c.labels["org.evoharness.sandbox"] == "pool" for c in mine), mine
+    for c in mine:
+        procs = c.top()["Processes"]
+        assert len(procs) == 2, procs  # tini and sleep infinity
