@@ -25,7 +25,7 @@ def free_port() -> int:
 
 
 def write_config(root: Path, *, run: dict[str, Any] | None = None, service: dict[str, Any] | None = None,
-                 extra: str = "") -> Path:
+                 extra_sections: dict[str, dict[str, Any]] | None = None) -> Path:
     """An evoharness.toml for a tiny, fast run: synthetic env, in-process agent, playbook roles."""
     run = {"harness": str(root / "harness"), "env": "synthetic", "model": "scripted:weak", "rollouts": 2,
            "max_rounds": 1, "budget": 3000, "patience": 2, **(run or {})}
@@ -36,7 +36,8 @@ def write_config(root: Path, *, run: dict[str, Any] | None = None, service: dict
 
     text = (f"home = {json.dumps(str(root / 'home'))}\nlog_level = \"warning\"\nlog_format = \"json\"\n\n"
             + table("run", run) + "\n" + table("service", service)
-            + "\n[sandbox]\nbackend = \"inprocess\"\nworkers = 1\n\n[roles]\nkind = \"playbook\"\n" + extra)
+            + "\n[sandbox]\nbackend = \"inprocess\"\nworkers = 1\n\n[roles]\nkind = \"playbook\"\n"
+            + "".join("\n" + table(k, v) for k, v in (extra_sections or {}).items()))
     path = root / "evoharness.toml"
     path.write_text(text)
     return path

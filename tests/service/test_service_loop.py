@@ -7,14 +7,15 @@ import signal
 from collections import Counter
 
 import git
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.service.helpers import trajectory, wait_for
 
-REVIEW_RUN = {"rollouts": 8, "max_rounds": 1, "review": True}
+REVIEW_RUN = {"rollouts": 8, "max_rounds": 1, "review": True, "dev_tasks": 8, "heldout_tasks": 4}
 
 
-def _run_when(c, run_id: str, phase: str, timeout: float = 90.0) -> dict:
+def _run_when(c, run_id: str, phase: str, timeout: float = 180.0) -> dict:
     def check():
         view = c.get(f"/runs/{run_id}").json()
         return view if view["phase"] == phase else None
@@ -33,6 +34,7 @@ def _sample(client, name: str, **labels) -> float | None:
     return None
 
 
+@pytest.mark.slow
 def test_review_by_http_approve_merges_and_the_run_continues(serve, tmp_path):
     server = serve(run=REVIEW_RUN)
     c = server.client()
@@ -66,6 +68,7 @@ def test_review_by_http_approve_merges_and_the_run_continues(serve, tmp_path):
     assert c.get("/runs").json()["runs"][0]["phase"] == "done"
 
 
+@pytest.mark.slow
 def test_review_by_http_reject_keeps_main_and_records_the_reason(serve, tmp_path):
     server = serve(run=REVIEW_RUN)
     c = server.client()
@@ -107,13 +110,14 @@ def test_ingested_process_failures_trigger_a_run_and_content_failures_reach_the_
     assert c.post("/runs", json={"run_id": "run-manual"}).status_code == 400  # exists
 
 
+@pytest.mark.slow
 def test_sigterm_mid_run_checkpoints_exits_zero_and_the_run_resumes(serve, tmp_path):
     trace = tmp_path / "faults.txt"
-    run = {"rollouts": 8, "max_rounds": 2, "budget": 4000}
+    run = {"rollouts": 8, "max_rounds": 2, "budget": 4000, "dev_tasks": 8, "heldout_tasks": 4}
     server = serve(run=run, env={"EVOHARNESS_FAULT_TRACE": str(trace)})
     c = server.client()
     run_id = _first_run(c)
-    wait_for(lambda: trace.exists() and "collect:anchored" in trace.read_text(), timeout=90, every=0.02,
+    wait_for(lambda: trace.exists() and "collect:anchored" in trace.read_text(), timeout=180, every=0.02,
              what="the seed anchor")
     server.signal(signal.SIGTERM)
     assert server.wait(90) == 0, server.output()
@@ -124,7 +128,7 @@ def test_sigterm_mid_run_checkpoints_exits_zero_and_the_run_resumes(serve, tmp_p
     again = serve(run=run)
     c2 = again.client()
     assert c2.get("/health").json()["current_run"] == run_id
-    done = _run_when(c2, run_id, "done", timeout=120)
+    done = _run_when(c2, run_id, "done")
     assert done["summary"]["stop_reason"]
     lines = (tmp_path / "home" / "runs" / run_id / "trajectories.jsonl").read_text().splitlines()
     ids = Counter(json.loads(x)["id"] for x in lines)
