@@ -257,15 +257,16 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
         "title": "Failure composition per round",
         "figure": figure("composition", "(b) Failure composition of the dev anchor per round (the first failure "
                          "signal that fires: Healthy, F1 evidence, F2 harness friction, F3 execution control, "
-                         "F4 planning capacity).", plots.composition_plot(cols, out / "composition.png")),
-        "tables": [composition_table(cols)], "text": None})
+                         "F4 planning capacity).", plots.composition_plot(cols, out / "composition.png"))
+        if cols else None,
+        "tables": [composition_table(cols)] if cols else [], "text": None if cols else "Nothing measured yet."})
     sve_data, sve_table = seed_vs_evolved(summary, evaluations)
     sections.append({
         "title": "Seed vs evolved",
         "figure": figure("seed_vs_evolved", "(c) Seed vs evolved harness on dev and held-out: mean score and "
                          "composition.", plots.seed_vs_evolved_plot(sve_data, out / "seed_vs_evolved.png"))
         if sve_data else None,
-        "tables": [t for t in (sve_table, evaluations_table(evaluations)) if t],
+        "tables": [t for t in (sve_table if sve_data else None, evaluations_table(evaluations)) if t],
         "text": None if sve_data else "Nothing measured yet."})
     if ablation is not None and ablation.get("edits"):
         sections.append({

@@ -1,0 +1,116 @@
+"""`evoharness ablate`: leave-one-out over merged edits, in throwaway worktrees; main never moves."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import git
+
+from evoharness.config import Settings
+from evoharness.harness_repo.init import init_harness
+from evoharness.harness_repo.models import Edit, FileChange, Verdict
+from evoharness.reports.ablate import revert_merge
+from tests.reports.conftest import cli
+
+
+def _git_state(path) -> dict:
+    r = git.Repo(path)
+    return {"refs": r.git.for_each_ref(), "worktrees": r.git.worktree("list", "--porcelain"),
+            "head": r.git.symbolic_ref("HEAD"), "status": r.git.status("--porcelain")}
+
+
+def test_ablate_a_run_measures_the_drop_and_leaves_every_ref_alone(own_run, tmp_path, capsys):
+    root, run_dir = own_run
+    summary = json.loads((run_dir / "summary.json").read_text())
+    harness = summary["harness_repo"]
+    before = _git_state(harness)
+    out = tmp_path / "abl.json"
+    assert cli("ablate", str(run_dir), "--rollouts", "4", "--out", str(out)) == 0
+    assert _git_state(harness) == before  # no branch (main included) moved, no worktree left behind
+    text = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert result["main"] == summary["main"] and len(result["edits"]) == len(summary["merged"]) == 1
+    edit = result["edits"][0]
+    merge = git.Repo(harness).commit(edit["merge_commit"])
+    assert edit["applies"] and edit["commit"] not in before["refs"]
+    # the single merge reverted: main's head minus the edit is the pre-merge tree again
+    assert git.Repo(harness).commit(edit["commit"]).tree.hexsha == merge.parents[0].tree.hexsha
+    for split in ("dev", "heldout"):
+        ev = edit["results"][split]
+        assert ev["candidate"]["commit"] == summary["main"] and ev["baseline"]["commit"] == edit["commit"]
+        assert ev["difference"] > ev["resolvable"] and ev["verdict"] == "better"  # the fix matters
+        assert f"drop {ev['difference']:+.3f}" in text
+    assert not (run_dir / "ablation.json").exists()  # --out given
+
+
+def _merge(repo, edit: Edit, round: int) -> str:
+    cand = repo.create_candidate(edit, round=round)
+    verdict = Verdict(candidate=cand.branch, commit=cand.commit, base=repo.main_head(), accepted=True,
+                      reason="test: accepted")
+    return repo.merge_verified(cand.branch, verdict)
+
+
+def _lessons(text: str, msg: str) -> Edit:
+    return Edit(message=msg, targets="F3.no_delivery", changes=[FileChange(path="lessons.md", content=text)])
+
+
+def test_a_revert_that_does_not_apply_is_reported_and_the_others_are_measured(tmp_path, capsys):
+    repo = init_harness(tmp_path / "harness")
+    m1 = _merge(repo, _lessons("Deliver a final answer.\n", "first lesson"), 1)
+    m2 = _merge(repo, _lessons("Deliver a final answer before the last step.\n", "refine the lesson"), 2)
+    m3 = _merge(repo, Edit(message="raise steps", targets="F3.step_budget_exhausted", changes=[FileChange(
+        path="policies.yaml", content=(repo.path / "policies.yaml").read_text().replace("max_steps: 12",
+                                                                                        "max_steps: 14"))]), 3)
+    main = repo.main_head()
+    before = _git_state(repo.path)
+
+    commit, reason = revert_merge(repo, main, m1)  # m2 rewrote the lines m1 added
+    assert commit is None and "does not apply cleanly" in reason and "lessons.md" in reason
+    commit, reason = revert_merge(repo, main, m3)
+    assert reason is None
+    tree = repo.repo.commit(commit).tree
+    assert b"max_steps: 12" in tree["policies.yaml"].data_stream.read()
+    assert tree["lessons.md"].data_stream.read() == b"Deliver a final answer before the last step.\n"
+    assert _git_state(repo.path) == before
+
+    # the same through the CLI, on a run directory that records these merges
+    home = tmp_path / "state"
+    run_dir = home / "runs" / "run-hand"
+    run_dir.mkdir(parents=True)
+    settings = Settings.model_validate({"home": home, "run": {"harness": repo.path, "rollouts": 1, "dev_tasks": 2,
+                                                             "heldout_tasks": 2},
+                                        "sandbox": {"backend": "inprocess"}})
+    (run_dir / "settings.json").write_text(settings.model_dump_json())
+    merged = [{"branch": f"candidate/r{i}", "commit": repo.repo.commit(m).parents[1].hexsha, "merge_commit": m,
+               "round": i, "targets": "x"} for i, m in enumerate((m1, m2, m3), start=1)]
+    (run_dir / "summary.json").write_text(json.dumps({
+        "run_id": "run-hand", "status": "done", "harness_repo": str(repo.path), "main": main, "merged": merged,
+        "anchors": [{"round": 0, "commit": repo.repo.git.rev_list("--max-parents=0", main), "mean": 0.5,
+                     "sigma": 0.1, "k": 1}]}))
+    assert cli("--set", f"home={home}", "ablate", "run-hand", "--split", "dev") == 0
+    text = capsys.readouterr().out
+    assert "candidate/r1: revert does not apply cleanly: conflicts in lessons.md" in text
+    assert "candidate/r2 [dev]" in text and "candidate/r3 [dev]" in text
+    result = json.loads((run_dir / "ablation.json").read_text())
+    assert [e["applies"] for e in result["edits"]] == [False, True, True]
+    assert result["splits"] == ["dev"] and set(result["edits"][1]["results"]) == {"dev"}
+    assert _git_state(repo.path) == before
+    # the report shows the conflict in its ablation table and plot
+    assert cli("--set", f"home={home}", "report", "run-hand", "--out", str(tmp_path / "rep")) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "revert does not apply cleanly: conflicts in lessons.md" in md
+    assert (tmp_path / "rep" / "ablation.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ablate_of_a_run_that_merged_nothing(own_run, capsys):
+    root, run_dir = own_run
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["merged"] = []
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    assert cli("ablate", str(root)) == 0
+    assert "merged no edits: nothing to ablate" in capsys.readouterr().out
+    assert json.loads((run_dir / "ablation.json").read_text())["edits"] == []
+    shutil.rmtree(run_dir)
+    assert cli("ablate", str(root)) == 2  # summary.json names a run whose directory is gone
+    assert "run directory is gone" in capsys.readouterr().err
