@@ -7,7 +7,9 @@ rollout, the bwrap / plain-process ratio (what the sandbox itself costs) and the
 in-process ratio (what isolating a rollout costs in all), then the speed-up of 2 bwrap workers
 over 1 on the same requests.
 
-    python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8]
+    python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--docker]
+
+``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -58,6 +60,20 @@ def _bare(box, n: int = 20) -> float:
         return (time.perf_counter() - start) / n
 
 
+def _docker_rows(harness: Path, args, reqs: list[RolloutRequest], figures: dict, failures: dict) -> None:
+    """Docker: one fresh container per rollout, then warm pooled containers (pool of 1, one worker)."""
+    from evoharness.sandbox.docker import DockerSandbox
+
+    n = len(reqs)
+    with DockerSandbox() as cold, DockerSandbox(pool_size=1) as pool:
+        for name, box in (("docker_cold", cold), ("docker_pool", pool)):
+            elapsed, failures[name] = _timed(harness, args, box, 1, reqs)
+            figures[f"{name}_s_per_rollout"] = round(elapsed / n, 4)
+            figures[f"{name}_over_bwrap"] = round(figures[f"{name}_s_per_rollout"] / figures["bwrap_s_per_rollout"], 3)
+        figures["bare_docker_cold_ms"] = round(1000 * _bare(cold, 8), 2)
+        figures["bare_docker_pool_ms"] = round(1000 * _bare(pool), 2)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="synthetic", help="environment spec")
@@ -65,6 +81,8 @@ def main() -> None:
     ap.add_argument("--split", default="dev")
     ap.add_argument("--rollouts", type=int, default=8, help="rollouts per configuration")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--docker", action="store_true", help="add Docker rows: a fresh container per rollout "
+                    "(cold) and warm pooled containers (needs dockerd and ops/sandbox/build-image.sh)")
     args = ap.parse_args()
 
     from evoharness.harness_repo.init import init_harness
@@ -92,6 +110,8 @@ def main() -> None:
         figures["bwrap_1_worker_s"] = round(one, 3)
         figures["bwrap_2_workers_s"] = round(two, 3)
         figures["speedup_2_over_1"] = round(one / two, 3)
+        if args.docker:
+            _docker_rows(harness, args, reqs, figures, failures)
         figures["sandbox_failures"] = sum(failures.values())
 
     if args.json:
@@ -107,6 +127,12 @@ def main() -> None:
           f"{figures['bare_bwrap_ms']:.1f} ms bwrap")
     print(f"  2 workers vs 1 (bwrap): {figures['bwrap_1_worker_s']:.2f}s -> {figures['bwrap_2_workers_s']:.2f}s, "
           f"speed-up {figures['speedup_2_over_1']:.2f}x")
+    if args.docker:
+        for name in ("docker_cold", "docker_pool"):
+            print(f"  {name:<11}{figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout "
+                  f"({figures[f'{name}_over_bwrap']:.2f}x bwrap)")
+        print(f"  start-up of `true`    : {figures['bare_docker_cold_ms']:.1f} ms docker cold, "
+              f"{figures['bare_docker_pool_ms']:.1f} ms docker pooled")
     if figures["sandbox_failures"]:
         print(f"  note: {figures['sandbox_failures']} rollouts failed in the sandbox (see their meta)")
 
