@@ -124,19 +124,11 @@ class Measurer:
                              tree_of=self.repo.tree_hash)
 
     def _executor(self):
-        from evoharness.sandbox import factory
-
-        build = getattr(factory, "make_executor", None)
-        if callable(build):  # another backend (e.g. Ray) chosen by the settings
-            return build(self.settings, self.repo.path, self.env_spec, self.model)
-        from evoharness.sandbox.executor import LocalExecutor
+        """The executor the settings ask for (local pool or Ray, sandbox backend), reporting each rollout."""
+        from evoharness.sandbox.factory import make_executor
 
         self._live_progress = True
-
-        cfg = self.settings.sandbox
-        return LocalExecutor(self.repo.path, self.env_spec, self.model,
-                             sandbox=factory.make_sandbox(cfg.backend, cfg), workers=cfg.workers,
-                             limits=cfg.limits, env=factory.passthrough_env(cfg), batch_size=cfg.batch_size,
+        return make_executor(self.settings, self.repo.path, self.env_spec, self.model,
                              on_result=lambda _i, _t: self.progress.advance(1))
 
     @property
