@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 from typing import Annotated
 
@@ -45,20 +46,33 @@ def serve(
                                               {"host": host, "port": port, "loop": False if no_loop else None}.items()
                                               if v is not None})
     settings = settings.model_copy(update={"service": svc})
+    sock = _listen(svc.host, svc.port)
+    port = sock.getsockname()[1]
     app = create_app(settings, token)
-    config = uvicorn.Config(app, host=svc.host, port=svc.port, log_level=settings.log_level, access_log=False,
-                            lifespan="on")
+    config = uvicorn.Config(app, log_level=settings.log_level, access_log=False, lifespan="on")
     server = _server(config)
-    typer.echo(f"evoharness serve: http://{svc.host}:{svc.port} (auth {'bearer' if token else 'OFF'}, "
+    typer.echo(f"evoharness serve: http://{svc.host}:{port} (auth {'bearer' if token else 'OFF'}, "
                f"loop {'on' if svc.loop else 'off'}, home {settings.home})", err=True)
-    server.run()
-    if not server.started:
-        fail(f"could not serve on {svc.host}:{svc.port} (see the line above)")
+    server.run(sockets=[sock])
     if not app.state.stopped_cleanly:
         typer.echo(f"error: the running graph node did not finish within service.shutdown_timeout_s "
                    f"({svc.shutdown_timeout_s:g} s); it re-runs on the next start", err=True)
         sys.stderr.flush()
         os._exit(1)  # executor threads may still be busy: do not wait for them
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind the listening socket ourselves, so a busy port is one clear error line (exit 2)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        fail(f"cannot listen on {host}:{port}: {e.strerror or e}")
+    return sock
 
 
 def _server(config):

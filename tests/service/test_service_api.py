@@ -36,6 +36,21 @@ def test_refuses_to_start_without_a_token_unless_told(tmp_path):
     assert proc.returncode == 2 and "too short" in proc.stderr
 
 
+def test_a_busy_port_is_one_error_line(tmp_path):
+    import socket
+
+    cfg = write_config(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "evoharness", "--config", str(cfg), "serve", "--port", str(port)],
+                              env={**env, "EVOHARNESS_API_TOKEN": TOKEN}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: cannot listen on 127.0.0.1:{port}")
+
+
 def test_health_is_open_and_mutations_need_the_bearer_token(serve):
     server = serve(service=API_ONLY)
     anon, authed = server.client(auth=False), server.client()

@@ -137,3 +137,21 @@ def test_sigterm_mid_run_checkpoints_exits_zero_and_the_run_resumes(serve, tmp_p
     merges = [m for m in repo.iter_commits("main", first_parent=True) if len(m.parents) == 2]
     assert len(merges) == len(done["merged"])  # nothing merged twice
     assert done["budget"]["spent"] <= run["budget"]
+
+
+@pytest.mark.slow
+def test_sigterm_past_the_shutdown_timeout_exits_1_and_the_node_reruns_on_resume(serve, tmp_path):
+    trace = tmp_path / "faults.txt"
+    run = {"rollouts": 8, "max_rounds": 1, "dev_tasks": 8, "heldout_tasks": 4}
+    server = serve(run=run, service={"shutdown_timeout_s": 0.05}, env={"EVOHARNESS_FAULT_TRACE": str(trace)})
+    run_id = _first_run(server.client())
+    wait_for(lambda: trace.exists() and "collect:start" in trace.read_text(), timeout=180, every=0.01,
+             what="the first node")
+    server.signal(signal.SIGTERM)
+    assert server.wait(60) == 1
+    assert "did not finish within service.shutdown_timeout_s" in server.output()
+    c = serve(run=run).client()
+    done = _run_when(c, run_id, "done")
+    lines = (tmp_path / "home" / "runs" / run_id / "trajectories.jsonl").read_text().splitlines()
+    assert max(Counter(json.loads(x)["id"] for x in lines).values()) == 1
+    assert done["rounds_completed"] == 1
