@@ -12,12 +12,15 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 log() { echo "services: $*" >&2; }
 
 # ---- Docker -------------------------------------------------------------------------------
+need_apt=()
+command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)  # the sandbox image's base
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "installing ${need_apt[*]}"
+  as_root apt-get update -qq >&2
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
 if ! docker info >/dev/null 2>&1; then
-  if ! command -v dockerd >/dev/null 2>&1; then
-    log "installing docker.io"
-    as_root apt-get update -qq >&2
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
-  fi
   log "starting dockerd"
   as_root sh -c 'nohup dockerd >/var/log/evoharness-dockerd.log 2>&1 &'
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
