@@ -77,7 +77,7 @@ def test_insecure_no_auth_serves_without_a_token(serve):
 
 
 def test_ingestion_validates_names_index_and_field_and_is_idempotent(serve):
-    server = serve(service=API_ONLY)
+    server = serve(service={**API_ONLY, "max_batch": 20})
     c = server.client()
     bad = [trajectory("v0"), trajectory("v1"), {**trajectory("v2"), "score": 3.5}, {"id": "v3"}]
     r = c.post("/trajectories", json=bad)
@@ -88,6 +88,8 @@ def test_ingestion_validates_names_index_and_field_and_is_idempotent(serve):
     assert c.get("/trajectories/v0").status_code == 404  # a bad batch stores nothing
     assert c.post("/trajectories", json={"id": "x"}).status_code == 422  # not a list
     assert c.post("/trajectories", content=b"[{", headers={"content-type": "application/json"}).status_code == 422
+    too_many = c.post("/trajectories", json=[trajectory(f"b{i}") for i in range(21)])
+    assert too_many.status_code == 422 and "service.max_batch" in too_many.json()["error"]
     assert c.post("/trajectories", json=[7]).json()["errors"][0] == {"index": 0, "field": "record",
                                                                      "error": "not a JSON object"}
 
