@@ -11,6 +11,7 @@ import pytest
 
 from evoharness.agent.scripted import ScriptedModel
 from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.executor import LocalExecutor
@@ -78,10 +79,11 @@ def _answer_ada() -> list[tuple[int, dict]]:
             (200, completion("Ada's email is ada@example.org"))]
 
 
-def test_real_agent_in_bwrap_reaches_the_model_through_the_gateway(harness, upstream, monkeypatch):
+@pytest.mark.parametrize("sandbox", [BwrapSandbox, ProcessSandbox])
+def test_real_agent_in_a_sandbox_reaches_the_model_through_the_gateway(harness, upstream, monkeypatch, sandbox):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     upstream.queue(*_answer_ada())
-    with LocalExecutor(harness, "synthetic", f"openai:{upstream.url}#fake-model", sandbox=BwrapSandbox(),
+    with LocalExecutor(harness, "synthetic", f"openai:{upstream.url}#fake-model", sandbox=sandbox(),
                        limits=LIMITS, gateway=FAST) as ex:
         [traj] = ex.run([RolloutRequest(task_id="contact_0", harness_commit="HEAD")])
         sock = ex.gateway().socket
