@@ -170,12 +170,12 @@ def seed_vs_evolved_plot(data: dict[str, dict[str, Any]], path: Path) -> Path:
         errs = [data[s].get("resolvable") or 0.0 for s in splits] if arm == "evolved" else None
         bars = left.bar(xs, [v or 0.0 for v in vals], width, color=color, label=arm,
                         yerr=errs if errs and any(errs) else None, capsize=4, ecolor="#333333")
-        for b, v in zip(bars, vals, strict=True):
-            left.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.02, "-" if v is None else f"{v:.3f}",
+        for b, v, e in zip(bars, vals, errs or [0.0] * len(vals), strict=True):
+            left.text(b.get_x() + b.get_width() / 2, (v or 0) + e + 0.02, "-" if v is None else f"{v:.3f}",
                       ha="center", va="bottom", fontsize=9)
     left.set_xticks(range(len(splits)))
     left.set_xticklabels(["dev" if s == "dev" else "held-out" for s in splits])
-    left.set_ylim(0, 1.12)
+    left.set_ylim(0, 1.2)
     left.set_ylabel("mean score")
     left.set_title("Mean score: seed vs evolved")
     left.legend(loc="upper left", frameon=False, ncols=2)

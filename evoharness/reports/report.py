@@ -83,7 +83,8 @@ def rounds_table(summary: dict[str, Any]) -> dict[str, Any]:
     for r in summary.get("rounds") or []:
         cands = r.get("candidates") or []
         accepted = sum(1 for c in cands if (c.get("verdict") or {}).get("accepted"))
-        rows.append([str(r["round"]), num(r.get("anchor_before")), str(len(cands)), str(accepted),
+        rows.append([f"{r['round']} (in progress)" if r.get("in_progress") else str(r["round"]),
+                     num(r.get("anchor_before")), str(len(cands)), str(accepted),
                      ", ".join(m.removeprefix("candidate/") for m in r.get("merged") or []) or "-",
                      num(r.get("fresh_anchor")), num(r.get("selection_optimism"), signed=True),
                      f"{r.get('budget_left', 0):g}"])
@@ -101,6 +102,8 @@ def candidates_table(summary: dict[str, Any]) -> dict[str, Any]:
             v = c.get("verdict") or {}
             m = v.get("measurements") or {}
             status = "merged" if c["branch"] in merged else ("accepted" if v.get("accepted") else "rejected")
+            if r.get("in_progress") and v.get("accepted"):
+                status = "accepted, awaiting review or merge"
             reason = v.get("reason") or "-"
             if c["branch"] not in merged:
                 reason = next((x.get("reason") for x in summary.get("rejected") or []
@@ -117,7 +120,7 @@ def composition_columns(summary: dict[str, Any]) -> list[tuple[str, dict[str, An
     """(label, Composition dict) per round: the anchor in force at the start of the round, then the end."""
     cols: list[tuple[str, dict[str, Any] | None]] = []
     for r in summary.get("rounds") or []:
-        cols.append((f"round {r['round']}", r.get("composition")))
+        cols.append((f"round {r['round']}" + (" (now)" if r.get("in_progress") else ""), r.get("composition")))
     before = (summary.get("before") or {}).get("dev")
     if not cols and before:
         cols.append(("seed", before))

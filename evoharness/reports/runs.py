@@ -100,7 +100,25 @@ def _partial_summary(settings: Settings, run_id: str, run_dir: Path, state: dict
     repo = HarnessRepo(settings.run.harness, settings.harness_repo)
     # summary_dict reads only these attributes of the run's services
     services = SimpleNamespace(repo=repo, store=SimpleNamespace(path=run_dir / "trajectories.jsonl"))
-    return summary_dict(RunOutcome(run_id, run_dir, state, []), services)
+    summary = summary_dict(RunOutcome(run_id, run_dir, state, []), services)
+    current = _current_round(state, summary)
+    if current is not None:
+        summary["rounds"] = [*summary["rounds"], current]
+    return summary
+
+
+def _current_round(state: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The round under way (verified candidates, e.g. waiting for review), shaped like a finished one."""
+    verdicts = {v.get("candidate"): v for v in state.get("verdicts") or []}
+    rnd = state.get("round")
+    if not verdicts or not state.get("anchor") or any(r.get("round") == rnd for r in summary["rounds"]):
+        return None
+    return {"round": rnd, "anchor_before": state["anchor"].get("mean"), "fresh_anchor": None,
+            "anchor_commit": state["anchor"].get("commit"), "selection_optimism": None,
+            "composition": state.get("composition"), "merged": [], "in_progress": True,
+            "candidates": [{**c, "verdict": verdicts.get(c.get("branch"))} for c in state.get("candidates") or []],
+            "accommodation_flags": 0, "reviews": len(state.get("reviews") or []),
+            "budget_left": (summary.get("budget") or {}).get("left", 0)}
 
 
 def load_run(settings: Settings, spec: str) -> RunRecord:

@@ -113,6 +113,13 @@ def test_report_of_a_run_waiting_for_review_renders_what_exists(tmp_path, capsys
     assert "Incomplete run" in md and "in progress" in md
     seed = outcome.state["anchors"][0]
     assert f"{seed['mean']:.3f}" in md and seed["commit"][:10] in md
+    # the round under way shows its verified candidates, the accepted one awaiting review
+    assert "1 (in progress)" in md
+    for item in outcome.interrupted[0]["candidates"]:
+        row = next(line for line in md.splitlines() if item["branch"].removeprefix("candidate/") in line
+                   and "awaiting review" in line)
+        verdict = next(v for v in outcome.state["verdicts"] if v["candidate"] == item["branch"])
+        assert f"{verdict['measurements']['reading']:.3f}" in row
     _check_html(out / "report.html")
     for name in ("anchors.png", "composition.png", "seed_vs_evolved.png"):
         _check_png(out / name)
