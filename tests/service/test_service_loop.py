@@ -73,7 +73,12 @@ def test_review_by_http_reject_keeps_main_and_records_the_reason(serve, tmp_path
     server = serve(run=REVIEW_RUN)
     c = server.client()
     run_id = _first_run(c)
+    waiting = _run_when(c, run_id, "waiting_review")["waiting_review"]
+    server.signal(signal.SIGTERM)  # a restart while waiting keeps the run waiting for the same review
+    assert server.wait(60) == 0
+    c = serve(run=REVIEW_RUN).client()
     view = _run_when(c, run_id, "waiting_review")
+    assert view["waiting_review"] == waiting
     branch = view["waiting_review"][0]["branch"]
     repo = git.Repo(tmp_path / "harness")
     seed = repo.commit("main").hexsha
