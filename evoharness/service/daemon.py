@@ -157,8 +157,8 @@ class Daemon:
         backoff = self.cfg.poll_interval_s
         while not self.stop_event.is_set():
             try:
-                did = self._step()
                 self.last_error = None
+                did = self._step()
                 backoff = self.cfg.poll_interval_s
             except EvoharnessError as e:
                 self.last_error = str(e)
@@ -174,7 +174,11 @@ class Daemon:
         log.info("service.loop_stopped")
 
     def _step(self) -> bool:
-        self.sweep_ingested()
+        try:
+            self.sweep_ingested()
+        except EvoharnessError as e:  # the queue being down must not stop the runs
+            self.last_error = f"training queue: {e}"
+            log.error("service.sweep_failed", error=str(e))
         try:
             kind, run_id, payload = self._requests.get_nowait()
         except queue.Empty:

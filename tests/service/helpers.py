@@ -76,6 +76,8 @@ class Server:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
+        self.proc.kill()
+        self.proc.wait()
         raise AssertionError(f"serve did not answer /health within {timeout} s:\n{self.output()}")
 
     def output(self) -> str:
