@@ -198,7 +198,8 @@ class Daemon:
         if run_id is None and self.cfg.run_id:
             run_id = self.cfg.run_id
             if (runs_dir(self.settings) / run_id / "settings.json").exists():
-                self._write({**data, "run_id": run_id, "started_seq": self.ingest.last_seq()})
+                history = [*data.get("history", []), run_id]
+                self._write({**data, "run_id": run_id, "started_seq": self.ingest.last_seq(), "history": history})
             else:
                 self._begin(run_id)
             return True
