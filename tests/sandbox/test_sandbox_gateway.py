@@ -53,6 +53,7 @@ def test_forwards_with_the_host_key_and_counts_tokens_per_rollout(gateway, upstr
     for token in (a, a, b):
         r = post(gateway, token, CHAT)
         assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "ok"
+    assert gateway.usage(a).prompt_tokens == 22  # readable while the rollout runs
     ua, ub = gateway.close_rollout(a), gateway.close_rollout(b)
     assert (ua.requests, ua.prompt_tokens, ua.completion_tokens, ua.errors) == (2, 22, 14, 0)
     assert (ub.requests, ub.prompt_tokens, ub.completion_tokens, ub.errors) == (1, 11, 7, 0)
