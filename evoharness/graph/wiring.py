@@ -86,8 +86,7 @@ def build_collaborators(settings: Settings, run_dir: Path, lazy: bool = False) -
     from evoharness.harness_repo.init import init_harness
     from evoharness.harness_repo.repo import HarnessRepo
     from evoharness.roles.factory import make_roles
-    from evoharness.sandbox.executor import LocalExecutor
-    from evoharness.sandbox.factory import make_sandbox, passthrough_env
+    from evoharness.sandbox.factory import make_executor
     from evoharness.verification.cache import CachingRunner, RolloutCache
     from evoharness.verification.retry import RetryingRunner
     from evoharness.verification.verifier import Verifier
@@ -101,10 +100,7 @@ def build_collaborators(settings: Settings, run_dir: Path, lazy: bool = False) -
     if lazy:
         return {"repo": repo, "runner": None, "verifier": None, "roles": None, "queue": None, "env": env,
                 "source": None}
-    sandbox = make_sandbox(settings.sandbox.backend, settings.sandbox)
-    executor = LocalExecutor(repo.path, run.env, run.model, sandbox=sandbox, workers=settings.sandbox.workers,
-                             limits=settings.sandbox.limits, env=passthrough_env(settings.sandbox),
-                             batch_size=settings.sandbox.batch_size)
+    executor = make_executor(settings, repo.path, run.env, run.model)  # [sandbox] executor, backend, batching
     cache = RolloutCache(Path(settings.home) / "rollout-cache.sqlite")
     vcfg = settings.verification
     retrying = RetryingRunner(executor, vcfg.retry_attempts, vcfg.retry_wait_s, vcfg.retry_max_wait_s)

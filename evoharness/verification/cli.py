@@ -63,7 +63,7 @@ def make_runner(settings, env: str, model: str, harness):
         factory = None
     build = getattr(factory, "make_executor", None)
     if callable(build):
-        return build(settings, harness.path, env, model)
+        return build(settings, harness.path, env, model, batch_size=1)  # one sandbox per rollout, as before
     cfg = settings.sandbox
     if factory is not None and hasattr(factory, "make_sandbox"):
         sandbox = factory.make_sandbox(getattr(cfg, "backend", "bwrap"), cfg)
