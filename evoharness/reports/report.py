@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from evoharness.errors import InputError
 from evoharness.reports import plots
 from evoharness.reports.runs import RunRecord, load_stored
 from evoharness.verification.noise import resolvable_difference
@@ -188,7 +189,7 @@ def evaluations_table(evaluations: dict[str, dict[str, Any]]) -> dict[str, Any] 
                                                         "Difference", "σ", "Resolvable", "Verdict"], rows)
 
 
-def ablation_table(ablation: dict[str, Any]) -> dict[str, Any]:
+def ablation_table(ablation: dict[str, Any], main: str | None) -> dict[str, Any]:
     rows = []
     for e in ablation.get("edits") or []:
         name = e["branch"].removeprefix("candidate/")
@@ -204,7 +205,9 @@ def ablation_table(ablation: dict[str, Any]) -> dict[str, Any]:
     return table("Leave-one-out ablation of the merged edits",
                  ["Edit", "Targets", "Merge", "Split", "With (main)", "Without", "Drop", "Resolvable", "Verdict"],
                  rows, f"main {short(ablation.get('main'))} with each merge reverted in turn (k={ablation.get('k')}, "
-                 f"seeds from {ablation.get('seed')}); drop = with - without.")
+                 f"seeds from {ablation.get('seed')}); drop = with - without."
+                 + ("" if ablation.get("main") == main else
+                    f" STALE: the run's main is now {short(main)}; run `evoharness ablate` again."))
 
 
 def lists(summary: dict[str, Any]) -> dict[str, list[str]]:
@@ -235,6 +238,8 @@ def _environment(autoescape: bool) -> jinja2.Environment:
 
 def build(record: RunRecord, out: Path) -> dict[str, Path]:
     """Write ``out/report.md``, ``out/report.html`` and the PNGs; return {name: path}."""
+    if out.exists() and not out.is_dir():
+        raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     summary = record.summary
     z = record.settings.verification.z
@@ -278,7 +283,7 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
                              "the dashed line is main with every edit.",
                              plots.ablation_plot(ablation["edits"], ablation.get("splits") or [],
                                                  out / "ablation.png")),
-            "tables": [ablation_table(ablation)], "text": None})
+            "tables": [ablation_table(ablation, summary.get("main"))], "text": None})
     else:
         text = ("The run merged no edits: there is nothing to ablate." if ablation is not None else
                 f"Not computed yet: run `evoharness ablate {record.run_id}` (or `evoharness report "

@@ -142,3 +142,18 @@ def test_report_compute_stores_evaluations_and_ablation_then_plots_them(own_run,
         for e in abl["edits"]:
             assert f"{e['results'][split]['difference']:+.3f}" in md
     assert "Leave-one-out ablation of the merged edits" in md
+
+
+def test_an_ablation_of_another_main_is_flagged_stale_and_a_file_as_out_is_refused(own_run, tmp_path, capsys):
+    root, run_dir = own_run
+    (run_dir / "ablation.json").write_text(json.dumps({
+        "run_id": run_dir.name, "harness": "h", "main": "f" * 40, "k": 1, "seed": 0, "splits": ["dev"],
+        "edits": [{"branch": "candidate/r1-x", "merge_commit": "e" * 40, "applies": False,
+                   "reason": "revert does not apply cleanly: conflicts in lessons.md", "results": {}}]}))
+    out = tmp_path / "rep"
+    assert cli("report", str(root), "--out", str(out)) == 0
+    md = (out / "report.md").read_text()
+    assert "STALE: the run's main is now" in md and "conflicts in lessons.md" in md
+    (tmp_path / "file").write_text("x")
+    assert cli("report", str(root), "--out", str(tmp_path / "file")) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
