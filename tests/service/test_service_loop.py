@@ -160,3 +160,21 @@ def test_sigterm_past_the_shutdown_timeout_exits_1_and_the_node_reruns_on_resume
     lines = (tmp_path / "home" / "runs" / run_id / "trajectories.jsonl").read_text().splitlines()
     assert max(Counter(json.loads(x)["id"] for x in lines).values()) == 1
     assert done["rounds_completed"] == 1
+
+
+@pytest.mark.slow
+def test_the_service_adopts_a_run_started_by_the_cli_and_answers_its_review(serve, tmp_path):
+    from evoharness.config import load_settings
+    from evoharness.graph.progress import Progress
+    from evoharness.graph.runner import start_run
+    from tests.service.helpers import write_config
+
+    cfg = write_config(tmp_path, run=REVIEW_RUN, service={"run_id": "run-cli"})
+    out = start_run(load_settings(cfg, environ={}), run_id="run-cli", progress=Progress(quiet=True))
+    assert out.interrupted
+    branch = out.interrupted[0]["candidates"][0]["branch"]
+    c = serve(run=REVIEW_RUN, service={"run_id": "run-cli"}).client()
+    assert _run_when(c, "run-cli", "waiting_review")["waiting_review"][0]["branch"] == branch
+    assert c.post("/runs/run-cli/approve", json={"candidate": branch}).status_code == 202
+    assert [m["branch"] for m in _run_when(c, "run-cli", "done")["merged"]] == [branch]
+    assert c.post("/runs", json={}).status_code == 202  # the pinned run is done: a new one may start
