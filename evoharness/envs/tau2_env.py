@@ -23,6 +23,8 @@ and evaluation, the customer played by a pluggable user simulator (``evoharness.
   Instead of tau2's replay of the trajectory on a fresh env, the rollout's own DB is hashed (same
   result, one DB copy fewer; the equivalence is tested against ``EnvironmentEvaluator``).
 - Ground truth: the task's expected assistant actions (``evaluation_criteria.actions``).
+- One guard (``REPEAT_LIMITS``): the third ``cancel_reservation`` of one airline reservation is refused,
+  because tau2's tool doubles the reservation's payment history on every repeat (see there).
 - Not supported: telecom (the user acts on their own device through user tools), mock, and tasks
   whose initial state carries a message history (none in retail or airline).
 """
@@ -69,6 +71,15 @@ ASK_USER_SCHEMA = {"type": "function", "function": {
 }}
 
 
+# Calls refused after a number of successful repeats, per (domain, tool): the argument naming the record and
+# the limit. tau2's airline ``cancel_reservation`` refunds every payment in the reservation's history, earlier
+# refunds included, without checking its status: each repeat doubles the history (30 looping repeats =
+# 2^30 payments, minutes and gigabytes). The third cancel of one reservation is refused (``tool_error``). No
+# task's expected actions cancel a reservation twice, so after the second the DB already matches no gold
+# DB and no score changes.
+REPEAT_LIMITS: dict[tuple[str, str], tuple[str, int]] = {("airline", "cancel_reservation"): ("reservation_id", 2)}
+
+
 @dataclass
 class Tau2State:
     """One rollout: tau2's environment over its own DB copy, the customer, and the tau2 message log."""
@@ -78,6 +89,7 @@ class Tau2State:
     trajectory: list[Any] = field(default_factory=list)   # tau2 messages, as tau2's evaluators read them
     transferred: bool = False
     calls: int = 0
+    repeats: dict[tuple[str, str], int] = field(default_factory=dict)   # successful calls under REPEAT_LIMITS
 
 
 @contextmanager
@@ -214,6 +226,11 @@ class Tau2Env:
         if name not in self._tool_defs:
             raise ToolError("unknown_tool", f"Tool '{name}' not found.")
         self._check_args(name, args)
+        limit = REPEAT_LIMITS.get((self.domain, name))
+        key = (name, str(args.get(limit[0]))) if limit else None
+        if limit and key is not None and state.repeats.get(key, 0) >= limit[1]:
+            raise ToolError("tool_error", f"{name} already ran {limit[1]} times on {limit[0]}={key[1]}; refused "
+                            "(each repeat doubles the refunds in tau2's data)")
         from tau2.data_model.message import AssistantMessage, ToolCall
 
         state.calls += 1
@@ -222,6 +239,8 @@ class Tau2Env:
         state.trajectory += [AssistantMessage(role="assistant", tool_calls=[call]), response]
         if response.error:
             raise ToolError("tool_error", _tool_error_text(response.content))
+        if key is not None:
+            state.repeats[key] = state.repeats.get(key, 0) + 1
         if name == "transfer_to_human_agents":
             state.transferred = True
         return response.content or ""

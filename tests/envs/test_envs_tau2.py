@@ -275,3 +275,20 @@ def test_a_failing_customer_model_fails_the_rollout_with_the_reason(retail):
     state.user = ChatModelUser(Down()).session(retail._task(task).user_scenario)
     with pytest.raises(RuntimeError, match="tau2 user simulator failed: ConnectionError: user endpoint"):
         retail.call_tool(state, "ask_user", {"message": "Hi!"})
+
+
+def test_repeated_cancellations_are_capped_before_the_db_explodes(airline):
+    """tau2's cancel_reservation doubles the payment history on every repeat; a looping agent is stopped
+    at the third, after tau2's own (score-deciding) behaviour for the second."""
+    task = airline.get_task("airline_9")
+    cancel = next(c for c in airline.ground_truth_calls(task) if c.name == "cancel_reservation")
+    state = airline.reset(task)
+    sizes = [len(json.loads(airline.call_tool(state, cancel.name, cancel.args))["payment_history"]) for _ in range(2)]
+    assert sizes[1] == 2 * sizes[0]                       # tau2's behaviour, kept
+    assert airline.score(task, state, "Cancelled.", []) == 0.0
+    with pytest.raises(ToolError) as e:
+        airline.call_tool(state, cancel.name, cancel.args)
+    assert e.value.kind == "tool_error" and "refused" in e.value.message
+    for other in airline.list_tasks("all"):               # no expected solution cancels one reservation twice
+        ids = [c.args["reservation_id"] for c in airline.ground_truth_calls(other) if c.name == "cancel_reservation"]
+        assert len(ids) == len(set(ids)), other.id
