@@ -32,6 +32,7 @@ from evoharness.logging import get_logger
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import Sandbox
 from evoharness.sandbox.checkout import CheckoutCache
+from evoharness.sandbox.command_agent import BadOutput, CommandRollout, uses_command_agent
 from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.failure import failed_trajectory
 from evoharness.sandbox.gateway import Gateway, RolloutUsage, start_gateway
@@ -238,10 +239,11 @@ class LocalExecutor:
                                          f"bad harness manifest: {e}", Termination.error, 0.0,
                                          {"backend": self.sandbox.name})
             else:
+                agent = self._command_rollout(req, sha, tree, work, f"{wview}/out.json")
                 command += [f"{wview}/request.json", f"{wview}/out.json"]
                 result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env,
                                           limits=self.limits, **self._sockets(account))
-                traj = self._read(req, sha, result, work / "out.json")
+                traj = self._read(req, sha, result, work / "out.json", agent)
         finally:
             shutil.rmtree(work, ignore_errors=True)
             if traj is None and account is not None:  # the sandbox raised: nothing to settle
@@ -257,7 +259,18 @@ class LocalExecutor:
                 return ["/bin/sh", "-c", f'cd {hview} && {agent.command} "$@"', "agent"]
         return [sys.executable, "-m", WORKER_MODULE]
 
-    def _read(self, req: RolloutRequest, sha: str | None, result: SandboxResult, out: Path) -> Trajectory:
+    def _command_rollout(self, req: RolloutRequest, sha: str | None, tree: Path, work: Path,
+                         output: str) -> CommandRollout | None:
+        """For a command agent, the request file becomes its task file (see ``command_agent``)."""
+        if self.worker is not None or not uses_command_agent(tree):
+            return None
+        agent = CommandRollout(self.env_spec, self.model_spec, req, sha)
+        path = work / "request.json"
+        path.write_text(json.dumps(agent.task_file(json.loads(path.read_text()), output)))
+        return agent
+
+    def _read(self, req: RolloutRequest, sha: str | None, result: SandboxResult, out: Path,
+              agent: CommandRollout | None = None) -> Trajectory:
         meta = {"backend": result.backend, "returncode": result.returncode, "limit": result.limit,
                 "stderr_tail": result.stderr[-2000:]}
 
@@ -274,6 +287,13 @@ class LocalExecutor:
 
         if not result.ok:
             return failed(f"worker failed: {result.reason()}")
+        if agent is not None:  # a command agent: a Trajectory or OpenAI messages, scored here
+            try:
+                traj = agent.read(out, result.wall_seconds)
+            except BadOutput as e:
+                return failed(str(e))
+            traj.meta.setdefault("sandbox", {"backend": result.backend, "wall_seconds": round(result.wall_seconds, 3)})
+            return traj
         if not out.is_file():
             return failed("worker exited 0 but wrote no trajectory")
         try:
