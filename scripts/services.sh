@@ -62,4 +62,5 @@ fi
 if ! psql_su -c "select 1 from pg_database where datname='evoharness_test'" | grep -q 1; then
   as_root runuser -u postgres -- createdb -p "$PGPORT" -O evoharness evoharness_test
 fi
+psql_su -c "alter database evoharness_test owner to evoharness" >/dev/null  # also for an older database
 echo "export EVOHARNESS_TEST_POSTGRES='postgresql://evoharness:evoharness@127.0.0.1:$PGPORT/evoharness_test'"
