@@ -7,9 +7,11 @@ rollout, the bwrap / plain-process ratio (what the sandbox itself costs) and the
 in-process ratio (what isolating a rollout costs in all), then the speed-up of 2 bwrap workers
 over 1 on the same requests.
 
-    python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--docker]
+    python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--docker] [--ray]
 
 ``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
+``--ray`` adds a local Ray (this machine's CPUs): one task per rollout and one per batch of 4, each
+against a local bwrap pool with as many workers and the same batching, plus Ray's start-up time.
 """
 
 from __future__ import annotations
@@ -74,6 +76,31 @@ def _docker_rows(harness: Path, args, reqs: list[RolloutRequest], figures: dict,
         figures["bare_docker_pool_ms"] = round(1000 * _bare(pool), 2)
 
 
+def _ray_rows(harness: Path, args, reqs: list[RolloutRequest], figures: dict, failures: dict) -> None:
+    """Ray (a local Ray on this machine's CPUs) against a local bwrap pool of as many workers, same batching."""
+    from evoharness.sandbox.config import SandboxConfig
+    from evoharness.sandbox.ray_executor import RayExecutor
+
+    cpus = os.cpu_count() or 1
+    cfg = SandboxConfig(backend="bwrap")
+    start = time.perf_counter()
+    with RayExecutor(harness, args.env, args.model, cfg=cfg) as first:
+        first.connect()
+        figures["ray_start_s"] = round(time.perf_counter() - start, 2)
+        for batch in (1, 4):
+            name = f"batch{batch}"
+            for kind, ex in (("pool", LocalExecutor(harness, args.env, args.model, sandbox=BwrapSandbox(),
+                                                    workers=cpus, batch_size=batch)),
+                             ("ray", RayExecutor(harness, args.env, args.model, cfg=cfg, batch_size=batch))):
+                with ex:
+                    ex.run(reqs[:1])  # warm: the exported tree, the workers' imports
+                    t0 = time.perf_counter()
+                    trajs = ex.run(reqs)
+                    figures[f"{kind}_{name}_s"] = round(time.perf_counter() - t0, 3)
+                failures[f"{kind}_{name}"] = sum(1 for t in trajs if t.meta.get("rollout_failure"))
+            figures[f"ray_over_pool_{name}"] = round(figures[f"ray_{name}_s"] / figures[f"pool_{name}_s"], 3)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="synthetic", help="environment spec")
@@ -83,6 +110,8 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--docker", action="store_true", help="add Docker rows: a fresh container per rollout "
                     "(cold) and warm pooled containers (needs dockerd and ops/sandbox/build-image.sh)")
+    ap.add_argument("--ray", action="store_true", help="add Ray rows: a local Ray with this machine's CPUs, one "
+                    "task per rollout and per batch of 4, against a local bwrap pool of as many workers")
     args = ap.parse_args()
 
     from evoharness.harness_repo.init import init_harness
@@ -112,6 +141,8 @@ def main() -> None:
         figures["speedup_2_over_1"] = round(one / two, 3)
         if args.docker:
             _docker_rows(harness, args, reqs, figures, failures)
+        if args.ray:
+            _ray_rows(harness, args, reqs, figures, failures)
         figures["sandbox_failures"] = sum(failures.values())
 
     if args.json:
@@ -133,6 +164,11 @@ def main() -> None:
                   f"({figures[f'{name}_over_bwrap']:.2f}x bwrap)")
         print(f"  start-up of `true`    : {figures['bare_docker_cold_ms']:.1f} ms docker cold, "
               f"{figures['bare_docker_pool_ms']:.1f} ms docker pooled")
+    if args.ray:
+        print(f"  local Ray start-up    : {figures['ray_start_s']:.1f}s")
+        for name in ("batch1", "batch4"):
+            print(f"  Ray vs {figures['cpus']}-worker pool ({name}): {figures[f'pool_{name}_s']:.2f}s -> "
+                  f"{figures[f'ray_{name}_s']:.2f}s ({figures[f'ray_over_pool_{name}']:.2f}x)")
     if figures["sandbox_failures"]:
         print(f"  note: {figures['sandbox_failures']} rollouts failed in the sandbox (see their meta)")
 
