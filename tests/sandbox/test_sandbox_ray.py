@@ -115,6 +115,19 @@ def test_a_hanging_harness_times_out_on_ray(tmp_path):
     assert "wall-time limit hit" in t.events[0].detail
 
 
+def test_a_rollout_whose_ray_worker_dies_is_a_failed_trajectory(tmp_path):
+    """No sandbox between them ('none'): the rollout's worker kills its parent, the Ray worker process."""
+    repo = init_harness(tmp_path / "h")
+    (repo.path / "kill.py").write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n")
+    sha = _commit(repo.path, "kill")
+    ex = RayExecutor(repo.path, "synthetic", "scripted:weak", cfg=SandboxConfig(backend="none", limits=LIMITS),
+                     worker=[sys.executable, "{harness}/kill.py"])
+    with ex:
+        (t,) = ex.run(_requests(sha, n_tasks=1, seeds=(0,)))
+    assert t.termination == Termination.error and t.score == 0.0 and t.harness_commit == sha
+    assert t.events[0].detail.startswith("ray task lost: WorkerCrashedError")
+
+
 def test_a_plain_directory_harness_reaches_the_nodes(tmp_path):
     """Not a git repo: the directory as it is travels as the tree; the commit is None, as locally."""
     repo = init_harness(tmp_path / "h")
