@@ -5,7 +5,10 @@
 - ``bwrap``: ``BwrapSandbox`` (bubblewrap: no network, read-only harness, private /tmp, limits).
 - ``models``: ``Limits`` and ``SandboxResult``.
 - ``executor``: ``LocalExecutor``, a ``RolloutRunner`` with bounded parallelism.
-- ``factory``: ``make_sandbox(backend)`` from settings; ``cli``: ``evoharness rollout``.
+- ``factory``: ``make_sandbox(backend)`` and ``make_executor(settings, ...)`` (local | ray) from settings;
+  ``cli``: ``evoharness rollout``.
+- ``ray_executor``: ``RayExecutor``, the same rollouts as Ray tasks (trees shipped through the object store).
+- ``command_agent``: external agents run as a command: their task file, output formats and scoring.
 
 Nothing is imported here: importing the package does no work.
 """

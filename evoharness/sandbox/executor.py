@@ -52,8 +52,9 @@ class LocalExecutor:
     no isolation and no limits, for tests and overhead measurements only.
     The worker command: ``worker`` if given (``{harness}`` in it is replaced by the path the
     sandbox shows the harness at); else, when the commit's ``harness.toml`` says
-    ``agent.kind = "command"``, that shell command run in the checkout with the request and
-    output paths as its two arguments; else ``python -m evoharness.agent.worker``.
+    ``agent.kind = "command"``, that shell command run in the checkout with a task file and the
+    output path as its two arguments, its output read by ``command_agent.CommandRollout`` (a
+    Trajectory or OpenAI messages, scored here); else ``python -m evoharness.agent.worker``.
     ``on_result(index, trajectory)`` is called as each rollout finishes (any order).
     Model gateway: used when a sandbox is and the model is ``openai:URL#model`` (forwarding to URL
     with the host's key, per ``gateway``) or when ``upstream`` is given (e.g. a ``ModelUpstream``
