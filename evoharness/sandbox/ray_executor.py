@@ -227,12 +227,16 @@ def _run_chunk(tar: bytes, sha: str | None, requests: list[RolloutRequest],
         with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
             tf.extractall(tree, filter="tar")
         _make_read_only(tree)
-        ex = make_local_executor(cfg, tree, params["env_spec"], params["model_spec"],
-                                 sandbox=make_sandbox(cfg.backend, cfg), workers=1,
+        box = make_sandbox(cfg.backend, cfg)
+        ex = make_local_executor(cfg, tree, params["env_spec"], params["model_spec"], sandbox=box, workers=1,
                                  batch_size=params["batch_size"], env=params["env"], worker=params["worker"])
         ex.checkouts = _Unpacked(tree, sha)
-        with ex:
-            trajs = ex.run(requests)
+        try:
+            with ex:
+                trajs = ex.run(requests)
+        finally:
+            if hasattr(box, "close"):  # e.g. a Docker pool: its containers live no longer than the task
+                box.close()
     except InfraError as e:  # sent back as data: these exceptions' constructors do not survive pickling
         return {"error": "infra", "reason": f"on node {socket.gethostname()}: {e.reason}", "retryable": e.retryable}
     except InputError as e:
