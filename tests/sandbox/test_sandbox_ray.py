@@ -172,3 +172,19 @@ def test_cli_rejects_an_unknown_executor(tmp_path, capsys):
                "--executor", "slurm"])
     assert rc == 2
     assert capsys.readouterr().err.strip() == "error: --executor must be local or ray, not 'slurm'"
+
+
+def test_make_executor_builds_either_executor_from_the_settings(tmp_path):
+    from evoharness.config import Settings
+    from evoharness.sandbox.factory import make_executor
+
+    repo = init_harness(tmp_path / "h")
+    settings = Settings(sandbox={"executor": "ray", "batch_size": 3, "limits": {"wall_seconds": 60}})
+    with make_executor(settings, repo.path, "synthetic", "scripted:weak") as ex:
+        assert isinstance(ex, RayExecutor) and ex.batch_size == 3 and ex.cfg.limits.wall_seconds == 60
+        trajs = ex.run(_requests(repo.main_head(), n_tasks=2, seeds=(0,)))
+    assert [t.meta["executor"]["kind"] for t in trajs] == ["ray", "ray"]
+    assert all(t.meta.get("rollout_failure") is None for t in trajs)
+    with make_executor(settings, repo.path, "synthetic", "scripted:weak", executor="local", workers=3) as local:
+        assert isinstance(local, LocalExecutor) and (local.workers, local.batch_size) == (3, 3)
+        assert local.limits.wall_seconds == 60
