@@ -89,7 +89,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise InfraError("the Ray executor needs ray: pip install 'ray[default]'", retryable=False) from None
+            raise InfraError("the Ray executor needs ray: pip install 'evoharness[ray]'", retryable=False) from None
         if ray.is_initialized():
             return
         address = self.cfg.ray_address

@@ -23,7 +23,7 @@ from evoharness.sandbox.models import Limits
 from evoharness.sandbox.ray_executor import RayExecutor
 from evoharness.traces.models import Termination
 
-ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'ray[default]')")
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'evoharness[ray]')")
 
 pytestmark = pytest.mark.slow
 
@@ -188,3 +188,20 @@ def test_make_executor_builds_either_executor_from_the_settings(tmp_path):
     with make_executor(settings, repo.path, "synthetic", "scripted:weak", executor="local", workers=3) as local:
         assert isinstance(local, LocalExecutor) and (local.workers, local.batch_size) == (3, 3)
         assert local.limits.wall_seconds == 60
+
+
+def test_a_command_agent_harness_runs_on_ray_as_it_does_locally(tmp_path):
+    import shutil
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "command-agent"
+    repo = init_harness(tmp_path / "h")
+    for name in ("agent.py", "harness.toml"):
+        shutil.copy(example / name, repo.path / name)
+    sha = _commit(repo.path, "command agent")
+    reqs = [RolloutRequest(task_id=t, harness_commit=sha) for t in ("contact_1", "message_2")]
+    local = LocalExecutor(repo.path, "synthetic", "scripted:oracle", sandbox=BwrapSandbox(), limits=LIMITS).run(reqs)
+    with RayExecutor(repo.path, "synthetic", "scripted:oracle", cfg=SandboxConfig(limits=LIMITS), batch_size=2) as ex:
+        on_ray = ex.run(reqs)
+    assert [t.score for t in on_ray] == [1.0, 1.0]
+    assert all(t.meta["output_format"] == "openai_messages" for t in on_ray)
+    assert [_comparable(t) for t in on_ray] == [_comparable(t) for t in local]
