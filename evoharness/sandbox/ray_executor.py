@@ -182,7 +182,7 @@ def _probe(address: str) -> None:
     if not sep or not port.isdigit():
         raise InputError("sandbox.ray_address", f"{address!r} is not HOST:PORT, ray://HOST:PORT or 'auto'")
     try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as e:
         raise InfraError(f"cannot connect to Ray at {address}: {e.strerror or e}") from None
 

@@ -32,7 +32,9 @@ LIMITS = Limits(wall_seconds=60, cpu_seconds=60)
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    # on loopback only (tests/conftest.py allows no other address)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+             _node_ip_address="127.0.0.1")
     yield
     ray.shutdown()
 
