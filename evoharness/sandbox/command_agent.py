@@ -106,6 +106,8 @@ class CommandRollout:
                 first = e.errors()[0]
                 loc = ".".join(str(x) for x in first["loc"])
                 raise BadOutput(f"command wrote an invalid trajectory: {loc}: {first['msg']}"[:300]) from None
+            if traj.task_id != self.req.task_id:
+                raise BadOutput(f"command wrote a trajectory of task {traj.task_id!r}, not {self.req.task_id!r}")
             traj.meta.setdefault("output_format", "trajectory")
             if traj.score is None:
                 traj.score, note, events = self.score(traj.messages, traj.final_answer)

@@ -50,6 +50,8 @@ elif mode == "send":
     bad = {"id": "c3", "type": "function", "function": {"name": "fax", "arguments": "{}"}}
     write({"messages": msgs[:3] + [{"role": "assistant", "content": None, "tool_calls": [bad, send]}],
            "final_answer": "sent"})
+elif mode == "wrongtask":
+    write({"id": "x", "task_id": "status_A-100", "messages": msgs, "final_answer": "shipped"})
 elif mode == "garbage":
     write("{not json")
 elif mode == "shape":
@@ -125,8 +127,8 @@ def test_the_example_agent_calls_the_model_through_the_gateway(example_repo):
     assert t.meta["gateway"]["requests"] == 2 and t.usage.prompt_tokens > 0
 
 
-MODES = ["list", "undelivered", "canonical", "canonical_scored", "send", "garbage", "shape", "role", "crash", "hang",
-         "nothing"]
+MODES = ["list", "undelivered", "canonical", "canonical_scored", "send", "wrongtask", "garbage", "shape", "role",
+         "crash", "hang", "nothing"]
 
 
 def test_output_formats_and_broken_commands(example_repo):
@@ -153,7 +155,9 @@ def test_output_formats_and_broken_commands(example_repo):
     assert send.score == 1.0
     assert [(e.type, e.step) for e in send.events] == [("unknown_tool", 3)]
 
-    reasons = {m: out[m].events[0].detail for m in ("garbage", "shape", "role", "crash", "hang", "nothing")}
+    reasons = {m: out[m].events[0].detail for m in ("wrongtask", "garbage", "shape", "role", "crash", "hang",
+                                                     "nothing")}
+    assert reasons["wrongtask"] == "command wrote a trajectory of task 'status_A-100', not 'contact_0'"
     assert reasons["garbage"].startswith("command wrote invalid JSON")
     assert reasons["shape"].startswith("command output is neither a Trajectory")
     assert reasons["role"] == "message 0 is not an OpenAI chat message (role one of system, user, assistant, tool)"
