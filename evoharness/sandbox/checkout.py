@@ -71,7 +71,7 @@ class CheckoutCache:
         buf.seek(0)
         dest.mkdir()
         with tarfile.open(fileobj=buf) as tar:
-            tar.extractall(dest, filter="tar")
+            extract_tree(tar, dest)
         _make_read_only(dest)
         return dest
 
@@ -98,3 +98,26 @@ def _make_read_only(root: Path) -> None:
 def _make_writable(root: Path) -> None:
     for dirpath, _dirs, _files in os.walk(root):
         Path(dirpath).chmod(0o755)
+
+
+def extract_tree(tar: tarfile.TarFile, dest: Path) -> None:
+    """Extract a harness tree, refusing members that escape ``dest`` (absolute, ``..``, links out).
+
+    Python >= 3.11.4 (and 3.12) has extraction filters; Debian 12's Python 3.11.2 does not, so there
+    the same check is made by hand before extracting.
+    """
+    if hasattr(tarfile, "tar_filter"):
+        tar.extractall(dest, filter="tar")
+        return
+    root = dest.resolve()
+    for member in tar.getmembers():
+        target = (root / member.name).resolve()
+        if target != root and root not in target.parents:
+            raise ValueError(f"tar member {member.name!r} escapes the checkout")
+        if member.issym() or member.islnk():
+            link = (target.parent / member.linkname).resolve() if member.issym() else (root / member.linkname).resolve()
+            if link != root and root not in link.parents:
+                raise ValueError(f"tar member {member.name!r} links outside the checkout")
+        if member.isdev():
+            raise ValueError(f"tar member {member.name!r} is a device")
+    tar.extractall(dest)  # noqa: S202 -- every member checked above

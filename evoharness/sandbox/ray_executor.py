@@ -29,7 +29,7 @@ from typing import Any
 from evoharness.errors import InfraError, InputError
 from evoharness.logging import get_logger
 from evoharness.sandbox.api import RolloutRequest
-from evoharness.sandbox.checkout import CheckoutCache, _make_read_only, _make_writable
+from evoharness.sandbox.checkout import CheckoutCache, _make_read_only, _make_writable, extract_tree
 from evoharness.sandbox.config import SandboxConfig
 from evoharness.sandbox.failure import failed_trajectory
 from evoharness.traces.models import EventType, Termination, Trajectory
@@ -225,7 +225,7 @@ def _run_chunk(tar: bytes, sha: str | None, requests: list[RolloutRequest],
         tree = root / "tree"
         tree.mkdir()
         with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
-            tf.extractall(tree, filter="tar")
+            extract_tree(tf, tree)
         _make_read_only(tree)
         box = make_sandbox(cfg.backend, cfg)
         ex = make_local_executor(cfg, tree, params["env_spec"], params["model_spec"], sandbox=box, workers=1,
