@@ -45,10 +45,14 @@ class RolloutCache:
         return self._db().execute("SELECT 1 FROM rollouts WHERE key = ?", (key,)).fetchone() is not None
 
     def put(self, key: str, traj: Trajectory) -> None:
+        self.put_many([(key, traj)])
+
+    def put_many(self, items: list[tuple[str, Trajectory]]) -> None:
+        """Store several rollouts in one transaction (one fsync, not one per rollout)."""
         with self._db() as db:
-            db.execute(
+            db.executemany(
                 "INSERT OR REPLACE INTO rollouts (key, trajectory) VALUES (?, ?)",
-                (key, traj.model_dump_json()),
+                [(key, traj.model_dump_json()) for key, traj in items],
             )
 
     def __len__(self) -> int:
@@ -104,8 +108,7 @@ class CachingRunner:
                 from evoharness.errors import InfraError
 
                 raise InfraError(f"runner returned {len(fresh)} trajectories for {len(todo)} requests")
-            for req, traj in zip(todo, fresh, strict=True):
-                self.cache.put(self.key(req), traj)
+            self.cache.put_many([(self.key(req), traj) for req, traj in zip(todo, fresh, strict=True)])
             self.paid += len(todo)
         out = []
         for r in requests:

@@ -128,7 +128,7 @@ def verify(
     task_list = _tasks(tasks)
     inner = RetryingRunner(make_runner(settings, env, model, repo), cfg.retry_attempts, cfg.retry_wait_s,
                            cfg.retry_max_wait_s)
-    cache = RolloutCache(Path(cfg.cache_path or Path(settings.home) / "rollout_cache.sqlite"))
+    cache = RolloutCache(Path(cfg.cache_path or Path(settings.home) / "rollout-cache.sqlite"))
     runner = CachingRunner(inner, cache, model=model, env_version=env, tree_of=repo.tree_hash)
     ledger = BudgetLedger(total=cfg.budget if budget is None else budget,
                           units_per_rollout=cfg.units_per_rollout)

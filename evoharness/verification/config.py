@@ -55,5 +55,5 @@ class VerificationConfig(BaseModel):
     retry_wait_s: float = Field(1.0, ge=0, description="first backoff wait; doubles per retry")
     retry_max_wait_s: float = Field(30.0, ge=0, description="longest backoff wait")
     cache_path: str | None = Field(
-        None, description="SQLite rollout cache file (default: <home>/rollout_cache.sqlite)"
+        None, description="SQLite rollout cache file (default: <home>/rollout-cache.sqlite)"
     )
