@@ -65,7 +65,8 @@ class LocalExecutor:
                  sandbox: Sandbox | None, workers: int = 1, limits: Limits | None = None,
                  env: dict[str, str] | None = None, worker: list[str] | None = None,
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
-                 gateway: GatewayConfig | None = None, upstream: Upstream | None = None) -> None:
+                 gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
+                 owns_sandbox: bool = False) -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -80,6 +81,7 @@ class LocalExecutor:
         self._upstream = upstream
         self._gateway: Gateway | None = None
         self._gateway_lock = threading.Lock()
+        self.owns_sandbox = owns_sandbox  # close() also closes the sandbox (e.g. a Docker pool)
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -93,6 +95,9 @@ class LocalExecutor:
             gw, self._gateway = self._gateway, None
         if gw is not None:
             gw.close()
+        close_sandbox = getattr(self.sandbox, "close", None)
+        if self.owns_sandbox and close_sandbox is not None:
+            close_sandbox()
 
     # ---- the model gateway -----------------------------------------------------------------
 

@@ -45,12 +45,13 @@ def passthrough_env(cfg: SandboxConfig) -> dict[str, str]:
 def make_local_executor(cfg: SandboxConfig, harness_path: Path | str, env_spec: str, model_spec: str, *,
                         sandbox: Sandbox | None, workers: int, batch_size: int, env: dict[str, str],
                         on_result: Callable[[int, Trajectory], None] | None = None,
-                        worker: list[str] | None = None) -> LocalExecutor:
+                        worker: list[str] | None = None, owns_sandbox: bool = False) -> LocalExecutor:
     """The one place a ``LocalExecutor`` is built from settings (also on each Ray node, per task)."""
     from evoharness.sandbox.executor import LocalExecutor
 
     return LocalExecutor(harness_path, env_spec, model_spec, sandbox=sandbox, workers=workers, limits=cfg.limits,
-                         env=env, worker=worker, on_result=on_result, batch_size=batch_size, gateway=cfg.gateway)
+                         env=env, worker=worker, on_result=on_result, batch_size=batch_size, gateway=cfg.gateway,
+                         owns_sandbox=owns_sandbox)
 
 
 def make_executor(settings: Settings, harness_path: Path | str, env_spec: str, model_spec: str, *,
@@ -69,7 +70,7 @@ def make_executor(settings: Settings, harness_path: Path | str, env_spec: str, m
     if kind == "local":
         return make_local_executor(cfg, harness_path, env_spec, model_spec, sandbox=make_sandbox(backend, cfg),
                                    workers=workers or cfg.workers, batch_size=batch, env=passthrough_env(cfg),
-                                   on_result=on_result)
+                                   on_result=on_result, owns_sandbox=True)
     if kind == "ray":
         from evoharness.sandbox.ray_executor import RayExecutor
 

@@ -50,30 +50,11 @@ def noise(
 def make_runner(settings, env: str, model: str, harness):
     """The sandboxed `RolloutRunner` for ``harness`` (a `HarnessRepo`) on ``env`` with ``model``.
 
-    Imports the sandbox executor lazily; if it is not available, fails with one clear line.
+    The executor the settings ask for (``[sandbox]`` executor and backend), one sandbox per rollout.
     """
-    try:
-        from evoharness.sandbox import executor as ex
-    except ImportError as e:
-        reason = f"the sandbox executor is not available ({e}); cannot run rollouts"
-        raise InputError("sandbox", reason) from None
-    try:
-        from evoharness.sandbox import factory
-    except ImportError:
-        factory = None
-    build = getattr(factory, "make_executor", None)
-    if callable(build):
-        return build(settings, harness.path, env, model, batch_size=1)  # one sandbox per rollout, as before
-    cfg = settings.sandbox
-    if factory is not None and hasattr(factory, "make_sandbox"):
-        sandbox = factory.make_sandbox(getattr(cfg, "backend", "bwrap"), cfg)
-        extra_env = factory.passthrough_env(cfg) if hasattr(factory, "passthrough_env") else {}
-    else:
-        from evoharness.sandbox.bwrap import BwrapSandbox
+    from evoharness.sandbox.factory import make_executor
 
-        sandbox, extra_env = BwrapSandbox(), {}
-    return ex.LocalExecutor(harness.path, env, model, sandbox=sandbox, workers=getattr(cfg, "workers", 1),
-                            env=extra_env)
+    return make_executor(settings, harness.path, env, model, batch_size=1)
 
 
 def _tasks(raw: str) -> list[str | tuple[str, str]]:

@@ -10,6 +10,7 @@ import pytest
 
 import evoharness.envs
 from evoharness.cli import main
+from evoharness.envs.base import TaskSpec
 from evoharness.harness_repo.init import init_harness
 from evoharness.harness_repo.manifest import AgentSpec, Manifest
 
@@ -29,8 +30,17 @@ open(sys.argv[2], "w").write(json.dumps(traj))
 
 
 class _Env:
-    def list_tasks(self, split: str) -> list[str]:
-        return ["easy", "hard", "hang", "unused"] if split == "dev" else []
+    """Just enough of an environment for a command agent that scores itself."""
+
+    def list_tasks(self, split: str) -> list[TaskSpec]:
+        ids = ["easy", "hard", "hang", "unused"] if split == "dev" else []
+        return [self.get_task(t) for t in ids]
+
+    def get_task(self, task_id: str) -> TaskSpec:
+        return TaskSpec(id=task_id, prompt=f"do {task_id}", split="dev")
+
+    def tools(self, task: TaskSpec) -> list[dict]:
+        return []
 
 
 @pytest.fixture
@@ -62,7 +72,7 @@ def test_rollout_writes_trajectories_and_prints_the_composition(harness, tmp_pat
 
 def test_rollout_rejects_a_bad_backend(harness, tmp_path, capsys):
     rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--out", str(tmp_path / "o.jsonl"),
-               "--sandbox", "docker"])
+               "--sandbox", "podman"])
     assert rc == 2
     assert "unknown sandbox backend" in capsys.readouterr().err
 

@@ -121,3 +121,20 @@ def test_unusable_backend_raises_before_any_rollout(harness_repo):
     path, commits = harness_repo
     with _executor(path, BwrapSandbox(bwrap="/nonexistent/bwrap")) as ex, pytest.raises(InfraError):
         ex.run([RolloutRequest(task_id="a", harness_commit=commits["ok"])])
+
+
+class _ClosingSandbox(ProcessSandbox):
+    closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_an_executor_closes_only_a_sandbox_it_owns(harness_repo):
+    path, _ = harness_repo
+    shared, owned = _ClosingSandbox(), _ClosingSandbox()
+    with LocalExecutor(path, "fake:x", "fake", sandbox=shared):
+        pass
+    with LocalExecutor(path, "fake:x", "fake", sandbox=owned, owns_sandbox=True):
+        pass
+    assert (shared.closed, owned.closed) == (0, 1)  # e.g. a Docker pool's containers are removed on close

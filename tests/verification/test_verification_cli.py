@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
@@ -90,15 +89,3 @@ def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsy
     assert "unknown strategy" in capsys.readouterr().err
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", "@/nonexistent"]) == 2
     assert "file not found" in capsys.readouterr().err
-
-
-def test_make_runner_without_a_sandbox_executor_fails_clearly(tmp_path, monkeypatch, capsys):
-    hr = init_harness(tmp_path / "harness")
-    import evoharness.sandbox
-
-    monkeypatch.setitem(sys.modules, "evoharness.sandbox.executor", None)
-    monkeypatch.delattr(evoharness.sandbox, "executor", raising=False)  # imported earlier in the session
-    rc = main(["verify", "nothing", "--harness", str(hr.path), "--tasks", "d0"])
-    assert rc == 2 and "error:" in capsys.readouterr().err
-    with pytest.raises(Exception, match="sandbox executor is not available"):
-        vcli.make_runner(None, "synthetic", "scripted", hr)
