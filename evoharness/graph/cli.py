@@ -33,7 +33,7 @@ def run(
     review: Annotated[bool, typer.Option("--review", help="interrupt before each merge for approve/reject")] = False,
     run_id: Annotated[str | None, typer.Option("--run-id", help="id for a new run (default: generated)")] = None,
 ) -> None:
-    """Run self-improvement rounds until the budget, the round limit or a ceiling (see [run] in the config)."""
+    """Run self-improvement rounds until the budget, the round limit or a ceiling (see the run settings)."""
     from evoharness.graph.runner import resume_run, start_run
 
     settings = settings_of(ctx)

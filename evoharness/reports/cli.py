@@ -76,8 +76,11 @@ def evaluate(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="JSON result file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
-    """Seed vs evolved: k rollouts of two revisions on a split, composition and mean, and the difference
-    against the noise model's resolvable threshold z*sigma/sqrt(k)."""
+    """Seed vs evolved: k rollouts of two revisions on a split, and their difference against noise.
+
+    Prints each revision's composition and mean, the difference, and the noise model's resolvable
+    threshold z*sigma/sqrt(k).
+    """
     from evoharness.reports.jobs import check_split, evaluate_run
     from evoharness.reports.measure import Measurer, compare
 
@@ -143,8 +146,10 @@ def ablate(
     = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
-    """Leave-one-out over the run's merged edits: main with each merge reverted (in a throwaway worktree;
-    main never moves), rolled out; prints the drop per edit."""
+    """Leave-one-out over the run's merged edits: the score drop without each one.
+
+    Main with each merge reverted, in a throwaway worktree (main never moves), rolled out.
+    """
     from evoharness.reports.ablate import HELPS
     from evoharness.reports.jobs import ablate_run
     from evoharness.reports.runs import load_run
