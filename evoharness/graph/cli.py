@@ -32,16 +32,26 @@ def run(
     resume: Annotated[str | None, typer.Option("--resume", help="continue the run with this id")] = None,
     review: Annotated[bool, typer.Option("--review", help="interrupt before each merge for approve/reject")] = False,
     run_id: Annotated[str | None, typer.Option("--run-id", help="id for a new run (default: generated)")] = None,
+    evidence: Annotated[list[Path] | None, typer.Option(
+        "--evidence", help="trace file or directory (any `evoharness import` format) whose process failures the "
+        "analyst uses as evidence, e.g. production traces; repeatable; added to run.evidence")] = None,
 ) -> None:
     """Run self-improvement rounds until the budget, the round limit or a ceiling (see the run settings)."""
+    from evoharness.errors import InputError
     from evoharness.graph.runner import resume_run, start_run
 
     settings = settings_of(ctx)
     if resume:
+        if evidence:
+            raise InputError("--evidence", "a run's evidence is fixed when it starts; a resumed run reads its "
+                             "snapshot (start a new run to add evidence)")
         outcome = resume_run(settings, resume)
     else:
-        if review:
-            settings = settings.model_copy(update={"run": settings.run.model_copy(update={"review": True})})
+        update: dict = {"review": True} if review else {}
+        if evidence:
+            update["evidence"] = [*settings.run.evidence, *evidence]
+        if update:
+            settings = settings.model_copy(update={"run": settings.run.model_copy(update=update)})
         outcome = start_run(settings, run_id)
     _report(outcome)
 

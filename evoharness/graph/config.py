@@ -28,3 +28,9 @@ class RunConfig(BaseModel):
     checkpointer: str = Field("sqlite", description="'sqlite' (file under the run dir), 'memory', or a "
                               "postgresql:// URL.")
     seed: int = Field(0, description="Base seed for rollouts (rollout r of a task uses seed + r).")
+    evidence: list[Path] = Field(
+        default_factory=list,
+        description="Trace files or directories (any format `evoharness import` reads) whose process failures "
+        "(F2/F3) the analyst uses as evidence beside the anchor's rollouts, e.g. production traces. Imported "
+        "once when the run starts into <run dir>/evidence.jsonl (a resumed run reads that snapshot). "
+        "Evidence only: candidates are still verified on the environment's dev tasks.")

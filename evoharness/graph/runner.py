@@ -12,6 +12,7 @@ from langgraph.types import Command
 from evoharness.config import Settings
 from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import open_checkpointer
+from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.progress import Progress
 from evoharness.graph.services import Services
@@ -83,10 +84,13 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     run_dir = runs_dir(settings) / run_id
     if (run_dir / "settings.json").exists():
         raise InputError(run_id, "run already exists: use --resume")
+    evidence = import_evidence(settings.run.evidence)  # a bad file stops the run before anything is written
     save_run_settings(run_dir, settings)
+    write_evidence(run_dir, evidence)  # the snapshot a resumed run reads
     progress = progress or Progress()
     progress.note(f"run {run_id}: harness {settings.run.harness}, env {settings.run.env}, "
-                  f"model {settings.run.model}, budget {settings.run.budget:g}")
+                  f"model {settings.run.model}, budget {settings.run.budget:g}"
+                  + (f", {len(evidence)} evidence trajectories" if evidence else ""))
     return _drive(settings, run_id, run_dir, {"run_id": run_id}, progress)
 
 

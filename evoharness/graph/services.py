@@ -47,6 +47,7 @@ class Services:
         self._cache: dict[str, Trajectory] | None = None
         self.role_failures: list[dict[str, str]] = []
         self._labels: dict[str, Label] = {}
+        self._evidence: list[Trajectory] | None = None
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -146,9 +147,34 @@ class Services:
 
         return HarnessView.from_repo(self.repo, self.repo.main_head())
 
+    def evidence(self) -> list[Trajectory]:
+        """The run's extra evidence (production traces, `graph.evidence`) the analyst may read, read once.
+
+        Held-out trajectories and ids the run already has are left out (see `evidence.usable`).
+        """
+        if self._evidence is None:
+            from evoharness.graph.evidence import ensure_evidence, usable
+
+            snapshot = ensure_evidence(self.run_dir, self.settings)
+            heldout = {t.id for t in self.env.list_tasks("heldout")} | set(self.settings.datasets.heldout_tasks)
+            self._evidence, left_out = usable(snapshot, heldout, self.store)
+            if snapshot:
+                self.progress.note(f"analyst evidence: {len(self._evidence)} trajectories from outside the run"
+                                   + (f" ({left_out} held-out or already in the run, left out)" if left_out else ""))
+        return self._evidence
+
+    def analysed(self, ids: list[str]) -> tuple[list[Trajectory], list[Label]]:
+        """What the analyst and critic read: the anchor's trajectories and the run's evidence, balanced."""
+        from evoharness.graph.evidence import balanced
+
+        anchor = self.load(ids)
+        extra = self.evidence()
+        trajs = balanced([anchor, extra], self.labels) if extra else anchor
+        return trajs, self.labels(trajs)
+
     def analyse(self, ids: list[str], feedback: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        trajs = self.load(ids)
-        labels = self.labels(trajs)
+        """Patterns of the process failures in the anchor (``ids``) and in the run's evidence."""
+        trajs, labels = self.analysed(ids)
         process = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if lab.lever.value == "harness"]
         if not process:
             return []
@@ -162,15 +188,18 @@ class Services:
         return [p.model_dump(mode="json") for p in patterns]
 
     def critique(self, patterns: list[dict[str, Any]], ids: list[str], previous: dict[str, dict]) -> list[dict]:
+        """The critic's reviews. It checks the attribution against everything the analyst read; predicted
+        flips are kept only for the anchor's tasks (the only tasks verification rolls out)."""
         from evoharness.roles.models import Pattern
 
-        trajs = self.load(ids)
-        labels = self.labels(trajs)
+        trajs, labels = self.analysed(ids)
+        rolled_out = {t.task_id for t in self.load(ids)}
         view = self.harness_view()
         out = []
         for p in patterns:
             try:
                 review = self.critic.review(Pattern.model_validate(p), view, trajs, labels).model_dump(mode="json")
+                review["predicted_flips"] = [t for t in review["predicted_flips"] if t in rolled_out]
             except EvoharnessError as e:
                 review = {"pattern_id": p["id"], "approved": False, "accommodation": False, "send_back": False,
                           "notes": f"critic failed: {e}"}
