@@ -29,6 +29,7 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
     from evoharness.service.daemon import Daemon
     from evoharness.service.ingest import IngestStore
     from evoharness.service.metrics import RequestMetrics, ServiceCollector
+    from evoharness.service.reports import ReportRenderer
     from evoharness.service.routes import public, reads, writes
 
     @asynccontextmanager
@@ -57,6 +58,7 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
 
     app = FastAPI(title="evoharness", version=__version__, lifespan=lifespan)
     app.state.settings, app.state.token, app.state.stopped_cleanly = settings, token, True
+    app.state.reports = ReportRenderer(settings)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:

@@ -19,6 +19,11 @@ class ServiceConfig(BaseModel):
         description="Trigger: a new run starts when at least this many ingested trajectories labelled as "
         "process failures (F2/F3, lever harness) arrived since the previous run started. 0: the first run "
         "starts at once; after a finished run at least one new process failure is always needed.")
+    max_evidence: int = Field(
+        500, ge=0,
+        description="A run the service starts gets the ingested process failures (F2/F3) that arrived since the "
+        "previous run started as analyst evidence (the most recent this many; 0: none). Written once into the "
+        "run's evidence.jsonl; candidates are still verified on the environment's tasks only.")
     run_id: str | None = Field(None, description="Drive this run id (resumed if it exists, else started). "
                                "Unset: the service's current run, or a generated id.")
     shutdown_timeout_s: float = Field(

@@ -8,7 +8,9 @@ One worker thread does all graph work, so a run is never driven twice at once:
 - with ``service.loop`` on, it resumes the current run until it ends or waits for review, and
   starts a new run when the trigger fires: ``service.min_new_process_failures`` ingested
   trajectories labelled as process failures (F2/F3) since the previous run started (the first run
-  may start at once; after a finished run at least one new process failure is needed).
+  may start at once; after a finished run at least one new process failure is needed). A run it
+  starts gets those ingested process failures as analyst evidence (``<run dir>/evidence.jsonl``,
+  written once before the run's settings; see `evoharness.graph.evidence`).
 
 The current run id is kept in ``<home>/service/daemon.json`` so a restarted service resumes it.
 """
@@ -26,6 +28,7 @@ from langgraph.types import Command
 
 from evoharness.config import Settings
 from evoharness.errors import EvoharnessError, InfraError, InputError
+from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.runner import load_run_settings, new_run_id, runs_dir, save_run_settings
 from evoharness.logging import get_logger
 from evoharness.service.driver import TapProgress, drive, read_state
@@ -222,16 +225,25 @@ class Daemon:
         return self.phase.get(run_id) == DONE or (runs_dir(self.settings) / run_id / "summary.json").exists()
 
     def _begin(self, run_id: str) -> None:
-        """Record a new run (settings saved, made current); the next step drives it."""
+        """Record a new run (evidence snapshot and settings saved, made current); the next step drives it.
+
+        The run's analyst evidence: the ingested process failures that arrived since the previous run
+        started (the ones that triggered this run; at most ``service.max_evidence``, the most recent) and
+        the files in ``run.evidence``. The snapshot is written before the settings, so a run that exists
+        always has it.
+        """
         run_dir = runs_dir(self.settings) / run_id
-        save_run_settings(run_dir, self.settings)
         data = self._read()
+        upto = self.ingest.last_seq()
+        ingested = self.ingest.process_failures(data.get("started_seq", 0), upto, self.cfg.max_evidence)
+        n = write_evidence(run_dir, [*import_evidence(self.settings.run.evidence), *ingested])
+        save_run_settings(run_dir, self.settings)
         history = [*data.get("history", []), run_id]
-        self._write({"run_id": run_id, "started_seq": self.ingest.last_seq(), "history": history})
+        self._write({"run_id": run_id, "started_seq": upto, "history": history})
         with self._lock:
             self.phase[run_id] = RUNNING
-        log.info("service.run_started", run_id=run_id)
-        self.progress.note(f"service: run {run_id} started")
+        log.info("service.run_started", run_id=run_id, evidence=n, ingested_evidence=len(ingested))
+        self.progress.note(f"service: run {run_id} started" + (f" with {n} evidence trajectories" if n else ""))
 
     def _drive(self, run_id: str, payload: Any) -> None:
         saved, run_dir = load_run_settings(self.settings, run_id)

@@ -153,6 +153,15 @@ class IngestStore:
     def last_seq(self) -> int:
         return self._reader().execute("SELECT coalesce(max(seq), 0) FROM trajectories").fetchone()[0]
 
+    def process_failures(self, after_seq: int, upto_seq: int, limit: int) -> list[Trajectory]:
+        """Process failures (lever harness) with ``after_seq < seq <= upto_seq``: the most recent ``limit``,
+        in arrival order."""
+        if limit <= 0:
+            return []
+        q = ("SELECT body FROM (SELECT seq, body FROM trajectories WHERE lever = 'harness' AND seq > ? AND seq <= ? "
+             "ORDER BY seq DESC LIMIT ?) ORDER BY seq")
+        return [Trajectory.model_validate_json(r[0]) for r in self._reader().execute(q, (after_seq, upto_seq, limit))]
+
     def unqueued_content(self, limit: int = 500) -> list[Trajectory]:
         q = "SELECT body FROM trajectories WHERE lever = 'weights' AND queued = 0 ORDER BY seq LIMIT ?"
         return [Trajectory.model_validate_json(r[0]) for r in self._reader().execute(q, (limit,))]

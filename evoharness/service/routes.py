@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -81,6 +81,28 @@ def get_rounds(request: Request, run_id: RunId) -> dict[str, Any]:
     s = _state(request)
     state, _ = run_state(s.settings, s.daemon, run_id)
     return {"run_id": run_id, "rounds": state.get("rounds", [])}
+
+
+@reads.get("/runs/{run_id}/report", response_class=HTMLResponse)
+def run_report(request: Request, run_id: RunId) -> HTMLResponse:
+    """The run's report (as `evoharness report`), rendered now; its PNGs are under /runs/{id}/report/."""
+    _known_run(request, run_id)
+    try:
+        html = _state(request).reports.render(run_id)
+    except InputError as e:  # a run that has measured nothing yet
+        raise HTTPException(409, str(e)) from None
+    return HTMLResponse(html)
+
+
+@reads.get("/runs/{run_id}/report/{name}")
+def run_report_file(request: Request, run_id: RunId, name: str) -> Response:
+    """A file (PNG, report.md, report.html) of the run's last rendered report."""
+    _known_run(request, run_id)
+    found = _state(request).reports.file(run_id, name)
+    if found is None:
+        raise HTTPException(404, f"no report file {name!r} for {run_id} (GET /runs/{run_id}/report renders it)")
+    content, media_type = found
+    return Response(content, media_type=media_type)
 
 
 class NewRun(BaseModel):

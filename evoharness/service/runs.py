@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from evoharness.config import Settings
+from evoharness.graph.evidence import count_evidence
 from evoharness.graph.runner import load_run_settings, runs_dir
 from evoharness.service.daemon import DONE, Daemon
 from evoharness.service.driver import read_state
@@ -71,6 +72,7 @@ def run_view(settings: Settings, daemon: Daemon, run_id: str) -> dict[str, Any]:
         "queued": len(state.get("queued", [])),
         "budget": budget_of(state),
         "waiting_review": [c for p in interrupts for c in p.get("candidates", [])],
+        "evidence": count_evidence(run_dir),
         "summary": None,
     }
     if daemon.current_run == run_id and phase == "running":
