@@ -22,6 +22,9 @@ and evaluation, the customer played by a pluggable user simulator (``evoharness.
   ignores). No final answer scores 0 (tau2: a simulation that did not end by agent or user stop).
   Instead of tau2's replay of the trajectory on a fresh env, the rollout's own DB is hashed (same
   result, one DB copy fewer; the equivalence is tested against ``EnvironmentEvaluator``).
+- A domain's data (tasks, DB, tools, gold DB hashes) is loaded once per process (``tau2_domain``) and
+  shared by every ``Tau2Env`` of the domain, whatever its customer: the executor hands each sandboxed
+  rollout its own ``?user=gateway:...`` spec, and a new spec must not reload the domain.
 - Ground truth: the task's expected assistant actions (``evaluation_criteria.actions``).
 - One guard (``REPEAT_LIMITS``): the third ``cancel_reservation`` of one airline reservation is refused,
   because tau2's tool doubles the reservation's payment history on every repeat (see there).
@@ -38,7 +41,7 @@ import os
 import pickle
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from evoharness.envs.base import TaskSpec, ToolCallSpec, ToolError, select_split
@@ -114,22 +117,16 @@ def _tool_error_text(content: str | None) -> str:
     return text[len("Error: "):] if text.startswith("Error: ") else text
 
 
-class Tau2Env:
-    def __init__(self, domain: str, user: str = "scripted") -> None:
-        from evoharness.envs.tau2_user import check_user_spec
-        from evoharness.errors import InputError
+class Tau2Domain:
+    """One domain's data, loaded lazily once per process and shared by every ``Tau2Env`` of that domain
+    (envs differ only in their customer: the executor gives each sandboxed rollout its own user spec)."""
 
-        if domain not in DOMAINS:
-            raise InputError("env", f"unsupported tau2 domain {domain!r} ({', '.join(DOMAINS)})")
-        check_user_spec(user)
-        self.domain, self.user_spec = domain, user
-        self.name = f"tau2:{domain}"
-        self._gold: dict[str, str | None] = {}
-
-    # ---- loading (lazy, once per process) ---------------------------------------------------
+    def __init__(self, domain: str) -> None:
+        self.domain = domain
+        self.gold: dict[str, str | None] = {}   # gold DB hash per task id
 
     @cached_property
-    def _mod(self) -> Any:
+    def mod(self) -> Any:
         from evoharness.errors import InfraError
 
         try:
@@ -141,6 +138,65 @@ class Tau2Env:
         return mod
 
     @cached_property
+    def template(self) -> Any:
+        return self.mod.get_environment()
+
+    @cached_property
+    def pristine(self) -> bytes:
+        return pickle.dumps(self.template.tools.db, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @cached_property
+    def tool_defs(self) -> dict[str, Any]:
+        return dict(sorted(self.template.tools.get_tools().items()))
+
+    @cached_property
+    def tau2_tasks(self) -> dict[str, Any]:
+        splits = self.mod.get_tasks_split()
+        split_of = {tid: SPLIT_OF[s] for s in SPLIT_OF for tid in splits.get(s, [])}
+        out = {}
+        for t in self.mod.get_tasks(None):
+            if t.id not in split_of or (t.initial_state is not None and t.initial_state.message_history):
+                continue
+            out[f"{self.domain}_{t.id}"] = (t, split_of[t.id])
+        return out
+
+    @cached_property
+    def tasks(self) -> dict[str, TaskSpec]:
+        prompt = AGENT_PROMPT.format(domain=self.domain, policy=self.template.get_policy().strip())
+        out = {}
+        for tid, (t, split) in self.tau2_tasks.items():
+            crit = t.evaluation_criteria
+            basis = [str(getattr(b, "value", b)) for b in crit.reward_basis] if crit is not None else []
+            out[tid] = TaskSpec(id=tid, prompt=prompt, split=split,
+                                meta={"domain": self.domain, "tau2_id": t.id, "reward_basis": basis})
+        return out
+
+
+@cache
+def tau2_domain(domain: str) -> Tau2Domain:
+    """The process-wide (lazy) data of ``domain``."""
+    return Tau2Domain(domain)
+
+
+class Tau2Env:
+    def __init__(self, domain: str, user: str = "scripted") -> None:
+        from evoharness.envs.tau2_user import check_user_spec
+        from evoharness.errors import InputError
+
+        if domain not in DOMAINS:
+            raise InputError("env", f"unsupported tau2 domain {domain!r} ({', '.join(DOMAINS)})")
+        check_user_spec(user)
+        self.domain, self.user_spec = domain, user
+        self.name = f"tau2:{domain}"
+        self._data = tau2_domain(domain)
+
+    # ---- the domain's data (shared per process) -----------------------------------------------
+
+    @property
+    def _mod(self) -> Any:
+        return self._data.mod
+
+    @cached_property
     def version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -149,39 +205,25 @@ class Tau2Env:
         except PackageNotFoundError:
             return "tau2"
 
-    @cached_property
+    @property
     def _template(self) -> Any:
-        return self._mod.get_environment()
+        return self._data.template
 
-    @cached_property
+    @property
     def _pristine(self) -> bytes:
-        return pickle.dumps(self._template.tools.db, protocol=pickle.HIGHEST_PROTOCOL)
+        return self._data.pristine
 
-    @cached_property
+    @property
     def _tool_defs(self) -> dict[str, Any]:
-        return dict(sorted(self._template.tools.get_tools().items()))
+        return self._data.tool_defs
 
-    @cached_property
+    @property
     def _tau2_tasks(self) -> dict[str, Any]:
-        splits = self._mod.get_tasks_split()
-        split_of = {tid: SPLIT_OF[s] for s in SPLIT_OF for tid in splits.get(s, [])}
-        out = {}
-        for t in self._mod.get_tasks(None):
-            if t.id not in split_of or (t.initial_state is not None and t.initial_state.message_history):
-                continue
-            out[f"{self.domain}_{t.id}"] = (t, split_of[t.id])
-        return out
+        return self._data.tau2_tasks
 
-    @cached_property
+    @property
     def _tasks(self) -> dict[str, TaskSpec]:
-        prompt = AGENT_PROMPT.format(domain=self.domain, policy=self._template.get_policy().strip())
-        out = {}
-        for tid, (t, split) in self._tau2_tasks.items():
-            crit = t.evaluation_criteria
-            basis = [str(getattr(b, "value", b)) for b in crit.reward_basis] if crit is not None else []
-            out[tid] = TaskSpec(id=tid, prompt=prompt, split=split,
-                                meta={"domain": self.domain, "tau2_id": t.id, "reward_basis": basis})
-        return out
+        return self._data.tasks
 
     @cached_property
     def _user(self) -> Any:
@@ -320,7 +362,8 @@ class Tau2Env:
 
     def gold_db_hash(self, task: TaskSpec) -> str | None:
         """tau2's gold DB hash: a fresh DB after the task's expected actions (cached per task)."""
-        if task.id not in self._gold:
+        gold_cache = self._data.gold
+        if task.id not in gold_cache:
             t = self._task(task)
             gold = self._fresh_env(t)
             for action in (t.evaluation_criteria.actions or []) if t.evaluation_criteria else []:
@@ -328,8 +371,8 @@ class Tau2Env:
                     gold.make_tool_call(tool_name=action.name, requestor=action.requestor, **action.arguments)
                 except Exception:  # noqa: BLE001,S110 -- tau2 also tolerates a failing expected action
                     pass
-            self._gold[task.id] = gold.get_db_hash()
-        return self._gold[task.id]
+            gold_cache[task.id] = gold.get_db_hash()
+        return gold_cache[task.id]
 
     def ground_truth_calls(self, task: TaskSpec) -> list[ToolCallSpec]:
         crit = self._task(task).evaluation_criteria

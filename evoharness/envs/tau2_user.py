@@ -14,8 +14,9 @@ A session is per rollout; a simulator may be shared.
   a person: it reads its scenario out verbatim and cannot follow conditional instructions.
 - ``ChatModelUser(model)``: tau2's own user-simulator prompt (``simulation_guidelines.md`` and the
   ``<scenario>``) driven through any ``ChatModel`` (``evoharness.agent.models``), e.g. an
-  ``openai:URL#model`` spec. Roles are flipped as tau2 does: the agent's messages are the
-  model's "user" turns.
+  ``openai:URL#model`` spec, or inside a sandbox ``gateway:SOCKET?rollout=TOKEN#model`` (the
+  executor's rewrite of ``openai:URL#model``: the model gateway forwards to URL). Roles are flipped
+  as tau2 does: the agent's messages are the model's "user" turns.
 """
 
 from __future__ import annotations
@@ -153,22 +154,42 @@ class ChatModelUser:
                                                                       scenario=str(scenario)))
 
 
+USER_SPECS = "scripted, openai:URL#model or gateway:SOCKET?rollout=TOKEN#model"
+
+
 def check_user_spec(spec: str) -> None:
-    """Raise ``InputError`` unless ``spec`` is ``scripted`` or ``openai:URL#model`` (nothing is built)."""
+    """Raise ``InputError`` unless ``spec`` is a user spec (``USER_SPECS``); nothing is built.
+
+    ``gateway:SOCKET?rollout=TOKEN#model`` is what the executor puts in a sandboxed rollout's env spec in
+    place of ``openai:URL#model``: the customer's model reached through the model gateway's socket.
+    """
     from evoharness.errors import InputError
 
     if spec == "scripted":
         return
+    if spec.startswith("gateway:"):
+        from evoharness.agent.models import parse_gateway_spec
+
+        try:
+            parse_gateway_spec(spec)
+        except InputError as e:
+            raise InputError("env", f"tau2 user simulator: {e.reason}") from None
+        return
     url, _, model = spec.removeprefix("openai:").partition("#")
     if not spec.startswith("openai:") or not url or not model:
-        raise InputError("env", f"unknown tau2 user simulator {spec!r} (scripted or openai:URL#model)")
+        raise InputError("env", f"unknown tau2 user simulator {spec!r} ({USER_SPECS})")
 
 
 def make_user(spec: str) -> UserSimulator:
-    """``scripted`` -> ScriptedUser; ``openai:URL#model`` -> ChatModelUser over ChatOpenAI (no request made)."""
+    """``scripted`` -> ScriptedUser; ``openai:URL#model`` -> ChatModelUser over ChatOpenAI at URL;
+    ``gateway:SOCKET?rollout=TOKEN#model`` -> ChatModelUser over the model gateway (no request made)."""
     check_user_spec(spec)
     if spec == "scripted":
         return ScriptedUser()
+    if spec.startswith("gateway:"):
+        from evoharness.agent.models import gateway_model
+
+        return ChatModelUser(gateway_model(spec, 0), name=f"gateway#{spec.rpartition('#')[2]}")
     from evoharness.agent.models import openai_model
 
     return ChatModelUser(openai_model(spec, 0), name=spec)
