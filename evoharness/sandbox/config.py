@@ -20,6 +20,9 @@ class GatewayConfig(BaseModel):
     backoff_max_s: float = Field(8.0, ge=0, description="Longest wait between two retries.")
     api_key_env: str = Field("OPENAI_API_KEY", description="Host environment variable holding the upstream API "
                              "key; read by the gateway when it starts, never passed into a sandbox.")
+    user_api_key_env: str | None = Field(None, description="Host environment variable holding the API key for a "
+                                         "simulated user's model (a tau2 ?user=openai:URL#model customer), which "
+                                         "the gateway serves on its own per-rollout accounts; None = api_key_env.")
     socket_dir: str | None = Field(None, description="Directory under which the gateway makes its private "
                                    "socket directory (default: the system temp dir; keep the path short, "
                                    "Unix socket paths are limited to 107 bytes).")

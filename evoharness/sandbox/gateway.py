@@ -3,12 +3,17 @@
 The executor starts one ``Gateway`` per run (lazily), opens a *rollout* on it for each sandboxed
 rollout and hands the worker the spec ``gateway:SOCKET?rollout=TOKEN#MODEL``; the worker's client
 then talks HTTP over the socket (bound into the sandbox at the same path) to
-``http://gateway/r/TOKEN/v1``. Served routes, per rollout prefix ``/r/TOKEN``:
+``http://gateway/r/TOKEN/v1``.
+
+A gateway serves one or more *lanes*: a named upstream with its pinned model (``agent``: the run's
+model; ``user``: the model of a simulated user, e.g. tau2's customer). Each token is opened on one
+lane, so one rollout holding an ``agent`` and a ``user`` token is counted on two separate accounts,
+and each token reaches only its own lane's model. Served routes, per rollout prefix ``/r/TOKEN``:
 
 - ``POST /v1/chat/completions``: checked (a JSON object with a non-empty ``messages`` list; no
-  ``stream``), ``model`` pinned to the run's model, then answered by the ``Upstream`` (a real
-  endpoint with the host's API key, or a scripted model). Streaming is refused with a 400.
-- ``GET /v1/models``: the upstream's model list.
+  ``stream``), ``model`` pinned to the token's lane's model, then answered by that lane's ``Upstream``
+  (a real endpoint with the host's API key, or a scripted model). Streaming is refused with a 400.
+- ``GET /v1/models``: the lane's upstream's model list.
 
 Every request is counted against its rollout (requests, prompt/completion tokens as the upstream
 reports them, errors, retries); ``close_rollout(token)`` returns the counts and forgets the token,
@@ -42,6 +47,15 @@ log = get_logger(__name__)
 
 SOCKET_NAME = "gw.sock"
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes with its NUL
+AGENT, USER = "agent", "user"  # lane names: the run's model, a simulated user's model
+
+
+@dataclass
+class Lane:
+    """One upstream behind the gateway and the model its requests are pinned to (None: not pinned)."""
+
+    upstream: Upstream
+    model: str | None = None
 
 
 @dataclass
@@ -68,20 +82,37 @@ def gateway_spec(socket: Path | str, token: str, model: str) -> str:
 
 
 class Gateway:
-    """One OpenAI-compatible proxy on a Unix socket, serving ``upstream`` (see the module docstring).
+    """One OpenAI-compatible proxy on a Unix socket, serving its lanes (see the module docstring).
 
-    ``model``: when set, every chat request's ``model`` is replaced by it (a sandbox cannot pick
-    another, costlier model). Use as a context manager, or ``start()`` and ``close()``.
+    ``upstream`` (optional) is the ``agent`` lane, ``model`` its pinned model: when set, every chat
+    request's ``model`` is replaced by it (a sandbox cannot pick another, costlier model). ``lanes``
+    adds others by name (e.g. ``{USER: Lane(upstream, "cust")}``); at least one lane is needed.
+    Use as a context manager, or ``start()`` and ``close()``.
     """
 
-    def __init__(self, upstream: Upstream, *, model: str | None = None, cfg: GatewayConfig | None = None) -> None:
-        self.upstream, self.model = upstream, model
+    def __init__(self, upstream: Upstream | None = None, *, model: str | None = None,
+                 cfg: GatewayConfig | None = None, lanes: dict[str, Lane] | None = None) -> None:
+        self.lanes: dict[str, Lane] = {AGENT: Lane(upstream, model)} if upstream is not None else {}
+        self.lanes |= lanes or {}
+        if not self.lanes:
+            raise ValueError("a gateway needs an upstream")
         self.cfg = cfg or GatewayConfig()
         self._dir: Path | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._rollouts: dict[str, RolloutUsage] = {}
+        self._lane_of: dict[str, Lane] = {}  # token -> its lane
         self._lock = threading.Lock()
+
+    @property
+    def upstream(self) -> Upstream:
+        """The ``agent`` lane's upstream (the first lane's when there is no agent lane)."""
+        return self.lanes.get(AGENT, next(iter(self.lanes.values()))).upstream
+
+    @property
+    def model(self) -> str | None:
+        """The ``agent`` lane's pinned model (the first lane's when there is no agent lane)."""
+        return self.lanes.get(AGENT, next(iter(self.lanes.values()))).model
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -116,7 +147,8 @@ class Gateway:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="model-gateway", daemon=True)
         self._thread.start()
-        log.info("gateway.started", socket=str(path), upstream=self.upstream.name, model=self.model)
+        log.info("gateway.started", socket=str(path),
+                 lanes={name: f"{lane.upstream.name}:{lane.model}" for name, lane in self.lanes.items()})
         return path
 
     def close(self) -> None:
@@ -127,7 +159,8 @@ class Gateway:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        self.upstream.close()
+        for lane in self.lanes.values():
+            lane.upstream.close()
         self._remove_dir()
 
     def _remove_dir(self) -> None:
@@ -144,11 +177,15 @@ class Gateway:
 
     # ---- per-rollout accounts --------------------------------------------------------------
 
-    def open_rollout(self, label: str = "") -> str:
-        """A fresh, unguessable token whose requests are counted together (``label`` is for humans)."""
+    def open_rollout(self, label: str = "", lane: str = AGENT) -> str:
+        """A fresh, unguessable token on ``lane`` whose requests are counted together (``label`` is for
+        humans). KeyError for a lane this gateway does not serve."""
+        if lane not in self.lanes:
+            raise KeyError(f"the gateway has no {lane!r} lane (it serves {', '.join(self.lanes)})")
         token = secrets.token_urlsafe(16)
         with self._lock:
             self._rollouts[token] = RolloutUsage(label=label)
+            self._lane_of[token] = self.lanes[lane]
         return token
 
     def usage(self, token: str) -> RolloutUsage:
@@ -159,15 +196,16 @@ class Gateway:
         """The rollout's counts; its token stops working."""
         with self._lock:
             usage = self._rollouts.pop(token)
-        self.upstream.end(token)
+            lane = self._lane_of.pop(token)
+        lane.upstream.end(token)
         return usage
 
     def spec(self, token: str, model: str) -> str:
         return gateway_spec(self.socket, token, model)
 
-    def _known(self, token: str) -> bool:
+    def _lane(self, token: str) -> Lane | None:
         with self._lock:
-            return token in self._rollouts
+            return self._lane_of.get(token)
 
     def _account(self, token: str, reply: UpstreamReply, chat: bool, seconds: float = 0.0) -> None:
         with self._lock:
@@ -200,12 +238,13 @@ class Gateway:
             return _err(404, f"no route {path!r}: the gateway serves /r/<rollout>/v1/chat/completions and "
                         "/r/<rollout>/v1/models", "not_found")
         token, route = parts[2], "/".join(parts[4:])
-        if not self._known(token):
+        lane = self._lane(token)
+        if lane is None:
             return _err(403, "unknown or finished rollout token", "forbidden")
         if route == "models":
             if method != "GET":
                 return _err(405, f"{method} not allowed on /v1/models", "method_not_allowed")
-            reply = self.upstream.models()
+            reply = lane.upstream.models()
             self._account(token, reply, chat=False)
             return reply
         if route != "chat/completions":
@@ -217,9 +256,9 @@ class Gateway:
         if request is None:
             reply = _err(400, problem)
         else:
-            if self.model:
-                request["model"] = self.model
-            reply = self.upstream.chat(request, token)
+            if lane.model:
+                request["model"] = lane.model
+            reply = lane.upstream.chat(request, token)
         self._account(token, reply, chat=True, seconds=time.monotonic() - start)
         if reply.status != 200:
             log.info("gateway.error", status=reply.status, error=reply.error[:300])
@@ -325,23 +364,40 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def start_gateway(model_spec: str, cfg: GatewayConfig | None = None, upstream: Upstream | None = None) -> Gateway:
-    """A started gateway for a run's model: ``upstream`` if given, else forwarding ``openai:URL#model``
-    to URL with the key from the host variable ``cfg.api_key_env`` (read now, never passed on)."""
+def http_lane(spec: str, cfg: GatewayConfig, key_env: str, what: str = "model") -> Lane:
+    """A lane forwarding to ``openai:URL#model``'s URL, pinned to its model, with the key from the host
+    variable ``key_env`` (read now, never passed on). InputError for any other spec."""
     from evoharness.errors import InputError
     from evoharness.sandbox.gateway_upstream import HttpUpstream
 
+    url, _, name = spec.removeprefix("openai:").partition("#")
+    if not spec.startswith("openai:") or not url or not name:
+        raise InputError(what, f"{spec!r}: the gateway forwards openai:URL#model specs")
+    return Lane(HttpUpstream(url, api_key=os.environ.get(key_env) or None, cfg=cfg), name)
+
+
+def start_gateway(model_spec: str | None, cfg: GatewayConfig | None = None, upstream: Upstream | None = None,
+                  *, user_spec: str | None = None) -> Gateway:
+    """A started gateway for a run.
+
+    Its ``agent`` lane: ``upstream`` if given (pinned to ``model_spec``'s name), else forwarding
+    ``openai:URL#model`` (``http_lane``); no agent lane when both ``model_spec`` and ``upstream`` are
+    None. ``user_spec`` (``openai:URL#model``, a simulated user's model) adds a ``user`` lane forwarding
+    there with the key from ``cfg.user_api_key_env`` (default: ``cfg.api_key_env``).
+    """
     cfg = cfg or GatewayConfig()
-    model = model_spec.rpartition("#")[2] or None
-    if upstream is None:
-        url, _, name = model_spec.removeprefix("openai:").partition("#")
-        if not model_spec.startswith("openai:") or not url or not name:
-            raise InputError("model", f"{model_spec!r}: the gateway forwards openai:URL#model specs")
-        upstream = HttpUpstream(url, api_key=os.environ.get(cfg.api_key_env) or None, cfg=cfg)
-    gw = Gateway(upstream, model=model, cfg=cfg)
+    lanes: dict[str, Lane] = {}
     try:
+        if upstream is not None:
+            lanes[AGENT] = Lane(upstream, (model_spec or "").rpartition("#")[2] or None)
+        elif model_spec is not None:
+            lanes[AGENT] = http_lane(model_spec, cfg, cfg.api_key_env)
+        if user_spec is not None:
+            lanes[USER] = http_lane(user_spec, cfg, cfg.user_api_key_env or cfg.api_key_env, "env")
+        gw = Gateway(cfg=cfg, lanes=lanes)
         gw.start()
     except BaseException:
-        upstream.close()
+        for lane in lanes.values():
+            lane.upstream.close()
         raise
     return gw
