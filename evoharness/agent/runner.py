@@ -53,14 +53,16 @@ def trajectory_id(task_id: str, harness_commit: str | None, model_spec: str, see
 
 def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str, seed: int,
                 rollout: int = 0, split: str = "dev", harness_commit: str | None = None,
-                model: Any = None, model_via: str | None = None) -> Trajectory:
+                model: Any = None, model_via: str | None = None, env_via: str | None = None) -> Trajectory:
     """Run one rollout of the harness at ``harness_dir`` and return its Trajectory.
 
     ``model`` (optional) overrides ``make_model(model_spec, seed)``, e.g. a ``ScriptedModel``.
     ``model_via`` (optional): the spec the model is actually reached through (the executor's
     ``gateway:...`` spec); ``model_spec`` still names the model in the trajectory and its id.
+    ``env_via`` (optional): likewise for the environment (``env_spec`` with its simulated user's model
+    reached through the gateway); ``env_spec`` still names it in the trajectory.
     """
-    env = get_environment(env_spec)
+    env = get_environment(env_via or env_spec)
     task = env.get_task(task_id)
     chat = model if model is not None else make_model(model_via or model_spec, seed)
     if hasattr(chat, "bind_task"):  # scripted stand-ins are handed the reference solution

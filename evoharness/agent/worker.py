@@ -5,7 +5,9 @@ the interpreter start-up once per batch of rollouts of one harness commit).
 
 REQUEST.json holds ``harness_dir``, ``env_spec``, ``task_id``, ``model_spec``, ``seed`` and
 optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null), ``gateway`` (null: the
-``gateway:SOCKET?rollout=TOKEN#model`` spec through which the sandbox reaches ``model_spec``'s model).
+``gateway:SOCKET?rollout=TOKEN#model`` spec through which the sandbox reaches ``model_spec``'s model),
+``env_via`` (null: ``env_spec`` with its simulated user's model reached through the gateway, e.g.
+``tau2:retail?user=gateway:SOCKET?rollout=TOKEN#model``; the environment is built from it).
 The Trajectory JSON is written to OUT.json. Exit 0 whenever a trajectory was written (agent and harness failures are
 trajectories); exit 2 only for unusable input (unreadable/invalid request, unknown env/task/model, an environment
 that cannot load, e.g. AgentDojo not installed).
@@ -31,6 +33,8 @@ class WorkerRequest(BaseModel):
     harness_commit: str | None = Field(None)
     gateway: str | None = Field(None, description="gateway:SOCKET?rollout=TOKEN#model: how this sandbox reaches "
                                 "model_spec's model (set by the executor; model_spec stays the model's name)")
+    env_via: str | None = Field(None, description="env_spec with its simulated user's model reached through the "
+                                "gateway (set by the executor; env_spec stays the environment's name)")
 
 
 def _batch(requests_path: str, out_dir: str) -> int:
@@ -49,7 +53,7 @@ def _batch(requests_path: str, out_dir: str) -> int:
         try:
             traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
                                rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
-                               model_via=req.gateway)
+                               model_via=req.gateway, env_via=req.env_via)
         except EvoharnessError as e:
             print(f"worker: {e}", file=sys.stderr)
             return 2
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
                            rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
-                           model_via=req.gateway)
+                           model_via=req.gateway, env_via=req.env_via)
     except EvoharnessError as e:  # unknown env/task/model, or an environment that cannot load
         print(f"worker: {e}", file=sys.stderr)
         return 2

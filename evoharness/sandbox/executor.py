@@ -10,6 +10,12 @@ With a sandbox and an ``openai:URL#model`` model (or an explicit ``upstream``), 
 one model gateway (``sandbox/gateway.py``) on first use and closes it in ``close()``: each rollout
 gets its own gateway account, the worker reaches the model only through the gateway's Unix socket,
 and the gateway's token counts replace the trajectory's ``usage`` tokens (``meta["gateway"]``).
+
+A tau2 env spec with ``?user=openai:URL#model`` (a simulated customer over a real model) also gets
+the gateway in a sandbox: each rollout gets a second account, on the gateway's ``user`` lane (pinned to
+that model, forwarding to URL), and the worker sees the env spec with ``?user=gateway:SOCKET?rollout=
+TOKEN#model`` (request field ``env_via``). The customer's counts land in ``meta["gateway"]["user"]``
+and are not the agent's usage.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -35,7 +42,7 @@ from evoharness.sandbox.checkout import CheckoutCache
 from evoharness.sandbox.command_agent import BadOutput, CommandRollout, uses_command_agent
 from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.failure import failed_trajectory
-from evoharness.sandbox.gateway import Gateway, RolloutUsage, start_gateway
+from evoharness.sandbox.gateway import AGENT, USER, Gateway, RolloutUsage, start_gateway
 from evoharness.sandbox.gateway_upstream import Upstream
 from evoharness.sandbox.models import Limits, SandboxResult
 from evoharness.traces.models import EventType, Termination, Trajectory
@@ -43,6 +50,22 @@ from evoharness.traces.models import EventType, Termination, Trajectory
 log = get_logger(__name__)
 
 WORKER_MODULE = "evoharness.agent.worker"
+
+
+@dataclass
+class RolloutAccounts:
+    """One rollout's accounts on the run's gateway: its agent's model and its simulated user's model
+    (each None when that side does not go through the gateway)."""
+
+    gw: Gateway
+    agent: str | None
+    user: str | None
+
+    def close(self) -> tuple[RolloutUsage | None, RolloutUsage | None]:
+        """Close both accounts (their tokens stop working); (agent counts, user counts)."""
+        agent = self.gw.close_rollout(self.agent) if self.agent else None
+        user = self.gw.close_rollout(self.user) if self.user else None
+        return agent, user
 
 
 class LocalExecutor:
@@ -58,7 +81,8 @@ class LocalExecutor:
     ``on_result(index, trajectory)`` is called as each rollout finishes (any order).
     Model gateway: used when a sandbox is and the model is ``openai:URL#model`` (forwarding to URL
     with the host's key, per ``gateway``) or when ``upstream`` is given (e.g. a ``ModelUpstream``
-    serving a scripted model); the worker then gets ``gateway:SOCKET?rollout=TOKEN#model``.
+    serving a scripted model); the worker then gets ``gateway:SOCKET?rollout=TOKEN#model``. Also used,
+    with a sandbox, for a tau2 env whose customer is ``?user=openai:URL#model`` (see the module docstring).
     """
 
     def __init__(self, harness_repo_path: Path | str, env_spec: str, model_spec: str, *,
@@ -102,8 +126,19 @@ class LocalExecutor:
     # ---- the model gateway -----------------------------------------------------------------
 
     @property
+    def _agent_via_gateway(self) -> bool:
+        return self._upstream is not None or self.model_spec.startswith("openai:")
+
+    def user_model(self) -> str | None:
+        """The ``openai:URL#model`` spec of the env's simulated user (tau2 ``?user=``), or None.
+        InputError for a bad user spec."""
+        from evoharness.envs import user_model_spec
+
+        return user_model_spec(self.env_spec)
+
+    @property
     def uses_gateway(self) -> bool:
-        return self.sandbox is not None and (self._upstream is not None or self.model_spec.startswith("openai:"))
+        return self.sandbox is not None and (self._agent_via_gateway or self.user_model() is not None)
 
     def gateway(self) -> Gateway | None:
         """The run's gateway, started on first use (None when rollouts need none)."""
@@ -111,26 +146,40 @@ class LocalExecutor:
             return None
         with self._gateway_lock:
             if self._gateway is None:
-                self._gateway = start_gateway(self.model_spec, self.gateway_cfg, self._upstream)
+                self._gateway = start_gateway(self.model_spec if self._agent_via_gateway else None,
+                                              self.gateway_cfg, self._upstream, user_spec=self.user_model())
             return self._gateway
 
-    def _open(self, req: RolloutRequest) -> tuple[Gateway, str] | None:
+    def _open(self, req: RolloutRequest) -> RolloutAccounts | None:
         gw = self.gateway()
-        return (gw, gw.open_rollout(f"{req.task_id}#{req.rollout}")) if gw else None
+        if gw is None:
+            return None
+        label = f"{req.task_id}#{req.rollout}"
+        agent = gw.open_rollout(label) if AGENT in gw.lanes else None
+        user = gw.open_rollout(f"{label} user", lane=USER) if USER in gw.lanes else None
+        return RolloutAccounts(gw, agent, user)
 
-    def _sockets(self, account: tuple[Gateway, str] | None) -> dict:
+    def _sockets(self, accounts: RolloutAccounts | None) -> dict:
         # passed only when there is one, so a Sandbox without the keyword still runs gateway-less rollouts
-        return {"sockets": [account[0].socket]} if account else {}
+        return {"sockets": [accounts.gw.socket]} if accounts else {}
 
     @staticmethod
-    def _settle(traj: Trajectory, account: tuple[Gateway, str] | None) -> Trajectory:
-        """Close the rollout's gateway account; its counts become the trajectory's token usage."""
-        if account is None:
+    def _settle(traj: Trajectory, accounts: RolloutAccounts | None) -> Trajectory:
+        """Close the rollout's gateway accounts; the agent's counts become the trajectory's token usage,
+        the simulated user's go to ``meta["gateway"]["user"]``."""
+        if accounts is None:
             return traj
-        gw, token = account
-        return with_gateway_usage(traj, gw.close_rollout(token))
+        agent, user = accounts.close()
+        if agent is not None:
+            traj = with_gateway_usage(traj, agent)
+        else:  # only the gateway's own counts go under this key, never what a sandbox wrote there
+            traj.meta.pop("gateway", None)
+        if user is not None:
+            traj = with_user_usage(traj, user)
+        return traj
 
     def run(self, requests: list[RolloutRequest]) -> list[Trajectory]:
+        self.user_model()  # a bad simulated-user spec is bad input, before any rollout
         if self.sandbox is not None:
             self.sandbox.check()  # InfraError before any work if the backend is unusable
             self.gateway()  # likewise for a gateway that cannot start
@@ -196,7 +245,7 @@ class LocalExecutor:
             settled = [self._settle(t, a) for t, a in zip(trajs, accounts, strict=False)]
             for a in accounts[len(trajs):]:  # an exception before every trajectory was read
                 if a is not None:
-                    a[0].close_rollout(a[1])
+                    a.close()
         return settled
 
     # ---- one rollout -----------------------------------------------------------------------
@@ -210,13 +259,17 @@ class LocalExecutor:
         return traj
 
     def _payload(self, req: RolloutRequest, harness_dir: str, sha: str | None,
-                 account: tuple[Gateway, str] | None = None) -> dict:
+                 accounts: RolloutAccounts | None = None) -> dict:
         payload = {"harness_dir": harness_dir, "env_spec": self.env_spec, "task_id": req.task_id,
                    "model_spec": self.model_spec, "seed": req.seed, "rollout": req.rollout,
                    "split": req.split, "harness_commit": sha}
-        if account is not None:
-            gw, token = account
-            payload["gateway"] = gw.spec(token, model_name(self.model_spec))
+        if accounts is not None and accounts.agent:
+            payload["gateway"] = accounts.gw.spec(accounts.agent, model_name(self.model_spec))
+        if accounts is not None and accounts.user:
+            from evoharness.envs import with_user_model
+
+            user = accounts.gw.spec(accounts.user, accounts.gw.lanes[USER].model or "")
+            payload["env_via"] = with_user_model(self.env_spec, user)
         return payload
 
     def _in_process(self, req: RolloutRequest, tree: Path, sha: str | None) -> Trajectory:
@@ -253,7 +306,7 @@ class LocalExecutor:
         finally:
             shutil.rmtree(work, ignore_errors=True)
             if traj is None and account is not None:  # the sandbox raised: nothing to settle
-                account[0].close_rollout(account[1])
+                account.close()
         return self._settle(traj, account)
 
     def _worker_command(self, tree: Path, hview: str) -> list[str]:
@@ -324,4 +377,12 @@ def with_gateway_usage(traj: Trajectory, usage: RolloutUsage) -> Trajectory:
     meta = usage.as_meta()
     meta.pop("label", None)
     traj.meta["gateway"] = meta | {"agent_reported": agent}
+    return traj
+
+
+def with_user_usage(traj: Trajectory, usage: RolloutUsage) -> Trajectory:
+    """``traj`` with its simulated user's gateway counts in ``meta["gateway"]["user"]`` (not its usage)."""
+    meta = usage.as_meta()
+    meta.pop("label", None)
+    traj.meta["gateway"] = traj.meta.get("gateway", {}) | {"user": meta}
     return traj
