@@ -6,7 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from urllib.parse import quote
+
+import pytest
 
 from evoharness.cli import main
 from evoharness.diagnosis.labeller import Labeller
@@ -17,6 +21,7 @@ from evoharness.graph.runner import resume_run, start_run
 from evoharness.harness_repo.repo import HarnessRepo
 from evoharness.traces.models import Trajectory
 
+PG = os.environ.get("EVOHARNESS_TEST_POSTGRES")  # read at import: the autouse fixture clears EVOHARNESS_*
 QUIET = Progress(quiet=True)
 SMALL = {"rollouts": 2, "max_rounds": 1, "dev_tasks": 8, "heldout_tasks": 2}
 
@@ -86,14 +91,35 @@ def test_held_out_production_traces_are_not_evidence(make_settings, tmp_path):
     assert all("/dev/" in i for i in cited(loop_candidate(settings)))
 
 
-def test_a_resumed_run_reads_the_snapshot_taken_when_it_started(make_settings, tmp_path):
+@pytest.fixture
+def pg_checkpointer():
+    """A Postgres checkpointer URL in a fresh schema (dropped afterwards); skips without EVOHARNESS_TEST_POSTGRES."""
+    if not PG:
+        pytest.skip("EVOHARNESS_TEST_POSTGRES not set (scripts/services.sh starts PostgreSQL)")
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    yield PG + ("&" if "?" in PG else "?") + "options=" + quote(f"-csearch_path={name}")
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])])
+def checkpointer(request):
+    return "sqlite" if request.param == "sqlite" else request.getfixturevalue("pg_checkpointer")
+
+
+def test_a_resumed_run_reads_the_snapshot_taken_when_it_started(make_settings, tmp_path, checkpointer):
     """Killed (SIGKILL) after the seed anchor, before the analyst; the evidence file then changes; the
-    resumed run still cites the trajectories it was started with."""
+    resumed run still cites the trajectories it was started with (SQLite and Postgres checkpointers)."""
     prod = write_jsonl(tmp_path / "prod.jsonl", [looping(f"prod-{i}", f"prod-task-{i}") for i in range(4)])
-    settings = make_settings(**SMALL)
+    settings = make_settings(**SMALL, checkpointer=checkpointer)
     trace = tmp_path / "faults.txt"
     args = ["--set", f"home={settings.home}", "--set", f"run.harness={settings.run.harness}",
-            "--set", "sandbox.backend=inprocess", "--set", "roles.kind=playbook", "--set", "log_level=error"]
+            "--set", "sandbox.backend=inprocess", "--set", "roles.kind=playbook", "--set", "log_level=error",
+            "--set", f"run.checkpointer={checkpointer}"]
     args += [a for k, v in SMALL.items() for a in ("--set", f"run.{k}={v}")]
     env = {**os.environ, "EVOHARNESS_FAULT_KILL_AT": "3", "EVOHARNESS_FAULT_TRACE": str(trace)}
     proc = subprocess.run([sys.executable, "-m", "evoharness", *args, "run", "--run-id", "run-ev", "--evidence",
@@ -101,6 +127,7 @@ def test_a_resumed_run_reads_the_snapshot_taken_when_it_started(make_settings, t
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert trace.read_text().splitlines()[-1] == "3 collect:done"
     run_dir = settings.home / "runs" / "run-ev"
+    assert (settings.home / "runs" / "checkpoints.sqlite").exists() == (checkpointer == "sqlite")
     assert [t.id for t in read_evidence(run_dir)] == [f"prod-{i}" for i in range(4)]
     write_jsonl(prod, [looping(f"other-{i}", f"prod-task-{i}") for i in range(4)])  # the source moves on
     out = resume_run(settings, "run-ev", progress=QUIET)
