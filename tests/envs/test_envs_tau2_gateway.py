@@ -8,6 +8,7 @@ The gateway pins each account to its lane's model, so the upstream tells them ap
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -216,3 +217,49 @@ def test_user_specs_and_bad_input(harness):
         ex = LocalExecutor(harness, bad, "scripted:oracle", sandbox=BwrapSandbox(), limits=LIMITS)
         with pytest.raises(InputError), ex:
             ex.run([RolloutRequest(task_id="retail_43", harness_commit="HEAD")])
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not os.environ.get("EVOHARNESS_TEST_DOCKER"),
+                    reason="EVOHARNESS_TEST_DOCKER not set (scripts/services.sh starts dockerd)")
+def test_the_customer_talks_through_the_gateway_from_docker(harness, upstream):
+    from evoharness.sandbox.docker import DockerSandbox
+
+    upstream.queue(*conversation("I want to exchange my keyboard."))
+    box = DockerSandbox()
+    box.check()
+    with LocalExecutor(harness, f"tau2:retail?user=openai:{upstream.url}#cust", f"openai:{upstream.url}#agent-model",
+                       sandbox=box, limits=LIMITS, gateway=FAST) as ex:
+        [traj] = ex.run([RolloutRequest(task_id="retail_43", harness_commit="HEAD")])
+    assert traj.meta["sandbox"]["backend"] == "docker"
+    assert traj.termination == Termination.delivered, traj.events
+    assert [m["content"] for m in traj.messages if m["role"] == "tool"][0] == "I want to exchange my keyboard."
+    assert traj.meta["gateway"]["user"]["requests"] == 2 and traj.meta["gateway"]["requests"] == 3
+
+
+@pytest.mark.slow
+def test_the_customer_talks_through_the_gateway_on_ray(tmp_path, upstream):
+    """The Ray executor reuses LocalExecutor on the node: the node's gateway serves the customer too."""
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'evoharness[ray]')")
+    from evoharness.harness_repo.init import init_harness
+    from evoharness.sandbox.config import SandboxConfig
+    from evoharness.sandbox.ray_executor import RayExecutor
+
+    repo = init_harness(tmp_path / "h")
+    upstream.queue(*conversation("Exchange, please.", n=1), *conversation("Return, please.", n=3))
+    reqs = [RolloutRequest(task_id="retail_43", harness_commit=repo.main_head()),
+            RolloutRequest(task_id="retail_52", harness_commit=repo.main_head())]
+    cfg = SandboxConfig(backend="bwrap", limits=LIMITS, gateway=FAST)
+    ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+             _node_ip_address="127.0.0.1")  # on loopback only (tests/conftest.py allows no other address)
+    try:
+        with RayExecutor(repo.path, f"tau2:retail?user=openai:{upstream.url}#cust",
+                         f"openai:{upstream.url}#agent-model", cfg=cfg, batch_size=2) as ex:
+            first, second = ex.run(reqs)
+    finally:
+        ray.shutdown()
+    for traj, said, tokens in ((first, "Exchange, please.", 200), (second, "Return, please.", 600)):
+        assert traj.meta["executor"]["kind"] == "ray"
+        assert traj.termination == Termination.delivered, traj.events
+        assert [m["content"] for m in traj.messages if m["role"] == "tool"][0] == said
+        assert traj.meta["gateway"]["user"]["prompt_tokens"] == tokens and traj.usage.prompt_tokens == 33
