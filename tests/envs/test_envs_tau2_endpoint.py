@@ -88,3 +88,36 @@ def test_llm_customer_answers_through_ask_user(server):
     system = state.user.messages[0].content
     assert "User Simulation Guidelines" in system
     assert env._task(task).user_scenario.instructions.known_info in system
+
+
+def test_llm_customer_answers_from_inside_bwrap_through_the_gateway(server, tmp_path):
+    """The same customer with the rollout sandboxed: the worker has no network and reaches the server only
+    through the model gateway, on the rollout's customer account (the agent is a scripted model)."""
+    from evoharness.agent.scripted import ScriptedModel
+    from evoharness.sandbox.api import RolloutRequest
+    from evoharness.sandbox.bwrap import BwrapSandbox
+    from evoharness.sandbox.executor import LocalExecutor
+    from evoharness.sandbox.gateway_upstream import ModelUpstream
+    from evoharness.sandbox.models import Limits
+    from evoharness.traces.models import Termination
+
+    harness = tmp_path / "harness"
+    harness.mkdir()
+    (harness / "lessons.md").write_text("")
+    tmp_path.chmod(0o755)
+    greet = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "ask_user", "arguments": '{"message": "Hi! How can I help you today?"}'}}]}
+    agent = ModelUpstream(lambda: ScriptedModel([greet, "Thank you for contacting us. Goodbye!"]), "agent")
+    start = time.monotonic()
+    with LocalExecutor(harness, f"tau2:retail?user=openai:{server}#{MODEL}", "scripted-agent", sandbox=BwrapSandbox(),
+                       limits=Limits(wall_seconds=300, memory_mb=2048), upstream=agent) as ex:
+        [traj] = ex.run([RolloutRequest(task_id="retail_43", harness_commit="HEAD")])
+    print(f"\nsandboxed rollout in {time.monotonic() - start:.1f}s; customer: {traj.meta['gateway'].get('user')}")
+    assert traj.termination == Termination.delivered, traj.events
+    [reply] = [m["content"] for m in traj.messages if m["role"] == "tool"]
+    assert reply.strip()
+    user = traj.meta["gateway"]["user"]
+    assert (user["requests"], user["errors"]) == (1, 0)
+    # tau2's guidelines and the scenario (~2,200 characters) and the greeting, as the server counted them
+    assert user["prompt_tokens"] > 400 and user["completion_tokens"] > 0
+    assert traj.meta["gateway"]["requests"] == 2  # the agent's two turns, on the agent's own account
