@@ -38,6 +38,7 @@ log = get_logger("evoharness.service")
 
 # what the daemon knows about a run after driving it
 RUNNING, WAITING, DONE, STOPPED, PAUSED = "running", "waiting_review", "done", "stopped", "paused"
+STARTING = "starting"  # accepted by POST /runs, not yet recorded by the worker
 
 
 class Daemon:
@@ -57,6 +58,7 @@ class Daemon:
         self.snapshots: dict[str, dict[str, Any]] = {}  # run id -> latest state values
         self.interrupts: dict[str, list[Any]] = {}
         self._continuing: set[str] = set()  # runs with a review decision queued or being applied
+        self.starting: set[str] = set()  # runs requested by the API that the worker has not begun yet
         self.progress = TapProgress(quiet=quiet)
         self.last_error: str | None = None
         self.queue = None
@@ -149,8 +151,9 @@ class Daemon:
         if current and not self._finished(current):
             raise InputError(current, f"run {current} is still active ({self.phase.get(current) or 'not resumed'})")
         run_id = run_id or new_run_id()
-        if (runs_dir(self.settings) / run_id / "settings.json").exists():
+        if (runs_dir(self.settings) / run_id / "settings.json").exists() or run_id in self.starting:
             raise InputError(run_id, "run already exists")
+        self.starting.add(run_id)
         self._requests.put(("begin", run_id, None))
         self._wake.set()
         return run_id
@@ -188,10 +191,13 @@ class Daemon:
             pass
         else:
             if kind == "begin":
-                current = self.current_run
-                if current and not self._finished(current):
-                    raise InputError(run_id, f"not started: run {current} is still active")
-                self._begin(run_id)
+                try:
+                    current = self.current_run
+                    if current and not self._finished(current):
+                        raise InputError(run_id, f"not started: run {current} is still active")
+                    self._begin(run_id)
+                finally:
+                    self.starting.discard(run_id)
             self._drive(run_id, payload)
             return True
         if not self.cfg.loop or self.stop_event.is_set():
@@ -287,6 +293,8 @@ class Daemon:
         return len(todo)
 
     def run_phase(self, run_id: str) -> str | None:
+        if run_id in self.starting:
+            return STARTING
         if self._finished(run_id):
             return DONE
         return self.phase.get(run_id)

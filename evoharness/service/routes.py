@@ -66,10 +66,13 @@ def list_runs(request: Request) -> dict[str, Any]:
 
 @reads.get("/runs/{run_id}")
 def get_run(request: Request, run_id: RunId) -> dict[str, Any]:
+    from evoharness.service.daemon import STARTING
     from evoharness.service.runs import run_view
 
-    _known_run(request, run_id)
     s = _state(request)
+    if s.daemon.run_phase(run_id) == STARTING:  # accepted by POST /runs; the loop has not recorded it yet
+        return {"run_id": run_id, "phase": STARTING, "status": None}
+    _known_run(request, run_id)
     return run_view(s.settings, s.daemon, run_id)
 
 
