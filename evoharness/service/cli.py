@@ -46,6 +46,10 @@ def serve(
                                               {"host": host, "port": port, "loop": False if no_loop else None}.items()
                                               if v is not None})
     settings = settings.model_copy(update={"service": svc})
+    if settings.run.evidence:  # every run the service starts imports them: a bad file fails here, not in the loop
+        from evoharness.graph.evidence import import_evidence
+
+        import_evidence(settings.run.evidence)
     sock = _listen(svc.host, svc.port)
     port = sock.getsockname()[1]
     app = create_app(settings, token)

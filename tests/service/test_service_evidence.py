@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.service.ingest import IngestStore
 from evoharness.traces.models import Trajectory
-from tests.service.helpers import trajectory, wait_for
+from tests.service.helpers import trajectory, wait_for, write_config
 
 SMALL_RUN = {"rollouts": 2, "max_rounds": 1, "dev_tasks": 8, "heldout_tasks": 2}
 
@@ -38,16 +41,18 @@ def _cited(c, targets: str) -> set[str]:
 
 @pytest.mark.slow
 def test_ingested_process_failures_are_the_evidence_of_the_run_they_trigger(serve, tmp_path):
-    server = serve(run=SMALL_RUN, service={"min_new_process_failures": 3})
+    cfg_file = tmp_path / "known.jsonl"  # run.evidence: imported into every run the service starts
+    cfg_file.write_text(json.dumps(trajectory("cfg-0", "process", task="prod-task-9")) + "\n")
+    server = serve(run={**SMALL_RUN, "evidence": [str(cfg_file)]}, service={"min_new_process_failures": 3})
     c = server.client()
     first = [trajectory(f"prod-a{i}", "process", task=f"prod-task-{i}") for i in range(3)]
     assert c.post("/trajectories", json=[*first, trajectory("ok-1"), trajectory("content-1", "content")]).json()[
         "stored"] == 5
     run1 = _run_started_after(c, None)
     view = _done(c, run1)
-    assert view["evidence"] == 3  # the process failures, not the healthy or content ones
+    assert view["evidence"] == 4  # the process failures, not the healthy or content ones
     snapshot = (tmp_path / "home" / "runs" / run1 / "evidence.jsonl").read_text().splitlines()
-    assert [json.loads(x)["id"] for x in snapshot] == ["prod-a0", "prod-a1", "prod-a2"]
+    assert [json.loads(x)["id"] for x in snapshot] == ["cfg-0", "prod-a0", "prod-a1", "prod-a2"]
     cited = _cited(c, "F3.repeated_action")
     assert cited & {"prod-a0", "prod-a1", "prod-a2"}, cited
     assert any("/dev/" in i for i in cited)  # beside the anchor's own rollouts
@@ -56,9 +61,18 @@ def test_ingested_process_failures_are_the_evidence_of_the_run_they_trigger(serv
     second = [trajectory(f"prod-b{i}", "process", task=f"prod-task-{i}") for i in range(3)]
     c.post("/trajectories", json=second)
     run2 = _run_started_after(c, run1)
-    assert _done(c, run2)["evidence"] == 3
+    assert _done(c, run2)["evidence"] == 4
     snapshot = (tmp_path / "home" / "runs" / run2 / "evidence.jsonl").read_text().splitlines()
-    assert [json.loads(x)["id"] for x in snapshot] == ["prod-b0", "prod-b1", "prod-b2"]
+    assert [json.loads(x)["id"] for x in snapshot] == ["cfg-0", "prod-b0", "prod-b1", "prod-b2"]
+
+
+def test_a_bad_evidence_file_stops_serve_at_start(tmp_path):
+    cfg = write_config(tmp_path, run={"evidence": [str(tmp_path / "missing.jsonl")]})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
+    proc = subprocess.run([sys.executable, "-m", "evoharness", "--config", str(cfg), "serve", "--port", "0",
+                           "--insecure-no-auth"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ") and "missing.jsonl" in proc.stderr
 
 
 @pytest.mark.slow
