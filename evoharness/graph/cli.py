@@ -95,6 +95,7 @@ def demo(
     outcome = run_demo(settings_of(ctx), out, env=env, rounds=rounds, sandbox=sandbox)
     _report(outcome)
     typer.echo(f"\nsummary: {out / 'summary.json'}")
+    typer.echo(f"report:  evoharness report {out} --out {out / 'report'}   (plots; --compute adds the ablation)")
 
 
 def register(app: typer.Typer) -> None:
