@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -237,29 +238,42 @@ def test_the_customer_talks_through_the_gateway_from_docker(harness, upstream):
     assert traj.meta["gateway"]["user"]["requests"] == 2 and traj.meta["gateway"]["requests"] == 3
 
 
+RAY_RUN = r"""
+import json, sys
+import ray
+from evoharness.harness_repo.init import init_harness
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.config import GatewayConfig, SandboxConfig
+from evoharness.sandbox.models import Limits
+from evoharness.sandbox.ray_executor import RayExecutor
+
+path, url = sys.argv[1], sys.argv[2]
+repo = init_harness(path)
+reqs = [RolloutRequest(task_id=t, harness_commit=repo.main_head()) for t in ("retail_43", "retail_52")]
+cfg = SandboxConfig(backend="bwrap", limits=Limits(wall_seconds=60, memory_mb=2048, pids=32),
+                    gateway=GatewayConfig(retries=1, backoff_s=0.01, timeout_s=10, connect_timeout_s=2))
+ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR", log_to_driver=False, _node_ip_address="127.0.0.1")
+try:
+    with RayExecutor(repo.path, f"tau2:retail?user=openai:{url}#cust", f"openai:{url}#agent-model", cfg=cfg,
+                     batch_size=2) as ex:
+        print(json.dumps([t.model_dump(mode="json") for t in ex.run(reqs)]))
+finally:
+    ray.shutdown()
+"""
+
+
 @pytest.mark.slow
 def test_the_customer_talks_through_the_gateway_on_ray(tmp_path, upstream):
-    """The Ray executor reuses LocalExecutor on the node: the node's gateway serves the customer too."""
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'evoharness[ray]')")
-    from evoharness.harness_repo.init import init_harness
-    from evoharness.sandbox.config import SandboxConfig
-    from evoharness.sandbox.ray_executor import RayExecutor
-
-    repo = init_harness(tmp_path / "h")
+    """The Ray executor reuses LocalExecutor on the node: the node's gateway serves the customer too.
+    In a fresh interpreter: Ray cannot be started again in a process that shut it down (test_sandbox_ray's)."""
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'evoharness[ray]')")
     upstream.queue(*conversation("Exchange, please.", n=1), *conversation("Return, please.", n=3))
-    reqs = [RolloutRequest(task_id="retail_43", harness_commit=repo.main_head()),
-            RolloutRequest(task_id="retail_52", harness_commit=repo.main_head())]
-    cfg = SandboxConfig(backend="bwrap", limits=LIMITS, gateway=FAST)
-    ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-             _node_ip_address="127.0.0.1")  # on loopback only (tests/conftest.py allows no other address)
-    try:
-        with RayExecutor(repo.path, f"tau2:retail?user=openai:{upstream.url}#cust",
-                         f"openai:{upstream.url}#agent-model", cfg=cfg, batch_size=2) as ex:
-            first, second = ex.run(reqs)
-    finally:
-        ray.shutdown()
+    out = subprocess.run([sys.executable, "-c", RAY_RUN, str(tmp_path / "h"), upstream.url], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    first, second = json.loads(out.stdout.strip().splitlines()[-1])
     for traj, said, tokens in ((first, "Exchange, please.", 200), (second, "Return, please.", 600)):
-        assert traj.meta["executor"]["kind"] == "ray"
-        assert traj.termination == Termination.delivered, traj.events
-        assert [m["content"] for m in traj.messages if m["role"] == "tool"][0] == said
-        assert traj.meta["gateway"]["user"]["prompt_tokens"] == tokens and traj.usage.prompt_tokens == 33
+        assert traj["meta"]["executor"]["kind"] == "ray"
+        assert traj["termination"] == "delivered", traj["events"]
+        assert [m["content"] for m in traj["messages"] if m["role"] == "tool"][0] == said
+        assert traj["meta"]["gateway"]["user"]["prompt_tokens"] == tokens and traj["usage"]["prompt_tokens"] == 33
