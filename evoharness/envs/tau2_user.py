@@ -177,7 +177,7 @@ def check_user_spec(spec: str) -> None:
         return
     url, _, model = spec.removeprefix("openai:").partition("#")
     if not spec.startswith("openai:") or not url or not model:
-        raise InputError("env", f"unknown tau2 user simulator {spec!r} ({USER_SPECS})")
+        raise InputError("env", f"unknown tau2 user simulator {spec!r} (scripted or openai:URL#model)")
 
 
 def make_user(spec: str) -> UserSimulator:
