@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +50,24 @@ class RunOutcome:
         self.run_dir = run_dir
         self.state = state
         self.interrupted = interrupted
+        self.stopped = False  # a stop request ended the drive between two nodes
 
     @property
     def done(self) -> bool:
         return self.state.get("status") == "done"
 
 
-def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress: Progress) -> RunOutcome:
+def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress: Progress, *,
+          stop: threading.Event | None = None, on_state: Callable[[dict[str, Any]], None] | None = None,
+          resume_hint: str | None = None) -> RunOutcome:
+    """Run the graph from ``payload`` (None: resume) until it ends, interrupts, or ``stop`` is set.
+
+    The graph is streamed step by step with ``durability="sync"``: each node's result is on disk
+    before the next node starts (a SIGKILL loses at most the running node). ``stop`` is checked
+    after every step (the service sets it on SIGTERM); ``on_state`` sees the state after each step.
+    """
     services = Services.build(settings, run_dir, progress)
+    stopped = False
     try:
         with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
             graph = build_graph(services, saver, review=settings.run.review)
@@ -63,19 +75,27 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
             if payload is None and not graph.get_state(config).values:
                 payload = {"run_id": run_id}  # killed before the first checkpoint: start it over
             try:
-                # "sync": each step is on disk before the next starts (a SIGKILL loses at most one node)
-                result = graph.invoke(payload, config, durability="sync")
+                for values in graph.stream(payload, config, durability="sync", stream_mode="values"):
+                    if on_state is not None:
+                        on_state(dict(values))
+                    if stop is not None and stop.is_set():
+                        stopped = True
+                        break
             except InfraError as e:
-                raise InfraError(f"run {run_id} paused: {e.reason}; fix the cause, then "
-                                 f"`evoharness run --resume {run_id}`", retryable=e.retryable) from e
+                hint = resume_hint or f"`evoharness run --resume {run_id}`"
+                raise InfraError(f"run {run_id} paused: {e.reason}; fix the cause, then {hint}",
+                                 retryable=e.retryable) from e
             snapshot = graph.get_state(config)
             state = dict(snapshot.values)
-            interrupts = [i.value for t in snapshot.tasks for i in t.interrupts]
+            interrupts = [] if stopped else [i.value for t in snapshot.tasks for i in t.interrupts]
     finally:
         services.close()
     outcome = RunOutcome(run_id, run_dir, state, interrupts)
-    if isinstance(result, dict) and result.get("status") == "done":
+    outcome.stopped = stopped and not outcome.done
+    if outcome.done and not (run_dir / "summary.json").exists():
         write_summary(outcome, services)
+    if on_state is not None:
+        on_state(state)
     return outcome
 
 
@@ -91,14 +111,14 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     progress.note(f"run {run_id}: harness {settings.run.harness}, env {settings.run.env}, "
                   f"model {settings.run.model}, budget {settings.run.budget:g}"
                   + (f", {len(evidence)} evidence trajectories" if evidence else ""))
-    return _drive(settings, run_id, run_dir, {"run_id": run_id}, progress)
+    return drive(settings, run_id, run_dir, {"run_id": run_id}, progress)
 
 
 def resume_run(settings: Settings, run_id: str, progress: Progress | None = None) -> RunOutcome:
     saved, run_dir = load_run_settings(settings, run_id)
     progress = progress or Progress()
     progress.note(f"resuming {run_id}")
-    return _drive(saved, run_id, run_dir, None, progress)
+    return drive(saved, run_id, run_dir, None, progress)
 
 
 def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: str | None,
@@ -115,7 +135,7 @@ def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: 
     decisions[branch] = decision
     if reason:
         decisions[f"{branch}#reason"] = reason
-    return _drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress())
+    return drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress())
 
 
 def pending_reviews(settings: Settings, run_id: str, run_dir: Path) -> list[Any]:
