@@ -49,7 +49,8 @@ CLEANUP = (
     f"rm -f {IO_MOUNT}/clean\n"
     # kill(-1) succeeds whenever any other process exists (init's sleep is one), so look in /proc
     'others() { for p in /proc/[0-9]*; do [ "${p#/proc/}" != "$$" ] && [ -O "$p" ] && return 0; done; return 1; }\n'
-    "n=0; while others && [ $n -lt 100 ]; do kill -9 -1 2>/dev/null; n=$((n+1)); done\n"
+    # killed orphans stay in /proc until tini reaps them: give it up to ~10 s on a loaded machine
+    "n=0; while others && [ $n -lt 200 ]; do kill -9 -1 2>/dev/null; sleep 0.05; n=$((n+1)); done\n"
     "ipcrm -a 2>/dev/null\n"
     "chmod -R u+rwX /tmp /dev/shm /dev/mqueue 2>/dev/null\n"
     "find /tmp /dev/shm /dev/mqueue -mindepth 1 -delete 2>/dev/null\n"
