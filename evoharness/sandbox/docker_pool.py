@@ -52,9 +52,14 @@ CLEANUP = (
     # killed orphans stay in /proc until tini reaps them: give it up to ~10 s on a loaded machine
     "n=0; while others && [ $n -lt 200 ]; do kill -9 -1 2>/dev/null; sleep 0.05; n=$((n+1)); done\n"
     "ipcrm -a 2>/dev/null\n"
-    "chmod -R u+rwX /tmp /dev/shm /dev/mqueue 2>/dev/null\n"
-    "find /tmp /dev/shm /dev/mqueue -mindepth 1 -delete 2>/dev/null\n"
-    "left=$(find /tmp /dev/shm /dev/mqueue -mindepth 1 -print -quit 2>&1)\n"
+    "find /tmp /dev/shm /dev/mqueue -xdev -mindepth 1 -type d -exec chmod u+rwx {} \\; 2>/dev/null\n"
+    # -xdev: read-only mounts under /tmp (a venv or source checked out below /tmp) are not ours to
+    # delete; they and the directories leading to them are not leftovers
+    "find /tmp /dev/shm /dev/mqueue -xdev -mindepth 1 -delete 2>/dev/null\n"
+    "mounts=$(awk '$5 ~ \"^/(tmp|dev/shm|dev/mqueue)/\" {print $5}' /proc/self/mountinfo)\n"
+    "left=$(find /tmp /dev/shm /dev/mqueue -xdev -mindepth 1 2>&1 | while read -r p; do\n"
+    '  keep=; for m in $mounts; do case "$m/" in "$p"/*) keep=1;; esac; done; [ -z "$keep" ] && echo "$p"\n'
+    "done | head -n 1)\n"
     f'if ! others && [ -z "$left" ]; then : > {IO_MOUNT}/clean; fi\n'
 )
 RUN_THEN_CLEAN = f'"$@" </dev/null >{IO_MOUNT}/stdout 2>{IO_MOUNT}/stderr\nrc=$?\n{CLEANUP}exit $rc\n'
