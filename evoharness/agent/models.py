@@ -96,6 +96,37 @@ def openai_model(spec: str, seed: int) -> LangChainChatModel:
     return LangChainChatModel(llm)
 
 
+def resolve_model_spec(spec: str, timeout_s: float = 10.0) -> str:
+    """``openai:URL`` (no ``#model``) -> ``openai:URL#ID`` when the server lists exactly one model.
+
+    Asks ``URL/models`` once, on the host (the sandbox never sees the URL). Other specs come back
+    unchanged. Several models, none, or an unreachable server are bad input with one clear line.
+    """
+    import httpx
+
+    from evoharness.errors import InputError
+
+    if not spec.startswith("openai:") or "#" in spec:
+        return spec
+    url = spec.removeprefix("openai:").rstrip("/")
+    if not url:
+        raise InputError("model", f"{spec!r}: expected openai:URL[#model]")
+    key = os.environ.get("OPENAI_API_KEY")
+    try:
+        reply = httpx.get(f"{url}/models", timeout=timeout_s,
+                          headers={"Authorization": f"Bearer {key}"} if key else None)
+        reply.raise_for_status()
+        ids = [m["id"] for m in reply.json().get("data", []) if isinstance(m, dict) and m.get("id")]
+    except (httpx.HTTPError, ValueError, AttributeError) as e:
+        raise InputError("model", f"{spec!r}: cannot list the server's models ({e}); "
+                         "name one: openai:URL#model") from None
+    if len(ids) != 1:
+        listed = ", ".join(ids[:10]) or "none"
+        raise InputError("model", f"{spec!r}: the server serves {len(ids)} models ({listed}); "
+                         "name one: openai:URL#model")
+    return f"{spec.rstrip('/')}#{ids[0]}"
+
+
 def parse_gateway_spec(spec: str) -> tuple[str, str, str]:
     """``gateway:SOCKET[?rollout=TOKEN]#MODEL`` -> (socket path, rollout token or '', model)."""
     from evoharness.errors import InputError

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.types import Command
 
+from evoharness.agent.models import resolve_model_spec
 from evoharness.config import Settings
 from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import open_checkpointer
@@ -105,6 +106,9 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     if (run_dir / "settings.json").exists():
         raise InputError(run_id, "run already exists: use --resume")
     evidence = import_evidence(settings.run.evidence)  # a bad file stops the run before anything is written
+    model = resolve_model_spec(settings.run.model)  # openai:URL -> its one model, fixed for the whole run
+    if model != settings.run.model:
+        settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
     save_run_settings(run_dir, settings)
     write_evidence(run_dir, evidence)  # the snapshot a resumed run reads
     progress = progress or Progress()

@@ -61,7 +61,9 @@ def rollout(
     harness: Annotated[Path, typer.Option("--harness", help="harness repo (or plain directory)")],
     env: Annotated[str, typer.Option("--env", help="environment spec, e.g. agentdojo:workspace")],
     out: Annotated[Path, typer.Option("--out", "-o", help="trajectories JSONL to write")],
-    model: Annotated[str, typer.Option("--model", help="model spec, e.g. scripted:weak")] = "scripted:weak",
+    model: Annotated[str, typer.Option(
+        "--model", help="scripted:weak | scripted:oracle | openai:URL#model (or openai:URL: its one model)",
+    )] = "scripted:weak",
     split: Annotated[str, typer.Option("--split", help="task split: dev | heldout")] = "dev",
     tasks: Annotated[int, typer.Option("--tasks", help="first N tasks of the split (0 = all)")] = 10,
     rollouts: Annotated[int, typer.Option("--rollouts", "-k", help="rollouts per task")] = 1,
@@ -74,6 +76,7 @@ def rollout(
     """Run K rollouts of the harness on N tasks; write trajectories and print their composition."""
     from rich.progress import Progress
 
+    from evoharness.agent.models import resolve_model_spec
     from evoharness.sandbox.api import RolloutRequest
     from evoharness.sandbox.factory import make_executor, make_sandbox
 
@@ -87,6 +90,7 @@ def rollout(
         fail(f"--executor must be local or ray, not {executor!r}")
     box = make_sandbox(sandbox or cfg.backend, cfg)
     task_ids = _tasks(env, split, tasks)
+    model = resolve_model_spec(model)  # openai:URL without #model: the server's one model
     _check_model(model)
     ref = commit or _default_commit(harness)
     requests = [RolloutRequest(task_id=t, harness_commit=ref or "HEAD", seed=seed + k, rollout=k, split=split)
