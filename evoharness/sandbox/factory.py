@@ -38,7 +38,15 @@ def make_sandbox(backend: str, cfg: SandboxConfig | None = None) -> Sandbox | No
 
 
 def passthrough_env(cfg: SandboxConfig) -> dict[str, str]:
-    """The allow-listed host variables that are set."""
+    """The allow-listed host variables that are set.
+
+    The model gateway's key variables are refused: the key stays on the host side of the gateway.
+    """
+    keys = {cfg.gateway.api_key_env, cfg.gateway.user_api_key_env or cfg.gateway.api_key_env}
+    leaked = sorted(keys & set(cfg.env_passthrough))
+    if leaked:
+        raise InputError("sandbox.env_passthrough", f"{', '.join(leaked)} is the model gateway's API key: "
+                         "it never enters a sandbox (rollouts reach their model through the gateway)")
     return {k: os.environ[k] for k in cfg.env_passthrough if k in os.environ}
 
 

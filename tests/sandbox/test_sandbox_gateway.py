@@ -239,3 +239,18 @@ def test_bwrap_binds_each_socket_read_only_at_its_own_path(gateway, tmp_path):
     i = argv.index(str(gateway.socket))
     assert argv[i - 1] == "--ro-bind" and argv[i + 1] == str(gateway.socket)
     assert str(gateway.socket.parent) in argv  # its directory is made inside, empty but for the socket
+
+
+def test_the_gateway_key_cannot_be_allow_listed_into_a_sandbox(monkeypatch):
+    from evoharness.sandbox.config import SandboxConfig
+    from evoharness.sandbox.factory import passthrough_env
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host")
+    monkeypatch.setenv("CUSTOMER_KEY", "sk-customer")
+    monkeypatch.setenv("DATA_DIR", "/data")
+    for names in (["DATA_DIR", "OPENAI_API_KEY"], ["CUSTOMER_KEY"]):
+        cfg = SandboxConfig.model_validate({"env_passthrough": names,
+                                            "gateway": {"user_api_key_env": "CUSTOMER_KEY"}})
+        with pytest.raises(InputError, match="gateway's API key"):
+            passthrough_env(cfg)
+    assert passthrough_env(SandboxConfig(env_passthrough=["DATA_DIR"])) == {"DATA_DIR": "/data"}
