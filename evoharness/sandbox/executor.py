@@ -33,7 +33,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evoharness.errors import InputError
+from evoharness.errors import InfraError, InputError
 from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
 from evoharness.logging import get_logger
 from evoharness.sandbox.api import RolloutRequest
@@ -186,10 +186,15 @@ class LocalExecutor:
         for r in requests:  # resolve (and export) every commit up front: a bad commit is bad input
             self.checkouts.get(r.harness_commit)
         if self.sandbox is not None and self.batch_size > 1 and self.worker is None:
-            return self._run_batched(requests)
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
-            futures = [pool.submit(self._one, i, r) for i, r in enumerate(requests)]
-            return [f.result() for f in futures]
+            trajs = self._run_batched(requests)
+        else:
+            with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
+                futures = [pool.submit(self._one, i, r) for i, r in enumerate(requests)]
+                trajs = [f.result() for f in futures]
+        down = endpoint_down(trajs)
+        if down:  # infrastructure, not N zero scores: the caller retries or pauses the run
+            raise InfraError(f"model endpoint down for all {len(trajs)} rollouts: {down}", retryable=True)
+        return trajs
 
     # ---- batches: one sandbox per batch of rollouts of one commit -----------------------------
 
@@ -386,3 +391,27 @@ def with_user_usage(traj: Trajectory, usage: RolloutUsage) -> Trajectory:
     meta.pop("label", None)
     traj.meta["gateway"] = traj.meta.get("gateway", {}) | {"user": meta}
     return traj
+
+
+_DOWN_MARKS = ("unreachable after", "timed out after")  # the gateway's reasons once its retries ran out
+
+
+def endpoint_down(trajs: list[Trajectory]) -> str | None:
+    """The gateway's reason when no rollout got a single reply from its model endpoint (agent or
+    simulated user) because the endpoint was unreachable or timed out; None otherwise.
+
+    One rollout whose endpoint answered keeps the others' failures as data (scored failed rollouts).
+    """
+    reasons = []
+    for traj in trajs:
+        gw = traj.meta.get("gateway")
+        if not isinstance(gw, dict):
+            return None
+        lanes = [gw] + ([gw["user"]] if isinstance(gw.get("user"), dict) else [])
+        down = [lane.get("last_error", "") for lane in lanes
+                if lane.get("requests", 0) > 0 and lane.get("errors", 0) >= lane.get("requests", 0)
+                and any(mark in lane.get("last_error", "") for mark in _DOWN_MARKS)]
+        if not down:
+            return None
+        reasons.append(down[0])
+    return reasons[0] if reasons else None

@@ -10,14 +10,15 @@ import git
 import pytest
 
 from evoharness.agent.scripted import ScriptedModel
+from evoharness.errors import InfraError
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.config import GatewayConfig
-from evoharness.sandbox.executor import LocalExecutor
+from evoharness.sandbox.executor import LocalExecutor, endpoint_down
 from evoharness.sandbox.gateway_upstream import ModelUpstream
 from evoharness.sandbox.models import Limits
-from evoharness.traces.models import Termination
+from evoharness.traces.models import Termination, Trajectory
 from tests.sandbox.gateway_fakes import FakeUpstream, closed_port, completion, tool_call
 
 FAST = GatewayConfig(retries=1, backoff_s=0.01, backoff_max_s=0.02, timeout_s=10, connect_timeout_s=2)
@@ -113,17 +114,31 @@ def test_batched_rollouts_get_their_own_gateway_accounts(harness, upstream):
     assert second.score == 0.0 and first.score == 1.0
 
 
-def test_upstream_down_is_a_failed_trajectory_with_the_reason(harness):
+def test_an_endpoint_down_for_every_rollout_is_an_infrastructure_error(harness):
+    """Not N zero scores that would poison an anchor: the caller retries, then pauses the run."""
     url = f"http://127.0.0.1:{closed_port()}/v1"
     with LocalExecutor(harness, "synthetic", f"openai:{url}#m", sandbox=BwrapSandbox(), limits=LIMITS,
                        gateway=FAST) as ex:
-        [traj] = ex.run([RolloutRequest(task_id="contact_0", harness_commit="HEAD")])
-    assert traj.termination == Termination.error and traj.final_answer is None and traj.score == 0.0
-    [event] = [e for e in traj.events if e.type == "model_error"]
-    assert "502" in event.detail and "unreachable after 2 attempts" in event.detail
-    gw = traj.meta["gateway"]
-    assert (gw["requests"], gw["errors"], gw["retries"]) == (1, 1, 1)
-    assert "unreachable" in gw["last_error"]
+        with pytest.raises(InfraError, match="model endpoint down for all 1 rollouts.*unreachable after 2") as e:
+            ex.run([RolloutRequest(task_id="contact_0", harness_commit="HEAD")])
+    assert e.value.retryable
+
+
+def _traj(gateway: dict | None, score: float = 0.0) -> Trajectory:
+    meta = {} if gateway is None else {"gateway": gateway}
+    return Trajectory(id="t", task_id="x", messages=[], score=score, termination=Termination.error, meta=meta)
+
+
+def test_a_rollout_whose_endpoint_answered_keeps_the_others_failures_as_data():
+    down = {"requests": 1, "errors": 1, "last_error": "upstream http://h/v1 unreachable after 3 attempts: boom"}
+    slow = {"requests": 2, "errors": 2, "last_error": "upstream timed out after 3 attempts"}
+    fine = {"requests": 3, "errors": 1, "last_error": "upstream unreachable after 3 attempts"}  # 2 replies came
+    refused = {"requests": 1, "errors": 1, "last_error": "HTTP 400"}  # the endpoint answered
+    assert endpoint_down([_traj(down), _traj(slow)]).startswith("upstream http://h/v1 unreachable")
+    assert endpoint_down([_traj(down), _traj(fine)]) is None
+    assert endpoint_down([_traj(refused)]) is None
+    assert endpoint_down([_traj(None)]) is None  # no gateway: nothing to judge
+    assert endpoint_down([_traj({"requests": 1, "errors": 0, "user": down})]) is not None  # the customer's lane
 
 
 def test_the_sandbox_reaches_the_model_only_through_the_socket_and_never_sees_the_key(tmp_path, upstream,
