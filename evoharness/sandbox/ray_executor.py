@@ -97,7 +97,9 @@ class RayExecutor:
             _probe(address)
         kw: dict[str, Any] = {"logging_level": "ERROR", "log_to_driver": False}
         if address is None:
-            kw |= {"num_cpus": self.num_cpus or os.cpu_count() or 1, "include_dashboard": False}
+            # a cluster of this process alone: on loopback, not on the machine's network address
+            kw |= {"num_cpus": self.num_cpus or os.cpu_count() or 1, "include_dashboard": False,
+                   "_node_ip_address": "127.0.0.1"}
         try:
             ray.init(address=address, **kw)
         except (ConnectionError, RuntimeError, ValueError) as e:
