@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from evoharness.errors import InputError
+from evoharness.errors import InfraError, InputError
 
 
 @contextmanager
@@ -40,7 +42,42 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
             raise InputError("run.checkpointer", "Postgres checkpointer needs the 'postgres' extra: "
                              "pip install 'evoharness[postgres]'") from None
         with PostgresSaver.from_conn_string(spec) as saver:
-            saver.setup()
+            _setup_postgres(saver, spec)
             yield saver
         return
     raise InputError("run.checkpointer", f"unknown checkpointer {spec!r} (sqlite | memory | postgresql://...)")
+
+
+_PG_SETUP_LOCK = 0x65766F68  # advisory lock key ("evoh"): one migration at a time per database
+_pg_ready: set[str] = set()
+_pg_ready_lock = threading.Lock()
+
+
+def _setup_postgres(saver, spec: str) -> None:
+    """Create/migrate the checkpoint tables once per process, under a Postgres advisory lock.
+
+    Concurrent ``setup()`` calls (the service's loop and an API read, or two processes) race on
+    ``CREATE TABLE IF NOT EXISTS`` and one fails with a unique violation; the lock serialises them.
+    The connection is in autocommit mode, so each poll is its own short transaction.
+    """
+    with _pg_ready_lock:
+        if spec in _pg_ready:
+            return
+        # poll, never block: a waiting session would hold a snapshot that the holder's
+        # CREATE INDEX CONCURRENTLY waits for (a deadlock Postgres reports after a second)
+        deadline = time.monotonic() + 120
+        while not _locked(saver.conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (_PG_SETUP_LOCK,))):
+            if time.monotonic() > deadline:
+                raise InfraError("Postgres checkpointer: another process has been migrating the checkpoint "
+                                 "tables for 120 s", retryable=True)
+            time.sleep(0.1)
+        try:
+            saver.setup()
+        finally:
+            saver.conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
+        _pg_ready.add(spec)
+
+
+def _locked(cursor) -> bool:
+    row = cursor.fetchone()  # the saver's connection returns dict rows
+    return bool(row["locked"] if isinstance(row, dict) else row[0])

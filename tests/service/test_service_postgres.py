@@ -120,3 +120,18 @@ def test_service_on_postgres_reviews_by_http_and_queues_ingested_failures(schema
     c.post("/trajectories", json=[trajectory("pg-content", "content")])
     wait_for(lambda: _count(name, "SELECT count(*) FROM training_queue WHERE trajectory_id = 'pg-content'"),
              what="the ingested content failure in the Postgres queue")
+
+
+def test_processes_setting_up_one_fresh_schema_at_once_all_succeed(schema, tmp_path):
+    """`CREATE TABLE IF NOT EXISTS` races between sessions (the service's loop and an API read, or two
+    processes); the checkpointer's setup takes an advisory lock, so none fails."""
+    name, checkpointer, _ = schema
+    code = ("import sys; from pathlib import Path; from evoharness.graph.checkpoint import open_checkpointer\n"
+            "with open_checkpointer(sys.argv[1], Path(sys.argv[2])) as saver:\n"
+            "    print(type(saver).__name__)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, checkpointer, str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err.strip().splitlines()[-2:] for _, err in outs if err]
+    assert all(out.strip() == "PostgresSaver" for out, _ in outs)
+    assert _count(name, "SELECT count(*) FROM checkpoint_migrations") > 0
