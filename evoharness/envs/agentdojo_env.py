@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from evoharness.envs.base import TaskSpec, ToolCallSpec, ToolError, hash_split, select_split
+from evoharness.envs.base import TaskSpec, TaskTable, ToolCallSpec, ToolError, hash_split
 
 DEFAULT_VERSION = "v1.2.2"
 
@@ -37,7 +37,7 @@ def _task_number(task_id: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-class AgentDojoEnv:
+class AgentDojoEnv(TaskTable):
     def __init__(self, suite: str, version: str | None = None) -> None:
         self.suite_name = suite
         self.version = version or DEFAULT_VERSION
@@ -78,16 +78,6 @@ class AgentDojoEnv:
                                 meta={"suite": self.suite_name, "version": self.version,
                                       "difficulty": getattr(getattr(t, "DIFFICULTY", None), "name", None)})
         return out
-
-    def list_tasks(self, split: str = "dev") -> list[TaskSpec]:
-        return select_split(list(self._tasks.values()), split)
-
-    def get_task(self, task_id: str) -> TaskSpec:
-        if task_id not in self._tasks:
-            from evoharness.errors import InputError
-
-            raise InputError(self.name, f"unknown task {task_id!r}")
-        return self._tasks[task_id]
 
     def _user_task(self, task: TaskSpec) -> Any:
         return self._suite.user_tasks[task.id]

@@ -67,6 +67,23 @@ class Environment(Protocol):
     def ground_truth_calls(self, task: TaskSpec) -> list[ToolCallSpec]: ...
 
 
+class TaskTable:
+    """``list_tasks`` and ``get_task`` over ``self._tasks`` (id -> TaskSpec), for the environments."""
+
+    name: str
+    _tasks: dict[str, TaskSpec]
+
+    def list_tasks(self, split: str = "dev") -> list[TaskSpec]:
+        return select_split(list(self._tasks.values()), split)
+
+    def get_task(self, task_id: str) -> TaskSpec:
+        if task_id not in self._tasks:
+            from evoharness.errors import InputError
+
+            raise InputError(self.name, f"unknown task {task_id!r}")
+        return self._tasks[task_id]
+
+
 def hash_split(namespace: str, task_id: str, heldout_share: float = 0.3) -> str:
     """The fixed split rule: held-out iff ``sha256(namespace:task_id)`` falls in the top ``heldout_share``."""
     digest = hashlib.sha256(f"{namespace}:{task_id}".encode()).hexdigest()

@@ -13,7 +13,7 @@ import copy
 import json
 from typing import Any
 
-from evoharness.envs.base import TaskSpec, ToolCallSpec, ToolError, rank_split, select_split
+from evoharness.envs.base import TaskSpec, TaskTable, ToolCallSpec, ToolError, rank_split
 
 CONTACTS = {
     "Ada Lovelace": "ada@example.org", "Alan Turing": "alan@example.org",
@@ -55,22 +55,12 @@ def _tasks() -> list[TaskSpec]:
     return [TaskSpec(id=tid, prompt=p, split=splits[tid], meta=m) for tid, p, m in raw]
 
 
-class SyntheticEnv:
+class SyntheticEnv(TaskTable):
     name = "synthetic"
     version = "1"
 
     def __init__(self) -> None:
         self._tasks = {t.id: t for t in _tasks()}
-
-    def list_tasks(self, split: str = "dev") -> list[TaskSpec]:
-        return select_split(list(self._tasks.values()), split)
-
-    def get_task(self, task_id: str) -> TaskSpec:
-        if task_id not in self._tasks:
-            from evoharness.errors import InputError
-
-            raise InputError("synthetic", f"unknown task {task_id!r}")
-        return self._tasks[task_id]
 
     def reset(self, task: TaskSpec) -> dict[str, Any]:
         return {"contacts": dict(CONTACTS), "orders": copy.deepcopy(ORDERS), "outbox": []}

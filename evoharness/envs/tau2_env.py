@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
-from evoharness.envs.base import TaskSpec, ToolCallSpec, ToolError, select_split
+from evoharness.envs.base import TaskSpec, TaskTable, ToolCallSpec, ToolError
 
 DOMAINS = ("retail", "airline")
 ASK_USER = "ask_user"
@@ -178,7 +178,7 @@ def tau2_domain(domain: str) -> Tau2Domain:
     return Tau2Domain(domain)
 
 
-class Tau2Env:
+class Tau2Env(TaskTable):
     def __init__(self, domain: str, user: str = "scripted") -> None:
         from evoharness.envs.tau2_user import check_user_spec
         from evoharness.errors import InputError
@@ -243,16 +243,6 @@ class Tau2Env:
         return self._tau2_tasks[task.id][0]
 
     # ---- the Environment protocol -----------------------------------------------------------
-
-    def list_tasks(self, split: str = "dev") -> list[TaskSpec]:
-        return select_split(list(self._tasks.values()), split)
-
-    def get_task(self, task_id: str) -> TaskSpec:
-        if task_id not in self._tasks:
-            from evoharness.errors import InputError
-
-            raise InputError(self.name, f"unknown task {task_id!r}")
-        return self._tasks[task_id]
 
     def reset(self, task: TaskSpec) -> Tau2State:
         t = self._task(task)
