@@ -52,6 +52,19 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+# ---- a fake OpenAI-compatible upstream for the gateway tests ----------------------------------------
+
+
+@pytest.fixture
+def upstream():
+    """A fresh fake upstream on loopback (tests/sandbox/gateway_fakes.py): scripted replies, recorded requests."""
+    from tests.sandbox.gateway_fakes import FakeUpstream
+
+    fake = FakeUpstream()
+    yield fake
+    fake.close()
+
+
 # ---- the real-endpoint tests' server (marker real_endpoint) --------------------------------------
 
 LLAMA_MODEL = "smollm2"

@@ -24,7 +24,12 @@ from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 from evoharness.traces.models import Termination
-from tests.sandbox.gateway_fakes import FakeUpstream, closed_port, completion, tool_call
+from tests.sandbox.gateway_fakes import (
+    closed_port,
+    completion,
+    plain_harness,
+    tool_call,
+)
 
 pytest.importorskip("tau2")
 
@@ -51,19 +56,8 @@ def conversation(wants: str, n: int = 1) -> list[tuple[int, dict]]:
 
 
 @pytest.fixture
-def upstream():
-    fake = FakeUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
 def harness(tmp_path: Path) -> Path:
-    path = tmp_path / "harness"
-    path.mkdir()
-    (path / "lessons.md").write_text("")
-    tmp_path.chmod(0o755)
-    return path
+    return plain_harness(tmp_path)
 
 
 def _executor(harness: Path, upstream_url: str, model: str, **kw) -> LocalExecutor:

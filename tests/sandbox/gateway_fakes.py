@@ -6,6 +6,7 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
@@ -85,3 +86,14 @@ def closed_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def plain_harness(tmp_path: Path, files: dict[str, str] | None = None) -> Path:
+    """A plain (non-git) harness directory under ``tmp_path``, readable by the sandbox's uid."""
+    path = tmp_path / "harness"
+    path.mkdir()
+    for name, text in (files if files is not None else {"lessons.md": ""}).items():
+        (path / name).write_text(text)
+    tmp_path.chmod(0o755)
+    return path
+

@@ -26,6 +26,7 @@ from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 from evoharness.traces.models import Termination
 from tests.conftest import LLAMA_MODEL
+from tests.sandbox.gateway_fakes import plain_harness
 
 REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"  # read at collection, before the env is isolated
 INSTALLED = importlib.util.find_spec("llama_cpp") is not None
@@ -42,11 +43,7 @@ MODEL = LLAMA_MODEL
 @pytest.fixture
 def harness(tmp_path: Path) -> Path:
     """The seed prompt with a short step budget (each request costs seconds on a CPU)."""
-    path = tmp_path / "harness"
-    path.mkdir()
-    (path / "policies.yaml").write_text("max_steps: 3\n")
-    tmp_path.chmod(0o755)
-    return path
+    return plain_harness(tmp_path, {"policies.yaml": "max_steps: 3\n"})
 
 
 def test_rollout_in_bwrap_reaches_llama_cpp_only_through_the_gateway(llama_server, harness, monkeypatch):

@@ -16,17 +16,10 @@ from evoharness.errors import InputError
 from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.gateway import Gateway, start_gateway
 from evoharness.sandbox.gateway_upstream import ModelUpstream
-from tests.sandbox.gateway_fakes import FakeUpstream, closed_port, completion
+from tests.sandbox.gateway_fakes import closed_port, completion
 
 FAST = GatewayConfig(retries=2, backoff_s=0.01, backoff_max_s=0.02, timeout_s=5, connect_timeout_s=2)
 CHAT = {"model": "whatever", "messages": [{"role": "user", "content": "hi"}]}
-
-
-@pytest.fixture
-def upstream():
-    fake = FakeUpstream()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture

@@ -19,7 +19,12 @@ from evoharness.sandbox.executor import LocalExecutor, endpoint_down
 from evoharness.sandbox.gateway_upstream import ModelUpstream
 from evoharness.sandbox.models import Limits
 from evoharness.traces.models import Termination, Trajectory
-from tests.sandbox.gateway_fakes import FakeUpstream, closed_port, completion, tool_call
+from tests.sandbox.gateway_fakes import (
+    closed_port,
+    completion,
+    plain_harness,
+    tool_call,
+)
 
 FAST = GatewayConfig(retries=1, backoff_s=0.01, backoff_max_s=0.02, timeout_s=10, connect_timeout_s=2)
 LIMITS = Limits(wall_seconds=60, memory_mb=2048, pids=32)
@@ -59,20 +64,9 @@ open(sys.argv[2], "w").write(json.dumps(traj))
 
 
 @pytest.fixture
-def upstream():
-    fake = FakeUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
 def harness(tmp_path: Path) -> Path:
     """A plain (non-git) harness directory: the seed prompt, nothing else."""
-    path = tmp_path / "harness"
-    path.mkdir()
-    (path / "lessons.md").write_text("")
-    tmp_path.chmod(0o755)
-    return path
+    return plain_harness(tmp_path)
 
 
 def _answer_ada() -> list[tuple[int, dict]]:
