@@ -8,6 +8,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
 - ``mini-swe-agent``: ``*.traj.json`` files, joined with ``logs/<id>/report.json``'s
   ``resolved`` flag when present (score 1.0 / 0.0; unscored without a report).
 - ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
+- ``agentrx``: a bare JSON list of ``{role, content}`` messages whose roles name the agents,
+  e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present).
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
-from evoharness.traces.importers import canonical, mini_swe, openai_records, who_when
+from evoharness.traces.importers import agentrx, canonical, mini_swe, openai_records, who_when
 from evoharness.traces.models import Trajectory
 
 FORMATS: dict[str, Any] = {
@@ -28,6 +30,7 @@ FORMATS: dict[str, Any] = {
     "openai": openai_records,
     "mini-swe-agent": mini_swe,
     "who-and-when": who_when,
+    "agentrx": agentrx,
 }
 
 FORMAT_NAMES = tuple(FORMATS)
@@ -53,7 +56,11 @@ def _is_trace_file(f: Path) -> bool:
     if f.suffix not in (".json", ".jsonl"):
         return False
     # mini-swe-agent's logs/<id>/report.json is joined with the trajectory, not a trace itself
-    return not (f.name == "report.json" and f.parent.parent.name == "logs")
+    if f.name == "report.json" and f.parent.parent.name == "logs":
+        return False
+    # AgentRx's ground truth (joined with each run) and its step counts sit beside the runs
+    return not (f.name in agentrx.SIDECARS
+                and (f.parent.name == "trajectories" or (f.parent / "trajectories").is_dir()))
 
 
 def read_json_file(path: Path) -> Any:
@@ -98,6 +105,8 @@ def detect_format(path: Path, data: Any = None) -> str:
     if isinstance(data, list):
         if not data:
             raise InputError(str(path), "empty list: no trajectories")
+        if agentrx.is_message_list(data):
+            return "agentrx"
         name = _detect_record(data[0])
         if name in ("canonical", "openai"):
             return name

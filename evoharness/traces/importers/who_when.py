@@ -3,7 +3,8 @@
 These logs are **failure-only and unscored**: every record is a failed run, so
 ``score`` stays ``None`` and ``meta["failure_only"]`` is set; the labeller never
 calls them healthy. Each history entry becomes an assistant message named after
-its agent (``name``), except a human / user entry. The final answer is the text
+its agent (``name``, else the role up to `` (``: Magentic-One's ``Orchestrator (-> WebSurfer)``
+is the Orchestrator, the full role kept in ``role_detail``), except a human / user entry. The final answer is the text
 after the last ``FINAL ANSWER:`` (else the last message's text). The annotated
 ``mistake_agent`` / ``mistake_step`` / ``mistake_reason`` are kept in ``meta``.
 """
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evoharness.traces.importers.agentrx import agent_of
 from evoharness.traces.models import Termination, Trajectory, Usage
 
 FINAL = re.compile(r"FINAL ANSWER:\s*(.+)", re.IGNORECASE)
@@ -41,12 +43,15 @@ def convert(path: Path, data: Any) -> Trajectory:
             raise ValueError(f"history entry {i} is not an object")
         content = h.get("content")
         content = content if isinstance(content, str) else ("" if content is None else str(content))
-        agent = str(h.get("name") or h.get("role") or "agent")
         if str(h.get("role", "")).lower() in USER_ROLES and not h.get("name"):
             messages.append({"role": "user", "content": content})
             continue
         steps += 1
-        messages.append({"role": "assistant", "name": _safe_name(agent), "content": content})
+        if h.get("name"):
+            messages.append({"role": "assistant", "name": _safe_name(str(h["name"])), "content": content})
+        else:  # Magentic-One logs name the speaker in the role: "Orchestrator (-> WebSurfer)"
+            role = str(h.get("role") or "agent")
+            messages.append({"role": "assistant", "name": agent_of(role), "role_detail": role, "content": content})
         found = FINAL.findall(content)
         if found:
             final_answer = found[-1].strip()

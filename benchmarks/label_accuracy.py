@@ -1,0 +1,78 @@
+"""The labeller against human step-level failure labels, beside trivial labellers.
+
+Sets: Who&When Algorithm-Generated (tuning), Who&When Hand-Crafted (test: never tuned on),
+AgentRx Magentic-One (44 labelled runs: AgentRx's relabelling of the same 58 Magentic-One runs as
+Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one set (tune with
+`--only who-and-when/Algorithm-Generated`, so the test sets stay unseen). See evoharness/diagnosis/accuracy.py for the
+figures, the baselines and the AgentRx -> F1-F4 crosswalk.
+
+    python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from evoharness.diagnosis.accuracy import (
+    BASELINES,
+    Prediction,
+    beats_every_baseline,
+    labelled_records,
+    public_sets,
+    score_set,
+    speaker,
+    table,
+    to_json,
+)
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.importers import load_paths
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
+    ap.add_argument("--data", type=Path, default=DATA, help="the public data folder (default ../shared/data)")
+    ap.add_argument("--only", action="append", default=None, metavar="SET",
+                    help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
+    args = ap.parse_args()
+    roots = public_sets(args.data)
+    missing = [str(r) for r in roots if not r.is_dir()]
+    if missing:
+        print(f"error: data folder(s) not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    labeller = Labeller()
+
+    def ours(t) -> Prediction:
+        lab = labeller.label(t)
+        s = lab.first_signal
+        step = s.step if s else None
+        return Prediction(step, speaker(t, step), lab.failure_class.value)
+
+    sets = labelled_records(load_paths(roots))
+    if args.only:
+        unknown = sorted(set(args.only) - set(sets))
+        if unknown:
+            print(f"error: unknown set(s) {', '.join(unknown)} (sets: {', '.join(sets)})", file=sys.stderr)
+            return 2
+        sets = {k: v for k, v in sets.items() if k in args.only}
+    names = ["evoharness", *BASELINES]
+    scores = [score_set(name, recs, {"evoharness": ours, **BASELINES}) for name, recs in sets.items()]
+    if args.json:
+        print(json.dumps(to_json(scores), indent=2))
+    else:
+        print(table(scores, names))
+        misses = [m for s in scores for m in beats_every_baseline(s)]
+        print()
+        print("not above every trivial baseline:" if misses else "above every trivial baseline on every set and figure")
+        for m in misses:
+            print(f"  {m}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

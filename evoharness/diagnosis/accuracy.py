@@ -1,0 +1,218 @@
+"""Labeller accuracy against human step-level failure labels, beside trivial labellers.
+
+Sets (read from the public data folder): Who&When Algorithm-Generated (the tuning set),
+Who&When Hand-Crafted (the test set: never tuned on) and AgentRx Magentic-One (44 runs
+with human labels). Per set and labeller: critical-step exact, within +-1 and +-3 messages
+of the earliest human failing step; agent attribution (the agent speaking at the predicted
+step vs the human's failing agent, case-insensitive); class agreement where the humans
+name a category, under ``CROSSWALK``.
+
+The trivial labellers, computed on the same records:
+- ``last message``: the final message and its speaker;
+- ``first tool error``: the first message that reads as an error (``ERROR_TEXT``), else the
+  final one;
+- ``all F4``: class F4 for every run;
+- ``most frequent agent``: the agent with the most messages in the run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evoharness.traces.models import Trajectory
+
+# AgentRx's nine categories -> F1-F4 (one crosswalk, documented in docs/diagnosis.md)
+CROSSWALK = {
+    "invention of new information": "F1",
+    "misinterpretation of tool output": "F1",
+    "invalid invocation": "F2",
+    "guardrails triggered": "F2",
+    "system failure": "F2",
+    "instruction/plan adherence failure": "F4",
+    "intent plan misalignment": "F4",
+    "intent not supported": "F4",
+    "underspecified user intent": "F4",
+}
+
+ERROR_TEXT = re.compile(r"\b(error|exception|traceback|failed|exitcode: [1-9])", re.IGNORECASE)
+
+PUBLISHED = {
+    "who-and-when/Hand-Crafted": "Who&When paper best step 14.2%; A2P (2025) step 29.3%",
+    "who-and-when/Algorithm-Generated": "A2P (2025) step 47.5%",
+    "agentrx/Magentic-One": "none published for this crosswalk",
+}
+
+FIGURES = ("step_exact", "step_within_1", "step_within_3", "agent", "class")
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    step: int  # message index of the earliest human failing step
+    agent: str | None
+    failure_class: str | None  # crosswalked class, or None where the humans name none
+
+
+@dataclass(frozen=True)
+class Prediction:
+    step: int | None = None
+    agent: str | None = None
+    failure_class: str | None = None
+
+
+@dataclass
+class SetScore:
+    name: str
+    n: int
+    figures: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # labeller -> figure -> (hits, n)
+
+    def rate(self, labeller: str, figure: str) -> float | None:
+        hits, n = self.figures.get(labeller, {}).get(figure, (0, 0))
+        return hits / n if n else None
+
+
+def human_label(t: Trajectory) -> HumanLabel | None:
+    """The earliest human failing step of a Who&When or AgentRx record, as a message index."""
+    meta = t.meta
+    if meta.get("source_format") == "who-and-when" and meta.get("mistake_step") is not None:
+        step = int(meta["mistake_step"]) + int(meta.get("message_offset", 0))
+        if step >= len(t.messages):
+            return None
+        return HumanLabel(step=step, agent=meta.get("mistake_agent"), failure_class=None)
+    failures = meta.get("human_failures")
+    if meta.get("source_format") == "agentrx" and failures:
+        first = failures[0]
+        return HumanLabel(step=first["step"], agent=first["agent"] or None,
+                          failure_class=CROSSWALK.get(first["category"].strip().lower()))
+    return None
+
+
+def set_name(t: Trajectory) -> str:
+    if t.meta.get("source_format") == "who-and-when":
+        return f"who-and-when/{t.meta.get('subset')}"
+    return "agentrx/Magentic-One"
+
+
+def speaker(t: Trajectory, step: int | None) -> str | None:
+    if step is None or not 0 <= step < len(t.messages):
+        return None
+    m = t.messages[step]
+    return m.get("name") or m.get("role")
+
+
+def _last(t: Trajectory) -> int:
+    return max(len(t.messages) - 1, 0)
+
+
+def last_message(t: Trajectory) -> Prediction:
+    return Prediction(_last(t), speaker(t, _last(t)))
+
+
+def first_tool_error(t: Trajectory) -> Prediction:
+    for i, m in enumerate(t.messages):
+        c = m.get("content")
+        if m.get("role") != "user" and isinstance(c, str) and ERROR_TEXT.search(c):
+            return Prediction(i, speaker(t, i))
+    return last_message(t)
+
+
+def all_f4(t: Trajectory) -> Prediction:
+    return Prediction(failure_class="F4")
+
+
+def most_frequent_agent(t: Trajectory) -> Prediction:
+    names = Counter(m.get("name") for m in t.messages if m.get("role") == "assistant" and m.get("name"))
+    return Prediction(agent=names.most_common(1)[0][0] if names else None)
+
+
+BASELINES: dict[str, Callable[[Trajectory], Prediction]] = {
+    "last message": last_message,
+    "first tool error": first_tool_error,
+    "all F4": all_f4,
+    "most frequent agent": most_frequent_agent,
+}
+
+
+def _norm(agent: str | None) -> str:
+    return re.sub(r"[^a-z0-9]", "", (agent or "").lower())
+
+
+def score_set(name: str, records: list[tuple[Trajectory, HumanLabel]],
+              labellers: dict[str, Callable[[Trajectory], Prediction]]) -> SetScore:
+    out = SetScore(name=name, n=len(records))
+    for lname, fn in labellers.items():
+        tally: dict[str, list[int]] = {f: [0, 0] for f in FIGURES}
+        for t, h in records:
+            p = fn(t)
+            if p.step is not None:
+                d = abs(p.step - h.step)
+                for fig, tol in (("step_exact", 0), ("step_within_1", 1), ("step_within_3", 3)):
+                    tally[fig][0] += d <= tol
+                    tally[fig][1] += 1
+            if p.agent is not None and h.agent:
+                tally["agent"][0] += _norm(p.agent) == _norm(h.agent)
+            if h.agent and (p.agent is not None or p.step is not None):
+                tally["agent"][1] += 1
+            if p.failure_class is not None and h.failure_class:
+                tally["class"][0] += p.failure_class == h.failure_class
+                tally["class"][1] += 1
+        out.figures[lname] = {f: (hits, n) for f, (hits, n) in tally.items() if n}
+    return out
+
+
+def labelled_records(trajs: Iterable[Trajectory]) -> dict[str, list[tuple[Trajectory, HumanLabel]]]:
+    sets: dict[str, list[tuple[Trajectory, HumanLabel]]] = {}
+    for t in trajs:
+        h = human_label(t)
+        if h is not None:
+            sets.setdefault(set_name(t), []).append((t, h))
+    return dict(sorted(sets.items()))
+
+
+def public_sets(data_root: Path) -> list[Path]:
+    return [data_root / "who_and_when", data_root / "agentrx_magentic_one"]
+
+
+def beats_every_baseline(score: SetScore, labeller: str = "evoharness") -> list[str]:
+    """Figures where ``labeller`` is not strictly above a trivial labeller that reports the same figure."""
+    misses = []
+    mine = score.figures.get(labeller, {})
+    for fig, (hits, n) in mine.items():
+        for base in BASELINES:
+            other = score.figures.get(base, {}).get(fig)
+            if other and other[1] and hits / n <= other[0] / other[1]:
+                misses.append(f"{score.name} {fig}: {hits}/{n} <= {base} {other[0]}/{other[1]}")
+    return misses
+
+
+def table(scores: list[SetScore], labellers: list[str]) -> str:
+    """A markdown table: one row per set and labeller, hits/n (percent) per figure."""
+    head = "| set | labeller | step exact | step ±1 | step ±3 | agent | class (crosswalk) |"
+    lines = [head, "|" + "---|" * 7]
+    for s in scores:
+        for lname in labellers:
+            figs = s.figures.get(lname)
+            if not figs:
+                continue
+            cells = [_cell(figs.get(f)) for f in FIGURES]
+            lines.append(f"| {s.name} (n={s.n}) | {lname} | " + " | ".join(cells) + " |")
+        lines.append(f"| {s.name} | published | {PUBLISHED.get(s.name, '')} | | | | |")
+    return "\n".join(lines)
+
+
+def _cell(v: tuple[int, int] | None) -> str:
+    if not v:
+        return "–"
+    hits, n = v
+    return f"{hits}/{n} ({100 * hits / n:.1f}%)"
+
+
+def to_json(scores: list[SetScore]) -> dict[str, Any]:
+    return {s.name: {"n": s.n, "published": PUBLISHED.get(s.name),
+                     "labellers": {k: {f: {"hits": h, "n": n, "rate": round(h / n, 4)} for f, (h, n) in v.items()}
+                                   for k, v in s.figures.items()}}
+            for s in scores}
