@@ -7,7 +7,10 @@ is the RSS right before the export starts, so "growth" is what the export itself
 streaming export's growth does not scale with the number of rows: run with ``--n 10000`` and
 ``--n 100000`` and compare.
 
-    python benchmarks/export_scale.py [--n 100000] [--format openai|sharegpt|hf] [--placebo]
+Each of ``--repeat`` exports is timed in CPU seconds of this process (min / median / max); the
+peak RSS is over all of them.
+
+    python benchmarks/export_scale.py [--n 100000] [--format openai|sharegpt|hf] [--placebo] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 from evoharness.datasets.export import JsonlSource, export_dataset
 from evoharness.datasets.models import ExportFormat, SourceKind
 
@@ -54,7 +58,9 @@ def main() -> None:
     ap.add_argument("--source", default="all", choices=["all", "healthy"])
     ap.add_argument("--placebo", action="store_true")
     ap.add_argument("--keep", type=Path, help="write the export here instead of a temp dir")
+    add_repeat(ap)
     args = ap.parse_args()
+    check_repeat(ap, args.repeat)
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "trajectories.jsonl"
@@ -63,16 +69,20 @@ def main() -> None:
                 fh.write(_line(i))
         out = args.keep or Path(d) / "out"
         base = _rss_mb()
-        t0 = time.perf_counter()
-        s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
-                           trajectories=JsonlSource(src), placebo=args.placebo)
-        dt = time.perf_counter() - t0
+        cpu, wall = [], []
+        for _ in range(args.repeat):
+            t0, w0 = time.process_time(), time.perf_counter()
+            s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
+                               trajectories=JsonlSource(src), placebo=args.placebo)
+            cpu.append(time.process_time() - t0)
+            wall.append(time.perf_counter() - w0)
         peak = _rss_mb()
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
     print(f"trajectories: {args.n}  exported rows: {s.records}  "
-          f"held-out excluded: {s.heldout_tasks_excluded}")
+          f"held-out excluded: {s.heldout_tasks_excluded}  ({load_note()})")
     print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  output: {size:.1f} MB")
-    print(f"time: {dt:.1f} s  rows/s: {s.records / dt:,.0f}  (trajectories read/s: {args.n / dt:,.0f})")
+    print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")
+    print(f"rows/s: {spread([s.records / c for c in cpu], ',.0f')} rows per CPU-second")
     print(f"peak RSS: {peak:.1f} MB  (baseline before export {base:.1f} MB, growth {peak - base:.1f} MB)")
 
 

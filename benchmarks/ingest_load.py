@@ -1,9 +1,13 @@
-"""Ingestion under load: 200 concurrent POST /trajectories of 100 trajectories each, on loopback.
+"""Ingestion under load: 200 POST /trajectories of 100 trajectories each, on loopback, at stated concurrency.
 
 Starts `evoharness serve --no-loop` in a subprocess on a free 127.0.0.1 port (home in a temp dir),
-fires every request at once (asyncio + httpx; ``--concurrency`` caps the requests in flight), with
+fires the requests with ``--concurrency`` of them in flight at once (asyncio + httpx; several levels
+may be given, each measured on a fresh server, the levels in turn ``--repeat`` times), with
 ``--dup`` of each batch's ids repeating ids of another batch, then checks that every distinct id was
-stored exactly once (none lost, duplicates ignored) and prints throughput and latency percentiles.
+stored exactly once (none lost, duplicates ignored) and prints throughput and latency percentiles
+(min / median / max over the repeats). A request the server turns away with 429 (it is at its
+limit of requests in flight) is retried after its ``Retry-After``; its latency counts from the
+first attempt, and the 429s are counted.
 Bounded: ``--requests`` x ``--batch`` trajectories, and the whole run stops after ``--timeout`` s.
 
 ``--compare-stores`` also measures, in process, the two store designs the service could use
@@ -11,7 +15,8 @@ Bounded: ``--requests`` x ``--batch`` trajectories, and the whole run stops afte
 both labelling and fsync'ing every batch, plus the time to reopen each (the JSONL store re-reads the
 whole file to rebuild its id index).
 
-    python benchmarks/ingest_load.py [--requests 200] [--batch 100] [--dup 0.1] [--compare-stores]
+    python benchmarks/ingest_load.py [--requests 200] [--batch 100] [--dup 0.1] [--concurrency 4 200]
+        [--repeat 3] [--compare-stores]
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import os
 import random
 import secrets
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +36,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 
 
 def trajectory(tid: str, i: int) -> dict:
@@ -94,21 +100,29 @@ def bodies_of(plan: list[list[str]]) -> list[bytes]:
             for r, ids in enumerate(plan)]
 
 
-async def fire(url: str, token: str, bodies: list[bytes], concurrency: int) -> tuple[list[float], list[dict]]:
+async def fire(url: str, token: str, bodies: list[bytes], concurrency: int
+               ) -> tuple[list[float], list[dict], int]:
     sem = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    busy = 0
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits, headers={
             "Authorization": f"Bearer {token}", "content-type": "application/json"}) as client:
         async def one(body: bytes) -> tuple[float, dict]:
-            async with sem:
-                t0 = time.perf_counter()
-                resp = await client.post("/trajectories", content=body)
-                dt = time.perf_counter() - t0
+            nonlocal busy
+            t0 = time.perf_counter()
+            while True:
+                async with sem:
+                    resp = await client.post("/trajectories", content=body)
+                if resp.status_code != 429:
+                    break
+                busy += 1
+                await asyncio.sleep(float(resp.headers.get("retry-after", "1")))
+            dt = time.perf_counter() - t0
             if resp.status_code != 200:
                 raise SystemExit(f"request failed: {resp.status_code} {resp.text[:300]}")
             return dt, resp.json()
         results = await asyncio.gather(*(one(b) for b in bodies))
-    return [r[0] for r in results], [r[1] for r in results]
+    return [r[0] for r in results], [r[1] for r in results], busy
 
 
 def server_seconds(text: str) -> tuple[float, float]:
@@ -123,7 +137,8 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
-def load(args) -> int:
+def load(args, concurrency: int) -> dict:
+    """One measurement on a fresh server: throughput, latency percentiles, 429s, and the id check."""
     token = secrets.token_hex(16)
     plan = batches(args.requests, args.batch, args.dup)
     distinct = {t for ids in plan for t in ids}
@@ -133,7 +148,7 @@ def load(args) -> int:
         proc, url = start_server(Path(tmp), token)
         try:
             t0 = time.perf_counter()
-            lat, answers = asyncio.run(asyncio.wait_for(fire(url, token, bodies, args.concurrency), args.timeout))
+            lat, answers, busy = asyncio.run(asyncio.wait_for(fire(url, token, bodies, concurrency), args.timeout))
             wall = time.perf_counter() - t0
             stored = sum(a["stored"] for a in answers)
             dups = sum(a["duplicates"] for a in answers)
@@ -143,16 +158,27 @@ def load(args) -> int:
             proc.terminate()
             proc.wait(60)
     ok = stored == len(distinct) == n_server and dups == total - len(distinct)
-    print(f"ingest_load: {args.requests} requests x {args.batch} trajectories ({total} posted, {len(distinct)} "
-          f"distinct ids, {total - len(distinct)} duplicates), concurrency {args.concurrency}")
-    print(f"  wall {wall:.2f} s; throughput {total / wall:,.0f} trajectories/s posted "
-          f"({len(distinct) / wall:,.0f}/s stored), {args.requests / wall:.1f} requests/s")
-    print(f"  latency per request: p50 {1000 * pct(lat, 50):.0f} ms, p95 {1000 * pct(lat, 95):.0f} ms, "
-          f"max {1000 * max(lat):.0f} ms, mean {1000 * statistics.mean(lat):.0f} ms")
-    print(f"  server-side time per request (validate, label, store durably): mean "
-          f"{1000 * server_s[0] / max(1, server_s[1]):.0f} ms over {server_s[1]:.0f} requests")
-    print(f"  stored {stored} (server count {n_server}), duplicates ignored {dups}: "
-          + ("OK: none lost, duplicates ignored" if ok else "FAILED"))
+    return {"ok": ok, "total": total, "distinct": len(distinct), "wall": wall, "throughput": total / wall,
+            "p50": pct(lat, 50), "p95": pct(lat, 95), "max": max(lat), "busy": busy,
+            "server_ms": 1000 * server_s[0] / max(1, server_s[1])}
+
+
+def report(args, runs: dict[int, list[dict]]) -> int:
+    first = next(iter(runs.values()))[0]
+    print(f"ingest_load: {args.requests} requests x {args.batch} trajectories ({first['total']} posted, "
+          f"{first['distinct']} distinct ids), {args.repeat} repeat(s) per level ({load_note()})")
+    ok = True
+    for level, rs in runs.items():
+        ok &= all(r["ok"] for r in rs)
+        print(f"  concurrency {level}:")
+        print(f"    throughput  {spread([r['throughput'] for r in rs], ',.0f')} trajectories/s posted")
+        print(f"    latency p50 {spread([1000 * r['p50'] for r in rs], '.0f', ' ms')}")
+        print(f"    latency p95 {spread([1000 * r['p95'] for r in rs], '.0f', ' ms')}")
+        print(f"    latency max {spread([1000 * r['max'] for r in rs], '.0f', ' ms')}")
+        print(f"    429 answers {spread([r['busy'] for r in rs], '.0f')}; server time per request "
+              f"{spread([r['server_ms'] for r in rs], '.0f', ' ms')} (validate, label, store durably)")
+        print("    " + ("OK: none lost, duplicates ignored" if all(r["ok"] for r in rs) else "FAILED: ids lost or "
+                                                                                           "stored twice"))
     return 0 if ok else 1
 
 
@@ -220,13 +246,21 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--dup", type=float, default=0.1, help="share of each batch repeating another batch's ids")
-    ap.add_argument("--concurrency", type=int, default=200, help="requests in flight at once")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[200],
+                    help="requests in flight at once (several levels: each measured on a fresh server)")
     ap.add_argument("--timeout", type=float, default=300, help="stop after this many seconds")
     ap.add_argument("--compare-stores", action="store_true")
+    add_repeat(ap, default=1)
     args = ap.parse_args()
-    if not (1 <= args.requests <= 10_000 and 1 <= args.batch <= 1000 and 0 <= args.dup < 1):
-        ap.error("--requests 1..10000, --batch 1..1000, --dup in [0, 1)")
-    rc = load(args)
+    check_repeat(ap, args.repeat)
+    if not (1 <= args.requests <= 10_000 and 1 <= args.batch <= 1000 and 0 <= args.dup < 1
+            and all(c >= 1 for c in args.concurrency)):
+        ap.error("--requests 1..10000, --batch 1..1000, --dup in [0, 1), --concurrency >= 1")
+    runs: dict[int, list[dict]] = {c: [] for c in args.concurrency}
+    for _ in range(args.repeat):
+        for level in args.concurrency:  # the levels in turn
+            runs[level].append(load(args, level))
+    rc = report(args, runs)
     if args.compare_stores:
         compare_stores(args)
     return rc

@@ -7,7 +7,11 @@ rollout, the bwrap / plain-process ratio (what the sandbox itself costs) and the
 in-process ratio (what isolating a rollout costs in all), then the speed-up of 2 bwrap workers
 over 1 on the same requests.
 
-    python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--docker] [--ray]
+With ``--repeat N`` the configurations run in turn N times (in-process, process, bwrap, in-process,
+...) and each figure is the median, with min / median / max printed beside the ratios.
+
+    python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--repeat 3]
+        [--docker] [--ray]
 
 ``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
 ``--ray`` adds a local Ray (this machine's CPUs): one task per rollout and one per batch of 4, each
@@ -19,10 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
@@ -112,7 +118,9 @@ def main() -> None:
                     "(cold) and warm pooled containers (needs dockerd and ops/sandbox/build-image.sh)")
     ap.add_argument("--ray", action="store_true", help="add Ray rows: a local Ray with this machine's CPUs, one "
                     "task per rollout and per batch of 4, against a local bwrap pool of as many workers")
+    add_repeat(ap)
     args = ap.parse_args()
+    check_repeat(ap, args.repeat)
 
     from evoharness.harness_repo.init import init_harness
 
@@ -124,21 +132,35 @@ def main() -> None:
         figures: dict[str, float | int | str] = {"rollouts": n, "env": args.env, "model": args.model,
                                                   "cpus": os.cpu_count() or 0}
         failures = {}
-        for name, box in (("inprocess", None), ("process", ProcessSandbox()), ("bwrap", BwrapSandbox())):
-            elapsed, failures[name] = _timed(harness, args, box, 1, reqs)
-            figures[f"{name}_s_per_rollout"] = round(elapsed / n, 4)
-        figures["bwrap_over_process"] = round(figures["bwrap_s_per_rollout"] / figures["process_s_per_rollout"], 3)
-        figures["bwrap_over_inprocess"] = round(
-            figures["bwrap_s_per_rollout"] / figures["inprocess_s_per_rollout"], 3)
+        per: dict[str, list[float]] = {"inprocess": [], "process": [], "bwrap": []}
+        boxes = {"inprocess": None, "process": ProcessSandbox(), "bwrap": BwrapSandbox()}
+        for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
+            for name, box in boxes.items():
+                elapsed, failures[name] = _timed(harness, args, box, 1, reqs)
+                per[name].append(elapsed / n)
+        for name, xs in per.items():
+            figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
+        over_process = [b / p for b, p in zip(per["bwrap"], per["process"], strict=True)]
+        over_inprocess = [b / i for b, i in zip(per["bwrap"], per["inprocess"], strict=True)]
+        figures["bwrap_over_process"] = round(statistics.median(over_process), 3)
+        figures["bwrap_over_inprocess"] = round(statistics.median(over_inprocess), 3)
+        spreads = {"bwrap_over_process": spread(over_process, ".2f", "x"),
+                   "bwrap_over_inprocess": spread(over_inprocess, ".2f", "x")}
         figures["bwrap_overhead_ms"] = round(
             1000 * (figures["bwrap_s_per_rollout"] - figures["process_s_per_rollout"]), 1)
         figures["bare_process_ms"] = round(1000 * _bare(ProcessSandbox()), 2)
         figures["bare_bwrap_ms"] = round(1000 * _bare(BwrapSandbox(python_runtime=True)), 2)
-        one, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
-        two, failures["bwrap_2"] = _timed(harness, args, BwrapSandbox(), 2, reqs)
-        figures["bwrap_1_worker_s"] = round(one, 3)
-        figures["bwrap_2_workers_s"] = round(two, 3)
-        figures["speedup_2_over_1"] = round(one / two, 3)
+        ones, twos = [], []
+        for _ in range(args.repeat):
+            one, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
+            two, failures["bwrap_2"] = _timed(harness, args, BwrapSandbox(), 2, reqs)
+            ones.append(one)
+            twos.append(two)
+        figures["bwrap_1_worker_s"] = round(statistics.median(ones), 3)
+        figures["bwrap_2_workers_s"] = round(statistics.median(twos), 3)
+        speedups = [o / t for o, t in zip(ones, twos, strict=True)]
+        figures["speedup_2_over_1"] = round(statistics.median(speedups), 3)
+        spreads["speedup_2_over_1"] = spread(speedups, ".2f", "x")
         if args.docker:
             _docker_rows(harness, args, reqs, figures, failures)
         if args.ray:
@@ -148,16 +170,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"{n} rollouts of {args.model} on {args.env}, {figures['cpus']} CPUs")
+    print(f"{n} rollouts of {args.model} on {args.env}, medians of {args.repeat} repeats ({load_note()})")
     for name in ("inprocess", "process", "bwrap"):
         print(f"  {name:<10} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout")
-    print(f"  bwrap / plain process : {figures['bwrap_over_process']:.2f}x "
+    print(f"  bwrap / plain process : {spreads['bwrap_over_process']} "
           f"({figures['bwrap_overhead_ms']:+.1f} ms per rollout)")
-    print(f"  bwrap / in-process    : {figures['bwrap_over_inprocess']:.2f}x")
+    print(f"  bwrap / in-process    : {spreads['bwrap_over_inprocess']}")
     print(f"  start-up of `true`    : {figures['bare_process_ms']:.1f} ms plain, "
           f"{figures['bare_bwrap_ms']:.1f} ms bwrap")
     print(f"  2 workers vs 1 (bwrap): {figures['bwrap_1_worker_s']:.2f}s -> {figures['bwrap_2_workers_s']:.2f}s, "
-          f"speed-up {figures['speedup_2_over_1']:.2f}x")
+          f"speed-up {spreads['speedup_2_over_1']}")
     if args.docker:
         for name in ("docker_cold", "docker_pool"):
             print(f"  {name:<11}{figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout "

@@ -15,7 +15,10 @@ candidate of a round is merged and re-anchored. Reported per strategy: false-acc
 for the true +0.05 edit, the true held-out gain of the final harness after the rounds (expected
 score, no noise), and rollouts spent (candidates, baselines and anchors).
 
-    .venv/bin/python benchmarks/verification_sim.py [--runs 12] [--rounds 10] [--json]
+``--repeat N`` runs the whole simulation N times on disjoint seeds and prints, under the table (the
+pooled runs), min / median / max over the repeats of power and held-out gain per strategy.
+
+    .venv/bin/python benchmarks/verification_sim.py [--runs 12] [--rounds 10] [--repeat 1] [--json]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import random
 import sys
 import time
 
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 from evoharness.harness_repo.models import Candidate
 from evoharness.logging import configure_logging
 from evoharness.verification.anchors import AnchorBook
@@ -133,13 +137,13 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int) -> dict:
 
 
 def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
-             runs_24x: int | None = None) -> dict[str, dict]:
+             runs_24x: int | None = None, first_seed: int = 0) -> dict[str, dict]:
     out = {}
     for name, spec in strategies(n_dev).items():
         if only and name not in only:
             continue
         n = runs_24x if name.endswith("_24x") and runs_24x else runs
-        res = [run_one(name, spec, seed, rounds, n_dev) for seed in range(n)]
+        res = [run_one(name, spec, seed, rounds, n_dev) for seed in range(first_seed, first_seed + n)]
         rate = {k: sum(r["accepted"][k] for r in res) / max(1, sum(r["proposed"][k] for r in res))
                 for k in KINDS}
         opt = [x for r in res for x in r["optimism"]]
@@ -148,6 +152,24 @@ def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
                      "heldout_gain": sum(r["heldout_gain"] for r in res) / n,
                      "rollouts": sum(r["rollouts"] for r in res) / n, "runs": n,
                      "selection_optimism": sum(opt) / len(opt) if opt else None}
+    return out
+
+
+def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
+    """The repeats' figures pooled: rates and means weighted by each repeat's runs."""
+    if len(reps) == 1:
+        return reps[0]
+    out = {}
+    for name in reps[0]:
+        rows = [r[name] for r in reps]
+        runs = sum(row["runs"] for row in rows)
+        merged = {"runs": runs}
+        for key in rows[0]:
+            if key == "runs":
+                continue
+            vals = [(row[key], row["runs"]) for row in rows if row[key] is not None]
+            merged[key] = sum(v * w for v, w in vals) / sum(w for _, w in vals) if vals else None
+        out[name] = merged
     return out
 
 
@@ -172,17 +194,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dev-tasks", type=int, default=80)
     ap.add_argument("--only", nargs="*", help="strategy names to run")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_repeat(ap, default=1)
     args = ap.parse_args(argv)
+    check_repeat(ap, args.repeat)
     configure_logging("warning", "console")
     t0 = time.perf_counter()
-    results = simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x)
+    reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x, first_seed=r * 1000)
+            for r in range(args.repeat)]
+    results = pooled(reps)
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps(results if args.repeat == 1 else {**results, "_repeats": reps}, indent=2))
     else:
         print(table(results))
+        if args.repeat > 1:
+            print(f"\nover {args.repeat} repeats (disjoint seeds):")
+            for name in results:
+                print(f"  {name:<32} power {spread([r[name]['power'] for r in reps], '.3f')}; held-out gain "
+                      f"{spread([r[name]['heldout_gain'] for r in reps], '+.4f')}")
         print(f"\n{args.runs} runs ({args.runs_24x} for the 24x split) x {args.rounds} rounds, "
               f"{args.dev_tasks} dev tasks, k={K}, "
-              f"{BUDGET} rollouts per candidate; {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+              f"{BUDGET} rollouts per candidate, {args.repeat} repeat(s); {time.perf_counter() - t0:.1f}s "
+              f"({load_note()})", file=sys.stderr)
     return 0
 
 
