@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
-from evoharness import __version__
+from evoharness import __version__, cli_usage
 from evoharness.cli_support import AppState, fail, settings_of  # noqa: F401 (re-exported)
 from evoharness.errors import EvoharnessError
 
@@ -65,20 +64,30 @@ def _register_areas() -> None:
 _register_areas()
 
 
+def command() -> typer.core.TyperGroup:
+    """The click command tree of ``app``, every leaf also taking the root's ``--config``/``--set``."""
+    root = typer.main.get_command(app)
+    cli_usage.add_root_options(root)
+    return root
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        rv = app(args=argv, standalone_mode=False)
+        rv = command().main(args=argv, prog_name="evoharness", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except EvoharnessError as e:
         typer.echo(f"error: {e}", err=True)
         return 2
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         return e.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("aborted", err=True)
         return 130
-    except click.ClickException as e:
-        e.show()
+    except typer.TyperException as e:
+        if cli_usage.is_help_request(e):
+            typer.echo(e.ctx.get_help())
+            return 0
+        typer.echo(f"error: {cli_usage.usage_line(e)}", err=True)
         return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

@@ -1,0 +1,122 @@
+"""Usage errors as one line, and the root options accepted after any command.
+
+typer (pinned in pyproject.toml) carries its own copy of click; its exceptions are reached through
+``typer.TyperException`` and the attributes click documents (``ctx``, ``param``, ``option_name``,
+``possibilities``). Everything here works on the built command tree, so a command added later gets
+the same errors and the same ``--config``/``--set`` handling without any work of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+_NO_SUCH_COMMAND = re.compile(r"No such command '(?P<name>[^']*)'")
+
+
+def walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every command of the tree, groups first, as (path below the root, command)."""
+    yield path, command
+    for name in sorted(getattr(command, "commands", {}) or {}):
+        yield from walk(command.commands[name], (*path, name))
+
+
+def is_group(command: Any) -> bool:
+    return hasattr(command, "commands")
+
+
+def add_root_options(root: Any) -> None:
+    """Let every leaf command take the root's ``--config``/``--set`` too (``evoharness run --config X``).
+
+    A leaf that already defines one of those flags keeps its own. Values given after the command
+    land in the same ``AppState`` the root callback built (a later ``--config`` wins; ``--set``
+    values add up, root ones first).
+    """
+    shared = [p for p in root.params if p.name in ("config", "set_")]
+    for _, command in walk(root):
+        if is_group(command):
+            continue
+        taken = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+        for param in shared:
+            if taken & set(param.opts):
+                continue
+            clone = copy.copy(param)
+            clone.expose_value = False
+            clone.callback = _store_root_option
+            clone.rich_help_panel = "Global options"
+            command.params.append(clone)
+
+
+def _store_root_option(ctx: Any, param: Any, value: Any) -> Any:
+    state = ctx.find_root().obj
+    if state is None or value in (None, [], ()):
+        return value
+    if param.name == "config":
+        state.config_path = value
+    else:
+        state.overrides.extend(value)
+    return value
+
+
+def closest(word: str, choices: list[str]) -> str | None:
+    found = difflib.get_close_matches(word, choices, n=1, cutoff=0.7)
+    return found[0] if found else None
+
+
+def suggestion(word: str, choices: list[str], kind: str) -> str:
+    """'did you mean X?' or, with nothing close, the list of valid choices."""
+    near = closest(word, choices)
+    if near:
+        return f"did you mean {near}?"
+    return f"valid {kind}: {', '.join(choices)}" if choices else f"this command takes no {kind}"
+
+
+def _options_of(command: Any) -> list[str]:
+    opts: list[str] = []
+    for p in command.params:
+        if getattr(p, "param_type_name", "") == "option" and not getattr(p, "hidden", False):
+            opts += [o for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+    return sorted(set(opts + ["--help"]))
+
+
+def _param_label(param: Any) -> str:
+    if getattr(param, "param_type_name", "") == "argument":
+        return f"argument {(param.metavar or param.name).upper()}"
+    longs = [o for o in param.opts if o.startswith("--")]
+    return f"option {(longs or param.opts)[0]}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def is_help_request(error: Exception) -> bool:
+    """A bare group (``evoharness``, ``evoharness dataset``): its help, exit 0."""
+    return type(error).__name__ == "NoArgsIsHelpError"
+
+
+def usage_line(error: Exception) -> str:
+    """The one line (without the ``error:`` prefix) for a usage error raised while parsing."""
+    ctx = getattr(error, "ctx", None)
+    where = f"{ctx.command_path}: " if ctx is not None else ""
+    message = getattr(error, "message", str(error))
+    option = getattr(error, "option_name", None)
+    if option is not None and ctx is not None and type(error).__name__ == "NoSuchOption":
+        return f"{where}no such option {option}; {suggestion(option, _options_of(ctx.command), 'options')}"
+    unknown = _NO_SUCH_COMMAND.search(message)
+    if unknown and ctx is not None and is_group(ctx.command):
+        name = unknown["name"]
+        commands = sorted(c for c, cmd in ctx.command.commands.items() if not getattr(cmd, "hidden", False))
+        return f"{where}no such command {name!r}; {suggestion(name, commands, 'commands')}"
+    param = getattr(error, "param", None)
+    if type(error).__name__ == "MissingParameter" and param is not None:
+        return f"{where}missing {_param_label(param)} (see {ctx.command_path} --help)" if ctx else \
+            f"missing {_param_label(param)}"
+    if param is not None:
+        return f"{where}invalid value for {_param_label(param)}: {_one_line(message)}"
+    formatted = error.format_message() if hasattr(error, "format_message") else message
+    return f"{where}{_one_line(formatted)}"
+

@@ -1,0 +1,102 @@
+"""Usage errors for every registered command: one `error:` line naming the closest valid choice, exit 2.
+
+The commands are found by walking the built command tree, so a command added later is covered here
+without a line of its own.
+"""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from evoharness.cli import command, main
+from evoharness.cli_usage import is_group, walk
+
+TREE = list(walk(command()))
+GROUPS = [(path, cmd) for path, cmd in TREE if is_group(cmd)]
+LEAVES = [(path, cmd) for path, cmd in TREE if not is_group(cmd)]
+
+
+def _ids(items):
+    return [" ".join(path) or "evoharness" for path, _ in items]
+
+
+def _one_error_line(capsys, argv: list[str]) -> str:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert rc == 2, (argv, out, err)
+    assert len(lines) == 1 and lines[0].startswith("error: "), (argv, err)
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _long_options(cmd) -> list[str]:
+    return [o for p in cmd.params if p.param_type_name == "option" for o in p.opts if o.startswith("--")]
+
+
+def _is_numeric(param) -> bool:
+    if param.param_type_name != "option":
+        return False
+    annotation = param.type_descriptor.annotation
+    return bool({annotation, *typing.get_args(annotation)} & {int, float})
+
+
+def test_the_tree_holds_the_readme_commands():
+    names = {" ".join(path) for path, _ in LEAVES}
+    assert {"diagnose", "run", "demo", "candidate new", "dataset export", "serve"} <= names
+
+
+def test_bare_evoharness_prints_help_and_exits_0(capsys):
+    assert main([]) == 0
+    out, err = capsys.readouterr()
+    assert "Usage" in out and "diagnose" in out and err == ""
+
+
+@pytest.mark.parametrize(("path", "group"), GROUPS, ids=_ids(GROUPS))
+def test_every_group_bare_is_help_and_a_typo_names_the_command(capsys, path, group):
+    assert main(list(path)) == 0
+    assert "Usage" in capsys.readouterr().out
+    for name in group.commands:
+        line = _one_error_line(capsys, [*path, name + "x"])
+        assert f"no such command '{name}x'; did you mean {name}?" in line
+    line = _one_error_line(capsys, [*path, "zzqqzz"])
+    assert "valid commands: " in line and all(n in line for n in group.commands)
+
+
+@pytest.mark.parametrize(("path", "leaf"), LEAVES, ids=_ids(LEAVES))
+def test_every_command_names_the_closest_option(capsys, path, leaf):
+    options = _long_options(leaf)
+    assert "--config" in options and "--set" in options  # the root's options are taken after the command
+    for opt in options:
+        line = _one_error_line(capsys, [*path, opt + "zq"])
+        assert line.endswith(f"no such option {opt}zq; did you mean {opt}?"), line
+    line = _one_error_line(capsys, [*path, "--qqqqqqqqqq"])
+    assert "valid options: " in line and "--help" in line
+
+
+@pytest.mark.parametrize(("path", "leaf"), LEAVES, ids=_ids(LEAVES))
+def test_every_command_missing_and_bad_values_are_one_line(capsys, path, leaf):
+    required = [p for p in leaf.params if p.required]
+    if required:
+        line = _one_error_line(capsys, list(path))
+        assert "missing " in line and f"evoharness {' '.join(path)} --help" in line
+    for param in leaf.params:
+        if _is_numeric(param):
+            opt = param.opts[0]
+            line = _one_error_line(capsys, [*path, opt, "notanumber"])
+            assert f"invalid value for option {opt}" in line or "missing " in line, line
+            line = _one_error_line(capsys, [*path, opt])
+            assert opt in line and "requires an argument" in line, line
+
+
+def test_config_after_the_command_is_read(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = _one_error_line(capsys, ["run", "--config", "evoharness.toml"])
+    assert line == "error: evoharness.toml: config file not found"
+    (tmp_path / "bad.toml").write_text('[run]\nbudget = "lots"\n')
+    line = _one_error_line(capsys, ["dataset", "status", "--config", "bad.toml"])
+    assert line.startswith("error: bad.toml: run.budget: ")
+    line = _one_error_line(capsys, ["dataset", "status", "--set", "run.budget=lots"])
+    assert line.startswith("error: settings: run.budget: ")
