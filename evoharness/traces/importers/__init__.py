@@ -10,6 +10,9 @@ Formats (auto-detected per file; ``fmt`` overrides):
 - ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
 - ``agentrx``: a bare JSON list of ``{role, content}`` messages whose roles name the agents,
   e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present).
+- ``atif``: ATIF trajectories (``schema_version`` "ATIF-v1.x": Harbor / terminal-bench, NeMo Agent
+  Toolkit), joined with Harbor's ``<trial>/result.json`` reward.
+- ``tau2``: tau2-bench ``results.json`` (one trajectory per simulation, scored by its reward).
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
 """
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
-from evoharness.traces.importers import agentrx, canonical, mini_swe, openai_records, who_when
+from evoharness.traces.importers import agentrx, atif, canonical, mini_swe, openai_records, tau2_results, who_when
 from evoharness.traces.models import Trajectory
 
 FORMATS: dict[str, Any] = {
@@ -31,6 +34,8 @@ FORMATS: dict[str, Any] = {
     "mini-swe-agent": mini_swe,
     "who-and-when": who_when,
     "agentrx": agentrx,
+    "atif": atif,
+    "tau2": tau2_results,
 }
 
 FORMAT_NAMES = tuple(FORMATS)
@@ -58,6 +63,9 @@ def _is_trace_file(f: Path) -> bool:
     # mini-swe-agent's logs/<id>/report.json is joined with the trajectory, not a trace itself
     if f.name == "report.json" and f.parent.parent.name == "logs":
         return False
+    # Harbor's <trial>/result.json is joined with <trial>/agent/trajectory.json
+    if f.name == "result.json" and (f.parent / "agent" / "trajectory.json").is_file():
+        return False
     # AgentRx's ground truth (joined with each run) and its step counts sit beside the runs
     return not (f.name in agentrx.SIDECARS
                 and (f.parent.name == "trajectories" or (f.parent / "trajectories").is_dir()))
@@ -75,6 +83,8 @@ def read_json_file(path: Path) -> Any:
         raise InputError(str(path), "not JSON: binary or non-UTF-8 content") from None
     except json.JSONDecodeError as e:
         raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {e.lineno} col {e.colno}") from None
+    except RecursionError:
+        raise InputError(str(path), "JSON nested too deeply") from None
 
 
 def _first_jsonl_record(path: Path) -> Any:
@@ -88,6 +98,8 @@ def _first_jsonl_record(path: Path) -> Any:
                                      where=f"line {lineno}") from None
                 except json.JSONDecodeError as e:
                     raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {lineno}") from None
+                except RecursionError:
+                    raise InputError(str(path), "JSON nested too deeply", where=f"line {lineno}") from None
     raise InputError(str(path), "empty file")
 
 
@@ -122,6 +134,10 @@ def _detect_record(rec: Any) -> str | None:
     if not isinstance(rec, dict):
         return None
     keys = rec.keys()
+    if atif.matches(rec):
+        return "atif"
+    if tau2_results.matches(rec):
+        return "tau2"
     if "history" in keys and ("question" in keys or "mistake_agent" in keys):
         return "who-and-when"
     if "messages" in keys and isinstance(rec.get("info"), dict) and (

@@ -1,0 +1,86 @@
+"""Defensive readers for foreign JSON: a wrong type becomes a default or a ``ValueError``, never a crash.
+
+Importers read files other tools wrote (and users hand-edited); every field may be missing or of the
+wrong type. These helpers keep that checking out of the conversion code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else ``{}``."""
+    return value if isinstance(value, dict) else {}
+
+
+def arr(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else ``[]``."""
+    return value if isinstance(value, list) else []
+
+
+def text(value: Any) -> str | None:
+    """A string as is, a number as its text, anything else None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def count(value: Any) -> int:
+    """A non-negative integer count (token counts), 0 when missing or malformed."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and value == value and abs(value) < 1e15:
+        return max(int(value), 0)
+    if isinstance(value, str) and value.isdigit() and len(value) < 16:
+        return int(value)
+    return 0
+
+
+def score(value: Any) -> float | None:
+    """A reward in 0..1 (clamped), None when missing; a non-number is a ``ValueError``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise ValueError(f"reward must be a number, got {value!r}"[:200])
+    return min(1.0, max(0.0, float(value)))
+
+
+def arguments(value: Any) -> str:
+    """Tool-call arguments as the JSON string OpenAI messages carry."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value if value is not None else {}, default=str)
+    except (TypeError, ValueError):
+        return json.dumps(str(value))
+
+
+def content_text(value: Any) -> str:
+    """Message content as text: a string, or the text of a list of content parts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for p in value:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict):
+                t = p.get("text", p.get("content"))
+                if isinstance(t, str):
+                    parts.append(t)
+        return "".join(parts)
+    if value is None:
+        return ""
+    return text(value) or ""
+
+
+def agent_name(name: str) -> str:
+    """An agent name as OpenAI's ``name`` field allows it ([a-zA-Z0-9_-], at most 64)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:64] or "agent"

@@ -1,0 +1,150 @@
+"""tau2-bench ``results.json`` (``tau2 run`` output: ``info``, ``tasks``, ``simulations``).
+
+Each simulation becomes one trajectory:
+
+- messages: tau2's ``assistant`` / ``user`` / ``tool`` messages as OpenAI chat messages (tool calls
+  with their ids and JSON arguments; a ``tool`` message answers the call with the same ``id``; a
+  multi-tool message is expanded). Calls the *customer* makes on their own device (telecom,
+  ``requestor: user``) and their results are user-side text, not agent tool calls.
+- events: a tool message with ``error: true`` is a ``tool_error`` (or infrastructure) event.
+- score: ``reward_info.reward`` (unscored when tau2 did not evaluate the simulation).
+- termination: ``agent_stop`` / ``user_stop`` -> delivered (final answer: the last assistant text),
+  ``max_steps`` -> step_budget, ``too_many_errors`` / ``agent_error`` -> error, ``user_error`` -> error
+  with ``meta.environment_failure`` (the simulated customer broke, not the agent).
+- task id: ``<domain>_<tau2 task id>``, as the ``tau2:<domain>`` environment names tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+from evoharness.traces.importers._shape import arguments, arr, content_text, count, obj, score, text
+from evoharness.traces.models import Event, Termination, Trajectory, Usage
+from evoharness.traces.patterns import classify_tool_error
+
+TERMINATION = {
+    "agent_stop": Termination.delivered, "user_stop": Termination.delivered, "judge_stop": Termination.delivered,
+    "max_steps": Termination.step_budget, "too_many_errors": Termination.error,
+    "agent_error": Termination.error, "user_error": Termination.error,
+}
+
+
+def matches(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("simulations"), list) and "info" in data
+
+
+def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
+    from evoharness.traces.importers import read_json_file, report_invalid
+
+    if data is None:
+        data = read_json_file(path)
+    if not matches(data):
+        report_invalid(skip_invalid, on_invalid,
+                       InputError(str(path), "tau2 results need 'info' and a 'simulations' list"))
+        return
+    info = obj(data.get("info"))
+    domain = text(obj(info.get("environment_info")).get("domain_name")) or "tau2"
+    model = text(obj(info.get("agent_info")).get("llm"))
+    tasks = {text(obj(t).get("id")): obj(t) for t in arr(data.get("tasks"))}
+    for i, sim in enumerate(data["simulations"]):
+        try:
+            yield convert(sim, domain, model, tasks, path.stem)
+        except ValueError as e:
+            report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=f"simulations[{i}]"))
+
+
+def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, dict[str, Any]],
+            source: str) -> Trajectory:
+    if not isinstance(sim, dict):
+        raise ValueError("simulation is not an object")
+    tau2_task = text(sim.get("task_id"))
+    if not tau2_task:
+        raise ValueError("simulation has no 'task_id'")
+    raw = sim.get("messages")
+    if not isinstance(raw, list):
+        raise ValueError("simulation 'messages' must be a list")
+    messages: list[dict[str, Any]] = []
+    events: list[Event] = []
+    prompt = completion = steps = 0
+    for j, m in enumerate(raw):
+        if not isinstance(m, dict):
+            raise ValueError(f"message {j} is not an object")
+        role = m.get("role")
+        if role == "tool" and isinstance(m.get("tool_messages"), list):
+            for t in m["tool_messages"]:
+                _tool(obj(t), messages, events)
+            continue
+        if role == "tool":
+            _tool(m, messages, events)
+        elif role == "assistant":
+            steps += 1
+            usage = obj(m.get("usage"))
+            prompt += count(usage.get("prompt_tokens"))
+            completion += count(usage.get("completion_tokens"))
+            msg: dict[str, Any] = {"role": "assistant", "content": text(m.get("content"))}
+            calls = [_call(obj(c), j, k) for k, c in enumerate(arr(m.get("tool_calls")))]
+            if calls:
+                msg["tool_calls"] = calls
+            messages.append(msg)
+        elif role == "user":
+            said = content_text(m.get("content"))
+            for c in arr(m.get("tool_calls")):  # the customer acting on their own device (telecom)
+                c = obj(c)
+                said += f"\n[customer calls {text(c.get('name'))}({arguments(c.get('arguments'))})]"
+            messages.append({"role": "user", "content": said.strip()})
+        elif role == "system":
+            messages.append({"role": "system", "content": content_text(m.get("content"))})
+        else:
+            raise ValueError(f"message {j} has unknown role {role!r}"[:200])
+
+    reason = text(sim.get("termination_reason")) or ""
+    termination = TERMINATION.get(reason, Termination.error if reason else Termination.aborted)
+    final_answer = None
+    if termination == Termination.delivered:
+        final_answer = next((m["content"] for m in reversed(messages)
+                             if m["role"] == "assistant" and m.get("content")), "")
+    if termination == Termination.step_budget:
+        events.append(Event(type="budget_exhausted", step=max(len(messages) - 1, 0), detail=reason))
+    reward_info = obj(sim.get("reward_info"))
+    trial = sim.get("trial") if isinstance(sim.get("trial"), int) and not isinstance(sim.get("trial"), bool) else 0
+    task = tasks.get(tau2_task, {})
+    duration = sim.get("duration")
+    return Trajectory(
+        id=f"tau2:{domain}:{tau2_task}:{trial}:{text(sim.get('id')) or source}",
+        task_id=f"{domain}_{tau2_task}", model=model, rollout=max(trial, 0),
+        task=next((m["content"] for m in messages if m["role"] == "user"), None),
+        messages=messages, events=events, final_answer=final_answer,
+        score=score(reward_info.get("reward")) if reward_info else None,
+        termination=termination,
+        usage=Usage(steps=steps, prompt_tokens=prompt, completion_tokens=completion,
+                    wall_seconds=float(duration) if isinstance(duration, int | float) and 0 <= duration < 1e9 else 0.0),
+        meta={"source_format": "tau2", "domain": domain, "termination_reason": reason,
+              "environment_failure": reason == "user_error",
+              "reward_breakdown": obj(reward_info.get("reward_breakdown")) or None,
+              "task_purpose": text(obj(task.get("description")).get("purpose")),
+              "agent_cost": sim.get("agent_cost") if isinstance(sim.get("agent_cost"), int | float) else None},
+    )
+
+
+def _call(c: dict[str, Any], j: int, k: int) -> dict[str, Any]:
+    name = text(c.get("name"))
+    if not name:
+        raise ValueError(f"message {j}: tool call {k} has no 'name'")
+    return {"id": text(c.get("id")) or f"call_{j}_{k}", "type": "function",
+            "function": {"name": name, "arguments": arguments(c.get("arguments"))}}
+
+
+def _tool(m: dict[str, Any], messages: list[dict[str, Any]], events: list[Event]) -> None:
+    content = content_text(m.get("content"))
+    if m.get("requestor") == "user":
+        messages.append({"role": "user", "content": f"[result of the customer's call] {content}"})
+        return
+    messages.append({"role": "tool", "tool_call_id": text(m.get("id")) or "", "content": content})
+    if m.get("error") is True:
+        events.append(Event(type=classify_tool_error(content), step=len(messages) - 1, detail=content[:500]))
+
+
+
