@@ -268,7 +268,14 @@ class PoorDeliveryDetector:
                        evidence=f"{why}; final answer: {quote(t.final_answer, 150)}")]
 
 
+# Signals that say *that* a run failed rather than where: the labeller takes one as the first
+# signal only when no located signal fired (the earliest of them then).
+FALLBACK_SIGNALS = frozenset({"F4.poor_delivery", "F4.first_commitment"})
+
+
 def default_catalogue() -> list[Detector]:
+    from evoharness.diagnosis.multiagent import multiagent_detectors
+
     return [
         *(FrictionDetector(k) for k in FRICTION_EVENTS),
         HarnessErrorDetector(),
@@ -279,6 +286,7 @@ def default_catalogue() -> list[Detector]:
         NoDeliveryDetector(),
         UnbackedClaimDetector(),
         PoorDeliveryDetector(),
+        *multiagent_detectors(),
     ]
 
 

@@ -4,7 +4,9 @@ A trajectory whose score reaches ``healthy_threshold`` is Healthy (signals are s
 recorded). Otherwise its class is that of the earliest firing signal. Ties at one
 step break by class -- F2, F3, F1, F4 (friction and control explain what follows them;
 content is judged last) -- then by signal id, so labels never depend on detector or
-record order. With no signal at all: F4 if delivered, else F3 no_delivery (the
+record order. Fallback signals (``FALLBACK_SIGNALS``: a poor delivery, the first commitment
+of a failed multi-agent run) say that a run failed, not where: one is first only when no
+located signal fired. With no signal at all: F4 if delivered, else F3 no_delivery (the
 catalogue's own detectors already cover both, so this is a safety net).
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import Detector, default_catalogue
+from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, default_catalogue
 from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
 from evoharness.traces.models import Trajectory
 
@@ -45,7 +47,7 @@ class Labeller:
         if healthy:
             cls, first = FailureClass.healthy, None
         elif signals:
-            first = signals[0]
+            first = next((s for s in signals if s.id not in FALLBACK_SIGNALS), signals[0])
             cls = first.failure_class
         else:
             view = TraceView.of(traj)

@@ -1,0 +1,186 @@
+"""Detectors for multi-agent text logs (Who&When, AgentRx Magentic-One, AG2 CaptainAgent).
+
+These logs have no tool calls: agents talk, and some agents *are* tools (a terminal that
+prints ``exitcode: 1``, a web surfer that reports what it clicked). They apply only to
+trajectories whose assistant messages carry two or more agent ``name``s; a single-agent
+tool-calling trace is never read by them.
+
+Rules (each documented where it fires; tuned on Who&When Algorithm-Generated only):
+
+- ``F1.unsupported_fact``: the first reasoning turn that says it simulates, assumes or
+  makes up data (``FABRICATION``), or states two or more numbers (three or more digits)
+  that appear nowhere earlier in the log or the task. A reasoning turn is one by an agent
+  that is not a tool (``TOOL_AGENT``), not the opening task restatement, not a plan or
+  ledger of an orchestrator, and outside fenced code.
+- ``F2.guardrail``: a tool agent's report that a site or service refused it (captcha,
+  access denied, "unusual traffic", 403): the humans' "Guardrails Triggered".
+- ``F4.no_progress``: the first Magentic-One ledger that says progress is not being made
+  (or the team is in a loop) points at the agent action it judged: the last non-orchestrator
+  message before it. Class F4 (the instruction was not carried out), not F3: the run went on.
+- ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
+  located at the first reasoning turn (the plan or answer the rest of the run builds on).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.models import FailureClass, Signal
+
+F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
+
+TOOL_AGENT = re.compile(r"terminal|executor|computer|surfer|browser", re.IGNORECASE)
+CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|stalled|replan|"
+                     r"you are given: \(1\) a task)", re.IGNORECASE)
+FABRICATION = re.compile(
+    r"\b(simulat(?:e|ed|ing|ion)|hypothetical(?:ly)?|placeholder|mock(?:ed)? data|dummy|fictional|made[- ]up|"
+    r"for (?:demonstration|illustration)|let's assume|assuming|sample data|example data)\b",
+    re.IGNORECASE,
+)
+GUARDRAIL = re.compile(
+    r"captcha|access denied|verify you are (?:a )?human|unusual traffic|are you a robot|403 forbidden|"
+    r"cloudflare|blocked by|request was blocked|not allowed to access|bot detection",
+    re.IGNORECASE,
+)
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+FENCE = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")
+LEDGER_STALL = re.compile(
+    r'"is_in_loop"\s*:\s*\{[^{}]*"answer"\s*:\s*true|"is_progress_being_made"\s*:\s*\{[^{}]*"answer"\s*:\s*false'
+)
+LEDGER_REASON = re.compile(r'"is_progress_being_made"\s*:\s*\{\s*"reason"\s*:\s*"([^"]{0,300})')
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+class AgentLog:
+    """The multi-agent reading of a trajectory: speakers, reasoning turns, tool outputs."""
+
+    def __init__(self, view: TraceView) -> None:
+        self.view = view
+        self.msgs = view.traj.messages
+
+    @cached_property
+    def agents(self) -> set[str]:
+        return {str(m["name"]) for m in self.msgs if m.get("role") == "assistant" and m.get("name")}
+
+    @property
+    def applies(self) -> bool:
+        return len(self.agents) >= 2 and not self.view.calls
+
+    def text(self, i: int) -> str:
+        c = self.msgs[i].get("content")
+        return c if isinstance(c, str) else ""
+
+    def is_tool(self, i: int) -> bool:
+        return bool(TOOL_AGENT.search(str(self.msgs[i].get("name") or "")))
+
+    def is_orchestrator(self, i: int) -> bool:
+        return str(self.msgs[i].get("name") or "").lower() == "orchestrator"
+
+    @cached_property
+    def reasoning_turns(self) -> list[int]:
+        """Assistant turns by non-tool agents, past the opening restatement, not plans/ledgers, not empty."""
+        out = []
+        for i in self.view.assistant_steps:
+            text = self.text(i)
+            if self.is_tool(i) or CONTROL.match(text) or not text.strip() or text.strip() == "TERMINATE":
+                continue
+            out.append(i)
+        return out
+
+
+class UnsupportedFactDetector:
+    id = "F1.unsupported_fact"
+    failure_class = F1
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog(view)
+        if not log.applies:
+            return []
+        reasoning = set(log.reasoning_turns)
+        seen_digits: set[str] = {n.replace(",", "") for n in NUMBER.findall(view.traj.task or "")}
+        for i in range(len(log.msgs)):
+            text = log.text(i)
+            if i in reasoning:
+                prose = FENCE.sub(" ", text)
+                fab = FABRICATION.search(prose)
+                if fab:
+                    return [self._signal(i, f"says it {fab.group(0).lower()}s data: {_quote(prose)}")]
+                novel = [n for n in dict.fromkeys(NUMBER.findall(prose))
+                         if sum(ch.isdigit() for ch in n) >= 3 and n.replace(",", "") not in seen_digits]
+                if len(novel) >= 2:
+                    return [self._signal(i, f"numbers in no earlier message: {', '.join(novel[:4])} — "
+                                            f"{_quote(prose)}")]
+            seen_digits.update(n.replace(",", "") for n in NUMBER.findall(text))
+        return []
+
+    def _signal(self, step: int, evidence: str) -> Signal:
+        return Signal(id=self.id, failure_class=F1, step=step, evidence=evidence)
+
+
+class GuardrailDetector:
+    id = "F2.guardrail"
+    failure_class = F2
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog(view)
+        if not log.applies:
+            return []
+        for i in view.assistant_steps:
+            if log.is_tool(i):
+                hit = GUARDRAIL.search(log.text(i)[:4000])
+                if hit:
+                    return [Signal(id=self.id, failure_class=F2, step=i,
+                                   evidence=f"refused by the site/service ({hit.group(0)}): {_quote(log.text(i))}")]
+        return []
+
+
+class NoProgressDetector:
+    id = "F4.no_progress"
+    failure_class = F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog(view)
+        if not log.applies:
+            return []
+        last_action: int | None = None
+        for i in view.assistant_steps:
+            if not log.is_orchestrator(i):
+                last_action = i
+                continue
+            text = log.text(i)
+            if last_action is not None and text.lstrip().startswith("Updated Ledger") and LEDGER_STALL.search(text):
+                why = LEDGER_REASON.search(text)
+                return [Signal(id=self.id, failure_class=F4, step=last_action,
+                               evidence=f"orchestrator at step {i}: no progress"
+                                        f"{' — ' + _quote(why.group(1)) if why else ''}; "
+                                        f"judged action: {_quote(log.text(last_action), 120)}")]
+        return []
+
+
+class FirstCommitmentDetector:
+    """Fires only for an unscored failure-only record or a scored failure; Healthy runs are untouched."""
+
+    id = "F4.first_commitment"
+    failure_class = F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        t = view.traj
+        failed = (t.score is not None and t.score < cfg.poor_delivery_threshold) or (
+            t.score is None and t.meta.get("failure_only"))
+        log = AgentLog(view)
+        if not failed or not t.delivered or not log.applies or not log.reasoning_turns:
+            return []
+        i = log.reasoning_turns[0]
+        return [Signal(id=self.id, failure_class=F4, step=i,
+                       evidence=f"first reasoning turn the run builds on: {_quote(log.text(i))}")]
+
+
+def multiagent_detectors() -> list:
+    return [UnsupportedFactDetector(), GuardrailDetector(), NoProgressDetector(), FirstCommitmentDetector()]
