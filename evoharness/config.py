@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from evoharness import config_keys
 from evoharness.agent.config import AgentConfig
 from evoharness.datasets.config import DatasetsConfig
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -70,8 +71,8 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
     for key, raw in environ.items():
         if not key.startswith(ENV_PREFIX) or key in _NOT_SETTINGS:
             continue
-        dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
-        if dotted.split(".")[0] not in Settings.model_fields:
+        dotted = config_keys.env_key(key, Settings)
+        if dotted is None:
             continue
         _set_dotted(tree, dotted, _parse_value(raw))
     return tree
@@ -109,11 +110,13 @@ def load_settings(
             raise InputError(str(path), "config file not found") from None
         except tomllib.TOMLDecodeError as e:
             raise InputError(str(path), f"invalid TOML: {e}") from None
+        config_keys.check_tree(Settings, tree, str(path))
     tree = _merge(tree, _env_overrides(environ))
     for item in overrides or []:
         if "=" not in item:
             raise InputError("--set", f"expected KEY=VALUE, got {item!r}")
         key, raw = item.split("=", 1)
+        config_keys.check_override(Settings, key.strip())
         _set_dotted(tree, key.strip(), _parse_value(raw.strip()))
     try:
         return Settings.model_validate(tree)

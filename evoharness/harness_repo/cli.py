@@ -34,11 +34,27 @@ def load_edit(path: Path):
     except json.JSONDecodeError as e:
         raise InputError(str(path), f"invalid JSON: {e}") from None
     try:
-        return Edit.model_validate(raw)
+        edit = Edit.model_validate(raw)
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise InputError(str(path), f"{loc}: {first['msg']}") from None
+    _check_target(path, edit.targets)
+    return edit
+
+
+def _check_target(path: Path, target: str) -> None:
+    """``targets`` names a signal of the diagnosis catalogue (a typo would verify nothing)."""
+    import difflib
+
+    from evoharness.diagnosis.detectors import catalogue_ids
+
+    known = catalogue_ids()
+    if target in known:
+        return
+    near = difflib.get_close_matches(target, known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}?" if near else f"valid: {', '.join(known)}"
+    raise InputError(str(path), f"targets: unknown signal {target!r}; {hint}")
 
 
 def init(ctx: typer.Context, dir: Annotated[Path, typer.Argument(help="directory to create")]) -> None:
