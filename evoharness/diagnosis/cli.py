@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +15,7 @@ import typer
 from evoharness.cli_support import settings_of
 from evoharness.errors import InputError
 from evoharness.traces.importers import FORMAT_NAMES, load_paths
+from evoharness.traces.models import Trajectory
 
 PathsArg = Annotated[list[Path], typer.Argument(help="trace files or directories", show_default=False)]
 FormatOpt = Annotated[str | None, typer.Option("--format", "-f",
@@ -18,19 +23,23 @@ FormatOpt = Annotated[str | None, typer.Option("--format", "-f",
 SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="report bad records on stderr and label the rest")]
 
 
-def _load(paths: list[Path], fmt: str | None, skip_invalid: bool):
-    skipped: list[InputError] = []
+def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool) -> Iterator[Trajectory]:
+    """The trajectories one at a time; an ``InputError`` at the end if there were none."""
+    skipped = 0
 
     def report(e: InputError) -> None:
-        skipped.append(e)
+        nonlocal skipped
+        skipped += 1
         typer.echo(f"skipped: {e}", err=True)
 
-    trajs = list(load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report))
+    n = 0
+    for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report):
+        n += 1
+        yield t
     if skipped:
-        typer.echo(f"skipped {len(skipped)} invalid file(s)/record(s)", err=True)
-    if not trajs:
+        typer.echo(f"skipped {skipped} invalid file(s)/record(s)", err=True)
+    if not n:
         raise InputError(", ".join(map(str, paths)), "no trajectories found")
-    return trajs
 
 
 def diagnose(
@@ -40,16 +49,41 @@ def diagnose(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
     skip_invalid: SkipOpt = False,
 ) -> None:
-    """Label every trajectory by its first failure signal; print the composition and the lever."""
-    from evoharness.diagnosis.labeller import label_all
-    from evoharness.diagnosis.report import diagnosis_dict, diagnosis_text
+    """Label every trajectory by its first failure signal; print the composition and the lever.
+
+    One trajectory at a time: memory does not grow with their number (``--json``'s per-trajectory
+    rows go to a temporary file and are copied out after the summary).
+    """
+    from evoharness.diagnosis.composition import Tally
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.diagnosis.report import composition_text, summary_dict, trajectory_row
 
     cfg = settings_of(ctx).diagnosis
-    labels = label_all(_load(paths, fmt, skip_invalid), cfg)
-    if as_json:
-        typer.echo(json.dumps(diagnosis_dict(labels, cfg), indent=2))
-    else:
-        typer.echo(diagnosis_text(labels, cfg))
+    labeller = Labeller(cfg)
+    tally = Tally()
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as rows:
+        for t in _stream(paths, fmt, skip_invalid):
+            lab = labeller.label(t)
+            tally.add(lab)
+            if as_json:  # written as json.dumps(whole, indent=2) would place it in the list
+                rows.write(("\n    " if tally.n == 1 else ",\n    ")
+                           + json.dumps(trajectory_row(lab), indent=2).replace("\n", "\n    "))
+        comp = tally.composition()
+        if not as_json:
+            typer.echo(composition_text(comp, cfg))
+            return
+        rows.seek(0)
+        _echo_json(summary_dict(comp, cfg), "trajectories", rows)
+
+
+def _echo_json(head: dict, key: str, rows) -> None:
+    """Print ``{**head, key: [...]}`` exactly as ``json.dumps(..., indent=2)`` would, the list's
+    items (already indented) copied from the file ``rows`` instead of memory."""
+    text = json.dumps(head, indent=2)
+    sys.stdout.write(text[:-2] + f",\n  {json.dumps(key)}: [")
+    shutil.copyfileobj(rows, sys.stdout)
+    sys.stdout.write("\n  ]\n}\n")
+    sys.stdout.flush()
 
 
 def label(
@@ -63,12 +97,17 @@ def label(
     from evoharness.diagnosis.labeller import Labeller
 
     labeller = Labeller(settings_of(ctx).diagnosis)
-    trajs = _load(paths, fmt, skip_invalid)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w") as fh:
-        for t in trajs:
-            fh.write(labeller.label(t).model_dump_json() + "\n")
-    typer.echo(f"wrote {len(trajs)} labels to {out}")
+    n = 0
+    try:
+        with out.open("w") as fh:
+            for t in _stream(paths, fmt, skip_invalid):
+                fh.write(labeller.label(t).model_dump_json() + "\n")
+                n += 1
+    except InputError:
+        out.unlink(missing_ok=True)  # no half-written labels file left behind
+        raise
+    typer.echo(f"wrote {n} labels to {out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -34,30 +34,10 @@ class Composition(BaseModel):
 
     @classmethod
     def from_labels(cls, labels: Iterable[Label], top: int = 8, examples: int = 3) -> Composition:
-        labels = list(labels)
-        n = len(labels)
-        counts = Counter(lab.failure_class.value for lab in labels)
-        lever = Counter(lab.lever.value for lab in labels)
-        scored = [lab.score for lab in labels if lab.score is not None]
-        delivered_scored = [lab.score for lab in labels if lab.delivered and lab.score is not None]
-        firsts: dict[str, list[str]] = defaultdict(list)
+        tally = Tally(examples=examples)
         for lab in labels:
-            if lab.first_signal is not None and lab.failure_class != FailureClass.healthy:
-                firsts[lab.first_signal.id].append(lab.trajectory_id)
-        ranked = sorted(firsts.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
-        return cls(
-            n=n,
-            shares={c: (counts[c] / n if n else 0.0) for c in CLASSES},
-            counts={c: counts[c] for c in CLASSES},
-            delivery_rate=(sum(lab.delivered for lab in labels) / n) if n else None,
-            mean_score=(sum(scored) / len(scored)) if scored else None,
-            score_among_delivered=(sum(delivered_scored) / len(delivered_scored)) if delivered_scored else None,
-            n_scored=len(scored),
-            n_unscored=n - len(scored),
-            lever={k: (lever[k] / n if n else 0.0) for k in ("harness", "weights", "none")},
-            top_signals=[SignalCount(id=k, count=len(v), share=len(v) / n, examples=v[:examples])
-                         for k, v in ranked],
-        )
+            tally.add(lab)
+        return tally.composition(top)
 
     @property
     def process_share(self) -> float:
@@ -90,6 +70,62 @@ class Composition(BaseModel):
         line = "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))
         vals = "  ".join(r.rjust(w) for r, w in zip(row, widths, strict=True))
         return f"{line}\n{vals}"
+
+
+class Tally:
+    """A composition built one label at a time: counts and sums, never the labels.
+
+    Memory is bounded by the number of distinct first-signal ids (each keeps its count and its
+    first ``examples`` trajectory ids), whatever the number of labels added.
+    """
+
+    def __init__(self, examples: int = 3) -> None:
+        self.examples = examples
+        self.n = 0
+        self.counts: Counter[str] = Counter()
+        self.lever: Counter[str] = Counter()
+        self.delivered = 0
+        self.n_scored = 0
+        self.score_sum = 0.0
+        self.n_delivered_scored = 0
+        self.delivered_score_sum = 0.0
+        self.firsts: Counter[str] = Counter()
+        self.firsts_examples: dict[str, list[str]] = defaultdict(list)
+
+    def add(self, lab: Label) -> None:
+        self.n += 1
+        self.counts[lab.failure_class.value] += 1
+        self.lever[lab.lever.value] += 1
+        self.delivered += lab.delivered
+        if lab.score is not None:
+            self.n_scored += 1
+            self.score_sum += lab.score
+            if lab.delivered:
+                self.n_delivered_scored += 1
+                self.delivered_score_sum += lab.score
+        if lab.first_signal is not None and lab.failure_class != FailureClass.healthy:
+            sid = lab.first_signal.id
+            self.firsts[sid] += 1
+            if len(self.firsts_examples[sid]) < self.examples:
+                self.firsts_examples[sid].append(lab.trajectory_id)
+
+    def composition(self, top: int = 8) -> Composition:
+        n = self.n
+        ranked = sorted(self.firsts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        return Composition(
+            n=n,
+            shares={c: (self.counts[c] / n if n else 0.0) for c in CLASSES},
+            counts={c: self.counts[c] for c in CLASSES},
+            delivery_rate=(self.delivered / n) if n else None,
+            mean_score=(self.score_sum / self.n_scored) if self.n_scored else None,
+            score_among_delivered=(self.delivered_score_sum / self.n_delivered_scored
+                                   if self.n_delivered_scored else None),
+            n_scored=self.n_scored,
+            n_unscored=n - self.n_scored,
+            lever={k: (self.lever[k] / n if n else 0.0) for k in ("harness", "weights", "none")},
+            top_signals=[SignalCount(id=k, count=c, share=c / n, examples=self.firsts_examples[k])
+                         for k, c in ranked],
+        )
 
 
 def _r(x: float | None) -> float | None:

@@ -10,37 +10,46 @@ from evoharness.diagnosis.models import Label
 from evoharness.diagnosis.routing import recommend
 
 
-def unscored_note(comp: Composition, labels: list[Label]) -> str | None:
+def unscored_note(comp: Composition, labels: list[Label] | None = None) -> str | None:
     if not comp.n_unscored:
         return None
     return (f"{comp.n_unscored} of {comp.n} trajectories are unscored (e.g. failure-only logs such as "
             f"Who&When): they are never counted healthy; mean scores cover the {comp.n_scored} scored ones")
 
 
-def diagnosis_dict(labels: list[Label], cfg: DiagnosisConfig) -> dict[str, Any]:
-    comp = Composition.from_labels(labels)
-    rec = recommend(comp, cfg)
+def trajectory_row(lab: Label) -> dict[str, Any]:
+    """One trajectory's entry in ``diagnose --json``'s ``trajectories``."""
+    return {
+        "id": lab.trajectory_id,
+        "task_id": lab.task_id,
+        "failure_class": lab.failure_class.value,
+        "first_signal": None if lab.first_signal is None else {
+            "id": lab.first_signal.id, "step": lab.first_signal.step, "evidence": lab.first_signal.evidence},
+        "lever": lab.lever.value,
+        "score": lab.score,
+        "signals": [s.id for s in lab.signals],
+    }
+
+
+def summary_dict(comp: Composition, cfg: DiagnosisConfig) -> dict[str, Any]:
+    """``diagnose --json`` without its per-trajectory rows."""
     out = comp.to_dict()
-    out["recommendation"] = rec.model_dump()
-    out["note"] = unscored_note(comp, labels)
-    out["trajectories"] = [
-        {
-            "id": lab.trajectory_id,
-            "task_id": lab.task_id,
-            "failure_class": lab.failure_class.value,
-            "first_signal": None if lab.first_signal is None else {
-                "id": lab.first_signal.id, "step": lab.first_signal.step, "evidence": lab.first_signal.evidence},
-            "lever": lab.lever.value,
-            "score": lab.score,
-            "signals": [s.id for s in lab.signals],
-        }
-        for lab in labels
-    ]
+    out["recommendation"] = recommend(comp, cfg).model_dump()
+    out["note"] = unscored_note(comp)
+    return out
+
+
+def diagnosis_dict(labels: list[Label], cfg: DiagnosisConfig) -> dict[str, Any]:
+    out = summary_dict(Composition.from_labels(labels), cfg)
+    out["trajectories"] = [trajectory_row(lab) for lab in labels]
     return out
 
 
 def diagnosis_text(labels: list[Label], cfg: DiagnosisConfig) -> str:
-    comp = Composition.from_labels(labels)
+    return composition_text(Composition.from_labels(labels), cfg)
+
+
+def composition_text(comp: Composition, cfg: DiagnosisConfig) -> str:
     rec = recommend(comp, cfg)
     lines = ["Failure composition (first signal that fires)", "", comp.table(), ""]
     if comp.top_signals:
@@ -51,7 +60,7 @@ def diagnosis_text(labels: list[Label], cfg: DiagnosisConfig) -> str:
         lines.append("")
     lines.append(f"Lever: harness {100 * rec.harness_share:.1f}%  weights {100 * rec.weights_share:.1f}%")
     lines.append(f"Recommendation: {rec.message}")
-    note = unscored_note(comp, labels)
+    note = unscored_note(comp)
     if note:
         lines.append(f"Note: {note}")
     return "\n".join(lines)

@@ -79,3 +79,15 @@ def test_config_override_changes_threshold(shared_data, capsys):
     assert json.loads(capsys.readouterr().out)["composition"]["healthy"] == 1.0
     assert main(["--set", "diagnosis.healthy_threshold=7", "diagnose", str(path)]) == 2
     assert "healthy_threshold" in capsys.readouterr().err
+
+
+def test_streamed_json_is_the_document_json_dumps_writes(shared_data, capsys):
+    from evoharness.diagnosis.config import DiagnosisConfig
+    from evoharness.diagnosis.labeller import label_all
+    from evoharness.diagnosis.report import diagnosis_dict
+    from evoharness.traces.importers import load_paths
+
+    path = shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
+    assert main(["diagnose", str(path), "--json"]) == 0
+    whole = diagnosis_dict(label_all(load_paths([path])), DiagnosisConfig())
+    assert capsys.readouterr().out == json.dumps(whole, indent=2) + "\n"

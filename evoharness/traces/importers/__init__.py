@@ -15,6 +15,11 @@ Formats (auto-detected per file; ``fmt`` overrides):
 - ``tau2``: tau2-bench ``results.json`` (one trajectory per simulation, scored by its reward).
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
+
+Files are read one trajectory at a time: JSONL line by line, and a JSON list of canonical or
+OpenAI records element by element (``jsonstream.ArrayRecords``), so memory does not grow with the
+number of trajectories in a file. A file holding one trajectory (mini-swe-agent, Who&When, an
+AgentRx message list) is parsed whole.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from evoharness.errors import InputError
 from evoharness.traces.importers import agentrx, atif, canonical, mini_swe, openai_records, tau2_results, who_when
+from evoharness.traces.importers.jsonstream import ArrayRecords, starts_with_list
 from evoharness.traces.models import Trajectory
 
 FORMATS: dict[str, Any] = {
@@ -113,7 +119,10 @@ def detect_format(path: Path, data: Any = None) -> str:
         raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
                          where="line 1")
     if data is None:
-        data = read_json_file(path)
+        data = _streamed_list(path, None) or read_json_file(path)
+    if isinstance(data, ArrayRecords):
+        first = next(iter(data))
+        return _detect_record(first)  # _streamed_list admits canonical / OpenAI records only
     if isinstance(data, list):
         if not data:
             raise InputError(str(path), "empty list: no trajectories")
@@ -156,11 +165,26 @@ def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
     """Yield the trajectories in one file."""
     if fmt is not None and fmt not in FORMATS:
         raise InputError("--format", f"unknown format {fmt!r} (formats: {', '.join(FORMAT_NAMES)})")
-    data = None
+    data: Any = None
     if path.suffix != ".jsonl":
-        data = read_json_file(path)
+        data = _streamed_list(path, fmt)
+        if data is None:
+            data = read_json_file(path)
     name = fmt or detect_format(path, data)
     yield from FORMATS[name].load(path, data, skip_invalid=skip_invalid, on_invalid=on_invalid)
+
+
+def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:
+    """The file's records as a stream when it is a JSON list of canonical / OpenAI records."""
+    if fmt not in (None, "canonical", "openai") or not starts_with_list(path):
+        return None
+    records = ArrayRecords(path)
+    first = next(iter(records), None)  # parses the first element only
+    if first is None:
+        raise InputError(str(path), "empty list: no trajectories")
+    if fmt is None and (agentrx.is_message_list([first]) or _detect_record(first) not in ("canonical", "openai")):
+        return None
+    return records
 
 
 def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_invalid: bool = False,

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evoharness.errors import InputError
+from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import _describe, read_trajectories
 
@@ -19,7 +20,7 @@ def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) 
         return
     from evoharness.traces.importers import report_invalid
 
-    records = data if isinstance(data, list) else [data]
+    records = data if isinstance(data, list | ArrayRecords) else [data]
     for i, rec in enumerate(records):
         try:
             yield Trajectory.model_validate(rec)

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evoharness.errors import InputError
+from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
 from evoharness.traces.store import _describe
@@ -26,7 +27,7 @@ from evoharness.traces.store import _describe
 
 def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
     if data is not None:
-        for i, rec in enumerate(data if isinstance(data, list) else [data]):
+        for i, rec in enumerate(data if isinstance(data, list | ArrayRecords) else [data]):
             yield f"record {i}", rec
         return
     with path.open("rb") as fh:

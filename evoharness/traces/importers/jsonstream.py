@@ -1,0 +1,145 @@
+"""The records of a top-level JSON list, read from disk one at a time.
+
+A file of 100,000 trajectories as one JSON list would otherwise be parsed whole (gigabytes of
+Python objects) before the first one is labelled. ``ArrayRecords(path)`` parses one element at a
+time with the C scanner behind ``json.loads`` (``JSONDecoder.raw_decode``) from a buffer refilled
+in chunks, so memory holds the buffer and the current record only.
+
+Errors are the ones ``json.loads`` of the whole file would give, as an ``InputError`` naming the
+file and ``line L col C``; they surface when the stream reaches them (the records before them
+have been yielded).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+
+CHUNK = 1 << 20
+_WS = " \t\n\r"
+
+
+def starts_with_list(path: Path) -> bool:
+    """Whether the first non-blank byte of ``path`` opens a JSON list."""
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    return head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"[")
+
+
+class ArrayRecords:
+    """Iterate the elements of the JSON list in ``path`` (re-iterable: each iteration re-reads)."""
+
+    def __init__(self, path: Path, chunk: int = CHUNK) -> None:
+        self.path = path
+        self.chunk = chunk
+
+    def __iter__(self) -> Iterator[Any]:
+        return _Reader(self.path, self.chunk).records()
+
+
+class _Reader:
+    def __init__(self, path: Path, chunk: int) -> None:
+        self.path = path
+        self.chunk = chunk
+        self.fh = None
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.lines_before = 0  # newlines in the text already dropped from ``buf``
+        self.base = 0  # offset in the file's text of ``buf[0]``
+        self.last_newline = -1  # offset in the file's text of the last dropped newline
+
+    def records(self) -> Iterator[Any]:
+        scan = json.JSONDecoder().raw_decode
+        try:
+            self.fh = self.path.open("rb")
+        except OSError as e:
+            raise InputError(str(self.path), f"cannot open: {e.strerror}") from None
+        with self.fh:
+            if self._next_char() != "[":
+                raise self._error("expected a JSON list")
+            self.pos += 1
+            if self._next_char() == "]":
+                self.pos += 1
+                self._expect_end()
+                return
+            want = self.chunk
+            while True:
+                self._next_char()
+                try:
+                    value, end = scan(self.buf, self.pos)
+                except json.JSONDecodeError as e:
+                    if self.eof:
+                        raise self._error(e.msg, e.pos) from None
+                    self._fill(want)  # the element runs past the buffer: read more, bigger each time
+                    want *= 2
+                    continue
+                except RecursionError:
+                    raise InputError(str(self.path), "JSON nested too deeply", where=self._where(self.pos)) from None
+                if (not self.eof and self.buf[self.pos] not in '{["'
+                        and self.buf[end:end + 1] not in tuple(_WS + ",]")):  # a number may go on
+                    self._fill(want)
+                    continue
+                want = self.chunk
+                self.pos = end
+                yield value
+                sep = self._next_char()
+                if sep == "]":
+                    self.pos += 1
+                    self._expect_end()
+                    return
+                if sep != ",":
+                    raise self._error("expected ',' or ']'" if sep else "unterminated list")
+                self.pos += 1
+
+    def _fill(self, n: int) -> bool:
+        """Append up to ``n`` more bytes' text to the buffer; False at end of file."""
+        if self.eof:
+            return False
+        if self.pos > len(self.buf) // 2:  # drop what is consumed (keeps appends linear)
+            self.lines_before += self.buf.count("\n", 0, self.pos)
+            nl = self.buf.rfind("\n", 0, self.pos)
+            if nl >= 0:
+                self.last_newline = self.base + nl
+            self.base += self.pos
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
+        raw = self.fh.read(n)
+        if b"\x00" in raw[:4096] and not self.buf.strip():
+            raise InputError(str(self.path), "not JSON: binary content")
+        try:
+            self.buf += self.decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError:
+            raise InputError(str(self.path), "not JSON: binary or non-UTF-8 content") from None
+        self.eof = not raw
+        return bool(raw)
+
+    def _next_char(self) -> str:
+        """The next non-blank character (not consumed); '' at end of file."""
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < n:
+                return self.buf[self.pos]
+            if not self._fill(self.chunk):
+                return ""
+
+    def _expect_end(self) -> None:
+        if self._next_char():
+            raise self._error("Extra data")
+
+    def _error(self, msg: str, at: int | None = None) -> InputError:
+        return InputError(str(self.path), f"invalid JSON ({msg})", where=self._where(self.pos if at is None else at))
+
+    def _where(self, at: int) -> str:
+        line = self.lines_before + self.buf.count("\n", 0, at) + 1
+        nl = self.buf.rfind("\n", 0, at)
+        col = at - nl if nl >= 0 else self.base + at - self.last_newline
+        return f"line {line} col {col}"
