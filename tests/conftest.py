@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not SHARED_DATA.is_dir():  # CI lays shared/ beside the clone; sessions have ../shared
-    SHARED_DATA = Path(os.environ.get("EVOHARNESS_SHARED_DATA", "/work/shared/data"))
+# Small samples of the four public trace sets, vendored with their licenses (tests/fixtures/data/README.md).
+TRACE_SAMPLES = Path(__file__).resolve().parent / "fixtures" / "data"
+# The full sets, when a checkout has them beside it (../shared/data) or EVOHARNESS_SHARED_DATA names them.
+FULL_SHARED_DATA = Path(os.environ.get("EVOHARNESS_SHARED_DATA")
+                        or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
 @pytest.fixture(autouse=True)
@@ -47,9 +49,17 @@ def _no_network():
 
 @pytest.fixture
 def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+    """The vendored samples: the layout of ``../shared/data`` with a few whole records per set."""
+    return TRACE_SAMPLES
+
+
+@pytest.fixture
+def full_shared_data() -> Path:
+    """The full public trace sets (figures over all records); skips when the checkout has none beside it."""
+    if not (FULL_SHARED_DATA / "tau_bench_airline_gpt4o").is_dir():
+        pytest.skip(f"needs the full public trace sets at {FULL_SHARED_DATA} (../shared/data or "
+                    "$EVOHARNESS_SHARED_DATA); tests/fixtures/data has only samples")
+    return FULL_SHARED_DATA
 
 
 # ---- a fake OpenAI-compatible upstream for the gateway tests ----------------------------------------

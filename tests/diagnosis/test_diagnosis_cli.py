@@ -11,16 +11,16 @@ def test_diagnose_json_shape_on_tau_bench(shared_data, capsys):
     path = shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
     assert main(["diagnose", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["n"] == 200
-    assert out["composition"]["healthy"] == 0.42
+    assert out["n"] == 12  # the vendored sample: 6 with reward 1, 6 with reward 0
+    assert out["composition"]["healthy"] == 0.5
     assert set(out["composition"]) == {"healthy", "F1", "F2", "F3", "F4"}
     assert set(out["lever"]) >= {"harness", "weights"}
-    assert 0 <= out["delivery_rate"] <= 1 and out["mean_score"] == 0.42
+    assert 0 <= out["delivery_rate"] <= 1 and out["mean_score"] == 0.5
     t = next(t for t in out["trajectories"] if t["failure_class"] != "healthy")
     assert set(t) >= {"id", "task_id", "failure_class", "first_signal", "lever"}
     assert set(t["first_signal"]) == {"id", "step", "evidence"}
     healthy = [t for t in out["trajectories"] if t["failure_class"] == "healthy"]
-    assert len(healthy) == 84 and all(t["first_signal"] is None and t["lever"] == "none" for t in healthy)
+    assert len(healthy) == 6 and all(t["first_signal"] is None and t["lever"] == "none" for t in healthy)
 
 
 def test_diagnose_text_table(shared_data, capsys):
@@ -35,7 +35,7 @@ def test_diagnose_text_table(shared_data, capsys):
 def test_diagnose_says_who_and_when_is_unscored(shared_data, capsys):
     assert main(["diagnose", str(shared_data / "who_and_when")]) == 0
     out = capsys.readouterr().out
-    assert "184 of 184 trajectories are unscored" in out
+    assert "6 of 6 trajectories are unscored" in out
     assert "  0.0%" in out  # healthy share
 
 
@@ -66,7 +66,7 @@ def test_label_and_import_write_files(shared_data, tmp_path, capsys):
     out = tmp_path / "labels.jsonl"
     assert main(["label", str(shared_data / "mini_swe_agent_sample"), "--out", str(out)]) == 0
     rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(rows) == 20 and all("failure_class" in r and "lever" in r for r in rows)
+    assert len(rows) == 4 and all("failure_class" in r and "lever" in r for r in rows)
     canon = tmp_path / "c.jsonl"
     assert main(["import", str(shared_data / "mini_swe_agent_sample"), "--out", str(canon), "--split", "dev"]) == 0
     assert main(["diagnose", str(canon), "--json"]) == 0

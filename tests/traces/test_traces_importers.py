@@ -18,10 +18,10 @@ def test_tau_bench_healthy_share_equals_reward_share(shared_data):
     path = shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
     assert detect_format(path) == "openai"
     trajs = list(load_paths([path]))
-    assert len(trajs) == 200 and len({t.id for t in trajs}) == 200
+    assert len(trajs) == 12 and len({t.id for t in trajs}) == 12
     labels = label_all(trajs)
     comp = Composition.from_labels(labels)
-    assert comp.counts["healthy"] == 84
+    assert comp.counts["healthy"] == sum(t.score == 1 for t in trajs) == 6
     for lab in labels:
         if lab.failure_class != "healthy":
             assert lab.first_signal is not None and lab.first_signal.evidence
@@ -31,12 +31,19 @@ def test_tau_bench_healthy_share_equals_reward_share(shared_data):
     assert t.messages[t.events[0].step]["role"] == "tool"
 
 
+def test_full_sets_import_whole(full_shared_data):
+    tau = list(load_paths([full_shared_data / "tau_bench_airline_gpt4o"]))
+    assert len(tau) == 200 and Composition.from_labels(label_all(tau)).counts["healthy"] == 84
+    assert len(list(load_paths([full_shared_data / "mini_swe_agent_sample"]))) == 20
+    assert len(list(load_paths([full_shared_data / "who_and_when"]))) == 184
+
+
 def test_mini_swe_agent_joined_with_reports(shared_data):
     trajs = list(load_paths([shared_data / "mini_swe_agent_sample"]))
-    assert len(trajs) == 20
-    assert sorted(t.score for t in trajs) == [0.0] * 10 + [1.0] * 10
+    assert len(trajs) == 4
+    assert sorted(t.score for t in trajs) == [0.0] * 2 + [1.0] * 2
     labels = label_all(trajs)
-    assert sum(lab.failure_class == "healthy" for lab in labels) == 10
+    assert sum(lab.failure_class == "healthy" for lab in labels) == 2
     for lab in labels:
         if lab.failure_class != "healthy":
             assert lab.first_signal.evidence and lab.first_signal.step >= 0
@@ -57,7 +64,7 @@ def test_mini_swe_without_report_is_unscored(shared_data, tmp_path):
 
 def test_who_and_when_is_failure_only_not_healthy(shared_data):
     trajs = list(load_paths([shared_data / "who_and_when"]))
-    assert len(trajs) == 184
+    assert len(trajs) == 6
     assert all(t.score is None and t.meta["failure_only"] for t in trajs)
     labels = label_all(trajs)
     assert not any(lab.failure_class == "healthy" for lab in labels)
@@ -67,13 +74,13 @@ def test_who_and_when_is_failure_only_not_healthy(shared_data):
 def test_canonical_roundtrip_and_store(shared_data, tmp_path):
     trajs = list(load_paths([shared_data / "mini_swe_agent_sample"]))
     out = tmp_path / "c.jsonl"
-    assert write_trajectories(out, trajs) == 20
+    assert write_trajectories(out, trajs) == 4
     assert detect_format(out) == "canonical"
     back = list(load_paths([out]))
     assert [t.model_dump() for t in back] == [t.model_dump() for t in trajs]
     store = TrajectoryStore(tmp_path / "s.jsonl")
-    assert store.add(trajs) == 20 and store.add(trajs[:5]) == 0
-    assert len(list(store)) == 20 and trajs[0].id in store
+    assert store.add(trajs) == 4 and store.add(trajs[:3]) == 0
+    assert len(list(store)) == 4 and trajs[0].id in store
 
 
 def test_torn_last_line_is_reported_or_skipped(tmp_path, shared_data):
