@@ -101,3 +101,80 @@ def test_atif_bad_step_and_bad_harbor_result(tmp_path):
     (tmp_path / "m.json").write_text(json.dumps(data))
     with pytest.raises(InputError, match="step 1: 'source'"):
         list(load_paths([tmp_path / "m.json"]))
+
+
+def test_otlp_genai_file_exporter_lines_two_traces_two_trajectories():
+    path = FIXTURES / "otlp" / "genai.jsonl"
+    assert detect_format(path) == "otlp"
+    ok, failed = load_paths([path])
+    assert ok.meta["dialect"] == "gen_ai" and ok.id.startswith("otlp:") and failed.id != ok.id
+    assert [m["role"] for m in ok.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert ok.messages[2]["name"] == "weather-bot"
+    assert ok.messages[2]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    assert ok.messages[3] == {"role": "tool", "tool_call_id": "call_Paris", "content": "Paris: 18C, light rain"}
+    assert ok.final_answer == "In Paris: 18C with light rain." and ok.termination == "delivered"
+    assert (ok.usage.prompt_tokens, ok.usage.completion_tokens, ok.usage.steps) == (291, 30, 2)
+    assert ok.model == "gpt-4o-mini" and ok.score is None
+    # the second conversation: the tool failed (503), then the model call failed; the agent span failed
+    assert failed.termination == "error" and failed.final_answer is None
+    assert {e.type for e in failed.events} == {"tool_infra_error", "model_error", "harness_error"}
+    _tool_answers_call(ok)
+    _tool_answers_call(failed)
+
+
+def test_otlp_openinference_from_a_langgraph_agent():
+    trajs = list(load_paths([FIXTURES / "otlp" / "openinference.jsonl"]))
+    assert len(trajs) == 2 and all(t.meta["dialect"] == "openinference" for t in trajs)
+    good, bad = trajs
+    assert [m["role"] for m in good.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert good.messages[3]["content"] == "order 42: shipped on 2026-01-03"
+    assert good.final_answer == "Your order 42 shipped on 2026-01-03."
+    assert (good.usage.prompt_tokens, good.usage.completion_tokens) == (190, 28)
+    assert [(e.type, e.step) for e in bad.events] == [("tool_error", 3)]
+    _tool_answers_call(good)
+
+
+def test_langsmith_runs_feedback_is_the_score():
+    path = FIXTURES / "langsmith" / "runs.json"
+    assert detect_format(path) == "langsmith"
+    good, bad = load_paths([path])
+    assert (good.score, bad.score) == (1.0, 0.0)
+    assert [m["role"] for m in good.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert good.messages[2]["name"] == "order-bot" and good.messages[3]["tool_call_id"] == "call_a1"
+    assert good.final_answer == "Your order 42 shipped on 2026-01-03." and good.usage.prompt_tokens == 190
+    assert [(e.type, e.step) for e in bad.events] == [("tool_error", 3)]
+    labels = label_all([good, bad])
+    assert [lab.failure_class == "healthy" for lab in labels] == [True, False]
+
+
+def test_langsmith_nested_tree_separate_feedback_and_jsonl(tmp_path):
+    runs = json.loads((FIXTURES / "langsmith" / "runs.json").read_text())
+    (tmp_path / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in runs))
+    assert [t.score for t in load_paths([tmp_path / "runs.jsonl"])] == [1.0, 0.0]
+    by_id = {r["id"]: {**r, "child_runs": []} for r in runs}
+    roots = []
+    for r in by_id.values():
+        (by_id[r["parent_run_id"]]["child_runs"] if r["parent_run_id"] else roots).append(r)
+    for r in roots:
+        r["feedback_stats"] = None
+    f = tmp_path / "tree.json"
+    f.write_text(json.dumps({"runs": roots, "feedback": [{"run_id": roots[0]["id"], "key": "ok", "score": 0.5}]}))
+    a, b = load_paths([f])
+    assert (a.score, b.score) == (0.5, None) and a.final_answer == "Your order 42 shipped on 2026-01-03."
+
+
+def test_otlp_and_langsmith_bad_input_one_error_line(tmp_path, capsys):
+    bad = tmp_path / "spans.jsonl"
+    lines = (FIXTURES / "otlp" / "genai.jsonl").read_text().splitlines()
+    bad.write_text("\n".join([lines[0], lines[1][:50], *lines[2:]]))
+    assert main(["import", str(bad), "-o", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and f"{bad}:line 2" in err[0]
+    runs = json.loads((FIXTURES / "langsmith" / "runs.json").read_text())
+    runs[3] = {"what": "not a run"}
+    (tmp_path / "runs.json").write_text(json.dumps(runs))
+    assert main(["import", str(tmp_path / "runs.json"), "-o", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "record 3" in err[0]
+    assert main(["import", str(tmp_path / "runs.json"), "-o", str(tmp_path / "o.jsonl"), "--skip-invalid"]) == 0
+    assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 2

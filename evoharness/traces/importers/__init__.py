@@ -13,6 +13,10 @@ Formats (auto-detected per file; ``fmt`` overrides):
 - ``atif``: ATIF trajectories (``schema_version`` "ATIF-v1.x": Harbor / terminal-bench, NeMo Agent
   Toolkit), joined with Harbor's ``<trial>/result.json`` reward.
 - ``tau2``: tau2-bench ``results.json`` (one trajectory per simulation, scored by its reward).
+- ``otlp``: OTLP JSON traces (OTLP/HTTP JSON, or the file exporters' JSON lines) in the OpenTelemetry
+  GenAI or the OpenInference dialect: one trajectory per trace.
+- ``langsmith``: LangSmith runs (``list_runs`` records or a run tree): one trajectory per trace,
+  feedback as score.
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
 
@@ -30,7 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
-from evoharness.traces.importers import agentrx, atif, canonical, mini_swe, openai_records, tau2_results, who_when
+from evoharness.traces.importers import (
+    agentrx,
+    atif,
+    canonical,
+    langsmith,
+    mini_swe,
+    openai_records,
+    otlp,
+    tau2_results,
+    who_when,
+)
 from evoharness.traces.importers.jsonstream import ArrayRecords, starts_with_list
 from evoharness.traces.models import Trajectory
 
@@ -42,6 +56,8 @@ FORMATS: dict[str, Any] = {
     "agentrx": agentrx,
     "atif": atif,
     "tau2": tau2_results,
+    "otlp": otlp,
+    "langsmith": langsmith,
 }
 
 FORMAT_NAMES = tuple(FORMATS)
@@ -114,7 +130,7 @@ def detect_format(path: Path, data: Any = None) -> str:
     if path.suffix == ".jsonl":
         first = _first_jsonl_record(path)
         name = _detect_record(first)
-        if name in ("canonical", "openai"):
+        if name in ("canonical", "openai", "otlp", "langsmith"):
             return name
         raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
                          where="line 1")
@@ -129,7 +145,7 @@ def detect_format(path: Path, data: Any = None) -> str:
         if agentrx.is_message_list(data):
             return "agentrx"
         name = _detect_record(data[0])
-        if name in ("canonical", "openai"):
+        if name in ("canonical", "openai", "langsmith"):
             return name
         raise InputError(str(path), f"unrecognised record (formats: {', '.join(FORMAT_NAMES)})",
                          where="record 0")
@@ -147,6 +163,10 @@ def _detect_record(rec: Any) -> str | None:
         return "atif"
     if tau2_results.matches(rec):
         return "tau2"
+    if otlp.matches(rec):
+        return "otlp"
+    if langsmith.matches(rec):
+        return "langsmith"
     if "history" in keys and ("question" in keys or "mistake_agent" in keys):
         return "who-and-when"
     if "messages" in keys and isinstance(rec.get("info"), dict) and (
