@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from evoharness import config_keys
 from evoharness.agent.config import AgentConfig
@@ -27,6 +27,25 @@ from evoharness.service.config import ServiceConfig
 from evoharness.verification.config import VerificationConfig
 
 ENV_PREFIX = "EVOHARNESS_"
+
+# Keys that were removed or moved: old dotted key -> its replacement. Setting one is an error that
+# names the replacement (in a file, an env variable or --set). Data, so the unknown-key check can
+# read it too.
+REMOVED_KEYS: dict[str, str] = {
+    "run.ceiling_process_share": "diagnosis.ceiling_process_share (one ceiling, shared by `diagnose` and runs)",
+}
+
+
+def check_removed_keys(tree: dict[str, Any], source: str = "settings") -> None:
+    """Raise `InputError` naming the replacement when ``tree`` sets a key of `REMOVED_KEYS`."""
+    for dotted, instead in REMOVED_KEYS.items():
+        node: Any = tree
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            raise InputError(source, f"{dotted} was removed: use {instead}")
 
 
 class Settings(BaseModel):
@@ -47,6 +66,13 @@ class Settings(BaseModel):
     datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_removed_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_removed_keys(data)
+        return data
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:

@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from evoharness.diagnosis.models import CONTENT_CLASSES, FailureClass, Label, Lever
+from evoharness.diagnosis.models import FailureClass, Label, Lever
 from evoharness.errors import InfraError, InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
@@ -88,7 +88,7 @@ class TrainingQueue:
         """Store one content failure; returns False when the trajectory was already queued."""
         if label.trajectory_id != traj.id:
             raise InputError("queue", f"label is for {label.trajectory_id!r}, trajectory is {traj.id!r}")
-        if label.failure_class not in CONTENT_CLASSES and label.lever != Lever.weights:
+        if label.lever != Lever.weights:  # the labeller's Router (`diagnosis.routing`) decided the lever
             raise InputError(
                 "queue", f"{traj.id}: class {label.failure_class.value} goes to lever "
                 f"{label.lever.value}, not weights; only content failures are queued")

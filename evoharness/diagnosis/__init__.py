@@ -1,12 +1,5 @@
 """Signal detectors, the first-signal labeller, composition, lever routing, ceiling."""
 
-from evoharness.diagnosis.models import (
-    CONTENT_CLASSES,
-    PROCESS_CLASSES,
-    FailureClass,
-    Label,
-    Lever,
-    Signal,
-)
+from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
 
-__all__ = ["CONTENT_CLASSES", "PROCESS_CLASSES", "FailureClass", "Label", "Lever", "Signal"]
+__all__ = ["FailureClass", "Label", "Lever", "Signal"]

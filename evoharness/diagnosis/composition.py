@@ -39,14 +39,6 @@ class Composition(BaseModel):
             tally.add(lab)
         return tally.composition(top)
 
-    @property
-    def process_share(self) -> float:
-        return self.shares["F2"] + self.shares["F3"]
-
-    @property
-    def content_share(self) -> float:
-        return self.shares["F1"] + self.shares["F4"]
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,

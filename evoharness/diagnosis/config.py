@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from evoharness.diagnosis.routing import DEFAULT_CEILING, DEFAULT_ROUTING, check_routing
 
 
 class DiagnosisConfig(BaseModel):
@@ -35,12 +37,17 @@ class DiagnosisConfig(BaseModel):
         "answer appear in no tool result, not in the task and not in any user message.",
     )
     routing: dict[str, str] = Field(
-        default_factory=lambda: {"healthy": "none", "F1": "weights", "F2": "harness",
-                                 "F3": "harness", "F4": "weights"},
-        description="Lever per failure class (harness | weights | none).",
+        default_factory=lambda: dict(DEFAULT_ROUTING),
+        description="Lever per failure class (harness | weights | none); a partial table overrides the "
+        "defaults (healthy: none, F1: weights, F2: harness, F3: harness, F4: weights) class by class.",
     )
     ceiling_process_share: float = Field(
-        0.10, ge=0.0, le=1.0,
-        description="When the harness-lever (process) share of all trajectories falls below this, "
-        "the ceiling verdict recommends weight training.",
+        DEFAULT_CEILING, ge=0.0, le=1.0,
+        description="The ceiling: when the harness-lever (process) share of all trajectories falls below "
+        "this, `diagnose` recommends weight training and a run's anchor ends the run.",
     )
+
+    @field_validator("routing")
+    @classmethod
+    def _routing(cls, v: dict[str, str]) -> dict[str, str]:
+        return check_routing(v)

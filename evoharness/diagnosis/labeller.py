@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, default_catalogue
-from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
+from evoharness.diagnosis.models import FailureClass, Label, Signal
+from evoharness.diagnosis.routing import Router
 from evoharness.traces.models import Trajectory
 
 _TIE_ORDER = {FailureClass.F2: 0, FailureClass.F3: 1, FailureClass.F1: 2, FailureClass.F4: 3}
@@ -31,6 +32,7 @@ class Labeller:
     def __init__(self, cfg: DiagnosisConfig | None = None, detectors: Sequence[Detector] | None = None) -> None:
         self.cfg = cfg or DiagnosisConfig()
         self.detectors = list(detectors) if detectors is not None else default_catalogue()
+        self.router = Router.from_config(self.cfg)
 
     def signals(self, traj: Trajectory) -> list[Signal]:
         view = TraceView.of(traj)
@@ -66,7 +68,7 @@ class Labeller:
             failure_class=cls,
             first_signal=first,
             signals=signals,
-            lever=Lever(self.cfg.routing.get(cls.value, "none")),
+            lever=self.router.lever(cls),
             scored=traj.score is not None,
             score=traj.score,
             delivered=traj.delivered,

@@ -21,10 +21,6 @@ class Lever(StrEnum):
     none = "none"
 
 
-PROCESS_CLASSES = frozenset({FailureClass.F2, FailureClass.F3})
-CONTENT_CLASSES = frozenset({FailureClass.F1, FailureClass.F4})
-
-
 class Signal(BaseModel):
     """One failure signal that fired at one step, with the quoted text behind it."""
 

@@ -21,9 +21,8 @@ class RunConfig(BaseModel):
     budget: float = Field(2000, gt=0, description="Budget ledger units for the whole run (1 unit per rollout).")
     max_candidates: int = Field(2, ge=1, description="Candidates per round (the roles propose up to this many).")
     patience: int = Field(2, ge=1, description="Ceiling: end after this many rounds in a row with nothing "
-                          "accepted, recommending weight training.")
-    ceiling_process_share: float = Field(0.05, ge=0, le=1, description="Ceiling: end when the process-failure "
-                                         "share of the anchor falls below this.")
+                          "accepted, recommending weight training. (The other ceiling, the process-failure share "
+                          "of the anchor, is `diagnosis.ceiling_process_share`.)")
     review: bool = Field(False, description="Interrupt before each merge for `evoharness approve|reject`.")
     checkpointer: str = Field("sqlite", description="'sqlite' (file under the run dir), 'memory', or a "
                               "postgresql:// URL.")

@@ -15,7 +15,8 @@ import structlog
 from evoharness.config import Settings
 from evoharness.diagnosis.composition import Composition
 from evoharness.diagnosis.labeller import Labeller
-from evoharness.diagnosis.models import CONTENT_CLASSES, Label
+from evoharness.diagnosis.models import Label, Lever
+from evoharness.diagnosis.routing import Router
 from evoharness.errors import EditRejected, EvoharnessError, InputError, MergeRefused
 from evoharness.graph.progress import Progress
 from evoharness.harness_repo.models import Candidate, Verdict
@@ -44,6 +45,7 @@ class Services:
             source.progress = progress
         self.store = source.store if source is not None else TrajectoryStore(run_dir / "trajectories.jsonl")
         self.labeller = Labeller(settings.diagnosis)
+        self.router = Router.from_config(settings.diagnosis)
         self._cache: dict[str, Trajectory] | None = None
         self.role_failures: list[dict[str, str]] = []
         self._labels: dict[str, Label] = {}
@@ -136,7 +138,7 @@ class Services:
         out = []
         trajs = self.load(ids)
         for t, lab in zip(trajs, self.labels(trajs), strict=True):
-            if lab.failure_class in CONTENT_CLASSES:
+            if lab.lever == Lever.weights:
                 self.queue.enqueue(t, lab, run_id=run_id, round=round)
                 out.append(t.id)
         return out
@@ -175,7 +177,7 @@ class Services:
     def analyse(self, ids: list[str], feedback: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Patterns of the process failures in the anchor (``ids``) and in the run's evidence."""
         trajs, labels = self.analysed(ids)
-        process = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if lab.lever.value == "harness"]
+        process = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if lab.lever == Lever.harness]
         if not process:
             return []
         try:
@@ -381,18 +383,14 @@ class Services:
         ledger = self.ledger(state)
         comp = state.get("composition") or (state.get("anchor") or {}).get("composition") or {}
         shares = comp.get("composition", {})
-        process = shares.get("F2", 0.0) + shares.get("F3", 0.0)
-        content = shares.get("F1", 0.0) + shares.get("F4", 0.0)
-        weights = (f"recommend weight training: {100 * content:.0f}% content failures (F1/F4) are queued "
-                   f"for export (`evoharness dataset export`)")
         if state.get("round", 1) > self.run.max_rounds:
             return {"reason": f"round limit ({self.run.max_rounds}) reached", "recommendation": None}
-        if shares and process < self.run.ceiling_process_share:
-            return {"reason": f"ceiling: process-failure share {100 * process:.1f}% is below "
-                              f"{100 * self.run.ceiling_process_share:.0f}%", "recommendation": weights}
+        ceiling = self.router.stop_reason(shares)
+        if ceiling is not None:
+            return {"reason": ceiling[0], "recommendation": ceiling[1]}
         if state.get("no_accept_streak", 0) >= self.run.patience:
             return {"reason": f"ceiling: {state['no_accept_streak']} rounds in a row with nothing accepted",
-                    "recommendation": weights}
+                    "recommendation": self.router.weights_advice(shares)}
         if ledger.left < self.round_cost() + self.reserve_for_finish():
             return {"reason": f"budget: {ledger.left:g} units left, a round needs {self.round_cost():g}",
                     "recommendation": None}

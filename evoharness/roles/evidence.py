@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from evoharness.diagnosis.models import PROCESS_CLASSES, Label
+from evoharness.diagnosis.models import Label, Lever
 from evoharness.roles.models import Evidence
 from evoharness.traces.models import Trajectory
 
@@ -13,11 +13,11 @@ Pair = tuple[Trajectory, Label]
 
 
 def process_pairs(trajectories: list[Trajectory], labels: list[Label]) -> list[Pair]:
-    """(trajectory, label) for every F2/F3 label with a first signal, matched by trajectory id."""
+    """(trajectory, label) for every harness-lever (process) label with a first signal, matched by trajectory id."""
     by_id = {t.id: t for t in trajectories}
     out = []
     for lab in labels:
-        if lab.failure_class in PROCESS_CLASSES and lab.first_signal and lab.trajectory_id in by_id:
+        if lab.lever == Lever.harness and lab.first_signal and lab.trajectory_id in by_id:
             out.append((by_id[lab.trajectory_id], lab))
     return out
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoharness.diagnosis.models import PROCESS_CLASSES, Label
+from evoharness.diagnosis.models import Label, Lever
 from evoharness.harness_repo.models import Edit
 from evoharness.logging import get_logger
 from evoharness.roles.config import RolesConfig
@@ -86,7 +86,7 @@ class PlaybookCritic:
                  if e.trajectory_id not in by_id or not shows_signal(by_id[e.trajectory_id], pattern.signal)]
         if wrong:
             problems.append(f"evidence does not show {pattern.signal}: {', '.join(wrong[:3])}")
-        firing = [lab for lab in labels if lab.failure_class in PROCESS_CLASSES and lab.first_signal
+        firing = [lab for lab in labels if lab.lever == Lever.harness and lab.first_signal
                   and lab.first_signal.id == pattern.signal]
         if len(firing) < self.cfg.min_support:
             problems.append(f"support {len(firing)} < {self.cfg.min_support} trajectories")

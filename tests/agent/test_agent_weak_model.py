@@ -11,7 +11,7 @@ import pytest
 
 from evoharness.agent.runner import run_rollout
 from evoharness.diagnosis.labeller import label_all
-from evoharness.diagnosis.models import PROCESS_CLASSES
+from evoharness.diagnosis.models import Lever
 from evoharness.envs import get_environment
 from tests.agent.conftest import FIXED_POLICIES, FORMAT_LESSON
 
@@ -51,7 +51,7 @@ def rollouts(h: Path, env: str, tasks: list[str], model: str = "scripted:weak", 
 
 def process_share(trajs) -> float:
     labels = label_all(trajs, None)
-    return sum(lab.failure_class in PROCESS_CLASSES for lab in labels) / len(labels)
+    return sum(lab.lever == Lever.harness for lab in labels) / len(labels)
 
 
 def events(trajs) -> Counter:

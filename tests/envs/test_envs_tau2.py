@@ -13,7 +13,7 @@ import pytest
 from evoharness.agent.runner import run_rollout
 from evoharness.agent.scripted import ScriptedModel
 from evoharness.diagnosis.labeller import label_all
-from evoharness.diagnosis.models import PROCESS_CLASSES
+from evoharness.diagnosis.models import Lever
 from evoharness.envs import get_environment
 from evoharness.envs.base import ToolError
 from evoharness.envs.tau2_user import STOP, ChatModelUser, ScriptedUser
@@ -93,7 +93,7 @@ def test_weak_model_fails_and_the_labeller_sorts_the_failures(tmp_path: Path, re
     assert {"healthy", "F2", "F3"} <= classes, classes
     for t, lab in zip(trajs, labels, strict=True):
         assert (lab.failure_class == "healthy") == (t.score == 1.0)
-        if lab.failure_class in PROCESS_CLASSES:
+        if lab.lever == Lever.harness:
             assert t.score == 0.0 and lab.first_signal is not None
     assert any(e.type == "invalid_arguments" for t in trajs for e in t.events)  # tau2 tools reject bad names
 
