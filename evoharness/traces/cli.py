@@ -35,5 +35,30 @@ def import_traces(
     typer.echo(f"wrote {n} trajectories to {out}")
 
 
+def export_otel(
+    source: Annotated[Path, typer.Argument(help="a run directory (its trajectories.jsonl and summary.json) or "
+                                                "a trajectories JSONL / any importable trace file",
+                                           show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="OTLP/JSON lines file to write")] = None,
+    endpoint: Annotated[str | None, typer.Option(help="OTLP/HTTP receiver, e.g. http://127.0.0.1:6006 "
+                                                      "(Phoenix) or http://127.0.0.1:4318 (a Collector)")] = None,
+    service_name: Annotated[str, typer.Option(help="the OTLP resource's service.name")] = "evoharness",
+) -> None:
+    """Export rollouts as OpenTelemetry GenAI spans (one trace per trajectory) to a file or an OTLP endpoint."""
+    from evoharness.traces.otel_export import export
+
+    if (out is None) == (endpoint is None):
+        raise InputError("export-otel", "give exactly one of --out FILE or --endpoint URL")
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise InputError("--endpoint", f"{endpoint!r} is not an http(s) URL")
+    run_dir = source if source.is_dir() else None
+    if run_dir is not None and not (run_dir / "trajectories.jsonl").is_file():
+        raise InputError(str(source), "not a run directory (no trajectories.jsonl)")
+    path = run_dir / "trajectories.jsonl" if run_dir is not None else source
+    n = export(load_paths([path]), out=out, endpoint=endpoint, run_dir=run_dir, service_name=service_name)
+    typer.echo(f"exported {n} trajectories as {n} traces to {out or endpoint}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("import")(import_traces)
+    app.command("export-otel")(export_otel)

@@ -1,0 +1,220 @@
+"""Our trajectories as OpenTelemetry GenAI spans (``evoharness export-otel``).
+
+One trace per trajectory:
+
+- root ``invoke_agent <agent>`` span: ``gen_ai.operation.name=invoke_agent``, ``gen_ai.agent.name``,
+  ``gen_ai.request.model``, the token usage, and the evoharness view of the rollout as ``evoharness.*``
+  attributes: ``trajectory_id``, ``task_id``, ``split``, ``rollout``, ``harness_commit``, ``score``,
+  ``termination``, ``final_answer``, ``failure_class``, ``first_signal``, ``first_signal_step``,
+  ``first_signal_evidence``, ``lever`` (the rule labeller's verdict on the trajectory) and, from a run
+  directory's ``summary.json``, ``verdict`` (merged | rejected) and ``candidate`` for rollouts of a
+  candidate commit. Status ERROR when the rollout ended in error.
+- one ``chat <model>`` span per assistant turn (``gen_ai.input.messages`` = the conversation before it,
+  ``gen_ai.output.messages`` = the turn, ``gen_ai.system_instructions``), in the GenAI JSON message-part
+  form;
+- one ``execute_tool <name>`` span per tool call (``gen_ai.tool.name``, ``gen_ai.tool.call.id`` /
+  ``arguments`` / ``result``), status ERROR when a harness event marked its result as an error;
+- harness events (``blocked_call``, ``tool_error``, ...) as span events ``evoharness.event`` on the span of
+  their step.
+
+Span times are laid out from the trajectory's wall time (spread evenly over the messages). The file
+form is OTLP/JSON lines (OpenTelemetry's JSON encoder, one export request per trajectory); the endpoint
+form is OTLP/HTTP protobuf to ``URL`` (``.../v1/traces`` appended when missing). ``evoharness import``
+reads either file back (the ``otlp`` importer restores the ``evoharness.*`` fields).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+from evoharness.traces.models import Trajectory
+
+ERROR_EVENTS = {"tool_error", "tool_infra_error", "unknown_tool", "invalid_arguments", "blocked_call"}
+
+
+def _parts(m: dict[str, Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    content = m.get("content")
+    if isinstance(content, str) and content:
+        parts.append({"type": "text", "content": content})
+    for c in m.get("tool_calls") or []:
+        fn = c.get("function") or {}
+        args = fn.get("arguments")
+        try:
+            args = json.loads(args) if isinstance(args, str) else args
+        except json.JSONDecodeError:
+            pass
+        parts.append({"type": "tool_call", "id": c.get("id"), "name": fn.get("name"), "arguments": args})
+    return parts
+
+
+def genai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": m.get("tool_call_id"),
+                                                   "response": m.get("content")}]})
+        elif m["role"] != "system":
+            msg = {"role": m["role"], "parts": _parts(m)}
+            if m.get("name"):
+                msg["name"] = m["name"]
+            out.append(msg)
+    return out
+
+
+def _verdicts(run_dir: Path | None) -> dict[str, dict[str, str]]:
+    """harness commit -> {verdict, candidate, reason} from a run's summary.json."""
+    if run_dir is None or not (run_dir / "summary.json").is_file():
+        return {}
+    try:
+        s = json.loads((run_dir / "summary.json").read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise InputError(str(run_dir / "summary.json"), f"unreadable run summary: {e}") from None
+    out = {}
+    for verdict, key in (("merged", "merged"), ("rejected", "rejected")):
+        for c in s.get(key) or []:
+            if isinstance(c, dict) and c.get("commit"):
+                out[str(c["commit"])] = {"verdict": verdict, "candidate": str(c.get("branch", "")),
+                                         "reason": str(c.get("reason", ""))}
+    return out
+
+
+def build_spans(trajectories: Iterable[Trajectory], provider: Any, run_dir: Path | None = None) -> int:
+    """Record each trajectory as one trace on ``provider``; returns the number of trajectories."""
+    from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
+
+    from evoharness.diagnosis.labeller import label_trajectory as label
+
+    tracer = provider.get_tracer("evoharness.export_otel")
+    verdicts = _verdicts(run_dir)
+    n = 0
+    clock = time.time_ns()
+    for t in trajectories:
+        n += 1
+        lab = label(t)
+        agent = next((m.get("name") for m in t.messages if m["role"] == "assistant" and m.get("name")), "agent")
+        steps = max(len(t.messages), 1)
+        tick = max(int(t.usage.wall_seconds * 1e9 / steps), 1_000_000)
+        start = clock
+        clock += tick * (steps + 2)
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+            "gen_ai.usage.input_tokens": t.usage.prompt_tokens, "gen_ai.usage.output_tokens": t.usage.completion_tokens,
+            "evoharness.trajectory_id": t.id, "evoharness.task_id": t.task_id, "evoharness.split": t.split.value,
+            "evoharness.rollout": t.rollout, "evoharness.termination": t.termination.value,
+            "evoharness.failure_class": str(lab.failure_class), "evoharness.lever": str(lab.lever),
+            "evoharness.steps": t.usage.steps,
+        }
+        optional = {"gen_ai.request.model": t.model, "evoharness.harness_commit": t.harness_commit,
+                    "evoharness.score": t.score, "evoharness.final_answer": t.final_answer}
+        if lab.first_signal is not None:
+            optional.update({"evoharness.first_signal": lab.first_signal.id,
+                             "evoharness.first_signal_step": lab.first_signal.step,
+                             "evoharness.first_signal_evidence": lab.first_signal.evidence[:1000]})
+        v = verdicts.get(t.harness_commit or "")
+        if v:
+            optional.update({f"evoharness.{k}": val for k, val in v.items() if val})
+        attrs.update({k: val for k, val in optional.items() if val is not None})
+        root = tracer.start_span(f"invoke_agent {agent}", kind=SpanKind.INTERNAL, attributes=attrs, start_time=start)
+        ctx = set_span_in_context(root)
+        system = next((m.get("content") for m in t.messages if m["role"] == "system"), None)
+        events_at: dict[int, list] = {}
+        for e in t.events:
+            events_at.setdefault(e.step, []).append(e)
+        for i, m in enumerate(t.messages):
+            at = start + tick * (i + 1)
+            if m["role"] == "assistant":
+                chat = {"gen_ai.operation.name": "chat",
+                        "gen_ai.input.messages": json.dumps(genai_messages(t.messages[:i])),
+                        "gen_ai.output.messages": json.dumps(genai_messages([m]))}
+                if t.model:
+                    chat["gen_ai.request.model"] = t.model
+                if system:
+                    chat["gen_ai.system_instructions"] = json.dumps([{"type": "text", "content": system}])
+                span = tracer.start_span(f"chat {t.model or 'model'}", context=ctx, kind=SpanKind.CLIENT,
+                                         start_time=at, attributes=chat)
+                _events(span, events_at.pop(i, []), at)
+                span.end(at + tick // 2)
+                for c in m.get("tool_calls") or []:
+                    _tool_span(tracer, ctx, t, c, at + tick // 2, tick, events_at)
+            elif i in events_at and m["role"] != "tool":
+                _events(root, events_at.pop(i), at)
+        for evs in events_at.values():
+            _events(root, evs, start + tick * steps)
+        if t.termination.value == "error":
+            root.set_status(Status(StatusCode.ERROR, next((e.detail for e in t.events if e.detail), "error")[:500]))
+        root.end(start + tick * (steps + 1))
+    return n
+
+
+def _tool_span(tracer: Any, ctx: Any, t: Trajectory, call: dict[str, Any], at: int, tick: int,
+               events_at: dict[int, list]) -> None:
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    fn = call.get("function") or {}
+    step = next((k for k, m in enumerate(t.messages)
+                 if m["role"] == "tool" and m.get("tool_call_id") == call.get("id")), None)
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": str(fn.get("name") or ""),
+             "gen_ai.tool.call.id": str(call.get("id") or ""),
+             "gen_ai.tool.call.arguments": str(fn.get("arguments") or "")}
+    if step is not None:
+        attrs["gen_ai.tool.call.result"] = str(t.messages[step].get("content") or "")
+    span = tracer.start_span(f"execute_tool {fn.get('name')}", context=ctx, kind=SpanKind.INTERNAL, start_time=at,
+                             attributes=attrs)
+    evs = events_at.pop(step, []) if step is not None else []
+    _events(span, evs, at)
+    bad = next((e for e in evs if e.type in ERROR_EVENTS), None)
+    if bad is not None:
+        span.set_status(Status(StatusCode.ERROR, (bad.detail or bad.type)[:500]))
+    span.end(at + max(tick // 4, 1))
+
+
+def _events(span: Any, events: list, at: int) -> None:
+    for e in events:
+        span.add_event("evoharness.event", {"evoharness.event.type": e.type, "evoharness.event.step": e.step,
+                                            "evoharness.event.detail": e.detail[:1000]}, timestamp=at)
+
+
+def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpoint: str | None = None,
+           run_dir: Path | None = None, service_name: str = "evoharness") -> int:
+    """Write (``out``) or send (``endpoint``) the trajectories as OTLP traces; returns how many."""
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError as e:
+        raise InputError("export-otel", f"needs the OpenTelemetry SDK: pip install 'evoharness[otel]' ({e})") from None
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    n = build_spans(trajectories, provider, run_dir)
+    provider.shutdown()
+    spans = memory.get_finished_spans()
+    by_trace: dict[int, list] = {}
+    for s in spans:
+        by_trace.setdefault(s.context.trace_id, []).append(s)
+    if out is not None:
+        from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w") as fh:
+            for group in by_trace.values():
+                fh.write(json.dumps(encode_spans(group).to_dict(), separators=(",", ":")) + "\n")
+    if endpoint is not None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        url = endpoint.rstrip("/")
+        url = url if url.endswith("/v1/traces") else url + "/v1/traces"
+        sender = OTLPSpanExporter(endpoint=url, timeout=30)
+        for group in by_trace.values():
+            if sender.export(group) != SpanExportResult.SUCCESS:
+                raise InputError("--endpoint", f"the OTLP receiver at {url} refused or did not answer the spans")
+        sender.shutdown()
+    return n

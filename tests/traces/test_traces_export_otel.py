@@ -1,0 +1,73 @@
+"""`evoharness export-otel`: our rollouts as OTLP GenAI spans, read back by the OTLP importer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evoharness.cli import main
+from evoharness.traces.builder import TraceBuilder
+from evoharness.traces.importers import load_paths
+from evoharness.traces.store import write_trajectories
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+
+
+def _shape(t):
+    return [(m["role"], m.get("content") or None, m.get("tool_call_id"),
+             [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+              for c in m.get("tool_calls") or []])
+            for m in t.messages]
+
+
+def test_round_trip_through_otlp_json_keeps_conversation_and_outcome(tmp_path, capsys):
+    src = list(load_paths([FIXTURES / "tau2" / "results.json"]))
+    broken = (TraceBuilder("t-err").system("be careful").user("delete file x")
+              .call("rm", {"path": "x"}, "Error: permission denied").event("tool_error", "permission denied")
+              .end("error").build(score=0.0, harness_commit="abc123", split="dev", rollout=2))
+    src.append(broken)
+    jsonl = tmp_path / "trajectories.jsonl"
+    write_trajectories(jsonl, src)
+    out = tmp_path / "spans.jsonl"
+    assert main(["export-otel", str(jsonl), "--out", str(out)]) == 0
+    assert "exported 4 trajectories as 4 traces" in capsys.readouterr().out
+    lines = out.read_text().splitlines()
+    assert len(lines) == 4
+    spans = [s for line in lines for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"]
+             for s in ss["spans"]]
+    n_assistant = sum(m["role"] == "assistant" for t in src for m in t.messages)
+    n_calls = sum(len(m.get("tool_calls") or []) for t in src for m in t.messages)
+    assert len(spans) == len(src) + n_assistant + n_calls
+    assert len({s["traceId"] for s in spans}) == 4
+    back = list(load_paths([out]))
+    assert [t.id for t in back] == [t.id for t in src]
+    for a, b in zip(src, back, strict=True):
+        assert (b.task_id, b.score, b.termination, b.final_answer, b.rollout, b.split, b.harness_commit) == (
+            a.task_id, a.score, a.termination, a.final_answer, a.rollout, a.split, a.harness_commit)
+        assert _shape(b) == _shape(a)
+    root = next(s for s in spans if s["name"].startswith("invoke_agent") and any(
+        a["key"] == "evoharness.trajectory_id" and a["value"]["stringValue"] == "t-err#0" for a in s["attributes"]))
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in root["attributes"]}
+    assert attrs["evoharness.failure_class"] != "healthy" and attrs["evoharness.first_signal"]
+    assert attrs["evoharness.harness_commit"] == "abc123" and root["status"]["code"] == 2
+    tool = next(s for s in spans if s["name"] == "execute_tool rm")
+    assert tool["status"]["code"] == 2 and back[-1].events[0].type == "tool_error"
+
+
+def test_run_dir_verdicts_and_bad_usage(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    t = TraceBuilder("t1").user("hi").deliver("hello").build(score=1.0, harness_commit="c0ffee")
+    write_trajectories(run / "trajectories.jsonl", [t])
+    (run / "summary.json").write_text(json.dumps({"merged": [], "rejected": [
+        {"branch": "candidate/r1-x", "commit": "c0ffee", "reason": "no gain"}]}))
+    out = tmp_path / "o.jsonl"
+    assert main(["export-otel", str(run), "-o", str(out)]) == 0
+    root = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    attrs = {a["key"]: next(iter(a["value"].values())) for s in root for a in s["attributes"]}
+    assert attrs["evoharness.verdict"] == "rejected" and attrs["evoharness.candidate"] == "candidate/r1-x"
+    capsys.readouterr()
+    assert main(["export-otel", str(run)]) == 2
+    assert "exactly one of --out FILE or --endpoint URL" in capsys.readouterr().err
+    assert main(["export-otel", str(tmp_path), "-o", str(out)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
