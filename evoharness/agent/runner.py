@@ -53,7 +53,8 @@ def trajectory_id(task_id: str, harness_commit: str | None, model_spec: str, see
 
 def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str, seed: int,
                 rollout: int = 0, split: str = "dev", harness_commit: str | None = None,
-                model: Any = None, model_via: str | None = None, env_via: str | None = None) -> Trajectory:
+                model: Any = None, model_via: str | None = None, env_via: str | None = None,
+                env_calls: list | None = None) -> Trajectory:
     """Run one rollout of the harness at ``harness_dir`` and return its Trajectory.
 
     ``model`` (optional) overrides ``make_model(model_spec, seed)``, e.g. a ``ScriptedModel``.
@@ -61,8 +62,12 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
     ``gateway:...`` spec); ``model_spec`` still names the model in the trajectory and its id.
     ``env_via`` (optional): likewise for the environment (``env_spec`` with its simulated user's model
     reached through the gateway); ``env_spec`` still names it in the trajectory.
+    ``env_calls`` (optional): a list that receives an ``EnvCall`` per call made on the environment (the
+    worker sends them to the host, which replays them to score: ``sandbox/scoring.py``).
     """
-    env = get_environment(env_via or env_spec)
+    from evoharness.sandbox.scoring import Recorder
+
+    env = Recorder(get_environment(env_via or env_spec))
     task = env.get_task(task_id)
     chat = model if model is not None else make_model(model_via or model_spec, seed)
     if hasattr(chat, "bind_task"):  # scripted stand-ins are handed the reference solution
@@ -84,11 +89,13 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
         r.final_answer, r.termination = None, Termination.error
         r.usage.wall_seconds = round(time.monotonic() - start, 4)
     score = 0.0
-    if r.state is not None:
-        try:
-            score = float(env.score(task, r.state, r.final_answer, r.messages))
-        except Exception as e:  # noqa: BLE001 -- scorer failure: record, score 0
-            r.event(EventType.tool_infra_error, f"scorer raised {type(e).__name__}: {e}")
+    try:  # a harness that failed before the first step leaves a fresh state: scored as such (as the host does)
+        state = r.state if r.state is not None else env.reset(task)
+        score = float(env.score(task, state, r.final_answer, r.messages))
+    except Exception as e:  # noqa: BLE001 -- scorer failure: record, score 0
+        r.event(EventType.tool_infra_error, f"scorer raised {type(e).__name__}: {e}")
+    if env_calls is not None:
+        env_calls.extend(env.calls)
     try:
         split_v = Split(split)
     except ValueError:

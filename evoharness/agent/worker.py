@@ -8,9 +8,13 @@ optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null), ``gate
 ``gateway:SOCKET?rollout=TOKEN#model`` spec through which the sandbox reaches ``model_spec``'s model),
 ``env_via`` (null: ``env_spec`` with its simulated user's model reached through the gateway, e.g.
 ``tau2:retail?user=gateway:SOCKET?rollout=TOKEN#model``; the environment is built from it).
-The Trajectory JSON is written to OUT.json. Exit 0 whenever a trajectory was written (agent and harness failures are
-trajectories); exit 2 only for unusable input (unreadable/invalid request, unknown env/task/model, an environment
-that cannot load, e.g. AgentDojo not installed).
+OUT.json receives ``{"version": 2, "trajectory": ..., "env_calls": [...]}``: the trajectory and every call
+made on the environment with its result. The host trusts neither the trajectory's score nor anything else
+this process claims: it replays ``env_calls`` on a fresh environment and scores there
+(``evoharness.sandbox.scoring``); a replay that differs marks the rollout tampered.
+Exit 0 whenever a trajectory was written (agent and harness failures are trajectories); exit 2 only
+for unusable input (unreadable/invalid request, unknown env/task/model, an environment that cannot
+load, e.g. AgentDojo not installed).
 """
 
 from __future__ import annotations
@@ -37,8 +41,19 @@ class WorkerRequest(BaseModel):
                                 "gateway (set by the executor; env_spec stays the environment's name)")
 
 
-def _batch(requests_path: str, out_dir: str) -> int:
+def _run(req: WorkerRequest) -> str:
+    """One rollout; the envelope the host reads (trajectory + recorded environment calls)."""
     from evoharness.agent.runner import run_rollout
+    from evoharness.sandbox.scoring import envelope
+
+    calls: list = []
+    traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
+                       rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
+                       model_via=req.gateway, env_via=req.env_via, env_calls=calls)
+    return envelope(traj, calls)
+
+
+def _batch(requests_path: str, out_dir: str) -> int:
     from evoharness.errors import EvoharnessError
 
     try:
@@ -51,14 +66,12 @@ def _batch(requests_path: str, out_dir: str) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for i, req in enumerate(reqs):
         try:
-            traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
-                               rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
-                               model_via=req.gateway, env_via=req.env_via)
+            text = _run(req)
         except EvoharnessError as e:
             print(f"worker: {e}", file=sys.stderr)
             return 2
         tmp = out / f"{i}.json.tmp"
-        tmp.write_text(traj.model_dump_json())
+        tmp.write_text(text)
         tmp.rename(out / f"{i}.json")
     return 0
 
@@ -77,16 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, json.JSONDecodeError, ValidationError) as e:
         print(f"worker: bad request {args[0]}: {e}", file=sys.stderr)
         return 2
-    from evoharness.agent.runner import run_rollout
-
     try:
-        traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
-                           rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
-                           model_via=req.gateway, env_via=req.env_via)
+        text = _run(req)
     except EvoharnessError as e:  # unknown env/task/model, or an environment that cannot load
         print(f"worker: {e}", file=sys.stderr)
         return 2
-    Path(args[1]).write_text(traj.model_dump_json())
+    Path(args[1]).write_text(text)
     return 0
 
 

@@ -314,6 +314,26 @@ class Tau2Env(TaskTable):
             return reply + "\n(The customer has left the conversation.)"
         return reply
 
+    def replay_tool(self, state: Tau2State, name: str, args: dict[str, Any], recorded: Any) -> str:
+        """``call_tool`` for the host's replay (``sandbox/scoring.py``): an ``ask_user`` call is not asked
+        again (the customer may be a model); its recorded reply is put into the conversation instead.
+        The other tools run on the state as in the rollout."""
+        if name != ASK_USER:
+            return self.call_tool(state, name, args)
+        from tau2.data_model.message import AssistantMessage, UserMessage
+
+        if recorded.error is not None and recorded.error.startswith("raised "):  # the customer's model failed
+            raise RuntimeError(recorded.error)
+        if recorded.error is not None:  # rejected in the rollout: the conversation did not change
+            kind, _, message = recorded.error.partition(": ")
+            raise ToolError(kind, message)
+        reply = recorded.result or ""
+        left = reply.endswith("\n(The customer has left the conversation.)")
+        text = reply.removesuffix("\n(The customer has left the conversation.)") if left else reply
+        state.trajectory += [AssistantMessage(role="assistant", content=str(args.get("message", ""))),
+                             UserMessage(role="user", content=text)]
+        return reply
+
     def score(self, task: TaskSpec, state: Tau2State, final_answer: str | None,
               messages: list[dict[str, Any]]) -> float:
         return self.reward_info(task, state, final_answer)["reward"]

@@ -17,9 +17,10 @@ A harness whose ``harness.toml`` says ``[agent] kind = "command"`` has the execu
 - ``env_spec``, ``seed``, ``rollout``, ``split``, ``harness_commit``, ``model_spec``, ``gateway``
   (the reference worker's request fields, kept for agents that run the evoharness agent).
 
-``OUT.json`` is either a canonical ``Trajectory`` (its score is kept; a missing one is computed as
-below) or plain OpenAI chat messages: a JSON list of messages, or ``{"messages": [...],
-"final_answer": ..., "termination": ..., "usage": {...}}`` (all but ``messages`` optional).
+``OUT.json`` is either a canonical ``Trajectory`` (its score is recomputed as below; a score it
+carries that differs from the host's marks the rollout tampered: score 0) or plain OpenAI chat
+messages: a JSON list of messages, or ``{"messages": [...], "final_answer": ..., "termination": ...,
+"usage": {...}}`` (all but ``messages`` optional).
 Messages become a Trajectory with the request's task id, harness commit, model, rollout and seed;
 the final answer is the last assistant message's text unless given (``null`` = not delivered).
 
@@ -93,11 +94,15 @@ class CommandRollout:
 
     def read(self, out: Path, wall_seconds: float) -> Trajectory:
         """The trajectory in ``out`` (raises ``BadOutput`` with the reason)."""
-        if not out.is_file():
-            raise BadOutput("command exited 0 but wrote no output file")
+        from evoharness.sandbox.scoring import OutputError, read_output
+
         try:
-            data = json.loads(out.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            data = json.loads(read_output(out))
+        except OutputError as e:
+            if str(e) == "no output file":
+                raise BadOutput("command exited 0 but wrote no output file") from None
+            raise BadOutput(f"command output refused: {e}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise BadOutput(f"command wrote invalid JSON: {e}"[:300]) from None
         if isinstance(data, dict) and "task_id" in data:
             try:
@@ -109,10 +114,15 @@ class CommandRollout:
             if traj.task_id != self.req.task_id:
                 raise BadOutput(f"command wrote a trajectory of task {traj.task_id!r}, not {self.req.task_id!r}")
             traj.meta.setdefault("output_format", "trajectory")
-            if traj.score is None:
-                traj.score, note, events = self.score(traj.messages, traj.final_answer)
-                traj.events += events
-                traj.meta["score_note"] = note
+            claimed = traj.score
+            traj.score, note, events = self.score(traj.messages, traj.final_answer)
+            traj.events += events
+            traj.meta["score_note"] = note
+            if claimed is not None and traj.score is not None and abs(claimed - traj.score) > 1e-9:
+                from evoharness.sandbox.scoring import mark_tampered
+
+                return mark_tampered(traj, f"the command reported score {claimed:g}, the host's replay gives "
+                                           f"{traj.score:g}")
             return traj
         return self._from_messages(data, wall_seconds)
 

@@ -45,6 +45,14 @@ from evoharness.sandbox.failure import failed_trajectory
 from evoharness.sandbox.gateway import AGENT, USER, Gateway, RolloutUsage, start_gateway
 from evoharness.sandbox.gateway_upstream import Upstream
 from evoharness.sandbox.models import Limits, SandboxResult
+from evoharness.sandbox.scoring import (
+    HostScorer,
+    OutputError,
+    Tampered,
+    mark_tampered,
+    parse_worker_output,
+    read_output,
+)
 from evoharness.traces.models import EventType, Termination, Trajectory
 
 log = get_logger(__name__)
@@ -106,6 +114,7 @@ class LocalExecutor:
         self._gateway: Gateway | None = None
         self._gateway_lock = threading.Lock()
         self.owns_sandbox = owns_sandbox  # close() also closes the sandbox (e.g. a Docker pool)
+        self.scorer = HostScorer(env_spec)  # scores every rollout here, by replay, outside the sandbox
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -281,9 +290,11 @@ class LocalExecutor:
         from evoharness.agent.runner import run_rollout
 
         start = time.monotonic()
+        calls: list = []
         try:
-            return run_rollout(tree, self.env_spec, req.task_id, self.model_spec, req.seed,
-                               rollout=req.rollout, split=req.split, harness_commit=sha)
+            traj = run_rollout(tree, self.env_spec, req.task_id, self.model_spec, req.seed,
+                               rollout=req.rollout, split=req.split, harness_commit=sha, env_calls=calls)
+            return self.scorer.settle(traj, calls, req.task_id)
         except Exception as e:  # noqa: BLE001 -- an agent failure is data, not a crash
             return failed_trajectory(req, sha, self.model_spec, self.env_spec, EventType.harness_error,
                                      f"agent raised {type(e).__name__}: {e}", Termination.error,
@@ -351,22 +362,45 @@ class LocalExecutor:
 
         if not result.ok:
             return failed(f"worker failed: {result.reason()}")
-        if agent is not None:  # a command agent: a Trajectory or OpenAI messages, scored here
+        if agent is not None:  # a command agent: a Trajectory or OpenAI messages, scored here by replay
             try:
                 traj = agent.read(out, result.wall_seconds)
             except BadOutput as e:
                 return failed(str(e))
             traj.meta.setdefault("sandbox", {"backend": result.backend, "wall_seconds": round(result.wall_seconds, 3)})
             return traj
-        if not out.is_file():
-            return failed("worker exited 0 but wrote no trajectory")
         try:
-            traj = Trajectory.model_validate_json(out.read_bytes())
+            data = read_output(out)
+        except OutputError as e:
+            if str(e) == "no output file":
+                return failed("worker exited 0 but wrote no trajectory")
+            return self._tampered(req, sha, f"worker output refused: {e}", meta)
+        if self.worker is not None and not data.lstrip().startswith(b'{"version"'):
+            return self._custom(req, sha, data, failed)
+        try:
+            got = parse_worker_output(data)
+        except Tampered as e:
+            return self._tampered(req, sha, str(e), meta)
+        traj = self.scorer.settle(got.trajectory, got.env_calls, req.task_id)
+        traj.meta.setdefault("sandbox", {"backend": result.backend, "wall_seconds": round(result.wall_seconds, 3)})
+        return traj
+
+    def _custom(self, req: RolloutRequest, sha: str | None, data: bytes, failed: Callable[[str], Trajectory]
+                ) -> Trajectory:
+        """A custom ``worker`` command's bare Trajectory (tests, overhead runs): kept as written, said so."""
+        try:
+            traj = Trajectory.model_validate_json(data)
         except ValidationError as e:
             first = e.errors()[0]
             return failed(f"worker wrote an invalid trajectory: {first['msg']}"[:300])
-        traj.meta.setdefault("sandbox", {"backend": result.backend, "wall_seconds": round(result.wall_seconds, 3)})
+        traj.meta["scoring"] = {"by": "custom worker command (not replayed)"}
         return traj
+
+    def _tampered(self, req: RolloutRequest, sha: str | None, reason: str, meta: dict) -> Trajectory:
+        traj = failed_trajectory(req, sha, self.model_spec, self.env_spec, EventType.tampered, reason,
+                                 Termination.error, 0.0, meta)
+        traj.events.clear()
+        return mark_tampered(traj, reason)
 
 
 def model_name(model_spec: str) -> str:

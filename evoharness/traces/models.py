@@ -49,6 +49,7 @@ class EventType(StrEnum):
     context_overflow = "context_overflow"
     sandbox_violation = "sandbox_violation"
     harness_error = "harness_error"
+    tampered = "tampered"
 
 
 class Event(BaseModel):

@@ -13,7 +13,8 @@ from evoharness.agent.runner import make_model
 from evoharness.agent.scripted import WeakScriptedModel
 from evoharness.agent.worker import main
 from evoharness.errors import InputError
-from evoharness.traces.models import Termination, Trajectory
+from evoharness.sandbox.scoring import HostScorer, parse_worker_output
+from evoharness.traces.models import Termination
 
 
 def request(tmp_path, harness_dir, **kw):
@@ -30,16 +31,21 @@ def test_worker_subprocess_writes_trajectory(harness, tmp_path):
     cmd = [sys.executable, "-m", "evoharness.agent.worker", str(request(tmp_path, harness())), str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    traj = Trajectory.model_validate_json(out.read_text())
+    got = parse_worker_output(out.read_bytes())
+    traj = got.trajectory
+    assert [c.name for c in got.env_calls] == ["get_order"] and got.env_calls[0].result
     assert traj.score == 1.0 and traj.rollout == 1 and traj.harness_commit == "c0ffee" and traj.split == "dev"
     assert traj.model == "scripted:oracle" and traj.meta["seed"] == 3
+    # the host's replay of the recorded calls reproduces them and gives the same score
+    assert HostScorer("synthetic").settle(traj, got.env_calls, "status_A-100").score == 1.0
+    assert "tampered" not in traj.meta
 
 
 def test_worker_broken_harness_exits_zero_with_failed_trajectory(harness, tmp_path):
     h = harness(files={"middleware/bad.py": "def after_model(:\n"})
     out = tmp_path / "out.json"
     assert main([str(request(tmp_path, h)), str(out)]) == 0
-    traj = Trajectory.model_validate_json(out.read_text())
+    traj = parse_worker_output(out.read_bytes()).trajectory
     assert traj.termination == Termination.error and "SyntaxError" in traj.events[0].detail
 
 

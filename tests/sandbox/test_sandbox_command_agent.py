@@ -150,7 +150,9 @@ def test_output_formats_and_broken_commands(example_repo):
     assert (nd.final_answer, nd.score, nd.termination) == (None, 0.0, Termination.aborted)
     canon = out["canonical"]  # a canonical trajectory without a score is scored the same way
     assert canon.id == "mine" and canon.score == 1.0 and canon.meta["output_format"] == "trajectory"
-    assert out["canonical_scored"].score == 0.25  # its own score is kept
+    forged = out["canonical_scored"]  # a score the command reported itself is not believed: the host's differs
+    assert forged.score == 0.0 and "reported score 0.25" in forged.meta["tampered"]
+    assert [e.type for e in forged.events] == ["tampered"]
     send = out["send"]  # state-changing calls are replayed: the outbox has the message
     assert send.score == 1.0
     assert [(e.type, e.step) for e in send.events] == [("unknown_tool", 3)]
