@@ -55,7 +55,7 @@ class Composition(BaseModel):
 
     def table(self) -> str:
         """The composition as one row of the papers' table (plain text)."""
-        head = ["n", "Healthy", "F1", "F2", "F3", "F4", "Delivery", "Mean score", "Score|delivered"]
+        head = ["n", "Healthy", "F1", "F2", "F3", "F4", "E", "Delivery", "Mean score", "Score|delivered"]
         row = [str(self.n), *(_pct(self.shares[c]) for c in CLASSES),
                _pct(self.delivery_rate), _num(self.mean_score), _num(self.score_among_delivered)]
         widths = [max(len(h), len(r)) for h, r in zip(head, row, strict=True)]

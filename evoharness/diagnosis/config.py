@@ -22,8 +22,9 @@ class DiagnosisConfig(BaseModel):
     )
     repeat_window: int = Field(6, ge=2, description="Window (assistant turns) for repeated_action.")
     friction_min: int = Field(
-        2, ge=1, description="F2 friction fires once this many friction events of one kind occur, "
-        "or on the first one the agent did not recover from on its next turn.",
+        2, ge=1, description="Friction (a rejection, a tool error) is consequential -- it fires -- at the "
+        "first occurrence that starts this many consecutive assistant turns hitting friction, or that the "
+        "run ended on. A rejection fixed on the next turn never fires (1: every occurrence fires).",
     )
     step_budget: int | None = Field(
         None, description="If set, a trajectory with at least this many assistant turns and no "
@@ -39,7 +40,8 @@ class DiagnosisConfig(BaseModel):
     routing: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_ROUTING),
         description="Lever per failure class (harness | weights | none); a partial table overrides the "
-        "defaults (healthy: none, F1: weights, F2: harness, F3: harness, F4: weights) class by class.",
+        "defaults (healthy: none, F1: weights, F2: harness, F3: harness, F4: weights, E: none -- environment "
+        "faults go to neither lever) class by class.",
     )
     ceiling_process_share: float = Field(
         DEFAULT_CEILING, ge=0.0, le=1.0,

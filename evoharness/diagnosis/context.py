@@ -99,3 +99,10 @@ class TraceView:
                 c = m.get("content")
                 parts.append(c if isinstance(c, str) else json.dumps(c) if c is not None else "")
         return "\n".join(parts)
+
+    @cached_property
+    def violations(self) -> list:
+        """The violation log (invariants.violation_log), computed once per trajectory."""
+        from evoharness.diagnosis.invariants import violation_log
+
+        return violation_log(self)

@@ -3,10 +3,11 @@
 A detector returns the signals it fires for one trajectory (usually zero or one),
 each at the step where it *became* consequential. Steps index ``Trajectory.messages``.
 
-F2 friction must be consequential: a friction kind fires once it occurs
-``friction_min`` times, or on the first occurrence the agent did not recover from
-(its next assistant turn also hit friction, or there was no next turn). One
-rejection fixed on the next step does not fire.
+Friction (rejections, blocked calls, tool errors: ``Error: ...`` results, non-zero exits,
+exceptions) must be consequential to fire: the first occurrence the agent did not recover
+from -- the ``friction_min`` - 1 assistant turns after it also hit friction, or the run ended
+on it. A rejection fixed on the next turn is friction, never the failure. An unrecovered
+infrastructure fault (``tool_infra_error``) is class E (environment), not F2.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.traces.models import Termination
 
 F1, F2, F3, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F3, FailureClass.F4
-FRICTION_EVENTS = ("blocked_call", "unknown_tool", "invalid_arguments", "format_rejected", "tool_infra_error")
+F2_FRICTION = ("blocked_call", "unknown_tool", "invalid_arguments", "format_rejected", "tool_error")
+FRICTION_EVENTS = (*F2_FRICTION, "tool_infra_error")
+E = FailureClass.E
 
 
 def quote(text: object, limit: int = 200) -> str:
@@ -64,8 +67,8 @@ def friction_occurrences(view: TraceView) -> dict[str, list[tuple[int, str]]]:
 class FrictionDetector:
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.id = f"F2.{kind}"
-        self.failure_class = F2
+        self.failure_class = E if kind == "tool_infra_error" else F2
+        self.id = f"{self.failure_class.value}.{kind}"
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         occ = friction_occurrences(view)
@@ -73,21 +76,17 @@ class FrictionDetector:
         if not mine:
             return []
         friction_turns = {view.turn_of(s) for items in occ.values() for s, _ in items}
-        fire_steps: list[tuple[int, str]] = []
-        if len(mine) >= cfg.friction_min:
-            step = mine[cfg.friction_min - 1][0]
-            quoted = "; ".join(quote(ev, 120) for _, ev in mine[: cfg.friction_min])
-            fire_steps.append((step, f"{len(mine)}x {self.kind}: {quoted}"))
         for step, ev in mine:
-            nxt = view.next_turn(view.turn_of(step))
-            if nxt is None or nxt in friction_turns:
-                why = "run ended" if nxt is None else "next turn hit friction again"
-                fire_steps.append((step, f"unrecovered {self.kind} ({why}): {quote(ev, 160)}"))
-                break
-        if not fire_steps:
-            return []
-        step, evidence = min(fire_steps, key=lambda x: x[0])
-        return [Signal(id=self.id, failure_class=F2, step=step, evidence=evidence)]
+            turn = view.turn_of(step)
+            streak, nxt = 1, view.next_turn(turn)
+            while streak < cfg.friction_min and nxt is not None and nxt in friction_turns:
+                streak, nxt = streak + 1, view.next_turn(nxt)
+            if nxt is None or streak >= cfg.friction_min:
+                why = "run ended" if nxt is None and streak < cfg.friction_min else (
+                    f"{streak} turns in a row hit friction")
+                return [Signal(id=self.id, failure_class=self.failure_class, step=step,
+                               evidence=f"unrecovered {self.kind} ({why}): {quote(ev, 160)}")]
+        return []
 
 
 class HarnessErrorDetector:
@@ -117,11 +116,27 @@ def _blocked_calls(view: TraceView) -> set[str]:
     return ids
 
 
-class RepeatedActionDetector:
-    """The same tool with the same canonical arguments >= repeat_min times within repeat_window turns.
+READ_ONLY_TOOL = re.compile(
+    r"(get|find|list|search|read|view|lookup|look_up|check|query|fetch|calculate|think|describe|show)", re.IGNORECASE)
+MUTATING_COMMAND = re.compile(
+    r"sed\s+-i|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|"
+    r"stash|commit|restore)|pip\s+install|apply_patch|str_replace|\.write\(|open\([^)]*['\"][wa]['\"]")
 
-    Messages without tool calls count their fenced code block as the action (text agents).
-    Calls the harness blocked (an event naming their ``call_id``) are not repeats: the loop was caught.
+
+def is_state_changing(name: str, canonical_args: str) -> bool:
+    """A call that may change the state a repeat would observe: a write tool, or a shell command that edits."""
+    if name in ("bash", "code", "shell", "execute", "run"):
+        return bool(MUTATING_COMMAND.search(canonical_args[:20_000]))
+    return READ_ONLY_TOOL.match(name) is None
+
+
+class RepeatedActionDetector:
+    """A loop: one action (same tool, same canonical arguments) ``repeat_min`` times within ``repeat_window``
+    turns with no progress between the repeats -- no state-changing call in between, and the same result.
+
+    The edit -> re-run cycle of a coding agent (an edit between two test runs, a different output each
+    time) is progress, not a loop. Messages without tool calls count their fenced code block as the
+    action (text agents; the next message is its result). Calls the harness blocked are not repeats.
     """
 
     id = "F3.repeated_action"
@@ -130,27 +145,40 @@ class RepeatedActionDetector:
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
         blocked = _blocked_calls(view)
-        actions: list[tuple[int, tuple[str, str]]] = [
-            (c.step, (c.name, c.canonical)) for c in view.calls if c.id not in blocked
-        ]
+        msgs = view.traj.messages
+        actions: list[tuple[int, tuple[str, str], str]] = []  # (step, key, result)
+        for c in view.calls:
+            if c.id not in blocked:
+                actions.append((c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]))
         with_calls = {c.step for c in view.calls}
         for s in view.assistant_steps:
             if s not in with_calls:
-                content = view.traj.messages[s].get("content")
+                content = msgs[s].get("content")
                 blocks = FENCE.findall(content) if isinstance(content, str) else []
                 if len(blocks) == 1:
-                    actions.append((s, ("code", " ".join(blocks[0].split()))))
+                    nxt = msgs[s + 1].get("content") if s + 1 < len(msgs) else ""
+                    actions.append((s, ("code", " ".join(blocks[0].split())), str(nxt or "")))
         actions.sort(key=lambda x: x[0])
-        seen: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for step, key in actions:
-            turns = seen[key]
-            turns.append(step)
-            recent = [t for t in turns if turn_no[step] - turn_no[t] < cfg.repeat_window]
-            if len(recent) >= cfg.repeat_min:
+        streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        changed_since: dict[tuple[str, str], bool] = {}
+        for step, key, result in actions:
+            runs = streak.get(key)
+            if runs and (changed_since.get(key) or runs[-1][1] != result):
+                runs = None  # progress since the last repeat: the state changed or the result differs
+            runs = (runs or []) + [(step, result)]
+            runs = [(t, r) for t, r in runs if turn_no[step] - turn_no[t] < cfg.repeat_window]
+            streak[key] = runs
+            changed_since[key] = False
+            if is_state_changing(*key):
+                for other in changed_since:
+                    if other != key:
+                        changed_since[other] = True
+            if len(runs) >= cfg.repeat_min:
                 name, args = key
                 return [Signal(
                     id=self.id, failure_class=F3, step=step,
-                    evidence=f"{len(recent)}x {name} {quote(args, 120)} at steps {', '.join(map(str, recent))}",
+                    evidence=f"{len(runs)}x {name} {quote(args, 120)} at steps {', '.join(str(t) for t, _ in runs)} "
+                             f"with nothing changed between (same result: {quote(result, 80)})",
                 )]
         return []
 
@@ -201,7 +229,50 @@ class NoDeliveryDetector:
                                 f"last message: {quote(text, 150)}")]
 
 
-ID_TOKEN = re.compile(r"(?<![\w$.])[A-Za-z0-9][A-Za-z0-9_\-]*\d[A-Za-z0-9_\-]*(?![\w])")
+FENCE_ANY = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")  # a fenced block (unrolled: linear)
+TOKEN_RUN = re.compile(r"[A-Za-z0-9_-]+")  # one character class, no nested quantifier: linear time
+
+
+def claim_tokens(text: str) -> list[str]:
+    """Ids and numbers: maximal runs of [A-Za-z0-9_-] holding a digit, not just after '$' or '.' (prices'
+    cents, decimals), leading '-'/'_' stripped. Linear in the text (a 120 KB answer takes milliseconds)."""
+    out = []
+    for m in TOKEN_RUN.finditer(text):
+        tok = m.group(0).lstrip("-_")
+        start = m.end() - len(tok)
+        if not tok or (start and text[start - 1] in "$.") or not any(ch.isdigit() for ch in tok):
+            continue
+        out.append(tok)
+    return out
+
+
+ISO_TIME = re.compile(r"(\d{4}-\d\d-\d\d)t(\d)")
+DATE = re.compile(r"\d{4}-\d\d-\d\d")
+ORDINAL = re.compile(r"\d+(st|nd|rd|th|s)", re.IGNORECASE)
+
+
+def ground_tokens(text: str) -> set[str]:
+    """Every token of ``text`` (lower-cased; an ISO timestamp's date and time apart), and its parts split
+    at '-' / '_', for membership tests."""
+    found: set[str] = set()
+    for m in TOKEN_RUN.finditer(ISO_TIME.sub(r"\1 \2", text.lower())):
+        tok = m.group(0)
+        found.add(tok.strip("-_"))
+        if "-" in tok or "_" in tok:
+            found.update(re.split(r"[-_]", tok))
+    return found
+
+
+def _id_like(tok: str) -> bool:
+    """An identifier (letters and digits: HAT069, W2378156, mia_li_3668) or a long number (a tracking number);
+    not a date (an agent turns "the 19th" into one), an ordinal (10th) or a phrase (24-hour)."""
+    if DATE.fullmatch(tok) or ORDINAL.fullmatch(tok):
+        return False
+    parts = tok.split("-")
+    if len(parts) > 1 and any(p.isalpha() for p in parts) and any(p.isdigit() for p in parts):
+        return False
+    digits = sum(ch.isdigit() for ch in tok)
+    return bool(digits and digits < len(tok.replace("-", "").replace("_", ""))) or digits >= 8
 
 
 def _looks_like_patch(text: str) -> bool:
@@ -217,34 +288,61 @@ def answer_step(view: TraceView) -> int:
     return view.final_step
 
 
-class UnbackedClaimDetector:
-    """Ids and numbers in the final answer found in no tool result, not in the task or user turns.
+def _unbacked(tokens: list[str], ground: set[str], min_len: int) -> list[str]:
+    missing = []
+    for tok in dict.fromkeys(tokens):
+        t = tok.strip("-_").lower()
+        if len(t) >= min_len and t not in ground and t.replace(",", "") not in ground:
+            missing.append(tok)
+    return missing
 
-    Tokens must contain a digit and be at least ``unbacked_min_len`` long; patches
-    (a diff as the final answer) are not claims and are skipped.
+
+class UnbackedClaimDetector:
+    """A claim no tool result supports, located at the turn where it is first made.
+
+    Every reply to the user (an assistant turn without tool calls, fenced code left out; single-agent
+    traces): an id (letters and digits) or a long number that
+    nothing before the turn -- task, system and user messages, tool results -- contains. The final
+    answer: any token with a digit found nowhere the agent was told or shown. Tokens shorter than
+    ``unbacked_min_len`` are ignored; patches (a diff as the final answer) are not claims.
     """
 
     id = "F1.unbacked_claim"
     failure_class = F1
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        from evoharness.diagnosis.multiagent import AgentLog
+
+        found = [] if AgentLog(view).applies else self._first_turn_claim(view, cfg)
+        if found:
+            return found
         fa = view.traj.final_answer
         if not fa or _looks_like_patch(fa):
             return []
-        ground = view.grounding_text.lower()
-        ground_nocomma = ground.replace(",", "")
-        missing = []
-        for tok in dict.fromkeys(ID_TOKEN.findall(fa)):
-            t = tok.strip("-_").lower()
-            if len(t) < cfg.unbacked_min_len:
-                continue
-            if t in ground or t.replace(",", "") in ground_nocomma:
-                continue
-            missing.append(tok)
+        missing = _unbacked(claim_tokens(fa), ground_tokens(view.grounding_text), cfg.unbacked_min_len)
         if len(missing) >= cfg.unbacked_min:
             return [Signal(id=self.id, failure_class=F1, step=answer_step(view),
                            evidence=f"not in any tool result or the task: {', '.join(missing[:5])} "
                                     f"— in: {quote(fa, 120)}")]
+        return []
+
+    def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        ground = ground_tokens(view.traj.task or "")
+        for i, m in enumerate(view.traj.messages):
+            content = m.get("content")
+            if not isinstance(content, str) or not content:
+                continue
+            if m.get("role") == "assistant":
+                if m.get("tool_calls") or _looks_like_patch(content):
+                    continue  # a claim is what a reply tells the user, not a call or a patch
+                ids = [t for t in claim_tokens(FENCE_ANY.sub(" ", content)) if _id_like(t)]
+                missing = _unbacked(ids, ground, cfg.unbacked_min_len)
+                if len(missing) >= cfg.unbacked_min:
+                    return [Signal(id=self.id, failure_class=F1, step=i,
+                                   evidence=f"first claimed here, in no earlier tool result or message: "
+                                            f"{', '.join(missing[:5])} — in: {quote(content, 120)}")]
+            else:
+                ground |= ground_tokens(content)
         return []
 
 
@@ -270,7 +368,48 @@ class PoorDeliveryDetector:
 
 # Signals that say *that* a run failed rather than where: the labeller takes one as the first
 # signal only when no located signal fired (the earliest of them then).
-FALLBACK_SIGNALS = frozenset({"F4.poor_delivery", "F4.first_commitment"})
+FALLBACK_SIGNALS = frozenset({"F4.poor_delivery", "F4.first_commitment", "F4.first_write", "F3.no_delivery"})
+
+
+def _failed_delivery(view: TraceView, cfg: DiagnosisConfig) -> bool:
+    t = view.traj
+    return t.delivered and ((t.score is not None and t.score < cfg.poor_delivery_threshold)
+                            or (t.score is None and bool(t.meta.get("failure_only"))))
+
+
+class PolicyViolationDetector:
+    """The first domain-policy violation of the violation log (invariants.py): a write action with no
+    identity check or no explicit confirmation before it."""
+
+    id = "F4.policy_violation"
+    failure_class = F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        first = next((v for v in view.violations if v.rule.startswith("policy.")), None)
+        if first is None:
+            return []
+        return [Signal(id=self.id, failure_class=F4, step=first.step, evidence=f"{first.rule}: {first.evidence}")]
+
+
+class FirstWriteDetector:
+    """Where a failed tool-using run's content failure is located when nothing else says: its first write
+    action (the outcome is judged on the state the writes leave; the first write is where it can first
+    diverge). A fallback signal: any located signal wins over it."""
+
+    id = "F4.first_write"
+    failure_class = F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        if not _failed_delivery(view, cfg):
+            return []
+        from evoharness.diagnosis.invariants import write_calls
+
+        writes = write_calls(view)
+        if not writes:
+            return []
+        w = writes[0]
+        return [Signal(id=self.id, failure_class=F4, step=w.step,
+                       evidence=f"first write action of a failed run: {w.name}({quote(w.arguments, 120)})")]
 
 
 def default_catalogue() -> list[Detector]:
@@ -286,6 +425,8 @@ def default_catalogue() -> list[Detector]:
         NoDeliveryDetector(),
         UnbackedClaimDetector(),
         PoorDeliveryDetector(),
+        PolicyViolationDetector(),
+        FirstWriteDetector(),
         *multiagent_detectors(),
     ]
 

@@ -2,8 +2,8 @@
 
 A trajectory whose score reaches ``healthy_threshold`` is Healthy (signals are still
 recorded). Otherwise its class is that of the earliest firing signal. Ties at one
-step break by class -- F2, F3, F1, F4 (friction and control explain what follows them;
-content is judged last) -- then by signal id, so labels never depend on detector or
+step break by class -- E, F2, F3, F1, F4 (a broken environment, friction and control explain
+what follows them; content is judged last) -- then by signal id, so labels never depend on detector or
 record order. Fallback signals (``FALLBACK_SIGNALS``: a poor delivery, the first commitment
 of a failed multi-agent run) say that a run failed, not where: one is first only when no
 located signal fired. With no signal at all: F4 if delivered, else F3 no_delivery (the
@@ -21,7 +21,7 @@ from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.diagnosis.routing import Router
 from evoharness.traces.models import Trajectory
 
-_TIE_ORDER = {FailureClass.F2: 0, FailureClass.F3: 1, FailureClass.F1: 2, FailureClass.F4: 3}
+_TIE_ORDER = {FailureClass.E: 0, FailureClass.F2: 1, FailureClass.F3: 2, FailureClass.F1: 3, FailureClass.F4: 4}
 
 
 def signal_order(s: Signal) -> tuple[int, int, str]:
@@ -34,8 +34,8 @@ class Labeller:
         self.detectors = list(detectors) if detectors is not None else default_catalogue()
         self.router = Router.from_config(self.cfg)
 
-    def signals(self, traj: Trajectory) -> list[Signal]:
-        view = TraceView.of(traj)
+    def signals(self, traj: Trajectory, view: TraceView | None = None) -> list[Signal]:
+        view = view or TraceView.of(traj)
         found: list[Signal] = []
         for d in self.detectors:
             found.extend(d.detect(view, self.cfg))
@@ -43,7 +43,8 @@ class Labeller:
         return found
 
     def label(self, traj: Trajectory) -> Label:
-        signals = self.signals(traj)
+        view = TraceView.of(traj)
+        signals = self.signals(traj, view)
         healthy = traj.score is not None and traj.score >= self.cfg.healthy_threshold
         first: Signal | None
         if healthy:
@@ -52,7 +53,6 @@ class Labeller:
             first = next((s for s in signals if s.id not in FALLBACK_SIGNALS), signals[0])
             cls = first.failure_class
         else:
-            view = TraceView.of(traj)
             if traj.delivered:
                 why = "unscored delivery" if traj.score is None else f"score {traj.score:.2f}"
                 first = Signal(id="F4.poor_delivery", failure_class=FailureClass.F4, step=view.final_step,
@@ -72,6 +72,7 @@ class Labeller:
             scored=traj.score is not None,
             score=traj.score,
             delivered=traj.delivered,
+            violations=view.violations,
         )
 
 

@@ -13,6 +13,7 @@ class FailureClass(StrEnum):
     F2 = "F2"  # harness friction: blocked/rejected calls, harness-caused tool errors (process)
     F3 = "F3"  # execution control: loops, exhausted budget, no delivery (process)
     F4 = "F4"  # planning capacity: delivered, well-formed, but poor (content)
+    E = "E"  # environment: the user simulator, a tool or the infrastructure broke the task (neither lever)
 
 
 class Lever(StrEnum):
@@ -34,6 +35,14 @@ class Signal(BaseModel):
         return self.id.split(".", 1)[-1]
 
 
+class Violation(BaseModel):
+    """One broken invariant (a tool schema, a domain-policy rule) at one step, with the quoted evidence."""
+
+    rule: str
+    step: int
+    evidence: str
+
+
 class Label(BaseModel):
     trajectory_id: str
     task_id: str
@@ -44,3 +53,4 @@ class Label(BaseModel):
     scored: bool = True
     score: float | None = None
     delivered: bool = False
+    violations: list[Violation] = Field(default_factory=list, description="the violation log (invariants)")

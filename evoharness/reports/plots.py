@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-CLASSES = ["healthy", "F1", "F2", "F3", "F4"]
+CLASSES = ["healthy", "F1", "F2", "F3", "F4", "E"]
 CLASS_LABELS = {"healthy": "Healthy", "F1": "F1 evidence", "F2": "F2 friction", "F3": "F3 control",
-                "F4": "F4 planning"}
-CLASS_COLORS = {"healthy": "#4c9a2a", "F1": "#8e6cbf", "F2": "#e8a33d", "F3": "#d1495b", "F4": "#5b7fa6"}
+                "F4": "F4 planning", "E": "E environment"}
+CLASS_COLORS = {"healthy": "#4c9a2a", "F1": "#8e6cbf", "F2": "#e8a33d", "F3": "#d1495b", "F4": "#5b7fa6",
+                "E": "#8c8c8c"}
 DPI = 110
 
 

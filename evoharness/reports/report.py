@@ -18,7 +18,7 @@ from evoharness.verification.noise import resolvable_difference
 
 TEMPLATES = Path(__file__).parent
 CLASSES = plots.CLASSES
-COMP_HEAD = ["n", "Healthy", "F1", "F2", "F3", "F4", "Delivery", "Mean score"]
+COMP_HEAD = ["n", "Healthy", "F1", "F2", "F3", "F4", "E", "Delivery", "Mean score"]
 
 
 def pct(x: float | None) -> str:

@@ -13,7 +13,7 @@ def test_diagnose_json_shape_on_tau_bench(shared_data, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 12  # the vendored sample: 6 with reward 1, 6 with reward 0
     assert out["composition"]["healthy"] == 0.5
-    assert set(out["composition"]) == {"healthy", "F1", "F2", "F3", "F4"}
+    assert set(out["composition"]) == {"healthy", "F1", "F2", "F3", "F4", "E"}
     assert set(out["lever"]) >= {"harness", "weights"}
     assert 0 <= out["delivery_rate"] <= 1 and out["mean_score"] == 0.5
     t = next(t for t in out["trajectories"] if t["failure_class"] != "healthy")

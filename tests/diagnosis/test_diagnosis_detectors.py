@@ -16,6 +16,7 @@ from evoharness.diagnosis.detectors import (
     TerminationDetector,
     UnbackedClaimDetector,
 )
+from evoharness.diagnosis.labeller import label_trajectory
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.models import Termination
 
@@ -71,14 +72,52 @@ def test_one_format_rejection_fixed_next_step_does_not_fire():
     assert fired(FrictionDetector("format_rejected"), t) == []
 
 
-def test_persistent_format_rejection_fires_at_the_second():
+def test_rejections_each_fixed_on_the_next_turn_are_friction_not_the_failure():
+    # two rejections, each fixed at once (the mini-swe-agent pattern in failed and resolved runs alike)
     b = TraceBuilder().user("x")
     b.say("bad 1").user("rejected").event("format_rejected", "found 2 actions")
     b.call("bash", {"command": "ls"}, result="ok")
     b.say("bad 2").user("rejected").event("format_rejected", "found 3 actions")
     b.call("bash", {"command": "cat f"}, result="ok")
-    [s] = fired(FrictionDetector("format_rejected"), b.deliver("done").build(score=0.0))
-    assert s.step == 6 and s.evidence.startswith("2x format_rejected")
+    assert fired(FrictionDetector("format_rejected"), b.deliver("done").build(score=0.0)) == []
+    # with friction_min=1 every occurrence is consequential
+    [s] = fired(FrictionDetector("format_rejected"), b.build(score=0.0), DiagnosisConfig(friction_min=1))
+    assert s.step == 2
+
+
+def test_tool_error_is_friction_f2_reads_and_infra_faults_are_class_e():
+    b = TraceBuilder().user("book it").call("book", {"id": 1}, result="Error: payment amount does not add up")
+    b.event("tool_error", "Error: payment amount does not add up").say("Let me recompute.")
+    b.call("book", {"id": 1}, result="booked")
+    assert fired(FrictionDetector("tool_error"), b.deliver("booked").build(score=0.0)) == []  # recovered
+    b = TraceBuilder().user("book it").call("book", {"id": 1}, result="Error: flight not available")
+    b.event("tool_error", "Error: flight not available")
+    b.call("book", {"id": 2}, result="Error: flight not available").event("tool_error", "Error: flight not available")
+    [s] = fired(FrictionDetector("tool_error"), b.build(score=0.0))
+    assert (s.id, s.step) == ("F2.tool_error", 2)
+    b = TraceBuilder().user("x").call("f", {}, result="Error: 503 service unavailable")
+    b.event("tool_infra_error", "503 service unavailable")
+    lab = label_trajectory(b.build(score=0.0))
+    assert lab.failure_class == "E" and lab.lever == "none" and lab.first_signal.id == "E.tool_infra_error"
+
+
+def test_edit_then_rerun_is_progress_not_a_loop():
+    b = TraceBuilder().user("fix the bug")
+    for i in range(4):
+        b.call("bash", {"command": "python -m pytest tests/test_x.py"}, result=f"{4 - i} failed")
+        b.call("bash", {"command": f"sed -i 's/a{i}/b{i}/' src/x.py"}, result="")
+    assert fired(RepeatedActionDetector(), b.deliver("patch").build(score=0.0)) == []
+    # the same test run after an edit, with the same output each time, is still not a loop (the state changed)
+    b = TraceBuilder().user("fix the bug")
+    for i in range(4):
+        b.call("bash", {"command": "python -m pytest"}, result="1 failed")
+        b.call("bash", {"command": f"echo fix{i} >> src/x.py"}, result="")
+    assert fired(RepeatedActionDetector(), b.build(score=0.0)) == []
+    # re-running a read with a different result each time is progress too (a page that loads)
+    b = TraceBuilder().user("x")
+    for i in range(3):
+        b.call("get_status", {"id": 7}, result=f"pending {i}")
+    assert fired(RepeatedActionDetector(), b.build(score=0.0)) == []
 
 
 def test_unrecovered_friction_fires_on_first_occurrence():

@@ -84,7 +84,7 @@ def test_labels_do_not_depend_on_record_order():
         random.Random(seed).shuffle(shuffled)
         assert {lab.trajectory_id: lab.model_dump() for lab in label_all(shuffled)} == base
     comp = Composition.from_labels(label_all(trajs))
-    assert comp.counts == {"healthy": 3, "F1": 0, "F2": 0, "F3": 6, "F4": 0}
+    assert comp.counts == {"healthy": 3, "F1": 0, "F2": 0, "F3": 6, "F4": 0, "E": 0}
     assert abs(comp.delivery_rate - 1 / 3) < 1e-9
 
 

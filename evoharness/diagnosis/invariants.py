@@ -1,0 +1,164 @@
+"""Invariants read from the trace itself (the approach AgentRx published), and the violation log.
+
+Tool schemas: declared ones (``meta["tools"]``, OpenAI ``tools`` format) or, where none is given,
+inferred from the trace -- an argument present in every successful call of a tool is required, and
+its JSON type is the type those calls used. A call that lacks a required argument, passes a value
+outside a declared enum, or a value of another type is a violation.
+
+Domain policy (only where the system prompt carries one): rule templates --
+- ``policy.identity_check``: the prompt asks to authenticate / verify the user, and a write action
+  comes before any lookup of the user (a read tool whose name mentions user, customer or account) and
+  before the user gave their user id (a ``user_id`` value of a tool result or call, said by the user);
+- ``policy.confirmation``: the prompt asks for explicit confirmation, and the user message just
+  before a write action is not an affirmative ("yes", "confirm", "go ahead", ...).
+
+A write action is a call that may change state (``is_state_changing``), handing over to a human
+(``transfer_*``) excepted. Every violation has a step and quoted evidence; the first policy violation
+of a failed run is the located signal ``F4.policy_violation``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+from evoharness.diagnosis.context import ToolCall, TraceView
+from evoharness.diagnosis.models import Violation
+
+IDENTITY_POLICY = re.compile(r"authenticat|verify .{0,30}identity|obtain the user id", re.I)
+USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
+CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
+AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)
+USER_LOOKUP = re.compile(r"user|customer|account|member|auth", re.I)
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+
+
+def _quote(text: object, limit: int = 160) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    return JSON_TYPES.get(type(v), "string")
+
+
+def _args(call: ToolCall) -> dict[str, Any] | None:
+    if not call.parsed_ok:
+        return None
+    try:
+        parsed = json.loads(call.canonical)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _failed(view: TraceView, call: ToolCall) -> bool:
+    result = view.results.get(call.id, (0, ""))[1]
+    return result.lstrip().lower().startswith("error")
+
+
+def declared_schemas(view: TraceView) -> dict[str, dict[str, Any]]:
+    out = {}
+    for tool in view.traj.meta.get("tools") or ():
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str) and isinstance(fn.get("parameters"), dict):
+            out[fn["name"]] = fn["parameters"]
+    return out
+
+
+def inferred_schemas(view: TraceView) -> dict[str, dict[str, Any]]:
+    """Per tool: required = keys in every successful call; types = the one JSON type each key had (if one)."""
+    seen: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in view.calls:
+        a = _args(c)
+        if a is not None and not _failed(view, c):
+            seen[c.name].append(a)
+    out = {}
+    for name, calls in seen.items():
+        if len(calls) < 2:
+            continue
+        required = set.intersection(*(set(a) for a in calls))
+        props = {}
+        for key in required:
+            types = {_json_type(a[key]) for a in calls}
+            if len(types) == 1:
+                props[key] = {"type": types.pop()}
+        out[name] = {"required": sorted(required), "properties": props}
+    return out
+
+
+def schema_violations(view: TraceView) -> list[Violation]:
+    declared = declared_schemas(view)
+    schemas = declared or inferred_schemas(view)
+    kind = "schema" if declared else "schema(inferred)"
+    out = []
+    for c in view.calls:
+        schema, a = schemas.get(c.name), _args(c)
+        if schema is None or a is None:
+            continue
+        missing = [k for k in schema.get("required", ()) if k not in a]
+        if missing:
+            out.append(Violation(rule=f"{kind}.required", step=c.step,
+                                 evidence=f"{c.name} without {', '.join(missing)}: {_quote(c.arguments)}"))
+        for key, prop in (schema.get("properties") or {}).items():
+            if key not in a or not isinstance(prop, dict):
+                continue
+            if "enum" in prop and a[key] not in prop["enum"]:
+                out.append(Violation(rule=f"{kind}.enum", step=c.step,
+                                     evidence=f"{c.name}.{key}={a[key]!r} not in {prop['enum']}"))
+            want = prop.get("type")
+            got = _json_type(a[key])
+            if isinstance(want, str) and got != want and not (want == "number" and got == "integer"):
+                out.append(Violation(rule=f"{kind}.type", step=c.step,
+                                     evidence=f"{c.name}.{key} is {got}, expected {want}: {_quote(a[key], 80)}"))
+    return out
+
+
+def write_calls(view: TraceView) -> list[ToolCall]:
+    from evoharness.diagnosis.detectors import is_state_changing
+
+    return [c for c in view.calls if not c.name.startswith("transfer") and is_state_changing(c.name, c.canonical)]
+
+
+def _user_gave_their_id(view: TraceView, before: int) -> bool:
+    ids = set()
+    for _, content in view.results.values():
+        ids.update(USER_ID_VALUE.findall(content[:50_000]))
+    for c in view.calls:
+        ids.update(USER_ID_VALUE.findall(c.canonical[:5_000]))
+    said = [m.get("content") for m in view.traj.messages[:before] if m.get("role") == "user"]
+    return any(isinstance(t, str) and i in t for t in said for i in ids)
+
+
+def policy_violations(view: TraceView) -> list[Violation]:
+    msgs = view.traj.messages
+    policy = "\n".join(m["content"] for m in msgs if m.get("role") == "system" and isinstance(m.get("content"), str))
+    if not policy:
+        return []
+    out = []
+    writes = write_calls(view)
+    if writes and IDENTITY_POLICY.search(policy):
+        first = writes[0]
+        looked_up = any(c.step < first.step and USER_LOOKUP.search(c.name) and not _failed(view, c)
+                        for c in view.calls if c not in writes)
+        if not looked_up and not _user_gave_their_id(view, first.step):
+            out.append(Violation(rule="policy.identity_check", step=first.step,
+                                 evidence=f"{first.name} before any user lookup: {_quote(first.arguments)}"))
+    if writes and CONFIRM_POLICY.search(policy):
+        for w in writes:
+            last_user = next((msgs[i] for i in range(w.step - 1, -1, -1) if msgs[i].get("role") == "user"), None)
+            said = last_user.get("content") if last_user else None
+            if not isinstance(said, str) or not AFFIRMATIVE.search(said[:2000]):
+                out.append(Violation(rule="policy.confirmation", step=w.step,
+                                     evidence=f"{w.name} without an explicit yes; the user last said: "
+                                              f"{_quote(said or '(nothing)', 120)}"))
+                break
+    return out
+
+
+def violation_log(view: TraceView) -> list[Violation]:
+    return sorted(schema_violations(view) + policy_violations(view), key=lambda v: (v.step, v.rule))
