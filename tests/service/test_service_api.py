@@ -103,7 +103,7 @@ def test_ingestion_validates_names_index_and_field_and_is_idempotent(serve):
     assert c.get("/trajectories/i0").json()["final_answer"] == "Order 42: shipped."
 
     comp = c.get("/composition").json()
-    assert comp["n"] == 13 and comp["counts"] == {"healthy": 5, "F1": 0, "F2": 0, "F3": 4, "F4": 4}
+    assert comp["n"] == 13 and comp["counts"] == {"healthy": 5, "F1": 0, "F2": 0, "F3": 4, "F4": 4, "E": 0}
     assert comp["top_signals"][0]["id"] in ("F3.repeated_action", "F4.poor_delivery")
     assert c.get("/composition", params={"last": 1}).json()["n"] == 1
 
