@@ -1,4 +1,4 @@
-"""Export 100,000 synthetic trajectories in bounded memory; prints peak MB and rows/s.
+"""Export 100,000 synthetic (or ``--real``: tau-bench) trajectories in bounded memory; prints peak MB and rows/s.
 
 The trajectories are generated straight into a JSONL file (never held in memory), then exported
 with ``export_dataset`` (held-out scan, labelling for ``--source all``, cleaning, validation of
@@ -7,10 +7,14 @@ is the RSS right before the export starts, so "growth" is what the export itself
 streaming export's growth does not scale with the number of rows: run with ``--n 10000`` and
 ``--n 100000`` and compare.
 
+``--real`` replaces the synthetic rows by the real tau-bench airline trajectories (200 records
+of gpt-4o, imported to canonical JSONL as ``evoharness import`` writes them) replicated to
+``--n``, each copy under fresh ids; their rows are long multi-turn tool-calling dialogues.
+
 Each of ``--repeat`` exports is timed in CPU seconds of this process (min / median / max); the
 peak RSS is over all of them.
 
-    python benchmarks/export_scale.py [--n 100000] [--format openai|sharegpt|hf] [--placebo] [--repeat 3]
+    python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -51,9 +55,24 @@ def _line(i: int) -> bytes:
     return json.dumps(traj).encode() + b"\n"
 
 
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
+
+
+def _real_lines(n: int):
+    """``n`` canonical JSONL lines of the tau-bench trajectories, replicated under fresh ids."""
+    from evoharness.traces.importers import load_paths
+
+    base = [t.model_dump(mode="json") for t in load_paths([REAL])]
+    for i in range(n):
+        t = base[i % len(base)]
+        copy = i // len(base)
+        yield json.dumps({**t, "id": f"{t['id']}#{copy}", "rollout": copy, "split": "dev"}).encode() + b"\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--real", action="store_true", help="real tau-bench trajectories instead of synthetic ones")
     ap.add_argument("--format", default="openai", choices=[f.value for f in ExportFormat])
     ap.add_argument("--source", default="all", choices=["all", "healthy"])
     ap.add_argument("--placebo", action="store_true")
@@ -65,8 +84,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "trajectories.jsonl"
         with src.open("wb") as fh:
-            for i in range(args.n):
-                fh.write(_line(i))
+            lines = _real_lines(args.n) if args.real else (_line(i) for i in range(args.n))
+            for line in lines:
+                fh.write(line)
         out = args.keep or Path(d) / "out"
         base = _rss_mb()
         cpu, wall = [], []
@@ -78,7 +98,7 @@ def main() -> None:
             wall.append(time.perf_counter() - w0)
         peak = _rss_mb()
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
-    print(f"trajectories: {args.n}  exported rows: {s.records}  "
+    print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: {s.records}  "
           f"held-out excluded: {s.heldout_tasks_excluded}  ({load_note()})")
     print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  output: {size:.1f} MB")
     print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")

@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from evoharness.traces.models import Trajectory
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+_MISSING = object()
 _ROLE_ALIASES = {"developer": "system"}
 
 
@@ -53,22 +57,32 @@ def content_text(content: Any) -> str | None:
     return json.dumps(content, ensure_ascii=False)
 
 
-def _arguments(raw: Any) -> str:
+Parsed = Mapping[str, Any]  # argument text -> its parsed value (``Trajectory.tool_calls()``'s one parse)
+
+
+def arguments_parsed(traj: Trajectory) -> dict[str, Any]:
+    """The trajectory's argument texts that parsed, with their values (parsed once, on the trajectory)."""
+    return {c.raw: c.args for c in traj.tool_calls() if c.parsed_ok and isinstance(c.raw, str)}
+
+
+def _arguments(raw: Any, parsed: Parsed = _NOTHING) -> str:
     if isinstance(raw, dict):
         return json.dumps(raw, ensure_ascii=False)
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return "{}"
     if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
-            raise RecordSkipped("invalid_tool_arguments") from None
-        if isinstance(parsed, dict):
+        value = parsed.get(raw, _MISSING)
+        if value is _MISSING:
+            try:
+                value = json.loads(raw)
+            except (json.JSONDecodeError, RecursionError):
+                raise RecordSkipped("invalid_tool_arguments") from None
+        if isinstance(value, dict):
             return raw
     raise RecordSkipped("invalid_tool_arguments")
 
 
-def _tool_call(call: Any) -> dict:
+def _tool_call(call: Any, parsed: Parsed = _NOTHING) -> dict:
     if not isinstance(call, dict):
         raise RecordSkipped("malformed_tool_call")
     fn = call.get("function") if isinstance(call.get("function"), dict) else call
@@ -77,11 +91,15 @@ def _tool_call(call: Any) -> dict:
         raise RecordSkipped("bad_tool_name")
     cid = call.get("id")
     return {"id": cid if isinstance(cid, str) and cid else None, "type": "function",
-            "function": {"name": name, "arguments": _arguments(fn.get("arguments"))}}
+            "function": {"name": name, "arguments": _arguments(fn.get("arguments"), parsed)}}
 
 
-def clean_messages(messages: list[dict]) -> list[dict]:
-    """The trajectory's messages as valid OpenAI chat messages (see the module docstring)."""
+def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict]:
+    """The trajectory's messages as valid OpenAI chat messages (see the module docstring).
+
+    ``parsed`` maps argument texts already parsed (``arguments_parsed``) to their values, so
+    they are not parsed again.
+    """
     out: list[dict] = []
     pending: list[dict] = []
     last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
@@ -119,7 +137,7 @@ def clean_messages(messages: list[dict]) -> list[dict]:
                 continue  # an empty system/user message carries nothing
             out.append({"role": role, "content": text})
         elif role == "assistant":
-            calls = [_tool_call(c) for c in (m.get("tool_calls") or [])]
+            calls = [_tool_call(c, parsed) for c in (m.get("tool_calls") or [])]
             if not calls and (text is None or not text.strip()):
                 raise RecordSkipped("empty_assistant_turn")
             msg: dict = {"role": "assistant", "content": text if text and text.strip() else None}
@@ -198,7 +216,8 @@ def _declared(traj: Trajectory) -> list[dict]:
     return out
 
 
-def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[dict] = ()) -> list[dict]:
+def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[dict] = (),
+                   parsed: Parsed = _NOTHING) -> list[dict]:
     """Tools for a record: declarations (the trajectory's, then ``extra``), then inferred ones."""
     tools: dict[str, dict] = {}
     for t in [*(_declared(traj) if traj is not None else []), *extra]:
@@ -207,10 +226,13 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
     for m in messages:
         for c in m.get("tool_calls") or []:
             props = called.setdefault(c["function"]["name"], {})
-            try:
-                args = json.loads(c["function"]["arguments"])
-            except json.JSONDecodeError:
-                args = {}
+            text = c["function"]["arguments"]
+            args = parsed.get(text, _MISSING)
+            if args is _MISSING:
+                try:
+                    args = json.loads(text)
+                except json.JSONDecodeError:
+                    args = {}
             for k, v in args.items():
                 props.setdefault(k, _json_type(v))
     used = {name: tools[name] for name in called if name in tools}
@@ -236,8 +258,9 @@ def with_system(messages: list[dict], system: str | None) -> list[dict]:
 
 def to_record(traj: Trajectory, renderer=None) -> dict:
     """One OpenAI chat fine-tuning record; raises ``RecordSkipped``."""
-    messages = clean_messages(traj.messages)
-    tools = declared_tools(traj, messages)
+    parsed = arguments_parsed(traj)
+    messages = clean_messages(traj.messages, parsed)
+    tools = declared_tools(traj, messages, parsed=parsed)
     if renderer is not None and renderer.active:
         messages = with_system(messages, renderer.render(traj, tools))
     return {"messages": messages, "tools": tools}

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from evoharness.diagnosis.models import FailureClass
 from evoharness.errors import InputError
 from evoharness.logging import get_logger
@@ -45,11 +47,30 @@ class JsonlSource:
             raise InputError(str(self.path), "trajectory file not found")
 
     def __iter__(self) -> Iterator[Trajectory]:
-        try:
-            from evoharness.traces.store import read_trajectories
-        except ImportError:  # pragma: no cover - the store ships with the traces area
-            return (Trajectory.model_validate_json(line) for line in self.path.open("rb") if line.strip())
+        from evoharness.traces.store import read_trajectories
+
         return read_trajectories(self.path)
+
+    def heldout_task_ids(self) -> set[str]:
+        """Tasks some line marks held out, reading only ``task_id`` and ``split`` of each line
+        (a line that is not a trajectory is reported by the full pass that follows)."""
+        from evoharness.traces.store import jsonl_lines
+
+        out = set()
+        for _, raw in jsonl_lines(self.path):
+            try:
+                head = _TaskSplit.model_validate_json(raw)
+            except ValidationError:
+                continue
+            if head.split == Split.heldout:
+                out.add(head.task_id)
+        return out
+
+
+class _TaskSplit(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    task_id: str
+    split: str = Split.unknown.value
 
 
 @dataclass
@@ -79,14 +100,20 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         from evoharness.diagnosis.labeller import Labeller
 
         labeller = Labeller(diagnosis_cfg)
+        threshold = labeller.cfg.healthy_threshold
         for t in trajectories:
-            label = labeller.label(t)
-            if source == SourceKind.healthy and label.failure_class != FailureClass.healthy:
+            if t.score is not None and t.score >= threshold:
+                # the labeller's first rule: healthy whatever fired, no first signal; an export
+                # needs only the class, so the detectors are not run
+                cls, first = FailureClass.healthy.value, None
+            else:
+                label = labeller.label(t)
+                cls, first = label.failure_class.value, label.first_signal.id if label.first_signal else None
+            if source == SourceKind.healthy and cls != FailureClass.healthy:
                 continue
             if remember:
                 seen.add(t.id)
-            yield Candidate(t, label.failure_class.value,
-                            label.first_signal.id if label.first_signal else None, "file")
+            yield Candidate(t, cls, first, "file")
     if source == SourceKind.queue and queue is None:
         raise InputError("--source", "--source queue needs the training queue")
     if source in (SourceKind.queue, SourceKind.all) and queue is not None:
@@ -181,8 +208,10 @@ def export_dataset(
     window: list[tuple[dict, dict]] = []
 
     def emit(record: dict, meta: dict) -> None:
-        errs = openai_errors(record)
-        if errs:  # never write an invalid record; a bug here must be loud in tests
+        # never write an invalid record; a bug here must be loud in tests. Each call's arguments
+        # were parsed as a JSON object by chat.to_record (once, on the trajectory), not re-parsed here.
+        errs = openai_errors(record, check_arguments=False)
+        if errs:
             raise AssertionError(f"{meta['id']}: exporter produced an invalid record: {errs[:3]}")
         writer.write(record, meta)
         summary.records += 1

@@ -47,7 +47,9 @@ def _tool_errors(tools) -> tuple[list[str], set[str]]:
     return errs, names
 
 
-def openai_errors(record) -> list[str]:
+def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
+    """Every problem of one record. ``check_arguments=False`` skips parsing each call's
+    ``arguments`` (for records whose arguments the exporter itself parsed as JSON objects)."""
     if not isinstance(record, dict):
         return ["record: not an object"]
     errs: list[str] = []
@@ -106,6 +108,10 @@ def openai_errors(record) -> list[str]:
                     continue
                 if fn.get("name") not in declared:
                     errs.append(f"{cw}: function {fn.get('name')!r} not declared in tools")
+                if not check_arguments:
+                    if not isinstance(fn.get("arguments"), str):
+                        errs.append(f"{cw}: arguments are not JSON")
+                    continue
                 try:
                     args = json.loads(fn.get("arguments"))
                     if not isinstance(args, dict):

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from evoharness.traces.models import Trajectory
+from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
 
 
 @dataclass(frozen=True)
@@ -17,17 +17,14 @@ class ToolCall:
     arguments: str  # raw argument text as the model wrote it
     canonical: str  # canonical JSON of the parsed arguments, or the raw text if it did not parse
     parsed_ok: bool
+    args: object = None  # the parsed arguments (None when they did not parse)
 
 
 def canonical_args(raw: object) -> tuple[str, bool]:
-    if isinstance(raw, dict):
-        return json.dumps(raw, sort_keys=True, separators=(",", ":")), True
-    if not isinstance(raw, str):
-        return str(raw), False
-    try:
-        return json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")), True
-    except (json.JSONDecodeError, TypeError, ValueError):
-        return raw.strip(), False
+    args, ok = parse_arguments(raw)
+    if ok:
+        return ToolCallRecord(0, 0, None, None, raw, args, True).canonical, True
+    return (raw.strip() if isinstance(raw, str) else str(raw)), False
 
 
 @dataclass
@@ -44,20 +41,14 @@ class TraceView:
             role = m.get("role")
             if role == "assistant":
                 view.assistant_steps.append(i)
-                for j, tc in enumerate(m.get("tool_calls") or ()):
-                    if not isinstance(tc, dict):
-                        continue
-                    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
-                    raw = fn.get("arguments", "")
-                    canon, ok = canonical_args(raw)
-                    view.calls.append(ToolCall(
-                        step=i, id=str(tc.get("id") or f"{i}.{j}"), name=str(fn.get("name", "")),
-                        arguments=raw if isinstance(raw, str) else json.dumps(raw), canonical=canon,
-                        parsed_ok=ok,
-                    ))
             elif role == "tool":
                 content = m.get("content")
                 view.results[str(m.get("tool_call_id"))] = (i, content if isinstance(content, str) else str(content))
+        for c in traj.tool_calls():  # arguments parsed once, kept on the trajectory
+            view.calls.append(ToolCall(
+                step=c.step, id=str(c.id or f"{c.step}.{c.index}"), name=str(c.name),
+                arguments=c.raw_text, canonical=c.canonical, parsed_ok=c.parsed_ok, args=c.args,
+            ))
         return view
 
     def turn_of(self, step: int) -> int | None:

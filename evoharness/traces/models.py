@@ -9,14 +9,21 @@ Conventions every layer relies on:
 - ``final_answer is None`` means the agent did not deliver.
 - ``score is None`` means unscored (e.g. failure-only logs); an unscored trajectory
   is never called healthy.
+- Tool-call arguments stay in ``messages`` as the model wrote them (usually a JSON string);
+  ``Trajectory.tool_calls()`` parses each once and keeps the result, so labelling and export
+  share one parse. Treat ``messages`` as read-only once ``tool_calls()`` has been called.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 class Split(StrEnum):
@@ -70,8 +77,73 @@ class Usage(BaseModel):
     wall_seconds: float = Field(0.0, ge=0)
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call of an assistant message, its arguments parsed once.
+
+    ``raw`` is the arguments as the model wrote them (a dict is kept as given); ``args`` the
+    parsed JSON value, or None when ``raw`` did not parse (``parsed_ok`` False). An absent or blank
+    ``arguments`` parses as no arguments (``{}``) only for export's sake: ``raw`` stays ``""``.
+    """
+
+    step: int  # index of the assistant message
+    index: int  # position in that message's tool_calls
+    id: str | None
+    name: Any
+    raw: Any
+    args: Any
+    parsed_ok: bool
+
+    @property
+    def raw_text(self) -> str:
+        """The arguments as text (a dict the model gave as an object is serialised)."""
+        if isinstance(self.raw, str):
+            return self.raw
+        return json.dumps(self.raw, ensure_ascii=False)
+
+    @property
+    def canonical(self) -> str:
+        """Compact JSON with sorted keys (equal arguments, equal text); the raw text stripped
+        when the arguments did not parse."""
+        if self.parsed_ok:
+            return _CANONICAL.encode(self.args)
+        return self.raw.strip() if isinstance(self.raw, str) else str(self.raw)
+
+
+def parse_arguments(raw: Any) -> tuple[Any, bool]:
+    """(parsed value, ok) for a tool call's ``arguments`` as found in a message."""
+    if isinstance(raw, dict):
+        return raw, True
+    if not isinstance(raw, str):
+        return None, False
+    try:
+        return json.loads(raw), True
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        return None, False
+
+
+class _CallCache:
+    """``Trajectory.tool_calls()``'s parse and the messages list it was read from.
+
+    Any two caches compare equal: whether a trajectory's calls were parsed yet is no part of its
+    value. A new ``messages`` list, or one that grew or shrank, is parsed again.
+    """
+
+    __slots__ = ("calls", "messages", "n")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self.messages: list | None = None
+        self.n = -1
+        self.calls: list[ToolCallRecord] = []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _CallCache)
+
+
 class Trajectory(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    _calls: _CallCache = PrivateAttr(default_factory=_CallCache)
 
     id: str = Field(min_length=1)
     task_id: str = Field(min_length=1)
@@ -103,6 +175,31 @@ class Trajectory(BaseModel):
     @property
     def scored(self) -> bool:
         return self.score is not None
+
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """Every tool call of every assistant message, in order, arguments parsed once (cached).
+
+        Calls that are not objects are skipped; a ``function`` that is not an object reads as
+        one with no name and no arguments.
+        """
+        cache = self._calls
+        if cache.messages is not self.messages or cache.n != len(self.messages):
+            out = []
+            for i, m in enumerate(self.messages):
+                if m.get("role") != "assistant":
+                    continue
+                for j, tc in enumerate(m.get("tool_calls") or ()):
+                    if not isinstance(tc, dict):
+                        continue
+                    fn = tc.get("function")
+                    if not isinstance(fn, dict):
+                        fn = {}
+                    raw = fn.get("arguments", "")
+                    args, ok = parse_arguments(raw)
+                    out.append(ToolCallRecord(step=i, index=j, id=tc.get("id"), name=fn.get("name", ""), raw=raw,
+                                              args=args, parsed_ok=ok))
+            cache.messages, cache.n, cache.calls = self.messages, len(self.messages), out
+        return cache.calls
 
     def assistant_steps(self) -> list[int]:
         """Indices of the assistant messages, in order."""
