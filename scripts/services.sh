@@ -7,6 +7,8 @@
 #     with a database `evoharness_test` for the Postgres checkpointer and queue tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
+STEP_PREFIX=services
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 log() { echo "services: $*" >&2; }
@@ -16,9 +18,8 @@ need_apt=()
 command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)  # the sandbox image's base
 if [ ${#need_apt[@]} -gt 0 ]; then
-  log "installing ${need_apt[*]}"
-  as_root apt-get update -qq >&2
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  step "apt-get install ${need_apt[*]}" \
+    as_root sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${need_apt[*]}"
 fi
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd"
@@ -27,7 +28,8 @@ if ! docker info >/dev/null 2>&1; then
 fi
 if docker info >/dev/null 2>&1; then
   if [ -f ops/sandbox/build-image.sh ]; then
-    bash ops/sandbox/build-image.sh >&2
+    step "sandbox image (ops/sandbox/build-image.sh: debootstrap + docker build the first time, minutes; seconds after)" \
+      bash ops/sandbox/build-image.sh
   fi
   echo "export EVOHARNESS_TEST_DOCKER=1"
 else
@@ -37,9 +39,8 @@ fi
 # ---- PostgreSQL ---------------------------------------------------------------------------
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if [ -z "$PGBIN" ]; then
-  log "installing postgresql"
-  as_root apt-get update -qq >&2
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  step "apt-get install postgresql" \
+    as_root sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql"
   PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 fi
 PGVER=$(basename "$(dirname "$PGBIN")")

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Install everything evoharness needs on a fresh Debian machine: system packages
 # (bubblewrap, git) and a virtual environment in .venv with the package and its test tools.
+# Progress, one line per step (and a line every 30 s while a step runs), goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
+STEP_PREFIX=setup
 
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-  fi
+  step "apt-get install ${need_apt[*]}" \
+    as_root sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${need_apt[*]}"
 fi
 
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e ".[dev]"
+[ -x .venv/bin/python ] || step "create .venv" "$PY" -m venv .venv
+step "upgrade pip in .venv" .venv/bin/python -m pip install --upgrade pip
+# -v: the log shows what is being collected and built, which the progress lines quote
+step "install evoharness and its dev tools into .venv (pip -e \".[dev]\"; a few minutes the first time)" \
+  .venv/bin/python -m pip install -v -e ".[dev]"
+echo "setup: done: .venv/bin/evoharness is the CLI (or run \`source .venv/bin/activate\` first to type \`evoharness\`)" >&2

@@ -9,4 +9,5 @@ export EVOHARNESS_TEST_ENDPOINT=1
 # services.sh starts Docker and PostgreSQL and prints where they are as `export` lines
 eval "$(bash scripts/services.sh)"
 .venv/bin/ruff check evoharness tests benchmarks
-exec .venv/bin/python -m pytest "$@"
+# the 15 slowest tests are listed at the end (where the time goes on a slow machine)
+exec .venv/bin/python -m pytest --durations=15 "$@"
