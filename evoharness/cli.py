@@ -49,6 +49,32 @@ def root(
     ctx.obj = AppState(config, list(set_ or []))
 
 
+# Records evoharness reads or writes whose JSON Schema `evoharness schema NAME` prints.
+SCHEMAS = {
+    "trajectory": ("evoharness.traces.models", "Trajectory"),  # import, POST /trajectories, rollouts
+    "edit": ("evoharness.harness_repo.models", "Edit"),  # EDIT.json for `candidate new`
+    "label": ("evoharness.diagnosis.models", "Label"),  # `label --out` lines
+}
+
+
+@app.command("schema")
+def schema(name: Annotated[str, typer.Argument(help=f"one of: {', '.join(SCHEMAS)}")]) -> None:
+    """Print a record's JSON Schema: trajectory (the canonical format), edit (EDIT.json), label."""
+    import difflib
+    import json
+
+    from evoharness.errors import InputError
+
+    if name not in SCHEMAS:
+        near = difflib.get_close_matches(name, list(SCHEMAS), n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]}?" if near else f"valid: {', '.join(SCHEMAS)}"
+        raise InputError("schema", f"unknown record {name!r}; {hint}")
+    module, attr = SCHEMAS[name]
+    model = getattr(importlib.import_module(module), attr)
+    typer.echo(json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                           **model.model_json_schema()}, indent=2))
+
+
 def _register_areas() -> None:
     for area in AREAS:
         name = f"evoharness.{area}.cli"

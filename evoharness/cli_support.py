@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from pathlib import Path
 
 import typer
@@ -38,3 +41,37 @@ def fail(message: str, code: int = 2) -> None:
     """Print one error line to stderr and exit with ``code``."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def command_name() -> str:
+    """How to type ``evoharness`` again in this shell, for printed next steps.
+
+    ``evoharness`` when that is on PATH (and is the one running); otherwise the path it was started by,
+    e.g. ``.venv/bin/evoharness``, so a printed command runs as printed.
+    """
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "__main__.py":
+        return f"{_short(Path(sys.executable))} -m evoharness"
+    if argv0.name != "evoharness":  # called in-process (tests, an embedding program)
+        return "evoharness"
+    found = shutil.which("evoharness")
+    if found and Path(found).resolve() == argv0.resolve():
+        return "evoharness"
+    return _short(argv0)
+
+
+def activate_hint(command: str) -> str | None:
+    """``source .venv/bin/activate`` when ``command`` is a virtualenv's script not on PATH."""
+    path = Path(command.split()[0])
+    activate = path.parent / "activate"
+    if len(path.parts) > 1 and activate.is_file():
+        return f"or run `source {activate}` once, then type `evoharness ...`"
+    return None
+
+
+def _short(path: Path) -> str:
+    try:
+        rel = path.absolute().relative_to(Path.cwd())
+    except ValueError:
+        return str(path)
+    return str(rel) if len(rel.parts) > 1 else os.path.join(".", rel)

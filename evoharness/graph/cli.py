@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -15,12 +16,15 @@ def _report(outcome) -> None:
     from evoharness.graph.summary import summary_text
 
     if outcome.interrupted:
+        from evoharness.cli_support import command_name
+
+        cmd = command_name()
         typer.echo(f"\nRun {outcome.run_id} is waiting for review:")
         for item in outcome.interrupted:
             for c in item.get("candidates", []):
                 typer.echo(f"  {c['branch']}  {c['commit'][:10]}  {c['reason']}")
-                typer.echo(f"    evoharness approve {c['branch']} --run {outcome.run_id}   "
-                           f"(or: evoharness reject {c['branch']} --run {outcome.run_id} --reason ..)")
+                typer.echo(f"    {cmd} approve {c['branch']} --run {outcome.run_id}   "
+                           f"(or: {cmd} reject {c['branch']} --run {outcome.run_id} --reason ..)")
         return
     if outcome.done:
         data = json.loads((outcome.run_dir / "summary.json").read_text())
@@ -82,20 +86,63 @@ def reject(
     _decide(ctx, candidate, run_id, "reject", reason)
 
 
+DEMO_ROOT = Path("demo-out")
+
+
+def _latest_demo(root: Path) -> Path | None:
+    found = [d for d in [root, *(root.iterdir() if root.is_dir() else [])] if (d / "harness" / ".git").is_dir()]
+    return max(found, key=lambda d: d.stat().st_mtime) if found else None
+
+
+def _demo_dir(out: Path | None, resume: bool) -> tuple[Path, str]:
+    """Where this demo writes, and the line that says so: a fresh directory unless ``--resume``."""
+    from evoharness.errors import InputError
+
+    if resume:
+        target = out or _latest_demo(DEMO_ROOT)
+        if target is None or not (target / "harness" / ".git").is_dir():
+            raise InputError(str(target or DEMO_ROOT), "no demo to resume here (start one with `evoharness demo`)")
+        return target, (f"demo: continuing {target}: this run starts from the harness the earlier run evolved "
+                        "(its summary.json is replaced by this run's)")
+    if out is not None:
+        if (out / "harness").exists():
+            raise InputError(str(out), "already holds a demo: add --resume to continue it, or give another --out")
+        return out, f"demo: a fresh demo in {out}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target, n = DEMO_ROOT / stamp, 2
+    while target.exists():
+        target, n = DEMO_ROOT / f"{stamp}-{n}", n + 1
+    return target, f"demo: a fresh demo in {target} (each run gets its own directory; --resume continues the latest)"
+
+
 def demo(
     ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", help="where the demo's harness, run and summary go")] = Path("demo-out"),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="where the demo's harness, run and summary go (default: a new demo-out/<time>)")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="continue the demo in --out (default: the latest under demo-out) from its evolved "
+        "harness")] = False,
     env: Annotated[str, typer.Option(help="synthetic | agentdojo:workspace (~5 s a rollout)")] = "synthetic",
     rounds: Annotated[int, typer.Option(help="round limit")] = 3,
     sandbox: Annotated[str, typer.Option(help="bwrap | none")] = "bwrap",
 ) -> None:
     """The embedded default: a fresh harness, the scripted weak model, playbook roles, bwrap, SQLite."""
+    from evoharness.cli_support import activate_hint, command_name
     from evoharness.graph.demo import run_demo
 
+    out, note = _demo_dir(out, resume)
+    typer.echo(note, err=True)
     outcome = run_demo(settings_of(ctx), out, env=env, rounds=rounds, sandbox=sandbox)
     _report(outcome)
+    cmd = command_name()
     typer.echo(f"\nsummary: {out / 'summary.json'}")
-    typer.echo(f"report:  evoharness report {out} --out {out / 'report'}   (plots; --compute adds the ablation)")
+    typer.echo("next:")
+    typer.echo(f"  {cmd} report {out} --out {out / 'report'}      # the report with its plots")
+    typer.echo(f"  {cmd} review --harness {out / 'harness'}      # candidates, verdicts, diffstats")
+    typer.echo(f"  {cmd} demo --resume --out {out}      # more rounds from the evolved harness")
+    hint = activate_hint(cmd)
+    if hint:
+        typer.echo(f"  ({hint})")
 
 
 def register(app: typer.Typer) -> None:

@@ -239,7 +239,13 @@ def _invalid(request: Request, message: str, errors: list[dict[str, Any]] | None
 
 
 @writes.post("/trajectories")
-async def ingest(request: Request) -> Any:
+async def ingest(request: Request, format: Annotated[str, Query(
+        description="canonical (default: a JSON list of canonical trajectories), auto (detected), or any "
+                    "format `evoharness import` reads, e.g. openai for tau-bench records")] = "canonical",
+        source: Annotated[str | None, Query(
+            pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+            description="with a format other than canonical: the name imported ids derive from, as a "
+                        "file's name does for `evoharness import` (default: a hash of the body)")] = None) -> Any:
     s = _state(request)
     t0 = time.perf_counter()
     cfg = s.settings.service
@@ -250,6 +256,8 @@ async def ingest(request: Request) -> Any:
     body = await request.body()
     if len(body) > limit:
         raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
+    if format != "canonical":
+        return await _ingest_imported(request, body, format, source, t0)
     good = await run_in_threadpool(_parse_fast, body)
     if good is not None and len(good) <= cfg.max_batch:
         return await _store(request, good, t0)
@@ -267,7 +275,32 @@ async def ingest(request: Request) -> Any:
         e = errors[0]
         return _invalid(request, f"record {e['index']}: {e['field']}: {e['error']}"
                         + (f" ({len(errors)} invalid records; nothing stored)" if len(errors) > 1
-                           else " (nothing stored)"), errors)
+                           else " (nothing stored)") + _format_hint(records), errors)
+    return await _store(request, good, t0)
+
+
+def _format_hint(records: list[Any]) -> str:
+    from evoharness.traces.importers import record_format
+
+    fmt = record_format(records[0]) if records else None
+    if fmt is None or fmt == "canonical":
+        return ""
+    return f"; these look like {fmt} records: POST /trajectories?format={fmt} (or format=auto) imports them"
+
+
+async def _ingest_imported(request: Request, body: bytes, fmt: str, source: str | None, t0: float) -> Any:
+    """A body in another format: converted by the importer `evoharness import` uses, then stored."""
+    import hashlib
+
+    from evoharness.traces.importers import load_bytes
+
+    max_batch = _state(request).settings.service.max_batch
+    source = source or f"body-{hashlib.sha256(body).hexdigest()[:12]}"
+    try:
+        good = await run_in_threadpool(load_bytes, body, None if fmt == "auto" else fmt, source=source,
+                                       limit=max_batch)
+    except InputError as e:
+        return _invalid(request, f"{e} (nothing stored)")
     return await _store(request, good, t0)
 
 

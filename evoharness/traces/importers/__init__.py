@@ -155,6 +155,11 @@ def detect_format(path: Path, data: Any = None) -> str:
     return name
 
 
+def record_format(rec: Any) -> str | None:
+    """The format one parsed record looks like (None: none of them)."""
+    return _detect_record(rec)
+
+
 def _detect_record(rec: Any) -> str | None:
     if not isinstance(rec, dict):
         return None
@@ -241,3 +246,37 @@ def report_invalid(skip_invalid: bool, on_invalid: OnInvalid | None, err: InputE
         raise err
     if on_invalid:
         on_invalid(err)
+
+
+def load_bytes(body: bytes, fmt: str | None = None, *, source: str = "body",
+               limit: int | None = None) -> list[Trajectory]:
+    """The trajectories in one document held in memory (e.g. an HTTP request body), in any format.
+
+    ``fmt`` None detects the format as for a file. The document goes through the same importer as a
+    file would (a temporary file, removed afterwards), so every format and every check applies;
+    errors name ``source`` instead of the temporary path. With ``limit``, more trajectories than that
+    is an ``InputError``.
+    """
+    import tempfile
+
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(source, f"unknown format {fmt!r} (formats: {', '.join(FORMAT_NAMES)})")
+    text = body.lstrip()
+    suffix = ".json"
+    if text[:1] == b"{" and b"\n{" in text:  # JSON lines: one record per line
+        try:
+            json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            suffix = ".jsonl"
+    with tempfile.TemporaryDirectory(prefix="evoharness-body-") as tmp:
+        path = Path(tmp) / f"{source}{suffix}"
+        path.write_bytes(body)
+        out: list[Trajectory] = []
+        try:
+            for t in load_file(path, fmt):
+                out.append(t)
+                if limit is not None and len(out) > limit:
+                    raise InputError(source, f"more than {limit} trajectories in one document")
+        except InputError as e:
+            raise InputError(source, e.reason.replace(str(path), source), e.where) from None
+        return out

@@ -1,0 +1,60 @@
+"""`evoharness demo`: a fresh directory per run, --resume to continue, next commands that run as printed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from evoharness.cli import main
+
+
+@pytest.fixture
+def demos(monkeypatch, tmp_path):
+    """run_demo replaced by a stand-in that makes the harness directory and records where it ran."""
+    calls: list[Path] = []
+
+    def fake_run_demo(settings, out, env="synthetic", rounds=3, sandbox="bwrap"):
+        (out / "harness" / ".git").mkdir(parents=True, exist_ok=True)
+        calls.append(out)
+        return SimpleNamespace(interrupted=[], done=False)
+
+    monkeypatch.setattr("evoharness.graph.demo.run_demo", fake_run_demo)
+    monkeypatch.chdir(tmp_path)
+    return calls
+
+
+def test_each_demo_gets_a_fresh_directory_and_resume_continues_the_latest(demos, capsys):
+    assert main(["demo"]) == 0 and main(["demo"]) == 0
+    first, second = demos
+    assert first != second and first.parent == second.parent == Path("demo-out")
+    assert "a fresh demo in" in capsys.readouterr().err
+    assert main(["demo", "--resume"]) == 0
+    assert demos[-1] == max(demos[:2], key=lambda d: d.stat().st_mtime)
+    assert f"continuing {demos[-1]}" in capsys.readouterr().err
+
+
+def test_explicit_out_is_never_reused_silently(demos, capsys):
+    assert main(["demo", "--out", "mine"]) == 0
+    capsys.readouterr()
+    assert main(["demo", "--out", "mine"]) == 2
+    assert capsys.readouterr().err == "error: mine: already holds a demo: add --resume to continue it, or give another --out\n"
+    assert main(["demo", "--out", "mine", "--resume"]) == 0 and demos == [Path("mine"), Path("mine")]
+    assert main(["demo", "--resume", "--out", "other"]) == 2
+    assert "no demo to resume here" in capsys.readouterr().err
+
+
+def test_next_commands_use_the_path_the_cli_was_started_by(demos, capsys, monkeypatch, tmp_path):
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "activate").write_text("")
+    (venv_bin / "evoharness").write_text("")
+    monkeypatch.setattr(sys, "argv", [".venv/bin/evoharness", "demo", "--out", "d"])
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["demo", "--out", "d"]) == 0
+    out = capsys.readouterr().out
+    assert "  .venv/bin/evoharness report d --out d/report" in out
+    assert "  .venv/bin/evoharness demo --resume --out d" in out
+    assert "source .venv/bin/activate" in out
