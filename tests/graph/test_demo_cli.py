@@ -40,7 +40,8 @@ def test_explicit_out_is_never_reused_silently(demos, capsys):
     assert main(["demo", "--out", "mine"]) == 0
     capsys.readouterr()
     assert main(["demo", "--out", "mine"]) == 2
-    assert capsys.readouterr().err == "error: mine: already holds a demo: add --resume to continue it, or give another --out\n"
+    err = capsys.readouterr().err
+    assert err == "error: mine: already holds a demo: add --resume to continue it, or give another --out\n"
     assert main(["demo", "--out", "mine", "--resume"]) == 0 and demos == [Path("mine"), Path("mine")]
     assert main(["demo", "--resume", "--out", "other"]) == 2
     assert "no demo to resume here" in capsys.readouterr().err
