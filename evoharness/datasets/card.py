@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .models import ExportFormat, ExportSummary
+from .export_formats import EXPORT_FORMATS
+from .models import ExportSummary
 
 _PLACEBO_NOTE = (
     "**This is a placebo control set.** Every record keeps its system prompt and user turns, but its "
@@ -31,16 +32,7 @@ def render_card(s: ExportSummary) -> str:
     front = ["---", "configs:", "- config_name: default", "  data_files:"]
     front += [f"  - split: train\n    path: {f}" for f in data_files]
     front += ["tags:"] + [f"- {t}" for t in tags] + ["---", ""]
-    how = {
-        ExportFormat.openai: "OpenAI chat fine-tuning JSONL: one `{\"messages\", \"tools\"}` object per line "
-        "(assistant `tool_calls`, `tool` results with `tool_call_id`). `metadata.jsonl` holds the "
-        "provenance of each record, line by line.",
-        ExportFormat.sharegpt: "ShareGPT (LLaMA-Factory layout): `conversations` alternating "
-        "human|observation and gpt|function_call, plus `system` and `tools` (a JSON string). "
-        "`metadata.jsonl` holds the provenance of each record, line by line.",
-        ExportFormat.hf: "Hugging Face `datasets` parquet: `messages` (role, content, tool_calls, "
-        "tool_call_id), `tools` (JSON string) and one provenance column per field.",
-    }[s.format]
+    how = EXPORT_FORMATS.get(s.format.value).card
     p = s.prompt
     if p.under == "trajectory":
         prompt = "each trajectory's own system message (no harness given)"

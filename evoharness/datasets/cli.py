@@ -108,14 +108,17 @@ def export(
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
     from .export import JsonlSource, export_dataset
+    from .export_formats import EXPORT_FORMATS
     from .models import ExportFormat, SourceKind
     from .prompts import resolve_prompt
 
     settings = settings_of(ctx)
+    if fmt not in EXPORT_FORMATS:
+        fail(f"unknown export format {fmt!r} (valid: {', '.join(EXPORT_FORMATS.names())})")
     try:
         fmt_, source_ = ExportFormat(fmt), SourceKind(source)
     except ValueError as e:
-        fail(f"{e} (formats: openai | hf | sharegpt; sources: healthy | queue | all)")
+        fail(f"{e} (sources: healthy | queue | all)")
     if render_under not in ("seed", "evolved"):
         fail(f"--render-under must be seed or evolved, got {render_under!r}")
     filters = _filters(min_score, max_per_task, split, task, failure_class)
@@ -136,15 +139,21 @@ def export(
 
 @dataset_app.command("validate")
 def validate(
-    path: Annotated[Path, typer.Argument(help="an exported data.jsonl")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="openai | sharegpt")] = "openai",
+    path: Annotated[Path, typer.Argument(help="an exported data file (data.jsonl, or the parquet of hf), "
+                                              "or the export directory")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="openai | sharegpt | hf")] = "openai",
 ) -> None:
-    """Check every record of an export against the OpenAI chat (or ShareGPT) format."""
-    from .validate import validate_file
+    """Check every record of an export against its format (OpenAI chat, ShareGPT, or HF parquet rows)."""
+    from .export_formats import EXPORT_FORMATS
 
-    if fmt not in ("openai", "sharegpt"):
-        fail(f"--format must be openai or sharegpt, got {fmt!r}")
-    n, problems = validate_file(path, fmt)
+    if fmt not in EXPORT_FORMATS:
+        fail(f"unknown export format {fmt!r} (valid: {', '.join(EXPORT_FORMATS.names())})")
+    entry = EXPORT_FORMATS.get(fmt)
+    if path.is_dir():
+        path = path / entry.data_file
+    if not path.is_file():
+        fail(f"{path}: no such file")
+    n, problems = entry.validate(path)
     for p in problems[:50]:
         typer.echo(p)
     if problems:

@@ -30,7 +30,7 @@ from evoharness.traces.models import Split, Trajectory
 from . import placebo as placebo_mod
 from .card import write_card
 from .chat import RecordSkipped, to_record
-from .formats import open_writer
+from .export_formats import open_writer
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
 from .prompts import SystemRenderer
 from .validate import openai_errors

@@ -17,8 +17,6 @@ import pydantic_core
 
 from evoharness.errors import InputError
 
-from .models import ExportFormat
-
 
 class Exporter(Protocol):
     def write(self, record: dict, meta: dict) -> None: ...
@@ -180,12 +178,3 @@ class HFWriter:
                 ds_logging.enable_progress_bar()
             shutil.rmtree(self._stage_dir, ignore_errors=True)
         return [self.PARQUET]
-
-
-def open_writer(fmt: ExportFormat, out: Path) -> Exporter:
-    out.mkdir(parents=True, exist_ok=True)
-    if fmt == ExportFormat.openai:
-        return OpenAIWriter(out)
-    if fmt == ExportFormat.sharegpt:
-        return ShareGPTWriter(out)
-    return HFWriter(out)

@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 from evoharness.diagnosis.models import FailureClass
 from evoharness.traces.models import Split, Trajectory
 
+from .export_formats import EXPORT_FORMATS
+
 
 class QueueItem(BaseModel):
     """One content failure waiting for weight training, with its provenance."""
@@ -29,10 +31,8 @@ class QueueItem(BaseModel):
     enqueued_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
-class ExportFormat(StrEnum):
-    openai = "openai"
-    hf = "hf"
-    sharegpt = "sharegpt"
+# The names of `export_formats.EXPORT_FORMATS`, as an enum for pydantic fields and typer choices.
+ExportFormat = StrEnum("ExportFormat", [(n, n) for n in EXPORT_FORMATS.names()])  # type: ignore[misc]
 
 
 class SourceKind(StrEnum):

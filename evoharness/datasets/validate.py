@@ -17,8 +17,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from evoharness.traces.store import jsonl_lines
 
 from .chat import TOOL_NAME
 
@@ -160,10 +162,8 @@ def sharegpt_errors(record) -> list[str]:
     return errs
 
 
-def validate_file(path: Path | str, fmt: str = "openai") -> tuple[int, list[str]]:
-    """Validate a JSONL export; returns (records, problems as 'line N: ...')."""
-    check = openai_errors if fmt == "openai" else sharegpt_errors
-    from evoharness.traces.store import jsonl_lines
+def validate_file(path: Path | str, check: Callable[[dict], list[str]] = openai_errors) -> tuple[int, list[str]]:
+    """Validate a JSONL export record by record with ``check``; returns (records, problems as 'line N: ...')."""
 
     n, problems = 0, []
     for lineno, raw in jsonl_lines(path):

@@ -1,6 +1,7 @@
 """Task environments behind one small protocol (`evoharness.envs.base.Environment`).
 
-``get_environment(spec)`` builds one from a spec string:
+``get_environment(spec)`` builds one from a spec string; the prefixes are the entries of
+`evoharness.envs.registry.ENVIRONMENTS`:
 
 - ``"synthetic"`` -- the built-in deterministic environment (fast tests, no dependencies);
 - ``"agentdojo:<suite>"`` or ``"agentdojo:<suite>@<version>"`` -- an AgentDojo suite
@@ -27,65 +28,27 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=8)
 def get_environment(spec: str) -> Environment:
     """The environment for ``spec`` (cached per process; per-rollout state comes from ``reset``)."""
-    from evoharness.errors import InputError
+    from evoharness.envs.registry import entry_for
 
-    kind, _, rest = spec.partition(":")
-    if kind == "synthetic":
-        from evoharness.envs.synthetic import SyntheticEnv
-
-        return SyntheticEnv()
-    if kind == "agentdojo":
-        from evoharness.envs.agentdojo_env import AgentDojoEnv
-
-        suite, _, version = rest.partition("@")
-        if not suite:
-            raise InputError("env", f"{spec!r}: name a suite, e.g. agentdojo:workspace")
-        return AgentDojoEnv(suite, version or None)
-    if kind == "tau2":
-        from evoharness.envs.tau2_env import Tau2Env
-
-        domain, user = parse_tau2_spec(spec)
-        return Tau2Env(domain, user)
-    raise InputError("env", f"unknown environment {spec!r} (synthetic, agentdojo:<suite>, tau2:<domain>)")
-
-
-def parse_tau2_spec(spec: str) -> tuple[str, str]:
-    """``tau2:<domain>[?user=<user spec>]`` -> (domain, user spec; ``scripted`` by default).
-
-    The user spec is everything after ``user=`` (it may hold ``?`` and ``#`` itself); it is not checked here.
-    """
-    from evoharness.errors import InputError
-
-    domain, _, query = spec.removeprefix("tau2:").partition("?")
-    user = "scripted"
-    if query:
-        key, eq, value = query.partition("=")
-        if key != "user" or not eq or not value:
-            raise InputError("env", f"{spec!r}: the only option is ?user=<scripted | openai:URL#model>")
-        user = value
-    if not domain:
-        raise InputError("env", f"{spec!r}: name a domain, e.g. tau2:retail")
-    return domain, user
+    return entry_for(spec).build(spec)
 
 
 def user_model_spec(env_spec: str) -> str | None:
     """The ``openai:URL#model`` spec of the model that plays the environment's simulated user (a tau2
     ``?user=openai:...`` customer), or None when the environment has no networked user.
 
-    Raises ``InputError`` for a bad tau2 user spec, and for a ``gateway:`` user spec, which only the
+    Raises ``InputError`` for a bad user spec, and for a ``gateway:`` user spec, which only the
     executor writes (it points at one rollout's account on a running gateway).
     """
-    if not env_spec.startswith("tau2:"):
-        return None
-    from evoharness.envs.tau2_user import check_user_spec
-    from evoharness.errors import InputError
+    from evoharness.envs.registry import entry_for
 
-    _, user = parse_tau2_spec(env_spec)
-    check_user_spec(user)
-    if user.startswith("gateway:"):
-        raise InputError("env", f"{env_spec!r}: ?user=gateway:... is set by the executor for one rollout; "
-                         "pass ?user=openai:URL#model")
-    return user if user.startswith("openai:") else None
+    return entry_for(env_spec).user_model(env_spec)
+
+
+def parse_tau2_spec(spec: str) -> tuple[str, str]:
+    from evoharness.envs.tau2_env import parse_tau2_spec as parse
+
+    return parse(spec)
 
 
 def with_user_model(env_spec: str, user: str) -> str:

@@ -119,3 +119,13 @@ class AgentDojoEnv(TaskTable):
     def ground_truth_calls(self, task: TaskSpec) -> list[ToolCallSpec]:
         pre = self._user_task(task).init_environment(self._default_env.model_copy(deep=True))
         return [ToolCallSpec(name=c.function, args=dict(c.args)) for c in self._user_task(task).ground_truth(pre)]
+
+
+def from_spec(spec: str) -> AgentDojoEnv:
+    """``agentdojo:<suite>[@<version>]``."""
+    from evoharness.errors import InputError
+
+    suite, _, version = spec.removeprefix("agentdojo").removeprefix(":").partition("@")
+    if not suite:
+        raise InputError("env", f"{spec!r}: name a suite, e.g. agentdojo:workspace")
+    return AgentDojoEnv(suite, version or None)

@@ -389,3 +389,40 @@ class Tau2Env(TaskTable):
         actions = (crit.actions or []) if crit is not None else []
         return [ToolCallSpec(name=a.name, args=json.loads(json.dumps(a.arguments)))
                 for a in actions if a.requestor == "assistant"]
+
+
+def parse_tau2_spec(spec: str) -> tuple[str, str]:
+    """``tau2:<domain>[?user=<user spec>]`` -> (domain, user spec; ``scripted`` by default).
+
+    The user spec is everything after ``user=`` (it may hold ``?`` and ``#`` itself); it is not checked here.
+    """
+    from evoharness.errors import InputError
+
+    domain, _, query = spec.removeprefix("tau2:").partition("?")
+    user = "scripted"
+    if query:
+        key, eq, value = query.partition("=")
+        if key != "user" or not eq or not value:
+            raise InputError("env", f"{spec!r}: the only option is ?user=<scripted | openai:URL#model>")
+        user = value
+    if not domain:
+        raise InputError("env", f"{spec!r}: name a domain, e.g. tau2:retail")
+    return domain, user
+
+
+def from_spec(spec: str) -> Tau2Env:
+    domain, user = parse_tau2_spec(spec)
+    return Tau2Env(domain, user)
+
+
+def user_model_of(spec: str) -> str | None:
+    """The ``openai:`` spec of the simulated customer of ``spec``, or None (scripted customer)."""
+    from evoharness.envs.tau2_user import check_user_spec
+    from evoharness.errors import InputError
+
+    _, user = parse_tau2_spec(spec)
+    check_user_spec(user)
+    if user.startswith("gateway:"):
+        raise InputError("env", f"{spec!r}: ?user=gateway:... is set by the executor for one rollout; "
+                         "pass ?user=openai:URL#model")
+    return user if user.startswith("openai:") else None

@@ -10,6 +10,7 @@ from typing import Protocol
 
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
+from evoharness.verification.selection import SelectionStrategy, make_strategy
 from evoharness.verification.stats import mcnemar_exact, paired_test
 
 
@@ -256,8 +257,6 @@ GATES = {
         GuardGate,
     )
 }
-BEHAVIOUR_AWARE_GATES = ("behaviour", "gain", "no_regression", "attribution", "guard")
-SPLIT_GATES = ("aggregate", "guard")
 
 
 def make_gates(
@@ -283,6 +282,9 @@ def make_gates(
     return out
 
 
-def default_gates(strategy: str, min_share: float = 0.5, bootstrap_samples: int = 2000) -> list[Gate]:
-    names = BEHAVIOUR_AWARE_GATES if strategy == "behaviour_aware" else SPLIT_GATES
-    return make_gates(names, min_share=min_share, bootstrap_samples=bootstrap_samples)
+def default_gates(strategy: SelectionStrategy | str, min_share: float = 0.5,
+                  bootstrap_samples: int = 2000) -> list[Gate]:
+    """The gates ``strategy`` declares (a registered name or a strategy object)."""
+    if isinstance(strategy, str):
+        strategy = make_strategy(strategy)
+    return make_gates(strategy.gates, min_share=min_share, bootstrap_samples=bootstrap_samples)

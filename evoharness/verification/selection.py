@@ -13,8 +13,12 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from evoharness.registry import Registry
 from evoharness.verification.anchors import Anchor
 from evoharness.verification.noise import pooled_within_sd
+
+BEHAVIOUR_AWARE_GATES = ("behaviour", "gain", "no_regression", "attribution", "guard")
+SPLIT_GATES = ("aggregate", "guard")
 
 
 class Selection(BaseModel):
@@ -40,10 +44,13 @@ class SelectionStrategy(Protocol):
     them dev tasks of ``anchor``; it is deterministic given ``rng``'s state. ``fresh_baseline`` says
     whether the choice depends on the anchor's own outcomes, in which case the anchor's readings on
     those tasks are biased (regression to the mean) and the verifier must re-measure a baseline.
+    ``gates`` names the gates (`verification.gates.GATES`) a candidate selected this way must pass
+    unless the caller passes its own; a subclass inherits them, so it cannot silently lose one.
     """
 
     name: str
     fresh_baseline: bool
+    gates: tuple[str, ...]
 
     def select(self, anchor: Anchor, target: str, max_tasks: int, rng: random.Random) -> Selection: ...
 
@@ -54,6 +61,7 @@ class BehaviourAware:
 
     name = "behaviour_aware"
     fresh_baseline = True
+    gates = BEHAVIOUR_AWARE_GATES
 
     def __init__(self, control_ratio: float = 0.5) -> None:
         self.control_ratio = control_ratio
@@ -81,6 +89,7 @@ class FixedSplit:
 
     name = "fixed_split"
     fresh_baseline = False
+    gates = SPLIT_GATES
 
     def select(self, anchor: Anchor, target: str, max_tasks: int, rng: random.Random) -> Selection:
         return Selection(strategy=self.name, targeted=anchor.dev_tasks()[:max_tasks])
@@ -91,6 +100,7 @@ class RandomSplit:
 
     name = "random_split"
     fresh_baseline = False
+    gates = SPLIT_GATES
 
     def select(self, anchor: Anchor, target: str, max_tasks: int, rng: random.Random) -> Selection:
         dev = anchor.dev_tasks()
@@ -102,6 +112,7 @@ class Coreset:
 
     name = "coreset"
     fresh_baseline = False
+    gates = SPLIT_GATES
 
     def select(self, anchor: Anchor, target: str, max_tasks: int, rng: random.Random) -> Selection:
         per_task = anchor.per_task()
@@ -110,12 +121,14 @@ class Coreset:
         return Selection(strategy=self.name, targeted=sorted(ranked[:max_tasks]))
 
 
-STRATEGIES = {s.name: s for s in (BehaviourAware, FixedSplit, RandomSplit, Coreset)}
+# name -> factory(control_ratio) -> strategy. A new strategy: a class above (or in its own module) and
+# one entry here.
+STRATEGIES: Registry = Registry("strategy", "strategy")
+STRATEGIES.register(BehaviourAware.name, BehaviourAware)
+STRATEGIES.register(FixedSplit.name, lambda control_ratio=0.5: FixedSplit())
+STRATEGIES.register(RandomSplit.name, lambda control_ratio=0.5: RandomSplit())
+STRATEGIES.register(Coreset.name, lambda control_ratio=0.5: Coreset())
 
 
 def make_strategy(name: str, control_ratio: float = 0.5) -> SelectionStrategy:
-    if name not in STRATEGIES:
-        from evoharness.errors import InputError
-
-        raise InputError("strategy", f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
-    return BehaviourAware(control_ratio) if name == BehaviourAware.name else STRATEGIES[name]()
+    return STRATEGIES.get(name)(control_ratio)

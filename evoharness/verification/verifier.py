@@ -112,7 +112,7 @@ class Verifier:
         cfg = self.config
         plan = plan or self.plan(candidate, anchor, strategy, ledger, round, k)
         gates = list(gates) if gates is not None else default_gates(
-            plan.strategy.name, cfg.attribution_min_share, cfg.bootstrap_samples)
+            plan.strategy, cfg.attribution_min_share, cfg.bootstrap_samples)
         log.info("power estimate", candidate=candidate.branch, predicted_effect=_r(plan.predicted_effect),
                  sigma=_r(plan.sigma), rollouts_needed=plan.rollouts_needed, k=plan.k)
         if ledger is not None:

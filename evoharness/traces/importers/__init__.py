@@ -160,29 +160,15 @@ def record_format(rec: Any) -> str | None:
     return _detect_record(rec)
 
 
+# The order record detection asks each format's ``matches(record)``: the most specific first (an
+# OpenAI record is anything with messages). ``agentrx`` is detected on the whole list instead.
+RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "who-and-when", "mini-swe-agent", "canonical", "openai")
+
+
 def _detect_record(rec: Any) -> str | None:
     if not isinstance(rec, dict):
         return None
-    keys = rec.keys()
-    if atif.matches(rec):
-        return "atif"
-    if tau2_results.matches(rec):
-        return "tau2"
-    if otlp.matches(rec):
-        return "otlp"
-    if langsmith.matches(rec):
-        return "langsmith"
-    if "history" in keys and ("question" in keys or "mistake_agent" in keys):
-        return "who-and-when"
-    if "messages" in keys and isinstance(rec.get("info"), dict) and (
-        "exit_status" in rec["info"] or str(rec.get("trajectory_format", "")).startswith("mini-swe-agent")
-    ):
-        return "mini-swe-agent"
-    if {"id", "task_id", "messages"} <= keys and "traj" not in keys:
-        return "canonical"
-    if "traj" in keys or "messages" in keys:
-        return "openai"
-    return None
+    return next((name for name in RECORD_DETECTION if FORMATS[name].matches(rec)), None)
 
 
 def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,

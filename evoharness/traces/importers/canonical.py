@@ -14,6 +14,10 @@ from evoharness.traces.models import Trajectory
 from evoharness.traces.store import _describe, read_trajectories
 
 
+def matches(rec: dict) -> bool:
+    return {"id", "task_id", "messages"} <= rec.keys() and "traj" not in rec
+
+
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
     if data is None:
         yield from read_trajectories(path, skip_invalid=skip_invalid, on_invalid=on_invalid)

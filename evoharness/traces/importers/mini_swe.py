@@ -58,6 +58,11 @@ def _resolved(report_path: Path, instance_id: str) -> bool | None:
     return bool(report["resolved"])
 
 
+def matches(rec: dict) -> bool:
+    return "messages" in rec and isinstance(rec.get("info"), dict) and (
+        "exit_status" in rec["info"] or str(rec.get("trajectory_format", "")).startswith("mini-swe-agent"))
+
+
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
     from evoharness.traces.importers import load_single
 

@@ -44,6 +44,10 @@ class _BadJson:  # sentinel for a JSONL line that did not parse
     pass
 
 
+def matches(rec: dict) -> bool:
+    return "traj" in rec or "messages" in rec
+
+
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
     from evoharness.traces.importers import report_invalid
 

@@ -23,6 +23,10 @@ FINAL = re.compile(r"FINAL ANSWER:\s*(.+)", re.IGNORECASE)
 USER_ROLES = {"user", "human"}
 
 
+def matches(rec: dict) -> bool:
+    return "history" in rec and ("question" in rec or "mistake_agent" in rec)
+
+
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
     from evoharness.traces.importers import load_single
 

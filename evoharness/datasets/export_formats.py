@@ -1,0 +1,78 @@
+"""The export formats: name -> `FormatEntry` (its writer, its validator and its dataset-card text).
+
+``dataset export --format NAME`` and ``dataset validate --format NAME`` look the name up here; an
+unknown name is one error listing the valid ones (nothing falls through to a default writer). A new
+format is its writer (and validator) in its own module plus one ``EXPORT_FORMATS.register`` below.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evoharness.registry import Registry
+
+from .formats import Exporter, HFWriter, OpenAIWriter, ShareGPTWriter
+from .validate import openai_errors, sharegpt_errors, validate_file
+
+
+@dataclass(frozen=True)
+class FormatEntry:
+    writer: Callable[[Path], Exporter]  # opened on the output directory
+    data_file: str  # where the records land, relative to the output directory
+    validate: Callable[[Path], tuple[int, list[str]]]  # a data file -> (records, problems 'line N: ...')
+    card: str  # what the dataset card says about the layout
+
+
+def _jsonl(check: Callable[[dict], list[str]]) -> Callable[[Path], tuple[int, list[str]]]:
+    return lambda path: validate_file(path, check)
+
+
+def hf_row_errors(row: dict) -> list[str]:
+    """A parquet row checked as the OpenAI record it was written from (null message fields dropped)."""
+    try:
+        tools = json.loads(row.get("tools") or "[]")
+    except (TypeError, ValueError):
+        return ["tools: not a JSON string"]
+    messages = [{k: v for k, v in m.items() if v is not None} for m in row.get("messages") or []]
+    return openai_errors({"messages": messages, "tools": tools})
+
+
+def validate_parquet(path: Path) -> tuple[int, list[str]]:
+    try:
+        import pyarrow.parquet as pq  # optional: installed with `datasets`
+    except ModuleNotFoundError:
+        from evoharness.errors import InputError
+
+        raise InputError("--format hf", "needs the `datasets` package (pip install datasets)") from None
+    n, problems = 0, []
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
+        for row in batch.to_pylist():
+            n += 1
+            problems += [f"row {n}: {e}" for e in hf_row_errors(row)]
+    return n, problems
+
+
+EXPORT_FORMATS: Registry[FormatEntry] = Registry("export format", "--format")
+EXPORT_FORMATS.register("openai", FormatEntry(
+    writer=OpenAIWriter, data_file="data.jsonl", validate=_jsonl(openai_errors),
+    card="OpenAI chat fine-tuning JSONL: one `{\"messages\", \"tools\"}` object per line (assistant "
+    "`tool_calls`, `tool` results with `tool_call_id`). `metadata.jsonl` holds the provenance of each "
+    "record, line by line."))
+EXPORT_FORMATS.register("hf", FormatEntry(
+    writer=HFWriter, data_file=HFWriter.PARQUET, validate=validate_parquet,
+    card="Hugging Face `datasets` parquet: `messages` (role, content, tool_calls, tool_call_id), `tools` "
+    "(JSON string) and one provenance column per field."))
+EXPORT_FORMATS.register("sharegpt", FormatEntry(
+    writer=ShareGPTWriter, data_file="data.jsonl", validate=_jsonl(sharegpt_errors),
+    card="ShareGPT (LLaMA-Factory layout): `conversations` alternating human|observation and "
+    "gpt|function_call, plus `system` and `tools` (a JSON string). `metadata.jsonl` holds the provenance "
+    "of each record, line by line."))
+
+
+def open_writer(fmt: str, out: Path) -> Exporter:
+    entry = EXPORT_FORMATS.get(str(fmt))
+    out.mkdir(parents=True, exist_ok=True)
+    return entry.writer(out)

@@ -1,0 +1,85 @@
+"""Every registry (name -> entry, no default branch): each entry complete, unknown names one clear error."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from evoharness.datasets.export_formats import EXPORT_FORMATS
+from evoharness.datasets.models import ExportFormat
+from evoharness.diagnosis.detectors import default_catalogue
+from evoharness.diagnosis.models import FailureClass
+from evoharness.envs.registry import ENVIRONMENTS
+from evoharness.errors import InputError
+from evoharness.traces import importers
+from evoharness.verification.gates import GATES, default_gates
+from evoharness.verification.selection import STRATEGIES, BehaviourAware, make_strategy
+
+
+def test_registry_lookup_of_an_unknown_name_lists_the_valid_ones():
+    for registry in (ENVIRONMENTS, EXPORT_FORMATS, STRATEGIES):
+        with pytest.raises(InputError, match=f"unknown {registry.kind} 'nope' \\(valid: {registry.names()[0]}"):
+            registry.get("nope")
+    with pytest.raises(ValueError, match="already registered"):
+        STRATEGIES.register("coreset", lambda control_ratio=0.5: None)
+
+
+@pytest.mark.parametrize("name", ENVIRONMENTS.names())
+def test_environment_entries_are_complete(name):
+    entry = ENVIRONMENTS.get(name)
+    assert entry.grammar.startswith(name) and entry.summary and entry.example.partition(":")[0] == name
+    if name == "synthetic":  # the others need their optional packages; the env tests build them
+        env = entry.build(entry.example)
+        assert env.list_tasks("dev") and callable(env.reset)
+    assert entry.user_model(entry.example) is None  # the example's user (if any) is scripted
+
+
+@pytest.mark.parametrize("name", EXPORT_FORMATS.names())
+def test_export_format_entries_are_complete(name, tmp_path):
+    entry = EXPORT_FORMATS.get(name)
+    assert ExportFormat(name).value == name  # the enum pydantic and the API use is the registry's names
+    assert entry.card and entry.data_file
+    if name == "hf":
+        pytest.importorskip("datasets")
+    writer = entry.writer(tmp_path)  # what the writer writes, the validator reads back as valid
+    writer.write({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+                  "tools": []}, {"id": "t1", "task_id": "t"})
+    assert entry.data_file in writer.close()
+    assert entry.validate(tmp_path / entry.data_file) == (1, [])
+
+
+@pytest.mark.parametrize("name", STRATEGIES.names())
+def test_strategy_entries_declare_their_gates(name):
+    strategy = make_strategy(name)
+    assert strategy.name == name and isinstance(strategy.fresh_baseline, bool)
+    assert strategy.gates and set(strategy.gates) <= set(GATES)
+    assert [g.name for g in default_gates(name)] == list(strategy.gates)
+
+
+def test_a_subclassed_strategy_keeps_the_attribution_gate():
+    class Tweaked(BehaviourAware):
+        name = "tweaked"
+
+    assert "attribution" in [g.name for g in default_gates(Tweaked())]
+
+
+def test_detectors_are_complete_and_unique():
+    detectors = default_catalogue()
+    ids = [d.id for d in detectors]
+    assert len(ids) == len(set(ids))
+    for d in detectors:
+        cls, _, name = d.id.partition(".")
+        assert FailureClass(cls) == d.failure_class and name
+        assert callable(d.detect)
+
+
+@pytest.mark.parametrize("name", list(importers.FORMATS))
+def test_importer_entries_are_complete(name):
+    module = importers.FORMATS[name]
+    assert "skip_invalid" in inspect.signature(module.load).parameters
+    assert f"``{name}``" in importers.__doc__  # documented in the package docstring
+    if name == "agentrx":  # detected on the whole file (a bare list of messages), not per record
+        assert callable(module.is_message_list)
+    else:
+        assert name in importers.RECORD_DETECTION and callable(module.matches)
