@@ -80,6 +80,13 @@ class TraceView:
         In multi-agent logs (assistant messages carrying a ``name``), what *other* agents
         said counts as shown to the final speaker.
         """
+        return "\n".join(self.grounding_parts)
+
+    @cached_property
+    def grounding_parts(self) -> list[str]:
+        """``grounding_text`` before joining: one string per source (each the same object as
+        in the message, so a per-text cache keyed on it -- a system prompt shared by every
+        trajectory of a benchmark -- hits)."""
         parts = [self.traj.task or ""]
         speaker = self.traj.messages[self.final_step].get("name") if self.traj.messages else None
         for m in self.traj.messages:
@@ -89,7 +96,7 @@ class TraceView:
             ):
                 c = m.get("content")
                 parts.append(c if isinstance(c, str) else json.dumps(c) if c is not None else "")
-        return "\n".join(parts)
+        return parts
 
     @cached_property
     def violations(self) -> list:

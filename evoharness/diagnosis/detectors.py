@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -233,14 +234,19 @@ FENCE_ANY = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")  # a fenced block (unrol
 TOKEN_RUN = re.compile(r"[A-Za-z0-9_-]+")  # one character class, no nested quantifier: linear time
 
 
+# a whole run of [A-Za-z0-9_-] that holds a digit: the lookbehind rejects starts inside a run at once,
+# so each run is scanned a bounded number of times (linear time)
+DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*")
+
+
 def claim_tokens(text: str) -> list[str]:
     """Ids and numbers: maximal runs of [A-Za-z0-9_-] holding a digit, not just after '$' or '.' (prices'
     cents, decimals), leading '-'/'_' stripped. Linear in the text (a 120 KB answer takes milliseconds)."""
     out = []
-    for m in TOKEN_RUN.finditer(text):
+    for m in DIGIT_RUN.finditer(text):
         tok = m.group(0).lstrip("-_")
         start = m.end() - len(tok)
-        if not tok or (start and text[start - 1] in "$.") or not any(ch.isdigit() for ch in tok):
+        if not tok or (start and text[start - 1] in "$."):
             continue
         out.append(tok)
     return out
@@ -254,13 +260,19 @@ ORDINAL = re.compile(r"\d+(st|nd|rd|th|s)", re.IGNORECASE)
 def ground_tokens(text: str) -> set[str]:
     """Every token of ``text`` (lower-cased; an ISO timestamp's date and time apart), and its parts split
     at '-' / '_', for membership tests."""
-    found: set[str] = set()
-    for m in TOKEN_RUN.finditer(ISO_TIME.sub(r"\1 \2", text.lower())):
-        tok = m.group(0)
-        found.add(tok.strip("-_"))
+    return set(_tokens_of(text))
+
+
+@lru_cache(maxsize=64)
+def _tokens_of(text: str) -> frozenset[str]:
+    """``ground_tokens``, cached: a text every trajectory shares (a benchmark's system prompt, its
+    policy) is tokenised once, not once per trajectory and detector."""
+    runs = set(TOKEN_RUN.findall(ISO_TIME.sub(r"\1 \2", text.lower())))
+    found = {tok.strip("-_") for tok in runs}
+    for tok in runs:
         if "-" in tok or "_" in tok:
-            found.update(re.split(r"[-_]", tok))
-    return found
+            found.update(tok.replace("_", "-").split("-"))
+    return frozenset(found)
 
 
 def _id_like(tok: str) -> bool:
@@ -319,7 +331,8 @@ class UnbackedClaimDetector:
         fa = view.traj.final_answer
         if not fa or _looks_like_patch(fa):
             return []
-        missing = _unbacked(claim_tokens(fa), ground_tokens(view.grounding_text), cfg.unbacked_min_len)
+        ground = set().union(*map(_tokens_of, view.grounding_parts))  # = ground_tokens(view.grounding_text)
+        missing = _unbacked(claim_tokens(fa), ground, cfg.unbacked_min_len)
         if len(missing) >= cfg.unbacked_min:
             return [Signal(id=self.id, failure_class=F1, step=answer_step(view),
                            evidence=f"not in any tool result or the task: {', '.join(missing[:5])} "
@@ -327,7 +340,7 @@ class UnbackedClaimDetector:
         return []
 
     def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        ground = ground_tokens(view.traj.task or "")
+        ground = set(_tokens_of(view.traj.task or ""))
         for i, m in enumerate(view.traj.messages):
             content = m.get("content")
             if not isinstance(content, str) or not content:
@@ -342,7 +355,7 @@ class UnbackedClaimDetector:
                                    evidence=f"first claimed here, in no earlier tool result or message: "
                                             f"{', '.join(missing[:5])} — in: {quote(content, 120)}")]
             else:
-                ground |= ground_tokens(content)
+                ground |= _tokens_of(content)
         return []
 
 
