@@ -62,3 +62,12 @@ class BudgetExhausted(EvoharnessError):
         self.needed = needed
         self.left = left
         super().__init__(f"budget exhausted: need {needed:g} units, {left:g} left")
+
+
+def yaml_problem(error: Exception) -> str:
+    """One line for a PyYAML error: what is wrong and where (``line L, column C``, 1-based)."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    context = getattr(error, "context", None)
+    text = f"{context}: {problem}" if context else str(problem)
+    return f"{text} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else text

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from evoharness.errors import yaml_problem
 from evoharness.harness_repo.seed import SYSTEM_PROMPT
 
 HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_finish")
@@ -109,7 +110,7 @@ def load_policies(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
-        raise HarnessError(f"policies.yaml: invalid YAML: {e}") from e
+        raise HarnessError(f"policies.yaml: invalid YAML: {yaml_problem(e)}") from e
     if not isinstance(data, dict):
         raise HarnessError("policies.yaml: top level must be a mapping")
     pol = _merge(DEFAULT_POLICIES, data)

@@ -141,15 +141,37 @@ def pr_body(hr: HarnessRepo, cand: Candidate) -> str:
     return "\n".join(out) + "\n"
 
 
+def git_reason(e: git.GitCommandError) -> str:
+    """git's own first ``fatal:``/``error:`` line, without GitPython's ``stderr: '...'`` wrapping."""
+    text = (e.stderr or str(e)).strip()
+    if text.startswith("stderr:"):
+        text = text[len("stderr:"):].strip().strip("'")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        for prefix in ("fatal:", "error:"):
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+    return lines[0] if lines else "git failed"
+
+
+def _looks_like_url(remote: str) -> bool:
+    return "://" in remote or remote.startswith(("/", ".", "~")) or ":" in remote
+
+
 def push_candidate(hr: HarnessRepo, branch: str, remote: str) -> None:
     """Push the candidate branch (and the verdict notes, if any) to ``remote`` (a name or a URL)."""
+    names = [r.name for r in hr.repo.remotes]
+    if not _looks_like_url(remote) and remote not in names:
+        configured = f"its remotes: {', '.join(names)}" if names else "it has no remote"
+        raise InputError(remote, f"not a remote of {hr.path} ({configured}; add one with `git -C {hr.path} "
+                         f"remote add {remote} URL`, or pass a URL)")
     try:
         hr.repo.git.push(remote, f"refs/heads/{branch}:refs/heads/{branch}")
     except git.GitCommandError as e:
-        raise InputError(remote, f"push failed: {(e.stderr or str(e)).strip().splitlines()[-1]}") from None
+        raise InputError(remote, f"push failed: {git_reason(e)}") from None
     notes_ref = f"refs/notes/{hr.config.notes_ref}"
     if hr.repo.git.for_each_ref(notes_ref):
         try:
             hr.repo.git.push(remote, f"{notes_ref}:{notes_ref}")
         except git.GitCommandError as e:  # notes diverged on the remote; the PR body has the verdict
-            log.warning("notes_not_pushed", remote=remote, reason=str(e).strip().splitlines()[-1])
+            log.warning("notes_not_pushed", remote=remote, reason=git_reason(e))

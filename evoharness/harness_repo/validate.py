@@ -14,7 +14,7 @@ import git
 import jinja2
 import yaml
 
-from evoharness.errors import EditRejected
+from evoharness.errors import EditRejected, yaml_problem
 from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.harness_repo.gitops import LINK_MODE, TREE_MODE
 from evoharness.harness_repo.manifest import Manifest
@@ -120,7 +120,7 @@ def check_syntax(path: str, text: str) -> None:
     except SyntaxError as e:
         raise EditRejected(f"Python does not compile: {e.msg} (line {e.lineno})", path) from None
     except yaml.YAMLError as e:
-        raise EditRejected(f"YAML does not parse: {str(e).splitlines()[0]}", path) from None
+        raise EditRejected(f"YAML does not parse: {yaml_problem(e)}", path) from None
     except tomllib.TOMLDecodeError as e:
         raise EditRejected(f"TOML does not parse: {e}", path) from None
     except json.JSONDecodeError as e:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from evoharness.errors import EditRejected
+from evoharness.errors import EditRejected, yaml_problem
 from evoharness.harness_repo.models import FileChange
 from evoharness.roles.config import RolesConfig
 from evoharness.roles.models import HarnessView
@@ -167,7 +167,7 @@ def update_policies(text: str, updates: dict[str, Any]) -> str:
     try:
         data = yaml.safe_load(text) if text.strip() else {}
     except yaml.YAMLError as e:
-        raise EditRejected(f"cannot parse policies.yaml: {e}", POLICIES) from None
+        raise EditRejected(f"cannot parse policies.yaml: {yaml_problem(e)}", POLICIES) from None
     if not isinstance(data, dict):
         raise EditRejected("policies.yaml is not a mapping", POLICIES)
     new = copy.deepcopy(data)

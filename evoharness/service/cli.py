@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -55,8 +56,18 @@ def serve(
     app = create_app(settings, token)
     config = uvicorn.Config(app, log_level=settings.log_level, access_log=False, lifespan="on")
     server = _server(config)
+    harness = settings.run.harness
+    if not Path(harness).exists():
+        harness = f"{harness} (created now: a seed harness)"
+    if not svc.loop:
+        runs = "runs: only on POST /runs (--no-loop)"
+    elif svc.min_new_process_failures:
+        runs = (f"runs: on POST /runs, or once {svc.min_new_process_failures} ingested process failure(s) "
+                f"arrive; harness {harness}")
+    else:
+        runs = f"runs: starting now (service.min_new_process_failures = 0); harness {harness}"
     typer.echo(f"evoharness serve: http://{svc.host}:{port} (auth {'bearer' if token else 'OFF'}, "
-               f"loop {'on' if svc.loop else 'off'}, home {settings.home})", err=True)
+               f"home {settings.home}; {runs})", err=True)
     server.run(sockets=[sock])
     if not app.state.stopped_cleanly:
         typer.echo(f"error: the running graph node did not finish within service.shutdown_timeout_s "

@@ -15,10 +15,11 @@ class ServiceConfig(BaseModel):
     poll_interval_s: float = Field(5.0, gt=0, description="How often the idle loop checks for work "
                                    "(a new run to start, ingested content failures to queue).")
     min_new_process_failures: int = Field(
-        0, ge=0,
+        1, ge=0,
         description="Trigger: a new run starts when at least this many ingested trajectories labelled as "
-        "process failures (F2/F3, lever harness) arrived since the previous run started. 0: the first run "
-        "starts at once; after a finished run at least one new process failure is always needed.")
+        "process failures (F2/F3, lever harness) arrived since the previous run started (or on POST /runs). "
+        "0: the first run starts as soon as the service does; after a finished run at least one new process "
+        "failure is always needed.")
     max_evidence: int = Field(
         500, ge=0,
         description="A run the service starts gets the ingested process failures (F2/F3) that arrived since the "

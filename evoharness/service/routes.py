@@ -45,9 +45,11 @@ def _known_run(request: Request, run_id: str) -> None:
 @public.get("/health")
 def health(request: Request) -> dict[str, Any]:
     s = _state(request)
-    return {"status": "ok", "version": __version__, "loop": s.settings.service.loop,
-            "loop_alive": s.daemon.alive, "current_run": s.daemon.current_run, "last_error": s.daemon.last_error,
-            "auth": s.token is not None}
+    # auto_runs: the loop starts and resumes runs by itself (off under --no-loop); worker_alive: the one
+    # worker thread, which also applies review decisions, POST /runs and the training-queue sweep
+    return {"status": "ok", "version": __version__, "auto_runs": s.settings.service.loop,
+            "worker_alive": s.daemon.alive, "current_run": s.daemon.current_run,
+            "last_error": s.daemon.last_error, "auth": s.token is not None}
 
 
 @reads.get("/metrics")

@@ -116,4 +116,10 @@ def test_pr_pushes_to_a_bare_remote_and_writes_the_body(cli_harness: Path, tmp_p
 def test_pr_to_an_unknown_remote_fails_cleanly(cli_harness: Path, tmp_path: Path, capsys) -> None:
     branch = _make(cli_harness, tmp_path, capsys)
     assert main(["pr", branch, "--harness", str(cli_harness), "--remote", "nowhere"]) == 2
-    assert "push failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: nowhere: not a remote of {cli_harness} (it has no remote; add one with")
+    assert err.count("\n") == 1
+    missing = tmp_path / "missing.git"
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {missing}: push failed: '{missing}' does not appear to be a git repository\n"

@@ -29,7 +29,7 @@ def write_config(root: Path, *, run: dict[str, Any] | None = None, service: dict
     """An evoharness.toml for a tiny, fast run: synthetic env, in-process agent, playbook roles."""
     run = {"harness": str(root / "harness"), "env": "synthetic", "model": "scripted:weak", "rollouts": 2,
            "max_rounds": 1, "budget": 3000, "patience": 2, **(run or {})}
-    service = {"loop": True, "poll_interval_s": 0.2, **(service or {})}
+    service = {"loop": True, "poll_interval_s": 0.2, "min_new_process_failures": 0, **(service or {})}
 
     def table(name: str, values: dict[str, Any]) -> str:
         return f"[{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())

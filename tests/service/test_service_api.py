@@ -56,6 +56,7 @@ def test_health_is_open_and_mutations_need_the_bearer_token(serve):
     anon, authed = server.client(auth=False), server.client()
     health = anon.get("/health")
     assert health.status_code == 200 and health.json()["status"] == "ok" and health.json()["auth"] is True
+    assert health.json()["auto_runs"] is False and health.json()["worker_alive"] is True  # API only
     body = [trajectory("a1")]
     assert anon.post("/trajectories", json=body).status_code == 401
     wrong = anon.post("/trajectories", json=body, headers={"Authorization": "Bearer " + TOKEN[:-1] + "x"})
