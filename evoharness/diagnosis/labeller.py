@@ -4,7 +4,8 @@ A trajectory whose score reaches ``healthy_threshold`` is Healthy (signals are s
 recorded). Otherwise its class is that of the earliest firing signal. Ties at one
 step break by class -- E, F2, F3, F1, F4 (a broken environment, friction and control explain
 what follows them; content is judged last) -- then by signal id, so labels never depend on detector or
-record order. Fallback signals (``FALLBACK_SIGNALS``: a poor delivery, the first commitment
+record order. The violation log (invariants.py) is read for failed runs only: a Healthy
+run's label carries none. Fallback signals (``FALLBACK_SIGNALS``: a poor delivery, the first commitment
 of a failed multi-agent run) say that a run failed, not where: one is first only when no
 located signal fired. With no signal at all: F4 if delivered, else F3 no_delivery (the
 catalogue's own detectors already cover both, so this is a safety net).
@@ -72,7 +73,7 @@ class Labeller:
             scored=traj.score is not None,
             score=traj.score,
             delivered=traj.delivered,
-            violations=view.violations,
+            violations=[] if healthy else view.violations,
         )
 
 
