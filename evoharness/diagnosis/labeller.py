@@ -74,7 +74,29 @@ class Labeller:
             score=traj.score,
             delivered=traj.delivered,
             violations=[] if healthy else view.violations,
+            agent=_agent_at(traj, first),
+            quote=_quote_at(traj, first),
         )
+
+
+def _agent_at(traj: Trajectory, s: Signal | None) -> str | None:
+    if s is None or s.step >= len(traj.messages):
+        return None
+    name = traj.messages[s.step].get("name")
+    return str(name) if name else None
+
+
+def _quote_at(traj: Trajectory, s: Signal | None, limit: int = 140) -> str:
+    """One line of the failing step's message: its text, else its tool calls."""
+    if s is None or s.step >= len(traj.messages):
+        return ""
+    m = traj.messages[s.step]
+    text = m.get("content") if isinstance(m.get("content"), str) else ""
+    if not text.strip() and m.get("tool_calls"):
+        calls = [tc.get("function", {}) for tc in m["tool_calls"] if isinstance(tc, dict)]
+        text = "; ".join(f"{c.get('name')}({c.get('arguments')})" for c in calls if isinstance(c, dict))
+    line = " ".join(text[:4 * limit].split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def label_trajectory(traj: Trajectory, cfg: DiagnosisConfig | None = None) -> Label:
