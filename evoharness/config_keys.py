@@ -56,9 +56,9 @@ def known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 
 def _removed() -> dict[str, str]:
-    from evoharness import config
+    from evoharness import config  # config imports this module: read its table at call time
 
-    return getattr(config, "REMOVED_KEYS", {})
+    return config.REMOVED_KEYS
 
 
 def env_name(dotted: str) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from evoharness.harness_repo.policies import Policies
-
 SYSTEM_PROMPT = """\
 You are a careful assistant that solves one task using the tools below.
 
@@ -26,7 +24,19 @@ You are a careful assistant that solves one task using the tools below.
 
 LESSONS = ""
 
-POLICIES = Policies().to_yaml("# Harness policies read by the reference agent.\n")
+POLICIES = """\
+# Harness policies read by the reference agent.
+max_steps: 12
+loop_guard:
+  enabled: false
+  max_repeats: 2
+checkpoint_nudge:
+  enabled: false
+  every: 4
+exit_gate:
+  enabled: false
+repair_tool_calls: false
+"""
 
 MIDDLEWARE_README = """\
 # middleware/
