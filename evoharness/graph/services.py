@@ -345,7 +345,8 @@ class Services:
                 v = v.model_copy(update={"accepted": False, "reason": reason})
             self.repo.reject(v.candidate, v)
             rejected.append({"branch": v.candidate, "commit": v.commit, "round": round, "reason": reason,
-                             "base": cand.get("base"), "tree": self.repo.tree_hash(v.commit)})
+                             "base": cand.get("base"), "tree": self.repo.tree_hash(v.commit),
+                             "superseded_by": winner.candidate if reason.startswith("accepted but") else None})
         return merged, rejected
 
     def _merge_once(self, branch: str, verdict: Verdict) -> str:

@@ -15,7 +15,7 @@ def summary_dict(outcome, services) -> dict[str, Any]:
     spends = ledger.get("spends", [])
     ledger_view = {"total": ledger.get("total"), "spent": sum(x.get("units", 0) for x in spends),
                    "rollouts": sum(x.get("rollouts", 0) for x in spends),
-                   "by_purpose": _by(spends, "purpose"), "by_round": _by(spends, "round")}
+                   "by_purpose": _by(spends, "purpose"), "by_round": _by_round(spends, len(rounds))}
     ledger_view["left"] = (ledger_view["total"] or 0) - ledger_view["spent"]
     return {
         "run_id": outcome.run_id,
@@ -47,6 +47,27 @@ def _by(spends: list[dict], key: str) -> dict[str, float]:
     return out
 
 
+def _by_round(spends: list[dict], completed: int) -> dict[str, float]:
+    """Units per round: "seed" (the first anchor and evaluation), "1".."N", "final" (the closing evaluation)."""
+    def key(x: dict) -> str:
+        r = x.get("round")
+        if r == 0:
+            return "seed"
+        if isinstance(r, int) and r > completed and x.get("purpose") == "evaluation":
+            return "final"
+        return str(r)
+
+    out: dict[str, float] = {}
+    for x in spends:
+        out[key(x)] = out.get(key(x), 0) + x.get("units", 0)
+    return out
+
+
+def split_rejected(rejected: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(rejected, accepted but superseded by the round's merge: not merged, never refused)."""
+    return ([r for r in rejected if not r.get("superseded_by")], [r for r in rejected if r.get("superseded_by")])
+
+
 def write_summary(outcome, services) -> dict[str, Any]:
     data = summary_dict(outcome, services)
     (outcome.run_dir / "summary.json").write_text(json.dumps(data, indent=2, default=str))
@@ -70,17 +91,24 @@ def summary_text(data: dict[str, Any]) -> str:
         lines.append(_row(f"seed ({split})", b.get(split)))
         lines.append(_row(f"evolved ({split})", a.get(split)))
     lines.append("")
-    lines.append("Anchors (fresh after every merge):")
+    lines.append("Anchors (the seed's, then a fresh one after every merge; each is the bar of the next round):")
     for an in data.get("anchors", []):
-        lines.append(f"  round {an['round']}: {an['mean']:.3f} (sigma {an['sigma'] or 0:.3f}, k={an['k']}) "
-                     f"at {str(an['commit'])[:10]}")
+        r = an["round"] or 0
+        name = "seed" if r == 0 else f"after round {r}"
+        lines.append(f"  {name + ':':<16} {an['mean']:.3f} (sigma {an['sigma'] or 0:.3f}, k={an['k']}) "
+                     f"at {str(an['commit'])[:10]}, the bar of round {r + 1}")
     lines.append("")
     lines.append(f"Merged ({len(data['merged'])}):")
     for m in data["merged"]:
         lines.append(f"  {m['branch']}  {m['commit'][:10]} -> merge {m.get('merge_commit', '')[:10]}")
-    lines.append(f"Rejected ({len(data['rejected'])}):")
-    for r in data["rejected"]:
+    rejected, superseded = split_rejected(data["rejected"])
+    lines.append(f"Rejected ({len(rejected)}):")
+    for r in rejected:
         lines.append(f"  {r['branch']}  {r['commit'][:10]}  {r.get('reason', '')}")
+    if superseded:
+        lines.append(f"Accepted, not merged: another candidate of the round was merged ({len(superseded)}):")
+        for r in superseded:
+            lines.append(f"  {r['branch']}  {r['commit'][:10]}  {r.get('reason', '')}")
     if data.get("dropped"):
         lines.append(f"Dropped before verification ({len(data['dropped'])}):")
         for d in data["dropped"]:

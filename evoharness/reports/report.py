@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 
 from evoharness.errors import InputError
+from evoharness.graph.summary import split_rejected
 from evoharness.reports import plots
 from evoharness.reports.runs import RunRecord, load_stored
 from evoharness.verification.noise import resolvable_difference
@@ -61,8 +62,9 @@ def overview(record: RunRecord) -> list[tuple[str, str]]:
             ("Harness repo", f"{s.get('harness_repo')} (main {short(s.get('main'))})"),
             ("Budget", f"{budget.get('spent', 0):g} of {budget.get('total') or 0:g} units spent "
                        f"({budget.get('rollouts', 0)} rollouts)"),
-            ("Merged / rejected / dropped", f"{len(s.get('merged') or [])} / {len(s.get('rejected') or [])} / "
-                                            f"{len(s.get('dropped') or [])}"),
+            ("Merged / rejected / superseded / dropped",
+             f"{len(s.get('merged') or [])} / {len(split_rejected(s.get('rejected') or [])[0])} / "
+             f"{len(split_rejected(s.get('rejected') or [])[1])} / {len(s.get('dropped') or [])}"),
             ("Training queue", f"{s.get('queued', 0)} content-failure trajectories")]
     share = s.get("accommodation_share")
     rows.append(("Critic accommodation flags", "-" if share is None else f"{100 * share:.0f}% of reviews"))
@@ -215,7 +217,9 @@ def lists(summary: dict[str, Any]) -> dict[str, list[str]]:
         "merged": [f"{m['branch']} ({short(m.get('commit'))} → merge {short(m.get('merge_commit'))}), round "
                    f"{m.get('round')}, targets {m.get('targets')}" for m in summary.get("merged") or []],
         "rejected": [f"{r['branch']} ({short(r.get('commit'))}), round {r.get('round')}: {r.get('reason')}"
-                     for r in summary.get("rejected") or []],
+                     for r in split_rejected(summary.get("rejected") or [])[0]],
+        "superseded": [f"{r['branch']} ({short(r.get('commit'))}), round {r.get('round')}: {r.get('reason')}"
+                       for r in split_rejected(summary.get("rejected") or [])[1]],
         "dropped": [f"round {d.get('round')}, {d.get('pattern')}: {d.get('reason')}"
                     for d in summary.get("dropped") or []],
     }
