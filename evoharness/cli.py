@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import pydantic
 import typer
 
 from evoharness import __version__, cli_usage
@@ -103,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         return rv if isinstance(rv, int) else 0
     except EvoharnessError as e:
         typer.echo(f"error: {e}", err=True)
+        return 2
+    except pydantic.ValidationError as e:  # a value given on the command line that a model refuses
+        typer.echo(f"error: {cli_usage.validation_line(e)}", err=True)
         return 2
     except typer.Exit as e:
         return e.exit_code

@@ -120,3 +120,14 @@ def usage_line(error: Exception) -> str:
     formatted = error.format_message() if hasattr(error, "format_message") else message
     return f"{where}{_one_line(formatted)}"
 
+
+
+def validation_line(error: Any) -> str:
+    """A pydantic ``ValidationError`` as one line: where, what, the value given, and how many more."""
+    errors = error.errors()
+    first = errors[0]
+    loc = ".".join(str(x) for x in first.get("loc", ())) or error.title
+    given = first.get("input")
+    shown = f" (got {given!r})" if isinstance(given, str | int | float | bool) else ""
+    more = f"; {len(errors) - 1} more" if len(errors) > 1 else ""
+    return f"{error.title}: {loc}: {first.get('msg', 'invalid')}{shown}{more}"

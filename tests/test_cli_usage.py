@@ -100,3 +100,10 @@ def test_config_after_the_command_is_read(capsys, tmp_path, monkeypatch):
     assert line.startswith("error: bad.toml: run.budget: ")
     line = _one_error_line(capsys, ["dataset", "status", "--set", "run.budget=lots"])
     assert line.startswith("error: settings: run.budget: ")
+
+
+def test_a_value_a_model_refuses_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = _one_error_line(capsys, ["demo", "--sandbox", "foo", "--out", "d"])
+    assert line.startswith("error: Settings: sandbox.backend: Input should be 'bwrap', ") and "(got 'foo')" in line
+    assert "rounds" in _one_error_line(capsys, ["demo", "--rounds", "0", "--out", "e"])

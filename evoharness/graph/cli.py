@@ -128,11 +128,12 @@ def demo(
 ) -> None:
     """The embedded default: a fresh harness, the scripted weak model, playbook roles, bwrap, SQLite."""
     from evoharness.cli_support import activate_hint, command_name
-    from evoharness.graph.demo import run_demo
+    from evoharness.graph import demo as demo_module
 
     out, note = _demo_dir(out, resume)
+    demo_module.demo_settings(settings_of(ctx), out.resolve(), env, rounds, sandbox)  # bad values: before any output
     typer.echo(note, err=True)
-    outcome = run_demo(settings_of(ctx), out, env=env, rounds=rounds, sandbox=sandbox)
+    outcome = demo_module.run_demo(settings_of(ctx), out, env=env, rounds=rounds, sandbox=sandbox)
     _report(outcome)
     cmd = command_name()
     typer.echo(f"\nsummary: {out / 'summary.json'}")
