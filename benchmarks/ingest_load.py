@@ -5,9 +5,11 @@ fires the requests with ``--concurrency`` of them in flight at once (asyncio + h
 may be given, each measured on a fresh server, the levels in turn ``--repeat`` times), with
 ``--dup`` of each batch's ids repeating ids of another batch, then checks that every distinct id was
 stored exactly once (none lost, duplicates ignored) and prints throughput and latency percentiles
-(min / median / max over the repeats). A request the server turns away with 429 (it is at its
-limit of requests in flight) is retried after its ``Retry-After``; its latency counts from the
-first attempt, and the 429s are counted.
+(min / median / max over the repeats). Latency runs from a request's first send to its answer
+(time waiting for the client's own ``--concurrency`` slot is not counted). A request the server
+turns away with 429 (over ``service.max_in_flight`` + ``max_queued``) is retried after its
+``Retry-After`` plus up to half of it again; its latency still counts from the first send, and
+the 429s are counted.
 Bounded: ``--requests`` x ``--batch`` trajectories, and the whole run stops after ``--timeout`` s.
 
 ``--compare-stores`` also measures, in process, the two store designs the service could use
@@ -74,12 +76,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(home: Path, token: str) -> tuple[subprocess.Popen, str]:
+def start_server(home: Path, token: str, overrides: list[str] = ()) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
     env["EVOHARNESS_API_TOKEN"] = token
     proc = subprocess.Popen([sys.executable, "-m", "evoharness", "--set", f"home={json.dumps(str(home))}",
-                             "--set", f"run.harness={json.dumps(str(home / 'harness'))}", "serve", "--no-loop",
+                             "--set", f"run.harness={json.dumps(str(home / 'harness'))}",
+                             *[a for o in overrides for a in ("--set", o)], "serve", "--no-loop",
                              "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -105,18 +108,21 @@ async def fire(url: str, token: str, bodies: list[bytes], concurrency: int
     sem = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     busy = 0
+    jitter = random.Random(0)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits, headers={
             "Authorization": f"Bearer {token}", "content-type": "application/json"}) as client:
         async def one(body: bytes) -> tuple[float, dict]:
             nonlocal busy
-            t0 = time.perf_counter()
+            t0 = None
             while True:
                 async with sem:
+                    t0 = t0 or time.perf_counter()  # from the first send: the client's own queue is not counted
                     resp = await client.post("/trajectories", content=body)
                 if resp.status_code != 429:
                     break
                 busy += 1
-                await asyncio.sleep(float(resp.headers.get("retry-after", "1")))
+                # as a well-behaved client: Retry-After, plus up to half of it again (no thundering herd)
+                await asyncio.sleep(float(resp.headers.get("retry-after", "1")) * (1 + 0.5 * jitter.random()))
             dt = time.perf_counter() - t0
             if resp.status_code != 200:
                 raise SystemExit(f"request failed: {resp.status_code} {resp.text[:300]}")
@@ -145,7 +151,7 @@ def load(args, concurrency: int) -> dict:
     total = sum(len(ids) for ids in plan)
     bodies = bodies_of(plan)  # built before the clock starts
     with tempfile.TemporaryDirectory() as tmp:
-        proc, url = start_server(Path(tmp), token)
+        proc, url = start_server(Path(tmp), token, args.server_set)
         try:
             t0 = time.perf_counter()
             lat, answers, busy = asyncio.run(asyncio.wait_for(fire(url, token, bodies, concurrency), args.timeout))
@@ -166,7 +172,8 @@ def load(args, concurrency: int) -> dict:
 def report(args, runs: dict[int, list[dict]]) -> int:
     first = next(iter(runs.values()))[0]
     print(f"ingest_load: {args.requests} requests x {args.batch} trajectories ({first['total']} posted, "
-          f"{first['distinct']} distinct ids), {args.repeat} repeat(s) per level ({load_note()})")
+          f"{first['distinct']} distinct ids), {args.repeat} repeat(s) per level ({load_note()})"
+          + (f"; server: {' '.join(args.server_set)}" if args.server_set else ""))
     ok = True
     for level, rs in runs.items():
         ok &= all(r["ok"] for r in rs)
@@ -249,6 +256,8 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[200],
                     help="requests in flight at once (several levels: each measured on a fresh server)")
     ap.add_argument("--timeout", type=float, default=300, help="stop after this many seconds")
+    ap.add_argument("--server-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for the server, e.g. service.max_in_flight=8 (repeatable)")
     ap.add_argument("--compare-stores", action="store_true")
     add_repeat(ap, default=1)
     args = ap.parse_args()

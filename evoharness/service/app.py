@@ -86,4 +86,9 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
     app.include_router(public)
     app.include_router(reads)
     app.include_router(writes)
+    from evoharness.service.limits import InFlightLimit
+
+    svc = settings.service
+    app.add_middleware(InFlightLimit, limit=svc.max_in_flight, queued=svc.max_queued,
+                       retry_after_s=svc.retry_after_s)
     return app

@@ -32,6 +32,12 @@ class ServiceConfig(BaseModel):
         description="On SIGTERM, wait this long for the running graph node to finish and be checkpointed; "
         "past it the process exits anyway and the node re-runs on resume (nodes are idempotent).")
     max_batch: int = Field(1000, ge=1, description="Most trajectories one POST /trajectories may carry.")
+    max_in_flight: int = Field(
+        4, ge=1, description="Most requests handled at once; beyond it an immediate 429 with Retry-After "
+        "(/health and /metrics exempt). Ingestion is CPU-bound: more in flight only queues them in the process.")
+    max_queued: int = Field(64, ge=0, description="Requests that wait for a slot beyond max_in_flight; "
+                            "past them, 429 at once.")
+    retry_after_s: int = Field(1, ge=1, description="Retry-After (seconds) sent with a 429 over max_in_flight.")
     max_body_mb: float = Field(64.0, gt=0, description="Largest request body accepted, in MiB (413 above).")
     protect_reads: bool = Field(False, description="Also require the bearer token on read endpoints "
                                 "(GET /runs, /candidates, /composition, /metrics). /health stays open.")
