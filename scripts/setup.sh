@@ -22,4 +22,8 @@ step "upgrade pip in .venv" .venv/bin/python -m pip install --upgrade pip
 # -v: the log shows what is being collected and built, which the progress lines quote
 step "install evoharness and its dev tools into .venv (pip -e \".[dev]\"; a few minutes the first time)" \
   .venv/bin/python -m pip install -v -e ".[dev]"
+# BFCL's offline parts (data, API simulators, checker) without its declared dependencies (torch, every
+# provider SDK); pinned: the bfcl:<category> environment reads its data files and checker (pyproject [bfcl])
+step "install bfcl-eval 2026.3.23 (--no-deps) into .venv" \
+  .venv/bin/python -m pip install --no-deps "bfcl-eval==2026.3.23"
 echo "setup: done: .venv/bin/evoharness is the CLI (or run \`source .venv/bin/activate\` first to type \`evoharness\`)" >&2

@@ -6,6 +6,8 @@
 - ``"synthetic"`` -- the built-in deterministic environment (fast tests, no dependencies);
 - ``"agentdojo:<suite>"`` or ``"agentdojo:<suite>@<version>"`` -- an AgentDojo suite
   (``workspace``, ``travel``, ``banking``, ``slack``; default version ``v1.2.2``), utility tasks only;
+- ``"bfcl:<category>"`` -- a BFCL v4 multi-turn category (``multi_turn_base``, ``multi_turn_miss_func``,
+  ``multi_turn_miss_param``, ``multi_turn_long_context``), offline, BFCL's state checker as the score;
 - ``"tau2:<domain>"`` or ``"tau2:<domain>?user=<spec>"`` -- a tau2-bench domain (``retail``, ``airline``);
   the customer is the offline scripted user, or tau2's user simulator over ``<spec>`` (``openai:URL#model``;
   inside a sandbox the executor rewrites it to the rollout's ``gateway:SOCKET?rollout=TOKEN#model``).

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evoharness.envs import agentdojo_env, synthetic, tau2_env
+from evoharness.envs import agentdojo_env, bfcl_env, synthetic, tau2_env
 from evoharness.envs.base import Environment
 from evoharness.registry import Registry
 
@@ -37,6 +37,10 @@ ENVIRONMENTS.register("tau2", EnvEntry(
     grammar="tau2:<domain>[?user=<scripted | openai:URL#model>]",
     summary="a tau2-bench domain (retail, airline) with a scripted or simulated customer",
     example="tau2:retail", build=tau2_env.from_spec, user_model=tau2_env.user_model_of))
+ENVIRONMENTS.register("bfcl", EnvEntry(
+    grammar="bfcl:<multi_turn_base | multi_turn_miss_func | multi_turn_miss_param | multi_turn_long_context>",
+    summary="a BFCL v4 multi-turn category, offline: BFCL's simulators, pre-scripted turns, state checker",
+    example="bfcl:multi_turn_base", build=bfcl_env.from_spec))
 
 
 def entry_for(spec: str) -> EnvEntry:
