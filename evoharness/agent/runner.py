@@ -23,14 +23,22 @@ from evoharness.traces.models import EventType, Split, Termination, Trajectory
 
 log = get_logger(__name__)
 
-MODEL_SPECS = ("scripted:weak", "scripted:oracle", "openai:URL#model", "gateway:SOCKET?rollout=TOKEN#model")
+MODEL_SPECS = ("standin:weak", "standin:strong", "scripted:weak", "scripted:oracle", "openai:URL#model",
+               "gateway:SOCKET?rollout=TOKEN#model")
+OFFLINE_PREFIXES = ("standin:", "scripted:")
 
 
 def make_model(model_spec: str, seed: int) -> Any:
-    """A ChatModel for ``scripted:weak`` | ``scripted:oracle`` | ``openai:URL#model`` |
+    """A ChatModel for ``standin:weak`` | ``standin:strong`` (the stand-in that reads the harness) |
+    ``scripted:weak`` | ``scripted:oracle`` | ``openai:URL#model`` |
     ``gateway:SOCKET?rollout=TOKEN#model`` (the model gateway over a Unix socket). No request is made."""
     from evoharness.agent.scripted import WeakScriptedModel, oracle_model
+    from evoharness.agent.standin import StandInModel, strong_model
 
+    if model_spec == "standin:weak":
+        return StandInModel(seed)
+    if model_spec == "standin:strong":
+        return strong_model(seed)
     if model_spec == "scripted:weak":
         return WeakScriptedModel(seed)
     if model_spec == "scripted:oracle":
@@ -107,5 +115,6 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
         termination=r.termination, usage=r.usage,
         meta={"env": env_spec, "env_version": env.version, "seed": seed, "task_split": task.split,
               "agent": "evoharness.agent",
-              "model_kind": "scripted stand-in (not a real model)" if model_spec.startswith("scripted:") else "chat"},
+              "model_kind": "scripted stand-in (not a real model)" if model_spec.startswith(OFFLINE_PREFIXES)
+              else "chat"},
     )

@@ -126,7 +126,7 @@ def demo(
     rounds: Annotated[int, typer.Option(help="round limit")] = 3,
     sandbox: Annotated[str, typer.Option(help="bwrap | none")] = "bwrap",
 ) -> None:
-    """The embedded default: a fresh harness, the scripted weak model, playbook roles, bwrap, SQLite."""
+    """The embedded default: a fresh harness, the standin:weak model, playbook roles, bwrap, SQLite."""
     from evoharness.cli_support import activate_hint, command_name
     from evoharness.graph import demo as demo_module
 

@@ -12,7 +12,8 @@ class RunConfig(BaseModel):
 
     harness: Path = Field(Path("harness"), description="The harness git repo to evolve (created if missing).")
     env: str = Field("synthetic", description="Task environment, e.g. 'agentdojo:workspace' or 'synthetic'.")
-    model: str = Field("scripted:weak", description="Agent model: 'scripted:weak', 'scripted:oracle', "
+    model: str = Field("standin:weak", description="Agent model: 'standin:weak' (the offline stand-in that reads "
+                       "the harness, docs/agent.md), 'standin:strong', 'scripted:weak', 'scripted:oracle', "
                        "'openai:URL#model'.")
     dev_tasks: int = Field(0, ge=0, description="Dev tasks to use (0 = all dev tasks of the environment).")
     heldout_tasks: int = Field(0, ge=0, description="Held-out tasks for before/after evaluation (0 = all).")

@@ -13,7 +13,7 @@ def demo_settings(base: Settings, out: Path, env: str, rounds: int, sandbox: str
     data = base.model_dump()
     data["home"] = out / "state"
     data["run"].update({
-        "harness": out / "harness", "env": env, "model": "scripted:weak", "max_rounds": rounds,
+        "harness": out / "harness", "env": env, "model": "standin:weak", "max_rounds": rounds,
         "rollouts": 8, "budget": 6000, "checkpointer": "sqlite", "review": False,
     })
     data["roles"] = {**data.get("roles", {}), "kind": "playbook"}

@@ -62,8 +62,8 @@ def rollout(
     env: Annotated[str, typer.Option("--env", help="environment spec, e.g. agentdojo:workspace")],
     out: Annotated[Path, typer.Option("--out", "-o", help="trajectories JSONL to write")],
     model: Annotated[str, typer.Option(
-        "--model", help="scripted:weak | scripted:oracle | openai:URL#model (or openai:URL: its one model)",
-    )] = "scripted:weak",
+        "--model", help="standin:weak | standin:strong | scripted:weak | scripted:oracle | openai:URL[#model]",
+    )] = "standin:weak",
     split: Annotated[str, typer.Option("--split", help="task split: dev | heldout")] = "dev",
     tasks: Annotated[int, typer.Option("--tasks", help="first N tasks of the split (0 = all)")] = 10,
     rollouts: Annotated[int, typer.Option("--rollouts", "-k", help="rollouts per task")] = 1,
