@@ -45,6 +45,7 @@ def test_round_trip_through_otlp_json_keeps_conversation_and_outcome(tmp_path, c
         assert (b.task_id, b.score, b.termination, b.final_answer, b.rollout, b.split, b.harness_commit) == (
             a.task_id, a.score, a.termination, a.final_answer, a.rollout, a.split, a.harness_commit)
         assert _shape(b) == _shape(a)
+        assert [(e.type, e.step, e.detail) for e in b.events] == [(e.type, e.step, e.detail) for e in a.events]
     root = next(s for s in spans if s["name"].startswith("invoke_agent") and any(
         a["key"] == "evoharness.trajectory_id" and a["value"]["stringValue"] == "t-err#0" for a in s["attributes"]))
     attrs = {a["key"]: next(iter(a["value"].values())) for a in root["attributes"]}

@@ -20,7 +20,8 @@ Errors: a tool span with status ERROR is a ``tool_error`` event at its result; a
 ``model_error`` event; a failed root span ends the trajectory with ``termination=error``. Otherwise the
 final answer is the last assistant text after the last tool call. Usage: the LLM spans' token counts.
 Score: ``evoharness.score`` on the root span (what ``evoharness export-otel`` writes, with task id,
-split, rollout, harness commit), else a ``gen_ai.evaluation.result`` event's score in 0..1, else
+split, rollout, harness commit and its harness events as ``evoharness.event`` span events, which replace
+the events read off span statuses), else a ``gen_ai.evaluation.result`` event's score in 0..1, else
 unscored.
 """
 
@@ -381,6 +382,12 @@ def convert(trace_id: str, spans: list[Span]) -> Trajectory:
     if root.error:
         events.append(Event(type="harness_error", step=max(len(messages) - 1, 0),
                             detail=(root.error_message or f"{root.name} failed")[:500]))
+    exported = [Event(type=text(a.get("evoharness.event.type")) or "event", step=min(count(
+                    a.get("evoharness.event.step")), max(len(messages) - 1, 0)),
+                      detail=text(a.get("evoharness.event.detail")) or "")
+                for s in spans for name, a in s.events if name == "evoharness.event"]
+    if "evoharness.trajectory_id" in ra:  # our own export: its harness events are the record, not our guesses
+        events = sorted(exported, key=lambda e: e.step)
     split = text(ra.get("evoharness.split"))
     rollout = ra.get("evoharness.rollout")
     task_id = (text(ra.get("evoharness.task_id")) or text(ra.get("session.id"))
