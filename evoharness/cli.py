@@ -119,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         typer.echo(f"error: {cli_usage.usage_line(e)}", err=True)
         return 2
+    except BrokenPipeError:  # `evoharness ... | head`: the reader left; nothing to report
+        return 141
+    except OSError as e:  # a path the user gave that cannot be read or written
+        where = f"{e.filename}: " if e.filename else ""
+        typer.echo(f"error: {where}{(e.strerror or str(e)).lower()}", err=True)
+        return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130

@@ -107,3 +107,10 @@ def test_a_value_a_model_refuses_is_one_line(capsys, tmp_path, monkeypatch):
     line = _one_error_line(capsys, ["demo", "--sandbox", "foo", "--out", "d"])
     assert line.startswith("error: Settings: sandbox.backend: Input should be 'bwrap', ") and "(got 'foo')" in line
     assert "rounds" in _one_error_line(capsys, ["demo", "--rounds", "0", "--out", "e"])
+
+
+def test_a_path_that_cannot_be_written_is_one_line(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = _one_error_line(capsys, ["init", str(blocker / "harness")])
+    assert line.startswith(f"error: {blocker / 'harness'}: ") and "not a directory" in line
