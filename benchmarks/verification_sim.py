@@ -10,10 +10,18 @@ in the current anchor:
 - noisefit: +0.1 only on the dev tasks the anchor saw failing (fits what was seen; nothing on
             held-out, targeted behaviour unchanged).
 
-Every strategy gets the same per-candidate budget (fixed_split_24x gets 24x). The best accepted
-candidate of a round is merged and re-anchored. Reported per strategy: false-accept rates, power
-for the true +0.05 edit, the true held-out gain of the final harness after the rounds (expected
-score, no noise), and rollouts spent (candidates, baselines and anchors).
+Every strategy gets the same per-candidate budget (fixed_split_24x gets 24x) and the same seeds
+(worlds, edits, noise): ``--runs`` for every strategy. The best accepted candidate of a round is
+merged and re-anchored. Reported per strategy: false-accept rates, power for the true +0.05 edit,
+the true held-out gain of the final harness after the rounds (expected score, no noise), and
+rollouts spent (candidates, baselines and anchors), each with a 95% interval: Wilson for rates,
+mean +- 1.96 standard errors over runs for the others.
+
+Not idealised in behaviour-aware selection's favour (``--ideal`` restores the old world): the
+detectors report a behaviour that fired with probability ``RECALL`` and report a prone behaviour
+that did not fire with probability ``FALSE_FIRE``; and every edit but the null one has side effects
+on tasks it does not target (each with probability ``SIDE_SHARE``, a score shift drawn from
+N(0, ``SIDE_SD``), on dev and held-out tasks alike).
 
 ``--repeat N`` runs the whole simulation N times on disjoint seeds and prints, under the table (the
 pooled runs), min / median / max over the repeats of power and held-out gain per strategy.
@@ -25,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
+import statistics
 import sys
 import time
 
@@ -44,6 +54,10 @@ BEHAVIOURS = ("F3.repeated_action", "F2.format_rejected", "F3.no_delivery")
 KINDS = ("true", "null", "harmful", "noisefit")
 K = 8  # rollouts per cell for every strategy
 BUDGET = 320  # rollouts per candidate
+RECALL, FALSE_FIRE = 0.8, 0.05  # partial observation of behaviours
+SIDE_SHARE, SIDE_SD = 0.3, 0.03  # side effects of an edit on the tasks it does not target
+WORLD = f"recall {RECALL}, false fire {FALSE_FIRE}, side effects: {SIDE_SHARE:.0%} of other tasks N(0, {SIDE_SD})"
+WORLD_IDEAL = "idealised world (exact observation, no side effects)"
 
 
 class _FreshFixedSplit(FixedSplit):
@@ -81,23 +95,35 @@ def _true_factor(world: SimWorld, commit: str, target: str, gain: float = 0.05) 
     return (lo + hi) / 2
 
 
-def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: random.Random) -> SimHarness:
+def _side_effects(world: SimWorld, target: str, rng: random.Random, ideal: bool) -> dict[str, float]:
+    """Score shifts on tasks not prone to ``target``: what an edit does beyond what it aims at."""
+    if ideal:
+        return {}
+    return {t: rng.gauss(0.0, SIDE_SD) for t, task in world.tasks.items()
+            if target not in task.prone and rng.random() < SIDE_SHARE}
+
+
+def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: random.Random,
+          ideal: bool = False) -> SimHarness:
     h = world.harnesses[commit]
     if kind == "null":
         return h.child()
+    side = _side_effects(world, target, rng, ideal)
     if kind == "noisefit":
         seen = {t for t, obs in anchor.per_task().items() if sum(o.score for o in obs) / len(obs) < 0.5}
-        return h.child(offset={t: 0.1 for t in seen})
+        return h.child(offset={**side, **{t: side.get(t, 0.0) + 0.1 for t in seen}})
     factor = {target: _true_factor(world, commit, target)}
     if kind == "true":
-        return h.child(factor=factor)
+        return h.child(factor=factor, offset=side)
     others = [t for t, task in world.tasks.items() if target not in task.prone]
-    return h.child(factor=factor, offset={t: -0.08 for t in others if rng.random() < 0.5})
+    harm = {t: -0.08 for t in others if rng.random() < 0.5}
+    return h.child(factor=factor, offset={t: side.get(t, 0.0) + harm.get(t, 0.0) for t in {*side, *harm}})
 
 
-def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int) -> dict:
+def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: bool = False) -> dict:
     strategy, gate_names, budget, max_tasks, k = spec
-    world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS)
+    world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS,
+                              recall=1.0 if ideal else RECALL, false_fire=0.0 if ideal else FALSE_FIRE)
     world.add("h0", SimHarness())
     cfg = VerificationConfig(rollouts=k, anchor_rollouts=K, max_tasks=max_tasks, bootstrap_samples=200)
     verifier = Verifier(SimSource(world), cfg, seed=seed)
@@ -117,7 +143,7 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int) -> dict:
         for kind in KINDS:
             target = rng.choice(fired)
             commit = f"r{rnd}-{kind}"
-            world.add(commit, _edit(world, kind, main, target, anchor, rng))
+            world.add(commit, _edit(world, kind, main, target, anchor, rng, ideal))
             cand = Candidate(branch=f"candidate/{commit}", commit=commit, base=main, round=rnd,
                              targets=target)
             ledger = BudgetLedger(total=budget)
@@ -137,38 +163,65 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int) -> dict:
 
 
 def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
-             runs_24x: int | None = None, first_seed: int = 0) -> dict[str, dict]:
+             runs_24x: int | None = None, first_seed: int = 0, ideal: bool = False) -> dict[str, dict]:
     out = {}
     for name, spec in strategies(n_dev).items():
         if only and name not in only:
             continue
         n = runs_24x if name.endswith("_24x") and runs_24x else runs
-        res = [run_one(name, spec, seed, rounds, n_dev) for seed in range(first_seed, first_seed + n)]
-        rate = {k: sum(r["accepted"][k] for r in res) / max(1, sum(r["proposed"][k] for r in res))
-                for k in KINDS}
+        res = [run_one(name, spec, seed, rounds, n_dev, ideal) for seed in range(first_seed, first_seed + n)]
+        row: dict = {"runs": n}
+        for key, kind in (("null_false_accept", "null"), ("harmful_false_accept", "harmful"),
+                          ("noisefit_false_accept", "noisefit"), ("power", "true")):
+            acc, prop = sum(r["accepted"][kind] for r in res), sum(r["proposed"][kind] for r in res)
+            row[key] = acc / max(1, prop)
+            row[f"{key}_ci"] = wilson(acc, prop)
+            row[f"{key}_n"] = prop
+        for key, values in (("heldout_gain", [r["heldout_gain"] for r in res]),
+                            ("rollouts", [r["rollouts"] for r in res])):
+            row[key] = sum(values) / n
+            row[f"{key}_ci"] = mean_ci(values)
         opt = [x for r in res for x in r["optimism"]]
-        out[name] = {"null_false_accept": rate["null"], "harmful_false_accept": rate["harmful"],
-                     "noisefit_false_accept": rate["noisefit"], "power": rate["true"],
-                     "heldout_gain": sum(r["heldout_gain"] for r in res) / n,
-                     "rollouts": sum(r["rollouts"] for r in res) / n, "runs": n,
-                     "selection_optimism": sum(opt) / len(opt) if opt else None}
+        row["selection_optimism"] = sum(opt) / len(opt) if opt else None
+        row["selection_optimism_ci"] = mean_ci(opt) if opt else None
+        out[name] = row
     return out
 
 
+def wilson(successes: int, n: int, z: float = 1.96) -> list[float] | None:
+    """95% Wilson interval of a proportion."""
+    if n == 0:
+        return None
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def mean_ci(values: list[float], z: float = 1.96) -> list[float] | None:
+    """Mean +- z standard errors (None for fewer than two values)."""
+    if len(values) < 2:
+        return None
+    m, sd = statistics.fmean(values), statistics.stdev(values)
+    return [m - z * sd / math.sqrt(len(values)), m + z * sd / math.sqrt(len(values))]
+
+
 def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
-    """The repeats' figures pooled: rates and means weighted by each repeat's runs."""
+    """The repeats' figures pooled: rates over all proposals, means over all runs (intervals dropped:
+    the per-repeat spread is printed instead)."""
     if len(reps) == 1:
         return reps[0]
     out = {}
     for name in reps[0]:
         rows = [r[name] for r in reps]
         runs = sum(row["runs"] for row in rows)
-        merged = {"runs": runs}
+        merged: dict = {"runs": runs}
         for key in rows[0]:
-            if key == "runs":
+            if key == "runs" or key.endswith("_ci") or key.endswith("_n"):
                 continue
-            vals = [(row[key], row["runs"]) for row in rows if row[key] is not None]
-            merged[key] = sum(v * w for v, w in vals) / sum(w for _, w in vals) if vals else None
+            vals = [(row[key], row.get(f"{key}_n", row["runs"])) for row in rows if row[key] is not None]
+            total = sum(w for _, w in vals)
+            merged[key] = sum(v * w for v, w in vals) / total if vals and total else None
         out[name] = merged
     return out
 
@@ -180,16 +233,26 @@ def table(results: dict[str, dict]) -> str:
              "optimism"]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for name, r in results.items():
-        cells = [name] + [("-" if r[c] is None else f"{r[c]:.0f}" if c == "rollouts" else f"{r[c]:+.4f}"
-                           if c in ("heldout_gain", "selection_optimism") else f"{r[c]:.3f}") for c in cols]
+        cells = [name] + [_cell(c, r.get(c), r.get(f"{c}_ci")) for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _cell(col: str, value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "-"
+    fmt = ".0f" if col == "rollouts" else "+.4f" if col in ("heldout_gain", "selection_optimism") else ".3f"
+    text = f"{value:{fmt}}"
+    return f"{text} [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else text
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=12)
-    ap.add_argument("--runs-24x", type=int, default=4, help="runs for the 24x split (it is 24x slower)")
+    ap.add_argument("--runs-24x", type=int, default=None,
+                    help="runs for the 24x split (default: --runs, the same seeds as every strategy)")
+    ap.add_argument("--ideal", action="store_true", help="the old idealised world: exact observation of "
+                    "behaviours, no side effects of edits")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--dev-tasks", type=int, default=80)
     ap.add_argument("--only", nargs="*", help="strategy names to run")
@@ -199,8 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     check_repeat(ap, args.repeat)
     configure_logging("warning", "console")
     t0 = time.perf_counter()
-    reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x, first_seed=r * 1000)
-            for r in range(args.repeat)]
+    reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x, first_seed=r * 1000,
+                     ideal=args.ideal) for r in range(args.repeat)]
     results = pooled(reps)
     if args.json:
         print(json.dumps(results if args.repeat == 1 else {**results, "_repeats": reps}, indent=2))
@@ -211,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             for name in results:
                 print(f"  {name:<32} power {spread([r[name]['power'] for r in reps], '.3f')}; held-out gain "
                       f"{spread([r[name]['heldout_gain'] for r in reps], '+.4f')}")
-        print(f"\n{args.runs} runs ({args.runs_24x} for the 24x split) x {args.rounds} rounds, "
+        print(f"\n{args.runs} runs ({args.runs_24x or args.runs} for the 24x split) x {args.rounds} rounds, "
+              f"{WORLD_IDEAL if args.ideal else WORLD}, "
               f"{args.dev_tasks} dev tasks, k={K}, "
               f"{BUDGET} rollouts per candidate, {args.repeat} repeat(s); {time.perf_counter() - t0:.1f}s "
               f"({load_note()})", file=sys.stderr)

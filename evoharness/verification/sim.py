@@ -5,6 +5,11 @@ A task has a healthy score ``quality``, a failing score ``fail`` and, per behavi
 probability that the behaviour fires in one rollout; when any fires the rollout fails. A harness
 multiplies firing probabilities (``factor``) and shifts scores (``offset``) per task. Outcomes are
 deterministic in (harness, task, seed), like a cached rollout.
+
+Observation is partial, as with real detectors: a behaviour that fired is reported with probability
+``recall``, and one of the task's prone behaviours that did not fire is reported anyway with
+probability ``false_fire``. The score follows what truly fired; ``Observation.fired`` is what was
+reported. The defaults (1.0, 0.0) observe exactly.
 """
 
 from __future__ import annotations
@@ -50,8 +55,11 @@ def _clip(x: float) -> float:
 
 
 class SimWorld:
-    def __init__(self, tasks: list[SimTask], noise_sd: float = 0.03) -> None:
+    def __init__(self, tasks: list[SimTask], noise_sd: float = 0.03, recall: float = 1.0,
+                 false_fire: float = 0.0) -> None:
         self.tasks = {t.id: t for t in tasks}
+        self.recall = recall
+        self.false_fire = false_fire
         self.harnesses: dict[str, SimHarness] = {}
         self.noise_sd = noise_sd
         self._rng = random.Random(0)
@@ -67,6 +75,8 @@ class SimWorld:
         prone_share: float = 0.25,
         spurious: str | None = None,
         spurious_p: float = 0.04,
+        recall: float = 1.0,
+        false_fire: float = 0.0,
     ) -> SimWorld:
         rng = random.Random(seed)
         tasks = []
@@ -78,7 +88,7 @@ class SimWorld:
                 tasks.append(
                     SimTask(f"{split}-{i:03d}", split, rng.uniform(0.6, 0.9), rng.uniform(0.05, 0.25), prone)
                 )
-        return cls(tasks)
+        return cls(tasks, recall=recall, false_fire=false_fire)
 
     def add(self, commit: str, harness: SimHarness, name: str | None = None) -> None:
         """Register ``commit``; ``name`` (default the commit) seeds its noise, for reproducible tests."""
@@ -108,6 +118,9 @@ class SimWorld:
         fired = frozenset(b for b in sorted(t.prone) if rng.random() < self.fire_prob(commit, task_id, b))
         base = t.fail if fired else t.quality
         score = _clip(base + h.offset.get(task_id, 0.0) + rng.gauss(0.0, self.noise_sd))
+        if self.recall < 1.0 or self.false_fire > 0.0:  # what the detectors report (extra draws only then)
+            fired = frozenset(b for b in sorted(t.prone) if (
+                rng.random() < self.recall if b in fired else rng.random() < self.false_fire))
         return Observation.model_construct(
             task_id=task_id,
             rollout=rollout,

@@ -48,3 +48,31 @@ def test_table_prints_one_row_per_strategy(bench):
                   "power": 0.5, "heldout_gain": 0.01, "rollouts": 100.0, "selection_optimism": None}}
     out = bench.table(rows)
     assert out.splitlines()[2] == "| a | 0.000 | 0.100 | 0.200 | 0.500 | +0.0100 | 100 | - |"
+
+
+def test_partial_observation_reports_what_detectors_would_and_scores_follow_the_truth():
+    exact = SimWorld.generate(5, n_dev=30, n_heldout=0, behaviours=("b",), prone_share=1.0)
+    noisy = SimWorld.generate(5, n_dev=30, n_heldout=0, behaviours=("b",), prone_share=1.0,
+                              recall=0.5, false_fire=0.2)
+    for w in (exact, noisy):
+        w.add("h", SimHarness(), name="h")
+    missed = spurious = 0
+    for t in exact.tasks:
+        for seed in range(20):
+            truth, seen = exact.outcome("h", t, seed), noisy.outcome("h", t, seed)
+            assert seen.score == truth.score  # the score follows what truly fired
+            missed += "b" in truth.fired and "b" not in seen.fired
+            spurious += "b" not in truth.fired and "b" in seen.fired
+    assert missed > 50 and spurious > 10
+
+
+def test_every_figure_has_an_interval_and_the_24x_split_gets_the_same_seeds(bench, capsys):
+    assert bench.main(["--runs", "2", "--rounds", "1", "--dev-tasks", "24",
+                       "--only", "behaviour_aware", "fixed_split_24x", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for row in data.values():
+        assert row["runs"] == 2
+        for key in ("null_false_accept", "harmful_false_accept", "power", "heldout_gain", "rollouts"):
+            lo, hi = row[f"{key}_ci"]
+            assert lo <= row[key] <= hi
+    assert bench.wilson(0, 10)[0] == 0.0 and 0.2 < bench.wilson(0, 10)[1] < 0.35
