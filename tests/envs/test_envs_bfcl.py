@@ -100,3 +100,30 @@ def test_task_prompt_is_the_first_user_turn():
                  if e["id"] == task.id)
     assert entry["question"][0][0]["content"] in task.prompt
     assert json.dumps(task.meta["involved_classes"]) == json.dumps(entry["involved_classes"])
+
+
+@pytest.mark.slow
+def test_sandboxed_rollouts_with_the_stand_in_models(tmp_path):
+    import shutil
+
+    from evoharness.cli import main
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    harness = tmp_path / "harness"
+    harness.mkdir()
+    (harness / "policies.yaml").write_text("max_steps: 40\n")
+    tmp_path.chmod(0o755)
+    out = tmp_path / "t.jsonl"
+    assert main(["rollout", "--harness", str(harness), "--env", "bfcl:multi_turn_base", "--tasks", "3",
+                 "--model", "scripted:oracle", "--sandbox", "bwrap", "-o", str(out)]) == 0
+    trajs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(trajs) == 3 and all(t["score"] == 1.0 for t in trajs)  # the reference calls pass BFCL's checks
+    asks = [c for m in trajs[0]["messages"] for c in m.get("tool_calls") or []
+            if c["function"]["name"] == ASK_USER]
+    assert len(asks) == get_environment("bfcl:multi_turn_base").get_task(trajs[0]["task_id"]).meta["turns"]
+    assert main(["rollout", "--harness", str(harness), "--env", "bfcl:multi_turn_base", "--tasks", "3",
+                 "--model", "scripted:weak", "--sandbox", "bwrap", "-o", str(out)]) == 0
+    weak = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(weak) == 3 and all(t["score"] in (0.0, 1.0) for t in weak)
+    assert not any(e["type"] == "harness_error" for t in weak for e in t["events"])  # ran, not crashed
