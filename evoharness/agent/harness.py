@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from evoharness.errors import yaml_problem
+from evoharness.harness_repo.policies import Policies
 from evoharness.harness_repo.seed import SYSTEM_PROMPT
 
 HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_finish")
@@ -39,13 +37,7 @@ HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_finish"
 # A harness without prompts/system.md gets the seed prompt `evoharness init` writes (one source).
 DEFAULT_SYSTEM_PROMPT = SYSTEM_PROMPT
 
-DEFAULT_POLICIES: dict[str, Any] = {
-    "max_steps": 12,
-    "loop_guard": {"enabled": False, "max_repeats": 2},
-    "checkpoint_nudge": {"enabled": False, "every": 4},
-    "exit_gate": {"enabled": False},
-    "repair_tool_calls": False,
-}
+DEFAULT_POLICIES: dict[str, Any] = Policies().model_dump()
 
 _PY_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -97,32 +89,14 @@ class Harness:
             raise HarnessError(f"prompts/system.md: {type(e).__name__}: {e}") from e
 
 
-def _merge(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(defaults)
-    for k, v in given.items():
-        out[k] = _merge(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
-    return out
-
-
 def load_policies(path: Path) -> dict[str, Any]:
+    """``policies.yaml`` (the `Policies` schema, defaults for missing keys, unknown keys kept) as a dict."""
     if not path.is_file():
         return copy.deepcopy(DEFAULT_POLICIES)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise HarnessError(f"policies.yaml: invalid YAML: {yaml_problem(e)}") from e
-    if not isinstance(data, dict):
-        raise HarnessError("policies.yaml: top level must be a mapping")
-    pol = _merge(DEFAULT_POLICIES, data)
-    try:
-        pol["max_steps"] = int(pol["max_steps"])
-        pol["loop_guard"]["max_repeats"] = int(pol["loop_guard"]["max_repeats"])
-        pol["checkpoint_nudge"]["every"] = int(pol["checkpoint_nudge"]["every"])
-    except (TypeError, ValueError, KeyError) as e:
-        raise HarnessError(f"policies.yaml: bad value: {e}") from e
-    if pol["max_steps"] < 1 or pol["checkpoint_nudge"]["every"] < 1 or pol["loop_guard"]["max_repeats"] < 1:
-        raise HarnessError("policies.yaml: max_steps, loop_guard.max_repeats and checkpoint_nudge.every must be >= 1")
-    return pol
+        return Policies.from_yaml(path.read_text()).model_dump()
+    except ValueError as e:
+        raise HarnessError(f"policies.yaml: {e}") from e
 
 
 def _load_module(path: Path, prefix: str) -> Any:

@@ -48,6 +48,8 @@ def diagnose(
     fmt: FormatOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
     skip_invalid: SkipOpt = False,
+    show: Annotated[int, typer.Option("--show", min=0, help="failures listed with their failing step, agent, "
+                                      "class and a one-line quote (text output)")] = 20,
 ) -> None:
     """Label every trajectory by its first failure signal; print the composition and the lever.
 
@@ -56,21 +58,33 @@ def diagnose(
     """
     from evoharness.diagnosis.composition import Tally
     from evoharness.diagnosis.labeller import Labeller
-    from evoharness.diagnosis.report import composition_text, summary_dict, trajectory_row
+    from evoharness.diagnosis.report import (
+        composition_text,
+        failing_step_line,
+        failing_steps_text,
+        summary_dict,
+        trajectory_row,
+    )
 
     cfg = settings_of(ctx).diagnosis
     labeller = Labeller(cfg)
     tally = Tally()
+    shown: list[str] = []
+    failures = 0
     with tempfile.TemporaryFile("w+", encoding="utf-8") as rows:
         for t in _stream(paths, fmt, skip_invalid):
             lab = labeller.label(t)
             tally.add(lab)
+            if lab.failure_class != "healthy":
+                failures += 1
+                if len(shown) < show:
+                    shown.append(failing_step_line(lab))
             if as_json:  # written as json.dumps(whole, indent=2) would place it in the list
                 rows.write(("\n    " if tally.n == 1 else ",\n    ")
                            + json.dumps(trajectory_row(lab), indent=2).replace("\n", "\n    "))
         comp = tally.composition()
         if not as_json:
-            typer.echo(composition_text(comp, cfg))
+            typer.echo(failing_steps_text(shown, failures) + composition_text(comp, cfg))
             return
         rows.seek(0)
         _echo_json(summary_dict(comp, cfg), "trajectories", rows)
@@ -93,7 +107,8 @@ def label(
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
 ) -> None:
-    """Write one label (class, first signal, all signals, lever) per trajectory as JSONL."""
+    """Write one label per trajectory as JSONL: class, first signal (step, evidence), agent, a one-line
+    quote, all signals, lever, and the violation log (broken schema / policy invariants, with steps)."""
     from evoharness.diagnosis.labeller import Labeller
 
     labeller = Labeller(settings_of(ctx).diagnosis)
@@ -110,6 +125,23 @@ def label(
     typer.echo(f"wrote {n} labels to {out}")
 
 
+def calibrate(
+    labels: Annotated[Path, typer.Argument(help="labels JSONL written by `evoharness label`", show_default=False)],
+    human: Annotated[Path, typer.Option("--human", help="human labels: JSONL of {trajectory_id, failure_class, "
+                                        "step?}")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+) -> None:
+    """Agreement with a human-labelled sample: confusion matrix, Cohen's kappa, failing-step agreement."""
+    from evoharness.diagnosis.calibrate import agreement, read
+
+    for p in (labels, human):
+        if not p.is_file():
+            raise InputError(str(p), "no such file")
+    result = agreement(read(labels, human=False), read(human, human=True))
+    typer.echo(result.model_dump_json(indent=2) if as_json else result.text())
+
+
 def register(app: typer.Typer) -> None:
     app.command("diagnose")(diagnose)
     app.command("label")(label)
+    app.command("calibrate")(calibrate)

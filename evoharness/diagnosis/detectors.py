@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -232,11 +231,11 @@ class NoDeliveryDetector:
 
 FENCE_ANY = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")  # a fenced block (unrolled: linear)
 TOKEN_RUN = re.compile(r"[A-Za-z0-9_-]+")  # one character class, no nested quantifier: linear time
-
-
-# a whole run of [A-Za-z0-9_-] that holds a digit: the lookbehind rejects starts inside a run at once,
-# so each run is scanned a bounded number of times (linear time)
-DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*")
+ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+ANY_DIGIT = re.compile(r"\d")
+# a run holding a digit; the lookbehind starts it only at a run's start and the lazy prefix stops at the
+# first digit, so a long run without digits is scanned once (linear), unlike [..]*\d[..]* (quadratic)
+DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?\d[A-Za-z0-9_-]*+")
 
 
 def claim_tokens(text: str) -> list[str]:
@@ -246,9 +245,8 @@ def claim_tokens(text: str) -> list[str]:
     for m in DIGIT_RUN.finditer(text):
         tok = m.group(0).lstrip("-_")
         start = m.end() - len(tok)
-        if not tok or (start and text[start - 1] in "$."):
-            continue
-        out.append(tok)
+        if tok and not (start and text[start - 1] in "$.") and tok[0].isalnum():
+            out.append(tok)
     return out
 
 
@@ -257,27 +255,46 @@ DATE = re.compile(r"\d{4}-\d\d-\d\d")
 ORDINAL = re.compile(r"\d+(st|nd|rd|th|s)", re.IGNORECASE)
 
 
-def ground_tokens(text: str) -> set[str]:
-    """Every token of ``text`` (lower-cased; an ISO timestamp's date and time apart), and its parts split
-    at '-' / '_', for membership tests."""
-    return set(_tokens_of(text))
+class GroundTokens:
+    """Everything the agent was shown (lower-cased), for "was this token there?" tests.
 
+    A substring search (C speed, no token objects) answers the first ``SCAN_LIMIT`` questions; past
+    that (a huge answer full of numbers) the text is tokenized once into a set -- runs and their
+    alphanumeric parts, an ISO timestamp's date and time apart -- so the cost stays linear.
+    """
 
-@lru_cache(maxsize=64)
-def _tokens_of(text: str) -> frozenset[str]:
-    """``ground_tokens``, cached: a text every trajectory shares (a benchmark's system prompt, its
-    policy) is tokenised once, not once per trajectory and detector."""
-    runs = set(TOKEN_RUN.findall(ISO_TIME.sub(r"\1 \2", text.lower())))
-    found = {tok.strip("-_") for tok in runs}
-    for tok in runs:
-        if "-" in tok or "_" in tok:
-            found.update(tok.replace("_", "-").split("-"))
-    return frozenset(found)
+    SCAN_LIMIT = 64
+
+    def __init__(self, texts: list[str] | None = None) -> None:
+        self.pending: list[str] = list(texts or ())
+        self.text = ""  # everything added before the last question, lower-cased
+        self.asked = 0
+        self.tokens: set[str] | None = None
+
+    def add(self, text: str) -> None:
+        self.pending.append(text)
+
+    def __contains__(self, tok: str) -> bool:
+        if self.pending:  # texts join once per batch, when a claim needs them
+            self.text = f"{self.text}\n{chr(10).join(self.pending).lower()}"
+            self.pending.clear()
+            self.tokens = None
+        self.asked += 1
+        if self.asked <= self.SCAN_LIMIT:
+            return tok in self.text
+        if self.tokens is None:
+            text = ISO_TIME.sub(r"\1 \2", self.text)
+            self.tokens = set(TOKEN_RUN.findall(text)) | set(ALNUM_RUN.findall(text))
+        return tok in self.tokens
 
 
 def _id_like(tok: str) -> bool:
     """An identifier (letters and digits: HAT069, W2378156, mia_li_3668) or a long number (a tracking number);
     not a date (an agent turns "the 19th" into one), an ordinal (10th) or a phrase (24-hour)."""
+    if tok.isdigit():
+        return len(tok) >= 8
+    if tok.isalnum() and tok.isalpha():
+        return False
     if DATE.fullmatch(tok) or ORDINAL.fullmatch(tok):
         return False
     parts = tok.split("-")
@@ -300,7 +317,7 @@ def answer_step(view: TraceView) -> int:
     return view.final_step
 
 
-def _unbacked(tokens: list[str], ground: set[str], min_len: int) -> list[str]:
+def _unbacked(tokens: list[str], ground: GroundTokens, min_len: int) -> list[str]:
     missing = []
     for tok in dict.fromkeys(tokens):
         t = tok.strip("-_").lower()
@@ -313,10 +330,11 @@ class UnbackedClaimDetector:
     """A claim no tool result supports, located at the turn where it is first made.
 
     Every reply to the user (an assistant turn without tool calls, fenced code left out; single-agent
-    traces): an id (letters and digits) or a long number that
-    nothing before the turn -- task, system and user messages, tool results -- contains. The final
+    traces): an id (letters and digits) or a long number that nothing before the turn -- task, system
+    and user messages, tool results -- contains. The final
     answer: any token with a digit found nowhere the agent was told or shown. Tokens shorter than
-    ``unbacked_min_len`` are ignored; patches (a diff as the final answer) are not claims.
+    ``unbacked_min_len`` are ignored; patches (a diff as the final answer) are not claims. Healthy runs
+    are not checked (their label cannot change; the check is the costliest in the catalogue).
     """
 
     id = "F1.unbacked_claim"
@@ -325,38 +343,50 @@ class UnbackedClaimDetector:
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         from evoharness.diagnosis.multiagent import AgentLog
 
-        found = [] if AgentLog(view).applies else self._first_turn_claim(view, cfg)
-        if found:
-            return found
+        t = view.traj
+        if t.score is not None and t.score >= cfg.healthy_threshold:
+            return []  # a Healthy run's label cannot change: the claim checks are spent on failures only
+        ground: GroundTokens | None = None
+        if not AgentLog.of(view).applies:
+            found, ground = self._first_turn_claim(view, cfg)
+            if found:
+                return found
         fa = view.traj.final_answer
         if not fa or _looks_like_patch(fa):
             return []
-        ground = set().union(*map(_tokens_of, view.grounding_parts))  # = ground_tokens(view.grounding_text)
-        missing = _unbacked(claim_tokens(fa), ground, cfg.unbacked_min_len)
+        tokens = [t for t in claim_tokens(fa) if len(t.strip("-_")) >= cfg.unbacked_min_len]
+        if not tokens:
+            return []
+        missing = _unbacked(tokens, ground or GroundTokens([view.grounding_text]), cfg.unbacked_min_len)
         if len(missing) >= cfg.unbacked_min:
             return [Signal(id=self.id, failure_class=F1, step=answer_step(view),
                            evidence=f"not in any tool result or the task: {', '.join(missing[:5])} "
                                     f"— in: {quote(fa, 120)}")]
         return []
 
-    def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        ground = set(_tokens_of(view.traj.task or ""))
+    def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig) -> tuple[list[Signal], GroundTokens]:
+        """The first reply with an unbacked id, and the grounding of the whole run (the final check reuses it:
+        for a single-agent trace it is everything the agent was told or shown)."""
+        ground = GroundTokens([view.traj.task or ""])
         for i, m in enumerate(view.traj.messages):
             content = m.get("content")
             if not isinstance(content, str) or not content:
                 continue
-            if m.get("role") == "assistant":
-                if m.get("tool_calls") or _looks_like_patch(content):
-                    continue  # a claim is what a reply tells the user, not a call or a patch
-                ids = [t for t in claim_tokens(FENCE_ANY.sub(" ", content)) if _id_like(t)]
-                missing = _unbacked(ids, ground, cfg.unbacked_min_len)
-                if len(missing) >= cfg.unbacked_min:
-                    return [Signal(id=self.id, failure_class=F1, step=i,
-                                   evidence=f"first claimed here, in no earlier tool result or message: "
-                                            f"{', '.join(missing[:5])} — in: {quote(content, 120)}")]
-            else:
-                ground |= _tokens_of(content)
-        return []
+            if m.get("role") != "assistant":
+                ground.add(content)
+                continue
+            if m.get("tool_calls") or _looks_like_patch(content):
+                continue  # a claim is what a reply tells the user, not a call or a patch
+            prose = FENCE_ANY.sub(" ", content) if "```" in content else content
+            if not ANY_DIGIT.search(prose):
+                continue
+            ids = [t.strip("-_") for t in dict.fromkeys(TOKEN_RUN.findall(prose)) if not t.isalpha() and _id_like(t)]
+            missing = _unbacked(ids, ground, cfg.unbacked_min_len)
+            if len(missing) >= cfg.unbacked_min:
+                return [Signal(id=self.id, failure_class=F1, step=i,
+                               evidence=f"first claimed here, in no earlier tool result or message: "
+                                        f"{', '.join(missing[:5])} — in: {quote(content, 120)}")], ground
+        return [], ground
 
 
 class PoorDeliveryDetector:
@@ -398,6 +428,9 @@ class PolicyViolationDetector:
     failure_class = F4
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        t = view.traj
+        if t.score is not None and t.score >= cfg.healthy_threshold:
+            return []  # the violation log is read for failed runs only
         first = next((v for v in view.violations if v.rule.startswith("policy.")), None)
         if first is None:
             return []

@@ -19,9 +19,9 @@ of a failed run is the located signal ``F4.policy_violation``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
+from functools import lru_cache
 from typing import Any
 
 from evoharness.diagnosis.context import ToolCall, TraceView
@@ -47,13 +47,7 @@ def _json_type(v: Any) -> str:
 
 
 def _args(call: ToolCall) -> dict[str, Any] | None:
-    if not call.parsed_ok:
-        return None
-    try:
-        parsed = json.loads(call.canonical)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
+    return call.args if call.parsed_ok and isinstance(call.args, dict) else None
 
 
 def _failed(view: TraceView, call: ToolCall) -> bool:
@@ -134,21 +128,30 @@ def _user_gave_their_id(view: TraceView, before: int) -> bool:
     return any(isinstance(t, str) and i in t for t in said for i in ids)
 
 
+@lru_cache(maxsize=64)
+def policy_rules(policy: str) -> tuple[bool, bool]:
+    """(asks for an identity check, asks for explicit confirmation): once per distinct system prompt."""
+    return bool(IDENTITY_POLICY.search(policy)), bool(CONFIRM_POLICY.search(policy))
+
+
 def policy_violations(view: TraceView) -> list[Violation]:
     msgs = view.traj.messages
+    writes = write_calls(view)
+    if not writes:
+        return []
     policy = "\n".join(m["content"] for m in msgs if m.get("role") == "system" and isinstance(m.get("content"), str))
     if not policy:
         return []
+    identity, confirm = policy_rules(policy)
     out = []
-    writes = write_calls(view)
-    if writes and IDENTITY_POLICY.search(policy):
+    if identity:
         first = writes[0]
         looked_up = any(c.step < first.step and USER_LOOKUP.search(c.name) and not _failed(view, c)
                         for c in view.calls if c not in writes)
         if not looked_up and not _user_gave_their_id(view, first.step):
             out.append(Violation(rule="policy.identity_check", step=first.step,
                                  evidence=f"{first.name} before any user lookup: {_quote(first.arguments)}"))
-    if writes and CONFIRM_POLICY.search(policy):
+    if confirm:
         for w in writes:
             last_user = next((msgs[i] for i in range(w.step - 1, -1, -1) if msgs[i].get("role") == "user"), None)
             said = last_user.get("content") if last_user else None

@@ -4,7 +4,8 @@ A trajectory whose score reaches ``healthy_threshold`` is Healthy (signals are s
 recorded). Otherwise its class is that of the earliest firing signal. Ties at one
 step break by class -- E, F2, F3, F1, F4 (a broken environment, friction and control explain
 what follows them; content is judged last) -- then by signal id, so labels never depend on detector or
-record order. Fallback signals (``FALLBACK_SIGNALS``: a poor delivery, the first commitment
+record order. The violation log (invariants.py) is read for failed runs only: a Healthy
+run's label carries none. Fallback signals (``FALLBACK_SIGNALS``: a poor delivery, the first commitment
 of a failed multi-agent run) say that a run failed, not where: one is first only when no
 located signal fired. With no signal at all: F4 if delivered, else F3 no_delivery (the
 catalogue's own detectors already cover both, so this is a safety net).
@@ -72,8 +73,30 @@ class Labeller:
             scored=traj.score is not None,
             score=traj.score,
             delivered=traj.delivered,
-            violations=view.violations,
+            violations=[] if healthy else view.violations,
+            agent=_agent_at(traj, first),
+            quote=_quote_at(traj, first),
         )
+
+
+def _agent_at(traj: Trajectory, s: Signal | None) -> str | None:
+    if s is None or s.step >= len(traj.messages):
+        return None
+    name = traj.messages[s.step].get("name")
+    return str(name) if name else None
+
+
+def _quote_at(traj: Trajectory, s: Signal | None, limit: int = 140) -> str:
+    """One line of the failing step's message: its text, else its tool calls."""
+    if s is None or s.step >= len(traj.messages):
+        return ""
+    m = traj.messages[s.step]
+    text = m.get("content") if isinstance(m.get("content"), str) else ""
+    if not text.strip() and m.get("tool_calls"):
+        calls = [tc.get("function", {}) for tc in m["tool_calls"] if isinstance(tc, dict)]
+        text = "; ".join(f"{c.get('name')}({c.get('arguments')})" for c in calls if isinstance(c, dict))
+    line = " ".join(text[:4 * limit].split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def label_trajectory(traj: Trajectory, cfg: DiagnosisConfig | None = None) -> Label:

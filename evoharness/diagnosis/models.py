@@ -54,3 +54,5 @@ class Label(BaseModel):
     score: float | None = None
     delivered: bool = False
     violations: list[Violation] = Field(default_factory=list, description="the violation log (invariants)")
+    agent: str | None = Field(None, description="the agent speaking at the failing step (multi-agent logs)")
+    quote: str = Field("", description="one line of the message at the failing step")

@@ -69,9 +69,17 @@ class AgentLog:
     def agents(self) -> set[str]:
         return {str(m["name"]) for m in self.msgs if m.get("role") == "assistant" and m.get("name")}
 
-    @property
+    @cached_property
     def applies(self) -> bool:
-        return len(self.agents) >= 2 and not self.view.calls
+        return not self.view.calls and len(self.agents) >= 2
+
+    @staticmethod
+    def of(view: TraceView) -> AgentLog:
+        """One AgentLog per view (the detectors share it)."""
+        log = view.__dict__.get("_agent_log")
+        if log is None:
+            log = view.__dict__["_agent_log"] = AgentLog(view)
+        return log
 
     def text(self, i: int) -> str:
         c = self.msgs[i].get("content")
@@ -100,7 +108,7 @@ class UnsupportedFactDetector:
     failure_class = F1
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        log = AgentLog(view)
+        log = AgentLog.of(view)
         if not log.applies:
             return []
         reasoning = set(log.reasoning_turns)
@@ -129,7 +137,7 @@ class GuardrailDetector:
     failure_class = F2
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        log = AgentLog(view)
+        log = AgentLog.of(view)
         if not log.applies:
             return []
         for i in view.assistant_steps:
@@ -146,7 +154,7 @@ class NoProgressDetector:
     failure_class = F4
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        log = AgentLog(view)
+        log = AgentLog.of(view)
         if not log.applies:
             return []
         last_action: int | None = None
@@ -174,7 +182,7 @@ class FirstCommitmentDetector:
         t = view.traj
         failed = (t.score is not None and t.score < cfg.poor_delivery_threshold) or (
             t.score is None and t.meta.get("failure_only"))
-        log = AgentLog(view)
+        log = AgentLog.of(view)
         if not failed or not t.delivered or not log.applies or not log.reasoning_turns:
             return []
         i = log.reasoning_turns[0]

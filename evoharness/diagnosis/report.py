@@ -25,10 +25,27 @@ def trajectory_row(lab: Label) -> dict[str, Any]:
         "failure_class": lab.failure_class.value,
         "first_signal": None if lab.first_signal is None else {
             "id": lab.first_signal.id, "step": lab.first_signal.step, "evidence": lab.first_signal.evidence},
+        "agent": lab.agent,
+        "quote": lab.quote,
         "lever": lab.lever.value,
         "score": lab.score,
         "signals": [s.id for s in lab.signals],
     }
+
+
+def failing_step_line(lab: Label) -> str:
+    """One failure as `diagnose` prints it: id, class, step, agent, first signal, a one-line quote."""
+    s = lab.first_signal
+    where = f"step {s.step}" if s else "step -"
+    agent = f"  [{lab.agent}]" if lab.agent else ""
+    return f"  {lab.trajectory_id}  {lab.failure_class.value}  {where}{agent}  {s.id if s else '-'}  \"{lab.quote}\""
+
+
+def failing_steps_text(lines: list[str], failures: int) -> str:
+    if not lines:
+        return ""
+    more = f" (first {len(lines)} of {failures}; --show N, --json or `label` for all)" if failures > len(lines) else ""
+    return "\n".join([f"Failing step per trajectory{more}:", *lines, ""])
 
 
 def summary_dict(comp: Composition, cfg: DiagnosisConfig) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from evoharness.harness_repo.policies import Policies
+
 SYSTEM_PROMPT = """\
 You are a careful assistant that solves one task using the tools below.
 
@@ -24,19 +26,7 @@ You are a careful assistant that solves one task using the tools below.
 
 LESSONS = ""
 
-POLICIES = """\
-# Harness policies read by the reference agent.
-max_steps: 12
-loop_guard:
-  enabled: false
-  max_repeats: 2
-checkpoint_nudge:
-  enabled: false
-  every: 4
-exit_gate:
-  enabled: false
-repair_tool_calls: false
-"""
+POLICIES = Policies().to_yaml("# Harness policies read by the reference agent.\n")
 
 MIDDLEWARE_README = """\
 # middleware/

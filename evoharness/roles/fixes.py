@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from evoharness.errors import EditRejected, yaml_problem
 from evoharness.harness_repo.models import FileChange
+from evoharness.harness_repo.policies import Policies
 from evoharness.roles.config import RolesConfig
 from evoharness.roles.models import HarnessView
 
@@ -95,6 +96,9 @@ FIXES: tuple[Fix, ...] = (
 )
 
 SIGNAL_FIX: dict[str, Fix] = {s: f for f in FIXES for s in f.signals}
+_unknown = [f"{f.key}: {k}" for f in FIXES for k in f.policies if not Policies.knows(k)]
+if _unknown:  # a fix that sets a key the agent does not read would be a silent no-op
+    raise ValueError(f"fixes set policy keys the Policies schema does not declare: {_unknown}")
 
 
 class Plan(BaseModel):
@@ -185,6 +189,14 @@ def update_policies(text: str, updates: dict[str, Any]) -> str:
             header.append(line)
         else:
             break
+    unknown = [k for k in updates if not Policies.knows(k)]
+    if unknown:
+        raise EditRejected(f"unknown policy key(s) {', '.join(unknown)} (the agent reads: "
+                           f"{', '.join(Policies.model_fields)})", POLICIES)
+    try:
+        Policies.model_validate(new)
+    except ValueError as e:
+        raise EditRejected(f"invalid policies: {e}", POLICIES) from None
     body = yaml.safe_dump(new, sort_keys=False, default_flow_style=False, allow_unicode=True)
     return ("\n".join(header).rstrip("\n") + "\n" if any(h.strip() for h in header) else "") + body
 

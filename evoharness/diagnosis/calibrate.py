@@ -1,0 +1,116 @@
+"""Agreement of the labeller with a human-labelled sample: confusion matrix and Cohen's kappa.
+
+``LABELS`` is what ``evoharness label`` writes (JSONL of labels). ``--human FILE`` is JSONL (or a JSON
+list) of ``{"trajectory_id": ..., "failure_class": ..., "step": ...}`` -- ``id`` and ``class`` are
+accepted for the first two; ``step`` (the failing message index) is optional. Trajectories are matched
+by id; classes are healthy, F1-F4, E.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from evoharness.diagnosis.models import FailureClass
+from evoharness.errors import InputError
+
+ORDER = [c.value for c in FailureClass]
+
+
+class Agreement(BaseModel):
+    n: int
+    classes: list[str]
+    matrix: list[list[int]]  # rows: human, columns: labeller
+    accuracy: float
+    kappa: float | None
+    step_n: int = 0
+    step_exact: int = 0
+    step_within_3: int = 0
+    unmatched_human: int = 0
+
+    def text(self) -> str:
+        w = max(8, *(len(c) + 2 for c in self.classes))
+        first = len("human \\ labeller") + 2
+        lines = [f"{self.n} trajectories labelled by both (rows: human, columns: labeller)", "",
+                 "human \\ labeller".ljust(first) + "".join(c.rjust(w) for c in self.classes)]
+        for c, row in zip(self.classes, self.matrix, strict=True):
+            lines.append(c.ljust(first) + "".join(str(v).rjust(w) for v in row))
+        kappa = "-" if self.kappa is None else f"{self.kappa:.3f}"
+        lines += ["", f"agreement {100 * self.accuracy:.1f}%   Cohen's kappa {kappa}"]
+        if self.step_n:
+            lines.append(f"failing step: exact {self.step_exact}/{self.step_n}, within 3 {self.step_within_3}/"
+                         f"{self.step_n}")
+        if self.unmatched_human:
+            lines.append(f"{self.unmatched_human} human label(s) name a trajectory the labels file does not have")
+        return "\n".join(lines)
+
+
+def _records(path: Path) -> list[tuple[str, Any]]:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(str(path), f"unreadable: {e}") from None
+    if raw.lstrip().startswith("["):
+        try:
+            return [(f"record {i}", r) for i, r in enumerate(json.loads(raw))]
+        except json.JSONDecodeError as e:
+            raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {e.lineno}") from None
+    out = []
+    for n, line in enumerate(raw.splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append((f"line {n}", json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {n}") from None
+    return out
+
+
+def _field(rec: Any, keys: tuple[str, ...]) -> Any:
+    return next((rec[k] for k in keys if isinstance(rec, dict) and rec.get(k) is not None), None)
+
+
+def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
+    """id -> (class, step) from a labels file (``human=False``) or a human sample."""
+    out: dict[str, tuple[str, int | None]] = {}
+    for where, rec in _records(path):
+        tid = _field(rec, ("trajectory_id", "id"))
+        cls = _field(rec, ("failure_class", "class", "label"))
+        if not isinstance(tid, str) or not isinstance(cls, str):
+            raise InputError(str(path), "needs a trajectory_id (or id) and a failure_class (or class)", where=where)
+        cls = "healthy" if cls.lower() == "healthy" else cls.upper()
+        if cls not in ORDER:
+            raise InputError(str(path), f"unknown class {cls!r} (classes: {', '.join(ORDER)})", where=where)
+        step = _field(rec, ("step",)) if human else (rec.get("first_signal") or {}).get("step")
+        out[tid] = (cls, step if isinstance(step, int) and not isinstance(step, bool) else None)
+    return out
+
+
+def agreement(labels: dict[str, tuple[str, int | None]], human: dict[str, tuple[str, int | None]]) -> Agreement:
+    both = [k for k in human if k in labels]
+    if not both:
+        raise InputError("--human", "no trajectory id is in both files")
+    classes = [c for c in ORDER if any(human[k][0] == c or labels[k][0] == c for k in both)]
+    idx = {c: i for i, c in enumerate(classes)}
+    matrix = [[0] * len(classes) for _ in classes]
+    for k in both:
+        matrix[idx[human[k][0]]][idx[labels[k][0]]] += 1
+    n = len(both)
+    observed = sum(matrix[i][i] for i in range(len(classes))) / n
+    rows = [sum(r) for r in matrix]
+    cols = [sum(matrix[i][j] for i in range(len(classes))) for j in range(len(classes))]
+    expected = sum(r * c for r, c in zip(rows, cols, strict=True)) / (n * n)
+    kappa = None if expected == 1 else (observed - expected) / (1 - expected)
+    steps = Counter()
+    for k in both:
+        hs, ls = human[k][1], labels[k][1]
+        if hs is not None and ls is not None:
+            steps["n"] += 1
+            steps["exact"] += hs == ls
+            steps["within3"] += abs(hs - ls) <= 3
+    return Agreement(n=n, classes=classes, matrix=matrix, accuracy=observed, kappa=kappa, step_n=steps["n"],
+                     step_exact=steps["exact"], step_within_3=steps["within3"],
+                     unmatched_human=len(human) - n)

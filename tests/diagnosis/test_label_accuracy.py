@@ -1,0 +1,67 @@
+"""The labeller against human step-level failure labels (Who&When, AgentRx), beside trivial labellers.
+
+The rule is fixed: on every set and every figure the labeller must be strictly above every trivial
+labeller that reports that figure on the same records. Where it is not yet, the case is an expected
+failure that names the figure (strict: it starts failing -- and the mark must go -- once it passes).
+Reads the public data folder beside the repository; skipped with the reason when it is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evoharness.diagnosis.accuracy import BASELINES, FIGURES, Prediction, labelled_records, score_set, speaker
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.importers import load_paths
+
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+SETS = ("who-and-when/Algorithm-Generated", "who-and-when/Hand-Crafted", "agentrx/Magentic-One")
+# not yet above every baseline (measured once the rules were fixed on Algorithm-Generated; see README)
+NOT_YET = {
+    ("who-and-when/Hand-Crafted", "step_exact"): "6/58 vs last message 7/58",
+    ("who-and-when/Hand-Crafted", "step_within_3"): "11/58 vs last message 16/58",
+    ("who-and-when/Hand-Crafted", "agent"): "33/58 vs last message 35/58",
+}
+
+
+@pytest.fixture(scope="module")
+def scores():
+    roots = [DATA / "who_and_when", DATA / "agentrx_magentic_one"]
+    if not all(r.is_dir() for r in roots):
+        pytest.skip(f"public human-labelled sets not found under {DATA.resolve()} (CI lays shared/ beside the clone)")
+    labeller = Labeller()
+
+    def ours(t) -> Prediction:
+        lab = labeller.label(t)
+        step = lab.first_signal.step if lab.first_signal else None
+        return Prediction(step, speaker(t, step), lab.failure_class.value)
+
+    sets = labelled_records(load_paths(roots))
+    return {name: score_set(name, recs, {"evoharness": ours, **BASELINES}) for name, recs in sets.items()}
+
+
+def _cases():
+    for name in SETS:
+        for fig in FIGURES:
+            marks = [pytest.mark.xfail(strict=True, reason=NOT_YET[(name, fig)])] if (name, fig) in NOT_YET else []
+            yield pytest.param(name, fig, marks=marks, id=f"{name}-{fig}")
+
+
+@pytest.mark.parametrize("name, figure", list(_cases()))
+def test_labeller_is_strictly_above_every_trivial_baseline(scores, name, figure):
+    s = scores[name]
+    ours = s.figures["evoharness"].get(figure)
+    rivals = {b: s.figures[b][figure] for b in BASELINES if figure in s.figures.get(b, {})}
+    if ours is None:
+        assert not rivals, f"{name} {figure}: baselines report it, the labeller does not"
+        pytest.skip(f"{name} has no {figure} labels")
+    assert rivals, f"{name} {figure}: no trivial baseline to compare with"
+    for base, (hits, n) in rivals.items():
+        assert ours[0] / ours[1] > hits / n, f"{name} {figure}: {ours[0]}/{ours[1]} <= {base} {hits}/{n}"
+
+
+def test_sets_have_the_published_sizes(scores):
+    assert {k: v.n for k, v in scores.items()} == {
+        "who-and-when/Algorithm-Generated": 126, "who-and-when/Hand-Crafted": 58, "agentrx/Magentic-One": 44}
