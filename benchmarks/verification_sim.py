@@ -69,6 +69,8 @@ def strategies(n_dev: int) -> dict[str, tuple]:
     """name -> (strategy, gate names or None for its defaults, per-candidate budget, max_tasks, k)."""
     return {
         "behaviour_aware": (BehaviourAware(0.5), None, BUDGET, 24, K),
+        "behaviour_aware_paired": (
+            BehaviourAware(0.5), ("behaviour", "paired_gain", "no_regression", "attribution", "guard"), BUDGET, 24, K),
         "behaviour_aware_no_attribution": (
             BehaviourAware(0.5), ("behaviour", "gain", "no_regression", "guard"), BUDGET, 24, K),
         "fixed_split": (FixedSplit(), None, BUDGET, BUDGET // K, K),
@@ -120,10 +122,12 @@ def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: ran
     return h.child(factor=factor, offset={t: side.get(t, 0.0) + harm.get(t, 0.0) for t in {*side, *harm}})
 
 
-def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: bool = False) -> dict:
+def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: bool = False,
+            common_seeds: bool = False) -> dict:
     strategy, gate_names, budget, max_tasks, k = spec
     world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS,
-                              recall=1.0 if ideal else RECALL, false_fire=0.0 if ideal else FALSE_FIRE)
+                              recall=1.0 if ideal else RECALL, false_fire=0.0 if ideal else FALSE_FIRE,
+                              common_seeds=common_seeds)
     world.add("h0", SimHarness())
     cfg = VerificationConfig(rollouts=k, anchor_rollouts=K, max_tasks=max_tasks, bootstrap_samples=200)
     verifier = Verifier(SimSource(world), cfg, seed=seed)
@@ -163,13 +167,15 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
 
 
 def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
-             runs_24x: int | None = None, first_seed: int = 0, ideal: bool = False) -> dict[str, dict]:
+             runs_24x: int | None = None, first_seed: int = 0, ideal: bool = False,
+             common_seeds: bool = False) -> dict[str, dict]:
     out = {}
     for name, spec in strategies(n_dev).items():
         if only and name not in only:
             continue
         n = runs_24x if name.endswith("_24x") and runs_24x else runs
-        res = [run_one(name, spec, seed, rounds, n_dev, ideal) for seed in range(first_seed, first_seed + n)]
+        res = [run_one(name, spec, seed, rounds, n_dev, ideal, common_seeds)
+               for seed in range(first_seed, first_seed + n)]
         row: dict = {"runs": n}
         for key, kind in (("null_false_accept", "null"), ("harmful_false_accept", "harmful"),
                           ("noisefit_false_accept", "noisefit"), ("power", "true")):
@@ -251,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=12)
     ap.add_argument("--runs-24x", type=int, default=None,
                     help="runs for the 24x split (default: --runs, the same seeds as every strategy)")
+    ap.add_argument("--common-seeds", action="store_true", help="rollouts on the same seed share their random "
+                    "draws across harnesses (a deterministic agent at a fixed seed; SimWorld.common_seeds)")
     ap.add_argument("--ideal", action="store_true", help="the old idealised world: exact observation of "
                     "behaviours, no side effects of edits")
     ap.add_argument("--rounds", type=int, default=10)
@@ -263,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging("warning", "console")
     t0 = time.perf_counter()
     reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x, first_seed=r * 1000,
-                     ideal=args.ideal) for r in range(args.repeat)]
+                     ideal=args.ideal, common_seeds=args.common_seeds) for r in range(args.repeat)]
     results = pooled(reps)
     if args.json:
         print(json.dumps(results if args.repeat == 1 else {**results, "_repeats": reps}, indent=2))
@@ -276,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{spread([r[name]['heldout_gain'] for r in reps], '+.4f')}")
         print(f"\n{args.runs} runs ({args.runs_24x or args.runs} for the 24x split) x {args.rounds} rounds, "
               f"{WORLD_IDEAL if args.ideal else WORLD}, "
+              f"{'common seeds' if args.common_seeds else 'independent draws per harness'}, "
               f"{args.dev_tasks} dev tasks, k={K}, "
               f"{BUDGET} rollouts per candidate, {args.repeat} repeat(s); {time.perf_counter() - t0:.1f}s "
               f"({load_note()})", file=sys.stderr)

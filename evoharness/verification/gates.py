@@ -11,7 +11,7 @@ from typing import Protocol
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.selection import SelectionStrategy, make_strategy
-from evoharness.verification.stats import mcnemar_exact, paired_test
+from evoharness.verification.stats import mcnemar_exact, paired_mean_test, paired_test
 
 
 class Gate(Protocol):
@@ -228,6 +228,44 @@ class PairedGate:
         )
 
 
+class PairedGainGate:
+    """The targeted gain, judged by the paired differences' own per-task variance (common seeds).
+
+    Passes when the mean (candidate - baseline) difference over targeted pairs is positive and its
+    one-sided p-value (``stats.paired_mean_test``) is at most ``alpha``: the stated false-accept rate
+    of this gate for an edit that changes nothing. Replaces ``gain``'s bar of z pooled sigmas when
+    the rollouts are paired by seed.
+    """
+
+    name = "paired_gain"
+
+    def __init__(self, alpha: float = 0.01, sd_floor: float = 0.005) -> None:
+        self.alpha, self.sd_floor = alpha, sd_floor
+
+    def check(self, ev: Evidence) -> GateResult:
+        by_task: dict[str, list[float]] = {}
+        for b, c in ev.pairs(ev.selection.targeted):
+            by_task.setdefault(b.task_id, []).append(c.score - b.score)
+        test = paired_mean_test(by_task, self.sd_floor)
+        ok = test.n > 0 and test.mean_diff > 0 and test.p_value <= self.alpha
+        reason = ("no paired targeted rollouts" if not test.n else
+                  f"paired gain {test.mean_diff:+.4f} (se {test.se:.4f}, p={test.p_value:.4f} vs alpha {self.alpha})")
+        return GateResult(
+            gate=self.name,
+            passed=ok,
+            reason=reason,
+            numbers={
+                "pairs": test.n,
+                "tasks": test.tasks,
+                "mean_diff": _r(test.mean_diff),
+                "se": _r(test.se),
+                "z": _r(test.z),
+                "p_value": _r(test.p_value),
+                "alpha": self.alpha,
+            },
+        )
+
+
 class GuardGate:
     """Pinned regression tasks: veto only when a guard task fails every candidate rollout."""
 
@@ -254,6 +292,7 @@ GATES = {
         AttributionGate,
         AggregateGate,
         PairedGate,
+        PairedGainGate,
         GuardGate,
     )
 }

@@ -10,6 +10,12 @@ Observation is partial, as with real detectors: a behaviour that fired is report
 ``recall``, and one of the task's prone behaviours that did not fire is reported anyway with
 probability ``false_fire``. The score follows what truly fired; ``Observation.fired`` is what was
 reported. The defaults (1.0, 0.0) observe exactly.
+
+``common_seeds``: a rollout's random draws depend on (task, seed) only, not on the harness, as for
+an agent and environment that are deterministic given the seed (the stand-in model, a local model
+with seeded sampling): two harnesses on the same seed behave alike except where an edit acts (a
+behaviour whose firing probability fell stops firing on some of the seeds where it fired). Off, each
+harness draws afresh (an API model sampling at temperature).
 """
 
 from __future__ import annotations
@@ -56,8 +62,9 @@ def _clip(x: float) -> float:
 
 class SimWorld:
     def __init__(self, tasks: list[SimTask], noise_sd: float = 0.03, recall: float = 1.0,
-                 false_fire: float = 0.0) -> None:
+                 false_fire: float = 0.0, common_seeds: bool = False) -> None:
         self.tasks = {t.id: t for t in tasks}
+        self.common_seeds = common_seeds
         self.recall = recall
         self.false_fire = false_fire
         self.harnesses: dict[str, SimHarness] = {}
@@ -77,6 +84,7 @@ class SimWorld:
         spurious_p: float = 0.04,
         recall: float = 1.0,
         false_fire: float = 0.0,
+        common_seeds: bool = False,
     ) -> SimWorld:
         rng = random.Random(seed)
         tasks = []
@@ -88,7 +96,7 @@ class SimWorld:
                 tasks.append(
                     SimTask(f"{split}-{i:03d}", split, rng.uniform(0.6, 0.9), rng.uniform(0.05, 0.25), prone)
                 )
-        return cls(tasks, recall=recall, false_fire=false_fire)
+        return cls(tasks, recall=recall, false_fire=false_fire, common_seeds=common_seeds)
 
     def add(self, commit: str, harness: SimHarness, name: str | None = None) -> None:
         """Register ``commit``; ``name`` (default the commit) seeds its noise, for reproducible tests."""
@@ -114,7 +122,8 @@ class SimWorld:
     def outcome(self, commit: str, task_id: str, seed: int, rollout: int = 0) -> Observation:
         h, t = self.harnesses[commit], self.tasks[task_id]
         rng = self._rng
-        rng.seed(zlib.crc32(f"{self.names.get(commit, commit)}|{task_id}|{seed}".encode()))
+        who = "" if self.common_seeds else self.names.get(commit, commit)
+        rng.seed(zlib.crc32(f"{who}|{task_id}|{seed}".encode()))
         fired = frozenset(b for b in sorted(t.prone) if rng.random() < self.fire_prob(commit, task_id, b))
         base = t.fail if fired else t.quality
         score = _clip(base + h.offset.get(task_id, 0.0) + rng.gauss(0.0, self.noise_sd))

@@ -150,3 +150,36 @@ def test_default_gate_lists_and_unknown_gate():
 
     with pytest.raises(InputError, match="unknown gate"):
         make_gates(["vibes"])
+
+
+def test_paired_gain_judges_the_difference_by_its_own_variance():
+    from evoharness.verification.gates import PairedGainGate
+
+    base = mixed(TARGETED, [0.2, 0.8, 0.2, 0.8], [True, False, True, False])
+    # the same seeds behave alike except where the behaviour stopped firing: +0.3 mean
+    fixed = mixed(TARGETED, [0.8, 0.8, 0.8, 0.8], [False] * 4)
+    gate = PairedGainGate(alpha=0.01)
+    ok = gate.check(evidence(side(base), side(fixed), TARGETED, anchor=noisy_anchor()))
+    assert ok.passed and ok.numbers["mean_diff"] == pytest.approx(0.3)
+    assert ok.numbers["pairs"] == 16 and ok.numbers["tasks"] == 4
+    # +0.15 whose paired differences go both ways (one rollout worse, two better) is within their noise
+    shuffled = mixed(TARGETED, [0.8, 0.2, 0.8, 0.8], [False, True, False, False])
+    loose = gate.check(evidence(side(base), side(shuffled), TARGETED, anchor=noisy_anchor()))
+    assert not loose.passed and loose.numbers["p_value"] > 0.01
+    null = gate.check(evidence(side(base), side(base), TARGETED, anchor=noisy_anchor()))
+    assert not null.passed and null.numbers["mean_diff"] == 0
+    assert "paired_gain" in {g.name for g in make_gates(["paired_gain"])}
+
+
+def test_paired_mean_test_uses_each_tasks_variance():
+    from evoharness.verification.stats import paired_mean_test
+
+    quiet = paired_mean_test({"a": [0.1, 0.1, 0.1, 0.1], "b": [0.1] * 4}, sd_floor=0.01)
+    assert quiet.se == pytest.approx(0.01 / 8 ** 0.5) and quiet.p_value < 1e-6
+    noisy = paired_mean_test({"a": [0.1, 0.1, 0.1, 0.1], "b": [0.9, -0.7, 0.9, -0.7]})
+    # only task b's spread counts: var = 4 * 0.8533 / 64
+    assert noisy.se == pytest.approx((4 * 0.853333 / 64) ** 0.5, rel=1e-4)
+    assert 0.1 < noisy.p_value < 0.5
+    single = paired_mean_test({"a": [0.2, 0.4], "b": [0.3]})  # b borrows a's variance
+    assert single.se == pytest.approx(((2 * 0.02 + 0.02) / 9) ** 0.5)
+    assert paired_mean_test({}).p_value == 1.0
