@@ -97,6 +97,7 @@ def test_the_clone_is_self_contained(clone):
     readme = (clone / "README.md").read_text()
     assert not re.search(r"\]\(\.\./|`\.\./", readme), "README links a file outside the repository"
     paths = set(re.findall(r"`((?:docs|ops|scripts|examples|benchmarks|evoharness|tests)/[\w./-]+)`", readme))
+    paths |= {p for p in re.findall(r"\]\(([^)#:]+)\)", readme)}  # markdown links to files
     assert "docs/design.md" in paths
     missing = [p for p in sorted(paths) if "<" not in p and "*" not in p and not (clone / p.rstrip("/")).exists()]
     assert not missing, f"README names files the clone lacks: {missing}"
