@@ -7,6 +7,10 @@ Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one s
 figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET]
+        [--labeller llm --model openai:URL[#model] [--context TOKENS] [--limit N]]
+
+With ``--labeller llm`` the LLM judge (falling back to the rules on any error) is scored beside the rule
+labeller and the trivial ones; the fallbacks are counted.
 """
 
 from __future__ import annotations
@@ -39,7 +43,14 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=DATA, help="the public data folder (default ../shared/data)")
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
+    ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
+    ap.add_argument("--model", help="the judge's model: openai:URL[#model]")
+    ap.add_argument("--context", type=int, default=8192, help="the judge model's context in tokens")
+    ap.add_argument("--limit", type=int, default=0, help="score only the first N records of each set (0: all)")
     args = ap.parse_args()
+    if args.labeller == "llm" and not args.model:
+        print("error: --labeller llm needs --model openai:URL[#model]", file=sys.stderr)
+        return 2
     roots = public_sets(args.data)
     missing = [str(r) for r in roots if not r.is_dir()]
     if missing:
@@ -60,8 +71,35 @@ def main() -> int:
             print(f"error: unknown set(s) {', '.join(unknown)} (sets: {', '.join(sets)})", file=sys.stderr)
             return 2
         sets = {k: v for k, v in sets.items() if k in args.only}
-    names = ["evoharness", *BASELINES]
-    scores = [score_set(name, recs, {"evoharness": ours, **BASELINES}) for name, recs in sets.items()]
+    if args.limit:
+        sets = {k: v[: args.limit] for k, v in sets.items()}
+    labellers = {"evoharness": ours}
+    fallbacks: list[str] = []
+    if args.labeller == "llm":
+        from evoharness.diagnosis.judge import LLMJudge, openai_judge_model
+        from evoharness.errors import InputError
+
+        try:
+            judge = LLMJudge(openai_judge_model(args.model), context_tokens=args.context)
+        except InputError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+
+        total = sum(len(v) for v in sets.values())
+        done = [0]
+
+        def llm(t) -> Prediction:
+            lab = judge.label(t)
+            done[0] += 1
+            print(f"llm judge: {done[0]}/{total} records", file=sys.stderr, flush=True)
+            if lab.labeller != "llm":
+                fallbacks.append(lab.labeller)
+            step = lab.first_signal.step if lab.first_signal else None
+            return Prediction(step, speaker(t, step), lab.failure_class.value)
+
+        labellers["evoharness llm judge"] = llm
+    names = [*labellers, *BASELINES]
+    scores = [score_set(name, recs, {**labellers, **BASELINES}) for name, recs in sets.items()]
     if args.json:
         print(json.dumps(to_json(scores), indent=2))
     else:
@@ -71,6 +109,9 @@ def main() -> int:
         print("not above every trivial baseline:" if misses else "above every trivial baseline on every set and figure")
         for m in misses:
             print(f"  {m}")
+    if args.labeller == "llm":
+        print(f"llm judge ({args.model}): {len(fallbacks)} records fell back to the rule labeller"
+              + (f" (first: {fallbacks[0]})" if fallbacks else ""), file=sys.stderr)
     return 0
 
 

@@ -50,6 +50,11 @@ def diagnose(
     skip_invalid: SkipOpt = False,
     show: Annotated[int, typer.Option("--show", min=0, help="failures listed with their failing step, agent, "
                                       "class and a one-line quote (text output)")] = 20,
+    labeller_kind: Annotated[str, typer.Option("--labeller", help="rules | llm (an LLM judge over the rules' "
+                                               "evidence; falls back to the rules on any error)")] = "rules",
+    model: Annotated[str | None, typer.Option("--model", help="the judge's model: openai:URL[#model]")] = None,
+    context: Annotated[int, typer.Option("--context", min=512, help="the judge model's context (tokens); "
+                                         "longer trajectories are judged in chunks")] = 8192,
 ) -> None:
     """Label every trajectory by its first failure signal; print the composition and the lever.
 
@@ -67,7 +72,8 @@ def diagnose(
     )
 
     cfg = settings_of(ctx).diagnosis
-    labeller = Labeller(cfg)
+    labeller = _labeller(labeller_kind, model, context, cfg) if labeller_kind != "rules" or model else Labeller(cfg)
+    fallbacks: list[str] = []
     tally = Tally()
     shown: list[str] = []
     failures = 0
@@ -75,6 +81,8 @@ def diagnose(
         for t in _stream(paths, fmt, skip_invalid):
             lab = labeller.label(t)
             tally.add(lab)
+            if lab.labeller.startswith("rules (llm fallback"):
+                fallbacks.append(lab.labeller)
             if lab.failure_class != "healthy":
                 failures += 1
                 if len(shown) < show:
@@ -83,11 +91,27 @@ def diagnose(
                 rows.write(("\n    " if tally.n == 1 else ",\n    ")
                            + json.dumps(trajectory_row(lab), indent=2).replace("\n", "\n    "))
         comp = tally.composition()
+        if fallbacks:
+            typer.echo(f"llm judge: {len(fallbacks)} trajectories fell back to the rule labeller "
+                       f"(first: {fallbacks[0].removeprefix('rules (llm fallback: ').removesuffix(')')})", err=True)
         if not as_json:
             typer.echo(failing_steps_text(shown, failures) + composition_text(comp, cfg))
             return
         rows.seek(0)
         _echo_json(summary_dict(comp, cfg), "trajectories", rows)
+
+
+def _labeller(kind: str, model: str | None, context: int, cfg):
+    """The rule labeller, or the LLM judge over it (``--labeller llm --model openai:URL[#model]``)."""
+    if kind == "rules":
+        raise InputError("--model", "--model is for --labeller llm")
+    if kind != "llm":
+        raise InputError("--labeller", f"unknown labeller {kind!r} (labellers: rules, llm)")
+    if not model:
+        raise InputError("--labeller", "--labeller llm needs --model openai:URL[#model]")
+    from evoharness.diagnosis.judge import LLMJudge, openai_judge_model
+
+    return LLMJudge(openai_judge_model(model), cfg, context_tokens=context)
 
 
 def _echo_json(head: dict, key: str, rows) -> None:

@@ -56,3 +56,4 @@ class Label(BaseModel):
     violations: list[Violation] = Field(default_factory=list, description="the violation log (invariants)")
     agent: str | None = Field(None, description="the agent speaking at the failing step (multi-agent logs)")
     quote: str = Field("", description="one line of the message at the failing step")
+    labeller: str = Field("rules", description="rules | llm | rules (llm fallback: why)")

@@ -27,6 +27,7 @@ def trajectory_row(lab: Label) -> dict[str, Any]:
             "id": lab.first_signal.id, "step": lab.first_signal.step, "evidence": lab.first_signal.evidence},
         "agent": lab.agent,
         "quote": lab.quote,
+        "labeller": lab.labeller,
         "lever": lab.lever.value,
         "score": lab.score,
         "signals": [s.id for s in lab.signals],

@@ -1,0 +1,183 @@
+"""An optional LLM judge: reads a failed trajectory with the deterministic evidence and names the
+failing step, its agent, the class and a quoted line -- falling back to the rule labeller on any error.
+
+The judge sees the rule labeller's signals and the violation log as evidence, and the transcript in
+chunks that fit the model's context (``context_tokens``, about 3 characters a token, less the prompt):
+it is asked, chunk by chunk in order, whether the failure starts there; the first chunk that says so
+gives the verdict (its step must be an agent's message or a tool result). Healthy runs are left to the
+rules (their label cannot change). A model error, an unparseable or out-of-range reply, or no chunk
+claiming the failure gives the rule label, with the reason in ``Label.labeller``
+(``rules (llm fallback: ...)``).
+
+``JudgeModel`` is any callable from chat messages to reply text; ``openai_judge_model`` builds one for
+an OpenAI-compatible server (``openai:URL[#model]``), asking for a JSON object (grammar-constrained where
+the server supports a schema).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.labeller import Labeller, _agent_at, _quote_at
+from evoharness.diagnosis.models import FailureClass, Label, Signal
+from evoharness.errors import InputError
+from evoharness.traces.models import Trajectory
+
+JudgeModel = Callable[[list[dict[str, str]]], str]
+PROMPT = Path(__file__).parent / "prompts" / "judge.md"
+MESSAGE_CHARS = 600  # one message's share of a chunk (longer ones are clipped in the transcript)
+PROMPT_RESERVE_CHARS = 2500  # instructions, evidence and the reply
+_OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
+
+
+class Verdict(BaseModel):
+    failed_here: bool
+    failure_class: Literal["F1", "F2", "F3", "F4", "E"] = "F4"
+    step: int = Field(-1)
+    agent: str = ""
+    quote: str = ""
+    reason: str = ""
+
+
+VERDICT_SCHEMA = Verdict.model_json_schema()
+
+
+@lru_cache(maxsize=1)
+def _template():
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    return env.from_string(PROMPT.read_text(encoding="utf-8"))
+
+
+def render_message(i: int, m: dict[str, Any]) -> str:
+    who = m.get("name") or m.get("role")
+    text = m.get("content") if isinstance(m.get("content"), str) else ""
+    if m.get("tool_calls"):
+        calls = [tc.get("function", {}) for tc in m["tool_calls"] if isinstance(tc, dict)]
+        text += " " + "; ".join(f"call {c.get('name')}({c.get('arguments')})" for c in calls if isinstance(c, dict))
+    text = " ".join(text.split())
+    if len(text) > MESSAGE_CHARS:
+        text = text[: MESSAGE_CHARS - 1] + "…"
+    return f"[{i}] {who}: {text}"
+
+
+def chunks(traj: Trajectory, budget_chars: int) -> list[tuple[int, int, str]]:
+    """(first step, last step, transcript) windows of whole rendered messages within ``budget_chars``."""
+    out: list[tuple[int, int, str]] = []
+    lines: list[str] = []
+    size, first = 0, 0
+    for i, m in enumerate(traj.messages):
+        line = render_message(i, m)
+        if lines and size + len(line) + 1 > budget_chars:
+            out.append((first, i - 1, "\n".join(lines)))
+            lines, size, first = [], 0, i
+        lines.append(line)
+        size += len(line) + 1
+    if lines:
+        out.append((first, len(traj.messages) - 1, "\n".join(lines)))
+    return out
+
+
+def parse_verdict(text: str) -> Verdict:
+    text = text.strip()
+    for candidate in (text, *(m.group(0) for m in _OBJECT.finditer(text[:20_000]))):
+        try:
+            return Verdict.model_validate(json.loads(candidate))
+        except (ValueError, ValidationError):
+            continue
+    raise ValueError(f"no verdict JSON in the reply: {text[:200]!r}")
+
+
+class LLMJudge:
+    """``label(traj)`` like `Labeller`, with the model's verdict where it gives a valid one."""
+
+    def __init__(self, model: JudgeModel, cfg: DiagnosisConfig | None = None, context_tokens: int = 8192) -> None:
+        self.model = model
+        self.rules = Labeller(cfg)
+        self.budget = max(1000, context_tokens * 3 - PROMPT_RESERVE_CHARS)
+
+    def label(self, traj: Trajectory) -> Label:
+        rule = self.rules.label(traj)
+        if rule.failure_class == FailureClass.healthy:
+            return rule
+        try:
+            verdict = self._judge(traj, rule)
+        except Exception as e:  # noqa: BLE001 - any model or reply failure falls back to the rules, said so
+            return rule.model_copy(update={"labeller": f"rules (llm fallback: {_short(e)})"})
+        if verdict is None:
+            return rule.model_copy(update={"labeller": "rules (llm fallback: no part of the run judged failing)"})
+        cls = FailureClass(verdict.failure_class)
+        signal = Signal(id=f"{cls.value}.llm_judge", failure_class=cls, step=verdict.step,
+                        evidence=" ".join(f"{verdict.reason} — \"{verdict.quote}\"".split())[:400])
+        return rule.model_copy(update={
+            "failure_class": cls, "first_signal": signal, "signals": [signal, *rule.signals],
+            "lever": self.rules.router.lever(cls), "agent": _agent_at(traj, signal) or verdict.agent or None,
+            "quote": _quote_at(traj, signal), "labeller": "llm",
+        })
+
+    def _judge(self, traj: Trajectory, rule: Label) -> Verdict | None:
+        parts = chunks(traj, self.budget)
+        for n, (first, last, transcript) in enumerate(parts, start=1):
+            prompt = _template().render(
+                task=" ".join((traj.task or "")[:800].split()), score=traj.score, signals=rule.signals[:12],
+                violations=rule.violations[:8], first=first, last=last, total=len(traj.messages), part=n,
+                parts=len(parts), transcript=transcript)
+            verdict = parse_verdict(self.model([{"role": "user", "content": prompt}]))
+            if verdict.failed_here:
+                if not first <= verdict.step <= last:
+                    raise ValueError(f"step {verdict.step} is outside messages {first}-{last}")
+                role = traj.messages[verdict.step].get("role")
+                if role not in ("assistant", "tool"):
+                    raise ValueError(f"step {verdict.step} is a {role} message, not the agent's")
+                return verdict
+        return None
+
+
+def _short(e: Exception) -> str:
+    return " ".join(f"{type(e).__name__}: {e}".split())[:200]
+
+
+def openai_judge_model(spec: str, timeout_s: float = 120.0) -> JudgeModel:
+    """A `JudgeModel` for ``openai:URL[#model]`` (without ``#model``: the server's one model)."""
+    import httpx
+
+    if not spec.startswith("openai:") or len(spec) <= len("openai:"):
+        raise InputError("--model", f"{spec!r}: expected openai:URL[#model]")
+    url, _, model = spec.removeprefix("openai:").partition("#")
+    url = url.rstrip("/")
+    key = os.environ.get("OPENAI_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    if not model:
+        try:
+            ids = [m["id"] for m in httpx.get(f"{url}/models", headers=headers, timeout=10).json()["data"]]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+            raise InputError("--model", f"{spec!r}: cannot list the server's models ({e}); name one: "
+                             "openai:URL#model") from None
+        if len(ids) != 1:
+            raise InputError("--model", f"{spec!r}: the server serves {len(ids)} models; name one: openai:URL#model")
+        model = ids[0]
+    formats: list[dict[str, Any] | None] = [{"type": "json_object", "schema": VERDICT_SCHEMA}, None]
+
+    def call(messages: list[dict[str, str]]) -> str:
+        while True:
+            body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0, "max_tokens": 300}
+            if formats[0] is not None:
+                body["response_format"] = formats[0]
+            r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=timeout_s)
+            if r.status_code in (400, 422) and formats[0] is not None:
+                formats.pop(0)  # the server takes no schema-constrained JSON: ask in plain text from now on
+                continue
+            r.raise_for_status()
+            return r.json()["choices"][0]["message"]["content"] or ""
+
+    return call

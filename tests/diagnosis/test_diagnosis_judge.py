@@ -1,0 +1,74 @@
+"""The LLM judge with a scripted model: its verdict, chunking to fit the context, falling back to the rules."""
+
+from __future__ import annotations
+
+import json
+
+from evoharness.diagnosis.judge import LLMJudge, chunks
+from evoharness.traces.models import Trajectory
+
+
+def _log(n: int = 6, size: int = 50) -> Trajectory:
+    msgs = [{"role": "user", "content": "How many stops are there?"}]
+    for i in range(n):
+        name = "WebSurfer" if i % 2 else "Orchestrator"
+        msgs.append({"role": "assistant", "name": name, "content": f"turn {i} " + "x" * size})
+    return Trajectory(id="j", task_id="j", task="How many stops are there?", messages=msgs, final_answer="12",
+                      meta={"failure_only": True})
+
+
+class Scripted:
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+
+    def __call__(self, messages):
+        self.prompts.append(messages[-1]["content"])
+        return self.replies.pop(0)
+
+
+def _verdict(**kw) -> str:
+    return json.dumps({"failed_here": True, "failure_class": "F4", "step": 3, "agent": "", "quote": "turn 2",
+                       "reason": "the surfer opened the wrong page", **kw})
+
+
+def test_verdict_names_step_agent_class_and_quote_with_the_rules_evidence_in_the_prompt():
+    model = Scripted("Sure! " + _verdict(step=4, failure_class="F1"))
+    lab = LLMJudge(model).label(_log())
+    assert lab.labeller == "llm" and lab.failure_class == "F1" and lab.lever == "weights"
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.llm_judge", 4, "WebSurfer")
+    assert lab.quote.startswith("turn 3") and "wrong page" in lab.first_signal.evidence
+    assert "F4.first_commitment at step 1" in model.prompts[0]  # the rules' signal, given as evidence
+    assert "[4] WebSurfer: turn 3" in model.prompts[0]
+
+
+def test_long_trajectories_are_judged_in_chunks_that_fit_the_context():
+    t = _log(n=40, size=500)
+    budget = LLMJudge(Scripted(), context_tokens=1000).budget
+    parts = chunks(t, budget)
+    assert len(parts) > 5 and all(len(text) <= budget or text.count("\n") == 0 for _, _, text in parts)
+    assert [p[0] for p in parts] == sorted(p[0] for p in parts) and parts[-1][1] == len(t.messages) - 1
+    no = json.dumps({"failed_here": False})
+    model = Scripted(no, no, _verdict(step=parts[2][0]))
+    lab = LLMJudge(model, context_tokens=1000).label(t)
+    assert len(model.prompts) == 3 and lab.first_signal.step == parts[2][0]
+    assert max(len(p) for p in model.prompts) < 1000 * 3 + 1500
+
+
+def test_any_error_falls_back_to_the_rule_label_and_says_so():
+    t = _log()
+    rule = LLMJudge(Scripted()).rules.label(t)
+    for model, why in [(Scripted("no json here"), "no verdict JSON"),
+                       (Scripted(_verdict(step=99)), "outside messages"),
+                       (Scripted(_verdict(failure_class="F9")), "no verdict JSON"),
+                       (Scripted(json.dumps({"failed_here": False})), "no part of the run judged failing")]:
+        lab = LLMJudge(model).label(t)
+        assert lab.labeller.startswith("rules (llm fallback") and why in lab.labeller
+        assert lab.first_signal == rule.first_signal and lab.failure_class == rule.failure_class
+
+    def broken(messages):
+        raise ConnectionError("connection refused")
+
+    assert "connection refused" in LLMJudge(broken).label(t).labeller
+    healthy = t.model_copy(update={"score": 1.0, "meta": {}})
+    assert LLMJudge(broken).label(healthy).labeller == "rules"  # a Healthy run is not judged
