@@ -178,3 +178,12 @@ def test_otlp_and_langsmith_bad_input_one_error_line(tmp_path, capsys):
     assert len(err) == 1 and "record 3" in err[0]
     assert main(["import", str(tmp_path / "runs.json"), "-o", str(tmp_path / "o.jsonl"), "--skip-invalid"]) == 0
     assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 2
+
+
+def test_diagnose_reads_every_format_in_one_directory(capsys):
+    """The README's one command on a directory mixing the four formats (their generator scripts are skipped)."""
+    assert main(["diagnose", str(FIXTURES), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 2 + 3 + 4 + 2  # ATIF, tau2 simulations, OTLP traces, LangSmith traces
+    ids = {t["id"].split(":")[0] for t in out["trajectories"]}
+    assert ids == {"atif", "tau2", "otlp", "langsmith"}
