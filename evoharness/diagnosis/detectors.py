@@ -331,7 +331,8 @@ class UnbackedClaimDetector:
 
     Every reply to the user (an assistant turn without tool calls, fenced code left out; single-agent
     traces): an id (letters and digits) or a long number that nothing before the turn -- task, system
-    and user messages, tool results -- contains. The final
+    and user messages, tool results -- contains, or a status of an entity that contradicts the latest
+    tool result about it (`EntityStatus`). The final
     answer: any token with a digit found nowhere the agent was told or shown. Tokens shorter than
     ``unbacked_min_len`` are ignored; patches (a diff as the final answer) are not claims. Healthy runs
     are not checked (their label cannot change; the check is the costliest in the catalogue).
@@ -365,19 +366,27 @@ class UnbackedClaimDetector:
         return []
 
     def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig) -> tuple[list[Signal], GroundTokens]:
-        """The first reply with an unbacked id, and the grounding of the whole run (the final check reuses it:
-        for a single-agent trace it is everything the agent was told or shown)."""
+        """The first reply with an unbacked id or a contradicted status, and the grounding of the whole run
+        (the final check reuses it: for a single-agent trace it is everything the agent was told or shown)."""
         ground = GroundTokens([view.traj.task or ""])
+        statuses = EntityStatus()
         for i, m in enumerate(view.traj.messages):
             content = m.get("content")
             if not isinstance(content, str) or not content:
                 continue
             if m.get("role") != "assistant":
                 ground.add(content)
+                if m.get("role") == "tool":
+                    statuses.read(content)
                 continue
             if m.get("tool_calls") or _looks_like_patch(content):
                 continue  # a claim is what a reply tells the user, not a call or a patch
             prose = FENCE_ANY.sub(" ", content) if "```" in content else content
+            contradiction = statuses.contradicted(prose)
+            if contradiction:
+                return [Signal(id=self.id, failure_class=F1, step=i,
+                               evidence=f"contradicts the latest tool result: {contradiction} — in: "
+                                        f"{quote(content, 120)}")], ground
             if not ANY_DIGIT.search(prose):
                 continue
             ids = [t.strip("-_") for t in dict.fromkeys(TOKEN_RUN.findall(prose)) if not t.isalpha() and _id_like(t)]
@@ -387,6 +396,53 @@ class UnbackedClaimDetector:
                                evidence=f"first claimed here, in no earlier tool result or message: "
                                         f"{', '.join(missing[:5])} — in: {quote(content, 120)}")], ground
         return [], ground
+
+
+STATUS_FIELD = re.compile(r'"status"\s*:\s*"([A-Za-z][A-Za-z _-]{1,30})"')
+ID_FIELD = re.compile(r'"(?:[a-z]+_)?id"\s*:\s*"([^"\\]{3,40})"')
+
+
+class EntityStatus:
+    """The latest status the tools reported per entity: a tool result with one distinct ``"status"`` value
+    gives it to every ``*_id`` value in that result. A reply that names such an entity and claims another
+    known status (``is`` / ``was`` / ``has been`` / ``status`` shortly before it) without the latest one
+    contradicts the tools."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, str] = {}
+        self.vocab: set[str] = set()
+        self._claim: re.Pattern[str] | None = None
+
+    def read(self, tool_result: str) -> None:
+        if '"status"' not in tool_result:
+            return
+        found = {v.lower() for v in STATUS_FIELD.findall(tool_result[:50_000])}
+        if not found:
+            return
+        if not found <= self.vocab:
+            self.vocab |= found
+            alts = "|".join(sorted((re.escape(v) for v in self.vocab), key=len, reverse=True))
+            self._claim = re.compile(rf"\b(?:status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b",
+                                     re.IGNORECASE)
+        if len(found) == 1:
+            status = next(iter(found))
+            for ident in ID_FIELD.findall(tool_result[:50_000]):
+                self.latest[ident.lower()] = status
+
+    def contradicted(self, reply: str) -> str | None:
+        if not self.latest or self._claim is None:
+            return None
+        low = reply.lower()
+        named = [e for e in self.latest if e in low]
+        if not named:
+            return None
+        claimed = {m.group(1).lower() for m in self._claim.finditer(reply[:20_000])}
+        for entity in named:
+            expected = self.latest[entity]
+            wrong = sorted(claimed - {expected})
+            if wrong and expected not in low:
+                return f"{entity} is {expected!r} in the tools, the reply says {wrong[0]!r}"
+        return None
 
 
 class PoorDeliveryDetector:

@@ -204,3 +204,15 @@ def test_repaired_arguments_are_not_friction():
     b.call("g", "{'b': 2}", result="ok")
     b.event("middleware_action", "repaired JSON arguments of g", call_id="call_2", action="repair_json")
     assert fired(FrictionDetector("invalid_arguments"), b.build()) == []
+
+
+def test_a_status_contradicting_the_latest_tool_result_is_f1_where_first_claimed():
+    b = TraceBuilder().user("where are my orders #W111 and #W123?")
+    b.call("get_order_details", {"order_id": "#W111"}, result='{"order_id": "#W111", "status": "pending"}')
+    b.call("get_order_details", {"order_id": "#W123"}, result='{"order_id": "#W123", "status": "delivered"}')
+    ok = b.build(score=0.0)
+    b.say("Order #W111 is pending. Only pending orders can be cancelled; #W123 is delivered.")
+    b.say("Your order #W123 is still pending, so I can cancel it.")
+    [s] = fired(UnbackedClaimDetector(), b.deliver("Cancelled.").build(score=0.0))
+    assert s.step == 6 and "'delivered' in the tools, the reply says 'pending'" in s.evidence
+    assert fired(UnbackedClaimDetector(), ok) == []
