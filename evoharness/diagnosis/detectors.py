@@ -408,6 +408,8 @@ class EntityStatus:
     known status (``is`` / ``was`` / ``has been`` / ``status`` shortly before it) without the latest one
     contradicts the tools."""
 
+    MAX_VOCAB = 64  # distinct status values tracked (a hostile trace cannot grow the claim regex without bound)
+
     def __init__(self) -> None:
         self.latest: dict[str, str] = {}
         self.vocab: set[str] = set()
@@ -419,7 +421,7 @@ class EntityStatus:
         found = {v.lower() for v in STATUS_FIELD.findall(tool_result[:50_000])}
         if not found:
             return
-        if not found <= self.vocab:
+        if not found <= self.vocab and len(self.vocab) < self.MAX_VOCAB:
             self.vocab |= found
             alts = "|".join(sorted((re.escape(v) for v in self.vocab), key=len, reverse=True))
             self._claim = re.compile(rf"\b(?:status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b",
