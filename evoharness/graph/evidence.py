@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Container, Iterable
 from pathlib import Path
 
-from evoharness.config import Settings
 from evoharness.diagnosis.models import Label
 from evoharness.errors import InfraError
 from evoharness.traces.models import Split, Trajectory
@@ -98,11 +97,11 @@ def count_evidence(run_dir: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-def ensure_evidence(run_dir: Path, settings: Settings) -> list[Trajectory]:
-    """The run's snapshot; taken now from ``run.evidence`` if the run started without one (a crash
-    between saving the run's settings and writing the snapshot)."""
-    if not evidence_path(run_dir).exists() and settings.run.evidence:
-        write_evidence(run_dir, import_evidence(settings.run.evidence))
+def ensure_evidence(run_dir: Path, paths: list[Path]) -> list[Trajectory]:
+    """The run's snapshot; taken now from ``paths`` (``run.evidence``) if the run started without one
+    (a crash between saving the run's settings and writing the snapshot)."""
+    if not evidence_path(run_dir).exists() and paths:
+        write_evidence(run_dir, import_evidence(paths))
     return read_evidence(run_dir)
 
 

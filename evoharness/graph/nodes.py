@@ -33,9 +33,9 @@ class Nodes:
         fault_point("collect:start")
         ledger = self.s.ledger(state)
         main = self.s.repo.main_head()
-        anchor = self.s.measure_anchor(main, ledger, round=0)
+        anchor = self.s.book.measure_anchor(main, ledger, round=0)
         fault_point("collect:anchored")
-        heldout = self.s.evaluate(main, "heldout", ledger, round=0)
+        heldout = self.s.book.evaluate(main, "heldout", ledger, round=0)
         fault_point("collect:done")
         self.s.progress.note(f"seed anchor: mean {anchor['mean']:.3f} on {len(anchor['tasks'])} dev tasks")
         return {"anchor": anchor, "anchors": [anchor], "round": 1, "ledger": ledger.dump(),
@@ -45,14 +45,14 @@ class Nodes:
     def diagnose(self, state: RunState) -> dict[str, Any]:
         self._bind(state)
         fault_point("diagnose")
-        comp = self.s.composition_of(state["anchor"]["trajectory_ids"])
+        comp = self.s.book.composition_of(state["anchor"]["trajectory_ids"])
         return {"composition": comp}
 
     def enqueue(self, state: RunState) -> dict[str, Any]:
         """Content failures (F1/F4) go to the training queue, never to the engineer."""
         self._bind(state)
         fault_point("enqueue:start")
-        ids = self.s.enqueue_content(state["anchor"]["trajectory_ids"], state["run_id"], state["round"])
+        ids = self.s.book.enqueue_content(state["anchor"]["trajectory_ids"], state["run_id"], state["round"])
         fault_point("enqueue:done")
         known = set(state.get("queued", []))
         return {"queued": [i for i in ids if i not in known]}
@@ -62,11 +62,9 @@ class Nodes:
         self._bind(state)
         fault_point("analyst")
         feedback = [r for r in state.get("reviews", []) if r.get("send_back")]
-        self.s.role_failures.clear()
-        patterns = self.s.analyse(state["anchor"]["trajectory_ids"], feedback)
+        patterns, failures = self.s.desk.analyse(state["anchor"]["trajectory_ids"], feedback)
         self.s.progress.note(f"round {state['round']}: analyst found {len(patterns)} pattern(s)")
-        dropped = [{"pattern": None, "round": state["round"], "reason": f"{f['role']} failed: {f['reason']}"}
-                   for f in self.s.role_failures]
+        dropped = [{"pattern": None, "round": state["round"], "reason": reason} for reason in failures]
         return {"patterns": patterns, "reviews": [] if not feedback else state.get("reviews", []),
                 "dropped": dropped}
 
@@ -74,13 +72,13 @@ class Nodes:
         self._bind(state)
         fault_point("critic")
         previous = {r["pattern_id"]: r for r in state.get("reviews", [])}
-        reviews = self.s.critique(state["patterns"], state["anchor"]["trajectory_ids"], previous)
+        reviews = self.s.desk.critique(state["patterns"], state["anchor"]["trajectory_ids"], previous)
         return {"reviews": reviews}
 
     def engineer(self, state: RunState) -> dict[str, Any]:
         self._bind(state)
         fault_point("engineer:start")
-        candidates, dropped = self.s.engineer(state["patterns"], state["reviews"], state["round"],
+        candidates, dropped = self.s.desk.engineer(state["patterns"], state["reviews"], state["round"],
                                               state.get("rejected", []))
         fault_point("engineer:done")
         self.s.progress.note(f"round {state['round']}: {len(candidates)} candidate(s), {len(dropped)} dropped")
@@ -94,7 +92,7 @@ class Nodes:
         verdicts = []
         for cand in state["candidates"]:
             structlog.contextvars.bind_contextvars(candidate=cand["branch"])
-            verdicts.append(self.s.verify(cand, state["anchor"], ledger, state["round"], state.get("guards")))
+            verdicts.append(self.s.gate.verify(cand, state["anchor"], ledger, state["round"], state.get("guards")))
             fault_point("verify:candidate")
         structlog.contextvars.unbind_contextvars("candidate")
         return {"verdicts": verdicts, "ledger": ledger.dump()}
@@ -113,7 +111,7 @@ class Nodes:
         self._bind(state)
         fault_point("merge:start")
         decisions = state.get("decisions") or {}
-        merged, rejected = self.s.settle(state["candidates"], state["verdicts"], decisions, state["round"])
+        merged, rejected = self.s.gate.settle(state["candidates"], state["verdicts"], decisions, state["round"])
         fault_point("merge:done")
         return {"merged": merged, "rejected": rejected}
 
@@ -127,9 +125,9 @@ class Nodes:
         optimism = None
         guards = state.get("guards") or {}
         if merged_now:
-            anchor = self.s.measure_anchor(self.s.repo.main_head(), ledger, round=state["round"])
+            anchor = self.s.book.measure_anchor(self.s.repo.main_head(), ledger, round=state["round"])
             optimism = merged_now[-1]["reading"] - anchor["mean"]
-            guards = self.s.pin_fixed(state["anchor"], anchor, state["round"], guards)
+            guards = self.s.gate.pin_fixed(state["anchor"], anchor, state["round"], guards)
         fault_point("reanchor:done")
         summary = {
             "round": state["round"],
@@ -162,9 +160,9 @@ class Nodes:
         fault_point("finish:start")
         ledger = self.s.ledger(state)
         main = self.s.repo.main_head()
-        dev = self.s.composition_of(state["anchor"]["trajectory_ids"])
-        heldout = self.s.evaluate(main, "heldout", ledger, round=state.get("round", 0))
+        dev = self.s.book.composition_of(state["anchor"]["trajectory_ids"])
+        heldout = self.s.book.evaluate(main, "heldout", ledger, round=state.get("round", 0))
         fault_point("finish:done")
-        reason = self.s.stop_reason(state)
+        reason = self.s.stopping.stop_reason(state)
         return {"after": {"dev": dev, "heldout": heldout}, "status": "done", "stop_reason": reason["reason"],
                 "recommendation": reason["recommendation"], "ledger": ledger.dump()}

@@ -18,8 +18,8 @@ from evoharness.graph.checkpoint import open_checkpointer
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.progress import Progress
-from evoharness.graph.services import Services
 from evoharness.graph.summary import write_summary
+from evoharness.graph.wiring import build_services
 
 
 def runs_dir(settings: Settings) -> Path:
@@ -67,7 +67,7 @@ def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress
     before the next node starts (a SIGKILL loses at most the running node). ``stop`` is checked
     after every step (the service sets it on SIGTERM); ``on_state`` sees the state after each step.
     """
-    services = Services.build(settings, run_dir, progress)
+    services = build_services(settings, run_dir, progress)
     stopped = False
     try:
         with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
@@ -143,7 +143,7 @@ def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: 
 
 
 def pending_reviews(settings: Settings, run_id: str, run_dir: Path) -> list[Any]:
-    services = Services.build(settings, run_dir, Progress(quiet=True), lazy=True)
+    services = build_services(settings, run_dir, Progress(quiet=True), lazy=True)
     with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
         graph = build_graph(services, saver, review=settings.run.review)
         snapshot = graph.get_state({"configurable": {"thread_id": run_id}})

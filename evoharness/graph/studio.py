@@ -9,10 +9,10 @@ def graph(config: dict | None = None):
     from evoharness.graph.graph import build_graph
     from evoharness.graph.progress import Progress
     from evoharness.graph.runner import runs_dir
-    from evoharness.graph.services import Services
+    from evoharness.graph.wiring import build_services
 
     settings = load_settings()
     run_dir = runs_dir(settings) / "studio"
     run_dir.mkdir(parents=True, exist_ok=True)
-    services = Services.build(settings, run_dir, Progress())
+    services = build_services(settings, run_dir, Progress())
     return build_graph(services, review=settings.run.review)

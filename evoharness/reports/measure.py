@@ -109,19 +109,13 @@ class Measurer:
     # -- the runner chain (built on first use) ----------------------------------------------
     def _build_runner(self):
         from evoharness.agent.runner import make_model
-        from evoharness.verification.cache import CachingRunner, RolloutCache
-        from evoharness.verification.retry import RetryingRunner
+        from evoharness.verification.chain import build_chain
 
         make_model(self.model, 0)  # an unknown model spec is bad input, not N failed rollouts
-        s = self.settings
-        executor = self._executor()
-        vcfg = s.verification
-        retrying = RetryingRunner(executor, vcfg.retry_attempts, vcfg.retry_wait_s, vcfg.retry_max_wait_s)
-        cache = RolloutCache(Path(s.home) / "rollout-cache.sqlite")  # the file runs write (graph/wiring.py)
-        self._closers += [executor, cache]
-        version = getattr(self.env, "version", "")
-        return CachingRunner(retrying, cache, model=self.model, env_version=f"{self.env_spec}@{version}",
-                             tree_of=self.repo.tree_hash)
+        chain = build_chain(self._executor(), self.settings.verification, self.settings.home,  # as runs do
+                            env_spec=self.env_spec, env=self.env, model=self.model, tree_of=self.repo.tree_hash)
+        self._closers.append(chain)
+        return chain
 
     def _executor(self):
         """The executor the settings ask for (local pool or Ray, sandbox backend), reporting each rollout."""

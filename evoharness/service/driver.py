@@ -19,7 +19,7 @@ from evoharness.graph.graph import build_graph
 from evoharness.graph.progress import Progress
 from evoharness.graph.runner import RunOutcome
 from evoharness.graph.runner import drive as run_graph
-from evoharness.graph.services import Services
+from evoharness.graph.wiring import build_services
 
 
 class TapProgress(Progress):
@@ -47,7 +47,7 @@ def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress
 
 def read_state(settings: Settings, run_id: str, run_dir: Path) -> tuple[dict[str, Any], list[Any]]:
     """A run's checkpointed state and pending review interrupts, without running anything."""
-    services = Services.build(settings, run_dir, Progress(quiet=True), lazy=True)
+    services = build_services(settings, run_dir, Progress(quiet=True), lazy=True)
     with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
         graph = build_graph(services, saver, review=settings.run.review)
         snapshot = graph.get_state({"configurable": {"thread_id": run_id}})

@@ -13,7 +13,7 @@ from evoharness.service.driver import read_state
 
 
 def budget_of(state: dict[str, Any]) -> dict[str, Any]:
-    from evoharness.graph.wiring import RunLedger
+    from evoharness.graph.source import RunLedger
 
     if not state.get("ledger"):
         return {"total": None, "spent": 0.0, "left": None, "rollouts": 0}

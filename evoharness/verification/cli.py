@@ -83,8 +83,8 @@ def verify(
     candidate: Annotated[str, typer.Argument(help="candidate branch (with or without candidate/) or commit")],
     harness: Annotated[Path, typer.Option("--harness", help="the harness repo directory")],
     tasks: Annotated[str, typer.Option("--tasks", help="dev task ids, comma-separated, or @FILE")],
-    env: Annotated[str, typer.Option("--env", help="environment spec")] = "synthetic",
-    model: Annotated[str, typer.Option("--model", help="model spec")] = "scripted",
+    env: Annotated[str | None, typer.Option("--env", help="environment spec (default: run.env)")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="agent model spec (default: run.model)")] = None,
     rollouts: Annotated[int | None, typer.Option("--rollouts", help="k per task (default: config)")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="selection strategy name")] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="budget units (default: config)")] = None,
@@ -92,13 +92,15 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
 ) -> None:
     """Verify CANDIDATE against a fresh anchor of main; print the gate table (exit 1 if rejected)."""
+    from evoharness.envs import get_environment
     from evoharness.harness_repo.repo import HarnessRepo
     from evoharness.verification.budget import BudgetLedger
-    from evoharness.verification.cache import CachingRunner, RolloutCache
-    from evoharness.verification.retry import RetryingRunner
+    from evoharness.verification.chain import build_chain
     from evoharness.verification.verifier import Verifier
 
     settings = settings_of(ctx)
+    env = env or settings.run.env
+    model = model or settings.run.model
     cfg = settings.verification
     if rollouts is not None:
         cfg = cfg.model_copy(update={"rollouts": rollouts})
@@ -107,10 +109,9 @@ def verify(
     repo = HarnessRepo(harness, settings.harness_repo)
     cand = repo.candidate(repo.resolve(candidate))
     task_list = _tasks(tasks)
-    inner = RetryingRunner(make_runner(settings, env, model, repo), cfg.retry_attempts, cfg.retry_wait_s,
-                           cfg.retry_max_wait_s)
-    cache = RolloutCache(Path(cfg.cache_path or Path(settings.home) / "rollout-cache.sqlite"))
-    runner = CachingRunner(inner, cache, model=model, env_version=env, tree_of=repo.tree_hash)
+    # the chain runs build: same cache file and rollout identity, so rollouts a run cached are reused
+    runner = build_chain(make_runner(settings, env, model, repo), cfg, settings.home, env_spec=env,
+                         env=get_environment(env), model=model, tree_of=repo.tree_hash)
     ledger = BudgetLedger(total=cfg.budget if budget is None else budget,
                           units_per_rollout=cfg.units_per_rollout)
     verifier = Verifier(runner, cfg)
@@ -124,7 +125,7 @@ def verify(
             typer.echo(plan.summary())
         verdict = verifier.evaluate(cand, anchor, ledger=ledger, plan=plan).verdict
     finally:
-        cache.close()
+        runner.close()
     if record:
         repo.record_verdict(verdict)
     if as_json:

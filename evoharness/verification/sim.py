@@ -150,10 +150,10 @@ class SimSource:
         self.world = world
         self.memo: dict[tuple[str, str, int], Observation] = {}
 
-    def pending(self, requests: list[RolloutRequest]) -> int:
+    def pending(self, requests: list[RolloutRequest], ledger=None) -> int:
         return len({(r.harness_commit, r.task_id, r.seed) for r in requests} - self.memo.keys())
 
-    def observe(self, requests: list[RolloutRequest]) -> tuple[list[Observation], int]:
+    def observe(self, requests: list[RolloutRequest], ledger=None) -> tuple[list[Observation], int]:
         paid, out = 0, []
         for r in requests:
             key = (r.harness_commit, r.task_id, r.seed)

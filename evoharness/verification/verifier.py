@@ -65,8 +65,8 @@ class Verifier:
     def _measure(self, requests: list[RolloutRequest], ledger: BudgetLedger | None, round: int,
                  candidate: str, purpose: str) -> list[Observation]:
         if ledger is not None:
-            ledger.check(self.source.pending(requests))
-        obs, paid = self.source.observe(requests)
+            ledger.check(self.source.pending(requests, ledger))
+        obs, paid = self.source.observe(requests, ledger)
         if ledger is not None:
             ledger.charge(paid, round, candidate, purpose, tokens=sum(o.tokens for o in obs))
         return obs
@@ -117,7 +117,7 @@ class Verifier:
                  sigma=_r(plan.sigma), rollouts_needed=plan.rollouts_needed, k=plan.k)
         if ledger is not None:
             src = self.source
-            ledger.check(src.pending(plan.baseline_requests) + src.pending(plan.candidate_requests))
+            ledger.check(src.pending(plan.baseline_requests, ledger) + src.pending(plan.candidate_requests, ledger))
         spent_before = ledger.rollouts if ledger is not None else 0
         if plan.fresh:
             baseline = self._measure(plan.baseline_requests, ledger, plan.round, candidate.branch, "baseline")

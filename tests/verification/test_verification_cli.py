@@ -89,3 +89,22 @@ def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsy
     assert "unknown strategy" in capsys.readouterr().err
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", "@/nonexistent"]) == 2
     assert "file not found" in capsys.readouterr().err
+
+
+def test_verify_keys_rollouts_as_runs_do(setup, monkeypatch):
+    """`verify` builds the run's chain: same cache file, model spec and env version, so it reuses a run's rollouts."""
+    import os
+    from pathlib import Path
+
+    from evoharness.config import Settings
+    from evoharness.envs import get_environment
+    from evoharness.verification.cache import RolloutCache, cache_key
+    from evoharness.verification.chain import env_version
+
+    hr, fix, _, _ = setup
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "2"]) == 0
+    run = Settings().run
+    cache = RolloutCache(Path(os.environ["EVOHARNESS_HOME"]) / "rollout-cache.sqlite")
+    key = cache_key(hr.tree_hash(hr.main_head()), "d0", 0, run.model, env_version(run.env, get_environment(run.env)))
+    assert cache.has(key)  # exactly the key a run on the defaults (graph/wiring.py) looks up
+    cache.close()

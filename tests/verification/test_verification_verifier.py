@@ -23,10 +23,10 @@ class FnSource:
     def __init__(self, fn) -> None:
         self.fn, self.memo, self.ran = fn, {}, 0
 
-    def pending(self, requests):
+    def pending(self, requests, ledger=None):
         return len({(r.harness_commit, r.task_id, r.seed) for r in requests} - self.memo.keys())
 
-    def observe(self, requests):
+    def observe(self, requests, ledger=None):
         paid, out = 0, []
         for r in requests:
             key = (r.harness_commit, r.task_id, r.seed)

@@ -1,0 +1,102 @@
+"""The run's book: its tasks, rollouts (anchors and evaluations), labels and the training queue.
+
+Every measurement is paid from the ledger passed in; nothing here keeps a ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evoharness.diagnosis.composition import Composition
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.models import Label, Lever
+from evoharness.errors import EvoharnessError
+from evoharness.graph.config import RunConfig
+from evoharness.graph.progress import Progress
+from evoharness.graph.source import GraphSource, RunLedger
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.traces.models import Trajectory
+from evoharness.traces.store import TrajectoryStore
+
+
+class Book:
+    def __init__(self, run: RunConfig, env, store: TrajectoryStore, labeller: Labeller, progress: Progress, *,
+                 source: GraphSource | None = None, verifier=None, queue=None) -> None:
+        self.run = run
+        self.env = env
+        self.store = store
+        self.labeller = labeller
+        self.progress = progress
+        self.source = source
+        self.verifier = verifier
+        self.queue = queue
+        self._cache: dict[str, Trajectory] | None = None
+        self._labels: dict[str, Label] = {}
+
+    # -- tasks and trajectories -------------------------------------------------------------
+    def tasks(self, split: str) -> list[str]:
+        ids = [t.id for t in self.env.list_tasks(split)]
+        limit = self.run.dev_tasks if split == "dev" else self.run.heldout_tasks
+        return ids[:limit] if limit else ids
+
+    def load(self, ids: list[str]) -> list[Trajectory]:
+        if self._cache is None:
+            self._cache = {t.id: t for t in self.store}
+        missing = [i for i in ids if i not in self._cache]
+        if missing:
+            self._cache = {t.id: t for t in self.store}
+            missing = [i for i in ids if i not in self._cache]
+            if missing:
+                raise EvoharnessError(f"trajectories missing from the store: {missing[:3]}")
+        return [self._cache[i] for i in ids]
+
+    def labels(self, trajs: list[Trajectory]) -> list[Label]:
+        """Labels, memoised by trajectory id (ids are content-determined: commit, split, task, seed)."""
+        out = []
+        for t in trajs:
+            lab = self._labels.get(t.id)
+            if lab is None:
+                lab = self._labels[t.id] = self.labeller.label(t)
+            out.append(lab)
+        return out
+
+    def composition_of(self, ids: list[str]) -> dict[str, Any]:
+        return Composition.from_labels(self.labels(self.load(ids))).to_dict()
+
+    # -- anchors and evaluation --------------------------------------------------------------
+    def measure_anchor(self, commit: str, ledger: RunLedger, round: int) -> dict[str, Any]:
+        """main's k-rollout measurement on the dev tasks (through the verifier, paid from the ledger)."""
+        self.progress.note(f"measuring anchor of {commit[:10]} (round {round})")
+        anchor = self.verifier.measure_anchor(commit, self.tasks("dev"), k=self.run.rollouts, round=round,
+                                              ledger=ledger)
+        ids = [o.trajectory_id for o in anchor.observations]
+        return {
+            "commit": commit, "round": round, "k": anchor.k, "tasks": anchor.dev_tasks(),
+            "trajectory_ids": ids, "mean": anchor.mean, "sigma": anchor.sigma,
+            "composition": self.composition_of(ids),
+            "anchor": anchor.model_dump(mode="json"),
+        }
+
+    def evaluate(self, commit: str, split: str, ledger: RunLedger, round: int) -> dict[str, Any] | None:
+        """Composition of ``commit`` on a split (held-out included: measured, never selected or exported)."""
+        tasks = self.tasks(split)
+        if not tasks:
+            return None
+        reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=self.run.seed + r, rollout=r, split=split)
+                for t in tasks for r in range(self.run.rollouts)]
+        self.progress.note(f"evaluating {commit[:10]} on {split} ({len(reqs)} rollouts)")
+        ledger.check(self.source.pending(reqs, ledger))
+        obs, paid = self.source.observe(reqs, ledger)
+        ledger.charge(paid, round, f"eval:{split}", "evaluation", tokens=sum(o.tokens for o in obs))
+        return self.composition_of([o.trajectory_id for o in obs])
+
+    # -- content failures --------------------------------------------------------------------
+    def enqueue_content(self, ids: list[str], run_id: str, round: int) -> list[str]:
+        """Trajectories the Router sends to the weights lever go to the training queue."""
+        out = []
+        trajs = self.load(ids)
+        for t, lab in zip(trajs, self.labels(trajs), strict=True):
+            if lab.lever == Lever.weights:
+                self.queue.enqueue(t, lab, run_id=run_id, round=round)
+                out.append(t.id)
+        return out

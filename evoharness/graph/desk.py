@@ -1,0 +1,144 @@
+"""The desk: analyst -> critic -> engineer over the anchor's process failures and the run's evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evoharness.diagnosis.models import Label, Lever
+from evoharness.errors import EditRejected, EvoharnessError, InputError
+from evoharness.graph.book import Book
+from evoharness.graph.evidence import balanced, ensure_evidence, usable
+from evoharness.graph.progress import Progress
+from evoharness.harness_repo.models import Candidate, Verdict
+from evoharness.roles.models import HarnessView, Pattern, Review
+from evoharness.traces.models import Trajectory
+
+
+class Desk:
+    def __init__(self, book: Book, repo, roles, progress: Progress, *, run_dir: Path, max_candidates: int,
+                 evidence_paths: list[Path], heldout_tasks: list[str]) -> None:
+        self.book = book
+        self.repo = repo
+        self.analyst, self.critic, self.engineer_role = roles if roles else (None, None, None)
+        self.progress = progress
+        self.run_dir = run_dir
+        self.max_candidates = max_candidates
+        self.evidence_paths = evidence_paths
+        self.heldout_tasks = heldout_tasks
+        self._evidence: list[Trajectory] | None = None
+
+    def harness_view(self) -> HarnessView:
+        return HarnessView.from_repo(self.repo, self.repo.main_head())
+
+    def evidence(self) -> list[Trajectory]:
+        """The run's extra evidence (production traces, `run.evidence`) the analyst may read, read once.
+
+        Held-out trajectories and ids the run already has are left out (see `evidence.usable`).
+        """
+        if self._evidence is None:
+            snapshot = ensure_evidence(self.run_dir, self.evidence_paths)
+            heldout = {t.id for t in self.book.env.list_tasks("heldout")} | set(self.heldout_tasks)
+            self._evidence, left_out = usable(snapshot, heldout, self.book.store)
+            if snapshot:
+                self.progress.note(f"analyst evidence: {len(self._evidence)} trajectories from outside the run"
+                                   + (f" ({left_out} held-out or already in the run, left out)" if left_out else ""))
+        return self._evidence
+
+    def analysed(self, ids: list[str]) -> tuple[list[Trajectory], list[Label]]:
+        """What the analyst and critic read: the anchor's trajectories and the run's evidence, balanced."""
+        anchor = self.book.load(ids)
+        extra = self.evidence()
+        trajs = balanced([anchor, extra], self.book.labels) if extra else anchor
+        return trajs, self.book.labels(trajs)
+
+    def analyse(self, ids: list[str], feedback: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+        """Patterns of the process failures in the anchor (``ids``) and the run's evidence, and the
+        reasons the analyst failed (a malformed reply that survived the role's retries)."""
+        trajs, labels = self.analysed(ids)
+        process = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if lab.lever == Lever.harness]
+        if not process:
+            return [], []
+        try:
+            patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process],
+                                            self.harness_view(), self.max_candidates, feedback or None)
+        except EvoharnessError as e:
+            self.progress.note(f"analyst failed: {e}")
+            return [], [f"analyst failed: {e}"]
+        return [p.model_dump(mode="json") for p in patterns], []
+
+    def critique(self, patterns: list[dict[str, Any]], ids: list[str], previous: dict[str, dict]) -> list[dict]:
+        """The critic's reviews. It checks the attribution against everything the analyst read; predicted
+        flips are kept only for the anchor's tasks (the only tasks verification rolls out)."""
+        trajs, labels = self.analysed(ids)
+        rolled_out = {t.task_id for t in self.book.load(ids)}
+        view = self.harness_view()
+        out = []
+        for p in patterns:
+            try:
+                review = self.critic.review(Pattern.model_validate(p), view, trajs, labels).model_dump(mode="json")
+                review["predicted_flips"] = [t for t in review["predicted_flips"] if t in rolled_out]
+            except EvoharnessError as e:
+                review = {"pattern_id": p["id"], "approved": False, "accommodation": False, "send_back": False,
+                          "notes": f"critic failed: {e}"}
+            if previous.get(p["id"], {}).get("send_back") or previous.get(p["id"], {}).get("was_sent_back"):
+                review["send_back"] = False  # at most once per pattern
+                review["was_sent_back"] = True
+            out.append(review)
+        return out
+
+    def engineer(self, patterns: list[dict], reviews: list[dict], round: int,
+                 rejected: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
+        """Candidates for the approved patterns; drops (with the reason) what cannot or need not be verified.
+
+        A change whose tree was already rejected against the same anchor is not verified again:
+        re-rolling the same edit until noise lets it through is how noise-fitting edits get merged.
+        """
+        view = self.harness_view()
+        by_id = {r["pattern_id"]: r for r in reviews}
+        candidates, dropped = [], []
+        for p in patterns:
+            review = by_id.get(p["id"])
+            if review is None or not review.get("approved"):
+                dropped.append({"pattern": p["id"], "round": round,
+                                "reason": "critic: " + (review or {}).get("notes", "not approved")})
+                continue
+            cand = self._existing_candidate(round, p)
+            if cand is None:
+                cand = self._propose(p, review, view, round, dropped)
+                if cand is None:
+                    continue
+            tree = self.repo.tree_hash(cand.commit)
+            twin = next((r for r in rejected or [] if r.get("tree") == tree and r.get("base") == cand.base), None)
+            if twin is not None:
+                why = f"same change as {twin['branch']}, already rejected against this anchor"
+                self.repo.reject(cand.branch, Verdict(candidate=cand.branch, commit=cand.commit, base=cand.base,
+                                                      accepted=False, reason=why + ": not re-verified"))
+                dropped.append({"pattern": p["id"], "round": round, "branch": cand.branch, "reason": why})
+                continue
+            candidates.append(cand.model_dump(mode="json"))
+        return candidates[: self.max_candidates], dropped
+
+    def _propose(self, p: dict, review: dict, view: HarnessView, round: int, dropped: list[dict]) -> Candidate | None:
+        try:
+            edit = self.engineer_role.propose(Pattern.model_validate(p), Review.model_validate(review), view)
+            if edit is None:
+                dropped.append({"pattern": p["id"], "round": round, "reason": "engineer: no fix to propose"})
+                return None
+            edit = edit.model_copy(update={"targets": p["signal"], "critic": Review.model_validate(review).line()})
+            return self.repo.create_candidate(edit, round=round)
+        except (EditRejected, InputError) as e:
+            dropped.append({"pattern": p["id"], "round": round, "reason": f"edit rejected: {e}"})
+        except EvoharnessError as e:  # a role that failed after its retries
+            dropped.append({"pattern": p["id"], "round": round, "reason": f"engineer failed: {e}"})
+        return None
+
+    def _existing_candidate(self, round: int, pattern: dict) -> Candidate | None:
+        """A candidate this round already created for this pattern (a node re-run after a crash)."""
+        prefix = f"candidate/r{round}-"
+        for branch in self.repo.branches():
+            if branch.startswith(prefix):
+                cand = self.repo.candidate(branch)
+                if cand.targets == pattern["signal"]:
+                    return cand
+        return None

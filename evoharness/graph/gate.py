@@ -1,0 +1,125 @@
+"""The gate: verify candidates against the anchor, settle the round (merge the best, reject the rest).
+
+Verification builds a `Verifier` per call from the run's source, the `[verification]` section and the
+round's guard book, and pays from the ledger passed in: nothing is assigned onto a shared object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evoharness.errors import BudgetExhausted, MergeRefused
+from evoharness.graph.progress import Progress
+from evoharness.graph.source import GraphSource, RunLedger
+from evoharness.harness_repo.models import Candidate, Verdict
+from evoharness.verification.anchors import Anchor
+from evoharness.verification.config import VerificationConfig
+from evoharness.verification.guards import GuardBook
+from evoharness.verification.verifier import Verifier
+
+
+class Gate:
+    def __init__(self, repo, source: GraphSource | None, config: VerificationConfig, progress: Progress, *,
+                 rollouts: int, seed: int) -> None:
+        self.repo = repo
+        self.source = source
+        self.config = config
+        self.progress = progress
+        self.rollouts = rollouts
+        self.seed = seed
+
+    def verifier(self, guards: dict | None = None) -> Verifier:
+        return Verifier(self.source, self.config, guards=GuardBook.model_validate(guards or {}), seed=self.seed)
+
+    # -- verification ----------------------------------------------------------------------------
+    def verify(self, cand: dict, anchor: dict, ledger: RunLedger, round: int, guards: dict | None = None) -> dict:
+        """Verify one candidate against the current anchor; the verdict is also noted on its commit.
+
+        Re-running after a crash re-reads the same cached rollouts, so it reaches the same verdict
+        and charges the (rolled back) ledger exactly once.
+        """
+        candidate = Candidate.model_validate(cand)
+        try:
+            return self._verify(candidate, Anchor.model_validate(anchor["anchor"]), ledger, round, guards)
+        except BudgetExhausted as e:
+            verdict = Verdict(candidate=candidate.branch, commit=candidate.commit, base=anchor["commit"],
+                              accepted=False, reason=f"not verified: {e}")
+            self.progress.note(f"  {candidate.branch}: not verified ({e})")
+            return verdict.model_dump(mode="json")
+
+    def _verify(self, candidate: Candidate, anchor: Anchor, ledger: RunLedger, round: int,
+                guards: dict | None) -> dict[str, Any]:
+        verifier = self.verifier(guards)
+        plan = verifier.plan(candidate, anchor, ledger=ledger, round=round, k=self.rollouts)
+        self.progress.note(f"  verifying {candidate.branch} ({candidate.targets}): "
+                           f"{len(plan.selection.targeted)} targeted + {len(plan.selection.control)} control tasks, "
+                           f"~{plan.rollouts_needed} rollouts needed for the predicted effect")
+        outcome = verifier.evaluate(candidate, anchor, ledger=ledger, round=round, k=self.rollouts, plan=plan)
+        verdict = outcome.verdict
+        m = verdict.measurements
+        gain = None
+        if m.get("targeted_candidate") is not None and m.get("targeted_baseline") is not None:
+            gain = m["targeted_candidate"] - m["targeted_baseline"]
+        verdict = verdict.model_copy(update={"measurements": {**m, "gain": gain}})
+        self.repo.record_verdict(verdict)
+        self.progress.note(f"  {candidate.branch}: {'ACCEPT' if verdict.accepted else 'reject'} ({verdict.reason})")
+        return verdict.model_dump(mode="json")
+
+    @staticmethod
+    def pin_fixed(before: dict, after: dict, round: int, guards: dict | None) -> dict:
+        """Every task the merge fixed becomes a guard task for later candidates."""
+        book = GuardBook.model_validate(guards or {})
+        book.pin_fixed(Anchor.model_validate(before["anchor"]), Anchor.model_validate(after["anchor"]), round)
+        return book.model_dump(mode="json")
+
+    # -- settling -------------------------------------------------------------------------------
+    def settle(self, candidates: list[dict], verdicts: list[dict], decisions: dict[str, str],
+               round: int) -> tuple[list[dict], list[dict]]:
+        """Merge the best accepted (and approved) candidate; reject the rest, each with its verdict."""
+        by_branch = {v["candidate"]: Verdict.model_validate(v) for v in verdicts}
+        accepted = [v for v in by_branch.values() if v.accepted and decisions.get(v.candidate, "approve") == "approve"]
+        accepted.sort(key=lambda v: (-(v.measurements.get("gain") or 0.0), v.candidate))
+        merged, rejected = [], []
+        winner = accepted[0] if accepted else None
+        for cand in candidates:
+            v = by_branch.get(cand["branch"])
+            if v is None:
+                continue
+            if winner is not None and v.candidate == winner.candidate:
+                sha = self._merge_once(cand["branch"], v)
+                merged.append({"branch": v.candidate, "commit": v.commit, "merge_commit": sha, "round": round,
+                               "reading": v.measurements.get("reading", 0.0), "targets": cand["targets"]})
+                continue
+            if not v.accepted:
+                reason = v.reason
+            elif decisions.get(v.candidate) == "reject":
+                reason = "rejected by reviewer" + (f": {decisions.get(v.candidate + '#reason')}"
+                                                   if decisions.get(v.candidate + "#reason") else "")
+                v = v.model_copy(update={"accepted": False, "reason": reason, "decided_by": "human"})
+            else:
+                reason = f"accepted but superseded by {winner.candidate} (main moved: re-verify next round)"
+                v = v.model_copy(update={"accepted": False, "reason": reason})
+            self.repo.reject(v.candidate, v)
+            rejected.append({"branch": v.candidate, "commit": v.commit, "round": round, "reason": reason,
+                             "base": cand.get("base"), "tree": self.repo.tree_hash(v.commit),
+                             "superseded_by": winner.candidate if reason.startswith("accepted but") else None})
+        return merged, rejected
+
+    def _merge_once(self, branch: str, verdict: Verdict) -> str:
+        """Merge, unless a crash came after the merge and before the checkpoint: then find that merge."""
+        already = self._merge_commit_of(verdict.commit)
+        if already:
+            return already
+        try:
+            return self.repo.merge_verified(branch, verdict)
+        except MergeRefused:
+            already = self._merge_commit_of(verdict.commit)
+            if already:
+                return already
+            raise
+
+    def _merge_commit_of(self, commit: str) -> str | None:
+        for c in self.repo.repo.iter_commits(self.repo.main_head(), first_parent=True, max_count=200):
+            if len(c.parents) > 1 and c.parents[1].hexsha == commit:
+                return c.hexsha
+        return None

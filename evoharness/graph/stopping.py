@@ -1,0 +1,44 @@
+"""When a run stops: the round limit, the ceiling (the Router's), patience, or the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evoharness.diagnosis.routing import Router
+from evoharness.graph.config import RunConfig
+from evoharness.graph.source import ledger_of
+
+
+class Stopping:
+    def __init__(self, run: RunConfig, router: Router, tasks: Callable[[str], list[str]]) -> None:
+        self.run = run
+        self.router = router
+        self.tasks = tasks
+
+    def round_cost(self) -> float:
+        """Worst case of one round: each candidate and its fresh baseline on every dev task, and a fresh anchor."""
+        return self.run.rollouts * len(self.tasks("dev")) * (2 * self.run.max_candidates + 1)
+
+    def reserve_for_finish(self) -> float:
+        return self.run.rollouts * len(self.tasks("heldout"))
+
+    def should_stop(self, state: dict[str, Any]) -> bool:
+        return self.stop_reason(state)["reason"] is not None
+
+    def stop_reason(self, state: dict[str, Any]) -> dict[str, Any]:
+        ledger = ledger_of(state, self.run.budget)
+        comp = state.get("composition") or (state.get("anchor") or {}).get("composition") or {}
+        shares = comp.get("composition", {})
+        if state.get("round", 1) > self.run.max_rounds:
+            return {"reason": f"round limit ({self.run.max_rounds}) reached", "recommendation": None}
+        ceiling = self.router.stop_reason(shares)
+        if ceiling is not None:
+            return {"reason": ceiling[0], "recommendation": ceiling[1]}
+        if state.get("no_accept_streak", 0) >= self.run.patience:
+            return {"reason": f"ceiling: {state['no_accept_streak']} rounds in a row with nothing accepted",
+                    "recommendation": self.router.weights_advice(shares)}
+        if ledger.left < self.round_cost() + self.reserve_for_finish():
+            return {"reason": f"budget: {ledger.left:g} units left, a round needs {self.round_cost():g}",
+                    "recommendation": None}
+        return {"reason": None, "recommendation": None}
