@@ -12,6 +12,8 @@ from evoharness.diagnosis.detectors import default_catalogue
 from evoharness.diagnosis.models import FailureClass
 from evoharness.envs.registry import ENVIRONMENTS
 from evoharness.errors import InputError
+from evoharness.model_specs import MODELS, agent_model, role_model
+from evoharness.roles.config import RolesConfig
 from evoharness.traces import importers
 from evoharness.verification.gates import GATES, default_gates
 from evoharness.verification.selection import STRATEGIES, BehaviourAware, make_strategy
@@ -83,3 +85,21 @@ def test_importer_entries_are_complete(name):
         assert callable(module.is_message_list)
     else:
         assert name in importers.RECORD_DETECTION and callable(module.matches)
+
+
+@pytest.mark.parametrize("scheme", MODELS.names())
+def test_model_schemes_are_complete(scheme):
+    entry = MODELS.get(scheme)
+    assert entry.grammar.startswith(scheme + ":") and entry.summary and (entry.agent or entry.role)
+
+
+def test_one_model_spec_grammar_for_agent_and_roles():
+    cfg = RolesConfig()
+    agent = agent_model("openai:http://127.0.0.1:9/v1#tiny", 0)  # constructed, no request made
+    role = role_model("openai:http://127.0.0.1:9/v1#tiny", cfg)
+    assert agent.llm.model_name == role.model_name == "tiny"
+    assert str(role.openai_api_base).startswith("http://127.0.0.1:9/v1")
+    with pytest.raises(InputError, match="is an agent model"):
+        role_model("standin:weak", cfg)
+    with pytest.raises(InputError, match="unknown model spec 'claude'.*openai:URL#model"):
+        agent_model("claude", 0)

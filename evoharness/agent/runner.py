@@ -17,41 +17,19 @@ from evoharness.agent.harness import HarnessError, load_harness
 from evoharness.agent.hooks import HookCrash
 from evoharness.agent.loop import Agent, RolloutResult
 from evoharness.envs import get_environment
-from evoharness.errors import InputError
 from evoharness.logging import get_logger
+from evoharness.model_specs import agent_model
 from evoharness.traces.models import EventType, Split, Termination, Trajectory
 
 log = get_logger(__name__)
 
-MODEL_SPECS = ("standin:weak", "standin:strong", "scripted:weak", "scripted:oracle", "openai:URL#model",
-               "gateway:SOCKET?rollout=TOKEN#model")
 OFFLINE_PREFIXES = ("standin:", "scripted:")
 
 
 def make_model(model_spec: str, seed: int) -> Any:
-    """A ChatModel for ``standin:weak`` | ``standin:strong`` (the stand-in that reads the harness) |
-    ``scripted:weak`` | ``scripted:oracle`` | ``openai:URL#model`` |
-    ``gateway:SOCKET?rollout=TOKEN#model`` (the model gateway over a Unix socket). No request is made."""
-    from evoharness.agent.scripted import WeakScriptedModel, oracle_model
-    from evoharness.agent.standin import StandInModel, strong_model
-
-    if model_spec == "standin:weak":
-        return StandInModel(seed)
-    if model_spec == "standin:strong":
-        return strong_model(seed)
-    if model_spec == "scripted:weak":
-        return WeakScriptedModel(seed)
-    if model_spec == "scripted:oracle":
-        return oracle_model(seed)
-    if model_spec.startswith("openai:"):
-        from evoharness.agent.models import openai_model
-
-        return openai_model(model_spec, seed)
-    if model_spec.startswith("gateway:"):
-        from evoharness.agent.models import gateway_model
-
-        return gateway_model(model_spec, seed)
-    raise InputError("model", f"unknown model spec {model_spec!r} (one of {', '.join(MODEL_SPECS)})")
+    """The agent's ChatModel for ``model_spec`` (the grammar and schemes: `evoharness.model_specs`).
+    No request is made."""
+    return agent_model(model_spec, seed)
 
 
 def trajectory_id(task_id: str, harness_commit: str | None, model_spec: str, seed: int, rollout: int) -> str:

@@ -42,9 +42,11 @@ def user_model_spec(env_spec: str) -> str | None:
     Raises ``InputError`` for a bad user spec, and for a ``gateway:`` user spec, which only the
     executor writes (it points at one rollout's account on a running gateway).
     """
-    from evoharness.envs.registry import entry_for
+    from evoharness.envs.registry import ENVIRONMENTS
 
-    return entry_for(env_spec).user_model(env_spec)
+    kind = env_spec.partition(":")[0]
+    # an unregistered kind has no simulated user here (building it is where an unknown env is an error)
+    return ENVIRONMENTS.get(kind).user_model(env_spec) if kind in ENVIRONMENTS else None
 
 
 def parse_tau2_spec(spec: str) -> tuple[str, str]:

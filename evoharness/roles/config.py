@@ -20,7 +20,8 @@ class RolesConfig(BaseModel):
         2, ge=0, description="LLM roles: retries after an invalid reply (bad JSON, wrong schema, rejected "
         "edit) before the role gives up with a RoleError.")
     model: str = Field(
-        "openai:gpt-4o-mini", description="LLM roles' chat model: 'openai:MODEL' (langchain-openai; "
+        "openai:gpt-4o-mini", description="LLM roles' chat model (the grammar of `evoharness.model_specs`): "
+        "'openai:URL#model', 'openai:MODEL' (langchain-openai; "
         "base_url/api_key_env below) or 'scripted:FILE.json' (a JSON list of replies, for offline runs).")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint for the roles' model.")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the API key.")

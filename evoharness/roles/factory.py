@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.model_specs import role_model
 from evoharness.roles.base import Analyst, Critic, Engineer
 from evoharness.roles.config import RolesConfig
 
@@ -45,27 +43,6 @@ def make_roles(kind: str | None = None, settings: Any = None,
 
 
 def build_chat_model(cfg: RolesConfig) -> Any:
-    """The chat model ``cfg.model`` names: 'openai:MODEL' (ChatOpenAI) or 'scripted:FILE.json'."""
-    scheme, _, rest = cfg.model.partition(":")
-    if scheme == "scripted" and rest:
-        from evoharness.roles.scripted import ScriptedChatModel
-
-        path = Path(rest)
-        try:
-            replies = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise InputError(str(path), f"cannot read scripted replies: {e}") from None
-        if not isinstance(replies, list):
-            raise InputError(str(path), "scripted replies must be a JSON list")
-        return ScriptedChatModel(replies=replies)
-    if scheme == "openai" and rest:
-        key = os.environ.get(cfg.api_key_env)
-        if not key and not cfg.base_url:
-            raise InputError("roles.model", f"{cfg.api_key_env} is not set (or set roles.base_url for a "
-                             "local OpenAI-compatible server)")
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI(model=rest, temperature=cfg.temperature, base_url=cfg.base_url,
-                          api_key=key or "not-needed", timeout=cfg.timeout_s, max_retries=2)
-    raise InputError("roles.model", f"unknown model spec {cfg.model!r}: use 'openai:MODEL' or "
-                     "'scripted:FILE'")
+    """The chat model ``cfg.model`` names (the grammar and schemes: `evoharness.model_specs`): e.g.
+    'openai:URL#model', 'openai:MODEL' (with ``roles.base_url``) or 'scripted:FILE.json'."""
+    return role_model(cfg.model, cfg)

@@ -1,0 +1,149 @@
+"""Model specs: one grammar, ``<scheme>:<rest>``, for the agent's model and the roles' model.
+
+`MODELS` maps a scheme to its entry: the spec forms, and how to build the agent's chat model
+(``agent(spec, seed)``) and the roles' langchain chat model (``role(spec, roles_config)``) from it.
+A scheme that serves only one of the two says so in the error. Nothing here makes a request.
+
+- ``standin:weak`` / ``standin:strong`` -- the offline stand-in that reads the harness (agent).
+- ``scripted:weak`` / ``scripted:oracle`` -- seeded scripted agent models (agent); ``scripted:FILE.json``
+  -- a JSON list of replies played in order (roles).
+- ``openai:URL#model`` -- an OpenAI-compatible endpoint (agent and roles); for the roles also
+  ``openai:MODEL`` with ``roles.base_url`` (or the OpenAI API).
+- ``gateway:SOCKET?rollout=TOKEN#model`` -- the model gateway over a Unix socket (agent, written by the
+  executor for one rollout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+from evoharness.registry import Registry
+
+
+@dataclass(frozen=True)
+class ModelScheme:
+    grammar: str  # the spec forms, for help and errors
+    summary: str
+    agent: Callable[[str, int], Any] | None = None  # (spec, seed) -> agent ChatModel
+    role: Callable[[str, Any], Any] | None = None  # (spec, RolesConfig) -> langchain chat model
+
+
+MODELS: Registry[ModelScheme] = Registry("model scheme", "model")
+
+
+def scheme_of(spec: str, option: str = "model") -> ModelScheme:
+    scheme, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        grammars = "; ".join(e.grammar for _, e in MODELS.items())
+        raise InputError(option, f"unknown model spec {spec!r} (one of: {grammars})")
+    try:
+        return MODELS.get(scheme)
+    except InputError:
+        grammars = "; ".join(e.grammar for _, e in MODELS.items())
+        raise InputError(option, f"unknown model spec {spec!r} (one of: {grammars})") from None
+
+
+def agent_model(spec: str, seed: int) -> Any:
+    """The agent's chat model for ``spec`` (InputError for an unknown or roles-only spec)."""
+    entry = scheme_of(spec)
+    if entry.agent is None:
+        raise InputError("model", f"{spec!r} is a roles model ({entry.grammar}); the agent takes "
+                         + "; ".join(e.grammar for _, e in MODELS.items() if e.agent))
+    return entry.agent(spec, seed)
+
+
+def role_model(spec: str, cfg: Any) -> Any:
+    """The roles' langchain chat model for ``spec`` (InputError for an unknown or agent-only spec)."""
+    entry = scheme_of(spec, "roles.model")
+    if entry.role is None:
+        raise InputError("roles.model", f"{spec!r} is an agent model ({entry.grammar}); the roles take "
+                         + "; ".join(e.grammar for _, e in MODELS.items() if e.role))
+    return entry.role(spec, cfg)
+
+
+# -- standin / scripted -----------------------------------------------------------------------
+def _standin_agent(spec: str, seed: int) -> Any:
+    from evoharness.agent.standin import StandInModel, strong_model
+
+    builders = {"standin:weak": StandInModel, "standin:strong": strong_model}
+    if spec not in builders:
+        raise InputError("model", f"unknown stand-in model {spec!r} (one of: {', '.join(builders)})")
+    return builders[spec](seed)
+
+
+
+def _scripted_agent(spec: str, seed: int) -> Any:
+    from evoharness.agent.scripted import WeakScriptedModel, oracle_model
+
+    builders = {"scripted:weak": WeakScriptedModel, "scripted:oracle": oracle_model}
+    if spec not in builders:
+        raise InputError("model", f"unknown scripted agent model {spec!r} (one of: {', '.join(builders)})")
+    return builders[spec](seed)
+
+
+def _scripted_role(spec: str, cfg: Any) -> Any:
+    from evoharness.roles.scripted import ScriptedChatModel
+
+    path = Path(spec.removeprefix("scripted:"))
+    try:
+        replies = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(str(path), f"cannot read scripted replies: {e}") from None
+    if not isinstance(replies, list):
+        raise InputError(str(path), "scripted replies must be a JSON list")
+    return ScriptedChatModel(replies=replies)
+
+
+# -- openai ---------------------------------------------------------------------------------
+def _openai_agent(spec: str, seed: int) -> Any:
+    from evoharness.agent.models import openai_model
+
+    return openai_model(spec, seed)
+
+
+def _openai_role(spec: str, cfg: Any) -> Any:
+    rest = spec.removeprefix("openai:")
+    url, sep, model = rest.partition("#")
+    base_url = (url if sep else None) or cfg.base_url
+    model = model if sep else rest
+    if not model:
+        raise InputError("roles.model", f"{spec!r}: expected openai:URL#model or openai:MODEL")
+    key = os.environ.get(cfg.api_key_env)
+    if not key and not base_url:
+        raise InputError("roles.model", f"{cfg.api_key_env} is not set (or use openai:URL#model, or set "
+                         "roles.base_url, for a local OpenAI-compatible server)")
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, temperature=cfg.temperature, base_url=base_url, api_key=key or "not-needed",
+                      timeout=cfg.timeout_s, max_retries=2)
+
+
+# -- gateway --------------------------------------------------------------------------------
+def _gateway_agent(spec: str, seed: int) -> Any:
+    from evoharness.agent.models import gateway_model
+
+    return gateway_model(spec, seed)
+
+
+MODELS.register("standin", ModelScheme(
+    grammar="standin:weak | standin:strong (agent)",
+    summary="the offline stand-in agent model that reads the harness (docs/agent.md)",
+    agent=_standin_agent))
+MODELS.register("scripted", ModelScheme(
+    grammar="scripted:weak | scripted:oracle (agent), scripted:FILE.json (roles)",
+    summary="seeded stand-in agent models; replies played in order for the roles",
+    agent=_scripted_agent, role=_scripted_role))
+MODELS.register("openai", ModelScheme(
+    grammar="openai:URL#model (agent and roles), openai:MODEL (roles, with roles.base_url)",
+    summary="an OpenAI-compatible endpoint",
+    agent=_openai_agent, role=_openai_role))
+MODELS.register("gateway", ModelScheme(
+    grammar="gateway:SOCKET?rollout=TOKEN#model (agent)",
+    summary="the model gateway over a Unix socket (the executor writes it for one rollout)",
+    agent=_gateway_agent))
