@@ -81,8 +81,10 @@ class Harness:
     def render_system(self, task: str, tools: list[dict[str, str]]) -> str:
         import jinja2
 
-        try:
-            env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        from evoharness.untrusted import template_environment
+
+        try:  # the same bounded sandbox the host renders harness templates in (evoharness.untrusted)
+            env = template_environment()
             return env.from_string(self.template).render(task=task, tools=tools, lessons=self.lessons,
                                                          policies=self.policies)
         except jinja2.TemplateError as e:

@@ -6,6 +6,11 @@ The seed ``system.md`` is a Jinja2 template with the variables ``task``, ``tools
 ``policies``; each record is rendered with its own task and tools (``StrictUndefined``). When a
 template does not render (a variable it needs is not known here, or the template is broken), the
 record gets the raw text followed by the lessons instead, and the export counts it as a fallback.
+
+The template is a candidate's file, i.e. untrusted: it renders in ``evoharness.untrusted``'s bounded
+``ImmutableSandboxedEnvironment`` (no dunder or private attributes, no imports, no mutation, bounded
+ranges, repetition and loop nesting). A template that tries to reach Python internals falls back to
+the raw text like any other template that does not render; nothing of it runs on the host.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jinja2 import Environment, StrictUndefined, TemplateError
+from jinja2 import TemplateError
 
 from evoharness.errors import InputError
 from evoharness.traces.models import Trajectory
+from evoharness.untrusted import check_template, template_environment
 
 from .models import RenderedPrompt
 
@@ -101,9 +107,9 @@ class SystemRenderer:
         self._broken = False
         if prompt.template is not None:
             try:
-                self._template = Environment(undefined=StrictUndefined, keep_trailing_newline=True,
-                                             autoescape=False).from_string(prompt.template)
-            except TemplateError:
+                check_template(prompt.template, SYSTEM_PATH)
+                self._template = template_environment().from_string(prompt.template)
+            except (InputError, TemplateError):
                 self._broken = True
 
     @property
@@ -124,7 +130,8 @@ class SystemRenderer:
         try:
             return self._template.render(task=task_text(traj), tools=tool_vars, lessons=self.prompt.lessons,
                                          policies=self.prompt.policies)
-        except (TemplateError, TypeError, AttributeError, KeyError):
+        except (TemplateError, TypeError, AttributeError, KeyError, ValueError, ArithmeticError, RecursionError,
+                MemoryError):  # TemplateError includes the sandbox's SecurityError
             self.fallbacks += 1
             return self.fallback_text()
 

@@ -29,7 +29,10 @@ class Gate:
         self.seed = seed
 
     def verifier(self, guards: dict | None = None) -> Verifier:
-        return Verifier(self.source, self.config, guards=GuardBook.model_validate(guards or {}), seed=self.seed)
+        from evoharness.harness_repo.signing import VerdictSigner
+
+        return Verifier(self.source, self.config, guards=GuardBook.model_validate(guards or {}), seed=self.seed,
+                        signer=VerdictSigner(self.repo.repo))  # merges need a verdict this verifier signed
 
     # -- verification ----------------------------------------------------------------------------
     def verify(self, cand: dict, anchor: dict, ledger: RunLedger, round: int, guards: dict | None = None) -> dict:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +128,34 @@ def resume_run(settings: Settings, run_id: str, progress: Progress | None = None
 
 def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: str | None,
            progress: Progress | None = None) -> RunOutcome:
-    """Answer a review interrupt (approve | reject) and let the run continue."""
+    """Answer a review interrupt (approve | reject) and let the run continue.
+
+    One decision at a time per run: a second ``approve`` while one is being applied (another process)
+    is refused, and the interrupt is re-read under the lock, so two approves never both drive the run.
+    """
     saved, run_dir = load_run_settings(settings, run_id)
+    with _decision_lock(run_dir, run_id):
+        return _decide(saved, run_id, run_dir, branch, decision, reason, progress)
+
+
+@contextmanager
+def _decision_lock(run_dir: Path, run_id: str) -> Iterator[None]:
+    import fcntl
+    import os
+
+    fd = os.open(run_dir / "decision.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(run_id, "a review decision for this run is already being applied") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _decide(saved: Settings, run_id: str, run_dir: Path, branch: str, decision: str, reason: str | None,
+            progress: Progress | None) -> RunOutcome:
     pending = pending_reviews(saved, run_id, run_dir)
     branches = {c["branch"] for p in pending for c in p.get("candidates", [])}
     if not branches:

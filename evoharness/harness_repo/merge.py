@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import git
 
-from evoharness.errors import MergeRefused
+from evoharness.errors import EditRejected, MergeRefused
 from evoharness.harness_repo import gitops
 from evoharness.harness_repo.models import Verdict
 from evoharness.logging import get_logger
@@ -43,6 +43,11 @@ def check_mergeable(hr: HarnessRepo, branch: str, verdict: Verdict) -> tuple[str
         raise refuse(f"the verdict is for {verdict.candidate}, not this branch")
     if not verdict.accepted:
         raise refuse(f"the verdict did not accept the candidate: {verdict.reason or 'no reason given'}")
+    from evoharness.harness_repo.signing import is_signed
+
+    if not is_signed(hr.repo, verdict):
+        raise refuse("the verdict is not signed by this repository's verifier (a hand-built or altered verdict); "
+                     "verify the candidate")
     head = gitops.ref_sha(hr.repo, f"refs/heads/{branch}")
     if head is None:
         raise refuse("no such candidate branch")
@@ -63,7 +68,33 @@ def check_mergeable(hr: HarnessRepo, branch: str, verdict: Verdict) -> tuple[str
     bad = [p for p in hr.changed_paths(main, head) if not hr.manifest.editable(p)]
     if bad:
         raise refuse(f"candidate changes paths a candidate may not touch: {', '.join(bad[:5])}")
+    try:  # the same guard as candidate creation, on what the branch changes (it may not have been made by us)
+        check_change(hr, main, head)
+    except EditRejected as e:
+        raise refuse(f"candidate fails the edit guard: {e.reason}" + (f" ({e.path})" if e.path else "")) from None
     return main, head
+
+
+def check_change(hr: HarnessRepo, base: str, head: str) -> None:
+    """``EditRejected`` unless the change ``base..head`` passes ``validate.resolve_edit`` as one edit
+    (paths, sizes, parse, instructions that subvert evaluation), whoever made the branch."""
+    from evoharness.harness_repo.models import Edit, FileChange
+    from evoharness.harness_repo.validate import resolve_edit
+
+    changes = []
+    tree = hr.repo.commit(head).tree
+    for path in hr.changed_paths(base, head):
+        try:
+            blob = tree / path
+        except KeyError:
+            changes.append(FileChange(path=path, delete=True))
+            continue
+        changes.append(FileChange(path=path, content=blob.data_stream.read().decode("utf-8", "replace")))
+    if not changes:
+        return
+    edit = Edit(message="merge check", targets="merge-check", changes=changes)  # the files, not the trailers
+    limits = hr.config.model_copy(update={"max_files": max(hr.config.max_files, len(changes))})
+    resolve_edit(hr.repo, hr.manifest, hr.repo.commit(base), edit, limits)
 
 
 def _full(hr: HarnessRepo, sha: str) -> str | None:

@@ -69,6 +69,8 @@ class Verdict(BaseModel):
     gates: list[GateResult] = Field(default_factory=list)
     measurements: dict[str, float | int | None] = Field(default_factory=dict)
     decided_by: Literal["gates", "human"] = "gates"
+    signature: str = Field("", description="the verifier's HMAC over the fields a merge relies on "
+                           "(harness_repo/signing.py); a merge refuses a verdict without a valid one")
 
     def table(self) -> str:
         """A markdown table of the gates and their numbers."""

@@ -50,6 +50,11 @@ def status_of(hr: HarnessRepo, branch: str, reachable_from_main: set[str],
         return "merged", verdict, summarise(verdict) if verdict else "merged"
     if note and note.get("status") == "rejected":
         return "rejected", verdict, summarise(verdict) if verdict else "rejected"
+    if verdict is not None and verdict.accepted:
+        from evoharness.harness_repo.signing import is_signed
+
+        if not is_signed(hr.repo, verdict) or verdict.commit != head:
+            return "pending", None, "a note claims a verdict that this repository's verifier did not sign: ignored"
     if verdict is not None:
         return ("verified" if verdict.accepted else "rejected"), verdict, summarise(verdict)
     stale = [c for c in hr.repo.git.rev_list(f"{hr.main_ref}..{head}").split() if c in notes]

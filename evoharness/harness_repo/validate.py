@@ -1,7 +1,11 @@
 """Validate an `Edit` against the manifest and the base tree, before anything is written.
 
 ``resolve_edit`` returns the new content of every touched path (None = delete) or raises
-``EditRejected`` with the reason and the offending path.
+``EditRejected`` with the reason and the offending path. It is the one guard every path that creates
+or revises a candidate goes through (``HarnessRepo.create_candidate``/``revise``: the CLI's
+``candidate new``, the API, the roles): paths, sizes, parse (with bounded nesting: hostile input
+is one clear rejection, never a traceback), and instructions that subvert evaluation
+(``harness_repo/injection.py``) in the text the edit adds.
 """
 
 from __future__ import annotations
@@ -11,15 +15,18 @@ import posixpath
 import tomllib
 
 import git
-import jinja2
 import yaml
 
-from evoharness.errors import EditRejected, yaml_problem
+from evoharness.errors import EditRejected, InputError, yaml_problem
 from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.harness_repo.gitops import LINK_MODE, TREE_MODE
 from evoharness.harness_repo.manifest import Manifest
 from evoharness.harness_repo.models import Edit
 from evoharness.harness_repo.patch import PatchError, apply_unified_diff, diff_creates_file
+from evoharness.untrusted import MAX_DEPTH, check_template, nesting_depth
+
+MAX_COMPONENT_BYTES = 255  # NAME_MAX: a longer file name cannot be checked out (every rollout would crash)
+MAX_PATH_BYTES = 1024
 
 
 def normalise_path(raw: str) -> str:
@@ -38,6 +45,13 @@ def normalise_path(raw: str) -> str:
         raise EditRejected("path names the repository root", raw)
     if any(p.lower() == ".git" for p in clean.split("/")):
         raise EditRejected("paths inside .git are never editable", raw)
+    if len(clean.encode("utf-8", "replace")) > MAX_PATH_BYTES:
+        raise EditRejected(f"path is over {MAX_PATH_BYTES} bytes", raw[:200])
+    if any(len(p.encode("utf-8", "replace")) > MAX_COMPONENT_BYTES for p in clean.split("/")):
+        raise EditRejected(f"a path component is over {MAX_COMPONENT_BYTES} bytes (no file system can hold it)",
+                           raw[:200])
+    if any(ord(c) < 32 or ord(c) == 127 for c in clean):
+        raise EditRejected("path contains a control character", raw[:200])
     return clean
 
 
@@ -100,12 +114,42 @@ def resolve_edit(
             raise EditRejected(f"edit is over {limits.max_edit_bytes} bytes in all")
         check_syntax(path, text)
         out[path] = data
+    check_instructions(edit, {p: _old_text(base.tree, p) for p in out})
     return out
 
 
+def _old_text(tree: git.Tree, path: str) -> str:
+    node = _lookup(tree, path)
+    if node is None or node.mode == TREE_MODE:
+        return ""
+    return node.data_stream.read().decode("utf-8", "replace")
+
+
+def check_instructions(edit: Edit, old: dict[str, str]) -> None:
+    """``EditRejected`` when the text an edit adds (its new lines, message and rationale) carries an
+    instruction that subverts evaluation (skip verification, ignore instructions, edit the scorer...)."""
+    from evoharness.harness_repo.injection import added_lines, find_injection
+
+    parts = [edit.message, edit.rationale]
+    for ch in edit.changes:
+        if ch.content is not None:
+            parts.extend(added_lines(old.get(posixpath.normpath(ch.path), ""), ch.content))
+        elif ch.diff is not None:
+            parts.extend(line[1:] for line in ch.diff.splitlines() if line.startswith("+") and
+                         not line.startswith("+++"))
+    phrase = find_injection("\n".join(parts))
+    if phrase:
+        raise EditRejected(f"edit carries an instruction that subverts evaluation: {phrase!r}")
+
+
 def check_syntax(path: str, text: str) -> None:
-    """Python must compile; YAML, TOML and JSON must parse; prompt templates must be valid Jinja2."""
+    """Python must compile; YAML, TOML and JSON must parse; prompt templates must be valid Jinja2 (in
+    the bounded sandbox of ``evoharness.untrusted``). Nesting is bounded before any parser runs."""
     name = path.rsplit("/", 1)[-1]
+    parsed = name.endswith((".py", ".yaml", ".yml", ".toml", ".json")) or (
+        path.startswith("prompts/") and name.endswith((".md", ".j2", ".jinja")))
+    if parsed and nesting_depth(text, MAX_DEPTH) > MAX_DEPTH:
+        raise EditRejected(f"nested deeper than {MAX_DEPTH} levels of brackets", path)
     try:
         if name.endswith(".py"):
             compile(text, path, "exec")
@@ -116,7 +160,11 @@ def check_syntax(path: str, text: str) -> None:
         elif name.endswith(".json"):
             json.loads(text)
         elif path.startswith("prompts/") and name.endswith((".md", ".j2", ".jinja")):
-            jinja2.Environment().parse(text)
+            check_template(text, path)
+    except InputError as e:
+        raise EditRejected(e.reason, path) from None
+    except (RecursionError, MemoryError):
+        raise EditRejected("nested too deeply to parse", path) from None
     except SyntaxError as e:
         raise EditRejected(f"Python does not compile: {e.msg} (line {e.lineno})", path) from None
     except yaml.YAMLError as e:
@@ -125,5 +173,5 @@ def check_syntax(path: str, text: str) -> None:
         raise EditRejected(f"TOML does not parse: {e}", path) from None
     except json.JSONDecodeError as e:
         raise EditRejected(f"JSON does not parse: {e}", path) from None
-    except jinja2.TemplateSyntaxError as e:
-        raise EditRejected(f"template does not parse: {e.message} (line {e.lineno})", path) from None
+    except ValueError as e:  # e.g. a JSON integer over 4,300 digits, a NUL byte in Python source
+        raise EditRejected(f"does not parse: {(str(e).splitlines() or ['ValueError'])[0][:200]}", path) from None

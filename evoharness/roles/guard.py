@@ -1,8 +1,9 @@
 """Checks every role output passes before it leaves the roles: paths and injected instructions.
 
-The harness repo validates each edit again; this is the roles' own line of defence against trace
-text (tool results, user turns) that tries to steer the engineer ("edit the scorer", "skip
-verification", "ignore previous instructions").
+``find_injection`` is ``harness_repo/injection.py``'s (the same check ``HarnessRepo.create_candidate``
+runs on every path that makes a candidate). The harness repo validates each edit again; this is the
+roles' own line of defence against trace text (tool results, user turns) that tries to steer the
+engineer ("edit the scorer", "skip verification", "ignore previous instructions").
 """
 
 from __future__ import annotations
@@ -13,30 +14,10 @@ from typing import Any
 import yaml
 
 from evoharness.errors import EditRejected
+from evoharness.harness_repo.injection import find_injection
 from evoharness.harness_repo.models import Edit
 from evoharness.harness_repo.validate import normalise_path
 from evoharness.roles.models import HarnessView
-
-_INJECTION = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\b(edit|modify|change|patch|rewrite|replace|delete|remove|disable|touch)\b[^.\n]{0,40}"
-        r"\b(scorer|scoring|grader|verifier|verification|test suite|tests/|harness\.toml|\.git)\b",
-        r"\bskip(ping|s)?\b[^.\n]{0,30}\b(verification|verify|verifier|tests?|gates?|checks?|review)\b",
-        r"\bignore\b[^.\n]{0,20}\b(previous|prior|above|earlier|all)\b[^.\n]{0,20}\binstructions?\b",
-        r"\b(bypass|circumvent|turn off)\b[^.\n]{0,30}\b(gate|verification|sandbox|guard|review|checks?)\b",
-        r"\b(always|just)\s+(return|report|output)\b[^.\n]{0,30}\b(score|pass(ed)?|success)\b",
-    )
-]
-
-
-def find_injection(text: str) -> str | None:
-    """The first phrase in ``text`` that reads like an instruction to subvert evaluation, or None."""
-    for rx in _INJECTION:
-        m = rx.search(text or "")
-        if m:
-            return m.group(0)
-    return None
 
 
 def added_text(edit: Edit, harness: HarnessView, with_message: bool = True) -> str:

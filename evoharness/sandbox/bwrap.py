@@ -25,6 +25,7 @@ from pathlib import Path
 
 from evoharness.errors import InfraError
 from evoharness.sandbox.base import base_env, prlimit_prefix, run_limited
+from evoharness.sandbox.containment import capped_scratch, sandbox_cgroup, seccomp_fd
 from evoharness.sandbox.models import Limits, SandboxResult
 
 HARNESS_MOUNT = "/harness"
@@ -111,23 +112,36 @@ class BwrapSandbox:
 
     def run(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
             limits: Limits, sockets: Sequence[Path] = ()) -> SandboxResult:
+        """Run ``command``; memory and pids are capped for the sandbox as a whole where a cgroup can be
+        made, no user namespace can be made inside, and /scratch is a capped tmpfs (``containment``)."""
         self.check()
         uid = self._uids.take() if self.privileged else None
         try:
-            if uid is not None:
-                _chown_tree(workdir, uid)
-            argv = self.argv(command, harness_dir=Path(harness_dir), workdir=Path(workdir), limits=limits,
-                             uid=uid, sockets=sockets)
-            full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
-            return run_limited(argv, env=full_env, cwd=Path(workdir), limits=limits, backend=self.name)
+            with sandbox_cgroup(limits) as cg, seccomp_fd() as sfd, capped_scratch(Path(workdir), limits) as scratch:
+                if uid is not None:
+                    _chown_tree(scratch, uid)
+                argv = self.argv(command, harness_dir=Path(harness_dir), workdir=scratch, limits=limits,
+                                 uid=uid, sockets=sockets, seccomp=sfd)
+                if cg is not None:
+                    argv = cg.prefix() + argv
+                full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
+                result = run_limited(argv, env=full_env, cwd=Path(workdir), limits=limits, backend=self.name,
+                                     pass_fds=(sfd,) if sfd is not None else ())
+                if cg is not None and not result.ok and result.limit in (None, "memory", "pids"):
+                    hit = cg.limit_hit()
+                    if hit is not None:
+                        result = result.model_copy(update={"limit": hit})
+                return result
         finally:
             if uid is not None:
                 self._uids.give(uid)
 
     def argv(self, command: list[str], *, harness_dir: Path, workdir: Path, limits: Limits,
-             uid: int | None, sockets: Sequence[Path] = ()) -> list[str]:
-        """The full bwrap command line (exposed for inspection and tests)."""
-        a = [self.bwrap, *self._namespace_args(), "--die-with-parent", "--new-session", "--hostname", "sandbox",
+             uid: int | None, sockets: Sequence[Path] = (), seccomp: int | None = None) -> list[str]:
+        """The full bwrap command line (exposed for inspection and tests); ``seccomp``: an open file
+        descriptor with the compiled filter (``containment.no_userns_filter``)."""
+        a = [self.bwrap, *self._namespace_args(), *(["--seccomp", str(seccomp)] if seccomp is not None else []),
+             "--die-with-parent", "--new-session", "--hostname", "sandbox",
              "--proc", "/proc", "--dev", "/dev",
              "--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
              "--ro-bind", "/usr", "/usr", *self._system_links()]

@@ -12,8 +12,9 @@ LimitHit = Literal["wall", "cpu", "memory", "pids", "output"]
 class Limits(BaseModel):
     """Resource limits for one sandboxed command (a rollout).
 
-    ``memory_mb`` is an address-space limit (RLIMIT_AS) per process, ``pids`` bounds the
-    processes and threads the command may have at once, ``cpu_seconds`` is CPU time per
+    ``memory_mb`` is an address-space limit (RLIMIT_AS) per process and, with bwrap where a cgroup can
+    be made, also the sandbox's total memory; ``pids`` bounds the processes and threads the command may
+    have at once (a cgroup's pids.max with bwrap, else RLIMIT_NPROC), ``cpu_seconds`` is CPU time per
     process (RLIMIT_CPU), ``wall_seconds`` is enforced by killing the whole sandbox.
     """
 
@@ -23,6 +24,8 @@ class Limits(BaseModel):
     wall_seconds: float = Field(300.0, gt=0, description="Wall-clock limit; the sandbox is killed past it.")
     file_mb: int = Field(256, ge=1, description="Largest file the command may write, in MiB (RLIMIT_FSIZE).")
     tmp_mb: int = Field(256, ge=1, description="Size of the private /tmp (tmpfs), in MiB.")
+    scratch_mb: int = Field(512, ge=1, description="Size of /scratch (the work directory) in all, in MiB "
+                            "(bwrap as root: a tmpfs; elsewhere only each file is capped, by file_mb).")
 
 
 class SandboxResult(BaseModel):

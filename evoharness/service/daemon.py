@@ -118,8 +118,18 @@ class Daemon:
 
     def decide(self, run_id: str, branch: str, decision: str, reason: str | None) -> dict[str, str]:
         """Validate a review decision and hand it to the worker; returns the decisions it will resume with."""
-        if run_id in self._continuing:
-            raise InputError(run_id, "a review decision for this run is already being applied")
+        with self._lock:  # checked and claimed at once: two concurrent approves never both drive the run
+            if run_id in self._continuing:
+                raise InputError(run_id, "a review decision for this run is already being applied")
+            self._continuing.add(run_id)
+        try:
+            return self._decide(run_id, branch, decision, reason)
+        except BaseException:
+            with self._lock:
+                self._continuing.discard(run_id)
+            raise
+
+    def _decide(self, run_id: str, branch: str, decision: str, reason: str | None) -> dict[str, str]:
         pending = self.pending(run_id)
         branches = {c["branch"] for p in pending for c in p.get("candidates", [])}
         if not branches:
@@ -132,7 +142,6 @@ class Daemon:
             decisions[f"{branch}#reason"] = reason
         with self._lock:
             self.phase[run_id] = RUNNING
-            self._continuing.add(run_id)
         self._requests.put(("drive", run_id, Command(resume=decisions)))
         self._wake.set()
         return decisions

@@ -255,9 +255,13 @@ async def ingest(request: Request, format: Annotated[str, Query(
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
-    body = await request.body()
-    if len(body) > limit:
-        raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
+    chunks, size = [], 0
+    async for chunk in request.stream():  # never more than the limit in memory, even without a content-length
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
+        chunks.append(chunk)
+    body = b"".join(chunks)
     if format != "canonical":
         return await _ingest_imported(request, body, format, source, t0)
     good = await run_in_threadpool(_parse_fast, body)
@@ -267,6 +271,8 @@ async def ingest(request: Request, format: Annotated[str, Query(
         records = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         return _invalid(request, f"body is not JSON: {e}")
+    except (ValueError, RecursionError) as e:  # a >4,300-digit integer, nesting past the parser's depth
+        return _invalid(request, f"body is not usable JSON: {(str(e).splitlines() or [type(e).__name__])[0][:200]}")
     if not isinstance(records, list):
         return _invalid(request, "body must be a JSON list of canonical trajectories")
     if len(records) > cfg.max_batch:

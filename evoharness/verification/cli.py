@@ -78,6 +78,23 @@ def _tasks(raw: str) -> list[str | tuple[str, str]]:
     return items
 
 
+def check_task_ids(env_spec: str, tasks: list[str | tuple[str, str]]) -> None:
+    """``InputError`` naming every task id the environment does not know."""
+    from evoharness.envs import get_environment
+
+    env = get_environment(env_spec)
+    unknown = []
+    for t in tasks:
+        tid = t if isinstance(t, str) else t[0]
+        try:
+            env.get_task(tid)
+        except InputError:
+            unknown.append(tid)
+    if unknown:
+        shown = ", ".join(repr(t) for t in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise InputError("--tasks", f"unknown task id(s) in {env_spec}: {shown}")
+
+
 def verify(
     ctx: typer.Context,
     candidate: Annotated[str, typer.Argument(help="candidate branch (with or without candidate/) or commit")],
@@ -109,12 +126,15 @@ def verify(
     repo = HarnessRepo(harness, settings.harness_repo)
     cand = repo.candidate(repo.resolve(candidate))
     task_list = _tasks(tasks)
+    check_task_ids(env, task_list)  # before any rollout spends budget
     # the chain runs build: same cache file and rollout identity, so rollouts a run cached are reused
     runner = build_chain(make_runner(settings, env, model, repo), cfg, settings.home, env_spec=env,
                          env=get_environment(env), model=model, tree_of=repo.tree_hash)
     ledger = BudgetLedger(total=cfg.budget if budget is None else budget,
                           units_per_rollout=cfg.units_per_rollout)
-    verifier = Verifier(runner, cfg)
+    from evoharness.harness_repo.signing import VerdictSigner
+
+    verifier = Verifier(runner, cfg, signer=VerdictSigner(repo.repo))
     try:
         # main's anchor on round-0 seeds: every candidate verified from the CLI shares it (cached)
         anchor = verifier.measure_anchor(repo.main_head(), task_list, cfg.anchor_rollouts, ledger=ledger)

@@ -14,7 +14,7 @@ is produced from partial evidence, and nothing is charged for the failed batch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evoharness.harness_repo.models import Candidate, Verdict
@@ -54,13 +54,15 @@ class Verifier:
     """``source`` is an `ObservationSource` or a `RolloutRunner` (wrapped with ``labeller``)."""
 
     def __init__(self, source: ObservationSource | object, config: VerificationConfig | None = None,
-                 labeller: Labeller | None = None, guards: GuardBook | None = None, seed: int = 0) -> None:
+                 labeller: Labeller | None = None, guards: GuardBook | None = None, seed: int = 0,
+                 signer: Callable[[Verdict], Verdict] | None = None) -> None:
         if not hasattr(source, "pending"):
             source = RunnerSource(source, labeller)  # type: ignore[arg-type]
         self.source: ObservationSource = source  # type: ignore[assignment]
         self.config = config or VerificationConfig()
         self.guards = guards if guards is not None else GuardBook()
         self.seed = seed
+        self.signer = signer  # signs each verdict (harness_repo/signing.py): merges need a signed one
 
     def _measure(self, requests: list[RolloutRequest], ledger: BudgetLedger | None, round: int,
                  candidate: str, purpose: str) -> list[Observation]:
@@ -145,6 +147,8 @@ class Verifier:
                           accepted=not failed, strategy=plan.strategy.name, gates=results,
                           measurements=measurements,
                           reason="all gates passed" if not failed else "failed: " + ", ".join(failed))
+        if self.signer is not None:
+            verdict = self.signer(verdict)
         log.info("verdict", candidate=candidate.branch, accepted=verdict.accepted, reason=verdict.reason)
         return Outcome(verdict=verdict, selection=sel, evidence=ev, reading=reading)
 

@@ -28,4 +28,6 @@ def verdict_for(hr: HarnessRepo, branch: str, accepted: bool = True, **kw) -> Ve
                   reason="targeted gain beyond noise" if accepted else "no gain", gates=gates,
                   measurements={"targeted_mean": 0.42})
     fields.update(kw)
-    return Verdict(**fields)
+    from evoharness.harness_repo.signing import sign
+
+    return sign(hr.repo, Verdict(**fields))  # as the verifier does

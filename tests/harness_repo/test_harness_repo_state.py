@@ -21,6 +21,7 @@ from evoharness.errors import MergeRefused
 from evoharness.harness_repo import gitops
 from evoharness.harness_repo.init import init_harness
 from evoharness.harness_repo.models import Edit, Verdict
+from evoharness.harness_repo.signing import sign
 
 from .helpers import git
 
@@ -118,8 +119,8 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def verify(self, branch: str, outcome: str) -> None:
         m = self.world.branches[branch]
-        v = Verdict(candidate=branch, commit=m.head, base=self.main, accepted=outcome == "accepted",
-                    reason=outcome)
+        v = sign(self.hr.repo, Verdict(candidate=branch, commit=m.head, base=self.main,
+                                       accepted=outcome == "accepted", reason=outcome))  # as the verifier does
         if outcome == "human-reject":
             self.hr.reject(branch, v)
             self.world.notes[m.head] = "rejected"
@@ -160,7 +161,7 @@ class HarnessMachine(RuleBasedStateMachine):
     def move_main(self) -> None:
         """Another process merges its own verified candidate."""
         cand = self.hr.create_candidate(self._edit("prompts/other.md"), 9)
-        v = Verdict(candidate=cand.branch, commit=cand.commit, base=self.main, accepted=True)
+        v = sign(self.hr.repo, Verdict(candidate=cand.branch, commit=cand.commit, base=self.main, accepted=True))
         self.hr.record_verdict(v)
         self.main = self.hr.merge_verified(cand.branch, v)
         self.world.branches[cand.branch] = Model(head=cand.commit, created_from=v.base, verdict=v)

@@ -10,6 +10,7 @@ import git
 from evoharness.config import Settings
 from evoharness.harness_repo.init import init_harness
 from evoharness.harness_repo.models import Edit, FileChange, Verdict
+from evoharness.harness_repo.signing import sign
 from evoharness.reports.ablate import revert_merge
 from tests.reports.conftest import cli
 
@@ -46,8 +47,8 @@ def test_ablate_a_run_measures_the_drop_and_leaves_every_ref_alone(own_run, tmp_
 
 def _merge(repo, edit: Edit, round: int) -> str:
     cand = repo.create_candidate(edit, round=round)
-    verdict = Verdict(candidate=cand.branch, commit=cand.commit, base=repo.main_head(), accepted=True,
-                      reason="test: accepted")
+    verdict = sign(repo.repo, Verdict(candidate=cand.branch, commit=cand.commit, base=repo.main_head(),
+                                      accepted=True, reason="test: accepted"))
     return repo.merge_verified(cand.branch, verdict)
 
 

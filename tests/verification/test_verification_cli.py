@@ -46,6 +46,9 @@ def setup(tmp_path, monkeypatch):
     world.add(null.commit, SimHarness(), "null")
     runner = ScriptedRunner(world)
     monkeypatch.setattr(vcli, "make_runner", lambda settings, env, model, harness: runner)
+    real_check = vcli.check_task_ids
+    monkeypatch.setattr(vcli, "check_task_ids", lambda env, tasks: None)  # the simulated world's own task ids
+    runner.real_check = real_check
     return hr, fix, null, runner
 
 
@@ -108,3 +111,12 @@ def test_verify_keys_rollouts_as_runs_do(setup, monkeypatch):
     key = cache_key(hr.tree_hash(hr.main_head()), "d0", 0, run.model, env_version(run.env, get_environment(run.env)))
     assert cache.has(key)  # exactly the key a run on the defaults (graph/wiring.py) looks up
     cache.close()
+
+
+def test_verify_with_unknown_task_ids_fails_before_spending(setup, capsys, monkeypatch):
+    hr, fix, _, runner = setup
+    monkeypatch.setattr(vcli, "check_task_ids", runner.real_check)
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", "contact_0,nope,d0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown task id(s) in synthetic: 'nope', 'd0'" in err[0]
+    assert runner.rollouts == 0

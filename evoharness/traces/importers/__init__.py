@@ -73,8 +73,10 @@ def iter_files(paths: Iterable[Path | str]) -> Iterator[Path]:
             for f in sorted(p.rglob("*")):
                 if f.is_file() and not f.name.startswith(".") and _is_trace_file(f):
                     yield f
-        elif p.exists():
+        elif p.is_file():
             yield p
+        elif p.exists():  # a FIFO would hang the reader, /dev/zero never ends
+            raise InputError(str(p), "not a regular file (a FIFO, socket or device is refused)")
         else:
             raise InputError(str(p), "no such file or directory")
 
@@ -107,6 +109,12 @@ def read_json_file(path: Path) -> Any:
         raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {e.lineno} col {e.colno}") from None
     except RecursionError:
         raise InputError(str(path), "JSON nested too deeply") from None
+    except (ValueError, MemoryError) as e:  # e.g. an integer of over 4,300 digits
+        raise InputError(str(path), f"unreadable JSON: {_first_line(e)}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0][:200]
 
 
 def _first_jsonl_record(path: Path) -> Any:
@@ -122,6 +130,8 @@ def _first_jsonl_record(path: Path) -> Any:
                     raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {lineno}") from None
                 except RecursionError:
                     raise InputError(str(path), "JSON nested too deeply", where=f"line {lineno}") from None
+                except ValueError as e:
+                    raise InputError(str(path), f"unreadable JSON: {_first_line(e)}", where=f"line {lineno}") from None
     raise InputError(str(path), "empty file")
 
 
@@ -182,7 +192,10 @@ def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
         if data is None:
             data = read_json_file(path)
     name = fmt or detect_format(path, data)
-    yield from FORMATS[name].load(path, data, skip_invalid=skip_invalid, on_invalid=on_invalid)
+    try:
+        yield from FORMATS[name].load(path, data, skip_invalid=skip_invalid, on_invalid=on_invalid)
+    except (ValueError, RecursionError, MemoryError) as e:  # hostile input no importer foresaw: one line
+        raise InputError(str(path), f"unreadable {name} input: {type(e).__name__}: {_first_line(e)}") from None
 
 
 def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:

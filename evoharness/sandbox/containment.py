@@ -1,0 +1,363 @@
+"""Limits that hold per sandbox, not per process: a cgroup, no nested user namespaces, a capped scratch.
+
+rlimits bind each process alone: six processes could each hold the per-process memory limit, and a
+nested user namespace could mount its own tmpfs past the /tmp and file-size limits. For bwrap:
+
+- ``SandboxCgroup``: the sandbox's processes share one memory and pids cgroup (v2 when
+  ``/sys/fs/cgroup`` has the memory and pids controllers, else the v1 ``memory`` and ``pids``
+  hierarchies), capped at ``Limits.memory_mb`` and ``Limits.pids`` in total; tmpfs pages the sandbox
+  writes (its /tmp, its scratch) are charged to it as well. Its counters say which limit ended the
+  command. Without a writable cgroup file system the backend warns once and falls back to rlimits.
+- ``no_userns_filter``: a seccomp filter (classic BPF, x86_64) under which ``unshare`` and ``clone``
+  with ``CLONE_NEWUSER`` fail with EPERM and ``clone3`` with ENOSYS (glibc then uses ``clone``), so the
+  command cannot make a user namespace of its own (bwrap's ``--disable-userns`` needs a user
+  namespace, which a root bwrap does not make).
+- ``capped_scratch``: the work directory the sandbox sees at ``/scratch`` is a tmpfs of
+  ``Limits.scratch_mb`` (root only); what the command left there is copied back afterwards
+  (regular files, directories, symlinks and FIFOs as such; the host reads outputs with ``O_NOFOLLOW``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from evoharness.logging import get_logger
+from evoharness.sandbox.models import LimitHit, Limits
+
+log = get_logger(__name__)
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        log.warning("sandbox_limit_fallback", detail=message)
+
+
+# ---- cgroups ------------------------------------------------------------------------------------
+
+def _cgroup_layout() -> tuple[str, dict[str, Path]] | None:
+    """("v2", {"": dir}) or ("v1", {"memory": dir, "pids": dir}) where a sandbox's cgroup can be made."""
+    ctrl = CGROUP_ROOT / "cgroup.controllers"
+    if ctrl.is_file():
+        have = set(ctrl.read_text().split())
+        own = CGROUP_ROOT / _own_v2_path()
+        if {"memory", "pids"} <= have and _writable_dir(own):
+            return "v2", {"": own}
+        return None
+    dirs = {c: CGROUP_ROOT / c / _own_v1_path(c).lstrip("/") for c in ("memory", "pids")}
+    if all(_writable_dir(d) for d in dirs.values()):
+        return "v1", dirs
+    return None
+
+
+def _own_v1_path(controller: str) -> str:
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, ctrls, path = line.split(":", 2)
+            if controller in ctrls.split(","):
+                return path
+    except OSError:
+        pass
+    return "/"
+
+
+def _own_v2_path() -> str:
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                return line[3:].lstrip("/")
+    except OSError:
+        pass
+    return ""
+
+
+def _writable_dir(path: Path) -> bool:
+    probe = path / f"evoharness-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    try:
+        probe.rmdir()
+    except OSError:
+        pass
+    return True
+
+
+_LAYOUT: tuple[str, dict[str, Path]] | None | bool = False
+
+
+def cgroup_layout() -> tuple[str, dict[str, Path]] | None:
+    global _LAYOUT
+    if _LAYOUT is False:
+        _LAYOUT = _cgroup_layout()
+    return _LAYOUT  # type: ignore[return-value]
+
+
+class SandboxCgroup:
+    """One sandbox's cgroup(s): made with its limits, entered by ``prefix()``, read and removed after."""
+
+    def __init__(self, layout: tuple[str, dict[str, Path]], limits: Limits) -> None:
+        self.version, parents = layout
+        name = f"evoharness-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+        self.dirs = {c: p / name for c, p in parents.items()}
+        mem, pids = limits.memory_mb * 1024 * 1024, limits.pids
+        for d in self.dirs.values():
+            d.mkdir()
+        if self.version == "v2":
+            d = self.dirs[""]
+            _write(d / "memory.max", str(mem))
+            _write(d / "memory.swap.max", "0", missing_ok=True)
+            _write(d / "pids.max", str(pids))
+        else:
+            _write(self.dirs["memory"] / "memory.limit_in_bytes", str(mem))
+            _write(self.dirs["memory"] / "memory.memsw.limit_in_bytes", str(mem), missing_ok=True)
+            _write(self.dirs["pids"] / "pids.max", str(pids))
+
+    def prefix(self) -> list[str]:
+        """argv that puts itself into the cgroup(s), then execs the rest (children inherit it)."""
+        procs = [str(d / "cgroup.procs") for d in self.dirs.values()]
+        script = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; '
+                  'exec "$@"')
+        return ["/bin/sh", "-c", script, "cgroup-enter", str(len(procs)), *procs]
+
+    def limit_hit(self) -> LimitHit | None:
+        """``memory`` or ``pids`` when the cgroup refused memory or a process at some point."""
+        if self.version == "v2":
+            d = self.dirs[""]
+            ev = _events(d / "memory.events")
+            if ev.get("oom_kill", 0) or ev.get("max", 0) and ev.get("oom", 0):
+                return "memory"
+            if _events(d / "pids.events").get("max", 0):
+                return "pids"
+            return None
+        mem = self.dirs["memory"]
+        if _events(mem / "memory.oom_control").get("oom_kill", 0) or _int(mem / "memory.failcnt"):
+            return "memory"
+        if _events(self.dirs["pids"] / "pids.events").get("max", 0):
+            return "pids"
+        return None
+
+    def close(self) -> None:
+        """Kill what is left in the cgroup(s) and remove them."""
+        for d in self.dirs.values():
+            for _ in range(50):
+                pids = _pids(d)
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.02)
+            else:
+                log.warning("cgroup_not_removed", path=str(d))
+
+
+def _write(path: Path, value: str, missing_ok: bool = False) -> None:
+    try:
+        path.write_text(value)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+    except OSError:
+        if not missing_ok:
+            raise
+
+
+def _int(path: Path) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _events(path: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            out[k] = int(v or 0)
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _pids(d: Path) -> list[int]:
+    try:
+        return [int(x) for x in (d / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+@contextmanager
+def sandbox_cgroup(limits: Limits) -> Iterator[SandboxCgroup | None]:
+    """The sandbox's cgroup, or None (with a warning, once) where cgroups cannot be made here."""
+    layout = cgroup_layout()
+    if layout is None:
+        _warn_once("cgroup", "no writable memory+pids cgroup: memory and pids limits hold per process only")
+        yield None
+        return
+    try:
+        cg = SandboxCgroup(layout, limits)
+    except OSError as e:
+        _warn_once("cgroup", f"cannot make a cgroup ({e.strerror}): memory and pids limits hold per process only")
+        yield None
+        return
+    try:
+        yield cg
+    finally:
+        cg.close()
+
+
+# ---- seccomp: no user namespaces ---------------------------------------------------------------
+
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_CLONE_NEWUSER = 0x10000000
+_ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
+_EPERM, _ENOSYS = 1, 38
+_NR = {"clone": 56, "unshare": 272, "clone3": 435}
+
+
+def no_userns_filter() -> bytes | None:
+    """The compiled filter (``struct sock_filter[]``) for x86_64, None elsewhere."""
+    if os.uname().machine != "x86_64" or sys.byteorder != "little":
+        return None
+    ld_w_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    prog = [
+        (ld_w_abs, 0, 0, 4),                         # 0: arch
+        (jeq, 1, 0, _AUDIT_ARCH_X86_64),             # 1: x86_64 -> 3
+        (ret, 0, 0, _ERRNO | _EPERM),                # 2: another ABI: refused
+        (ld_w_abs, 0, 0, 0),                         # 3: syscall number
+        (jge, 7, 0, 0x40000000),                     # 4: x32 ABI -> 12 (EPERM)
+        (jeq, 3, 0, _NR["unshare"]),                 # 5: -> 9
+        (jeq, 2, 0, _NR["clone"]),                   # 6: -> 9
+        (jeq, 5, 0, _NR["clone3"]),                  # 7: -> 13 (ENOSYS)
+        (ret, 0, 0, _ALLOW),                         # 8
+        (ld_w_abs, 0, 0, 16),                        # 9: args[0], low 32 bits
+        (jset, 1, 0, _CLONE_NEWUSER),                # 10: CLONE_NEWUSER -> 12
+        (ret, 0, 0, _ALLOW),                         # 11
+        (ret, 0, 0, _ERRNO | _EPERM),                # 12
+        (ret, 0, 0, _ERRNO | _ENOSYS),               # 13
+    ]
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+@contextmanager
+def seccomp_fd() -> Iterator[int | None]:
+    """An open file descriptor holding ``no_userns_filter()`` (for ``bwrap --seccomp FD``), or None."""
+    prog = no_userns_filter()
+    if prog is None:
+        _warn_once("seccomp", "no seccomp filter for this architecture: nested user namespaces are not blocked")
+        yield None
+        return
+    with tempfile.TemporaryFile(prefix="evoharness-seccomp-") as fh:
+        fh.write(prog)
+        fh.flush()
+        fh.seek(0)
+        yield fh.fileno()
+
+
+# ---- a size-capped scratch ---------------------------------------------------------------------
+
+_MOUNT_OK: bool | None = None
+
+
+def _can_mount() -> bool:
+    global _MOUNT_OK
+    if _MOUNT_OK is None:
+        _MOUNT_OK = False
+        if os.geteuid() == 0 and shutil.which("mount") and shutil.which("umount"):
+            probe = Path(tempfile.mkdtemp(prefix="evoharness-mount-probe-"))
+            try:
+                ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)],
+                                    capture_output=True, timeout=10).returncode == 0
+                if ok:
+                    subprocess.run(["umount", str(probe)], capture_output=True, timeout=10)
+                _MOUNT_OK = ok
+            except (OSError, subprocess.TimeoutExpired):
+                _MOUNT_OK = False
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
+    return _MOUNT_OK
+
+
+@contextmanager
+def capped_scratch(workdir: Path, limits: Limits) -> Iterator[Path]:
+    """A tmpfs of ``limits.scratch_mb`` holding a copy of ``workdir``, copied back into it afterwards;
+    ``workdir`` itself (with a warning, once) where tmpfs cannot be mounted."""
+    if not _can_mount():
+        _warn_once("scratch", "cannot mount a tmpfs: /scratch is capped per file only (RLIMIT_FSIZE)")
+        yield workdir
+        return
+    mnt = Path(tempfile.mkdtemp(prefix="evoharness-scratch-"))
+    size = limits.scratch_mb * 1024 * 1024
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755,nosuid,nodev", "tmpfs",
+                              str(mnt)], capture_output=True, timeout=30).returncode == 0
+    if not mounted:
+        shutil.rmtree(mnt, ignore_errors=True)
+        _warn_once("scratch", "cannot mount a tmpfs: /scratch is capped per file only (RLIMIT_FSIZE)")
+        yield workdir
+        return
+    try:
+        _copy_tree(workdir, mnt)
+        st = os.stat(workdir)
+        os.chown(mnt, st.st_uid, st.st_gid)
+        os.chmod(mnt, stat.S_IMODE(st.st_mode))
+        yield mnt
+        for entry in list(workdir.iterdir()):  # the sandbox's view is the truth now (it may have deleted)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        _copy_tree(mnt, workdir)
+    finally:
+        for _ in range(20):
+            if subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30).returncode == 0:
+                break
+            time.sleep(0.05)
+        else:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
+        shutil.rmtree(mnt, ignore_errors=True)
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """Regular files, directories, symlinks (as links) and FIFOs (as FIFOs); nothing else; owners kept."""
+    for root, dirs, files in os.walk(src, followlinks=False):
+        rel = Path(root).relative_to(src)
+        for name in dirs + files:
+            s, d = Path(root) / name, dst / rel / name
+            st = os.lstat(s)
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(s), d)
+            elif stat.S_ISDIR(st.st_mode):
+                d.mkdir()
+            elif stat.S_ISREG(st.st_mode):
+                fd = os.open(s, os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as fin, open(d, "xb") as fout:
+                    shutil.copyfileobj(fin, fout)
+            elif stat.S_ISFIFO(st.st_mode):
+                os.mkfifo(d)
+            else:
+                continue
+            os.chown(d, st.st_uid, st.st_gid, follow_symlinks=False)
+            if not stat.S_ISLNK(st.st_mode):
+                os.chmod(d, stat.S_IMODE(st.st_mode))

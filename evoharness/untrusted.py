@@ -1,0 +1,189 @@
+"""Limits for reading untrusted input: one place for importers, edit validators and host-side renderers.
+
+Traces come from users, production and the agent itself; harness files come from the engineer role,
+which an adversary can steer. Everything that reads them on the host goes through these helpers:
+
+- ``read_limited(path, max_bytes)``: a regular file only (a FIFO would hang, ``/dev/zero`` never ends),
+  at most ``max_bytes``; ``InputError`` otherwise.
+- ``nesting_depth(text, limit)``: the deepest bracket nesting (``[{(``) in linear time, stopping past
+  ``limit``; ``check_nesting`` raises ``InputError`` past it. Parsers recurse per level (json, YAML,
+  TOML, Python's compiler, Jinja), so the depth is checked before they run.
+- ``loads_json(text)``: ``json.loads`` behind the depth check, with every way it can fail (bad JSON,
+  a >4,300-digit integer, recursion, memory) turned into one ``InputError`` line.
+- ``template_environment()``: a Jinja2 ``ImmutableSandboxedEnvironment`` (no dunder or private
+  attributes, no mutation of passed-in objects, no imports) whose ``range``, repetition and power are
+  bounded; ``check_template`` rejects loops nested deeper than ``MAX_LOOP_NESTING``. Harness templates
+  rendered on the host (``dataset export --render-under``) use it; harness code is never imported there.
+
+Importers (``traces/importers/``) call ``read_limited`` and ``loads_json``; new importers should too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+
+MAX_DEPTH = 100
+MAX_READ_BYTES = 512 * 1024 * 1024
+MAX_RANGE = 10_000
+MAX_REPEAT_CHARS = 1_000_000
+MAX_LOOP_NESTING = 3
+MAX_RENDER_CHARS = 2_000_000
+
+_OPEN = {ord("["), ord("{"), ord("(")}
+_CLOSE = {ord("]"), ord("}"), ord(")")}
+
+
+def read_limited(path: Path | str, max_bytes: int = MAX_READ_BYTES, *, what: str = "file") -> bytes:
+    """The bytes of ``path``: a regular file (symlinks to one are fine) of at most ``max_bytes``."""
+    p = str(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(p, f"no such {what}") from None
+    except IsADirectoryError:
+        raise InputError(p, f"is a directory, not a {what}") from None
+    except OSError as e:
+        raise InputError(p, f"cannot open: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(p, f"is a directory, not a {what}")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(p, f"not a regular file (a FIFO, socket or device is refused); expected a {what}")
+        if st.st_size > max_bytes:
+            raise InputError(p, f"{what} is {st.st_size} bytes, over the {max_bytes}-byte limit")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise InputError(p, f"{what} is over the {max_bytes}-byte limit")
+        return data
+    except OSError as e:
+        raise InputError(p, f"cannot read: {e.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def nesting_depth(text: str | bytes, limit: int = MAX_DEPTH) -> int:
+    """The deepest nesting of ``[{(`` in ``text`` (quotes are not skipped: an over-estimate), at most
+    ``limit + 1`` (the scan stops there). Linear time."""
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    depth = deepest = 0
+    for b in data:
+        if b in _OPEN:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif b in _CLOSE and depth:
+            depth -= 1
+    return deepest
+
+
+def check_nesting(text: str | bytes, where: str, limit: int = MAX_DEPTH) -> None:
+    """``InputError`` when ``text`` nests brackets deeper than ``limit``."""
+    if nesting_depth(text, limit) > limit:
+        raise InputError(where, f"nested deeper than {limit} levels (refused before parsing)")
+
+
+def loads_json(text: str | bytes, where: str, limit: int = MAX_DEPTH) -> Any:
+    """``json.loads`` of untrusted text; any failure is one ``InputError`` line."""
+    check_nesting(text, where, limit)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(where, f"invalid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except UnicodeDecodeError as e:
+        raise InputError(where, f"not UTF-8 text: {e.reason} at byte {e.start}") from None
+    except (ValueError, RecursionError, MemoryError) as e:  # e.g. an integer over 4,300 digits
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise InputError(where, f"unreadable JSON: {first[:200]}") from None
+
+
+# ---- Jinja on the host --------------------------------------------------------------------------
+
+def template_environment(**kw: Any) -> Any:
+    """A sandboxed, bounded Jinja2 environment for harness templates rendered outside a sandbox."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+    class _Bounded(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**", "+"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**" and isinstance(right, int | float) and abs(right) > 64:
+                raise SecurityError("power with an exponent over 64 is not allowed in a harness template")
+            if operator == "*":
+                n, seq = (right, left) if isinstance(right, int) else (left, right)
+                if isinstance(n, int) and isinstance(seq, str | list | tuple) and len(seq) * n > MAX_REPEAT_CHARS:
+                    raise SecurityError(f"repetition over {MAX_REPEAT_CHARS} items in a harness template")
+            result = super().call_binop(context, operator, left, right)
+            if isinstance(result, str | list | tuple) and len(result) > MAX_RENDER_CHARS:
+                raise SecurityError(f"a value over {MAX_RENDER_CHARS} items in a harness template")
+            return result
+
+    env = _Bounded(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, **kw)
+
+    def bounded_range(*args: int) -> range:
+        r = range(*args)
+        if len(r) > MAX_RANGE:
+            raise SecurityError(f"range over {MAX_RANGE} items in a harness template")
+        return r
+
+    env.globals["range"] = bounded_range
+    return env
+
+
+def check_template(text: str, where: str) -> Any:
+    """Parse a harness template (bounded nesting, loops nested at most ``MAX_LOOP_NESTING`` deep);
+    the parsed template, or ``InputError``."""
+    from jinja2 import TemplateSyntaxError, nodes
+
+    check_nesting(text, where)
+    env = template_environment()
+    try:
+        ast = env.parse(text)
+    except TemplateSyntaxError as e:
+        raise InputError(where, f"template does not parse: {e.message} (line {e.lineno})") from None
+    except (RecursionError, MemoryError):
+        raise InputError(where, "template nested too deeply to parse") from None
+
+    def loops(node: Any, depth: int) -> int:
+        here = depth + isinstance(node, nodes.For)
+        return max([here, *(loops(child, here) for child in node.iter_child_nodes())])
+
+    try:
+        deepest = loops(ast, 0)
+    except RecursionError:
+        raise InputError(where, "template nested too deeply to check") from None
+    if deepest > MAX_LOOP_NESTING:
+        raise InputError(where, f"template nests loops {deepest} deep (at most {MAX_LOOP_NESTING})")
+    return ast
+
+
+def render_template(text: str, where: str, **variables: Any) -> str:
+    """Render a harness template in the bounded sandbox; ``InputError`` on any failure or escape attempt."""
+    from jinja2 import TemplateError
+
+    check_template(text, where)
+    try:
+        out = template_environment().from_string(text).render(**variables)
+    except TemplateError as e:  # includes SecurityError (an unsafe attribute, an unbounded range)
+        raise InputError(where, f"template does not render: {type(e).__name__}: {e}"[:300]) from None
+    except (TypeError, AttributeError, KeyError, ValueError, ArithmeticError, RecursionError, MemoryError) as e:
+        raise InputError(where, f"template does not render: {type(e).__name__}: {e}"[:300]) from None
+    if len(out) > MAX_RENDER_CHARS:
+        raise InputError(where, f"template renders over {MAX_RENDER_CHARS} characters")
+    return out

@@ -1,0 +1,99 @@
+"""Limits per sandbox, not per process (bwrap): total memory, no nested user namespace, a capped scratch.
+
+Each attack is the one that got through before: six processes each under the per-process memory limit
+but over it together; a nested user namespace mounting its own tmpfs; /scratch filled across files.
+Where this machine cannot make a cgroup or mount a tmpfs the backend falls back with a warning and the
+corresponding test is skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from evoharness.sandbox.containment import _can_mount, cgroup_layout, no_userns_filter
+from evoharness.sandbox.models import Limits
+
+SIX_PROCESSES = """
+import os, sys, time
+kids = []
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            blob = bytearray(b'\\x01') * (150 * 1024 * 1024)  # touched: resident, not just reserved
+            time.sleep(3)
+            os._exit(0)
+        except MemoryError:
+            os._exit(3)
+    kids.append(pid)
+codes = [os.waitpid(k, 0)[1] for k in kids]
+print('children', codes)
+sys.exit(0 if all(c == 0 for c in codes) else 9)
+"""
+
+NESTED_USERNS = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+rc = libc.unshare(0x10000000)  # CLONE_NEWUSER
+print('unshare', rc, os.strerror(ctypes.get_errno()))
+sys.exit(0 if rc == 0 else 7)
+"""
+
+FILL_SCRATCH = """
+import sys
+written = 0
+try:
+    for i in range(4):
+        with open(f'/scratch/fill{i}', 'wb') as fh:
+            for _ in range(100):
+                fh.write(b'x' * (1024 * 1024))
+                written += 1
+except OSError as e:
+    print('stopped', written, e.strerror)
+    sys.exit(5)
+print('wrote', written)
+"""
+
+
+@pytest.mark.skipif(cgroup_layout() is None, reason="no writable memory+pids cgroup here (the backend warns)")
+def test_six_processes_share_one_memory_limit(run_py):
+    # each process may reserve 512 MiB of address space; together they may hold no more than 512 MiB
+    res = run_py(SIX_PROCESSES, limits=Limits(memory_mb=512, wall_seconds=60, pids=32))
+    assert res.returncode != 0 and res.limit == "memory", (res.stdout, res.stderr)
+
+
+def test_six_small_processes_under_the_total_still_run(run_py):
+    small = SIX_PROCESSES.replace("150 * 1024 * 1024", "20 * 1024 * 1024")
+    res = run_py(small, limits=Limits(memory_mb=512, wall_seconds=60, pids=32))
+    assert res.ok, (res.stdout, res.stderr)
+
+
+@pytest.mark.skipif(no_userns_filter() is None, reason="the seccomp filter is x86_64 only")
+def test_no_nested_user_namespace(run_py):
+    res = run_py(NESTED_USERNS, limits=Limits(wall_seconds=30))
+    assert res.returncode == 7 and "unshare -1 Operation not permitted" in res.stdout, (res.stdout, res.stderr)
+
+
+@pytest.mark.skipif(not _can_mount(), reason="cannot mount a tmpfs here (the backend warns)")
+def test_scratch_is_capped_across_files(run_py, dirs):
+    _, work = dirs
+    res = run_py(FILL_SCRATCH, limits=Limits(scratch_mb=128, file_mb=256, wall_seconds=60))
+    assert res.returncode == 5 and "No space left on device" in res.stdout, (res.stdout, res.stderr)
+    written = int(res.stdout.split()[1])
+    assert written <= 128
+    assert sum(p.stat().st_size for p in work.glob("fill*")) <= 128 * 1024 * 1024  # copied back, capped
+
+
+def test_files_the_sandbox_writes_come_back(run_py, dirs):
+    _, work = dirs
+    (work / "request.json").write_text("{}")
+    code = ("import os, pathlib; assert pathlib.Path('/scratch/request.json').read_text() == '{}';"
+            "pathlib.Path('/scratch/out').mkdir(); pathlib.Path('/scratch/out/0.json').write_text('ok');"
+            "os.symlink('/etc/passwd', '/scratch/link'); os.mkfifo('/scratch/fifo')")
+    res = run_py(code, limits=Limits(wall_seconds=30))
+    assert res.ok, res.stderr
+    assert (work / "out" / "0.json").read_text() == "ok"
+    assert (work / "link").is_symlink() and (work / "fifo").is_fifo()
+    assert sys.executable  # the host's interpreter ran it (python_runtime)

@@ -1,0 +1,49 @@
+"""Importers and detectors on hostile input: FIFOs, devices, huge integers, the quadratic id-token case."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from evoharness.cli import main
+from evoharness.diagnosis.detectors import claim_tokens
+
+
+def test_claim_tokens_are_linear_time():
+    start = time.monotonic()
+    for hostile in ("a-" * 60_000, "1-" * 60_000, "a1" * 60_000 + "\u00e9", "-" * 120_000 + "1"):  # 120 KB each
+        claim_tokens(hostile)
+    assert time.monotonic() - start < 2  # the old backtracking regex took minutes on the first
+
+
+def test_a_120kb_final_answer_labels_quickly():
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.traces.models import Trajectory
+
+    answer = "a-" * 60_000
+    traj = Trajectory(id="t", task_id="x", messages=[{"role": "user", "content": "q"},
+                                                     {"role": "assistant", "content": answer}],
+                      final_answer=answer, termination="delivered", score=0.0)
+    start = time.monotonic()
+    Labeller().label(traj)
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "big_int", "deep"])
+def test_diagnose_refuses_with_one_error_line(tmp_path, capsys, kind):
+    if kind == "fifo":
+        path = tmp_path / "t.json"
+        os.mkfifo(path)
+    elif kind == "dev_zero":
+        path = "/dev/zero"
+    elif kind == "big_int":
+        path = tmp_path / "t.json"
+        path.write_text("1" * 5000)
+    else:
+        path = tmp_path / "t.jsonl"
+        path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:"), err

@@ -1,0 +1,71 @@
+"""The service on hostile bodies and ids: 413 over the size limit, 4xx (never 500) on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from evoharness.config import Settings
+from evoharness.service.app import create_app
+
+TOKEN = "s3cret-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def client(tmp_path):
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False, "max_body_mb": 1}})
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        yield c
+
+
+def _traj(**kw):
+    return {"id": "t1", "task_id": "x", "messages": [{"role": "user", "content": "hi"}], **kw}
+
+
+HOSTILE_BODIES = {
+    "deep_list": b"[" * 100_000 + b"]" * 100_000,
+    "deep_in_record": json.dumps([_traj(meta={"a": "__DEEP__"})]).replace('"__DEEP__"', "[" * 50_000 + "]" * 50_000)
+    .encode(),
+    "big_int": b"[" + b"1" * 5000 + b"]",
+    "big_int_in_record": json.dumps([_traj(score="__N__")]).replace('"__N__"', "1" * 5000).encode(),
+    "not_utf8": b"\xff\xfe[\x00{",
+    "nul": b"[{\"id\": \"\x00\"}]",
+    "object": b"{}",
+    "string": b"\"x\"",
+    "nan": b"[{\"id\": \"a\", \"task_id\": \"b\", \"score\": NaN, \"messages\": []}]",
+    "huge_float": b"[{\"id\": \"a\", \"task_id\": \"b\", \"score\": 1e999, \"messages\": []}]",
+    "wrong_types": json.dumps([_traj(messages="nope", events=[1], usage=[])]).encode(),
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_BODIES))
+def test_hostile_bodies_are_4xx(client, name):
+    r = client.post("/trajectories", content=HOSTILE_BODIES[name], headers=AUTH)
+    assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
+    assert "error" in r.json()
+
+
+def test_over_the_limit_is_413_with_or_without_a_content_length(client):
+    big = b"[" + b" " * (2 * 1024 * 1024) + b"]"
+    assert client.post("/trajectories", content=big, headers=AUTH).status_code == 413
+
+    def chunks():  # chunked: no content-length header
+        for _ in range(40):
+            yield b" " * (64 * 1024)
+
+    assert client.post("/trajectories", content=chunks(), headers=AUTH).status_code == 413
+    assert client.get("/health").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/trajectories/%00", "/trajectories/" + "a" * 5000, "/runs/..%2f..%2fetc",
+                                  "/runs/" + "x" * 300, "/candidates/..%2f..", "/candidates/%ff%fe",
+                                  "/candidates/candidate%2fnope", "/composition?last=-1", "/composition?last=x",
+                                  "/runs/run-x/report/..%2f..%2fsettings.json"])
+def test_hostile_ids_are_4xx(client, path):
+    r = client.get(path, headers=AUTH)
+    assert 400 <= r.status_code < 500, (path, r.status_code, r.text[:300])
