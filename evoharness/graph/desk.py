@@ -119,6 +119,13 @@ class Desk:
             candidates.append(cand.model_dump(mode="json"))
         return candidates[: self.max_candidates], dropped
 
+    def _leak_guard(self):
+        from evoharness.harness_repo.leaks import LeakGuard
+
+        if getattr(self, "_leaks", None) is None:
+            self._leaks = LeakGuard(self.book.env)
+        return self._leaks
+
     def _propose(self, p: dict, review: dict, view: HarnessView, round: int, dropped: list[dict]) -> Candidate | None:
         try:
             edit = self.engineer_role.propose(Pattern.model_validate(p), Review.model_validate(review), view)
@@ -126,6 +133,7 @@ class Desk:
                 dropped.append({"pattern": p["id"], "round": round, "reason": "engineer: no fix to propose"})
                 return None
             edit = edit.model_copy(update={"targets": p["signal"], "critic": Review.model_validate(review).line()})
+            self._leak_guard().check(edit)  # no task text, expected answer or scorer code in a harness
             return self.repo.create_candidate(edit, round=round)
         except (EditRejected, InputError) as e:
             dropped.append({"pattern": p["id"], "round": round, "reason": f"edit rejected: {e}"})

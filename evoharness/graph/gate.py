@@ -80,7 +80,10 @@ class Gate:
                round: int) -> tuple[list[dict], list[dict]]:
         """Merge the best accepted (and approved) candidate; reject the rest, each with its verdict."""
         by_branch = {v["candidate"]: Verdict.model_validate(v) for v in verdicts}
-        accepted = [v for v in by_branch.values() if v.accepted and decisions.get(v.candidate, "approve") == "approve"]
+        held = {v.candidate: why for v in by_branch.values() if v.accepted
+                and decisions.get(v.candidate) != "approve" and (why := self._needs_human(v))}
+        accepted = [v for v in by_branch.values() if v.accepted and decisions.get(v.candidate, "approve") == "approve"
+                    and v.candidate not in held]
         accepted.sort(key=lambda v: (-(v.measurements.get("gain") or 0.0), v.candidate))
         merged, rejected = [], []
         winner = accepted[0] if accepted else None
@@ -89,12 +92,15 @@ class Gate:
             if v is None:
                 continue
             if winner is not None and v.candidate == winner.candidate:
-                sha = self._merge_once(cand["branch"], v)
+                sha = self._merge_once(cand["branch"], v, human_approved=decisions.get(v.candidate) == "approve")
                 merged.append({"branch": v.candidate, "commit": v.commit, "merge_commit": sha, "round": round,
                                "reading": v.measurements.get("reading", 0.0), "targets": cand["targets"]})
                 continue
             if not v.accepted:
                 reason = v.reason
+            elif v.candidate in held:
+                reason = f"accepted, but {held[v.candidate]}: a human must approve it (run --review)"
+                v = v.model_copy(update={"accepted": False, "reason": reason})
             elif decisions.get(v.candidate) == "reject":
                 reason = "rejected by reviewer" + (f": {decisions.get(v.candidate + '#reason')}"
                                                    if decisions.get(v.candidate + "#reason") else "")
@@ -108,13 +114,22 @@ class Gate:
                              "superseded_by": winner.candidate if reason.startswith("accepted but") else None})
         return merged, rejected
 
-    def _merge_once(self, branch: str, verdict: Verdict) -> str:
+    def _needs_human(self, verdict: Verdict) -> str | None:
+        """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None."""
+        from evoharness.harness_repo.static_review import review_change
+
+        findings = review_change(self.repo, verdict.base, verdict.commit)
+        if not findings:
+            return None
+        return "static review found " + "; ".join(str(f) for f in findings[:3])
+
+    def _merge_once(self, branch: str, verdict: Verdict, human_approved: bool = False) -> str:
         """Merge, unless a crash came after the merge and before the checkpoint: then find that merge."""
         already = self._merge_commit_of(verdict.commit)
         if already:
             return already
         try:
-            return self.repo.merge_verified(branch, verdict)
+            return self.repo.merge_verified(branch, verdict, human_approved=human_approved)
         except MergeRefused:
             already = self._merge_commit_of(verdict.commit)
             if already:

@@ -71,9 +71,17 @@ def candidate_new(
     harness: HarnessOpt,
     edit: Annotated[Path, typer.Option("--edit", help="EDIT.json: message, targets, changes[]")],
     round: Annotated[int, typer.Option("--round", help="round number used in the branch name")] = 0,
+    env: Annotated[str | None, typer.Option("--env", help="environment spec: refuse an edit that copies its "
+                                            "task text, expected answers or scorer code")] = None,
 ) -> None:
     """Validate an edit and commit it on a new candidate branch; prints the branch."""
-    cand = _open(ctx, harness).create_candidate(load_edit(edit), round)
+    the_edit = load_edit(edit)
+    if env is not None:
+        from evoharness.envs import get_environment
+        from evoharness.harness_repo.leaks import LeakGuard
+
+        LeakGuard(get_environment(env)).check(the_edit)
+    cand = _open(ctx, harness).create_candidate(the_edit, round)
     typer.echo(cand.branch)
 
 

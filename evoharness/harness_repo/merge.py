@@ -34,8 +34,12 @@ def merge_message(branch: str, verdict: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_mergeable(hr: HarnessRepo, branch: str, verdict: Verdict) -> tuple[str, str]:
-    """(main head, candidate head) if ``verdict`` allows merging ``branch`` now, else MergeRefused."""
+def check_mergeable(hr: HarnessRepo, branch: str, verdict: Verdict,
+                    human_approved: bool = False) -> tuple[str, str]:
+    """(main head, candidate head) if ``verdict`` allows merging ``branch`` now, else MergeRefused.
+
+    A candidate whose middleware or tools use process-level tricks (``static_review``) needs
+    ``human_approved``."""
     def refuse(reason: str) -> MergeRefused:
         return MergeRefused(reason, branch)
 
@@ -72,6 +76,14 @@ def check_mergeable(hr: HarnessRepo, branch: str, verdict: Verdict) -> tuple[str
         check_change(hr, main, head)
     except EditRejected as e:
         raise refuse(f"candidate fails the edit guard: {e.reason}" + (f" ({e.path})" if e.path else "")) from None
+    if not human_approved:
+        from evoharness.harness_repo.static_review import review_change
+
+        findings = review_change(hr, main, head)
+        if findings:
+            shown = "; ".join(str(f) for f in findings[:3]) + (f"; +{len(findings) - 3} more" if len(findings) > 3
+                                                                 else "")
+            raise refuse(f"static review: {shown} -- a human must approve this merge (run --review, then approve)")
     return main, head
 
 
@@ -104,9 +116,9 @@ def _full(hr: HarnessRepo, sha: str) -> str | None:
         return None
 
 
-def verified_merge(hr: HarnessRepo, branch: str, verdict: Verdict) -> str:
+def verified_merge(hr: HarnessRepo, branch: str, verdict: Verdict, human_approved: bool = False) -> str:
     with gitops.repo_lock(hr.repo, hr.config.lock_timeout_s):
-        main, head = check_mergeable(hr, branch, verdict)
+        main, head = check_mergeable(hr, branch, verdict, human_approved)
         tree = hr.tree_hash(head)
         merge = gitops.make_commit(hr.repo, tree, merge_message(branch, verdict), [main, head])
         if not gitops.cas_ref(hr.repo, hr.main_ref, merge, main):

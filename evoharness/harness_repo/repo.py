@@ -277,7 +277,7 @@ class HarnessRepo:
                               {"status": "rejected", "verdict": verdict.model_dump(mode="json")})
         log.info("candidate_rejected", candidate=candidate_branch, reason=verdict.reason)
 
-    def merge_verified(self, candidate_branch: str, verdict: Verdict) -> str:
+    def merge_verified(self, candidate_branch: str, verdict: Verdict, human_approved: bool = False) -> str:
         """Merge a verified candidate into main (no-ff); return the merge commit's sha.
 
         Refuses (MergeRefused) unless the verdict accepted exactly the branch's head, measured
@@ -285,7 +285,7 @@ class HarnessRepo:
         """
         from evoharness.harness_repo.merge import verified_merge
 
-        return verified_merge(self, candidate_branch, verdict)
+        return verified_merge(self, candidate_branch, verdict, human_approved)
 
 
 def _chmod_tree(root: Path, writable: bool) -> None:

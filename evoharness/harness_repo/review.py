@@ -107,6 +107,11 @@ def show_text(hr: HarnessRepo, branch: str) -> str:
     ]
     if cand.rationale:
         lines += ["", cand.rationale]
+    from evoharness.harness_repo.static_review import review_change
+
+    findings = review_change(hr, hr.diff_base(branch), cand.commit)
+    if findings:
+        lines += ["", "static review (a merge needs a human's approval):", *(f"  {f}" for f in findings)]
     if found is not None and found[1].gates:
         lines += ["", found[1].table()]
     return "\n".join(lines) + "\n\n" + hr.diff(branch)

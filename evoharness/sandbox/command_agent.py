@@ -201,7 +201,8 @@ def tool_calls_of(messages: list[dict[str, Any]]):
     for step, m in enumerate(messages):
         if m.get("role") != "assistant":
             continue
-        for call in m.get("tool_calls") or []:
+        calls = m.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
             fn = call.get("function") if isinstance(call, dict) else None
             fn = fn if isinstance(fn, dict) else {}
             yield step, fn.get("name"), fn.get("arguments")

@@ -188,7 +188,8 @@ class Trajectory(BaseModel):
             for i, m in enumerate(self.messages):
                 if m.get("role") != "assistant":
                     continue
-                for j, tc in enumerate(m.get("tool_calls") or ()):
+                calls = m.get("tool_calls")
+                for j, tc in enumerate(calls if isinstance(calls, list) else ()):  # a hostile trace: any JSON
                     if not isinstance(tc, dict):
                         continue
                     fn = tc.get("function")
