@@ -71,6 +71,9 @@ def rollout(
     commit: Annotated[str | None, typer.Option("--commit", help="harness commit (default: main)")] = None,
     sandbox: Annotated[str | None, typer.Option("--sandbox", help="bwrap | docker | none | inprocess")] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-w", help="rollouts at once")] = None,
+    batch: Annotated[int | None, typer.Option(
+        "--batch", help="rollouts of one commit that share one sandboxed worker (default: sandbox.batch_size; "
+        "1: a fresh sandbox per rollout)")] = None,
     executor: Annotated[str | None, typer.Option("--executor", help="local | ray (default: sandbox.executor)")] = None,
 ) -> None:
     """Run K rollouts of the harness on N tasks; write trajectories and print their composition."""
@@ -86,6 +89,9 @@ def rollout(
     n_workers = workers if workers is not None else cfg.workers
     if n_workers < 1:
         fail("--workers must be >= 1")
+    n_batch = batch if batch is not None else cfg.batch_size
+    if n_batch < 1:
+        fail("--batch must be >= 1")
     if executor not in (None, "local", "ray"):
         fail(f"--executor must be local or ray, not {executor!r}")
     box = make_sandbox(sandbox or cfg.backend, cfg)
@@ -99,7 +105,7 @@ def rollout(
         where = f"{box.name if box else 'inprocess'}, {executor or cfg.executor}"
         bar = progress.add_task(f"rollouts ({where})", total=len(requests))
         with make_executor(settings_of(ctx), harness, env, model, executor=executor, backend=sandbox,
-                           workers=n_workers, batch_size=1, on_result=lambda _i, _t: progress.advance(bar)) as ex:
+                           workers=n_workers, batch_size=n_batch, on_result=lambda _i, _t: progress.advance(bar)) as ex:
             trajs = ex.run(requests)
     _write(out, trajs)
     failed = sum(1 for t in trajs if t.meta.get("rollout_failure"))

@@ -50,11 +50,12 @@ def noise(
 def make_runner(settings, env: str, model: str, harness):
     """The sandboxed `RolloutRunner` for ``harness`` (a `HarnessRepo`) on ``env`` with ``model``.
 
-    The executor the settings ask for (``[sandbox]`` executor and backend), one sandbox per rollout.
+    The executor the settings ask for (``[sandbox]`` executor, backend and ``batch_size``: rollouts of one
+    commit share one sandboxed worker, as in a run).
     """
     from evoharness.sandbox.factory import make_executor
 
-    return make_executor(settings, harness.path, env, model, batch_size=1)
+    return make_executor(settings, harness.path, env, model)
 
 
 def _tasks(raw: str) -> list[str | tuple[str, str]]:
