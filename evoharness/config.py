@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from evoharness import config_keys
-from evoharness.agent.config import AgentConfig
 from evoharness.datasets.config import DatasetsConfig
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.errors import InputError
@@ -33,7 +32,38 @@ ENV_PREFIX = "EVOHARNESS_"
 # read it too.
 REMOVED_KEYS: dict[str, str] = {
     "run.ceiling_process_share": "diagnosis.ceiling_process_share (one ceiling, shared by `diagnose` and runs)",
+    "run.dev_tasks": "run.dev_limit (a count of dev tasks)",
+    "run.heldout_tasks": "run.heldout_limit (a count; datasets.heldout_tasks is the list of held-out task ids)",
+    "agent": "nothing: the [agent] section was empty (the agent's model is run.model, its policies the "
+             "harness's policies.yaml)",
 }
+
+
+# How a run's saved settings (`settings.json` written by an older version) carry over on resume:
+# old dotted key -> new dotted key (None: dropped). The same keys as REMOVED_KEYS.
+MIGRATED_KEYS: dict[str, str | None] = {
+    "run.ceiling_process_share": "diagnosis.ceiling_process_share",
+    "run.dev_tasks": "run.dev_limit",
+    "run.heldout_tasks": "run.heldout_limit",
+    "agent": None,
+}
+
+
+def migrate_saved(tree: dict[str, Any]) -> dict[str, Any]:
+    """A saved settings tree with its removed keys moved to their replacements (or dropped)."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in tree.items()}
+    for old, new in MIGRATED_KEYS.items():
+        *parents, leaf = old.split(".")
+        node = out
+        for p in parents:
+            node = node.get(p) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or leaf not in node:
+            continue
+        value = node.pop(leaf)
+        if new is not None:
+            section, key = new.split(".")
+            out.setdefault(section, {})[key] = value
+    return out
 
 
 def check_removed_keys(tree: dict[str, Any], source: str = "settings") -> None:
@@ -60,7 +90,6 @@ class Settings(BaseModel):
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     harness_repo: HarnessRepoConfig = Field(default_factory=HarnessRepoConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    agent: AgentConfig = Field(default_factory=AgentConfig)
     verification: VerificationConfig = Field(default_factory=VerificationConfig)
     roles: RolesConfig = Field(default_factory=RolesConfig)
     datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)

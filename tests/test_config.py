@@ -34,3 +34,21 @@ def test_bad_config_is_an_input_error(tmp_path, text, match):
         load_settings(cfg, environ={})
     with pytest.raises(InputError, match="not found"):
         load_settings(tmp_path / "nope.toml", environ={})
+
+
+def test_removed_keys_name_their_replacement_and_saved_runs_carry_over(tmp_path):
+    from evoharness.config import REMOVED_KEYS, Settings, migrate_saved
+
+    cfg = tmp_path / "evoharness.toml"
+    cfg.write_text("[run]\nheldout_tasks = 4\n")
+    with pytest.raises(InputError, match="run.heldout_tasks was removed: use run.heldout_limit"):
+        load_settings(cfg, environ={})
+    cfg.write_text("[agent]\n")
+    with pytest.raises(InputError, match="agent was removed"):
+        load_settings(cfg, environ={})
+    # a run saved by an older version (settings.json) resumes with the same values under the new keys
+    old = {"agent": {}, "run": {"dev_tasks": 8, "heldout_tasks": 4, "ceiling_process_share": 0.05},
+           "diagnosis": {"ceiling_process_share": 0.1}}
+    s = Settings.model_validate(migrate_saved(old))
+    assert (s.run.dev_limit, s.run.heldout_limit, s.diagnosis.ceiling_process_share) == (8, 4, 0.05)
+    assert set(REMOVED_KEYS) >= {"run.dev_tasks", "run.heldout_tasks", "agent", "run.ceiling_process_share"}

@@ -36,7 +36,7 @@ class Book:
     # -- tasks and trajectories -------------------------------------------------------------
     def tasks(self, split: str) -> list[str]:
         ids = [t.id for t in self.env.list_tasks(split)]
-        limit = self.run.dev_tasks if split == "dev" else self.run.heldout_tasks
+        limit = self.run.dev_limit if split == "dev" else self.run.heldout_limit
         return ids[:limit] if limit else ids
 
     def load(self, ids: list[str]) -> list[Trajectory]:

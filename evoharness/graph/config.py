@@ -15,8 +15,9 @@ class RunConfig(BaseModel):
     model: str = Field("standin:weak", description="Agent model: 'standin:weak' (the offline stand-in that reads "
                        "the harness, docs/agent.md), 'standin:strong', 'scripted:weak', 'scripted:oracle', "
                        "'openai:URL#model'.")
-    dev_tasks: int = Field(0, ge=0, description="Dev tasks to use (0 = all dev tasks of the environment).")
-    heldout_tasks: int = Field(0, ge=0, description="Held-out tasks for before/after evaluation (0 = all).")
+    dev_limit: int = Field(0, ge=0, description="How many of the environment's dev tasks to use (0 = all).")
+    heldout_limit: int = Field(0, ge=0, description="How many of the environment's held-out tasks the before/after "
+                               "evaluation uses (0 = all). A count; `datasets.heldout_tasks` is a list of task ids.")
     rollouts: int = Field(2, ge=1, description="k: rollouts per task for anchors and candidates.")
     max_rounds: int = Field(3, ge=1, description="Stop after this many rounds.")
     budget: float = Field(2000, gt=0, description="Budget ledger units for the whole run (1 unit per rollout).")

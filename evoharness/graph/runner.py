@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.types import Command
 
 from evoharness.agent.models import resolve_model_spec
-from evoharness.config import Settings
+from evoharness.config import Settings, migrate_saved
 from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import open_checkpointer
 from evoharness.graph.evidence import import_evidence, write_evidence
@@ -43,7 +43,7 @@ def load_run_settings(settings: Settings, run_id: str) -> tuple[Settings, Path]:
         known = sorted(p.name for p in runs_dir(settings).glob("run-*")) if runs_dir(settings).exists() else []
         raise InputError(run_id, f"no such run under {runs_dir(settings)}"
                          + (f" (known: {', '.join(known[-5:])})" if known else ""))
-    return Settings.model_validate_json(path.read_text()), run_dir
+    return Settings.model_validate(migrate_saved(json.loads(path.read_text()))), run_dir
 
 
 class RunOutcome:

@@ -14,7 +14,7 @@ from evoharness.graph.book import Book
 from evoharness.graph.desk import Desk
 from evoharness.graph.gate import Gate
 from evoharness.graph.progress import Progress
-from evoharness.graph.source import RunLedger, ledger_of
+from evoharness.graph.source import RunLedger
 from evoharness.graph.stopping import Stopping
 from evoharness.traces.store import TrajectoryStore
 
@@ -34,7 +34,7 @@ class Services:
         return self.book.store
 
     def ledger(self, state: dict[str, Any]) -> RunLedger:
-        return ledger_of(state, self.book.run.budget)
+        return self.stopping.ledger(state)
 
     def should_stop(self, state: dict[str, Any]) -> bool:
         return self.stopping.should_stop(state)

@@ -28,9 +28,11 @@ class RunLedger(BudgetLedger):
     paid_keys: list[str] = Field(default_factory=list)
 
 
-def ledger_of(state: dict, total: float) -> RunLedger:
+def ledger_of(state: dict, total: float, units_per_rollout: float = 1.0) -> RunLedger:
     """The ledger in a run's state (a fresh one of ``total`` units before the first node)."""
-    return RunLedger.model_validate(state["ledger"]) if state.get("ledger") else RunLedger(total=total)
+    if state.get("ledger"):
+        return RunLedger.model_validate(state["ledger"])
+    return RunLedger(total=total, units_per_rollout=units_per_rollout)
 
 
 def rollout_key(req: RolloutRequest) -> str:

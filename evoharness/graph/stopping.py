@@ -11,23 +11,29 @@ from evoharness.graph.source import ledger_of
 
 
 class Stopping:
-    def __init__(self, run: RunConfig, router: Router, tasks: Callable[[str], list[str]]) -> None:
+    def __init__(self, run: RunConfig, router: Router, tasks: Callable[[str], list[str]],
+                 units_per_rollout: float = 1.0) -> None:
         self.run = run
         self.router = router
         self.tasks = tasks
+        self.units = units_per_rollout
+
+    def ledger(self, state: dict[str, Any]):
+        return ledger_of(state, self.run.budget, self.units)
 
     def round_cost(self) -> float:
-        """Worst case of one round: each candidate and its fresh baseline on every dev task, and a fresh anchor."""
-        return self.run.rollouts * len(self.tasks("dev")) * (2 * self.run.max_candidates + 1)
+        """Worst case of one round (units): each candidate and its fresh baseline on every dev task, and a
+        fresh anchor."""
+        return self.units * self.run.rollouts * len(self.tasks("dev")) * (2 * self.run.max_candidates + 1)
 
     def reserve_for_finish(self) -> float:
-        return self.run.rollouts * len(self.tasks("heldout"))
+        return self.units * self.run.rollouts * len(self.tasks("heldout"))
 
     def should_stop(self, state: dict[str, Any]) -> bool:
         return self.stop_reason(state)["reason"] is not None
 
     def stop_reason(self, state: dict[str, Any]) -> dict[str, Any]:
-        ledger = ledger_of(state, self.run.budget)
+        ledger = self.ledger(state)
         comp = state.get("composition") or (state.get("anchor") or {}).get("composition") or {}
         shares = comp.get("composition", {})
         if state.get("round", 1) > self.run.max_rounds:

@@ -49,5 +49,6 @@ def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: 
                 queue=queue)
     desk = Desk(book, repo, roles, progress, run_dir=run_dir, max_candidates=run.max_candidates,
                 evidence_paths=list(run.evidence), heldout_tasks=list(settings.datasets.heldout_tasks))
-    stopping = Stopping(run, Router.from_config(settings.diagnosis), book.tasks)
+    stopping = Stopping(run, Router.from_config(settings.diagnosis), book.tasks,
+                        settings.verification.units_per_rollout)
     return Services(repo=repo, book=book, desk=desk, gate=gate, stopping=stopping, progress=progress, chain=chain)

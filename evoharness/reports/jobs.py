@@ -39,7 +39,7 @@ def run_measurer(record: RunRecord, progress: Progress, model: str | None = None
 
 def run_tasks(record: RunRecord, measurer: Measurer, split: str) -> list[str]:
     run = record.settings.run
-    return measurer.tasks(split, run.dev_tasks if split == "dev" else run.heldout_tasks)
+    return measurer.tasks(split, run.dev_limit if split == "dev" else run.heldout_limit)
 
 
 def seed_of(record: RunRecord) -> str:

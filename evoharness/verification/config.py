@@ -8,8 +8,10 @@ from pydantic import BaseModel, Field
 class VerificationConfig(BaseModel):
     """Verification (noise model, strategies, gates, budget, cache). Each field carries a description."""
 
-    rollouts: int = Field(4, ge=1, description="k: rollouts per task for a candidate (and its baseline)")
-    anchor_rollouts: int = Field(4, ge=2, description="rollouts per dev task when measuring an anchor")
+    rollouts: int = Field(4, ge=1, description="`evoharness verify` only: k, rollouts per task for a candidate "
+                          "(and its baseline); a run uses run.rollouts")
+    anchor_rollouts: int = Field(4, ge=2, description="`evoharness verify` only: rollouts per dev task when "
+                                 "measuring an anchor; a run uses run.rollouts")
     z: float = Field(3.0, gt=0, description="resolvable difference = z * sigma / sqrt(k) (the papers use 3)")
     sigma_floor: float = Field(
         0.005,
@@ -48,12 +50,13 @@ class VerificationConfig(BaseModel):
         0.05, gt=0, description="targeted gain assumed for the power estimate when a candidate predicts none"
     )
     budget: float = Field(
-        5000.0, ge=0, description="budget units for one `verify` run (the graph has its own)"
+        5000.0, ge=0, description="`evoharness verify` only: budget units for one verification; a run has run.budget"
     )
-    units_per_rollout: float = Field(1.0, gt=0, description="budget units one rollout costs")
+    units_per_rollout: float = Field(1.0, gt=0, description="budget units one rollout costs (runs and `verify`)")
     retry_attempts: int = Field(4, ge=1, description="tries per rollout batch on a retryable InfraError")
     retry_wait_s: float = Field(1.0, ge=0, description="first backoff wait; doubles per retry")
     retry_max_wait_s: float = Field(30.0, ge=0, description="longest backoff wait")
     cache_path: str | None = Field(
-        None, description="SQLite rollout cache file (default: <home>/rollout-cache.sqlite)"
+        None, description="SQLite rollout cache file shared by runs, reports and `verify` "
+        "(default: <home>/rollout-cache.sqlite)"
     )

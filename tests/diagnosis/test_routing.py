@@ -54,7 +54,7 @@ def test_one_ceiling_for_diagnose_and_runs():
     assert rec.ceiling and rec.lever == "weights" and rec.harness_share == pytest.approx(0.15)
 
 
-@pytest.mark.parametrize("old", sorted(REMOVED_KEYS))
+@pytest.mark.parametrize("old", sorted(k for k in REMOVED_KEYS if "." in k))
 def test_a_removed_key_names_its_replacement(old, tmp_path):
     section, key = old.split(".", 1)
     cfg = tmp_path / "evoharness.toml"

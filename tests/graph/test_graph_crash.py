@@ -21,7 +21,7 @@ from evoharness.graph.progress import Progress
 from evoharness.graph.runner import resume_run, start_run
 
 RUN = {"env": "synthetic", "model": "scripted:weak", "rollouts": 8, "max_rounds": 2, "budget": 4000,
-       "dev_tasks": 0, "heldout_tasks": 4, "patience": 2}
+       "dev_limit": 0, "heldout_limit": 4, "patience": 2}
 
 
 def _settings(make_settings):

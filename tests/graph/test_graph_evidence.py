@@ -23,7 +23,7 @@ from evoharness.traces.models import Trajectory
 
 PG = os.environ.get("EVOHARNESS_TEST_POSTGRES")  # read at import: the autouse fixture clears EVOHARNESS_*
 QUIET = Progress(quiet=True)
-SMALL = {"rollouts": 2, "max_rounds": 1, "dev_tasks": 8, "heldout_tasks": 2}
+SMALL = {"rollouts": 2, "max_rounds": 1, "dev_limit": 8, "heldout_limit": 2}
 
 
 def looping(tid: str, task: str, split: str = "unknown") -> dict:

@@ -16,7 +16,7 @@ from evoharness.graph.runner import start_run
 def run_settings(root: Path, **run) -> Settings:
     """One round, k=8 on 8 dev and 3 held-out tasks: the playbook's fix passes the gates and is merged (~3 s)."""
     base = {"harness": root / "harness", "env": "synthetic", "model": "scripted:weak", "rollouts": 8,
-            "dev_tasks": 8, "heldout_tasks": 3, "max_rounds": 1, "budget": 3000, "checkpointer": "sqlite"}
+            "dev_limit": 8, "heldout_limit": 3, "max_rounds": 1, "budget": 3000, "checkpointer": "sqlite"}
     base.update(run)
     return Settings.model_validate({
         "home": root / "state", "log_format": "json", "log_level": "error",

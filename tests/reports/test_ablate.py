@@ -79,8 +79,8 @@ def test_a_revert_that_does_not_apply_is_reported_and_the_others_are_measured(tm
     home = tmp_path / "state"
     run_dir = home / "runs" / "run-hand"
     run_dir.mkdir(parents=True)
-    settings = Settings.model_validate({"home": home, "run": {"harness": repo.path, "rollouts": 1, "dev_tasks": 2,
-                                                             "heldout_tasks": 2},
+    settings = Settings.model_validate({"home": home, "run": {"harness": repo.path, "rollouts": 1, "dev_limit": 2,
+                                                             "heldout_limit": 2},
                                         "sandbox": {"backend": "inprocess"}})
     (run_dir / "settings.json").write_text(settings.model_dump_json())
     merged = [{"branch": f"candidate/r{i}", "commit": repo.repo.commit(m).parents[1].hexsha, "merge_commit": m,

@@ -16,7 +16,7 @@ from evoharness.service.ingest import IngestStore
 from evoharness.traces.models import Trajectory
 from tests.service.helpers import trajectory, wait_for, write_config
 
-SMALL_RUN = {"rollouts": 2, "max_rounds": 1, "dev_tasks": 8, "heldout_tasks": 2}
+SMALL_RUN = {"rollouts": 2, "max_rounds": 1, "dev_limit": 8, "heldout_limit": 2}
 
 
 def _run_started_after(c, previous: str | None) -> str:

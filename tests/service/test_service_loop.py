@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.service.helpers import trajectory, wait_for
 
-REVIEW_RUN = {"rollouts": 8, "max_rounds": 1, "review": True, "dev_tasks": 8, "heldout_tasks": 4}
+REVIEW_RUN = {"rollouts": 8, "max_rounds": 1, "review": True, "dev_limit": 8, "heldout_limit": 4}
 
 
 def _run_when(c, run_id: str, phase: str, timeout: float = 180.0) -> dict:
@@ -118,7 +118,7 @@ def test_ingested_process_failures_trigger_a_run_and_content_failures_reach_the_
 @pytest.mark.slow
 def test_sigterm_mid_run_checkpoints_exits_zero_and_the_run_resumes(serve, tmp_path):
     trace = tmp_path / "faults.txt"
-    run = {"rollouts": 8, "max_rounds": 2, "budget": 4000, "dev_tasks": 8, "heldout_tasks": 4}
+    run = {"rollouts": 8, "max_rounds": 2, "budget": 4000, "dev_limit": 8, "heldout_limit": 4}
     server = serve(run=run, env={"EVOHARNESS_FAULT_TRACE": str(trace)})
     c = server.client()
     run_id = _first_run(c)
@@ -147,7 +147,7 @@ def test_sigterm_mid_run_checkpoints_exits_zero_and_the_run_resumes(serve, tmp_p
 @pytest.mark.slow
 def test_sigterm_past_the_shutdown_timeout_exits_1_and_the_node_reruns_on_resume(serve, tmp_path):
     trace = tmp_path / "faults.txt"
-    run = {"rollouts": 8, "max_rounds": 1, "dev_tasks": 8, "heldout_tasks": 4}
+    run = {"rollouts": 8, "max_rounds": 1, "dev_limit": 8, "heldout_limit": 4}
     server = serve(run=run, service={"shutdown_timeout_s": 0.05}, env={"EVOHARNESS_FAULT_TRACE": str(trace)})
     run_id = _first_run(server.client())
     wait_for(lambda: trace.exists() and "collect:start" in trace.read_text(), timeout=180, every=0.01,

@@ -30,7 +30,7 @@ pytestmark = [
 ]
 
 RUN = {"env": "synthetic", "model": "scripted:weak", "rollouts": 4, "max_rounds": 2, "budget": 3000,
-       "heldout_tasks": 4, "patience": 2}
+       "heldout_limit": 4, "patience": 2}
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_postgres_checkpointer_and_queue_survive_a_sigkill_and_resume(schema, tm
 
 def test_service_on_postgres_reviews_by_http_and_queues_ingested_failures(schema, serve):
     name, checkpointer, queue_url = schema
-    server = serve(run={"rollouts": 8, "max_rounds": 1, "review": True, "dev_tasks": 8, "heldout_tasks": 4,
+    server = serve(run={"rollouts": 8, "max_rounds": 1, "review": True, "dev_limit": 8, "heldout_limit": 4,
                         "checkpointer": checkpointer},
                    service={"poll_interval_s": 0.2}, extra_sections={"datasets": {"url": queue_url}})
     c = server.client()
