@@ -34,8 +34,8 @@ REMOVED_KEYS: dict[str, str] = {
     "run.ceiling_process_share": "diagnosis.ceiling_process_share (one ceiling, shared by `diagnose` and runs)",
     "run.dev_tasks": "run.dev_limit (a count of dev tasks)",
     "run.heldout_tasks": "run.heldout_limit (a count; datasets.heldout_tasks is the list of held-out task ids)",
-    "agent": "nothing: the [agent] section was empty (the agent's model is run.model, its policies the "
-             "harness's policies.yaml)",
+    "agent": "run.model for the agent's model and the harness's policies.yaml for its policies (the [agent] "
+             "section was empty)",
 }
 
 

@@ -44,7 +44,7 @@ def test_removed_keys_name_their_replacement_and_saved_runs_carry_over(tmp_path)
     with pytest.raises(InputError, match="run.heldout_tasks was removed: use run.heldout_limit"):
         load_settings(cfg, environ={})
     cfg.write_text("[agent]\n")
-    with pytest.raises(InputError, match="agent was removed"):
+    with pytest.raises(InputError, match="agent was removed: use run.model"):
         load_settings(cfg, environ={})
     # a run saved by an older version (settings.json) resumes with the same values under the new keys
     old = {"agent": {}, "run": {"dev_tasks": 8, "heldout_tasks": 4, "ceiling_process_share": 0.05},
