@@ -11,7 +11,10 @@ With ``--repeat N`` the configurations run in turn N times (in-process, process,
 ...) and each figure is the median, with min / median / max printed beside the ratios.
 
     python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--repeat 3]
-        [--docker] [--ray]
+        [--batch 1] [--docker] [--ray]
+
+``--batch N``: rollouts of one commit share one sandboxed worker N at a time (a run's
+``sandbox.batch_size`` is 8), so the interpreter start-up is paid once per N rollouts.
 
 ``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
 ``--ray`` adds a local Ray (this machine's CPUs): one task per rollout and one per batch of 4, each
@@ -45,7 +48,8 @@ def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
 
 
 def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest]) -> tuple[float, int]:
-    with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers) as ex:
+    with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
+                       batch_size=args.batch) as ex:
         ex.run(reqs[:1])  # warm: export the commit, import caches, page in the interpreter
         start = time.perf_counter()
         trajs = ex.run(reqs)
@@ -113,6 +117,8 @@ def main() -> None:
     ap.add_argument("--model", default="scripted:weak", help="model spec")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--rollouts", type=int, default=8, help="rollouts per configuration")
+    ap.add_argument("--batch", type=int, default=1, help="rollouts of one commit per sandboxed worker "
+                    "(a run uses sandbox.batch_size, 8)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--docker", action="store_true", help="add Docker rows: a fresh container per rollout "
                     "(cold) and warm pooled containers (needs dockerd and ops/sandbox/build-image.sh)")
@@ -170,7 +176,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"{n} rollouts of {args.model} on {args.env}, medians of {args.repeat} repeats ({load_note()})")
+    print(f"{n} rollouts of {args.model} on {args.env}, batch {args.batch}, medians of {args.repeat} repeats "
+          f"({load_note()})")
     for name in ("inprocess", "process", "bwrap"):
         print(f"  {name:<10} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout")
     print(f"  bwrap / plain process : {spreads['bwrap_over_process']} "
