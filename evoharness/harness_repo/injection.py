@@ -34,7 +34,9 @@ _PHRASES = [  # multi-word verbs folded into one token first
     (r"\bno matter\b", "regardless"), (r"\beven if\b|\beven though\b|\beven when\b", "regardless"),
     (r"\bin any case\b|\bno matter what\b|\bwhatever happens\b", "regardless"),
     (r"\bfull marks\b|\bfull score\b|\bperfect score\b", "success"),
-    (r"\bno need\b|\bno reason\b|\bno point\b", "not"), (r"\bneed not\b|\bneedn't\b", "not"),
+    (r"\bno need\b|\bno reason\b|\bno point\b", "needless"), (r"\bneed not\b|\bneedn't\b", "not"),
+    (r"\bact as if\b|\bact as though\b|\bbehave as if\b", "pretend"),
+    (r"\b(went|go|goes|gone) through\b", "succeeded"),
     (r"\btest suite\b", "tests"), (r"\bsanity[- ]check", "check"),
 ]
 _CONTRACTIONS = [(r"\b(do|does|did|is|are|was|were|need|should|must|could|would|has|have)n't\b", r"\1 not"),
@@ -44,29 +46,36 @@ _VERIFY = re.compile(r"^(verif\w*|(double-|cross-|re-?)?check(s|ed|ing|er|ers)?|
                      r"review\w*|approv\w*|gates?|audit\w*|inspect\w*|assert\w*|proofread\w*|evaluat\w*)$")
 _SKIP = re.compile(r"^(skip\w*|omit\w*|bypass\w*|avoid\w*|forgo\w*|forego\w*|neglect\w*|disabl\w*|circumvent\w*|"
                    r"suppress\w*|ignor\w*|disregard\w*|waiv\w*|stop|stopp\w*|ceas\w*|abandon\w*|drop|dropp\w*|"
-                   r"eliminat\w*|cut|bother)$")
+                   r"eliminat\w*|cut|bother|needless)$")
 _NEG = {"not", "never", "no", "none"}
 _DESCRIBE = {"could", "can", "was", "were", "did", "does", "is", "are", "has", "have", "had", "would", "might",
              "may", "it", "they", "he", "she", "i", "we", "if"}
 _REPEAT = {"twice", "again", "repeatedly", "same", "already", "more", "once"}
 _DISMISS = re.compile(r"^(unnecessary|optional|pointless|redundant|needless|useless|superfluous|overkill|waste|"
-                      r"skipped|omitted|omit|skippable|irrelevant|needed|necessary|required)$")
+                      r"skipped|omitted|omit|skippable|irrelevant|needed|necessary|required|ignored|dropped|"
+                      r"removed|disabled|bypassed|waived)$")
+_DISMISS_FIRST = re.compile(r"^(unnecessary|optional|pointless|redundant|needless|useless|superfluous|waste)$")
+_PRONOUN = {"them", "it", "those", "these", "that"}
 _PASS = re.compile(r"^(pass|passes|passed|succeed\w*|success\w*|ok|fine|green|correct)$")
 
 _IGNORE = re.compile(r"^(ignor\w*|disregard\w*|forget\w*|forgot|overrid\w*|discard\w*|abandon\w*|drop)$")
 _INSTRUCTIONS = re.compile(r"^(instructions?|rules?|guidance|guidelines?|directions?|prompt|directives?|"
-                           r"policy|policies|constraints?)$")
+                           r"policy|policies|constraints?|everything)$")
+# a determiner or qualifier that points at the instructions the agent has ("ignore instructions that
+# appear in tool results" is a defence; "ignore your / the / previous instructions" is the attack)
+_POINTED = {"previous", "prior", "above", "earlier", "all", "system", "original", "given", "your", "the", "these",
+            "those", "any", "every", "other", "my", "our", "everything"}
 
 _TAMPER = re.compile(r"^(edit\w*|modif\w*|chang\w*|patch\w*|rewrit\w*|rewrote|replac\w*|delet\w*|remov\w*|"
                      r"disabl\w*|touch\w*|overwrit\w*|overwrote|alter\w*|tweak\w*|hack\w*|tamper\w*|stub\w*|"
                      r"monkeypatch\w*|make)$")
 _EVALUATOR = re.compile(r"^(scor(er|ers|ing)|grad(er|ers|ing)|evaluators?|verifiers?|tests/\S*|harness\.toml|"
-                        r"\.git\S*|judge|rubric|reward|scorer\.py|graders?\.py|test_\S+)$")
+                        r"\.git\S*|judge|rubric|reward|scorer\.py|graders?\.py|test_\S+|reviewer|gates?)$")
 
 _CLAIM = re.compile(r"^(report\w*|claim\w*|say|says|said|mark\w*|declar\w*|stat(e|es|ing)|answer\w*|return\w*|"
-                    r"output\w*|tell|respond\w*|reply|print\w*|deliver\w*)$")
+                    r"output\w*|tell|respond\w*|reply|print\w*|deliver|treat\w*)$")
 _SUCCESS = re.compile(r"^(success\w*|succeed\w*|pass|passed|passing|done|complet\w*|solved|resolved|correct|"
-                      r"fixed|score|1\.0|100%?|finished|worked)$")
+                      r"fixed|score|1\.0|100%?|finished|worked|delivered)$")
 _UNCONDITIONAL = {"regardless", "always", "unconditionally", "anyway", "anyways", "irrespective", "whatever",
                   "invariably"}
 
@@ -90,11 +99,18 @@ def _negated(tokens: list[str], i: int) -> bool:
     return any(t in _NEG for t in tokens[max(0, i - 3):i])
 
 
-def _skip_verification(w: list[str]) -> tuple[int, int] | None:
+def _skip_verification(w: list[str], prev: list[str] | None = None) -> tuple[int, int] | None:
     for i, tok in enumerate(w):
-        if _SKIP.match(tok) and not _negated(w, i):
+        if _SKIP.match(tok) and (tok in ("bother", "needless") or not _negated(w, i)):
             j = _near(w, i, _VERIFY, 6)
             if j is not None and not _REPEAT & set(w[j:j + 6]):
+                return i, j
+            before = [*(prev or [])[-8:], *w[max(0, i - 8):i]]
+            if i + 1 < len(w) and w[i + 1] in _PRONOUN and any(_VERIFY.match(t) for t in before):
+                return max(0, i - 8), i + 1  # "checks slow you down; drop them"
+        if _DISMISS_FIRST.match(tok):
+            j = _near(w, i, _VERIFY, 4)
+            if j is not None:
                 return i, j
         if tok in ("not", "never") and (i == 0 or w[i - 1] not in _DESCRIBE):  # "no gate" describes
             j = _near(w, i, _VERIFY, 4)
@@ -106,7 +122,7 @@ def _skip_verification(w: list[str]) -> tuple[int, int] | None:
             if j is not None:
                 return i, j
         if _VERIFY.match(tok):
-            k = _near(w, i, _DISMISS, 6)
+            k = _near(w, i, _DISMISS, 8)
             if k is not None and (w[k] not in ("needed", "necessary", "required") or "not" in w[i:k]):
                 return i, k
         if tok == "assume":
@@ -120,7 +136,7 @@ def _ignore_instructions(w: list[str]) -> tuple[int, int] | None:
     for i, tok in enumerate(w):
         if _IGNORE.match(tok) and not _negated(w, i):
             j = _near(w, i, _INSTRUCTIONS, 6)
-            if j is not None:
+            if j is not None and (_POINTED & set(w[i + 1:j + 1]) or _POINTED & set(w[j + 1:j + 4])):
                 return i, j
     return None
 
@@ -130,6 +146,10 @@ def _tamper(w: list[str]) -> tuple[int, int] | None:
         if _TAMPER.match(tok) and not _negated(w, i):
             j = _near(w, i, _EVALUATOR, 8)
             if j is not None:
+                return i, j
+        if _EVALUATOR.match(tok):  # passive: "the grader should be edited"
+            j = _near(w, i, _TAMPER, 4)
+            if j is not None and not _negated(w, j) and w[j] != "make":
                 return i, j
     return None
 
@@ -152,13 +172,15 @@ _KINDS = (_skip_verification, _ignore_instructions, _tamper, _claim_success)
 def find_injection(text: str) -> str | None:
     """The first clause of ``text`` (its matching words) that reads as an instruction to subvert
     evaluation, or None."""
+    prev: list[str] = []
     for clause in _CLAUSE.split(_normalise(text or "")):
         words = _WORD.findall(clause)
         for kind in _KINDS:
-            hit = kind(words)
+            hit = _skip_verification(words, prev) if kind is _skip_verification else kind(words)
             if hit is not None:
                 a, b = hit
-                return " ".join(words[a:b + 1])
+                return " ".join(words[a:b + 1]) or " ".join(words)
+        prev = words
     return None
 
 

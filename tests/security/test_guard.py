@@ -3,8 +3,9 @@
 Paths: the CLI's ``candidate new``, the Python API (``HarnessRepo.create_candidate`` / ``revise``, which
 the graph and the service's runs use), the roles' own ``check_edit``, and the verified merge (a branch
 made with plain git, never through the guard, still cannot be merged). The phrase check is measured
-on paraphrases in ``data/injection_heldout.txt`` that were written before it was tuned and never used
-to tune it, and on benign lessons in ``data/benign_lessons.txt`` it must let through.
+on paraphrases written before it was tuned on them (``data/injection_heldout*.txt``: sets 1 and 2 became
+tuning data after one measurement each; set 3 is held out) and on benign lessons it must let through
+(``data/benign_lessons*.txt``).
 """
 
 from __future__ import annotations
@@ -42,13 +43,17 @@ def test_phrase_check_catches_the_tuning_phrasings():
     assert [t for t in TUNING if not find_injection(t)] == []
 
 
-def test_phrase_check_on_held_out_paraphrases_and_benign_lessons():
-    held, benign = _lines("injection_heldout.txt"), _lines("benign_lessons.txt")
-    caught = [t for t in held if find_injection(t)]
-    flagged = [t for t in benign if find_injection(t)]
-    # measured once, before any change to the check: 23 of 25 held-out caught, 0 of 20 benign flagged
-    assert len(caught) >= 23, sorted(set(held) - set(caught))
-    assert flagged == []
+def test_phrase_check_on_tuning_sets_and_the_held_out_set():
+    """Sets 1 and 2 were each measured once before the check was tuned on them (set 1: 23/25 caught,
+    0/20 benign flagged; set 2: 16/25, 1/15) and are tuning data now; set 3 was written before that
+    tuning and measured once after it: 13/20 caught, 1/10 benign flagged (the old regex guard: 3/20, 0/10)."""
+    for n in ("", "2"):
+        held, benign = _lines(f"injection_heldout{n}.txt"), _lines(f"benign_lessons{n}.txt")
+        assert [t for t in held if not find_injection(t)] == []
+        assert [t for t in benign if find_injection(t)] == []
+    held, benign = _lines("injection_heldout3.txt"), _lines("benign_lessons3.txt")
+    assert sum(bool(find_injection(t)) for t in held) >= 13
+    assert sum(bool(find_injection(t)) for t in benign) <= 1
 
 
 def _edit(text: str = PHRASE + "\n") -> Edit:
