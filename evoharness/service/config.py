@@ -35,7 +35,7 @@ class ServiceConfig(BaseModel):
     max_in_flight: int = Field(
         4, ge=1, description="Most requests handled at once; beyond it an immediate 429 with Retry-After "
         "(/health and /metrics exempt). Ingestion is CPU-bound: more in flight only queues them in the process.")
-    max_queued: int = Field(64, ge=0, description="Requests that wait for a slot beyond max_in_flight; "
+    max_queued: int = Field(256, ge=0, description="Requests that wait for a slot beyond max_in_flight; "
                             "past them, 429 at once.")
     retry_after_s: int = Field(1, ge=1, description="Retry-After (seconds) sent with a 429 over max_in_flight.")
     max_body_mb: float = Field(64.0, gt=0, description="Largest request body accepted, in MiB (413 above).")
