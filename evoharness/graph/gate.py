@@ -30,9 +30,11 @@ class Gate:
 
     def verifier(self, guards: dict | None = None) -> Verifier:
         from evoharness.harness_repo.signing import VerdictSigner
+        from evoharness.verification.hunks import GitParts
 
         return Verifier(self.source, self.config, guards=GuardBook.model_validate(guards or {}), seed=self.seed,
-                        signer=VerdictSigner(self.repo.repo))  # merges need a verdict this verifier signed
+                        signer=VerdictSigner(self.repo.repo),  # merges need a verdict this verifier signed
+                        hunks=GitParts(self.repo))  # each hunk of a candidate must gain
 
     # -- verification ----------------------------------------------------------------------------
     def verify(self, cand: dict, anchor: dict, ledger: RunLedger, round: int, guards: dict | None = None) -> dict:

@@ -114,6 +114,7 @@ def verify(
     from evoharness.harness_repo.repo import HarnessRepo
     from evoharness.verification.budget import BudgetLedger
     from evoharness.verification.chain import build_chain
+    from evoharness.verification.hunks import GitParts
     from evoharness.verification.verifier import Verifier
 
     settings = settings_of(ctx)
@@ -135,7 +136,7 @@ def verify(
                           units_per_rollout=cfg.units_per_rollout)
     from evoharness.harness_repo.signing import VerdictSigner
 
-    verifier = Verifier(runner, cfg, signer=VerdictSigner(repo.repo))
+    verifier = Verifier(runner, cfg, signer=VerdictSigner(repo.repo), hunks=GitParts(repo))
     try:
         # main's anchor on round-0 seeds: every candidate verified from the CLI shares it (cached)
         anchor = verifier.measure_anchor(repo.main_head(), task_list, cfg.anchor_rollouts, ledger=ledger)

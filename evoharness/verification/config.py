@@ -42,6 +42,20 @@ class VerificationConfig(BaseModel):
         description="share of the targeted gain that must come from rollouts where the "
         "behaviour stopped firing",
     )
+    judge_hunks: bool = Field(
+        True,
+        description="a candidate with several independent hunks that passed every gate is also run "
+        "without each hunk in turn; a hunk whose removal costs less than the resolvable difference on "
+        "the targeted tasks (or that costs the control tasks) is refused, and the candidate with it",
+    )
+    drop_refused_hunks: bool = Field(
+        True,
+        description="when some hunks of a candidate are refused and others kept, commit the candidate "
+        "without the refused ones on its branch and verify that (else the candidate is rejected)",
+    )
+    max_hunks: int = Field(
+        6, ge=2, description="most hunks judged one by one; a candidate with more is refused (split it)"
+    )
     paired_alpha: float = Field(
         0.05, gt=0, lt=1, description="significance level of the optional paired gate"
     )

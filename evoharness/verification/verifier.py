@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evoharness.harness_repo.models import Candidate, Verdict
+from evoharness.harness_repo.models import Candidate, GateResult, Verdict
 from evoharness.logging import get_logger
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.verification.anchors import Anchor, AnchorBook, OptimismRecord
@@ -26,6 +26,7 @@ from evoharness.verification.config import VerificationConfig
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.gates import Gate, default_gates
 from evoharness.verification.guards import GuardBook
+from evoharness.verification.hunks import HunkSource, judge_parts
 from evoharness.verification.observations import Labeller, Observation, mean_score
 from evoharness.verification.plan import Plan, make_plan
 from evoharness.verification.selection import Selection, SelectionStrategy, make_strategy
@@ -51,11 +52,15 @@ def _task_refs(tasks: Sequence[str | tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 class Verifier:
-    """``source`` is an `ObservationSource` or a `RolloutRunner` (wrapped with ``labeller``)."""
+    """``source`` is an `ObservationSource` or a `RolloutRunner` (wrapped with ``labeller``).
+
+    ``hunks`` splits a candidate into its hunks (`GitParts` in a run); with it, a candidate that
+    passed every gate is also judged hunk by hunk (`evoharness.verification.hunks`).
+    """
 
     def __init__(self, source: ObservationSource | object, config: VerificationConfig | None = None,
                  labeller: Labeller | None = None, guards: GuardBook | None = None, seed: int = 0,
-                 signer: Callable[[Verdict], Verdict] | None = None) -> None:
+                 signer: Callable[[Verdict], Verdict] | None = None, hunks: HunkSource | None = None) -> None:
         if not hasattr(source, "pending"):
             source = RunnerSource(source, labeller)  # type: ignore[arg-type]
         self.source: ObservationSource = source  # type: ignore[assignment]
@@ -63,6 +68,7 @@ class Verifier:
         self.guards = guards if guards is not None else GuardBook()
         self.seed = seed
         self.signer = signer  # signs each verdict (harness_repo/signing.py): merges need a signed one
+        self.hunks = hunks
 
     def _measure(self, requests: list[RolloutRequest], ledger: BudgetLedger | None, round: int,
                  candidate: str, purpose: str) -> list[Observation]:
@@ -132,6 +138,17 @@ class Verifier:
         ev = Evidence(target=candidate.targets, k=plan.k, selection=sel, anchor=anchor, baseline=baseline,
                       candidate=cand_obs, z=cfg.z, sigma_floor=cfg.sigma_floor)
         results = [g.check(ev) for g in gates]
+        if self.hunks is not None and cfg.judge_hunks and all(r.passed for r in results):
+            parts = self.hunks.parts(candidate)
+            if len(parts) > 1:
+                gate, refused = judge_parts(parts, ev, plan.candidate_requests, lambda reqs: self._measure(
+                    reqs, ledger, plan.round, candidate.branch, "hunks"), cfg.max_hunks, cfg.attribution_min_share)
+                results.append(gate)
+                reduced = self.hunks.reduce(candidate, refused) if cfg.drop_refused_hunks and refused and len(
+                    refused) < len(parts) else None
+                if reduced is not None:  # verify what is left, as the branch's new head
+                    inner = self.evaluate(reduced, anchor, plan.strategy, gates, ledger, plan.round, plan.k)
+                    return with_dropped(inner, candidate, gate)
         failed = [r.gate for r in results if not r.passed]
         reading = mean_score(ev.side("candidate", plan.compared)) or 0.0
         measurements = {
@@ -163,6 +180,17 @@ class Verifier:
         pinned = self.guards.pin_fixed(before, fresh, round)
         log.info("fresh anchor", mean=_r(fresh.mean), optimism=_r(rec.optimism), pinned=len(pinned))
         return rec
+
+
+def with_dropped(inner: Outcome, candidate: Candidate, gate: GateResult) -> Outcome:
+    """``inner`` (the verdict on the candidate less its refused hunks) noting what was dropped and why."""
+    note = gate.model_copy(update={"gate": "hunks_dropped", "passed": True,
+                                   "reason": f"dropped from {candidate.commit[:10]}: {gate.reason}"})
+    v = inner.verdict
+    verdict = v.model_copy(update={"gates": [*v.gates, note],
+                                   "reason": f"{v.reason} (after dropping {gate.numbers.get('refused')} of "
+                                   f"{gate.numbers.get('hunks')} hunks with no attributable gain)"})
+    return Outcome(verdict=verdict, selection=inner.selection, evidence=inner.evidence, reading=inner.reading)
 
 
 def _r(x: float | None) -> float | None:
