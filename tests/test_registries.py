@@ -97,8 +97,8 @@ def test_one_model_spec_grammar_for_agent_and_roles():
     cfg = RolesConfig()
     agent = agent_model("openai:http://127.0.0.1:9/v1#tiny", 0)  # constructed, no request made
     role = role_model("openai:http://127.0.0.1:9/v1#tiny", cfg)
-    assert agent.llm.model_name == role.model_name == "tiny"
-    assert str(role.openai_api_base).startswith("http://127.0.0.1:9/v1")
+    assert agent.llm.model_name == role.model == "tiny"
+    assert role.base_url == "http://127.0.0.1:9/v1"
     with pytest.raises(InputError, match="is an agent model"):
         role_model("standin:weak", cfg)
     with pytest.raises(InputError, match="unknown model spec 'claude'.*openai:URL#model"):
