@@ -17,6 +17,7 @@ import yaml
 
 from evoharness.harness_repo.init import init_harness
 from evoharness.harness_repo.models import Edit, FileChange
+from evoharness.harness_repo.signing import VerdictSigner
 from evoharness.verification.config import VerificationConfig
 from evoharness.verification.hunks import GitParts, only_hunk, split_hunks, without_hunk
 from evoharness.verification.observations import Observation
@@ -89,10 +90,10 @@ class HarnessReader:
                                    c.tree.hexsha)
         return self._files[commit]
 
-    def pending(self, requests):
+    def pending(self, requests, ledger=None):
         return len({(self._harness(r.harness_commit)[2], r.task_id, r.seed) for r in requests} - self.memo.keys())
 
-    def observe(self, requests):
+    def observe(self, requests, ledger=None):
         out, paid = [], 0
         for r in requests:
             guard, no_tools, tree = self._harness(r.harness_commit)
@@ -141,7 +142,8 @@ def test_leave_one_out_commits_hold_the_other_hunks_and_move_no_branch(repo):
 def _verify(repo, cand, world: int, judge: bool = True, drop: bool = True):
     source = HarnessReader(repo, world)
     cfg = VerificationConfig(rollouts=4, anchor_rollouts=4, drop_refused_hunks=drop)
-    verifier = Verifier(source, cfg, seed=world, hunks=GitParts(repo) if judge else None)
+    verifier = Verifier(source, cfg, seed=world, hunks=GitParts(repo) if judge else None,
+                        signer=VerdictSigner(repo.repo))
     anchor = verifier.measure_anchor(repo.main_head(), [f"t{i}" for i in range(24)], round=0)
     return verifier.verify(cand, anchor, BehaviourAware(0.5), round=1)
 
