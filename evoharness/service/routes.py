@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from evoharness import __version__
 from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
 from evoharness.diagnosis.models import FailureClass
+from evoharness.diagnosis.routing import Router
 from evoharness.errors import InputError
 from evoharness.graph.runner import runs_dir
 from evoharness.service.auth import require_token, require_token_for_reads
@@ -334,9 +335,10 @@ def get_trajectory(request: Request, trajectory_id: str) -> dict[str, Any]:
 
 @reads.get("/composition")
 def composition(request: Request, last: Annotated[int | None, Query(ge=1)] = None) -> dict[str, Any]:
-    ingest = _state(request).ingest
-    comp = ingest.composition(last=last)
-    return {**comp.to_dict(), "table": comp.table(), **ingest.stats()}
+    s = _state(request)
+    comp = s.ingest.composition(last=last)
+    rec = Router.from_config(s.settings.diagnosis).recommend(comp)  # the lever and ceiling `diagnose` gives
+    return {**comp.to_dict(), "table": comp.table(), "recommendation": rec.model_dump(), **s.ingest.stats()}
 
 
 # -- dataset export ----------------------------------------------------------------------------------

@@ -106,6 +106,7 @@ def test_ingestion_validates_names_index_and_field_and_is_idempotent(serve):
     comp = c.get("/composition").json()
     assert comp["n"] == 13 and comp["counts"] == {"healthy": 5, "F1": 0, "F2": 0, "F3": 4, "F4": 4, "E": 0}
     assert comp["top_signals"][0]["id"] in ("F3.repeated_action", "F4.poor_delivery")
+    assert comp["recommendation"]["lever"] == "harness" and not comp["recommendation"]["ceiling"]  # 4/13 process
     assert c.get("/composition", params={"last": 1}).json()["n"] == 1
 
 
