@@ -7,6 +7,7 @@ from pathlib import Path
 
 from evoharness.config import Settings
 from evoharness.graph.runner import RunOutcome, start_run
+from evoharness.harness_repo.init import init_harness
 
 
 def demo_settings(base: Settings, out: Path, env: str, rounds: int, sandbox: str) -> Settings:
@@ -23,7 +24,6 @@ def demo_settings(base: Settings, out: Path, env: str, rounds: int, sandbox: str
 
 def run_demo(base: Settings, out: Path, env: str = "synthetic", rounds: int = 3,
              sandbox: str = "bwrap") -> RunOutcome:
-    from evoharness.harness_repo.init import init_harness
 
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)

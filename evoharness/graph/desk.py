@@ -10,6 +10,7 @@ from evoharness.errors import EditRejected, EvoharnessError, InputError
 from evoharness.graph.book import Book
 from evoharness.graph.evidence import balanced, ensure_evidence, usable
 from evoharness.graph.progress import Progress
+from evoharness.harness_repo.leaks import LeakGuard
 from evoharness.harness_repo.models import Candidate, Verdict
 from evoharness.roles.models import HarnessView, Pattern, Review
 from evoharness.traces.models import Trajectory
@@ -120,7 +121,6 @@ class Desk:
         return candidates[: self.max_candidates], dropped
 
     def _leak_guard(self):
-        from evoharness.harness_repo.leaks import LeakGuard
 
         if getattr(self, "_leaks", None) is None:
             self._leaks = LeakGuard(self.book.env)

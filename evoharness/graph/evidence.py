@@ -16,7 +16,9 @@ from pathlib import Path
 
 from evoharness.diagnosis.models import Label
 from evoharness.errors import InfraError
+from evoharness.traces.importers import load_paths
 from evoharness.traces.models import Split, Trajectory
+from evoharness.traces.store import read_trajectories
 
 EVIDENCE_FILE = "evidence.jsonl"
 
@@ -31,7 +33,6 @@ def import_evidence(paths: Iterable[Path | str]) -> list[Trajectory]:
     Raises `InputError` naming the file and record for anything unreadable, so a bad file stops the
     run before it spends any budget.
     """
-    from evoharness.traces.importers import load_paths
 
     paths = list(paths)
     if not paths:
@@ -81,7 +82,6 @@ def write_evidence(run_dir: Path, trajectories: Iterable[Trajectory]) -> int:
 
 def read_evidence(run_dir: Path) -> list[Trajectory]:
     """The snapshot's trajectories ([] when the run has none); `InputError` (file and line) when it is corrupt."""
-    from evoharness.traces.store import read_trajectories
 
     path = evidence_path(run_dir)
     if not path.exists():

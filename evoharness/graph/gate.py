@@ -12,9 +12,12 @@ from evoharness.errors import BudgetExhausted, MergeRefused
 from evoharness.graph.progress import Progress
 from evoharness.graph.source import GraphSource, RunLedger
 from evoharness.harness_repo.models import Candidate, Verdict
+from evoharness.harness_repo.signing import VerdictSigner
+from evoharness.harness_repo.static_review import review_change
 from evoharness.verification.anchors import Anchor
 from evoharness.verification.config import VerificationConfig
 from evoharness.verification.guards import GuardBook
+from evoharness.verification.hunks import GitParts
 from evoharness.verification.verifier import Verifier
 
 
@@ -29,8 +32,6 @@ class Gate:
         self.seed = seed
 
     def verifier(self, guards: dict | None = None) -> Verifier:
-        from evoharness.harness_repo.signing import VerdictSigner
-        from evoharness.verification.hunks import GitParts
 
         return Verifier(self.source, self.config, guards=GuardBook.model_validate(guards or {}), seed=self.seed,
                         signer=VerdictSigner(self.repo.repo),  # merges need a verdict this verifier signed
@@ -118,7 +119,6 @@ class Gate:
 
     def _needs_human(self, verdict: Verdict) -> str | None:
         """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None."""
-        from evoharness.harness_repo.static_review import review_change
 
         findings = review_change(self.repo, verdict.base, verdict.commit)
         if not findings:

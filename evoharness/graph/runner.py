@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -140,8 +142,6 @@ def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: 
 
 @contextmanager
 def _decision_lock(run_dir: Path, run_id: str) -> Iterator[None]:
-    import fcntl
-    import os
 
     fd = os.open(run_dir / "decision.lock", os.O_CREAT | os.O_RDWR, 0o600)
     try:
