@@ -28,9 +28,27 @@ class Desk:
         self.evidence_paths = evidence_paths
         self.heldout_tasks = heldout_tasks
         self._evidence: list[Trajectory] | None = None
+        self.harness_evidence = None  # graph.harness_evidence.HarnessEvidence (set by the wiring)
+        self.planner = None  # graph.planning.RoundPlanner (set by the wiring)
+        self.unplanned: list[dict[str, Any]] = []
 
     def harness_view(self) -> HarnessView:
+        """Main's head, with the harness evidence (linter findings, culprit commits) once computed."""
+        if self.harness_evidence is not None:
+            return self.harness_evidence.view()
         return HarnessView.from_repo(self.repo, self.repo.main_head())
+
+    def hold_back(self, state: dict[str, Any], ledger) -> bool:
+        """Compute the harness evidence for main's head; True while some of it is untried against this
+        anchor: the anchor's content failures may be the harness's, so they wait for the queue."""
+        if self.harness_evidence is None or self.planner is None:
+            return False
+        self.harness_evidence.compute(state["anchor"], ledger, state.get("round", 0))
+        suspect = self.planner.open_evidence(state, self.harness_evidence)
+        if suspect:
+            self.progress.note(f"content failures held back from the training queue: the harness is suspect "
+                               f"({len(suspect)} finding(s)/culprit(s) to try first)")
+        return bool(suspect)
 
     def evidence(self) -> list[Trajectory]:
         """The run's extra evidence (production traces, `run.evidence`) the analyst may read, read once.
@@ -53,20 +71,34 @@ class Desk:
         trajs = balanced([anchor, extra], self.book.labels) if extra else anchor
         return trajs, self.book.labels(trajs)
 
-    def analyse(self, ids: list[str], feedback: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-        """Patterns of the process failures in the anchor (``ids``) and the run's evidence, and the
-        reasons the analyst failed (a malformed reply that survived the role's retries)."""
+    def analyse(self, ids: list[str], feedback: list[dict[str, Any]],
+                state: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+        """Patterns of the process failures in the anchor (``ids``) and the run's evidence and of the harness
+        evidence, and the reasons the analyst failed (a malformed reply that survived the role's retries).
+        With ``state``, the round planner keeps the patterns not yet tried against this anchor
+        (`graph.planning`) and ``self.unplanned`` gets the signals the analyst had none for."""
+        self.unplanned = []
         trajs, labels = self.analysed(ids)
         process = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if lab.lever == Lever.harness]
-        if not process:
+        view = self.harness_view()
+        if not process and not view.findings and not view.culprits:
             return [], []
+        plan = state is not None and self.planner is not None and not feedback
         try:
-            patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process],
-                                            self.harness_view(), self.max_candidates, feedback or None)
+            patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process], view,
+                                            self.max_candidates + (8 if plan else 0), feedback or None)
         except EvoharnessError as e:
             self.progress.note(f"analyst failed: {e}")
             return [], [f"analyst failed: {e}"]
-        return [p.model_dump(mode="json") for p in patterns], []
+        out = [p.model_dump(mode="json") for p in patterns]
+        if not plan:
+            return out[: self.max_candidates], []
+        self.unplanned = self.planner.unplanned(out, state)
+        kept = self.planner.filter(out, state, self.max_candidates)
+        if len(kept) < len(out[: self.max_candidates]):
+            self.progress.note(f"planning: {len(out) - len(kept)} pattern(s) already tried against this anchor; "
+                               f"trying {', '.join(p['signal'] for p in kept) or 'nothing new'}")
+        return kept, []
 
     def critique(self, patterns: list[dict[str, Any]], ids: list[str], previous: dict[str, dict]) -> list[dict]:
         """The critic's reviews. It checks the attribution against everything the analyst read; predicted

@@ -52,19 +52,23 @@ class Nodes:
         """Content failures (F1/F4) go to the training queue, never to the engineer."""
         self._bind(state)
         fault_point("enqueue:start")
-        ids = self.s.book.enqueue_content(state["anchor"]["trajectory_ids"], state["run_id"], state["round"])
+        ledger = self.s.ledger(state)
+        held = self.s.desk.hold_back(state, ledger)  # harness evidence first: the failures may be the harness's
+        ids = [] if held else self.s.book.enqueue_content(state["anchor"]["trajectory_ids"], state["run_id"],
+                                                          state["round"])
         fault_point("enqueue:done")
         known = set(state.get("queued", []))
-        return {"queued": [i for i in ids if i not in known]}
+        return {"queued": [i for i in ids if i not in known], "ledger": ledger.dump()}
 
     # -- roles --------------------------------------------------------------------------
     def analyst(self, state: RunState) -> dict[str, Any]:
         self._bind(state)
         fault_point("analyst")
         feedback = [r for r in state.get("reviews", []) if r.get("send_back")]
-        patterns, failures = self.s.desk.analyse(state["anchor"]["trajectory_ids"], feedback)
+        patterns, failures = self.s.desk.analyse(state["anchor"]["trajectory_ids"], feedback, state)
         self.s.progress.note(f"round {state['round']}: analyst found {len(patterns)} pattern(s)")
         dropped = [{"pattern": None, "round": state["round"], "reason": reason} for reason in failures]
+        dropped += self.s.desk.unplanned
         return {"patterns": patterns, "reviews": [] if not feedback else state.get("reviews", []),
                 "dropped": dropped}
 

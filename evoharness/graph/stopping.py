@@ -1,4 +1,5 @@
-"""When a run stops: the round limit, the ceiling (the Router's), patience, or the budget."""
+"""When a run stops: the round limit, the ceiling (the Router's), patience, or the budget. Neither ceiling
+is declared while the planner (`graph.planning`) has harness evidence or process signals left to try."""
 
 from __future__ import annotations
 
@@ -17,9 +18,17 @@ class Stopping:
         self.router = router
         self.tasks = tasks
         self.units = units_per_rollout
+        self.planner = None  # graph.planning.RoundPlanner and its HarnessEvidence (set by the wiring)
+        self.harness_evidence = None
 
     def ledger(self, state: dict[str, Any]):
         return ledger_of(state, self.run.budget, self.units)
+
+    def open_work(self, state: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """(harness evidence untried against this anchor, process signals above the floor untried)."""
+        if self.planner is None or not state.get("anchor"):
+            return [], []
+        return self.planner.open_evidence(state, self.harness_evidence), self.planner.untried(state)
 
     def round_cost(self) -> float:
         """Worst case of one round (units): each candidate and its fresh baseline on every dev task, and a
@@ -38,10 +47,11 @@ class Stopping:
         shares = comp.get("composition", {})
         if state.get("round", 1) > self.run.max_rounds:
             return {"reason": f"round limit ({self.run.max_rounds}) reached", "recommendation": None}
+        evidence, untried = self.open_work(state)  # no ceiling verdict while the harness has untried work
         ceiling = self.router.stop_reason(shares)
-        if ceiling is not None:
+        if ceiling is not None and not evidence:
             return {"reason": ceiling[0], "recommendation": ceiling[1]}
-        if state.get("no_accept_streak", 0) >= self.run.patience:
+        if state.get("no_accept_streak", 0) >= self.run.patience and not evidence and not untried:
             return {"reason": f"ceiling: {state['no_accept_streak']} rounds in a row with nothing accepted",
                     "recommendation": self.router.weights_advice(shares)}
         if ledger.left < self.round_cost() + self.reserve_for_finish():

@@ -13,6 +13,8 @@ from evoharness.envs import get_environment
 from evoharness.graph.book import Book
 from evoharness.graph.desk import Desk
 from evoharness.graph.gate import Gate
+from evoharness.graph.harness_evidence import HarnessEvidence
+from evoharness.graph.planning import RoundPlanner
 from evoharness.graph.progress import Progress
 from evoharness.graph.services import Services
 from evoharness.graph.source import GraphSource
@@ -49,6 +51,10 @@ def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: 
                 queue=queue)
     desk = Desk(book, repo, roles, progress, run_dir=run_dir, max_candidates=run.max_candidates,
                 evidence_paths=list(run.evidence), heldout_tasks=list(settings.datasets.heldout_tasks))
-    stopping = Stopping(run, Router.from_config(settings.diagnosis), book.tasks,
-                        settings.verification.units_per_rollout)
+    router = Router.from_config(settings.diagnosis)
+    stopping = Stopping(run, router, book.tasks, settings.verification.units_per_rollout)
+    evidence = HarnessEvidence(repo, book, run_dir, progress, settings.roles.min_support)
+    planner = RoundPlanner(book, settings.roles.min_support, floor=router.ceiling)
+    desk.harness_evidence = stopping.harness_evidence = evidence
+    desk.planner = stopping.planner = planner
     return Services(repo=repo, book=book, desk=desk, gate=gate, stopping=stopping, progress=progress, chain=chain)

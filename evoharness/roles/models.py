@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from evoharness.harness_repo.manifest import DEFAULT_PROTECTED, DEFAULT_SURFACES, glob_match
+from evoharness.harness_repo.models import FileChange
 
 MAX_VIEW_FILE_BYTES = 200_000
 
@@ -76,11 +77,52 @@ class Review(BaseModel):
         return "; ".join(bits) + (f": {self.notes}" if self.notes else "")
 
 
+class Finding(BaseModel):
+    """A harness-linter finding (`evoharness.roles.lint`): what is wrong where, the signals it would
+    produce, and how often they fired in the anchor (``support``, with ``evidence`` and ``target``:
+    the one of ``signals`` that fired most, the signal a repair is verified on)."""
+
+    rule: str = Field(description="e.g. 'middleware.rewrites_results'")
+    path: str = Field(description="the harness file it is in")
+    detail: str
+    quote: str = Field("", description="the offending text (a sentence, a hook's source line)")
+    signals: list[str] = Field(default_factory=list, description="signal ids this defect would produce")
+    tools: list[str] = Field(default_factory=list, description="tools involved (hidden, blocked, forbidden)")
+    support: int = Field(0, description="anchor trajectories in which one of the signals fired")
+    target: str | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    task_ids: list[str] = Field(default_factory=list)
+
+    def line(self) -> str:
+        return f"{self.rule} in {self.path}: {self.detail}" + (f" (support {self.support})" if self.support else "")
+
+
+class Culprit(BaseModel):
+    """Harness history as evidence: ``signal`` rose from ``before`` to ``after`` (incidence on ``task_ids``,
+    same seeds) at ``commit`` on main; reverting it is the candidate repair."""
+
+    commit: str
+    subject: str = ""
+    signal: str
+    before: float
+    after: float
+    paths: list[str] = Field(default_factory=list, description="files the commit changed")
+    measured: list[str] = Field(default_factory=list, description="commits measured by the bisect")
+    task_ids: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    changes: list[FileChange] = Field(default_factory=list, description="the revert on top of main's head")
+
+    def line(self) -> str:
+        return (f"{self.signal} rose {self.before:.2f} -> {self.after:.2f} at {self.commit[:10]} "
+                f"({self.subject}); revert it")
+
+
 class HarnessView(BaseModel):
     """A read-only view of the harness at one commit: path -> text, plus what may be edited.
 
     Binary files and files over 200 kB are left out of ``files``. ``surfaces`` and ``protected``
-    are the manifest's globs; protected wins over surfaces.
+    are the manifest's globs; protected wins over surfaces. ``findings`` (the harness linter's) and
+    ``culprits`` (commits on main after which a signal rose) are evidence every role may read.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -89,6 +131,8 @@ class HarnessView(BaseModel):
     surfaces: list[str] = Field(default_factory=lambda: list(DEFAULT_SURFACES))
     protected: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
     commit: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    culprits: list[Culprit] = Field(default_factory=list)
 
     def text(self, path: str, default: str = "") -> str:
         return self.files.get(path, default)

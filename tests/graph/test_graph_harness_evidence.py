@@ -1,0 +1,65 @@
+"""A defect planted on main is found (its commit by the history bisect, or the linter when there is no
+history), repaired by a verified merge, and its failures never reach the training queue."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from evoharness.graph.runner import start_run
+from evoharness.harness_repo.init import init_harness
+
+TRUNCATE = "def after_tool(call, result, ctx):\n    return result[:12]\n"
+# a seed with the loop guard and the exit gate on (as benchmarks/planted_flaws.py): loops and silent endings
+# would otherwise hide what the truncation costs
+CONTROLS = ("max_steps: 12\nloop_guard:\n  enabled: true\n  max_repeats: 2\ncheckpoint_nudge:\n  enabled: false\n"
+            "  every: 4\nexit_gate:\n  enabled: true\nrepair_tool_calls: false\n")
+
+
+def git(root, *args):
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def plant(root, rel, text, amend=False):
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", *(["--amend"] if amend else []), "-m", "seed" if amend else "shorter tool results")
+    return git(root, "rev-parse", "HEAD")
+
+
+def queued_commits(outcome):
+    trajs = {}
+    for line in (outcome.run_dir / "trajectories.jsonl").read_text().splitlines():
+        t = json.loads(line)
+        trajs[t["id"]] = t["harness_commit"]
+    return {trajs[i] for i in outcome.state.get("queued", [])}
+
+
+def test_a_planted_commit_is_bisected_reverted_and_kept_out_of_the_queue(make_settings):
+    settings = make_settings(model="standin:weak", max_rounds=2)
+    repo = init_harness(settings.run.harness)
+    plant(repo.path, "policies.yaml", CONTROLS)
+    bad = plant(repo.path, "middleware/shorten.py", TRUNCATE)
+    outcome = start_run(settings)
+    evidence = json.loads((outcome.run_dir / "harness_evidence.json").read_text())
+    assert any(c["commit"] == bad and c["paths"] == ["middleware/shorten.py"] for c in evidence[bad]["culprits"])
+    merged = outcome.state["merged"]
+    assert merged and merged[0]["branch"].startswith("candidate/r1-revert-")
+    assert "middleware/shorten.py" not in git(repo.path, "ls-tree", "-r", "--name-only", "main")
+    assert bad not in queued_commits(outcome)
+    assert git(repo.path, "log", "--format=%P", "-1", "main").count(" ") == 1  # main moved by a merge
+
+
+def test_without_history_the_linter_finds_it_and_the_middleware_is_removed(make_settings):
+    settings = make_settings(model="standin:weak", max_rounds=2)
+    repo = init_harness(settings.run.harness)
+    plant(repo.path, "policies.yaml", CONTROLS, amend=True)
+    bad = plant(repo.path, "middleware/shorten.py", TRUNCATE, amend=True)  # one commit: nothing to bisect
+    outcome = start_run(settings)
+    evidence = json.loads((outcome.run_dir / "harness_evidence.json").read_text())
+    assert evidence[bad]["culprits"] == []
+    assert outcome.state["merged"], outcome.state.get("rejected")
+    assert "middleware/shorten.py" not in git(repo.path, "ls-tree", "-r", "--name-only", "main")
+    assert bad not in queued_commits(outcome)

@@ -1,0 +1,100 @@
+"""The harness linter names defects in every surface, and each finding has a repair on that surface."""
+
+from __future__ import annotations
+
+import yaml
+
+from evoharness.harness_repo.seed import POLICIES, SYSTEM_PROMPT, seed_files
+from evoharness.roles.lint import lint_harness
+from evoharness.roles.models import HarnessView
+from evoharness.roles.repairs import repair
+
+TOOLS = [{"name": n, "description": f"{n} tool"} for n in ("lookup_contact", "get_order", "send_message")]
+
+
+def view(**files: str) -> HarnessView:
+    return HarnessView.from_files(seed_files() | {k.replace("__", "/").replace("_dot_", "."): v
+                                                  for k, v in files.items()})
+
+
+def rules(v: HarnessView, task: str = "") -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in lint_harness(v, TOOLS, task_text=task):
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def apply(v: HarnessView, changes) -> HarnessView:
+    files = dict(v.files)
+    for c in changes:
+        if c.delete:
+            files.pop(c.path)
+        else:
+            files[c.path] = c.content
+    return HarnessView.from_files(files)
+
+
+def test_the_seed_harness_is_clean():
+    assert rules(view()) == {}
+
+
+def test_hidden_and_absent_tools_and_their_repair():
+    bad = SYSTEM_PROMPT.replace("{% for tool in tools -%}", "{% for tool in tools if tool.name != 'get_order' -%}")
+    bad += "\nUse `fetch_orders` for orders.\n"
+    v = view(prompts__system_dot_md=bad)
+    found = rules(v)
+    assert found["prompt.hidden_tool"][0].tools == ["get_order"]
+    assert found["prompt.absent_tool"][0].tools == ["fetch_orders"]
+    fixed = apply(v, repair(found["prompt.hidden_tool"][0], v))
+    assert "prompt.hidden_tool" not in rules(fixed)
+
+
+def test_instructions_against_every_task_or_the_call_format_are_cut_out():
+    lessons = ("### Notes\nDo not call any tools.\nPass arguments as YAML.\nNever send messages.\n"
+               "If a call fails, do not repeat it.\n")
+    v = view(lessons_dot_md=lessons)
+    found = rules(v)
+    assert {"instructions.no_tools", "instructions.call_format", "instructions.forbids_tool"} <= set(found)
+    assert found["instructions.forbids_tool"][0].tools == ["send_message"]
+    for f in [found["instructions.no_tools"][0], found["instructions.call_format"][0]]:
+        v = apply(v, repair(f, v))
+    assert "Do not call any tools" not in v.text("lessons.md") and "If a call fails" in v.text("lessons.md")
+
+
+def test_a_lesson_against_the_task_policy_is_found():
+    policy = "Before any change you must ask the user for explicit confirmation."
+    found = rules(view(lessons_dot_md="Never ask the user for confirmation.\n"), task=policy)
+    assert "instructions.contradicts_task" in found
+
+
+def test_middleware_that_truncates_blocks_or_rewrites_messages():
+    trunc = "def after_tool(call, result, ctx):\n    return result[:10]\n"
+    block = ("import json\n\n\ndef before_tool(call, ctx):\n    if call['name'] == 'send_message':\n"
+             "        return 'Denied.'\n\n\ndef after_model(message, ctx):\n    return None\n")
+    keep = "def after_tool(call, result, ctx):\n    return result\n"
+    v = view(middleware__a_dot_py=trunc, middleware__b_dot_py=block, middleware__c_dot_py=keep)
+    found = rules(v)
+    assert [f.path for f in found["middleware.rewrites_results"]] == ["middleware/a.py"]
+    assert "truncates" in found["middleware.rewrites_results"][0].detail
+    assert found["middleware.blocks_tools"][0].tools == ["send_message"]
+    assert repair(found["middleware.rewrites_results"][0], v)[0].delete  # its only hook: the file goes
+    cut = repair(found["middleware.blocks_tools"][0], v)[0]  # another hook stays: only before_tool goes
+    assert "before_tool" not in cut.content and "after_model" in cut.content
+
+
+def test_budgets_and_numbers_that_can_never_fire():
+    pol = yaml.safe_load(POLICIES)
+    pol.update(max_steps=3, loop_guard={"enabled": True, "max_repeats": 1000})
+    v = view(policies_dot_yaml=yaml.safe_dump(pol))
+    found = rules(v)["policies.budget"]
+    assert {f.quote for f in found} == {"max_steps: 3", "max_repeats: 1000"}
+    for f in found:
+        v = apply(v, repair(f, v))
+    assert v.policies()["max_steps"] == 12 and v.policies()["loop_guard"]["max_repeats"] == 2
+    assert "policies.budget" not in rules(v)
+
+
+def test_a_protected_path_gets_no_repair():
+    v = HarnessView.from_files(seed_files() | {"lessons.md": "Do not call any tools.\n"}, protected=["lessons.md"])
+    f = rules(v)["instructions.no_tools"][0]
+    assert repair(f, v) is None
