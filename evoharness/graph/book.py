@@ -14,6 +14,7 @@ from evoharness.errors import EvoharnessError
 from evoharness.graph.config import RunConfig
 from evoharness.graph.progress import Progress
 from evoharness.graph.source import GraphSource, RunLedger
+from evoharness.graph.state import AnchorEntry
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import TrajectoryStore
@@ -64,18 +65,15 @@ class Book:
         return Composition.from_labels(self.labels(self.load(ids))).to_dict()
 
     # -- anchors and evaluation --------------------------------------------------------------
-    def measure_anchor(self, commit: str, ledger: RunLedger, round: int) -> dict[str, Any]:
+    def measure_anchor(self, commit: str, ledger: RunLedger, round: int) -> AnchorEntry:
         """main's k-rollout measurement on the dev tasks (through the verifier, paid from the ledger)."""
         self.progress.note(f"measuring anchor of {commit[:10]} (round {round})")
         anchor = self.verifier.measure_anchor(commit, self.tasks("dev"), k=self.run.rollouts, round=round,
                                               ledger=ledger)
         ids = [o.trajectory_id for o in anchor.observations]
-        return {
-            "commit": commit, "round": round, "k": anchor.k, "tasks": anchor.dev_tasks(),
-            "trajectory_ids": ids, "mean": anchor.mean, "sigma": anchor.sigma,
-            "composition": self.composition_of(ids),
-            "anchor": anchor.model_dump(mode="json"),
-        }
+        return AnchorEntry(commit=commit, round=round, k=anchor.k, tasks=anchor.dev_tasks(), trajectory_ids=ids,
+                           mean=anchor.mean, sigma=anchor.sigma, composition=self.composition_of(ids),
+                           anchor=anchor.model_dump(mode="json"))
 
     def evaluate(self, commit: str, split: str, ledger: RunLedger, round: int) -> dict[str, Any] | None:
         """Composition of ``commit`` on a split (held-out included: measured, never selected or exported)."""

@@ -11,6 +11,7 @@ from typing import Any
 from evoharness.errors import BudgetExhausted, MergeRefused
 from evoharness.graph.progress import Progress
 from evoharness.graph.source import GraphSource, RunLedger
+from evoharness.graph.state import AnchorEntry
 from evoharness.harness_repo.models import Candidate, Verdict
 from evoharness.harness_repo.signing import VerdictSigner
 from evoharness.harness_repo.static_review import review_change
@@ -38,7 +39,8 @@ class Gate:
                         hunks=GitParts(self.repo))  # each hunk of a candidate must gain
 
     # -- verification ----------------------------------------------------------------------------
-    def verify(self, cand: dict, anchor: dict, ledger: RunLedger, round: int, guards: dict | None = None) -> dict:
+    def verify(self, cand: dict, anchor: AnchorEntry, ledger: RunLedger, round: int,
+               guards: dict | None = None) -> dict:
         """Verify one candidate against the current anchor; the verdict is also noted on its commit.
 
         Re-running after a crash re-reads the same cached rollouts, so it reaches the same verdict
@@ -46,9 +48,9 @@ class Gate:
         """
         candidate = Candidate.model_validate(cand)
         try:
-            return self._verify(candidate, Anchor.model_validate(anchor["anchor"]), ledger, round, guards)
+            return self._verify(candidate, anchor.measured(), ledger, round, guards)
         except BudgetExhausted as e:
-            verdict = Verdict(candidate=candidate.branch, commit=candidate.commit, base=anchor["commit"],
+            verdict = Verdict(candidate=candidate.branch, commit=candidate.commit, base=anchor.commit,
                               accepted=False, reason=f"not verified: {e}")
             self.progress.note(f"  {candidate.branch}: not verified ({e})")
             return verdict.model_dump(mode="json")
@@ -72,10 +74,10 @@ class Gate:
         return verdict.model_dump(mode="json")
 
     @staticmethod
-    def pin_fixed(before: dict, after: dict, round: int, guards: dict | None) -> dict:
+    def pin_fixed(before: AnchorEntry, after: AnchorEntry, round: int, guards: dict | None) -> dict:
         """Every task the merge fixed becomes a guard task for later candidates."""
         book = GuardBook.model_validate(guards or {})
-        book.pin_fixed(Anchor.model_validate(before["anchor"]), Anchor.model_validate(after["anchor"]), round)
+        book.pin_fixed(before.measured(), after.measured(), round)
         return book.model_dump(mode="json")
 
     # -- settling -------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from langgraph.types import interrupt
 
 from evoharness.graph.faults import fault_point
 from evoharness.graph.services import Services
-from evoharness.graph.state import RunState
+from evoharness.graph.state import AnchorEntry, RunState
 
 log = structlog.get_logger("evoharness.graph")
 
@@ -37,15 +37,15 @@ class Nodes:
         fault_point("collect:anchored")
         heldout = self.s.book.evaluate(main, "heldout", ledger, round=0)
         fault_point("collect:done")
-        self.s.progress.note(f"seed anchor: mean {anchor['mean']:.3f} on {len(anchor['tasks'])} dev tasks")
-        return {"anchor": anchor, "anchors": [anchor], "round": 1, "ledger": ledger.dump(),
-                "before": {"dev": anchor["composition"], "heldout": heldout}, "no_accept_streak": 0,
+        self.s.progress.note(f"seed anchor: mean {anchor.mean:.3f} on {len(anchor.tasks)} dev tasks")
+        return {"anchor": anchor.dump(), "anchors": [anchor.dump()], "round": 1, "ledger": ledger.dump(),
+                "before": {"dev": anchor.composition, "heldout": heldout}, "no_accept_streak": 0,
                 "status": "running"}
 
     def diagnose(self, state: RunState) -> dict[str, Any]:
         self._bind(state)
         fault_point("diagnose")
-        comp = self.s.book.composition_of(state["anchor"]["trajectory_ids"])
+        comp = self.s.book.composition_of(AnchorEntry.of(state).trajectory_ids)
         return {"composition": comp}
 
     def enqueue(self, state: RunState) -> dict[str, Any]:
@@ -54,7 +54,7 @@ class Nodes:
         fault_point("enqueue:start")
         ledger = self.s.ledger(state)
         held = self.s.desk.hold_back(state, ledger)  # harness evidence first: the failures may be the harness's
-        ids = [] if held else self.s.book.enqueue_content(state["anchor"]["trajectory_ids"], state["run_id"],
+        ids = [] if held else self.s.book.enqueue_content(AnchorEntry.of(state).trajectory_ids, state["run_id"],
                                                           state["round"])
         fault_point("enqueue:done")
         known = set(state.get("queued", []))
@@ -65,7 +65,7 @@ class Nodes:
         self._bind(state)
         fault_point("analyst")
         feedback = [r for r in state.get("reviews", []) if r.get("send_back")]
-        patterns, failures = self.s.desk.analyse(state["anchor"]["trajectory_ids"], feedback, state)
+        patterns, failures = self.s.desk.analyse(AnchorEntry.of(state).trajectory_ids, feedback, state)
         self.s.progress.note(f"round {state['round']}: analyst found {len(patterns)} pattern(s)")
         dropped = [{"pattern": None, "round": state["round"], "reason": reason} for reason in failures]
         dropped += self.s.desk.unplanned
@@ -76,7 +76,7 @@ class Nodes:
         self._bind(state)
         fault_point("critic")
         previous = {r["pattern_id"]: r for r in state.get("reviews", [])}
-        reviews = self.s.desk.critique(state["patterns"], state["anchor"]["trajectory_ids"], previous)
+        reviews = self.s.desk.critique(state["patterns"], AnchorEntry.of(state).trajectory_ids, previous)
         return {"reviews": reviews}
 
     def engineer(self, state: RunState) -> dict[str, Any]:
@@ -92,11 +92,11 @@ class Nodes:
     def verify(self, state: RunState) -> dict[str, Any]:
         self._bind(state)
         fault_point("verify:start")
-        ledger = self.s.ledger(state)
+        ledger, anchor = self.s.ledger(state), AnchorEntry.of(state)
         verdicts = []
         for cand in state["candidates"]:
             structlog.contextvars.bind_contextvars(candidate=cand["branch"])
-            verdicts.append(self.s.gate.verify(cand, state["anchor"], ledger, state["round"], state.get("guards")))
+            verdicts.append(self.s.gate.verify(cand, anchor, ledger, state["round"], state.get("guards")))
             fault_point("verify:candidate")
         structlog.contextvars.unbind_contextvars("candidate")
         return {"verdicts": verdicts, "ledger": ledger.dump()}
@@ -125,19 +125,19 @@ class Nodes:
         fault_point("reanchor:start")
         ledger = self.s.ledger(state)
         merged_now = [m for m in state.get("merged", []) if m["round"] == state["round"]]
-        anchor = state["anchor"]
+        before = anchor = AnchorEntry.of(state)
         optimism = None
         guards = state.get("guards") or {}
         if merged_now:
             anchor = self.s.book.measure_anchor(self.s.repo.main_head(), ledger, round=state["round"])
-            optimism = merged_now[-1]["reading"] - anchor["mean"]
-            guards = self.s.gate.pin_fixed(state["anchor"], anchor, state["round"], guards)
+            optimism = merged_now[-1]["reading"] - anchor.mean
+            guards = self.s.gate.pin_fixed(before, anchor, state["round"], guards)
         fault_point("reanchor:done")
         summary = {
             "round": state["round"],
-            "anchor_before": state["anchor"]["mean"],
-            "fresh_anchor": anchor["mean"] if merged_now else None,
-            "anchor_commit": anchor["commit"],
+            "anchor_before": before.mean,
+            "fresh_anchor": anchor.mean if merged_now else None,
+            "anchor_commit": anchor.commit,
             "selection_optimism": optimism,
             "composition": state.get("composition"),
             "candidates": [{**c, "verdict": next((v for v in state["verdicts"] if v["candidate"] == c["branch"]),
@@ -150,13 +150,13 @@ class Nodes:
         streak = 0 if merged_now else state.get("no_accept_streak", 0) + 1
         self.s.progress.note(
             f"round {state['round']}: merged {len(merged_now)}; anchor {summary['anchor_before']:.3f}"
-            + (f" -> fresh {anchor['mean']:.3f}" if merged_now else "") + f"; budget left {ledger.left:g}")
+            + (f" -> fresh {anchor.mean:.3f}" if merged_now else "") + f"; budget left {ledger.left:g}")
         update: dict[str, Any] = {"rounds": [summary], "round": state["round"] + 1, "ledger": ledger.dump(),
                                   "no_accept_streak": streak, "candidates": [], "verdicts": [], "patterns": [],
                                   "reviews": [], "decisions": {}, "guards": guards}
         if merged_now:
-            update["anchor"] = anchor
-            update["anchors"] = [anchor]
+            update["anchor"] = anchor.dump()
+            update["anchors"] = [anchor.dump()]
         return update
 
     def finish(self, state: RunState) -> dict[str, Any]:
@@ -164,7 +164,7 @@ class Nodes:
         fault_point("finish:start")
         ledger = self.s.ledger(state)
         main = self.s.repo.main_head()
-        dev = self.s.book.composition_of(state["anchor"]["trajectory_ids"])
+        dev = self.s.book.composition_of(AnchorEntry.of(state).trajectory_ids)
         heldout = self.s.book.evaluate(main, "heldout", ledger, round=state.get("round", 0))
         fault_point("finish:done")
         reason = self.s.stopping.stop_reason(state)

@@ -9,9 +9,40 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+from pydantic import BaseModel
+
+from evoharness.verification.anchors import Anchor
+
 
 def replace(_old: Any, new: Any) -> Any:
     return new
+
+
+class AnchorEntry(BaseModel):
+    """The state's ``anchor`` (and each of ``anchors``): main's measurement, the bar of the next round.
+
+    Stored as its JSON dump; nodes read it back through `AnchorEntry.of` (one typed boundary).
+    """
+
+    commit: str
+    round: int
+    k: int
+    tasks: list[str]
+    trajectory_ids: list[str]
+    mean: float
+    sigma: float
+    composition: dict[str, Any]
+    anchor: dict[str, Any]  # the verifier's `Anchor`, serialised
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> AnchorEntry:
+        return cls.model_validate(state["anchor"])
+
+    def measured(self) -> Anchor:
+        return Anchor.model_validate(self.anchor)
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
 
 class RunInput(TypedDict, total=False):
