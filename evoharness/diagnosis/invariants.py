@@ -5,7 +5,11 @@ inferred from the trace -- an argument present in every successful call of a too
 its JSON type is the type those calls used. A call that lacks a required argument, passes a value
 outside a declared enum, or a value of another type is a violation.
 
-Domain policy (only where the system prompt carries one): rule templates --
+Domain policy (only where the system prompt carries one): rule templates, read from the policy text
+alone -- the system prompt less its tool documentation (tool listing lines such as "- `name`: ...",
+every line that names a tool the trace declares or calls, and the declared tools' descriptions), so
+a tool described as "Authenticate the user with the travel API" is not mistaken for a policy that
+asks for an identity check --
 - ``policy.identity_check``: the prompt asks to authenticate / verify the user, and a write action
   comes before any lookup of the user (a read tool whose name mentions user, customer or account) and
   before the user gave their user id (a ``user_id`` value of a tool result or call, said by the user);
@@ -31,6 +35,9 @@ IDENTITY_POLICY = re.compile(r"authenticat|verify .{0,30}identity|obtain the use
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
 AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)
+# a tool listing line: "- `name`: ..." or "- some_tool: ..." (an identifier in backticks, or one with "_")
+TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?(?:`[A-Za-z_][\w.-]*`|[A-Za-z][\w.-]*_[\w.-]*)"
+                       r"\s*(?:\([^)\n]{0,200}\))?\s*:")
 USER_LOOKUP = re.compile(r"user|customer|account|member|auth", re.I)
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
 
@@ -134,13 +141,40 @@ def policy_rules(policy: str) -> tuple[bool, bool]:
     return bool(IDENTITY_POLICY.search(policy)), bool(CONFIRM_POLICY.search(policy))
 
 
+def _tool_docs(view: TraceView) -> tuple[set[str], list[str]]:
+    """Names of the tools the trace declares or calls, and the declared tools' descriptions."""
+    names, descriptions = {c.name for c in view.calls if c.name}, []
+    for tool in view.traj.meta.get("tools") or ():
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        if isinstance(fn.get("name"), str) and fn["name"]:
+            names.add(fn["name"])
+        if isinstance(fn.get("description"), str) and len(fn["description"].strip()) >= 8:
+            descriptions.append(fn["description"].strip())
+    return names, descriptions
+
+
+def policy_text(view: TraceView) -> str:
+    """The system prompt's policy: its text less the lines that document tools (see the module doc)."""
+    msgs = view.traj.messages
+    text = "\n".join(m["content"] for m in msgs if m.get("role") == "system" and isinstance(m.get("content"), str))
+    if not text:
+        return ""
+    names, descriptions = _tool_docs(view)
+    for d in descriptions:
+        text = text.replace(d, " ")
+    lines = [ln for ln in text.splitlines() if not TOOL_LINE.match(ln[:300])]
+    return "\n".join(ln for ln in lines if not any(n in ln for n in names))
+
+
 def policy_violations(view: TraceView) -> list[Violation]:
     msgs = view.traj.messages
     writes = write_calls(view)
     if not writes:
         return []
-    policy = "\n".join(m["content"] for m in msgs if m.get("role") == "system" and isinstance(m.get("content"), str))
-    if not policy:
+    policy = policy_text(view)
+    if not policy.strip():
         return []
     identity, confirm = policy_rules(policy)
     out = []

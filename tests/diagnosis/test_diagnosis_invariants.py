@@ -42,3 +42,23 @@ def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     lab = Labeller().label(b.deliver("done").build(score=0.0))
     [v] = lab.violations
     assert v.rule == "schema(inferred).required" and v.step == 5 and "order_id" in v.evidence
+
+
+def test_a_tool_described_as_authenticating_is_not_an_identity_policy():
+    """BFCL-style prompts list tools whose descriptions say "Authenticate ..."; that is no domain policy."""
+    prompt = ("You are a careful assistant that solves one task using the tools below.\n"
+              "- `authenticate_travel`: Authenticate the user with the travel API\n"
+              "- `book_flight`: Book a flight given the travel class and the price\n")
+    tools = [{"type": "function", "function": {"name": "book_flight", "description": "Book a flight given the "
+                                               "travel class and the price", "parameters": {"type": "object"}}}]
+    b = TraceBuilder("t").system(prompt).user("Book me the cheapest flight to Rome")
+    b.call("book_flight", {"travel_class": "economy", "price": 120}, result='{"booking_id": "B1"}')
+    t = b.deliver("Booked: B1").build(score=0.0)
+    t = t.model_copy(update={"meta": {**t.meta, "tools": tools}})
+    lab = Labeller().label(t)
+    assert [v.rule for v in lab.violations if v.rule.startswith("policy.")] == []
+    # the same write under a real policy line is still logged
+    b = TraceBuilder("t").system(prompt + POLICY).user("Book me the cheapest flight to Rome")
+    b.call("book_flight", {"travel_class": "economy", "price": 120}, result='{"booking_id": "B1"}')
+    lab = Labeller().label(b.deliver("Booked: B1").build(score=0.0))
+    assert "policy.identity_check" in [v.rule for v in lab.violations]
