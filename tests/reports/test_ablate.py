@@ -27,7 +27,7 @@ def test_ablate_a_run_measures_the_drop_and_leaves_every_ref_alone(own_run, tmp_
     harness = summary["harness_repo"]
     before = _git_state(harness)
     out = tmp_path / "abl.json"
-    assert cli("ablate", str(run_dir), "--rollouts", "4", "--out", str(out)) == 0
+    assert cli("ablate", str(run_dir), "--rollouts", "8", "--out", str(out)) == 0
     assert _git_state(harness) == before  # no branch (main included) moved, no worktree left behind
     text = capsys.readouterr().out
     result = json.loads(out.read_text())
