@@ -9,7 +9,11 @@ The same attacks run on bwrap (always), Docker (``EVOHARNESS_TEST_DOCKER``) and 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -151,23 +155,43 @@ def test_forgers_are_tampered_and_score_zero_on_docker(tmp_path):
     check_forgers_rejected(run_forgers(tmp_path, box))
 
 
+RAY_RUN = """
+import json, sys
+from pathlib import Path
+import ray
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.config import SandboxConfig
+from evoharness.sandbox.models import Limits
+from evoharness.sandbox.ray_executor import RayExecutor
+from tests.security.test_score_forging import TASK, forging_commits
+
+repo, shas, _base = forging_commits(Path(sys.argv[1]))
+names = list(shas)
+reqs = [RolloutRequest(task_id=TASK, harness_commit=shas[n]) for n in names]
+ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+         _node_ip_address="127.0.0.1")
+try:
+    cfg = SandboxConfig(backend="bwrap", limits=Limits(wall_seconds=30))
+    with RayExecutor(repo.path, "synthetic", "scripted:oracle", cfg=cfg) as ex:
+        out = {n: t.model_dump(mode="json") for n, t in zip(names, ex.run(reqs), strict=True)}
+finally:
+    ray.shutdown()
+print(json.dumps(out))
+"""
+
+
 @pytest.mark.slow
 def test_forgers_are_tampered_and_score_zero_on_ray(tmp_path):
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'evoharness[ray]')")
-    from evoharness.sandbox.config import SandboxConfig
-    from evoharness.sandbox.ray_executor import RayExecutor
+    """In a fresh interpreter: Ray cannot start again in a process that shut it down (test_sandbox_ray's)."""
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'evoharness[ray]')")
+    from evoharness.traces.models import Trajectory
 
-    repo, shas, _base = forging_commits(tmp_path)
-    names = list(shas)
-    reqs = [RolloutRequest(task_id=TASK, harness_commit=shas[n]) for n in names]
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-             _node_ip_address="127.0.0.1")
-    try:
-        cfg = SandboxConfig(backend="bwrap", limits=Limits(wall_seconds=30))
-        with RayExecutor(repo.path, "synthetic", "scripted:oracle", cfg=cfg) as ex:
-            out = dict(zip(names, ex.run(reqs), strict=True))
-    finally:
-        ray.shutdown()
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", RAY_RUN, str(tmp_path)], capture_output=True, text=True,
+                          timeout=280, cwd=root, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {n: Trajectory.model_validate(t) for n, t in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
     check_forgers_rejected(out)
     assert all(t.meta["executor"]["kind"] == "ray" for t in out.values())
 
