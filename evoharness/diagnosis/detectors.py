@@ -495,10 +495,22 @@ class PolicyViolationDetector:
         return [Signal(id=self.id, failure_class=F4, step=first.step, evidence=f"{first.rule}: {first.evidence}")]
 
 
+DIFF_PATH = re.compile(r"^diff --git a/(\S{1,300}) b/", re.M)
+
+
+def delivered_paths(answer: str | None) -> list[str]:
+    """Files a delivered unified diff changes (``diff --git a/X b/X``), in order; [] for other answers."""
+    if not isinstance(answer, str) or "diff --git" not in answer:
+        return []
+    return list(dict.fromkeys(DIFF_PATH.findall(answer[:500_000])))
+
+
 class FirstWriteDetector:
     """Where a failed tool-using run's content failure is located when nothing else says: its first write
     action (the outcome is judged on the state the writes leave; the first write is where it can first
-    diverge). A fallback signal: any located signal wins over it."""
+    diverge). When the delivered answer is a patch, the first write that touches a file the patch changes
+    (a reproduction script is a write, but the failure lives in the patched files). A fallback signal: any
+    located signal wins over it."""
 
     id = "F4.first_write"
     failure_class = F4
@@ -511,9 +523,12 @@ class FirstWriteDetector:
         writes = write_calls(view)
         if not writes:
             return []
-        w = writes[0]
+        paths = delivered_paths(view.traj.final_answer)
+        w = next((c for c in writes if any(p in c.canonical for p in paths)), writes[0])
+        what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
+            "first write action of a failed run"
         return [Signal(id=self.id, failure_class=F4, step=w.step,
-                       evidence=f"first write action of a failed run: {w.name}({quote(w.arguments, 120)})")]
+                       evidence=f"{what}: {w.name}({quote(w.arguments, 120)})")]
 
 
 def default_catalogue() -> list[Detector]:

@@ -62,3 +62,15 @@ def test_a_tool_described_as_authenticating_is_not_an_identity_policy():
     b.call("book_flight", {"travel_class": "economy", "price": 120}, result='{"booking_id": "B1"}')
     lab = Labeller().label(b.deliver("Booked: B1").build(score=0.0))
     assert "policy.identity_check" in [v.rule for v in lab.violations]
+
+
+def test_a_failed_patch_is_located_at_the_first_write_to_a_file_the_patch_changes():
+    """A reproduction script is a write, but a wrong patch's failure lives in the file it changes."""
+    patch = "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n"
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("bash", {"command": "cat > reproduce.py <<'EOF'\nimport pkg\nEOF"}, result="")
+    b.call("bash", {"command": "python reproduce.py"}, result="AssertionError")
+    b.call("bash", {"command": "sed -i 's/a/b/' pkg/core.py"}, result="")
+    lab = Labeller().label(b.deliver(patch).build(score=0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)  # not the script at 1
+    assert "pkg/core.py" in lab.first_signal.evidence
