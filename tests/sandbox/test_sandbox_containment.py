@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+import evoharness
 from evoharness.errors import InfraError
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.models import Limits
+
+SOURCE = Path(evoharness.__file__).resolve().parent  # mounted read-only in the sandbox
 
 
 def test_no_network_not_even_the_hosts_loopback(run_py):
@@ -83,7 +86,7 @@ def test_writes_outside_the_workdir_fail_and_leave_the_host_untouched(run_py, di
     outside.mkdir(mode=0o777)
     outside.chmod(0o777)
     targets = ["/harness/lessons.md", "/harness/new.py", f"{outside}/pwned", "/etc/pwned", "/usr/pwned",
-               "/work/main/evoharness/pwned"]
+               str(SOURCE / "pwned")]
     r = run_py(
         "import pathlib\n"
         f"for t in {targets!r}:\n"
@@ -98,6 +101,7 @@ def test_writes_outside_the_workdir_fail_and_leave_the_host_untouched(run_py, di
     assert "WROTE" not in r.stdout
     assert (harness / "lessons.md").read_text() == "be careful\n"
     assert not (harness / "new.py").exists() and not (outside / "pwned").exists()
+    assert not (SOURCE / "pwned").exists()
     assert (work / "result.txt").read_text() == "ok"  # the one writable place works
     assert not Path("/tmp/private").exists()  # /tmp is private to the sandbox
 
