@@ -39,6 +39,19 @@ _OPEN = {ord("["), ord("{"), ord("(")}
 _CLOSE = {ord("]"), ord("}"), ord(")")}
 
 
+
+def read_capped(fd: int, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of an open file: a result longer than ``max_bytes`` means the file
+    is (or grew) over the cap, however its size was reported."""
+    chunks, left = [], max_bytes + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
 def read_limited(path: Path | str, max_bytes: int = MAX_READ_BYTES, *, what: str = "file") -> bytes:
     """The bytes of ``path``: a regular file (symlinks to one are fine) of at most ``max_bytes``."""
     p = str(path)
@@ -58,14 +71,7 @@ def read_limited(path: Path | str, max_bytes: int = MAX_READ_BYTES, *, what: str
             raise InputError(p, f"not a regular file (a FIFO, socket or device is refused); expected a {what}")
         if st.st_size > max_bytes:
             raise InputError(p, f"{what} is {st.st_size} bytes, over the {max_bytes}-byte limit")
-        chunks, left = [], max_bytes + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        data = read_capped(fd, max_bytes)
         if len(data) > max_bytes:
             raise InputError(p, f"{what} is over the {max_bytes}-byte limit")
         return data

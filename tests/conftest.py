@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from pathlib import Path
@@ -78,6 +79,15 @@ def upstream():
 # ---- the real-endpoint tests' server (marker real_endpoint) --------------------------------------
 
 LLAMA_MODEL = "smollm2"
+# read at collection, before the env is isolated
+ENDPOINT_REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"
+REAL_ENDPOINT_MARKS = [
+    pytest.mark.real_endpoint,
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not ENDPOINT_REQUIRED,
+                       reason="llama-cpp-python not installed (scripts/install-endpoint.sh); "
+                       "EVOHARNESS_TEST_ENDPOINT=1 makes this a failure"),
+]
 _LLAMA_STARTUP_TIMEOUT_S = 120
 
 

@@ -88,6 +88,24 @@ class ScriptedModel:
         return out
 
 
+def perturb_one_argument(actions: list[ToolCallSpec], wrong_args: bool, rng: random.Random) -> None:
+    """A wrong-argument mistake: one argument of one action (in a seeded order) changed in place.
+
+    The order is drawn whether or not the mistake is made, so later draws do not depend on it."""
+    order = list(range(len(actions)))
+    rng.shuffle(order)
+    if not wrong_args:
+        return
+    for i in order:
+        keys = sorted(actions[i].args)
+        if keys:
+            k = keys[rng.randrange(len(keys))]
+            new, ok = _perturb(actions[i].args[k])
+            if ok:
+                actions[i].args[k] = new
+                return
+
+
 def _perturb(value: Any) -> tuple[Any, bool]:
     if isinstance(value, bool) or value is None:
         return value, False
@@ -146,17 +164,7 @@ class WeakScriptedModel:
         repeat_at = rng.randrange(n) if n else None
         stall, forget = rng.random() < r["stall"], rng.random() < r["forget"]
         wrong_args, wrong_answer = rng.random() < r["wrong_args"], rng.random() < r["wrong_answer"]
-        order = list(range(n))
-        rng.shuffle(order)
-        if wrong_args:
-            for i in order:
-                keys = sorted(actions[i].args)
-                if keys:
-                    k = keys[rng.randrange(len(keys))]
-                    new, ok = _perturb(actions[i].args[k])
-                    if ok:
-                        actions[i].args[k] = new
-                        break
+        perturb_one_argument(actions, wrong_args, rng)
         stall_calls = [a for a in actions if READ_ONLY.match(a.name)]
         self.plan = _Plan(actions, u_mal, u_kind, u_fix, repeat_at if repeat else None,
                           stall and bool(stall_calls), forget, wrong_answer, stall_calls)

@@ -43,7 +43,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from evoharness.agent.directives import Directives, read_directives
-from evoharness.agent.scripted import READ_ONLY, VAGUE_ANSWER, _perturb, _wrong_name
+from evoharness.agent.scripted import READ_ONLY, VAGUE_ANSWER, _wrong_name, perturb_one_argument
 from evoharness.envs.base import TaskSpec, ToolCallSpec
 
 STANDIN_RATES: dict[str, float] = {
@@ -121,17 +121,7 @@ class StandInModel:
         repeat_u, repeat_at = rng.random(), (rng.randrange(n) if n else None)
         stall_u, forget_u = rng.random(), rng.random()
         wrong_args, wrong_answer = rng.random() < r["wrong_args"], rng.random() < r["wrong_answer"]
-        order = list(range(n))
-        rng.shuffle(order)
-        if wrong_args:
-            for i in order:
-                keys = sorted(actions[i].args)
-                if keys:
-                    k = keys[rng.randrange(len(keys))]
-                    new, ok = _perturb(actions[i].args[k])
-                    if ok:
-                        actions[i].args[k] = new
-                        break
+        perturb_one_argument(actions, wrong_args, rng)
         self.actions = actions
         self.draws = _Draws(u_mal, u_kind, u_fix, u_heed, repeat_u, repeat_at, stall_u, forget_u, wrong_answer)
         self.st = _State()

@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from evoharness.logging import get_logger
 from evoharness.traces.models import Event, EventType, Trajectory
+from evoharness.untrusted import read_capped
 
 log = get_logger(__name__)
 
@@ -108,14 +109,7 @@ def read_output(path: Path, max_bytes: int = MAX_OUTPUT_BYTES) -> bytes:
             raise OutputError("the output path is not a regular file (refused)")
         if st.st_size > max_bytes:
             raise OutputError(f"the output file is {st.st_size} bytes, over the {max_bytes}-byte cap")
-        chunks, left = [], max_bytes + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        data = read_capped(fd, max_bytes)
         if len(data) > max_bytes:
             raise OutputError(f"the output file grew over the {max_bytes}-byte cap")
         return data

@@ -7,24 +7,11 @@ EVOHARNESS_TEST_ENDPOINT=1, which makes a missing server a failure.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
-import pytest
-
 from evoharness.diagnosis.judge import LLMJudge, openai_judge_model
 from evoharness.traces.models import Trajectory
-from tests.conftest import LLAMA_MODEL
+from tests.conftest import LLAMA_MODEL, REAL_ENDPOINT_MARKS
 
-REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"
-INSTALLED = importlib.util.find_spec("llama_cpp") is not None
-pytestmark = [
-    pytest.mark.real_endpoint,
-    pytest.mark.slow,
-    pytest.mark.skipif(not INSTALLED and not REQUIRED,
-                       reason="llama-cpp-python not installed (scripts/install-endpoint.sh); "
-                       "EVOHARNESS_TEST_ENDPOINT=1 makes this a failure"),
-]
+pytestmark = REAL_ENDPOINT_MARKS
 
 
 def test_judge_round_trip_returns_a_step_agent_class_and_quote_or_says_why_not(llama_server):

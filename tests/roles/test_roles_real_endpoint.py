@@ -9,8 +9,6 @@ prompt's worked example (see docs/roles.md). Skipped when llama-cpp-python is no
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import time
 
 import pytest
@@ -20,18 +18,10 @@ from evoharness.roles import make_roles
 from evoharness.roles.config import RolesConfig
 from evoharness.roles.models import Pattern, Review
 from evoharness.roles.playbook import PlaybookAnalyst
-from tests.conftest import LLAMA_MODEL
+from tests.conftest import LLAMA_MODEL, REAL_ENDPOINT_MARKS
 from tests.roles.scenario import scenario, seed_view
 
-REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"  # read at collection, before the env is isolated
-INSTALLED = importlib.util.find_spec("llama_cpp") is not None
-pytestmark = [
-    pytest.mark.real_endpoint,
-    pytest.mark.slow,
-    pytest.mark.skipif(not INSTALLED and not REQUIRED,
-                       reason="llama-cpp-python not installed (scripts/install-endpoint.sh); "
-                       "EVOHARNESS_TEST_ENDPOINT=1 makes this a failure"),
-]
+pytestmark = REAL_ENDPOINT_MARKS
 
 
 @pytest.fixture(scope="module")

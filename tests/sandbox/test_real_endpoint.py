@@ -10,8 +10,6 @@ these tests assert the round trip, not quality.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import time
 from pathlib import Path
 
@@ -25,18 +23,10 @@ from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 from evoharness.traces.models import Termination
-from tests.conftest import LLAMA_MODEL
+from tests.conftest import LLAMA_MODEL, REAL_ENDPOINT_MARKS
 from tests.sandbox.gateway_fakes import plain_harness
 
-REQUIRED = os.environ.get("EVOHARNESS_TEST_ENDPOINT") == "1"  # read at collection, before the env is isolated
-INSTALLED = importlib.util.find_spec("llama_cpp") is not None
-pytestmark = [
-    pytest.mark.real_endpoint,
-    pytest.mark.slow,
-    pytest.mark.skipif(not INSTALLED and not REQUIRED,
-                       reason="llama-cpp-python not installed (scripts/install-endpoint.sh); "
-                       "EVOHARNESS_TEST_ENDPOINT=1 makes this a failure"),
-]
+pytestmark = REAL_ENDPOINT_MARKS
 MODEL = LLAMA_MODEL
 
 
