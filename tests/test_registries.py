@@ -8,7 +8,7 @@ import pytest
 
 from evoharness.datasets.export_formats import EXPORT_FORMATS
 from evoharness.datasets.models import ExportFormat
-from evoharness.diagnosis.detectors import default_catalogue
+from evoharness.diagnosis.catalogue import DETECTORS, default_catalogue
 from evoharness.diagnosis.models import FailureClass
 from evoharness.envs.registry import ENVIRONMENTS
 from evoharness.errors import InputError
@@ -66,14 +66,22 @@ def test_a_subclassed_strategy_keeps_the_attribution_gate():
     assert "attribution" in [g.name for g in default_gates(Tweaked())]
 
 
-def test_detectors_are_complete_and_unique():
-    detectors = default_catalogue()
-    ids = [d.id for d in detectors]
-    assert len(ids) == len(set(ids))
-    for d in detectors:
-        cls, _, name = d.id.partition(".")
-        assert FailureClass(cls) == d.failure_class and name
-        assert callable(d.detect)
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_detector_entries_are_complete(name):
+    detector = DETECTORS.get(name)()
+    cls, _, short = name.partition(".")
+    assert detector.id == name and short  # registered under the id it reports
+    assert FailureClass(cls) == detector.failure_class
+    assert detector.detect.__code__.co_varnames[1:3] == ("view", "cfg")
+    assert DETECTORS.get(name)() is not detector  # a fresh detector per catalogue
+
+
+def test_the_catalogue_is_the_registry():
+    assert [d.id for d in default_catalogue()] == DETECTORS.names()
+    with pytest.raises(InputError, match="targets: unknown detector 'F9.nope'"):
+        DETECTORS.get("F9.nope")
+    with pytest.raises(ValueError, match="already registered"):
+        DETECTORS.register("F2.tool_error", DETECTORS.get("F2.tool_error"))
 
 
 @pytest.mark.parametrize("name", list(importers.FORMATS))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -529,26 +528,3 @@ class FirstWriteDetector:
             "first write action of a failed run"
         return [Signal(id=self.id, failure_class=F4, step=w.step,
                        evidence=f"{what}: {w.name}({quote(w.arguments, 120)})")]
-
-
-def default_catalogue() -> list[Detector]:
-    from evoharness.diagnosis.multiagent import multiagent_detectors
-
-    return [
-        *(FrictionDetector(k) for k in FRICTION_EVENTS),
-        HarnessErrorDetector(),
-        RepeatedActionDetector(),
-        StepBudgetDetector(),
-        TerminationDetector("timeout", Termination.timeout, "timeout"),
-        TerminationDetector("context_overflow", Termination.context_overflow, "context_overflow"),
-        NoDeliveryDetector(),
-        UnbackedClaimDetector(),
-        PoorDeliveryDetector(),
-        PolicyViolationDetector(),
-        FirstWriteDetector(),
-        *multiagent_detectors(),
-    ]
-
-
-def catalogue_ids(detectors: Iterable[Detector] | None = None) -> list[str]:
-    return [d.id for d in (detectors or default_catalogue())]

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from evoharness.diagnosis.catalogue import default_catalogue
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, default_catalogue
+from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector
 from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.diagnosis.routing import Router
 from evoharness.traces.models import Trajectory

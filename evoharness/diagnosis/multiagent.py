@@ -188,7 +188,3 @@ class FirstCommitmentDetector:
         i = log.reasoning_turns[0]
         return [Signal(id=self.id, failure_class=F4, step=i,
                        evidence=f"first reasoning turn the run builds on: {_quote(log.text(i))}")]
-
-
-def multiagent_detectors() -> list:
-    return [UnsupportedFactDetector(), GuardrailDetector(), NoProgressDetector(), FirstCommitmentDetector()]

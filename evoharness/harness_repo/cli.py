@@ -47,7 +47,7 @@ def _check_target(path: Path, target: str) -> None:
     """``targets`` names a signal of the diagnosis catalogue (a typo would verify nothing)."""
     import difflib
 
-    from evoharness.diagnosis.detectors import catalogue_ids
+    from evoharness.diagnosis.catalogue import catalogue_ids
 
     known = catalogue_ids()
     if target in known:
