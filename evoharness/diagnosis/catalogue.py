@@ -52,6 +52,9 @@ add(FirstWriteDetector)
 add(ma.UnsupportedFactDetector)
 add(ma.GuardrailDetector)
 add(ma.NoProgressDetector)
+add(ma.HandoffCodeDetector)
+add(ma.AnswerOriginDetector)
+add(ma.AcceptedReportDetector)
 add(ma.FirstCommitmentDetector)
 
 

@@ -17,6 +17,17 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 - ``F4.no_progress``: the first Magentic-One ledger that says progress is not being made
   (or the team is in a loop) points at the agent action it judged: the last non-orchestrator
   message before it. Class F4 (the instruction was not carried out), not F3: the run went on.
+- ``F4.handoff_code``: an opening handoff (the team's task restatement) that carries code -- a prior
+  attempt's code or the code to fix, which the team runs and builds on -- and whose handed-over results
+  report no failure: the run's first commitment is that code, at the opening message. (A handoff that
+  says the last attempt failed is redone, so it is not relied on.)
+- ``F4.answer_origin``: the first message that contains the final answer's value (the text after the
+  last ``FINAL ANSWER:``, four to 80 characters, not a non-answer such as "unable to determine", not in
+  the task): the agent that produced the value the wrong answer used, where it first produced it. The
+  final-answer message itself is not an origin.
+- ``F4.accepted_report``: in an orchestrated log (Magentic-One ledgers), the last worker report before
+  the first ledger that declares the request satisfied: the report the orchestrator relied on to stop,
+  in a run that failed. Used where the answer's value has no earlier origin.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
   located at the first reasoning turn (the plan or answer the rest of the run builds on).
 """
@@ -50,6 +61,14 @@ FENCE = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")
 LEDGER_STALL = re.compile(
     r'"is_in_loop"\s*:\s*\{[^{}]*"answer"\s*:\s*true|"is_progress_being_made"\s*:\s*\{[^{}]*"answer"\s*:\s*false'
 )
+LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
+OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
+HANDOFF_RESULTS = re.compile(r"^#+ *results\b[^\n]*from last response", re.IGNORECASE | re.MULTILINE)
+HANDOFF_FAILED = re.compile(r"not (?:been )?completed|could not|couldn't|unable|error|fail", re.IGNORECASE)
+FINAL_ANSWER = re.compile(r"FINAL ANSWER:[ \t]*([^\n]*)", re.IGNORECASE)
+HARNESS_NOISE = re.compile(r"\s*(?:SCENARIO\.PY COMPLETE|RUN\.SH COMPLETE|!#!#).*$", re.DOTALL)
+NON_ANSWER = re.compile(r"\b(unable|unknown|cannot|can't|could not|not (?:be )?(?:determined|found|available)|"
+                        r"no (?:answer|data|information)|n/a|none)\b", re.IGNORECASE)
 LEDGER_REASON = re.compile(r'"is_progress_being_made"\s*:\s*\{\s*"reason"\s*:\s*"([^"]{0,300})')
 
 
@@ -172,6 +191,101 @@ class NoProgressDetector:
         return []
 
 
+def _failed(view: TraceView, cfg: DiagnosisConfig) -> bool:
+    """A scored failure or an unscored failure-only record (Healthy runs are never located)."""
+    t = view.traj
+    return (t.score is not None and t.score < cfg.poor_delivery_threshold) or (
+        t.score is None and bool(t.meta.get("failure_only")))
+
+
+class HandoffCodeDetector:
+    id = "F4.handoff_code"
+    failure_class = F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog.of(view)
+        if not log.applies or not _failed(view, cfg):
+            return []
+        steps = view.assistant_steps
+        if not steps:
+            return []
+        i = steps[0]
+        text = log.text(i)
+        if not OPENING.match(text) or "```" not in text:
+            return []
+        results = HANDOFF_RESULTS.search(text)
+        if results and HANDOFF_FAILED.search(text, results.end()):
+            return []
+        code = FENCE.search(text)
+        return [Signal(id=self.id, failure_class=F4, step=i,
+                       evidence=f"the opening handoff carries code the run builds on: "
+                                f"{_quote(code.group(0) if code else text)}")]
+
+
+def answer_key(log: AgentLog) -> tuple[str, int] | None:
+    """The final answer's value and the step that states it: the text after the last ``FINAL ANSWER:``."""
+    for i in range(len(log.msgs) - 1, -1, -1):
+        text = log.text(i)
+        if "FINAL ANSWER" not in text.upper():
+            continue
+        found = FINAL_ANSWER.findall(text)
+        if not found:
+            continue
+        key = " ".join(HARNESS_NOISE.sub("", found[-1]).split()).strip(" .*\"'`")
+        if 4 <= len(key) <= 80 and not NON_ANSWER.search(key):
+            return key.lower(), i
+        return None
+    return None
+
+
+class AnswerOriginDetector:
+    id = "F4.answer_origin"
+    failure_class = F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog.of(view)
+        if not log.applies or not _failed(view, cfg):
+            return []
+        found = answer_key(log)
+        if found is None:
+            return []
+        key, final = found
+        pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
+        if pattern.search((view.traj.task or "").lower()):
+            return []  # the answer echoes the question: no origin to find
+        for i in view.assistant_steps:
+            if i >= final:
+                break
+            if pattern.search(log.text(i).lower()):
+                return [Signal(id=self.id, failure_class=F4, step=i,
+                               evidence=f"the final answer's value {key!r} first appears here: {_quote(log.text(i))}")]
+        return []
+
+
+class AcceptedReportDetector:
+    id = "F4.accepted_report"
+    failure_class = F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog.of(view)
+        if not log.applies or not _failed(view, cfg):
+            return []
+        found = answer_key(log)
+        if found is not None and AnswerOriginDetector().detect(view, cfg):
+            return []  # the answer's value has an origin: that step, not the report accepted at the end
+        last_report: int | None = None
+        for i in view.assistant_steps:
+            if not log.is_orchestrator(i):
+                last_report = i
+                continue
+            text = log.text(i)
+            if last_report is not None and text.lstrip().startswith("Updated Ledger") and LEDGER_SATISFIED.search(text):
+                return [Signal(id=self.id, failure_class=F4, step=last_report,
+                               evidence=f"orchestrator at step {i} declares the request satisfied on this report: "
+                                        f"{_quote(log.text(last_report), 120)}")]
+        return []
+
+
 class FirstCommitmentDetector:
     """Fires only for an unscored failure-only record or a scored failure; Healthy runs are untouched."""
 
@@ -180,10 +294,8 @@ class FirstCommitmentDetector:
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         t = view.traj
-        failed = (t.score is not None and t.score < cfg.poor_delivery_threshold) or (
-            t.score is None and t.meta.get("failure_only"))
         log = AgentLog.of(view)
-        if not failed or not t.delivered or not log.applies or not log.reasoning_turns:
+        if not _failed(view, cfg) or not t.delivered or not log.applies or not log.reasoning_turns:
             return []
         i = log.reasoning_turns[0]
         return [Signal(id=self.id, failure_class=F4, step=i,

@@ -70,3 +70,61 @@ def test_single_agent_tool_traces_are_not_read_as_multi_agent():
          .deliver("Let's assume it is cancelled.").build(score=0.0))
     ids = {s.id for s in Labeller().label(t).signals}
     assert not ids & {"F1.unsupported_fact", "F4.no_progress", "F2.guardrail", "F4.first_commitment"}
+
+
+def test_opening_handoff_with_code_is_the_first_commitment_unless_it_reports_a_failure():
+    opening = ("You are given: (1) a task and advises from your manager with a specific plan and (2) a general task.\n"
+               "## Results and reason from last response\n{}\n```python\nprint(count_even(rows))\n```")
+    turns = [("Planner_Expert", opening.format("Code for counting the even addresses:")),
+             ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 4"),
+             ("Verification_Expert", "Let's assume the count is 4. FINAL ANSWER: four")]
+    lab = Labeller().label(_log(turns))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.handoff_code", 1, "Planner_Expert")
+    redone = [(turns[0][0], opening.format("The task was not completed: the file could not be read.")), *turns[1:]]
+    lab = Labeller().label(_log(redone))
+    assert lab.first_signal.id != "F4.handoff_code"  # a handoff that says it failed is redone, not relied on
+
+
+def _ledger(satisfied: bool, progress: bool = True) -> str:
+    return "Updated Ledger:\n" + json.dumps({
+        "is_request_satisfied": {"reason": "r", "answer": satisfied},
+        "is_in_loop": {"reason": "r", "answer": False},
+        "is_progress_being_made": {"reason": "r", "answer": progress}}, indent=2)
+
+
+def test_the_final_answers_value_is_located_where_it_first_appears():
+    t = _log([
+        ("Orchestrator", "Initial plan:\n1. WebSurfer: find the results page"),
+        ("Orchestrator", "Please find the 1928 Olympics athletes by country."),
+        ("WebSurfer", "I clicked 'Results'. The smallest team listed is Cuba with 1 athlete."),
+        ("Orchestrator", _ledger(False)),
+        ("Orchestrator", "Please confirm the smallest team."),
+        ("WebSurfer", "I scrolled down. Cuba sent one athlete."),
+        ("Orchestrator", _ledger(True)),
+        ("Orchestrator", "FINAL ANSWER: Cuba\nSCENARIO.PY COMPLETE !#!#"),
+    ])
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.answer_origin", 3, "WebSurfer")
+    assert "'cuba'" in lab.first_signal.evidence
+
+
+def test_without_an_origin_the_report_the_orchestrator_accepted_is_the_failing_step():
+    turns = [
+        ("Orchestrator", "Initial plan:\n1. WebSurfer: find the results page"),
+        ("Orchestrator", "Please find the 1928 Olympics athletes by country."),
+        ("WebSurfer", "I clicked 'Results'. Here is a screenshot of the results page."),
+        ("Orchestrator", _ledger(False)),
+        ("Orchestrator", "Please read the smallest team off the table."),
+        ("WebSurfer", "I scrolled down. The table lists the teams."),
+        ("Orchestrator", _ledger(True)),
+        ("Orchestrator", "FINAL ANSWER: Cuba"),
+    ]
+    lab = Labeller().label(_log(turns))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.accepted_report", 6, "WebSurfer")
+    # a non-answer has no value to trace: the accepted report still locates the failure
+    lab = Labeller().label(_log([*turns[:-1], ("Orchestrator", "FINAL ANSWER: Unable to determine")]))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.accepted_report", 6)
+    # never satisfied, no stall, no value: the first commitment, as before
+    quiet = [t if "Updated Ledger" not in t[1] else (t[0], _ledger(False)) for t in turns[:-1]]
+    lab = Labeller().label(_log([*quiet, ("Orchestrator", "FINAL ANSWER: Unable to determine")]))
+    assert lab.first_signal.id == "F4.first_commitment"
