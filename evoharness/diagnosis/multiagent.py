@@ -10,7 +10,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 - ``F1.unsupported_fact``: the first reasoning turn that says it simulates, assumes or
   makes up data (``FABRICATION``), or states two or more numbers (three or more digits)
   that appear nowhere earlier in the log or the task. A reasoning turn is one by an agent
-  that is not a tool (``TOOL_AGENT``), not the opening task restatement, not a plan or
+  that is not a tool (``TOOL_AGENT``) and not a tool's output posted under an agent's name (a
+  browser page dump: ``Address: ...`` / ``Title: ...``), not the opening task restatement, not a plan or
   ledger of an orchestrator, and outside fenced code.
 - ``F2.guardrail``: a tool agent's report that a site or service refused it (captcha,
   access denied, "unusual traffic", 403): the humans' "Guardrails Triggered".
@@ -29,7 +30,9 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   the first ledger that declares the request satisfied: the report the orchestrator relied on to stop,
   in a run that failed. Used where the answer's value has no earlier origin.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
-  located at the first reasoning turn (the plan or answer the rest of the run builds on).
+  located at its first commitment: the reasoning turn that wrote the code whose execution failed first
+  (the last reasoning turn before the first ``exitcode: N``, N > 0), else the first reasoning turn with
+  code (the first action the run builds on), else the first reasoning turn.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ FENCE = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")
 LEDGER_STALL = re.compile(
     r'"is_in_loop"\s*:\s*\{[^{}]*"answer"\s*:\s*true|"is_progress_being_made"\s*:\s*\{[^{}]*"answer"\s*:\s*false'
 )
+EXEC_FAILED = re.compile(r"\s*exitcode: [1-9]")
+PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
 HANDOFF_RESULTS = re.compile(r"^#+ *results\b[^\n]*from last response", re.IGNORECASE | re.MULTILINE)
@@ -105,7 +110,8 @@ class AgentLog:
         return c if isinstance(c, str) else ""
 
     def is_tool(self, i: int) -> bool:
-        return bool(TOOL_AGENT.search(str(self.msgs[i].get("name") or "")))
+        """A tool agent's turn, or a tool's output posted under an agent's name (a browser page dump)."""
+        return bool(TOOL_AGENT.search(str(self.msgs[i].get("name") or ""))) or bool(PAGE_DUMP.match(self.text(i)))
 
     def is_orchestrator(self, i: int) -> bool:
         return str(self.msgs[i].get("name") or "").lower() == "orchestrator"
@@ -297,6 +303,14 @@ class FirstCommitmentDetector:
         log = AgentLog.of(view)
         if not _failed(view, cfg) or not t.delivered or not log.applies or not log.reasoning_turns:
             return []
-        i = log.reasoning_turns[0]
-        return [Signal(id=self.id, failure_class=F4, step=i,
-                       evidence=f"first reasoning turn the run builds on: {_quote(log.text(i))}")]
+        turns = log.reasoning_turns
+        failed_run = next((i for i in range(len(log.msgs)) if EXEC_FAILED.match(log.text(i))), None)
+        author = max((i for i in turns if failed_run is not None and i < failed_run), default=None)
+        if author is not None:
+            i, why = author, f"wrote the code whose run failed first (step {failed_run})"
+        else:
+            i = next((i for i in turns if "```" in log.text(i)), turns[0])
+            why = "first reasoning turn the run builds on"
+            if "```" in log.text(i):
+                why = "first action (code) the run builds on"
+        return [Signal(id=self.id, failure_class=F4, step=i, evidence=f"{why}: {_quote(log.text(i))}")]

@@ -128,3 +128,23 @@ def test_without_an_origin_the_report_the_orchestrator_accepted_is_the_failing_s
     quiet = [t if "Updated Ledger" not in t[1] else (t[0], _ledger(False)) for t in turns[:-1]]
     lab = Labeller().label(_log([*quiet, ("Orchestrator", "FINAL ANSWER: Unable to determine")]))
     assert lab.first_signal.id == "F4.first_commitment"
+
+
+def test_a_page_dump_under_an_agents_name_is_tool_output_and_code_that_failed_is_the_first_commitment():
+    page = "Address: https://example.org/results\nTitle: 1928 results\nViewport position: page 1 of 2\n"
+    t = _log([
+        ("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
+        ("WebServing_Expert", page + "Team sizes: 1203 entries, 4411 athletes, 2883 officials."),
+        ("Data_Expert", "I will count the teams from the page.\n```python\nprint(min(teams))\n```"),
+        ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 3"),
+        ("Data_Expert", "Now the smallest team.\n```python\nprint(smallest(teams))\n```"),
+        ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: NameError: smallest"),
+        ("Verification_Expert", "FINAL ANSWER: CUB"),
+    ])
+    lab = Labeller().label(t)
+    # the page's numbers are what the page says, not an invented fact; the failure is the code that failed
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 5, "Data_Expert")
+    assert "failed first (step 6)" in lab.first_signal.evidence
+    no_failure = [(m["name"], m["content"]) for m in t.messages[1:5]] + [("Verification_Expert", "FINAL ANSWER: CUB")]
+    lab = Labeller().label(_log(no_failure))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 3)  # the first code
