@@ -71,6 +71,7 @@ def strategies(n_dev: int) -> dict[str, tuple]:
         "behaviour_aware": (BehaviourAware(0.5), None, BUDGET, 24, K),
         "behaviour_aware_paired": (
             BehaviourAware(0.5), ("behaviour", "paired_gain", "no_regression", "attribution", "guard"), BUDGET, 24, K),
+        "behaviour_aware_sequential": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
         "behaviour_aware_no_attribution": (
             BehaviourAware(0.5), ("behaviour", "gain", "no_regression", "guard"), BUDGET, 24, K),
         "fixed_split": (FixedSplit(), None, BUDGET, BUDGET // K, K),
@@ -124,12 +125,13 @@ def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: ran
 
 def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: bool = False,
             common_seeds: bool = False) -> dict:
-    strategy, gate_names, budget, max_tasks, k = spec
+    strategy, gate_names, budget, max_tasks, k, *extra = spec
     world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS,
                               recall=1.0 if ideal else RECALL, false_fire=0.0 if ideal else FALSE_FIRE,
                               common_seeds=common_seeds)
     world.add("h0", SimHarness())
-    cfg = VerificationConfig(rollouts=k, anchor_rollouts=K, max_tasks=max_tasks, bootstrap_samples=200)
+    cfg = VerificationConfig(rollouts=k, anchor_rollouts=K, max_tasks=max_tasks, bootstrap_samples=200,
+                             **{"sequential": False, **(extra[0] if extra else {})})
     verifier = Verifier(SimSource(world), cfg, seed=seed)
     gates = make_gates(gate_names) if gate_names else default_gates(strategy.name, bootstrap_samples=200)
     dev = [t for t, task in world.tasks.items() if task.split == "dev"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -59,6 +61,24 @@ class VerificationConfig(BaseModel):
     paired_alpha: float = Field(
         0.05, gt=0, lt=1, description="significance level of the optional paired gate"
     )
+    sequential: bool = Field(
+        False,
+        description="sequential allocation: verify in `sequential_looks` stages of fresh seeds and stop as soon "
+        "as the targeted gain is decided (a group-sequential test on the paired differences replaces the "
+        "`gain` / `paired_gain` gate; behaviour-aware and other fresh-baseline strategies only)",
+    )
+    sequential_looks: int = Field(4, ge=1, le=20, description="stages (looks) of a sequential verification")
+    sequential_max_factor: float = Field(
+        2.0, ge=0.25, description="most rollouts per task of a sequential verification, as a multiple of k "
+        "(split evenly over the looks); the plan reserves budget for all of them")
+    sequential_alpha: float = Field(
+        0.01, gt=0, lt=0.5, description="one-sided false-accept rate of the sequential gain test for an edit that "
+        "changes nothing, over all looks together")
+    sequential_spending: Literal["obrien_fleming", "pocock"] = Field(
+        "obrien_fleming", description="alpha-spending function: obrien_fleming (little spent early) | pocock")
+    sequential_futility_z: float = Field(
+        0.0, description="stop before the last look when the paired z is at or below this (no gain worth more "
+        "rollouts); non-binding, so it cannot raise the false-accept rate")
     bootstrap_samples: int = Field(2000, ge=100, description="resamples for the paired bootstrap")
     predicted_effect: float = Field(
         0.05, gt=0, description="targeted gain assumed for the power estimate when a candidate predicts none"

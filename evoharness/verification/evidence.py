@@ -59,5 +59,11 @@ class Evidence:
             self._anchor_tasks, list(tasks), floor=self.sigma_floor, fallback_tasks=self.anchor.dev_tasks()
         )
 
+    def k_of(self, tasks: Sequence[str]) -> int:
+        """Candidate rollouts per task on ``tasks`` (the fewest; a sequential verification runs its
+        control tasks on the first look's seeds only), ``k`` when none ran."""
+        counts = [len(self._cand[t]) for t in tasks if self._cand.get(t)]
+        return min(counts) if counts else self.k
+
     def resolvable(self, tasks: Sequence[str]) -> float:
-        return resolvable_difference(self.sigma(tasks), self.k, self.z)
+        return resolvable_difference(self.sigma(tasks), self.k_of(tasks), self.z)

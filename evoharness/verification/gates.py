@@ -6,12 +6,13 @@ behaviour + gain + no_regression + attribution + guard; the split baselines use 
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.selection import SelectionStrategy, make_strategy
-from evoharness.verification.stats import mcnemar_exact, paired_mean_test, paired_test
+from evoharness.verification.stats import mcnemar_exact, paired_mean_test, paired_test, sequential_bounds
 
 
 class Gate(Protocol):
@@ -125,10 +126,16 @@ class AttributionGate:
 
     On (baseline, candidate) pairs of targeted tasks, the gain the behaviour explains is
     ``(stopped - started) / pairs * cost``: the net share of rollouts where it stopped firing times
-    what one firing costs (mean score of non-firing minus firing rollouts, both sides). It must be
-    positive and at least ``min_share`` of the measured gain. Counting only the stopped pairs would
-    credit noise (a null edit has as many pairs that start firing); netting them out does not, and
-    a gain that comes from elsewhere (e.g. task-specific hints) is left unexplained.
+    what one firing costs. It must be positive and at least ``min_share`` of the measured gain.
+    Counting only the stopped pairs would credit noise (a null edit has as many pairs that start
+    firing); netting them out does not, and a gain that comes from elsewhere (e.g. task-specific
+    hints) is left unexplained.
+
+    The cost of one firing is read on the pairs where the behaviour changed (same task, same seed):
+    the silent side's score minus the firing side's. Pooling every firing and every non-firing
+    rollout instead (the earlier estimate) mixed tasks of different quality and rollouts failing for
+    other reasons, and with imperfect detectors (missed firings count as silent, spurious ones as
+    firing) shrank the cost so far that a real fix explained under half its gain.
     """
 
     name = "attribution"
@@ -143,10 +150,9 @@ class AttributionGate:
         total = sum(c.score - b.score for b, c in pairs) / len(pairs)
         stopped = sum(ev.target in b.fired and ev.target not in c.fired for b, c in pairs)
         started = sum(ev.target not in b.fired and ev.target in c.fired for b, c in pairs)
-        both = [o for pair in pairs for o in pair]  # what one firing costs, pooled over both sides
-        firing = [o.score for o in both if ev.target in o.fired]
-        clean = [o.score for o in both if ev.target not in o.fired]
-        cost = (sum(clean) / len(clean) - sum(firing) / len(firing)) if firing and clean else 0.0
+        costs = [c.score - b.score if ev.target in b.fired else b.score - c.score  # silent minus firing
+                 for b, c in pairs if (ev.target in b.fired) != (ev.target in c.fired)]
+        cost = sum(costs) / len(costs) if costs else 0.0
         explained = (stopped - started) / len(pairs) * cost
         share = explained / total if total > 0 else None
         ok = total > 0 and explained > 0 and explained >= self.min_share * total
@@ -266,6 +272,69 @@ class PairedGainGate:
         )
 
 
+class SequentialGainGate:
+    """The targeted gain at look ``look`` of a group-sequential test on the paired differences.
+
+    The statistic is ``stats.paired_mean_test``'s z (mean candidate - baseline difference over the
+    targeted pairs, each task its own variance). It passes when z reaches the look's upper boundary
+    (``stats.sequential_bounds``: alpha-spending, so a null edit crosses at any look with probability
+    at most ``alpha``). ``decided`` in the numbers says whether the verifier may stop at this look:
+    crossed (accept the gain), z at or below ``futility_z`` before the last look (stop: no gain worth
+    more rollouts; non-binding, so it cannot raise the false-accept rate), or the last look.
+    """
+
+    name = "sequential_gain"
+
+    def __init__(self, look: int = 1, looks: int = 1, alpha: float = 0.01, spending: str = "obrien_fleming",
+                 futility_z: float = 0.0, sd_floor: float = 0.005) -> None:
+        if not 1 <= look <= looks:
+            raise ValueError(f"look {look} of {looks}")
+        self.look, self.looks, self.alpha, self.spending = look, looks, alpha, spending
+        self.futility_z, self.sd_floor = futility_z, sd_floor
+
+    def check(self, ev: Evidence) -> GateResult:
+        by_task: dict[str, list[float]] = {}
+        for b, c in ev.pairs(ev.selection.targeted):
+            by_task.setdefault(b.task_id, []).append(c.score - b.score)
+        test = paired_mean_test(by_task, self.sd_floor)
+        bound = sequential_bounds(self.looks, self.alpha, self.spending)[self.look - 1]
+        z = test.z if test.z is not None else (math.inf if test.mean_diff > 0 else -math.inf if test.n else None)
+        crossed = z is not None and test.mean_diff > 0 and z >= bound
+        futile = z is None or z <= self.futility_z
+        last = self.look == self.looks
+        decided = crossed or futile or last
+        if not test.n:
+            reason = "no paired targeted rollouts"
+        else:
+            state = "crossed" if crossed else "futile: stop" if futile and not last else \
+                "not crossed at the last look" if last else "undecided: continue"
+            reason = (f"look {self.look}/{self.looks}: paired gain {test.mean_diff:+.4f} (se {test.se:.4f}), "
+                      f"z={_fmt(z)} vs boundary {bound:.3f} ({state})")
+        return GateResult(
+            gate=self.name,
+            passed=crossed,
+            reason=reason,
+            numbers={
+                "look": self.look,
+                "looks": self.looks,
+                "pairs": test.n,
+                "tasks": test.tasks,
+                "mean_diff": _r(test.mean_diff),
+                "se": _r(test.se),
+                "z": _r(z) if z is None or math.isfinite(z) else None,
+                "boundary": _r(bound),
+                "alpha": self.alpha,
+                "spending": self.spending,
+                "futility_z": self.futility_z,
+                "decided": decided,
+            },
+        )
+
+
+def _fmt(z: float | None) -> str:
+    return "-" if z is None else f"{z:.3f}"
+
+
 class GuardGate:
     """Pinned regression tasks: veto only when a guard task fails every candidate rollout."""
 
@@ -293,6 +362,7 @@ GATES = {
         AggregateGate,
         PairedGate,
         PairedGainGate,
+        SequentialGainGate,
         GuardGate,
     )
 }

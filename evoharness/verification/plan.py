@@ -14,6 +14,8 @@ from evoharness.verification.config import VerificationConfig
 from evoharness.verification.noise import composite_sigma, resolvable_difference, rollouts_needed
 from evoharness.verification.selection import Selection, SelectionStrategy
 
+GAIN_GATES = {"gain", "paired_gain"}  # the gates a sequential verification replaces by `sequential_gain`
+
 FRESH_SEED_BASE = 1000  # fresh seeds of round r: 1000*(r+1) + i, disjoint from the anchor's seeds 0..k-1
 
 
@@ -32,6 +34,32 @@ class Plan:
     resolvable: float = 0.0
     predicted_effect: float = 0.0
     rollouts_needed: int | None = None
+    k_asked: int | None = None  # the k asked for (a sequential plan's k is its last look's)
+    looks: list[int] | None = None  # sequential: seeds per task after each look (the last is the most)
+
+    @property
+    def sequential(self) -> bool:
+        return bool(self.looks) and len(self.looks) > 1
+
+    def look_requests(self, look: int) -> tuple[list[RolloutRequest], list[RolloutRequest]]:
+        """The baseline and candidate requests a sequential look adds.
+
+        Look 1 runs every selected task on the first seeds; later looks add seeds on the targeted tasks,
+        where the gain is measured, and the guard tasks (a guard vetoes only when every rollout fails,
+        so it needs as many as the targeted tasks get); control tasks keep the first look's seeds.
+        """
+        lo = self.looks[look - 2] if look > 1 else 0
+        hi = self.looks[look - 1]
+        keep = set(self.selection.tasks if look == 1 else [*self.selection.targeted, *self.selection.guard])
+
+        def part(reqs: list[RolloutRequest]) -> list[RolloutRequest]:
+            return [r for r in reqs if lo <= r.rollout < hi and r.task_id in keep]
+
+        return part(self.baseline_requests), part(self.candidate_requests)
+
+    def sequential_max(self) -> int:
+        """Rollouts (both sides) a sequential plan runs at most."""
+        return sum(len(b) + len(c) for b, c in (self.look_requests(i + 1) for i in range(len(self.looks))))
 
     @property
     def compared(self) -> list[str]:
@@ -42,8 +70,10 @@ class Plan:
         s = self.selection
         need = "-" if self.rollouts_needed is None else str(self.rollouts_needed)
         warn = " (UNDERPOWERED)" if self.rollouts_needed and self.rollouts_needed > self.k else ""
+        k = f"k={self.k}" if not self.sequential else \
+            f"sequential: looks at k={'/'.join(map(str, self.looks))}, at most"
         return (f"plan: {self.strategy.name}, {len(s.targeted)} targeted + {len(s.control)} control + "
-                f"{len(s.guard)} guard tasks, k={self.k}, {len(self.baseline_requests)} baseline + "
+                f"{len(s.guard)} guard tasks, {k} {len(self.baseline_requests)} baseline + "
                 f"{len(self.candidate_requests)} candidate rollouts; sigma={self.sigma:.4f}, "
                 f"resolvable={self.resolvable:.4f}; predicted effect {self.predicted_effect:.4f} needs "
                 f"k>={need}{warn}")
@@ -53,9 +83,11 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
               guards: list[str], ledger: BudgetLedger | None, round: int, k: int | None, seed: int) -> Plan:
     """Select tasks (capped by what the ledger can pay), choose seeds, estimate power."""
     fresh = strategy.fresh_baseline and cfg.fresh_baseline
-    k = k or cfg.rollouts
+    k = k_asked = k or cfg.rollouts
     if not fresh:
         k = min(k, anchor.k)  # paired with the anchor's own seeds
+    looks = sequential_looks(cfg, k) if fresh and cfg.sequential and GAIN_GATES & set(strategy.gates) else None
+    k = looks[-1] if looks else k  # a sequential plan reserves seeds (and budget) for its last look
     dev = anchor.dev_tasks()
     guards = [t for t in guards if t in set(dev)]
     affordable = ledger.affordable_rollouts() if ledger is not None else 10**9
@@ -72,7 +104,7 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
         raise ValueError(f"strategy {strategy.name} selected non-dev tasks: {stray}")
 
     plan = Plan(candidate=candidate, anchor=anchor, strategy=strategy, round=round, k=k, fresh=fresh,
-                selection=sel)
+                selection=sel, looks=looks, k_asked=k_asked)
     per_anchor = anchor.per_task()
     fresh_seeds = [FRESH_SEED_BASE * (round + 1) + i for i in range(k)]
     seeds = {t: fresh_seeds if fresh else sorted({o.seed for o in per_anchor[t]})[:k] for t in plan.compared}
@@ -87,6 +119,13 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
     plan.predicted_effect = predicted_effect(cfg, candidate, anchor, sel)
     plan.rollouts_needed = rollouts_needed(plan.predicted_effect, plan.sigma, cfg.z) if sel.targeted else None
     return plan
+
+
+def sequential_looks(cfg: VerificationConfig, k: int) -> list[int]:
+    """Seeds per task after each look: ``sequential_looks`` even stages up to ``k * sequential_max_factor``."""
+    n = cfg.sequential_looks
+    top = max(n, round(k * cfg.sequential_max_factor))
+    return sorted({max(1, round(top * (i + 1) / n)) for i in range(n)})
 
 
 def predicted_effect(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, sel: Selection) -> float:

@@ -24,11 +24,11 @@ from evoharness.verification.anchors import Anchor, AnchorBook, OptimismRecord
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
 from evoharness.verification.evidence import Evidence
-from evoharness.verification.gates import Gate, default_gates
+from evoharness.verification.gates import Gate, SequentialGainGate, default_gates
 from evoharness.verification.guards import GuardBook
 from evoharness.verification.hunks import HunkSource, judge_parts
 from evoharness.verification.observations import Labeller, Observation, mean_score
-from evoharness.verification.plan import Plan, make_plan
+from evoharness.verification.plan import GAIN_GATES, Plan, make_plan
 from evoharness.verification.selection import Selection, SelectionStrategy, make_strategy
 from evoharness.verification.source import ObservationSource, RunnerSource
 
@@ -127,27 +127,31 @@ class Verifier:
             src = self.source
             ledger.check(src.pending(plan.baseline_requests, ledger) + src.pending(plan.candidate_requests, ledger))
         spent_before = ledger.rollouts if ledger is not None else 0
-        if plan.fresh:
-            baseline = self._measure(plan.baseline_requests, ledger, plan.round, candidate.branch, "baseline")
-        else:
-            wanted = {(r.task_id, r.seed) for r in plan.candidate_requests}
-            baseline = [o for o in anchor.observations if (o.task_id, o.seed) in wanted]
-        cand_obs = self._measure(plan.candidate_requests, ledger, plan.round, candidate.branch, "candidate")
-
         sel = plan.selection
-        ev = Evidence(target=candidate.targets, k=plan.k, selection=sel, anchor=anchor, baseline=baseline,
-                      candidate=cand_obs, z=cfg.z, sigma_floor=cfg.sigma_floor)
-        results = [g.check(ev) for g in gates]
+        if plan.sequential and any(g.name in GAIN_GATES for g in gates):
+            ev, results, cand_reqs, looked = self._sequential(candidate, anchor, plan, gates, ledger)
+        else:
+            if plan.fresh:
+                baseline = self._measure(plan.baseline_requests, ledger, plan.round, candidate.branch, "baseline")
+            else:
+                wanted = {(r.task_id, r.seed) for r in plan.candidate_requests}
+                baseline = [o for o in anchor.observations if (o.task_id, o.seed) in wanted]
+            cand_obs = self._measure(plan.candidate_requests, ledger, plan.round, candidate.branch, "candidate")
+            ev = Evidence(target=candidate.targets, k=plan.k, selection=sel, anchor=anchor, baseline=baseline,
+                          candidate=cand_obs, z=cfg.z, sigma_floor=cfg.sigma_floor)
+            results = [g.check(ev) for g in gates]
+            cand_reqs, looked = plan.candidate_requests, None
         if self.hunks is not None and cfg.judge_hunks and all(r.passed for r in results):
             parts = self.hunks.parts(candidate)
             if len(parts) > 1:
-                gate, refused = judge_parts(parts, ev, plan.candidate_requests, lambda reqs: self._measure(
+                gate, refused = judge_parts(parts, ev, cand_reqs, lambda reqs: self._measure(
                     reqs, ledger, plan.round, candidate.branch, "hunks"), cfg.max_hunks, cfg.attribution_min_share)
                 results.append(gate)
                 reduced = self.hunks.reduce(candidate, refused) if cfg.drop_refused_hunks and refused and len(
                     refused) < len(parts) else None
                 if reduced is not None:  # verify what is left, as the branch's new head
-                    inner = self.evaluate(reduced, anchor, plan.strategy, gates, ledger, plan.round, plan.k)
+                    inner = self.evaluate(reduced, anchor, plan.strategy, gates, ledger, plan.round,
+                                          plan.k_asked or plan.k)
                     return with_dropped(inner, candidate, gate)
         failed = [r.gate for r in results if not r.passed]
         reading = mean_score(ev.side("candidate", plan.compared)) or 0.0
@@ -159,6 +163,7 @@ class Verifier:
             "rollouts_needed": plan.rollouts_needed, "targeted_tasks": len(sel.targeted),
             "control_tasks": len(sel.control), "guard_tasks": len(sel.guard),
             "rollouts_spent": (ledger.rollouts - spent_before) if ledger is not None else None,
+            "looks": looked, "max_looks": len(plan.looks) if looked else None, "k_used": ev.k,
         }
         verdict = Verdict(candidate=candidate.branch, commit=candidate.commit, base=anchor.commit,
                           accepted=not failed, strategy=plan.strategy.name, gates=results,
@@ -168,6 +173,39 @@ class Verifier:
             verdict = self.signer(verdict)
         log.info("verdict", candidate=candidate.branch, accepted=verdict.accepted, reason=verdict.reason)
         return Outcome(verdict=verdict, selection=sel, evidence=ev, reading=reading)
+
+    def _sequential(self, candidate: Candidate, anchor: Anchor, plan: Plan, gates: list[Gate],
+                    ledger: BudgetLedger | None) -> tuple[Evidence, list[GateResult], list[RolloutRequest], int]:
+        """Measure look by look until the sequential gain test is decided, then apply every gate.
+
+        Each look adds fresh seeds on every selected task, baseline and candidate alike (paired by seed);
+        the gain gate(s) are replaced by `SequentialGainGate` at the look where it stopped. The other
+        gates read the evidence gathered up to that look.
+        """
+        cfg, looks = self.config, plan.looks
+        baseline: list[Observation] = []
+        cand_obs: list[Observation] = []
+        for look in range(1, len(looks) + 1):
+            b_req, c_req = plan.look_requests(look)
+            baseline += self._measure(b_req, ledger, plan.round, candidate.branch, "baseline")
+            cand_obs += self._measure(c_req, ledger, plan.round, candidate.branch, "candidate")
+            ev = Evidence(target=candidate.targets, k=looks[look - 1], selection=plan.selection, anchor=anchor,
+                          baseline=baseline, candidate=cand_obs, z=cfg.z, sigma_floor=cfg.sigma_floor)
+            seq = SequentialGainGate(look, len(looks), cfg.sequential_alpha, cfg.sequential_spending,
+                                     cfg.sequential_futility_z, cfg.sigma_floor).check(ev)
+            log.info("sequential look", candidate=candidate.branch, look=look, reason=seq.reason)
+            if seq.numbers["decided"]:
+                break
+        results, replaced = [], False
+        for g in gates:
+            if g.name in GAIN_GATES:
+                if not replaced:
+                    results.append(seq)
+                replaced = True
+            else:
+                results.append(g.check(ev))
+        used = [r for r in plan.candidate_requests if r.rollout < looks[look - 1]]
+        return ev, results, used, look
 
     def reanchor(self, book: AnchorBook, outcome: Outcome, merged_commit: str,
                  tasks: Sequence[str | tuple[str, str]], round: int, k: int | None = None,

@@ -183,3 +183,20 @@ def test_paired_mean_test_uses_each_tasks_variance():
     single = paired_mean_test({"a": [0.2, 0.4], "b": [0.3]})  # b borrows a's variance
     assert single.se == pytest.approx(((2 * 0.02 + 0.02) / 9) ** 0.5)
     assert paired_mean_test({}).p_value == 1.0
+
+
+def test_attribution_reads_the_cost_of_a_firing_on_the_pairs_where_it_changed():
+    """Detectors that miss a firing (seed 0) and report a spurious one (seed 7): a real fix that stops the
+    behaviour on 3 of 4 firing seeds still explains its gain. Pooling every firing against every silent
+    rollout put the cost at 0.34 (missed failures among the silent, spurious ones among the firing) and
+    explained 38% of the gain; the same seed's two sides put it at 0.6 (67%)."""
+    truth = [0.2, 0.2, 0.2, 0.2, 0.8, 0.8, 0.8, 0.8]
+    reported = [False, True, True, True, False, False, False, True]
+    fixed = [0.8, 0.8, 0.8, 0.2, 0.8, 0.8, 0.8, 0.8]
+    fixed_reported = [False, False, False, True, False, False, False, True]
+    ev = evidence(side(mixed(TARGETED, truth, reported)), side(mixed(TARGETED, fixed, fixed_reported)), TARGETED,
+                  k=8)
+    result = AttributionGate().check(ev)
+    assert result.passed, result.reason
+    assert result.numbers["cost_per_firing"] == pytest.approx(0.6)
+    assert result.numbers["share"] == pytest.approx(2 / 3, abs=1e-3)

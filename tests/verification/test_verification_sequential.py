@@ -1,0 +1,118 @@
+"""Sequential allocation: alpha-spending boundaries, and a verifier that stops when the verdict is decided."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evoharness.verification.budget import BudgetLedger
+from evoharness.verification.config import VerificationConfig
+from evoharness.verification.gates import SequentialGainGate
+from evoharness.verification.selection import BehaviourAware
+from evoharness.verification.sim import SimHarness, SimSource, SimTask, SimWorld
+from evoharness.verification.stats import alpha_spent, sequential_bounds
+from evoharness.verification.verifier import Verifier
+from tests.verification.helpers import T, candidate, cell, evidence
+
+
+def test_obrien_fleming_bounds_are_the_published_ones():
+    # Lan-DeMets O'Brien-Fleming spending, one-sided 0.025, four equal looks (Jennison & Turnbull 2000)
+    assert sequential_bounds(4, 0.025) == pytest.approx((4.333, 2.963, 2.359, 2.014), abs=2e-3)
+    assert sequential_bounds(1, 0.01) == pytest.approx((2.326,), abs=1e-3)
+    assert alpha_spent(1.0, 0.01, "pocock") == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="spending"):
+        sequential_bounds(3, 0.01, "vibes")
+
+
+@pytest.mark.parametrize("spending", ["obrien_fleming", "pocock"])
+def test_a_null_effect_crosses_some_look_at_the_stated_rate(spending):
+    looks, alpha = 4, 0.05
+    bounds = np.array(sequential_bounds(looks, alpha, spending))
+    rng = np.random.default_rng(7)
+    paths = rng.standard_normal((200_000, looks)).cumsum(axis=1)  # W at t = 1/4 .. 1, in units of 1/4
+    z = paths / np.sqrt(np.arange(1, looks + 1))
+    crossed = (z >= bounds).any(axis=1).mean()
+    assert crossed == pytest.approx(alpha, abs=0.003)
+    # a single look at the last bound alone would be stricter than the fixed-sample test
+    assert bounds[-1] > 1.645
+
+
+def test_gate_says_when_the_verifier_may_stop():
+    tasks = ["t0", "t1", "t2", "t3"]
+    base = [o for t in tasks for o in cell(t, [0.2, 0.8, 0.2, 0.8], [True, False, True, False])]
+    fixed = [o for t in tasks for o in cell(t, [0.8] * 4)]
+    worse = [o for t in tasks for o in cell(t, [0.2, 0.8, 0.2, 0.2], [True, False, True, True])]
+    gate = SequentialGainGate(look=1, looks=3, alpha=0.01)
+    early = gate.check(evidence(base, fixed, tasks))  # z = 3.46: not enough at O'Brien-Fleming's first look
+    assert not early.passed and not early.numbers["decided"] and early.numbers["boundary"] > 4
+    crossed = SequentialGainGate(look=1, looks=3, alpha=0.01, spending="pocock").check(evidence(base, fixed, tasks))
+    assert crossed.passed and crossed.numbers["decided"] and "crossed" in crossed.reason
+    futile = gate.check(evidence(base, worse, tasks))
+    assert not futile.passed and futile.numbers["decided"] and "futile" in futile.reason
+    small = [o for t in tasks for o in cell(t, [0.2, 0.8, 0.8, 0.8], [True, False, False, False])]
+    base_noisy = [o for t in tasks for o in cell(t, [0.2, 0.8, 0.8, 0.2], [True, False, False, True])]
+    undecided = gate.check(evidence(base_noisy, small, tasks))
+    assert not undecided.passed and not undecided.numbers["decided"] and "continue" in undecided.reason
+    last = SequentialGainGate(look=3, looks=3, alpha=0.01).check(evidence(base_noisy, small, tasks))
+    assert not last.passed and last.numbers["decided"]
+
+
+def world() -> SimWorld:
+    tasks = [SimTask(f"d{i}", "dev", 0.9, 0.1, {T: 0.5} if i < 8 else {}) for i in range(16)]
+    w = SimWorld(tasks, noise_sd=0.02, common_seeds=True)
+    w.add("main", SimHarness())
+    w.add("fix", SimHarness(factor={T: 0.3}))
+    w.add("mild", SimHarness(factor={T: 0.7}))
+    w.add("null", SimHarness())
+    w.add("breaks", SimHarness(factor={T: 0.3}, offset={f"d{i}": -0.5 for i in range(8, 16)}))
+    return w
+
+
+def verify(commit: str, cfg: VerificationConfig):
+    w = world()
+    source = SimSource(w)
+    verifier = Verifier(source, cfg)
+    anchor = verifier.measure_anchor("main", [t for t in w.tasks], 4)
+    ledger = BudgetLedger(total=10_000)
+    out = verifier.evaluate(candidate(commit), anchor, BehaviourAware(1.0), ledger=ledger, round=1)
+    seeds: dict[str, int] = {}
+    for c, t, _ in source.memo:
+        if c == commit:
+            seeds[t] = seeds.get(t, 0) + 1
+    return out.verdict, ledger, seeds
+
+
+SEQ = dict(rollouts=4, sequential=True, sequential_looks=4, sequential_max_factor=4.0)
+
+
+def test_sequential_verification_stops_early_and_spends_less_on_what_is_decided():
+    fix, fix_ledger, _ = verify("fix", VerificationConfig(**SEQ))
+    null, null_ledger, _ = verify("null", VerificationConfig(**SEQ))
+    assert fix.accepted and [g.gate for g in fix.gates][:2] == ["behaviour", "sequential_gain"]
+    assert not null.accepted and "sequential_gain" in null.reason
+    # the null edit stopped at the first look (futile): 4 seeds on every selected task, both sides
+    m = null.measurements
+    assert m["looks"] == 1 and m["max_looks"] == 4
+    assert null_ledger.rollouts == 2 * 4 * (m["targeted_tasks"] + m["control_tasks"])
+    # the fix (+0.4 on its targeted tasks) is decided before the last look: less than the plan's most
+    most = 2 * (16 * m["targeted_tasks"] + 4 * m["control_tasks"])
+    assert fix.measurements["looks"] < 4 and fix_ledger.rollouts < most
+    assert fix.measurements["k_used"] == 4 * fix.measurements["looks"]
+
+
+def test_later_looks_add_seeds_on_targeted_tasks_only_and_a_breakage_is_still_caught():
+    mild, _, seeds = verify("mild", VerificationConfig(**SEQ))
+    assert mild.measurements["looks"] > 1
+    targeted = {t for t, n in seeds.items() if n > 4}
+    assert len(targeted) == mild.measurements["targeted_tasks"]
+    assert all(seeds[t] == 4 * mild.measurements["looks"] for t in targeted)
+    assert sum(n == 4 for n in seeds.values()) == mild.measurements["control_tasks"]
+    breaks, _, _ = verify("breaks", VerificationConfig(**SEQ))
+    assert not breaks.accepted and [g.gate for g in breaks.gates if not g.passed] == ["no_regression"]
+
+
+def test_fixed_design_is_unchanged_when_sequential_is_off():
+    verdict, ledger, _ = verify("fix", VerificationConfig(rollouts=4))
+    assert verdict.accepted and "gain" in [g.gate for g in verdict.gates]
+    m = verdict.measurements
+    assert m["looks"] is None and ledger.rollouts == 2 * 4 * (m["targeted_tasks"] + m["control_tasks"])
