@@ -332,7 +332,8 @@ class UnbackedClaimDetector:
     traces): an id (letters and digits) or a long number that nothing before the turn -- task, system
     and user messages, tool results -- contains, or a status of an entity that contradicts the latest
     tool result about it (`EntityStatus`). The final
-    answer: any token with a digit found nowhere the agent was told or shown. Tokens shorter than
+    answer: any token with a digit found nowhere the agent was told or shown (not when a multi-agent log
+    ends on a tool agent's output: a terminal's output is no agent's claim). Tokens shorter than
     ``unbacked_min_len`` are ignored; patches (a diff as the final answer) are not claims. Healthy runs
     are not checked (their label cannot change; the check is the costliest in the catalogue).
     """
@@ -347,13 +348,16 @@ class UnbackedClaimDetector:
         if t.score is not None and t.score >= cfg.healthy_threshold:
             return []  # a Healthy run's label cannot change: the claim checks are spent on failures only
         ground: GroundTokens | None = None
-        if not AgentLog.of(view).applies:
+        log = AgentLog.of(view)
+        if not log.applies:
             found, ground = self._first_turn_claim(view, cfg)
             if found:
                 return found
         fa = view.traj.final_answer
         if not fa or _looks_like_patch(fa):
             return []
+        if log.applies and log.is_tool(answer_step(view)):
+            return []  # a multi-agent log that ends on a tool's output (a terminal's): no agent claimed it
         tokens = [t for t in claim_tokens(fa) if len(t.strip("-_")) >= cfg.unbacked_min_len]
         if not tokens:
             return []

@@ -148,3 +148,13 @@ def test_a_page_dump_under_an_agents_name_is_tool_output_and_code_that_failed_is
     no_failure = [(m["name"], m["content"]) for m in t.messages[1:5]] + [("Verification_Expert", "FINAL ANSWER: CUB")]
     lab = Labeller().label(_log(no_failure))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 3)  # the first code
+
+
+def test_a_log_that_ends_on_a_terminals_output_has_no_final_answer_claim():
+    turns = [("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
+             ("Data_Expert", "I will read the team sizes from the census file.")]
+    output = "exitcode: 0 (execution succeeded)\nCode output: X7731 Q9902"
+    ends_on_terminal = _log([*turns, ("Computer_terminal", output)])
+    assert "F1.unbacked_claim" not in {s.id for s in Labeller().label(ends_on_terminal).signals}
+    ends_on_agent = _log([*turns, ("Data_Expert", "The smallest team is X7731 with Q9902 athletes.")])
+    assert "F1.unbacked_claim" in {s.id for s in Labeller().label(ends_on_agent).signals}
