@@ -3,10 +3,11 @@
 Sets: Who&When Algorithm-Generated (tuning), Who&When Hand-Crafted (test: never tuned on),
 AgentRx Magentic-One (44 labelled runs: AgentRx's relabelling of the same 58 Magentic-One runs as
 Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one set (tune with
-`--only who-and-when/Algorithm-Generated`, so the test sets stay unseen). See evoharness/diagnosis/accuracy.py for the
-figures, the baselines and the AgentRx -> F1-F4 crosswalk.
+`--only who-and-when/Algorithm-Generated`, so the test sets stay unseen; add `--holdout` to score its
+tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). See
+evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
-    python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET]
+    python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET] [--holdout]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--limit N]]
 
 With ``--labeller llm`` the LLM judge (falling back to the rules on any error) is scored beside the rule
@@ -24,6 +25,7 @@ from evoharness.diagnosis.accuracy import (
     BASELINES,
     Prediction,
     beats_every_baseline,
+    holdout_split,
     labelled_records,
     public_sets,
     score_set,
@@ -43,6 +45,8 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=DATA, help="the public data folder (default ../shared/data)")
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
+    ap.add_argument("--holdout", action="store_true",
+                    help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash)")
     ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
     ap.add_argument("--model", help="the judge's model: openai:URL[#model]")
     ap.add_argument("--context", type=int, default=8192, help="the judge model's context in tokens")
@@ -65,6 +69,8 @@ def main() -> int:
         return Prediction(step, speaker(t, step), lab.failure_class.value)
 
     sets = labelled_records(load_paths(roots))
+    if args.holdout:
+        sets = holdout_split(sets)
     if args.only:
         unknown = sorted(set(args.only) - set(sets))
         if unknown:

@@ -17,6 +17,7 @@ The trivial labellers, computed on the same records:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -173,6 +174,26 @@ def labelled_records(trajs: Iterable[Trajectory]) -> dict[str, list[tuple[Trajec
     return dict(sorted(sets.items()))
 
 
+TUNING_SET = "who-and-when/Algorithm-Generated"
+
+
+Records = list[tuple[Trajectory, HumanLabel]]
+
+
+def holdout_split(sets: dict[str, Records]) -> dict[str, Records]:
+    """The tuning set cut in two by the SHA-1 of each record id: a third held out (``/held-out``), the rest
+    (``/tuning``). Rules are changed looking at the tuning part only; the held-out part says whether they
+    generalise before a test set is scored. Other sets are kept whole."""
+    out = {k: v for k, v in sets.items() if k != TUNING_SET}
+    if TUNING_SET in sets:
+        parts: dict[str, Records] = {"tuning": [], "held-out": []}
+        for rec in sets[TUNING_SET]:
+            held = int(hashlib.sha1(rec[0].id.encode()).hexdigest(), 16) % 3 == 0
+            parts["held-out" if held else "tuning"].append(rec)
+        out.update({f"{TUNING_SET}/{k}": v for k, v in parts.items()})
+    return dict(sorted(out.items()))
+
+
 def public_sets(data_root: Path) -> list[Path]:
     return [data_root / "who_and_when", data_root / "agentrx_magentic_one"]
 
@@ -200,8 +221,13 @@ def table(scores: list[SetScore], labellers: list[str]) -> str:
                 continue
             cells = [_cell(figs.get(f)) for f in FIGURES]
             lines.append(f"| {s.name} (n={s.n}) | {lname} | " + " | ".join(cells) + " |")
-        lines.append(f"| {s.name} | published | {PUBLISHED.get(s.name, '')} | | | | |")
+        lines.append(f"| {s.name} | published | {published(s.name)} | | | | |")
     return "\n".join(lines)
+
+
+def published(name: str) -> str:
+    """The published figure of a set, or of the set a split part came from."""
+    return PUBLISHED.get(name) or next((v for k, v in PUBLISHED.items() if name.startswith(k + "/")), "")
 
 
 def _cell(v: tuple[int, int] | None) -> str:
@@ -212,7 +238,7 @@ def _cell(v: tuple[int, int] | None) -> str:
 
 
 def to_json(scores: list[SetScore]) -> dict[str, Any]:
-    return {s.name: {"n": s.n, "published": PUBLISHED.get(s.name),
+    return {s.name: {"n": s.n, "published": published(s.name) or None,
                      "labellers": {k: {f: {"hits": h, "n": n, "rate": round(h / n, 4)} for f, (h, n) in v.items()}
                                    for k, v in s.figures.items()}}
             for s in scores}

@@ -63,3 +63,21 @@ def test_labeller_is_strictly_above_every_trivial_baseline(scores, name, figure)
 def test_sets_have_the_published_sizes(scores):
     assert {k: v.n for k, v in scores.items()} == {
         "who-and-when/Algorithm-Generated": 126, "who-and-when/Hand-Crafted": 58, "agentrx/Magentic-One": 44}
+
+
+def test_holdout_split_cuts_only_the_tuning_set_into_disjoint_stable_parts():
+    from evoharness.diagnosis.accuracy import TUNING_SET, HumanLabel, holdout_split
+    from evoharness.traces.models import Trajectory
+
+    def rec(i):
+        return Trajectory(id=f"who-and-when:Algorithm-Generated:{i}", task_id=str(i)), HumanLabel(1, "A", None)
+
+    tuning = [rec(i) for i in range(60)]
+    test = [rec(f"t{i}") for i in range(5)]
+    parts = holdout_split({TUNING_SET: tuning, "who-and-when/Hand-Crafted": test})
+    assert parts["who-and-when/Hand-Crafted"] == test
+    held, tune = parts[f"{TUNING_SET}/held-out"], parts[f"{TUNING_SET}/tuning"]
+    assert sorted(t.id for t, _ in held + tune) == sorted(t.id for t, _ in tuning)
+    assert not {t.id for t, _ in held} & {t.id for t, _ in tune}
+    assert 10 <= len(held) <= 30  # about a third
+    assert holdout_split({TUNING_SET: tuning})[f"{TUNING_SET}/held-out"] == held  # the same cut every time
