@@ -1,0 +1,55 @@
+"""Dump the rule labeller's labels (and each imported trajectory's digest) for every public trace set.
+
+The correctness gate for speed work on the importers and the labeller: run it before and after a
+change and diff the two files; they must be byte-identical. Sets: the four public sets in
+``../shared/data`` and the vendored fixtures (tests/fixtures/data, tests/fixtures/traces). Each line:
+``<file>\t<trajectory digest>\t<label JSON>`` in load order.
+
+    python scripts/dump_labels.py OUT.tsv [--data DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.importers import iter_files, load_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SETS = ("tau_bench_airline_gpt4o", "mini_swe_agent_sample", "who_and_when", "agentrx_magentic_one")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    args = ap.parse_args(argv)
+    roots = [args.data / s for s in SETS] + [ROOT / "tests" / "fixtures" / "data", ROOT / "tests" / "fixtures" / "traces"]
+    missing = [str(r) for r in roots if not r.is_dir()]
+    if missing:
+        print(f"error: not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    labeller = Labeller()
+    n = skipped = 0
+    with args.out.open("w") as out:
+        for f in iter_files(roots):
+            rel = f.relative_to(args.data) if f.is_relative_to(args.data) else f.relative_to(ROOT)
+            try:
+                trajs = list(load_file(f))
+            except Exception as e:  # noqa: BLE001 -- a file no importer reads is recorded, not fatal
+                out.write(f"{rel}\tunreadable\t{type(e).__name__}: {e}\n")
+                skipped += 1
+                continue
+            for t in trajs:
+                digest = hashlib.sha256(t.model_dump_json().encode()).hexdigest()[:16]
+                out.write(f"{rel}\t{digest}\t{labeller.label(t).model_dump_json()}\n")
+                n += 1
+    print(f"{n} labels, {skipped} unreadable files -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
