@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     args = ap.parse_args(argv)
-    roots = [args.data / s for s in SETS] + [ROOT / "tests" / "fixtures" / "data", ROOT / "tests" / "fixtures" / "traces"]
+    fixtures = ROOT / "tests" / "fixtures"
+    roots = [args.data / s for s in SETS] + [fixtures / "data", fixtures / "traces"]
     missing = [str(r) for r in roots if not r.is_dir()]
     if missing:
         print(f"error: not found: {', '.join(missing)}", file=sys.stderr)
@@ -44,8 +45,11 @@ def main(argv: list[str] | None = None) -> int:
                 skipped += 1
                 continue
             for t in trajs:
-                digest = hashlib.sha256(t.model_dump_json().encode()).hexdigest()[:16]
-                out.write(f"{rel}\t{digest}\t{labeller.label(t).model_dump_json()}\n")
+                # the repository's own path (a fixture's source file in ``meta``) is left out
+                dumped = t.model_dump_json().replace(str(ROOT), "<repo>")
+                digest = hashlib.sha256(dumped.encode()).hexdigest()[:16]
+                label = labeller.label(t).model_dump_json().replace(str(ROOT), "<repo>")
+                out.write(f"{rel}\t{digest}\t{label}\n")
                 n += 1
     print(f"{n} labels, {skipped} unreadable files -> {args.out}")
     return 0

@@ -17,13 +17,17 @@ Conventions every layer relies on:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from json.encoder import c_make_encoder, encode_basestring_ascii
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+# the C encoder behind _CANONICAL.encode, built once (``encode`` builds one per call): same text. No circular
+# check, so only for values parsed from JSON text (which cannot be circular)
+_CANONICAL_C = c_make_encoder(None, _CANONICAL.default, encode_basestring_ascii, None, ":", ",", True, False,
+                              True) if c_make_encoder is not None else None
 
 
 class Split(StrEnum):
@@ -77,13 +81,14 @@ class Usage(BaseModel):
     wall_seconds: float = Field(0.0, ge=0)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallRecord:
+class ToolCallRecord(NamedTuple):
     """One tool call of an assistant message, its arguments parsed once.
 
     ``raw`` is the arguments as the model wrote them (a dict is kept as given); ``args`` the
     parsed JSON value, or None when ``raw`` did not parse (``parsed_ok`` False). An absent or blank
     ``arguments`` parses as no arguments (``{}``) only for export's sake: ``raw`` stays ``""``.
+    A named tuple (immutable, built without a per-field ``__setattr__``: a trajectory set has hundreds
+    of thousands of calls).
     """
 
     step: int  # index of the assistant message
@@ -106,6 +111,8 @@ class ToolCallRecord:
         """Compact JSON with sorted keys (equal arguments, equal text); the raw text stripped
         when the arguments did not parse."""
         if self.parsed_ok:
+            if _CANONICAL_C is not None and isinstance(self.raw, str):  # parsed from text: acyclic
+                return "".join(_CANONICAL_C(self.args, 0))
             return _CANONICAL.encode(self.args)
         return self.raw.strip() if isinstance(self.raw, str) else str(self.raw)
 
@@ -168,6 +175,22 @@ class Trajectory(BaseModel):
                 raise ValueError(f"message {i} has no string 'role'")
         return value
 
+    @classmethod
+    def with_messages(cls, messages: list[dict[str, Any]], *, checked: bool = False, **fields: Any) -> Trajectory:
+        """A trajectory that takes ``messages`` over as they are, every other field validated.
+
+        For importers that have just parsed the messages and checked each is a dict with a string
+        ``role`` (what validation checks): validation would copy every message dict, a third of an
+        import's cost. The list is the caller's no more: nothing else may hold or change it. ``checked``:
+        the caller has made that check itself (a list of plain dicts, each with a string ``role``).
+        """
+        if not checked and (type(messages) is not list
+                            or not all(type(m) is dict and isinstance(m.get("role"), str) for m in messages)):
+            return cls(messages=messages, **fields)  # anything else is validated (and fails) as usual
+        traj = cls(**fields)
+        traj.messages = messages  # no validate_assignment: kept, not copied
+        return traj
+
     @property
     def delivered(self) -> bool:
         return self.final_answer is not None
@@ -186,9 +209,9 @@ class Trajectory(BaseModel):
         if cache.messages is not self.messages or cache.n != len(self.messages):
             out = []
             for i, m in enumerate(self.messages):
-                if m.get("role") != "assistant":
-                    continue
                 calls = m.get("tool_calls")
+                if not calls or m.get("role") != "assistant":
+                    continue
                 for j, tc in enumerate(calls if isinstance(calls, list) else ()):  # a hostile trace: any JSON
                     if not isinstance(tc, dict):
                         continue
@@ -197,8 +220,7 @@ class Trajectory(BaseModel):
                         fn = {}
                     raw = fn.get("arguments", "")
                     args, ok = parse_arguments(raw)
-                    out.append(ToolCallRecord(step=i, index=j, id=tc.get("id"), name=fn.get("name", ""), raw=raw,
-                                              args=args, parsed_ok=ok))
+                    out.append(ToolCallRecord(i, j, tc.get("id"), fn.get("name", ""), raw, args, ok))
             cache.messages, cache.n, cache.calls = self.messages, len(self.messages), out
         return cache.calls
 

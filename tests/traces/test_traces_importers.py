@@ -142,3 +142,33 @@ def test_format_override(shared_data, tmp_path):
         list(load_paths([p], fmt="nope"))
     with pytest.raises(InputError):
         list(load_paths([p], fmt="who-and-when"))
+
+
+@pytest.mark.parametrize("content,match", [
+    (b'[{"traj": [{"role": "user", "content": "hi"}, {"content": ""}], "reward": 1}]', "message 1 has no string"),
+    (b'[{"traj": [{"role": "user"}, 3], "reward": "yes"}]', "message 1 has no string"),  # a bad message first
+    (b'[{"traj": [{"role": "user"}], "reward": 1, "split": "train"}]', "split"),  # other fields still validated
+])
+def test_chat_records_keep_their_checks_without_copying_messages(tmp_path, content, match):
+    p = tmp_path / "r.json"
+    p.write_bytes(content)
+    with pytest.raises(InputError, match=match):
+        list(load_paths([p]))
+
+
+def test_with_messages_keeps_the_list_and_validates_everything_else():
+    from pydantic import ValidationError
+
+    from evoharness.traces.models import Trajectory
+
+    call = {"id": "c", "function": {"name": "f", "arguments": "{"}}
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    t = Trajectory.with_messages(msgs, id="a", task_id="t", score=1.0)
+    assert t.messages is msgs and "messages" in t.model_fields_set
+    assert Trajectory.model_validate_json(t.model_dump_json()) == t
+    (call,) = t.tool_calls()
+    assert (call.step, call.name, call.parsed_ok, call.canonical) == (1, "f", False, "{")
+    with pytest.raises(ValidationError, match="has no string 'role'"):
+        Trajectory.with_messages([{"content": "x"}], id="a", task_id="t")
+    with pytest.raises(ValidationError, match="score"):
+        Trajectory.with_messages(msgs, id="a", task_id="t", score=2.0)

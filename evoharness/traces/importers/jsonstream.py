@@ -51,9 +51,7 @@ class _Reader:
         self.buf = ""
         self.pos = 0
         self.eof = False
-        self.lines_before = 0  # newlines in the text already dropped from ``buf``
-        self.base = 0  # offset in the file's text of ``buf[0]``
-        self.last_newline = -1  # offset in the file's text of the last dropped newline
+        self.base = 0  # offset in the file's text of ``buf[0]`` (the text before it is dropped)
 
     def records(self) -> Iterator[Any]:
         scan = json.JSONDecoder().raw_decode
@@ -106,10 +104,6 @@ class _Reader:
         if self.eof:
             return False
         if self.pos > len(self.buf) // 2:  # drop what is consumed (keeps appends linear)
-            self.lines_before += self.buf.count("\n", 0, self.pos)
-            nl = self.buf.rfind("\n", 0, self.pos)
-            if nl >= 0:
-                self.last_newline = self.base + nl
             self.base += self.pos
             self.buf = self.buf[self.pos:]
             self.pos = 0
@@ -142,7 +136,29 @@ class _Reader:
         return InputError(str(self.path), f"invalid JSON ({msg})", where=self._where(self.pos if at is None else at))
 
     def _where(self, at: int) -> str:
-        line = self.lines_before + self.buf.count("\n", 0, at) + 1
+        lines_before, last_newline = self._dropped_newlines()
+        line = lines_before + self.buf.count("\n", 0, at) + 1
         nl = self.buf.rfind("\n", 0, at)
-        col = at - nl if nl >= 0 else self.base + at - self.last_newline
+        col = at - nl if nl >= 0 else self.base + at - last_newline
         return f"line {line} col {col}"
+
+    def _dropped_newlines(self) -> tuple[int, int]:
+        """(newlines in the dropped text, offset of the last one or -1), counted only when an error needs a
+        position: the file's first ``base`` characters are read again (counting them on every refill cost a
+        tenth of the parse)."""
+        count, last, seen = 0, -1, 0
+        if not self.base:
+            return count, last
+        decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        with self.path.open("rb") as fh:
+            while seen < self.base:
+                raw = fh.read(self.chunk)
+                text = decoder.decode(raw, final=not raw)[: self.base - seen]
+                if not raw and not text:
+                    break
+                count += text.count("\n")
+                nl = text.rfind("\n")
+                if nl >= 0:
+                    last = seen + nl
+                seen += len(text)
+        return count, last

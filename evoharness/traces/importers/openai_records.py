@@ -69,13 +69,9 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
     messages = rec.get("traj", rec.get("messages"))
     if not isinstance(messages, list):
         raise ValueError("'traj' / 'messages' must be a list of chat messages")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise ValueError(f"message {i} has no string 'role'")
     score = rec.get("reward", rec.get("score"))
-    if score is not None:
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            raise ValueError(f"reward must be a number, got {score!r}")
+    bad_score = score is not None and (isinstance(score, bool) or not isinstance(score, int | float))
+    if score is not None and not bad_score:
         score = min(1.0, max(0.0, float(score)))
     task_id = str(rec.get("task_id", index))
     trial = rec.get("trial", 0)
@@ -85,8 +81,14 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
     final_answer = None
     task = None
     steps = 0
-    for i, m in enumerate(messages):
-        role = m["role"]
+    for i, m in enumerate(messages):  # one pass: checks each message, then reads it
+        if type(m) is not dict:
+            if not isinstance(m, dict):
+                raise ValueError(f"message {i} has no string 'role'")
+            messages[i] = m = dict(m)  # a dict subclass: a plain dict, as validation would make it
+        role = m.get("role")
+        if not isinstance(role, str):
+            raise ValueError(f"message {i} has no string 'role'")
         content = m.get("content")
         if role == "user" and task is None and isinstance(content, str):
             task = content
@@ -96,15 +98,17 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
                 final_answer = content
         elif role == "tool" and isinstance(content, str) and content.startswith("Error"):
             events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
+    if bad_score:  # after the message checks: a bad message is reported first
+        raise ValueError(f"reward must be a number, got {score!r}")
 
-    return Trajectory(
+    return Trajectory.with_messages(  # the messages were just parsed and checked above: not copied
+        messages, checked=True,
         id=str(rec.get("id") or f"{source}:{task_id}:{trial}"),
         task_id=task_id,
         split=rec.get("split", "unknown"),
         model=rec.get("model"),
         rollout=rollout,
         task=task,
-        messages=messages,
         events=events,
         final_answer=final_answer,
         score=score,
