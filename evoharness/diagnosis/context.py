@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(NamedTuple):
+    """One tool call as the detectors read it (immutable; a named tuple, cheap to build per call)."""
+
     step: int  # index of the assistant message that made the call
     id: str
     name: str
@@ -45,10 +47,8 @@ class TraceView:
                 content = m.get("content")
                 view.results[str(m.get("tool_call_id"))] = (i, content if isinstance(content, str) else str(content))
         for c in traj.tool_calls():  # arguments parsed once, kept on the trajectory
-            view.calls.append(ToolCall(
-                step=c.step, id=str(c.id or f"{c.step}.{c.index}"), name=str(c.name),
-                arguments=c.raw_text, canonical=c.canonical, parsed_ok=c.parsed_ok, args=c.args,
-            ))
+            view.calls.append(ToolCall(c.step, str(c.id or f"{c.step}.{c.index}"), str(c.name), c.raw_text,
+                                       c.canonical, c.parsed_ok, c.args))
         return view
 
     def turn_of(self, step: int) -> int | None:

@@ -46,7 +46,11 @@ def friction_occurrences(view: TraceView) -> dict[str, list[tuple[int, str]]]:
 
     A call whose arguments did not parse counts as ``invalid_arguments`` unless the harness
     already reported it (an event naming its ``call_id``: rejected, or repaired by middleware).
+    Computed once per view (every friction detector asks); treat the result as read-only.
     """
+    memo = view.__dict__.get("_friction")
+    if memo is not None:
+        return memo
     occ: dict[str, list[tuple[int, str]]] = defaultdict(list)
     handled: set[str] = set()
     for e in view.traj.events:
@@ -60,6 +64,7 @@ def friction_occurrences(view: TraceView) -> dict[str, list[tuple[int, str]]]:
             occ["invalid_arguments"].append((c.step, f"{c.name}({c.arguments})"))
     for k in occ:
         occ[k].sort(key=lambda x: x[0])
+    view.__dict__["_friction"] = occ
     return occ
 
 
@@ -153,7 +158,7 @@ class RepeatedActionDetector:
         for s in view.assistant_steps:
             if s not in with_calls:
                 content = msgs[s].get("content")
-                blocks = FENCE.findall(content) if isinstance(content, str) else []
+                blocks = FENCE.findall(content) if isinstance(content, str) and "```" in content else []
                 if len(blocks) == 1:
                     nxt = msgs[s + 1].get("content") if s + 1 < len(msgs) else ""
                     actions.append((s, ("code", " ".join(blocks[0].split())), str(nxt or "")))
@@ -230,6 +235,9 @@ class NoDeliveryDetector:
 
 FENCE_ANY = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")  # a fenced block (unrolled: linear)
 TOKEN_RUN = re.compile(r"[A-Za-z0-9_-]+")  # one character class, no nested quantifier: linear time
+# the TOKEN_RUN runs that hold an ASCII digit (the only ones ``_id_like`` can accept), without building the others;
+# linear for the same reason as DIGIT_RUN
+DIGIT_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?[0-9][A-Za-z0-9_-]*+")
 ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 ANY_DIGIT = re.compile(r"\d")
 # a run holding a digit; the lookbehind starts it only at a run's start and the lazy prefix stops at the
@@ -299,7 +307,7 @@ def _id_like(tok: str) -> bool:
     parts = tok.split("-")
     if len(parts) > 1 and any(p.isalpha() for p in parts) and any(p.isdigit() for p in parts):
         return False
-    digits = sum(ch.isdigit() for ch in tok)
+    digits = sum(map(str.isdigit, tok))
     return bool(digits and digits < len(tok.replace("-", "").replace("_", ""))) or digits >= 8
 
 
@@ -392,7 +400,7 @@ class UnbackedClaimDetector:
                                         f"{quote(content, 120)}")], ground
             if not ANY_DIGIT.search(prose):
                 continue
-            ids = [t.strip("-_") for t in dict.fromkeys(TOKEN_RUN.findall(prose)) if not t.isalpha() and _id_like(t)]
+            ids = [t.strip("-_") for t in dict.fromkeys(DIGIT_TOKEN.findall(prose)) if _id_like(t)]
             missing = _unbacked(ids, ground, cfg.unbacked_min_len)
             if len(missing) >= cfg.unbacked_min:
                 return [Signal(id=self.id, failure_class=F1, step=i,

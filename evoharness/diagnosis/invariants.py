@@ -59,7 +59,9 @@ def _args(call: ToolCall) -> dict[str, Any] | None:
 
 def _failed(view: TraceView, call: ToolCall) -> bool:
     result = view.results.get(call.id, (0, ""))[1]
-    return result.lstrip().lower().startswith("error")
+    # the first five characters lower-cased, not the whole result: no character outside ASCII lower-cases to a
+    # letter of "error", so this is ``result.lstrip().lower().startswith("error")`` without copying the result
+    return result.lstrip()[:5].lower() == "error"
 
 
 def declared_schemas(view: TraceView) -> dict[str, dict[str, Any]]:
@@ -120,9 +122,14 @@ def schema_violations(view: TraceView) -> list[Violation]:
 
 
 def write_calls(view: TraceView) -> list[ToolCall]:
+    """The write actions, in order; computed once per view (treat the list as read-only)."""
     from evoharness.diagnosis.detectors import is_state_changing
 
-    return [c for c in view.calls if not c.name.startswith("transfer") and is_state_changing(c.name, c.canonical)]
+    memo = view.__dict__.get("_writes")
+    if memo is None:
+        memo = view.__dict__["_writes"] = [
+            c for c in view.calls if not c.name.startswith("transfer") and is_state_changing(c.name, c.canonical)]
+    return memo
 
 
 def _user_gave_their_id(view: TraceView, before: int) -> bool:
@@ -168,15 +175,45 @@ def policy_text(view: TraceView) -> str:
     return "\n".join(ln for ln in lines if not any(n in ln for n in names))
 
 
+@lru_cache(maxsize=64)
+def _rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, bool, bool], ...]:
+    """The lines of ``policy_text`` before the tool-name filter that carry a rule: (line, identity, confirmation).
+    Once per distinct system prompt (and declared tool descriptions)."""
+    text = system
+    for d in descriptions:
+        text = text.replace(d, " ")
+    out = []
+    for ln in text.splitlines():
+        if TOOL_LINE.match(ln[:300]):
+            continue
+        identity, confirm = bool(IDENTITY_POLICY.search(ln)), bool(CONFIRM_POLICY.search(ln))
+        if identity or confirm:
+            out.append((ln, identity, confirm))
+    return tuple(out)
+
+
+def _policy_flags(view: TraceView) -> tuple[bool, bool]:
+    """``policy_rules(policy_text(view))`` without rebuilding the policy text per trajectory: neither rule's
+    pattern crosses a line, so a rule holds when a line of the policy text matches it; only the few lines that
+    match are checked against the trace's tool names."""
+    msgs = view.traj.messages
+    system = "\n".join(m["content"] for m in msgs if m.get("role") == "system" and isinstance(m.get("content"), str))
+    if not system:
+        return False, False
+    names, descriptions = _tool_docs(view)
+    identity = confirm = False
+    for ln, ident, conf in _rule_lines(system, tuple(descriptions)):
+        if not any(n in ln for n in names):
+            identity, confirm = identity or ident, confirm or conf
+    return identity, confirm
+
+
 def policy_violations(view: TraceView) -> list[Violation]:
     msgs = view.traj.messages
     writes = write_calls(view)
     if not writes:
         return []
-    policy = policy_text(view)
-    if not policy.strip():
-        return []
-    identity, confirm = policy_rules(policy)
+    identity, confirm = _policy_flags(view)
     out = []
     if identity:
         first = writes[0]
