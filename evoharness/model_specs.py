@@ -36,6 +36,14 @@ class ModelScheme:
 
 MODELS: Registry[ModelScheme] = Registry("model scheme", "model")
 
+# offline agent models: seeded, handed the task's reference solution (``bind_task``); with a sandbox they
+# are served host-side behind the model gateway (sandbox/gateway_standin.py), never inside the sandbox
+OFFLINE_PREFIXES = ("standin:", "scripted:")
+
+
+def is_offline(spec: str) -> bool:
+    return spec.startswith(OFFLINE_PREFIXES)
+
 
 def scheme_of(spec: str, option: str = "model") -> ModelScheme:
     scheme, sep, rest = spec.partition(":")

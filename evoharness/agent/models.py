@@ -143,17 +143,111 @@ def parse_gateway_spec(spec: str) -> tuple[str, str, str]:
     return sock, token, model
 
 
-def gateway_model(spec: str, seed: int) -> LangChainChatModel:
-    """``gateway:SOCKET?rollout=TOKEN#model`` -> ChatOpenAI speaking HTTP over the gateway's Unix socket.
+def from_langchain(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    """langchain-core messages -> OpenAI chat dicts (the inverse of ``to_langchain``)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        content = m.content if isinstance(m.content, str) else json.dumps(m.content)
+        if isinstance(m, AIMessage):
+            out.append(to_openai(m))
+        elif isinstance(m, SystemMessage):
+            out.append({"role": "system", "content": content})
+        elif isinstance(m, HumanMessage):
+            out.append({"role": "user", "content": content})
+        elif isinstance(m, ToolMessage):
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": content})
+        else:
+            raise ValueError(f"cannot send a {type(m).__name__} to a chat endpoint")
+    return out
+
+
+class GatewayError(RuntimeError):
+    """The gateway answered with an error (its one-line message)."""
+
+
+class GatewayChatModel:
+    """A ``ChatModel`` speaking the gateway's ``/v1/chat/completions`` over its Unix socket with the
+    standard library only (no OpenAI SDK to import: a sandboxed worker serving an offline model starts as
+    fast as one running it in-process did). Messages go as ``from_langchain`` writes them and the reply
+    comes back through ``to_langchain``, so a host-side stand-in sees what it would have seen in-process.
+    A non-200 reply raises ``GatewayError`` with the gateway's message (a failed rollout, not a crash).
+    """
+
+    def __init__(self, socket_path: str, token: str, model: str, seed: int) -> None:
+        self.socket_path, self.model, self.seed = socket_path, model, seed
+        self.path = f"/r/{token}/v1/chat/completions" if token else "/v1/chat/completions"
+        self._conn: Any = None
+
+    def _connection(self) -> Any:
+        import http.client
+        import socket
+
+        sock_path = self.socket_path
+
+        class _Unix(http.client.HTTPConnection):
+            def connect(self) -> None:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(sock_path)
+
+        return _Unix("gateway")
+
+    def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
+        import http.client
+
+        body: dict[str, Any] = {"model": self.model, "messages": from_langchain(messages), "seed": self.seed,
+                                "temperature": 0.0, "stream": False}
+        if tools:
+            body["tools"] = tools
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
+        for attempt in (0, 1):  # a kept-alive connection the gateway closed is reopened once
+            if self._conn is None:
+                self._conn = self._connection()
+            try:
+                self._conn.request("POST", self.path, body=data, headers=headers)
+                resp = self._conn.getresponse()
+                status, raw = resp.status, resp.read()
+                break
+            except (http.client.HTTPException, ConnectionError, BrokenPipeError):
+                self._conn.close()
+                self._conn = None
+                if attempt:
+                    raise
+        try:
+            payload = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise GatewayError(f"gateway HTTP {status}: a reply that is not JSON") from None
+        if status != 200:
+            err = payload.get("error") if isinstance(payload, dict) else None
+            message = err.get("message") if isinstance(err, dict) else payload
+            raise GatewayError(f"gateway HTTP {status}: {message}")
+        try:
+            ai = to_langchain([payload["choices"][0]["message"]])[0]
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise GatewayError(f"gateway reply without a message: {e}") from None
+        usage = payload.get("usage") or {}
+        if isinstance(ai, AIMessage) and isinstance(usage, dict):
+            p, c = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            ai.usage_metadata = {"input_tokens": p, "output_tokens": c, "total_tokens": p + c}
+        return ai  # type: ignore[return-value]
+
+
+def gateway_model(spec: str, seed: int) -> LangChainChatModel | GatewayChatModel:
+    """``gateway:SOCKET?rollout=TOKEN#model`` -> ChatOpenAI speaking HTTP over the gateway's Unix socket
+    (an offline model's name, ``standin:``/``scripted:``, gets the lighter ``GatewayChatModel``).
 
     The base URL is ``http://gateway/r/TOKEN/v1`` (the host part is ignored by the socket transport).
     No API key is needed or sent: the gateway adds the host's. The client does not retry (the
     gateway does) and waits as long as the sandbox's wall-time limit allows. No request is made here.
     """
+    from evoharness.model_specs import is_offline
+
+    sock, token, model = parse_gateway_spec(spec)
+    if is_offline(model):
+        return GatewayChatModel(sock, token, model, seed)
     import httpx
     from langchain_openai import ChatOpenAI
 
-    sock, token, model = parse_gateway_spec(spec)
     prefix = f"/r/{token}" if token else ""
     client = httpx.Client(transport=httpx.HTTPTransport(uds=sock), timeout=httpx.Timeout(None, connect=10.0))
     llm = ChatOpenAI(base_url=f"http://gateway{prefix}/v1", model=model, api_key="via-gateway",

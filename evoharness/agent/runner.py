@@ -18,12 +18,10 @@ from evoharness.agent.hooks import HookCrash
 from evoharness.agent.loop import Agent, RolloutResult
 from evoharness.envs import get_environment
 from evoharness.logging import get_logger
-from evoharness.model_specs import agent_model
+from evoharness.model_specs import OFFLINE_PREFIXES, agent_model
 from evoharness.traces.models import EventType, Split, Termination, Trajectory
 
 log = get_logger(__name__)
-
-OFFLINE_PREFIXES = ("standin:", "scripted:")
 
 
 def make_model(model_spec: str, seed: int) -> Any:

@@ -8,6 +8,9 @@ optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null), ``gate
 ``gateway:SOCKET?rollout=TOKEN#model`` spec through which the sandbox reaches ``model_spec``'s model),
 ``env_via`` (null: ``env_spec`` with its simulated user's model reached through the gateway, e.g.
 ``tau2:retail?user=gateway:SOCKET?rollout=TOKEN#model``; the environment is built from it).
+With a sandbox, an offline model (``standin:``/``scripted:``, which is handed the task's reference
+solution) runs host-side behind the gateway (``sandbox/gateway_standin.py``): the request then has a
+``gateway`` spec and this process never holds the reference.
 OUT.json receives ``{"version": 2, "trajectory": ..., "env_calls": [...]}``: the trajectory and every call
 made on the environment with its result. The host trusts neither the trajectory's score nor anything else
 this process claims: it replays ``env_calls`` on a fresh environment and scores there

@@ -31,7 +31,16 @@ _MODULES = {  # importing these is a finding by itself
     "concurrent": "threads or processes", "asyncio": "an event loop that may outlive the call",
     "sched": "scheduled calls", "faulthandler": "signal handlers", "resource": "process limits",
     "mmap": "memory maps", "evoharness": "evoharness internals (scorer, environment, worker)",
+    "pkgutil": "package files (an environment's data, its reference solutions)",
+    "site": "package locations", "sysconfig": "package locations", "zipimport": "dynamic imports",
+    "marshal": "code objects", "pickle": "runs code while loading",
 }
+# the environments' and scorers' packages: importing one lets harness code rebuild a task's reference
+# solution or its grader (the environment runs in the sandbox beside the harness, its package on disk)
+_ENV_MODULES = ("agentdojo", "tau2", "tau_bench", "bfcl", "bfcl_eval", "swebench", "appworld", "webarena",
+                "evoharness_envs")
+for _m in _ENV_MODULES:
+    _MODULES[_m] = "an environment's or scorer's package (task data, reference solutions, the grader)"
 _CALLS = {  # module.attr (or bare name) called
     "os._exit": "exits the process at once", "os.fork": "forks", "os.forkpty": "forks", "os.kill": "signals",
     "os.killpg": "signals", "os.system": "runs a shell", "os.popen": "runs a shell", "os.setsid": "new session",
@@ -42,6 +51,11 @@ _CALLS = {  # module.attr (or bare name) called
     "exec": "runs generated code", "eval": "runs generated code", "compile": "compiles generated code",
     "__import__": "dynamic imports", "setattr": "patches objects (possibly other modules)",
     "globals": "reaches module globals", "vars": "reaches module namespaces",
+    "sys._getframe": "frames of other code", "sys.modules.get": "reaches loaded modules",
+}
+_ATTRS = {  # module.attr read anywhere (not only called)
+    "sys.modules": "reaches loaded modules (the environment's, the worker's)",
+    "sys.argv": "the worker's request and output files", "sys.path": "package locations",
 }
 _OS_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn")
 _PATHS = ("/proc", "/sys", "/dev", "/etc", "/root", "/home", "/harness", "/usr", "/var", "/run")
@@ -95,8 +109,9 @@ def review_source(path: str, text: str) -> list[Finding]:
             elif top in ("os", "sys"):
                 for a in node.names:
                     full = f"{top}.{a.name}"
-                    if full in _CALLS or full.startswith(_OS_PREFIXES):
-                        add(node, f"from {top} import {a.name}", _CALLS.get(full, "runs another program"))
+                    if full in _CALLS or full in _ATTRS or full.startswith(_OS_PREFIXES):
+                        why = _CALLS.get(full) or _ATTRS.get(full) or "runs another program"
+                        add(node, f"from {top} import {a.name}", why)
         elif isinstance(node, ast.Call):
             name = _dotted(node.func)
             if name is None:
@@ -119,8 +134,18 @@ def review_source(path: str, text: str) -> list[Finding]:
             if v.startswith(_PATHS) and len(v) < 300:
                 add(node, repr(v), "a host path outside the scratch directory")
         elif isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__subclasses__", "__code__",
-                                                               "__builtins__", "f_back", "f_globals", "tb_frame"):
+                                                               "__builtins__", "f_back", "f_globals", "f_locals",
+                                                               "tb_frame", "gi_frame", "cr_frame"):
             add(node, f".{node.attr}", "reaches other code's internals")
+        elif isinstance(node, ast.Attribute) and node.attr in ("__file__", "__path__", "__spec__", "__loader__"):
+            add(node, f".{node.attr}", "package files (an environment's data, its reference solutions)")
+        if isinstance(node, ast.Attribute):
+            name = _dotted(node)
+            head, _, rest = (name or "").partition(".")
+            full = f"{aliases.get(head, head)}.{rest}" if rest else ""
+            for attr, why in _ATTRS.items():
+                if full == attr or full.startswith(attr + "."):
+                    add(node, name or attr, why)
     seen: set[tuple[int, str]] = set()
     unique = []
     for f in out:

@@ -6,9 +6,11 @@ in the sandbox, and read the trajectory it wrote. A worker that crashes, hangs, 
 or writes nothing or garbage becomes a failed trajectory carrying the reason (score 0.0, not
 delivered); only an unusable sandbox backend raises (``InfraError``).
 
-With a sandbox and an ``openai:URL#model`` model (or an explicit ``upstream``), the executor starts
-one model gateway (``sandbox/gateway.py``) on first use and closes it in ``close()``: each rollout
-gets its own gateway account, the worker reaches the model only through the gateway's Unix socket,
+With a sandbox and an ``openai:URL#model`` model, an offline model (``standin:*``, ``scripted:*``:
+served in this process by ``gateway_standin.StandInUpstream``, so the task's reference it is handed
+never enters the sandbox) or an explicit ``upstream``, the executor starts one model gateway
+(``sandbox/gateway.py``) on first use and closes it in ``close()``: each rollout gets its own gateway
+account, the worker reaches the model only through the gateway's Unix socket,
 and the gateway's token counts replace the trajectory's ``usage`` tokens (``meta["gateway"]``).
 
 A tau2 env spec with ``?user=openai:URL#model`` (a simulated customer over a real model) also gets
@@ -36,6 +38,7 @@ from pydantic import ValidationError
 from evoharness.errors import InfraError, InputError
 from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
 from evoharness.logging import get_logger
+from evoharness.model_specs import is_offline
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import Sandbox
 from evoharness.sandbox.checkout import CheckoutCache
@@ -43,6 +46,7 @@ from evoharness.sandbox.command_agent import BadOutput, CommandRollout, uses_com
 from evoharness.sandbox.config import GatewayConfig
 from evoharness.sandbox.failure import failed_trajectory
 from evoharness.sandbox.gateway import AGENT, USER, Gateway, RolloutUsage, start_gateway
+from evoharness.sandbox.gateway_standin import StandInUpstream
 from evoharness.sandbox.gateway_upstream import Upstream
 from evoharness.sandbox.models import Limits, SandboxResult
 from evoharness.sandbox.scoring import (
@@ -88,7 +92,8 @@ class LocalExecutor:
     Trajectory or OpenAI messages, scored here); else ``python -m evoharness.agent.worker``.
     ``on_result(index, trajectory)`` is called as each rollout finishes (any order).
     Model gateway: used when a sandbox is and the model is ``openai:URL#model`` (forwarding to URL
-    with the host's key, per ``gateway``) or when ``upstream`` is given (e.g. a ``ModelUpstream``
+    with the host's key, per ``gateway``) or an offline ``standin:``/``scripted:`` model (served here,
+    bound per rollout to its task, seed and rollout) or when ``upstream`` is given (e.g. a ``ModelUpstream``
     serving a scripted model); the worker then gets ``gateway:SOCKET?rollout=TOKEN#model``. Also used,
     with a sandbox, for a tau2 env whose customer is ``?user=openai:URL#model`` (see the module docstring).
     """
@@ -136,7 +141,16 @@ class LocalExecutor:
 
     @property
     def _agent_via_gateway(self) -> bool:
-        return self._upstream is not None or self.model_spec.startswith("openai:")
+        return self._upstream is not None or self.model_spec.startswith("openai:") or is_offline(self.model_spec)
+
+    def _agent_upstream(self) -> Upstream | None:
+        """The agent lane's upstream: the given one, else the offline model served here (never in the
+        sandbox: it holds the task's reference), else None (``start_gateway`` forwards ``openai:``)."""
+        if self._upstream is not None:
+            return self._upstream
+        if is_offline(self.model_spec):
+            return StandInUpstream(self.model_spec, self.env_spec)
+        return None
 
     def user_model(self) -> str | None:
         """The ``openai:URL#model`` spec of the env's simulated user (tau2 ``?user=``), or None.
@@ -156,7 +170,7 @@ class LocalExecutor:
         with self._gateway_lock:
             if self._gateway is None:
                 self._gateway = start_gateway(self.model_spec if self._agent_via_gateway else None,
-                                              self.gateway_cfg, self._upstream, user_spec=self.user_model())
+                                              self.gateway_cfg, self._agent_upstream(), user_spec=self.user_model())
             return self._gateway
 
     def _open(self, req: RolloutRequest) -> RolloutAccounts | None:
@@ -165,6 +179,9 @@ class LocalExecutor:
             return None
         label = f"{req.task_id}#{req.rollout}"
         agent = gw.open_rollout(label) if AGENT in gw.lanes else None
+        bind = getattr(gw.lanes[AGENT].upstream, "bind", None) if agent else None
+        if bind is not None:  # a host-side offline model: this token is this task's, seed's and rollout's
+            bind(agent, req.task_id, req.seed, req.rollout)
         user = gw.open_rollout(f"{label} user", lane=USER) if USER in gw.lanes else None
         return RolloutAccounts(gw, agent, user)
 

@@ -150,11 +150,20 @@ class ModelUpstream:
     """
 
     name = "model"
+    estimate_usage = True  # no usage_metadata on a reply: estimate (False: report 0, as in-process)
 
     def __init__(self, make: Callable[[], Any], model_name: str = "scripted") -> None:
         self.make, self.model_name = make, model_name
         self._models: dict[str, Any] = {}
         self._lock = threading.Lock()
+
+    def model_for(self, rollout: str) -> Any:
+        """The rollout's model (built by ``make()`` on its first request)."""
+        with self._lock:
+            model = self._models.get(rollout)
+            if model is None:
+                model = self._models[rollout] = self.make()
+            return model
 
     def chat(self, body: dict[str, Any], rollout: str) -> UpstreamReply:
         from evoharness.agent.models import to_langchain, to_openai
@@ -163,19 +172,17 @@ class ModelUpstream:
             messages = to_langchain(body["messages"])
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             return UpstreamReply(400, error_payload(f"messages: {e}"), 0, f"bad messages: {e}")
-        with self._lock:
-            model = self._models.get(rollout)
-            if model is None:
-                model = self._models[rollout] = self.make()
         try:
+            model = self.model_for(rollout)
             ai = model.invoke(messages, tools=body.get("tools"))
         except Exception as e:  # noqa: BLE001 -- the scripted model failed: a 500 the client sees
             why = f"model raised {type(e).__name__}: {e}"
             return UpstreamReply(500, error_payload(why, "server_error"), 0, why)
         message = to_openai(ai)
         um = getattr(ai, "usage_metadata", None) or {}
-        prompt = int(um.get("input_tokens") or estimate_tokens(json.dumps(body["messages"])))
-        completion = int(um.get("output_tokens") or estimate_tokens(json.dumps(message)))
+        guess = self.estimate_usage
+        prompt = int(um.get("input_tokens") or (estimate_tokens(json.dumps(body["messages"])) if guess else 0))
+        completion = int(um.get("output_tokens") or (estimate_tokens(json.dumps(message)) if guess else 0))
         payload = {"id": f"chatcmpl-{rollout[:8]}", "object": "chat.completion", "created": 0,
                    "model": body.get("model") or self.model_name,
                    "choices": [{"index": 0, "message": message,

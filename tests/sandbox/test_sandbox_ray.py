@@ -60,6 +60,7 @@ def _comparable(traj) -> dict:
     d["usage"].pop("wall_seconds")
     for key in ("sandbox", "executor"):
         d["meta"].pop(key, None)
+    d["meta"].get("gateway", {}).pop("upstream_seconds", None)  # the host-side stand-in's time
     failure = d["meta"].get("rollout_failure")
     if failure:
         failure.pop("backend", None)
