@@ -117,6 +117,37 @@ class AgentLog:
         return str(self.msgs[i].get("name") or "").lower() == "orchestrator"
 
     @cached_property
+    def answer_key(self) -> tuple[str, int] | None:
+        """The final answer's value (lower-cased) and the step stating it: the text after the last
+        ``FINAL ANSWER:``, 4-80 characters, harness noise cut, not a non-answer."""
+        for i in range(len(self.msgs) - 1, -1, -1):
+            found = FINAL_ANSWER.findall(self.text(i))
+            if not found:
+                continue
+            key = " ".join(HARNESS_NOISE.sub("", found[-1]).split()).strip(" .*\"'`")
+            if 4 <= len(key) <= 80 and not NON_ANSWER.search(key):
+                return key.lower(), i
+            return None
+        return None
+
+    @cached_property
+    def answer_origin(self) -> tuple[str, int] | None:
+        """The answer's value and the first assistant step before the final answer that holds it (not when the
+        task itself holds it: then the answer echoes the question)."""
+        if self.answer_key is None:
+            return None
+        key, final = self.answer_key
+        pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)", re.IGNORECASE)
+        if pattern.search(self.view.traj.task or ""):
+            return None
+        for i in self.view.assistant_steps:
+            if i >= final:
+                break
+            if pattern.search(self.text(i)):
+                return key, i
+        return None
+
+    @cached_property
     def reasoning_turns(self) -> list[int]:
         """Assistant turns by non-tool agents, past the opening restatement, not plans/ledgers, not empty."""
         out = []
@@ -228,44 +259,17 @@ class HandoffCodeDetector:
                                 f"{_quote(code.group(0) if code else text)}")]
 
 
-def answer_key(log: AgentLog) -> tuple[str, int] | None:
-    """The final answer's value and the step that states it: the text after the last ``FINAL ANSWER:``."""
-    for i in range(len(log.msgs) - 1, -1, -1):
-        text = log.text(i)
-        if "FINAL ANSWER" not in text.upper():
-            continue
-        found = FINAL_ANSWER.findall(text)
-        if not found:
-            continue
-        key = " ".join(HARNESS_NOISE.sub("", found[-1]).split()).strip(" .*\"'`")
-        if 4 <= len(key) <= 80 and not NON_ANSWER.search(key):
-            return key.lower(), i
-        return None
-    return None
-
-
 class AnswerOriginDetector:
     id = "F4.answer_origin"
     failure_class = F4
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
-        if not log.applies or not _failed(view, cfg):
+        if not log.applies or not _failed(view, cfg) or log.answer_origin is None:
             return []
-        found = answer_key(log)
-        if found is None:
-            return []
-        key, final = found
-        pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
-        if pattern.search((view.traj.task or "").lower()):
-            return []  # the answer echoes the question: no origin to find
-        for i in view.assistant_steps:
-            if i >= final:
-                break
-            if pattern.search(log.text(i).lower()):
-                return [Signal(id=self.id, failure_class=F4, step=i,
-                               evidence=f"the final answer's value {key!r} first appears here: {_quote(log.text(i))}")]
-        return []
+        key, i = log.answer_origin
+        return [Signal(id=self.id, failure_class=F4, step=i,
+                       evidence=f"the final answer's value {key!r} first appears here: {_quote(log.text(i))}")]
 
 
 class AcceptedReportDetector:
@@ -274,11 +278,8 @@ class AcceptedReportDetector:
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
-        if not log.applies or not _failed(view, cfg):
-            return []
-        found = answer_key(log)
-        if found is not None and AnswerOriginDetector().detect(view, cfg):
-            return []  # the answer's value has an origin: that step, not the report accepted at the end
+        if not log.applies or not _failed(view, cfg) or log.answer_origin is not None:
+            return []  # where the answer's value has an origin, that step, not the report accepted at the end
         last_report: int | None = None
         for i in view.assistant_steps:
             if not log.is_orchestrator(i):
