@@ -175,7 +175,8 @@ class UnsupportedFactDetector:
                 prose = FENCE.sub(" ", text)
                 fab = FABRICATION.search(prose)
                 if fab:
-                    return [self._signal(i, f"says it {fab.group(0).lower()}s data: {_quote(prose)}")]
+                    word = fab.group(0)
+                    return [self._signal(i, f"works from simulated or assumed data ({word!r}): {_quote(prose)}")]
                 novel = [n for n in dict.fromkeys(NUMBER.findall(prose))
                          if sum(ch.isdigit() for ch in n) >= 3 and n.replace(",", "") not in seen_digits]
                 if len(novel) >= 2:
