@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from evoharness.diagnosis.models import Label, Lever
 from evoharness.errors import EditRejected, EvoharnessError, InputError
 from evoharness.graph.book import Book
 from evoharness.graph.evidence import balanced, ensure_evidence, usable
 from evoharness.graph.progress import Progress
+from evoharness.graph.records import Dropped, Rejected
+from evoharness.graph.state import Typed
 from evoharness.harness_repo.leaks import LeakGuard
 from evoharness.harness_repo.models import Candidate, Verdict
 from evoharness.roles.models import HarnessView, Pattern, Review
@@ -30,7 +31,7 @@ class Desk:
         self._evidence: list[Trajectory] | None = None
         self.harness_evidence = None  # graph.harness_evidence.HarnessEvidence (set by the wiring)
         self.planner = None  # graph.planning.RoundPlanner (set by the wiring)
-        self.unplanned: list[dict[str, Any]] = []
+        self.unplanned: list[Dropped] = []
 
     def harness_view(self) -> HarnessView:
         """Main's head, with the harness evidence (linter findings, culprit commits) once computed."""
@@ -38,12 +39,12 @@ class Desk:
             return self.harness_evidence.view()
         return HarnessView.from_repo(self.repo, self.repo.main_head())
 
-    def hold_back(self, state: dict[str, Any], ledger) -> bool:
+    def hold_back(self, state: Typed, ledger) -> bool:
         """Compute the harness evidence for main's head; True while some of it is untried against this
         anchor: the anchor's content failures may be the harness's, so they wait for the queue."""
         if self.harness_evidence is None or self.planner is None:
             return False
-        self.harness_evidence.compute(state["anchor"], ledger, state.get("round", 0))
+        self.harness_evidence.compute(state.anchor, ledger, state.get("round", 0))
         suspect = self.planner.open_evidence(state, self.harness_evidence)
         if suspect:
             self.progress.note(f"content failures held back from the training queue: the harness is suspect "
@@ -71,8 +72,8 @@ class Desk:
         trajs = balanced([anchor, extra], self.book.labels) if extra else anchor
         return trajs, self.book.labels(trajs)
 
-    def analyse(self, ids: list[str], feedback: list[dict[str, Any]],
-                state: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    def analyse(self, ids: list[str], feedback: list[Review],
+                state: Typed | None = None) -> tuple[list[Pattern], list[str]]:
         """Patterns of the process failures in the anchor (``ids``) and the run's evidence and of the harness
         evidence, and the reasons the analyst failed (a malformed reply that survived the role's retries).
         With ``state``, the round planner keeps the patterns not yet tried against this anchor
@@ -86,21 +87,22 @@ class Desk:
         plan = state is not None and self.planner is not None and not feedback
         try:
             patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process], view,
-                                            self.max_candidates + (8 if plan else 0), feedback or None)
+                                            self.max_candidates + (8 if plan else 0),
+                                            [r.model_dump(mode="json") for r in feedback] or None)
         except EvoharnessError as e:
             self.progress.note(f"analyst failed: {e}")
             return [], [f"analyst failed: {e}"]
-        out = [p.model_dump(mode="json") for p in patterns]
+        out = list(patterns)
         if not plan:
             return out[: self.max_candidates], []
         self.unplanned = self.planner.unplanned(out, state)
         kept = self.planner.filter(out, state, self.max_candidates)
         if len(kept) < len(out[: self.max_candidates]):
             self.progress.note(f"planning: {len(out) - len(kept)} pattern(s) already tried against this anchor; "
-                               f"trying {', '.join(p['signal'] for p in kept) or 'nothing new'}")
+                               f"trying {', '.join(p.signal for p in kept) or 'nothing new'}")
         return kept, []
 
-    def critique(self, patterns: list[dict[str, Any]], ids: list[str], previous: dict[str, dict]) -> list[dict]:
+    def critique(self, patterns: list[Pattern], ids: list[str], previous: dict[str, Review]) -> list[Review]:
         """The critic's reviews. It checks the attribution against everything the analyst read; predicted
         flips are kept only for the anchor's tasks (the only tasks verification rolls out)."""
         trajs, labels = self.analysed(ids)
@@ -109,32 +111,34 @@ class Desk:
         out = []
         for p in patterns:
             try:
-                review = self.critic.review(Pattern.model_validate(p), view, trajs, labels).model_dump(mode="json")
-                review["predicted_flips"] = [t for t in review["predicted_flips"] if t in rolled_out]
+                review = self.critic.review(p, view, trajs, labels)
+                review = review.model_copy(update={"predicted_flips": [t for t in review.predicted_flips
+                                                                       if t in rolled_out]})
             except EvoharnessError as e:
-                review = {"pattern_id": p["id"], "approved": False, "accommodation": False, "send_back": False,
-                          "notes": f"critic failed: {e}"}
-            if previous.get(p["id"], {}).get("send_back") or previous.get(p["id"], {}).get("was_sent_back"):
-                review["send_back"] = False  # at most once per pattern
-                review["was_sent_back"] = True
+                review = Review(pattern_id=p.id, approved=False, accommodation=False, send_back=False,
+                                notes=f"critic failed: {e}")
+            before = previous.get(p.id)
+            if before is not None and (before.send_back or before.was_sent_back):  # at most once per pattern
+                review = review.model_copy(update={"send_back": False, "was_sent_back": True})
             out.append(review)
         return out
 
-    def engineer(self, patterns: list[dict], reviews: list[dict], round: int,
-                 rejected: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
+    def engineer(self, patterns: list[Pattern], reviews: list[Review], round: int,
+                 rejected: list[Rejected] | None = None) -> tuple[list[Candidate], list[Dropped]]:
         """Candidates for the approved patterns; drops (with the reason) what cannot or need not be verified.
 
         A change whose tree was already rejected against the same anchor is not verified again:
         re-rolling the same edit until noise lets it through is how noise-fitting edits get merged.
         """
         view = self.harness_view()
-        by_id = {r["pattern_id"]: r for r in reviews}
-        candidates, dropped = [], []
+        by_id = {r.pattern_id: r for r in reviews}
+        candidates: list[Candidate] = []
+        dropped: list[Dropped] = []
         for p in patterns:
-            review = by_id.get(p["id"])
-            if review is None or not review.get("approved"):
-                dropped.append({"pattern": p["id"], "round": round,
-                                "reason": "critic: " + (review or {}).get("notes", "not approved")})
+            review = by_id.get(p.id)
+            if review is None or not review.approved:
+                dropped.append(Dropped(pattern=p.id, round=round,
+                                       reason="critic: " + (review.notes if review else "not approved")))
                 continue
             cand = self._existing_candidate(round, p)
             if cand is None:
@@ -142,14 +146,14 @@ class Desk:
                 if cand is None:
                     continue
             tree = self.repo.tree_hash(cand.commit)
-            twin = next((r for r in rejected or [] if r.get("tree") == tree and r.get("base") == cand.base), None)
+            twin = next((r for r in rejected or [] if r.tree == tree and r.base == cand.base), None)
             if twin is not None:
-                why = f"same change as {twin['branch']}, already rejected against this anchor"
+                why = f"same change as {twin.branch}, already rejected against this anchor"
                 self.repo.reject(cand.branch, Verdict(candidate=cand.branch, commit=cand.commit, base=cand.base,
                                                       accepted=False, reason=why + ": not re-verified"))
-                dropped.append({"pattern": p["id"], "round": round, "branch": cand.branch, "reason": why})
+                dropped.append(Dropped(pattern=p.id, round=round, branch=cand.branch, reason=why))
                 continue
-            candidates.append(cand.model_dump(mode="json"))
+            candidates.append(cand)
         return candidates[: self.max_candidates], dropped
 
     def _leak_guard(self):
@@ -158,27 +162,28 @@ class Desk:
             self._leaks = LeakGuard(self.book.env)
         return self._leaks
 
-    def _propose(self, p: dict, review: dict, view: HarnessView, round: int, dropped: list[dict]) -> Candidate | None:
+    def _propose(self, p: Pattern, review: Review, view: HarnessView, round: int,
+                 dropped: list[Dropped]) -> Candidate | None:
         try:
-            edit = self.engineer_role.propose(Pattern.model_validate(p), Review.model_validate(review), view)
+            edit = self.engineer_role.propose(p, review, view)
             if edit is None:
-                dropped.append({"pattern": p["id"], "round": round, "reason": "engineer: no fix to propose"})
+                dropped.append(Dropped(pattern=p.id, round=round, reason="engineer: no fix to propose"))
                 return None
-            edit = edit.model_copy(update={"targets": p["signal"], "critic": Review.model_validate(review).line()})
+            edit = edit.model_copy(update={"targets": p.signal, "critic": review.line()})
             self._leak_guard().check(edit)  # no task text, expected answer or scorer code in a harness
             return self.repo.create_candidate(edit, round=round)
         except (EditRejected, InputError) as e:
-            dropped.append({"pattern": p["id"], "round": round, "reason": f"edit rejected: {e}"})
+            dropped.append(Dropped(pattern=p.id, round=round, reason=f"edit rejected: {e}"))
         except EvoharnessError as e:  # a role that failed after its retries
-            dropped.append({"pattern": p["id"], "round": round, "reason": f"engineer failed: {e}"})
+            dropped.append(Dropped(pattern=p.id, round=round, reason=f"engineer failed: {e}"))
         return None
 
-    def _existing_candidate(self, round: int, pattern: dict) -> Candidate | None:
+    def _existing_candidate(self, round: int, pattern: Pattern) -> Candidate | None:
         """A candidate this round already created for this pattern (a node re-run after a crash)."""
         prefix = f"candidate/r{round}-"
         for branch in self.repo.branches():
             if branch.startswith(prefix):
                 cand = self.repo.candidate(branch)
-                if cand.targets == pattern["signal"]:
+                if cand.targets == pattern.signal:
                     return cand
         return None

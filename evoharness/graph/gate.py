@@ -6,10 +6,9 @@ round's guard book, and pays from the ledger passed in: nothing is assigned onto
 
 from __future__ import annotations
 
-from typing import Any
-
 from evoharness.errors import BudgetExhausted, MergeRefused
 from evoharness.graph.progress import Progress
+from evoharness.graph.records import Merged, Rejected
 from evoharness.graph.source import GraphSource, RunLedger
 from evoharness.graph.state import AnchorEntry
 from evoharness.harness_repo.models import Candidate, Verdict
@@ -32,31 +31,29 @@ class Gate:
         self.rollouts = rollouts
         self.seed = seed
 
-    def verifier(self, guards: dict | None = None) -> Verifier:
-
-        return Verifier(self.source, self.config, guards=GuardBook.model_validate(guards or {}), seed=self.seed,
+    def verifier(self, guards: GuardBook | None = None) -> Verifier:
+        return Verifier(self.source, self.config, guards=guards or GuardBook(), seed=self.seed,
                         signer=VerdictSigner(self.repo.repo),  # merges need a verdict this verifier signed
                         hunks=GitParts(self.repo))  # each hunk of a candidate must gain
 
     # -- verification ----------------------------------------------------------------------------
-    def verify(self, cand: dict, anchor: AnchorEntry, ledger: RunLedger, round: int,
-               guards: dict | None = None) -> dict:
+    def verify(self, candidate: Candidate, anchor: AnchorEntry, ledger: RunLedger, round: int,
+               guards: GuardBook | None = None) -> Verdict:
         """Verify one candidate against the current anchor; the verdict is also noted on its commit.
 
         Re-running after a crash re-reads the same cached rollouts, so it reaches the same verdict
         and charges the (rolled back) ledger exactly once.
         """
-        candidate = Candidate.model_validate(cand)
         try:
             return self._verify(candidate, anchor.measured(), ledger, round, guards)
         except BudgetExhausted as e:
             verdict = Verdict(candidate=candidate.branch, commit=candidate.commit, base=anchor.commit,
                               accepted=False, reason=f"not verified: {e}")
             self.progress.note(f"  {candidate.branch}: not verified ({e})")
-            return verdict.model_dump(mode="json")
+            return verdict
 
     def _verify(self, candidate: Candidate, anchor: Anchor, ledger: RunLedger, round: int,
-                guards: dict | None) -> dict[str, Any]:
+                guards: GuardBook | None) -> Verdict:
         verifier = self.verifier(guards)
         plan = verifier.plan(candidate, anchor, ledger=ledger, round=round, k=self.rollouts)
         self.progress.note(f"  verifying {candidate.branch} ({candidate.targets}): "
@@ -71,35 +68,36 @@ class Gate:
         verdict = verdict.model_copy(update={"measurements": {**m, "gain": gain}})
         self.repo.record_verdict(verdict)
         self.progress.note(f"  {candidate.branch}: {'ACCEPT' if verdict.accepted else 'reject'} ({verdict.reason})")
-        return verdict.model_dump(mode="json")
+        return verdict
 
     @staticmethod
-    def pin_fixed(before: AnchorEntry, after: AnchorEntry, round: int, guards: dict | None) -> dict:
-        """Every task the merge fixed becomes a guard task for later candidates."""
-        book = GuardBook.model_validate(guards or {})
+    def pin_fixed(before: AnchorEntry, after: AnchorEntry, round: int, guards: GuardBook) -> GuardBook:
+        """Every task the merge fixed becomes a guard task for later candidates (a new book)."""
+        book = guards.model_copy(deep=True)
         book.pin_fixed(before.measured(), after.measured(), round)
-        return book.model_dump(mode="json")
+        return book
 
     # -- settling -------------------------------------------------------------------------------
-    def settle(self, candidates: list[dict], verdicts: list[dict], decisions: dict[str, str],
-               round: int) -> tuple[list[dict], list[dict]]:
+    def settle(self, candidates: list[Candidate], verdicts: list[Verdict], decisions: dict[str, str],
+               round: int) -> tuple[list[Merged], list[Rejected]]:
         """Merge the best accepted (and approved) candidate; reject the rest, each with its verdict."""
-        by_branch = {v["candidate"]: Verdict.model_validate(v) for v in verdicts}
+        by_branch = {v.candidate: v for v in verdicts}
         held = {v.candidate: why for v in by_branch.values() if v.accepted
                 and decisions.get(v.candidate) != "approve" and (why := self._needs_human(v))}
         accepted = [v for v in by_branch.values() if v.accepted and decisions.get(v.candidate, "approve") == "approve"
                     and v.candidate not in held]
         accepted.sort(key=lambda v: (-(v.measurements.get("gain") or 0.0), v.candidate))
-        merged, rejected = [], []
+        merged: list[Merged] = []
+        rejected: list[Rejected] = []
         winner = accepted[0] if accepted else None
         for cand in candidates:
-            v = by_branch.get(cand["branch"])
+            v = by_branch.get(cand.branch)
             if v is None:
                 continue
             if winner is not None and v.candidate == winner.candidate:
-                sha = self._merge_once(cand["branch"], v, human_approved=decisions.get(v.candidate) == "approve")
-                merged.append({"branch": v.candidate, "commit": v.commit, "merge_commit": sha, "round": round,
-                               "reading": v.measurements.get("reading", 0.0), "targets": cand["targets"]})
+                sha = self._merge_once(cand.branch, v, human_approved=decisions.get(v.candidate) == "approve")
+                merged.append(Merged(branch=v.candidate, commit=v.commit, merge_commit=sha, round=round,
+                                     reading=v.measurements.get("reading", 0.0), targets=cand.targets))
                 continue
             if not v.accepted:
                 reason = v.reason
@@ -114,14 +112,13 @@ class Gate:
                 reason = f"accepted but superseded by {winner.candidate} (main moved: re-verify next round)"
                 v = v.model_copy(update={"accepted": False, "reason": reason})
             self.repo.reject(v.candidate, v)
-            rejected.append({"branch": v.candidate, "commit": v.commit, "round": round, "reason": reason,
-                             "base": cand.get("base"), "tree": self.repo.tree_hash(v.commit),
-                             "superseded_by": winner.candidate if reason.startswith("accepted but") else None})
+            rejected.append(Rejected(branch=v.candidate, commit=v.commit, round=round, reason=reason,
+                                     base=cand.base, tree=self.repo.tree_hash(v.commit),
+                                     superseded_by=winner.candidate if reason.startswith("accepted but") else None))
         return merged, rejected
 
     def _needs_human(self, verdict: Verdict) -> str | None:
         """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None."""
-
         findings = review_change(self.repo, verdict.base, verdict.commit)
         if not findings:
             return None

@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from evoharness.graph.state import AnchorEntry
 from evoharness.harness_repo.history import bisect, main_history, revert_changes
 from evoharness.roles.lint import declared_tools, lint_harness
 from evoharness.roles.models import Culprit, Evidence, HarnessView
@@ -67,16 +68,16 @@ class HarnessEvidence:
         tasks = self.book.env.list_tasks("dev")
         return tasks[0].prompt if tasks else ""
 
-    def compute(self, anchor: dict[str, Any], ledger: Any, round: int) -> HarnessView:
+    def compute(self, anchor: AnchorEntry, ledger: Any, round: int) -> HarnessView:
         """Lint main's head against the anchor and bisect its history (once per head); the view."""
         head = self.repo.main_head()
         stored = self._stored()
-        if anchor.get("commit") == head:
+        if anchor.commit == head:
             # measured every time the node runs: the rollouts come from the cache, and the run's ledger
             # (which remembers what it paid for) charges them exactly once, also when a crash lost the
             # node's first run after the file was written
             culprits = self.culprits(anchor, ledger, round)
-            stored[head] = {"anchor_ids": anchor["trajectory_ids"],
+            stored[head] = {"anchor_ids": anchor.trajectory_ids,
                             "culprits": [c.model_dump(mode="json") for c in culprits]}
             tmp = self.path.with_suffix(".tmp")
             tmp.write_text(json.dumps(stored))
@@ -109,13 +110,13 @@ class HarnessEvidence:
         return evidence_patterns(view, RolesConfig(min_support=self.min_support), max(len(view.findings), 1))
 
     # -- history --------------------------------------------------------------------------------
-    def culprits(self, anchor: dict[str, Any], ledger: Any, round: int) -> list[Culprit]:
+    def culprits(self, anchor: AnchorEntry, ledger: Any, round: int) -> list[Culprit]:
         repo = self.repo
-        head = anchor["commit"]
+        head = anchor.commit
         commits = main_history(repo.repo, head, HISTORY_LIMIT)
         if len(commits) < 2:
             return []
-        trajs = self.book.load(anchor["trajectory_ids"])
+        trajs = self.book.load(anchor.trajectory_ids)
         labels = self.book.labels(trajs)
         n = len(labels)
         fired: Counter[str] = Counter()
@@ -124,7 +125,7 @@ class HarnessEvidence:
         support = self.min_support
         chosen = [sig for sig, c in fired.most_common() if c >= max(support, 2) and c / max(n, 1) >= MIN_SHARE]
         out: list[Culprit] = []
-        obs = anchor["anchor"]["observations"]
+        obs = anchor.anchor["observations"]
         for sig in chosen[:MAX_SIGNALS]:
             tasks = sorted({lab.task_id for lab in labels if any(s.id == sig for s in lab.signals)})
             refs = [(o["task_id"], o["seed"], o.get("rollout", 0)) for o in obs

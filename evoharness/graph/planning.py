@@ -22,6 +22,9 @@ from collections import Counter
 from typing import Any
 
 from evoharness.diagnosis.models import Lever
+from evoharness.graph.records import Dropped
+from evoharness.graph.state import Typed
+from evoharness.roles.models import Pattern
 
 
 class RoundPlanner:
@@ -30,28 +33,26 @@ class RoundPlanner:
         self.min_support = min_support
         self.floor = floor
 
-    def tried(self, state: dict[str, Any]) -> set[str]:
+    def tried(self, state: Typed | dict[str, Any]) -> set[str]:
         """Signals (and pattern ids) tried against the current anchor."""
-        since = (state.get("anchor") or {}).get("round", 0)
+        t = Typed.of(state)
+        since = t.anchor.round if t.get("anchor") else 0
         out: set[str] = set()
-        for r in state.get("rounds", []):
-            if r.get("round", 0) > since:
-                out.update(c.get("targets", "") for c in r.get("candidates", []))
-        for d in state.get("dropped", []):
-            if d.get("round", 0) > since:
-                if d.get("signal"):
-                    out.add(d["signal"])
-                if d.get("pattern"):
-                    out.add(d["pattern"])
-        for c in state.get("candidates", []):  # this round's, before the round summary is written
-            out.add(c.get("targets", ""))
+        for r in t.rounds:
+            if r.round > since:
+                out.update(c.get("targets", "") for c in r.candidates)
+        for d in t.dropped:
+            if d.round > since:
+                out.update(x for x in (d.signal, d.pattern) if x)
+        for c in t.candidates:  # this round's, before the round summary is written
+            out.add(c.targets)
         out.discard("")
         return out
 
-    def above_floor(self, state: dict[str, Any]) -> list[str]:
+    def above_floor(self, state: Typed | dict[str, Any]) -> list[str]:
         """Process first signals of the anchor above the noise floor, most frequent first."""
-        anchor = state.get("anchor") or {}
-        ids = anchor.get("trajectory_ids") or []
+        t = Typed.of(state)
+        ids = t.anchor.trajectory_ids if t.get("anchor") else []
         if not ids:
             return []
         labels = self.book.labels(self.book.load(ids))
@@ -60,26 +61,26 @@ class RoundPlanner:
         need = self.min_support
         return [sig for sig, c in counts.most_common() if c >= need and c / len(labels) >= self.floor]
 
-    def filter(self, patterns: list[dict[str, Any]], state: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    def filter(self, patterns: list[Pattern], state: Typed | dict[str, Any], limit: int) -> list[Pattern]:
         tried = self.tried(state)
-        fresh = [p for p in patterns if p["signal"] not in tried and p["id"] not in tried]
+        fresh = [p for p in patterns if p.signal not in tried and p.id not in tried]
         return fresh[:limit]
 
-    def unplanned(self, patterns: list[dict[str, Any]], state: dict[str, Any]) -> list[dict[str, Any]]:
+    def unplanned(self, patterns: list[Pattern], state: Typed | dict[str, Any]) -> list[Dropped]:
         """Drop records for the untried signals above the floor that none of the analyst's patterns (all
         of them, before `filter`) targets."""
-        planned = {p["signal"] for p in patterns}
+        planned = {p.signal for p in patterns}
         tried = self.tried(state)
-        return [{"pattern": f"p-{sig}", "signal": sig, "round": state.get("round", 0),
-                 "reason": "analyst: no pattern for this signal against this anchor"}
+        return [Dropped(pattern=f"p-{sig}", signal=sig, round=state.get("round", 0),
+                        reason="analyst: no pattern for this signal against this anchor")
                 for sig in self.above_floor(state) if sig not in planned and sig not in tried]
 
-    def untried(self, state: dict[str, Any], evidence: list[str] | None = None) -> list[str]:
+    def untried(self, state: Typed | dict[str, Any], evidence: list[str] | None = None) -> list[str]:
         """Process signals above the floor, and evidence pattern ids (``evidence``), not tried yet."""
         tried = self.tried(state)
         return [s for s in [*self.above_floor(state), *(evidence or [])] if s not in tried]
 
-    def open_evidence(self, state: dict[str, Any], evidence: Any) -> list[str]:
+    def open_evidence(self, state: Typed | dict[str, Any], evidence: Any) -> list[str]:
         """Ids of the harness-evidence patterns not yet tried against this anchor (`HarnessEvidence`);
         before the evidence of main's head is computed, a placeholder: the run goes on to compute it."""
         if evidence is None:

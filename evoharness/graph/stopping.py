@@ -8,7 +8,9 @@ from typing import Any
 
 from evoharness.diagnosis.routing import Router
 from evoharness.graph.config import RunConfig
+from evoharness.graph.records import CompositionEntry
 from evoharness.graph.source import ledger_of
+from evoharness.graph.state import Typed
 
 
 class Stopping:
@@ -42,9 +44,10 @@ class Stopping:
         return self.stop_reason(state)["reason"] is not None
 
     def stop_reason(self, state: dict[str, Any]) -> dict[str, Any]:
-        ledger = self.ledger(state)
-        comp = state.get("composition") or (state.get("anchor") or {}).get("composition") or {}
-        shares = comp.get("composition", {})
+        ledger, t = self.ledger(state), Typed.of(state)
+        comp = t.composition if state.get("composition") else (
+            CompositionEntry.model_validate(t.anchor.composition) if state.get("anchor") else None)
+        shares = comp.composition if comp else {}
         if state.get("round", 1) > self.run.max_rounds:
             return {"reason": f"round limit ({self.run.max_rounds}) reached", "recommendation": None}
         evidence, untried = self.open_work(state)  # no ceiling verdict while the harness has untried work

@@ -10,6 +10,7 @@ from evoharness.datasets.queue import TrainingQueue
 from evoharness.graph.progress import Progress
 from evoharness.graph.runner import decide, resume_run, start_run
 from evoharness.harness_repo.repo import HarnessRepo
+from tests.graph.test_graph_state import assert_round_trips
 
 QUIET = Progress(quiet=True)
 
@@ -55,6 +56,7 @@ def test_run_merges_only_verified_candidates_and_moves_toward_healthy(make_setti
         assert nxt["anchor_before"] == bar
     assert summary["budget"]["spent"] <= settings.run.budget
     assert summary["accommodation_share"] is not None
+    assert_round_trips(out.state)  # the final state: every JSON field is its registered type, exactly
 
 
 def test_content_failures_are_queued_and_never_reach_the_engineer(make_settings):
