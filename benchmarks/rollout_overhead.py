@@ -1,11 +1,15 @@
 """Per-rollout cost of the bubblewrap sandbox, and the speed-up of 2 parallel workers over 1.
 
 Runs the same agent on the same requests (seed harness from ``evoharness init``, scripted model)
-three ways, one worker at a time: in this process, as a plain child process (``--sandbox none``:
-the same worker command, no isolation) and under bubblewrap. Prints the mean wall seconds per
-rollout, the bwrap / plain-process ratio (what the sandbox itself costs) and the bwrap /
-in-process ratio (what isolating a rollout costs in all), then the speed-up of 2 bwrap workers
-over 1 on the same requests.
+in turn, one worker at a time: in this process; as a plain child process (``--sandbox none``: the
+same worker command, no isolation); under bubblewrap with one process per batch (``bwrap-batch``,
+``sandbox.warm = false``: the shape before warm workers); and on a warm bwrap worker
+(``sandbox/warm.py``: a fork server per commit, a forked child per rollout), once counting the
+worker's start (``bwrap-warm+start``: the executor's workers stopped before the timed run, so it pays
+one sandbox start for its ``--rollouts``, as a round pays per commit and slot) and once with the
+worker already up (``bwrap-warm``: what each further rollout of a commit costs). Prints the mean
+wall seconds per rollout, each bwrap row over the plain process and over in-process, then the
+speed-up of 2 bwrap workers over 1 on the same requests.
 
 With ``--repeat N`` the configurations run in turn N times (in-process, process, bwrap, in-process,
 ...) and each figure is the median, with min / median / max printed beside the ratios.
@@ -13,8 +17,8 @@ With ``--repeat N`` the configurations run in turn N times (in-process, process,
     python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--repeat 3]
         [--batch 1] [--docker] [--ray]
 
-``--batch N``: rollouts of one commit share one sandboxed worker N at a time (a run's
-``sandbox.batch_size`` is 8), so the interpreter start-up is paid once per N rollouts.
+``--batch N``: rollouts of one commit go to one sandboxed worker N at a time (a run's
+``sandbox.batch_size`` is 8); with 1, every rollout gets a fresh sandbox (all bwrap rows are then cold).
 
 ``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
 ``--ray`` adds a local Ray (this machine's CPUs): one task per rollout and one per batch of 4, each
@@ -38,6 +42,9 @@ from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 
+ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm")
+BWRAP_ROWS = ROWS[2:]
+
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
     from evoharness.envs import get_environment
@@ -47,10 +54,14 @@ def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
             for i in range(n)]
 
 
-def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest]) -> tuple[float, int]:
+def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest], *, warm: bool = True,
+           restart: bool = False) -> tuple[float, int]:
+    """Seconds for ``reqs`` and how many failed; ``restart``: stop warm workers before the timed run."""
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
-                       batch_size=args.batch) as ex:
+                       batch_size=args.batch, warm=warm) as ex:
         ex.run(reqs[:1])  # warm: export the commit, import caches, page in the interpreter
+        if restart:
+            ex.stop_workers()
         start = time.perf_counter()
         trajs = ex.run(reqs)
         elapsed = time.perf_counter() - start
@@ -138,20 +149,23 @@ def main() -> None:
         figures: dict[str, float | int | str] = {"rollouts": n, "env": args.env, "model": args.model,
                                                   "cpus": os.cpu_count() or 0}
         failures = {}
-        per: dict[str, list[float]] = {"inprocess": [], "process": [], "bwrap": []}
-        boxes = {"inprocess": None, "process": ProcessSandbox(), "bwrap": BwrapSandbox()}
+        per: dict[str, list[float]] = {name: [] for name in ROWS}
+        configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
+                   "bwrap-batch": (BwrapSandbox(), {"warm": False}),
+                   "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {})}
         for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
-            for name, box in boxes.items():
-                elapsed, failures[name] = _timed(harness, args, box, 1, reqs)
+            for name, (box, kw) in configs.items():
+                elapsed, failures[name] = _timed(harness, args, box, 1, reqs, **kw)
                 per[name].append(elapsed / n)
         for name, xs in per.items():
             figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
-        over_process = [b / p for b, p in zip(per["bwrap"], per["process"], strict=True)]
-        over_inprocess = [b / i for b, i in zip(per["bwrap"], per["inprocess"], strict=True)]
-        figures["bwrap_over_process"] = round(statistics.median(over_process), 3)
-        figures["bwrap_over_inprocess"] = round(statistics.median(over_inprocess), 3)
-        spreads = {"bwrap_over_process": spread(over_process, ".2f", "x"),
-                   "bwrap_over_inprocess": spread(over_inprocess, ".2f", "x")}
+        spreads = {}
+        for name in BWRAP_ROWS:
+            for base in ("process", "inprocess"):
+                ratios = [b / p for b, p in zip(per[name], per[base], strict=True)]
+                figures[f"{name}_over_{base}"] = round(statistics.median(ratios), 3)
+                spreads[f"{name}_over_{base}"] = spread(ratios, ".2f", "x")
+        figures["bwrap_s_per_rollout"] = figures["bwrap-warm+start_s_per_rollout"]
         figures["bwrap_overhead_ms"] = round(
             1000 * (figures["bwrap_s_per_rollout"] - figures["process_s_per_rollout"]), 1)
         figures["bare_process_ms"] = round(1000 * _bare(ProcessSandbox()), 2)
@@ -178,11 +192,12 @@ def main() -> None:
         return
     print(f"{n} rollouts of {args.model} on {args.env}, batch {args.batch}, medians of {args.repeat} repeats "
           f"({load_note()})")
-    for name in ("inprocess", "process", "bwrap"):
-        print(f"  {name:<10} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout")
-    print(f"  bwrap / plain process : {spreads['bwrap_over_process']} "
-          f"({figures['bwrap_overhead_ms']:+.1f} ms per rollout)")
-    print(f"  bwrap / in-process    : {spreads['bwrap_over_inprocess']}")
+    for name in ROWS:
+        print(f"  {name:<17} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout")
+    for name in BWRAP_ROWS:
+        print(f"  {name + ' / plain process':<34}: {spreads[f'{name}_over_process']}")
+        print(f"  {name + ' / in-process':<34}: {spreads[f'{name}_over_inprocess']}")
+    print(f"  bwrap-warm+start - plain process  : {figures['bwrap_overhead_ms']:+.1f} ms per rollout")
     print(f"  start-up of `true`    : {figures['bare_process_ms']:.1f} ms plain, "
           f"{figures['bare_bwrap_ms']:.1f} ms bwrap")
     print(f"  2 workers vs 1 (bwrap): {figures['bwrap_1_worker_s']:.2f}s -> {figures['bwrap_2_workers_s']:.2f}s, "

@@ -1,7 +1,8 @@
 """Worker: ``python -m evoharness.agent.worker REQUEST.json OUT.json``
 (or ``--batch REQUESTS.json OUTDIR``: a JSON list of requests, run one after another in this
 process, trajectory *i* written to ``OUTDIR/<i>.json`` as it finishes -- the executor's way to pay
-the interpreter start-up once per batch of rollouts of one harness commit).
+the interpreter start-up once per batch of rollouts of one harness commit; or ``--serve WARM.json``:
+the warm worker, a fork server that runs one rollout per forked child, see ``agent/forkserver.py``).
 
 REQUEST.json holds ``harness_dir``, ``env_spec``, ``task_id``, ``model_spec``, ``seed`` and
 optionally ``rollout`` (0), ``split`` ("dev"), ``harness_commit`` (null), ``gateway`` (null: the
@@ -83,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 3 and args[0] == "--batch":
         return _batch(args[1], args[2])
+    if len(args) == 2 and args[0] == "--serve":  # the warm worker: a fork server (agent/forkserver.py)
+        from evoharness.agent.forkserver import serve
+
+        return serve(args[1])
     if len(args) != 2:
         print("usage: python -m evoharness.agent.worker REQUEST.json OUT.json", file=sys.stderr)
         return 2

@@ -19,14 +19,17 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from evoharness.errors import InfraError
 from evoharness.sandbox.base import base_env, prlimit_prefix, run_limited
 from evoharness.sandbox.containment import capped_scratch, sandbox_cgroup, seccomp_fd
 from evoharness.sandbox.models import Limits, SandboxResult
+from evoharness.sandbox.warm import LiveSandbox
 
 HARNESS_MOUNT = "/harness"
 WORK_MOUNT = "/scratch"
@@ -135,6 +138,44 @@ class BwrapSandbox:
         finally:
             if uid is not None:
                 self._uids.give(uid)
+
+    def start(self, command: list[str], *, harness_dir: Path, workdir: Path, env: dict[str, str],
+              limits: Limits, sockets: Sequence[Path] = ()) -> LiveSandbox:
+        """Start ``command`` and leave it running (a warm worker, ``sandbox/warm.py``): its stdin and stdout
+        are pipes, its stderr a file. The same isolation and limits as ``run`` (cgroup, seccomp, capped
+        /scratch, its own uid), except the wall-time limit, which the caller enforces per request.
+
+        ``workdir`` is the sandbox's /scratch; it stays owned by this process and world-readable, so the
+        command (another uid as root) writes only inside the subdirectories the caller hands it
+        (``LiveSandbox.own``), and cannot swap one for a symlink. ``LiveSandbox.scratch`` is where the
+        host sees /scratch while the sandbox runs."""
+        self.check()
+        stack = ExitStack()
+        try:
+            uid = self._uids.take() if self.privileged else None
+            if uid is not None:
+                stack.callback(self._uids.give, uid)
+            Path(workdir).chmod(0o755)
+            cg = stack.enter_context(sandbox_cgroup(limits))
+            sfd = stack.enter_context(seccomp_fd())
+            scratch = stack.enter_context(capped_scratch(Path(workdir), limits))
+            argv = self.argv(command, harness_dir=Path(harness_dir), workdir=scratch, limits=limits, uid=uid,
+                             sockets=sockets, seccomp=sfd)
+            if cg is not None:
+                argv = cg.prefix() + argv
+            full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
+            err = stack.enter_context(tempfile.TemporaryFile(prefix="evoharness-warm-stderr-"))
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=full_env,
+                                        cwd=Path(workdir), start_new_session=True, close_fds=True,
+                                        pass_fds=(sfd,) if sfd is not None else ())
+            except OSError as e:
+                raise InfraError(f"{self.name}: cannot start {argv[0]}: {e.strerror}", retryable=False) from None
+        except BaseException:
+            stack.close()
+            raise
+        return LiveSandbox(proc, scratch=scratch, uid=uid, stderr=err, cleanup=stack,
+                           limit_hit=cg.limit_hit if cg is not None else None, backend=self.name)
 
     def argv(self, command: list[str], *, harness_dir: Path, workdir: Path, limits: Limits,
              uid: int | None, sockets: Sequence[Path] = (), seccomp: int | None = None) -> list[str]:

@@ -59,8 +59,16 @@ class SandboxConfig(BaseModel):
         None, description="Ray cluster to use with executor = 'ray' ('HOST:PORT' of its head, 'ray://HOST:PORT' "
         "for Ray Client, or 'auto'); None starts a local Ray with this machine's CPUs.",
     )
-    batch_size: int = Field(8, ge=1, description="Rollouts of one harness commit that share one sandboxed "
-                            "worker in a run (start-up paid once per batch; 1 = a sandbox per rollout).")
+    batch_size: int = Field(8, ge=1, description="Rollouts of one harness commit handed to one sandboxed worker "
+                            "at a time. With bwrap (> 1) that is a warm worker, which stays up across batches of "
+                            "its commit and forks a fresh child per rollout; with Docker one process runs the "
+                            "batch (start-up paid once per batch). 1 = a fresh sandbox per rollout.")
+    warm: bool = Field(True, description="With bwrap and batch_size > 1, run rollouts on warm workers (a "
+                       "sandboxed fork server per slot and commit, a fresh child per rollout); false = one "
+                       "sandboxed process runs each batch's rollouts one after another (the shape before warm "
+                       "workers; a crash or hang there fails the rest of its batch).")
+    warm_idle_s: float = Field(60.0, gt=0, description="Seconds a warm bwrap worker (batch_size > 1) stays up "
+                               "with no rollout to run before it is stopped.")
     limits: Limits = Field(default_factory=Limits, description="Per-rollout CPU, memory, pids, wall-time, "
                            "file-size and /tmp limits.")
     env_passthrough: list[str] = Field(

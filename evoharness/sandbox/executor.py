@@ -6,6 +6,11 @@ in the sandbox, and read the trajectory it wrote. A worker that crashes, hangs, 
 or writes nothing or garbage becomes a failed trajectory carrying the reason (score 0.0, not
 delivered); only an unusable sandbox backend raises (``InfraError``).
 
+With ``batch_size`` > 1 on a backend that can keep a sandbox running (bwrap), rollouts go to warm
+workers instead (``sandbox/warm.py``): one sandboxed fork server per slot and commit, started once and
+kept across batches and runs of that commit, forking a fresh child per rollout, swept between rollouts,
+stopped on idle, when its slot is needed for another commit, and in ``close()``.
+
 With a sandbox and an ``openai:URL#model`` model, an offline model (``standin:*``, ``scripted:*``:
 served in this process by ``gateway_standin.StandInUpstream``, so the task's reference it is handed
 never enters the sandbox) or an explicit ``upstream``, the executor starts one model gateway
@@ -57,6 +62,7 @@ from evoharness.sandbox.scoring import (
     parse_worker_output,
     read_output,
 )
+from evoharness.sandbox.warm import WarmPool, WarmWorker
 from evoharness.traces.models import EventType, Termination, Trajectory
 
 log = get_logger(__name__)
@@ -103,7 +109,7 @@ class LocalExecutor:
                  env: dict[str, str] | None = None, worker: list[str] | None = None,
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
                  gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
-                 owns_sandbox: bool = False) -> None:
+                 owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0) -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -119,6 +125,10 @@ class LocalExecutor:
         self._gateway: Gateway | None = None
         self._gateway_lock = threading.Lock()
         self.owns_sandbox = owns_sandbox  # close() also closes the sandbox (e.g. a Docker pool)
+        self.warm, self.warm_idle_s = warm and hasattr(sandbox, "start"), warm_idle_s
+        self._pool: WarmPool | None = None
+        self.warm_starts = 0  # warm workers started so far (tests, measurements)
+        self._warm_lock = threading.Lock()
         self.scorer = HostScorer(env_spec)  # scores every rollout here, by replay, outside the sandbox
 
     def __enter__(self) -> LocalExecutor:
@@ -127,7 +137,15 @@ class LocalExecutor:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def stop_workers(self) -> None:
+        """Stop the warm workers now (the next batch starts fresh ones); ``close()`` does it too."""
+        with self._warm_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
     def close(self) -> None:
+        self.stop_workers()
         self.checkouts.close()
         with self._gateway_lock:
             gw, self._gateway = self._gateway, None
@@ -212,7 +230,8 @@ class LocalExecutor:
         for r in requests:  # resolve (and export) every commit up front: a bad commit is bad input
             self.checkouts.get(r.harness_commit)
         if self.sandbox is not None and self.batch_size > 1 and self.worker is None:
-            trajs = self._run_batched(requests)
+            chunk = self._warm_chunk if self.warm else self._batch
+            trajs = self._run_batched(requests, chunk)
         else:
             with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
                 futures = [pool.submit(self._one, i, r) for i, r in enumerate(requests)]
@@ -224,11 +243,15 @@ class LocalExecutor:
 
     # ---- batches: one sandbox per batch of rollouts of one commit -----------------------------
 
-    def _run_batched(self, requests: list[RolloutRequest]) -> list[Trajectory]:
-        """Rollouts of one commit share one sandboxed worker, ``batch_size`` at a time.
+    def _run_batched(self, requests: list[RolloutRequest],
+                     chunk_fn: Callable[[list[RolloutRequest]], list[Trajectory]]) -> list[Trajectory]:
+        """Rollouts of one commit go to one sandboxed worker ``batch_size`` at a time (``chunk_fn``).
 
-        The interpreter start-up (most of a rollout's cost for a fast environment) is paid once per
-        batch. Isolation from the host is the same; rollouts of one batch share a process, so a
+        With a backend that can keep a sandbox running (bwrap: ``_warm_chunk``), each batch goes to a
+        warm worker of its commit, which forks a fresh child per rollout (``sandbox/warm.py``): the
+        interpreter start-up is paid once per worker, not per rollout or batch, and a harness that
+        crashes or hangs fails only its own rollout. Otherwise (Docker: ``_batch``) one sandboxed
+        process runs the batch's rollouts one after another: start-up paid once per batch, and a
         harness that crashes or hangs fails the rest of its batch, each with the reason.
         Harnesses whose manifest runs a ``command`` agent are still run one rollout per sandbox.
         """
@@ -238,7 +261,7 @@ class LocalExecutor:
         chunks = [idx[j:j + self.batch_size] for idx in groups.values() for j in range(0, len(idx), self.batch_size)]
         out: list[Trajectory | None] = [None] * len(requests)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
-            futures = {pool.submit(self._batch, [requests[i] for i in chunk]): chunk for chunk in chunks}
+            futures = {pool.submit(chunk_fn, [requests[i] for i in chunk]): chunk for chunk in chunks}
             for fut, chunk in futures.items():
                 for i, traj in zip(chunk, fut.result(), strict=True):
                     out[i] = traj
@@ -246,15 +269,64 @@ class LocalExecutor:
                         self.on_result(i, traj)
         return [t for t in out if t is not None]
 
+    def _one_by_one(self, tree: Path) -> bool:
+        """True for a harness that does not run the Python worker (a ``command`` agent, a bad manifest)."""
+        if not (tree / MANIFEST_NAME).is_file():
+            return False
+        try:
+            return Manifest.load(tree / MANIFEST_NAME).agent.kind == "command"
+        except InputError:
+            return True
+
+    def _warm_chunk(self, reqs: list[RolloutRequest]) -> list[Trajectory]:
+        """A batch of one commit's rollouts on a warm worker of that commit, one forked child each."""
+        sha = self.checkouts.resolve(reqs[0].harness_commit)
+        tree = self.checkouts.get(reqs[0].harness_commit)
+        if self._one_by_one(tree):
+            return [self._sandboxed(r, tree, sha) for r in reqs]
+        pool = self._warm_pool()
+        out: list[Trajectory] = []
+        for req in reqs:
+            worker = pool.acquire(sha)  # a fresh one when the last died with its rollout
+            try:
+                out.append(self._warm_one(worker, req, sha))
+            finally:
+                pool.release(worker)
+        return out
+
+    def _warm_pool(self) -> WarmPool:
+        with self._warm_lock:
+            if self._pool is None:
+                self._pool = WarmPool(self._start_warm, slots=self.workers, idle_s=self.warm_idle_s)
+            return self._pool
+
+    def _start_warm(self, sha: str | None) -> WarmWorker:
+        gw = self.gateway()
+        self.warm_starts += 1
+        warm = {"env_spec": self.env_spec, "model_spec": self.model_spec, "gateway": gw is not None}
+        return WarmWorker(self.sandbox, sha=sha, tree=self.checkouts.get(sha), env=self.env,
+                          limits=self.limits, sockets=[gw.socket] if gw is not None else [], warm=warm)
+
+    def _warm_one(self, worker: WarmWorker, req: RolloutRequest, sha: str | None) -> Trajectory:
+        account = self._open(req)
+        traj: Trajectory | None = None
+        rdir: Path | None = None
+        try:
+            hview, _ = self.sandbox.view(worker.tree, worker.work)
+            result, rdir = worker.run(self._payload(req, hview, sha, account))
+            traj = self._read(req, sha, result, rdir / "out.json")
+        finally:
+            if rdir is not None:
+                worker.forget(rdir)
+            if traj is None and account is not None:
+                account.close()
+        return self._settle(traj, account)
+
     def _batch(self, reqs: list[RolloutRequest]) -> list[Trajectory]:
         sha = self.checkouts.resolve(reqs[0].harness_commit)
         tree = self.checkouts.get(reqs[0].harness_commit)
-        if (tree / MANIFEST_NAME).is_file():
-            try:
-                if Manifest.load(tree / MANIFEST_NAME).agent.kind == "command":
-                    return [self._sandboxed(r, tree, sha) for r in reqs]
-            except InputError:
-                return [self._sandboxed(r, tree, sha) for r in reqs]
+        if self._one_by_one(tree):
+            return [self._sandboxed(r, tree, sha) for r in reqs]
         work = Path(tempfile.mkdtemp(prefix="evoharness-batch-"))
         accounts = [self._open(r) for r in reqs]
         trajs: list[Trajectory] = []

@@ -30,7 +30,7 @@ def test_batched_equals_one_sandbox_per_rollout(tmp_path):
         assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
 
 
-def test_a_hanging_harness_fails_its_whole_batch_with_the_reason(tmp_path):
+def test_a_hanging_harness_times_out_each_rollout_with_the_reason(tmp_path):
     repo = init_harness(tmp_path / "h")
     (repo.path / "middleware" / "spin.py").write_text("def before_model(messages, ctx):\n    while True:\n"
                                                         "        pass\n")

@@ -1,0 +1,334 @@
+"""Warm sandbox workers: one live sandbox per slot and harness commit, a fork per rollout inside it.
+
+Starting a sandboxed Python worker costs ~0.5 s (interpreter start and imports) against a few ms for a
+rollout on a fast environment. A ``WarmWorker`` pays it once: it starts the fork server
+(``python -m evoharness.agent.worker --serve``, ``agent/forkserver.py``) in a sandbox whose backend
+can keep one running (``BwrapSandbox.start``), and runs each rollout as a forked child with its own
+``/scratch/<n>`` directory, under the same limits, with the sandbox swept between rollouts.
+
+A ``WarmPool`` holds at most ``slots`` workers. A worker serves one harness commit (its harness is
+bound read-only at start); a request for another commit takes an idle worker of the same commit or a
+free slot, else replaces an idle worker of another commit (stop on commit change). Workers idle for
+``idle_s`` seconds are stopped by a reaper thread; ``close()`` (the executor's, at run end) stops all.
+A worker whose server died, answered out of protocol, could not sweep, or hit a cgroup limit is not
+reused: only its in-flight rollout fails (with the reason), the next one gets a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO
+
+from evoharness.errors import InfraError
+from evoharness.sandbox.base import TAIL_BYTES, classify
+from evoharness.sandbox.models import LimitHit, Limits, SandboxResult
+
+WORKER_MODULE = "evoharness.agent.worker"
+SCRATCH_MOUNT = "/scratch"
+# past the rollout's own wall limit (which the server enforces), how long the host waits for an answer
+ANSWER_GRACE_S = 15.0
+START_TIMEOUT_S = 120.0  # for the worker's start-up and imports (not bound by a rollout's wall limit)
+SERVER_CPU_S = 600  # the fork server's own RLIMIT_CPU (each child gets the rollout's ``cpu_seconds``)
+MAX_ROLLOUTS_PER_WORKER = 512  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
+
+
+class LiveSandbox:
+    """A command a sandbox backend started and left running (see ``BwrapSandbox.start``)."""
+
+    def __init__(self, proc: subprocess.Popen, *, scratch: Path, uid: int | None, stderr: IO[bytes],
+                 cleanup: ExitStack, limit_hit: Callable[[], LimitHit | None] | None, backend: str) -> None:
+        self.proc, self.scratch, self.uid, self.backend = proc, Path(scratch), uid, backend
+        self._stderr, self._cleanup, self._limit_hit = stderr, cleanup, limit_hit
+        self._closed = False
+
+    def own(self, path: Path) -> None:
+        """Hand ``path`` (made by the host under ``scratch``) to the sandbox's uid, so the command may write there."""
+        if self.uid is not None:
+            for dirpath, dirnames, filenames in os.walk(path):
+                os.chown(dirpath, self.uid, self.uid)
+                for name in dirnames + filenames:
+                    os.chown(os.path.join(dirpath, name), self.uid, self.uid, follow_symlinks=False)
+
+    def limit_hit(self) -> LimitHit | None:
+        """``memory`` or ``pids`` when the sandbox's cgroup refused memory or a process at some point."""
+        return self._limit_hit() if self._limit_hit is not None else None
+
+    def stderr_tail(self) -> str:
+        self._stderr.flush()
+        size = os.fstat(self._stderr.fileno()).st_size
+        return os.pread(self._stderr.fileno(), TAIL_BYTES, max(0, size - TAIL_BYTES)).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Kill the sandbox (its process group, then its cgroup) and release what it held."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:  # a write still buffered for a dead worker
+                    pass
+        self._cleanup.close()
+
+
+class WorkerDied(Exception):
+    """The warm worker can serve no more rollouts (the reason is its message)."""
+
+
+class WarmWorker:
+    """One sandboxed fork server for one harness commit (see the module docstring)."""
+
+    def __init__(self, sandbox, *, sha: str | None, tree: Path, env: dict[str, str], limits: Limits,
+                 sockets: list[Path], warm: dict) -> None:
+        self.sha, self.tree, self.limits = sha, tree, limits
+        self.work = Path(tempfile.mkdtemp(prefix="evoharness-warm-"))
+        self.rollouts = 0
+        self.idle_since = time.monotonic()
+        self.dead: str | None = None
+        self._silent = False  # the last failure was no answer in time (not an exit)
+        self._buf = b""
+        (self.work / "warm.json").write_text(json.dumps(warm))
+        command = [sys.executable, "-m", WORKER_MODULE, "--serve", f"{SCRATCH_MOUNT}/warm.json"]
+        start = time.monotonic()
+        try:
+            server = limits.model_copy(update={"cpu_seconds": max(limits.cpu_seconds, SERVER_CPU_S)})
+            self.live: LiveSandbox = sandbox.start(command, harness_dir=tree, workdir=self.work, env=env,
+                                                   limits=server, sockets=sockets)
+        except BaseException:
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise
+        try:
+            hello = self._answer(START_TIMEOUT_S)
+        except WorkerDied as e:
+            self.dead, self._silent = f"warm worker did not start: {e}", False
+            hello = {}
+        self.start_seconds = time.monotonic() - start
+        self.warmed = hello.get("warm", [])
+
+    @property
+    def alive(self) -> bool:
+        return self.dead is None and self.rollouts < MAX_ROLLOUTS_PER_WORKER
+
+    def run(self, payload: dict) -> tuple[SandboxResult, Path]:
+        """Run one rollout (``payload``: the worker request); its result and the host path of its directory
+        (``out.json``, ``stdout``, ``stderr`` inside, written by the sandbox: read them with O_NOFOLLOW).
+        After a failure the worker may be dead (``alive`` False): it then serves no more rollouts."""
+        n = self.rollouts
+        self.rollouts += 1
+        rdir = self.live.scratch / str(n)
+        if os.path.lexists(rdir):  # only an unprivileged sandbox can write /scratch itself
+            self.forget(rdir)
+        rdir.mkdir()
+        with open(rdir / "request.json", "x") as fh:  # O_EXCL: never through a planted link
+            fh.write(json.dumps(payload))
+        self.live.own(rdir)
+        start = time.monotonic()
+        answer: dict = {}
+        if self.dead is None:
+            try:
+                self._send({"n": n, "dir": f"{SCRATCH_MOUNT}/{n}", "wall": self.limits.wall_seconds,
+                            "cpu": self.limits.cpu_seconds})
+                answer = self._answer(self.limits.wall_seconds + ANSWER_GRACE_S)
+                if answer.get("n") != n:
+                    raise WorkerDied(f"warm worker answered out of turn: {str(answer)[:200]}")
+            except WorkerDied as e:
+                self.dead = str(e)
+        wall = time.monotonic() - start
+        stderr = _tail_in(rdir, "stderr")
+        if self.dead is not None and not answer:
+            hit = self.live.limit_hit()
+            rc = self.live.proc.poll()
+            text = f"{stderr}{self.live.stderr_tail()}\n{self.dead}"
+            return SandboxResult(returncode=rc if rc else -9, stderr=text, timed_out=self._silent,
+                                 limit="wall" if self._silent else hit, wall_seconds=wall,
+                                 backend=self.live.backend), rdir
+        rc, timed_out = int(answer.get("returncode", 1)), bool(answer.get("timed_out"))
+        limit = classify(rc, stderr, timed_out)
+        hit = self.live.limit_hit()
+        if hit is not None:  # a cgroup limit: this rollout hit it (the worker is not reused)
+            limit = limit if limit is not None else hit
+            self.dead = f"the sandbox hit its {hit} limit"
+        if not answer.get("clean", False):
+            self.dead = "the sandbox could not be swept clean after a rollout"
+        if limit is not None and rc == 0:
+            rc = 1
+        return SandboxResult(returncode=rc, stderr=stderr, timed_out=timed_out, limit=limit, wall_seconds=wall,
+                             backend=self.live.backend), rdir
+
+    def forget(self, rdir: Path) -> None:
+        """Remove a finished rollout's directory (the host does; the sandbox may not touch /scratch itself)."""
+        if rdir.is_symlink() or rdir.is_file():
+            rdir.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(rdir, ignore_errors=True)
+
+    def close(self) -> None:
+        try:
+            self.live.close()
+        finally:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    # ---- the protocol: one JSON line each way ---------------------------------------------------
+
+    def _send(self, obj: dict) -> None:
+        try:
+            self.live.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.live.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self._death("warm worker exited")) from None
+
+    def _answer(self, timeout: float) -> dict:
+        fd = self.live.proc.stdout.fileno()
+        end = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self._silent = True
+                raise WorkerDied(f"warm worker gave no answer within {timeout:.0f}s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise WorkerDied(self._death("warm worker exited"))
+            self._buf += chunk
+            if len(self._buf) > 1 << 20:
+                raise WorkerDied("warm worker answered out of protocol (over 1 MiB without a newline)")
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise WorkerDied(f"warm worker answered out of protocol: {line[:200]!r}") from None
+        if not isinstance(answer, dict):
+            raise WorkerDied(f"warm worker answered out of protocol: {line[:200]!r}")
+        return answer
+
+    def _death(self, what: str) -> str:
+        try:
+            rc = self.live.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            rc = None
+        last = next((ln for ln in reversed(self.live.stderr_tail().splitlines()) if ln.strip()), "")
+        return f"{what} (exit {rc})" + (f": {last[:300]}" if last else "")
+
+
+def _tail_in(rdir: Path, name: str) -> str:
+    """The tail of ``rdir/name``, opened without following a symlink at either step ('' if absent)."""
+    try:
+        dfd = os.open(rdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+    except OSError:
+        return ""
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if not (st.st_mode & 0o170000) == 0o100000:
+            return ""
+        return os.pread(fd, TAIL_BYTES, max(0, st.st_size - TAIL_BYTES)).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+class WarmPool:
+    """At most ``slots`` warm workers, each for one commit; idle ones stop after ``idle_s`` (see the module
+    docstring). ``start(sha)`` makes a worker for a commit (raises ``InfraError`` if the backend cannot)."""
+
+    def __init__(self, start: Callable[[str | None], WarmWorker], slots: int, idle_s: float) -> None:
+        self._start, self.slots, self.idle_s = start, slots, idle_s
+        self._idle: list[WarmWorker] = []
+        self._busy = 0
+        self._lock = threading.Condition()
+        self._closed = False
+        self._reaper: threading.Thread | None = None
+        # bwrap --die-with-parent ties a sandbox to the *thread* that started it: start every worker from
+        # this one long-lived thread, not from the caller's (a run's rollout threads end with the run)
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-spawner")
+
+    def acquire(self, sha: str | None) -> WarmWorker:
+        """A live worker for ``sha``, the caller's alone until ``release``."""
+        stale: list[WarmWorker] = []
+        with self._lock:
+            if self._closed:
+                raise InfraError("warm worker pool is closed", retryable=False)
+            while True:
+                for w in self._idle:
+                    if w.sha == sha and w.alive:
+                        self._idle.remove(w)
+                        self._busy += 1
+                        return w
+                if self._busy + len(self._idle) < self.slots:
+                    break
+                if self._idle:  # a slot held by another commit (or a dead worker): replace it
+                    stale.append(self._idle.pop(0))
+                    break
+                self._lock.wait()
+            self._busy += 1
+            self._ensure_reaper()
+        for w in stale:
+            w.close()
+        try:
+            w = self._spawner.submit(self._start, sha).result()
+        except BaseException:
+            with self._lock:
+                self._busy -= 1
+                self._lock.notify_all()
+            raise
+        return w
+
+    def release(self, w: WarmWorker) -> None:
+        """Give ``w`` back: kept warm when it is alive, stopped otherwise."""
+        with self._lock:
+            self._busy -= 1
+            keep = w.alive and not self._closed
+            if keep:
+                w.idle_since = time.monotonic()
+                self._idle.append(w)
+            self._lock.notify_all()
+        if not keep:
+            w.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._lock.notify_all()
+        for w in idle:
+            w.close()
+        self._spawner.shutdown(wait=False)
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap, name="warm-reaper", daemon=True)
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                self._lock.wait(timeout=max(0.05, self.idle_s / 4))
+                now = time.monotonic()
+                old = [w for w in self._idle if now - w.idle_since >= self.idle_s]
+                self._idle = [w for w in self._idle if w not in old]
+            for w in old:
+                w.close()

@@ -1,0 +1,193 @@
+"""Warm bwrap workers: one sandbox per slot and commit, a forked child per rollout, nothing carried over."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import git
+
+from evoharness.harness_repo.init import init_harness
+from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.bwrap import BwrapSandbox
+from evoharness.sandbox.executor import LocalExecutor
+from evoharness.sandbox.models import Limits
+from evoharness.sandbox.warm import WarmPool, WarmWorker
+
+# Each rollout looks for what an earlier rollout of the same worker could have left -- a module global,
+# an import, a System V shared memory segment, a file in /tmp or /dev/shm (not writable under bwrap), a
+# live process -- raises naming it, then leaves all of them.
+LEAKY = '''import builtins, ctypes, os, subprocess, sys
+def before_model(messages, ctx):
+    if ctx.get("step", 0) > 0:
+        return None
+    found = []
+    libc = ctypes.CDLL(None)
+    if libc.shmget(0x5EA1, 0, 0) >= 0:
+        found.append("ipc")
+    libc.shmget(0x5EA1, 4096, 0o1000 | 0o600)
+    if getattr(builtins, "_leak_marker", False):
+        found.append("global")
+    if "leaky_probe_module" in sys.modules:
+        found.append("module")
+    for path in ("/tmp/leak", "/dev/shm/leak"):
+        if os.path.exists(path):
+            found.append(path)
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and b"9999" in open(f"/proc/{p}/cmdline", "rb").read():
+                found.append("process")
+                break
+        except OSError:
+            pass
+    builtins._leak_marker = True
+    sys.modules["leaky_probe_module"] = sys
+    for path in ("/tmp/leak", "/dev/shm/leak"):
+        try:
+            open(path, "w").write("x")
+        except OSError:
+            pass
+    subprocess.Popen(["sleep", "9999"], start_new_session=True)
+    if found:
+        raise RuntimeError("LEAK " + ",".join(found))
+    return None
+'''
+
+KILLS_ITS_WORKER = '''import os, signal
+def before_model(messages, ctx):
+    if ctx.get("step", 0) == 0 and "{task}" in str(messages):
+        os.kill(os.getppid(), signal.SIGKILL)
+    return None
+'''
+
+
+def _commit(repo, name: str, text: str) -> str:
+    (repo.path / "middleware" / name).write_text(text)
+    g = git.Repo(repo.path)
+    g.git.add("-A")
+    g.git.commit("-qm", name, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                   "GIT_COMMITTER_EMAIL": "t@t"})
+    return g.head.commit.hexsha
+
+
+def _requests(commit: str, n: int, seeds: int = 1) -> list[RolloutRequest]:
+    from evoharness.envs import get_environment
+
+    tasks = [t.id for t in get_environment("synthetic").list_tasks("dev")][:n]
+    return [RolloutRequest(task_id=t, harness_commit=commit, seed=s, rollout=s) for t in tasks for s in range(seeds)]
+
+
+def _leaks(trajs) -> list[str]:
+    return [e.detail for t in trajs for e in t.events if "LEAK" in (e.detail or "")]
+
+
+def test_one_warm_worker_serves_every_batch_of_its_commit(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    reqs = _requests(repo.main_head(), 2, seeds=2)
+    plain = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None).run(reqs)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=2) as ex:
+        first, second = ex.run(reqs), ex.run(reqs)
+        assert ex.warm_starts == 1  # 8 rollouts in 4 batches over two runs: one sandbox start
+    for a, b, c in zip(plain, first, second, strict=True):
+        assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
+        assert (b.score, b.messages) == (c.score, c.messages)
+        assert not b.meta.get("rollout_failure")
+
+
+def test_nothing_of_one_rollout_reaches_the_next(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    reqs = _requests(_commit(repo, "leaky.py", LEAKY), 3)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=8) as ex:
+        warm = ex.run(reqs)
+        assert ex.warm_starts == 1
+        # the probe can see leaks: one process running the batch (the Docker-style path) carries them over
+        shared = ex._run_batched(reqs, ex._batch)
+    assert _leaks(warm) == []
+    assert len(_leaks(shared)) == len(reqs) - 1
+    assert all("LEAK ipc,global,module,/tmp/leak,process" in leak for leak in _leaks(shared)), _leaks(shared)
+
+
+def test_a_worker_killed_by_its_rollout_fails_only_that_rollout(tmp_path):
+    from evoharness.envs import get_environment
+
+    repo = init_harness(tmp_path / "h")
+    victim = get_environment("synthetic").list_tasks("dev")[1]
+    reqs = _requests(_commit(repo, "kill.py", KILLS_ITS_WORKER.replace("{task}", victim.prompt[:40])), 3)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=8) as ex:
+        trajs = ex.run(reqs)
+        assert ex.warm_starts == 2  # the next rollout got a fresh worker
+    failed = [t.task_id for t in trajs if t.meta.get("rollout_failure")]
+    assert failed == [victim.id]
+    reason = " ".join(e.detail for e in trajs[1].events)
+    assert "warm worker exited" in reason
+
+
+def test_each_rollout_has_its_own_wall_limit_and_the_worker_survives(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    spin = "def before_model(messages, ctx):\n    while True:\n        pass\n"
+    reqs = _requests(_commit(repo, "spin.py", spin), 2)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
+                       limits=Limits(wall_seconds=1.5, cpu_seconds=30)) as ex:
+        trajs = ex.run(reqs)
+        assert ex.warm_starts == 1
+    for t in trajs:
+        assert t.termination.value == "timeout" and t.score == 0.0
+        assert any("wall-time" in e.detail for e in t.events)
+
+
+def test_a_rollout_over_its_cpu_limit_fails_alone(tmp_path):
+    from evoharness.envs import get_environment
+
+    repo = init_harness(tmp_path / "h")
+    victim = get_environment("synthetic").list_tasks("dev")[0]
+    spin = (f"def before_model(messages, ctx):\n    if {victim.prompt[:40]!r} in str(messages):\n"
+            "        while True:\n            pass\n")
+    reqs = _requests(_commit(repo, "spin.py", spin), 2)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
+                       limits=Limits(wall_seconds=60, cpu_seconds=1)) as ex:
+        trajs = ex.run(reqs)
+        assert ex.warm_starts == 1  # the server's own CPU limit is not the rollout's
+    assert [bool(t.meta.get("rollout_failure")) for t in trajs] == [True, False]
+    assert any("cpu limit" in e.detail for e in trajs[0].events)
+
+
+def _worker(repo, limits: Limits | None = None) -> WarmWorker:
+    return WarmWorker(BwrapSandbox(), sha=None, tree=repo.path, env={}, limits=limits or Limits(), sockets=[],
+                      warm={"env_spec": "synthetic", "model_spec": "scripted:weak"})
+
+
+def test_the_pool_stops_idle_workers_and_replaces_another_commits(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    made: list[WarmWorker] = []
+
+    def start(sha):
+        made.append(_worker(repo))
+        made[-1].sha = sha
+        return made[-1]
+
+    pool = WarmPool(start, slots=1, idle_s=0.3)
+    try:
+        a = pool.acquire("a")
+        pool.release(a)
+        assert pool.acquire("a") is a  # same commit: reused
+        pool.release(a)
+        b = pool.acquire("b")  # one slot, another commit: a is stopped
+        assert a.live.proc.poll() is not None and b is not a
+        pool.release(b)
+        deadline = time.monotonic() + 10
+        while b.live.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert b.live.proc.poll() is not None  # idle past idle_s: stopped
+    finally:
+        pool.close()
+
+
+def test_the_fork_server_refuses_to_run_outside_a_pid_namespace(tmp_path):
+    (tmp_path / "warm.json").write_text("{}")
+    proc = subprocess.run([sys.executable, "-m", "evoharness.agent.worker", "--serve", str(tmp_path / "warm.json")],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "private PID namespace" in proc.stderr
