@@ -13,7 +13,7 @@ infrastructure fault (``tool_infra_error``) is class E (environment), not F2.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -162,6 +162,8 @@ class RepeatedActionDetector:
                 if len(blocks) == 1:
                     nxt = msgs[s + 1].get("content") if s + 1 < len(msgs) else ""
                     actions.append((s, ("code", " ".join(blocks[0].split())), str(nxt or "")))
+        if max(Counter(key for _, key, _ in actions).values(), default=0) < cfg.repeat_min:
+            return []  # a streak holds one action's repeats only: no action occurs often enough to make one
         actions.sort(key=lambda x: x[0])
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
         changed_since: dict[tuple[str, str], bool] = {}
@@ -317,9 +319,10 @@ def _looks_like_patch(text: str) -> bool:
 
 def answer_step(view: TraceView) -> int:
     fa = view.traj.final_answer
-    for s in reversed(view.assistant_steps):
+    head = fa.strip()[:50] if fa and fa.strip() else None
+    for s in reversed(view.assistant_steps) if head else ():
         c = view.traj.messages[s].get("content")
-        if isinstance(c, str) and fa and fa.strip() and fa.strip()[:50] in c:
+        if isinstance(c, str) and head in c:
             return s
     return view.final_step
 
