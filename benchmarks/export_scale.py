@@ -12,9 +12,11 @@ of gpt-4o, imported to canonical JSONL as ``evoharness import`` writes them) rep
 ``--n``, each copy under fresh ids; their rows are long multi-turn tool-calling dialogues.
 
 Each of ``--repeat`` exports is timed in CPU seconds of this process (min / median / max); the
-peak RSS is over all of them.
+peak RSS is over all of them. ``--labels`` first writes the labels file ``evoharness label`` would
+(untimed) and exports with it: the unhealthy trajectories' classes are read, not recomputed.
 
-    python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--repeat 3]
+    python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
+        [--repeat 3]
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def main() -> None:
     ap.add_argument("--source", default="all", choices=["all", "healthy"])
     ap.add_argument("--placebo", action="store_true")
     ap.add_argument("--keep", type=Path, help="write the export here instead of a temp dir")
+    ap.add_argument("--labels", action="store_true", help="export with a labels file (written first, untimed)")
     add_repeat(ap)
     args = ap.parse_args()
     check_repeat(ap, args.repeat)
@@ -87,20 +90,29 @@ def main() -> None:
             lines = _real_lines(args.n) if args.real else (_line(i) for i in range(args.n))
             for line in lines:
                 fh.write(line)
+        labels = None
+        if args.labels:
+            from evoharness.diagnosis.labeller import Labeller
+
+            labels, labeller = Path(d) / "labels.jsonl", Labeller()
+            with labels.open("w") as fh:
+                for t in JsonlSource(src):
+                    fh.write(labeller.label(t).model_dump_json() + "\n")
         out = args.keep or Path(d) / "out"
         base = _rss_mb()
         cpu, wall = [], []
         for _ in range(args.repeat):
             t0, w0 = time.process_time(), time.perf_counter()
             s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
-                               trajectories=JsonlSource(src), placebo=args.placebo)
+                               trajectories=JsonlSource(src), placebo=args.placebo, labels=labels)
             cpu.append(time.process_time() - t0)
             wall.append(time.perf_counter() - w0)
         peak = _rss_mb()
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: {s.records}  "
           f"held-out excluded: {s.heldout_tasks_excluded}  ({load_note()})")
-    print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  output: {size:.1f} MB")
+    print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  output: {size:.1f} MB  "
+          f"labels reused: {s.labels_reused}")
     print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")
     print(f"rows/s: {spread([s.records / c for c in cpu], ',.0f')} rows per CPU-second")
     print(f"peak RSS: {peak:.1f} MB  (baseline before export {base:.1f} MB, growth {peak - base:.1f} MB)")

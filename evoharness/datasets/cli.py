@@ -105,6 +105,9 @@ def export(
     failure_class: Annotated[list[str] | None, typer.Option(
         "--class", help="admit only this failure class (healthy | F1..F4)")] = None,
     url: Annotated[str | None, typer.Option(help="queue URL")] = None,
+    labels: Annotated[Path | None, typer.Option(
+        "--labels", help="labels JSONL that `evoharness label` wrote for --trajectories: their classes are "
+                         "used instead of labelling again")] = None,
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
     from .export import JsonlSource, export_dataset
@@ -124,6 +127,9 @@ def export(
     filters = _filters(min_score, max_per_task, split, task, failure_class)
     if source_ != SourceKind.queue and trajectories is None:
         fail(f"--source {source_.value} needs --trajectories FILE.jsonl")
+    if labels is not None and (source_ == SourceKind.queue or not labels.is_file()):
+        fail(f"--labels {labels}: " + ("no such file" if source_ != SourceKind.queue else
+                                       "labels go with --trajectories (--source healthy / all)"))
     cfg = settings.datasets
     summary = export_dataset(
         out, fmt=fmt_, source=source_,
@@ -131,10 +137,11 @@ def export(
         queue=_queue(ctx, url) if source_ != SourceKind.healthy else None,
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
-        declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis)
+        declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels)
     skipped = sum(summary.skipped.values())
+    reused = f", {summary.labels_reused} labels reused" if labels is not None else ""
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
-               f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped")
+               f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped{reused}")
 
 
 @dataset_app.command("validate")

@@ -10,6 +10,11 @@ that names one, asks for the heldout split, or admits nothing but held-out traje
 Memory is bounded: records stream from source to writer; only the held-out task ids, per-task
 counts, for ``--source all`` with a queue the file's trajectory ids (to de-duplicate), and for a
 placebo one window of records (``datasets.placebo_window``) are held.
+
+Labelling is the larger part of exporting a file's unhealthy trajectories. ``labels`` (a file
+``evoharness label`` wrote for the same trajectory file) gives their class and first signal
+instead: it is read in step with the trajectories, one line at a time (``label`` writes one line
+per trajectory, in order), and a trajectory whose label is not the next line is labelled here.
 """
 
 from __future__ import annotations
@@ -67,6 +72,62 @@ class JsonlSource:
         return out
 
 
+class _SignalId(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str
+
+
+class _LabelHead(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    trajectory_id: str
+    failure_class: FailureClass
+    first_signal: _SignalId | None = None
+
+
+class LabelFile:
+    """The labels ``evoharness label`` wrote for a trajectory file, read in step with it.
+
+    ``take(id)`` returns (class, first signal id) when the next label is that trajectory's (and
+    consumes it), else None (nothing consumed: the trajectory is labelled by the caller). A file in
+    another order therefore costs speed, never correctness. The labels are taken as given (made
+    with whatever diagnosis settings ``label`` ran with). A line that is not a label is an
+    ``InputError`` naming it.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InputError(str(self.path), "labels file not found")
+        self._lines: Iterator[tuple[int, bytes]] | None = None
+        self._head: _LabelHead | None = None
+        self._done = False
+
+    def take(self, trajectory_id: str) -> tuple[str, str | None] | None:
+        if self._head is None and not self._done:
+            self._head = self._next()
+        head = self._head
+        if head is None or head.trajectory_id != trajectory_id:
+            return None
+        self._head = None
+        return head.failure_class.value, head.first_signal.id if head.first_signal else None
+
+    def _next(self) -> _LabelHead | None:
+        from evoharness.traces.store import jsonl_lines
+
+        if self._lines is None:
+            self._lines = jsonl_lines(self.path)
+        for lineno, raw in self._lines:
+            try:
+                return _LabelHead.model_validate_json(raw)
+            except ValidationError as e:
+                first = e.errors()[0]
+                where = ".".join(str(x) for x in first["loc"]) or "line"
+                raise InputError(str(self.path), f"not a label (written by `evoharness label`): {where}: "
+                                                 f"{first['msg']}", where=f"line {lineno}") from None
+        self._done = True
+        return None
+
+
 class _TaskSplit(BaseModel):
     model_config = ConfigDict(extra="ignore")
     task_id: str
@@ -85,12 +146,14 @@ class Candidate:
     round: int | None = None
 
 
-def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None
-               ) -> Iterator[Candidate]:
+def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None,
+               labels: LabelFile | None = None, reused: list[int] | None = None) -> Iterator[Candidate]:
     """The stream an export draws from (file first, then queue).
 
     A queue item whose trajectory the file already gave is skipped; only that case keeps a set of
-    ids (the file itself is taken as written: a store file holds each id once).
+    ids (the file itself is taken as written: a store file holds each id once). With ``labels``,
+    an unhealthy trajectory whose label is the file's next line is not labelled again (``reused[0]``
+    counts them).
     """
     seen: set[str] = set()
     remember = source == SourceKind.all and queue is not None
@@ -102,10 +165,15 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         labeller = Labeller(diagnosis_cfg)
         threshold = labeller.cfg.healthy_threshold
         for t in trajectories:
+            known = labels.take(t.id) if labels is not None else None
             if t.score is not None and t.score >= threshold:
                 # the labeller's first rule: healthy whatever fired, no first signal; an export
                 # needs only the class, so the detectors are not run
                 cls, first = FailureClass.healthy.value, None
+            elif known is not None:
+                cls, first = known
+                if reused is not None:
+                    reused[0] += 1
             else:
                 label = labeller.label(t)
                 cls, first = label.failure_class.value, label.first_signal.id if label.first_signal else None
@@ -185,8 +253,11 @@ def export_dataset(
     placebo_window: int = 5_000,
     declared_heldout: Iterable[str] = (),
     diagnosis_cfg=None,
+    labels: Path | str | None = None,
 ) -> ExportSummary:
-    """Write one dataset into ``out`` (data files, README.md card, manifest.json)."""
+    """Write one dataset into ``out`` (data files, README.md card, manifest.json).
+
+    ``labels``: the labels file ``evoharness label`` wrote for ``trajectories`` (see the module doc)."""
     filters = filters or ExportFilters()
     prompt = prompt or RenderedPrompt(under="trajectory")
     uses_file = source in (SourceKind.healthy, SourceKind.all)
@@ -194,6 +265,8 @@ def export_dataset(
     held = heldout_tasks([trajectories if uses_file else None, queue if uses_queue else None],
                          declared_heldout)
     _check_request(filters, held)
+    label_file = LabelFile(labels) if labels is not None and uses_file else None
+    reused = [0]
     renderer = SystemRenderer(prompt)
     summary = ExportSummary(format=fmt, source=source, placebo=placebo,
                             placebo_seed=placebo_seed if placebo else None, filters=filters, prompt=prompt)
@@ -230,7 +303,7 @@ def export_dataset(
         window.clear()
 
     try:
-        for c in candidates(source, trajectories, queue, diagnosis_cfg):
+        for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, reused):
             t = c.traj
             selected = _selected(c, filters)
             if t.split == Split.heldout or t.task_id in held:
@@ -274,6 +347,7 @@ def export_dataset(
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))
     summary.prompt_fallbacks = renderer.fallbacks
+    summary.labels_reused = reused[0]
     write_card(out, summary)
     log.info("dataset.exported", out=str(out), records=summary.records, format=fmt.value,
              placebo=placebo, heldout_excluded=summary.heldout_tasks_excluded)

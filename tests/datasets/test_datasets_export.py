@@ -195,3 +195,43 @@ def test_hf_without_the_datasets_package_is_one_clear_error(tmp_path, monkeypatc
     write_trajectories(path, _trajs(2))
     assert main(["dataset", "export", "-t", str(path), "--format", "hf", "--out", str(tmp_path / "o")]) == 2
     assert "needs the `datasets` package" in capsys.readouterr().err
+
+
+def test_labels_file_replaces_relabelling_and_gives_the_same_metadata(tmp_path, capsys, monkeypatch):
+    trajs = [make_traj(f"x{i}", task=f"t{i % 3}", score=1.0 if i % 2 else 0.2) for i in range(6)]
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, trajs)
+    labels = tmp_path / "labels.jsonl"
+    assert main(["label", str(src), "--out", str(labels)]) == 0
+    base = export_dataset(tmp_path / "a", source=SourceKind.all, trajectories=JsonlSource(src))
+    assert base.labels_reused == 0
+
+    from evoharness.diagnosis.labeller import Labeller
+
+    def no_labelling(self, t):
+        raise AssertionError(f"relabelled {t.id}")
+
+    monkeypatch.setattr(Labeller, "label", no_labelling)
+    assert main(["dataset", "export", "-o", str(tmp_path / "b"), "--source", "all", "-t", str(src),
+                 "--labels", str(labels)]) == 0
+    assert "3 labels reused" in capsys.readouterr().out
+    assert read_jsonl(tmp_path / "b" / "metadata.jsonl") == read_jsonl(tmp_path / "a" / "metadata.jsonl")
+    assert (tmp_path / "b" / "data.jsonl").read_bytes() == (tmp_path / "a" / "data.jsonl").read_bytes()
+
+    # labels in another order are not trusted by position: those trajectories are labelled here
+    lines = labels.read_text().splitlines()
+    labels.write_text("\n".join(lines[1:] + lines[:1]) + "\n")
+    with pytest.raises(AssertionError, match="relabelled x0"):
+        export_dataset(tmp_path / "c", source=SourceKind.all, trajectories=JsonlSource(src), labels=labels)
+
+
+def test_bad_labels_file_is_one_error_line(tmp_path, capsys):
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [make_traj("x0", score=0.2)])
+    bad = tmp_path / "labels.jsonl"
+    bad.write_text('{"trajectory_id": "x0", "failure_class": "F9"}\n')
+    for labels, msg in ((bad, "line 1"), (tmp_path / "missing.jsonl", "no such file")):
+        assert main(["dataset", "export", "-o", str(tmp_path / "o"), "--source", "all", "-t", str(src),
+                     "--labels", str(labels)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and msg in err[0]
