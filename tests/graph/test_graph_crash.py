@@ -1,8 +1,14 @@
-"""Crash safety: SIGKILL the run at 20+ points spread over every node, resume, compare.
+"""Crash safety: SIGKILL the run at fault points covering every node and every kind of point, resume, compare.
 
 Each scenario starts a fresh run in a subprocess that kills itself (SIGKILL) at the k-th fault
 point, then resumes it to the end. The result must equal an uninterrupted run: the same final
 main tree, the same merges (none twice), no lost or duplicated trajectories, the same ledger.
+
+By default the kills are a deterministic subset (`_kill_points`): the first point of the run, every
+node's last point in its first visit (all its side effects done, none checkpointed: the resume re-runs
+it), every point in the middle of a node (some of its side effects done), and the last point of the
+last round. Each ``<node>:start`` point skipped resumes from the same checkpoint as that node's last
+point, with none of its side effects to redo. ``EVOHARNESS_FULL_CRASH=1`` kills at every point (~32).
 """
 
 from __future__ import annotations
@@ -20,8 +26,11 @@ import pytest
 from evoharness.graph.progress import Progress
 from evoharness.graph.runner import resume_run, start_run
 
+# 6 dev tasks: still two rounds, a merge and a rejection in round 1, two candidates to verify in round 1
+# (a kill between them) and 18 distinct fault points, at half the cost of all 14 dev tasks
 RUN = {"env": "synthetic", "model": "scripted:weak", "rollouts": 8, "max_rounds": 2, "budget": 4000,
-       "dev_limit": 0, "heldout_limit": 4, "patience": 2}
+       "dev_limit": 6, "heldout_limit": 4, "patience": 2}
+NODES = {"collect", "diagnose", "enqueue", "analyst", "critic", "engineer", "verify", "merge", "reanchor", "finish"}
 
 
 def _settings(make_settings):
@@ -49,6 +58,7 @@ def _outcome(settings, run_id):
         "tree": repo.commit("main").tree.hexsha,
         "merges": len([c for c in chain if len(c.parents) == 2]),
         "merged_branches": [m["branch"] for m in summary["merged"]],
+        "rejected_branches": sorted(r["branch"] for r in summary["rejected"]),
         "trajectories": len(ids),
         "duplicates": [i for i, n in Counter(ids).items() if n > 1],
         "spent": summary["budget"]["spent"],
@@ -75,34 +85,50 @@ def reference(tmp_path_factory):
     return _outcome(settings, "run-ref"), points
 
 
-def _kill_points(points: list[str], want: int = 22) -> list[int]:
-    """1-based indices: every distinct point name at least once, then evenly spread extras."""
-    first = {}
-    for i, name in enumerate(points, start=1):
-        first.setdefault(name, i)
-    chosen = set(first.values())
-    extra = [i for i in range(1, len(points) + 1) if i not in chosen]
-    need = max(0, want - len(chosen))
-    if need and extra:
-        stride = len(extra) / need
-        chosen.update(extra[int(j * stride)] for j in range(min(need, len(extra))))
+def _node(point: str) -> str:
+    return point.split(":")[0]
+
+
+def _kill_points(points: list[str], full: bool = False) -> list[int]:
+    """1-based indices of the points to kill at: all of them if ``full``, else the subset in the docstring."""
+    if full:
+        return list(range(1, len(points) + 1))
+    visits: list[list[int]] = []  # maximal runs of consecutive points in one node: one visit each
+    for i, point in enumerate(points, start=1):
+        if visits and _node(points[visits[-1][-1] - 1]) == _node(point):
+            visits[-1].append(i)
+        else:
+            visits.append([i])
+    chosen, seen = {1}, set()
+    for visit in visits:
+        node = _node(points[visit[0] - 1])
+        if node not in seen:
+            seen.add(node)
+            chosen.add(visit[-1])  # all of the node's side effects done, not checkpointed
+            chosen.update(visit[1:-1])  # some of them done
+    chosen.add(visits[-2][-1])  # the last round's last node, just before finish
     return sorted(chosen)
 
 
 def test_reference_run_has_points_in_every_node(reference):
     ref, points = reference
-    nodes = {p.split(":")[0] for p in points}
-    assert nodes >= {"collect", "diagnose", "enqueue", "analyst", "critic", "engineer", "verify", "merge",
-                     "reanchor", "finish"}
-    assert ref["merges"] >= 1 and not ref["duplicates"]
+    assert {_node(p) for p in points} >= NODES
+    assert ref["merges"] >= 1 and ref["rejected_branches"] and not ref["duplicates"]
+    assert points[:points.index("merge:start")].count("verify:candidate") >= 2  # a kill between two candidates
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_sigkill_anywhere_then_resume_gives_the_same_result(reference, make_settings, tmp_path):
     ref, points = reference
-    kills = _kill_points(points)
-    assert len(kills) >= 20
+    full = os.environ.get("EVOHARNESS_FULL_CRASH") == "1"
+    kills = _kill_points(points, full)
+    named = {points[k - 1] for k in kills}
+    assert {_node(p) for p in named} == NODES
+    assert {"collect:start", "collect:anchored", "verify:candidate", "finish:done"} <= named  # first, partial, last
+    second_round = [i for i, p in enumerate(points, start=1) if p == "diagnose"][1]
+    assert any(second_round <= k < points.index("finish:start") + 1 for k in kills)  # a kill in round 2
+    assert full or len(kills) < len(points) // 2
     names = set()
     for n, k in enumerate(kills):
         settings = make_settings(**RUN).model_copy(update={"home": tmp_path / f"s{n}" / "state"})
