@@ -66,68 +66,66 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
     seen_ids: set[str] = set()
     pending: set[str] = set()
     seen_other = False
-    for i, m in enumerate(messages):
-        where = f"messages[{i}]"
+    for i, m in enumerate(messages):  # error texts are formatted only when there is an error
         role = m.get("role") if isinstance(m, dict) else None
         if role not in ROLES:
-            errs.append(f"{where}: bad role {role!r}")
+            errs.append(f"messages[{i}]: bad role {role!r}")
             continue
         content = m.get("content")
         if role != "tool" and pending:
-            errs.append(f"{where}: tool calls {sorted(pending)} not answered before this {role} message")
+            errs.append(f"messages[{i}]: tool calls {sorted(pending)} not answered before this {role} message")
             pending = set()
         if role == "system":
             if seen_other:
-                errs.append(f"{where}: system message after the conversation started")
+                errs.append(f"messages[{i}]: system message after the conversation started")
         else:
             seen_other = True
         if role in ("system", "user"):
             if not isinstance(content, str) or not content.strip():
-                errs.append(f"{where}: {role} content must be a non-empty string")
+                errs.append(f"messages[{i}]: {role} content must be a non-empty string")
         elif role == "assistant":
             calls = m.get("tool_calls")
             if calls is not None and (not isinstance(calls, list) or not calls):
-                errs.append(f"{where}: tool_calls must be a non-empty list")
+                errs.append(f"messages[{i}]: tool_calls must be a non-empty list")
                 calls = None
             if content is not None and not isinstance(content, str):
-                errs.append(f"{where}: assistant content must be a string or null")
+                errs.append(f"messages[{i}]: assistant content must be a string or null")
             if not calls and not (isinstance(content, str) and content.strip()):
-                errs.append(f"{where}: assistant message has neither content nor tool calls")
+                errs.append(f"messages[{i}]: assistant message has neither content nor tool calls")
             pending = set()
             for j, c in enumerate(calls or []):
-                cw = f"{where}.tool_calls[{j}]"
                 fn = c.get("function") if isinstance(c, dict) else None
                 cid = c.get("id") if isinstance(c, dict) else None
                 if not isinstance(cid, str) or not cid:
-                    errs.append(f"{cw}: missing id")
+                    errs.append(f"messages[{i}].tool_calls[{j}]: missing id")
                 elif cid in seen_ids:
-                    errs.append(f"{cw}: duplicate id {cid!r}")
+                    errs.append(f"messages[{i}].tool_calls[{j}]: duplicate id {cid!r}")
                 else:
                     seen_ids.add(cid)
                     pending.add(cid)
                 if not isinstance(c, dict) or c.get("type") != "function" or not isinstance(fn, dict):
-                    errs.append(f"{cw}: not a function call")
+                    errs.append(f"messages[{i}].tool_calls[{j}]: not a function call")
                     continue
                 if fn.get("name") not in declared:
-                    errs.append(f"{cw}: function {fn.get('name')!r} not declared in tools")
+                    errs.append(f"messages[{i}].tool_calls[{j}]: function {fn.get('name')!r} not declared in tools")
                 if not check_arguments:
                     if not isinstance(fn.get("arguments"), str):
-                        errs.append(f"{cw}: arguments are not JSON")
+                        errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not JSON")
                     continue
                 try:
                     args = json.loads(fn.get("arguments"))
                     if not isinstance(args, dict):
-                        errs.append(f"{cw}: arguments are not a JSON object")
+                        errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not a JSON object")
                 except (TypeError, json.JSONDecodeError):
-                    errs.append(f"{cw}: arguments are not JSON")
+                    errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not JSON")
         else:  # tool
             cid = m.get("tool_call_id")
             if cid not in pending:
-                errs.append(f"{where}: tool_call_id {cid!r} answers no pending call")
+                errs.append(f"messages[{i}]: tool_call_id {cid!r} answers no pending call")
             else:
                 pending.discard(cid)
             if not isinstance(content, str):
-                errs.append(f"{where}: tool content must be a string")
+                errs.append(f"messages[{i}]: tool content must be a string")
     if pending:
         errs.append(f"record: tool calls {sorted(pending)} never answered")
     last = messages[-1] if isinstance(messages[-1], dict) else {}
