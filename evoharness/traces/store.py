@@ -32,7 +32,7 @@ def jsonl_lines(path: Path | str) -> Iterator[tuple[int, bytes]]:
         raise InputError(str(path), f"cannot open: {e.strerror}") from None
     with fh:
         for lineno, raw in enumerate(fh, start=1):
-            if raw.strip():
+            if not raw.isspace():  # not blank (``raw.strip()`` would copy every line to ask)
                 yield lineno, raw
 
 
