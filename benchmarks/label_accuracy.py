@@ -8,10 +8,12 @@ tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). 
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET] [--holdout]
-        [--labeller llm --model openai:URL[#model] [--context TOKENS] [--limit N]]
+        [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
 
 With ``--labeller llm`` the LLM judge (falling back to the rules on any error) is scored beside the rule
-labeller and the trivial ones; the fallbacks are counted.
+labeller and the trivial ones on the same records; the fallbacks, the model calls and the seconds per
+record are counted. A slow local model is measured on a subset: ``--limit N`` keeps the first N records
+of each set (every labeller and baseline is then scored on those records only, and the output says so).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from evoharness.diagnosis.accuracy import (
@@ -50,6 +53,8 @@ def main() -> int:
     ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
     ap.add_argument("--model", help="the judge's model: openai:URL[#model]")
     ap.add_argument("--context", type=int, default=8192, help="the judge model's context in tokens")
+    ap.add_argument("--window", type=int, default=3,
+                    help="the judge's excerpt: messages each side of the rules' signals (0: the whole run, chunked)")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N records of each set (0: all)")
     args = ap.parse_args()
     if args.labeller == "llm" and not args.model:
@@ -86,18 +91,20 @@ def main() -> int:
         from evoharness.errors import InputError
 
         try:
-            judge = LLMJudge(openai_judge_model(args.model), context_tokens=args.context)
+            judge = LLMJudge(openai_judge_model(args.model), context_tokens=args.context, window=args.window)
         except InputError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
 
         total = sum(len(v) for v in sets.values())
         done = [0]
+        started = time.monotonic()
 
         def llm(t) -> Prediction:
             lab = judge.label(t)
             done[0] += 1
-            print(f"llm judge: {done[0]}/{total} records", file=sys.stderr, flush=True)
+            print(f"llm judge: {done[0]}/{total} records ({judge.calls} calls, "
+                  f"{time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
             if lab.labeller != "llm":
                 fallbacks.append(lab.labeller)
             step = lab.first_signal.step if lab.first_signal else None
@@ -115,9 +122,14 @@ def main() -> int:
         print("not above every trivial baseline:" if misses else "above every trivial baseline on every set and figure")
         for m in misses:
             print(f"  {m}")
+    if args.limit:
+        print(f"subset: the first {args.limit} records of each set ({sum(s.n for s in scores)} in all); every "
+              "labeller and baseline above is scored on those records only")
     if args.labeller == "llm":
-        print(f"llm judge ({args.model}): {len(fallbacks)} records fell back to the rule labeller"
-              + (f" (first: {fallbacks[0]})" if fallbacks else ""), file=sys.stderr)
+        n = max(sum(s.n for s in scores), 1)
+        print(f"llm judge ({args.model}, window {args.window}, context {args.context}): {len(fallbacks)} of {n} "
+              f"records fell back to the rule labeller" + (f" (first: {fallbacks[0]})" if fallbacks else "")
+              + f"; {judge.calls} model calls, {(time.monotonic() - started) / n:.0f} s per record")
     return 0
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+from evoharness.diagnosis import environment as env
 from evoharness.diagnosis import multiagent as ma
+from evoharness.diagnosis.claims import ContradictedClaimDetector
 from evoharness.diagnosis.detectors import (
     FRICTION_EVENTS,
     Detector,
@@ -56,6 +58,11 @@ add(ma.HandoffCodeDetector)
 add(ma.AnswerOriginDetector)
 add(ma.AcceptedReportDetector)
 add(ma.FirstCommitmentDetector)
+add(ContradictedClaimDetector)
+add(env.UserSimulatorErrorDetector)
+add(env.UserQuitDetector)
+add(env.UserOffScriptDetector)
+add(env.UnsatisfiableTaskDetector)
 
 
 def default_catalogue() -> list[Detector]:

@@ -55,6 +55,9 @@ def diagnose(
     model: Annotated[str | None, typer.Option("--model", help="the judge's model: openai:URL[#model]")] = None,
     context: Annotated[int, typer.Option("--context", min=512, help="the judge model's context (tokens); "
                                          "longer trajectories are judged in chunks")] = 8192,
+    window: Annotated[int, typer.Option("--judge-window", min=0, help="the judge reads the messages within N "
+                                        "of the rules' signals, one call per run; 0: the whole run in "
+                                        "chunks, one call per chunk")] = 3,
 ) -> None:
     """Label every trajectory by its first failure signal; print the composition and the lever.
 
@@ -72,7 +75,8 @@ def diagnose(
     )
 
     cfg = settings_of(ctx).diagnosis
-    labeller = _labeller(labeller_kind, model, context, cfg) if labeller_kind != "rules" or model else Labeller(cfg)
+    judged = labeller_kind != "rules" or model
+    labeller = _labeller(labeller_kind, model, context, cfg, window) if judged else Labeller(cfg)
     fallbacks: list[str] = []
     tally = Tally()
     shown: list[str] = []
@@ -101,7 +105,7 @@ def diagnose(
         _echo_json(summary_dict(comp, cfg), "trajectories", rows)
 
 
-def _labeller(kind: str, model: str | None, context: int, cfg):
+def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3):
     """The rule labeller, or the LLM judge over it (``--labeller llm --model openai:URL[#model]``)."""
     if kind == "rules":
         raise InputError("--model", "--model is for --labeller llm")
@@ -111,7 +115,7 @@ def _labeller(kind: str, model: str | None, context: int, cfg):
         raise InputError("--labeller", "--labeller llm needs --model openai:URL[#model]")
     from evoharness.diagnosis.judge import LLMJudge, openai_judge_model
 
-    return LLMJudge(openai_judge_model(model), cfg, context_tokens=context)
+    return LLMJudge(openai_judge_model(model), cfg, context_tokens=context, window=window)
 
 
 def _echo_json(head: dict, key: str, rows) -> None:

@@ -37,6 +37,11 @@ class DiagnosisConfig(BaseModel):
         1, ge=1, description="F1.unbacked_claim fires when at least this many tokens of the final "
         "answer appear in no tool result, not in the task and not in any user message.",
     )
+    entity_claims: bool = Field(
+        False, description="F1.contradicted_claim: read every reply of a failed run for an amount, date, id, "
+        "count or tracking number about an entity that contradicts the latest tool result about it. Off by "
+        "default: it costs about a plain JSON parse of the traces again (labelling would pass 3x a parse).",
+    )
     routing: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_ROUTING),
         description="Lever per failure class (harness | weights | none); a partial table overrides the "

@@ -1,17 +1,21 @@
 """An optional LLM judge: reads a failed trajectory with the deterministic evidence and names the
 failing step, its agent, the class and a quoted line -- falling back to the rule labeller on any error.
 
-The judge sees the rule labeller's signals and the violation log as evidence, and the transcript in
-chunks that fit the model's context (``context_tokens``, about 3 characters a token, less the prompt):
-it is asked, chunk by chunk in order, whether the failure starts there; the first chunk that says so
-gives the verdict (its step must be an agent's message or a tool result). Healthy runs are left to the
-rules (their label cannot change). A model error, an unparseable or out-of-range reply, or no chunk
-claiming the failure gives the rule label, with the reason in ``Label.labeller``
-(``rules (llm fallback: ...)``).
+The judge sees the rule labeller's signals and the violation log as evidence. By default
+(``window`` > 0) it reads one short excerpt per run, in one call: the task, and the messages within
+``window`` of the step of each of the first ``FOCUS_SIGNALS`` located signals (the rules' first signal
+first), cut to fit the model's context (``context_tokens``, about 3 characters a token, less the
+prompt) by dropping the farthest messages; skipped runs of messages are marked. It is asked whether the
+failure starts in the excerpt and where. With ``window=0`` it reads the whole transcript in chunks that
+fit the context, in order, and the first chunk that claims the failure gives the verdict (one call per
+chunk: a long run costs many calls). Either way the verdict's step must be a shown agent message or
+tool result. Healthy runs are left to the rules (their label cannot change). A model error, an
+unparseable or out-of-range reply, or no part claiming the failure gives the rule label, with the
+reason in ``Label.labeller`` (``rules (llm fallback: ...)``).
 
 ``JudgeModel`` is any callable from chat messages to reply text; ``openai_judge_model`` builds one for
 an OpenAI-compatible server (``openai:URL[#model]``), asking for a JSON object (grammar-constrained where
-the server supports a schema).
+the server supports a schema) of at most ``max_tokens`` tokens.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.detectors import FALLBACK_SIGNALS
 from evoharness.diagnosis.labeller import Labeller, _agent_at, _quote_at
 from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.errors import InputError
@@ -36,6 +41,9 @@ JudgeModel = Callable[[list[dict[str, str]]], str]
 PROMPT = Path(__file__).parent / "prompts" / "judge.md"
 MESSAGE_CHARS = 600  # one message's share of a chunk (longer ones are clipped in the transcript)
 PROMPT_RESERVE_CHARS = 2500  # instructions, evidence and the reply
+WINDOW = 3  # messages each side of a signal's step in the default excerpt
+FOCUS_SIGNALS = 3  # located signals whose neighbourhoods the excerpt shows
+EVIDENCE_SIGNALS, EVIDENCE_CHARS = 6, 160  # the rules' evidence in the prompt: how many signals, how long each
 _OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
 
@@ -88,6 +96,37 @@ def chunks(traj: Trajectory, budget_chars: int) -> list[tuple[int, int, str]]:
     return out
 
 
+def excerpt(traj: Trajectory, centres: list[int], window: int, budget_chars: int) -> tuple[list[int], str]:
+    """(shown steps, transcript): the first user message and the messages within ``window`` of each centre,
+    in order, skipped runs marked ``[... N messages ...]``; while over ``budget_chars`` the shown message
+    farthest from every centre is dropped (a centre itself is kept)."""
+    n = len(traj.messages)
+    first_user = next((i for i, m in enumerate(traj.messages) if m.get("role") == "user"), None)
+    centres = [c for c in centres if 0 <= c < n] or [max(n - 1, 0)]
+    keep = {i for c in centres for i in range(max(0, c - window), min(n, c + window + 1))}
+    if first_user is not None:
+        keep.add(first_user)
+    lines = {i: render_message(i, traj.messages[i]) for i in keep}
+
+    def size() -> int:
+        return sum(len(v) + 1 for v in lines.values()) + 30 * len(lines)
+
+    by_distance = sorted(keep - set(centres) - {first_user}, key=lambda i: -min(abs(i - c) for c in centres))
+    while size() > budget_chars and by_distance:
+        lines.pop(by_distance.pop(0))
+    shown = sorted(lines)
+    out: list[str] = []
+    prev = -1
+    for i in shown:
+        if i > prev + 1:
+            out.append(f"[... {i - prev - 1} messages ...]")
+        out.append(lines[i])
+        prev = i
+    if prev < n - 1:
+        out.append(f"[... {n - 1 - prev} messages ...]")
+    return shown, "\n".join(out)
+
+
 def parse_verdict(text: str) -> Verdict:
     text = text.strip()
     for candidate in (text, *(m.group(0) for m in _OBJECT.finditer(text[:20_000]))):
@@ -101,10 +140,13 @@ def parse_verdict(text: str) -> Verdict:
 class LLMJudge:
     """``label(traj)`` like `Labeller`, with the model's verdict where it gives a valid one."""
 
-    def __init__(self, model: JudgeModel, cfg: DiagnosisConfig | None = None, context_tokens: int = 8192) -> None:
+    def __init__(self, model: JudgeModel, cfg: DiagnosisConfig | None = None, context_tokens: int = 8192,
+                 window: int = WINDOW) -> None:
         self.model = model
         self.rules = Labeller(cfg)
         self.budget = max(1000, context_tokens * 3 - PROMPT_RESERVE_CHARS)
+        self.window = window
+        self.calls = 0  # model calls made so far (the judge's cost)
 
     def label(self, traj: Trajectory) -> Label:
         rule = self.rules.label(traj)
@@ -126,16 +168,28 @@ class LLMJudge:
         })
 
     def _judge(self, traj: Trajectory, rule: Label) -> Verdict | None:
-        parts = chunks(traj, self.budget)
-        for n, (first, last, transcript) in enumerate(parts, start=1):
+        if self.window > 0:
+            located = [s.step for s in rule.signals if s.id not in FALLBACK_SIGNALS]
+            first = rule.first_signal.step if rule.first_signal else len(traj.messages) - 1
+            centres = list(dict.fromkeys([first, *located]))[:FOCUS_SIGNALS]
+            shown, transcript = excerpt(traj, centres, self.window, self.budget)
+            parts = [(shown, transcript)]
+        else:
+            parts = [(list(range(a, b + 1)), text) for a, b, text in chunks(traj, self.budget)]
+        evidence = [s.model_copy(update={"evidence": s.evidence[:EVIDENCE_CHARS]})
+                    for s in rule.signals[:EVIDENCE_SIGNALS]]
+        violations = [v.model_copy(update={"evidence": v.evidence[:EVIDENCE_CHARS]}) for v in rule.violations[:4]]
+        for n, (shown, transcript) in enumerate(parts, start=1):
             prompt = _template().render(
-                task=" ".join((traj.task or "")[:800].split()), score=traj.score, signals=rule.signals[:12],
-                violations=rule.violations[:8], first=first, last=last, total=len(traj.messages), part=n,
-                parts=len(parts), transcript=transcript)
+                task=" ".join((traj.task or "")[:600].split()), score=traj.score, signals=evidence,
+                violations=violations, first=shown[0], last=shown[-1], total=len(traj.messages), part=n,
+                parts=len(parts), excerpt=self.window > 0, transcript=transcript)
+            self.calls += 1
             verdict = parse_verdict(self.model([{"role": "user", "content": prompt}]))
             if verdict.failed_here:
-                if not first <= verdict.step <= last:
-                    raise ValueError(f"step {verdict.step} is outside messages {first}-{last}")
+                if verdict.step not in shown:
+                    raise ValueError(f"step {verdict.step} is not among the messages shown "
+                                     f"({shown[0]}-{shown[-1]})")
                 role = traj.messages[verdict.step].get("role")
                 if role not in ("assistant", "tool"):
                     raise ValueError(f"step {verdict.step} is a {role} message, not the agent's")
@@ -147,7 +201,7 @@ def _short(e: Exception) -> str:
     return " ".join(f"{type(e).__name__}: {e}".split())[:200]
 
 
-def openai_judge_model(spec: str, timeout_s: float = 120.0) -> JudgeModel:
+def openai_judge_model(spec: str, timeout_s: float = 120.0, max_tokens: int = 200) -> JudgeModel:
     """A `JudgeModel` for ``openai:URL[#model]`` (without ``#model``: the server's one model)."""
     import httpx
 
@@ -170,7 +224,7 @@ def openai_judge_model(spec: str, timeout_s: float = 120.0) -> JudgeModel:
 
     def call(messages: list[dict[str, str]]) -> str:
         while True:
-            body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0, "max_tokens": 300}
+            body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
             if formats[0] is not None:
                 body["response_format"] = formats[0]
             r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=timeout_s)

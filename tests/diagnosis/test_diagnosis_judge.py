@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evoharness.diagnosis.judge import LLMJudge, chunks
+from evoharness.diagnosis.judge import LLMJudge, chunks, excerpt
 from evoharness.traces.models import Trajectory
 
 
@@ -50,16 +50,32 @@ def test_long_trajectories_are_judged_in_chunks_that_fit_the_context():
     assert [p[0] for p in parts] == sorted(p[0] for p in parts) and parts[-1][1] == len(t.messages) - 1
     no = json.dumps({"failed_here": False})
     model = Scripted(no, no, _verdict(step=parts[2][0]))
-    lab = LLMJudge(model, context_tokens=1000).label(t)
+    lab = LLMJudge(model, context_tokens=1000, window=0).label(t)
     assert len(model.prompts) == 3 and lab.first_signal.step == parts[2][0]
     assert max(len(p) for p in model.prompts) < 1000 * 3 + 1500
+
+
+def test_by_default_one_call_reads_an_excerpt_around_the_rules_signals_within_the_context():
+    t = _log(n=60, size=400)
+    judge = LLMJudge(Scripted(), context_tokens=1000)
+    centre = judge.rules.label(t).first_signal.step
+    shown, text = excerpt(t, [centre], 3, judge.budget)
+    assert centre in shown and 0 in shown and len(text) <= judge.budget
+    assert "messages ...]" in text and f"[{centre}] " in text and f"[{centre + 20}] " not in text
+    model = Scripted(_verdict(step=centre))
+    lab = LLMJudge(model, context_tokens=1000).label(t)
+    assert len(model.prompts) == 1 and lab.labeller == "llm" and lab.first_signal.step == centre
+    assert len(model.prompts[0]) < 1000 * 3 + 1500 and "excerpt" in model.prompts[0]
+    far = next(i for i in range(1, len(t.messages)) if i not in shown)
+    lab = LLMJudge(Scripted(_verdict(step=far)), context_tokens=1000).label(t)
+    assert "not among the messages shown" in lab.labeller  # a step the model was not shown is not taken
 
 
 def test_any_error_falls_back_to_the_rule_label_and_says_so():
     t = _log()
     rule = LLMJudge(Scripted()).rules.label(t)
     for model, why in [(Scripted("no json here"), "no verdict JSON"),
-                       (Scripted(_verdict(step=99)), "outside messages"),
+                       (Scripted(_verdict(step=99)), "not among the messages shown"),
                        (Scripted(_verdict(failure_class="F9")), "no verdict JSON"),
                        (Scripted(json.dumps({"failed_here": False})), "no part of the run judged failing")]:
         lab = LLMJudge(model).label(t)

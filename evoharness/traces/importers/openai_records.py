@@ -4,7 +4,8 @@ A record is a JSON object with ``traj`` (or ``messages``): a list of OpenAI chat
 messages, and optionally ``reward`` / ``score`` (0..1), ``task_id``, ``trial``,
 ``id``, ``split``, ``model``. Files are a JSON list of records or JSONL.
 
-Tool results whose content starts with ``Error`` become ``tool_error`` events (or
+The simulated user's instruction (tau-bench's ``info.task.instruction``) is kept as
+``meta.user_instruction``. Tool results whose content starts with ``Error`` become ``tool_error`` events (or
 ``tool_infra_error`` when they read like an infrastructure fault); the final answer
 is the last assistant message with text.
 """
@@ -114,5 +115,13 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
         score=score,
         termination=Termination.delivered if final_answer is not None else Termination.aborted,
         usage=Usage(steps=steps),
-        meta={"source_format": "openai", "source": source},
+        meta={"source_format": "openai", "source": source, **_instruction(rec)},
     )
+
+
+def _instruction(rec: dict[str, Any]) -> dict[str, str]:
+    """The simulated user's instruction where the record carries it (tau-bench: ``info.task.instruction``)."""
+    info = rec.get("info")
+    task = info.get("task") if isinstance(info, dict) else None
+    text = task.get("instruction") if isinstance(task, dict) else None
+    return {"user_instruction": text[:20_000]} if isinstance(text, str) and text.strip() else {}

@@ -10,7 +10,8 @@ Each simulation becomes one trajectory:
 - score: ``reward_info.reward`` (unscored when tau2 did not evaluate the simulation).
 - termination: ``agent_stop`` / ``user_stop`` -> delivered (final answer: the last assistant text),
   ``max_steps`` -> step_budget, ``too_many_errors`` / ``agent_error`` -> error, ``user_error`` -> error
-  with ``meta.environment_failure`` (the simulated customer broke, not the agent).
+  with ``meta.environment_failure`` (the simulated customer broke, not the agent); the simulated user's
+  instructions (``user_scenario.instructions``) as ``meta.user_instruction``.
 - task id: ``<domain>_<tau2 task id>``, as the ``tau2:<domain>`` environment names tasks.
 """
 
@@ -125,8 +126,17 @@ def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, di
               "environment_failure": reason == "user_error",
               "reward_breakdown": obj(reward_info.get("reward_breakdown")) or None,
               "task_purpose": text(obj(task.get("description")).get("purpose")),
+              **_user_instruction(task),
               "agent_cost": sim.get("agent_cost") if isinstance(sim.get("agent_cost"), int | float) else None},
     )
+
+
+def _user_instruction(task: dict[str, Any]) -> dict[str, str]:
+    """The simulated user's instructions (``user_scenario.instructions``: a string, or an object of strings)."""
+    given = obj(task.get("user_scenario")).get("instructions")
+    parts = [given] if isinstance(given, str) else [v for v in obj(given).values() if isinstance(v, str)]
+    joined = "\n".join(p for p in parts if p.strip())
+    return {"user_instruction": joined[:20_000]} if joined else {}
 
 
 def _call(c: dict[str, Any], j: int, k: int) -> dict[str, Any]:

@@ -1,0 +1,162 @@
+"""Class E from the conversation (diagnosis/environment.py) and F1 entity-claim contradictions
+(diagnosis/claims.py): each rule fires where it should, stays quiet on its near misses, and -- run
+unguarded -- never fires on a reward-1 tau-bench run or a resolved mini-swe-agent run."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from evoharness.diagnosis import environment as env
+from evoharness.diagnosis.claims import first_contradiction
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.importers import load_paths
+from evoharness.traces.models import Trajectory
+
+RESERVATION = {"reservation_id": "ZFA04Y", "user_id": "mia_li_3668", "created_at": "2024-05-01T09:08:54",
+               "flights": [{"flight_number": "HAT136", "date": "2024-05-20", "price": 180}],
+               "passengers": [{"first_name": "Mia"}, {"first_name": "Li"}],
+               "payment_history": [{"payment_id": "gift_card_7091239", "amount": 360}],
+               "tracking_id": "TRK847362915"}
+CARD = {"payment_methods": {"gift_card_7091239": {"source": "gift_card", "amount": 157, "id": "gift_card_7091239"}}}
+
+
+def _run(*replies: str, results=(CARD, RESERVATION), score: float = 0.0) -> Trajectory:
+    msgs: list[dict] = [{"role": "system", "content": "policy"}, {"role": "user", "content": "my trip"}]
+    for n, r in enumerate(results):
+        msgs.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{n}", "type": "function", "function": {"name": "get_details", "arguments": "{}"}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(r)})
+    for r in replies:
+        msgs += [{"role": "assistant", "content": r}, {"role": "user", "content": "ok"}]
+    return Trajectory(id="c", task_id="c", task="my trip", messages=msgs, final_answer=replies[-1], score=score)
+
+
+def _claim(*replies: str, **kw):
+    s = first_contradiction(TraceView.of(_run(*replies, **kw)))
+    return (s.step, s.evidence) if s else None
+
+
+def test_a_claim_contradicting_the_latest_tool_result_is_located_where_first_made():
+    ok = "Reservation ZFA04Y: flight HAT136 on May 20, 2024 has a price of $180."
+    wrong = [("Flight HAT136 has a price of $210.", "price $210"),
+             ("Reservation ZFA04Y departs on May 21.", "date"),
+             ("Reservation ZFA04Y on May 20 has 3 passengers.", "3 passengers"),
+             ("For reservation ZFA04Y the tracking id is TRK999999999.", "tracking id"),
+             ("Gift card gift_card_7091239 has an amount of $360 left.", "amount $360")]
+    for reply, what in wrong:
+        step, evidence = _claim(ok, reply, "Anything else?")
+        assert step == 8 and what in evidence, (reply, evidence)  # the second reply, not the first or the last
+    assert _claim(ok, "Your user id is mia_li_3668 and reservation ZFA04Y has 2 passengers.") is None
+
+
+def test_computed_amounts_references_and_updates_are_not_contradictions():
+    assert _claim("The total cost of $360 for reservation ZFA04Y was paid.") is None  # a computed total
+    assert _claim("Reservation ZFA04Y: the additional cost will be $50.") is None
+    # the gift card's own record (amount 157) is not replaced by a reservation that only pays with it
+    assert _claim("Gift card gift_card_7091239 has an amount of $157.") is None
+    updated = {**RESERVATION, "flights": [{"flight_number": "HAT136", "date": "2024-05-22", "price": 190}]}
+    assert _claim("Reservation ZFA04Y now flies on May 22.", results=(CARD, RESERVATION, updated)) is None
+    assert _claim("Reservation ZFA04Y flies on May 20.", results=(CARD, RESERVATION, updated))[0] == 8
+    assert _claim("The price of HAT136 is $210.", results=()) is None  # no tool facts: nothing to contradict
+
+
+def test_the_detector_is_in_the_catalogue_behind_its_switch_and_leaves_healthy_runs_alone():
+    t = _run("The price of flight HAT136 is $210.")
+    on = DiagnosisConfig(entity_claims=True)
+    lab = Labeller(on).label(t)
+    assert lab.first_signal.id == "F1.contradicted_claim" and lab.failure_class == "F1" and lab.first_signal.step == 6
+    assert not any(s.id == "F1.contradicted_claim" for s in Labeller().label(t).signals)  # off by default
+    assert Labeller(on).label(_run("The price of flight HAT136 is $210.", score=1.0)).failure_class == "healthy"
+
+
+def _chat(*turns: tuple[str, str], meta=None, score: float = 0.0) -> Trajectory:
+    msgs = [{"role": "system", "content": "policy"}]
+    for role, text in turns:
+        if role == "call":
+            name, result = text.split("|", 1)
+            msgs.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": f"c{len(msgs)}", "type": "function", "function": {"name": name, "arguments": "{}"}}]})
+            msgs.append({"role": "tool", "tool_call_id": f"c{len(msgs) - 1}", "content": result})
+        else:
+            msgs.append({"role": role, "content": text})
+    return Trajectory(id="e", task_id="e", task=msgs[1]["content"], messages=msgs, final_answer="done",
+                      score=score, meta=meta or {})
+
+
+def _fires(detector, t) -> list[int]:
+    return [s.step for s in detector.detect(TraceView.of(t), DiagnosisConfig())]
+
+
+def _rule(detector, view):
+    """The rule unguarded: ``find`` where the detector has one (``detect`` skips Healthy runs there)."""
+    return detector.find(view) if hasattr(detector, "find") else detector.detect(view, DiagnosisConfig())
+
+
+def test_user_quit_before_the_agent_could_act():
+    quit_ = _chat(("user", "I want to change my flight."), ("assistant", "Sure. What is your reservation ID?"),
+                  ("user", "Actually, never mind. ###STOP###"))
+    assert _fires(env.UserQuitDetector(), quit_) == [3]
+    lab = Labeller().label(quit_)
+    assert lab.failure_class == "E" and lab.lever == "none" and lab.first_signal.id == "E.user_quit"
+    answered = _chat(("user", "Cancel it."), ("assistant", "Shall I transfer you to a human agent?"),
+                     ("user", "Yes, please. ###STOP###"))
+    closing = _chat(("user", "Hi"), ("assistant", "Done. Is there anything else I can help with?"),
+                    ("user", "No thanks ###STOP###"))
+    acted = _chat(("user", "Cancel ABC123."), ("call", "cancel_reservation|{}"),
+                  ("assistant", "Cancelled. Would you like a receipt?"), ("user", "###STOP###"))
+    for t in (answered, closing, acted):
+        assert _fires(env.UserQuitDetector(), t) == []
+
+
+def test_user_off_script_needs_the_instruction_and_an_invented_identifier():
+    turns = (("user", "Hi, I am mia_li_3668."), ("assistant", "Your email?"),
+             ("user", "It is mia.li9000@example.com"))
+    meta = {"user_instruction": "You are mia_li_3668. You want to fly to Seattle."}
+    assert _fires(env.UserOffScriptDetector(), _chat(*turns, meta=meta)) == [3]
+    assert _fires(env.UserOffScriptDetector(), _chat(*turns)) == []  # no instruction: users know their own ids
+    told = {"user_instruction": meta["user_instruction"] + " Your email is mia.li9000@example.com."}
+    assert _fires(env.UserOffScriptDetector(), _chat(*turns, meta=told)) == []
+
+
+def test_unsatisfiable_task_and_the_benchmarks_own_simulator_verdict():
+    t = _chat(("user", "Cancel reservation XKQ7731."),
+              ("call", "get_reservation_details|Error: reservation XKQ7731 not found"),
+              ("assistant", "I could not find it."), ("user", "It must be there: XKQ7731!"))
+    assert _fires(env.UnsatisfiableTaskDetector(), t) == [3]
+    moved_on = _chat(("user", "Cancel reservation XKQ7731."),
+                     ("call", "get_reservation_details|Error: reservation XKQ7731 not found"),
+                     ("assistant", "I could not find it."), ("user", "Sorry, it is XKQ7732."))
+    assert _fires(env.UnsatisfiableTaskDetector(), moved_on) == []
+    sim = _chat(("user", "hi"), ("assistant", "Hello"), ("user", "###STOP###"),
+                meta={"environment_failure": True, "termination_reason": "user_error"})
+    assert _fires(env.UserSimulatorErrorDetector(), sim) == [3]
+    assert _fires(env.UserSimulatorErrorDetector(), _chat(("user", "hi"))) == []
+
+
+def test_new_rules_unguarded_never_fire_on_reward_1_or_resolved_runs(full_shared_data):
+    detectors = [env.UserSimulatorErrorDetector(), env.UserQuitDetector(), env.UserOffScriptDetector(),
+                 env.UnsatisfiableTaskDetector()]
+    healthy = fired = 0
+    for folder in ("tau_bench_airline_gpt4o", "mini_swe_agent_sample"):
+        for t in load_paths([full_shared_data / folder]):
+            view = TraceView.of(t)
+            found = [s for d in detectors for s in _rule(d, view)]
+            if first_contradiction(view):
+                found.append(first_contradiction(view))
+            if t.score == 1.0:
+                healthy += 1
+                assert not found, (t.id, found)
+            else:
+                fired += bool(found)
+    assert healthy == 94 and fired >= 2  # 84 tau-bench reward-1 + 10 resolved; E fires on some failures
+
+
+def test_claims_on_a_hostile_reply_stay_fast():
+    results = ([{"id": f"ent{i:05d}", "price": i, "date": "2024-05-01"} for i in range(3000)],)
+    start = time.monotonic()
+    for reply in ("price $1 ent00001 on may 2. " * 4000, "ent00001 " + "on " * 40000, "price" + " " * 120_000 + "$1"):
+        first_contradiction(TraceView.of(_run(reply, results=results)))
+    assert time.monotonic() - start < 3
