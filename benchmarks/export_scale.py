@@ -104,7 +104,8 @@ def main() -> None:
         for _ in range(args.repeat):
             t0, w0 = time.process_time(), time.perf_counter()
             s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
-                               trajectories=JsonlSource(src), placebo=args.placebo, labels=labels)
+                               trajectories=JsonlSource(src), placebo=args.placebo,
+                               **({"labels": labels} if labels else {}))  # older trees have no labels
             cpu.append(time.process_time() - t0)
             wall.append(time.perf_counter() - w0)
         peak = _rss_mb()
@@ -112,7 +113,7 @@ def main() -> None:
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: {s.records}  "
           f"held-out excluded: {s.heldout_tasks_excluded}  ({load_note()})")
     print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  output: {size:.1f} MB  "
-          f"labels reused: {s.labels_reused}")
+          f"labels reused: {getattr(s, 'labels_reused', 0)}")
     print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")
     print(f"rows/s: {spread([s.records / c for c in cpu], ',.0f')} rows per CPU-second")
     print(f"peak RSS: {peak:.1f} MB  (baseline before export {base:.1f} MB, growth {peak - base:.1f} MB)")
