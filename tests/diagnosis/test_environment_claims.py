@@ -142,6 +142,8 @@ def test_new_rules_unguarded_never_fire_on_reward_1_or_resolved_runs(full_shared
     healthy = fired = 0
     for folder in ("tau_bench_airline_gpt4o", "mini_swe_agent_sample"):
         for t in load_paths([full_shared_data / folder]):
+            if folder.startswith("tau"):  # the importer keeps the simulated user's instruction
+                assert len(t.meta["user_instruction"]) > 50, t.id
             view = TraceView.of(t)
             found = [s for d in detectors for s in _rule(d, view)]
             if first_contradiction(view):

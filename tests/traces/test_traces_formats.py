@@ -65,6 +65,9 @@ def test_tau2_results_one_trajectory_per_simulation():
     assert [c["name"] for c in calls] == [a["name"] for a in expected]
     assert json.loads(calls[0]["arguments"]) == expected[0]["arguments"]
     assert full.model == "gpt-4.1-mini" and full.usage.prompt_tokens > 0 and full.usage.wall_seconds == 1.5
+    scenario = json.loads(path.read_text())["tasks"][0]["user_scenario"]["instructions"]
+    assert scenario["reason_for_call"] in full.meta["user_instruction"]  # the simulated user's task, for class E
+    assert scenario["known_info"] in full.meta["user_instruction"]
     _tool_answers_call(full)
     assert trajs[2].final_answer is None and trajs[2].events[-1].type == "budget_exhausted"
     labels = label_all(trajs)
