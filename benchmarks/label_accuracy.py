@@ -57,6 +57,9 @@ def main() -> int:
                     help="the judge's excerpt: messages each side of the rules' signals (0: the whole run, chunked)")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N records of each set (0: all)")
     args = ap.parse_args()
+    if args.limit < 0 or args.window < 0 or args.context < 512:
+        print("error: --limit and --window must be >= 0 and --context >= 512", file=sys.stderr)
+        return 2
     if args.labeller == "llm" and not args.model:
         print("error: --labeller llm needs --model openai:URL[#model]", file=sys.stderr)
         return 2
