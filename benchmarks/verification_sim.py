@@ -71,7 +71,8 @@ def strategies(n_dev: int) -> dict[str, tuple]:
         "behaviour_aware": (BehaviourAware(0.5), None, BUDGET, 24, K),
         "behaviour_aware_paired": (
             BehaviourAware(0.5), ("behaviour", "paired_gain", "no_regression", "attribution", "guard"), BUDGET, 24, K),
-        "behaviour_aware_sequential": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
+        "behaviour_aware_sequential": (BehaviourAware(0.5), None, 3 * BUDGET, 24, K, {"sequential": True}),
+        "behaviour_aware_sequential_wide": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
         "behaviour_aware_no_attribution": (
             BehaviourAware(0.5), ("behaviour", "gain", "no_regression", "guard"), BUDGET, 24, K),
         "fixed_split": (FixedSplit(), None, BUDGET, BUDGET // K, K),
@@ -140,6 +141,7 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
     book.start(verifier.measure_anchor("h0", dev, K, round=0, ledger=run_ledger))
     rng = random.Random(f"edits:{seed}")
     main, accepted, proposed = "h0", {k_: 0 for k_ in KINDS}, {k_: 0 for k_ in KINDS}
+    verify_spent = 0
     for rnd in range(1, rounds + 1):
         anchor = book.current
         fired = [b for b in BEHAVIOURS if any(b in o.fired for o in anchor.observations)]
@@ -155,6 +157,7 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
             ledger = BudgetLedger(total=budget)
             out = verifier.evaluate(cand, anchor, strategy, gates, ledger, rnd)
             run_ledger.spends.extend(ledger.spends)
+            verify_spent += ledger.rollouts
             proposed[kind] += 1
             if out.verdict.accepted:
                 accepted[kind] += 1
@@ -164,6 +167,7 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
             main = best.verdict.commit
             verifier.reanchor(book, best, main, dev, rnd, K, ledger=run_ledger)
     return {"accepted": accepted, "proposed": proposed, "rollouts": run_ledger.rollouts,
+            "per_candidate": verify_spent / max(1, sum(proposed.values())),
             "heldout_gain": world.expected_mean(main, "heldout") - world.expected_mean("h0", "heldout"),
             "optimism": [r.optimism for r in book.optimism]}
 
@@ -186,7 +190,8 @@ def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
             row[f"{key}_ci"] = wilson(acc, prop)
             row[f"{key}_n"] = prop
         for key, values in (("heldout_gain", [r["heldout_gain"] for r in res]),
-                            ("rollouts", [r["rollouts"] for r in res])):
+                            ("rollouts", [r["rollouts"] for r in res]),
+                            ("per_candidate", [r["per_candidate"] for r in res])):
             row[key] = sum(values) / n
             row[f"{key}_ci"] = mean_ci(values)
         opt = [x for r in res for x in r["optimism"]]
@@ -236,9 +241,9 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
 
 def table(results: dict[str, dict]) -> str:
     cols = ["null_false_accept", "harmful_false_accept", "noisefit_false_accept", "power", "heldout_gain",
-            "rollouts", "selection_optimism"]
-    heads = ["strategy", "null FA", "harmful FA", "noisefit FA", "power", "held-out gain", "rollouts/run",
-             "optimism"]
+            "per_candidate", "rollouts", "selection_optimism"]
+    heads = ["strategy", "null FA", "harmful FA", "noisefit FA", "power", "held-out gain", "rollouts/candidate",
+             "rollouts/run", "optimism"]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for name, r in results.items():
         cells = [name] + [_cell(c, r.get(c), r.get(f"{c}_ci")) for c in cols]
@@ -249,7 +254,7 @@ def table(results: dict[str, dict]) -> str:
 def _cell(col: str, value: float | None, ci: list[float] | None) -> str:
     if value is None:
         return "-"
-    fmt = ".0f" if col == "rollouts" else "+.4f" if col in ("heldout_gain", "selection_optimism") else ".3f"
+    fmt = ".0f" if col in ("rollouts", "per_candidate") else "+.4f" if col in ("heldout_gain", "selection_optimism") else ".3f"
     text = f"{value:{fmt}}"
     return f"{text} [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else text
 

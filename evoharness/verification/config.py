@@ -25,12 +25,13 @@ class VerificationConfig(BaseModel):
         "behaviour_aware", description="behaviour_aware | fixed_split | random_split | coreset"
     )
     max_tasks: int = Field(
-        24, ge=1, description="most tasks one candidate is verified on (before budget caps)"
+        32, ge=1, description="most tasks (targeted + control) one candidate is verified on (before budget caps)"
     )
     control_ratio: float = Field(
-        0.5,
+        1.0,
         ge=0,
-        description="control tasks (anchor healthy) per targeted task for behaviour-aware selection",
+        description="control tasks (anchor healthy) per targeted task for behaviour-aware selection (1.0: with "
+        "0.5, 6-8 control tasks let a harmful edit through 3 times in 48 in the simulation; 1.0, 1 in 48)",
     )
     fresh_baseline: bool = Field(
         True,
@@ -62,10 +63,11 @@ class VerificationConfig(BaseModel):
         0.05, gt=0, lt=1, description="significance level of the optional paired gate"
     )
     sequential: bool = Field(
-        False,
+        True,
         description="sequential allocation: verify in `sequential_looks` stages of fresh seeds and stop as soon "
         "as the targeted gain is decided (a group-sequential test on the paired differences replaces the "
-        "`gain` / `paired_gain` gate; behaviour-aware and other fresh-baseline strategies only)",
+        "`gain` / `paired_gain` gate; behaviour-aware and other fresh-baseline strategies only). Off: the "
+        "fixed design, k rollouts per task at once, judged by `gain`",
     )
     sequential_looks: int = Field(4, ge=1, le=20, description="stages (looks) of a sequential verification")
     sequential_max_factor: float = Field(

@@ -27,7 +27,7 @@ from evoharness.verification.evidence import Evidence
 from evoharness.verification.gates import Gate, SequentialGainGate, default_gates
 from evoharness.verification.guards import GuardBook
 from evoharness.verification.hunks import HunkSource, judge_parts
-from evoharness.verification.observations import Labeller, Observation, mean_score
+from evoharness.verification.observations import Labeller, Observation, by_task, mean_score
 from evoharness.verification.plan import GAIN_GATES, Plan, make_plan
 from evoharness.verification.selection import Selection, SelectionStrategy, make_strategy
 from evoharness.verification.source import ObservationSource, RunnerSource
@@ -154,9 +154,9 @@ class Verifier:
                                           plan.k_asked or plan.k)
                     return with_dropped(inner, candidate, gate)
         failed = [r.gate for r in results if not r.passed]
-        reading = mean_score(ev.side("candidate", plan.compared)) or 0.0
+        reading = task_mean(ev.side("candidate", plan.compared)) or 0.0
         measurements = {
-            "reading": reading, "baseline_mean": mean_score(ev.side("baseline", plan.compared)),
+            "reading": reading, "baseline_mean": task_mean(ev.side("baseline", plan.compared)),
             "anchor_mean": anchor.mean, "targeted_candidate": ev.mean("candidate", sel.targeted),
             "targeted_baseline": ev.mean("baseline", sel.targeted), "sigma": plan.sigma, "k": plan.k,
             "resolvable": plan.resolvable, "predicted_effect": plan.predicted_effect,
@@ -229,6 +229,13 @@ def with_dropped(inner: Outcome, candidate: Candidate, gate: GateResult) -> Outc
                                    "reason": f"{v.reason} (after dropping {gate.numbers.get('refused')} of "
                                    f"{gate.numbers.get('hunks')} hunks with no attributable gain)"})
     return Outcome(verdict=verdict, selection=inner.selection, evidence=inner.evidence, reading=inner.reading)
+
+
+def task_mean(observations: list[Observation]) -> float | None:
+    """The mean over tasks of each task's mean score: every task weighs the same, as in an anchor, however
+    many rollouts it got (a sequential verification gives its targeted tasks more than its control tasks)."""
+    means = [m for obs in by_task(observations).values() if (m := mean_score(obs)) is not None]
+    return sum(means) / len(means) if means else None
 
 
 def _r(x: float | None) -> float | None:

@@ -60,9 +60,9 @@ def test_verify_prints_the_gate_table_with_numbers(setup, capsys):
     assert rc == 0, out
     assert "plan: behaviour_aware, 5 targeted" in out and "needs k>=" in out
     assert "ACCEPTED" in out
-    for gate in ("behaviour", "gain", "no_regression", "attribution", "guard"):
+    for gate in ("behaviour", "sequential_gain", "no_regression", "attribution", "guard"):
         assert f"| {gate} | pass |" in out
-    assert "resolvable=" in out and "incidence_baseline=" in out
+    assert "resolvable=" in out and "incidence_baseline=" in out and "boundary=" in out
     paid = runner.rollouts
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "4"]) == 0
     assert runner.rollouts == paid  # rerun: every rollout comes from the cache
@@ -75,7 +75,7 @@ def test_verify_rejects_a_null_edit_with_exit_1_and_json(setup, capsys):
     assert rc == 1
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["accepted"] is False and verdict["commit"] == null.commit
-    assert {g["gate"] for g in verdict["gates"] if not g["passed"]} >= {"behaviour", "gain"}
+    assert {g["gate"] for g in verdict["gates"] if not g["passed"]} >= {"behaviour", "sequential_gain"}
     assert hr.verdict_of(null.commit) is not None  # --record stored it as a note
 
 

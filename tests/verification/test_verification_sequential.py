@@ -112,7 +112,7 @@ def test_later_looks_add_seeds_on_targeted_tasks_only_and_a_breakage_is_still_ca
 
 
 def test_fixed_design_is_unchanged_when_sequential_is_off():
-    verdict, ledger, _ = verify("fix", VerificationConfig(rollouts=4))
+    verdict, ledger, _ = verify("fix", VerificationConfig(rollouts=4, sequential=False))
     assert verdict.accepted and "gain" in [g.gate for g in verdict.gates]
     m = verdict.measurements
     assert m["looks"] is None and ledger.rollouts == 2 * 4 * (m["targeted_tasks"] + m["control_tasks"])

@@ -45,9 +45,10 @@ def test_true_edit_is_calibrated_to_plus_005_on_its_prone_tasks(bench):
 
 def test_table_prints_one_row_per_strategy(bench):
     rows = {"a": {"null_false_accept": 0.0, "harmful_false_accept": 0.1, "noisefit_false_accept": 0.2,
-                  "power": 0.5, "heldout_gain": 0.01, "rollouts": 100.0, "selection_optimism": None}}
+                  "power": 0.5, "heldout_gain": 0.01, "per_candidate": 50.0, "rollouts": 100.0,
+                  "selection_optimism": None}}
     out = bench.table(rows)
-    assert out.splitlines()[2] == "| a | 0.000 | 0.100 | 0.200 | 0.500 | +0.0100 | 100 | - |"
+    assert out.splitlines()[2] == "| a | 0.000 | 0.100 | 0.200 | 0.500 | +0.0100 | 50 | 100 | - |"
 
 
 def test_partial_observation_reports_what_detectors_would_and_scores_follow_the_truth():
