@@ -17,8 +17,11 @@ Bounded: ``--requests`` x ``--batch`` trajectories, and the whole run stops afte
 both labelling and fsync'ing every batch, plus the time to reopen each (the JSONL store re-reads the
 whole file to rebuild its id index).
 
+``--workers 1 4`` measures each ``service.workers`` level (ingest worker processes) at every
+concurrency level, each on a fresh server.
+
     python benchmarks/ingest_load.py [--requests 200] [--batch 100] [--dup 0.1] [--concurrency 4 200]
-        [--repeat 3] [--compare-stores]
+        [--workers 1 4] [--repeat 3] [--compare-stores]
 """
 
 from __future__ import annotations
@@ -143,7 +146,7 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
-def load(args, concurrency: int) -> dict:
+def load(args, concurrency: int, workers: int = 1) -> dict:
     """One measurement on a fresh server: throughput, latency percentiles, 429s, and the id check."""
     token = secrets.token_hex(16)
     plan = batches(args.requests, args.batch, args.dup)
@@ -151,7 +154,7 @@ def load(args, concurrency: int) -> dict:
     total = sum(len(ids) for ids in plan)
     bodies = bodies_of(plan)  # built before the clock starts
     with tempfile.TemporaryDirectory() as tmp:
-        proc, url = start_server(Path(tmp), token, args.server_set)
+        proc, url = start_server(Path(tmp), token, [*args.server_set, f"service.workers={workers}"])
         try:
             t0 = time.perf_counter()
             lat, answers, busy = asyncio.run(asyncio.wait_for(fire(url, token, bodies, concurrency), args.timeout))
@@ -169,15 +172,15 @@ def load(args, concurrency: int) -> dict:
             "server_ms": 1000 * server_s[0] / max(1, server_s[1])}
 
 
-def report(args, runs: dict[int, list[dict]]) -> int:
+def report(args, runs: dict[tuple[int, int], list[dict]]) -> int:
     first = next(iter(runs.values()))[0]
     print(f"ingest_load: {args.requests} requests x {args.batch} trajectories ({first['total']} posted, "
           f"{first['distinct']} distinct ids), {args.repeat} repeat(s) per level ({load_note()})"
           + (f"; server: {' '.join(args.server_set)}" if args.server_set else ""))
     ok = True
-    for level, rs in runs.items():
+    for (workers, level), rs in runs.items():
         ok &= all(r["ok"] for r in rs)
-        print(f"  concurrency {level}:")
+        print(f"  service.workers {workers}, concurrency {level}:")
         print(f"    throughput  {spread([r['throughput'] for r in rs], ',.0f')} trajectories/s posted")
         print(f"    latency p50 {spread([1000 * r['p50'] for r in rs], '.0f', ' ms')}")
         print(f"    latency p95 {spread([1000 * r['p95'] for r in rs], '.0f', ' ms')}")
@@ -255,6 +258,9 @@ def main() -> int:
     ap.add_argument("--dup", type=float, default=0.1, help="share of each batch repeating another batch's ids")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[200],
                     help="requests in flight at once (several levels: each measured on a fresh server)")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1],
+                    help="service.workers levels (ingest worker processes; each level x concurrency on a fresh "
+                         "server, all in turn)")
     ap.add_argument("--timeout", type=float, default=300, help="stop after this many seconds")
     ap.add_argument("--server-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting for the server, e.g. service.max_in_flight=8 (repeatable)")
@@ -263,12 +269,12 @@ def main() -> int:
     args = ap.parse_args()
     check_repeat(ap, args.repeat)
     if not (1 <= args.requests <= 10_000 and 1 <= args.batch <= 1000 and 0 <= args.dup < 1
-            and all(c >= 1 for c in args.concurrency)):
-        ap.error("--requests 1..10000, --batch 1..1000, --dup in [0, 1), --concurrency >= 1")
-    runs: dict[int, list[dict]] = {c: [] for c in args.concurrency}
+            and all(c >= 1 for c in args.concurrency) and all(1 <= w <= 64 for w in args.workers)):
+        ap.error("--requests 1..10000, --batch 1..1000, --dup in [0, 1), --concurrency >= 1, --workers 1..64")
+    runs: dict[tuple[int, int], list[dict]] = {(w, c): [] for w in args.workers for c in args.concurrency}
     for _ in range(args.repeat):
-        for level in args.concurrency:  # the levels in turn
-            runs[level].append(load(args, level))
+        for workers, level in runs:  # every combination in turn, so load drifts hit them alike
+            runs[(workers, level)].append(load(args, level, workers))
     rc = report(args, runs)
     if args.compare_stores:
         compare_stores(args)

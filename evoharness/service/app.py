@@ -42,11 +42,20 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
         ingest = IngestStore(ingest_path(settings), Labeller(settings.diagnosis)).open()
         daemon = Daemon(settings, ingest, quiet=quiet)
         app.state.ingest, app.state.daemon = ingest, daemon
+        pool = None
+        if settings.service.workers > 1:  # parse, label and store ingested batches in worker processes
+            from evoharness.service.workers import IngestPool
+
+            pool = IngestPool(settings.service.workers, ingest_path(settings),
+                              settings.diagnosis.model_dump(mode="json"))
+            await pool.start()
+        app.state.ingest_pool = pool
         registry = CollectorRegistry()
         registry.register(ServiceCollector(app.state))
         app.state.registry, app.state.metrics = registry, RequestMetrics(registry)
         daemon.start()
-        log.info("service.started", home=str(settings.home), loop=settings.service.loop, auth=token is not None)
+        log.info("service.started", home=str(settings.home), loop=settings.service.loop, auth=token is not None,
+                 workers=settings.service.workers)
         try:
             yield
         finally:
@@ -54,10 +63,13 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
             app.state.stopped_cleanly = await asyncio.to_thread(daemon.stop)
             if not app.state.stopped_cleanly:
                 log.warning("service.shutdown_timeout", timeout_s=settings.service.shutdown_timeout_s)
+            if pool is not None:
+                await asyncio.to_thread(pool.close)
             ingest.close()
 
     app = FastAPI(title="evoharness", version=__version__, lifespan=lifespan)
     app.state.settings, app.state.token, app.state.stopped_cleanly = settings, token, True
+    app.state.ingest_pool = None  # set at start-up when service.workers > 1
     app.state.reports = ReportRenderer(settings)
 
     @app.exception_handler(HTTPException)
@@ -89,6 +101,6 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
     from evoharness.service.limits import InFlightLimit
 
     svc = settings.service
-    app.add_middleware(InFlightLimit, limit=svc.max_in_flight, queued=svc.max_queued,
+    app.add_middleware(InFlightLimit, limit=max(svc.max_in_flight, svc.workers), queued=svc.max_queued,
                        retry_after_s=svc.retry_after_s)
     return app

@@ -32,6 +32,11 @@ class ServiceConfig(BaseModel):
         description="On SIGTERM, wait this long for the running graph node to finish and be checkpointed; "
         "past it the process exits anyway and the node re-runs on resume (nodes are idempotent).")
     max_batch: int = Field(1000, ge=1, description="Most trajectories one POST /trajectories may carry.")
+    workers: int = Field(
+        1, ge=1, le=64, description="Processes that parse, label and store POST /trajectories batches (canonical "
+        "format). 1: in the server process. N > 1: a pool of N worker processes sharing the SQLite ingest store; "
+        "a batch is acknowledged once its worker committed it. The HTTP front, the loop and every other endpoint "
+        "stay in the server process; the in-flight limit is at least N.")
     max_in_flight: int = Field(
         4, ge=1, description="Most requests handled at once; beyond it an immediate 429 with Retry-After "
         "(/health and /metrics exempt). Ingestion is CPU-bound: more in flight only queues them in the process.")

@@ -265,9 +265,14 @@ async def ingest(request: Request, format: Annotated[str, Query(
     body = b"".join(chunks)
     if format != "canonical":
         return await _ingest_imported(request, body, format, source, t0)
-    good = await run_in_threadpool(_parse_fast, body)
-    if good is not None and len(good) <= cfg.max_batch:
-        return await _store(request, good, t0)
+    if s.ingest_pool is not None:  # service.workers > 1: parsed, labelled and committed in a worker process
+        done = await s.ingest_pool.ingest(body, cfg.max_batch)
+        if done is not None:
+            return _stored(request, *done, t0)
+    else:
+        good = await run_in_threadpool(_parse_fast, body)
+        if good is not None and len(good) <= cfg.max_batch:
+            return await _store(request, good, t0)
     try:  # the slow path finds and names what is wrong
         records = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -314,15 +319,20 @@ async def _ingest_imported(request: Request, body: bytes, fmt: str, source: str 
 
 
 async def _store(request: Request, good: list[Trajectory], t0: float) -> dict[str, Any]:
+    stored = await run_in_threadpool(_state(request).ingest.add, good)
+    return _stored(request, len(good), stored, t0)
+
+
+def _stored(request: Request, received: int, stored: int, t0: float) -> dict[str, Any]:
+    """The answer for a committed batch (acknowledged only now: it is durable)."""
     s = _state(request)
-    stored = await run_in_threadpool(s.ingest.add, good)
-    dup = len(good) - stored
+    dup = received - stored
     s.metrics.ingest_requests.labels("ok").inc()
     s.metrics.ingest_duplicates.inc(dup)
     s.metrics.ingest_seconds.observe(time.perf_counter() - t0)
     if stored:
         s.daemon.wake()
-    return {"received": len(good), "stored": stored, "duplicates": dup}
+    return {"received": received, "stored": stored, "duplicates": dup}
 
 
 @reads.get("/trajectories/{trajectory_id:path}")

@@ -1,0 +1,85 @@
+"""Ingestion workers: POST /trajectories bodies parsed, validated, labelled and stored in other processes.
+
+One server process parses and labels on one core at a time (the GIL), however many requests are in
+flight. With ``service.workers = N > 1`` the server hands each well-formed canonical body to a pool of
+N worker processes (started with ``spawn``, never forked from the threaded server). Each worker owns a
+connection to the same SQLite WAL ingest store and commits its batch (``synchronous=FULL``, ids
+UNIQUE, ``INSERT OR IGNORE``) before it answers; the server acknowledges only after that answer, so an
+acknowledged trajectory is durable whichever process stored it, and a batch posted twice, or to two
+workers at once, is stored once. A body that is not a valid batch comes back unparsed (``None``) and
+the server's own slow path names what is wrong, as with one process.
+
+The HTTP front (uvicorn, auth, limits), the background loop and every other endpoint stay in the one
+server process: the loop's state (the current run, reviews) lives there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InfraError
+
+_store = None  # this worker process's IngestStore (set by _init)
+
+
+def _init(path: str, diagnosis: dict[str, Any]) -> None:
+    global _store
+    from evoharness.diagnosis.config import DiagnosisConfig
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.service.ingest import IngestStore
+
+    _store = IngestStore(path, Labeller(DiagnosisConfig.model_validate(diagnosis))).open()
+
+
+def _ready() -> bool:
+    return _store is not None
+
+
+def ingest_body(body: bytes, max_batch: int) -> tuple[int, int] | None:
+    """(received, newly stored) once the batch is committed; None when the body is not a valid batch of
+    at most ``max_batch`` canonical trajectories (nothing stored)."""
+    from evoharness.service.routes import _parse_fast
+
+    good = _parse_fast(body)
+    if good is None or len(good) > max_batch:
+        return None
+    return len(good), _store.add(good)
+
+
+class IngestPool:
+    """``workers`` processes storing ingested batches into the store at ``path``."""
+
+    def __init__(self, workers: int, path: Path | str, diagnosis: dict[str, Any]) -> None:
+        if workers < 2:
+            raise ValueError("an ingest pool needs at least 2 workers (1: ingest in the server process)")
+        self.workers, self._args = workers, (str(path), diagnosis)
+        self._pool = self._new()
+
+    def _new(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init, initargs=self._args)
+
+    async def start(self) -> None:
+        """Start every worker now (imports take a second or two each), not on the first requests."""
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self._pool, _ready) for _ in range(self.workers)))
+
+    async def ingest(self, body: bytes, max_batch: int) -> tuple[int, int] | None:
+        pool = self._pool
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, ingest_body, body, max_batch)
+        except BrokenProcessPool as e:
+            # a worker died (killed, out of memory): the batches it held were not acknowledged (503: the
+            # client retries; ids make that safe). A broken pool takes no more work: replace it once.
+            if self._pool is pool:
+                self._pool = self._new()
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise InfraError(f"ingest worker died ({e}); retry the request") from None
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=False)
