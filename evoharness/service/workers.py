@@ -34,6 +34,12 @@ def _init(path: str, diagnosis: dict[str, Any]) -> None:
     from evoharness.service.ingest import IngestStore
 
     _store = IngestStore(path, Labeller(DiagnosisConfig.model_validate(diagnosis))).open()
+    # pay the one-time costs now, at start-up, not on the first batches (the batch validator is built
+    # on first use; the labeller loads its detectors): a second or more each on a loaded machine
+    from evoharness.service.routes import _parse_fast
+
+    sample = _parse_fast(b'[{"id": "warm-up", "task_id": "t", "messages": [{"role": "user", "content": "hi"}]}]')
+    _store.label_rows(sample)
 
 
 def _ready() -> bool:

@@ -49,7 +49,7 @@ def test_review_by_http_approve_merges_and_the_run_continues(serve, tmp_path):
         row = listing[branch]
         assert row["status"] == "verified" and row["verdict"].startswith("accepted")
         assert row["diff"].startswith("diff --git") and row["verdict_detail"]["accepted"] is True
-        assert {g["gate"] for g in row["verdict_detail"]["gates"]} >= {"behaviour", "gain", "attribution"}
+        assert {g["gate"] for g in row["verdict_detail"]["gates"]} >= {"behaviour", "sequential_gain", "attribution"}
     detail = c.get(f"/candidates/{pending[0]}").json()
     assert detail["targets"] and detail["diff"] == listing[pending[0]]["diff"]
     assert repo.commit("main").hexsha == seed  # nothing merged while waiting
