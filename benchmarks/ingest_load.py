@@ -88,7 +88,7 @@ def start_server(home: Path, token: str, overrides: list[str] = ()) -> tuple[sub
                              *[a for o in overrides for a in ("--set", o)], "serve", "--no-loop",
                              "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # ingest workers import and warm up before /health answers
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"server exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
@@ -98,7 +98,7 @@ def start_server(home: Path, token: str, overrides: list[str] = ()) -> tuple[sub
         except httpx.HTTPError:
             time.sleep(0.1)
     proc.kill()
-    raise SystemExit("server did not start within 60 s")
+    raise SystemExit("server did not start within 180 s")
 
 
 def bodies_of(plan: list[list[str]]) -> list[bytes]:
