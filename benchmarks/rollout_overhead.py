@@ -59,7 +59,9 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
     """Seconds for ``reqs`` and how many failed; ``restart``: stop warm workers before the timed run."""
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
                        batch_size=args.batch, warm=warm) as ex:
-        ex.run(reqs[:1])  # warm: export the commit, import caches, page in the interpreter
+        # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
+        # slot (a batch each at once), so that 2 workers vs 1 compares the same state, not a start against none
+        ex.run(reqs[:(workers - 1) * args.batch + 1])
         if restart:
             ex.stop_workers()
         start = time.perf_counter()
