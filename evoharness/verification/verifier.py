@@ -178,7 +178,8 @@ class Verifier:
                     ledger: BudgetLedger | None) -> tuple[Evidence, list[GateResult], list[RolloutRequest], int]:
         """Measure look by look until the sequential gain test is decided, then apply every gate.
 
-        Each look adds fresh seeds on every selected task, baseline and candidate alike (paired by seed);
+        Each look adds fresh seeds, baseline and candidate alike (paired by seed): the first on every selected
+        task, later ones on the targeted and guard tasks only (``Plan.look_requests``);
         the gain gate(s) are replaced by `SequentialGainGate` at the look where it stopped. The other
         gates read the evidence gathered up to that look.
         """
@@ -204,7 +205,9 @@ class Verifier:
                 replaced = True
             else:
                 results.append(g.check(ev))
-        used = [r for r in plan.candidate_requests if r.rollout < looks[look - 1]]
+        # the candidate requests the looks ran (control tasks: the first look's seeds only), which a per-hunk
+        # judgement reuses: a seed the candidate never ran has nothing to pair with
+        used = [r for i in range(1, look + 1) for r in plan.look_requests(i)[1]]
         return ev, results, used, look
 
     def reanchor(self, book: AnchorBook, outcome: Outcome, merged_commit: str,

@@ -204,3 +204,35 @@ def test_benchmark_bundled_hunks_and_null_edits(capsys):
     # the fixed design and the sequential one alike (100 worlds each); 1 of these 40 does
     assert modes["per_hunk"]["null1"]["accepted"] + modes["per_hunk"]["null2"]["accepted"] <= 1
     assert modes["per_hunk"]["fix1"]["accepted"] >= 18
+
+
+def test_a_sequential_verification_judges_hunks_on_the_rollouts_it_ran(repo):
+    """Each hunk is judged on the tasks and seeds the candidate itself was measured on: a sequential
+    verification's later looks add seeds on the targeted tasks only, so its control tasks' later seeds
+    were never run and must not be measured for a hunk (that would pay for rollouts no comparison pairs)."""
+    bundle = _candidate(repo, "Loop guard on, and a lesson on brevity", FIX,
+                        FileChange(path="lessons.md", content="- Keep the final answer short.\n"))
+    judged = 0
+    for world in range(6):
+        source = HarnessReader(repo, world)
+        asked: list[tuple[str, str, int]] = []
+        observe = source.observe
+
+        def spy(requests, ledger=None, _observe=observe, _asked=asked):
+            _asked.extend((r.harness_commit, r.task_id, r.seed) for r in requests)
+            return _observe(requests, ledger)
+
+        source.observe = spy
+        cfg = VerificationConfig(rollouts=4, anchor_rollouts=4, sequential=True, drop_refused_hunks=False)
+        verifier = Verifier(source, cfg, seed=world, hunks=GitParts(repo), signer=VerdictSigner(repo.repo))
+        anchor = verifier.measure_anchor(repo.main_head(), [f"t{i}" for i in range(24)], round=0)
+        asked.clear()
+        verdict = verifier.verify(bundle, anchor, BehaviourAware(0.5), round=1)
+        if not any(g.gate == "hunks" for g in verdict.gates):
+            continue  # the whole candidate failed a gate first: no hunk was judged
+        judged += 1
+        assert verdict.measurements["looks"] is not None
+        ran = {(t, s) for c, t, s in asked if c == bundle.commit}
+        parts = {(t, s) for c, t, s in asked if c not in (bundle.commit, anchor.commit)}
+        assert parts and parts <= ran, sorted(parts - ran)[:5]
+    assert judged >= 2
