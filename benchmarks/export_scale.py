@@ -83,6 +83,8 @@ def main() -> None:
     add_repeat(ap)
     args = ap.parse_args()
     check_repeat(ap, args.repeat)
+    if args.n < 1:
+        ap.error("--n must be at least 1")
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "trajectories.jsonl"

@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     add_repeat(ap)
     args = ap.parse_args(argv)
     check_repeat(ap, args.repeat)
+    if args.copies < 1:
+        ap.error("--copies must be at least 1")
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "replicated.json"

@@ -140,6 +140,8 @@ def main() -> None:
     add_repeat(ap)
     args = ap.parse_args()
     check_repeat(ap, args.repeat)
+    if args.rollouts < 1 or args.batch < 1:
+        ap.error("--rollouts and --batch must be at least 1")
 
     from evoharness.harness_repo.init import init_harness
 

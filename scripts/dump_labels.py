@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: not found: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if not args.out.parent.is_dir():
+        print(f"error: {args.out}: no directory {args.out.parent}", file=sys.stderr)
+        return 2
     labeller = Labeller()
     n = skipped = 0
     with args.out.open("w") as out:

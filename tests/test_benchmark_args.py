@@ -1,0 +1,26 @@
+"""A benchmark asked for no work says so in one `error:` line and exits 2 (it used to divide by zero, fail
+to import an empty file, or print zero rates)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("script,args", [
+    ("benchmarks/export_scale.py", ["--n", "0"]),
+    ("benchmarks/label_throughput.py", ["--copies", "0"]),
+    ("benchmarks/rollout_overhead.py", ["--rollouts", "0"]),
+    ("benchmarks/rollout_overhead.py", ["--batch", "0"]),
+    ("scripts/dump_labels.py", ["no-such-dir/labels.tsv"]),
+])
+def test_no_work_is_one_error_line(script, args, tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
