@@ -151,7 +151,7 @@ class WarmWorker:
                 if answer.get("n") != n:
                     raise WorkerDied(f"warm worker answered out of turn: {str(answer)[:200]}")
             except WorkerDied as e:
-                self.dead = str(e)
+                self.dead, answer = str(e), {}
         wall = time.monotonic() - start
         stderr = _tail_in(rdir, "stderr")
         if self.dead is not None and not answer:
