@@ -128,8 +128,9 @@ def export(
     if source_ != SourceKind.queue and trajectories is None:
         fail(f"--source {source_.value} needs --trajectories FILE.jsonl")
     if labels is not None and (source_ == SourceKind.queue or not labels.is_file()):
-        fail(f"--labels {labels}: " + ("no such file" if source_ != SourceKind.queue else
-                                       "labels go with --trajectories (--source healthy / all)"))
+        fail(f"--labels {labels}: " + (
+            "labels go with --trajectories (--source healthy / all)" if source_ == SourceKind.queue
+            else "is a directory, not a labels file" if labels.is_dir() else "no such file"))
     cfg = settings.datasets
     summary = export_dataset(
         out, fmt=fmt_, source=source_,

@@ -230,7 +230,8 @@ def test_bad_labels_file_is_one_error_line(tmp_path, capsys):
     write_trajectories(src, [make_traj("x0", score=0.2)])
     bad = tmp_path / "labels.jsonl"
     bad.write_text('{"trajectory_id": "x0", "failure_class": "F9"}\n')
-    for labels, msg in ((bad, "line 1"), (tmp_path / "missing.jsonl", "no such file")):
+    for labels, msg in ((bad, "line 1"), (tmp_path / "missing.jsonl", "no such file"),
+                        (tmp_path, "is a directory")):
         assert main(["dataset", "export", "-o", str(tmp_path / "o"), "--source", "all", "-t", str(src),
                      "--labels", str(labels)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
