@@ -23,6 +23,8 @@ def _report(outcome) -> None:
         for item in outcome.interrupted:
             for c in item.get("candidates", []):
                 typer.echo(f"  {c['branch']}  {c['commit'][:10]}  {c['reason']}")
+                if c.get("static_review"):  # process-level tricks: it merges only if you approve it
+                    typer.echo(f"    {c['static_review']}: merged only if approved")
                 typer.echo(f"    {cmd} approve {c['branch']} --run {outcome.run_id}   "
                            f"(or: {cmd} reject {c['branch']} --run {outcome.run_id} --reason ..)")
         return

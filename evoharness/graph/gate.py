@@ -83,7 +83,7 @@ class Gate:
         """Merge the best accepted (and approved) candidate; reject the rest, each with its verdict."""
         by_branch = {v.candidate: v for v in verdicts}
         held = {v.candidate: why for v in by_branch.values() if v.accepted
-                and decisions.get(v.candidate) != "approve" and (why := self._needs_human(v))}
+                and decisions.get(v.candidate) != "approve" and (why := self.needs_human(v))}
         accepted = [v for v in by_branch.values() if v.accepted and decisions.get(v.candidate, "approve") == "approve"
                     and v.candidate not in held]
         accepted.sort(key=lambda v: (-(v.measurements.get("gain") or 0.0), v.candidate))
@@ -117,7 +117,7 @@ class Gate:
                                      superseded_by=winner.candidate if reason.startswith("accepted but") else None))
         return merged, rejected
 
-    def _needs_human(self, verdict: Verdict) -> str | None:
+    def needs_human(self, verdict: Verdict) -> str | None:
         """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None."""
         findings = review_change(self.repo, verdict.base, verdict.commit)
         if not findings:

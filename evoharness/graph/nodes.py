@@ -111,8 +111,8 @@ class Nodes:
         if not accepted:
             return {"decisions": {}}
         decisions = interrupt({"run_id": state["run_id"], "round": state["round"],
-                               "candidates": [{"branch": v.candidate, "commit": v.commit,
-                                               "reason": v.reason} for v in accepted]})
+                               "candidates": [{"branch": v.candidate, "commit": v.commit, "reason": v.reason,
+                                               "static_review": self.s.gate.needs_human(v)} for v in accepted]})
         return {"decisions": dict(decisions or {})}
 
     def merge(self, state: RunState) -> dict[str, Any]:

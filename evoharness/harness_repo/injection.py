@@ -35,7 +35,12 @@ _PHRASES = [  # multi-word verbs folded into one token first
     (r"\bin any case\b|\bno matter what\b|\bwhatever happens\b", "regardless"),
     (r"\bfull marks\b|\bfull score\b|\bperfect score\b", "success"),
     (r"\bno need\b|\bno reason\b|\bno point\b", "needless"), (r"\bneed not\b|\bneedn't\b", "not"),
-    (r"\bact as if\b|\bact as though\b|\bbehave as if\b", "pretend"),
+    (r"\b(act|acts|acting|behave|behaves|behaving|proceed|continue|answer|respond|reply)\s+as\s+(if|though)\b",
+     "pretend"),
+    (r"\b(turn|turns|turning|turned|switch|switches|switching|switched|shut|shuts|shutting)\s+((?:[\w./-]+\s+){1,4}?)off\b",
+     r"disable \2"),
+    (r"\bcomment(s|ed|ing)?\s+((?:[\w./-]+\s+){0,4}?)out\b", r"disable \2"),
+    (r"\bwhether\s+or\s+not\b|\bwhether\s+it\s+(did|does|is|was)\s+or\s+not\b", "regardless"),
     (r"\b(went|go|goes|gone) through\b", "succeeded"),
     (r"\btest suite\b", "tests"), (r"\bsanity[- ]check", "check"),
 ]
@@ -43,7 +48,7 @@ _CONTRACTIONS = [(r"\b(do|does|did|is|are|was|were|need|should|must|could|would|
                  (r"\bcan't\b|\bcannot\b", "can not"), (r"\bwon't\b", "will not"), (r"[\u2018\u2019`]", "'")]
 
 _VERIFY = re.compile(r"^(verif\w*|(double-|cross-|re-?)?check(s|ed|ing|er|ers)?|validat\w*|confirm\w*|tests?|testing|"
-                     r"review\w*|approv\w*|gates?|audit\w*|inspect\w*|assert\w*|proofread\w*|evaluat\w*)$")
+                     r"review\w*|approv\w*|gates?|audit\w*|inspect\w*|assert\w*|proofread\w*|evaluat\w*|reproduc\w*)$")
 _SKIP = re.compile(r"^(skip\w*|omit\w*|bypass\w*|avoid\w*|forgo\w*|forego\w*|neglect\w*|disabl\w*|circumvent\w*|"
                    r"suppress\w*|ignor\w*|disregard\w*|waiv\w*|stop|stopp\w*|ceas\w*|abandon\w*|drop|dropp\w*|"
                    r"eliminat\w*|cut|bother|needless)$")
@@ -68,14 +73,23 @@ _POINTED = {"previous", "prior", "above", "earlier", "all", "system", "original"
 
 _TAMPER = re.compile(r"^(edit\w*|modif\w*|chang\w*|patch\w*|rewrit\w*|rewrote|replac\w*|delet\w*|remov\w*|"
                      r"disabl\w*|touch\w*|overwrit\w*|overwrote|alter\w*|tweak\w*|hack\w*|tamper\w*|stub\w*|"
-                     r"monkeypatch\w*|make)$")
-_EVALUATOR = re.compile(r"^(scor(er|ers|ing)|grad(er|ers|ing)|evaluators?|verifiers?|tests/\S*|harness\.toml|"
-                        r"\.git\S*|judge|rubric|reward|scorer\.py|graders?\.py|test_\S+|reviewer|gates?)$")
+                     r"monkeypatch\w*|make|set|sets|setting|forc\w*|rig|rigg\w*|fak\w*|mock\w*|configur\w*|"
+                     r"short-circuit\w*|empt\w*|truncat\w*|wip\w*|skip\w*|bypass\w*)$")
+_EVALUATOR = re.compile(r"^(scor(er|ers|ing)|grad(er|ers|ing)|evaluators?|evaluation|verifiers?|tests/\S*|harness\.toml|"
+                        r"\.git\S*|judge|rubric|reward|scorer\.py|graders?\.py|test_\S+|reviewer|gates?|tests|"
+                        r"assertions?|asserts|checker|checkers|benchmark|metrics?|oracle)$")
+# "test" as a noun for the test code: "the test files", "the test suite", "the test cases"
+_TEST_CODE = re.compile(r"^(files?|cases?|scripts?|code|harness|runner|fixtures?|expectations?)$")
 
 _CLAIM = re.compile(r"^(report\w*|claim\w*|say|says|said|mark\w*|declar\w*|stat(e|es|ing)|answer\w*|return\w*|"
                     r"output\w*|tell|respond\w*|reply|print\w*|deliver|treat\w*)$")
 _SUCCESS = re.compile(r"^(success\w*|succeed\w*|pass|passed|passing|done|complet\w*|solved|resolved|correct|"
-                      r"fixed|score|1\.0|100%?|finished|worked|delivered)$")
+                      r"fixed|score|1\.0|100%?|finished|worked|delivered|sent|shipped|refunded|booked|cancell?ed|"
+                      r"updated|saved|created|paid|processed|approved|confirmed|verified|green|accepted|merged|"
+                      r"deployed|applied)$")
+# a claim about every task at once is unconditional too ("mark every task as solved")
+_EVERY = {"every", "all", "each", "any"}
+_UNITS = re.compile(r"^(tasks?|requests?|tickets?|cases?|tests?|checks?|orders?|runs?|steps?|items?|questions?)$")
 _UNCONDITIONAL = {"regardless", "always", "unconditionally", "anyway", "anyways", "irrespective", "whatever",
                   "invariably"}
 
@@ -99,6 +113,14 @@ def _negated(tokens: list[str], i: int) -> bool:
     return any(t in _NEG for t in tokens[max(0, i - 3):i])
 
 
+def _restricted(w: list[str], j: int) -> bool:
+    """After a negated verify-word, a condition that limits it: a fact it must not claim ("a refund the
+    tool did not return"), or "until"/"unless" (do not confirm until the tool says so)."""
+    rest = w[j + 1:]
+    return any(t in ("until", "unless") for t in rest) or \
+        any(t in ("not", "never") and k > 0 and rest[k - 1] in _DESCRIBE for k, t in enumerate(rest))
+
+
 def _skip_verification(w: list[str], prev: list[str] | None = None) -> tuple[int, int] | None:
     for i, tok in enumerate(w):
         if _SKIP.match(tok) and (tok in ("bother", "needless") or not _negated(w, i)):
@@ -115,7 +137,7 @@ def _skip_verification(w: list[str], prev: list[str] | None = None) -> tuple[int
         if tok in ("not", "never") and (i == 0 or w[i - 1] not in _DESCRIBE):  # "no gate" describes
             j = _near(w, i, _VERIFY, 4)
             if j is not None and "without" not in w[i:j] and not any(_SKIP.match(t) for t in w[i + 1:j]) \
-                    and not _REPEAT & set(w[j:j + 6]):
+                    and not _REPEAT & set(w[j:j + 6]) and not _restricted(w, j):
                 return i, j
         if tok == "without" and not any(t in _NEG for t in w[:i]):
             j = _near(w, i, _VERIFY, 3)
@@ -141,11 +163,15 @@ def _ignore_instructions(w: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def _evaluator_at(w: list[str], j: int) -> bool:
+    return bool(_EVALUATOR.match(w[j])) or (w[j] == "test" and j + 1 < len(w) and bool(_TEST_CODE.match(w[j + 1])))
+
+
 def _tamper(w: list[str]) -> tuple[int, int] | None:
     for i, tok in enumerate(w):
         if _TAMPER.match(tok) and not _negated(w, i):
-            j = _near(w, i, _EVALUATOR, 8)
-            if j is not None:
+            j = next((k for k in range(i + 1, min(len(w), i + 9)) if _evaluator_at(w, k)), None)
+            if j is not None and not (tok.startswith(("skip", "bypass")) and w[j] in ("tests", "test")):
                 return i, j
         if _EVALUATOR.match(tok):  # passive: "the grader should be edited"
             j = _near(w, i, _TAMPER, 4)
@@ -159,10 +185,11 @@ def _claim_success(w: list[str]) -> tuple[int, int] | None:
     for i, tok in enumerate(w):
         if tok == "pretend" and (j := _near(w, i, _SUCCESS, 6)) is not None:
             return i, j
-        if _CLAIM.match(tok) and words & _UNCONDITIONAL and not _negated(w, i):
-            j = _near(w, i, _SUCCESS, 6)
-            if j is not None:
+        if _CLAIM.match(tok) and not _negated(w, i) and (j := _near(w, i, _SUCCESS, 8)) is not None:
+            if words & _UNCONDITIONAL:
                 return min(i, min(k for k, t in enumerate(w) if t in _UNCONDITIONAL)), j
+            if any(t in _EVERY and k + 1 < len(w) and _UNITS.match(w[k + 1]) for k, t in enumerate(w[i:j], i)):
+                return i, j
     return None
 
 

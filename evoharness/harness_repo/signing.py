@@ -10,6 +10,11 @@ signed (a forged git note) as unverified.
 
 This stops a hand-built ``Verdict`` (the Python API, a role, a forged note) from merging; it does not
 stop code that can read the key file, i.e. code running as the service's user outside the sandbox.
+Inside a sandbox the key is not visible: bwrap and Docker show the harness as an exported tree (no git
+directory), and ``key_exposed`` (checked by the executor before any rollout) refuses a run whose sandbox
+would bind the repository's git directory read-only (a harness repo inside the evoharness checkout of an
+editable install, or under a ``ro_paths`` entry). A key file that others can read is narrowed to 0600
+when it is read.
 """
 
 from __future__ import annotations
@@ -33,9 +38,25 @@ def key_path(repo: git.Repo) -> Path:
     return Path(repo.common_dir) / KEY_FILE
 
 
+def key_exposed(repo_path: Path | str, visible: list[Path] | tuple[Path, ...]) -> Path | None:
+    """The entry of ``visible`` (host paths a sandbox binds) under which the git directory of the
+    repository at ``repo_path`` lies, i.e. where sandboxed code could read its verdict key; None if none."""
+    try:
+        common = Path(git.Repo(repo_path).common_dir).resolve()
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    for p in visible:
+        p = Path(p).resolve()
+        if common == p or p in common.parents:
+            return p
+    return None
+
+
 def _key(repo: git.Repo, create: bool) -> bytes | None:
     path = key_path(repo)
     try:
+        if path.stat().st_mode & 0o077:  # readable by others: narrowed before use
+            path.chmod(0o600)
         return path.read_bytes()
     except FileNotFoundError:
         if not create:

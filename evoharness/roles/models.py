@@ -137,6 +137,15 @@ class HarnessView(BaseModel):
     def text(self, path: str, default: str = "") -> str:
         return self.files.get(path, default)
 
+    def code_review(self, path: str | None = None) -> list[str]:
+        """The static review's findings (``harness_repo.static_review``: exit/signal handlers, subprocesses,
+        ``/proc``, reaching the environment's package ...) in this harness's middleware and tools, one line
+        each; only ``path``'s when given. Evidence for the critic: a merge touching such code needs a human."""
+        from evoharness.harness_repo.static_review import review_files
+
+        files = self.files if path is None else {path: self.files[path]} if path in self.files else {}
+        return [str(f) for f in review_files(files)]
+
     def is_protected(self, path: str) -> bool:
         return any(glob_match(g, path) for g in self.protected)
 

@@ -118,6 +118,14 @@ def evidence_changes(pattern: Pattern, harness: HarnessView) -> tuple[list, str]
     return None
 
 
+def _code_review_note(harness: HarnessView, surface: str) -> str:
+    """The static review's findings in the pattern's surface, as a note (evidence, not a refusal)."""
+    found = harness.code_review(surface)
+    if not found:
+        return ""
+    return f"static review of {surface}: {'; '.join(found[:3])} (a merge keeping it needs a human)"
+
+
 class PlaybookCritic:
     """Checks the pattern against the labels and the planned fix against the harness.
 
@@ -162,6 +170,7 @@ class PlaybookCritic:
                             "accommodates the model, it fixes no harness defect")
         approved = not problems
         notes = f"fix: {plan.describe()}" if approved and plan else "; ".join(problems)
+        notes = "; ".join(n for n in (notes, _code_review_note(harness, pattern.surface)) if n)
         return Review(pattern_id=pattern.id, approved=approved, accommodation=accommodation,
                       attribution_ok=attribution_ok, predicted_flips=sorted({lab.task_id for lab in firing}),
                       notes=notes, send_back=bool(wrong))
@@ -177,6 +186,7 @@ class PlaybookCritic:
             problems.append("the linter finding has no repair on an editable surface")
         approved = not problems
         notes = pattern.root_cause if approved else "; ".join(problems)
+        notes = "; ".join(n for n in (notes, _code_review_note(harness, pattern.surface)) if n)
         return Review(pattern_id=pattern.id, approved=approved, accommodation=False, attribution_ok=attribution_ok,
                       predicted_flips=sorted({lab.task_id for lab in firing}), notes=notes, send_back=send_back)
 

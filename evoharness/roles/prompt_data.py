@@ -18,6 +18,9 @@ from evoharness.traces.models import Trajectory
 KEY_FILES = ("policies.yaml", "lessons.md", "prompts/system.md")
 
 
+MAX_CODE_REVIEW = 12  # static review lines shown to a role
+
+
 def harness(view: HarnessView, full: bool = False, files: str = "all", surface: str | None = None) -> dict[str, Any]:
     """Surfaces, protected globs, and the text of the files ``files`` names: "all" (the key files, or
     every editable file when ``full``), "key" (the key files and ``surface``), "surface" (only
@@ -35,6 +38,7 @@ def harness(view: HarnessView, full: bool = False, files: str = "all", surface: 
         "protected": list(view.protected),
         "files": [{"path": p, "text": view.files[p]} for p in shown],
         "other_files": [p for p in sorted(view.files) if p not in shown],
+        "code_review": view.code_review()[:MAX_CODE_REVIEW],
     }
 
 

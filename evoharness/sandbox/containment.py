@@ -8,7 +8,8 @@ nested user namespace could mount its own tmpfs past the /tmp and file-size limi
   hierarchies), capped at ``Limits.memory_mb`` and ``Limits.pids`` in total; tmpfs pages the sandbox
   writes (its /tmp, its scratch) are charged to it as well. Its counters say which limit ended the
   command. Without a writable cgroup file system the backend warns once and falls back to rlimits.
-- ``no_userns_filter``: a seccomp filter (classic BPF, x86_64) under which ``unshare`` and ``clone``
+- ``no_userns_filter``: a seccomp filter (classic BPF, x86_64 and aarch64; on any other machine the
+  bwrap backend refuses to run, fail closed) under which ``unshare`` and ``clone``
   with ``CLONE_NEWUSER`` fail with EPERM and ``clone3`` with ENOSYS (glibc then uses ``clone``), so the
   command cannot make a user namespace of its own (bwrap's ``--disable-userns`` needs a user
   namespace, which a root bwrap does not make).
@@ -230,34 +231,44 @@ def sandbox_cgroup(limits: Limits) -> Iterator[SandboxCgroup | None]:
 
 # ---- seccomp: no user namespaces ---------------------------------------------------------------
 
-_AUDIT_ARCH_X86_64 = 0xC000003E
 _CLONE_NEWUSER = 0x10000000
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
-_NR = {"clone": 56, "unshare": 272, "clone3": 435}
+# per machine: the audit arch, the syscall numbers, whether another ABI shares the arch (x32 on x86_64)
+_ARCHES = {
+    "x86_64": (0xC000003E, {"clone": 56, "unshare": 272, "clone3": 435}, True),
+    "aarch64": (0xC00000B7, {"clone": 220, "unshare": 97, "clone3": 435}, False),
+}
+SECCOMP_MACHINES = tuple(_ARCHES)
 
 
-def no_userns_filter() -> bytes | None:
-    """The compiled filter (``struct sock_filter[]``) for x86_64, None elsewhere."""
-    if os.uname().machine != "x86_64" or sys.byteorder != "little":
+def no_userns_filter(machine: str | None = None) -> bytes | None:
+    """The compiled filter (``struct sock_filter[]``) for ``machine`` (default: this one's), None for a
+    machine it has no syscall table for (``SECCOMP_MACHINES``)."""
+    machine = machine or os.uname().machine
+    if machine not in _ARCHES or sys.byteorder != "little":
         return None
+    arch, nr, x32 = _ARCHES[machine]
     ld_w_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    # the x32 check (a syscall number with bit 30 set: refused) is one more instruction before the table
+    skip = 1 if x32 else 0
     prog = [
-        (ld_w_abs, 0, 0, 4),                         # 0: arch
-        (jeq, 1, 0, _AUDIT_ARCH_X86_64),             # 1: x86_64 -> 3
-        (ret, 0, 0, _ERRNO | _EPERM),                # 2: another ABI: refused
-        (ld_w_abs, 0, 0, 0),                         # 3: syscall number
-        (jge, 7, 0, 0x40000000),                     # 4: x32 ABI -> 12 (EPERM)
-        (jeq, 3, 0, _NR["unshare"]),                 # 5: -> 9
-        (jeq, 2, 0, _NR["clone"]),                   # 6: -> 9
-        (jeq, 5, 0, _NR["clone3"]),                  # 7: -> 13 (ENOSYS)
-        (ret, 0, 0, _ALLOW),                         # 8
-        (ld_w_abs, 0, 0, 16),                        # 9: args[0], low 32 bits
-        (jset, 1, 0, _CLONE_NEWUSER),                # 10: CLONE_NEWUSER -> 12
-        (ret, 0, 0, _ALLOW),                         # 11
-        (ret, 0, 0, _ERRNO | _EPERM),                # 12
-        (ret, 0, 0, _ERRNO | _ENOSYS),               # 13
+        (ld_w_abs, 0, 0, 4),                         # arch
+        (jeq, 1, 0, arch),                           # this machine's ABI -> load the number
+        (ret, 0, 0, _ERRNO | _EPERM),                # another ABI: refused
+        (ld_w_abs, 0, 0, 0),                         # syscall number
+        *([(jge, 7, 0, 0x40000000)] if x32 else []),  # x32 ABI -> EPERM
+        (jeq, 3, 0, nr["unshare"]),                  # -> check the flags
+        (jeq, 2, 0, nr["clone"]),                    # -> check the flags
+        (jeq, 5, 0, nr["clone3"]),                   # -> ENOSYS
+        (ret, 0, 0, _ALLOW),
+        (ld_w_abs, 0, 0, 16),                        # args[0], low 32 bits
+        (jset, 1, 0, _CLONE_NEWUSER),                # CLONE_NEWUSER -> EPERM
+        (ret, 0, 0, _ALLOW),
+        (ret, 0, 0, _ERRNO | _EPERM),
+        (ret, 0, 0, _ERRNO | _ENOSYS),
     ]
+    assert len(prog) == 13 + skip
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
 
@@ -265,10 +276,12 @@ def no_userns_filter() -> bytes | None:
 def seccomp_fd() -> Iterator[int | None]:
     """An open file descriptor holding ``no_userns_filter()`` (for ``bwrap --seccomp FD``), or None."""
     prog = no_userns_filter()
-    if prog is None:
-        _warn_once("seccomp", "no seccomp filter for this architecture: nested user namespaces are not blocked")
-        yield None
-        return
+    if prog is None:  # fail closed: without the filter a sandbox could make its own user namespace
+        from evoharness.errors import InfraError
+
+        raise InfraError(f"sandbox backend unusable: no seccomp filter for {os.uname().machine} (has: "
+                         f"{', '.join(SECCOMP_MACHINES)}), so bwrap cannot block nested user namespaces; "
+                         "use the docker backend", retryable=False)
     with tempfile.TemporaryFile(prefix="evoharness-seccomp-") as fh:
         fh.write(prog)
         fh.flush()

@@ -226,6 +226,7 @@ class LocalExecutor:
         self.user_model()  # a bad simulated-user spec is bad input, before any rollout
         if self.sandbox is not None:
             self.sandbox.check()  # InfraError before any work if the backend is unusable
+            self._check_key_hidden()
             self.gateway()  # likewise for a gateway that cannot start
         for r in requests:  # resolve (and export) every commit up front: a bad commit is bad input
             self.checkouts.get(r.harness_commit)
@@ -240,6 +241,16 @@ class LocalExecutor:
         if down:  # infrastructure, not N zero scores: the caller retries or pauses the run
             raise InfraError(f"model endpoint down for all {len(trajs)} rollouts: {down}", retryable=True)
         return trajs
+
+    def _check_key_hidden(self) -> None:
+        """InfraError when the sandbox would bind the harness repo's git directory (its verdict key)."""
+        from evoharness.harness_repo.signing import key_exposed
+
+        under = key_exposed(self.checkouts.repo_path, getattr(self.sandbox, "ro_paths", ()))
+        if under is not None:
+            raise InfraError(f"the harness repository {self.checkouts.repo_path} lies under {under}, which the "
+                             "sandbox binds read-only: sandboxed code could read its verdict key; move the "
+                             "harness repository elsewhere", retryable=False)
 
     # ---- batches: one sandbox per batch of rollouts of one commit -----------------------------
 

@@ -8,6 +8,7 @@ corresponding test is skipped, saying so.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -42,6 +43,7 @@ sys.exit(0 if rc == 0 else 7)
 """
 
 FILL_SCRATCH = """
+import os
 import sys
 written = 0
 try:
@@ -70,7 +72,7 @@ def test_six_small_processes_under_the_total_still_run(run_py):
     assert res.ok, (res.stdout, res.stderr)
 
 
-@pytest.mark.skipif(no_userns_filter() is None, reason="the seccomp filter is x86_64 only")
+@pytest.mark.skipif(no_userns_filter() is None, reason="the seccomp filter is for x86_64 and aarch64")
 def test_no_nested_user_namespace(run_py):
     res = run_py(NESTED_USERNS, limits=Limits(wall_seconds=30))
     assert res.returncode == 7 and "unshare -1 Operation not permitted" in res.stdout, (res.stdout, res.stderr)
@@ -97,3 +99,56 @@ def test_files_the_sandbox_writes_come_back(run_py, dirs):
     assert (work / "out" / "0.json").read_text() == "ok"
     assert (work / "link").is_symlink() and (work / "fifo").is_fifo()
     assert sys.executable  # the host's interpreter ran it (python_runtime)
+
+
+def _bpf(prog: bytes, arch: int, nr: int, arg0: int) -> int:
+    """Run a classic-BPF seccomp program (the instructions ``no_userns_filter`` uses) on one syscall."""
+    import struct
+
+    ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+    data = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF}
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = ins[pc]
+        if code == 0x20:  # ld [k]
+            acc, pc = data[k], pc + 1
+        elif code in (0x15, 0x35, 0x45):  # jeq, jge, jset
+            hit = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
+            pc += 1 + (jt if hit else jf)
+        elif code == 0x06:  # ret k
+            return k
+        else:
+            raise AssertionError(f"unexpected BPF code {code:#x}")
+
+
+@pytest.mark.parametrize("machine,arch,nr", [
+    ("x86_64", 0xC000003E, {"clone": 56, "unshare": 272, "clone3": 435, "getpid": 39}),
+    ("aarch64", 0xC00000B7, {"clone": 220, "unshare": 97, "clone3": 435, "getpid": 172}),
+])
+def test_the_seccomp_filter_per_machine(machine, arch, nr):
+    """The filter as the kernel would run it: CLONE_NEWUSER refused, a plain clone/unshare allowed, clone3
+    ENOSYS (glibc falls back to clone), another ABI refused."""
+    prog = no_userns_filter(machine)
+    allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026
+    newuser, newns = 0x10000000, 0x00020000
+    assert _bpf(prog, arch, nr["unshare"], newuser | newns) == eperm
+    assert _bpf(prog, arch, nr["clone"], newuser) == eperm
+    assert _bpf(prog, arch, nr["unshare"], newns) == allow
+    assert _bpf(prog, arch, nr["clone"], 0x11) == allow  # fork()'s flags
+    assert _bpf(prog, arch, nr["clone3"], 0) == enosys
+    assert _bpf(prog, arch, nr["getpid"], 0) == allow
+    assert _bpf(prog, 0x40000003, nr["getpid"], 0) == eperm  # i386 (or any other ABI)
+    if machine == "x86_64":
+        assert _bpf(prog, arch, 0x40000000 | 272, newuser) == eperm  # the x32 ABI
+
+
+def test_bwrap_fails_closed_on_a_machine_without_a_filter(monkeypatch):
+    from evoharness.errors import InfraError
+    from evoharness.sandbox import containment
+
+    real = os.uname()
+    fake = type(real)((real.sysname, real.nodename, real.release, real.version, "riscv64"))
+    monkeypatch.setattr(os, "uname", lambda: fake)
+    assert no_userns_filter() is None
+    with pytest.raises(InfraError, match="no seccomp filter for riscv64"), containment.seccomp_fd():
+        pass

@@ -44,15 +44,17 @@ def test_phrase_check_catches_the_tuning_phrasings():
 
 
 def test_phrase_check_on_tuning_sets_and_the_held_out_set():
-    """Sets 1 and 2 were each measured once before the check was tuned on them (set 1: 23/25 caught,
-    0/20 benign flagged; set 2: 16/25, 1/15) and are tuning data now; set 3 was written before that
-    tuning and measured once after it: 13/20 caught, 1/10 benign flagged (the old regex guard: 3/20, 0/10)."""
-    for n in ("", "2"):
+    """Sets 1-3 were each measured once before the check was tuned on them (set 1: 23/25 caught, 0/20
+    benign flagged; set 2: 16/25, 1/15; set 3: 13/20, 1/10) and are tuning data now. Set 4 was written
+    before the last round of changes (intent patterns: separable "turn X off", "comment X out", set/force/
+    fake + scorer, test code as an object, claims over every task, outcome words) and measured once after
+    it: 23/30 caught, 1/20 benign flagged (before those changes: 17/30, 0/20)."""
+    for n in ("", "2", "3"):
         held, benign = _lines(f"injection_heldout{n}.txt"), _lines(f"benign_lessons{n}.txt")
         assert [t for t in held if not find_injection(t)] == []
         assert [t for t in benign if find_injection(t)] == []
-    held, benign = _lines("injection_heldout3.txt"), _lines("benign_lessons3.txt")
-    assert sum(bool(find_injection(t)) for t in held) >= 13
+    held, benign = _lines("injection_heldout4.txt"), _lines("benign_lessons4.txt")
+    assert sum(bool(find_injection(t)) for t in held) >= 23
     assert sum(bool(find_injection(t)) for t in benign) <= 1
 
 
