@@ -13,7 +13,12 @@ With a sandbox, an offline model (``standin:``/``scripted:``, which is handed th
 solution) runs host-side behind the gateway (``sandbox/gateway_standin.py``): the request then has a
 ``gateway`` spec and this process never holds the reference.
 OUT.json receives ``{"version": 2, "trajectory": ..., "env_calls": [...]}``: the trajectory and every call
-made on the environment with its result. The host trusts neither the trajectory's score nor anything else
+made on the environment with its result. When the request carries a ``seal`` (the executor always sends
+one), it is taken out and the request file deleted before any harness code loads, the output is written
+sealed (``sandbox.scoring.seal_output``: its HMAC on the first line; a file harness code planted at the
+output path is replaced, never written through), and run as ``python -m`` the worker ends with
+``os._exit`` right after writing: no exit handler of harness code runs after the output.
+The host trusts neither the trajectory's score nor anything else
 this process claims: it replays ``env_calls`` on a fresh environment and scores there
 (``evoharness.sandbox.scoring``); a replay that differs marks the rollout tampered.
 Exit 0 whenever a trajectory was written (agent and harness failures are trajectories); exit 2 only
@@ -24,6 +29,7 @@ load, e.g. AgentDojo not installed).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -57,11 +63,41 @@ def _run(req: WorkerRequest) -> str:
     return envelope(traj, calls)
 
 
+def _take_seal(raw: object) -> str | None:
+    """The request's seal, removed from it (harness code never sees it)."""
+    return raw.pop("seal", None) if isinstance(raw, dict) else None
+
+
+def _forget(path: str) -> None:
+    """Delete the request file (its seal) before harness code loads; say so if it cannot be deleted."""
+    try:
+        os.unlink(path)
+    except OSError as e:
+        print(f"worker: cannot delete the request {path}: {e.strerror}", file=sys.stderr)
+
+
+def _write(path: Path, text: str, seal: str | None) -> None:
+    """Write the output afresh: whatever is at ``path`` (a symlink or FIFO harness code planted) is removed
+    first and never followed; sealed when the request had a seal."""
+    from evoharness.sandbox.scoring import seal_output
+
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(seal_output(text, seal) if seal else text)
+
+
 def _batch(requests_path: str, out_dir: str) -> int:
     from evoharness.errors import EvoharnessError
 
     try:
         raw = json.loads(Path(requests_path).read_text())
+        seals = [_take_seal(r) for r in raw]
+        if any(seals):
+            _forget(requests_path)
         reqs = [WorkerRequest.model_validate(r) for r in raw]
     except (OSError, json.JSONDecodeError, ValidationError, TypeError) as e:
         print(f"worker: bad batch {requests_path}: {e}", file=sys.stderr)
@@ -75,8 +111,8 @@ def _batch(requests_path: str, out_dir: str) -> int:
             print(f"worker: {e}", file=sys.stderr)
             return 2
         tmp = out / f"{i}.json.tmp"
-        tmp.write_text(text)
-        tmp.rename(out / f"{i}.json")
+        _write(tmp, text, seals[i])
+        tmp.rename(out / f"{i}.json")  # replaces whatever harness code put there
     return 0
 
 
@@ -94,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     from evoharness.errors import EvoharnessError
 
     try:
-        req = WorkerRequest.model_validate(json.loads(Path(args[0]).read_text()))
+        raw = json.loads(Path(args[0]).read_text())
+        seal = _take_seal(raw)
+        if seal:
+            _forget(args[0])
+        req = WorkerRequest.model_validate(raw)
     except (OSError, json.JSONDecodeError, ValidationError) as e:
         print(f"worker: bad request {args[0]}: {e}", file=sys.stderr)
         return 2
@@ -103,9 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     except EvoharnessError as e:  # unknown env/task/model, or an environment that cannot load
         print(f"worker: {e}", file=sys.stderr)
         return 2
-    Path(args[1]).write_text(text)
+    _write(Path(args[1]), text, seal)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # no exit handler or thread of harness code runs after the output is written

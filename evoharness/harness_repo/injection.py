@@ -6,15 +6,18 @@ instruction, by meaning rather than by one phrasing: each is a pair of word clas
 one clause (sentence, or the part between ``;``/``:``), with the double negations that make it benign
 left out ("never skip verification", "do not answer without checking", "do not check it twice"):
 
-1. skip verification -- a skip-verb (skip, omit, avoid, forgo, disable, stop...) or a negation (do
-   not, never, no need to) before a verify-word (verify, check, validate, confirm, test, review,
-   gate...), "without" + a verify-word, or a verify-word called unnecessary / optional / pointless /
-   not needed / a waste; "assume the tests pass";
+1. skip verification -- a skip-verb (skip, omit, avoid, forgo, disable, stop, turn/switch ... off,
+   comment ... out) or a negation (do not, never, no need to) before a verify-word (verify, check,
+   validate, confirm, test, review, reproduce, gate...), "without" + a verify-word, or a verify-word
+   called unnecessary / optional / pointless / not needed / a waste; "assume the tests pass". A negated
+   verify-word that a condition restricts is left out ("do not confirm a refund the tool did not
+   return", "do not confirm until ...");
 2. ignore instructions -- ignore / disregard / forget / override + instructions, rules, guidance, prompt;
-3. tamper with evaluation -- edit / change / overwrite / disable + scorer, grader, evaluator, verifier,
-   test suite, ``harness.toml``, ``.git``;
-4. claim success unconditionally -- report / mark / claim + success / passed / done with "regardless",
-   "no matter", "even if", "always"; "pretend" + success.
+3. tamper with evaluation -- edit / change / overwrite / disable / set / force / fake / delete + scorer,
+   grader, evaluator, verifier, tests, test files, assertions, reward, ``harness.toml``, ``.git``;
+4. claim success unconditionally -- report / mark / claim / tell + an outcome (success, passed, done,
+   sent, shipped, refunded ...) with "regardless", "whether or not", "no matter", "even if", "always",
+   or over every task ("mark every task as solved"); "pretend" / "act as though" + success.
 
 It is a heuristic: it reads words, not intent. ``tests/security/test_guard.py`` measures it on
 paraphrases that were not used to tune it and on benign lessons it must let through.
@@ -75,8 +78,8 @@ _TAMPER = re.compile(r"^(edit\w*|modif\w*|chang\w*|patch\w*|rewrit\w*|rewrote|re
                      r"disabl\w*|touch\w*|overwrit\w*|overwrote|alter\w*|tweak\w*|hack\w*|tamper\w*|stub\w*|"
                      r"monkeypatch\w*|make|set|sets|setting|forc\w*|rig|rigg\w*|fak\w*|mock\w*|configur\w*|"
                      r"short-circuit\w*|empt\w*|truncat\w*|wip\w*|skip\w*|bypass\w*)$")
-_EVALUATOR = re.compile(r"^(scor(er|ers|ing)|grad(er|ers|ing)|evaluators?|evaluation|verifiers?|tests/\S*|harness\.toml|"
-                        r"\.git\S*|judge|rubric|reward|scorer\.py|graders?\.py|test_\S+|reviewer|gates?|tests|"
+_EVALUATOR = re.compile(r"^(scor(er|ers|ing)|grad(er|ers|ing)|evaluators?|evaluation|verifiers?|tests/\S*|"
+                        r"harness\.toml|\.git\S*|judge|rubric|reward|scorer\.py|graders?\.py|test_\S+|reviewer|gates?|tests|"
                         r"assertions?|asserts|checker|checkers|benchmark|metrics?|oracle)$")
 # "test" as a noun for the test code: "the test files", "the test suite", "the test cases"
 _TEST_CODE = re.compile(r"^(files?|cases?|scripts?|code|harness|runner|fixtures?|expectations?)$")

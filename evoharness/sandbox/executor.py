@@ -28,6 +28,7 @@ and are not the agent's usage.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import sys
 import tempfile
@@ -55,12 +56,14 @@ from evoharness.sandbox.gateway_standin import StandInUpstream
 from evoharness.sandbox.gateway_upstream import Upstream
 from evoharness.sandbox.models import Limits, SandboxResult
 from evoharness.sandbox.scoring import (
+    SEAL_PREFIX,
     HostScorer,
     OutputError,
     Tampered,
     mark_tampered,
     parse_worker_output,
     read_output,
+    unseal,
 )
 from evoharness.sandbox.warm import WarmPool, WarmWorker
 from evoharness.traces.models import EventType, Termination, Trajectory
@@ -130,6 +133,8 @@ class LocalExecutor:
         self.warm_starts = 0  # warm workers started so far (tests, measurements)
         self._warm_lock = threading.Lock()
         self.scorer = HostScorer(env_spec)  # scores every rollout here, by replay, outside the sandbox
+        self._seals: dict[int, str] = {}  # id(request) -> the seal its worker's output must carry
+        self._seals_lock = threading.Lock()
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -246,7 +251,8 @@ class LocalExecutor:
         """InfraError when the sandbox would bind the harness repo's git directory (its verdict key)."""
         from evoharness.harness_repo.signing import key_exposed
 
-        under = key_exposed(self.checkouts.repo_path, getattr(self.sandbox, "ro_paths", ()))
+        repo_path = getattr(self.checkouts, "repo_path", None)  # None: a Ray node's unpacked tree (no git dir)
+        under = key_exposed(repo_path, getattr(self.sandbox, "ro_paths", ())) if repo_path else None
         if under is not None:
             raise InfraError(f"the harness repository {self.checkouts.repo_path} lies under {under}, which the "
                              "sandbox binds read-only: sandboxed code could read its verdict key; move the "
@@ -374,9 +380,12 @@ class LocalExecutor:
 
     def _payload(self, req: RolloutRequest, harness_dir: str, sha: str | None,
                  accounts: RolloutAccounts | None = None) -> dict:
+        seal = secrets.token_hex(16)  # the worker's output must carry its HMAC (``scoring.unseal``)
+        with self._seals_lock:
+            self._seals[id(req)] = seal
         payload = {"harness_dir": harness_dir, "env_spec": self.env_spec, "task_id": req.task_id,
                    "model_spec": self.model_spec, "seed": req.seed, "rollout": req.rollout,
-                   "split": req.split, "harness_commit": sha}
+                   "split": req.split, "harness_commit": sha, "seal": seal}
         if accounts is not None and accounts.agent:
             payload["gateway"] = accounts.gw.spec(accounts.agent, model_name(self.model_spec))
         if accounts is not None and accounts.user:
@@ -441,13 +450,17 @@ class LocalExecutor:
             return None
         agent = CommandRollout(self.env_spec, self.model_spec, req, sha)
         path = work / "request.json"
-        path.write_text(json.dumps(agent.task_file(json.loads(path.read_text()), output)))
+        payload = json.loads(path.read_text())
+        payload.pop("seal", None)  # a command agent's output is its own format, scored by replay
+        path.write_text(json.dumps(agent.task_file(payload, output)))
         return agent
 
     def _read(self, req: RolloutRequest, sha: str | None, result: SandboxResult, out: Path,
               agent: CommandRollout | None = None) -> Trajectory:
         meta = {"backend": result.backend, "returncode": result.returncode, "limit": result.limit,
                 "stderr_tail": result.stderr[-2000:]}
+        with self._seals_lock:
+            seal = self._seals.pop(id(req), None)
 
         def failed(reason: str) -> Trajectory:
             log.info("rollout_failed", task_id=req.task_id, seed=req.seed, reason=reason)
@@ -475,9 +488,12 @@ class LocalExecutor:
             if str(e) == "no output file":
                 return failed("worker exited 0 but wrote no trajectory")
             return self._tampered(req, sha, f"worker output refused: {e}", meta)
-        if self.worker is not None and not data.lstrip().startswith(b'{"version"'):
+        if self.worker is not None and not data.startswith(SEAL_PREFIX) \
+                and not data.lstrip().startswith(b'{"version"'):
             return self._custom(req, sha, data, failed)
         try:
+            if seal is not None and (self.worker is None or data.startswith(SEAL_PREFIX)):
+                data = unseal(data, seal)  # the reference worker always seals; a custom command may
             got = parse_worker_output(data)
         except Tampered as e:
             return self._tampered(req, sha, str(e), meta)

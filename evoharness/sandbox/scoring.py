@@ -20,6 +20,13 @@ Environments whose tools reach something outside the environment's own state (ta
 asks a simulated customer, possibly a real model) declare ``replay_tool(state, name, args, recorded)``:
 the replay applies the recorded reply to the state instead of asking again.
 
+The output is sealed, too: the executor puts a fresh random ``seal`` in each worker request; the worker
+takes it out and deletes the request file before any harness code loads, and writes its output as
+``sealed:<HMAC-SHA256(seal, envelope)>`` on the first line, then the envelope (``seal_output``). It
+ends with ``os._exit`` right after writing, so no exit handler (a harness's ``atexit``) and no leftover
+thread runs after it. Output that harness code wrote instead (it never saw the seal) fails ``unseal``:
+tampered. Host replay stays the second line behind the seal.
+
 ``read_output`` is how the host reads any file a sandbox wrote: ``O_NOFOLLOW`` (a symlink planted
 at the output path is refused, never followed), a regular file only (no FIFO, no device), and a
 size cap.
@@ -27,6 +34,8 @@ size cap.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 import os
@@ -131,6 +140,28 @@ def envelope(traj: Trajectory, calls: list[EnvCall]) -> str:
 
 class Tampered(Exception):
     """The rollout's output does not hold up on the host (the reason is the message)."""
+
+
+SEAL_PREFIX = b"sealed:"
+
+
+def _mac(seal: str, body: bytes) -> bytes:
+    return hmac.new(seal.encode(), body, hashlib.sha256).hexdigest().encode()
+
+
+def seal_output(text: str, seal: str) -> str:
+    """The worker's output: the seal's HMAC of ``text`` on the first line, then ``text``."""
+    return f"{SEAL_PREFIX.decode()}{_mac(seal, text.encode()).decode()}\n{text}"
+
+
+def unseal(data: bytes, seal: str) -> bytes:
+    """The envelope under a valid seal; ``Tampered`` when the output was not written by the worker."""
+    head, sep, body = data.partition(b"\n")
+    if not head.startswith(SEAL_PREFIX) or not sep:
+        raise Tampered("the output is not sealed by the worker (written by other code in the sandbox)")
+    if not hmac.compare_digest(head[len(SEAL_PREFIX):], _mac(seal, body)):
+        raise Tampered("the output's seal does not match (rewritten after the worker wrote it)")
+    return body
 
 
 def parse_worker_output(data: bytes) -> WorkerOutput:

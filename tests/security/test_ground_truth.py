@@ -81,10 +81,7 @@ def test_harness_code_in_the_sandbox_finds_no_reference(tmp_path, model):
     for traj in sandboxed:
         report = _probe_reports(traj)
         assert report["found"] == [], report  # the model ran host-side, behind the gateway
-        request = json.loads(report["request"])  # the worker's request file: names, ids, no reference
-        assert set(request) == {"harness_dir", "env_spec", "task_id", "model_spec", "seed", "rollout", "split",
-                                "harness_commit", "gateway"}
-        assert request["gateway"].startswith("gateway:/") and request["gateway"].endswith(f"#{model}")
+        assert report["request"] == ""  # the worker deleted its request file before harness code loaded
         assert traj.meta["gateway"]["requests"] >= 2
     # the same draws as in-process: identical conversations up to the probe's report
     for a, b in zip(control, sandboxed, strict=True):

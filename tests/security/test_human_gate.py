@@ -57,8 +57,8 @@ def test_a_candidate_with_findings_waits_for_a_human_then_merges(tmp_path):
     assert why and "import atexit" in why
     merged, rejected = gate.settle([cand], [verdict], {}, round=1)  # unattended: held, recorded as rejected
     assert merged == [] and "a human must approve it" in rejected[0].reason and hr.main_head() == main
-    cand = hr.create_candidate(Edit(message="Add a delivery helper", targets="F3.repeated_action",
-                                    changes=[{"path": HOOK, "content": ATEXIT}]))
+    cand = hr.create_candidate(Edit(message="Add a delivery helper, again", targets="F3.repeated_action",
+                                    changes=[{"path": HOOK, "content": ATEXIT + "# second round\n"}]))
     verdict = sign(hr.repo, Verdict(candidate=cand.branch, commit=cand.commit, base=main, accepted=True))
     merged, rejected = gate.settle([cand], [verdict], {cand.branch: "approve"}, round=2)  # --review, `approve`
     assert rejected == [] and merged[0].branch == cand.branch and hr.main_head() != main
