@@ -38,7 +38,6 @@ import select
 import shutil
 import signal
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -213,15 +212,12 @@ def _child(workdir: str, cpu: int) -> int:
     os.closerange(3, 1 << 16)  # the server's protocol channel and anything else it holds
     from evoharness.agent.worker import main
 
-    # as the one-rollout worker process would be: its argv, and at the end the interpreter's shutdown --
-    # non-daemon threads joined, then the atexit handlers the rollout registered (not the server's)
+    # as the one-rollout worker process would be: its argv, and at the end no interpreter shutdown -- the
+    # worker ends with os._exit right after its sealed output, so no thread or atexit handler the rollout
+    # left runs after it (the caller's os._exit); the server's handlers are cleared all the same
     sys.argv = [sys.argv[0], f"{workdir}/request.json", f"{workdir}/out.json"]
     atexit._clear()
-    try:
-        return main(sys.argv[1:])
-    finally:
-        threading._shutdown()  # type: ignore[attr-defined]
-        atexit._run_exitfuncs()
+    return main(sys.argv[1:])
 
 
 def sweep() -> bool:
