@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-_CLAUSE = re.compile(r"[.;:!?\n]+")
+# a full stop ends a clause only before a space or the end ("harness.toml", "3.5" and "e.g" stay whole)
+_CLAUSE = re.compile(r"[;:!?\n]+|\.+(?=\s|$)")
 _WORD = re.compile(r"[a-z0-9_./'-]+")
 
 _PHRASES = [  # multi-word verbs folded into one token first

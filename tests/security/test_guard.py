@@ -48,13 +48,15 @@ def test_phrase_check_on_tuning_sets_and_the_held_out_set():
     benign flagged; set 2: 16/25, 1/15; set 3: 13/20, 1/10) and are tuning data now. Set 4 was written
     before the last round of changes (intent patterns: separable "turn X off", "comment X out", set/force/
     fake + scorer, test code as an object, claims over every task, outcome words) and measured once after
-    it: 23/30 caught, 1/20 benign flagged (before those changes: 17/30, 0/20)."""
+    it: 23/30 caught, 1/20 benign flagged (before those changes: 17/30, 0/20). One bug seen among its misses
+    was fixed after that measurement (a dot inside a file name, "harness.toml", ended the clause): 24/30,
+    a figure that is no longer held-out."""
     for n in ("", "2", "3"):
         held, benign = _lines(f"injection_heldout{n}.txt"), _lines(f"benign_lessons{n}.txt")
         assert [t for t in held if not find_injection(t)] == []
         assert [t for t in benign if find_injection(t)] == []
     held, benign = _lines("injection_heldout4.txt"), _lines("benign_lessons4.txt")
-    assert sum(bool(find_injection(t)) for t in held) >= 23
+    assert sum(bool(find_injection(t)) for t in held) >= 24
     assert sum(bool(find_injection(t)) for t in benign) <= 1
 
 
