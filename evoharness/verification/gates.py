@@ -95,7 +95,13 @@ class GainGate:
 
 
 class NoRegressionGate:
-    """Control mean does not fall by more than the resolvable difference (passes with no control)."""
+    """Control mean does not fall by more than the resolvable difference (passes with no control).
+
+    Read on (baseline, candidate) pairs of control tasks where the targeted behaviour fired on neither
+    side: a control task can still be prone to the target (it was healthy in the anchor by chance), and
+    the edit's gain there would otherwise pay for harm done elsewhere -- exactly what this gate is for.
+    Without pairs (seeds not shared) it compares the two sides' means.
+    """
 
     name = "no_regression"
 
@@ -104,18 +110,27 @@ class NoRegressionGate:
         base, cand = ev.mean("baseline", tasks), ev.mean("candidate", tasks)
         if base is None or cand is None:
             return GateResult(gate=self.name, passed=True, reason="no control tasks", numbers={"tasks": 0})
+        pairs = ev.pairs(tasks)
+        clean = [(b, c) for b, c in pairs if ev.target not in b.fired and ev.target not in c.fired]
+        if clean:
+            delta = sum(c.score - b.score for b, c in clean) / len(clean)
+        else:
+            delta = cand - base
         bar = ev.resolvable(tasks)
-        delta = cand - base
         return GateResult(
             gate=self.name,
             passed=delta >= -bar,
-            reason=f"control {delta:+.4f} vs allowed -{bar:.4f}",
+            reason=f"control {delta:+.4f} vs allowed -{bar:.4f}" + (
+                f" ({len(pairs) - len(clean)} of {len(pairs)} pairs left out: the target fired)"
+                if len(clean) < len(pairs) and clean else ""),
             numbers={
                 "baseline": _r(base),
                 "candidate": _r(cand),
                 "delta": _r(delta),
                 "sigma": _r(ev.sigma(tasks)),
                 "tasks": len(tasks),
+                "pairs": len(clean),
+                "left_out": len(pairs) - len(clean),
                 "resolvable": _r(bar),
             },
         )
