@@ -165,7 +165,11 @@ def load(args, concurrency: int, workers: int = 1) -> dict:
             server_s = server_seconds(httpx.get(url + "/metrics", timeout=30).text)
         finally:
             proc.terminate()
-            proc.wait(60)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:  # a loaded machine: do not leave a server behind
+                proc.kill()
+                proc.wait()
     ok = stored == len(distinct) == n_server and dups == total - len(distinct)
     return {"ok": ok, "total": total, "distinct": len(distinct), "wall": wall, "throughput": total / wall,
             "p50": pct(lat, 50), "p95": pct(lat, 95), "max": max(lat), "busy": busy,

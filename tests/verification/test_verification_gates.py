@@ -200,3 +200,15 @@ def test_attribution_reads_the_cost_of_a_firing_on_the_pairs_where_it_changed():
     assert result.passed, result.reason
     assert result.numbers["cost_per_firing"] == pytest.approx(0.6)
     assert result.numbers["share"] == pytest.approx(2 / 3, abs=1e-3)
+
+
+def test_no_regression_does_not_let_a_gain_on_the_target_pay_for_harm_elsewhere():
+    """c1 is a control task still prone to the target: it fired on one baseline seed and the edit stopped it
+    (+0.6 there). c2-c4 lose 0.16 on every seed. Means over all control rollouts: 0.7625 -> 0.68 (-0.0825),
+    inside the allowed -0.0866; on the pairs where the target fired on neither side: -0.128."""
+    base = {"c1": ([0.2, 0.8, 0.8, 0.8], [True, False, False, False]), **uniform(["c2", "c3", "c4"], 0.8, False)}
+    cand = {"c1": ([0.8, 0.8, 0.8, 0.8], [False] * 4), **uniform(["c2", "c3", "c4"], 0.64, False)}
+    result = NoRegressionGate().check(evidence(side(base), side(cand), [], control=CONTROL, anchor=noisy_anchor()))
+    assert not result.passed, result.reason
+    assert result.numbers["left_out"] == 1 and result.numbers["delta"] == pytest.approx(-0.128)
+    assert result.numbers["candidate"] - result.numbers["baseline"] == pytest.approx(-0.0825)
