@@ -23,7 +23,7 @@ from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.roles.config import RolesConfig
 from evoharness.sandbox.config import SandboxConfig
 from evoharness.service.config import ServiceConfig
-from evoharness.verification.config import VerificationConfig
+from evoharness.verification.config import VerificationSettings
 
 ENV_PREFIX = "EVOHARNESS_"
 
@@ -37,6 +37,10 @@ REMOVED_KEYS: dict[str, str] = {
     "agent": "run.model for the agent's model and the harness's policies.yaml for its policies (the [agent] "
              "section was empty)",
     "roles.timeout_s": "roles.deadline_s (a per-call deadline: the request is cancelled, never re-sent)",
+    "verification.rollouts": "`evoharness verify --rollouts` (runs use run.rollouts; the key was ignored by runs)",
+    "verification.anchor_rollouts": "`evoharness verify --anchor-rollouts` (runs use run.rollouts; the key was "
+                                    "ignored by runs)",
+    "verification.budget": "`evoharness verify --budget` (runs use run.budget; the key was ignored by runs)",
 }
 
 
@@ -47,6 +51,9 @@ MIGRATED_KEYS: dict[str, str | None] = {
     "run.dev_tasks": "run.dev_limit",
     "run.heldout_tasks": "run.heldout_limit",
     "agent": None,
+    "verification.rollouts": None,
+    "verification.anchor_rollouts": None,
+    "verification.budget": None,
 }
 
 
@@ -91,7 +98,7 @@ class Settings(BaseModel):
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     harness_repo: HarnessRepoConfig = Field(default_factory=HarnessRepoConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    verification: VerificationConfig = Field(default_factory=VerificationConfig)
+    verification: VerificationSettings = Field(default_factory=VerificationSettings)
     roles: RolesConfig = Field(default_factory=RolesConfig)
     datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
     run: RunConfig = Field(default_factory=RunConfig)

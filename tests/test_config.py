@@ -48,7 +48,12 @@ def test_removed_keys_name_their_replacement_and_saved_runs_carry_over(tmp_path)
         load_settings(cfg, environ={})
     # a run saved by an older version (settings.json) resumes with the same values under the new keys
     old = {"agent": {}, "run": {"dev_tasks": 8, "heldout_tasks": 4, "ceiling_process_share": 0.05},
-           "diagnosis": {"ceiling_process_share": 0.1}}
+           "diagnosis": {"ceiling_process_share": 0.1},
+           "verification": {"rollouts": 8, "anchor_rollouts": 8, "budget": 100.0, "z": 2.5}}  # verify-only keys
     s = Settings.model_validate(migrate_saved(old))
     assert (s.run.dev_limit, s.run.heldout_limit, s.diagnosis.ceiling_process_share) == (8, 4, 0.05)
+    assert s.verification.z == 2.5 and not hasattr(s.verification, "rollouts")
+    cfg.write_text("[verification]\nrollouts = 8\n")
+    with pytest.raises(InputError, match="verification.rollouts was removed: use `evoharness verify --rollouts`"):
+        load_settings(cfg, environ={})
     assert set(REMOVED_KEYS) >= {"run.dev_tasks", "run.heldout_tasks", "agent", "run.ceiling_process_share"}

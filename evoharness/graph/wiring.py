@@ -25,6 +25,7 @@ from evoharness.roles.factory import make_roles
 from evoharness.sandbox.factory import make_executor
 from evoharness.traces.store import TrajectoryStore
 from evoharness.verification.chain import build_chain
+from evoharness.verification.config import VerificationConfig
 
 
 def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: bool = False) -> Services:
@@ -39,14 +40,15 @@ def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: 
     labeller = Labeller(settings.diagnosis)
     chain = source = queue = roles = None
     if not lazy:
-        executor = make_executor(settings, repo.path, run.env, run.model)  # [sandbox] executor, backend, batching
+        executor = make_executor(settings.sandbox, repo.path, run.env, run.model)  # executor, backend, batching
         chain = build_chain(executor, settings.verification, settings.home, env_spec=run.env, env=env,
                             model=run.model, tree_of=repo.tree_hash)
         source = GraphSource(chain, store, labeller, progress)
         queue_url = getattr(settings.datasets, "url", None) or f"sqlite:///{Path(settings.home) / 'queue.db'}"
         queue = TrainingQueue(queue_url)
         roles = make_roles(settings.roles.kind, settings.roles)
-    gate = Gate(repo, source, settings.verification, progress, rollouts=run.rollouts, seed=run.seed)
+    verification = VerificationConfig.of(settings.verification, rollouts=run.rollouts, anchor_rollouts=run.rollouts)
+    gate = Gate(repo, source, verification, progress, rollouts=run.rollouts, seed=run.seed)
     book = Book(run, env, store, labeller, progress, source=source, verifier=gate.verifier() if source else None,
                 queue=queue)
     desk = Desk(book, repo, roles, progress, run_dir=run_dir, max_candidates=run.max_candidates,

@@ -103,7 +103,7 @@ def evaluate(
         if out is None:
             raise InputError("--out", "name the JSON result file")
         settings = settings_of(ctx)
-        measurer = Measurer(settings, harness, env or settings.run.env, model or settings.run.model,
+        measurer = Measurer.of(settings, harness, env or settings.run.env, model or settings.run.model,
                             _progress(as_json))
         try:
             ev = compare(measurer, baseline or "seed", candidate or "main", split, rollouts or settings.run.rollouts,

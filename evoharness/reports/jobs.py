@@ -34,7 +34,7 @@ def run_harness(record: RunRecord) -> Path:
 
 def run_measurer(record: RunRecord, progress: Progress, model: str | None = None) -> Measurer:
     s = record.settings.run
-    return Measurer(run_settings(record), run_harness(record), s.env, model or s.model, progress)
+    return Measurer.of(run_settings(record), run_harness(record), s.env, model or s.model, progress)
 
 
 def run_tasks(record: RunRecord, measurer: Measurer, split: str) -> list[str]:

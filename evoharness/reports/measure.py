@@ -15,9 +15,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from evoharness.config import Settings
+from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.errors import InputError
 from evoharness.graph.progress import Progress
+from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.config import SandboxConfig
+from evoharness.verification.config import VerificationSettings
 from evoharness.verification.noise import pooled_within_sd, resolvable_difference, table_value
 
 Split = Literal["dev", "heldout"]
@@ -85,26 +89,37 @@ def verdict_of(diff: float | None, resolvable: float) -> Literal["better", "wors
 class Measurer:
     """Rollouts of one harness repo on one environment with one model, cached by content.
 
-    ``settings`` supplies the sandbox, limits, retries, the diagnosis thresholds and ``home`` (where
-    the rollout cache lives: the same file runs use). Call ``close()`` when done.
+    Built from its own sections: ``sandbox`` (executor, backend, limits), ``verification`` (retries, the
+    cache file), ``diagnosis`` (the labeller's thresholds), ``harness_repo``, and ``home`` (where the
+    rollout cache lives: the same file runs use); `Measurer.of` takes them from whole settings. Call
+    ``close()`` when done.
     """
 
-    def __init__(self, settings: Settings, harness: Path | str, env: str, model: str,
+    def __init__(self, harness: Path | str, env: str, model: str, *, home: Path | str, sandbox: SandboxConfig,
+                 verification: VerificationSettings, diagnosis: DiagnosisConfig, harness_repo: HarnessRepoConfig,
                  progress: Progress | None = None, runner=None) -> None:
         from evoharness.diagnosis.labeller import Labeller
         from evoharness.envs import get_environment
         from evoharness.harness_repo.repo import HarnessRepo
 
-        self.settings = settings
-        self.repo = HarnessRepo(harness, settings.harness_repo)
+        self.home, self.sandbox, self.verification = Path(home), sandbox, verification
+        self.repo = HarnessRepo(harness, harness_repo)
         self.env_spec, self.model = env, model
         self.env = get_environment(env)
         self.progress = progress or Progress(quiet=True)
-        self.labeller = Labeller(settings.diagnosis)
+        self.labeller = Labeller(diagnosis)
         self._runner = runner
         self._live_progress = False  # True when the executor reports each finished rollout
         self._closers: list[Any] = []
         self._memo: dict[tuple[str, str, int, int, tuple[str, ...]], Arm] = {}
+
+    @classmethod
+    def of(cls, settings: Settings, harness: Path | str, env: str, model: str, progress: Progress | None = None,
+           runner=None) -> Measurer:
+        """A measurer from whole settings: its own sections, nothing else."""
+        return cls(harness, env, model, home=settings.home, sandbox=settings.sandbox,
+                   verification=settings.verification, diagnosis=settings.diagnosis,
+                   harness_repo=settings.harness_repo, progress=progress, runner=runner)
 
     # -- the runner chain (built on first use) ----------------------------------------------
     def _build_runner(self):
@@ -112,7 +127,7 @@ class Measurer:
         from evoharness.verification.chain import build_chain
 
         make_model(self.model, 0)  # an unknown model spec is bad input, not N failed rollouts
-        chain = build_chain(self._executor(), self.settings.verification, self.settings.home,  # as runs do
+        chain = build_chain(self._executor(), self.verification, self.home,  # as runs do
                             env_spec=self.env_spec, env=self.env, model=self.model, tree_of=self.repo.tree_hash)
         self._closers.append(chain)
         return chain
@@ -122,7 +137,7 @@ class Measurer:
         from evoharness.sandbox.factory import make_executor
 
         self._live_progress = True
-        return make_executor(self.settings, self.repo.path, self.env_spec, self.model,
+        return make_executor(self.sandbox, self.repo.path, self.env_spec, self.model,
                              on_result=lambda _i, _t: self.progress.advance(1))
 
     @property

@@ -1,6 +1,6 @@
 """evoharness.roles: analyst, critic and engineer, playbook (no LLM) and LLM-backed.
 
-``make_roles(kind, settings, model=None) -> (analyst, critic, engineer)``; the Protocols are in
+``make_roles(kind, cfg, model=None) -> (analyst, critic, engineer)``; the Protocols are in
 `evoharness.roles.base`, the data (`Pattern`, `Review`, `HarnessView`) in `evoharness.roles.models`.
 """
 

@@ -10,25 +10,15 @@ from evoharness.roles.base import Analyst, Critic, Engineer
 from evoharness.roles.config import RolesConfig
 
 
-def roles_config(settings: Any = None) -> RolesConfig:
-    """The `[roles]` section from a full `Settings`, a `RolesConfig`, a dict, or defaults (None)."""
-    if settings is None:
-        return RolesConfig()
-    if isinstance(settings, RolesConfig):
-        return settings
-    if isinstance(settings, dict):
-        return RolesConfig.model_validate(settings.get("roles", settings))
-    return getattr(settings, "roles", None) or RolesConfig()
-
-
-def make_roles(kind: str | None = None, settings: Any = None,
+def make_roles(kind: str | None = None, cfg: RolesConfig | None = None,
                model: Any = None) -> tuple[Analyst, Critic, Engineer]:
-    """Build the three roles. ``kind`` is 'playbook' or 'llm' (None: ``settings.roles.kind``).
+    """Build the three roles from the `[roles]` section ``cfg`` (None: defaults). ``kind`` is 'playbook' or
+    'llm' (None: ``cfg.kind``).
 
     For 'llm', ``model`` is any langchain-core chat model; None builds one from ``roles.model``
     (`build_chat_model`). Nothing touches the network here.
     """
-    cfg = roles_config(settings)
+    cfg = cfg or RolesConfig()
     kind = kind or cfg.kind
     if kind == "playbook":
         from evoharness.roles.playbook import PlaybookAnalyst, PlaybookCritic, PlaybookEngineer

@@ -104,7 +104,7 @@ def rollout(
     with Progress(transient=True) as progress:
         where = f"{box.name if box else 'inprocess'}, {executor or cfg.executor}"
         bar = progress.add_task(f"rollouts ({where})", total=len(requests))
-        with make_executor(settings_of(ctx), harness, env, model, executor=executor, backend=sandbox,
+        with make_executor(cfg, harness, env, model, executor=executor, backend=sandbox,
                            workers=n_workers, batch_size=n_batch, on_result=lambda _i, _t: progress.advance(bar)) as ex:
             trajs = ex.run(requests)
     _write(out, trajs)

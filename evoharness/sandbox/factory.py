@@ -1,4 +1,4 @@
-"""Build a sandbox backend and a rollout executor (local or Ray) from settings."""
+"""Build a sandbox backend and a rollout executor (local or Ray) from the `[sandbox]` section."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from evoharness.sandbox.base import ProcessSandbox, Sandbox
 from evoharness.sandbox.config import SandboxConfig
 
 if TYPE_CHECKING:
-    from evoharness.config import Settings
     from evoharness.sandbox.executor import LocalExecutor
     from evoharness.sandbox.ray_executor import RayExecutor
     from evoharness.traces.models import Trajectory
@@ -63,16 +62,15 @@ def make_local_executor(cfg: SandboxConfig, harness_path: Path | str, env_spec: 
                          warm_idle_s=cfg.warm_idle_s)
 
 
-def make_executor(settings: Settings, harness_path: Path | str, env_spec: str, model_spec: str, *,
+def make_executor(cfg: SandboxConfig, harness_path: Path | str, env_spec: str, model_spec: str, *,
                   executor: str | None = None, backend: str | None = None, workers: int | None = None,
                   batch_size: int | None = None,
                   on_result: Callable[[int, Trajectory], None] | None = None) -> LocalExecutor | RayExecutor:
-    """The rollout executor the settings ask for (``sandbox.executor``: local | ray).
+    """The rollout executor the ``[sandbox]`` section ``cfg`` asks for (``executor``: local | ray).
 
-    ``executor``, ``backend``, ``workers`` and ``batch_size`` override the ``[sandbox]`` settings
-    (CLI flags). ``workers`` bounds the local pool; a Ray run is as parallel as its cluster's CPUs.
+    ``executor``, ``backend``, ``workers`` and ``batch_size`` override the section (CLI flags).
+    ``workers`` bounds the local pool; a Ray run is as parallel as its cluster's CPUs.
     """
-    cfg = settings.sandbox
     kind = executor or cfg.executor
     backend = backend or cfg.backend
     batch = cfg.batch_size if batch_size is None else batch_size

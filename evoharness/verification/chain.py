@@ -13,7 +13,7 @@ from pathlib import Path
 from evoharness.sandbox.api import RolloutRequest, RolloutRunner
 from evoharness.traces.models import Trajectory
 from evoharness.verification.cache import CachingRunner, RolloutCache
-from evoharness.verification.config import VerificationConfig
+from evoharness.verification.config import VerificationSettings
 from evoharness.verification.retry import RetryingRunner
 
 
@@ -22,7 +22,7 @@ def env_version(env_spec: str, env) -> str:
     return f"{env_spec}@{getattr(env, 'version', '')}"
 
 
-def cache_file(home: Path | str, cfg: VerificationConfig) -> Path:
+def cache_file(home: Path | str, cfg: VerificationSettings) -> Path:
     """``verification.cache_path``, else ``<home>/rollout-cache.sqlite``."""
     return Path(cfg.cache_path) if cfg.cache_path else Path(home) / "rollout-cache.sqlite"
 
@@ -33,7 +33,7 @@ class RolloutChain:
     ``close()`` closes the executor (its exported checkouts) and the cache.
     """
 
-    def __init__(self, executor: RolloutRunner, cfg: VerificationConfig, cache: RolloutCache, *, model: str,
+    def __init__(self, executor: RolloutRunner, cfg: VerificationSettings, cache: RolloutCache, *, model: str,
                  env_version: str, tree_of: Callable[[str], str] | None = None) -> None:
         self.executor = executor
         self.cache = cache
@@ -64,7 +64,7 @@ class RolloutChain:
         self.cache.close()
 
 
-def build_chain(executor: RolloutRunner, cfg: VerificationConfig, home: Path | str, *, env_spec: str, env,
+def build_chain(executor: RolloutRunner, cfg: VerificationSettings, home: Path | str, *, env_spec: str, env,
                 model: str, tree_of: Callable[[str], str] | None = None) -> RolloutChain:
     return RolloutChain(executor, cfg, RolloutCache(cache_file(home, cfg)), model=model,
                         env_version=env_version(env_spec, env), tree_of=tree_of)

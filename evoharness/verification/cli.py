@@ -10,6 +10,7 @@ import typer
 
 from evoharness.cli_support import fail, settings_of
 from evoharness.errors import InputError
+from evoharness.verification.config import VerificationConfig
 
 
 def _ints(raw: str) -> list[int]:
@@ -55,7 +56,7 @@ def make_runner(settings, env: str, model: str, harness):
     """
     from evoharness.sandbox.factory import make_executor
 
-    return make_executor(settings, harness.path, env, model)
+    return make_executor(settings.sandbox, harness.path, env, model)
 
 
 def _tasks(raw: str) -> list[str | tuple[str, str]]:
@@ -103,9 +104,10 @@ def verify(
     tasks: Annotated[str, typer.Option("--tasks", help="dev task ids, comma-separated, or @FILE")],
     env: Annotated[str | None, typer.Option("--env", help="environment spec (default: run.env)")] = None,
     model: Annotated[str | None, typer.Option("--model", help="agent model spec (default: run.model)")] = None,
-    rollouts: Annotated[int | None, typer.Option("--rollouts", help="k per task (default: config)")] = None,
+    rollouts: Annotated[int, typer.Option("--rollouts", help="k per task for the candidate and its baseline")] = 4,
+    anchor_rollouts: Annotated[int, typer.Option("--anchor-rollouts", help="rollouts per task of main's anchor")] = 4,
     strategy: Annotated[str | None, typer.Option("--strategy", help="selection strategy name")] = None,
-    budget: Annotated[float | None, typer.Option("--budget", help="budget units (default: config)")] = None,
+    budget: Annotated[float, typer.Option("--budget", help="budget units for this verification")] = 5000.0,
     record: Annotated[bool, typer.Option("--record", help="store the verdict as a git note")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
 ) -> None:
@@ -120,9 +122,9 @@ def verify(
     settings = settings_of(ctx)
     env = env or settings.run.env
     model = model or settings.run.model
-    cfg = settings.verification
-    if rollouts is not None:
-        cfg = cfg.model_copy(update={"rollouts": rollouts})
+    if rollouts < 1 or anchor_rollouts < 2 or budget < 0:
+        raise InputError("--rollouts", "--rollouts must be >= 1, --anchor-rollouts >= 2 and --budget >= 0")
+    cfg = VerificationConfig.of(settings.verification, rollouts=rollouts, anchor_rollouts=anchor_rollouts)
     if strategy is not None:
         cfg = cfg.model_copy(update={"strategy": strategy})
     repo = HarnessRepo(harness, settings.harness_repo)
@@ -132,8 +134,7 @@ def verify(
     # the chain runs build: same cache file and rollout identity, so rollouts a run cached are reused
     runner = build_chain(make_runner(settings, env, model, repo), cfg, settings.home, env_spec=env,
                          env=get_environment(env), model=model, tree_of=repo.tree_hash)
-    ledger = BudgetLedger(total=cfg.budget if budget is None else budget,
-                          units_per_rollout=cfg.units_per_rollout)
+    ledger = BudgetLedger(total=budget, units_per_rollout=cfg.units_per_rollout)
     from evoharness.harness_repo.signing import VerdictSigner
 
     verifier = Verifier(runner, cfg, signer=VerdictSigner(repo.repo), hunks=GitParts(repo))

@@ -1,4 +1,9 @@
-"""Settings section `[verification]`."""
+"""Settings section `[verification]` (`VerificationSettings`) and the `Verifier`'s config (`VerificationConfig`).
+
+The section holds what runs, reports and `evoharness verify` all honour. The verifier's default k and
+anchor k are not settings: a run uses ``run.rollouts`` and ``evoharness verify`` its ``--rollouts`` and
+``--anchor-rollouts`` flags (`config.REMOVED_KEYS` names them when an old key is set).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 
-class VerificationConfig(BaseModel):
-    """Verification (noise model, strategies, gates, budget, cache). Each field carries a description."""
+class VerificationSettings(BaseModel):
+    """Verification (noise model, strategies, gates, budget units, cache). Each field carries a description."""
 
-    rollouts: int = Field(4, ge=1, description="`evoharness verify` only: k, rollouts per task for a candidate "
-                          "(and its baseline); a run uses run.rollouts")
-    anchor_rollouts: int = Field(4, ge=2, description="`evoharness verify` only: rollouts per dev task when "
-                                 "measuring an anchor; a run uses run.rollouts")
     z: float = Field(3.0, gt=0, description="resolvable difference = z * sigma / sqrt(k) (the papers use 3)")
     sigma_floor: float = Field(
         0.005,
@@ -85,9 +86,6 @@ class VerificationConfig(BaseModel):
     predicted_effect: float = Field(
         0.05, gt=0, description="targeted gain assumed for the power estimate when a candidate predicts none"
     )
-    budget: float = Field(
-        5000.0, ge=0, description="`evoharness verify` only: budget units for one verification; a run has run.budget"
-    )
     units_per_rollout: float = Field(1.0, gt=0, description="budget units one rollout costs (runs and `verify`)")
     retry_attempts: int = Field(4, ge=1, description="tries per rollout batch on a retryable InfraError")
     retry_wait_s: float = Field(1.0, ge=0, description="first backoff wait; doubles per retry")
@@ -96,3 +94,15 @@ class VerificationConfig(BaseModel):
         None, description="SQLite rollout cache file shared by runs, reports and `verify` "
         "(default: <home>/rollout-cache.sqlite)"
     )
+
+
+class VerificationConfig(VerificationSettings):
+    """The `Verifier`'s config: the section plus the k it uses when a call names none (library default;
+    a run passes ``run.rollouts``, `evoharness verify` its flags)."""
+
+    rollouts: int = Field(4, ge=1, description="k, rollouts per task for a candidate (and its baseline)")
+    anchor_rollouts: int = Field(4, ge=1, description="rollouts per dev task when measuring an anchor")
+
+    @classmethod
+    def of(cls, section: VerificationSettings, **k: int) -> VerificationConfig:
+        return cls(**section.model_dump(), **k)

@@ -199,7 +199,7 @@ def test_make_roles_builds_each_kind_and_reports_bad_config(tmp_path):
     assert names == ("LLMAnalyst", "LLMCritic", "LLMEngineer")
     script = tmp_path / "replies.json"
     script.write_text(json.dumps([R.ANALYST_OK]))
-    a, _, _ = make_roles(None, {"roles": {"kind": "llm", "model": f"scripted:{script}"}})
+    a, _, _ = make_roles(None, RolesConfig(kind="llm", model=f"scripted:{script}"))
     trajs, labels = scenario()
     assert a.analyse(trajs, labels, seed_view(), 1)[0].signal == "F3.repeated_action"
     with pytest.raises(InputError, match="OPENAI_API_KEY"):

@@ -183,12 +183,13 @@ def test_make_executor_builds_either_executor_from_the_settings(tmp_path):
 
     repo = init_harness(tmp_path / "h")
     settings = Settings(sandbox={"executor": "ray", "batch_size": 3, "limits": {"wall_seconds": 60}})
-    with make_executor(settings, repo.path, "synthetic", "scripted:weak") as ex:
+    with make_executor(settings.sandbox, repo.path, "synthetic", "scripted:weak") as ex:
         assert isinstance(ex, RayExecutor) and ex.batch_size == 3 and ex.cfg.limits.wall_seconds == 60
         trajs = ex.run(_requests(repo.main_head(), n_tasks=2, seeds=(0,)))
     assert [t.meta["executor"]["kind"] for t in trajs] == ["ray", "ray"]
     assert all(t.meta.get("rollout_failure") is None for t in trajs)
-    with make_executor(settings, repo.path, "synthetic", "scripted:weak", executor="local", workers=3) as local:
+    with make_executor(settings.sandbox, repo.path, "synthetic", "scripted:weak", executor="local",
+                       workers=3) as local:
         assert isinstance(local, LocalExecutor) and (local.workers, local.batch_size) == (3, 3)
         assert local.limits.wall_seconds == 60
 

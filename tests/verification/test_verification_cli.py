@@ -84,6 +84,8 @@ def test_verify_with_too_small_budget_spends_nothing(setup, capsys):
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--budget", "10"]) == 2
     assert "budget exhausted" in capsys.readouterr().err
     assert runner.rollouts == 0
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--anchor-rollouts", "1"]) == 2
+    assert "--anchor-rollouts >= 2" in capsys.readouterr().err
 
 
 def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsys):
