@@ -8,7 +8,6 @@ agent left behind). It raises ``InputError`` only for unusable input (unknown en
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from evoharness.agent.loop import Agent, RolloutResult
 from evoharness.envs import get_environment
 from evoharness.logging import get_logger
 from evoharness.model_specs import OFFLINE_PREFIXES, agent_model
+from evoharness.sandbox.api import rollout_id
 from evoharness.traces.models import EventType, Split, Termination, Trajectory
 
 log = get_logger(__name__)
@@ -28,11 +28,6 @@ def make_model(model_spec: str, seed: int) -> Any:
     """The agent's ChatModel for ``model_spec`` (the grammar and schemes: `evoharness.model_specs`).
     No request is made."""
     return agent_model(model_spec, seed)
-
-
-def trajectory_id(task_id: str, harness_commit: str | None, model_spec: str, seed: int, rollout: int) -> str:
-    key = f"{task_id}|{harness_commit or 'worktree'}|{model_spec}|{seed}|{rollout}"
-    return f"{task_id}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
 def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str, seed: int,
@@ -85,7 +80,7 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
     except ValueError:
         split_v = Split.unknown
     return Trajectory(
-        id=trajectory_id(task_id, harness_commit, model_spec, seed, rollout), task_id=task_id, split=split_v,
+        id=rollout_id(task_id, harness_commit, split, seed), task_id=task_id, split=split_v,
         harness_commit=harness_commit, model=model_spec, rollout=rollout, task=task.prompt,
         messages=r.messages, events=r.events, final_answer=r.final_answer, score=min(max(score, 0.0), 1.0),
         termination=r.termination, usage=r.usage,

@@ -1,16 +1,19 @@
 """The run's rollout source: runs, stores and labels rollouts, paid from the run's ledger.
 
-One rollout identity (`rollout_key`, `trajectory_id`) for the run: the request's harness commit,
-split, task and seed. The ledger is an argument of every call (`ObservationSource` contract).
+One rollout identity (`RolloutRequest.id`, `sandbox.api.rollout_id`): the request's harness commit, split,
+task and seed -- the trajectory's id and the ledger's paid key. The ledger is an argument of every call
+(`ObservationSource` contract).
 """
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+
+from pydantic import Field, field_validator
 
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.graph.progress import Progress
-from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.api import RolloutRequest, rollout_id
 from evoharness.traces.models import Split, Trajectory
 from evoharness.traces.store import TrajectoryStore
 from evoharness.verification.budget import BudgetLedger
@@ -25,7 +28,21 @@ class RunLedger(BudgetLedger):
     an uninterrupted one -- while the content cache makes sure no rollout is *computed* twice.
     """
 
-    paid_keys: list[str] = Field(default_factory=list)
+    paid_keys: list[str] = Field(default_factory=list)  # `RolloutRequest.id` of every rollout paid for
+
+    @field_validator("paid_keys", mode="before")
+    @classmethod
+    def _old_keys(cls, keys: list[str]) -> list[str]:
+        """A checkpoint of an older version paid by ``commit:split:task:seed``: the same rollouts by id."""
+        return [_from_old_key(k) for k in keys]
+
+
+_OLD_KEY = re.compile(r"^([^:/]+):([^:/]+):(.*):(-?\d+)$")
+
+
+def _from_old_key(key: str) -> str:
+    m = None if key[12:13] == "/" else _OLD_KEY.match(key)
+    return rollout_id(m[3], m[1], m[2], int(m[4])) if m else key
 
 
 def ledger_of(state: dict, total: float, units_per_rollout: float = 1.0) -> RunLedger:
@@ -33,14 +50,6 @@ def ledger_of(state: dict, total: float, units_per_rollout: float = 1.0) -> RunL
     if state.get("ledger"):
         return RunLedger.model_validate(state["ledger"])
     return RunLedger(total=total, units_per_rollout=units_per_rollout)
-
-
-def rollout_key(req: RolloutRequest) -> str:
-    return f"{req.harness_commit}:{req.split}:{req.task_id}:{req.seed}"
-
-
-def trajectory_id(req: RolloutRequest) -> str:
-    return f"{req.harness_commit[:12]}/{req.split}/{req.task_id}/s{req.seed}"
 
 
 class GraphSource:
@@ -62,7 +71,7 @@ class GraphSource:
 
     def pending(self, requests: list[RolloutRequest], ledger: BudgetLedger | None = None) -> int:
         paid = set(getattr(ledger, "paid_keys", ()))
-        return len({rollout_key(r) for r in requests} - paid)
+        return len({r.id for r in requests} - paid)
 
     def observe(self, requests: list[RolloutRequest],
                 ledger: BudgetLedger | None = None) -> tuple[list[Observation], int]:
@@ -70,7 +79,7 @@ class GraphSource:
             return [], 0
         self.progress.plan(len(requests), "rollouts")
         trajs = self.runner.run(requests)
-        trajs = [t.model_copy(update={"id": trajectory_id(r), "harness_commit": r.harness_commit,
+        trajs = [t.model_copy(update={"id": r.id, "harness_commit": r.harness_commit,
                                       "rollout": r.rollout, "split": Split(r.split)})
                  for r, t in zip(requests, trajs, strict=True)]
         self.store.add(trajs)
@@ -78,7 +87,7 @@ class GraphSource:
         if isinstance(ledger, RunLedger):
             known = set(ledger.paid_keys)
             for r in requests:
-                k = rollout_key(r)
+                k = r.id
                 if k not in known:
                     known.add(k)
                     ledger.paid_keys.append(k)

@@ -41,8 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
-from evoharness.sandbox.api import RolloutRequest
-from evoharness.sandbox.failure import rollout_id
+from evoharness.sandbox.api import RolloutRequest, rollout_id
 from evoharness.traces.models import Event, Split, Termination, Trajectory, Usage
 
 TASK_FILE_VERSION = 1
@@ -149,7 +148,7 @@ class CommandRollout:
         req = self.req
         try:
             return Trajectory(
-                id=rollout_id(req, self.sha, self.model_spec), task_id=req.task_id,
+                id=rollout_id(req.task_id, self.sha, req.split, req.seed), task_id=req.task_id,
                 split=req.split if req.split in Split.__members__ else Split.unknown, harness_commit=self.sha,
                 model=self.model_spec, rollout=req.rollout, task=self.task.prompt, messages=data, events=events,
                 final_answer=final, score=score, termination=termination,

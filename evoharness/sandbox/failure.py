@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoharness.sandbox.api import RolloutRequest
+from evoharness.sandbox.api import RolloutRequest, rollout_id
 from evoharness.traces.models import Event, Split, Termination, Trajectory, Usage
-
-
-def rollout_id(req: RolloutRequest, sha: str | None, model: str) -> str:
-    """The id the agent itself would have given this rollout (so a re-run replaces, not duplicates)."""
-    from evoharness.agent.runner import trajectory_id
-
-    return trajectory_id(req.task_id, sha, model, req.seed, req.rollout)
 
 
 def failed_trajectory(req: RolloutRequest, sha: str | None, model: str, env_spec: str, kind: str,
@@ -21,8 +14,8 @@ def failed_trajectory(req: RolloutRequest, sha: str | None, model: str, env_spec
     """Score 0.0, not delivered, one event of type ``kind`` whose detail is ``reason``."""
     split = req.split if req.split in Split.__members__ else Split.unknown
     return Trajectory(
-        id=rollout_id(req, sha, model), task_id=req.task_id, split=split, harness_commit=sha, model=model,
-        rollout=req.rollout, events=[Event(type=kind, step=0, detail=reason, data={"source": "executor"})],
+        id=rollout_id(req.task_id, sha, req.split, req.seed), task_id=req.task_id, split=split, harness_commit=sha,
+        model=model, rollout=req.rollout, events=[Event(type=kind, step=0, detail=reason, data={"source": "executor"})],
         final_answer=None, score=0.0, termination=termination, usage=Usage(wall_seconds=max(0.0, wall_seconds)),
         meta={"env": env_spec, "seed": req.seed, "rollout_failure": {"reason": reason, **meta}},
     )

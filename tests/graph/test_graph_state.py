@@ -66,3 +66,26 @@ def test_a_field_that_does_not_fit_its_type_is_one_error_naming_it():
         _ = Typed(state).merged
     with pytest.raises(EvoharnessError, match="run state has no anchor yet"):
         _ = Typed({}).anchor
+
+
+def test_one_rollout_identity_from_the_worker_the_executor_and_the_run(tmp_path):
+    from evoharness.agent.runner import run_rollout
+    from evoharness.envs import get_environment
+    from evoharness.graph.source import RunLedger
+    from evoharness.harness_repo.init import init_harness
+    from evoharness.sandbox.api import RolloutRequest
+    from evoharness.sandbox.failure import failed_trajectory
+    from evoharness.traces.models import Termination
+
+    repo = init_harness(tmp_path / "h")
+    sha = repo.main_head()
+    task = get_environment("synthetic").list_tasks("dev")[0].id
+    req = RolloutRequest(task_id=task, harness_commit=sha, seed=3, rollout=1, split="dev")
+    assert req.id == f"{sha[:12]}/dev/{task}/s3"
+    traj = run_rollout(repo.path, "synthetic", task, "scripted:weak", 3, rollout=1, split="dev", harness_commit=sha)
+    crashed = failed_trajectory(req, sha, "scripted:weak", "synthetic", "worker_crash", "killed",
+                                Termination.error, 0.1, {})
+    assert traj.id == crashed.id == req.id  # a re-run after a crash replaces the failed one, never duplicates
+    # a checkpoint written before the ledger paid by id: the same rollouts, so nothing is paid twice
+    old = RunLedger(total=10, paid_keys=[f"{sha}:dev:{task}:3", req.id])
+    assert old.paid_keys == [req.id, req.id]
