@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from evoharness.errors import InputError
+
 
 class ChatModel(Protocol):
     def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage: ...
@@ -85,8 +87,6 @@ def openai_model(spec: str, seed: int) -> LangChainChatModel:
     """
     from langchain_openai import ChatOpenAI
 
-    from evoharness.errors import InputError
-
     rest = spec.removeprefix("openai:")
     url, _, model = rest.partition("#")
     if not url or not model:
@@ -103,8 +103,6 @@ def resolve_model_spec(spec: str, timeout_s: float = 10.0) -> str:
     unchanged. Several models, none, or an unreachable server are bad input with one clear line.
     """
     import httpx
-
-    from evoharness.errors import InputError
 
     if not spec.startswith("openai:") or "#" in spec:
         return spec
@@ -129,8 +127,6 @@ def resolve_model_spec(spec: str, timeout_s: float = 10.0) -> str:
 
 def parse_gateway_spec(spec: str) -> tuple[str, str, str]:
     """``gateway:SOCKET[?rollout=TOKEN]#MODEL`` -> (socket path, rollout token or '', model)."""
-    from evoharness.errors import InputError
-
     rest, _, model = spec.removeprefix("gateway:").partition("#")
     sock, _, query = rest.partition("?")
     token = ""

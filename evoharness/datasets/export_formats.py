@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evoharness.errors import InputError
 from evoharness.registry import Registry
 
 from .formats import Exporter, HFWriter, OpenAIWriter, ShareGPTWriter
@@ -44,8 +45,6 @@ def validate_parquet(path: Path) -> tuple[int, list[str]]:
     try:
         import pyarrow.parquet as pq  # optional: installed with `datasets`
     except ModuleNotFoundError:
-        from evoharness.errors import InputError
-
         raise InputError("--format hf", "needs the `datasets` package (pip install datasets)") from None
     n, problems = 0, []
     for batch in pq.ParquetFile(path).iter_batches(batch_size=256):

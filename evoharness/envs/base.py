@@ -23,6 +23,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from evoharness.errors import InputError
+
 
 class ToolError(Exception):
     """A tool call failed. ``kind``: ``unknown_tool`` | ``invalid_arguments`` | ``tool_error``."""
@@ -78,8 +80,6 @@ class TaskTable:
 
     def get_task(self, task_id: str) -> TaskSpec:
         if task_id not in self._tasks:
-            from evoharness.errors import InputError
-
             raise InputError(self.name, f"unknown task {task_id!r}")
         return self._tasks[task_id]
 
@@ -94,8 +94,6 @@ def select_split(tasks: list[TaskSpec], split: str) -> list[TaskSpec]:
     if split in ("all", "any", "*"):
         return list(tasks)
     if split not in ("dev", "heldout"):
-        from evoharness.errors import InputError
-
         raise InputError("split", f"unknown split {split!r} (dev, heldout or all)")
     return [t for t in tasks if t.split == split]
 

@@ -22,8 +22,10 @@ from typing import Any
 
 from evoharness.graph.state import AnchorEntry
 from evoharness.harness_repo.history import bisect, main_history, revert_changes
+from evoharness.roles.config import RolesConfig
 from evoharness.roles.lint import declared_tools, lint_harness
 from evoharness.roles.models import Culprit, Evidence, HarnessView
+from evoharness.roles.playbook import evidence_patterns
 from evoharness.sandbox.api import RolloutRequest
 
 MIN_RISE = 0.25  # incidence (share of rollouts) a signal must have risen by at the culprit
@@ -103,9 +105,6 @@ class HarnessEvidence:
 
     def patterns(self) -> list[Any]:
         """The evidence patterns the playbook analyst would write for the head (to plan and to hold the queue)."""
-        from evoharness.roles.config import RolesConfig
-        from evoharness.roles.playbook import evidence_patterns
-
         view = self.view()
         return evidence_patterns(view, RolesConfig(min_support=self.min_support), max(len(view.findings), 1))
 

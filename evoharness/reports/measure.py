@@ -14,13 +14,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from evoharness.agent.runner import make_model
 from evoharness.config import Settings
+from evoharness.diagnosis.composition import Composition
 from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.envs import get_environment
 from evoharness.errors import InputError
 from evoharness.graph.progress import Progress
 from evoharness.harness_repo.config import HarnessRepoConfig
+from evoharness.harness_repo.repo import HarnessRepo
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.config import SandboxConfig
+from evoharness.sandbox.factory import make_executor
+from evoharness.verification.chain import build_chain
 from evoharness.verification.config import VerificationSettings
 from evoharness.verification.noise import pooled_within_sd, resolvable_difference, table_value
 
@@ -98,10 +105,6 @@ class Measurer:
     def __init__(self, harness: Path | str, env: str, model: str, *, home: Path | str, sandbox: SandboxConfig,
                  verification: VerificationSettings, diagnosis: DiagnosisConfig, harness_repo: HarnessRepoConfig,
                  progress: Progress | None = None, runner=None) -> None:
-        from evoharness.diagnosis.labeller import Labeller
-        from evoharness.envs import get_environment
-        from evoharness.harness_repo.repo import HarnessRepo
-
         self.home, self.sandbox, self.verification = Path(home), sandbox, verification
         self.repo = HarnessRepo(harness, harness_repo)
         self.env_spec, self.model = env, model
@@ -123,9 +126,6 @@ class Measurer:
 
     # -- the runner chain (built on first use) ----------------------------------------------
     def _build_runner(self):
-        from evoharness.agent.runner import make_model
-        from evoharness.verification.chain import build_chain
-
         make_model(self.model, 0)  # an unknown model spec is bad input, not N failed rollouts
         chain = build_chain(self._executor(), self.verification, self.home,  # as runs do
                             env_spec=self.env_spec, env=self.env, model=self.model, tree_of=self.repo.tree_hash)
@@ -134,8 +134,6 @@ class Measurer:
 
     def _executor(self):
         """The executor the settings ask for (local pool or Ray, sandbox backend), reporting each rollout."""
-        from evoharness.sandbox.factory import make_executor
-
         self._live_progress = True
         return make_executor(self.sandbox, self.repo.path, self.env_spec, self.model,
                              on_result=lambda _i, _t: self.progress.advance(1))
@@ -177,8 +175,6 @@ class Measurer:
 
     def measure(self, rev: str, split: str, tasks: list[str], k: int, seed: int, commit: str | None = None) -> Arm:
         """k rollouts (seeds seed..seed+k-1) of ``rev`` on ``tasks``; memoised per (commit, split, k, seed)."""
-        from evoharness.diagnosis.composition import Composition
-
         commit = commit or self.resolve(rev)
         key = (commit, split, k, seed, tuple(tasks))
         if key in self._memo:

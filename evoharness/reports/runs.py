@@ -18,6 +18,10 @@ from typing import Any
 
 from evoharness.config import Settings
 from evoharness.errors import InputError
+from evoharness.graph.checkpoint import open_checkpointer
+from evoharness.graph.runner import RunOutcome
+from evoharness.graph.summary import summary_dict
+from evoharness.harness_repo.repo import HarnessRepo
 
 EVALUATION_FILE = "evaluation-{split}.json"
 ABLATION_FILE = "ablation.json"
@@ -82,8 +86,6 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _checkpoint_state(settings: Settings, run_id: str, run_dir: Path) -> dict[str, Any] | None:
     """The run's latest checkpointed state, or None when it has none yet."""
-    from evoharness.graph.checkpoint import open_checkpointer
-
     with open_checkpointer(settings.run.checkpointer, run_dir) as saver:
         found = saver.get_tuple({"configurable": {"thread_id": run_id}})
     if found is None:
@@ -93,10 +95,6 @@ def _checkpoint_state(settings: Settings, run_id: str, run_dir: Path) -> dict[st
 
 def _partial_summary(settings: Settings, run_id: str, run_dir: Path, state: dict[str, Any]) -> dict[str, Any]:
     """The summary `evoharness run` writes at the end, built from a checkpoint instead."""
-    from evoharness.graph.runner import RunOutcome
-    from evoharness.graph.summary import summary_dict
-    from evoharness.harness_repo.repo import HarnessRepo
-
     repo = HarnessRepo(settings.run.harness, settings.harness_repo)
     # summary_dict reads only these attributes of the run's services
     services = SimpleNamespace(repo=repo, store=SimpleNamespace(path=run_dir / "trajectories.jsonl"))

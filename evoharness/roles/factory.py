@@ -8,6 +8,7 @@ from evoharness.errors import InputError
 from evoharness.model_specs import role_model
 from evoharness.roles.base import Analyst, Critic, Engineer
 from evoharness.roles.config import RolesConfig
+from evoharness.roles.playbook import PlaybookAnalyst, PlaybookCritic, PlaybookEngineer
 
 
 def make_roles(kind: str | None = None, cfg: RolesConfig | None = None,
@@ -21,8 +22,6 @@ def make_roles(kind: str | None = None, cfg: RolesConfig | None = None,
     cfg = cfg or RolesConfig()
     kind = kind or cfg.kind
     if kind == "playbook":
-        from evoharness.roles.playbook import PlaybookAnalyst, PlaybookCritic, PlaybookEngineer
-
         return PlaybookAnalyst(cfg), PlaybookCritic(cfg), PlaybookEngineer(cfg)
     if kind == "llm":
         from evoharness.roles.llm import LLMAnalyst, LLMCritic, LLMEngineer

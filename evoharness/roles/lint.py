@@ -33,6 +33,8 @@ import ast
 import re
 from typing import Any
 
+from evoharness.agent.harness import DEFAULT_POLICIES, DEFAULT_SYSTEM_PROMPT, Harness, HarnessError
+from evoharness.harness_repo.policies import Policies
 from evoharness.roles.models import Evidence, Finding, HarnessView
 
 PROMPT, LESSONS, POLICIES = "prompts/system.md", "lessons.md", "policies.yaml"
@@ -67,9 +69,6 @@ def _sentences(text: str) -> list[tuple[str, str]]:
 
 def render_prompt(view: HarnessView, tools: list[dict[str, str]], task: str = "TASK") -> str | None:
     """The system prompt the reference agent would send (None when it does not render)."""
-    from evoharness.agent.harness import DEFAULT_POLICIES, DEFAULT_SYSTEM_PROMPT, Harness, HarnessError
-    from evoharness.harness_repo.policies import Policies
-
     try:
         policies = Policies.from_yaml(view.text(POLICIES)).model_dump()
     except ValueError:

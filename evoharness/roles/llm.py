@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from evoharness.diagnosis.models import Label
 from evoharness.harness_repo.models import Edit, FileChange
+from evoharness.harness_repo.validate import check_syntax
 from evoharness.roles import prompt_data as pd
 from evoharness.roles.config import RolesConfig
 from evoharness.roles.errors import RoleError
@@ -27,6 +28,7 @@ from evoharness.roles.evidence import (
     process_pairs,
     task_ids_of,
 )
+from evoharness.roles.fixes import LESSONS, POLICIES, update_policies
 from evoharness.roles.guard import accommodation_in, check_edit, find_injection
 from evoharness.roles.models import HarnessView, Pattern, Review
 from evoharness.roles.prompts import render
@@ -305,8 +307,6 @@ class LLMEngineer(_LLMRole):
 
 def _simple_changes(d: EditDraft, harness: HarnessView) -> list[FileChange]:
     """``set_policies`` and ``add_lesson`` as file changes (unknown policy keys are refused)."""
-    from evoharness.roles.fixes import LESSONS, POLICIES, update_policies
-
     out = []
     if d.set_policies:
         known = set(_policy_keys(harness))
@@ -383,6 +383,4 @@ def _engineer_example(harness: HarnessView) -> dict[str, Any]:
 
 def _syntax(path: str, text: str) -> None:
     """`EditRejected` when the file would not parse (the harness repo refuses it too): retried early."""
-    from evoharness.harness_repo.validate import check_syntax
-
     check_syntax(path, text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 
-from evoharness.agent.harness import HOOKS
+from evoharness.agent.harness import DEFAULT_SYSTEM_PROMPT, HOOKS
 from evoharness.harness_repo.models import FileChange
 from evoharness.roles.fixes import POLICIES, update_policies
 from evoharness.roles.lint import DEFAULT_MAX_STEPS
@@ -87,8 +87,6 @@ def _cut_sentence(finding: Finding, view: HarnessView) -> list[FileChange] | Non
 
 
 def _restore_tool_list(view: HarnessView) -> list[FileChange] | None:
-    from evoharness.agent.harness import DEFAULT_SYSTEM_PROMPT
-
     path = "prompts/system.md"
     template = view.files.get(path, DEFAULT_SYSTEM_PROMPT)
     if _FOR_TOOLS.search(template):

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
+import evoharness
 from evoharness.errors import InfraError
 from evoharness.sandbox.base import base_env, prlimit_prefix, run_limited
 from evoharness.sandbox.containment import capped_scratch, sandbox_cgroup, seccomp_fd
@@ -40,8 +41,6 @@ _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitc
 
 def python_paths() -> list[Path]:
     """What a Python worker needs read-only: the interpreter, the venv and the evoharness source."""
-    import evoharness
-
     paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
              Path(os.path.realpath(sys.executable)).parent, Path(evoharness.__file__).resolve().parent]
     return [p.resolve() for p in paths]

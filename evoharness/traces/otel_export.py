@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from evoharness.diagnosis.labeller import label_trajectory as label
 from evoharness.errors import InputError
 from evoharness.traces.models import Trajectory
 
@@ -87,8 +88,6 @@ def _verdicts(run_dir: Path | None) -> dict[str, dict[str, str]]:
 def build_spans(trajectories: Iterable[Trajectory], provider: Any, run_dir: Path | None = None) -> int:
     """Record each trajectory as one trace on ``provider``; returns the number of trajectories."""
     from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
-
-    from evoharness.diagnosis.labeller import label_trajectory as label
 
     tracer = provider.get_tracer("evoharness.export_otel")
     verdicts = _verdicts(run_dir)

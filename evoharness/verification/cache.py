@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from evoharness.errors import InfraError
 from evoharness.sandbox.api import RolloutRequest, RolloutRunner
 from evoharness.traces.models import Trajectory
 
@@ -105,8 +106,6 @@ class CachingRunner:
         if todo:
             fresh = self.runner.run(todo)
             if len(fresh) != len(todo):
-                from evoharness.errors import InfraError
-
                 raise InfraError(f"runner returned {len(fresh)} trajectories for {len(todo)} requests")
             self.cache.put_many([(self.key(req), traj) for req, traj in zip(todo, fresh, strict=True)])
             self.paid += len(todo)

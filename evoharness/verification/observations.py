@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evoharness.diagnosis.labeller import label_trajectory
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.traces.models import Trajectory
 
@@ -37,8 +38,6 @@ class Observation(BaseModel):
 
 def default_labeller(traj: Trajectory) -> tuple[frozenset[str], bool]:
     """The first-signal labeller of `evoharness.diagnosis` (imported lazily)."""
-    from evoharness.diagnosis.labeller import label_trajectory
-
     label = label_trajectory(traj)
     return frozenset(s.id for s in label.signals), str(label.failure_class) == "healthy"
 
