@@ -23,8 +23,10 @@ def test_batched_equals_one_sandbox_per_rollout(tmp_path):
     repo = init_harness(tmp_path / "h")
     reqs = _requests(repo.main_head())
     one = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=2).run(reqs)
-    batched = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=2,
-                            batch_size=3).run(reqs)
+    # closed at the end (``with``): batched bwrap rollouts run on warm workers, which live until close()
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=2,
+                       batch_size=3) as ex:
+        batched = ex.run(reqs)
     assert [t.task_id for t in batched] == [r.task_id for r in reqs]
     for a, b in zip(one, batched, strict=True):
         assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
@@ -39,9 +41,9 @@ def test_a_hanging_harness_times_out_each_rollout_with_the_reason(tmp_path):
     g.git.commit("-qm", "spin", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
                                      "GIT_COMMITTER_EMAIL": "t@t"})
     reqs = _requests(g.head.commit.hexsha, n=2)
-    ex = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
-                       limits=Limits(wall_seconds=2.0, cpu_seconds=30))
-    trajs = ex.run(reqs)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
+                       limits=Limits(wall_seconds=2.0, cpu_seconds=30)) as ex:
+        trajs = ex.run(reqs)
     assert len(trajs) == 4
     for t in trajs:
         assert t.termination == Termination.timeout and t.final_answer is None and t.score == 0.0
