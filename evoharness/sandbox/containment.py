@@ -12,7 +12,8 @@ nested user namespace could mount its own tmpfs past the /tmp and file-size limi
   bwrap backend refuses to run, fail closed) under which ``unshare`` and ``clone``
   with ``CLONE_NEWUSER`` fail with EPERM and ``clone3`` with ENOSYS (glibc then uses ``clone``), so the
   command cannot make a user namespace of its own (bwrap's ``--disable-userns`` needs a user
-  namespace, which a root bwrap does not make).
+  namespace, which a root bwrap does not make); ``mq_open`` fails with EPERM (no POSIX message queues:
+  they would outlive a warm worker's rollout, see ``sandbox/warm.py``).
 - ``capped_scratch``: the work directory the sandbox sees at ``/scratch`` is a tmpfs of
   ``Limits.scratch_mb`` (root only); what the command left there is copied back afterwards
   (regular files, directories, symlinks and FIFOs as such; the host reads outputs with ``O_NOFOLLOW``).
@@ -236,15 +237,17 @@ _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
 # per machine: the audit arch, the syscall numbers, whether another ABI shares the arch (x32 on x86_64)
 _ARCHES = {
-    "x86_64": (0xC000003E, {"clone": 56, "unshare": 272, "clone3": 435}, True),
-    "aarch64": (0xC00000B7, {"clone": 220, "unshare": 97, "clone3": 435}, False),
+    "x86_64": (0xC000003E, {"clone": 56, "unshare": 272, "clone3": 435, "mq_open": 240}, True),
+    "aarch64": (0xC00000B7, {"clone": 220, "unshare": 97, "clone3": 435, "mq_open": 180}, False),
 }
 SECCOMP_MACHINES = tuple(_ARCHES)
 
 
 def no_userns_filter(machine: str | None = None) -> bytes | None:
     """The compiled filter (``struct sock_filter[]``) for ``machine`` (default: this one's), None for a
-    machine it has no syscall table for (``SECCOMP_MACHINES``)."""
+    machine it has no syscall table for (``SECCOMP_MACHINES``). It also refuses ``mq_open`` (EPERM): a
+    POSIX message queue outlives the process that made it and cannot be listed without mounting the
+    mqueue file system, so a warm worker (``sandbox/warm.py``) could not sweep one between rollouts."""
     machine = machine or os.uname().machine
     if machine not in _ARCHES or sys.byteorder != "little":
         return None
@@ -257,10 +260,11 @@ def no_userns_filter(machine: str | None = None) -> bytes | None:
         (jeq, 1, 0, arch),                           # this machine's ABI -> load the number
         (ret, 0, 0, _ERRNO | _EPERM),                # another ABI: refused
         (ld_w_abs, 0, 0, 0),                         # syscall number
-        *([(jge, 7, 0, 0x40000000)] if x32 else []),  # x32 ABI -> EPERM
-        (jeq, 3, 0, nr["unshare"]),                  # -> check the flags
-        (jeq, 2, 0, nr["clone"]),                    # -> check the flags
-        (jeq, 5, 0, nr["clone3"]),                   # -> ENOSYS
+        *([(jge, 8, 0, 0x40000000)] if x32 else []),  # x32 ABI -> EPERM
+        (jeq, 4, 0, nr["unshare"]),                  # -> check the flags
+        (jeq, 3, 0, nr["clone"]),                    # -> check the flags
+        (jeq, 6, 0, nr["clone3"]),                   # -> ENOSYS
+        (jeq, 4, 0, nr["mq_open"]),                  # -> EPERM
         (ret, 0, 0, _ALLOW),
         (ld_w_abs, 0, 0, 16),                        # args[0], low 32 bits
         (jset, 1, 0, _CLONE_NEWUSER),                # CLONE_NEWUSER -> EPERM
@@ -268,7 +272,7 @@ def no_userns_filter(machine: str | None = None) -> bytes | None:
         (ret, 0, 0, _ERRNO | _EPERM),
         (ret, 0, 0, _ERRNO | _ENOSYS),
     ]
-    assert len(prog) == 13 + skip
+    assert len(prog) == 14 + skip
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
 

@@ -135,8 +135,9 @@ class WarmWorker:
         n = self.rollouts
         self.rollouts += 1
         rdir = self.live.scratch / str(n)
-        if os.path.lexists(rdir):  # only an unprivileged sandbox can write /scratch itself
-            self.forget(rdir)
+        for entry in self.live.scratch.iterdir():  # only an unprivileged sandbox can write /scratch itself
+            if entry.name != "warm.json":
+                self.forget(entry)
         rdir.mkdir()
         with open(rdir / "request.json", "x") as fh:  # O_EXCL: never through a planted link
             fh.write(json.dumps(payload))

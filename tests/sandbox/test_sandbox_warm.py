@@ -16,8 +16,8 @@ from evoharness.sandbox.models import Limits
 from evoharness.sandbox.warm import WarmPool, WarmWorker
 
 # Each rollout looks for what an earlier rollout of the same worker could have left -- a module global,
-# an import, a System V shared memory segment, a file in /tmp or /dev/shm (not writable under bwrap), a
-# live process -- raises naming it, then leaves all of them.
+# an import, a System V shared memory segment, a POSIX message queue, a file in /tmp or /dev/shm (not
+# writable under bwrap), a live process -- raises naming it, then leaves all of them.
 LEAKY = '''import builtins, ctypes, os, subprocess, sys
 def before_model(messages, ctx):
     if ctx.get("step", 0) > 0:
@@ -27,6 +27,10 @@ def before_model(messages, ctx):
     if libc.shmget(0x5EA1, 0, 0) >= 0:
         found.append("ipc")
     libc.shmget(0x5EA1, 4096, 0o1000 | 0o600)
+    rt = ctypes.CDLL("librt.so.1")  # POSIX message queues: refused by the sandbox's seccomp filter
+    if rt.mq_open(b"/evoleak", os.O_RDWR, 0, None) >= 0:
+        found.append("mqueue")
+    rt.mq_open(b"/evoleak", os.O_CREAT | os.O_RDWR, 0o600, None)
     if getattr(builtins, "_leak_marker", False):
         found.append("global")
     if "leaky_probe_module" in sys.modules:
