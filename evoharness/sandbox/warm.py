@@ -16,6 +16,7 @@ reused: only its in-flight rollout fails (with the reason), the next one gets a 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -250,6 +252,15 @@ def _tail_in(rdir: Path, name: str) -> str:
         os.close(fd)
 
 
+_POOLS: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in list(_POOLS):
+        pool.close()
+
+
 class WarmPool:
     """At most ``slots`` warm workers, each for one commit; idle ones stop after ``idle_s`` (see the module
     docstring). ``start(sha)`` makes a worker for a commit (raises ``InfraError`` if the backend cannot)."""
@@ -264,6 +275,7 @@ class WarmPool:
         # bwrap --die-with-parent ties a sandbox to the *thread* that started it: start every worker from
         # this one long-lived thread, not from the caller's (a run's rollout threads end with the run)
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-spawner")
+        _POOLS.add(self)  # closed at interpreter exit if nobody did (mounts, cgroups, temp dirs)
 
     def acquire(self, sha: str | None) -> WarmWorker:
         """A live worker for ``sha``, the caller's alone until ``release``."""
