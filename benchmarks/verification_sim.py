@@ -15,7 +15,7 @@ Every strategy gets the same per-candidate budget (fixed_split_24x gets 24x) and
 default, ``sequential = true``) may spend up to 3x the budget on one candidate but stop once the
 verdict is decided; the column ``rollouts/candidate`` (verification only, anchors excluded) is what
 equal budget is judged by. ``behaviour_aware_sequential`` uses the config defaults (control_ratio
-1.0, max_tasks 32); ``_narrow`` the fixed design's selection (0.5, 24). The best accepted candidate of a round is
+2.0, max_tasks 48); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's selection (0.5, 24). The best accepted candidate of a round is
 merged and re-anchored. Reported per strategy: false-accept rates, power for the true +0.05 edit,
 the true held-out gain of the final harness after the rounds (expected score, no noise), and
 rollouts spent (candidates, baselines and anchors), each with a 95% interval: Wilson for rates,
@@ -75,8 +75,9 @@ def strategies(n_dev: int) -> dict[str, tuple]:
         "behaviour_aware": (BehaviourAware(0.5), None, BUDGET, 24, K),
         "behaviour_aware_paired": (
             BehaviourAware(0.5), ("behaviour", "paired_gain", "no_regression", "attribution", "guard"), BUDGET, 24, K),
-        # the defaults: sequential, control_ratio 1.0, max_tasks 32; at most 3x the budget, spending ~1x on average
-        "behaviour_aware_sequential": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
+        # the defaults: sequential, control_ratio 2.0, max_tasks 48; at most 3x the budget, spending ~1x on average
+        "behaviour_aware_sequential": (BehaviourAware(2.0), None, 3 * BUDGET, 48, K, {"sequential": True}),
+        "behaviour_aware_sequential_r1": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
         "behaviour_aware_sequential_narrow": (BehaviourAware(0.5), None, 3 * BUDGET, 24, K, {"sequential": True}),
         "behaviour_aware_no_attribution": (
             BehaviourAware(0.5), ("behaviour", "gain", "no_regression", "guard"), BUDGET, 24, K),

@@ -26,13 +26,15 @@ class VerificationSettings(BaseModel):
         "behaviour_aware", description="behaviour_aware | fixed_split | random_split | coreset"
     )
     max_tasks: int = Field(
-        32, ge=1, description="most tasks (targeted + control) one candidate is verified on (before budget caps)"
+        48, ge=1, description="most tasks (targeted + control) one candidate is verified on (before budget caps)"
     )
     control_ratio: float = Field(
-        1.0,
+        2.0,
         ge=0,
-        description="control tasks (anchor healthy) per targeted task for behaviour-aware selection (1.0: with "
-        "0.5, 6-8 control tasks let a harmful edit through 3 times in 48 in the simulation; 1.0, 1 in 48)",
+        description="control tasks (anchor healthy) per targeted task for behaviour-aware selection. A harmful "
+        "edit passes when its harm misses the sampled control tasks; sequential verification runs them on the "
+        "first look's seeds only, so they are cheap (simulation, 96 harmful edits: 0.5 -> 6 passed, 1.0 -> 2, "
+        "1.5 -> 1, 2.0 -> 0; power 0.81 / 0.87 / 0.80 / 0.73)",
     )
     fresh_baseline: bool = Field(
         True,
