@@ -15,8 +15,9 @@ Every strategy gets the same per-candidate budget (fixed_split_24x gets 24x) and
 default, ``sequential = true``) may spend up to 3x the budget on one candidate but stop once the
 verdict is decided; the column ``rollouts/candidate`` (verification only, anchors excluded) is what
 equal budget is judged by. ``behaviour_aware_sequential`` uses the config defaults (control_ratio
-2.0, max_tasks 48); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's selection (0.5, 24). The best accepted candidate of a round is
-merged and re-anchored. Reported per strategy: false-accept rates, power for the true +0.05 edit,
+2.0, max_tasks 48); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's
+selection (0.5, 24). The best accepted candidate of a round is merged and re-anchored. Reported per
+strategy: false-accept rates, power for the true +0.05 edit,
 the true held-out gain of the final harness after the rounds (expected score, no noise), and
 rollouts spent (candidates, baselines and anchors), each with a 95% interval: Wilson for rates,
 mean +- 1.96 standard errors over runs for the others.
