@@ -15,7 +15,8 @@ reason in ``Label.labeller`` (``rules (llm fallback: ...)``).
 
 ``JudgeModel`` is any callable from chat messages to reply text; ``openai_judge_model`` builds one for
 an OpenAI-compatible server (``openai:URL[#model]``), asking for a JSON object (grammar-constrained where
-the server supports a schema) of at most ``max_tokens`` tokens.
+the server supports a schema; the schema's ``step`` is limited to the agent messages and tool results
+shown) of at most ``max_tokens`` tokens.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ class Verdict(BaseModel):
 
 
 VERDICT_SCHEMA = Verdict.model_json_schema()
+
+
+def verdict_schema(steps: list[int]) -> dict[str, Any]:
+    """The verdict's JSON schema with ``step`` limited to ``steps`` (the agent messages and tool results
+    shown): a server that constrains its output to the schema cannot name a step the judge did not see."""
+    schema = json.loads(json.dumps(VERDICT_SCHEMA))
+    schema["properties"]["step"] = {"title": "Step", "type": "integer", "enum": steps}
+    return schema
 
 
 @lru_cache(maxsize=1)
@@ -185,7 +194,11 @@ class LLMJudge:
                 violations=violations, first=shown[0], last=shown[-1], total=len(traj.messages), part=n,
                 parts=len(parts), excerpt=self.window > 0, transcript=transcript)
             self.calls += 1
-            verdict = parse_verdict(self.model([{"role": "user", "content": prompt}]))
+            messages = [{"role": "user", "content": prompt}]
+            allowed = [i for i in shown if traj.messages[i].get("role") in ("assistant", "tool")] or shown
+            reply = self.model(messages, schema=verdict_schema(allowed)) if getattr(
+                self.model, "accepts_schema", False) else self.model(messages)
+            verdict = parse_verdict(reply)
             if verdict.failed_here:
                 if verdict.step not in shown:
                     raise ValueError(f"step {verdict.step} is not among the messages shown "
@@ -220,18 +233,19 @@ def openai_judge_model(spec: str, timeout_s: float = 120.0, max_tokens: int = 20
         if len(ids) != 1:
             raise InputError("--model", f"{spec!r}: the server serves {len(ids)} models; name one: openai:URL#model")
         model = ids[0]
-    formats: list[dict[str, Any] | None] = [{"type": "json_object", "schema": VERDICT_SCHEMA}, None]
+    schema_ok = [True]  # until the server refuses a schema-constrained reply
 
-    def call(messages: list[dict[str, str]]) -> str:
+    def call(messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
         while True:
             body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
-            if formats[0] is not None:
-                body["response_format"] = formats[0]
+            if schema_ok[0]:
+                body["response_format"] = {"type": "json_object", "schema": schema or VERDICT_SCHEMA}
             r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=timeout_s)
-            if r.status_code in (400, 422) and formats[0] is not None:
-                formats.pop(0)  # the server takes no schema-constrained JSON: ask in plain text from now on
+            if r.status_code in (400, 422) and schema_ok[0]:
+                schema_ok[0] = False  # the server takes no schema-constrained JSON: ask in plain text from now on
                 continue
             r.raise_for_status()
             return r.json()["choices"][0]["message"]["content"] or ""
 
+    call.accepts_schema = True  # type: ignore[attr-defined]
     return call

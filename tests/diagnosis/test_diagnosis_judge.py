@@ -71,6 +71,22 @@ def test_by_default_one_call_reads_an_excerpt_around_the_rules_signals_within_th
     assert "not among the messages shown" in lab.labeller  # a step the model was not shown is not taken
 
 
+def test_a_schema_aware_model_may_only_name_a_shown_agent_step():
+    t = _log(n=60, size=400)
+    seen = []
+
+    def model(messages, schema=None):
+        seen.append(schema)
+        return _verdict(step=schema["properties"]["step"]["enum"][0])
+
+    model.accepts_schema = True
+    lab = LLMJudge(model, context_tokens=1000).label(t)
+    allowed = seen[0]["properties"]["step"]["enum"]
+    assert lab.labeller == "llm" and lab.first_signal.step == allowed[0]
+    assert 0 not in allowed and all(t.messages[i]["role"] == "assistant" for i in allowed)  # no user message
+    assert len(allowed) < len(t.messages) / 4  # only the excerpt's steps
+
+
 def test_any_error_falls_back_to_the_rule_label_and_says_so():
     t = _log()
     rule = LLMJudge(Scripted()).rules.label(t)
