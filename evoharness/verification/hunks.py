@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 from evoharness.harness_repo.models import Candidate, GateResult
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.verification.evidence import Evidence
-from evoharness.verification.gates import AttributionGate, BehaviourGate, GainGate, NoRegressionGate
+from evoharness.verification.gates import AttributionGate, BehaviourGate, GainGate, Gate, NoRegressionGate
 from evoharness.verification.observations import Observation
 
 if TYPE_CHECKING:
@@ -276,19 +276,24 @@ def _text(data: bytes | None) -> str | None:
 # ---- the judgement -----------------------------------------------------------------------------------
 
 def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequence[RolloutRequest],
-                measure: Measure, max_parts: int, min_share: float = 0.5) -> tuple[GateResult, list[Part]]:
+                measure: Measure, max_parts: int, min_share: float = 0.5,
+                gain_gate: Gate | None = None) -> tuple[GateResult, list[Part]]:
     """The ``hunks`` gate: every part must pass the behaviour-aware gates left out, or else alone.
 
     ``ev`` is the candidate's evidence (its baseline is the base on the same seeds);
     ``candidate_requests`` are the candidate's own requests, whose tasks and seeds each variant
-    reuses; ``measure`` runs requests and pays for them. Returns the gate and the refused parts.
+    reuses; ``measure`` runs requests and pays for them. ``gain_gate`` is the gain test each part must
+    pass (default `GainGate`, the fixed design's; a sequential verification passes its paired test so
+    that a part is judged by the same kind of test that accepted the whole candidate). Returns the gate
+    and the refused parts.
     """
     name = "hunks"
     if len(parts) > max_parts:
         return GateResult(gate=name, passed=False, numbers={"hunks": len(parts), "max_hunks": max_parts},
                           reason=f"{len(parts)} independent hunks (at most {max_parts} are judged one by one): "
                           "split the candidate"), []
-    gates = [BehaviourGate(), GainGate(), NoRegressionGate(), AttributionGate(min_share)]
+    gain = gain_gate if gain_gate is not None else GainGate()
+    gates = [BehaviourGate(), gain, NoRegressionGate(), AttributionGate(min_share)]
     compared = set(ev.selection.targeted) | set(ev.selection.control)
     reqs = [r for r in candidate_requests if r.task_id in compared]
 
@@ -297,8 +302,9 @@ def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequenc
                        candidate=candidate, z=ev.z, sigma_floor=ev.sigma_floor)
         results = [gate.check(sub) for gate in gates]
         failed = [r for r in results if not r.passed]
-        gain = next(r.numbers.get("gain") for r in results if r.gate == "gain")
-        return not failed, "; ".join(f"{r.gate}: {r.reason}" for r in failed), gain
+        numbers = next(r.numbers for r in results if r.gate == gain.name)
+        return not failed, "; ".join(f"{r.gate}: {r.reason}" for r in failed), numbers.get(
+            "gain", numbers.get("mean_diff"))
 
     numbers: dict[str, float | int | str | None] = {"hunks": len(parts)}
     refused, reasons = [], []

@@ -144,8 +144,12 @@ class Verifier:
         if self.hunks is not None and cfg.judge_hunks and all(r.passed for r in results):
             parts = self.hunks.parts(candidate)
             if len(parts) > 1:
+                # a sequential verification judges each part by a one-look paired test at its own alpha
+                part_gain = SequentialGainGate(1, 1, cfg.sequential_alpha, cfg.sequential_spending,
+                                               cfg.sequential_futility_z, cfg.sigma_floor) if looked else None
                 gate, refused = judge_parts(parts, ev, cand_reqs, lambda reqs: self._measure(
-                    reqs, ledger, plan.round, candidate.branch, "hunks"), cfg.max_hunks, cfg.attribution_min_share)
+                    reqs, ledger, plan.round, candidate.branch, "hunks"), cfg.max_hunks, cfg.attribution_min_share,
+                    part_gain)
                 results.append(gate)
                 reduced = self.hunks.reduce(candidate, refused) if cfg.drop_refused_hunks and refused and len(
                     refused) < len(parts) else None

@@ -236,3 +236,27 @@ def test_a_sequential_verification_judges_hunks_on_the_rollouts_it_ran(repo):
         parts = {(t, s) for c, t, s in asked if c not in (bundle.commit, anchor.commit)}
         assert parts and parts <= ran, sorted(parts - ran)[:5]
     assert judged >= 2
+
+
+def test_a_sequential_verification_judges_each_hunk_by_its_own_paired_test(repo):
+    """The candidate was accepted by the sequential paired test; each of its hunks is judged by the same kind of
+    test (one look at the same alpha), not by the fixed design's gain bar, which refused real fixes that the
+    sequential test had accepted (the fix's gain under the fixed bar's resolvable threshold)."""
+    bundle = _candidate(repo, "Loop guard on, and a lesson on brevity", FIX,
+                        FileChange(path="lessons.md", content="- Keep the final answer short.\n"))
+    judged = 0
+    for world in range(6):
+        cfg = VerificationConfig(rollouts=4, anchor_rollouts=4, sequential=True, drop_refused_hunks=False)
+        verifier = Verifier(HarnessReader(repo, world), cfg, seed=world, hunks=GitParts(repo),
+                            signer=VerdictSigner(repo.repo))
+        anchor = verifier.measure_anchor(repo.main_head(), [f"t{i}" for i in range(24)], round=0)
+        verdict = verifier.verify(bundle, anchor, BehaviourAware(0.5), round=1)
+        hunks = next((g for g in verdict.gates if g.gate == "hunks"), None)
+        if hunks is None:
+            continue
+        judged += 1
+        # the lesson changes nothing: refused by the paired test; the loop guard is the fix: kept
+        assert "lessons.md#1" in hunks.reason and "sequential_gain" in hunks.reason, hunks.reason
+        assert "policies.yaml" not in hunks.reason, hunks.reason
+        assert hunks.numbers["refused"] == 1
+    assert judged >= 2
