@@ -12,8 +12,9 @@ nested user namespace could mount its own tmpfs past the /tmp and file-size limi
   bwrap backend refuses to run, fail closed) under which ``unshare`` and ``clone``
   with ``CLONE_NEWUSER`` fail with EPERM and ``clone3`` with ENOSYS (glibc then uses ``clone``), so the
   command cannot make a user namespace of its own (bwrap's ``--disable-userns`` needs a user
-  namespace, which a root bwrap does not make); ``mq_open`` fails with EPERM (no POSIX message queues:
-  they would outlive a warm worker's rollout, see ``sandbox/warm.py``).
+  namespace, which a root bwrap does not make); ``mq_open``, ``add_key``, ``request_key`` and ``keyctl``
+  fail with EPERM (no POSIX message queues, no kernel keyrings: they would outlive a warm worker's
+  rollout, see ``sandbox/warm.py``).
 - ``capped_scratch``: the work directory the sandbox sees at ``/scratch`` is a tmpfs of
   ``Limits.scratch_mb`` (root only); what the command left there is copied back afterwards
   (regular files, directories, symlinks and FIFOs as such; the host reads outputs with ``O_NOFOLLOW``).
@@ -237,17 +238,23 @@ _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
 # per machine: the audit arch, the syscall numbers, whether another ABI shares the arch (x32 on x86_64)
 _ARCHES = {
-    "x86_64": (0xC000003E, {"clone": 56, "unshare": 272, "clone3": 435, "mq_open": 240}, True),
-    "aarch64": (0xC00000B7, {"clone": 220, "unshare": 97, "clone3": 435, "mq_open": 180}, False),
+    "x86_64": (0xC000003E, {"clone": 56, "unshare": 272, "clone3": 435, "mq_open": 240, "add_key": 248,
+                            "request_key": 249, "keyctl": 250}, True),
+    "aarch64": (0xC00000B7, {"clone": 220, "unshare": 97, "clone3": 435, "mq_open": 180, "add_key": 217,
+                             "request_key": 218, "keyctl": 219}, False),
 }
 SECCOMP_MACHINES = tuple(_ARCHES)
+# refused outright (EPERM): state that outlives a process and that a warm worker could not list to sweep
+# between rollouts -- POSIX message queues (listing needs the mqueue file system mounted), kernel keyrings
+# (the user keyring is per uid, shared by every rollout of a sandbox)
+_REFUSED = ("mq_open", "add_key", "request_key", "keyctl")
 
 
 def no_userns_filter(machine: str | None = None) -> bytes | None:
     """The compiled filter (``struct sock_filter[]``) for ``machine`` (default: this one's), None for a
-    machine it has no syscall table for (``SECCOMP_MACHINES``). It also refuses ``mq_open`` (EPERM): a
-    POSIX message queue outlives the process that made it and cannot be listed without mounting the
-    mqueue file system, so a warm worker (``sandbox/warm.py``) could not sweep one between rollouts."""
+    machine it has no syscall table for (``SECCOMP_MACHINES``). It also refuses ``_REFUSED`` (EPERM):
+    POSIX message queues and kernel keyrings outlive the process that made them and cannot be listed
+    from inside, so a warm worker (``sandbox/warm.py``) could not sweep them between rollouts."""
     machine = machine or os.uname().machine
     if machine not in _ARCHES or sys.byteorder != "little":
         return None
@@ -255,16 +262,17 @@ def no_userns_filter(machine: str | None = None) -> bytes | None:
     ld_w_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     # the x32 check (a syscall number with bit 30 set: refused) is one more instruction before the table
     skip = 1 if x32 else 0
+    r = len(_REFUSED)
     prog = [
         (ld_w_abs, 0, 0, 4),                         # arch
         (jeq, 1, 0, arch),                           # this machine's ABI -> load the number
         (ret, 0, 0, _ERRNO | _EPERM),                # another ABI: refused
         (ld_w_abs, 0, 0, 0),                         # syscall number
-        *([(jge, 8, 0, 0x40000000)] if x32 else []),  # x32 ABI -> EPERM
-        (jeq, 4, 0, nr["unshare"]),                  # -> check the flags
-        (jeq, 3, 0, nr["clone"]),                    # -> check the flags
-        (jeq, 6, 0, nr["clone3"]),                   # -> ENOSYS
-        (jeq, 4, 0, nr["mq_open"]),                  # -> EPERM
+        *([(jge, 7 + r, 0, 0x40000000)] if x32 else []),  # x32 ABI -> EPERM
+        (jeq, 3 + r, 0, nr["unshare"]),              # -> check the flags
+        (jeq, 2 + r, 0, nr["clone"]),                # -> check the flags
+        (jeq, 5 + r, 0, nr["clone3"]),               # -> ENOSYS
+        *[(jeq, 3 + r - i, 0, nr[name]) for i, name in enumerate(_REFUSED)],  # -> EPERM
         (ret, 0, 0, _ALLOW),
         (ld_w_abs, 0, 0, 16),                        # args[0], low 32 bits
         (jset, 1, 0, _CLONE_NEWUSER),                # CLONE_NEWUSER -> EPERM
@@ -272,7 +280,7 @@ def no_userns_filter(machine: str | None = None) -> bytes | None:
         (ret, 0, 0, _ERRNO | _EPERM),
         (ret, 0, 0, _ERRNO | _ENOSYS),
     ]
-    assert len(prog) == 14 + skip
+    assert len(prog) == 13 + r + skip
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
 
