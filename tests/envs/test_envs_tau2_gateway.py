@@ -134,12 +134,15 @@ def test_customer_upstream_down_is_an_infrastructure_error_with_the_reason(harne
 
 def test_a_scripted_agent_gets_a_gateway_for_the_customer_alone(harness, upstream):
     """scripted:oracle follows the task's expected actions and never calls ask_user: no customer request,
-    but the rollout still runs with a customer account (and no agent account)."""
+    but the rollout still runs with a customer account. The scripted agent itself is served host-side on the
+    agent lane (its task reference never enters the sandbox), by no upstream: nothing reaches the endpoint."""
     with _executor(harness, upstream.url, "scripted:oracle") as ex:
         [traj] = ex.run([RolloutRequest(task_id="retail_52", harness_commit="HEAD")])
-        assert list(ex.gateway().lanes) == ["user"]
+        gw = ex.gateway()
+        assert list(gw.lanes) == ["agent", "user"]
+        assert gw.lanes["agent"].upstream.name == "standin"
     assert traj.termination == Termination.delivered and traj.score == 1.0
-    assert set(traj.meta["gateway"]) == {"user"} and traj.meta["gateway"]["user"]["requests"] == 0
+    assert traj.meta["gateway"]["user"]["requests"] == 0
     assert upstream.requests == []
 
 
@@ -178,7 +181,9 @@ def test_the_sandbox_gets_a_gateway_spec_for_the_customer_and_never_the_key(harn
     report = traj.meta["probe"]
     assert report["request"]["env_spec"] == f"tau2:retail?user=openai:{upstream.url}#cust"
     assert report["request"]["env_via"].startswith("tau2:retail?user=gateway:/")
-    assert report["request"].get("gateway") is None  # a scripted agent has no model account
+    # a scripted agent is served host-side behind the gateway (no upstream account, no key)
+    assert report["request"]["gateway"].startswith("gateway:/") and report["request"]["gateway"].endswith(
+        "#scripted:oracle")
     assert "connected" != report["direct"]  # no network in the sandbox
     assert report["status"] == 200 and upstream.requests[0]["body"]["model"] == "cust"  # pinned
     assert upstream.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"  # added outside
