@@ -26,9 +26,10 @@ import pytest
 from evoharness.graph.progress import Progress
 from evoharness.graph.runner import resume_run, start_run
 
-# 6 dev tasks: still two rounds, a merge and a rejection in round 1, two candidates to verify in round 1
-# (a kill between them) and 18 distinct fault points, at half the cost of all 14 dev tasks
-RUN = {"env": "synthetic", "model": "scripted:weak", "rollouts": 8, "max_rounds": 2, "budget": 4000,
+# 6 dev tasks, 4 rollouts each: still two rounds, a merge and a rejection in round 1, two candidates to verify
+# in round 1 (a kill between them) and every kind of fault point (test_reference_run_has_points_in_every_node
+# checks it), at about a third of the cost of all 14 dev tasks at 8 rollouts
+RUN = {"env": "synthetic", "model": "scripted:weak", "rollouts": 4, "max_rounds": 2, "budget": 4000,
        "dev_limit": 6, "heldout_limit": 4, "patience": 2}
 NODES = {"collect", "diagnose", "enqueue", "analyst", "critic", "engineer", "verify", "merge", "reanchor", "finish"}
 
