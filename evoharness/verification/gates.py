@@ -264,10 +264,7 @@ class PairedGainGate:
         self.alpha, self.sd_floor = alpha, sd_floor
 
     def check(self, ev: Evidence) -> GateResult:
-        by_task: dict[str, list[float]] = {}
-        for b, c in ev.pairs(ev.selection.targeted):
-            by_task.setdefault(b.task_id, []).append(c.score - b.score)
-        test = paired_mean_test(by_task, self.sd_floor)
+        test = paired_mean_test(targeted_differences(ev), self.sd_floor)
         ok = test.n > 0 and test.mean_diff > 0 and test.p_value <= self.alpha
         reason = ("no paired targeted rollouts" if not test.n else
                   f"paired gain {test.mean_diff:+.4f} (se {test.se:.4f}, p={test.p_value:.4f} vs alpha {self.alpha})")
@@ -308,10 +305,7 @@ class SequentialGainGate:
         self.futility_z, self.sd_floor = futility_z, sd_floor
 
     def check(self, ev: Evidence) -> GateResult:
-        by_task: dict[str, list[float]] = {}
-        for b, c in ev.pairs(ev.selection.targeted):
-            by_task.setdefault(b.task_id, []).append(c.score - b.score)
-        test = paired_mean_test(by_task, self.sd_floor)
+        test = paired_mean_test(targeted_differences(ev), self.sd_floor)
         bound = sequential_bounds(self.looks, self.alpha, self.spending)[self.look - 1]
         z = test.z if test.z is not None else (math.inf if test.mean_diff > 0 else -math.inf if test.n else None)
         crossed = z is not None and test.mean_diff > 0 and z >= bound
@@ -344,6 +338,14 @@ class SequentialGainGate:
                 "decided": decided,
             },
         )
+
+
+def targeted_differences(ev: Evidence) -> dict[str, list[float]]:
+    """Candidate - baseline score of each seed-paired rollout on the targeted tasks, by task."""
+    by_task: dict[str, list[float]] = {}
+    for b, c in ev.pairs(ev.selection.targeted):
+        by_task.setdefault(b.task_id, []).append(c.score - b.score)
+    return by_task
 
 
 def _fmt(z: float | None) -> str:
