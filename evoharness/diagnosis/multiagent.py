@@ -47,6 +47,7 @@ from evoharness.diagnosis.models import FailureClass, Signal
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
 
 TOOL_AGENT = re.compile(r"terminal|executor|computer|surfer|browser", re.IGNORECASE)
+NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|stalled|replan|"
                      r"you are given: \(1\) a task)", re.IGNORECASE)
 FABRICATION = re.compile(
@@ -82,6 +83,14 @@ def _quote(text: str, limit: int = 160) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def is_tool_name(name: str) -> bool:
+    """A tool agent is named for what it is: the head noun -- the last word of the name (``Computer_terminal``,
+    ``ComputerTerminal``, ``WebSurfer``, ``code_executor``) -- is a tool's (``TOOL_AGENT``). A word elsewhere in
+    the name only qualifies it: ``WomenInComputerScienceHistory_Expert`` is an expert, not a computer."""
+    words = NAME_WORD.findall(name)
+    return bool(words) and bool(TOOL_AGENT.fullmatch(words[-1]))
+
+
 class AgentLog:
     """The multi-agent reading of a trajectory: speakers, reasoning turns, tool outputs."""
 
@@ -111,7 +120,7 @@ class AgentLog:
 
     def is_tool(self, i: int) -> bool:
         """A tool agent's turn, or a tool's output posted under an agent's name (a browser page dump)."""
-        return bool(TOOL_AGENT.search(str(self.msgs[i].get("name") or ""))) or bool(PAGE_DUMP.match(self.text(i)))
+        return is_tool_name(str(self.msgs[i].get("name") or "")) or bool(PAGE_DUMP.match(self.text(i)))
 
     def is_orchestrator(self, i: int) -> bool:
         return str(self.msgs[i].get("name") or "").lower() == "orchestrator"

@@ -17,18 +17,24 @@ def _log(turns: list[tuple[str, str]], task: str = "How many athletes did the sm
 
 
 def test_fabricated_data_is_the_failing_step_and_names_its_agent():
-    t = _log([
+    turns = [
         ("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
         ("Data_Expert", "I will search the web for the 1928 results."),
         ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: ConnectionError"),
         ("Data_Expert", "The download failed, so let's simulate the dataset and proceed."),
         ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: CHN 1"),
         ("Verification_Expert", "FINAL ANSWER: CHN"),
-    ])
+    ]
+    t = _log(turns)
     lab = Labeller().label(t)
     assert lab.first_signal.id == "F1.unsupported_fact"
     assert lab.first_signal.step == 4 and t.messages[4]["name"] == "Data_Expert"
     assert "simulat" in lab.first_signal.evidence
+    # a tool agent is named for what it is (the name's last word): a computer-science expert still reasons
+    expert = [(n.replace("Data_Expert", "WomenInComputerScienceHistory_Expert"), c) for n, c in turns]
+    lab = Labeller().label(_log(expert))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == (
+        "F1.unsupported_fact", 4, "WomenInComputerScienceHistory_Expert")
 
 
 def test_orchestrator_ledger_without_progress_points_at_the_judged_action():
