@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InfraError
+from evoharness.logging import get_logger
+
+log = get_logger("evoharness.service")
 
 _store = None  # this worker process's IngestStore (set by _init)
 
@@ -76,16 +79,30 @@ class IngestPool:
         await asyncio.gather(*(loop.run_in_executor(self._pool, _ready) for _ in range(self.workers)))
 
     async def ingest(self, body: bytes, max_batch: int) -> tuple[int, int] | None:
+        """Store ``body`` in a worker. A dead worker breaks the whole pool (an idle one included): the pool
+        is replaced and the batch tried once more on the fresh one, which is safe (ids are UNIQUE, stored
+        once); a second death in a row (the batch itself kills workers) answers 503, nothing acknowledged."""
+        try:
+            return await self._submit(body, max_batch)
+        except BrokenProcessPool:
+            pass
+        try:
+            return await self._submit(body, max_batch)
+        except BrokenProcessPool as e:
+            raise InfraError(f"ingest worker died twice on this batch ({e}); retry the request") from None
+
+    async def _submit(self, body: bytes, max_batch: int) -> tuple[int, int] | None:
         pool = self._pool
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, ingest_body, body, max_batch)
-        except BrokenProcessPool as e:
-            # a worker died (killed, out of memory): the batches it held were not acknowledged (503: the
-            # client retries; ids make that safe). A broken pool takes no more work: replace it once.
+        except BrokenProcessPool:
+            # a worker died (killed, out of memory): a broken pool takes no more work: replace it once
+            # (several requests may see the same broken pool), then let the caller decide
             if self._pool is pool:
+                log.warning("service.ingest_worker_died", workers=self.workers)
                 self._pool = self._new()
                 pool.shutdown(wait=False, cancel_futures=True)
-            raise InfraError(f"ingest worker died ({e}); retry the request") from None
+            raise
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=False)

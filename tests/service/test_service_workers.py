@@ -22,6 +22,19 @@ def children(pid: int) -> list[int]:
     return [p for p in out if _state(p) not in ("Z", "X", None)]
 
 
+def ingest_workers(pid: int) -> list[int]:
+    """The pool's worker processes among the live children of ``pid`` (not multiprocessing's resource
+    tracker, also a child of the server)."""
+    return [p for p in children(pid) if b"spawn_main" in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _state(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -32,8 +45,8 @@ def _state(pid: int) -> str | None:
 @pytest.mark.slow
 def test_ingest_workers_store_every_acknowledged_id_once_and_survive_a_killed_worker(serve, tmp_path):
     server = serve(service={"loop": False, "workers": 2})
-    workers = wait_for(lambda: len(children(server.proc.pid)) >= 2 and children(server.proc.pid), timeout=60,
-                       what="two ingest worker processes")
+    workers = wait_for(lambda: len(ingest_workers(server.proc.pid)) >= 2 and ingest_workers(server.proc.pid),
+                       timeout=60, what="two ingest worker processes")
     acked: list[str] = []
     answers: list[dict] = []
     failed: list[int] = []
@@ -61,15 +74,24 @@ def test_ingest_workers_store_every_acknowledged_id_once_and_survive_a_killed_wo
         t.start()
     for t in threads:
         t.join(300)
-    assert set(failed) <= {503}  # what a dead worker held is refused (not acknowledged), never a 500
+    assert set(failed) <= {503}  # a batch is retried once on a fresh pool; if refused, not acknowledged; never 500
     assert len(answers) >= 40  # the pool was replaced: later batches went through
-    assert workers[0] not in children(server.proc.pid) and children(server.proc.pid)
+    assert workers[0] not in children(server.proc.pid) and ingest_workers(server.proc.pid)
+    # an idle worker killed between requests: the next request is served on a fresh worker, not refused
+    c = server.client()
+    idle = ingest_workers(server.proc.pid)
+    os.kill(idle[0], signal.SIGKILL)
+    wait_for(lambda: idle[0] not in children(server.proc.pid), timeout=30, what="the killed worker reaped")
+    after_idle_kill = [f"idle-{i}" for i in range(5)]
+    resp = c.post("/trajectories", json=[trajectory(i) for i in after_idle_kill])
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["stored"] == 5
+    acked += after_idle_kill
     db = sqlite3.connect(tmp_path / "home" / "service" / "ingest.sqlite")
     stored = [r[0] for r in db.execute("SELECT id FROM trajectories")]
     assert len(stored) == len(set(stored))  # two clients posted the same ids at once: stored once
     assert not set(acked) - set(stored)  # every acknowledged id is durable
     assert sum(a["stored"] for a in answers) <= len(stored)
-    c = server.client()
     assert c.get("/composition").json()["n"] == len(stored)
     # an invalid batch still gets the server's one-line error, not a worker's
     bad = c.post("/trajectories", json=[{"id": "x"}])
