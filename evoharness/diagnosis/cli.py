@@ -75,6 +75,11 @@ def diagnose(
     )
 
     cfg = settings_of(ctx).diagnosis
+    # the judge's options given to the rules are refused, not silently ignored
+    judge_only = [opt for opt, name in (("--judge-window", "window"), ("--context", "context"))
+                  if _given(ctx, name)]
+    if labeller_kind == "rules" and judge_only and not model:
+        raise InputError(judge_only[0], f"{judge_only[0]} is for --labeller llm")
     judged = labeller_kind != "rules" or model
     labeller = _labeller(labeller_kind, model, context, cfg, window) if judged else Labeller(cfg)
     fallbacks: list[str] = []
@@ -103,6 +108,13 @@ def diagnose(
             return
         rows.seek(0)
         _echo_json(summary_dict(comp, cfg), "trajectories", rows)
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given on the command line (or its environment variable), not left at
+    its default (typer carries its own click: the source is compared by name)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
 def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3):

@@ -47,6 +47,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert len(err) == 1 and str(bad) in err[0] and "line 1" in err[0]
     assert main(["diagnose", str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+    # the judge's options without the judge are refused, not silently ignored; one line, exit 2
+    sample = str(tmp_path / "missing.json")  # options are checked before any file is read
+    for opts in (["--judge-window", "5"], ["--context", "4096"], ["--labeller", "rules", "--judge-window", "0"],
+                 ["--model", "openai:http://127.0.0.1:9/v1"]):
+        assert main(["diagnose", sample, *opts]) == 2, opts
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: {opts[-2]}: {opts[-2]} is for --labeller llm"], (opts, err)
 
 
 def test_skip_invalid_reports_and_labels_the_rest(shared_data, tmp_path, capsys):
