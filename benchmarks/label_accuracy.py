@@ -74,7 +74,7 @@ def main() -> int:
         lab = labeller.label(t)
         s = lab.first_signal
         step = s.step if s else None
-        return Prediction(step, speaker(t, step), lab.failure_class.value)
+        return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
 
     sets = labelled_records(load_paths(roots))
     if args.holdout:
@@ -111,7 +111,7 @@ def main() -> int:
             if lab.labeller != "llm":
                 fallbacks.append(lab.labeller)
             step = lab.first_signal.step if lab.first_signal else None
-            return Prediction(step, speaker(t, step), lab.failure_class.value)
+            return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
 
         labellers["evoharness llm judge"] = llm
     names = [*labellers, *BASELINES]

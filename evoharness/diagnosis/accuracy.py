@@ -3,8 +3,8 @@
 Sets (read from the public data folder): Who&When Algorithm-Generated (the tuning set),
 Who&When Hand-Crafted (the test set: never tuned on) and AgentRx Magentic-One (44 runs
 with human labels). Per set and labeller: critical-step exact, within +-1 and +-3 messages
-of the earliest human failing step; agent attribution (the agent speaking at the predicted
-step vs the human's failing agent, case-insensitive); class agreement where the humans
+of the earliest human failing step; agent attribution (the labeller's agent -- for the trivial labellers
+the speaker at the predicted step -- vs the human's failing agent, case-insensitive); class agreement where the humans
 name a category, under ``CROSSWALK``.
 
 The trivial labellers, computed on the same records:

@@ -20,6 +20,7 @@ from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector
 from evoharness.diagnosis.models import FailureClass, Label, Signal
+from evoharness.diagnosis.multiagent import responsible_agent
 from evoharness.diagnosis.routing import Router
 from evoharness.traces.models import Trajectory
 
@@ -81,10 +82,9 @@ class Labeller:
 
 
 def _agent_at(traj: Trajectory, s: Signal | None) -> str | None:
-    if s is None or s.step >= len(traj.messages):
-        return None
-    name = traj.messages[s.step].get("name")
-    return str(name) if name else None
+    """The agent answerable for the failing step (multiagent.responsible_agent): its speaker, or at a
+    terminal's output the agent whose code it ran."""
+    return None if s is None else responsible_agent(traj.messages, s.step)
 
 
 def _quote_at(traj: Trajectory, s: Signal | None, limit: int = 140) -> str:

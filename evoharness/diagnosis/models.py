@@ -54,6 +54,7 @@ class Label(BaseModel):
     score: float | None = None
     delivered: bool = False
     violations: list[Violation] = Field(default_factory=list, description="the violation log (invariants)")
-    agent: str | None = Field(None, description="the agent speaking at the failing step (multi-agent logs)")
+    agent: str | None = Field(None, description="the agent answerable for the failing step (multi-agent logs): "
+                                                "its speaker, or at a terminal's output the agent whose code it ran")
     quote: str = Field("", description="one line of the message at the failing step")
     labeller: str = Field("rules", description="rules | llm | rules (llm fallback: why)")

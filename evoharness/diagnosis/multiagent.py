@@ -47,6 +47,7 @@ from evoharness.diagnosis.models import FailureClass, Signal
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
 
 TOOL_AGENT = re.compile(r"terminal|executor|computer|surfer|browser", re.IGNORECASE)
+EXECUTOR = re.compile(r"terminal|executor|computer", re.IGNORECASE)  # runs what it is given; chooses nothing
 NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|stalled|replan|"
                      r"you are given: \(1\) a task)", re.IGNORECASE)
@@ -87,8 +88,32 @@ def is_tool_name(name: str) -> bool:
     """A tool agent is named for what it is: the head noun -- the last word of the name (``Computer_terminal``,
     ``ComputerTerminal``, ``WebSurfer``, ``code_executor``) -- is a tool's (``TOOL_AGENT``). A word elsewhere in
     the name only qualifies it: ``WomenInComputerScienceHistory_Expert`` is an expert, not a computer."""
+    return bool(TOOL_AGENT.fullmatch(_head(name)))
+
+
+def _head(name: str) -> str:
     words = NAME_WORD.findall(name)
-    return bool(words) and bool(TOOL_AGENT.fullmatch(words[-1]))
+    return words[-1] if words else ""
+
+
+def responsible_agent(messages: list[dict], step: int) -> str | None:
+    """The agent answerable for a step: its speaker -- except at an executor's output (a terminal, a code
+    executor: it runs the code it is given and chooses nothing), where it is the agent that wrote the code
+    it ran (the last earlier turn with a code fence by an agent that is not a tool). A web or file surfer
+    chooses its own clicks, so it answers for its own steps."""
+    if not 0 <= step < len(messages):
+        return None
+    name = messages[step].get("name")
+    if not name or not EXECUTOR.fullmatch(_head(str(name))):
+        return str(name) if name else None
+    for j in range(step - 1, -1, -1):
+        m = messages[j]
+        author = m.get("name")
+        text = m.get("content")
+        if m.get("role") == "assistant" and author and not is_tool_name(str(author)) and isinstance(text, str) \
+                and "```" in text:
+            return str(author)
+    return str(name)
 
 
 class AgentLog:

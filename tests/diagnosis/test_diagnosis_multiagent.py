@@ -151,6 +151,12 @@ def test_a_page_dump_under_an_agents_name_is_tool_output_and_code_that_failed_is
     # the page's numbers are what the page says, not an invented fact; the failure is the code that failed
     assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 5, "Data_Expert")
     assert "failed first (step 6)" in lab.first_signal.evidence
+    from evoharness.diagnosis.multiagent import responsible_agent
+    # at a terminal's output the answerable agent is the one whose code it ran; a surfer answers for itself
+    assert [responsible_agent(t.messages, i) for i in (4, 6, 2, 7)] == [
+        "Data_Expert", "Data_Expert", "WebServing_Expert", "Verification_Expert"]
+    surfer = _log([("Orchestrator", "Please open the results page."), ("WebSurfer", "I clicked 'Results'.")])
+    assert responsible_agent(surfer.messages, 2) == "WebSurfer"
     no_failure = [(m["name"], m["content"]) for m in t.messages[1:5]] + [("Verification_Expert", "FINAL ANSWER: CUB")]
     lab = Labeller().label(_log(no_failure))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 3)  # the first code

@@ -34,7 +34,7 @@ def scores():
     def ours(t) -> Prediction:
         lab = labeller.label(t)
         step = lab.first_signal.step if lab.first_signal else None
-        return Prediction(step, speaker(t, step), lab.failure_class.value)
+        return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
 
     sets = labelled_records(load_paths(roots))
     return {name: score_set(name, recs, {"evoharness": ours, **BASELINES}) for name, recs in sets.items()}
