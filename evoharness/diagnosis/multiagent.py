@@ -31,8 +31,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   in a run that failed. Used where the answer's value has no earlier origin.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
   located at its first commitment: the reasoning turn that wrote the code whose execution failed first
-  (the last reasoning turn before the first ``exitcode: N``, N > 0), else the first reasoning turn with
-  code (the first action the run builds on), else the first reasoning turn.
+  (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``), else the
+  first reasoning turn with code (the first action the run builds on), else the first reasoning turn.
 """
 
 from __future__ import annotations
@@ -66,7 +66,13 @@ FENCE = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")
 LEDGER_STALL = re.compile(
     r'"is_in_loop"\s*:\s*\{[^{}]*"answer"\s*:\s*true|"is_progress_being_made"\s*:\s*\{[^{}]*"answer"\s*:\s*false'
 )
-EXEC_FAILED = re.compile(r"\s*exitcode: [1-9]")
+# a code run that exited non-zero, in the executors' own wording: AG2's terminal (``exitcode: 1 (execution
+# failed)``), Magentic-One's ComputerTerminal (``The script ran, then exited with Unix exit code: 1``, ``...
+# produced no output to console. The Unix exit code was: 1``), AutoGen's CodeExecutorAgent (``... exited with
+# an error (POSIX exit code: 1)``)
+EXEC_FAILED = re.compile(r"\s*(?:exitcode: [1-9]|The script ran, then exited with (?:Unix exit code: |an error "
+                         r"\(POSIX exit code: )[1-9]|The script ran but produced no output to console\. "
+                         r"The (?:Unix|POSIX) exit code was: [1-9])")
 PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
@@ -341,7 +347,9 @@ class FirstCommitmentDetector:
             return []
         turns = log.reasoning_turns
         failed_run = next((i for i in range(len(log.msgs)) if EXEC_FAILED.match(log.text(i))), None)
-        author = max((i for i in turns if failed_run is not None and i < failed_run), default=None)
+        before = [i for i in turns if failed_run is not None and i < failed_run]
+        # the code's author: the last turn with code before the run (not an instruction to run it), else the last
+        author = max((i for i in before if "```" in log.text(i)), default=max(before, default=None))
         if author is not None:
             i, why = author, f"wrote the code whose run failed first (step {failed_run})"
         else:

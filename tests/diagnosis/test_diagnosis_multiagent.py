@@ -170,3 +170,20 @@ def test_a_log_that_ends_on_a_terminals_output_has_no_final_answer_claim():
     assert "F1.unbacked_claim" not in {s.id for s in Labeller().label(ends_on_terminal).signals}
     ends_on_agent = _log([*turns, ("Data_Expert", "The smallest team is X7731 with Q9902 athletes.")])
     assert "F1.unbacked_claim" in {s.id for s in Labeller().label(ends_on_agent).signals}
+
+
+def test_magentic_ones_failed_script_run_locates_the_code_that_failed_not_the_instruction_to_run_it():
+    code = "```python\nimport pandas as pd\nprint(pd.read_csv('teams.csv').min())\n```"
+    turns = [
+        ("Orchestrator", "Please write a script that reads the team sizes."),
+        ("Assistant", "Here is the script:\n" + code),
+        ("Orchestrator", "Please run the script above."),
+        ("ComputerTerminal", "The script ran, then exited with Unix exit code: 1\nIts output was:\nFileNotFoundError"),
+        ("Orchestrator", "FINAL ANSWER: 12"),
+    ]
+    lab = Labeller().label(_log(turns))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 2, "Assistant")
+    assert "failed first (step 4)" in lab.first_signal.evidence
+    ran = [*turns[:3], ("ComputerTerminal", "The script ran, then exited with Unix exit code: 0\nIts output was:\n12"),
+           turns[4]]
+    assert "failed first" not in Labeller().label(_log(ran)).first_signal.evidence  # exit 0 is no failure
