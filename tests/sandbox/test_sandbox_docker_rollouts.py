@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -75,11 +76,20 @@ def test_bad_harnesses_become_failed_trajectories_with_reasons(tmp_path, pooled)
         "write_harness": _commit(repo, {"middleware/bad.py": hook + "    open('/harness/lessons.md', 'w')\n"},
                                  "write"),
     }
-    names = list(shas)
-    reqs = [RolloutRequest(task_id="contact_0", harness_commit=shas[n], seed=i) for i, n in enumerate(names)]
+    # The three that end on their own get a wall limit they never reach, however loaded the machine (a
+    # worker's start in a container took over 6 s at load 18); the hang gets a short one, and must come back
+    # far sooner than its 600 s sleep: killed at the limit, not waited out.
+    ending, wall = ["syntax", "crash", "write_harness"], 4.0
+    reqs = [RolloutRequest(task_id="contact_0", harness_commit=shas[n], seed=i) for i, n in enumerate(ending)]
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=pooled, workers=2,
-                       limits=Limits(wall_seconds=6)) as ex:
-        out = dict(zip(names, ex.run(reqs), strict=True))
+                       limits=Limits(wall_seconds=300)) as ex:
+        out = dict(zip(ending, ex.run(reqs), strict=True))
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=pooled, workers=1,
+                       limits=Limits(wall_seconds=wall)) as ex:
+        start = time.monotonic()
+        (out["hang"],) = ex.run([RolloutRequest(task_id="contact_0", harness_commit=shas["hang"], seed=3)])
+        took = time.monotonic() - start
+    assert wall <= took < 120, took
     for name, traj in out.items():
         assert traj.final_answer is None and traj.score == 0.0, name
         assert traj.harness_commit == shas[name]
