@@ -8,8 +8,13 @@ same worker command, no isolation); under bubblewrap with one process per batch 
 worker's start (``bwrap-warm+start``: the executor's workers stopped before the timed run, so it pays
 one sandbox start for its ``--rollouts``, as a round pays per commit and slot) and once with the
 worker already up (``bwrap-warm``: what each further rollout of a commit costs). Prints the mean
-wall seconds per rollout, each bwrap row over the plain process and over in-process, then the
-speed-up of 2 bwrap workers over 1 on the same requests.
+wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
+(wall, and CPU: load-robust), the warm children's minor page faults, then the speed-up of 2 bwrap
+workers over 1 on the same requests. CPU counts this process (executor, model gateway, host-side
+scoring), its waited-for children (a plain process) and what warm fork servers report (each child,
+the server's own fork/wait/sweep, its start-up; bwrap's own set-up, a few ms per start, is not
+counted). A cold bwrap sandbox's CPU is not measured (``bwrap-batch``: its processes are never waited
+for by this one, so rusage does not see them; the row's CPU column is left out).
 
 With ``--repeat N`` the configurations run in turn N times (in-process, process, bwrap, in-process,
 ...) and each figure is the median, with min / median / max printed beside the ratios.
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -44,6 +50,7 @@ from evoharness.sandbox.models import Limits
 
 ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm")
 BWRAP_ROWS = ROWS[2:]
+CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm")  # see the docstring: not bwrap-batch
 
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
@@ -54,9 +61,18 @@ def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
             for i in range(n)]
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that have been waited for."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest], *, warm: bool = True,
-           restart: bool = False) -> tuple[float, int]:
-    """Seconds for ``reqs`` and how many failed; ``restart``: stop warm workers before the timed run."""
+           restart: bool = False) -> tuple[float, int, float, float]:
+    """Wall seconds for ``reqs``, how many failed, their CPU seconds (this process -- executor, gateway,
+    host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
+    report for their children, themselves and their start) and the warm children's page faults;
+    ``restart``: stop warm workers before the timed run."""
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
                        batch_size=args.batch, warm=warm) as ex:
         # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
@@ -64,10 +80,13 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
         ex.run(reqs[:(workers - 1) * args.batch + 1])
         if restart:
             ex.stop_workers()
-        start = time.perf_counter()
+        before = dict(ex.warm_cost)
+        cpu, start = _cpu(), time.perf_counter()
         trajs = ex.run(reqs)
-        elapsed = time.perf_counter() - start
-    return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure"))
+        elapsed, cpu = time.perf_counter() - start, _cpu() - cpu
+        spent = {k: v - before.get(k, 0) for k, v in ex.warm_cost.items()}
+    cpu += spent.get("child_cpu_s", 0) + spent.get("server_cpu_s", 0) + spent.get("start_cpu_s", 0)
+    return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure")), cpu, spent.get("child_minflt", 0)
 
 
 def _bare(box, n: int = 20) -> float:
@@ -92,7 +111,7 @@ def _docker_rows(harness: Path, args, reqs: list[RolloutRequest], figures: dict,
     n = len(reqs)
     with DockerSandbox() as cold, DockerSandbox(pool_size=1) as pool:
         for name, box in (("docker_cold", cold), ("docker_pool", pool)):
-            elapsed, failures[name] = _timed(harness, args, box, 1, reqs)
+            elapsed, failures[name], _, _ = _timed(harness, args, box, 1, reqs)
             figures[f"{name}_s_per_rollout"] = round(elapsed / n, 4)
             figures[f"{name}_over_bwrap"] = round(figures[f"{name}_s_per_rollout"] / figures["bwrap_s_per_rollout"], 3)
         figures["bare_docker_cold_ms"] = round(1000 * _bare(cold, 8), 2)
@@ -154,21 +173,33 @@ def main() -> None:
                                                   "cpus": os.cpu_count() or 0}
         failures = {}
         per: dict[str, list[float]] = {name: [] for name in ROWS}
+        cpu: dict[str, list[float]] = {name: [] for name in ROWS}
+        faults: list[float] = []
         configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
                    "bwrap-batch": (BwrapSandbox(), {"warm": False}),
                    "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {})}
         for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
             for name, (box, kw) in configs.items():
-                elapsed, failures[name] = _timed(harness, args, box, 1, reqs, **kw)
+                elapsed, failures[name], seconds, flt = _timed(harness, args, box, 1, reqs, **kw)
                 per[name].append(elapsed / n)
+                cpu[name].append(seconds / n)
+                if name == "bwrap-warm":
+                    faults.append(flt / n)
         for name, xs in per.items():
             figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
+        for name in CPU_ROWS:
+            figures[f"{name}_cpu_s_per_rollout"] = round(statistics.median(cpu[name]), 4)
+        figures["bwrap-warm_child_faults_per_rollout"] = round(statistics.median(faults))
         spreads = {}
         for name in BWRAP_ROWS:
             for base in ("process", "inprocess"):
                 ratios = [b / p for b, p in zip(per[name], per[base], strict=True)]
                 figures[f"{name}_over_{base}"] = round(statistics.median(ratios), 3)
                 spreads[f"{name}_over_{base}"] = spread(ratios, ".2f", "x")
+            if name in CPU_ROWS:
+                ratios = [b / p for b, p in zip(cpu[name], cpu["inprocess"], strict=True)]
+                figures[f"{name}_cpu_over_inprocess"] = round(statistics.median(ratios), 3)
+                spreads[f"{name}_cpu_over_inprocess"] = spread(ratios, ".2f", "x")
         figures["bwrap_s_per_rollout"] = figures["bwrap-warm+start_s_per_rollout"]
         figures["bwrap_overhead_ms"] = round(
             1000 * (figures["bwrap_s_per_rollout"] - figures["process_s_per_rollout"]), 1)
@@ -176,8 +207,8 @@ def main() -> None:
         figures["bare_bwrap_ms"] = round(1000 * _bare(BwrapSandbox(python_runtime=True)), 2)
         ones, twos = [], []
         for _ in range(args.repeat):
-            one, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
-            two, failures["bwrap_2"] = _timed(harness, args, BwrapSandbox(), 2, reqs)
+            one, _, _, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
+            two, failures["bwrap_2"], _, _ = _timed(harness, args, BwrapSandbox(), 2, reqs)
             ones.append(one)
             twos.append(two)
         figures["bwrap_1_worker_s"] = round(statistics.median(ones), 3)
@@ -197,10 +228,14 @@ def main() -> None:
     print(f"{n} rollouts of {args.model} on {args.env}, batch {args.batch}, medians of {args.repeat} repeats "
           f"({load_note()})")
     for name in ROWS:
-        print(f"  {name:<17} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout")
+        cpu_ms = f"{figures[f'{name}_cpu_s_per_rollout'] * 1000:6.1f} ms CPU" if name in CPU_ROWS else "(CPU not seen)"
+        print(f"  {name:<17} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout wall, {cpu_ms}")
     for name in BWRAP_ROWS:
         print(f"  {name + ' / plain process':<34}: {spreads[f'{name}_over_process']}")
         print(f"  {name + ' / in-process':<34}: {spreads[f'{name}_over_inprocess']}")
+        if name in CPU_ROWS:
+            print(f"  {name + ' / in-process, CPU':<34}: {spreads[f'{name}_cpu_over_inprocess']}")
+    print(f"  bwrap-warm child: {figures['bwrap-warm_child_faults_per_rollout']} minor page faults per rollout")
     print(f"  bwrap-warm+start - plain process  : {figures['bwrap_overhead_ms']:+.1f} ms per rollout")
     print(f"  start-up of `true`    : {figures['bare_process_ms']:.1f} ms plain, "
           f"{figures['bare_bwrap_ms']:.1f} ms bwrap")

@@ -13,7 +13,11 @@ worker (``worker.main([dir/request.json, dir/out.json])``) with RLIMIT_CPU set t
 process group at ``wall`` seconds), then removes everything the rollout left inside the sandbox --
 every other process, the contents of /tmp and /dev/shm, System V IPC objects -- and answers one line::
 
-    {"n": 3, "returncode": 0, "timed_out": false, "clean": true}
+    {"n": 3, "returncode": 0, "timed_out": false, "clean": true, "cost": {"child_cpu_s": 0.012, ...}}
+
+(``cost``: the child's CPU seconds and minor page faults -- copy-on-write copies of the server's pages,
+mostly -- and the server's own CPU for the request: fork, wait, sweep; the ready line carries the CPU
+its start-up took, ``start_cpu_s``).
 
 Why this keeps rollouts apart: harness code only ever runs in a child, which exits, so no Python state
 (modules, globals, caches, monkey-patches) of one rollout reaches the next; what a child can leave
@@ -60,7 +64,8 @@ def serve(warm_path: str) -> int:
     snapshot()
     warm = _warm(warm_path)
     gc.freeze()  # what the server holds is never collected in a child: fewer copy-on-write page faults per fork
-    _say(proto, {"ready": True, "pid": os.getpid(), "warm": warm})
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    _say(proto, {"ready": True, "pid": os.getpid(), "warm": warm, "start_cpu_s": round(ru.ru_utime + ru.ru_stime, 6)})
     lines = os.fdopen(0, "rb", buffering=0)
     buf = b""
     while True:
@@ -76,9 +81,13 @@ def serve(warm_path: str) -> int:
         except (ValueError, KeyError, TypeError) as e:
             print(f"worker: bad serve request: {e}", file=sys.stderr)
             return 2
-        rc, timed_out = _run_child(workdir, wall, cpu)
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        rc, timed_out, child = _run_child(workdir, wall, cpu)
         clean = sweep()
-        _say(proto, {"n": n, "returncode": rc, "timed_out": timed_out, "clean": clean})
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        _say(proto, {"n": n, "returncode": rc, "timed_out": timed_out, "clean": clean, "cost": {
+            "child_cpu_s": round(child.ru_utime + child.ru_stime, 6), "child_minflt": child.ru_minflt,
+            "server_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 6)}})
         if not clean:
             return 3
 
@@ -153,8 +162,9 @@ def _warm_caches() -> None:
     yaml.safe_load("a: [1, 'b', {c: true}]\n")
 
 
-def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool]:
-    """Fork, run one rollout in the child, wait (kill at ``wall``); (exit status as Popen gives it, timed out)."""
+def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool, resource.struct_rusage]:
+    """Fork, run one rollout in the child, wait (kill at ``wall``); (exit status as Popen gives it, timed out,
+    the child's resource use)."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -177,8 +187,8 @@ def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool]:
                 target()
             except (ProcessLookupError, PermissionError):
                 pass
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), timed_out
+    _, status, usage = os.wait4(pid, 0)
+    return os.waitstatus_to_exitcode(status), timed_out, usage
 
 
 def _wait(pid: int, wall: float) -> bool:

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -131,6 +132,7 @@ class LocalExecutor:
         self.warm, self.warm_idle_s = warm and hasattr(sandbox, "start"), warm_idle_s
         self._pool: WarmPool | None = None
         self.warm_starts = 0  # warm workers started so far (tests, measurements)
+        self.warm_cost: Counter[str] = Counter()  # sums of the servers' per-rollout accounts (``warm.COST_KEYS``)
         self._warm_lock = threading.Lock()
         self.scorer = HostScorer(env_spec)  # scores every rollout here, by replay, outside the sandbox
         self._seals: dict[int, str] = {}  # id(request) -> the seal its worker's output must carry
@@ -321,8 +323,11 @@ class LocalExecutor:
         gw = self.gateway()
         self.warm_starts += 1
         warm = {"env_spec": self.env_spec, "model_spec": self.model_spec, "gateway": gw is not None}
-        return WarmWorker(self.sandbox, sha=sha, tree=self.checkouts.get(sha), env=self.env,
-                          limits=self.limits, sockets=[gw.socket] if gw is not None else [], warm=warm)
+        worker = WarmWorker(self.sandbox, sha=sha, tree=self.checkouts.get(sha), env=self.env,
+                            limits=self.limits, sockets=[gw.socket] if gw is not None else [], warm=warm)
+        with self._warm_lock:
+            self.warm_cost["start_cpu_s"] += worker.start_cpu_s
+        return worker
 
     def _warm_one(self, worker: WarmWorker, req: RolloutRequest, sha: str | None) -> Trajectory:
         account = self._open(req)
@@ -331,6 +336,8 @@ class LocalExecutor:
         try:
             hview, _ = self.sandbox.view(worker.tree, worker.work)
             result, rdir = worker.run(self._payload(req, hview, sha, account))
+            with self._warm_lock:
+                self.warm_cost.update(worker.last_cost | {"rollouts": 1})
             traj = self._read(req, sha, result, rdir / "out.json")
         finally:
             if rdir is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -50,6 +51,26 @@ class SandboxResult(BaseModel):
         if self.timed_out:
             return f"wall-time limit hit after {self.wall_seconds:.1f}s"
         if self.limit:
-            return f"{self.limit} limit hit (exit {self.returncode})"
+            return f"{self.limit} limit hit ({exit_words(self.returncode)})"
         last = next((ln for ln in reversed(self.stderr.splitlines()) if ln.strip()), "")
-        return f"exit {self.returncode}" + (f": {last[:300]}" if last else "")
+        return exit_words(self.returncode) + (f": {last[:300]}" if last else "")
+
+
+def exit_words(returncode: int | None) -> str:
+    """An exit status in words: ``exit 3``; ``killed by SIGSEGV`` for a negative status (killed by that
+    signal, as ``subprocess`` and ``os.waitstatus_to_exitcode`` give it); a status of 128 + N, which a shell or
+    bwrap reports for a child killed by signal N, gets the name beside it: ``exit 139 (SIGSEGV)``."""
+    if returncode is None:
+        return "no exit status"
+    if returncode < 0:
+        return f"killed by {_signal_name(-returncode)}"
+    name = _signal_name(returncode - 128) if returncode > 128 else None
+    return f"exit {returncode}" + (f" ({name})" if name and name.startswith("SIG") else "")
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+

@@ -36,7 +36,7 @@ from typing import IO
 
 from evoharness.errors import InfraError
 from evoharness.sandbox.base import TAIL_BYTES, classify
-from evoharness.sandbox.models import LimitHit, Limits, SandboxResult
+from evoharness.sandbox.models import LimitHit, Limits, SandboxResult, exit_words
 
 WORKER_MODULE = "evoharness.agent.worker"
 SCRATCH_MOUNT = "/scratch"
@@ -44,6 +44,9 @@ SCRATCH_MOUNT = "/scratch"
 ANSWER_GRACE_S = 15.0
 START_TIMEOUT_S = 120.0  # for the worker's start-up and imports (not bound by a rollout's wall limit)
 SERVER_CPU_S = 600  # the fork server's own RLIMIT_CPU (each child gets the rollout's ``cpu_seconds``)
+# what the fork server reports: per rollout the child's CPU seconds and minor page faults (copy-on-write
+# copies, mostly) and the server's own CPU seconds for the request (fork, wait, sweep); once, its start-up CPU
+COST_KEYS = ("child_cpu_s", "child_minflt", "server_cpu_s", "start_cpu_s")
 MAX_ROLLOUTS_PER_WORKER = 512  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
 
 
@@ -106,6 +109,7 @@ class WarmWorker:
         self.rollouts = 0
         self.idle_since = time.monotonic()
         self.dead: str | None = None
+        self.last_cost: dict[str, float] = {}  # the last rollout's CPU in the sandbox, as the server measured it
         self._silent = False  # the last failure was no answer in time (not an exit)
         self._buf = b""
         (self.work / "warm.json").write_text(json.dumps(warm))
@@ -125,6 +129,7 @@ class WarmWorker:
             hello = {}
         self.start_seconds = time.monotonic() - start
         self.warmed = hello.get("warm", [])
+        self.start_cpu_s = _cost({"start_cpu_s": hello.get("start_cpu_s")}).get("start_cpu_s", 0.0)
 
     @property
     def alive(self) -> bool:
@@ -165,6 +170,7 @@ class WarmWorker:
                                  limit="wall" if self._silent else hit, wall_seconds=wall,
                                  backend=self.live.backend), rdir
         rc, timed_out = int(answer.get("returncode", 1)), bool(answer.get("timed_out"))
+        self.last_cost = _cost(answer.get("cost"))
         limit = classify(rc, stderr, timed_out)
         hit = self.live.limit_hit()
         if hit is not None:  # a cgroup limit: this rollout hit it (the worker is not reused)
@@ -228,7 +234,14 @@ class WarmWorker:
         except subprocess.TimeoutExpired:
             rc = None
         last = next((ln for ln in reversed(self.live.stderr_tail().splitlines()) if ln.strip()), "")
-        return f"{what} (exit {rc})" + (f": {last[:300]}" if last else "")
+        return f"{what}, {exit_words(rc)}" + (f": {last[:300]}" if last else "")
+
+
+def _cost(raw: object) -> dict[str, float]:
+    """The server's account (``COST_KEYS``), numbers only."""
+    if not isinstance(raw, dict):
+        return {}
+    return {k: float(v) for k, v in raw.items() if k in COST_KEYS and isinstance(v, int | float)}
 
 
 def _tail_in(rdir: Path, name: str) -> str:

@@ -60,8 +60,10 @@ def before_model(messages, ctx):
 
 KILLS_ITS_WORKER = '''import os, signal
 def before_model(messages, ctx):
+    if ctx.get("step", 0) == 0 and "{crash}" in str(messages):
+        os.kill(os.getpid(), signal.SIGSEGV)  # the rollout's own process crashes
     if ctx.get("step", 0) == 0 and "{task}" in str(messages):
-        os.kill(os.getppid(), signal.SIGKILL)
+        os.kill(os.getppid(), signal.SIGKILL)  # the fork server
     return None
 '''
 
@@ -94,6 +96,9 @@ def test_one_warm_worker_serves_every_batch_of_its_commit(tmp_path):
                        batch_size=2) as ex:
         first, second = ex.run(reqs), ex.run(reqs)
         assert ex.warm_starts == 1  # 8 rollouts in 4 batches over two runs: one sandbox start
+        cost = ex.warm_cost  # the server's account: every rollout's child, and its own start
+        assert cost["rollouts"] == 8 and cost["start_cpu_s"] > 0.05
+        assert cost["child_cpu_s"] > 0 and cost["server_cpu_s"] > 0 and cost["child_minflt"] > 8 * 50
     for a, b, c in zip(plain, first, second, strict=True):
         assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
         assert (b.score, b.messages) == (c.score, c.messages)
@@ -114,20 +119,22 @@ def test_nothing_of_one_rollout_reaches_the_next(tmp_path):
     assert all("LEAK ipc,global,module,/tmp/leak,process" in leak for leak in _leaks(shared)), _leaks(shared)
 
 
-def test_a_worker_killed_by_its_rollout_fails_only_that_rollout(tmp_path):
+def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_named(tmp_path):
     from evoharness.envs import get_environment
 
     repo = init_harness(tmp_path / "h")
-    victim = get_environment("synthetic").list_tasks("dev")[1]
-    reqs = _requests(_commit(repo, "kill.py", KILLS_ITS_WORKER.replace("{task}", victim.prompt[:40])), 3)
+    crash, victim = get_environment("synthetic").list_tasks("dev")[:2]
+    middleware = KILLS_ITS_WORKER.replace("{task}", victim.prompt[:40]).replace("{crash}", crash.prompt[:40])
+    reqs = _requests(_commit(repo, "kill.py", middleware), 3)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=8) as ex:
         trajs = ex.run(reqs)
-        assert ex.warm_starts == 2  # the next rollout got a fresh worker
+        assert ex.warm_starts == 2  # a crashed child leaves its server up; a killed server is replaced
     failed = [t.task_id for t in trajs if t.meta.get("rollout_failure")]
-    assert failed == [victim.id]
-    reason = " ".join(e.detail for e in trajs[1].events)
-    assert "warm worker exited" in reason
+    assert failed == [crash.id, victim.id]
+    reasons = [" ".join(e.detail for e in t.events) for t in trajs[:2]]
+    assert "worker failed: killed by SIGSEGV" in reasons[0], reasons[0]
+    assert "warm worker exited, exit 137 (SIGKILL)" in reasons[1], reasons[1]  # bwrap's status: 128 + 9
 
 
 def test_each_rollout_has_its_own_wall_limit_and_the_worker_survives(tmp_path):
