@@ -54,7 +54,7 @@ def root(
 SCHEMAS = {
     "trajectory": ("evoharness.traces.models", "Trajectory"),  # import, POST /trajectories, rollouts
     "edit": ("evoharness.harness_repo.models", "Edit"),  # EDIT.json for `candidate new`
-    "label": ("evoharness.diagnosis.models", "Label"),  # `label --out` lines
+    "label": ("evoharness.diagnosis.models", "LabelLine"),  # `label --out` lines
 }
 
 

@@ -14,7 +14,8 @@ placebo one window of records (``datasets.placebo_window``) are held.
 Labelling is the larger part of exporting a file's unhealthy trajectories. ``labels`` (a file
 ``evoharness label`` wrote for the same trajectory file) gives their class and first signal
 instead: it is read in step with the trajectories, one line at a time (``label`` writes one line
-per trajectory, in order), and a trajectory whose label is not the next line is labelled here.
+per trajectory, in order); a labels file that does not line up with the trajectory file, line for
+line, is an ``InputError`` (see ``LabelFile``).
 """
 
 from __future__ import annotations
@@ -82,16 +83,19 @@ class _LabelHead(BaseModel):
     trajectory_id: str
     failure_class: FailureClass
     first_signal: _SignalId | None = None
+    schema_version: int | None = None
 
 
 class LabelFile:
     """The labels ``evoharness label`` wrote for a trajectory file, read in step with it.
 
-    ``take(id)`` returns (class, first signal id) when the next label is that trajectory's (and
-    consumes it), else None (nothing consumed: the trajectory is labelled by the caller). A file in
-    another order therefore costs speed, never correctness. The labels are taken as given (made
-    with whatever diagnosis settings ``label`` ran with). A line that is not a label is an
-    ``InputError`` naming it.
+    ``take(id)`` returns (class, first signal id) of the next label, which must be that trajectory's:
+    ``label`` writes one line per trajectory, in the file's order, so any other line means the labels were
+    written for another file (or an edited one) and is an ``InputError`` naming the line, as are a line
+    that is not a label, a line without this evoharness's ``schema_version`` (a stale or foreign file),
+    and a labels file shorter or longer than the trajectory file (``finish()`` checks the end). Nothing is
+    guessed: a class is never read from a line that might belong to another trajectory. The labels are
+    taken as given (made with whatever diagnosis settings ``label`` ran with).
     """
 
     def __init__(self, path: Path | str) -> None:
@@ -99,32 +103,49 @@ class LabelFile:
         if not self.path.is_file():
             raise InputError(str(self.path), "labels file not found")
         self._lines: Iterator[tuple[int, bytes]] | None = None
-        self._head: _LabelHead | None = None
-        self._done = False
+        self._lineno = 0
 
-    def take(self, trajectory_id: str) -> tuple[str, str | None] | None:
-        if self._head is None and not self._done:
-            self._head = self._next()
-        head = self._head
-        if head is None or head.trajectory_id != trajectory_id:
-            return None
-        self._head = None
+    def take(self, trajectory_id: str) -> tuple[str, str | None]:
+        head = self._next()
+        if head is None:
+            raise self._mismatch(f"ends at line {self._lineno}, before trajectory {trajectory_id!r}")
+        if head.trajectory_id != trajectory_id:
+            raise self._mismatch(f"line {self._lineno} labels trajectory {head.trajectory_id!r} where the "
+                                 f"trajectory file has {trajectory_id!r}")
         return head.failure_class.value, head.first_signal.id if head.first_signal else None
 
+    def finish(self) -> None:
+        """The trajectory file is done: the labels file must be too."""
+        if (head := self._next()) is not None:
+            raise self._mismatch(f"line {self._lineno} labels trajectory {head.trajectory_id!r}, past the "
+                                 "trajectory file's end")
+
+    def _mismatch(self, what: str) -> InputError:
+        return InputError(str(self.path), f"{what}: these labels were not written for this trajectory file "
+                                          "(run `evoharness label FILE --out LABELS` on it)")
+
     def _next(self) -> _LabelHead | None:
+        from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION
         from evoharness.traces.store import jsonl_lines
 
         if self._lines is None:
             self._lines = jsonl_lines(self.path)
         for lineno, raw in self._lines:
+            self._lineno = lineno
             try:
-                return _LabelHead.model_validate_json(raw)
+                head = _LabelHead.model_validate_json(raw)
             except ValidationError as e:
                 first = e.errors()[0]
                 where = ".".join(str(x) for x in first["loc"]) or "line"
                 raise InputError(str(self.path), f"not a label (written by `evoharness label`): {where}: "
                                                  f"{first['msg']}", where=f"line {lineno}") from None
-        self._done = True
+            if head.schema_version != LABEL_SCHEMA_VERSION:
+                found = ("has no schema_version (written by an older `evoharness label`, or not a labels file)"
+                         if head.schema_version is None else f"has schema_version {head.schema_version}, this "
+                         f"evoharness reads {LABEL_SCHEMA_VERSION}")
+                raise InputError(str(self.path), f"{found}: run `evoharness label FILE --out LABELS` again",
+                                 where=f"line {lineno}")
+            return head
         return None
 
 
@@ -152,8 +173,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
 
     A queue item whose trajectory the file already gave is skipped; only that case keeps a set of
     ids (the file itself is taken as written: a store file holds each id once). With ``labels``,
-    an unhealthy trajectory whose label is the file's next line is not labelled again (``reused[0]``
-    counts them).
+    an unhealthy trajectory's class is read from its line, not labelled again (``reused[0]`` counts
+    them).
     """
     seen: set[str] = set()
     remember = source == SourceKind.all and queue is not None
@@ -165,7 +186,7 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         labeller = Labeller(diagnosis_cfg)
         threshold = labeller.cfg.healthy_threshold
         for t in trajectories:
-            known = labels.take(t.id) if labels is not None else None
+            known = labels.take(t.id) if labels is not None else None  # a mismatch is an error
             if t.score is not None and t.score >= threshold:
                 # the labeller's first rule: healthy whatever fired, no first signal; an export
                 # needs only the class, so the detectors are not run
@@ -182,6 +203,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
             if remember:
                 seen.add(t.id)
             yield Candidate(t, cls, first, "file")
+        if labels is not None:
+            labels.finish()
     if source == SourceKind.queue and queue is None:
         raise InputError("--source", "--source queue needs the training queue")
     if source in (SourceKind.queue, SourceKind.all) and queue is not None:
@@ -275,7 +298,7 @@ def export_dataset(
     per_task: Counter = Counter()
     admitted = heldout_matched = 0
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    made = _make_dirs(out, out / "data")  # removed again (when still empty) if the export fails
     _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
     writer = open_writer(fmt, out)
     window: list[tuple[dict, dict]] = []
@@ -337,10 +360,10 @@ def export_dataset(
     except BaseException:
         if writer is not None:
             writer.close()
-        _remove_outputs(out)
+        _remove_outputs(out, made)
         raise
     if admitted == 0 and heldout_matched:
-        _remove_outputs(out)
+        _remove_outputs(out, made)
         raise InputError("export", f"only held-out tasks matched the request ({heldout_matched} "
                          "trajectories); held-out tasks are never exported")
     for key, c in counts.items():
@@ -354,7 +377,21 @@ def export_dataset(
     return summary
 
 
-def _remove_outputs(out: Path) -> None:
+def _make_dirs(out: Path, sub: Path) -> list[Path]:
+    """Create ``out`` (with its missing parents); returns the directories that did not exist before,
+    ``out``'s and ``sub``'s (a directory a writer may create inside ``out``), deepest first."""
+    made = [sub] if not sub.exists() else []
+    p = out
+    while not p.exists() and p != p.parent:
+        made.append(p)
+        p = p.parent
+    out.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _remove_outputs(out: Path, made: list[Path] = ()) -> None:
+    """Delete the files an export writes into ``out``, then those of the directories ``made`` (created by
+    this export) left empty; nothing else that was there is touched."""
     for name in ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json",
                  "data/train-00000-of-00001.parquet"):
         (out / name).unlink(missing_ok=True)
@@ -363,6 +400,11 @@ def _remove_outputs(out: Path) -> None:
         import shutil
 
         shutil.rmtree(staging, ignore_errors=True)
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:  # not empty (someone else's files) or already gone
+            pass
 
 
 def read_manifest(out: Path) -> ExportSummary:

@@ -150,6 +150,7 @@ def label(
     """Write one label per trajectory as JSONL: class, first signal (step, evidence), agent, a one-line
     quote, all signals, lever, and the violation log (broken schema / policy invariants, with steps)."""
     from evoharness.diagnosis.labeller import Labeller
+    from evoharness.diagnosis.models import LabelLine
 
     labeller = Labeller(settings_of(ctx).diagnosis)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +158,7 @@ def label(
     try:
         with out.open("w") as fh:
             for t in _stream(paths, fmt, skip_invalid):
-                fh.write(labeller.label(t).model_dump_json() + "\n")
+                fh.write(LabelLine.of(labeller.label(t)).model_dump_json() + "\n")
                 n += 1
     except InputError:
         out.unlink(missing_ok=True)  # no half-written labels file left behind

@@ -58,3 +58,18 @@ class Label(BaseModel):
                                                 "its speaker, or at a terminal's output the agent whose code it ran")
     quote: str = Field("", description="one line of the message at the failing step")
     labeller: str = Field("rules", description="rules | llm | rules (llm fallback: why)")
+
+
+LABEL_SCHEMA_VERSION = 1  # raise when a field of the `label --out` lines changes meaning or goes away
+
+
+class LabelLine(Label):
+    """One line of `evoharness label --out`: a ``Label`` plus the version of this layout, so that a reader
+    (``dataset export --labels``) can tell a stale or foreign file from a labels file it understands."""
+
+    schema_version: int = Field(LABEL_SCHEMA_VERSION, description="the labels file layout's version")
+
+    @classmethod
+    def of(cls, label: Label) -> LabelLine:
+        return cls.model_construct(_fields_set={*label.model_fields_set, "schema_version"}, **dict(label),
+                                   schema_version=LABEL_SCHEMA_VERSION)

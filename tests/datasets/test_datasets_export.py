@@ -218,21 +218,58 @@ def test_labels_file_replaces_relabelling_and_gives_the_same_metadata(tmp_path, 
     assert read_jsonl(tmp_path / "b" / "metadata.jsonl") == read_jsonl(tmp_path / "a" / "metadata.jsonl")
     assert (tmp_path / "b" / "data.jsonl").read_bytes() == (tmp_path / "a" / "data.jsonl").read_bytes()
 
-    # labels in another order are not trusted by position: those trajectories are labelled here
-    lines = labels.read_text().splitlines()
-    labels.write_text("\n".join(lines[1:] + lines[:1]) + "\n")
-    with pytest.raises(AssertionError, match="relabelled x0"):
-        export_dataset(tmp_path / "c", source=SourceKind.all, trajectories=JsonlSource(src), labels=labels)
 
 
-def test_bad_labels_file_is_one_error_line(tmp_path, capsys):
+def test_labels_that_do_not_line_up_or_are_stale_are_one_error_line(tmp_path, capsys):
     src = tmp_path / "t.jsonl"
-    write_trajectories(src, [make_traj("x0", score=0.2)])
-    bad = tmp_path / "labels.jsonl"
-    bad.write_text('{"trajectory_id": "x0", "failure_class": "F9"}\n')
-    for labels, msg in ((bad, "line 1"), (tmp_path / "missing.jsonl", "no such file"),
-                        (tmp_path, "is a directory")):
-        assert main(["dataset", "export", "-o", str(tmp_path / "o"), "--source", "all", "-t", str(src),
+    write_trajectories(src, [make_traj(f"x{i}", score=0.2) for i in range(3)])
+    labels = tmp_path / "labels.jsonl"
+    assert main(["label", str(src), "--out", str(labels)]) == 0
+    good = labels.read_text().splitlines()
+    assert all(json.loads(line)["schema_version"] == 1 for line in good)
+    other = good[1].replace('"x1"', '"elsewhere"')
+    stale = json.dumps({k: v for k, v in json.loads(good[0]).items() if k != "schema_version"})
+    cases = {
+        "unknown": ([good[0], other, *good[1:]], "line 2 labels trajectory 'elsewhere' where the trajectory file "
+                                                 "has 'x1'"),
+        "reordered": ([*good[1:], good[0]], "line 1 labels trajectory 'x1' where"),
+        "short": (good[:2], "ends at line 2, before trajectory 'x2'"),
+        "long": ([*good, other], "line 4 labels trajectory 'elsewhere', past the trajectory file's end"),
+        "stale": ([stale, *good[1:]], "line 1: has no schema_version"),
+        "newer": ([good[0].replace('"schema_version":1', '"schema_version":2'), *good[1:]],
+                  "line 1: has schema_version 2, this evoharness reads 1"),
+        "foreign": (['{"trajectory_id": "x0", "failure_class": "F9"}'], "line 1"),  # not a class
+    }
+    out = tmp_path / "new" / "o"
+    for name, (lines, msg) in cases.items():
+        labels.write_text("\n".join(lines) + "\n")
+        assert main(["dataset", "export", "-o", str(out), "--source", "all", "-t", str(src),
+                     "--labels", str(labels)]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and msg in err[0], (name, err)
+        assert not (tmp_path / "new").exists(), name  # nothing the failed export created is left
+    for labels, msg in ((tmp_path / "missing.jsonl", "no such file"), (tmp_path, "is a directory")):
+        assert main(["dataset", "export", "-o", str(out), "--source", "all", "-t", str(src),
                      "--labels", str(labels)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error:") and msg in err[0]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "hf"])
+def test_a_failed_export_removes_what_it_created_and_only_that(tmp_path, fmt):
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [make_traj("x0"), make_traj("x1")])
+    with src.open("a") as fh:
+        fh.write('{"id": "broken"}\n')  # the export fails on this line, after writing x0 and x1
+    fresh = tmp_path / "a" / "b" / "out"
+    with pytest.raises(InputError, match="line 3"):
+        export_dataset(fresh, fmt=ExportFormat(fmt), trajectories=JsonlSource(src))
+    assert not (tmp_path / "a").exists()
+
+    mine = tmp_path / "mine"  # a directory the user made, with files of their own
+    (mine / "notes").mkdir(parents=True)
+    (mine / "keep.txt").write_text("mine")
+    (mine / "data.jsonl").write_text("an earlier export's data\n")
+    with pytest.raises(InputError, match="line 3"):
+        export_dataset(mine, fmt=ExportFormat(fmt), trajectories=JsonlSource(src))
+    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt", "notes"]  # the export's own files are gone
