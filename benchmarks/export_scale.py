@@ -96,10 +96,18 @@ def main() -> None:
         if args.labels:
             from evoharness.diagnosis.labeller import Labeller
 
+            try:  # the lines `evoharness label` writes (older trees: no schema_version)
+                from evoharness.diagnosis.models import LabelLine
+
+                as_line = LabelLine.of
+            except ImportError:
+                def as_line(label):
+                    return label
+
             labels, labeller = Path(d) / "labels.jsonl", Labeller()
             with labels.open("w") as fh:
                 for t in JsonlSource(src):
-                    fh.write(labeller.label(t).model_dump_json() + "\n")
+                    fh.write(as_line(labeller.label(t)).model_dump_json() + "\n")
         out = args.keep or Path(d) / "out"
         base = _rss_mb()
         cpu, wall = [], []
