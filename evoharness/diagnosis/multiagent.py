@@ -38,7 +38,7 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 from __future__ import annotations
 
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
@@ -90,6 +90,7 @@ def _quote(text: str, limit: int = 160) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+@lru_cache(maxsize=1024)
 def is_tool_name(name: str) -> bool:
     """A tool agent is named for what it is: the head noun -- the last word of the name (``Computer_terminal``,
     ``ComputerTerminal``, ``WebSurfer``, ``code_executor``) -- is a tool's (``TOOL_AGENT``). A word elsewhere in
@@ -97,6 +98,7 @@ def is_tool_name(name: str) -> bool:
     return bool(TOOL_AGENT.fullmatch(_head(name)))
 
 
+@lru_cache(maxsize=1024)
 def _head(name: str) -> str:
     words = NAME_WORD.findall(name)
     return words[-1] if words else ""
