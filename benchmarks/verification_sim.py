@@ -28,10 +28,23 @@ that did not fire with probability ``FALSE_FIRE``; and every edit but the null o
 on tasks it does not target (each with probability ``SIDE_SHARE``, a score shift drawn from
 N(0, ``SIDE_SD``), on dev and held-out tasks alike).
 
+``--common-seeds`` couples rollouts of different harnesses on the same seed; ``--coupling C`` keeps
+the common draws in a share C of rollouts only (the others diverge, as a deterministic agent's
+trajectory does after any change to its prompt). At C = 1 a null edit reproduces its base's rollouts
+exactly, so no test on paired differences can accept it: its false-accept rate is 0 by construction
+there, and ``--coupling 0.7`` is the world that tests it.
+
+Rates are printed as accepted/proposed, the rate and its 95% Wilson interval; under the table, the
+exact (Clopper-Pearson) 95% upper bounds of the null and harmful false-accept rates, one- and
+two-sided. ``--seed S`` is the first world's seed (runs use S, S+1, ...; repeat r adds 1000 r);
+``--jobs N`` runs N worlds at a time in worker processes (the figures do not depend on it); progress
+goes to stderr.
+
 ``--repeat N`` runs the whole simulation N times on disjoint seeds and prints, under the table (the
 pooled runs), min / median / max over the repeats of power and held-out gain per strategy.
 
     .venv/bin/python benchmarks/verification_sim.py [--runs 12] [--rounds 10] [--repeat 1] [--json]
+        [--only NAME ...] [--common-seeds [--coupling C]] [--seed S] [--jobs N]
 """
 
 from __future__ import annotations
@@ -43,6 +56,7 @@ import random
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 from evoharness.harness_repo.models import Candidate
@@ -50,7 +64,7 @@ from evoharness.logging import configure_logging
 from evoharness.verification.anchors import AnchorBook
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
-from evoharness.verification.gates import default_gates, make_gates
+from evoharness.verification.gates import make_gates
 from evoharness.verification.selection import BehaviourAware, Coreset, FixedSplit, RandomSplit
 from evoharness.verification.sim import SimHarness, SimSource, SimWorld
 from evoharness.verification.verifier import Verifier
@@ -78,6 +92,9 @@ def strategies(n_dev: int) -> dict[str, tuple]:
             BehaviourAware(0.5), ("behaviour", "paired_gain", "no_regression", "attribution", "guard"), BUDGET, 24, K),
         # the defaults: sequential, control_ratio 2.0, max_tasks 48; at most 3x the budget, spending ~1x on average
         "behaviour_aware_sequential": (BehaviourAware(2.0), None, 3 * BUDGET, 48, K, {"sequential": True}),
+        # the same with no_regression's bound over tasks (no_regression_alpha 0.05) instead of its point rule
+        "behaviour_aware_sequential_nr": (BehaviourAware(2.0), None, 3 * BUDGET, 48, K,
+                                          {"sequential": True, "no_regression_alpha": 0.05}),
         "behaviour_aware_sequential_r1": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
         "behaviour_aware_sequential_narrow": (BehaviourAware(0.5), None, 3 * BUDGET, 24, K, {"sequential": True}),
         "behaviour_aware_no_attribution": (
@@ -132,16 +149,17 @@ def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: ran
 
 
 def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: bool = False,
-            common_seeds: bool = False) -> dict:
+            common_seeds: bool = False, coupling: float = 1.0) -> dict:
     strategy, gate_names, budget, max_tasks, k, *extra = spec
     world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS,
                               recall=1.0 if ideal else RECALL, false_fire=0.0 if ideal else FALSE_FIRE,
-                              common_seeds=common_seeds)
+                              common_seeds=common_seeds, coupling=coupling)
     world.add("h0", SimHarness())
     cfg = VerificationConfig(rollouts=k, anchor_rollouts=K, max_tasks=max_tasks, bootstrap_samples=200,
                              **{"sequential": False, **(extra[0] if extra else {})})
     verifier = Verifier(SimSource(world), cfg, seed=seed)
-    gates = make_gates(gate_names) if gate_names else default_gates(strategy.name, bootstrap_samples=200)
+    gates = make_gates(gate_names, bootstrap_samples=200, no_regression_alpha=cfg.no_regression_alpha) \
+        if gate_names else None  # None: the verifier's own defaults, from cfg (the real path)
     dev = [t for t, task in world.tasks.items() if task.split == "dev"]
     run_ledger = BudgetLedger(total=float("inf"))
     book = AnchorBook()
@@ -179,33 +197,61 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
             "optimism": [r.optimism for r in book.optimism]}
 
 
+def _run_named(args: tuple) -> dict:
+    """`run_one` by strategy name (what a worker process is sent)."""
+    name, seed, rounds, n_dev, ideal, common_seeds, coupling = args
+    return run_one(name, strategies(n_dev)[name], seed, rounds, n_dev, ideal, common_seeds, coupling)
+
+
 def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
              runs_24x: int | None = None, first_seed: int = 0, ideal: bool = False,
-             common_seeds: bool = False) -> dict[str, dict]:
+             common_seeds: bool = False, coupling: float = 1.0, jobs: int = 1,
+             progress: bool = False) -> dict[str, dict]:
     out = {}
-    for name, spec in strategies(n_dev).items():
-        if only and name not in only:
-            continue
-        n = runs_24x if name.endswith("_24x") and runs_24x else runs
-        res = [run_one(name, spec, seed, rounds, n_dev, ideal, common_seeds)
-               for seed in range(first_seed, first_seed + n)]
-        row: dict = {"runs": n}
-        for key, kind in (("null_false_accept", "null"), ("harmful_false_accept", "harmful"),
-                          ("noisefit_false_accept", "noisefit"), ("power", "true")):
-            acc, prop = sum(r["accepted"][kind] for r in res), sum(r["proposed"][kind] for r in res)
-            row[key] = acc / max(1, prop)
-            row[f"{key}_ci"] = wilson(acc, prop)
-            row[f"{key}_n"] = prop
-        for key, values in (("heldout_gain", [r["heldout_gain"] for r in res]),
-                            ("rollouts", [r["rollouts"] for r in res]),
-                            ("per_candidate", [r["per_candidate"] for r in res])):
-            row[key] = sum(values) / n
-            row[f"{key}_ci"] = mean_ci(values)
-        opt = [x for r in res for x in r["optimism"]]
-        row["selection_optimism"] = sum(opt) / len(opt) if opt else None
-        row["selection_optimism_ci"] = mean_ci(opt) if opt else None
-        out[name] = row
+    pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
+    try:
+        for name in strategies(n_dev):
+            if only and name not in only:
+                continue
+            n = runs_24x if name.endswith("_24x") and runs_24x else runs
+            work = [(name, seed, rounds, n_dev, ideal, common_seeds, coupling)
+                    for seed in range(first_seed, first_seed + n)]
+            results = pool.map(_run_named, work) if pool else map(_run_named, work)
+            res, t0, shown = [], time.perf_counter(), 0.0
+            for r in results:
+                res.append(r)
+                now = time.perf_counter() - t0
+                if progress and (now - shown >= 10.0 or len(res) == n):
+                    shown = now
+                    print(f"  {name}: {len(res)}/{n} worlds ({now:.0f}s)", file=sys.stderr, flush=True)
+            out[name] = _summarise(res, n)
+    finally:
+        if pool:
+            pool.shutdown()
     return out
+
+
+def _summarise(res: list[dict], n: int) -> dict:
+    """One strategy's row: rates over all proposals, means over the worlds, each with its interval."""
+    row: dict = {"runs": n}
+    for key, kind in (("null_false_accept", "null"), ("harmful_false_accept", "harmful"),
+                      ("noisefit_false_accept", "noisefit"), ("power", "true")):
+        acc, prop = sum(r["accepted"][kind] for r in res), sum(r["proposed"][kind] for r in res)
+        row[key] = acc / max(1, prop)
+        row[f"{key}_ci"] = wilson(acc, prop)
+        row[f"{key}_n"] = prop
+        row[f"{key}_k"] = acc
+        row[f"{key}_cp_upper"] = clopper_pearson_upper(acc, prop)
+        row[f"{key}_cp_upper_1s"] = clopper_pearson_upper(acc, prop, one_sided=True)
+    for key, values in (("heldout_gain", [r["heldout_gain"] for r in res]),
+                        ("rollouts", [r["rollouts"] for r in res]),
+                        ("per_candidate", [r["per_candidate"] for r in res])):
+        row[key] = sum(values) / n
+        row[f"{key}_ci"] = mean_ci(values)
+    opt = [x for r in res for x in r["optimism"]]
+    row["selection_optimism"] = sum(opt) / len(opt) if opt else None
+    row["selection_optimism_ci"] = mean_ci(opt) if opt else None
+    return row
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> list[float] | None:
@@ -218,6 +264,18 @@ def wilson(successes: int, n: int, z: float = 1.96) -> list[float] | None:
     return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
+def clopper_pearson_upper(successes: int, n: int, one_sided: bool = False) -> float | None:
+    """Exact (Clopper-Pearson) 95% upper bound of a proportion: two-sided (the 97.5% beta quantile) or
+    one-sided (95%); for 0 successes the one-sided bound is 1 - 0.05^(1/n), about 3/n."""
+    if n == 0:
+        return None
+    if successes >= n:
+        return 1.0
+    from scipy.stats import beta
+
+    return float(beta.ppf(0.95 if one_sided else 0.975, successes + 1, n - successes))
+
+
 def mean_ci(values: list[float], z: float = 1.96) -> list[float] | None:
     """Mean +- z standard errors (None for fewer than two values)."""
     if len(values) < 2:
@@ -227,8 +285,8 @@ def mean_ci(values: list[float], z: float = 1.96) -> list[float] | None:
 
 
 def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
-    """The repeats' figures pooled: rates over all proposals, means over all runs (intervals dropped:
-    the per-repeat spread is printed instead)."""
+    """The repeats' figures pooled: rates over all proposals (with their intervals), means over all
+    runs (intervals dropped: the per-repeat spread is printed instead)."""
     if len(reps) == 1:
         return reps[0]
     out = {}
@@ -237,9 +295,15 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
         runs = sum(row["runs"] for row in rows)
         merged: dict = {"runs": runs}
         for key in rows[0]:
-            if key == "runs" or key.endswith("_ci") or key.endswith("_n"):
+            if key == "runs" or key.endswith(("_ci", "_n", "_k", "_cp_upper", "_cp_upper_1s")):
                 continue
-            vals = [(row[key], row.get(f"{key}_n", row["runs"])) for row in rows if row[key] is not None]
+            if f"{key}_k" in rows[0]:  # a rate: recount
+                acc, prop = sum(row[f"{key}_k"] for row in rows), sum(row[f"{key}_n"] for row in rows)
+                merged.update({key: acc / max(1, prop), f"{key}_ci": wilson(acc, prop), f"{key}_n": prop,
+                               f"{key}_k": acc, f"{key}_cp_upper": clopper_pearson_upper(acc, prop),
+                               f"{key}_cp_upper_1s": clopper_pearson_upper(acc, prop, one_sided=True)})
+                continue
+            vals = [(row[key], row["runs"]) for row in rows if row[key] is not None]
             total = sum(w for _, w in vals)
             merged[key] = sum(v * w for v, w in vals) / total if vals and total else None
         out[name] = merged
@@ -253,18 +317,39 @@ def table(results: dict[str, dict]) -> str:
              "rollouts/run", "optimism"]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for name, r in results.items():
-        cells = [name] + [_cell(c, r.get(c), r.get(f"{c}_ci")) for c in cols]
+        cells = [name] + [_cell(c, r.get(c), r.get(f"{c}_ci"), r.get(f"{c}_k"), r.get(f"{c}_n")) for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _cell(col: str, value: float | None, ci: list[float] | None) -> str:
+def exact_bounds(results: dict[str, dict]) -> str:
+    """The exact 95% upper bounds of the false-accept rates, one line per strategy."""
+    out = ["exact (Clopper-Pearson) 95% upper bounds, two-sided / one-sided:"]
+    for name, r in results.items():
+        parts = [f"{kind} {r[f'{key}_k']}/{r[f'{key}_n']} <= {r[f'{key}_cp_upper']:.4f} / "
+                 f"{r[f'{key}_cp_upper_1s']:.4f}"
+                 for kind, key in (("null", "null_false_accept"), ("harmful", "harmful_false_accept"))
+                 if r.get(f"{key}_n")]
+        out.append(f"  {name:<34} " + "; ".join(parts))
+    return "\n".join(out)
+
+
+def _cell(col: str, value: float | None, ci: list[float] | None, k: int | None = None,
+          n: int | None = None) -> str:
     if value is None:
         return "-"
+    if n is not None:  # a rate: the counts first
+        return f"{k}/{n} " + _cell(col, value, ci)
     signed = col in ("heldout_gain", "selection_optimism")
     fmt = ".0f" if col in ("rollouts", "per_candidate") else "+.4f" if signed else ".3f"
     text = f"{value:{fmt}}"
     return f"{text} [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else text
+
+
+def _world_seeds(common_seeds: bool, coupling: float) -> str:
+    if not common_seeds:
+        return "independent draws per harness"
+    return "common seeds" if coupling == 1.0 else f"common seeds, coupling {coupling}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="runs for the 24x split (default: --runs, the same seeds as every strategy)")
     ap.add_argument("--common-seeds", action="store_true", help="rollouts on the same seed share their random "
                     "draws across harnesses (a deterministic agent at a fixed seed; SimWorld.common_seeds)")
+    ap.add_argument("--coupling", type=float, default=None, metavar="C", help="with --common-seeds: the share "
+                    "of rollouts that keep the common draws (default 1.0: a null edit reproduces its base exactly)")
+    ap.add_argument("--seed", type=int, default=0, help="the first world's seed (runs use seed, seed+1, ...)")
+    ap.add_argument("--jobs", type=int, default=1, help="worlds simulated at a time in worker processes")
     ap.add_argument("--ideal", action="store_true", help="the old idealised world: exact observation of "
                     "behaviours, no side effects of edits")
     ap.add_argument("--rounds", type=int, default=10)
@@ -283,15 +372,27 @@ def main(argv: list[str] | None = None) -> int:
     add_repeat(ap, default=1)
     args = ap.parse_args(argv)
     check_repeat(ap, args.repeat)
+    if args.runs < 1 or (args.runs_24x is not None and args.runs_24x < 1):
+        ap.error("--runs and --runs-24x must be at least 1")
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+    if args.coupling is not None and not (args.common_seeds and 0.0 <= args.coupling <= 1.0):
+        ap.error("--coupling needs --common-seeds and a value in [0, 1]")
+    unknown = sorted(set(args.only or ()) - set(strategies(args.dev_tasks)))
+    if unknown:
+        ap.error(f"unknown strategy {', '.join(unknown)} (choose from {', '.join(strategies(args.dev_tasks))})")
+    coupling = 1.0 if args.coupling is None else args.coupling
     configure_logging("warning", "console")
-    t0 = time.perf_counter()
-    reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x, first_seed=r * 1000,
-                     ideal=args.ideal, common_seeds=args.common_seeds) for r in range(args.repeat)]
+    t0, c0 = time.perf_counter(), time.process_time()
+    reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x,
+                     first_seed=args.seed + r * 1000, ideal=args.ideal, common_seeds=args.common_seeds,
+                     coupling=coupling, jobs=args.jobs, progress=True) for r in range(args.repeat)]
     results = pooled(reps)
     if args.json:
         print(json.dumps(results if args.repeat == 1 else {**results, "_repeats": reps}, indent=2))
     else:
         print(table(results))
+        print("\n" + exact_bounds(results))
         if args.repeat > 1:
             print(f"\nover {args.repeat} repeats (disjoint seeds):")
             for name in results:
@@ -299,9 +400,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"{spread([r[name]['heldout_gain'] for r in reps], '+.4f')}")
         print(f"\n{args.runs} runs ({args.runs_24x or args.runs} for the 24x split) x {args.rounds} rounds, "
               f"{WORLD_IDEAL if args.ideal else WORLD}, "
-              f"{'common seeds' if args.common_seeds else 'independent draws per harness'}, "
+              f"{_world_seeds(args.common_seeds, coupling)}, seeds from {args.seed}, "
               f"{args.dev_tasks} dev tasks, k={K}, "
-              f"{BUDGET} rollouts per candidate, {args.repeat} repeat(s); {time.perf_counter() - t0:.1f}s "
+              f"{BUDGET} rollouts per candidate, {args.repeat} repeat(s); {time.perf_counter() - t0:.1f}s wall, "
+              f"{time.process_time() - c0:.1f} CPU-s in this process (--jobs {args.jobs}) "
               f"({load_note()})", file=sys.stderr)
     return 0
 

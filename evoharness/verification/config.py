@@ -48,6 +48,15 @@ class VerificationSettings(BaseModel):
         description="share of the targeted gain that must come from rollouts where the "
         "behaviour stopped firing",
     )
+    no_regression_alpha: float = Field(
+        0.0,
+        ge=0,
+        lt=0.5,
+        description="the no_regression gate passes when the one-sided 1 - alpha lower confidence bound of the "
+        "control tasks' mean difference (across tasks: harm lands on some tasks, not others) is within the "
+        "resolvable difference; 0: the older point rule (the mean difference alone), which let harmful edits "
+        "through when their harm missed the sampled control tasks",
+    )
     judge_hunks: bool = Field(
         True,
         description="a candidate with several independent hunks that passed every gate is also run "

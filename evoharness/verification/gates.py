@@ -101,9 +101,23 @@ class NoRegressionGate:
     side: a control task can still be prone to the target (it was healthy in the anchor by chance), and
     the edit's gain there would otherwise pay for harm done elsewhere -- exactly what this gate is for.
     Without pairs (seeds not shared) it compares the two sides' means.
+
+    With ``alpha`` (config ``no_regression_alpha``; off by default) it is a non-inferiority test
+    over tasks: the control tasks are a sample of the untargeted dev tasks, and an edit's harm lands
+    on some tasks and not others, so the sample's mean difference can miss it. Each control task's
+    mean paired difference ``d_t`` is one observation; the gate passes when the one-sided
+    ``1 - alpha`` lower confidence bound of their mean (Student t, ``n - 1`` degrees of freedom, the
+    SD of the ``d_t`` across tasks, floored at ``sd_floor``) is at least ``-resolvable``. The burden
+    of proof is on the candidate: few or disagreeing control tasks cannot show "no regression".
+    ``alpha=None`` is the point rule (the mean difference alone against ``-resolvable``), which lets
+    a harmful edit through when its harm misses most of the sampled control tasks (2 of 600 harmful
+    edits in the simulation, docs/verification.md).
     """
 
     name = "no_regression"
+
+    def __init__(self, alpha: float | None = None, sd_floor: float = 0.005) -> None:
+        self.alpha, self.sd_floor = alpha, sd_floor
 
     def check(self, ev: Evidence) -> GateResult:
         tasks = ev.selection.control
@@ -112,17 +126,25 @@ class NoRegressionGate:
             return GateResult(gate=self.name, passed=True, reason="no control tasks", numbers={"tasks": 0})
         pairs = ev.pairs(tasks)
         clean = [(b, c) for b, c in pairs if ev.target not in b.fired and ev.target not in c.fired]
+        by_task: dict[str, list[float]] = {}
+        for b, c in clean:
+            by_task.setdefault(b.task_id, []).append(c.score - b.score)
         if clean:
             delta = sum(c.score - b.score for b, c in clean) / len(clean)
         else:
             delta = cand - base
         bar = ev.resolvable(tasks)
+        lower, spread = self._lower_bound([sum(d) / len(d) for d in by_task.values()])
+        ok = delta >= -bar if lower is None else lower >= -bar
+        left_out = (f" ({len(pairs) - len(clean)} of {len(pairs)} pairs left out: the target fired)"
+                    if len(clean) < len(pairs) and clean else "")
+        reason = (f"control {delta:+.4f} vs allowed -{bar:.4f}" if lower is None else
+                  f"control {delta:+.4f}, {1 - self.alpha:.0%} lower bound over {len(by_task)} tasks "
+                  f"{lower:+.4f} vs allowed -{bar:.4f}") + left_out
         return GateResult(
             gate=self.name,
-            passed=delta >= -bar,
-            reason=f"control {delta:+.4f} vs allowed -{bar:.4f}" + (
-                f" ({len(pairs) - len(clean)} of {len(pairs)} pairs left out: the target fired)"
-                if len(clean) < len(pairs) and clean else ""),
+            passed=ok,
+            reason=reason,
             numbers={
                 "baseline": _r(base),
                 "candidate": _r(cand),
@@ -132,8 +154,23 @@ class NoRegressionGate:
                 "pairs": len(clean),
                 "left_out": len(pairs) - len(clean),
                 "resolvable": _r(bar),
+                "alpha": self.alpha,
+                "task_sd": _r(spread),
+                "lower_bound": _r(lower),
             },
         )
+
+    def _lower_bound(self, task_means: list[float]) -> tuple[float | None, float | None]:
+        """The one-sided lower confidence bound of the mean over tasks, and the SD across tasks (None
+        when the point rule applies: ``alpha`` unset or fewer than two tasks with clean pairs)."""
+        n = len(task_means)
+        if self.alpha is None or n < 2:
+            return None, None
+        from scipy.stats import t as student_t
+
+        mean = sum(task_means) / n
+        sd = max(math.sqrt(sum((x - mean) ** 2 for x in task_means) / (n - 1)), self.sd_floor)
+        return mean - float(student_t.ppf(1 - self.alpha, n - 1)) * sd / math.sqrt(n), sd
 
 
 class AttributionGate:
@@ -390,10 +427,13 @@ def make_gates(
     min_share: float = 0.5,
     alpha: float = 0.05,
     bootstrap_samples: int = 2000,
+    no_regression_alpha: float | None = None,
 ) -> list[Gate]:
     out: list[Gate] = []
     for n in names:
-        if n == "attribution":
+        if n == "no_regression":
+            out.append(NoRegressionGate(no_regression_alpha or None))
+        elif n == "attribution":
             out.append(AttributionGate(min_share))
         elif n == "gain":
             out.append(GainGate(bootstrap_samples))
@@ -409,8 +449,9 @@ def make_gates(
 
 
 def default_gates(strategy: SelectionStrategy | str, min_share: float = 0.5,
-                  bootstrap_samples: int = 2000) -> list[Gate]:
+                  bootstrap_samples: int = 2000, no_regression_alpha: float | None = None) -> list[Gate]:
     """The gates ``strategy`` declares (a registered name or a strategy object)."""
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
-    return make_gates(strategy.gates, min_share=min_share, bootstrap_samples=bootstrap_samples)
+    return make_gates(strategy.gates, min_share=min_share, bootstrap_samples=bootstrap_samples,
+                      no_regression_alpha=no_regression_alpha)

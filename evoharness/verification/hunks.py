@@ -277,15 +277,17 @@ def _text(data: bytes | None) -> str | None:
 
 def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequence[RolloutRequest],
                 measure: Measure, max_parts: int, min_share: float = 0.5,
-                gain_gate: Gate | None = None) -> tuple[GateResult, list[Part]]:
+                gain_gate: Gate | None = None, no_regression_alpha: float | None = None
+                ) -> tuple[GateResult, list[Part]]:
     """The ``hunks`` gate: every part must pass the behaviour-aware gates left out, or else alone.
 
     ``ev`` is the candidate's evidence (its baseline is the base on the same seeds);
     ``candidate_requests`` are the candidate's own requests, whose tasks and seeds each variant
     reuses; ``measure`` runs requests and pays for them. ``gain_gate`` is the gain test each part must
     pass (default `GainGate`, the fixed design's; a sequential verification passes its paired test so
-    that a part is judged by the same kind of test that accepted the whole candidate). Returns the gate
-    and the refused parts.
+    that a part is judged by the same kind of test that accepted the whole candidate);
+    ``no_regression_alpha`` is the no_regression gate's (`NoRegressionGate`). Returns the gate and the
+    refused parts.
     """
     name = "hunks"
     if len(parts) > max_parts:
@@ -293,7 +295,7 @@ def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequenc
                           reason=f"{len(parts)} independent hunks (at most {max_parts} are judged one by one): "
                           "split the candidate"), []
     gain = gain_gate if gain_gate is not None else GainGate()
-    gates = [BehaviourGate(), gain, NoRegressionGate(), AttributionGate(min_share)]
+    gates = [BehaviourGate(), gain, NoRegressionGate(no_regression_alpha or None), AttributionGate(min_share)]
     compared = set(ev.selection.targeted) | set(ev.selection.control)
     reqs = [r for r in candidate_requests if r.task_id in compared]
 

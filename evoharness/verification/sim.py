@@ -16,10 +16,17 @@ an agent and environment that are deterministic given the seed (the stand-in mod
 with seeded sampling): two harnesses on the same seed behave alike except where an edit acts (a
 behaviour whose firing probability fell stops firing on some of the seeds where it fired). Off, each
 harness draws afresh (an API model sampling at temperature).
+
+``coupling`` (with ``common_seeds``): the share of rollouts that keep the common draws; the others
+draw their own, as when any change to the prompt makes a deterministic agent's trajectory diverge
+from the same seed's under another harness. Two harnesses' rollouts on one seed then share their
+draws with probability ``coupling ** 2``. At 1.0 (the default) an edit that changes nothing
+reproduces its base's rollouts exactly, so a test on paired differences cannot accept it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import zlib
 from dataclasses import dataclass, field
@@ -62,9 +69,10 @@ def _clip(x: float) -> float:
 
 class SimWorld:
     def __init__(self, tasks: list[SimTask], noise_sd: float = 0.03, recall: float = 1.0,
-                 false_fire: float = 0.0, common_seeds: bool = False) -> None:
+                 false_fire: float = 0.0, common_seeds: bool = False, coupling: float = 1.0) -> None:
         self.tasks = {t.id: t for t in tasks}
         self.common_seeds = common_seeds
+        self.coupling = coupling
         self.recall = recall
         self.false_fire = false_fire
         self.harnesses: dict[str, SimHarness] = {}
@@ -85,6 +93,7 @@ class SimWorld:
         recall: float = 1.0,
         false_fire: float = 0.0,
         common_seeds: bool = False,
+        coupling: float = 1.0,
     ) -> SimWorld:
         rng = random.Random(seed)
         tasks = []
@@ -96,7 +105,7 @@ class SimWorld:
                 tasks.append(
                     SimTask(f"{split}-{i:03d}", split, rng.uniform(0.6, 0.9), rng.uniform(0.05, 0.25), prone)
                 )
-        return cls(tasks, recall=recall, false_fire=false_fire, common_seeds=common_seeds)
+        return cls(tasks, recall=recall, false_fire=false_fire, common_seeds=common_seeds, coupling=coupling)
 
     def add(self, commit: str, harness: SimHarness, name: str | None = None) -> None:
         """Register ``commit``; ``name`` (default the commit) seeds its noise, for reproducible tests."""
@@ -122,7 +131,8 @@ class SimWorld:
     def outcome(self, commit: str, task_id: str, seed: int, rollout: int = 0) -> Observation:
         h, t = self.harnesses[commit], self.tasks[task_id]
         rng = self._rng
-        who = "" if self.common_seeds else self.names.get(commit, commit)
+        name = self.names.get(commit, commit)
+        who = "" if self.common_seeds and self._coupled(name, task_id, seed) else name
         rng.seed(zlib.crc32(f"{who}|{task_id}|{seed}".encode()))
         fired = frozenset(b for b in sorted(t.prone) if rng.random() < self.fire_prob(commit, task_id, b))
         base = t.fail if fired else t.quality
@@ -141,6 +151,14 @@ class SimWorld:
             trajectory_id=None,
             tokens=0,
         )
+
+
+    def _coupled(self, name: str, task_id: str, seed: int) -> bool:
+        """Whether this rollout keeps the common draws (``coupling``; deterministic per rollout)."""
+        if self.coupling >= 1.0:
+            return True
+        digest = hashlib.blake2b(f"{name}|{task_id}|{seed}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") < self.coupling * 2**64  # crc32 here: draws correlated by name
 
 
 class SimSource:

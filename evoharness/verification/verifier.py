@@ -120,7 +120,7 @@ class Verifier:
         cfg = self.config
         plan = plan or self.plan(candidate, anchor, strategy, ledger, round, k)
         gates = list(gates) if gates is not None else default_gates(
-            plan.strategy, cfg.attribution_min_share, cfg.bootstrap_samples)
+            plan.strategy, cfg.attribution_min_share, cfg.bootstrap_samples, cfg.no_regression_alpha)
         log.info("power estimate", candidate=candidate.branch, predicted_effect=_r(plan.predicted_effect),
                  sigma=_r(plan.sigma), rollouts_needed=plan.rollouts_needed, k=plan.k)
         if ledger is not None:
@@ -149,7 +149,7 @@ class Verifier:
                                                cfg.sequential_futility_z, cfg.sigma_floor) if looked else None
                 gate, refused = judge_parts(parts, ev, cand_reqs, lambda reqs: self._measure(
                     reqs, ledger, plan.round, candidate.branch, "hunks"), cfg.max_hunks, cfg.attribution_min_share,
-                    part_gain)
+                    part_gain, cfg.no_regression_alpha)
                 results.append(gate)
                 reduced = self.hunks.reduce(candidate, refused) if cfg.drop_refused_hunks and refused and len(
                     refused) < len(parts) else None

@@ -87,6 +87,26 @@ def test_no_regression_gate(base, cand, passed, why):
     assert result.numbers["resolvable"] == pytest.approx(0.0866, abs=1e-3)
 
 
+def test_no_regression_bound_over_tasks_refuses_harm_that_lands_on_one_control_task():
+    """c1 loses 0.12 on every seed, c2-c4 are unchanged: the control mean falls 0.03, inside the allowed
+    -0.0866, so the point rule passes. Over tasks the four d_t are (-0.12, 0, 0, 0): SD 0.06, the 95% lower
+    bound -0.03 - 2.353 * 0.03 = -0.1006 falls outside. A uniform -0.03 has SD 0 (floored): it passes."""
+    base = uniform(CONTROL, 0.8, False)
+    one_harmed = {**base, "c1": ([0.68] * 4, [False] * 4)}
+    point = NoRegressionGate().check(evidence(side(base), side(one_harmed), TARGETED, CONTROL, anchor=noisy_anchor()))
+    assert point.passed and point.numbers["lower_bound"] is None
+    gate = NoRegressionGate(alpha=0.05)
+    bound = gate.check(evidence(side(base), side(one_harmed), TARGETED, CONTROL, anchor=noisy_anchor()))
+    assert not bound.passed and bound.numbers["lower_bound"] == pytest.approx(-0.03 - 2.3534 * 0.03, abs=1e-3)
+    assert "lower bound over 4 tasks" in bound.reason
+    even = gate.check(evidence(side(base), side(uniform(CONTROL, 0.77, False)), TARGETED, CONTROL,
+                               anchor=noisy_anchor()))
+    assert even.passed and even.numbers["task_sd"] == 0.005
+    # the config reaches the verifier's default gates (the real path: `evoharness verify`, the graph)
+    assert [g.alpha for g in make_gates(["no_regression"], no_regression_alpha=0.05)] == [0.05]
+    assert [g.alpha for g in default_gates("behaviour_aware") if g.name == "no_regression"] == [None]
+
+
 def test_no_regression_passes_without_control_tasks_and_says_so():
     result = NoRegressionGate().check(evidence(side(BASE), side(FIX), TARGETED, anchor=noisy_anchor()))
     assert result.passed and result.reason == "no control tasks"

@@ -67,6 +67,36 @@ def test_partial_observation_reports_what_detectors_would_and_scores_follow_the_
     assert missed > 50 and spurious > 10
 
 
+def test_coupling_keeps_the_common_draws_in_its_share_of_rollouts():
+    """At coupling 1 an edit that changes nothing reproduces its base's rollouts; at 0.7 a pair of
+    harnesses shares its draws on about 0.7^2 = 0.49 of the seeds (the others draw afresh)."""
+    pairs = []
+    for coupling in (1.0, 0.7):
+        w = SimWorld.generate(1, n_dev=20, n_heldout=0, behaviours=("b",), prone_share=1.0, common_seeds=True,
+                              coupling=coupling)
+        w.add("h0", SimHarness())
+        w.add("null", w.harnesses["h0"].child())
+        same = [w.outcome("h0", t, s).score == w.outcome("null", t, s).score for t in w.tasks for s in range(50)]
+        pairs.append(sum(same) / len(same))
+    assert pairs[0] == 1.0 and 0.43 < pairs[1] < 0.55
+
+
+def test_counts_and_exact_bounds_are_reported_and_bad_options_exit_2(bench, capsys):
+    assert bench.clopper_pearson_upper(0, 300, one_sided=True) == pytest.approx(1 - 0.05 ** (1 / 300))
+    assert bench.clopper_pearson_upper(0, 300) == pytest.approx(0.0122, abs=1e-4)
+    assert bench.clopper_pearson_upper(2, 600) == pytest.approx(0.0120, abs=1e-4)
+    assert bench.main(["--runs", "1", "--rounds", "1", "--dev-tasks", "24", "--common-seeds", "--coupling", "0.9",
+                       "--seed", "5", "--only", "behaviour_aware_sequential"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| behaviour_aware_sequential "))
+    assert "/1 " in row.split("|")[2]  # "accepted/proposed rate [interval]"
+    assert "exact (Clopper-Pearson) 95% upper bounds" in out
+    for bad in (["--coupling", "0.5"], ["--only", "nope"], ["--jobs", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            bench.main(["--runs", "1", *bad])
+        assert exit_.value.code == 2
+
+
 def test_every_figure_has_an_interval_and_the_24x_split_gets_the_same_seeds(bench, capsys):
     assert bench.main(["--runs", "2", "--rounds", "1", "--dev-tasks", "24",
                        "--only", "behaviour_aware", "fixed_split_24x", "--json"]) == 0
