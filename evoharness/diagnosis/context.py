@@ -31,21 +31,37 @@ def canonical_args(raw: object) -> tuple[str, bool]:
 
 @dataclass
 class TraceView:
+    """One pass over the messages, shared by every detector: per message its role and its text (the
+    content when it is a string, else ""), the steps of each role, the tool calls with their arguments
+    parsed once, and the tool results by call id. A detector reads these instead of re-walking and
+    re-checking the message dicts."""
+
     traj: Trajectory
     assistant_steps: list[int] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     results: dict[str, tuple[int, str]] = field(default_factory=dict)  # call id -> (step, content)
+    roles: list[object] = field(default_factory=list)  # per message: its role
+    texts: list[str] = field(default_factory=list)  # per message: its content if a string, else ""
+    user_steps: list[int] = field(default_factory=list)
+    tool_steps: list[int] = field(default_factory=list)
 
     @classmethod
     def of(cls, traj: Trajectory) -> TraceView:
         view = cls(traj)
+        roles, texts, assistant, user, tool = view.roles, view.texts, view.assistant_steps, view.user_steps, \
+            view.tool_steps
         for i, m in enumerate(traj.messages):
             role = m.get("role")
+            content = m.get("content")
+            roles.append(role)
+            texts.append(content if isinstance(content, str) else "")
             if role == "assistant":
-                view.assistant_steps.append(i)
+                assistant.append(i)
             elif role == "tool":
-                content = m.get("content")
+                tool.append(i)
                 view.results[str(m.get("tool_call_id"))] = (i, content if isinstance(content, str) else str(content))
+            elif role == "user":
+                user.append(i)
         for c in traj.tool_calls():  # arguments parsed once, kept on the trajectory
             view.calls.append(ToolCall(c.step, str(c.id or f"{c.step}.{c.index}"), str(c.name), c.raw_text,
                                        c.canonical, c.parsed_ok, c.args))

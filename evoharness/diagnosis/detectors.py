@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -239,12 +240,14 @@ FENCE_ANY = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")  # a fenced block (unrol
 TOKEN_RUN = re.compile(r"[A-Za-z0-9_-]+")  # one character class, no nested quantifier: linear time
 # the TOKEN_RUN runs that hold an ASCII digit (the only ones ``_id_like`` can accept), without building the others;
 # linear for the same reason as DIGIT_RUN
-DIGIT_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?[0-9][A-Za-z0-9_-]*+")
+DIGIT_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z_-]*+[0-9][A-Za-z0-9_-]*+")
 ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 ANY_DIGIT = re.compile(r"\d")
-# a run holding a digit; the lookbehind starts it only at a run's start and the lazy prefix stops at the
-# first digit, so a long run without digits is scanned once (linear), unlike [..]*\d[..]* (quadratic)
-DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?\d[A-Za-z0-9_-]*+")
+# a run holding a digit; the lookbehind starts it only at a run's start and the possessive prefix (no digit in
+# it) takes the run up to its first character outside [A-Za-z_-], which must be the digit: a long run without
+# digits is scanned once and never backtracked into (linear), unlike [..]*\d[..]* (quadratic); the same
+# matches as a lazy prefix stopping at the first digit, at about half its cost
+DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z_-]*+\d[A-Za-z0-9_-]*+")
 
 
 def claim_tokens(text: str) -> list[str]:
@@ -270,31 +273,51 @@ class GroundTokens:
     A substring search (C speed, no token objects) answers the first ``SCAN_LIMIT`` questions; past
     that (a huge answer full of numbers) the text is tokenized once into a set -- runs and their
     alphanumeric parts, an ISO timestamp's date and time apart -- so the cost stays linear.
+
+    The texts are searched one by one, the latest first (a claim usually repeats what the last tool
+    said), each lower-cased only when a search first reaches it: the same answers as searching all of
+    them joined by newlines, since a question (a token) holds no newline. A question that does hold one
+    (or is empty) is asked of the joined text.
     """
 
     SCAN_LIMIT = 64
 
     def __init__(self, texts: list[str] | None = None) -> None:
-        self.pending: list[str] = list(texts or ())
-        self.text = ""  # everything added before the last question, lower-cased
+        self.texts: list[str] = list(texts or ())  # as added
+        self.lowered: list[str | None] = [None] * len(self.texts)  # each lower-cased once, when first searched
+        self.seen = 0  # texts added before the last question: the ones a question searches
         self.asked = 0
         self.tokens: set[str] | None = None
 
     def add(self, text: str) -> None:
-        self.pending.append(text)
+        self.texts.append(text)
+        self.lowered.append(None)
+
+    def _low(self, i: int) -> str:
+        low = self.lowered[i]
+        if low is None:
+            low = self.lowered[i] = self.texts[i].lower()
+        return low
 
     def __contains__(self, tok: str) -> bool:
-        if self.pending:  # texts join once per batch, when a claim needs them
-            self.text = f"{self.text}\n{chr(10).join(self.pending).lower()}"
-            self.pending.clear()
+        if self.seen != len(self.texts):  # texts added since the last question
+            self.seen = len(self.texts)
             self.tokens = None
         self.asked += 1
         if self.asked <= self.SCAN_LIMIT:
-            return tok in self.text
+            if not tok or "\n" in tok:
+                return tok in self._joined()
+            for i in range(self.seen - 1, -1, -1):
+                if tok in self._low(i):
+                    return True
+            return False
         if self.tokens is None:
-            text = ISO_TIME.sub(r"\1 \2", self.text)
+            text = ISO_TIME.sub(r"\1 \2", self._joined())
             self.tokens = set(TOKEN_RUN.findall(text)) | set(ALNUM_RUN.findall(text))
         return tok in self.tokens
+
+    def _joined(self) -> str:
+        return "\n" + "\n".join(self._low(i) for i in range(self.seen)) if self.seen else ""
 
 
 def _id_like(tok: str) -> bool:
@@ -311,6 +334,11 @@ def _id_like(tok: str) -> bool:
         return False
     digits = sum(map(str.isdigit, tok))
     return bool(digits and digits < len(tok.replace("-", "").replace("_", ""))) or digits >= 8
+
+
+def id_like_tokens(tokens: Iterable[str]) -> list[str]:
+    """The ``_id_like`` tokens, in order; a number shorter than 8 digits (most tokens) is dropped before the call."""
+    return [t for t in tokens if not (len(t) < 8 and t.isdigit()) and _id_like(t)]
 
 
 def _looks_like_patch(text: str) -> bool:
@@ -384,16 +412,17 @@ class UnbackedClaimDetector:
         (the final check reuses it: for a single-agent trace it is everything the agent was told or shown)."""
         ground = GroundTokens([view.traj.task or ""])
         statuses = EntityStatus()
-        for i, m in enumerate(view.traj.messages):
-            content = m.get("content")
-            if not isinstance(content, str) or not content:
+        msgs, roles = view.traj.messages, view.roles
+        for i, content in enumerate(view.texts):
+            if not content:
                 continue
-            if m.get("role") != "assistant":
+            role = roles[i]
+            if role != "assistant":
                 ground.add(content)
-                if m.get("role") == "tool":
+                if role == "tool":
                     statuses.read(content)
                 continue
-            if m.get("tool_calls") or _looks_like_patch(content):
+            if msgs[i].get("tool_calls") or _looks_like_patch(content):
                 continue  # a claim is what a reply tells the user, not a call or a patch
             prose = FENCE_ANY.sub(" ", content) if "```" in content else content
             contradiction = statuses.contradicted(prose)
@@ -403,7 +432,7 @@ class UnbackedClaimDetector:
                                         f"{quote(content, 120)}")], ground
             if not ANY_DIGIT.search(prose):
                 continue
-            ids = [t.strip("-_") for t in dict.fromkeys(DIGIT_TOKEN.findall(prose)) if _id_like(t)]
+            ids = [t.strip("-_") for t in id_like_tokens(dict.fromkeys(DIGIT_TOKEN.findall(prose)))]
             missing = _unbacked(ids, ground, cfg.unbacked_min_len)
             if len(missing) >= cfg.unbacked_min:
                 return [Signal(id=self.id, failure_class=F1, step=i,

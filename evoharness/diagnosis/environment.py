@@ -32,7 +32,7 @@ import re
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import ANY_DIGIT, DIGIT_RUN, _id_like, is_state_changing, quote
+from evoharness.diagnosis.detectors import ANY_DIGIT, DIGIT_RUN, id_like_tokens, is_state_changing, quote
 from evoharness.diagnosis.models import FailureClass, Signal
 
 E = FailureClass.E
@@ -72,9 +72,8 @@ class UserQuitDetector:
 
     def find(self, view: TraceView) -> list[Signal]:
         """The rule, on any run (``detect`` leaves Healthy runs alone: their label cannot change)."""
-        msgs = view.traj.messages
-        stop = next((i for i, m in enumerate(msgs) if m.get("role") == "user" and isinstance(m.get("content"), str)
-                     and "###" in m["content"] and STOP_MARK.search(m["content"])), None)
+        msgs, texts = view.traj.messages, view.texts
+        stop = next((i for i in view.user_steps if "###" in texts[i] and STOP_MARK.search(texts[i])), None)
         if stop is None:
             return []
         if any(c.step < stop and is_state_changing(c.name, c.canonical) for c in view.calls):
@@ -104,12 +103,12 @@ class UserOffScriptDetector:
         if not isinstance(instruction, str) or not instruction:
             return []
         told = instruction.lower()
-        msgs = view.traj.messages
-        for i, m in enumerate(msgs):
-            content = m.get("content")
-            if m.get("role") != "user" or not isinstance(content, str) or not ANY_DIGIT.search(content):
+        msgs, texts = view.traj.messages, view.texts
+        for i in view.user_steps:
+            content = texts[i]
+            if not ANY_DIGIT.search(content):
                 continue
-            candidates = [t for t in dict.fromkeys(DIGIT_RUN.findall(content)) if _id_like(t) and t.lower() not in told]
+            candidates = [t for t in id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(content))) if t.lower() not in told]
             if not candidates:
                 continue  # the usual case: the ids the user states are in its instruction
             heard = "\n".join(c for c in (x.get("content") for x in msgs[:i] if x.get("role") in ("user", "assistant"))
@@ -139,14 +138,17 @@ class UnsatisfiableTaskDetector:
 
     def find(self, view: TraceView) -> list[Signal]:
         """The rule, on any run (``detect`` leaves Healthy runs alone: their label cannot change)."""
+        texts, roles = view.texts, view.roles
+        # the first tool result that says something is missing: no user message before it can insist
+        start = next((i for i in view.tool_steps if texts[i] and _says_missing(texts[i][:MISSING_CHARS].lower())), None)
+        if start is None:
+            return []
         missing: dict[str, tuple[int, str]] = {}
-        for i, m in enumerate(view.traj.messages):
-            content = m.get("content") if isinstance(m.get("content"), str) else ""
-            role = m.get("role")
+        for i in range(start, len(texts)):
+            content, role = texts[i], roles[i]
             if role == "tool" and content and _says_missing(content[:MISSING_CHARS].lower()):
-                for tok in DIGIT_RUN.findall(content[:MISSING_CHARS]):
-                    if _id_like(tok):
-                        missing.setdefault(tok.lower(), (i, content))
+                for tok in id_like_tokens(DIGIT_RUN.findall(content[:MISSING_CHARS])):
+                    missing.setdefault(tok.lower(), (i, content))
             elif role == "user" and missing:
                 low = content.lower()
                 hit = next((tok for tok in missing if tok in low), None)
