@@ -54,6 +54,7 @@ def _scenarios(port: int, home: Path, outside: Path) -> dict[str, str]:
         "alloc": hook + "    blob = bytearray(4 * 1024**3)\n",
         "spin": hook + "    while True:\n        pass\n",
         "syntax": "def before_model(messages, ctx:\n    return None\n",
+        "segfault": hook + "    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n",
     }
 
 
@@ -121,6 +122,7 @@ def test_bad_middleware_is_contained_and_each_rollout_fails_with_its_reason(setu
     assert "Read-only file system" in reason["write_harness"]
     assert "MemoryError" in reason["alloc"]
     assert "SyntaxError" in reason["syntax"] or "invalid syntax" in reason["syntax"]
+    assert "SIGSEGV" in reason["segfault"], reason["segfault"]  # the signal named, not only "exit 139"
     for name in ("spin", "forkbomb"):
         assert out[name].termination == Termination.timeout and "wall-time limit" in reason[name], reason[name]
     assert connections == []  # the host's listener was never reached
