@@ -188,7 +188,7 @@ def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpo
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     except ImportError as e:
-        raise InputError("export-otel", f"needs the OpenTelemetry SDK: pip install 'evoharness[otel]' ({e})") from None
+        raise _missing("export-otel", e) from None
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(SimpleSpanProcessor(memory))
@@ -199,14 +199,20 @@ def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpo
     for s in spans:
         by_trace.setdefault(s.context.trace_id, []).append(s)
     if out is not None:
-        from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+        try:
+            from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+        except ImportError as e:
+            raise _missing("--out", e) from None
 
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("w") as fh:
             for group in by_trace.values():
                 fh.write(json.dumps(encode_spans(group).to_dict(), separators=(",", ":")) + "\n")
     if endpoint is not None:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError as e:
+            raise _missing("--endpoint", e) from None
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         url = endpoint.rstrip("/")
@@ -217,3 +223,8 @@ def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpo
                 raise InputError("--endpoint", f"the OTLP receiver at {url} refused or did not answer the spans")
         sender.shutdown()
     return n
+
+
+def _missing(what: str, e: ImportError) -> InputError:
+    """One error line for an [otel] install that lacks a piece (the SDK, the JSON encoder, the HTTP exporter)."""
+    return InputError(what, f"needs the OpenTelemetry packages: pip install 'evoharness[otel]' ({e})")

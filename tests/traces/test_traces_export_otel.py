@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+import pytest
 
 from evoharness.cli import main
 from evoharness.traces.builder import TraceBuilder
@@ -72,3 +75,13 @@ def test_run_dir_verdicts_and_bad_usage(tmp_path, capsys):
     assert "exactly one of --out FILE or --endpoint URL" in capsys.readouterr().err
     assert main(["export-otel", str(tmp_path), "-o", str(out)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+    # an [otel] install missing a piece (the JSON encoder, the HTTP exporter) is one error line naming the
+    # extra, not a traceback
+    for module in ("opentelemetry.exporter.otlp.json.common.trace_encoder",
+                   "opentelemetry.exporter.otlp.proto.http.trace_exporter"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setitem(sys.modules, module, None)  # what an absent package looks like to `import`
+            dest = ["-o", str(out)] if "json" in module else ["--endpoint", "http://127.0.0.1:9"]
+            assert main(["export-otel", str(run), *dest]) == 2, module
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "pip install 'evoharness[otel]'" in err[0], err
