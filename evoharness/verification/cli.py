@@ -33,10 +33,11 @@ def noise(
     """Print the smallest difference two k-rollout cells can resolve: z*sigma/sqrt(k)."""
     from evoharness.verification.noise import noise_table, rollouts_needed
 
-    if sigma <= 0:
-        fail("--sigma must be positive")
+    for name, value in (("--sigma", sigma), ("--z", z), ("--effect", effect)):
+        if value is not None and value <= 0:
+            fail(f"{name} must be positive")
     rows = noise_table(sigma, _ints(rollouts), z)
-    needed = rollouts_needed(effect, sigma, z) if effect else None
+    needed = rollouts_needed(effect, sigma, z) if effect is not None else None
     if as_json:
         typer.echo(json.dumps({"sigma": sigma, "z": z, "rows": rows, "rollouts_needed": needed}))
         return

@@ -29,6 +29,10 @@ def test_noise_reproduces_the_papers_table(capsys):
 def test_noise_bad_input_is_one_line(capsys):
     assert main(["noise", "--rollouts", "1,x"]) == 2
     assert capsys.readouterr().err.strip().startswith("error: --rollouts")
+    for opt, value in (("--z", "-1"), ("--z", "0"), ("--effect", "-0.1"), ("--effect", "0")):
+        assert main(["noise", opt, value]) == 2, (opt, value)  # was a traceback, or a table of negatives
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: {opt} must be positive"], err
 
 
 @pytest.fixture
