@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -34,10 +35,14 @@ def noise(
     from evoharness.verification.noise import noise_table, rollouts_needed
 
     for name, value in (("--sigma", sigma), ("--z", z), ("--effect", effect)):
-        if value is not None and value <= 0:
-            fail(f"{name} must be positive")
-    rows = noise_table(sigma, _ints(rollouts), z)
-    needed = rollouts_needed(effect, sigma, z) if effect is not None else None
+        if value is not None and not (math.isfinite(value) and value > 0):  # nan and inf are not sizes either
+            fail(f"{name} must be positive" + ("" if math.isfinite(value) else f" and finite, not {value}"))
+    ks = _ints(rollouts)
+    try:
+        rows = noise_table(sigma, ks, z)
+        needed = rollouts_needed(effect, sigma, z) if effect is not None else None
+    except OverflowError:  # finite inputs whose figures are not (1e300 * 1e300, or an effect of 1e-300)
+        fail(f"out of range: z*sigma = {z:g}*{sigma:g}" + (f", effect {effect:g}" if effect is not None else ""))
     if as_json:
         typer.echo(json.dumps({"sigma": sigma, "z": z, "rows": rows, "rollouts_needed": needed}))
         return

@@ -33,6 +33,10 @@ def test_noise_bad_input_is_one_line(capsys):
         assert main(["noise", opt, value]) == 2, (opt, value)  # was a traceback, or a table of negatives
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [f"error: {opt} must be positive"], err
+    for opt, value in (("--sigma", "nan"), ("--z", "inf"), ("--effect", "nan"), ("--effect", "1e-300")):
+        assert main(["noise", opt, value]) == 2, (opt, value)  # were ValueError / OverflowError tracebacks
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and opt.strip("-") in err[0], err
 
 
 @pytest.fixture
