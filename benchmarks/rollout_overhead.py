@@ -7,7 +7,9 @@ same worker command, no isolation); under bubblewrap with one process per batch 
 (``sandbox/warm.py``: a fork server per commit, a forked child per rollout), once counting the
 worker's start (``bwrap-warm+start``: the executor's workers stopped before the timed run, so it pays
 one sandbox start for its ``--rollouts``, as a round pays per commit and slot) and once with the
-worker already up (``bwrap-warm``: what each further rollout of a commit costs). Prints the mean
+worker already up (``bwrap-warm``: what each further rollout of a commit costs; ``bwrap-warm-fork``: the
+same with the server forking each rollout's process on request rather than ahead, ``sandbox.warm.PREFORK``
+off: the shape before pre-forking). Prints the mean
 wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
 (wall, and CPU: load-robust), the warm children's minor page faults, then the speed-up of 2 bwrap
 workers over 1 on the same requests. CPU counts this process (executor, model gateway, host-side
@@ -42,15 +44,16 @@ import time
 from pathlib import Path
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.sandbox import warm as warm_module
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 
-ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm")
+ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm-fork", "bwrap-warm")
 BWRAP_ROWS = ROWS[2:]
-CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm")  # see the docstring: not bwrap-batch
+CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm-fork", "bwrap-warm")  # not bwrap-batch
 
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
@@ -68,11 +71,12 @@ def _cpu() -> float:
 
 
 def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest], *, warm: bool = True,
-           restart: bool = False) -> tuple[float, int, float, float]:
+           restart: bool = False, prefork: bool = True) -> tuple[float, int, float, float]:
     """Wall seconds for ``reqs``, how many failed, their CPU seconds (this process -- executor, gateway,
     host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
     report for their children, themselves and their start) and the warm children's page faults;
-    ``restart``: stop warm workers before the timed run."""
+    ``restart``: stop warm workers before the timed run; ``prefork``: see ``sandbox.warm.PREFORK``."""
+    warm_module.PREFORK = prefork
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
                        batch_size=args.batch, warm=warm) as ex:
         # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
@@ -177,7 +181,8 @@ def main() -> None:
         faults: list[float] = []
         configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
                    "bwrap-batch": (BwrapSandbox(), {"warm": False}),
-                   "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {})}
+                   "bwrap-warm+start": (BwrapSandbox(), {"restart": True}),
+                   "bwrap-warm-fork": (BwrapSandbox(), {"prefork": False}), "bwrap-warm": (BwrapSandbox(), {})}
         for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
             for name, (box, kw) in configs.items():
                 elapsed, failures[name], seconds, flt = _timed(harness, args, box, 1, reqs, **kw)
@@ -185,6 +190,7 @@ def main() -> None:
                 cpu[name].append(seconds / n)
                 if name == "bwrap-warm":
                     faults.append(flt / n)
+        warm_module.PREFORK = True
         for name, xs in per.items():
             figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
         for name in CPU_ROWS:

@@ -69,6 +69,10 @@ class SandboxConfig(BaseModel):
                        "workers; a crash or hang there fails the rest of its batch).")
     warm_idle_s: float = Field(60.0, gt=0, description="Seconds a warm bwrap worker (batch_size > 1) stays up "
                                "with no rollout to run before it is stopped.")
+    warm_spare: int = Field(4, ge=0, description="Idle warm bwrap workers of other commits kept beyond `workers` "
+                            "(a round alternates between its baseline and its candidates; each costs a sandbox "
+                            "start, ~0.4 s CPU, when it has to be replaced). The least recently used one is "
+                            "stopped when a new commit needs the room; each holds ~50 MiB.")
     limits: Limits = Field(default_factory=Limits, description="Per-rollout CPU, memory, pids, wall-time, "
                            "file-size and /tmp limits.")
     env_passthrough: list[str] = Field(

@@ -113,7 +113,8 @@ class LocalExecutor:
                  env: dict[str, str] | None = None, worker: list[str] | None = None,
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
                  gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
-                 owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0) -> None:
+                 owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0,
+                 warm_spare: int = 4) -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -130,6 +131,7 @@ class LocalExecutor:
         self._gateway_lock = threading.Lock()
         self.owns_sandbox = owns_sandbox  # close() also closes the sandbox (e.g. a Docker pool)
         self.warm, self.warm_idle_s = warm and hasattr(sandbox, "start"), warm_idle_s
+        self.warm_spare = warm_spare  # idle warm workers of other commits kept beyond ``workers``
         self._pool: WarmPool | None = None
         self.warm_starts = 0  # warm workers started so far (tests, measurements)
         self.warm_cost: Counter[str] = Counter()  # sums of the servers' per-rollout accounts (``warm.COST_KEYS``)
@@ -316,7 +318,8 @@ class LocalExecutor:
     def _warm_pool(self) -> WarmPool:
         with self._warm_lock:
             if self._pool is None:
-                self._pool = WarmPool(self._start_warm, slots=self.workers, idle_s=self.warm_idle_s)
+                self._pool = WarmPool(self._start_warm, slots=self.workers, idle_s=self.warm_idle_s,
+                                      spare=self.warm_spare)
             return self._pool
 
     def _start_warm(self, sha: str | None) -> WarmWorker:

@@ -6,9 +6,11 @@ rollout on a fast environment. A ``WarmWorker`` pays it once: it starts the fork
 can keep one running (``BwrapSandbox.start``), and runs each rollout as a forked child with its own
 ``/scratch/<n>`` directory, under the same limits, with the sandbox swept between rollouts.
 
-A ``WarmPool`` holds at most ``slots`` workers. A worker serves one harness commit (its harness is
-bound read-only at start); a request for another commit takes an idle worker of the same commit or a
-free slot, else replaces an idle worker of another commit (stop on commit change). Workers idle for
+A ``WarmPool`` runs at most ``slots`` workers at once and keeps at most ``slots + spare`` alive. A
+worker serves one harness commit (its harness is bound read-only at start); a request for another commit
+takes an idle worker of the same commit or free room, else replaces the least recently used idle worker
+of another commit (a round alternates between its baseline and candidates: with no spare room every
+switch of commit was a new sandbox, 85 starts in a 3-round demo). Workers idle for
 ``idle_s`` seconds are stopped by a reaper thread; ``close()`` (the executor's, at run end) stops all.
 A worker whose server died, answered out of protocol, could not sweep, or hit a cgroup limit is not
 reused: only its in-flight rollout fails (with the reason), the next one gets a fresh sandbox.
@@ -47,7 +49,10 @@ SERVER_CPU_S = 600  # the fork server's own RLIMIT_CPU (each child gets the roll
 # what the fork server reports: per rollout the child's CPU seconds and minor page faults (copy-on-write
 # copies, mostly) and the server's own CPU seconds for the request (fork, wait, sweep); once, its start-up CPU
 COST_KEYS = ("child_cpu_s", "child_minflt", "server_cpu_s", "start_cpu_s")
-MAX_ROLLOUTS_PER_WORKER = 512  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
+MAX_ROLLOUTS_PER_WORKER = 512
+# the server forks each rollout's process ahead, while the host reads the previous answer (``forkserver``);
+# benchmarks/rollout_overhead.py switches it off to measure it
+PREFORK = True  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
 
 
 class LiveSandbox:
@@ -112,7 +117,7 @@ class WarmWorker:
         self.last_cost: dict[str, float] = {}  # the last rollout's CPU in the sandbox, as the server measured it
         self._silent = False  # the last failure was no answer in time (not an exit)
         self._buf = b""
-        (self.work / "warm.json").write_text(json.dumps(warm))
+        (self.work / "warm.json").write_text(json.dumps({"prefork": PREFORK} | warm))
         command = [sys.executable, "-m", WORKER_MODULE, "--serve", f"{SCRATCH_MOUNT}/warm.json"]
         start = time.monotonic()
         try:
@@ -275,12 +280,14 @@ def _close_pools() -> None:
 
 
 class WarmPool:
-    """At most ``slots`` warm workers, each for one commit; idle ones stop after ``idle_s`` (see the module
-    docstring). ``start(sha)`` makes a worker for a commit (raises ``InfraError`` if the backend cannot)."""
+    """At most ``slots`` warm workers busy at once, and at most ``slots + spare`` alive: idle workers of other
+    commits are kept (a round alternates between its baseline and its candidates) until a new one needs the
+    room, which stops the least recently used; idle ones stop after ``idle_s`` (see the module docstring).
+    ``start(sha)`` makes a worker for a commit (raises ``InfraError`` if the backend cannot)."""
 
-    def __init__(self, start: Callable[[str | None], WarmWorker], slots: int, idle_s: float) -> None:
-        self._start, self.slots, self.idle_s = start, slots, idle_s
-        self._idle: list[WarmWorker] = []
+    def __init__(self, start: Callable[[str | None], WarmWorker], slots: int, idle_s: float, spare: int = 0) -> None:
+        self._start, self.slots, self.idle_s, self.spare = start, slots, idle_s, max(0, spare)
+        self._idle: list[WarmWorker] = []  # least recently used first
         self._busy = 0
         self._lock = threading.Condition()
         self._closed = False
@@ -297,16 +304,17 @@ class WarmPool:
             if self._closed:
                 raise InfraError("warm worker pool is closed", retryable=False)
             while True:
-                for w in self._idle:
-                    if w.sha == sha and w.alive:
-                        self._idle.remove(w)
-                        self._busy += 1
-                        return w
-                if self._busy + len(self._idle) < self.slots:
-                    break
-                if self._idle:  # a slot held by another commit (or a dead worker): replace it
-                    stale.append(self._idle.pop(0))
-                    break
+                if self._busy < self.slots:
+                    for w in reversed(self._idle):
+                        if w.sha == sha and w.alive:
+                            self._idle.remove(w)
+                            self._busy += 1
+                            return w
+                    if self._busy + len(self._idle) < self.slots + self.spare:
+                        break
+                    if self._idle:  # room held by another commit (or a dead worker): stop the least recent
+                        stale.append(self._idle.pop(0))
+                        break
                 self._lock.wait()
             self._busy += 1
             self._ensure_reaper()

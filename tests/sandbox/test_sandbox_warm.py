@@ -202,3 +202,31 @@ def test_the_fork_server_refuses_to_run_outside_a_pid_namespace(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "evoharness.agent.worker", "--serve", str(tmp_path / "warm.json")],
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "private PID namespace" in proc.stderr
+
+
+class _FakeWorker:
+    def __init__(self, sha):
+        self.sha, self.alive, self.closed, self.idle_since = sha, True, False, 0.0
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_pool_keeps_spare_idle_workers_of_other_commits_and_stops_the_least_recent():
+    made: dict[str, list[_FakeWorker]] = {}
+
+    def start(sha):
+        made.setdefault(sha, []).append(_FakeWorker(sha))
+        return made[sha][-1]
+
+    pool = WarmPool(start, slots=1, idle_s=60, spare=1)
+    try:
+        for sha in ("a", "b", "a", "b"):  # a round's baseline and candidate in turn: two starts, not four
+            pool.release(pool.acquire(sha))
+        assert {k: len(v) for k, v in made.items()} == {"a": 1, "b": 1}
+        pool.release(pool.acquire("c"))  # no room: the least recently used (a) is stopped, b kept
+        assert made["a"][0].closed and not made["b"][0].closed and not made["c"][0].closed
+        pool.release(pool.acquire("b"))
+        assert len(made["b"]) == 1
+    finally:
+        pool.close()
