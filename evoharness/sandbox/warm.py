@@ -146,6 +146,7 @@ class WarmWorker:
         After a failure the worker may be dead (``alive`` False): it then serves no more rollouts."""
         n = self.rollouts
         self.rollouts += 1
+        self.last_cost = {}  # a rollout without an answer (the server died) has no account: never the last one's
         rdir = self.live.scratch / str(n)
         for entry in self.live.scratch.iterdir():  # only an unprivileged sandbox can write /scratch itself
             if entry.name != "warm.json":

@@ -119,9 +119,18 @@ def test_nothing_of_one_rollout_reaches_the_next(tmp_path):
     assert all("LEAK ipc,global,module,/tmp/leak,process" in leak for leak in _leaks(shared)), _leaks(shared)
 
 
-def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_named(tmp_path):
+def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_named(tmp_path, monkeypatch):
     from evoharness.envs import get_environment
 
+    accounts = []  # each rollout's account as the executor reads it: a killed server's rollout has none
+    run = WarmWorker.run
+
+    def run_and_note(self, payload):
+        out = run(self, payload)
+        accounts.append(dict(self.last_cost))
+        return out
+
+    monkeypatch.setattr(WarmWorker, "run", run_and_note)
     repo = init_harness(tmp_path / "h")
     crash, victim = get_environment("synthetic").list_tasks("dev")[:2]
     middleware = KILLS_ITS_WORKER.replace("{task}", victim.prompt[:40]).replace("{crash}", crash.prompt[:40])
@@ -135,6 +144,7 @@ def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_name
     reasons = [" ".join(e.detail for e in t.events) for t in trajs[:2]]
     assert "worker failed: killed by SIGSEGV" in reasons[0], reasons[0]
     assert "warm worker exited, exit 137 (SIGKILL)" in reasons[1], reasons[1]  # bwrap's status: 128 + 9
+    assert accounts[0]["child_cpu_s"] > 0 and accounts[1] == {} and accounts[2]["child_cpu_s"] > 0, accounts
 
 
 def test_each_rollout_has_its_own_wall_limit_and_the_worker_survives(tmp_path):
