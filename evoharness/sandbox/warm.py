@@ -49,10 +49,10 @@ SERVER_CPU_S = 600  # the fork server's own RLIMIT_CPU (each child gets the roll
 # what the fork server reports: per rollout the child's CPU seconds and minor page faults (copy-on-write
 # copies, mostly) and the server's own CPU seconds for the request (fork, wait, sweep); once, its start-up CPU
 COST_KEYS = ("child_cpu_s", "child_minflt", "server_cpu_s", "start_cpu_s")
-MAX_ROLLOUTS_PER_WORKER = 512
+MAX_ROLLOUTS_PER_WORKER = 512  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
 # the server forks each rollout's process ahead, while the host reads the previous answer (``forkserver``);
 # benchmarks/rollout_overhead.py switches it off to measure it
-PREFORK = True  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
+PREFORK = True
 
 
 class LiveSandbox:
