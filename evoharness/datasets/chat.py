@@ -68,7 +68,7 @@ def arguments_parsed(traj: Trajectory) -> dict[str, Any]:
 def _arguments(raw: Any, parsed: Parsed = _NOTHING) -> str:
     if isinstance(raw, dict):
         return json.dumps(raw, ensure_ascii=False)
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
+    if raw is None or (isinstance(raw, str) and (not raw or raw.isspace())):
         return "{}"
     if isinstance(raw, str):
         value = parsed.get(raw, _MISSING)
@@ -82,28 +82,47 @@ def _arguments(raw: Any, parsed: Parsed = _NOTHING) -> str:
     raise RecordSkipped("invalid_tool_arguments")
 
 
-def _tool_call(call: Any, parsed: Parsed = _NOTHING) -> dict:
+def _tool_call(call: Any, new_id: str, parsed: Parsed = _NOTHING) -> tuple[str | None, dict]:
+    """(the call's own id or None, the clean call under ``new_id``)."""
     if not isinstance(call, dict):
         raise RecordSkipped("malformed_tool_call")
-    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    fn = call.get("function")
+    if not isinstance(fn, dict):
+        fn = call
     name = fn.get("name")
     if not isinstance(name, str) or not TOOL_NAME.match(name):
         raise RecordSkipped("bad_tool_name")
     cid = call.get("id")
-    return {"id": cid if isinstance(cid, str) and cid else None, "type": "function",
-            "function": {"name": name, "arguments": _arguments(fn.get("arguments"), parsed)}}
+    args = fn.get("arguments")
+    # the usual case first: a text that parsed as an object (never a blank one) is kept as written
+    if type(args) is not str or type(parsed.get(args)) is not dict:
+        args = _arguments(args, parsed)
+    return (cid if isinstance(cid, str) and cid else None,
+            {"id": new_id, "type": "function", "function": {"name": name, "arguments": args}})
+
+
+def _blank(text: str | None) -> bool:
+    # ``not text.strip()`` without copying the text (``isspace`` and ``strip`` share one notion of whitespace)
+    return not text or text.isspace()
 
 
 def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict]:
     """The trajectory's messages as valid OpenAI chat messages (see the module docstring).
 
     ``parsed`` maps argument texts already parsed (``arguments_parsed``) to their values, so
-    they are not parsed again.
+    they are not parsed again. Calls get their record ids (``call_0``, ...) as they are read: the calls
+    dropped later (a final turn's unanswered ones, and those after the last reply) all come after every
+    kept call, so the kept ones are numbered as ``rekey`` would number them.
     """
     out: list[dict] = []
-    pending: list[dict] = []
-    last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    pending: list[tuple[str | None, dict]] = []  # (own id, clean call) of the turn's unanswered calls
+    last_assistant = -1
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "assistant":
+            last_assistant = i
+            break
     pending_at = pending_turn = -1  # where (in ``out``, in ``messages``) the pending calls were made
+    n_calls = 0
 
     def drop_final_calls() -> None:
         msg = out[pending_at]
@@ -115,17 +134,22 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
             out.pop(pending_at)
 
     for raw_i, m in enumerate(messages):
-        role = _ROLE_ALIASES.get(m.get("role"), m.get("role"))
-        text = content_text(m.get("content"))
+        role = m.get("role")
+        role = _ROLE_ALIASES.get(role, role)
+        text = m.get("content")
+        if text is not None and type(text) is not str:
+            text = content_text(text)
         if role == "tool":
             if not pending:
                 raise RecordSkipped("unmatched_tool_result")
             cid = m.get("tool_call_id")
-            match = next((c for c in pending if c["id"] == cid), None) if cid else pending[0]
-            if match is None:
-                raise RecordSkipped("unmatched_tool_result")
-            pending.remove(match)
-            out.append({"role": "tool", "tool_call_id": match, "content": text or ""})
+            k = 0
+            if cid:
+                while k < len(pending) and pending[k][0] != cid:
+                    k += 1
+                if k == len(pending):
+                    raise RecordSkipped("unmatched_tool_result")
+            out.append({"role": "tool", "tool_call_id": pending.pop(k)[1]["id"], "content": text or ""})
             continue
         if pending:
             if pending_at < 0 or pending_turn != last_assistant:
@@ -133,17 +157,19 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
             drop_final_calls()
             pending = []
         if role in ("system", "user"):
-            if text is None or not text.strip():
+            if text is None or _blank(text):
                 continue  # an empty system/user message carries nothing
             out.append({"role": role, "content": text})
         elif role == "assistant":
-            calls = [_tool_call(c, parsed) for c in (m.get("tool_calls") or [])]
-            if not calls and (text is None or not text.strip()):
+            raw_calls = m.get("tool_calls") or []
+            calls = [_tool_call(c, f"call_{n_calls + j}", parsed) for j, c in enumerate(raw_calls)]
+            n_calls += len(calls)
+            if not calls and (text is None or _blank(text)):
                 raise RecordSkipped("empty_assistant_turn")
-            msg: dict = {"role": "assistant", "content": text if text and text.strip() else None}
+            msg: dict = {"role": "assistant", "content": None if _blank(text) else text}
             if calls:
-                msg["tool_calls"] = calls
-                pending, pending_at, pending_turn = list(calls), len(out), raw_i
+                msg["tool_calls"] = [c for _, c in calls]
+                pending, pending_at, pending_turn = calls, len(out), raw_i
             out.append(msg)
         else:
             raise RecordSkipped(f"unknown_role_{role}"[:40])
@@ -151,18 +177,19 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
         if pending_turn != last_assistant:
             raise RecordSkipped("unanswered_tool_call")
         drop_final_calls()
-    last = max((i for i, m in enumerate(out) if m["role"] == "assistant" and not m.get("tool_calls")),
-               default=None)
-    if last is None:
-        raise RecordSkipped("no_assistant_reply")
-    return rekey(out[: last + 1])
+    for last in range(len(out) - 1, -1, -1):
+        m = out[last]
+        if m["role"] == "assistant" and not m.get("tool_calls"):
+            del out[last + 1:]
+            return out
+    raise RecordSkipped("no_assistant_reply")
 
 
 def rekey(messages: list[dict]) -> list[dict]:
     """Give tool calls fresh ids ``call_<n>`` and point their results at them.
 
-    Tool messages may hold the call dict itself (as ``clean_messages`` leaves them) or its old id;
-    old ids are looked up among the calls of the assistant turn they follow.
+    Tool messages may hold the call dict itself or its old id; old ids are looked up among the calls of
+    the assistant turn they follow.
     """
     n = 0
     current: dict[int, str] = {}
@@ -203,6 +230,11 @@ def _json_type(v: Any) -> str:
     return "string"
 
 
+# the exact types JSON parsing gives -> their JSON Schema type (what ``_json_type`` says, without the calls)
+_JSON_TYPES = {str: "string", type(None): "string", bool: "boolean", int: "integer", float: "number",
+               list: "array", dict: "object"}
+
+
 def _declared(traj: Trajectory) -> list[dict]:
     raw = traj.meta.get("tools") if isinstance(traj.meta, dict) else None
     out = []
@@ -222,11 +254,16 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
     tools: dict[str, dict] = {}
     for t in [*(_declared(traj) if traj is not None else []), *extra]:
         tools.setdefault(t["function"]["name"], t)
-    called: dict[str, dict[str, str]] = {}
+    called: dict[str, dict[str, str] | None] = {}  # in first-call order; parameters inferred if undeclared
     for m in messages:
         for c in m.get("tool_calls") or []:
-            props = called.setdefault(c["function"]["name"], {})
-            text = c["function"]["arguments"]
+            fn = c["function"]
+            name = fn["name"]
+            if name in tools:  # its declaration is used as it is
+                called.setdefault(name, None)
+                continue
+            props = called.setdefault(name, {})
+            text = fn["arguments"]
             args = parsed.get(text, _MISSING)
             if args is _MISSING:
                 try:
@@ -234,7 +271,8 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
                 except json.JSONDecodeError:
                     args = {}
             for k, v in args.items():
-                props.setdefault(k, _json_type(v))
+                if k not in props:
+                    props[k] = _JSON_TYPES.get(type(v)) or _json_type(v)
     used = {name: tools[name] for name in called if name in tools}
     for name, props in called.items():
         if name not in used:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evoharness.diagnosis.models import FailureClass
+from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
 from evoharness.errors import InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
@@ -102,7 +102,9 @@ class LabelFile:
         self.path = Path(path)
         if not self.path.is_file():
             raise InputError(str(self.path), "labels file not found")
-        self._lines: Iterator[tuple[int, bytes]] | None = None
+        from evoharness.traces.store import jsonl_lines
+
+        self._lines: Iterator[tuple[int, bytes]] = jsonl_lines(self.path)  # opened on the first read
         self._lineno = 0
 
     def take(self, trajectory_id: str) -> tuple[str, str | None]:
@@ -125,11 +127,6 @@ class LabelFile:
                                           "(run `evoharness label FILE --out LABELS` on it)")
 
     def _next(self) -> _LabelHead | None:
-        from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION
-        from evoharness.traces.store import jsonl_lines
-
-        if self._lines is None:
-            self._lines = jsonl_lines(self.path)
         for lineno, raw in self._lines:
             self._lineno = lineno
             try:
@@ -262,6 +259,29 @@ def _check_request(filters: ExportFilters, held: set[str]) -> None:
         raise InputError("--task", f"held-out tasks are never exported: {', '.join(asked[:5])}")
 
 
+class _HeldOutLate(Exception):  # noqa: N818 (a signal to export_dataset, never seen by a caller)
+    """A task turned out held out after trajectories of it were already taken (or it was asked for)."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
+
+
+def _learning(trajectories: Iterable[Trajectory], held: set[str], asked: set[str]) -> Iterator[Trajectory]:
+    """The trajectories, adding each held-out one's task to ``held`` before it is passed on; a task that
+    turns out held out after one of its trajectories has gone by (or that the request names) raises
+    ``_HeldOutLate``: that trajectory was treated as not held out, which the export must redo."""
+    seen: set[str] = set()
+    for t in trajectories:
+        task = t.task_id
+        if t.split == Split.heldout and task not in held:
+            if task in seen or task in asked:
+                raise _HeldOutLate(task)
+            held.add(task)
+        seen.add(task)
+        yield t
+
+
 def export_dataset(
     out: Path,
     *,
@@ -280,13 +300,42 @@ def export_dataset(
 ) -> ExportSummary:
     """Write one dataset into ``out`` (data files, README.md card, manifest.json).
 
-    ``labels``: the labels file ``evoharness label`` wrote for ``trajectories`` (see the module doc)."""
+    ``labels``: the labels file ``evoharness label`` wrote for ``trajectories`` (see the module doc).
+
+    The held-out tasks of the trajectory file are learnt in the same pass that writes: a file usually
+    marks a task held out at its first trajectory (or every one), and a trajectory of a task known to be
+    held out is dropped as it comes. Only when a task turns out held out after a trajectory of it went by
+    (or it is one the request names) does the export start again, with every held-out task learnt first
+    in a pass of its own (the records are the same either way; the second way reads the file twice)."""
     filters = filters or ExportFilters()
-    prompt = prompt or RenderedPrompt(under="trajectory")
     uses_file = source in (SourceKind.healthy, SourceKind.all)
     uses_queue = source in (SourceKind.queue, SourceKind.all)
-    held = heldout_tasks([trajectories if uses_file else None, queue if uses_queue else None],
-                         declared_heldout)
+    file_src = trajectories if uses_file else None
+    if file_src is not None and iter(file_src) is file_src:
+        raise InputError("export", "a trajectory source must be re-iterable (JsonlSource(path), the "
+                         "queue or a list): held-out tasks are learnt in a first pass")
+    declared_heldout = list(declared_heldout)
+    kwargs = dict(fmt=fmt, source=source, queue=queue, filters=filters, prompt=prompt, placebo=placebo,
+                  placebo_seed=placebo_seed, placebo_window=placebo_window, diagnosis_cfg=diagnosis_cfg,
+                  labels=labels)
+    held = heldout_tasks([queue if uses_queue else None], declared_heldout)
+    if file_src is not None:
+        try:
+            return _export(out, trajectories=_learning(file_src, held, set(filters.tasks or ())),
+                           held=held, **kwargs)
+        except _HeldOutLate as late:
+            log.info("dataset.export_restarted", task=late.task_id,
+                     why="a task turned out held out after trajectories of it were read")
+        held = heldout_tasks([file_src, queue if uses_queue else None], declared_heldout)
+    return _export(out, trajectories=file_src, held=held, **kwargs)
+
+
+def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: Iterable[Trajectory] | None,
+            queue, filters: ExportFilters, prompt: RenderedPrompt | None, placebo: bool, placebo_seed: int,
+            placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str]) -> ExportSummary:
+    """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt)."""
+    prompt = prompt or RenderedPrompt(under="trajectory")
+    uses_file = source in (SourceKind.healthy, SourceKind.all)
     _check_request(filters, held)
     label_file = LabelFile(labels) if labels is not None and uses_file else None
     reused = [0]

@@ -27,6 +27,11 @@ from .chat import TOOL_NAME
 ROLES = {"system", "user", "assistant", "tool"}
 
 
+def _blank(text: str) -> bool:
+    # ``not text.strip()`` without copying the text (``isspace`` and ``strip`` share one notion of whitespace)
+    return not text or text.isspace()
+
+
 def _tool_errors(tools) -> tuple[list[str], set[str]]:
     errs: list[str] = []
     names: set[str] = set()
@@ -81,7 +86,7 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
         else:
             seen_other = True
         if role in ("system", "user"):
-            if not isinstance(content, str) or not content.strip():
+            if not isinstance(content, str) or _blank(content):
                 errs.append(f"messages[{i}]: {role} content must be a non-empty string")
         elif role == "assistant":
             calls = m.get("tool_calls")
@@ -90,7 +95,7 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
                 calls = None
             if content is not None and not isinstance(content, str):
                 errs.append(f"messages[{i}]: assistant content must be a string or null")
-            if not calls and not (isinstance(content, str) and content.strip()):
+            if not calls and not (isinstance(content, str) and not _blank(content)):
                 errs.append(f"messages[{i}]: assistant message has neither content nor tool calls")
             pending = set()
             for j, c in enumerate(calls or []):

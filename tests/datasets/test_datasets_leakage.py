@@ -81,12 +81,36 @@ def test_every_format_excludes_heldout(tmp_path, fmt, placebo):
     assert "HELDOUTTASK" not in _exported_text(tmp_path).replace("heldout_tasks_excluded", "")
 
 
+class _Counted(list):
+    """A list that counts the items read from it."""
+
+    reads = 0
+
+    def __iter__(self):
+        for t in super().__iter__():
+            self.reads += 1
+            yield t
+
+
 def test_a_task_heldout_anywhere_is_heldout_everywhere(tmp_path):
-    # the same task recorded once as heldout and once as dev: neither copy is exported
-    trajs = [make_traj("a", "HELDOUTTASKx", split="heldout"), make_traj("b", "HELDOUTTASKx", split="dev"),
-             make_traj("c", "fine", split="dev")]
-    s = export_dataset(tmp_path, source=SourceKind.all, trajectories=trajs)
-    assert s.tasks == {"fine": 1} and s.heldout_tasks_excluded == 2
+    # the same task recorded once as heldout and once as dev, in either order: neither copy is exported
+    a, b = make_traj("a", "HELDOUTTASKx", split="heldout"), make_traj("b", "HELDOUTTASKx", split="dev")
+    c = make_traj("c", "fine", split="dev")
+    texts = []
+    # held out first: learnt while writing, one pass; held out after a dev copy went by: the export
+    # starts again with the held-out tasks learnt first (the aborted pass, the held-out pass, the export)
+    for name, order, reads in (("first", [a, b, c], 3), ("late", [b, c, a], 9)):
+        trajs = _Counted(order)
+        s = export_dataset(tmp_path / name, source=SourceKind.all, trajectories=trajs)
+        assert s.tasks == {"fine": 1} and s.heldout_tasks_excluded == 2 and s.records == 1
+        assert trajs.reads == reads, name
+        texts.append((tmp_path / name / "data.jsonl").read_text())
+        assert "HELDOUTTASK" not in (tmp_path / name / "metadata.jsonl").read_text()
+    assert texts[0] == texts[1]
+    with pytest.raises(InputError, match="HELDOUTTASKx"):  # asking for a task found held out late
+        export_dataset(tmp_path / "asked", source=SourceKind.all, trajectories=[c, a],
+                       filters=ExportFilters(tasks=["fine", "HELDOUTTASKx"]))
+    assert not (tmp_path / "asked").exists()
 
 
 def test_declared_heldout_tasks_are_excluded(tmp_path):
