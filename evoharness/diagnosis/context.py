@@ -5,21 +5,42 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
 
 from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
 
 
-class ToolCall(NamedTuple):
-    """One tool call as the detectors read it (immutable; a named tuple, cheap to build per call)."""
+class ToolCall:
+    """One tool call as the detectors read it (read-only). ``arguments`` (the raw argument text as the model
+    wrote it) and ``canonical`` (canonical JSON of the parsed arguments, or the raw text stripped if it did not
+    parse) are made from the trajectory's parsed call when first read: most calls are never asked for either
+    (a read tool's name says it changes nothing; a repeat needs its name to recur first)."""
 
-    step: int  # index of the assistant message that made the call
-    id: str
-    name: str
-    arguments: str  # raw argument text as the model wrote it
-    canonical: str  # canonical JSON of the parsed arguments, or the raw text if it did not parse
-    parsed_ok: bool
-    args: object = None  # the parsed arguments (None when they did not parse)
+    __slots__ = ("step", "id", "name", "parsed_ok", "args", "_record", "_arguments", "_canonical")
+
+    def __init__(self, record: ToolCallRecord) -> None:
+        self.step: int = record.step  # index of the assistant message that made the call
+        self.id: str = str(record.id or f"{record.step}.{record.index}")
+        self.name: str = str(record.name)
+        self.parsed_ok: bool = record.parsed_ok
+        self.args: object = record.args  # the parsed arguments (None when they did not parse)
+        self._record = record
+        self._arguments: str | None = None
+        self._canonical: str | None = None
+
+    @property
+    def arguments(self) -> str:
+        if self._arguments is None:
+            self._arguments = self._record.raw_text
+        return self._arguments
+
+    @property
+    def canonical(self) -> str:
+        if self._canonical is None:
+            self._canonical = self._record.canonical
+        return self._canonical
+
+    def __repr__(self) -> str:
+        return f"ToolCall(step={self.step}, id={self.id!r}, name={self.name!r}, arguments={self.arguments!r})"
 
 
 def canonical_args(raw: object) -> tuple[str, bool]:
@@ -62,9 +83,7 @@ class TraceView:
                 view.results[str(m.get("tool_call_id"))] = (i, content if isinstance(content, str) else str(content))
             elif role == "user":
                 user.append(i)
-        for c in traj.tool_calls():  # arguments parsed once, kept on the trajectory
-            view.calls.append(ToolCall(c.step, str(c.id or f"{c.step}.{c.index}"), str(c.name), c.raw_text,
-                                       c.canonical, c.parsed_ok, c.args))
+        view.calls = [ToolCall(c) for c in traj.tool_calls()]  # arguments parsed once, kept on the trajectory
         return view
 
     def turn_of(self, step: int) -> int | None:

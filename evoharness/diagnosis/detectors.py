@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.traces.models import Termination
 
@@ -128,11 +128,21 @@ MUTATING_COMMAND = re.compile(
     r"stash|commit|restore)|pip\s+install|apply_patch|str_replace|\.write\(|open\([^)]*['\"][wa]['\"]")
 
 
+SHELL_TOOLS = frozenset({"bash", "code", "shell", "execute", "run"})
+
+
 def is_state_changing(name: str, canonical_args: str) -> bool:
     """A call that may change the state a repeat would observe: a write tool, or a shell command that edits."""
-    if name in ("bash", "code", "shell", "execute", "run"):
+    if name in SHELL_TOOLS:
         return bool(MUTATING_COMMAND.search(canonical_args[:20_000]))
     return READ_ONLY_TOOL.match(name) is None
+
+
+def changes_state(call: ToolCall) -> bool:
+    """``is_state_changing`` of a call, its canonical arguments read only for a shell tool (the others' names say)."""
+    if call.name in SHELL_TOOLS:
+        return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
+    return READ_ONLY_TOOL.match(call.name) is None
 
 
 class RepeatedActionDetector:
@@ -148,23 +158,27 @@ class RepeatedActionDetector:
     failure_class = F3
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
         blocked = _blocked_calls(view)
-        msgs = view.traj.messages
-        actions: list[tuple[int, tuple[str, str], str]] = []  # (step, key, result)
-        for c in view.calls:
-            if c.id not in blocked:
-                actions.append((c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]))
+        msgs, texts = view.traj.messages, view.texts
+        calls = [c for c in view.calls if c.id not in blocked]
+        code: list[tuple[int, tuple[str, str], str]] = []  # text agents' actions: (step, key, result)
         with_calls = {c.step for c in view.calls}
         for s in view.assistant_steps:
-            if s not in with_calls:
-                content = msgs[s].get("content")
-                blocks = FENCE.findall(content) if isinstance(content, str) and "```" in content else []
+            if s not in with_calls and "```" in texts[s]:
+                blocks = FENCE.findall(texts[s])
                 if len(blocks) == 1:
                     nxt = msgs[s + 1].get("content") if s + 1 < len(msgs) else ""
-                    actions.append((s, ("code", " ".join(blocks[0].split())), str(nxt or "")))
+                    code.append((s, ("code", " ".join(blocks[0].split())), str(nxt or "")))
+        # a streak holds one action's repeats only, so some action must occur repeat_min times; an action's key
+        # starts with its tool's name, so some name must too (checked first: no canonical arguments needed)
+        names = Counter(c.name for c in calls)
+        names.update(key[0] for _, key, _ in code)
+        if max(names.values(), default=0) < cfg.repeat_min:
+            return []
+        actions = [(c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]) for c in calls] + code
         if max(Counter(key for _, key, _ in actions).values(), default=0) < cfg.repeat_min:
-            return []  # a streak holds one action's repeats only: no action occurs often enough to make one
+            return []  # no action occurs often enough to make a streak
+        turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
         actions.sort(key=lambda x: x[0])
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
         changed_since: dict[tuple[str, str], bool] = {}
@@ -238,25 +252,92 @@ class NoDeliveryDetector:
 
 FENCE_ANY = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")  # a fenced block (unrolled: linear)
 TOKEN_RUN = re.compile(r"[A-Za-z0-9_-]+")  # one character class, no nested quantifier: linear time
-# the TOKEN_RUN runs that hold an ASCII digit (the only ones ``_id_like`` can accept), without building the others;
-# linear for the same reason as DIGIT_RUN
-DIGIT_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z_-]*+[0-9][A-Za-z0-9_-]*+")
+_RUN_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")  # [A-Za-z0-9_-] less the digits
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+# each byte of ASCII text as its class: a run letter ([A-Za-z_-]) b"a", a digit b"0", anything else b" "
+_CLASSES = bytes(ord("0") if chr(b) in _ASCII_DIGITS else ord("a") if chr(b) in _RUN_LETTERS else ord(" ")
+                 for b in range(256))
+
+
+def has_digit(text: str) -> bool:
+    """``ANY_DIGIT.search(text)`` is not None; ASCII text is searched for each digit in turn (a C byte search,
+    many times cheaper than the regex engine's per-character class test)."""
+    if text.isascii():
+        return any(d in text for d in "0123456789")
+    return ANY_DIGIT.search(text) is not None
+
+
+def _ascii_digit_runs(text: str) -> list[tuple[int, int]]:
+    """In ASCII text, where ``\\d`` is ``[0-9]``, the runs ``DigitRuns`` finds are the maximal runs of
+    [A-Za-z0-9_-] that hold a digit: found on the text's classes (one byte each, ``_CLASSES``) by C byte searches,
+    three per run and none per character."""
+    z = text.encode("ascii").translate(_CLASSES)
+    out = []
+    pos = 0
+    while (digit := z.find(b"0", pos)) >= 0:
+        start = z.rfind(b" ", pos, digit) + 1  # pos is 0 or the last run's end, a b" ": never past it
+        end = z.find(b" ", digit)
+        if end < 0:
+            end = len(z)
+        out.append((start, end))
+        pos = end
+    return out
+
+
+class DigitRuns:
+    """The runs of [A-Za-z0-9_-] that hold a digit (``digit``: ``[0-9]``, or ``\\d``: any Unicode digit), found as
+    ``findall`` of the regex ``pattern`` finds them --
+    ``(?<![A-Za-z0-9_-])[A-Za-z_-]*+DIGIT[A-Za-z0-9_-]*+``: from a run's start, letters up to the first digit, then
+    the rest of the run -- but digit first: the regex engine skips to the next digit in its tight first-character
+    loop (most characters are no digit; the pattern above tries a match at every one of them, several times the
+    cost), and the letters before that digit are walked back here. Each character is walked at most once, so
+    the cost stays linear in the text (a 120 KB run of letters and dashes takes milliseconds)."""
+
+    def __init__(self, digit: str) -> None:
+        self.pattern = re.compile(rf"(?<![A-Za-z0-9_-])[A-Za-z_-]*+{digit}[A-Za-z0-9_-]*+")  # the definition
+        self._from_digit = re.compile(rf"{digit}[A-Za-z0-9_-]*+")
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        if text.isascii():
+            return _ascii_digit_runs(text)
+        out = []
+        pos = 0  # where the pattern's scan would resume: no match starts before it
+        search = self._from_digit.search
+        while (m := search(text, pos)) is not None:
+            digit, end = m.span()
+            start = digit
+            while start > pos and text[start - 1] in _RUN_LETTERS:
+                start -= 1
+            # a match starts where its run starts (the lookbehind): not after a letter, nor after a digit of the
+            # run (a Unicode digit ends the class's run, and the one before it belonged to an earlier match)
+            if start and (text[start - 1] in _RUN_LETTERS or text[start - 1] in _ASCII_DIGITS):
+                pos = digit + 1  # no match takes this digit; one may start after it
+                continue
+            out.append((start, end))
+            pos = end
+        return out
+
+    def findall(self, text: str) -> list[str]:
+        return [text[a:b] for a, b in self.spans(text)]
+
+
+# the TOKEN_RUN runs that hold an ASCII digit (the only ones ``_id_like`` can accept), without building the others
+DIGIT_TOKEN = DigitRuns("[0-9]")
 ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 ANY_DIGIT = re.compile(r"\d")
-# a run holding a digit; the lookbehind starts it only at a run's start and the possessive prefix (no digit in
-# it) takes the run up to its first character outside [A-Za-z_-], which must be the digit: a long run without
-# digits is scanned once and never backtracked into (linear), unlike [..]*\d[..]* (quadratic); the same
-# matches as a lazy prefix stopping at the first digit, at about half its cost
-DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z_-]*+\d[A-Za-z0-9_-]*+")
+# a run holding a digit: unlike [..]*\d[..]* (quadratic in a long run without digits), linear
+DIGIT_RUN = DigitRuns(r"\d")
 
 
 def claim_tokens(text: str) -> list[str]:
     """Ids and numbers: maximal runs of [A-Za-z0-9_-] holding a digit, not just after '$' or '.' (prices'
     cents, decimals), leading '-'/'_' stripped. Linear in the text (a 120 KB answer takes milliseconds)."""
     out = []
-    for m in DIGIT_RUN.finditer(text):
-        tok = m.group(0).lstrip("-_")
-        start = m.end() - len(tok)
+    for a, end in DIGIT_RUN.spans(text):
+        tok = text[a:end].lstrip("-_")
+        start = end - len(tok)
         if tok and not (start and text[start - 1] in "$.") and tok[0].isalnum():
             out.append(tok)
     return out
@@ -430,7 +511,7 @@ class UnbackedClaimDetector:
                 return [Signal(id=self.id, failure_class=F1, step=i,
                                evidence=f"contradicts the latest tool result: {contradiction} — in: "
                                         f"{quote(content, 120)}")], ground
-            if not ANY_DIGIT.search(prose):
+            if not has_digit(prose):
                 continue
             ids = [t.strip("-_") for t in id_like_tokens(dict.fromkeys(DIGIT_TOKEN.findall(prose)))]
             missing = _unbacked(ids, ground, cfg.unbacked_min_len)
@@ -443,6 +524,34 @@ class UnbackedClaimDetector:
 
 STATUS_FIELD = re.compile(r'"status"\s*:\s*"([A-Za-z][A-Za-z _-]{1,30})"')
 ID_FIELD = re.compile(r'"(?:[a-z]+_)?id"\s*:\s*"([^"\\]{3,40})"')
+_ID_TAIL = re.compile(r'id"\s*:\s*"([^"\\]{3,40})"')  # ID_FIELD from its "id": a literal the engine skips to
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def id_values(text: str) -> list[str]:
+    """``ID_FIELD.findall(text)``, found from each ``id"`` (a literal: the regex engine skips to it; ID_FIELD starts
+    a match at every quote of a JSON text) and checked back to the key's opening quote: the quote just before
+    ``id``, or before the ``[a-z]+_`` just before it (the only ways ID_FIELD's key can start; a key's letters are
+    walked back at most once, since a quote ends them)."""
+    out = []
+    pos = 0  # where ID_FIELD's scan would resume: the last match's end
+    scan = 0  # where to look for the next "id"
+    search = _ID_TAIL.search
+    while (m := search(text, scan)) is not None:
+        k = m.start()
+        q = k - 1
+        if q >= 0 and text[q] == "_":
+            q -= 1
+            while q >= 0 and text[q] in _LOWER:
+                q -= 1
+            if q == k - 2:
+                q = -1  # no letter before the "_"
+        if q >= pos and text[q] == '"':
+            out.append(m.group(1))
+            pos = scan = m.end()
+        else:
+            scan = k + 1
+    return out
 
 
 class EntityStatus:
@@ -471,7 +580,7 @@ class EntityStatus:
                                      re.IGNORECASE)
         if len(found) == 1:
             status = next(iter(found))
-            for ident in ID_FIELD.findall(tool_result[:50_000]):
+            for ident in id_values(tool_result[:50_000]):
                 self.latest[ident.lower()] = status
 
     def contradicted(self, reply: str) -> str | None:

@@ -32,7 +32,7 @@ import re
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import ANY_DIGIT, DIGIT_RUN, id_like_tokens, is_state_changing, quote
+from evoharness.diagnosis.detectors import DIGIT_RUN, changes_state, has_digit, id_like_tokens, quote
 from evoharness.diagnosis.models import FailureClass, Signal
 
 E = FailureClass.E
@@ -76,7 +76,7 @@ class UserQuitDetector:
         stop = next((i for i in view.user_steps if "###" in texts[i] and STOP_MARK.search(texts[i])), None)
         if stop is None:
             return []
-        if any(c.step < stop and is_state_changing(c.name, c.canonical) for c in view.calls):
+        if any(c.step < stop and changes_state(c) for c in view.calls):
             return []  # the agent had acted
         said = STOP_MARK.sub(" ", msgs[stop]["content"])
         if ANSWERS.search(said):
@@ -106,7 +106,7 @@ class UserOffScriptDetector:
         msgs, texts = view.traj.messages, view.texts
         for i in view.user_steps:
             content = texts[i]
-            if not ANY_DIGIT.search(content):
+            if not has_digit(content):
                 continue
             candidates = [t for t in id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(content))) if t.lower() not in told]
             if not candidates:

@@ -216,3 +216,25 @@ def test_a_status_contradicting_the_latest_tool_result_is_f1_where_first_claimed
     [s] = fired(UnbackedClaimDetector(), b.deliver("Cancelled.").build(score=0.0))
     assert s.step == 6 and "'delivered' in the tools, the reply says 'pending'" in s.evidence
     assert fired(UnbackedClaimDetector(), ok) == []
+
+
+def test_fast_token_scans_find_what_their_regexes_define():
+    """The digit-run, digit and id-field scans (cheaper than the regexes, found digit or literal first) return
+    exactly what the regex they replace returns, on random text mixing run letters, ASCII and other digits,
+    JSON punctuation and keys (a scan that skipped, merged or split a run would fail here)."""
+    import random
+    import re
+
+    from evoharness.diagnosis.detectors import ANY_DIGIT, DIGIT_RUN, DIGIT_TOKEN, ID_FIELD, has_digit, id_values
+
+    lazy = {DIGIT_RUN: re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?\d[A-Za-z0-9_-]*+"),
+            DIGIT_TOKEN: re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?[0-9][A-Za-z0-9_-]*+")}
+    rnd = random.Random(7)
+    pieces = ['a', 'Z', '1', '0', '-', '_', ' ', '.', '$', '\n', '\u0661', '\u00b2', '\u00e9', '"', ':', 'id', '_id',
+              '"id": "', 'x_id": "', 'abc', '\\', '"user_id": "u1234"', 'W1', ', ']
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 16)))
+        for scan, reference in lazy.items():
+            assert scan.findall(text) == scan.pattern.findall(text) == reference.findall(text), text
+        assert has_digit(text) == (ANY_DIGIT.search(text) is not None), text
+        assert id_values(text) == ID_FIELD.findall(text), text
