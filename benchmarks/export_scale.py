@@ -15,15 +15,24 @@ Each of ``--repeat`` exports is timed in CPU seconds of this process (min / medi
 peak RSS is over all of them. ``--labels`` first writes the labels file ``evoharness label`` would
 (untimed) and exports with it: the unhealthy trajectories' classes are read, not recomputed.
 
+``--against TREE`` measures side by side: this checkout's evoharness and the one in ``TREE`` (another
+checkout, or ``git archive REV | tar -x -C TREE``) export the same files in turn, A, B, A, B ..., each
+export in a fresh process (``PYTHONPATH`` names the tree; one untimed export first, so imports and
+first-call set-up are not timed); it prints each tree's rows per CPU-second and the ratio of each pair
+(this / TREE), min / median / max over ``--repeat`` pairs, and each tree's peak RSS growth.
+
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
-        [--repeat 3]
+        [--repeat 3] [--against TREE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -71,6 +80,51 @@ def _real_lines(n: int):
         yield json.dumps({**t, "id": f"{t['id']}#{copy}", "rollout": copy, "split": "dev"}).encode() + b"\n"
 
 
+def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[object, float, float]:
+    """One export: (summary, CPU s, wall s)."""
+    t0, w0 = time.process_time(), time.perf_counter()
+    s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
+                       trajectories=JsonlSource(src), placebo=args.placebo,
+                       **({"labels": labels} if labels else {}))  # older trees have no labels
+    return s, time.process_time() - t0, time.perf_counter() - w0
+
+
+def _child(args) -> None:
+    """``--child SRC LABELS|- OUT``: one untimed export, then one timed; prints a JSON line."""
+    src, labels, out = Path(args.child[0]), None if args.child[1] == "-" else Path(args.child[1]), Path(args.child[2])
+    _export_once(src, labels, out, args)
+    base = _rss_mb()
+    s, cpu, wall = _export_once(src, labels, out, args)
+    print(json.dumps({"rows": s.records, "cpu": cpu, "wall": wall, "growth": _rss_mb() - base,
+                      "reused": getattr(s, "labels_reused", 0)}))
+
+
+def _side_by_side(src: Path, labels: Path | None, d: Path, args) -> None:
+    here = Path(__file__).resolve().parents[1]
+    trees = {"this": here, "against": args.against.resolve()}
+    flags = ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else [])
+    runs: dict[str, list[dict]] = {k: [] for k in trees}
+    for _ in range(args.repeat):
+        for name, tree in trees.items():  # in turn, so that a load spike hits both
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            cmd = [sys.executable, __file__, *flags, "--child", str(src), str(labels or "-"), str(d / f"out-{name}")]
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=d)
+            if done.returncode != 0:
+                sys.exit(f"error: the export with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
+            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    rows = {r["rows"] for rs in runs.values() for r in rs}
+    print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: "
+          f"{'/'.join(map(str, sorted(rows)))}  format: {args.format}  source: {args.source}  "
+          f"labels: {'yes' if labels else 'no'}  ({load_note()})")
+    rate = {k: [r["rows"] / r["cpu"] for r in rs] for k, rs in runs.items()}
+    for name, tree in trees.items():
+        print(f"{name:>8} ({tree}): rows per CPU-second {spread(rate[name], ',.0f')}; CPU s per export "
+              f"{spread([r['cpu'] for r in runs[name]])}; peak RSS growth "
+              f"{spread([r['growth'] for r in runs[name]], '.1f', ' MB')}; labels reused {runs[name][0]['reused']}")
+    ratios = [a / b for a, b in zip(rate["this"], rate["against"], strict=True)]
+    print(f"ratio this/against, rows per CPU-second, {args.repeat} pairs: {spread(ratios, '.2f', 'x')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
@@ -80,11 +134,19 @@ def main() -> None:
     ap.add_argument("--placebo", action="store_true")
     ap.add_argument("--keep", type=Path, help="write the export here instead of a temp dir")
     ap.add_argument("--labels", action="store_true", help="export with a labels file (written first, untimed)")
+    ap.add_argument("--against", type=Path, metavar="TREE",
+                    help="another evoharness tree: export with both in turn and print the ratio")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     add_repeat(ap)
     args = ap.parse_args()
+    if args.child:
+        _child(args)
+        return
     check_repeat(ap, args.repeat)
     if args.n < 1:
         ap.error("--n must be at least 1")
+    if args.against is not None and not (args.against / "evoharness" / "__init__.py").is_file():
+        ap.error(f"--against {args.against}: no evoharness package there")
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "trajectories.jsonl"
@@ -108,16 +170,16 @@ def main() -> None:
             with labels.open("w") as fh:
                 for t in JsonlSource(src):
                     fh.write(as_line(labeller.label(t)).model_dump_json() + "\n")
+        if args.against is not None:
+            _side_by_side(src, labels, Path(d), args)
+            return
         out = args.keep or Path(d) / "out"
         base = _rss_mb()
         cpu, wall = [], []
         for _ in range(args.repeat):
-            t0, w0 = time.process_time(), time.perf_counter()
-            s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
-                               trajectories=JsonlSource(src), placebo=args.placebo,
-                               **({"labels": labels} if labels else {}))  # older trees have no labels
-            cpu.append(time.process_time() - t0)
-            wall.append(time.perf_counter() - w0)
+            s, c, w = _export_once(src, labels, out, args)
+            cpu.append(c)
+            wall.append(w)
         peak = _rss_mb()
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: {s.records}  "
