@@ -172,3 +172,40 @@ def test_with_messages_keeps_the_list_and_validates_everything_else():
         Trajectory.with_messages([{"content": "x"}], id="a", task_id="t")
     with pytest.raises(ValidationError, match="score"):
         Trajectory.with_messages(msgs, id="a", task_id="t", score=2.0)
+
+
+def test_arguments_parse_as_json_loads_does():
+    """``parse_arguments`` skips json.loads's wrappers: the same values and the same failures, on texts
+    around the edges (BOM, whitespace, trailing data, NaN, deep nesting, lone surrogates) and random ones."""
+    import math
+    import random
+
+    from evoharness.traces.models import parse_arguments
+
+    def ref(text):
+        try:
+            return json.loads(text), True
+        except (ValueError, RecursionError):
+            return None, False
+
+    edges = ["", " ", "{}", ' {"a": 1}\n', '{"a": 1} x', '{"a": 1}{}', "\ufeff{}", "NaN", "[-Infinity]", "1e400",
+             '"\\ud800"', '{"a": "\\u00e9"}', "[" * 5000 + "]" * 5000, "[1,]", "01", "-", "tru", '{"a" 1}']
+    rng = random.Random(3)
+    alphabet = list('{}[]",:0123456789.eE+- \t\n\\/abtrufnlsNI') + ["\ufeff", "\u00e9", "\\u0041"]
+    seeds = ['{"a": 1}', "[1, 2.5e3]", '"s"', '{"a": {"b": [1, null, true, false]}}', " {} ", "-0"]
+
+    def mutated():
+        chars = list(rng.choice(seeds))
+        for _ in range(rng.randint(0, 2)):
+            chars[rng.randrange(len(chars))] = rng.choice(alphabet)
+        return "".join(chars)
+
+    texts = edges + ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10))) for _ in range(10000)]
+    texts += [mutated() for _ in range(10000)]
+    parsed = 0
+    for text in texts:
+        got, want = parse_arguments(text), ref(text)
+        same = got == want or (got[1] and want[1] and repr(got[0]) == repr(want[0]))  # NaN != NaN
+        assert same, text
+        parsed += want[1]
+    assert parsed > 1000 and math.isinf(parse_arguments("1e400")[0])
