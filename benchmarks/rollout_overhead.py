@@ -7,9 +7,7 @@ same worker command, no isolation); under bubblewrap with one process per batch 
 (``sandbox/warm.py``: a fork server per commit, a forked child per rollout), once counting the
 worker's start (``bwrap-warm+start``: the executor's workers stopped before the timed run, so it pays
 one sandbox start for its ``--rollouts``, as a round pays per commit and slot) and once with the
-worker already up (``bwrap-warm``: what each further rollout of a commit costs; ``bwrap-warm-fork``: the
-same with the server forking each rollout's process on request rather than ahead, ``sandbox.warm.PREFORK``
-off: the shape before pre-forking). Prints the mean
+worker already up (``bwrap-warm``: what each further rollout of a commit costs). Prints the mean
 wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
 (wall, and CPU: load-robust), the warm children's minor page faults, then the speed-up of 2 bwrap
 workers over 1 on the same requests. CPU counts this process (executor, model gateway, host-side
@@ -22,10 +20,17 @@ With ``--repeat N`` the configurations run in turn N times (in-process, process,
 ...) and each figure is the median, with min / median / max printed beside the ratios.
 
     python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--repeat 3]
-        [--batch 1] [--docker] [--ray]
+        [--batch 1] [--docker] [--ray] [--fork-floor]
 
 ``--batch N``: rollouts of one commit go to one sandboxed worker N at a time (a run's
 ``sandbox.batch_size`` is 8); with 1, every rollout gets a fresh sandbox (all bwrap rows are then cold).
+
+``--fork-floor`` measures, in this process and without a sandbox or gateway (the scripted model
+in-process), what per-rollout process isolation costs on its own: the fork server's imports are loaded
+and frozen as in ``agent/forkserver.py``, then the same ``worker`` rollouts run in turn in this process,
+in a forked child each (its CPU and minor page faults from ``wait4``), the same with ``gc.disable()`` in
+the child, and as a bare fork + exit
+(the parent's CPU for the fork beside the child's); ``--repeat`` rounds of ``--rollouts`` each.
 
 ``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
 ``--ray`` adds a local Ray (this machine's CPUs): one task per rollout and one per batch of 4, each
@@ -44,16 +49,15 @@ import time
 from pathlib import Path
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
-from evoharness.sandbox import warm as warm_module
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 
-ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm-fork", "bwrap-warm")
+ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm")
 BWRAP_ROWS = ROWS[2:]
-CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm-fork", "bwrap-warm")  # not bwrap-batch
+CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm")  # see the docstring: not bwrap-batch
 
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
@@ -71,12 +75,11 @@ def _cpu() -> float:
 
 
 def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest], *, warm: bool = True,
-           restart: bool = False, prefork: bool = True) -> tuple[float, int, float, float]:
+           restart: bool = False) -> tuple[float, int, float, float]:
     """Wall seconds for ``reqs``, how many failed, their CPU seconds (this process -- executor, gateway,
     host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
     report for their children, themselves and their start) and the warm children's page faults;
-    ``restart``: stop warm workers before the timed run; ``prefork``: see ``sandbox.warm.PREFORK``."""
-    warm_module.PREFORK = prefork
+    ``restart``: stop warm workers before the timed run."""
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
                        batch_size=args.batch, warm=warm) as ex:
         # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
@@ -91,6 +94,68 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
         spent = {k: v - before.get(k, 0) for k, v in ex.warm_cost.items()}
     cpu += spent.get("child_cpu_s", 0) + spent.get("server_cpu_s", 0) + spent.get("start_cpu_s", 0)
     return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure")), cpu, spent.get("child_minflt", 0)
+
+
+def _fork_floor(args) -> None:
+    """``--fork-floor`` (see the module docstring): print per-rollout CPU in-process, in a forked child and for
+    a bare fork, medians with min / max over ``--repeat`` rounds of ``--rollouts``."""
+    import gc
+
+    from evoharness.agent import worker
+    from evoharness.agent.forkserver import _warm
+    from evoharness.harness_repo.init import init_harness
+
+    with tempfile.TemporaryDirectory() as d:
+        spec = Path(d, "warm.json")
+        spec.write_text(json.dumps({"env_spec": args.env, "model_spec": args.model}))
+        _warm(str(spec))
+        harness = init_harness(Path(d) / "harness").path
+        reqs = [worker.WorkerRequest(harness_dir=str(harness), env_spec=args.env, task_id=r.task_id,
+                                     model_spec=args.model, seed=r.seed, split=args.split)
+                for r in _requests(args.env, args.rollouts, args.split)]
+        gc.freeze()
+        rows: dict[str, list[float]] = {k: [] for k in ("inprocess", "child", "child_faults", "gcoff", "gcoff_faults",
+                                                          "bare_parent", "bare_child", "bare_faults")}
+
+        def without_gc(req: worker.WorkerRequest) -> None:
+            gc.disable()
+            worker._run(req)
+
+        for _ in range(args.repeat):
+            start = time.process_time()
+            for req in reqs:
+                worker._run(req)
+            rows["inprocess"].append((time.process_time() - start) / len(reqs))
+            for body, cpu_key, faults_key in ((worker._run, "child", "child_faults"),
+                                              (without_gc, "gcoff", "gcoff_faults"),
+                                              (None, "bare_child", "bare_faults")):
+                cpu = faults = parent = 0.0
+                for req in reqs:
+                    before = time.process_time()
+                    pid = os.fork()
+                    if pid == 0:
+                        if body is not None:
+                            body(req)
+                        os._exit(0)
+                    parent += time.process_time() - before
+                    _, _, use = os.wait4(pid, 0)
+                    cpu, faults = cpu + use.ru_utime + use.ru_stime, faults + use.ru_minflt
+                rows[cpu_key].append(cpu / len(reqs))
+                rows[faults_key].append(faults / len(reqs))
+                if body is None:
+                    rows["bare_parent"].append(parent / len(reqs))
+    print(f"fork floor: {len(reqs)} rollouts of {args.model} on {args.env} (no sandbox, no gateway), "
+          f"{args.repeat} rounds ({load_note()})")
+    for key, what in (("inprocess", "rollout in this process"), ("child", "rollout in a forked child (child CPU)"),
+                      ("gcoff", "the same, gc.disable() in the child"),
+                      ("bare_parent", "bare fork + exit: the parent's fork"),
+                      ("bare_child", "bare fork + exit: the child")):
+        print(f"  {what:<40}: {spread([x * 1000 for x in rows[key]], '.2f', ' ms')}")
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    print(f"  minor page faults per child: rollout {med['child_faults']:.0f} ({med['gcoff_faults']:.0f} without gc), "
+          f"bare {med['bare_faults']:.0f}")
+    ratios = [(c + p) / i for c, p, i in zip(rows["child"], rows["bare_parent"], rows["inprocess"], strict=True)]
+    print(f"  (forked child + parent's fork) / in-process: {spread(ratios, '.2f', 'x')}")
 
 
 def _bare(box, n: int = 20) -> float:
@@ -160,11 +225,16 @@ def main() -> None:
                     "(cold) and warm pooled containers (needs dockerd and ops/sandbox/build-image.sh)")
     ap.add_argument("--ray", action="store_true", help="add Ray rows: a local Ray with this machine's CPUs, one "
                     "task per rollout and per batch of 4, against a local bwrap pool of as many workers")
+    ap.add_argument("--fork-floor", action="store_true", help="only measure what a fork per rollout costs in this "
+                    "process, without sandbox or gateway (see above)")
     add_repeat(ap)
     args = ap.parse_args()
     check_repeat(ap, args.repeat)
     if args.rollouts < 1 or args.batch < 1:
         ap.error("--rollouts and --batch must be at least 1")
+    if args.fork_floor:
+        _fork_floor(args)
+        return
 
     from evoharness.harness_repo.init import init_harness
 
@@ -181,8 +251,7 @@ def main() -> None:
         faults: list[float] = []
         configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
                    "bwrap-batch": (BwrapSandbox(), {"warm": False}),
-                   "bwrap-warm+start": (BwrapSandbox(), {"restart": True}),
-                   "bwrap-warm-fork": (BwrapSandbox(), {"prefork": False}), "bwrap-warm": (BwrapSandbox(), {})}
+                   "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {})}
         for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
             for name, (box, kw) in configs.items():
                 elapsed, failures[name], seconds, flt = _timed(harness, args, box, 1, reqs, **kw)
@@ -190,7 +259,6 @@ def main() -> None:
                 cpu[name].append(seconds / n)
                 if name == "bwrap-warm":
                     faults.append(flt / n)
-        warm_module.PREFORK = True
         for name, xs in per.items():
             figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
         for name in CPU_ROWS:

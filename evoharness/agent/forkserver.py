@@ -66,14 +66,9 @@ def serve(warm_path: str) -> int:
     gc.freeze()  # what the server holds is never collected in a child: fewer copy-on-write page faults per fork
     ru = resource.getrusage(resource.RUSAGE_SELF)
     _say(proto, {"ready": True, "pid": os.getpid(), "warm": warm, "start_cpu_s": round(ru.ru_utime + ru.ru_stime, 6)})
-    prefork = _prefork_wanted(warm_path)
     lines = os.fdopen(0, "rb", buffering=0)
     buf = b""
-    spare: tuple[int, int] | None = None
-    before = ru
     while True:
-        if prefork and spare is None:  # the next rollout's process, forked while the host reads this answer
-            spare = _fork(proto)
         while b"\n" not in buf:
             chunk = lines.read(65536)
             if not chunk:
@@ -86,14 +81,13 @@ def serve(warm_path: str) -> int:
         except (ValueError, KeyError, TypeError) as e:
             print(f"worker: bad serve request: {e}", file=sys.stderr)
             return 2
-        child, spare = spare or _fork(proto), None
-        rc, timed_out, usage = _run_child(child, workdir, wall, cpu)
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        rc, timed_out, child = _run_child(workdir, wall, cpu)
         clean = sweep()
         after = resource.getrusage(resource.RUSAGE_SELF)
         _say(proto, {"n": n, "returncode": rc, "timed_out": timed_out, "clean": clean, "cost": {
-            "child_cpu_s": round(usage.ru_utime + usage.ru_stime, 6), "child_minflt": usage.ru_minflt,
+            "child_cpu_s": round(child.ru_utime + child.ru_stime, 6), "child_minflt": child.ru_minflt,
             "server_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 6)}})
-        before = after
         if not clean:
             return 3
 
@@ -115,15 +109,6 @@ def _not_dumpable() -> None:
     pr_set_dumpable = 4
     if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
-
-
-def _prefork_wanted(warm_path: str) -> bool:
-    """WARM.json's ``prefork`` (default true): fork each rollout's process ahead, while the host reads the
-    previous answer, so the fork is off the rollout's path (``false``: fork on request; measurements)."""
-    try:
-        return json.loads(Path(warm_path).read_text()).get("prefork", True) is not False
-    except (OSError, ValueError, AttributeError):
-        return True
 
 
 def _warm(warm_path: str) -> list[str]:
@@ -177,29 +162,16 @@ def _warm_caches() -> None:
     yaml.safe_load("a: [1, 'b', {c: true}]\n")
 
 
-def _fork(proto: int) -> tuple[int, int]:
-    """Fork the process for one rollout; (its pid, the pipe to hand it its request on). Until then it holds
-    nothing of the server's but its memory: not the protocol channel, not the request stream."""
+def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool, resource.struct_rusage]:
+    """Fork, run one rollout in the child, wait (kill at ``wall``); (exit status as Popen gives it, timed out,
+    the child's resource use)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         rc = 1
         try:
-            os.close(w)
-            os.close(proto)
-            null = os.open("/dev/null", os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
-            raw = b""
-            while chunk := os.read(r, 65536):
-                raw += chunk
-            if raw:  # nothing: the server ended before handing this process a rollout
-                req = json.loads(raw)
-                rc = _child(str(req["dir"]), int(req["cpu"]))
-            else:
-                rc = 0
+            rc = _child(workdir, cpu)
         except BaseException:  # noqa: BLE001 -- reported on the child's stderr, exit 1
             traceback.print_exc()
         finally:
@@ -208,21 +180,6 @@ def _fork(proto: int) -> tuple[int, int]:
                 sys.stderr.flush()
             finally:
                 os._exit(rc)
-    os.close(r)
-    return pid, w
-
-
-def _run_child(child: tuple[int, int], workdir: str, wall: float, cpu: int
-               ) -> tuple[int, bool, resource.struct_rusage]:
-    """Hand ``child`` (from ``_fork``) its rollout, wait (kill at ``wall``); (exit status as Popen gives it,
-    timed out, the child's resource use)."""
-    pid, w = child
-    try:
-        os.write(w, json.dumps({"dir": workdir, "cpu": cpu}).encode())
-    except BrokenPipeError:  # it died before its rollout: its status says how
-        pass
-    finally:
-        os.close(w)
     timed_out = not _wait(pid, wall)
     if timed_out:
         for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):

@@ -50,9 +50,6 @@ SERVER_CPU_S = 600  # the fork server's own RLIMIT_CPU (each child gets the roll
 # copies, mostly) and the server's own CPU seconds for the request (fork, wait, sweep); once, its start-up CPU
 COST_KEYS = ("child_cpu_s", "child_minflt", "server_cpu_s", "start_cpu_s")
 MAX_ROLLOUTS_PER_WORKER = 512  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
-# the server forks each rollout's process ahead, while the host reads the previous answer (``forkserver``);
-# benchmarks/rollout_overhead.py switches it off to measure it
-PREFORK = True
 
 
 class LiveSandbox:
@@ -117,7 +114,7 @@ class WarmWorker:
         self.last_cost: dict[str, float] = {}  # the last rollout's CPU in the sandbox, as the server measured it
         self._silent = False  # the last failure was no answer in time (not an exit)
         self._buf = b""
-        (self.work / "warm.json").write_text(json.dumps({"prefork": PREFORK} | warm))
+        (self.work / "warm.json").write_text(json.dumps(warm))
         command = [sys.executable, "-m", WORKER_MODULE, "--serve", f"{SCRATCH_MOUNT}/warm.json"]
         start = time.monotonic()
         try:
