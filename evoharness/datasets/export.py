@@ -1,15 +1,16 @@
 """Export trajectories as a training set: select, render, (placebo), write, card.
 
 Sources are *re-iterable* trajectory sources (a ``JsonlSource``, a ``TrainingQueue``, a list):
-iterating one twice yields the same trajectories. The export reads them twice: once to learn
-every held-out task (a task is held out if any trajectory of it says ``split = heldout``, or if the
-config lists it), then to write. Held-out tasks are never written, whatever the filters; a request
-that names one, asks for the heldout split, or admits nothing but held-out trajectories is an
-``InputError`` and leaves no data files behind.
+iterating one twice yields the same trajectories. A task is held out if any trajectory of it says
+``split = heldout``, or if the config lists it; the file's held-out tasks are learnt while writing, and
+when one turns out held out after a trajectory of it went by, the export starts again with every
+held-out task learnt in a first pass (``export_dataset``). Held-out tasks are never written, whatever
+the filters; a request that names one, asks for the heldout split, or admits nothing but held-out
+trajectories is an ``InputError`` and leaves no data files behind.
 
-Memory is bounded: records stream from source to writer; only the held-out task ids, per-task
-counts, for ``--source all`` with a queue the file's trajectory ids (to de-duplicate), and for a
-placebo one window of records (``datasets.placebo_window``) are held.
+Memory is bounded: records stream from source to writer; only the held-out task ids, the ids of the
+tasks seen, per-task counts, for ``--source all`` with a queue the file's trajectory ids (to
+de-duplicate), and for a placebo one window of records (``datasets.placebo_window``) are held.
 
 Labelling is the larger part of exporting a file's unhealthy trajectories. ``labels`` (a file
 ``evoharness label`` wrote for the same trajectory file) gives their class and first signal
