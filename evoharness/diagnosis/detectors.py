@@ -173,11 +173,14 @@ class RepeatedActionDetector:
         # starts with its tool's name, so some name must too (checked first: no canonical arguments needed)
         names = Counter(c.name for c in calls)
         names.update(key[0] for _, key, _ in code)
-        if max(names.values(), default=0) < cfg.repeat_min:
+        frequent = {name for name, n in names.items() if n >= cfg.repeat_min}
+        if not frequent:
             return []
-        actions = [(c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]) for c in calls] + code
-        if max(Counter(key for _, key, _ in actions).values(), default=0) < cfg.repeat_min:
+        keys = Counter((c.name, c.canonical) for c in calls if c.name in frequent)  # canonical text: these only
+        keys.update(key for _, key, _ in code if key[0] in frequent)
+        if max(keys.values(), default=0) < cfg.repeat_min:
             return []  # no action occurs often enough to make a streak
+        actions = [(c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]) for c in calls] + code
         turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
         actions.sort(key=lambda x: x[0])
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
