@@ -17,7 +17,8 @@ from evoharness.sandbox.warm import WarmPool, WarmWorker
 
 # Each rollout looks for what an earlier rollout of the same worker could have left -- a module global,
 # an import, a System V shared memory segment, a POSIX message queue, a file in /tmp or /dev/shm (not
-# writable under bwrap), a live process -- raises naming it, then leaves all of them.
+# writable under bwrap), a live process, any process beside it and its server -- raises naming it, then
+# leaves all of them.
 LEAKY = '''import builtins, ctypes, os, subprocess, sys
 def before_model(messages, ctx):
     if ctx.get("step", 0) > 0:
@@ -45,6 +46,10 @@ def before_model(messages, ctx):
                 break
         except OSError:
             pass
+    # nothing else alive beside it: not an earlier rollout's process, not a later rollout's (a pre-forked
+    # child must not exist while this one runs: this one could signal it, and so fail the next rollout)
+    if any(p.isdigit() and int(p) not in (1, os.getpid(), os.getppid()) for p in os.listdir("/proc")):
+        found.append("neighbour")
     builtins._leak_marker = True
     sys.modules["leaky_probe_module"] = sys
     for path in ("/tmp/leak", "/dev/shm/leak"):
@@ -115,6 +120,7 @@ def test_nothing_of_one_rollout_reaches_the_next(tmp_path):
         # the probe can see leaks: one process running the batch (the Docker-style path) carries them over
         shared = ex._run_batched(reqs, ex._batch)
     assert _leaks(warm) == []
+    assert not [t.task_id for t in warm if t.meta.get("rollout_failure")]  # each ran its probe (no vacuous pass)
     assert len(_leaks(shared)) == len(reqs) - 1
     assert all("LEAK ipc,global,module,/tmp/leak,process" in leak for leak in _leaks(shared)), _leaks(shared)
 
