@@ -149,14 +149,14 @@ def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: ran
 
 
 def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: bool = False,
-            common_seeds: bool = False, coupling: float = 1.0) -> dict:
+            common_seeds: bool = False, coupling: float = 1.0, settings: dict | None = None) -> dict:
     strategy, gate_names, budget, max_tasks, k, *extra = spec
     world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS,
                               recall=1.0 if ideal else RECALL, false_fire=0.0 if ideal else FALSE_FIRE,
                               common_seeds=common_seeds, coupling=coupling)
     world.add("h0", SimHarness())
-    cfg = VerificationConfig(rollouts=k, anchor_rollouts=K, max_tasks=max_tasks, bootstrap_samples=200,
-                             **{"sequential": False, **(extra[0] if extra else {})})
+    cfg = VerificationConfig(**{"rollouts": k, "anchor_rollouts": K, "max_tasks": max_tasks, "bootstrap_samples": 200,
+                                "sequential": False, **(extra[0] if extra else {}), **(settings or {})})
     verifier = Verifier(SimSource(world), cfg, seed=seed)
     gates = make_gates(gate_names, bootstrap_samples=200, no_regression_alpha=cfg.no_regression_alpha) \
         if gate_names else None  # None: the verifier's own defaults, from cfg (the real path)
@@ -199,14 +199,14 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
 
 def _run_named(args: tuple) -> dict:
     """`run_one` by strategy name (what a worker process is sent)."""
-    name, seed, rounds, n_dev, ideal, common_seeds, coupling = args
-    return run_one(name, strategies(n_dev)[name], seed, rounds, n_dev, ideal, common_seeds, coupling)
+    name, seed, rounds, n_dev, ideal, common_seeds, coupling, settings = args
+    return run_one(name, strategies(n_dev)[name], seed, rounds, n_dev, ideal, common_seeds, coupling, settings)
 
 
 def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
              runs_24x: int | None = None, first_seed: int = 0, ideal: bool = False,
              common_seeds: bool = False, coupling: float = 1.0, jobs: int = 1,
-             progress: bool = False) -> dict[str, dict]:
+             progress: bool = False, settings: dict | None = None) -> dict[str, dict]:
     out = {}
     pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
     try:
@@ -214,7 +214,7 @@ def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
             if only and name not in only:
                 continue
             n = runs_24x if name.endswith("_24x") and runs_24x else runs
-            work = [(name, seed, rounds, n_dev, ideal, common_seeds, coupling)
+            work = [(name, seed, rounds, n_dev, ideal, common_seeds, coupling, settings)
                     for seed in range(first_seed, first_seed + n)]
             results = pool.map(_run_named, work) if pool else map(_run_named, work)
             res, t0, shown = [], time.perf_counter(), 0.0
@@ -346,6 +346,21 @@ def _cell(col: str, value: float | None, ci: list[float] | None, k: int | None =
     return f"{text} [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else text
 
 
+def _settings(ap: argparse.ArgumentParser, pairs: list[str]) -> dict:
+    """``--set KEY=VALUE`` pairs, checked against `VerificationConfig` (a bad one exits 2)."""
+    out: dict = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in VerificationConfig.model_fields:
+            ap.error(f"--set {pair!r}: expected KEY=VALUE with KEY a verification setting")
+        out[key] = value
+    try:
+        VerificationConfig(**out)
+    except ValueError as e:
+        ap.error(f"--set: {str(e).splitlines()[0]} ({'; '.join(pairs)})")
+    return VerificationConfig(**out).model_dump(include=set(out))
+
+
 def _world_seeds(common_seeds: bool, coupling: float) -> str:
     if not common_seeds:
         return "independent draws per harness"
@@ -363,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
                     "of rollouts that keep the common draws (default 1.0: a null edit reproduces its base exactly)")
     ap.add_argument("--seed", type=int, default=0, help="the first world's seed (runs use seed, seed+1, ...)")
     ap.add_argument("--jobs", type=int, default=1, help="worlds simulated at a time in worker processes")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="verification settings for every "
+                    "strategy run, over its own (e.g. sequential_alpha=0.05 sequential_futility_z=-1)")
     ap.add_argument("--ideal", action="store_true", help="the old idealised world: exact observation of "
                     "behaviours, no side effects of edits")
     ap.add_argument("--rounds", type=int, default=10)
@@ -382,11 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown strategy {', '.join(unknown)} (choose from {', '.join(strategies(args.dev_tasks))})")
     coupling = 1.0 if args.coupling is None else args.coupling
+    settings = _settings(ap, args.set)
     configure_logging("warning", "console")
     t0, c0 = time.perf_counter(), time.process_time()
     reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x,
                      first_seed=args.seed + r * 1000, ideal=args.ideal, common_seeds=args.common_seeds,
-                     coupling=coupling, jobs=args.jobs, progress=True) for r in range(args.repeat)]
+                     coupling=coupling, jobs=args.jobs, progress=True, settings=settings)
+            for r in range(args.repeat)]
     results = pooled(reps)
     if args.json:
         print(json.dumps(results if args.repeat == 1 else {**results, "_repeats": reps}, indent=2))
@@ -401,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{args.runs} runs ({args.runs_24x or args.runs} for the 24x split) x {args.rounds} rounds, "
               f"{WORLD_IDEAL if args.ideal else WORLD}, "
               f"{_world_seeds(args.common_seeds, coupling)}, seeds from {args.seed}, "
+              f"{'settings ' + str(settings) + ', ' if settings else ''}"
               f"{args.dev_tasks} dev tasks, k={K}, "
               f"{BUDGET} rollouts per candidate, {args.repeat} repeat(s); {time.perf_counter() - t0:.1f}s wall, "
               f"{time.process_time() - c0:.1f} CPU-s in this process (--jobs {args.jobs}) "

@@ -61,6 +61,16 @@ class Plan:
         """Rollouts (both sides) a sequential plan runs at most."""
         return sum(len(b) + len(c) for b, c in (self.look_requests(i + 1) for i in range(len(self.looks))))
 
+    def requests(self) -> list[RolloutRequest]:
+        """Every request this plan may run (a sequential plan: its looks' requests, up to the last look)."""
+        if not self.sequential:
+            return [*self.baseline_requests, *self.candidate_requests]
+        return [r for i in range(len(self.looks)) for side in self.look_requests(i + 1) for r in side]
+
+    def max_spend(self) -> int:
+        """Rollouts this plan runs at most (before cache hits)."""
+        return len(self.requests())
+
     @property
     def compared(self) -> list[str]:
         return [*self.selection.targeted, *self.selection.control]
@@ -72,9 +82,14 @@ class Plan:
         warn = " (UNDERPOWERED)" if self.rollouts_needed and self.rollouts_needed > self.k else ""
         k = f"k={self.k}" if not self.sequential else \
             f"sequential: looks at k={'/'.join(map(str, self.looks))}, at most"
+        if self.sequential:
+            looks = [self.look_requests(i + 1) for i in range(len(self.looks))]
+            n_base, n_cand = sum(len(b) for b, _ in looks), sum(len(c) for _, c in looks)
+        else:
+            n_base, n_cand = len(self.baseline_requests), len(self.candidate_requests)
         return (f"plan: {self.strategy.name}, {len(s.targeted)} targeted + {len(s.control)} control + "
-                f"{len(s.guard)} guard tasks, {k} {len(self.baseline_requests)} baseline + "
-                f"{len(self.candidate_requests)} candidate rollouts; sigma={self.sigma:.4f}, "
+                f"{len(s.guard)} guard tasks, {k} {n_base} baseline + {n_cand} candidate rollouts; "
+                f"sigma={self.sigma:.4f}, "
                 f"resolvable={self.resolvable:.4f}; predicted effect {self.predicted_effect:.4f} needs "
                 f"k>={need}{warn}")
 
@@ -92,17 +107,37 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
     guards = [t for t in guards if t in set(dev)]
     affordable = ledger.affordable_rollouts() if ledger is not None else 10**9
     per_task = k * (2 if fresh else 1)
-    max_tasks = min(cfg.max_tasks, (affordable - len(guards) * k) // per_task)
+    if looks:  # a sequential plan runs its control tasks on the first look's seeds only
+        ratio = float(getattr(strategy, "control_ratio", 0.0))
+        per_task = 2 * (k + ratio * looks[0]) / (1 + ratio)
+    max_tasks = min(cfg.max_tasks, int((affordable - len(guards) * k) // per_task))
     if max_tasks < 1:
         unit = ledger.units_per_rollout if ledger is not None else 1.0
         raise BudgetExhausted((per_task + len(guards) * k) * unit, ledger.left if ledger is not None else 0.0)
+    while True:  # the most tasks whose plan fits what the ledger can pay
+        plan = _select(cfg, candidate, anchor, strategy, guards, round, k, k_asked, fresh, looks, seed, max_tasks)
+        if plan.max_spend() <= affordable or max_tasks == 1:
+            break
+        max_tasks -= 1
+    sel = plan.selection
+    plan.sigma = composite_sigma(anchor.per_task(), sel.targeted, cfg.sigma_floor, dev)
+    plan.resolvable = resolvable_difference(plan.sigma, k, cfg.z)
+    plan.predicted_effect = predicted_effect(cfg, candidate, anchor, sel)
+    plan.rollouts_needed = rollouts_needed(plan.predicted_effect, plan.sigma, cfg.z) if sel.targeted else None
+    return plan
+
+
+def _select(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, strategy: SelectionStrategy,
+            guards: list[str], round: int, k: int, k_asked: int, fresh: bool, looks: list[int] | None, seed: int,
+            max_tasks: int) -> Plan:
+    """Select at most ``max_tasks`` tasks and choose their seeds and requests (no power estimate yet)."""
+    dev = anchor.dev_tasks()
     rng = random.Random(f"{seed}:{round}:{candidate.branch}")
     sel = strategy.select(anchor, candidate.targets, max_tasks, rng)
     sel = sel.model_copy(update={"guard": guards})  # a guard may also be a targeted or control task
     stray = [t for t in sel.tasks if t not in set(dev)]
     if stray:  # held-out (or unmeasured) tasks must never be selected
         raise ValueError(f"strategy {strategy.name} selected non-dev tasks: {stray}")
-
     plan = Plan(candidate=candidate, anchor=anchor, strategy=strategy, round=round, k=k, fresh=fresh,
                 selection=sel, looks=looks, k_asked=k_asked)
     per_anchor = anchor.per_task()
@@ -114,10 +149,6 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
                               for t in plan.compared for i, s in enumerate(seeds[t])] if fresh else []
     plan.candidate_requests = [RolloutRequest(task_id=t, harness_commit=candidate.commit, seed=s, rollout=i)
                                for t in sel.tasks for i, s in enumerate(seeds[t])]
-    plan.sigma = composite_sigma(per_anchor, sel.targeted, cfg.sigma_floor, dev)
-    plan.resolvable = resolvable_difference(plan.sigma, k, cfg.z)
-    plan.predicted_effect = predicted_effect(cfg, candidate, anchor, sel)
-    plan.rollouts_needed = rollouts_needed(plan.predicted_effect, plan.sigma, cfg.z) if sel.targeted else None
     return plan
 
 

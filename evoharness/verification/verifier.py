@@ -123,12 +123,13 @@ class Verifier:
             plan.strategy, cfg.attribution_min_share, cfg.bootstrap_samples, cfg.no_regression_alpha)
         log.info("power estimate", candidate=candidate.branch, predicted_effect=_r(plan.predicted_effect),
                  sigma=_r(plan.sigma), rollouts_needed=plan.rollouts_needed, k=plan.k)
-        if ledger is not None:
-            src = self.source
-            ledger.check(src.pending(plan.baseline_requests, ledger) + src.pending(plan.candidate_requests, ledger))
+        sequential = plan.sequential and any(g.name in GAIN_GATES for g in gates)
+        if ledger is not None:  # what the plan may run: a sequential one, its looks (control tasks: the first)
+            reqs = plan.requests() if sequential else [*plan.baseline_requests, *plan.candidate_requests]
+            ledger.check(self.source.pending(reqs, ledger))
         spent_before = ledger.rollouts if ledger is not None else 0
         sel = plan.selection
-        if plan.sequential and any(g.name in GAIN_GATES for g in gates):
+        if sequential:
             ev, results, cand_reqs, looked = self._sequential(candidate, anchor, plan, gates, ledger)
         else:
             if plan.fresh:

@@ -107,3 +107,14 @@ def test_every_figure_has_an_interval_and_the_24x_split_gets_the_same_seeds(benc
             lo, hi = row[f"{key}_ci"]
             assert lo <= row[key] <= hi
     assert bench.wilson(0, 10)[0] == 0.0 and 0.2 < bench.wilson(0, 10)[1] < 0.35
+
+
+def test_weights_analysis_oracle_weights_bound_every_weighting():
+    """The oracle weights d_t / v_t maximise the noncentrality (Cauchy-Schwarz): no weighting beats them."""
+    spec = importlib.util.spec_from_file_location("verification_weights", BENCH.with_name("verification_weights.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    row = mod.one_world(2, seeds=40)
+    assert row["tasks"] > 3
+    assert all(row[name] <= row["oracle"] + 1e-12 for name in mod.WEIGHTINGS)
+    assert mod.noncentrality([1.0, 1.0], [0.1, 0.1], [0.5, 0.5]) == pytest.approx(0.2)
