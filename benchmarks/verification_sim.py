@@ -15,7 +15,7 @@ Every strategy gets the same per-candidate budget (fixed_split_24x gets 24x) and
 default, ``sequential = true``) may spend up to 3x the budget on one candidate but stop once the
 verdict is decided; the column ``rollouts/candidate`` (verification only, anchors excluded) is what
 equal budget is judged by. ``behaviour_aware_sequential`` uses the config defaults (control_ratio
-2.0, max_tasks 48); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's
+2.0, max_tasks 27); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's
 selection (0.5, 24). The best accepted candidate of a round is merged and re-anchored. Reported per
 strategy: false-accept rates, power for the true +0.05 edit,
 the true held-out gain of the final harness after the rounds (expected score, no noise), and
@@ -90,10 +90,10 @@ def strategies(n_dev: int) -> dict[str, tuple]:
         "behaviour_aware": (BehaviourAware(0.5), None, BUDGET, 24, K),
         "behaviour_aware_paired": (
             BehaviourAware(0.5), ("behaviour", "paired_gain", "no_regression", "attribution", "guard"), BUDGET, 24, K),
-        # the defaults: sequential, control_ratio 2.0, max_tasks 48; at most 3x the budget, spending ~1x on average
-        "behaviour_aware_sequential": (BehaviourAware(2.0), None, 3 * BUDGET, 48, K, {"sequential": True}),
+        # the defaults: sequential, control_ratio 2.0, max_tasks 27; at most 3x the budget, spending ~1x on average
+        "behaviour_aware_sequential": (BehaviourAware(2.0), None, 3 * BUDGET, 27, K, {"sequential": True}),
         # the same with no_regression's bound over tasks (no_regression_alpha 0.05) instead of its point rule
-        "behaviour_aware_sequential_nr": (BehaviourAware(2.0), None, 3 * BUDGET, 48, K,
+        "behaviour_aware_sequential_nr": (BehaviourAware(2.0), None, 3 * BUDGET, 27, K,
                                           {"sequential": True, "no_regression_alpha": 0.05}),
         "behaviour_aware_sequential_r1": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
         "behaviour_aware_sequential_narrow": (BehaviourAware(0.5), None, 3 * BUDGET, 24, K, {"sequential": True}),

@@ -26,15 +26,18 @@ class VerificationSettings(BaseModel):
         "behaviour_aware", description="behaviour_aware | fixed_split | random_split | coreset"
     )
     max_tasks: int = Field(
-        48, ge=1, description="most tasks (targeted + control) one candidate is verified on (before budget caps)"
+        27, ge=1, description="most tasks (targeted + control) one candidate is verified on (before budget caps); "
+        "27 = 9 targeted + 18 control at control_ratio 2.0, what the simulation's 320 rollouts per candidate pay for "
+        "on average under sequential verification (48 spent 396)"
     )
     control_ratio: float = Field(
         2.0,
         ge=0,
         description="control tasks (anchor healthy) per targeted task for behaviour-aware selection. A harmful "
         "edit passes when its harm misses the sampled control tasks; sequential verification runs them on the "
-        "first look's seeds only, so they are cheap (simulation, 96 harmful edits: 0.5 -> 6 passed, 1.0 -> 2, "
-        "1.5 -> 1, 2.0 -> 0; power 0.81 / 0.87 / 0.80 / 0.73)",
+        "first look's seeds only, so they are cheap (simulation, 96 harmful edits, max_tasks 48 before the plan "
+        "reserved only what its looks run: 0.5 -> 6 passed, 1.0 -> 2, 1.5 -> 1, 2.0 -> 0; power 0.81 / 0.87 / 0.80 / "
+        "0.73)",
     )
     fresh_baseline: bool = Field(
         True,
