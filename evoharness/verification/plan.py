@@ -57,15 +57,18 @@ class Plan:
 
         return part(self.baseline_requests), part(self.candidate_requests)
 
-    def sequential_max(self) -> int:
-        """Rollouts (both sides) a sequential plan runs at most."""
-        return sum(len(b) + len(c) for b, c in (self.look_requests(i + 1) for i in range(len(self.looks))))
+    def sides(self) -> tuple[list[RolloutRequest], list[RolloutRequest]]:
+        """The baseline and candidate requests this plan may run (a sequential plan: its looks' requests up to
+        the last look, control tasks on the first look only)."""
+        if not self.sequential:
+            return self.baseline_requests, self.candidate_requests
+        looks = [self.look_requests(i + 1) for i in range(len(self.looks))]
+        return [r for b, _ in looks for r in b], [r for _, c in looks for r in c]
 
     def requests(self) -> list[RolloutRequest]:
-        """Every request this plan may run (a sequential plan: its looks' requests, up to the last look)."""
-        if not self.sequential:
-            return [*self.baseline_requests, *self.candidate_requests]
-        return [r for i in range(len(self.looks)) for side in self.look_requests(i + 1) for r in side]
+        """Every request this plan may run, both sides."""
+        base, cand = self.sides()
+        return [*base, *cand]
 
     def max_spend(self) -> int:
         """Rollouts this plan runs at most (before cache hits)."""
@@ -82,11 +85,7 @@ class Plan:
         warn = " (UNDERPOWERED)" if self.rollouts_needed and self.rollouts_needed > self.k else ""
         k = f"k={self.k}" if not self.sequential else \
             f"sequential: looks at k={'/'.join(map(str, self.looks))}, at most"
-        if self.sequential:
-            looks = [self.look_requests(i + 1) for i in range(len(self.looks))]
-            n_base, n_cand = sum(len(b) for b, _ in looks), sum(len(c) for _, c in looks)
-        else:
-            n_base, n_cand = len(self.baseline_requests), len(self.candidate_requests)
+        n_base, n_cand = (len(side) for side in self.sides())
         return (f"plan: {self.strategy.name}, {len(s.targeted)} targeted + {len(s.control)} control + "
                 f"{len(s.guard)} guard tasks, {k} {n_base} baseline + {n_cand} candidate rollouts; "
                 f"sigma={self.sigma:.4f}, "
