@@ -86,12 +86,13 @@ def test_counts_and_exact_bounds_are_reported_and_bad_options_exit_2(bench, caps
     assert bench.clopper_pearson_upper(0, 300) == pytest.approx(0.0122, abs=1e-4)
     assert bench.clopper_pearson_upper(2, 600) == pytest.approx(0.0120, abs=1e-4)
     assert bench.main(["--runs", "1", "--rounds", "1", "--dev-tasks", "24", "--common-seeds", "--coupling", "0.9",
-                       "--seed", "5", "--only", "behaviour_aware_sequential"]) == 0
+                       "--seed", "5", "--only", "behaviour_aware_sequential", "--set", "max_tasks=12"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| behaviour_aware_sequential "))
     assert "/1 " in row.split("|")[2]  # "accepted/proposed rate [interval]"
     assert "exact (Clopper-Pearson) 95% upper bounds" in out
-    for bad in (["--coupling", "0.5"], ["--only", "nope"], ["--jobs", "0"]):
+    for bad in (["--coupling", "0.5"], ["--only", "nope"], ["--jobs", "0"], ["--set", "nope=1"],
+                ["--set", "sequential_alpha=x"]):
         with pytest.raises(SystemExit) as exit_:
             bench.main(["--runs", "1", *bad])
         assert exit_.value.code == 2
