@@ -10,18 +10,40 @@ from __future__ import annotations
 
 import json
 import shutil
+from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
 from typing import Protocol
 
 import pydantic_core
 
 from evoharness.errors import InputError
+from evoharness.traces.models import loads
 
 
 class Exporter(Protocol):
     def write(self, record: dict, meta: dict) -> None: ...
 
     def close(self) -> list[str]: ...
+
+
+# ``json.dumps(value, ensure_ascii=False)`` with its C encoder built once (``dumps`` builds an encoder and a C
+# encoder per call): the same text. No circular check, so only for values made of parsed JSON (acyclic)
+_ENCODE_C = c_make_encoder(None, json.JSONEncoder().default, encode_basestring, None, ": ", ", ", False, False,
+                           True) if c_make_encoder is not None else None
+
+
+def _dumps(value) -> str:
+    if _ENCODE_C is None or isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return "".join(_ENCODE_C(value, 0))
+
+
+def _parsed(arguments: str):
+    """``json.loads(arguments)`` (a record's arguments are valid JSON: the exporter checked them)."""
+    try:
+        return loads(arguments)
+    except StopIteration:
+        raise ValueError(f"arguments are not JSON: {arguments[:40]!r}") from None
 
 
 def _dump(obj) -> bytes:
@@ -65,7 +87,7 @@ def to_sharegpt(record: dict) -> dict:
 
     def flush_results() -> None:
         if results:
-            add("observation", results[0] if len(results) == 1 else json.dumps(results, ensure_ascii=False))
+            add("observation", results[0] if len(results) == 1 else _dumps(results))
             results.clear()
 
     for m in record["messages"]:
@@ -79,20 +101,20 @@ def to_sharegpt(record: dict) -> dict:
         elif role == "assistant":
             if turns and turns[-1]["from"] in ("gpt", "function_call"):
                 add("human", "")  # two assistant turns in a row: keep the alternation visible
-            calls = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+            calls = [{"name": c["function"]["name"], "arguments": _parsed(c["function"]["arguments"])}
                      for c in m.get("tool_calls") or []]
             if calls:
                 value = calls[0] if len(calls) == 1 else calls
                 if m.get("content"):
                     value = {"content": m["content"], "calls": calls}
-                add("function_call", json.dumps(value, ensure_ascii=False))
+                add("function_call", _dumps(value))
             else:
                 add("gpt", m["content"])
     flush_results()
     if turns and turns[0]["from"] not in ("human", "observation"):
         turns.insert(0, {"from": "human", "value": ""})
     tools = [t["function"] for t in record["tools"]]
-    return {"conversations": turns, "system": system, "tools": json.dumps(tools, ensure_ascii=False)}
+    return {"conversations": turns, "system": system, "tools": _dumps(tools)}
 
 
 class ShareGPTWriter(OpenAIWriter):
@@ -147,7 +169,7 @@ class HFWriter:
     def write(self, record: dict, meta: dict) -> None:
         messages = [{"role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls"),
                      "tool_call_id": m.get("tool_call_id")} for m in record["messages"]]
-        row = {"messages": messages, "tools": json.dumps(record["tools"], ensure_ascii=False)}
+        row = {"messages": messages, "tools": _dumps(record["tools"])}
         row.update({c: meta.get(c) for c in META_COLUMNS})
         row.update({"score": meta.get("score"), "round": meta.get("round"), "placebo": meta.get("placebo")})
         self._stage.write(_dump(row))
