@@ -16,6 +16,37 @@ FULL_SHARED_DATA = Path(os.environ.get("EVOHARNESS_SHARED_DATA")
                         or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
+# ---- parallel runs (EVOHARNESS_TEST_WORKERS=N: pytest-xdist, --dist loadfile) ----------------------------
+# pytest-xdist hands files out by their number of tests, most first, which leaves the few-test, slow files
+# (the crash test, the real-endpoint roles) to the end, one worker busy while the others wait. Handed out
+# slowest first by tests/durations.json (scripts/test_durations.py writes it from a JUnit report), the
+# workers finish together; a file it does not list goes after those it does.
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    import json
+
+    from xdist.scheduler import LoadFileScheduling
+
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+
+    class SlowestFilesFirst(LoadFileScheduling):
+        ordered = False
+
+        def _assign_work_unit(self, node):
+            if not self.ordered:  # the queue is complete before the first file is handed out
+                for scope in sorted(self.workqueue, key=lambda s: -seconds.get(s, 0.0)):
+                    self.workqueue.move_to_end(scope)
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return SlowestFilesFirst(config, log)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
