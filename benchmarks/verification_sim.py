@@ -73,6 +73,7 @@ BEHAVIOURS = ("F3.repeated_action", "F2.format_rejected", "F3.no_delivery")
 KINDS = ("true", "null", "harmful", "noisefit")
 K = 8  # rollouts per cell for every strategy
 BUDGET = 320  # rollouts per candidate
+MIN_DEV_TASKS = 10  # fewer leave no room for targeted, control and guard tasks
 RECALL, FALSE_FIRE = 0.8, 0.05  # partial observation of behaviours
 SIDE_SHARE, SIDE_SD = 0.3, 0.03  # side effects of an edit on the tasks it does not target
 WORLD = f"recall {RECALL}, false fire {FALSE_FIRE}, side effects: {SIDE_SHARE:.0%} of other tasks N(0, {SIDE_SD})"
@@ -338,8 +339,8 @@ def _cell(col: str, value: float | None, ci: list[float] | None, k: int | None =
           n: int | None = None) -> str:
     if value is None:
         return "-"
-    if n is not None:  # a rate: the counts first
-        return f"{k}/{n} " + _cell(col, value, ci)
+    if n is not None:  # a rate: the counts first (none proposed: no rate)
+        return f"{k}/{n} " + (_cell(col, value, ci) if n else "-")
     signed = col in ("heldout_gain", "selection_optimism")
     fmt = ".0f" if col in ("rollouts", "per_candidate") else "+.4f" if signed else ".3f"
     text = f"{value:{fmt}}"
@@ -393,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs and --runs-24x must be at least 1")
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
+    if args.rounds < 1 or args.dev_tasks < MIN_DEV_TASKS:
+        ap.error(f"--rounds must be at least 1 and --dev-tasks at least {MIN_DEV_TASKS} (targeted, control and "
+                 "guard tasks come from them)")
     if args.coupling is not None and not (args.common_seeds and 0.0 <= args.coupling <= 1.0):
         ap.error("--coupling needs --common-seeds and a value in [0, 1]")
     unknown = sorted(set(args.only or ()) - set(strategies(args.dev_tasks)))

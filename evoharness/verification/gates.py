@@ -136,9 +136,14 @@ class NoRegressionGate:
         bar = ev.resolvable(tasks)
         lower, spread = self._lower_bound([sum(d) / len(d) for d in by_task.values()])
         ok = delta >= -bar if lower is None else lower >= -bar
+        unshown = self.alpha is not None and lower is None
+        if unshown:  # the bound over tasks needs two tasks: one cannot show "no regression"
+            ok = False
         left_out = (f" ({len(pairs) - len(clean)} of {len(pairs)} pairs left out: the target fired)"
                     if len(clean) < len(pairs) and clean else "")
-        reason = (f"control {delta:+.4f} vs allowed -{bar:.4f}" if lower is None else
+        reason = (f"control {delta:+.4f} on {len(by_task)} task(s) with clean pairs: a {1 - self.alpha:.0%} "
+                  "lower bound over tasks needs at least 2" if unshown else
+                  f"control {delta:+.4f} vs allowed -{bar:.4f}" if lower is None else
                   f"control {delta:+.4f}, {1 - self.alpha:.0%} lower bound over {len(by_task)} tasks "
                   f"{lower:+.4f} vs allowed -{bar:.4f}") + left_out
         return GateResult(

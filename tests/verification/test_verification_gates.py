@@ -105,6 +105,12 @@ def test_no_regression_bound_over_tasks_refuses_harm_that_lands_on_one_control_t
     # the config reaches the verifier's default gates (the real path: `evoharness verify`, the graph)
     assert [g.alpha for g in make_gates(["no_regression"], no_regression_alpha=0.05)] == [0.05]
     assert [g.alpha for g in default_gates("behaviour_aware") if g.name == "no_regression"] == [None]
+    # one control task cannot show "no regression" under the bound (it fell back to the point rule before)
+    lone = gate.check(evidence(side({"c1": base["c1"]}), side({"c1": one_harmed["c1"]}), TARGETED, ["c1"],
+                               anchor=noisy_anchor()))
+    assert not lone.passed and lone.numbers["lower_bound"] is None and "needs at least 2" in lone.reason
+    assert NoRegressionGate().check(evidence(side({"c1": base["c1"]}), side({"c1": base["c1"]}), TARGETED, ["c1"],
+                                             anchor=noisy_anchor())).passed
 
 
 def test_no_regression_passes_without_control_tasks_and_says_so():

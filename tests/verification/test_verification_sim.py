@@ -91,8 +91,9 @@ def test_counts_and_exact_bounds_are_reported_and_bad_options_exit_2(bench, caps
     row = next(line for line in out.splitlines() if line.startswith("| behaviour_aware_sequential "))
     assert "/1 " in row.split("|")[2]  # "accepted/proposed rate [interval]"
     assert "exact (Clopper-Pearson) 95% upper bounds" in out
+    assert bench._cell("power", 0.0, None, 0, 0) == "0/0 -"  # nothing proposed: no rate, not a zero one
     for bad in (["--coupling", "0.5"], ["--only", "nope"], ["--jobs", "0"], ["--set", "nope=1"],
-                ["--set", "sequential_alpha=x"]):
+                ["--set", "sequential_alpha=x"], ["--rounds", "0"], ["--dev-tasks", "0"], ["--dev-tasks", "3"]):
         with pytest.raises(SystemExit) as exit_:
             bench.main(["--runs", "1", *bad])
         assert exit_.value.code == 2
