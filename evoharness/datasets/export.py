@@ -22,6 +22,9 @@ line, is an ``InputError`` (see ``LabelFile``).
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -349,8 +352,11 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     admitted = heldout_matched = 0
     out = Path(out)
     made = _make_dirs(out, out / "data")  # removed again (when still empty) if the export fails
-    _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
-    writer = open_writer(fmt, out)
+    # written into a staging directory inside ``out`` and moved into place only when the export succeeds:
+    # a failed export (bad labels, a bad record, ^C) leaves an earlier export in ``out`` as it was
+    stage = Path(tempfile.mkdtemp(prefix=".export-", dir=out))
+    (stage / "data").mkdir()
+    writer = open_writer(fmt, stage)
     window: list[tuple[dict, dict]] = []
 
     def emit(record: dict, meta: dict) -> None:
@@ -410,10 +416,10 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     except BaseException:
         if writer is not None:
             writer.close()
-        _remove_outputs(out, made)
+        _discard(stage, made)
         raise
     if admitted == 0 and heldout_matched:
-        _remove_outputs(out, made)
+        _discard(stage, made)
         raise InputError("export", f"only held-out tasks matched the request ({heldout_matched} "
                          "trajectories); held-out tasks are never exported")
     for key, c in counts.items():
@@ -421,7 +427,12 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     summary.skipped = dict(sorted(skipped.items()))
     summary.prompt_fallbacks = renderer.fallbacks
     summary.labels_reused = reused[0]
-    write_card(out, summary)
+    write_card(stage, summary)
+    _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
+    for name in dict.fromkeys((*summary.files, "README.md", "manifest.json")):
+        (out / name).parent.mkdir(exist_ok=True)
+        os.replace(stage / name, out / name)
+    shutil.rmtree(stage, ignore_errors=True)
     log.info("dataset.exported", out=str(out), records=summary.records, format=fmt.value,
              placebo=placebo, heldout_excluded=summary.heldout_tasks_excluded)
     return summary
@@ -439,6 +450,16 @@ def _make_dirs(out: Path, sub: Path) -> list[Path]:
     return made
 
 
+def _discard(stage: Path, made: list[Path]) -> None:
+    """A failed export: its staging directory goes, and the directories it created if left empty."""
+    shutil.rmtree(stage, ignore_errors=True)
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:  # not empty (someone else's files) or already gone
+            pass
+
+
 def _remove_outputs(out: Path, made: list[Path] = ()) -> None:
     """Delete the files an export writes into ``out``, then those of the directories ``made`` (created by
     this export) left empty; nothing else that was there is touched."""
@@ -447,8 +468,6 @@ def _remove_outputs(out: Path, made: list[Path] = ()) -> None:
         (out / name).unlink(missing_ok=True)
     staging = out / "hfstage"
     if staging.exists():
-        import shutil
-
         shutil.rmtree(staging, ignore_errors=True)
     for d in made:
         try:

@@ -272,4 +272,13 @@ def test_a_failed_export_removes_what_it_created_and_only_that(tmp_path, fmt):
     (mine / "data.jsonl").write_text("an earlier export's data\n")
     with pytest.raises(InputError, match="line 3"):
         export_dataset(mine, fmt=ExportFormat(fmt), trajectories=JsonlSource(src))
-    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt", "notes"]  # the export's own files are gone
+    # nothing of the failed export is left, and the earlier export is as it was (it was deleted before)
+    assert sorted(p.name for p in mine.iterdir()) == ["data.jsonl", "keep.txt", "notes"]
+    assert (mine / "data.jsonl").read_text() == "an earlier export's data\n"
+
+    good = tmp_path / "good"  # a good export, then a failed one into the same directory: the good one stays
+    export_dataset(good, fmt=ExportFormat(fmt), trajectories=[make_traj("g0"), make_traj("g1")])
+    before = {p.relative_to(good): p.read_bytes() for p in good.rglob("*") if p.is_file()}
+    with pytest.raises(InputError, match="line 3"):
+        export_dataset(good, fmt=ExportFormat(fmt), trajectories=JsonlSource(src))
+    assert {p.relative_to(good): p.read_bytes() for p in good.rglob("*") if p.is_file()} == before
