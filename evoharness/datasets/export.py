@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
 from evoharness.errors import InputError
@@ -87,7 +87,7 @@ class _LabelHead(BaseModel):
     trajectory_id: str
     failure_class: FailureClass
     first_signal: _SignalId | None = None
-    schema_version: int | None = None
+    schema_version: StrictInt | None = None  # "1", true or 1.0 is not this layout's version
 
 
 class LabelFile:

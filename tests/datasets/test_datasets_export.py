@@ -239,6 +239,9 @@ def test_labels_that_do_not_line_up_or_are_stale_are_one_error_line(tmp_path, ca
         "newer": ([good[0].replace('"schema_version":1', '"schema_version":2'), *good[1:]],
                   "line 1: has schema_version 2, this evoharness reads 1"),
         "foreign": (['{"trajectory_id": "x0", "failure_class": "F9"}'], "line 1"),  # not a class
+        **{f"lax {v}": ([good[0].replace('"schema_version":1', f'"schema_version":{v}'), *good[1:]],
+                        "line 1: not a label (written by `evoharness label`): schema_version")
+           for v in ('"1"', "true", "1.0")},  # the version is an integer, not something that coerces to one
     }
     out = tmp_path / "new" / "o"
     for name, (lines, msg) in cases.items():
