@@ -166,8 +166,9 @@ class NoRegressionGate:
         )
 
     def _lower_bound(self, task_means: list[float]) -> tuple[float | None, float | None]:
-        """The one-sided lower confidence bound of the mean over tasks, and the SD across tasks (None
-        when the point rule applies: ``alpha`` unset or fewer than two tasks with clean pairs)."""
+        """The one-sided lower confidence bound of the mean over tasks, and the SD across tasks (None with
+        ``alpha`` unset, where the point rule applies, or with fewer than two tasks with clean pairs, where
+        ``check`` refuses: one task cannot show "no regression")."""
         n = len(task_means)
         if self.alpha is None or n < 2:
             return None, None
