@@ -460,20 +460,15 @@ def _discard(stage: Path, made: list[Path]) -> None:
             pass
 
 
-def _remove_outputs(out: Path, made: list[Path] = ()) -> None:
-    """Delete the files an export writes into ``out``, then those of the directories ``made`` (created by
-    this export) left empty; nothing else that was there is touched."""
+def _remove_outputs(out: Path) -> None:
+    """Delete the files an export writes into ``out`` (an earlier export's, before this one's move in);
+    nothing else that is there is touched."""
     for name in ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json",
                  "data/train-00000-of-00001.parquet"):
         (out / name).unlink(missing_ok=True)
     staging = out / "hfstage"
     if staging.exists():
         shutil.rmtree(staging, ignore_errors=True)
-    for d in made:
-        try:
-            d.rmdir()
-        except OSError:  # not empty (someone else's files) or already gone
-            pass
 
 
 def read_manifest(out: Path) -> ExportSummary:
