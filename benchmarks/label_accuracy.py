@@ -7,8 +7,12 @@ Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one s
 tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). See
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
-    python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET] [--holdout]
+    python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET] [--holdout] [--by-signal]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
+
+``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
+step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
+signals). It reads per-detector results, so it is refused unless ``--only`` names the tuning set or its parts.
 
 With ``--labeller llm`` the LLM judge (falling back to the rules on any error) is scored beside the rule
 labeller and the trivial ones on the same records; the fallbacks, the model calls and the seconds per
@@ -26,12 +30,14 @@ from pathlib import Path
 
 from evoharness.diagnosis.accuracy import (
     BASELINES,
+    TUNING_SET,
     Prediction,
     beats_every_baseline,
     holdout_split,
     labelled_records,
     public_sets,
     score_set,
+    signal_breakdown,
     speaker,
     table,
     to_json,
@@ -50,6 +56,8 @@ def main() -> int:
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
                     help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash)")
+    ap.add_argument("--by-signal", action="store_true",
+                    help="per set, the labeller's first signal by detector (tuning set only: needs --only)")
     ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
     ap.add_argument("--model", help="the judge's model: openai:URL[#model]")
     ap.add_argument("--context", type=int, default=8192, help="the judge model's context in tokens")
@@ -62,6 +70,11 @@ def main() -> int:
         return 2
     if args.labeller == "llm" and not args.model:
         print("error: --labeller llm needs --model openai:URL[#model]", file=sys.stderr)
+        return 2
+    if args.by_signal and not args.only or any(o != TUNING_SET and not o.startswith(TUNING_SET + "/")
+                                                 for o in args.only or []):
+        print(f"error: --by-signal reads per-detector results: only with --only {TUNING_SET}[/tuning|/held-out]",
+              file=sys.stderr)
         return 2
     roots = public_sets(args.data)
     missing = [str(r) for r in roots if not r.is_dir()]
@@ -125,6 +138,10 @@ def main() -> int:
         print("not above every trivial baseline:" if misses else "above every trivial baseline on every set and figure")
         for m in misses:
             print(f"  {m}")
+        if args.by_signal:
+            for name, recs in sets.items():
+                print()
+                print(signal_breakdown(name, recs, labeller.label).table())
     if args.limit:
         print(f"subset: the first {args.limit} records of each set ({sum(s.n for s in scores)} in all); every "
               "labeller and baseline above is scored on those records only")

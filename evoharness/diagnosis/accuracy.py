@@ -165,6 +165,43 @@ def score_set(name: str, records: list[tuple[Trajectory, HumanLabel]],
     return out
 
 
+Records = list[tuple[Trajectory, HumanLabel]]
+
+
+@dataclass
+class SignalBreakdown:
+    """Which detector's signal the labeller chose, per set: how often it lands on the human step and agent, and
+    how many records carry *some* signal at the human step (the ceiling of any choice among the signals)."""
+
+    name: str
+    n: int
+    rows: dict[str, list[int]] = field(default_factory=dict)  # first-signal id -> [records, step exact, agent]
+    any_signal_at_step: int = 0
+
+    def table(self) -> str:
+        lines = [f"{self.name} (n={self.n}): the labeller's first signal, by detector",
+                 "| first signal | records | step exact | agent |", "|---|---|---|---|"]
+        for sid, (n, exact, agent) in sorted(self.rows.items(), key=lambda kv: (-kv[1][0], kv[0])):
+            lines.append(f"| {sid} | {n} | {exact}/{n} | {agent}/{n} |")
+        lines.append(f"some signal (any detector) at the human step: {self.any_signal_at_step}/{self.n}")
+        return "\n".join(lines)
+
+
+def signal_breakdown(name: str, records: Records, label: Callable[[Trajectory], Any]) -> SignalBreakdown:
+    """Per first-signal detector: records, step exact and agent hits. ``label`` returns a diagnosis Label. Read
+    it on the tuning set only: per-detector results on a test set are per-record knowledge of it."""
+    out = SignalBreakdown(name=name, n=len(records))
+    for t, h in records:
+        lab = label(t)
+        s = lab.first_signal
+        row = out.rows.setdefault(s.id if s else "(none)", [0, 0, 0])
+        row[0] += 1
+        row[1] += s is not None and s.step == h.step
+        row[2] += bool(h.agent) and _norm(lab.agent or speaker(t, s.step if s else None)) == _norm(h.agent)
+        out.any_signal_at_step += any(x.step == h.step for x in lab.signals)
+    return out
+
+
 def labelled_records(trajs: Iterable[Trajectory]) -> dict[str, list[tuple[Trajectory, HumanLabel]]]:
     sets: dict[str, list[tuple[Trajectory, HumanLabel]]] = {}
     for t in trajs:
@@ -176,8 +213,6 @@ def labelled_records(trajs: Iterable[Trajectory]) -> dict[str, list[tuple[Trajec
 
 TUNING_SET = "who-and-when/Algorithm-Generated"
 
-
-Records = list[tuple[Trajectory, HumanLabel]]
 
 
 def holdout_split(sets: dict[str, Records]) -> dict[str, Records]:

@@ -81,3 +81,43 @@ def test_holdout_split_cuts_only_the_tuning_set_into_disjoint_stable_parts():
     assert not {t.id for t, _ in held} & {t.id for t, _ in tune}
     assert 10 <= len(held) <= 30  # about a third
     assert holdout_split({TUNING_SET: tuning})[f"{TUNING_SET}/held-out"] == held  # the same cut every time
+
+
+def test_signal_breakdown_counts_the_chosen_detector_and_the_ceiling_among_all_signals():
+    from types import SimpleNamespace
+
+    from evoharness.diagnosis.accuracy import HumanLabel, signal_breakdown
+    from evoharness.diagnosis.models import FailureClass, Signal
+    from evoharness.traces.models import Trajectory
+
+    def sig(sid, step):
+        return Signal(id=sid, failure_class=FailureClass.F4, step=step, evidence="")
+
+    msgs = [{"role": "user", "content": "q"}] + [{"role": "assistant", "name": n, "content": "x"} for n in "ABC"]
+    recs = [(Trajectory(id=f"r{i}", task_id=str(i), messages=msgs), HumanLabel(step, agent, None))
+            for i, (step, agent) in enumerate([(1, "A"), (2, "B"), (3, "C")])]
+    labels = {  # r0: right step and agent; r1: wrong step, a later signal at the human step; r2: nothing there
+        "r0": SimpleNamespace(first_signal=sig("F4.x", 1), signals=[sig("F4.x", 1)], agent="A"),
+        "r1": SimpleNamespace(first_signal=sig("F4.x", 1), signals=[sig("F4.x", 1), sig("F1.y", 2)], agent=None),
+        "r2": SimpleNamespace(first_signal=sig("F1.y", 1), signals=[sig("F1.y", 1)], agent="C"),
+    }
+    out = signal_breakdown("s", recs, lambda t: labels[t.id])
+    assert out.rows == {"F4.x": [2, 1, 1], "F1.y": [1, 0, 1]}
+    assert out.any_signal_at_step == 2
+    assert "| F4.x | 2 | 1/2 | 1/2 |" in out.table() and "2/3" in out.table()
+
+
+@pytest.mark.parametrize("only", [[], ["who-and-when/Hand-Crafted"],
+                                  ["who-and-when/Algorithm-Generated", "agentrx/Magentic-One"]])
+def test_by_signal_is_refused_unless_only_the_tuning_set_is_named(only, capsys, monkeypatch):
+    import runpy
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
+    argv = [str(script), "--by-signal", *[a for o in only for a in ("--only", o)]]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(script), run_name="__main__")
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --by-signal") and err.count("\n") == 1
