@@ -129,8 +129,12 @@ def main() -> int:
         labellers["evoharness llm judge"] = llm
     names = [*labellers, *BASELINES]
     scores = [score_set(name, recs, {**labellers, **BASELINES}) for name, recs in sets.items()]
+    breakdowns = [signal_breakdown(name, recs, labeller.label) for name, recs in sets.items()] if args.by_signal else []
     if args.json:
-        print(json.dumps(to_json(scores), indent=2))
+        out = to_json(scores)
+        for b in breakdowns:
+            out[b.name]["by_signal"] = b.to_json()
+        print(json.dumps(out, indent=2))
     else:
         print(table(scores, names))
         misses = [m for s in scores for m in beats_every_baseline(s)]
@@ -138,10 +142,9 @@ def main() -> int:
         print("not above every trivial baseline:" if misses else "above every trivial baseline on every set and figure")
         for m in misses:
             print(f"  {m}")
-        if args.by_signal:
-            for name, recs in sets.items():
-                print()
-                print(signal_breakdown(name, recs, labeller.label).table())
+        for b in breakdowns:
+            print()
+            print(b.table())
     if args.limit:
         print(f"subset: the first {args.limit} records of each set ({sum(s.n for s in scores)} in all); every "
               "labeller and baseline above is scored on those records only")

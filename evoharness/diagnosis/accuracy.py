@@ -178,6 +178,11 @@ class SignalBreakdown:
     rows: dict[str, list[int]] = field(default_factory=dict)  # first-signal id -> [records, step exact, agent]
     any_signal_at_step: int = 0
 
+    def to_json(self) -> dict[str, Any]:
+        return {"first_signal": {k: {"records": n, "step_exact": exact, "agent": agent}
+                                 for k, (n, exact, agent) in self.rows.items()},
+                "some_signal_at_human_step": self.any_signal_at_step}
+
     def table(self) -> str:
         lines = [f"{self.name} (n={self.n}): the labeller's first signal, by detector",
                  "| first signal | records | step exact | agent |", "|---|---|---|---|"]

@@ -105,6 +105,7 @@ def test_signal_breakdown_counts_the_chosen_detector_and_the_ceiling_among_all_s
     assert out.rows == {"F4.x": [2, 1, 1], "F1.y": [1, 0, 1]}
     assert out.any_signal_at_step == 2
     assert "| F4.x | 2 | 1/2 | 1/2 |" in out.table() and "2/3" in out.table()
+    assert out.to_json()["first_signal"]["F1.y"] == {"records": 1, "step_exact": 0, "agent": 1}
 
 
 @pytest.mark.parametrize("only", [[], ["who-and-when/Hand-Crafted"],
