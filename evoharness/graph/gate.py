@@ -67,7 +67,8 @@ class Gate:
             gain = m["targeted_candidate"] - m["targeted_baseline"]
         verdict = verdict.model_copy(update={"measurements": {**m, "gain": gain}})
         self.repo.record_verdict(verdict)
-        self.progress.note(f"  {candidate.branch}: {'ACCEPT' if verdict.accepted else 'reject'} ({verdict.reason})")
+        word = "ACCEPT" if verdict.accepted else "undecided" if m.get("needs_rollouts") else "reject"
+        self.progress.note(f"  {candidate.branch}: {word} ({verdict.reason})")
         return verdict
 
     @staticmethod

@@ -117,7 +117,11 @@ def verify(
     record: Annotated[bool, typer.Option("--record", help="store the verdict as a git note")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
 ) -> None:
-    """Verify CANDIDATE against a fresh anchor of main; print the gate table (exit 1 if rejected)."""
+    """Verify CANDIDATE against a fresh anchor of main; print the gate table (exit 1 if rejected or undecided).
+
+    UNDECIDED: the targeted gain is positive but did not cross its boundary; the verdict says how many more
+    rollouts would decide it and the --rollouts to re-run with.
+    """
     from evoharness.envs import get_environment
     from evoharness.harness_repo.repo import HarnessRepo
     from evoharness.verification.budget import BudgetLedger
@@ -160,10 +164,14 @@ def verify(
     if as_json:
         typer.echo(verdict.model_dump_json(indent=2))
     else:
-        typer.echo(f"\n{verdict.candidate} @ {verdict.commit[:10]} vs main {verdict.base[:10]}: "
-                   f"{'ACCEPTED' if verdict.accepted else 'REJECTED'} ({verdict.reason})")
-        typer.echo(verdict.table())
         m = verdict.measurements
+        word = "ACCEPTED" if verdict.accepted else "UNDECIDED" if m.get("needs_rollouts") else "REJECTED"
+        typer.echo(f"\n{verdict.candidate} @ {verdict.commit[:10]} vs main {verdict.base[:10]}: "
+                   f"{word} ({verdict.reason})")
+        typer.echo(verdict.table())
+        if m.get("needs_rollouts"):
+            typer.echo(f"undecided: about {m['needs_rollouts']} more rollouts needed; re-run with "
+                       f"--rollouts {m['suggested_k']} (the rollouts already paid are reused from the cache)")
         typer.echo(f"reading {m['reading']:.4f}; rollouts paid {ledger.rollouts} "
                    f"({runner.hits} from cache); budget left {ledger.left:g}")
     if not verdict.accepted:

@@ -12,7 +12,13 @@ from typing import Protocol
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.selection import SelectionStrategy, make_strategy
-from evoharness.verification.stats import mcnemar_exact, paired_mean_test, paired_test, sequential_bounds
+from evoharness.verification.stats import (
+    mcnemar_exact,
+    paired_mean_test,
+    paired_test,
+    pairs_needed,
+    sequential_bounds,
+)
 
 
 class Gate(Protocol):
@@ -336,16 +342,21 @@ class SequentialGainGate:
     at most ``alpha``). ``decided`` in the numbers says whether the verifier may stop at this look:
     crossed (accept the gain), z at or below ``futility_z`` before the last look (stop: no gain worth
     more rollouts; non-binding, so it cannot raise the false-accept rate), or the last look.
+
+    A last look that did not cross but shows a positive trend (z above 0 and ``futility_z``) is
+    *undecided*, not a shown absence of gain: ``needs_rollouts`` in the numbers is how many more
+    rollouts (both sides, on the targeted tasks) would give the test ``power`` at the gain and
+    per-pair variance observed (`stats.pairs_needed`); the verifier's verdict then says so.
     """
 
     name = "sequential_gain"
 
     def __init__(self, look: int = 1, looks: int = 1, alpha: float = 0.01, spending: str = "obrien_fleming",
-                 futility_z: float = 0.0, sd_floor: float = 0.005) -> None:
+                 futility_z: float = 0.0, sd_floor: float = 0.005, power: float = 0.8) -> None:
         if not 1 <= look <= looks:
             raise ValueError(f"look {look} of {looks}")
         self.look, self.looks, self.alpha, self.spending = look, looks, alpha, spending
-        self.futility_z, self.sd_floor = futility_z, sd_floor
+        self.futility_z, self.sd_floor, self.power = futility_z, sd_floor, power
 
     def check(self, ev: Evidence) -> GateResult:
         test = paired_mean_test(targeted_differences(ev), self.sd_floor)
@@ -355,11 +366,16 @@ class SequentialGainGate:
         futile = z is None or z <= self.futility_z
         last = self.look == self.looks
         decided = crossed or futile or last
+        # the last look with a positive trend: no verdict on the gain either way, only "needs more"
+        undecided = last and not crossed and not futile and test.mean_diff > 0 and z is not None and z > 0
+        pairs = pairs_needed(test.n, z, bound, self.power) if undecided else None
+        more = 2 * (pairs - test.n) if undecided else None  # both sides: a fresh baseline pairs each seed
         if not test.n:
             reason = "no paired targeted rollouts"
         else:
             state = "crossed" if crossed else "futile: stop" if futile and not last else \
-                "not crossed at the last look" if last else "undecided: continue"
+                (f"undecided: about {more} more rollouts on the targeted tasks for {self.power:.0%} power at "
+                 "this gain" if undecided else "no gain at the last look") if last else "undecided: continue"
             reason = (f"look {self.look}/{self.looks}: paired gain {test.mean_diff:+.4f} (se {test.se:.4f}), "
                       f"z={_fmt(z)} vs boundary {bound:.3f} ({state})")
         return GateResult(
@@ -379,6 +395,9 @@ class SequentialGainGate:
                 "spending": self.spending,
                 "futility_z": self.futility_z,
                 "decided": decided,
+                "undecided": undecided,
+                "needs_pairs": pairs,
+                "needs_rollouts": more,
             },
         )
 

@@ -131,6 +131,21 @@ def paired_mean_test(diffs_by_task: Mapping[str, Sequence[float]], sd_floor: flo
     return PairedMean(n=n, tasks=len(groups), mean_diff=mean, se=se, z=z, p_value=p)
 
 
+def pairs_needed(n: int, z: float, bound: float, power: float = 0.8) -> int:
+    """Pairs in all for a test at ``bound`` to reach ``power`` if the true gain were the one observed.
+
+    ``z`` was observed on ``n`` pairs; z grows with the square root of the pairs at a fixed gain and
+    per-pair variance, so ``n * ((bound + z_power) / z) ** 2`` pairs put the expected z ``z_power``
+    above the boundary. A planning figure, not a promise: the observed gain of an undecided test is
+    itself uncertain. ``z`` must be positive.
+    """
+    from scipy.special import ndtri
+
+    if z <= 0 or n < 1:
+        raise ValueError("pairs_needed needs a positive z on at least one pair")
+    return max(n, math.ceil(n * ((bound + float(ndtri(power))) / z) ** 2))
+
+
 # -- group-sequential boundaries --------------------------------------------------------------------
 
 SPENDING = ("obrien_fleming", "pocock")

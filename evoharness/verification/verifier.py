@@ -14,6 +14,7 @@ is produced from partial evidence, and nothing is charged for the failed batch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -159,6 +160,7 @@ class Verifier:
                                           plan.k_asked or plan.k)
                     return with_dropped(inner, candidate, gate)
         failed = [r.gate for r in results if not r.passed]
+        needs = undecided_need(results, plan, cfg.sequential_max_factor)
         reading = task_mean(ev.side("candidate", plan.compared)) or 0.0
         measurements = {
             "reading": reading, "baseline_mean": task_mean(ev.side("baseline", plan.compared)),
@@ -169,11 +171,16 @@ class Verifier:
             "control_tasks": len(sel.control), "guard_tasks": len(sel.guard),
             "rollouts_spent": (ledger.rollouts - spent_before) if ledger is not None else None,
             "looks": looked, "max_looks": len(plan.looks) if looked else None, "k_used": ev.k,
+            "needs_rollouts": needs[0] if needs else None, "suggested_k": needs[1] if needs else None,
         }
+        reason = "all gates passed" if not failed else "failed: " + ", ".join(failed)
+        if needs:
+            reason = (f"undecided: the targeted gain did not cross its boundary but is positive; about {needs[0]} "
+                      f"more rollouts on the {len(sel.targeted)} targeted tasks would give 80% power at the gain "
+                      f"seen (re-verify with k >= {needs[1]}; not accepted meanwhile)")
         verdict = Verdict(candidate=candidate.branch, commit=candidate.commit, base=anchor.commit,
                           accepted=not failed, strategy=plan.strategy.name, gates=results,
-                          measurements=measurements,
-                          reason="all gates passed" if not failed else "failed: " + ", ".join(failed))
+                          measurements=measurements, reason=reason)
         if self.signer is not None:
             verdict = self.signer(verdict)
         log.info("verdict", candidate=candidate.branch, accepted=verdict.accepted, reason=verdict.reason)
@@ -237,6 +244,20 @@ def with_dropped(inner: Outcome, candidate: Candidate, gate: GateResult) -> Outc
                                    "reason": f"{v.reason} (after dropping {gate.numbers.get('refused')} of "
                                    f"{gate.numbers.get('hunks')} hunks with no attributable gain)"})
     return Outcome(verdict=verdict, selection=inner.selection, evidence=inner.evidence, reading=inner.reading)
+
+
+def undecided_need(results: list[GateResult], plan: Plan, max_factor: float) -> tuple[int, int] | None:
+    """(more rollouts, the k to re-verify with) when the sequential gain test is the only gate that failed
+    and it is undecided (`SequentialGainGate`); None when the verdict is decided.
+
+    The k: a sequential plan runs up to ``k * max_factor`` seeds per targeted task, so the k whose plan
+    reaches the pairs the gate asks for (`stats.pairs_needed`) on as many targeted tasks.
+    """
+    failed = [r for r in results if not r.passed]
+    if len(failed) != 1 or failed[0].gate != "sequential_gain" or not failed[0].numbers.get("undecided"):
+        return None
+    pairs, tasks = failed[0].numbers["needs_pairs"], max(1, len(plan.selection.targeted))
+    return failed[0].numbers["needs_rollouts"], math.ceil(pairs / tasks / max_factor)
 
 
 def task_mean(observations: list[Observation]) -> float | None:

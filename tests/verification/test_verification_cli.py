@@ -87,6 +87,24 @@ def test_verify_rejects_a_null_edit_with_exit_1_and_json(setup, capsys):
     assert hr.verdict_of(null.commit) is not None  # --record stored it as a note
 
 
+def test_verify_says_undecided_and_how_many_more_rollouts_decide_it(setup, capsys):
+    hr, _, _, runner = setup
+    faint = hr.create_candidate(Edit(message="Answer a little more often", targets=ND,
+                                     changes=[{"path": "lessons.md", "content": "- Answer when you can.\n"}]),
+                                round=1)
+    runner.world.add(faint.commit, SimHarness(factor={ND: 0.8}), "faint")  # 0.9 -> 0.72: a gain of 0.18
+    assert main(["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]) == 1
+    out = capsys.readouterr().out
+    assert "UNDECIDED (undecided: the targeted gain did not cross" in out and "REJECTED" not in out
+    assert "| sequential_gain | FAIL |" in out and out.count("| FAIL |") == 1
+    assert "about 140 more rollouts needed; re-run with --rollouts 11" in out
+    paid = runner.rollouts
+    # what it asked for decides it, and the rollouts already paid are reused
+    assert main(["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "11"]) == 0
+    out = capsys.readouterr().out
+    assert "ACCEPTED" in out and runner.rollouts - paid < 2 * 5 * 22
+
+
 def test_verify_with_too_small_budget_spends_nothing(setup, capsys):
     hr, fix, _, runner = setup
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--budget", "10"]) == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -55,6 +57,14 @@ def test_gate_says_when_the_verifier_may_stop():
     assert not undecided.passed and not undecided.numbers["decided"] and "continue" in undecided.reason
     last = SequentialGainGate(look=3, looks=3, alpha=0.01).check(evidence(base_noisy, small, tasks))
     assert not last.passed and last.numbers["decided"]
+    # a positive gain that did not cross at the last look is undecided: how many more rollouts would decide it
+    n, z, bound = last.numbers["pairs"], last.numbers["z"], last.numbers["boundary"]
+    pairs = math.ceil(n * ((bound + 0.8416212) / z) ** 2)
+    assert last.numbers["undecided"] and last.numbers["needs_pairs"] == pairs > n
+    assert last.numbers["needs_rollouts"] == 2 * (pairs - n) and "undecided: about" in last.reason
+    lost = SequentialGainGate(look=3, looks=3, alpha=0.01).check(evidence(base, worse, tasks))
+    assert lost.numbers["decided"] and not lost.numbers["undecided"] and lost.numbers["needs_rollouts"] is None
+    assert "no gain at the last look" in lost.reason
 
 
 def world() -> SimWorld:
