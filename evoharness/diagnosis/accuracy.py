@@ -184,7 +184,7 @@ class SignalBreakdown:
                 "some_signal_at_human_step": self.any_signal_at_step}
 
     def table(self) -> str:
-        lines = [f"{self.name} (n={self.n}): the labeller's first signal, by detector",
+        lines = [f"{self.name} (n={self.n}): the rule labeller's first signal, by detector",
                  "| first signal | records | step exact | agent |", "|---|---|---|---|"]
         for sid, (n, exact, agent) in sorted(self.rows.items(), key=lambda kv: (-kv[1][0], kv[0])):
             lines.append(f"| {sid} | {n} | {exact}/{n} | {agent}/{n} |")
