@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from evoharness.errors import InfraError
-from evoharness.sandbox.models import LimitHit, Limits, SandboxResult
+from evoharness.sandbox.models import LimitHit, Limits, SandboxResult, signal_in_status
 
 TAIL_BYTES = 64 * 1024
 _MEMORY_MARKS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
@@ -70,21 +70,14 @@ def _tail(path: Path) -> str:
         return fh.read().decode("utf-8", errors="replace")
 
 
-def _signal_of(returncode: int) -> int | None:
-    if returncode < 0:
-        return -returncode
-    if returncode > 128:  # a shell or bwrap reporting a child killed by a signal
-        return returncode - 128
-    return None
-
-
-def classify(returncode: int, stderr: str, timed_out: bool) -> LimitHit | None:
-    """Which limit ended the command, judged from its exit and its last words."""
+def classify(returncode: int, stderr: str, timed_out: bool, *, shell: bool) -> LimitHit | None:
+    """Which limit ended the command, judged from its exit and its last words (``shell``: the status came
+    through bwrap, a shell or a container runtime, where 128 + N may be signal N; see ``exit_words``)."""
     if timed_out:
         return "wall"
     if returncode == 0:
         return None
-    sig = _signal_of(returncode)
+    sig = signal_in_status(returncode, shell=shell)
     if sig == signal.SIGXCPU:
         return "cpu"
     if sig == signal.SIGXFSZ or "File too large" in stderr:
@@ -98,8 +91,9 @@ def classify(returncode: int, stderr: str, timed_out: bool) -> LimitHit | None:
 
 
 def run_limited(argv: list[str], *, env: dict[str, str], cwd: Path, limits: Limits, backend: str,
-                pass_fds: tuple[int, ...] = ()) -> SandboxResult:
-    """Run ``argv`` (already wrapped by the backend) and enforce the wall-time limit."""
+                shell_status: bool, pass_fds: tuple[int, ...] = ()) -> SandboxResult:
+    """Run ``argv`` (already wrapped by the backend) and enforce the wall-time limit. ``shell_status``: the
+    status ``argv`` exits with reports a child killed by signal N as 128 + N (bwrap, a shell)."""
     with tempfile.TemporaryDirectory(prefix="evoharness-out-") as tmp:
         out_path, err_path = Path(tmp, "stdout"), Path(tmp, "stderr")
         with out_path.open("wb") as out, err_path.open("wb") as err:
@@ -119,7 +113,8 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: Path, limits: Limi
         stdout, stderr = _tail(out_path), _tail(err_path)
     rc = proc.returncode
     return SandboxResult(returncode=rc, stdout=stdout, stderr=stderr, timed_out=timed_out,
-                         limit=classify(rc, stderr, timed_out), wall_seconds=wall, backend=backend)
+                         limit=classify(rc, stderr, timed_out, shell=shell_status), wall_seconds=wall,
+                         backend=backend, shell_status=shell_status)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -128,6 +123,11 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def is_shell(program: str) -> bool:
+    """Whether ``program`` is a POSIX shell (whose status for a child killed by signal N is 128 + N)."""
+    return Path(program).name in ("sh", "bash", "dash", "ash", "zsh", "ksh")
 
 
 def base_env(home: str, tmp: str, path: str) -> dict[str, str]:
@@ -161,5 +161,6 @@ class ProcessSandbox:
         home.mkdir(exist_ok=True)
         tmp.mkdir(exist_ok=True)
         full_env = base_env(str(home), str(tmp), os.environ.get("PATH", "/usr/bin:/bin")) | env
+        # prlimit execs the command: its status is the command's own, unless the command is a shell
         return run_limited(prlimit_prefix(limits) + command, env=full_env, cwd=workdir, limits=limits,
-                           backend=self.name)
+                           backend=self.name, shell_status=is_shell(command[0]))

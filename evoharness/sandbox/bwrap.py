@@ -128,7 +128,7 @@ class BwrapSandbox:
                     argv = cg.prefix() + argv
                 full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
                 result = run_limited(argv, env=full_env, cwd=Path(workdir), limits=limits, backend=self.name,
-                                     pass_fds=(sfd,) if sfd is not None else ())
+                                     shell_status=True, pass_fds=(sfd,) if sfd is not None else ())
                 if cg is not None and not result.ok and result.limit in (None, "memory", "pids"):
                     hit = cg.limit_hit()
                     if hit is not None:

@@ -213,9 +213,10 @@ class DockerSandbox:
 
     def result(self, rc: int, io: Path, *, timed_out: bool, oom: bool, wall: float) -> SandboxResult:
         stdout, stderr = _tail(io / "stdout"), _tail(io / "stderr")
-        limit = "wall" if timed_out else ("memory" if oom else classify(rc, stderr, timed_out))
+        # the status is the /bin/sh wrapper's (cold and pooled alike): 128 + N for a command killed by signal N
+        limit = "wall" if timed_out else ("memory" if oom else classify(rc, stderr, timed_out, shell=True))
         return SandboxResult(returncode=rc, stdout=stdout, stderr=stderr, timed_out=timed_out, limit=limit,
-                             wall_seconds=wall, backend=self.name)
+                             wall_seconds=wall, backend=self.name, shell_status=True)
 
     def take_uid(self) -> int:
         return self._uids.take()

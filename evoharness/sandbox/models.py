@@ -33,6 +33,9 @@ class SandboxResult(BaseModel):
     """What one sandboxed command did. ``limit`` names the limit it hit, if one was."""
 
     returncode: int = Field(description="exit status; negative = killed by that signal")
+    shell_status: bool = Field(False, description="the status came through bwrap, a shell or a container "
+                               "runtime, which report a child killed by signal N as 128 + N: a status above 128 "
+                               "is then that or a plain exit (False: the process's own status)")
     stdout: str = Field("", description="tail of standard output")
     stderr: str = Field("", description="tail of standard error")
     timed_out: bool = False
@@ -51,21 +54,34 @@ class SandboxResult(BaseModel):
         if self.timed_out:
             return f"wall-time limit hit after {self.wall_seconds:.1f}s"
         if self.limit:
-            return f"{self.limit} limit hit ({exit_words(self.returncode)})"
+            return f"{self.limit} limit hit, {exit_words(self.returncode, shell=self.shell_status)}"
         last = next((ln for ln in reversed(self.stderr.splitlines()) if ln.strip()), "")
-        return exit_words(self.returncode) + (f": {last[:300]}" if last else "")
+        return exit_words(self.returncode, shell=self.shell_status) + (f": {last[:300]}" if last else "")
 
 
-def exit_words(returncode: int | None) -> str:
+def exit_words(returncode: int | None, *, shell: bool = False) -> str:
     """An exit status in words: ``exit 3``; ``killed by SIGSEGV`` for a negative status (killed by that
-    signal, as ``subprocess`` and ``os.waitstatus_to_exitcode`` give it); a status of 128 + N, which a shell or
-    bwrap reports for a child killed by signal N, gets the name beside it: ``exit 139 (SIGSEGV)``."""
+    signal, as ``subprocess`` and ``os.waitstatus_to_exitcode`` give it).
+
+    ``shell``: the status came through bwrap, a shell or a container runtime, which report a child killed by
+    signal N as 128 + N, so a status above 128 is either: ``exit 139 (killed by SIGSEGV, or exited 139)``.
+    Without it the status is the process's own and ``exit 130`` is only that (a process that exits 130 was
+    not killed by SIGINT)."""
     if returncode is None:
         return "no exit status"
     if returncode < 0:
         return f"killed by {_signal_name(-returncode)}"
-    name = _signal_name(returncode - 128) if returncode > 128 else None
-    return f"exit {returncode}" + (f" ({name})" if name and name.startswith("SIG") else "")
+    name = signal_in_status(returncode, shell=shell)
+    return f"exit {returncode}" + (f" (killed by {_signal_name(name)}, or exited {returncode})" if name else "")
+
+
+def signal_in_status(returncode: int, *, shell: bool) -> int | None:
+    """The signal a status may stand for: -N is signal N; with ``shell`` (see ``exit_words``) 128 + N may be."""
+    if returncode < 0:
+        return -returncode
+    if shell and 128 < returncode < 128 + signal.NSIG:
+        return returncode - 128
+    return None
 
 
 def _signal_name(n: int) -> str:

@@ -171,10 +171,10 @@ class WarmWorker:
             text = f"{stderr}{self.live.stderr_tail()}\n{self.dead}"
             return SandboxResult(returncode=rc if rc else -9, stderr=text, timed_out=self._silent,
                                  limit="wall" if self._silent else hit, wall_seconds=wall,
-                                 backend=self.live.backend), rdir
+                                 backend=self.live.backend, shell_status=True), rdir  # bwrap's status
         rc, timed_out = int(answer.get("returncode", 1)), bool(answer.get("timed_out"))
         self.last_cost = _cost(answer.get("cost"))
-        limit = classify(rc, stderr, timed_out)
+        limit = classify(rc, stderr, timed_out, shell=False)  # the child's own status (os.waitstatus_to_exitcode)
         hit = self.live.limit_hit()
         if hit is not None:  # a cgroup limit: this rollout hit it (the worker is not reused)
             limit = limit if limit is not None else hit
@@ -237,7 +237,8 @@ class WarmWorker:
         except subprocess.TimeoutExpired:
             rc = None
         last = next((ln for ln in reversed(self.live.stderr_tail().splitlines()) if ln.strip()), "")
-        return f"{what}, {exit_words(rc)}" + (f": {last[:300]}" if last else "")
+        # the server's status as bwrap reports it: 128 + N for a server killed by signal N
+        return f"{what}, {exit_words(rc, shell=True)}" + (f": {last[:300]}" if last else "")
 
 
 def _cost(raw: object) -> dict[str, float]:

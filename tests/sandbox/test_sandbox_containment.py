@@ -16,7 +16,7 @@ import pytest
 import evoharness
 from evoharness.errors import InfraError
 from evoharness.sandbox.bwrap import BwrapSandbox
-from evoharness.sandbox.models import Limits
+from evoharness.sandbox.models import Limits, SandboxResult
 
 SOURCE = Path(evoharness.__file__).resolve().parent  # mounted read-only in the sandbox
 
@@ -160,6 +160,29 @@ def test_spinning_forever_is_killed_at_the_wall_limit(run_py):
 def test_cpu_limit(run_py):
     r = run_py("while True: pass", limits=Limits(cpu_seconds=1, wall_seconds=20))
     assert r.limit == "cpu" and not r.timed_out
+
+
+def test_a_status_above_128_names_a_signal_only_where_it_can_mean_one(run_py, dirs):
+    """bwrap reports a child killed by signal N as 128 + N, so there a status above 128 is either; a plain
+    process's status is its own: one that exits 143 or 152 was not killed by SIGTERM or SIGXCPU."""
+    from evoharness.sandbox.base import ProcessSandbox
+
+    killed = run_py("import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    exited = run_py("import sys; sys.exit(143)")
+    assert killed.reason() == exited.reason() == "exit 143 (killed by SIGTERM, or exited 143)", killed.reason()
+    plain = ProcessSandbox()
+
+    def run(code: str) -> SandboxResult:
+        return plain.run([sys.executable, "-c", code], harness_dir=dirs[0], workdir=dirs[1], env={},
+                         limits=Limits(wall_seconds=20))
+
+    assert run("import os, signal; os.kill(os.getpid(), signal.SIGTERM)").reason() == "killed by SIGTERM"
+    assert run("import sys; sys.exit(143)").reason() == "exit 143"
+    xcpu = run("import sys; sys.exit(128 + 24)")  # the status SIGXCPU has through a shell: no cpu limit here
+    assert xcpu.reason() == "exit 152" and xcpu.limit is None
+    shelled = plain.run(["/bin/sh", "-c", f"{sys.executable} -c 'import os; os.abort()'; exit $?"],
+                        harness_dir=dirs[0], workdir=dirs[1], env={}, limits=Limits(wall_seconds=20))
+    assert shelled.reason().startswith("exit 134 (killed by SIGABRT, or exited 134)"), shelled.reason()
 
 
 @pytest.mark.parametrize("tool", ["/nonexistent/bwrap"])
