@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -100,16 +101,25 @@ def test_bad_middleware_is_contained_and_each_rollout_fails_with_its_reason(setu
 
     t = threading.Thread(target=listen)
     t.start()
-    names = list(shas)
-    reqs = [RolloutRequest(task_id="contact_0", harness_commit=shas[n], seed=i) for i, n in enumerate(names)]
-    limits = Limits(wall_seconds=8, pids=32)
+    # The harnesses that end on their own get a wall limit they never reach, however loaded the machine (a
+    # worker's start alone can take seconds at load 18); the two that never end get a short one and must come
+    # back, killed at that limit, far sooner than the next bound (their outcome does not depend on the load).
+    hanging, wall = ["spin", "forkbomb"], 4.0
+    ending = [n for n in shas if n not in hanging]
+    out = {}
     try:
-        with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=2,
-                           limits=limits) as ex:
-            out = dict(zip(names, ex.run(reqs), strict=True))
+        for names, limits in ((ending, Limits(wall_seconds=300, pids=32)),
+                              (hanging, Limits(wall_seconds=wall, pids=32))):
+            reqs = [RolloutRequest(task_id="contact_0", harness_commit=shas[n], seed=i) for i, n in enumerate(names)]
+            with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=2,
+                               limits=limits) as ex:
+                start = time.monotonic()
+                out |= dict(zip(names, ex.run(reqs), strict=True))
+                took = time.monotonic() - start
     finally:
         stop.set()
         t.join()
+    assert wall <= took < 120, took  # the hanging pair, run side by side
     for name, traj in out.items():
         assert traj.final_answer is None and traj.score == 0.0, name
         assert traj.harness_commit == shas[name]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import git
@@ -138,9 +139,16 @@ def test_output_formats_and_broken_commands(example_repo):
     for mode in MODES:
         (path / "harness.toml").write_text(_manifest(f"python3 fake.py {mode}"))
         commits[mode] = _commit(path, mode)
-    reqs = [RolloutRequest(task_id="message_0" if m == "send" else "contact_0", harness_commit=commits[m], seed=i)
-            for i, m in enumerate(MODES)]
-    out = dict(zip(MODES, _run(path, reqs, limits=Limits(wall_seconds=4, cpu_seconds=30)), strict=True))
+    reqs = {m: RolloutRequest(task_id="message_0" if m == "send" else "contact_0", harness_commit=commits[m], seed=i)
+            for i, m in enumerate(MODES)}
+    # The commands that end on their own get a wall limit they never reach however loaded the machine; the
+    # hang a short one, and it must come back at that limit, far sooner than its 600 s sleep.
+    ending, wall = [m for m in MODES if m != "hang"], 4.0
+    out = dict(zip(ending, _run(path, [reqs[m] for m in ending], limits=Limits(wall_seconds=300, cpu_seconds=30)),
+                   strict=True))
+    start = time.monotonic()
+    (out["hang"],) = _run(path, [reqs["hang"]], limits=Limits(wall_seconds=wall, cpu_seconds=30))
+    assert wall <= time.monotonic() - start < 120
 
     ok = out["list"]  # a bare list: the last assistant message is the final answer, scored by the environment
     assert (ok.final_answer, ok.score, ok.termination) == ("It is ada@example.org", 1.0, Termination.delivered)
