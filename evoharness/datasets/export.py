@@ -166,16 +166,16 @@ class Candidate:
     origin: str  # "file" | "queue"
     run_id: str | None = None
     round: int | None = None
+    from_labels: bool = False  # its class was read from ``--labels``, not labelled here
 
 
 def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None,
-               labels: LabelFile | None = None, reused: list[int] | None = None) -> Iterator[Candidate]:
+               labels: LabelFile | None = None) -> Iterator[Candidate]:
     """The stream an export draws from (file first, then queue).
 
     A queue item whose trajectory the file already gave is skipped; only that case keeps a set of
     ids (the file itself is taken as written: a store file holds each id once). With ``labels``,
-    an unhealthy trajectory's class is read from its line, not labelled again (``reused[0]`` counts
-    them).
+    an unhealthy trajectory's class is read from its line, not labelled again (``from_labels``).
     """
     seen: set[str] = set()
     remember = source == SourceKind.all and queue is not None
@@ -188,14 +188,13 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         threshold = labeller.cfg.healthy_threshold
         for t in trajectories:
             known = labels.take(t.id) if labels is not None else None  # a mismatch is an error
+            from_labels = False
             if t.score is not None and t.score >= threshold:
                 # the labeller's first rule: healthy whatever fired, no first signal; an export
                 # needs only the class, so the detectors are not run
                 cls, first = FailureClass.healthy.value, None
             elif known is not None:
-                cls, first = known
-                if reused is not None:
-                    reused[0] += 1
+                (cls, first), from_labels = known, True
             else:
                 label = labeller.label(t)
                 cls, first = label.failure_class.value, label.first_signal.id if label.first_signal else None
@@ -203,7 +202,7 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
                 continue
             if remember:
                 seen.add(t.id)
-            yield Candidate(t, cls, first, "file")
+            yield Candidate(t, cls, first, "file", from_labels=from_labels)
         if labels is not None:
             labels.finish()
     if source == SourceKind.queue and queue is None:
@@ -342,7 +341,6 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     uses_file = source in (SourceKind.healthy, SourceKind.all)
     _check_request(filters, held)
     label_file = LabelFile(labels) if labels is not None and uses_file else None
-    reused = [0]
     renderer = SystemRenderer(prompt)
     summary = ExportSummary(format=fmt, source=source, placebo=placebo,
                             placebo_seed=placebo_seed if placebo else None, filters=filters, prompt=prompt)
@@ -382,7 +380,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         window.clear()
 
     try:
-        for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, reused):
+        for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file):
             t = c.traj
             selected = _selected(c, filters)
             if t.split == Split.heldout or t.task_id in held:
@@ -403,6 +401,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                 skipped[e.reason] += 1
                 continue
             per_task[t.task_id] += 1
+            summary.labels_reused += c.from_labels  # a record written (a placebo window is written whole)
             meta = _meta(c, placebo)
             if placebo:
                 window.append((record, meta))
@@ -426,7 +425,6 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))
     summary.prompt_fallbacks = renderer.fallbacks
-    summary.labels_reused = reused[0]
     write_card(stage, summary)
     _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
     for name in dict.fromkeys((*summary.files, "README.md", "manifest.json")):

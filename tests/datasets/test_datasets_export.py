@@ -217,6 +217,13 @@ def test_labels_file_replaces_relabelling_and_gives_the_same_metadata(tmp_path, 
     assert "3 labels reused" in capsys.readouterr().out
     assert read_jsonl(tmp_path / "b" / "metadata.jsonl") == read_jsonl(tmp_path / "a" / "metadata.jsonl")
     assert (tmp_path / "b" / "data.jsonl").read_bytes() == (tmp_path / "a" / "data.jsonl").read_bytes()
+    # labels_reused counts the records written: a trajectory the filters drop read its label but is not one
+    assert main(["dataset", "export", "-o", str(tmp_path / "c"), "--source", "all", "-t", str(src),
+                 "--labels", str(labels), "--max-per-task", "1"]) == 0
+    assert "2 labels reused" in capsys.readouterr().out  # x0 and x2; x4's task already has its record (x1)
+    unhealthy = [m for m in read_jsonl(tmp_path / "c" / "metadata.jsonl") if m["failure_class"] != "healthy"]
+    assert [m["id"] for m in unhealthy] == ["x0", "x2"]
+    assert read_manifest(tmp_path / "c").labels_reused == 2
 
 
 
