@@ -43,9 +43,15 @@ def export_otel(
     endpoint: Annotated[str | None, typer.Option(help="OTLP/HTTP receiver, e.g. http://127.0.0.1:6006 "
                                                       "(Phoenix) or http://127.0.0.1:4318 (a Collector)")] = None,
     service_name: Annotated[str, typer.Option(help="the OTLP resource's service.name")] = "evoharness",
+    timeout: Annotated[float, typer.Option(
+        help="--endpoint: seconds to keep trying one request (retries with back-off included) before giving "
+             "up with an error")] = 10.0,
 ) -> None:
     """Export rollouts as OpenTelemetry GenAI spans (one trace per trajectory) to a file or an OTLP endpoint."""
     from evoharness.traces.otel_export import export
+
+    def retrying(line: str) -> None:
+        typer.echo(f"export-otel: {endpoint}: {line}", err=True)
 
     if (out is None) == (endpoint is None):
         raise InputError("export-otel", "give exactly one of --out FILE or --endpoint URL")
@@ -55,7 +61,8 @@ def export_otel(
     if run_dir is not None and not (run_dir / "trajectories.jsonl").is_file():
         raise InputError(str(source), "not a run directory (no trajectories.jsonl)")
     path = run_dir / "trajectories.jsonl" if run_dir is not None else source
-    n = export(load_paths([path]), out=out, endpoint=endpoint, run_dir=run_dir, service_name=service_name)
+    n = export(load_paths([path]), out=out, endpoint=endpoint, run_dir=run_dir, service_name=service_name,
+               timeout=timeout, on_retry=retrying)
     typer.echo(f"exported {n} trajectories as {n} traces to {out or endpoint}")
 
 

@@ -26,8 +26,11 @@ reads either file back (the ``otlp`` importer restores the ``evoharness.*`` fiel
 from __future__ import annotations
 
 import json
+import logging
+import math
+import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -179,9 +182,48 @@ def _events(span: Any, events: list, at: int) -> None:
                                             "evoharness.event.detail": e.detail[:1000]}, timestamp=at)
 
 
+DEFAULT_TIMEOUT = 10.0  # seconds one request may take, the exporter's retries included
+
+
+class _SendLog(logging.Handler):
+    """The OTLP HTTP exporter's own log while we send: its retries become one short ``on_retry`` line each
+    (not its multi-line warnings), and the last failure's reason is kept for the error line."""
+
+    _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+
+    def __init__(self, on_retry: Callable[[str], None] | None) -> None:
+        super().__init__()
+        self.on_retry = on_retry
+        self.reason = ""
+        self.refused = False  # the receiver answered with an error that is not retried (e.g. HTTP 400)
+
+    def _short(self, what: object) -> str:
+        text = str(what)
+        found = self._ERRNO.search(text)
+        return (found.group(1) if found else text).strip()[:200]
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if str(record.msg).startswith("Transient error") and len(args) == 3:
+            self.reason = self._short(args[0])
+            if self.on_retry is not None:
+                self.on_retry(f"{self.reason}; retrying in {float(args[2]):.1f} s")
+        elif "code: %s, reason: %s" in str(record.msg) and len(args) == 3:
+            self.reason = f"HTTP {args[1]}: {self._short(args[2])}" if args[1] else self._short(args[2])
+            self.refused = True
+
+
 def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpoint: str | None = None,
-           run_dir: Path | None = None, service_name: str = "evoharness") -> int:
-    """Write (``out``) or send (``endpoint``) the trajectories as OTLP traces; returns how many."""
+           run_dir: Path | None = None, service_name: str = "evoharness", timeout: float = DEFAULT_TIMEOUT,
+           on_retry: Callable[[str], None] | None = None) -> int:
+    """Write (``out``) or send (``endpoint``) the trajectories as OTLP traces; returns how many.
+
+    Sending: one request per trace; a request that the receiver has not taken within ``timeout`` seconds
+    (the exporter's retries with back-off included: a dead receiver is retried after ~1, 2, 4 ... s while
+    the time lasts) stops the export with an ``InputError`` naming the reason and how many traces went.
+    ``on_retry`` gets one line per retry (progress: the reason and the wait)."""
+    if endpoint is not None and not (timeout > 0 and math.isfinite(timeout)):
+        raise InputError("--timeout", f"must be a positive number of seconds, got {timeout}")
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -217,11 +259,23 @@ def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpo
 
         url = endpoint.rstrip("/")
         url = url if url.endswith("/v1/traces") else url + "/v1/traces"
-        sender = OTLPSpanExporter(endpoint=url, timeout=30)
-        for group in by_trace.values():
-            if sender.export(group) != SpanExportResult.SUCCESS:
-                raise InputError("--endpoint", f"the OTLP receiver at {url} refused or did not answer the spans")
-        sender.shutdown()
+        sender = OTLPSpanExporter(endpoint=url, timeout=timeout)
+        exporter_log = logging.getLogger(OTLPSpanExporter.__module__)
+        handler, kept = _SendLog(on_retry), (exporter_log.propagate, exporter_log.level)
+        exporter_log.addHandler(handler)
+        exporter_log.propagate, exporter_log.level = False, logging.WARNING
+        try:
+            for sent, group in enumerate(by_trace.values()):
+                if sender.export(group) != SpanExportResult.SUCCESS:
+                    why = f" ({handler.reason})" if handler.reason else ""
+                    what = "refused the spans" if handler.refused else \
+                        f"did not take the spans within --timeout {timeout:g} s"
+                    raise InputError("--endpoint", f"the OTLP receiver at {url} {what}{why}; {sent} of "
+                                                   f"{len(by_trace)} traces sent")
+        finally:
+            exporter_log.removeHandler(handler)
+            exporter_log.propagate, exporter_log.level = kept
+            sender.shutdown()
     return n
 
 

@@ -85,3 +85,26 @@ def test_run_dir_verdicts_and_bad_usage(tmp_path, capsys):
             assert main(["export-otel", str(run), *dest]) == 2, module
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "pip install 'evoharness[otel]'" in err[0], err
+
+
+def test_a_dead_receiver_fails_within_the_timeout_with_one_error_line(tmp_path, capsys):
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nothing listens on: connections are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [TraceBuilder(f"t{i}").user("hi").deliver("hello").build(score=1.0) for i in range(2)])
+    t0 = time.monotonic()
+    assert main(["export-otel", str(src), "--endpoint", f"http://127.0.0.1:{port}", "--timeout", "1.5"]) == 2
+    took = time.monotonic() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: --endpoint: the OTLP receiver at ") and "within --timeout 1.5 s" in err[-1]
+    assert "0 of 2 traces sent" in err[-1]
+    # before it: only our own retry lines (the exporter's multi-line warnings are not passed on)
+    assert all(line.startswith(f"export-otel: http://127.0.0.1:{port}: ") and "retrying in" in line
+               for line in err[:-1]), err
+    assert took < 6, took  # was ~20 s whatever the caller wanted (the exporter's fixed 30 s deadline)
+    assert main(["export-otel", str(src), "--endpoint", f"http://127.0.0.1:{port}", "--timeout", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --timeout: must be a positive number of seconds, got 0.0"
