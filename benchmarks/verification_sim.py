@@ -40,11 +40,15 @@ two-sided. ``--seed S`` is the first world's seed (runs use S, S+1, ...; repeat 
 ``--jobs N`` runs N worlds at a time in worker processes (the figures do not depend on it); progress
 goes to stderr.
 
+``--scale S`` multiplies every strategy's per-candidate budget and rollouts per task by S (the anchors
+keep theirs): the power curve against rollouts per candidate. Under the table, the verdicts that were
+"undecided, needs N more" (a positive targeted gain that did not cross its boundary) per strategy.
+
 ``--repeat N`` runs the whole simulation N times on disjoint seeds and prints, under the table (the
 pooled runs), min / median / max over the repeats of power and held-out gain per strategy.
 
     .venv/bin/python benchmarks/verification_sim.py [--runs 12] [--rounds 10] [--repeat 1] [--json]
-        [--only NAME ...] [--common-seeds [--coupling C]] [--seed S] [--jobs N]
+        [--only NAME ...] [--common-seeds [--coupling C]] [--seed S] [--jobs N] [--scale S]
 """
 
 from __future__ import annotations
@@ -150,8 +154,10 @@ def _edit(world: SimWorld, kind: str, commit: str, target: str, anchor, rng: ran
 
 
 def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: bool = False,
-            common_seeds: bool = False, coupling: float = 1.0, settings: dict | None = None) -> dict:
+            common_seeds: bool = False, coupling: float = 1.0, settings: dict | None = None,
+            scale: float = 1.0) -> dict:
     strategy, gate_names, budget, max_tasks, k, *extra = spec
+    budget, k = budget * scale, max(1, round(k * scale))  # --scale: verification rollouts, not anchors
     world = SimWorld.generate(seed, n_dev=n_dev, n_heldout=n_dev, behaviours=BEHAVIOURS,
                               recall=1.0 if ideal else RECALL, false_fire=0.0 if ideal else FALSE_FIRE,
                               common_seeds=common_seeds, coupling=coupling)
@@ -167,6 +173,7 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
     book.start(verifier.measure_anchor("h0", dev, K, round=0, ledger=run_ledger))
     rng = random.Random(f"edits:{seed}")
     main, accepted, proposed = "h0", {k_: 0 for k_ in KINDS}, {k_: 0 for k_ in KINDS}
+    undecided, asked = {k_: 0 for k_ in KINDS}, []  # verdicts "undecided, needs N more" (true edits: the Ns)
     verify_spent = 0
     for rnd in range(1, rounds + 1):
         anchor = book.current
@@ -185,6 +192,11 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
             run_ledger.spends.extend(ledger.spends)
             verify_spent += ledger.rollouts
             proposed[kind] += 1
+            needs = out.verdict.measurements.get("needs_rollouts")
+            if needs:
+                undecided[kind] += 1
+                if kind == "true":
+                    asked.append(needs)
             if out.verdict.accepted:
                 accepted[kind] += 1
                 outcomes.append(out)
@@ -192,7 +204,8 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
             best = max(outcomes, key=lambda o: o.reading - (o.verdict.measurements["baseline_mean"] or 0.0))
             main = best.verdict.commit
             verifier.reanchor(book, best, main, dev, rnd, K, ledger=run_ledger)
-    return {"accepted": accepted, "proposed": proposed, "rollouts": run_ledger.rollouts,
+    return {"accepted": accepted, "proposed": proposed, "undecided": undecided, "asked": asked,
+            "rollouts": run_ledger.rollouts,
             "per_candidate": verify_spent / max(1, sum(proposed.values())),
             "heldout_gain": world.expected_mean(main, "heldout") - world.expected_mean("h0", "heldout"),
             "optimism": [r.optimism for r in book.optimism]}
@@ -200,14 +213,15 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
 
 def _run_named(args: tuple) -> dict:
     """`run_one` by strategy name (what a worker process is sent)."""
-    name, seed, rounds, n_dev, ideal, common_seeds, coupling, settings = args
-    return run_one(name, strategies(n_dev)[name], seed, rounds, n_dev, ideal, common_seeds, coupling, settings)
+    name, seed, rounds, n_dev, ideal, common_seeds, coupling, settings, scale = args
+    return run_one(name, strategies(n_dev)[name], seed, rounds, n_dev, ideal, common_seeds, coupling, settings,
+                   scale)
 
 
 def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
              runs_24x: int | None = None, first_seed: int = 0, ideal: bool = False,
              common_seeds: bool = False, coupling: float = 1.0, jobs: int = 1,
-             progress: bool = False, settings: dict | None = None) -> dict[str, dict]:
+             progress: bool = False, settings: dict | None = None, scale: float = 1.0) -> dict[str, dict]:
     out = {}
     pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
     try:
@@ -215,7 +229,7 @@ def simulate(runs: int, rounds: int, n_dev: int, only: list[str] | None = None,
             if only and name not in only:
                 continue
             n = runs_24x if name.endswith("_24x") and runs_24x else runs
-            work = [(name, seed, rounds, n_dev, ideal, common_seeds, coupling, settings)
+            work = [(name, seed, rounds, n_dev, ideal, common_seeds, coupling, settings, scale)
                     for seed in range(first_seed, first_seed + n)]
             results = pool.map(_run_named, work) if pool else map(_run_named, work)
             res, t0, shown = [], time.perf_counter(), 0.0
@@ -249,6 +263,11 @@ def _summarise(res: list[dict], n: int) -> dict:
                         ("per_candidate", [r["per_candidate"] for r in res])):
         row[key] = sum(values) / n
         row[f"{key}_ci"] = mean_ci(values)
+    for kind in ("true", "null"):
+        row[f"undecided_{kind}_k"] = sum(r["undecided"][kind] for r in res)
+        row[f"undecided_{kind}_n"] = sum(r["proposed"][kind] for r in res)
+    asked = sorted(x for r in res for x in r["asked"])
+    row["asked_median"] = statistics.median(asked) if asked else None
     opt = [x for r in res for x in r["optimism"]]
     row["selection_optimism"] = sum(opt) / len(opt) if opt else None
     row["selection_optimism_ci"] = mean_ci(opt) if opt else None
@@ -307,6 +326,8 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
             vals = [(row[key], row["runs"]) for row in rows if row[key] is not None]
             total = sum(w for _, w in vals)
             merged[key] = sum(v * w for v, w in vals) / total if vals and total else None
+        for key in ("undecided_true_k", "undecided_true_n", "undecided_null_k", "undecided_null_n"):
+            merged[key] = sum(row[key] for row in rows)
         out[name] = merged
     return out
 
@@ -333,6 +354,19 @@ def exact_bounds(results: dict[str, dict]) -> str:
                  if r.get(f"{key}_n")]
         out.append(f"  {name:<34} " + "; ".join(parts))
     return "\n".join(out)
+
+
+def undecided(results: dict[str, dict]) -> str:
+    """Per strategy that has them: verdicts 'undecided, needs N more' (a positive gain that did not cross)."""
+    out = []
+    for name, r in results.items():
+        if r.get("undecided_true_k") or r.get("undecided_null_k"):
+            asked = r.get("asked_median")
+            out.append(f"  {name:<34} true {r['undecided_true_k']}/{r['undecided_true_n']}, null "
+                       f"{r['undecided_null_k']}/{r['undecided_null_n']}"
+                       + (f"; median more rollouts asked for a true edit {asked:.0f}" if asked else ""))
+    return "\n".join(["undecided verdicts (a positive targeted gain that did not cross its boundary):", *out]) \
+        if out else ""
 
 
 def _cell(col: str, value: float | None, ci: list[float] | None, k: int | None = None,
@@ -381,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="worlds simulated at a time in worker processes")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="verification settings for every "
                     "strategy run, over its own (e.g. sequential_alpha=0.05 sequential_futility_z=-1)")
+    ap.add_argument("--scale", type=float, default=1.0, metavar="S", help="multiply every strategy's "
+                    "verification budget and rollouts per task by S (anchors unchanged): the power curve against "
+                    "rollouts per candidate")
     ap.add_argument("--ideal", action="store_true", help="the old idealised world: exact observation of "
                     "behaviours, no side effects of edits")
     ap.add_argument("--rounds", type=int, default=10)
@@ -394,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs and --runs-24x must be at least 1")
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
+    if not (math.isfinite(args.scale) and 0.25 <= args.scale <= 8):
+        ap.error("--scale must be between 0.25 and 8")
     if args.rounds < 1 or args.dev_tasks < MIN_DEV_TASKS:
         ap.error(f"--rounds must be at least 1 and --dev-tasks at least {MIN_DEV_TASKS} (targeted, control and "
                  "guard tasks come from them)")
@@ -408,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     t0, c0 = time.perf_counter(), time.process_time()
     reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x,
                      first_seed=args.seed + r * 1000, ideal=args.ideal, common_seeds=args.common_seeds,
-                     coupling=coupling, jobs=args.jobs, progress=True, settings=settings)
+                     coupling=coupling, jobs=args.jobs, progress=True, settings=settings, scale=args.scale)
             for r in range(args.repeat)]
     results = pooled(reps)
     if args.json:
@@ -416,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(table(results))
         print("\n" + exact_bounds(results))
+        if undecided(results):
+            print("\n" + undecided(results))
         if args.repeat > 1:
             print(f"\nover {args.repeat} repeats (disjoint seeds):")
             for name in results:
@@ -425,8 +466,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{WORLD_IDEAL if args.ideal else WORLD}, "
               f"{_world_seeds(args.common_seeds, coupling)}, seeds from {args.seed}, "
               f"{'settings ' + str(settings) + ', ' if settings else ''}"
-              f"{args.dev_tasks} dev tasks, k={K}, "
-              f"{BUDGET} rollouts per candidate, {args.repeat} repeat(s); {time.perf_counter() - t0:.1f}s wall, "
+              f"{args.dev_tasks} dev tasks, k={round(K * args.scale)} (anchors {K}), "
+              f"{BUDGET * args.scale:g} rollouts per candidate, {args.repeat} repeat(s); "
+              f"{time.perf_counter() - t0:.1f}s wall, "
               f"{time.process_time() - c0:.1f} CPU-s in this process (--jobs {args.jobs}) "
               f"({load_note()})", file=sys.stderr)
     return 0

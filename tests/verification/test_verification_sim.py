@@ -92,11 +92,27 @@ def test_counts_and_exact_bounds_are_reported_and_bad_options_exit_2(bench, caps
     assert "/1 " in row.split("|")[2]  # "accepted/proposed rate [interval]"
     assert "exact (Clopper-Pearson) 95% upper bounds" in out
     assert bench._cell("power", 0.0, None, 0, 0) == "0/0 -"  # nothing proposed: no rate, not a zero one
-    for bad in (["--coupling", "0.5"], ["--only", "nope"], ["--jobs", "0"], ["--set", "nope=1"],
+    for bad in (["--coupling", "0.5"], ["--only", "nope"], ["--jobs", "0"], ["--set", "nope=1"], ["--scale", "0"],
+                ["--scale", "nan"],
                 ["--set", "sequential_alpha=x"], ["--rounds", "0"], ["--dev-tasks", "0"], ["--dev-tasks", "3"]):
         with pytest.raises(SystemExit) as exit_:
             bench.main(["--runs", "1", *bad])
         assert exit_.value.code == 2
+
+
+def test_scale_buys_more_rollouts_per_candidate_and_undecided_verdicts_are_counted(bench, capsys):
+    args = ["--runs", "1", "--rounds", "1", "--dev-tasks", "24", "--only", "behaviour_aware_sequential", "--json"]
+    rows = []
+    for scale in ("1", "2"):
+        assert bench.main([*args, "--scale", scale]) == 0
+        rows.append(json.loads(capsys.readouterr().out)["behaviour_aware_sequential"])
+    assert rows[1]["per_candidate"] > 1.3 * rows[0]["per_candidate"]
+    assert rows[0]["undecided_true_n"] == rows[0]["power_n"] == 1 and rows[0]["undecided_true_k"] in (0, 1)
+    res = {"s": {**rows[0], "undecided_true_k": 2, "undecided_true_n": 5, "undecided_null_k": 1,
+                 "undecided_null_n": 5, "asked_median": 240.0}}
+    assert "s  " in bench.undecided(res) and "true 2/5, null 1/5; median more rollouts asked for a true edit 240" \
+        in bench.undecided(res)
+    assert bench.undecided({"s": {**rows[0], "undecided_true_k": 0, "undecided_null_k": 0}}) == ""
 
 
 def test_every_figure_has_an_interval_and_the_24x_split_gets_the_same_seeds(bench, capsys):
