@@ -15,5 +15,11 @@ workers=${EVOHARNESS_TEST_WORKERS:-1}
 case "$workers" in ''|*[!0-9]*|0) echo "error: EVOHARNESS_TEST_WORKERS must be a positive integer, got '$workers'" >&2; exit 2;; esac
 parallel=()
 if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
+# A base temporary directory of this run's own: by default every pytest session on the machine shares
+# /tmp/pytest-of-$USER, and each new session prunes the older numbered directories there, a long run's own
+# included (a parallel run on the shared machine lost its tmp_path that way mid-way). Removed at the end,
+# without crossing into a mount a test may have left behind.
+basetemp=$(mktemp -d "${TMPDIR:-/tmp}/evoharness-pytest-XXXXXX")
+trap 'rm -rf --one-file-system "$basetemp"' EXIT
 # the 15 slowest tests are listed at the end (where the time goes on a slow machine)
-exec .venv/bin/python -m pytest --durations=15 ${parallel[@]+"${parallel[@]}"} "$@"
+.venv/bin/python -m pytest --durations=15 --basetemp="$basetemp/t" ${parallel[@]+"${parallel[@]}"} "$@"
