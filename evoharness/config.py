@@ -41,6 +41,7 @@ REMOVED_KEYS: dict[str, str] = {
     "verification.anchor_rollouts": "`evoharness verify --anchor-rollouts` (runs use run.rollouts; the key was "
                                     "ignored by runs)",
     "verification.budget": "`evoharness verify --budget` (runs use run.budget; the key was ignored by runs)",
+    "sandbox.warm_spare": "nothing (a warm worker now serves any commit: one per sandbox slot, no spare ones)",
 }
 
 
@@ -54,6 +55,7 @@ MIGRATED_KEYS: dict[str, str | None] = {
     "verification.rollouts": None,
     "verification.anchor_rollouts": None,
     "verification.budget": None,
+    "sandbox.warm_spare": None,
 }
 
 

@@ -60,19 +60,15 @@ class SandboxConfig(BaseModel):
         "for Ray Client, or 'auto'); None starts a local Ray with this machine's CPUs.",
     )
     batch_size: int = Field(8, ge=1, description="Rollouts of one harness commit handed to one sandboxed worker "
-                            "at a time. With bwrap (> 1) that is a warm worker, which stays up across batches of "
-                            "its commit and forks a fresh child per rollout; with Docker one process runs the "
+                            "at a time. With bwrap (> 1) that is a warm worker, which stays up across batches "
+                            "and commits and forks a fresh child per rollout; with Docker one process runs the "
                             "batch (start-up paid once per batch). 1 = a fresh sandbox per rollout.")
     warm: bool = Field(True, description="With bwrap and batch_size > 1, run rollouts on warm workers (a "
-                       "sandboxed fork server per slot and commit, a fresh child per rollout); false = one "
+                       "sandboxed fork server per slot serving any commit, a fresh child per rollout); false = one "
                        "sandboxed process runs each batch's rollouts one after another (the shape before warm "
                        "workers; a crash or hang there fails the rest of its batch).")
     warm_idle_s: float = Field(60.0, gt=0, description="Seconds a warm bwrap worker (batch_size > 1) stays up "
                                "with no rollout to run before it is stopped.")
-    warm_spare: int = Field(4, ge=0, description="Idle warm bwrap workers of other commits kept beyond `workers` "
-                            "(a round alternates between its baseline and its candidates; each costs a sandbox "
-                            "start, ~0.4 s CPU, when it has to be replaced). The least recently used one is "
-                            "stopped when a new commit needs the room; each holds ~50 MiB.")
     limits: Limits = Field(default_factory=Limits, description="Per-rollout CPU, memory, pids, wall-time, "
                            "file-size and /tmp limits.")
     env_passthrough: list[str] = Field(

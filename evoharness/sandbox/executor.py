@@ -7,9 +7,9 @@ or writes nothing or garbage becomes a failed trajectory carrying the reason (sc
 delivered); only an unusable sandbox backend raises (``InfraError``).
 
 With ``batch_size`` > 1 on a backend that can keep a sandbox running (bwrap), rollouts go to warm
-workers instead (``sandbox/warm.py``): one sandboxed fork server per slot and commit, started once and
-kept across batches and runs of that commit, forking a fresh child per rollout, swept between rollouts,
-stopped on idle, when its slot is needed for another commit, and in ``close()``.
+workers instead (``sandbox/warm.py``): one sandboxed fork server per slot, started once and kept across
+batches, runs and commits (the host swaps the read-only tree it shows at ``/harness`` between rollouts),
+forking a fresh child per rollout, swept between rollouts, stopped on idle and in ``close()``.
 
 With a sandbox and an ``openai:URL#model`` model, an offline model (``standin:*``, ``scripted:*``:
 served in this process by ``gateway_standin.StandInUpstream``, so the task's reference it is handed
@@ -113,8 +113,7 @@ class LocalExecutor:
                  env: dict[str, str] | None = None, worker: list[str] | None = None,
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
                  gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
-                 owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0,
-                 warm_spare: int = 4) -> None:
+                 owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0) -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -131,7 +130,6 @@ class LocalExecutor:
         self._gateway_lock = threading.Lock()
         self.owns_sandbox = owns_sandbox  # close() also closes the sandbox (e.g. a Docker pool)
         self.warm, self.warm_idle_s = warm and hasattr(sandbox, "start"), warm_idle_s
-        self.warm_spare = warm_spare  # idle warm workers of other commits kept beyond ``workers``
         self._pool: WarmPool | None = None
         self.warm_starts = 0  # warm workers started so far (tests, measurements)
         self.warm_cost: Counter[str] = Counter()  # sums of the servers' per-rollout accounts (``warm.COST_KEYS``)
@@ -310,6 +308,7 @@ class LocalExecutor:
         for req in reqs:
             worker = pool.acquire(sha)  # a fresh one when the last died with its rollout
             try:
+                worker.show(sha, tree)  # another commit's worker: this commit's tree at /harness
                 out.append(self._warm_one(worker, req, sha))
             finally:
                 pool.release(worker)
@@ -318,8 +317,7 @@ class LocalExecutor:
     def _warm_pool(self) -> WarmPool:
         with self._warm_lock:
             if self._pool is None:
-                self._pool = WarmPool(self._start_warm, slots=self.workers, idle_s=self.warm_idle_s,
-                                      spare=self.warm_spare)
+                self._pool = WarmPool(self._start_warm, slots=self.workers, idle_s=self.warm_idle_s)
             return self._pool
 
     def _start_warm(self, sha: str | None) -> WarmWorker:

@@ -1,4 +1,4 @@
-"""Warm sandbox workers: one live sandbox per slot and harness commit, a fork per rollout inside it.
+"""Warm sandbox workers: one live sandbox per slot, a fork per rollout inside it, any harness commit.
 
 Starting a sandboxed Python worker costs ~0.5 s (interpreter start and imports) against a few ms for a
 rollout on a fast environment. A ``WarmWorker`` pays it once: it starts the fork server
@@ -6,11 +6,17 @@ rollout on a fast environment. A ``WarmWorker`` pays it once: it starts the fork
 can keep one running (``BwrapSandbox.start``), and runs each rollout as a forked child with its own
 ``/scratch/<n>`` directory, under the same limits, with the sandbox swept between rollouts.
 
-A ``WarmPool`` runs at most ``slots`` workers at once and keeps at most ``slots + spare`` alive. A
-worker serves one harness commit (its harness is bound read-only at start); a request for another commit
-takes an idle worker of the same commit or free room, else replaces the least recently used idle worker
-of another commit (a round alternates between its baseline and candidates: with no spare room every
-switch of commit was a new sandbox, 85 starts in a 3-round demo). Workers idle for
+A ``WarmPool`` runs at most ``slots`` workers at once and keeps no more alive. A worker is not tied to a
+harness commit: ``/harness`` is a read-only bind of a directory of the worker's own on the host, and
+between rollouts (no process of the sandbox but its server alive: the sweep saw to that) the host
+replaces what that directory holds with the tree of the next rollout's commit (``show``). So a round
+that alternates between its baseline, its candidates and their per-hunk variants switches a worker's
+tree -- a copy of a few files -- instead of starting a sandbox per commit and slot (46 starts, ~0.45 s
+of CPU each, in a 3-round demo; now one per slot, plus one per ``MAX_ROLLOUTS_PER_WORKER``). A
+request takes an idle worker showing its commit, else another idle worker, else free room. What a
+rollout sees is what it saw before: its own commit's tree, read-only, at ``/harness``, and a sandbox
+swept clean of the previous rollout -- which may now have been another commit's. A plain harness
+directory (no git, ``sha`` None) is bound as it is and served only as itself. Workers idle for
 ``idle_s`` seconds are stopped by a reaper thread; ``close()`` (the executor's, at run end) stops all.
 A worker whose server died, answered out of protocol, could not sweep, or hit a cgroup limit is not
 reused: only its in-flight rollout fails (with the reason), the next one gets a fresh sandbox.
@@ -102,12 +108,26 @@ class WorkerDied(Exception):
 
 
 class WarmWorker:
-    """One sandboxed fork server for one harness commit (see the module docstring)."""
+    """One sandboxed fork server, showing one harness commit's tree at a time (see the module docstring).
+
+    ``sha``/``tree``: the commit it shows first and its exported tree (a read-only checkout); ``sha`` None
+    binds ``tree`` itself, and the worker serves only that directory.
+    """
 
     def __init__(self, sandbox, *, sha: str | None, tree: Path, env: dict[str, str], limits: Limits,
                  sockets: list[Path], warm: dict) -> None:
         self.sha, self.tree, self.limits = sha, tree, limits
         self.work = Path(tempfile.mkdtemp(prefix="evoharness-warm-"))
+        self.view: Path | None = None  # the host directory bound at /harness (None: ``tree`` itself)
+        if sha is not None:
+            try:
+                self.view = Path(tempfile.mkdtemp(prefix="evoharness-warm-harness-"))
+                _fill(self.view, tree)
+            except BaseException:
+                shutil.rmtree(self.work, ignore_errors=True)
+                _remove(self.view)
+                raise
+        self.switches = 0  # how many times it was handed another commit's tree
         self.rollouts = 0
         self.idle_since = time.monotonic()
         self.dead: str | None = None
@@ -119,10 +139,11 @@ class WarmWorker:
         start = time.monotonic()
         try:
             server = limits.model_copy(update={"cpu_seconds": max(limits.cpu_seconds, SERVER_CPU_S)})
-            self.live: LiveSandbox = sandbox.start(command, harness_dir=tree, workdir=self.work, env=env,
-                                                   limits=server, sockets=sockets)
+            self.live: LiveSandbox = sandbox.start(command, harness_dir=self.view or tree, workdir=self.work,
+                                                   env=env, limits=server, sockets=sockets)
         except BaseException:
             shutil.rmtree(self.work, ignore_errors=True)
+            _remove(self.view)
             raise
         try:
             hello = self._answer(START_TIMEOUT_S)
@@ -136,6 +157,29 @@ class WarmWorker:
     @property
     def alive(self) -> bool:
         return self.dead is None and self.rollouts < MAX_ROLLOUTS_PER_WORKER
+
+    def can_show(self, sha: str | None) -> bool:
+        """Whether this worker can serve rollouts of ``sha`` (after ``show``)."""
+        return sha == self.sha or (self.view is not None and sha is not None)
+
+    def show(self, sha: str | None, tree: Path) -> None:
+        """Show ``tree`` (commit ``sha``'s checkout) at ``/harness`` for the next rollouts.
+
+        Called between rollouts only, when nothing but the server runs in the sandbox (each rollout's
+        child and whatever it started were killed before its answer). ValueError when this worker cannot
+        (``can_show``); a copy that fails leaves the worker dead (InfraError).
+        """
+        if sha == self.sha:
+            return
+        if not self.can_show(sha) or self.view is None:
+            raise ValueError(f"this warm worker serves {self.sha!r} only, not {sha!r}")
+        try:
+            _fill(self.view, tree)
+        except OSError as e:
+            self.dead = f"could not show commit {str(sha)[:10]} to the warm worker: {e}"
+            raise InfraError(self.dead) from None
+        self.sha, self.tree = sha, tree
+        self.switches += 1
 
     def run(self, payload: dict) -> tuple[SandboxResult, Path]:
         """Run one rollout (``payload``: the worker request); its result and the host path of its directory
@@ -198,6 +242,7 @@ class WarmWorker:
             self.live.close()
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
+            _remove(self.view)
 
     # ---- the protocol: one JSON line each way ---------------------------------------------------
 
@@ -241,6 +286,35 @@ class WarmWorker:
         return f"{what}, {exit_words(rc, shell=True)}" + (f": {last[:300]}" if last else "")
 
 
+def _fill(view: Path, tree: Path) -> None:
+    """Make ``view`` hold a copy of ``tree`` and nothing else: symlinks are copied as links (never followed
+    on the host), files and directories with their modes (a checkout is read-only)."""
+    _writable(view)
+    for entry in os.scandir(view):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+    shutil.copytree(tree, view, symlinks=True, dirs_exist_ok=True)
+    view.chmod(0o555)
+
+
+def _writable(root: Path) -> None:
+    """The directories under ``root`` writable by their owner again (a copied checkout's are 0555)."""
+    for dirpath, dirnames, _files in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in dirnames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755)
+
+
+def _remove(view: Path | None) -> None:
+    if view is not None and view.exists():
+        _writable(view)
+        shutil.rmtree(view, ignore_errors=True)
+
+
 def _cost(raw: object) -> dict[str, float]:
     """The server's account (``COST_KEYS``), numbers only."""
     if not isinstance(raw, dict):
@@ -279,13 +353,14 @@ def _close_pools() -> None:
 
 
 class WarmPool:
-    """At most ``slots`` warm workers busy at once, and at most ``slots + spare`` alive: idle workers of other
-    commits are kept (a round alternates between its baseline and its candidates) until a new one needs the
-    room, which stops the least recently used; idle ones stop after ``idle_s`` (see the module docstring).
-    ``start(sha)`` makes a worker for a commit (raises ``InfraError`` if the backend cannot)."""
+    """At most ``slots`` warm workers, busy or idle. ``acquire(sha)`` hands out an idle worker showing
+    ``sha``, else another idle worker that can show it (the caller then calls ``show``), else a new one while
+    there is room, else stops an idle worker that cannot show it (a plain directory's) to make room, else
+    waits; idle ones stop after ``idle_s`` (see the module docstring). ``start(sha)`` makes a worker for a
+    commit (raises ``InfraError`` if the backend cannot)."""
 
-    def __init__(self, start: Callable[[str | None], WarmWorker], slots: int, idle_s: float, spare: int = 0) -> None:
-        self._start, self.slots, self.idle_s, self.spare = start, slots, idle_s, max(0, spare)
+    def __init__(self, start: Callable[[str | None], WarmWorker], slots: int, idle_s: float) -> None:
+        self._start, self.slots, self.idle_s = start, slots, idle_s
         self._idle: list[WarmWorker] = []  # least recently used first
         self._busy = 0
         self._lock = threading.Condition()
@@ -297,28 +372,37 @@ class WarmPool:
         _POOLS.add(self)  # closed at interpreter exit if nobody did (mounts, cgroups, temp dirs)
 
     def acquire(self, sha: str | None) -> WarmWorker:
-        """A live worker for ``sha``, the caller's alone until ``release``."""
+        """A live worker that can show ``sha``, the caller's alone until ``release`` (it may show another
+        commit: the caller calls ``show`` before running)."""
         stale: list[WarmWorker] = []
+        pick: WarmWorker | None = None
         with self._lock:
             if self._closed:
                 raise InfraError("warm worker pool is closed", retryable=False)
             while True:
+                stale += [w for w in self._idle if not w.alive]
+                self._idle = [w for w in self._idle if w.alive]
                 if self._busy < self.slots:
-                    for w in reversed(self._idle):
-                        if w.sha == sha and w.alive:
-                            self._idle.remove(w)
-                            self._busy += 1
-                            return w
-                    if self._busy + len(self._idle) < self.slots + self.spare:
+                    same = [w for w in self._idle if w.sha == sha]
+                    other = [w for w in self._idle if w.can_show(sha)]
+                    pick = same[-1] if same else other[0] if other else None
+                    if pick is not None:
+                        self._idle.remove(pick)
+                        self._busy += 1
                         break
-                    if self._idle:  # room held by another commit (or a dead worker): stop the least recent
+                    if self._busy + len(self._idle) < self.slots:
+                        break
+                    if self._idle:  # room held by a worker that cannot show sha: stop the least recent
                         stale.append(self._idle.pop(0))
                         break
                 self._lock.wait()
-            self._busy += 1
-            self._ensure_reaper()
+            if pick is None:
+                self._busy += 1
+                self._ensure_reaper()
         for w in stale:
             w.close()
+        if pick is not None:
+            return pick
         try:
             w = self._spawner.submit(self._start, sha).result()
         except BaseException:

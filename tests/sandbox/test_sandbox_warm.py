@@ -188,22 +188,21 @@ def _worker(repo, limits: Limits | None = None) -> WarmWorker:
                       warm={"env_spec": "synthetic", "model_spec": "scripted:weak"})
 
 
-def test_the_pool_stops_idle_workers_and_replaces_another_commits(tmp_path):
+def test_the_pool_stops_idle_workers_and_a_plain_directorys_worker_makes_room(tmp_path):
     repo = init_harness(tmp_path / "h")
     made: list[WarmWorker] = []
 
     def start(sha):
-        made.append(_worker(repo))
-        made[-1].sha = sha
+        made.append(_worker(repo))  # sha None: it shows the directory itself, and only that
         return made[-1]
 
     pool = WarmPool(start, slots=1, idle_s=0.3)
     try:
-        a = pool.acquire("a")
+        a = pool.acquire(None)
         pool.release(a)
-        assert pool.acquire("a") is a  # same commit: reused
+        assert pool.acquire(None) is a  # the same: reused
         pool.release(a)
-        b = pool.acquire("b")  # one slot, another commit: a is stopped
+        b = pool.acquire("b" * 40)  # one slot, a worker that cannot show b: a is stopped
         assert a.live.proc.poll() is not None and b is not a
         pool.release(b)
         deadline = time.monotonic() + 10
@@ -212,6 +211,69 @@ def test_the_pool_stops_idle_workers_and_replaces_another_commits(tmp_path):
         assert b.live.proc.poll() is not None  # idle past idle_s: stopped
     finally:
         pool.close()
+
+
+# Lists what /harness holds, tries to write there, and fails the rollout saying both.
+SEES = """import os
+def before_model(messages, ctx):
+    if ctx.get("step", 0) == 0:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        try:
+            open(os.path.join(root, "planted"), "w").write("x")
+            wrote = "wrote"
+        except OSError:
+            wrote = "read-only"
+        raise RuntimeError("SEES " + root + " " + ",".join(sorted(n for n in os.listdir(root) if n.startswith("mark")))
+                           + " " + wrote)
+    return None
+"""
+
+
+def test_one_warm_worker_serves_several_commits_each_seeing_only_its_own_tree_read_only(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    (repo.path / "mark_a").write_text("a")
+    first = _commit(repo, "sees.py", SEES)
+    (repo.path / "mark_a").unlink()
+    (repo.path / "mark_b").write_text("b")
+    second = _commit(repo, "sees.py", SEES + "\n")
+    reqs = [*_requests(first, 2), *_requests(second, 2), *_requests(first, 1)]
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=8) as ex:
+        trajs = ex.run(reqs)
+        assert ex.warm_starts == 1  # three switches of commit, one sandbox
+    seen = [next(e.detail for e in t.events if "SEES" in (e.detail or "")).split("SEES ", 1)[1] for t in trajs]
+    assert [s.split()[:3] for s in seen] == [["/harness", m, "read-only"] for m in
+                                             ("mark_a", "mark_a", "mark_b", "mark_b", "mark_a")], seen
+    assert not (repo.path / "planted").exists()
+
+
+def test_a_worker_shows_the_commit_it_is_handed_and_a_plain_directory_only_itself(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    (repo.path / "mark_a").write_text("a")
+    first = _commit(repo, "a.py", "")
+    (repo.path / "mark_a").unlink()
+    second = _commit(repo, "b.py", "")
+    tree_a, tree_b = tmp_path / "a", tmp_path / "b"
+    for sha, tree in ((first, tree_a), (second, tree_b)):
+        tree.mkdir()
+        git.Repo(repo.path).git.archive(sha, "-o", str(tmp_path / "t.tar"))
+        subprocess.run(["tar", "-xf", str(tmp_path / "t.tar"), "-C", str(tree)], check=True)
+    (tree_b / "link").symlink_to("/etc/hostname")  # copied as a link, never followed on the host
+    w = WarmWorker(BwrapSandbox(), sha=first, tree=tree_a, env={}, limits=Limits(), sockets=[],
+                   warm={"env_spec": "synthetic", "model_spec": "scripted:weak"})
+    try:
+        assert (w.view / "mark_a").is_file() and w.can_show(second) and not w.can_show(None)
+        w.show(second, tree_b)
+        assert not (w.view / "mark_a").exists() and (w.view / "link").is_symlink() and w.switches == 1
+        assert sorted(p.name for p in w.view.iterdir()) == sorted(p.name for p in tree_b.iterdir())
+    finally:
+        w.close()
+    assert not w.view.exists()
+    plain = _worker(repo)
+    try:
+        assert plain.view is None and plain.can_show(None) and not plain.can_show(first)
+    finally:
+        plain.close()
 
 
 def test_the_fork_server_refuses_to_run_outside_a_pid_namespace(tmp_path):
@@ -223,27 +285,42 @@ def test_the_fork_server_refuses_to_run_outside_a_pid_namespace(tmp_path):
 
 class _FakeWorker:
     def __init__(self, sha):
-        self.sha, self.alive, self.closed, self.idle_since = sha, True, False, 0.0
+        self.sha, self.alive, self.closed, self.idle_since, self.shown = sha, True, False, 0.0, [sha]
+
+    def can_show(self, sha):
+        return sha is not None
+
+    def show(self, sha, tree=None):
+        self.sha = sha
+        self.shown.append(sha)
 
     def close(self):
         self.closed = True
 
 
-def test_the_pool_keeps_spare_idle_workers_of_other_commits_and_stops_the_least_recent():
-    made: dict[str, list[_FakeWorker]] = {}
+def test_the_pool_hands_an_idle_worker_of_another_commit_over_instead_of_starting_one():
+    made: list[_FakeWorker] = []
 
     def start(sha):
-        made.setdefault(sha, []).append(_FakeWorker(sha))
-        return made[sha][-1]
+        made.append(_FakeWorker(sha))
+        return made[-1]
 
-    pool = WarmPool(start, slots=1, idle_s=60, spare=1)
+    pool = WarmPool(start, slots=2, idle_s=60)
     try:
-        for sha in ("a", "b", "a", "b"):  # a round's baseline and candidate in turn: two starts, not four
-            pool.release(pool.acquire(sha))
-        assert {k: len(v) for k, v in made.items()} == {"a": 1, "b": 1}
-        pool.release(pool.acquire("c"))  # no room: the least recently used (a) is stopped, b kept
-        assert made["a"][0].closed and not made["b"][0].closed and not made["c"][0].closed
-        pool.release(pool.acquire("b"))
-        assert len(made["b"]) == 1
+        for sha in ("a", "b", "a", "c"):  # a round's baseline, candidates and variants in turn: one start
+            w = pool.acquire(sha)
+            w.show(sha)
+            pool.release(w)
+        assert len(made) == 1 and made[0].shown == ["a", "a", "b", "a", "c"]
+        one, two = pool.acquire("a"), pool.acquire("b")  # two at once: a second worker, never more than slots
+        assert len(made) == 2 and one is not two
+        two.show("b")
+        pool.release(one)
+        pool.release(two)
+        assert pool.acquire("b") is two  # the idle worker already showing the commit is preferred
+        made[0].alive = False
+        pool.release(two)
+        pool.acquire("a")  # a dead idle worker is stopped, never handed out
+        assert made[0].closed
     finally:
         pool.close()
