@@ -86,6 +86,16 @@ class TraceView:
         view.calls = [ToolCall(c) for c in traj.tool_calls()]  # arguments parsed once, kept on the trajectory
         return view
 
+    def lowered(self, i: int) -> str:
+        """Message ``i``'s text (``texts[i]``) lower-cased, once per view, when first asked for."""
+        low = self.__dict__.get("_lowered")
+        if low is None:
+            low = self.__dict__["_lowered"] = [None] * len(self.texts)
+        text = low[i]
+        if text is None:
+            text = low[i] = self.texts[i].lower()
+        return text
+
     def turn_of(self, step: int) -> int | None:
         """The assistant turn (message index) that a step belongs to: the last one at or before it."""
         turn = None

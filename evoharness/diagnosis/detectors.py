@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -384,15 +385,20 @@ class GroundTokens:
         return low
 
     def __contains__(self, tok: str) -> bool:
-        if self.seen != len(self.texts):  # texts added since the last question
-            self.seen = len(self.texts)
+        texts = self.texts
+        if self.seen != len(texts):  # texts added since the last question
+            self.seen = len(texts)
             self.tokens = None
         self.asked += 1
         if self.asked <= self.SCAN_LIMIT:
             if not tok or "\n" in tok:
                 return tok in self._joined()
+            lowered = self.lowered
             for i in range(self.seen - 1, -1, -1):
-                if tok in self._low(i):
+                low = lowered[i]
+                if low is None:
+                    low = lowered[i] = texts[i].lower()
+                if tok in low:
                     return True
             return False
         if self.tokens is None:
@@ -423,6 +429,47 @@ def _id_like(tok: str) -> bool:
 def id_like_tokens(tokens: Iterable[str]) -> list[str]:
     """The ``_id_like`` tokens, in order; a number shorter than 8 digits (most tokens) is dropped before the call."""
     return [t for t in tokens if not (len(t) < 8 and t.isdigit()) and _id_like(t)]
+
+
+_ID_PAIRS = (b"a0", b"0a", b"00000000")  # on the classes: a run letter beside a digit, or eight digits in a row
+
+
+def id_like_runs(text: str) -> list[str]:
+    """``id_like_tokens(dict.fromkeys(DIGIT_TOKEN.findall(text)))`` without building the runs it drops.
+
+    A run ``_id_like`` can accept holds a digit beside a run letter ([A-Za-z_-]) or is eight digits or more: a
+    shorter number (most runs: prices, times, counts) never is. Only the runs around such a pair of classes
+    are cut out and tested, found by C byte searches on the text's classes (``_CLASSES``; a character outside
+    ASCII is no run character, so it is read as one ``?``: positions stay the text's). In ASCII text this is
+    also ``id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(text)))`` (``\\d`` is ``[0-9]`` there)."""
+    z = text.encode("ascii", "replace").translate(_CLASSES)
+    if b"0" not in z:
+        return []
+    ends: dict[int, int] = {}  # run start -> run end
+    for pair in _ID_PAIRS:
+        pos = z.find(pair)
+        while pos >= 0:
+            start = z.rfind(b" ", 0, pos) + 1
+            end = z.find(b" ", pos)
+            if end < 0:
+                end = len(z)
+            ends[start] = end
+            pos = z.find(pair, end)  # the rest of this run holds no other run
+    if not ends:
+        return []
+    return [t for t in dict.fromkeys([text[s:ends[s]] for s in sorted(ends)]) if _run_id_like(t)]
+
+
+def _run_id_like(tok: str) -> bool:
+    """``_id_like`` of a run of [A-Za-z0-9_-] that holds a digit. Without a dash it can be no date and no
+    phrase: digits (and underscores) alone are an id from eight digits on; with a letter it is one unless it
+    is an ordinal (which ends in one of ``tdhs``)."""
+    if "-" in tok:
+        return _id_like(tok)
+    core = tok.replace("_", "") if "_" in tok else tok
+    if core.isdigit():
+        return len(core) >= 8
+    return not (tok[-1] in "tTdDhHsS" and ORDINAL.fullmatch(tok))
 
 
 def _looks_like_patch(text: str) -> bool:
@@ -514,10 +561,10 @@ class UnbackedClaimDetector:
                 return [Signal(id=self.id, failure_class=F1, step=i,
                                evidence=f"contradicts the latest tool result: {contradiction} — in: "
                                         f"{quote(content, 120)}")], ground
-            if not has_digit(prose):
+            ids = id_like_runs(prose)  # ids and long numbers holding an ASCII digit
+            if not ids:
                 continue
-            ids = [t.strip("-_") for t in id_like_tokens(dict.fromkeys(DIGIT_TOKEN.findall(prose)))]
-            missing = _unbacked(ids, ground, cfg.unbacked_min_len)
+            missing = _unbacked([t.strip("-_") for t in ids], ground, cfg.unbacked_min_len)
             if len(missing) >= cfg.unbacked_min:
                 return [Signal(id=self.id, failure_class=F1, step=i,
                                evidence=f"first claimed here, in no earlier tool result or message: "
@@ -568,7 +615,6 @@ class EntityStatus:
     def __init__(self) -> None:
         self.latest: dict[str, str] = {}
         self.vocab: set[str] = set()
-        self._claim: re.Pattern[str] | None = None
 
     def read(self, tool_result: str) -> None:
         if '"status"' not in tool_result:
@@ -576,30 +622,35 @@ class EntityStatus:
         found = {v.lower() for v in STATUS_FIELD.findall(tool_result[:50_000])}
         if not found:
             return
-        if not found <= self.vocab and len(self.vocab) < self.MAX_VOCAB:
+        if len(self.vocab) < self.MAX_VOCAB:
             self.vocab |= found
-            alts = "|".join(sorted((re.escape(v) for v in self.vocab), key=len, reverse=True))
-            self._claim = re.compile(rf"\b(?:status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b",
-                                     re.IGNORECASE)
         if len(found) == 1:
             status = next(iter(found))
             for ident in id_values(tool_result[:50_000]):
                 self.latest[ident.lower()] = status
 
     def contradicted(self, reply: str) -> str | None:
-        if not self.latest or self._claim is None:
+        if not self.latest:
             return None
         low = reply.lower()
         named = [e for e in self.latest if e in low]
         if not named:
             return None
-        claimed = {m.group(1).lower() for m in self._claim.finditer(reply[:20_000])}
+        claimed = {m.group(1).lower() for m in _status_claim(frozenset(self.vocab)).finditer(reply[:20_000])}
         for entity in named:
             expected = self.latest[entity]
             wrong = sorted(claimed - {expected})
             if wrong and expected not in low:
                 return f"{entity} is {expected!r} in the tools, the reply says {wrong[0]!r}"
         return None
+
+
+@lru_cache(maxsize=256)
+def _status_claim(vocab: frozenset[str]) -> re.Pattern[str]:
+    """The claim regex of a status vocabulary: built when a reply names an entity (most replies name none), once
+    per distinct vocabulary."""
+    alts = "|".join(sorted((re.escape(v) for v in vocab), key=lambda e: (-len(e), e)))  # longest first
+    return re.compile(rf"\b(?:status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b", re.IGNORECASE)
 
 
 class PoorDeliveryDetector:

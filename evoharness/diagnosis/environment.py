@@ -32,7 +32,14 @@ import re
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import DIGIT_RUN, changes_state, has_digit, id_like_tokens, quote
+from evoharness.diagnosis.detectors import (
+    DIGIT_RUN,
+    changes_state,
+    has_digit,
+    id_like_runs,
+    id_like_tokens,
+    quote,
+)
 from evoharness.diagnosis.models import FailureClass, Signal
 
 E = FailureClass.E
@@ -103,17 +110,22 @@ class UserOffScriptDetector:
         if not isinstance(instruction, str) or not instruction:
             return []
         told = instruction.lower()
-        msgs, texts = view.traj.messages, view.texts
+        texts, roles = view.texts, view.roles
         for i in view.user_steps:
             content = texts[i]
-            if not has_digit(content):
+            if content.isascii():
+                ids = id_like_runs(content)  # the same as below: \d is [0-9] in ASCII text
+            elif has_digit(content):
+                ids = id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(content)))
+            else:
                 continue
-            candidates = [t for t in id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(content))) if t.lower() not in told]
+            candidates = [t for t in ids if t.lower() not in told]
             if not candidates:
                 continue  # the usual case: the ids the user states are in its instruction
-            heard = "\n".join(c for c in (x.get("content") for x in msgs[:i] if x.get("role") in ("user", "assistant"))
-                              if isinstance(c, str)).lower()  # what the user saw: its words, the agent's replies
-            invented = [t for t in candidates if t.lower() not in heard]
+            # what the user saw: its words and the agent's replies before this message, latest first (a token holds
+            # no newline, so this is searching them joined by newlines)
+            said = [j for j in range(i - 1, -1, -1) if roles[j] == "user" or roles[j] == "assistant"]
+            invented = [t for t in candidates if not any(t.lower() in view.lowered(j) for j in said)]
             if invented:
                 return [Signal(id=self.id, failure_class=E, step=i,
                                evidence=f"the simulated user states {', '.join(invented[:3])}, in neither "

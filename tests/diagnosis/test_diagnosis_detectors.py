@@ -225,16 +225,30 @@ def test_fast_token_scans_find_what_their_regexes_define():
     import random
     import re
 
-    from evoharness.diagnosis.detectors import ANY_DIGIT, DIGIT_RUN, DIGIT_TOKEN, ID_FIELD, has_digit, id_values
+    from evoharness.diagnosis.detectors import (
+        ANY_DIGIT,
+        DIGIT_RUN,
+        DIGIT_TOKEN,
+        ID_FIELD,
+        has_digit,
+        id_like_runs,
+        id_like_tokens,
+        id_values,
+    )
 
     lazy = {DIGIT_RUN: re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?\d[A-Za-z0-9_-]*+"),
             DIGIT_TOKEN: re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*?[0-9][A-Za-z0-9_-]*+")}
     rnd = random.Random(7)
     pieces = ['a', 'Z', '1', '0', '-', '_', ' ', '.', '$', '\n', '\u0661', '\u00b2', '\u00e9', '"', ':', 'id', '_id',
-              '"id": "', 'x_id": "', 'abc', '\\', '"user_id": "u1234"', 'W1', ', ']
+              '"id": "', 'x_id": "', 'abc', '\\', '"user_id": "u1234"', 'W1', ', ', '2024-05-17', '1234', 'HAT',
+              '12th', '1ST', '\ud800']
     for _ in range(20_000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 16)))
         for scan, reference in lazy.items():
             assert scan.findall(text) == scan.pattern.findall(text) == reference.findall(text), text
         assert has_digit(text) == (ANY_DIGIT.search(text) is not None), text
         assert id_values(text) == ID_FIELD.findall(text), text
+        ids = id_like_tokens(dict.fromkeys(DIGIT_TOKEN.pattern.findall(text)))
+        assert id_like_runs(text) == ids, text
+        if text.isascii():
+            assert ids == id_like_tokens(dict.fromkeys(DIGIT_RUN.pattern.findall(text))), text
