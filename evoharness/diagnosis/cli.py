@@ -14,7 +14,7 @@ import typer
 
 from evoharness.cli_support import settings_of
 from evoharness.errors import InputError
-from evoharness.traces.importers import FORMAT_NAMES, load_paths
+from evoharness.traces.importers import FORMAT_NAMES, load_paths, output_apart
 from evoharness.traces.models import Trajectory
 
 PathsArg = Annotated[list[Path], typer.Argument(help="trace files or directories", show_default=False)]
@@ -23,8 +23,10 @@ FormatOpt = Annotated[str | None, typer.Option("--format", "-f",
 SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="report bad records on stderr and label the rest")]
 
 
-def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool) -> Iterator[Trajectory]:
-    """The trajectories one at a time; an ``InputError`` at the end if there were none."""
+def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
+            exclude: Path | None = None) -> Iterator[Trajectory]:
+    """The trajectories one at a time (``exclude``: a command's own output); an ``InputError`` at the end
+    if there were none."""
     skipped = 0
 
     def report(e: InputError) -> None:
@@ -33,7 +35,7 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool) -> Iterator[
         typer.echo(f"skipped: {e}", err=True)
 
     n = 0
-    for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report):
+    for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=exclude):
         n += 1
         yield t
     if skipped:
@@ -153,11 +155,12 @@ def label(
     from evoharness.diagnosis.models import LabelLine
 
     labeller = Labeller(settings_of(ctx).diagnosis)
+    own = output_apart(out, paths)
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     try:
         with out.open("w") as fh:
-            for t in _stream(paths, fmt, skip_invalid):
+            for t in _stream(paths, fmt, skip_invalid, exclude=own):
                 fh.write(LabelLine.of(labeller.label(t)).model_dump_json() + "\n")
                 n += 1
     except InputError:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from evoharness.errors import InputError
-from evoharness.traces.importers import FORMAT_NAMES, load_paths
+from evoharness.traces.importers import FORMAT_NAMES, load_paths, output_apart
 from evoharness.traces.models import Split
 from evoharness.traces.store import write_trajectories
 
@@ -26,11 +26,12 @@ def import_traces(
         typer.echo(f"skipped: {e}", err=True)
 
     def stream():
-        for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report):
+        for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own):
             yield t.model_copy(update={"split": Split(split)}) if split else t
 
     if split and split not in ("dev", "heldout", "unknown"):
         raise InputError("--split", f"unknown split {split!r} (dev | heldout | unknown)")
+    own = output_apart(out, paths)
     n = write_trajectories(out, stream())
     typer.echo(f"wrote {n} trajectories to {out}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 from evoharness.cli import main
 
@@ -78,6 +79,26 @@ def test_label_and_import_write_files(shared_data, tmp_path, capsys):
     assert main(["import", str(shared_data / "mini_swe_agent_sample"), "--out", str(canon), "--split", "dev"]) == 0
     assert main(["diagnose", str(canon), "--json"]) == 0
     capsys.readouterr()
+
+
+def test_an_output_in_an_input_directory_is_not_read_and_an_input_file_is_not_overwritten(shared_data, tmp_path,
+                                                                                          capsys):
+    sample = shared_data / "mini_swe_agent_sample"
+    labelled, imported = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(sample, labelled)
+    shutil.copytree(sample, imported)
+    labels, canon = labelled / "labels.jsonl", imported / "out" / "canonical.jsonl"
+    for _ in range(2):  # the second run finds the first one's output among the traces
+        assert main(["label", str(labelled), "--out", str(labels)]) == 0, capsys.readouterr().err
+        assert len(labels.read_text().splitlines()) == 4
+        assert main(["import", str(imported), "--out", str(canon)]) == 0, capsys.readouterr().err
+        assert len(canon.read_text().splitlines()) == 4  # not read back while written (it grew without end)
+    capsys.readouterr()
+    for cmd in ("label", "import"):  # an input file named as the output: refused before it is emptied
+        assert main([cmd, str(canon), "--out", str(canon)]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: --out: {canon} is also an input: write the output to another file"]
+        assert len(canon.read_text().splitlines()) == 4
 
 
 def test_config_override_changes_threshold(shared_data, capsys):

@@ -65,13 +65,15 @@ FORMAT_NAMES = tuple(FORMATS)
 OnInvalid = Callable[[InputError], None]
 
 
-def iter_files(paths: Iterable[Path | str]) -> Iterator[Path]:
-    """Expand directories (recursively, sorted) into their trace files."""
+def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None) -> Iterator[Path]:
+    """Expand directories (recursively, sorted) into their trace files; ``exclude`` (a resolved path: the
+    command's own output, see ``output_apart``) is left out of a directory's."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.is_file() and not f.name.startswith(".") and _is_trace_file(f):
+                if (f.is_file() and not f.name.startswith(".") and _is_trace_file(f)
+                        and (exclude is None or f.resolve() != exclude)):
                     yield f
         elif p.is_file():
             yield p
@@ -79,6 +81,17 @@ def iter_files(paths: Iterable[Path | str]) -> Iterator[Path]:
             raise InputError(str(p), "not a regular file (a FIFO, socket or device is refused)")
         else:
             raise InputError(str(p), "no such file or directory")
+
+
+def output_apart(out: Path | str, paths: Iterable[Path | str]) -> Path:
+    """``out`` resolved, to pass as ``exclude``: writing into an input directory is fine (the output is left
+    out of the scan; read while it is written it would grow without end), naming an input file is an
+    ``InputError`` (opening it for writing would empty the input before it is read)."""
+    target = Path(out).resolve()
+    for raw in paths:
+        if Path(raw).is_file() and Path(raw).resolve() == target:
+            raise InputError("--out", f"{out} is also an input: write the output to another file")
+    return target
 
 
 def _is_trace_file(f: Path) -> bool:
@@ -212,13 +225,13 @@ def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:
 
 
 def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_invalid: bool = False,
-               on_invalid: OnInvalid | None = None) -> Iterator[Trajectory]:
-    """Yield trajectories from files and directories.
+               on_invalid: OnInvalid | None = None, exclude: Path | None = None) -> Iterator[Trajectory]:
+    """Yield trajectories from files and directories (``exclude``: see ``iter_files``).
 
     With ``skip_invalid`` a bad file or record is reported through ``on_invalid``
     and skipped; otherwise the first one raises ``InputError``.
     """
-    for f in iter_files(paths):
+    for f in iter_files(paths, exclude=exclude):
         try:
             yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid)
         except InputError as e:
