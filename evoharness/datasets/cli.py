@@ -49,7 +49,7 @@ def enqueue(
     ctx: typer.Context,
     trajectories: Annotated[Path, typer.Argument(help="canonical trajectory JSONL")],
     run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from")] = None,
-    round_: Annotated[int | None, typer.Option("--round", help="round of that run")] = None,
+    round_: Annotated[int | None, typer.Option("--round", min=0, help="round of that run")] = None,
     url: Annotated[str | None, typer.Option(help="queue URL")] = None,
 ) -> None:
     """Label trajectories and queue the content failures (lever weights); others are left out."""

@@ -70,7 +70,7 @@ def candidate_new(
     ctx: typer.Context,
     harness: HarnessOpt,
     edit: Annotated[Path, typer.Option("--edit", help="EDIT.json: message, targets, changes[]")],
-    round: Annotated[int, typer.Option("--round", help="round number used in the branch name")] = 0,
+    round: Annotated[int, typer.Option("--round", min=0, help="round number used in the branch name")] = 0,
     env: Annotated[str | None, typer.Option("--env", help="environment spec: refuse an edit that copies its "
                                             "task text, expected answers or scorer code")] = None,
 ) -> None:

@@ -57,6 +57,10 @@ def test_candidate_new_on_a_missing_file_or_repo(cli_harness: Path, tmp_path: Pa
     edit = write_edit(tmp_path, MINIMAL)
     assert main(["candidate", "new", "--harness", str(tmp_path / "nowhere"), "--edit", str(edit)]) == 2
     assert "not a git repository" in capsys.readouterr().err
+    assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(edit), "--round", "-1"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: evoharness candidate new: invalid value for option --round: Input should be greater than or equal to 0"]
+    assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""  # no branch `candidate/r-1-...`
 
 
 def _make(cli_harness: Path, tmp_path: Path, capsys, edit: dict = MINIMAL) -> str:
