@@ -3,35 +3,53 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Callable
+from typing import Any
 
 from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
+
+
+class once:  # noqa: N801 -- used as a decorator, like the cached_property it stands for
+    """``functools.cached_property`` without its lock: Python 3.11's takes a lock at every first read (a few
+    microseconds, about a detector's whole cost on a run it skips; a view is read by one thread). The value is
+    computed at the first read and kept in the instance's ``__dict__``, which later reads find first."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 class ToolCall:
     """One tool call as the detectors read it (read-only). ``arguments`` (the raw argument text as the model
     wrote it) and ``canonical`` (canonical JSON of the parsed arguments, or the raw text stripped if it did not
-    parse) are made from the trajectory's parsed call when first read: most calls are never asked for either
-    (a read tool's name says it changes nothing; a repeat needs its name to recur first)."""
+    parse) are made from the trajectory's parsed call when read (``canonical`` once): most calls are never asked
+    for either (a read tool's name says it changes nothing; a repeat needs its name to recur first)."""
 
-    __slots__ = ("step", "id", "name", "parsed_ok", "args", "_record", "_arguments", "_canonical")
+    __slots__ = ("step", "id", "name", "parsed_ok", "args", "_record", "_canonical")
 
     def __init__(self, record: ToolCallRecord) -> None:
-        self.step: int = record.step  # index of the assistant message that made the call
-        self.id: str = str(record.id or f"{record.step}.{record.index}")
-        self.name: str = str(record.name)
-        self.parsed_ok: bool = record.parsed_ok
-        self.args: object = record.args  # the parsed arguments (None when they did not parse)
+        step, index, ident, name, _, args, ok = record
+        self.step: int = step  # index of the assistant message that made the call
+        self.id: str = ident if type(ident) is str and ident else str(ident or f"{step}.{index}")
+        self.name: str = name if type(name) is str else str(name)
+        self.parsed_ok: bool = ok
+        self.args: object = args  # the parsed arguments (None when they did not parse)
         self._record = record
-        self._arguments: str | None = None
         self._canonical: str | None = None
 
     @property
     def arguments(self) -> str:
-        if self._arguments is None:
-            self._arguments = self._record.raw_text
-        return self._arguments
+        return self._record.raw_text
 
     @property
     def canonical(self) -> str:
@@ -50,41 +68,42 @@ def canonical_args(raw: object) -> tuple[str, bool]:
     return (raw.strip() if isinstance(raw, str) else str(raw)), False
 
 
-@dataclass
 class TraceView:
     """One pass over the messages, shared by every detector: per message its role and its text (the
     content when it is a string, else ""), the steps of each role, the tool calls with their arguments
     parsed once, and the tool results by call id. A detector reads these instead of re-walking and
-    re-checking the message dicts."""
+    re-checking the message dicts. Read-only; what a detector derives from it once per run is kept on it
+    (``once`` properties, or its ``__dict__``)."""
 
-    traj: Trajectory
-    assistant_steps: list[int] = field(default_factory=list)
-    calls: list[ToolCall] = field(default_factory=list)
-    results: dict[str, tuple[int, str]] = field(default_factory=dict)  # call id -> (step, content)
-    roles: list[object] = field(default_factory=list)  # per message: its role
-    texts: list[str] = field(default_factory=list)  # per message: its content if a string, else ""
-    user_steps: list[int] = field(default_factory=list)
-    tool_steps: list[int] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, traj: Trajectory) -> TraceView:
-        view = cls(traj)
-        roles, texts, assistant, user, tool = view.roles, view.texts, view.assistant_steps, view.user_steps, \
-            view.tool_steps
+    def __init__(self, traj: Trajectory) -> None:
+        self.traj = traj
+        self.roles: list[object] = []  # per message: its role
+        self.texts: list[str] = []  # per message: its content if a string, else ""
+        self.assistant_steps: list[int] = []
+        self.user_steps: list[int] = []
+        self.tool_steps: list[int] = []
+        self.results: dict[str, tuple[int, str]] = {}  # call id -> (step, content)
+        roles, texts, assistant, user, tool, results = self.roles, self.texts, self.assistant_steps, \
+            self.user_steps, self.tool_steps, self.results
         for i, m in enumerate(traj.messages):
             role = m.get("role")
             content = m.get("content")
             roles.append(role)
-            texts.append(content if isinstance(content, str) else "")
+            text = content if isinstance(content, str) else ""
+            texts.append(text)
             if role == "assistant":
                 assistant.append(i)
             elif role == "tool":
                 tool.append(i)
-                view.results[str(m.get("tool_call_id"))] = (i, content if isinstance(content, str) else str(content))
+                results[str(m.get("tool_call_id"))] = (i, text if text is content else str(content))
             elif role == "user":
                 user.append(i)
-        view.calls = [ToolCall(c) for c in traj.tool_calls()]  # arguments parsed once, kept on the trajectory
-        return view
+        # arguments parsed once, kept on the trajectory
+        self.calls: list[ToolCall] = list(map(ToolCall, traj.tool_calls()))
+
+    @classmethod
+    def of(cls, traj: Trajectory) -> TraceView:
+        return cls(traj)
 
     def lowered(self, i: int) -> str:
         """Message ``i``'s text (``texts[i]``) lower-cased, once per view, when first asked for."""
@@ -111,14 +130,14 @@ class TraceView:
                 return s
         return None
 
-    @cached_property
+    @once
     def final_step(self) -> int:
         """Where the delivery (or its absence) is: the last assistant message, else the last message."""
         if self.assistant_steps:
             return self.assistant_steps[-1]
         return max(len(self.traj.messages) - 1, 0)
 
-    @cached_property
+    @once
     def grounding_text(self) -> str:
         """Everything the agent was told or shown: task, system/user messages, tool results.
 
@@ -127,7 +146,7 @@ class TraceView:
         """
         return "\n".join(self.grounding_parts)
 
-    @cached_property
+    @once
     def grounding_parts(self) -> list[str]:
         """``grounding_text`` before joining: one string per source (each the same object as
         in the message, so a per-text cache keyed on it -- a system prompt shared by every
@@ -143,7 +162,7 @@ class TraceView:
                 parts.append(c if isinstance(c, str) else json.dumps(c) if c is not None else "")
         return parts
 
-    @cached_property
+    @once
     def violations(self) -> list:
         """The violation log (invariants.violation_log), computed once per trajectory."""
         from evoharness.diagnosis.invariants import violation_log

@@ -58,10 +58,18 @@ def _args(call: ToolCall) -> dict[str, Any] | None:
 
 
 def _failed(view: TraceView, call: ToolCall) -> bool:
-    result = view.results.get(call.id, (0, ""))[1]
-    # the first five characters lower-cased, not the whole result: no character outside ASCII lower-cases to a
-    # letter of "error", so this is ``result.lstrip().lower().startswith("error")`` without copying the result
-    return result.lstrip()[:5].lower() == "error"
+    return call.id in failed_call_ids(view)
+
+
+def failed_call_ids(view: TraceView) -> set[str]:
+    """Ids of the calls whose result starts with "error" (any case, after leading white space); once per view."""
+    memo = view.__dict__.get("_failed_ids")
+    if memo is None:
+        # the first five characters lower-cased, not the whole result: no character outside ASCII lower-cases to a
+        # letter of "error", so this is ``result.lstrip().lower().startswith("error")`` without copying the result
+        memo = view.__dict__["_failed_ids"] = {
+            cid for cid, (_, result) in view.results.items() if result.lstrip()[:5].lower() == "error"}
+    return memo
 
 
 def declared_schemas(view: TraceView) -> dict[str, dict[str, Any]]:
@@ -73,12 +81,16 @@ def declared_schemas(view: TraceView) -> dict[str, dict[str, Any]]:
     return out
 
 
-def inferred_schemas(view: TraceView) -> dict[str, dict[str, Any]]:
-    """Per tool: required = keys in every successful call; types = the one JSON type each key had (if one)."""
+def inferred_schemas(view: TraceView, names: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per tool (of ``names`` if given): required = keys in every successful call; types = the one JSON type each
+    key had (if one)."""
     seen: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    failed = failed_call_ids(view)
     for c in view.calls:
+        if names is not None and c.name not in names:
+            continue
         a = _args(c)
-        if a is not None and not _failed(view, c):
+        if a is not None and c.id not in failed:
             seen[c.name].append(a)
     out = {}
     for name, calls in seen.items():
@@ -96,12 +108,23 @@ def inferred_schemas(view: TraceView) -> dict[str, dict[str, Any]]:
 
 def schema_violations(view: TraceView) -> list[Violation]:
     declared = declared_schemas(view)
-    schemas = declared or inferred_schemas(view)
-    kind = "schema" if declared else "schema(inferred)"
+    if declared:
+        schemas, kind, calls = declared, "schema", view.calls
+    else:
+        # a schema inferred from the successful calls holds for each of them (its required keys are in all of them,
+        # its types are theirs): only a failed call can break one, so only their tools' schemas are inferred
+        failed = failed_call_ids(view)
+        calls = [c for c in view.calls if c.id in failed] if failed else []
+        if not calls:
+            return []
+        schemas, kind = inferred_schemas(view, {c.name for c in calls}), "schema(inferred)"
     out = []
-    for c in view.calls:
-        schema, a = schemas.get(c.name), _args(c)
-        if schema is None or a is None:
+    for c in calls:
+        schema = schemas.get(c.name)
+        if schema is None:
+            continue
+        a = _args(c)
+        if a is None:
             continue
         missing = [k for k in schema.get("required", ()) if k not in a]
         if missing:
@@ -175,10 +198,25 @@ def policy_text(view: TraceView) -> str:
     return "\n".join(ln for ln in lines if not any(n in ln for n in names))
 
 
-@lru_cache(maxsize=64)
+_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, bool, bool], ...]]] = []  # latest first
+RECENT_PROMPTS = 8
+
+
 def _rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, bool, bool], ...]:
     """The lines of ``policy_text`` before the tool-name filter that carry a rule: (line, identity, confirmation).
-    Once per distinct system prompt (and declared tool descriptions)."""
+    Once per distinct system prompt (and declared tool descriptions) among the last ``RECENT_PROMPTS``: a run's
+    prompt is compared with theirs (a length check, then a memory compare) rather than hashed, which would read
+    every character of a prompt of several KB for every run."""
+    for seen, descs, lines in _RECENT_RULES:
+        if seen == system and descs == descriptions:
+            return lines
+    lines = _read_rule_lines(system, descriptions)
+    _RECENT_RULES.insert(0, (system, descriptions, lines))
+    del _RECENT_RULES[RECENT_PROMPTS:]
+    return lines
+
+
+def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, bool, bool], ...]:
     text = system
     for d in descriptions:
         text = text.replace(d, " ")
@@ -197,13 +235,14 @@ def _policy_flags(view: TraceView) -> tuple[bool, bool]:
     pattern crosses a line, so a rule holds when a line of the policy text matches it; only the few lines that
     match are checked against the trace's tool names."""
     msgs = view.traj.messages
-    system = "\n".join(m["content"] for m in msgs if m.get("role") == "system" and isinstance(m.get("content"), str))
+    system = "\n".join([msgs[i]["content"] for i, role in enumerate(view.roles)
+                        if role == "system" and isinstance(msgs[i].get("content"), str)])
     if not system:
         return False, False
     names, descriptions = _tool_docs(view)
     identity = confirm = False
     for ln, ident, conf in _rule_lines(system, tuple(descriptions)):
-        if not any(n in ln for n in names):
+        if not any(map(ln.__contains__, names)):
             identity, confirm = identity or ident, confirm or conf
     return identity, confirm
 
@@ -217,8 +256,13 @@ def policy_violations(view: TraceView) -> list[Violation]:
     out = []
     if identity:
         first = writes[0]
-        looked_up = any(c.step < first.step and USER_LOOKUP.search(c.name) and not _failed(view, c)
-                        for c in view.calls if c not in writes)
+        looked_up = False
+        for c in view.calls:  # in step order: the calls before the first write
+            if c.step >= first.step:
+                break
+            if USER_LOOKUP.search(c.name) and c not in writes and not _failed(view, c):
+                looked_up = True
+                break
         if not looked_up and not _user_gave_their_id(view, first.step):
             out.append(Violation(rule="policy.identity_check", step=first.step,
                                  evidence=f"{first.name} before any user lookup: {_quote(first.arguments)}"))

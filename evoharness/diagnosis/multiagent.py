@@ -38,10 +38,10 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 from __future__ import annotations
 
 import re
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.context import TraceView, once
 from evoharness.diagnosis.models import FailureClass, Signal
 
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
@@ -131,11 +131,11 @@ class AgentLog:
         self.view = view
         self.msgs = view.traj.messages
 
-    @cached_property
+    @once
     def agents(self) -> set[str]:
         return {str(m["name"]) for m in self.msgs if m.get("role") == "assistant" and m.get("name")}
 
-    @cached_property
+    @once
     def applies(self) -> bool:
         return not self.view.calls and len(self.agents) >= 2
 
@@ -158,7 +158,7 @@ class AgentLog:
     def is_orchestrator(self, i: int) -> bool:
         return str(self.msgs[i].get("name") or "").lower() == "orchestrator"
 
-    @cached_property
+    @once
     def answer_key(self) -> tuple[str, int] | None:
         """The final answer's value (lower-cased) and the step stating it: the text after the last
         ``FINAL ANSWER:``, 4-80 characters, harness noise cut, not a non-answer."""
@@ -172,7 +172,7 @@ class AgentLog:
             return None
         return None
 
-    @cached_property
+    @once
     def answer_origin(self) -> tuple[str, int] | None:
         """The answer's value and the first assistant step before the final answer that holds it (not when the
         task itself holds it: then the answer echoes the question)."""
@@ -189,7 +189,7 @@ class AgentLog:
                 return key, i
         return None
 
-    @cached_property
+    @once
     def reasoning_turns(self) -> list[int]:
         """Assistant turns by non-tool agents, past the opening restatement, not plans/ledgers, not empty."""
         out = []
