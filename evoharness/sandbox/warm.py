@@ -150,6 +150,9 @@ class WarmWorker:
         except WorkerDied as e:
             self.dead, self._silent = f"warm worker did not start: {e}", False
             hello = {}
+        # read before the ready line; where the sandbox may write /scratch itself (unprivileged: a user
+        # namespace) a rollout could otherwise leave a message in it for the next rollout, of any commit
+        (self.live.scratch / "warm.json").unlink(missing_ok=True)
         self.start_seconds = time.monotonic() - start
         self.warmed = hello.get("warm", [])
         self.start_cpu_s = _cost({"start_cpu_s": hello.get("start_cpu_s")}).get("start_cpu_s", 0.0)
@@ -190,8 +193,7 @@ class WarmWorker:
         self.last_cost = {}  # a rollout without an answer (the server died) has no account: never the last one's
         rdir = self.live.scratch / str(n)
         for entry in self.live.scratch.iterdir():  # only an unprivileged sandbox can write /scratch itself
-            if entry.name != "warm.json":
-                self.forget(entry)
+            self.forget(entry)
         rdir.mkdir()
         with open(rdir / "request.json", "x") as fh:  # O_EXCL: never through a planted link
             fh.write(json.dumps(payload))
@@ -232,10 +234,10 @@ class WarmWorker:
 
     def forget(self, rdir: Path) -> None:
         """Remove a finished rollout's directory (the host does; the sandbox may not touch /scratch itself)."""
-        if rdir.is_symlink() or rdir.is_file():
+        if rdir.is_symlink() or not rdir.is_dir():
             rdir.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(rdir, ignore_errors=True)
+        else:  # a directory the sandbox (the host's own uid when unprivileged) made unreadable is opened up first
+            _remove_tree(rdir)
 
     def close(self) -> None:
         try:
@@ -284,6 +286,34 @@ class WarmWorker:
         last = next((ln for ln in reversed(self.live.stderr_tail().splitlines()) if ln.strip()), "")
         # the server's status as bwrap reports it: 128 + N for a server killed by signal N
         return f"{what}, {exit_words(rc, shell=True)}" + (f": {last[:300]}" if last else "")
+
+
+def _remove_tree(root: Path) -> None:
+    """``shutil.rmtree`` of what a sandbox left in /scratch: unprivileged, its uid is the host's, so it may have
+    made a directory unreadable or read-only. A directory that cannot be listed is opened up (0700, its parent
+    0755) and removed whole, once; any other failed step is retried once after its parent is opened up; what
+    still fails is left (the next ``run`` tries again). Nothing runs in the sandbox meanwhile (swept)."""
+    tried: set[str] = set()
+
+    def again(func, path: str, _exc: object) -> None:
+        opened = False
+        for p, mode in ((os.path.dirname(path), 0o755), (path, 0o700)):
+            try:
+                if os.path.isdir(p) and not os.path.islink(p):
+                    os.chmod(p, mode)
+                    opened = p == path
+            except OSError:
+                pass
+        try:
+            if opened and func in (os.open, os.scandir) and path not in tried:
+                tried.add(path)
+                shutil.rmtree(path, onerror=again)
+            else:
+                func(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(root, onerror=again)
 
 
 def _fill(view: Path, tree: Path) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import git
+import pytest
 
 from evoharness.harness_repo.init import init_harness
 from evoharness.sandbox.api import RolloutRequest
@@ -17,8 +21,8 @@ from evoharness.sandbox.warm import WarmPool, WarmWorker
 
 # Each rollout looks for what an earlier rollout of the same worker could have left -- a module global,
 # an import, a System V shared memory segment, a POSIX message queue, a file in /tmp or /dev/shm (not
-# writable under bwrap), a live process, any process beside it and its server -- raises naming it, then
-# leaves all of them.
+# writable under bwrap), anything in /scratch beside its own directory, a live process, any process beside
+# it and its server -- raises naming it, then leaves all of them.
 LEAKY = '''import builtins, ctypes, os, subprocess, sys
 def before_model(messages, ctx):
     if ctx.get("step", 0) > 0:
@@ -39,6 +43,9 @@ def before_model(messages, ctx):
     for path in ("/tmp/leak", "/dev/shm/leak"):
         if os.path.exists(path):
             found.append(path)
+    # /scratch holds this rollout's own directory and nothing else (writable itself only in a user namespace)
+    mine = os.path.basename(os.getcwd())
+    found += [f"/scratch/{n}" for n in sorted(os.listdir("/scratch")) if n != mine and os.getcwd() != "/scratch"]
     for p in os.listdir("/proc"):
         try:
             if p.isdigit() and b"9999" in open(f"/proc/{p}/cmdline", "rb").read():
@@ -52,11 +59,17 @@ def before_model(messages, ctx):
         found.append("neighbour")
     builtins._leak_marker = True
     sys.modules["leaky_probe_module"] = sys
-    for path in ("/tmp/leak", "/dev/shm/leak"):
+    for path in ("/tmp/leak", "/dev/shm/leak", "/scratch/warm.json", "/scratch/leak"):
         try:
             open(path, "w").write("x")
         except OSError:
             pass
+    try:  # a directory the host (the same uid, unprivileged) cannot list, holding a file
+        os.makedirs("/scratch/locked", exist_ok=True)
+        open("/scratch/locked/leak", "w").write("x")
+        os.chmod("/scratch/locked", 0)
+    except OSError:
+        pass
     subprocess.Popen(["sleep", "9999"], start_new_session=True)
     if found:
         raise RuntimeError("LEAK " + ",".join(found))
@@ -245,6 +258,62 @@ def test_one_warm_worker_serves_several_commits_each_seeing_only_its_own_tree_re
     assert [s.split()[:3] for s in seen] == [["/harness", m, "read-only"] for m in
                                              ("mark_a", "mark_a", "mark_b", "mark_b", "mark_a")], seen
     assert not (repo.path / "planted").exists()
+
+
+def test_nothing_of_one_commits_rollout_reaches_another_commits_in_a_user_namespace(tmp_path):
+    """As an ordinary user runs it (bwrap makes a user namespace; simulated here as root): the sandbox's uid
+    owns /scratch, so a rollout can write there -- e.g. over the warm.json the server read at start -- and
+    make a directory the host, the same uid, cannot list. None of it may reach the next rollout, here of
+    another commit on the same worker."""
+    repo = init_harness(tmp_path / "h")
+    first = _commit(repo, "leaky.py", LEAKY)
+    second = _commit(repo, "leaky.py", LEAKY + "\n")
+    sandbox = BwrapSandbox()
+    sandbox.privileged = False  # a user namespace, as for an ordinary user (the host stays root here)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=sandbox, workers=1, batch_size=8) as ex:
+        trajs = ex.run([*_requests(first, 1), *_requests(second, 1), *_requests(first, 1)])
+        assert ex.warm_starts == 1
+    assert _leaks(trajs) == []
+    assert not [t.task_id for t in trajs if t.meta.get("rollout_failure")]  # each ran its probe
+
+
+def test_a_dead_rollouts_unlistable_directory_is_removed_by_the_same_uid(tmp_path):
+    """What an unprivileged sandbox leaves in /scratch is the host's own uid's: ``forget`` opens up a directory
+    made unreadable (0000, nested) and removes it (run as an unprivileged uid in a child: root ignores modes)."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to an unprivileged uid")
+    from evoharness.sandbox.warm import _remove_tree
+
+    root = Path(tempfile.mkdtemp(prefix="evoharness-test-scratch-"))  # under /tmp: reachable by nobody
+    os.chown(root, 65534, 65534)
+    pid = os.fork()
+    if pid == 0:  # the child: nobody, as the sandbox and the host would both be
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            deep = root / "7" / "locked" / "inner"
+            deep.mkdir(parents=True)
+            (deep / "leak").write_text("x")
+            (root / "7" / "ro").mkdir()
+            (root / "7" / "ro" / "f").write_text("x")
+            os.chmod(deep, 0)
+            os.chmod(deep.parent, 0)
+            os.chmod(root / "7" / "ro", 0o500)
+            _remove_tree(root / "7")
+            code = 0 if not (root / "7").exists() else 3
+        except BaseException as e:  # noqa: BLE001 -- said on stderr, exit 1
+            print(f"child: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            os._exit(code)
+    try:
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert list(root.iterdir()) == []
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_a_worker_shows_the_commit_it_is_handed_and_a_plain_directory_only_itself(tmp_path):
