@@ -6,9 +6,13 @@ needs once (the agent, the environment of ``WARM.json``'s ``env_spec``, the mode
 
     {"n": 3, "dir": "/scratch/3", "wall": 300.0, "cpu": 120}
 
-and forks one child per request. The child gets its own session, ``dir`` as its working directory,
-stdin from /dev/null, stdout and stderr to ``dir/stdout`` and ``dir/stderr``, and runs the one-rollout
-worker (``worker.main([dir/request.json, dir/out.json])``) with RLIMIT_CPU set to ``cpu`` seconds
+and forks one child per request. Before each fork it compiles the prompt template and parses the
+``policies.yaml`` of the tree the sandbox shows at ``WARM.json``'s ``harness_dir`` -- once per text,
+bounded in size and time, running no harness code (``agent.harness.prepare``) -- so the child finds them
+made instead of doing two thirds of a synthetic rollout's work again. The child gets its own session,
+``dir`` as its working directory, stdin from /dev/null, stdout and stderr to ``dir/stdout`` and
+``dir/stderr``, and runs the one-rollout worker (``worker.main([dir/request.json, dir/out.json])``) with
+RLIMIT_CPU set to ``cpu`` seconds
 (the server's own limit is higher: it lives for many rollouts); the server waits for it (killing its
 process group at ``wall`` seconds), then removes everything the rollout left inside the sandbox --
 every other process, the contents of /tmp and /dev/shm, System V IPC objects -- and answers one line::
@@ -63,6 +67,7 @@ def serve(warm_path: str) -> int:
     _not_dumpable()
     snapshot()
     warm = _warm(warm_path)
+    harness_dir = _spec(warm_path).get("harness_dir")
     gc.freeze()  # what the server holds is never collected in a child: fewer copy-on-write page faults per fork
     ru = resource.getrusage(resource.RUSAGE_SELF)
     _say(proto, {"ready": True, "pid": os.getpid(), "warm": warm, "start_cpu_s": round(ru.ru_utime + ru.ru_stime, 6)})
@@ -82,6 +87,8 @@ def serve(warm_path: str) -> int:
             print(f"worker: bad serve request: {e}", file=sys.stderr)
             return 2
         before = resource.getrusage(resource.RUSAGE_SELF)
+        if isinstance(harness_dir, str):
+            _prepare(harness_dir)
         rc, timed_out, child = _run_child(workdir, wall, cpu)
         clean = sweep()
         after = resource.getrusage(resource.RUSAGE_SELF)
@@ -90,6 +97,31 @@ def serve(warm_path: str) -> int:
             "server_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 6)}})
         if not clean:
             return 3
+
+
+PREPARE_S = 2.0  # at most this long compiling a tree's template and parsing its policies (else left to the rollout)
+
+
+def _prepare(harness_dir: str) -> None:
+    """Compile the template and parse the policies of the tree ``harness_dir`` shows now, once per text
+    (``agent.harness.prepare``; the host may have switched the tree since the last rollout), so each
+    forked rollout finds them made. Bounded in time: a template that takes longer is left to the rollout."""
+    from evoharness.agent.harness import prepare
+
+    def too_long(_sig: int, _frame: object) -> None:
+        raise TimeoutError
+
+    old = signal.signal(signal.SIGALRM, too_long)
+    signal.setitimer(signal.ITIMER_REAL, PREPARE_S)
+    try:
+        added = prepare(harness_dir)
+    except TimeoutError:
+        added = False
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    if added:
+        gc.freeze()  # as at start: the new entries are never collected in a child
 
 
 def _say(fd: int, obj: dict) -> None:
@@ -111,12 +143,19 @@ def _not_dumpable() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
-def _warm(warm_path: str) -> list[str]:
-    """Import (once, here) what every rollout needs; what failed is left to the rollouts to report."""
-    done = []
+def _spec(warm_path: str) -> dict:
     try:
         spec = json.loads(Path(warm_path).read_text())
     except (OSError, ValueError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def _warm(warm_path: str) -> list[str]:
+    """Import (once, here) what every rollout needs; what failed is left to the rollouts to report."""
+    done: list[str] = []
+    spec = _spec(warm_path)
+    if not spec:
         return done
     try:
         import jinja2.sandbox  # noqa: F401 -- the harness's prompt templates

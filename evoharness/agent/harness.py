@@ -23,6 +23,8 @@ from __future__ import annotations
 import copy
 import importlib.util
 import inspect
+import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +42,16 @@ DEFAULT_SYSTEM_PROMPT = SYSTEM_PROMPT
 DEFAULT_POLICIES: dict[str, Any] = Policies().model_dump()
 
 _PY_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+# The parsed forms of harness templates and policies a warm worker's fork server prepared (``prepare``)
+# for the tree it shows, so that each forked rollout does not compile the template and parse the YAML
+# again (two thirds of a synthetic rollout's own CPU). Keyed by the exact text: a rollout uses an entry
+# only when the file it reads holds that text, and gets what parsing it would give -- the template
+# compiled by the same environment factory (rendering keeps no state in it), a deep copy of the policies.
+_PREPARED_TEMPLATES: dict[str, Any] = {}
+_PREPARED_POLICIES: dict[str, dict[str, Any]] = {}
+PREPARED_KEEP = 8  # entries of each kind (the least recently prepared go first)
+PREPARED_MAX_BYTES = 256 * 1024  # a larger file is left to the rollout
 
 
 class HarnessError(Exception):
@@ -84,9 +96,10 @@ class Harness:
         from evoharness.untrusted import template_environment
 
         try:  # the same bounded sandbox the host renders harness templates in (evoharness.untrusted)
-            env = template_environment()
-            return env.from_string(self.template).render(task=task, tools=tools, lessons=self.lessons,
-                                                         policies=self.policies)
+            compiled = _PREPARED_TEMPLATES.get(self.template)
+            if compiled is None:
+                compiled = template_environment().from_string(self.template)
+            return compiled.render(task=task, tools=tools, lessons=self.lessons, policies=self.policies)
         except jinja2.TemplateError as e:
             raise HarnessError(f"prompts/system.md: {type(e).__name__}: {e}") from e
 
@@ -95,10 +108,71 @@ def load_policies(path: Path) -> dict[str, Any]:
     """``policies.yaml`` (the `Policies` schema, defaults for missing keys, unknown keys kept) as a dict."""
     if not path.is_file():
         return copy.deepcopy(DEFAULT_POLICIES)
+    text = path.read_text()
+    prepared = _PREPARED_POLICIES.get(text)
+    if prepared is not None:
+        return copy.deepcopy(prepared)
     try:
-        return Policies.from_yaml(path.read_text()).model_dump()
+        return Policies.from_yaml(text).model_dump()
     except ValueError as e:
         raise HarnessError(f"policies.yaml: {e}") from e
+
+
+def prepare(root: Path | str) -> bool:
+    """Compile ``root``'s prompt template and parse its ``policies.yaml`` into the prepared entries (see
+    ``_PREPARED_TEMPLATES``); True when one was added. Only a fork server calls it, on the tree it shows,
+    before forking a rollout. Runs no harness code and never raises: a file that is not a small regular
+    file, a template that does not compile, YAML with anchors or aliases (which can expand without bound)
+    or policies that do not parse are left to the rollout, which reads and reports them as it always did."""
+    root = Path(root)
+    added = False
+    template = _small_text(root / "prompts" / "system.md", DEFAULT_SYSTEM_PROMPT)
+    if template is not None and template not in _PREPARED_TEMPLATES:
+        from evoharness.untrusted import template_environment
+
+        try:
+            compiled = template_environment().from_string(template)
+        except Exception:  # noqa: BLE001 -- the rollout compiles it again and reports the error
+            compiled = None
+        if compiled is not None:
+            added = _keep(_PREPARED_TEMPLATES, template, compiled)
+    policies = _small_text(root / "policies.yaml", None)
+    if policies is not None and policies not in _PREPARED_POLICIES and not {"&", "*"} & set(policies):
+        try:
+            parsed = Policies.from_yaml(policies).model_dump()
+        except Exception:  # noqa: BLE001 -- likewise
+            parsed = None
+        if parsed is not None:
+            added = _keep(_PREPARED_POLICIES, policies, parsed) or added
+    return added
+
+
+def _keep(entries: dict[str, Any], key: str, value: Any) -> bool:
+    entries[key] = value
+    while len(entries) > PREPARED_KEEP:
+        entries.pop(next(iter(entries)))
+    return True
+
+
+def _small_text(path: Path, missing: str | None) -> str | None:
+    """``path``'s text when it is a regular file of at most ``PREPARED_MAX_BYTES`` (opened without blocking:
+    a FIFO or device is never read); ``missing`` when there is nothing at ``path``; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        return missing
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > PREPARED_MAX_BYTES:
+            return None
+        data = os.read(fd, PREPARED_MAX_BYTES + 1)
+        return data.decode("utf-8") if len(data) <= PREPARED_MAX_BYTES else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def _load_module(path: Path, prefix: str) -> Any:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from evoharness.diagnosis.composition import Composition
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.diagnosis.models import Label, Lever
@@ -31,7 +33,8 @@ class Book:
         self.source = source
         self.verifier = verifier
         self.queue = queue
-        self._cache: dict[str, Trajectory] | None = None
+        self._cache: dict[str, Trajectory] = {}
+        self._read_to = 0  # how far into the store file ``_cache`` has read (the store is append-only)
         self._labels: dict[str, Label] = {}
 
     # -- tasks and trajectories -------------------------------------------------------------
@@ -41,15 +44,34 @@ class Book:
         return ids[:limit] if limit else ids
 
     def load(self, ids: list[str]) -> list[Trajectory]:
-        if self._cache is None:
-            self._cache = {t.id: t for t in self.store}
         missing = [i for i in ids if i not in self._cache]
         if missing:
-            self._cache = {t.id: t for t in self.store}
+            self._read_new()
             missing = [i for i in ids if i not in self._cache]
             if missing:
                 raise EvoharnessError(f"trajectories missing from the store: {missing[:3]}")
         return [self._cache[i] for i in ids]
+
+    def _read_new(self) -> None:
+        """Read the lines the store gained since the last read (whole lines; a later line of an id wins, and
+        an invalid line is skipped, as ``iter(store)`` does); from the start if the file shrank."""
+        path = self.store.path
+        if not path.exists():
+            return
+        with path.open("rb") as fh:
+            if fh.seek(0, 2) < self._read_to:
+                self._cache, self._read_to = {}, 0
+            fh.seek(self._read_to)
+            data = fh.read()
+        end = data.rfind(b"\n") + 1
+        for raw in [*data[:end].splitlines(), data[end:]]:  # the last, unfinished line is read again next time
+            if raw.strip():
+                try:
+                    t = Trajectory.model_validate_json(raw)
+                except ValidationError:
+                    continue
+                self._cache[t.id] = t
+        self._read_to += end
 
     def labels(self, trajs: list[Trajectory]) -> list[Label]:
         """Labels, memoised by trajectory id (ids are content-determined: commit, split, task, seed)."""

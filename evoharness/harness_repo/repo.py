@@ -43,6 +43,7 @@ class HarnessRepo:
             raise InputError(str(path), "not a git repository") from None
         self.config = config or HarnessRepoConfig()
         self.manifest = self._read_manifest()
+        self._trees: dict[str, str] = {}  # full commit sha -> its tree sha (a commit never changes)
 
     # ---- opening ---------------------------------------------------------------------------
 
@@ -216,7 +217,13 @@ class HarnessRepo:
     # ---- checkouts -------------------------------------------------------------------------
 
     def tree_hash(self, commit: str) -> str:
-        return self.repo.commit(commit).tree.hexsha
+        """The tree sha of ``commit`` (remembered for full commit shas: the rollout cache asks per request)."""
+        tree = self._trees.get(commit)
+        if tree is None:
+            tree = self.repo.commit(commit).tree.hexsha
+            if len(commit) == 40 and commit == commit.lower() and all(c in "0123456789abcdef" for c in commit):
+                self._trees[commit] = tree
+        return tree
 
     def export_tree(self, commit: str, dest: Path) -> Path:
         """Write the files of ``commit`` under ``dest`` (created; must be empty or absent)."""

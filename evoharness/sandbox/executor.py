@@ -323,8 +323,10 @@ class LocalExecutor:
     def _start_warm(self, sha: str | None) -> WarmWorker:
         gw = self.gateway()
         self.warm_starts += 1
-        warm = {"env_spec": self.env_spec, "model_spec": self.model_spec, "gateway": gw is not None}
-        worker = WarmWorker(self.sandbox, sha=sha, tree=self.checkouts.get(sha), env=self.env,
+        tree = self.checkouts.get(sha)
+        warm = {"env_spec": self.env_spec, "model_spec": self.model_spec, "gateway": gw is not None,
+                "harness_dir": self.sandbox.view(tree, tree)[0]}  # where rollouts see the harness
+        worker = WarmWorker(self.sandbox, sha=sha, tree=tree, env=self.env,
                             limits=self.limits, sockets=[gw.socket] if gw is not None else [], warm=warm)
         with self._warm_lock:
             self.warm_cost["start_cpu_s"] += worker.start_cpu_s

@@ -1,0 +1,54 @@
+"""A fork server's prepared template and policies (``agent.harness.prepare``): the same as parsing afresh."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from evoharness.agent import harness as H
+from evoharness.harness_repo.init import init_harness
+
+
+@pytest.fixture(autouse=True)
+def _empty_memo(monkeypatch):
+    monkeypatch.setattr(H, "_PREPARED_TEMPLATES", {})
+    monkeypatch.setattr(H, "_PREPARED_POLICIES", {})
+
+
+def _render(root) -> tuple[str, dict]:
+    h = H.load_harness(root)
+    return h.render_system("Find Ada's email.", [{"name": "lookup_contact", "description": "by name"}]), h.policies
+
+
+def test_a_prepared_harness_renders_and_reads_as_one_parsed_afresh(tmp_path):
+    root = init_harness(tmp_path / "h").path
+    (root / "policies.yaml").write_text("max_steps: 9\nloop_guard:\n  enabled: true\nextra_key: [1, 2]\n")
+    fresh = _render(root)
+    assert H.prepare(root) and len(H._PREPARED_TEMPLATES) == 1 and len(H._PREPARED_POLICIES) == 1
+    assert not H.prepare(root)  # once per text
+    prompt, policies = _render(root)
+    assert (prompt, policies) == fresh and policies["max_steps"] == 9
+    policies["loop_guard"]["enabled"] = False  # a rollout's copy: the prepared entry is untouched
+    assert _render(root)[1]["loop_guard"]["enabled"] is True
+    (root / "prompts" / "system.md").write_text("Only: {{ task }}")  # another text is never served from the memo
+    (root / "policies.yaml").write_text("max_steps: 3\n")
+    assert _render(root) == ("Only: Find Ada's email.", H.Policies(max_steps=3).model_dump())
+
+
+def test_prepare_leaves_odd_files_and_broken_text_to_the_rollout(tmp_path):
+    root = init_harness(tmp_path / "h").path
+    prompt = root / "prompts" / "system.md"
+    prompt.unlink()
+    os.mkfifo(prompt)  # never opened for reading by the server (it would block)
+    (root / "policies.yaml").write_text("base: &b {enabled: true}\nloop_guard: *b\n")  # anchors: may expand
+    assert not H.prepare(root) and H._PREPARED_TEMPLATES == {} and H._PREPARED_POLICIES == {}
+    prompt.unlink()
+    prompt.write_text("{% for x in %}")  # does not compile: the rollout reports it as before
+    (root / "policies.yaml").write_text("max_steps: [")
+    assert not H.prepare(root)
+    with pytest.raises(H.HarnessError, match="policies.yaml: invalid YAML"):
+        H.load_harness(root)
+    (root / "policies.yaml").write_text("max_steps: 5\n")
+    with pytest.raises(H.HarnessError, match="prompts/system.md: TemplateSyntaxError"):
+        _render(root)
