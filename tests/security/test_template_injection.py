@@ -85,3 +85,25 @@ def test_control_plain_jinja_runs_the_payload(tmp_path):
     mark = tmp_path / "pwned"
     jinja2.Environment().from_string(payloads(str(mark))["cycler_globals"]).render()
     assert mark.exists()
+
+
+# Bombs the bounds above do not catch yet (a filter with a size argument, `~` growth, loops 3 deep over
+# bounded ranges): each is shown here at a small, cheap size whose intermediate value is still over
+# MAX_RENDER_CHARS while the output is short, so the final length check cannot see it. At full size they
+# take the host's memory (`center(4000000000)`, 2**40 characters) or hours of CPU (10,000**3 iterations)
+# during `dataset export --render-under`. Compile-time constant folding evaluates the first one before
+# anything renders. docs/security.md lists them as not bounded; strict: a fix makes these pass.
+UNBOUNDED = {
+    "filter_width": '{{ ("x" | center(3000000)) | length }}',
+    "concat_doubling": '{% set ns = namespace(s="x") %}{% for i in range(22) %}{% set ns.s = ns.s ~ ns.s %}'
+                       '{% endfor %}{{ ns.s | length }}',
+    "batch_fill": '{{ ([1] | batch(3000000, 0) | first) | length }}',
+}
+
+
+@pytest.mark.xfail(strict=True, reason="filters and `~` are not bounded on the host yet (docs/security.md)")
+@pytest.mark.parametrize("name", list(UNBOUNDED))
+def test_render_template_refuses_values_over_the_bound_made_without_binops(name):
+    with pytest.raises(Exception) as e:  # noqa: PT011 -- an InputError is the one right answer
+        render_template(UNBOUNDED[name], "prompts/system.md", task="t", tools=[], lessons="", policies={})
+    assert type(e.value).__name__ == "InputError"
