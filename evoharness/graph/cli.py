@@ -133,7 +133,11 @@ def demo(
     from evoharness.graph import demo as demo_module
 
     out, note = _demo_dir(out, resume)
-    demo_module.demo_settings(settings_of(ctx), out.resolve(), env, rounds, sandbox)  # bad values: before any output
+    from evoharness.envs import get_environment
+
+    # bad values before any output (a bad --env once left a fresh harness behind, which --resume then took up)
+    demo_module.demo_settings(settings_of(ctx), out.resolve(), env, rounds, sandbox)
+    get_environment(env).list_tasks("dev")  # the environment is cached: the run reuses it
     typer.echo(note, err=True)
     outcome = demo_module.run_demo(settings_of(ctx), out, env=env, rounds=rounds, sandbox=sandbox)
     _report(outcome)

@@ -59,3 +59,13 @@ def test_next_commands_use_the_path_the_cli_was_started_by(demos, capsys, monkey
     assert "  .venv/bin/evoharness report d --out d/report" in out
     assert "  .venv/bin/evoharness demo --resume --out d" in out
     assert "source .venv/bin/activate" in out
+
+
+def test_bad_values_leave_no_demo_directory_behind(demos, capsys, tmp_path):
+    for opts, message in ((["--env", "bogus"], "error: env: unknown environment 'bogus'"),
+                          (["--env", "agentdojo:nope"], "error: env: unknown AgentDojo suite 'nope'"),
+                          (["--rounds", "0"], "error: Settings: run.max_rounds")):
+        assert main(["demo", *opts]) == 2, opts
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(message), line
+    assert demos == [] and not (tmp_path / "demo-out").exists()  # nothing for --resume to take up
