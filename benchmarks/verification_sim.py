@@ -164,6 +164,8 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
     world.add("h0", SimHarness())
     cfg = VerificationConfig(**{"rollouts": k, "anchor_rollouts": K, "max_tasks": max_tasks, "bootstrap_samples": 200,
                                 "sequential": False, **(extra[0] if extra else {}), **(settings or {})})
+    if isinstance(strategy, BehaviourAware) and "targeted_rank" in (settings or {}):  # --set reaches it too
+        strategy = BehaviourAware(strategy.control_ratio, cfg.targeted_rank)
     verifier = Verifier(SimSource(world), cfg, seed=seed)
     gates = make_gates(gate_names, bootstrap_samples=200, no_regression_alpha=cfg.no_regression_alpha) \
         if gate_names else None  # None: the verifier's own defaults, from cfg (the real path)

@@ -39,6 +39,12 @@ class VerificationSettings(BaseModel):
         "reserved only what its looks run: 0.5 -> 6 passed, 1.0 -> 2, 1.5 -> 1, 2.0 -> 0; power 0.81 / 0.87 / 0.80 / "
         "0.73)",
     )
+    targeted_rank: Literal["fired", "alone"] = Field(
+        "fired",
+        description="which targeted tasks behaviour-aware selection takes first when max_tasks caps them: fired "
+        "(where the target fired in the most anchor rollouts) | alone (where it fired with no other behaviour "
+        "reported beside it: an edit to the target cannot rescue a rollout that fails for another reason)",
+    )
     fresh_baseline: bool = Field(
         True,
         description="re-run the anchor commit on the selected tasks with the candidate's seeds; "

@@ -56,21 +56,33 @@ class SelectionStrategy(Protocol):
 
 
 class BehaviourAware:
-    """Targeted: dev tasks where ``target`` fired in the anchor (most often first); control: a sample of
-    dev tasks where every anchor rollout was healthy, ``control_ratio`` per targeted task."""
+    """Targeted: dev tasks where ``target`` fired in the anchor; control: a sample of dev tasks where every
+    anchor rollout was healthy, ``control_ratio`` per targeted task.
+
+    Which targeted tasks first (``rank``, config ``targeted_rank``): ``fired`` -- where the target fired
+    in the most anchor rollouts; ``alone`` -- where it fired with nothing else reported beside it in the
+    most rollouts (then ``fired``). A rollout where another behaviour also fires fails whatever the
+    target does, so an edit to the target can gain nothing there while the rollout still adds variance:
+    such tasks carry less of the paired test's signal per rollout.
+    """
 
     name = "behaviour_aware"
     fresh_baseline = True
     gates = BEHAVIOUR_AWARE_GATES
 
-    def __init__(self, control_ratio: float = 0.5) -> None:
-        self.control_ratio = control_ratio
+    RANKS = ("fired", "alone")
+
+    def __init__(self, control_ratio: float = 0.5, rank: str = "fired") -> None:
+        if rank not in self.RANKS:
+            raise ValueError(f"unknown targeted rank {rank!r} (choose from {', '.join(self.RANKS)})")
+        self.control_ratio, self.rank = control_ratio, rank
 
     def select(self, anchor: Anchor, target: str, max_tasks: int, rng: random.Random) -> Selection:
         per_task = anchor.per_task()
         dev = anchor.dev_tasks()
         fired = {t: sum(target in o.fired for o in per_task[t]) for t in dev}
-        targeted = sorted((t for t in dev if fired[t]), key=lambda t: (-fired[t], t))
+        alone = {t: sum(o.fired == {target} for o in per_task[t]) for t in dev} if self.rank == "alone" else fired
+        targeted = sorted((t for t in dev if fired[t]), key=lambda t: (-alone[t], -fired[t], t))
         healthy = [t for t in dev if not fired[t] and all(o.healthy for o in per_task[t])]
         n_control = min(len(healthy), round(len(targeted) * self.control_ratio))
         if targeted and self.control_ratio > 0:
@@ -121,14 +133,15 @@ class Coreset:
         return Selection(strategy=self.name, targeted=sorted(ranked[:max_tasks]))
 
 
-# name -> factory(control_ratio) -> strategy. A new strategy: a class above (or in its own module) and
+# name -> factory(control_ratio, rank) -> strategy. A new strategy: a class above (or in its own module) and
 # one entry here.
 STRATEGIES: Registry = Registry("strategy", "strategy")
 STRATEGIES.register(BehaviourAware.name, BehaviourAware)
-STRATEGIES.register(FixedSplit.name, lambda control_ratio=0.5: FixedSplit())
-STRATEGIES.register(RandomSplit.name, lambda control_ratio=0.5: RandomSplit())
-STRATEGIES.register(Coreset.name, lambda control_ratio=0.5: Coreset())
+STRATEGIES.register(FixedSplit.name, lambda control_ratio=0.5, rank="fired": FixedSplit())
+STRATEGIES.register(RandomSplit.name, lambda control_ratio=0.5, rank="fired": RandomSplit())
+STRATEGIES.register(Coreset.name, lambda control_ratio=0.5, rank="fired": Coreset())
 
 
-def make_strategy(name: str, control_ratio: float = 0.5) -> SelectionStrategy:
-    return STRATEGIES.get(name)(control_ratio)
+def make_strategy(name: str, control_ratio: float = 0.5, rank: str = "fired") -> SelectionStrategy:
+    """The registered strategy ``name``; ``rank`` orders behaviour-aware selection's targeted tasks."""
+    return STRATEGIES.get(name)(control_ratio, rank)

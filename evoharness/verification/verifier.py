@@ -99,7 +99,8 @@ class Verifier:
 
     def _resolve(self, strategy: SelectionStrategy | str | None) -> SelectionStrategy:
         if strategy is None or isinstance(strategy, str):
-            return make_strategy(strategy or self.config.strategy, self.config.control_ratio)
+            return make_strategy(strategy or self.config.strategy, self.config.control_ratio,
+                                 self.config.targeted_rank)
         return strategy
 
     def plan(self, candidate: Candidate, anchor: Anchor, strategy: SelectionStrategy | str | None = None,

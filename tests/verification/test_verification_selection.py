@@ -49,6 +49,24 @@ def test_strategy_table(strategy, max_tasks, targeted, n_control, note):
     assert len(sel.targeted) + len(sel.control) <= max_tasks
 
 
+def test_alone_rank_takes_first_the_tasks_where_only_the_target_fails():
+    """d0 fires T on every rollout, but another behaviour fires beside it each time (an edit to T cannot
+    rescue those rollouts); d1 fires T alone twice, d2 and d3 once. Capped at two targeted tasks, "fired"
+    keeps d0 and d1, "alone" d1 and d2 (d0 comes last)."""
+    obs = [o for o in world_anchor().observations if o.task_id != "d0"]
+    obs += [o.model_copy(update={"fired": frozenset({T, "F2.format_rejected"})})
+            for o in cell("d0", [0.1] * 4, [True] * 4)]
+    anchor = anchor_of(obs)
+    fired = BehaviourAware(0.5).select(anchor, T, 3, random.Random(0))
+    alone = BehaviourAware(0.5, rank="alone").select(anchor, T, 3, random.Random(0))
+    assert fired.targeted == ["d0", "d1"] and alone.targeted == ["d1", "d2"]
+    every = BehaviourAware(0.5, rank="alone").select(anchor, T, 24, random.Random(0))
+    assert every.targeted == ["d1", "d2", "d3", "d0"]
+    assert make_strategy("behaviour_aware", 0.5, "alone").rank == "alone"
+    with pytest.raises(ValueError, match="targeted rank"):
+        BehaviourAware(rank="vibes")
+
+
 def test_random_split_samples_dev_tasks_and_varies_with_seed():
     picks = {tuple(pick(RandomSplit(), 4, seed=s).targeted) for s in range(10)}
     assert len(picks) > 3 and all(len(p) == 4 for p in picks)
