@@ -17,7 +17,7 @@ from evoharness.cli_support import fail, settings_of
 def serve(
     ctx: typer.Context,
     host: Annotated[str | None, typer.Option(help="bind address (default: service.host)")] = None,
-    port: Annotated[int | None, typer.Option(help="TCP port (default: service.port)")] = None,
+    port: Annotated[int | None, typer.Option(min=0, max=65535, help="TCP port (default: service.port)")] = None,
     no_loop: Annotated[bool, typer.Option("--no-loop", help="API only: do not drive runs in the background")]
     = False,
     insecure_no_auth: Annotated[bool, typer.Option(

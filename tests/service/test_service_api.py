@@ -51,6 +51,17 @@ def test_a_busy_port_is_one_error_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: cannot listen on 127.0.0.1:{port}")
 
 
+def test_a_port_out_of_range_is_one_error_line(tmp_path, monkeypatch, capsys):
+    from evoharness.cli import main
+
+    monkeypatch.setenv("EVOHARNESS_API_TOKEN", TOKEN)
+    cfg = write_config(tmp_path)
+    for port, bound in (("70000", "less than or equal to 65535"), ("-1", "greater than or equal to 0")):
+        assert main(["--config", str(cfg), "serve", "--port", port]) == 2  # was an OverflowError traceback
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: evoharness serve: invalid value for option --port: Input should be {bound}"]
+
+
 def test_health_is_open_and_mutations_need_the_bearer_token(serve):
     server = serve(service=API_ONLY)
     anon, authed = server.client(auth=False), server.client()
