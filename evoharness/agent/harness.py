@@ -134,7 +134,11 @@ def prepare(root: Path | str) -> bool:
             compiled = template_environment().from_string(template)
         except Exception:  # noqa: BLE001 -- the rollout compiles it again and reports the error
             compiled = None
-        if compiled is not None:
+        # Jinja folds constant expressions while compiling (a filter call on literals: `"x" | center(50000000)`),
+        # and the compiled code keeps the result: kept here, in a server that serves every commit, it would hold
+        # that memory -- charged to the sandbox the next commits' rollouts share -- long after this commit's
+        # rollouts ended. Such a template is left to each rollout, which pays for it in its own child, as before.
+        if compiled is not None and _folded_size(compiled) <= 2 * len(template) + FOLDED_SLACK:
             added = _keep(_PREPARED_TEMPLATES, template, compiled)
     policies = _small_text(root / "policies.yaml", None)
     if policies is not None and policies not in _PREPARED_POLICIES and not {"&", "*"} & set(policies):
@@ -145,6 +149,28 @@ def prepare(root: Path | str) -> bool:
         if parsed is not None:
             added = _keep(_PREPARED_POLICIES, policies, parsed) or added
     return added
+
+
+FOLDED_SLACK = 64 * 1024  # constants a compiled template may hold beyond twice its own text
+
+
+def _folded_size(compiled: Any) -> int:
+    """Items in the constants of a compiled template's code (strings, bytes, tuples, nested code): its own text
+    and whatever compile-time folding made. Above ``FOLDED_SLACK`` more than twice the text, folding grew it."""
+    import types
+
+    todo: list[Any] = [compiled.root_render_func.__code__, *(f.__code__ for f in compiled.blocks.values())]
+    total = 0
+    while todo:
+        item = todo.pop()
+        if isinstance(item, types.CodeType):
+            todo.extend(item.co_consts)
+        elif isinstance(item, str | bytes):
+            total += len(item)
+        elif isinstance(item, tuple | frozenset):
+            total += len(item)
+            todo.extend(item)
+    return total
 
 
 def _keep(entries: dict[str, Any], key: str, value: Any) -> bool:

@@ -52,3 +52,19 @@ def test_prepare_leaves_odd_files_and_broken_text_to_the_rollout(tmp_path):
     (root / "policies.yaml").write_text("max_steps: 5\n")
     with pytest.raises(H.HarnessError, match="prompts/system.md: TemplateSyntaxError"):
         _render(root)
+
+
+def test_a_template_that_folds_into_a_large_constant_is_not_kept_by_the_server(tmp_path):
+    """Jinja folds `"x" | center(N)` (and a filled batch) while compiling and the compiled code keeps the result:
+    the fork server, which serves every commit, must not hold it after this commit's rollouts (it would take
+    that memory from the sandbox the next commits' rollouts share). The rollout still renders it."""
+    root = init_harness(tmp_path / "h").path
+    prompt = root / "prompts" / "system.md"
+    for text in ('{{ "x" | center(3000000) }}{{ task }}', '{% set b = [1] | batch(300000, 0) | first %}{{ task }}'):
+        prompt.write_text(text)
+        H.prepare(root)  # (its policies.yaml is kept)
+        assert H._PREPARED_TEMPLATES == {}, text
+    assert _render(root)[0] == "Find Ada's email."  # left to the rollout, which renders it as before
+    prompt.write_text("{{ task }} " + "plain text " * 20_000)  # a long template folds into nothing larger
+    H.prepare(root)
+    assert len(H._PREPARED_TEMPLATES) == 1
