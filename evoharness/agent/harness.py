@@ -138,8 +138,12 @@ def prepare(root: Path | str) -> bool:
         # and the compiled code keeps the result: kept here, in a server that serves every commit, it would hold
         # that memory -- charged to the sandbox the next commits' rollouts share -- long after this commit's
         # rollouts ended. Such a template is left to each rollout, which pays for it in its own child, as before.
-        if compiled is not None and _folded_size(compiled) <= 2 * len(template) + FOLDED_SLACK:
-            added = _keep(_PREPARED_TEMPLATES, template, compiled)
+        if compiled is not None and _folded_size(compiled) > 2 * len(template) + FOLDED_SLACK:
+            compiled = None
+        # None (does not compile, took over PREPARE_S, or folded large) is remembered too, so that the server does
+        # not try the same text again before every rollout: the rollout compiles it (``render_system``)
+        _keep(_PREPARED_TEMPLATES, template, compiled)
+        added = compiled is not None
     policies = _small_text(root / "policies.yaml", None)
     if policies is not None and policies not in _PREPARED_POLICIES and not {"&", "*"} & set(policies):
         try:

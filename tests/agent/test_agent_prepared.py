@@ -63,8 +63,9 @@ def test_a_template_that_folds_into_a_large_constant_is_not_kept_by_the_server(t
     for text in ('{{ "x" | center(3000000) }}{{ task }}', '{% set b = [1] | batch(300000, 0) | first %}{{ task }}'):
         prompt.write_text(text)
         H.prepare(root)  # (its policies.yaml is kept)
-        assert H._PREPARED_TEMPLATES == {}, text
+        assert text in H._PREPARED_TEMPLATES and H._PREPARED_TEMPLATES[text] is None, text  # not tried again
     assert _render(root)[0] == "Find Ada's email."  # left to the rollout, which renders it as before
-    prompt.write_text("{{ task }} " + "plain text " * 20_000)  # a long template folds into nothing larger
+    long = "{{ task }} " + "plain text " * 20_000  # a long template folds into nothing larger
+    prompt.write_text(long)
     H.prepare(root)
-    assert len(H._PREPARED_TEMPLATES) == 1
+    assert H._PREPARED_TEMPLATES[long] is not None
