@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from evoharness.config import Settings
+from evoharness.config import Settings, migrate_saved
 from evoharness.errors import InputError
 from evoharness.graph.checkpoint import open_checkpointer
 from evoharness.graph.runner import RunOutcome
@@ -123,7 +123,11 @@ def load_run(settings: Settings, spec: str) -> RunRecord:
     """Resolve ``spec`` and read the run; InputError (one line) when it is unknown or has nothing yet."""
     run_dir = _run_dir_of(settings, spec)
     try:
-        run_settings = Settings.model_validate_json((run_dir / "settings.json").read_text())
+        saved = json.loads((run_dir / "settings.json").read_text())
+        if not isinstance(saved, dict):
+            raise ValueError("not a JSON object")
+        # a run saved before a key was removed is read as its resume reads it (the key moved or dropped)
+        run_settings = Settings.model_validate(migrate_saved(saved))
     except ValueError as e:
         raise InputError(str(run_dir / "settings.json"), f"not the settings of a run: {e}") from None
     run_id = run_dir.name

@@ -150,6 +150,9 @@ def test_an_ablation_of_another_main_is_flagged_stale_and_a_file_as_out_is_refus
         "run_id": run_dir.name, "harness": "h", "main": "f" * 40, "k": 1, "seed": 0, "splits": ["dev"],
         "edits": [{"branch": "candidate/r1-x", "merge_commit": "e" * 40, "applies": False,
                    "reason": "revert does not apply cleanly: conflicts in lessons.md", "results": {}}]}))
+    saved = json.loads((run_dir / "settings.json").read_text())
+    saved["sandbox"]["warm_spare"] = 4  # a run saved before that key was removed is still reported
+    (run_dir / "settings.json").write_text(json.dumps(saved))
     out = tmp_path / "rep"
     assert cli("report", str(root), "--out", str(out)) == 0
     md = (out / "report.md").read_text()
