@@ -14,6 +14,7 @@ from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
 from typing import Protocol
 
+import orjson
 import pydantic_core
 
 from evoharness.errors import InputError
@@ -47,8 +48,22 @@ def _parsed(arguments: str):
 
 
 def _dump(obj) -> bytes:
-    # the bytes json.dumps(obj, ensure_ascii=False, separators=(",", ":")) would give, 2-3x faster
-    return pydantic_core.to_json(obj) + b"\n"
+    """One compact JSON line: the bytes ``pydantic_core.to_json(obj) + b"\\n"`` gives, for a value without NaN or
+    infinite floats (to_json writes ``NaN``/``Infinity``, orjson ``null``): a record's messages (strings and
+    None only), a ShareGPT record (strings), a provenance row (its score is validated to lie in [0, 1]).
+    orjson runs ~5x fewer instructions; what it refuses (an integer beyond 64 bits, a lone surrogate) goes
+    to to_json, which writes it or raises as before."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError
+        return pydantic_core.to_json(obj) + b"\n"
+
+
+def _dump_record(record: dict) -> bytes:
+    """``{"messages", "tools"}`` as one line: ``tools`` (declarations taken from a trajectory's ``meta``, where
+    a NaN may stand) by to_json, the messages (only strings) by ``_dump``: the bytes to_json gives the whole."""
+    messages = _dump(record["messages"])[:-1]
+    return b'{"messages":' + messages + b',"tools":' + pydantic_core.to_json(record["tools"]) + b"}\n"
 
 
 class OpenAIWriter:
@@ -60,7 +75,7 @@ class OpenAIWriter:
         self._meta = (out / "metadata.jsonl").open("wb")
 
     def write(self, record: dict, meta: dict) -> None:
-        self._data.write(_dump({"messages": record["messages"], "tools": record["tools"]}))
+        self._data.write(_dump_record(record))
         self._meta.write(_dump(meta))
 
     def close(self) -> list[str]:  # idempotent

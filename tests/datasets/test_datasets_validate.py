@@ -129,3 +129,41 @@ def test_validate_file_reports_line_numbers(tmp_path):
     assert n == 3
     assert any(p.startswith("line 2:") and "not declared" in p for p in problems)
     assert "line 3: not JSON" in problems
+
+
+def test_record_lines_are_the_bytes_to_json_writes():
+    """The writers' orjson lines are ``pydantic_core.to_json``'s bytes: strings of every kind, numbers (floats
+    at every scale, integers past 64 bits: to_json's), and a NaN in a declared tool (kept as to_json writes it);
+    a lone surrogate fails as it did."""
+    import math
+    import random
+    import struct
+
+    import pydantic_core
+
+    from evoharness.datasets.formats import _dump, _dump_record
+
+    rng = random.Random(5)
+    chars = [chr(i) for i in range(0x250)] + ["\u2028", "\u2029", "\ufeff", "\U0001f600", "\U0010ffff", "\x7f"]
+
+    def text():
+        return "".join(rng.choice(chars) for _ in range(rng.randint(0, 12)))
+
+    def number():
+        f = struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]
+        return rng.choice([0 if math.isnan(f) or math.isinf(f) else f, rng.getrandbits(70) - 2 ** 69,
+                           rng.randint(-10, 10), True, None])
+
+    for _ in range(2000):
+        call = {"id": text(), "type": "function", "function": {"name": "f", "arguments": text()}}
+        record = {"messages": [{"role": "user", "content": text()},
+                               {"role": "assistant", "content": None, "tool_calls": [call]}],
+                  "tools": [{"type": "function", "function": {"name": "f", "parameters": {text(): number()}}}]}
+        assert _dump_record(record) == pydantic_core.to_json(record) + b"\n"
+        meta = {"id": text(), "score": number(), "round": number(), "placebo": False}
+        assert _dump(meta) == pydantic_core.to_json(meta) + b"\n"
+    nan = {"messages": [{"role": "assistant", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f", "parameters": {"x": math.nan}}}]}
+    assert _dump_record(nan) == pydantic_core.to_json(nan) + b"\n" and b"NaN" in _dump_record(nan)
+    with pytest.raises(pydantic_core.PydanticSerializationError):
+        _dump({"messages": [{"role": "user", "content": "\ud800"}]})
