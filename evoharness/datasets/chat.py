@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from evoharness.traces.models import Trajectory
+from evoharness.traces.models import Trajectory, parse_arguments
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
@@ -57,11 +57,17 @@ def content_text(content: Any) -> str | None:
     return json.dumps(content, ensure_ascii=False)
 
 
-Parsed = Mapping[str, Any]  # argument text -> its parsed value (``Trajectory.tool_calls()``'s one parse)
+# argument text -> its parsed value: ``Trajectory.tool_calls()``'s one parse, or (a ``dict``) filled by cleaning
+Parsed = Mapping[str, Any]
 
 
 def arguments_parsed(traj: Trajectory) -> dict[str, Any]:
-    """The trajectory's argument texts that parsed, with their values (parsed once, on the trajectory)."""
+    """The trajectory's argument texts that parsed, with their values, parsed once: those of
+    ``Trajectory.tool_calls()`` when it has run (labelling runs it), else an empty dict that cleaning fills
+    as it parses each call's arguments (``tool_calls()`` would build a record per call that export does not
+    use: a tenth of an export's instructions)."""
+    if not traj.tool_calls_parsed():
+        return {}
     return {c.raw: c.args for c in traj.tool_calls() if c.parsed_ok and isinstance(c.raw, str)}
 
 
@@ -73,10 +79,11 @@ def _arguments(raw: Any, parsed: Parsed = _NOTHING) -> str:
     if isinstance(raw, str):
         value = parsed.get(raw, _MISSING)
         if value is _MISSING:
-            try:
-                value = json.loads(raw)
-            except (json.JSONDecodeError, RecursionError):
-                raise RecordSkipped("invalid_tool_arguments") from None
+            value, ok = parse_arguments(raw)  # json.loads's value and failures
+            if not ok:
+                raise RecordSkipped("invalid_tool_arguments")
+            if type(parsed) is dict:  # kept for ``declared_tools``
+                parsed[raw] = value
         if isinstance(value, dict):
             return raw
     raise RecordSkipped("invalid_tool_arguments")
@@ -109,10 +116,10 @@ def _blank(text: str | None) -> bool:
 def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict]:
     """The trajectory's messages as valid OpenAI chat messages (see the module docstring).
 
-    ``parsed`` maps argument texts already parsed (``arguments_parsed``) to their values, so
-    they are not parsed again. Calls get their record ids (``call_0``, ...) as they are read: the calls
-    dropped later (a final turn's unanswered ones, and those after the last reply) all come after every
-    kept call, so the kept ones are numbered as ``rekey`` would number them.
+    ``parsed`` maps argument texts already parsed (``arguments_parsed``) to their values, so they are not
+    parsed again; a ``dict`` gets the texts parsed here added. Calls get their record ids (``call_0``, ...)
+    as they are read: the calls dropped later (a final turn's unanswered ones, and those after the last
+    reply) all come after every kept call, so the kept ones are numbered as ``rekey`` would number them.
     """
     out: list[dict] = []
     pending: list[tuple[str | None, dict]] = []  # (own id, clean call) of the turn's unanswered calls
@@ -133,9 +140,12 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
         if msg["content"] is None:
             out.pop(pending_at)
 
+    # blank text: ``not text or text.isspace()`` (``not text.strip()`` without copying the text; ``isspace``
+    # and ``strip`` share one notion of whitespace), written out in the loop: it runs for every message
     for raw_i, m in enumerate(messages):
         role = m.get("role")
-        role = _ROLE_ALIASES.get(role, role)
+        if role == "developer":
+            role = "system"
         text = m.get("content")
         if text is not None and type(text) is not str:
             text = content_text(text)
@@ -144,7 +154,8 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
                 raise RecordSkipped("unmatched_tool_result")
             cid = m.get("tool_call_id")
             k = 0
-            if cid:
+            if cid and pending[0][0] != cid:
+                k = 1
                 while k < len(pending) and pending[k][0] != cid:
                     k += 1
                 if k == len(pending):
@@ -156,20 +167,29 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
                 raise RecordSkipped("unanswered_tool_call")
             drop_final_calls()
             pending = []
-        if role in ("system", "user"):
-            if text is None or _blank(text):
-                continue  # an empty system/user message carries nothing
-            out.append({"role": role, "content": text})
+        if role == "user" or role == "system":
+            if text and not text.isspace():  # an empty system/user message carries nothing
+                out.append({"role": role, "content": text})
         elif role == "assistant":
-            raw_calls = m.get("tool_calls") or []
-            calls = [_tool_call(c, f"call_{n_calls + j}", parsed) for j, c in enumerate(raw_calls)]
-            n_calls += len(calls)
-            if not calls and (text is None or _blank(text)):
+            raw_calls = m.get("tool_calls")
+            blank = not text or text.isspace()
+            if raw_calls:
+                calls = []
+                for c in raw_calls:
+                    calls.append(_tool_call(c, f"call_{n_calls}", parsed))
+                    n_calls += 1
+                msg = {"role": "assistant", "content": None if blank else text,
+                       "tool_calls": [c for _, c in calls]}
+                if calls:
+                    pending, pending_at, pending_turn = calls, len(out), raw_i
+                else:  # an empty iterable that is not a list (``{}``)
+                    del msg["tool_calls"]
+                    if blank:
+                        raise RecordSkipped("empty_assistant_turn")
+            elif blank:
                 raise RecordSkipped("empty_assistant_turn")
-            msg: dict = {"role": "assistant", "content": None if _blank(text) else text}
-            if calls:
-                msg["tool_calls"] = [c for _, c in calls]
-                pending, pending_at, pending_turn = calls, len(out), raw_i
+            else:
+                msg = {"role": "assistant", "content": text}
             out.append(msg)
         else:
             raise RecordSkipped(f"unknown_role_{role}"[:40])
@@ -179,7 +199,7 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
         drop_final_calls()
     for last in range(len(out) - 1, -1, -1):
         m = out[last]
-        if m["role"] == "assistant" and not m.get("tool_calls"):
+        if m["role"] == "assistant" and "tool_calls" not in m:
             del out[last + 1:]
             return out
     raise RecordSkipped("no_assistant_reply")
@@ -256,13 +276,19 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
         tools.setdefault(t["function"]["name"], t)
     called: dict[str, dict[str, str] | None] = {}  # in first-call order; parameters inferred if undeclared
     for m in messages:
-        for c in m.get("tool_calls") or []:
+        calls = m.get("tool_calls")
+        if not calls:
+            continue
+        for c in calls:
             fn = c["function"]
             name = fn["name"]
             if name in tools:  # its declaration is used as it is
-                called.setdefault(name, None)
+                if name not in called:
+                    called[name] = None
                 continue
-            props = called.setdefault(name, {})
+            props = called.get(name)
+            if props is None:
+                props = called[name] = {}
             text = fn["arguments"]
             args = parsed.get(text, _MISSING)
             if args is _MISSING:

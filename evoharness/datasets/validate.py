@@ -27,11 +27,6 @@ from .chat import TOOL_NAME
 ROLES = {"system", "user", "assistant", "tool"}
 
 
-def _blank(text: str) -> bool:
-    # ``not text.strip()`` without copying the text (``isspace`` and ``strip`` share one notion of whitespace)
-    return not text or text.isspace()
-
-
 def _tool_errors(tools) -> tuple[list[str], set[str]]:
     errs: list[str] = []
     names: set[str] = set()
@@ -73,11 +68,21 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
     seen_other = False
     for i, m in enumerate(messages):  # error texts are formatted only when there is an error
         role = m.get("role") if isinstance(m, dict) else None
+        if role == "tool":  # the commonest roles first; the checks are those of the docstring, in its order
+            seen_other = True
+            cid = m.get("tool_call_id")
+            if cid in pending:
+                pending.discard(cid)
+            else:
+                errs.append(f"messages[{i}]: tool_call_id {cid!r} answers no pending call")
+            if not isinstance(m.get("content"), str):
+                errs.append(f"messages[{i}]: tool content must be a string")
+            continue
         if role not in ROLES:
             errs.append(f"messages[{i}]: bad role {role!r}")
             continue
         content = m.get("content")
-        if role != "tool" and pending:
+        if pending:
             errs.append(f"messages[{i}]: tool calls {sorted(pending)} not answered before this {role} message")
             pending = set()
         if role == "system":
@@ -85,52 +90,47 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
                 errs.append(f"messages[{i}]: system message after the conversation started")
         else:
             seen_other = True
-        if role in ("system", "user"):
-            if not isinstance(content, str) or _blank(content):
+        if role != "assistant":  # system or user
+            if not isinstance(content, str) or not content or content.isspace():
                 errs.append(f"messages[{i}]: {role} content must be a non-empty string")
-        elif role == "assistant":
-            calls = m.get("tool_calls")
-            if calls is not None and (not isinstance(calls, list) or not calls):
-                errs.append(f"messages[{i}]: tool_calls must be a non-empty list")
-                calls = None
-            if content is not None and not isinstance(content, str):
-                errs.append(f"messages[{i}]: assistant content must be a string or null")
-            if not calls and not (isinstance(content, str) and not _blank(content)):
+            continue
+        calls = m.get("tool_calls")
+        if calls is not None and (not isinstance(calls, list) or not calls):
+            errs.append(f"messages[{i}]: tool_calls must be a non-empty list")
+            calls = None
+        if content is not None and not isinstance(content, str):
+            errs.append(f"messages[{i}]: assistant content must be a string or null")
+        if not calls:
+            if not (isinstance(content, str) and content and not content.isspace()):
                 errs.append(f"messages[{i}]: assistant message has neither content nor tool calls")
-            pending = set()
-            for j, c in enumerate(calls or []):
-                fn = c.get("function") if isinstance(c, dict) else None
-                cid = c.get("id") if isinstance(c, dict) else None
-                if not isinstance(cid, str) or not cid:
-                    errs.append(f"messages[{i}].tool_calls[{j}]: missing id")
-                elif cid in seen_ids:
-                    errs.append(f"messages[{i}].tool_calls[{j}]: duplicate id {cid!r}")
-                else:
-                    seen_ids.add(cid)
-                    pending.add(cid)
-                if not isinstance(c, dict) or c.get("type") != "function" or not isinstance(fn, dict):
-                    errs.append(f"messages[{i}].tool_calls[{j}]: not a function call")
-                    continue
-                if fn.get("name") not in declared:
-                    errs.append(f"messages[{i}].tool_calls[{j}]: function {fn.get('name')!r} not declared in tools")
-                if not check_arguments:
-                    if not isinstance(fn.get("arguments"), str):
-                        errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not JSON")
-                    continue
-                try:
-                    args = json.loads(fn.get("arguments"))
-                    if not isinstance(args, dict):
-                        errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not a JSON object")
-                except (TypeError, json.JSONDecodeError):
-                    errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not JSON")
-        else:  # tool
-            cid = m.get("tool_call_id")
-            if cid not in pending:
-                errs.append(f"messages[{i}]: tool_call_id {cid!r} answers no pending call")
+            continue
+        for j, c in enumerate(calls):
+            if isinstance(c, dict):
+                fn, cid = c.get("function"), c.get("id")
             else:
-                pending.discard(cid)
-            if not isinstance(content, str):
-                errs.append(f"messages[{i}]: tool content must be a string")
+                fn = cid = None
+            if not isinstance(cid, str) or not cid:
+                errs.append(f"messages[{i}].tool_calls[{j}]: missing id")
+            elif cid in seen_ids:
+                errs.append(f"messages[{i}].tool_calls[{j}]: duplicate id {cid!r}")
+            else:
+                seen_ids.add(cid)
+                pending.add(cid)
+            if not isinstance(fn, dict) or c.get("type") != "function":
+                errs.append(f"messages[{i}].tool_calls[{j}]: not a function call")
+                continue
+            if fn.get("name") not in declared:
+                errs.append(f"messages[{i}].tool_calls[{j}]: function {fn.get('name')!r} not declared in tools")
+            if not check_arguments:
+                if not isinstance(fn.get("arguments"), str):
+                    errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not JSON")
+                continue
+            try:
+                args = json.loads(fn.get("arguments"))
+                if not isinstance(args, dict):
+                    errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not a JSON object")
+            except (TypeError, json.JSONDecodeError):
+                errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not JSON")
     if pending:
         errs.append(f"record: tool calls {sorted(pending)} never answered")
     last = messages[-1] if isinstance(messages[-1], dict) else {}

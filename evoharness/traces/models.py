@@ -238,6 +238,11 @@ class Trajectory(BaseModel):
             cache.messages, cache.n, cache.calls = self.messages, len(self.messages), out
         return cache.calls
 
+    def tool_calls_parsed(self) -> bool:
+        """Whether ``tool_calls()`` has parsed this trajectory's calls already (and would not parse them again)."""
+        cache = self._calls
+        return cache.messages is self.messages and cache.n == len(self.messages)
+
     def assistant_steps(self) -> list[int]:
         """Indices of the assistant messages, in order."""
         return [i for i, m in enumerate(self.messages) if m.get("role") == "assistant"]
