@@ -142,6 +142,17 @@ def _echo_json(head: dict, key: str, rows) -> None:
     sys.stdout.flush()
 
 
+def _labels_line(line: bytes) -> bool:
+    """Whether ``line`` is empty or a line `evoharness label` writes (a JSON object with its layout version)."""
+    if not line:
+        return True
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and "schema_version" in obj and "failure_class" in obj
+
+
 def label(
     ctx: typer.Context,
     paths: PathsArg,
@@ -155,7 +166,7 @@ def label(
     from evoharness.diagnosis.models import LabelLine
 
     labeller = Labeller(settings_of(ctx).diagnosis)
-    own = output_apart(out, paths)
+    own = output_apart(out, paths, ours=_labels_line)  # an earlier label run's output may be replaced
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     try:

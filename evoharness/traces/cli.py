@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from evoharness.errors import InputError
-from evoharness.traces.importers import FORMAT_NAMES, load_paths, output_apart
+from evoharness.traces.importers import FORMAT_NAMES, canonical_line, load_paths, output_apart
 from evoharness.traces.models import Split
 from evoharness.traces.store import write_trajectories
 
@@ -31,7 +31,7 @@ def import_traces(
 
     if split and split not in ("dev", "heldout", "unknown"):
         raise InputError("--split", f"unknown split {split!r} (dev | heldout | unknown)")
-    own = output_apart(out, paths)
+    own = output_apart(out, paths, ours=canonical_line)  # an earlier import's output may be replaced
     n = write_trajectories(out, stream())
     typer.echo(f"wrote {n} trajectories to {out}")
 

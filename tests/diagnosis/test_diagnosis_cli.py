@@ -99,6 +99,16 @@ def test_an_output_in_an_input_directory_is_not_read_and_an_input_file_is_not_ov
         assert capsys.readouterr().err.splitlines() == [
             f"error: --out: {canon} is also an input: write the output to another file"]
         assert len(canon.read_text().splitlines()) == 4
+    # an input file inside an input directory, named as the output: its format is not the command's own, so it
+    # is an input, not an earlier run's output -- refused, not emptied unread
+    trace = next(f for f in sorted((imported / "trajs").rglob("*.json")))
+    before = trace.read_bytes()
+    for cmd in ("label", "import"):
+        assert main([cmd, str(imported), "--out", str(trace)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"error: --out: {trace} is a trace file in the input directory {imported}, not one this "
+                       "command wrote: write the output to another file"], err
+        assert trace.read_bytes() == before
 
 
 def test_config_override_changes_threshold(shared_data, capsys):

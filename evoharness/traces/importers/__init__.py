@@ -83,15 +83,43 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None) -> I
             raise InputError(str(p), "no such file or directory")
 
 
-def output_apart(out: Path | str, paths: Iterable[Path | str]) -> Path:
+def output_apart(out: Path | str, paths: Iterable[Path | str], *,
+                 ours: Callable[[bytes], bool] | None = None) -> Path:
     """``out`` resolved, to pass as ``exclude``: writing into an input directory is fine (the output is left
     out of the scan; read while it is written it would grow without end), naming an input file is an
-    ``InputError`` (opening it for writing would empty the input before it is read)."""
+    ``InputError`` (opening it for writing would empty the input before it is read). So is an ``out`` that
+    already holds a trace file of an input directory which ``ours`` (given its first line) says this command
+    did not write: it would be emptied, unread (an earlier run's own output is replaced, as a re-run expects)."""
     target = Path(out).resolve()
     for raw in paths:
-        if Path(raw).is_file() and Path(raw).resolve() == target:
+        p = Path(raw)
+        if p.is_file() and p.resolve() == target:
             raise InputError("--out", f"{out} is also an input: write the output to another file")
+        if (ours is not None and p.is_dir() and p.resolve() in target.parents and target.is_file()
+                and not target.name.startswith(".") and _is_trace_file(target) and not ours(_head_line(target))):
+            raise InputError("--out", f"{out} is a trace file in the input directory {raw}, not one this command "
+                                      "wrote: write the output to another file")
     return target
+
+
+def _head_line(path: Path, limit: int = 1 << 20) -> bytes:
+    """The first line of ``path`` (at most ``limit`` bytes; empty when it cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.readline(limit).strip()
+    except OSError:
+        return b""
+
+
+def canonical_line(line: bytes) -> bool:
+    """Whether ``line`` is empty or a canonical trajectory (what ``evoharness import`` writes)."""
+    if not line:
+        return True
+    try:
+        Trajectory.model_validate_json(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_trace_file(f: Path) -> bool:
