@@ -209,3 +209,45 @@ def test_arguments_parse_as_json_loads_does():
         assert same, text
         parsed += want[1]
     assert parsed > 1000 and math.isinf(parse_arguments("1e400")[0])
+
+
+def test_parse_trajectory_is_model_validate_json():
+    """The store's fast line parse gives what ``model_validate_json`` gives: the same trajectory (and the same
+    fields set) or the same error, on lines around the edges of orjson and of Python-mode validation."""
+    from pydantic import ValidationError
+
+    from evoharness.traces.models import Trajectory
+    from evoharness.traces.store import parse_trajectory
+
+    base = {"id": "a", "task_id": "t", "messages": [{"role": "user", "content": "hi é"},
+                                                     {"role": "assistant", "content": None, "tool_calls": [
+                                                         {"id": "c", "function": {"name": "f", "arguments": "{}"}}]}]}
+
+    def line(**over):
+        return json.dumps({**base, **over}, ensure_ascii=False)
+
+    lines = [line(), line(score=0.25, split="heldout", rollout=3, usage={"steps": 2, "wall_seconds": 1}),
+             line(meta={"big": 10 ** 30, "neg": -(2 ** 70), "f": 1e-320, "s": "\U0001f600"}),
+             line(events=[{"type": "tool_error", "step": 1, "extra": [1, {"x": None}]}]),
+             line(rollout="3"), line(rollout=True), line(rollout=2.0), line(rollout=2.5), line(score="0.5"),
+             line(score=2.0), line(split="weird"), line(termination="error"), line(harness_commit=5),
+             line(task_id=""), line(unknown=1), line(messages=[{"role": 1}]), line(messages=[["user"]]),
+             line(messages={"role": "user"}), line(messages=[]), line(events=[{"type": "x", "step": -1}]),
+             line(meta=None), line(usage={"steps": True}), line(score=1), line(score=0), line(score=True),
+             '{"id": "a", "id": "b", "task_id": "t"}', '{"id": "a", "task_id": "t", "meta": {"k": 1, "j": 2, "k": 3}}',
+             '{"id": "a", "task_id": "t", "messages": [{"role": "user", "content": "a", "role": "tool"}]}',
+             line().replace('"hi é"', '"\\ud800"'), line(score=0.25).replace("0.25", "NaN"),
+             line(score=0.25).replace("0.25", "1e400"), line(meta={"x": 0.25}).replace("0.25", "-Infinity"),
+             "[]", "null", '"s"', "{", "", "\ufeff" + line(),
+             line() + " x", '{"id": "a", "task_id": "t", "messages": [{"role": "user", "content": "\\u0000"}]}']
+
+    def outcome(parse, text):
+        try:
+            t = parse(text)
+        except ValidationError as e:
+            return "error", str(e)
+        return t.model_dump_json(), t.model_fields_set, t.messages
+
+    for text in lines:
+        for raw in (text, text.encode()):
+            assert outcome(parse_trajectory, raw) == outcome(Trajectory.model_validate_json, raw), text
