@@ -443,7 +443,7 @@ def id_like_runs(text: str) -> list[str]:
     ASCII is no run character, so it is read as one ``?``: positions stay the text's). In ASCII text this is
     also ``id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(text)))`` (``\\d`` is ``[0-9]`` there)."""
     z = text.encode("ascii", "replace").translate(_CLASSES)
-    if b"0" not in z:
+    if 48 not in z:  # no digit: most texts (an int operand is a memchr; a bytes one raises and clears an error first)
         return []
     ends: dict[int, int] = {}  # run start -> run end
     for pair in _ID_PAIRS:
@@ -542,6 +542,7 @@ class UnbackedClaimDetector:
         """The first reply with an unbacked id or a contradicted status, and the grounding of the whole run
         (the final check reuses it: for a single-agent trace it is everything the agent was told or shown)."""
         ground = GroundTokens([view.traj.task or ""])
+        grounds, unlowered = ground.texts, ground.lowered  # ground.add, inlined (one call per message saved)
         statuses = EntityStatus()
         msgs, roles = view.traj.messages, view.roles
         for i, content in enumerate(view.texts):
@@ -549,14 +550,15 @@ class UnbackedClaimDetector:
                 continue
             role = roles[i]
             if role != "assistant":
-                ground.add(content)
-                if role == "tool":
+                grounds.append(content)
+                unlowered.append(None)
+                if role == "tool" and '"status"' in content:
                     statuses.read(content)
                 continue
             if msgs[i].get("tool_calls") or _looks_like_patch(content):
                 continue  # a claim is what a reply tells the user, not a call or a patch
             prose = FENCE_ANY.sub(" ", content) if "```" in content else content
-            contradiction = statuses.contradicted(prose)
+            contradiction = statuses.contradicted(prose) if statuses.latest else None
             if contradiction:
                 return [Signal(id=self.id, failure_class=F1, step=i,
                                evidence=f"contradicts the latest tool result: {contradiction} — in: "
