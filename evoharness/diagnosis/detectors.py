@@ -159,19 +159,25 @@ class RepeatedActionDetector:
     failure_class = F3
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        blocked = _blocked_calls(view)
+        blocked = _blocked_calls(view) if view.traj.events else ()
         msgs, texts = view.traj.messages, view.texts
-        calls = [c for c in view.calls if c.id not in blocked]
+        calls = [c for c in view.calls if c.id not in blocked] if blocked else view.calls
         code: list[tuple[int, tuple[str, str], str]] = []  # text agents' actions: (step, key, result)
-        with_calls = {c.step for c in view.calls}
-        for s in view.assistant_steps:
-            if s not in with_calls and "```" in texts[s]:
+        fenced = [s for s in view.assistant_steps if "```" in texts[s]]
+        with_calls = {c.step for c in view.calls} if fenced else ()
+        for s in fenced:
+            if s not in with_calls:
                 blocks = FENCE.findall(texts[s])
                 if len(blocks) == 1:
                     nxt = msgs[s + 1].get("content") if s + 1 < len(msgs) else ""
                     code.append((s, ("code", " ".join(blocks[0].split())), str(nxt or "")))
         # a streak holds one action's repeats only, so some action must occur repeat_min times; an action's key
-        # starts with its tool's name, so some name must too (checked first: no canonical arguments needed)
+        # starts with its tool's name, so some name must too (checked first: no canonical arguments needed). A name
+        # that occurs repeat_min times makes at least repeat_min - 1 of the names repeats (checked before counting)
+        if not code:
+            listed = [c.name for c in calls]
+            if len(listed) - len(set(listed)) < cfg.repeat_min - 1:
+                return []
         names = Counter(c.name for c in calls)
         names.update(key[0] for _, key, _ in code)
         frequent = {name for name, n in names.items() if n >= cfg.repeat_min}
