@@ -8,7 +8,8 @@ simulated-user stops and instructions, and harness events: the single-agent rule
 multi-agent log rules are not exercised here).
 
     PYTHONHASHSEED=0 PYTHONPATH=/tmp/before python scripts/fuzz_labels.py 1 3000 > before.jsonl
-    PYTHONHASHSEED=0 PYTHONPATH=/tmp/after python scripts/fuzz_labels.py 1 3000 > after.jsonl && cmp before.jsonl after.jsonl
+    PYTHONHASHSEED=0 PYTHONPATH=/tmp/after python scripts/fuzz_labels.py 1 3000 > after.jsonl
+    cmp before.jsonl after.jsonl
 
 Arguments: SEED N [TOOLS] (TOOLS: how many distinct tool names the runs call; fewer gives more repeats).
 """
