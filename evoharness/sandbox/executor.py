@@ -267,7 +267,7 @@ class LocalExecutor:
         """Rollouts of one commit go to one sandboxed worker ``batch_size`` at a time (``chunk_fn``).
 
         With a backend that can keep a sandbox running (bwrap: ``_warm_chunk``), each batch goes to a
-        warm worker of its commit, which forks a fresh child per rollout (``sandbox/warm.py``): the
+        warm worker shown its commit's tree, which forks a fresh child per rollout (``sandbox/warm.py``): the
         interpreter start-up is paid once per worker, not per rollout or batch, and a harness that
         crashes or hangs fails only its own rollout. Otherwise (Docker: ``_batch``) one sandboxed
         process runs the batch's rollouts one after another: start-up paid once per batch, and a
