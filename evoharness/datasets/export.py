@@ -348,6 +348,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     skipped: Counter = Counter()
     per_task: Counter = Counter()
     admitted = heldout_matched = 0
+    # records written, and of them those with a class from --labels; the summary's fields are set at the end
+    # (a pydantic model's ``__setattr__`` is a Python call per row)
+    written = [0, 0]
     out = Path(out)
     made = _make_dirs(out, out / "data")  # removed again (when still empty) if the export fails
     # written into a staging directory inside ``out`` and moved into place only when the export succeeds:
@@ -364,7 +367,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         if errs:
             raise AssertionError(f"{meta['id']}: exporter produced an invalid record: {errs[:3]}")
         writer.write(record, meta)
-        summary.records += 1
+        written[0] += 1
         for key, value in (("tasks", meta["task_id"]), ("classes", meta["failure_class"]),
                            ("splits", meta["split"]), ("harness_commits", meta["harness_commit"]),
                            ("models", meta["model"]), ("envs", meta["env"])):
@@ -373,7 +376,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     def flush() -> None:
         if not window:
             return
-        recs, kept = placebo_mod.permute([r for r, _ in window], seed=placebo_seed + summary.records)
+        recs, kept = placebo_mod.permute([r for r, _ in window], seed=placebo_seed + written[0])
         summary.placebo_units_kept_in_place += kept
         for rec, (_, meta) in zip(recs, window, strict=True):
             emit(rec, meta)
@@ -401,7 +404,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                 skipped[e.reason] += 1
                 continue
             per_task[t.task_id] += 1
-            summary.labels_reused += c.from_labels  # a record written (a placebo window is written whole)
+            written[1] += c.from_labels  # a record written (a placebo window is written whole)
             meta = _meta(c, placebo)
             if placebo:
                 window.append((record, meta))
@@ -421,6 +424,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         _discard(stage, made)
         raise InputError("export", f"only held-out tasks matched the request ({heldout_matched} "
                          "trajectories); held-out tasks are never exported")
+    summary.records, summary.labels_reused = written
     for key, c in counts.items():
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))

@@ -125,8 +125,10 @@ def loads(text: str) -> Any:
     """``json.loads(text)`` for a ``str``: the same value, and an error (ValueError or StopIteration,
     or RecursionError) for the same texts, without its three Python-level wrappers (a tool call's
     arguments are short, so those were about half of their parse)."""
-    value, end = _SCAN(text, _SPACE(text, 0).end())
-    if _SPACE(text, end).end() != len(text):
+    # the whitespace regex only where there may be whitespace: a text that starts with a blank (or is empty),
+    # one whose value ends before its end
+    value, end = _SCAN(text, _SPACE(text, 0).end() if text[:1] in " \t\n\r" else 0)
+    if end != len(text) and _SPACE(text, end).end() != len(text):
         raise ValueError("extra data")
     return value
 

@@ -66,7 +66,9 @@ def parse_trajectory(raw: bytes | str) -> Trajectory:
             except ValidationError:
                 pass
             else:
-                traj.messages = messages  # checked above; no validate_assignment: kept, not copied
+                # checked above; kept, not copied: what ``traj.messages = messages`` does (no validate_assignment;
+                # ``messages`` is in the fields set already) without pydantic's Python-level ``__setattr__``
+                traj.__dict__["messages"] = messages
                 return traj
     return Trajectory.model_validate_json(raw)
 
