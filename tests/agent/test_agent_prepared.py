@@ -69,3 +69,28 @@ def test_a_template_that_folds_into_a_large_constant_is_not_kept_by_the_server(t
     prompt.write_text(long)
     H.prepare(root)
     assert H._PREPARED_TEMPLATES[long] is not None
+
+
+def test_the_fork_server_prepares_the_tree_it_is_told_of_and_the_executor_tells_it(tmp_path, monkeypatch):
+    from evoharness.agent import forkserver
+    from evoharness.sandbox import executor as ex_mod
+    from evoharness.sandbox.bwrap import BwrapSandbox
+
+    repo = init_harness(tmp_path / "h")
+    root = repo.path
+    forkserver._prepare(str(root))  # what serve() does before each fork, with the spec's harness_dir
+    assert list(H._PREPARED_TEMPLATES) == [(root / "prompts" / "system.md").read_text()]
+    assert list(H._PREPARED_POLICIES) == [(root / "policies.yaml").read_text()]
+    specs = []
+
+    class Capture(ex_mod.WarmWorker):
+        def __init__(self, *a, warm, **kw):
+            specs.append(dict(warm))
+            super().__init__(*a, warm=warm, **kw)
+
+    monkeypatch.setattr(ex_mod, "WarmWorker", Capture)
+    from evoharness.sandbox.api import RolloutRequest
+
+    with ex_mod.LocalExecutor(root, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), batch_size=2) as ex:
+        traj = ex.run([RolloutRequest(task_id="contact_0", harness_commit=repo.main_head(), seed=0)])[0]
+    assert specs and specs[0]["harness_dir"] == "/harness" and not traj.meta.get("rollout_failure")
