@@ -71,6 +71,8 @@ def friction_occurrences(view: TraceView) -> dict[str, list[tuple[int, str]]]:
 
 
 class FrictionDetector:
+    reads_friction = True  # returns nothing when friction_occurrences is empty: the labeller then skips it
+
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.failure_class = E if kind == "tool_infra_error" else F2

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from evoharness.diagnosis.catalogue import default_catalogue
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector
+from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, friction_occurrences
 from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.diagnosis.multiagent import responsible_agent
 from evoharness.diagnosis.routing import Router
@@ -36,12 +36,20 @@ class Labeller:
         self.cfg = cfg or DiagnosisConfig()
         self.detectors = list(detectors) if detectors is not None else default_catalogue()
         self.router = Router.from_config(self.cfg)
+        # the detectors to run by a run's shape (multi-agent log?, any friction?): a detector that can fire on
+        # neither shape is not called (``multi_agent_only``: nothing unless the log has no tool calls;
+        # ``reads_friction``: nothing without friction occurrences). Calling one costs ~2k instructions
+        self._by_shape = {(multi, friction): [
+            d for d in self.detectors if (multi or not getattr(d, "multi_agent_only", False))
+            and (friction or not getattr(d, "reads_friction", False))]
+            for multi in (False, True) for friction in (False, True)}
 
     def signals(self, traj: Trajectory, view: TraceView | None = None) -> list[Signal]:
         view = view or TraceView.of(traj)
         found: list[Signal] = []
-        for d in self.detectors:
-            found.extend(d.detect(view, self.cfg))
+        cfg = self.cfg
+        for d in self._by_shape[(not view.calls, bool(friction_occurrences(view)))]:
+            found.extend(d.detect(view, cfg))
         found.sort(key=signal_order)
         return found
 

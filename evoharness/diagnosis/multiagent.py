@@ -204,6 +204,7 @@ class AgentLog:
 class UnsupportedFactDetector:
     id = "F1.unsupported_fact"
     failure_class = F1
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
@@ -234,6 +235,7 @@ class UnsupportedFactDetector:
 class GuardrailDetector:
     id = "F2.guardrail"
     failure_class = F2
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
@@ -251,6 +253,7 @@ class GuardrailDetector:
 class NoProgressDetector:
     id = "F4.no_progress"
     failure_class = F4
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
@@ -281,6 +284,7 @@ def _failed(view: TraceView, cfg: DiagnosisConfig) -> bool:
 class HandoffCodeDetector:
     id = "F4.handoff_code"
     failure_class = F4
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
@@ -305,6 +309,7 @@ class HandoffCodeDetector:
 class AnswerOriginDetector:
     id = "F4.answer_origin"
     failure_class = F4
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
@@ -318,6 +323,7 @@ class AnswerOriginDetector:
 class AcceptedReportDetector:
     id = "F4.accepted_report"
     failure_class = F4
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         log = AgentLog.of(view)
@@ -341,6 +347,7 @@ class FirstCommitmentDetector:
 
     id = "F4.first_commitment"
     failure_class = F4
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         t = view.traj
