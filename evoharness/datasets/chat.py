@@ -174,18 +174,15 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
             raw_calls = m.get("tool_calls")
             blank = not text or text.isspace()
             if raw_calls:
+                if type(raw_calls) is not list:  # a number was a TypeError; an object or a text, malformed calls
+                    raise RecordSkipped("malformed_tool_call")
                 calls = []
                 for c in raw_calls:
                     calls.append(_tool_call(c, f"call_{n_calls}", parsed))
                     n_calls += 1
                 msg = {"role": "assistant", "content": None if blank else text,
                        "tool_calls": [c for _, c in calls]}
-                if calls:
-                    pending, pending_at, pending_turn = calls, len(out), raw_i
-                else:  # an empty iterable that is not a list (``{}``)
-                    del msg["tool_calls"]
-                    if blank:
-                        raise RecordSkipped("empty_assistant_turn")
+                pending, pending_at, pending_turn = calls, len(out), raw_i
             elif blank:
                 raise RecordSkipped("empty_assistant_turn")
             else:

@@ -167,3 +167,16 @@ def test_record_lines_are_the_bytes_to_json_writes():
     assert _dump_record(nan) == pydantic_core.to_json(nan) + b"\n" and b"NaN" in _dump_record(nan)
     with pytest.raises(pydantic_core.PydanticSerializationError):
         _dump({"messages": [{"role": "user", "content": "\ud800"}]})
+
+
+@pytest.mark.parametrize("calls", [5, 2.5, True, "call", {"id": "c"}])
+def test_tool_calls_that_are_not_a_list_skip_the_record(calls):
+    """Any JSON may stand in a trace's ``tool_calls``: a number was a TypeError out of the export (a traceback);
+    it is a malformed call, as an object or a text already were."""
+    from evoharness.traces.models import Trajectory
+
+    t = Trajectory.with_messages([{"role": "user", "content": "hi"},
+                                  {"role": "assistant", "content": "x", "tool_calls": calls},
+                                  {"role": "assistant", "content": "done"}], id="a", task_id="t")
+    with pytest.raises(RecordSkipped, match="malformed_tool_call"):
+        to_record(t)
