@@ -12,7 +12,8 @@ What cleaning does (a record that cannot be cleaned is skipped with a reason, ne
   no recorded result, so those unanswered calls are dropped and the turn keeps its text (a turn
   left with no text is dropped);
 - trailing messages after the last assistant reply without tool calls are dropped (they teach
-  nothing); a record with no such reply is skipped;
+  nothing); a record with no such reply is skipped, and so is one with a system message after the
+  conversation started (the chat format allows system messages only first);
 - tool-call ids are re-keyed ``call_0``, ``call_1``, ... in record order;
 - ``tools`` declares every function called: the trajectory's own declarations
   (``meta["tools"]``, OpenAI tool objects or bare function objects) first, then one inferred from the
@@ -169,6 +170,8 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
             pending = []
         if role == "user" or role == "system":
             if text and not text.isspace():  # an empty system/user message carries nothing
+                if role == "system" and out and out[-1]["role"] != "system":  # the chat format has none there
+                    raise RecordSkipped("system_message_mid_conversation")
                 out.append({"role": role, "content": text})
         elif role == "assistant":
             raw_calls = m.get("tool_calls")

@@ -180,3 +180,22 @@ def test_tool_calls_that_are_not_a_list_skip_the_record(calls):
                                   {"role": "assistant", "content": "done"}], id="a", task_id="t")
     with pytest.raises(RecordSkipped, match="malformed_tool_call"):
         to_record(t)
+
+
+def test_a_system_message_mid_conversation_skips_the_record(tmp_path, capsys):
+    """It was kept, so the exporter's own check stopped the export with an AssertionError traceback."""
+    from evoharness.cli import main
+    from evoharness.traces.models import Trajectory
+    from evoharness.traces.store import write_trajectories
+
+    late = Trajectory.with_messages([{"role": "user", "content": "hi"}, {"role": "developer", "content": "note"},
+                                     {"role": "assistant", "content": "done"}], id="late", task_id="t", score=1.0)
+    early = Trajectory.with_messages([{"role": "system", "content": "be brief"}, {"role": "system", "content": "x"},
+                                      {"role": "user", "content": "hi"}, {"role": "system", "content": " "},
+                                      {"role": "assistant", "content": "done"}], id="early", task_id="t", score=1.0)
+    with pytest.raises(RecordSkipped, match="system_message_mid_conversation"):
+        to_record(late)
+    assert [m["role"] for m in to_record(early)["messages"]] == ["system", "system", "user", "assistant"]
+    write_trajectories(tmp_path / "t.jsonl", [late, early])
+    assert main(["dataset", "export", "-t", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o")]) == 0
+    assert "wrote 1 records" in capsys.readouterr().out
