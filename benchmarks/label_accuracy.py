@@ -12,7 +12,8 @@ evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx 
 
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
-signals). It reads per-detector results, so it is refused unless ``--only`` names the tuning set or its parts.
+signals). It reads per-detector results, so it is refused unless ``--holdout --only`` names the tuning two thirds
+(``who-and-when/Algorithm-Generated/tuning``): not the held-out third, not a test set.
 
 With ``--labeller llm`` the LLM judge (falling back to the rules on any error) is scored beside the rule
 labeller and the trivial ones on the same records; the fallbacks, the model calls and the seconds per
@@ -57,7 +58,7 @@ def main() -> int:
     ap.add_argument("--holdout", action="store_true",
                     help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash)")
     ap.add_argument("--by-signal", action="store_true",
-                    help="per set, the labeller's first signal by detector (tuning set only: needs --only)")
+                    help="first signal by detector (tuning two thirds only: --holdout --only SET/tuning)")
     ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
     ap.add_argument("--model", help="the judge's model: openai:URL[#model]")
     ap.add_argument("--context", type=int, default=8192, help="the judge model's context in tokens")
@@ -71,9 +72,9 @@ def main() -> int:
     if args.labeller == "llm" and not args.model:
         print("error: --labeller llm needs --model openai:URL[#model]", file=sys.stderr)
         return 2
-    if args.by_signal and not args.only or any(o != TUNING_SET and not o.startswith(TUNING_SET + "/")
-                                                 for o in args.only or []):
-        print(f"error: --by-signal reads per-detector results: only with --only {TUNING_SET}[/tuning|/held-out]",
+    # per-detector results invite tuning: only on the tuning two thirds, never the held-out third or a test set
+    if args.by_signal and (not args.holdout or not args.only or any(o != TUNING_SET + "/tuning" for o in args.only)):
+        print(f"error: --by-signal reads per-detector results: only with --holdout --only {TUNING_SET}/tuning",
               file=sys.stderr)
         return 2
     roots = public_sets(args.data)

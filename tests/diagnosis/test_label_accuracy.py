@@ -109,13 +109,15 @@ def test_signal_breakdown_counts_the_chosen_detector_and_the_ceiling_among_all_s
 
 
 @pytest.mark.parametrize("only", [[], ["who-and-when/Hand-Crafted"],
-                                  ["who-and-when/Algorithm-Generated", "agentrx/Magentic-One"]])
-def test_by_signal_is_refused_unless_only_the_tuning_set_is_named(only, capsys, monkeypatch):
+                                  ["who-and-when/Algorithm-Generated", "agentrx/Magentic-One"],
+                                  ["who-and-when/Algorithm-Generated"],
+                                  ["who-and-when/Algorithm-Generated/held-out"]])
+def test_by_signal_is_refused_unless_only_the_tuning_two_thirds_are_named(only, capsys, monkeypatch):
     import runpy
     import sys
 
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
-    argv = [str(script), "--by-signal", *[a for o in only for a in ("--only", o)]]
+    argv = [str(script), "--by-signal", "--holdout", *[a for o in only for a in ("--only", o)]]
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit) as e:
         runpy.run_path(str(script), run_name="__main__")
