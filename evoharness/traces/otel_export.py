@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -213,6 +212,11 @@ class _SendLog(logging.Handler):
             self.refused = True
 
 
+# --timeout's accepted range: below it no request can finish (the exporter reported a tiny value as a refusal);
+# above it (an hour) a huge value broke its deadline arithmetic, also reported as a refusal
+TIMEOUT_RANGE = (0.1, 3600.0)
+
+
 def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpoint: str | None = None,
            run_dir: Path | None = None, service_name: str = "evoharness", timeout: float = DEFAULT_TIMEOUT,
            on_retry: Callable[[str], None] | None = None) -> int:
@@ -222,8 +226,8 @@ def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpo
     (the exporter's retries with back-off included: a dead receiver is retried after ~1, 2, 4 ... s while
     the time lasts) stops the export with an ``InputError`` naming the reason and how many traces went.
     ``on_retry`` gets one line per retry (progress: the reason and the wait)."""
-    if endpoint is not None and not (timeout > 0 and math.isfinite(timeout)):
-        raise InputError("--timeout", f"must be a positive number of seconds, got {timeout}")
+    if endpoint is not None and not (TIMEOUT_RANGE[0] <= timeout <= TIMEOUT_RANGE[1]):  # NaN fails both
+        raise InputError("--timeout", f"must be {TIMEOUT_RANGE[0]:g} to {TIMEOUT_RANGE[1]:g} seconds, got {timeout}")
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
