@@ -171,7 +171,8 @@ def verify(
         typer.echo(verdict.table())
         if m.get("needs_rollouts"):
             typer.echo(f"undecided: about {m['needs_rollouts']} more rollouts needed; re-run with "
-                       f"--rollouts {m['suggested_k']} (the rollouts already paid are reused from the cache)")
+                       f"--rollouts {m['suggested_k']} (the rollouts already paid are reused from the cache); "
+                       "re-verify once at most: each further re-run is another chance for a null edit to pass")
         typer.echo(f"reading {m['reading']:.4f}; rollouts paid {ledger.rollouts} "
                    f"({runner.hits} from cache); budget left {ledger.left:g}")
     if not verdict.accepted:

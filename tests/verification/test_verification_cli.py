@@ -97,7 +97,7 @@ def test_verify_says_undecided_and_how_many_more_rollouts_decide_it(setup, capsy
     out = capsys.readouterr().out
     assert "UNDECIDED (undecided: the targeted gain did not cross" in out and "REJECTED" not in out
     assert "| sequential_gain | FAIL |" in out and out.count("| FAIL |") == 1
-    assert "about 140 more rollouts needed; re-run with --rollouts 11" in out
+    assert "about 140 more rollouts needed; re-run with --rollouts 11" in out and "re-verify once at most" in out
     paid = runner.rollouts
     # what it asked for decides it, and the rollouts already paid are reused
     assert main(["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "11"]) == 0
