@@ -9,9 +9,10 @@ export EVOHARNESS_TEST_ENDPOINT=1
 # services.sh starts Docker and PostgreSQL and prints where they are as `export` lines
 eval "$(bash scripts/services.sh)"
 .venv/bin/ruff check evoharness tests benchmarks
-# EVOHARNESS_TEST_WORKERS=N (opt-in, default 1): N pytest-xdist processes, whole files to each
-# (--dist loadfile keeps a file's module fixtures in one process); docs/testing.md says what it measured
-workers=${EVOHARNESS_TEST_WORKERS:-1}
+# EVOHARNESS_TEST_WORKERS=N (default 2; 1: one process): N pytest-xdist processes, whole files to each
+# (--dist loadfile keeps a file's module fixtures in one process), slowest files first (tests/conftest.py);
+# docs/testing.md says what it measured
+workers=${EVOHARNESS_TEST_WORKERS:-2}
 case "$workers" in ''|*[!0-9]*|0) echo "error: EVOHARNESS_TEST_WORKERS must be a positive integer, got '$workers'" >&2; exit 2;; esac
 parallel=()
 if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
