@@ -212,8 +212,8 @@ class _SendLog(logging.Handler):
             self.refused = True
 
 
-# --timeout's accepted range: below it no request can finish (the exporter reported a tiny value as a refusal);
-# above it (an hour) a huge value broke its deadline arithmetic, also reported as a refusal
+# --timeout's accepted range, a tenth of a second to an hour: outside it the exporter misreports (1e-300 came
+# back as the receiver refusing the spans, and 1e300 broke its deadline arithmetic with the same message)
 TIMEOUT_RANGE = (0.1, 3600.0)
 
 
