@@ -24,7 +24,9 @@ class DiagnosisConfig(BaseModel):
     friction_min: int = Field(
         2, ge=1, description="Friction (a rejection, a tool error) is consequential -- it fires -- at the "
         "first occurrence that starts this many consecutive assistant turns hitting friction, or that the "
-        "run ended on. A rejection fixed on the next turn never fires (1: every occurrence fires).",
+        "run ended on, unless the agent later got past it (a later call of the same tool went through; after "
+        "a format rejection, any accepted action). A rejection fixed on the next turn never fires (1: every "
+        "occurrence the agent never got past fires).",
     )
     step_budget: int | None = Field(
         None, description="If set, a trajectory with at least this many assistant turns and no "

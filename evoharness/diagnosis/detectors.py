@@ -6,7 +6,8 @@ each at the step where it *became* consequential. Steps index ``Trajectory.messa
 Friction (rejections, blocked calls, tool errors: ``Error: ...`` results, non-zero exits,
 exceptions) must be consequential to fire: the first occurrence the agent did not recover
 from -- the ``friction_min`` - 1 assistant turns after it also hit friction, or the run ended
-on it. A rejection fixed on the next turn is friction, never the failure. An unrecovered
+on it, and no later call of the same tool went through (after a format rejection: no later
+accepted action). A rejection fixed on the next turn, or after several, is friction, never the failure. An unrecovered
 infrastructure fault (``tool_infra_error``) is class E (environment), not F2.
 """
 
@@ -89,12 +90,38 @@ class FrictionDetector:
             streak, nxt = 1, view.next_turn(turn)
             while streak < cfg.friction_min and nxt is not None and nxt in friction_turns:
                 streak, nxt = streak + 1, view.next_turn(nxt)
-            if nxt is None or streak >= cfg.friction_min:
+            if (nxt is None or streak >= cfg.friction_min) and not _recovered(view, occ, step):
                 why = "run ended" if nxt is None and streak < cfg.friction_min else (
                     f"{streak} turns in a row hit friction")
                 return [Signal(id=self.id, failure_class=self.failure_class, step=step,
                                evidence=f"unrecovered {self.kind} ({why}): {quote(ev, 160)}")]
         return []
+
+
+def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int) -> bool:
+    """Did the agent get past the friction at ``step``: a later call of the same tool went through (a
+    result that is no friction occurrence, a call the harness did not block)? Friction at a tool result is
+    the call it answers; at an assistant turn, that turn's calls; anywhere else (a harness message
+    rejecting a reply's format) any tool, so any later accepted action recovers it."""
+    role = view.roles[step] if 0 <= step < len(view.roles) else None
+    names: set[str] | None = None
+    if role == "tool":
+        call_id = str(view.traj.messages[step].get("tool_call_id"))
+        names = {c.name for c in view.calls if c.id == call_id} or None
+    elif role == "assistant":
+        names = {c.name for c in view.calls if c.step == step} or None
+    friction_steps = {s for items in occ.values() for s, _ in items}
+    blocked = _blocked_calls(view) if view.traj.events else ()
+    results = view.results
+    for c in view.calls:
+        if c.step <= step or not c.parsed_ok or c.step in friction_steps or c.id in blocked:
+            continue
+        if names is not None and c.name not in names:
+            continue
+        res = results.get(c.id)
+        if res is not None and res[0] not in friction_steps:
+            return True
+    return False
 
 
 class HarnessErrorDetector:
@@ -153,8 +180,10 @@ class RepeatedActionDetector:
     turns with no progress between the repeats -- no state-changing call in between, and the same result.
 
     The edit -> re-run cycle of a coding agent (an edit between two test runs, a different output each
-    time) is progress, not a loop. Messages without tool calls count their fenced code block as the
-    action (text agents; the next message is its result). Calls the harness blocked are not repeats.
+    time) is progress, not a loop; so is a retry that got through (a later try of the same action gets another
+    result: a tool that failed a few times and then answered). Messages without tool calls count their fenced
+    code block as the action (text agents; the next message is its result). Calls the harness blocked are not
+    repeats.
     """
 
     id = "F3.repeated_action"
@@ -194,7 +223,7 @@ class RepeatedActionDetector:
         actions.sort(key=lambda x: x[0])
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
         changed_since: dict[tuple[str, str], bool] = {}
-        for step, key, result in actions:
+        for j, (step, key, result) in enumerate(actions):
             runs = streak.get(key)
             if runs and (changed_since.get(key) or runs[-1][1] != result):
                 runs = None  # progress since the last repeat: the state changed or the result differs
@@ -206,7 +235,8 @@ class RepeatedActionDetector:
                 for other in changed_since:
                     if other != key:
                         changed_since[other] = True
-            if len(runs) >= cfg.repeat_min:
+            if len(runs) >= cfg.repeat_min and not any(k == key and r != result for _, k, r in actions[j + 1:]):
+                # (a later try of the same action that got another result: a retry that got through, not a loop)
                 name, args = key
                 return [Signal(
                     id=self.id, failure_class=F3, step=step,

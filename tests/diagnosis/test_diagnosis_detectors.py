@@ -80,9 +80,45 @@ def test_rejections_each_fixed_on_the_next_turn_are_friction_not_the_failure():
     b.say("bad 2").user("rejected").event("format_rejected", "found 3 actions")
     b.call("bash", {"command": "cat f"}, result="ok")
     assert fired(FrictionDetector("format_rejected"), b.deliver("done").build(score=0.0)) == []
-    # with friction_min=1 every occurrence is consequential
-    [s] = fired(FrictionDetector("format_rejected"), b.build(score=0.0), DiagnosisConfig(friction_min=1))
+    # recovered, each is friction even with friction_min=1
+    assert fired(FrictionDetector("format_rejected"), b.build(score=0.0), DiagnosisConfig(friction_min=1)) == []
+
+
+def test_rejections_fixed_after_several_turns_are_friction_not_the_failure():
+    b = TraceBuilder().user("x")
+    for k in range(3):  # three rejected replies in a row, then an accepted action
+        b.say(f"bad {k}").user("rejected").event("format_rejected", f"found {k + 2} actions")
+    b.call("bash", {"command": "ls"}, result="ok")
+    assert fired(FrictionDetector("format_rejected"), b.deliver("done").build(score=0.0)) == []
+    # the same three with no accepted action after them: the agent never got past the harness
+    b = TraceBuilder().user("x")
+    for k in range(3):
+        b.say(f"bad {k}").user("rejected").event("format_rejected", f"found {k + 2} actions")
+    [s] = fired(FrictionDetector("format_rejected"), b.say("I cannot continue.").build(score=0.0))
     assert s.step == 2
+    # friction_min=1: one rejection the agent never got past fires though the next turn hit no friction
+    b = TraceBuilder().user("x").say("bad").user("rejected").event("format_rejected", "found 2 actions")
+    t = b.deliver("done").build(score=0.0)
+    assert fired(FrictionDetector("format_rejected"), t) == []
+    [s] = fired(FrictionDetector("format_rejected"), t, DiagnosisConfig(friction_min=1))
+    assert s.step == 2
+
+
+def test_a_tool_error_retried_until_it_went_through_is_not_the_failure():
+    b = TraceBuilder().user("book it")
+    for _ in range(3):
+        b.call("book", {"id": 1}, result="Error: service busy").event("tool_error", "Error: service busy")
+    t = b.call("book", {"id": 1}, result="booked").deliver("booked").build(score=0.0)
+    assert fired(FrictionDetector("tool_error"), t) == []
+    assert fired(RepeatedActionDetector(), t) == []  # a retry that got through is no loop either
+    b = TraceBuilder().user("book it")
+    for _ in range(3):
+        b.call("book", {"id": 1}, result="Error: service busy").event("tool_error", "Error: service busy")
+    t = b.call("search", {"q": 1}, result="ok").deliver("sorry").build(score=0.0)
+    [s] = fired(FrictionDetector("tool_error"), t)  # another tool going through does not recover this one
+    assert s.step == 2
+    [s] = fired(RepeatedActionDetector(), t)
+    assert s.step == 5
 
 
 def test_tool_error_is_friction_f2_reads_and_infra_faults_are_class_e():

@@ -16,7 +16,9 @@ def _labels(path):
 
 def test_tau_bench_successes_stay_healthy_and_failures_are_located_before_the_end(full_shared_data):
     pairs = _labels(full_shared_data / "tau_bench_airline_gpt4o")
-    assert all(lab.failure_class == "healthy" for t, lab in pairs if t.score == 1.0)
+    assert sum(lab.failure_class == "healthy" for t, lab in pairs if t.score == 1.0) == 84
+    # not even a process signal is recorded in a successful run (a held-back set may read every signal)
+    assert not [s.id for t, lab in pairs if t.score == 1.0 for s in lab.signals if s.id[:2] in ("F2", "F3")]
     failures = [(t, lab) for t, lab in pairs if lab.failure_class != "healthy"]
     assert len(failures) == 116
     at_end = sum(lab.first_signal.step == t.assistant_steps()[-1] for t, lab in failures)
@@ -32,6 +34,8 @@ def test_tau_bench_successes_stay_healthy_and_failures_are_located_before_the_en
 def test_mini_swe_resolved_runs_stay_healthy_and_no_rejection_or_rerun_is_the_failure(full_shared_data):
     pairs = _labels(full_shared_data / "mini_swe_agent_sample")
     assert sum(lab.failure_class == "healthy" for _, lab in pairs) == sum(t.score == 1.0 for t, _ in pairs) == 10
+    # a resolved run rejected twice in a row (django-14631) recovered: no friction signal is recorded
+    assert not [s.id for _, lab in pairs for s in lab.signals if s.id[:2] in ("F2", "F3")]
     firsts = [lab.first_signal.id for _, lab in pairs if lab.failure_class != "healthy"]
     assert len(firsts) == 10
     assert not [f for f in firsts if f in ("F2.format_rejected", "F3.repeated_action")], firsts
