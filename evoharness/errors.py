@@ -22,7 +22,9 @@ class InputError(EvoharnessError):
         self.where = where
         self.reason = reason
         loc = f"{source}:{where}" if where else source
-        super().__init__(f"{loc}: {reason}")
+        # a reason that starts with the source already names it ("--model is for --labeller llm")
+        named = not where and reason.startswith(f"{source} ")
+        super().__init__(reason if named else f"{loc}: {reason}")
 
 
 class EditRejected(EvoharnessError):
