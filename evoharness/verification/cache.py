@@ -1,4 +1,4 @@
-"""A rollout cache keyed by content: harness tree hash, task, seed, model, environment version.
+"""A rollout cache keyed by content: harness tree hash, task, seed, rollout index, model, environment version.
 
 No rollout is paid for twice, and a resumed run reuses what it already has. Storage is one SQLite
 file holding trajectory JSON. `CachingRunner` wraps any `RolloutRunner` with it.
@@ -17,8 +17,10 @@ from evoharness.sandbox.api import RolloutRequest, RolloutRunner
 from evoharness.traces.models import Trajectory
 
 
-def cache_key(tree: str, task_id: str, seed: int, model: str, env_version: str) -> str:
-    raw = json.dumps([tree, task_id, seed, model, env_version])
+def cache_key(tree: str, task_id: str, seed: int, rollout: int, model: str, env_version: str) -> str:
+    """The identity of one rollout. The rollout index is part of it: an offline model's draws are keyed by
+    seed, task *and* rollout, so one seed under two indices is two rollouts, not one."""
+    raw = json.dumps([tree, task_id, seed, rollout, model, env_version])
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
@@ -88,7 +90,7 @@ class CachingRunner:
 
     def key(self, req: RolloutRequest) -> str:
         return cache_key(
-            self.tree_of(req.harness_commit), req.task_id, req.seed, self.model, self.env_version
+            self.tree_of(req.harness_commit), req.task_id, req.seed, req.rollout, self.model, self.env_version
         )
 
     def misses(self, requests: list[RolloutRequest]) -> list[RolloutRequest]:

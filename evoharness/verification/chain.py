@@ -1,8 +1,8 @@
 """The one rollout chain: executor -> retry -> content cache.
 
 Runs, reports (`reports.measure.Measurer`) and the `verify` CLI all build it here, so they share one
-cache file and one rollout identity: `cache.cache_key` (harness tree, task, seed, model spec,
-environment version). A rollout a run cached is reused by `verify` and by reports.
+cache file and one rollout identity: `cache.cache_key` (harness tree, task, seed, rollout index,
+model spec, environment version). A rollout a run cached is reused by `verify` and by reports.
 """
 
 from __future__ import annotations

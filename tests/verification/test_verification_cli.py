@@ -136,7 +136,7 @@ def test_verify_keys_rollouts_as_runs_do(setup, monkeypatch):
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "2"]) == 0
     run = Settings().run
     cache = RolloutCache(Path(os.environ["EVOHARNESS_HOME"]) / "rollout-cache.sqlite")
-    key = cache_key(hr.tree_hash(hr.main_head()), "d0", 0, run.model, env_version(run.env, get_environment(run.env)))
+    key = cache_key(hr.tree_hash(hr.main_head()), "d0", 0, 0, run.model, env_version(run.env, get_environment(run.env)))
     assert cache.has(key)  # exactly the key a run on the defaults (graph/wiring.py) looks up
     cache.close()
 

@@ -55,6 +55,15 @@ def test_cache_keys_by_tree_so_equal_trees_share_rollouts(tmp_path):
     assert runner.misses(reqs("fix")) == []
 
 
+def test_cache_keys_by_rollout_index_so_one_seed_under_two_indices_is_two_rollouts(tmp_path):
+    inner = ScriptedRunner(world())
+    runner = CachingRunner(inner, RolloutCache(tmp_path / "c.sqlite"), model="m", env_version="e1")
+    pair = [RolloutRequest(task_id="d0", harness_commit="main", seed=7, rollout=r) for r in (0, 1)]
+    got = runner.run(pair)
+    assert inner.rollouts == 2 and runner.hits == 0  # not one rollout served twice
+    assert [t.rollout for t in got] == [0, 1]  # each request gets its own index's trajectory
+
+
 class Flaky:
     """Raises ``fails`` InfraErrors, then delegates."""
 
