@@ -33,12 +33,14 @@ def add_root_options(root: Any) -> None:
 
     A leaf that already defines one of those flags keeps its own. Values given after the command
     land in the same ``AppState`` the root callback built (a later ``--config`` wins; ``--set``
-    values add up, root ones first).
+    values add up, root ones first). A ``--config`` or ``--set`` given is read before the command
+    runs, so a bad one is an error even for a command that reads no settings (``noise``, ``schema``).
     """
     shared = [p for p in root.params if p.name in ("config", "set_")]
     for _, command in walk(root):
         if is_group(command):
             continue
+        command.invoke = _settings_checked(command.invoke)
         taken = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
         for param in shared:
             if taken & set(param.opts):
@@ -48,6 +50,18 @@ def add_root_options(root: Any) -> None:
             clone.callback = _store_root_option
             clone.rich_help_panel = "Global options"
             command.params.append(clone)
+
+
+def _settings_checked(invoke: Any) -> Any:
+    """``invoke(ctx)``, after loading the settings when ``--config`` or ``--set`` was given (the loaded
+    settings are kept for the command; loading them also sets up its logging)."""
+    def run(ctx: Any) -> Any:
+        state = ctx.find_root().obj
+        if state is not None and (state.config_path is not None or state.overrides):
+            _ = state.settings
+        return invoke(ctx)
+
+    return run
 
 
 def _store_root_option(ctx: Any, param: Any, value: Any) -> Any:

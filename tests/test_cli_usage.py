@@ -102,6 +102,19 @@ def test_config_after_the_command_is_read(capsys, tmp_path, monkeypatch):
     assert line.startswith("error: settings: run.budget: ")
 
 
+def test_a_bad_config_or_setting_is_refused_by_commands_that_read_no_settings(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = _one_error_line(capsys, ["noise", "--sigma", "0.02", "--config", "nope.toml"])
+    assert line == "error: nope.toml: config file not found"
+    line = _one_error_line(capsys, ["--set", "run.budget=lots", "schema", "trajectory"])
+    assert line.startswith("error: settings: run.budget: ")
+    line = _one_error_line(capsys, ["init", "h", "--set", "no_such.key=1"])
+    assert "no_such" in line
+    assert not (tmp_path / "h").exists()  # refused before the command ran
+    assert main(["noise", "--sigma", "0.02", "--set", "run.budget=10"]) == 0  # a good one is fine
+    assert "resolvable" in capsys.readouterr().out
+
+
 def test_a_value_a_model_refuses_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = _one_error_line(capsys, ["demo", "--sandbox", "foo", "--out", "d"])
