@@ -16,6 +16,7 @@ class AppState:
     def __init__(self, config: Path | None, overrides: list[str]) -> None:
         self.config_path = config
         self.overrides = overrides
+        self.collector = False  # whose log a collector reads (`serve`: JSON lines unless log_format says)
         self._settings = None
 
     @property
@@ -25,15 +26,17 @@ class AppState:
             from evoharness.logging import configure_logging
 
             self._settings = load_settings(self.config_path, self.overrides)
-            configure_logging(self._settings.log_level, self._settings.log_format)
+            configure_logging(self._settings.log_level, self._settings.log_format, collector=self.collector)
         return self._settings
 
 
-def settings_of(ctx: typer.Context):
-    """The loaded ``Settings`` for a command (reads the config on first use)."""
+def settings_of(ctx: typer.Context, *, collector: bool = False):
+    """The loaded ``Settings`` for a command (reads the config on first use). ``collector``: the command's
+    log is read by a log collector, not a person (JSON lines when ``log_format`` is auto and not a TTY)."""
     root_ctx = ctx.find_root()
     if not isinstance(root_ctx.obj, AppState):
         root_ctx.obj = AppState(None, [])
+    root_ctx.obj.collector = root_ctx.obj.collector or collector
     return root_ctx.obj.settings
 
 

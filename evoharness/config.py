@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from evoharness import config_keys
 from evoharness.datasets.config import DatasetsConfig
@@ -95,8 +95,11 @@ class Settings(BaseModel):
         Path(".evoharness"),
         description="Where runs, stores, checkpoints and caches live (relative to the cwd).",
     )
-    log_level: str = Field("warning", description="debug | info | warning | error (progress lines are separate)")
-    log_format: str = Field("auto", description="auto (console on a TTY, JSON otherwise) | console | json")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "warning", description="debug | info | warning | error (progress lines are separate)")
+    log_format: Literal["auto", "console", "json", "plain"] = Field(
+        "auto", description="auto (console on a TTY; otherwise json for `serve`, plain for every other "
+        "command) | console | json | plain (one `warning: event: detail` line per event)")
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     harness_repo: HarnessRepoConfig = Field(default_factory=HarnessRepoConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -105,6 +108,11 @@ class Settings(BaseModel):
     datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:  # "INFO" was read as info before the values were checked
+        return value.strip().lower() if isinstance(value, str) else value
 
     @model_validator(mode="before")
     @classmethod

@@ -1,4 +1,6 @@
-"""structlog set-up: console renderer on a TTY, JSON lines otherwise.
+"""structlog set-up: console renderer on a TTY; otherwise JSON lines for a log collector (`serve`) and one
+plain ``warning: event: detail (key=value ...)`` line for a person (every other command, whose stderr also
+carries its progress and ``error:`` lines).
 
 Bind ``run_id``, ``round`` and ``candidate`` with ``structlog.contextvars.bind_contextvars``
 at each unit of work; every log line then carries them.
@@ -27,11 +29,30 @@ class _Stderr:
         sys.stderr.flush()
 
 
-def configure_logging(level: str = "info", fmt: str = "auto") -> None:
+def plain_line(_logger: Any, method: str, event_dict: dict[str, Any]) -> str:
+    """A structlog renderer: ``warning: sandbox_limit_fallback: cannot mount a tmpfs (run_id=...)``, one line
+    (an exception's traceback, when a call logs one, follows it)."""
+    fields = dict(event_dict)
+    fields.pop("timestamp", None)
+    level = fields.pop("level", method)
+    line = f"{level}: {fields.pop('event', '')}"
+    exc = fields.pop("exception", None)
+    detail = fields.pop("detail", None)
+    if detail is not None:
+        line += f": {' '.join(str(detail).split())}"
+    rest = " ".join(f"{k}={' '.join(str(v).split())}" for k, v in fields.items())
+    return line + (f" ({rest})" if rest else "") + (f"\n{exc.rstrip()}" if exc else "")
+
+
+def configure_logging(level: str = "info", fmt: str = "auto", *, collector: bool = False) -> None:
+    """``fmt``: console | json | plain | auto (console on a TTY; otherwise JSON when ``collector`` -- a
+    service whose log a collector reads -- and a plain line for a person)."""
     import structlog
 
-    use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
-    renderer = structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
+    if fmt == "auto":
+        fmt = "console" if sys.stderr.isatty() else "json" if collector else "plain"
+    renderer = (structlog.dev.ConsoleRenderer() if fmt == "console" else
+                structlog.processors.JSONRenderer() if fmt == "json" else plain_line)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

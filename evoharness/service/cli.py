@@ -34,7 +34,7 @@ def serve(
     from evoharness.service.app import create_app
     from evoharness.service.auth import MIN_TOKEN_LENGTH, TOKEN_ENV
 
-    settings = settings_of(ctx)
+    settings = settings_of(ctx, collector=True)
     token = os.environ.get(TOKEN_ENV) or None
     if insecure_no_auth:
         token = None
