@@ -23,11 +23,22 @@ class AppState:
     def settings(self):
         if self._settings is None:
             from evoharness.config import load_settings
-            from evoharness.logging import configure_logging
 
             self._settings = load_settings(self.config_path, self.overrides)
-            configure_logging(self._settings.log_level, self._settings.log_format, collector=self.collector)
+            self._configure_logging()
         return self._settings
+
+    def collected(self) -> None:
+        """The command's log is read by a collector (`serve`): JSON lines when ``log_format`` is auto."""
+        if not self.collector:
+            self.collector = True
+            if self._settings is not None:  # already loaded (a --set was checked before the command ran)
+                self._configure_logging()
+
+    def _configure_logging(self) -> None:
+        from evoharness.logging import configure_logging
+
+        configure_logging(self._settings.log_level, self._settings.log_format, collector=self.collector)
 
 
 def settings_of(ctx: typer.Context, *, collector: bool = False):
@@ -36,7 +47,8 @@ def settings_of(ctx: typer.Context, *, collector: bool = False):
     root_ctx = ctx.find_root()
     if not isinstance(root_ctx.obj, AppState):
         root_ctx.obj = AppState(None, [])
-    root_ctx.obj.collector = root_ctx.obj.collector or collector
+    if collector:
+        root_ctx.obj.collected()
     return root_ctx.obj.settings
 
 

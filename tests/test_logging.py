@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from evoharness.cli import main
-from evoharness.logging import configure_logging, get_logger
+from evoharness.cli_support import AppState
+from evoharness.logging import get_logger
 
 
 def test_a_command_logs_a_warning_as_one_readable_line(capsys):
@@ -28,7 +29,9 @@ def test_other_fields_follow_the_line_and_info_stays_below_warning(capsys):
 
 
 def test_a_service_logs_json_lines_and_log_format_is_checked(capsys):
-    configure_logging("info", "auto", collector=True)
+    state = AppState(None, ["log_level=info"])
+    _ = state.settings  # `serve --set ...`: the settings are read before the command runs ...
+    state.collected()  # ... and then serve says a collector reads its log
     get_logger("t").error("service.loop_error", error="boom")
     line = json.loads(capsys.readouterr().err)
     assert line["event"] == "service.loop_error" and line["level"] == "error" and line["error"] == "boom"
