@@ -181,7 +181,9 @@ class RepeatedActionDetector:
 
     The edit -> re-run cycle of a coding agent (an edit between two test runs, a different output each
     time) is progress, not a loop; so is a retry that got through (a later try of the same action gets another
-    result: a tool that failed a few times and then answered). Messages without tool calls count their fenced
+    result: a tool that failed a few times and then answered), and a rejection repeated until the agent got past
+    it (the repeats' result is friction -- an ``Error:`` result, a rejection -- and a later call of the same tool
+    went through: the friction rule's recovery). Messages without tool calls count their fenced
     code block as the action (text agents; the next message is its result). Calls the harness blocked are not
     repeats.
     """
@@ -235,7 +237,8 @@ class RepeatedActionDetector:
                 for other in changed_since:
                     if other != key:
                         changed_since[other] = True
-            if len(runs) >= cfg.repeat_min and not any(k == key and r != result for _, k, r in actions[j + 1:]):
+            if len(runs) >= cfg.repeat_min and not any(k == key and r != result for _, k, r in actions[j + 1:]) \
+                    and not self._rejection_got_past(view, step):
                 # (a later try of the same action that got another result: a retry that got through, not a loop)
                 name, args = key
                 return [Signal(
@@ -244,6 +247,20 @@ class RepeatedActionDetector:
                              f"with nothing changed between (same result: {quote(result, 80)})",
                 )]
         return []
+
+
+    @staticmethod
+    def _rejection_got_past(view: TraceView, step: int) -> bool:
+        """The repeats were one rejection or tool error over and over (their result is friction), and the agent
+        then got past it (``_recovered``: a later call of the same tool went through): friction it recovered
+        from, like a single rejection fixed later, not the run's failure."""
+        occ = friction_occurrences(view) if view.traj.events else None
+        if not occ:
+            return False
+        friction_steps = {s for items in occ.values() for s, _ in items}
+        calls = [c for c in view.calls if c.step == step]
+        rejected = [c for c in calls if view.results.get(c.id, (-1, ""))[0] in friction_steps]
+        return bool(rejected) and _recovered(view, occ, view.results[rejected[0].id][0])
 
 
 class TerminationDetector:

@@ -121,6 +121,25 @@ def test_a_tool_error_retried_until_it_went_through_is_not_the_failure():
     assert s.step == 5
 
 
+def test_a_rejection_repeated_until_the_agent_fixed_the_call_is_no_loop():
+    # tau-bench airline 11:2: book_reservation sent three times with the same payment and the same
+    # "Error: payment amount does not add up", then with the right amount: it went through
+    b = TraceBuilder().user("book it")
+    for _ in range(3):
+        b.call("book", {"amount": 299}, result="Error: payment amount does not add up")
+        b.event("tool_error", "Error: payment amount does not add up")
+    t = b.call("book", {"amount": 375}, result="booked").deliver("booked").build(score=0.0)
+    assert fired(RepeatedActionDetector(), t) == []
+    assert fired(FrictionDetector("tool_error"), t) == []
+    # the same three repeats with the same (successful) result are a loop: nothing was rejected
+    b = TraceBuilder().user("find it")
+    for _ in range(3):
+        b.call("search", {"q": "x"}, result="no match")
+    t = b.call("search", {"q": "y"}, result="found").deliver("found").build(score=0.0)
+    [s] = fired(RepeatedActionDetector(), t)
+    assert s.step == 5
+
+
 def test_tool_error_is_friction_f2_reads_and_infra_faults_are_class_e():
     b = TraceBuilder().user("book it").call("book", {"id": 1}, result="Error: payment amount does not add up")
     b.event("tool_error", "Error: payment amount does not add up").say("Let me recompute.")

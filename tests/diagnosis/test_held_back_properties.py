@@ -34,13 +34,17 @@ def _first_write(traj):
     return None
 
 
-def _with_failed_tries(record, tries: int, recover: bool = True):
+def _with_failed_tries(record, tries: int, recover: bool = True, same_args: bool = True):
     """The record with ``tries`` failed calls (``Error: ...`` results) of its first write inserted before the
-    call that succeeded; with ``recover=False`` the run ends on the last failure instead."""
+    call that succeeded -- the same call, or with ``same_args=False`` one with other arguments (the agent fixed
+    the call); with ``recover=False`` the run ends on the last failure instead."""
     rec = copy.deepcopy(record)
     traj = rec["traj"]
     i = _first_write(traj)
     call = traj[i]["tool_calls"][0]
+    if not same_args:
+        args = {**json.loads(call["function"]["arguments"]), "payment_id": "gift_card_0000000"}
+        call = {**call, "function": {**call["function"], "arguments": json.dumps(args)}}
     inserted = []
     for k in range(tries):
         cid = f"{call['id']}_failed{k}"
@@ -58,12 +62,12 @@ def _label_tau(tmp_path, records):
     return [labeller.label(t) for t in load_paths([path])]
 
 
-@pytest.mark.parametrize("tries", [1, 2, 3])
-def test_a_tool_error_retried_with_success_is_never_the_failure(full_shared_data, tmp_path, tries):
+@pytest.mark.parametrize(("tries", "same_args"), [(1, True), (2, True), (3, True), (3, False)])
+def test_a_tool_error_retried_with_success_is_never_the_failure(full_shared_data, tmp_path, tries, same_args):
     records = [r for r in _tau_records(full_shared_data) if _first_write(r["traj"]) is not None]
     failed = [r for r in records if r["reward"] == 0][:20]
     passed = [r for r in records if r["reward"] == 1][:20]
-    labels = _label_tau(tmp_path, [_with_failed_tries(r, tries) for r in failed + passed])
+    labels = _label_tau(tmp_path, [_with_failed_tries(r, tries, same_args=same_args) for r in failed + passed])
     assert len(labels) == len(failed) + len(passed) == 40
     assert all(lab.failure_class == "healthy" for lab in labels[len(failed):])
     bad = [(lab.trajectory_id, lab.first_signal.id) for lab in labels[:len(failed)]
