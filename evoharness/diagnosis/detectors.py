@@ -153,9 +153,12 @@ def _blocked_calls(view: TraceView) -> set[str]:
 
 READ_ONLY_TOOL = re.compile(
     r"(get|find|list|search|read|view|lookup|look_up|check|query|fetch|calculate|think|describe|show)", re.IGNORECASE)
+# in-place edits whatever the flags before ``-i`` (``sed -i``, ``sed -E -i``, ``sed -ri``, ``sed --in-place``,
+# ``perl -pi -e``), redirections, file moves, patches, git and pip changes, writes from Python
 MUTATING_COMMAND = re.compile(
-    r"sed\s+-i|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|"
-    r"stash|commit|restore)|pip\s+install|apply_patch|str_replace|\.write\(|open\([^)]*['\"][wa]['\"]")
+    r"\b(?:sed|perl)\s+(?:-[^\s-]\S*\s+)*-(?:[a-zA-Z]*i|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
+    r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
+    r"apply_patch|str_replace|\.write\(|open\([^)]*['\"][wa]['\"]")
 
 
 SHELL_TOOLS = frozenset({"bash", "code", "shell", "execute", "run"})
