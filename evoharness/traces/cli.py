@@ -62,6 +62,8 @@ def export_otel(
     if run_dir is not None and not (run_dir / "trajectories.jsonl").is_file():
         raise InputError(str(source), "not a run directory (no trajectories.jsonl)")
     path = run_dir / "trajectories.jsonl" if run_dir is not None else source
+    if out is not None:  # the spans are written over --out after the input is read: never over the input itself
+        output_apart(out, [path, *([run_dir / "summary.json"] if run_dir is not None else [])])
     n = export(load_paths([path]), out=out, endpoint=endpoint, run_dir=run_dir, service_name=service_name,
                timeout=timeout, on_retry=retrying)
     typer.echo(f"exported {n} trajectories as {n} traces to {out or endpoint}")

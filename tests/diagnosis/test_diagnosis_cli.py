@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 from evoharness.cli import main
@@ -99,6 +100,14 @@ def test_an_output_in_an_input_directory_is_not_read_and_an_input_file_is_not_ov
         assert capsys.readouterr().err.splitlines() == [
             f"error: --out: {canon} is also an input: write the output to another file"]
         assert len(canon.read_text().splitlines()) == 4
+    link = tmp_path / "link.jsonl"  # the input under another name (a hard link): refused the same way
+    os.link(canon, link)
+    for cmd in ("label", "import"):
+        assert main([cmd, str(canon), "--out", str(link)]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: --out: {link} is also an input: write the output to another file"]
+        assert len(canon.read_text().splitlines()) == 4
+    link.unlink()
     # an input file inside an input directory, named as the output: its format is not the command's own, so it
     # is an input, not an earlier run's output -- refused, not emptied unread
     trace = next(f for f in sorted((imported / "trajs").rglob("*.json")))

@@ -75,6 +75,17 @@ def test_run_dir_verdicts_and_bad_usage(tmp_path, capsys):
     assert "exactly one of --out FILE or --endpoint URL" in capsys.readouterr().err
     assert main(["export-otel", str(tmp_path), "-o", str(out)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+    # --out naming the input (the run's own files, a trace file, a hard link to it) is refused, the input kept
+    single = tmp_path / "single.jsonl"
+    write_trajectories(single, [t])
+    (tmp_path / "link.jsonl").hardlink_to(single)
+    before = {p: p.read_bytes() for p in (run / "trajectories.jsonl", run / "summary.json", single)}
+    for src, dest in ((run, run / "trajectories.jsonl"), (run, run / "summary.json"), (single, single),
+                      (single, tmp_path / "link.jsonl")):
+        assert main(["export-otel", str(src), "-o", str(dest)]) == 2, dest
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: --out: {dest} is also an input: write the output to another file"]
+    assert {p: p.read_bytes() for p in before} == before
     # an [otel] install missing a piece (the JSON encoder, the HTTP exporter) is one error line naming the
     # extra, not a traceback
     for module in ("opentelemetry.exporter.otlp.json.common.trace_encoder",

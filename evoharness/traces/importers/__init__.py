@@ -29,6 +29,7 @@ AgentRx message list) is parsed whole.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,13 +68,14 @@ OnInvalid = Callable[[InputError], None]
 
 def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None) -> Iterator[Path]:
     """Expand directories (recursively, sorted) into their trace files; ``exclude`` (a resolved path: the
-    command's own output, see ``output_apart``) is left out of a directory's."""
+    command's own output, see ``output_apart``, under any name: a hard link too) is left out of a directory's."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
+            own = _file_id(exclude) if exclude is not None else None  # written by now: the caller opened it
             for f in sorted(p.rglob("*")):
                 if (f.is_file() and not f.name.startswith(".") and _is_trace_file(f)
-                        and (exclude is None or f.resolve() != exclude)):
+                        and (exclude is None or (f.resolve() != exclude and (own is None or _file_id(f) != own)))):
                     yield f
         elif p.is_file():
             yield p
@@ -93,13 +95,28 @@ def output_apart(out: Path | str, paths: Iterable[Path | str], *,
     target = Path(out).resolve()
     for raw in paths:
         p = Path(raw)
-        if p.is_file() and p.resolve() == target:
+        if p.is_file() and (p.resolve() == target or _same_file(p, target)):
             raise InputError("--out", f"{out} is also an input: write the output to another file")
         if (ours is not None and p.is_dir() and p.resolve() in target.parents and target.is_file()
                 and not target.name.startswith(".") and _is_trace_file(target) and not ours(_head_line(target))):
             raise InputError("--out", f"{out} is a trace file in the input directory {raw}, not one this command "
                                       "wrote: write the output to another file")
     return target
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it does not exist (yet)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file under two names (a hard link: ``resolve`` tells them apart)."""
+    ida = _file_id(a)
+    return ida is not None and ida == _file_id(b)
 
 
 def _head_line(path: Path, limit: int = 1 << 20) -> bytes:
