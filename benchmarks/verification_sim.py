@@ -268,11 +268,12 @@ def _summarise(res: list[dict], n: int) -> dict:
     for kind in ("true", "null"):
         row[f"undecided_{kind}_k"] = sum(r["undecided"][kind] for r in res)
         row[f"undecided_{kind}_n"] = sum(r["proposed"][kind] for r in res)
-    asked = sorted(x for r in res for x in r["asked"])
-    row["asked_median"] = statistics.median(asked) if asked else None
+    row["asked"] = sorted(x for r in res for x in r["asked"])  # kept, so repeats pool the values themselves
+    row["asked_median"] = statistics.median(row["asked"]) if row["asked"] else None
     opt = [x for r in res for x in r["optimism"]]
     row["selection_optimism"] = sum(opt) / len(opt) if opt else None
     row["selection_optimism_ci"] = mean_ci(opt) if opt else None
+    row["selection_optimism_count"] = len(opt)
     return row
 
 
@@ -308,7 +309,9 @@ def mean_ci(values: list[float], z: float = 1.96) -> list[float] | None:
 
 def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
     """The repeats' figures pooled: rates over all proposals (with their intervals), means over all
-    runs (intervals dropped: the per-repeat spread is printed instead)."""
+    runs (intervals dropped: the per-repeat spread is printed instead), the median of every "more
+    rollouts asked" value of all repeats (not a mean of the repeats' medians), and the optimism as the
+    mean of every re-anchoring's reading (weighted by re-anchorings, not by runs)."""
     if len(reps) == 1:
         return reps[0]
     out = {}
@@ -317,7 +320,8 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
         runs = sum(row["runs"] for row in rows)
         merged: dict = {"runs": runs}
         for key in rows[0]:
-            if key == "runs" or key.endswith(("_ci", "_n", "_k", "_cp_upper", "_cp_upper_1s")):
+            if key in ("runs", "asked", "asked_median", "selection_optimism", "selection_optimism_count") \
+                    or key.endswith(("_ci", "_n", "_k", "_cp_upper", "_cp_upper_1s")):
                 continue
             if f"{key}_k" in rows[0]:  # a rate: recount
                 acc, prop = sum(row[f"{key}_k"] for row in rows), sum(row[f"{key}_n"] for row in rows)
@@ -330,6 +334,13 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
             merged[key] = sum(v * w for v, w in vals) / total if vals and total else None
         for key in ("undecided_true_k", "undecided_true_n", "undecided_null_k", "undecided_null_n"):
             merged[key] = sum(row[key] for row in rows)
+        merged["asked"] = sorted(x for row in rows for x in row["asked"])
+        merged["asked_median"] = statistics.median(merged["asked"]) if merged["asked"] else None
+        opt = [(row["selection_optimism"], row["selection_optimism_count"]) for row in rows
+               if row["selection_optimism"] is not None]
+        merged["selection_optimism_count"] = sum(n for _, n in opt)
+        merged["selection_optimism"] = (sum(v * n for v, n in opt) / merged["selection_optimism_count"]
+                                        if merged["selection_optimism_count"] else None)
         out[name] = merged
     return out
 

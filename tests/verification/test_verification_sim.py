@@ -136,3 +136,23 @@ def test_weights_analysis_oracle_weights_bound_every_weighting():
     assert row["tasks"] > 3
     assert all(row[name] <= row["oracle"] + 1e-12 for name in mod.WEIGHTINGS)
     assert mod.noncentrality([1.0, 1.0], [0.1, 0.1], [0.5, 0.5]) == pytest.approx(0.2)
+
+
+def _world_result(asked: list[int], optimism: list[float]) -> dict:
+    counts = {k: 1 for k in ("true", "null", "harmful", "noisefit")}
+    return {"accepted": {**counts, "null": 0}, "proposed": counts, "undecided": {**counts, "null": 0},
+            "asked": asked, "rollouts": 100, "per_candidate": 25.0, "heldout_gain": 0.01, "optimism": optimism}
+
+
+def test_repeats_pool_the_asked_values_and_the_optimism_readings_not_their_per_repeat_summaries(bench):
+    """--repeat N: the median "more rollouts asked" is the median of every value asked in every repeat
+    (before: the runs-weighted mean of the repeats' medians, here (200 + 1000) / 2 = 600), and the optimism
+    the mean of every re-anchoring's reading (before: weighted by runs, here (0.01 + 0.05) / 2)."""
+    first = bench._summarise([_world_result([100, 200, 300], [0.01, 0.01, 0.01])], 1)
+    second = bench._summarise([_world_result([1000], [0.05])], 1)
+    assert (first["asked_median"], second["asked_median"]) == (200, 1000)
+    row = bench.pooled([{"s": first}, {"s": second}])["s"]
+    assert row["asked_median"] == 250  # median of 100, 200, 300, 1000
+    assert row["selection_optimism"] == pytest.approx((3 * 0.01 + 0.05) / 4)
+    assert row["runs"] == 2 and row["power_k"] == 2 and row["power_n"] == 2
+    assert row["heldout_gain"] == pytest.approx(0.01)
