@@ -120,13 +120,16 @@ def verify(
     """Verify CANDIDATE against a fresh anchor of main; print the gate table (exit 1 if rejected or undecided).
 
     UNDECIDED: the targeted gain is positive but did not cross its boundary; the verdict says how many more
-    rollouts would decide it and the --rollouts to re-run with.
+    rollouts would decide it and the --rollouts to re-run with. One re-verification is allowed: every test of a
+    commit against main's head is recorded in the harness repo (refs/notes/<notes_ref>-tests, with or without
+    --record), and a further test after an undecided verdict and its re-verification is refused (exit 2).
     """
     from evoharness.envs import get_environment
     from evoharness.harness_repo.repo import HarnessRepo
     from evoharness.verification.budget import BudgetLedger
     from evoharness.verification.chain import build_chain
     from evoharness.verification.hunks import GitParts
+    from evoharness.verification.retests import RetestLog
     from evoharness.verification.verifier import Verifier
 
     settings = settings_of(ctx)
@@ -148,19 +151,27 @@ def verify(
     from evoharness.harness_repo.signing import VerdictSigner
 
     verifier = Verifier(runner, cfg, signer=VerdictSigner(repo.repo), hunks=GitParts(repo))
+    main_head = repo.main_head()
     try:
-        # main's anchor on round-0 seeds: every candidate verified from the CLI shares it (cached)
-        anchor = verifier.measure_anchor(repo.main_head(), task_list, cfg.anchor_rollouts, ledger=ledger)
-        plan = verifier.plan(cand, anchor, cfg.strategy, ledger)
-        if not as_json:
-            typer.echo(f"anchor {anchor.commit[:10]}: mean {anchor.mean:.4f}, sigma {anchor.sigma:.4f}, "
-                       f"k={anchor.k}")
-            typer.echo(plan.summary())
-        verdict = verifier.evaluate(cand, anchor, ledger=ledger, plan=plan).verdict
+        # every test of this commit against main's head is recorded; after an undecided verdict one more is
+        # allowed, then none (retests.py): refused here, before a rollout is paid
+        with RetestLog(repo).test(cand.commit, main_head, rollouts) as slot:
+            # main's anchor on round-0 seeds: every candidate verified from the CLI shares it (cached)
+            anchor = verifier.measure_anchor(main_head, task_list, cfg.anchor_rollouts, ledger=ledger)
+            plan = verifier.plan(cand, anchor, cfg.strategy, ledger)
+            if not as_json:
+                if slot["reverification"]:
+                    typer.echo(f"re-verification of {cand.commit[:10]} after an undecided verdict (test "
+                               f"{slot['number']} against main {main_head[:10]}): the last one allowed")
+                typer.echo(f"anchor {anchor.commit[:10]}: mean {anchor.mean:.4f}, sigma {anchor.sigma:.4f}, "
+                           f"k={anchor.k}")
+                typer.echo(plan.summary())
+            verdict = slot["verdict"] = verifier.evaluate(cand, anchor, ledger=ledger, plan=plan).verdict
+            slot["noted"] = record
+            if record:
+                repo.record_verdict(verdict)
     finally:
         runner.close()
-    if record:
-        repo.record_verdict(verdict)
     if as_json:
         typer.echo(verdict.model_dump_json(indent=2))
     else:
@@ -169,10 +180,15 @@ def verify(
         typer.echo(f"\n{verdict.candidate} @ {verdict.commit[:10]} vs main {verdict.base[:10]}: "
                    f"{word} ({verdict.reason})")
         typer.echo(verdict.table())
-        if m.get("needs_rollouts"):
+        if m.get("needs_rollouts") and slot["reverification"]:
+            typer.echo("undecided again after its one re-verification: not accepted, and a further test of this "
+                       "commit against this main is refused (each would be another chance for an edit that "
+                       "changes nothing to pass)")
+        elif m.get("needs_rollouts"):
             typer.echo(f"undecided: about {m['needs_rollouts']} more rollouts needed; re-run with "
                        f"--rollouts {m['suggested_k']} (the rollouts already paid are reused from the cache); "
-                       "re-verify once at most: each further re-run is another chance for a null edit to pass")
+                       "one re-verification is allowed: a further one is refused, as each would be another "
+                       "chance for an edit that changes nothing to pass")
         typer.echo(f"reading {m['reading']:.4f}; rollouts paid {ledger.rollouts} "
                    f"({runner.hits} from cache); budget left {ledger.left:g}")
     if not verdict.accepted:

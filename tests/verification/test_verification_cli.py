@@ -10,6 +10,7 @@ from evoharness.cli import main
 from evoharness.harness_repo.init import init_harness
 from evoharness.harness_repo.models import Edit
 from evoharness.verification import cli as vcli
+from evoharness.verification.retests import RetestLog
 from evoharness.verification.sim import ScriptedRunner, SimHarness, SimTask, SimWorld
 
 ND = "F3.no_delivery"
@@ -97,7 +98,8 @@ def test_verify_says_undecided_and_how_many_more_rollouts_decide_it(setup, capsy
     out = capsys.readouterr().out
     assert "UNDECIDED (undecided: the targeted gain did not cross" in out and "REJECTED" not in out
     assert "| sequential_gain | FAIL |" in out and out.count("| FAIL |") == 1
-    assert "about 140 more rollouts needed; re-run with --rollouts 11" in out and "re-verify once at most" in out
+    assert "about 140 more rollouts needed; re-run with --rollouts 11" in out
+    assert "one re-verification is allowed" in out
     paid = runner.rollouts
     # what it asked for decides it, and the rollouts already paid are reused
     assert main(["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "11"]) == 0
@@ -148,3 +150,93 @@ def test_verify_with_unknown_task_ids_fails_before_spending(setup, capsys, monke
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown task id(s) in synthetic: 'nope', 'd0'" in err[0]
     assert runner.rollouts == 0
+
+
+def _faint(hr, runner, content="- Answer when you can.\n"):
+    faint = hr.create_candidate(Edit(message="Answer a little more often", targets=ND,
+                                     changes=[{"path": "lessons.md", "content": content}]), round=1)
+    runner.world.add(faint.commit, SimHarness(factor={ND: 0.8}), "faint")  # a gain of 0.18: undecided at k=4
+    return faint
+
+
+def test_a_second_re_verification_of_an_undecided_candidate_is_refused_before_spending(setup, capsys):
+    """Test, re-verification, then refused: a third test would let a null edit pass with more than 2x alpha."""
+    hr, _, _, runner = setup
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    assert main(args) == 1 and "UNDECIDED" in capsys.readouterr().out  # no --record: recorded all the same
+    assert main([*args, "--rollouts", "4"]) == 1  # the same test again (from the cache): it counts all the same
+    out = capsys.readouterr().out
+    assert "re-verification of" in out and "the last one allowed" in out
+    assert "UNDECIDED" in out and "undecided again after its one re-verification" in out and "re-run with" not in out
+    paid = runner.rollouts
+    for k in ("11", "4"):  # what the first verdict asked for, or the first k again: refused alike
+        assert main([*args, "--rollouts", k]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {faint.commit[:10]}: already re-verified once"), err
+        assert "undecided, undecided" in err[0]
+    assert runner.rollouts == paid  # refused before any rollout
+    tests = RetestLog(hr).tests(faint.commit, hr.main_head())
+    assert [(t["outcome"], t["k"]) for t in tests] == [("undecided", 4), ("undecided", 4)]
+
+
+def test_the_one_re_verification_may_accept_and_a_re_run_of_an_accepted_verdict_is_not_limited(setup, capsys):
+    hr, fix, _, runner = setup
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    assert main(args) == 1
+    assert main([*args, "--rollouts", "11"]) == 0 and "ACCEPTED" in capsys.readouterr().out
+    assert main([*args, "--rollouts", "11"]) == 0  # replayed from the cache: the same verdict
+    for _ in range(3):  # never undecided: nothing to bound
+        assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS]) == 0
+
+
+def test_an_undecided_verdict_a_run_noted_counts_as_the_first_test(setup, capsys):
+    hr, _, _, runner = setup
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    assert main([*args, "--record", "--json"]) == 1  # as a run does: the verdict in the candidate's note
+    assert len(RetestLog(hr).tests(faint.commit, hr.main_head())) == 1  # the note and the record: one test
+    RetestLog(hr)._update(hr.repo.commit(faint.commit).hexsha, lambda tests: [])  # only the verdict note is left
+    assert [t["outcome"] for t in RetestLog(hr).tests(faint.commit, hr.main_head())] == ["undecided"]
+    assert main([*args, "--rollouts", "4"]) == 1
+    assert main([*args, "--rollouts", "11"]) == 2
+    assert "already re-verified once" in capsys.readouterr().err
+
+
+def test_a_test_that_produced_no_verdict_leaves_no_record_and_a_dead_reservation_does_not_count(setup, capsys):
+    import socket
+
+    from evoharness.verification.retests import refusal
+
+    hr, _, _, runner = setup
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    assert main([*args, "--budget", "10"]) == 2  # budget exhausted before any rollout: not a test
+    log = RetestLog(hr)
+    assert log.tests(faint.commit, hr.main_head()) == []
+    sha = hr.repo.commit(faint.commit).hexsha
+    dead = {"base": hr.main_head(), "outcome": "running", "host": socket.gethostname(), "pid": 2 ** 22 + 12345}
+    log._update(sha, lambda tests: [dead])
+    assert log.tests(faint.commit, hr.main_head()) == []  # its process is gone
+    live = {**dead, "host": "another-host"}
+    assert "in progress" in refusal([live])
+    assert refusal([{"outcome": "undecided"}]) is None and refusal([{"outcome": "rejected"}] * 3) is None
+    assert "already re-verified" in refusal([{"outcome": "undecided"}, {"outcome": "rejected"}])
+    assert refusal([{"outcome": "undecided"}, {"outcome": "accepted"}]) is None
+
+
+def test_a_verdict_on_the_branch_after_dropped_hunks_is_recorded_on_that_commit_too(setup):
+    """Refused hunks dropped: the verdict is on the branch's new head, which the next `verify` resolves to."""
+    from evoharness.harness_repo.models import Verdict
+
+    hr, fix, null, _ = setup
+    log, base = RetestLog(hr), hr.main_head()
+    with log.test(fix.commit, base, 4) as slot:
+        assert slot["number"] == 1 and not slot["reverification"]
+        slot["verdict"] = Verdict(candidate=fix.branch, commit=null.commit, base=base, accepted=False,
+                                  measurements={"needs_rollouts": 80, "suggested_k": 9})
+    assert [t["outcome"] for t in log.tests(null.commit, base)] == ["undecided"]
+    assert [t["outcome"] for t in log.tests(fix.commit, base)] == ["undecided"]
+    assert log.check(null.commit, base) == (2, True)
+    assert log.tests(null.commit, "0" * 40) == []  # another main head: another hypothesis

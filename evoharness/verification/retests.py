@@ -1,0 +1,143 @@
+"""At most one re-verification of an undecided candidate: every test of a commit against a main head, kept.
+
+An undecided verdict (the sequential gain test's last look short of its boundary, every other gate passing)
+invites a re-run with more rollouts. The test and its re-run may each let an edit that changes nothing
+through with probability ``sequential_alpha``, so the two together with at most twice that (2% at the
+default 0.01). A third test, and every one after it, would add to that bound: re-running until it passes
+(docs/verification.md, "Undecided verdicts"). `RetestLog` enforces the bound for `evoharness verify`:
+
+- every verification of a commit against main's head is recorded as a git note on the commit, under
+  ``refs/notes/<notes_ref>-tests`` (whatever ``--record`` says: the record is what makes the bound hold);
+  a verdict a run noted on the commit (``refs/notes/<notes_ref>``) counts as one test too;
+- after an undecided verdict the same commit may be tested against the same main head once more: the
+  re-verification. Unless that accepted it, any later test is refused (`RetestRefused`) before a rollout
+  is paid. Tests against another main head are another hypothesis and start afresh.
+
+A verification in progress holds a reservation in the record, so two concurrent re-verifications cannot
+both take the one re-run; one whose process died on this host (its pid gone) no longer counts.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from evoharness.errors import InputError
+from evoharness.harness_repo import gitops
+from evoharness.harness_repo.models import Verdict
+
+RUNNING = "running"
+
+
+class RetestRefused(InputError):
+    """A further test of a candidate commit would spend false-accept rate the stated bound does not cover."""
+
+
+def outcome(verdict: Verdict) -> str:
+    """accepted | undecided | rejected."""
+    if verdict.accepted:
+        return "accepted"
+    return "undecided" if verdict.measurements.get("needs_rollouts") else "rejected"
+
+
+def entry(verdict: Verdict, k: int | None = None, noted: bool = False) -> dict:
+    """A test's record; ``noted``: the same test also wrote its verdict into the commit's verdict note."""
+    m = verdict.measurements
+    return {"base": verdict.base, "outcome": outcome(verdict), "k": k if k is not None else m.get("k"),
+            "looks": m.get("looks"), "needs_rollouts": m.get("needs_rollouts"), "suggested_k": m.get("suggested_k"),
+            "signature": verdict.signature, "noted": noted, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _alive(test: dict) -> bool:
+    """A reservation counts unless its process is known to be gone (same host, no such pid)."""
+    if test.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(test.get("pid", 0)), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, OverflowError):
+        return True
+    return True
+
+
+def refusal(tests: list[dict]) -> str | None:
+    """Why one more test of a commit against one main head is refused (``tests``: the earlier ones, in
+    order), or None when it is allowed."""
+    running = [t for t in tests if t.get("outcome") == RUNNING]
+    if running:
+        t = running[0]
+        return (f"a verification of this commit against this main head is in progress (pid {t.get('pid')} on "
+                f"{t.get('host')}, since {t.get('at')}); wait for it")
+    first = next((i for i, t in enumerate(tests) if t.get("outcome") == "undecided"), None)
+    if first is None or first == len(tests) - 1:
+        return None  # never undecided, or this is the one re-verification it allows
+    after = tests[first + 1:]
+    if all(t.get("outcome") == "accepted" for t in after):
+        return None  # the re-verification accepted it: a re-run reproduces that from the cache
+    return (f"already re-verified once after an undecided verdict ({first + 1 + len(after)} tests against this "
+            f"main head: {', '.join(t.get('outcome', '?') for t in tests)}); a further test would let an edit "
+            "that changes nothing pass with more than twice sequential_alpha (docs/verification.md, \"Undecided "
+            "verdicts\"). Not accepted: propose a new candidate, or verify it again after main moves")
+
+
+class RetestLog:
+    """The tests of each candidate commit (``hr``: a `HarnessRepo`), kept in ``refs/notes/<notes_ref>-tests``."""
+
+    def __init__(self, hr) -> None:
+        self.hr = hr
+        self.ref = f"{hr.config.notes_ref}-tests"
+
+    def tests(self, commit: str, base: str) -> list[dict]:
+        """Earlier tests of ``commit`` against ``base``, oldest first: the record's, and the verdict a run
+        noted on the commit unless a recorded test wrote that note (``verify --record``: same signature; a
+        replay from the cache signs the same verdict, so an unnoted one does not stand for the note)."""
+        sha = self.hr.repo.commit(commit).hexsha
+        own = [t for t in (gitops.read_notes(self.hr.repo, self.ref).get(sha) or {}).get("tests", [])
+               if t.get("base") == base and (t.get("outcome") != RUNNING or _alive(t))]
+        noted = self.hr.verdict_of(sha)
+        if noted is not None and noted[1].base == base:
+            v = noted[1]
+            if not any(t.get("noted") and t.get("signature") == v.signature for t in own):
+                own.insert(0, {**entry(v), "at": None, "from": "verdict note"})
+        return own
+
+    def check(self, commit: str, base: str) -> tuple[int, bool]:
+        """(the number this test will have, whether it comes after an undecided verdict: the re-verification);
+        `RetestRefused` when the bound forbids it."""
+        tests = self.tests(commit, base)
+        why = refusal(tests)
+        if why:
+            raise RetestRefused(commit[:10], why)
+        return len(tests) + 1, any(t.get("outcome") == "undecided" for t in tests)
+
+    @contextmanager
+    def test(self, commit: str, base: str, k: int) -> Iterator[dict]:
+        """Check and reserve (under the repo lock), yield the reservation; the caller sets ``verdict`` in it
+        (a `Verdict`; ``noted`` True when it also records the verdict note) and the record gets its outcome.
+        A test that produced no verdict (an error, a budget refused) leaves nothing behind: it accepted
+        nothing."""
+        sha = self.hr.repo.commit(commit).hexsha
+        with gitops.repo_lock(self.hr.repo, self.hr.config.lock_timeout_s):
+            number, retest = self.check(sha, base)
+            stamp = {"base": base, "outcome": RUNNING, "k": k, "host": socket.gethostname(), "pid": os.getpid(),
+                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            self._update(sha, lambda tests: [*tests, stamp])
+        slot: dict = {"number": number, "reverification": retest, "verdict": None, "noted": False}
+        try:
+            yield slot
+        finally:
+            done = slot["verdict"]
+            with gitops.repo_lock(self.hr.repo, self.hr.config.lock_timeout_s):
+                self._update(sha, lambda tests: [t if t != stamp else entry(done, k, slot["noted"]) for t in tests]
+                             if done is not None else [t for t in tests if t != stamp])
+                reduced = self.hr.repo.commit(done.commit).hexsha if done is not None else sha
+                if reduced != sha:  # refused hunks were dropped: the verdict is on the branch's new head
+                    self._update(reduced, lambda tests: [*tests, entry(done, k, slot["noted"])])
+
+    def _update(self, sha: str, change) -> None:
+        note = gitops.read_notes(self.hr.repo, self.ref).get(sha) or {}
+        gitops.write_note(self.hr.repo, self.ref, sha, {**note, "tests": change(note.get("tests", []))})
