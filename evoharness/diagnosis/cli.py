@@ -16,6 +16,7 @@ from evoharness.cli_support import settings_of
 from evoharness.errors import InputError
 from evoharness.traces.importers import FORMAT_NAMES, load_paths, output_apart
 from evoharness.traces.models import Trajectory
+from evoharness.traces.store import replacing
 
 PathsArg = Annotated[list[Path], typer.Argument(help="trace files or directories", show_default=False)]
 FormatOpt = Annotated[str | None, typer.Option("--format", "-f",
@@ -167,16 +168,11 @@ def label(
 
     labeller = Labeller(settings_of(ctx).diagnosis)
     own = output_apart(out, paths, ours=_labels_line)  # an earlier label run's output may be replaced
-    out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    try:
-        with out.open("w") as fh:
-            for t in _stream(paths, fmt, skip_invalid, exclude=own):
-                fh.write(LabelLine.of(labeller.label(t)).model_dump_json() + "\n")
-                n += 1
-    except InputError:
-        out.unlink(missing_ok=True)  # no half-written labels file left behind
-        raise
+    with replacing(out, "w") as fh:  # on bad input no half-written file, and an earlier one is kept
+        for t in _stream(paths, fmt, skip_invalid, exclude=own):
+            fh.write(LabelLine.of(labeller.label(t)).model_dump_json() + "\n")
+            n += 1
     typer.echo(f"wrote {n} labels to {out}")
 
 

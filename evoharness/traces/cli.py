@@ -26,8 +26,12 @@ def import_traces(
         typer.echo(f"skipped: {e}", err=True)
 
     def stream():
+        n = 0
         for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own):
+            n += 1
             yield t.model_copy(update={"split": Split(split)}) if split else t
+        if not n:  # an empty directory is a wrong path, as for `diagnose`; --out is left as it was
+            raise InputError(", ".join(map(str, paths)), "no trajectories found")
 
     if split and split not in ("dev", "heldout", "unknown"):
         raise InputError("--split", f"unknown split {split!r} (dev | heldout | unknown)")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any
 
 import pydantic_core
 from pydantic import ValidationError
@@ -98,12 +100,38 @@ def _line_reason(raw: bytes, e: ValidationError) -> str:
     return f"not a canonical trajectory: {_describe(e)}"
 
 
+@contextmanager
+def replacing(path: Path | str, mode: str = "wb") -> Iterator[IO[Any]]:
+    """A file to write that becomes ``path`` only when the block ends without an error: it is written beside
+    it as ``.NAME.PID.tmp`` (hidden, and no trace file, so no scan of the directory reads it), fsync'd and
+    renamed over ``path``. On an error, or Ctrl-C, ``path`` is left as it was (an earlier output is not
+    lost to a bad input). A ``path`` that is not a regular file (``/dev/stdout``, a FIFO, a symlink) is
+    written through, as before."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        with path.open(mode) as fh:
+            yield fh
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open(mode) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_trajectories(path: Path | str, trajectories: Iterable[Trajectory], *, append: bool = False) -> int:
-    """Write (or append) trajectories as JSONL; returns how many were written."""
+    """Write (or append) trajectories as JSONL; returns how many were written. A write (not an append)
+    replaces ``path`` only once every trajectory is written (``replacing``): an error while the
+    trajectories are produced leaves an earlier file as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("ab" if append else "wb") as fh:
+    with path.open("ab") if append else replacing(path) as fh:
         for t in trajectories:
             fh.write(t.model_dump_json(exclude_defaults=False).encode() + b"\n")
             n += 1

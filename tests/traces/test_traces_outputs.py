@@ -1,0 +1,48 @@
+"""`import` and `label` replace their --out only when they succeed: bad input never costs an earlier output."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.cli import main
+
+
+@pytest.fixture
+def sample(shared_data):
+    return shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
+
+
+@pytest.mark.parametrize("cmd", ["import", "label"])
+def test_bad_input_leaves_the_earlier_output_as_it_was(cmd, sample, tmp_path, capsys):
+    out = tmp_path / "out.jsonl"
+    assert main([cmd, str(sample), "--out", str(out)]) == 0
+    before = out.read_bytes()
+    assert len(before.splitlines()) == 12
+    truncated = tmp_path / "in" / "cut.jsonl"  # a canonical JSONL whose second line was cut short
+    truncated.parent.mkdir()
+    assert main(["import", str(sample), "--out", str(truncated)]) == 0
+    lines = truncated.read_text().splitlines()
+    truncated.write_text(f"{lines[0]}\n{lines[1][:40]}\n")
+    capsys.readouterr()
+    assert main([cmd, str(sample), str(truncated), "--out", str(out)]) == 2  # fails after 13 were written
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {truncated}")
+    assert out.read_bytes() == before  # was emptied (import) or deleted (label)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out.jsonl"]  # no temporary left behind
+
+
+def test_import_of_an_empty_directory_is_an_error_not_an_empty_output(sample, tmp_path, capsys):
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(sample), "--out", str(out)]) == 0
+    (tmp_path / "empty").mkdir()
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "empty"), "--out", str(out)]) == 2  # was "wrote 0 trajectories", exit 0
+    assert capsys.readouterr().err.splitlines() == [f"error: {tmp_path / 'empty'}: no trajectories found"]
+    assert len(out.read_text().splitlines()) == 12
+
+
+def test_import_into_the_input_directory_reads_no_temporary_file(sample, tmp_path, capsys):
+    (tmp_path / "t.json").write_bytes(sample.read_bytes())
+    for _ in range(2):  # the second run replaces the first one's output
+        assert main(["import", str(tmp_path), "--out", str(tmp_path / "all.jsonl")]) == 0
+        assert "wrote 12 trajectories" in capsys.readouterr().out
