@@ -165,7 +165,7 @@ def validate(
     for p in problems[:50]:
         typer.echo(p)
     if problems:
-        fail(f"{len(problems)} problems in {n} records")
+        fail(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {n} record{'s' * (n != 1)}")
     typer.echo(f"{n} records, all valid ({fmt})")
 
 

@@ -37,7 +37,10 @@ def hf_row_errors(row: dict) -> list[str]:
         tools = json.loads(row.get("tools") or "[]")
     except (TypeError, ValueError):
         return ["tools: not a JSON string"]
-    messages = [{k: v for k, v in m.items() if v is not None} for m in row.get("messages") or []]
+    messages = row.get("messages") or []
+    if not isinstance(messages, list):
+        return ["messages: not a list"]
+    messages = [{k: v for k, v in m.items() if v is not None} if isinstance(m, dict) else m for m in messages]
     return openai_errors({"messages": messages, "tools": tools})
 
 
@@ -47,7 +50,11 @@ def validate_parquet(path: Path) -> tuple[int, list[str]]:
     except ModuleNotFoundError:
         raise InputError("--format hf", "needs the `datasets` package (pip install datasets)") from None
     n, problems = 0, []
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
+    try:
+        data = pq.ParquetFile(path)
+    except (ValueError, OSError) as e:  # pyarrow's ArrowInvalid is a ValueError: not parquet, or cut short
+        raise InputError(str(path), f"not a parquet file ({str(e).splitlines()[0][:200]})") from None
+    for batch in data.iter_batches(batch_size=256):
         for row in batch.to_pylist():
             n += 1
             problems += [f"row {n}: {e}" for e in hf_row_errors(row)]

@@ -71,14 +71,14 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
         if role == "tool":  # the commonest roles first; the checks are those of the docstring, in its order
             seen_other = True
             cid = m.get("tool_call_id")
-            if cid in pending:
+            if isinstance(cid, str) and cid in pending:  # (ids are strings; a list or object is no id)
                 pending.discard(cid)
             else:
                 errs.append(f"messages[{i}]: tool_call_id {cid!r} answers no pending call")
             if not isinstance(m.get("content"), str):
                 errs.append(f"messages[{i}]: tool content must be a string")
             continue
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             errs.append(f"messages[{i}]: bad role {role!r}")
             continue
         content = m.get("content")
@@ -119,7 +119,7 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
             if not isinstance(fn, dict) or c.get("type") != "function":
                 errs.append(f"messages[{i}].tool_calls[{j}]: not a function call")
                 continue
-            if fn.get("name") not in declared:
+            if not isinstance(fn.get("name"), str) or fn.get("name") not in declared:
                 errs.append(f"messages[{i}].tool_calls[{j}]: function {fn.get('name')!r} not declared in tools")
             if not check_arguments:
                 if not isinstance(fn.get("arguments"), str):
@@ -154,11 +154,11 @@ def sharegpt_errors(record) -> list[str]:
     for i, t in enumerate(turns):
         who = t.get("from") if isinstance(t, dict) else None
         want = SHAREGPT_ASK if i % 2 == 0 else SHAREGPT_ANSWER
-        if who not in want:
+        if not isinstance(who, str) or who not in want:
             errs.append(f"conversations[{i}]: from {who!r}, expected one of {sorted(want)}")
         if not isinstance(t.get("value") if isinstance(t, dict) else None, str):
             errs.append(f"conversations[{i}]: value is not a string")
-    if turns[-1].get("from") != "gpt":
+    if not isinstance(turns[-1], dict) or turns[-1].get("from") != "gpt":
         errs.append("conversations: the last turn is not a gpt reply")
     if not isinstance(record.get("tools", ""), str):
         errs.append("tools: not a JSON string")
@@ -173,8 +173,11 @@ def validate_file(path: Path | str, check: Callable[[dict], list[str]] = openai_
         n += 1
         try:
             rec = json.loads(raw)
-        except json.JSONDecodeError:
+        except ValueError:  # also bytes in no UTF encoding
             problems.append(f"line {lineno}: not JSON")
+            continue
+        except RecursionError:
+            problems.append(f"line {lineno}: JSON nested too deeply")
             continue
         problems += [f"line {lineno}: {e}" for e in check(rec)]
     return n, problems

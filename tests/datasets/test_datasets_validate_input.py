@@ -1,0 +1,43 @@
+"""`dataset validate` on files that are not what it expects: problems or one `error:` line, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.cli import main
+from evoharness.datasets.export_formats import hf_row_errors
+from evoharness.datasets.validate import openai_errors, sharegpt_errors
+
+
+@pytest.mark.parametrize(("check", "record", "problem"), [
+    (openai_errors, {"messages": [{"role": ["user"], "content": "hi"}]}, "messages[0]: bad role ['user']"),
+    (openai_errors, {"messages": [{"role": "tool", "tool_call_id": {"id": 1}, "content": "x"}]},
+     "messages[0]: tool_call_id {'id': 1} answers no pending call"),
+    (openai_errors, {"messages": [{"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": ["f"], "arguments": "{}"}}]}]},
+     "messages[0].tool_calls[0]: function ['f'] not declared in tools"),
+    (sharegpt_errors, {"conversations": [{"from": {"a": 1}, "value": "x"}]},
+     "conversations[0]: from {'a': 1}, expected one of ['human', 'observation']"),
+    (sharegpt_errors, {"conversations": [{"from": "human", "value": "x"}, "gpt"]},
+     "conversations: the last turn is not a gpt reply"),
+    (hf_row_errors, {"messages": True, "tools": "[]"}, "messages: not a list"),
+    (hf_row_errors, {"messages": ["user"], "tools": "[]"}, "messages[0]: bad role None"),
+])
+def test_a_value_of_the_wrong_type_is_a_problem_not_a_crash(check, record, problem):
+    assert problem in check(record)  # each raised TypeError or AttributeError before
+
+
+def test_a_file_that_is_not_jsonl_or_not_parquet_is_reported(tmp_path, capsys):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    utf32 = tmp_path / "utf32.jsonl"
+    utf32.write_bytes(b"\xff\xfe\x00\x00garbage\n")
+    for path, problem in ((deep, "line 1: JSON nested too deeply"), (utf32, "line 1: not JSON")):
+        for fmt in ("openai", "sharegpt"):
+            assert main(["dataset", "validate", str(path), "--format", fmt]) == 2
+            out, err = capsys.readouterr()
+            assert out.splitlines() == [problem] and err == "error: 1 problem in 1 record\n"
+    pytest.importorskip("pyarrow")
+    assert main(["dataset", "validate", str(utf32), "--format", "hf"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {utf32}: not a parquet file (") and len(err.splitlines()) == 1
