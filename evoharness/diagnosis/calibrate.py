@@ -55,18 +55,20 @@ def _records(path: Path) -> list[tuple[str, Any]]:
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(str(path), f"unreadable: {e}") from None
     if raw.lstrip().startswith("["):
-        try:
-            return [(f"record {i}", r) for i, r in enumerate(json.loads(raw))]
-        except json.JSONDecodeError as e:
-            raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {e.lineno}") from None
-    out = []
-    for n, line in enumerate(raw.splitlines(), start=1):
-        if line.strip():
-            try:
-                out.append((f"line {n}", json.loads(line)))
-            except json.JSONDecodeError as e:
-                raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {n}") from None
-    return out
+        return [(f"record {i}", r) for i, r in enumerate(_loads(raw, path, None))]
+    return [(f"line {n}", _loads(line, path, n)) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
+
+
+def _loads(text: str, path: Path, line: int | None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {line or e.lineno}") from None
+    except RecursionError:
+        raise InputError(str(path), "JSON nested too deeply", where=f"line {line or 1}") from None
+    except ValueError as e:  # an integer of over 4,300 digits
+        raise InputError(str(path), f"unreadable JSON ({str(e).split(':')[0][:120]})",
+                         where=f"line {line or 1}") from None
 
 
 def _field(rec: Any, keys: tuple[str, ...]) -> Any:
@@ -84,7 +86,8 @@ def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
         cls = "healthy" if cls.lower() == "healthy" else cls.upper()
         if cls not in ORDER:
             raise InputError(str(path), f"unknown class {cls!r} (classes: {', '.join(ORDER)})", where=where)
-        step = _field(rec, ("step",)) if human else (rec.get("first_signal") or {}).get("step")
+        first = rec.get("first_signal")
+        step = _field(rec, ("step",)) if human else first.get("step") if isinstance(first, dict) else None
         out[tid] = (cls, step if isinstance(step, int) and not isinstance(step, bool) else None)
     return out
 

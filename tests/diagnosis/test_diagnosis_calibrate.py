@@ -55,3 +55,22 @@ def test_calibrate_cli_prints_kappa_and_rejects_bad_input(tmp_path, capsys):
     human.write_text('{"id": "a", "class": "F9"}\n')
     assert main(["calibrate", str(labels), "--human", str(human)]) == 2
     assert capsys.readouterr().err.startswith(f"error: {human}:line 1: unknown class 'F9'")
+
+
+def test_calibrate_reports_unreadable_json_and_odd_fields_in_one_line(tmp_path, capsys):
+    human = tmp_path / "human.jsonl"
+    human.write_text('{"trajectory_id": "a", "failure_class": "F1", "step": 2}\n')
+    cases = {  # each was a traceback (RecursionError, ValueError, AttributeError)
+        "deep.json": ("[" * 100_000 + "]" * 100_000, "deep.json:line 1: JSON nested too deeply"),
+        "big.jsonl": ('{"id": ' + "1" * 5000 + "}\n", "big.jsonl:line 1: unreadable JSON (Exceeds the limit"),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert main(["calibrate", str(tmp_path / name), "--human", str(human)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / message}"), err
+    odd = tmp_path / "labels.jsonl"  # a first_signal that is not an object: no step, not a crash
+    odd.write_text('{"trajectory_id": "a", "failure_class": "F1", "first_signal": "F1.claim"}\n')
+    assert main(["calibrate", str(odd), "--human", str(human), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n"] == 1 and result["accuracy"] == 1.0 and result["step_n"] == 0
