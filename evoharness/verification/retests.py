@@ -8,7 +8,9 @@ default 0.01). A third test, and every one after it, would add to that bound: re
 
 - every verification of a commit against main's head is recorded as a git note on the commit, under
   ``refs/notes/<notes_ref>-tests`` (whatever ``--record`` says: the record is what makes the bound hold);
-  a verdict a run noted on the commit (``refs/notes/<notes_ref>``) counts as one test too;
+  a verdict a run noted on the commit (``refs/notes/<notes_ref>``) counts as one test too. A test is of
+  the commit's *tree*: the tests of every commit with the same tree count (an amended or re-made commit
+  of the same edit is the same hypothesis, and reads the same cached rollouts);
 - after an undecided verdict the same commit may be tested against the same main head once more: the
   re-verification. Unless that accepted it, any later test is refused (`RetestRefused`) before a rollout
   is paid. Tests against another main head are another hypothesis and start afresh.
@@ -24,6 +26,8 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+import git
 
 from evoharness.errors import InputError
 from evoharness.harness_repo import gitops
@@ -92,18 +96,41 @@ class RetestLog:
         self.ref = f"{hr.config.notes_ref}-tests"
 
     def tests(self, commit: str, base: str) -> list[dict]:
-        """Earlier tests of ``commit`` against ``base``, oldest first: the record's, and the verdict a run
-        noted on the commit unless a recorded test wrote that note (``verify --record``: same signature; a
-        replay from the cache signs the same verdict, so an unnoted one does not stand for the note)."""
+        """Earlier tests of ``commit``'s tree against ``base``, oldest first: the record's (of this commit and
+        of any other with the same tree), and the verdict a run noted on such a commit unless a recorded test
+        wrote that note (``verify --record``: same signature; a replay from the cache signs the same verdict,
+        so an unnoted one does not stand for the note)."""
         sha = self.hr.repo.commit(commit).hexsha
-        own = [t for t in (gitops.read_notes(self.hr.repo, self.ref).get(sha) or {}).get("tests", [])
-               if t.get("base") == base and (t.get("outcome") != RUNNING or _alive(t))]
-        noted = self.hr.verdict_of(sha)
-        if noted is not None and noted[1].base == base:
-            v = noted[1]
-            if not any(t.get("noted") and t.get("signature") == v.signature for t in own):
-                own.insert(0, {**entry(v), "at": None, "from": "verdict note"})
+        tree = self.hr.tree_hash(sha)
+        own: list[dict] = []
+        for other, note in gitops.read_notes(self.hr.repo, self.ref).items():
+            for t in note.get("tests", []) if isinstance(note, dict) else []:
+                if (isinstance(t, dict) and t.get("base") == base and (other == sha or t.get("tree") == tree)
+                        and (t.get("outcome") != RUNNING or _alive(t))):
+                    own.append(t)
+        own.sort(key=lambda t: str(t.get("at") or ""))  # ISO times: oldest first (one commit's stay in order)
+        for other, _ in self._same_tree_verdicts(sha, tree):
+            noted = self.hr.verdict_of(other)
+            if noted is not None and noted[1].base == base:
+                v = noted[1]
+                if not any(t.get("noted") and t.get("signature") == v.signature for t in own):
+                    own.insert(0, {**entry(v), "at": None, "from": "verdict note"})
         return own
+
+    def _same_tree_verdicts(self, sha: str, tree: str) -> list[tuple[str, dict]]:
+        """The verdict notes of ``sha`` and of every other commit whose tree is ``tree``."""
+        out = []
+        for other, note in self.hr.notes().items():
+            if not isinstance(note, dict) or "verdict" not in note:
+                continue
+            if other != sha:
+                try:
+                    if self.hr.tree_hash(other) != tree:
+                        continue
+                except (ValueError, git.BadName):  # a note on a commit that is gone
+                    continue
+            out.append((other, note))
+        return out
 
     def check(self, commit: str, base: str) -> tuple[int, bool]:
         """(the number this test will have, whether it comes after an undecided verdict: the re-verification);
@@ -123,8 +150,9 @@ class RetestLog:
         sha = self.hr.repo.commit(commit).hexsha
         with gitops.repo_lock(self.hr.repo, self.hr.config.lock_timeout_s):
             number, retest = self.check(sha, base)
-            stamp = {"base": base, "outcome": RUNNING, "k": k, "host": socket.gethostname(), "pid": os.getpid(),
-                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            tree = self.hr.tree_hash(sha)
+            stamp = {"base": base, "tree": tree, "outcome": RUNNING, "k": k, "host": socket.gethostname(),
+                     "pid": os.getpid(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             self._update(sha, lambda tests: [*tests, stamp])
         slot: dict = {"number": number, "reverification": retest, "verdict": None, "noted": False}
         try:
@@ -132,11 +160,12 @@ class RetestLog:
         finally:
             done = slot["verdict"]
             with gitops.repo_lock(self.hr.repo, self.hr.config.lock_timeout_s):
-                self._update(sha, lambda tests: [t if t != stamp else entry(done, k, slot["noted"]) for t in tests]
-                             if done is not None else [t for t in tests if t != stamp])
+                self._update(sha, lambda tests: [t if t != stamp else {**entry(done, k, slot["noted"]), "tree": tree}
+                                                 for t in tests] if done is not None else [t for t in tests if t != stamp])
                 reduced = self.hr.repo.commit(done.commit).hexsha if done is not None else sha
                 if reduced != sha:  # refused hunks were dropped: the verdict is on the branch's new head
-                    self._update(reduced, lambda tests: [*tests, entry(done, k, slot["noted"])])
+                    self._update(reduced, lambda tests: [*tests, {**entry(done, k, slot["noted"]),
+                                                                  "tree": self.hr.tree_hash(reduced)}])
 
     def _update(self, sha: str, change) -> None:
         note = gitops.read_notes(self.hr.repo, self.ref).get(sha) or {}

@@ -180,6 +180,33 @@ def test_a_second_re_verification_of_an_undecided_candidate_is_refused_before_sp
     assert [(t["outcome"], t["k"]) for t in tests] == [("undecided", 4), ("undecided", 4)]
 
 
+def test_the_same_edit_recommitted_is_the_same_candidate_for_the_bound(setup, capsys):
+    """An amended or re-made commit of the same tree (same edit, new sha) reads the same cached rollouts and is
+    the same hypothesis: its tests count with the first commit's, so re-committing does not buy a third test."""
+    import git
+
+    hr, _, _, runner = setup
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    assert main(args) == 1
+    assert main([*args, "--rollouts", "4"]) == 1
+    capsys.readouterr()
+    g = git.Repo(hr.path)
+    old = g.commit(faint.commit)
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "GIT_COMMITTER_DATE": "2001-01-01T00:00:00Z"}
+    again = g.git.commit_tree(old.tree.hexsha, "-p", old.parents[0].hexsha, "-m", old.message, env=env)
+    assert again != old.hexsha
+    g.git.branch("-f", faint.branch, again)  # what `git commit --amend --no-edit` on the branch does
+    runner.world.add(again, SimHarness(factor={ND: 0.8}), "faint again")
+    paid = runner.rollouts
+    assert main([*args, "--rollouts", "11"]) == 2  # was 0: the third test ran, and accepted
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {again[:10]}: already re-verified once"), err
+    assert runner.rollouts == paid
+    assert [t["outcome"] for t in RetestLog(hr).tests(again, hr.main_head())] == ["undecided", "undecided"]
+
+
 def test_the_one_re_verification_may_accept_and_a_re_run_of_an_accepted_verdict_is_not_limited(setup, capsys):
     hr, fix, _, runner = setup
     faint = _faint(hr, runner)
