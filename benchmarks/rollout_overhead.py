@@ -4,10 +4,11 @@ Runs the same agent on the same requests (seed harness from ``evoharness init``,
 in turn, one worker at a time: in this process; as a plain child process (``--sandbox none``: the
 same worker command, no isolation); under bubblewrap with one process per batch (``bwrap-batch``,
 ``sandbox.warm = false``: the shape before warm workers); and on a warm bwrap worker
-(``sandbox/warm.py``: a fork server per commit, a forked child per rollout), once counting the
+(``sandbox/warm.py``: a fork server per slot, a forked child per batch), once counting the
 worker's start (``bwrap-warm+start``: the executor's workers stopped before the timed run, so it pays
 one sandbox start for its ``--rollouts``, as a round pays per commit and slot) and once with the
-worker already up (``bwrap-warm``: what each further rollout of a commit costs). Prints the mean
+worker already up (``bwrap-warm``: what each further rollout of a commit costs; ``bwrap-warm/rollout``: the
+same with ``sandbox.warm_fork = "rollout"``, a forked child per rollout instead of per batch). Prints the mean
 wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
 (wall, and CPU: load-robust), the warm children's minor page faults, then the speed-up of 2 bwrap
 workers over 1 on the same requests. CPU counts this process (executor, model gateway, host-side
@@ -55,9 +56,10 @@ from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 
-ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm")
+ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/rollout")
 BWRAP_ROWS = ROWS[2:]
-CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm")  # see the docstring: not bwrap-batch
+# see the docstring: not bwrap-batch
+CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/rollout")
 
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
@@ -75,13 +77,13 @@ def _cpu() -> float:
 
 
 def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest], *, warm: bool = True,
-           restart: bool = False) -> tuple[float, int, float, float]:
+           restart: bool = False, warm_fork: str = "batch") -> tuple[float, int, float, float]:
     """Wall seconds for ``reqs``, how many failed, their CPU seconds (this process -- executor, gateway,
     host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
     report for their children, themselves and their start) and the warm children's page faults;
     ``restart``: stop warm workers before the timed run."""
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
-                       batch_size=args.batch, warm=warm) as ex:
+                       batch_size=args.batch, warm=warm, warm_fork=warm_fork) as ex:
         # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
         # slot (a batch each at once), so that 2 workers vs 1 compares the same state, not a start against none
         ex.run(reqs[:(workers - 1) * args.batch + 1])
@@ -248,22 +250,24 @@ def main() -> None:
         failures = {}
         per: dict[str, list[float]] = {name: [] for name in ROWS}
         cpu: dict[str, list[float]] = {name: [] for name in ROWS}
-        faults: list[float] = []
+        faults: dict[str, list[float]] = {"bwrap-warm+start": [], "bwrap-warm": [], "bwrap-warm/rollout": []}
         configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
                    "bwrap-batch": (BwrapSandbox(), {"warm": False}),
-                   "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {})}
+                   "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {}),
+                   "bwrap-warm/rollout": (BwrapSandbox(), {"warm_fork": "rollout"})}
         for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
             for name, (box, kw) in configs.items():
                 elapsed, failures[name], seconds, flt = _timed(harness, args, box, 1, reqs, **kw)
                 per[name].append(elapsed / n)
                 cpu[name].append(seconds / n)
-                if name == "bwrap-warm":
-                    faults.append(flt / n)
+                if name.startswith("bwrap-warm"):
+                    faults[name].append(flt / n)
         for name, xs in per.items():
             figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
         for name in CPU_ROWS:
             figures[f"{name}_cpu_s_per_rollout"] = round(statistics.median(cpu[name]), 4)
-        figures["bwrap-warm_child_faults_per_rollout"] = round(statistics.median(faults))
+        for name, xs in faults.items():
+            figures[f"{name}_child_faults_per_rollout"] = round(statistics.median(xs))
         spreads = {}
         for name in BWRAP_ROWS:
             for base in ("process", "inprocess"):
@@ -309,7 +313,8 @@ def main() -> None:
         print(f"  {name + ' / in-process':<34}: {spreads[f'{name}_over_inprocess']}")
         if name in CPU_ROWS:
             print(f"  {name + ' / in-process, CPU':<34}: {spreads[f'{name}_cpu_over_inprocess']}")
-    print(f"  bwrap-warm child: {figures['bwrap-warm_child_faults_per_rollout']} minor page faults per rollout")
+    print(f"  warm children: minor page faults per rollout {figures['bwrap-warm_child_faults_per_rollout']} (a child "
+          f"per batch), {figures['bwrap-warm/rollout_child_faults_per_rollout']} (a child per rollout)")
     print(f"  bwrap-warm+start - plain process  : {figures['bwrap_overhead_ms']:+.1f} ms per rollout")
     print(f"  start-up of `true`    : {figures['bare_process_ms']:.1f} ms plain, "
           f"{figures['bare_bwrap_ms']:.1f} ms bwrap")

@@ -20,11 +20,30 @@ every other process, the contents of /tmp and /dev/shm, System V IPC objects -- 
     {"n": 3, "returncode": 0, "timed_out": false, "clean": true, "cost": {"child_cpu_s": 0.012, ...}}
 
 (``cost``: the child's CPU seconds and minor page faults -- copy-on-write copies of the server's pages,
-mostly -- and the server's own CPU for the request: fork, wait, sweep; the ready line carries the CPU
-its start-up took, ``start_cpu_s``).
+mostly -- the children forked for the request, and the server's own CPU for the request: fork, wait, sweep;
+the ready line carries the CPU its start-up took, ``start_cpu_s``).
 
-Why this keeps rollouts apart: harness code only ever runs in a child, which exits, so no Python state
-(modules, globals, caches, monkey-patches) of one rollout reaches the next; what a child can leave
+**One child per batch.** A request may carry ``"batch": ID`` (and ``"last": true`` on the batch's last
+rollout): the rollouts of one batch -- one harness commit's, sent in turn by one host thread -- then run one
+after another in one forked child (``BatchChild``), which saves a fork, its copy-on-write faults and an
+exit per rollout (~10 ms of CPU against a rollout's few ms on a fast environment). Each rollout still gets
+its own directory, stdout/stderr, output and seal, its own RLIMIT_CPU (the child's usage so far plus
+``cpu``; the hard limit covers ``CHILD_ROLLOUTS`` rollouts), the server's ``random`` state, a fresh state of
+the environment (``reset``), and the harness's own modules imported afresh (removed from ``sys.modules``
+after each rollout); the server kills the child at the rollout's ``wall``. After each rollout the child
+compares its process with what it held before the first (``_Baseline``) and the server checks that nothing
+of the rollout runs or stays in /tmp, /dev/shm or System V IPC (``child_clean``); if anything differs, the
+rollout failed or crashed the child, or the batch ended, the child is ended, the sandbox swept as above, and
+the next rollout gets a fresh child. What the checks cannot see -- a change made inside an object of a module
+they do not check, such as a function of it replaced, which the child may call again after the rollout (and
+harness code running then could also write the protocol pipe) -- reaches only the later rollouts of the same
+batch, which are the same commit's: never another commit's, nor a later batch's (docs/sandbox.md, "One child
+per batch").
+A request without ``batch`` gets a child of its own, as above (``sandbox.warm_fork = "rollout"``).
+
+Why this keeps rollouts apart: harness code only ever runs in a child, which exits (after its rollout, or
+after its batch), so no Python state (modules, globals, caches, monkey-patches) of one batch reaches the
+next; what a child can leave
 outside its process is swept before the next request is read, and a sweep that cannot finish answers
 ``"clean": false`` and ends the server (the host then starts a fresh sandbox). The server is
 non-dumpable, so a child (same uid) can neither ptrace it nor read its memory or file descriptors;
@@ -49,6 +68,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 SWEPT_DIRS = ("/tmp", "/dev/shm")
 _KEEP: set[str] = set()  # what those held before the first rollout (``snapshot``)
@@ -73,10 +93,13 @@ def serve(warm_path: str) -> int:
     _say(proto, {"ready": True, "pid": os.getpid(), "warm": warm, "start_cpu_s": round(ru.ru_utime + ru.ru_stime, 6)})
     lines = os.fdopen(0, "rb", buffering=0)
     buf = b""
+    child: BatchChild | None = None  # the live child of the current batch, between its rollouts
     while True:
         while b"\n" not in buf:
             chunk = lines.read(65536)
             if not chunk:
+                if child is not None:
+                    child.end()
                 return 0
             buf += chunk
         line, buf = buf.split(b"\n", 1)
@@ -85,18 +108,50 @@ def serve(warm_path: str) -> int:
             n, workdir, wall, cpu = int(req["n"]), str(req["dir"]), float(req["wall"]), int(req["cpu"])
         except (ValueError, KeyError, TypeError) as e:
             print(f"worker: bad serve request: {e}", file=sys.stderr)
+            if child is not None:
+                child.end()
             return 2
+        batch = req.get("batch") if isinstance(req.get("batch"), str) else None
         before = resource.getrusage(resource.RUSAGE_SELF)
-        if isinstance(harness_dir, str):
+        extra_cpu = extra_flt = 0.0  # what a batch child ended here used beyond what it reported
+        if child is not None and (batch is None or batch != child.batch):  # a batch the host left unfinished
+            extra_cpu, extra_flt = child.end()
+            child = None
+            if not sweep():
+                _say(proto, {"n": n, "returncode": 1, "timed_out": False, "clean": False, "cost": {}})
+                return 3
+        if isinstance(harness_dir, str) and child is None:
             _prepare(harness_dir)
-        rc, timed_out, child = _run_child(workdir, wall, cpu)
-        clean = sweep()
+        forks = 0
+        if batch is None:
+            rc, timed_out, usage = _run_child(workdir, wall, cpu)
+            cost = {"child_cpu_s": usage.ru_utime + usage.ru_stime, "child_minflt": usage.ru_minflt}
+            clean, forks = sweep(), 1
+        else:
+            if child is None:
+                child, forks = BatchChild(batch, cpu), 1
+            rc, timed_out, cost, keep = child.run(n, workdir, wall, cpu, last=bool(req.get("last")))
+            if not keep:
+                cost = _plus(cost, child.end())
+                child = None
+            clean = sweep() if child is None else child_clean(child.pid)
+            if not clean and child is not None:  # something of the rollout stayed: end the child, sweep fully
+                cost = _plus(cost, child.end())
+                child = None
+                clean = sweep()
         after = resource.getrusage(resource.RUSAGE_SELF)
         _say(proto, {"n": n, "returncode": rc, "timed_out": timed_out, "clean": clean, "cost": {
-            "child_cpu_s": round(child.ru_utime + child.ru_stime, 6), "child_minflt": child.ru_minflt,
+            "child_cpu_s": round(cost.get("child_cpu_s", 0.0) + extra_cpu, 6),
+            "child_minflt": int(cost.get("child_minflt", 0) + extra_flt), "child_forks": forks,
+            "changed": cost.get("changed", []),
             "server_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 6)}})
         if not clean:
             return 3
+
+
+def _plus(cost: dict, ended: tuple[float, float]) -> dict:
+    return cost | {"child_cpu_s": cost.get("child_cpu_s", 0.0) + ended[0],
+                   "child_minflt": cost.get("child_minflt", 0) + ended[1]}
 
 
 PREPARE_S = 2.0  # at most this long compiling a tree's template and parsing its policies (else left to the rollout)
@@ -228,6 +283,307 @@ def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool, resource
                 pass
     _, status, usage = os.wait4(pid, 0)
     return os.waitstatus_to_exitcode(status), timed_out, usage
+
+
+CHILD_ROLLOUTS = 16  # rollouts one batch child runs at most (its hard CPU limit is sized for them)
+HARNESS_MODULE_PREFIXES = ("_evoharness_middleware_", "_evoharness_tools_")  # ``agent.harness._load_module``
+
+
+class BatchChild:
+    """A forked child running the rollouts of one batch -- rollouts of one harness commit, in the order the host
+    sends them -- one after another in one process (the server's side; the child's is ``_batch_child``).
+
+    The server hands it each rollout's directory over a pipe; the child runs the rollout as a forked child
+    would (``worker.main``), with the rollout's own working directory, stdout/stderr files, CPU limit and the
+    server's ``random`` state, removes the harness's modules, checks that the rollout left nothing in the
+    process (``_Baseline``) and answers one line. The server kills it at the rollout's wall limit; a rollout
+    that crashed it, timed out, answered out of protocol, failed or left something behind ends it, and the next
+    rollout gets a fresh child (``run``'s ``keep``)."""
+
+    def __init__(self, batch: str, cpu: int) -> None:
+        self.batch, self.rollouts = batch, 0
+        self.reported = [0.0, 0.0]  # CPU seconds and minor faults the child reported for its rollouts
+        self.ended: tuple[float, float] | None = None
+        down_r, down_w = os.pipe()  # server -> child: one rollout per line
+        up_r, up_w = os.pipe()  # child -> server: one answer per rollout
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            rc = 1
+            try:
+                os.close(down_w)
+                os.close(up_r)
+                rc = _batch_child(down_r, up_w, cpu)
+            except BaseException:  # noqa: BLE001 -- reported on the child's stderr
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(rc)
+        os.close(down_r)
+        os.close(up_w)
+        self.pid, self.down, self.up, self._buf = pid, down_w, up_r, b""
+        try:
+            self.pidfd: int | None = os.pidfd_open(pid)
+        except OSError:
+            self.pidfd = None
+
+    def run(self, n: int, workdir: str, wall: float, cpu: int, *, last: bool) -> tuple[int, bool, dict, bool]:
+        """Run one rollout in the child: (exit status as Popen gives it, timed out, its cost, keep the child)."""
+        line: bytes | None = b""
+        try:
+            _write_all(self.down, (json.dumps({"n": n, "dir": workdir, "cpu": cpu}) + "\n").encode())
+        except OSError:  # the child is gone
+            line = b""
+        else:
+            line = self._line(wall)
+        if line is None:  # past the rollout's wall limit
+            self._kill()
+            rc, cost = self._reap()
+            return rc, True, cost, False
+        msg = _answer_of(line, n)
+        if msg is None:  # exited (crashed, killed, over its CPU limit) or answered out of protocol
+            if line:  # out of protocol: ended, and the rollout fails (exit 1)
+                self._kill()
+            rc, cost = self._reap()
+            return (1 if line else rc), False, cost, False
+        self.rollouts += 1
+        cost = {"child_cpu_s": msg["cpu"], "child_minflt": msg["minflt"], "changed": msg["changed"]}
+        self.reported[0] += msg["cpu"]
+        self.reported[1] += msg["minflt"]
+        keep = msg["rc"] == 0 and not msg["dirty"] and not last and self.rollouts < CHILD_ROLLOUTS
+        return msg["rc"], False, cost, keep
+
+    def end(self) -> tuple[float, float]:
+        """Stop the child (end of its batch); what it used beyond its reports (CPU seconds, minor faults)."""
+        if self.ended is None:
+            os.close(self.down)  # the child's read ends: it exits
+            if not self._exited(2.0):
+                self._kill()
+            self._reap()
+        return self.ended or (0.0, 0.0)
+
+    def _line(self, wall: float) -> bytes | None:
+        """The child's next line; b"" when it exited first, None past ``wall`` seconds."""
+        end = time.monotonic() + wall
+        watch = [self.up] + ([self.pidfd] if self.pidfd is not None else [])
+        while b"\n" not in self._buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            ready = select.select(watch, [], [], left if self.pidfd is not None else min(left, 0.05))[0]
+            if self.up in ready:
+                chunk = os.read(self.up, 65536)
+                if not chunk:
+                    return b""
+                self._buf += chunk
+                if len(self._buf) > 65536:
+                    return b"?"  # out of protocol
+            elif self._exited(0):
+                return b""
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line or b"?"
+
+    def _exited(self, timeout: float) -> bool:
+        if self.pidfd is not None:
+            return bool(select.select([self.pidfd], [], [], timeout)[0])
+        end = time.monotonic() + timeout
+        while True:
+            if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.002)
+
+    def _kill(self) -> None:
+        for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _reap(self) -> tuple[int, dict]:
+        """Wait for the child; (its exit status, what it used beyond its reports)."""
+        _, status, usage = os.wait4(self.pid, 0)
+        self.ended = (max(0.0, usage.ru_utime + usage.ru_stime - self.reported[0]),
+                      max(0.0, usage.ru_minflt - self.reported[1]))
+        for fd in (self.up, self.pidfd) + (() if _closed(self.down) else (self.down,)):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        return os.waitstatus_to_exitcode(status), {"child_cpu_s": self.ended[0], "child_minflt": self.ended[1]}
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def _answer_of(line: bytes, n: int) -> dict | None:
+    """A batch child's answer for rollout ``n``, its fields checked; None for anything else."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or msg.get("n") != n or not isinstance(msg.get("rc"), int):
+        return None
+
+    def num(v: object) -> float:
+        return float(v) if isinstance(v, int | float) and v >= 0 else 0.0
+
+    changed = msg.get("changed")
+    return {"rc": msg["rc"], "dirty": msg.get("dirty") is not False, "cpu": num(msg.get("cpu")),
+            "minflt": num(msg.get("minflt")),
+            "changed": [str(c)[:40] for c in changed[:20]] if isinstance(changed, list) else []}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _batch_child(down: int, up: int, cpu: int) -> int:
+    """The batch child's loop (see ``BatchChild``): one rollout per line read from ``down``, one answer per
+    rollout written to ``up``; exits 0 when ``down`` closes."""
+    import math
+    import random
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    total = CHILD_ROLLOUTS * (cpu + 1) + 2  # every rollout may use its own limit; each is held to it (soft)
+    hard = total if hard == resource.RLIM_INFINITY else min(hard, total)
+    resource.setrlimit(resource.RLIMIT_CPU, (min(cpu, hard), hard))
+    os.setsid()
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    low, high = sorted((down, up))
+    os.closerange(3, low)  # the server's protocol channel and anything else it holds
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, 1 << 16)
+    atexit._clear()
+    from evoharness.agent.worker import main
+
+    rng = random.getstate()  # each rollout starts from the server's state, as a child forked for it would
+    reader = os.fdopen(down, "rb", buffering=0)
+    argv = sys.argv = [sys.argv[0]]
+    base = _Baseline()
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            chunk = reader.read(65536)
+            if not chunk:
+                return 0
+            buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        req = json.loads(line)
+        n, workdir, limit = int(req["n"]), str(req["dir"]), int(req["cpu"])
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        # this rollout's CPU limit: what the child used so far plus the rollout's own
+        resource.setrlimit(resource.RLIMIT_CPU, (min(hard, math.ceil(before.ru_utime + before.ru_stime) + limit), hard))
+        os.chdir(workdir)
+        out = os.open("stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err = os.open("stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        os.close(out)
+        os.close(err)
+        random.setstate(rng)
+        sys.argv = [sys.argv[0], f"{workdir}/request.json", f"{workdir}/out.json"]
+        rc = 1
+        try:
+            rc = main(sys.argv[1:])
+        except BaseException:  # noqa: BLE001 -- as a forked child: the traceback on its stderr, exit 1
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        for name in [m for m in sys.modules if m.startswith(HARNESS_MODULE_PREFIXES)]:
+            del sys.modules[name]
+        sys.argv = argv  # the list the baseline holds (one it changed in place is seen below)
+        changed = base.changed()
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        answer = {"n": n, "rc": rc, "dirty": rc != 0 or bool(changed), "changed": changed, "cpu": round(used, 6),
+                  "minflt": after.ru_minflt - before.ru_minflt}
+        _write_all(up, (json.dumps(answer) + "\n").encode())
+
+
+class _Baseline:
+    """What a batch child's process holds before its first rollout, for the check after each rollout: a rollout
+    that left anything different (a module imported, a thread, an open file, an atexit handler, an environment
+    variable, a signal handler, a trace or profile function, an attribute of ``builtins``, ``sys``, ``os``,
+    ``json``, ``random``, ``threading``, ... or of any ``evoharness`` module or class set, replaced or removed)
+    ends the child, and the next rollout runs in a fresh one. Not checked: changes inside other objects (a
+    third-party or other standard module's attributes, the contents of a package object's dict or list).
+    Attributes are compared by identity (``id``), so an object whose ``__eq__`` lies cannot hide a change."""
+
+    CHECKED = ("builtins", "sys", "os", "json", "random", "threading", "atexit", "signal", "gc", "io")
+    NAMES = ("modules", "attributes", "sys.path", "sys.meta_path", "sys.path_hooks", "trace function",
+             "profile function", "environment", "signal handlers", "threads", "tasks", "atexit handlers", "gc",
+             "gc thresholds", "open files", "sys.argv")
+
+    def __init__(self) -> None:
+        self.spaces: list[tuple[str, Any]] = []  # (name, namespace): the checked modules' and their classes' dicts
+        for name, mod in list(sys.modules.items()):
+            if mod is None or not (name in self.CHECKED or name == "evoharness" or name.startswith("evoharness.")):
+                continue
+            space = vars(mod)
+            self.spaces.append((name, space))
+            for key, value in list(space.items()):
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    self.spaces.append((f"{name}.{key}", vars(value)))
+        self.signals = [int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+        self.state = self._state()
+
+    def changed(self) -> list[str]:
+        """What differs from the baseline now (empty: nothing)."""
+        out = []
+        for name, a, b in zip(self.NAMES, self.state, self._state(), strict=True):
+            if a != b:
+                if name == "attributes":
+                    where = [self.spaces[i][0] for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+                else:
+                    where = sorted(b - a) + sorted(a - b) if name == "modules" else []
+                out.append(f"{name} ({where[0]})" if where else name)
+        return out
+
+    def _state(self) -> tuple:
+        import threading
+
+        for _, space in self.spaces:
+            if type(space) is dict:  # a module's: what the warnings module notes of warnings it showed goes
+                space.pop("__warningregistry__", None)
+        attrs = tuple((tuple(map(id, space)), tuple(map(id, space.values()))) for _, space in self.spaces)
+        return (frozenset(sys.modules), attrs, tuple(sys.path), tuple(map(id, sys.meta_path)),
+                tuple(map(id, sys.path_hooks)), id(sys.gettrace()), id(sys.getprofile()), dict(os.environ._data),
+                tuple(map(id, map(signal.getsignal, self.signals))), threading.active_count(),
+                len(os.listdir("/proc/self/task")), atexit._ncallbacks(), gc.isenabled(), gc.get_threshold(),
+                sorted(os.listdir("/proc/self/fd")), tuple(sys.argv))
+
+
+def child_clean(pid: int) -> bool:
+    """Between two rollouts of a batch child ``pid``: nothing but the server, the child and init runs, /tmp and
+    /dev/shm hold only what bwrap put there, no System V IPC object exists (``sweep``, checked only)."""
+    if _others() - {pid}:
+        return False
+    for root in SWEPT_DIRS:
+        for dirpath, dirnames, filenames in os.walk(root):
+            if any(os.path.join(dirpath, name) not in _KEEP for name in dirnames + filenames):
+                return False
+    for kind in ("shm", "sem", "msg"):
+        try:
+            if len(Path(f"/proc/sysvipc/{kind}").read_text().splitlines()) > 1:
+                return False
+        except OSError:
+            continue
+    return True
 
 
 def _wait(pid: int, wall: float) -> bool:

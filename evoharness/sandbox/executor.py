@@ -113,7 +113,8 @@ class LocalExecutor:
                  env: dict[str, str] | None = None, worker: list[str] | None = None,
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
                  gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
-                 owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0) -> None:
+                 owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0,
+                 warm_fork: str = "batch") -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -130,9 +131,13 @@ class LocalExecutor:
         self._gateway_lock = threading.Lock()
         self.owns_sandbox = owns_sandbox  # close() also closes the sandbox (e.g. a Docker pool)
         self.warm, self.warm_idle_s = warm and hasattr(sandbox, "start"), warm_idle_s
+        if warm_fork not in ("batch", "rollout"):
+            raise ValueError(f"warm_fork must be 'batch' or 'rollout', not {warm_fork!r}")
+        self.warm_fork = warm_fork  # one forked child per batch (of one commit) or per rollout
         self._pool: WarmPool | None = None
         self.warm_starts = 0  # warm workers started so far (tests, measurements)
         self.warm_cost: Counter[str] = Counter()  # sums of the servers' per-rollout accounts (``warm.COST_KEYS``)
+        self.warm_changed: Counter[str] = Counter()  # what rollouts left in a batch child, which ended it
         self._warm_lock = threading.Lock()
         self.scorer = HostScorer(env_spec)  # scores every rollout here, by replay, outside the sandbox
         self._seals: dict[int, str] = {}  # id(request) -> the seal its worker's output must carry
@@ -304,13 +309,21 @@ class LocalExecutor:
         if self._one_by_one(tree):
             return [self._sandboxed(r, tree, sha) for r in reqs]
         pool = self._warm_pool()
+        # the rollouts of this batch may share one forked child (``warm_fork = "batch"``); the last one ends it
+        batch = secrets.token_hex(8) if self.warm_fork == "batch" else None
         out: list[Trajectory] = []
-        for req in reqs:
-            worker = pool.acquire(sha)  # a fresh one when the last died with its rollout
-            try:
-                worker.show(sha, tree)  # another commit's worker: this commit's tree at /harness
-                out.append(self._warm_one(worker, req, sha))
-            finally:
+        worker: WarmWorker | None = None
+        try:
+            for i, req in enumerate(reqs):
+                if worker is None:
+                    worker = pool.acquire(sha)  # a fresh one when the last died with its rollout
+                    worker.show(sha, tree)  # another commit's worker: this commit's tree at /harness
+                out.append(self._warm_one(worker, req, sha, batch, last=i == len(reqs) - 1))
+                if not worker.alive:
+                    pool.release(worker)
+                    worker = None
+        finally:
+            if worker is not None:
                 pool.release(worker)
         return out
 
@@ -332,15 +345,17 @@ class LocalExecutor:
             self.warm_cost["start_cpu_s"] += worker.start_cpu_s
         return worker
 
-    def _warm_one(self, worker: WarmWorker, req: RolloutRequest, sha: str | None) -> Trajectory:
+    def _warm_one(self, worker: WarmWorker, req: RolloutRequest, sha: str | None, batch: str | None = None, *,
+                  last: bool = True) -> Trajectory:
         account = self._open(req)
         traj: Trajectory | None = None
         rdir: Path | None = None
         try:
             hview, _ = self.sandbox.view(worker.tree, worker.work)
-            result, rdir = worker.run(self._payload(req, hview, sha, account))
+            result, rdir = worker.run(self._payload(req, hview, sha, account), batch=batch, last=last)
             with self._warm_lock:
                 self.warm_cost.update(worker.last_cost | {"rollouts": 1})
+                self.warm_changed.update(worker.last_changed)
             traj = self._read(req, sha, result, rdir / "out.json")
         finally:
             if rdir is not None:

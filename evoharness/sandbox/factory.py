@@ -58,7 +58,7 @@ def make_local_executor(cfg: SandboxConfig, harness_path: Path | str, env_spec: 
 
     return LocalExecutor(harness_path, env_spec, model_spec, sandbox=sandbox, workers=workers, limits=cfg.limits,
                          env=env, worker=worker, on_result=on_result, batch_size=batch_size, gateway=cfg.gateway,
-                         owns_sandbox=owns_sandbox, warm=cfg.warm,
+                         owns_sandbox=owns_sandbox, warm=cfg.warm, warm_fork=cfg.warm_fork,
                          warm_idle_s=cfg.warm_idle_s)
 
 

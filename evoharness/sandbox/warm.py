@@ -54,7 +54,7 @@ START_TIMEOUT_S = 120.0  # for the worker's start-up and imports (not bound by a
 SERVER_CPU_S = 600  # the fork server's own RLIMIT_CPU (each child gets the rollout's ``cpu_seconds``)
 # what the fork server reports: per rollout the child's CPU seconds and minor page faults (copy-on-write
 # copies, mostly) and the server's own CPU seconds for the request (fork, wait, sweep); once, its start-up CPU
-COST_KEYS = ("child_cpu_s", "child_minflt", "server_cpu_s", "start_cpu_s")
+COST_KEYS = ("child_cpu_s", "child_minflt", "child_forks", "server_cpu_s", "start_cpu_s")
 MAX_ROLLOUTS_PER_WORKER = 512  # then a fresh sandbox (bounds the server's own CPU time and any slow leak)
 
 
@@ -184,12 +184,16 @@ class WarmWorker:
         self.sha, self.tree = sha, tree
         self.switches += 1
 
-    def run(self, payload: dict) -> tuple[SandboxResult, Path]:
+    def run(self, payload: dict, *, batch: str | None = None, last: bool = True) -> tuple[SandboxResult, Path]:
         """Run one rollout (``payload``: the worker request); its result and the host path of its directory
         (``out.json``, ``stdout``, ``stderr`` inside, written by the sandbox: read them with O_NOFOLLOW).
+        ``batch``: rollouts sent with the same ``batch`` (one commit's, in turn) may run in one forked child,
+        which the server ends after the one sent with ``last`` (or when another batch's rollout comes); None:
+        a fresh child for this rollout alone (``agent/forkserver.py``).
         After a failure the worker may be dead (``alive`` False): it then serves no more rollouts."""
         n = self.rollouts
         self.rollouts += 1
+        self.last_changed: list[str] = []
         self.last_cost = {}  # a rollout without an answer (the server died) has no account: never the last one's
         rdir = self.live.scratch / str(n)
         for entry in self.live.scratch.iterdir():  # only an unprivileged sandbox can write /scratch itself
@@ -202,8 +206,9 @@ class WarmWorker:
         answer: dict = {}
         if self.dead is None:
             try:
-                self._send({"n": n, "dir": f"{SCRATCH_MOUNT}/{n}", "wall": self.limits.wall_seconds,
-                            "cpu": self.limits.cpu_seconds})
+                line = {"n": n, "dir": f"{SCRATCH_MOUNT}/{n}", "wall": self.limits.wall_seconds,
+                        "cpu": self.limits.cpu_seconds}
+                self._send(line | ({"batch": batch, "last": last} if batch is not None else {}))
                 answer = self._answer(self.limits.wall_seconds + ANSWER_GRACE_S)
                 if answer.get("n") != n:
                     raise WorkerDied(f"warm worker answered out of turn: {str(answer)[:200]}")
@@ -220,6 +225,9 @@ class WarmWorker:
                                  backend=self.live.backend, shell_status=True), rdir  # bwrap's status
         rc, timed_out = int(answer.get("returncode", 1)), bool(answer.get("timed_out"))
         self.last_cost = _cost(answer.get("cost"))
+        changed = (answer.get("cost") or {}).get("changed") if isinstance(answer.get("cost"), dict) else None
+        # what a batch child found the rollout had left in its process (it was then ended): names only
+        self.last_changed = [str(c) for c in changed] if isinstance(changed, list) else []
         limit = classify(rc, stderr, timed_out, shell=False)  # the child's own status (os.waitstatus_to_exitcode)
         hit = self.live.limit_hit()
         if hit is not None:  # a cgroup limit: this rollout hit it (the worker is not reused)

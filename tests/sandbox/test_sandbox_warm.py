@@ -146,8 +146,8 @@ def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_name
     accounts = []  # each rollout's account as the executor reads it: a killed server's rollout has none
     run = WarmWorker.run
 
-    def run_and_note(self, payload):
-        out = run(self, payload)
+    def run_and_note(self, payload, **kw):
+        out = run(self, payload, **kw)
         accounts.append(dict(self.last_cost))
         return out
 
@@ -399,3 +399,107 @@ def test_the_pool_hands_an_idle_worker_of_another_commit_over_instead_of_startin
         assert made[0].closed
     finally:
         pool.close()
+
+
+# ---- one forked child per batch (sandbox.warm_fork = "batch", the default) --------------------------------
+
+# Ends each rollout at once with what it saw as its answer: how many times this module's hook ran in this
+# import of it (1: imported afresh for the rollout), the process it ran in, and whether an earlier rollout's
+# mark on a standard module the batch child does not check (``string``) is there; then leaves that mark.
+PROBE = """import os, string
+RUNS = []
+def after_model(message, ctx):
+    RUNS.append(1)
+    seen = getattr(string, "_probe_mark", 0)
+    string._probe_mark = seen + 1
+    return {"role": "assistant", "content": f"PROBE runs={len(RUNS)} pid={os.getpid()} mark={seen}"}
+"""
+
+# Leaves one of everything the batch child checks for, after failing its rollout if an earlier one's is there.
+LEAVES = """import atexit, builtins, os, signal, sys, threading, time
+import evoharness.agent.loop
+def before_model(messages, ctx):
+    if ctx.get("step", 0) > 0:
+        return None
+    found = [name for name, there in (("builtins", hasattr(builtins, "_left")), ("module", "left_mod" in sys.modules),
+             ("package", hasattr(evoharness.agent.loop, "_left")), ("environ", "LEFT" in os.environ),
+             ("signal", signal.getsignal(signal.SIGUSR1) not in (signal.SIG_DFL, None)),
+             ("thread", threading.active_count() > 1)) if there]
+    builtins._left = 1
+    sys.modules["left_mod"] = sys
+    evoharness.agent.loop._left = 1
+    os.environ["LEFT"] = "1"
+    signal.signal(signal.SIGUSR1, lambda *a: None)
+    atexit.register(print)
+    os.open("/dev/null", os.O_RDONLY)
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+    if found:
+        raise RuntimeError("FOUND " + ",".join(found))
+    return None
+"""
+
+
+def _probes(trajs) -> list[dict[str, int]]:
+    out = []
+    for t in trajs:
+        assert (t.final_answer or "").startswith("PROBE "), (t.final_answer, t.events)
+        out.append({k: int(v) for k, v in (w.split("=") for w in t.final_answer.split()[1:4])})
+    return out
+
+
+def test_a_batch_shares_one_child_with_fresh_harness_modules_and_the_same_results(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    reqs = _requests(repo.main_head(), 4, seeds=2)
+    plain = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None).run(reqs)
+    runs = {}
+    for fork in ("batch", "rollout"):
+        with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                           batch_size=4, warm_fork=fork) as ex:
+            runs[fork] = ex.run(reqs)
+            assert ex.warm_cost["rollouts"] == 8 and ex.warm_changed == {}
+            # two batches of 4: one child each, or one per rollout
+            assert ex.warm_cost["child_forks"] == (2 if fork == "batch" else 8), ex.warm_cost
+    for a, b, c in zip(plain, runs["batch"], runs["rollout"], strict=True):
+        assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
+        assert (b.score, b.final_answer, b.messages, b.termination) == (c.score, c.final_answer, c.messages,
+                                                                         c.termination)
+    probe = _commit(repo, "probe.py", PROBE)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=3) as ex:
+        seen = _probes(ex.run(_requests(probe, 3)))
+        assert ex.warm_cost["child_forks"] == 1, ex.warm_changed
+    assert {s["pid"] for s in seen} == {seen[0]["pid"]}  # one process ran the batch
+    assert [s["runs"] for s in seen] == [1, 1, 1]  # the harness's modules were imported afresh for each rollout
+
+
+def test_a_rollout_that_leaves_anything_in_a_batch_child_ends_it(tmp_path):
+    repo = init_harness(tmp_path / "h")
+    reqs = _requests(_commit(repo, "leaves.py", LEAVES), 3)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=8) as ex:
+        trajs = ex.run(reqs)
+        assert ex.warm_cost["child_forks"] == 3  # each rollout after one that left something: a fresh child
+        changed = {name.split(" (")[0] for name in ex.warm_changed}
+    assert [e.detail for t in trajs for e in t.events if "FOUND" in (e.detail or "")] == []
+    assert not [t.task_id for t in trajs if t.meta.get("rollout_failure")]  # each ran its probe
+    assert {"modules", "attributes", "environment", "signal handlers", "threads", "atexit handlers",
+            "open files"} <= changed, ex.warm_changed
+
+
+def test_what_the_batch_child_does_not_check_reaches_only_later_rollouts_of_its_own_batch(tmp_path):
+    # the limit of warm_fork = "batch", kept visible: a change inside a module the child does not check
+    # (here an attribute set on ``string``) reaches the next rollouts of the same batch -- the same commit --
+    # and nothing else: not the next batch, not another commit; with warm_fork = "rollout", not even those
+    repo = init_harness(tmp_path / "h")
+    probe = _commit(repo, "probe.py", PROBE)
+    other = _commit(repo, "probe.py", PROBE + "\n")
+    reqs = [*_requests(probe, 3), *_requests(other, 2)]
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=3) as ex:
+        batch = [s["mark"] for s in _probes(ex.run(reqs))]
+        assert ex.warm_starts == 1
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=3, warm_fork="rollout") as ex:
+        alone = [s["mark"] for s in _probes(ex.run(reqs))]
+    assert batch == [0, 1, 2, 0, 1]
+    assert alone == [0, 0, 0, 0, 0]
