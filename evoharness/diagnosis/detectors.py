@@ -153,10 +153,11 @@ def _blocked_calls(view: TraceView) -> set[str]:
 
 READ_ONLY_TOOL = re.compile(
     r"(get|find|list|search|read|view|lookup|look_up|check|query|fetch|calculate|think|describe|show)", re.IGNORECASE)
-# in-place edits whatever the flags before ``-i`` (``sed -i``, ``sed -E -i``, ``sed -ri``, ``sed --in-place``,
-# ``perl -pi -e``), redirections, file moves, patches, git and pip changes, writes from Python
+# in-place edits whatever the other flags and where ``-i`` stands (``sed -i``, ``sed -E -i``, ``sed -ri``,
+# ``sed -e S -i``, ``sed --in-place``, ``perl -pi -e``; not past a pipe, and an ``i`` inside another option, as in
+# ``perl -Mstrict`` or ``-Ilib``, is none), redirections, file moves, patches, git and pip changes, writes from Python
 MUTATING_COMMAND = re.compile(
-    r"\b(?:sed|perl)\s+(?:-[^\s-]\S*\s+)*-(?:[a-zA-Z]*i|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
+    r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
     r"apply_patch|str_replace|\.write\(|open\([^)]*['\"][wa]['\"]")
 

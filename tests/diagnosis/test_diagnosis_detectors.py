@@ -158,18 +158,20 @@ def test_tool_error_is_friction_f2_reads_and_infra_faults_are_class_e():
 
 def test_in_place_edits_with_any_flags_are_progress():
     for edit in ("sed -E -i 's/a{k}/b/' src/x.py", "sed -ri 's/a{k}/b/' src/x.py", "perl -pi -e 's/a{k}/b/' src/x.py",
-                 "sed --in-place 's/a{k}/b/' src/x.py"):
+                 "sed --in-place 's/a{k}/b/' src/x.py", "sed -e 's/a{k}/b/' -i src/x.py", "sed -i.bak 's/a{k}/b/' x"):
         b = TraceBuilder().user("fix the bug")
         for k in range(3):  # the same failing output each time: only the edit between makes it progress
             b.call("bash", {"command": "python -m pytest tests/test_x.py"}, result="1 failed")
             b.call("bash", {"command": edit.format(k=k)}, result="")
         assert fired(RepeatedActionDetector(), b.deliver("patch").build(score=0.0)) == [], edit
-    b = TraceBuilder().user("fix the bug")
-    for _ in range(3):  # sed -n only prints: no progress
-        b.call("bash", {"command": "python -m pytest tests/test_x.py"}, result="1 failed")
-        b.call("bash", {"command": "sed -n '1,20p' src/x.py"}, result="def f(): ...")
-    assert [s.id for s in fired(RepeatedActionDetector(), b.deliver("patch").build(score=0.0))] == \
-        ["F3.repeated_action"]
+    for look in ("sed -n '1,20p' src/x.py", "perl -Mstrict -ne 'print if /def/' src/x.py", "perl -Ilib t/x.t",
+                 "sed -n '1,20p' src/x.py | grep -i def"):
+        b = TraceBuilder().user("fix the bug")
+        for _ in range(3):  # these only read (sed -n prints; an i in -Mstrict or -Ilib, or grep's -i, edits nothing)
+            b.call("bash", {"command": "python -m pytest tests/test_x.py"}, result="1 failed")
+            b.call("bash", {"command": look}, result="def f(): ...")
+        assert [s.id for s in fired(RepeatedActionDetector(), b.deliver("patch").build(score=0.0))] == \
+            ["F3.repeated_action"], look
 
 
 def test_edit_then_rerun_is_progress_not_a_loop():
