@@ -9,8 +9,8 @@ max over ``--repeat``, then the ratios to the first configuration, run by run (t
 warm >= 3x), and the machine's load.
 
 It also checks that every run decided the same: the demo's printed report (composition, anchors, merges,
-rejections, budget) and its ``summary.json`` with commit hashes, run ids, paths and times masked (commits
-differ by their timestamps), and the multiset of trajectories (task, split, seed, score, termination,
+rejections, budget) and its ``summary.json`` with commit hashes, verdict signatures, run ids, paths and
+times masked (commits differ by their timestamps, and the signatures with them), and the multiset of trajectories (task, split, seed, score, termination,
 answer, number of messages). A run that differs is named and the script exits 1.
 
     python benchmarks/demo_pair.py [--repeat 3] [--rounds 3] [--configs warm cold [rollout]] [--keep DIR]
@@ -40,7 +40,7 @@ from pathlib import Path
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 
 CONFIGS = {"warm": [], "cold": ["--set", "sandbox.warm=false"], "rollout": ["--set", "sandbox.warm_fork=rollout"]}
-_MASK = [(re.compile(r"\b[0-9a-f]{10,40}\b"), "<sha>"), (re.compile(r"run-[0-9a-f]+"), "run-<id>"),
+_MASK = [(re.compile(r"\b[0-9a-f]{10,64}\b"), "<hex>"), (re.compile(r"run-[0-9a-f]+"), "run-<id>"),
          (re.compile(r"(/[^\s\"']+)+"), "<path>"), (re.compile(r"\[\s*[0-9.]+s\]"), "[t]")]
 _TIMED = ("time", "wall", "seconds", "_at", "elapsed", "duration")
 
@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu, how, stdout = _run([*base, *CONFIGS[c], "demo", "--rounds", str(args.rounds)], out)
             walls[c].append(wall)
             cpus[c].append(cpu)
+            (out / "demo.stdout").write_text(stdout)
             got = _decisions(out, stdout)
             if first is None:
                 first = got
