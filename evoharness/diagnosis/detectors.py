@@ -730,8 +730,34 @@ class PoorDeliveryDetector:
             why = "failure-only record (unscored)"
         else:
             return []
-        return [Signal(id=self.id, failure_class=F4, step=answer_step(view),
+        step = answer_step(view)
+        return [Signal(id=self.id, failure_class=F4, step=_before_closing(view, step),
                        evidence=f"{why}; final answer: {quote(t.final_answer, 150)}")]
+
+
+# a closing pleasantry: short, no figure, opening with thanks or a welcome ("You're welcome! Safe travels!")
+CLOSING_OPENINGS = ("you're welcome", "you are welcome", "thank", "no problem", "my pleasure", "glad", "goodbye",
+                    "take care")
+_DIGITS = frozenset("0123456789")
+
+
+def _before_closing(view: TraceView, step: int) -> int:
+    """A single-agent run's delivery, past the closing pleasantries that end a conversation: the last assistant
+    message at or before ``step`` that is not one (under 300 characters, no digit, opening with thanks or a
+    welcome, no tool call) -- a run does not fail at "You're welcome!" but at the last thing it said or did
+    before it. Multi-agent logs (named speakers) keep their step."""
+    msgs, texts = view.traj.messages, view.texts
+    if not view.assistant_steps or not _closing(msgs[step], texts[step]) or msgs[view.assistant_steps[0]].get("name"):
+        return step
+    for i in reversed(view.assistant_steps):
+        if i < step and not _closing(msgs[i], texts[i]):
+            return i
+    return step
+
+
+def _closing(message: dict, text: str) -> bool:
+    return len(text) < 300 and not message.get("tool_calls") and \
+        text.lstrip()[:16].lower().startswith(CLOSING_OPENINGS) and _DIGITS.isdisjoint(text)
 
 
 # Signals that say *that* a run failed rather than where: the labeller takes one as the first

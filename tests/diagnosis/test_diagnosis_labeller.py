@@ -96,3 +96,15 @@ def test_ceiling_recommends_weights_when_process_share_is_low():
     trajs += [looping(f"p{i}").build(score=0.0) for i in range(10)]
     rec = recommend(Composition.from_labels(label_all(trajs)))
     assert not rec.ceiling and rec.lever == "weights"
+
+
+def test_a_failed_conversation_is_not_located_at_its_closing_pleasantry():
+    b = TraceBuilder().user("cancel my trip").say("I need the reservation id to cancel; I cannot look it up.")
+    b.user("Thanks anyway.").say("You're welcome! Feel free to reach out. Safe travels!")
+    b.user("Bye ###STOP###").deliver("Thank you! Have a great day!")
+    lab = label_trajectory(b.build(score=0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.poor_delivery", 1)
+    # a last reply with substance (a figure) is the delivery itself
+    b = TraceBuilder().user("how many bags?").say("Let me check.").user("ok")
+    lab = label_trajectory(b.deliver("Thank you for waiting: you can take 3 bags.").build(score=0.0))
+    assert lab.first_signal.step == 3

@@ -22,7 +22,8 @@ def test_tau_bench_successes_stay_healthy_and_failures_are_located_before_the_en
     failures = [(t, lab) for t, lab in pairs if lab.failure_class != "healthy"]
     assert len(failures) == 116
     at_end = sum(lab.first_signal.step == t.assistant_steps()[-1] for t, lab in failures)
-    assert at_end < len(failures) / 2, f"{at_end} of {len(failures)} failures located at the last message"
+    # at the last assistant message only where it says something (not "You're welcome!"): 6 of 116
+    assert at_end <= len(failures) / 10, f"{at_end} of {len(failures)} failures located at the last message"
     for t, lab in failures:  # friction as the first signal only when unrecovered
         if lab.failure_class == "F2":
             view = TraceView.of(t)
