@@ -10,8 +10,9 @@ warm >= 3x), and the machine's load.
 
 It also checks that every run decided the same: the demo's printed report (composition, anchors, merges,
 rejections, budget) and its ``summary.json`` with commit hashes, verdict signatures, run ids, paths and
-times masked (commits differ by their timestamps, and the signatures with them), and the multiset of trajectories (task, split, seed, score, termination,
-answer, number of messages). A run that differs is named and the script exits 1.
+times masked (commits differ by their timestamps, and the signatures with them), and the multiset of
+trajectories (task, split, seed, score, termination, answer, number of messages). A run that differs is
+named and the script exits 1.
 
     python benchmarks/demo_pair.py [--repeat 3] [--rounds 3] [--configs warm cold [rollout]] [--keep DIR]
         [--set KEY=VALUE ...]

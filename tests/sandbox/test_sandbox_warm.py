@@ -503,3 +503,30 @@ def test_what_the_batch_child_does_not_check_reaches_only_later_rollouts_of_its_
         alone = [s["mark"] for s in _probes(ex.run(reqs))]
     assert batch == [0, 1, 2, 0, 1]
     assert alone == [0, 0, 0, 0, 0]
+
+
+def test_a_rollout_that_writes_the_batch_childs_answer_pipe_fails_alone(tmp_path):
+    from evoharness.envs import get_environment
+
+    victim = get_environment("synthetic").list_tasks("dev")[0]
+    # writes a line that is no answer to every pipe the child holds (its answer pipe among them)
+    forger = f"""import os
+def before_model(messages, ctx):
+    if ctx.get("step", 0) == 0 and {victim.prompt[:40]!r} in str(messages):
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{{fd}}").startswith("pipe:"):
+                    os.write(int(fd), b"not an answer\\n")
+            except OSError:
+                pass
+    return None
+"""
+    repo = init_harness(tmp_path / "h")
+    reqs = _requests(_commit(repo, "forger.py", forger), 3)
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=8) as ex:
+        trajs = ex.run(reqs)
+        assert ex.warm_starts == 1  # the server lives on
+        assert ex.warm_cost["child_forks"] == 2  # the child that answered out of turn was ended
+    assert [bool(t.meta.get("rollout_failure")) for t in trajs] == [True, False, False]
+    assert any("worker failed: exit 1" in e.detail for e in trajs[0].events), [e.detail for e in trajs[0].events]
