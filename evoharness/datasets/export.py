@@ -196,8 +196,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
             elif known is not None:
                 (cls, first), from_labels = known, True
             else:
-                label = labeller.label(t)
-                cls, first = label.failure_class.value, label.first_signal.id if label.first_signal else None
+                found, signal, _ = labeller.classify(t)  # what ``label`` gives as class and first signal
+                cls, first = found.value, signal.id if signal else None
             if source == SourceKind.healthy and cls != FailureClass.healthy:
                 continue
             if remember:

@@ -53,26 +53,30 @@ class Labeller:
         found.sort(key=signal_order)
         return found
 
+    def classify(self, traj: Trajectory,
+                 view: TraceView | None = None) -> tuple[FailureClass, Signal | None, list[Signal]]:
+        """(class, first signal, signals) as ``label`` gives them, without the rest of a ``Label`` (the violation log,
+        agent, quote and the model's validation): for a caller that needs only the class and the first signal."""
+        view = view or TraceView.of(traj)
+        signals = self.signals(traj, view)
+        if traj.score is not None and traj.score >= self.cfg.healthy_threshold:
+            return FailureClass.healthy, None, signals
+        if signals:
+            first = next((s for s in signals if s.id not in FALLBACK_SIGNALS), signals[0])
+            return first.failure_class, first, signals
+        if traj.delivered:
+            why = "unscored delivery" if traj.score is None else f"score {traj.score:.2f}"
+            first = Signal(id="F4.poor_delivery", failure_class=FailureClass.F4, step=view.final_step,
+                           evidence=f"no signal fired; {why}")
+        else:
+            first = Signal(id="F3.no_delivery", failure_class=FailureClass.F3, step=view.final_step,
+                           evidence="no signal fired; no final answer")
+        return first.failure_class, first, [first]
+
     def label(self, traj: Trajectory) -> Label:
         view = TraceView.of(traj)
-        signals = self.signals(traj, view)
-        healthy = traj.score is not None and traj.score >= self.cfg.healthy_threshold
-        first: Signal | None
-        if healthy:
-            cls, first = FailureClass.healthy, None
-        elif signals:
-            first = next((s for s in signals if s.id not in FALLBACK_SIGNALS), signals[0])
-            cls = first.failure_class
-        else:
-            if traj.delivered:
-                why = "unscored delivery" if traj.score is None else f"score {traj.score:.2f}"
-                first = Signal(id="F4.poor_delivery", failure_class=FailureClass.F4, step=view.final_step,
-                               evidence=f"no signal fired; {why}")
-            else:
-                first = Signal(id="F3.no_delivery", failure_class=FailureClass.F3, step=view.final_step,
-                               evidence="no signal fired; no final answer")
-            cls = first.failure_class
-            signals = [first]
+        cls, first, signals = self.classify(traj, view)
+        healthy = cls is FailureClass.healthy
         return Label(
             trajectory_id=traj.id,
             task_id=traj.task_id,

@@ -108,3 +108,24 @@ def test_a_failed_conversation_is_not_located_at_its_closing_pleasantry():
     b = TraceBuilder().user("how many bags?").say("Let me check.").user("ok")
     lab = label_trajectory(b.deliver("Thank you for waiting: you can take 3 bags.").build(score=0.0))
     assert lab.first_signal.step == 3
+
+
+def test_classify_gives_labels_class_first_signal_and_signals_on_the_vendored_sets():
+    # the export takes (class, first signal) from classify, not label: they must never disagree
+    from pathlib import Path
+
+    from evoharness.traces.importers import iter_files, load_file
+
+    labeller = Labeller()
+    data = Path(__file__).resolve().parents[1] / "fixtures" / "data"
+    seen = set()
+    for path in iter_files([data]):
+        for t in load_file(path):
+            lab = labeller.label(t)
+            cls, first, signals = labeller.classify(t)
+            assert (cls, first, signals) == (lab.failure_class, lab.first_signal, lab.signals), t.id
+            seen.add(cls)
+    assert len(seen) >= 3  # healthy and failure classes both checked
+    for t in (TraceBuilder().user("x").deliver("a").build(score=0.2), TraceBuilder().user("x").build(score=0.0)):
+        lab = Labeller(detectors=[]).label(t)  # the fallbacks when nothing fires
+        assert Labeller(detectors=[]).classify(t) == (lab.failure_class, lab.first_signal, lab.signals)
