@@ -251,3 +251,29 @@ def test_parse_trajectory_is_model_validate_json():
     for text in lines:
         for raw in (text, text.encode()):
             assert outcome(parse_trajectory, raw) == outcome(Trajectory.model_validate_json, raw), text
+
+
+def test_tool_calls_are_parsed_once_and_again_for_new_messages_however_the_trajectory_was_made():
+    from evoharness.traces.models import Trajectory
+
+    def msgs(arg):
+        return [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
+                                                                                             "arguments": arg}}]}]
+
+    dumped = Trajectory(id="a", task_id="t", messages=msgs('{"x": 1}')).model_dump_json()
+    made = [Trajectory(id="a", task_id="t", messages=msgs('{"x": 1}')),
+            Trajectory.model_construct(id="a", task_id="t", messages=msgs('{"x": 1}')),
+            Trajectory.with_messages(msgs('{"x": 1}'), id="a", task_id="t"),
+            Trajectory.model_validate_json(dumped)]
+    for t in made:
+        assert not t.tool_calls_parsed()
+        first = t.tool_calls()
+        assert t.tool_calls_parsed() and t.tool_calls() is first and first[0].args == {"x": 1}
+        copy = t.model_copy()
+        copy.messages = msgs('{"x": 2}')  # a new list: parsed again, for the copy only
+        assert not copy.tool_calls_parsed() and copy.tool_calls()[0].args == {"x": 2}
+        assert t.tool_calls()[0].args == {"x": 1}
+        t.messages.append({"role": "assistant", "content": None,
+                           "tool_calls": [{"id": "d", "function": {"name": "g", "arguments": "[]"}}]})
+        assert [c.name for c in t.tool_calls()] == ["f", "g"]  # the list grew: parsed again
