@@ -697,6 +697,10 @@ class EntityStatus:
         named = [e for e in self.latest if e in low]
         if not named:
             return None
+        if reply.isascii() and not any(map(low.__contains__, self.vocab)):
+            # no known status in the reply, so the claim regex cannot match: its IGNORECASE on ASCII text is lower()
+            # (the vocabulary is ASCII), and a regex scan tries every character (~170k instructions a reply)
+            return None
         claimed = {m.group(1).lower() for m in _status_claim(frozenset(self.vocab)).finditer(reply[:20_000])}
         for entity in named:
             expected = self.latest[entity]

@@ -325,3 +325,43 @@ def test_fast_token_scans_find_what_their_regexes_define():
         assert id_like_runs(text) == ids, text
         if text.isascii():
             assert ids == id_like_tokens(dict.fromkeys(DIGIT_RUN.pattern.findall(text))), text
+
+
+def test_status_contradiction_skips_its_regex_only_where_it_cannot_match():
+    """``EntityStatus.contradicted`` leaves the claim regex out when an ASCII reply holds no known status: the
+    same answers as always running it, on random replies (mixed case, Unicode case variants of the status letters:
+    the Kelvin sign and the long s match k and s under IGNORECASE, yet ``str.lower`` keeps the long s)."""
+    import random
+
+    from evoharness.diagnosis.detectors import EntityStatus, _status_claim
+
+    def reference(es: EntityStatus, reply: str) -> str | None:  # the rule without the shortcut
+        low = reply.lower()
+        named = [e for e in es.latest if e in low]
+        if not named:
+            return None
+        claimed = {m.group(1).lower() for m in _status_claim(frozenset(es.vocab)).finditer(reply[:20_000])}
+        for entity in named:
+            expected = es.latest[entity]
+            wrong = sorted(claimed - {expected})
+            if wrong and expected not in low:
+                return f"{entity} is {expected!r} in the tools, the reply says {wrong[0]!r}"
+        return None
+
+    es = EntityStatus()
+    es.read('{"reservation_id": "ABC123", "status": "confirmed"}')
+    es.read('{"order_id": "W42", "status": "Sent Back"}')
+    es.read('[{"status": "cancelled"}, {"status": "pending"}]')  # two values: vocabulary only
+    words = ["abc123", "ABC123", "w42", "is", "was", "has been", "status:", "the", "CANCELLED", "cancelled",
+             "pending", "Sent back", "confirmed", "\u212aept", "\u017fent back", "pen\u212aing", "ca\u017f", "é", ".",
+             "now", "still"]
+    rng = random.Random(7)
+    checked = fired = 0
+    for _ in range(4000):
+        reply = " ".join(rng.choice(words) for _ in range(rng.randint(1, 9)))
+        got = es.contradicted(reply)
+        assert got == reference(es, reply), reply
+        checked += 1
+        fired += got is not None
+    assert es.contradicted("ABC123 is cancelled") is not None and fired > 50  # the rule itself still fires
+    assert checked == 4000
