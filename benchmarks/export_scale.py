@@ -15,6 +15,10 @@ Each of ``--repeat`` exports is timed in CPU seconds of this process (min / medi
 peak RSS is over all of them. ``--labels`` first writes the labels file ``evoharness label`` would
 (untimed) and exports with it: the unhealthy trajectories' classes are read, not recomputed.
 
+``--render-under seed|evolved`` renders each record's system prompt under the template of a fresh seed
+harness repo (``dataset export --render-under``); the CPU seconds then include the template render
+process (a child of the export, ended before it returns).
+
 ``--against TREE`` measures side by side: this checkout's evoharness and the one in ``TREE`` (another
 checkout, or ``git archive REV | tar -x -C TREE``) export the same files in turn, A, B, A, B ..., each
 export in a fresh process (``PYTHONPATH`` names the tree; one untimed export first, so imports and
@@ -22,15 +26,17 @@ first-call set-up are not timed); it prints each tree's rows per CPU-second and 
 (this / TREE), min / median / max over ``--repeat`` pairs, and each tree's peak RSS growth.
 
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
-        [--repeat 3] [--against TREE]
+        [--render-under seed|evolved] [--repeat 3] [--against TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,13 +86,36 @@ def _real_lines(n: int):
         yield json.dumps({**t, "id": f"{t['id']}#{copy}", "rollout": copy, "split": "dev"}).encode() + b"\n"
 
 
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _prompt(args):
+    """``--render-under``: the harness prompt of a fresh seed harness repo (made once per process)."""
+    if not args.render_under:
+        return None
+    if getattr(args, "_prompt", None) is None:
+        from evoharness.datasets.prompts import resolve_prompt
+        from evoharness.harness_repo.init import init_harness
+
+        home = tempfile.mkdtemp(prefix="export-scale-harness-")
+        atexit.register(shutil.rmtree, home, ignore_errors=True)
+        repo = init_harness(Path(home) / "harness")
+        args._prompt = resolve_prompt(str(repo.path), args.render_under)
+    return args._prompt
+
+
 def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[object, float, float]:
-    """One export: (summary, CPU s, wall s)."""
-    t0, w0 = time.process_time(), time.perf_counter()
+    """One export: (summary, CPU s, wall s). CPU s counts the export's child processes (the template
+    render process of ``--render-under``) once they ended, which is before the export returns."""
+    prompt = _prompt(args)
+    t0, c0, w0 = time.process_time(), _children_cpu(), time.perf_counter()
     s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
                        trajectories=JsonlSource(src), placebo=args.placebo,
-                       **({"labels": labels} if labels else {}))  # older trees have no labels
-    return s, time.process_time() - t0, time.perf_counter() - w0
+                       **({"labels": labels} if labels else {}),  # older trees have no labels
+                       **({"prompt": prompt} if prompt else {}))
+    return s, time.process_time() - t0 + _children_cpu() - c0, time.perf_counter() - w0
 
 
 def _child(args) -> None:
@@ -96,13 +125,14 @@ def _child(args) -> None:
     base = _rss_mb()
     s, cpu, wall = _export_once(src, labels, out, args)
     print(json.dumps({"rows": s.records, "cpu": cpu, "wall": wall, "growth": _rss_mb() - base,
-                      "reused": getattr(s, "labels_reused", 0)}))
+                      "reused": getattr(s, "labels_reused", 0), "fallbacks": s.prompt_fallbacks}))
 
 
 def _side_by_side(src: Path, labels: Path | None, d: Path, args) -> None:
     here = Path(__file__).resolve().parents[1]
     trees = {"this": here, "against": args.against.resolve()}
-    flags = ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else [])
+    flags = ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else []) \
+        + (["--render-under", args.render_under] if args.render_under else [])
     runs: dict[str, list[dict]] = {k: [] for k in trees}
     for _ in range(args.repeat):
         for name, tree in trees.items():  # in turn, so that a load spike hits both
@@ -115,12 +145,13 @@ def _side_by_side(src: Path, labels: Path | None, d: Path, args) -> None:
     rows = {r["rows"] for rs in runs.values() for r in rs}
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: "
           f"{'/'.join(map(str, sorted(rows)))}  format: {args.format}  source: {args.source}  "
-          f"labels: {'yes' if labels else 'no'}  ({load_note()})")
+          f"labels: {'yes' if labels else 'no'}  render under: {args.render_under or '-'}  ({load_note()})")
     rate = {k: [r["rows"] / r["cpu"] for r in rs] for k, rs in runs.items()}
     for name, tree in trees.items():
         print(f"{name:>8} ({tree}): rows per CPU-second {spread(rate[name], ',.0f')}; CPU s per export "
               f"{spread([r['cpu'] for r in runs[name]])}; peak RSS growth "
-              f"{spread([r['growth'] for r in runs[name]], '.1f', ' MB')}; labels reused {runs[name][0]['reused']}")
+              f"{spread([r['growth'] for r in runs[name]], '.1f', ' MB')}; labels reused {runs[name][0]['reused']}; "
+              f"prompts fallen back {runs[name][0].get('fallbacks', 0)}")
     ratios = [a / b for a, b in zip(rate["this"], rate["against"], strict=True)]
     print(f"ratio this/against, rows per CPU-second, {args.repeat} pairs: {spread(ratios, '.2f', 'x')}")
 
@@ -134,6 +165,8 @@ def main() -> None:
     ap.add_argument("--placebo", action="store_true")
     ap.add_argument("--keep", type=Path, help="write the export here instead of a temp dir")
     ap.add_argument("--labels", action="store_true", help="export with a labels file (written first, untimed)")
+    ap.add_argument("--render-under", choices=["seed", "evolved"],
+                    help="render each record's system prompt under a fresh seed harness repo's template")
     ap.add_argument("--against", type=Path, metavar="TREE",
                     help="another evoharness tree: export with both in turn and print the ratio")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -184,7 +217,8 @@ def main() -> None:
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: {s.records}  "
           f"held-out excluded: {s.heldout_tasks_excluded}  ({load_note()})")
-    print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  output: {size:.1f} MB  "
+    print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  render under: "
+          f"{args.render_under or '-'} ({s.prompt_fallbacks} fell back)  output: {size:.1f} MB  "
           f"labels reused: {getattr(s, 'labels_reused', 0)}")
     print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")
     print(f"rows/s: {spread([s.records / c for c in cpu], ',.0f')} rows per CPU-second")

@@ -12,8 +12,10 @@ which an adversary can steer. Everything that reads them on the host goes throug
   a >4,300-digit integer, recursion, memory) turned into one ``InputError`` line.
 - ``template_environment()``: a Jinja2 ``ImmutableSandboxedEnvironment`` (no dunder or private
   attributes, no mutation of passed-in objects, no imports) whose ``range``, repetition and power are
-  bounded; ``check_template`` rejects loops nested deeper than ``MAX_LOOP_NESTING``. Harness templates
-  rendered on the host (``dataset export --render-under``) use it; harness code is never imported there.
+  bounded and whose values (operators, ``~``, filters, calls) are held to ``MAX_RENDER_CHARS`` items;
+  ``check_template`` rejects loops nested deeper than ``MAX_LOOP_NESTING``. On the host, harness
+  templates (``dataset export --render-under``, ``render_template``) are compiled and rendered with it
+  only inside the limited child process of ``untrusted_render``; harness code is never imported there.
 
 Importers (``traces/importers/``) call ``read_limited`` and ``loads_json``; new importers should too.
 """
@@ -120,13 +122,83 @@ def loads_json(text: str | bytes, where: str, limit: int = MAX_DEPTH) -> Any:
 
 # ---- Jinja on the host --------------------------------------------------------------------------
 
+def _too_big(value: Any) -> bool:
+    return isinstance(value, str | list | tuple | bytes) and len(value) > MAX_RENDER_CHARS
+
+
+def _refuse_big(value: Any, what: str) -> Any:
+    from jinja2.sandbox import SecurityError
+
+    if _too_big(value):
+        raise SecurityError(f"{what} made a value over {MAX_RENDER_CHARS} items in a harness template")
+    return value
+
+
+def _width(n: Any, what: str, times: int = 1) -> None:
+    from jinja2.sandbox import SecurityError
+
+    if isinstance(n, int) and n * max(times, 1) > MAX_RENDER_CHARS:
+        raise SecurityError(f"{what} over {MAX_RENDER_CHARS} items in a harness template")
+
+
+def _lines(value: Any) -> int:
+    return value.count("\n") + 1 if isinstance(value, str) else 1
+
+
+# Checks made before a filter runs, on the arguments that set the size of what it makes (the value it is
+# given is already bounded): without them the filter would allocate first and be refused after.
+_FILTER_SIZES: dict[str, Any] = {
+    "center": lambda v, width=80, *a, **k: _width(width, "center width"),
+    "indent": lambda v, width=4, *a, **k: _width(width if isinstance(width, int) else len(str(width)),
+                                                 "indent width times lines", _lines(v)),
+    "batch": lambda v, linecount, *a, **k: _width(linecount, "batch size"),
+    "slice": lambda v, slices, *a, **k: _width(slices, "slice count"),
+    "replace": lambda v, old, new, *a, **k: _width(
+        len(str(v)) + str(v).count(str(old)) * (len(str(new)) - len(str(old))), "replace result")
+    if len(str(new)) > len(str(old)) else None,
+}
+
+
+def _bounded_filter(name: str, func: Any) -> Any:
+    """``func`` with its result (and, for the filters above, its size arguments) held to
+    ``MAX_RENDER_CHARS``; keeps the filter's ``pass_*`` marker (it is in ``__dict__``)."""
+    import functools
+
+    before = _FILTER_SIZES.get(name)
+    skip = 0 if getattr(func, "jinja_pass_arg", None) is None else 1  # a context/environment comes first
+
+    @functools.wraps(func)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        if before is not None and len(args) > skip:
+            before(*args[skip:], **kwargs)
+        return _refuse_big(func(*args, **kwargs), f"the {name} filter")
+
+    return bounded
+
+
 def template_environment(**kw: Any) -> Any:
-    """A sandboxed, bounded Jinja2 environment for harness templates rendered outside a sandbox."""
+    """A sandboxed, bounded Jinja2 environment for harness templates rendered outside a sandbox.
+
+    Every value a template makes with an operator (``+ * ** %``), a concatenation (``~``), a filter or a
+    method call is held to ``MAX_RENDER_CHARS`` items; the filters that take a size (``center``,
+    ``indent``, ``batch``, ``slice``, ``replace``) are checked before they allocate; ``range`` is bounded.
+    Values are checked after they are made, so the allocation of one that is refused still happens:
+    on the host, such templates render only in the limited child of ``untrusted_render``."""
     from jinja2 import StrictUndefined
+    from jinja2.compiler import CodeGenerator
     from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
+    class _Generator(CodeGenerator):
+        def visit_Concat(self, node: Any, frame: Any) -> None:  # ``~``: joined by the bounded join below
+            self.write("environment.bounded_join((")
+            for arg in node.nodes:
+                self.visit(arg, frame)
+                self.write(", ")
+            self.write("))")
+
     class _Bounded(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "**", "+"})
+        intercepted_binops = frozenset({"*", "**", "+", "%"})
+        code_generator_class = _Generator
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "**" and isinstance(right, int | float) and abs(right) > 64:
@@ -136,11 +208,19 @@ def template_environment(**kw: Any) -> Any:
                 if isinstance(n, int) and isinstance(seq, str | list | tuple) and len(seq) * n > MAX_REPEAT_CHARS:
                     raise SecurityError(f"repetition over {MAX_REPEAT_CHARS} items in a harness template")
             result = super().call_binop(context, operator, left, right)
-            if isinstance(result, str | list | tuple) and len(result) > MAX_RENDER_CHARS:
+            if _too_big(result):
                 raise SecurityError(f"a value over {MAX_RENDER_CHARS} items in a harness template")
             return result
 
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            return _refuse_big(super().call(__context, __obj, *args, **kwargs), "a call")
+
+        def bounded_join(self, parts: tuple) -> str:
+            out = "".join(map(str, parts))
+            return _refuse_big(out, "`~`")
+
     env = _Bounded(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, **kw)
+    env.filters = {name: _bounded_filter(name, f) for name, f in env.filters.items()}
 
     def bounded_range(*args: int) -> range:
         r = range(*args)
@@ -180,16 +260,13 @@ def check_template(text: str, where: str) -> Any:
 
 
 def render_template(text: str, where: str, **variables: Any) -> str:
-    """Render a harness template in the bounded sandbox; ``InputError`` on any failure or escape attempt."""
-    from jinja2 import TemplateError
+    """Render a harness template once, in the bounded sandbox inside the limited render process
+    (``untrusted_render``: memory, CPU and wall limits; compiled there too); ``InputError`` on any
+    failure, escape attempt or limit hit."""
+    from evoharness.untrusted_render import RenderFailed, TemplateRenderer
 
-    check_template(text, where)
-    try:
-        out = template_environment().from_string(text).render(**variables)
-    except TemplateError as e:  # includes SecurityError (an unsafe attribute, an unbounded range)
-        raise InputError(where, f"template does not render: {type(e).__name__}: {e}"[:300]) from None
-    except (TypeError, AttributeError, KeyError, ValueError, ArithmeticError, RecursionError, MemoryError) as e:
-        raise InputError(where, f"template does not render: {type(e).__name__}: {e}"[:300]) from None
-    if len(out) > MAX_RENDER_CHARS:
-        raise InputError(where, f"template renders over {MAX_RENDER_CHARS} characters")
-    return out
+    with TemplateRenderer(text, where) as renderer:
+        try:
+            return renderer.render_one(variables)
+        except RenderFailed as e:
+            raise InputError(where, e.reason) from None

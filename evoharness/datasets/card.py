@@ -50,7 +50,9 @@ def render_card(s: ExportSummary) -> str:
         f"- **Source:** `{s.source.value}`",
         f"- **System prompt rendered under:** {prompt}"
         + (f"; {s.prompt_fallbacks} records fell back to the raw template plus lessons" if s.prompt_fallbacks
-           else ""),
+           else "")
+        + (f" ({s.prompt_limit_hits} renders hit the render process's memory, CPU or wall limit)"
+           if s.prompt_limit_hits else ""),
         f"- **Placebo:** {'yes, seed ' + str(s.placebo_seed) if s.placebo else 'no'}"
         + (f" ({s.placebo_units_kept_in_place} assistant units could not leave their record)"
            if s.placebo and s.placebo_units_kept_in_place else ""),

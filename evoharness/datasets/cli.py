@@ -141,8 +141,11 @@ def export(
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels)
     skipped = sum(summary.skipped.values())
     reused = f", {summary.labels_reused} labels reused" if labels is not None else ""
+    fell_back = (f", {summary.prompt_fallbacks} system prompts fell back to the raw template"
+                 + (f" ({summary.prompt_limit_hits} renders hit a limit)" if summary.prompt_limit_hits else "")
+                 if summary.prompt_fallbacks else "")
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
-               f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped{reused}")
+               f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped{reused}{fell_back}")
 
 
 @dataset_app.command("validate")

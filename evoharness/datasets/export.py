@@ -39,7 +39,7 @@ from evoharness.traces.models import Split, Trajectory
 
 from . import placebo as placebo_mod
 from .card import write_card
-from .chat import RecordSkipped, to_record
+from .chat import RecordSkipped, to_record, with_system
 from .export_formats import open_writer
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
 from .prompts import SystemRenderer
@@ -359,6 +359,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     (stage / "data").mkdir()
     writer = open_writer(fmt, stage)
     window: list[tuple[dict, dict]] = []
+    unrendered: list[tuple[dict, dict, Trajectory]] = []  # records (in order) waiting for a system message
 
     def emit(record: dict, meta: dict) -> None:
         # never write an invalid record; a bug here must be loud in tests. Each call's arguments
@@ -372,6 +373,21 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                            ("splits", meta["split"]), ("harness_commits", meta["harness_commit"]),
                            ("models", meta["model"]), ("envs", meta["env"])):
             counts[key][value if value is not None else "-"] += 1
+
+    def settle() -> None:  # the system messages of the records waiting for them, rendered in one batch
+        systems = renderer.render_many([(t, record["tools"]) for record, _, t in unrendered])
+        for (record, meta, _), system in zip(unrendered, systems, strict=True):
+            record["messages"] = with_system(record["messages"], system)
+            place(record, meta)
+        unrendered.clear()
+
+    def place(record: dict, meta: dict) -> None:
+        if placebo:
+            window.append((record, meta))
+            if len(window) >= placebo_window:
+                flush()
+        else:
+            emit(record, meta)
 
     def flush() -> None:
         if not window:
@@ -399,19 +415,20 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                 skipped["over_max_per_task"] += 1
                 continue
             try:
-                record = to_record(t, renderer)
+                record = to_record(t)  # its system message is rendered below, with a batch of others
             except RecordSkipped as e:
                 skipped[e.reason] += 1
                 continue
             per_task[t.task_id] += 1
             written[1] += c.from_labels  # a record written (a placebo window is written whole)
             meta = _meta(c, placebo)
-            if placebo:
-                window.append((record, meta))
-                if len(window) >= placebo_window:
-                    flush()
+            if renderer.active:
+                unrendered.append((record, meta, t))
+                if len(unrendered) >= renderer.batch:
+                    settle()
             else:
-                emit(record, meta)
+                place(record, meta)
+        settle()
         flush()
         summary.files = writer.close()
         writer = None
@@ -420,6 +437,8 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             writer.close()
         _discard(stage, made)
         raise
+    finally:
+        renderer.close()
     if admitted == 0 and heldout_matched:
         _discard(stage, made)
         raise InputError("export", f"only held-out tasks matched the request ({heldout_matched} "
@@ -429,6 +448,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))
     summary.prompt_fallbacks = renderer.fallbacks
+    summary.prompt_limit_hits = renderer.limit_hits
     write_card(stage, summary)
     _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
     for name in dict.fromkeys((*summary.files, "README.md", "manifest.json")):

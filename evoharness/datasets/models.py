@@ -84,6 +84,8 @@ class ExportSummary(BaseModel):
     skipped: dict[str, int] = Field(default_factory=dict, description="reason -> count")
     heldout_tasks_excluded: int = Field(0, description="trajectories dropped because their task is held out")
     prompt_fallbacks: int = Field(0, description="records whose prompt fell back to raw text + lessons")
+    prompt_limit_hits: int = Field(0, description="renders of the harness template that hit the render "
+                                   "process's memory, CPU or wall limit (each such record fell back)")
     labels_reused: int = Field(0, description="records written whose class came from --labels, not relabelled "
                                              "(trajectories the filters or held-out tasks drop are not counted)")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

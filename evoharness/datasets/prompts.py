@@ -7,10 +7,14 @@ The seed ``system.md`` is a Jinja2 template with the variables ``task``, ``tools
 template does not render (a variable it needs is not known here, or the template is broken), the
 record gets the raw text followed by the lessons instead, and the export counts it as a fallback.
 
-The template is a candidate's file, i.e. untrusted: it renders in ``evoharness.untrusted``'s bounded
-``ImmutableSandboxedEnvironment`` (no dunder or private attributes, no imports, no mutation, bounded
-ranges, repetition and loop nesting). A template that tries to reach Python internals falls back to
-the raw text like any other template that does not render; nothing of it runs on the host.
+The template is a candidate's file, i.e. untrusted: it is compiled and rendered in one child process
+with its own memory, CPU and wall limits (``evoharness.untrusted_render``), in ``evoharness.untrusted``'s
+bounded ``ImmutableSandboxedEnvironment`` (no dunder or private attributes, no imports, no mutation,
+bounded ranges, repetition, loop nesting and values). Records are rendered in batches
+(``render_many``). A template that tries to reach Python internals, makes a value over the bound or
+hits a limit falls back to the raw text like any other template that does not render; a render that
+hits a limit is also counted in ``limit_hits`` and logged, and the child is started again for the next
+record (after ``RENDER_MAX_HITS`` hits every later record falls back unrendered).
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jinja2 import TemplateError
 
 from evoharness.errors import InputError
+from evoharness.logging import get_logger
 from evoharness.traces.models import Trajectory
-from evoharness.untrusted import check_template, template_environment
+from evoharness.untrusted_render import RenderFailed, RenderLimits, TemplateRenderer
 
 from .models import RenderedPrompt
 
@@ -31,6 +35,8 @@ SYSTEM_PATH = "prompts/system.md"
 LESSONS_PATH = "lessons.md"
 POLICIES_PATH = "policies.yaml"
 MAIN_NAMES = ("main", "master")
+
+log = get_logger(__name__)
 
 
 def split_harness_arg(harness: str) -> tuple[Path, str | None]:
@@ -98,23 +104,28 @@ def resolve_prompt(harness: str | None, under: str = "evolved") -> RenderedPromp
 
 
 class SystemRenderer:
-    """Renders one system message per record; counts the records that fell back to raw text."""
+    """Renders one system message per record in the limited render process; counts the records that
+    fell back to raw text (``fallbacks``) and, of them, those whose render hit a limit (``limit_hits``).
+    ``close`` ends the render process (the export does, in a ``finally``)."""
 
-    def __init__(self, prompt: RenderedPrompt) -> None:
+    def __init__(self, prompt: RenderedPrompt, limits: RenderLimits | None = None) -> None:
         self.prompt = prompt
         self.fallbacks = 0
-        self._template = None
-        self._broken = False
+        self.limit_hits = 0
+        self._renderer = None
+        self._gave_up = False
         if prompt.template is not None:
-            try:
-                check_template(prompt.template, SYSTEM_PATH)
-                self._template = template_environment().from_string(prompt.template)
-            except (InputError, TemplateError):
-                self._broken = True
+            self._renderer = TemplateRenderer(prompt.template, SYSTEM_PATH, limits=limits, constants={
+                "lessons": prompt.lessons, "policies": prompt.policies})
 
     @property
     def active(self) -> bool:
         return self.prompt.template is not None
+
+    @property
+    def batch(self) -> int:
+        """How many records ``render_many`` is best given at once."""
+        return self._renderer.limits.batch if self._renderer is not None else 1
 
     def fallback_text(self) -> str:
         text = (self.prompt.template or "").rstrip()
@@ -122,18 +133,34 @@ class SystemRenderer:
         return f"{text}\n\n## Lessons from earlier runs\n{lessons}\n" if lessons else text + "\n"
 
     def render(self, traj: Trajectory, tools: list[dict]) -> str:
-        if self._template is None or self._broken:
-            self.fallbacks += 1
-            return self.fallback_text()
-        tool_vars = [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
-                      "parameters": t["function"].get("parameters", {})} for t in tools]
-        try:
-            return self._template.render(task=task_text(traj), tools=tool_vars, lessons=self.prompt.lessons,
-                                         policies=self.prompt.policies)
-        except (TemplateError, TypeError, AttributeError, KeyError, ValueError, ArithmeticError, RecursionError,
-                MemoryError):  # TemplateError includes the sandbox's SecurityError
-            self.fallbacks += 1
-            return self.fallback_text()
+        return self.render_many([(traj, tools)])[0]
+
+    def render_many(self, items: list[tuple[Trajectory, list[dict]]]) -> list[str]:
+        """The system message of each (trajectory, tools): rendered, or the fallback text."""
+        if self._renderer is None:
+            self.fallbacks += len(items)
+            return [self.fallback_text()] * len(items)
+        results = self._renderer.render_many([
+            {"task": task_text(traj), "tools": [
+                {"name": t["function"]["name"], "description": t["function"].get("description", ""),
+                 "parameters": t["function"].get("parameters", {})} for t in tools]}
+            for traj, tools in items])
+        out = []
+        for (traj, _), result in zip(items, results, strict=True):
+            if isinstance(result, RenderFailed):
+                self.fallbacks += 1
+                if result.limit and not self._gave_up:  # the renderer's give-up notice is logged once
+                    log.warning("dataset.render_limit", trajectory=traj.id, reason=result.reason)
+                    self._gave_up = result is self._renderer.broken
+                out.append(self.fallback_text())
+            else:
+                out.append(result)
+        self.limit_hits = self._renderer.limit_hits
+        return out
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
 
 
 def task_text(traj: Trajectory) -> str:

@@ -395,4 +395,5 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
     return {"path": str(out.resolve()), "records": summary.records, "files": summary.files,
             "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,
             "tasks": len(summary.tasks), "classes": summary.classes,
-            "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped}
+            "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped,
+            "prompt_fallbacks": summary.prompt_fallbacks, "prompt_limit_hits": summary.prompt_limit_hits}

@@ -60,7 +60,7 @@ def test_a_template_that_folds_into_a_large_constant_is_not_kept_by_the_server(t
     that memory from the sandbox the next commits' rollouts share). The rollout still renders it."""
     root = init_harness(tmp_path / "h").path
     prompt = root / "prompts" / "system.md"
-    for text in ('{{ "x" | center(3000000) }}{{ task }}', '{% set b = [1] | batch(300000, 0) | first %}{{ task }}'):
+    for text in ('{{ "x" | center(1500000) }}{{ task }}', '{% set b = [1] | batch(300000, 0) | first %}{{ task }}'):
         prompt.write_text(text)
         H.prepare(root)  # (its policies.yaml is kept)
         assert text in H._PREPARED_TEMPLATES and H._PREPARED_TEMPLATES[text] is None, text  # not tried again

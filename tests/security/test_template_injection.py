@@ -4,6 +4,8 @@ the host's CPU and memory must run nothing: the record falls back to the raw tex
 
 from __future__ import annotations
 
+import json
+import resource
 import time
 
 import git
@@ -87,12 +89,10 @@ def test_control_plain_jinja_runs_the_payload(tmp_path):
     assert mark.exists()
 
 
-# Bombs the bounds above do not catch yet (a filter with a size argument, `~` growth, loops 3 deep over
-# bounded ranges): each is shown here at a small, cheap size whose intermediate value is still over
-# MAX_RENDER_CHARS while the output is short, so the final length check cannot see it. At full size they
-# take the host's memory (`center(4000000000)`, 2**40 characters) or hours of CPU (10,000**3 iterations)
-# during `dataset export --render-under`. Compile-time constant folding evaluates the first one before
-# anything renders. docs/security.md lists them as not bounded; strict: a fix makes these pass.
+# Values made without a binop (a filter with a size argument, `~` growth): each at a small, cheap size whose
+# intermediate value is over MAX_RENDER_CHARS while the output is short, so the final length check cannot
+# see it. At full size they took the host's memory (`center(4000000000)`, 2**40 characters) during
+# `dataset export --render-under`; strict xfails before the values were bounded (docs/security.md).
 UNBOUNDED = {
     "filter_width": '{{ ("x" | center(3000000)) | length }}',
     "concat_doubling": '{% set ns = namespace(s="x") %}{% for i in range(22) %}{% set ns.s = ns.s ~ ns.s %}'
@@ -101,9 +101,63 @@ UNBOUNDED = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="filters and `~` are not bounded on the host yet (docs/security.md)")
 @pytest.mark.parametrize("name", list(UNBOUNDED))
 def test_render_template_refuses_values_over_the_bound_made_without_binops(name):
     with pytest.raises(Exception) as e:  # noqa: PT011 -- an InputError is the one right answer
         render_template(UNBOUNDED[name], "prompts/system.md", task="t", tools=[], lessons="", policies={})
     assert type(e.value).__name__ == "InputError"
+    assert "over 2000000 items" in str(e.value)
+
+
+# What no value check sees: an allocation the sandbox checks only after it is made (a `format` width),
+# a template whose constant filter calls Jinja folds while compiling (150 folded values of 1.9 M characters
+# each), three loops over bounded ranges (10**9 iterations, about half a minute of CPU without a limit).
+# The host must not pay for any of them: the render process's memory and CPU limits end each.
+LIMITS = {
+    "memory": ('{{ ("%0900000000d" | format(1)) | length }}', "memory limit"),
+    "compile_folding": ('{{ "x" | center(1900000) }}' * 150, "memory limit"),
+    "cpu": ("{% for a in range(10000) %}{% for b in range(10000) %}{% for c in range(10) %}{% endfor %}"
+            "{% endfor %}{% endfor %}done", "CPU-second limit"),
+}
+
+
+@pytest.mark.parametrize("name", list(LIMITS))
+def test_render_template_hits_the_render_process_limits_not_the_host(name):
+    template, reason = LIMITS[name]
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(Exception) as e:  # noqa: PT011 -- an InputError is the one right answer
+        render_template(template, "prompts/system.md", task="t", tools=[], lessons="", policies={})
+    assert type(e.value).__name__ == "InputError"
+    assert reason in str(e.value)
+    # this process's peak resident memory (KiB) did not take the 900 MB value or the folded constants
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before < 200 * 1024
+
+
+def test_export_goes_on_after_a_record_whose_render_hits_a_limit(tmp_path):
+    """One record's task makes the template loop for minutes: that record falls back (counted as a limit
+    hit), the render process is started again, and the records after it render as before."""
+    repo = init_harness(tmp_path / "harness")
+    g = git.Repo(repo.path)
+    (repo.path / "prompts" / "system.md").write_text(
+        '{% if "bomb" in task %}{% for a in range(10000) %}{% for b in range(10000) %}{% for c in range(10) %}'
+        "{% endfor %}{% endfor %}{% endfor %}{% endif %}Rendered for: {{ task }}\n")
+    g.index.add(["prompts/system.md"])
+    g.index.commit("a template that loops on one task")
+    tasks = ["first task", "a bomb task", "third task", "fourth task"]
+    trajs = [Trajectory(id=f"t{i}", task_id=f"task_{i}", task=task,
+                        messages=[{"role": "system", "content": "s"}, {"role": "user", "content": task},
+                                  {"role": "assistant", "content": "done"}],
+                        final_answer="done", score=1.0, termination="delivered", meta={"env": "synthetic"})
+             for i, task in enumerate(tasks)]
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, trajs)
+    code = main(["dataset", "export", "--out", str(tmp_path / "out"), "--source", "all", "-t", str(src),
+                 "--harness", str(repo.path), "--render-under", "evolved"])
+    assert code == 0
+    systems = [json.loads(line)["messages"][0]["content"].rstrip()
+               for line in (tmp_path / "out" / "data.jsonl").read_text().splitlines()]
+    assert systems[0] == "Rendered for: first task"
+    assert systems[1].startswith('{% if "bomb" in task %}')  # the raw template: the fallback
+    assert systems[2:] == ["Rendered for: third task", "Rendered for: fourth task"]
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "1 records fell back" in card and "1 renders hit the render process's" in card
