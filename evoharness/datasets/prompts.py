@@ -55,9 +55,21 @@ def _main_branch(repo) -> str:
     return "HEAD"
 
 
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a harness file an export reads (candidate edits stop at 256 KiB)
+
+
 def _show(repo, commit: str, path: str) -> str | None:
+    """``path`` at ``commit`` (None when absent); ``InputError`` over ``MAX_FILE_BYTES``, checked before it
+    is read: the repository may hold files no candidate edit could write (plain git, a user's PR)."""
     from git import GitCommandError
 
+    try:
+        size = int(repo.git.cat_file("-s", f"{commit}:{path}"))
+    except (GitCommandError, ValueError):
+        return None
+    if size > MAX_FILE_BYTES:
+        raise InputError(f"{repo.working_tree_dir}", f"{path} at {commit[:12]} is {size} bytes, over the "
+                         f"{MAX_FILE_BYTES}-byte limit for a harness file an export reads")
     try:
         return repo.git.show(f"{commit}:{path}")
     except GitCommandError:

@@ -161,3 +161,23 @@ def test_export_goes_on_after_a_record_whose_render_hits_a_limit(tmp_path):
     assert systems[2:] == ["Rendered for: third task", "Rendered for: fourth task"]
     card = (tmp_path / "out" / "README.md").read_text()
     assert "1 records fell back" in card and "1 renders hit the render process's" in card
+
+
+def test_an_oversized_harness_file_is_one_error_line_before_it_is_read(tmp_path, capsys):
+    """`--render-under` reads the harness's files with git: a 5 MiB `lessons.md` committed with plain git
+    (no candidate edit could write it) is refused by its size, before it is read into memory."""
+    repo = init_harness(tmp_path / "harness")
+    g = git.Repo(repo.path)
+    (repo.path / "lessons.md").write_text("a lesson\n" * (5 * 1024 * 1024 // 9 + 1))
+    g.index.add(["lessons.md"])
+    g.index.commit("a huge lessons file")
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [Trajectory(id="t1", task_id="k", messages=[{"role": "user", "content": "hi"},
+                                                                        {"role": "assistant", "content": "ok"}],
+                                        final_answer="ok", score=1.0, termination="delivered")])
+    code = main(["dataset", "export", "--out", str(tmp_path / "out"), "--source", "all", "-t", str(src),
+                 "--harness", str(repo.path), "--render-under", "evolved"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("error:") and "lessons.md" in err[0] and "limit" in err[0], err
+    assert not (tmp_path / "out" / "data.jsonl").exists()
