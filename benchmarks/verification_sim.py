@@ -15,8 +15,10 @@ Every strategy gets the same per-candidate budget (fixed_split_24x gets 24x) and
 default, ``sequential = true``) may spend up to 3x the budget on one candidate but stop once the
 verdict is decided; the column ``rollouts/candidate`` (verification only, anchors excluded) is what
 equal budget is judged by. ``behaviour_aware_sequential`` uses the config defaults (control_ratio
-2.0, max_tasks 27); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's
-selection (0.5, 24). The best accepted candidate of a round is merged and re-anchored. Reported per
+2.0, max_tasks 27); every behaviour-aware strategy reads ``targeted_rank`` and
+``attribution_min_share`` from the config (its defaults, ``alone`` and 0.4 since 2026-12-04, or
+``--set``); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's selection (0.5, 24).
+The best accepted candidate of a round is merged and re-anchored. Reported per
 strategy: false-accept rates, power for the true +0.05 edit,
 the true held-out gain of the final harness after the rounds (expected score, no noise), and
 rollouts spent (candidates, baselines and anchors), each with a 95% interval: Wilson for rates,
@@ -164,10 +166,11 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
     world.add("h0", SimHarness())
     cfg = VerificationConfig(**{"rollouts": k, "anchor_rollouts": K, "max_tasks": max_tasks, "bootstrap_samples": 200,
                                 "sequential": False, **(extra[0] if extra else {}), **(settings or {})})
-    if isinstance(strategy, BehaviourAware) and "targeted_rank" in (settings or {}):  # --set reaches it too
+    if isinstance(strategy, BehaviourAware):  # the config's targeted_rank (its default, or --set), as a run's
         strategy = BehaviourAware(strategy.control_ratio, cfg.targeted_rank)
     verifier = Verifier(SimSource(world), cfg, seed=seed)
-    gates = make_gates(gate_names, bootstrap_samples=200, no_regression_alpha=cfg.no_regression_alpha) \
+    gates = make_gates(gate_names, min_share=cfg.attribution_min_share, bootstrap_samples=200,
+                       no_regression_alpha=cfg.no_regression_alpha) \
         if gate_names else None  # None: the verifier's own defaults, from cfg (the real path)
     dev = [t for t, task in world.tasks.items() if task.split == "dev"]
     run_ledger = BudgetLedger(total=float("inf"))

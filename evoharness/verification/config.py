@@ -40,10 +40,12 @@ class VerificationSettings(BaseModel):
         "0.73)",
     )
     targeted_rank: Literal["fired", "alone"] = Field(
-        "fired",
-        description="which targeted tasks behaviour-aware selection takes first when max_tasks caps them: fired "
-        "(where the target fired in the most anchor rollouts) | alone (where it fired with no other behaviour "
-        "reported beside it: an edit to the target cannot rescue a rollout that fails for another reason)",
+        "alone",
+        description="which targeted tasks behaviour-aware selection takes first when max_tasks caps them: alone "
+        "(where it fired with no other behaviour reported beside it: an edit to the target cannot rescue a rollout "
+        "that fails for another reason) | fired (where the target fired in the most anchor rollouts; the default "
+        "until 2026-12-04). With attribution_min_share 0.4, simulated power at coupling 0.9 0.518 -> 0.653 on "
+        "fresh worlds (docs/verification.md, \"Defaults since 2026-12-04\")",
     )
     fresh_baseline: bool = Field(
         True,
@@ -51,11 +53,12 @@ class VerificationSettings(BaseModel):
         "needed when tasks were chosen from the anchor's own outcomes (regression to the mean)",
     )
     attribution_min_share: float = Field(
-        0.5,
+        0.4,
         ge=0,
         le=1,
         description="share of the targeted gain that must come from rollouts where the "
-        "behaviour stopped firing",
+        "behaviour stopped firing (0.5 until 2026-12-04: detectors that miss firings shrink a real fix's "
+        "explained share, median 0.61 at coupling 0.9; edits that fit what the anchor saw explained at most 0.35)",
     )
     no_regression_alpha: float = Field(
         0.0,

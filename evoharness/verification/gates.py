@@ -204,7 +204,7 @@ class AttributionGate:
 
     name = "attribution"
 
-    def __init__(self, min_share: float = 0.5) -> None:
+    def __init__(self, min_share: float = 0.4) -> None:
         self.min_share = min_share
 
     def check(self, ev: Evidence) -> GateResult:
@@ -449,7 +449,7 @@ GATES = {
 
 def make_gates(
     names: list[str] | tuple[str, ...],
-    min_share: float = 0.5,
+    min_share: float = 0.4,
     alpha: float = 0.05,
     bootstrap_samples: int = 2000,
     no_regression_alpha: float | None = None,
@@ -473,7 +473,7 @@ def make_gates(
     return out
 
 
-def default_gates(strategy: SelectionStrategy | str, min_share: float = 0.5,
+def default_gates(strategy: SelectionStrategy | str, min_share: float = 0.4,
                   bootstrap_samples: int = 2000, no_regression_alpha: float | None = None) -> list[Gate]:
     """The gates ``strategy`` declares (a registered name or a strategy object)."""
     if isinstance(strategy, str):

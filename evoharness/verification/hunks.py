@@ -276,7 +276,7 @@ def _text(data: bytes | None) -> str | None:
 # ---- the judgement -----------------------------------------------------------------------------------
 
 def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequence[RolloutRequest],
-                measure: Measure, max_parts: int, min_share: float = 0.5,
+                measure: Measure, max_parts: int, min_share: float = 0.4,
                 gain_gate: Gate | None = None, no_regression_alpha: float | None = None
                 ) -> tuple[GateResult, list[Part]]:
     """The ``hunks`` gate: every part must pass the behaviour-aware gates left out, or else alone.
