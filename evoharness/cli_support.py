@@ -52,6 +52,21 @@ def settings_of(ctx: typer.Context, *, collector: bool = False):
     return root_ctx.obj.settings
 
 
+# Most rollouts per task one command takes (--rollouts / -k): the noise table stops at 16 and a sequential
+# verification asks at most sequential_max_factor x k; a typo such as 99999999999 built a list of that
+# many requests before the first rollout (21 GB, then the kernel killed it).
+MAX_ROLLOUTS_PER_TASK = 1000
+# Most rollouts `evoharness rollout` makes in one command (tasks x k; ~1.2 KB each while planned).
+MAX_ROLLOUTS = 100_000
+
+
+def check_rollouts(k: int | None, option: str = "--rollouts", least: int = 1) -> int | None:
+    """``k`` when it is None or within least..MAX_ROLLOUTS_PER_TASK; otherwise one ``error:`` line, exit 2."""
+    if k is not None and not least <= k <= MAX_ROLLOUTS_PER_TASK:
+        fail(f"{option} must be {least} to {MAX_ROLLOUTS_PER_TASK:,} rollouts per task, not {k:,}")
+    return k
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print one error line to stderr and exit with ``code``."""
     typer.echo(f"error: {message}", err=True)

@@ -127,3 +127,21 @@ def test_a_path_that_cannot_be_written_is_one_line(capsys, tmp_path):
     blocker.write_text("x")
     line = _one_error_line(capsys, ["init", str(blocker / "harness")])
     assert line.startswith(f"error: {blocker / 'harness'}: ") and "not a directory" in line
+
+
+@pytest.mark.parametrize("argv", [
+    ["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--rollouts", "99999999999"],
+    ["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--rollouts", "10", "--tasks", "0"],
+    ["evaluate", "--harness", "h", "--rollouts", "99999999999"],
+    ["ablate", "some-run", "-k", "1001"],
+    ["report", "some-run", "--out", "r", "--compute", "-k", "0"],
+    ["verify", "c", "--harness", "h", "--tasks", "d0", "--anchor-rollouts", "99999999999"],
+])
+def test_a_huge_rollout_count_is_refused_before_any_request_is_planned(capsys, tmp_path, monkeypatch, argv):
+    """`rollout --rollouts 99999999999` planned 10^11 requests: 21 GB, then the kernel killed it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("evoharness.sandbox.cli.MAX_ROLLOUTS", 100)  # 14 synthetic dev tasks x 10 is over it
+    assert main(["init", "h"]) == 0
+    capsys.readouterr()
+    line = _one_error_line(capsys, argv)
+    assert "rollouts per task" in line or "14 tasks x 10 rollouts is more than one command makes (100)" in line, line

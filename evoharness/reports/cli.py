@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import settings_of
+from evoharness.cli_support import check_rollouts, settings_of
 from evoharness.errors import InputError
 
 
@@ -24,9 +24,7 @@ def _splits(raw: str) -> list[str]:
 
 
 def _positive(k: int | None) -> int | None:
-    if k is not None and k < 1:
-        raise InputError("--rollouts", "must be >= 1")
-    return k
+    return check_rollouts(k)
 
 
 def report(
@@ -44,6 +42,7 @@ def report(
     from evoharness.reports.report import build
     from evoharness.reports.runs import load_run
 
+    _positive(rollouts)  # the options first, then the run
     record = load_run(settings_of(ctx), run)
     if record.note:
         typer.echo(f"note: {record.note}", err=True)
@@ -155,10 +154,11 @@ def ablate(
     from evoharness.reports.runs import load_run
 
     splits = _splits(split)
+    _positive(rollouts)  # the options first, then the run
     record = load_run(settings_of(ctx), run)
     if record.note:
         typer.echo(f"note: {record.note}", err=True)
-    result = ablate_run(record, _positive(rollouts), splits, _progress(as_json), out)
+    result = ablate_run(record, rollouts, splits, _progress(as_json), out)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import fail, settings_of
+from evoharness.cli_support import MAX_ROLLOUTS, check_rollouts, fail, settings_of
 from evoharness.errors import InputError
 
 
@@ -84,8 +84,9 @@ def rollout(
     from evoharness.sandbox.factory import make_executor, make_sandbox
 
     cfg = settings_of(ctx).sandbox
-    if rollouts < 1 or tasks < 0:
-        fail("--rollouts must be >= 1 and --tasks >= 0")
+    check_rollouts(rollouts)
+    if tasks < 0:
+        fail(f"--tasks must be >= 0 (0 = all), not {tasks}")
     n_workers = workers if workers is not None else cfg.workers
     if n_workers < 1:
         fail("--workers must be >= 1")
@@ -96,6 +97,9 @@ def rollout(
         fail(f"--executor must be local or ray, not {executor!r}")
     box = make_sandbox(sandbox or cfg.backend, cfg)
     task_ids = _tasks(env, split, tasks)
+    if len(task_ids) * rollouts > MAX_ROLLOUTS:
+        fail(f"{len(task_ids):,} tasks x {rollouts:,} rollouts is more than one command makes "
+             f"({MAX_ROLLOUTS:,}); give fewer --tasks or --rollouts")
     model = resolve_model_spec(model)  # openai:URL without #model: the server's one model
     _check_model(model)
     ref = commit or _default_commit(harness)

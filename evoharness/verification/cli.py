@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import fail, settings_of
+from evoharness.cli_support import check_rollouts, fail, settings_of
 from evoharness.errors import InputError
 from evoharness.verification.config import VerificationConfig
 
@@ -135,8 +135,10 @@ def verify(
     settings = settings_of(ctx)
     env = env or settings.run.env
     model = model or settings.run.model
-    if rollouts < 1 or anchor_rollouts < 2 or budget < 0:
-        raise InputError("--rollouts", "--rollouts must be >= 1, --anchor-rollouts >= 2 and --budget >= 0")
+    check_rollouts(rollouts)
+    check_rollouts(anchor_rollouts, "--anchor-rollouts", least=2)
+    if not budget >= 0:  # (NaN too)
+        raise InputError("--budget", f"--budget must be >= 0, not {budget}")
     cfg = VerificationConfig.of(settings.verification, rollouts=rollouts, anchor_rollouts=anchor_rollouts)
     if strategy is not None:
         cfg = cfg.model_copy(update={"strategy": strategy})

@@ -113,7 +113,7 @@ def test_verify_with_too_small_budget_spends_nothing(setup, capsys):
     assert "budget exhausted" in capsys.readouterr().err
     assert runner.rollouts == 0
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--anchor-rollouts", "1"]) == 2
-    assert "--anchor-rollouts >= 2" in capsys.readouterr().err
+    assert "--anchor-rollouts must be 2 to 1,000 rollouts per task, not 1" in capsys.readouterr().err
 
 
 def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsys):
