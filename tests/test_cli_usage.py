@@ -145,3 +145,12 @@ def test_a_huge_rollout_count_is_refused_before_any_request_is_planned(capsys, t
     capsys.readouterr()
     line = _one_error_line(capsys, argv)
     assert "rollouts per task" in line or "14 tasks x 10 rollouts is more than one command makes (100)" in line, line
+
+
+@pytest.mark.parametrize(("path", "leaf"), LEAVES, ids=_ids(LEAVES))
+def test_no_help_text_holds_what_rich_takes_for_a_style_tag(path, leaf):
+    """evaluate's '(default: [run] env)' was shown as '(default:  env)': rich read [run] as markup."""
+    import re
+
+    for text in [leaf.help or "", *(getattr(p, "help", None) or "" for p in leaf.params)]:
+        assert not re.search(r"(?<!\\)\[[a-z][a-z_ .=-]*\]", text), (path, text)

@@ -63,9 +63,9 @@ def evaluate(
     harness: Annotated[Path | None, typer.Option("--harness", help="the harness repo")] = None,
     run: Annotated[str | None, typer.Option("--run", help="evaluate a run instead: its harness, env, model, "
                                             "seed commit vs final main; stored in the run directory")] = None,
-    env: Annotated[str | None, typer.Option("--env", help="environment (default: [run] env)")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="model spec (default: [run] model)")] = None,
-    rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k per task (default: [run] rollouts)")]
+    env: Annotated[str | None, typer.Option("--env", help="environment (default: run.env)")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="model spec (default: run.model)")] = None,
+    rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k per task (default: run.rollouts)")]
     = None,
     split: Annotated[str, typer.Option("--split", help="heldout | dev")] = "heldout",
     baseline: Annotated[str | None, typer.Option("--baseline", help="revision (default: the first commit on "
