@@ -486,7 +486,8 @@ def _batch_child(down: int, up: int, cpu: int) -> int:
         n, workdir, limit = int(req["n"]), str(req["dir"]), int(req["cpu"])
         before = resource.getrusage(resource.RUSAGE_SELF)
         # this rollout's CPU limit: what the child used so far plus the rollout's own
-        resource.setrlimit(resource.RLIMIT_CPU, (min(hard, math.ceil(before.ru_utime + before.ru_stime) + limit), hard))
+        soft = min(hard, math.ceil(before.ru_utime + before.ru_stime) + limit)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
         os.chdir(workdir)
         out = os.open("stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         err = os.open("stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -510,6 +511,8 @@ def _batch_child(down: int, up: int, cpu: int) -> int:
         changed = base.changed()
         after = resource.getrusage(resource.RUSAGE_SELF)
         used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        if after.ru_utime + after.ru_stime > soft:  # harness code raised its soft limit (the hard one covers the
+            rc = -signal.SIGXCPU  # batch), or caught SIGXCPU: over its CPU limit all the same, as a forked child
         answer = {"n": n, "rc": rc, "dirty": rc != 0 or bool(changed), "changed": changed, "cpu": round(used, 6),
                   "minflt": after.ru_minflt - before.ru_minflt}
         _write_all(up, (json.dumps(answer) + "\n").encode())

@@ -198,6 +198,30 @@ def test_a_rollout_over_its_cpu_limit_fails_alone(tmp_path):
     assert any("cpu limit" in e.detail for e in trajs[0].events)
 
 
+def test_a_rollout_that_raises_its_own_cpu_limit_in_a_batch_child_still_fails_over_it(tmp_path):
+    """A batch child's hard CPU limit covers its whole batch, so harness code may raise its soft limit to it (or
+    catch SIGXCPU): the rollout that ran past its own cpu_seconds fails all the same, as a forked child would."""
+    from evoharness.envs import get_environment
+
+    repo = init_harness(tmp_path / "h")
+    victim = get_environment("synthetic").list_tasks("dev")[0]
+    spin = ("import resource, signal, time\ndef before_model(messages, ctx):\n"
+            f"    if {victim.prompt[:40]!r} in str(messages):\n"
+            "        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)\n"
+            "        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))\n"
+            "        end = time.process_time() + 3\n"
+            "        while time.process_time() < end:\n            pass\n")
+    reqs = _requests(_commit(repo, "spin.py", spin), 2)
+    for fork in ("batch", "rollout"):
+        with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
+                           limits=Limits(wall_seconds=60, cpu_seconds=1), warm_fork=fork) as ex:
+            trajs = ex.run(reqs)
+        assert [bool(t.meta.get("rollout_failure")) for t in trajs] == [True, False], fork  # batch: was [False, False]
+        # a forked child's hard limit is its own cpu_seconds + 2: raised to it, the kernel kills it there (SIGKILL)
+        words = "cpu limit hit" if fork == "batch" else "killed by SIGKILL"
+        assert any(words in e.detail for e in trajs[0].events), (fork, trajs[0].events)
+
+
 def _worker(repo, limits: Limits | None = None) -> WarmWorker:
     return WarmWorker(BwrapSandbox(), sha=None, tree=repo.path, env={}, limits=limits or Limits(), sockets=[],
                       warm={"env_spec": "synthetic", "model_spec": "scripted:weak"})
