@@ -311,6 +311,7 @@ def export_dataset(
     (or it is one the request names) does the export start again, with every held-out task learnt first
     in a pass of its own (the records are the same either way; the second way reads the file twice)."""
     filters = filters or ExportFilters()
+    _check_out(Path(out))
     uses_file = source in (SourceKind.healthy, SourceKind.all)
     uses_queue = source in (SourceKind.queue, SourceKind.all)
     file_src = trajectories if uses_file else None
@@ -482,11 +483,34 @@ def _discard(stage: Path, made: list[Path]) -> None:
             pass
 
 
+def _check_out(out: Path) -> None:
+    """``out`` may be new, empty, or an earlier export (its manifest.json reads as one): an export replaces
+    its own files there. A directory holding a README.md (or another file an export writes) that no export
+    wrote -- a project, a harness repo -- is refused, not overwritten."""
+    if not out.is_dir() or (out / "manifest.json").is_file() and _is_manifest(out / "manifest.json"):
+        return
+    theirs = [name for name in OUTPUT_FILES if (out / name).exists()]
+    if theirs:
+        raise InputError("--out", f"{out} holds {', '.join(theirs)}, which no earlier export wrote (no export "
+                         "manifest.json): export into a new or empty directory")
+
+
+def _is_manifest(path: Path) -> bool:
+    try:
+        read_manifest(path.parent)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+# The files an export writes into its --out (and an earlier export's that a new one replaces).
+OUTPUT_FILES = ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json", "data/train-00000-of-00001.parquet")
+
+
 def _remove_outputs(out: Path) -> None:
     """Delete the files an export writes into ``out`` (an earlier export's, before this one's move in);
     nothing else that is there is touched."""
-    for name in ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json",
-                 "data/train-00000-of-00001.parquet"):
+    for name in OUTPUT_FILES:
         (out / name).unlink(missing_ok=True)
     staging = out / "hfstage"
     if staging.exists():

@@ -279,12 +279,13 @@ def test_a_failed_export_removes_what_it_created_and_only_that(tmp_path, fmt):
     mine = tmp_path / "mine"  # a directory the user made, with files of their own
     (mine / "notes").mkdir(parents=True)
     (mine / "keep.txt").write_text("mine")
-    (mine / "data.jsonl").write_text("an earlier export's data\n")
     with pytest.raises(InputError, match="line 3"):
         export_dataset(mine, fmt=ExportFormat(fmt), trajectories=JsonlSource(src))
-    # nothing of the failed export is left, and the earlier export is as it was (it was deleted before)
-    assert sorted(p.name for p in mine.iterdir()) == ["data.jsonl", "keep.txt", "notes"]
-    assert (mine / "data.jsonl").read_text() == "an earlier export's data\n"
+    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt", "notes"]  # nothing of the failed export
+    (mine / "data.jsonl").write_text("a data file no export wrote (no manifest.json)\n")
+    with pytest.raises(InputError, match="which no earlier export wrote"):  # refused before anything is read
+        export_dataset(mine, fmt=ExportFormat(fmt), trajectories=JsonlSource(src))
+    assert (mine / "data.jsonl").read_text() == "a data file no export wrote (no manifest.json)\n"
 
     good = tmp_path / "good"  # a good export, then a failed one into the same directory: the good one stays
     export_dataset(good, fmt=ExportFormat(fmt), trajectories=[make_traj("g0"), make_traj("g1")])
