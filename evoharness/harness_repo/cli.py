@@ -33,11 +33,17 @@ def load_edit(path: Path):
         raise InputError(str(path), "file not found") from None
     except json.JSONDecodeError as e:
         raise InputError(str(path), f"invalid JSON: {e}") from None
+    except UnicodeDecodeError:
+        raise InputError(str(path), "not UTF-8 text (EDIT.json is JSON)") from None
+    except RecursionError:
+        raise InputError(str(path), "JSON nested too deeply") from None
+    except ValueError as e:  # an integer of over 4,300 digits
+        raise InputError(str(path), f"unreadable JSON: {str(e).split(':')[0]}") from None
     try:
         edit = Edit.model_validate(raw)
     except ValidationError as e:
         first = e.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
+        loc = ".".join(str(x) for x in first["loc"]) or "EDIT.json"
         raise InputError(str(path), f"{loc}: {first['msg']}") from None
     _check_target(path, edit.targets)
     return edit

@@ -63,6 +63,20 @@ def test_candidate_new_on_a_missing_file_or_repo(cli_harness: Path, tmp_path: Pa
     assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""  # no branch `candidate/r-1-...`
 
 
+def test_candidate_new_on_an_edit_file_that_is_not_json_text(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    cases = {  # each was a traceback (UnicodeDecodeError, RecursionError)
+        b"\xff\xfe\x00binary": "not UTF-8 text (EDIT.json is JSON)",
+        b"[" * 100_000 + b"]" * 100_000: "JSON nested too deeply",
+        b"[1, 2]": "EDIT.json: Input should be a valid dictionary or instance of Edit",
+    }
+    for i, (data, reason) in enumerate(cases.items()):
+        edit = tmp_path / f"edit{i}.json"
+        edit.write_bytes(data)
+        assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(edit)]) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {edit}: {reason}"]
+    assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""
+
+
 def _make(cli_harness: Path, tmp_path: Path, capsys, edit: dict = MINIMAL) -> str:
     assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(write_edit(tmp_path, edit)),
                  "--round", "1"]) == 0
