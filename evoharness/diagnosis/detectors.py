@@ -7,8 +7,9 @@ Friction (rejections, blocked calls, tool errors: ``Error: ...`` results, non-ze
 exceptions) must be consequential to fire: the first occurrence the agent did not recover
 from -- the ``friction_min`` - 1 assistant turns after it also hit friction, or the run ended
 on it, and no later call of the same tool went through (after a format rejection: no later
-accepted action). A rejection fixed on the next turn, or after several, is friction, never the failure. An unrecovered
-infrastructure fault (``tool_infra_error``) is class E (environment), not F2.
+accepted action). A rejection fixed on the next turn, or after several, is friction, never the failure -- unless
+it explains how the run failed: the run ran out of its step budget and friction took at least half its assistant
+turns. An unrecovered infrastructure fault (``tool_infra_error``) is class E (environment), not F2.
 """
 
 from __future__ import annotations
@@ -85,17 +86,33 @@ class FrictionDetector:
         if not mine:
             return []
         friction_turns = {view.turn_of(s) for items in occ.values() for s, _ in items}
+        spent = _budget_spent_on_friction(view, friction_turns)
         for step, ev in mine:
             turn = view.turn_of(step)
             streak, nxt = 1, view.next_turn(turn)
             while streak < cfg.friction_min and nxt is not None and nxt in friction_turns:
                 streak, nxt = streak + 1, view.next_turn(nxt)
-            if (nxt is None or streak >= cfg.friction_min) and not _recovered(view, occ, step):
+            if (nxt is None or streak >= cfg.friction_min) and (spent or not _recovered(view, occ, step)):
                 why = "run ended" if nxt is None and streak < cfg.friction_min else (
                     f"{streak} turns in a row hit friction")
+                if spent:
+                    why += f"; friction took {spent} of the run's {len(view.assistant_steps)} turns and its step " \
+                        "budget ran out"
+                how = "consequential" if spent else "unrecovered"
                 return [Signal(id=self.id, failure_class=self.failure_class, step=step,
-                               evidence=f"unrecovered {self.kind} ({why}): {quote(ev, 160)}")]
+                               evidence=f"{how} {self.kind} ({why}): {quote(ev, 160)}")]
         return []
+
+
+def _budget_spent_on_friction(view: TraceView, friction_turns: set[int | None]) -> int:
+    """The number of assistant turns that hit friction, when they explain how the run failed: it ran out of its
+    step budget (termination or a ``budget_exhausted`` event) and friction took at least half its turns. Then
+    friction the agent got past is still consequential; otherwise 0."""
+    traj = view.traj
+    if traj.termination != Termination.step_budget and not any(e.type == "budget_exhausted" for e in traj.events):
+        return 0
+    n = len(friction_turns - {None})
+    return n if view.assistant_steps and 2 * n >= len(view.assistant_steps) else 0
 
 
 def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int) -> bool:

@@ -121,6 +121,26 @@ def test_a_tool_error_retried_until_it_went_through_is_not_the_failure():
     assert s.step == 5
 
 
+def test_friction_that_took_half_a_budget_exhausted_run_explains_the_failure():
+    """Friction the agent got past is still the failure when the run then ran out of its step budget and the
+    friction took at least half its turns (it explains how the run failed); not with fewer, nor on delivery."""
+    def run(rejected: int, accepted: int, *, out_of_budget: bool):
+        b = TraceBuilder().user("x")
+        for k in range(rejected):
+            b.say(f"bad {k}").user("rejected").event("format_rejected", f"found {k + 2} actions")
+        for k in range(accepted):
+            b.call("bash", {"command": f"ls {k}"}, result=f"ok {k}")
+        if out_of_budget:
+            return b.event("budget_exhausted", "step limit").end(Termination.step_budget).build(score=0.0)
+        return b.deliver("done").build(score=0.0)
+
+    [s] = fired(FrictionDetector("format_rejected"), run(3, 3, out_of_budget=True))
+    assert s.step == 2 and "3 of the run's 6 turns" in s.evidence
+    assert label_trajectory(run(3, 3, out_of_budget=True)).failure_class == "F2"
+    assert fired(FrictionDetector("format_rejected"), run(3, 4, out_of_budget=True)) == []  # under half
+    assert fired(FrictionDetector("format_rejected"), run(3, 1, out_of_budget=False)) == []  # it delivered
+
+
 def test_a_rejection_repeated_until_the_agent_fixed_the_call_is_no_loop():
     # tau-bench airline 11:2: book_reservation sent three times with the same payment and the same
     # "Error: payment amount does not add up", then with the right amount: it went through
