@@ -26,11 +26,12 @@ import pytest
 from evoharness.graph.progress import Progress
 from evoharness.graph.runner import resume_run, start_run
 
-# 6 dev tasks, 4 rollouts each: still two rounds, a merge and a rejection in round 1, two candidates to verify
-# in round 1 (a kill between them) and every kind of fault point (test_reference_run_has_points_in_every_node
-# checks it), at about a third of the cost of all 14 dev tasks at 8 rollouts
+# 8 dev tasks, 4 rollouts each: still two rounds, a merge and a rejection, two candidates to verify in round 1
+# (a kill between them) and every kind of fault point (test_reference_run_has_points_in_every_node checks it),
+# at about half the cost of all 14 dev tasks at 8 rollouts. (6 dev tasks had two round-1 candidates until
+# friction the weak model got past stopped being the failure; then round 1 had one.)
 RUN = {"env": "synthetic", "model": "scripted:weak", "rollouts": 4, "max_rounds": 2, "budget": 4000,
-       "dev_limit": 6, "heldout_limit": 4, "patience": 2}
+       "dev_limit": 8, "heldout_limit": 4, "patience": 2}
 NODES = {"collect", "diagnose", "enqueue", "analyst", "critic", "engineer", "verify", "merge", "reanchor", "finish"}
 
 
