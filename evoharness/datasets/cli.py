@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from evoharness.cli_support import fail, settings_of
 from evoharness.errors import InputError
@@ -82,6 +83,11 @@ def _filters(min_score, max_per_task, split, task, failure_class):
             min_score=min_score, max_per_task=max_per_task,
             splits=[Split(x) for x in split] if split else None, tasks=list(task) if task else None,
             classes=[FailureClass(x) for x in failure_class] if failure_class else None)
+    except ValidationError as e:  # the option and what is wrong with its value, not "1 validation error for ..."
+        first = e.errors()[0]
+        option = {"min_score": "--min-score", "max_per_task": "--max-per-task"}.get(str(first["loc"][0]),
+                                                                                   str(first["loc"][0]))
+        raise InputError(option, f"{first['msg']} (got {first.get('input')!r})") from None
     except ValueError as e:
         raise InputError("dataset export", str(e).splitlines()[0]) from None
 

@@ -81,7 +81,8 @@ class TrainingQueue:
         try:
             _metadata.create_all(self.engine)
         except SQLAlchemyError as e:
-            raise InfraError(f"training queue {url!r} unreachable: {e.__class__.__name__}: {e}") from None
+            reason = " ".join(str(getattr(e, "orig", None) or e).split())  # one line: no SQLAlchemy background link
+            raise InfraError(f"training queue {url!r} unreachable: {e.__class__.__name__}: {reason}") from None
 
     def enqueue(self, traj: Trajectory, label: Label, run_id: str | None = None,
                 round: int | None = None) -> bool:
