@@ -160,8 +160,11 @@ class RetestLog:
         finally:
             done = slot["verdict"]
             with gitops.repo_lock(self.hr.repo, self.hr.config.lock_timeout_s):
-                self._update(sha, lambda tests: [t if t != stamp else {**entry(done, k, slot["noted"]), "tree": tree}
-                                                 for t in tests] if done is not None else [t for t in tests if t != stamp])
+                def settle(tests: list) -> list:  # the reservation becomes the test's record, or goes
+                    if done is None:
+                        return [t for t in tests if t != stamp]
+                    return [t if t != stamp else {**entry(done, k, slot["noted"]), "tree": tree} for t in tests]
+                self._update(sha, settle)
                 reduced = self.hr.repo.commit(done.commit).hexsha if done is not None else sha
                 if reduced != sha:  # refused hunks were dropped: the verdict is on the branch's new head
                     self._update(reduced, lambda tests: [*tests, {**entry(done, k, slot["noted"]),
