@@ -142,8 +142,9 @@ def canonical_line(line: bytes) -> bool:
 def _is_trace_file(f: Path) -> bool:
     if f.suffix not in (".json", ".jsonl"):
         return False
-    # mini-swe-agent's logs/<id>/report.json is joined with the trajectory, not a trace itself
-    if f.name == "report.json" and f.parent.parent.name == "logs":
+    # SWE-bench results (logs/.../report.json, aggregate reports) and preds.json are joined with
+    # mini-swe-agent trajectories, not traces themselves
+    if mini_swe.is_sidecar(f):
         return False
     # Harbor's <trial>/result.json is joined with <trial>/agent/trajectory.json
     if f.name == "result.json" and (f.parent / "agent" / "trajectory.json").is_file():

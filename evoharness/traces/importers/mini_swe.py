@@ -7,14 +7,29 @@ result, so the loop and friction detectors see real tool calls. Replies the harn
 rejected ("Please always provide EXACTLY ONE action ...") stay as text and become
 ``format_rejected`` events at the rejecting message.
 
-Score: ``resolved`` from ``logs/<instance>/report.json`` (searched beside the file and
-at ``<root>/logs/<instance>/report.json`` for a ``<root>/trajs/<instance>/`` layout):
-1.0 resolved, 0.0 not; unscored when no report exists.
+Score: SWE-bench's verdict, 1.0 resolved, 0.0 not, unscored (None) when no result names the
+instance. The lookup (``find_results``) walks the trajectory's directory and at most
+``MAX_PARENTS`` directories above it; in each directory ``d`` it reads:
+
+- ``d/report.json`` (only beside the trajectory): a per-instance report, plain or ``{instance_id: {...}}``;
+- ``d/logs/<instance>/report.json`` (the ``<root>/trajs/<instance>/`` + ``<root>/logs/`` layout);
+- ``d/logs/run_evaluation/<run_id>/<model>/<instance>/report.json`` (the SWE-bench harness's logs);
+- aggregate reports: ``*.json`` in ``d``, ``d/reports`` and ``d/sb-cli-reports`` whose JSON is an object
+  with ``resolved_ids`` / ``unresolved_ids`` lists (the harness's ``<model>.<run_id>.json``, sb-cli's
+  ``<subset>__<split>__<run_id>.json``). A file over ``SIZE_CAP`` bytes, a ``*.traj.json``, or one whose
+  first 64 KiB hold none of those keys is never parsed.
+
+Never a guess: an instance in neither id list of an aggregate (an error, an empty patch) gets no verdict
+from it. Where harness logs or aggregates of several models hold the instance, those named for the
+trajectory's model (``model_name`` with ``/`` as ``__``, as the harness names them) are used when any is.
+Two results that disagree (or an aggregate listing the instance as both) are one ``InputError`` naming both
+files. ``meta["report"]`` is the first result found.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,13 +52,138 @@ _TERMINATION = {
 }
 
 
-def find_report(path: Path, instance_id: str) -> Path | None:
-    candidates = [
-        path.parent / "report.json",
-        path.parent.parent.parent / "logs" / instance_id / "report.json",
-        path.parent.parent / "logs" / instance_id / "report.json",
-    ]
-    return next((c for c in candidates if c.is_file()), None)
+MAX_PARENTS = 3  # directories searched above the trajectory's own
+SIZE_CAP = 32 << 20  # bytes: a result file larger than this is not read
+_HEAD = 64 << 10
+_AGGREGATE_KEYS = (b'"resolved_ids"', b'"unresolved_ids"', b'"total_instances"', b'"resolved_instances"')
+_LIST_CAP = 10_000  # entries of one directory looked at (run ids, models)
+_aggregate_cache: dict[tuple[str, int, int], tuple[frozenset, frozenset] | None] = {}
+
+
+def _size(f: Path) -> int | None:
+    try:
+        st = f.stat()
+    except OSError:
+        return None
+    return st.st_size if f.is_file() else None
+
+
+def _listdir(d: Path) -> list[Path]:
+    try:
+        with os.scandir(d) as it:
+            return [Path(e.path) for _, e in zip(range(_LIST_CAP), it, strict=False)]
+    except OSError:
+        return []
+
+
+def looks_aggregate(f: Path) -> bool:
+    """Whether ``f``'s first 64 KiB name an aggregate's id lists (cheap: never parses)."""
+    try:
+        with f.open("rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError:
+        return False
+    return any(k in head for k in _AGGREGATE_KEYS)
+
+
+def is_sidecar(f: Path) -> bool:
+    """Whether ``f`` is a SWE-bench result or prediction file joined with trajectories, not a trace: a
+    ``report.json`` under a ``logs`` directory or beside a ``*.traj.json``, an aggregate report, a
+    ``preds.json`` of patches."""
+    if f.name == "report.json" and ("logs" in f.parts[-7:-1] or any(f.parent.glob("*.traj.json"))):
+        return True
+    if f.suffix != ".json" or f.name.endswith(".traj.json"):
+        return False
+    if f.name == "preds.json" or f.name.endswith(".predictions.json"):
+        try:
+            with f.open("rb") as fh:
+                return b'"model_patch"' in fh.read(_HEAD)
+        except OSError:
+            return False
+    return looks_aggregate(f)
+
+
+def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
+    """(resolved ids, unresolved ids) of an aggregate report, None when ``f`` is not one."""
+    if f.name.endswith(".traj.json") or f.name == "report.json":
+        return None
+    try:
+        st = f.stat()
+    except OSError:
+        return None
+    key = (str(f), st.st_mtime_ns, st.st_size)
+    if key not in _aggregate_cache:
+        result = None
+        if st.st_size <= SIZE_CAP and looks_aggregate(f):
+            try:
+                data = json.loads(f.read_bytes())
+            except (OSError, ValueError, RecursionError, UnicodeDecodeError):
+                data = None
+            if isinstance(data, dict):
+                ids = [data.get(k) for k in ("resolved_ids", "unresolved_ids")]
+                if any(isinstance(v, list) for v in ids):
+                    result = tuple(frozenset(x for x in v if isinstance(x, str)) if isinstance(v, list)
+                                   else frozenset() for v in ids)
+        _aggregate_cache[key] = result
+    return _aggregate_cache[key]
+
+
+def _instance_report(f: Path, instance_id: str) -> bool | None:
+    size = _size(f)
+    return None if size is None or size > SIZE_CAP else _resolved(f, instance_id)
+
+
+def find_results(path: Path, instance_id: str, model: str | None = None) -> list[tuple[Path, bool]]:
+    """Every SWE-bench verdict on ``instance_id`` near ``path`` (see the module docstring), in search order;
+    filtered to the trajectory's model where several models' results hold it."""
+    found: list[tuple[Path, bool, str | None]] = []  # (file, resolved, model tag)
+    d = path.parent
+    for level in range(MAX_PARENTS + 1):
+        if level == 0 and (v := _instance_report(d / "report.json", instance_id)) is not None:
+            found.append((d / "report.json", v, None))
+        if (v := _instance_report(d / "logs" / instance_id / "report.json", instance_id)) is not None:
+            found.append((d / "logs" / instance_id / "report.json", v, None))
+        for run in sorted(_listdir(d / "logs" / "run_evaluation")):
+            for model_dir in sorted(_listdir(run)):
+                f = model_dir / instance_id / "report.json"
+                if (v := _instance_report(f, instance_id)) is not None:
+                    found.append((f, v, model_dir.name))
+        for sub in (d, d / "reports", d / "sb-cli-reports"):
+            for f in sorted(_listdir(sub)):
+                if f.suffix != ".json" or (agg := _aggregate(f)) is None:
+                    continue
+                resolved, unresolved = instance_id in agg[0], instance_id in agg[1]
+                if resolved and unresolved:
+                    raise InputError(str(f), f"aggregate report lists {instance_id} as both resolved and unresolved")
+                if resolved or unresolved:
+                    found.append((f, resolved, f.name.split(".", 1)[0]))
+        if d.parent == d:
+            break
+        d = d.parent
+    tag = model.replace("/", "__") if model else None
+    if tag and any(t == tag for _, _, t in found):
+        found = [x for x in found if x[2] is None or x[2] == tag]
+    return [(f, v) for f, v, _ in found]
+
+
+def find_report(path: Path, instance_id: str, model: str | None = None) -> Path | None:
+    """The first result file for ``instance_id`` near ``path`` (``find_results``), None when none."""
+    results = find_results(path, instance_id, model)
+    return results[0][0] if results else None
+
+
+def score_of(path: Path, instance_id: str, model: str | None = None) -> tuple[float | None, Path | None]:
+    """(1.0 resolved / 0.0 not / None unscored, the first result file); ``InputError`` when results disagree."""
+    results = find_results(path, instance_id, model)
+    if not results:
+        return None, None
+    first, verdict = results[0]
+    for other, v in results[1:]:
+        if v != verdict:
+            raise InputError(str(path), f"SWE-bench results disagree on {instance_id}: {first} says "
+                                        f"{'resolved' if verdict else 'unresolved'}, {other} says "
+                                        f"{'resolved' if v else 'unresolved'}")
+    return (1.0 if verdict else 0.0), first
 
 
 def _resolved(report_path: Path, instance_id: str) -> bool | None:
@@ -119,13 +259,10 @@ def convert(path: Path, data: Any) -> Trajectory:
     elif termination == Termination.timeout:
         events.append(Event(type="timeout", step=max(len(messages) - 1, 0), detail=exit_status))
 
-    score = None
-    report = find_report(path, instance_id)
-    if report is not None:
-        score = 1.0 if _resolved(report, instance_id) else 0.0
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
     model = (config.get("model") or {}).get("model_name") if isinstance(config.get("model"), dict) else None
+    score, report = score_of(path, instance_id, model if isinstance(model, str) else None)
     return Trajectory(
         id=f"mini-swe-agent:{instance_id}",
         task_id=instance_id,

@@ -1,0 +1,165 @@
+"""mini-swe-agent runs joined with SWE-bench results in the layouts people have (built in tmp_path)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evoharness.diagnosis.labeller import label_all
+from evoharness.errors import InputError
+from evoharness.traces.importers import load_paths, mini_swe
+
+MODEL = "anthropic/claude-sonnet-4"
+TAG = "anthropic__claude-sonnet-4"  # the harness's directory / report name for MODEL
+
+
+def _resolved_sample(shared_data: Path) -> tuple[str, dict]:
+    """A vendored trajectory SWE-bench resolved (its report says so), with its instance id."""
+    root = shared_data / "mini_swe_agent_sample"
+    for report in sorted((root / "logs").glob("*/report.json")):
+        if json.loads(report.read_text()).get("resolved") is True:
+            iid = report.parent.name
+            return iid, json.loads((root / "trajs" / iid / f"{iid}.traj.json").read_text())
+    raise AssertionError("no resolved run in the vendored sample")
+
+
+def _traj(out: Path, iid: str = "astropy__astropy-1", data: dict | None = None, model: str = MODEL) -> Path:
+    """mini-swe-agent's output layout: <out>/<instance_id>/<instance_id>.traj.json (+ preds.json)."""
+    data = data or {"messages": [{"role": "system", "content": "You are a helpful assistant."},
+                                 {"role": "user", "content": "Fix the bug."},
+                                 {"role": "assistant", "content": "```bash\necho done\n```"}],
+                    "info": {"exit_status": "Submitted", "submission": "diff --git a/x b/x\n"}}
+    data = json.loads(json.dumps(data))
+    data.setdefault("info", {}).setdefault("config", {})["model"] = {"model_name": model}
+    f = out / iid / f"{iid}.traj.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(data))
+    preds = out / "preds.json"
+    old = json.loads(preds.read_text()) if preds.is_file() else {}
+    old[iid] = {"model_name_or_path": model, "instance_id": iid, "model_patch": "diff --git a/x b/x\n"}
+    preds.write_text(json.dumps(old))
+    return f
+
+
+def _harness_report(root: Path, iid: str, resolved: bool, run: str = "run1", tag: str = TAG) -> Path:
+    f = root / "logs" / "run_evaluation" / run / tag / iid / "report.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps({iid: {"patch_is_None": False, "patch_exists": True, "resolved": resolved}}))
+    (f.parent / "run_instance.log").write_text("log\n")
+    return f
+
+
+def _aggregate(path: Path, resolved: list[str], unresolved: list[str], errors: list[str] = ()) -> Path:
+    """The harness's final <model>.<run_id>.json (sb-cli's report has the same id lists)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ids = resolved + unresolved + list(errors)
+    path.write_text(json.dumps({
+        "total_instances": len(ids), "submitted_instances": len(ids), "completed_instances": len(ids) - len(errors),
+        "resolved_instances": len(resolved), "unresolved_instances": len(unresolved),
+        "empty_patch_instances": 0, "error_instances": len(errors), "completed_ids": resolved + unresolved,
+        "incomplete_ids": [], "empty_patch_ids": [], "submitted_ids": ids, "resolved_ids": resolved,
+        "unresolved_ids": unresolved, "error_ids": list(errors), "schema_version": 2}, indent=4))
+    return path
+
+
+def test_harness_run_evaluation_logs_resolved_run_is_healthy(shared_data, tmp_path):
+    iid, data = _resolved_sample(shared_data)
+    _traj(tmp_path / "out", iid, data)
+    _harness_report(tmp_path, iid, True)
+    # the whole directory: logs/run_evaluation/.../report.json and preds.json are not traces
+    [t] = list(load_paths([tmp_path]))
+    assert t.score == 1.0 and t.meta["report"].endswith(f"{TAG}/{iid}/report.json")
+    [lab] = label_all([t])
+    assert lab.failure_class == "healthy"
+
+
+def test_harness_logs_unresolved(tmp_path):
+    f = _traj(tmp_path / "out")
+    _harness_report(tmp_path, "astropy__astropy-1", False)
+    [t] = list(load_paths([f]))
+    assert t.score == 0.0
+
+
+def test_harness_aggregate_report_beside_the_output_dir(tmp_path):
+    for iid in ("a__a-1", "a__a-2", "a__a-3"):
+        _traj(tmp_path / "out", iid)
+    _aggregate(tmp_path / f"{TAG}.run1.json", ["a__a-1"], ["a__a-2"], errors=["a__a-3"])
+    trajs = {t.task_id: t for t in load_paths([tmp_path])}
+    assert set(trajs) == {"a__a-1", "a__a-2", "a__a-3"}  # the aggregate is no trace
+    assert trajs["a__a-1"].score == 1.0 and trajs["a__a-2"].score == 0.0
+    assert trajs["a__a-3"].score is None  # in error_ids only: no verdict, never a guess
+
+
+def test_aggregate_inside_the_output_dir_and_pretty_printed_long_lists(tmp_path):
+    """resolved_ids far past the first 64 KiB still counts (the id lists of a full run come first)."""
+    f = _traj(tmp_path / "out", "a__a-1")
+    many = [f"x__x-{i}" for i in range(6000)]
+    _aggregate(tmp_path / "out" / f"{TAG}.run1.json", ["a__a-1"], many)
+    [t] = list(load_paths([f]))
+    assert t.score == 1.0
+
+
+def test_sb_cli_report(tmp_path):
+    f = _traj(tmp_path / "out", "a__a-1")
+    _aggregate(tmp_path / "sb-cli-reports" / "swe-bench_verified__test__run1.json", [], ["a__a-1"])
+    [t] = list(load_paths([f]))
+    assert t.score == 0.0 and "sb-cli-reports" in t.meta["report"]
+
+
+def test_instance_absent_from_every_result_stays_unscored(tmp_path):
+    _traj(tmp_path / "out", "a__a-1")
+    _aggregate(tmp_path / f"{TAG}.run1.json", ["b__b-1"], ["b__b-2"])
+    _harness_report(tmp_path, "b__b-1", True)
+    [t] = list(load_paths([tmp_path]))  # the whole tree: preds.json, reports and logs are no traces
+    assert t.score is None and t.meta["report"] is None
+
+
+def test_contradicting_results_are_one_error(tmp_path):
+    f = _traj(tmp_path / "out", "a__a-1")
+    _harness_report(tmp_path, "a__a-1", True)
+    agg = _aggregate(tmp_path / f"{TAG}.run1.json", [], ["a__a-1"])
+    with pytest.raises(InputError) as e:
+        list(load_paths([f]))
+    msg = str(e.value)
+    assert "disagree" in msg and str(agg) in msg and "report.json" in msg and "\n" not in msg
+    # skip_invalid goes on without it
+    assert list(load_paths([f], skip_invalid=True)) == []
+
+
+def test_aggregate_listing_an_instance_as_both_is_an_error(tmp_path):
+    f = _traj(tmp_path / "out", "a__a-1")
+    _aggregate(tmp_path / f"{TAG}.run1.json", ["a__a-1"], ["a__a-1"])
+    with pytest.raises(InputError, match="both resolved and unresolved"):
+        list(load_paths([f]))
+
+
+def test_results_of_another_model_give_way_to_the_trajectorys_own(tmp_path):
+    f = _traj(tmp_path / "out", "a__a-1")
+    _harness_report(tmp_path, "a__a-1", False, tag="openai__gpt-4o")
+    _harness_report(tmp_path, "a__a-1", True)
+    _aggregate(tmp_path / "openai__gpt-4o.run1.json", [], ["a__a-1"])
+    [t] = list(load_paths([f]))
+    assert t.score == 1.0
+
+
+def test_search_is_bounded_in_depth_and_size(tmp_path, monkeypatch):
+    deep = tmp_path / "a" / "b" / "c" / "d"
+    f = _traj(deep, "a__a-1")
+    _aggregate(tmp_path / f"{TAG}.run1.json", ["a__a-1"], [])  # 5 directories above the trajectory's own
+    [t] = list(load_paths([f]))
+    assert t.score is None
+    _aggregate(deep / f"{TAG}.run1.json", ["a__a-1"], [])
+    big = _aggregate(deep.parent / f"{TAG}.run2.json", [], ["a__a-1"], errors=[f"x__x-{i}" for i in range(50)])
+    monkeypatch.setattr(mini_swe, "SIZE_CAP", big.stat().st_size - 1)
+    mini_swe._aggregate_cache.clear()
+    [t] = list(load_paths([f]))
+    assert t.score == 1.0  # the oversized contradicting report was never read
+
+
+def test_report_beside_the_trajectory_wrapped_by_instance(tmp_path):
+    f = _traj(tmp_path / "out", "a__a-1")
+    (f.parent / "report.json").write_text(json.dumps({"a__a-1": {"resolved": True}}))
+    [t] = list(load_paths([tmp_path / "out"]))  # the report is joined, not read as a trace
+    assert t.score == 1.0 and t.meta["report"] == str(f.parent / "report.json")
