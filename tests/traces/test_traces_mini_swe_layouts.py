@@ -163,3 +163,12 @@ def test_report_beside_the_trajectory_wrapped_by_instance(tmp_path):
     (f.parent / "report.json").write_text(json.dumps({"a__a-1": {"resolved": True}}))
     [t] = list(load_paths([tmp_path / "out"]))  # the report is joined, not read as a trace
     assert t.score == 1.0 and t.meta["report"] == str(f.parent / "report.json")
+
+
+def test_model_names_with_dots_pick_their_own_aggregate(tmp_path):
+    f = _traj(tmp_path / "out", "a__a-1", model="openai/gpt-4.1")
+    _aggregate(tmp_path / "openai__gpt-4.1.run1.json", ["a__a-1"], [])
+    _aggregate(tmp_path / "openai__gpt-4.1-mini.run1.json", [], ["a__a-1"])
+    _aggregate(tmp_path / "openai__gpt-4.run1.json", [], ["a__a-1"])
+    [t] = list(load_paths([f]))
+    assert t.score == 1.0 and t.meta["report"].endswith("openai__gpt-4.1.run1.json")

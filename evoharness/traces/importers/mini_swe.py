@@ -147,7 +147,7 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
             for model_dir in sorted(_listdir(run)):
                 f = model_dir / instance_id / "report.json"
                 if (v := _instance_report(f, instance_id)) is not None:
-                    found.append((f, v, model_dir.name))
+                    found.append((f, v, model_dir.name + "."))
         for sub in (d, d / "reports", d / "sb-cli-reports"):
             for f in sorted(_listdir(sub)):
                 if f.suffix != ".json" or (agg := _aggregate(f)) is None:
@@ -156,13 +156,14 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
                 if resolved and unresolved:
                     raise InputError(str(f), f"aggregate report lists {instance_id} as both resolved and unresolved")
                 if resolved or unresolved:
-                    found.append((f, resolved, f.name.split(".", 1)[0]))
+                    found.append((f, resolved, f.name))
         if d.parent == d:
             break
         d = d.parent
-    tag = model.replace("/", "__") if model else None
-    if tag and any(t == tag for _, _, t in found):
-        found = [x for x in found if x[2] is None or x[2] == tag]
+    # a harness model directory (name + ".") or an aggregate <model>.<run_id>.json: named for this model?
+    tag = model.replace("/", "__") + "." if model else None
+    if tag and any(t is not None and t.startswith(tag) for _, _, t in found):
+        found = [x for x in found if x[2] is None or x[2].startswith(tag)]
     return [(f, v) for f, v, _ in found]
 
 
