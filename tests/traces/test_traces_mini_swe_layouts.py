@@ -172,3 +172,13 @@ def test_model_names_with_dots_pick_their_own_aggregate(tmp_path):
     _aggregate(tmp_path / "openai__gpt-4.run1.json", [], ["a__a-1"])
     [t] = list(load_paths([f]))
     assert t.score == 1.0 and t.meta["report"].endswith("openai__gpt-4.1.run1.json")
+
+
+def test_the_aggregate_report_memo_is_bounded(tmp_path):
+    mini_swe._aggregate_cache.clear()
+    for i in range(mini_swe._AGGREGATE_CACHE_MAX + 10):
+        f = tmp_path / f"m.run{i}.json"
+        f.write_text(json.dumps({"resolved_ids": [f"a__a-{i}"], "unresolved_ids": []}))
+        assert mini_swe._aggregate(f) == (frozenset({f"a__a-{i}"}), frozenset())
+    assert len(mini_swe._aggregate_cache) == mini_swe._AGGREGATE_CACHE_MAX  # grew by one per file before
+    mini_swe._aggregate_cache.clear()

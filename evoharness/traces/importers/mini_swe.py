@@ -58,6 +58,7 @@ _HEAD = 64 << 10
 _AGGREGATE_KEYS = (b'"resolved_ids"', b'"unresolved_ids"', b'"total_instances"', b'"resolved_instances"')
 _LIST_CAP = 10_000  # entries of one directory looked at (run ids, models)
 _aggregate_cache: dict[tuple[str, int, int], tuple[frozenset, frozenset] | None] = {}
+_AGGREGATE_CACHE_MAX = 64  # files remembered (a long-lived service imports without end): the oldest go first
 
 
 def _size(f: Path) -> int | None:
@@ -124,6 +125,8 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
                 if any(isinstance(v, list) for v in ids):
                     result = tuple(frozenset(x for x in v if isinstance(x, str)) if isinstance(v, list)
                                    else frozenset() for v in ids)
+        while len(_aggregate_cache) >= _AGGREGATE_CACHE_MAX:
+            del _aggregate_cache[next(iter(_aggregate_cache))]
         _aggregate_cache[key] = result
     return _aggregate_cache[key]
 
