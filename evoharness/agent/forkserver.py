@@ -68,7 +68,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SWEPT_DIRS = ("/tmp", "/dev/shm")
 _KEEP: set[str] = set()  # what those held before the first rollout (``snapshot``)
@@ -256,16 +259,16 @@ def _warm_caches() -> None:
     yaml.safe_load("a: [1, 'b', {c: true}]\n")
 
 
-def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool, resource.struct_rusage]:
-    """Fork, run one rollout in the child, wait (kill at ``wall``); (exit status as Popen gives it, timed out,
-    the child's resource use)."""
+def _fork(body: Callable[[], int]) -> int:
+    """Fork; the child runs ``body`` and exits with its status (1, the traceback on its stderr, if it raised),
+    never returning; the parent gets the child's pid."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         rc = 1
         try:
-            rc = _child(workdir, cpu)
+            rc = body()
         except BaseException:  # noqa: BLE001 -- reported on the child's stderr, exit 1
             traceback.print_exc()
         finally:
@@ -274,13 +277,25 @@ def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool, resource
                 sys.stderr.flush()
             finally:
                 os._exit(rc)
+    return pid
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL a child's process group, else the child (it may not have made its group yet); gone is fine."""
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _run_child(workdir: str, wall: float, cpu: int) -> tuple[int, bool, resource.struct_rusage]:
+    """Fork, run one rollout in the child, wait (kill at ``wall``); (exit status as Popen gives it, timed out,
+    the child's resource use)."""
+    pid = _fork(lambda: _child(workdir, cpu))
     timed_out = not _wait(pid, wall)
     if timed_out:
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
-                target()
-            except (ProcessLookupError, PermissionError):
-                pass
+        _kill_group(pid)
     _, status, usage = os.wait4(pid, 0)
     return os.waitstatus_to_exitcode(status), timed_out, usage
 
@@ -306,23 +321,13 @@ class BatchChild:
         self.ended: tuple[float, float] | None = None
         down_r, down_w = os.pipe()  # server -> child: one rollout per line
         up_r, up_w = os.pipe()  # child -> server: one answer per rollout
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            rc = 1
-            try:
-                os.close(down_w)
-                os.close(up_r)
-                rc = _batch_child(down_r, up_w, cpu)
-            except BaseException:  # noqa: BLE001 -- reported on the child's stderr
-                traceback.print_exc()
-            finally:
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                finally:
-                    os._exit(rc)
+
+        def child() -> int:
+            os.close(down_w)
+            os.close(up_r)
+            return _batch_child(down_r, up_w, cpu)
+
+        pid = _fork(child)
         os.close(down_r)
         os.close(up_w)
         self.pid, self.down, self.up, self._buf = pid, down_w, up_r, b""
@@ -399,11 +404,7 @@ class BatchChild:
             time.sleep(0.002)
 
     def _kill(self) -> None:
-        for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
-            try:
-                target()
-            except (ProcessLookupError, PermissionError):
-                pass
+        _kill_group(self.pid)
 
     def _reap(self) -> tuple[int, dict]:
         """Wait for the child; (its exit status, what it used beyond its reports)."""
