@@ -67,6 +67,23 @@ def check_rollouts(k: int | None, option: str = "--rollouts", least: int = 1) ->
     return k
 
 
+def output_file(default_name: str):
+    """A typer ``parser`` for an ``--out FILE`` option: a value ending in ``/`` or naming an existing directory
+    means ``DIR/default_name`` (as ``cp FILE DIR/`` does), not a file named like the directory (typer's
+    ``Path`` drops the trailing slash, so ``--out runs/`` wrote a file ``runs``; an existing directory failed
+    only after the work was done). An empty value is a usage error."""
+
+    def parse(raw: str) -> Path:
+        if not raw.strip():
+            raise typer.BadParameter("an empty path; name the file to write")
+        path = Path(raw)
+        if raw.endswith(("/", os.sep)) or path.is_dir():
+            return path / default_name
+        return path
+
+    return parse
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print one error line to stderr and exit with ``code``."""
     typer.echo(f"error: {message}", err=True)

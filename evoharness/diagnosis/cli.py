@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import settings_of
+from evoharness.cli_support import output_file, settings_of
 from evoharness.errors import InputError
 from evoharness.traces.importers import FORMAT_NAMES, load_paths, output_apart
 from evoharness.traces.models import Trajectory
@@ -157,7 +157,8 @@ def _labels_line(line: bytes) -> bool:
 def label(
     ctx: typer.Context,
     paths: PathsArg,
-    out: Annotated[Path, typer.Option("--out", "-o", help="labels JSONL to write")],
+    out: Annotated[Path, typer.Option("--out", "-o", parser=output_file("labels.jsonl"), metavar="<path>",
+                                      help="labels JSONL to write (a directory: DIR/labels.jsonl)")],
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
 ) -> None:

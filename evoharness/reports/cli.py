@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import check_rollouts, settings_of
+from evoharness.cli_support import check_rollouts, output_file, settings_of
 from evoharness.errors import InputError
 
 
@@ -72,7 +72,8 @@ def evaluate(
                                                  "main, 'seed')")] = None,
     candidate: Annotated[str | None, typer.Option("--candidate", help="revision (default: main's head)")] = None,
     tasks: Annotated[int, typer.Option("--tasks", help="first N tasks of the split (0 = all)")] = 0,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="JSON result file")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", parser=output_file("evaluation.json"), metavar="<path>",
+                                             help="JSON result file (a directory: DIR/evaluation.json)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Seed vs evolved: k rollouts of two revisions on a split, and their difference against noise.
@@ -141,7 +142,9 @@ def ablate(
     rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k per task (default: the run's)")]
     = None,
     split: Annotated[str, typer.Option("--split", help="dev | heldout | both")] = "both",
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="JSON result (default: <run dir>/ablation.json)")]
+    out: Annotated[Path | None, typer.Option("--out", "-o", parser=output_file("ablation.json"), metavar="<path>",
+                                             help="JSON result (default: <run dir>/ablation.json; a directory: "
+                                                  "DIR/ablation.json)")]
     = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import MAX_ROLLOUTS, check_rollouts, fail, settings_of
+from evoharness.cli_support import MAX_ROLLOUTS, check_rollouts, fail, output_file, settings_of
 from evoharness.errors import InputError
 
 
@@ -60,7 +60,8 @@ def rollout(
     ctx: typer.Context,
     harness: Annotated[Path, typer.Option("--harness", help="harness repo (or plain directory)")],
     env: Annotated[str, typer.Option("--env", help="environment spec, e.g. agentdojo:workspace")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="trajectories JSONL to write")],
+    out: Annotated[Path, typer.Option("--out", "-o", parser=output_file("trajectories.jsonl"), metavar="<path>",
+                                      help="trajectories JSONL to write (a directory: DIR/trajectories.jsonl)")],
     model: Annotated[str, typer.Option(
         "--model", help="standin:weak | standin:strong | scripted:weak | scripted:oracle | openai:URL[#model]",
     )] = "standin:weak",

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from evoharness.cli_support import output_file
 from evoharness.errors import InputError
 from evoharness.traces.importers import FORMAT_NAMES, canonical_line, load_paths, output_apart
 from evoharness.traces.models import Split
@@ -15,7 +16,8 @@ from evoharness.traces.store import write_trajectories
 
 def import_traces(
     paths: Annotated[list[Path], typer.Argument(help="trace files or directories", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="canonical JSONL to write")],
+    out: Annotated[Path, typer.Option("--out", "-o", parser=output_file("trajectories.jsonl"), metavar="<path>",
+                                      help="canonical JSONL to write (a directory: DIR/trajectories.jsonl)")],
     fmt: Annotated[str | None, typer.Option("--format", "-f", help=f"{' | '.join(FORMAT_NAMES)}")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="skip bad records")] = False,
     split: Annotated[str | None, typer.Option(help="set the split of every trajectory (dev | heldout)")] = None,
@@ -44,7 +46,9 @@ def export_otel(
     source: Annotated[Path, typer.Argument(help="a run directory (its trajectories.jsonl and summary.json) or "
                                                 "a trajectories JSONL / any importable trace file",
                                            show_default=False)],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="OTLP/JSON lines file to write")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", parser=output_file("spans.otlp.jsonl"), metavar="<path>",
+        help="OTLP/JSON lines file to write (a directory: DIR/spans.otlp.jsonl)")] = None,
     endpoint: Annotated[str | None, typer.Option(help="OTLP/HTTP receiver, e.g. http://127.0.0.1:6006 "
                                                       "(Phoenix) or http://127.0.0.1:4318 (a Collector)")] = None,
     service_name: Annotated[str, typer.Option(help="the OTLP resource's service.name")] = "evoharness",

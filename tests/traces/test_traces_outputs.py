@@ -46,3 +46,28 @@ def test_import_into_the_input_directory_reads_no_temporary_file(sample, tmp_pat
     for _ in range(2):  # the second run replaces the first one's output
         assert main(["import", str(tmp_path), "--out", str(tmp_path / "all.jsonl")]) == 0
         assert "wrote 12 trajectories" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("cmd", "name"), [("import", "trajectories.jsonl"), ("label", "labels.jsonl")])
+def test_out_naming_a_directory_writes_a_file_inside_it(cmd, name, sample, tmp_path, capsys):
+    """`--out runs/` wrote a FILE named runs (typer's Path drops the slash); an existing directory failed."""
+    assert main([cmd, str(sample), "--out", f"{tmp_path / 'new'}/"]) == 0
+    assert len((tmp_path / "new" / name).read_text().splitlines()) == 12
+    (tmp_path / "old").mkdir()
+    assert main([cmd, str(sample), "--out", str(tmp_path / "old")]) == 0
+    assert len((tmp_path / "old" / name).read_text().splitlines()) == 12
+    assert f"to {tmp_path / 'old' / name}" in capsys.readouterr().out
+    assert main([cmd, str(sample), "--out", ""]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].endswith("invalid value for option --out: an empty path; name the file to write")
+
+
+def test_export_otel_and_rollout_out_directory(sample, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("opentelemetry")
+    monkeypatch.chdir(tmp_path)
+    assert main(["export-otel", str(sample), "--out", "spans/"]) == 0
+    assert (tmp_path / "spans" / "spans.otlp.jsonl").stat().st_size > 0
+    assert main(["init", "h"]) == 0
+    assert main(["rollout", "--harness", "h", "--env", "synthetic", "--tasks", "1", "--sandbox", "inprocess",
+                 "--out", "r/"]) == 0
+    assert len((tmp_path / "r" / "trajectories.jsonl").read_text().splitlines()) == 1
