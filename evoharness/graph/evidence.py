@@ -15,7 +15,7 @@ from collections.abc import Callable, Container, Iterable
 from pathlib import Path
 
 from evoharness.diagnosis.models import Label
-from evoharness.errors import InfraError
+from evoharness.errors import InfraError, InputError
 from evoharness.traces.importers import load_paths
 from evoharness.traces.models import Split, Trajectory
 from evoharness.traces.store import read_trajectories
@@ -30,14 +30,18 @@ def evidence_path(run_dir: Path) -> Path:
 def import_evidence(paths: Iterable[Path | str]) -> list[Trajectory]:
     """Every trajectory in the files/directories (format auto-detected; the first copy of an id wins).
 
-    Raises `InputError` naming the file and record for anything unreadable, so a bad file stops the
-    run before it spends any budget.
+    Raises `InputError` naming the file and record for anything unreadable, and naming a path that holds
+    no trajectory at all (an empty directory, a directory of other files: most likely a wrong path), so a
+    bad path stops the run before it spends any budget.
     """
 
-    paths = list(paths)
-    if not paths:
-        return []
-    return dedupe(load_paths(paths))
+    found: list[Trajectory] = []
+    for path in paths:
+        n = len(found)
+        found.extend(load_paths([path]))
+        if len(found) == n:
+            raise InputError(str(path), "no trajectories found (an evidence path must hold trace files)")
+    return dedupe(found)
 
 
 def dedupe(trajectories: Iterable[Trajectory]) -> list[Trajectory]:

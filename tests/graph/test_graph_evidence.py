@@ -153,6 +153,23 @@ def test_bad_evidence_is_one_error_line_and_no_run(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: --evidence: a run's evidence is fixed when it starts")
 
 
+def test_evidence_that_holds_no_trajectory_is_one_error_line_and_no_run(tmp_path, capsys):
+    """`run --evidence EMPTY_DIR` started a run with no evidence, silently (a wrong path, most likely)."""
+    home = tmp_path / "state"
+    sets = ["--set", f"home={home}", "--set", f"run.harness={tmp_path / 'harness'}",
+            "--set", "sandbox.backend=inprocess"]
+    good = write_jsonl(tmp_path / "prod.jsonl", [looping("p-1", "t")])
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.txt").write_text("no traces here")
+    for bad in ("empty", "notes"):
+        assert main([*sets, "run", "--run-id", "run-x", "--evidence", str(good),
+                     "--evidence", str(tmp_path / bad)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"error: {tmp_path / bad}: no trajectories found (an evidence path must hold trace files)"]
+    assert not (home / "runs" / "run-x").exists()
+
+
 def test_snapshot_is_written_once(tmp_path):
     first = [Trajectory.model_validate(looping("a", "t")), Trajectory.model_validate(looping("a", "t2"))]
     assert write_evidence(tmp_path, first) == 1  # the first copy of an id wins
