@@ -228,6 +228,8 @@ def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpo
     ``on_retry`` gets one line per retry (progress: the reason and the wait)."""
     if endpoint is not None and not (TIMEOUT_RANGE[0] <= timeout <= TIMEOUT_RANGE[1]):  # NaN fails both
         raise InputError("--timeout", f"must be {TIMEOUT_RANGE[0]:g} to {TIMEOUT_RANGE[1]:g} seconds, got {timeout}")
+    if not service_name.strip() or not service_name.isprintable():  # a receiver files the traces under it
+        raise InputError("--service-name", f"must be a printable, non-blank name, got {service_name!r}")
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider

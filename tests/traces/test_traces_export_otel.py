@@ -75,6 +75,11 @@ def test_run_dir_verdicts_and_bad_usage(tmp_path, capsys):
     assert "exactly one of --out FILE or --endpoint URL" in capsys.readouterr().err
     assert main(["export-otel", str(tmp_path), "-o", str(out)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+    for name in ("", "  ", "evo\nharness"):  # '' was accepted: traces filed under an empty service.name
+        assert main(["export-otel", str(run), "-o", str(tmp_path / "n.jsonl"), "--service-name", name]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: --service-name: must be a printable, non-blank name, got {name!r}"]
+        assert not (tmp_path / "n.jsonl").exists()
     # --out naming the input (the run's own files, a trace file, a hard link to it) is refused, the input kept
     single = tmp_path / "single.jsonl"
     write_trajectories(single, [t])
