@@ -6,10 +6,11 @@ import asyncio
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from evoharness import __version__
 from evoharness.config import Settings
@@ -72,19 +73,22 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
     app.state.ingest_pool = None  # set at start-up when service.workers > 1
     app.state.reports = ReportRenderer(settings)
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's own (a body it cannot parse, 404) and ours
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        from evoharness.service.bad_request import unparsed
+
         if exc.status_code == 401:
             request.app.state.metrics.unauthorized.inc()
-        return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        detail = exc.detail
+        if exc.status_code == 400 and detail == "There was an error parsing the body":
+            detail = unparsed(request, exc.__cause__) or detail
+        return JSONResponse({"error": detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errs = exc.errors()
-        first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
-        where = ".".join(str(x) for x in first["loc"])
-        return JSONResponse({"error": f"{where}: {first['msg']}", "errors": [
-            {"field": ".".join(str(x) for x in e["loc"]), "error": e["msg"]} for e in errs[:50]]}, status_code=422)
+        from evoharness.service.bad_request import describe
+
+        return JSONResponse(describe(request, list(exc.errors()), getattr(exc, "body", None)), status_code=422)
 
     @app.exception_handler(InputError)
     async def _input_error(request: Request, exc: InputError) -> JSONResponse:

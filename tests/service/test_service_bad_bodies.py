@@ -1,0 +1,65 @@
+"""A body the API cannot read is answered with where it went wrong and what was expected (in process)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from evoharness.config import Settings
+from evoharness.service.app import create_app
+
+TOKEN = "s3cret-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JSON = {**AUTH, "content-type": "application/json"}
+DECISION = "expected a JSON object with candidate (required), reason"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    root = tmp_path_factory.mktemp("svc")
+    settings = Settings.model_validate({"home": str(root / "home"), "run": {"harness": str(root / "h")},
+                                        "service": {"loop": False}})
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        yield c
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    # FastAPI said 'body.9: JSON decode error' (9: a character offset) for all of these
+    (b'{"candidate": x}', "body is not valid JSON at line 1, column 15 (near 'x}'): expecting value; " + DECISION),
+    (b'{"candidate": "c",\n "reason": }', "body is not valid JSON at line 2, column 12 (near '}'): expecting value; "
+     + DECISION),
+    (b'{"candidate": "c",', "body is not valid JSON at its end (cut short?): expecting property name enclosed in "
+     "double quotes; " + DECISION),
+    (b'{"candidate": "c"} {}', "body is not valid JSON at line 1, column 20 (near '{}'): extra data; " + DECISION),
+    # 'body: Input should be a valid dictionary or object to extract fields from'
+    (b'[{"candidate": "c"}]', "body is a list, not an object; " + DECISION),
+    (b"null", "body is null, not an object; " + DECISION),
+    # 'body: Field required'
+    (b"", "body is empty; " + DECISION),
+    # '{"detail": "There was an error parsing the body"}', the one answer without an "error" key
+    (b'{"candidate": "\x80"}', "body is not UTF-8 text (byte 16 is b'\\x80'); " + DECISION),
+    (b"[" * 100_000, "body is nested too deeply to parse; " + DECISION),
+    (b'{"candidate": ' + b"1" * 5000 + b"}", "body holds an integer too long to parse (over 4,300 digits); "
+     + DECISION),
+])
+def test_a_malformed_body_says_where_and_what_was_expected(client, body, error):
+    r = client.post("/runs/some-run/approve", content=body, headers=JSON)
+    assert 400 <= r.status_code < 500
+    assert r.json()["error"] == error
+
+
+def test_a_body_not_sent_as_json_says_so(client):
+    r = client.post("/runs/some-run/approve", content=b'{"candidate": "c"}', headers={**AUTH, "content-type": "text/plain"})
+    assert r.status_code == 422
+    assert r.json()["error"] == ("body is not sent as JSON (Content-Type: text/plain): send Content-Type: "
+                                 "application/json and a JSON object with candidate (required), reason")
+
+
+def test_field_errors_keep_their_field_and_an_unknown_field_names_the_known_ones(client):
+    r = client.post("/runs/some-run/approve", json={"candidate": 5}, headers=AUTH)
+    assert r.status_code == 422 and r.json()["error"] == "body.candidate: Input should be a valid string"
+    r = client.post("/datasets/export", json={"sorce": "all"}, headers=AUTH)
+    assert r.status_code == 422
+    assert r.json()["errors"] == [{"field": "body.sorce", "error": (
+        "Extra inputs are not permitted; expected a JSON object with format, source, name, render_under, "
+        "placebo, min_score, max_per_task, tasks, classes")}]
