@@ -70,6 +70,8 @@ class _Reader:
             want = self.chunk
             while True:
                 self._next_char()
+                if not self.eof and len(self.buf) - self.pos < self.chunk >> 1:
+                    self._fill(self.chunk)  # read ahead: see ``_fill``
                 try:
                     value, end = scan(self.buf, self.pos)
                 except json.JSONDecodeError as e:
@@ -100,10 +102,16 @@ class _Reader:
                 self.pos += 1
 
     def _fill(self, n: int) -> bool:
-        """Append up to ``n`` more bytes' text to the buffer; False at end of file."""
+        """Append up to ``n`` more bytes' text to the buffer; False at end of file.
+
+        What is consumed is dropped first, so the buffer starts at the element being read: an element
+        that runs past the buffer makes the scanner raise, and its ``JSONDecodeError`` counts the
+        newlines from the buffer's start to where it stopped. The reader fills before an element
+        when less than half a chunk is left, so that happens only for elements that big, and the
+        count covers that element, not the megabyte before it (it was a sixth of the parse)."""
         if self.eof:
             return False
-        if self.pos > len(self.buf) // 2:  # drop what is consumed (keeps appends linear)
+        if self.pos:  # drop what is consumed (the tail kept is under half a chunk, or one element)
             self.base += self.pos
             self.buf = self.buf[self.pos:]
             self.pos = 0
