@@ -31,8 +31,9 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   in a run that failed. Used where the answer's value has no earlier origin.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
   located at its first commitment: the reasoning turn that wrote the code whose execution failed first
-  (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``), else the
-  first reasoning turn with code (the first action the run builds on), else the first reasoning turn.
+  (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``; with no
+  reasoning turn before that run, the opening handoff when it carries code: the code that ran is the handoff's),
+  else the first reasoning turn with code (the first action the run builds on), else the first reasoning turn.
 """
 
 from __future__ import annotations
@@ -361,9 +362,19 @@ class FirstCommitmentDetector:
         author = max((i for i in before if "```" in log.text(i)), default=max(before, default=None))
         if author is not None:
             i, why = author, f"wrote the code whose run failed first (step {failed_run})"
+        elif failed_run is not None and self._handoff_code_before(view, log, failed_run):
+            # no reasoning turn before the failed run: the code that ran is the opening handoff's
+            i = view.assistant_steps[0]
+            why = f"the opening handoff's code, whose run failed first (step {failed_run})"
         else:
             i = next((i for i in turns if "```" in log.text(i)), turns[0])
             why = "first reasoning turn the run builds on"
             if "```" in log.text(i):
                 why = "first action (code) the run builds on"
         return [Signal(id=self.id, failure_class=F4, step=i, evidence=f"{why}: {_quote(log.text(i))}")]
+
+    @staticmethod
+    def _handoff_code_before(view: TraceView, log: AgentLog, step: int) -> bool:
+        """The opening handoff (the team's task restatement) comes before ``step`` and carries code."""
+        first = view.assistant_steps[0] if view.assistant_steps else None
+        return first is not None and first < step and bool(OPENING.match(log.text(first))) and "```" in log.text(first)

@@ -187,3 +187,25 @@ def test_magentic_ones_failed_script_run_locates_the_code_that_failed_not_the_in
     ran = [*turns[:3], ("ComputerTerminal", "The script ran, then exited with Unix exit code: 0\nIts output was:\n12"),
            turns[4]]
     assert "failed first" not in Labeller().label(_log(ran)).first_signal.evidence  # exit 0 is no failure
+
+
+def test_a_failed_run_of_the_handoffs_own_code_is_located_at_the_handoff():
+    # the handoff says the last attempt failed, so it is no F4.handoff_code; but the executor runs its code at once,
+    # and that run fails before any agent wrote code: the code whose run failed first is the handoff's
+    opening = ("You are given: (1) a task and advises from your manager with a specific plan and (2) a general task.\n"
+               "## Results and reason from last response\nThe download could not be completed.\n"
+               "```python\nprint(first_year_above(50))\n```")
+    turns = [("FinancialData_Expert", opening),
+             ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: NameError: first_year_above"),
+             ("DataValidation_Expert", "Let me define it.\n```python\ndef first_year_above(x):\n    return 2007\n```"),
+             ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 2007"),
+             ("Verification_Expert", "The first year above $50 is 2007, as the run printed.")]
+    lab = Labeller().label(_log(turns))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 1, "FinancialData_Expert")
+    assert "handoff's code, whose run failed first (step 2)" in lab.first_signal.evidence
+    # a reasoning turn that wrote code before the failed run is still the code's author
+    rewritten = [turns[0], ("DataValidation_Expert", "```python\nprint(first_year_above(50))\n```"),
+                 ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: NameError"),
+                 ("Verification_Expert", "The run failed, so the year is unknown.")]
+    lab = Labeller().label(_log(rewritten))
+    assert (lab.first_signal.step, lab.agent) == (2, "DataValidation_Expert")
