@@ -180,7 +180,8 @@ class IngestStore:
         conn = self._reader()
         src = "trajectories"
         if last is not None:
-            src = f"(SELECT * FROM trajectories ORDER BY seq DESC LIMIT {int(last)})"
+            # SQLite's LIMIT is a 64-bit integer: ?last=10**22 was a 500 (more than there are is all of them)
+            src = f"(SELECT * FROM trajectories ORDER BY seq DESC LIMIT {min(int(last), 2**63 - 1)})"
         n, delivered, scored, mean, n_del_scored, mean_del = conn.execute(
             f"SELECT count(*), coalesce(sum(delivered), 0), count(score), avg(score), "
             f"count(CASE WHEN delivered = 1 THEN score END), avg(CASE WHEN delivered = 1 THEN score END) "

@@ -63,3 +63,12 @@ def test_field_errors_keep_their_field_and_an_unknown_field_names_the_known_ones
     assert r.json()["errors"] == [{"field": "body.sorce", "error": (
         "Extra inputs are not permitted; expected a JSON object with format, source, name, render_under, "
         "placebo, min_score, max_per_task, tasks, classes")}]
+
+
+def test_composition_of_more_than_there_are_is_all_of_them(client):
+    client.post("/trajectories", json=[{"id": "q1", "task_id": "t", "messages": [{"role": "user", "content": "hi"}]}],
+                headers=AUTH)
+    r = client.get("/composition", params={"last": str(10**22)}, headers=AUTH)  # was a 500 (SQLite's LIMIT)
+    assert r.status_code == 200 and r.json()["n"] == client.get("/composition", headers=AUTH).json()["n"] >= 1
+    assert client.get("/composition", params={"last": "0"}, headers=AUTH).status_code == 422
+
