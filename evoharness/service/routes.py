@@ -22,6 +22,7 @@ from evoharness.diagnosis.models import FailureClass
 from evoharness.diagnosis.routing import Router
 from evoharness.errors import InputError
 from evoharness.graph.runner import runs_dir
+from evoharness.harness_repo.review import Status as CandidateStatus
 from evoharness.service.auth import require_token, require_token_for_reads
 from evoharness.traces.models import Trajectory
 
@@ -172,7 +173,7 @@ def _verdict(hr, commit: str) -> dict[str, Any] | None:
 
 
 @reads.get("/candidates")
-def candidates(request: Request, status: str | None = None, diff: bool = True) -> dict[str, Any]:
+def candidates(request: Request, status: CandidateStatus | None = None, diff: bool = True) -> dict[str, Any]:
     from evoharness.harness_repo.review import list_candidates
 
     hr = _repo(request)

@@ -72,3 +72,8 @@ def test_composition_of_more_than_there_are_is_all_of_them(client):
     assert r.status_code == 200 and r.json()["n"] == client.get("/composition", headers=AUTH).json()["n"] >= 1
     assert client.get("/composition", params={"last": "0"}, headers=AUTH).status_code == 422
 
+
+def test_an_unknown_candidate_status_is_422_naming_the_known_ones(client):
+    r = client.get("/candidates", params={"status": "verifed"}, headers=AUTH)  # was 200 and no candidates
+    assert r.status_code == 422
+    assert r.json()["error"] == "query.status: Input should be 'pending', 'verified', 'merged' or 'rejected'"
