@@ -13,7 +13,12 @@ default 0.01). A third test, and every one after it, would add to that bound: re
   of the same edit is the same hypothesis, and reads the same cached rollouts);
 - after an undecided verdict the same commit may be tested against the same main head once more: the
   re-verification. Unless that accepted it, any later test is refused (`RetestRefused`) before a rollout
-  is paid. Tests against another main head are another hypothesis and start afresh.
+  is paid. Tests against another main head are another hypothesis and start afresh; a main head with the
+  same tree (an empty commit, a commit and its revert) is the same main.
+
+The record is read from every ``refs/notes/*-tests`` ref and the verdict notes from every other notes ref, not
+only those ``harness_repo.notes_ref`` names now: setting another ``notes_ref`` starts a new record, not a new
+count.
 
 A verification in progress holds a reservation in the record, so two concurrent re-verifications cannot
 both take the one re-run; one whose process died on this host (its pid gone) no longer counts.
@@ -102,34 +107,71 @@ class RetestLog:
         so an unnoted one does not stand for the note)."""
         sha = self.hr.repo.commit(commit).hexsha
         tree = self.hr.tree_hash(sha)
+        same_main = self._same_main(base)
+        tests_refs, verdict_refs = self._refs()
         own: list[dict] = []
-        for other, note in gitops.read_notes(self.hr.repo, self.ref).items():
-            for t in note.get("tests", []) if isinstance(note, dict) else []:
-                if (isinstance(t, dict) and t.get("base") == base and (other == sha or t.get("tree") == tree)
-                        and (t.get("outcome") != RUNNING or _alive(t))):
-                    own.append(t)
+        for ref in tests_refs:
+            for other, note in gitops.read_notes(self.hr.repo, ref).items():
+                for t in note.get("tests", []) if isinstance(note, dict) else []:
+                    if (isinstance(t, dict) and same_main(t.get("base")) and (other == sha or t.get("tree") == tree)
+                            and (t.get("outcome") != RUNNING or _alive(t))):
+                        own.append(t)
         own.sort(key=lambda t: str(t.get("at") or ""))  # ISO times: oldest first (one commit's stay in order)
-        for other, _ in self._same_tree_verdicts(sha, tree):
-            noted = self.hr.verdict_of(other)
-            if noted is not None and noted[1].base == base:
-                v = noted[1]
-                if not any(t.get("noted") and t.get("signature") == v.signature for t in own):
-                    own.insert(0, {**entry(v), "at": None, "from": "verdict note"})
+        for v in self._same_tree_verdicts(sha, tree, verdict_refs):
+            if same_main(v.base) and not any(t.get("noted") and t.get("signature") == v.signature for t in own):
+                own.insert(0, {**entry(v), "at": None, "from": "verdict note"})
         return own
 
-    def _same_tree_verdicts(self, sha: str, tree: str) -> list[tuple[str, dict]]:
-        """The verdict notes of ``sha`` and of every other commit whose tree is ``tree``."""
-        out = []
-        for other, note in self.hr.notes().items():
-            if not isinstance(note, dict) or "verdict" not in note:
-                continue
-            if other != sha:
-                try:
-                    if self.hr.tree_hash(other) != tree:
-                        continue
-                except (ValueError, git.BadName):  # a note on a commit that is gone
+    def _same_main(self, base: str):
+        """A test of ``b`` counts against ``base`` when ``b`` is ``base`` or a commit with the same tree: an
+        empty commit on main (or a commit and its revert) is not another hypothesis."""
+        try:
+            base_tree = self.hr.tree_hash(base)
+        except (ValueError, git.BadName):
+            base_tree = None
+
+        def same(b: object) -> bool:
+            if b == base:
+                return True
+            if not isinstance(b, str) or base_tree is None:
+                return False
+            try:
+                return self.hr.tree_hash(b) == base_tree
+            except (ValueError, git.BadName):  # a main head that is gone
+                return False
+
+        return same
+
+    def _refs(self) -> tuple[list[str], list[str]]:
+        """(every notes ref holding test records, every other notes ref), as ``read_notes`` names them: the
+        configured ones first. Another ``notes_ref`` does not hide the tests recorded under the last one."""
+        tests_refs, verdict_refs = [self.ref], [self.hr.config.notes_ref]
+        listed = self.hr.repo.git.for_each_ref("--format=%(refname)", "refs/notes/").splitlines()
+        for name in (r.removeprefix("refs/notes/") for r in listed if r.startswith("refs/notes/")):
+            refs = tests_refs if name.endswith("-tests") else verdict_refs
+            if name not in refs:
+                refs.append(name)
+        return tests_refs, verdict_refs
+
+    def _same_tree_verdicts(self, sha: str, tree: str, refs: list[str]) -> list[Verdict]:
+        """The verdicts noted (under any of ``refs``) on ``sha`` and on every other commit whose tree is ``tree``."""
+        out: list[Verdict] = []
+        for ref in refs:
+            for other, note in gitops.read_notes(self.hr.repo, ref).items():
+                if not isinstance(note, dict) or "verdict" not in note:
                     continue
-            out.append((other, note))
+                if other != sha:
+                    try:
+                        if self.hr.tree_hash(other) != tree:
+                            continue
+                    except (ValueError, git.BadName):  # a note on a commit that is gone
+                        continue
+                try:
+                    v = Verdict.model_validate(note["verdict"])
+                except ValueError:  # a note of another tool, or edited by hand
+                    continue
+                if not any(v.signature == w.signature and v.base == w.base for w in out):
+                    out.append(v)
         return out
 
     def check(self, commit: str, base: str) -> tuple[int, bool]:

@@ -267,3 +267,67 @@ def test_a_verdict_on_the_branch_after_dropped_hunks_is_recorded_on_that_commit_
     assert [t["outcome"] for t in log.tests(fix.commit, base)] == ["undecided"]
     assert log.check(null.commit, base) == (2, True)
     assert log.tests(null.commit, "0" * 40) == []  # another main head: another hypothesis
+
+
+def _twice_undecided(hr, runner, capsys):
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    assert main(args) == 1
+    assert main([*args, "--rollouts", "4"]) == 1
+    assert main([*args, "--rollouts", "11"]) == 2
+    capsys.readouterr()
+    return faint, args
+
+
+def test_an_empty_commit_on_main_is_the_same_main_for_the_bound(setup, capsys):
+    """A new main head with main's tree (an empty commit) is the same hypothesis; it bought a third test, which
+    accepted (exit 0). A main head that changes the tree starts afresh."""
+    import git
+
+    hr, _, _, runner = setup
+    faint, args = _twice_undecided(hr, runner, capsys)
+    g = git.Repo(hr.path)
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    old = hr.main_head()
+    empty = g.git.commit_tree(g.commit(old).tree.hexsha, "-p", old, "-m", "nothing", env=env)
+    g.git.update_ref(hr.main_ref, empty)
+    runner.world.add(empty, SimHarness(), "main, once more")
+    paid = runner.rollouts
+    assert main([*args, "--rollouts", "11"]) == 2  # was 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {faint.commit[:10]}: already re-verified once"), err
+    assert runner.rollouts == paid
+    # main moved for real (another tree): another hypothesis
+    (hr.path / "notes.txt").write_text("main moved\n")
+    g.index.add(["notes.txt"])
+    moved = g.git.commit_tree(g.git.write_tree(), "-p", empty, "-m", "moved", env=env)
+    g.git.update_ref(hr.main_ref, moved)
+    runner.world.add(moved, SimHarness(), "main, moved")
+    assert RetestLog(hr).tests(faint.commit, moved) == []
+
+
+def test_another_notes_ref_does_not_start_the_count_again(setup, capsys):
+    """`--set harness_repo.notes_ref=other` read an empty record under refs/notes/other-tests: a third test ran and
+    accepted (exit 0). The tests recorded under any notes ref count."""
+    hr, _, _, runner = setup
+    faint, args = _twice_undecided(hr, runner, capsys)
+    paid = runner.rollouts
+    assert main(["--set", "harness_repo.notes_ref=other", *args, "--rollouts", "11"]) == 2  # was 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "already re-verified once" in err[0], err
+    assert runner.rollouts == paid
+
+
+def test_a_verdict_noted_under_another_notes_ref_counts(setup, capsys):
+    hr, _, _, runner = setup
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    assert main(["--set", "harness_repo.notes_ref=other", *args, "--record", "--json"]) == 1
+    RetestLog(hr)._update(hr.repo.commit(faint.commit).hexsha, lambda tests: [])  # (the default ref's: none)
+    log = RetestLog(hr)
+    log.ref = "other-tests"
+    log._update(hr.repo.commit(faint.commit).hexsha, lambda tests: [])  # only the verdict note under 'other' left
+    assert [t["outcome"] for t in RetestLog(hr).tests(faint.commit, hr.main_head())] == ["undecided"]
+    assert main([*args, "--rollouts", "4"]) == 1
+    assert main([*args, "--rollouts", "11"]) == 2
+    assert "already re-verified once" in capsys.readouterr().err
