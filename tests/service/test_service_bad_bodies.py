@@ -49,7 +49,8 @@ def test_a_malformed_body_says_where_and_what_was_expected(client, body, error):
 
 
 def test_a_body_not_sent_as_json_says_so(client):
-    r = client.post("/runs/some-run/approve", content=b'{"candidate": "c"}', headers={**AUTH, "content-type": "text/plain"})
+    r = client.post("/runs/some-run/approve", content=b'{"candidate": "c"}',
+                    headers={**AUTH, "content-type": "text/plain"})
     assert r.status_code == 422
     assert r.json()["error"] == ("body is not sent as JSON (Content-Type: text/plain): send Content-Type: "
                                  "application/json and a JSON object with candidate (required), reason")
