@@ -182,3 +182,34 @@ def test_the_aggregate_report_memo_is_bounded(tmp_path):
         assert mini_swe._aggregate(f) == (frozenset({f"a__a-{i}"}), frozenset())
     assert len(mini_swe._aggregate_cache) == mini_swe._AGGREGATE_CACHE_MAX  # grew by one per file before
     mini_swe._aggregate_cache.clear()
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+def test_an_aggregate_with_its_keys_past_the_first_64_kib_is_found(tmp_path, indent):
+    """Keys sorted (json.dumps(sort_keys=True), jq -S): completed_ids, empty_patch_ids and error_ids of a full
+    run come first, and no aggregate key sat in the first 64 KiB: the report was read as a trace (an import of
+    the directory failed on it) and the trajectories were left unscored."""
+    _traj(tmp_path / "out", "a__a-1")
+    many = [f"x__x-{i}" for i in range(4000)]
+    report = {"completed_ids": ["a__a-1", *many], "empty_patch_ids": [], "error_ids": many,
+              "incomplete_ids": [], "resolved_ids": ["a__a-1"], "unresolved_ids": many, "schema_version": 2,
+              "total_instances": len(many) + 1}
+    agg = tmp_path / f"{TAG}.run1.json"
+    agg.write_text(json.dumps(report, sort_keys=True, indent=indent))
+    raw = agg.read_bytes()
+    assert min(raw.find(k) for k in mini_swe._AGGREGATE_KEYS if k in raw) > 64 << 10
+    assert mini_swe.is_sidecar(agg)
+    [t] = list(load_paths([tmp_path]))  # the whole tree: the report is no trace
+    assert t.score == 1.0 and t.meta["report"] == str(agg)
+
+
+def test_a_trace_file_that_mentions_the_keys_is_still_a_trace(tmp_path):
+    """Past the first 64 KiB a key counts only at the top level of an object of id lists and counts: a trace
+    whose messages quote a report (or hold one as a tool's parsed result) is not taken for one."""
+    filler = [{"role": "user", "content": "x" * 1000} for _ in range(80)]
+    quoted = {"role": "tool", "content": json.dumps({"resolved_ids": ["a"], "total_instances": 1})}
+    parsed = {"role": "tool", "content": "ok", "result": {"resolved_ids": ["a"], "total_instances": 1}}
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps({"id": "t", "messages": [*filler, quoted, parsed], "resolved_ids": ["a"]}))
+    assert f.read_bytes().find(b'"resolved_ids"') > 64 << 10
+    assert not mini_swe.is_sidecar(f)

@@ -16,8 +16,9 @@ instance. The lookup (``find_results``) walks the trajectory's directory and at 
 - ``d/logs/run_evaluation/<run_id>/<model>/<instance>/report.json`` (the SWE-bench harness's logs);
 - aggregate reports: ``*.json`` in ``d``, ``d/reports`` and ``d/sb-cli-reports`` whose JSON is an object
   with ``resolved_ids`` / ``unresolved_ids`` lists (the harness's ``<model>.<run_id>.json``, sb-cli's
-  ``<subset>__<split>__<run_id>.json``). A file over ``SIZE_CAP`` bytes, a ``*.traj.json``, or one whose
-  first 64 KiB hold none of those keys is never parsed.
+  ``<subset>__<split>__<run_id>.json``). A file over ``SIZE_CAP`` bytes, a ``*.traj.json``, or one that names
+  none of those keys (in its first 64 KiB, or at the top level of an object of id lists and counts further
+  on: ``looks_aggregate``) is never parsed.
 
 Never a guess: an instance in neither id list of an aggregate (an error, an empty patch) gets no verdict
 from it. Where harness logs or aggregates of several models hold the instance, those named for the
@@ -78,13 +79,70 @@ def _listdir(d: Path) -> list[Path]:
 
 
 def looks_aggregate(f: Path) -> bool:
-    """Whether ``f``'s first 64 KiB name an aggregate's id lists (cheap: never parses)."""
+    """Whether ``f`` names an aggregate's id lists or counts (cheap: never parses, memory bounded): one of
+    the keys in its first 64 KiB, or, further on (keys sorted put ``completed_ids`` and ``error_ids`` of a
+    full run first), a key at the top level of an object whose values before it are id lists and numbers."""
     try:
         with f.open("rb") as fh:
             head = fh.read(_HEAD)
+            if any(k in head for k in _AGGREGATE_KEYS):
+                return True
+            if len(head) < _HEAD or not head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"{"):
+                return False
+            fh.seek(0)
+            return _top_level_key(fh, {k.strip(b'"') for k in _AGGREGATE_KEYS})
     except OSError:
         return False
-    return any(k in head for k in _AGGREGATE_KEYS)
+
+
+_PUNCT = re.compile(rb'["\[\]{},]')
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_MAX_STRING = 1 << 20  # bytes: a longer string is no id or count of an aggregate report
+_IDS = re.compile(rb'(?:\s*+"[^"\\]*+"\s*+,)*+')  # a run of plain ids in a list, skipped in C
+
+
+def _top_level_key(fh, keys: set[bytes], chunk: int = _HEAD) -> bool:
+    """Whether the JSON object in ``fh`` has one of ``keys`` at its top level before any nested object.
+
+    A streaming scan of at most ``SIZE_CAP`` bytes holding one chunk and a partial token: an aggregate's
+    values are lists of ids, numbers and strings, so the first ``{`` inside it (a trace's messages) ends
+    the scan in the first few bytes of any trace file."""
+    buf, read, i = b"", 0, 0
+    depth, expect_key = 0, False
+    while True:
+        m = _PUNCT.search(buf, i)
+        if m is None or (buf[m.start():m.start() + 1] == b'"' and not _STRING.match(buf, m.start())):
+            if read >= SIZE_CAP or (m is not None and len(buf) - m.start() > _MAX_STRING):
+                return False
+            more = fh.read(chunk)
+            if not more:
+                return False
+            read += len(more)
+            buf, i = (buf[m.start():] if m is not None else b"") + more, 0
+            continue
+        c, i = buf[m.start():m.start() + 1], m.end()
+        if c == b'"':
+            s = _STRING.match(buf, m.start())
+            i = s.end()
+            if depth == 1 and expect_key:
+                if s.group()[1:-1] in keys:
+                    return True
+                expect_key = False
+        elif c == b"{":
+            if depth:
+                return False  # an object inside: no aggregate report (a trace's messages, events, ...)
+            depth, expect_key = 1, True
+        elif c == b"[":
+            depth += 1
+            i = _IDS.match(buf, i).end()
+        elif c == b"]":
+            depth -= 1
+        elif c == b"}":
+            return False  # the top-level object ended
+        elif c == b"," and depth == 1:
+            expect_key = True
+        elif c == b",":
+            i = _IDS.match(buf, i).end()
 
 
 def is_sidecar(f: Path) -> bool:
