@@ -31,7 +31,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   in a run that failed. Used where the answer's value has no earlier origin.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
   located at its first commitment: the reasoning turn that wrote the code whose execution failed first
-  (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``; with no
+  (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``, not AG2's
+  ``unknown language`` answer to a block it could not run, ``UNKNOWN_LANGUAGE``: no code ran; with no
   reasoning turn before that run, the opening handoff when it carries code: the code that ran is the handoff's),
   else the first reasoning turn with code (the first action the run builds on), else the first reasoning turn.
 """
@@ -74,6 +75,12 @@ LEDGER_STALL = re.compile(
 EXEC_FAILED = re.compile(r"\s*(?:exitcode: [1-9]|The script ran, then exited with (?:Unix exit code: |an error "
                          r"\(POSIX exit code: )[1-9]|The script ran but produced no output to console\. "
                          r"The (?:Unix|POSIX) exit code was: [1-9])")
+# AG2's executor meeting a code block whose language it does not know (``unknown language json``, ``... plaintext``,
+# ``... unknown``: a fence tagged with no language it runs) runs nothing for it and answers exit code 1 with that line
+# last (the blocks before it ran, the ones after it are skipped): no code ran and failed -- a format problem of the
+# reply that posted the block, not a failed run. A script's own message quoting the words (``ValueError: unknown
+# language x``) is not AG2's line and stays a failure.
+UNKNOWN_LANGUAGE = re.compile(r"(?:\n|Code output: ?)unknown language[^\n]*\s*$")
 PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
@@ -84,6 +91,12 @@ HARNESS_NOISE = re.compile(r"\s*(?:SCENARIO\.PY COMPLETE|RUN\.SH COMPLETE|!#!#).
 NON_ANSWER = re.compile(r"\b(unable|unknown|cannot|can't|could not|not (?:be )?(?:determined|found|available)|"
                         r"no (?:answer|data|information)|n/a|none)\b", re.IGNORECASE)
 LEDGER_REASON = re.compile(r'"is_progress_being_made"\s*:\s*\{\s*"reason"\s*:\s*"([^"]{0,300})')
+
+
+def ran_and_failed(text: str) -> bool:
+    """An executor's reply saying code ran and exited non-zero (``EXEC_FAILED``), not AG2's "unknown language" answer
+    to a block it could not run (``UNKNOWN_LANGUAGE``)."""
+    return bool(EXEC_FAILED.match(text)) and not UNKNOWN_LANGUAGE.search(text)
 
 
 def _quote(text: str, limit: int = 160) -> str:
@@ -356,7 +369,7 @@ class FirstCommitmentDetector:
         if not _failed(view, cfg) or not t.delivered or not log.applies or not log.reasoning_turns:
             return []
         turns = log.reasoning_turns
-        failed_run = next((i for i in range(len(log.msgs)) if EXEC_FAILED.match(log.text(i))), None)
+        failed_run = next((i for i in range(len(log.msgs)) if ran_and_failed(log.text(i))), None)
         before = [i for i in turns if failed_run is not None and i < failed_run]
         # the code's author: the last turn with code before the run (not an instruction to run it), else the last
         author = max((i for i in before if "```" in log.text(i)), default=max(before, default=None))

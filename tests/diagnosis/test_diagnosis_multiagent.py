@@ -209,3 +209,25 @@ def test_a_failed_run_of_the_handoffs_own_code_is_located_at_the_handoff():
                  ("Verification_Expert", "The run failed, so the year is unknown.")]
     lab = Labeller().label(_log(rewritten))
     assert (lab.first_signal.step, lab.agent) == (2, "DataValidation_Expert")
+
+
+def test_ag2s_unknown_language_reply_is_no_failed_run():
+    # AG2's executor answers a fence whose language it does not know with exit code 1 and "unknown language X": it ran
+    # nothing, so the code whose run failed first is the code of the later run that did fail
+    turns = [("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
+             ("Data_Expert", "The expected layout:\n```json\n{\"team\": \"CUB\"}\n```"),
+             ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: \nunknown language json\n"),
+             ("Data_Expert", "Counting the teams.\n```python\nprint(smallest(teams))\n```"),
+             ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: NameError: smallest"),
+             ("Verification_Expert", "The smallest team is unknown.")]
+    lab = Labeller().label(_log(turns))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 4)
+    assert "failed first (step 5)" in lab.first_signal.evidence
+    # the blocks before the unknown one ran (and printed); the wording without the newline is AG2's too
+    for output in ("Code output: \nNowak 2160\n\nunknown language unknown\n", "Code output: unknown language plaintext"):
+        ran = [*turns[:2], ("Computer_terminal", "exitcode: 1 (execution failed)\n" + output), *turns[3:]]
+        assert "failed first (step 5)" in Labeller().label(_log(ran)).first_signal.evidence
+    # a script's own error that quotes the words is a run that failed
+    own = [*turns[:2], ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: Script started\n"
+                                             "ValueError: unknown language unknown\n"), *turns[3:]]
+    assert "failed first (step 3)" in Labeller().label(_log(own)).first_signal.evidence
