@@ -46,11 +46,15 @@ goes to stderr.
 keep theirs): the power curve against rollouts per candidate. Under the table, the verdicts that were
 "undecided, needs N more" (a positive targeted gain that did not cross its boundary) per strategy.
 
+``--why`` prints, per strategy and kind of edit, how its verdicts went: accepted, or the gates that
+failed (the sequential gain test with its state: futile at look L, stopped by a stop gate, undecided at the
+last look, or no gain), and the rollouts one candidate of that kind cost (the JSON has them always).
+
 ``--repeat N`` runs the whole simulation N times on disjoint seeds and prints, under the table (the
 pooled runs), min / median / max over the repeats of power and held-out gain per strategy.
 
     .venv/bin/python benchmarks/verification_sim.py [--runs 12] [--rounds 10] [--repeat 1] [--json]
-        [--only NAME ...] [--common-seeds [--coupling C]] [--seed S] [--jobs N] [--scale S]
+        [--only NAME ...] [--common-seeds [--coupling C]] [--seed S] [--jobs N] [--scale S] [--why]
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ import random
 import statistics
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
@@ -179,6 +184,8 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
     rng = random.Random(f"edits:{seed}")
     main, accepted, proposed = "h0", {k_: 0 for k_ in KINDS}, {k_: 0 for k_ in KINDS}
     undecided, asked = {k_: 0 for k_ in KINDS}, []  # verdicts "undecided, needs N more" (true edits: the Ns)
+    why = {k_: Counter() for k_ in KINDS}  # per kind: accepted, or which gates turned it away (reject_reason)
+    spent = {k_: 0 for k_ in KINDS}  # verification rollouts per kind
     verify_spent = 0
     for rnd in range(1, rounds + 1):
         anchor = book.current
@@ -202,6 +209,8 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
                 undecided[kind] += 1
                 if kind == "true":
                     asked.append(needs)
+            why[kind][reject_reason(out.verdict)] += 1
+            spent[kind] += ledger.rollouts
             if out.verdict.accepted:
                 accepted[kind] += 1
                 outcomes.append(out)
@@ -210,10 +219,33 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
             main = best.verdict.commit
             verifier.reanchor(book, best, main, dev, rnd, K, ledger=run_ledger)
     return {"accepted": accepted, "proposed": proposed, "undecided": undecided, "asked": asked,
+            "why": {k_: dict(c) for k_, c in why.items()}, "spent": spent,
             "rollouts": run_ledger.rollouts,
             "per_candidate": verify_spent / max(1, sum(proposed.values())),
             "heldout_gain": world.expected_mean(main, "heldout") - world.expected_mean("h0", "heldout"),
             "optimism": [r.optimism for r in book.optimism]}
+
+
+def reject_reason(verdict) -> str:
+    """One label for why a verdict went as it did: ``accepted``, or the gates that failed joined by ``+``,
+    the sequential gain test's state in brackets: ``futile@L`` (stopped at look L, z at or below
+    futility_z), ``stopped@L`` (stopped at look L by a failed `sequential_stop_gates` gate),
+    ``undecided`` (the last look, positive but short of its boundary) or ``none`` (the last
+    look, no positive gain)."""
+    if verdict.accepted:
+        return "accepted"
+    parts = []
+    for g in verdict.gates:
+        if g.passed:
+            continue
+        if g.gate == "sequential_gain":
+            n = g.numbers
+            state = "undecided" if n.get("undecided") else f"stopped@{n.get('look')}" if n.get("stopped_by") else \
+                f"futile@{n.get('look')}" if n.get("look") != n.get("looks") else "none"
+            parts.append(f"gain({state})")
+        else:
+            parts.append(g.gate)
+    return "+".join(parts) or "rejected"
 
 
 def _run_named(args: tuple) -> dict:
@@ -271,6 +303,9 @@ def _summarise(res: list[dict], n: int) -> dict:
     for kind in ("true", "null"):
         row[f"undecided_{kind}_k"] = sum(r["undecided"][kind] for r in res)
         row[f"undecided_{kind}_n"] = sum(r["proposed"][kind] for r in res)
+    row["why"] = {kind: dict(sum((Counter(r["why"][kind]) for r in res), Counter())) for kind in KINDS}
+    row["spent_by_kind"] = {kind: sum(r["spent"][kind] for r in res) / max(1, sum(r["proposed"][kind] for r in res))
+                            for kind in KINDS}
     row["asked"] = sorted(x for r in res for x in r["asked"])  # kept, so repeats pool the values themselves
     row["asked_median"] = statistics.median(row["asked"]) if row["asked"] else None
     opt = [x for r in res for x in r["optimism"]]
@@ -323,7 +358,8 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
         runs = sum(row["runs"] for row in rows)
         merged: dict = {"runs": runs}
         for key in rows[0]:
-            if key in ("runs", "asked", "asked_median", "selection_optimism", "selection_optimism_count") \
+            if key in ("runs", "asked", "asked_median", "selection_optimism", "selection_optimism_count", "why",
+                       "spent_by_kind") \
                     or key.endswith(("_ci", "_n", "_k", "_cp_upper", "_cp_upper_1s")):
                 continue
             if f"{key}_k" in rows[0]:  # a rate: recount
@@ -338,6 +374,10 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
         for key in ("undecided_true_k", "undecided_true_n", "undecided_null_k", "undecided_null_n"):
             merged[key] = sum(row[key] for row in rows)
         merged["asked"] = sorted(x for row in rows for x in row["asked"])
+        merged["why"] = {kind: dict(sum((Counter(row["why"][kind]) for row in rows), Counter())) for kind in KINDS}
+        merged["spent_by_kind"] = {  # weighted by the candidates of that kind each repeat proposed
+            kind: sum(row["spent_by_kind"][kind] * row[f"{_KEY[kind]}_n"] for row in rows)
+            / max(1, sum(row[f"{_KEY[kind]}_n"] for row in rows)) for kind in KINDS}
         merged["asked_median"] = statistics.median(merged["asked"]) if merged["asked"] else None
         opt = [(row["selection_optimism"], row["selection_optimism_count"]) for row in rows
                if row["selection_optimism"] is not None]
@@ -346,6 +386,27 @@ def pooled(reps: list[dict[str, dict]]) -> dict[str, dict]:
                                         if merged["selection_optimism_count"] else None)
         out[name] = merged
     return out
+
+
+_KEY = {"true": "power", "null": "null_false_accept", "harmful": "harmful_false_accept",
+        "noisefit": "noisefit_false_accept"}
+
+
+def why_table(results: dict[str, dict]) -> str:
+    """Per strategy and kind of edit: how its verdicts went (`reject_reason`), most frequent first, and the
+    verification rollouts one candidate of that kind cost on average."""
+    out = ["why candidates were turned away (gates that failed; gain(futile@L | undecided | none) is the "
+           "sequential gain test's state):"]
+    for name, r in results.items():
+        if "why" not in r:
+            continue
+        out.append(f"  {name}")
+        for kind in KINDS:
+            counts = sorted(r["why"][kind].items(), key=lambda kv: (-kv[1], kv[0]))
+            n = sum(c for _, c in counts)
+            out.append(f"    {kind:<8} ({r['spent_by_kind'][kind]:.0f} rollouts/candidate) "
+                       + ", ".join(f"{label} {c}/{n}" for label, c in counts))
+    return "\n".join(out)
 
 
 def table(results: dict[str, dict]) -> str:
@@ -412,6 +473,15 @@ def _settings(ap: argparse.ArgumentParser, pairs: list[str]) -> dict:
     return VerificationConfig(**out).model_dump(include=set(out))
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished worker processes (user + system); until
+    2026-12-04 the summary counted this process only, which with --jobs 2 left out nearly all the work."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _world_seeds(common_seeds: bool, coupling: float) -> str:
     if not common_seeds:
         return "independent draws per harness"
@@ -440,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dev-tasks", type=int, default=80)
     ap.add_argument("--only", nargs="*", help="strategy names to run")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--why", action="store_true", help="under the table, per strategy and kind of edit: how many "
+                    "were accepted and which gates turned the others away (in the JSON always, as \"why\")")
     add_repeat(ap, default=1)
     args = ap.parse_args(argv)
     check_repeat(ap, args.repeat)
@@ -460,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     coupling = 1.0 if args.coupling is None else args.coupling
     settings = _settings(ap, args.set)
     configure_logging("warning", "console")
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0 = time.perf_counter(), _cpu()
     reps = [simulate(args.runs, args.rounds, args.dev_tasks, args.only, args.runs_24x,
                      first_seed=args.seed + r * 1000, ideal=args.ideal, common_seeds=args.common_seeds,
                      coupling=coupling, jobs=args.jobs, progress=True, settings=settings, scale=args.scale)
@@ -473,6 +545,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + exact_bounds(results))
         if undecided(results):
             print("\n" + undecided(results))
+        if args.why:
+            print("\n" + why_table(results))
         if args.repeat > 1:
             print(f"\nover {args.repeat} repeats (disjoint seeds):")
             for name in results:
@@ -485,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.dev_tasks} dev tasks, k={round(K * args.scale)} (anchors {K}), "
               f"{BUDGET * args.scale:g} rollouts per candidate, {args.repeat} repeat(s); "
               f"{time.perf_counter() - t0:.1f}s wall, "
-              f"{time.process_time() - c0:.1f} CPU-s in this process (--jobs {args.jobs}) "
+              f"{_cpu() - c0:.1f} CPU-s (this process and its --jobs {args.jobs} workers) "
               f"({load_note()})", file=sys.stderr)
     return 0
 

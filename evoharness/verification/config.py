@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+STOP_GATES = ("no_regression", "attribution", "behaviour")  # gates a sequential verification may stop on
 
 
 class VerificationSettings(BaseModel):
@@ -105,6 +107,11 @@ class VerificationSettings(BaseModel):
     sequential_futility_z: float = Field(
         0.0, description="stop before the last look when the paired z is at or below this (no gain worth more "
         "rollouts); non-binding, so it cannot raise the false-accept rate")
+    sequential_stop_gates: str = Field(
+        "", description="comma-separated gates (no_regression, attribution, behaviour) checked after every look "
+        "of a sequential verification before the last: when one fails, stop there and reject (it can only turn "
+        "accepts into rejections, so no false-accept rate rises; it saves the later looks' rollouts). Empty: "
+        "only the gain test decides when to stop")
     bootstrap_samples: int = Field(2000, ge=100, description="resamples for the paired bootstrap")
     predicted_effect: float = Field(
         0.05, gt=0, description="targeted gain assumed for the power estimate when a candidate predicts none"
@@ -117,6 +124,21 @@ class VerificationSettings(BaseModel):
         None, description="SQLite rollout cache file shared by runs, reports and `verify` "
         "(default: <home>/rollout-cache.sqlite)"
     )
+
+
+    @field_validator("sequential_stop_gates")
+    @classmethod
+    def _stop_gates(cls, v: str) -> str:
+        names = [n.strip() for n in v.split(",") if n.strip()]
+        bad = [n for n in names if n not in STOP_GATES]
+        if bad:
+            raise ValueError(f"sequential_stop_gates: unknown gate {', '.join(bad)} (choose from "
+                             f"{', '.join(STOP_GATES)})")
+        return ",".join(dict.fromkeys(names))
+
+    def stop_gates(self) -> tuple[str, ...]:
+        """`sequential_stop_gates` as names."""
+        return tuple(n for n in self.sequential_stop_gates.split(",") if n)
 
 
 class VerificationConfig(VerificationSettings):

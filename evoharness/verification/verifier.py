@@ -210,6 +210,13 @@ class Verifier:
             log.info("sequential look", candidate=candidate.branch, look=look, reason=seq.reason)
             if seq.numbers["decided"]:
                 break
+            stop = [g.name for g in gates if g.name in cfg.stop_gates() and not g.check(ev).passed]
+            if stop:  # a gate that already fails: reject here rather than pay for the later looks
+                seq = seq.model_copy(update={
+                    "reason": seq.reason.replace("(undecided: continue)", f"(stopped: {', '.join(stop)} failed)"),
+                    "numbers": {**seq.numbers, "decided": True, "stopped_by": ",".join(stop)}})
+                log.info("sequential stop", candidate=candidate.branch, look=look, failed=stop)
+                break
         results, replaced = [], False
         for g in gates:
             if g.name in GAIN_GATES:

@@ -75,6 +75,7 @@ def world() -> SimWorld:
     w.add("mild", SimHarness(factor={T: 0.7}))
     w.add("null", SimHarness())
     w.add("breaks", SimHarness(factor={T: 0.3}, offset={f"d{i}": -0.5 for i in range(8, 16)}))
+    w.add("mild_breaks", SimHarness(factor={T: 0.7}, offset={f"d{i}": -0.5 for i in range(8, 16)}))
     return w
 
 
@@ -126,3 +127,30 @@ def test_fixed_design_is_unchanged_when_sequential_is_off():
     assert verdict.accepted and "gain" in [g.gate for g in verdict.gates]
     m = verdict.measurements
     assert m["looks"] is None and ledger.rollouts == 2 * 4 * (m["targeted_tasks"] + m["control_tasks"])
+
+
+def test_a_failed_stop_gate_ends_the_verification_at_that_look_with_the_same_rejection():
+    """``sequential_stop_gates``: no_regression reads the control tasks, which only the first look runs, so
+    a candidate that fails it there is rejected then, not after paying for every later look."""
+    plain, plain_ledger, _ = verify("mild_breaks", VerificationConfig(**SEQ))
+    stopped, ledger, seeds = verify("mild_breaks", VerificationConfig(**SEQ, sequential_stop_gates="no_regression"))
+    assert plain.measurements["looks"] > 1  # the gain alone would have gone on
+    assert not plain.accepted and not stopped.accepted
+    assert [g.gate for g in plain.gates if not g.passed] == ["no_regression"]  # its gain crossed later
+    assert [g.gate for g in stopped.gates if not g.passed] == ["sequential_gain", "no_regression"]
+    gain = next(g for g in stopped.gates if g.gate == "sequential_gain")
+    assert stopped.measurements["looks"] == 1 and gain.numbers["stopped_by"] == "no_regression"
+    assert "stopped: no_regression failed" in gain.reason and stopped.measurements["needs_rollouts"] is None
+    assert ledger.rollouts < plain_ledger.rollouts and set(seeds.values()) == {4}
+    # a candidate whose stop gates pass runs as before
+    fix, fix_ledger, _ = verify("mild", VerificationConfig(**SEQ, sequential_stop_gates="no_regression,behaviour"))
+    ref, ref_ledger, _ = verify("mild", VerificationConfig(**SEQ))
+    assert fix.accepted == ref.accepted and fix_ledger.rollouts == ref_ledger.rollouts
+
+
+def test_stop_gates_are_checked_names():
+    assert VerificationConfig(sequential_stop_gates=" no_regression, attribution,no_regression").stop_gates() == (
+        "no_regression", "attribution")
+    assert VerificationConfig(sequential_stop_gates="").stop_gates() == ()
+    with pytest.raises(ValueError, match="unknown gate guard"):
+        VerificationConfig(sequential_stop_gates="no_regression,guard")

@@ -141,7 +141,9 @@ def test_weights_analysis_oracle_weights_bound_every_weighting():
 def _world_result(asked: list[int], optimism: list[float]) -> dict:
     counts = {k: 1 for k in ("true", "null", "harmful", "noisefit")}
     return {"accepted": {**counts, "null": 0}, "proposed": counts, "undecided": {**counts, "null": 0},
-            "asked": asked, "rollouts": 100, "per_candidate": 25.0, "heldout_gain": 0.01, "optimism": optimism}
+            "asked": asked, "rollouts": 100, "per_candidate": 25.0, "heldout_gain": 0.01, "optimism": optimism,
+            "why": {k: {"accepted": 1} if k != "null" else {"gain(futile@1)": 1} for k in counts},
+            "spent": {k: 25 for k in counts}}
 
 
 def test_repeats_pool_the_asked_values_and_the_optimism_readings_not_their_per_repeat_summaries(bench):
@@ -156,3 +158,33 @@ def test_repeats_pool_the_asked_values_and_the_optimism_readings_not_their_per_r
     assert row["selection_optimism"] == pytest.approx((3 * 0.01 + 0.05) / 4)
     assert row["runs"] == 2 and row["power_k"] == 2 and row["power_n"] == 2
     assert row["heldout_gain"] == pytest.approx(0.01)
+    assert row["why"]["null"] == {"gain(futile@1)": 2} and row["spent_by_kind"]["true"] == 25
+
+
+def test_why_counts_every_verdict_and_names_the_gates_that_failed(bench, capsys):
+    args = ["--runs", "2", "--rounds", "2", "--dev-tasks", "24", "--seed", "3", "--only",
+            "behaviour_aware_sequential", "--repeat", "2"]
+    assert bench.main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    row = data["behaviour_aware_sequential"]
+    for kind, key in bench._KEY.items():  # every proposal has one label; "accepted" is the accepted count
+        assert sum(row["why"][kind].values()) == row[f"{key}_n"] > 0
+        assert row["why"][kind].get("accepted", 0) == row[f"{key}_k"]
+        assert row["spent_by_kind"][kind] > 0
+    labels = {label for kind in bench.KINDS for label in row["why"][kind]}
+    gates = {"accepted", "behaviour", "no_regression", "attribution", "guard"}
+    assert all(part in gates or part.startswith("gain(") for label in labels for part in label.split("+"))
+    # pooled over the repeats: the counts of both repeats together
+    reps = data["_repeats"]
+    assert row["why"]["null"] == {k: sum(r["behaviour_aware_sequential"]["why"]["null"].get(k, 0) for r in reps)
+                                  for k in row["why"]["null"]}
+    assert bench.main([*args, "--why"]) == 0
+    assert "why candidates were turned away" in capsys.readouterr().out
+    # a verification stopped by a failed stop gate is labelled so, and no gate's name is lost
+    from evoharness.harness_repo.models import GateResult, Verdict
+
+    v = Verdict(candidate="c", commit="c", base="b", accepted=False, strategy="s", reason="r", gates=[
+        GateResult(gate="sequential_gain", passed=False, reason="", numbers={"look": 1, "looks": 4,
+                                                                            "stopped_by": "no_regression"}),
+        GateResult(gate="no_regression", passed=False, reason=""), GateResult(gate="guard", passed=True, reason="")])
+    assert bench.reject_reason(v) == "gain(stopped@1)+no_regression"
