@@ -167,6 +167,8 @@ class GatewayChatModel:
     fast as one running it in-process did). Messages go as ``from_langchain`` writes them and the reply
     comes back through ``to_langchain``, so a host-side stand-in sees what it would have seen in-process.
     A non-200 reply raises ``GatewayError`` with the gateway's message (a failed rollout, not a crash).
+    It speaks HTTP/1.1 on one kept-alive connection itself: each request goes in one write, each reply is
+    read by its Content-Length (``http.client`` parsed every reply's headers with the ``email`` package).
     """
 
     def __init__(self, socket_path: str, token: str, model: str, seed: int) -> None:
@@ -174,39 +176,66 @@ class GatewayChatModel:
         self.path = f"/r/{token}/v1/chat/completions" if token else "/v1/chat/completions"
         self._conn: Any = None
 
-    def _connection(self) -> Any:
-        import http.client
+    def _exchange(self, data: bytes) -> tuple[int, bytes]:
+        """POST ``data`` on the kept-alive connection (opened when there is none); the reply's status and body.
+        The gateway's replies always carry a Content-Length: that many bytes are read, no more. ConnectionError
+        when the connection broke or the reply is not HTTP."""
         import socket
 
-        sock_path = self.socket_path
+        if self._conn is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.socket_path)
+            except OSError:
+                sock.close()
+                raise
+            self._conn = (sock, sock.makefile("rb"))
+        sock, reader = self._conn
+        sock.sendall(b"POST " + self.path.encode() + b" HTTP/1.1\r\nHost: gateway\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: " + str(len(data)).encode() + b"\r\n\r\n"
+                     + data)
+        status_line = reader.readline(65537)
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise ConnectionError(f"gateway: not an HTTP reply: {status_line[:80]!r}")
+        length, close = None, False
+        for _ in range(101):
+            line = reader.readline(65537)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length" and value.strip().isdigit():
+                length = int(value.strip())
+            elif name == b"connection" and value.strip().lower() == b"close":
+                close = True
+        if not line or length is None:
+            raise ConnectionError("gateway: a reply without a body length")
+        body = reader.read(length)
+        if len(body) < length:
+            raise ConnectionError("gateway: the reply was cut short")
+        if close:
+            self._close()
+        return int(parts[1]), body
 
-        class _Unix(http.client.HTTPConnection):
-            def connect(self) -> None:
-                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.sock.connect(sock_path)
-
-        return _Unix("gateway")
+    def _close(self) -> None:
+        if self._conn is not None:
+            for part in reversed(self._conn):
+                part.close()
+            self._conn = None
 
     def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
-        import http.client
-
         body: dict[str, Any] = {"model": self.model, "messages": from_langchain(messages), "seed": self.seed,
                                 "temperature": 0.0, "stream": False}
         if tools:
             body["tools"] = tools
         data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
         for attempt in (0, 1):  # a kept-alive connection the gateway closed is reopened once
-            if self._conn is None:
-                self._conn = self._connection()
             try:
-                self._conn.request("POST", self.path, body=data, headers=headers)
-                resp = self._conn.getresponse()
-                status, raw = resp.status, resp.read()
+                status, raw = self._exchange(data)
                 break
-            except (http.client.HTTPException, ConnectionError, BrokenPipeError):
-                self._conn.close()
-                self._conn = None
+            except OSError:  # ConnectionError, BrokenPipeError, a reset
+                self._close()
                 if attempt:
                     raise
         try:

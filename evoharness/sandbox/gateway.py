@@ -34,7 +34,6 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -310,58 +309,93 @@ class _Server(socketserver.ThreadingUnixStreamServer):
         log.warning("gateway.handler_crashed", exc_info=True)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "evoharness-gateway"
+MAX_LINE = 65536  # bytes of a request line or a header line (as http.server)
+MAX_HEADERS = 100  # header lines of a request (as http.client)
+_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+            411: "Length Required", 413: "Content Too Large", 429: "Too Many Requests",
+            431: "Request Header Fields Too Large",
+            500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
+            504: "Gateway Timeout", 505: "HTTP Version Not Supported"}
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """One sandbox connection: HTTP/1.1 requests in turn, kept alive until the client closes it or asks to.
+
+    A small parser of its own rather than ``http.server``'s (which parses every request's headers with the
+    ``email`` package: most of the gateway's CPU per request): the request line, at most ``MAX_HEADERS``
+    header lines of at most ``MAX_LINE`` bytes, a body of exactly ``Content-Length`` bytes (required for
+    POST; chunked bodies are refused). Each reply goes out in one write. Anything it cannot parse gets a
+    JSON error and the connection is closed."""
+
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- the base class's name
-        pass
+    def handle(self) -> None:
+        while self._one():
+            pass
 
-    def address_string(self) -> str:  # a Unix socket peer has no address
-        return "sandbox"
-
-    def do_GET(self) -> None:
-        self._serve("GET", None)
-
-    def do_POST(self) -> None:
+    def _one(self) -> bool:
+        """Serve one request; whether the connection stays open for another."""
+        line = self.rfile.readline(MAX_LINE + 1)
+        if not line:
+            return False
+        if len(line) > MAX_LINE:
+            return self._send(_err(400, "request line too long"), close=True)
+        if not line.endswith(b"\n"):  # the client went away mid-line
+            return False
+        words = line.decode("latin-1").split()
+        if len(words) != 3 or not words[2].startswith("HTTP/"):
+            return self._send(_err(400, f"bad request line {line[:100]!r}"), close=True)
+        method, path, version = words
+        if version not in ("HTTP/1.1", "HTTP/1.0"):
+            return self._send(_err(505, f"HTTP version {version[:20]!r} is not supported"), close=True)
+        headers: dict[str, str] = {}
+        for _ in range(MAX_HEADERS + 1):
+            raw = self.rfile.readline(MAX_LINE + 1)
+            if len(raw) > MAX_LINE:
+                return self._send(_err(431, "header line too long"), close=True)
+            if raw in (b"\r\n", b"\n") or not raw.endswith(b"\n"):  # the end, or the client went away
+                break
+            name, colon, value = raw.decode("latin-1").partition(":")
+            if not colon or not name or name != name.strip():
+                return self._send(_err(400, f"bad header line {raw[:100]!r}"), close=True)
+            headers[name.lower()] = value.strip()
+        else:
+            return self._send(_err(431, f"more than {MAX_HEADERS} headers"), close=True)
+        if not raw.endswith(b"\n"):  # the client went away mid-request
+            return False
+        conn = headers.get("connection", "").lower()
+        close = conn == "close" or (version == "HTTP/1.0" and conn != "keep-alive")
+        if method == "GET":
+            return self._send(self.server.gateway.handle("GET", path, None), close=close)
+        if method != "POST":
+            code = 405 if method in ("PUT", "DELETE", "PATCH") else 501
+            return self._send(_err(code, f"{method[:20]} is not allowed", "method_not_allowed"), close=True)
         limit = self.server.gateway.cfg.max_body_mb * 1024 * 1024
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            self.close_connection = True
-            self._send(_err(411, "a Content-Length header is required (chunked bodies are not supported)"))
-            return
+        length = headers.get("content-length")
+        if length is None or not length.isdigit() or "transfer-encoding" in headers:
+            return self._send(_err(411, "a Content-Length header is required (chunked bodies are not supported)"),
+                              close=True)
         if int(length) > limit:
-            self.close_connection = True
-            self._send(_err(413, f"request body of {length} bytes exceeds the gateway's limit of {limit}"))
-            return
-        self._serve("POST", self.rfile.read(int(length)))
+            return self._send(_err(413, f"request body of {length} bytes exceeds the gateway's limit of {limit}"),
+                              close=True)
+        if headers.get("expect", "").lower() == "100-continue" and version == "HTTP/1.1":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body = self.rfile.read(int(length))
+        if len(body) < int(length):  # the client went away mid-body
+            return False
+        return self._send(self.server.gateway.handle("POST", path, body), close=close)
 
-    def do_PUT(self) -> None:
-        self._refuse()
-
-    def do_DELETE(self) -> None:
-        self._refuse()
-
-    def do_PATCH(self) -> None:
-        self._refuse()
-
-    def _refuse(self) -> None:
-        self.close_connection = True
-        self._send(_err(405, f"{self.command} is not allowed", "method_not_allowed"))
-
-    def _serve(self, method: str, body: bytes | None) -> None:
-        self._send(self.server.gateway.handle(method, self.path, body))
-
-    def _send(self, reply: UpstreamReply) -> None:
+    def _send(self, reply: UpstreamReply, *, close: bool) -> bool:
+        """Write ``reply`` in one write; False (close the connection) when ``close``."""
         data = json.dumps(reply.payload).encode()
-        self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
+        head = (f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Unknown')}\r\n"
+                f"Server: evoharness-gateway\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                + ("Connection: close\r\n" if close else "") + "\r\n")
+        try:
+            self.wfile.write(head.encode("latin-1") + data)
+        except OSError:  # the client went away
+            return False
+        return not close
 
 
 def http_lane(spec: str, cfg: GatewayConfig, key_env: str, what: str = "model") -> Lane:

@@ -99,9 +99,11 @@ class StandInUpstream(ModelUpstream):
     def end(self, rollout: str) -> None:
         with self._lock:
             self._models.pop(rollout, None)
+            self._seen.pop(rollout, None)
             self._bindings.pop(rollout, None)
 
     def close(self) -> None:
         with self._lock:
             self._models.clear()
+            self._seen.clear()
             self._bindings.clear()

@@ -147,6 +147,11 @@ class ModelUpstream:
     messages are converted with ``agent.models.to_langchain``; the reply with ``to_openai``. A chat
     model carries no tokenizer: usage is its ``usage_metadata`` when it has one, else estimated
     (``estimate_tokens`` over the request and reply text). A model that raises gives a 500 reply.
+
+    A rollout's requests resend its whole conversation each time; the messages already converted for
+    its previous request are reused where the new request starts with the same ones (equal as JSON
+    values), and only the rest is converted (``_messages``). The model thus sees, turn after turn, the
+    same message objects for the same messages, as an agent's list of messages gives them in-process.
     """
 
     name = "model"
@@ -155,6 +160,7 @@ class ModelUpstream:
     def __init__(self, make: Callable[[], Any], model_name: str = "scripted") -> None:
         self.make, self.model_name = make, model_name
         self._models: dict[str, Any] = {}
+        self._seen: dict[str, tuple[list[Any], list[Any]]] = {}  # rollout -> its last request's messages, converted
         self._lock = threading.Lock()
 
     def model_for(self, rollout: str) -> Any:
@@ -165,11 +171,28 @@ class ModelUpstream:
                 model = self._models[rollout] = self.make()
             return model
 
+    def _messages(self, raw: list[Any], rollout: str) -> list[Any]:
+        """``raw`` (OpenAI dicts) as langchain messages, reusing the rollout's last conversion for the
+        messages ``raw`` starts with that its last request also started with (compared as JSON values)."""
+        from evoharness.agent.models import to_langchain
+
+        with self._lock:
+            last_raw, last = self._seen.get(rollout, ((), ()))
+        same = 0
+        for old, new in zip(last_raw, raw, strict=False):
+            if old != new:
+                break
+            same += 1
+        out = list(last[:same]) + to_langchain(raw[same:])
+        with self._lock:
+            self._seen[rollout] = (raw, out)
+        return out
+
     def chat(self, body: dict[str, Any], rollout: str) -> UpstreamReply:
-        from evoharness.agent.models import to_langchain, to_openai
+        from evoharness.agent.models import to_openai
 
         try:
-            messages = to_langchain(body["messages"])
+            messages = self._messages(body["messages"], rollout)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             return UpstreamReply(400, error_payload(f"messages: {e}"), 0, f"bad messages: {e}")
         try:
@@ -198,7 +221,9 @@ class ModelUpstream:
     def end(self, rollout: str) -> None:
         with self._lock:
             self._models.pop(rollout, None)
+            self._seen.pop(rollout, None)
 
     def close(self) -> None:
         with self._lock:
             self._models.clear()
+            self._seen.clear()

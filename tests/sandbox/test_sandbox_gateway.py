@@ -247,3 +247,181 @@ def test_the_gateway_key_cannot_be_allow_listed_into_a_sandbox(monkeypatch):
         with pytest.raises(InputError, match="gateway's API key"):
             passthrough_env(cfg)
     assert passthrough_env(SandboxConfig(env_passthrough=["DATA_DIR"])) == {"DATA_DIR": "/data"}
+
+
+# ---- the gateway's own HTTP handling (a parser of its own since http.server's cost most of its CPU) -------
+
+
+class _Recorder:
+    """An upstream that answers every chat with a fixed message and records the requests it got."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+
+    def chat(self, body, token):
+        from evoharness.sandbox.gateway_upstream import UpstreamReply
+
+        self.bodies.append(body)
+        return UpstreamReply(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+                                   "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+
+    def models(self):
+        from evoharness.sandbox.gateway_upstream import UpstreamReply
+
+        return UpstreamReply(200, {"object": "list", "data": []})
+
+    def end(self, token):
+        pass
+
+    def close(self):
+        pass
+
+
+def _raw(gw: Gateway, data: bytes) -> list[tuple[int, dict, bytes]]:
+    """Send ``data`` on one connection; every reply read until the gateway closes it (status, headers, body)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(gw.socket))
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    replies = []
+    while got:
+        head, _, rest = got.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        headers = dict(line.split(": ", 1) for line in lines[1:])
+        n = int(headers["Content-Length"])
+        replies.append((int(lines[0].split()[1]), headers, rest[:n]))
+        got = rest[n:]
+    return replies
+
+
+def _post_bytes(token: str, body: bytes, extra: str = "", version: str = "HTTP/1.1") -> bytes:
+    return (f"POST /r/{token}/v1/chat/completions {version}\r\nHost: gateway\r\n{extra}"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+@pytest.fixture
+def recording():
+    up = _Recorder()
+    gw = start_gateway("m", FAST, up)
+    yield gw, up
+    gw.close()
+
+
+def test_requests_on_one_kept_alive_connection_are_each_answered_in_turn(recording):
+    gw, up = recording
+    token = gw.open_rollout()
+    body = json.dumps(CHAT).encode()
+    replies = _raw(gw, _post_bytes(token, body) * 3 + f"GET /r/{token}/v1/models HTTP/1.1\r\n\r\n".encode())
+    assert [r[0] for r in replies] == [200, 200, 200, 200]
+    assert all("Connection" not in h for _, h, _ in replies)  # kept open until the client closed it
+    assert json.loads(replies[0][2])["choices"][0]["message"]["content"] == "ok"
+    assert len(up.bodies) == 3 and up.bodies[0]["model"] == "m"  # pinned
+    assert gw.usage(token).requests == 3
+
+
+@pytest.mark.parametrize("request_bytes, status, fragment", [
+    (b"POST /r/T/v1/chat/completions HTTP/1.1\r\n\r\n", 411, "Content-Length"),
+    (b"POST /r/T/v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 411,
+     "chunked"),
+    (b"POST /r/T/v1/chat/completions HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", 413, "exceeds"),
+    (b"NONSENSE\r\n\r\n", 400, "bad request line"),
+    (b"POST /r/T/v1/chat/completions HTTP/2.0\r\n\r\n", 505, "version"),
+    (b"POST /r/T/v1/chat/completions HTTP/1.1\r\nno colon here\r\n\r\n", 400, "bad header line"),
+    (b"POST /r/T/v1/chat/completions HTTP/1.1\r\n" + b"X-A: b\r\n" * 101 + b"\r\n", 431, "headers"),
+    (b"GET /r/T/v1/models HTTP/1.1\r\nX-Long: " + b"a" * 70000 + b"\r\n\r\n", 431, "too long"),
+    (b"PUT /r/T/v1/models HTTP/1.1\r\n\r\n", 405, "not allowed"),
+    (b"BREW /r/T/v1/models HTTP/1.1\r\n\r\n", 501, "not allowed"),
+])
+def test_what_the_gateway_cannot_parse_is_one_json_error_and_the_connection_closes(recording, request_bytes, status,
+                                                                                  fragment):
+    gw, up = recording
+    token = gw.open_rollout()
+    follow = _post_bytes(token, json.dumps(CHAT).encode())  # never served: the connection is closed first
+    replies = _raw(gw, request_bytes.replace(b"/r/T/", f"/r/{token}/".encode()) + follow)
+    assert len(replies) == 1
+    got, headers, body = replies[0]
+    assert got == status and headers["Connection"] == "close"
+    assert fragment in json.loads(body)["error"]["message"]
+    assert up.bodies == []
+
+
+def test_connection_close_and_http_1_0_end_the_connection_after_the_reply(recording):
+    gw, up = recording
+    token = gw.open_rollout()
+    body = json.dumps(CHAT).encode()
+    for first in (_post_bytes(token, body, "Connection: close\r\n"), _post_bytes(token, body, version="HTTP/1.0")):
+        replies = _raw(gw, first + _post_bytes(token, body))
+        assert [(r[0], r[1].get("Connection")) for r in replies] == [(200, "close")]
+    assert len(up.bodies) == 2
+
+
+def test_expect_100_continue_is_answered_before_the_body(recording):
+    gw, _ = recording
+    token = gw.open_rollout()
+    import socket
+
+    body = json.dumps(CHAT).encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(gw.socket))
+        s.sendall(_post_bytes(token, b"", "Expect: 100-continue\r\n").replace(b"Content-Length: 0",
+                                                                             f"Content-Length: {len(body)}".encode()))
+        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        s.sendall(body)
+        assert s.recv(65536).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_a_client_gone_mid_request_is_no_crash_and_the_gateway_serves_on(recording):
+    gw, up = recording
+    token = gw.open_rollout()
+    assert _raw(gw, _post_bytes(token, b'{"messages": [')[:-5]) == []  # cut inside the body
+    assert _raw(gw, b"POST /r/x/v1/chat/completions HTTP/1.1\r\nContent-") == []  # cut inside the headers
+    assert [r[0] for r in _raw(gw, _post_bytes(token, json.dumps(CHAT).encode()))] == [200]
+    assert len(up.bodies) == 1
+
+
+def test_the_gateway_client_reconnects_once_when_the_kept_alive_connection_was_closed(recording):
+    from evoharness.agent.models import GatewayChatModel
+
+    gw, up = recording
+    token = gw.open_rollout()
+    model = GatewayChatModel(str(gw.socket), token, "m", 0)
+    assert model.invoke([HumanMessage("a")]).content == "ok"
+    sock, _ = model._conn
+    sock.shutdown(2)  # as a connection the gateway dropped between two requests looks to the client
+    assert model.invoke([HumanMessage("b")]).content == "ok"
+    assert [b["messages"][0]["content"] for b in up.bodies] == ["a", "b"]
+
+
+def test_the_model_upstream_reuses_a_rollouts_converted_messages_only_where_they_are_the_same():
+    seen: list[list] = []
+
+    class Echo:
+        def invoke(self, messages, tools=None):
+            from langchain_core.messages import AIMessage
+
+            seen.append(list(messages))
+            return AIMessage(f"{len(messages)}")
+
+    up = ModelUpstream(Echo)
+    sys_msg, hi = {"role": "system", "content": "s"}, {"role": "user", "content": "hi"}
+    up.chat({"messages": [sys_msg, hi]}, "r1")
+    up.chat({"messages": [dict(sys_msg), dict(hi), {"role": "assistant", "content": "2"}]}, "r1")
+    up.chat({"messages": [sys_msg, {"role": "user", "content": "changed"}]}, "r1")
+    up.chat({"messages": [sys_msg, hi]}, "r2")  # another rollout: converted afresh
+    assert seen[1][0] is seen[0][0] and seen[1][1] is seen[0][1]  # the same messages: the same objects
+    assert seen[2][0] is seen[0][0] and seen[2][1] is not seen[1][1] and seen[2][1].content == "changed"
+    assert seen[3][0] is not seen[0][0] and [m.content for m in seen[3]] == ["s", "hi"]
+    bad = up.chat({"messages": [sys_msg, {"role": "wizard"}]}, "r1")
+    assert bad.status == 400
+    up.end("r1")
+    up.end("r2")
+    assert up._seen == {}
