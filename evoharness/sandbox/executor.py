@@ -240,8 +240,15 @@ class LocalExecutor:
             self.sandbox.check()  # InfraError before any work if the backend is unusable
             self._check_key_hidden()
             self.gateway()  # likewise for a gateway that cannot start
+        shas: dict[str, str | None] = {}
         for r in requests:  # resolve (and export) every commit up front: a bad commit is bad input
-            self.checkouts.get(r.harness_commit)
+            if r.harness_commit not in shas:
+                shas[r.harness_commit] = self.checkouts.resolve(r.harness_commit)
+                self.checkouts.get(shas[r.harness_commit] or r.harness_commit)
+        # a name (HEAD, a branch) is resolved once per call: every rollout of it runs the same commit, and the
+        # lookups below are by full sha (remembered), not a git lookup per rollout and step
+        requests = [r if shas[r.harness_commit] in (None, r.harness_commit)
+                    else r.model_copy(update={"harness_commit": shas[r.harness_commit]}) for r in requests]
         if self.sandbox is not None and self.batch_size > 1 and self.worker is None:
             chunk = self._warm_chunk if self.warm else self._batch
             trajs = self._run_batched(requests, chunk)

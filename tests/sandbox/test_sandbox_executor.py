@@ -138,3 +138,24 @@ def test_an_executor_closes_only_a_sandbox_it_owns(harness_repo):
     with LocalExecutor(path, "fake:x", "fake", sandbox=owned, owns_sandbox=True):
         pass
     assert (shared.closed, owned.closed) == (0, 1)  # e.g. a Docker pool's containers are removed on close
+
+
+def test_a_branch_name_is_looked_up_once_per_run_call_and_its_rollouts_run_that_commit(harness_repo, monkeypatch):
+    path, commits = harness_repo
+    repo = git.Repo(path)
+    looked: list[str] = []
+    with _executor(path, ProcessSandbox(), batch_size=2) as ex:
+        real = ex.checkouts.repo.commit
+
+        def commit(ref):  # the git lookup; HEAD moves to another commit after the first lookup
+            looked.append(str(ref))
+            got = real(ref)
+            repo.head.reference.set_commit(commits["crash"])
+            return got
+
+        monkeypatch.setattr(ex.checkouts.repo, "commit", commit)
+        repo.head.reference.set_commit(commits["ok"])
+        trajs = ex.run([RolloutRequest(task_id="a", harness_commit="HEAD", seed=s) for s in range(4)])
+    assert [ref for ref in looked if ref != commits["ok"]] == ["HEAD"]  # a full sha's lookup is remembered
+    assert [t.harness_commit for t in trajs] == [commits["ok"]] * 4
+    assert all(t.final_answer == "done ok" for t in trajs)
