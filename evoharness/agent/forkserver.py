@@ -58,7 +58,9 @@ from __future__ import annotations
 import atexit
 import ctypes
 import gc
+import itertools
 import json
+import operator
 import os
 import resource
 import select
@@ -526,7 +528,8 @@ class _Baseline:
     ``json``, ``random``, ``threading``, ... or of any ``evoharness`` module or class set, replaced or removed)
     ends the child, and the next rollout runs in a fresh one. Not checked: changes inside other objects (a
     third-party or other standard module's attributes, the contents of a package object's dict or list).
-    Attributes are compared by identity (``id``), so an object whose ``__eq__`` lies cannot hide a change."""
+    Attributes are compared by identity (``operator.is_``, against the objects themselves, held since the baseline),
+    so an object whose ``__eq__`` lies cannot hide a change, nor a replacement that got a freed object's id."""
 
     CHECKED = ("builtins", "sys", "os", "json", "random", "threading", "atexit", "signal", "gc", "io")
     NAMES = ("modules", "attributes", "sys.path", "sys.meta_path", "sys.path_hooks", "trace function",
@@ -534,15 +537,17 @@ class _Baseline:
              "gc thresholds", "open files", "sys.argv")
 
     def __init__(self) -> None:
-        self.spaces: list[tuple[str, Any]] = []  # (name, namespace): the checked modules' and their classes' dicts
+        self.spaces: list[tuple[str, dict]] = []  # (name, namespace): the checked modules' and their classes' dicts
+        self.modules: list[dict] = []  # the modules' namespaces among them
         for name, mod in list(sys.modules.items()):
             if mod is None or not (name in self.CHECKED or name == "evoharness" or name.startswith("evoharness.")):
                 continue
             space = vars(mod)
             self.spaces.append((name, space))
+            self.modules.append(space)
             for key, value in list(space.items()):
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    self.spaces.append((f"{name}.{key}", vars(value)))
+                    self.spaces.append((f"{name}.{key}", _dict_of(value)))
         self.signals = [int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
         self.state = self._state()
 
@@ -552,7 +557,7 @@ class _Baseline:
         for name, a, b in zip(self.NAMES, self.state, self._state(), strict=True):
             if a != b:
                 if name == "attributes":
-                    where = [self.spaces[i][0] for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+                    where = a.differ(b)
                 else:
                     where = sorted(b - a) + sorted(a - b) if name == "modules" else []
                 out.append(f"{name} ({where[0]})" if where else name)
@@ -561,15 +566,52 @@ class _Baseline:
     def _state(self) -> tuple:
         import threading
 
-        for _, space in self.spaces:
-            if type(space) is dict:  # a module's: what the warnings module notes of warnings it showed goes
-                space.pop("__warningregistry__", None)
-        attrs = tuple((tuple(map(id, space)), tuple(map(id, space.values()))) for _, space in self.spaces)
-        return (frozenset(sys.modules), attrs, tuple(sys.path), tuple(map(id, sys.meta_path)),
+        for space in self.modules:  # what the warnings module notes of warnings it showed goes
+            space.pop("__warningregistry__", None)
+        return (frozenset(sys.modules), _Spaces(self.spaces), tuple(sys.path), tuple(map(id, sys.meta_path)),
                 tuple(map(id, sys.path_hooks)), id(sys.gettrace()), id(sys.getprofile()), dict(os.environ._data),
                 tuple(map(id, map(signal.getsignal, self.signals))), threading.active_count(),
                 len(os.listdir("/proc/self/task")), atexit._ncallbacks(), gc.isenabled(), gc.get_threshold(),
                 sorted(os.listdir("/proc/self/fd")), tuple(sys.argv))
+
+
+def _dict_of(cls: type) -> dict:
+    """The dict behind a class's ``__dict__`` (a read-only proxy of it), so that a check reads it at C speed."""
+    proxy = vars(cls)
+    inner = gc.get_referents(proxy)
+    return inner[0] if len(inner) == 1 and type(inner[0]) is dict else proxy
+
+
+class _Spaces:
+    """The keys and values of namespaces at one moment, held (not their ids: an object freed after the snapshot
+    cannot lend its id to a replacement). Equal to another snapshot of the same namespaces when every key and
+    value is the same object, compared by identity (``operator.is_``: an object whose ``__eq__`` lies cannot hide
+    a change), in one pass over all of them."""
+
+    def __init__(self, spaces: list[tuple[str, dict]]) -> None:
+        self.names = [name for name, _ in spaces]
+        dicts = [space for _, space in spaces]
+        self.sizes = list(map(len, dicts))
+        self.keys = list(itertools.chain.from_iterable(dicts))
+        self.values = list(itertools.chain.from_iterable(space.values() for space in dicts))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _Spaces) and self.sizes == other.sizes and len(self.keys) == len(other.keys)
+                and all(map(operator.is_, self.keys, other.keys))
+                and all(map(operator.is_, self.values, other.values)))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def differ(self, other: _Spaces) -> list[str]:
+        """The names of the namespaces that differ from ``other`` (a snapshot of the same ones)."""
+        out, at = [], 0
+        for name, a, b in zip(self.names, self.sizes, other.sizes, strict=True):
+            if a != b or not all(map(operator.is_, self.keys[at:at + a], other.keys[at:at + a])) \
+                    or not all(map(operator.is_, self.values[at:at + a], other.values[at:at + a])):
+                out.append(name)
+                break
+            at += a
+        return out
 
 
 def child_clean(pid: int) -> bool:
