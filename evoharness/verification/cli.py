@@ -107,7 +107,8 @@ def verify(
     ctx: typer.Context,
     candidate: Annotated[str, typer.Argument(help="candidate branch (with or without candidate/) or commit")],
     harness: Annotated[Path, typer.Option("--harness", help="the harness repo directory")],
-    tasks: Annotated[str, typer.Option("--tasks", help="dev task ids, comma-separated, or @FILE")],
+    tasks: Annotated[str | None, typer.Option("--tasks", help="dev task ids, comma-separated, or @FILE (required "
+                                              "unless --release-reservation)")] = None,
     env: Annotated[str | None, typer.Option("--env", help="environment spec (default: run.env)")] = None,
     model: Annotated[str | None, typer.Option("--model", help="agent model spec (default: run.model)")] = None,
     rollouts: Annotated[int, typer.Option("--rollouts", help="k per task for the candidate and its baseline")] = 4,
@@ -116,6 +117,9 @@ def verify(
     budget: Annotated[float, typer.Option("--budget", help="budget units for this verification")] = 5000.0,
     record: Annotated[bool, typer.Option("--record", help="store the verdict as a git note")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
+    release: Annotated[bool, typer.Option(
+        "--release-reservation", help="remove the reservation a verification of CANDIDATE against main's head "
+        "left when it was killed on another host (one running on this host is refused), then exit")] = False,
 ) -> None:
     """Verify CANDIDATE against a fresh anchor of main; print the gate table (exit 1 if rejected or undecided).
 
@@ -133,6 +137,17 @@ def verify(
     from evoharness.verification.verifier import Verifier
 
     settings = settings_of(ctx)
+    if release:
+        repo = HarnessRepo(harness, settings.harness_repo)
+        commit = repo.candidate(repo.resolve(candidate)).commit
+        gone = RetestLog(repo).release(commit, repo.main_head())
+        for t in gone:
+            typer.echo(f"released the reservation of pid {t.get('pid')} on {t.get('host')} (since {t.get('at')})")
+        typer.echo(f"{len(gone)} reservation(s) of {commit[:10]} against main {repo.main_head()[:10]} removed"
+                   + ("; verify it again to test it" if gone else ": none was held"))
+        return
+    if tasks is None:
+        fail("evoharness verify: missing option --tasks (see evoharness verify --help)")
     env = env or settings.run.env
     model = model or settings.run.model
     check_rollouts(rollouts)

@@ -21,7 +21,9 @@ only those ``harness_repo.notes_ref`` names now: setting another ``notes_ref`` s
 count.
 
 A verification in progress holds a reservation in the record, so two concurrent re-verifications cannot
-both take the one re-run; one whose process died on this host (its pid gone) no longer counts.
+both take the one re-run; one whose process died on this host (its pid gone) no longer counts. One left by a
+process killed on another host cannot be told from a running one: ``release`` (`evoharness verify CANDIDATE
+--harness DIR --release-reservation`) removes it on the user's word.
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ def refusal(tests: list[dict]) -> str | None:
     if running:
         t = running[0]
         return (f"a verification of this commit against this main head is in progress (pid {t.get('pid')} on "
-                f"{t.get('host')}, since {t.get('at')}); wait for it")
+                f"{t.get('host')}, since {t.get('at')}); wait for it, or, if that process was killed, remove its "
+                "reservation with `evoharness verify CANDIDATE --harness DIR --release-reservation`")
     first = next((i for i, t in enumerate(tests) if t.get("outcome") == "undecided"), None)
     if first is None or first == len(tests) - 1:
         return None  # never undecided, or this is the one re-verification it allows
@@ -211,6 +214,30 @@ class RetestLog:
                 if reduced != sha:  # refused hunks were dropped: the verdict is on the branch's new head
                     self._update(reduced, lambda tests: [*tests, {**entry(done, k, slot["noted"]),
                                                                   "tree": self.hr.tree_hash(reduced)}])
+
+    def release(self, commit: str, base: str) -> list[dict]:
+        """Remove the reservations of ``commit``'s tree against ``base`` (under any tests ref) and return them:
+        what a verification killed on another host leaves (nothing here can tell it from a running one). One
+        whose process runs on this host is a `RetestRefused`, and nothing is removed."""
+        sha = self.hr.repo.commit(commit).hexsha
+        tree, same_main = self.hr.tree_hash(sha), self._same_main(base)
+        removed: list[dict] = []
+        with gitops.repo_lock(self.hr.repo, self.hr.config.lock_timeout_s):
+            notes = [(ref, other, note) for ref in self._refs()[0]
+                     for other, note in gitops.read_notes(self.hr.repo, ref).items() if isinstance(note, dict)]
+            held = [(ref, other, note, [t for t in note.get("tests", []) if isinstance(t, dict)
+                                         and t.get("outcome") == RUNNING and same_main(t.get("base"))
+                                         and (other == sha or t.get("tree") == tree)]) for ref, other, note in notes]
+            for t in (t for *_, ts in held for t in ts):
+                if t.get("host") == socket.gethostname() and _alive(t):
+                    raise RetestRefused(sha[:10], f"the verification holding the reservation runs on this host (pid "
+                                                  f"{t.get('pid')}, since {t.get('at')}): stop it or wait for it")
+            for ref, other, note, ts in held:
+                if ts:
+                    gitops.write_note(self.hr.repo, ref, other,
+                                      {**note, "tests": [t for t in note.get("tests", []) if t not in ts]})
+                    removed += ts
+        return removed
 
     def _update(self, sha: str, change) -> None:
         note = gitops.read_notes(self.hr.repo, self.ref).get(sha) or {}

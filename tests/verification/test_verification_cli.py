@@ -331,3 +331,39 @@ def test_a_verdict_noted_under_another_notes_ref_counts(setup, capsys):
     assert main([*args, "--rollouts", "4"]) == 1
     assert main([*args, "--rollouts", "11"]) == 2
     assert "already re-verified once" in capsys.readouterr().err
+
+
+def test_a_reservation_left_on_another_host_is_released_on_the_users_word(setup, capsys):
+    """A verification killed on another host left its reservation, which blocked every later test of the
+    candidate until the note was edited by hand (docs/verification.md)."""
+    import os
+    import socket
+
+    hr, _, _, runner = setup
+    faint = _faint(hr, runner)
+    args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
+    log, sha = RetestLog(hr), hr.repo.commit(faint.commit).hexsha
+    left = {"base": hr.main_head(), "outcome": "running", "host": "another-host", "pid": 4242, "k": 4,
+            "at": "2026-12-04T10:00:00Z"}
+    log._update(sha, lambda tests: [left])
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "in progress (pid 4242 on another-host" in err[0] and "--release-reservation" in err[0]
+    assert runner.rollouts == 0
+    # one whose process runs on this host is no leftover: refused, kept
+    here = {**left, "host": socket.gethostname(), "pid": os.getpid()}
+    log._update(sha, lambda tests: [*tests, here])
+    release = ["verify", faint.branch, "--harness", str(hr.path), "--release-reservation"]
+    assert main(release) == 2
+    assert f"runs on this host (pid {os.getpid()}" in capsys.readouterr().err
+    log._update(sha, lambda tests: [t for t in tests if t != here])
+    assert main(release) == 0
+    out = capsys.readouterr().out
+    assert "released the reservation of pid 4242 on another-host (since 2026-12-04T10:00:00Z)" in out
+    assert "1 reservation(s)" in out
+    assert log.tests(faint.commit, hr.main_head()) == []
+    assert main(args) == 1 and "UNDECIDED" in capsys.readouterr().out  # the test runs now
+    assert main(release) == 0 and ": none was held" in capsys.readouterr().out
+    assert main(["verify", faint.branch, "--harness", str(hr.path)]) == 2
+    assert capsys.readouterr().err.strip() == "error: evoharness verify: missing option --tasks (see evoharness " \
+                                              "verify --help)"
