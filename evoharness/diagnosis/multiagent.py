@@ -64,6 +64,29 @@ GUARDRAIL = re.compile(
     re.IGNORECASE,
 )
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+# where a place is, not a fact about it: a street address, a ZIP code, a phone number, coordinates. One such datum
+# splits into several numbers (a house number and a ZIP; three groups of a phone number; a latitude and a longitude),
+# so a single address met the two-numbers bar of F1.unsupported_fact alone; their digits are not counted as new
+# numbers. Case-sensitive: a street type and a state are capitalised ("in 20500 cases" is no ZIP).
+_STATES = ("AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND "
+           "OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR").replace(" ", "|")
+_STREET = r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Drive|Dr|Lane|Ln|Parkway|Pkwy"
+LOCATION = re.compile(
+    # a street address: a house number, one to four capitalised or numbered words, a street type ("350 5th Ave")
+    rf"(?<![\w.,])\d{{1,6}}[A-Z]?(?:-\d{{1,5}})?\s+(?:[NSEW]\.?\s+)?(?:(?:[A-Z][\w'.-]*|\d{{1,3}}(?:st|nd|rd|th))\s+){{1,4}}"
+    rf"(?:{_STREET})\b"
+    # a US ZIP code after a state's two letters, ZIP+4, or after the words zip / postal code
+    rf"|\b(?:{_STATES}),?\s+\d{{5}}(?:-\d{{4}})?\b|(?<![\w.,-])\d{{5}}-\d{{4}}\b"
+    r"|(?i:\b(?:zip|postal)(?:\s*code)?\s*:?\s*)\d{3,6}(?:-\d{4})?\b"
+    # a phone number: (555) 123-4567, 555-123-4567 / 555.123.4567, +44 20 7946 0958, "phone: 555 0100"
+    r"|(?:\+\d{1,3}[\s.-]?)?\(\d{2,4}\)\s?\d{3,4}[\s.-]\d{4}\b|(?:\+\d{1,3}[\s.-]?)?(?<![\w.,-])\d{3}([.-])\d{3}\1\d{4}\b"
+    r"|\+\d{1,3}(?:[\s.-]\d{1,5}){2,4}\b"
+    r"|(?i:\b(?:phone|tel|telephone|fax)\.?(?:\s*(?:number|no\.?))?\s*:?\s*)\+?[\d(][\d\s().-]{5,}\d"
+    # coordinates: degrees with a hemisphere (40.7128° N, 40°42′46″N), a latitude, longitude pair of decimals of four
+    # or more places (40.7128, -74.0060), or a number named latitude / longitude
+    r"|(?<![\w.])\d{1,3}(?:\.\d+)?\s?°(?:\s?\d{1,2}(?:\.\d+)?\s?['′](?:\s?\d{1,2}(?:\.\d+)?\s?[\"″])?)?\s?[NSEW]\b"
+    r"|(?<![\w.])-?\d{1,2}\.\d{4,},\s*-?1?\d{1,2}\.\d{4,}"
+    r"|(?i:\b(?:lat(?:itude)?|lon(?:g(?:itude)?)?|lng)\s*[:=]?\s*)-?\d{1,3}\.\d+")
 FENCE = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")
 LEDGER_STALL = re.compile(
     r'"is_in_loop"\s*:\s*\{[^{}]*"answer"\s*:\s*true|"is_progress_being_made"\s*:\s*\{[^{}]*"answer"\s*:\s*false'
@@ -234,13 +257,19 @@ class UnsupportedFactDetector:
                 if fab:
                     word = fab.group(0)
                     return [self._signal(i, f"works from simulated or assumed data ({word!r}): {_quote(prose)}")]
-                novel = [n for n in dict.fromkeys(NUMBER.findall(prose))
-                         if sum(ch.isdigit() for ch in n) >= 3 and n.replace(",", "") not in seen_digits]
+                novel = self._novel(prose, seen_digits)
+                if len(novel) >= 2:  # an address, a phone number, coordinates: no new numbers (read only here)
+                    novel = self._novel(LOCATION.sub(" ", prose), seen_digits)
                 if len(novel) >= 2:
                     return [self._signal(i, f"numbers in no earlier message: {', '.join(novel[:4])} — "
                                             f"{_quote(prose)}")]
             seen_digits.update(n.replace(",", "") for n in NUMBER.findall(text))
         return []
+
+    @staticmethod
+    def _novel(prose: str, seen_digits: set[str]) -> list[str]:
+        return [n for n in dict.fromkeys(NUMBER.findall(prose))
+                if sum(ch.isdigit() for ch in n) >= 3 and n.replace(",", "") not in seen_digits]
 
     def _signal(self, step: int, evidence: str) -> Signal:
         return Signal(id=self.id, failure_class=F1, step=step, evidence=evidence)

@@ -231,3 +231,25 @@ def test_ag2s_unknown_language_reply_is_no_failed_run():
     own = [*turns[:2], ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: Script started\n"
                                              "ValueError: unknown language unknown\n"), *turns[3:]]
     assert "failed first (step 3)" in Labeller().label(_log(own)).first_signal.evidence
+
+
+def test_an_address_a_phone_number_or_coordinates_are_no_new_numbers():
+    # where a place is splits into several numbers (house number and ZIP, a phone's groups, latitude and longitude):
+    # one of them met the two-new-numbers bar of F1.unsupported_fact alone
+    opening = ("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan")
+    places = ["The gym is at 458 W Dickens Ave, Chicago, IL 60614.",
+              "Five Points Academy, 148 Lafayette St, New York, NY 10013, phone (212) 555-1234.",
+              "The park lies at 40.7265, -73.9815 (40°43′35″N 73°58′53″W); call +44 20 7946 0958."]
+    for place in places:
+        lab = Labeller().label(_log([opening, ("Local_Expert", place), ("Verification_Expert", "Done.")],
+                                    task="Which gym is nearest the park?"))
+        assert "F1.unsupported_fact" not in {s.id for s in lab.signals}, place
+    # new figures beside an address still are
+    lab = Labeller().label(_log([opening, ("Local_Expert", places[0] + " It has 1,250 members and 340 machines."),
+                                 ("Verification_Expert", "Done.")], task="Which gym is nearest the park?"))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F1.unsupported_fact", 2)
+    assert "1,250, 340" in lab.first_signal.evidence
+    # years, counts and temperatures are no place: "in 20500 cases" is no ZIP, "2019 Supreme Court" no street
+    lab = Labeller().label(_log([opening, ("Local_Expert", "In 2019 Supreme Court records list 20500 cases at 104°F."),
+                                 ("Verification_Expert", "Done.")], task="Which gym is nearest the park?"))
+    assert lab.first_signal.id == "F1.unsupported_fact" and "2019, 20500, 104" in lab.first_signal.evidence
