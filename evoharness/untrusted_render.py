@@ -77,6 +77,10 @@ class RenderFailed(Exception):
         super().__init__(reason)
 
 
+class _Ended(RenderFailed):
+    """The render process ended, or was killed, while an answer was awaited (not an answer of its own)."""
+
+
 class TemplateRenderer:
     """Renders one untrusted template with many sets of variables, in a limited child (see the module).
 
@@ -111,14 +115,17 @@ class TemplateRenderer:
 
     def render_many(self, variables: list[dict[str, Any]]) -> list[str | RenderFailed]:
         out: list[str | RenderFailed] = []
+        alone = 0  # records to send one at a time: a process ended while they were unanswered (``_render_batch``)
         while len(out) < len(variables):
             if self.broken is not None:
                 out.extend([self.broken] * (len(variables) - len(out)))
                 break
             if self._proc is None and not self._start():
                 continue  # ``broken`` is set
-            batch = variables[len(out):len(out) + self.limits.batch]
-            out.extend(self._render_batch(batch))
+            batch = variables[len(out):len(out) + (1 if alone else self.limits.batch)]
+            got = self._render_batch(batch)
+            out.extend(got)
+            alone = len(batch) - len(got) if len(got) < len(batch) else max(alone - len(got), 0)
         return out
 
     def close(self) -> None:
@@ -162,10 +169,21 @@ class TemplateRenderer:
         return True
 
     def _render_batch(self, batch: list[dict[str, Any]]) -> list[str | RenderFailed]:
+        """The results of ``batch``, in order; of its first records only when the process ended (or was killed)
+        with more than one of them unanswered. Which of those was running is not known then: answers are
+        written by the batch and, while it runs, from a SIGALRM handler that a long C call holds off (a
+        ``sum`` of lists, a sort: CPython checks no signals there), so earlier records may have rendered
+        unsent. ``render_many`` sends the unanswered ones again one at a time, and only a record alone in the
+        process when it ends is charged with the limit (before, the first unanswered record was, and the
+        culprit again in the next process: one record that loops in C used up ``max_hits`` in one batch)."""
         self._send(("render", batch))
         out: list[str | RenderFailed] = []
-        for _ in batch:
+        for i in range(len(batch)):
             result = self._result("rendering")
+            if isinstance(result, _Ended) and len(batch) - i > 1:
+                self._kill()
+                self.restarts += 1
+                return out
             out.append(result)
             if not (isinstance(result, RenderFailed) and result.limit):
                 continue
@@ -200,7 +218,7 @@ class TemplateRenderer:
                 (size,) = _HEADER.unpack_from(self._buf)
                 if size > _MAX_FRAME or size == 0:
                     self._kill()
-                    return RenderFailed(f"{doing}: the render process sent a malformed answer", limit=True)
+                    return _Ended(f"{doing}: the render process sent a malformed answer", limit=True)
                 if len(self._buf) >= _HEADER.size + size:
                     frame = bytes(self._buf[_HEADER.size:_HEADER.size + size])
                     del self._buf[:_HEADER.size + size]
@@ -208,12 +226,12 @@ class TemplateRenderer:
             left = deadline - time.monotonic()
             if left <= 0:
                 self._kill()
-                return RenderFailed(f"{doing}: over the {wall_s:g} s wall limit", limit=True)
+                return _Ended(f"{doing}: over the {wall_s:g} s wall limit", limit=True)
             if not poller.poll(max(1, int(left * 1000))):
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                return RenderFailed(f"{doing}: {self._ended()}", limit=True)
+                return _Ended(f"{doing}: {self._ended()}", limit=True)
             self._buf += chunk
 
     def _ended(self) -> str:
@@ -265,8 +283,9 @@ def _decode(frame: bytes, doing: str) -> str | RenderFailed:
 
 class _Answers:
     """The child's answers, written in one go per batch, and every ``FLUSH_S`` while a batch runs (from a
-    SIGALRM handler): a render that runs long, and may never end, is not holding back the answers of the
-    records before it, so the host knows which record was running when the process ended. The handler and
+    SIGALRM handler): a render that runs long, and may never end, is mostly not holding back the answers of
+    the records before it. Not always -- the handler waits for a long C call to return -- so the host does
+    not rely on it to know which record was running when the process ended (``_render_batch``). The handler and
     the batch's end never both write the same answers: ``busy`` is set while one of them does (the handler
     runs between the bytecodes of this one thread, to completion)."""
 

@@ -26,7 +26,8 @@ def test_a_record_over_the_cpu_limit_fails_alone_and_the_rest_of_its_batch_rende
         assert isinstance(results[1], RenderFailed) and results[1].limit, reasons(results)
         assert "CPU-second limit" in results[1].reason
         assert results[2:] == ["record 2 C", "record 3 C"]
-        assert (r.limit_hits, r.restarts) == (1, 1)
+        # two restarts: the process ended with records 1-3 unanswered, then record 1 alone in the next one
+        assert (r.limit_hits, r.restarts) == (1, 2)
         assert r.render_many([{"n": 9, "bomb": False}]) == ["record 9 C"]  # the fresh process goes on
 
 
@@ -76,3 +77,20 @@ def test_close_leaves_no_process_behind():
         os.kill(pid, 0)
     assert r.render_one({"n": 2}) == "2"  # a later render starts a new one
     r.close()
+
+
+@pytest.mark.parametrize("limits", [RenderLimits(cpu_s=1), RenderLimits(cpu_s=600, wall_s=1.0)],
+                         ids=["cpu limit", "wall limit"])
+def test_a_record_over_a_limit_in_one_long_c_call_fails_alone(limits):
+    """A ``sum`` of 100,000 lists is one C call of many seconds in which CPython runs no signal handler, so the
+    child's periodic flush never came and the records before it in the batch were still unsent when the
+    process was killed. The host blamed record 0, then (in the next process) record 1, then the bomb: 3 limit
+    hits, the renderer gave up, and record 3 -- and every later record of an export -- fell back unrendered."""
+    template = "{% if bomb %}{{ ([[1]] * 100000) | sum(start=[]) | length }}{% endif %}record {{ n }}"
+    with TemplateRenderer(template, "prompts/system.md", {"bomb": False}, limits) as r:
+        results = r.render_many([{"n": 0}, {"n": 1}, {"n": 2, "bomb": True}, {"n": 3}])
+        assert results[:2] == ["record 0", "record 1"], reasons(results)  # were limit failures
+        assert isinstance(results[2], RenderFailed) and results[2].limit, reasons(results)
+        assert results[3] == "record 3", reasons(results)  # was 'not rendered': given up
+        assert r.limit_hits == 1 and r.broken is None  # was 3, broken
+        assert r.render_many([{"n": i} for i in range(4, 8)]) == [f"record {i}" for i in range(4, 8)]
