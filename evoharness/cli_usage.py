@@ -11,7 +11,9 @@ from __future__ import annotations
 import copy
 import difflib
 import re
+import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 _NO_SUCH_COMMAND = re.compile(r"No such command '(?P<name>[^']*)'")
@@ -41,6 +43,9 @@ def add_root_options(root: Any) -> None:
         if is_group(command):
             continue
         command.invoke = _settings_checked(command.invoke)
+        for param in command.params:
+            if takes_path(param):
+                param.process_value = _no_empty_path(param, param.process_value)
         taken = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
         for param in shared:
             if taken & set(param.opts):
@@ -50,6 +55,25 @@ def add_root_options(root: Any) -> None:
             clone.callback = _store_root_option
             clone.rich_help_panel = "Global options"
             command.params.append(clone)
+
+
+def takes_path(param: Any) -> bool:
+    """Whether ``param`` is a path (``Path``, ``Path | None``, ``list[Path]``)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return annotation is Path or Path in typing.get_args(annotation)
+
+
+def _no_empty_path(param: Any, process_value: Any) -> Any:
+    """``process_value`` that refuses an empty path: ``Path("")`` is the current directory, so
+    ``diagnose "$TRACES"`` with the variable unset read every file under it, and ``init ""`` wrote there."""
+    def process(ctx: Any, value: Any) -> Any:
+        if any(isinstance(v, str) and not v.strip() for v in (value if isinstance(value, list | tuple) else [value])):
+            import typer
+
+            raise typer.BadParameter("an empty path", ctx=ctx, param=param)
+        return process_value(ctx, value)
+
+    return process
 
 
 def _settings_checked(invoke: Any) -> Any:

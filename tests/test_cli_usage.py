@@ -11,7 +11,7 @@ import typing
 import pytest
 
 from evoharness.cli import command, main
-from evoharness.cli_usage import is_group, walk
+from evoharness.cli_usage import _param_label, is_group, takes_path, walk
 
 TREE = list(walk(command()))
 GROUPS = [(path, cmd) for path, cmd in TREE if is_group(cmd)]
@@ -89,6 +89,23 @@ def test_every_command_missing_and_bad_values_are_one_line(capsys, path, leaf):
             assert f"invalid value for option {opt}" in line or "missing " in line, line
             line = _one_error_line(capsys, [*path, opt])
             assert opt in line and "requires an argument" in line, line
+
+
+PATHS = [(path, leaf, p) for path, leaf in LEAVES for p in leaf.params if takes_path(p) and p.expose_value]
+
+
+@pytest.mark.parametrize(("path", "leaf", "param"), PATHS,
+                         ids=[f"{' '.join(path)} {p.opts[0]}" for path, _, p in PATHS])
+def test_an_empty_path_is_refused_not_taken_for_the_current_directory(capsys, tmp_path, monkeypatch, path, leaf,
+                                                                      param):
+    """Path("") is ".": `diagnose "$TRACES"` with TRACES unset read every trace file under the current directory,
+    `init ""` made it a harness repo."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.jsonl").write_text("{not json\n")  # what a scan of the current directory would trip on
+    argv = [*path, param.opts[0], ""] if param.param_type_name == "option" else [*path, ""]
+    line = _one_error_line(capsys, argv)
+    assert line.endswith(f"invalid value for {_param_label(param)}: an empty path"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
 
 
 def test_config_after_the_command_is_read(capsys, tmp_path, monkeypatch):
