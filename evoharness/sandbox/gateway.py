@@ -372,11 +372,12 @@ class _Handler(socketserver.StreamRequestHandler):
             return self._send(_err(code, f"{method[:20]} is not allowed", "method_not_allowed"), close=True)
         limit = self.server.gateway.cfg.max_body_mb * 1024 * 1024
         length = headers.get("content-length")
-        if length is None or not length.isdigit() or "transfer-encoding" in headers:
+        if length is None or not (length.isascii() and length.isdigit()) or "transfer-encoding" in headers:
             return self._send(_err(411, "a Content-Length header is required (chunked bodies are not supported)"),
-                              close=True)
-        if int(length) > limit:
-            return self._send(_err(413, f"request body of {length} bytes exceeds the gateway's limit of {limit}"),
+                              close=True)  # (isascii: str.isdigit takes '\xb2', which int() refuses)
+        if len(length) > 18 or int(length) > limit:  # (int() refuses over 4,300 digits)
+            shown = length if len(length) <= 18 else f"{length[:18]}... ({len(length)} digits)"
+            return self._send(_err(413, f"request body of {shown} bytes exceeds the gateway's limit of {limit}"),
                               close=True)
         if headers.get("expect", "").lower() == "100-continue" and version == "HTTP/1.1":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
