@@ -760,13 +760,29 @@ class PoorDeliveryDetector:
 CLOSING_OPENINGS = ("you're welcome", "you are welcome", "thank", "no problem", "my pleasure", "glad", "goodbye",
                     "take care")
 _DIGITS = frozenset("0123456789")
+# ... unless it states an outcome or an action: then it is the delivery, whatever it opens with ("Thanks, your refund
+# is done", "Thank you! I have cancelled the reservation", "You're all set", "Thank you. Unfortunately, I cannot
+# remove a passenger"): a done state, a first-person completed action, a refusal or a transfer (``_NOT_YET`` clauses
+# left out)
+_DONE = (r"done|complete|completed|confirmed|finali[sz]ed|processed|cancell?ed|booked|rebooked|reserved|updated|"
+         r"changed|modified|upgraded|downgraded|refunded|issued|credited|charged|paid|sent|added|removed|applied|"
+         r"approved|declined|denied|transferred|submitted|scheduled|resolved|fixed|located|found|verified|all set")
+OUTCOME = re.compile(
+    rf"\b(?:is|are|was|were|has been|have been|had been)\s+(?:now\s+|all\s+|already\s+|successfully\s+)*(?:{_DONE})\b"
+    rf"|(?:'s|'re)\s+(?:now\s+|all\s+|already\s+)*(?:{_DONE})\b"
+    rf"|\b(?:I|we)(?:'ve|\s+have|\s+just|\s+now|\s+also|\s+successfully)*\s+(?:{_DONE}|made|taken|put|got)\b"
+    r"|\bunfortunately\b|\b(?:I|we)(?:'m|\s+am|\s+are)?\s+(?:unable|not able)\b"
+    r"|\b(?:I|we)\s+(?:cannot|can't|could not|couldn't)\b|\btransferr(?:ed|ing) you\b",
+    re.IGNORECASE)
+# a clause that waits or wishes states nothing done: "Once that's done, ...", "I hope it is resolved soon"
+_NOT_YET = re.compile(r"\b(?:once|when|whenever|if|after|until|as soon as|hope|wish)\b[^.!?,;]*", re.IGNORECASE)
 
 
 def _before_closing(view: TraceView, step: int) -> int:
     """A single-agent run's delivery, past the closing pleasantries that end a conversation: the last assistant
     message at or before ``step`` that is not one (under 300 characters, no digit, opening with thanks or a
-    welcome, no tool call) -- a run does not fail at "You're welcome!" but at the last thing it said or did
-    before it. Multi-agent logs (named speakers) keep their step."""
+    welcome, no tool call, stating no outcome or action: ``OUTCOME``) -- a run does not fail at "You're welcome!"
+    but at the last thing it said or did before it. Multi-agent logs (named speakers) keep their step."""
     msgs, texts = view.traj.messages, view.texts
     if not view.assistant_steps or not _closing(msgs[step], texts[step]) or msgs[view.assistant_steps[0]].get("name"):
         return step
@@ -778,7 +794,8 @@ def _before_closing(view: TraceView, step: int) -> int:
 
 def _closing(message: dict, text: str) -> bool:
     return len(text) < 300 and not message.get("tool_calls") and \
-        text.lstrip()[:16].lower().startswith(CLOSING_OPENINGS) and _DIGITS.isdisjoint(text)
+        text.lstrip()[:16].lower().startswith(CLOSING_OPENINGS) and _DIGITS.isdisjoint(text) and \
+        not OUTCOME.search(_NOT_YET.sub(" ", text))
 
 
 # Signals that say *that* a run failed rather than where: the labeller takes one as the first

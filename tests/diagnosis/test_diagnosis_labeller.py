@@ -110,6 +110,24 @@ def test_a_failed_conversation_is_not_located_at_its_closing_pleasantry():
     assert lab.first_signal.step == 3
 
 
+def test_a_closing_reply_that_states_an_outcome_or_action_is_the_delivery_not_a_pleasantry():
+    # no digit, opens with thanks, under 300 characters -- and carries the claim the run failed on
+    outcomes = ["Thanks, your refund is done.", "Thank you! I have cancelled the reservation. Have a great day!",
+                "You're welcome! You're all set for Friday.", "No problem, the booking has been updated.",
+                "Thank you. Unfortunately, I cannot remove a passenger; please call the airline.",
+                "Thank you! I'm transferring you to a human agent now."]
+    for reply in outcomes:
+        b = TraceBuilder().user("refund my trip").say("I can help with that. Which trip?").user("The Paris one.")
+        lab = label_trajectory(b.deliver(reply).build(score=0.0))
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.poor_delivery", 3), reply
+    # waiting or wishing states nothing done: still a pleasantry, the run is located before it
+    for reply in ["No problem! Once that's done, feel free to reach out. Take care!",
+                  "You're welcome! I hope everything is resolved soon. Safe travels!"]:
+        b = TraceBuilder().user("refund my trip").say("I need the trip's id; I cannot look it up.").user("Thanks.")
+        lab = label_trajectory(b.deliver(reply).build(score=0.0))
+        assert lab.first_signal.step == 1, reply
+
+
 def test_classify_gives_labels_class_first_signal_and_signals_on_the_vendored_sets():
     # the export takes (class, first signal) from classify, not label: they must never disagree
     from pathlib import Path
