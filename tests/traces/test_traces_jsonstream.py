@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
 from evoharness.errors import InputError
-from evoharness.traces.importers.jsonstream import ArrayRecords
+from evoharness.traces.importers.jsonstream import ArrayRecords, _indented_records, _Reader
 
 DOCS = [
     [],
@@ -51,3 +52,103 @@ def test_deep_nesting_is_an_input_error(tmp_path):
     p.write_text('[{"traj": ' + "[" * 100_000 + "]" * 100_000 + "}]")
     with pytest.raises(InputError, match="nested too deeply"):
         list(ArrayRecords(p))
+
+
+# An indented list (``json.dump(records, f, indent=N)``, tau-bench's layout) is parsed with orjson; what orjson
+# reads differently from the stdlib (an integer beyond 64 bits it makes a float; NaN, 1e400, a lone surrogate,
+# deep nesting it refuses) and every other layout must still give exactly what json.loads gives.
+ODD = ('[\n  {"big": 123456789012345678901234567890, "neg": -9223372036854775809, "ok": 18446744073709551615},\n'
+       '  {"nan": NaN, "inf": 1e400, "minus": -Infinity},\n  {"lone": "\\ud800 x", "pair": "\\ud83d\\ude00"},\n'
+       '  {"deep": ' + "[" * 500 + "]" * 500 + '},\n  {"float": 1e19, "after": [1, 2.5, "x"]},\n  {"a": 1}\n]')
+LAYOUTS = {
+    "indent 2": lambda doc: json.dumps(doc, indent=2),
+    "indent 4, CRLF": lambda doc: json.dumps(doc, indent=4).replace("\n", "\r\n"),
+    "tabs": lambda doc: json.dumps(doc, indent="\t"),
+    "compact": lambda doc: json.dumps(doc),
+    "a record a line": lambda doc: "[\n" + ",\n".join(json.dumps(r) for r in doc) + "\n]",
+    "first on the bracket's line": lambda doc: "[" + json.dumps(doc, indent=2)[1:].lstrip(),
+}
+RECORDS = [{"task_id": i, "reward": i / 3, "traj": [{"role": "user", "content": "é ] } \n" * i},
+                                                    {"role": "assistant", "content": None, "tool_calls": []}],
+            "info": {"n": 10 ** 25 if i == 3 else i, "empty": {}, "list": []}} for i in range(6)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("chunk", [1, 5, 64, 1 << 20])
+def test_every_layout_reads_as_json_loads(tmp_path, layout, chunk):
+    text = LAYOUTS[layout](RECORDS)
+    p = tmp_path / "a.json"
+    p.write_text(text, encoding="utf-8")
+    assert repr(list(ArrayRecords(p, chunk=chunk))) == repr(json.loads(text))  # repr: int stays int
+
+
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+def test_values_orjson_reads_differently_are_the_stdlib_s(tmp_path, chunk):
+    p = tmp_path / "odd.json"
+    p.write_text(ODD)
+    got = list(ArrayRecords(p, chunk=chunk))
+    assert repr(got) == repr(json.loads(ODD))
+    assert type(got[0]["big"]) is int and got[0]["big"] == 123456789012345678901234567890
+
+
+def test_an_indented_list_takes_the_orjson_path_to_its_end(tmp_path):
+    p = tmp_path / "tau.json"
+    p.write_text(json.dumps(RECORDS, indent=2))
+    reader = _indented_records(p, 64)
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            next(reader)
+    assert stop.value.value is None  # None: the end of the list; a count: handed over to the stdlib
+
+
+@pytest.mark.parametrize("tail", ['  {"b": 2,}\n]', '  {"b": 2}\n] x', '  {"b": 2}\n', '  {"b": 2}\n  {"c": 3}\n]'])
+@pytest.mark.parametrize("chunk", [2, 1 << 20])
+def test_errors_after_indented_elements_are_the_stdlib_s(tmp_path, tail, chunk):
+    text = '[\n  {"a": 1},\n' + tail
+    p = tmp_path / "bad.json"
+    p.write_text(text)
+    with pytest.raises(json.JSONDecodeError) as whole:
+        json.loads(text)
+    got = []
+    with pytest.raises(InputError, match="invalid JSON") as e:
+        got.extend(ArrayRecords(p, chunk=chunk))
+    assert f"line {whole.value.lineno} col {whole.value.colno}" in str(e.value)
+
+
+def test_deep_nesting_in_an_indented_list_is_an_input_error(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text('[\n  {"a": 1},\n  {"traj": ' + "[" * 100_000 + "]" * 100_000 + "}\n]")
+    with pytest.raises(InputError, match="nested too deeply"):
+        list(ArrayRecords(p))
+
+
+def _value(rng, depth):
+    r = rng.random()
+    if depth > 3 or r < 0.4:
+        return rng.choice([rng.randint(-10 ** rng.randint(1, 30), 10 ** rng.randint(1, 30)),
+                           rng.random() * 10 ** rng.randint(-5, 25), float("nan"), None, True,
+                           "".join(rng.choice('ab é\n"\\}]{[,:\u2028😀') for _ in range(rng.randint(0, 8)))])
+    if r < 0.7:
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {f"k{rng.randint(0, 5)}": _value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+
+
+def test_random_lists_read_as_the_stdlib_reader_reads_them(tmp_path):
+    """Differential: random lists in every layout, some corrupted, against the stdlib reader (values, errors)."""
+    rng = random.Random(7)
+    p = tmp_path / "a.json"
+    for _ in range(400):
+        text = json.dumps([_value(rng, 1) for _ in range(rng.randint(0, 6))], indent=rng.choice([None, 1, 2, "\t"]),
+                          ensure_ascii=rng.random() < 0.5)
+        if rng.random() < 0.2:
+            k = rng.randrange(len(text))
+            text = text[:k] + rng.choice(["", "x", ",", "]", "}", "\n"]) + text[k + 1:]
+        p.write_text(text.replace("\n", "\r\n") if rng.random() < 0.2 else text, encoding="utf-8")
+        chunk = rng.choice([1, 7, 64, 1 << 20])
+        outcomes = []
+        for records in (ArrayRecords(p, chunk=chunk), _Reader(p, chunk).records()):
+            try:
+                outcomes.append(repr(list(records)))
+            except InputError as e:
+                outcomes.append(str(e))
+        assert outcomes[0] == outcomes[1], text
