@@ -164,6 +164,28 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+MAX_CONFIG_BYTES = 16 << 20  # a config of settings is a few KB
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The config file's tables; a FIFO (which hung the read), a device (``/dev/zero``: memory without end), a
+    file not UTF-8 (a UnicodeDecodeError traceback) or nested past the parser's recursion is one InputError."""
+    from evoharness.untrusted import check_nesting, read_limited
+
+    if not path.exists():
+        raise InputError(str(path), "config file not found")
+    raw = read_limited(path, MAX_CONFIG_BYTES, what="config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 text (byte {e.start + 1}); a config file is TOML") from None
+    check_nesting(text, str(path))
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(str(path), f"invalid TOML: {e}") from None
+
+
 def load_settings(
     path: Path | None = None,
     overrides: list[str] | None = None,
@@ -177,12 +199,7 @@ def load_settings(
     if path is None and Path("evoharness.toml").is_file():
         path = Path("evoharness.toml")
     if path is not None:
-        try:
-            tree = tomllib.loads(Path(path).read_text())
-        except FileNotFoundError:
-            raise InputError(str(path), "config file not found") from None
-        except tomllib.TOMLDecodeError as e:
-            raise InputError(str(path), f"invalid TOML: {e}") from None
+        tree = _read_toml(Path(path))
         config_keys.check_tree(Settings, tree, str(path))
     tree = _merge(tree, _env_overrides(environ))
     for item in overrides or []:

@@ -57,3 +57,24 @@ def test_removed_keys_name_their_replacement_and_saved_runs_carry_over(tmp_path)
     with pytest.raises(InputError, match="verification.rollouts was removed: use `evoharness verify --rollouts`"):
         load_settings(cfg, environ={})
     assert set(REMOVED_KEYS) >= {"run.dev_tasks", "run.heldout_tasks", "agent", "run.ceiling_process_share"}
+
+
+def test_a_config_that_is_no_toml_file_is_one_error_line(tmp_path, capsys):
+    """A FIFO hung `--config`, /dev/zero grew memory without end, bytes not UTF-8 and deep nesting were tracebacks
+    (UnicodeDecodeError, RecursionError)."""
+    import os
+
+    from evoharness.cli import main
+
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    (tmp_path / "bin.toml").write_bytes(b"a = 1\n\xff\xfe\n")
+    (tmp_path / "deep.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    cases = {fifo: "not a regular file (a FIFO, socket or device is refused); expected a config file",
+             "/dev/zero": "not a regular file (a FIFO, socket or device is refused); expected a config file",
+             tmp_path: "is a directory, not a config file",
+             tmp_path / "bin.toml": "not UTF-8 text (byte 7); a config file is TOML",
+             tmp_path / "deep.toml": "nested deeper than 100 levels (refused before parsing)"}
+    for path, reason in cases.items():
+        assert main(["--config", str(path), "noise"]) == 2, path
+        assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]
