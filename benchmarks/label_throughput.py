@@ -1,27 +1,40 @@
 """Import + label throughput on the tau-bench file replicated to >= 10,000 trajectories.
 
-Prints the CPU seconds of a plain ``json.loads`` of the file, of the same parse record by record
-(``ArrayRecords``: the stdlib's C scanner, one list element at a time, what the importer reads
-with), and of importing + labelling the same file, and the ratios of the last to the first two
-(target <= 1.5x against ``json.loads``), min / median / max over ``--repeat`` rounds, the three
-run in turn. All start from the file on disk with nothing else alive in the process (the
-replicated records are written straight to the file, never held): a parse timed while other
-large objects are alive is slowed by the garbage collector walking them, which flatters the
-ratio. A whole-file ``json.loads`` also pays that collector on its own growing result (about a
-quarter of its time here) and cache misses on a large heap, so the record-by-record parse costs
-about half of it: the second ratio is what importing and labelling cost over parsing alone.
+Prints the CPU seconds of a plain ``json.loads`` of the file, of an ``orjson.loads`` of it, of the
+same file read record by record (``ArrayRecords``, what the importer reads with: orjson element by
+element for an indented list like this one, the stdlib's C scanner otherwise), and of importing +
+labelling the same file, and the ratios of the last to the others (targets: <= 3x and <= 1.5x
+against ``json.loads``; the importer parses with orjson, so the ratio to ``orjson.loads`` is printed
+too), min / median / max over ``--repeat`` rounds, the four run in turn. All start from the file
+on disk with nothing else alive in the process (the replicated records are written straight to the
+file, never held): a parse timed while other large objects are alive is slowed by the garbage
+collector walking them, which flatters the ratio. A whole-file parse also pays that collector on
+its own growing result and cache misses on a large heap; the ratio to the record-by-record parse
+is what importing and labelling cost over reading the records alone.
 The copies share their system prompt, as the 200 original records already do (the labeller reads
 a system prompt's policy once); no other content is cached across trajectories.
 
-    python benchmarks/label_throughput.py [--copies 50] [--data PATH] [--repeat 3]
+``--instructions`` adds the load-free figure: instructions (``valgrind --tool=cachegrind``, which must
+be installed) of ``json.loads``, ``orjson.loads`` and import + label of the ``--data`` file itself (not
+the copies: valgrind runs ~50x slower), each in a fresh process with ``PYTHONHASHSEED=0``, as a
+process doing it twice less one doing it once (start-up, imports and first-call set-up cancel).
+
+    python benchmarks/label_throughput.py [--copies 50] [--data PATH] [--repeat 3] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+import orjson
 
 from evoharness.benchrepeat import add_repeat, check_repeat, cpu_seconds, load_note, spread
 from evoharness.diagnosis.labeller import Labeller
@@ -32,28 +45,71 @@ DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau_bench_a
 
 
 def replicate(src: Path, dst: Path, copies: int) -> int:
-    """Write ``copies`` x the records of ``src`` to ``dst`` as one JSON list; returns the count."""
+    """Write ``copies`` x the records of ``src`` to ``dst`` as one JSON list laid out as tau-bench writes
+    its results (``json.dump(records, f, indent=2)``, byte for byte); returns the count."""
     records = json.loads(src.read_text())
     n = 0
     with dst.open("w") as fh:
         fh.write("[")
         for c in range(copies):
             for r in records:
-                fh.write(("," if n else "") + json.dumps({**r, "trial": c * 10 + r.get("trial", 0)}))
+                text = json.dumps({**r, "trial": c * 10 + r.get("trial", 0)}, indent=2).replace("\n", "\n  ")
+                fh.write(("," if n else "") + "\n  " + text)
                 n += 1
-        fh.write("]")
+        fh.write("\n]")
     return n
+
+
+WORK = ("json.loads", "orjson.loads", "import + label")
+
+
+def _work(name: str, path: Path, passes: int) -> None:
+    """``--child``: do one of ``WORK`` on ``path`` ``passes`` times (measured from outside)."""
+    labeller = Labeller()
+    for _ in range(passes):
+        if name == "json.loads":
+            json.loads(path.read_bytes())
+        elif name == "orjson.loads":
+            orjson.loads(path.read_bytes())
+        else:
+            for t in load_paths([path]):
+                labeller.label(t)
+
+
+def _instructions(name: str, path: Path, passes: int) -> int:
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          sys.executable, __file__, "--child", name, str(path), str(passes)],
+                         env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if out.returncode != 0 or not found:
+        sys.exit(f"error: valgrind on {name} failed: {(out.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instruction_figures(path: Path) -> dict[str, int]:
+    """Instructions of one pass of each of ``WORK`` on ``path`` (two passes less one)."""
+    return {name: _instructions(name, path, 2) - _instructions(name, path, 1) for name in WORK}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=50, help="replicate the 200 records this many times")
     ap.add_argument("--data", type=Path, default=DEFAULT)
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count instructions of the --data file with valgrind (load-free)")
+    ap.add_argument("--child", nargs=3, metavar=("WORK", "PATH", "PASSES"), help=argparse.SUPPRESS)
     add_repeat(ap)
     args = ap.parse_args(argv)
+    if args.child:
+        _work(args.child[0], Path(args.child[1]), int(args.child[2]))
+        return 0
     check_repeat(ap, args.repeat)
     if args.copies < 1:
         ap.error("--copies must be at least 1")
+    if not args.data.is_file():
+        ap.error(f"--data {args.data}: no such file")
+    if args.instructions and shutil.which("valgrind") is None:
+        ap.error("--instructions needs valgrind (not found on PATH)")
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "replicated.json"
@@ -64,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         def parse() -> None:
             json.loads(path.read_bytes())
 
+        def parse_orjson() -> None:
+            orjson.loads(path.read_bytes())
+
         def parse_records() -> None:
             for _ in ArrayRecords(path):
                 pass
@@ -72,20 +131,32 @@ def main(argv: list[str] | None = None) -> int:
             for t in load_paths([path]):
                 labeller.label(t)
 
-        t_json, t_rec, t_full = [], [], []
-        for _ in range(args.repeat):  # the three in turn
+        t_json, t_or, t_rec, t_full = [], [], [], []
+        for _ in range(args.repeat):  # the four in turn
             t_json.append(cpu_seconds(parse))
+            t_or.append(cpu_seconds(parse_orjson))
             t_rec.append(cpu_seconds(parse_records))
             t_full.append(cpu_seconds(import_and_label))
     ratios = [b / a for a, b in zip(t_json, t_full, strict=True)]
+    ratios_or = [b / a for a, b in zip(t_or, t_full, strict=True)]
     ratios_rec = [b / a for a, b in zip(t_rec, t_full, strict=True)]
     print(f"trajectories:                {n}  ({size / 1e6:.1f} MB; {load_note()})")
     print(f"json.loads (CPU s):          {spread(t_json)}")
+    print(f"orjson.loads (CPU s):        {spread(t_or)}")
     print(f"record-by-record parse:      {spread(t_rec)}")
     print(f"import + label (CPU s):      {spread(t_full)}")
     print(f"throughput:                  {spread([n / t for t in t_full], ',.0f')} trajectories per CPU-second")
-    print(f"ratio to json.loads:         {spread(ratios, '.2f', 'x')} (target <= 1.5x), over {args.repeat} rounds")
+    print(f"ratio to json.loads:         {spread(ratios, '.2f', 'x')} (targets <= 3x, <= 1.5x), "
+          f"over {args.repeat} rounds")
+    print(f"ratio to orjson.loads:       {spread(ratios_or, '.2f', 'x')}")
     print(f"ratio to the record parse:   {spread(ratios_rec, '.2f', 'x')}")
+    if args.instructions:
+        ins = instruction_figures(args.data)
+        full = ins["import + label"]
+        print(f"instructions, {args.data.name} once (valgrind, load-free): "
+              + ", ".join(f"{k} {v / 1e6:,.0f} M" for k, v in ins.items()))
+        print(f"instruction ratio:           {full / ins['json.loads']:.2f}x json.loads (targets <= 3x, <= 1.5x), "
+              f"{full / ins['orjson.loads']:.2f}x orjson.loads")
     return 0
 
 

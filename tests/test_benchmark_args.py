@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("script,args", [
     ("benchmarks/export_scale.py", ["--n", "0"]),
     ("benchmarks/label_throughput.py", ["--copies", "0"]),
+    ("benchmarks/label_throughput.py", ["--data", "no-such.json"]),
     ("benchmarks/rollout_overhead.py", ["--rollouts", "0"]),
     ("benchmarks/rollout_overhead.py", ["--batch", "0"]),
     ("scripts/dump_labels.py", ["no-such-dir/labels.tsv"]),
