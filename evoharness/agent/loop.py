@@ -52,6 +52,28 @@ def _canon(name: str, args: dict[str, Any]) -> str:
     return name + ":" + json.dumps(args, sort_keys=True, default=str)
 
 
+class _Converted:
+    """``to_langchain`` for one rollout's model calls, each of which sends the whole conversation: the messages a
+    call starts with that the previous call also started with (equal to a copy kept of them: a hook may return
+    its own list, or change one it returned before) keep their langchain messages, only the rest is converted.
+    The model gets the same message objects for the same messages, call after call."""
+
+    def __init__(self) -> None:
+        self.raw: list[Any] = []  # copies of the messages last converted
+        self.out: list[Any] = []
+
+    def __call__(self, messages: list[Any]) -> list[Any]:
+        same = 0
+        for old, new in zip(self.raw, messages, strict=False):
+            if old != new:
+                break
+            same += 1
+        fresh = to_langchain(messages[same:])
+        self.raw = self.raw[:same] + copy.deepcopy(messages[same:])
+        self.out = self.out[:same] + fresh
+        return list(self.out)
+
+
 class Agent:
     def __init__(self, harness: Harness, env: Environment, model: ChatModel) -> None:
         self.h, self.env, self.model = harness, env, model
@@ -82,6 +104,7 @@ class Agent:
         r.messages = [{"role": "system", "content": self.h.render_system(task.prompt, tool_list)},
                       {"role": "user", "content": task.prompt}]
         scratch: dict[str, Any] = {}
+        converted = _Converted()
         counts: Counter[str] = Counter()
         pushbacks = 0
         hooks = self.h.hooks
@@ -102,7 +125,7 @@ class Agent:
                 if new is not None and new != send:
                     send = new
                     r.event(EventType.middleware_action, f"{hk.module}: before_model", hook=hk.name, module=hk.module)
-            ai = self.model.invoke(to_langchain(send), tools=all_schemas)
+            ai = self.model.invoke(converted(send), tools=all_schemas)
             r.usage.steps += 1
             um = getattr(ai, "usage_metadata", None) or {}
             r.usage.prompt_tokens += int(um.get("input_tokens", 0) or 0)

@@ -175,6 +175,20 @@ class GatewayChatModel:
         self.socket_path, self.model, self.seed = socket_path, model, seed
         self.path = f"/r/{token}/v1/chat/completions" if token else "/v1/chat/completions"
         self._conn: Any = None
+        self._sent: list[tuple[BaseMessage, dict[str, Any]]] = []  # the last request's messages and their dicts
+
+    def _dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
+        """``from_langchain(messages)``, reusing the last request's dicts for the messages it starts with that
+        the last request also started with: the same objects, unchanged (their dicts are compared with fresh
+        ones only where the object is another)."""
+        same = 0
+        for (old, _), new in zip(self._sent, messages, strict=False):
+            if old is not new:
+                break
+            same += 1
+        fresh = from_langchain(messages[same:])
+        self._sent = self._sent[:same] + list(zip(messages[same:], fresh, strict=True))
+        return [d for _, d in self._sent]
 
     def _exchange(self, data: bytes) -> tuple[int, bytes]:
         """POST ``data`` on the kept-alive connection (opened when there is none); the reply's status and body.
@@ -225,7 +239,7 @@ class GatewayChatModel:
             self._conn = None
 
     def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
-        body: dict[str, Any] = {"model": self.model, "messages": from_langchain(messages), "seed": self.seed,
+        body: dict[str, Any] = {"model": self.model, "messages": self._dicts(messages), "seed": self.seed,
                                 "temperature": 0.0, "stream": False}
         if tools:
             body["tools"] = tools
