@@ -23,14 +23,18 @@ def _open(ctx: typer.Context, harness: Path):
     return HarnessRepo(harness, settings_of(ctx).harness_repo)
 
 
+MAX_EDIT_BYTES = 64 << 20  # an edit's files are prompts, lessons, policies and middleware
+
+
 def load_edit(path: Path):
     """Read EDIT.json into an `Edit` (InputError with the first problem otherwise)."""
     from evoharness.harness_repo.models import Edit
+    from evoharness.untrusted import read_limited
 
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
+    if not path.exists():
+        raise InputError(str(path), "file not found")
+    try:  # a regular file only: a FIFO hung the read, /dev/zero grew memory without end
+        raw = json.loads(read_limited(path, MAX_EDIT_BYTES, what="JSON edit file (EDIT.json)").decode("utf-8"))
     except json.JSONDecodeError as e:
         raise InputError(str(path), f"invalid JSON: {e}") from None
     except UnicodeDecodeError:

@@ -77,6 +77,19 @@ def test_candidate_new_on_an_edit_file_that_is_not_json_text(cli_harness: Path, 
     assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""
 
 
+def test_candidate_new_on_an_edit_that_is_no_file(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    """A FIFO hung the read; /dev/zero grew memory until the kernel stepped in."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo.json")
+    device = "not a regular file (a FIFO, socket or device is refused); expected a JSON edit file (EDIT.json)"
+    for path, reason in ((tmp_path / "fifo.json", device), (Path("/dev/zero"), device),
+                         (tmp_path, "is a directory, not a JSON edit file (EDIT.json)")):
+        assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(path)]) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]
+    assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""
+
+
 def _make(cli_harness: Path, tmp_path: Path, capsys, edit: dict = MINIMAL) -> str:
     assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(write_edit(tmp_path, edit)),
                  "--round", "1"]) == 0
