@@ -68,11 +68,15 @@ def make_runner(settings, env: str, model: str, harness):
 def _tasks(raw: str) -> list[str | tuple[str, str]]:
     """``a,b,c`` or ``@FILE`` (one task id per line, optionally followed by its split)."""
     if raw.startswith("@"):
+        from evoharness.untrusted import read_limited
+
         path = Path(raw[1:])
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            raise InputError(str(path), "file not found") from None
+        if not path.exists():
+            raise InputError(str(path), "file not found")
+        try:  # a regular file only: a FIFO hung the read, /dev/zero grew memory without end
+            lines = read_limited(path, 64 << 20, what="task list file").decode("utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise InputError(str(path), f"not UTF-8 text (byte {e.start + 1}); a task list is one id a line") from None
         out: list[str | tuple[str, str]] = []
         for line in lines:
             parts = line.split()

@@ -124,6 +124,21 @@ def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsy
     assert "file not found" in capsys.readouterr().err
 
 
+def test_verify_tasks_from_a_file_that_is_no_text_file_is_one_error_line(setup, tmp_path, capsys):
+    """--tasks @FIFO hung, @/dev/zero grew memory without end, bytes not UTF-8 were a UnicodeDecodeError traceback."""
+    import os
+
+    hr, fix, _, runner = setup
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "bin.txt").write_bytes(b"d0\n\xff\n")
+    device = "not a regular file (a FIFO, socket or device is refused); expected a task list file"
+    for path, reason in ((tmp_path / "fifo", device), ("/dev/zero", device),
+                         (tmp_path / "bin.txt", "not UTF-8 text (byte 4); a task list is one id a line")):
+        assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", f"@{path}"]) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]
+    assert runner.rollouts == 0
+
+
 def test_verify_keys_rollouts_as_runs_do(setup, monkeypatch):
     """`verify` builds the run's chain: same cache file, model spec and env version, so it reuses a run's rollouts."""
     import os
