@@ -213,3 +213,21 @@ def test_a_trace_file_that_mentions_the_keys_is_still_a_trace(tmp_path):
     f.write_text(json.dumps({"id": "t", "messages": [*filler, quoted, parsed], "resolved_ids": ["a"]}))
     assert f.read_bytes().find(b'"resolved_ids"') > 64 << 10
     assert not mini_swe.is_sidecar(f)
+
+
+def test_a_model_whose_name_starts_another_models_picks_its_own_harness_logs_and_aggregate(tmp_path):
+    """openai/gpt-4 beside openai/gpt-4.1: the harness directory openai__gpt-4.1 and the aggregate
+    openai__gpt-4.1.run1.json were taken for gpt-4's too (their names start with 'openai__gpt-4.'), so a gpt-4
+    trajectory was an error (results disagree), or got gpt-4.1's verdict where gpt-4 had none."""
+    f = _traj(tmp_path / "out", "a__a-1", model="openai/gpt-4")
+    _harness_report(tmp_path, "a__a-1", True, tag="openai__gpt-4.1")
+    _harness_report(tmp_path, "a__a-1", False, tag="openai__gpt-4")
+    [t] = list(load_paths([f]))  # was InputError: SWE-bench results disagree
+    assert t.score == 0.0 and "/openai__gpt-4/" in t.meta["report"]
+    _aggregate(tmp_path / "openai__gpt-4.1.run1.json", ["a__a-1"], [])  # gpt-4.1's: a directory says so
+    _aggregate(tmp_path / "openai__gpt-4.run1.json", [], ["a__a-1"])
+    [t] = list(load_paths([f]))
+    assert t.score == 0.0
+    g = _traj(tmp_path / "out41", "a__a-1", model="openai/gpt-4.1")
+    [t] = list(load_paths([g]))
+    assert t.score == 1.0 and "gpt-4.1" in t.meta["report"]

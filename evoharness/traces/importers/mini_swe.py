@@ -198,6 +198,7 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
     """Every SWE-bench verdict on ``instance_id`` near ``path`` (see the module docstring), in search order;
     filtered to the trajectory's model where several models' results hold it."""
     found: list[tuple[Path, bool, str | None]] = []  # (file, resolved, model tag)
+    models: set[str] = set()  # the harness's model directory names seen: models named exactly
     d = path.parent
     for level in range(MAX_PARENTS + 1):
         if level == 0 and (v := _instance_report(d / "report.json", instance_id)) is not None:
@@ -206,9 +207,10 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
             found.append((d / "logs" / instance_id / "report.json", v, None))
         for run in sorted(_listdir(d / "logs" / "run_evaluation")):
             for model_dir in sorted(_listdir(run)):
+                models.add(model_dir.name)
                 f = model_dir / instance_id / "report.json"
                 if (v := _instance_report(f, instance_id)) is not None:
-                    found.append((f, v, model_dir.name + "."))
+                    found.append((f, v, model_dir.name + "/"))
         for sub in (d, d / "reports", d / "sb-cli-reports"):
             for f in sorted(_listdir(sub)):
                 if f.suffix != ".json" or (agg := _aggregate(f)) is None:
@@ -221,10 +223,21 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
         if d.parent == d:
             break
         d = d.parent
-    # a harness model directory (name + ".") or an aggregate <model>.<run_id>.json: named for this model?
-    tag = model.replace("/", "__") + "." if model else None
-    if tag and any(t is not None and t.startswith(tag) for _, _, t in found):
-        found = [x for x in found if x[2] is None or x[2].startswith(tag)]
+    # named for this model? A harness model directory ("<name>/") when its name is the model's; an aggregate
+    # <model>.<run_id>.json when it starts with "<model>." and no longer model directory name claims it (with
+    # openai__gpt-4.1 among the directories, openai__gpt-4.1.run1.json is gpt-4.1's, not gpt-4's; a
+    # directory openai__gpt-4.1/ was taken for gpt-4's too, its name starting with "openai__gpt-4.")
+    if model:
+        name = model.replace("/", "__")
+        longer = [m for m in models if m.startswith(name + ".")]
+
+        def mine(t: str) -> bool:
+            if t.endswith("/"):
+                return t == name + "/"
+            return t.startswith(name + ".") and not any(t.startswith(m + ".") for m in longer)
+
+        if any(t is not None and mine(t) for _, _, t in found):
+            found = [x for x in found if x[2] is None or mine(x[2])]
     return [(f, v) for f, v, _ in found]
 
 
