@@ -224,7 +224,8 @@ def test_ag2s_unknown_language_reply_is_no_failed_run():
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 4)
     assert "failed first (step 5)" in lab.first_signal.evidence
     # the blocks before the unknown one ran (and printed); the wording without the newline is AG2's too
-    for output in ("Code output: \nNowak 2160\n\nunknown language unknown\n", "Code output: unknown language plaintext"):
+    for output in ("Code output: \nNowak 2160\n\nunknown language unknown\n",
+                   "Code output: unknown language plaintext"):
         ran = [*turns[:2], ("Computer_terminal", "exitcode: 1 (execution failed)\n" + output), *turns[3:]]
         assert "failed first (step 5)" in Labeller().label(_log(ran)).first_signal.evidence
     # a script's own error that quotes the words is a run that failed
