@@ -23,12 +23,24 @@ INVALID_ARGS = re.compile(
 )
 
 
+# A literal (lower case) that every match of each pattern holds: in ASCII text a pattern none of whose literals
+# is in the lower-cased text cannot match, and its search (an IGNORECASE alternation tried at every character,
+# ~100 instructions a character) is skipped. Other text is searched as it is: re's case-insensitive matching
+# folds more than ``str.lower`` does (U+017F matches "s").
+_NEEDS = (
+    (INFRA_ERROR, ("connection", "time", "limit", "too many requests", "unavailable", "internal server error",
+                   "50", "sandbox")),
+    (UNKNOWN_TOOL, ("unknown", "no such", "not ")),
+    (INVALID_ARGS, ("invalid", "required", "unexpected keyword", "validation error", "could not parse", "malformed",
+                    "typeerror")),
+)
+_KINDS = ("tool_infra_error", "unknown_tool", "invalid_arguments")
+
+
 def classify_tool_error(text: str) -> str:
     """Event type for an error-looking tool result."""
-    if INFRA_ERROR.search(text):
-        return "tool_infra_error"
-    if UNKNOWN_TOOL.search(text):
-        return "unknown_tool"
-    if INVALID_ARGS.search(text):
-        return "invalid_arguments"
+    low = text.lower() if text.isascii() else None
+    for (pattern, needs), kind in zip(_NEEDS, _KINDS, strict=True):
+        if (low is None or any(n in low for n in needs)) and pattern.search(text):
+            return kind
     return "tool_error"
