@@ -187,8 +187,10 @@ def calibrate(
     from evoharness.diagnosis.calibrate import agreement, read
 
     for p in (labels, human):
-        if not p.is_file():
-            raise InputError(str(p), "no such file")
+        if not p.is_file():  # a directory, a FIFO or a device was "no such file" too
+            raise InputError(str(p), "is a directory, not a labels file" if p.is_dir() else
+                             "not a regular file (a FIFO, socket or device is refused)" if p.exists()
+                             else "no such file")
     result = agreement(read(labels, human=False), read(human, human=True))
     typer.echo(result.model_dump_json(indent=2) if as_json else result.text())
 
