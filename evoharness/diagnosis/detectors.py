@@ -767,13 +767,21 @@ _DIGITS = frozenset("0123456789")
 _DONE = (r"done|complete|completed|confirmed|finali[sz]ed|processed|cancell?ed|booked|rebooked|reserved|updated|"
          r"changed|modified|upgraded|downgraded|refunded|issued|credited|charged|paid|sent|added|removed|applied|"
          r"approved|declined|denied|transferred|submitted|scheduled|resolved|fixed|located|found|verified|all set")
-OUTCOME = re.compile(
+_OUTCOME = (
     rf"\b(?:is|are|was|were|has been|have been|had been)\s+(?:now\s+|all\s+|already\s+|successfully\s+)*(?:{_DONE})\b"
     rf"|(?:'s|'re)\s+(?:now\s+|all\s+|already\s+)*(?:{_DONE})\b"
-    rf"|\b(?:I|we)(?:'ve|\s+have|\s+just|\s+now|\s+also|\s+successfully)*\s+(?:{_DONE}|made|taken|put|got)\b"
-    r"|\bunfortunately\b|\b(?:I|we)(?:'m|\s+am|\s+are)?\s+(?:unable|not able)\b"
-    r"|\b(?:I|we)\s+(?:cannot|can't|could not|couldn't)\b|\btransferr(?:ed|ing) you\b",
-    re.IGNORECASE)
+    rf"|\b(?:i|we)(?:'ve|\s+have|\s+just|\s+now|\s+also|\s+successfully)*\s+(?:{_DONE}|made|taken|put|got)\b"
+    r"|\bunfortunately\b|\b(?:i|we)(?:'m|\s+am|\s+are)?\s+(?:unable|not able)\b"
+    r"|\b(?:i|we)\s+(?:cannot|can't|could not|couldn't)\b|\btransferr(?:ed|ing) you\b")
+
+
+@lru_cache(maxsize=1)
+def outcome() -> re.Pattern[str]:
+    """``_OUTCOME`` (lower case: it reads lower-cased text, which compiles in half the time of ``re.IGNORECASE``),
+    compiled on first use (about 4 ms; only a short reply opening with thanks or a welcome needs it), not at import."""
+    return re.compile(_OUTCOME)
+
+
 # a clause that waits or wishes states nothing done: "Once that's done, ...", "I hope it is resolved soon"
 _NOT_YET = re.compile(r"\b(?:once|when|whenever|if|after|until|as soon as|hope|wish)\b[^.!?,;]*", re.IGNORECASE)
 
@@ -781,7 +789,7 @@ _NOT_YET = re.compile(r"\b(?:once|when|whenever|if|after|until|as soon as|hope|w
 def _before_closing(view: TraceView, step: int) -> int:
     """A single-agent run's delivery, past the closing pleasantries that end a conversation: the last assistant
     message at or before ``step`` that is not one (under 300 characters, no digit, opening with thanks or a
-    welcome, no tool call, stating no outcome or action: ``OUTCOME``) -- a run does not fail at "You're welcome!"
+    welcome, no tool call, stating no outcome or action: ``_OUTCOME``) -- a run does not fail at "You're welcome!"
     but at the last thing it said or did before it. Multi-agent logs (named speakers) keep their step."""
     msgs, texts = view.traj.messages, view.texts
     if not view.assistant_steps or not _closing(msgs[step], texts[step]) or msgs[view.assistant_steps[0]].get("name"):
@@ -795,7 +803,7 @@ def _before_closing(view: TraceView, step: int) -> int:
 def _closing(message: dict, text: str) -> bool:
     return len(text) < 300 and not message.get("tool_calls") and \
         text.lstrip()[:16].lower().startswith(CLOSING_OPENINGS) and _DIGITS.isdisjoint(text) and \
-        not OUTCOME.search(_NOT_YET.sub(" ", text))
+        not outcome().search(_NOT_YET.sub(" ", text).lower())
 
 
 # Signals that say *that* a run failed rather than where: the labeller takes one as the first
