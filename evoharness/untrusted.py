@@ -116,7 +116,7 @@ def loads_json(text: str | bytes, where: str, limit: int = MAX_DEPTH) -> Any:
     except UnicodeDecodeError as e:
         raise InputError(where, f"not UTF-8 text: {e.reason} at byte {e.start}") from None
     except (ValueError, RecursionError, MemoryError) as e:  # e.g. an integer over 4,300 digits
-        first = (str(e).splitlines() or [type(e).__name__])[0]
+        first = (str(e).splitlines() or [type(e).__name__])[0].split("; use sys.set_int_max_str_digits")[0]
         raise InputError(where, f"unreadable JSON: {first[:200]}") from None
 
 

@@ -173,7 +173,9 @@ def read_json_file(path: Path) -> Any:
 
 
 def _first_line(e: BaseException) -> str:
-    return (str(e).splitlines() or [type(e).__name__])[0][:200]
+    """The reason, for a user: Python's advice on a long integer ('use sys.set_int_max_str_digits() to increase
+    the limit') is for a programmer, and left out."""
+    return (str(e).splitlines() or [type(e).__name__])[0].split("; use sys.set_int_max_str_digits")[0][:200]
 
 
 def _first_jsonl_record(path: Path) -> Any:

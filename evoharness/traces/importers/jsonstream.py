@@ -190,8 +190,10 @@ class _Reader:
                 except RecursionError:
                     raise InputError(str(self.path), "JSON nested too deeply", where=self._where(self.pos)) from None
                 except ValueError as e:  # e.g. an integer of over 4,300 digits
-                    first = (str(e).splitlines() or ["ValueError"])[0][:200]
-                    raise InputError(str(self.path), f"unreadable JSON: {first}", where=self._where(self.pos)) from None
+                    from evoharness.traces.importers import _first_line
+
+                    raise InputError(str(self.path), f"unreadable JSON: {_first_line(e)}",
+                                     where=self._where(self.pos)) from None
                 if (not self.eof and self.buf[self.pos] not in '{["'
                         and self.buf[end:end + 1] not in tuple(_WS + ",]")):  # a number may go on
                     self._fill(want)
