@@ -132,8 +132,8 @@ def test_fixed_design_is_unchanged_when_sequential_is_off():
 def test_a_failed_stop_gate_ends_the_verification_at_that_look_with_the_same_rejection():
     """``sequential_stop_gates``: no_regression reads the control tasks, which only the first look runs, so
     a candidate that fails it there is rejected then, not after paying for every later look."""
-    plain, plain_ledger, _ = verify("mild_breaks", VerificationConfig(**SEQ))
-    stopped, ledger, seeds = verify("mild_breaks", VerificationConfig(**SEQ, sequential_stop_gates="no_regression"))
+    plain, plain_ledger, _ = verify("mild_breaks", VerificationConfig(**SEQ, sequential_stop_gates=""))
+    stopped, ledger, seeds = verify("mild_breaks", VerificationConfig(**SEQ))  # the default: no_regression
     assert plain.measurements["looks"] > 1  # the gain alone would have gone on
     assert not plain.accepted and not stopped.accepted
     assert [g.gate for g in plain.gates if not g.passed] == ["no_regression"]  # its gain crossed later
@@ -144,7 +144,7 @@ def test_a_failed_stop_gate_ends_the_verification_at_that_look_with_the_same_rej
     assert ledger.rollouts < plain_ledger.rollouts and set(seeds.values()) == {4}
     # a candidate whose stop gates pass runs as before
     fix, fix_ledger, _ = verify("mild", VerificationConfig(**SEQ, sequential_stop_gates="no_regression,behaviour"))
-    ref, ref_ledger, _ = verify("mild", VerificationConfig(**SEQ))
+    ref, ref_ledger, _ = verify("mild", VerificationConfig(**SEQ, sequential_stop_gates=""))
     assert fix.accepted == ref.accepted and fix_ledger.rollouts == ref_ledger.rollouts
 
 
