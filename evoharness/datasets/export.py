@@ -48,13 +48,20 @@ from .validate import openai_errors
 log = get_logger(__name__)
 
 
+def _not_a_file(path: Path, what: str) -> str:
+    """Why ``path`` (not a regular file) cannot be read as ``what``."""
+    if path.is_dir():
+        return f"is a directory, not a {what}"
+    return "not a regular file (a FIFO, socket or device is refused)" if path.exists() else f"{what} not found"
+
+
 class JsonlSource:
     """Trajectories from a canonical JSONL file; each iteration re-reads the file."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            raise InputError(str(self.path), "trajectory file not found")
+        if not self.path.is_file():  # a directory, FIFO or device said "not found" too
+            raise InputError(str(self.path), _not_a_file(self.path, "trajectory file"))
 
     def __iter__(self) -> Iterator[Trajectory]:
         from evoharness.traces.store import read_trajectories
@@ -104,8 +111,8 @@ class LabelFile:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            raise InputError(str(self.path), "labels file not found")
+        if not self.path.is_file():  # a directory, FIFO or device said "not found" too
+            raise InputError(str(self.path), _not_a_file(self.path, "labels file"))
         from evoharness.traces.store import jsonl_lines
 
         self._lines: Iterator[tuple[int, bytes]] = jsonl_lines(self.path)  # opened on the first read

@@ -41,3 +41,17 @@ def test_a_file_that_is_not_jsonl_or_not_parquet_is_reported(tmp_path, capsys):
     assert main(["dataset", "validate", str(utf32), "--format", "hf"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {utf32}: not a parquet file (") and len(err.splitlines()) == 1
+
+
+def test_export_of_trajectories_that_are_no_file_says_what_they_are(tmp_path, capsys):
+    """A directory, FIFO or device given as --trajectories said 'trajectory file not found'."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    for path, reason in ((tmp_path / "fifo", "not a regular file (a FIFO, socket or device is refused)"),
+                         (tmp_path, "is a directory, not a trajectory file"),
+                         (tmp_path / "nope.jsonl", "trajectory file not found")):
+        assert main(["dataset", "export", "--out", str(tmp_path / "ex"), "--source", "healthy",
+                     "--trajectories", str(path)]) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]
+        assert not (tmp_path / "ex").exists()
