@@ -24,7 +24,8 @@ class DiagnosisConfig(BaseModel):
     friction_min: int = Field(
         2, ge=1, description="Friction (a rejection, a tool error) is consequential -- it fires -- at the "
         "first occurrence that starts this many consecutive assistant turns hitting friction, or that the "
-        "run ended on, unless the agent later got past it (a later call of the same tool went through; after "
+        "run ended on, unless the agent later got past it (a later call of the same tool, for a shell tool of the "
+        "same program, went through; after "
         "a format rejection, any accepted action). A rejection fixed on the next turn never fires (1: every "
         "occurrence the agent never got past fires).",
     )

@@ -115,25 +115,45 @@ def _budget_spent_on_friction(view: TraceView, friction_turns: set[int | None]) 
     return n if view.assistant_steps and 2 * n >= len(view.assistant_steps) else 0
 
 
+_SHELL_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
+
+
+def _call_kind(call) -> tuple[str, str | None]:
+    """What a later call must match to count as getting past friction: the tool, and for a shell tool (a
+    ``command``/``cmd`` string argument) the program it runs, the first word of the first segment that is no
+    ``cd`` (``cd /testbed && python x.py`` runs python). A shell tool runs anything, so a blocked ``rm`` is
+    not got past by an ``ls`` that went through."""
+    args = call.args if call.parsed_ok else None
+    cmd = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
+    if not isinstance(cmd, str):
+        return call.name, None
+    for seg in _SHELL_SEGMENTS.split(cmd):
+        words = seg.split()
+        if words and words[0] != "cd":
+            return call.name, words[0]
+    return call.name, ""
+
+
 def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int) -> bool:
-    """Did the agent get past the friction at ``step``: a later call of the same tool went through (a
-    result that is no friction occurrence, a call the harness did not block)? Friction at a tool result is
+    """Did the agent get past the friction at ``step``: a later call of the same tool (for a shell tool, running
+    the same program: ``_call_kind``) went through (a result that is no friction occurrence, a call the harness
+    did not block)? Friction at a tool result is
     the call it answers; at an assistant turn, that turn's calls; anywhere else (a harness message
     rejecting a reply's format) any tool, so any later accepted action recovers it."""
     role = view.roles[step] if 0 <= step < len(view.roles) else None
-    names: set[str] | None = None
+    names: set[tuple[str, str | None]] | None = None
     if role == "tool":
         call_id = str(view.traj.messages[step].get("tool_call_id"))
-        names = {c.name for c in view.calls if c.id == call_id} or None
+        names = {_call_kind(c) for c in view.calls if c.id == call_id} or None
     elif role == "assistant":
-        names = {c.name for c in view.calls if c.step == step} or None
+        names = {_call_kind(c) for c in view.calls if c.step == step} or None
     friction_steps = {s for items in occ.values() for s, _ in items}
     blocked = _blocked_calls(view) if view.traj.events else ()
     results = view.results
     for c in view.calls:
         if c.step <= step or not c.parsed_ok or c.step in friction_steps or c.id in blocked:
             continue
-        if names is not None and c.name not in names:
+        if names is not None and _call_kind(c) not in names:
             continue
         res = results.get(c.id)
         if res is not None and res[0] not in friction_steps:

@@ -226,6 +226,22 @@ def test_unrecovered_friction_fires_on_first_occurrence():
     assert "run ended" in s.evidence
 
 
+def test_a_shell_call_of_another_program_does_not_get_past_a_blocked_call():
+    # one shell tool runs everything: eight blocked deletions, then an ls that went through, then a wrong answer
+    b = TraceBuilder().user("clean the build folder")
+    for _ in range(8):
+        b.call("bash", {"command": "rm -rf build/"}, result="Error: blocked by policy").event("blocked_call", "rm")
+    b.call("bash", {"command": "ls"}, result="build src")
+    [s] = fired(FrictionDetector("blocked_call"), b.deliver("done").build(score=0.0))
+    assert s.id == "F2.blocked_call" and "unrecovered" in s.evidence
+    # the same program going through later (after cd) is getting past it, as before
+    b = TraceBuilder().user("clean the build folder")
+    for _ in range(3):
+        b.call("bash", {"command": "rm -rf build/"}, result="Error: blocked by policy").event("blocked_call", "rm")
+    b.call("bash", {"command": "cd /repo && rm -rf build/tmp"}, result="")
+    assert fired(FrictionDetector("blocked_call"), b.deliver("done").build(score=0.0)) == []
+
+
 def test_invalid_arguments_from_unparseable_call_arguments():
     b = TraceBuilder().user("x").call("f", '{"a": 1', result="Error: invalid JSON")
     b.call("f", '{"a": 1}', result="ok")
