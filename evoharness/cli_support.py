@@ -71,14 +71,22 @@ def output_file(default_name: str):
     """A typer ``parser`` for an ``--out FILE`` option: a value ending in ``/`` or naming an existing directory
     means ``DIR/default_name`` (as ``cp FILE DIR/`` does), not a file named like the directory (typer's
     ``Path`` drops the trailing slash, so ``--out runs/`` wrote a file ``runs``; an existing directory failed
-    only after the work was done). An empty value is a usage error."""
+    only after the work was done). An empty value is a usage error. A file name implied this way never
+    replaces an existing file (``--out RUN_DIR`` would silently replace the run's own ``trajectories.jsonl``):
+    that is a usage error, raised while the options are parsed, before any work; an explicit ``--out FILE``
+    still replaces FILE."""
 
     def parse(raw: str) -> Path:
         if not raw.strip():
             raise typer.BadParameter("an empty path; name the file to write")
         path = Path(raw)
         if raw.endswith(("/", os.sep)) or path.is_dir():
-            return path / default_name
+            implied = path / default_name
+            if os.path.lexists(implied):
+                raise typer.BadParameter(
+                    f"{raw} is a directory and {implied} already exists; a directory's {default_name} is never "
+                    f"replaced: pass --out {implied} to replace it, or name another file")
+            return implied
         return path
 
     return parse

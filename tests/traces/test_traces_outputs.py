@@ -83,3 +83,20 @@ def test_an_integer_too_long_is_one_line_without_pythons_advice(tmp_path, capsys
     assert line.startswith(f"error: {tmp_path / name}:line 1")
     assert line.endswith("unreadable JSON: Exceeds the limit (4300 digits) for integer string conversion: value has "
                          "5000 digits"), line
+
+
+@pytest.mark.parametrize(("cmd", "name"), [("import", "trajectories.jsonl"), ("label", "labels.jsonl")])
+def test_out_directory_never_replaces_its_existing_file(cmd, name, sample, tmp_path, capsys):
+    """`--out RUN_DIR` silently replaced the run's own trajectories.jsonl (a directory's implied file name)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / name).write_text("precious\n")
+    for out in (str(run), f"{run}/"):
+        assert main([cmd, str(sample), "--out", out]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("error:"), err
+        assert str(run / name) in err[0] and f"--out {run / name}" in err[0]
+        assert (run / name).read_text() == "precious\n"
+    assert sorted(p.name for p in run.iterdir()) == [name]  # no work done: no temporary file left either
+    assert main([cmd, str(sample), "--out", str(run / name)]) == 0  # explicit: replaced, as documented
+    assert len((run / name).read_text().splitlines()) == 12
