@@ -27,10 +27,15 @@ def import_traces(
     def report(e: InputError) -> None:
         typer.echo(f"skipped: {e}", err=True)
 
+    aside = [0, None]  # trajectories left unscored because results of another run were set aside; the first why
+
     def stream():
         n = 0
         for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own):
             n += 1
+            if t.score is None and isinstance(why := t.meta.get("results_set_aside"), str):
+                aside[0] += 1
+                aside[1] = aside[1] or f"{t.id}: {why}"
             yield t.model_copy(update={"split": Split(split)}) if split else t
         if not n:  # an empty directory is a wrong path, as for `diagnose`; --out is left as it was
             raise InputError(", ".join(map(str, paths)), "no trajectories found")
@@ -39,6 +44,9 @@ def import_traces(
         raise InputError("--split", f"unknown split {split!r} (dev | heldout | unknown)")
     own = output_apart(out, paths, ours=canonical_line)  # an earlier import's output may be replaced
     n = write_trajectories(out, stream())
+    if aside[0]:
+        typer.echo(f"note: {aside[0]} of {n} trajectories left unscored: SWE-bench results of another run set "
+                   f"aside (meta.results_set_aside; e.g. {aside[1]})", err=True)
     typer.echo(f"wrote {n} trajectories to {out}")
 
 

@@ -231,3 +231,58 @@ def test_a_model_whose_name_starts_another_models_picks_its_own_harness_logs_and
     g = _traj(tmp_path / "out41", "a__a-1", model="openai/gpt-4.1")
     [t] = list(load_paths([g]))
     assert t.score == 1.0 and "gpt-4.1" in t.meta["report"]
+
+
+def test_a_run_takes_no_verdict_from_another_runs_results(tmp_path):
+    """runs/v2 (not yet evaluated) under logs/run_evaluation/v1: it took v1's 'resolved' (score 1.0)."""
+    v1 = _traj(tmp_path / "runs" / "v1", "a__a-1")
+    v2 = _traj(tmp_path / "runs" / "v2", "a__a-1")
+    _harness_report(tmp_path, "a__a-1", True, run="v1")
+    [t] = list(load_paths([v2]))
+    assert t.score is None and t.meta["report"] is None
+    assert "v1" in t.meta["results_set_aside"] and "beside" in t.meta["results_set_aside"]
+    [t] = list(load_paths([v1]))  # v1's own folder names its run
+    assert t.score == 1.0 and "results_set_aside" not in t.meta
+    _harness_report(tmp_path, "a__a-1", False, run="v2")  # v2 evaluated: its own verdict, v1's set aside
+    [t] = list(load_paths([v2]))
+    assert t.score == 0.0 and "/v2/" in t.meta["report"]
+    _aggregate(tmp_path / f"{TAG}.v2.json", [], ["a__a-1"])  # the same run's aggregate agrees
+    _aggregate(tmp_path / f"{TAG}.v1.json", ["a__a-1"], [])
+    assert [t.score for t in load_paths([v1, v2])] == [1.0, 0.0]
+
+
+def test_results_of_several_runs_score_no_trajectory_whose_run_cannot_be_told(tmp_path, capsys):
+    f = _traj(tmp_path / "out", "a__a-1")
+    _harness_report(tmp_path, "a__a-1", True, run="first")
+    [t] = list(load_paths([f]))
+    assert t.score == 1.0  # one run's results: the trajectory's (the usual layout, any run id)
+    _harness_report(tmp_path, "a__a-1", True, run="second")
+    [t] = list(load_paths([f]))  # was 1.0 (they agreed) -- a guess
+    assert t.score is None and "several runs (first, second)" in t.meta["results_set_aside"]
+    from evoharness.cli import main
+    assert main(["import", str(f), "--out", str(tmp_path / "t.jsonl")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "1 of 1 trajectories left unscored" in err[0] and "several runs" in err[0]
+
+
+def test_a_run_id_in_the_trajectorys_metadata_picks_its_results(tmp_path):
+    data = {"run_id": "second", "messages": [{"role": "user", "content": "Fix."}],
+            "info": {"exit_status": "Submitted", "submission": ""}}
+    f = _traj(tmp_path / "out", "a__a-1", data)
+    _harness_report(tmp_path, "a__a-1", True, run="first")
+    [t] = list(load_paths([f]))
+    assert t.score is None and "'second'" in t.meta["results_set_aside"]
+    _aggregate(tmp_path / f"{TAG}.second.json", [], ["a__a-1"])
+    [t] = list(load_paths([f]))
+    assert t.score == 0.0 and t.meta["report"].endswith(".second.json")
+
+
+def test_an_sb_cli_report_names_its_run(tmp_path):
+    f = _traj(tmp_path / "runs" / "second", "a__a-1")
+    _traj(tmp_path / "runs" / "first", "a__a-1")
+    _aggregate(tmp_path / "sb-cli-reports" / "swe-bench_lite__test__first.json", ["a__a-1"], [])
+    [t] = list(load_paths([f]))
+    assert t.score is None and "first" in t.meta["results_set_aside"]
+    _aggregate(tmp_path / "sb-cli-reports" / "swe-bench_lite__test__second.json", [], ["a__a-1"])
+    [t] = list(load_paths([f]))
+    assert t.score == 0.0 and t.meta["report"].endswith("__second.json")

@@ -25,6 +25,11 @@ from it. Where harness logs or aggregates of several models hold the instance, t
 trajectory's model (``model_name`` with ``/`` as ``__``, as the harness names them) are used when any is.
 Two results that disagree (or an aggregate listing the instance as both) are one ``InputError`` naming both
 files. ``meta["report"]`` is the first result found.
+
+Only the trajectory's own run's results count (``_of_this_run``): its run is a ``run_id`` in its JSON, else a
+result's run id naming one of its folders; when neither tells, results of a run whose folder sits beside one
+of the trajectory's do not count, and results of several runs count for none. ``meta["results_set_aside"]``
+says why results were set aside.
 """
 
 from __future__ import annotations
@@ -194,23 +199,33 @@ def _instance_report(f: Path, instance_id: str) -> bool | None:
     return None if size is None or size > SIZE_CAP else _resolved(f, instance_id)
 
 
-def find_results(path: Path, instance_id: str, model: str | None = None) -> list[tuple[Path, bool]]:
-    """Every SWE-bench verdict on ``instance_id`` near ``path`` (see the module docstring), in search order;
-    filtered to the trajectory's model where several models' results hold it."""
-    found: list[tuple[Path, bool, str | None]] = []  # (file, resolved, model tag)
+def find_results(path: Path, instance_id: str, model: str | None = None,
+                 run: str | None = None) -> list[tuple[Path, bool]]:
+    """Every SWE-bench verdict on ``instance_id`` near ``path`` that counts for it (see the module docstring),
+    in search order; filtered to the trajectory's model where several models' results hold it and to its run
+    (``run``: the trajectory's own run id, when its metadata names one)."""
+    return _find(path, instance_id, model, run)[0]
+
+
+def _find(path: Path, instance_id: str, model: str | None, run: str | None
+          ) -> tuple[list[tuple[Path, bool]], str | None]:
+    """(the results that count, why results found were set aside: None when none were)."""
+    found: list[tuple[Path, bool, str | None, str | None, Path]] = []  # (file, resolved, model tag, run, dir)
     models: set[str] = set()  # the harness's model directory names seen: models named exactly
+    harness_runs: set[str] = set()
     d = path.parent
     for level in range(MAX_PARENTS + 1):
         if level == 0 and (v := _instance_report(d / "report.json", instance_id)) is not None:
-            found.append((d / "report.json", v, None))
+            found.append((d / "report.json", v, None, None, d))
         if (v := _instance_report(d / "logs" / instance_id / "report.json", instance_id)) is not None:
-            found.append((d / "logs" / instance_id / "report.json", v, None))
-        for run in sorted(_listdir(d / "logs" / "run_evaluation")):
-            for model_dir in sorted(_listdir(run)):
+            found.append((d / "logs" / instance_id / "report.json", v, None, None, d))
+        for run_dir in sorted(_listdir(d / "logs" / "run_evaluation")):
+            harness_runs.add(run_dir.name)
+            for model_dir in sorted(_listdir(run_dir)):
                 models.add(model_dir.name)
                 f = model_dir / instance_id / "report.json"
                 if (v := _instance_report(f, instance_id)) is not None:
-                    found.append((f, v, model_dir.name + "/"))
+                    found.append((f, v, model_dir.name + "/", run_dir.name, d))
         for sub in (d, d / "reports", d / "sb-cli-reports"):
             for f in sorted(_listdir(sub)):
                 if f.suffix != ".json" or (agg := _aggregate(f)) is None:
@@ -219,7 +234,7 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
                 if resolved and unresolved:
                     raise InputError(str(f), f"aggregate report lists {instance_id} as both resolved and unresolved")
                 if resolved or unresolved:
-                    found.append((f, resolved, f.name))
+                    found.append((f, resolved, f.name, f.stem, d))
         if d.parent == d:
             break
         d = d.parent
@@ -227,8 +242,8 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
     # <model>.<run_id>.json when it starts with "<model>." and no longer model directory name claims it (with
     # openai__gpt-4.1 among the directories, openai__gpt-4.1.run1.json is gpt-4.1's, not gpt-4's; a
     # directory openai__gpt-4.1/ was taken for gpt-4's too, its name starting with "openai__gpt-4.")
-    if model:
-        name = model.replace("/", "__")
+    name = model.replace("/", "__") if model else None
+    if name:
         longer = [m for m in models if m.startswith(name + ".")]
 
         def mine(t: str) -> bool:
@@ -236,9 +251,70 @@ def find_results(path: Path, instance_id: str, model: str | None = None) -> list
                 return t == name + "/"
             return t.startswith(name + ".") and not any(t.startswith(m + ".") for m in longer)
 
-        if any(t is not None and mine(t) for _, _, t in found):
+        if any(t is not None and mine(t) for _, _, t, _, _ in found):
             found = [x for x in found if x[2] is None or mine(x[2])]
-    return [(f, v) for f, v, _ in found]
+    # then this run's (after the model's: an aggregate's run id is read from its name past the model's)
+    found, why = _of_this_run(path, found, run, harness_runs, models | ({name} if name else set()))
+    return [(f, v) for f, v, *_ in found], why
+
+
+def _run_of(tag: str | None, stem: str | None, harness_runs: set[str], models: set[str]) -> str | None:
+    """The run id of a result: its harness log's run directory; an aggregate's from its name
+    (``<model>.<run_id>``, sb-cli's ``<subset>__<split>__<run_id>``, or ending in a harness run id seen)."""
+    if stem is None:
+        return None
+    if tag is not None and tag.endswith("/"):
+        return stem
+    for r in sorted(harness_runs, key=len, reverse=True):
+        if stem == r or stem.endswith(("." + r, "__" + r)):
+            return r
+    for m in sorted(models, key=len, reverse=True):
+        if stem.startswith(m + ".") and len(stem) > len(m) + 1:
+            return stem[len(m) + 1:]
+    return stem.rsplit("__", 1)[-1] if stem.count("__") >= 2 else stem
+
+
+def _of_this_run(path: Path, found: list, run: str | None, harness_runs: set[str], models: set[str]
+                 ) -> tuple[list, str | None]:
+    """The results of the trajectory's own run (a result with no run id -- a report beside the trajectory,
+    ``logs/<id>/report.json`` -- always counts). Its run: ``run`` (its metadata) when given, else a run id
+    that names one of its folders. When neither tells: another run's results whose run folder sits beside one
+    of the trajectory's folders (``runs/v1`` beside ``runs/v2``) never count, and results of several runs
+    count for none."""
+    runs = {id(x): _run_of(x[2], x[3], harness_runs, models) for x in found}
+    plain = [x for x in found if runs[id(x)] is None]
+    tagged = [x for x in found if runs[id(x)] is not None]
+    if not tagged:
+        return found, None
+    if run is not None:
+        own = [x for x in tagged if runs[id(x)] == run]
+        if own:
+            return plain + own, None
+        return plain, f"its run {run!r} (metadata) has no result; another run's ({_names(tagged, runs)}) do not count"
+    folders = {p.name for p in path.parents[:MAX_PARENTS + 1]}
+    own = [x for x in tagged if runs[id(x)] in folders]
+    if own:
+        return plain + own, None
+    elsewhere = []
+    for x in tagged:
+        below = path.parent
+        while below != x[4] and below.parent != below:
+            if below.name != runs[id(x)] and (below.parent / runs[id(x)]).is_dir():
+                elsewhere.append(x)
+                break
+            below = below.parent
+    rest = [x for x in tagged if x not in elsewhere]
+    if len({runs[id(x)] for x in rest}) > 1:
+        return plain, (f"results of several runs ({_names(rest, runs)}) hold it and its run cannot be told "
+                       "(name its run folder as the run id)")
+    if elsewhere:
+        return plain + rest, (f"the results of run(s) {_names(elsewhere, runs)} belong to a run folder beside "
+                              "its own")
+    return found, None
+
+
+def _names(results: list, runs: dict) -> str:
+    return ", ".join(sorted({str(runs[id(x)]) for x in results}))
 
 
 def find_report(path: Path, instance_id: str, model: str | None = None) -> Path | None:
@@ -247,18 +323,24 @@ def find_report(path: Path, instance_id: str, model: str | None = None) -> Path 
     return results[0][0] if results else None
 
 
-def score_of(path: Path, instance_id: str, model: str | None = None) -> tuple[float | None, Path | None]:
+def score_of(path: Path, instance_id: str, model: str | None = None, run: str | None = None
+             ) -> tuple[float | None, Path | None]:
     """(1.0 resolved / 0.0 not / None unscored, the first result file); ``InputError`` when results disagree."""
-    results = find_results(path, instance_id, model)
+    return _score(path, instance_id, model, run)[:2]
+
+
+def _score(path: Path, instance_id: str, model: str | None, run: str | None
+           ) -> tuple[float | None, Path | None, str | None]:
+    results, why = _find(path, instance_id, model, run)
     if not results:
-        return None, None
+        return None, None, why
     first, verdict = results[0]
     for other, v in results[1:]:
         if v != verdict:
             raise InputError(str(path), f"SWE-bench results disagree on {instance_id}: {first} says "
                                         f"{'resolved' if verdict else 'unresolved'}, {other} says "
                                         f"{'resolved' if v else 'unresolved'}")
-    return (1.0 if verdict else 0.0), first
+    return (1.0 if verdict else 0.0), first, why
 
 
 def _resolved(report_path: Path, instance_id: str) -> bool | None:
@@ -337,7 +419,8 @@ def convert(path: Path, data: Any) -> Trajectory:
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
     model = (config.get("model") or {}).get("model_name") if isinstance(config.get("model"), dict) else None
-    score, report = score_of(path, instance_id, model if isinstance(model, str) else None)
+    run = next((r for r in (data.get("run_id"), info.get("run_id")) if isinstance(r, str) and r), None)
+    score, report, why = _score(path, instance_id, model if isinstance(model, str) else None, run)
     return Trajectory(
         id=f"mini-swe-agent:{instance_id}",
         task_id=instance_id,
@@ -351,5 +434,6 @@ def convert(path: Path, data: Any) -> Trajectory:
         usage=Usage(steps=steps),
         meta={"source_format": "mini-swe-agent", "exit_status": exit_status,
               "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
-              "mini_version": info.get("mini_version"), "report": str(report) if report else None},
+              "mini_version": info.get("mini_version"), "report": str(report) if report else None,
+              **({"results_set_aside": why} if why else {})},
     )
