@@ -16,6 +16,15 @@ dataset_app = typer.Typer(help="The training-dataset queue and exports for weigh
                           no_args_is_help=True)
 
 
+def _require_records(path: Path, what: str) -> None:
+    """An input with no record (empty, or blank lines only) is an error, as for `diagnose` and `import`:
+    "0 records, all valid" or "0 newly queued" read as success and hid a wrong or truncated file."""
+    from evoharness.traces.store import jsonl_lines
+
+    if path.is_file() and next(iter(jsonl_lines(path)), None) is None:
+        raise InputError(str(path), f"empty file, no {what}")
+
+
 def _queue(ctx: typer.Context, url: str | None):
     from .queue import TrainingQueue, queue_from_settings
 
@@ -59,10 +68,12 @@ def enqueue(
 
     from .export import JsonlSource
 
+    source = JsonlSource(trajectories)
+    _require_records(trajectories, "trajectories to enqueue")
     q = _queue(ctx, url)
     labeller = Labeller(settings_of(ctx).diagnosis)
     added = seen = content = 0
-    for t in JsonlSource(trajectories):
+    for t in source:
         seen += 1
         label = labeller.label(t)
         if label.lever != Lever.weights:
@@ -137,6 +148,8 @@ def export(
         fail(f"--labels {labels}: " + (
             "labels go with --trajectories (--source healthy / all)" if source_ == SourceKind.queue
             else "is a directory, not a labels file" if labels.is_dir() else "no such file"))
+    if trajectories is not None and source_ != SourceKind.queue:
+        _require_records(trajectories, "trajectories to export")
     cfg = settings.datasets
     summary = export_dataset(
         out, fmt=fmt_, source=source_,
@@ -171,6 +184,8 @@ def validate(
     if not path.is_file():
         fail(f"{path}: no such file")
     n, problems = entry.validate(path)
+    if n == 0:
+        fail(f"{path}: empty file, no records to validate")
     for p in problems[:50]:
         typer.echo(p)
     if problems:
