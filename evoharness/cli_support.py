@@ -60,6 +60,23 @@ MAX_ROLLOUTS_PER_TASK = 1000
 MAX_ROLLOUTS = 100_000
 
 
+# Most rounds a --round / --rounds option or run.max_rounds takes: a round count past this is a typo (a round
+# takes seconds to hours), and 99999999999999999999999 overflowed SQLite's INTEGER in `dataset enqueue
+# --round` (a traceback). The demo's own limit is lower: its budget (6000 rollouts) ends it within ~5 rounds.
+MAX_ROUNDS = 10_000
+MAX_DEMO_ROUNDS = 100
+# Most rollouts at once (--workers, sandbox.workers): each is a sandbox (a process or container) on this
+# machine, or a request in flight to the model; more starts thousands of sandboxes at once.
+MAX_WORKERS = 256
+
+
+def check_range(value: int | None, option: str, least: int, most: int, note: str = "") -> int | None:
+    """``value`` when it is None or within least..most; otherwise one ``error:`` line, exit 2."""
+    if value is not None and not least <= value <= most:
+        fail(f"{option} must be {least:,} to {most:,}{note}, not {value:,}")
+    return value
+
+
 def check_rollouts(k: int | None, option: str = "--rollouts", least: int = 1) -> int | None:
     """``k`` when it is None or within least..MAX_ROLLOUTS_PER_TASK; otherwise one ``error:`` line, exit 2."""
     if k is not None and not least <= k <= MAX_ROLLOUTS_PER_TASK:

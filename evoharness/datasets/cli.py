@@ -59,15 +59,17 @@ def enqueue(
     ctx: typer.Context,
     trajectories: Annotated[Path, typer.Argument(help="canonical trajectory JSONL")],
     run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from")] = None,
-    round_: Annotated[int | None, typer.Option("--round", min=0, help="round of that run")] = None,
+    round_: Annotated[int | None, typer.Option("--round", help="round of that run (0 to 10,000)")] = None,
     url: Annotated[str | None, typer.Option(help="queue URL")] = None,
 ) -> None:
     """Label trajectories and queue the content failures (lever weights); others are left out."""
+    from evoharness.cli_support import MAX_ROUNDS, check_range
     from evoharness.diagnosis.labeller import Labeller
     from evoharness.diagnosis.models import Lever
 
     from .export import JsonlSource
 
+    check_range(round_, "--round", 0, MAX_ROUNDS)
     source = JsonlSource(trajectories)
     _require_records(trajectories, "trajectories to enqueue")
     q = _queue(ctx, url)

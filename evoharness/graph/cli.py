@@ -125,13 +125,15 @@ def demo(
         "--resume", help="continue the demo in --out (default: the latest under demo-out) from its evolved "
         "harness")] = False,
     env: Annotated[str, typer.Option(help="synthetic | agentdojo:workspace (~5 s a rollout)")] = "synthetic",
-    rounds: Annotated[int, typer.Option(help="round limit")] = 3,
+    rounds: Annotated[int, typer.Option(help="round limit, 1 to 100 (the demo's budget of 6000 rollouts and "
+                                            "its patience usually end it sooner)")] = 3,
     sandbox: Annotated[str, typer.Option(help="bwrap | none")] = "bwrap",
 ) -> None:
     """The embedded default: a fresh harness, the standin:weak model, playbook roles, bwrap, SQLite."""
-    from evoharness.cli_support import activate_hint, command_name
+    from evoharness.cli_support import MAX_DEMO_ROUNDS, activate_hint, check_range, command_name
     from evoharness.graph import demo as demo_module
 
+    check_range(rounds, "--rounds", 1, MAX_DEMO_ROUNDS)
     out, note = _demo_dir(out, resume)
     from evoharness.envs import get_environment
 

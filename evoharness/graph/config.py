@@ -19,7 +19,7 @@ class RunConfig(BaseModel):
     heldout_limit: int = Field(0, ge=0, description="How many of the environment's held-out tasks the before/after "
                                "evaluation uses (0 = all). A count; `datasets.heldout_tasks` is a list of task ids.")
     rollouts: int = Field(2, ge=1, description="k: rollouts per task for anchors and candidates.")
-    max_rounds: int = Field(3, ge=1, description="Stop after this many rounds.")
+    max_rounds: int = Field(3, ge=1, le=10_000, description="Stop after this many rounds (at most 10,000).")
     budget: float = Field(2000, gt=0, description="Budget ledger units for the whole run (1 unit per rollout).")
     max_candidates: int = Field(2, ge=1, description="Candidates per round (the roles propose up to this many).")
     patience: int = Field(2, ge=1, description="Ceiling: end after this many rounds in a row with nothing "

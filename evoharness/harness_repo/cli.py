@@ -80,11 +80,14 @@ def candidate_new(
     ctx: typer.Context,
     harness: HarnessOpt,
     edit: Annotated[Path, typer.Option("--edit", help="EDIT.json: message, targets, changes[]")],
-    round: Annotated[int, typer.Option("--round", min=0, help="round number used in the branch name")] = 0,
+    round: Annotated[int, typer.Option("--round", help="round number used in the branch name (0 to 10,000)")] = 0,
     env: Annotated[str | None, typer.Option("--env", help="environment spec: refuse an edit that copies its "
                                             "task text, expected answers or scorer code")] = None,
 ) -> None:
     """Validate an edit and commit it on a new candidate branch; prints the branch."""
+    from evoharness.cli_support import MAX_ROUNDS, check_range
+
+    check_range(round, "--round", 0, MAX_ROUNDS)
     the_edit = load_edit(edit)
     if env is not None:
         from evoharness.envs import get_environment

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import MAX_ROLLOUTS, check_rollouts, fail, output_file, settings_of
+from evoharness.cli_support import (
+    MAX_ROLLOUTS,
+    MAX_WORKERS,
+    check_range,
+    check_rollouts,
+    fail,
+    output_file,
+    settings_of,
+)
 from evoharness.errors import InputError
 
 
@@ -89,8 +97,7 @@ def rollout(
     if tasks < 0:
         fail(f"--tasks must be >= 0 (0 = all), not {tasks}")
     n_workers = workers if workers is not None else cfg.workers
-    if n_workers < 1:
-        fail("--workers must be >= 1")
+    check_range(n_workers, "--workers", 1, MAX_WORKERS)
     n_batch = batch if batch is not None else cfg.batch_size
     if n_batch < 1:
         fail("--batch must be >= 1")

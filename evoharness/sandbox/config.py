@@ -49,7 +49,7 @@ class SandboxConfig(BaseModel):
         "(a plain child process with limits, no isolation), or 'inprocess' (this "
         "process, no limits; tests and benchmarks only).",
     )
-    workers: int = Field(2, ge=1, description="Rollouts run at once by the local executor.")
+    workers: int = Field(2, ge=1, le=256, description="Rollouts run at once by the local executor (at most 256).")
     executor: Literal["local", "ray"] = Field(
         "local", description="Who runs the rollouts: 'local' (a thread pool on this machine, `workers` at a "
         "time) or 'ray' (one Ray task per rollout, or per batch of one commit, on a Ray cluster; every node "

@@ -64,7 +64,8 @@ def test_next_commands_use_the_path_the_cli_was_started_by(demos, capsys, monkey
 def test_bad_values_leave_no_demo_directory_behind(demos, capsys, tmp_path):
     for opts, message in ((["--env", "bogus"], "error: env: unknown environment 'bogus'"),
                           (["--env", "agentdojo:nope"], "error: env: unknown AgentDojo suite 'nope'"),
-                          (["--rounds", "0"], "error: Settings: run.max_rounds")):
+                          (["--rounds", "0"], "error: --rounds must be 1 to 100, not 0"),
+                          (["--rounds", "101"], "error: --rounds must be 1 to 100, not 101")):
         assert main(["demo", *opts]) == 2, opts
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith(message), line

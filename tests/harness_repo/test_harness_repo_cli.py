@@ -58,8 +58,7 @@ def test_candidate_new_on_a_missing_file_or_repo(cli_harness: Path, tmp_path: Pa
     assert main(["candidate", "new", "--harness", str(tmp_path / "nowhere"), "--edit", str(edit)]) == 2
     assert "not a git repository" in capsys.readouterr().err
     assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(edit), "--round", "-1"]) == 2
-    assert capsys.readouterr().err.splitlines() == [
-        "error: evoharness candidate new: invalid value for option --round: Input should be greater than or equal to 0"]
+    assert capsys.readouterr().err.splitlines() == ["error: --round must be 0 to 10,000, not -1"]
     assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""  # no branch `candidate/r-1-...`
 
 
