@@ -10,6 +10,13 @@ evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET] [--holdout] [--by-signal]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
 
+``--data DIR``: the public data folder (``who_and_when/`` and ``agentrx_magentic_one/`` in it, the default
+../shared/data), or any folder of human-labelled runs, scored with the same figures and baselines: AgentRx-style
+runs with their ground truth (``tau_dataset/<id>.json`` or ``magentic_dataset/<id>.json`` or
+``trajectories/<id>.json``, with ``ground_truth.json`` / ``*ground_truth.json`` beside them, one folder up or in a
+``ground_truth/`` folder there: set ``agentrx/tau-bench`` or ``agentrx/Magentic-One``) or Who&When logs. Runs
+without labels in it are left out; a folder with none is an error.
+
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
 signals). It reads per-detector results, so it is refused unless ``--holdout --only`` names the tuning two thirds
@@ -44,6 +51,7 @@ from evoharness.diagnosis.accuracy import (
     to_json,
 )
 from evoharness.diagnosis.labeller import Labeller
+from evoharness.errors import InputError
 from evoharness.traces.importers import load_paths
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -52,7 +60,8 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
-    ap.add_argument("--data", type=Path, default=DATA, help="the public data folder (default ../shared/data)")
+    ap.add_argument("--data", type=Path, default=DATA,
+                    help="the public data folder (default ../shared/data), or any folder of human-labelled runs")
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
@@ -78,6 +87,11 @@ def main() -> int:
               file=sys.stderr)
         return 2
     roots = public_sets(args.data)
+    if not any(r.is_dir() for r in roots):  # not the public data folder: a folder of labelled runs of its own
+        if not args.data.is_dir():
+            print(f"error: --data {args.data}: no such folder", file=sys.stderr)
+            return 2
+        roots = [args.data]
     missing = [str(r) for r in roots if not r.is_dir()]
     if missing:
         print(f"error: data folder(s) not found: {', '.join(missing)}", file=sys.stderr)
@@ -90,7 +104,15 @@ def main() -> int:
         step = s.step if s else None
         return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
 
-    sets = labelled_records(load_paths(roots))
+    try:
+        sets = labelled_records(load_paths(roots))
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not sets:
+        print(f"error: no human-labelled runs in {', '.join(map(str, roots))} (AgentRx runs with a ground-truth "
+              "file, or Who&When logs; see docs/traces.md)", file=sys.stderr)
+        return 2
     if args.holdout:
         sets = holdout_split(sets)
     if args.only:
@@ -105,7 +127,6 @@ def main() -> int:
     fallbacks: list[str] = []
     if args.labeller == "llm":
         from evoharness.diagnosis.judge import LLMJudge, openai_judge_model
-        from evoharness.errors import InputError
 
         try:
             judge = LLMJudge(openai_judge_model(args.model), context_tokens=args.context, window=args.window)

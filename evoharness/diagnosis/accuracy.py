@@ -39,6 +39,26 @@ CROSSWALK = {
     "intent not supported": "F4",
     "underspecified user intent": "F4",
 }
+# the other spellings AgentRx's own scorers accept (scripts/score_tau_ablation.py, the judge's taxonomy); after
+# ``category_key`` ("Intent / Plan Misalignment" -> "intent/plan misalignment"); "Inconclusive" maps to none
+CROSSWALK_ALIASES = {
+    "intent/plan misalignment": "intent plan misalignment",
+    "intent-plan misalignment": "intent plan misalignment",
+    "instruction adherence failure": "instruction/plan adherence failure",
+    "invocation failure": "invalid invocation",
+    "misinterpretation of tool output/handoff failure": "misinterpretation of tool output",
+}
+
+
+def category_key(category: str) -> str:
+    """A category name as ``CROSSWALK`` spells it: lower case, single spaces, none around a slash, aliases."""
+    key = re.sub(r"\s*/\s*", "/", " ".join(category.lower().split()))
+    return CROSSWALK_ALIASES.get(key, key)
+
+
+def crosswalk(category: str) -> str | None:
+    """The F1-F4 class of an AgentRx category, None for one the crosswalk does not name (Inconclusive)."""
+    return CROSSWALK.get(category_key(category))
 
 ERROR_TEXT = re.compile(r"\b(error|exception|traceback|failed|exitcode: [1-9])", re.IGNORECASE)
 
@@ -46,6 +66,7 @@ PUBLISHED = {
     "who-and-when/Hand-Crafted": "Who&When paper best step 14.2%; A2P (2025) step 29.3%",
     "who-and-when/Algorithm-Generated": "A2P (2025) step 47.5%",
     "agentrx/Magentic-One": "none published for this crosswalk",
+    "agentrx/tau-bench": "none published for this crosswalk",
 }
 
 FIGURES = ("step_exact", "step_within_1", "step_within_3", "agent", "class")
@@ -85,17 +106,25 @@ def human_label(t: Trajectory) -> HumanLabel | None:
             return None
         return HumanLabel(step=step, agent=meta.get("mistake_agent"), failure_class=None)
     failures = meta.get("human_failures")
-    if meta.get("source_format") == "agentrx" and failures:
+    if meta.get("source_format") in AGENTRX_SETS and failures:
         first = failures[0]
-        return HumanLabel(step=first["step"], agent=first["agent"] or None,
-                          failure_class=CROSSWALK.get(first["category"].strip().lower()))
+        if not 0 <= first["step"] < len(t.messages):
+            return None
+        # the agent figure where agents are named: a single-agent run (tau-bench) has no agent to attribute
+        named = any(m.get("name") for m in t.messages if m.get("role") == "assistant")
+        return HumanLabel(step=first["step"], agent=(first["agent"] or None) if named else None,
+                          failure_class=crosswalk(first["category"]))
     return None
+
+
+# AgentRx's formats -> the set their records are scored in
+AGENTRX_SETS = {"agentrx": "agentrx/Magentic-One", "agentrx-tau": "agentrx/tau-bench"}
 
 
 def set_name(t: Trajectory) -> str:
     if t.meta.get("source_format") == "who-and-when":
         return f"who-and-when/{t.meta.get('subset')}"
-    return "agentrx/Magentic-One"
+    return AGENTRX_SETS.get(t.meta.get("source_format"), "agentrx/Magentic-One")
 
 
 def speaker(t: Trajectory, step: int | None) -> str | None:

@@ -184,9 +184,9 @@ def test_otlp_and_langsmith_bad_input_one_error_line(tmp_path, capsys):
 
 
 def test_diagnose_reads_every_format_in_one_directory(capsys):
-    """The README's one command on a directory mixing the four formats (their generator scripts are skipped)."""
+    """The README's one command on a directory of every format (generators, licences, ground truth skipped)."""
     assert main(["diagnose", str(FIXTURES), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["n"] == 2 + 3 + 4 + 2  # ATIF, tau2 simulations, OTLP traces, LangSmith traces
+    assert out["n"] == 2 + 3 + 4 + 2 + 1  # ATIF, tau2 simulations, OTLP traces, LangSmith traces, AgentRx tau
     ids = {t["id"].split(":")[0] for t in out["trajectories"]}
-    assert ids == {"atif", "tau2", "otlp", "langsmith"}
+    assert ids == {"atif", "tau2", "otlp", "langsmith", "agentrx-tau"}

@@ -10,6 +10,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
 - ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
 - ``agentrx``: a bare JSON list of ``{role, content}`` messages whose roles name the agents,
   e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present).
+- ``agentrx-tau``: AgentRx's tau-bench runs (``data/tau_dataset/<id>.json``: one tau-bench record whose
+  messages carry a 1-based ``index``), scored by ``reward``; human labels joined when present.
 - ``atif``: ATIF trajectories (``schema_version`` "ATIF-v1.x": Harbor / terminal-bench, NeMo Agent
   Toolkit), joined with Harbor's ``<trial>/result.json`` reward.
 - ``tau2``: tau2-bench ``results.json`` (one trajectory per simulation, scored by its reward).
@@ -37,6 +39,7 @@ from typing import Any
 from evoharness.errors import InputError
 from evoharness.traces.importers import (
     agentrx,
+    agentrx_tau,
     atif,
     canonical,
     langsmith,
@@ -55,6 +58,7 @@ FORMATS: dict[str, Any] = {
     "mini-swe-agent": mini_swe,
     "who-and-when": who_when,
     "agentrx": agentrx,
+    "agentrx-tau": agentrx_tau,
     "atif": atif,
     "tau2": tau2_results,
     "otlp": otlp,
@@ -150,8 +154,9 @@ def _is_trace_file(f: Path) -> bool:
     if f.name == "result.json" and (f.parent / "agent" / "trajectory.json").is_file():
         return False
     # AgentRx's ground truth (joined with each run) and its step counts sit beside the runs
-    return not (f.name in agentrx.SIDECARS
-                and (f.parent.name == "trajectories" or (f.parent / "trajectories").is_dir()))
+    return not ((f.name in agentrx.SIDECARS
+                 and (f.parent.name == "trajectories" or (f.parent / "trajectories").is_dir()))
+                or agentrx.is_ground_truth(f))
 
 
 def read_json_file(path: Path) -> Any:
@@ -216,7 +221,7 @@ def detect_format(path: Path, data: Any = None) -> str:
         if agentrx.is_message_list(data):
             return "agentrx"
         name = _detect_record(data[0])
-        if name in ("canonical", "openai", "langsmith"):
+        if name in ("canonical", "openai", "langsmith", "agentrx-tau"):
             return name
         raise InputError(str(path), f"unrecognised record (formats: {', '.join(FORMAT_NAMES)})",
                          where="record 0")
@@ -233,7 +238,8 @@ def record_format(rec: Any) -> str | None:
 
 # The order record detection asks each format's ``matches(record)``: the most specific first (an
 # OpenAI record is anything with messages). ``agentrx`` is detected on the whole list instead.
-RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "who-and-when", "mini-swe-agent", "canonical", "openai")
+RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "who-and-when", "mini-swe-agent", "canonical", "agentrx-tau",
+                    "openai")
 
 
 def _detect_record(rec: Any) -> str | None:

@@ -11,9 +11,10 @@ Orchestrator's thoughts and instructions are all the Orchestrator's), with the f
 in ``role_detail``. The final answer is the text after the last ``FINAL ANSWER:`` (else the
 last agent message's text). These runs are failure-only and unscored.
 
-When a ``ground_truth.json`` (AgentRx's ``magentic_one_ground_truth.json``) sits beside the
-file or one folder up, the human failure labels for this run are kept in
-``meta["human_failures"]`` as ``{step, category, agent, reason}`` with 0-based steps.
+When AgentRx's ground truth (``ground_truth.json`` beside the file or one folder up, or
+``*ground_truth.json`` there or in a ``ground_truth/`` folder there: ``ground_truth_files``) holds this run,
+its human failure labels are kept in ``meta["human_failures"]`` as ``{step, category, agent, reason}`` with
+0-based steps.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from evoharness.traces.models import Termination, Trajectory, Usage
 FINAL = re.compile(r"FINAL ANSWER:[ \t]*([^\n]+)", re.IGNORECASE)
 CHAT_ROLES = {"human": "user", "user": "user", "system": "system"}
 GROUND_TRUTH = "ground_truth.json"
+GROUND_TRUTH_DIR = "ground_truth"
 SIDECARS = frozenset({GROUND_TRUTH, "steps_by_id.json", "magentic_count.jsonl"})
 
 
@@ -99,17 +101,59 @@ def convert(path: Path, data: Any) -> Trajectory:
     )
 
 
-def human_failures(path: Path, run_id: str) -> list[dict[str, Any]] | None:
-    for folder in (path.parent, path.parent.parent):
-        gt = folder / GROUND_TRUTH
-        if gt.is_file():
-            return _ground_truth(str(gt)).get(run_id)
+def human_failures(path: Path, run_id: str, step_of=None) -> list[dict[str, Any]] | None:
+    """The human failure labels of run ``run_id`` from the first ground-truth file near ``path`` that holds it
+    (``ground_truth_files``), None when none does. ``step_of`` maps AgentRx's ``step_number`` to our step (None:
+    a label it cannot place, left out); by default step_number - 1 (a 1-based index into the message list)."""
+    for gt in ground_truth_files(path):
+        rows = _ground_truth(str(gt)).get(run_id)
+        if rows is None:
+            continue
+        out = []
+        for r in rows:
+            step = r["step_number"] - 1 if step_of is None else step_of(r["step_number"])
+            if step is not None:
+                out.append({"step": step, "category": r["category"], "agent": r["agent"], "reason": r["reason"]})
+        return sorted(out, key=lambda r: r["step"])
     return None
+
+
+def ground_truth_files(path: Path) -> list[Path]:
+    """AgentRx ground-truth files for a run at ``path``: ``ground_truth.json`` beside it or one folder up, then
+    ``*ground_truth.json`` there and in a ``ground_truth/`` folder there (AgentRx's own layout:
+    ``data/tau_dataset/<id>.json`` with ``data/ground_truth/tau_ground_truth.json``)."""
+    out: list[Path] = []
+    for folder in (path.parent, path.parent.parent):
+        for gt in (folder / GROUND_TRUTH, *_glob_gt(folder), *_glob_gt(folder / GROUND_TRUTH_DIR)):
+            if gt not in out and gt.is_file():
+                out.append(gt)
+    return out
+
+
+def _glob_gt(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.glob("*" + GROUND_TRUTH))
+    except OSError:
+        return []
+
+
+def is_ground_truth(f: Path) -> bool:
+    """Whether ``f`` is an AgentRx ground-truth file (joined with the runs, not a trace): named
+    ``*ground_truth.json`` or in a ``ground_truth/`` folder, naming ``trajectory_id`` in its first 64 KiB."""
+    if not (f.name.endswith(GROUND_TRUTH) or f.parent.name == GROUND_TRUTH_DIR):
+        return False
+    try:
+        with f.open("rb") as fh:
+            head = fh.read(64 << 10)
+    except OSError:
+        return False
+    return b'"trajectory_id"' in head or (f.parent.name == GROUND_TRUTH_DIR and head.lstrip()[:1] == b"[")
 
 
 @lru_cache(maxsize=8)
 def _ground_truth(path: str) -> dict[str, list[dict[str, Any]]]:
-    """AgentRx ground truth by run id; an unreadable or foreign file gives no labels (they are optional)."""
+    """AgentRx ground truth by run id, rows with the raw ``step_number``; an unreadable or foreign file gives no
+    labels (they are optional)."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -120,8 +164,9 @@ def _ground_truth(path: str) -> dict[str, list[dict[str, Any]]]:
             continue
         rows = []
         for f in rec["failures"]:
-            if isinstance(f, dict) and isinstance(f.get("step_number"), int) and f["step_number"] >= 1:
-                rows.append({"step": f["step_number"] - 1, "category": str(f.get("failure_category", "")),
+            n = f.get("step_number") if isinstance(f, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+                rows.append({"step_number": n, "category": str(f.get("failure_category", "")),
                              "agent": str(f.get("failed_agent", "")), "reason": str(f.get("step_reason", ""))})
-        out[str(rec.get("trajectory_id"))] = sorted(rows, key=lambda r: r["step"])
+        out[str(rec.get("trajectory_id"))] = sorted(rows, key=lambda r: r["step_number"])
     return out
