@@ -27,6 +27,15 @@ def _positive(k: int | None) -> int | None:
     return check_rollouts(k)
 
 
+def _keep_earlier(path: Path, what: str) -> None:
+    """Without --out, a run's stored result is never replaced silently (it was: a second `ablate RUN` lost the
+    first, perhaps a costlier one with more rollouts or both splits): one error line before any rollout, saying
+    how to replace it or write beside it -- the rule `--out DIR` follows for the file it implies."""
+    if path.exists():
+        raise InputError(str(path), f"already holds {what} of this run, kept; pass --out {path} to replace it, "
+                                    "or --out OTHER.json to keep both")
+
+
 def report(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="run id under <home>/runs, a run directory, or a demo output dir")],
@@ -97,6 +106,8 @@ def evaluate(
         from evoharness.reports.runs import load_run
 
         record = load_run(settings_of(ctx), run)
+        if out is None:
+            _keep_earlier(record.evaluation_path(split), f"the {split} evaluation")
         ev = evaluate_run(record, split, rollouts, _progress(as_json), out)
         out = out or record.evaluation_path(split)
     else:
@@ -143,8 +154,8 @@ def ablate(
     = None,
     split: Annotated[str, typer.Option("--split", help="dev | heldout | both")] = "both",
     out: Annotated[Path | None, typer.Option("--out", "-o", parser=output_file("ablation.json"), metavar="<path>",
-                                             help="JSON result (default: <run dir>/ablation.json; a directory: "
-                                                  "DIR/ablation.json)")]
+                                             help="JSON result (default: <run dir>/ablation.json, never "
+                                                  "replaced: give --out to redo; a directory: DIR/ablation.json)")]
     = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
@@ -161,6 +172,8 @@ def ablate(
     record = load_run(settings_of(ctx), run)
     if record.note:
         typer.echo(f"note: {record.note}", err=True)
+    if out is None:
+        _keep_earlier(record.ablation_path, "the ablation")
     result = ablate_run(record, rollouts, splits, _progress(as_json), out)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

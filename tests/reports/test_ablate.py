@@ -115,3 +115,28 @@ def test_ablate_of_a_run_that_merged_nothing(own_run, capsys):
     shutil.rmtree(run_dir)
     assert cli("ablate", str(root)) == 2  # summary.json names a run whose directory is gone
     assert "run directory is gone" in capsys.readouterr().err
+
+
+def test_a_second_ablate_or_evaluate_without_out_keeps_the_stored_result(own_run, tmp_path, capsys):
+    """`ablate RUN` twice replaced the run's ablation.json silently (the first, perhaps with more rollouts or
+    both splits, was lost); now the second is refused before any rollout, saying how to replace it."""
+    root, run_dir = own_run
+    assert cli("ablate", str(root), "--split", "dev", "--rollouts", "2") == 0
+    stored = (run_dir / "ablation.json").read_bytes()
+    capsys.readouterr()
+    assert cli("ablate", str(root), "--split", "heldout", "--rollouts", "1") == 2
+    out, err = capsys.readouterr()
+    path = run_dir / "ablation.json"
+    assert err.splitlines() == [f"error: {path}: already holds the ablation of this run, kept; pass --out {path} "
+                                "to replace it, or --out OTHER.json to keep both"]
+    assert out == "" and (run_dir / "ablation.json").read_bytes() == stored
+    assert cli("ablate", str(root), "--split", "heldout", "--rollouts", "1", "--out", str(path)) == 0  # as told
+    assert json.loads(path.read_text())["splits"] == ["heldout"]
+    # evaluate --run stores evaluation-<split>.json the same way
+    assert cli("evaluate", "--run", str(root), "--split", "dev", "--rollouts", "1") == 0
+    evaluation = next(run_dir.glob("evaluation*dev*.json"))
+    stored = evaluation.read_bytes()
+    capsys.readouterr()
+    assert cli("evaluate", "--run", str(root), "--split", "dev", "--rollouts", "2") == 2
+    assert capsys.readouterr().err.startswith(f"error: {evaluation}: already holds the dev evaluation of this run")
+    assert evaluation.read_bytes() == stored
