@@ -7,6 +7,12 @@ result, so the loop and friction detectors see real tool calls. Replies the harn
 rejected ("Please always provide EXACTLY ONE action ...") stay as text and become
 ``format_rejected`` events at the rejecting message.
 
+v2 (``trajectory_format`` "mini-swe-agent-1.1"): native ``tool_calls`` and ``tool`` results, text-based
+``extra.actions`` / ```mswea_bash_command blocks with ``extra.returncode`` observations, Responses-API items,
+``extra.interrupt_type == "FormatError"`` rejections, and the closing ``exit`` message (left out; its
+``extra.exit_status`` / ``submission`` used where ``info`` lacks them; ``meta["source_index"]`` then maps our
+steps to the file's messages).
+
 Score: SWE-bench's verdict, 1.0 resolved, 0.0 not, unscored (None) when no result names the
 instance. The lookup (``find_results``) walks the trajectory's directory and at most
 ``MAX_PARENTS`` directories above it; in each directory ``d`` it reads:
@@ -42,9 +48,11 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces.importers._shape import arguments, content_text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
 BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n?```", re.DOTALL)
+ACTION_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.DOTALL)  # v1 / v2 text-based
 FORMAT_ERROR = re.compile(r"^\s*Please always provide EXACTLY ONE action", re.IGNORECASE)
 OBSERVATION = re.compile(r"^\s*<returncode>", re.IGNORECASE)
 TIMEOUT_MSG = re.compile(r"timed out|timeout", re.IGNORECASE)
@@ -55,6 +63,7 @@ _TERMINATION = {
     "timeout": Termination.timeout,
     "executiontimeouterror": Termination.timeout,
     "contextwindowexceedederror": Termination.context_overflow,
+    "timeexceeded": Termination.timeout,
 }
 
 
@@ -373,41 +382,50 @@ def convert(path: Path, data: Any) -> Trajectory:
     instance_id = str(data.get("instance_id") or path.name.removesuffix(".traj.json"))
     messages: list[dict[str, Any]] = []
     events: list[Event] = []
-    pending_call: str | None = None
+    source_index: list[int] = []  # our message k is data["messages"][source_index[k]]
+    pending: list[str] = []  # the last reply's tool call ids still waiting for a result, in order
+    exit_extra: dict[str, Any] = {}
     steps = 0
     task = None
     for i, m in enumerate(data["messages"]):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise ValueError(f"message {i} has no string 'role'")
-        role, content = m["role"], m.get("content")
-        if isinstance(content, list):  # multimodal-style content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        content = content if isinstance(content, str) else ""
+        role, content, calls, extra = _message(m, i)
         step = len(messages)
+        if role == "exit":  # v2's closing message (exit status and submission): no turn of the conversation
+            exit_extra = extra
+            continue
+        source_index.append(i)
         if role == "assistant":
             steps += 1
-            blocks = BASH_BLOCK.findall(content)
-            if len(blocks) == 1:
-                pending_call = f"call_{step}"
-                args = json.dumps({"command": blocks[0].strip()})
-                messages.append({"role": "assistant", "content": content, "tool_calls": [
-                    {"id": pending_call, "type": "function", "function": {"name": "bash", "arguments": args}}]})
-            else:
-                pending_call = None
-                messages.append({"role": "assistant", "content": content})
-        elif role == "user" and pending_call and OBSERVATION.match(content):
-            messages.append({"role": "tool", "tool_call_id": pending_call, "name": "bash", "content": content})
-            pending_call = None
+            if not calls:  # text-based: v2's parsed actions, else exactly one fenced bash block
+                actions = [a["command"] for a in extra.get("actions") or () if isinstance(a, dict)
+                           and isinstance(a.get("command"), str)] if isinstance(extra.get("actions"), list) else []
+                if not actions:
+                    blocks = ACTION_BLOCK.findall(content)
+                    actions = [blocks[0].strip()] if len(blocks) == 1 else []
+                calls = [{"id": f"call_{step}" if len(actions) == 1 else f"call_{step}_{k}", "type": "function",
+                          "function": {"name": "bash", "arguments": json.dumps({"command": a})}}
+                         for k, a in enumerate(actions)]
+            pending = [c["id"] for c in calls]
+            messages.append({"role": "assistant", "content": content, "tool_calls": calls} if calls
+                            else {"role": "assistant", "content": content})
+        elif role == "tool":  # v2 tool-call models: the result names its call
+            call_id = str(m.get("tool_call_id") or m.get("call_id") or (pending[0] if pending else f"call_{step}"))
+            if call_id in pending:
+                pending.remove(call_id)
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": "bash", "content": content})
+        elif (role == "user" and pending and extra.get("interrupt_type") is None
+              and (OBSERVATION.match(content) or "returncode" in extra)):
+            messages.append({"role": "tool", "tool_call_id": pending.pop(0), "name": "bash", "content": content})
         else:
-            if role == "user" and FORMAT_ERROR.match(content):
+            if role == "user" and (FORMAT_ERROR.match(content) or extra.get("interrupt_type") == "FormatError"):
                 events.append(Event(type="format_rejected", step=step, detail=content[:300]))
             elif role == "user" and task is None:
                 task = content
             messages.append({"role": role, "content": content})
 
-    exit_status = str(info.get("exit_status") or "")
+    exit_status = str(info.get("exit_status") or exit_extra.get("exit_status") or "")
     termination = _TERMINATION.get(exit_status.lower(), Termination.error if exit_status else Termination.aborted)
-    submission = info.get("submission")
+    submission = info.get("submission") if "submission" in info else exit_extra.get("submission")
     final_answer = submission if termination == Termination.delivered and isinstance(submission, str) else None
     if termination == Termination.delivered and final_answer is None:
         final_answer = ""
@@ -435,5 +453,48 @@ def convert(path: Path, data: Any) -> Trajectory:
         meta={"source_format": "mini-swe-agent", "exit_status": exit_status,
               "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
               "mini_version": info.get("mini_version"), "report": str(report) if report else None,
-              **({"results_set_aside": why} if why else {})},
+              **({"results_set_aside": why} if why else {}),
+              **({"source_index": source_index} if len(source_index) != len(data["messages"]) else {})},
     )
+
+
+def _message(m: Any, i: int) -> tuple[str, str, list[dict[str, Any]], dict[str, Any]]:
+    """(role, text, tool calls, extra) of one saved message: a chat message (v1; v2 with ``tool_calls`` and
+    ``extra``), or v2's Responses-API items (a ``response`` object with ``output`` items, a
+    ``function_call_output``, a ``message`` item with content parts)."""
+    if not isinstance(m, dict):
+        raise ValueError(f"message {i} has no string 'role'")
+    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+    role = m.get("role")
+    if m.get("type") == "function_call_output":
+        return "tool", content_text(m.get("output")), [], extra
+    if not isinstance(role, str) and isinstance(m.get("output"), list):  # a Responses-API reply
+        texts, calls = [], []
+        for item in m["output"]:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "message":
+                texts.append(content_text(item.get("content")))
+            elif item.get("type") == "function_call":
+                calls.append(_call(item.get("call_id") or item.get("id"), item.get("name"), item.get("arguments")))
+        return "assistant", "".join(texts), calls, extra
+    if not isinstance(role, str):
+        raise ValueError(f"message {i} has no string 'role'")
+    content = m.get("content")
+    if isinstance(content, list):  # multimodal-style content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    content = content if isinstance(content, str) else ""
+    calls = []
+    for c in m.get("tool_calls") or () if role == "assistant" and isinstance(m.get("tool_calls"), list) else ():
+        if isinstance(c, dict):
+            fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+            calls.append(_call(c.get("id"), fn.get("name"), fn.get("arguments")))
+    for k, c in enumerate(calls):
+        c["id"] = c["id"] or f"call_{i}_{k}"
+    return role, content, calls, extra
+
+
+def _call(call_id: Any, name: Any, args: Any) -> dict[str, Any]:
+    return {"id": str(call_id) if isinstance(call_id, str | int) and not isinstance(call_id, bool) else "",
+            "type": "function", "function": {"name": name if isinstance(name, str) and name else "bash",
+                                             "arguments": arguments(args)}}

@@ -1,0 +1,94 @@
+"""mini-swe-agent v2 trajectories (``trajectory_format: mini-swe-agent-1.1``): native tool calls, the
+``mswea_bash_command`` text format, the Responses API shape, ``extra`` format errors and the closing ``exit``
+message -- real v1 runs written as v2 writes them (tests/fixtures/traces/mini_swe_v2/make_sample.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from evoharness.traces.importers import detect_format, load_paths
+from evoharness.traces.models import Termination
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+V2 = FIXTURES / "traces" / "mini_swe_v2"
+V1 = FIXTURES / "data" / "mini_swe_agent_sample"
+RUN = "django__django-12708"
+
+
+def _maker():
+    spec = importlib.util.spec_from_file_location("mini_swe_v2_sample", V2 / "make_sample.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _v1(instance: str = RUN) -> dict:
+    return json.loads((V1 / "trajs" / instance / f"{instance}.traj.json").read_text())
+
+
+@pytest.mark.parametrize("style", ["toolcall", "text"])
+def test_v2_samples_import_with_their_tool_calls_results_and_verdicts(style):
+    path = V2 / style / RUN / f"{RUN}.traj.json"
+    raw = json.loads(path.read_text())
+    assert detect_format(path) == "mini-swe-agent"
+    trajs = {t.task_id: t for t in load_paths([V2 / style])}  # the sb-cli report is no trace
+    assert {k: t.score for k, t in trajs.items()} == {RUN: 1.0, "django__django-11477": 0.0}
+    t = trajs[RUN]
+    assert t.termination == Termination.delivered and t.final_answer.startswith("diff --git")
+    assert all(m["role"] in ("system", "user", "assistant", "tool") for m in t.messages)  # no 'exit' turn
+    calls = t.tool_calls()
+    n_actions = sum(1 for m in raw["messages"] if m.get("role") == "assistant")
+    assert len(calls) == n_actions > 10
+    results = [m["tool_call_id"] for m in t.messages if m["role"] == "tool"]
+    # every call has its result, but the submitting one (its output is the exit message's submission)
+    assert results == [c.id for c in calls[:-1]]
+    assert "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in calls[-1].args["command"]
+    # step i is raw message source_index[i]: the exit message is the one left out
+    assert t.meta["source_index"] == list(range(len(raw["messages"]) - 1))
+    assert raw["messages"][-1]["role"] == "exit"
+
+
+def test_v2_text_commands_are_read_from_the_mswea_block_or_the_parsed_actions():
+    [t] = [t for t in load_paths([V2 / "text"]) if t.task_id == RUN]
+    first = t.tool_calls()[0]
+    v1_first = next(m["content"] for m in _v1()["messages"] if m["role"] == "assistant")
+    assert first.args["command"] in v1_first
+
+
+def _rejected(v1: dict) -> dict:
+    """The v1 run with one reply the harness rejected (two bash blocks) before its first action."""
+    i = next(k for k, m in enumerate(v1["messages"]) if m["role"] == "assistant")
+    bad = {"role": "assistant", "content": "THOUGHT: two.\n\n```bash\nls\n```\n\n```bash\npwd\n```"}
+    rejection = {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2."}
+    v1["messages"][i:i] = [bad, rejection]
+    return v1
+
+
+@pytest.mark.parametrize("style", ["toolcall", "text", "response"])
+def test_a_v2_format_error_is_a_rejection_event_and_every_style_reads_alike(tmp_path, style):
+    maker = _maker()
+    path = tmp_path / RUN / f"{RUN}.traj.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(maker.to_v2(_rejected(_v1()), style)))
+    [t] = list(load_paths([path]))
+    [event] = t.events
+    assert event.type == "format_rejected" and t.messages[event.step]["role"] == "user"
+    assert t.messages[event.step - 1]["role"] == "user"  # v2 keeps no rejected reply: the task comes before it
+    assert len(t.tool_calls()) == sum(1 for m in _v1()["messages"] if m["role"] == "assistant")
+    assert t.task.startswith("<pr_description>")
+
+
+def test_a_v2_run_that_hit_its_limit_ends_on_the_budget(tmp_path):
+    v1 = _v1()
+    v1["info"] = {**v1["info"], "exit_status": "LimitsExceeded", "submission": ""}
+    data = _maker().to_v2(v1)
+    data["info"].pop("exit_status")  # only the exit message says so
+    path = tmp_path / "x.traj.json"
+    path.write_text(json.dumps(data))
+    [t] = list(load_paths([path]))
+    assert t.termination == Termination.step_budget and t.final_answer is None
+    assert [e.type for e in t.events] == ["budget_exhausted"]
