@@ -322,9 +322,17 @@ def with_system(messages: list[dict], system: str | None) -> list[dict]:
 
 def to_record(traj: Trajectory, renderer=None) -> dict:
     """One OpenAI chat fine-tuning record; raises ``RecordSkipped``."""
+    return record_and_arguments(traj, renderer)[0]
+
+
+def record_and_arguments(traj: Trajectory, renderer=None) -> tuple[dict, Parsed]:
+    """``to_record``, and the argument texts its calls were read from with their parsed values (the one parse:
+    ``Trajectory.tool_calls()``'s when labelling ran it, else cleaning's), for a writer that needs a call's
+    arguments as a value (ShareGPT) so that it does not parse them again. A call whose arguments were an object
+    or blank has a text made here (``json.dumps``, ``{}``) that is not among them."""
     parsed = arguments_parsed(traj)
     messages = clean_messages(traj.messages, parsed)
     tools = declared_tools(traj, messages, parsed=parsed)
     if renderer is not None and renderer.active:
         messages = with_system(messages, renderer.render(traj, tools))
-    return {"messages": messages, "tools": tools}
+    return {"messages": messages, "tools": tools}, parsed

@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +39,7 @@ from evoharness.traces.models import Split, Trajectory
 
 from . import placebo as placebo_mod
 from .card import write_card
-from .chat import RecordSkipped, to_record, with_system
+from .chat import RecordSkipped, record_and_arguments, with_system
 from .export_formats import open_writer
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
 from .prompts import SystemRenderer
@@ -367,15 +367,17 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     (stage / "data").mkdir()
     writer = open_writer(fmt, stage)
     window: list[tuple[dict, dict]] = []
-    unrendered: list[tuple[dict, dict, Trajectory]] = []  # records (in order) waiting for a system message
+    window_arguments: dict = {}  # the parsed arguments of the window's records (a turn may move to another record)
+    unrendered: list[tuple[dict, dict, Trajectory, Mapping]] = []  # records (in order) waiting for a system message
 
-    def emit(record: dict, meta: dict) -> None:
+    def emit(record: dict, meta: dict, arguments: Mapping) -> None:
         # never write an invalid record; a bug here must be loud in tests. Each call's arguments
-        # were parsed as a JSON object by chat.to_record (once, on the trajectory), not re-parsed here.
+        # were parsed as a JSON object by chat.record_and_arguments (once, on the trajectory), and are not
+        # parsed again here nor by the writer (``arguments``: their values)
         errs = openai_errors(record, check_arguments=False)
         if errs:
             raise AssertionError(f"{meta['id']}: exporter produced an invalid record: {errs[:3]}")
-        writer.write(record, meta)
+        writer.write(record, meta, arguments)
         written[0] += 1
         for key, value in (("tasks", meta["task_id"]), ("classes", meta["failure_class"]),
                            ("splits", meta["split"]), ("harness_commits", meta["harness_commit"]),
@@ -383,19 +385,20 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             counts[key][value if value is not None else "-"] += 1
 
     def settle() -> None:  # the system messages of the records waiting for them, rendered in one batch
-        systems = renderer.render_many([(t, record["tools"]) for record, _, t in unrendered])
-        for (record, meta, _), system in zip(unrendered, systems, strict=True):
+        systems = renderer.render_many([(t, record["tools"]) for record, _, t, _ in unrendered])
+        for (record, meta, _, arguments), system in zip(unrendered, systems, strict=True):
             record["messages"] = with_system(record["messages"], system)
-            place(record, meta)
+            place(record, meta, arguments)
         unrendered.clear()
 
-    def place(record: dict, meta: dict) -> None:
+    def place(record: dict, meta: dict, arguments: Mapping) -> None:
         if placebo:
             window.append((record, meta))
+            window_arguments.update(arguments)  # a text's value is the same whichever record it came from
             if len(window) >= placebo_window:
                 flush()
         else:
-            emit(record, meta)
+            emit(record, meta, arguments)
 
     def flush() -> None:
         if not window:
@@ -403,8 +406,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         recs, kept = placebo_mod.permute([r for r, _ in window], seed=placebo_seed + written[0])
         summary.placebo_units_kept_in_place += kept
         for rec, (_, meta) in zip(recs, window, strict=True):
-            emit(rec, meta)
+            emit(rec, meta, window_arguments)
         window.clear()
+        window_arguments.clear()
 
     try:
         for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file):
@@ -423,7 +427,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                 skipped["over_max_per_task"] += 1
                 continue
             try:
-                record = to_record(t)  # its system message is rendered below, with a batch of others
+                record, arguments = record_and_arguments(t)  # its system message is rendered below, in a batch
             except RecordSkipped as e:
                 skipped[e.reason] += 1
                 continue
@@ -431,11 +435,11 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             written[1] += c.from_labels  # a record written (a placebo window is written whole)
             meta = _meta(c, placebo)
             if renderer.active:
-                unrendered.append((record, meta, t))
+                unrendered.append((record, meta, t, arguments))
                 if len(unrendered) >= renderer.batch:
                     settle()
             else:
-                place(record, meta)
+                place(record, meta, arguments)
         settle()
         flush()
         summary.files = writer.close()

@@ -1,7 +1,8 @@
 """Exporters: where records go. Each writes one format into an output directory.
 
-The contract (``Exporter``): ``write(record, meta)`` is called once per record, in order, with an
-OpenAI chat record (``{"messages", "tools"}``, already valid) and its provenance row; ``close()``
+The contract (``Exporter``): ``write(record, meta, arguments)`` is called once per record, in order, with an
+OpenAI chat record (``{"messages", "tools"}``, already valid), its provenance row and the values of its calls'
+argument texts, parsed already (a writer needing them as values does not parse them again); ``close()``
 finishes the files and returns their names relative to the output directory. Writers stream: they
 hold at most one record (the HF writer stages rows on disk and converts at the end).
 """
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 import pydantic_core
@@ -22,7 +24,9 @@ from evoharness.traces.models import loads
 
 
 class Exporter(Protocol):
-    def write(self, record: dict, meta: dict) -> None: ...
+    def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = ...) -> None:
+        """``arguments``: argument texts of the record's calls with their values, parsed already (a writer that
+        needs a call's arguments as a value looks there before parsing a text; a text not there is parsed)."""
 
     def close(self) -> list[str]: ...
 
@@ -39,8 +43,16 @@ def _dumps(value) -> str:
     return "".join(_ENCODE_C(value, 0))
 
 
-def _parsed(arguments: str):
-    """``json.loads(arguments)`` (a record's arguments are valid JSON: the exporter checked them)."""
+_NONE: Mapping[str, Any] = {}
+_MISSING = object()
+
+
+def _parsed(arguments: str, known: Mapping[str, Any] = _NONE):
+    """``json.loads(arguments)`` (a record's arguments are valid JSON: the exporter checked them): the value in
+    ``known`` when the text was parsed before (``chat.record_and_arguments``)."""
+    value = known.get(arguments, _MISSING)
+    if value is not _MISSING:
+        return value
     try:
         return loads(arguments)
     except StopIteration:
@@ -74,7 +86,7 @@ class OpenAIWriter:
         self._data = (out / "data.jsonl").open("wb")
         self._meta = (out / "metadata.jsonl").open("wb")
 
-    def write(self, record: dict, meta: dict) -> None:
+    def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = _NONE) -> None:
         self._data.write(_dump_record(record))
         self._meta.write(_dump(meta))
 
@@ -84,12 +96,13 @@ class OpenAIWriter:
         return ["data.jsonl", "metadata.jsonl"]
 
 
-def to_sharegpt(record: dict) -> dict:
+def to_sharegpt(record: dict, arguments: Mapping[str, Any] = _NONE) -> dict:
     """LLaMA-Factory's ShareGPT layout: ``system``, ``tools`` (JSON string) and ``conversations`` whose
     turns alternate human|observation and gpt|function_call. Consecutive user messages merge; the
     results of one assistant turn merge into one observation (a JSON list when several); an assistant
     turn with both text and calls becomes a function_call turn whose value holds the text as
-    ``{"content", "calls"}``."""
+    ``{"content", "calls"}``. ``arguments``: argument texts already parsed, with their values (not parsed
+    again)."""
     system = "\n\n".join(m["content"] for m in record["messages"] if m["role"] == "system")
     turns: list[dict] = []
     results: list[str] = []
@@ -116,7 +129,7 @@ def to_sharegpt(record: dict) -> dict:
         elif role == "assistant":
             if turns and turns[-1]["from"] in ("gpt", "function_call"):
                 add("human", "")  # two assistant turns in a row: keep the alternation visible
-            calls = [{"name": c["function"]["name"], "arguments": _parsed(c["function"]["arguments"])}
+            calls = [{"name": c["function"]["name"], "arguments": _parsed(c["function"]["arguments"], arguments)}
                      for c in m.get("tool_calls") or []]
             if calls:
                 value = calls[0] if len(calls) == 1 else calls
@@ -133,8 +146,8 @@ def to_sharegpt(record: dict) -> dict:
 
 
 class ShareGPTWriter(OpenAIWriter):
-    def write(self, record: dict, meta: dict) -> None:
-        self._data.write(_dump(to_sharegpt(record)))
+    def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = _NONE) -> None:
+        self._data.write(_dump(to_sharegpt(record, arguments)))
         self._meta.write(_dump(meta))
 
 
@@ -181,7 +194,7 @@ class HFWriter:
         self.n = 0
         self._closed = False
 
-    def write(self, record: dict, meta: dict) -> None:
+    def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = _NONE) -> None:
         messages = [{"role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls"),
                      "tool_call_id": m.get("tool_call_id")} for m in record["messages"]]
         row = {"messages": messages, "tools": _dumps(record["tools"])}
