@@ -7,6 +7,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
   ``historical_trajectories/*.json`` (``traj`` + ``reward`` + ``task_id`` + ``trial``).
 - ``mini-swe-agent``: ``*.traj.json`` files, joined with ``logs/<id>/report.json``'s
   ``resolved`` flag when present (score 1.0 / 0.0; unscored without a report).
+- ``swe-agent``: SWE-agent ``<instance_id>.traj`` files (``history`` / ``trajectory`` / ``info``), joined with
+  SWE-bench results as for mini-swe-agent.
 - ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
 - ``agentrx``: a bare JSON list of ``{role, content}`` messages whose roles name the agents,
   e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present).
@@ -46,6 +48,7 @@ from evoharness.traces.importers import (
     mini_swe,
     openai_records,
     otlp,
+    swe_agent,
     tau2_results,
     who_when,
 )
@@ -56,6 +59,7 @@ FORMATS: dict[str, Any] = {
     "canonical": canonical,
     "openai": openai_records,
     "mini-swe-agent": mini_swe,
+    "swe-agent": swe_agent,
     "who-and-when": who_when,
     "agentrx": agentrx,
     "agentrx-tau": agentrx_tau,
@@ -144,7 +148,7 @@ def canonical_line(line: bytes) -> bool:
 
 
 def _is_trace_file(f: Path) -> bool:
-    if f.suffix not in (".json", ".jsonl"):
+    if f.suffix not in (".json", ".jsonl", ".traj"):  # .traj: SWE-agent's trajectories
         return False
     # SWE-bench results (logs/.../report.json, aggregate reports) and preds.json are joined with
     # mini-swe-agent trajectories, not traces themselves
@@ -238,8 +242,8 @@ def record_format(rec: Any) -> str | None:
 
 # The order record detection asks each format's ``matches(record)``: the most specific first (an
 # OpenAI record is anything with messages). ``agentrx`` is detected on the whole list instead.
-RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "who-and-when", "mini-swe-agent", "canonical", "agentrx-tau",
-                    "openai")
+RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "swe-agent", "who-and-when", "mini-swe-agent", "canonical",
+                    "agentrx-tau", "openai")
 
 
 def _detect_record(rec: Any) -> str | None:

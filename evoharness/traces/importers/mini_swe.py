@@ -163,7 +163,8 @@ def is_sidecar(f: Path) -> bool:
     """Whether ``f`` is a SWE-bench result or prediction file joined with trajectories, not a trace: a
     ``report.json`` under a ``logs`` directory or beside a ``*.traj.json``, an aggregate report, a
     ``preds.json`` of patches."""
-    if f.name == "report.json" and ("logs" in f.parts[-7:-1] or any(f.parent.glob("*.traj.json"))):
+    if f.name == "report.json" and ("logs" in f.parts[-7:-1] or any(f.parent.glob("*.traj.json"))
+                                     or any(f.parent.glob("*.traj"))):
         return True
     if f.suffix != ".json" or f.name.endswith(".traj.json"):
         return False
@@ -173,7 +174,25 @@ def is_sidecar(f: Path) -> bool:
                 return b'"model_patch"' in fh.read(_HEAD)
         except OSError:
             return False
-    return looks_aggregate(f)
+    return looks_aggregate(f) or looks_experiments(f)
+
+
+_EXPERIMENT_KEYS = (b'"no_generation"', b'"generated"', b'"with_logs"', b'"applied"', b'"no_apply"',
+                    b'"install_fail"')
+
+
+def looks_experiments(f: Path) -> bool:
+    """Whether ``f`` is SWE-bench/experiments' ``results/results.json`` (``{"resolved": [ids], "applied": [ids],
+    "no_generation": [ids], ...}``): named ``results.json``, ``"resolved"`` and one of the other lists in its
+    first 64 KiB."""
+    if f.name != "results.json":
+        return False
+    try:
+        with f.open("rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError:
+        return False
+    return b'"resolved"' in head and any(k in head for k in _EXPERIMENT_KEYS)
 
 
 def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
@@ -187,7 +206,7 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
     key = (str(f), st.st_mtime_ns, st.st_size)
     if key not in _aggregate_cache:
         result = None
-        if st.st_size <= SIZE_CAP and looks_aggregate(f):
+        if st.st_size <= SIZE_CAP and (looks_aggregate(f) or looks_experiments(f)):
             try:
                 data = json.loads(f.read_bytes())
             except (OSError, ValueError, RecursionError, UnicodeDecodeError):
@@ -197,6 +216,12 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
                 if any(isinstance(v, list) for v in ids):
                     result = tuple(frozenset(x for x in v if isinstance(x, str)) if isinstance(v, list)
                                    else frozenset() for v in ids)
+                elif f.name == "results.json" and isinstance(data.get("resolved"), list):
+                    # experiments: every instance listed (generated, applied, no_apply, ...) and not resolved is not
+                    resolved = frozenset(x for x in data["resolved"] if isinstance(x, str))
+                    listed = {x for k, v in data.items() if k != "resolved" and isinstance(v, list)
+                              for x in v if isinstance(x, str)}
+                    result = (resolved, frozenset(listed - resolved))
         while len(_aggregate_cache) >= _AGGREGATE_CACHE_MAX:
             del _aggregate_cache[next(iter(_aggregate_cache))]
         _aggregate_cache[key] = result
@@ -235,15 +260,16 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
                 f = model_dir / instance_id / "report.json"
                 if (v := _instance_report(f, instance_id)) is not None:
                     found.append((f, v, model_dir.name + "/", run_dir.name, d))
-        for sub in (d, d / "reports", d / "sb-cli-reports"):
+        for sub in (d, d / "reports", d / "sb-cli-reports", d / "results"):
             for f in sorted(_listdir(sub)):
                 if f.suffix != ".json" or (agg := _aggregate(f)) is None:
                     continue
                 resolved, unresolved = instance_id in agg[0], instance_id in agg[1]
                 if resolved and unresolved:
                     raise InputError(str(f), f"aggregate report lists {instance_id} as both resolved and unresolved")
-                if resolved or unresolved:
-                    found.append((f, resolved, f.name, f.stem, d))
+                if resolved or unresolved:  # experiments' results.json names no model or run: it always counts
+                    plain = f.name == "results.json"
+                    found.append((f, resolved, None if plain else f.name, None if plain else f.stem, d))
         if d.parent == d:
             break
         d = d.parent

@@ -1,0 +1,226 @@
+"""SWE-agent ``<instance_id>.traj`` files, joined with SWE-bench results.
+
+A ``.traj`` (SWE-agent/SWE-agent ``agent/agents.py`` ``get_trajectory_data``) is one JSON object:
+``trajectory`` (per step: ``response``, ``thought``, ``action``, ``observation``, ``state``, ``query``, ...),
+``history`` (the messages the model saw: ``role``, ``content`` as text or parts, ``agent``, ``message_type``
+system_prompt / observation / action / demonstration, ``tool_calls`` and ``tool_call_ids`` with function
+calling, ``is_demo`` for demonstrations), ``info`` (``exit_status``, ``submission``, ``model_stats``,
+``swe_agent_version``, ...), ``replay_config`` (a JSON string of the run's config) and ``environment``.
+
+Conversation: ``history`` without its demonstrations; an assistant message's ``tool_calls`` are kept, and one
+without them whose ``action`` is a command gets that command as one ``bash`` tool call; a ``tool`` message
+(``tool_call_ids``) or the next ``observation`` user message is its result. A file with no ``history`` (older
+SWE-agent) is rebuilt from ``trajectory``: the first query's system and user messages, then per step the
+response with its action as a call and the observation as its result. A retry agent's file (``attempts``)
+is read from its last attempt (``meta.attempts`` says how many).
+
+Steps: our step i is ``history[meta.source_index[i]]`` (``source_index`` absent when every history message
+is kept, i.e. no demonstration; ``meta.source = "trajectory"`` when rebuilt from the steps, step 0/1 the first
+query's system/user message, then two per step).
+
+Termination from ``info.exit_status``: ``submitted`` (also ``submitted (exit_cost)`` ...) delivered the
+``submission``; ``exit_cost`` / ``exit_api_calls`` / ``exit_step_limit`` the budget; ``exit_context`` the
+context window; ``exit_total_execution_time`` / ``exit_command_timeout`` a timeout; ``exit_format`` (too many
+malformed replies) an error with a ``format_rejected`` event; other ``exit_*`` an error. Score: SWE-bench's
+verdict, found as for mini-swe-agent (``mini_swe.find_results``: ``logs/<id>/report.json``, the harness's
+logs and reports, sb-cli reports, SWE-bench/experiments' ``results/results.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evoharness.traces.importers import mini_swe
+from evoharness.traces.importers._shape import arguments, arr, content_text, obj
+from evoharness.traces.models import Event, Termination, Trajectory, Usage
+
+SUFFIXES = (".traj.json", ".traj", ".json")
+
+_BUDGET = ("exit_cost", "exit_api_calls", "exit_step_limit", "exit_total_cost")
+_TIMEOUT = ("exit_total_execution_time", "exit_command_timeout", "exit_timeout")
+
+
+def matches(rec: dict) -> bool:
+    return (isinstance(rec.get("trajectory"), list) and isinstance(rec.get("info"), dict)
+            and ("history" in rec or "replay_config" in rec or "environment" in rec)) or (
+        isinstance(rec.get("attempts"), list) and isinstance(rec.get("info"), dict))
+
+
+def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
+    from evoharness.traces.importers import load_single
+
+    yield from load_single(path, data, convert, skip_invalid=skip_invalid, on_invalid=on_invalid)
+
+
+def instance_of(path: Path) -> str:
+    return next((path.name.removesuffix(s) for s in SUFFIXES if path.name.endswith(s)), path.stem)
+
+
+def convert(path: Path, data: Any) -> Trajectory:
+    if not isinstance(data, dict):
+        raise ValueError("a SWE-agent .traj must be a JSON object")
+    info = obj(data.get("info"))
+    meta: dict[str, Any] = {"source_format": "swe-agent"}
+    run = data
+    if isinstance(data.get("attempts"), list) and data["attempts"]:
+        run = obj(data["attempts"][-1])
+        meta["attempts"] = len(data["attempts"])
+        info = {**obj(run.get("info")), **info}
+    history = run.get("history")
+    if isinstance(history, list) and history:
+        messages, source_index, task, steps = _from_history(history)
+        if len(source_index) != len(history):
+            meta["source_index"] = source_index
+    elif isinstance(run.get("trajectory"), list):
+        messages, task, steps = _from_steps(run["trajectory"])
+        meta["source"] = "trajectory"
+    else:
+        raise ValueError("a SWE-agent .traj needs a 'history' or 'trajectory' list")
+
+    instance_id = str(data.get("instance_id") or instance_of(path))
+    exit_status = str(info.get("exit_status") or "")
+    status = exit_status.lower()
+    events: list[Event] = []
+    last = max(len(messages) - 1, 0)
+    if status.startswith("submitted"):
+        termination = Termination.delivered
+    elif status in _BUDGET:
+        termination = Termination.step_budget
+        events.append(Event(type="budget_exhausted", step=last, detail=exit_status))
+    elif status in _TIMEOUT:
+        termination = Termination.timeout
+        events.append(Event(type="timeout", step=last, detail=exit_status))
+    elif status == "exit_context":
+        termination = Termination.context_overflow
+    elif status == "exit_format":
+        termination = Termination.error
+        events.append(Event(type="format_rejected", step=last, detail="SWE-agent stopped: too many malformed replies"))
+    elif status in ("", "exit_forfeit", "exit_command"):
+        termination = Termination.aborted
+    else:
+        termination = Termination.error
+    submission = info.get("submission")
+    final_answer = (submission if isinstance(submission, str) else "") if termination == Termination.delivered else None
+
+    model = _model(data)
+    stats = obj(info.get("model_stats"))
+    run_id = next((r for r in (data.get("run_id"), info.get("run_id")) if isinstance(r, str) and r), None)
+    score, report, why = mini_swe._score(path, instance_id, model, run_id)
+    meta.update({"exit_status": exit_status, "swe_agent_version": info.get("swe_agent_version"),
+                 "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
+                 "report": str(report) if report else None, **({"results_set_aside": why} if why else {})})
+    return Trajectory(
+        id=f"swe-agent:{instance_id}",
+        task_id=instance_id,
+        model=model,
+        task=task,
+        messages=messages,
+        events=events,
+        final_answer=final_answer,
+        score=score,
+        termination=termination,
+        usage=Usage(steps=steps),
+        meta=meta,
+    )
+
+
+def _from_history(history: list) -> tuple[list[dict[str, Any]], list[int], str | None, int]:
+    messages: list[dict[str, Any]] = []
+    source_index: list[int] = []
+    pending: list[str] = []
+    task = None
+    steps = 0
+    for i, m in enumerate(history):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ValueError(f"history[{i}] has no string 'role'")
+        if m.get("is_demo") or m.get("message_type") == "demonstration":
+            continue
+        role, content = m["role"], content_text(m.get("content"))
+        step = len(messages)
+        source_index.append(i)
+        if role == "assistant":
+            steps += 1
+            calls = [_call(c, f"call_{step}_{k}") for k, c in enumerate(arr(m.get("tool_calls")))
+                     if isinstance(c, dict)]
+            action = m.get("action")
+            if not calls and isinstance(action, str) and action.strip():
+                calls = [{"id": f"call_{step}", "type": "function",
+                          "function": {"name": "bash", "arguments": json.dumps({"command": action.strip()})}}]
+            pending = [c["id"] for c in calls]
+            messages.append({"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})})
+        elif role == "tool":
+            ids = [x for x in arr(m.get("tool_call_ids")) if isinstance(x, str)] or [str(m.get("tool_call_id") or "")]
+            call_id = ids[0] or (pending[0] if pending else f"call_{step}")
+            if call_id in pending:
+                pending.remove(call_id)
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": _name(messages, call_id),
+                             "content": content})
+        elif role == "user" and pending and m.get("message_type") == "observation":
+            call_id = pending.pop(0)
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": _name(messages, call_id),
+                             "content": content})
+        else:
+            if role == "user" and task is None:
+                task = content
+            messages.append({"role": role, "content": content})
+    return messages, source_index, task, steps
+
+
+def _from_steps(trajectory: list) -> tuple[list[dict[str, Any]], str | None, int]:
+    messages: list[dict[str, Any]] = []
+    first = next((s for s in trajectory if isinstance(s, dict) and isinstance(s.get("query"), list)), None)
+    task = None
+    for q in arr(first.get("query") if first else None)[:2]:
+        if isinstance(q, dict) and q.get("role") in ("system", "user"):
+            text = content_text(q.get("content"))
+            messages.append({"role": q["role"], "content": text})
+            task = text if q["role"] == "user" else task
+    steps = 0
+    for i, s in enumerate(trajectory):
+        if not isinstance(s, dict):
+            raise ValueError(f"trajectory[{i}] is not an object")
+        steps += 1
+        action = s.get("action") if isinstance(s.get("action"), str) else ""
+        call_id = f"call_{len(messages)}"
+        reply = content_text(s.get("response")) or content_text(s.get("thought"))
+        if action.strip():
+            messages.append({"role": "assistant", "content": reply, "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": "bash", "arguments": json.dumps({"command": action.strip()})}}]})
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": "bash",
+                             "content": content_text(s.get("observation"))})
+        else:
+            messages.append({"role": "assistant", "content": reply})
+    return messages, task, steps
+
+
+def _call(c: dict, fallback_id: str) -> dict[str, Any]:
+    fn = obj(c.get("function"))
+    name = fn.get("name")
+    call_id = c.get("id")
+    return {"id": call_id if isinstance(call_id, str) and call_id else fallback_id, "type": "function",
+            "function": {"name": name if isinstance(name, str) and name else "bash",
+                         "arguments": arguments(fn.get("arguments"))}}
+
+
+def _name(messages: list[dict[str, Any]], call_id: str) -> str:
+    for m in reversed(messages):
+        for c in m.get("tool_calls") or ():
+            if c["id"] == call_id:
+                return c["function"]["name"]
+    return "bash"
+
+
+def _model(data: dict) -> str | None:
+    """The model's name from ``replay_config`` (a JSON string, or an object): ``agent.model.name``."""
+    cfg = data.get("replay_config")
+    if isinstance(cfg, str):
+        try:
+            cfg = json.loads(cfg)
+        except ValueError:
+            return None
+    name = obj(obj(obj(cfg).get("agent")).get("model")).get("name")
+    return name if isinstance(name, str) and name else None

@@ -1,0 +1,124 @@
+"""SWE-agent ``.traj`` files: auto-detected (also in a directory), the conversation from ``history`` (tool calls
+and their results, demonstrations left out), scored by SWE-bench results (SWE-bench/experiments' layout) --
+real runs written as SWE-agent saves them (tests/fixtures/traces/swe_agent/make_sample.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evoharness.errors import InputError
+from evoharness.traces.importers import detect_format, load_paths
+from evoharness.traces.models import Termination
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SAMPLE = FIXTURES / "traces" / "swe_agent" / "experiments"
+V1 = FIXTURES / "data" / "mini_swe_agent_sample"
+RUN, FAILED = "django__django-12708", "django__django-11477"
+
+
+def _maker():
+    spec = importlib.util.spec_from_file_location("swe_agent_sample", SAMPLE.parent / "make_sample.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(style: str = "function_calling") -> dict:
+    v1 = json.loads((V1 / "trajs" / RUN / f"{RUN}.traj.json").read_text())
+    return _maker().to_swe_agent(v1, style)
+
+
+def test_swe_agent_runs_import_from_a_directory_with_their_verdicts():
+    path = SAMPLE / "trajs" / f"{RUN}.traj"
+    assert detect_format(path) == "swe-agent"
+    trajs = {t.task_id: t for t in load_paths([SAMPLE.parent])}  # report.json, results.json: no traces
+    assert {k: t.score for k, t in trajs.items()} == {RUN: 1.0, FAILED: 0.0}
+    t = trajs[RUN]
+    raw = json.loads(path.read_text())
+    assert t.id == f"swe-agent:{RUN}" and t.model == "google/gemini-3-pro-preview"
+    assert t.termination == Termination.delivered and t.final_answer.startswith("diff --git")
+    assert len(t.messages) == len(raw["history"]) and "source_index" not in t.meta  # step i is history[i]
+    calls = t.tool_calls()
+    assert len(calls) == len(raw["trajectory"]) and calls[-1].args == {"command": "submit"}
+    assert [m["tool_call_id"] for m in t.messages if m["role"] == "tool"] == [c.id for c in calls]
+    assert t.task.startswith("<pr_description>")
+
+
+def test_experiments_results_json_alone_scores_and_never_guesses(tmp_path):
+    out = tmp_path / "exp"
+    shutil.copytree(SAMPLE, out)
+    shutil.rmtree(out / "logs")
+    results = json.loads((out / "results" / "results.json").read_text())
+    results["generated"].remove(FAILED)
+    results["with_logs"].remove(FAILED)
+    results["applied"].remove(FAILED)  # listed nowhere now: no verdict
+    (out / "results" / "results.json").write_text(json.dumps(results))
+    trajs = {t.task_id: t for t in load_paths([out])}
+    assert trajs[RUN].score == 1.0 and trajs[RUN].meta["report"].endswith("results.json")
+    assert trajs[FAILED].score is None
+
+
+def test_thought_action_replies_get_their_action_as_a_call(tmp_path):
+    p = tmp_path / f"{RUN}.traj"
+    p.write_text(json.dumps(_run("thought_action")))
+    [t] = list(load_paths([p]))
+    calls = t.tool_calls()
+    assert len(calls) > 10 and all(c.name == "bash" for c in calls)
+    results = [m for m in t.messages if m["role"] == "tool"]
+    assert len(results) == len(calls) and results[0]["content"].startswith("OBSERVATION:")
+
+
+def test_demonstrations_are_left_out_and_steps_map_to_history(tmp_path):
+    data = _run()
+    demo = [{"role": "user", "content": "demo task", "is_demo": True, "message_type": "demonstration"},
+            {"role": "assistant", "content": "demo reply", "is_demo": True, "message_type": "demonstration"}]
+    data["history"][1:1] = demo
+    p = tmp_path / f"{RUN}.traj"
+    p.write_text(json.dumps(data))
+    [t] = list(load_paths([p]))
+    assert "demo" not in json.dumps(t.messages)
+    assert t.meta["source_index"][:3] == [0, 3, 4]
+    assert t.messages[1]["content"] == data["history"][3]["content"][0]["text"]
+
+
+def test_a_file_without_history_is_rebuilt_from_its_steps(tmp_path):
+    data = _run()
+    data["trajectory"][0]["query"] = data["history"][:2]
+    del data["history"]
+    p = tmp_path / f"{RUN}.traj"
+    p.write_text(json.dumps(data))
+    [t] = list(load_paths([p]))
+    assert t.meta["source"] == "trajectory" and t.task.startswith("<pr_description>")
+    assert len(t.tool_calls()) == len(data["trajectory"])
+    assert [m["role"] for m in t.messages[:4]] == ["system", "user", "assistant", "tool"]
+
+
+@pytest.mark.parametrize(("status", "termination", "event"), [
+    ("exit_cost", Termination.step_budget, "budget_exhausted"),
+    ("exit_context", Termination.context_overflow, None),
+    ("exit_format", Termination.error, "format_rejected"),
+    ("exit_total_execution_time", Termination.timeout, "timeout"),
+    ("submitted (exit_cost)", Termination.delivered, None),
+])
+def test_exit_statuses(tmp_path, status, termination, event):
+    data = _run()
+    data["info"]["exit_status"] = status
+    p = tmp_path / "x.traj"
+    p.write_text(json.dumps(data))
+    [t] = list(load_paths([p]))
+    assert t.termination == termination
+    assert [e.type for e in t.events] == ([event] if event else [])
+
+
+def test_a_bad_history_names_the_file(tmp_path):
+    data = _run()
+    data["history"][4] = {"content": "no role"}
+    p = tmp_path / "bad.traj"
+    p.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"bad\.traj.*history\[4\] has no string 'role'"):
+        list(load_paths([p]))
