@@ -203,7 +203,7 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
             elif known is not None:
                 (cls, first), from_labels = known, True
             else:
-                found, signal, _ = labeller.classify(t)  # what ``label`` gives as class and first signal
+                found, signal = labeller.first_signal(t)  # what ``label`` gives as class and first signal
                 cls, first = found.value, signal.id if signal else None
             if source == SourceKind.healthy and cls != FailureClass.healthy:
                 continue

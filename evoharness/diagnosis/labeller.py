@@ -43,6 +43,10 @@ class Labeller:
             d for d in self.detectors if (multi or not getattr(d, "multi_agent_only", False))
             and (friction or not getattr(d, "reads_friction", False))]
             for multi in (False, True) for friction in (False, True)}
+        # ``first_signal``: each shape's detectors whose signals say where (run first) and those that say only that
+        # a run failed (``FALLBACK_SIGNALS``; a detector's signals carry its id), run only when the first found none
+        self._located = {k: [d for d in ds if d.id not in FALLBACK_SIGNALS] for k, ds in self._by_shape.items()}
+        self._fallback = {k: [d for d in ds if d.id in FALLBACK_SIGNALS] for k, ds in self._by_shape.items()}
 
     def signals(self, traj: Trajectory, view: TraceView | None = None) -> list[Signal]:
         view = view or TraceView.of(traj)
@@ -53,12 +57,38 @@ class Labeller:
         found.sort(key=signal_order)
         return found
 
+    def first_signal(self, traj: Trajectory) -> tuple[FailureClass, Signal | None]:
+        """``classify``'s class and first signal, for a caller that needs no more (the export of a failed run):
+        without running a detector on a Healthy run (its class is Healthy whatever fires), and on a failed run the
+        fallback detectors (``FALLBACK_SIGNALS``) only when no other signal fired: a located signal is first
+        whatever they find. The same answer as ``classify`` (tests compare them on every public trace set)."""
+        if traj.score is not None and traj.score >= self.cfg.healthy_threshold:
+            return FailureClass.healthy, None
+        view = TraceView.of(traj)
+        shape = (not view.calls, bool(friction_occurrences(view)))
+        cfg = self.cfg
+        found: list[Signal] = []
+        for d in self._located[shape]:
+            found.extend(d.detect(view, cfg))
+        located = [s for s in found if s.id not in FALLBACK_SIGNALS]
+        if located:
+            first = min(located, key=signal_order)
+            return first.failure_class, first
+        for d in self._fallback[shape]:
+            found.extend(d.detect(view, cfg))
+        found.sort(key=signal_order)
+        cls, first, _ = self._classified(traj, view, found)
+        return cls, first
+
     def classify(self, traj: Trajectory,
                  view: TraceView | None = None) -> tuple[FailureClass, Signal | None, list[Signal]]:
         """(class, first signal, signals) as ``label`` gives them, without the rest of a ``Label`` (the violation log,
         agent, quote and the model's validation): for a caller that needs only the class and the first signal."""
         view = view or TraceView.of(traj)
-        signals = self.signals(traj, view)
+        return self._classified(traj, view, self.signals(traj, view))
+
+    def _classified(self, traj: Trajectory, view: TraceView,
+                    signals: list[Signal]) -> tuple[FailureClass, Signal | None, list[Signal]]:
         if traj.score is not None and traj.score >= self.cfg.healthy_threshold:
             return FailureClass.healthy, None, signals
         if signals:
