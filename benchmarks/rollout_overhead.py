@@ -33,6 +33,9 @@ in a forked child each (its CPU and minor page faults from ``wait4``), the same 
 the child, and as a bare fork + exit
 (the parent's CPU for the fork beside the child's); ``--repeat`` rounds of ``--rollouts`` each.
 
+With ``PYTHONPATH`` set (another tree of evoharness, unpacked elsewhere, to compare before and after in turn),
+the sandboxed workers get it too, so that they run the same code as this process.
+
 ``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
 ``--ray`` adds a local Ray (this machine's CPUs): one task per rollout and one per batch of 4, each
 against a local bwrap pool with as many workers and the same batching, plus Ray's start-up time.
@@ -82,7 +85,8 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
     host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
     report for their children, themselves and their start) and the warm children's page faults;
     ``restart``: stop warm workers before the timed run."""
-    with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers,
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+    with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers, env=env,
                        batch_size=args.batch, warm=warm, warm_fork=warm_fork) as ex:
         # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
         # slot (a batch each at once), so that 2 workers vs 1 compares the same state, not a start against none

@@ -55,10 +55,10 @@ The server refuses to start outside a private PID namespace (``kill(-1)`` there 
 
 from __future__ import annotations
 
+import _signal
 import atexit
 import ctypes
 import gc
-import itertools
 import json
 import operator
 import os
@@ -77,6 +77,7 @@ if TYPE_CHECKING:
 
 SWEPT_DIRS = ("/tmp", "/dev/shm")
 _KEEP: set[str] = set()  # what those held before the first rollout (``snapshot``)
+_SNAPSHOT: _Spaces | None = None  # the fork server's snapshot of what a batch child checks (``server_snapshot``)
 _IPC_RMID = 0
 
 
@@ -93,6 +94,9 @@ def serve(warm_path: str) -> int:
     snapshot()
     warm = _warm(warm_path)
     harness_dir = _spec(warm_path).get("harness_dir")
+    global _SNAPSHOT
+    sys.argv = sys.argv[:1]  # the list a batch child keeps as its own (``_batch_child``): no change to ``sys`` there
+    _SNAPSHOT = server_snapshot()  # before the freeze: what it holds is never collected in a child either
     gc.freeze()  # what the server holds is never collected in a child: fewer copy-on-write page faults per fork
     ru = resource.getrusage(resource.RUSAGE_SELF)
     _say(proto, {"ready": True, "pid": os.getpid(), "warm": warm, "start_cpu_s": round(ru.ru_utime + ru.ru_stime, 6)})
@@ -475,8 +479,9 @@ def _batch_child(down: int, up: int, cpu: int) -> int:
 
     rng = random.getstate()  # each rollout starts from the server's state, as a child forked for it would
     reader = os.fdopen(down, "rb", buffering=0)
-    argv = sys.argv = [sys.argv[0]]
-    base = _Baseline()
+    argv = sys.argv if len(sys.argv) == 1 else [sys.argv[0]]  # the server's, left as its snapshot saw it
+    sys.argv = argv
+    base = _Baseline(_SNAPSHOT)
     buf = b""
     while True:
         while b"\n" not in buf:
@@ -529,25 +534,24 @@ class _Baseline:
     ends the child, and the next rollout runs in a fresh one. Not checked: changes inside other objects (a
     third-party or other standard module's attributes, the contents of a package object's dict or list).
     Attributes are compared by identity (``operator.is_``, against the objects themselves, held since the baseline),
-    so an object whose ``__eq__`` lies cannot hide a change, nor a replacement that got a freed object's id."""
+    so an object whose ``__eq__`` lies cannot hide a change, nor a replacement that got a freed object's id; a
+    namespace whose dict version tag has not moved is not read at all (``_Spaces``).
+
+    ``spaces``: the snapshot of the namespaces the fork server took before forking (``server_snapshot``); the
+    child takes it over, re-reading only the modules whose namespaces changed since (``threading``'s, which
+    ``fork`` resets), when it holds the same modules; else it snapshots every namespace itself."""
 
     CHECKED = ("builtins", "sys", "os", "json", "random", "threading", "atexit", "signal", "gc", "io")
     NAMES = ("modules", "attributes", "sys.path", "sys.meta_path", "sys.path_hooks", "trace function",
              "profile function", "environment", "signal handlers", "threads", "tasks", "atexit handlers", "gc",
              "gc thresholds", "open files", "sys.argv")
 
-    def __init__(self) -> None:
-        self.spaces: list[tuple[str, dict]] = []  # (name, namespace): the checked modules' and their classes' dicts
-        self.modules: list[dict] = []  # the modules' namespaces among them
-        for name, mod in list(sys.modules.items()):
-            if mod is None or not (name in self.CHECKED or name == "evoharness" or name.startswith("evoharness.")):
-                continue
-            space = vars(mod)
-            self.spaces.append((name, space))
-            self.modules.append(space)
-            for key, value in list(space.items()):
-                if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    self.spaces.append((f"{name}.{key}", _dict_of(value)))
+    def __init__(self, spaces: _Spaces | None = None) -> None:
+        if spaces is None or spaces.module_names != frozenset(sys.modules):
+            spaces = _Spaces()
+        else:
+            spaces.refresh()
+        self.spaces = spaces
         self.signals = [int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
         self.state = self._state()
 
@@ -556,23 +560,34 @@ class _Baseline:
         out = []
         for name, a, b in zip(self.NAMES, self.state, self._state(), strict=True):
             if a != b:
-                if name == "attributes":
-                    where = a.differ(b)
-                else:
-                    where = sorted(b - a) + sorted(a - b) if name == "modules" else []
+                where = sorted(b - a) + sorted(a - b) if name == "modules" else []
                 out.append(f"{name} ({where[0]})" if where else name)
+        if not self.spaces.unchanged():
+            where = self.spaces.differ()
+            out.insert(1 if out[:1] and out[0].startswith("modules") else 0,
+                       f"attributes ({where[0]})" if where else "attributes")
         return out
 
     def _state(self) -> tuple:
         import threading
 
-        for space in self.modules:  # what the warnings module notes of warnings it showed goes
-            space.pop("__warningregistry__", None)
-        return (frozenset(sys.modules), _Spaces(self.spaces), tuple(sys.path), tuple(map(id, sys.meta_path)),
+        return (frozenset(sys.modules), None, tuple(sys.path), tuple(map(id, sys.meta_path)),
                 tuple(map(id, sys.path_hooks)), id(sys.gettrace()), id(sys.getprofile()), dict(os.environ._data),
-                tuple(map(id, map(signal.getsignal, self.signals))), threading.active_count(),
+                tuple(map(id, map(_getsignal, self.signals))), threading.active_count(),
                 len(os.listdir("/proc/self/task")), atexit._ncallbacks(), gc.isenabled(), gc.get_threshold(),
                 sorted(os.listdir("/proc/self/fd")), tuple(sys.argv))
+
+
+def server_snapshot() -> _Spaces:
+    """The fork server's snapshot of the namespaces its batch children check, taken once before it forks any:
+    a child takes it over (``_Baseline``) instead of reading every object of every checked namespace itself --
+    which, in a forked child, copies the page of each object whose reference count the reading writes."""
+    return _Spaces()
+
+
+def _getsignal(signum: int) -> object:
+    """``signal.getsignal`` without its conversion of the handler to an enum (the same handler otherwise)."""
+    return _signal.getsignal(signum)
 
 
 def _dict_of(cls: type) -> dict:
@@ -582,36 +597,113 @@ def _dict_of(cls: type) -> dict:
     return inner[0] if len(inner) == 1 and type(inner[0]) is dict else proxy
 
 
+def _version_tag_offset() -> int | None:
+    """Where a dict's version tag lies in this interpreter's dict objects (PEP 509: CPython gives a dict a new,
+    globally unique tag whenever an entry is added, removed or set to another object), when it can be read there
+    and behaves so on scratch dicts; None otherwise (the check then compares every entry each time)."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] not in ((3, 11), (3, 12)) \
+            or hasattr(sys, "gettotalrefcount"):  # a debug build lays objects out otherwise
+        return None
+    offset = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # after ob_refcnt, ob_type and ma_used
+
+    def tag(d: dict) -> int:
+        return ctypes.c_uint64.from_address(id(d) + offset).value
+
+    probe, other = {"a": 1}, {"a": 1}
+    first = tag(probe)
+    probe["a"] = probe["a"]  # the same object: nothing changed, the same tag
+    same = tag(probe)
+    probe["a"] = object()
+    replaced = tag(probe)
+    del probe["a"]
+    removed = tag(probe)
+    ok = first != 0 and first == same and len({first, replaced, removed, tag(other)}) == 4
+    return offset if ok else None
+
+
+_TAG_OFFSET = _version_tag_offset()
+
+
+class _Space:
+    """One checked namespace at the snapshot: its keys and values held (not their ids: an object freed since
+    cannot lend its id to a replacement) and a reader of its dict's version tag (None: no tag to read)."""
+
+    __slots__ = ("name", "module", "space", "keys", "values", "reader")
+
+    def __init__(self, name: str, module: str, space: dict) -> None:
+        self.name, self.module, self.space = name, module, space
+        self.keys, self.values = list(space), list(space.values())
+        self.reader = ctypes.c_uint64.from_address(id(space) + _TAG_OFFSET) \
+            if _TAG_OFFSET is not None and type(space) is dict else None
+
+    def same(self) -> bool:
+        """The namespace holds the same key and value objects, in the same order (compared by identity)."""
+        space = self.space
+        return (len(space) == len(self.keys) and all(map(operator.is_, space, self.keys))
+                and all(map(operator.is_, space.values(), self.values)))
+
+
 class _Spaces:
-    """The keys and values of namespaces at one moment, held (not their ids: an object freed after the snapshot
-    cannot lend its id to a replacement). Equal to another snapshot of the same namespaces when every key and
-    value is the same object, compared by identity (``operator.is_``: an object whose ``__eq__`` lies cannot hide
-    a change), in one pass over all of them."""
+    """The namespaces a batch child checks (``CHECKED`` modules, every ``evoharness`` module and the classes each
+    defines: a class's dict behind its proxy) at one moment. ``unchanged()``: each still holds the same key and
+    value objects (``operator.is_``: an object whose ``__eq__`` lies cannot hide a change) -- compared only for the
+    namespaces whose version tag moved (a dict's tag moves with every entry added, removed or set to another
+    object; one set back, or to the same object, is compared and found unchanged), so a check of unchanged
+    namespaces reads none of their objects. Without readable tags every namespace is compared each time."""
 
-    def __init__(self, spaces: list[tuple[str, dict]]) -> None:
-        self.names = [name for name, _ in spaces]
-        dicts = [space for _, space in spaces]
-        self.sizes = list(map(len, dicts))
-        self.keys = list(itertools.chain.from_iterable(dicts))
-        self.values = list(itertools.chain.from_iterable(space.values() for space in dicts))
+    def __init__(self) -> None:
+        self.module_names = frozenset(sys.modules)
+        self.entries: list[_Space] = []
+        for name, mod in list(sys.modules.items()):
+            if mod is not None and (name in _Baseline.CHECKED or name.partition(".")[0] == "evoharness"):
+                self._add(name, mod)
+        self.tags = self._tags()
 
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, _Spaces) and self.sizes == other.sizes and len(self.keys) == len(other.keys)
-                and all(map(operator.is_, self.keys, other.keys))
-                and all(map(operator.is_, self.values, other.values)))
+    def _add(self, name: str, mod: object) -> None:
+        space = vars(mod)
+        self.entries.append(_Space(name, name, space))
+        for key, value in list(space.items()):
+            if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                self.entries.append(_Space(f"{name}.{key}", name, _dict_of(value)))
 
-    __hash__ = None  # type: ignore[assignment]
+    def _tags(self) -> list[int]:
+        return [-1 if e.reader is None else e.reader.value for e in self.entries]  # -1: none, always compared
 
-    def differ(self, other: _Spaces) -> list[str]:
-        """The names of the namespaces that differ from ``other`` (a snapshot of the same ones)."""
-        out, at = [], 0
-        for name, a, b in zip(self.names, self.sizes, other.sizes, strict=True):
-            if a != b or not all(map(operator.is_, self.keys[at:at + a], other.keys[at:at + a])) \
-                    or not all(map(operator.is_, self.values[at:at + a], other.values[at:at + a])):
-                out.append(name)
-                break
-            at += a
-        return out
+    def _moved(self) -> list[_Space]:
+        """The namespaces that may have changed: whose tag moved, or that have none."""
+        for e in self.entries:  # what the warnings module notes of warnings it showed goes
+            if e.module == e.name:
+                e.space.pop("__warningregistry__", None)
+        tags = self._tags()
+        if tags == self.tags and -1 not in tags:
+            return []
+        return [e for e, a, b in zip(self.entries, self.tags, tags, strict=True) if a != b or a == -1]
+
+    def unchanged(self) -> bool:
+        """Every namespace holds the same keys and values (the same objects) as at the snapshot. When so, the tags
+        read now are the ones compared with next (a namespace set back to what it held is not read again)."""
+        moved = self._moved()
+        if not moved:
+            return True
+        if not all(e.same() for e in moved):
+            return False
+        self.tags = self._tags()
+        return True
+
+    def differ(self) -> list[str]:
+        """The name of the first namespace that changed since the snapshot (empty: none)."""
+        return [e.name for e in self._moved() if not e.same()][:1]
+
+    def refresh(self) -> None:
+        """Re-take the modules (each with its classes) whose namespaces changed since the snapshot: a forked child
+        taking over its server's snapshot as its own baseline (``threading`` resets its globals at a fork)."""
+        stale = {e.module for e in self._moved() if not e.same()}
+        if stale:
+            self.entries = [e for e in self.entries if e.module not in stale]
+            for name in stale:
+                if sys.modules.get(name) is not None:
+                    self._add(name, sys.modules[name])
+        self.tags = self._tags()
 
 
 def child_clean(pid: int) -> bool:
