@@ -1,14 +1,21 @@
 """What the held-back sets of other domains check, on variants of real public runs: a tool error retried
 with success (at once or after several failures) and a format rejection the agent fixed (even after
 several in a row) are friction, never the failure; an edit -> re-run cycle is never a loop; a run that
-never gets past its friction is still F2. Each variant is a real record of ../shared/data with messages
-inserted, written back in its own format and read by the importer (the path a user's files take)."""
+never gets past its friction is still F2; every reward-1 / resolved run is Healthy; a failed run's first
+signal is rarely its last assistant message. Each variant is a real record of ../shared/data with messages
+inserted, written back in a format the held-back sets may come in and read by the importer (the path a
+user's files take): tau-bench records as tau-bench's list (``openai``) and as AgentRx's one file per run
+(``agentrx-tau``); mini-swe-agent runs as v1, as v2 (tool calls, text, Responses API: the writers in
+tests/fixtures/traces/mini_swe_v2/make_sample.py) and as SWE-agent ``.traj`` files
+(tests/fixtures/traces/swe_agent/make_sample.py)."""
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +23,20 @@ from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import load_paths
 
 PROCESS = ("F2", "F3")
+TRACE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+TAU_FORMATS = ("openai", "agentrx-tau")
+SWE_FORMATS = ("v1", "v2-toolcall", "v2-text", "v2-response", "swe-agent")
+
+
+def _writer(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_writer", TRACE_FIXTURES / name / "make_sample.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _last_assistant(t) -> int:
+    return max(i for i, m in enumerate(t.messages) if m["role"] == "assistant")
 
 
 def _tau_records(full_shared_data):
@@ -55,19 +76,48 @@ def _with_failed_tries(record, tries: int, recover: bool = True, same_args: bool
     return rec
 
 
-def _label_tau(tmp_path, records):
-    path = tmp_path / "tau.json"
-    path.write_text(json.dumps(records))
+def _tau_trajectories(tmp_path, records, fmt="openai"):
+    """The records as tau-bench's list (``openai``) or as AgentRx's files, one run each with 1-based message
+    ``index``es (``agentrx-tau``: data/tau_dataset/<n>.json), read back in order."""
+    if fmt == "openai":
+        path = tmp_path / "tau.json"
+        path.write_text(json.dumps(records))
+        return list(load_paths([path]))
+    folder = tmp_path / "data" / "tau_dataset"
+    folder.mkdir(parents=True)
+    for n, r in enumerate(records):
+        run = {**r, "traj": [{**m, "index": i + 1} for i, m in enumerate(r["traj"])]}
+        (folder / f"{n:04d}.json").write_text(json.dumps(run))
+    trajs = list(load_paths([folder]))
+    assert {t.meta["source_format"] for t in trajs} == {"agentrx-tau"}
+    return trajs
+
+
+def _label_tau(tmp_path, records, fmt="openai"):
     labeller = Labeller()
-    return [labeller.label(t) for t in load_paths([path])]
+    return [labeller.label(t) for t in _tau_trajectories(tmp_path, records, fmt)]
 
 
+@pytest.mark.parametrize("fmt", TAU_FORMATS)
+def test_every_reward_1_run_is_healthy_and_failures_are_found_before_the_last_reply(full_shared_data, tmp_path, fmt):
+    records = _tau_records(full_shared_data)
+    trajs = _tau_trajectories(tmp_path, records, fmt)
+    labeller = Labeller()
+    labels = [labeller.label(t) for t in trajs]
+    passed = [lab for t, lab in zip(trajs, labels, strict=True) if t.score == 1.0]
+    assert len(passed) == 84 and all(lab.failure_class == "healthy" for lab in passed)
+    failed = [(t, lab) for t, lab in zip(trajs, labels, strict=True) if t.score == 0.0]
+    at_last = [t.id for t, lab in failed if lab.first_signal is None or lab.first_signal.step == _last_assistant(t)]
+    assert len(failed) == 116 and len(at_last) * 4 < len(failed), at_last  # the last reply: under a quarter
+
+
+@pytest.mark.parametrize("fmt", TAU_FORMATS)
 @pytest.mark.parametrize(("tries", "same_args"), [(1, True), (2, True), (3, True), (3, False)])
-def test_a_tool_error_retried_with_success_is_never_the_failure(full_shared_data, tmp_path, tries, same_args):
+def test_a_tool_error_retried_with_success_is_never_the_failure(full_shared_data, tmp_path, tries, same_args, fmt):
     records = [r for r in _tau_records(full_shared_data) if _first_write(r["traj"]) is not None]
     failed = [r for r in records if r["reward"] == 0][:20]
     passed = [r for r in records if r["reward"] == 1][:20]
-    labels = _label_tau(tmp_path, [_with_failed_tries(r, tries, same_args=same_args) for r in failed + passed])
+    labels = _label_tau(tmp_path, [_with_failed_tries(r, tries, same_args=same_args) for r in failed + passed], fmt)
     assert len(labels) == len(failed) + len(passed) == 40
     assert all(lab.failure_class == "healthy" for lab in labels[len(failed):])
     bad = [(lab.trajectory_id, lab.first_signal.id) for lab in labels[:len(failed)]
@@ -76,9 +126,10 @@ def test_a_tool_error_retried_with_success_is_never_the_failure(full_shared_data
     assert not [s.id for lab in labels for s in lab.signals if s.id == "F2.tool_error"]
 
 
-def test_a_tool_error_never_got_past_is_the_failure(full_shared_data, tmp_path):
+@pytest.mark.parametrize("fmt", TAU_FORMATS)
+def test_a_tool_error_never_got_past_is_the_failure(full_shared_data, tmp_path, fmt):
     failed = [r for r in _tau_records(full_shared_data) if r["reward"] == 0 and _first_write(r["traj"])][:20]
-    labels = _label_tau(tmp_path, [_with_failed_tries(r, 2, recover=False) for r in failed])
+    labels = _label_tau(tmp_path, [_with_failed_tries(r, 2, recover=False) for r in failed], fmt)
     for rec, lab in zip(failed, labels, strict=True):
         error_at = _first_write(rec["traj"]) + 1  # the first inserted failure's result (the importer keeps indices)
         # at the inserted failure, or at an earlier error of the record's own that the cut tail recovered
@@ -91,8 +142,9 @@ REJECTION = ("Please always provide EXACTLY ONE action in triple backticks, foun
              "Please format your action in triple backticks as shown in <response_example>.")
 
 
-def _mini_swe_variant(full_shared_data, tmp_path, resolved: bool, edit):
-    """Every mini-swe-agent run with the given outcome, ``edit(messages)`` applied, written in its layout."""
+def _mini_swe_variant(full_shared_data, tmp_path, resolved: bool, edit, fmt: str = "v1"):
+    """Every mini-swe-agent run with the given outcome, ``edit(messages)`` applied to its v1 messages, written
+    as ``fmt`` (v1; v2-toolcall / v2-text / v2-response; swe-agent) in that format's layout with its report."""
     src = full_shared_data / "mini_swe_agent_sample"
     out = tmp_path / ("resolved" if resolved else "failed")
     n = 0
@@ -103,14 +155,30 @@ def _mini_swe_variant(full_shared_data, tmp_path, resolved: bool, edit):
             continue
         data = json.loads((src / "trajs" / inst / f"{inst}.traj.json").read_text())
         data["messages"] = edit(data["messages"])
-        (out / "trajs" / inst).mkdir(parents=True)
         (out / "logs" / inst).mkdir(parents=True)
-        (out / "trajs" / inst / f"{inst}.traj.json").write_text(json.dumps(data))
+        if fmt == "swe-agent":  # SWE-bench/experiments: trajs/<id>.traj, logs/<id>/report.json
+            (out / "trajs").mkdir(exist_ok=True)
+            (out / "trajs" / f"{inst}.traj").write_text(json.dumps(_writer("swe_agent").to_swe_agent(data)))
+        else:
+            if fmt != "v1":
+                data = _writer("mini_swe_v2").to_v2(data, fmt.removeprefix("v2-"))
+            (out / "trajs" / inst).mkdir(parents=True)
+            (out / "trajs" / inst / f"{inst}.traj.json").write_text(json.dumps(data))
         shutil.copy(report, out / "logs" / inst / "report.json")
         n += 1
     labeller = Labeller()
-    labels = [labeller.label(t) for t in load_paths([out])]
-    assert len(labels) == n == 10
+    trajs = list(load_paths([out]))
+    assert {t.meta["source_format"] for t in trajs} == {"swe-agent" if fmt == "swe-agent" else "mini-swe-agent"}
+    labels = [labeller.label(t) for t in trajs]
+    assert len(labels) == n == 10 and all(t.score == (1.0 if resolved else 0.0) for t in trajs)
+    if edit is _rejected_twice and fmt != "swe-agent":  # the inserted rejections are there to be judged
+        assert all(sum(e.type == "format_rejected" for e in t.events) >= 3 for t in trajs)
+    if edit is _edit_rerun_cycle:
+        assert all(sum("sed -i 's/x" in str(c.args) for c in t.tool_calls()) == 3 for t in trajs)
+    if not resolved:  # the failing step: rarely the last reply (under a quarter of the failed runs)
+        at_last = [t.id for t, lab in zip(trajs, labels, strict=True)
+                   if lab.first_signal is None or lab.first_signal.step == _last_assistant(t)]
+        assert len(at_last) * 4 < len(trajs), at_last
     return labels
 
 
@@ -125,9 +193,17 @@ def _rejected_twice(messages):
     return messages[:i] + [bad, rejection, bad, rejection, bad, rejection] + messages[i:]
 
 
+@pytest.mark.parametrize("fmt", SWE_FORMATS)
 @pytest.mark.parametrize("resolved", [True, False])
-def test_format_rejections_the_agent_fixed_are_no_process_label(full_shared_data, tmp_path, resolved):
-    labels = _mini_swe_variant(full_shared_data, tmp_path, resolved, _rejected_twice)
+def test_every_resolved_run_is_healthy(full_shared_data, tmp_path, resolved, fmt):
+    labels = _mini_swe_variant(full_shared_data, tmp_path, resolved, lambda messages: messages, fmt)
+    assert all((lab.failure_class == "healthy") == resolved for lab in labels)
+
+
+@pytest.mark.parametrize("fmt", [f for f in SWE_FORMATS if f != "swe-agent"])  # SWE-agent keeps no rejection
+@pytest.mark.parametrize("resolved", [True, False])
+def test_format_rejections_the_agent_fixed_are_no_process_label(full_shared_data, tmp_path, resolved, fmt):
+    labels = _mini_swe_variant(full_shared_data, tmp_path, resolved, _rejected_twice, fmt)
     if resolved:
         assert all(lab.failure_class == "healthy" for lab in labels)
     else:
@@ -149,8 +225,9 @@ def _edit_rerun_cycle(messages):
     return messages[:i] + cycle + messages[i:]
 
 
+@pytest.mark.parametrize("fmt", SWE_FORMATS)
 @pytest.mark.parametrize("resolved", [True, False])
-def test_an_edit_rerun_cycle_is_no_loop(full_shared_data, tmp_path, resolved):
-    labels = _mini_swe_variant(full_shared_data, tmp_path, resolved, _edit_rerun_cycle)
+def test_an_edit_rerun_cycle_is_no_loop(full_shared_data, tmp_path, resolved, fmt):
+    labels = _mini_swe_variant(full_shared_data, tmp_path, resolved, _edit_rerun_cycle, fmt)
     assert all((lab.failure_class == "healthy") == resolved for lab in labels)
     assert not [s.id for lab in labels for s in lab.signals if s.id.startswith("F3.")]
