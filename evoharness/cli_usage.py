@@ -45,7 +45,9 @@ def add_root_options(root: Any) -> None:
         command.invoke = _settings_checked(command.invoke)
         for param in command.params:
             if takes_path(param):
-                param.process_value = _no_empty_path(param, param.process_value)
+                param.process_value = _no_empty(param, param.process_value, "an empty path")
+            elif takes_text(param) and param.name not in FREE_TEXT:
+                param.process_value = _no_empty(param, param.process_value, "an empty value")
         taken = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
         for param in shared:
             if taken & set(param.opts):
@@ -63,14 +65,27 @@ def takes_path(param: Any) -> bool:
     return annotation is Path or Path in typing.get_args(annotation)
 
 
-def _no_empty_path(param: Any, process_value: Any) -> Any:
-    """``process_value`` that refuses an empty path: ``Path("")`` is the current directory, so
-    ``diagnose "$TRACES"`` with the variable unset read every file under it, and ``init ""`` wrote there."""
+# Text parameters where an empty value is meaningful: the free-text reason of approve/reject.
+FREE_TEXT = frozenset({"reason"})
+
+
+def takes_text(param: Any) -> bool:
+    """Whether ``param`` is text (``str``, ``str | None``, ``list[str]``)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return annotation is str or str in typing.get_args(annotation)
+
+
+def _no_empty(param: Any, process_value: Any, what: str) -> Any:
+    """``process_value`` that refuses an empty (or blank) value, as a variable that is unset gives it.
+
+    A path: ``Path("")`` is the current directory, so ``diagnose "$TRACES"`` read every file under it and
+    ``init ""`` wrote there. Text: an empty value read as "not given", so ``run --resume "$RUN"`` started a
+    fresh run, ``dataset status --url "$URL"`` read the default queue and ``show ""`` showed main."""
     def process(ctx: Any, value: Any) -> Any:
         if any(isinstance(v, str) and not v.strip() for v in (value if isinstance(value, list | tuple) else [value])):
             import typer
 
-            raise typer.BadParameter("an empty path", ctx=ctx, param=param)
+            raise typer.BadParameter(what, ctx=ctx, param=param)
         return process_value(ctx, value)
 
     return process

@@ -11,7 +11,7 @@ import typing
 import pytest
 
 from evoharness.cli import command, main
-from evoharness.cli_usage import _param_label, is_group, takes_path, walk
+from evoharness.cli_usage import FREE_TEXT, _param_label, is_group, takes_path, takes_text, walk
 
 TREE = list(walk(command()))
 GROUPS = [(path, cmd) for path, cmd in TREE if is_group(cmd)]
@@ -106,6 +106,28 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_directory(capsys, tm
     line = _one_error_line(capsys, argv)
     assert line.endswith(f"invalid value for {_param_label(param)}: an empty path"), line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
+
+
+TEXTS = [(path, leaf, p) for path, leaf in LEAVES for p in leaf.params
+         if takes_text(p) and p.expose_value and p.name not in FREE_TEXT]
+
+
+@pytest.mark.parametrize(("path", "leaf", "param"), TEXTS,
+                         ids=[f"{' '.join(path)} {p.opts[0]}" for path, _, p in TEXTS])
+def test_an_empty_value_is_refused_not_taken_for_not_given(capsys, tmp_path, monkeypatch, path, leaf, param):
+    """An unset variable gives "": `run --resume "$RUN"` started a fresh run, `dataset status --url "$URL"` read
+    the default queue, `show ""` showed main, `approve "" --run R` said 'error: : not awaiting review'."""
+    monkeypatch.chdir(tmp_path)
+    for empty in ("", "  "):
+        argv = [*path, param.opts[0], empty] if param.param_type_name == "option" else [*path, empty]
+        line = _one_error_line(capsys, argv)
+        assert line.endswith(f"invalid value for {_param_label(param)}: an empty value"), line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_free_text_reason_may_be_empty(capsys):
+    line = _one_error_line(capsys, ["reject", "candidate/x", "--run", "nope", "--reason", ""])
+    assert "no such run" in line  # the reason passed; the run is what is wrong
 
 
 def test_config_after_the_command_is_read(capsys, tmp_path, monkeypatch):
