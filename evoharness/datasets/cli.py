@@ -25,10 +25,23 @@ def _require_records(path: Path, what: str) -> None:
         raise InputError(str(path), f"empty file, no {what}")
 
 
-def _queue(ctx: typer.Context, url: str | None):
+def _queue(ctx: typer.Context, url: str | None, *, create: bool = True):
+    """The queue at --url, else the configured one (``datasets.url``, or the SQLite file under ``home``).
+    ``create=False``: an existing queue only (see ``TrainingQueue``)."""
     from .queue import TrainingQueue, queue_from_settings
 
-    return TrainingQueue(url) if url else queue_from_settings(settings_of(ctx))
+    return TrainingQueue(url, create=create) if url else queue_from_settings(settings_of(ctx), create=create)
+
+
+def _no_default_queue_yet(ctx: typer.Context, url: str | None) -> Path | None:
+    """The default SQLite queue file when none was configured and it does not exist yet (nothing enqueued)."""
+    from .queue import default_url
+
+    settings = settings_of(ctx)
+    if url or settings.datasets.url:
+        return None
+    path = Path(default_url(settings.home).removeprefix("sqlite:///"))
+    return None if path.exists() else path
 
 
 @dataset_app.command("status")
@@ -38,7 +51,14 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Show the training queue by failure class, task and run."""
-    s = _queue(ctx, url).status()
+    missing = _no_default_queue_yet(ctx, url)
+    if missing is not None:  # a fresh home: nothing enqueued yet (status creates nothing)
+        if as_json:
+            typer.echo(json.dumps({"total": 0, "by_class": {}, "by_task": {}, "by_run": {}, "by_split": {}}, indent=2))
+        else:
+            typer.echo(f"training queue: 0 items (none yet: the first enqueue creates {missing})")
+        return
+    s = _queue(ctx, url, create=False).status()
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         return
@@ -156,7 +176,7 @@ def export(
     summary = export_dataset(
         out, fmt=fmt_, source=source_,
         trajectories=JsonlSource(trajectories) if trajectories and source_ != SourceKind.queue else None,
-        queue=_queue(ctx, url) if source_ != SourceKind.healthy else None,
+        queue=_queue(ctx, url, create=url is None) if source_ != SourceKind.healthy else None,
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels)

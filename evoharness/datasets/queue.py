@@ -23,6 +23,7 @@ from sqlalchemy import (
     create_engine,
     func,
     insert,
+    inspect,
     select,
 )
 from sqlalchemy.engine import Engine
@@ -61,28 +62,72 @@ def default_url(home: Path) -> str:
     return f"sqlite:///{Path(home) / 'queue.db'}"
 
 
-def queue_from_settings(settings) -> TrainingQueue:
-    return TrainingQueue(settings.datasets.url or default_url(settings.home))
+def queue_from_settings(settings, *, create: bool = True) -> TrainingQueue:
+    return TrainingQueue(settings.datasets.url or default_url(settings.home), create=create)
+
+
+_BACKENDS = ("sqlite", "postgresql")
+_URL_FORM = "a queue URL is sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+CONNECT_TIMEOUT_S = 10  # a server that takes the connection and never answers held `dataset status` forever
+
+
+def _shown(url: str) -> str:
+    """The URL as messages show it: its password, if any, as ***."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except (SQLAlchemyError, ValueError):
+        return url
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+
+
+def _engine(url: str, shown: str, create: bool) -> Engine:
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except (SQLAlchemyError, ValueError):
+        raise InputError("datasets.url", f"{shown!r} is not a database URL; {_URL_FORM}") from None
+    backend = parsed.get_backend_name()
+    if backend not in _BACKENDS:
+        raise InputError("datasets.url", f"{shown!r}: unsupported scheme {parsed.drivername!r}; {_URL_FORM}")
+    if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        path = Path(parsed.database)
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        elif not path.is_file():
+            raise InputError(str(path), "no training queue here (nothing enqueued yet, or a mistyped path)"
+                             if not path.exists() else "not a file, so no training queue")
+    connect_args = {"connect_timeout": CONNECT_TIMEOUT_S} if backend == "postgresql" else {}
+    try:
+        return create_engine(url, future=True, connect_args=connect_args)
+    except (SQLAlchemyError, ModuleNotFoundError, ValueError) as e:
+        raise InputError("datasets.url", f"cannot open queue {shown!r}: {e}") from None
 
 
 class TrainingQueue:
-    """Content-failure items with provenance, durable across restarts."""
+    """Content-failure items with provenance, durable across restarts.
 
-    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+    ``create=False`` opens an existing queue only (for reading: `dataset status`, an export of the queue):
+    it creates no SQLite file, directory or table, and a path or database that holds no queue is an
+    ``InputError`` (a mistyped path read as "0 items" before, and left a new empty database behind).
+    """
+
+    def __init__(self, url: str, *, engine: Engine | None = None, create: bool = True) -> None:
         self.url = url
+        shown = _shown(url)
         if engine is None:
-            if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-                Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            try:
-                engine = create_engine(url, future=True)
-            except (SQLAlchemyError, ModuleNotFoundError, ValueError) as e:
-                raise InputError("datasets.url", f"cannot open queue {url!r}: {e}") from None
+            engine = _engine(url, shown, create)
         self.engine = engine
         try:
-            _metadata.create_all(self.engine)
+            if create:
+                _metadata.create_all(self.engine)
+            elif not inspect(self.engine).has_table(queue_items.name):
+                raise InputError(shown, "holds no training queue (nothing enqueued there yet, or another database)")
         except SQLAlchemyError as e:
             reason = " ".join(str(getattr(e, "orig", None) or e).split())  # one line: no SQLAlchemy background link
-            raise InfraError(f"training queue {url!r} unreachable: {e.__class__.__name__}: {reason}") from None
+            raise InfraError(f"training queue {shown!r} unreachable: {e.__class__.__name__}: {reason}") from None
 
     def enqueue(self, traj: Trajectory, label: Label, run_id: str | None = None,
                 round: int | None = None) -> bool:

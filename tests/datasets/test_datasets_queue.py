@@ -84,7 +84,7 @@ def test_process_failures_and_mismatched_labels_are_refused(queue):
 
 
 def test_bad_url_is_an_input_error():
-    with pytest.raises(InputError, match="cannot open queue"):
+    with pytest.raises(InputError, match="unsupported scheme 'nosuchdialect'"):
         TrainingQueue("nosuchdialect://x")
 
 
