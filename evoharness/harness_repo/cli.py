@@ -145,13 +145,19 @@ def pr(
     hr = _open(ctx, harness)
     branch = hr.resolve(candidate)
     body = pr_body(hr, hr.candidate(branch))
-    push_candidate(hr, branch, remote)
-    if body_out is not None:
-        body_out.write_text(body, encoding="utf-8")
-        typer.echo(f"pushed {branch} to {remote}; PR body in {body_out}")
-    else:
+    if body_out is None:
+        push_candidate(hr, branch, remote)
         typer.echo(f"pushed {branch} to {remote}\n")
         typer.echo(body, nl=False)
+        return
+    from evoharness.traces.store import replacing
+
+    # the body is staged beside --body-out before the push (a path that cannot be written fails here, with
+    # nothing pushed) and takes its place only once the push went through (a failed push keeps an earlier body)
+    with replacing(body_out, "w") as fh:
+        fh.write(body)
+        push_candidate(hr, branch, remote)
+    typer.echo(f"pushed {branch} to {remote}; PR body in {body_out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -153,3 +153,27 @@ def test_pr_to_an_unknown_remote_fails_cleanly(cli_harness: Path, tmp_path: Path
     assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {missing}: push failed: '{missing}' does not appear to be a git repository\n"
+
+
+def test_pr_whose_body_cannot_be_written_pushes_nothing(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    """The branch was pushed first and the body written after: a --body-out that cannot be written failed with
+    the branch already on the remote. Now the body is staged first; a failed push leaves an earlier body."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    branch = _make(cli_harness, tmp_path, capsys)
+    (tmp_path / "afile").write_text("x")
+    for body_out, reason in ((tmp_path, "is a directory"), (tmp_path / "afile" / "body.md", "afile: file exists")):
+        assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(remote),
+                     "--body-out", str(body_out)]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith("error: ") and reason in line, line
+        assert git(remote, "for-each-ref") == ""  # nothing pushed
+    earlier = tmp_path / "body.md"
+    earlier.write_text("an earlier body\n")
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(tmp_path / "missing.git"),
+                 "--body-out", str(earlier)]) == 2
+    assert "push failed" in capsys.readouterr().err and earlier.read_text() == "an earlier body\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".body")) == []  # no staged file left
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(remote), "--body-out", str(earlier)]) == 0
+    assert git(remote, "rev-parse", branch) == HarnessRepo(cli_harness).head_of(branch)
+    assert "### Hypothesis" in earlier.read_text()
