@@ -33,13 +33,17 @@ SAMPLES = {
     "tau2": [FIX / "tau2" / "results.json"],
     "otlp": sorted((FIX / "otlp").glob("*.json*")),
     "langsmith": sorted((FIX / "langsmith").glob("*.json*")),
-    "mini-swe-agent": sorted((DATA / "mini_swe_agent_sample" / "trajs").glob("*/*.traj.json"))[:2],
+    "mini-swe-agent": [*sorted((DATA / "mini_swe_agent_sample" / "trajs").glob("*/*.traj.json"))[:2],
+                       *sorted((FIX / "mini_swe_v2").glob("*/django__django-12708/*.traj.json"))],  # v1, v2
+    "swe-agent": sorted((FIX / "swe_agent" / "experiments" / "trajs").glob("*.traj"))[:1],
+    "agentrx-tau": [FIX / "agentrx_tau" / "tau_dataset" / "2.json"],
     "who-and-when": sorted((DATA / "who_and_when").rglob("*.json"))[:3],
     "agentrx": sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
                       key=lambda p: p.stat().st_size)[:2],
 }
 ROOTS = {"mini-swe-agent": DATA / "mini_swe_agent_sample", "who-and-when": DATA / "who_and_when",
-         "agentrx": DATA / "agentrx_magentic_one"}  # a variant keeps its path under its root (joins)
+         "agentrx": DATA / "agentrx_magentic_one", "swe-agent": FIX / "swe_agent" / "experiments",
+         "agentrx-tau": FIX / "agentrx_tau"}  # a variant keeps its path under its root (joins)
 SLOW_S = 10.0
 
 
@@ -137,7 +141,9 @@ def fuzz(fmt: str, n: int, seed: int, out=sys.stdout, slow_s: float = SLOW_S) ->
             src = samples[i % len(samples)]
             raw = src.read_bytes()
             # keep the file's place in its layout (Harbor joins <trial>/result.json)
-            dst = Path(tmp) / f"v{i}" / src.relative_to(ROOTS.get(fmt, FIX / fmt))
+            root = ROOTS.get(fmt, FIX / fmt)
+            root = root if src.is_relative_to(root) else FIX  # mini-swe-agent's v2 samples sit in the fixtures
+            dst = Path(tmp) / f"v{i}" / src.relative_to(root)
             if fmt == "atif" and (src.parent.parent / "result.json").is_file():
                 (dst.parent.parent).mkdir(parents=True, exist_ok=True)
                 res = (src.parent.parent / "result.json").read_bytes()

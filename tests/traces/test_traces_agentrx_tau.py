@@ -16,6 +16,7 @@ from evoharness.errors import InputError
 from evoharness.traces.importers import detect_format, load_paths
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "agentrx_tau"
+FIXTURES_DATA = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
 
 
@@ -125,3 +126,21 @@ def test_label_accuracy_refuses_a_folder_without_labelled_runs(tmp_path, capsys,
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_agentrx_magentic_layout_joins_its_ground_truth_and_is_scored_by_folder(tmp_path, capsys, monkeypatch):
+    """AgentRx's repository: data/magentic_dataset/<id>.json with data/ground_truth/magentic_one_ground_truth.json
+    (and the tau runs' ground truth beside it)."""
+    src = FIXTURES_DATA / "agentrx_magentic_one"
+    data = _agentrx_layout(tmp_path)
+    shutil.copytree(src / "trajectories", data / "magentic_dataset")
+    shutil.copy(src / "ground_truth.json", data / "ground_truth" / "magentic_one_ground_truth.json")
+    trajs = list(load_paths([data]))
+    magentic = [t for t in trajs if t.meta["source_format"] == "agentrx"]
+    assert len(magentic) == 4 and sum("human_failures" in t.meta for t in magentic) == 3
+    monkeypatch.setattr(sys, "argv", [str(SCRIPT), "--data", str(data), "--json"])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(SCRIPT), run_name="__main__")
+    assert e.value.code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {k: v["n"] for k, v in out.items()} == {"agentrx/Magentic-One": 3, "agentrx/tau-bench": 1}

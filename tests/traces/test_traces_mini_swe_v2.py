@@ -92,3 +92,14 @@ def test_a_v2_run_that_hit_its_limit_ends_on_the_budget(tmp_path):
     [t] = list(load_paths([path]))
     assert t.termination == Termination.step_budget and t.final_answer is None
     assert [e.type for e in t.events] == ["budget_exhausted"]
+
+
+@pytest.mark.parametrize("name", [12, None, "", ["gpt"]])
+def test_a_model_name_that_is_no_string_is_left_out(tmp_path, name):
+    """A fuzzed model_name (a number) was a multi-line pydantic error instead of an import (v1 and v2 alike)."""
+    data = _v1()
+    data["info"]["config"]["model"]["model_name"] = name
+    path = tmp_path / "x.traj.json"
+    path.write_text(json.dumps(data))
+    [t] = list(load_paths([path]))
+    assert t.model is None and len(t.tool_calls()) > 10

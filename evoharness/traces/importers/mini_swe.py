@@ -463,8 +463,9 @@ def convert(path: Path, data: Any) -> Trajectory:
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
     model = (config.get("model") or {}).get("model_name") if isinstance(config.get("model"), dict) else None
+    model = model if isinstance(model, str) and model else None  # a number there was a multi-line pydantic error
     run = next((r for r in (data.get("run_id"), info.get("run_id")) if isinstance(r, str) and r), None)
-    score, report, why = _score(path, instance_id, model if isinstance(model, str) else None, run)
+    score, report, why = _score(path, instance_id, model, run)
     return Trajectory(
         id=f"mini-swe-agent:{instance_id}",
         task_id=instance_id,
