@@ -122,3 +122,24 @@ def test_a_bad_history_names_the_file(tmp_path):
     p.write_text(json.dumps(data))
     with pytest.raises(InputError, match=r"bad\.traj.*history\[4\] has no string 'role'"):
         list(load_paths([p]))
+
+
+@pytest.mark.parametrize("chosen", [True, False])
+def test_a_retry_agent_file_is_read_from_the_chosen_attempt(tmp_path, chosen):
+    """RetryAgent: {"attempts": [...]} and, once its loop chose, the best attempt merged at the top level."""
+    good, other = _run(), _run()
+    other["history"] = other["history"][:4]
+    other["info"] = {**other["info"], "exit_status": "exit_cost", "submission": None}
+    data = {"attempts": [good, other]}
+    if chosen:
+        data |= json.loads(json.dumps(good))
+        data["info"]["best_attempt_idx"] = 0
+    p = tmp_path / f"{RUN}.traj"
+    p.write_text(json.dumps(data))
+    assert detect_format(p) == "swe-agent"
+    [t] = list(load_paths([p]))
+    assert t.meta["attempts"] == 2
+    if chosen:
+        assert t.termination == Termination.delivered and len(t.messages) == len(good["history"])
+    else:  # not chosen yet: the latest attempt
+        assert t.termination == Termination.step_budget and len(t.messages) == 4

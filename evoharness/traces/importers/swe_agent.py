@@ -11,8 +11,9 @@ Conversation: ``history`` without its demonstrations; an assistant message's ``t
 without them whose ``action`` is a command gets that command as one ``bash`` tool call; a ``tool`` message
 (``tool_call_ids``) or the next ``observation`` user message is its result. A file with no ``history`` (older
 SWE-agent) is rebuilt from ``trajectory``: the first query's system and user messages, then per step the
-response with its action as a call and the observation as its result. A retry agent's file (``attempts``)
-is read from its last attempt (``meta.attempts`` says how many).
+response with its action as a call and the observation as its result. A retry agent's file (``attempts``) is
+read from the attempt its retry loop chose (merged at the top level, ``info.best_attempt_idx``), else from its
+latest attempt (``meta.attempts`` says how many there were).
 
 Steps: our step i is ``history[meta.source_index[i]]`` (``source_index`` absent when every history message
 is kept, i.e. no demonstration; ``meta.source = "trajectory"`` when rebuilt from the steps, step 0/1 the first
@@ -46,7 +47,8 @@ _TIMEOUT = ("exit_total_execution_time", "exit_command_timeout", "exit_timeout")
 def matches(rec: dict) -> bool:
     return (isinstance(rec.get("trajectory"), list) and isinstance(rec.get("info"), dict)
             and ("history" in rec or "replay_config" in rec or "environment" in rec)) or (
-        isinstance(rec.get("attempts"), list) and isinstance(rec.get("info"), dict))
+        isinstance(rec.get("attempts"), list) and bool(rec["attempts"]) and isinstance(rec["attempts"][0], dict)
+        and isinstance(rec["attempts"][0].get("trajectory"), list))  # a retry agent's file
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
@@ -66,9 +68,14 @@ def convert(path: Path, data: Any) -> Trajectory:
     meta: dict[str, Any] = {"source_format": "swe-agent"}
     run = data
     if isinstance(data.get("attempts"), list) and data["attempts"]:
-        run = obj(data["attempts"][-1])
         meta["attempts"] = len(data["attempts"])
-        info = {**obj(run.get("info")), **info}
+        if not isinstance(data.get("history"), list) and not isinstance(data.get("trajectory"), list):
+            # the chosen attempt is merged at the top level once the retry loop chose; before, the latest one
+            best = info.get("best_attempt_idx")
+            chosen = best if isinstance(best, int) and not isinstance(best, bool) and 0 <= best < len(
+                data["attempts"]) else len(data["attempts"]) - 1
+            run = obj(data["attempts"][chosen])
+            info = {**obj(run.get("info")), **info}
     history = run.get("history")
     if isinstance(history, list) and history:
         messages, source_index, task, steps = _from_history(history)
