@@ -191,3 +191,16 @@ def test_diagnose_reads_every_format_in_one_directory(capsys):
     assert out["n"] == 2 + 3 + 4 + 2 + 1 + 4 + 2
     ids = {t["id"].split(":")[0] for t in out["trajectories"]}
     assert ids == {"atif", "tau2", "otlp", "langsmith", "agentrx-tau", "mini-swe-agent", "swe-agent"}
+
+
+@pytest.mark.parametrize(("sample", "n", "source_format"), [
+    ("agentrx_tau", 1, "agentrx-tau"), ("mini_swe_v2", 4, "mini-swe-agent"), ("swe_agent", 2, "swe-agent")])
+def test_import_and_label_read_the_held_back_formats_by_detection(tmp_path, capsys, sample, n, source_format):
+    """The held-back sets' formats (issue 13) through the commands a user runs, with no --format."""
+    trajs, labels = tmp_path / "t.jsonl", tmp_path / "l.jsonl"
+    assert main(["import", str(FIXTURES / sample), "--out", str(trajs)]) == 0
+    assert main(["label", str(FIXTURES / sample), "--out", str(labels)]) == 0
+    imported = [json.loads(line) for line in trajs.read_text().splitlines()]
+    assert len(imported) == n and {t["meta"]["source_format"] for t in imported} == {source_format}
+    assert all(t["score"] in (0.0, 1.0) for t in imported)  # each joined with its reward / SWE-bench verdict
+    assert len(labels.read_text().splitlines()) == n
