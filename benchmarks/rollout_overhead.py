@@ -10,8 +10,11 @@ one sandbox start for its ``--rollouts``, as a round pays per commit and slot) a
 worker already up (``bwrap-warm``: what each further rollout of a commit costs; ``bwrap-warm/rollout``: the
 same with ``sandbox.warm_fork = "rollout"``, a forked child per rollout instead of per batch). Prints the mean
 wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
-(wall, and CPU: load-robust), the warm children's minor page faults, then the speed-up of 2 bwrap
-workers over 1 on the same requests. CPU counts this process (executor, model gateway, host-side
+(wall, and CPU: load-robust), the warm children's minor page faults, the model calls per rollout (HTTP round
+trips over the gateway, from its per-rollout counts), the CPU of an in-process run with the harness's template
+compiled and policies parsed once beforehand, as a fork server does for its children (the in-process row does it
+every rollout, two thirds of a synthetic rollout's own work; ``bwrap-warm / it`` is the fairer ratio), then the
+speed-up of 2 bwrap workers over 1 on the same requests. CPU counts this process (executor, model gateway, host-side
 scoring), its waited-for children (a plain process) and what warm fork servers report (each child,
 the server's own fork/wait/sweep, its start-up; bwrap's own set-up, a few ms per start, is not
 counted). A cold bwrap sandbox's CPU is not measured (``bwrap-batch``: its processes are never waited
@@ -80,11 +83,16 @@ def _cpu() -> float:
 
 
 def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest], *, warm: bool = True,
-           restart: bool = False, warm_fork: str = "batch") -> tuple[float, int, float, float]:
+           restart: bool = False, warm_fork: str = "batch", prepared: bool = False
+           ) -> tuple[float, int, float, float, int]:
     """Wall seconds for ``reqs``, how many failed, their CPU seconds (this process -- executor, gateway,
     host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
-    report for their children, themselves and their start) and the warm children's page faults;
-    ``restart``: stop warm workers before the timed run."""
+    report for their children, themselves and their start), the warm children's page faults and the model
+    calls that went through the gateway (its per-rollout counts); ``restart``: stop warm workers before the
+    timed run; ``prepared`` (in-process): the harness's template compiled and policies parsed once beforehand,
+    as a fork server does for its children (``agent.harness.prepare``), forgotten again afterwards."""
+    from evoharness.agent import harness as prepared_memo
+
     env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers, env=env,
                        batch_size=args.batch, warm=warm, warm_fork=warm_fork) as ex:
@@ -93,13 +101,20 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
         ex.run(reqs[:(workers - 1) * args.batch + 1])
         if restart:
             ex.stop_workers()
+        if prepared:
+            prepared_memo.prepare(ex.checkouts.get(ex.checkouts.resolve(reqs[0].harness_commit)))
         before = dict(ex.warm_cost)
-        cpu, start = _cpu(), time.perf_counter()
-        trajs = ex.run(reqs)
-        elapsed, cpu = time.perf_counter() - start, _cpu() - cpu
+        try:
+            cpu, start = _cpu(), time.perf_counter()
+            trajs = ex.run(reqs)
+            elapsed, cpu = time.perf_counter() - start, _cpu() - cpu
+        finally:
+            prepared_memo._PREPARED_TEMPLATES.clear()
+            prepared_memo._PREPARED_POLICIES.clear()
         spent = {k: v - before.get(k, 0) for k, v in ex.warm_cost.items()}
     cpu += spent.get("child_cpu_s", 0) + spent.get("server_cpu_s", 0) + spent.get("start_cpu_s", 0)
-    return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure")), cpu, spent.get("child_minflt", 0)
+    calls = sum(t.meta["gateway"].get("requests", 0) for t in trajs if isinstance(t.meta.get("gateway"), dict))
+    return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure")), cpu, spent.get("child_minflt", 0), calls
 
 
 def _fork_floor(args) -> None:
@@ -186,7 +201,7 @@ def _docker_rows(harness: Path, args, reqs: list[RolloutRequest], figures: dict,
     n = len(reqs)
     with DockerSandbox() as cold, DockerSandbox(pool_size=1) as pool:
         for name, box in (("docker_cold", cold), ("docker_pool", pool)):
-            elapsed, failures[name], _, _ = _timed(harness, args, box, 1, reqs)
+            elapsed, failures[name], _, _, _ = _timed(harness, args, box, 1, reqs)
             figures[f"{name}_s_per_rollout"] = round(elapsed / n, 4)
             figures[f"{name}_over_bwrap"] = round(figures[f"{name}_s_per_rollout"] / figures["bwrap_s_per_rollout"], 3)
         figures["bare_docker_cold_ms"] = round(1000 * _bare(cold, 8), 2)
@@ -255,23 +270,30 @@ def main() -> None:
         per: dict[str, list[float]] = {name: [] for name in ROWS}
         cpu: dict[str, list[float]] = {name: [] for name in ROWS}
         faults: dict[str, list[float]] = {"bwrap-warm+start": [], "bwrap-warm": [], "bwrap-warm/rollout": []}
+        round_trips: list[float] = []  # model calls per rollout through the gateway (bwrap-warm)
+        prepared_cpu: list[float] = []  # in-process CPU with the template prepared once, as a fork server does
         configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
                    "bwrap-batch": (BwrapSandbox(), {"warm": False}),
                    "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {}),
                    "bwrap-warm/rollout": (BwrapSandbox(), {"warm_fork": "rollout"})}
         for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
             for name, (box, kw) in configs.items():
-                elapsed, failures[name], seconds, flt = _timed(harness, args, box, 1, reqs, **kw)
+                elapsed, failures[name], seconds, flt, calls = _timed(harness, args, box, 1, reqs, **kw)
+                if name == "bwrap-warm":
+                    round_trips.append(calls / n)
                 per[name].append(elapsed / n)
                 cpu[name].append(seconds / n)
                 if name.startswith("bwrap-warm"):
                     faults[name].append(flt / n)
+            _, failures["inprocess-prepared"], seconds, _, _ = _timed(harness, args, None, 1, reqs, prepared=True)
+            prepared_cpu.append(seconds / n)
         for name, xs in per.items():
             figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
         for name in CPU_ROWS:
             figures[f"{name}_cpu_s_per_rollout"] = round(statistics.median(cpu[name]), 4)
         for name, xs in faults.items():
             figures[f"{name}_child_faults_per_rollout"] = round(statistics.median(xs))
+        figures["gateway_round_trips_per_rollout"] = round(statistics.median(round_trips), 2)
         spreads = {}
         for name in BWRAP_ROWS:
             for base in ("process", "inprocess"):
@@ -282,6 +304,10 @@ def main() -> None:
                 ratios = [b / p for b, p in zip(cpu[name], cpu["inprocess"], strict=True)]
                 figures[f"{name}_cpu_over_inprocess"] = round(statistics.median(ratios), 3)
                 spreads[f"{name}_cpu_over_inprocess"] = spread(ratios, ".2f", "x")
+        figures["inprocess-prepared_cpu_s_per_rollout"] = round(statistics.median(prepared_cpu), 4)
+        ratios = [b / p for b, p in zip(cpu["bwrap-warm"], prepared_cpu, strict=True)]
+        figures["bwrap-warm_cpu_over_inprocess-prepared"] = round(statistics.median(ratios), 3)
+        spreads["bwrap-warm_cpu_over_inprocess-prepared"] = spread(ratios, ".2f", "x")
         figures["bwrap_s_per_rollout"] = figures["bwrap-warm+start_s_per_rollout"]
         figures["bwrap_overhead_ms"] = round(
             1000 * (figures["bwrap_s_per_rollout"] - figures["process_s_per_rollout"]), 1)
@@ -289,8 +315,8 @@ def main() -> None:
         figures["bare_bwrap_ms"] = round(1000 * _bare(BwrapSandbox(python_runtime=True)), 2)
         ones, twos = [], []
         for _ in range(args.repeat):
-            one, _, _, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
-            two, failures["bwrap_2"], _, _ = _timed(harness, args, BwrapSandbox(), 2, reqs)
+            one, _, _, _, _ = _timed(harness, args, BwrapSandbox(), 1, reqs)
+            two, failures["bwrap_2"], _, _, _ = _timed(harness, args, BwrapSandbox(), 2, reqs)
             ones.append(one)
             twos.append(two)
         figures["bwrap_1_worker_s"] = round(statistics.median(ones), 3)
@@ -319,6 +345,11 @@ def main() -> None:
             print(f"  {name + ' / in-process, CPU':<34}: {spreads[f'{name}_cpu_over_inprocess']}")
     print(f"  warm children: minor page faults per rollout {figures['bwrap-warm_child_faults_per_rollout']} (a child "
           f"per batch), {figures['bwrap-warm/rollout_child_faults_per_rollout']} (a child per rollout)")
+    print(f"  in-process, template prepared once (as a fork server does): "
+          f"{figures['inprocess-prepared_cpu_s_per_rollout'] * 1000:.1f} ms CPU; bwrap-warm / it, CPU: "
+          f"{spreads['bwrap-warm_cpu_over_inprocess-prepared']}")
+    print(f"  model calls per rollout : {figures['gateway_round_trips_per_rollout']:.2f} HTTP round trips over the "
+          "gateway's Unix socket (bwrap-warm; in-process: direct calls)")
     print(f"  bwrap-warm+start - plain process  : {figures['bwrap_overhead_ms']:+.1f} ms per rollout")
     print(f"  start-up of `true`    : {figures['bare_process_ms']:.1f} ms plain, "
           f"{figures['bare_bwrap_ms']:.1f} ms bwrap")
