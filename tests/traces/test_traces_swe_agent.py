@@ -143,3 +143,16 @@ def test_a_retry_agent_file_is_read_from_the_chosen_attempt(tmp_path, chosen):
         assert t.termination == Termination.delivered and len(t.messages) == len(good["history"])
     else:  # not chosen yet: the latest attempt
         assert t.termination == Termination.step_budget and len(t.messages) == 4
+
+
+def test_an_older_history_without_message_types_pairs_observations(tmp_path):
+    """SWE-agent 0.x history items carry role, content and agent only."""
+    data = _run("thought_action")
+    for m in data["history"]:
+        for key in ("message_type", "thought", "tool_calls", "thinking_blocks"):
+            m.pop(key, None)
+        m["agent"] = "primary"
+    p = tmp_path / f"{RUN}.traj"
+    p.write_text(json.dumps(data))
+    [t] = list(load_paths([p]))
+    assert len([m for m in t.messages if m["role"] == "tool"]) == len(t.tool_calls()) == len(data["trajectory"])

@@ -165,7 +165,7 @@ def _from_history(history: list) -> tuple[list[dict[str, Any]], list[int], str |
                 pending.remove(call_id)
             messages.append({"role": "tool", "tool_call_id": call_id, "name": _name(messages, call_id),
                              "content": content})
-        elif role == "user" and pending and m.get("message_type") == "observation":
+        elif role == "user" and pending and m.get("message_type") in (None, "observation"):  # 0.x: no type
             call_id = pending.pop(0)
             messages.append({"role": "tool", "tool_call_id": call_id, "name": _name(messages, call_id),
                              "content": content})
