@@ -36,6 +36,29 @@ def _keep_earlier(path: Path, what: str) -> None:
                                     "or --out OTHER.json to keep both")
 
 
+def _not_the_runs_own(record, out: Path | None, results: tuple[Path, ...] | None = None) -> None:
+    """An --out never replaces what the run recorded or its harness: `ablate RUN --out RUN_DIR/summary.json` (or
+    settings.json, the checkpoints, a demo's summary.json) destroyed the run, and a report written into the
+    harness repository left untracked files in the tree the run evolves. ``results``: the run's own result files
+    (ablation.json, evaluation-<split>.json), which an explicit --out may replace; None: ``out`` is a directory
+    that gets new files (`report`), checked against the harness only."""
+    from evoharness.reports.jobs import run_harness
+
+    if out is None:
+        return
+    target = out.resolve()
+    home = record.run_dir.parent.parent  # <home>/runs/<run-id>; a demo's home is DEMO/state
+    for harness in (run_harness(record).resolve(), home.parent / "harness" if home.name == "state" else None):
+        if harness is not None and target.is_relative_to(harness):
+            raise InputError(str(out), f"is inside the run's harness repository ({harness}); write it elsewhere")
+    if results is None:
+        return
+    recorded = target.is_relative_to(home) or (home.name == "state" and target == home.parent / "summary.json")
+    if recorded and target.exists() and target not in {r.resolve() for r in results}:
+        raise InputError(str(out), "is a file the run recorded (its state, settings or summary), never replaced; "
+                                   "name another file")
+
+
 def report(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="run id under <home>/runs, a run directory, or a demo output dir")],
@@ -53,6 +76,7 @@ def report(
 
     _positive(rollouts)  # the options first, then the run
     record = load_run(settings_of(ctx), run)
+    _not_the_runs_own(record, out)
     if record.note:
         typer.echo(f"note: {record.note}", err=True)
     if compute:
@@ -108,6 +132,7 @@ def evaluate(
         record = load_run(settings_of(ctx), run)
         if out is None:
             _keep_earlier(record.evaluation_path(split), f"the {split} evaluation")
+        _not_the_runs_own(record, out, tuple(record.evaluation_path(x) for x in ("dev", "heldout")))
         ev = evaluate_run(record, split, rollouts, _progress(as_json), out)
         out = out or record.evaluation_path(split)
     else:
@@ -174,6 +199,7 @@ def ablate(
         typer.echo(f"note: {record.note}", err=True)
     if out is None:
         _keep_earlier(record.ablation_path, "the ablation")
+    _not_the_runs_own(record, out, (record.ablation_path,))
     result = ablate_run(record, rollouts, splits, _progress(as_json), out)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

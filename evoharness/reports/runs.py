@@ -53,8 +53,10 @@ def _run_dir_of(settings: Settings, spec: str) -> Path:
             return path.resolve()
         if (path / "summary.json").is_file():  # a demo output directory
             data = _read_json(path / "summary.json")
-            for cand in (Path(str((data.get("files") or {}).get("run_dir", ""))),
-                         path / "state" / "runs" / str(data.get("run_id"))):
+            # its own state/ first: a copied demo directory is its copy's run, not the original's (the
+            # recorded absolute run_dir named the original, so `ablate COPY` wrote into the original's run)
+            for cand in (path / "state" / "runs" / str(data.get("run_id")),
+                         Path(str((data.get("files") or {}).get("run_dir", "")))):
                 if str(cand) and (cand / "settings.json").is_file():
                     return cand.resolve()
             raise InputError(spec, f"summary.json names run {data.get('run_id')!r} but its run directory is gone")

@@ -140,3 +140,37 @@ def test_a_second_ablate_or_evaluate_without_out_keeps_the_stored_result(own_run
     assert cli("evaluate", "--run", str(root), "--split", "dev", "--rollouts", "2") == 2
     assert capsys.readouterr().err.startswith(f"error: {evaluation}: already holds the dev evaluation of this run")
     assert evaluation.read_bytes() == stored
+
+
+def test_an_out_never_replaces_what_the_run_recorded_or_writes_into_its_harness(own_run, tmp_path, capsys):
+    """`ablate RUN --out RUN_DIR/summary.json` (settings.json, the demo's summary.json) replaced the run's own
+    record and the run could no longer be read; a report or result written into the harness repository left
+    untracked files in the tree the run evolves. Refused before any rollout; a result file may be named."""
+    root, run_dir = own_run
+    recorded = [run_dir / "summary.json", run_dir / "settings.json", root / "summary.json",
+                next(p for p in (root / "state").rglob("*.sqlite*") if p.is_file())]
+    before = {p: p.read_bytes() for p in recorded}
+    for path in recorded:
+        assert cli("ablate", str(root), "--split", "dev", "--rollouts", "1", "--out", str(path)) == 2
+        assert capsys.readouterr().err == (f"error: {path}: is a file the run recorded (its state, settings or "
+                                           "summary), never replaced; name another file\n")
+    assert cli("evaluate", "--run", str(root), "--split", "dev", "--out", str(run_dir / "settings.json")) == 2
+    assert "is a file the run recorded" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in recorded} == before
+    harness = root / "harness"
+    for args in (["ablate", str(root), "--out", str(harness / "ablation.json")],
+                 ["report", str(root), "--out", str(harness / "prompts")]):
+        assert cli(*args) == 2
+        assert capsys.readouterr().err.startswith(f"error: {args[-1]}: is inside the run's harness repository (")
+    assert git.Repo(harness).git.status("--porcelain") == ""
+    assert cli("report", str(root), "--out", str(run_dir)) == 0  # a directory that gets new files: fine
+
+
+def test_a_copied_demo_directory_is_its_own_run_not_the_original(own_run, tmp_path, capsys):
+    """summary.json records the run directory's absolute path: `ablate COPY` read and wrote the original's."""
+    root, run_dir = own_run
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    assert cli("ablate", str(copy), "--split", "dev", "--rollouts", "1") == 0
+    assert f"wrote {copy / 'state' / 'runs' / run_dir.name / 'ablation.json'}" in capsys.readouterr().out
+    assert not (run_dir / "ablation.json").exists()
