@@ -7,6 +7,7 @@ trajectory id: enqueueing the same trajectory twice stores it once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -77,9 +78,13 @@ def _shown(url: str) -> str:
 
     try:
         parsed = make_url(url)
-    except (SQLAlchemyError, ValueError):
-        return url
+    except (SQLAlchemyError, ValueError):  # unparsable ('postgresql://u:pw@[::1'): still no password shown
+        return _USERINFO_PASSWORD.sub(r"\1***@", url)
     return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+
+
+# scheme://user:PASSWORD@ in a URL SQLAlchemy cannot parse: all to the last '@' goes (more rather than less)
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:).*@", re.DOTALL)
 
 
 def _engine(url: str, shown: str, create: bool) -> Engine:

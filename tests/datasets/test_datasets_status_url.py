@@ -63,6 +63,11 @@ def server():
                        "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"),
     ("not a url", "error: datasets.url: 'not a url' is not a database URL; a queue URL is sqlite:///PATH or "
                   "postgresql+psycopg://USER@HOST/DB"),
+    # URLs SQLAlchemy cannot parse (a bad port, an unclosed IPv6 host): the password was shown as typed
+    ("postgresql+psycopg://u:secret@host:abc/db", "error: datasets.url: 'postgresql+psycopg://u:***@host:abc/db' is "
+     "not a database URL; a queue URL is sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"),
+    ("postgresql://u:secret@[::1", "error: datasets.url: 'postgresql://u:***@[::1' is not a database URL; a queue "
+     "URL is sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"),
 ])
 def test_a_url_of_another_scheme_or_none_is_one_line(url, line, capsys):
     assert _status(capsys, "--url", url) == (2, "", line + "\n")
