@@ -231,3 +231,56 @@ def test_an_edit_rerun_cycle_is_no_loop(full_shared_data, tmp_path, resolved, fm
     labels = _mini_swe_variant(full_shared_data, tmp_path, resolved, _edit_rerun_cycle, fmt)
     assert all((lab.failure_class == "healthy") == resolved for lab in labels)
     assert not [s.id for lab in labels for s in lab.signals if s.id.startswith("F3.")]
+
+
+def _editor_rounds(history, fail_first: int):
+    """SWE-agent's own tools after the task: three rounds of a ``str_replace_editor`` edit and a ``bash`` re-run
+    of the same script; the first ``fail_first`` edits fail (no replacement) and their re-runs error."""
+    rounds = []
+    for k in range(3):
+        failed = k < fail_first
+        edit = json.dumps({"command": "str_replace", "path": "/testbed/src/m.py",
+                           "old_str": f"x{k}", "new_str": f"y{k}"})
+        rerun = json.dumps({"command": "python reproduce.py"})
+        rounds += [
+            {"role": "assistant", "content": "Fix it.", "agent": "main", "message_type": "action",
+             "tool_calls": [{"id": f"e{k}", "type": "function",
+                             "function": {"name": "str_replace_editor", "arguments": edit}}]},
+            {"role": "tool", "agent": "main", "message_type": "observation", "tool_call_ids": [f"e{k}"],
+             "content": [{"type": "text", "text": "No replacement was performed, old_str `x0` did not appear verbatim "
+                                                  "in /testbed/src/m.py." if failed else
+                                                  "The file /testbed/src/m.py has been edited."}]},
+            {"role": "assistant", "content": "Re-run.", "agent": "main", "message_type": "action",
+             "tool_calls": [{"id": f"r{k}", "type": "function",
+                             "function": {"name": "bash", "arguments": rerun}}]},
+            {"role": "tool", "agent": "main", "message_type": "observation", "tool_call_ids": [f"r{k}"],
+             "content": [{"type": "text", "text": "Traceback (most recent call last):\nAssertionError: 1 != 2"}]},
+        ]
+    return history[:2] + rounds + history[2:]
+
+
+@pytest.mark.parametrize("fail_first", [0, 2])
+@pytest.mark.parametrize("resolved", [True, False])
+def test_swe_agent_editor_rounds_are_no_process_label(full_shared_data, tmp_path, resolved, fail_first):
+    """On SWE-agent's own tools: edit -> re-run rounds with the same failing output are no loop, and editor
+    calls that failed before one went through are friction, not the failure."""
+    src = full_shared_data / "mini_swe_agent_sample"
+    out = tmp_path / "exp"
+    writer = _writer("swe_agent")
+    for report in sorted(src.glob("logs/*/report.json")):
+        inst = report.parent.name
+        rep = json.loads(report.read_text())
+        if rep.get(inst, rep).get("resolved") != resolved:
+            continue
+        data = writer.to_swe_agent(json.loads((src / "trajs" / inst / f"{inst}.traj.json").read_text()))
+        data["history"] = _editor_rounds(data["history"], fail_first)
+        (out / "trajs").mkdir(parents=True, exist_ok=True)
+        (out / "trajs" / f"{inst}.traj").write_text(json.dumps(data))
+        (out / "logs" / inst).mkdir(parents=True)
+        shutil.copy(report, out / "logs" / inst / "report.json")
+    trajs = list(load_paths([out]))
+    assert len(trajs) == 10 and all(sum(c.name == "str_replace_editor" for c in t.tool_calls()) == 3 for t in trajs)
+    labeller = Labeller()
+    labels = [labeller.label(t) for t in trajs]
+    assert all((lab.failure_class == "healthy") == resolved for lab in labels)
+    assert not [s.id for lab in labels for s in lab.signals if s.id.startswith(("F2.", "F3."))]
