@@ -63,6 +63,27 @@ def test_experiments_results_json_alone_scores_and_never_guesses(tmp_path):
     assert trajs[FAILED].score is None
 
 
+def test_a_whole_experiments_submission_imports_its_runs_only(tmp_path):
+    """A SWE-bench/experiments submission also holds all_preds.jsonl (its patches) and, beside results.json,
+    results/resolved_by_repo.json and resolved_by_time.json: a directory import read them as traces and
+    stopped (unrecognised record / format, exit 2)."""
+    out = tmp_path / "20250101_swe-agent"
+    shutil.copytree(SAMPLE, out)
+    with (out / "all_preds.jsonl").open("w") as fh:
+        for run in (RUN, FAILED):
+            fh.write(json.dumps({"instance_id": run, "model_name_or_path": "swe-agent", "model_patch": "diff"}) + "\n")
+    (out / "results" / "resolved_by_repo.json").write_text(json.dumps({"django/django": {"resolved": 1, "total": 2}}))
+    (out / "results" / "resolved_by_time.json").write_text(json.dumps({"2019": {"resolved": 1, "total": 2}}))
+    trajs = {t.task_id: t for t in load_paths([out])}
+    assert {k: t.score for k, t in trajs.items()} == {RUN: 1.0, FAILED: 0.0}
+    # the same names elsewhere are still read as traces (a JSONL of trajectories named preds.jsonl is no sidecar)
+    other = tmp_path / "elsewhere"
+    (other / "results").mkdir(parents=True)
+    (other / "results" / "resolved_by_repo.json").write_text("{}")
+    with pytest.raises(InputError, match="resolved_by_repo.json"):
+        list(load_paths([other]))
+
+
 def test_thought_action_replies_get_their_action_as_a_call(tmp_path):
     p = tmp_path / f"{RUN}.traj"
     p.write_text(json.dumps(_run("thought_action")))

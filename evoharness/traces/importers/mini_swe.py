@@ -162,19 +162,28 @@ def _top_level_key(fh, keys: set[bytes], chunk: int = _HEAD) -> bool:
 def is_sidecar(f: Path) -> bool:
     """Whether ``f`` is a SWE-bench result or prediction file joined with trajectories, not a trace: a
     ``report.json`` under a ``logs`` directory or beside a ``*.traj.json``, an aggregate report, a
-    ``preds.json`` of patches."""
+    ``preds.json`` (or a submission's ``all_preds.jsonl``) of patches, SWE-bench/experiments' ``results/``
+    folder (``results.json`` and its breakdowns beside it: ``resolved_by_repo.json``, ``resolved_by_time.json``)."""
     if f.name == "report.json" and ("logs" in f.parts[-7:-1] or any(f.parent.glob("*.traj.json"))
                                      or any(f.parent.glob("*.traj"))):
         return True
+    if f.name in ("all_preds.jsonl", "preds.jsonl") or f.name.endswith(".predictions.jsonl"):
+        return _head_has(f, b'"model_patch"')
     if f.suffix != ".json" or f.name.endswith(".traj.json"):
         return False
     if f.name == "preds.json" or f.name.endswith(".predictions.json"):
-        try:
-            with f.open("rb") as fh:
-                return b'"model_patch"' in fh.read(_HEAD)
-        except OSError:
-            return False
+        return _head_has(f, b'"model_patch"')
+    if f.parent.name == "results" and f.name != "results.json" and looks_experiments(f.parent / "results.json"):
+        return True
     return looks_aggregate(f) or looks_experiments(f)
+
+
+def _head_has(f: Path, needle: bytes) -> bool:
+    try:
+        with f.open("rb") as fh:
+            return needle in fh.read(_HEAD)
+    except OSError:
+        return False
 
 
 _EXPERIMENT_KEYS = (b'"no_generation"', b'"generated"', b'"with_logs"', b'"applied"', b'"no_apply"',
