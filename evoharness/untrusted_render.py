@@ -22,6 +22,14 @@ CPU limit once per record). A template that does not compile (or whose compile h
 every render with that reason. ``datasets.prompts.SystemRenderer`` turns each failure into the raw-text
 fallback and counts it.
 
+Where bubblewrap works (the rollout sandbox's own check, ``BwrapSandbox.check``, and a seccomp filter for
+this machine), the child runs inside a jail of the same kind as a rollout's (``BwrapSandbox.jail_argv``: no
+network, read-only binds of what Python needs, no writable host path, a new session, its own pid namespace,
+ended with its parent, as root another uid), so a template that escaped Jinja's sandbox would still run
+code with no host file to write and no network to reach. Where it does not, the child runs as before (its
+limits only); ``render_jail`` says why, logged once per process (``render.unjailed``), and each renderer
+that started a child keeps it in ``unjailed`` (the export's summary, card and CLI line say it).
+
 The host sends the child pickles (the child trusts the host); the child answers with one tagged UTF-8
 frame per record (``O`` text, ``E`` error, ``L`` limit), which the host reads as text only.
 """
@@ -33,10 +41,13 @@ import os
 import pickle
 import resource
 import select
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -44,7 +55,10 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InfraError
+from evoharness.logging import get_logger
 from evoharness.untrusted import MAX_RENDER_CHARS
+
+log = get_logger(__name__)
 
 RENDER_MEMORY_MB = 512
 RENDER_CPU_S = 2
@@ -52,6 +66,8 @@ RENDER_WALL_S = 30.0
 RENDER_BATCH = 64
 RENDER_MAX_HITS = 3
 START_WALL_S = 30.0  # added to the wall limit of the first answer (the process starts, imports Jinja)
+
+BWRAP = "bwrap"  # the bubblewrap program the render jail uses (``render_jail``)
 
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 4 * MAX_RENDER_CHARS + 1024  # a result is at most MAX_RENDER_CHARS characters of UTF-8
@@ -81,6 +97,38 @@ class _Ended(RenderFailed):
     """The render process ended, or was killed, while an answer was awaited (not an answer of its own)."""
 
 
+_jail_lock = threading.Lock()
+_jail_checked: dict[str, tuple[Any, str]] = {}  # bwrap program -> (its BwrapSandbox or None, why not)
+
+
+def render_jail() -> tuple[Any, str]:
+    """``(BwrapSandbox, "")`` where the render process can run in a bubblewrap jail here, else ``(None, why
+    not)``; checked once per process (per ``BWRAP``), and the fallback logged once."""
+    with _jail_lock:
+        if BWRAP not in _jail_checked:
+            from evoharness.sandbox.bwrap import BwrapSandbox
+            from evoharness.sandbox.containment import no_userns_filter
+
+            sandbox: Any = BwrapSandbox(bwrap=BWRAP)
+            why = ""
+            if no_userns_filter() is None:
+                why = f"no seccomp filter for {os.uname().machine}"
+            else:
+                try:
+                    sandbox.check()
+                except InfraError as e:
+                    why = str(e.args[0] if e.args else e).removeprefix("sandbox backend unusable: ")
+                except (OSError, subprocess.SubprocessError) as e:
+                    why = f"bwrap did not run: {e}"
+            if why:
+                sandbox = None
+                log.warning("render.unjailed", reason=why,
+                            detail="harness templates render in a plain child process (memory, CPU and wall "
+                                   "limits only, as the service's user)")
+            _jail_checked[BWRAP] = (sandbox, why)
+        return _jail_checked[BWRAP]
+
+
 class TemplateRenderer:
     """Renders one untrusted template with many sets of variables, in a limited child (see the module).
 
@@ -97,6 +145,9 @@ class TemplateRenderer:
         self.limit_hits = 0
         self.restarts = 0
         self.broken: RenderFailed | None = None  # set when no later render can succeed
+        self.jailed: bool | None = None  # whether the child runs in the bubblewrap jail; None before it starts
+        self.unjailed = ""  # why it does not, when it does not
+        self._uid: int | None = None  # the jail's uid (as root), one per renderer
         self._proc: subprocess.Popen | None = None
         self._buf = bytearray()
 
@@ -130,6 +181,7 @@ class TemplateRenderer:
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
+        self._give_uid()
         if proc is None:
             return
         try:
@@ -145,14 +197,23 @@ class TemplateRenderer:
 
     # ---- the host's side of the pipe -------------------------------------------------------------
 
-    def _start(self) -> bool:
+    def _child_code(self) -> str:
+        """The Python the child runs (``python -I -c``); tests override it to probe the jail from inside."""
         root = str(Path(__file__).resolve().parents[1])
-        code = (f"import sys; sys.path.insert(0, {root!r}); "
+        return (f"import sys; sys.path.insert(0, {root!r}); "
                 "from evoharness.untrusted_render import child_main; child_main()")
+
+    def _start(self) -> bool:
+        command = [sys.executable, "-I", "-c", self._child_code()]
+        sandbox, self.unjailed = render_jail()
+        self.jailed = sandbox is not None
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, cwd="/", close_fds=True, env={"PATH": os.environ.get("PATH", "")})
+            if sandbox is None:
+                self._proc = subprocess.Popen(
+                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
+                    close_fds=True, env={"PATH": os.environ.get("PATH", "")})
+            else:
+                self._proc = self._start_jailed(sandbox, command)
         except OSError as e:
             raise InfraError(f"cannot start the template render process ({sys.executable}): {e}",
                              retryable=False) from None
@@ -167,6 +228,30 @@ class TemplateRenderer:
             self._kill()
             return False
         return True
+
+    def _start_jailed(self, sandbox: Any, command: list[str]) -> subprocess.Popen:
+        """The child in ``sandbox.jail_argv`` (in its own session: a terminal's Ctrl-C reaches the export, which
+        ends the child by closing its input)."""
+        from evoharness.sandbox.containment import no_userns_filter
+
+        if sandbox.privileged and self._uid is None:
+            self._uid = sandbox._uids.take()
+        with tempfile.TemporaryFile(prefix="evoharness-seccomp-") as fh:
+            fh.write(no_userns_filter())
+            fh.flush()
+            fh.seek(0)
+            argv = sandbox.jail_argv(command, uid=self._uid, seccomp=fh.fileno())
+            argv[0] = shutil.which(argv[0]) or argv[0]
+            return subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
+                close_fds=True, pass_fds=(fh.fileno(),), start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+
+    def _give_uid(self) -> None:
+        uid, self._uid = self._uid, None
+        if uid is not None:
+            sandbox, _ = render_jail()
+            if sandbox is not None:
+                sandbox._uids.give(uid)
 
     def _render_batch(self, batch: list[dict[str, Any]]) -> list[str | RenderFailed]:
         """The results of ``batch``, in order; of its first records only when the process ended (or was killed)
@@ -241,6 +326,8 @@ class TemplateRenderer:
         except subprocess.TimeoutExpired:
             self._kill()
             rc = proc.returncode
+        if self.jailed and rc is not None and rc > 128:  # bwrap reports a command ended by signal N as 128 + N
+            rc = 128 - rc
         if rc == -signal.SIGXCPU:
             return f"over the {self.limits.cpu_s} CPU-second limit"
         if rc is not None and rc < 0:

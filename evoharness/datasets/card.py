@@ -52,7 +52,9 @@ def render_card(s: ExportSummary) -> str:
         + (f"; {s.prompt_fallbacks} records fell back to the raw template plus lessons" if s.prompt_fallbacks
            else "")
         + (f" ({s.prompt_limit_hits} renders hit the render process's memory, CPU or wall limit)"
-           if s.prompt_limit_hits else ""),
+           if s.prompt_limit_hits else "")
+        + (f"; the render process ran without its bubblewrap jail ({s.prompt_render_unjailed}), its memory, CPU "
+           "and wall limits only" if s.prompt_render_unjailed else ""),
         f"- **Placebo:** {'yes, seed ' + str(s.placebo_seed) if s.placebo else 'no'}"
         + (f" ({s.placebo_units_kept_in_place} assistant units could not leave their record)"
            if s.placebo and s.placebo_units_kept_in_place else ""),

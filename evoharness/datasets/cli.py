@@ -185,6 +185,9 @@ def export(
     fell_back = (f", {summary.prompt_fallbacks} system prompts fell back to the raw template"
                  + (f" ({summary.prompt_limit_hits} renders hit a limit)" if summary.prompt_limit_hits else "")
                  if summary.prompt_fallbacks else "")
+    if summary.prompt_render_unjailed:
+        fell_back += (f"; the template render process ran without its bubblewrap jail "
+                      f"({summary.prompt_render_unjailed}; limits only)")
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
                f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped{reused}{fell_back}")
 

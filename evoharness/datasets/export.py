@@ -461,6 +461,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     summary.skipped = dict(sorted(skipped.items()))
     summary.prompt_fallbacks = renderer.fallbacks
     summary.prompt_limit_hits = renderer.limit_hits
+    summary.prompt_render_unjailed = renderer.unjailed
     write_card(stage, summary)
     _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
     for name in dict.fromkeys((*summary.files, "README.md", "manifest.json")):

@@ -86,6 +86,9 @@ class ExportSummary(BaseModel):
     prompt_fallbacks: int = Field(0, description="records whose prompt fell back to raw text + lessons")
     prompt_limit_hits: int = Field(0, description="renders of the harness template that hit the render "
                                    "process's memory, CPU or wall limit (each such record fell back)")
+    prompt_render_unjailed: str | None = Field(None, description="why the template render process ran "
+                                               "without its bubblewrap jail (memory, CPU and wall limits only, "
+                                               "as the service's user); null when it ran jailed or not at all")
     labels_reused: int = Field(0, description="records written whose class came from --labels, not relabelled "
                                              "(trajectories the filters or held-out tasks drop are not counted)")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

@@ -170,6 +170,13 @@ class SystemRenderer:
         self.limit_hits = self._renderer.limit_hits
         return out
 
+    @property
+    def unjailed(self) -> str | None:
+        """Why the render process ran without its bubblewrap jail (its limits only); None when it ran jailed
+        or never started."""
+        r = self._renderer
+        return r.unjailed if r is not None and r.jailed is False else None
+
     def close(self) -> None:
         if self._renderer is not None:
             self._renderer.close()

@@ -207,6 +207,33 @@ class BwrapSandbox:
             inner = ["setpriv", "--no-new-privs", "--"] + inner if shutil.which("setpriv") else inner
         return a + ["--"] + inner + command
 
+    def jail_argv(self, command: list[str], *, uid: int | None, seccomp: int, tmp_mb: int = 16,
+                  nproc: int = 64) -> list[str]:
+        """A bwrap command line for a command that needs only the Python runtime and its own pipes (the
+        host's template render process, ``untrusted_render``): the namespaces, seccomp filter, new session,
+        die-with-parent, read-only system and Python binds and privilege drop of ``argv``, but no harness,
+        no /scratch, no socket and no writable host path (a private ``/tmp`` of ``tmp_mb``); the working
+        directory is ``/``. As root the command runs as ``uid`` with at most ``nproc`` processes (the uid
+        is its own, so the count is too)."""
+        a = [self.bwrap, *self._namespace_args(), "--seccomp", str(seccomp), "--die-with-parent", "--new-session",
+             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
+             "--ro-bind", "/usr", "/usr", *self._system_links()]
+        for name in _ETC_FILES:
+            if os.path.exists(f"/etc/{name}"):
+                a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
+        for p in self.ro_paths:
+            a += _parents(p, made) + ["--ro-bind", str(p), str(p)]
+        a += ["--chdir", "/"]
+        if uid is not None:
+            a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                     "--no-new-privs", "--", "prlimit", f"--nproc={nproc}", "--"]
+        else:
+            inner = ["setpriv", "--no-new-privs", "--"] if shutil.which("setpriv") else []
+        return a + ["--"] + inner + command
+
     def _namespace_args(self) -> list[str]:
         ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         return ns if self.privileged else ["--unshare-user", *ns]

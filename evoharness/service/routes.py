@@ -397,4 +397,5 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,
             "tasks": len(summary.tasks), "classes": summary.classes,
             "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped,
-            "prompt_fallbacks": summary.prompt_fallbacks, "prompt_limit_hits": summary.prompt_limit_hits}
+            "prompt_fallbacks": summary.prompt_fallbacks, "prompt_limit_hits": summary.prompt_limit_hits,
+            "prompt_render_unjailed": summary.prompt_render_unjailed}
