@@ -44,6 +44,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -242,33 +243,44 @@ def _instance_report(f: Path, instance_id: str) -> bool | None:
     return None if size is None or size > SIZE_CAP else _resolved(f, instance_id)
 
 
+@dataclass(frozen=True)
+class _Result:
+    """One SWE-bench verdict on the instance, found near the trajectory."""
+
+    file: Path
+    resolved: bool
+    owner: str | None  # whose it is by name: "<model dir>/" (a harness log), an aggregate's file name; None: anyone's
+    run_name: str | None  # what its run id is read from: its harness run directory, or the aggregate's stem
+    found_in: Path  # the directory searched (the trajectory's own or one above) that holds it
+    run: str | None = None  # its run id, read by ``_run_of`` once all are found; None: it names no run
+
+
 def find_results(path: Path, instance_id: str, model: str | None = None,
                  run: str | None = None) -> list[tuple[Path, bool]]:
     """Every SWE-bench verdict on ``instance_id`` near ``path`` that counts for it (see the module docstring),
-    in search order; filtered to the trajectory's model where several models' results hold it and to its run
-    (``run``: the trajectory's own run id, when its metadata names one)."""
-    return _find(path, instance_id, model, run)[0]
+    in search order, as (file, resolved); filtered to the trajectory's model where several models' results hold
+    it and to its run (``run``: the trajectory's own run id, when its metadata names one)."""
+    return [(r.file, r.resolved) for r in _find(path, instance_id, model, run)[0]]
 
 
-def _find(path: Path, instance_id: str, model: str | None, run: str | None
-          ) -> tuple[list[tuple[Path, bool]], str | None]:
+def _find(path: Path, instance_id: str, model: str | None, run: str | None) -> tuple[list[_Result], str | None]:
     """(the results that count, why results found were set aside: None when none were)."""
-    found: list[tuple[Path, bool, str | None, str | None, Path]] = []  # (file, resolved, model tag, run, dir)
+    found: list[_Result] = []
     models: set[str] = set()  # the harness's model directory names seen: models named exactly
     harness_runs: set[str] = set()
     d = path.parent
     for level in range(MAX_PARENTS + 1):
         if level == 0 and (v := _instance_report(d / "report.json", instance_id)) is not None:
-            found.append((d / "report.json", v, None, None, d))
+            found.append(_Result(d / "report.json", v, owner=None, run_name=None, found_in=d))
         if (v := _instance_report(d / "logs" / instance_id / "report.json", instance_id)) is not None:
-            found.append((d / "logs" / instance_id / "report.json", v, None, None, d))
+            found.append(_Result(d / "logs" / instance_id / "report.json", v, owner=None, run_name=None, found_in=d))
         for run_dir in sorted(_listdir(d / "logs" / "run_evaluation")):
             harness_runs.add(run_dir.name)
             for model_dir in sorted(_listdir(run_dir)):
                 models.add(model_dir.name)
                 f = model_dir / instance_id / "report.json"
                 if (v := _instance_report(f, instance_id)) is not None:
-                    found.append((f, v, model_dir.name + "/", run_dir.name, d))
+                    found.append(_Result(f, v, owner=model_dir.name + "/", run_name=run_dir.name, found_in=d))
         for sub in (d, d / "reports", d / "sb-cli-reports", d / "results"):
             for f in sorted(_listdir(sub)):
                 if f.suffix != ".json" or (agg := _aggregate(f)) is None:
@@ -278,7 +290,8 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
                     raise InputError(str(f), f"aggregate report lists {instance_id} as both resolved and unresolved")
                 if resolved or unresolved:  # experiments' results.json names no model or run: it always counts
                     plain = f.name == "results.json"
-                    found.append((f, resolved, None if plain else f.name, None if plain else f.stem, d))
+                    found.append(_Result(f, resolved, owner=None if plain else f.name,
+                                         run_name=None if plain else f.stem, found_in=d))
         if d.parent == d:
             break
         d = d.parent
@@ -295,19 +308,21 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
                 return t == name + "/"
             return t.startswith(name + ".") and not any(t.startswith(m + ".") for m in longer)
 
-        if any(t is not None and mine(t) for _, _, t, _, _ in found):
-            found = [x for x in found if x[2] is None or mine(x[2])]
+        if any(r.owner is not None and mine(r.owner) for r in found):
+            found = [r for r in found if r.owner is None or mine(r.owner)]
     # then this run's (after the model's: an aggregate's run id is read from its name past the model's)
-    found, why = _of_this_run(path, found, run, harness_runs, models | ({name} if name else set()))
-    return [(f, v) for f, v, *_ in found], why
+    named = models | ({name} if name else set())
+    found = [replace(r, run=_run_of(r, harness_runs, named)) for r in found]
+    return _of_this_run(path, found, run)
 
 
-def _run_of(tag: str | None, stem: str | None, harness_runs: set[str], models: set[str]) -> str | None:
+def _run_of(result: _Result, harness_runs: set[str], models: set[str]) -> str | None:
     """The run id of a result: its harness log's run directory; an aggregate's from its name
     (``<model>.<run_id>``, sb-cli's ``<subset>__<split>__<run_id>``, or ending in a harness run id seen)."""
+    stem = result.run_name
     if stem is None:
         return None
-    if tag is not None and tag.endswith("/"):
+    if result.owner is not None and result.owner.endswith("/"):
         return stem
     for r in sorted(harness_runs, key=len, reverse=True):
         if stem == r or stem.endswith(("." + r, "__" + r)):
@@ -318,47 +333,44 @@ def _run_of(tag: str | None, stem: str | None, harness_runs: set[str], models: s
     return stem.rsplit("__", 1)[-1] if stem.count("__") >= 2 else stem
 
 
-def _of_this_run(path: Path, found: list, run: str | None, harness_runs: set[str], models: set[str]
-                 ) -> tuple[list, str | None]:
+def _of_this_run(path: Path, found: list[_Result], run: str | None) -> tuple[list[_Result], str | None]:
     """The results of the trajectory's own run (a result with no run id -- a report beside the trajectory,
     ``logs/<id>/report.json`` -- always counts). Its run: ``run`` (its metadata) when given, else a run id
     that names one of its folders. When neither tells: another run's results whose run folder sits beside one
     of the trajectory's folders (``runs/v1`` beside ``runs/v2``) never count, and results of several runs
     count for none."""
-    runs = {id(x): _run_of(x[2], x[3], harness_runs, models) for x in found}
-    plain = [x for x in found if runs[id(x)] is None]
-    tagged = [x for x in found if runs[id(x)] is not None]
+    plain = [r for r in found if r.run is None]
+    tagged = [r for r in found if r.run is not None]
     if not tagged:
         return found, None
     if run is not None:
-        own = [x for x in tagged if runs[id(x)] == run]
+        own = [r for r in tagged if r.run == run]
         if own:
             return plain + own, None
-        return plain, f"its run {run!r} (metadata) has no result; another run's ({_names(tagged, runs)}) do not count"
+        return plain, f"its run {run!r} (metadata) has no result; another run's ({_names(tagged)}) do not count"
     folders = {p.name for p in path.parents[:MAX_PARENTS + 1]}
-    own = [x for x in tagged if runs[id(x)] in folders]
+    own = [r for r in tagged if r.run in folders]
     if own:
         return plain + own, None
     elsewhere = []
-    for x in tagged:
+    for r in tagged:
         below = path.parent
-        while below != x[4] and below.parent != below:
-            if below.name != runs[id(x)] and (below.parent / runs[id(x)]).is_dir():
-                elsewhere.append(x)
+        while below != r.found_in and below.parent != below:
+            if below.name != r.run and (below.parent / r.run).is_dir():
+                elsewhere.append(r)
                 break
             below = below.parent
-    rest = [x for x in tagged if x not in elsewhere]
-    if len({runs[id(x)] for x in rest}) > 1:
-        return plain, (f"results of several runs ({_names(rest, runs)}) hold it and its run cannot be told "
+    rest = [r for r in tagged if r not in elsewhere]
+    if len({r.run for r in rest}) > 1:
+        return plain, (f"results of several runs ({_names(rest)}) hold it and its run cannot be told "
                        "(name its run folder as the run id)")
     if elsewhere:
-        return plain + rest, (f"the results of run(s) {_names(elsewhere, runs)} belong to a run folder beside "
-                              "its own")
+        return plain + rest, f"the results of run(s) {_names(elsewhere)} belong to a run folder beside its own"
     return found, None
 
 
-def _names(results: list, runs: dict) -> str:
-    return ", ".join(sorted({str(runs[id(x)]) for x in results}))
+def _names(results: list[_Result]) -> str:
+    return ", ".join(sorted({str(r.run) for r in results}))
 
 
 def find_report(path: Path, instance_id: str, model: str | None = None) -> Path | None:
@@ -378,8 +390,8 @@ def _score(path: Path, instance_id: str, model: str | None, run: str | None
     results, why = _find(path, instance_id, model, run)
     if not results:
         return None, None, why
-    first, verdict = results[0]
-    for other, v in results[1:]:
+    first, verdict = results[0].file, results[0].resolved
+    for other, v in ((r.file, r.resolved) for r in results[1:]):
         if v != verdict:
             raise InputError(str(path), f"SWE-bench results disagree on {instance_id}: {first} says "
                                         f"{'resolved' if verdict else 'unresolved'}, {other} says "
