@@ -71,6 +71,16 @@ def test_step_numbers_follow_the_index_not_the_position(tmp_path):
     assert h.agent is None  # one agent, no names: no agent figure
 
 
+@pytest.mark.parametrize("written", [7, "7", 7.0, " 7"])
+def test_a_step_number_written_as_text_or_a_whole_float_is_that_step(tmp_path, written):
+    """AgentRx's own scorers read step_number with int(): a label written "7" or 7.0 was dropped silently."""
+    truth = [{"trajectory_id": "2", "failures": [
+        {"failure_id": 1, "step_number": written, "failure_category": "Invalid Invocation", "failed_agent": "x"},
+        {"failure_id": 2, "step_number": "seven", "failure_category": "System Failure", "failed_agent": "x"}]}]
+    [t] = list(load_paths([_agentrx_layout(tmp_path, truth=truth)]))
+    assert [f["step"] for f in t.meta["human_failures"]] == [6]  # index 7 is our step 6; "seven" is no step
+
+
 def test_a_list_of_indexed_records_imports_each(tmp_path):
     record = json.loads((FIXTURE / "tau_dataset" / "2.json").read_text())
     p = tmp_path / "runs.json"

@@ -164,9 +164,24 @@ def _ground_truth(path: str) -> dict[str, list[dict[str, Any]]]:
             continue
         rows = []
         for f in rec["failures"]:
-            n = f.get("step_number") if isinstance(f, dict) else None
-            if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+            n = _step_number(f.get("step_number")) if isinstance(f, dict) else None
+            if n is not None and n >= 1:
                 rows.append({"step_number": n, "category": str(f.get("failure_category", "")),
                              "agent": str(f.get("failed_agent", "")), "reason": str(f.get("step_reason", ""))})
         out[str(rec.get("trajectory_id"))] = sorted(rows, key=lambda r: r["step_number"])
     return out
+
+
+def _step_number(n: Any) -> int | None:
+    """A ``step_number`` as an int: AgentRx's scorers read it with ``int()`` (``score_tau_ablation.py``,
+    ``step_accuracy.py``), so ``7``, ``"7"`` and ``7.0`` are one step; anything else (a fraction, a word, a bool)
+    is none."""
+    if isinstance(n, bool):
+        return None
+    if isinstance(n, int):
+        return n
+    if isinstance(n, float) and n.is_integer():
+        return int(n)
+    if isinstance(n, str) and n.strip().isascii() and n.strip().isdigit():
+        return int(n.strip())
+    return None
