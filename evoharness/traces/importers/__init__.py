@@ -147,8 +147,24 @@ def canonical_line(line: bytes) -> bool:
     return True
 
 
+# A run directory's own records (<home>/runs/<run-id>/ beside its trajectories.jsonl: settings, summary, the
+# analyst's evidence snapshot, harness evidence, `evaluate`/`ablate` results) and a demo directory's summary.json
+# are not traces of the run: `diagnose DEMO_DIR` stopped on the first of them. The run's trajectories.jsonl is read.
+_RUN_RECORDS = frozenset({"settings.json", "summary.json", "evidence.jsonl", "harness_evidence.json",
+                          "ablation.json", "evaluation-dev.json", "evaluation-heldout.json"})
+
+
+def _run_record(f: Path) -> bool:
+    if f.name not in _RUN_RECORDS:
+        return False
+    d = f.parent
+    if (d / "settings.json").is_file() and ((d / "trajectories.jsonl").is_file() or (d / "summary.json").is_file()):
+        return True
+    return f.name == "summary.json" and (d / "state" / "runs").is_dir() and (d / "harness").is_dir()
+
+
 def _is_trace_file(f: Path) -> bool:
-    if f.suffix not in (".json", ".jsonl", ".traj"):  # .traj: SWE-agent's trajectories
+    if f.suffix not in (".json", ".jsonl", ".traj") or _run_record(f):  # .traj: SWE-agent's trajectories
         return False
     # SWE-bench results (logs/.../report.json, aggregate reports) and preds.json are joined with
     # mini-swe-agent trajectories, not traces themselves
