@@ -284,3 +284,61 @@ def test_swe_agent_editor_rounds_are_no_process_label(full_shared_data, tmp_path
     labels = [labeller.label(t) for t in trajs]
     assert all((lab.failure_class == "healthy") == resolved for lab in labels)
     assert not [s.id for lab in labels for s in lab.signals if s.id.startswith(("F2.", "F3."))]
+
+
+def _label_profile():
+    script = Path(__file__).resolve().parents[2] / "scripts" / "label_profile.py"
+    spec = importlib.util.spec_from_file_location("label_profile", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_label_profile_tells_a_constant_place_from_a_varying_one(tmp_path, capsys):
+    """scripts/label_profile.py on AgentRx-format runs (the vendored trimmed run, written as three files): one
+    scored 1, two failed copies of which one has a closing assistant reply appended. Its figures are the
+    labeller's own, counted independently here; the appended reply moves the last assistant message, so the
+    two failures answer the same step but a different distance from the run's end."""
+    record = json.loads((TRACE_FIXTURES / "agentrx_tau" / "tau_dataset" / "2.json").read_text())
+    folder = tmp_path / "tau_dataset"
+    folder.mkdir()
+    passed = {**copy.deepcopy(record), "task_id": 3, "reward": 1.0}
+    longer = copy.deepcopy(record)
+    longer["task_id"] = 4
+    longer["traj"].append({"role": "assistant", "content": "Is there anything else I can help with?",
+                           "index": len(longer["traj"]) + 1})
+    for name, rec in (("2", record), ("3", passed), ("4", longer)):
+        (folder / f"{name}.json").write_text(json.dumps(rec))
+    module = _label_profile()
+    assert module.main([str(folder), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    trajs = sorted(load_paths([folder]), key=lambda t: t.task_id)
+    labeller = Labeller()
+    failed = [(t, labeller.label(t)) for t in trajs if t.score < 1]
+    assert out["runs"] == 3 and out["scores"] == {"0": 2, "1": 1} and out["failed"] == len(failed) == 2
+    assert sum(out["classes"].values()) == sum(out["first_signal_at"].values()) == 2
+    steps = {(str(lab.failure_class.value), lab.first_signal.step) for _, lab in failed}
+    assert out["distinct_class_step"] == len(steps)
+    before_end = {(str(lab.failure_class.value), max(i for i, m in enumerate(t.messages) if m["role"] == "assistant")
+                   - lab.first_signal.step) for t, lab in failed}
+    assert out["distinct_class_steps_before_last_assistant"] == len(before_end)
+    if len(steps) == 1:  # the appended reply left the first signal where it was: only the distance tells them apart
+        assert len(before_end) == 2
+
+
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_label_profile_refuses_a_path_without_runs(tmp_path, capsys, make):
+    path = tmp_path / "runs"
+    if make == "empty":
+        path.mkdir()
+    assert _label_profile().main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_label_profile_on_runs_that_all_passed(tmp_path, capsys):
+    record = json.loads((TRACE_FIXTURES / "agentrx_tau" / "tau_dataset" / "2.json").read_text())
+    (tmp_path / "2.json").write_text(json.dumps({**record, "reward": 1.0}))
+    assert _label_profile().main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("runs 1; scores {'1': 1}; failed 0\n") and "distinct answers" not in out
