@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from evoharness.traces.importers import dirscan
 from evoharness.traces.models import Termination, Trajectory, Usage
 
 FINAL = re.compile(r"FINAL ANSWER:[ \t]*([^\n]+)", re.IGNORECASE)
@@ -131,10 +132,12 @@ def ground_truth_files(path: Path) -> list[Path]:
 
 
 def _glob_gt(folder: Path) -> list[Path]:
-    try:
-        return sorted(folder.glob("*" + GROUND_TRUTH))
-    except OSError:
-        return []
+    """``folder``'s ``*ground_truth.json`` (listed once per folder, not once per run: ``dirscan``)."""
+    return dirscan.matching(folder, _named_ground_truth)
+
+
+def _named_ground_truth(f: Path) -> bool:
+    return f.name.endswith(GROUND_TRUTH) and not f.name.startswith(".")
 
 
 def is_ground_truth(f: Path) -> bool:

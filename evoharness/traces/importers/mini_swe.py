@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces.importers import dirscan
 from evoharness.traces.importers._shape import arguments, content_text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
@@ -238,6 +239,15 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
     return _aggregate_cache[key]
 
 
+def _aggregate_candidate(f: Path) -> bool:
+    """Whether ``f`` may be an aggregate report (``_aggregate`` reads it): a ``*.json`` other than a trajectory
+    or a per-instance report, of at most ``SIZE_CAP`` bytes, naming an aggregate's keys."""
+    if f.suffix != ".json" or f.name.endswith(".traj.json") or f.name == "report.json":
+        return False
+    size = _size(f)
+    return size is not None and size <= SIZE_CAP and (looks_aggregate(f) or looks_experiments(f))
+
+
 def _instance_report(f: Path, instance_id: str) -> bool | None:
     size = _size(f)
     return None if size is None or size > SIZE_CAP else _resolved(f, instance_id)
@@ -282,8 +292,8 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None) -> t
                 if (v := _instance_report(f, instance_id)) is not None:
                     found.append(_Result(f, v, owner=model_dir.name + "/", run_name=run_dir.name, found_in=d))
         for sub in (d, d / "reports", d / "sb-cli-reports", d / "results"):
-            for f in sorted(_listdir(sub)):
-                if f.suffix != ".json" or (agg := _aggregate(f)) is None:
+            for f in dirscan.matching(sub, _aggregate_candidate):  # listed once per folder, not per trajectory
+                if (agg := _aggregate(f)) is None:
                     continue
                 resolved, unresolved = instance_id in agg[0], instance_id in agg[1]
                 if resolved and unresolved:

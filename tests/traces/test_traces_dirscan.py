@@ -1,0 +1,121 @@
+"""A folder of many SWE-agent / mini-swe-agent / AgentRx runs is listed once, not once per run (a folder of N
+runs took N listings of N entries: 1,000 SWE-agent ``.traj`` files 17 CPU-s), and a result file added to a
+folder already listed is still found."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evoharness.traces.importers import dirscan, load_paths
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+SWE = FIXTURES / "swe_agent" / "experiments" / "trajs" / "django__django-11477.traj"
+MINI = FIXTURES / "mini_swe_v2" / "toolcall" / "django__django-11477" / "django__django-11477.traj.json"
+TAU = FIXTURES / "agentrx_tau"
+N = 12
+
+
+def _settle(*folders: Path) -> None:
+    """Date the folders an hour back: a listing is remembered only for a folder unchanged for a while."""
+    old = os.stat(folders[0]).st_mtime_ns - 3600 * 10**9
+    for d in folders:
+        os.utime(d, ns=(old, old))
+
+
+@pytest.fixture
+def listings(monkeypatch):
+    """How many times each folder was listed (``os.scandir``, which ``Path.glob`` uses too)."""
+    seen: dict[str, int] = {}
+    real = os.scandir
+
+    def counting(path="."):
+        key = os.path.realpath(os.fspath(path))
+        seen[key] = seen.get(key, 0) + 1
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    monkeypatch.setattr(dirscan, "_cache", type(dirscan._cache)())
+    return seen
+
+
+def _swe_folder(tmp_path: Path) -> tuple[Path, list[str]]:
+    trajs = tmp_path / "exp" / "trajs"
+    trajs.mkdir(parents=True)
+    ids = [f"proj__proj-{i}" for i in range(N)]
+    for i in ids:
+        shutil.copyfile(SWE, trajs / f"{i}.traj")
+    (tmp_path / "exp" / "results").mkdir()
+    (tmp_path / "exp" / "results" / "results.json").write_text(
+        json.dumps({"generated": ids, "applied": ids, "resolved": ids[::2]}))
+    _settle(trajs, trajs.parent, trajs.parent / "results")
+    return trajs, ids
+
+
+def test_a_folder_of_swe_agent_runs_is_listed_once_and_every_run_scored(tmp_path, listings):
+    trajs, ids = _swe_folder(tmp_path)
+    scores = {t.task_id: t.score for t in load_paths([trajs])}
+    assert scores == {i: (1.0 if k % 2 == 0 else 0.0) for k, i in enumerate(ids)}
+    # twice by the directory walk (rglob), once for the results beside the runs (was once per run: N + 2)
+    assert listings[str(trajs.resolve())] <= 3
+    assert listings[str((trajs.parent / "results").resolve())] == 1
+
+
+def test_a_folder_of_mini_swe_agent_runs_is_listed_once(tmp_path, listings):
+    root = tmp_path / "runs"
+    data = json.loads(MINI.read_text())
+    ids = [f"proj__proj-{i}" for i in range(N)]
+    for i in ids:
+        (root / i).mkdir(parents=True)
+        (root / i / f"{i}.traj.json").write_text(json.dumps({**data, "instance_id": i}))
+    (root / "sb-cli-reports").mkdir()
+    (root / "sb-cli-reports" / "verified__test__r1.json").write_text(
+        json.dumps({"total_instances": N, "resolved_ids": ids[:3], "unresolved_ids": ids[3:]}))
+    _settle(root, root / "sb-cli-reports", *(root / i for i in ids))
+    scores = {t.task_id: t.score for t in load_paths([root])}
+    assert scores == {i: (1.0 if k < 3 else 0.0) for k, i in enumerate(ids)}
+    assert listings[str(root.resolve())] <= 3  # the walk twice, the results once (was N + 2)
+
+
+def test_a_folder_of_agentrx_tau_runs_is_listed_once_with_labels_joined(tmp_path, listings):
+    data = tmp_path / "data"
+    (data / "tau_dataset").mkdir(parents=True)
+    record = json.loads((TAU / "tau_dataset" / "2.json").read_text())
+    truth = json.loads((TAU / "ground_truth" / "tau_ground_truth.json").read_text())
+    for i in range(N):
+        (data / "tau_dataset" / f"{i}.json").write_text(json.dumps({**record, "task_id": i}))
+    shutil.copytree(TAU / "ground_truth", data / "ground_truth")
+    (data / "ground_truth" / "tau_ground_truth.json").write_text(
+        json.dumps([{**truth[0], "trajectory_id": str(i)} for i in range(0, N, 3)]))
+    _settle(data / "tau_dataset", data, data / "ground_truth")
+    labelled = {t.task_id: "human_failures" in t.meta for t in load_paths([data / "tau_dataset"])}
+    assert labelled == {str(i): i % 3 == 0 for i in range(N)}
+    assert listings[str((data / "tau_dataset").resolve())] <= 3  # the walk twice, labels once (was N + 2)
+
+
+def test_a_result_file_added_to_a_folder_already_listed_is_found(tmp_path, listings):
+    trajs, ids = _swe_folder(tmp_path)
+    (trajs.parent / "results" / "results.json").unlink()
+    _settle(trajs.parent / "results")
+    assert {t.score for t in load_paths([trajs])} == {None}  # remembered: no results there
+    (trajs.parent / "results" / "other.json").write_text(
+        json.dumps({"resolved_ids": ids, "unresolved_ids": []}))  # the folder changes: listed again
+    assert {t.score for t in load_paths([trajs])} == {1.0}
+
+
+def test_a_folder_changed_just_now_is_not_remembered(tmp_path, listings):
+    d = tmp_path / "fresh"
+    d.mkdir()
+    (d / "a_ground_truth.json").write_text("[]")
+    assert [p.name for p in dirscan.matching(d, _gt)] == ["a_ground_truth.json"]
+    assert [p.name for p in dirscan.matching(d, _gt)] == ["a_ground_truth.json"]
+    assert listings[str(d.resolve())] == 2  # unsettled: listed each time
+    assert dirscan.matching(tmp_path / "missing", _gt) == [] and dirscan.matching(d / "a_ground_truth.json", _gt) == []
+
+
+def _gt(f: Path) -> bool:
+    return f.name.endswith("ground_truth.json")
