@@ -24,8 +24,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
 
-Files are read one trajectory at a time: JSONL line by line, and a JSON list of canonical or
-OpenAI records element by element (``jsonstream.ArrayRecords``), so memory does not grow with the
+Files are read one trajectory at a time: JSONL line by line, and a JSON list of canonical, OpenAI or
+AgentRx tau-bench records element by element (``jsonstream.ArrayRecords``), so memory does not grow with the
 number of trajectories in a file. A file holding one trajectory (mini-swe-agent, Who&When, an
 AgentRx message list) is parsed whole.
 """
@@ -234,7 +234,7 @@ def detect_format(path: Path, data: Any = None) -> str:
         data = _streamed_list(path, None) or read_json_file(path)
     if isinstance(data, ArrayRecords):
         first = next(iter(data))
-        return _detect_record(first)  # _streamed_list admits canonical / OpenAI records only
+        return _detect_record(first)  # _streamed_list admits STREAMED records only
     if isinstance(data, list):
         if not data:
             raise InputError(str(path), "empty list: no trajectories")
@@ -285,15 +285,18 @@ def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
         raise InputError(str(path), f"unreadable {name} input: {type(e).__name__}: {_first_line(e)}") from None
 
 
+STREAMED = ("canonical", "openai", "agentrx-tau")  # formats whose JSON list is read element by element
+
+
 def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:
-    """The file's records as a stream when it is a JSON list of canonical / OpenAI records."""
-    if fmt not in (None, "canonical", "openai") or not starts_with_list(path):
+    """The file's records as a stream when it is a JSON list of canonical / OpenAI / AgentRx tau-bench records."""
+    if fmt not in (None, *STREAMED) or not starts_with_list(path):
         return None
     records = ArrayRecords(path)
     first = next(iter(records), None)  # parses the first element only
     if first is None:
         raise InputError(str(path), "empty list: no trajectories")
-    if fmt is None and (agentrx.is_message_list([first]) or _detect_record(first) not in ("canonical", "openai")):
+    if fmt is None and (agentrx.is_message_list([first]) or _detect_record(first) not in STREAMED):
         return None
     return records
 

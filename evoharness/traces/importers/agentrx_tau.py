@@ -17,7 +17,8 @@ a ``step_number`` that names no message's ``index`` is left out and counted in
 ``meta["human_failures_unplaced"]``. No such labels are public: the format is AgentRx's, the labels
 whoever holds them.
 
-A file may also hold a JSON list of such records (each becomes a trajectory; the labels join by task id).
+A file may also hold a JSON list of such records (each becomes a trajectory; the labels join by task id),
+read one record at a time (``jsonstream.ArrayRecords``): memory does not grow with their number.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from evoharness.errors import InputError
 from evoharness.traces.importers import agentrx, openai_records
+from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import _describe
 
@@ -48,11 +50,11 @@ def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) 
 
     if data is None:
         data = read_json_file(path)
-    records = data if isinstance(data, list) else [data]
-    for i, rec in enumerate(records):
-        where = f"record {i}" if isinstance(data, list) else None
+    many = isinstance(data, list | ArrayRecords)  # a list: read element by element when it is a file's
+    for i, rec in enumerate(data if many else [data]):
+        where = f"record {i}" if many else None
         try:
-            yield convert(path, rec, i if isinstance(data, list) else None)
+            yield convert(path, rec, i if many else None)
         except ValidationError as e:
             report_invalid(skip_invalid, on_invalid, InputError(str(path), f"bad tau-bench record: {_describe(e)}",
                                                                 where=where))
