@@ -1,0 +1,148 @@
+"""Peak memory and CPU of `import` / `diagnose` / `label` over many runs of the formats read one file per run.
+
+For each ``--format`` (agentrx-tau, swe-agent, mini-swe-agent) and each ``--n`` it writes a folder of N copies
+of the format's test fixture, laid out as the format's own tools write it, results beside them:
+
+- agentrx-tau: ``data/tau_dataset/<i>.json`` and ``data/ground_truth/tau_ground_truth.json`` (a third labelled);
+- swe-agent: ``trajs/<id>.traj`` and SWE-bench/experiments' ``results/results.json`` (half resolved);
+- mini-swe-agent (v2, tool calls): ``<id>/<id>.traj.json`` and an sb-cli report in ``sb-cli-reports/``;
+
+and, with ``--list``, one JSON list of N agentrx-tau records (the single-file form that format accepts). Each
+command runs in a fresh process (``python -m evoharness ...``); its peak RSS and CPU seconds come from
+``os.wait4``. Beside it a fresh process reads and ``json.loads`` the same files (the floor: any importer
+parses every byte), and the ratio of the two CPU figures is printed (both include interpreter start-up,
+which dominates at small N). ``--repeat`` runs each command that many times, in turn with its baseline.
+
+    python benchmarks/import_scale.py [--format agentrx-tau swe-agent mini-swe-agent] [--n 100 1000 10000]
+        [--command import diagnose label] [--list] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diagnose_memory import peak_mib  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "traces"
+FORMATS = ("agentrx-tau", "swe-agent", "mini-swe-agent")
+COMMANDS = ("import", "diagnose", "label")
+
+BASELINE = """
+import json, sys
+from pathlib import Path
+for line in Path(sys.argv[1]).read_text().splitlines():
+    json.loads(Path(line).read_bytes())
+"""
+
+
+def write_folder(fmt: str, n: int, root: Path) -> tuple[Path, list[Path]]:
+    """A folder of ``n`` runs of ``fmt`` (see the module docstring); (what to import, the run files)."""
+    files: list[Path] = []
+    if fmt == "agentrx-tau":
+        rec = json.loads((FIXTURES / "agentrx_tau" / "tau_dataset" / "2.json").read_text())
+        truth = json.loads((FIXTURES / "agentrx_tau" / "ground_truth" / "tau_ground_truth.json").read_text())
+        runs = root / "data" / "tau_dataset"
+        runs.mkdir(parents=True)
+        (root / "data" / "ground_truth").mkdir()
+        for i in range(n):
+            files.append(runs / f"{i}.json")
+            files[-1].write_text(json.dumps({**rec, "task_id": i}))
+        (root / "data" / "ground_truth" / "tau_ground_truth.json").write_text(
+            json.dumps([{**truth[0], "trajectory_id": str(i)} for i in range(0, n, 3)]))
+        return runs, files
+    ids = [f"proj__proj-{i}" for i in range(n)]
+    if fmt == "swe-agent":
+        runs = root / "trajs"
+        runs.mkdir(parents=True)
+        for i in ids:
+            files.append(runs / f"{i}.traj")
+            shutil.copyfile(FIXTURES / "swe_agent" / "experiments" / "trajs" / "django__django-11477.traj", files[-1])
+        (root / "results").mkdir()
+        (root / "results" / "results.json").write_text(
+            json.dumps({"generated": ids, "applied": ids, "resolved": ids[::2]}))
+        return runs, files
+    src = FIXTURES / "mini_swe_v2" / "toolcall" / "django__django-11477" / "django__django-11477.traj.json"
+    data = json.loads(src.read_text())
+    for i in ids:
+        (root / i).mkdir(parents=True)
+        files.append(root / i / f"{i}.traj.json")
+        files[-1].write_text(json.dumps({**data, "instance_id": i}))
+    (root / "sb-cli-reports").mkdir()
+    (root / "sb-cli-reports" / "verified__test__bench.json").write_text(
+        json.dumps({"total_instances": n, "resolved_ids": ids[::2], "unresolved_ids": ids[1::2]}))
+    return root, files
+
+
+def write_list(n: int, path: Path) -> None:
+    """One JSON list of ``n`` AgentRx tau-bench records."""
+    rec = json.loads((FIXTURES / "agentrx_tau" / "tau_dataset" / "2.json").read_text())
+    with path.open("w") as fh:
+        fh.write("[")
+        for i in range(n):
+            fh.write(("," if i else "") + json.dumps({**rec, "task_id": i}))
+        fh.write("]")
+
+
+def command_args(command: str, target: Path, out: Path) -> list[str]:
+    args = [sys.executable, "-m", "evoharness", command, str(target)]
+    if command == "import":
+        return [*args, "--out", str(out / "trajectories.jsonl")]
+    if command == "label":
+        return [*args, "--out", str(out / "labels.jsonl")]
+    return [*args, "--json"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--format", nargs="+", choices=FORMATS, default=list(FORMATS), dest="formats")
+    ap.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10_000], help="runs per folder")
+    ap.add_argument("--command", nargs="+", choices=COMMANDS, default=list(COMMANDS), dest="commands")
+    ap.add_argument("--list", action="store_true", help="also one JSON list of N agentrx-tau records")
+    add_repeat(ap, default=1)
+    args = ap.parse_args(argv)
+    check_repeat(ap, args.repeat)
+    if any(n < 1 for n in args.n):
+        ap.error("--n must be at least 1")
+    print(f"peak RSS and CPU of a fresh process per command ({load_note()})")
+    cases = [(fmt, n) for fmt in args.formats for n in args.n] + ([("agentrx-tau list", n) for n in args.n]
+                                                                   if args.list else [])
+    for fmt, n in cases:
+        with tempfile.TemporaryDirectory(prefix="import-scale-") as tmp:
+            root, out = Path(tmp) / "in", Path(tmp) / "out"
+            out.mkdir()
+            if fmt.endswith(" list"):
+                root.mkdir()
+                target = root / "runs.json"
+                write_list(n, target)
+                files = [target]
+            else:
+                target, files = write_folder(fmt, n, root)
+            listing = Path(tmp) / "files.txt"
+            listing.write_text("\n".join(map(str, files)))
+            size = sum(f.stat().st_size for f in files) / 2**20
+            base_cpu: list[float] = []
+            results: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in args.commands}
+            for _ in range(args.repeat):
+                base_cpu.append(peak_mib([sys.executable, "-c", BASELINE, str(listing)])[1])
+                for c in args.commands:
+                    mib, secs, _ = peak_mib(command_args(c, target, out))
+                    results[c][0].append(mib)
+                    results[c][1].append(secs)
+            print(f"  {fmt} x {n} ({size:.0f} MiB): json.loads of the files {spread(base_cpu, '.2f', ' CPU-s')}")
+            for c, (peaks, cpu) in results.items():
+                ratios = [a / b for a, b in zip(cpu, base_cpu, strict=True)]
+                print(f"    {c:<8} peak {spread(peaks, '.0f', ' MiB')}; CPU {spread(cpu, '.2f', ' s')} "
+                      f"({1000 * min(cpu) / n:.2f} ms per run); {spread(ratios, '.1f', 'x')} json.loads")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
