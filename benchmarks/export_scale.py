@@ -17,7 +17,8 @@ peak RSS is over all of them. ``--labels`` first writes the labels file ``evohar
 
 ``--render-under seed|evolved`` renders each record's system prompt under the template of a fresh seed
 harness repo (``dataset export --render-under``); the CPU seconds then include the template render
-process (a child of the export, ended before it returns).
+process (a child of the export, ended before it returns; where it runs in its bubblewrap jail, the
+jail's processes are adopted and reaped by this one, so the render process's CPU is counted too).
 
 ``--against TREE`` measures side by side: this checkout's evoharness and the one in ``TREE`` (another
 checkout, or ``git archive REV | tar -x -C TREE``) export the same files in turn, A, B, A, B ..., each
@@ -91,6 +92,37 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _adopt_orphans() -> None:
+    """Make this process the reaper of its orphaned descendants (``PR_SET_CHILD_SUBREAPER``): bubblewrap's
+    outer process (the render jail's) ends without waiting for its pid-1 process, whose CPU -- the render
+    process's, which it waited for -- would then reach init, not ``RUSAGE_CHILDREN`` here."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _reap_adopted(wait_s: float = 5.0) -> None:
+    """Wait for (and reap) the bwrap processes handed to this one by ``_adopt_orphans``, so their CPU counts."""
+    me, deadline = os.getpid(), time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        kids = []
+        for d in Path("/proc").iterdir():
+            try:
+                comm, rest = (d / "stat").read_text().rsplit(")", 1)
+                if int(rest.split()[1]) == me and comm.endswith("(bwrap"):
+                    kids.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                continue
+        if not kids:
+            return
+        for pid in kids:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        time.sleep(0.005)
+
+
 def _prompt(args):
     """``--render-under``: the harness prompt of a fresh seed harness repo (made once per process)."""
     if not args.render_under:
@@ -110,11 +142,13 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     """One export: (summary, CPU s, wall s). CPU s counts the export's child processes (the template
     render process of ``--render-under``) once they ended, which is before the export returns."""
     prompt = _prompt(args)
+    _adopt_orphans()
     t0, c0, w0 = time.process_time(), _children_cpu(), time.perf_counter()
     s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
                        trajectories=JsonlSource(src), placebo=args.placebo,
                        **({"labels": labels} if labels else {}),  # older trees have no labels
                        **({"prompt": prompt} if prompt else {}))
+    _reap_adopted()
     return s, time.process_time() - t0 + _children_cpu() - c0, time.perf_counter() - w0
 
 

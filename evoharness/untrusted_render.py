@@ -67,6 +67,7 @@ RENDER_BATCH = 64
 RENDER_MAX_HITS = 3
 START_WALL_S = 30.0  # added to the wall limit of the first answer (the process starts, imports Jinja)
 
+_ROOT = str(Path(__file__).resolve().parents[1])  # the directory evoharness is imported from
 BWRAP = "bwrap"  # the bubblewrap program the render jail uses (``render_jail``)
 
 _HEADER = struct.Struct(">I")
@@ -116,6 +117,7 @@ def render_jail() -> tuple[Any, str]:
             else:
                 try:
                     sandbox.check()
+                    why = _jail_runs_python(sandbox)
                 except InfraError as e:
                     why = str(e.args[0] if e.args else e).removeprefix("sandbox backend unusable: ")
                 except (OSError, subprocess.SubprocessError) as e:
@@ -127,6 +129,43 @@ def render_jail() -> tuple[Any, str]:
                                    "limits only, as the service's user)")
             _jail_checked[BWRAP] = (sandbox, why)
         return _jail_checked[BWRAP]
+
+
+def _jail_runs_python(sandbox: Any) -> str:
+    """"" when the render process's interpreter starts in the jail and imports what it needs, else why not
+    (a runtime the jail's uid cannot read, say: every render would otherwise fail and fall back)."""
+    uid = sandbox._uids.take() if sandbox.privileged else None
+    try:
+        probe = _jail_popen(sandbox, [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {_ROOT!r}); "
+                                      "import jinja2, evoharness.untrusted"],
+                            uid, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, err = probe.communicate(timeout=START_WALL_S)
+        except subprocess.TimeoutExpired:
+            _reap(probe)
+            return f"python did not start in the jail within {START_WALL_S:g} s"
+    finally:
+        if uid is not None:
+            sandbox._uids.give(uid)
+    if probe.returncode != 0:
+        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {probe.returncode}"]
+        return f"python does not start in the jail: {tail[0][:200]}"
+    return ""
+
+
+def _jail_popen(sandbox: Any, command: list[str], uid: int | None, **streams: Any) -> subprocess.Popen:
+    """``command`` started in ``sandbox.jail_argv`` (in its own session: a terminal's Ctrl-C reaches the export,
+    which ends the render process by closing its input)."""
+    from evoharness.sandbox.containment import no_userns_filter
+
+    with tempfile.TemporaryFile(prefix="evoharness-seccomp-") as fh:
+        fh.write(no_userns_filter())
+        fh.flush()
+        fh.seek(0)
+        argv = sandbox.jail_argv(command, uid=uid, seccomp=fh.fileno())
+        argv[0] = shutil.which(argv[0]) or argv[0]
+        return subprocess.Popen(argv, cwd="/", close_fds=True, pass_fds=(fh.fileno(),), start_new_session=True,
+                                env={"PATH": "/usr/bin:/bin"}, **streams)
 
 
 class TemplateRenderer:
@@ -199,8 +238,7 @@ class TemplateRenderer:
 
     def _child_code(self) -> str:
         """The Python the child runs (``python -I -c``); tests override it to probe the jail from inside."""
-        root = str(Path(__file__).resolve().parents[1])
-        return (f"import sys; sys.path.insert(0, {root!r}); "
+        return (f"import sys; sys.path.insert(0, {_ROOT!r}); "
                 "from evoharness.untrusted_render import child_main; child_main()")
 
     def _start(self) -> bool:
@@ -230,21 +268,10 @@ class TemplateRenderer:
         return True
 
     def _start_jailed(self, sandbox: Any, command: list[str]) -> subprocess.Popen:
-        """The child in ``sandbox.jail_argv`` (in its own session: a terminal's Ctrl-C reaches the export, which
-        ends the child by closing its input)."""
-        from evoharness.sandbox.containment import no_userns_filter
-
         if sandbox.privileged and self._uid is None:
             self._uid = sandbox._uids.take()
-        with tempfile.TemporaryFile(prefix="evoharness-seccomp-") as fh:
-            fh.write(no_userns_filter())
-            fh.flush()
-            fh.seek(0)
-            argv = sandbox.jail_argv(command, uid=self._uid, seccomp=fh.fileno())
-            argv[0] = shutil.which(argv[0]) or argv[0]
-            return subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
-                close_fds=True, pass_fds=(fh.fileno(),), start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+        return _jail_popen(sandbox, command, self._uid, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
 
     def _give_uid(self) -> None:
         uid, self._uid = self._uid, None

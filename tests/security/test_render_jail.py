@@ -217,3 +217,20 @@ def test_the_export_says_when_its_render_process_ran_unjailed(tmp_path, capsys, 
     assert said == ((False, False) if jail else (True, True)), (line, card)
     if not jail:
         assert "evoharness-no-such-bwrap" in line
+
+
+def test_a_jail_that_cannot_start_python_falls_back_and_says_why(monkeypatch):
+    """A jail where the interpreter cannot start (here: one without the Python runtime bound; on a host, a
+    runtime the jail's uid cannot read) would fail every render; it is not used, and the reason is given."""
+    import shutil
+
+    from evoharness.sandbox import bwrap as bwrap_module
+
+    if render_jail()[0] is None:
+        pytest.skip(f"no bubblewrap jail here: {render_jail()[1]}")
+    monkeypatch.setattr(bwrap_module, "BwrapSandbox",
+                        lambda bwrap: BwrapSandbox(bwrap=bwrap, python_runtime=False))
+    monkeypatch.setattr(untrusted_render, "BWRAP", shutil.which("bwrap"))  # checked afresh under this name
+    with TemplateRenderer("record {{ n }}", "prompts/system.md") as r:
+        assert r.render_one({"n": 1}) == "record 1"
+        assert r.jailed is False and "python does not start in the jail" in r.unjailed, r.unjailed
