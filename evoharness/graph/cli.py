@@ -12,13 +12,13 @@ import typer
 from evoharness.cli_support import settings_of
 
 
-def _report(outcome) -> None:
+def _report(outcome, ctx: typer.Context | None = None) -> None:
     from evoharness.graph.summary import summary_text
 
     if outcome.interrupted:
         from evoharness.cli_support import command_name
 
-        cmd = command_name()
+        cmd = command_name() + _given_settings(ctx)  # the same home and settings, or the run is not found
         typer.echo(f"\nRun {outcome.run_id} is waiting for review:")
         for item in outcome.interrupted:
             for c in item.get("candidates", []):
@@ -31,6 +31,17 @@ def _report(outcome) -> None:
     if outcome.done:
         data = json.loads((outcome.run_dir / "summary.json").read_text())
         typer.echo("\n" + summary_text(data))
+
+
+def _given_settings(ctx: typer.Context | None) -> str:
+    """`` --config FILE --set K=V ...`` as given to this command (shell-quoted), for a printed next command: a run
+    started with ``--set home=DIR`` was told to `approve ... --run ID`, which looked under the default home."""
+    import shlex
+
+    state = ctx.find_root().obj if ctx is not None else None
+    args = [*(["--config", str(state.config_path)] if getattr(state, "config_path", None) else []),
+            *(x for o in getattr(state, "overrides", []) for x in ("--set", o))]
+    return "".join(" " + shlex.quote(a) for a in args)
 
 
 def run(
@@ -59,13 +70,13 @@ def run(
         if update:
             settings = settings.model_copy(update={"run": settings.run.model_copy(update=update)})
         outcome = start_run(settings, run_id)
-    _report(outcome)
+    _report(outcome, ctx)
 
 
 def _decide(ctx: typer.Context, candidate: str, run_id: str, decision: str, reason: str | None) -> None:
     from evoharness.graph.runner import decide
 
-    _report(decide(settings_of(ctx), run_id, candidate, decision, reason))
+    _report(decide(settings_of(ctx), run_id, candidate, decision, reason), ctx)
 
 
 def approve(
