@@ -103,3 +103,24 @@ def test_a_model_name_that_is_no_string_is_left_out(tmp_path, name):
     path.write_text(json.dumps(data))
     [t] = list(load_paths([path]))
     assert t.model is None and len(t.tool_calls()) > 10
+
+
+def test_responses_api_calls_saved_without_an_id_each_get_one_and_keep_their_results(tmp_path):
+    """A Responses-API reply whose function_call items carry no call_id imported with id '' for each: two calls
+    shared one empty id and their results named it (the chat-message path already gave such calls an id)."""
+    messages = [
+        {"role": "system", "content": "you fix bugs"}, {"role": "user", "content": "fix it"},
+        {"object": "response", "output": [
+            {"type": "function_call", "name": "bash", "arguments": json.dumps({"command": "ls"})},
+            {"type": "function_call", "name": "bash", "arguments": json.dumps({"command": "cat a.py"})}]},
+        {"type": "function_call_output", "output": "a.py"},
+        {"type": "function_call_output", "output": "print(1)"},
+        {"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": "diff"}}]
+    path = tmp_path / "x__y-1.traj.json"
+    path.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "info": {}, "messages": messages}))
+    [t] = list(load_paths([path]))
+    calls = t.tool_calls()
+    assert [c.args["command"] for c in calls] == ["ls", "cat a.py"]
+    ids = [c.id for c in calls]
+    assert all(ids) and len(set(ids)) == 2
+    assert [m["tool_call_id"] for m in t.messages if m["role"] == "tool"] == ids  # each result names its call

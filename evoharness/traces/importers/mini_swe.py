@@ -535,7 +535,7 @@ def _message(m: Any, i: int) -> tuple[str, str, list[dict[str, Any]], dict[str, 
                 texts.append(content_text(item.get("content")))
             elif item.get("type") == "function_call":
                 calls.append(_call(item.get("call_id") or item.get("id"), item.get("name"), item.get("arguments")))
-        return "assistant", "".join(texts), calls, extra
+        return "assistant", "".join(texts), _named(calls, i), extra
     if not isinstance(role, str):
         raise ValueError(f"message {i} has no string 'role'")
     content = m.get("content")
@@ -547,9 +547,15 @@ def _message(m: Any, i: int) -> tuple[str, str, list[dict[str, Any]], dict[str, 
         if isinstance(c, dict):
             fn = c.get("function") if isinstance(c.get("function"), dict) else {}
             calls.append(_call(c.get("id"), fn.get("name"), fn.get("arguments")))
+    return role, content, _named(calls, i), extra
+
+
+def _named(calls: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
+    """``calls`` with an id each: a call saved without one gets ``call_<message>_<k>`` (an empty id is no id: two
+    of them were one call to the results that follow)."""
     for k, c in enumerate(calls):
         c["id"] = c["id"] or f"call_{i}_{k}"
-    return role, content, calls, extra
+    return calls
 
 
 def _call(call_id: Any, name: Any, args: Any) -> dict[str, Any]:
