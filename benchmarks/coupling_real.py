@@ -32,11 +32,16 @@ fails every task): with fewer than 10 independent pairs that disagree on the sco
 chance-corrected score figure, prints the pass rate beside it and says so. ``--json`` carries every
 task's pairs too (``pairs``).
 
+``--order-check N`` checks the serving stack instead: on the first N tasks, is the base harness's rollout on
+one seed the same after another prompt's request as right after its own? (llama.cpp reuses the previous
+request's evaluated prompt prefix, so the same request can come out otherwise.)
+
 ``--repeat N`` runs the whole design N times on disjoint seeds; the table pools them and a line gives
 min / median / max of ``C`` over the repeats. Progress on stderr.
 
     .venv/bin/python benchmarks/coupling_real.py [--seeds 8] [--temperature 0.7] [--edit lesson]
-        [--max-tokens 128] [--null-every 4] [--tasks N] [--repeat 1] [--endpoint URL#MODEL] [--json]
+        [--max-tokens 128] [--null-every 4] [--tasks N] [--split all] [--seed 1] [--threads 1] [--repeat 1]
+        [--endpoint URL#MODEL] [--json] [--from-json FILE] [--order-check N]
 """
 
 from __future__ import annotations
@@ -210,6 +215,25 @@ def measure(roller: Roller, base: Path, edit: Path, tasks: list[str], seeds: lis
     return per_task
 
 
+def order_check(roller: Roller, base: Path, edit: Path, tasks: list[str], seed: int) -> dict:
+    """Does a request's trajectory depend on the request before it? Per task, on one seed: the edit, then
+    the base (after another prompt), the base again (after the same prompt), the edit, the base (after another
+    prompt again). llama.cpp reuses the previous request's evaluated prompt prefix, so the same request is
+    evaluated in other batches depending on what came before it."""
+    same_after_other = same_after_same = 0
+    for i, t in enumerate(tasks):
+        roller(edit, t, seed)
+        b1 = roller(base, t, seed)["sig"]
+        b2 = roller(base, t, seed)["sig"]
+        roller(edit, t, seed)
+        b3 = roller(base, t, seed)["sig"]
+        same_after_other += b1 == b3
+        same_after_same += b1 == b2
+        print(f"order check: task {t} ({i + 1}/{len(tasks)})", file=sys.stderr, flush=True)
+    return {"tasks": len(tasks), "same_both_after_another_prompt": same_after_other,
+            "same_after_another_vs_after_the_same_prompt": same_after_same}
+
+
 def prefix(x: str, y: str) -> int:
     """Characters the two first replies share from the start (where the draws parted)."""
     n = 0
@@ -351,6 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads when started here (default 1)")
     ap.add_argument("--endpoint", default=None, metavar="URL#MODEL",
                     help="a running OpenAI-compatible server instead of starting llama.cpp here")
+    ap.add_argument("--order-check", type=int, default=0, metavar="N",
+                    help="only check, on the first N tasks, whether a request's trajectory depends on the request "
+                         "before it (5 rollouts per task); prints two counts")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--from-json", default=None, metavar="FILE", help="print the table of a --json output; run nothing")
     add_repeat(ap, default=1)
@@ -386,6 +413,18 @@ def main(argv: list[str] | None = None) -> int:
         server = llama_server(args.threads) if args.endpoint is None else contextlib.nullcontext(args.endpoint)
         with server as endpoint:
             roller = Roller(endpoint, args.env, args.temperature, args.max_tokens)
+            if args.order_check:
+                oc = order_check(roller, base, edit, tasks[: args.order_check], args.seed)
+                oc.update({"temperature": args.temperature, "edit": args.edit, "seed": args.seed})
+                if args.json:
+                    print(json.dumps(oc, indent=2))
+                else:
+                    print(f"order check, temperature {args.temperature:g}, seed {args.seed}: the base harness's "
+                          f"rollout was the same both times it followed the edit's request on "
+                          f"{oc['same_both_after_another_prompt']}/{oc['tasks']} tasks, and the same after the "
+                          f"edit's request as right after itself on "
+                          f"{oc['same_after_another_vs_after_the_same_prompt']}/{oc['tasks']}")
+                return 0
             repeats = []
             for r in range(args.repeat):
                 seeds = [args.seed + 1000 * r + i for i in range(args.seeds)]

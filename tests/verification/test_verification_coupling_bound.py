@@ -152,3 +152,23 @@ def test_power_bound_tiers_are_ordered_and_the_cli_prints_them(bound, capsys):
     with pytest.raises(SystemExit) as e:
         bound.main(["--budgets", "x"])
     assert e.value.code == 2
+
+
+class PrefixCacheRoller:
+    """A server whose reply depends on whether the request before it had the same prompt (harness)."""
+
+    def __init__(self) -> None:
+        self.last, self.rollouts = None, 0
+
+    def __call__(self, harness: Path, task: str, seed: int) -> dict:
+        self.rollouts += 1
+        after_same = self.last == harness.name
+        self.last = harness.name
+        return {"sig": f"{harness.name}:{task}:{after_same}", "score": 0.0, "steps": 1, "first": "", "error": False}
+
+
+def test_order_check_counts_replies_that_depend_on_the_request_before(coupling):
+    out = coupling.order_check(PrefixCacheRoller(), Path("base"), Path("edit"), ["a", "b"], 1)
+    assert out == {"tasks": 2, "same_both_after_another_prompt": 2, "same_after_another_vs_after_the_same_prompt": 0}
+    out = coupling.order_check(FakeRoller(1.0), Path("base"), Path("edit"), ["a", "b", "c"], 1)
+    assert out["same_after_another_vs_after_the_same_prompt"] == out["same_both_after_another_prompt"] == 3
