@@ -119,3 +119,32 @@ def test_a_folder_changed_just_now_is_not_remembered(tmp_path, listings):
 
 def _gt(f: Path) -> bool:
     return f.name.endswith("ground_truth.json")
+
+
+def test_a_listing_evicted_by_another_thread_mid_look_up_is_no_error(tmp_path, monkeypatch):
+    """The service imports in threads (run_in_threadpool): a thread whose remembered listing another thread
+    evicted between the look-up and its move to the end raised KeyError (one request's import failed with a
+    traceback). Here the other thread runs exactly there, and gets the cache only after this one is done."""
+    import threading
+
+    folders = [tmp_path / f"d{i}" for i in range(3)]
+    for d in folders:
+        d.mkdir()
+        (d / "x_ground_truth.json").write_text("[]")
+    _settle(*folders)
+    monkeypatch.setattr(dirscan, "MAX_DIRS", 1)
+    other_done = threading.Event()
+
+    class Interleaved(type(dirscan._cache)):
+        def move_to_end(self, key, last=True):
+            if key[0] == str(folders[0]) and not other_done.is_set():  # this thread's hit on folders[0]
+                other = threading.Thread(target=lambda: [dirscan.matching(d, _gt) for d in folders[1:]]
+                                         + [other_done.set()])
+                other.start()
+                other.join(timeout=0.5)  # unguarded, it evicts folders[0] now; guarded, it waits for this thread
+            super().move_to_end(key, last)
+
+    monkeypatch.setattr(dirscan, "_cache", Interleaved())
+    assert [p.name for p in dirscan.matching(folders[0], _gt)] == ["x_ground_truth.json"]  # listed, remembered
+    assert [p.name for p in dirscan.matching(folders[0], _gt)] == ["x_ground_truth.json"]  # the hit
+    assert other_done.wait(5)

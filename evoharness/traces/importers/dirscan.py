@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -29,6 +30,7 @@ MAX_KEPT = 10_000  # entries kept from one listing
 SETTLED_NS = 2_000_000_000
 
 _cache: OrderedDict[tuple[str, Callable[[Path], bool]], tuple[tuple[int, int, int], tuple[str, ...]]] = OrderedDict()
+_lock = threading.Lock()  # the service imports in threads: a listing another thread evicts between look-up and use
 
 
 def matching(d: Path, keep: Callable[[Path], bool]) -> list[Path]:
@@ -42,10 +44,11 @@ def matching(d: Path, keep: Callable[[Path], bool]) -> list[Path]:
         return []
     stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
     key = (str(d), keep)
-    hit = _cache.get(key)
-    if hit is not None and hit[0] == stamp:
-        _cache.move_to_end(key)
-        return [d / n for n in hit[1]]
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            _cache.move_to_end(key)
+            return [d / n for n in hit[1]]
     found: list[str] = []
     try:
         with os.scandir(d) as it:
@@ -58,8 +61,9 @@ def matching(d: Path, keep: Callable[[Path], bool]) -> list[Path]:
         return []
     names = tuple(sorted(found))
     if time.time_ns() - st.st_mtime_ns > SETTLED_NS:
-        _cache[key] = (stamp, names)
-        _cache.move_to_end(key)
-        while len(_cache) > MAX_DIRS:
-            _cache.popitem(last=False)
+        with _lock:
+            _cache[key] = (stamp, names)
+            _cache.move_to_end(key)
+            while len(_cache) > MAX_DIRS:
+                _cache.popitem(last=False)
     return [d / n for n in names]
