@@ -11,7 +11,10 @@ and, with ``--list``, one JSON list of N agentrx-tau records (the single-file fo
 command runs in a fresh process (``python -m evoharness ...``); its peak RSS and CPU seconds come from
 ``os.wait4``. Beside it a fresh process reads and ``json.loads`` the same files (the floor: any importer
 parses every byte), and the ratio of the two CPU figures is printed (both include interpreter start-up,
-which dominates at small N). ``--repeat`` runs each command that many times, in turn with its baseline.
+which dominates at small N; the marginal cost per run between two sizes, printed last, cancels it). The
+commands start 2 s after the folder was written (``dirscan.SETTLED_NS``: a folder changed within that is
+listed afresh for every run in it, as it must be while it is written). ``--repeat`` runs each command that
+many times, in turn with its baseline.
 
     python benchmarks/import_scale.py [--format agentrx-tau swe-agent mini-swe-agent] [--n 100 1000 10000]
         [--command import diagnose label] [--list] [--repeat 1]
@@ -24,9 +27,11 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.traces.importers import dirscan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diagnose_memory import peak_mib  # noqa: E402
@@ -114,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"peak RSS and CPU of a fresh process per command ({load_note()})")
     cases = [(fmt, n) for fmt in args.formats for n in args.n] + ([("agentrx-tau list", n) for n in args.n]
                                                                    if args.list else [])
+    least: dict[tuple[str, str], dict[int, float]] = {}  # (format, command or json.loads) -> n -> min CPU-s
     for fmt, n in cases:
         with tempfile.TemporaryDirectory(prefix="import-scale-") as tmp:
             root, out = Path(tmp) / "in", Path(tmp) / "out"
@@ -125,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 files = [target]
             else:
                 target, files = write_folder(fmt, n, root)
+            time.sleep(dirscan.SETTLED_NS / 1e9)  # a folder written just now is listed afresh per run (dirscan)
             listing = Path(tmp) / "files.txt"
             listing.write_text("\n".join(map(str, files)))
             size = sum(f.stat().st_size for f in files) / 2**20
@@ -137,11 +144,33 @@ def main(argv: list[str] | None = None) -> int:
                     results[c][0].append(mib)
                     results[c][1].append(secs)
             print(f"  {fmt} x {n} ({size:.0f} MiB): json.loads of the files {spread(base_cpu, '.2f', ' CPU-s')}")
+            least.setdefault((fmt, "json.loads"), {})[n] = min(base_cpu)
+            for c, (_, cpu) in results.items():
+                least.setdefault((fmt, c), {})[n] = min(cpu)
             for c, (peaks, cpu) in results.items():
                 ratios = [a / b for a, b in zip(cpu, base_cpu, strict=True)]
                 print(f"    {c:<8} peak {spread(peaks, '.0f', ' MiB')}; CPU {spread(cpu, '.2f', ' s')} "
                       f"({1000 * min(cpu) / n:.2f} ms per run); {spread(ratios, '.1f', 'x')} json.loads")
+    marginal(least, args.commands)
     return 0
+
+
+def marginal(least: dict[tuple[str, str], dict[int, float]], commands: list[str]) -> None:
+    """Per run between two sizes (start-up cancels out): (CPU at the larger - at the smaller) / (runs added),
+    each command's against json.loads's of the same files (min CPU of the repeats)."""
+    sizes = sorted({n for per in least.values() for n in per})
+    if len(sizes) < 2:
+        return
+    print("marginal CPU per run between sizes (start-up cancels out)")
+    for fmt in dict.fromkeys(f for f, _ in least):
+        base = least[(fmt, "json.loads")]
+        for a, b in zip(sizes, sizes[1:], strict=False):
+            floor = (base[b] - base[a]) / (b - a)
+            row = [f"json.loads {1000 * floor:.3f} ms"]
+            for c in commands:
+                cost = (least[(fmt, c)][b] - least[(fmt, c)][a]) / (b - a)
+                row.append(f"{c} {1000 * cost:.2f} ms" + (f" ({cost / floor:.1f}x)" if floor > 0 else ""))
+            print(f"  {fmt} {a} -> {b}: " + "; ".join(row))
 
 
 if __name__ == "__main__":
