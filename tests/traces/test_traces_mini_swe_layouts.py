@@ -286,3 +286,20 @@ def test_an_sb_cli_report_names_its_run(tmp_path):
     _aggregate(tmp_path / "sb-cli-reports" / "swe-bench_lite__test__second.json", [], ["a__a-1"])
     [t] = list(load_paths([f]))
     assert t.score == 0.0 and t.meta["report"].endswith("__second.json")
+
+
+def test_an_aggregate_evicted_by_another_thread_right_after_it_was_read_is_still_used(tmp_path, monkeypatch):
+    """The service imports in threads: between storing an aggregate report's ids in the cache and reading them
+    back, another thread's insert could evict them -- KeyError, a traceback for that import. The report's ids
+    are used as read, not read back."""
+
+    class EvictedAtOnce(dict):  # another thread, at the worst moment: every insert is evicted at once
+        def __setitem__(self, key, value):
+            super().__setitem__(key, value)
+            super().__delitem__(key)
+
+    monkeypatch.setattr(mini_swe, "_aggregate_cache", EvictedAtOnce())
+    _traj(tmp_path / "out", "a__a-1")
+    _aggregate(tmp_path / f"{TAG}.run1.json", ["a__a-1"], [])
+    [t] = list(load_paths([tmp_path]))
+    assert t.score == 1.0

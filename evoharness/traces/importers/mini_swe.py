@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -76,6 +77,8 @@ _AGGREGATE_KEYS = (b'"resolved_ids"', b'"unresolved_ids"', b'"total_instances"',
 _LIST_CAP = 10_000  # entries of one directory looked at (run ids, models)
 _aggregate_cache: dict[tuple[str, int, int], tuple[frozenset, frozenset] | None] = {}
 _AGGREGATE_CACHE_MAX = 64  # files remembered (a long-lived service imports without end): the oldest go first
+_aggregate_lock = threading.Lock()
+_UNSEEN = object()
 
 
 def _size(f: Path) -> int | None:
@@ -215,7 +218,8 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
     except OSError:
         return None
     key = (str(f), st.st_mtime_ns, st.st_size)
-    if key not in _aggregate_cache:
+    result = _aggregate_cache.get(key, _UNSEEN)
+    if result is _UNSEEN:
         result = None
         if st.st_size <= SIZE_CAP and (looks_aggregate(f) or looks_experiments(f)):
             try:
@@ -233,10 +237,11 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
                     listed = {x for k, v in data.items() if k != "resolved" and isinstance(v, list)
                               for x in v if isinstance(x, str)}
                     result = (resolved, frozenset(listed - resolved))
-        while len(_aggregate_cache) >= _AGGREGATE_CACHE_MAX:
-            del _aggregate_cache[next(iter(_aggregate_cache))]
-        _aggregate_cache[key] = result
-    return _aggregate_cache[key]
+        with _aggregate_lock:  # the service imports in threads: another may evict or insert meanwhile
+            while len(_aggregate_cache) >= _AGGREGATE_CACHE_MAX:
+                del _aggregate_cache[next(iter(_aggregate_cache))]
+            _aggregate_cache[key] = result
+    return result  # not read back from the cache: another thread may have evicted it already
 
 
 def _aggregate_candidate(f: Path) -> bool:
