@@ -206,8 +206,9 @@ def validate(
     entry = EXPORT_FORMATS.get(fmt)
     if path.is_dir():
         path = path / entry.data_file
-    if not path.is_file():
-        fail(f"{path}: no such file")
+    if not path.is_file():  # a FIFO or device exists, but is no file (reading it could hang or never end)
+        fail(f"{path}: " + ("not a regular file (a FIFO, socket or device is refused)" if path.exists()
+                            else "no such file"))
     n, problems = entry.validate(path)
     if n == 0:
         fail(f"{path}: empty file, no records to validate")

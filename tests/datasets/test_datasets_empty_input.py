@@ -69,3 +69,16 @@ def test_a_file_with_records_still_goes_through(tmp_path, capsys):
     assert "wrote 1 records" in capsys.readouterr().out
     assert main(["dataset", "validate", str(tmp_path / "ex")]) == 0
     assert capsys.readouterr().out == "1 records, all valid (openai)\n"
+
+
+def test_validate_of_a_fifo_says_what_it_is_not_that_it_is_missing(tmp_path, capsys):
+    """'dataset validate FIFO' said 'FIFO: no such file' of a path that exists (export and enqueue already said
+    'not a regular file'); it still reads nothing from it (a FIFO would hang the reader)."""
+    import os
+
+    fifo = tmp_path / "data.jsonl"
+    os.mkfifo(fifo)
+    assert main(["dataset", "validate", str(fifo)]) == 2
+    assert capsys.readouterr().err == f"error: {fifo}: not a regular file (a FIFO, socket or device is refused)\n"
+    assert main(["dataset", "validate", str(tmp_path / "missing.jsonl")]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'missing.jsonl'}: no such file\n"
