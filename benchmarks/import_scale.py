@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -105,7 +106,23 @@ def command_args(command: str, target: Path, out: Path) -> list[str]:
     return [*args, "--json"]
 
 
+def write(fmt: str, n: int, root: Path, listing: Path) -> None:
+    """``--write``: write the case, its file list to ``listing``; print the target and the MiB written."""
+    if fmt.endswith(" list"):
+        root.mkdir()
+        target, files = root / "runs.json", [root / "runs.json"]
+        write_list(n, target)
+    else:
+        target, files = write_folder(fmt, n, root)
+    listing.write_text("\n".join(map(str, files)))
+    print(target, sum(f.stat().st_size for f in files) / 2**20)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--write"]:
+        write(argv[1], int(argv[2]), Path(argv[3]), Path(argv[4]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--format", nargs="+", choices=FORMATS, default=list(FORMATS), dest="formats")
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10_000], help="runs per folder")
@@ -122,19 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     least: dict[tuple[str, str], dict[int, float]] = {}  # (format, command or json.loads) -> n -> min CPU-s
     for fmt, n in cases:
         with tempfile.TemporaryDirectory(prefix="import-scale-") as tmp:
-            root, out = Path(tmp) / "in", Path(tmp) / "out"
+            root, out, listing = Path(tmp) / "in", Path(tmp) / "out", Path(tmp) / "files.txt"
             out.mkdir()
-            if fmt.endswith(" list"):
-                root.mkdir()
-                target = root / "runs.json"
-                write_list(n, target)
-                files = [target]
-            else:
-                target, files = write_folder(fmt, n, root)
+            # written by a child: a parent that held N paths would lend its resident pages to every command's
+            # peak (the fork before exec counts in the child's ru_maxrss)
+            written = subprocess.run([sys.executable, __file__, "--write", fmt, str(n), str(root), str(listing)],
+                                     check=True, capture_output=True, text=True).stdout.split()
+            target, size = Path(written[0]), float(written[1])
             time.sleep(dirscan.SETTLED_NS / 1e9)  # a folder written just now is listed afresh per run (dirscan)
-            listing = Path(tmp) / "files.txt"
-            listing.write_text("\n".join(map(str, files)))
-            size = sum(f.stat().st_size for f in files) / 2**20
             base_cpu: list[float] = []
             results: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in args.commands}
             for _ in range(args.repeat):
