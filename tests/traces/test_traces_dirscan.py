@@ -148,3 +148,14 @@ def test_a_listing_evicted_by_another_thread_mid_look_up_is_no_error(tmp_path, m
     assert [p.name for p in dirscan.matching(folders[0], _gt)] == ["x_ground_truth.json"]  # listed, remembered
     assert [p.name for p in dirscan.matching(folders[0], _gt)] == ["x_ground_truth.json"]  # the hit
     assert other_done.wait(5)
+
+
+def test_the_directory_walk_keeps_rglobs_order(tmp_path):
+    """iter_files walks folder by folder (memory: one folder's names) in sorted(rglob)'s order."""
+    from evoharness.traces.importers import _walk
+
+    for rel in ("a/x.json", "a.json", "a/b/c.json", "a-b/y.json", "B.json", ".h/z.json", "a/.k.json", "d/e/f/g.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    assert list(_walk(tmp_path)) == sorted(tmp_path.rglob("*"))
