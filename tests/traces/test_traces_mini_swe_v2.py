@@ -124,3 +124,25 @@ def test_responses_api_calls_saved_without_an_id_each_get_one_and_keep_their_res
     ids = [c.id for c in calls]
     assert all(ids) and len(set(ids)) == 2
     assert [m["tool_call_id"] for m in t.messages if m["role"] == "tool"] == ids  # each result names its call
+
+
+@pytest.mark.parametrize(("status", "termination"), [
+    ("Submitted", Termination.delivered), ("LimitsExceeded", Termination.step_budget),
+    ("TimeExceeded", Termination.timeout), ("ExecutionTimeoutError", Termination.timeout),
+    ("ContextWindowExceededError", Termination.context_overflow), ("RuntimeError", Termination.error),
+    ("", Termination.aborted)])
+def test_v2_exit_status_from_the_exit_message_sets_the_termination(tmp_path, status, termination):
+    """v2 keeps the exit status in the closing exit message's ``extra`` (``info`` may lack it); each status
+    mini-swe-agent writes ends the run its own way, an unknown one as an error, none as aborted."""
+    messages = [
+        {"role": "system", "content": "you fix bugs"}, {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "exit", "content": "", "extra": {"exit_status": status, "submission": "diff --git a/a.py b/a.py"}}]
+    path = tmp_path / "x__y-1.traj.json"
+    path.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "info": {}, "messages": messages}))
+    [t] = list(load_paths([path]))
+    assert t.termination == termination
+    assert (t.final_answer is not None) == (termination == Termination.delivered)
