@@ -92,8 +92,8 @@ def enqueue(
     check_range(round_, "--round", 0, MAX_ROUNDS)
     source = JsonlSource(trajectories)
     _require_records(trajectories, "trajectories to enqueue")
-    q = _queue(ctx, url)
     labeller = Labeller(settings_of(ctx).diagnosis)
+    q = None  # opened at the first content failure (or at the end): a file that fails before creates no queue
     added = seen = content = 0
     for t in source:
         seen += 1
@@ -101,7 +101,11 @@ def enqueue(
         if label.lever != Lever.weights:
             continue
         content += 1
+        if q is None:
+            q = _queue(ctx, url)
         added += q.enqueue(t, label, run_id=run_id, round=round_)
+    if q is None:
+        q = _queue(ctx, url)
     typer.echo(f"{seen} trajectories, {content} content failures, {added} newly queued ({len(q)} in queue)")
 
 

@@ -82,3 +82,24 @@ def test_validate_of_a_fifo_says_what_it_is_not_that_it_is_missing(tmp_path, cap
     assert capsys.readouterr().err == f"error: {fifo}: not a regular file (a FIFO, socket or device is refused)\n"
     assert main(["dataset", "validate", str(tmp_path / "missing.jsonl")]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path / 'missing.jsonl'}: no such file\n"
+
+
+def test_enqueue_of_a_malformed_file_is_an_error_and_creates_no_queue(tmp_path, capsys):
+    """A non-empty file whose first record is no trajectory stopped with one error line but left an empty queue
+    database behind (the queue was opened before the file was read)."""
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"not": "a trajectory"\n')
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    assert main(["dataset", "enqueue", str(path), "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert not (tmp_path / "queue.db").exists()
+
+
+def test_enqueue_of_only_healthy_runs_still_creates_the_queue_it_names(tmp_path, capsys):
+    path = tmp_path / "ok.jsonl"
+    write_trajectories(path, [make_traj("a", score=1.0)])
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    assert main(["dataset", "enqueue", str(path), "--url", url]) == 0
+    assert capsys.readouterr().out == "1 trajectories, 0 content failures, 0 newly queued (0 in queue)\n"
+    assert (tmp_path / "queue.db").exists()
