@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class DatasetsConfig(BaseModel):
@@ -13,6 +13,16 @@ class DatasetsConfig(BaseModel):
         description="SQLAlchemy URL of the training queue (e.g. postgresql+psycopg://user@host/db). "
         "Unset: a SQLite file `queue.db` under `home`.",
     )
+
+    @field_validator("url")
+    @classmethod
+    def _url_not_blank(cls, v: str | None) -> str | None:
+        """An empty or blank URL (``--set datasets.url=``, a variable left unset) is no URL: it read the default
+        queue under ``home`` without a word."""
+        if v is not None and not v.strip():
+            raise ValueError("empty URL (leave datasets.url unset for the SQLite queue under home)")
+        return v
+
     heldout_tasks: list[str] = Field(
         default_factory=list,
         description="Task ids that are held out and never exported, in addition to every task that "

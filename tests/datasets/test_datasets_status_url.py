@@ -125,3 +125,14 @@ def test_postgres_refused_garbage_or_silent_is_one_line_without_the_password(ser
         assert (code, out) == (2, ""), err
         assert len(err.splitlines()) == 1 and "Traceback" not in err and "s3cret" not in err
         assert err.startswith(f"error: training queue 'postgresql+psycopg://u:***@127.0.0.1:{port}/db' unreachable: ")
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_datasets_url_setting_is_an_error_not_the_default_queue(tmp_path, capsys, value):
+    """'--set datasets.url=' (a variable left unset) read the default queue under home as if no URL was given."""
+    home = tmp_path / "home"
+    assert main(["dataset", "status", "--set", f"home={home}", "--set", f"datasets.url={value}"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: ") and "datasets.url" in err and "empty URL" in err
+    assert not home.exists() or not any(home.rglob("queue.db"))
