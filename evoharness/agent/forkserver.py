@@ -661,6 +661,7 @@ class _Spaces:
 
     def _add(self, name: str, mod: object) -> None:
         space = vars(mod)
+        space.pop("__warningregistry__", None)  # as ``_moved`` does before each check: else its first check differs
         self.entries.append(_Space(name, name, space))
         for key, value in list(space.items()):
             if isinstance(value, type) and getattr(value, "__module__", None) == name:
