@@ -180,17 +180,7 @@ class BwrapSandbox:
              uid: int | None, sockets: Sequence[Path] = (), seccomp: int | None = None) -> list[str]:
         """The full bwrap command line (exposed for inspection and tests); ``seccomp``: an open file
         descriptor with the compiled filter (``containment.no_userns_filter``)."""
-        a = [self.bwrap, *self._namespace_args(), *(["--seccomp", str(seccomp)] if seccomp is not None else []),
-             "--die-with-parent", "--new-session", "--hostname", "sandbox",
-             "--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
-             "--ro-bind", "/usr", "/usr", *self._system_links()]
-        for name in _ETC_FILES:
-            if os.path.exists(f"/etc/{name}"):
-                a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-        made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
-        for p in self.ro_paths:
-            a += _parents(p, made) + ["--ro-bind", str(p), str(p)]
+        a, made = self._system_args(seccomp, limits.tmp_mb)
         for sock in sockets:  # the socket file alone, read-only (connect() needs no write access to the mount)
             sock = Path(sock)
             if not sock.is_socket():
@@ -215,16 +205,7 @@ class BwrapSandbox:
         no /scratch, no socket and no writable host path (a private ``/tmp`` of ``tmp_mb``); the working
         directory is ``/``. As root the command runs as ``uid`` with at most ``nproc`` processes (the uid
         is its own, so the count is too)."""
-        a = [self.bwrap, *self._namespace_args(), "--seccomp", str(seccomp), "--die-with-parent", "--new-session",
-             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
-             "--ro-bind", "/usr", "/usr", *self._system_links()]
-        for name in _ETC_FILES:
-            if os.path.exists(f"/etc/{name}"):
-                a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-        made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
-        for p in self.ro_paths:
-            a += _parents(p, made) + ["--ro-bind", str(p), str(p)]
+        a, _ = self._system_args(seccomp, tmp_mb)
         a += ["--chdir", "/"]
         if uid is not None:
             a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -233,6 +214,23 @@ class BwrapSandbox:
         else:
             inner = ["setpriv", "--no-new-privs", "--"] if shutil.which("setpriv") else []
         return a + ["--"] + inner + command
+
+    def _system_args(self, seccomp: int | None, tmp_mb: int) -> tuple[list[str], set[str]]:
+        """What every bwrap command line here starts with (``argv`` and ``jail_argv`` alike): the namespaces,
+        the seccomp filter, new session, die-with-parent, /proc, /dev, a private ``/tmp`` of ``tmp_mb``, and
+        read-only /usr, system links, /etc files and ``ro_paths``; with the mount points made so far."""
+        a = [self.bwrap, *self._namespace_args(), *(["--seccomp", str(seccomp)] if seccomp is not None else []),
+             "--die-with-parent", "--new-session", "--hostname", "sandbox",
+             "--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
+             "--ro-bind", "/usr", "/usr", *self._system_links()]
+        for name in _ETC_FILES:
+            if os.path.exists(f"/etc/{name}"):
+                a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
+        for p in self.ro_paths:
+            a += _parents(p, made) + ["--ro-bind", str(p), str(p)]
+        return a, made
 
     def _namespace_args(self) -> list[str]:
         ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
