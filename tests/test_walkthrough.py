@@ -170,7 +170,10 @@ def test_the_usual_mistakes(clone):
     ok(init)
     assert "targets: unknown signal 'F9.bogus'" in one_error(target)
     assert re.search(r"YAML does not parse: .*\(line \d+, column \d+\)", one_error(yaml_error))
-    [pr] = batch(clone, [(["pr", ok(good).strip(), "--harness", "h2", "--remote", "upstream"], {})])
+    branch = ok(good).strip()
+    pr_args = ["pr", branch, "--harness", "h2", "--remote", "upstream"]
+    unverified, pr = batch(clone, [(pr_args, {}), ([*pr_args, "--allow-unverified"], {})])
+    assert f"{branch}: not verified; `pr` pushes only a candidate verified" in one_error(unverified)
     assert "upstream: not a remote of" in one_error(pr)
 
 

@@ -138,16 +138,25 @@ def pr(
     harness: HarnessOpt,
     remote: Annotated[str, typer.Option("--remote", help="git remote name (or URL) to push to")],
     body_out: Annotated[Path | None, typer.Option("--body-out", help="write the PR body here")] = None,
+    allow_unverified: Annotated[bool, typer.Option(
+        "--allow-unverified", help="push a candidate that is not verified against main's head (rejected, "
+        "unverified, stale or merged) as do-not-merge/BRANCH, with DO NOT MERGE atop its PR body")] = False,
 ) -> None:
-    """Push a candidate branch and write a markdown PR body with its evidence and verdict."""
-    from evoharness.harness_repo.review import pr_body, push_candidate
+    """Push a verified candidate branch and write a markdown PR body with its evidence and verdict."""
+    from evoharness.harness_repo.review import DO_NOT_MERGE, candidate_info, pr_body, push_candidate, unmergeable
 
     hr = _open(ctx, harness)
     branch = hr.resolve(candidate)
-    body = pr_body(hr, hr.candidate(branch))
+    refused = unmergeable(candidate_info(hr, branch))
+    if refused and not allow_unverified:
+        raise InputError(branch, f"{refused}; `pr` pushes only a candidate verified against main's head "
+                         "(--allow-unverified pushes it as do-not-merge/" + branch + ")")
+    target = DO_NOT_MERGE + branch if refused else branch
+    body = pr_body(hr, hr.candidate(branch), refused)
+    pushed = f"pushed {branch} to {remote}" + (f" as {target}: DO NOT MERGE, {refused}" if refused else "")
     if body_out is None:
-        push_candidate(hr, branch, remote)
-        typer.echo(f"pushed {branch} to {remote}\n")
+        push_candidate(hr, branch, remote, target)
+        typer.echo(f"{pushed}\n")
         typer.echo(body, nl=False)
         return
     from evoharness.traces.store import replacing
@@ -156,8 +165,8 @@ def pr(
     # nothing pushed) and takes its place only once the push went through (a failed push keeps an earlier body)
     with replacing(body_out, "w") as fh:
         fh.write(body)
-        push_candidate(hr, branch, remote)
-    typer.echo(f"pushed {branch} to {remote}; PR body in {body_out}")
+        push_candidate(hr, branch, remote, target)
+    typer.echo(f"{pushed}; PR body in {body_out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -83,6 +83,32 @@ def list_candidates(hr: HarnessRepo) -> list[CandidateInfo]:
     return out
 
 
+def candidate_info(hr: HarnessRepo, branch: str) -> CandidateInfo:
+    """The `review` row of one candidate branch."""
+    return next(i for i in list_candidates(hr) if i.branch == branch)
+
+
+DO_NOT_MERGE = "do-not-merge/"  # the prefix `pr --allow-unverified` pushes an unverified candidate under
+
+
+def unmergeable(info: CandidateInfo) -> str | None:
+    """Why a reviewer must not merge this candidate (None: verified against main's current head).
+
+    The same rule as `merge_verified`: a verdict that accepted the branch's head, measured against main as it
+    is now; a rejected, unverified, stale or already merged candidate is not one to open a PR for.
+    """
+    if info.status == "verified" and not info.needs_reverify:
+        return None
+    if info.status == "verified":
+        return "verified against an older main (main moved since): re-verify it"
+    if info.status == "rejected":
+        detail = info.verdict.removeprefix("rejected").lstrip(":, ")
+        return "rejected by verification" + (f" ({detail})" if detail else "")
+    if info.status == "merged":
+        return "already merged into main"
+    return "not verified" + (f" ({info.verdict})" if info.verdict else "")
+
+
 def _stat_line(stat: dict) -> str:
     files = stat.get("files") or []
     return f"{len(files)} file(s), +{stat.get('insertions', 0)} -{stat.get('deletions', 0)}"
@@ -90,7 +116,7 @@ def _stat_line(stat: dict) -> str:
 
 def show_text(hr: HarnessRepo, branch: str) -> str:
     cand = hr.candidate(branch)
-    info = next(i for i in list_candidates(hr) if i.branch == branch)
+    info = candidate_info(hr, branch)
     found = hr.verdict_of(cand.commit)
     lines = [
         f"candidate  {cand.branch}",
@@ -117,12 +143,16 @@ def show_text(hr: HarnessRepo, branch: str) -> str:
     return "\n".join(lines) + "\n\n" + hr.diff(branch)
 
 
-def pr_body(hr: HarnessRepo, cand: Candidate) -> str:
+def pr_body(hr: HarnessRepo, cand: Candidate, refused: str | None = None) -> str:
+    """The markdown PR body; ``refused`` (why it must not be merged) puts DO NOT MERGE on top."""
     found = hr.verdict_of(cand.commit)
     stat = hr.diffstat(cand.branch)
-    out = [
-        f"## {cand.message or cand.branch}",
-        "",
+    title = cand.message or cand.branch
+    out = [f"## {'DO NOT MERGE: ' if refused else ''}{title}", ""]
+    if refused:
+        out += [f"> **Do not merge.** This candidate is {refused}. It was pushed with `evoharness pr "
+                "--allow-unverified` for discussion only; `evoharness` would refuse to merge it.", ""]
+    out += [
         "### Hypothesis",
         f"Targets `{cand.targets}`" + (f" (failure class {cand.failure_class})" if cand.failure_class else "")
         + f", round {cand.round}.",
@@ -168,15 +198,16 @@ def _looks_like_url(remote: str) -> bool:
     return "://" in remote or remote.startswith(("/", ".", "~")) or ":" in remote
 
 
-def push_candidate(hr: HarnessRepo, branch: str, remote: str) -> None:
-    """Push the candidate branch (and the verdict notes, if any) to ``remote`` (a name or a URL)."""
+def push_candidate(hr: HarnessRepo, branch: str, remote: str, remote_branch: str | None = None) -> None:
+    """Push the candidate branch (as ``remote_branch``, default its own name) and the verdict notes, if any, to
+    ``remote`` (a name or a URL)."""
     names = [r.name for r in hr.repo.remotes]
     if not _looks_like_url(remote) and remote not in names:
         configured = f"its remotes: {', '.join(names)}" if names else "it has no remote"
         raise InputError(remote, f"not a remote of {hr.path} ({configured}; add one with `git -C {hr.path} "
                          f"remote add {remote} URL`, or pass a URL)")
     try:
-        hr.repo.git.push(remote, f"refs/heads/{branch}:refs/heads/{branch}")
+        hr.repo.git.push(remote, f"refs/heads/{branch}:refs/heads/{remote_branch or branch}")
     except git.GitCommandError as e:
         raise InputError(remote, f"push failed: {git_reason(e)}") from None
     notes_ref = f"refs/notes/{hr.config.notes_ref}"

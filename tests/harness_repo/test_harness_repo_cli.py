@@ -145,12 +145,12 @@ def test_pr_pushes_to_a_bare_remote_and_writes_the_body(cli_harness: Path, tmp_p
 
 def test_pr_to_an_unknown_remote_fails_cleanly(cli_harness: Path, tmp_path: Path, capsys) -> None:
     branch = _make(cli_harness, tmp_path, capsys)
-    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", "nowhere"]) == 2
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", "nowhere", "--allow-unverified"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: nowhere: not a remote of {cli_harness} (it has no remote; add one with")
     assert err.count("\n") == 1
     missing = tmp_path / "missing.git"
-    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(missing)]) == 2
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(missing), "--allow-unverified"]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {missing}: push failed: '{missing}' does not appear to be a git repository\n"
 
@@ -161,6 +161,8 @@ def test_pr_whose_body_cannot_be_written_pushes_nothing(cli_harness: Path, tmp_p
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     branch = _make(cli_harness, tmp_path, capsys)
+    hr = HarnessRepo(cli_harness)
+    hr.record_verdict(verdict_for(hr, branch))
     (tmp_path / "afile").write_text("x")
     for body_out, reason in ((tmp_path, "is a directory"), (tmp_path / "afile" / "body.md", "afile: file exists")):
         assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(remote),
@@ -177,3 +179,60 @@ def test_pr_whose_body_cannot_be_written_pushes_nothing(cli_harness: Path, tmp_p
     assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(remote), "--body-out", str(earlier)]) == 0
     assert git(remote, "rev-parse", branch) == HarnessRepo(cli_harness).head_of(branch)
     assert "### Hypothesis" in earlier.read_text()
+
+
+def _bare_remote(tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    return remote
+
+
+@pytest.mark.parametrize("state", ["pending", "rejected", "stale", "forged"])
+def test_pr_refuses_a_candidate_verification_did_not_accept(cli_harness: Path, tmp_path: Path, capsys,
+                                                            state: str) -> None:
+    """`pr` pushed any candidate as a plain branch: a reviewer could merge an edit verification rejected."""
+    remote = _bare_remote(tmp_path)
+    branch = _make(cli_harness, tmp_path, capsys)
+    hr = HarnessRepo(cli_harness)
+    if state == "rejected":
+        hr.reject(branch, verdict_for(hr, branch, accepted=False))
+    elif state == "stale":  # accepted, but measured against a main that has moved since
+        hr.record_verdict(verdict_for(hr, branch, base="0" * 40))
+    elif state == "forged":  # a note claiming acceptance that this repository's verifier did not sign
+        from evoharness.harness_repo.models import Verdict
+
+        hr.record_verdict(Verdict(**verdict_for(hr, branch).model_dump(exclude={"signature"})))
+    body = tmp_path / "body.md"
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(remote), "--body-out", str(body)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    reason = {"pending": "not verified", "rejected": "rejected by verification (gates 0/2: no gain)",
+              "stale": "verified against an older main", "forged": "not verified (a note claims a verdict"}[state]
+    assert line.startswith(f"error: {branch}: {reason}") and "--allow-unverified" in line, line
+    assert git(remote, "for-each-ref") == "" and not body.exists()  # nothing pushed, no body
+
+
+def test_pr_allow_unverified_pushes_it_marked_do_not_merge(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    remote = _bare_remote(tmp_path)
+    branch = _make(cli_harness, tmp_path, capsys)
+    hr = HarnessRepo(cli_harness)
+    hr.reject(branch, verdict_for(hr, branch, accepted=False))
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(remote), "--allow-unverified"]) == 0
+    out = capsys.readouterr().out
+    first, _, body = out.partition("\n\n")
+    assert first == (f"pushed {branch} to {remote} as do-not-merge/{branch}: DO NOT MERGE, "
+                     "rejected by verification (gates 0/2: no gain)")
+    assert body.startswith("## DO NOT MERGE: Add a loop lesson\n\n> **Do not merge.** This candidate is rejected")
+    assert "**rejected, gates 0/2: no gain**" in body  # the verdict table is still there
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/") == f"refs/heads/do-not-merge/{branch}"
+    assert git(remote, "rev-parse", f"do-not-merge/{branch}") == hr.head_of(branch)
+
+
+def test_pr_of_a_verified_candidate_is_not_marked(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    remote = _bare_remote(tmp_path)
+    branch = _make(cli_harness, tmp_path, capsys)
+    hr = HarnessRepo(cli_harness)
+    hr.record_verdict(verdict_for(hr, branch))
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", str(remote), "--allow-unverified"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"pushed {branch} to {remote}\n\n## Add a loop lesson\n") and "DO NOT MERGE" not in out
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/") == f"refs/heads/{branch}"
