@@ -1,0 +1,63 @@
+"""The blind dev-labelled sample of tau-bench airline failures: which runs, and which half each is in.
+
+Drawn once, before any run was read or labelled (``benchmarks/data/README.md``):
+
+- the population: the reward-0 records of ``../shared/data/tau_bench_airline_gpt4o/gpt-4o-airline.json``
+  (116 of 200), as ``(task_id, trial)`` sorted;
+- the sample: ``random.Random(SEED).sample(population, 40)`` with ``SEED = 13`` (issue 13);
+- the halves, by task so that no task sits in both: the sample's distinct task ids ordered by the SHA-1 of
+  ``str(task_id)``, walked in that order, each task's sampled runs going to ``tune`` while ``tune`` holds fewer
+  than 20 runs, the rest to ``test``.
+
+    python benchmarks/tau_dev_sample.py [--data FILE]     # prints one JSON line per sampled run
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+from pathlib import Path
+
+SEED = 13
+SIZE = 40
+TUNE = 20
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o"
+DATA = DATA / "gpt-4o-airline.json"
+
+
+def sample(records: list[dict]) -> list[dict]:
+    """``[{"task_id", "trial", "half"}]`` for the sampled runs, in sample order."""
+    population = sorted((r["task_id"], r["trial"]) for r in records if not r.get("reward"))
+    if len(population) < SIZE:
+        raise ValueError(f"{len(population)} reward-0 records, fewer than the sample's {SIZE}")
+    drawn = random.Random(SEED).sample(population, SIZE)
+    tasks = sorted({t for t, _ in drawn}, key=lambda t: hashlib.sha1(str(t).encode()).hexdigest())
+    half: dict[int, str] = {}
+    tune = 0
+    for t in tasks:
+        n = sum(1 for x, _ in drawn if x == t)
+        half[t] = "tune" if tune < TUNE else "test"
+        tune += n if half[t] == "tune" else 0
+    return [{"task_id": t, "trial": k, "half": half[t]} for t, k in drawn]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DATA, help="tau-bench's gpt-4o-airline.json")
+    args = ap.parse_args()
+    try:
+        records = json.loads(args.data.read_text())
+        rows = sample(records)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: {args.data}: {e}", file=sys.stderr)
+        return 2
+    for r in rows:
+        print(json.dumps(r))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
