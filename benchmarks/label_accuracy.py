@@ -15,7 +15,8 @@ evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx 
 runs with their ground truth (``tau_dataset/<id>.json`` or ``magentic_dataset/<id>.json`` or
 ``trajectories/<id>.json``, with ``ground_truth.json`` / ``*ground_truth.json`` beside them, one folder up or in a
 ``ground_truth/`` folder there: set ``agentrx/tau-bench`` or ``agentrx/Magentic-One``) or Who&When logs. Runs
-without labels in it are left out; a folder with none is an error.
+without labels in it are left out; a folder with none is an error, and so is a ground-truth file that cannot be
+used (unreadable, not JSON, records of another shape): one ``error:`` line naming it, exit 2.
 
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
@@ -52,7 +53,7 @@ from evoharness.diagnosis.accuracy import (
 )
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.errors import InputError
-from evoharness.traces.importers import load_paths
+from evoharness.traces.importers import ImportWarnings, load_paths
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
@@ -104,10 +105,16 @@ def main() -> int:
         step = s.step if s else None
         return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
 
+    warnings = ImportWarnings()
     try:
-        sets = labelled_records(load_paths(roots))
+        sets = labelled_records(warnings.add(t) for t in load_paths(roots))
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    broken = warnings.files("ground_truth")
+    if broken:  # its runs would be scored as unlabelled (left out): a figure on part of the set, unsaid
+        more = f" (and {len(broken) - 1} more ground-truth file(s))" if len(broken) > 1 else ""
+        print(f"error: {broken[0][0]}: {broken[0][1]}{more}; nothing scored", file=sys.stderr)
         return 2
     if not sets:
         print(f"error: no human-labelled runs in {', '.join(map(str, roots))} (AgentRx runs with a ground-truth "

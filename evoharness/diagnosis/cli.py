@@ -14,7 +14,7 @@ import typer
 
 from evoharness.cli_support import output_file, settings_of
 from evoharness.errors import InputError
-from evoharness.traces.importers import FORMAT_NAMES, load_paths, output_apart
+from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, load_paths, output_apart
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import replacing
 
@@ -36,9 +36,12 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
         typer.echo(f"skipped: {e}", err=True)
 
     n = 0
+    warnings = ImportWarnings()  # files found but not usable (a broken ground truth or results file)
     for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=exclude):
         n += 1
-        yield t
+        yield warnings.add(t)
+    for line in warnings.lines():
+        typer.echo(line, err=True)
     if skipped:
         typer.echo(f"skipped {skipped} invalid file(s)/record(s)", err=True)
     if not n:

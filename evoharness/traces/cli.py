@@ -9,7 +9,7 @@ import typer
 
 from evoharness.cli_support import output_file
 from evoharness.errors import InputError
-from evoharness.traces.importers import FORMAT_NAMES, canonical_line, load_paths, output_apart
+from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, canonical_line, load_paths, output_apart
 from evoharness.traces.models import Split
 from evoharness.traces.store import write_trajectories
 
@@ -28,11 +28,13 @@ def import_traces(
         typer.echo(f"skipped: {e}", err=True)
 
     aside = [0, None]  # trajectories left unscored because results of another run were set aside; the first why
+    warnings = ImportWarnings()  # files found but not usable (a broken ground truth or results file)
 
     def stream():
         n = 0
         for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own):
             n += 1
+            warnings.add(t)
             if t.score is None and isinstance(why := t.meta.get("results_set_aside"), str):
                 aside[0] += 1
                 aside[1] = aside[1] or f"{t.id}: {why}"
@@ -44,6 +46,8 @@ def import_traces(
         raise InputError("--split", f"unknown split {split!r} (dev | heldout | unknown)")
     own = output_apart(out, paths, ours=canonical_line)  # an earlier import's output may be replaced
     n = write_trajectories(out, stream())
+    for line in warnings.lines():
+        typer.echo(line, err=True)
     if aside[0]:
         typer.echo(f"note: {aside[0]} of {n} trajectories left unscored: SWE-bench results of another run set "
                    f"aside (meta.results_set_aside; e.g. {aside[1]})", err=True)

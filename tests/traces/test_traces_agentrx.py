@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import runpy
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +56,84 @@ def test_message_list_without_labels(tmp_path):
                              {"role": "Orchestrator (thought)", "content": "FINAL ANSWER: 4"}]))
     [t] = list(load_paths([p]))
     assert t.final_answer == "4" and "human_failures" not in t.meta and t.task == "2+2?"
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
+GOOD_TRUTH = Path(__file__).resolve().parents[1] / "fixtures" / "data" / "agentrx_magentic_one" / "ground_truth.json"
+
+
+def _broken_truth(tmp_path: Path, how: str, monkeypatch) -> Path:
+    """The vendored Magentic-One runs with their ground truth broken ``how``."""
+    root = tmp_path / "m"
+    shutil.copytree(GOOD_TRUTH.parent, root)
+    gt = root / "ground_truth.json"
+    text = GOOD_TRUTH.read_text()
+    if how == "truncated":
+        gt.write_text(text[:500])
+    elif how == "an object":
+        gt.write_text(json.dumps({"trajectories": json.loads(text)}))
+    elif how == "records of another shape":
+        gt.write_text(json.dumps([{"id": r["trajectory_id"], "labels": r["failures"]} for r in json.loads(text)]))
+    elif how == "permission denied":  # chmod 000 does not stop root: the reads fail as they would for a user
+        real_open, real_read = Path.open, Path.read_bytes
+
+        def denied(real):
+            def read(self, *a, **kw):
+                if self.name == "ground_truth.json" and self.parent == root:
+                    raise PermissionError(13, "Permission denied", str(self))
+                return real(self, *a, **kw)
+            return read
+
+        monkeypatch.setattr(Path, "open", denied(real_open))
+        monkeypatch.setattr(Path, "read_bytes", denied(real_read))
+    return root
+
+
+@pytest.mark.parametrize("how, says", [
+    ("truncated", "is not valid JSON"), ("an object", "is an object, not a list"),
+    ("records of another shape", "3 of 3 records"), ("permission denied", "unreadable (Permission denied)")])
+def test_a_broken_ground_truth_is_one_warning_naming_it_and_label_accuracy_refuses_it(
+        tmp_path, capsys, monkeypatch, how, says):
+    """Was: no labels and not a word (label_accuracy then scored the folder without those runs, or said it held
+    no labelled runs)."""
+    from evoharness.cli import main
+
+    root = _broken_truth(tmp_path, how, monkeypatch)
+    trajs = list(load_paths([root]))
+    assert len(trajs) == 4 and not any("human_failures" in t.meta for t in trajs)
+    capsys.readouterr()
+    for argv in (["import", str(root), "--out", str(tmp_path / "t.jsonl")],
+                 ["label", str(root), "--out", str(tmp_path / "l.jsonl")]):
+        assert main(argv) == 0
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"warning: {root / 'ground_truth.json'}: AgentRx ground truth ") and says in line
+        assert line.endswith("(4 trajectories)")
+    monkeypatch.setattr(sys, "argv", [str(SCRIPT), "--data", str(root), "--json"])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(SCRIPT), run_name="__main__")
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert not out and err.count("\n") == 1 and err.startswith(f"error: {root / 'ground_truth.json'}: ")
+
+
+def test_a_good_ground_truth_gives_no_warning(tmp_path, capsys):
+    from evoharness.cli import main
+
+    root = tmp_path / "m"
+    shutil.copytree(GOOD_TRUTH.parent, root)
+    assert main(["import", str(root), "--out", str(tmp_path / "t.jsonl")]) == 0
+    assert capsys.readouterr().err == ""
+    assert sum("human_failures" in t.meta and "import_warnings" not in t.meta for t in load_paths([root])) == 3
+
+
+def test_a_ground_truth_rewritten_in_place_is_read_again(tmp_path):
+    """A long-lived process (the service, a run loop) remembered a ground truth by its path alone: a file fixed
+    or rewritten later kept giving the old labels (or none) until the process restarted."""
+    root = tmp_path / "m"
+    shutil.copytree(GOOD_TRUTH.parent, root)
+    gt = root / "ground_truth.json"
+    good = gt.read_text()
+    gt.write_text("[")
+    assert not any("human_failures" in t.meta for t in load_paths([root]))
+    gt.write_text(good)
+    assert sum("human_failures" in t.meta for t in load_paths([root])) == 3

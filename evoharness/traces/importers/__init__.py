@@ -333,6 +333,31 @@ def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_inva
                 on_invalid(e)
 
 
+class ImportWarnings:
+    """The files the importers found but could not use (a broken AgentRx ground truth, a broken SWE-bench results
+    file), gathered from the trajectories they concern (``meta["import_warnings"]``: ``{kind, file, reason}``) for
+    a command's summary: one line per file, however many trajectories it concerns."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, list] = {}  # file -> [kind, reason, trajectories concerned]
+
+    def add(self, t: Trajectory) -> Trajectory:
+        for w in t.meta.get("import_warnings") or ():
+            if isinstance(w, dict) and isinstance(w.get("file"), str):
+                seen = self._files.setdefault(w["file"], [w.get("kind"), w.get("reason"), 0])
+                seen[2] += 1
+        return t
+
+    def files(self, kind: str | None = None) -> list[tuple[str, str]]:
+        """(file, reason) of each file met, of ``kind`` when given."""
+        return [(f, reason) for f, (k, reason, _) in self._files.items() if kind is None or k == kind]
+
+    def lines(self, kind: str | None = None) -> list[str]:
+        """``warning: FILE: REASON (N trajectories)``, one per file, in the order they were met."""
+        return [f"warning: {f}: {reason} ({n} trajector{'y' if n == 1 else 'ies'})"
+                for f, (k, reason, n) in self._files.items() if kind is None or k == kind]
+
+
 def load_single(path: Path, data: Any, convert: Callable[[Path, Any], Trajectory], *, skip_invalid: bool,
                 on_invalid: OnInvalid | None) -> Iterator[Trajectory]:
     """For formats with one trajectory per JSON file: convert it, reporting a ValueError as bad input."""

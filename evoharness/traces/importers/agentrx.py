@@ -14,15 +14,20 @@ last agent message's text). These runs are failure-only and unscored.
 When AgentRx's ground truth (``ground_truth.json`` beside the file or one folder up, or
 ``*ground_truth.json`` there or in a ``ground_truth/`` folder there: ``ground_truth_files``) holds this run,
 its human failure labels are kept in ``meta["human_failures"]`` as ``{step, category, agent, reason}`` with
-0-based steps.
+0-based steps. A ground-truth file that cannot be used (unreadable, not JSON, not a list of
+``{trajectory_id, failures: [...]}`` records) is named in ``meta["import_warnings"]`` of every run it may label
+(``import`` / ``label`` / ``diagnose`` print one ``warning:`` line per file): labels are optional, but a broken
+file is not silently no labels.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +91,11 @@ def convert(path: Path, data: Any) -> Trajectory:
                 break
     run_id = path.stem
     meta: dict[str, Any] = {"source_format": "agentrx", "failure_only": True}
-    labels = human_failures(path, run_id)
+    labels, problems = human_failures(path, run_id)
     if labels is not None:
         meta["human_failures"] = labels
+    if problems:
+        meta["import_warnings"] = problems
     return Trajectory(
         id=f"agentrx:{run_id}",
         task_id=run_id,
@@ -102,21 +109,29 @@ def convert(path: Path, data: Any) -> Trajectory:
     )
 
 
-def human_failures(path: Path, run_id: str, step_of=None) -> list[dict[str, Any]] | None:
-    """The human failure labels of run ``run_id`` from the first ground-truth file near ``path`` that holds it
-    (``ground_truth_files``), None when none does. ``step_of`` maps AgentRx's ``step_number`` to our step (None:
-    a label it cannot place, left out); by default step_number - 1 (a 1-based index into the message list)."""
+def human_failures(path: Path, run_id: str, step_of=None
+                   ) -> tuple[list[dict[str, Any]] | None, list[dict[str, str]]]:
+    """(The human failure labels of run ``run_id`` from the first ground-truth file near ``path`` that holds it
+    (``ground_truth_files``), None when none does; the ground-truth files near it that could not be used, as
+    ``import_warnings`` entries ``{kind, file, reason}``). ``step_of`` maps AgentRx's ``step_number`` to our step
+    (None: a label it cannot place, left out); by default step_number - 1 (a 1-based index into the message list)."""
+    labels = None
+    problems: list[dict[str, str]] = []
     for gt in ground_truth_files(path):
-        rows = _ground_truth(str(gt)).get(run_id)
-        if rows is None:
+        truth = _ground_truth(gt)
+        if truth.problem is not None:
+            problems.append({"kind": "ground_truth", "file": str(gt),
+                             "reason": f"AgentRx ground truth {truth.problem}"})
+        rows = truth.rows.get(run_id)
+        if rows is None or labels is not None:
             continue
         out = []
         for r in rows:
             step = r["step_number"] - 1 if step_of is None else step_of(r["step_number"])
             if step is not None:
                 out.append({"step": step, "category": r["category"], "agent": r["agent"], "reason": r["reason"]})
-        return sorted(out, key=lambda r: r["step"])
-    return None
+        labels = sorted(out, key=lambda r: r["step"])
+    return labels, problems
 
 
 def ground_truth_files(path: Path) -> list[Path]:
@@ -142,28 +157,71 @@ def _named_ground_truth(f: Path) -> bool:
 
 def is_ground_truth(f: Path) -> bool:
     """Whether ``f`` is an AgentRx ground-truth file (joined with the runs, not a trace): named
-    ``*ground_truth.json`` or in a ``ground_truth/`` folder, naming ``trajectory_id`` in its first 64 KiB."""
+    ``*ground_truth.json`` or in a ``ground_truth/`` folder, naming ``trajectory_id`` in its first 64 KiB (a
+    ``*ground_truth.json`` that cannot be opened is one too)."""
     if not (f.name.endswith(GROUND_TRUTH) or f.parent.name == GROUND_TRUTH_DIR):
         return False
     try:
         with f.open("rb") as fh:
             head = fh.read(64 << 10)
-    except OSError:
-        return False
+    except OSError:  # an unreadable *ground_truth.json is a broken ground truth (a warning), not a broken trace
+        return f.name.endswith(GROUND_TRUTH)
     return b'"trajectory_id"' in head or (f.parent.name == GROUND_TRUTH_DIR and head.lstrip()[:1] == b"[")
 
 
-@lru_cache(maxsize=8)
-def _ground_truth(path: str) -> dict[str, list[dict[str, Any]]]:
-    """AgentRx ground truth by run id, rows with the raw ``step_number``; an unreadable or foreign file gives no
-    labels (they are optional)."""
+class _Truth:
+    """One ground-truth file read: rows by run id (raw ``step_number``), and why (part of) it could not be used."""
+
+    __slots__ = ("rows", "problem")
+
+    def __init__(self, rows: dict[str, list[dict[str, Any]]], problem: str | None) -> None:
+        self.rows, self.problem = rows, problem
+
+
+_RECORD = "{trajectory_id, failures: [...]}"
+_NONE = ": no human labels from it"
+_TRUTH_MAX = 8  # files remembered; a file rewritten in place (new mtime, size or inode) is read again
+_truths: OrderedDict[tuple[str, int, int, int], _Truth] = OrderedDict()
+_truth_lock = threading.Lock()  # the service imports in threads
+
+
+def _ground_truth(path: Path) -> _Truth:
+    """AgentRx ground truth by run id, remembered per (path, inode, mtime, size)."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return {}
+        st = os.stat(path)
+        key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    except OSError as e:
+        return _Truth({}, f"unreadable ({e.strerror or e}){_NONE}")
+    with _truth_lock:
+        hit = _truths.get(key)
+        if hit is not None:
+            _truths.move_to_end(key)
+            return hit
+    truth = _read_ground_truth(path)
+    with _truth_lock:
+        _truths[key] = truth
+        while len(_truths) > _TRUTH_MAX:
+            _truths.popitem(last=False)
+    return truth
+
+
+def _read_ground_truth(path: Path) -> _Truth:
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as e:
+        return _Truth({}, f"unreadable ({e.strerror or e}){_NONE}")
+    except json.JSONDecodeError as e:
+        return _Truth({}, f"is not valid JSON ({e.msg}: line {e.lineno} col {e.colno}){_NONE}")
+    except (ValueError, RecursionError) as e:  # not UTF-8, nested too deeply, a huge integer
+        return _Truth({}, f"is not readable JSON ({type(e).__name__}){_NONE}")
+    if not isinstance(data, list):
+        kind = {dict: "an object", str: "a string"}.get(type(data), "a number or literal")
+        return _Truth({}, f"is {kind}, not a list of {_RECORD} records{_NONE}")
     out: dict[str, list[dict[str, Any]]] = {}
-    for rec in data if isinstance(data, list) else ():
-        if not isinstance(rec, dict) or not isinstance(rec.get("failures"), list):
+    bad = 0
+    for rec in data:
+        if not isinstance(rec, dict) or rec.get("trajectory_id") is None or not isinstance(rec.get("failures"), list):
+            bad += 1
             continue
         rows = []
         for f in rec["failures"]:
@@ -172,7 +230,11 @@ def _ground_truth(path: str) -> dict[str, list[dict[str, Any]]]:
                 rows.append({"step_number": n, "category": str(f.get("failure_category", "")),
                              "agent": str(f.get("failed_agent", "")), "reason": str(f.get("step_reason", ""))})
         out[str(rec.get("trajectory_id"))] = sorted(rows, key=lambda r: r["step_number"])
-    return out
+    problem = None
+    if bad:
+        problem = (f"has {bad} of {len(data)} records that are no {_RECORD} object: "
+                   + ("no human labels from it" if not out else "the runs they name get no human labels"))
+    return _Truth(out, problem)
 
 
 def _step_number(n: Any) -> int | None:

@@ -79,12 +79,14 @@ def convert(path: Path, rec: Any, position: int | None = None) -> Trajectory:
             unplaced.append(n)
         return places.get(n)
 
-    labels = agentrx.human_failures(path, run_id, step_of)
+    labels, problems = agentrx.human_failures(path, run_id, step_of)
     if labels is None and run_id != t.task_id:
-        labels = agentrx.human_failures(path, t.task_id, step_of)
+        labels = agentrx.human_failures(path, t.task_id, step_of)[0]
     meta: dict[str, Any] = {**t.meta, "source_format": "agentrx-tau", "source_index": index}
     if labels is not None:
         meta["human_failures"] = labels
+    if problems:
+        meta["import_warnings"] = problems
     if unplaced:
         meta["human_failures_unplaced"] = unplaced
     t.meta = meta
