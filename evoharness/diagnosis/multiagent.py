@@ -10,9 +10,9 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 - ``F1.unsupported_fact``: the first reasoning turn that says it simulates, assumes or
   makes up data (``FABRICATION``), or states two or more numbers (three or more digits)
   that appear nowhere earlier in the log or the task. A reasoning turn is one by an agent
-  that is not a tool (``TOOL_AGENT``) and not a tool's output posted under an agent's name (a
-  browser page dump: ``Address: ...`` / ``Title: ...``), not the opening task restatement, not a plan or
-  ledger of an orchestrator, and outside fenced code.
+  that is not a tool (``TOOL_AGENT``) and not a tool's output posted under an agent's name (a code run's
+  report, ``EXEC_REPORT``; a browser page dump: ``Address: ...`` / ``Title: ...``), not the opening task
+  restatement, not a plan or ledger of an orchestrator, and outside fenced code.
 - ``F2.guardrail``: a tool agent's report that a site or service refused it (captcha,
   access denied, "unusual traffic", 403): the humans' "Guardrails Triggered".
 - ``F4.no_progress``: the first Magentic-One ledger that says progress is not being made
@@ -113,6 +113,12 @@ EXEC_FAILED = re.compile(r"\s*(?:exitcode: [1-9]|The script ran, then exited wit
 # reply that posted the block, not a failed run. A script's own message quoting the words (``ValueError: unknown
 # language x``) is not AG2's line and stays a failure.
 UNKNOWN_LANGUAGE = re.compile(r"(?:\n|Code output: ?)unknown language[^\n]*\s*$")
+# an executor's report of a code run, whatever its exit code, in the executors' own wording (as ``EXEC_FAILED``): the
+# text opens with it, so a reasoning turn that mentions an exit code later on is no report. Whoever posts it, it is a
+# tool's output: in AG2's two-agent chat the ``user_proxy`` runs the assistant's code and posts the report under its
+# own name, as an executor under a name that does not say so (``executor_agent``) would.
+EXEC_REPORT = re.compile(r"\s*(?:exitcode: \d|The script ran(?:, then exited with "
+                         r"| but produced no output to console))")
 PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
@@ -150,22 +156,28 @@ def _head(name: str) -> str:
     return words[-1] if words else ""
 
 
+def is_exec_report(text: object) -> bool:
+    """A code run's report in an executor's wording (``EXEC_REPORT``), whoever posted it."""
+    return isinstance(text, str) and bool(EXEC_REPORT.match(text))
+
+
 def responsible_agent(messages: list[dict], step: int) -> str | None:
     """The agent answerable for a step: its speaker -- except at an executor's output (a terminal, a code
-    executor: it runs the code it is given and chooses nothing), where it is the agent that wrote the code
-    it ran (the last earlier turn with a code fence by an agent that is not a tool). A web or file surfer
-    chooses its own clicks, so it answers for its own steps."""
+    executor: it runs the code it is given and chooses nothing; or a code run's report under any name, such as
+    AG2's ``user_proxy``), where it is the agent that wrote the code it ran (the last earlier turn with a code
+    fence by an agent that is not a tool, not itself a report). A web or file surfer chooses its own clicks, so it
+    answers for its own steps."""
     if not 0 <= step < len(messages):
         return None
     name = messages[step].get("name")
-    if not name or not EXECUTOR.fullmatch(_head(str(name))):
+    if not name or not (EXECUTOR.fullmatch(_head(str(name))) or is_exec_report(messages[step].get("content"))):
         return str(name) if name else None
     for j in range(step - 1, -1, -1):
         m = messages[j]
         author = m.get("name")
         text = m.get("content")
         if m.get("role") == "assistant" and author and not is_tool_name(str(author)) and isinstance(text, str) \
-                and "```" in text:
+                and "```" in text and not is_exec_report(text):
             return str(author)
     return str(name)
 
@@ -198,8 +210,10 @@ class AgentLog:
         return c if isinstance(c, str) else ""
 
     def is_tool(self, i: int) -> bool:
-        """A tool agent's turn, or a tool's output posted under an agent's name (a browser page dump)."""
-        return is_tool_name(str(self.msgs[i].get("name") or "")) or bool(PAGE_DUMP.match(self.text(i)))
+        """A tool agent's turn, or a tool's output posted under an agent's name (a browser page dump, a code run's
+        report)."""
+        text = self.text(i)
+        return is_tool_name(str(self.msgs[i].get("name") or "")) or bool(PAGE_DUMP.match(text)) or is_exec_report(text)
 
     def is_orchestrator(self, i: int) -> bool:
         return str(self.msgs[i].get("name") or "").lower() == "orchestrator"

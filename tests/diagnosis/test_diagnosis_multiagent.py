@@ -254,3 +254,31 @@ def test_an_address_a_phone_number_or_coordinates_are_no_new_numbers():
     lab = Labeller().label(_log([opening, ("Local_Expert", "In 2019 Supreme Court records list 20500 cases at 104°F."),
                                  ("Verification_Expert", "Done.")], task="Which gym is nearest the park?"))
     assert lab.first_signal.id == "F1.unsupported_fact" and "2019, 20500, 104" in lab.first_signal.evidence
+
+
+def test_a_code_run_report_is_a_tools_output_whoever_posts_it():
+    # AG2's two-agent chat: the user_proxy runs the assistant's code and posts the executor's report under its own
+    # name; the report's numbers are what the code printed (no invented fact), and at a failed run the answerable
+    # agent is the one whose code it ran, as at a terminal's output
+    code = "```python\nprint(team_sizes('1928.csv'))\n```"
+    turns = [("user_proxy", "How many athletes did the smallest team send to the 1928 Olympics?"),
+             ("assistant", "I will read the team sizes.\n" + code),
+             ("user_proxy", "exitcode: 0 (execution succeeded)\nCode output: CUB 1, PAN 1, 46 nations, 2883 athletes"),
+             ("assistant", "Now the smallest team.\n```python\nprint(smallest(teams))\n```"),
+             ("user_proxy", "exitcode: 1 (execution failed)\nCode output: NameError: smallest"),
+             ("assistant", "The smallest team is CUB.")]
+    t = _log(turns)
+    lab = Labeller().label(t)
+    assert "F1.unsupported_fact" not in {s.id for s in lab.signals}
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 4, "assistant")
+    from evoharness.diagnosis.multiagent import responsible_agent
+    assert [responsible_agent(t.messages, i) for i in (3, 5, 1)] == ["assistant", "assistant", "user_proxy"]
+    # Magentic-One's and AutoGen's executor wordings under another name are reports too
+    for report in ("The script ran, then exited with Unix exit code: 0\nIts output was:\n4411 athletes, 2883 officials",
+                   "The script ran but produced no output to console. The Unix exit code was: 1."):
+        ran = _log([*turns[:2], ("executor_agent", report), turns[5]])
+        assert responsible_agent(ran.messages, 3) == "assistant"
+        assert "F1.unsupported_fact" not in {s.id for s in Labeller().label(ran).signals}
+    # a reasoning turn that quotes the words later in its text is still reasoning
+    quoted = _log([*turns[:2], ("assistant", "If it fails with exitcode: 1 we retry; 4411 athletes, 2883 officials.")])
+    assert "F1.unsupported_fact" in {s.id for s in Labeller().label(quoted).signals}
