@@ -29,7 +29,8 @@ def run_settings(record: RunRecord) -> Settings:
 
 
 def run_harness(record: RunRecord) -> Path:
-    return Path(record.summary.get("harness_repo") or record.settings.run.harness)
+    """The run's harness repo: in a copied demo directory, the copy's (runs.moved_harness)."""
+    return record.harness or Path(record.summary.get("harness_repo") or record.settings.run.harness)
 
 
 def run_measurer(record: RunRecord, progress: Progress, model: str | None = None) -> Measurer:

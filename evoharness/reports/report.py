@@ -59,7 +59,7 @@ def overview(record: RunRecord) -> list[tuple[str, str]]:
             ("Recommendation", str(s.get("recommendation") or "-")),
             ("Environment / model", f"{run.env} / {run.model}"),
             ("Rollouts per task (k)", str(run.rollouts)),
-            ("Harness repo", f"{s.get('harness_repo')} (main {short(s.get('main'))})"),
+            ("Harness repo", f"{record.harness or s.get('harness_repo')} (main {short(s.get('main'))})"),
             ("Budget", f"{budget.get('spent', 0):g} of {budget.get('total') or 0:g} units spent "
                        f"({budget.get('rollouts', 0)} rollouts)"),
             ("Merged / rejected / superseded / dropped",

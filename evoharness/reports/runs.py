@@ -37,6 +37,7 @@ class RunRecord:
     summary: dict[str, Any]
     complete: bool
     note: str | None = None
+    harness: Path | None = None  # the run's harness repo as found from where run_dir is now (moved_harness)
 
     def evaluation_path(self, split: str) -> Path:
         return self.run_dir / EVALUATION_FILE.format(split=split)
@@ -44,6 +45,37 @@ class RunRecord:
     @property
     def ablation_path(self) -> Path:
         return self.run_dir / ABLATION_FILE
+
+
+def moved_harness(run_dir: Path, recorded_run_dir: Path | str | None, harness: Path | str) -> Path:
+    """The run's harness repository, seen from where its run directory is now.
+
+    A run records absolute paths. When ``run_dir`` is not where the run recorded it (a demo directory copied
+    or moved elsewhere), the directory that moved is the part of the recorded path before the parts the two
+    share at their end (``DEMO`` of ``DEMO/state/runs/<id>``). A harness that was inside it is taken from the
+    same place in the copy: before, `ablate COPY` rolled out the original's harness, results for another
+    repository, silently. A harness that lay outside it is the run's own, wherever the run directory went.
+    InputError when it was inside but the copy lacks it.
+    """
+    harness = Path(harness)
+    if recorded_run_dir is None or not harness.is_absolute() or not Path(recorded_run_dir).is_absolute():
+        return harness
+    old, new = Path(recorded_run_dir).resolve().parts, run_dir.resolve().parts
+    if old == new:
+        return harness
+    shared = 0
+    while shared < min(len(old), len(new)) - 1 and old[-1 - shared] == new[-1 - shared]:
+        shared += 1
+    old_root, new_root = Path(*old[:len(old) - shared]), Path(*new[:len(new) - shared])
+    recorded = harness.resolve()
+    if not recorded.is_relative_to(old_root):
+        return harness
+    copied = new_root / recorded.relative_to(old_root)
+    if not copied.is_dir():
+        raise InputError(str(run_dir), f"the run was recorded under {old_root}, with its harness repository at "
+                         f"{harness}; its copy under {new_root} has no {copied} (copy the harness with the run, "
+                         "or run it from where it was)")
+    return copied
 
 
 def _run_dir_of(settings: Settings, spec: str) -> Path:
@@ -95,9 +127,10 @@ def _checkpoint_state(settings: Settings, run_id: str, run_dir: Path) -> dict[st
     return dict(found.checkpoint.get("channel_values") or {})
 
 
-def _partial_summary(settings: Settings, run_id: str, run_dir: Path, state: dict[str, Any]) -> dict[str, Any]:
+def _partial_summary(settings: Settings, run_id: str, run_dir: Path, state: dict[str, Any],
+                     harness: Path) -> dict[str, Any]:
     """The summary `evoharness run` writes at the end, built from a checkpoint instead."""
-    repo = HarnessRepo(settings.run.harness, settings.harness_repo)
+    repo = HarnessRepo(harness, settings.harness_repo)
     # summary_dict reads only these attributes of the run's services
     services = SimpleNamespace(repo=repo, store=SimpleNamespace(path=run_dir / "trajectories.jsonl"))
     summary = summary_dict(RunOutcome(run_id, run_dir, state, []), services)
@@ -134,15 +167,19 @@ def load_run(settings: Settings, spec: str) -> RunRecord:
         raise InputError(str(run_dir / "settings.json"), f"not the settings of a run: {e}") from None
     run_id = run_dir.name
     if (run_dir / "summary.json").is_file():
-        return RunRecord(run_id, run_dir, run_settings, _read_json(run_dir / "summary.json"), complete=True)
+        summary = _read_json(run_dir / "summary.json")
+        harness = moved_harness(run_dir, (summary.get("files") or {}).get("run_dir"),
+                                summary.get("harness_repo") or run_settings.run.harness)
+        return RunRecord(run_id, run_dir, run_settings, summary, complete=True, harness=harness)
+    harness = moved_harness(run_dir, Path(run_settings.home) / "runs" / run_id, run_settings.run.harness)
     state = _checkpoint_state(run_settings, run_id, run_dir)
     if not state or not state.get("anchors"):
         raise InputError(spec, f"run {run_id} is incomplete and has measured nothing yet (no anchor in its "
                          "checkpoint): nothing to report")
-    summary = _partial_summary(run_settings, run_id, run_dir, state)
+    summary = _partial_summary(run_settings, run_id, run_dir, state, harness)
     note = (f"run {run_id} is still in progress (status {state.get('status')!r}, at round {state.get('round')}); "
             "this report shows what it has measured so far")
-    return RunRecord(run_id, run_dir, run_settings, summary, complete=False, note=note)
+    return RunRecord(run_id, run_dir, run_settings, summary, complete=False, note=note, harness=harness)
 
 
 def load_stored(record: RunRecord) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:

@@ -174,3 +174,45 @@ def test_a_copied_demo_directory_is_its_own_run_not_the_original(own_run, tmp_pa
     assert cli("ablate", str(copy), "--split", "dev", "--rollouts", "1") == 0
     assert f"wrote {copy / 'state' / 'runs' / run_dir.name / 'ablation.json'}" in capsys.readouterr().out
     assert not (run_dir / "ablation.json").exists()
+
+
+def test_a_copied_demo_directory_measures_the_copys_harness(own_run, tmp_path, capsys):
+    """The run records its harness's absolute path: `ablate COPY` rolled out the original's harness (results for
+    another repository, silently; with the original gone, an error about a directory the user never named)."""
+    root, run_dir = own_run
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    original = _git_state(root / "harness")
+    assert cli("ablate", str(copy), "--split", "dev", "--rollouts", "1", "--out", str(tmp_path / "a.json")) == 0
+    assert _git_state(root / "harness") == original
+    # the original's harness replaced by another repository (a demo run again into the same directory)
+    shutil.rmtree(root / "harness")
+    init_harness(root / "harness")
+    capsys.readouterr()
+    assert cli("ablate", str(copy), "--split", "dev", "--rollouts", "1", "--out", str(tmp_path / "b.json")) == 0
+    result = json.loads((tmp_path / "b.json").read_text())
+    summary = json.loads((copy / "summary.json").read_text())
+    assert result["main"] == summary["main"] and result["edits"][0]["applies"]
+    assert git.Repo(copy / "harness").commit(result["edits"][0]["commit"])  # the revert was made in the copy
+    assert cli("report", str(copy), "--out", str(tmp_path / "rep")) == 0
+    assert f"| Harness repo | {copy / 'harness'} (main" in (tmp_path / "rep" / "report.md").read_text()
+    # a copy without the harness that was inside the copied directory: one error line, nothing measured
+    shutil.rmtree(copy / "harness")
+    capsys.readouterr()
+    assert cli("ablate", str(copy), "--split", "dev", "--rollouts", "1", "--out", str(tmp_path / "c.json")) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (f"error: {copy / 'state' / 'runs' / run_dir.name}: the run was recorded under {root}, with its "
+                    f"harness repository at {root / 'harness'}; its copy under {copy} has no {copy / 'harness'} "
+                    "(copy the harness with the run, or run it from where it was)")
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_a_moved_run_directory_keeps_a_harness_that_lay_outside_it(tmp_path):
+    from evoharness.reports.runs import moved_harness
+
+    (tmp_path / "b" / "demo" / "harness").mkdir(parents=True)
+    old, new = (tmp_path / side / "demo" / "state" / "runs" / "run-1" for side in ("a", "b"))
+    assert moved_harness(new, old, tmp_path / "a" / "demo" / "harness") == tmp_path / "b" / "demo" / "harness"
+    assert moved_harness(new, old, tmp_path / "proj" / "h") == tmp_path / "proj" / "h"  # outside what moved
+    assert moved_harness(old, old, tmp_path / "a" / "demo" / "harness") == tmp_path / "a" / "demo" / "harness"
+    assert moved_harness(new, None, tmp_path / "x") == tmp_path / "x"  # nothing recorded: as recorded
