@@ -60,6 +60,12 @@ MAX_ROLLOUTS_PER_TASK = 1000
 MAX_ROLLOUTS = 100_000
 
 
+# Seeds `rollout --seed` takes: rollout k uses seed + k, sent as the request's `seed` to an OpenAI-compatible
+# endpoint (and to numpy-seeded environments), which refuse a negative seed or one past 32 bits; a seed out of
+# range made every rollout a failed one, silently. 2**31 - 1 is what a signed 32-bit seed holds.
+MAX_SEED = 2**31 - 1
+
+
 # Most rounds a --round / --rounds option or run.max_rounds takes: a round count past this is a typo (a round
 # takes seconds to hours), and 99999999999999999999999 overflowed SQLite's INTEGER in `dataset enqueue
 # --round` (a traceback). The demo's own limit is lower: its budget (6000 rollouts) ends it within ~5 rounds.

@@ -1,6 +1,8 @@
 """Count options past any sane value are one `error:` line and exit 2 before any work (fix, third session):
 `demo --rounds 99999999999999999999999` ran a whole demo, `dataset enqueue --round` that large was a SQLite
-OverflowError traceback, and `rollout --workers 100000` would start that many sandboxes at once."""
+OverflowError traceback, and `rollout --workers 100000` would start that many sandboxes at once. `rollout --seed`
+past 32 bits or negative made every rollout a failed one (the endpoint refuses the seed), and a huge --tasks
+meant all tasks, silently (fix, fourth session)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,17 @@ HUGE = "99999999999999999999999"
      f"error: --round must be 0 to 10,000, not {int(HUGE):,}"),
     (["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--set", "sandbox.workers=1000"],
      "error: settings: sandbox.workers: Input should be less than or equal to 256"),
+    (["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--seed", HUGE],
+     f"error: --seed must be 0 to 2,147,483,647, not {int(HUGE):,}"),
+    (["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--seed", "-5"],
+     "error: --seed must be 0 to 2,147,483,647, not -5"),
+    (["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--seed", "2147483647", "-k", "3"],
+     "error: --seed must be 0 to 2,147,483,645 with 3 rollouts (rollout k uses seed+k, up to 2,147,483,647), "
+     "not 2,147,483,647"),
+    (["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--tasks", HUGE],
+     f"error: --tasks must be 0 to 100,000 (0 = all), not {int(HUGE):,}"),
+    (["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--tasks", "-3"],
+     "error: --tasks must be 0 to 100,000 (0 = all), not -3"),
     (["run", "--set", f"run.max_rounds={HUGE}"],
      "error: settings: run.max_rounds: Input should be less than or equal to 10000"),
 ])

@@ -9,6 +9,7 @@ import typer
 
 from evoharness.cli_support import (
     MAX_ROLLOUTS,
+    MAX_SEED,
     MAX_WORKERS,
     check_range,
     check_rollouts,
@@ -74,9 +75,11 @@ def rollout(
         "--model", help="standin:weak | standin:strong | scripted:weak | scripted:oracle | openai:URL[#model]",
     )] = "standin:weak",
     split: Annotated[str, typer.Option("--split", help="task split: dev | heldout")] = "dev",
-    tasks: Annotated[int, typer.Option("--tasks", help="first N tasks of the split (0 = all)")] = 10,
+    tasks: Annotated[int, typer.Option("--tasks", help=f"first N tasks of the split (0 = all; at most "
+                                       f"{MAX_ROLLOUTS:,})")] = 10,
     rollouts: Annotated[int, typer.Option("--rollouts", "-k", help="rollouts per task")] = 1,
-    seed: Annotated[int, typer.Option("--seed", help="seed of rollout 0; rollout k uses seed+k")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help=f"seed of rollout 0; rollout k uses seed+k (0 to "
+                                      f"{MAX_SEED:,}, the last seed included)")] = 0,
     commit: Annotated[str | None, typer.Option("--commit", help="harness commit (default: main)")] = None,
     sandbox: Annotated[str | None, typer.Option("--sandbox", help="bwrap | docker | none | inprocess")] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-w", help="rollouts at once")] = None,
@@ -94,8 +97,9 @@ def rollout(
 
     cfg = settings_of(ctx).sandbox
     check_rollouts(rollouts)
-    if tasks < 0:
-        fail(f"--tasks must be >= 0 (0 = all), not {tasks}")
+    check_range(tasks, "--tasks", 0, MAX_ROLLOUTS, " (0 = all)")
+    check_range(seed, "--seed", 0, MAX_SEED - rollouts + 1,
+                f" with {rollouts} rollouts (rollout k uses seed+k, up to {MAX_SEED:,})" if rollouts > 1 else "")
     n_workers = workers if workers is not None else cfg.workers
     check_range(n_workers, "--workers", 1, MAX_WORKERS)
     n_batch = batch if batch is not None else cfg.batch_size
