@@ -84,7 +84,8 @@ def list_candidates(hr: HarnessRepo) -> list[CandidateInfo]:
 
 
 def candidate_info(hr: HarnessRepo, branch: str) -> CandidateInfo:
-    """The `review` row of one candidate branch."""
+    """The `review` row of one candidate branch (``InputError`` for a branch evoharness did not make)."""
+    hr.candidate(branch)  # a candidate/ branch without evoharness's trailers is no row: say why
     return next(i for i in list_candidates(hr) if i.branch == branch)
 
 

@@ -236,3 +236,18 @@ def test_pr_of_a_verified_candidate_is_not_marked(cli_harness: Path, tmp_path: P
     out = capsys.readouterr().out
     assert out.startswith(f"pushed {branch} to {remote}\n\n## Add a loop lesson\n") and "DO NOT MERGE" not in out
     assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/") == f"refs/heads/{branch}"
+
+
+def test_pr_of_a_branch_evoharness_did_not_make_is_one_error_line(cli_harness: Path, tmp_path: Path,
+                                                                   capsys) -> None:
+    """A hand-made candidate/ branch (no Targets: trailer): `pr` raised StopIteration (a traceback)."""
+    remote = _bare_remote(tmp_path)
+    git(cli_harness, "checkout", "-q", "-b", "candidate/r1-handmade")
+    (cli_harness / "lessons.md").write_text("- hand made\n")
+    git(cli_harness, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qam", "hand made")
+    git(cli_harness, "checkout", "-q", "main")
+    for extra in ([], ["--allow-unverified"]):
+        assert main(["pr", "candidate/r1-handmade", "--harness", str(cli_harness), "--remote", str(remote),
+                     *extra]) == 2
+        assert capsys.readouterr().err == "error: candidate/r1-handmade: branch has no commit with a Targets: trailer\n"
+    assert git(remote, "for-each-ref") == ""
