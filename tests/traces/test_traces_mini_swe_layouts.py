@@ -303,3 +303,20 @@ def test_an_aggregate_evicted_by_another_thread_right_after_it_was_read_is_still
     _aggregate(tmp_path / f"{TAG}.run1.json", ["a__a-1"], [])
     [t] = list(load_paths([tmp_path]))
     assert t.score == 1.0
+
+
+def test_a_truncated_aggregate_report_is_a_warning_and_gives_no_verdict(tmp_path, capsys):
+    """Was: no verdict and not a word (the aggregate's JSON error was swallowed)."""
+    from evoharness.cli import main
+
+    f = _traj(tmp_path / "out", "a__a-1")
+    report = _aggregate(tmp_path / f"{TAG}.run1.json", ["a__a-1"], [])
+    report.write_text(report.read_text()[:60])
+    [t] = list(load_paths([f]))
+    assert t.score is None and t.meta["import_warnings"] == [
+        {"kind": "results", "file": str(report), "reason": t.meta["import_warnings"][0]["reason"]}]
+    assert "not valid JSON" in t.meta["import_warnings"][0]["reason"]
+    capsys.readouterr()
+    assert main(["import", str(f), "--out", str(tmp_path / "t.jsonl")]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: {report}: SWE-bench results not valid JSON")

@@ -84,6 +84,53 @@ def test_a_whole_experiments_submission_imports_its_runs_only(tmp_path):
         list(load_paths([other]))
 
 
+@pytest.mark.parametrize("cut", [0, 1, 5, 40, 150, -3])
+def test_a_truncated_experiments_results_json_is_a_warning_never_a_trace(tmp_path, capsys, cut):
+    """Was: read as a trace and stopped the import (``empty file`` / ``invalid JSON``, exit 2; with --skip-invalid a
+    ``skipped:`` line). Now it is no trace: one warning names it, and runs it alone would score stay unscored."""
+    from evoharness.cli import main
+
+    out = tmp_path / "exp"
+    shutil.copytree(SAMPLE, out)
+    results = out / "results" / "results.json"
+    results.write_bytes(results.read_bytes()[:cut])
+    trajs = {t.task_id: t for t in load_paths([out])}
+    assert {k: t.score for k, t in trajs.items()} == {RUN: 1.0, FAILED: 0.0}  # logs/<id>/report.json still count
+    assert all(t.meta["import_warnings"][0]["file"] == str(results) for t in trajs.values())
+    shutil.rmtree(out / "logs")  # results.json was the only verdict
+    trajs = {t.task_id: t for t in load_paths([out])}
+    assert {k: t.score for k, t in trajs.items()} == {RUN: None, FAILED: None}
+    capsys.readouterr()
+    assert main(["import", str(out), "--out", str(tmp_path / "t.jsonl")]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: {results}: SWE-bench results ") and line.endswith("(2 trajectories)")
+
+
+def test_an_experiments_results_json_whose_resolved_list_is_past_its_first_64_kib_is_read(tmp_path):
+    """A full-test submission (2,294 instances) lists generated / with_logs / applied before ``resolved``: the
+    file was taken for a trace only by its first 64 KiB (``unrecognised format``, exit 2)."""
+    out = tmp_path / "exp"
+    shutil.copytree(SAMPLE, out)
+    shutil.rmtree(out / "logs")
+    many = [f"repo__repo-{i}" for i in range(2300)] + [FAILED, RUN]
+    (out / "results" / "results.json").write_text(json.dumps(
+        {"no_generation": [], "generated": many, "with_logs": many, "applied": many, "resolved": [RUN]}, indent=4))
+    assert b'"resolved"' not in (out / "results" / "results.json").read_bytes()[:64 * 1024]
+    trajs = {t.task_id: t for t in load_paths([out])}
+    assert {k: t.score for k, t in trajs.items()} == {RUN: 1.0, FAILED: 0.0}
+    assert "import_warnings" not in trajs[RUN].meta
+
+
+def test_a_results_json_of_another_tool_is_still_a_trace(tmp_path):
+    """tau2-bench's results.json (first key ``timestamp``) in a results/ folder stays a trace."""
+    tau2 = FIXTURES / "traces" / "tau2" / "results.json"
+    (tmp_path / "results").mkdir()
+    (tmp_path / "logs").mkdir()
+    shutil.copy(tau2, tmp_path / "results" / "results.json")
+    assert detect_format(tmp_path / "results" / "results.json") == "tau2"
+    assert len(list(load_paths([tmp_path]))) == len(list(load_paths([tau2])))
+
+
 def test_thought_action_replies_get_their_action_as_a_call(tmp_path):
     p = tmp_path / f"{RUN}.traj"
     p.write_text(json.dumps(_run("thought_action")))

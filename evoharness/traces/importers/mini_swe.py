@@ -26,6 +26,9 @@ instance. The lookup (``find_results``) walks the trajectory's directory and at 
   none of those keys (in its first 64 KiB, or at the top level of an object of id lists and counts further
   on: ``looks_aggregate``) is never parsed.
 
+A file taken for results (so no trace) that cannot be read (cut short, not JSON) gives no verdicts and is named
+in ``meta["import_warnings"]``.
+
 Never a guess: an instance in neither id list of an aggregate (an error, an empty patch) gets no verdict
 from it. Where harness logs or aggregates of several models hold the instance, those named for the
 trajectory's model (``model_name`` with ``/`` as ``__``, as the harness names them) are used when any is.
@@ -193,24 +196,53 @@ def _head_has(f: Path, needle: bytes) -> bool:
 
 _EXPERIMENT_KEYS = (b'"no_generation"', b'"generated"', b'"with_logs"', b'"applied"', b'"no_apply"',
                     b'"install_fail"')
+# the lists SWE-bench/experiments' results.json holds (get_model_report; newer submissions: no_generation, no_logs,
+# resolved)
+_EXPERIMENT_LISTS = frozenset({"resolved", "no_generation", "generated", "with_logs", "install_fail", "reset_failed",
+                               "no_apply", "applied", "test_errored", "test_timeout", "no_logs"})
+_FIRST_KEY = re.compile(rb'\s*\{\s*"([^"\\]{1,64})"\s*:')
 
 
 def looks_experiments(f: Path) -> bool:
-    """Whether ``f`` is SWE-bench/experiments' ``results/results.json`` (``{"resolved": [ids], "applied": [ids],
-    "no_generation": [ids], ...}``): named ``results.json``, ``"resolved"`` and one of the other lists in its
-    first 64 KiB."""
+    """Whether ``f`` is SWE-bench/experiments' ``results/results.json`` (``{"no_generation": [ids], ...,
+    "resolved": [ids]}``), whole or broken: named ``results.json`` and either its first key is one of those
+    lists, or ``"resolved"`` and one of the other lists are in its first 64 KiB; or, when no first key can be
+    read (empty, cut before it, unreadable), it sits in a submission's ``results/`` folder (``trajs/``, ``logs/``
+    or ``metadata.yaml`` beside that folder, or ``resolved_by_repo.json`` in it). Never a trace: a results file
+    that cannot be read is a warning (``_aggregate``), not a trace to import."""
     if f.name != "results.json":
         return False
     try:
         with f.open("rb") as fh:
             head = fh.read(_HEAD)
-    except OSError:
+    except FileNotFoundError:
         return False
-    return b'"resolved"' in head and any(k in head for k in _EXPERIMENT_KEYS)
+    except OSError:  # permission denied, ...: results by where it is, unread
+        return _experiments_layout(f)
+    if b'"resolved"' in head and any(k in head for k in _EXPERIMENT_KEYS):
+        return True
+    first = _FIRST_KEY.match(head.removeprefix(b"\xef\xbb\xbf"))
+    if first is not None:
+        return first.group(1).decode("utf-8", "replace") in _EXPERIMENT_LISTS
+    return _experiments_layout(f)
 
 
-def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
-    """(resolved ids, unresolved ids) of an aggregate report, None when ``f`` is not one."""
+def _experiments_layout(f: Path) -> bool:
+    """Whether ``f`` sits where SWE-bench/experiments keeps its results: ``<submission>/results/``."""
+    d = f.parent
+    return d.name == "results" and ((d.parent / "trajs").is_dir() or (d.parent / "logs").is_dir()
+                                    or (d.parent / "metadata.yaml").is_file()
+                                    or (d / "resolved_by_repo.json").is_file())
+
+
+class _Broken(str):
+    """Why a file taken for SWE-bench results (named and shaped like one, so no trace) could not be read."""
+
+
+def _aggregate(f: Path) -> tuple[frozenset, frozenset] | _Broken | None:
+    """(resolved ids, unresolved ids) of an aggregate report, None when ``f`` is not one, ``_Broken`` (why) when
+    it looks like one (``looks_aggregate`` / ``looks_experiments``: so it is not imported as a trace) but cannot be
+    read: not JSON (cut short), no object, an experiments ``results.json`` without its ``resolved`` list."""
     if f.name.endswith(".traj.json") or f.name == "report.json":
         return None
     try:
@@ -221,27 +253,40 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | None:
     result = _aggregate_cache.get(key, _UNSEEN)
     if result is _UNSEEN:
         result = None
-        if st.st_size <= SIZE_CAP and (looks_aggregate(f) or looks_experiments(f)):
-            try:
-                data = json.loads(f.read_bytes())
-            except (OSError, ValueError, RecursionError, UnicodeDecodeError):
-                data = None
-            if isinstance(data, dict):
-                ids = [data.get(k) for k in ("resolved_ids", "unresolved_ids")]
-                if any(isinstance(v, list) for v in ids):
-                    result = tuple(frozenset(x for x in v if isinstance(x, str)) if isinstance(v, list)
-                                   else frozenset() for v in ids)
-                elif f.name == "results.json" and isinstance(data.get("resolved"), list):
-                    # experiments: every instance listed (generated, applied, no_apply, ...) and not resolved is not
-                    resolved = frozenset(x for x in data["resolved"] if isinstance(x, str))
-                    listed = {x for k, v in data.items() if k != "resolved" and isinstance(v, list)
-                              for x in v if isinstance(x, str)}
-                    result = (resolved, frozenset(listed - resolved))
+        experiments = f.name == "results.json" and looks_experiments(f)
+        if st.st_size <= SIZE_CAP and (experiments or looks_aggregate(f)):
+            result = _read_aggregate(f, experiments)
         with _aggregate_lock:  # the service imports in threads: another may evict or insert meanwhile
             while len(_aggregate_cache) >= _AGGREGATE_CACHE_MAX:
                 del _aggregate_cache[next(iter(_aggregate_cache))]
             _aggregate_cache[key] = result
     return result  # not read back from the cache: another thread may have evicted it already
+
+
+def _read_aggregate(f: Path, experiments: bool) -> tuple[frozenset, frozenset] | _Broken | None:
+    try:
+        data = json.loads(f.read_bytes())
+    except OSError as e:
+        return _Broken(f"unreadable ({e.strerror or e})")
+    except json.JSONDecodeError as e:
+        return _Broken(f"not valid JSON ({e.msg}: line {e.lineno} col {e.colno}; cut short?)")
+    except (ValueError, RecursionError) as e:  # not UTF-8, nested too deeply, a huge integer
+        return _Broken(f"not readable JSON ({type(e).__name__})")
+    if not isinstance(data, dict):
+        return _Broken(f"a JSON {type(data).__name__}, not an object of id lists")
+    ids = [data.get(k) for k in ("resolved_ids", "unresolved_ids")]
+    if any(isinstance(v, list) for v in ids):
+        return tuple(frozenset(x for x in v if isinstance(x, str)) if isinstance(v, list)
+                     else frozenset() for v in ids)
+    if experiments:
+        if not isinstance(data.get("resolved"), list):
+            return _Broken("no 'resolved' list of instance ids")
+        # experiments: every instance listed (generated, applied, no_apply, ...) and not resolved is not
+        resolved = frozenset(x for x in data["resolved"] if isinstance(x, str))
+        listed = {x for k, v in data.items() if k != "resolved" and isinstance(v, list)
+                  for x in v if isinstance(x, str)}
+        return resolved, frozenset(listed - resolved)
+    return None  # counts only, no ids: no verdict from it
 
 
 def _aggregate_candidate(f: Path) -> bool:
@@ -278,9 +323,12 @@ def find_results(path: Path, instance_id: str, model: str | None = None,
     return [(r.file, r.resolved) for r in _find(path, instance_id, model, run)[0]]
 
 
-def _find(path: Path, instance_id: str, model: str | None, run: str | None) -> tuple[list[_Result], str | None]:
-    """(the results that count, why results found were set aside: None when none were)."""
+def _find(path: Path, instance_id: str, model: str | None, run: str | None
+          ) -> tuple[list[_Result], str | None, list[dict[str, str]]]:
+    """(the results that count, why results found were set aside: None when none were, the results files found
+    that could not be read: ``import_warnings`` entries)."""
     found: list[_Result] = []
+    broken: list[dict[str, str]] = []
     models: set[str] = set()  # the harness's model directory names seen: models named exactly
     harness_runs: set[str] = set()
     d = path.parent
@@ -299,6 +347,10 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None) -> t
         for sub in (d, d / "reports", d / "sb-cli-reports", d / "results"):
             for f in dirscan.matching(sub, _aggregate_candidate):  # listed once per folder, not per trajectory
                 if (agg := _aggregate(f)) is None:
+                    continue
+                if isinstance(agg, _Broken):  # its verdicts unknown: the run is scored by the others, or not at all
+                    broken.append({"kind": "results", "file": str(f),
+                                   "reason": f"SWE-bench results {agg}: no verdicts from it"})
                     continue
                 resolved, unresolved = instance_id in agg[0], instance_id in agg[1]
                 if resolved and unresolved:
@@ -328,7 +380,7 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None) -> t
     # then this run's (after the model's: an aggregate's run id is read from its name past the model's)
     named = models | ({name} if name else set())
     found = [replace(r, run=_run_of(r, harness_runs, named)) for r in found]
-    return _of_this_run(path, found, run)
+    return (*_of_this_run(path, found, run), list({w["file"]: w for w in broken}.values()))
 
 
 def _run_of(result: _Result, harness_runs: set[str], models: set[str]) -> str | None:
@@ -401,17 +453,24 @@ def score_of(path: Path, instance_id: str, model: str | None = None, run: str | 
 
 
 def _score(path: Path, instance_id: str, model: str | None, run: str | None
-           ) -> tuple[float | None, Path | None, str | None]:
-    results, why = _find(path, instance_id, model, run)
+           ) -> tuple[float | None, Path | None, str | None, list[dict[str, str]]]:
+    results, why, broken = _find(path, instance_id, model, run)
     if not results:
-        return None, None, why
+        return None, None, why, broken
     first, verdict = results[0].file, results[0].resolved
     for other, v in ((r.file, r.resolved) for r in results[1:]):
         if v != verdict:
             raise InputError(str(path), f"SWE-bench results disagree on {instance_id}: {first} says "
                                         f"{'resolved' if verdict else 'unresolved'}, {other} says "
                                         f"{'resolved' if v else 'unresolved'}")
-    return (1.0 if verdict else 0.0), first, why
+    return (1.0 if verdict else 0.0), first, why, broken
+
+
+def result_meta(report: Path | None, why: str | None, broken: list[dict[str, str]]) -> dict[str, Any]:
+    """The ``meta`` keys of a trajectory's SWE-bench lookup: ``report`` (the first result file), and when there
+    are any ``results_set_aside`` (why) and ``import_warnings`` (results files that could not be read)."""
+    return {"report": str(report) if report else None, **({"results_set_aside": why} if why else {}),
+            **({"import_warnings": broken} if broken else {})}
 
 
 def _resolved(report_path: Path, instance_id: str) -> bool | None:
@@ -501,7 +560,7 @@ def convert(path: Path, data: Any) -> Trajectory:
     model = (config.get("model") or {}).get("model_name") if isinstance(config.get("model"), dict) else None
     model = model if isinstance(model, str) and model else None  # a number there was a multi-line pydantic error
     run = next((r for r in (data.get("run_id"), info.get("run_id")) if isinstance(r, str) and r), None)
-    score, report, why = _score(path, instance_id, model, run)
+    score, report, why, broken = _score(path, instance_id, model, run)
     return Trajectory(
         id=f"mini-swe-agent:{instance_id}",
         task_id=instance_id,
@@ -515,8 +574,7 @@ def convert(path: Path, data: Any) -> Trajectory:
         usage=Usage(steps=steps),
         meta={"source_format": "mini-swe-agent", "exit_status": exit_status,
               "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
-              "mini_version": info.get("mini_version"), "report": str(report) if report else None,
-              **({"results_set_aside": why} if why else {}),
+              "mini_version": info.get("mini_version"), **result_meta(report, why, broken),
               **({"source_index": source_index} if len(source_index) != len(data["messages"]) else {})},
     )
 

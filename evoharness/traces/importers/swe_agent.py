@@ -115,10 +115,10 @@ def convert(path: Path, data: Any) -> Trajectory:
     model = _model(data)
     stats = obj(info.get("model_stats"))
     run_id = next((r for r in (data.get("run_id"), info.get("run_id")) if isinstance(r, str) and r), None)
-    score, report, why = mini_swe._score(path, instance_id, model, run_id)
+    score, report, why, broken = mini_swe._score(path, instance_id, model, run_id)
     meta.update({"exit_status": exit_status, "swe_agent_version": info.get("swe_agent_version"),
                  "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
-                 "report": str(report) if report else None, **({"results_set_aside": why} if why else {})})
+                 **mini_swe.result_meta(report, why, broken)})
     return Trajectory(
         id=f"swe-agent:{instance_id}",
         task_id=instance_id,
