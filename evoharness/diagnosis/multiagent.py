@@ -119,6 +119,9 @@ UNKNOWN_LANGUAGE = re.compile(r"(?:\n|Code output: ?)unknown language[^\n]*\s*$"
 # own name, as an executor under a name that does not say so (``executor_agent``) would.
 EXEC_REPORT = re.compile(r"\s*(?:exitcode: \d|The script ran(?:, then exited with "
                          r"| but produced no output to console))")
+# AG2's executor answering a message that holds no code: it ran nothing (``There is no code from the last 1 message for
+# me to execute. Group chat manager should let other participants ...``)
+NO_CODE = re.compile(r"\s*There is no code from the last \d+ messages? for me to execute")
 PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
@@ -161,15 +164,26 @@ def is_exec_report(text: object) -> bool:
     return isinstance(text, str) and bool(EXEC_REPORT.match(text))
 
 
+def is_no_code_reply(text: object) -> bool:
+    """AG2's executor saying the message it answered held no code (``NO_CODE``): nothing ran."""
+    return isinstance(text, str) and bool(NO_CODE.match(text))
+
+
 def responsible_agent(messages: list[dict], step: int) -> str | None:
     """The agent answerable for a step: its speaker -- except at an executor's output (a terminal, a code
     executor: it runs the code it is given and chooses nothing; or a code run's report under any name, such as
     AG2's ``user_proxy``), where it is the agent that wrote the code it ran (the last earlier turn with a code
     fence by an agent that is not a tool, not itself a report). A web or file surfer chooses its own clicks, so it
-    answers for its own steps."""
+    answers for its own steps. Where the executor ran nothing because the message it answered held no code (AG2's
+    "There is no code from the last 1 message"), it is the agent of that message: the last earlier agent that is not
+    a tool -- not the author of some older code."""
     if not 0 <= step < len(messages):
         return None
     name = messages[step].get("name")
+    if name and is_no_code_reply(messages[step].get("content")):
+        return next((str(m["name"]) for m in reversed(messages[:step]) if m.get("role") == "assistant"
+                     and m.get("name") and not is_tool_name(str(m["name"]))
+                     and not is_exec_report(m.get("content")) and not is_no_code_reply(m.get("content"))), str(name))
     if not name or not (EXECUTOR.fullmatch(_head(str(name))) or is_exec_report(messages[step].get("content"))):
         return str(name) if name else None
     for j in range(step - 1, -1, -1):
@@ -211,9 +225,10 @@ class AgentLog:
 
     def is_tool(self, i: int) -> bool:
         """A tool agent's turn, or a tool's output posted under an agent's name (a browser page dump, a code run's
-        report)."""
+        report, an executor's "no code" reply)."""
         text = self.text(i)
-        return is_tool_name(str(self.msgs[i].get("name") or "")) or bool(PAGE_DUMP.match(text)) or is_exec_report(text)
+        return (is_tool_name(str(self.msgs[i].get("name") or "")) or bool(PAGE_DUMP.match(text))
+                or is_exec_report(text) or is_no_code_reply(text))
 
     def is_orchestrator(self, i: int) -> bool:
         return str(self.msgs[i].get("name") or "").lower() == "orchestrator"

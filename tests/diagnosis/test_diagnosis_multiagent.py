@@ -282,3 +282,24 @@ def test_a_code_run_report_is_a_tools_output_whoever_posts_it():
     # a reasoning turn that quotes the words later in its text is still reasoning
     quoted = _log([*turns[:2], ("assistant", "If it fails with exitcode: 1 we retry; 4411 athletes, 2883 officials.")])
     assert "F1.unsupported_fact" in {s.id for s in Labeller().label(quoted).signals}
+
+
+def test_an_executors_no_code_reply_answers_to_the_message_it_answered():
+    # AG2's terminal answers a message without code with "There is no code from the last 1 message ...": nothing ran, so
+    # the step is not the author of some older code's; it is the agent whose message the terminal answered
+    from evoharness.diagnosis.multiagent import responsible_agent
+    no_code = ("There is no code from the last 1 message for me to execute. Group chat manager should let other "
+               "participants to continue the conversation.")
+    turns = [("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
+             ("Data_Expert", "Counting the teams.\n```python\nprint(count(teams))\n```"),
+             ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 46"),
+             ("Verification_Expert", "46 nations took part, as the run printed; the smallest sent one athlete."),
+             ("Computer_terminal", no_code),
+             ("Verification_Expert", "TERMINATE")]
+    t = _log(turns)
+    assert [responsible_agent(t.messages, i) for i in (3, 5)] == ["Data_Expert", "Verification_Expert"]
+    # posted under a name that does not say executor (AG2's user_proxy), it is still no reasoning turn
+    proxied = _log([turns[0], ("assistant", "The smallest team sent 1 athlete."), ("user_proxy", no_code)])
+    assert responsible_agent(proxied.messages, 3) == "assistant"
+    lab = Labeller().label(proxied)
+    assert lab.first_signal.step != 3 and lab.agent == "assistant"
