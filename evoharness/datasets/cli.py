@@ -90,6 +90,10 @@ def enqueue(
     from .export import JsonlSource
 
     check_range(round_, "--round", 0, MAX_ROUNDS)
+    from .queue import check_url, default_url
+
+    settings = settings_of(ctx)
+    check_url(url or settings.datasets.url or default_url(settings.home))  # before any input is read
     source = JsonlSource(trajectories)
     _require_records(trajectories, "trajectories to enqueue")
     labeller = Labeller(settings_of(ctx).diagnosis)

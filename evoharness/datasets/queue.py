@@ -87,16 +87,38 @@ def _shown(url: str) -> str:
 _USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:).*@", re.DOTALL)
 
 
-def _engine(url: str, shown: str, create: bool) -> Engine:
+def _parsed(url: str, shown: str):
+    """SQLAlchemy's URL of ``url``; InputError when it is none or not of a backend the queue runs on."""
     from sqlalchemy.engine import make_url
 
     try:
         parsed = make_url(url)
     except (SQLAlchemyError, ValueError):
         raise InputError("datasets.url", f"{shown!r} is not a database URL; {_URL_FORM}") from None
-    backend = parsed.get_backend_name()
-    if backend not in _BACKENDS:
+    if parsed.get_backend_name() not in _BACKENDS:
         raise InputError("datasets.url", f"{shown!r}: unsupported scheme {parsed.drivername!r}; {_URL_FORM}")
+    return parsed
+
+
+def check_url(url: str) -> None:
+    """InputError when ``url`` cannot be a queue to write, found without creating or writing anything: not a
+    database URL, another scheme, or a SQLite path that is a directory or lies under a file. (`dataset
+    enqueue` opens its queue at the first content failure; a URL wrong from the start was reported only
+    after the input had been read and labelled up to there.)"""
+    parsed = _parsed(url, _shown(url))
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return
+    path = Path(parsed.database)
+    if path.is_dir():
+        raise InputError(str(path), "is a directory, not a SQLite queue file")
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise InputError(str(path), f"{above} is a file, not a directory")
+
+
+def _engine(url: str, shown: str, create: bool) -> Engine:
+    parsed = _parsed(url, shown)
+    backend = parsed.get_backend_name()
     if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
         path = Path(parsed.database)
         if create:
