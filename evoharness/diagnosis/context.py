@@ -57,6 +57,14 @@ class ToolCall:
             self._canonical = self._record.canonical
         return self._canonical
 
+    def canonical_may_hold(self, word: str) -> bool:
+        """False only where ``canonical`` cannot contain ``word`` (letters, digits and ``_``; no JSON punctuation), so
+        that a caller can skip making it. Such a word lies inside one string of the canonical text, so inside a
+        string of the parsed arguments (or of the stripped raw text, when they did not parse), which the raw text
+        wrote either as it is or with a ``\\u`` escape (JSON's only escape that gives a letter, a digit or ``_``)."""
+        raw = self._record.raw
+        return not isinstance(raw, str) or word in raw or "\\u" in raw
+
     def __repr__(self) -> str:
         return f"ToolCall(step={self.step}, id={self.id!r}, name={self.name!r}, arguments={self.arguments!r})"
 

@@ -209,11 +209,23 @@ def is_state_changing(name: str, canonical_args: str) -> bool:
     return READ_ONLY_TOOL.match(name) is None
 
 
+_WRITE_NAMES: dict[str, bool] = {}  # tool name -> ``READ_ONLY_TOOL.match(name) is None``, for the names seen last
+_WRITE_NAMES_MAX = 4096  # a hostile trace's made-up names cannot grow it without bound (emptied when full)
+
+
 def changes_state(call: ToolCall) -> bool:
-    """``is_state_changing`` of a call, its canonical arguments read only for a shell tool (the others' names say)."""
-    if call.name in SHELL_TOOLS:
+    """``is_state_changing`` of a call, its canonical arguments read only for a shell tool (the others' names say).
+    A name's answer is the regex's once per name (a dict look-up, not an IGNORECASE match of 15 alternatives, for
+    each of the calls that the write, repeat and user-quit rules ask about)."""
+    name = call.name
+    if name in SHELL_TOOLS:
         return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
-    return READ_ONLY_TOOL.match(call.name) is None
+    known = _WRITE_NAMES.get(name)
+    if known is None:
+        if len(_WRITE_NAMES) >= _WRITE_NAMES_MAX:
+            _WRITE_NAMES.clear()
+        known = _WRITE_NAMES[name] = READ_ONLY_TOOL.match(name) is None
+    return known
 
 
 class RepeatedActionDetector:
@@ -848,7 +860,11 @@ class PolicyViolationDetector:
         t = view.traj
         if t.score is not None and t.score >= cfg.healthy_threshold:
             return []  # the violation log is read for failed runs only
-        first = next((v for v in view.violations if v.rule.startswith("policy.")), None)
+        # the violation log's first policy violation: its sort key (step, rule) is distinct among the policy rules'
+        # violations (one of each rule at most), so it is theirs alone; the schema rules are not needed for it
+        from evoharness.diagnosis.invariants import policy_violations_of
+
+        first = min(policy_violations_of(view), key=lambda v: (v.step, v.rule), default=None)
         if first is None:
             return []
         return [Signal(id=self.id, failure_class=F4, step=first.step, evidence=f"{first.rule}: {first.evidence}")]

@@ -156,13 +156,26 @@ def write_calls(view: TraceView) -> list[ToolCall]:
 
 
 def _user_gave_their_id(view: TraceView, before: int) -> bool:
-    ids = set()
+    """Did a user message before step ``before`` hold a ``user_id`` value of a tool result or call?
+
+    The user's messages are read first (none: no value is looked for), and the values are tried as they are found
+    (the first one said ends the search). A call's canonical text is made only where it may hold the key
+    (``ToolCall.canonical_may_hold``): most calls never need it."""
+    msgs = view.traj.messages
+    said = [t for i in view.user_steps if i < before and isinstance(t := msgs[i].get("content"), str)]
+    if not said:
+        return False
     for _, content in view.results.values():
-        ids.update(USER_ID_VALUE.findall(content[:50_000]))
+        if '"user_id"' in content:
+            for i in USER_ID_VALUE.findall(content[:50_000]):
+                if any(i in t for t in said):
+                    return True
     for c in view.calls:
-        ids.update(USER_ID_VALUE.findall(c.canonical[:5_000]))
-    said = [m.get("content") for m in view.traj.messages[:before] if m.get("role") == "user"]
-    return any(isinstance(t, str) and i in t for t in said for i in ids)
+        if c.canonical_may_hold("user_id"):
+            for i in USER_ID_VALUE.findall(c.canonical[:5_000]):
+                if any(i in t for t in said):
+                    return True
+    return False
 
 
 @lru_cache(maxsize=64)
@@ -278,5 +291,13 @@ def policy_violations(view: TraceView) -> list[Violation]:
     return out
 
 
+def policy_violations_of(view: TraceView) -> list[Violation]:
+    """``policy_violations(view)``, once per view (the policy detector and the violation log both read it)."""
+    memo = view.__dict__.get("_policy_violations")
+    if memo is None:
+        memo = view.__dict__["_policy_violations"] = policy_violations(view)
+    return memo
+
+
 def violation_log(view: TraceView) -> list[Violation]:
-    return sorted(schema_violations(view) + policy_violations(view), key=lambda v: (v.step, v.rule))
+    return sorted(schema_violations(view) + policy_violations_of(view), key=lambda v: (v.step, v.rule))

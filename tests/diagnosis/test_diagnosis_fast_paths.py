@@ -1,0 +1,128 @@
+"""The labeller's short cuts give the answers of the definitions they replace (speed work keeps every label).
+
+Each test builds random cases and compares a short cut with the plain definition written out here: the
+user-id search of the identity rule (values tried as found, a call's canonical text made only where it may
+hold the key), the policy detector's first violation (policy rules only, not the whole violation log), the
+per-name answer of ``changes_state`` and the written-out ``_says_missing``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from evoharness.diagnosis import detectors, environment, invariants
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.detectors import READ_ONLY_TOOL, PolicyViolationDetector, changes_state
+from evoharness.diagnosis.invariants import USER_ID_VALUE, violation_log
+from evoharness.traces.builder import TraceBuilder
+
+POLICY = ("You must authenticate the user identity by locating their user id. Before any action that updates the "
+          "database you must obtain explicit user confirmation (yes).")
+NAMES = ["get_user_details", "find_user_id_by_email", "cancel_reservation", "book_reservation", "update_address",
+         "transfer_to_human_agents", "lookup", "think", "search_flights", "send_certificate"]
+IDS = ["mia_li_3668", "bob_1", "x", "ab\u00e9_9", "sara_doe_496"]
+
+
+def _string(rnd: random.Random) -> str:
+    parts = ["user_id", '"user_id"', "user\u005fid", "HAT069", "yes", "\u00e9", '"', "\\", " ", "id", rnd.choice(IDS)]
+    return "".join(rnd.choice(parts) for _ in range(rnd.randint(0, 4)))
+
+
+def _arguments(rnd: random.Random) -> dict | str:
+    args = {rnd.choice(["user_id", "reservation_id", "note", _string(rnd)]): rnd.choice(
+        [_string(rnd), rnd.choice(IDS), 3, None, [_string(rnd)], {"user_id": rnd.choice(IDS)}])
+        for _ in range(rnd.randint(0, 3))}
+    form = rnd.random()
+    if form < 0.3:
+        return json.dumps(args)  # escapes what is not ASCII (\u00e9): a \u escape may spell anything
+    if form < 0.5:
+        return json.dumps(args, ensure_ascii=False).replace("user_id", "user\\u005fid")
+    if form < 0.6:
+        return "{not json user_id"
+    return json.dumps(args, ensure_ascii=False)
+
+
+def _trace(rnd: random.Random):
+    b = TraceBuilder("t").system(POLICY)
+    for _ in range(rnd.randint(1, 8)):
+        kind = rnd.random()
+        if kind < 0.3:
+            b.user(rnd.choice(["yes", "my id is " + rnd.choice(IDS), "hello", "please " + _string(rnd)]))
+        elif kind < 0.8:
+            who = rnd.choice(IDS)
+            result = rnd.choice([f'{{"user_id": "{who}", "status": "active"}}', "Error: no", "ok",
+                                 f'{{"user_id" : "{who}"}}'])
+            b.call(rnd.choice(NAMES), _arguments(rnd), result=result)
+        else:
+            b.say(rnd.choice(["Done.", "Shall I proceed?", "Your id is " + rnd.choice(IDS)]))
+    return b.deliver("Done.").build(score=0.0)
+
+
+def _gave_their_id_by_definition(view: TraceView, before: int) -> bool:
+    ids = set()
+    for _, content in view.results.values():
+        ids.update(USER_ID_VALUE.findall(content[:50_000]))
+    for c in view.calls:
+        ids.update(USER_ID_VALUE.findall(c.canonical[:5_000]))
+    said = [m.get("content") for m in view.traj.messages[:before] if m.get("role") == "user"]
+    return any(isinstance(t, str) and i in t for t in said for i in ids)
+
+
+def test_canonical_may_hold_is_never_false_where_the_canonical_text_holds_the_word():
+    rnd = random.Random(1)
+    held = 0
+    for _ in range(3000):
+        view = TraceView(_trace(rnd))
+        for c in view.calls:
+            for word in ("user_id", "HAT069", "id"):
+                if word in c.canonical:
+                    held += 1
+                    assert c.canonical_may_hold(word), (word, c.arguments)
+    assert held > 500
+
+
+def test_the_user_id_search_answers_as_its_definition():
+    rnd = random.Random(2)
+    answers = {True: 0, False: 0}
+    for _ in range(3000):
+        view = TraceView(_trace(rnd))
+        for before in range(len(view.traj.messages) + 1):
+            want = _gave_their_id_by_definition(view, before)
+            assert invariants._user_gave_their_id(view, before) is want
+            answers[want] += 1
+    assert answers[True] > 100 and answers[False] > 100
+
+
+def test_the_policy_detector_reports_the_first_policy_violation_of_the_log():
+    rnd = random.Random(3)
+    fired = 0
+    for _ in range(2000):
+        t = _trace(rnd)
+        first = next((v for v in violation_log(TraceView(t)) if v.rule.startswith("policy.")), None)
+        got = PolicyViolationDetector().detect(TraceView(t), DiagnosisConfig())
+        assert [(s.step, s.evidence) for s in got] == \
+            ([] if first is None else [(first.step, f"{first.rule}: {first.evidence}")])
+        fired += bool(got)
+    assert fired > 200
+
+
+def test_changes_state_answers_as_the_name_regex_also_when_its_memory_is_full(monkeypatch):
+    monkeypatch.setattr(detectors, "_WRITE_NAMES", {})
+    monkeypatch.setattr(detectors, "_WRITE_NAMES_MAX", 8)
+    rnd = random.Random(4)
+    for _ in range(500):
+        name = rnd.choice(NAMES + ["Get" + str(rnd.randint(0, 30)), "x" + str(rnd.randint(0, 30)), "READ_it"])
+        t = TraceBuilder("t").call(name, {"a": 1}, result="ok").deliver("ok").build(score=0.0)
+        call = TraceView(t).calls[0]
+        assert changes_state(call) is (READ_ONLY_TOOL.match(name) is None), name
+        assert len(detectors._WRITE_NAMES) <= 8
+
+
+def test_says_missing_is_any_of_the_missing_phrases():
+    rnd = random.Random(5)
+    pieces = [*environment.MISSING, "not", "found", "does", "exist", "no", "such", "unknow", " ", "x"]
+    for _ in range(5000):
+        low = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
+        assert environment._says_missing(low) is any(p in low for p in environment.MISSING), low
