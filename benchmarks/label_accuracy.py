@@ -7,7 +7,8 @@ Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one s
 tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). See
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
-    python benchmarks/label_accuracy.py [--json] [--data DIR] [--only SET] [--holdout] [--by-signal]
+    python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--only SET] [--holdout]
+        [--by-signal]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
 
 ``--data DIR``: the public data folder (``who_and_when/`` and ``agentrx_magentic_one/`` in it, the default
@@ -17,6 +18,11 @@ runs with their ground truth (``tau_dataset/<id>.json`` or ``magentic_dataset/<i
 ``ground_truth/`` folder there: set ``agentrx/tau-bench`` or ``agentrx/Magentic-One``) or Who&When logs. Runs
 without labels in it are left out; a folder with none is an error, and so is a ground-truth file that cannot be
 used (unreadable, not JSON, records of another shape): one ``error:`` line naming it, exit 2.
+
+``--dev-labels FILE`` (default ``benchmarks/data/tau_airline_dev_labels.json``): with the public data folder, the
+tau-bench airline runs labelled by this project (an LLM helper: dev labels, not human labels;
+benchmarks/data/README.md) are scored too, as ``tau-airline-dev/tune`` (tune rules on it) and
+``tau-airline-dev/test`` (scored once per change); ``--dev-labels ''`` leaves them out.
 
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
@@ -39,12 +45,15 @@ from pathlib import Path
 
 from evoharness.diagnosis.accuracy import (
     BASELINES,
+    DEV_RUNS,
     TUNING_SET,
     Prediction,
     beats_every_baseline,
+    dev_labelled_records,
     holdout_split,
     labelled_records,
     public_sets,
+    read_dev_labels,
     score_set,
     signal_breakdown,
     speaker,
@@ -56,6 +65,7 @@ from evoharness.errors import InputError
 from evoharness.traces.importers import ImportWarnings, load_paths
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DEV_LABELS = Path(__file__).resolve().parent / "data" / "tau_airline_dev_labels.json"
 
 
 def main() -> int:
@@ -63,6 +73,8 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     ap.add_argument("--data", type=Path, default=DATA,
                     help="the public data folder (default ../shared/data), or any folder of human-labelled runs")
+    ap.add_argument("--dev-labels", default=str(DEV_LABELS), metavar="FILE",
+                    help="this project's dev labels of tau-bench airline runs (not human labels); '' to leave out")
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
@@ -88,7 +100,8 @@ def main() -> int:
               file=sys.stderr)
         return 2
     roots = public_sets(args.data)
-    if not any(r.is_dir() for r in roots):  # not the public data folder: a folder of labelled runs of its own
+    public = any(r.is_dir() for r in roots)
+    if not public:  # not the public data folder: a folder of labelled runs of its own
         if not args.data.is_dir():
             print(f"error: --data {args.data}: no such folder", file=sys.stderr)
             return 2
@@ -108,6 +121,9 @@ def main() -> int:
     warnings = ImportWarnings()
     try:
         sets = labelled_records(warnings.add(t) for t in load_paths(roots))
+        runs = args.data / DEV_RUNS
+        if public and args.dev_labels and runs.is_file():  # the dev labels join the public tau-bench runs
+            sets.update(dev_labelled_records(read_dev_labels(Path(args.dev_labels)), load_paths([runs])))
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

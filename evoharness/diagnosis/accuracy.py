@@ -18,6 +18,7 @@ The trivial labellers, computed on the same records:
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evoharness.errors import InputError
 from evoharness.traces.models import Trajectory
 
 # AgentRx's nine categories -> F1-F4 (one crosswalk, documented in docs/diagnosis.md)
@@ -67,6 +69,7 @@ PUBLISHED = {
     "who-and-when/Algorithm-Generated": "A2P (2025) step 47.5%",
     "agentrx/Magentic-One": "none published for this crosswalk",
     "agentrx/tau-bench": "none published for this crosswalk",
+    "tau-airline-dev": "dev labels written by this project (an LLM helper), not human labels; none published",
 }
 
 FIGURES = ("step_exact", "step_within_1", "step_within_3", "agent", "class")
@@ -260,6 +263,43 @@ def holdout_split(sets: dict[str, Records]) -> dict[str, Records]:
             held = int(hashlib.sha1(rec[0].id.encode()).hexdigest(), 16) % 3 == 0
             parts["held-out" if held else "tuning"].append(rec)
         out.update({f"{TUNING_SET}/{k}": v for k, v in parts.items()})
+    return dict(sorted(out.items()))
+
+
+DEV_SET = "tau-airline-dev"
+DEV_RUNS = Path("tau_bench_airline_gpt4o") / "gpt-4o-airline.json"  # under the public data folder
+PARTIES = ("agent", "user", "environment")
+
+
+def read_dev_labels(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """The dev-labelled tau-bench sample (``benchmarks/data/tau_airline_dev_labels.json``: labels written by this
+    project, not by humans) by ``(task_id, trial)``. Raises ``InputError`` on a file that is not that layout."""
+    try:
+        rows = json.loads(path.read_text())["labels"]
+        out = {}
+        for i, r in enumerate(rows):
+            if r["half"] not in ("tune", "test") or r["party"] not in PARTIES or not isinstance(r["step"], int):
+                raise ValueError(f"label {i}: half, party or step out of range")
+            out[(str(r["task_id"]), int(r["trial"]))] = r
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(str(path), f"not a dev-label file ({e})") from None
+    return out
+
+
+def dev_labelled_records(labels: dict[tuple[str, int], dict[str, Any]],
+                         trajs: Iterable[Trajectory]) -> dict[str, Records]:
+    """The dev-labelled runs among ``trajs`` (tau-bench records, joined by task id and trial), as the sets
+    ``tau-airline-dev/tune`` and ``tau-airline-dev/test``. The class is the crosswalk of the category for an agent
+    failure and E where the labelled party is the simulated user or the environment (class E's definition); a
+    single-agent run has no agent to attribute."""
+    out: dict[str, Records] = {}
+    for t in trajs:
+        r = labels.get((t.task_id, t.rollout))
+        if r is None or not 0 <= r["step"] < len(t.messages):
+            continue
+        cls = crosswalk(r["category"]) if r["party"] == "agent" else "E"
+        out.setdefault(f"{DEV_SET}/{r['half']}", []).append((t, HumanLabel(step=r["step"], agent=None,
+                                                                           failure_class=cls)))
     return dict(sorted(out.items()))
 
 

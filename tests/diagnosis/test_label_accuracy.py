@@ -8,6 +8,7 @@ Reads the public data folder beside the repository; skipped with the reason when
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,43 @@ def test_the_humans_agent_is_the_agent_answerable_for_the_humans_step():
     joint = sum(_norm(responsible_agent(t.messages, h.step)) == _norm(h.agent) for t, h in recs)
     spoken = sum(_norm(speaker(t, h.step)) == _norm(h.agent) for t, h in recs)
     assert joint >= len(recs) - 1 and joint > spoken, (joint, spoken)
+
+
+def _dev_file(tmp_path, rows) -> Path:
+    p = tmp_path / "dev.json"
+    p.write_text(json.dumps({"about": "dev labels, not human labels", "labels": rows}))
+    return p
+
+
+def test_dev_labels_join_tau_runs_by_task_and_trial_and_a_simulated_users_failure_is_class_e(tmp_path):
+    from evoharness.diagnosis.accuracy import dev_labelled_records, read_dev_labels
+    from evoharness.traces.models import Trajectory
+
+    def run(task, trial):
+        msgs = [{"role": "system", "content": "p"}, {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "ok"}, {"role": "user", "content": "bye"}]
+        return Trajectory(id=f"f:{task}:{trial}", task_id=str(task), rollout=trial, messages=msgs)
+
+    row = {"quote": "q", "reason": "r", "confidence": "high"}
+    labels = read_dev_labels(_dev_file(tmp_path, [
+        {**row, "task_id": 1, "trial": 0, "half": "tune", "step": 2, "category": "Invention of New Information",
+         "party": "agent"},
+        {**row, "task_id": 1, "trial": 2, "half": "test", "step": 3, "category": "Underspecified User Intent",
+         "party": "user"},
+        {**row, "task_id": 2, "trial": 0, "half": "tune", "step": 9, "category": "Invalid Invocation",
+         "party": "agent"}]))  # step 9: past the run's end, left out
+    sets = dev_labelled_records(labels, [run(1, 0), run(1, 1), run(1, 2), run(2, 0)])
+    assert {k: [(t.id, h.step, h.agent, h.failure_class) for t, h in v] for k, v in sets.items()} == {
+        "tau-airline-dev/test": [("f:1:2", 3, None, "E")],
+        "tau-airline-dev/tune": [("f:1:0", 2, None, "F1")]}
+
+
+@pytest.mark.parametrize("rows", [None, [{"task_id": 1}], [{"task_id": 1, "trial": 0, "half": "dev", "step": 2,
+                                                          "category": "x", "party": "agent"}]])
+def test_a_file_that_is_no_dev_label_file_is_an_input_error(tmp_path, rows):
+    from evoharness.diagnosis.accuracy import read_dev_labels
+    from evoharness.errors import InputError
+
+    p = _dev_file(tmp_path, rows) if rows is not None else tmp_path / "missing.json"
+    with pytest.raises(InputError, match="not a dev-label file"):
+        read_dev_labels(p)
