@@ -902,5 +902,32 @@ class FirstWriteDetector:
         w = next((c for c in writes if any(p in c.canonical for p in paths)), writes[0])
         what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
             "first write action of a failed run"
+        proposed = None if paths else confirmed_proposal(view, w.step)
+        if proposed is not None:
+            step, yes = proposed
+            return [Signal(id=self.id, failure_class=F4, step=step,
+                           evidence=f"{what}, proposed here and confirmed by the user at step {yes}: "
+                                    f"{w.name}({quote(w.arguments, 120)})")]
         return [Signal(id=self.id, failure_class=F4, step=w.step,
                        evidence=f"{what}: {w.name}({quote(w.arguments, 120)})")]
+
+
+def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
+    """Where a write the user confirmed was decided: ``(proposal, confirmation)`` when the user message before the
+    write (past the agent's own read-only calls) is an affirmative ("yes, please proceed") answering an assistant
+    message with text -- the proposal it confirms, which carries the action and its details (a policy that asks
+    for explicit confirmation makes the agent list them there). ``write`` is a run's first write, so only read-only
+    calls lie between the two. None otherwise: no user message, one that is not an affirmative, a proposal with no
+    text, or a multi-agent log (named speakers), where user turns are no replies."""
+    from evoharness.diagnosis.invariants import AFFIRMATIVE
+
+    msgs, roles = view.traj.messages, view.roles
+    if not view.user_steps or not view.assistant_steps or msgs[view.assistant_steps[0]].get("name"):
+        return None
+    yes = next((i for i in range(write - 1, -1, -1) if roles[i] == "user"), None)
+    if yes is None or not AFFIRMATIVE.search(view.texts[yes][:2000]):
+        return None
+    proposal = next((i for i in range(yes - 1, -1, -1) if roles[i] == "assistant"), None)
+    if proposal is None or not view.texts[proposal].strip():
+        return None
+    return proposal, yes

@@ -21,7 +21,7 @@ def test_write_without_identity_check_or_confirmation_is_logged_and_located():
     assert "cancel_pending_order" in lab.first_signal.evidence
 
 
-def test_confirmed_write_after_lookup_is_clean_and_a_failure_is_located_at_the_first_write():
+def test_confirmed_write_after_lookup_is_clean_and_a_failure_is_located_at_the_proposal_the_user_confirmed():
     b = TraceBuilder("t").system(POLICY).user("Cancel order #W123, I'm bob@x.com")
     b.call("find_user_id_by_email", {"email": "bob@x.com"}, result="bob_1")
     b.call("get_order_details", {"order_id": "#W123"}, result='{"status": "pending"}')
@@ -30,7 +30,9 @@ def test_confirmed_write_after_lookup_is_clean_and_a_failure_is_located_at_the_f
     t = b.deliver("Order #W123 is cancelled.").build(score=0.0)
     lab = Labeller().label(t)
     assert lab.violations == []
-    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 8)
+    # the write the user said yes to was decided at the agent's proposal (step 6), not at the call (step 8)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 6)
+    assert "confirmed by the user at step 7" in lab.first_signal.evidence
     assert Labeller().label(t.model_copy(update={"score": 1.0})).failure_class == "healthy"
 
 

@@ -1,0 +1,50 @@
+"""Where a failed tool-calling conversation (tau-bench style: an agent, a simulated user, a domain policy) is
+located when no located signal fired: synthetic runs, written the way the airline policy makes an agent work."""
+
+from __future__ import annotations
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.builder import TraceBuilder
+
+POLICY = ("# Airline agent policy\nBefore taking any actions that update the booking database, you must list the "
+          "action details and obtain explicit user confirmation (yes) to proceed.")
+
+
+def _cancel_run(answer: str) -> TraceBuilder:
+    b = TraceBuilder("t").system(POLICY).user("Cancel my trip ABC123, user id amy_1.")
+    b.call("get_user_details", {"user_id": "amy_1"}, result='{"user_id": "amy_1", "reservations": ["ABC123"]}')
+    b.call("get_reservation_details", {"reservation_id": "ABC123"},
+           result='{"reservation_id": "ABC123", "created_at": "2024-05-02T06:02:56", "cabin": "economy"}')
+    b.say("Your booking ABC123 was made within the last 24 hours, so it can be cancelled with a full refund. "
+          "Shall I cancel it?")  # step 6: the wrong decision, put to the user
+    b.user(answer)  # step 7
+    b.call("think", {"thought": "cancel it"}, result="")  # steps 8-9: the agent's own read-only call
+    b.call("cancel_reservation", {"reservation_id": "ABC123"}, result='{"status": "cancelled"}')  # step 10
+    return b
+
+
+def test_a_write_the_user_confirmed_is_located_at_the_proposal_it_confirmed():
+    t = _cancel_run("Yes, please go ahead.").deliver("ABC123 is cancelled; the refund takes 5-7 days.").build(0.0)
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 6)
+    assert "confirmed by the user at step 7" in lab.first_signal.evidence and "cancel_reservation" in \
+        lab.first_signal.evidence
+
+
+def test_a_write_without_a_yes_stays_where_the_policy_was_broken():
+    t = _cancel_run("Hmm, what are the fees?").deliver("ABC123 is cancelled.").build(0.0)
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 10)
+
+
+def test_a_multi_agent_log_keeps_the_write_where_it_is():
+    t = _cancel_run("Yes, please go ahead.").deliver("ABC123 is cancelled.").build(0.0)
+    for m in t.messages:
+        if m["role"] == "assistant":
+            m["name"] = "Planner"  # named speakers: a "user" turn there is no reply to a proposal
+    assert Labeller().label(t).first_signal.step == 10
+
+
+def test_a_healthy_confirmed_run_stays_healthy():
+    t = _cancel_run("Yes, please go ahead.").deliver("ABC123 is cancelled.").build(1.0)
+    assert Labeller().label(t).failure_class == "healthy"
