@@ -320,3 +320,56 @@ def test_a_truncated_aggregate_report_is_a_warning_and_gives_no_verdict(tmp_path
     assert main(["import", str(f), "--out", str(tmp_path / "t.jsonl")]) == 0
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"warning: {report}: SWE-bench results not valid JSON")
+
+
+def test_an_earlier_runs_results_above_a_later_runs_folder_are_not_borrowed(tmp_path, capsys):
+    """exp/ holds an earlier run (its trajectories, preds.json) evaluated there; a later run in exp/retry/ was not
+    evaluated. The earlier verdict was the later run's score (its run id names no folder, one run's results)."""
+    from evoharness.cli import main
+
+    earlier = _traj(tmp_path / "exp", "a__a-1")
+    report = _harness_report(tmp_path / "exp", "a__a-1", True, run="eval1")
+    later = _traj(tmp_path / "exp" / "retry", "a__a-1")
+    [t] = list(load_paths([later]))
+    assert t.score is None and t.meta["report"] is None
+    assert t.meta["results_set_aside"].startswith(f"{report} belongs to the run whose output folder is "
+                                                  f"{tmp_path / 'exp'} (its trajectory a__a-1/a__a-1.traj.json")
+    [t] = list(load_paths([earlier]))
+    assert t.score == 1.0  # still the earlier run's own
+    assert main(["import", str(later), "--out", str(tmp_path / "t.jsonl")]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("note: 1 of 1 trajectories left unscored") and "belongs to the run" in line
+    # the later run's own results, once it is evaluated, score it (before: two runs' results, none counted)
+    _aggregate(tmp_path / "exp" / "retry" / f"{TAG}.eval2.json", [], ["a__a-1"])
+    [t] = list(load_paths([later]))
+    assert t.score == 0.0 and t.meta["report"].endswith(".eval2.json")
+
+
+def test_an_earlier_runs_preds_above_a_later_runs_own_preds_mark_its_results_as_its_own(tmp_path):
+    """The earlier run's trajectory of this instance is gone, but its preds.json sits with its sb-cli report, above
+    the later run's folder with a preds.json of its own."""
+    later = _traj(tmp_path / "exp" / "retry", "a__a-1")
+    (tmp_path / "exp" / "preds.json").write_text(json.dumps({"a__a-1": {"model_patch": "diff"}}))
+    _aggregate(tmp_path / "exp" / "sb-cli-reports" / "swe-bench_lite__test__eval1.json", ["a__a-1"], [])
+    [t] = list(load_paths([later]))
+    assert t.score is None and "its preds.json is there, and this run has its own below it" in \
+        t.meta["results_set_aside"]
+
+
+@pytest.mark.parametrize("levels_up", [0, 1, 2])
+def test_the_harness_run_in_or_above_the_output_folder_still_scores_it(tmp_path, levels_up):
+    """The usual layouts: results in <out> or one or two folders above it, no other run's folder between."""
+    out = tmp_path / "a" / "b" / "out"
+    f = _traj(out, "a__a-1")
+    _harness_report(out.parents[levels_up - 1] if levels_up else out, "a__a-1", True, run="whatever")
+    [t] = list(load_paths([f]))
+    assert t.score == 1.0 and "results_set_aside" not in t.meta
+
+
+def test_a_run_id_in_the_metadata_claims_its_results_in_another_runs_folder(tmp_path):
+    _traj(tmp_path / "exp", "a__a-1")
+    _harness_report(tmp_path / "exp", "a__a-1", True, run="eval1")
+    data = {"run_id": "eval1", "messages": [{"role": "user", "content": "Fix."}],
+            "info": {"exit_status": "Submitted", "submission": ""}}
+    [t] = list(load_paths([_traj(tmp_path / "exp" / "retry", "a__a-1", data)]))
+    assert t.score == 1.0

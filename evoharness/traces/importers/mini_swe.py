@@ -35,9 +35,11 @@ trajectory's model (``model_name`` with ``/`` as ``__``, as the harness names th
 Two results that disagree (or an aggregate listing the instance as both) are one ``InputError`` naming both
 files. ``meta["report"]`` is the first result found.
 
-Only the trajectory's own run's results count (``_of_this_run``): its run is a ``run_id`` in its JSON, else a
-result's run id naming one of its folders; when neither tells, results of a run whose folder sits beside one
-of the trajectory's do not count, and results of several runs count for none. ``meta["results_set_aside"]``
+Only the trajectory's own run's results count (``_in_other_runs_folders``, ``_of_this_run``): results in
+another run's output folder above the trajectory's (its trajectory of the instance, or its predictions file
+above this run's own) are that run's; its run is a ``run_id`` in its JSON, else a result's run id naming one of
+its folders; when neither tells, results of a run whose folder sits beside one of the trajectory's do not count,
+and results of several runs count for none. ``meta["results_set_aside"]``
 says why results were set aside.
 """
 
@@ -380,7 +382,70 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
     # then this run's (after the model's: an aggregate's run id is read from its name past the model's)
     named = models | ({name} if name else set())
     found = [replace(r, run=_run_of(r, harness_runs, named)) for r in found]
-    return (*_of_this_run(path, found, run), list({w["file"]: w for w in broken}.values()))
+    found, other = _in_other_runs_folders(path, instance_id, found, run)
+    kept, why = _of_this_run(path, found, run)
+    return kept, why or other, list({w["file"]: w for w in broken}.values())
+
+
+_PREDS = ("preds.json", "all_preds.jsonl")  # a run's output folder: mini-swe-agent's / SWE-agent's, experiments'
+
+
+def _trajectories_of(folder: Path, instance_id: str) -> Iterator[Path]:
+    """Where a run whose output folder is ``folder`` keeps its trajectory of ``instance_id``."""
+    i = instance_id
+    for rel in (f"{i}/{i}.traj.json", f"{i}.traj.json", f"trajs/{i}/{i}.traj.json", f"trajs/{i}.traj",
+                f"{i}/{i}.traj", f"{i}.traj"):
+        yield folder / rel
+
+
+def _in_other_runs_folders(path: Path, instance_id: str, found: list[_Result], run: str | None
+                           ) -> tuple[list[_Result], str | None]:
+    """``found`` without the results that belong to another run's output folder above the trajectory, and why.
+
+    Results sit in (or above) the folder of the run they judged. A folder above the trajectory's own is another
+    run's when it holds that run's trajectory of the same instance (``<id>/<id>.traj.json``, ``trajs/<id>.traj``,
+    ...: not this file), or its ``preds.json`` / ``all_preds.jsonl`` while a folder below it, the trajectory's own
+    run's, holds one too. Results found in such a folder or above it are that run's: an earlier run's
+    ``logs/run_evaluation/`` (or report) above a later run's folder is not the later run's verdict. A result
+    whose run id the trajectory's metadata names, or that names one of its folders, still counts."""
+    ups = list(path.parents[:MAX_PARENTS + 1])  # ups[0]: the trajectory's own folder (level 0)
+    top = max((ups.index(r.found_in) for r in found if r.found_in in ups), default=0)
+    if not top:  # none above its own folder: nothing to look at
+        return found, None
+    ups = ups[:top + 1]
+    owner: dict[Path, tuple[Path, str]] = {}  # the first other run's folder at or below each level
+    first: tuple[Path, str] | None = None
+    own_preds = False
+    for level, d in enumerate(ups):
+        if first is None and level:
+            theirs = next((t for t in _trajectories_of(d, instance_id) if t.is_file() and not _same(t, path)), None)
+            preds = next((d / n for n in _PREDS if (d / n).is_file()), None)
+            if theirs is not None:
+                first = (d, f"its trajectory {theirs.relative_to(d)} of the same instance is there")
+            elif preds is not None and own_preds:
+                first = (d, f"its {preds.name} is there, and this run has its own below it")
+        own_preds = own_preds or any((d / n).is_file() for n in _PREDS)
+        if first is not None:
+            owner[d] = first
+    if not owner:
+        return found, None
+    folders = {p.name for p in ups}
+    kept, aside = [], []
+    for r in found:
+        named = r.run is not None and (r.run == run or (run is None and r.run in folders))
+        (aside if r.found_in in owner and not named else kept).append(r)
+    if not aside:
+        return found, None
+    d, reason = owner[aside[0].found_in]
+    return kept, (f"{aside[0].file} belongs to the run whose output folder is {d} ({reason}), not to this "
+                  "trajectory's run")
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _run_of(result: _Result, harness_runs: set[str], models: set[str]) -> str | None:
