@@ -10,7 +10,7 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 - ``F1.unsupported_fact``: the first reasoning turn that says it simulates, assumes or
   makes up data (``FABRICATION``), or states two or more numbers (three or more digits)
   that appear nowhere earlier in the log or the task. A reasoning turn is one by an agent
-  that is not a tool (``TOOL_AGENT``) and not a tool's output posted under an agent's name (a code run's
+  that is not a tool (``agent_role``) and not a tool's output posted under an agent's name (a code run's
   report, ``EXEC_REPORT``; a browser page dump: ``Address: ...`` / ``Title: ...``), not the opening task
   restatement, not a plan or ledger of an orchestrator, and outside fenced code.
 - ``F2.guardrail``: a tool agent's report that a site or service refused it (captcha,
@@ -48,8 +48,17 @@ from evoharness.diagnosis.models import FailureClass, Signal
 
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
 
-TOOL_AGENT = re.compile(r"terminal|executor|computer|surfer|browser", re.IGNORECASE)
-EXECUTOR = re.compile(r"terminal|executor|computer", re.IGNORECASE)  # runs what it is given; chooses nothing
+# An agent's role, from its name: one rule for every multi-agent log (Who&When, AgentRx, AG2, AutoGen 0.2 and 0.4+,
+# Magentic-One 0.2 and 0.4). The name is split into words (CamelCase, snake_case, kebab-case, digits: ``NAME_WORD``);
+# trailing words that say nothing of a role -- ``agent`` and numbers (``WebSurferAgent``, ``executor_agent``,
+# ``coder_2``) -- are dropped; the last word left is the head noun, and its role is ``ROLE_OF_HEAD``'s (any other head:
+# ``agent``, a reasoning agent). A word elsewhere only qualifies the head: ``WomenInComputerScienceHistory_Expert`` is
+# an expert, ``Orchestrator_Expert`` no orchestrator. An executor runs what it is given and chooses nothing; a tool
+# (an executor, or a web / file surfer, a browser) reports what it did or saw; an orchestrator writes the plans and
+# ledgers of a Magentic-One team. docs/diagnosis.md ("Agent roles") tabulates the names each role accepts.
+ROLE_OF_HEAD = {"orchestrator": "orchestrator", "terminal": "executor", "executor": "executor", "computer": "executor",
+                "surfer": "tool", "browser": "tool"}
+ROLE_SUFFIX = re.compile(r"agent|\d+", re.IGNORECASE)  # trailing words that name no role
 NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|stalled|replan|"
                      r"you are given: \(1\) a task)", re.IGNORECASE)
@@ -146,17 +155,29 @@ def _quote(text: str, limit: int = 160) -> str:
 
 
 @lru_cache(maxsize=1024)
-def is_tool_name(name: str) -> bool:
-    """A tool agent is named for what it is: the head noun -- the last word of the name (``Computer_terminal``,
-    ``ComputerTerminal``, ``WebSurfer``, ``code_executor``) -- is a tool's (``TOOL_AGENT``). A word elsewhere in
-    the name only qualifies it: ``WomenInComputerScienceHistory_Expert`` is an expert, not a computer."""
-    return bool(TOOL_AGENT.fullmatch(_head(name)))
-
-
-@lru_cache(maxsize=1024)
-def _head(name: str) -> str:
+def agent_role(name: str) -> str:
+    """``orchestrator``, ``executor``, ``tool`` (a surfer or browser) or ``agent``: the role of the name's head noun,
+    its last word once trailing ``agent`` and numbers are dropped (``ROLE_OF_HEAD``)."""
     words = NAME_WORD.findall(name)
-    return words[-1] if words else ""
+    while words and ROLE_SUFFIX.fullmatch(words[-1]):
+        words.pop()
+    return ROLE_OF_HEAD.get(words[-1].lower(), "agent") if words else "agent"
+
+
+def is_tool_name(name: str) -> bool:
+    """A tool agent is named for what it is (``agent_role``): an executor (``Computer_terminal``, ``ComputerTerminal``,
+    ``code_executor``, ``executor_agent``) or a surfer / browser (``WebSurfer``, ``WebSurferAgent``)."""
+    return agent_role(name) in ("executor", "tool")
+
+
+def is_executor_name(name: str) -> bool:
+    """An executor (``agent_role``): it runs the code it is given and chooses nothing."""
+    return agent_role(name) == "executor"
+
+
+def is_orchestrator_name(name: str) -> bool:
+    """An orchestrator (``agent_role``): Magentic-One's ``Orchestrator``, AutoGen 0.4's ``MagenticOneOrchestrator``."""
+    return agent_role(name) == "orchestrator"
 
 
 def is_exec_report(text: object) -> bool:
@@ -184,7 +205,7 @@ def responsible_agent(messages: list[dict], step: int) -> str | None:
         return next((str(m["name"]) for m in reversed(messages[:step]) if m.get("role") == "assistant"
                      and m.get("name") and not is_tool_name(str(m["name"]))
                      and not is_exec_report(m.get("content")) and not is_no_code_reply(m.get("content"))), str(name))
-    if not name or not (EXECUTOR.fullmatch(_head(str(name))) or is_exec_report(messages[step].get("content"))):
+    if not name or not (is_executor_name(str(name)) or is_exec_report(messages[step].get("content"))):
         return str(name) if name else None
     for j in range(step - 1, -1, -1):
         m = messages[j]
@@ -231,7 +252,7 @@ class AgentLog:
                 or is_exec_report(text) or is_no_code_reply(text))
 
     def is_orchestrator(self, i: int) -> bool:
-        return str(self.msgs[i].get("name") or "").lower() == "orchestrator"
+        return is_orchestrator_name(str(self.msgs[i].get("name") or ""))
 
     @once
     def answer_key(self) -> tuple[str, int] | None:

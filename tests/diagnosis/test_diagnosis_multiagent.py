@@ -303,3 +303,50 @@ def test_an_executors_no_code_reply_answers_to_the_message_it_answered():
     assert responsible_agent(proxied.messages, 3) == "assistant"
     lab = Labeller().label(proxied)
     assert lab.first_signal.step != 3 and lab.agent == "assistant"
+
+
+# One rule names an agent's role, whatever framework wrote the log: the name's head noun -- its last word once trailing
+# "agent" and numbers are dropped -- says it (the table in docs/diagnosis.md, "Agent roles").
+ROLE_TABLE = [
+    ("Orchestrator", "orchestrator"), ("MagenticOneOrchestrator", "orchestrator"),
+    ("orchestrator_agent", "orchestrator"), ("LedgerOrchestrator", "orchestrator"),
+    ("Computer_terminal", "executor"), ("ComputerTerminal", "executor"),
+    ("Executor", "executor"), ("executor_agent", "executor"), ("CodeExecutorAgent", "executor"),
+    ("code_executor_2", "executor"), ("WebSurfer", "tool"), ("WebSurferAgent", "tool"), ("MultimodalWebSurfer", "tool"),
+    ("file_surfer_agent", "tool"), ("browser", "tool"), ("Coder", "agent"), ("assistant_agent", "agent"),
+    ("user_proxy", "agent"), ("WomenInComputerScienceHistory_Expert", "agent"), ("Orchestrator_Expert", "agent"),
+    ("agent", "agent"), ("Agent_1", "agent"), ("", "agent"),
+]
+
+
+def test_an_agents_role_is_its_names_head_noun_without_agent_or_a_number():
+    from evoharness.diagnosis.multiagent import agent_role
+    assert [(name, agent_role(name)) for name, _ in ROLE_TABLE] == ROLE_TABLE
+
+
+def test_autogen_04_names_are_read_as_their_roles():
+    # AutoGen 0.4's Magentic-One orchestrator is "MagenticOneOrchestrator"; other teams name agents "...Agent" /
+    # "..._agent". Before, only the exact name "Orchestrator" was an orchestrator and those names no tool or executor
+    ledger = {"is_progress_being_made": {"reason": "The search returned unrelated pages.", "answer": False},
+              "is_in_loop": {"reason": "no", "answer": False}}
+    t = _log([
+        ("MagenticOneOrchestrator", "Please search for the 1928 Olympics athletes by country."),
+        ("WebSurferAgent", "I typed '1928 olympics' into the search bar. Here is a screenshot of a cooking blog."),
+        ("MagenticOneOrchestrator", "Updated Ledger:\n" + json.dumps(ledger, indent=2)),
+        ("MagenticOneOrchestrator", "FINAL ANSWER: unable to determine"),
+    ])
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.no_progress", 2, "WebSurferAgent")
+    blocked = _log([("MagenticOneOrchestrator", "Please look up the census page."),
+                    ("WebSurferAgent", "I clicked 'census'. The page says: Access Denied. Complete the CAPTCHA."),
+                    ("MagenticOneOrchestrator", "FINAL ANSWER: 12")])
+    lab = Labeller().label(blocked)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F2.guardrail", 2, "WebSurferAgent")
+    # AutoGen 0.4's CodeExecutorAgent prints a successful run's output bare: under "executor_agent" its numbers are
+    # what the code printed (no invented fact), and the agent answerable there is the one whose code it ran
+    code = _log([("coder_agent", "I will count the rows.\n```python\nprint(len(rows), len(set(rows)))\n```"),
+                 ("executor_agent", "48213 1290"),
+                 ("coder_agent", "FINAL ANSWER: 48213")])
+    lab = Labeller().label(code)
+    assert "F1.unsupported_fact" not in {s.id for s in lab.signals}
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.answer_origin", 2, "coder_agent")
