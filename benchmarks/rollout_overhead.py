@@ -24,7 +24,7 @@ With ``--repeat N`` the configurations run in turn N times (in-process, process,
 ...) and each figure is the median, with min / median / max printed beside the ratios.
 
     python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--repeat 3]
-        [--batch 1] [--docker] [--ray] [--fork-floor]
+        [--batch 1] [--docker] [--ray] [--fork-floor] [--breakdown]
 
 ``--batch N``: rollouts of one commit go to one sandboxed worker N at a time (a run's
 ``sandbox.batch_size`` is 8); with 1, every rollout gets a fresh sandbox (all bwrap rows are then cold).
@@ -38,6 +38,17 @@ the child, and as a bare fork + exit
 
 With ``PYTHONPATH`` set (another tree of evoharness, unpacked elsewhere, to compare before and after in turn),
 the sandboxed workers get it too, so that they run the same code as this process.
+
+``--breakdown`` measures only where a warm rollout's CPU goes (a bwrap warm worker already up, ``--batch`` rollouts
+to a forked child: 2 or more; an offline model, served host-side), ``--repeat`` rounds of ``--rollouts``: this
+process's CPU split by thread -- the model gateway's connection threads (HTTP, the request's JSON and checks, the
+host-side stand-in model, the reply), the executor's rollout threads (request file, warm protocol, reading,
+unsealing and replaying the output, scoring) and the rest --, the fork server's own CPU and the batch children's
+(from the server's per-rollout reports: a child's first rollout, its later ones, and what it costs once per batch
+beyond its rollouts -- the fork's return, the baseline it checks against, exit), with minor page faults; then the
+host's CPU per model call in the gateway's threads beside a bare round trip over a Unix socket of the same mean
+request and reply sizes (a thread per connection, one connection per rollout, length-prefixed frames, no HTTP or
+JSON): the transport's own floor. docs/sandbox.md ("Where a warm rollout's CPU goes") has a run.
 
 ``--docker`` adds a fresh Docker container per rollout and warm pooled containers (docs/sandbox.md).
 ``--ray`` adds a local Ray (this machine's CPUs): one task per rollout and one per batch of 4, each
@@ -179,6 +190,167 @@ def _fork_floor(args) -> None:
     print(f"  (forked child + parent's fork) / in-process: {spread(ratios, '.2f', 'x')}")
 
 
+def _echo_floor(calls: int, connections: int, request: int, reply: int) -> float:
+    """Host CPU seconds per round trip of a bare Unix-socket echo: a child process opens ``connections``
+    connections (a thread each here, as the gateway's), ``calls`` round trips on each of ``request`` bytes out and
+    ``reply`` back (an 8-byte length before each), nothing parsed; this process's CPU over the child's run."""
+    import socket
+    import threading
+
+    def serve(conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as f:
+            while (head := f.read(8)) and len(head) == 8:
+                f.read(int(head))
+                conn.sendall(b"%08d" % reply + b"y" * reply)
+
+    def accept(server: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the measurement is over
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    with tempfile.TemporaryDirectory() as d:
+        path = str(Path(d, "echo.sock"))
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+        server.listen(16)
+        threading.Thread(target=accept, args=(server,), daemon=True).start()
+        body = b"%08d" % request + b"x" * request
+        start = time.process_time()
+        pid = os.fork()
+        if pid == 0:  # the child: the client side, as a batch child
+            code = 1
+            try:
+                for _ in range(connections):
+                    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c, c.makefile("rb") as f:
+                        c.connect(path)
+                        for _ in range(calls):
+                            c.sendall(body)
+                            f.read(int(f.read(8)))
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        used = time.process_time() - start
+        server.close()
+    if status != 0:
+        raise SystemExit("error: the echo floor's client failed")
+    return used / (calls * connections)
+
+
+def _breakdown(args) -> None:
+    """``--breakdown`` (see the module docstring): where a warm rollout's CPU goes, by process and thread."""
+    import threading
+
+    from evoharness.harness_repo.init import init_harness
+    from evoharness.sandbox import gateway as gateway_mod
+    from evoharness.sandbox import warm as warm_mod
+
+    lock = threading.Lock()
+    threads = {"gateway": 0.0, "executor": 0.0}
+    records: list[tuple[dict, bool]] = []  # each rollout's server report, and whether it ended its batch
+    sizes: list[tuple[int, int]] = []  # request and reply bytes of the model calls (measured in the warm-up only)
+    measuring = [False]
+
+    def timed(kind: str, fn):
+        def wrapper(*a, **kw):
+            start = time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                with lock:
+                    threads[kind] += time.thread_time() - start
+        return wrapper
+
+    handle, run_one, gw_handle = gateway_mod._Handler.handle, LocalExecutor._warm_one, gateway_mod.Gateway.handle
+    worker_run = warm_mod.WarmWorker.run
+
+    def sized(self, method: str, path: str, body: bytes | None):
+        reply = gw_handle(self, method, path, body)
+        if not measuring[0] and method == "POST":
+            sizes.append((len(body or b""), len(json.dumps(reply.payload))))
+        return reply
+
+    def recorded(self, payload: dict, *, batch: str | None = None, last: bool = True):
+        out = worker_run(self, payload, batch=batch, last=last)
+        if measuring[0]:
+            records.append((dict(self.last_cost), last))
+        return out
+
+    gateway_mod._Handler.handle = timed("gateway", handle)
+    LocalExecutor._warm_one = timed("executor", run_one)
+    gateway_mod.Gateway.handle = sized
+    warm_mod.WarmWorker.run = recorded
+    rounds: list[dict[str, float]] = []
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            harness = Path(d) / "harness"
+            init_harness(harness)
+            reqs = _requests(args.env, args.rollouts, args.split)
+            n = len(reqs)
+            env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+            for _ in range(args.repeat):
+                with LocalExecutor(harness, args.env, args.model, sandbox=BwrapSandbox(), workers=1, env=env,
+                                   batch_size=args.batch) as ex:
+                    ex.run(reqs[:args.batch])  # the worker up, the tree exported, the host's imports done
+                    for k in threads:
+                        threads[k] = 0.0
+                    records.clear()
+                    before = dict(ex.warm_cost)
+                    measuring[0] = True
+                    cpu = _cpu()
+                    trajs = ex.run(reqs)
+                    cpu = _cpu() - cpu
+                    measuring[0] = False
+                    spent = {k: v - before.get(k, 0) for k, v in ex.warm_cost.items()}
+                calls = sum(t.meta["gateway"].get("requests", 0) for t in trajs
+                            if isinstance(t.meta.get("gateway"), dict))
+                firsts = [c for c, _ in records if c.get("child_forks")]
+                later = [c for c, last in records if not c.get("child_forks") and not last]
+                ends = [c for c, last in records if last and not c.get("child_forks")]
+                row = {"host": cpu / n, "gateway": threads["gateway"] / n, "executor": threads["executor"] / n,
+                       "server": spent.get("server_cpu_s", 0) / n, "child": spent.get("child_cpu_s", 0) / n,
+                       "child_faults": spent.get("child_minflt", 0) / n, "calls": calls / n,
+                       "failed": sum(1 for t in trajs if t.meta.get("rollout_failure"))}
+                for key, group in (("first", firsts), ("later", later), ("end", ends)):
+                    if group:
+                        row[key] = statistics.median(c.get("child_cpu_s", 0) for c in group)
+                        row[key + "_faults"] = statistics.median(c.get("child_minflt", 0) for c in group)
+                rounds.append(row)
+    finally:
+        gateway_mod._Handler.handle, LocalExecutor._warm_one = handle, run_one
+        gateway_mod.Gateway.handle, warm_mod.WarmWorker.run = gw_handle, worker_run
+    if not sizes or not rounds[0]["calls"]:
+        raise SystemExit("error: --breakdown saw no model call through the gateway")
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if all(k in r for r in rounds)}
+    request = round(statistics.mean(a for a, _ in sizes))
+    reply = round(statistics.mean(b for _, b in sizes))
+    per_call = max(1, round(med["calls"]))
+    floor = [_echo_floor(per_call, max(8, args.rollouts), request, reply) for _ in range(args.repeat)]
+    total = med["host"] + med["server"] + med["child"]
+    ms = 1000.0
+    print(f"where a warm rollout's CPU goes: {args.rollouts} rollouts of {args.model} on {args.env}, "
+          f"batch {args.batch}, bwrap warm worker up, medians of {args.repeat} rounds ({load_note()})")
+    print(f"  total per rollout        : {total * ms:6.2f} ms CPU (failed rollouts: {int(med['failed'])})")
+    print(f"  host (this process)      : {med['host'] * ms:6.2f} ms -- the gateway's connection threads "
+          f"{med['gateway'] * ms:.2f}, the executor's rollout threads {med['executor'] * ms:.2f}, the rest "
+          f"{(med['host'] - med['gateway'] - med['executor']) * ms:.2f}")
+    print(f"  fork server              : {med['server'] * ms:6.2f} ms (fork, wait, sweep and checks, protocol)")
+    print(f"  batch children           : {med['child'] * ms:6.2f} ms, {med['child_faults']:.0f} minor page faults")
+    if "later" in med and "first" in med:
+        once = med.get("end", med["later"]) - med["later"]
+        print(f"    a child's first rollout: {med['first'] * ms:.2f} ms, {med['first_faults']:.0f} faults; later ones "
+              f"{med['later'] * ms:.2f} ms, {med['later_faults']:.0f} faults; once per batch beyond its rollouts "
+              f"(fork's return, baseline, exit) {once * ms:.2f} ms, "
+              f"{med.get('end_faults', med['later_faults']) - med['later_faults']:.0f} faults")
+    print(f"  model calls per rollout  : {med['calls']:.2f}; host CPU per call in the gateway's threads "
+          f"{med['gateway'] / med['calls'] * 1e6:.0f} us (mean request {request} B, reply {reply} B)")
+    print(f"  bare Unix-socket round trip of those sizes, host CPU: {spread([x * 1e6 for x in floor], '.0f', ' us')} "
+          f"(a thread per connection, {per_call} calls each, no HTTP or JSON)")
+
+
 def _bare(box, n: int = 20) -> float:
     """Mean seconds to run ``true`` through ``box`` (the sandbox's own start-up, no Python)."""
     limits = Limits(wall_seconds=30)
@@ -248,6 +420,8 @@ def main() -> None:
                     "task per rollout and per batch of 4, against a local bwrap pool of as many workers")
     ap.add_argument("--fork-floor", action="store_true", help="only measure what a fork per rollout costs in this "
                     "process, without sandbox or gateway (see above)")
+    ap.add_argument("--breakdown", action="store_true", help="only measure where a warm rollout's CPU goes: host "
+                    "threads, fork server, batch children, and the socket's own floor per model call (see above)")
     add_repeat(ap)
     args = ap.parse_args()
     check_repeat(ap, args.repeat)
@@ -255,6 +429,16 @@ def main() -> None:
         ap.error("--rollouts and --batch must be at least 1")
     if args.fork_floor:
         _fork_floor(args)
+        return
+    if args.breakdown:
+        from evoharness.model_specs import is_offline
+
+        if args.batch < 2:
+            ap.error("--breakdown measures a warm worker's batch children: --batch 2 or more (with 1 every rollout "
+                     "gets a fresh sandbox)")
+        if not is_offline(args.model):
+            ap.error("--breakdown needs an offline model (scripted: or standin:) served host-side behind the gateway")
+        _breakdown(args)
         return
 
     from evoharness.harness_repo.init import init_harness
