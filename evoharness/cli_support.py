@@ -90,6 +90,22 @@ def check_rollouts(k: int | None, option: str = "--rollouts", least: int = 1) ->
     return k
 
 
+TEMPERATURE_HELP = ("sampling temperature of an openai:URL#model agent model, 0 to 2 (default: run.temperature "
+                    "where the model is run.model, else 0); written into the spec as ?temperature=T")
+
+
+def agent_spec(settings, model: str | None, temperature: float | None) -> str:
+    """The agent model spec a command runs: ``model`` (None: ``run.model``) at ``temperature`` (None: as the spec
+    says; for ``run.model``, ``run.temperature``). InputError for a temperature the model cannot take."""
+    from evoharness.model_specs import with_temperature
+
+    if model is not None:
+        return with_temperature(model, temperature)
+    if temperature is not None:
+        return with_temperature(settings.run.model, temperature)
+    return with_temperature(settings.run.model, settings.run.temperature, "run.temperature")
+
+
 def output_file(default_name: str):
     """A typer ``parser`` for an ``--out FILE`` option: a value ending in ``/`` or naming an existing directory
     means ``DIR/default_name`` (as ``cp FILE DIR/`` does), not a file named like the directory (typer's

@@ -8,7 +8,10 @@ A scheme that serves only one of the two says so in the error. Nothing here make
 - ``scripted:weak`` / ``scripted:oracle`` -- seeded scripted agent models (agent); ``scripted:FILE.json``
   -- a JSON list of replies played in order (roles).
 - ``openai:URL#model`` -- an OpenAI-compatible endpoint (agent and roles); for the roles also
-  ``openai:MODEL`` with ``roles.base_url`` (or the OpenAI API).
+  ``openai:MODEL`` with ``roles.base_url`` (or the OpenAI API). For the agent,
+  ``openai:URL#model?temperature=T`` samples at ``T`` (default 0; ``with_temperature`` writes it from
+  ``run.temperature`` / ``--temperature``): the spec is the model's identity in trajectories and the rollout
+  cache, so rollouts at another temperature are never taken for these.
 - ``gateway:SOCKET?rollout=TOKEN#model`` -- the model gateway over a Unix socket (agent, written by the
   executor for one rollout).
 """
@@ -16,6 +19,7 @@ A scheme that serves only one of the two says so in the error. Nothing here make
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,6 +59,53 @@ def scheme_of(spec: str, option: str = "model") -> ModelScheme:
     except InputError:
         grammars = "; ".join(e.grammar for _, e in MODELS.items())
         raise InputError(option, f"unknown model spec {spec!r} (one of: {grammars})") from None
+
+
+TEMPERATURE = "?temperature="  # after an openai: agent spec's #model
+MAX_TEMPERATURE = 2.0  # OpenAI's range is 0 to 2
+
+
+def split_temperature(spec: str) -> tuple[str, float | None]:
+    """(``spec`` without ``?temperature=T``, T or None when it names none). InputError for a T that is not a
+    number from 0 to 2, or a temperature on a spec other than ``openai:URL#model``."""
+    base, sep, raw = spec.partition(TEMPERATURE)
+    if not sep:
+        return spec, None
+    if not base.startswith("openai:") or "#" not in base:
+        raise InputError("model", f"{spec!r}: a temperature is for an openai:URL#model agent spec")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_TEMPERATURE:
+        raise InputError("model", f"{spec!r}: temperature must be a number from 0 to {MAX_TEMPERATURE:g}, "
+                         f"not {raw!r}")
+    return base, value
+
+
+def with_temperature(spec: str, temperature: float | None, option: str = "--temperature") -> str:
+    """``spec`` sampling at ``temperature`` (None: as ``spec`` says; 0 adds nothing, so the default spec and
+    everything keyed by it stay as they were). InputError for a value outside 0..2, a spec that is not
+    ``openai:URL#model`` (the offline models do not sample), or one already naming another temperature."""
+    base, named = split_temperature(spec)
+    if temperature is None:
+        return spec
+    if not 0 <= temperature <= MAX_TEMPERATURE:  # (NaN too)
+        raise InputError(option, f"must be 0 to {MAX_TEMPERATURE:g}, not {temperature:g}")
+    if named is not None and named != temperature:
+        raise InputError(option, f"{temperature:g}, but the model spec {spec!r} says {named:g}")
+    if temperature == 0:
+        return base
+    if not base.startswith("openai:") or "#" not in base:
+        raise InputError(option, f"{temperature:g} is for an openai:URL#model agent model; {spec!r} does not "
+                         "sample (give it 0, or no temperature)")
+    return f"{base}{TEMPERATURE}{float(temperature)!r}"
+
+
+def model_name(spec: str) -> str:
+    """The model's name in ``spec``: what follows ``#`` (without ``?temperature=T``), else ``spec``."""
+    base = spec.partition(TEMPERATURE)[0]
+    return base.rpartition("#")[2] or base
 
 
 def agent_model(spec: str, seed: int) -> Any:

@@ -80,19 +80,23 @@ class LangChainChatModel:
         return bound.invoke(messages)
 
 
-def openai_model(spec: str, seed: int) -> LangChainChatModel:
-    """``openai:URL#model`` -> ChatOpenAI at ``URL`` (key from ``OPENAI_API_KEY``, else a dummy).
+def openai_model(spec: str, seed: int, http_client: Any = None) -> LangChainChatModel:
+    """``openai:URL#model[?temperature=T]`` -> ChatOpenAI at ``URL`` (key from ``OPENAI_API_KEY``, else a
+    dummy), sampling at ``T`` (default 0).
 
-    Construction makes no request; the first ``invoke`` does.
+    Construction makes no request; the first ``invoke`` does. ``http_client``: an ``httpx.Client`` to send
+    through (tests hand one whose transport records the request).
     """
     from langchain_openai import ChatOpenAI
 
-    rest = spec.removeprefix("openai:")
-    url, _, model = rest.partition("#")
+    from evoharness.model_specs import split_temperature
+
+    base, temperature = split_temperature(spec)
+    url, _, model = base.removeprefix("openai:").partition("#")
     if not url or not model:
         raise InputError("model", f"{spec!r}: expected openai:URL#model")
     llm = ChatOpenAI(base_url=url, model=model, api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
-                     seed=seed, temperature=0.0, max_retries=2)
+                     seed=seed, temperature=temperature or 0.0, max_retries=2, http_client=http_client)
     return LangChainChatModel(llm)
 
 

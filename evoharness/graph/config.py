@@ -15,6 +15,9 @@ class RunConfig(BaseModel):
     model: str = Field("standin:weak", description="Agent model: 'standin:weak' (the offline stand-in that reads "
                        "the harness, docs/agent.md), 'standin:strong', 'scripted:weak', 'scripted:oracle', "
                        "'openai:URL#model'.")
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature of an "
+                                      "'openai:URL#model' agent model, 0 to 2 (None: 0, or what the spec's "
+                                      "'?temperature=T' says). Written into the model spec when the run starts.")
     dev_limit: int = Field(0, ge=0, description="How many of the environment's dev tasks to use (0 = all).")
     heldout_limit: int = Field(0, ge=0, description="How many of the environment's held-out tasks the before/after "
                                "evaluation uses (0 = all). A count; `datasets.heldout_tasks` is a list of task ids.")

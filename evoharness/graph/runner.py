@@ -109,7 +109,10 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     if (run_dir / "settings.json").exists():
         raise InputError(run_id, "run already exists: use --resume")
     evidence = import_evidence(settings.run.evidence)  # a bad file stops the run before anything is written
-    model = resolve_model_spec(settings.run.model)  # openai:URL -> its one model, fixed for the whole run
+    from evoharness.model_specs import with_temperature
+
+    # openai:URL -> its one model, fixed for the whole run; run.temperature into the spec (the rollouts' identity)
+    model = with_temperature(resolve_model_spec(settings.run.model), settings.run.temperature, "run.temperature")
     if model != settings.run.model:
         settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
     save_run_settings(run_dir, settings)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import check_rollouts, output_file, settings_of
+from evoharness.cli_support import TEMPERATURE_HELP, agent_spec, check_rollouts, output_file, settings_of
 from evoharness.errors import InputError
 
 
@@ -98,6 +98,7 @@ def evaluate(
                                             "seed commit vs final main; stored in the run directory")] = None,
     env: Annotated[str | None, typer.Option("--env", help="environment (default: run.env)")] = None,
     model: Annotated[str | None, typer.Option("--model", help="model spec (default: run.model)")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", help=TEMPERATURE_HELP)] = None,
     rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k per task (default: run.rollouts)")]
     = None,
     split: Annotated[str, typer.Option("--split", help="heldout | dev")] = "heldout",
@@ -124,7 +125,7 @@ def evaluate(
     if (harness is None) == (run is None):
         raise InputError("evaluate", "give --harness DIR or --run RUN (one of them)")
     if run is not None:
-        if env or model or baseline or candidate or tasks:
+        if env or model or baseline or candidate or tasks or temperature is not None:
             raise InputError("--run", "evaluates the run's own env, model, tasks, seed and final main; "
                              "use --harness to choose them")
         from evoharness.reports.runs import load_run
@@ -139,8 +140,8 @@ def evaluate(
         if out is None:
             raise InputError("--out", "name the JSON result file")
         settings = settings_of(ctx)
-        measurer = Measurer.of(settings, harness, env or settings.run.env, model or settings.run.model,
-                            _progress(as_json))
+        measurer = Measurer.of(settings, harness, env or settings.run.env, agent_spec(settings, model, temperature),
+                               _progress(as_json))
         try:
             ev = compare(measurer, baseline or "seed", candidate or "main", split, rollouts or settings.run.rollouts,
                          settings.run.seed, tasks=measurer.tasks(split, tasks), z=settings.verification.z,

@@ -74,6 +74,8 @@ def rollout(
     model: Annotated[str, typer.Option(
         "--model", help="standin:weak | standin:strong | scripted:weak | scripted:oracle | openai:URL[#model]",
     )] = "standin:weak",
+    temperature: Annotated[float | None, typer.Option("--temperature", help="sampling temperature of an "
+                                                      "openai:URL#model agent model, 0 to 2 (default 0)")] = None,
     split: Annotated[str, typer.Option("--split", help="task split: dev | heldout")] = "dev",
     tasks: Annotated[int, typer.Option("--tasks", help=f"first N tasks of the split (0 = all; at most "
                                        f"{MAX_ROLLOUTS:,})")] = 10,
@@ -92,6 +94,7 @@ def rollout(
     from rich.progress import Progress
 
     from evoharness.agent.models import resolve_model_spec
+    from evoharness.model_specs import with_temperature
     from evoharness.sandbox.api import RolloutRequest
     from evoharness.sandbox.factory import make_executor, make_sandbox
 
@@ -112,7 +115,7 @@ def rollout(
     if len(task_ids) * rollouts > MAX_ROLLOUTS:
         fail(f"{len(task_ids):,} tasks x {rollouts:,} rollouts is more than one command makes "
              f"({MAX_ROLLOUTS:,}); give fewer --tasks or --rollouts")
-    model = resolve_model_spec(model)  # openai:URL without #model: the server's one model
+    model = with_temperature(resolve_model_spec(model), temperature)  # openai:URL: the server's one model
     _check_model(model)
     ref = commit or _default_commit(harness)
     requests = [RolloutRequest(task_id=t, harness_commit=ref or "HEAD", seed=seed + k, rollout=k, split=split)

@@ -41,6 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
+from evoharness.model_specs import model_name
 from evoharness.sandbox.api import RolloutRequest, rollout_id
 from evoharness.traces.models import Event, Split, Termination, Trajectory, Usage
 
@@ -81,7 +82,7 @@ class CommandRollout:
     def task_file(self, payload: dict[str, Any], output: str) -> dict[str, Any]:
         """The task file: the worker request ``payload`` plus prompt, tools, output, model and tool command."""
         socket, base_url = _gateway_parts(payload.get("gateway"))
-        name = self.model_spec.rpartition("#")[2] or self.model_spec
+        name = model_name(self.model_spec)  # the gateway sets the spec's temperature on each request
         return payload | {
             "version": TASK_FILE_VERSION, "prompt": self.task.prompt, "tools": self.env.tools(self.task),
             "output": output,

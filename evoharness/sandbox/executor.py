@@ -552,8 +552,10 @@ class LocalExecutor:
 
 
 def model_name(model_spec: str) -> str:
-    """The model's name inside a spec (``openai:URL#name`` -> ``name``; else the spec itself)."""
-    return model_spec.rpartition("#")[2] or model_spec
+    """The model's name inside a spec (``openai:URL#name[?temperature=T]`` -> ``name``; else the spec itself)."""
+    from evoharness.model_specs import model_name as name
+
+    return name(model_spec)
 
 
 def with_gateway_usage(traj: Trajectory, usage: RolloutUsage) -> Trajectory:

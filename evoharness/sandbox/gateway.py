@@ -51,10 +51,12 @@ AGENT, USER = "agent", "user"  # lane names: the run's model, a simulated user's
 
 @dataclass
 class Lane:
-    """One upstream behind the gateway and the model its requests are pinned to (None: not pinned)."""
+    """One upstream behind the gateway and the model (and temperature) its requests are pinned to (None: not
+    pinned: what the client sent)."""
 
     upstream: Upstream
     model: str | None = None
+    temperature: float | None = None
 
 
 @dataclass
@@ -257,6 +259,8 @@ class Gateway:
         else:
             if lane.model:
                 request["model"] = lane.model
+            if lane.temperature is not None:  # the host's openai:URL#model?temperature=T, whatever the client sent
+                request["temperature"] = lane.temperature
             reply = lane.upstream.chat(request, token)
         self._account(token, reply, chat=True, seconds=time.monotonic() - start)
         if reply.status != 200:
@@ -403,12 +407,14 @@ def http_lane(spec: str, cfg: GatewayConfig, key_env: str, what: str = "model") 
     """A lane forwarding to ``openai:URL#model``'s URL, pinned to its model, with the key from the host
     variable ``key_env`` (read now, never passed on). InputError for any other spec."""
     from evoharness.errors import InputError
+    from evoharness.model_specs import split_temperature
     from evoharness.sandbox.gateway_upstream import HttpUpstream
 
-    url, _, name = spec.removeprefix("openai:").partition("#")
+    base, temperature = split_temperature(spec) if spec.startswith("openai:") else (spec, None)
+    url, _, name = base.removeprefix("openai:").partition("#")
     if not spec.startswith("openai:") or not url or not name:
         raise InputError(what, f"{spec!r}: the gateway forwards openai:URL#model specs")
-    return Lane(HttpUpstream(url, api_key=os.environ.get(key_env) or None, cfg=cfg), name)
+    return Lane(HttpUpstream(url, api_key=os.environ.get(key_env) or None, cfg=cfg), name, temperature)
 
 
 def start_gateway(model_spec: str | None, cfg: GatewayConfig | None = None, upstream: Upstream | None = None,
@@ -424,7 +430,9 @@ def start_gateway(model_spec: str | None, cfg: GatewayConfig | None = None, upst
     lanes: dict[str, Lane] = {}
     try:
         if upstream is not None:
-            lanes[AGENT] = Lane(upstream, (model_spec or "").rpartition("#")[2] or None)
+            from evoharness.model_specs import model_name
+
+            lanes[AGENT] = Lane(upstream, model_name(model_spec or "") or None)
         elif model_spec is not None:
             lanes[AGENT] = http_lane(model_spec, cfg, cfg.api_key_env)
         if user_spec is not None:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import check_rollouts, fail, settings_of
+from evoharness.cli_support import TEMPERATURE_HELP, agent_spec, check_rollouts, fail, settings_of
 from evoharness.errors import InputError
 from evoharness.verification.config import VerificationConfig
 
@@ -115,6 +115,7 @@ def verify(
                                               "unless --release-reservation)")] = None,
     env: Annotated[str | None, typer.Option("--env", help="environment spec (default: run.env)")] = None,
     model: Annotated[str | None, typer.Option("--model", help="agent model spec (default: run.model)")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", help=TEMPERATURE_HELP)] = None,
     rollouts: Annotated[int, typer.Option("--rollouts", help="k per task for the candidate and its baseline")] = 4,
     anchor_rollouts: Annotated[int, typer.Option("--anchor-rollouts", help="rollouts per task of main's anchor")] = 4,
     strategy: Annotated[str | None, typer.Option("--strategy", help="selection strategy name")] = None,
@@ -153,7 +154,7 @@ def verify(
     if tasks is None:
         fail("evoharness verify: missing option --tasks (see evoharness verify --help)")
     env = env or settings.run.env
-    model = model or settings.run.model
+    model = agent_spec(settings, model, temperature)
     check_rollouts(rollouts)
     check_rollouts(anchor_rollouts, "--anchor-rollouts", least=2)
     if not budget >= 0:  # (NaN too)
