@@ -61,8 +61,9 @@ MAX_ROLLOUTS = 100_000
 
 
 # Seeds `rollout --seed` takes: rollout k uses seed + k, sent as the request's `seed` to an OpenAI-compatible
-# endpoint (and to numpy-seeded environments), which refuse a negative seed or one past 32 bits; a seed out of
-# range made every rollout a failed one, silently. 2**31 - 1 is what a signed 32-bit seed holds.
+# endpoint. One past 64 bits (99999999999999999999999) is refused there (vLLM checks int64), so every rollout
+# failed, silently; numpy's seeding refuses a negative seed or one past 2**32 - 1. 2**31 - 1 (a signed 32-bit
+# seed) is the conservative range every consumer takes.
 MAX_SEED = 2**31 - 1
 
 
