@@ -278,10 +278,15 @@ def read_dev_labels(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
         rows = json.loads(path.read_text())["labels"]
         out = {}
         for i, r in enumerate(rows):
-            if r["half"] not in ("tune", "test") or r["party"] not in PARTIES or not isinstance(r["step"], int):
+            step = r["step"]
+            if r["half"] not in ("tune", "test") or r["party"] not in PARTIES or not isinstance(step, int) \
+                    or isinstance(step, bool) or step < 0:
                 raise ValueError(f"label {i}: half, party or step out of range")
+            if not isinstance(r["category"], str) or crosswalk(r["category"]) is None:
+                # an unknown category was scored with no class (its run dropped); a non-string one was a traceback
+                raise ValueError(f"label {i}: category {r['category']!r} is none of AgentRx's nine")
             out[(str(r["task_id"]), int(r["trial"]))] = r
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         raise InputError(str(path), f"not a dev-label file ({e})") from None
     return out
 

@@ -176,12 +176,28 @@ def test_dev_labels_join_tau_runs_by_task_and_trial_and_a_simulated_users_failur
         "tau-airline-dev/tune": [("f:1:0", 2, None, "F1")]}
 
 
-@pytest.mark.parametrize("rows", [None, [{"task_id": 1}], [{"task_id": 1, "trial": 0, "half": "dev", "step": 2,
-                                                          "category": "x", "party": "agent"}]])
+_GOOD = {"task_id": 1, "trial": 0, "half": "tune", "step": 2, "category": "Invalid Invocation", "party": "agent"}
+
+
+@pytest.mark.parametrize("rows", [None, [{"task_id": 1}], [{**_GOOD, "half": "dev"}],
+                                  # an unknown or a non-string category (was: run dropped / a traceback), a bool or
+                                  # negative step
+                                  [{**_GOOD, "category": "x"}], [{**_GOOD, "category": None}],
+                                  [{**_GOOD, "step": True}], [{**_GOOD, "step": -1}]])
 def test_a_file_that_is_no_dev_label_file_is_an_input_error(tmp_path, rows):
     from evoharness.diagnosis.accuracy import read_dev_labels
     from evoharness.errors import InputError
 
     p = _dev_file(tmp_path, rows) if rows is not None else tmp_path / "missing.json"
+    with pytest.raises(InputError, match="not a dev-label file"):
+        read_dev_labels(p)
+
+
+def test_a_dev_label_file_nested_too_deeply_is_an_input_error(tmp_path):
+    from evoharness.diagnosis.accuracy import read_dev_labels
+    from evoharness.errors import InputError
+
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(InputError, match="not a dev-label file"):
         read_dev_labels(p)
