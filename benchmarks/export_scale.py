@@ -26,8 +26,13 @@ export in a fresh process (``PYTHONPATH`` names the tree; one untimed export fir
 first-call set-up are not timed); it prints each tree's rows per CPU-second and the ratio of each pair
 (this / TREE), min / median / max over ``--repeat`` pairs, and each tree's peak RSS growth.
 
+``--instructions`` prints the load-free figure instead of CPU seconds: the instructions of one export of the
+``--n`` rows (``valgrind --tool=cachegrind``, which must be installed), counted as a fresh process that exports
+twice less one that exports once (start-up, imports and first-call set-up cancel), ``PYTHONHASHSEED=0``; with
+``--against TREE``, both trees' counts and their ratio. valgrind runs ~50x slower: ``--n 400`` is plenty.
+
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
-        [--render-under seed|evolved] [--repeat 3] [--against TREE]
+        [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import argparse
 import atexit
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -162,11 +168,53 @@ def _child(args) -> None:
                       "reused": getattr(s, "labels_reused", 0), "fallbacks": s.prompt_fallbacks}))
 
 
+def _flags(args) -> list[str]:
+    return ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else []) \
+        + (["--render-under", args.render_under] if args.render_under else [])
+
+
+def _passes(args) -> None:
+    """``--child-passes SRC LABELS|- OUT N``: N exports, nothing printed (counted from outside by valgrind)."""
+    src, labels, out, n = args.child_passes
+    for _ in range(int(n)):
+        _export_once(Path(src), None if labels == "-" else Path(labels), Path(out), args)
+
+
+def _instructions(tree: Path, src: Path, labels: Path | None, d: Path, args) -> int:
+    """Instructions of one export with ``tree``'s evoharness: a process exporting twice less one exporting once."""
+    counts = []
+    for n in (1, 2):
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
+               __file__, *_flags(args), "--child-passes", str(src), str(labels or "-"), str(d / "out-ir"), str(n)]
+        done = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"},
+                              capture_output=True, text=True, cwd=d)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if done.returncode != 0 or not found:
+            sys.exit(f"error: valgrind on the export with {tree} failed: "
+                     f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+        counts.append(int(found.group(1).replace(",", "")))
+    return counts[1] - counts[0]
+
+
+def _count(src: Path, labels: Path | None, d: Path, args) -> None:
+    trees = {"this": Path(__file__).resolve().parents[1]}
+    if args.against is not None:
+        trees["against"] = args.against.resolve()
+    print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  format: {args.format}  source: "
+          f"{args.source}  labels: {'yes' if labels else 'no'}  (instructions: valgrind, load-free)")
+    found = {}
+    for name, tree in trees.items():
+        found[name] = _instructions(tree, src, labels, d, args)
+        print(f"{name:>8} ({tree}): {found[name] / 1e6:,.0f} M instructions per export, "
+              f"{found[name] / args.n / 1e3:,.0f} k per row")
+    if "against" in found:
+        print(f"ratio this/against, instructions: {found['this'] / found['against']:.3f}x")
+
+
 def _side_by_side(src: Path, labels: Path | None, d: Path, args) -> None:
     here = Path(__file__).resolve().parents[1]
     trees = {"this": here, "against": args.against.resolve()}
-    flags = ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else []) \
-        + (["--render-under", args.render_under] if args.render_under else [])
+    flags = _flags(args)
     runs: dict[str, list[dict]] = {k: [] for k in trees}
     for _ in range(args.repeat):
         for name, tree in trees.items():  # in turn, so that a load spike hits both
@@ -203,17 +251,25 @@ def main() -> None:
                     help="render each record's system prompt under a fresh seed harness repo's template")
     ap.add_argument("--against", type=Path, metavar="TREE",
                     help="another evoharness tree: export with both in turn and print the ratio")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count the instructions of one export with valgrind (load-free) instead of CPU seconds")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--child-passes", nargs=4, help=argparse.SUPPRESS)
     add_repeat(ap)
     args = ap.parse_args()
     if args.child:
         _child(args)
+        return
+    if args.child_passes:
+        _passes(args)
         return
     check_repeat(ap, args.repeat)
     if args.n < 1:
         ap.error("--n must be at least 1")
     if args.against is not None and not (args.against / "evoharness" / "__init__.py").is_file():
         ap.error(f"--against {args.against}: no evoharness package there")
+    if args.instructions and shutil.which("valgrind") is None:
+        ap.error("--instructions needs valgrind (not found on PATH)")
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "trajectories.jsonl"
@@ -237,6 +293,9 @@ def main() -> None:
             with labels.open("w") as fh:
                 for t in JsonlSource(src):
                     fh.write(as_line(labeller.label(t)).model_dump_json() + "\n")
+        if args.instructions:
+            _count(src, labels, Path(d), args)
+            return
         if args.against is not None:
             _side_by_side(src, labels, Path(d), args)
             return
