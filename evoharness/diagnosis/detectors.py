@@ -783,9 +783,36 @@ class PoorDeliveryDetector:
             why = "failure-only record (unscored)"
         else:
             return []
-        step = answer_step(view)
-        return [Signal(id=self.id, failure_class=F4, step=_before_closing(view, step),
+        step = _before_closing(view, answer_step(view))
+        declined = first_refusal(view, step)
+        if declined is not None:
+            return [Signal(id=self.id, failure_class=F4, step=declined,
+                           evidence=f"{why}; no write, and the agent first declined here: "
+                                    f"{quote(view.texts[declined], 150)}")]
+        return [Signal(id=self.id, failure_class=F4, step=step,
                        evidence=f"{why}; final answer: {quote(t.final_answer, 150)}")]
+
+
+# the agent declining what was asked: "I'm unable to ...", "I cannot ...", "... cannot be modified / cancelled"
+REFUSAL = re.compile(r"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)\b"
+                     r"|\b(?:i|we)\s+(?:cannot|can['’]t|can not)\b"
+                     r"|\bcannot be (?:modified|changed|cancell?ed|refunded|upgraded|removed|added|booked|done)\b")
+
+
+def first_refusal(view: TraceView, before: int) -> int | None:
+    """A failed conversation that wrote nothing, and in which the agent declined the request: its first refusal
+    (an assistant message with text matching ``REFUSAL``) before ``before`` (the delivery) -- what the run then did
+    follows from it. None with a write (then the write locates it), with no user turn (nobody to decline), in a
+    multi-agent log (named speakers) or when the agent never declined."""
+    from evoharness.diagnosis.invariants import write_calls
+
+    msgs = view.traj.messages
+    if not view.user_steps or not view.assistant_steps or msgs[view.assistant_steps[0]].get("name"):
+        return None
+    if write_calls(view):
+        return None
+    return next((i for i in view.assistant_steps
+                 if i < before and view.texts[i] and REFUSAL.search(view.lowered(i))), None)
 
 
 # a closing pleasantry: short, no figure, opening with thanks or a welcome ("You're welcome! Safe travels!")

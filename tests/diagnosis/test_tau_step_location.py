@@ -48,3 +48,27 @@ def test_a_multi_agent_log_keeps_the_write_where_it_is():
 def test_a_healthy_confirmed_run_stays_healthy():
     t = _cancel_run("Yes, please go ahead.").deliver("ABC123 is cancelled.").build(1.0)
     assert Labeller().label(t).failure_class == "healthy"
+
+
+def _balance_run() -> TraceBuilder:
+    b = TraceBuilder("t").system(POLICY).user("What is the total of my gift card balances?")
+    b.say("I'm unable to provide information about your gift card balances. Please check your profile.")  # step 2
+    b.user("OK. Then change my reservation to business class, please.")
+    b.say("I need your user id and reservation id to do that.").user("I don't have them.")
+    return b
+
+
+def test_a_failed_run_that_wrote_nothing_is_located_at_the_agents_first_refusal():
+    t = _balance_run().deliver("Feel free to reach out once you have them; I can help then.").build(0.0)
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.poor_delivery", 2)
+    assert "first declined here: I'm unable to provide" in lab.first_signal.evidence
+
+
+def test_without_a_refusal_or_with_a_write_the_delivery_keeps_its_place():
+    b = TraceBuilder("t").system(POLICY).user("How many bags can I take?")
+    t = b.say("As a gold member you may take 3 bags per passenger.").deliver("So 6 bags in all.").build(0.0)
+    assert Labeller().label(t).first_signal.step == 3  # no refusal: the delivery
+    b = _balance_run().call("update_reservation_flights", {"reservation_id": "ABC123"}, result="ok")
+    lab = Labeller().label(b.deliver("Updated.").build(0.0))
+    assert not any(s.id == "F4.poor_delivery" and s.step == 2 for s in lab.signals)  # a write locates it instead
