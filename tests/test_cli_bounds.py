@@ -37,6 +37,10 @@ HUGE = "99999999999999999999999"
      f"error: --tasks must be 0 to 100,000 (0 = all), not {int(HUGE):,}"),
     (["rollout", "--harness", "h", "--env", "synthetic", "--out", "r.jsonl", "--tasks", "-3"],
      "error: --tasks must be 0 to 100,000 (0 = all), not -3"),
+    (["evaluate", "--harness", "h", "--out", "e.json", "--tasks", HUGE],
+     f"error: --tasks must be 0 to 100,000 (0 = all), not {int(HUGE):,}"),
+    (["evaluate", "--harness", "h", "--out", "e.json", "--tasks", "-1"],
+     "error: --tasks must be 0 to 100,000 (0 = all), not -1"),
     (["run", "--set", f"run.max_rounds={HUGE}"],
      "error: settings: run.max_rounds: Input should be less than or equal to 10000"),
 ])

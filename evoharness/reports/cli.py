@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import TEMPERATURE_HELP, agent_spec, check_rollouts, output_file, settings_of
+from evoharness.cli_support import (
+    MAX_ROLLOUTS,
+    TEMPERATURE_HELP,
+    agent_spec,
+    check_range,
+    check_rollouts,
+    output_file,
+    settings_of,
+)
 from evoharness.errors import InputError
 
 
@@ -105,7 +113,8 @@ def evaluate(
     baseline: Annotated[str | None, typer.Option("--baseline", help="revision (default: the first commit on "
                                                  "main, 'seed')")] = None,
     candidate: Annotated[str | None, typer.Option("--candidate", help="revision (default: main's head)")] = None,
-    tasks: Annotated[int, typer.Option("--tasks", help="first N tasks of the split (0 = all)")] = 0,
+    tasks: Annotated[int, typer.Option("--tasks", help=f"first N tasks of the split (0 = all; at most "
+                                       f"{MAX_ROLLOUTS:,})")] = 0,
     out: Annotated[Path | None, typer.Option("--out", "-o", parser=output_file("evaluation.json"), metavar="<path>",
                                              help="JSON result file (a directory: DIR/evaluation.json)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
@@ -120,8 +129,7 @@ def evaluate(
 
     check_split(split)
     _positive(rollouts)
-    if tasks < 0:
-        raise InputError("--tasks", "must be >= 0")
+    check_range(tasks, "--tasks", 0, MAX_ROLLOUTS, " (0 = all)")  # a typo past it meant every task, silently
     if (harness is None) == (run is None):
         raise InputError("evaluate", "give --harness DIR or --run RUN (one of them)")
     if run is not None:
