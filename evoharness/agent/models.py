@@ -9,6 +9,7 @@ arguments that are not a JSON object, in ``AIMessage.invalid_tool_calls`` (raw `
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from typing import Any, Protocol
@@ -179,19 +180,19 @@ class GatewayChatModel:
         self.socket_path, self.model, self.seed = socket_path, model, seed
         self.path = f"/r/{token}/v1/chat/completions" if token else "/v1/chat/completions"
         self._conn: Any = None
-        self._sent: list[tuple[BaseMessage, dict[str, Any]]] = []  # the last request's messages and their dicts
+        self._sent: list[tuple[Any, dict[str, Any]]] = []  # copies of the last request's messages, their dicts
 
     def _dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
         """``from_langchain(messages)``, reusing the last request's dicts for the messages it starts with that
-        the last request also started with: the same objects, unchanged (their dicts are compared with fresh
-        ones only where the object is another)."""
+        equal those the last request started with: each is compared with a copy kept of it, so a message edited
+        in place since (the same object, another content or tool call) is converted again, not sent stale."""
         same = 0
         for (old, _), new in zip(self._sent, messages, strict=False):
-            if old is not new:
+            if old != new:
                 break
             same += 1
         fresh = from_langchain(messages[same:])
-        self._sent = self._sent[:same] + list(zip(messages[same:], fresh, strict=True))
+        self._sent = self._sent[:same] + list(zip(copy.deepcopy(messages[same:]), fresh, strict=True))
         return [d for _, d in self._sent]
 
     def _exchange(self, data: bytes) -> tuple[int, bytes]:

@@ -25,7 +25,7 @@ def test_the_same_messages_keep_their_objects_and_a_changed_one_is_converted_aga
     assert conv(msgs) == to_langchain(msgs)  # what a full conversion gives
 
 
-def test_the_gateway_client_sends_what_from_langchain_gives_reusing_dicts_only_for_the_same_objects():
+def test_the_gateway_client_sends_what_from_langchain_gives_reusing_dicts_only_for_equal_messages():
     model = GatewayChatModel("/nonexistent.sock", "t", "m", 0)
     a, b = SystemMessage("s"), HumanMessage("u")
     assert model._dicts([a, b]) == from_langchain([a, b])
@@ -34,3 +34,13 @@ def test_the_gateway_client_sends_what_from_langchain_gives_reusing_dicts_only_f
     assert again == from_langchain([a, b, c])
     other = HumanMessage("another")
     assert model._dicts([a, other]) == from_langchain([a, other])  # another object at [1]: converted afresh
+
+
+def test_the_gateway_client_converts_again_a_message_edited_in_place_since_the_last_request():
+    model = GatewayChatModel("/nonexistent.sock", "t", "m", 0)
+    a = SystemMessage("s")
+    b = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1", "type": "tool_call"}])
+    model._dicts([a, b])
+    a.content = "edited in place"  # the same object, another text: its old dict must not be sent
+    b.tool_calls[0]["args"]["x"] = 2  # a nested edit of the same object
+    assert model._dicts([a, b]) == from_langchain([a, b])
