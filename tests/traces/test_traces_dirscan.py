@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -117,8 +118,11 @@ def test_a_folder_changed_just_now_is_not_remembered(tmp_path, listings):
     assert dirscan.matching(tmp_path / "missing", _gt) == [] and dirscan.matching(d / "a_ground_truth.json", _gt) == []
 
 
-def _gt(f: Path) -> bool:
-    return f.name.endswith("ground_truth.json")
+def _gt_name(name: str) -> bool:
+    return name.endswith("ground_truth.json")
+
+
+_gt = dirscan.Keep(_gt_name)
 
 
 def test_a_listing_evicted_by_another_thread_mid_look_up_is_no_error(tmp_path, monkeypatch):
@@ -159,3 +163,64 @@ def test_the_directory_walk_keeps_rglobs_order(tmp_path):
         (tmp_path / rel).write_text("{}")
     (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
     assert list(_walk(tmp_path)) == sorted(tmp_path.rglob("*"))
+
+
+def _mini_run(tmp_path: Path) -> tuple[Path, Path]:
+    """A mini-swe-agent run in out/ and an aggregate report beside out/, still empty (the harness opened it)."""
+    f = tmp_path / "out" / "a__a-1" / "a__a-1.traj.json"
+    f.parent.mkdir(parents=True)
+    f.write_text(json.dumps({**json.loads(MINI.read_text()), "instance_id": "a__a-1"}))
+    report = tmp_path / "m.run1.json"
+    report.write_text("")
+    return f, report
+
+
+def _write_in_place(f: Path, resolved: bool) -> None:
+    with f.open("r+b") as fh:  # same file, same name: the folder's mtime does not change
+        fh.truncate(0)
+        fh.write(json.dumps({"total_instances": 1, "resolved_ids": ["a__a-1"] if resolved else [],
+                             "unresolved_ids": [] if resolved else ["a__a-1"]}).encode())
+
+
+def test_a_result_file_rewritten_in_place_is_seen_by_the_same_process(tmp_path, listings):
+    """A long-lived process (the service, a run loop) listed the folder while the report was empty and kept that
+    listing while the folder's mtime stayed the same: the report, written in place later, was never seen."""
+    f, report = _mini_run(tmp_path)
+    _settle(tmp_path, tmp_path / "out", f.parent)
+    assert [t.score for t in load_paths([f])] == [None]
+    stamp = os.stat(tmp_path).st_mtime_ns
+    _write_in_place(report, resolved=True)
+    assert os.stat(tmp_path).st_mtime_ns == stamp
+    assert [t.score for t in load_paths([f])] == [1.0]
+    assert listings[str(tmp_path.resolve())] == 1  # not listed again: the one file's stamp was looked at
+
+
+def test_a_rewrite_within_the_same_mtime_tick_and_of_the_same_size_is_seen(tmp_path, listings):
+    """(inode, mtime, size) cannot tell such a rewrite: a file changed within SETTLED_NS is judged afresh."""
+    f, report = _mini_run(tmp_path)
+    _write_in_place(report, resolved=True)
+    _settle(tmp_path, tmp_path / "out", f.parent)
+    assert [t.score for t in load_paths([f])] == [1.0]
+    st = os.stat(report)
+    _write_in_place(report, resolved=False)  # same length
+    os.utime(report, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (os.stat(report).st_size, os.stat(report).st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert [t.score for t in load_paths([f])] == [0.0]
+
+
+def test_a_folder_of_many_candidates_is_listed_again_once_its_listing_is_old(tmp_path, listings, monkeypatch):
+    """Over MAX_WATCHED files to re-check, a stat of each per look-up would be N x N again: such a listing
+    expires after REFRESH_NS instead."""
+    f, report = _mini_run(tmp_path)
+    for i in range(3):
+        (tmp_path / f"other{i}.json").write_text("{}")
+    _settle(tmp_path, tmp_path / "out", f.parent)
+    monkeypatch.setattr(dirscan, "MAX_WATCHED", 2)
+    clock = [time.time_ns()]
+    monkeypatch.setattr(dirscan, "time", type("Clock", (), {"time_ns": staticmethod(lambda: clock[0])}))
+    assert [t.score for t in load_paths([f])] == [None]
+    _write_in_place(report, resolved=True)
+    assert [t.score for t in load_paths([f])] == [None]  # within REFRESH_NS: the listing as it was
+    clock[0] += dirscan.REFRESH_NS + 1
+    assert [t.score for t in load_paths([f])] == [1.0]
+    assert listings[str(tmp_path.resolve())] == 2

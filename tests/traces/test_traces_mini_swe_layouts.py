@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,7 @@ def test_the_aggregate_report_memo_is_bounded(tmp_path):
     for i in range(mini_swe._AGGREGATE_CACHE_MAX + 10):
         f = tmp_path / f"m.run{i}.json"
         f.write_text(json.dumps({"resolved_ids": [f"a__a-{i}"], "unresolved_ids": []}))
+        os.utime(f, ns=(f.stat().st_mtime_ns - 3600 * 10**9,) * 2)  # one written just now is not remembered
         assert mini_swe._aggregate(f) == (frozenset({f"a__a-{i}"}), frozenset())
     assert len(mini_swe._aggregate_cache) == mini_swe._AGGREGATE_CACHE_MAX  # grew by one per file before
     mini_swe._aggregate_cache.clear()

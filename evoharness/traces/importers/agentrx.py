@@ -26,6 +26,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,11 +149,14 @@ def ground_truth_files(path: Path) -> list[Path]:
 
 def _glob_gt(folder: Path) -> list[Path]:
     """``folder``'s ``*ground_truth.json`` (listed once per folder, not once per run: ``dirscan``)."""
-    return dirscan.matching(folder, _named_ground_truth)
+    return dirscan.matching(folder, _NAMED_GROUND_TRUTH)
 
 
-def _named_ground_truth(f: Path) -> bool:
-    return f.name.endswith(GROUND_TRUTH) and not f.name.startswith(".")
+def _named_ground_truth(name: str) -> bool:
+    return name.endswith(GROUND_TRUTH) and not name.startswith(".")
+
+
+_NAMED_GROUND_TRUTH = dirscan.Keep(_named_ground_truth)
 
 
 def is_ground_truth(f: Path) -> bool:
@@ -180,7 +184,8 @@ class _Truth:
 
 _RECORD = "{trajectory_id, failures: [...]}"
 _NONE = ": no human labels from it"
-_TRUTH_MAX = 8  # files remembered; a file rewritten in place (new mtime, size or inode) is read again
+_TRUTH_MAX = 8  # files remembered; a file rewritten in place (new mtime, size or inode) is read again, and one
+# changed within dirscan.SETTLED_NS is not remembered (a rewrite in the same mtime tick, of the same size)
 _truths: OrderedDict[tuple[str, int, int, int], _Truth] = OrderedDict()
 _truth_lock = threading.Lock()  # the service imports in threads
 
@@ -198,6 +203,8 @@ def _ground_truth(path: Path) -> _Truth:
             _truths.move_to_end(key)
             return hit
     truth = _read_ground_truth(path)
+    if time.time_ns() - st.st_mtime_ns <= dirscan.SETTLED_NS:  # being written: read again next time
+        return truth
     with _truth_lock:
         _truths[key] = truth
         while len(_truths) > _TRUTH_MAX:

@@ -7,11 +7,19 @@ the folder once per trajectory: N listings of N entries (1,000 SWE-agent ``.traj
 ``keep`` admits (a handful: result files, ground truth) for as long as ``d``'s (device, inode, mtime) stay
 the same, so a folder of N trajectories is listed once.
 
-A file added, removed or renamed in ``d`` changes its mtime, so it is seen on the next look-up. A listing is
-remembered only once ``d`` has been unchanged for ``SETTLED_NS`` (file times tick coarsely: an entry
-added within the same tick as the listing would not change the mtime), so a folder being written is listed
-afresh each time. What ``keep`` decided from a file's content (its first bytes) is not looked at again
-while the folder is unchanged: a file rewritten in place into a result file is seen once the folder changes.
+What can go stale, and why it does not:
+
+- An entry added, removed or renamed in ``d`` (an atomic replace too) changes ``d``'s mtime: listed again. A
+  listing is remembered only once ``d`` has been unchanged for ``SETTLED_NS`` (file times tick coarsely: an
+  entry added within the same tick as the listing would not change the mtime).
+- A file rewritten in place (same name, new content) does not change ``d``'s mtime, and ``keep.content`` decides
+  from the content (its first bytes: is it a result file yet?). So every entry ``keep.name`` admits is
+  remembered with its (inode, mtime, size) and looked at again (one ``stat``) at each look-up: one whose stamp
+  changed, or that changed within ``SETTLED_NS`` (a rewrite within one tick of the same size), is judged again.
+  A long-lived process (the service, a run loop) sees a result file written into an empty file at the next
+  look-up. A folder with more than ``MAX_WATCHED`` such entries is listed afresh once its listing is
+  ``REFRESH_NS`` old instead (a stat of each per look-up would be the N x N this module removes).
+
 At most ``MAX_DIRS`` listings are kept (a long-lived service imports without end): the oldest go first.
 """
 
@@ -23,19 +31,44 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_DIRS = 256
 MAX_KEPT = 10_000  # entries kept from one listing
+MAX_WATCHED = 64  # entries re-checked by stamp at each look-up; more: the listing expires after REFRESH_NS
 SETTLED_NS = 2_000_000_000
+REFRESH_NS = 10_000_000_000
 
-_cache: OrderedDict[tuple[str, Callable[[Path], bool]], tuple[tuple[int, int, int], tuple[str, ...]]] = OrderedDict()
+
+@dataclass(frozen=True)
+class Keep:
+    """Which entries of a folder to keep: ``name`` decides from the name alone (it never changes), ``content``
+    (None: the name decides) from the file, which may be rewritten in place. Both must be module-level functions:
+    a ``Keep`` is part of the cache key."""
+
+    name: Callable[[str], bool]
+    content: Callable[[Path], bool] | None = None
+
+
+Stamp = tuple[int, int, int]  # (inode, mtime_ns, size)
+
+
+@dataclass
+class _Listing:
+    stamp: tuple[int, int, int]  # the folder's (device, inode, mtime_ns)
+    listed_ns: int
+    entries: dict[str, tuple[Stamp | None, bool]]  # name -> (its stamp, kept), sorted; stamp None: not watched
+    watched: bool  # every entry's content verdict is re-checked by stamp (at most MAX_WATCHED entries)
+
+
+_cache: OrderedDict[tuple[str, Keep], _Listing] = OrderedDict()
 _lock = threading.Lock()  # the service imports in threads: a listing another thread evicts between look-up and use
 
 
-def matching(d: Path, keep: Callable[[Path], bool]) -> list[Path]:
+def matching(d: Path, keep: Keep) -> list[Path]:
     """The entries of directory ``d`` that ``keep`` admits, sorted by name (``[]`` when ``d`` is no readable
-    directory). ``keep`` must be a module-level function: it is part of the key."""
+    directory)."""
     try:
         st = os.stat(d)
     except OSError:
@@ -44,26 +77,74 @@ def matching(d: Path, keep: Callable[[Path], bool]) -> list[Path]:
         return []
     stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
     key = (str(d), keep)
+    now = time.time_ns()
     with _lock:
         hit = _cache.get(key)
-        if hit is not None and hit[0] == stamp:
+        if hit is not None and hit.stamp == stamp and (hit.watched or now - hit.listed_ns <= REFRESH_NS):
             _cache.move_to_end(key)
-            return [d / n for n in hit[1]]
-    found: list[str] = []
-    try:
-        with os.scandir(d) as it:
-            for e in it:
-                if keep(Path(e.path)):
-                    found.append(e.name)
-                    if len(found) >= MAX_KEPT:
-                        break
-    except OSError:
+            entries = hit.entries
+        else:
+            hit = None
+    if hit is not None:
+        if keep.content is not None and hit.watched and entries:
+            entries = dict(entries)  # judged again apart: another thread may be reading the remembered one
+            if _recheck(d, keep, entries, now):
+                with _lock:
+                    hit.entries = entries  # another thread's re-check of the same files finds the same
+        return [d / n for n, (_, kept) in entries.items() if kept]
+    listing = _list(d, keep, stamp, now)
+    if listing is None:
         return []
-    names = tuple(sorted(found))
-    if time.time_ns() - st.st_mtime_ns > SETTLED_NS:
+    if now - st.st_mtime_ns > SETTLED_NS:
         with _lock:
-            _cache[key] = (stamp, names)
+            _cache[key] = listing
             _cache.move_to_end(key)
             while len(_cache) > MAX_DIRS:
                 _cache.popitem(last=False)
-    return [d / n for n in names]
+    return [d / n for n, (_, kept) in listing.entries.items() if kept]
+
+
+def _list(d: Path, keep: Keep, stamp: tuple[int, int, int], now: int) -> _Listing | None:
+    entries: dict[str, tuple[Stamp | None, bool]] = {}
+    watched = True  # until more than MAX_WATCHED entries are to be watched: then the kept ones only are held
+    kept = 0
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                if not keep.name(e.name):
+                    continue
+                if keep.content is None:
+                    entries[e.name] = (None, True)
+                else:
+                    verdict = keep.content(Path(e.path))
+                    if watched and len(entries) >= MAX_WATCHED:
+                        watched = False
+                        entries = {n: v for n, v in entries.items() if v[1]}
+                    if watched or verdict:
+                        entries[e.name] = (_stamp(e.path) if watched else None, verdict)
+                kept += e.name in entries and entries[e.name][1]
+                if kept >= MAX_KEPT:
+                    break
+    except OSError:
+        return None
+    return _Listing(stamp, now, dict(sorted(entries.items())), watched or keep.content is None)
+
+
+def _recheck(d: Path, keep: Keep, entries: dict[str, tuple[Stamp | None, bool]], now: int) -> bool:
+    """Judge again each entry whose stamp changed or that changed within ``SETTLED_NS``; whether any did."""
+    changed = False
+    for name, (was, kept) in entries.items():
+        now_stamp = _stamp(os.path.join(d, name))
+        if now_stamp != was or (now_stamp is not None and now - now_stamp[1] <= SETTLED_NS):
+            verdict = now_stamp is not None and keep.content(d / name)
+            changed = changed or now_stamp != was or verdict != kept
+            entries[name] = (now_stamp, verdict)
+    return changed
+
+
+def _stamp(path: str) -> Stamp | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size

@@ -49,6 +49,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -258,6 +259,8 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | _Broken | None:
         experiments = f.name == "results.json" and looks_experiments(f)
         if st.st_size <= SIZE_CAP and (experiments or looks_aggregate(f)):
             result = _read_aggregate(f, experiments)
+        if time.time_ns() - st.st_mtime_ns <= dirscan.SETTLED_NS:  # being written: a rewrite within the same
+            return result  # mtime tick, of the same size, would keep this stamp
         with _aggregate_lock:  # the service imports in threads: another may evict or insert meanwhile
             while len(_aggregate_cache) >= _AGGREGATE_CACHE_MAX:
                 del _aggregate_cache[next(iter(_aggregate_cache))]
@@ -291,13 +294,22 @@ def _read_aggregate(f: Path, experiments: bool) -> tuple[frozenset, frozenset] |
     return None  # counts only, no ids: no verdict from it
 
 
+def _aggregate_name(name: str) -> bool:
+    """Whether a file of this name may be an aggregate report: a ``*.json`` other than a trajectory or a
+    per-instance report."""
+    return Path(name).suffix == ".json" and not name.endswith(".traj.json") and name != "report.json"
+
+
 def _aggregate_candidate(f: Path) -> bool:
-    """Whether ``f`` may be an aggregate report (``_aggregate`` reads it): a ``*.json`` other than a trajectory
-    or a per-instance report, of at most ``SIZE_CAP`` bytes, naming an aggregate's keys."""
-    if f.suffix != ".json" or f.name.endswith(".traj.json") or f.name == "report.json":
+    """Whether ``f`` may be an aggregate report (``_aggregate`` reads it): so named, of at most ``SIZE_CAP``
+    bytes, naming an aggregate's keys (its content: re-checked by ``dirscan`` when the file is rewritten)."""
+    if not _aggregate_name(f.name):
         return False
     size = _size(f)
     return size is not None and size <= SIZE_CAP and (looks_aggregate(f) or looks_experiments(f))
+
+
+_AGGREGATE_CANDIDATE = dirscan.Keep(_aggregate_name, _aggregate_candidate)
 
 
 def _instance_report(f: Path, instance_id: str) -> bool | None:
@@ -347,7 +359,7 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
                 if (v := _instance_report(f, instance_id)) is not None:
                     found.append(_Result(f, v, owner=model_dir.name + "/", run_name=run_dir.name, found_in=d))
         for sub in (d, d / "reports", d / "sb-cli-reports", d / "results"):
-            for f in dirscan.matching(sub, _aggregate_candidate):  # listed once per folder, not per trajectory
+            for f in dirscan.matching(sub, _AGGREGATE_CANDIDATE):  # listed once per folder, not per trajectory
                 if (agg := _aggregate(f)) is None:
                     continue
                 if isinstance(agg, _Broken):  # its verdicts unknown: the run is scored by the others, or not at all
@@ -390,12 +402,12 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
 _PREDS = ("preds.json", "all_preds.jsonl")  # a run's output folder: mini-swe-agent's / SWE-agent's, experiments'
 
 
-def _trajectories_of(folder: Path, instance_id: str) -> Iterator[Path]:
+def _trajectories_of(folder: str, instance_id: str) -> Iterator[str]:
     """Where a run whose output folder is ``folder`` keeps its trajectory of ``instance_id``."""
     i = instance_id
     for rel in (f"{i}/{i}.traj.json", f"{i}.traj.json", f"trajs/{i}/{i}.traj.json", f"trajs/{i}.traj",
                 f"{i}/{i}.traj", f"{i}.traj"):
-        yield folder / rel
+        yield os.path.join(folder, rel)
 
 
 def _in_other_runs_folders(path: Path, instance_id: str, found: list[_Result], run: str | None
@@ -416,15 +428,17 @@ def _in_other_runs_folders(path: Path, instance_id: str, found: list[_Result], r
     owner: dict[Path, tuple[Path, str]] = {}  # the first other run's folder at or below each level
     first: tuple[Path, str] | None = None
     own_preds = False
+    me = str(path)
     for level, d in enumerate(ups):
+        preds = next((n for n in _PREDS if os.path.isfile(os.path.join(d, n))), None)
         if first is None and level:
-            theirs = next((t for t in _trajectories_of(d, instance_id) if t.is_file() and not _same(t, path)), None)
-            preds = next((d / n for n in _PREDS if (d / n).is_file()), None)
+            theirs = next((t for t in _trajectories_of(str(d), instance_id)
+                           if t != me and os.path.isfile(t) and not _same(t, path)), None)
             if theirs is not None:
-                first = (d, f"its trajectory {theirs.relative_to(d)} of the same instance is there")
+                first = (d, f"its trajectory {os.path.relpath(theirs, d)} of the same instance is there")
             elif preds is not None and own_preds:
-                first = (d, f"its {preds.name} is there, and this run has its own below it")
-        own_preds = own_preds or any((d / n).is_file() for n in _PREDS)
+                first = (d, f"its {preds} is there, and this run has its own below it")
+        own_preds = own_preds or preds is not None
         if first is not None:
             owner[d] = first
     if not owner:
@@ -441,7 +455,7 @@ def _in_other_runs_folders(path: Path, instance_id: str, found: list[_Result], r
                   "trajectory's run")
 
 
-def _same(a: Path, b: Path) -> bool:
+def _same(a: str, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
