@@ -270,6 +270,8 @@ def main() -> None:
         ap.error(f"--against {args.against}: no evoharness package there")
     if args.instructions and shutil.which("valgrind") is None:
         ap.error("--instructions needs valgrind (not found on PATH)")
+    if args.real and not REAL.is_file():
+        ap.error(f"--real needs the public tau-bench file {REAL} (../shared/data beside the repository)")
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "trajectories.jsonl"

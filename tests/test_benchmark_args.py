@@ -35,3 +35,15 @@ def test_instructions_without_valgrind_is_one_error_line(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=tmp_path, env={"PATH": str(tmp_path)})
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert proc.returncode == 2 and len(errors) == 1 and "valgrind" in errors[0], proc.stderr[-2000:]
+
+
+def test_real_without_the_public_data_is_one_error_line(tmp_path):
+    """``export_scale.py --real`` where ../shared/data is missing: was an InputError traceback from the import."""
+    script = tmp_path / "repo" / "benchmarks" / "export_scale.py"
+    script.parent.mkdir(parents=True)
+    script.write_text((ROOT / "benchmarks" / "export_scale.py").read_text())
+    proc = subprocess.run([sys.executable, str(script), "--real", "--n", "5"], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "gpt-4o-airline.json" in errors[0]
