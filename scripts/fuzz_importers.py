@@ -40,6 +40,7 @@ SAMPLES = {
     "who-and-when": sorted((DATA / "who_and_when").rglob("*.json"))[:3],
     "agentrx": sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
                       key=lambda p: p.stat().st_size)[:2],
+    "autogen": sorted((FIX / "autogen").glob("*.json")),
 }
 ROOTS = {"mini-swe-agent": DATA / "mini_swe_agent_sample", "who-and-when": DATA / "who_and_when",
          "agentrx": DATA / "agentrx_magentic_one", "swe-agent": FIX / "swe_agent" / "experiments",

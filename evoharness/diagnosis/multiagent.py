@@ -60,8 +60,13 @@ ROLE_OF_HEAD = {"orchestrator": "orchestrator", "terminal": "executor", "executo
                 "surfer": "tool", "browser": "tool"}
 ROLE_SUFFIX = re.compile(r"agent|\d+", re.IGNORECASE)  # trailing words that name no role
 NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# a plan or ledger of an orchestrator, or the team's opening restatement: no agent's reasoning. Magentic-One 0.2 opens
+# its task ledger with "Initial plan:" / "New plan:"; AutoGen 0.4's MagenticOneOrchestrator posts the ledger bare ("We
+# are working to address the following user request: ... Here is an initial fact sheet ...": its educated guesses are
+# guesses, not facts an agent states)
 CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|stalled|replan|"
-                     r"you are given: \(1\) a task)", re.IGNORECASE)
+                     r"you are given: \(1\) a task|we are working to address the following user request)",
+                     re.IGNORECASE)
 FABRICATION = re.compile(
     r"\b(simulat(?:e|ed|ing|ion)|hypothetical(?:ly)?|placeholder|mock(?:ed)? data|dummy|fictional|made[- ]up|"
     r"for (?:demonstration|illustration)|let's assume|assuming|sample data|example data)\b",
@@ -197,9 +202,14 @@ def responsible_agent(messages: list[dict], step: int) -> str | None:
     fence by an agent that is not a tool, not itself a report). A web or file surfer chooses its own clicks, so it
     answers for its own steps. Where the executor ran nothing because the message it answered held no code (AG2's
     "There is no code from the last 1 message"), it is the agent of that message: the last earlier agent that is not
-    a tool -- not the author of some older code."""
+    a tool -- not the author of some older code. At a tool call's result (a ``tool`` message) it is the named agent
+    whose call it answers (an AutoGen AgentChat team: the result's own ``name`` is the tool's)."""
     if not 0 <= step < len(messages):
         return None
+    if messages[step].get("role") == "tool":
+        caller = _caller(messages, step)
+        if caller is not None:
+            return caller
     name = messages[step].get("name")
     if name and is_no_code_reply(messages[step].get("content")):
         return next((str(m["name"]) for m in reversed(messages[:step]) if m.get("role") == "assistant"
@@ -215,6 +225,18 @@ def responsible_agent(messages: list[dict], step: int) -> str | None:
                 and "```" in text and not is_exec_report(text):
             return str(author)
     return str(name)
+
+
+def _caller(messages: list[dict], step: int) -> str | None:
+    """The name of the assistant whose tool call the ``tool`` message at ``step`` answers (same ``tool_call_id``),
+    None when that assistant has no name or no earlier call has the id."""
+    cid = messages[step].get("tool_call_id")
+    for j in range(step - 1, -1, -1):
+        m = messages[j]
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        if isinstance(calls, list) and any(isinstance(c, dict) and c.get("id") == cid for c in calls):
+            return str(m["name"]) if m.get("name") else None
+    return None
 
 
 class AgentLog:

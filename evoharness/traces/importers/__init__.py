@@ -21,6 +21,9 @@ Formats (auto-detected per file; ``fmt`` overrides):
   GenAI or the OpenInference dialect: one trajectory per trace.
 - ``langsmith``: LangSmith runs (``list_runs`` records or a run tree): one trajectory per trace,
   feedback as score.
+- ``autogen``: AutoGen AgentChat runs (0.4 and later, ``MagenticOneGroupChat`` too): a ``TaskResult`` dump
+  (``{messages, stop_reason}``), its messages alone (a JSON list of ``{source, type, content, ...}``), a JSON list or
+  JSONL of ``TaskResult`` objects; agents named by ``source``, tool calls and results as steps (unscored).
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
 
@@ -43,6 +46,7 @@ from evoharness.traces.importers import (
     agentrx,
     agentrx_tau,
     atif,
+    autogen,
     canonical,
     langsmith,
     mini_swe,
@@ -67,6 +71,7 @@ FORMATS: dict[str, Any] = {
     "tau2": tau2_results,
     "otlp": otlp,
     "langsmith": langsmith,
+    "autogen": autogen,
 }
 
 FORMAT_NAMES = tuple(FORMATS)
@@ -241,7 +246,7 @@ def detect_format(path: Path, data: Any = None) -> str:
     if path.suffix == ".jsonl":
         first = _first_jsonl_record(path)
         name = _detect_record(first)
-        if name in ("canonical", "openai", "otlp", "langsmith"):
+        if name in ("canonical", "openai", "otlp", "langsmith", "autogen"):
             return name
         raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
                          where="line 1")
@@ -255,8 +260,10 @@ def detect_format(path: Path, data: Any = None) -> str:
             raise InputError(str(path), "empty list: no trajectories")
         if agentrx.is_message_list(data):
             return "agentrx"
+        if autogen.is_message_list(data):
+            return "autogen"
         name = _detect_record(data[0])
-        if name in ("canonical", "openai", "langsmith", "agentrx-tau"):
+        if name in ("canonical", "openai", "langsmith", "agentrx-tau", "autogen"):
             return name
         raise InputError(str(path), f"unrecognised record (formats: {', '.join(FORMAT_NAMES)})",
                          where="record 0")
@@ -273,8 +280,8 @@ def record_format(rec: Any) -> str | None:
 
 # The order record detection asks each format's ``matches(record)``: the most specific first (an
 # OpenAI record is anything with messages). ``agentrx`` is detected on the whole list instead.
-RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "swe-agent", "who-and-when", "mini-swe-agent", "canonical",
-                    "agentrx-tau", "openai")
+RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "swe-agent", "who-and-when", "autogen", "mini-swe-agent",
+                    "canonical", "agentrx-tau", "openai")
 
 
 def _detect_record(rec: Any) -> str | None:
