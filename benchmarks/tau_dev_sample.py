@@ -9,7 +9,12 @@ Drawn once, before any run was read or labelled (``benchmarks/data/README.md``):
   ``str(task_id)``, walked in that order, each task's sampled runs going to ``tune`` while ``tune`` holds fewer
   than 20 runs, the rest to ``test``.
 
-    python benchmarks/tau_dev_sample.py [--data FILE]     # prints one JSON line per sampled run
+A second, fresh blind set (``test2``, drawn after the first sample's test half had been scored once): the
+reward-0 records of the tasks in neither half of the first sample, all of them if there are at most
+``SIZE`` (there are 28, of 13 tasks), else ``random.Random(SEED).sample`` of ``SIZE`` of them.
+
+    python benchmarks/tau_dev_sample.py [--data FILE]            # one JSON line per sampled run
+    python benchmarks/tau_dev_sample.py --test2 [--data FILE]    # one JSON line per test2 run
 """
 
 from __future__ import annotations
@@ -44,13 +49,23 @@ def sample(records: list[dict]) -> list[dict]:
     return [{"task_id": t, "trial": k, "half": half[t]} for t, k in drawn]
 
 
+def test2(records: list[dict]) -> list[dict]:
+    """``[{"task_id", "trial", "half": "test2"}]``: the reward-0 runs of tasks the first sample left out."""
+    seen = {r["task_id"] for r in sample(records)}
+    population = sorted((r["task_id"], r["trial"]) for r in records if not r.get("reward") and r["task_id"] not in seen)
+    if len(population) > SIZE:
+        population = sorted(random.Random(SEED).sample(population, SIZE))
+    return [{"task_id": t, "trial": k, "half": "test2"} for t, k in population]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA, help="tau-bench's gpt-4o-airline.json")
+    ap.add_argument("--test2", action="store_true", help="the second blind set (tasks in neither first half)")
     args = ap.parse_args()
     try:
         records = json.loads(args.data.read_text())
-        rows = sample(records)
+        rows = test2(records) if args.test2 else sample(records)
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"error: {args.data}: {e}", file=sys.stderr)
         return 2
