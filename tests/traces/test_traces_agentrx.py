@@ -58,6 +58,29 @@ def test_message_list_without_labels(tmp_path):
     assert t.final_answer == "4" and "human_failures" not in t.meta and t.task == "2+2?"
 
 
+def test_an_ag2_chat_history_keeps_who_spoke(tmp_path):
+    # AG2 / AutoGen 0.2's ChatResult.chat_history: `role` is the initiator's view (the other agent's turns are "user"),
+    # `name` who spoke. Before, the names were dropped: the assistant's code was the "task" and a user message, the
+    # user_proxy's run report an agent named "assistant"
+    p = tmp_path / "chat_history.json"
+    p.write_text(json.dumps([
+        {"content": "How many athletes did the smallest team send?", "role": "assistant", "name": "user_proxy"},
+        {"content": "```python\nprint(team_sizes('1928.csv'))\n```", "role": "user", "name": "assistant"},
+        {"content": "exitcode: 1 (execution failed)\nCode output: NameError", "role": "assistant",
+         "name": "user_proxy"},
+        {"content": "The smallest team sent 1 athlete. TERMINATE", "role": "user", "name": "assistant"}]))
+    [t] = list(load_paths([p]))
+    assert [m.get("name") for m in t.messages if m["role"] == "assistant"] == [
+        "user_proxy", "assistant", "user_proxy", "assistant"]
+    assert len(t.messages) == 4
+    assert t.task == "How many athletes did the smallest team send?"
+    assert t.meta["failure_only"] is False  # nothing in a chat history says the run failed
+    from evoharness.diagnosis.labeller import Labeller
+    t.meta["failure_only"] = True  # known to have failed
+    lab = Labeller().label(t)  # read as a multi-agent log: the code whose run failed, by its author
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 1, "assistant")
+
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
 GOOD_TRUTH = Path(__file__).resolve().parents[1] / "fixtures" / "data" / "agentrx_magentic_one" / "ground_truth.json"
 

@@ -11,6 +11,11 @@ Orchestrator's thoughts and instructions are all the Orchestrator's), with the f
 in ``role_detail``. The final answer is the text after the last ``FINAL ANSWER:`` (else the
 last agent message's text). These runs are failure-only and unscored.
 
+A message that carries a ``name`` is that agent's, whatever its role: AG2's / AutoGen 0.2's
+``ChatResult.chat_history`` (``{content, role, name}``) gives ``role`` from one agent's view -- the other agent's
+turns are ``user`` -- and ``name`` says who spoke. There the first message, the initiator's, is the task, and the
+run is unscored but not failure-only (nothing says how it ended).
+
 When AgentRx's ground truth (``ground_truth.json`` beside the file or one folder up, or
 ``*ground_truth.json`` there or in a ``ground_truth/`` folder there: ``ground_truth_files``) holds this run,
 its human failure labels are kept in ``meta["human_failures"]`` as ``{step, category, agent, reason}`` with
@@ -69,12 +74,22 @@ def convert(path: Path, data: Any) -> Trajectory:
     task = None
     final_answer = None
     steps = 0
+    named = False
     for i, m in enumerate(data):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise ValueError(f"message {i} has no string 'role'")
         role, content = m["role"], m.get("content")
         content = content if isinstance(content, str) else ("" if content is None else json.dumps(content))
+        name = m.get("name") if isinstance(m.get("name"), str) and m["name"].strip() else None
         chat = CHAT_ROLES.get(role.strip().lower())
+        if name is not None and chat != "system":  # AG2's chat_history: the role is a reader's view, the name who spoke
+            named = True
+            steps += 1
+            task = content if task is None and not messages else task  # the initiator's opening message: the task
+            messages.append({"role": "assistant", "name": agent_of(name), "role_detail": role, "content": content})
+            found = FINAL.findall(content)
+            final_answer = found[-1].strip() if found else final_answer
+            continue
         if chat:
             if chat == "user" and task is None:
                 task = content
@@ -91,7 +106,7 @@ def convert(path: Path, data: Any) -> Trajectory:
                 final_answer = m["content"].strip()
                 break
     run_id = path.stem
-    meta: dict[str, Any] = {"source_format": "agentrx", "failure_only": True}
+    meta: dict[str, Any] = {"source_format": "agentrx", "failure_only": not named}
     labels, problems = human_failures(path, run_id)
     if labels is not None:
         meta["human_failures"] = labels
