@@ -375,3 +375,26 @@ def test_a_run_id_in_the_metadata_claims_its_results_in_another_runs_folder(tmp_
             "info": {"exit_status": "Submitted", "submission": ""}}
     [t] = list(load_paths([_traj(tmp_path / "exp" / "retry", "a__a-1", data)]))
     assert t.score == 1.0
+
+
+def test_a_posted_document_is_not_scored_or_labelled_from_the_servers_temporary_folder(tmp_path, monkeypatch):
+    """The service imports a posted body through a temporary file (load_bytes): the results lookup walked the
+    server's temporary folder and those above it, so any aggregate report or ground truth lying there scored or
+    labelled the posted run (and meta.report named the server's file)."""
+    import tempfile
+
+    from evoharness.traces.importers import load_bytes
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    _aggregate(tmp_path / f"{TAG}.run1.json", ["a__a-1"], [])
+    (tmp_path / "ground_truth.json").write_text(json.dumps(
+        [{"trajectory_id": "run", "failures": [{"step_number": 1, "failure_category": "Invalid Invocation"}]}]))
+    data = {"instance_id": "a__a-1", "messages": [{"role": "user", "content": "Fix."}],
+            "info": {"exit_status": "Submitted", "submission": "", "config": {"model": {"model_name": MODEL}}}}
+    [t] = load_bytes(json.dumps(data).encode(), source="run")
+    assert t.score is None and t.meta["report"] is None
+    [t] = load_bytes(json.dumps([{"role": "human", "content": "q"}, {"role": "WebSurfer", "content": "a"}]).encode(),
+                     source="run")
+    assert "human_failures" not in t.meta
+    f = _traj(tmp_path / "out", "a__a-1", data)  # the same run as a file there is scored as before
+    assert [t.score for t in load_paths([f])] == [1.0]

@@ -50,6 +50,7 @@ from evoharness.traces.importers import (
     canonical,
     langsmith,
     mini_swe,
+    neighbours,
     openai_records,
     otlp,
     swe_agent,
@@ -391,7 +392,8 @@ def load_bytes(body: bytes, fmt: str | None = None, *, source: str = "body",
     ``fmt`` None detects the format as for a file. The document goes through the same importer as a
     file would (a temporary file, removed afterwards), so every format and every check applies;
     errors name ``source`` instead of the temporary path. With ``limit``, more trajectories than that
-    is an ``InputError``.
+    is an ``InputError``. Nothing beside the temporary file is joined with it (``neighbours``: no SWE-bench results
+    or AgentRx ground truth from the server's temporary folder).
     """
     import tempfile
 
@@ -404,7 +406,7 @@ def load_bytes(body: bytes, fmt: str | None = None, *, source: str = "body",
             json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError):
             suffix = ".jsonl"
-    with tempfile.TemporaryDirectory(prefix="evoharness-body-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="evoharness-body-") as tmp, neighbours.alone():
         path = Path(tmp) / f"{source}{suffix}"
         path.write_bytes(body)
         out: list[Trajectory] = []

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evoharness.traces.importers import dirscan
+from evoharness.traces.importers import dirscan, neighbours
 from evoharness.traces.models import Termination, Trajectory, Usage
 
 FINAL = re.compile(r"FINAL ANSWER:[ \t]*([^\n]+)", re.IGNORECASE)
@@ -155,6 +155,8 @@ def ground_truth_files(path: Path) -> list[Path]:
     ``*ground_truth.json`` there and in a ``ground_truth/`` folder there (AgentRx's own layout:
     ``data/tau_dataset/<id>.json`` with ``data/ground_truth/tau_ground_truth.json``)."""
     out: list[Path] = []
+    if not neighbours.looked_up():  # a posted document: its temporary file's folders are the server's
+        return out
     for folder in (path.parent, path.parent.parent):
         for gt in (folder / GROUND_TRUTH, *_glob_gt(folder), *_glob_gt(folder / GROUND_TRUTH_DIR)):
             if gt not in out and gt.is_file():

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
-from evoharness.traces.importers import dirscan
+from evoharness.traces.importers import dirscan, neighbours
 from evoharness.traces.importers._shape import arguments, content_text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
@@ -343,6 +343,8 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
     that could not be read: ``import_warnings`` entries)."""
     found: list[_Result] = []
     broken: list[dict[str, str]] = []
+    if not neighbours.looked_up():  # a posted document: its temporary file's folders are the server's
+        return found, None, broken
     models: set[str] = set()  # the harness's model directory names seen: models named exactly
     harness_runs: set[str] = set()
     d = path.parent
