@@ -350,3 +350,16 @@ def test_autogen_04_names_are_read_as_their_roles():
     lab = Labeller().label(code)
     assert "F1.unsupported_fact" not in {s.id for s in lab.signals}
     assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.answer_origin", 2, "coder_agent")
+
+
+def test_at_a_tool_result_the_agent_that_made_the_call_answers_for_it():
+    from evoharness.diagnosis.multiagent import responsible_agent
+    call = {"id": "c1", "type": "function", "function": {"name": "book_flight", "arguments": "{}"}}
+    msgs = [{"role": "user", "content": "Book UA 1532."},
+            {"role": "assistant", "name": "booking_agent", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "name": "book_flight", "content": "sold out"}]
+    assert responsible_agent(msgs, 2) == "booking_agent"  # before: "book_flight", the tool's name
+    # a single agent's trace names no agent: nothing changes there (the result's own name, or none)
+    unnamed = [msgs[0], {**msgs[1], "name": None}, msgs[2]]
+    assert responsible_agent(unnamed, 2) == "book_flight"
+    assert responsible_agent([msgs[0], {**msgs[1], "name": None}, {**msgs[2], "name": None}], 2) is None
