@@ -946,13 +946,13 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     for explicit confirmation makes the agent list them there). ``write`` is a run's first write, so only read-only
     calls lie between the two. None otherwise: no user message, one that is not an affirmative, a proposal with no
     text, or a multi-agent log (named speakers), where user turns are no replies."""
-    from evoharness.diagnosis.invariants import AFFIRMATIVE
+    from evoharness.diagnosis.invariants import affirmative
 
     msgs, roles = view.traj.messages, view.roles
     if not view.user_steps or not view.assistant_steps or msgs[view.assistant_steps[0]].get("name"):
         return None
     yes = next((i for i in range(write - 1, -1, -1) if roles[i] == "user"), None)
-    if yes is None or not AFFIRMATIVE.search(view.texts[yes][:2000]):
+    if yes is None or not affirmative(view.texts[yes][:2000]):
         return None
     proposal = next((i for i in range(yes - 1, -1, -1) if roles[i] == "assistant"), None)
     if proposal is None or not view.texts[proposal].strip():

@@ -35,6 +35,19 @@ IDENTITY_POLICY = re.compile(r"authenticat|verify .{0,30}identity|obtain the use
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
 AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)
+# phrases that hold an affirmative word but say no yes: "make sure", "I'm not sure", "be sure", "that's not correct",
+# "don't proceed yet" (the word "sure" in "make sure the fee is right" is no confirmation); cut before AFFIRMATIVE
+NOT_AN_ANSWER = re.compile(
+    r"\b(?:mak(?:e|es|ing)|made|be|being|not|never|n['’]t)\s+(?:(?:so|too|quite|really|very|entirely|totally|"
+    r"completely)\s+)?sure\b"
+    r"|\b(?:not|never|n['’]t)\s+(?:quite\s+|really\s+)?(?:correct|ok(?:ay)?)\b"
+    r"|\b(?:do\s+not|don['’]t|not|never)\s+(?:yet\s+)?(?:go ahead|proceed|confirm(?:ed)?|do it)\b", re.I)
+
+
+def affirmative(text: str) -> bool:
+    """Whether a user message says yes: an affirmative word ("yes", "go ahead", "sure") outside the phrases that
+    hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed")."""
+    return AFFIRMATIVE.search(NOT_AN_ANSWER.sub(" ", text)) is not None
 # a tool listing line: "- `name`: ..." or "- some_tool: ..." (an identifier in backticks, or one with "_")
 TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?(?:`[A-Za-z_][\w.-]*`|[A-Za-z][\w.-]*_[\w.-]*)"
                        r"\s*(?:\([^)\n]{0,200}\))?\s*:")
@@ -283,7 +296,7 @@ def policy_violations(view: TraceView) -> list[Violation]:
         for w in writes:
             last_user = next((msgs[i] for i in range(w.step - 1, -1, -1) if msgs[i].get("role") == "user"), None)
             said = last_user.get("content") if last_user else None
-            if not isinstance(said, str) or not AFFIRMATIVE.search(said[:2000]):
+            if not isinstance(said, str) or not affirmative(said[:2000]):
                 out.append(Violation(rule="policy.confirmation", step=w.step,
                                      evidence=f"{w.name} without an explicit yes; the user last said: "
                                               f"{_quote(said or '(nothing)', 120)}"))

@@ -37,6 +37,18 @@ def test_a_write_without_a_yes_stays_where_the_policy_was_broken():
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 10)
 
 
+def test_sure_in_make_sure_or_not_sure_is_no_yes():
+    """A reply that holds "sure" without saying yes confirms nothing: the write stays where the policy broke."""
+    for answer in ("I'll take that one. Could you make sure my original card is charged?",
+                   "I'm not sure, what are the fees?", "Don't proceed yet, that is not correct."):
+        lab = Labeller().label(_cancel_run(answer).deliver("ABC123 is cancelled.").build(0.0))
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 10), answer
+        assert [(v.rule, v.step) for v in lab.violations] == [("policy.confirmation", 10)], answer
+    for answer in ("Sure, go ahead.", "I'm not sure about the fee, but yes, cancel it.", "Yes, that is correct."):
+        lab = Labeller().label(_cancel_run(answer).deliver("ABC123 is cancelled.").build(0.0))
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 6), answer
+
+
 def test_a_multi_agent_log_keeps_the_write_where_it_is():
     t = _cancel_run("Yes, please go ahead.").deliver("ABC123 is cancelled.").build(0.0)
     for m in t.messages:
