@@ -20,6 +20,7 @@ from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import open_checkpointer
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
+from evoharness.graph.moved import moved_harness
 from evoharness.graph.progress import Progress
 from evoharness.graph.summary import write_summary
 from evoharness.graph.wiring import build_services
@@ -39,13 +40,23 @@ def save_run_settings(run_dir: Path, settings: Settings) -> None:
 
 
 def load_run_settings(settings: Settings, run_id: str) -> tuple[Settings, Path]:
+    """A run's saved settings, as seen from where its run directory is now: a run under ``<home>/runs`` of a
+    copied or moved directory (a demo's ``DEMO/state``) works in that home and in the copy's harness
+    (``moved_harness``). Before, `--set home=COPY/state approve|reject|run --resume` merged into the original's
+    harness repository and wrote the original's caches."""
     run_dir = runs_dir(settings) / run_id
     path = run_dir / "settings.json"
     if not path.is_file():
         known = sorted(p.name for p in runs_dir(settings).glob("run-*")) if runs_dir(settings).exists() else []
         raise InputError(run_id, f"no such run under {runs_dir(settings)}"
                          + (f" (known: {', '.join(known[-5:])})" if known else ""))
-    return Settings.model_validate(migrate_saved(json.loads(path.read_text()))), run_dir
+    saved = Settings.model_validate(migrate_saved(json.loads(path.read_text())))
+    recorded = Path(saved.home) / "runs" / run_id
+    if recorded.is_absolute() and recorded.resolve() != run_dir.resolve():
+        harness = moved_harness(run_dir, recorded, saved.run.harness)
+        saved = saved.model_copy(update={"home": run_dir.parent.parent,
+                                         "run": saved.run.model_copy(update={"harness": harness})})
+    return saved, run_dir
 
 
 class RunOutcome:

@@ -19,6 +19,7 @@ from typing import Any
 from evoharness.config import Settings, migrate_saved
 from evoharness.errors import InputError
 from evoharness.graph.checkpoint import open_checkpointer
+from evoharness.graph.moved import moved_harness
 from evoharness.graph.runner import RunOutcome
 from evoharness.graph.summary import summary_dict
 from evoharness.harness_repo.repo import HarnessRepo
@@ -45,37 +46,6 @@ class RunRecord:
     @property
     def ablation_path(self) -> Path:
         return self.run_dir / ABLATION_FILE
-
-
-def moved_harness(run_dir: Path, recorded_run_dir: Path | str | None, harness: Path | str) -> Path:
-    """The run's harness repository, seen from where its run directory is now.
-
-    A run records absolute paths. When ``run_dir`` is not where the run recorded it (a demo directory copied
-    or moved elsewhere), the directory that moved is the part of the recorded path before the parts the two
-    share at their end (``DEMO`` of ``DEMO/state/runs/<id>``). A harness that was inside it is taken from the
-    same place in the copy: before, `ablate COPY` rolled out the original's harness, results for another
-    repository, silently. A harness that lay outside it is the run's own, wherever the run directory went.
-    InputError when it was inside but the copy lacks it.
-    """
-    harness = Path(harness)
-    if recorded_run_dir is None or not harness.is_absolute() or not Path(recorded_run_dir).is_absolute():
-        return harness
-    old, new = Path(recorded_run_dir).resolve().parts, run_dir.resolve().parts
-    if old == new:
-        return harness
-    shared = 0
-    while shared < min(len(old), len(new)) - 1 and old[-1 - shared] == new[-1 - shared]:
-        shared += 1
-    old_root, new_root = Path(*old[:len(old) - shared]), Path(*new[:len(new) - shared])
-    recorded = harness.resolve()
-    if not recorded.is_relative_to(old_root):
-        return harness
-    copied = new_root / recorded.relative_to(old_root)
-    if not copied.is_dir():
-        raise InputError(str(run_dir), f"the run was recorded under {old_root}, with its harness repository at "
-                         f"{harness}; its copy under {new_root} has no {copied} (copy the harness with the run, "
-                         "or run it from where it was)")
-    return copied
 
 
 def _run_dir_of(settings: Settings, spec: str) -> Path:

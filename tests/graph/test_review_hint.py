@@ -24,3 +24,29 @@ def test_the_printed_approve_line_runs_as_printed(tmp_path, capsys, monkeypatch)
     args = argv[argv.index("evoharness") + 1:]
     assert f"home={tmp_path / 'my home'}" in args and args.index("approve") > args.index("--set")
     assert main(args) == 0, capsys.readouterr().err  # 'no such run under ~/.evoharness/runs' before
+
+
+def test_approving_in_a_copied_directory_merges_into_the_copys_harness(tmp_path, capsys, monkeypatch):
+    """The run's settings record its home and harness as absolute paths: `--set home=COPY/state approve` (or
+    reject, run --resume) in a copy merged into the original's harness repository."""
+    import shutil
+
+    import git
+
+    demo = tmp_path / "demo"
+    init_harness(demo / "h")
+    opts = ["--set", f"home={demo / 'state'}", "--set", f"run.harness={demo / 'h'}", "--set", "run.env=synthetic",
+            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
+            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
+            "--set", "roles.kind=playbook", "--set", "log_level=error"]
+    assert main(["run", "--review", *opts]) == 0
+    out = capsys.readouterr().out
+    approve = shlex.split(next(line.split("   (or:")[0].strip() for line in out.splitlines() if " approve " in line))
+    branch, run_id = approve[approve.index("approve") + 1], approve[approve.index("--run") + 1]
+    copy = tmp_path / "copy"
+    shutil.copytree(demo, copy)
+    original = git.Repo(demo / "h").heads.main.commit.hexsha
+    assert main(["--set", f"home={copy / 'state'}", "approve", branch, "--run", run_id]) == 0, capsys.readouterr()
+    assert git.Repo(demo / "h").heads.main.commit.hexsha == original  # the original's main never moved
+    merged = git.Repo(copy / "h").heads.main.commit
+    assert merged.hexsha != original and len(merged.parents) == 2  # the verified merge, in the copy

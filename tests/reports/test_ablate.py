@@ -208,7 +208,7 @@ def test_a_copied_demo_directory_measures_the_copys_harness(own_run, tmp_path, c
 
 
 def test_a_moved_run_directory_keeps_a_harness_that_lay_outside_it(tmp_path):
-    from evoharness.reports.runs import moved_harness
+    from evoharness.graph.moved import moved_harness
 
     (tmp_path / "b" / "demo" / "harness").mkdir(parents=True)
     old, new = (tmp_path / side / "demo" / "state" / "runs" / "run-1" for side in ("a", "b"))
