@@ -97,14 +97,19 @@ TEMPERATURE_HELP = ("sampling temperature of an openai:URL#model agent model, 0 
 
 def agent_spec(settings, model: str | None, temperature: float | None) -> str:
     """The agent model spec a command runs: ``model`` (None: ``run.model``) at ``temperature`` (None: as the spec
-    says; for ``run.model``, ``run.temperature``). InputError for a temperature the model cannot take."""
+    says; for ``run.model``, ``run.temperature``). InputError for a temperature the model cannot take. An
+    ``openai:URL`` spec (no ``#model``) given a temperature is resolved to its server's one model first, as
+    `rollout` and `run` do: it was refused as a model that "does not sample"."""
     from evoharness.model_specs import with_temperature
 
-    if model is not None:
-        return with_temperature(model, temperature)
-    if temperature is not None:
-        return with_temperature(settings.run.model, temperature)
-    return with_temperature(settings.run.model, settings.run.temperature, "run.temperature")
+    spec, option = model if model is not None else settings.run.model, "--temperature"
+    if model is None and temperature is None:
+        temperature, option = settings.run.temperature, "run.temperature"
+    if temperature:
+        from evoharness.agent.models import resolve_model_spec
+
+        spec = resolve_model_spec(spec)  # other specs come back unchanged
+    return with_temperature(spec, temperature, option)
 
 
 def output_file(default_name: str):

@@ -111,3 +111,22 @@ def test_run_temperature_is_a_setting_with_its_range(tmp_path, monkeypatch, caps
     assert capsys.readouterr().err.startswith("error: run.temperature: 0.5 is for an openai:URL#model agent model")
     assert list(tmp_path.iterdir()) == []  # no run, harness or home started
     assert split_temperature(SPEC) == (SPEC, None)
+
+
+def test_evaluate_and_verify_resolve_an_openai_url_before_its_temperature(upstream):
+    """`evaluate`/`verify --model openai:URL --temperature T` (no #model, as `rollout --model` takes) was refused as
+    a model that "does not sample"; now the server's one model is named first, as `rollout` and `run` do."""
+    from types import SimpleNamespace
+
+    from evoharness.cli_support import agent_spec
+
+    url = f"openai:{upstream.url}"
+    run = SimpleNamespace(run=SimpleNamespace(model=url, temperature=None))
+    assert agent_spec(run, url, 0.5) == f"{url}#fake?temperature=0.5"
+    assert agent_spec(run, None, 0.5) == f"{url}#fake?temperature=0.5"
+    run.run.temperature = 0.25
+    assert agent_spec(run, None, None) == f"{url}#fake?temperature=0.25"
+    assert agent_spec(run, url, None) == url  # no temperature: resolved later, where it was
+    assert agent_spec(run, "standin:weak", 0) == "standin:weak"
+    with pytest.raises(InputError, match="run.temperature: 0.25 is for an openai:URL#model agent model"):
+        agent_spec(SimpleNamespace(run=SimpleNamespace(model="standin:weak", temperature=0.25)), None, None)
