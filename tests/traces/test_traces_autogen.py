@@ -121,6 +121,19 @@ def test_other_shapes_many_runs_a_limit_a_user_proxy_and_skipped_events(tmp_path
     assert [e.type for e in t.events] == ["budget_exhausted"]
 
 
+def test_results_without_call_ids_answer_the_calls_in_order():
+    # some models give no call ids (Gemini through AutoGen: FunctionCall(id='')): the results' call_id is '' too
+    data = json.loads(TOOL_TEAM.read_text())
+    for m in data["messages"]:
+        for c in m["content"] if isinstance(m["content"], list) else []:
+            c.update({"id": ""} if "arguments" in c else {"call_id": ""})
+    t = autogen.convert(data, "no-ids")
+    _tool_answers_call(t)
+    assert len({m["tool_call_id"] for m in t.messages if m["role"] == "tool"}) == 3
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F2.tool_error", 4, "booking_agent")
+
+
 def test_detection_of_every_other_fixture_is_unchanged():
     # the new format claims its own samples and nothing else: a TaskResult's messages have no chat 'role'
     for f in sorted(FIXTURES.rglob("*.json*")):

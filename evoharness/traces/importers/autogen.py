@@ -15,7 +15,8 @@ Messages become canonical chat messages, one step each:
   ``user``, or from a user proxy (a source that asked for input: ``UserInputRequestedEvent``), is a user message. A
   multimodal message's images become ``<image>``, as AgentChat renders them.
 - ``ToolCallRequestEvent`` is an assistant message with ``tool_calls`` (a ``ThoughtEvent`` just before it from the same
-  agent is its text); ``ToolCallExecutionEvent`` is one ``tool`` message per result, and a result with
+  agent is its text); ``ToolCallExecutionEvent`` is one ``tool`` message per result (an empty ``call_id``, as a model
+  that gives no call ids leaves it, answers the call in its place in the latest request), and a result with
   ``is_error: true`` is a ``tool_error`` event there (or ``tool_infra_error`` where it reads like an infrastructure
   fault).
 - ``ModelClientStreamingChunkEvent`` (partial text the full message repeats), ``UserInputRequestedEvent`` and
@@ -115,6 +116,7 @@ def convert(rec: Any, source: str) -> Trajectory:
     events: list[Event] = []
     prompt = completion = skipped = 0
     task = final_answer = None
+    pending: list[str] = []  # the call ids of the latest ToolCallRequestEvent
     for j, m in enumerate(raw):
         if not is_message(m):
             raise ValueError(f"message {j} needs a string 'source' and 'type' (an AgentChat message)")
@@ -129,6 +131,7 @@ def convert(rec: Any, source: str) -> Trajectory:
                 m.get("content"), list) else None
             if calls is None:
                 raise ValueError(f"message {j}: a ToolCallRequestEvent's content must be a list of calls")
+            pending = [c["id"] for c in calls]
             last = messages[-1] if messages else {}
             if last.get("role_detail") == "ThoughtEvent" and last.get("name") == agent_name(who) \
                     and "tool_calls" not in last:
@@ -142,7 +145,10 @@ def convert(rec: Any, source: str) -> Trajectory:
             for k, r in enumerate(m["content"]):
                 r = obj(r)
                 out = _text(r.get("content"))
-                msg = {"role": "tool", "tool_call_id": text(r.get("call_id")) or f"call_{j}_{k}", "content": out}
+                # a model that gives no call ids (Gemini through AutoGen: id '') leaves the results' call_id empty too:
+                # the k-th result answers the k-th call of the latest request
+                cid = text(r.get("call_id")) or (pending[k] if k < len(pending) else f"call_{j}_{k}")
+                msg = {"role": "tool", "tool_call_id": cid, "content": out}
                 if isinstance(r.get("name"), str):
                     msg["name"] = r["name"]
                 messages.append(msg)
