@@ -9,8 +9,8 @@ import json
 
 import httpx
 import pytest
-from langchain_core.messages import HumanMessage
 
+from evoharness.agent.messages import HumanMessage
 from evoharness.agent.models import openai_model
 from evoharness.cli import main
 from evoharness.errors import InputError

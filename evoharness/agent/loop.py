@@ -17,7 +17,7 @@ from typing import Any
 
 from evoharness.agent.harness import Harness
 from evoharness.agent.hooks import MAX_FINISH_PUSHBACKS, HookCrash, call_hook
-from evoharness.agent.models import ChatModel, to_langchain, to_openai
+from evoharness.agent.models import ChatModel, to_messages, to_openai
 from evoharness.agent.repair import repair_arg_names, repair_json
 from evoharness.envs.base import Environment, TaskSpec, ToolError
 from evoharness.traces.models import Event, EventType, Termination, Usage
@@ -53,9 +53,9 @@ def _canon(name: str, args: dict[str, Any]) -> str:
 
 
 class _Converted:
-    """``to_langchain`` for one rollout's model calls, each of which sends the whole conversation: the messages a
+    """``to_messages`` for one rollout's model calls, each of which sends the whole conversation: the messages a
     call starts with that the previous call also started with (equal to a copy kept of them: a hook may return
-    its own list, or change one it returned before) keep their langchain messages, only the rest is converted.
+    its own list, or change one it returned before) keep their converted messages, only the rest is converted.
     The model gets the same message objects for the same messages, call after call."""
 
     def __init__(self) -> None:
@@ -68,7 +68,7 @@ class _Converted:
             if old != new:
                 break
             same += 1
-        fresh = to_langchain(messages[same:])
+        fresh = to_messages(messages[same:])
         self.raw = self.raw[:same] + copy.deepcopy(messages[same:])
         self.out = self.out[:same] + fresh
         return list(self.out)

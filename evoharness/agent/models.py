@@ -1,10 +1,13 @@
-"""The chat model seam and the OpenAI-dict <-> langchain-core message conversion.
+"""The chat model seam and the OpenAI-dict <-> message conversion.
 
-``ChatModel`` contract: ``invoke(messages, tools=...) -> AIMessage`` where ``messages`` are
-langchain-core messages (System/Human/AI/Tool) and ``tools`` OpenAI tool schemas. Tool calls
-come back in ``AIMessage.tool_calls`` (parsed ``args`` dicts) and, when the model wrote
-arguments that are not a JSON object, in ``AIMessage.invalid_tool_calls`` (raw ``args`` string)
--- the way ``langchain_openai.ChatOpenAI`` reports them. ``usage_metadata`` is optional.
+``ChatModel`` contract: ``invoke(messages, tools=...) -> AIMessage`` where ``messages`` are the package's
+own messages (``evoharness.agent.messages``: System/Human/AI/Tool, with langchain-core's attribute names)
+and ``tools`` OpenAI tool schemas. Tool calls come back in ``AIMessage.tool_calls`` (parsed ``args`` dicts)
+and, when the model wrote arguments that are not a JSON object, in ``AIMessage.invalid_tool_calls`` (raw
+``args`` string) -- the way ``langchain_openai.ChatOpenAI`` reports them. ``usage_metadata`` is optional.
+A reply may also be a langchain-core ``AIMessage`` (read by the same attributes). LangChain is imported only
+where a LangChain chat model is called (``LangChainChatModel``: the ``openai:`` path), never for an offline
+model through the gateway, so a sandboxed worker serving one does not load it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ import json
 import os
 from typing import Any, Protocol
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
+from evoharness.agent.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from evoharness.errors import InputError
 
 
@@ -23,8 +25,8 @@ class ChatModel(Protocol):
     def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage: ...
 
 
-def to_langchain(messages: list[dict[str, Any]]) -> list[BaseMessage]:
-    """OpenAI chat dicts -> langchain-core messages (malformed tool-call arguments stay raw)."""
+def to_messages(messages: list[dict[str, Any]]) -> list[BaseMessage]:
+    """OpenAI chat dicts -> the package's messages (malformed tool-call arguments stay raw)."""
     out: list[BaseMessage] = []
     for m in messages:
         role, content = m["role"], m.get("content") or ""
@@ -54,8 +56,9 @@ def to_langchain(messages: list[dict[str, Any]]) -> list[BaseMessage]:
     return out
 
 
-def to_openai(msg: AIMessage) -> dict[str, Any]:
-    """An AIMessage -> an OpenAI assistant dict (invalid tool calls keep their raw argument string)."""
+def to_openai(msg: Any) -> dict[str, Any]:
+    """An AIMessage (the package's or langchain-core's) -> an OpenAI assistant dict (invalid tool calls keep
+    their raw argument string)."""
     calls = []
     for i, tc in enumerate(msg.tool_calls):
         calls.append({"id": tc.get("id") or f"call_{i}", "type": "function",
@@ -70,15 +73,45 @@ def to_openai(msg: AIMessage) -> dict[str, Any]:
     return out
 
 
+def to_langchain(messages: list[Any]) -> list[Any]:
+    """The package's messages -> langchain-core's (imported here: only a LangChain chat model needs them).
+    A langchain-core message passes through unchanged."""
+    from langchain_core import messages as lc
+
+    kinds = {"system": lc.SystemMessage, "human": lc.HumanMessage}
+    out: list[Any] = []
+    for m in messages:
+        if isinstance(m, lc.BaseMessage):
+            out.append(m)
+        elif m.type in kinds:
+            out.append(kinds[m.type](m.content))
+        elif m.type == "tool":
+            out.append(lc.ToolMessage(m.content, tool_call_id=m.tool_call_id))
+        elif m.type == "ai":
+            out.append(lc.AIMessage(m.content, tool_calls=list(m.tool_calls),
+                                    invalid_tool_calls=list(m.invalid_tool_calls)))
+        else:
+            raise ValueError(f"cannot send a {type(m).__name__} to a chat model")
+    return out
+
+
+def from_langchain_reply(ai: Any) -> AIMessage:
+    """A langchain-core ``AIMessage`` reply -> the package's (its content, tool calls and usage)."""
+    return AIMessage(ai.content, tool_calls=list(getattr(ai, "tool_calls", None) or []),
+                     invalid_tool_calls=list(getattr(ai, "invalid_tool_calls", None) or []),
+                     usage_metadata=dict(ai.usage_metadata) if getattr(ai, "usage_metadata", None) else None)
+
+
 class LangChainChatModel:
-    """Adapts a langchain chat model (e.g. ``ChatOpenAI``) to ``ChatModel`` via ``bind_tools``."""
+    """Adapts a langchain chat model (e.g. ``ChatOpenAI``) to ``ChatModel`` via ``bind_tools``: the
+    package's messages go as langchain-core's (``to_langchain``), the reply comes back as the package's."""
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm
 
     def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
         bound = self.llm.bind_tools(tools) if tools else self.llm
-        return bound.invoke(messages)
+        return from_langchain_reply(bound.invoke(to_langchain(messages)))
 
 
 def openai_model(spec: str, seed: int, http_client: Any = None) -> LangChainChatModel:
@@ -144,18 +177,20 @@ def parse_gateway_spec(spec: str) -> tuple[str, str, str]:
     return sock, token, model
 
 
-def from_langchain(messages: list[BaseMessage]) -> list[dict[str, Any]]:
-    """langchain-core messages -> OpenAI chat dicts (the inverse of ``to_langchain``)."""
+def from_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """Messages (the package's, or langchain-core's: read by ``type``) -> OpenAI chat dicts (the inverse of
+    ``to_messages``)."""
     out: list[dict[str, Any]] = []
     for m in messages:
+        kind = getattr(m, "type", None)
         content = m.content if isinstance(m.content, str) else json.dumps(m.content)
-        if isinstance(m, AIMessage):
+        if kind == "ai":
             out.append(to_openai(m))
-        elif isinstance(m, SystemMessage):
+        elif kind == "system":
             out.append({"role": "system", "content": content})
-        elif isinstance(m, HumanMessage):
+        elif kind == "human":
             out.append({"role": "user", "content": content})
-        elif isinstance(m, ToolMessage):
+        elif kind == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": content})
         else:
             raise ValueError(f"cannot send a {type(m).__name__} to a chat endpoint")
@@ -169,8 +204,8 @@ class GatewayError(RuntimeError):
 class GatewayChatModel:
     """A ``ChatModel`` speaking the gateway's ``/v1/chat/completions`` over its Unix socket with the
     standard library only (no OpenAI SDK to import: a sandboxed worker serving an offline model starts as
-    fast as one running it in-process did). Messages go as ``from_langchain`` writes them and the reply
-    comes back through ``to_langchain``, so a host-side stand-in sees what it would have seen in-process.
+    fast as one running it in-process did). Messages go as ``from_messages`` writes them and the reply
+    comes back through ``to_messages``, so a host-side stand-in sees what it would have seen in-process.
     A non-200 reply raises ``GatewayError`` with the gateway's message (a failed rollout, not a crash).
     It speaks HTTP/1.1 on one kept-alive connection itself: each request goes in one write, each reply is
     read by its Content-Length (``http.client`` parsed every reply's headers with the ``email`` package).
@@ -183,7 +218,7 @@ class GatewayChatModel:
         self._sent: list[tuple[Any, dict[str, Any]]] = []  # copies of the last request's messages, their dicts
 
     def _dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
-        """``from_langchain(messages)``, reusing the last request's dicts for the messages it starts with that
+        """``from_messages(messages)``, reusing the last request's dicts for the messages it starts with that
         equal those the last request started with: each is compared with a copy kept of it, so a message edited
         in place since (the same object, another content or tool call) is converted again, not sent stale."""
         same = 0
@@ -191,7 +226,7 @@ class GatewayChatModel:
             if old != new:
                 break
             same += 1
-        fresh = from_langchain(messages[same:])
+        fresh = from_messages(messages[same:])
         self._sent = self._sent[:same] + list(zip(copy.deepcopy(messages[same:]), fresh, strict=True))
         return [d for _, d in self._sent]
 
@@ -266,7 +301,7 @@ class GatewayChatModel:
             message = err.get("message") if isinstance(err, dict) else payload
             raise GatewayError(f"gateway HTTP {status}: {message}")
         try:
-            ai = to_langchain([payload["choices"][0]["message"]])[0]
+            ai = to_messages([payload["choices"][0]["message"]])[0]
         except (KeyError, IndexError, TypeError, ValueError) as e:
             raise GatewayError(f"gateway reply without a message: {e}") from None
         usage = payload.get("usage") or {}

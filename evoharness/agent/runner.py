@@ -33,7 +33,7 @@ def make_model(model_spec: str, seed: int) -> Any:
 def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str, seed: int,
                 rollout: int = 0, split: str = "dev", harness_commit: str | None = None,
                 model: Any = None, model_via: str | None = None, env_via: str | None = None,
-                env_calls: list | None = None) -> Trajectory:
+                env_calls: list | None = None, log_failures: bool = True) -> Trajectory:
     """Run one rollout of the harness at ``harness_dir`` and return its Trajectory.
 
     ``model`` (optional) overrides ``make_model(model_spec, seed)``, e.g. a ``ScriptedModel``.
@@ -43,6 +43,9 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
     reached through the gateway); ``env_spec`` still names it in the trajectory.
     ``env_calls`` (optional): a list that receives an ``EnvCall`` per call made on the environment (the
     worker sends them to the host, which replays them to score: ``sandbox/scoring.py``).
+    ``log_failures``: log a failed rollout (``rollout_failed``) as well as recording it in the trajectory; the
+    sandboxed worker passes False (the host sees the trajectory's event; logging would import structlog into the
+    worker, and in a warm worker's batch child that new module would end the child).
     """
     from evoharness.sandbox.scoring import Recorder
 
@@ -63,7 +66,8 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
         failure = ("model_error", f"{type(e).__name__}: {e}")
     if failure is not None:
         kind, reason = failure
-        log.info("rollout_failed", task_id=task_id, seed=seed, kind=kind, reason=reason[:300])
+        if log_failures:
+            log.info("rollout_failed", task_id=task_id, seed=seed, kind=kind, reason=reason[:300])
         r.event(kind, reason)
         r.final_answer, r.termination = None, Termination.error
         r.usage.wall_seconds = round(time.monotonic() - start, 4)

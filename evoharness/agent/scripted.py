@@ -48,9 +48,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
-from evoharness.agent.models import to_langchain
+from evoharness.agent.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from evoharness.agent.models import to_messages
 from evoharness.envs.base import TaskSpec, ToolCallSpec
 
 WEAK_RATES: dict[str, float] = {
@@ -82,7 +81,7 @@ class ScriptedModel:
         if isinstance(out, str):
             return AIMessage(out)
         if isinstance(out, dict):
-            msg = to_langchain([out])[0]
+            msg = to_messages([out])[0]
             assert isinstance(msg, AIMessage)
             return msg
         return out

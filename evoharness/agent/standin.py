@@ -40,9 +40,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
 from evoharness.agent.directives import Directives, read_directives
+from evoharness.agent.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from evoharness.agent.scripted import READ_ONLY, VAGUE_ANSWER, _wrong_name, perturb_one_argument
 from evoharness.envs.base import TaskSpec, ToolCallSpec
 

@@ -59,7 +59,7 @@ def _run(req: WorkerRequest) -> str:
     calls: list = []
     traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
                        rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,
-                       model_via=req.gateway, env_via=req.env_via, env_calls=calls)
+                       model_via=req.gateway, env_via=req.env_via, env_calls=calls, log_failures=False)
     return envelope(traj, calls)
 
 

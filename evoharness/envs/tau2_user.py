@@ -119,14 +119,14 @@ class ChatModelSession:
     """tau2's user simulator over a ChatModel: system prompt + the conversation, roles flipped."""
 
     def __init__(self, model: Any, system_prompt: str) -> None:
-        from langchain_core.messages import SystemMessage
+        from evoharness.agent.messages import SystemMessage
 
         self.model = model
         self.messages: list[Any] = [SystemMessage(system_prompt)]
         self.stopped = False
 
     def reply(self, message: str) -> str:
-        from langchain_core.messages import AIMessage, HumanMessage
+        from evoharness.agent.messages import AIMessage, HumanMessage
 
         self.messages.append(HumanMessage(message))   # the agent speaks: the simulator's "user" turn
         out = self.model.invoke(list(self.messages))

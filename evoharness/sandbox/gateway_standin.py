@@ -12,7 +12,7 @@ the host's own copy of the environment. The sandboxed worker talks to it as to a
 endpoint (``gateway:SOCKET?rollout=TOKEN#standin:weak``) and receives only its replies.
 
 The draws are the in-process ones: the model is keyed by the same ``(seed, task id, rollout)`` and sees
-the same messages (OpenAI dicts converted with ``agent.models.to_langchain``), so a rollout served here
+the same messages (OpenAI dicts converted with ``agent.models.to_messages``), so a rollout served here
 gives the same trajectory as one run in-process. Usage is reported as 0 tokens, as in-process: a
 stand-in has no tokenizer, and an estimate would be a number nothing measured.
 """

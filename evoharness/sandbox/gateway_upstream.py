@@ -144,7 +144,7 @@ class ModelUpstream:
     """Serves a ``ChatModel`` (e.g. the package's ``ScriptedModel``) behind the gateway, no network.
 
     ``make()`` builds one model per rollout (so each rollout replays its own script). The OpenAI
-    messages are converted with ``agent.models.to_langchain``; the reply with ``to_openai``. A chat
+    messages are converted with ``agent.models.to_messages``; the reply with ``to_openai``. A chat
     model carries no tokenizer: usage is its ``usage_metadata`` when it has one, else estimated
     (``estimate_tokens`` over the request and reply text). A model that raises gives a 500 reply.
 
@@ -172,9 +172,9 @@ class ModelUpstream:
             return model
 
     def _messages(self, raw: list[Any], rollout: str) -> list[Any]:
-        """``raw`` (OpenAI dicts) as langchain messages, reusing the rollout's last conversion for the
+        """``raw`` (OpenAI dicts) as the package's messages, reusing the rollout's last conversion for the
         messages ``raw`` starts with that its last request also started with (compared as JSON values)."""
-        from evoharness.agent.models import to_langchain
+        from evoharness.agent.models import to_messages
 
         with self._lock:
             last_raw, last = self._seen.get(rollout, ((), ()))
@@ -183,7 +183,7 @@ class ModelUpstream:
             if old != new:
                 break
             same += 1
-        out = list(last[:same]) + to_langchain(raw[same:])
+        out = list(last[:same]) + to_messages(raw[same:])
         with self._lock:
             self._seen[rollout] = (raw, out)
         return out

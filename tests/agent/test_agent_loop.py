@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
+from evoharness.agent.messages import AIMessage, HumanMessage, SystemMessage
 from evoharness.agent.runner import run_rollout
 from evoharness.agent.scripted import ScriptedModel
 from evoharness.traces.models import Termination

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
 from evoharness.agent.loop import _Converted
-from evoharness.agent.models import GatewayChatModel, from_langchain, to_langchain
+from evoharness.agent.messages import AIMessage, HumanMessage, SystemMessage
+from evoharness.agent.models import GatewayChatModel, from_messages, to_messages
 
 
 def test_the_same_messages_keep_their_objects_and_a_changed_one_is_converted_again():
@@ -22,18 +21,18 @@ def test_the_same_messages_keep_their_objects_and_a_changed_one_is_converted_aga
     fourth = conv(hooked)
     assert fourth[0] is first[0] and [m.content for m in fourth] == ["s", "a hook's own list"]
     assert [type(m) for m in conv(msgs[:1])] == [SystemMessage]  # shorter: the prefix only
-    assert conv(msgs) == to_langchain(msgs)  # what a full conversion gives
+    assert conv(msgs) == to_messages(msgs)  # what a full conversion gives
 
 
-def test_the_gateway_client_sends_what_from_langchain_gives_reusing_dicts_only_for_equal_messages():
+def test_the_gateway_client_sends_what_from_messages_gives_reusing_dicts_only_for_equal_messages():
     model = GatewayChatModel("/nonexistent.sock", "t", "m", 0)
     a, b = SystemMessage("s"), HumanMessage("u")
-    assert model._dicts([a, b]) == from_langchain([a, b])
+    assert model._dicts([a, b]) == from_messages([a, b])
     c = AIMessage("reply")
     again = model._dicts([a, b, c])
-    assert again == from_langchain([a, b, c])
+    assert again == from_messages([a, b, c])
     other = HumanMessage("another")
-    assert model._dicts([a, other]) == from_langchain([a, other])  # another object at [1]: converted afresh
+    assert model._dicts([a, other]) == from_messages([a, other])  # another object at [1]: converted afresh
 
 
 def test_the_gateway_client_converts_again_a_message_edited_in_place_since_the_last_request():
@@ -43,4 +42,41 @@ def test_the_gateway_client_converts_again_a_message_edited_in_place_since_the_l
     model._dicts([a, b])
     a.content = "edited in place"  # the same object, another text: its old dict must not be sent
     b.tool_calls[0]["args"]["x"] = 2  # a nested edit of the same object
-    assert model._dicts([a, b]) == from_langchain([a, b])
+    assert model._dicts([a, b]) == from_messages([a, b])
+
+
+def test_the_openai_path_sends_the_packages_messages_as_langchain_does_and_returns_the_packages_reply():
+    import json
+
+    import httpx
+
+    from evoharness.agent.messages import ToolMessage
+    from evoharness.agent.models import openai_model
+
+    sent = []
+    reply = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                 "role": "assistant", "content": "",
+                 "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "f", "arguments": '{"q": 2}'}},
+                                {"id": "c3", "type": "function", "function": {"name": "g", "arguments": "{bad"}}]}}],
+             "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15}}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        return httpx.Response(200, json=reply)
+
+    model = openai_model("openai:http://x/v1#m", 0, http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    msgs = to_messages([{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                        {"role": "assistant", "content": "", "tool_calls": [
+                            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"q": 1}'}}]},
+                        {"role": "tool", "tool_call_id": "c1", "content": "r"}])
+    assert isinstance(msgs[3], ToolMessage)
+    ai = model.invoke(msgs, tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])
+    (body,) = sent
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
+    assert body["messages"][2]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"q": 1}'}
+    assert body["messages"][3] == {"role": "tool", "tool_call_id": "c1", "content": "r"}
+    assert isinstance(ai, AIMessage)  # the package's, not langchain-core's
+    assert [(c["name"], c["args"], c["id"]) for c in ai.tool_calls] == [("f", {"q": 2}, "c2")]
+    assert [(c["name"], c["args"]) for c in ai.invalid_tool_calls] == [("g", "{bad")]
+    assert ai.usage_metadata["input_tokens"] == 11 and ai.usage_metadata["output_tokens"] == 4

@@ -7,8 +7,8 @@ import stat
 
 import httpx
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
 
+from evoharness.agent.messages import HumanMessage, ToolMessage
 from evoharness.agent.models import parse_gateway_spec
 from evoharness.agent.runner import make_model
 from evoharness.agent.scripted import ScriptedModel
