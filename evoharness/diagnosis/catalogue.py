@@ -28,6 +28,7 @@ from evoharness.diagnosis.detectors import (
     TerminationDetector,
     UnbackedClaimDetector,
 )
+from evoharness.diagnosis.elapsed import ElapsedClaimDetector
 from evoharness.registry import Registry
 from evoharness.traces.models import Termination
 
@@ -59,6 +60,7 @@ add(ma.AnswerOriginDetector)
 add(ma.AcceptedReportDetector)
 add(ma.FirstCommitmentDetector)
 add(ContradictedClaimDetector)
+add(ElapsedClaimDetector)
 add(env.UserSimulatorErrorDetector)
 add(env.UserQuitDetector)
 add(env.UserOffScriptDetector)
