@@ -65,8 +65,10 @@ def main() -> int:
     args = ap.parse_args()
     try:
         records = json.loads(args.data.read_text())
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise ValueError("not a JSON list of tau-bench records")
         rows = test2(records) if args.test2 else sample(records)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         print(f"error: {args.data}: {e}", file=sys.stderr)
         return 2
     for r in rows:

@@ -47,3 +47,15 @@ def test_real_without_the_public_data_is_one_error_line(tmp_path):
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "gpt-4o-airline.json" in errors[0]
+
+
+@pytest.mark.parametrize("content", ['{"a": 1}', "[1, 2]", "[" * 100_000 + "]" * 100_000])
+def test_tau_dev_sample_of_a_file_that_is_no_record_list_is_one_error_line(content, tmp_path):
+    """``tau_dev_sample.py --data FILE``: an object, a list of numbers or a deeply nested list was a traceback
+    (AttributeError, RecursionError)."""
+    data = tmp_path / "records.json"
+    data.write_text(content)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/tau_dev_sample.py"), "--data", str(data)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
