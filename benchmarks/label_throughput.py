@@ -108,6 +108,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--copies must be at least 1")
     if not args.data.is_file():
         ap.error(f"--data {args.data}: no such file")
+    try:  # replicate() copies its records with a trial number: a list of objects, or one error line
+        records = json.loads(args.data.read_bytes())
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested too deeply
+        ap.error(f"--data {args.data}: not readable JSON ({type(e).__name__})")
+    if not isinstance(records, list) or not records or not all(
+            isinstance(r, dict) and type(r.get("trial", 0)) is int for r in records):
+        ap.error(f"--data {args.data}: not a JSON list of tau-bench records (objects with an integer trial)")
+    del records
     if args.instructions and shutil.which("valgrind") is None:
         ap.error("--instructions needs valgrind (not found on PATH)")
 

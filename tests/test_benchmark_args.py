@@ -59,3 +59,14 @@ def test_tau_dev_sample_of_a_file_that_is_no_record_list_is_one_error_line(conte
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("content", ['{"a": 1}', "[1, 2]", '[{"trial": "x"}]', "[]", "[" * 100_000 + "]" * 100_000])
+def test_label_throughput_of_a_file_that_is_no_record_list_is_one_error_line(content, tmp_path):
+    """``label_throughput.py --data FILE`` that is no list of tau-bench records: was a traceback in replicate()."""
+    data = tmp_path / "records.json"
+    data.write_text(content)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/label_throughput.py"), "--copies", "1",
+                           "--data", str(data)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
