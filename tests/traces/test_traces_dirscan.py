@@ -224,3 +224,28 @@ def test_a_folder_of_many_candidates_is_listed_again_once_its_listing_is_old(tmp
     clock[0] += dirscan.REFRESH_NS + 1
     assert [t.score for t in load_paths([f])] == [1.0]
     assert listings[str(tmp_path.resolve())] == 2
+
+
+def test_a_file_rewritten_while_it_is_being_judged_is_judged_again(tmp_path):
+    """The stamp is taken before the content is read: a write landing between the two (here: inside the check)
+    leaves a stamp that no longer matches, so the next look-up judges the file again."""
+    d = tmp_path / "d"
+    d.mkdir()
+    f = d / "r.json"
+    f.write_text("{}")
+    old = f.stat().st_mtime_ns - 3600 * 10**9
+    os.utime(f, ns=(old, old))
+    _settle(d)
+    calls = []
+
+    def content(p: Path) -> bool:
+        calls.append(p.read_text())
+        if len(calls) == 1:  # another process rewrites it right after this read, its mtime an hour back
+            p.write_text('{"resolved_ids": []}')
+            os.utime(p, ns=(old, old))
+            return False
+        return "resolved_ids" in p.read_text()
+
+    keep = dirscan.Keep(lambda name: name.endswith(".json"), content)
+    assert dirscan.matching(d, keep) == []
+    assert dirscan.matching(d, keep) == [f]

@@ -116,12 +116,13 @@ def _list(d: Path, keep: Keep, stamp: tuple[int, int, int], now: int) -> _Listin
                 if keep.content is None:
                     entries[e.name] = (None, True)
                 else:
-                    verdict = keep.content(Path(e.path))
                     if watched and len(entries) >= MAX_WATCHED:
                         watched = False
                         entries = {n: v for n, v in entries.items() if v[1]}
+                    seen = _stamp(e.path) if watched else None  # before the content: a rewrite after it is seen
+                    verdict = keep.content(Path(e.path))
                     if watched or verdict:
-                        entries[e.name] = (_stamp(e.path) if watched else None, verdict)
+                        entries[e.name] = (seen, verdict)
                 kept += e.name in entries and entries[e.name][1]
                 if kept >= MAX_KEPT:
                     break
