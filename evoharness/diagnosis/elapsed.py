@@ -9,7 +9,8 @@ decides it by reading a timestamp from a tool result against the current time. T
   days: ``was / is / were / are / been`` (or ``it's``), up to two words, then ``within [the] [last|past|first]
   N hour(s) / day(s)`` or ``within [the] N-hour / N-day``; a negation (``not``, ``no longer``, ``n't``,
   ``never``) or a condition (``if``, ``unless``, ``whether``) up to three words before ``within`` makes it no
-  claim ("I can cancel it only if it's within 24 hours");
+  claim ("I can cancel it only if it's within 24 hours"), and so does a window measured to another moment
+  (``OTHER_ANCHOR``: "is within 24 hours of departure", "... before the flight");
 - the record's time is the first creation timestamp (``CREATED``: a key holding ``created``, ``booked``,
   ``placed``, ``ordered`` or ``purchased`` with an ISO date-time value) of the latest tool result before the
   reply that has one;
@@ -34,6 +35,11 @@ ISO_TIME = r"(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d))?)?"
 NOW = re.compile(r"current (?:time|date)(?: and date| and time)?\s*(?:is|:)?\s*" + ISO_TIME, re.I)
 WITHIN = re.compile(r"\b(?:was|is|were|are|been|it's|it’s)\s+(?:[a-z-]{1,20}\s+){0,2}?within\s+(?:the\s+)?"
                     r"(?:(?:last|past|first)\s+)?(\d{1,3}|a|one)[\s-]+(hour|day)s?\b")
+# a window measured to another moment than the record's creation ("within 24 hours of departure", "... before the
+# flight"): a claim about that moment, which a creation time cannot contradict
+OTHER_ANCHOR = re.compile(r"\s+(?:of|before|until|prior to|to)\s+(?:the\s+|your\s+|its\s+|their\s+|this\s+)?"
+                          r"(?:scheduled\s+)?(?:departure|depart|flight|travel|check-?in|arrival|take-?off|boarding|"
+                          r"delivery|trip|event|appointment|start)\b")
 NEGATED = re.compile(r"(?:\b(?:not|no longer|never|if|unless|whether)|n['’]t)\s+(?:[a-z'’-]{1,20}\s+){0,3}$")
 CREATED_KEYS = ("created", "booked", "placed", "ordered", "purchased")
 CREATED = re.compile(r'"[a-z_]*(?:created|booked|placed|ordered|purchased)[a-z_]*"\s*:\s*"' + ISO_TIME)
@@ -72,6 +78,8 @@ def _claims(low: str) -> list[tuple[str, timedelta]]:
     out = []
     for m in WITHIN.finditer(low[:MAX_REPLY_CHARS]):
         if NEGATED.search(low[max(0, m.start() - 40):m.start() + m.group(0).find("within")]):
+            continue
+        if OTHER_ANCHOR.match(low, m.end(), m.end() + 60):
             continue
         n = 1 if m.group(1) in ("a", "one") else int(m.group(1))
         out.append((m.group(0), timedelta(hours=n) if m.group(2) == "hour" else timedelta(days=n)))

@@ -62,3 +62,15 @@ def test_a_healthy_run_stays_healthy():
     t = _run("2024-05-02T06:02:56", CLAIM).deliver("Cancelled.").build(1.0)
     assert Labeller().label(t).failure_class == "healthy"
     assert first_elapsed_contradiction(TraceView.of(t)).step == 4  # the rule itself fires; detect skips Healthy
+
+
+def test_a_window_to_another_moment_than_the_records_creation_is_no_claim():
+    """"Your flight is within 24 hours of departure" is about the departure: a reservation made weeks ago does not
+    contradict it (it fired F1.elapsed_claim); "within 24 hours of booking" still does."""
+    for reply in ("Your flight is within 24 hours of departure, so it cannot be modified.",
+                  "The trip is within 2 days before the flight, so no changes are possible.",
+                  "It's within 24 hours of your scheduled departure."):
+        t = _run("2024-04-01T10:00:00", reply).deliver("Sorry.").build(0.0)
+        assert first_elapsed_contradiction(TraceView.of(t)) is None, reply
+    t = _run("2024-04-01T10:00:00", "It was made within 24 hours of booking, so it is refundable.").build(0.0)
+    assert first_elapsed_contradiction(TraceView.of(t)).step == 4
