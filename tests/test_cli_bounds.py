@@ -6,10 +6,17 @@ meant all tasks, silently (fix, fourth session)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from evoharness.cli import main
+from evoharness.cli_support import MAX_ROLLOUTS_PER_TASK, MAX_SEED
+from evoharness.config import load_settings
+from evoharness.graph.book import Book
+from evoharness.graph.config import RunConfig
 from evoharness.traces.store import write_trajectories
+from evoharness.verification.verifier import Verifier
 from tests.datasets.helpers import make_traj
 
 HUGE = "99999999999999999999999"
@@ -42,7 +49,13 @@ HUGE = "99999999999999999999999"
     (["evaluate", "--harness", "h", "--out", "e.json", "--tasks", "-1"],
      "error: --tasks must be 0 to 100,000 (0 = all), not -1"),
     (["run", "--set", f"run.max_rounds={HUGE}"],
-     "error: settings: run.max_rounds: Input should be less than or equal to 10000"),
+     "error: settings: run.max_rounds: Input should be less than or equal to 2000"),
+    (["run", "--set", f"run.seed={HUGE}"],
+     "error: settings: run.seed: Input should be less than or equal to 2147482648"),
+    (["run", "--set", "run.seed=-1"],
+     "error: settings: run.seed: Input should be greater than or equal to 0"),
+    (["run", "--set", "run.rollouts=1001"],
+     "error: settings: run.rollouts: Input should be less than or equal to 1000"),
 ])
 def test_a_count_past_its_limit_is_one_error_line_before_any_work(args, line, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -60,3 +73,49 @@ def test_enqueue_round_past_its_limit_queues_nothing(tmp_path, capsys):
     assert capsys.readouterr().err == f"error: --round must be 0 to 10,000, not {int(HUGE):,}\n"
     assert main(["dataset", "enqueue", str(path), "--url", url, "--round", "10000"]) == 0
     assert capsys.readouterr().out.startswith("1 trajectories, ")
+
+
+
+class _Recorder:
+    """An observation source (and a ledger, an env, a progress) that keeps the requests it is asked for."""
+
+    def __init__(self) -> None:
+        self.requests: list = []
+
+    def pending(self, requests, ledger=None) -> int:
+        return 0
+
+    def check(self, pending) -> None:
+        pass
+
+    def note(self, text) -> None:
+        pass
+
+    def list_tasks(self, split):
+        return [SimpleNamespace(id="t")]
+
+    def observe(self, requests, ledger=None):
+        self.requests.extend(requests)
+        raise _Asked
+
+
+class _Asked(Exception):
+    pass
+
+
+def test_every_seed_a_run_derives_from_its_largest_settings_is_one_an_endpoint_takes():
+    """run.seed was unbounded and run.max_rounds went to 10,000: held-out evaluation asked for seeds run.seed + r and
+    the anchor after a merge in round r for 1,000,000 x r + i, past 2**31 - 1 (an endpoint refuses such a seed,
+    so every rollout of that stage fails). Test fails before (no bound on run.seed; 10,000 rounds)."""
+    fields = RunConfig.model_fields
+    most = {k: next(m.le for m in fields[k].metadata if getattr(m, "le", None) is not None)
+            for k in ("seed", "rollouts", "max_rounds")}
+    run = load_settings(environ={}, overrides=[f"run.{k}={v}" for k, v in most.items()]).run
+    seen = _Recorder()
+    with pytest.raises(_Asked):  # held-out evaluation of the run: seeds run.seed .. run.seed + k - 1
+        Book(run, seen, None, None, seen, source=seen).evaluate("c" * 40, "heldout", seen, round=run.max_rounds)
+    with pytest.raises(_Asked):  # the dev anchor after a merge in the run's last round
+        Verifier(seen).measure_anchor("c" * 40, ["t"], k=run.rollouts, round=run.max_rounds)
+    seeds = [r.seed for r in seen.requests]
+    assert len(seeds) == 2 * MAX_ROLLOUTS_PER_TASK == 2 * run.rollouts
+    assert 0 <= min(seeds) and max(seeds) <= MAX_SEED

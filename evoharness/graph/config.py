@@ -6,6 +6,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from evoharness.cli_support import MAX_ROLLOUTS_PER_TASK, MAX_SEED
+
+# The largest run.seed: held-out evaluation and `evaluate/ablate --run -k K` use seeds run.seed .. run.seed+K-1
+# with K up to MAX_ROLLOUTS_PER_TASK, and every one of them must stay a seed an endpoint takes (0..MAX_SEED).
+MAX_RUN_SEED = MAX_SEED - MAX_ROLLOUTS_PER_TASK + 1
+# The most rounds a run takes: the dev anchor measured after a merge in round r uses seeds 1,000,000 x r + i
+# (verification/verifier.py, ANCHOR_SEED_BASE), within 0..MAX_SEED up to round 2,146; 10,000 rounds went past it.
+MAX_RUN_ROUNDS = 2_000
+
 
 class RunConfig(BaseModel):
     """One run: which harness, environment, model, how many rounds and how much budget."""
@@ -21,8 +30,11 @@ class RunConfig(BaseModel):
     dev_limit: int = Field(0, ge=0, description="How many of the environment's dev tasks to use (0 = all).")
     heldout_limit: int = Field(0, ge=0, description="How many of the environment's held-out tasks the before/after "
                                "evaluation uses (0 = all). A count; `datasets.heldout_tasks` is a list of task ids.")
-    rollouts: int = Field(2, ge=1, description="k: rollouts per task for anchors and candidates.")
-    max_rounds: int = Field(3, ge=1, le=10_000, description="Stop after this many rounds (at most 10,000).")
+    rollouts: int = Field(2, ge=1, le=MAX_ROLLOUTS_PER_TASK, description="k: rollouts per task for anchors and "
+                          f"candidates (1 to {MAX_ROLLOUTS_PER_TASK:,}).")
+    max_rounds: int = Field(3, ge=1, le=MAX_RUN_ROUNDS, description=f"Stop after this many rounds (at most "
+                            f"{MAX_RUN_ROUNDS:,}: round r's anchor seeds are 1,000,000 x r + i, within "
+                            f"0..{MAX_SEED:,}).")
     budget: float = Field(2000, gt=0, description="Budget ledger units for the whole run (1 unit per rollout).")
     max_candidates: int = Field(2, ge=1, description="Candidates per round (the roles propose up to this many).")
     patience: int = Field(2, ge=1, description="Ceiling: end after this many rounds in a row with nothing "
@@ -31,7 +43,11 @@ class RunConfig(BaseModel):
     review: bool = Field(False, description="Interrupt before each merge for `evoharness approve|reject`.")
     checkpointer: str = Field("sqlite", description="'sqlite' (file under the run dir), 'memory', or a "
                               "postgresql:// URL.")
-    seed: int = Field(0, description="Base seed for rollouts (rollout r of a task uses seed + r).")
+    seed: int = Field(0, ge=0, le=MAX_RUN_SEED, description=f"Base seed, 0 to {MAX_RUN_SEED:,}: held-out "
+                      "evaluation and `evaluate/ablate --run` give rollout r of a task seed + r (r < k <= "
+                      f"{MAX_ROLLOUTS_PER_TASK:,}), so every derived seed stays within 0..{MAX_SEED:,} (a signed "
+                      "32-bit seed, what OpenAI-compatible endpoints and numpy take). Dev anchors and fresh "
+                      "baselines use fixed seeds by round, not this (docs/verification.md).")
     evidence: list[Path] = Field(
         default_factory=list,
         description="Trace files or directories (any format `evoharness import` reads) whose process failures "
