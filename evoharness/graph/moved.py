@@ -36,3 +36,21 @@ def moved_harness(run_dir: Path, recorded_run_dir: Path | str | None, harness: P
                          f"{harness}; its copy under {new_root} has no {copied} (copy the harness with the run, "
                          "or run it from where it was)")
     return copied
+
+
+def recorded_harness(run_dir: Path, home: Path | str, harness: Path | str) -> Path:
+    """The harness a run's settings.json names, absolute where it can be told.
+
+    Runs record ``home`` and ``run.harness`` absolute (`runner.save_run_settings`); an older settings.json may
+    hold a relative harness, meant against the cwd the run started from. With a relative ``home`` too (the
+    default ``.evoharness``), that cwd is where ``<cwd>/<home>/runs/<id>`` puts it: ``run_dir`` less the
+    home's parts. With an absolute home (or one that climbs with ``..``) the cwd is not known: the harness
+    stays as recorded, against the cwd of the command.
+    """
+    harness, home = Path(harness), Path(home)
+    if harness.is_absolute() or home.is_absolute() or ".." in home.parts:
+        return harness
+    cwd = run_dir.absolute().parent.parent
+    for _ in home.parts:
+        cwd = cwd.parent
+    return cwd / harness

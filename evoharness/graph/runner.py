@@ -20,7 +20,7 @@ from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import open_checkpointer
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
-from evoharness.graph.moved import moved_harness
+from evoharness.graph.moved import moved_harness, recorded_harness
 from evoharness.graph.progress import Progress
 from evoharness.graph.summary import write_summary
 from evoharness.graph.wiring import build_services
@@ -34,9 +34,14 @@ def new_run_id() -> str:
     return "run-" + uuid.uuid4().hex[:10]
 
 
-def save_run_settings(run_dir: Path, settings: Settings) -> None:
+def save_run_settings(run_dir: Path, settings: Settings) -> Settings:
+    """Write (and return) the run's settings with ``home`` and ``run.harness`` absolute: a relative harness was
+    read against the cwd of a later `run --resume|approve|reject` (another repository from another cwd)."""
+    settings = settings.model_copy(update={"home": Path(settings.home).absolute(), "run": settings.run.model_copy(
+        update={"harness": Path(settings.run.harness).absolute()})})
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "settings.json").write_text(settings.model_dump_json(indent=2))
+    return settings
 
 
 def load_run_settings(settings: Settings, run_id: str) -> tuple[Settings, Path]:
@@ -51,12 +56,11 @@ def load_run_settings(settings: Settings, run_id: str) -> tuple[Settings, Path]:
         raise InputError(run_id, f"no such run under {runs_dir(settings)}"
                          + (f" (known: {', '.join(known[-5:])})" if known else ""))
     saved = Settings.model_validate(migrate_saved(json.loads(path.read_text())))
-    recorded = Path(saved.home) / "runs" / run_id
+    harness, home = recorded_harness(run_dir, saved.home, saved.run.harness), Path(saved.home)
+    recorded = home / "runs" / run_id
     if recorded.is_absolute() and recorded.resolve() != run_dir.resolve():
-        harness = moved_harness(run_dir, recorded, saved.run.harness)
-        saved = saved.model_copy(update={"home": run_dir.parent.parent,
-                                         "run": saved.run.model_copy(update={"harness": harness})})
-    return saved, run_dir
+        harness, home = moved_harness(run_dir, recorded, harness), run_dir.parent.parent
+    return saved.model_copy(update={"home": home, "run": saved.run.model_copy(update={"harness": harness})}), run_dir
 
 
 class RunOutcome:
@@ -126,7 +130,7 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     model = with_temperature(resolve_model_spec(settings.run.model), settings.run.temperature, "run.temperature")
     if model != settings.run.model:
         settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
-    save_run_settings(run_dir, settings)
+    settings = save_run_settings(run_dir, settings)
     write_evidence(run_dir, evidence)  # the snapshot a resumed run reads
     progress = progress or Progress()
     progress.note(f"run {run_id}: harness {settings.run.harness}, env {settings.run.env}, "

@@ -19,7 +19,7 @@ from typing import Any
 from evoharness.config import Settings, migrate_saved
 from evoharness.errors import InputError
 from evoharness.graph.checkpoint import open_checkpointer
-from evoharness.graph.moved import moved_harness
+from evoharness.graph.moved import moved_harness, recorded_harness
 from evoharness.graph.runner import RunOutcome
 from evoharness.graph.summary import summary_dict
 from evoharness.harness_repo.repo import HarnessRepo
@@ -136,6 +136,8 @@ def load_run(settings: Settings, spec: str) -> RunRecord:
     except ValueError as e:
         raise InputError(str(run_dir / "settings.json"), f"not the settings of a run: {e}") from None
     run_id = run_dir.name
+    harness = recorded_harness(run_dir, run_settings.home, run_settings.run.harness)  # an older relative one
+    run_settings = run_settings.model_copy(update={"run": run_settings.run.model_copy(update={"harness": harness})})
     if (run_dir / "summary.json").is_file():
         summary = _read_json(run_dir / "summary.json")
         harness = moved_harness(run_dir, (summary.get("files") or {}).get("run_dir"),
