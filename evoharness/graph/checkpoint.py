@@ -48,6 +48,37 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
     raise InputError("run.checkpointer", f"unknown checkpointer {spec!r} (sqlite | memory | postgresql://...)")
 
 
+def claim_thread(saver, spec: str, thread_id: str, run_dir: Path) -> None:
+    """Refuse to drive ``thread_id`` of a Postgres checkpointer from a run directory it was not created for.
+
+    A Postgres checkpoint lives in the database, not in the run directory: a copy of the directory (a demo
+    copied with `cp -r`, or another home with the same run id) names the same thread, and resuming the copy
+    wrote its rounds into the original's checkpoint. The thread's directory is recorded in
+    ``evoharness_run_threads`` the first time a run is driven; a directory that is not it is refused with an
+    InputError while the recorded one still holds the run (its settings.json), and takes the thread over when
+    it does not (the run directory was moved). SQLite ('sqlite', the default) keeps the checkpoint in the run's
+    home, so a copy has its own; 'memory' keeps none.
+    """
+    if not spec.startswith(("postgres://", "postgresql://")):
+        return
+    here = str(run_dir.resolve())
+    conn = saver.conn
+    conn.execute("CREATE TABLE IF NOT EXISTS evoharness_run_threads "
+                 "(thread_id TEXT PRIMARY KEY, run_dir TEXT NOT NULL)")
+    conn.execute("INSERT INTO evoharness_run_threads (thread_id, run_dir) VALUES (%s, %s) "
+                 "ON CONFLICT (thread_id) DO NOTHING", (thread_id, here))
+    row = conn.execute("SELECT run_dir FROM evoharness_run_threads WHERE thread_id = %s", (thread_id,)).fetchone()
+    owner = row["run_dir"] if isinstance(row, dict) else row[0]
+    if owner == here:
+        return
+    if (Path(owner) / "settings.json").is_file():
+        raise InputError(str(run_dir), f"run {thread_id}'s Postgres checkpoint (thread {thread_id!r}) belongs to "
+                         f"{owner}, and this directory is a copy: driving it would write into that run's "
+                         "checkpoint. Resume the run from its own directory (or start a new run)")
+    conn.execute("UPDATE evoharness_run_threads SET run_dir = %s WHERE thread_id = %s AND run_dir = %s",
+                 (here, thread_id, owner))  # moved: the old directory no longer holds the run
+
+
 _PG_SETUP_LOCK = 0x65766F68  # advisory lock key ("evoh"): one migration at a time per database
 _pg_ready: set[str] = set()
 _pg_ready_lock = threading.Lock()

@@ -1,0 +1,84 @@
+"""A copied run directory whose run uses a Postgres checkpointer names the original's thread (the run id) in the
+same database: `approve` or `run --resume` in the copy wrote its rounds into the original's checkpoint. The copy
+is refused with one `error:` line; a moved directory takes its thread over. Runs for real when
+EVOHARNESS_TEST_POSTGRES is set (scripts/services.sh starts PostgreSQL); skipped otherwise."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import uuid
+from urllib.parse import quote
+
+import git
+import pytest
+
+from evoharness.cli import main
+from evoharness.harness_repo.init import init_harness
+
+PG = os.environ.get("EVOHARNESS_TEST_POSTGRES")  # read at import: the autouse fixture clears EVOHARNESS_*
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+@pytest.fixture
+def pg_checkpointer():
+    """A Postgres checkpointer URL in a fresh schema (dropped afterwards)."""
+    if not PG:
+        pytest.skip("EVOHARNESS_TEST_POSTGRES not set (scripts/services.sh starts PostgreSQL)")
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    yield PG + ("&" if "?" in PG else "?") + "options=" + quote(f"-csearch_path={name}")
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+def _checkpoints(url: str, run_id: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (run_id,)).fetchone()[0]
+
+
+def _waiting_run(demo, url, capsys):
+    """A one-round run in ``demo`` on the Postgres checkpointer ``url``, waiting for review: (branch, run id)."""
+    init_harness(demo / "h")
+    opts = ["--set", f"home={demo / 'state'}", "--set", f"run.harness={demo / 'h'}", "--set", "run.env=synthetic",
+            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
+            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
+            "--set", "roles.kind=playbook", "--set", "log_level=error", "--set", f"run.checkpointer={url}"]
+    assert main(["run", "--review", *opts]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    approve = shlex.split(next(line.split("   (or:")[0].strip() for line in out.splitlines() if " approve " in line))
+    return approve[approve.index("approve") + 1], approve[approve.index("--run") + 1]
+
+
+def test_a_copy_never_writes_the_originals_postgres_checkpoint(tmp_path, capsys, pg_checkpointer):
+    demo, copy = tmp_path / "demo", tmp_path / "copy"
+    branch, run_id = _waiting_run(demo, pg_checkpointer, capsys)
+    shutil.copytree(demo, copy)
+    before = _checkpoints(pg_checkpointer, run_id)
+    copy_main = git.Repo(copy / "h").heads.main.commit.hexsha
+    for args in (["approve", branch, "--run", run_id], ["run", "--resume", run_id]):
+        assert main(["--set", f"home={copy / 'state'}", *args]) == 2
+        out, err = capsys.readouterr()
+        last = err.splitlines()[-1]  # after `run --resume`'s progress line 'resuming RUN'
+        assert [ln for ln in err.splitlines() if ln.startswith("error")] == [last]
+        assert "is a copy" in last and str(demo / "state" / "runs" / run_id) in last
+        assert "Traceback" not in out + err
+    assert _checkpoints(pg_checkpointer, run_id) == before  # before: the copy's approve checkpointed into it
+    assert git.Repo(copy / "h").heads.main.commit.hexsha == copy_main  # nothing merged in the copy either
+    # the original itself is still its own: its approve goes on
+    assert main(["--set", f"home={demo / 'state'}", "approve", branch, "--run", run_id]) == 0, capsys.readouterr()
+    assert _checkpoints(pg_checkpointer, run_id) > before
+
+
+def test_a_moved_run_directory_takes_its_thread_over(tmp_path, capsys, pg_checkpointer):
+    demo, moved = tmp_path / "demo", tmp_path / "moved"
+    branch, run_id = _waiting_run(demo, pg_checkpointer, capsys)
+    shutil.move(demo, moved)
+    assert main(["--set", f"home={moved / 'state'}", "approve", branch, "--run", run_id]) == 0, capsys.readouterr()
+    assert len(git.Repo(moved / "h").heads.main.commit.parents) == 2  # merged, in the moved harness
