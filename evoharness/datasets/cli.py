@@ -90,10 +90,11 @@ def enqueue(
     from .export import JsonlSource
 
     check_range(round_, "--round", 0, MAX_ROUNDS)
-    from .queue import check_url, default_url
+    from .queue import check_reachable, check_url, default_url
 
     settings = settings_of(ctx)
     check_url(url or settings.datasets.url or default_url(settings.home))  # before any input is read
+    check_reachable(url or settings.datasets.url or default_url(settings.home))  # a Postgres server: connect
     source = JsonlSource(trajectories)
     _require_records(trajectories, "trajectories to enqueue")
     labeller = Labeller(settings_of(ctx).diagnosis)

@@ -116,6 +116,25 @@ def check_url(url: str) -> None:
         raise InputError(str(path), f"{above} is a file, not a directory")
 
 
+def check_reachable(url: str) -> None:
+    """For a server queue (PostgreSQL): connect once (``CONNECT_TIMEOUT_S``) and disconnect, creating nothing;
+    InfraError when the server cannot be reached. `dataset enqueue` calls it before it reads its input: a
+    closed port was reported only after the input had been labelled up to its first content failure (or to
+    its end, when it had none). A SQLite queue is a local file (`check_url`)."""
+    shown = _shown(url)
+    if _parsed(url, shown).get_backend_name() != "postgresql":
+        return
+    engine = _engine(url, shown, create=False)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except SQLAlchemyError as e:
+        reason = " ".join(str(getattr(e, "orig", None) or e).split())
+        raise InfraError(f"training queue {shown!r} unreachable: {e.__class__.__name__}: {reason}") from None
+    finally:
+        engine.dispose()
+
+
 def _engine(url: str, shown: str, create: bool) -> Engine:
     parsed = _parsed(url, shown)
     backend = parsed.get_backend_name()

@@ -136,3 +136,32 @@ def test_an_empty_datasets_url_setting_is_an_error_not_the_default_queue(tmp_pat
     assert out == "" and err.count("\n") == 1
     assert err.startswith("error: ") and "datasets.url" in err and "empty URL" in err
     assert not home.exists() or not any(home.rglob("queue.db"))
+
+
+def test_enqueue_to_an_unreachable_postgres_queue_labels_nothing(tmp_path, monkeypatch, capsys):
+    """`dataset enqueue --url postgresql://...` to a closed port said so only after the input had been labelled
+    up to its first content failure (or to its end). It connects before reading input. Test fails before
+    (the labeller ran)."""
+    pytest.importorskip("psycopg")
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.traces.store import write_trajectories
+    from tests.datasets.helpers import make_traj
+
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, [make_traj("a", score=1.0), make_traj("b", score=0.0)])
+    labelled = []
+    real = Labeller.label
+    monkeypatch.setattr(Labeller, "label", lambda self, t: labelled.append(t.id) or real(self, t))
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    closed_port = free.getsockname()[1]
+    free.close()
+    url = f"postgresql+psycopg://u:s3cret@127.0.0.1:{closed_port}/db"
+    assert main(["dataset", "enqueue", str(path), "--url", url]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "s3cret" not in err
+    shown = f"postgresql+psycopg://u:***@127.0.0.1:{closed_port}/db"
+    assert err.startswith(f"error: training queue '{shown}' unreachable: ")
+    assert labelled == []
+    assert main(["dataset", "enqueue", str(path), "--url", f"sqlite:///{tmp_path / 'q.db'}"]) == 0  # labels both
+    assert labelled == ["a", "b"]
