@@ -62,9 +62,7 @@ def claim_thread(saver, spec: str, thread_id: str, run_dir: Path) -> None:
     if not spec.startswith(("postgres://", "postgresql://")):
         return
     here = str(run_dir.resolve())
-    conn = saver.conn
-    conn.execute("CREATE TABLE IF NOT EXISTS evoharness_run_threads "
-                 "(thread_id TEXT PRIMARY KEY, run_dir TEXT NOT NULL)")
+    conn = saver.conn  # evoharness_run_threads exists: _setup_postgres made it under the advisory lock
     conn.execute("INSERT INTO evoharness_run_threads (thread_id, run_dir) VALUES (%s, %s) "
                  "ON CONFLICT (thread_id) DO NOTHING", (thread_id, here))
     row = conn.execute("SELECT run_dir FROM evoharness_run_threads WHERE thread_id = %s", (thread_id,)).fetchone()
@@ -79,6 +77,8 @@ def claim_thread(saver, spec: str, thread_id: str, run_dir: Path) -> None:
                  (here, thread_id, owner))  # moved: the old directory no longer holds the run
 
 
+_RUN_THREADS_TABLE = ("CREATE TABLE IF NOT EXISTS evoharness_run_threads "
+                      "(thread_id TEXT PRIMARY KEY, run_dir TEXT NOT NULL)")
 _PG_SETUP_LOCK = 0x65766F68  # advisory lock key ("evoh"): one migration at a time per database
 _pg_ready: set[str] = set()
 _pg_ready_lock = threading.Lock()
@@ -104,6 +104,9 @@ def _setup_postgres(saver, spec: str) -> None:
             time.sleep(0.1)
         try:
             saver.setup()
+            # claim_thread's table, made here under the lock: two processes (or threads) creating it at once race
+            # as setup() does (UniqueViolation on pg_type), and a run's first claim failed with a traceback
+            saver.conn.execute(_RUN_THREADS_TABLE)
         finally:
             saver.conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
         _pg_ready.add(spec)

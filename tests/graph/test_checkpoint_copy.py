@@ -82,3 +82,31 @@ def test_a_moved_run_directory_takes_its_thread_over(tmp_path, capsys, pg_checkp
     shutil.move(demo, moved)
     assert main(["--set", f"home={moved / 'state'}", "approve", branch, "--run", run_id]) == 0, capsys.readouterr()
     assert len(git.Repo(moved / "h").heads.main.commit.parents) == 2  # merged, in the moved harness
+
+
+def test_runs_claiming_their_threads_at_once_on_a_fresh_database_all_succeed(pg_checkpointer, tmp_path):
+    """claim_thread created its table with CREATE TABLE IF NOT EXISTS outside the setup lock: runs started at once
+    on a fresh database raced: all but one failed with psycopg's UniqueViolation on pg_type."""
+    import threading
+
+    from evoharness.graph.checkpoint import claim_thread, open_checkpointer
+
+    n = 6
+    start, errors = threading.Barrier(n), []
+
+    def run(i: int) -> None:
+        run_dir = tmp_path / f"run-{i}"
+        run_dir.mkdir()
+        with open_checkpointer(pg_checkpointer, run_dir) as saver:
+            start.wait(timeout=60)
+            try:
+                claim_thread(saver, pg_checkpointer, f"run-{i}", run_dir)
+            except Exception as e:  # noqa: BLE001 -- the test reports any failure
+                errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
