@@ -422,9 +422,10 @@ def start_gateway(model_spec: str | None, cfg: GatewayConfig | None = None, upst
     """A started gateway for a run.
 
     Its ``agent`` lane: ``upstream`` if given (pinned to ``model_spec``'s name), else forwarding
-    ``openai:URL#model`` (``http_lane``); no agent lane when both ``model_spec`` and ``upstream`` are
-    None. ``user_spec`` (``openai:URL#model``, a simulated user's model) adds a ``user`` lane forwarding
-    there with the key from ``cfg.user_api_key_env`` (default: ``cfg.api_key_env``).
+    ``openai:URL#model`` (``http_lane``, pinned to the spec's temperature, 0 when it names none); no agent lane
+    when both ``model_spec`` and ``upstream`` are None. ``user_spec`` (``openai:URL#model``, a simulated user's
+    model) adds a ``user`` lane forwarding there with the key from ``cfg.user_api_key_env`` (default:
+    ``cfg.api_key_env``).
     """
     cfg = cfg or GatewayConfig()
     lanes: dict[str, Lane] = {}
@@ -435,6 +436,8 @@ def start_gateway(model_spec: str | None, cfg: GatewayConfig | None = None, upst
             lanes[AGENT] = Lane(upstream, model_name(model_spec or "") or None)
         elif model_spec is not None:
             lanes[AGENT] = http_lane(model_spec, cfg, cfg.api_key_env)
+            if lanes[AGENT].temperature is None:  # the spec's default, 0: a harness's client cannot sample otherwise
+                lanes[AGENT].temperature = 0.0
         if user_spec is not None:
             lanes[USER] = http_lane(user_spec, cfg, cfg.user_api_key_env or cfg.api_key_env, "env")
         gw = Gateway(cfg=cfg, lanes=lanes)

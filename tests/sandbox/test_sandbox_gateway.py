@@ -429,3 +429,11 @@ def test_the_model_upstream_reuses_a_rollouts_converted_messages_only_where_they
     up.end("r1")
     up.end("r2")
     assert up._seen == {}
+
+
+def test_the_agent_lane_pins_the_default_temperature_too(gateway, upstream):
+    """A spec without ?temperature= means temperature 0 (README): the gateway pinned only a named T, so a harness's
+    own client sampled at whatever it sent (a rollout at 1.3 recorded under the temperature-0 spec)."""
+    token = gateway.open_rollout("a")
+    assert post(gateway, token, {**CHAT, "temperature": 1.3}).status_code == 200
+    assert upstream.requests[-1]["body"]["temperature"] == 0.0
