@@ -47,7 +47,18 @@ NOT_AN_ANSWER = re.compile(
 def affirmative(text: str) -> bool:
     """Whether a user message says yes: an affirmative word ("yes", "go ahead", "sure") outside the phrases that
     hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed")."""
-    return AFFIRMATIVE.search(NOT_AN_ANSWER.sub(" ", text)) is not None
+    # Short cuts, exact: every NOT_AN_ANSWER match is bounded by non-word characters on both sides, so cutting one
+    # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep", which therefore survive the cut
+    # ("please do" does not: "please do not proceed"). Only a message whose affirmatives may be cut pays for it.
+    found = False
+    for m in AFFIRMATIVE.finditer(text):
+        if m.group(1).lower() in _UNCUT:
+            return True
+        found = True
+    return found and AFFIRMATIVE.search(NOT_AN_ANSWER.sub(" ", text)) is not None
+
+
+_UNCUT = frozenset(("yes", "yeah", "yep"))
 # a tool listing line: "- `name`: ..." or "- some_tool: ..." (an identifier in backticks, or one with "_")
 TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?(?:`[A-Za-z_][\w.-]*`|[A-Za-z][\w.-]*_[\w.-]*)"
                        r"\s*(?:\([^)\n]{0,200}\))?\s*:")

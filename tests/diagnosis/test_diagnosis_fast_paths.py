@@ -126,3 +126,23 @@ def test_says_missing_is_any_of_the_missing_phrases():
     for _ in range(5000):
         low = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
         assert environment._says_missing(low) is any(p in low for p in environment.MISSING), low
+
+
+def _affirmative_plain(text: str) -> bool:
+    return invariants.AFFIRMATIVE.search(invariants.NOT_AN_ANSWER.sub(" ", text)) is not None
+
+
+def test_affirmative_short_cuts_answer_as_the_cut_does():
+    words = ["yes", "Yeah", "yep", "please do", "please", "do", "not", "don't", "don’t", "n't", "never", "make",
+             "made", "be", "sure", "really", "quite", "correct", "ok", "okay", "go ahead", "go", "ahead", "proceed",
+             "confirm", "confirmed", "do it", "yet", "it", "cancel", "yesterday", "okapi"]
+    seps = [" ", "", ",", ".", "  ", "\n", "'"]
+    rnd = random.Random(17)
+    answers = set()
+    for _ in range(20_000):
+        text = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 7)))
+        got = invariants.affirmative(text)
+        assert got == _affirmative_plain(text), text
+        answers.add(got)
+    assert answers == {True, False}
+    assert not invariants.affirmative("please do not proceed") and invariants.affirmative("not sure, but yes")
