@@ -259,6 +259,8 @@ def detect_format(path: Path, data: Any = None) -> str:
     if isinstance(data, list):
         if not data:
             raise InputError(str(path), "empty list: no trajectories")
+        if openai_records.is_chat_list(data):  # before agentrx: its tool calls would be dropped as text
+            return "openai"
         if agentrx.is_message_list(data):
             return "agentrx"
         if autogen.is_message_list(data):

@@ -49,9 +49,25 @@ def matches(rec: dict) -> bool:
     return "traj" in rec or "messages" in rec
 
 
+CHAT_KEYS = frozenset(("tool_calls", "tool_call_id", "function_call"))
+
+
+def is_chat_list(data: Any) -> bool:
+    """A bare JSON list of OpenAI chat messages (one conversation, no record around it): ``{role, content}``
+    objects, one of them carrying the chat API's own keys (``tool_calls``, ``tool_call_id``, ``function_call``).
+    Without those it is a multi-agent message list (``agentrx``), whose roles name the agents."""
+    if not isinstance(data, list) or not data or not all(type(m) is dict for m in data):
+        return False
+    if not all(isinstance(m.get("role"), str) for m in data) or {"messages", "traj", "task_id"} & data[0].keys():
+        return False
+    return any(not CHAT_KEYS.isdisjoint(m) for m in data)
+
+
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
     from evoharness.traces.importers import report_invalid
 
+    if is_chat_list(data):  # one conversation as a bare list: the file is its record
+        data = {"messages": data}
     for index, (where, rec) in enumerate(_records(path, data)):
         try:
             if rec is _BadJson:
