@@ -15,7 +15,9 @@ def moved_harness(run_dir: Path, recorded_run_dir: Path | str | None, harness: P
     share at their end (``DEMO`` of ``DEMO/state/runs/<id>``). A harness that was inside it is taken from the
     same place in the copy: before, `ablate COPY` rolled out the original's harness, results for another
     repository, silently. A harness that lay outside it is the run's own, wherever the run directory went.
-    InputError when it was inside but the copy lacks it.
+    When only the run directory moved (the recorded one is gone, the recorded harness is still there, the new
+    place has none), the harness stayed: it is kept. InputError when it was inside and the copy lacks it while
+    the original run is still there (a copy: its harness is another repository's).
     """
     harness = Path(harness)
     if recorded_run_dir is None or not harness.is_absolute() or not Path(recorded_run_dir).is_absolute():
@@ -31,6 +33,8 @@ def moved_harness(run_dir: Path, recorded_run_dir: Path | str | None, harness: P
     if not recorded.is_relative_to(old_root):
         return harness
     copied = new_root / recorded.relative_to(old_root)
+    if not copied.is_dir() and recorded.is_dir() and not Path(recorded_run_dir).exists():
+        return harness  # only the run directory moved (e.g. ~/.evoharness): the harness stayed where it was
     if not copied.is_dir():
         raise InputError(str(run_dir), f"the run was recorded under {old_root}, with its harness repository at "
                          f"{harness}; its copy under {new_root} has no {copied} (copy the harness with the run, "

@@ -6,6 +6,7 @@ import json
 import shutil
 
 import git
+import pytest
 
 from evoharness.config import Settings
 from evoharness.harness_repo.init import init_harness
@@ -216,3 +217,17 @@ def test_a_moved_run_directory_keeps_a_harness_that_lay_outside_it(tmp_path):
     assert moved_harness(new, old, tmp_path / "proj" / "h") == tmp_path / "proj" / "h"  # outside what moved
     assert moved_harness(old, old, tmp_path / "a" / "demo" / "harness") == tmp_path / "a" / "demo" / "harness"
     assert moved_harness(new, None, tmp_path / "x") == tmp_path / "x"  # nothing recorded: as recorded
+
+
+def test_a_run_home_moved_alone_keeps_the_harness_that_stayed(tmp_path):
+    from evoharness.errors import InputError
+    from evoharness.graph.moved import moved_harness
+
+    (tmp_path / "x" / "u" / "h").mkdir(parents=True)  # the harness stays at ~/h; ~/.evoharness moved to /y
+    old = tmp_path / "x" / "u" / ".evoharness" / "runs" / "r"
+    new = tmp_path / "y" / ".evoharness" / "runs" / "r"
+    new.mkdir(parents=True)
+    assert moved_harness(new, old, tmp_path / "x" / "u" / "h") == tmp_path / "x" / "u" / "h"  # was refused
+    old.mkdir(parents=True)  # the original run is still there: a copy without its harness is refused, as before
+    with pytest.raises(InputError):
+        moved_harness(new, old, tmp_path / "x" / "u" / "h")
