@@ -25,6 +25,8 @@ def test_a_bare_chat_list_keeps_its_tool_calls(tmp_path):
     assert [m["role"] for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert t.task == "Cancel my booking ABC123." and t.final_answer == "I could not find that booking."
     assert t.events and t.events[0].step == 3  # the tool's error is friction at its step
+    (forced,) = list(load_file(f, "openai"))  # --format openai: was read element by element, each a "record"
+    assert forced.messages == t.messages
 
 
 def test_a_list_without_chat_keys_is_still_a_multi_agent_log(tmp_path):

@@ -321,8 +321,8 @@ def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:
     first = next(iter(records), None)  # parses the first element only
     if first is None:
         raise InputError(str(path), "empty list: no trajectories")
-    if fmt is None and (agentrx.is_message_list([first]) or _detect_record(first) not in STREAMED):
-        return None
+    if agentrx.is_message_list([first]) or (fmt is None and _detect_record(first) not in STREAMED):
+        return None  # a bare message list (one conversation) is read whole, whatever --format says
     return records
 
 
