@@ -1,9 +1,15 @@
 from __future__ import annotations
 
+import os
+import uuid
+from urllib.parse import quote
+
 import pytest
 import structlog
 
 from evoharness.config import Settings
+
+PG = os.environ.get("EVOHARNESS_TEST_POSTGRES")  # read at import: the autouse fixture clears EVOHARNESS_*
 
 
 @pytest.fixture(autouse=True)
@@ -28,3 +34,18 @@ def run_settings(tmp_path, **run) -> Settings:
 @pytest.fixture
 def make_settings(tmp_path):
     return lambda **run: run_settings(tmp_path, **run)
+
+
+@pytest.fixture
+def pg_checkpointer():
+    """A Postgres checkpointer URL in a fresh schema (dropped afterwards); skips without EVOHARNESS_TEST_POSTGRES."""
+    if not PG:
+        pytest.skip("EVOHARNESS_TEST_POSTGRES not set (scripts/services.sh starts PostgreSQL)")
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    yield PG + ("&" if "?" in PG else "?") + "options=" + quote(f"-csearch_path={name}")
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {name} CASCADE")

@@ -5,11 +5,8 @@ EVOHARNESS_TEST_POSTGRES is set (scripts/services.sh starts PostgreSQL); skipped
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
-import uuid
-from urllib.parse import quote
 
 import git
 import pytest
@@ -17,23 +14,9 @@ import pytest
 from evoharness.cli import main
 from evoharness.harness_repo.init import init_harness
 
-PG = os.environ.get("EVOHARNESS_TEST_POSTGRES")  # read at import: the autouse fixture clears EVOHARNESS_*
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
-@pytest.fixture
-def pg_checkpointer():
-    """A Postgres checkpointer URL in a fresh schema (dropped afterwards)."""
-    if not PG:
-        pytest.skip("EVOHARNESS_TEST_POSTGRES not set (scripts/services.sh starts PostgreSQL)")
-    import psycopg
-
-    name = "t_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {name}")
-    yield PG + ("&" if "?" in PG else "?") + "options=" + quote(f"-csearch_path={name}")
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {name} CASCADE")
 
 
 def _checkpoints(url: str, run_id: str) -> int:

@@ -6,9 +6,7 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
@@ -21,7 +19,6 @@ from evoharness.graph.runner import resume_run, start_run
 from evoharness.harness_repo.repo import HarnessRepo
 from evoharness.traces.models import Trajectory
 
-PG = os.environ.get("EVOHARNESS_TEST_POSTGRES")  # read at import: the autouse fixture clears EVOHARNESS_*
 QUIET = Progress(quiet=True)
 SMALL = {"rollouts": 2, "max_rounds": 1, "dev_limit": 8, "heldout_limit": 2}
 
@@ -91,19 +88,6 @@ def test_held_out_production_traces_are_not_evidence(make_settings, tmp_path):
     assert all("/dev/" in i for i in cited(loop_candidate(settings)))
 
 
-@pytest.fixture
-def pg_checkpointer():
-    """A Postgres checkpointer URL in a fresh schema (dropped afterwards); skips without EVOHARNESS_TEST_POSTGRES."""
-    if not PG:
-        pytest.skip("EVOHARNESS_TEST_POSTGRES not set (scripts/services.sh starts PostgreSQL)")
-    import psycopg
-
-    name = "t_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {name}")
-    yield PG + ("&" if "?" in PG else "?") + "options=" + quote(f"-csearch_path={name}")
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {name} CASCADE")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])])
