@@ -398,3 +398,26 @@ def test_a_posted_document_is_not_scored_or_labelled_from_the_servers_temporary_
     assert "human_failures" not in t.meta
     f = _traj(tmp_path / "out", "a__a-1", data)  # the same run as a file there is scored as before
     assert [t.score for t in load_paths([f])] == [1.0]
+
+
+@pytest.mark.parametrize("broken", ["{\"a__a-1\": {\"resol", "", "{\"patch_exists\": true}", "[1, 2]"])
+def test_a_broken_per_instance_report_is_a_warning_and_the_rest_is_imported(tmp_path, capsys, broken):
+    """<root>/trajs/<id>/ + <root>/logs/<id>/report.json: one report cut short (empty, no 'resolved' flag) stopped
+    the whole import with an error naming it; now that run is unscored, named once, and the others are scored."""
+    from evoharness.cli import main
+
+    for iid, resolved in (("a__a-1", None), ("b__b-2", True), ("c__c-3", False)):
+        _traj(tmp_path / "trajs", iid)
+        report = tmp_path / "logs" / iid / "report.json"
+        report.parent.mkdir(parents=True)
+        report.write_text(broken if resolved is None else json.dumps({iid: {"resolved": resolved}}))
+    bad = tmp_path / "logs" / "a__a-1" / "report.json"
+    scores = {t.task_id: t.score for t in load_paths([tmp_path])}
+    assert scores == {"a__a-1": None, "b__b-2": 1.0, "c__c-3": 0.0}
+    [t] = list(load_paths([tmp_path / "trajs" / "a__a-1"]))
+    assert [(w["kind"], w["file"]) for w in t.meta["import_warnings"]] == [("results", str(bad))]
+    capsys.readouterr()
+    assert main(["import", str(tmp_path), "--out", str(tmp_path / "t.jsonl")]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: {bad}: SWE-bench report ") and line.endswith("no verdict from it (1 trajectory)")
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 3

@@ -26,8 +26,8 @@ instance. The lookup (``find_results``) walks the trajectory's directory and at 
   none of those keys (in its first 64 KiB, or at the top level of an object of id lists and counts further
   on: ``looks_aggregate``) is never parsed.
 
-A file taken for results (so no trace) that cannot be read (cut short, not JSON) gives no verdicts and is named
-in ``meta["import_warnings"]``.
+A file taken for results (so no trace) that cannot be read (cut short, not JSON), or a per-instance ``report.json``
+that cannot be (cut short, no ``resolved`` flag), gives no verdicts and is named in ``meta["import_warnings"]``.
 
 Never a guess: an instance in neither id list of an aggregate (an error, an empty patch) gets no verdict
 from it. Where harness logs or aggregates of several models hold the instance, those named for the
@@ -312,7 +312,9 @@ def _aggregate_candidate(f: Path) -> bool:
 _AGGREGATE_CANDIDATE = dirscan.Keep(_aggregate_name, _aggregate_candidate)
 
 
-def _instance_report(f: Path, instance_id: str) -> bool | None:
+def _instance_report(f: Path, instance_id: str) -> bool | _Broken | None:
+    """The verdict of a per-instance ``report.json`` (None: no such file, or over ``SIZE_CAP``); ``_Broken`` (why)
+    when it cannot be read (cut short, not JSON, no ``resolved`` flag): that run gets no verdict from it."""
     size = _size(f)
     return None if size is None or size > SIZE_CAP else _resolved(f, instance_id)
 
@@ -349,17 +351,21 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
     harness_runs: set[str] = set()
     d = path.parent
     for level in range(MAX_PARENTS + 1):
-        if level == 0 and (v := _instance_report(d / "report.json", instance_id)) is not None:
-            found.append(_Result(d / "report.json", v, owner=None, run_name=None, found_in=d))
-        if (v := _instance_report(d / "logs" / instance_id / "report.json", instance_id)) is not None:
-            found.append(_Result(d / "logs" / instance_id / "report.json", v, owner=None, run_name=None, found_in=d))
+        reports = [(d / "report.json", None, None)] if level == 0 else []
+        reports.append((d / "logs" / instance_id / "report.json", None, None))
         for run_dir in sorted(_listdir(d / "logs" / "run_evaluation")):
             harness_runs.add(run_dir.name)
             for model_dir in sorted(_listdir(run_dir)):
                 models.add(model_dir.name)
-                f = model_dir / instance_id / "report.json"
-                if (v := _instance_report(f, instance_id)) is not None:
-                    found.append(_Result(f, v, owner=model_dir.name + "/", run_name=run_dir.name, found_in=d))
+                reports.append((model_dir / instance_id / "report.json", model_dir.name + "/", run_dir.name))
+        for f, owner, run_name in reports:
+            if (v := _instance_report(f, instance_id)) is None:
+                continue
+            if isinstance(v, _Broken):  # as a broken aggregate: no verdict from it, the rest of the import goes on
+                broken.append({"kind": "results", "file": str(f),
+                               "reason": f"SWE-bench report {v}: no verdict from it"})
+            else:
+                found.append(_Result(f, v, owner=owner, run_name=run_name, found_in=d))
         for sub in (d, d / "reports", d / "sb-cli-reports", d / "results"):
             for f in dirscan.matching(sub, _AGGREGATE_CANDIDATE):  # listed once per folder, not per trajectory
                 if (agg := _aggregate(f)) is None:
@@ -554,15 +560,20 @@ def result_meta(report: Path | None, why: str | None, broken: list[dict[str, str
             **({"import_warnings": broken} if broken else {})}
 
 
-def _resolved(report_path: Path, instance_id: str) -> bool | None:
+def _resolved(report_path: Path, instance_id: str) -> bool | _Broken:
+    """A per-instance report's ``resolved`` flag, or ``_Broken`` (why) when it cannot be read."""
     try:
-        report = json.loads(report_path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(str(report_path), f"unreadable report.json: {e}") from None
+        report = json.loads(report_path.read_bytes())
+    except OSError as e:
+        return _Broken(f"unreadable ({e.strerror or e})")
+    except json.JSONDecodeError as e:
+        return _Broken(f"not valid JSON ({e.msg}: line {e.lineno} col {e.colno}; cut short?)")
+    except (ValueError, RecursionError) as e:  # not UTF-8, nested too deeply, a huge integer
+        return _Broken(f"not readable JSON ({type(e).__name__})")
     if isinstance(report, dict) and instance_id in report and isinstance(report[instance_id], dict):
         report = report[instance_id]  # SWE-bench harness layout {instance_id: {...}}
     if not isinstance(report, dict) or "resolved" not in report:
-        raise InputError(str(report_path), "report.json has no 'resolved' flag")
+        return _Broken(f"has no 'resolved' flag for {instance_id}")
     return bool(report["resolved"])
 
 
