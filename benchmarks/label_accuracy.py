@@ -21,9 +21,9 @@ used (unreadable, not JSON, records of another shape): one ``error:`` line namin
 
 ``--dev-labels FILE`` (default ``benchmarks/data/tau_airline_dev_labels.json``): with the public data folder, the
 tau-bench airline runs labelled by this project (an LLM helper: dev labels, not human labels;
-benchmarks/data/README.md) are scored too, as ``tau-airline-dev/tune`` and ``tau-airline-dev/test`` (tune rules
-on these two) and ``tau-airline-dev/test2`` (the second blind set: scored once per change, before and after it);
-``--dev-labels ''`` leaves them out.
+benchmarks/data/README.md) are scored too, as ``tau-airline-dev/tune``, ``tau-airline-dev/test`` and
+``tau-airline-dev/test2`` (rules may be tuned on these three) and ``tau-airline-dev/test3`` (the third blind set:
+scored once per change, before and after it); ``--dev-labels ''`` leaves them out.
 
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the

@@ -13,8 +13,14 @@ A second, fresh blind set (``test2``, drawn after the first sample's test half h
 reward-0 records of the tasks in neither half of the first sample, all of them if there are at most
 ``SIZE`` (there are 28, of 13 tasks), else ``random.Random(SEED).sample`` of ``SIZE`` of them.
 
+A third blind set (``test3``, drawn after test2 had been scored once): the reward-0 records in neither the
+first sample nor test2, all of them if there are at most ``TEST3_SIZE`` (there are 48: the other trials of the
+first sample's 27 tasks, so every test3 task also has runs in ``tune`` or ``test``), else
+``random.Random(SEED).sample`` of ``TEST3_SIZE`` of them.
+
     python benchmarks/tau_dev_sample.py [--data FILE]            # one JSON line per sampled run
     python benchmarks/tau_dev_sample.py --test2 [--data FILE]    # one JSON line per test2 run
+    python benchmarks/tau_dev_sample.py --test3 [--data FILE]    # one JSON line per test3 run
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pathlib import Path
 SEED = 13
 SIZE = 40
 TUNE = 20
+TEST3_SIZE = 60
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o"
 DATA = DATA / "gpt-4o-airline.json"
 
@@ -58,16 +65,28 @@ def test2(records: list[dict]) -> list[dict]:
     return [{"task_id": t, "trial": k, "half": "test2"} for t, k in population]
 
 
+def test3(records: list[dict]) -> list[dict]:
+    """``[{"task_id", "trial", "half": "test3"}]``: the reward-0 runs in neither the first sample nor test2."""
+    seen = {(r["task_id"], r["trial"]) for r in sample(records) + test2(records)}
+    population = sorted((r["task_id"], r["trial"]) for r in records if not r.get("reward"))
+    population = [x for x in population if x not in seen]
+    if len(population) > TEST3_SIZE:
+        population = sorted(random.Random(SEED).sample(population, TEST3_SIZE))
+    return [{"task_id": t, "trial": k, "half": "test3"} for t, k in population]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA, help="tau-bench's gpt-4o-airline.json")
-    ap.add_argument("--test2", action="store_true", help="the second blind set (tasks in neither first half)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--test2", action="store_true", help="the second blind set (tasks in neither first half)")
+    which.add_argument("--test3", action="store_true", help="the third blind set (runs in neither sample)")
     args = ap.parse_args()
     try:
         records = json.loads(args.data.read_text())
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise ValueError("not a JSON list of tau-bench records")
-        rows = test2(records) if args.test2 else sample(records)
+        rows = test2(records) if args.test2 else test3(records) if args.test3 else sample(records)
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         print(f"error: {args.data}: {e}", file=sys.stderr)
         return 2

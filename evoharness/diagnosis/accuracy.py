@@ -269,7 +269,7 @@ def holdout_split(sets: dict[str, Records]) -> dict[str, Records]:
 DEV_SET = "tau-airline-dev"
 DEV_RUNS = Path("tau_bench_airline_gpt4o") / "gpt-4o-airline.json"  # under the public data folder
 PARTIES = ("agent", "user", "environment")
-HALVES = ("tune", "test", "test2")  # test2: the second blind set (benchmarks/data/README.md)
+HALVES = ("tune", "test", "test2", "test3")  # test2, test3: later blind sets (benchmarks/data/README.md)
 
 
 def read_dev_labels(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
@@ -295,9 +295,9 @@ def read_dev_labels(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
 def dev_labelled_records(labels: dict[tuple[str, int], dict[str, Any]],
                          trajs: Iterable[Trajectory]) -> dict[str, Records]:
     """The dev-labelled runs among ``trajs`` (tau-bench records, joined by task id and trial), as the sets
-    ``tau-airline-dev/tune``, ``tau-airline-dev/test`` and ``tau-airline-dev/test2``. The class is the crosswalk
-    of the category for an agent failure and E where the labelled party is the simulated user or the environment
-    (class E's definition); a single-agent run has no agent to attribute."""
+    ``tau-airline-dev/tune``, ``tau-airline-dev/test``, ``tau-airline-dev/test2`` and ``tau-airline-dev/test3``.
+    The class is the crosswalk of the category for an agent failure and E where the labelled party is the
+    simulated user or the environment (class E's definition); a single-agent run has no agent to attribute."""
     out: dict[str, Records] = {}
     for t in trajs:
         r = labels.get((t.task_id, t.rollout))

@@ -81,7 +81,8 @@ def test_labeller_is_strictly_above_every_trivial_baseline(scores, name, figure)
 def test_sets_have_the_published_sizes(scores):
     assert {k: v.n for k, v in scores.items()} == {
         "who-and-when/Algorithm-Generated": 126, "who-and-when/Hand-Crafted": 58, "agentrx/Magentic-One": 44,
-        "tau-airline-dev/tune": 20, "tau-airline-dev/test": 20, "tau-airline-dev/test2": 28}
+        "tau-airline-dev/tune": 20, "tau-airline-dev/test": 20, "tau-airline-dev/test2": 28,
+        "tau-airline-dev/test3": 48}
 
 
 def test_holdout_split_cuts_only_the_tuning_set_into_disjoint_stable_parts():
