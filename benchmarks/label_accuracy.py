@@ -7,7 +7,8 @@ Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one s
 tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). See
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
-    python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--only SET] [--holdout]
+    python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
+        [--only SET] [--holdout]
         [--by-signal]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
 
@@ -24,6 +25,13 @@ tau-bench airline runs labelled by this project (an LLM helper: dev labels, not 
 benchmarks/data/README.md) are scored too, as ``tau-airline-dev/tune``, ``tau-airline-dev/test`` and
 ``tau-airline-dev/test2`` (rules may be tuned on these three) and ``tau-airline-dev/test3`` (the third blind set:
 scored once per change, before and after it); ``--dev-labels ''`` leaves them out.
+
+``--swe-dev-labels FILE`` (default ``benchmarks/data/swe_mini_dev_labels.json``): with the public data folder,
+the failed mini-swe-agent SWE-bench runs of ``mini_swe_agent_sample/`` labelled by this project (an LLM helper: dev
+labels, not human labels; benchmarks/data/README.md) are scored too, as ``swe-mini-dev/tune`` (tune rules on it)
+and ``swe-mini-dev/test`` (scored once, at the end of a change), beside two more trivial labellers for coding
+runs: ``first failed command`` (the command whose result first shows a non-zero exit code or a traceback) and
+``first write`` (the first command that changes a file); ``--swe-dev-labels ''`` leaves them out.
 
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
@@ -47,17 +55,22 @@ from pathlib import Path
 from evoharness.diagnosis.accuracy import (
     BASELINES,
     DEV_RUNS,
+    SWE_BASELINES,
+    SWE_DEV_RUNS,
     TUNING_SET,
     Prediction,
+    baselines_for,
     beats_every_baseline,
     dev_labelled_records,
     holdout_split,
     labelled_records,
     public_sets,
     read_dev_labels,
+    read_swe_dev_labels,
     score_set,
     signal_breakdown,
     speaker,
+    swe_dev_records,
     table,
     to_json,
 )
@@ -67,6 +80,7 @@ from evoharness.traces.importers import ImportWarnings, load_paths
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 DEV_LABELS = Path(__file__).resolve().parent / "data" / "tau_airline_dev_labels.json"
+SWE_DEV_LABELS = Path(__file__).resolve().parent / "data" / "swe_mini_dev_labels.json"
 
 
 def main() -> int:
@@ -76,6 +90,9 @@ def main() -> int:
                     help="the public data folder (default ../shared/data), or any folder of human-labelled runs")
     ap.add_argument("--dev-labels", default=str(DEV_LABELS), metavar="FILE",
                     help="this project's dev labels of tau-bench airline runs (not human labels); '' to leave out")
+    ap.add_argument("--swe-dev-labels", default=str(SWE_DEV_LABELS), metavar="FILE",
+                    help="this project's dev labels of failed mini-swe-agent SWE-bench runs (not human labels); "
+                         "'' to leave out")
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
@@ -125,6 +142,9 @@ def main() -> int:
         runs = args.data / DEV_RUNS
         if public and args.dev_labels and runs.is_file():  # the dev labels join the public tau-bench runs
             sets.update(dev_labelled_records(read_dev_labels(Path(args.dev_labels)), load_paths([runs])))
+        swe_runs = args.data / SWE_DEV_RUNS
+        if public and args.swe_dev_labels and swe_runs.is_dir():  # the SWE dev labels join the public SWE runs
+            sets.update(swe_dev_records(read_swe_dev_labels(Path(args.swe_dev_labels)), load_paths([swe_runs])))
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -173,8 +193,8 @@ def main() -> int:
             return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
 
         labellers["evoharness llm judge"] = llm
-    names = [*labellers, *BASELINES]
-    scores = [score_set(name, recs, {**labellers, **BASELINES}) for name, recs in sets.items()]
+    names = [*labellers, *BASELINES, *SWE_BASELINES]
+    scores = [score_set(name, recs, {**labellers, **baselines_for(name)}) for name, recs in sets.items()]
     breakdowns = [signal_breakdown(name, recs, labeller.label) for name, recs in sets.items()] if args.by_signal else []
     if args.json:
         out = to_json(scores)

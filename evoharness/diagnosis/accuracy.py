@@ -70,6 +70,7 @@ PUBLISHED = {
     "agentrx/Magentic-One": "none published for this crosswalk",
     "agentrx/tau-bench": "none published for this crosswalk",
     "tau-airline-dev": "dev labels written by this project (an LLM helper), not human labels; none published",
+    "swe-mini-dev": "dev labels written by this project (an LLM helper), not human labels; none published",
 }
 
 FIGURES = ("step_exact", "step_within_1", "step_within_3", "agent", "class")
@@ -168,6 +169,52 @@ BASELINES: dict[str, Callable[[Trajectory], Prediction]] = {
     "all F4": all_f4,
     "most frequent agent": most_frequent_agent,
 }
+
+EXIT_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed with)? code:? (-?\d+)", re.IGNORECASE)
+
+
+def _calls_before(t: Trajectory, step: int) -> int:
+    """The assistant message whose call a tool result at ``step`` answers (the last assistant message before it)."""
+    return next((i for i in range(step, -1, -1) if t.messages[i].get("role") == "assistant"), step)
+
+
+def first_failed_command(t: Trajectory) -> Prediction:
+    """A coding agent's first command that failed: the first tool result with a non-zero exit code or a Python
+    traceback, located at the assistant message that issued the command; else the final message."""
+    for i, m in enumerate(t.messages):
+        c = m.get("content")
+        if m.get("role") != "tool" or not isinstance(c, str):
+            continue
+        code = EXIT_CODE.search(c[:200])
+        if (code and int(code.group(1) or code.group(2)) != 0) or "Traceback (most recent call last)" in c:
+            step = _calls_before(t, i)
+            return Prediction(step, speaker(t, step))
+    return last_message(t)
+
+
+def first_write(t: Trajectory) -> Prediction:
+    """A coding agent's first command that changes a file (an edit, a redirection, a move: the labeller's
+    state-changing shell command), whatever file it writes; else the final message."""
+    from evoharness.diagnosis.detectors import is_state_changing
+
+    for i, m in enumerate(t.messages):
+        for call in m.get("tool_calls") or () if m.get("role") == "assistant" else ():
+            fn = call.get("function") or {}
+            if is_state_changing(str(fn.get("name")), str(fn.get("arguments") or "")):
+                return Prediction(i, speaker(t, i))
+    return last_message(t)
+
+
+# the SWE sets' extra baselines (a coding agent's run: its failed commands and its writes)
+SWE_BASELINES: dict[str, Callable[[Trajectory], Prediction]] = {
+    "first failed command": first_failed_command,
+    "first write": first_write,
+}
+
+
+def baselines_for(set_name: str) -> dict[str, Callable[[Trajectory], Prediction]]:
+    """The trivial labellers a set is scored beside: ``BASELINES``, and ``SWE_BASELINES`` for a SWE set."""
+    return {**BASELINES, **SWE_BASELINES} if set_name.startswith(SWE_DEV_SET) else BASELINES
 
 
 def _norm(agent: str | None) -> str:
@@ -309,6 +356,45 @@ def dev_labelled_records(labels: dict[tuple[str, int], dict[str, Any]],
     return dict(sorted(out.items()))
 
 
+SWE_DEV_SET = "swe-mini-dev"
+SWE_DEV_RUNS = Path("mini_swe_agent_sample")  # under the public data folder
+SWE_HALVES = ("tune", "test")
+
+
+def read_swe_dev_labels(path: Path) -> dict[str, dict[str, Any]]:
+    """The dev-labelled failed SWE-bench runs (``benchmarks/data/swe_mini_dev_labels.json``: labels written by this
+    project, not by humans) by instance id. Raises ``InputError`` on a file that is not that layout."""
+    try:
+        rows = json.loads(path.read_text())["labels"]
+        out = {}
+        for i, r in enumerate(rows):
+            step = r["step"]
+            if r["half"] not in SWE_HALVES or r["party"] not in PARTIES or not isinstance(step, int) \
+                    or isinstance(step, bool) or step < 0 or not isinstance(r["instance_id"], str):
+                raise ValueError(f"label {i}: instance_id, half, party or step out of range")
+            if not isinstance(r["category"], str) or crosswalk(r["category"]) is None:
+                raise ValueError(f"label {i}: category {r['category']!r} is none of AgentRx's nine")
+            out[r["instance_id"]] = r
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
+        raise InputError(str(path), f"not a SWE dev-label file ({e})") from None
+    return out
+
+
+def swe_dev_records(labels: dict[str, dict[str, Any]], trajs: Iterable[Trajectory]) -> dict[str, Records]:
+    """The dev-labelled runs among ``trajs`` (mini-swe-agent runs, joined by instance id = task id) that their
+    own report calls unresolved (score 0), as ``swe-mini-dev/tune`` and ``swe-mini-dev/test``; a single-agent run
+    has no agent to attribute."""
+    out: dict[str, Records] = {}
+    for t in trajs:
+        r = labels.get(str(t.task_id))
+        if r is None or t.score != 0 or not 0 <= r["step"] < len(t.messages):
+            continue
+        cls = crosswalk(r["category"]) if r["party"] == "agent" else "E"
+        out.setdefault(f"{SWE_DEV_SET}/{r['half']}", []).append((t, HumanLabel(step=r["step"], agent=None,
+                                                                               failure_class=cls)))
+    return dict(sorted(out.items()))
+
+
 def public_sets(data_root: Path) -> list[Path]:
     return [data_root / "who_and_when", data_root / "agentrx_magentic_one"]
 
@@ -318,7 +404,7 @@ def beats_every_baseline(score: SetScore, labeller: str = "evoharness") -> list[
     misses = []
     mine = score.figures.get(labeller, {})
     for fig, (hits, n) in mine.items():
-        for base in BASELINES:
+        for base in baselines_for(score.name):
             other = score.figures.get(base, {}).get(fig)
             if other and other[1] and hits / n <= other[0] / other[1]:
                 misses.append(f"{score.name} {fig}: {hits}/{n} <= {base} {other[0]}/{other[1]}")
