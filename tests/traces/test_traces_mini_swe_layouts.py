@@ -421,3 +421,21 @@ def test_a_broken_per_instance_report_is_a_warning_and_the_rest_is_imported(tmp_
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"warning: {bad}: SWE-bench report ") and line.endswith("no verdict from it (1 trajectory)")
     assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("cut", [0, 1, 8])
+def test_a_broken_results_json_in_mini_swe_agents_output_folder_is_a_warning_never_a_trace(tmp_path, capsys, cut):
+    """<out>/<id>/<id>.traj.json + <out>/preds.json + <out>/results/results.json cut short (empty): read as a trace
+    (``error: ... empty file``, exit 2) because no ``trajs/`` sits beside ``results/``; now one warning, as there."""
+    from evoharness.cli import main
+
+    _traj(tmp_path / "out", "a__a-1")
+    results = tmp_path / "out" / "results" / "results.json"
+    results.parent.mkdir()
+    results.write_text(json.dumps({"no_generation": [], "generated": ["a__a-1"], "resolved": ["a__a-1"]})[:cut])
+    [t] = list(load_paths([tmp_path / "out"]))
+    assert t.score is None and [w["file"] for w in t.meta["import_warnings"]] == [str(results)]
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "out"), "--out", str(tmp_path / "t.jsonl")]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: {results}: SWE-bench results not valid JSON")

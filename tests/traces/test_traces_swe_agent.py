@@ -106,6 +106,29 @@ def test_a_truncated_experiments_results_json_is_a_warning_never_a_trace(tmp_pat
     assert line.startswith(f"warning: {results}: SWE-bench results ") and line.endswith("(2 trajectories)")
 
 
+@pytest.mark.parametrize("empty", [{"resolved": []}, {"no_generation": [], "generated": [], "resolved": []}])
+def test_an_experiments_results_json_that_lists_no_instance_is_a_warning(tmp_path, capsys, empty):
+    """A results.json whose lists are all empty (an evaluation that judged nothing) gave its runs no verdict without
+    a word; now it is named as a broken one is. One listing other instances but not the run stays silent."""
+    from evoharness.cli import main
+
+    out = tmp_path / "exp"
+    shutil.copytree(SAMPLE, out)
+    shutil.rmtree(out / "logs")
+    results = out / "results" / "results.json"
+    results.write_text(json.dumps(empty))
+    trajs = {t.task_id: t for t in load_paths([out])}
+    assert {k: t.score for k, t in trajs.items()} == {RUN: None, FAILED: None}
+    assert all(t.meta["import_warnings"][0]["file"] == str(results) for t in trajs.values())
+    capsys.readouterr()
+    assert main(["import", str(out), "--out", str(tmp_path / "t.jsonl")]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"warning: {results}: SWE-bench results list no instance (every id list is empty): "
+                    "no verdicts from it (2 trajectories)")
+    results.write_text(json.dumps({**empty, "no_generation": ["other__other-1"]}))
+    assert all("import_warnings" not in t.meta and t.score is None for t in load_paths([out]))
+
+
 def test_an_experiments_results_json_whose_resolved_list_is_past_its_first_64_kib_is_read(tmp_path):
     """A full-test submission (2,294 instances) lists generated / with_logs / applied before ``resolved``: the
     file was taken for a trace only by its first 64 KiB (``unrecognised format``, exit 2)."""

@@ -210,9 +210,9 @@ def looks_experiments(f: Path) -> bool:
     """Whether ``f`` is SWE-bench/experiments' ``results/results.json`` (``{"no_generation": [ids], ...,
     "resolved": [ids]}``), whole or broken: named ``results.json`` and either its first key is one of those
     lists, or ``"resolved"`` and one of the other lists are in its first 64 KiB; or, when no first key can be
-    read (empty, cut before it, unreadable), it sits in a submission's ``results/`` folder (``trajs/``, ``logs/``
-    or ``metadata.yaml`` beside that folder, or ``resolved_by_repo.json`` in it). Never a trace: a results file
-    that cannot be read is a warning (``_aggregate``), not a trace to import."""
+    read (empty, cut before it, unreadable), it sits in a submission's ``results/`` folder (``trajs/``, ``logs/``,
+    ``metadata.yaml``, ``preds.json`` or ``all_preds.jsonl`` beside that folder, or ``resolved_by_repo.json`` in
+    it). Never a trace: a results file that cannot be read is a warning (``_aggregate``), not a trace to import."""
     if f.name != "results.json":
         return False
     try:
@@ -231,21 +231,25 @@ def looks_experiments(f: Path) -> bool:
 
 
 def _experiments_layout(f: Path) -> bool:
-    """Whether ``f`` sits where SWE-bench/experiments keeps its results: ``<submission>/results/``."""
+    """Whether ``f`` sits where SWE-bench/experiments keeps its results: ``<submission>/results/`` (``trajs/``,
+    ``logs/``, ``metadata.yaml``, or a run's predictions -- ``preds.json``, ``all_preds.jsonl`` -- beside it)."""
     d = f.parent
     return d.name == "results" and ((d.parent / "trajs").is_dir() or (d.parent / "logs").is_dir()
                                     or (d.parent / "metadata.yaml").is_file()
+                                    or any((d.parent / n).is_file() for n in _PREDS)
                                     or (d / "resolved_by_repo.json").is_file())
 
 
 class _Broken(str):
-    """Why a file taken for SWE-bench results (named and shaped like one, so no trace) could not be read."""
+    """Why a file taken for SWE-bench results (named and shaped like one, so no trace) gives no verdict to any run:
+    it could not be read, or it lists no instance at all."""
 
 
 def _aggregate(f: Path) -> tuple[frozenset, frozenset] | _Broken | None:
     """(resolved ids, unresolved ids) of an aggregate report, None when ``f`` is not one, ``_Broken`` (why) when
     it looks like one (``looks_aggregate`` / ``looks_experiments``: so it is not imported as a trace) but cannot be
-    read: not JSON (cut short), no object, an experiments ``results.json`` without its ``resolved`` list."""
+    read: not JSON (cut short), no object, an experiments ``results.json`` without its ``resolved`` list; or when
+    every id list in it is empty (an evaluation that judged nothing)."""
     if f.name.endswith(".traj.json") or f.name == "report.json":
         return None
     try:
@@ -280,18 +284,21 @@ def _read_aggregate(f: Path, experiments: bool) -> tuple[frozenset, frozenset] |
     if not isinstance(data, dict):
         return _Broken(f"a JSON {type(data).__name__}, not an object of id lists")
     ids = [data.get(k) for k in ("resolved_ids", "unresolved_ids")]
-    if any(isinstance(v, list) for v in ids):
+    aggregate = any(isinstance(v, list) for v in ids)
+    if not aggregate and not experiments:
+        return None  # counts only, no ids: no verdict from it
+    if not aggregate and not isinstance(data.get("resolved"), list):
+        return _Broken("no 'resolved' list of instance ids")
+    if not any(isinstance(x, str) for v in data.values() if isinstance(v, list) for x in v):
+        return _Broken("list no instance (every id list is empty)")  # judged nothing: no run beside it has a verdict
+    if aggregate:
         return tuple(frozenset(x for x in v if isinstance(x, str)) if isinstance(v, list)
                      else frozenset() for v in ids)
-    if experiments:
-        if not isinstance(data.get("resolved"), list):
-            return _Broken("no 'resolved' list of instance ids")
-        # experiments: every instance listed (generated, applied, no_apply, ...) and not resolved is not
-        resolved = frozenset(x for x in data["resolved"] if isinstance(x, str))
-        listed = {x for k, v in data.items() if k != "resolved" and isinstance(v, list)
-                  for x in v if isinstance(x, str)}
-        return resolved, frozenset(listed - resolved)
-    return None  # counts only, no ids: no verdict from it
+    # experiments: every instance listed (generated, applied, no_apply, ...) and not resolved is not
+    resolved = frozenset(x for x in data["resolved"] if isinstance(x, str))
+    listed = {x for k, v in data.items() if k != "resolved" and isinstance(v, list)
+              for x in v if isinstance(x, str)}
+    return resolved, frozenset(listed - resolved)
 
 
 def _aggregate_name(name: str) -> bool:
