@@ -929,6 +929,12 @@ class FirstWriteDetector:
         w = next((c for c in writes if any(p in c.canonical for p in paths)), writes[0])
         what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
             "first write action of a failed run"
+        rejected = _rejected_patch_write(view, paths, w.step) if paths else None
+        if rejected is not None:
+            step, block = rejected
+            return [Signal(id=self.id, failure_class=F4, step=step,
+                           evidence=f"first write to a file the delivered patch changes, in a reply rejected for its "
+                                    f"format (the first that ran: step {w.step}): {quote(block, 120)}")]
         proposed = None if paths else confirmed_proposal(view, w.step)
         if proposed is not None:
             step, yes = proposed
@@ -937,6 +943,26 @@ class FirstWriteDetector:
                                     f"{w.name}({quote(w.arguments, 120)})")]
         return [Signal(id=self.id, failure_class=F4, step=w.step,
                        evidence=f"{what}: {w.name}({quote(w.arguments, 120)})")]
+
+
+def _rejected_patch_write(view: TraceView, paths: list[str], before: int) -> tuple[int, str] | None:
+    """The first assistant reply before step ``before`` that the harness rejected for its format (a
+    ``format_rejected`` event right after it; its actions never ran: mini-swe-agent's "EXACTLY ONE action") and
+    one of whose fenced blocks edits a file the delivered patch changes. The agent committed to the edit there and
+    re-sent it: the harness refused the reply's form, not its content. ``(step, block)``, None when there is none."""
+    events = view.traj.events
+    if not events:
+        return None
+    after = {e.step for e in events if e.type == "format_rejected" and e.step is not None}
+    msgs = view.traj.messages
+    for s in view.assistant_steps:
+        if s >= before:
+            return None
+        if s + 1 in after and not msgs[s].get("tool_calls") and "```" in view.texts[s]:
+            for block in FENCE.findall(view.texts[s][:100_000]):
+                if MUTATING_COMMAND.search(block) and any(p in block for p in paths):
+                    return s, block
+    return None
 
 
 def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:

@@ -76,3 +76,30 @@ def test_a_failed_patch_is_located_at_the_first_write_to_a_file_the_patch_change
     lab = Labeller().label(b.deliver(patch).build(score=0.0))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)  # not the script at 1
     assert "pkg/core.py" in lab.first_signal.evidence
+
+
+def _rejected_first_try(first_block: str):
+    """A mini-swe-agent-like run: the agent's first edit of pkg/core.py comes in a reply with two bash blocks, the
+    harness rejects the reply for its format, and the agent re-sends the edit alone."""
+    patch = "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n"
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("bash", {"command": "cat > reproduce.py <<'EOF'\nimport pkg\nEOF"}, result="")
+    b.say(f"THOUGHT: change it.\n\n```bash\n{first_block}\n```\n\n```bash\ngrep -n b pkg/core.py\n```")
+    b.user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.")
+    b.event("format_rejected", step=b.step - 1)
+    b.call("bash", {"command": "sed -i 's/a/b/' pkg/core.py"}, result="")
+    return Labeller().label(b.deliver(patch).build(score=0.0))
+
+
+def test_a_patch_edit_first_sent_in_a_reply_rejected_for_its_format_is_located_at_that_reply():
+    """The commitment to the edit is made in the rejected reply (the harness refused its form, not its content;
+    the same edit is re-sent alone): the dev-labelled SWE runs put the failure there."""
+    lab = _rejected_first_try("sed -i 's/a/b/' pkg/core.py")
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 3)
+    assert "rejected for its format" in lab.first_signal.evidence
+    # a rejected reply that writes no patched file (a reproduction script) is not the patch's first write
+    lab = _rejected_first_try("cat > check.py <<'EOF'\nprint(1)\nEOF")
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)
+    # nor is one that only reads the patched file
+    lab = _rejected_first_try("cat pkg/core.py")
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)
