@@ -929,6 +929,18 @@ class FirstWriteDetector:
         w = next((c for c in writes if any(p in c.canonical for p in paths)), writes[0])
         what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
             "first write action of a failed run"
+        if paths and w is writes[0] and not any(p in w.canonical for p in paths):
+            # no write touches a patched file: the agent's edits did not reach the diff (a sed that matched
+            # nothing, a file reverted; the diff holds changes the agent never made). Its change to the code
+            # starts at its first in-place edit of an existing file, not at a reproduction file it created
+            edit = next((c for c in writes if IN_PLACE_EDIT.search(c.canonical[:20_000])), None)
+            early = _rejected_patch_write(view, (), edit.step if edit else len(view.traj.messages), IN_PLACE_EDIT)
+            if early is not None or edit is not None:
+                step, text = early if early is not None else (edit.step, f"{edit.name}({edit.arguments})")
+                return [Signal(id=self.id, failure_class=F4, step=step,
+                               evidence=f"no write touches a file the delivered patch changes; first in-place edit"
+                                        f"{' (in a reply rejected for its format)' if early else ''}: "
+                                        f"{quote(text, 120)}")]
         rejected = _rejected_patch_write(view, paths, w.step) if paths else None
         if rejected is not None:
             step, block = rejected
@@ -945,11 +957,19 @@ class FirstWriteDetector:
                        evidence=f"{what}: {w.name}({quote(w.arguments, 120)})")]
 
 
-def _rejected_patch_write(view: TraceView, paths: list[str], before: int) -> tuple[int, str] | None:
+# an edit of a file in place (not a new file, not a redirection): sed / perl -i, patch, git apply, an editor tool
+IN_PLACE_EDIT = re.compile(
+    r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|\bpatch\b|git\s+apply|apply_patch|"
+    r"str_replace")
+
+
+def _rejected_patch_write(view: TraceView, paths: list[str] | tuple[()], before: int,
+                          edit: re.Pattern[str] = MUTATING_COMMAND) -> tuple[int, str] | None:
     """The first assistant reply before step ``before`` that the harness rejected for its format (a
     ``format_rejected`` event right after it; its actions never ran: mini-swe-agent's "EXACTLY ONE action") and
-    one of whose fenced blocks edits a file the delivered patch changes. The agent committed to the edit there and
-    re-sent it: the harness refused the reply's form, not its content. ``(step, block)``, None when there is none."""
+    one of whose fenced blocks is an ``edit`` of a file the delivered patch changes (of any file where ``paths`` is
+    empty). The agent committed to the edit there and re-sent it: the harness refused the reply's form, not its
+    content. ``(step, block)``, None when there is none."""
     events = view.traj.events
     if not events:
         return None
@@ -960,7 +980,7 @@ def _rejected_patch_write(view: TraceView, paths: list[str], before: int) -> tup
             return None
         if s + 1 in after and not msgs[s].get("tool_calls") and "```" in view.texts[s]:
             for block in FENCE.findall(view.texts[s][:100_000]):
-                if MUTATING_COMMAND.search(block) and any(p in block for p in paths):
+                if edit.search(block) and (not paths or any(p in block for p in paths)):
                     return s, block
     return None
 

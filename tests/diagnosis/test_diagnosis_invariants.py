@@ -103,3 +103,23 @@ def test_a_patch_edit_first_sent_in_a_reply_rejected_for_its_format_is_located_a
     # nor is one that only reads the patched file
     lab = _rejected_first_try("cat pkg/core.py")
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)
+
+
+def test_when_no_write_touches_a_patched_file_the_first_in_place_edit_is_located_not_a_new_scratch_file():
+    """The delivered diff names only files the agent never wrote (here an environment's own setup.py change; the
+    agent's sed matched nothing): its edits did not reach the submission. The run's change to the code starts at
+    its first in-place edit of an existing file, not at the reproduction folder it made first."""
+    patch = "diff --git a/setup.py b/setup.py\n--- a/setup.py\n+++ b/setup.py\n@@ -1 +1 @@\n-a\n+b\n"
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("bash", {"command": "mkdir repro"}, result="")
+    b.call("bash", {"command": "cat > repro/run.py <<'EOF'\nimport pkg\nEOF"}, result="")
+    b.call("bash", {"command": "sed -i '183s/x/y/' pkg/core.py"}, result="")
+    lab = Labeller().label(b.deliver(patch).build(score=0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)
+    assert "in-place edit" in lab.first_signal.evidence
+    # no in-place edit at all: the first write, as before
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("bash", {"command": "mkdir repro"}, result="")
+    b.call("bash", {"command": "cat > pkg/new.py <<'EOF'\nx = 1\nEOF"}, result="")
+    lab = Labeller().label(b.deliver(patch).build(score=0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 1)
