@@ -38,8 +38,8 @@ SAMPLES = {
     "swe-agent": sorted((FIX / "swe_agent" / "experiments" / "trajs").glob("*.traj"))[:1],
     "agentrx-tau": [FIX / "agentrx_tau" / "tau_dataset" / "2.json"],
     "who-and-when": sorted((DATA / "who_and_when").rglob("*.json"))[:3],
-    "agentrx": sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
-                      key=lambda p: p.stat().st_size)[:2],
+    "agentrx": [*sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
+                        key=lambda p: p.stat().st_size)[:2], FIX / "ag2" / "chat_history.json"],  # + AG2's tool calls
     "autogen": sorted((FIX / "autogen").glob("*.json")),
 }
 ROOTS = {"mini-swe-agent": DATA / "mini_swe_agent_sample", "who-and-when": DATA / "who_and_when",

@@ -11,7 +11,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
   SWE-bench results as for mini-swe-agent.
 - ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
 - ``agentrx``: a bare JSON list of ``{role, content}`` messages whose roles name the agents,
-  e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present).
+  e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present), or whose ``name``s
+  do: AG2's / AutoGen 0.2's ``chat_history``, its tool calls and ``tool_responses`` read as steps (``ag2``).
 - ``agentrx-tau``: AgentRx's tau-bench runs (``data/tau_dataset/<id>.json``: one tau-bench record whose
   messages carry a 1-based ``index``), scored by ``reward``; human labels joined when present.
 - ``atif``: ATIF trajectories (``schema_version`` "ATIF-v1.x": Harbor / terminal-bench, NeMo Agent
@@ -43,6 +44,7 @@ from typing import Any
 
 from evoharness.errors import InputError
 from evoharness.traces.importers import (
+    ag2,
     agentrx,
     agentrx_tau,
     atif,
@@ -259,6 +261,8 @@ def detect_format(path: Path, data: Any = None) -> str:
     if isinstance(data, list):
         if not data:
             raise InputError(str(path), "empty list: no trajectories")
+        if ag2.is_history(data):  # before openai: AG2's roles are a reader's view, its names who spoke
+            return "agentrx"
         if openai_records.is_chat_list(data):  # before agentrx: its tool calls would be dropped as text
             return "openai"
         if agentrx.is_message_list(data):

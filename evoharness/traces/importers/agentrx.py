@@ -14,7 +14,8 @@ last agent message's text). These runs are failure-only and unscored.
 A message that carries a ``name`` is that agent's, whatever its role: AG2's / AutoGen 0.2's
 ``ChatResult.chat_history`` (``{content, role, name}``) gives ``role`` from one agent's view -- the other agent's
 turns are ``user`` -- and ``name`` says who spoke. There the first message, the initiator's, is the task, and the
-run is unscored but not failure-only (nothing says how it ended).
+run is unscored but not failure-only (nothing says how it ended). Its tool calls and results become calls and
+``tool`` steps (``ag2``); one AG2 message holding several results is several steps (``meta["source_index"]``).
 
 When AgentRx's ground truth (``ground_truth.json`` beside the file or one folder up, or
 ``*ground_truth.json`` there or in a ``ground_truth/`` folder there: ``ground_truth_files``) holds this run,
@@ -37,8 +38,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evoharness.traces.importers import dirscan, neighbours
-from evoharness.traces.models import Termination, Trajectory, Usage
+from evoharness.traces.importers import ag2, dirscan, neighbours
+from evoharness.traces.models import Event, Termination, Trajectory, Usage
+from evoharness.traces.patterns import classify_tool_error
 
 FINAL = re.compile(r"FINAL ANSWER:[ \t]*([^\n]+)", re.IGNORECASE)
 CHAT_ROLES = {"human": "user", "user": "user", "system": "system"}
@@ -71,10 +73,15 @@ def convert(path: Path, data: Any) -> Trajectory:
     if not isinstance(data, list):
         raise ValueError("a message-list run must be a JSON list of {role, content} messages")
     messages: list[dict[str, Any]] = []
+    events: list[Event] = []
+    source_index: list[int] = []  # our message k is data[source_index[k]] (AG2: one message holds several results)
+    pending: list[dict[str, Any]] = []  # AG2: the latest calls, answered by the results that follow
+    tools = ag2.is_history(data)
+    names = ag2.speakers(data) if tools else set()
     task = None
     final_answer = None
     steps = 0
-    named = False
+    named = tools
     for i, m in enumerate(data):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise ValueError(f"message {i} has no string 'role'")
@@ -82,6 +89,24 @@ def convert(path: Path, data: Any) -> Trajectory:
         content = content if isinstance(content, str) else ("" if content is None else json.dumps(content))
         name = m.get("name") if isinstance(m.get("name"), str) and m["name"].strip() else None
         chat = CHAT_ROLES.get(role.strip().lower())
+        if tools and ag2.makes_calls(m):  # a model's tool-call reply: its agent's turn
+            steps += 1
+            pending = ag2.calls(m, i)
+            source_index.append(i)
+            messages.append({"role": "assistant", "name": agent_of(name or ag2.caller(data, i, names)),
+                             "role_detail": role, "content": content, "tool_calls": pending})
+            continue
+        if tools and (answers := ag2.results(m)) is not None:  # the executor's results, one tool message each
+            for k, (call_id, out) in enumerate(answers):
+                call = next((c for c in pending if c["id"] == call_id), None) if call_id else (
+                    pending[k] if k < len(pending) else None)
+                source_index.append(i)
+                messages.append({"role": "tool", "tool_call_id": call["id"] if call else call_id or f"call_{i}_{k}",
+                                 "name": call["function"]["name"] if call else name or "tool", "content": out})
+                if out.startswith("Error"):  # AG2's execute_function: "Error: <what the tool raised>"
+                    events.append(Event(type=classify_tool_error(out), step=len(messages) - 1, detail=out[:500]))
+            continue
+        source_index.append(i)
         if name is not None and chat != "system":  # AG2's chat_history: the role is a reader's view, the name who spoke
             named = True
             steps += 1
@@ -107,7 +132,11 @@ def convert(path: Path, data: Any) -> Trajectory:
                 break
     run_id = path.stem
     meta: dict[str, Any] = {"source_format": "agentrx", "failure_only": not named}
-    labels, problems = human_failures(path, run_id)
+    first: dict[int, int] | None = None  # a label's step_number n names message n - 1 of the file: our first step
+    if len(source_index) != len(data):
+        meta["source_index"] = source_index
+        first = {src: k for k, src in reversed(list(enumerate(source_index)))}
+    labels, problems = human_failures(path, run_id, None if first is None else (lambda n: first.get(n - 1)))
     if labels is not None:
         meta["human_failures"] = labels
     if problems:
@@ -117,6 +146,7 @@ def convert(path: Path, data: Any) -> Trajectory:
         task_id=run_id,
         task=task,
         messages=messages,
+        events=events,
         final_answer=final_answer,
         score=None,
         termination=Termination.delivered if final_answer is not None else Termination.aborted,
