@@ -193,20 +193,31 @@ READ_ONLY_TOOL = re.compile(
 # in-place edits whatever the other flags and where ``-i`` stands (``sed -i``, ``sed -E -i``, ``sed -ri``,
 # ``sed -e S -i``, ``sed --in-place``, ``perl -pi -e``; not past a pipe, and an ``i`` inside another option, as in
 # ``perl -Mstrict`` or ``-Ilib``, is none), redirections, file moves, patches, git and pip changes, writes from Python
+# SWE-agent's editors: ``str_replace`` (a command of ``str_replace_editor``, not the tool's name: its ``view`` only
+# reads), its ``create`` / ``insert`` / ``undo_edit``, and the classic windowed ``edit N:M`` / ``create FILE`` at the
+# start of the command or of a line (``\n`` stays escaped in a call's canonical JSON)
+SWE_EDITOR = (r"\bstr_replace\b|str_replace_editor\s+(?:create|insert|undo_edit)\b|"
+              r"(?:^|\n|\\n|\"command\":\")\s*(?:edit\s+\d+:\d+|create\s+[\w./-])")
 MUTATING_COMMAND = re.compile(
     r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
-    r"apply_patch|str_replace|\.write\(|open\([^)]*['\"][wa]['\"]")
+    r"apply_patch|\.write\(|open\([^)]*['\"][wa]['\"]|" + SWE_EDITOR)
+# an editor tool called with a command argument (SWE-agent's ``str_replace_editor``): its ``view`` only reads
+EDITOR_TOOL = re.compile(r"(?:^|[_.-])edit|str_replace", re.IGNORECASE)  # not "credit"
+VIEW_COMMAND = re.compile(r'"command":"view"')
 
 
 SHELL_TOOLS = frozenset({"bash", "code", "shell", "execute", "run"})
 
 
 def is_state_changing(name: str, canonical_args: str) -> bool:
-    """A call that may change the state a repeat would observe: a write tool, or a shell command that edits."""
+    """A call that may change the state a repeat would observe: a write tool (an editor tool's ``view`` is none),
+    or a shell command that edits."""
     if name in SHELL_TOOLS:
         return bool(MUTATING_COMMAND.search(canonical_args[:20_000]))
-    return READ_ONLY_TOOL.match(name) is None
+    if READ_ONLY_TOOL.match(name) is not None:
+        return False
+    return not (EDITOR_TOOL.search(name) and VIEW_COMMAND.search(canonical_args[:2_000]))
 
 
 _WRITE_NAMES: dict[str, bool] = {}  # tool name -> ``READ_ONLY_TOOL.match(name) is None``, for the names seen last
@@ -225,6 +236,8 @@ def changes_state(call: ToolCall) -> bool:
         if len(_WRITE_NAMES) >= _WRITE_NAMES_MAX:
             _WRITE_NAMES.clear()
         known = _WRITE_NAMES[name] = READ_ONLY_TOOL.match(name) is None
+    if known and EDITOR_TOOL.search(name):  # an editor tool: its command says (``view`` only reads)
+        return not VIEW_COMMAND.search(call.canonical[:2_000])
     return known
 
 
@@ -960,7 +973,8 @@ class FirstWriteDetector:
 # an edit of a file in place (not a new file, not a redirection): sed / perl -i, patch, git apply, an editor tool
 IN_PLACE_EDIT = re.compile(
     r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|\bpatch\b|git\s+apply|apply_patch|"
-    r"str_replace")
+    r"\bstr_replace\b|str_replace_editor\s+(?:insert|undo_edit)\b|\"command\":\"(?:insert|undo_edit)\"|"
+    r"(?:^|\n|\\n|\"command\":\")\s*edit\s+\d+:\d+")
 
 
 def _rejected_patch_write(view: TraceView, paths: list[str] | tuple[()], before: int,

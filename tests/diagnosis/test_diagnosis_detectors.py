@@ -401,3 +401,22 @@ def test_status_contradiction_skips_its_regex_only_where_it_cannot_match():
         fired += got is not None
     assert es.contradicted("ABC123 is cancelled") is not None and fired > 50  # the rule itself still fires
     assert checked == 4000
+
+
+def test_swe_agents_windowed_editor_commands_are_progress_and_its_views_are_reads():
+    """SWE-agent's classic commands: ``edit N:M`` ... ``end_of_edit`` and ``create FILE`` change files, so a
+    re-run after one is no loop even with the same output; ``str_replace_editor view`` only reads, so the same
+    view between the re-runs makes no progress."""
+    for edit in ("edit 5:7\n    return b{k}\nend_of_edit", "create check{k}.py",
+                 "str_replace_editor insert /testbed/src/x.py 5 --new_str 'y{k}'"):
+        b = TraceBuilder().user("fix the bug")
+        for k in range(3):
+            b.call("bash", {"command": "python reproduce.py"}, result="AssertionError")
+            b.call("bash", {"command": edit.format(k=k)}, result="File updated.")
+        assert fired(RepeatedActionDetector(), b.deliver("patch").build(score=0.0)) == [], edit
+    b = TraceBuilder().user("fix the bug")
+    for _ in range(3):
+        b.call("bash", {"command": "python reproduce.py"}, result="AssertionError")
+        b.call("bash", {"command": "str_replace_editor view /testbed/src/x.py"}, result="def f(): ...")
+    assert [s.id for s in fired(RepeatedActionDetector(), b.deliver("patch").build(score=0.0))] == \
+        ["F3.repeated_action"]

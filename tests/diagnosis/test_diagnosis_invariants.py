@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
 
@@ -123,3 +125,24 @@ def test_when_no_write_touches_a_patched_file_the_first_in_place_edit_is_located
     b.call("bash", {"command": "cat > pkg/new.py <<'EOF'\nx = 1\nEOF"}, result="")
     lab = Labeller().label(b.deliver(patch).build(score=0.0))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 1)
+
+
+@pytest.mark.parametrize("view, edit", [
+    # SWE-agent with function calling: one editor tool, the command an argument
+    (("str_replace_editor", {"command": "view", "path": "/testbed/pkg/core.py"}),
+     ("str_replace_editor", {"command": "str_replace", "path": "/testbed/pkg/core.py", "old_str": "a",
+                             "new_str": "b"})),
+    # SWE-agent without it: the same tool as a shell command
+    (("bash", {"command": "str_replace_editor view /testbed/pkg/core.py"}),
+     ("bash", {"command": "str_replace_editor str_replace /testbed/pkg/core.py --old_str a --new_str b"})),
+    # the classic windowed editor
+    (("bash", {"command": "open pkg/core.py"}), ("bash", {"command": "edit 1:1\nb\nend_of_edit"})),
+])
+def test_a_view_of_the_patched_file_is_no_write_the_editors_change_is(view, edit):
+    patch = "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n"
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call(*view, result="1\ta")
+    b.call("bash", {"command": "python -c 'import pkg'"}, result="")
+    b.call(*edit, result="The file /testbed/pkg/core.py has been edited.")
+    lab = Labeller().label(b.deliver(patch).build(score=0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)
