@@ -970,9 +970,12 @@ class FirstWriteDetector:
                        evidence=f"{what}: {w.name}({quote(w.arguments, 120)})")]
 
 
-# an edit of a file in place (not a new file, not a redirection): sed / perl -i, patch, git apply, an editor tool
+# an edit of a file in place (not a new file, not a redirection): sed / perl -i, patch, git apply, an editor tool.
+# ``patch`` only where a command starts (the text's or a JSON string's start, an escaped or real new line, ; & | or
+# a parenthesis) and takes an argument: not a script's ``from unittest.mock import patch``, nor ``> fix.patch``
 IN_PLACE_EDIT = re.compile(
-    r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|\bpatch\b|git\s+apply|apply_patch|"
+    r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|"
+    r"(?:^|[\n\"'`;&|(]|\\n)\s*(?:sudo\s+)?patch\s+[-<\w./]|git\s+apply|apply_patch|"
     r"\bstr_replace\b|str_replace_editor\s+(?:insert|undo_edit)\b|\"command\":\"(?:insert|undo_edit)\"|"
     r"(?:^|\n|\\n|\"command\":\")\s*edit\s+\d+:\d+")
 
