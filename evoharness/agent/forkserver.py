@@ -168,9 +168,10 @@ PREPARE_S = 2.0  # at most this long compiling a tree's template and parsing its
 
 def _prepare(harness_dir: str) -> None:
     """Compile the template and parse the policies of the tree ``harness_dir`` shows now, once per text
-    (``agent.harness.prepare``; the host may have switched the tree since the last rollout), so each
-    forked rollout finds them made. Bounded in time: a template that takes longer is left to the rollout."""
-    from evoharness.agent.harness import prepare
+    (``agent.harness.prepare``; the host may have switched the tree since the last rollout), and compile its
+    middleware and tool modules' source (``prepare_code``: each rollout still runs them afresh), so each forked
+    rollout finds them made. Bounded in time: what takes longer is left to the rollout."""
+    from evoharness.agent.harness import prepare, prepare_code
 
     def too_long(_sig: int, _frame: object) -> None:
         raise TimeoutError
@@ -179,6 +180,7 @@ def _prepare(harness_dir: str) -> None:
     signal.setitimer(signal.ITIMER_REAL, PREPARE_S)
     try:
         added = prepare(harness_dir)
+        added = prepare_code(harness_dir) or added
     except TimeoutError:
         added = False
     finally:

@@ -51,6 +51,12 @@ _PY_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _PREPARED_TEMPLATES: dict[str, Any] = {}
 _PREPARED_POLICIES: dict[str, dict[str, Any]] = {}
 PREPARED_KEEP = 8  # entries of each kind (the least recently prepared go first)
+# The compiled code of harness modules (``middleware/*.py``, ``tools/*.py``) a fork server prepared
+# (``prepare_code``), keyed by the file's path and exact bytes: a rollout still executes each module afresh (a new
+# module object and globals, its body run again) and only skips compiling the same source again -- which every
+# forked rollout otherwise did, ``/harness`` being read-only (no bytecode cache). Compiling runs no harness code.
+_PREPARED_CODE: dict[tuple[str, bytes], Any] = {}
+PREPARED_CODE_KEEP = 64  # compiled modules kept (the least recently prepared go first)
 PREPARED_MAX_BYTES = 256 * 1024  # a larger file is left to the rollout
 
 
@@ -155,6 +161,27 @@ def prepare(root: Path | str) -> bool:
     return added
 
 
+def prepare_code(root: Path | str) -> bool:
+    """Compile the harness modules of ``root`` (each ``middleware/*.py`` and ``tools/*.py`` that is a regular file of
+    at most ``PREPARED_MAX_BYTES``) into ``_PREPARED_CODE``; True when one was added. Like ``prepare``: only a fork
+    server calls it, before forking; it runs no harness code (``compile`` only) and never raises -- a module that
+    does not compile is left to the rollout, which reports it as it always did."""
+    added = False
+    for path in [*_py_files(Path(root) / "middleware"), *_py_files(Path(root) / "tools")]:
+        data = _small_bytes(path)
+        if data is None or (str(path), data) in _PREPARED_CODE:
+            continue
+        try:
+            code = compile(data, str(path), "exec", dont_inherit=True)  # as importlib's source loader compiles it
+        except Exception:  # noqa: BLE001 -- SyntaxError, ValueError (a NUL byte): the rollout reports it
+            continue
+        _PREPARED_CODE[(str(path), data)] = code
+        while len(_PREPARED_CODE) > PREPARED_CODE_KEEP:
+            _PREPARED_CODE.pop(next(iter(_PREPARED_CODE)))
+        added = True
+    return added
+
+
 FOLDED_SLACK = 64 * 1024  # constants a compiled template may hold beyond twice its own text
 
 
@@ -205,6 +232,25 @@ def _small_text(path: Path, missing: str | None) -> str | None:
         os.close(fd)
 
 
+def _small_bytes(path: Path) -> bytes | None:
+    """``path``'s bytes when it is a regular file of at most ``PREPARED_MAX_BYTES`` (opened without blocking: a
+    FIFO or device is never read); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > PREPARED_MAX_BYTES:
+            return None
+        data = os.read(fd, PREPARED_MAX_BYTES + 1)
+        return data if len(data) <= PREPARED_MAX_BYTES else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _load_module(path: Path, prefix: str) -> Any:
     name = f"_evoharness_{prefix}_{abs(hash(str(path.resolve())))}_{path.stem}"
     try:
@@ -212,11 +258,23 @@ def _load_module(path: Path, prefix: str) -> Any:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        code = _prepared_code(path)
+        if code is None:
+            spec.loader.exec_module(module)
+        else:  # what the source loader's exec_module does, less compiling the same bytes again
+            exec(code, module.__dict__)  # noqa: S102 -- the harness module's own code, as an import runs it
     except BaseException as e:  # noqa: BLE001 -- SyntaxError, SystemExit, anything: the harness is broken
         sys.modules.pop(name, None)
         raise HarnessError(f"{path.parent.name}/{path.name}: {type(e).__name__}: {e}") from e
     return module
+
+
+def _prepared_code(path: Path) -> Any:
+    """The code a fork server compiled for ``path``'s present bytes (``prepare_code``), else None."""
+    if not _PREPARED_CODE:
+        return None
+    data = _small_bytes(path)
+    return None if data is None else _PREPARED_CODE.get((str(path), data))
 
 
 def _py_files(folder: Path) -> list[Path]:

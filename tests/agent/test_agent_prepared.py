@@ -94,3 +94,33 @@ def test_the_fork_server_prepares_the_tree_it_is_told_of_and_the_executor_tells_
     with ex_mod.LocalExecutor(root, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), batch_size=2) as ex:
         traj = ex.run([RolloutRequest(task_id="contact_0", harness_commit=repo.main_head(), seed=0)])[0]
     assert specs and specs[0]["harness_dir"] == "/harness" and not traj.meta.get("rollout_failure")
+
+
+def test_prepared_module_code_runs_afresh_per_load_and_only_for_the_same_bytes(tmp_path, monkeypatch):
+    """A fork server compiles the harness's modules once (``prepare_code``); each rollout still gets a new module with
+    fresh globals, runs its body again, and gets the prepared code only for the exact bytes it was compiled from."""
+    monkeypatch.setattr(H, "_PREPARED_CODE", {})
+    root = init_harness(tmp_path / "h").path
+    mod = root / "middleware" / "count.py"
+    mod.write_text("CALLS = []\nLOADED = len(CALLS)\ndef before_model(messages, ctx):\n    CALLS.append(1)\n"
+                   "    return None\n")
+    assert H.prepare_code(root) and not H.prepare_code(root)  # once per text
+    code = H._PREPARED_CODE[(str(mod), mod.read_bytes())]
+    hooks = []
+    for _ in range(2):
+        fn = next(h.function for h in H.load_harness(root).hooks["before_model"] if h.module == "count.py")
+        assert fn.__code__ in code.co_consts  # the prepared code ran, not a fresh compile
+        fn([], {})
+        assert fn.__globals__["CALLS"] == [1] and fn.__globals__["LOADED"] == 0  # fresh globals each load
+        hooks.append(fn)
+    assert hooks[0].__globals__ is not hooks[1].__globals__
+    mod.write_text("def before_model(messages, ctx):\n    return 'changed'\n")  # other bytes: compiled afresh
+    fn = next(h.function for h in H.load_harness(root).hooks["before_model"] if h.module == "count.py")
+    assert fn([], {}) == "changed" and fn.__code__ not in code.co_consts
+    mod.write_text("def before_model(:\n")  # does not compile: left to the rollout, which reports it as before
+    assert not H.prepare_code(root)
+    with pytest.raises(H.HarnessError, match="middleware/count.py: SyntaxError"):
+        H.load_harness(root)
+    mod.unlink()
+    os.mkfifo(mod)  # never opened for reading
+    assert not H.prepare_code(root)
