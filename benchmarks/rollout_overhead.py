@@ -7,8 +7,10 @@ same worker command, no isolation); under bubblewrap with one process per batch 
 (``sandbox/warm.py``: a fork server per slot, a forked child per batch), once counting the
 worker's start (``bwrap-warm+start``: the executor's workers stopped before the timed run, so it pays
 one sandbox start for its ``--rollouts``, as a round pays per commit and slot) and once with the
-worker already up (``bwrap-warm``: what each further rollout of a commit costs; ``bwrap-warm/rollout``: the
-same with ``sandbox.warm_fork = "rollout"``, a forked child per rollout instead of per batch). Prints the mean
+worker already up (``bwrap-warm``: what each further rollout of a commit costs, with the default
+``sandbox.warm_fork = "commit"``: the child forked for the warm-up's rollout of the commit runs the timed ones too;
+``bwrap-warm/batch``: the same with ``"batch"``, a forked child per batch, what main had before; ``bwrap-warm/rollout``:
+with ``"rollout"``, a forked child per rollout). Prints the mean
 wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
 (wall, and CPU: load-robust), the warm children's minor page faults, the model calls per rollout (HTTP round
 trips over the gateway, from its per-rollout counts), the CPU of an in-process run with the harness's template
@@ -24,7 +26,7 @@ With ``--repeat N`` the configurations run in turn N times (in-process, process,
 ...) and each figure is the median, with min / median / max printed beside the ratios.
 
     python benchmarks/rollout_overhead.py [--env synthetic] [--model scripted:weak] [--rollouts 8] [--repeat 3]
-        [--batch 1] [--docker] [--ray] [--fork-floor] [--breakdown]
+        [--batch 1] [--docker] [--ray] [--fork-floor] [--breakdown [--warm-fork commit|batch|rollout]]
 
 ``--batch N``: rollouts of one commit go to one sandboxed worker N at a time (a run's
 ``sandbox.batch_size`` is 8); with 1, every rollout gets a fresh sandbox (all bwrap rows are then cold).
@@ -70,13 +72,15 @@ from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
+from evoharness.sandbox.config import WARM_FORKS
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 
-ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/rollout")
+ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/batch",
+        "bwrap-warm/rollout")
 BWRAP_ROWS = ROWS[2:]
 # see the docstring: not bwrap-batch
-CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/rollout")
+CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/batch", "bwrap-warm/rollout")
 
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
@@ -94,7 +98,7 @@ def _cpu() -> float:
 
 
 def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest], *, warm: bool = True,
-           restart: bool = False, warm_fork: str = "batch", prepared: bool = False
+           restart: bool = False, warm_fork: str = "commit", prepared: bool = False
            ) -> tuple[float, int, float, float, int]:
     """Wall seconds for ``reqs``, how many failed, their CPU seconds (this process -- executor, gateway,
     host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
@@ -293,7 +297,7 @@ def _breakdown(args) -> None:
             env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
             for _ in range(args.repeat):
                 with LocalExecutor(harness, args.env, args.model, sandbox=BwrapSandbox(), workers=1, env=env,
-                                   batch_size=args.batch) as ex:
+                                   batch_size=args.batch, warm_fork=args.warm_fork) as ex:
                     ex.run(reqs[:args.batch])  # the worker up, the tree exported, the host's imports done
                     for k in threads:
                         threads[k] = 0.0
@@ -422,6 +426,8 @@ def main() -> None:
                     "process, without sandbox or gateway (see above)")
     ap.add_argument("--breakdown", action="store_true", help="only measure where a warm rollout's CPU goes: host "
                     "threads, fork server, batch children, and the socket's own floor per model call (see above)")
+    ap.add_argument("--warm-fork", choices=WARM_FORKS, default="commit", help="with --breakdown: what the warm "
+                    "worker forks a child for (sandbox.warm_fork; default commit)")
     add_repeat(ap)
     args = ap.parse_args()
     check_repeat(ap, args.repeat)
@@ -453,12 +459,14 @@ def main() -> None:
         failures = {}
         per: dict[str, list[float]] = {name: [] for name in ROWS}
         cpu: dict[str, list[float]] = {name: [] for name in ROWS}
-        faults: dict[str, list[float]] = {"bwrap-warm+start": [], "bwrap-warm": [], "bwrap-warm/rollout": []}
+        faults: dict[str, list[float]] = {"bwrap-warm+start": [], "bwrap-warm": [], "bwrap-warm/batch": [],
+                                          "bwrap-warm/rollout": []}
         round_trips: list[float] = []  # model calls per rollout through the gateway (bwrap-warm)
         prepared_cpu: list[float] = []  # in-process CPU with the template prepared once, as a fork server does
         configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
                    "bwrap-batch": (BwrapSandbox(), {"warm": False}),
                    "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {}),
+                   "bwrap-warm/batch": (BwrapSandbox(), {"warm_fork": "batch"}),
                    "bwrap-warm/rollout": (BwrapSandbox(), {"warm_fork": "rollout"})}
         for _ in range(args.repeat):  # the configurations in turn, so load changes hit them all
             for name, (box, kw) in configs.items():
@@ -528,7 +536,8 @@ def main() -> None:
         if name in CPU_ROWS:
             print(f"  {name + ' / in-process, CPU':<34}: {spreads[f'{name}_cpu_over_inprocess']}")
     print(f"  warm children: minor page faults per rollout {figures['bwrap-warm_child_faults_per_rollout']} (a child "
-          f"per batch), {figures['bwrap-warm/rollout_child_faults_per_rollout']} (a child per rollout)")
+          f"per commit), {figures['bwrap-warm/batch_child_faults_per_rollout']} (a child per batch), "
+          f"{figures['bwrap-warm/rollout_child_faults_per_rollout']} (a child per rollout)")
     print(f"  in-process, template prepared once (as a fork server does): "
           f"{figures['inprocess-prepared_cpu_s_per_rollout'] * 1000:.1f} ms CPU; bwrap-warm / it, CPU: "
           f"{spreads['bwrap-warm_cpu_over_inprocess-prepared']}")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from evoharness.sandbox.models import Limits
+
+# what a warm worker forks a child for: a commit's rollouts on it (kept across batches), a batch's, a rollout
+WarmFork = Literal["commit", "batch", "rollout"]
+WARM_FORKS: tuple[str, ...] = get_args(WarmFork)
 
 
 class GatewayConfig(BaseModel):
@@ -67,12 +71,14 @@ class SandboxConfig(BaseModel):
                        "sandboxed fork server per slot serving any commit, a fresh child per rollout); false = one "
                        "sandboxed process runs each batch's rollouts one after another (the shape before warm "
                        "workers; a crash or hang there fails the rest of its batch).")
-    warm_fork: Literal["batch", "rollout"] = Field(
-        "batch", description="What a warm worker forks: 'batch' = one child runs a batch's rollouts (one commit) "
-        "one after another, each with its own directory, output, CPU limit and fresh environment state and "
-        "harness modules; a rollout that leaves anything behind in the process, fails or crashes ends the child "
-        "and the next rollout gets a fresh one (docs/sandbox.md, 'One child per batch'). 'rollout' = a fresh "
-        "child per rollout (no Python state shared even between rollouts of one commit; ~10 ms more CPU each).")
+    warm_fork: WarmFork = Field(
+        "commit", description="What a warm worker forks: 'commit' = one child runs a commit's rollouts one after "
+        "another and stays for that commit's next batches on the same worker (at most 64 rollouts; a rollout of "
+        "another commit ends it), each rollout with its own directory, output, CPU limit and fresh environment "
+        "state and harness modules; a rollout that leaves anything behind in the process, fails or crashes ends "
+        "the child and the next rollout gets a fresh one (docs/sandbox.md, 'One child per commit'). 'batch' = the "
+        "same, but the child ends with its batch. 'rollout' = a fresh child per rollout (no Python state shared "
+        "even between rollouts of one commit; ~10 ms more CPU each).")
     warm_idle_s: float = Field(60.0, gt=0, description="Seconds a warm bwrap worker (batch_size > 1) stays up "
                                "with no rollout to run before it is stopped.")
     limits: Limits = Field(default_factory=Limits, description="Per-rollout CPU, memory, pids, wall-time, "

@@ -50,7 +50,7 @@ from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import Sandbox
 from evoharness.sandbox.checkout import CheckoutCache
 from evoharness.sandbox.command_agent import BadOutput, CommandRollout, uses_command_agent
-from evoharness.sandbox.config import GatewayConfig
+from evoharness.sandbox.config import WARM_FORKS, GatewayConfig
 from evoharness.sandbox.failure import failed_trajectory
 from evoharness.sandbox.gateway import AGENT, USER, Gateway, RolloutUsage, start_gateway
 from evoharness.sandbox.gateway_standin import StandInUpstream
@@ -114,7 +114,7 @@ class LocalExecutor:
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
                  gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
                  owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0,
-                 warm_fork: str = "batch") -> None:
+                 warm_fork: str = "commit") -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -131,9 +131,10 @@ class LocalExecutor:
         self._gateway_lock = threading.Lock()
         self.owns_sandbox = owns_sandbox  # close() also closes the sandbox (e.g. a Docker pool)
         self.warm, self.warm_idle_s = warm and hasattr(sandbox, "start"), warm_idle_s
-        if warm_fork not in ("batch", "rollout"):
-            raise ValueError(f"warm_fork must be 'batch' or 'rollout', not {warm_fork!r}")
-        self.warm_fork = warm_fork  # one forked child per batch (of one commit) or per rollout
+        if warm_fork not in WARM_FORKS:
+            raise ValueError(f"warm_fork must be one of {', '.join(map(repr, WARM_FORKS))}, not {warm_fork!r}")
+        # one forked child per commit on a worker (kept across that commit's batches), per batch, or per rollout
+        self.warm_fork = warm_fork
         self._pool: WarmPool | None = None
         self.warm_starts = 0  # warm workers started so far (tests, measurements)
         self.warm_cost: Counter[str] = Counter()  # sums of the servers' per-rollout accounts (``warm.COST_KEYS``)
@@ -316,8 +317,12 @@ class LocalExecutor:
         if self._one_by_one(tree):
             return [self._sandboxed(r, tree, sha) for r in reqs]
         pool = self._warm_pool()
-        # the rollouts of this batch may share one forked child (``warm_fork = "batch"``); the last one ends it
-        batch = secrets.token_hex(8) if self.warm_fork == "batch" else None
+        # the rollouts of this batch may share one forked child: with ``warm_fork = "batch"`` the batch's last
+        # rollout ends it; with "commit" the child stays for this commit's next batches on the same worker (the
+        # server ends it when a rollout of another commit comes: another key), so no rollout is the last
+        batch = None if self.warm_fork == "rollout" else secrets.token_hex(8) if self.warm_fork == "batch" \
+            else f"commit:{sha}" if sha is not None else f"tree:{tree}"
+        keep = self.warm_fork == "commit"
         out: list[Trajectory] = []
         worker: WarmWorker | None = None
         try:
@@ -325,7 +330,7 @@ class LocalExecutor:
                 if worker is None:
                     worker = pool.acquire(sha)  # a fresh one when the last died with its rollout
                     worker.show(sha, tree)  # another commit's worker: this commit's tree at /harness
-                out.append(self._warm_one(worker, req, sha, batch, last=i == len(reqs) - 1))
+                out.append(self._warm_one(worker, req, sha, batch, last=not keep and i == len(reqs) - 1))
                 if not worker.alive:
                     pool.release(worker)
                     worker = None

@@ -554,3 +554,30 @@ def before_model(messages, ctx):
         assert ex.warm_cost["child_forks"] == 2  # the child that answered out of turn was ended
     assert [bool(t.meta.get("rollout_failure")) for t in trajs] == [True, False, False]
     assert any("worker failed: exit 1" in e.detail for e in trajs[0].events), [e.detail for e in trajs[0].events]
+
+
+def test_a_commits_child_serves_its_next_batches_on_the_worker_and_never_another_commits(tmp_path):
+    # warm_fork = "commit" (the default): the child forked for a commit's first rollout on a worker runs that
+    # commit's next batches too, so what the child does not check (a mark on ``string``) reaches them as well --
+    # the same commit's rollouts, on the same worker; a rollout of another commit ends the child, and a commit
+    # shown again after it gets a fresh one. Harness modules are still imported afresh for every rollout.
+    repo = init_harness(tmp_path / "h")
+    probe = _commit(repo, "probe.py", PROBE)
+    other = _commit(repo, "probe.py", PROBE + "\n")
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=2) as ex:
+        first = _probes(ex.run(_requests(probe, 3)))  # two batches (2 + 1) of one commit
+        again = _probes(ex.run(_requests(probe, 1)))  # a later run of the same commit: the same child still
+        second = _probes(ex.run(_requests(other, 2)))
+        third = _probes(ex.run(_requests(probe, 2)))
+        assert ex.warm_starts == 1
+        assert ex.warm_cost["child_forks"] == 3 and ex.warm_changed == {}, (ex.warm_cost, ex.warm_changed)
+    assert [s["mark"] for s in first + again] == [0, 1, 2, 3]
+    assert len({s["pid"] for s in first + again}) == 1
+    assert [s["mark"] for s in second] == [0, 1] and [s["mark"] for s in third] == [0, 1]
+    assert {s["pid"] for s in second}.isdisjoint({s["pid"] for s in first + third})
+    assert [s["runs"] for s in first + again + second + third] == [1] * 8
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=2, warm_fork="batch") as ex:
+        batch = [s["mark"] for s in _probes(ex.run(_requests(probe, 3)))]
+    assert batch == [0, 1, 0]  # "batch": the child ends with its batch
