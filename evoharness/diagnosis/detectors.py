@@ -913,6 +913,10 @@ class PolicyViolationDetector:
 DIFF_PATH = re.compile(r"^diff --git a/(\S{1,300}) b/", re.M)
 
 
+# a file the diff creates (its header's next lines: ``new file mode``, or ``--- /dev/null`` after an index line)
+NEW_FILE = re.compile(r"^diff --git a/(\S{1,300}) b/\S*\n(?:[^\n]*\n){0,2}?(?:new file mode|--- /dev/null)", re.M)
+
+
 def delivered_paths(answer: str | None) -> list[str]:
     """Files a delivered unified diff changes (``diff --git a/X b/X``), in order; [] for other answers."""
     if not isinstance(answer, str) or "diff --git" not in answer:
@@ -939,7 +943,10 @@ class FirstWriteDetector:
         if not writes:
             return []
         paths = delivered_paths(view.traj.final_answer)
-        w = next((c for c in writes if any(p in c.canonical for p in paths)), writes[0])
+        # the first write to the first group of patched files written at all: the files that existed before, then
+        # the files the patch creates
+        w, group = next(((c, g) for g in _path_groups(view.traj.final_answer, paths) for c in writes
+                         if any(p in c.canonical for p in g)), (writes[0], paths))
         what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
             "first write action of a failed run"
         if paths and w is writes[0] and not any(p in w.canonical for p in paths):
@@ -954,7 +961,7 @@ class FirstWriteDetector:
                                evidence=f"no write touches a file the delivered patch changes; first in-place edit"
                                         f"{' (in a reply rejected for its format)' if early else ''}: "
                                         f"{quote(text, 120)}")]
-        rejected = _rejected_patch_write(view, paths, w.step) if paths else None
+        rejected = _rejected_patch_write(view, group, w.step) if paths else None
         if rejected is not None:
             step, block = rejected
             return [Signal(id=self.id, failure_class=F4, step=step,
@@ -978,6 +985,15 @@ IN_PLACE_EDIT = re.compile(
     r"(?:^|[\n\"'`;&|(]|\\n)\s*(?:sudo\s+)?patch\s+[-<\w./]|git\s+apply|apply_patch|"
     r"\bstr_replace\b|str_replace_editor\s+(?:insert|undo_edit)\b|\"command\":\"(?:insert|undo_edit)\"|"
     r"(?:^|\n|\\n|\"command\":\")\s*edit\s+\d+:\d+")
+
+
+def _path_groups(answer: str | None, paths: list[str]) -> list[list[str]]:
+    """``paths`` (``delivered_paths``) as two groups, the files that existed before and the files the diff
+    creates; one group where it creates none."""
+    if not paths or not isinstance(answer, str) or ("new file mode" not in answer and "/dev/null" not in answer):
+        return [paths]
+    new = set(NEW_FILE.findall(answer[:500_000]))
+    return [[p for p in paths if p not in new], [p for p in paths if p in new]]
 
 
 def _rejected_patch_write(view: TraceView, paths: list[str] | tuple[()], before: int,

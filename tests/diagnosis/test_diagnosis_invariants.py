@@ -146,3 +146,24 @@ def test_a_view_of_the_patched_file_is_no_write_the_editors_change_is(view, edit
     b.call(*edit, result="The file /testbed/pkg/core.py has been edited.")
     lab = Labeller().label(b.deliver(patch).build(score=0.0))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 5)
+
+
+def test_a_file_the_patch_creates_is_passed_over_for_one_it_changes():
+    """SWE-agent's submissions often keep the reproduction script (``new file mode`` in the diff): writing it is not
+    where a wrong fix starts; the first write to a file the patch changes that existed before is."""
+    new_file = ("diff --git a/reproduce.py b/reproduce.py\nnew file mode 100644\nindex 0000000..e69de29\n"
+                "--- /dev/null\n+++ b/reproduce.py\n@@ -0,0 +1 @@\n+import pkg\n")
+    changed = "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n"
+
+    def label(patch):
+        b = TraceBuilder("t").user("Fix the bug in pkg")
+        b.call("str_replace_editor", {"command": "create", "path": "/testbed/reproduce.py", "file_text": "import pkg"},
+               result="File created successfully at: /testbed/reproduce.py")
+        b.call("bash", {"command": "python reproduce.py"}, result="AssertionError")
+        b.call("str_replace_editor", {"command": "str_replace", "path": "/testbed/pkg/core.py", "old_str": "a",
+                                      "new_str": "b"}, result="The file /testbed/pkg/core.py has been edited.")
+        s = Labeller().label(b.deliver(patch).build(score=0.0)).first_signal
+        return s.id, s.step
+
+    assert label(new_file + changed) == ("F4.first_write", 5)
+    assert label(new_file) == ("F4.first_write", 1)  # a patch that only creates files: its first one, as before
