@@ -65,12 +65,12 @@ class SandboxConfig(BaseModel):
     )
     batch_size: int = Field(8, ge=1, description="Rollouts of one harness commit handed to one sandboxed worker "
                             "at a time. With bwrap (> 1) that is a warm worker, which stays up across batches "
-                            "and commits and forks a fresh child per rollout; with Docker one process runs the "
-                            "batch (start-up paid once per batch). 1 = a fresh sandbox per rollout.")
+                            "and commits and forks a child per commit it serves (warm_fork); with Docker one "
+                            "process runs the batch (start-up paid once per batch). 1 = a fresh sandbox per rollout.")
     warm: bool = Field(True, description="With bwrap and batch_size > 1, run rollouts on warm workers (a "
-                       "sandboxed fork server per slot serving any commit, a fresh child per rollout); false = one "
-                       "sandboxed process runs each batch's rollouts one after another (the shape before warm "
-                       "workers; a crash or hang there fails the rest of its batch).")
+                       "sandboxed fork server per slot serving any commit, a forked child per commit: warm_fork); "
+                       "false = one sandboxed process runs each batch's rollouts one after another (the shape "
+                       "before warm workers; a crash or hang there fails the rest of its batch).")
     warm_fork: WarmFork = Field(
         "commit", description="What a warm worker forks: 'commit' = one child runs a commit's rollouts one after "
         "another and stays for that commit's next batches on the same worker (at most 64 rollouts; a rollout of "

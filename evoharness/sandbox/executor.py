@@ -9,7 +9,8 @@ delivered); only an unusable sandbox backend raises (``InfraError``).
 With ``batch_size`` > 1 on a backend that can keep a sandbox running (bwrap), rollouts go to warm
 workers instead (``sandbox/warm.py``): one sandboxed fork server per slot, started once and kept across
 batches, runs and commits (the host swaps the read-only tree it shows at ``/harness`` between rollouts),
-forking a fresh child per rollout, swept between rollouts, stopped on idle and in ``close()``.
+forking a child per commit it serves (``warm_fork``: or per batch, or per rollout), checked between rollouts,
+swept when a child ends, stopped on idle and in ``close()``.
 
 With a sandbox and an ``openai:URL#model`` model, an offline model (``standin:*``, ``scripted:*``:
 served in this process by ``gateway_standin.StandInUpstream``, so the task's reference it is handed
@@ -280,7 +281,7 @@ class LocalExecutor:
         """Rollouts of one commit go to one sandboxed worker ``batch_size`` at a time (``chunk_fn``).
 
         With a backend that can keep a sandbox running (bwrap: ``_warm_chunk``), each batch goes to a
-        warm worker shown its commit's tree, which forks a fresh child per rollout (``sandbox/warm.py``): the
+        warm worker shown its commit's tree, which runs it in a forked child (``sandbox/warm.py``): the
         interpreter start-up is paid once per worker, not per rollout or batch, and a harness that
         crashes or hangs fails only its own rollout. Otherwise (Docker: ``_batch``) one sandboxed
         process runs the batch's rollouts one after another: start-up paid once per batch, and a
@@ -311,7 +312,7 @@ class LocalExecutor:
             return True
 
     def _warm_chunk(self, reqs: list[RolloutRequest]) -> list[Trajectory]:
-        """A batch of one commit's rollouts on a warm worker of that commit, one forked child each."""
+        """A batch of one commit's rollouts on a warm worker showing that commit, in its forked child."""
         sha = self.checkouts.resolve(reqs[0].harness_commit)
         tree = self.checkouts.get(reqs[0].harness_commit)
         if self._one_by_one(tree):

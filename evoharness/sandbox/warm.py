@@ -1,10 +1,11 @@
-"""Warm sandbox workers: one live sandbox per slot, a fork per rollout inside it, any harness commit.
+"""Warm sandbox workers: one live sandbox per slot, forked children inside it, any harness commit.
 
 Starting a sandboxed Python worker costs ~0.5 s (interpreter start and imports) against a few ms for a
 rollout on a fast environment. A ``WarmWorker`` pays it once: it starts the fork server
 (``python -m evoharness.agent.worker --serve``, ``agent/forkserver.py``) in a sandbox whose backend
-can keep one running (``BwrapSandbox.start``), and runs each rollout as a forked child with its own
-``/scratch/<n>`` directory, under the same limits, with the sandbox swept between rollouts.
+can keep one running (``BwrapSandbox.start``), and runs each rollout in a forked child (one per commit it
+serves, per batch or per rollout: ``sandbox.warm_fork``) with its own ``/scratch/<n>`` directory, under the same
+limits, the child checked and the sandbox checked (or swept) between rollouts.
 
 A ``WarmPool`` runs at most ``slots`` workers at once and keeps no more alive. A worker is not tied to a
 harness commit: ``/harness`` is a read-only bind of a directory of the worker's own on the host, and
