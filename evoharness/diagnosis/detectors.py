@@ -220,25 +220,25 @@ def is_state_changing(name: str, canonical_args: str) -> bool:
     return not (EDITOR_TOOL.search(name) and VIEW_COMMAND.search(canonical_args[:2_000]))
 
 
-_WRITE_NAMES: dict[str, bool] = {}  # tool name -> ``READ_ONLY_TOOL.match(name) is None``, for the names seen last
+_WRITE_NAMES: dict[str, int] = {}  # tool name -> 0 reads, 1 writes, 2 an editor (its command says), for recent names
 _WRITE_NAMES_MAX = 4096  # a hostile trace's made-up names cannot grow it without bound (emptied when full)
 
 
 def changes_state(call: ToolCall) -> bool:
-    """``is_state_changing`` of a call, its canonical arguments read only for a shell tool (the others' names say).
-    A name's answer is the regex's once per name (a dict look-up, not an IGNORECASE match of 15 alternatives, for
-    each of the calls that the write, repeat and user-quit rules ask about)."""
+    """``is_state_changing`` of a call, its canonical arguments read only for a shell tool and an editor tool (the
+    others' names say). A name's kind is the regexes' once per name (a dict look-up, not an IGNORECASE match of 15
+    alternatives, for each of the calls that the write, repeat and user-quit rules ask about)."""
     name = call.name
     if name in SHELL_TOOLS:
         return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
-    known = _WRITE_NAMES.get(name)
-    if known is None:
+    kind = _WRITE_NAMES.get(name)
+    if kind is None:
         if len(_WRITE_NAMES) >= _WRITE_NAMES_MAX:
             _WRITE_NAMES.clear()
-        known = _WRITE_NAMES[name] = READ_ONLY_TOOL.match(name) is None
-    if known and EDITOR_TOOL.search(name):  # an editor tool: its command says (``view`` only reads)
+        kind = _WRITE_NAMES[name] = 0 if READ_ONLY_TOOL.match(name) else 2 if EDITOR_TOOL.search(name) else 1
+    if kind == 2:  # an editor tool: its command says (``view`` only reads)
         return not VIEW_COMMAND.search(call.canonical[:2_000])
-    return known
+    return kind == 1
 
 
 class RepeatedActionDetector:
