@@ -31,7 +31,12 @@ def failed_runs(data: Path) -> list[str]:
         raise ValueError(f"no logs/ folder in {data}")
     out = []
     for report in sorted(logs.glob("*/report.json")):
-        r = json.loads(report.read_text())
+        try:
+            r = json.loads(report.read_text())
+        except (OSError, ValueError, RecursionError) as e:
+            raise ValueError(f"{report}: not a readable JSON report ({e})") from None
+        if isinstance(r, dict) and isinstance(r.get(report.parent.name), dict):
+            r = r[report.parent.name]  # the SWE-bench harness's layout: {instance_id: {...}}
         if not isinstance(r, dict) or not isinstance(r.get("resolved"), bool):
             raise ValueError(f"{report}: no boolean 'resolved'")
         if r["resolved"] is False and (data / "trajs" / report.parent.name).is_dir():
