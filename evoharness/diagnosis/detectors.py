@@ -945,11 +945,12 @@ class FirstWriteDetector:
         paths = delivered_paths(view.traj.final_answer)
         # the first write to the first group of patched files written at all: the files that existed before, then
         # the files the patch creates
+        target = _write_targets(view, writes) if paths else {}
         w, group = next(((c, g) for g in _path_groups(view.traj.final_answer, paths) for c in writes
-                         if any(p in c.canonical for p in g)), (writes[0], paths))
+                         if any(p in target.get(c.id, c.canonical) for p in g)), (writes[0], paths))
         what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
             "first write action of a failed run"
-        if paths and w is writes[0] and not any(p in w.canonical for p in paths):
+        if paths and w is writes[0] and not any(p in target.get(w.id, w.canonical) for p in paths):
             # no write touches a patched file: the agent's edits did not reach the diff (a sed that matched
             # nothing, a file reverted; the diff holds changes the agent never made). Its change to the code
             # starts at its first in-place edit of an existing file, not at a reproduction file it created
@@ -973,8 +974,10 @@ class FirstWriteDetector:
             return [Signal(id=self.id, failure_class=F4, step=step,
                            evidence=f"{what}, proposed here and confirmed by the user at step {yes}: "
                                     f"{w.name}({quote(w.arguments, 120)})")]
+        opened = target.get(w.id, "").partition(OPEN_FILE_SEP)[2]
         return [Signal(id=self.id, failure_class=F4, step=w.step,
-                       evidence=f"{what}: {w.name}({quote(w.arguments, 120)})")]
+                       evidence=f"{what}: {w.name}({quote(w.arguments, 120)})"
+                                + (f" (the open file: {opened})" if opened else ""))]
 
 
 # an edit of a file in place (not a new file, not a redirection): sed / perl -i, patch, git apply, an editor tool.
@@ -985,6 +988,44 @@ IN_PLACE_EDIT = re.compile(
     r"(?:^|[\n\"'`;&|(]|\\n)\s*(?:sudo\s+)?patch\s+[-<\w./]|git\s+apply|apply_patch|"
     r"\bstr_replace\b|str_replace_editor\s+(?:insert|undo_edit)\b|\"command\":\"(?:insert|undo_edit)\"|"
     r"(?:^|\n|\\n|\"command\":\")\s*edit\s+\d+:\d+")
+
+
+# SWE-agent's classic editor: ``open FILE [LINE]`` / ``create FILE`` make FILE the open file; ``edit N:M`` writes it
+OPEN_COMMAND = re.compile(r"^\s*(?:open|create)\s+[\"']?([^\s\"']+)")
+WINDOWED_EDIT = re.compile(r"^\s*edit\s+\d+:\d+")
+OPEN_FILE_SEP = "\x00open file: "
+
+
+def _write_targets(view: TraceView, writes: list[ToolCall]) -> dict[str, str]:
+    """For each windowed ``edit N:M`` among ``writes`` (shell calls), its canonical text with the file open at
+    that point appended (after ``OPEN_FILE_SEP``): the file it writes, which the command does not name. Empty
+    for a run without such edits (the call's canonical text then says which file a write touches)."""
+    edits = {c.id for c in writes if c.name in SHELL_TOOLS and c.canonical_may_hold("edit")
+             and WINDOWED_EDIT.match(_command(c))}
+    if not edits:
+        return {}
+    out: dict[str, str] = {}
+    current = ""
+    for c in view.calls:
+        if c.name not in SHELL_TOOLS:
+            continue
+        cmd = _command(c)
+        m = OPEN_COMMAND.match(cmd)
+        if m:
+            current = m.group(1).removeprefix("/testbed/").removeprefix("./")
+        elif c.id in edits and current:
+            out[c.id] = c.canonical + OPEN_FILE_SEP + current
+    return out
+
+
+def _command(call: ToolCall) -> str:
+    """A shell call's command text (its ``command`` / ``cmd`` argument, else its raw arguments)."""
+    args = call.args
+    if isinstance(args, dict):
+        cmd = args.get("command", args.get("cmd"))
+        if isinstance(cmd, str):
+            return cmd
+    return call.arguments if isinstance(call.arguments, str) else ""
 
 
 def _path_groups(answer: str | None, paths: list[str]) -> list[list[str]]:

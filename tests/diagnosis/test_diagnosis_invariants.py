@@ -167,3 +167,19 @@ def test_a_file_the_patch_creates_is_passed_over_for_one_it_changes():
 
     assert label(new_file + changed) == ("F4.first_write", 5)
     assert label(new_file) == ("F4.first_write", 1)  # a patch that only creates files: its first one, as before
+
+
+def test_swe_agents_windowed_edit_writes_the_file_it_has_open():
+    """Classic SWE-agent: ``create``/``open`` FILE makes FILE the open file and ``edit N:M`` writes it without
+    naming it. The reproduction script's edit is not the patch's first write; the edit made with the patched file
+    open is."""
+    patch = "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n"
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("bash", {"command": "create reproduce.py"}, result="[File: /testbed/reproduce.py (1 lines total)]")
+    b.call("bash", {"command": "edit 1:1\nimport pkg\nend_of_edit"}, result="File updated.")
+    b.call("bash", {"command": "python reproduce.py"}, result="AssertionError")
+    b.call("bash", {"command": "open pkg/core.py 10"}, result="[File: /testbed/pkg/core.py (40 lines total)]")
+    b.call("bash", {"command": "edit 10:10\n    return b\nend_of_edit"}, result="File updated.")
+    lab = Labeller().label(b.deliver(patch).build(score=0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 9)
+    assert "pkg/core.py" in lab.first_signal.evidence
