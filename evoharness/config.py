@@ -23,7 +23,7 @@ from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.roles.config import RolesConfig
 from evoharness.sandbox.config import SandboxConfig
 from evoharness.service.config import ServiceConfig
-from evoharness.verification.config import VerificationSettings
+from evoharness.verification.config import VerificationSettings, check_seed_room
 
 ENV_PREFIX = "EVOHARNESS_"
 
@@ -120,6 +120,11 @@ class Settings(BaseModel):
         if isinstance(data, dict):
             check_removed_keys(data)
         return data
+
+    @model_validator(mode="after")
+    def _seeds_fit_a_round(self) -> Settings:
+        check_seed_room(self.verification, self.run.rollouts, "run.rollouts")
+        return self
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:

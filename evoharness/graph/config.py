@@ -11,9 +11,14 @@ from evoharness.cli_support import MAX_ROLLOUTS_PER_TASK, MAX_SEED
 # The largest run.seed: held-out evaluation and `evaluate/ablate --run -k K` use seeds run.seed .. run.seed+K-1
 # with K up to MAX_ROLLOUTS_PER_TASK, and every one of them must stay a seed an endpoint takes (0..MAX_SEED).
 MAX_RUN_SEED = MAX_SEED - MAX_ROLLOUTS_PER_TASK + 1
-# The most rounds a run takes: the dev anchor measured after a merge in round r uses seeds 1,000,000 x r + i
-# (verification/verifier.py, ANCHOR_SEED_BASE), within 0..MAX_SEED up to round 2,146; 10,000 rounds went past it.
-MAX_RUN_ROUNDS = 2_000
+# The most rounds a run takes: round r's fresh-baseline seeds are 1,000 x (r + 1) + i, i < 1,000 (verification
+# plan.FRESH_SEED_BASE, SEEDS_PER_ROUND), below round 1's anchor seeds 1,000,000 + i (verifier.ANCHOR_SEED_BASE)
+# up to round 998; round 999's ran into them (the same commit on the same seeds: the cache answered the "fresh"
+# baseline with the anchor's own rollouts). 10,000 rounds also went past MAX_SEED (anchor seeds 1,000,000 x r + i).
+MAX_RUN_ROUNDS = 998
+# Most candidates per round: each is a role call (an LLM engineer's reply) and a verification; a typo such as
+# 1000000 asked the roles for that many.
+MAX_CANDIDATES = 100
 
 
 class RunConfig(BaseModel):
@@ -31,12 +36,15 @@ class RunConfig(BaseModel):
     heldout_limit: int = Field(0, ge=0, description="How many of the environment's held-out tasks the before/after "
                                "evaluation uses (0 = all). A count; `datasets.heldout_tasks` is a list of task ids.")
     rollouts: int = Field(2, ge=1, le=MAX_ROLLOUTS_PER_TASK, description="k: rollouts per task for anchors and "
-                          f"candidates (1 to {MAX_ROLLOUTS_PER_TASK:,}).")
+                          f"candidates (1 to {MAX_ROLLOUTS_PER_TASK:,}; a sequential verification gives a task up to "
+                          "k x verification.sequential_max_factor seeds in a round, which must stay within the "
+                          "1,000 a round has: at most 500 at the default factor 2).")
     max_rounds: int = Field(3, ge=1, le=MAX_RUN_ROUNDS, description=f"Stop after this many rounds (at most "
-                            f"{MAX_RUN_ROUNDS:,}: round r's anchor seeds are 1,000,000 x r + i, within "
-                            f"0..{MAX_SEED:,}).")
+                            f"{MAX_RUN_ROUNDS:,}: round r's fresh-baseline seeds are 1,000 x (r + 1) + i, which "
+                            "must stay below round 1's anchor seeds, 1,000,000 + i).")
     budget: float = Field(2000, gt=0, description="Budget ledger units for the whole run (1 unit per rollout).")
-    max_candidates: int = Field(2, ge=1, description="Candidates per round (the roles propose up to this many).")
+    max_candidates: int = Field(2, ge=1, le=MAX_CANDIDATES, description="Candidates per round (the roles propose "
+                                f"up to this many; at most {MAX_CANDIDATES}).")
     patience: int = Field(2, ge=1, description="Ceiling: end after this many rounds in a row with nothing "
                           "accepted, recommending weight training. (The other ceiling, the process-failure share "
                           "of the anchor, is `diagnosis.ceiling_process_share`.)")

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from evoharness.verification.config import MAX_RETRIES
+
 StructuredMethod = Literal["json_schema", "json_object_schema", "function_calling", "json_text"]
 
 
@@ -17,8 +19,8 @@ class RolesConfig(BaseModel):
     max_candidates_per_round: int = Field(
         2, ge=1, description="Patterns the analyst returns per round (each may become one candidate).")
     max_retries: int = Field(
-        2, ge=0, description="LLM roles: retries after an invalid reply (bad JSON, wrong schema, rejected "
-        "edit) before the role gives up with a RoleError.")
+        2, ge=0, le=MAX_RETRIES, description="LLM roles: retries after an invalid reply (bad JSON, wrong schema, "
+        f"rejected edit) before the role gives up with a RoleError (at most {MAX_RETRIES}: each is a model call).")
     model: str = Field(
         "openai:gpt-4o-mini", description="LLM roles' chat model (the grammar of `evoharness.model_specs`): "
         "'openai:URL#model', 'openai:MODEL' (langchain-openai; "

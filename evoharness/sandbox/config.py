@@ -7,6 +7,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field
 
 from evoharness.sandbox.models import Limits
+from evoharness.verification.config import MAX_RETRIES
 
 # what a warm worker forks a child for: a commit's rollouts on it (kept across batches), a batch's, a rollout
 WarmFork = Literal["commit", "batch", "rollout"]
@@ -18,8 +19,9 @@ class GatewayConfig(BaseModel):
 
     timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one upstream reply (read timeout).")
     connect_timeout_s: float = Field(10.0, gt=0, description="Seconds to wait for a connection to the upstream.")
-    retries: int = Field(3, ge=0, description="Retries of one request after a connect error, a timeout, a 429 "
-                         "or a 5xx from the upstream (4xx replies are never retried).")
+    retries: int = Field(3, ge=0, le=MAX_RETRIES, description="Retries of one request after a connect error, a "
+                         "timeout, a 429 or a 5xx from the upstream (4xx replies are never retried); at most "
+                         f"{MAX_RETRIES}.")
     backoff_s: float = Field(0.5, ge=0, description="First wait between retries; doubles each retry.")
     backoff_max_s: float = Field(8.0, ge=0, description="Longest wait between two retries.")
     api_key_env: str = Field("OPENAI_API_KEY", description="Host environment variable holding the upstream API "

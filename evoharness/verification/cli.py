@@ -11,7 +11,7 @@ import typer
 
 from evoharness.cli_support import TEMPERATURE_HELP, agent_spec, check_rollouts, fail, settings_of
 from evoharness.errors import InputError
-from evoharness.verification.config import VerificationConfig
+from evoharness.verification.config import VerificationConfig, check_seed_room
 
 
 def _ints(raw: str) -> list[int]:
@@ -160,6 +160,7 @@ def verify(
     if not budget >= 0:  # (NaN too)
         raise InputError("--budget", f"--budget must be >= 0, not {budget}")
     cfg = VerificationConfig.of(settings.verification, rollouts=rollouts, anchor_rollouts=anchor_rollouts)
+    check_seed_room(cfg, rollouts, "--rollouts")
     if strategy is not None:
         cfg = cfg.model_copy(update={"strategy": strategy})
     repo = HarnessRepo(harness, settings.harness_repo)

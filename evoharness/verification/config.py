@@ -11,7 +11,21 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from evoharness.errors import InputError
+
 STOP_GATES = ("no_regression", "attribution", "behaviour")  # gates a sequential verification may stop on
+
+# The seeds one round's verification may give a task. Fresh-baseline seeds of round r are
+# SEEDS_PER_ROUND x (r + 1) + i (plan.FRESH_SEED_BASE), so a task given more than this many in one round ran
+# into the next round's seeds (k = 1,000 under the default sequential_max_factor 2 asked for 2,000); a round's
+# k, times sequential_max_factor when verification is sequential, is held to it (`check_seed_room`).
+SEEDS_PER_ROUND = 1000
+# Most retries of one thing (a rollout batch, a role's reply): each may wait up to retry_max_wait_s, so a typo
+# such as 1000000 retried a broken endpoint for days instead of pausing the run.
+MAX_RETRIES = 100
+# Most bootstrap resamples: the paired bootstrap draws a resamples x pairs index array at once (8 bytes each),
+# so 10**8 resamples of 50 pairs asked for 40 GB.
+MAX_BOOTSTRAP_SAMPLES = 100_000
 
 
 class VerificationSettings(BaseModel):
@@ -97,8 +111,10 @@ class VerificationSettings(BaseModel):
     )
     sequential_looks: int = Field(4, ge=1, le=20, description="stages (looks) of a sequential verification")
     sequential_max_factor: float = Field(
-        2.0, ge=0.25, description="most rollouts per task of a sequential verification, as a multiple of k "
-        "(split evenly over the looks); the plan reserves budget for all of them. 2.25 with sequential_stop_gates "
+        2.0, ge=0.25, le=SEEDS_PER_ROUND, description="most rollouts per task of a sequential verification, as a "
+        "multiple of k (split evenly over the looks); the plan reserves budget for all of them. k x this factor "
+        f"(rounded) must stay within the {SEEDS_PER_ROUND:,} seeds a round has (`seeds_per_task`). 2.25 with "
+        "sequential_stop_gates "
         "= no_regression paying for it gave more simulated power at equal or fewer rollouts per candidate in "
         "every world (docs/verification.md, \"Stopping on a settled gate\"); not the default yet")
     sequential_alpha: float = Field(
@@ -116,12 +132,15 @@ class VerificationSettings(BaseModel):
         "rollouts). no_regression (the default since 2026-12-04) reads the control tasks, which only the first "
         "look runs, so it is settled there: same verdicts, 320 -> 276 simulated rollouts per candidate with "
         "independent draws. Empty: only the gain test decides when to stop")
-    bootstrap_samples: int = Field(2000, ge=100, description="resamples for the paired bootstrap")
+    bootstrap_samples: int = Field(2000, ge=100, le=MAX_BOOTSTRAP_SAMPLES, description="resamples for the paired "
+                                   f"bootstrap (at most {MAX_BOOTSTRAP_SAMPLES:,}: it holds resamples x pairs "
+                                   "indices in memory at once)")
     predicted_effect: float = Field(
         0.05, gt=0, description="targeted gain assumed for the power estimate when a candidate predicts none"
     )
     units_per_rollout: float = Field(1.0, gt=0, description="budget units one rollout costs (runs and `verify`)")
-    retry_attempts: int = Field(4, ge=1, description="tries per rollout batch on a retryable InfraError")
+    retry_attempts: int = Field(4, ge=1, le=MAX_RETRIES, description="tries per rollout batch on a retryable "
+                                f"InfraError (at most {MAX_RETRIES})")
     retry_wait_s: float = Field(1.0, ge=0, description="first backoff wait; doubles per retry")
     retry_max_wait_s: float = Field(30.0, ge=0, description="longest backoff wait")
     cache_path: str | None = Field(
@@ -155,3 +174,29 @@ class VerificationConfig(VerificationSettings):
     @classmethod
     def of(cls, section: VerificationSettings, **k: int) -> VerificationConfig:
         return cls(**section.model_dump(), **k)
+
+
+def sequential_looks(cfg: VerificationSettings, k: int) -> list[int]:
+    """Seeds per task after each look: ``sequential_looks`` even stages up to ``k * sequential_max_factor``."""
+    n = cfg.sequential_looks
+    top = max(n, round(k * cfg.sequential_max_factor))
+    return sorted({max(1, round(top * (i + 1) / n)) for i in range(n)})
+
+
+def seeds_per_task(cfg: VerificationSettings, k: int) -> int:
+    """The most seeds one round's verification at ``k`` gives a task: the last look's when verification is
+    sequential (what the plan reserves), else ``k``."""
+    return sequential_looks(cfg, k)[-1] if cfg.sequential else k
+
+
+def check_seed_room(cfg: VerificationSettings, k: int, key: str) -> None:
+    """Refuse (`InputError` naming ``key``) a ``k`` whose round would give a task more than `SEEDS_PER_ROUND` seeds."""
+    need = seeds_per_task(cfg, k)
+    if need <= SEEDS_PER_ROUND:
+        return
+    most = next((j for j in range(min(k, SEEDS_PER_ROUND), 0, -1) if seeds_per_task(cfg, j) <= SEEDS_PER_ROUND), 0)
+    at = f"at verification.sequential_max_factor {cfg.sequential_max_factor:g}"
+    raise InputError(key, f"{k:,} rollouts per task {at} is {need:,} seeds per task in one round, past the "
+                     f"{SEEDS_PER_ROUND:,} a round has (round r's fresh seeds are {SEEDS_PER_ROUND:,} x (r + 1) + i): "
+                     + (f"at most {most:,} {at}" if most else "lower the factor")
+                     + " (or verification.sequential = false)")

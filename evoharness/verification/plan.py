@@ -10,13 +10,15 @@ from evoharness.harness_repo.models import Candidate
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.verification.anchors import Anchor
 from evoharness.verification.budget import BudgetLedger
-from evoharness.verification.config import VerificationConfig
+from evoharness.verification.config import SEEDS_PER_ROUND, VerificationConfig, check_seed_room, sequential_looks
 from evoharness.verification.noise import composite_sigma, resolvable_difference, rollouts_needed
 from evoharness.verification.selection import Selection, SelectionStrategy
 
 GAIN_GATES = {"gain", "paired_gain"}  # the gates a sequential verification replaces by `sequential_gain`
 
-FRESH_SEED_BASE = 1000  # fresh seeds of round r: 1000*(r+1) + i, disjoint from the anchor's seeds 0..k-1
+# fresh seeds of round r: 1000*(r+1) + i, i < SEEDS_PER_ROUND (check_seed_room holds a round's k to it), disjoint
+# from the anchor's seeds 0..k-1 and, up to run.max_rounds (998), below round 1's anchor seeds (1,000,000 + i)
+FRESH_SEED_BASE = SEEDS_PER_ROUND
 
 
 @dataclass
@@ -102,6 +104,8 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
         k = min(k, anchor.k)  # paired with the anchor's own seeds
     looks = sequential_looks(cfg, k) if fresh and cfg.sequential and GAIN_GATES & set(strategy.gates) else None
     k = looks[-1] if looks else k  # a sequential plan reserves seeds (and budget) for its last look
+    if fresh and k > SEEDS_PER_ROUND:  # a library caller's k (settings and `verify --rollouts` are checked when read)
+        check_seed_room(cfg, k_asked, "k")
     dev = anchor.dev_tasks()
     guards = [t for t in guards if t in set(dev)]
     affordable = ledger.affordable_rollouts() if ledger is not None else 10**9
@@ -149,13 +153,6 @@ def _select(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, strat
     plan.candidate_requests = [RolloutRequest(task_id=t, harness_commit=candidate.commit, seed=s, rollout=i)
                                for t in sel.tasks for i, s in enumerate(seeds[t])]
     return plan
-
-
-def sequential_looks(cfg: VerificationConfig, k: int) -> list[int]:
-    """Seeds per task after each look: ``sequential_looks`` even stages up to ``k * sequential_max_factor``."""
-    n = cfg.sequential_looks
-    top = max(n, round(k * cfg.sequential_max_factor))
-    return sorted({max(1, round(top * (i + 1) / n)) for i in range(n)})
 
 
 def predicted_effect(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, sel: Selection) -> float:

@@ -116,6 +116,20 @@ def test_verify_with_too_small_budget_spends_nothing(setup, capsys):
     assert "--anchor-rollouts must be 2 to 1,000 rollouts per task, not 1" in capsys.readouterr().err
 
 
+def test_verify_rollouts_past_a_rounds_seeds_is_one_error_line_before_any_rollout(setup, capsys):
+    """--rollouts 600 under the default sequential_max_factor 2 gave each task 1,200 seeds, into the next round's."""
+    hr, fix, _, runner = setup
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "600"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: --rollouts: 600 rollouts per task at verification.sequential_max_factor 2 is 1,200 seeds per task in "
+        "one round, past the 1,000 a round has (round r's fresh seeds are 1,000 x (r + 1) + i): at most 500 at "
+        "verification.sequential_max_factor 2 (or verification.sequential = false)"]
+    assert runner.rollouts == 0
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "600",
+                 "--set", "verification.sequential=false", "--budget", "0"]) == 2
+    assert "budget exhausted" in capsys.readouterr().err  # taken (off sequential): stopped by the budget instead
+
+
 def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsys):
     hr, fix, _, _ = setup
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--strategy", "x"]) == 2
