@@ -23,7 +23,7 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
     if spec == "sqlite" or spec.startswith("sqlite:"):
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        path = Path(spec.split(":", 1)[1]) if ":" in spec else run_dir.parent / "checkpoints.sqlite"
+        path = sqlite_path(spec, run_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -48,32 +48,89 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
     raise InputError("run.checkpointer", f"unknown checkpointer {spec!r} (sqlite | memory | postgresql://...)")
 
 
-def claim_thread(saver, spec: str, thread_id: str, run_dir: Path) -> None:
-    """Refuse to drive ``thread_id`` of a Postgres checkpointer from a run directory it was not created for.
+def sqlite_path(spec: str, run_dir: Path) -> Path:
+    """The file of a 'sqlite' or 'sqlite:PATH' checkpointer of the run in ``run_dir``: 'sqlite' is
+    ``<home>/runs/checkpoints.sqlite``; a relative PATH is read against the run directory, so a copied or moved run
+    (or home) and any cwd find the same file. (It was read against the cwd: `run --resume` from another directory
+    found no checkpoint there and started the run over.) An absolute PATH is one file for every copy of the run:
+    `claim_thread` keeps a copy from driving the original's thread in it."""
+    if spec == "sqlite":
+        return run_dir.parent / "checkpoints.sqlite"
+    raw = spec.split(":", 1)[1]
+    if not raw.strip():
+        raise InputError("run.checkpointer", "'sqlite:' needs a file: 'sqlite:PATH' (a relative PATH is read against "
+                         "the run directory) or plain 'sqlite'")
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else run_dir / path
 
-    A Postgres checkpoint lives in the database, not in the run directory: a copy of the directory (a demo
-    copied with `cp -r`, or another home with the same run id) names the same thread, and resuming the copy
+
+def shared_between_copies(spec: str) -> bool:
+    """Whether a copy of a run directory names the original's checkpoint: a Postgres URL or an absolute
+    'sqlite:PATH' (one database whatever the directory)."""
+    if spec.startswith(("postgres://", "postgresql://")):
+        return True
+    return spec.startswith("sqlite:") and Path(spec.split(":", 1)[1]).expanduser().is_absolute()
+
+
+def checkpoint_place(spec: str, run_dir: Path) -> str:
+    """Where a run's checkpoint is, in words (for an error)."""
+    if spec == "sqlite" or spec.startswith("sqlite:"):
+        return str(sqlite_path(spec, run_dir))
+    if spec == "memory":
+        return "memory (the 'memory' checkpointer keeps nothing after its process ends)"
+    return "the Postgres database of run.checkpointer"
+
+
+def start_over(spec: str, run_id: str, run_dir: Path) -> dict[str, str]:
+    """The input that starts a run with no checkpoint over; InputError when it has made progress: its checkpoint
+    is elsewhere (a run directory copied into another home without ``<home>/runs/checkpoints.sqlite``, a relative
+    'sqlite:PATH' of a run started before it was read against the run directory). Starting it over re-ran every
+    round, rollouts and merges included, over the run's own trajectories. A run killed before its first
+    checkpoint has none: the input is checkpointed before the first node runs."""
+    done = [name for name in ("summary.json", "trajectories.jsonl")
+            if (run_dir / name).is_file() and (run_dir / name).stat().st_size > 0]
+    if done:
+        raise InputError(run_id, f"no checkpoint of run {run_id} in {checkpoint_place(spec, run_dir)}, but the run "
+                         f"has made progress ({', '.join(done)} in {run_dir}): starting it over would re-run its "
+                         "rounds. Put the run's checkpoint database there (a run directory copied into another home "
+                         "needs that home's runs/checkpoints.sqlite with it), or start a new run")
+    return {"run_id": run_id}
+
+
+def claim_thread(saver, spec: str, thread_id: str, run_dir: Path) -> None:
+    """Refuse to drive ``thread_id`` of a shared checkpointer from a run directory it was not created for.
+
+    A Postgres checkpoint (or an absolute 'sqlite:PATH') lives outside the run directory: a copy of the directory
+    (a demo copied with `cp -r`, or another home with the same run id) names the same thread, and resuming the copy
     wrote its rounds into the original's checkpoint. The thread's directory is recorded in
     ``evoharness_run_threads`` the first time a run is driven; a directory that is not it is refused with an
     InputError while the recorded one still holds the run (its settings.json), and takes the thread over when
-    it does not (the run directory was moved). SQLite ('sqlite', the default) keeps the checkpoint in the run's
-    home, so a copy has its own; 'memory' keeps none.
+    it does not (the run directory was moved). 'sqlite' (the default) and a relative 'sqlite:PATH' keep the
+    checkpoint in the run's home or directory, so a copy has its own; 'memory' keeps none.
     """
-    if not spec.startswith(("postgres://", "postgresql://")):
+    if not shared_between_copies(spec):
         return
     here = str(run_dir.resolve())
-    conn = saver.conn  # evoharness_run_threads exists: _setup_postgres made it under the advisory lock
-    conn.execute("INSERT INTO evoharness_run_threads (thread_id, run_dir) VALUES (%s, %s) "
-                 "ON CONFLICT (thread_id) DO NOTHING", (thread_id, here))
-    row = conn.execute("SELECT run_dir FROM evoharness_run_threads WHERE thread_id = %s", (thread_id,)).fetchone()
+    conn = saver.conn
+    pg = spec.startswith(("postgres://", "postgresql://"))
+    if not pg:  # Postgres: _setup_postgres made the table under its advisory lock
+        conn.execute(_RUN_THREADS_TABLE)
+
+    def sql(text: str) -> str:
+        return text if pg else text.replace("%s", "?")
+
+    conn.execute(sql("INSERT INTO evoharness_run_threads (thread_id, run_dir) VALUES (%s, %s) "
+                     "ON CONFLICT (thread_id) DO NOTHING"), (thread_id, here))
+    row = conn.execute(sql("SELECT run_dir FROM evoharness_run_threads WHERE thread_id = %s"), (thread_id,)).fetchone()
     owner = row["run_dir"] if isinstance(row, dict) else row[0]
     if owner == here:
         return
     if (Path(owner) / "settings.json").is_file():
-        raise InputError(str(run_dir), f"run {thread_id}'s Postgres checkpoint (thread {thread_id!r}) belongs to "
+        kind = "Postgres" if pg else "SQLite"
+        raise InputError(str(run_dir), f"run {thread_id}'s {kind} checkpoint (thread {thread_id!r}) belongs to "
                          f"{owner}, and this directory is a copy: driving it would write into that run's "
                          "checkpoint. Resume the run from its own directory (or start a new run)")
-    conn.execute("UPDATE evoharness_run_threads SET run_dir = %s WHERE thread_id = %s AND run_dir = %s",
+    conn.execute(sql("UPDATE evoharness_run_threads SET run_dir = %s WHERE thread_id = %s AND run_dir = %s"),
                  (here, thread_id, owner))  # moved: the old directory no longer holds the run
 
 

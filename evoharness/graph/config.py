@@ -49,8 +49,9 @@ class RunConfig(BaseModel):
                           "accepted, recommending weight training. (The other ceiling, the process-failure share "
                           "of the anchor, is `diagnosis.ceiling_process_share`.)")
     review: bool = Field(False, description="Interrupt before each merge for `evoharness approve|reject`.")
-    checkpointer: str = Field("sqlite", description="'sqlite' (file under the run dir), 'memory', or a "
-                              "postgresql:// URL.")
+    checkpointer: str = Field("sqlite", description="'sqlite' (<home>/runs/checkpoints.sqlite), "
+                              "'sqlite:PATH' (a relative PATH is read against the run directory; an absolute one is "
+                              "shared, so a copied run is refused), 'memory', or a postgresql:// URL.")
     seed: int = Field(0, ge=0, le=MAX_RUN_SEED, description=f"Base seed, 0 to {MAX_RUN_SEED:,}: held-out "
                       "evaluation and `evaluate/ablate --run` give rollout r of a task seed + r (r < k <= "
                       f"{MAX_ROLLOUTS_PER_TASK:,}), so every derived seed stays within 0..{MAX_SEED:,} (a signed "

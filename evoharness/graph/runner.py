@@ -17,7 +17,7 @@ from langgraph.types import Command
 from evoharness.agent.models import resolve_model_spec
 from evoharness.config import Settings, migrate_saved
 from evoharness.errors import InfraError, InputError
-from evoharness.graph.checkpoint import claim_thread, open_checkpointer
+from evoharness.graph.checkpoint import claim_thread, open_checkpointer, start_over
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.moved import moved_harness, recorded_harness
@@ -93,7 +93,7 @@ def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress
             graph = build_graph(services, saver, review=settings.run.review)
             config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
             if payload is None and not graph.get_state(config).values:
-                payload = {"run_id": run_id}  # killed before the first checkpoint: start it over
+                payload = start_over(settings.run.checkpointer, run_id, run_dir)  # killed before the first checkpoint
             try:
                 for values in graph.stream(payload, config, durability="sync", stream_mode="values"):
                     if on_state is not None:
