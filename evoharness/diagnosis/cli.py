@@ -98,7 +98,7 @@ def diagnose(
             tally.add(lab)
             if lab.labeller.startswith("rules (llm fallback"):
                 fallbacks.append(lab.labeller)
-            if lab.failure_class != "healthy":
+            if lab.failure_class not in ("healthy", "unknown"):
                 failures += 1
                 if len(shown) < show:
                     shown.append(failing_step_line(lab))

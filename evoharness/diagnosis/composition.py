@@ -10,7 +10,13 @@ from pydantic import BaseModel, Field
 
 from evoharness.diagnosis.models import FailureClass, Label
 
-CLASSES = [c.value for c in FailureClass]
+CLASSES = [c.value for c in FailureClass if c is not FailureClass.unknown]  # the papers' columns, always shown
+
+
+def classes(counts: dict[str, int]) -> list[str]:
+    """The classes a composition shows: ``CLASSES``, and ``unknown`` (unscored, no failure signal: neither healthy
+    nor a failure) only when a run is."""
+    return [*CLASSES, FailureClass.unknown.value] if counts.get(FailureClass.unknown.value) else CLASSES
 
 
 class SignalCount(BaseModel):
@@ -42,7 +48,7 @@ class Composition(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
-            "composition": {c: round(self.shares[c], 4) for c in CLASSES},
+            "composition": {c: round(self.shares[c], 4) for c in classes(self.counts)},
             "counts": self.counts,
             "delivery_rate": _r(self.delivery_rate),
             "mean_score": _r(self.mean_score),
@@ -55,8 +61,10 @@ class Composition(BaseModel):
 
     def table(self) -> str:
         """The composition as one row of the papers' table (plain text)."""
-        head = ["n", "Healthy", "F1", "F2", "F3", "F4", "E", "Delivery", "Mean score", "Score|delivered"]
-        row = [str(self.n), *(_pct(self.shares[c]) for c in CLASSES),
+        shown = classes(self.counts)
+        head = ["n", "Healthy", "F1", "F2", "F3", "F4", "E", *(["Unknown"] if len(shown) > len(CLASSES) else []),
+                "Delivery", "Mean score", "Score|delivered"]
+        row = [str(self.n), *(_pct(self.shares[c]) for c in shown),
                _pct(self.delivery_rate), _num(self.mean_score), _num(self.score_among_delivered)]
         widths = [max(len(h), len(r)) for h, r in zip(head, row, strict=True)]
         line = "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))
@@ -106,8 +114,8 @@ class Tally:
         ranked = sorted(self.firsts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         return Composition(
             n=n,
-            shares={c: (self.counts[c] / n if n else 0.0) for c in CLASSES},
-            counts={c: self.counts[c] for c in CLASSES},
+            shares={c: (self.counts[c] / n if n else 0.0) for c in classes(self.counts)},
+            counts={c: self.counts[c] for c in classes(self.counts)},
             delivery_rate=(self.delivered / n) if n else None,
             mean_score=(self.score_sum / self.n_scored) if self.n_scored else None,
             score_among_delivered=(self.delivered_score_sum / self.n_delivered_scored

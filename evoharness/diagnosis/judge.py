@@ -159,7 +159,7 @@ class LLMJudge:
 
     def label(self, traj: Trajectory) -> Label:
         rule = self.rules.label(traj)
-        if rule.failure_class == FailureClass.healthy:
+        if rule.failure_class in (FailureClass.healthy, FailureClass.unknown):  # its prompt says the run failed
             return rule
         try:
             verdict = self._judge(traj, rule)

@@ -94,10 +94,11 @@ class Labeller:
         if signals:
             first = next((s for s in signals if s.id not in FALLBACK_SIGNALS), signals[0])
             return first.failure_class, first, signals
+        if traj.delivered and traj.score is None:  # no outcome and no signal: no verdict (a failure-only log's
+            return FailureClass.unknown, None, signals  # delivery is F4.poor_delivery's: it fired above)
         if traj.delivered:
-            why = "unscored delivery" if traj.score is None else f"score {traj.score:.2f}"
             first = Signal(id="F4.poor_delivery", failure_class=FailureClass.F4, step=view.final_step,
-                           evidence=f"no signal fired; {why}")
+                           evidence=f"no signal fired; score {traj.score:.2f}")
         else:
             first = Signal(id="F3.no_delivery", failure_class=FailureClass.F3, step=view.final_step,
                            evidence="no signal fired; no final answer")

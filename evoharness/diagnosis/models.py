@@ -14,6 +14,7 @@ class FailureClass(StrEnum):
     F3 = "F3"  # execution control: loops, exhausted budget, no delivery (process)
     F4 = "F4"  # planning capacity: delivered, well-formed, but poor (content)
     E = "E"  # environment: the user simulator, a tool or the infrastructure broke the task (neither lever)
+    unknown = "unknown"  # no verdict: unscored (no outcome recorded, not a failure-only log) and no signal fired
 
 
 class Lever(StrEnum):

@@ -13,8 +13,11 @@ from evoharness.diagnosis.routing import recommend
 def unscored_note(comp: Composition, labels: list[Label] | None = None) -> str | None:
     if not comp.n_unscored:
         return None
+    unknown = comp.counts.get("unknown", 0)
     return (f"{comp.n_unscored} of {comp.n} trajectories are unscored (e.g. failure-only logs such as "
-            f"Who&When): they are never counted healthy; mean scores cover the {comp.n_scored} scored ones")
+            f"Who&When): they are never counted healthy; mean scores cover the {comp.n_scored} scored ones"
+            + (f"; {unknown} delivered with no failure signal and no outcome: class unknown, neither healthy nor "
+               "a failure" if unknown else ""))
 
 
 def trajectory_row(lab: Label) -> dict[str, Any]:

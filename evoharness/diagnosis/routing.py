@@ -27,6 +27,7 @@ DEFAULT_ROUTING: dict[str, str] = {
     "F3": "harness",   # execution control: process
     "F4": "weights",   # planning capacity: content
     "E": "none",       # environment: the user simulator, a tool or the infrastructure broke the task
+    "unknown": "none",  # unscored with no failure signal: neither healthy nor a failure
 }
 DEFAULT_CEILING = 0.05  # the one that ended runs (the diagnose CLI had a second one, 0.10)
 

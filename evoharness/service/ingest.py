@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evoharness.diagnosis.composition import CLASSES, Composition, SignalCount
+from evoharness.diagnosis.composition import Composition, SignalCount, classes
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.errors import InfraError
 from evoharness.traces.models import Trajectory
@@ -199,8 +199,8 @@ class IngestStore:
                 (sig, examples))]
             signals.append(SignalCount(id=sig, count=count, share=count / n, examples=ex))
         return Composition(
-            n=n, shares={c: (by_class.get(c, 0) / n if n else 0.0) for c in CLASSES},
-            counts={c: by_class.get(c, 0) for c in CLASSES},
+            n=n, shares={c: (by_class.get(c, 0) / n if n else 0.0) for c in classes(by_class)},
+            counts={c: by_class.get(c, 0) for c in classes(by_class)},
             delivery_rate=(delivered / n) if n else None, mean_score=mean if scored else None,
             score_among_delivered=mean_del if n_del_scored else None, n_scored=scored, n_unscored=n - scored,
             lever={k: (by_lever.get(k, 0) / n if n else 0.0) for k in ("harness", "weights", "none")},
