@@ -65,6 +65,7 @@ add(env.UserSimulatorErrorDetector)
 add(env.UserQuitDetector)
 add(env.UserOffScriptDetector)
 add(env.UnsatisfiableTaskDetector)
+add(env.UserWithheldIdDetector)
 
 
 def default_catalogue() -> list[Detector]:

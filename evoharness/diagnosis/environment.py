@@ -1,9 +1,9 @@
 """Class E from the conversation: the simulated user, or the task itself, broke the run -- not the agent.
 
 Routed to neither lever (``routing``: E -> none). Each rule fires at most once, at the step named, and
-is meant to be specific rather than complete: on the public tau-bench airline runs none fires on a
-reward-1 run (tests/diagnosis/test_environment_claims.py runs them unguarded on those), and they fire
-on 3 of the 116 failed ones.
+is meant to be specific rather than complete: on the public tau-bench airline runs, unguarded, they fire on
+8 of the 116 failed ones and on one reward-1 run (``E.user_withheld_id``: the user withheld its id, the task
+expected no change anyway; tests/diagnosis/test_environment_claims.py runs them unguarded on those).
 
 - ``E.user_simulator_error``: the benchmark's own evaluator says the simulated user broke
   (tau2's ``termination_reason: user_error``, imported as ``meta.environment_failure``); at the last
@@ -12,23 +12,33 @@ on 3 of the 116 failed ones.
   ``###OUT-OF-SCOPE###``) before the agent could act: the agent has made no state-changing call yet, its
   last reply asked the user for something (a question, "please provide / confirm", "let me know") that
   is not a closing offer ("anything else", "feel free to reach out", ...), and the user's last message
-  answers nothing (no yes / no / go ahead / please, no digit). At the user's message.
+  answers nothing (no yes / no / go ahead / please, no digit). Or: the user says yes to a change the agent's
+  last reply proposed and asked it to confirm (``book``, ``cancel``, ``issue``, ``refund``, ...; not a
+  transfer) and ends the conversation in the same message, so the agent never gets a turn to make it. At the
+  user's message.
 - ``E.user_off_script``: where the simulated user's instruction is in the trace (``meta.user_instruction``:
   tau-bench's ``info.task.instruction``, tau2's user scenario), the user states an identifier (letters
   and digits, or a long number: an id, an e-mail's local part, a card number) that neither the
   instruction nor anything the user or the agent said before holds (the user never sees tool results):
   the simulator invented information that conflicts with its own task. At the user's message.
+- ``E.user_withheld_id``: where the instruction is in the trace, the simulated user says it does not have
+  (or remember, know, recall) an identifier its instruction gives -- a user id, an e-mail address, a zip code,
+  a reservation / order / confirmation number -- in a message that does not state it either (the kind named
+  in the denial, or, for "I don't have that / those / either", the kinds the agent's last reply asked for),
+  the instruction does not say the user forgot it, and after the denial no tool is called at all: the agent
+  was left with nothing to look anything up by. At the user's message.
 - ``E.unsatisfiable_task``: a tool answered, in its first ``MISSING_CHARS`` characters, that an entity
   does not exist (``not found``, ``does not exist``, ``no such``, ``unknown``) and the user names that
   entity again afterwards (insists on what the environment does not have). At the tool result.
 
-The last three skip Healthy runs in ``detect`` (a Healthy label cannot change; the checks are spent on
+The last four skip Healthy runs in ``detect`` (a Healthy label cannot change; the checks are spent on
 failures); ``find`` is the rule on any run.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
@@ -40,6 +50,7 @@ from evoharness.diagnosis.detectors import (
     id_like_tokens,
     quote,
 )
+from evoharness.diagnosis.invariants import affirmative
 from evoharness.diagnosis.models import FailureClass, Signal
 
 E = FailureClass.E
@@ -50,6 +61,14 @@ CLOSING = re.compile(r"anything else|further (?:assistance|questions|help)|feel 
                      r"|i will be here|whenever you", re.IGNORECASE)
 ANSWERS = re.compile(r"\b(?:yes|yeah|yep|sure|ok|okay|please|go ahead|proceed|confirm|no|don't|do not)\b|\d",
                      re.IGNORECASE)
+# the agent's last reply asks for a yes to a change it proposes (not a transfer, not a closing offer)
+# (on lower-cased text: case-blind patterns are slow)
+CONFIRM_ASK = re.compile(r"\bconfirm\b|\bwould you like (?:me|us) to\b|\bshall i\b|\bdo you want (?:me|us) to\b"
+                         r"|\bproceed\b")
+PROPOSED_CHANGE = re.compile(r"\b(?:book|cancel|chang|modif|updat|upgrad|downgrad|add|remov|issu|send|sent|process"
+                             r"|refund|exchang|return|purchas|appl|compensat)")
+TRANSFER = re.compile(r"\btransfer|\bhuman agent")
+YES_WORDS = ("yes", "yeah", "yep", "confirm", "go ahead", "proceed", "please do", "sure", "ok", "correct", "do it")
 MISSING = ("not found", "does not exist", "doesn't exist", "no such", "unknown")
 MISSING_CHARS = 300  # "not found" answers are short; a long result is data, not a refusal
 TAIL_CHARS = 400  # the end of the agent's last reply, where its question is
@@ -83,18 +102,36 @@ class UserQuitDetector:
         stop = next((i for i in view.user_steps if "###" in texts[i] and STOP_MARK.search(texts[i])), None)
         if stop is None:
             return []
-        if any(c.step < stop and changes_state(c) for c in view.calls):
-            return []  # the agent had acted
         said = STOP_MARK.sub(" ", msgs[stop]["content"])
+        if any(c.step < stop and changes_state(c) for c in view.calls):
+            return self._yes_and_gone(view, stop, said)  # the agent had acted
         if ANSWERS.search(said):
-            return []
-        asked = next((m["content"][-TAIL_CHARS:] for m in reversed(msgs[:stop]) if m.get("role") == "assistant"
-                      and isinstance(m.get("content"), str) and m["content"].strip()), "")
+            return self._yes_and_gone(view, stop, said)
+        asked = _last_reply(msgs, stop)
         if asked and ASKS.search(asked) and not CLOSING.search(asked):
             return [Signal(id=self.id, failure_class=E, step=stop,
                            evidence=f"the user ended the conversation before the agent acted: "
                                     f"{quote(msgs[stop]['content'], 100)} — unanswered: {quote(asked, 100)}")]
         return []
+
+    def _yes_and_gone(self, view: TraceView, stop: int, said: str) -> list[Signal]:
+        """The user confirmed the change the agent's last reply proposed, and left in the same message."""
+        low = said[:2000].lower()
+        if not any(w in low for w in YES_WORDS):
+            return []  # no affirmative word at all (a substring test before ``affirmative``'s patterns)
+        if not affirmative(said[:2000]) or any(c.step > stop for c in view.calls):
+            return []
+        asked = _last_reply(view.traj.messages, stop).lower()
+        if not asked or not CONFIRM_ASK.search(asked) or not PROPOSED_CHANGE.search(asked) or TRANSFER.search(asked):
+            return []
+        return [Signal(id=self.id, failure_class=E, step=stop,
+                       evidence=f"the user confirmed and ended the conversation in one message, so the agent never "
+                                f"got a turn to act: {quote(view.texts[stop], 100)} — proposed: {quote(asked, 100)}")]
+
+
+def _last_reply(msgs: list[dict], stop: int) -> str:
+    return next((m["content"][-TAIL_CHARS:] for m in reversed(msgs[:stop]) if m.get("role") == "assistant"
+                 and isinstance(m.get("content"), str) and m["content"].strip()), "")
 
 
 class UserOffScriptDetector:
@@ -131,6 +168,99 @@ class UserOffScriptDetector:
                                evidence=f"the simulated user states {', '.join(invented[:3])}, in neither "
                                         f"its instruction nor the conversation: {quote(content, 120)}")]
         return []
+
+
+# an identifier kind the user may be asked for: how a message names it, and what the instruction's value of it
+# looks like (a user id is an underscore-joined token with digits, as tau-bench's ``mia_li_3668``)
+ID_KINDS = (  # how a message names the kind: patterns on lower-cased text (case-blind patterns are slow)
+    ("user id", re.compile(r"\buser\s?(?:id|name)\b"), re.compile(r"\b[a-z]+(?:_[a-z0-9]+)*_\d+\b")),
+    ("email", re.compile(r"\be-?mail\b"), re.compile(r"[\w.+-]+@[\w-]+\.[a-z]{2,}", re.I)),
+    ("zip code", re.compile(r"\b(?:zip|postal)\b"), re.compile(r"\b\d{5}\b")),
+    ("reservation id", re.compile(r"\b(?:reservation|order|confirmation|booking)\s?(?:id|number|code|#)"),
+     re.compile(r"\b(?:[Rr]eservation|[Oo]rder|[Cc]onfirmation|[Bb]ooking)\b[^.]{0,30}?"
+                r"(#?[A-Z0-9]*\d[A-Z0-9]*|[A-Z]{6})\b")),
+)
+# "don't / didn't / can't / do not / cannot [really] have / remember / recall / know / find", "not sure about": every
+# branch starts with "n", which the regex engine skips to (a pattern opening with \b tries every position: ~30x slower)
+DENIAL = re.compile(r"n(?:['’]t|ot)\s+(?:\w+\s+)?(?:have|remember|recall|know|find)\b|not sure (?:about|of|what)\b")
+# a denial that names no kind: "I don't have that information", "I don't have those with me"
+PRONOUN = re.compile(r"\b(?:that|those|them|it|either|neither|this)\b")
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")  # the instruction's sentences (once per instruction)
+FORGOT = re.compile(r"\b(?:remember|recall|forg[eo]t|know)\b")
+
+
+class UserWithheldIdDetector:
+    id = "E.user_withheld_id"
+    failure_class = E
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        return [] if _healthy(view, cfg) else self.find(view)
+
+    def find(self, view: TraceView) -> list[Signal]:
+        """The rule, on any run (``detect`` leaves Healthy runs alone: their label cannot change)."""
+        instruction = view.traj.meta.get("user_instruction")
+        if not isinstance(instruction, str) or not instruction:
+            return []
+        texts, roles = view.texts, view.roles
+        last_call = view.calls[-1].step if view.calls else -1
+        # the user's messages after the agent's last tool call, where one denies an identifier (cheap tests first)
+        steps = []
+        for i in reversed(view.user_steps):
+            if i < last_call:
+                break
+            if _may_deny(texts[i]):
+                steps.append(i)
+        steps.reverse()
+        if not steps:
+            return []
+        given = _given_ids(instruction)
+        if not given:
+            return []
+        for i in steps:
+            content, low = texts[i], view.lowered(i)
+            for m in DENIAL.finditer(low):
+                sentence = _sentence_at(low, m.start(), m.end())
+                kinds = [k for k, named, _ in ID_KINDS if named.search(sentence)]
+                if not kinds and PRONOUN.search(sentence):
+                    asked = next((texts[j][-TAIL_CHARS:].lower() for j in range(i - 1, -1, -1)
+                                  if roles[j] == "assistant" and texts[j]), "")  # its question is at its end
+                    kinds = [k for k, named, _ in ID_KINDS if named.search(asked)]
+                withheld = [k for k in kinds if k in given and not any(v.lower() in low for v in given[k])]
+                if withheld:
+                    return [Signal(id=self.id, failure_class=E, step=i,
+                                   evidence=f"the simulated user says it lacks its {withheld[0]}, which its "
+                                            f"instruction gives ({given[withheld[0]][0]}), and nothing is looked up "
+                                            f"after: {quote(content, 120)}")]
+        return []
+
+
+def _sentence_at(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around ``text[start:end]``: from the last ". " / "! " / "? " / newline before it to the
+    next one after it."""
+    left = max(text.rfind(". ", 0, start), text.rfind("! ", 0, start), text.rfind("? ", 0, start),
+               text.rfind("\n", 0, start))
+    rights = [r for r in (text.find(". ", end), text.find("! ", end), text.find("? ", end), text.find("\n", end))
+              if r != -1]
+    return text[left + 1:min(rights) if rights else len(text)]
+
+
+def _may_deny(text: str) -> bool:
+    return "n't" in text or "n’t" in text or "not " in text or "annot" in text
+
+
+@lru_cache(maxsize=512)
+def _given_ids(instruction: str) -> dict[str, list[str]]:
+    """Kind -> the values the instruction gives of it, leaving out a kind the instruction says is forgotten
+    ("you do not remember your email")."""
+    out: dict[str, list[str]] = {}
+    sentences = SENTENCE_SPLIT.split(instruction.lower())
+    for kind, named, value in ID_KINDS:
+        if any(named.search(s) and FORGOT.search(s) for s in sentences):
+            continue
+        found = [m.group(m.lastindex or 0) for m in value.finditer(instruction)]
+        if found:
+            out[kind] = found
+    return out
 
 
 def _healthy(view: TraceView, cfg: DiagnosisConfig) -> bool:

@@ -44,18 +44,32 @@ NOT_AN_ANSWER = re.compile(
     r"|\b(?:do\s+not|don['’]t|not|never)\s+(?:yet\s+)?(?:go ahead|proceed|confirm(?:ed)?|do it)\b", re.I)
 
 
+# a decline: a message that opens with "no" / "nope" / "nah" (not "no problem", "no worries"), or says "no thanks",
+# "no need", "I'll pass": "No, that's okay" declines whatever its "okay"; only an explicit yes overrides it
+DECLINE = re.compile(r"^\W*(?:no|nope|nah)\b(?!\s+(?:problem|worries|issue))|\bno,?\s+thank(?:s| you)\b|\bno need\b"
+                     r"|\bi['’]?ll pass\b|\bnot (?:necessary|needed|interested)\b", re.I)
+EXPLICIT_YES = re.compile(r"\b(yes|yeah|yep|go ahead|proceed|confirm(ed)?|please do|do it)\b", re.I)
+
+
 def affirmative(text: str) -> bool:
     """Whether a user message says yes: an affirmative word ("yes", "go ahead", "sure") outside the phrases that
-    hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed")."""
+    hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed"); a decline ("No, that's
+    okay", "no thanks") says no unless it also holds an explicit yes ("No need for insurance, go ahead")."""
     # Short cuts, exact: every NOT_AN_ANSWER match is bounded by non-word characters on both sides, so cutting one
     # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep", which therefore survive the cut
-    # ("please do" does not: "please do not proceed"). Only a message whose affirmatives may be cut pays for it.
+    # ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a
+    # message whose affirmatives may be cut pays for the cut, and only an affirmative one for the decline test.
     found = False
     for m in AFFIRMATIVE.finditer(text):
         if m.group(1).lower() in _UNCUT:
             return True
         found = True
-    return found and AFFIRMATIVE.search(NOT_AN_ANSWER.sub(" ", text)) is not None
+    if not found:
+        return False
+    cut = NOT_AN_ANSWER.sub(" ", text)
+    if AFFIRMATIVE.search(cut) is None:
+        return False
+    return DECLINE.search(text) is None or EXPLICIT_YES.search(cut) is not None
 
 
 _UNCUT = frozenset(("yes", "yeah", "yep"))

@@ -129,13 +129,17 @@ def test_says_missing_is_any_of_the_missing_phrases():
 
 
 def _affirmative_plain(text: str) -> bool:
-    return invariants.AFFIRMATIVE.search(invariants.NOT_AN_ANSWER.sub(" ", text)) is not None
+    cut = invariants.NOT_AN_ANSWER.sub(" ", text)
+    if invariants.DECLINE.search(text):
+        return invariants.EXPLICIT_YES.search(cut) is not None
+    return invariants.AFFIRMATIVE.search(cut) is not None
 
 
 def test_affirmative_short_cuts_answer_as_the_cut_does():
     words = ["yes", "Yeah", "yep", "please do", "please", "do", "not", "don't", "don’t", "n't", "never", "make",
              "made", "be", "sure", "really", "quite", "correct", "ok", "okay", "go ahead", "go", "ahead", "proceed",
-             "confirm", "confirmed", "do it", "yet", "it", "cancel", "yesterday", "okapi"]
+             "confirm", "confirmed", "do it", "yet", "it", "cancel", "yesterday", "okapi", "no", "No", "nope",
+             "thanks", "thank you", "problem", "need", "that's"]
     seps = [" ", "", ",", ".", "  ", "\n", "'"]
     rnd = random.Random(17)
     answers = set()

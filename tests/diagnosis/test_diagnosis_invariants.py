@@ -38,6 +38,29 @@ def test_confirmed_write_after_lookup_is_clean_and_a_failure_is_located_at_the_p
     assert Labeller().label(t.model_copy(update={"score": 1.0})).failure_class == "healthy"
 
 
+def test_a_decline_is_no_confirmation():
+    """"No, that's okay" answered a proposal: its "okay" is no yes (it was read as one), so the write after it is
+    unconfirmed; a decline that still says go ahead ("No need for a receipt, please proceed") confirms."""
+    from evoharness.diagnosis.invariants import affirmative
+
+    for said in ("No, that's okay.", "No thanks, I'm okay.", "Nope, that's fine, sure I'll think about it.",
+                 "Okay, no thanks.", "no need, ok"):
+        assert not affirmative(said), said
+    for said in ("No need for a receipt, please proceed.", "No problem, sure.", "Yes, no changes to the dates.",
+                 "Okay.", "No, no insurance -- yes, book it."):
+        assert affirmative(said), said
+
+    def run(answer: str):
+        b = TraceBuilder("t").system(POLICY).user("Cancel order #W123, I'm bob@x.com")
+        b.call("find_user_id_by_email", {"email": "bob@x.com"}, result="bob_1")
+        b.say("Order #W123 is pending. Shall I cancel it? (yes/no)").user(answer)
+        b.call("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"}, result="ok")
+        return Labeller().label(b.deliver("Order #W123 is cancelled.").build(score=0.0))
+
+    assert [v.rule for v in run("No, that's okay.").violations] == ["policy.confirmation"]
+    assert run("Yes, go ahead.").violations == []
+
+
 def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     b = TraceBuilder("t").user("look up orders")
     for oid in ("#W1", "#W2"):

@@ -111,6 +111,46 @@ def test_user_quit_before_the_agent_could_act():
         assert _fires(env.UserQuitDetector(), t) == []
 
 
+def test_user_confirms_and_leaves_in_one_message():
+    """Yes to a proposed change and ###STOP### in the same message: the agent never gets a turn to make it."""
+    proposal = ("assistant", "I can issue a $50 certificate for the delay. Would you like me to proceed?")
+    gone = _chat(("user", "My flight was delayed."), ("call", "get_user_details|{}"), proposal,
+                 ("user", "Sure, please go ahead and issue the certificate. Thanks! ###STOP###"))
+    assert _fires(env.UserQuitDetector(), gone) == [5]
+    declined = _chat(("user", "My flight was delayed."), ("call", "get_user_details|{}"), proposal,
+                     ("user", "No, that's okay. ###STOP###"))
+    transfer = _chat(("user", "Cancel it."), ("call", "cancel_reservation|{}"),
+                     ("assistant", "Shall I transfer you to a human agent to proceed?"), ("user", "Yes ###STOP###"))
+    done = _chat(("user", "Book it."), ("call", "book_reservation|{}"),
+                 ("assistant", "Booked. Anything else?"), ("user", "Yes, thanks, bye ###STOP###"))
+    for t in (declined, transfer, done):
+        assert _fires(env.UserQuitDetector(), t) == []
+
+
+def test_user_withholds_an_id_its_instruction_gives():
+    meta = {"user_instruction": "You are ethan_martin_2396 and you want compensation for a delayed flight."}
+    ask = ("assistant", "Could you please provide your user ID or reservation ID?")
+    denied = _chat(("user", "My flight was delayed."), ask,
+                   ("user", "I'm sorry, but I don't have that information with me right now."),
+                   ("assistant", "I need your user ID to help."), ("user", "OK, bye. ###STOP###"), meta=meta)
+    assert _fires(env.UserWithheldIdDetector(), denied) == [3]  # "that information": the kinds the agent asked for
+    named = _chat(("user", "Delayed flight."), ("assistant", "How can I help?"),
+                  ("user", "I don't remember my user ID at the moment."), meta=meta)
+    assert _fires(env.UserWithheldIdDetector(), named) == [3]
+    forgot = {"user_instruction": meta["user_instruction"] + " You do not remember your user id."}
+    gave_it = _chat(("user", "Delayed."), ask, ("user", "I don't have the reservation ID, but I'm ethan_martin_2396."),
+                    meta=meta)
+    looked_up = _chat(("user", "Delayed."), ask, ("user", "I don't have my user ID."),
+                      ("call", "get_reservation_details|{}"), ("assistant", "Found it."), meta=meta)
+    reservation_only = _chat(("user", "Delayed."), ask, ("user", "I don't have my reservation ID."), meta=meta)
+    told_forgot = _chat(("user", "Delayed."), ask, ("user", "I don't have my user ID."), meta=forgot)
+    no_instruction = _chat(("user", "Delayed."), ask, ("user", "I don't have my user ID."))
+    for t in (told_forgot, gave_it, looked_up, reservation_only, no_instruction):
+        assert _fires(env.UserWithheldIdDetector(), t) == [], t.messages[-1]
+    lab = Labeller().label(named)
+    assert (lab.failure_class, lab.first_signal.id, lab.lever) == ("E", "E.user_withheld_id", "none")
+
+
 def test_user_off_script_needs_the_instruction_and_an_invented_identifier():
     turns = (("user", "Hi, I am mia_li_3668."), ("assistant", "Your email?"),
              ("user", "It is mia.li9000@example.com"))
@@ -134,6 +174,17 @@ def test_unsatisfiable_task_and_the_benchmarks_own_simulator_verdict():
                 meta={"environment_failure": True, "termination_reason": "user_error"})
     assert _fires(env.UserSimulatorErrorDetector(), sim) == [3]
     assert _fires(env.UserSimulatorErrorDetector(), _chat(("user", "hi"))) == []
+
+
+def test_the_withheld_id_rule_unguarded_fires_on_one_reward_1_run_at_most(full_shared_data):
+    """Unguarded, ``E.user_withheld_id`` fires on one reward-1 airline run (21:1: the user withheld its id and the
+    task expected no change anyway), on no mini-swe-agent run; more would mean the rule lost its precision."""
+    fired = {folder: [] for folder in ("tau_bench_airline_gpt4o", "mini_swe_agent_sample")}
+    for folder in fired:
+        for t in load_paths([full_shared_data / folder]):
+            if t.score == 1.0 and env.UserWithheldIdDetector().find(TraceView.of(t)):
+                fired[folder].append(t.id)
+    assert len(fired["tau_bench_airline_gpt4o"]) <= 1 and not fired["mini_swe_agent_sample"], fired
 
 
 def test_new_rules_unguarded_never_fire_on_reward_1_or_resolved_runs(full_shared_data):
