@@ -32,6 +32,9 @@ labels, not human labels; benchmarks/data/README.md) are scored too, as ``swe-mi
 and ``swe-mini-dev/test`` (scored once, at the end of a change), beside two more trivial labellers for coding
 runs: ``first failed command`` (the command whose result first shows a non-zero exit code or a traceback) and
 ``first write`` (the first command that changes a file); ``--swe-dev-labels ''`` leaves them out.
+A dev label that cannot be scored (no such run among the runs read, a step past its run's end, a SWE run not
+scored unresolved) is one ``warning: FILE: dev label of ...; left out`` line on stderr each, and the output counts
+them per file (a ``dev labels FILE: N of M joined to a run`` line; in JSON, ``dev_labels``: read, left_out, why).
 
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
@@ -137,17 +140,25 @@ def main() -> int:
         return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
 
     warnings = ImportWarnings()
+    dev: dict[str, tuple[int, list[str]]] = {}  # dev-label file -> (labels read, labels left out and why)
     try:
         sets = labelled_records(warnings.add(t) for t in load_paths(roots))
         runs = args.data / DEV_RUNS
         if public and args.dev_labels and runs.is_file():  # the dev labels join the public tau-bench runs
-            sets.update(dev_labelled_records(read_dev_labels(Path(args.dev_labels)), load_paths([runs])))
+            labels, dropped = read_dev_labels(Path(args.dev_labels)), []
+            sets.update(dev_labelled_records(labels, load_paths([runs]), dropped))
+            dev[args.dev_labels] = (len(labels), dropped)
         swe_runs = args.data / SWE_DEV_RUNS
         if public and args.swe_dev_labels and swe_runs.is_dir():  # the SWE dev labels join the public SWE runs
-            sets.update(swe_dev_records(read_swe_dev_labels(Path(args.swe_dev_labels)), load_paths([swe_runs])))
+            labels, dropped = read_swe_dev_labels(Path(args.swe_dev_labels)), []
+            sets.update(swe_dev_records(labels, load_paths([swe_runs]), dropped))
+            dev[args.swe_dev_labels] = (len(labels), dropped)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    for path, (_, dropped) in dev.items():  # a label left out unsaid scored its set on fewer records than it has
+        for why in dropped:
+            print(f"warning: {path}: dev label of {why}; left out", file=sys.stderr)
     broken = warnings.files("ground_truth")
     if broken:  # its runs would be scored as unlabelled (left out): a figure on part of the set, unsaid
         more = f" (and {len(broken) - 1} more ground-truth file(s))" if len(broken) > 1 else ""
@@ -200,6 +211,8 @@ def main() -> int:
         out = to_json(scores)
         for b in breakdowns:
             out[b.name]["by_signal"] = b.to_json()
+        if dev:
+            out["dev_labels"] = {p: {"read": n, "left_out": len(d), "why": d} for p, (n, d) in dev.items()}
         print(json.dumps(out, indent=2))
     else:
         print(table(scores, names))
@@ -211,6 +224,9 @@ def main() -> int:
         for b in breakdowns:
             print()
             print(b.table())
+        for path, (n, dropped) in dev.items():
+            print(f"dev labels {Path(path).name}: {n - len(dropped)} of {n} joined to a run"
+                  + (f", {len(dropped)} left out (warnings on stderr)" if dropped else ""))
     if args.limit:
         print(f"subset: the first {args.limit} records of each set ({sum(s.n for s in scores)} in all); every "
               "labeller and baseline above is scored on those records only")

@@ -339,21 +339,37 @@ def read_dev_labels(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return out
 
 
-def dev_labelled_records(labels: dict[tuple[str, int], dict[str, Any]],
-                         trajs: Iterable[Trajectory]) -> dict[str, Records]:
+def dev_labelled_records(labels: dict[tuple[str, int], dict[str, Any]], trajs: Iterable[Trajectory],
+                         dropped: list[str] | None = None) -> dict[str, Records]:
     """The dev-labelled runs among ``trajs`` (tau-bench records, joined by task id and trial), as the sets
     ``tau-airline-dev/tune``, ``tau-airline-dev/test``, ``tau-airline-dev/test2`` and ``tau-airline-dev/test3``.
     The class is the crosswalk of the category for an agent failure and E where the labelled party is the
-    simulated user or the environment (class E's definition); a single-agent run has no agent to attribute."""
+    simulated user or the environment (class E's definition); a single-agent run has no agent to attribute.
+    A label that cannot be scored (no such run, a step past the run's end) is left out, with one line on why
+    appended to ``dropped`` (it was left out unsaid: a set scored on fewer records than it has)."""
     out: dict[str, Records] = {}
+    seen: set[tuple[str, int]] = set()
     for t in trajs:
         r = labels.get((t.task_id, t.rollout))
-        if r is None or not 0 <= r["step"] < len(t.messages):
+        if r is None:
+            continue
+        seen.add((t.task_id, t.rollout))
+        if not 0 <= r["step"] < len(t.messages):
+            _drop(dropped, r, f"task {t.task_id} trial {t.rollout}", f"step {r['step']} is past the run's end "
+                  f"({len(t.messages)} messages)")
             continue
         cls = crosswalk(r["category"]) if r["party"] == "agent" else "E"
         out.setdefault(f"{DEV_SET}/{r['half']}", []).append((t, HumanLabel(step=r["step"], agent=None,
                                                                            failure_class=cls)))
+    for (task, trial), r in sorted(labels.items()):
+        if (task, trial) not in seen:
+            _drop(dropped, r, f"task {task} trial {trial}", "no such run among the runs read")
     return dict(sorted(out.items()))
+
+
+def _drop(dropped: list[str] | None, label: dict[str, Any], which: str, why: str) -> None:
+    if dropped is not None:
+        dropped.append(f"{which} ({label['half']}): {why}")
 
 
 SWE_DEV_SET = "swe-mini-dev"
@@ -380,18 +396,31 @@ def read_swe_dev_labels(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def swe_dev_records(labels: dict[str, dict[str, Any]], trajs: Iterable[Trajectory]) -> dict[str, Records]:
+def swe_dev_records(labels: dict[str, dict[str, Any]], trajs: Iterable[Trajectory],
+                    dropped: list[str] | None = None) -> dict[str, Records]:
     """The dev-labelled runs among ``trajs`` (mini-swe-agent runs, joined by instance id = task id) that their
     own report calls unresolved (score 0), as ``swe-mini-dev/tune`` and ``swe-mini-dev/test``; a single-agent run
-    has no agent to attribute."""
+    has no agent to attribute. A label left out (no such run, a run not scored unresolved, a step past the run's
+    end) appends one line on why to ``dropped``."""
     out: dict[str, Records] = {}
+    seen: set[str] = set()
     for t in trajs:
         r = labels.get(str(t.task_id))
-        if r is None or t.score != 0 or not 0 <= r["step"] < len(t.messages):
+        if r is None:
+            continue
+        seen.add(str(t.task_id))
+        why = (f"its run is not scored unresolved (score {t.score})" if t.score != 0 else
+               f"step {r['step']} is past the run's end ({len(t.messages)} messages)"
+               if not 0 <= r["step"] < len(t.messages) else None)
+        if why:
+            _drop(dropped, r, str(t.task_id), why)
             continue
         cls = crosswalk(r["category"]) if r["party"] == "agent" else "E"
         out.setdefault(f"{SWE_DEV_SET}/{r['half']}", []).append((t, HumanLabel(step=r["step"], agent=None,
                                                                                failure_class=cls)))
+    for iid, r in sorted(labels.items()):
+        if iid not in seen:
+            _drop(dropped, r, iid, "no such run among the runs read")
     return dict(sorted(out.items()))
 
 
