@@ -825,7 +825,18 @@ def first_refusal(view: TraceView, before: int) -> int | None:
     if write_calls(view):
         return None
     return next((i for i in view.assistant_steps
-                 if i < before and view.texts[i] and REFUSAL.search(view.lowered(i))), None)
+                 if i < before and view.texts[i] and _refuses(view.lowered(i))), None)
+
+
+def _refuses(low: str) -> bool:
+    """``REFUSAL.search(low) is not None``, the regex run only where a word every match holds occurs (its alternatives
+    end in "unable" / "not able", in "cannot" / "can't" / "can’t" / "can not", or open with "cannot be"): a substring
+    search is a C scan, where the regex tries a match at every character (each alternative opens with ``\\b``, no
+    literal for the engine to skip to). The four "can" words are looked for only where "can" is."""
+    if "unable" not in low and "not able" not in low and ("can" not in low or (
+            "cannot" not in low and "can't" not in low and "can\u2019t" not in low and "can not" not in low)):
+        return False
+    return REFUSAL.search(low) is not None
 
 
 # a closing pleasantry: short, no figure, opening with thanks or a welcome ("You're welcome! Safe travels!")

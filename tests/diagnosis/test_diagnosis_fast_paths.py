@@ -3,7 +3,7 @@
 Each test builds random cases and compares a short cut with the plain definition written out here: the
 user-id search of the identity rule (values tried as found, a call's canonical text made only where it may
 hold the key), the policy detector's first violation (policy rules only, not the whole violation log), the
-per-name answer of ``changes_state`` and the written-out ``_says_missing``.
+per-name answer of ``changes_state``, the written-out ``_says_missing`` and the refusal regex behind its word gate.
 """
 
 from __future__ import annotations
@@ -150,3 +150,19 @@ def test_affirmative_short_cuts_answer_as_the_cut_does():
         answers.add(got)
     assert answers == {True, False}
     assert not invariants.affirmative("please do not proceed") and invariants.affirmative("not sure, but yes")
+
+
+def test_refusal_gate_answers_as_the_regex():
+    # pieces of every REFUSAL alternative, near misses of its words, and separators that make or break a \b
+    words = ["i", "we", "i'm", "i’m", "we're", "am", "are", "unable", "not able", "not", "able", "cannot", "can't",
+             "can’t", "can not", "can", "can be", "cannot be", "modified", "cancelled", "canceled", "refunded",
+             "booked", "done", "unab", "nable", "cann", "xunable", "wei", "help", "'t"]
+    seps = [" ", "", "  ", "\n", ".", "_", "’"]
+    rnd = random.Random(23)
+    answers = set()
+    for _ in range(30_000):
+        low = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 6)))
+        got = detectors._refuses(low)
+        assert got == (detectors.REFUSAL.search(low) is not None), low
+        answers.add(got)
+    assert answers == {True, False}
