@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -61,8 +62,13 @@ def main() -> int:
     except (OSError, ValueError, TypeError, RecursionError) as e:
         print(f"error: {args.data}: {e}", file=sys.stderr)
         return 2
-    for r in rows:
-        print(json.dumps(r))
+    try:
+        for r in rows:
+            print(json.dumps(r))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head -1`: the reader left; nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 141
     return 0
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -90,8 +91,13 @@ def main() -> int:
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         print(f"error: {args.data}: {e}", file=sys.stderr)
         return 2
-    for r in rows:
-        print(json.dumps(r))
+    try:
+        for r in rows:
+            print(json.dumps(r))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head -1`: the reader left; nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 141
     return 0
 
 

@@ -3,6 +3,8 @@ to import an empty file, or print zero rates)."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +72,34 @@ def test_label_throughput_of_a_file_that_is_no_record_list_is_one_error_line(con
                            "--data", str(data)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+def _sample_input(script: str, tmp_path: Path) -> Path:
+    """A small input each sample script reads: failed SWE-bench runs, or reward-0 tau-bench records."""
+    if script.endswith("swe_dev_sample.py"):
+        for inst in ("a__a-1", "b__b-2"):
+            (tmp_path / "logs" / inst).mkdir(parents=True)
+            (tmp_path / "logs" / inst / "report.json").write_text(json.dumps({"resolved": False}))
+            (tmp_path / "trajs" / inst).mkdir(parents=True)
+        return tmp_path
+    data = tmp_path / "records.json"
+    data.write_text(json.dumps([{"task_id": t, "trial": k, "reward": 0} for t in range(30) for k in range(2)]))
+    return data
+
+
+@pytest.mark.parametrize("script", ["benchmarks/swe_dev_sample.py", "benchmarks/tau_dev_sample.py"])
+def test_a_sample_piped_into_a_reader_that_left_ends_quietly(script, tmp_path):
+    """``swe_dev_sample.py | head -1``: the reader leaves after its line; the script was a BrokenPipeError
+    traceback. Here the pipe's read end is closed before the script starts, so its first line finds no reader."""
+    data = _sample_input(script, tmp_path)
+    ok = subprocess.run([sys.executable, str(ROOT / script), "--data", str(data)], capture_output=True, text=True,
+                        timeout=120, cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout.count("\n") >= 2, ok.stderr[-2000:]  # the input is a sample's
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, str(ROOT / script), "--data", str(data)], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120, cwd=tmp_path)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141 and proc.stderr == "", proc.stderr[-2000:]
