@@ -142,7 +142,7 @@ def main() -> int:
     warnings = ImportWarnings()
     dev: dict[str, tuple[int, list[str]]] = {}  # dev-label file -> (labels read, labels left out and why)
     try:
-        sets = labelled_records(warnings.add(t) for t in load_paths(roots))
+        sets = labelled_records(load_paths(roots, warnings=warnings))
         runs = args.data / DEV_RUNS
         if public and args.dev_labels and runs.is_file():  # the dev labels join the public tau-bench runs
             labels, dropped = read_dev_labels(Path(args.dev_labels)), []

@@ -37,9 +37,10 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
 
     n = 0
     warnings = ImportWarnings()  # files found but not usable (a broken ground truth or results file)
-    for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=exclude):
+    for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=exclude,
+                        warnings=warnings):  # a canonical file's carried warnings are not said again
         n += 1
-        yield warnings.add(t)
+        yield t
     for line in warnings.lines():
         typer.echo(line, err=True)
     if skipped:

@@ -32,9 +32,8 @@ def import_traces(
 
     def stream():
         n = 0
-        for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own):
+        for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own, warnings=warnings):
             n += 1
-            warnings.add(t)
             if t.score is None and isinstance(why := t.meta.get("results_set_aside"), str):
                 aside[0] += 1
                 aside[1] = aside[1] or f"{t.id}: {why}"

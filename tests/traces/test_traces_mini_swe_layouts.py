@@ -439,3 +439,27 @@ def test_a_broken_results_json_in_mini_swe_agents_output_folder_is_a_warning_nev
     assert main(["import", str(tmp_path / "out"), "--out", str(tmp_path / "t.jsonl")]) == 0
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"warning: {results}: SWE-bench results not valid JSON")
+
+
+def test_warnings_carried_by_a_canonical_export_are_not_said_again(tmp_path, capsys):
+    """import a folder with a broken report (one warning), then import / diagnose / label its canonical output: the
+    warning was said again each time (and would be after the report was fixed); it stays in meta, said once."""
+    from evoharness.cli import main
+
+    _traj(tmp_path / "run" / "trajs", "a__a-1")
+    bad = tmp_path / "run" / "logs" / "a__a-1" / "report.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"a__a-1": {"resol')
+    first, again = tmp_path / "first.jsonl", tmp_path / "again.jsonl"
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "run"), "--out", str(first)]) == 0
+    assert [line.split(": ")[1] for line in capsys.readouterr().err.splitlines()] == [str(bad)]
+    for argv in (["import", str(first), "--out", str(again)], ["diagnose", str(first)],
+                 ["label", str(first), "--out", str(tmp_path / "labels.jsonl")]):
+        assert main(argv) == 0
+        assert "warning" not in capsys.readouterr().err, argv
+    [t] = list(load_paths([again]))
+    assert [w["file"] for w in t.meta["import_warnings"]] == [str(bad)]  # kept: the data says why it is unscored
+    assert main(["diagnose", str(tmp_path / "run"), str(first)]) == 0  # the folder met again: said, for its run
+    [line] = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning")]
+    assert line.startswith(f"warning: {bad}: ") and line.endswith("(1 trajectory)")

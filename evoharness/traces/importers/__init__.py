@@ -298,8 +298,10 @@ def _detect_record(rec: Any) -> str | None:
 
 
 def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
-              on_invalid: OnInvalid | None = None) -> Iterator[Trajectory]:
-    """Yield the trajectories in one file."""
+              on_invalid: OnInvalid | None = None, warnings: ImportWarnings | None = None) -> Iterator[Trajectory]:
+    """Yield the trajectories in one file; ``warnings`` gathers the files this import met but could not use
+    (``meta["import_warnings"]``). A canonical file's trajectories carry the warnings of the import that wrote them:
+    kept in their meta, not gathered again (that import said so; the file it named may be fixed since)."""
     if fmt is not None and fmt not in FORMATS:
         raise InputError("--format", f"unknown format {fmt!r} (formats: {', '.join(FORMAT_NAMES)})")
     data: Any = None
@@ -308,8 +310,10 @@ def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
         if data is None:
             data = read_json_file(path)
     name = fmt or detect_format(path, data)
+    met = warnings if name != "canonical" else None
     try:
-        yield from FORMATS[name].load(path, data, skip_invalid=skip_invalid, on_invalid=on_invalid)
+        for t in FORMATS[name].load(path, data, skip_invalid=skip_invalid, on_invalid=on_invalid):
+            yield met.add(t) if met is not None else t
     except (ValueError, RecursionError, MemoryError) as e:  # hostile input no importer foresaw: one line
         raise InputError(str(path), f"unreadable {name} input: {type(e).__name__}: {_first_line(e)}") from None
 
@@ -331,15 +335,17 @@ def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:
 
 
 def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_invalid: bool = False,
-               on_invalid: OnInvalid | None = None, exclude: Path | None = None) -> Iterator[Trajectory]:
-    """Yield trajectories from files and directories (``exclude``: see ``iter_files``).
+               on_invalid: OnInvalid | None = None, exclude: Path | None = None,
+               warnings: ImportWarnings | None = None) -> Iterator[Trajectory]:
+    """Yield trajectories from files and directories (``exclude``: see ``iter_files``; ``warnings``: see
+    ``load_file``).
 
     With ``skip_invalid`` a bad file or record is reported through ``on_invalid``
     and skipped; otherwise the first one raises ``InputError``.
     """
     for f in iter_files(paths, exclude=exclude):
         try:
-            yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid)
+            yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid, warnings=warnings)
         except InputError as e:
             if not skip_invalid:
                 raise
@@ -350,7 +356,8 @@ def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_inva
 class ImportWarnings:
     """The files the importers found but could not use (a broken AgentRx ground truth, a broken SWE-bench results
     file), gathered from the trajectories they concern (``meta["import_warnings"]``: ``{kind, file, reason}``) for
-    a command's summary: one line per file, however many trajectories it concerns."""
+    a command's summary: one line per file, however many trajectories it concerns. ``load_paths(warnings=...)``
+    adds each trajectory an importer read, but none a canonical file carries (an earlier import said those)."""
 
     def __init__(self) -> None:
         self._files: dict[str, list] = {}  # file -> [kind, reason, trajectories concerned]
