@@ -42,6 +42,8 @@ REMOVED_KEYS: dict[str, str] = {
                                     "ignored by runs)",
     "verification.budget": "`evoharness verify --budget` (runs use run.budget; the key was ignored by runs)",
     "sandbox.warm_spare": "nothing (a warm worker now serves any commit: one per sandbox slot, no spare ones)",
+    "roles.max_candidates_per_round": "run.max_candidates (the analyst returns up to that many patterns a round; "
+                                      "this key was never read)",
 }
 
 
@@ -56,6 +58,7 @@ MIGRATED_KEYS: dict[str, str | None] = {
     "verification.anchor_rollouts": None,
     "verification.budget": None,
     "sandbox.warm_spare": None,
+    "roles.max_candidates_per_round": None,
 }
 
 

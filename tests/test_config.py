@@ -59,6 +59,20 @@ def test_removed_keys_name_their_replacement_and_saved_runs_carry_over(tmp_path)
     assert set(REMOVED_KEYS) >= {"run.dev_tasks", "run.heldout_tasks", "agent", "run.ceiling_process_share"}
 
 
+def test_a_roles_count_that_was_never_read_names_the_one_that_is(tmp_path, capsys):
+    """roles.max_candidates_per_round ("patterns the analyst returns per round") was read by nothing: the analyst
+    returns up to run.max_candidates, so setting it changed nothing, silently. Test fails before (exit 0)."""
+    from evoharness.cli import main
+    from evoharness.config import Settings, migrate_saved
+
+    assert main(["--set", "roles.max_candidates_per_round=5", "noise"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: --set: roles.max_candidates_per_round was removed: use run.max_candidates (the analyst returns up "
+        "to that many patterns a round; this key was never read)"]
+    saved = Settings.model_validate(migrate_saved({"roles": {"max_candidates_per_round": 5, "max_retries": 3}}))
+    assert saved.roles.max_retries == 3  # a run saved with it resumes
+
+
 def test_a_config_that_is_no_toml_file_is_one_error_line(tmp_path, capsys):
     """A FIFO hung `--config`, /dev/zero grew memory without end, bytes not UTF-8 and deep nesting were tracebacks
     (UnicodeDecodeError, RecursionError)."""

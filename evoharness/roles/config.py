@@ -16,8 +16,6 @@ class RolesConfig(BaseModel):
 
     kind: Literal["playbook", "llm"] = Field(
         "playbook", description="'playbook' (no LLM: known signals mapped to standard fixes) or 'llm'.")
-    max_candidates_per_round: int = Field(
-        2, ge=1, description="Patterns the analyst returns per round (each may become one candidate).")
     max_retries: int = Field(
         2, ge=0, le=MAX_RETRIES, description="LLM roles: retries after an invalid reply (bad JSON, wrong schema, "
         f"rejected edit) before the role gives up with a RoleError (at most {MAX_RETRIES}: each is a model call).")
