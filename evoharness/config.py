@@ -44,6 +44,8 @@ REMOVED_KEYS: dict[str, str] = {
     "sandbox.warm_spare": "nothing (a warm worker now serves any commit: one per sandbox slot, no spare ones)",
     "roles.max_candidates_per_round": "run.max_candidates (the analyst returns up to that many patterns a round; "
                                       "this key was never read)",
+    "verification.paired_alpha": "nothing (no selection strategy uses the paired gate, so the key was never read; "
+                                 "`verification.sequential_alpha` is the gain test's false-accept rate)",
 }
 
 
@@ -59,6 +61,7 @@ MIGRATED_KEYS: dict[str, str | None] = {
     "verification.budget": None,
     "sandbox.warm_spare": None,
     "roles.max_candidates_per_round": None,
+    "verification.paired_alpha": None,
 }
 
 

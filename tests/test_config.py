@@ -71,6 +71,11 @@ def test_a_roles_count_that_was_never_read_names_the_one_that_is(tmp_path, capsy
         "to that many patterns a round; this key was never read)"]
     saved = Settings.model_validate(migrate_saved({"roles": {"max_candidates_per_round": 5, "max_retries": 3}}))
     assert saved.roles.max_retries == 3  # a run saved with it resumes
+    # verification.paired_alpha: the paired gate's level, but no strategy's gates hold the paired gate
+    assert main(["--set", "verification.paired_alpha=0.01", "noise"]) == 2
+    assert "verification.paired_alpha was removed" in capsys.readouterr().err
+    saved = Settings.model_validate(migrate_saved({"verification": {"paired_alpha": 0.01, "z": 2.5}}))
+    assert saved.verification.z == 2.5
 
 
 def test_a_config_that_is_no_toml_file_is_one_error_line(tmp_path, capsys):

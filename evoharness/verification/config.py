@@ -99,9 +99,6 @@ class VerificationSettings(BaseModel):
     max_hunks: int = Field(
         6, ge=2, description="most hunks judged one by one; a candidate with more is refused (split it)"
     )
-    paired_alpha: float = Field(
-        0.05, gt=0, lt=1, description="significance level of the optional paired gate"
-    )
     sequential: bool = Field(
         True,
         description="sequential allocation: verify in `sequential_looks` stages of fresh seeds and stop as soon "

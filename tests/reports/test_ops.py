@@ -45,6 +45,17 @@ def test_the_example_config_loads_and_every_key_is_a_setting():
     assert settings.diagnosis.routing["F3"] == "harness"
 
 
+def test_the_examples_verification_values_are_the_tuned_defaults():
+    """The example set max_tasks 24, control_ratio 0.5 and attribution_min_share 0.5, the values from before the
+    2026-12-04 re-tuning (control_ratio 0.5 let 6 of 96 simulated harmful edits through, 2.0 none): a deployment
+    copied from it verified with the weaker settings. Every [verification] key it sets is now the default."""
+    from evoharness.verification.config import VerificationSettings
+
+    section = tomllib.loads(EXAMPLE.read_text())["verification"]
+    fields = VerificationSettings.model_fields
+    assert {k: v for k, v in section.items() if v != fields[k].default} == {}
+
+
 def test_the_cli_reads_the_example_config(capsys, monkeypatch):
     monkeypatch.delenv("EVOHARNESS_HOME")  # the test isolation sets it; it would override the file's home
     # an unknown run is looked up under the example's home: proof the CLI loaded the file
