@@ -3,7 +3,8 @@
 Every hook is called as ``hook(payload, ctx)`` (or ``hook(payload)`` if it takes one argument)
 and returns None to change nothing. ``ctx`` is a dict: ``step`` (model calls so far),
 ``max_steps``, ``task`` (text), ``task_id``, ``policies``, ``tools`` (names), ``messages`` (a copy
-of the conversation, OpenAI dicts) and ``scratch`` (a dict kept for the whole rollout).
+of the conversation, OpenAI dicts: the hook's own list; editing it or its dicts changes neither the
+conversation nor what another hook is handed) and ``scratch`` (a dict kept for the whole rollout).
 
 - ``before_model(messages, ctx)`` -> a replacement list of messages to send (the recorded
   conversation is not changed).

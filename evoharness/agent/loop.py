@@ -74,6 +74,28 @@ class _Converted:
         return list(self.out)
 
 
+class _Copies:
+    """What hooks are handed of the conversation, without a deep copy of all of it per hook call (quadratic over a
+    rollout: 40 turns and a few hooks copied ~3,000 messages). It keeps one private copy of each message, made when the
+    message is first handed out; each call gets a new list of those copies (a hook's own list: append, delete or
+    reorder it freely), after the copies are compared with the conversation (C-level dict equality, no copying) and
+    any that a hook edited in place -- then or through a reference it kept -- are copied afresh. So a hook that mutates
+    what it is given changes neither the loop's conversation nor what a later hook is handed. The conversation may
+    grow, and a message of it may even change: a copy is made of what is new or differs."""
+
+    def __init__(self) -> None:
+        self.kept: list[Any] = []
+
+    def __call__(self, messages: list[Any]) -> list[Any]:
+        kept = self.kept
+        del kept[len(messages):]
+        for i, (mine, theirs) in enumerate(zip(kept, messages, strict=False)):
+            if mine != theirs:
+                kept[i] = copy.deepcopy(theirs)
+        kept.extend(copy.deepcopy(m) for m in messages[len(kept):])
+        return list(kept)
+
+
 class Agent:
     def __init__(self, harness: Harness, env: Environment, model: ChatModel) -> None:
         self.h, self.env, self.model = harness, env, model
@@ -90,7 +112,7 @@ class Agent:
     def _ctx(self, task: TaskSpec, r: RolloutResult, scratch: dict[str, Any]) -> dict[str, Any]:
         return {"step": r.usage.steps, "max_steps": self.h.policies["max_steps"], "task": task.prompt,
                 "task_id": task.id, "policies": self.h.policies, "tools": sorted(self.schemas),
-                "messages": copy.deepcopy(r.messages), "scratch": scratch}
+                "messages": self._ctx_messages(r.messages), "scratch": scratch}
 
     def _run(self, task: TaskSpec, r: RolloutResult) -> None:
         pol = self.h.policies
@@ -105,6 +127,8 @@ class Agent:
                       {"role": "user", "content": task.prompt}]
         scratch: dict[str, Any] = {}
         converted = _Converted()
+        # Two sets of copies: a before_model hook's payload and its ctx["messages"] are independent, as before.
+        self._ctx_messages, payload = _Copies(), _Copies()
         counts: Counter[str] = Counter()
         pushbacks = 0
         hooks = self.h.hooks
@@ -121,7 +145,8 @@ class Agent:
                 r.event(EventType.middleware_action, "checkpoint nudge", action="checkpoint_nudge")
             send = r.messages
             for hk in hooks["before_model"]:
-                new = call_hook(hk, copy.deepcopy(send), self._ctx(task, r, scratch))
+                given = payload(send) if send is r.messages else copy.deepcopy(send)  # another hook's list: rare
+                new = call_hook(hk, given, self._ctx(task, r, scratch))
                 if new is not None and new != send:
                     send = new
                     r.event(EventType.middleware_action, f"{hk.module}: before_model", hook=hk.name, module=hk.module)

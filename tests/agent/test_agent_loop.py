@@ -140,3 +140,64 @@ def test_repair_gives_up_on_garbage(harness):
     assert fixed == {"order_id": "A", "zzz": 1} and renames == {"orderId": "order_id"}
     traj, _ = run(harness(policies={"repair_tool_calls": True}), [call("get_order", "get A-100 please"), "?"])
     assert [e.type for e in traj.events] == ["format_rejected"]
+
+
+def test_hooks_that_mutate_what_they_are_given_never_change_the_loops_conversation(harness):
+    # Each hook checks that it is handed the true conversation, then vandalises its payload and ctx["messages"]
+    # (nested dicts, the lists, and a message kept from an earlier call and edited later). A vandalism that
+    # reached the loop's state would show in the recorded trajectory, in what the model was sent, or in what a
+    # later hook is handed (the hook raises: a harness_error, not a delivered rollout).
+    mw = '''
+MARK = "VANDALISED"
+
+def _clean(where, messages):
+    if MARK in repr(messages):
+        raise AssertionError(where + " was handed an edit a hook made to its own copy")
+
+def before_model(messages, ctx):
+    _clean("before_model payload", messages)
+    _clean("before_model ctx", ctx["messages"])
+    if ctx["messages"] != messages:
+        raise AssertionError("ctx messages differ from what is about to be sent")
+    for kept in ctx["scratch"].get("kept", []):
+        kept["content"] = MARK  # a message dict kept from an earlier call
+    ctx["scratch"]["kept"] = [ctx["messages"][-1], messages[0]]
+    messages[0]["content"] = MARK
+    messages.append({"role": "user", "content": MARK})
+    ctx["messages"][1]["content"] = MARK
+    ctx["messages"].append({"role": "user", "content": MARK})
+    return None
+
+def after_model(message, ctx):
+    _clean("after_model ctx", ctx["messages"])
+    for m in ctx["messages"]:
+        for tc in m.get("tool_calls") or []:
+            tc["function"]["arguments"] = MARK
+        m["content"] = MARK
+    ctx["messages"].clear()
+    return None
+
+def before_tool(call, ctx):
+    _clean("before_tool ctx", ctx["messages"])
+    ctx["messages"][-1]["tool_calls"][0]["function"]["name"] = MARK
+    del ctx["messages"][0]
+    return None
+
+def after_tool(call, result, ctx):
+    _clean("after_tool ctx", ctx["messages"])
+    ctx["messages"][-1]["content"] = MARK
+    return None
+
+def on_finish(answer, ctx):
+    _clean("on_finish ctx", ctx["messages"])
+    ctx["messages"][-1]["content"] = MARK
+    return None
+'''
+    h = harness(files={"middleware/vandal.py": mw})
+    traj, model = run(h, [call("get_order", '{"order_id": "A-100"}'), call("get_order", '{"order_id": "B-2"}', "c2"),
+                          "It shipped."])
+    assert traj.termination == Termination.delivered and traj.score == 1.0, [e.detail for e in traj.events]
+    assert "VANDALISED" not in repr(traj.messages)
+    assert all("VANDALISED" not in repr(m.content) + repr(getattr(m, "tool_calls", "")) for c in model.calls for m in c)
+    assert [m["role"] for m in traj.messages] == ["system", "user", "assistant", "tool", "assistant", "tool",
+                                                   "assistant"]

@@ -1,0 +1,113 @@
+"""CPU per rollout of the agent loop at a given number of turns, in this process: what the loop costs as a
+conversation grows (its per-hook copies of the conversation were quadratic in the turns before 2026-12-05).
+
+The seed harness (``evoharness init``) plus one middleware module with all five hooks, each returning None (a
+harness that only watches: ``--hooks 0`` leaves the module out), on the synthetic environment, with a scripted
+model that makes ``--turns`` tool calls (``get_order``, a different order each turn: the loop guard never blocks)
+then answers; ``max_steps`` is raised to fit, the seed's other policies are kept.
+Each figure is CPU seconds per rollout (``time.process_time``, this process only: no sandbox, no gateway), over
+``--rollouts`` rollouts, ``--repeat`` times; the turn counts run in turn within each repeat.
+
+    python benchmarks/loop_turns.py [--turns 7 40] [--rollouts 20] [--repeat 3] [--hooks 1] [--json]
+
+To compare two trees in turn, run it with ``PYTHONPATH`` set to the other tree's root, alternately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from evoharness.benchrepeat import add_repeat, check_repeat, cpu_seconds, spread, summary
+
+WATCH = '''\
+"""Hooks that look and change nothing (what the loop costs around them is measured)."""
+
+
+def before_model(messages, ctx):
+    return None
+
+
+def after_model(message, ctx):
+    return None
+
+
+def before_tool(call, ctx):
+    return None
+
+
+def after_tool(call, result, ctx):
+    return None
+
+
+def on_finish(answer, ctx):
+    return None
+'''
+
+
+def _harness(root: Path, turns: int, hooks: bool) -> Path:
+    from evoharness.harness_repo.init import init_harness
+
+    init_harness(root)
+    pol_file = root / "policies.yaml"
+    pol = yaml.safe_load(pol_file.read_text()) or {}
+    pol["max_steps"] = turns + 5
+    pol_file.write_text(yaml.safe_dump(pol))
+    if hooks:
+        (root / "middleware" / "watch.py").write_text(WATCH)
+    return root
+
+
+def _outputs(turns: int) -> list:
+    calls = [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": f"c{i}", "type": "function",
+         "function": {"name": "get_order", "arguments": json.dumps({"order_id": f"A-{100 + i}"})}}]}
+        for i in range(turns)]
+    return [*calls, "The order has shipped."]
+
+
+def _rollouts(harness: Path, turns: int, n: int) -> None:
+    from evoharness.agent.runner import run_rollout
+    from evoharness.agent.scripted import ScriptedModel
+
+    for i in range(n):
+        traj = run_rollout(harness, "synthetic", "status_A-100", "scripted:bench", seed=i, harness_commit="bench",
+                           model=ScriptedModel(_outputs(turns)))
+        if traj.meta.get("rollout_failure") or traj.usage.steps != turns + 1:
+            raise SystemExit(f"error: a {turns}-turn rollout did not run as scripted "
+                             f"({traj.termination}, {traj.usage.steps} steps)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--turns", type=int, nargs="+", default=[7, 40], help="tool-calling turns per rollout (7 40)")
+    ap.add_argument("--rollouts", type=int, default=20, help="rollouts per figure (20)")
+    ap.add_argument("--hooks", type=int, choices=(0, 1), default=1,
+                    help="1: add a middleware module with all five hooks, returning None (default); 0: none")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_repeat(ap)
+    args = ap.parse_args()
+    check_repeat(ap, args.repeat)
+    if args.rollouts < 1 or any(t < 1 or t > 500 for t in args.turns):
+        ap.error("--rollouts must be at least 1 and each --turns between 1 and 500")
+    figures: dict[int, list[float]] = {t: [] for t in args.turns}
+    with tempfile.TemporaryDirectory() as d:
+        harnesses = {t: _harness(Path(d) / f"h{t}", t, bool(args.hooks)) for t in args.turns}
+        for t in args.turns:  # warm: imports, the template and caches
+            _rollouts(harnesses[t], t, 1)
+        for _ in range(args.repeat):
+            for t in args.turns:
+                figures[t].append(cpu_seconds(lambda t=t: _rollouts(harnesses[t], t, args.rollouts)) / args.rollouts)
+    if args.json:
+        print(json.dumps({str(t): summary(v) for t, v in figures.items()}))
+        return
+    for t, v in figures.items():
+        print(f"{t:>4} turns: CPU per rollout {spread([x * 1000 for x in v], '.2f', ' ms')}")
+
+
+if __name__ == "__main__":
+    main()
