@@ -221,3 +221,21 @@ def test_a_dev_label_file_nested_too_deeply_is_an_input_error(tmp_path):
     p.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(InputError, match="not a dev-label file"):
         read_dev_labels(p)
+
+
+def test_the_dev_label_halves_are_the_sample_scripts_and_cover_every_failed_airline_run_once(full_shared_data):
+    """Every label's half is the one ``benchmarks/tau_dev_sample.py`` draws for its run (first sample, test2,
+    test3), the three draws are disjoint, and together they are all the reward-0 airline runs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "tau_dev_sample", Path(__file__).resolve().parents[2] / "benchmarks" / "tau_dev_sample.py")
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    records = json.loads((full_shared_data / DEV_RUNS).read_text())
+    drawn = sample.sample(records) + sample.test2(records) + sample.test3(records)
+    halves = {(r["task_id"], r["trial"]): r["half"] for r in drawn}
+    assert len(halves) == len(drawn) == sum(1 for r in records if not r["reward"]) == 116
+    labels = json.loads(DEV_LABELS.read_text())["labels"]
+    assert {(r["task_id"], r["trial"]): r["half"] for r in labels} == halves
+    assert sum(h == "test3" for h in halves.values()) == 48
