@@ -205,11 +205,13 @@ def export(
 def validate(
     path: Annotated[Path, typer.Argument(help="an exported data file (data.jsonl, or the parquet of hf), "
                                               "or the export directory")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="openai | sharegpt | hf")] = "openai",
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="openai | sharegpt | hf (default: the format "
+                                            "the export's manifest.json names, else openai)")] = None,
 ) -> None:
     """Check every record of an export against its format (OpenAI chat, ShareGPT, or HF parquet rows)."""
     from .export_formats import EXPORT_FORMATS
 
+    fmt = fmt or _manifest_format(path) or "openai"  # a sharegpt export was checked as openai: every record failed
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown export format {fmt!r} (valid: {', '.join(EXPORT_FORMATS.names())})")
     entry = EXPORT_FORMATS.get(fmt)
@@ -226,6 +228,18 @@ def validate(
     if problems:
         fail(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {n} record{'s' * (n != 1)}")
     typer.echo(f"{n} records, all valid ({fmt})")
+
+
+def _manifest_format(path: Path) -> str | None:
+    """The format the manifest.json of the export ``path`` is (or lies in) names; None when there is none."""
+    manifest = (path if path.is_dir() else path.parent) / "manifest.json"
+    try:
+        if manifest.is_file() and manifest.stat().st_size < 1 << 20:
+            fmt = json.loads(manifest.read_text()).get("format")
+            return fmt if isinstance(fmt, str) else None
+    except (OSError, ValueError, AttributeError):
+        pass  # not an export's manifest: the default applies
+    return None
 
 
 def register(app: typer.Typer) -> None:
