@@ -188,8 +188,11 @@ def _blocked_calls(view: TraceView) -> set[str]:
     return ids
 
 
+# by its name's start; and SWE-agent's windowed viewer's tools by their whole name (``open`` FILE, ``goto`` LINE,
+# ``scroll_up`` / ``scroll_down``: they move the window over a file and print it)
 READ_ONLY_TOOL = re.compile(
-    r"(get|find|list|search|read|view|lookup|look_up|check|query|fetch|calculate|think|describe|show)", re.IGNORECASE)
+    r"(get|find|list|search|read|view|lookup|look_up|check|query|fetch|calculate|think|describe|show|"
+    r"(?:open|goto|scroll_up|scroll_down)$)", re.IGNORECASE)
 # in-place edits whatever the other flags and where ``-i`` stands (``sed -i``, ``sed -E -i``, ``sed -ri``,
 # ``sed -e S -i``, ``sed --in-place``, ``perl -pi -e``; not past a pipe, and an ``i`` inside another option, as in
 # ``perl -Mstrict`` or ``-Ilib``, is none), redirections, file moves, patches, git and pip changes, writes from Python
@@ -1008,25 +1011,42 @@ OPEN_FILE_SEP = "\x00open file: "
 
 
 def _write_targets(view: TraceView, writes: list[ToolCall]) -> dict[str, str]:
-    """For each windowed ``edit N:M`` among ``writes`` (shell calls), its canonical text with the file open at
-    that point appended (after ``OPEN_FILE_SEP``): the file it writes, which the command does not name. Empty
-    for a run without such edits (the call's canonical text then says which file a write touches)."""
-    edits = {c.id for c in writes if c.name in SHELL_TOOLS and c.canonical_may_hold("edit")
-             and WINDOWED_EDIT.match(_command(c))}
+    """For each write among ``writes`` that names no file but writes the open one -- a windowed ``edit N:M`` shell
+    command, or with function calling an ``edit`` / ``insert`` tool call without a path argument (SWE-agent's
+    ``edit SEARCH REPLACE``) -- its canonical text with the file open at that point appended (after
+    ``OPEN_FILE_SEP``): the file it writes. The open file is the last ``open`` / ``create`` FILE, a shell command
+    or a tool call (``path`` / ``filename``). Empty for a run without such edits (the call's canonical text then
+    says which file a write touches)."""
+    edits = {c.id for c in writes if _writes_open_file(c)}
     if not edits:
         return {}
     out: dict[str, str] = {}
     current = ""
     for c in view.calls:
-        if c.name not in SHELL_TOOLS:
-            continue
-        cmd = _command(c)
-        m = OPEN_COMMAND.match(cmd)
-        if m:
-            current = m.group(1).removeprefix("/testbed/").removeprefix("./")
+        opened = _opened_file(c)
+        if opened:
+            current = opened.removeprefix("/testbed/").removeprefix("./")
         elif c.id in edits and current:
             out[c.id] = c.canonical + OPEN_FILE_SEP + current
     return out
+
+
+def _writes_open_file(c: ToolCall) -> bool:
+    if c.name in SHELL_TOOLS:
+        return c.canonical_may_hold("edit") and WINDOWED_EDIT.match(_command(c)) is not None
+    return c.name in ("edit", "insert") and isinstance(c.args, dict) and not any(
+        k in c.args for k in ("path", "file", "filename", "file_path"))
+
+
+def _opened_file(c: ToolCall) -> str:
+    """The file an ``open`` / ``create`` makes the open file ("" for other calls)."""
+    if c.name in SHELL_TOOLS:
+        m = OPEN_COMMAND.match(_command(c)) if c.canonical_may_hold("open") or c.canonical_may_hold("create") else None
+        return m.group(1) if m else ""
+    if c.name in ("open", "create") and isinstance(c.args, dict):
+        path = c.args.get("path", c.args.get("filename"))
+        return path.strip("\"'") if isinstance(path, str) else ""
+    return ""
 
 
 def _command(call: ToolCall) -> str:
