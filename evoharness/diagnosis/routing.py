@@ -83,8 +83,16 @@ class Router:
         return self.classes(Lever.weights)
 
     def share(self, shares: Mapping[str, float], lever: Lever | str) -> float:
-        """Share of all trajectories whose class routes to ``lever`` (``shares``: class -> share)."""
-        return sum(v for k, v in shares.items() if k in self.table and self.lever(k) == Lever(lever))
+        """Share of the trajectories with a verdict whose class routes to ``lever`` (``shares``: class -> share).
+        An ``unknown`` run (unscored, no failure signal) has none, so it is left out of the denominator, as an
+        unscored run is left out of the mean score: counted in, it read as healthy and diluted the process share
+        into a ceiling."""
+        known = 1.0 - shares.get(FailureClass.unknown.value, 0.0)
+        if known <= 1e-12:
+            return 0.0
+        part = sum(v for k, v in shares.items()
+                   if k != FailureClass.unknown.value and k in self.table and self.lever(k) == Lever(lever))
+        return part / known
 
     def names(self, lever: Lever | str) -> str:
         """The classes of a lever, for messages: 'F2/F3'."""
@@ -105,6 +113,8 @@ class Router:
                                   message="no failures: nothing to route")
         process, content = self.names(Lever.harness), self.names(Lever.weights)
         ceiling = self.ceiling_reached(comp.shares)
+        unknown = comp.counts.get(FailureClass.unknown.value, 0)
+        of = f" (shares of the {comp.n - unknown} runs with a verdict; {unknown} unknown left out)" if unknown else ""
         if ceiling:
             msg = (f"ceiling: harness share {100 * h:.1f}% is below {100 * self.ceiling:.0f}%; "
                    f"{100 * w:.1f}% are content failures: recommend weight training (export the queue)")
@@ -117,7 +127,7 @@ class Router:
             msg = (f"weights lead: {100 * w:.1f}% content failures ({content}) vs {100 * h:.1f}% process; "
                    f"evolve the harness for the process share, train for the rest")
             lever = "weights"
-        return Recommendation(lever=lever, ceiling=ceiling, harness_share=h, weights_share=w, message=msg)
+        return Recommendation(lever=lever, ceiling=ceiling, harness_share=h, weights_share=w, message=msg + of)
 
     def stop_reason(self, shares: Mapping[str, float]) -> tuple[str, str] | None:
         """(reason, recommendation) when a run's anchor composition reached the ceiling, else None."""
