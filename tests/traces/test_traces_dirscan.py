@@ -208,22 +208,44 @@ def test_a_rewrite_within_the_same_mtime_tick_and_of_the_same_size_is_seen(tmp_p
     assert [t.score for t in load_paths([f])] == [0.0]
 
 
-def test_a_folder_of_many_candidates_is_listed_again_once_its_listing_is_old(tmp_path, listings, monkeypatch):
-    """Over MAX_WATCHED files to re-check, a stat of each per look-up would be N x N again: such a listing
-    expires after REFRESH_NS instead."""
+def _many_candidates(tmp_path: Path, monkeypatch, report_text: str) -> tuple[Path, Path, list[int]]:
+    """A run whose folder holds more *.json files than MAX_WATCHED (settled ones), and a clock to move."""
     f, report = _mini_run(tmp_path)
-    for i in range(3):
-        (tmp_path / f"other{i}.json").write_text("{}")
+    report.write_text(report_text)
+    others = [tmp_path / f"other{i}.json" for i in range(3)]
+    for p in others:
+        p.write_text("{}")
+    for p in (report, *others):  # settled: only an empty file is watched in such a folder
+        if p.stat().st_size:
+            os.utime(p, ns=(p.stat().st_mtime_ns - 3600 * 10**9,) * 2)
     _settle(tmp_path, tmp_path / "out", f.parent)
     monkeypatch.setattr(dirscan, "MAX_WATCHED", 2)
     clock = [time.time_ns()]
     monkeypatch.setattr(dirscan, "time", type("Clock", (), {"time_ns": staticmethod(lambda: clock[0])}))
+    return f, report, clock
+
+
+def test_a_folder_of_many_candidates_is_listed_again_once_its_listing_is_old(tmp_path, listings, monkeypatch):
+    """Over MAX_WATCHED files to re-check, a stat of each per look-up would be N x N again: such a listing
+    expires after REFRESH_NS instead, and a settled file with content rewritten in place waits for that."""
+    f, report, clock = _many_candidates(tmp_path, monkeypatch, '{"note": "not results yet"}')
     assert [t.score for t in load_paths([f])] == [None]
     _write_in_place(report, resolved=True)
     assert [t.score for t in load_paths([f])] == [None]  # within REFRESH_NS: the listing as it was
     clock[0] += dirscan.REFRESH_NS + 1
     assert [t.score for t in load_paths([f])] == [1.0]
     assert listings[str(tmp_path.resolve())] == 2
+
+
+def test_in_a_folder_of_many_candidates_an_empty_report_written_later_is_seen_at_once(tmp_path, listings,
+                                                                                      monkeypatch):
+    """The harness opens its report empty and writes it at the end: in a folder of more than MAX_WATCHED *.json
+    files that write was seen only once the listing was REFRESH_NS (10 s) old; the empty file is watched now."""
+    f, report, clock = _many_candidates(tmp_path, monkeypatch, "")
+    assert [t.score for t in load_paths([f])] == [None]
+    _write_in_place(report, resolved=True)
+    assert [t.score for t in load_paths([f])] == [1.0]
+    assert listings[str(tmp_path.resolve())] == 1  # the listing kept: one stat of the watched file
 
 
 def test_a_file_rewritten_while_it_is_being_judged_is_judged_again(tmp_path):

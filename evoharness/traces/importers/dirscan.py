@@ -18,7 +18,10 @@ What can go stale, and why it does not:
   changed, or that changed within ``SETTLED_NS`` (a rewrite within one tick of the same size), is judged again.
   A long-lived process (the service, a run loop) sees a result file written into an empty file at the next
   look-up. A folder with more than ``MAX_WATCHED`` such entries is listed afresh once its listing is
-  ``REFRESH_NS`` old instead (a stat of each per look-up would be the N x N this module removes).
+  ``REFRESH_NS`` old instead (a stat of each per look-up would be the N x N this module removes), and until then
+  watches the entries that were empty or changed within ``SETTLED_NS`` when it was listed (at most
+  ``MAX_WATCHED``: a file the harness has opened and not written yet) as above: only a settled file with content
+  rewritten in place there waits for the next listing.
 
 At most ``MAX_DIRS`` listings are kept (a long-lived service imports without end): the oldest go first.
 """
@@ -59,7 +62,8 @@ class _Listing:
     stamp: tuple[int, int, int]  # the folder's (device, inode, mtime_ns)
     listed_ns: int
     entries: dict[str, tuple[Stamp | None, bool]]  # name -> (its stamp, kept), sorted; stamp None: not watched
-    watched: bool  # every entry's content verdict is re-checked by stamp (at most MAX_WATCHED entries)
+    watched: bool  # every entry's content verdict is re-checked by stamp (at most MAX_WATCHED entries); else only
+    # the stamped ones (empty or just written when listed), and the listing expires after REFRESH_NS
 
 
 _cache: OrderedDict[tuple[str, Keep], _Listing] = OrderedDict()
@@ -86,7 +90,7 @@ def matching(d: Path, keep: Keep) -> list[Path]:
         else:
             hit = None
     if hit is not None:
-        if keep.content is not None and hit.watched and entries:
+        if keep.content is not None and entries:
             entries = dict(entries)  # judged again apart: another thread may be reading the remembered one
             if _recheck(d, keep, entries, now):
                 with _lock:
@@ -106,7 +110,8 @@ def matching(d: Path, keep: Keep) -> list[Path]:
 
 def _list(d: Path, keep: Keep, stamp: tuple[int, int, int], now: int) -> _Listing | None:
     entries: dict[str, tuple[Stamp | None, bool]] = {}
-    watched = True  # until more than MAX_WATCHED entries are to be watched: then the kept ones only are held
+    watched = True  # until more than MAX_WATCHED entries are to be watched: then the kept and the volatile ones
+    volatile = 0  # entries watched in a listing that is not (empty or just written when listed)
     kept = 0
     try:
         with os.scandir(d) as it:
@@ -118,11 +123,18 @@ def _list(d: Path, keep: Keep, stamp: tuple[int, int, int], now: int) -> _Listin
                 else:
                     if watched and len(entries) >= MAX_WATCHED:
                         watched = False
-                        entries = {n: v for n, v in entries.items() if v[1]}
-                    seen = _stamp(e.path) if watched else None  # before the content: a rewrite after it is seen
+                        entries = {n: (s if _volatile(s, now) else None, v) for n, (s, v) in entries.items()
+                                   if v or _volatile(s, now)}
+                        volatile = sum(s is not None for s, _ in entries.values())
+                    seen = _stamp(e.path)  # before the content: a rewrite after it is seen
                     verdict = keep.content(Path(e.path))
-                    if watched or verdict:
+                    if watched:
                         entries[e.name] = (seen, verdict)
+                    else:
+                        watch = volatile < MAX_WATCHED and _volatile(seen, now)
+                        volatile += watch
+                        if verdict or watch:
+                            entries[e.name] = (seen if watch else None, verdict)
                 kept += e.name in entries and entries[e.name][1]
                 if kept >= MAX_KEPT:
                     break
@@ -132,15 +144,23 @@ def _list(d: Path, keep: Keep, stamp: tuple[int, int, int], now: int) -> _Listin
 
 
 def _recheck(d: Path, keep: Keep, entries: dict[str, tuple[Stamp | None, bool]], now: int) -> bool:
-    """Judge again each entry whose stamp changed or that changed within ``SETTLED_NS``; whether any did."""
+    """Judge again each watched entry (one with a stamp) whose stamp changed or that changed within ``SETTLED_NS``;
+    whether any did."""
     changed = False
     for name, (was, kept) in entries.items():
+        if was is None:  # not watched (a listing of many: it expires instead), or gone when listed
+            continue
         now_stamp = _stamp(os.path.join(d, name))
         if now_stamp != was or (now_stamp is not None and now - now_stamp[1] <= SETTLED_NS):
             verdict = now_stamp is not None and keep.content(d / name)
             changed = changed or now_stamp != was or verdict != kept
             entries[name] = (now_stamp, verdict)
     return changed
+
+
+def _volatile(stamp: Stamp | None, now: int) -> bool:
+    """Whether a file so stamped may yet be written in place: empty, or changed within ``SETTLED_NS``."""
+    return stamp is not None and (stamp[2] == 0 or now - stamp[1] <= SETTLED_NS)
 
 
 def _stamp(path: str) -> Stamp | None:
