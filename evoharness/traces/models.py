@@ -146,6 +146,8 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
 
 
 _GET = object.__getattribute__
+# a record made from its fields' tuple in one C call: the named tuple's own ``__new__`` is a Python function
+_new_record = tuple.__new__
 
 
 class _CallCache:
@@ -235,7 +237,8 @@ class Trajectory(BaseModel):
         """
         cache = self._call_cache()
         if cache.messages is not self.messages or cache.n != len(self.messages):
-            out = []
+            out: list[ToolCallRecord] = []
+            append = out.append
             for i, m in enumerate(self.messages):
                 calls = m.get("tool_calls")
                 if not calls or m.get("role") != "assistant":
@@ -247,8 +250,17 @@ class Trajectory(BaseModel):
                     if not isinstance(fn, dict):
                         fn = {}
                     raw = fn.get("arguments", "")
-                    args, ok = parse_arguments(raw)
-                    out.append(ToolCallRecord(i, j, tc.get("id"), fn.get("name", ""), raw, args, ok))
+                    if type(raw) is str:  # ``parse_arguments`` and ``loads`` written out (two Python calls less a call)
+                        try:
+                            args, end = _SCAN(raw, _SPACE(raw, 0).end() if raw[:1] in " \t\n\r" else 0)
+                            ok = end == len(raw) or _SPACE(raw, end).end() == len(raw)
+                            if not ok:
+                                args = None  # extra data after the value
+                        except (StopIteration, RecursionError, ValueError):
+                            args, ok = None, False
+                    else:
+                        args, ok = parse_arguments(raw)
+                    append(_new_record(ToolCallRecord, (i, j, tc.get("id"), fn.get("name", ""), raw, args, ok)))
             cache.messages, cache.n, cache.calls = self.messages, len(self.messages), out
         return cache.calls
 
