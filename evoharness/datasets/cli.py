@@ -211,9 +211,12 @@ def validate(
     """Check every record of an export against its format (OpenAI chat, ShareGPT, or HF parquet rows)."""
     from .export_formats import EXPORT_FORMATS
 
-    fmt = fmt or _manifest_format(path) or "openai"  # a sharegpt export was checked as openai: every record failed
+    named = None if fmt else _manifest_format(path)
+    fmt = fmt or named or "openai"  # a sharegpt export was checked as openai: every record failed
     if fmt not in EXPORT_FORMATS:
-        fail(f"unknown export format {fmt!r} (valid: {', '.join(EXPORT_FORMATS.names())})")
+        where = f" (named by {(path if path.is_dir() else path.parent) / 'manifest.json'}; --format overrides it)" \
+            if named else ""
+        fail(f"unknown export format {fmt!r}{where} (valid: {', '.join(EXPORT_FORMATS.names())})")
     entry = EXPORT_FORMATS.get(fmt)
     if path.is_dir():
         path = path / entry.data_file
@@ -237,7 +240,7 @@ def _manifest_format(path: Path) -> str | None:
         if manifest.is_file() and manifest.stat().st_size < 1 << 20:
             fmt = json.loads(manifest.read_text()).get("format")
             return fmt if isinstance(fmt, str) else None
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: nested too deeply
         pass  # not an export's manifest: the default applies
     return None
 
