@@ -22,7 +22,10 @@ query's system/user message, then two per step).
 Termination from ``info.exit_status``: ``submitted`` (also ``submitted (exit_cost)`` ...) delivered the
 ``submission``; ``exit_cost`` / ``exit_api_calls`` / ``exit_step_limit`` the budget; ``exit_context`` the
 context window; ``exit_total_execution_time`` / ``exit_command_timeout`` a timeout; ``exit_format`` (too many
-malformed replies) an error with a ``format_rejected`` event; other ``exit_*`` an error. Score: SWE-bench's
+malformed replies) an error with a ``format_rejected`` event; other ``exit_*`` an error. An observation that is one
+of SWE-agent's refusals (``REFUSAL``: the edit tools' linter refusing an edit that breaks the file's syntax, "Your
+changes have NOT been applied"; a bash command that failed ``bash -n`` and was NOT executed; a blocked interactive
+command) is a ``tool_error`` event at it: nothing ran, as with a tool error. Score: SWE-bench's
 verdict, found as for mini-swe-agent (``mini_swe.find_results``: ``logs/<id>/report.json``, the harness's
 logs and reports, sb-cli reports, SWE-bench/experiments' ``results/results.json``).
 """
@@ -30,6 +33,7 @@ logs and reports, sb-cli reports, SWE-bench/experiments' ``results/results.json`
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,11 @@ SUFFIXES = (".traj.json", ".traj", ".json")
 
 _BUDGET = ("exit_cost", "exit_api_calls", "exit_step_limit", "exit_total_cost")
 _TIMEOUT = ("exit_total_execution_time", "exit_command_timeout", "exit_timeout")
+# SWE-agent's refusals (its edit tools' _LINT_ERROR_TEMPLATE, the agent's shell_check_error_template and
+# blocklist_error_template): the action did not run
+REFUSAL = re.compile(r"\s*(?:Your proposed edit has introduced new syntax error\(s\)|"
+                     r"Your bash command contained syntax errors and was NOT executed|"
+                     r"Interactive operation '[^'\n]{0,200}' is not supported by this environment)")
 
 
 def matches(rec: dict) -> bool:
@@ -90,7 +99,8 @@ def convert(path: Path, data: Any) -> Trajectory:
     instance_id = str(data.get("instance_id") or instance_of(path))
     exit_status = str(info.get("exit_status") or "")
     status = exit_status.lower()
-    events: list[Event] = []
+    events = [Event(type="tool_error", step=i, detail=m["content"][:500]) for i, m in enumerate(messages)
+              if m["role"] == "tool" and REFUSAL.match(m["content"][:300])]
     last = max(len(messages) - 1, 0)
     if status.startswith("submitted"):
         termination = Termination.delivered
