@@ -11,6 +11,12 @@ Each figure is CPU seconds per rollout (``time.process_time``, this process only
     python benchmarks/loop_turns.py [--turns 7 40] [--rollouts 20] [--repeat 3] [--hooks 1] [--json]
 
 To compare two trees in turn, run it with ``PYTHONPATH`` set to the other tree's root, alternately.
+
+``--serialise`` measures instead what a sandboxed rollout's gateway client spends writing its requests' JSON: the
+conversation a scripted rollout of each ``--turns`` sent at each model call (as the package's messages), written
+by ``GatewayChatModel._body`` (each unchanged message's JSON kept from the call before) and, in turn, the way it
+was written before 2026-12-05 (the body's dicts reused, ``json.dumps`` of the whole body each call); the two give
+the same bytes (checked), CPU per rollout of each and the ratio.
 """
 
 from __future__ import annotations
@@ -82,12 +88,62 @@ def _rollouts(harness: Path, turns: int, n: int) -> None:
                              f"({traj.termination}, {traj.usage.steps} steps)")
 
 
+def _sends(harness: Path, turns: int) -> list[list]:
+    """The message lists (the package's) a scripted rollout of ``turns`` sent to its model, call by call."""
+    from evoharness.agent.runner import run_rollout
+    from evoharness.agent.scripted import ScriptedModel
+
+    model = ScriptedModel(_outputs(turns))
+    run_rollout(harness, "synthetic", "status_A-100", "scripted:bench", seed=0, harness_commit="bench", model=model)
+    return model.calls
+
+
+def _serialise(args, harnesses: dict[int, Path]) -> None:
+    from evoharness.agent.models import GatewayChatModel
+
+    tools = [{"type": "function", "function": {"name": "get_order", "description": "Look up an order.",
+                                               "parameters": {"type": "object", "properties": {
+                                                   "order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+
+    def old(sends: list[list]) -> list[bytes]:
+        model = GatewayChatModel("/nonexistent.sock", "t", "standin:weak", 0)
+        return [json.dumps({"model": model.model, "messages": model._dicts(m), "seed": model.seed,
+                            "temperature": 0.0, "stream": False, "tools": tools}).encode() for m in sends]
+
+    def new(sends: list[list]) -> list[bytes]:
+        model = GatewayChatModel("/nonexistent.sock", "t", "standin:weak", 0)
+        return [model._body(m, tools) for m in sends]
+
+    out = {}
+    for t, h in harnesses.items():
+        sends = _sends(h, t)
+        if old(sends) != new(sends):
+            raise SystemExit(f"error: the request bodies of a {t}-turn rollout differ between the two ways")
+        figures: dict[str, list[float]] = {"before": [], "after": []}
+        for _ in range(args.repeat):
+            for name, fn in (("before", old), ("after", new)):
+                figures[name].append(cpu_seconds(lambda fn=fn, sends=sends: [fn(sends) for _ in range(args.rollouts)])
+                                     / args.rollouts)
+        ratios = [b / a for b, a in zip(figures["before"], figures["after"], strict=True)]
+        out[str(t)] = {k: summary(v) for k, v in figures.items()} | {"ratio": summary(ratios),
+                                                                      "bytes": sum(len(b) for b in new(sends))}
+        if not args.json:
+            print(f"{t:>4} turns, {len(sends)} requests, {out[str(t)]['bytes']:,} bytes: request JSON per rollout "
+                  f"{spread([x * 1000 for x in figures['before']], '.3f', ' ms')} (whole body) -> "
+                  f"{spread([x * 1000 for x in figures['after']], '.3f', ' ms')} (kept per message); "
+                  f"{spread(ratios, '.2f', 'x')}")
+    if args.json:
+        print(json.dumps(out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, nargs="+", default=[7, 40], help="tool-calling turns per rollout (7 40)")
     ap.add_argument("--rollouts", type=int, default=20, help="rollouts per figure (20)")
     ap.add_argument("--hooks", type=int, choices=(0, 1), default=1,
                     help="1: add a middleware module with all five hooks, returning None (default); 0: none")
+    ap.add_argument("--serialise", action="store_true", help="measure the gateway client's request JSON per "
+                    "rollout instead: kept per message (now) against the whole body each call (before), in turn")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     add_repeat(ap)
     args = ap.parse_args()
@@ -97,6 +153,9 @@ def main() -> None:
     figures: dict[int, list[float]] = {t: [] for t in args.turns}
     with tempfile.TemporaryDirectory() as d:
         harnesses = {t: _harness(Path(d) / f"h{t}", t, bool(args.hooks)) for t in args.turns}
+        if args.serialise:
+            _serialise(args, harnesses)
+            return
         for t in args.turns:  # warm: imports, the template and caches
             _rollouts(harnesses[t], t, 1)
         for _ in range(args.repeat):

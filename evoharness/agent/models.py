@@ -215,20 +215,42 @@ class GatewayChatModel:
         self.socket_path, self.model, self.seed = socket_path, model, seed
         self.path = f"/r/{token}/v1/chat/completions" if token else "/v1/chat/completions"
         self._conn: Any = None
-        self._sent: list[tuple[Any, dict[str, Any]]] = []  # copies of the last request's messages, their dicts
+        # copies of the last request's messages, their dicts and those dicts' JSON
+        self._sent: list[tuple[Any, dict[str, Any], str]] = []
+        self._tools: tuple[Any, str] | None = None  # a copy of the last request's tools, their JSON
 
-    def _dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
-        """``from_messages(messages)``, reusing the last request's dicts for the messages it starts with that
-        equal those the last request started with: each is compared with a copy kept of it, so a message edited
-        in place since (the same object, another content or tool call) is converted again, not sent stale."""
+    def _convert(self, messages: list[BaseMessage]) -> list[tuple[Any, dict[str, Any], str]]:
+        """For each message: a copy of it, its ``from_messages`` dict and that dict's JSON, reusing the last
+        request's for the messages it starts with that equal those the last request started with: each is
+        compared with a copy kept of it, so a message edited in place since (the same object, another content or
+        tool call) is converted and serialised again, not sent stale."""
         same = 0
-        for (old, _), new in zip(self._sent, messages, strict=False):
+        for (old, _, _), new in zip(self._sent, messages, strict=False):
             if old != new:
                 break
             same += 1
         fresh = from_messages(messages[same:])
-        self._sent = self._sent[:same] + list(zip(copy.deepcopy(messages[same:]), fresh, strict=True))
-        return [d for _, d in self._sent]
+        self._sent = self._sent[:same] + [(c, d, json.dumps(d)) for c, d in
+                                          zip(copy.deepcopy(messages[same:]), fresh, strict=True)]
+        return self._sent
+
+    def _dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
+        """``from_messages(messages)``, with the reuse of ``_convert``."""
+        return [d for _, d, _ in self._convert(messages)]
+
+    def _body(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None) -> bytes:
+        """The request's JSON, byte for byte what ``json.dumps`` of the whole body gives, built from each message's
+        JSON kept from the last request where the message is unchanged (``_convert``), and the tools' where they
+        equal a copy kept of the last request's: a rollout's Nth call no longer serialises its N-1 earlier
+        messages again."""
+        parts = [d for _, _, d in self._convert(messages)]
+        head = json.dumps({"model": self.model})[:-1]
+        tail = f', "seed": {json.dumps(self.seed)}, "temperature": 0.0, "stream": false'
+        if tools:
+            if self._tools is None or self._tools[0] != tools:
+                self._tools = (copy.deepcopy(tools), json.dumps(tools))
+            tail += f', "tools": {self._tools[1]}'
+        return f'{head}, "messages": [{", ".join(parts)}]{tail}}}'.encode()
 
     def _exchange(self, data: bytes) -> tuple[int, bytes]:
         """POST ``data`` on the kept-alive connection (opened when there is none); the reply's status and body.
@@ -279,11 +301,7 @@ class GatewayChatModel:
             self._conn = None
 
     def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
-        body: dict[str, Any] = {"model": self.model, "messages": self._dicts(messages), "seed": self.seed,
-                                "temperature": 0.0, "stream": False}
-        if tools:
-            body["tools"] = tools
-        data = json.dumps(body).encode()
+        data = self._body(messages, tools)
         for attempt in (0, 1):  # a kept-alive connection the gateway closed is reopened once
             try:
                 status, raw = self._exchange(data)

@@ -80,3 +80,28 @@ def test_the_openai_path_sends_the_packages_messages_as_langchain_does_and_retur
     assert [(c["name"], c["args"], c["id"]) for c in ai.tool_calls] == [("f", {"q": 2}, "c2")]
     assert [(c["name"], c["args"]) for c in ai.invalid_tool_calls] == [("g", "{bad")]
     assert ai.usage_metadata["input_tokens"] == 11 and ai.usage_metadata["output_tokens"] == 4
+
+
+def test_the_gateway_clients_request_is_the_whole_bodys_json_after_edits_in_place_to_messages_and_tools():
+    import json
+
+    model = GatewayChatModel("/nonexistent.sock", "t", "m\u00e9", 7)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+    def expected(msgs, tools):
+        body = {"model": "m\u00e9", "messages": from_messages(msgs), "seed": 7, "temperature": 0.0, "stream": False}
+        if tools:
+            body["tools"] = tools
+        return json.dumps(body).encode()
+
+    a, b = SystemMessage("s \u2603"), HumanMessage('a "quoted" task')
+    c = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1", "type": "tool_call"}])
+    assert model._body([a, b], tools) == expected([a, b], tools)
+    assert model._body([a, b, c], tools) == expected([a, b, c], tools)
+    b.content = "edited in place"
+    c.tool_calls[0]["args"]["x"] = 2
+    tools[0]["function"]["name"] = "g"  # the same list, edited: its old JSON must not be sent
+    assert model._body([a, b, c], tools) == expected([a, b, c], tools)
+    assert b"edited in place" in model._body([a, b, c], tools) and b'"name": "g"' in model._body([a, b, c], tools)
+    assert model._body([a], None) == expected([a], None)
+    assert model._body([], []) == expected([], [])
