@@ -112,7 +112,7 @@ def summary_text(data: dict[str, Any]) -> str:
     if data.get("dropped"):
         lines.append(f"Dropped before verification ({len(data['dropped'])}):")
         for d in data["dropped"]:
-            lines.append(f"  {d.get('pattern')}: {d.get('reason')}")
+            lines.append(f"  {d.get('pattern') or 'round ' + str(d.get('round'))}: {d.get('reason')}")  # analyst: none
     share = data.get("accommodation_share")
     lines.append("")
     lines.append("Critic accommodation flags: " + ("-" if share is None else f"{100 * share:.0f}% of reviews"))

@@ -220,8 +220,8 @@ def lists(summary: dict[str, Any]) -> dict[str, list[str]]:
                      for r in split_rejected(summary.get("rejected") or [])[0]],
         "superseded": [f"{r['branch']} ({short(r.get('commit'))}), round {r.get('round')}: {r.get('reason')}"
                        for r in split_rejected(summary.get("rejected") or [])[1]],
-        "dropped": [f"round {d.get('round')}, {d.get('pattern')}: {d.get('reason')}"
-                    for d in summary.get("dropped") or []],
+        "dropped": [f"round {d.get('round')}" + (f", {d['pattern']}" if d.get("pattern") else "")  # analyst: none
+                    + f": {d.get('reason')}" for d in summary.get("dropped") or []],
     }
 
 

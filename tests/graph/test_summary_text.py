@@ -36,3 +36,18 @@ def test_superseded_candidates_are_not_listed_as_rejected_and_anchors_say_which_
     assert "Accepted, not merged: another candidate of the round was merged (1):\n  candidate/r1-c" in text
     assert "  seed:            0.400" in text and "the bar of round 1" in text
     assert "  after round 1:   0.500" in text and "the bar of round 2" in text
+
+
+def test_a_failed_analyst_is_listed_by_its_round_not_as_none():
+    """The analyst's failure is a dropped entry without a pattern: the summary printed 'None: analyst failed: ...'
+    and the report 'round 1, None: ...' (a run with roles.kind = llm whose model gave no reply)."""
+    from evoharness.reports.report import lists
+
+    data = _data([])
+    data["dropped"] = [{"pattern": None, "round": 1, "reason": "analyst failed: no reply left"},
+                       {"pattern": "p-F3", "round": 1, "reason": "engineer: no fix to propose"}]
+    text = summary_text(data)
+    assert "Dropped before verification (2):\n  round 1: analyst failed: no reply left\n  p-F3: engineer" in text
+    assert lists(data)["dropped"] == ["round 1: analyst failed: no reply left",
+                                      "round 1, p-F3: engineer: no fix to propose"]
+    assert "None" not in text
