@@ -80,7 +80,9 @@ def _row(name: str, comp: dict[str, Any] | None) -> str:
     c = comp["composition"]
     ms = comp.get("mean_score")
     return (f"  {name:<16} healthy {100 * c['healthy']:5.1f}%  F1 {100 * c['F1']:5.1f}%  F2 {100 * c['F2']:5.1f}%  "
-            f"F3 {100 * c['F3']:5.1f}%  F4 {100 * c['F4']:5.1f}%  delivery {100 * (comp['delivery_rate'] or 0):5.1f}%"
+            f"F3 {100 * c['F3']:5.1f}%  F4 {100 * c['F4']:5.1f}%  E {100 * c.get('E', 0.0):5.1f}%"
+            + (f"  unknown (no verdict) {100 * c['unknown']:5.1f}%" if c.get("unknown") else "")
+            + f"  delivery {100 * (comp['delivery_rate'] or 0):5.1f}%"
             f"  mean {ms if ms is None else f'{ms:.3f}'}")
 
 

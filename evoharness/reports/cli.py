@@ -166,10 +166,11 @@ def evaluate(
 
 
 def _evaluation_text(ev) -> str:
-    from evoharness.reports.report import COMP_HEAD, comp_cells, num
+    from evoharness.reports.report import comp_cells, comp_head, has_unknown, num
 
-    head = ["", *COMP_HEAD]
-    rows = [[f"{arm.rev} {arm.commit[:10]}", *comp_cells(arm.composition, arm.mean)]
+    unknown = has_unknown([ev.baseline.composition, ev.candidate.composition])
+    head = ["", *comp_head(unknown)]
+    rows = [[f"{arm.rev} {arm.commit[:10]}", *comp_cells(arm.composition, arm.mean, unknown)]
             for arm in (ev.baseline, ev.candidate)]
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     lines = [f"{ev.env}, {ev.model}, {ev.split}: {len(ev.tasks)} tasks x k={ev.k} (seeds {ev.seeds[0]}.."

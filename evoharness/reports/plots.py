@@ -10,10 +10,16 @@ from pathlib import Path
 from typing import Any
 
 CLASSES = ["healthy", "F1", "F2", "F3", "F4", "E"]
+UNKNOWN = "unknown"  # an unscored run in which no failure signal fired: no verdict; shown only when a run is
 CLASS_LABELS = {"healthy": "Healthy", "F1": "F1 evidence", "F2": "F2 friction", "F3": "F3 control",
-                "F4": "F4 planning", "E": "E environment"}
+                "F4": "F4 planning", "E": "E environment", UNKNOWN: "Unknown (no verdict)"}
 CLASS_COLORS = {"healthy": "#4c9a2a", "F1": "#8e6cbf", "F2": "#e8a33d", "F3": "#d1495b", "F4": "#5b7fa6",
-                "E": "#8c8c8c"}
+                "E": "#8c8c8c", UNKNOWN: "#d9d9d9"}
+
+
+def shown_classes(comps: list[dict[str, float] | None]) -> list[str]:
+    """``CLASSES``, and ``unknown`` when any of these compositions (class -> share) has an unknown run."""
+    return [*CLASSES, UNKNOWN] if any((c or {}).get(UNKNOWN) for c in comps) else CLASSES
 DPI = 110
 
 
@@ -124,13 +130,14 @@ def _reading(c: dict[str, Any]) -> float | None:
 def _stacked(ax, labels: list[str], comps: list[dict[str, float] | None], width: float = 0.62) -> None:
     bottoms = [0.0] * len(labels)
     xs = list(range(len(labels)))
-    for cls in CLASSES:
+    for cls in shown_classes(comps):
         vals = [100 * (c or {}).get(cls, 0.0) for c in comps]
         ax.bar(xs, vals, width, bottom=bottoms, color=CLASS_COLORS[cls], label=CLASS_LABELS[cls],
                edgecolor="white", lw=0.6)
         for x, v, b in zip(xs, vals, bottoms, strict=True):
             if v >= 6:
-                ax.text(x, b + v / 2, f"{v:.0f}%", ha="center", va="center", fontsize=8, color="white")
+                ax.text(x, b + v / 2, f"{v:.0f}%", ha="center", va="center", fontsize=8,
+                        color="#333333" if cls == UNKNOWN else "white")
         bottoms = [b + v for b, v in zip(bottoms, vals, strict=True)]
     for x, c in zip(xs, comps, strict=True):
         if c is None:

@@ -22,6 +22,16 @@ CLASSES = plots.CLASSES
 COMP_HEAD = ["n", "Healthy", "F1", "F2", "F3", "F4", "E", "Delivery", "Mean score"]
 
 
+def has_unknown(comps: list[dict[str, Any] | None]) -> bool:
+    """Whether any of these `Composition.to_dict()`s has an unknown run (unscored, no signal: no verdict)."""
+    return plots.UNKNOWN in plots.shown_classes([(c or {}).get("composition") for c in comps])
+
+
+def comp_head(unknown: bool = False) -> list[str]:
+    """The composition columns; with ``unknown``, an "Unknown (no verdict)" column after E."""
+    return [*COMP_HEAD[:7], plots.CLASS_LABELS[plots.UNKNOWN], *COMP_HEAD[7:]] if unknown else COMP_HEAD
+
+
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
@@ -36,11 +46,14 @@ def short(sha: str | None) -> str:
     return str(sha or "-")[:10]
 
 
-def comp_cells(comp: dict[str, Any] | None, mean: float | None = None) -> list[str]:
+def comp_cells(comp: dict[str, Any] | None, mean: float | None = None, unknown: bool = False) -> list[str]:
+    """One row under `comp_head` (``unknown``: with its Unknown column; a composition without one shows 0.0%)."""
     if not comp:
-        return ["-"] * len(COMP_HEAD)
+        return ["-"] * len(comp_head(unknown))
     shares = comp.get("composition") or {}
-    return [str(comp.get("n", "-")), *(pct(shares.get(c)) for c in CLASSES), pct(comp.get("delivery_rate")),
+    classes = [*CLASSES, plots.UNKNOWN] if unknown else CLASSES
+    return [str(comp.get("n", "-")), *(pct(shares.get(c, 0.0 if c == plots.UNKNOWN else None)) for c in classes),
+            pct(comp.get("delivery_rate")),
             num(comp.get("mean_score") if mean is None else mean)]
 
 
@@ -134,8 +147,9 @@ def composition_columns(summary: dict[str, Any]) -> list[tuple[str, dict[str, An
 
 
 def composition_table(cols: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any]:
-    return table("Composition per round (dev anchor)", ["When", *COMP_HEAD],
-                 [[label, *comp_cells(c)] for label, c in cols],
+    unknown = has_unknown([c for _, c in cols])
+    return table("Composition per round (dev anchor)", ["When", *comp_head(unknown)],
+                 [[label, *comp_cells(c, unknown=unknown)] for label, c in cols],
                  "Each round's row is the composition of the anchor that round started from; 'end' is the "
                  "final anchor.")
 
@@ -164,15 +178,16 @@ def seed_vs_evolved(summary: dict[str, Any], evaluations: dict[str, dict[str, An
                 continue
             data[split] = {"seed": b, "evolved": a, "resolvable": None,
                            "source": "the run's own measurements" + ("" if a else " (evolved: not measured yet)")}
+    unknown = has_unknown([d[arm] for d in data.values() for arm in ("seed", "evolved")])
+    for split, d in data.items():
         name = "dev" if split == "dev" else "held-out"
-        d = data[split]
         diff = None
         if (d["seed"] or {}).get("mean_score") is not None and (d["evolved"] or {}).get("mean_score") is not None:
             diff = d["evolved"]["mean_score"] - d["seed"]["mean_score"]
-        rows.append([name, "seed", *comp_cells(d["seed"]), "", d["source"]])
-        rows.append([name, "evolved", *comp_cells(d["evolved"]), num(diff, signed=True),
+        rows.append([name, "seed", *comp_cells(d["seed"], unknown=unknown), "", d["source"]])
+        rows.append([name, "evolved", *comp_cells(d["evolved"], unknown=unknown), num(diff, signed=True),
                      "-" if d["resolvable"] is None else num(d["resolvable"])])
-    t = table("Seed vs evolved", ["Split", "Harness", *COMP_HEAD, "Δ mean", "Resolvable / source"], rows,
+    t = table("Seed vs evolved", ["Split", "Harness", *comp_head(unknown), "Δ mean", "Resolvable / source"], rows,
               "Dev before/after are the seed anchor and the final anchor; held-out is measured, never used "
               "for selection.")
     return data, t
@@ -269,7 +284,8 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
         "title": "Failure composition per round",
         "figure": figure("composition", "(b) Failure composition of the dev anchor per round (the first failure "
                          "signal that fires: Healthy, F1 evidence, F2 harness friction, F3 execution control, "
-                         "F4 planning capacity).", plots.composition_plot(cols, out / "composition.png"))
+                         "F4 planning capacity, E environment; Unknown: unscored, no signal, no verdict).",
+                         plots.composition_plot(cols, out / "composition.png"))
         if cols else None,
         "tables": [composition_table(cols)] if cols else [], "text": None if cols else "Nothing measured yet."})
     sve_data, sve_table = seed_vs_evolved(summary, evaluations)
