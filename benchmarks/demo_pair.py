@@ -14,13 +14,14 @@ times masked (commits differ by their timestamps, and the signatures with them),
 trajectories (task, split, seed, score, termination, answer, number of messages). A run that differs is
 named and the script exits 1.
 
-    python benchmarks/demo_pair.py [--repeat 3] [--rounds 3] [--configs warm cold [batch] [rollout]] [--keep DIR]
-        [--set KEY=VALUE ...]
+    python benchmarks/demo_pair.py [--repeat 3] [--rounds 3] [--configs warm cold [batch] [commit] [rollout]]
+        [--keep DIR] [--set KEY=VALUE ...]
 
-Configurations: ``warm`` (the defaults: warm workers, one forked child per commit a worker serves, kept across
-that commit's batches), ``cold`` (``sandbox.warm = false``: one sandboxed process per batch, the shape before warm
-workers), ``batch`` (warm workers forking a child per batch: ``sandbox.warm_fork = "batch"``, the default before
-2026-12-05), ``rollout`` (a child per rollout: ``sandbox.warm_fork = "rollout"``).
+Configurations: ``warm`` (the defaults: warm workers, one forked child per batch), ``cold`` (``sandbox.warm =
+false``: one sandboxed process per batch, the shape before warm workers), ``batch`` (``sandbox.warm_fork =
+"batch"`` set explicitly: the default), ``commit`` (opt-in: a child per commit a worker serves, kept across that
+commit's batches: ``sandbox.warm_fork = "commit"``), ``rollout`` (a child per rollout: ``sandbox.warm_fork =
+"rollout"``).
 Needs bubblewrap; takes 1-3 minutes a run on 2 cores.
 """
 
@@ -42,7 +43,7 @@ from pathlib import Path
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
 
 CONFIGS = {"warm": [], "cold": ["--set", "sandbox.warm=false"], "batch": ["--set", "sandbox.warm_fork=batch"],
-           "rollout": ["--set", "sandbox.warm_fork=rollout"]}
+           "commit": ["--set", "sandbox.warm_fork=commit"], "rollout": ["--set", "sandbox.warm_fork=rollout"]}
 _MASK = [(re.compile(r"\b[0-9a-f]{10,64}\b"), "<hex>"), (re.compile(r"run-[0-9a-f]+"), "run-<id>"),
          (re.compile(r"(/[^\s\"']+)+"), "<path>"), (re.compile(r"\[\s*[0-9.]+s\]"), "[t]")]
 _TIMED = ("time", "wall", "seconds", "_at", "elapsed", "duration")

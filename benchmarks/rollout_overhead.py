@@ -7,9 +7,9 @@ same worker command, no isolation); under bubblewrap with one process per batch 
 (``sandbox/warm.py``: a fork server per slot, a forked child per batch), once counting the
 worker's start (``bwrap-warm+start``: the executor's workers stopped before the timed run, so it pays
 one sandbox start for its ``--rollouts``, as a round pays per commit and slot) and once with the
-worker already up (``bwrap-warm``: what each further rollout of a commit costs, with the default
+worker already up (``bwrap-warm``: what each further rollout of a commit costs, with the opt-in
 ``sandbox.warm_fork = "commit"``: the child forked for the warm-up's rollout of the commit runs the timed ones too;
-``bwrap-warm/batch``: the same with ``"batch"``, a forked child per batch, what main had before; ``bwrap-warm/rollout``:
+``bwrap-warm/batch``: the same with ``"batch"``, a forked child per batch, the default; ``bwrap-warm/rollout``:
 with ``"rollout"``, a forked child per rollout). Prints the mean
 wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
 (wall, and CPU: load-robust), the warm children's minor page faults, the model calls per rollout (HTTP round
@@ -426,8 +426,8 @@ def main() -> None:
                     "process, without sandbox or gateway (see above)")
     ap.add_argument("--breakdown", action="store_true", help="only measure where a warm rollout's CPU goes: host "
                     "threads, fork server, batch children, and the socket's own floor per model call (see above)")
-    ap.add_argument("--warm-fork", choices=WARM_FORKS, default="commit", help="with --breakdown: what the warm "
-                    "worker forks a child for (sandbox.warm_fork; default commit)")
+    ap.add_argument("--warm-fork", choices=WARM_FORKS, default="batch", help="with --breakdown: what the warm "
+                    "worker forks a child for (sandbox.warm_fork; default batch)")
     add_repeat(ap)
     args = ap.parse_args()
     check_repeat(ap, args.repeat)

@@ -40,11 +40,12 @@ harness code running then could also write the protocol pipe) -- reaches only th
 batch, which are the same commit's: never another commit's, nor a later batch's (docs/sandbox.md, "One child
 per batch").
 A request without ``batch`` gets a child of its own, as above (``sandbox.warm_fork = "rollout"``). With
-``sandbox.warm_fork = "commit"`` (the default) the host sends every rollout of one commit with the same ``batch``
-key (``commit:<sha>``) and never ``last``: the child then stays across that commit's batches, until a rollout with
-another key comes (another commit: the child is ended and the sandbox swept before the next child is forked), it
-has run ``CHILD_ROLLOUTS``, or a rollout ends it as above; what the checks cannot see then reaches later rollouts
-of the same commit on this worker, never another commit's (docs/sandbox.md, "One child per commit").
+``sandbox.warm_fork = "commit"`` (opt-in; the default is ``"batch"``) the host sends every rollout of one commit
+with the same ``batch`` key (``commit:<sha>``) and never ``last``: the child then stays across that commit's
+batches, until a rollout with another key comes (another commit: the child is ended and the sandbox swept before the
+next child is forked), it has run ``CHILD_ROLLOUTS``, or a rollout ends it as above; what the checks cannot see then
+reaches later rollouts of the same commit on this worker, never another commit's (docs/sandbox.md, "One child per
+commit").
 
 Why this keeps rollouts apart: harness code only ever runs in a child, which exits (after its rollout, or
 after its batch), so no Python state (modules, globals, caches, monkey-patches) of one batch reaches the

@@ -67,20 +67,22 @@ class SandboxConfig(BaseModel):
     )
     batch_size: int = Field(8, ge=1, description="Rollouts of one harness commit handed to one sandboxed worker "
                             "at a time. With bwrap (> 1) that is a warm worker, which stays up across batches "
-                            "and commits and forks a child per commit it serves (warm_fork); with Docker one "
+                            "and commits and forks a child per batch it serves (warm_fork); with Docker one "
                             "process runs the batch (start-up paid once per batch). 1 = a fresh sandbox per rollout.")
     warm: bool = Field(True, description="With bwrap and batch_size > 1, run rollouts on warm workers (a "
-                       "sandboxed fork server per slot serving any commit, a forked child per commit: warm_fork); "
+                       "sandboxed fork server per slot serving any commit, a forked child per batch: warm_fork); "
                        "false = one sandboxed process runs each batch's rollouts one after another (the shape "
                        "before warm workers; a crash or hang there fails the rest of its batch).")
     warm_fork: WarmFork = Field(
-        "commit", description="What a warm worker forks: 'commit' = one child runs a commit's rollouts one after "
-        "another and stays for that commit's next batches on the same worker (at most 64 rollouts; a rollout of "
-        "another commit ends it), each rollout with its own directory, output, CPU limit and fresh environment "
-        "state and harness modules; a rollout that leaves anything behind in the process, fails or crashes ends "
-        "the child and the next rollout gets a fresh one (docs/sandbox.md, 'One child per commit'). 'batch' = the "
-        "same, but the child ends with its batch. 'rollout' = a fresh child per rollout (no Python state shared "
-        "even between rollouts of one commit; ~10 ms more CPU each).")
+        "batch", description="What a warm worker forks: 'batch' (the default) = one child runs a batch's rollouts "
+        "(one commit's) one after another, each rollout with its own directory, output, CPU limit and fresh "
+        "environment state and harness modules; a rollout that leaves anything behind in the process, fails or "
+        "crashes ends the child and the next rollout gets a fresh one (docs/sandbox.md, 'One child per batch'). "
+        "'commit' = the same, but the child stays for that commit's next batches on the same worker (at most 64 "
+        "rollouts; a rollout of another commit ends it): ~1 ms less CPU a rollout, but state the child's checks "
+        "cannot see may then reach the same commit's later verification looks (docs/sandbox.md, 'One child per "
+        "commit'). 'rollout' = a fresh child per rollout (no Python state shared even between rollouts of one "
+        "commit; ~10 ms more CPU each).")
     warm_idle_s: float = Field(60.0, gt=0, description="Seconds a warm bwrap worker (batch_size > 1) stays up "
                                "with no rollout to run before it is stopped.")
     limits: Limits = Field(default_factory=Limits, description="Per-rollout CPU, memory, pids, wall-time, "

@@ -115,7 +115,7 @@ class LocalExecutor:
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
                  gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
                  owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0,
-                 warm_fork: str = "commit") -> None:
+                 warm_fork: str = "batch") -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)

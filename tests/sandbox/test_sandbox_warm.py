@@ -557,15 +557,16 @@ def before_model(messages, ctx):
 
 
 def test_a_commits_child_serves_its_next_batches_on_the_worker_and_never_another_commits(tmp_path):
-    # warm_fork = "commit" (the default): the child forked for a commit's first rollout on a worker runs that
-    # commit's next batches too, so what the child does not check (a mark on ``string``) reaches them as well --
-    # the same commit's rollouts, on the same worker; a rollout of another commit ends the child, and a commit
-    # shown again after it gets a fresh one. Harness modules are still imported afresh for every rollout.
+    # warm_fork = "commit" (opt-in; the default is "batch"): the child forked for a commit's first rollout on a
+    # worker runs that commit's next batches too, so what the child does not check (a mark on ``string``) reaches
+    # them as well -- the same commit's rollouts, on the same worker; a rollout of another commit ends the child,
+    # and a commit shown again after it gets a fresh one. Harness modules are still imported afresh for every
+    # rollout.
     repo = init_harness(tmp_path / "h")
     probe = _commit(repo, "probe.py", PROBE)
     other = _commit(repo, "probe.py", PROBE + "\n")
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
-                       batch_size=2) as ex:
+                       batch_size=2, warm_fork="commit") as ex:
         first = _probes(ex.run(_requests(probe, 3)))  # two batches (2 + 1) of one commit
         again = _probes(ex.run(_requests(probe, 1)))  # a later run of the same commit: the same child still
         second = _probes(ex.run(_requests(other, 2)))
