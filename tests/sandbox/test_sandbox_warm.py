@@ -529,6 +529,21 @@ def test_what_the_batch_child_does_not_check_reaches_only_later_rollouts_of_its_
     assert alone == [0, 0, 0, 0, 0]
 
 
+def test_by_default_what_the_child_does_not_check_never_reaches_the_same_commits_next_batch(tmp_path):
+    # the isolation the settings give a run by default (sandbox.warm_fork = "batch"): a change the child does not
+    # check stays within its batch, so a commit's later batches -- its later verification looks -- start clean.
+    # "commit" (opt-in) would carry it on: [0, 1, 2, 3]. Built as a run builds its executor (make_local_executor).
+    from evoharness.sandbox.config import SandboxConfig
+    from evoharness.sandbox.factory import make_local_executor
+
+    repo = init_harness(tmp_path / "h")
+    probe = _commit(repo, "probe.py", PROBE)
+    with make_local_executor(SandboxConfig(), repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(),
+                             workers=1, batch_size=2, env={}) as ex:
+        marks = [s["mark"] for s in _probes(ex.run(_requests(probe, 4)))]
+    assert marks == [0, 1, 0, 1]
+
+
 def test_a_rollout_that_writes_the_batch_childs_answer_pipe_fails_alone(tmp_path):
     from evoharness.envs import get_environment
 
