@@ -214,29 +214,25 @@ def _keep(entries: dict[str, Any], key: str, value: Any) -> bool:
 def _small_text(path: Path, missing: str | None) -> str | None:
     """``path``'s text when it is a regular file of at most ``PREPARED_MAX_BYTES`` (opened without blocking:
     a FIFO or device is never read); ``missing`` when there is nothing at ``path``; None otherwise."""
+    data = _small_bytes(path, _ABSENT)
+    if data is _ABSENT:
+        return missing
+    try:
+        return data.decode("utf-8") if isinstance(data, bytes) else None
+    except UnicodeDecodeError:
+        return None
+
+
+_ABSENT = object()  # ``_small_bytes``' answer for nothing at the path, where the caller tells it from unreadable
+
+
+def _small_bytes(path: Path, absent: Any = None) -> Any:
+    """``path``'s bytes when it is a regular file of at most ``PREPARED_MAX_BYTES`` (opened without blocking: a
+    FIFO or device is never read); ``absent`` when there is nothing at ``path``; None otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
-        return missing
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > PREPARED_MAX_BYTES:
-            return None
-        data = os.read(fd, PREPARED_MAX_BYTES + 1)
-        return data.decode("utf-8") if len(data) <= PREPARED_MAX_BYTES else None
-    except (OSError, UnicodeDecodeError):
-        return None
-    finally:
-        os.close(fd)
-
-
-def _small_bytes(path: Path) -> bytes | None:
-    """``path``'s bytes when it is a regular file of at most ``PREPARED_MAX_BYTES`` (opened without blocking: a
-    FIFO or device is never read); None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        return absent
     except OSError:
         return None
     try:

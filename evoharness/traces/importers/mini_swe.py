@@ -272,15 +272,22 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | _Broken | None:
     return result  # not read back from the cache: another thread may have evicted it already
 
 
-def _read_aggregate(f: Path, experiments: bool) -> tuple[frozenset, frozenset] | _Broken | None:
+def _read_json(f: Path) -> object:
+    """``f``'s JSON value, or ``_Broken`` (why) when it cannot be read or parsed (a results file or a report)."""
     try:
-        data = json.loads(f.read_bytes())
+        return json.loads(f.read_bytes())
     except OSError as e:
         return _Broken(f"unreadable ({e.strerror or e})")
     except json.JSONDecodeError as e:
         return _Broken(f"not valid JSON ({e.msg}: line {e.lineno} col {e.colno}; cut short?)")
     except (ValueError, RecursionError) as e:  # not UTF-8, nested too deeply, a huge integer
         return _Broken(f"not readable JSON ({type(e).__name__})")
+
+
+def _read_aggregate(f: Path, experiments: bool) -> tuple[frozenset, frozenset] | _Broken | None:
+    data = _read_json(f)
+    if isinstance(data, _Broken):
+        return data
     if not isinstance(data, dict):
         return _Broken(f"a JSON {type(data).__name__}, not an object of id lists")
     ids = [data.get(k) for k in ("resolved_ids", "unresolved_ids")]
@@ -569,14 +576,9 @@ def result_meta(report: Path | None, why: str | None, broken: list[dict[str, str
 
 def _resolved(report_path: Path, instance_id: str) -> bool | _Broken:
     """A per-instance report's ``resolved`` flag, or ``_Broken`` (why) when it cannot be read."""
-    try:
-        report = json.loads(report_path.read_bytes())
-    except OSError as e:
-        return _Broken(f"unreadable ({e.strerror or e})")
-    except json.JSONDecodeError as e:
-        return _Broken(f"not valid JSON ({e.msg}: line {e.lineno} col {e.colno}; cut short?)")
-    except (ValueError, RecursionError) as e:  # not UTF-8, nested too deeply, a huge integer
-        return _Broken(f"not readable JSON ({type(e).__name__})")
+    report = _read_json(report_path)
+    if isinstance(report, _Broken):
+        return report
     if isinstance(report, dict) and instance_id in report and isinstance(report[instance_id], dict):
         report = report[instance_id]  # SWE-bench harness layout {instance_id: {...}}
     if not isinstance(report, dict) or "resolved" not in report:
