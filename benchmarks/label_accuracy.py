@@ -9,7 +9,7 @@ evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx 
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
         [--only SET] [--holdout]
-        [--by-signal]
+        [--by-signal] [--by-class]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
 
 ``--data DIR``: the public data folder (``who_and_when/`` and ``agentrx_magentic_one/`` in it, the default
@@ -36,6 +36,10 @@ runs: ``first failed command`` (the command whose result first shows a non-zero 
 A dev label that cannot be scored (no such run among the runs read, a step past its run's end, a SWE run not
 scored unresolved) is one ``warning: FILE: dev label of ...; left out`` line on stderr each, and the output counts
 them per file (a ``dev labels FILE: N of M joined to a run`` line; in JSON, ``dev_labels``: read, left_out, why).
+
+``--by-class`` adds, per set with labelled classes (AgentRx's, the dev labels'), the rule labeller's class
+confusion: how many runs of each labelled class (rows) it called F1, F2, F3, F4 or E (columns); counts only, no
+record, so it is allowed on every set (say it when it is read on a held-back one). In JSON, ``by_class``.
 
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
@@ -65,6 +69,7 @@ from evoharness.diagnosis.accuracy import (
     Prediction,
     baselines_for,
     beats_every_baseline,
+    class_confusion,
     dev_labelled_records,
     holdout_split,
     labelled_records,
@@ -103,6 +108,8 @@ def main() -> int:
                     help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash)")
     ap.add_argument("--by-signal", action="store_true",
                     help="first signal by detector (tuning two thirds only: --holdout --only SET/tuning)")
+    ap.add_argument("--by-class", action="store_true",
+                    help="per set: labelled class by the rule labeller's class (a confusion table, counts only)")
     ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
     ap.add_argument("--model", help="the judge's model: openai:URL[#model]")
     ap.add_argument("--context", type=int, default=8192, help="the judge model's context in tokens")
@@ -208,10 +215,13 @@ def main() -> int:
     names = [*labellers, *BASELINES, *SWE_BASELINES]
     scores = [score_set(name, recs, {**labellers, **baselines_for(name)}) for name, recs in sets.items()]
     breakdowns = [signal_breakdown(name, recs, labeller.label) for name, recs in sets.items()] if args.by_signal else []
+    confusions = [class_confusion(name, recs, ours) for name, recs in sets.items()] if args.by_class else []
     if args.json:
         out = to_json(scores)
         for b in breakdowns:
             out[b.name]["by_signal"] = b.to_json()
+        for c in confusions:
+            out[c.name]["by_class"] = c.to_json()
         if dev:
             out["dev_labels"] = {p: {"read": n, "left_out": len(d), "why": d} for p, (n, d) in dev.items()}
         print(json.dumps(out, indent=2))
@@ -225,6 +235,9 @@ def main() -> int:
         for b in breakdowns:
             print()
             print(b.table())
+        for c in confusions:
+            print()
+            print(c.table())
         for path, (n, dropped) in dev.items():
             print(f"dev labels {Path(path).name}: {n - len(dropped)} of {n} joined to a run"
                   + (f", {len(dropped)} left out (warnings on stderr)" if dropped else ""))

@@ -286,6 +286,46 @@ def signal_breakdown(name: str, records: Records, label: Callable[[Trajectory], 
     return out
 
 
+@dataclass
+class ClassConfusion:
+    """Per set: how often each labelled class (the crosswalk of the human category; E for a simulated user or
+    the environment) got each predicted class. Counts only, no record: the diagonal is the class figure's hits,
+    a row says which labelled classes a labeller folds into another (issue 13: every failure read as F4)."""
+
+    name: str
+    cells: Counter = field(default_factory=Counter)  # (labelled class, predicted class) -> records
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for (human, pred), n in sorted(self.cells.items()):
+            out.setdefault(human, {})[pred] = n
+        return out
+
+    def table(self) -> str:
+        n = sum(self.cells.values())
+        if not n:
+            return f"{self.name}: no class labels, no confusion table"
+        humans = sorted({h for h, _ in self.cells})
+        preds = sorted({p for _, p in self.cells})
+        lines = [f"{self.name} (n={n}): labelled class (rows) by predicted class (columns)",
+                 "| labelled | " + " | ".join(f"called {p}" for p in preds) + " | right |",
+                 "|" + "---|" * (len(preds) + 2)]
+        for h in humans:
+            row = [self.cells.get((h, p), 0) for p in preds]
+            lines.append(f"| {h} | " + " | ".join(map(str, row)) + f" | {self.cells.get((h, h), 0)}/{sum(row)} |")
+        return "\n".join(lines)
+
+
+def class_confusion(name: str, records: Records, predict: Callable[[Trajectory], Prediction]) -> ClassConfusion:
+    """The class confusion of ``predict`` on the records that carry a labelled class (a prediction with no class
+    counts as ``(none)``)."""
+    out = ClassConfusion(name=name)
+    for t, h in records:
+        if h.failure_class:
+            out.cells[(h.failure_class, predict(t).failure_class or "(none)")] += 1
+    return out
+
+
 def labelled_records(trajs: Iterable[Trajectory]) -> dict[str, list[tuple[Trajectory, HumanLabel]]]:
     sets: dict[str, list[tuple[Trajectory, HumanLabel]]] = {}
     for t in trajs:

@@ -129,6 +129,21 @@ def test_signal_breakdown_counts_the_chosen_detector_and_the_ceiling_among_all_s
     assert out.to_json()["first_signal"]["F1.y"] == {"records": 1, "step_exact": 0, "agent": 1}
 
 
+def test_class_confusion_counts_each_labelled_class_by_the_predicted_one_and_skips_unlabelled_runs():
+    from evoharness.diagnosis.accuracy import HumanLabel, class_confusion
+    from evoharness.traces.models import Trajectory
+
+    labelled = [("F1", "F4"), ("F1", "F1"), ("E", "F4"), ("F4", "F4"), ("F2", None), (None, "F4")]
+    recs = [(Trajectory(id=f"r{i}", task_id=str(i)), HumanLabel(1, None, h)) for i, (h, _) in enumerate(labelled)]
+    preds = {f"r{i}": Prediction(failure_class=p) for i, (_, p) in enumerate(labelled)}
+    out = class_confusion("s", recs, lambda t: preds[t.id])
+    assert out.to_json() == {"E": {"F4": 1}, "F1": {"F1": 1, "F4": 1}, "F2": {"(none)": 1}, "F4": {"F4": 1}}
+    table = out.table()
+    assert "s (n=5)" in table  # the unlabelled run is not counted
+    assert "| F1 | 0 | 1 | 1 | 1/2 |" in table and "| E | 0 | 0 | 1 | 0/1 |" in table
+    assert "no class labels" in class_confusion("w", recs[-1:], lambda t: preds[t.id]).table()
+
+
 @pytest.mark.parametrize("only", [[], ["who-and-when/Hand-Crafted"],
                                   ["who-and-when/Algorithm-Generated", "agentrx/Magentic-One"],
                                   ["who-and-when/Algorithm-Generated"],
