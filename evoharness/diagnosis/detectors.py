@@ -14,6 +14,7 @@ turns. An unrecovered infrastructure fault (``tool_infra_error``) is class E (en
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -204,7 +205,7 @@ SWE_EDITOR = (r"\bstr_replace\b|str_replace_editor\s+(?:create|insert|undo_edit)
 MUTATING_COMMAND = re.compile(
     r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
-    r"apply_patch|\.write\(|open\([^)]*['\"][wa]['\"]|" + SWE_EDITOR)
+    r"apply_patch|\.write(?:_text|_bytes)?\(|open\([^)]*['\"][wa]['\"]|" + SWE_EDITOR)
 # an editor tool called with a command argument (SWE-agent's ``str_replace_editor``): its ``view`` only reads
 EDITOR_TOOL = re.compile(r"(?:^|[_.-])edit|str_replace", re.IGNORECASE)  # not "credit"
 VIEW_COMMAND = re.compile(r'"command":"view"')
@@ -961,10 +962,10 @@ class FirstWriteDetector:
         # the files the patch creates
         target = _write_targets(view, writes) if paths else {}
         w, group = next(((c, g) for g in _path_groups(view.traj.final_answer, paths) for c in writes
-                         if any(p in target.get(c.id, c.canonical) for p in g)), (writes[0], paths))
+                         if any(writes_file(view, c, p, target) for p in g)), (writes[0], paths))
         what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
             "first write action of a failed run"
-        if paths and w is writes[0] and not any(p in target.get(w.id, w.canonical) for p in paths):
+        if paths and w is writes[0] and not any(writes_file(view, w, p, target) for p in paths):
             # no write touches a patched file: the agent's edits did not reach the diff (a sed that matched
             # nothing, a file reverted; the diff holds changes the agent never made). Its change to the code
             # starts at its first in-place edit of an existing file, not at a reproduction file it created
@@ -1029,6 +1030,35 @@ def _write_targets(view: TraceView, writes: list[ToolCall]) -> dict[str, str]:
         elif c.id in edits and current:
             out[c.id] = c.canonical + OPEN_FILE_SEP + current
     return out
+
+
+PATH_ARGS = ("path", "file", "filename", "file_path", "target_file")
+
+
+def writes_file(view: TraceView, c: ToolCall, path: str, target: dict[str, str]) -> bool:
+    """Does write call ``c`` write the repository file ``path`` (write_targets.py): a shell command that targets it
+    (naming it is not enough), an editor tool call whose path argument is it, a windowed edit of it as the open file
+    (``target``: ``_write_targets``); another write tool, or a command that writes files it does not say, where it
+    names it."""
+    from evoharness.diagnosis.write_targets import normal, same_file, shell_writes  # failed SWE runs only
+
+    opened = target.get(c.id)
+    if opened is not None:
+        return same_file(normal(opened.partition(OPEN_FILE_SEP)[2]), path)
+    if c.name in SHELL_TOOLS:
+        cmd = _command(c)
+        if posixpath.basename(path) not in cmd:
+            return False
+        memo = view.__dict__.setdefault("_shell_writes", {})
+        w = memo.get(c.id)
+        if w is None:
+            w = memo[c.id] = shell_writes(cmd[:200_000])
+        return any(same_file(f, path) for f in w.files) or (w.unknown and path in cmd)
+    if isinstance(c.args, dict):
+        named = [v for k in PATH_ARGS if isinstance(v := c.args.get(k), str)]
+        if named:
+            return any(same_file(normal(v), path) for v in named)
+    return path in c.canonical
 
 
 def _writes_open_file(c: ToolCall) -> bool:

@@ -1,0 +1,304 @@
+"""Which files a coding agent's write action writes, read from its shell command or its editor call.
+
+``F4.first_write`` locates a failed SWE run at the first write *to a file the delivered patch changes*. A command
+that only names such a file is no write to it: ``cp pkg/core.py /tmp/x`` copies it away, ``cat pkg/core.py > out``
+and ``grep foo pkg/core.py > out`` write ``out``, ``python -c "open('pkg/core.py').read()"`` reads it. A command
+writes a file when it targets it: ``sed -i`` / ``perl -i`` on it, a redirection into it (``>``, ``>>``, ``&>``; a
+heredoc into it is one), ``tee`` it, ``cp`` / ``mv`` / ``install`` onto it (``mv`` away from it too: the file is
+gone), ``rm`` / ``truncate`` it, ``git checkout`` / ``git restore`` it, ``patch FILE``, a diff naming it applied or
+saved (``git apply`` / ``patch`` with the diff in a heredoc, or the diff written to a file to apply later), SWE-agent's
+``create`` / ``str_replace_editor CMD FILE``, and Python that opens it for writing (``open(F, "w")``, ``Path(F).
+write_text``, with ``F`` a literal, a name bound to one, or a ``Path`` / ``os.path.join`` of literals) -- run at
+once (``python -c``, ``python - <<EOF``) or saved as a script (``cat > fix.py <<EOF``: the edit is written there,
+and a later ``python fix.py`` only runs it). Paths are matched whole (``pkg/core.py.bak`` is another file), with
+``/testbed/`` and ``./`` dropped and a ``cd DIR`` earlier in the command applied. Where a command writes a file it
+does not say (``git apply fix.diff``, ``patch -p1 < fix.diff``, ``python fix.py``, ``git stash``; Python writing a
+path it computes), it is taken to write any file it names, as before.
+
+Pure functions of the text; the detector asks only about its write calls (``changes_state``) that name a patched
+file's base name, so an ordinary run pays nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+
+HEREDOC = re.compile(r"(?<!<)<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
+_OPERATOR = frozenset(";&|<>()")
+_MODULES = frozenset({"io", "codecs", "builtins", "os"})
+DIFF_TARGET = re.compile(r"^(?:diff --git a/\S+ b/(\S+)|\+\+\+ b/(\S+)|\*\*\* (?:Update|Add|Delete) File: (\S+))", re.M)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_NOT_A_CHANGE = frozenset(keyword.kwlist) | {"self", "print", "True", "False", "None"}
+PY_WRITE = re.compile(r"\bopen\s*\(|\.write_(?:text|bytes)\s*\(|inplace\s*=\s*(?:True|1)")
+_LITERAL_OPEN = re.compile(r"\bopen\s*\(\s*(['\"])([^'\"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['\"])([^'\"\n]*)\3")
+
+
+@dataclass(frozen=True)
+class Writes:
+    """What one command writes: ``files`` (as written, before matching) with the text of each write (``edits``:
+    the segment, heredoc body or Python code that writes it), and ``unknown``: it may write files it does not say
+    (then any file it names counts)."""
+
+    files: tuple[str, ...] = ()
+    edits: tuple[str, ...] = ()
+    unknown: bool = False
+
+
+def normal(path: str, cwd: str = "") -> str:
+    """``path`` as a repository path: quotes and ``/testbed/`` / ``./`` dropped, resolved against ``cwd``."""
+    p = path.strip("\"'")
+    if cwd and not p.startswith("/"):
+        p = posixpath.join(cwd, p)
+    p = posixpath.normpath(p) if p else p
+    for root in ("/testbed/", "/repo/", "/workspace/"):
+        if p.startswith(root):
+            p = p[len(root):]
+    return p.removeprefix("./")
+
+
+def same_file(written: str, path: str) -> bool:
+    """Does a written path (``normal``) name the repository path ``path``: equal, or an absolute path ending in it."""
+    path = normal(path)
+    return written == path or written.endswith("/" + path)
+
+
+def shell_writes(command: str) -> Writes:
+    """What a shell command writes (see the module docstring)."""
+    bodies: dict[int, list[str]] = {}  # line index of the ``<<`` -> its heredocs' bodies
+    lines = command.replace("\\\n", " ").split("\n")
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        kept.append(line)
+        i += 1
+        for m in HEREDOC.finditer(line):
+            end, body = m.group(3), []
+            while i < len(lines) and (lines[i].strip() if m.group(1) else lines[i]) != end:
+                body.append(lines[i])
+                i += 1
+            i += 1  # the terminator
+            bodies.setdefault(len(kept) - 1, []).append("\n".join(body))
+    files: list[str] = []
+    edits: list[str] = []
+    unknown = False
+    cwd = ""
+    for n, line in enumerate(kept):
+        line_bodies = bodies.get(n, [])
+        for words, redirects in _segments(line):
+            if words and words[0] == "cd" and len(words) > 1:
+                cwd = normal(words[1], cwd)
+                continue
+            seg_text = " ".join(words + [w for r in redirects for w in r])
+            for op, target in redirects:
+                if op != ">&" or not target.isdigit():
+                    files.append(normal(target, cwd))
+                    edits.append(seg_text + "\n" + "\n".join(line_bodies))
+            got, unsure = _program_writes(words, line_bodies)
+            unknown |= unsure
+            for f, text in got:
+                files.append(normal(f, cwd))
+                edits.append(text or seg_text)
+    return Writes(tuple(files), tuple(edits), unknown)
+
+
+def _segments(line: str) -> list[tuple[list[str], list[tuple[str, str]]]]:
+    """A command line as simple commands: each its words and its output redirections ``(op, target)``."""
+    try:
+        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|<>()")
+        lex.whitespace_split = True
+        tokens = list(lex)
+    except ValueError:  # an unclosed quote: split on spaces and operators, quotes kept out of the words
+        tokens = re.findall(r"[;&|<>()]+|[^\s;&|<>()]+", line)
+    out: list[tuple[list[str], list[tuple[str, str]]]] = []
+    words: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    k = 0
+    while k < len(tokens):
+        tok = tokens[k]
+        if not tok or not set(tok) <= _OPERATOR:
+            words.append(tok)
+        elif ">" in tok:  # an output redirection: its file is written
+            if k + 1 < len(tokens):
+                redirects.append((tok, tokens[k + 1]))
+            k += 1
+        elif tok.startswith("<"):  # an input redirection, a heredoc or a here-string: its word is read
+            k += 1
+        else:  # ; & && | || ( ): the next simple command
+            if words or redirects:
+                out.append((words, redirects))
+            words, redirects = [], []
+        k += 1
+    if words or redirects:
+        out.append((words, redirects))
+    # ``2>`` / ``1>``: the fd number lexes as a word before the operator
+    for words, redirects in out:
+        if redirects and words and words[-1] in ("1", "2"):
+            words.pop()
+    return out
+
+
+def _program_writes(words: list[str], bodies: list[str]) -> tuple[list[tuple[str, str]], bool]:
+    """Files a simple command's program writes by its arguments (redirections aside): ``[(file, edit text)]`` and
+    whether it may write others it does not say."""
+    while words and (words[0] in ("sudo", "env", "command", "exec") or re.match(r"^\w+=", words[0])):
+        words = words[1:]
+    if not words:
+        return [], False
+    prog = posixpath.basename(words[0])
+    args = [w for w in words[1:] if not w.startswith("-")]
+    text = " ".join(words)
+    if prog in ("sed", "perl"):
+        if any(re.fullmatch(r"-[a-zA-Z]*i.*|--in-place.*", w) and not w.startswith(("-I", "-M")) for w in words[1:]):
+            return [(a, text) for a in args], False
+        return [], False
+    if prog == "tee":
+        return [(a, text + "\n" + "\n".join(bodies)) for a in args], False
+    if prog in ("cp", "mv", "install"):
+        if len(args) < 2:
+            return [], False
+        dest = args[-1]
+        onto = [(posixpath.join(dest, posixpath.basename(s)), text) for s in args[:-1]] if dest.endswith(
+            ("/", ".")) else [(dest, text)]
+        return onto + ([(s, text) for s in args[:-1]] if prog == "mv" else []), False
+    if prog in ("rm", "truncate"):
+        return [(a, text) for a in args], False
+    if prog == "git" and len(words) > 1:
+        sub = words[1]
+        if sub in ("checkout", "restore"):
+            return [(a, text) for a in args[1:]], False
+        if sub in ("apply", "am"):
+            return _diff_writes(bodies), not any(DIFF_TARGET.search(b) for b in bodies)
+        return [], sub in ("stash", "reset", "merge", "rebase", "pull", "cherry-pick", "revert")
+    if prog == "patch":
+        named = [(a, text + "\n" + "\n".join(bodies)) for a in args if not re.fullmatch(r"\d+", a)]
+        return (named or _diff_writes(bodies)), not named and not any(DIFF_TARGET.search(b) for b in bodies)
+    if prog == "create" and args:  # SWE-agent's classic ``create FILE``
+        return [(args[0], text)], False
+    if prog == "str_replace_editor" and len(args) > 1 and args[0] != "view":
+        return [(args[1], text)], False
+    if prog in ("apply_patch",):
+        return _diff_writes(bodies or [text]), False
+    out: list[tuple[str, str]] = []
+    unknown = False
+    codes = list(bodies)
+    if re.fullmatch(r"python[\d.]*", prog) and "-c" in words:
+        k = words.index("-c")
+        if k + 1 < len(words):
+            codes.append(words[k + 1])
+    elif re.fullmatch(r"python[\d.]*", prog) and args and not bodies:
+        unknown = True  # ``python fix.py``: the script says what it writes (where it was written, if here)
+    for code in codes:
+        files, unsure = python_writes(code)
+        out += [(f, code) for f in files]
+        unknown |= unsure
+        out += _diff_writes([code])  # a diff saved to be applied later
+    return out, unknown
+
+
+def _diff_writes(bodies: list[str]) -> list[tuple[str, str]]:
+    return [(next(g for g in m.groups() if g), body) for body in bodies for m in DIFF_TARGET.finditer(body)]
+
+
+def python_writes(code: str) -> tuple[list[str], bool]:
+    """Files Python code opens for writing, and whether it writes one whose path it computes (then unknown)."""
+    if not PY_WRITE.search(code):
+        return [], False
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        lits = [m.group(2) for m in _LITERAL_OPEN.finditer(code) if set(m.group(4)) & set("wax+")]
+        return lits, len(lits) < len(PY_WRITE.findall(code))
+    names: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for tgt in node.targets:
+                if isinstance(tgt, ast.Name):
+                    names.setdefault(tgt.id, []).append(node.value)
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and \
+                isinstance(node.iter, ast.List | ast.Tuple):
+            names.setdefault(node.target.id, []).extend(node.iter.elts)
+    files: list[str] = []
+    unknown = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        target: ast.expr | None = None
+        f = node.func
+        if isinstance(f, ast.Name | ast.Attribute) and getattr(f, "id", getattr(f, "attr", "")) == "open":
+            # open(F, MODE), io.open(F, MODE); a path object's F.open(MODE)
+            method = isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and f.value.id in _MODULES)
+            given = node.args if method else node.args[1:]
+            mode = given[0] if given else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
+                target = f.value if method else node.args[0] if node.args else None
+            elif mode is not None and not isinstance(mode, ast.Constant):
+                unknown = True
+        elif isinstance(f, ast.Attribute) and f.attr in ("write_text", "write_bytes"):
+            target = f.value
+        elif any(k.arg == "inplace" for k in node.keywords) and node.args:  # fileinput.input(F, inplace=True)
+            target = node.args[0]
+        if target is None:
+            continue
+        paths = _resolve(target, names, [200])
+        if paths:
+            files += paths
+        else:
+            unknown = True
+    return files, unknown
+
+
+def _resolve(e: ast.expr, names: dict[str, list[ast.expr]], budget: list[int]) -> list[str]:
+    """The literal paths an expression may be ([] when it is computed); at most ``budget[0]`` sub-expressions are
+    looked at (names bound to each other must not make it exponential)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return []
+    if isinstance(e, ast.Constant) and isinstance(e.value, str):
+        return [e.value]
+    if isinstance(e, ast.Name):
+        return [p for v in names.get(e.id, ())[:8] for p in _resolve(v, names, budget)]
+    if isinstance(e, ast.List | ast.Tuple):
+        return [p for v in e.elts[:16] for p in _resolve(v, names, budget)]
+    if isinstance(e, ast.Call):
+        f = e.func
+        fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if fname in ("Path", "PurePath", "PosixPath", "join") and e.args:
+            parts = [_resolve(a, names, budget) for a in e.args]
+            if all(len(p) == 1 for p in parts):
+                return [posixpath.join(*(p[0] for p in parts))]
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Div):
+        left, right = _resolve(e.left, names, budget), _resolve(e.right, names, budget)
+        if len(left) == 1 and len(right) == 1:
+            return [posixpath.join(left[0], right[0])]
+    return []
+
+
+def change_words(edit: str) -> frozenset[str]:
+    """The words an edit adds: those of its new text its old text lacks, where it says both (``sed``'s
+    ``s/OLD/NEW/``, ``.replace(OLD, NEW)``, an editor's ``old_str`` / ``new_str``), else the words of its whole text
+    (a heredoc, an ``edit N:M`` block); Python keywords and ``self`` left out."""
+    pairs = re.findall(r"(?<![A-Za-z])s([/|#,@])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1", edit)
+    old_new = [(a, b) for _, a, b in pairs]
+    old_new += re.findall(r"\.replace\(\s*(?:r?['\"]{1,3})(.*?)['\"]{1,3}\s*,\s*(?:r?['\"]{1,3})(.*?)['\"]{1,3}\s*[,)]",
+                          edit, re.S)
+    old_new += re.findall(r'"old_str":"((?:\\.|[^"\\])*)".*?"new_str":"((?:\\.|[^"\\])*)"', edit, re.S)
+    if old_new:
+        added: set[str] = set()
+        for old, new in old_new:
+            added |= set(_WORD.findall(new)) - set(_WORD.findall(old))
+        return frozenset(added - _NOT_A_CHANGE)
+    return frozenset(set(_WORD.findall(edit)) - _NOT_A_CHANGE)
+
+
+def same_change(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two edits make the same change: the words they add are the same, or share at least half of the smaller set
+    (a re-sent edit, its address or form corrected); two edits that add nothing (deletions) count as the same."""
+    if not a and not b:
+        return True
+    return bool(a & b) and 2 * len(a & b) >= min(len(a), len(b))
