@@ -8,7 +8,7 @@ tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). 
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
-        [--only SET] [--holdout]
+        [--swe-fresh-labels FILE] [--only SET] [--holdout]
         [--by-signal] [--by-class]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
 
@@ -33,6 +33,13 @@ labels, not human labels; benchmarks/data/README.md) are scored too, as ``swe-mi
 and ``swe-mini-dev/test`` (scored once, at the end of a change), beside two more trivial labellers for coding
 runs: ``first failed command`` (the command whose result first shows a non-zero exit code or a traceback) and
 ``first write`` (the first command that changes a file); ``--swe-dev-labels ''`` leaves them out.
+
+``--swe-fresh-labels FILE`` (default ``benchmarks/data/swe_fresh_dev_labels.json``): with the public data folder,
+the 12 unresolved runs of other people (mini-swe-agent 1.17 + GPT-5-mini on SWE-bench Verified) vendored in this
+repository (``benchmarks/data/swe_fresh_runs/``), labelled blind by this project (an LLM helper: dev labels, not
+human labels; committed before the labeller was run on them) are scored too, as ``swe-fresh-dev`` (held back:
+scored once, 2026-12-05; tuning a rule on it makes it tuning data, to be said so), beside the same two coding-run
+baselines; ``--swe-fresh-labels ''`` leaves them out.
 A dev label that cannot be scored (no such run among the runs read, a step past its run's end, a SWE run not
 scored unresolved) is one ``warning: FILE: dev label of ...; left out`` line on stderr each, and the output counts
 them per file (a ``dev labels FILE: N of M joined to a run`` line; in JSON, ``dev_labels``: read, left_out, why).
@@ -65,6 +72,7 @@ from evoharness.diagnosis.accuracy import (
     DEV_RUNS,
     SWE_BASELINES,
     SWE_DEV_RUNS,
+    SWE_FRESH_SET,
     TUNING_SET,
     Prediction,
     baselines_for,
@@ -90,6 +98,8 @@ from evoharness.traces.importers import ImportWarnings, load_paths
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 DEV_LABELS = Path(__file__).resolve().parent / "data" / "tau_airline_dev_labels.json"
 SWE_DEV_LABELS = Path(__file__).resolve().parent / "data" / "swe_mini_dev_labels.json"
+SWE_FRESH_LABELS = Path(__file__).resolve().parent / "data" / "swe_fresh_dev_labels.json"
+SWE_FRESH_RUNS = Path(__file__).resolve().parent / "data" / "swe_fresh_runs"
 
 
 def main() -> int:
@@ -102,6 +112,9 @@ def main() -> int:
     ap.add_argument("--swe-dev-labels", default=str(SWE_DEV_LABELS), metavar="FILE",
                     help="this project's dev labels of failed mini-swe-agent SWE-bench runs (not human labels); "
                          "'' to leave out")
+    ap.add_argument("--swe-fresh-labels", default=str(SWE_FRESH_LABELS), metavar="FILE",
+                    help="this project's blind dev labels of the fresh SWE-bench runs in benchmarks/data/"
+                         "swe_fresh_runs (not human labels); '' to leave out")
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
@@ -161,6 +174,10 @@ def main() -> int:
             labels, dropped = read_swe_dev_labels(Path(args.swe_dev_labels)), []
             sets.update(swe_dev_records(labels, load_paths([swe_runs]), dropped))
             dev[args.swe_dev_labels] = (len(labels), dropped)
+        if public and args.swe_fresh_labels and SWE_FRESH_RUNS.is_dir():  # the blind labels join the vendored runs
+            labels, dropped = read_swe_dev_labels(Path(args.swe_fresh_labels), halves=("",)), []
+            sets.update(swe_dev_records(labels, load_paths([SWE_FRESH_RUNS]), dropped, set_name=SWE_FRESH_SET))
+            dev[args.swe_fresh_labels] = (len(labels), dropped)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -71,6 +71,7 @@ PUBLISHED = {
     "agentrx/tau-bench": "none published for this crosswalk",
     "tau-airline-dev": "dev labels written by this project (an LLM helper), not human labels; none published",
     "swe-mini-dev": "dev labels written by this project (an LLM helper), not human labels; none published",
+    "swe-fresh-dev": "dev labels written by this project (an LLM helper, blind), not human labels; none published",
 }
 
 FIGURES = ("step_exact", "step_within_1", "step_within_3", "agent", "class")
@@ -214,7 +215,8 @@ SWE_BASELINES: dict[str, Callable[[Trajectory], Prediction]] = {
 
 def baselines_for(set_name: str) -> dict[str, Callable[[Trajectory], Prediction]]:
     """The trivial labellers a set is scored beside: ``BASELINES``, and ``SWE_BASELINES`` for a SWE set."""
-    return {**BASELINES, **SWE_BASELINES} if set_name.startswith(SWE_DEV_SET) else BASELINES
+    swe = set_name.startswith((SWE_DEV_SET, SWE_FRESH_SET))
+    return {**BASELINES, **SWE_BASELINES} if swe else BASELINES
 
 
 def _norm(agent: str | None) -> str:
@@ -409,23 +411,25 @@ def dev_labelled_records(labels: dict[tuple[str, int], dict[str, Any]], trajs: I
 
 def _drop(dropped: list[str] | None, label: dict[str, Any], which: str, why: str) -> None:
     if dropped is not None:
-        dropped.append(f"{which} ({label['half']}): {why}")
+        dropped.append(f"{which} ({label.get('half') or label.get('run')}): {why}")
 
 
 SWE_DEV_SET = "swe-mini-dev"
 SWE_DEV_RUNS = Path("mini_swe_agent_sample")  # under the public data folder
 SWE_HALVES = ("tune", "test")
+SWE_FRESH_SET = "swe-fresh-dev"  # benchmarks/data/swe_fresh_runs: other people's runs, labelled blind
 
 
-def read_swe_dev_labels(path: Path) -> dict[str, dict[str, Any]]:
+def read_swe_dev_labels(path: Path, halves: tuple[str, ...] = SWE_HALVES) -> dict[str, dict[str, Any]]:
     """The dev-labelled failed SWE-bench runs (``benchmarks/data/swe_mini_dev_labels.json``: labels written by this
-    project, not by humans) by instance id. Raises ``InputError`` on a file that is not that layout."""
+    project, not by humans) by instance id. ``halves=("",)`` reads a file of one set, no ``half`` field
+    (``swe_fresh_dev_labels.json``). Raises ``InputError`` on a file that is not that layout."""
     try:
         rows = json.loads(path.read_text())["labels"]
         out = {}
         for i, r in enumerate(rows):
             step = r["step"]
-            if r["half"] not in SWE_HALVES or r["party"] not in PARTIES or not isinstance(step, int) \
+            if r.get("half", "") not in halves or r["party"] not in PARTIES or not isinstance(step, int) \
                     or isinstance(step, bool) or step < 0 or not isinstance(r["instance_id"], str):
                 raise ValueError(f"label {i}: instance_id, half, party or step out of range")
             if not isinstance(r["category"], str) or crosswalk(r["category"]) is None:
@@ -437,11 +441,11 @@ def read_swe_dev_labels(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def swe_dev_records(labels: dict[str, dict[str, Any]], trajs: Iterable[Trajectory],
-                    dropped: list[str] | None = None) -> dict[str, Records]:
+                    dropped: list[str] | None = None, set_name: str = SWE_DEV_SET) -> dict[str, Records]:
     """The dev-labelled runs among ``trajs`` (mini-swe-agent runs, joined by instance id = task id) that their
     own report calls unresolved (score 0), as ``swe-mini-dev/tune`` and ``swe-mini-dev/test``; a single-agent run
     has no agent to attribute. A label left out (no such run, a run not scored unresolved, a step past the run's
-    end) appends one line on why to ``dropped``."""
+    end) appends one line on why to ``dropped``. A label with no ``half`` goes to the set ``set_name`` itself."""
     out: dict[str, Records] = {}
     seen: set[str] = set()
     for t in trajs:
@@ -456,8 +460,8 @@ def swe_dev_records(labels: dict[str, dict[str, Any]], trajs: Iterable[Trajector
             _drop(dropped, r, str(t.task_id), why)
             continue
         cls = crosswalk(r["category"]) if r["party"] == "agent" else "E"
-        out.setdefault(f"{SWE_DEV_SET}/{r['half']}", []).append((t, HumanLabel(step=r["step"], agent=None,
-                                                                               failure_class=cls)))
+        name = f"{set_name}/{r['half']}" if r.get("half") else set_name
+        out.setdefault(name, []).append((t, HumanLabel(step=r["step"], agent=None, failure_class=cls)))
     for iid, r in sorted(labels.items()):
         if iid not in seen:
             _drop(dropped, r, iid, "no such run among the runs read")
