@@ -14,6 +14,7 @@ turns. An unrecovered infrastructure fault (``tool_infra_error``) is class E (en
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections import Counter, defaultdict
@@ -977,6 +978,10 @@ class FirstWriteDetector:
                                evidence=f"no write touches a file the delivered patch changes; first in-place edit"
                                         f"{' (in a reply rejected for its format)' if early else ''}: "
                                         f"{quote(text, 120)}")]
+        touches = bool(paths) and any(writes_file(view, w, p, target) for p in group)
+        accepted = _accepted_edit(view, writes, w, group, target) if touches else None
+        if accepted is not None:
+            return [_refused_or_accepted(view, writes, w, accepted, group, target)]
         rejected = _rejected_patch_write(view, group, w.step) if paths else None
         if rejected is not None:
             step, block = rejected
@@ -993,6 +998,101 @@ class FirstWriteDetector:
         return [Signal(id=self.id, failure_class=F4, step=w.step,
                        evidence=f"{what}: {w.name}({quote(w.arguments, 120)})"
                                 + (f" (the open file: {opened})" if opened else ""))]
+
+
+# a write that did not run: SWE-agent's linter refusing an edit, a command it did not execute (swe_agent.REFUSAL), an
+# editor's replacement that found nothing to replace
+REFUSED_EDIT = re.compile(
+    r"\s*(?:Your proposed edit has introduced new syntax error|Your bash command contained syntax errors and was NOT "
+    r"executed|No replacement was performed|Error:)|[^\n]{0,200}have NOT been applied")
+
+
+def _refused(view: TraceView, c: ToolCall) -> bool:
+    """A write call that changed nothing: its result is a refusal (``REFUSED_EDIT``; a shell command's non-zero exit
+    is none: part of it may have run)."""
+    res = view.results.get(c.id)
+    return res is not None and REFUSED_EDIT.match(res[1][:400]) is not None
+
+
+def _accepted_edit(view: TraceView, writes: list[ToolCall], w: ToolCall, group: list[str],
+                   target: dict[str, str]) -> ToolCall | None:
+    """The first write of a file of ``group`` from ``w`` on that went through, when an edit of it was refused first
+    -- ``w`` itself refused, or a reply rejected for its format before it whose block writes such a file -- else
+    None (nothing was refused before the first accepted edit, or no edit went through)."""
+    first = next((c for c in writes if c.step >= w.step and not _refused(view, c)
+                  and any(writes_file(view, c, p, target) for p in group)), None)
+    if first is None or (first is w and _rejected_blocks(view, group, w.step) == []):
+        return None
+    return first
+
+
+def _rejected_blocks(view: TraceView, group: list[str], before: int) -> list[tuple[int, str, str]]:
+    """``(step, edit text, block)`` of each reply before step ``before`` that the harness rejected for its format (a
+    ``format_rejected`` event right after it: nothing in it ran) and whose fenced block writes a file of ``group``."""
+    from evoharness.diagnosis.write_targets import same_file, shell_writes
+
+    events = view.traj.events
+    if not events:
+        return []
+    after = {e.step for e in events if e.type == "format_rejected" and e.step is not None}
+    msgs, out = view.traj.messages, []
+    for s in view.assistant_steps:
+        if s >= before:
+            break
+        if s + 1 in after and not msgs[s].get("tool_calls") and "```" in view.texts[s]:
+            for block in FENCE.findall(view.texts[s][:100_000]):
+                got = shell_writes(block)
+                edits = [e for f, e in zip(got.files, got.edits, strict=True) if any(same_file(f, p) for p in group)]
+                if edits:
+                    out.append((s, "\n".join(edits), block))
+    return out
+
+
+def _edit_text(view: TraceView, c: ToolCall, group: list[str], target: dict[str, str]) -> str:
+    """What write call ``c`` writes to the files of ``group``: the parts of a shell command that write them, else
+    the call's arguments."""
+    from evoharness.diagnosis.write_targets import same_file, shell_writes
+
+    if c.name in SHELL_TOOLS and c.id not in target:
+        got = shell_writes(_command(c)[:200_000])
+        edits = [e for f, e in zip(got.files, got.edits, strict=True) if any(same_file(f, p) for p in group)]
+        if edits:
+            return "\n".join(edits)
+    if c.name in SHELL_TOOLS:
+        return _command(c)
+    args = c.args if isinstance(c.args, dict) else {}
+    old = args.get("old_str")
+    new = next((v for k in ("new_str", "file_text", "content", "text", "insert_text")
+                if isinstance(v := args.get(k), str)), None)
+    if new is None:
+        return c.canonical
+    return json.dumps({"old_str": old, "new_str": new}, separators=(",", ":")) if isinstance(old, str) else new
+
+
+def _refused_or_accepted(view: TraceView, writes: list[ToolCall], w: ToolCall, accepted: ToolCall,
+                         group: list[str], target: dict[str, str]) -> Signal:
+    """Where a failed run's change to a patched file starts when an edit of it was refused before one went through
+    (a reply rejected for its format, a linter refusal, a replacement that found nothing): at the first refused edit
+    that makes the same change as the accepted one (``write_targets.same_change``: the agent committed to that
+    change there; the harness refused its form), else at the accepted edit -- a refused edit whose change the
+    agent then dropped or replaced never reached the state the run is judged on."""
+    from evoharness.diagnosis.write_targets import change_words, same_change
+
+    done = change_words(_edit_text(view, accepted, group, target))
+    tries = [(s, text, block, "a reply rejected for its format")
+             for s, text, block in _rejected_blocks(view, group, accepted.step)]
+    tries += [(c.step, _edit_text(view, c, group, target), f"{c.name}({c.arguments})", "a refused edit")
+              for c in writes if w.step <= c.step < accepted.step and _refused(view, c)
+              and any(writes_file(view, c, p, target) for p in group)]
+    for step, text, shown, how in sorted(tries, key=lambda t: t[0]):
+        if same_change(change_words(text), done):
+            return Signal(id=FirstWriteDetector.id, failure_class=F4, step=step,
+                          evidence=f"first write to a file the delivered patch changes, in {how} (the same change "
+                                   f"went through at step {accepted.step}): {quote(shown, 120)}")
+    return Signal(id=FirstWriteDetector.id, failure_class=F4, step=accepted.step,
+                  evidence=f"first write to a file the delivered patch changes that went through (the "
+                           f"{len(tries)} refused before it made another change): "
+                           f"{accepted.name}({quote(accepted.arguments, 120)})")
 
 
 # an edit of a file in place (not a new file, not a redirection): sed / perl -i, patch, git apply, an editor tool.

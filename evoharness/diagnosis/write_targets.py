@@ -34,6 +34,10 @@ _MODULES = frozenset({"io", "codecs", "builtins", "os"})
 DIFF_TARGET = re.compile(r"^(?:diff --git a/\S+ b/(\S+)|\+\+\+ b/(\S+)|\*\*\* (?:Update|Add|Delete) File: (\S+))", re.M)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _NOT_A_CHANGE = frozenset(keyword.kwlist) | {"self", "print", "True", "False", "None"}
+_COMMAND_WORDS = frozenset({"cat", "echo", "printf", "tee", "sed", "perl", "edit", "end_of_edit", "EOF", "create",
+                            "python", "python3", "testbed", "str_replace_editor", "str_replace", "insert", "command",
+                            "path", "file_text", "new_str", "old_str", "insert_line", "git", "apply", "patch"})
+_FILE_NAME = re.compile(r"['\"]?[\w.-]+\.[A-Za-z]{1,5}['\"]?")
 PY_WRITE = re.compile(r"\bopen\s*\(|\.write_(?:text|bytes)\s*\(|inplace\s*=\s*(?:True|1)")
 _LITERAL_OPEN = re.compile(r"\bopen\s*\(\s*(['\"])([^'\"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['\"])([^'\"\n]*)\3")
 
@@ -293,7 +297,9 @@ def change_words(edit: str) -> frozenset[str]:
         for old, new in old_new:
             added |= set(_WORD.findall(new)) - set(_WORD.findall(old))
         return frozenset(added - _NOT_A_CHANGE)
-    return frozenset(set(_WORD.findall(edit)) - _NOT_A_CHANGE)
+    # the whole text less what says how and where it is written: the command's words, paths and file names, options
+    kept = [tok for tok in edit.split() if "/" not in tok and not tok.startswith("-") and not _FILE_NAME.fullmatch(tok)]
+    return frozenset(set(_WORD.findall(" ".join(kept))) - _NOT_A_CHANGE - _COMMAND_WORDS)
 
 
 def same_change(a: frozenset[str], b: frozenset[str]) -> bool:

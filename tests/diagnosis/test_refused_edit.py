@@ -1,0 +1,121 @@
+"""An edit of a patched file refused before one went through (a reply rejected for its format, SWE-agent's linter
+refusing it, a replacement that found nothing): the failing step is the first refused edit that makes the same change
+as the accepted one (the agent committed to it there; its form was refused), else the accepted edit (the refused
+change was dropped and never reached the state the run is judged on)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.write_targets import change_words, same_change
+from evoharness.traces.builder import TraceBuilder
+
+PATCH = "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n"
+REJECTION = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+LINT = ("Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then "
+        "retry editing the file.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\nYour changes have NOT "
+        "been applied.")
+
+
+def _first_write(t):
+    [s] = [s for s in Labeller().label(t).signals if s.id == "F4.first_write"]
+    return s
+
+
+def _rejected_then(refused: str, accepted: str, between: int = 0):
+    """A mini-swe-agent-like run: a reply with two blocks (the edit ``refused`` and a re-run) rejected for its format
+    at step 1, ``between`` read-only commands, then ``accepted`` ran."""
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.say(f"THOUGHT: fix it.\n\n```bash\n{refused}\n```\n\n```bash\npython reproduce.py\n```")
+    b.user(REJECTION).event("format_rejected", "found 2 actions")
+    for k in range(between):
+        b.call("bash", {"command": f"grep -n foo{k} pkg/core.py"}, result="<returncode>0</returncode>")
+    b.call("bash", {"command": accepted}, result="<returncode>0</returncode>\n<output>\n</output>")
+    return _first_write(b.deliver(PATCH).build(score=0.0))
+
+
+@pytest.mark.parametrize(("refused", "accepted"), [
+    ("sed -i 's/x = 1/x = 2/' pkg/core.py", "sed -i 's/x = 1/x = 2/' pkg/core.py"),  # re-sent as it was
+    # the same change, its address corrected (sympy-12489's shape)
+    ("sed -i 's/@staticmethod/@classmethod/' pkg/core.py", "sed -i '927s/staticmethod/classmethod/' pkg/core.py"),
+    ("sed -i 's/return a/return a.clone()/' pkg/core.py",
+     "cd /testbed && sed -i '12s/return a/return a.clone()/' pkg/core.py && python reproduce.py"),
+])
+def test_a_rejected_edit_resent_with_the_same_change_is_the_failing_step(refused, accepted):
+    s = _rejected_then(refused, accepted)
+    assert s.step == 1 and "the same change went through at step 3" in s.evidence, s.evidence
+
+
+@pytest.mark.parametrize(("refused", "accepted"), [
+    # another location, another change
+    ("sed -i 's/def area/def size/' pkg/core.py", "sed -i '40s/return total/return max(total, 0)/' pkg/core.py"),
+    # the same location, another change
+    ("sed -i 's/timeout=10/timeout=None/' pkg/core.py", "sed -i 's/timeout=10/retries=3, timeout=10/' pkg/core.py"),
+])
+def test_a_rejected_edit_replaced_by_another_change_is_not_the_failing_step(refused, accepted):
+    s = _rejected_then(refused, accepted)
+    assert s.step == 3 and "that went through" in s.evidence, s.evidence
+
+
+def test_a_format_rejection_fixed_two_turns_later_keeps_the_rejected_edit():
+    s = _rejected_then("sed -i 's/x = 1/x = 2/' pkg/core.py", "sed -i 's/x = 1/x = 2/' pkg/core.py", between=2)
+    assert s.step == 1, s.evidence
+    s = _rejected_then("sed -i 's/def area/def size/' pkg/core.py", "sed -i 's/return a/return b/' pkg/core.py", 2)
+    assert s.step == 7, s.evidence
+
+
+def _editor_run(first: dict, first_result: str, second: dict):
+    """SWE-agent's str_replace_editor: ``first`` answered ``first_result`` at step 1, then ``second`` went through."""
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("str_replace_editor", {"command": "str_replace", "path": "/testbed/pkg/core.py", **first},
+           result=first_result)
+    b.call("str_replace_editor", {"command": "str_replace", "path": "/testbed/pkg/core.py", **second},
+           result="The file /testbed/pkg/core.py has been edited.")
+    return _first_write(b.deliver(PATCH).build(score=0.0))
+
+
+def test_a_linter_refusal_then_the_same_change_indented_right_is_located_at_the_refusal():
+    s = _editor_run({"old_str": "    return x", "new_str": "      return validate(x)"}, LINT,
+                    {"old_str": "    return x", "new_str": "    return validate(x)"})
+    assert s.step == 1 and "refused edit" in s.evidence, s.evidence
+
+
+def test_a_linter_refusal_then_another_change_is_located_at_the_accepted_edit():
+    s = _editor_run({"old_str": "    return x", "new_str": "      return validate(x)"}, LINT,
+                    {"old_str": "def f(x):", "new_str": "def f(x, strict=False):"})
+    assert s.step == 3, s.evidence
+
+
+def test_a_replacement_that_found_nothing_then_the_same_change_is_located_at_the_first_try():
+    s = _editor_run({"old_str": "return  x", "new_str": "return validate(x)"},
+                    "No replacement was performed, old_str `return  x` did not appear verbatim in pkg/core.py.",
+                    {"old_str": "return x", "new_str": "return validate(x)"})
+    assert s.step == 1, s.evidence
+
+
+def test_an_edit_refused_every_time_stays_at_the_first_refusal():
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    for _ in range(2):
+        b.call("str_replace_editor", {"command": "str_replace", "path": "pkg/core.py", "old_str": "a", "new_str": " b"},
+               result=LINT)
+    assert _first_write(b.deliver(PATCH).build(score=0.0)).step == 1
+
+
+def test_a_failed_command_is_no_refusal():
+    # a non-zero exit after the edit ran (the re-run failed): the edit changed the file, it is the first write
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("bash", {"command": "sed -i 's/a/b/' pkg/core.py && python reproduce.py"},
+           result="<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n</output>")
+    b.call("bash", {"command": "sed -i 's/c/d/' pkg/core.py"}, result="<returncode>0</returncode>")
+    assert _first_write(b.deliver(PATCH).build(score=0.0)).step == 1
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("sed -i 's/@staticmethod/@classmethod/' f.py", "sed -i '9s/staticmethod/classmethod/' f.py", True),
+    ("sed -i 's/foo/bar/' f.py", "sed -i 's/foo/baz/' f.py", False),
+    ("sed -i '/^x/d' f.py", "sed -i '/^y/d' f.py", True),  # two deletions: nothing added either way
+    ('{"old_str":"a = 1","new_str":"a = compute(1)"}', '{"old_str":"a=1","new_str":"a = compute(1)"}', True),
+])
+def test_same_change_compares_the_words_an_edit_adds(a, b, same):
+    assert same_change(change_words(a), change_words(b)) is same
