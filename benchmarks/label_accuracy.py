@@ -35,7 +35,7 @@ runs: ``first failed command`` (the command whose result first shows a non-zero 
 ``first write`` (the first command that changes a file); ``--swe-dev-labels ''`` leaves them out.
 
 ``--swe-fresh-labels FILE`` (default ``benchmarks/data/swe_fresh_dev_labels.json``): with the public data folder,
-the 12 unresolved runs of other people (mini-swe-agent 1.17 + GPT-5-mini on SWE-bench Verified) vendored in this
+the 14 unresolved runs of other people (mini-swe-agent 1.17 + GPT-5-mini on SWE-bench Verified) vendored in this
 repository (``benchmarks/data/swe_fresh_runs/``), labelled blind by this project (an LLM helper: dev labels, not
 human labels; committed before the labeller was run on them) are scored too, as ``swe-fresh-dev`` (held back:
 scored once, 2026-12-05; tuning a rule on it makes it tuning data, to be said so), beside the same two coding-run

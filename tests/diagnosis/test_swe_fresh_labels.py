@@ -1,5 +1,5 @@
 """The fresh SWE-bench runs of other people vendored in benchmarks/data/swe_fresh_runs (mini-swe-agent 1.17 +
-GPT-5-mini, SWE-bench Verified) and the blind dev labels of their 12 unresolved runs
+GPT-5-mini, SWE-bench Verified) and the blind dev labels of their 14 unresolved runs
 (benchmarks/data/swe_fresh_dev_labels.json: an LLM helper's, not human labels, committed before the labeller was
 run on them). Reads only the repository, no public data folder.
 
@@ -31,9 +31,9 @@ def trajs():
 
 def test_the_vendored_runs_read_with_their_own_reports_outcome(trajs):
     by_id = {str(t.task_id): t.score for t in trajs}
-    assert len(by_id) == len(trajs) == 14
+    assert len(by_id) == len(trajs) == 16
     assert sorted(i for i, s in by_id.items() if s == 1) == ["django__django-11099", "django__django-11133"]
-    assert sum(s == 0 for s in by_id.values()) == 12
+    assert sum(s == 0 for s in by_id.values()) == 14
 
 
 def test_every_blind_label_joins_its_unresolved_run(trajs):
@@ -41,7 +41,7 @@ def test_every_blind_label_joins_its_unresolved_run(trajs):
     dropped: list[str] = []
     sets = swe_dev_records(labels, trajs, dropped, set_name=SWE_FRESH_SET)
     assert dropped == []
-    assert list(sets) == [SWE_FRESH_SET] and len(sets[SWE_FRESH_SET]) == len(labels) == 12
+    assert list(sets) == [SWE_FRESH_SET] and len(sets[SWE_FRESH_SET]) == len(labels) == 14
     assert {h.failure_class for _, h in sets[SWE_FRESH_SET]} == {"F1", "F2", "F4"}
     assert "first write" in baselines_for(SWE_FRESH_SET)  # scored beside the coding-run baselines
     for t, h in sets[SWE_FRESH_SET]:  # every label's quote is in the assistant message it names
