@@ -206,7 +206,9 @@ SWE_EDITOR = (r"\bstr_replace\b|str_replace_editor\s+(?:create|insert|undo_edit)
 MUTATING_COMMAND = re.compile(
     r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
-    r"apply_patch|\.write(?:_text|_bytes)?\(|open\([^)]*['\"][wa]['\"]|" + SWE_EDITOR)
+    r"apply_patch|\.write(?:_text|_bytes)?\(|open\([^)]*['\"][wa]['\"]|"
+    # ``install`` / ``truncate`` as a command (not ``pip install``'s word, not Python's ``f.truncate()``)
+    r"(?:^|\n|\\n|\"command\":\"|[;&|(]\s*|\bsudo\s+)(?:install|truncate)\s+[\w./'\"-]|" + SWE_EDITOR)
 # an editor tool called with a command argument (SWE-agent's ``str_replace_editor``): its ``view`` only reads
 EDITOR_TOOL = re.compile(r"(?:^|[_.-])edit|str_replace", re.IGNORECASE)  # not "credit"
 VIEW_COMMAND = re.compile(r'"command":"view"')

@@ -46,6 +46,8 @@ WRITES = [
     "cp /tmp/core_fixed.py pkg/core.py",
     "mv /tmp/core_fixed.py /testbed/pkg/core.py",
     "cp /tmp/core.py pkg/",
+    "install -m 644 /tmp/core_fixed.py pkg/core.py",
+    "truncate -s 0 pkg/core.py",
     "git checkout -- pkg/core.py",
     "create pkg/core.py",
 ]
@@ -64,6 +66,8 @@ NAMES_ONLY = [
     "echo pkg/core.py > files.txt",
     "cd pkg && cat core.py > ../copy.py",
     "wc -l pkg/core.py >> /tmp/sizes",
+    "pip install -e . && python -c \"print(open('pkg/core.py').read())\"",
+    "python -c \"f = open('pkg/core.py'); f.truncate\"",
 ]
 
 
