@@ -101,6 +101,27 @@ def test_an_indented_list_takes_the_fast_path_to_its_end(tmp_path):
     assert stop.value.value is None  # None: the end of the list; a count: handed over to the stdlib
 
 
+def _separators_varied(text: str) -> str:
+    """``json.dump``'s layout with the separator after each element's closing line written another way each time
+    (its own, a comma on the next line, a blank before the comma, a blank line after it): the reader looks for an
+    element's end with the separator of the element before it, and must not take a later element's for it."""
+    parts = text.split("\n  },\n  ")
+    ways = ("\n  },\n  ", "\n  }\n  ,\n  ", "\n  } ,\n  ", "\n  },\n\n  ")
+    return "".join(part + ways[i % len(ways)] for i, part in enumerate(parts[:-1])) + parts[-1]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+@pytest.mark.parametrize("crlf", [False, True])
+def test_an_element_whose_separator_differs_reads_as_json_loads(tmp_path, chunk, crlf):
+    records = [dict(r, k=i) for i in range(3) for r in RECORDS]
+    text = _separators_varied(json.dumps(records, indent=2))
+    assert text.count("\n  }\n  ,") >= 3  # the layouts did change
+    text = text.replace("\n", "\r\n") if crlf else text
+    p = tmp_path / "a.json"
+    p.write_text(text, encoding="utf-8")
+    assert repr(list(ArrayRecords(p, chunk=chunk))) == repr(json.loads(text))
+
+
 @pytest.mark.parametrize("tail", ['  {"b": 2,}\n]', '  {"b": 2}\n] x', '  {"b": 2}\n', '  {"b": 2}\n  {"c": 3}\n]'])
 @pytest.mark.parametrize("chunk", [2, 1 << 20])
 def test_errors_after_indented_elements_are_the_stdlib_s(tmp_path, tail, chunk):
