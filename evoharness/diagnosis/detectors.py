@@ -890,10 +890,27 @@ def _before_closing(view: TraceView, step: int) -> int:
     return step
 
 
+# a word every match holds: of ``_NOT_YET`` (its keywords) and of ``outcome()`` (a done word, a first-person verb, a
+# refusal, a transfer; "cancel" for cancel(l)ed, "finali" for finali[sz]ed, "transferr" for transferred / transferring)
+_NOT_YET_WORDS = ("once", "when", "if", "after", "until", "as soon as", "hope", "wish")
+_OUTCOME_WORDS = [w.replace("cancell?ed", "cancel").replace("finali[sz]ed", "finali") for w in _DONE.split("|")] + [
+    "made", "taken", "put", "got", "unfortunately", "unable", "not able", "cannot", "can't", "could not", "couldn't",
+    "transferr"]
+_OUTCOME_WORDS = tuple(w for w in _OUTCOME_WORDS if not any(v != w and v in w for v in _OUTCOME_WORDS))  # "completed"
+
+
 def _closing(message: dict, text: str) -> bool:
-    return len(text) < 300 and not message.get("tool_calls") and \
-        text.lstrip()[:16].lower().startswith(CLOSING_OPENINGS) and _DIGITS.isdisjoint(text) and \
-        not outcome().search(_NOT_YET.sub(" ", text).lower())
+    """A closing pleasantry (``_before_closing``). Its two regexes run only where a word every match of theirs holds
+    occurs (each tries a match at every character: ~14 and ~33 microseconds a reply, against ~2 for the word tests);
+    ``_NOT_YET`` is case-blind, so its words are tested on ASCII text only (other text may fold onto them: "ſ" is
+    "s")."""
+    if not (len(text) < 300 and not message.get("tool_calls") and
+            text.lstrip()[:16].lower().startswith(CLOSING_OPENINGS) and _DIGITS.isdisjoint(text)):
+        return False
+    low = text.lower()
+    if not text.isascii() or any(w in low for w in _NOT_YET_WORDS):
+        low = _NOT_YET.sub(" ", text).lower()
+    return not (any(w in low for w in _OUTCOME_WORDS) and outcome().search(low))
 
 
 # Signals that say *that* a run failed rather than where: the labeller takes one as the first

@@ -108,7 +108,7 @@ class UserQuitDetector:
         if ANSWERS.search(said):
             return self._yes_and_gone(view, stop, said)
         asked = _last_reply(msgs, stop)
-        if asked and ASKS.search(asked) and not CLOSING.search(asked):
+        if asked and _asks(asked) and not _closing_offer(asked):
             return [Signal(id=self.id, failure_class=E, step=stop,
                            evidence=f"the user ended the conversation before the agent acted: "
                                     f"{quote(msgs[stop]['content'], 100)} — unanswered: {quote(asked, 100)}")]
@@ -127,6 +127,34 @@ class UserQuitDetector:
         return [Signal(id=self.id, failure_class=E, step=stop,
                        evidence=f"the user confirmed and ended the conversation in one message, so the agent never "
                                 f"got a turn to act: {quote(view.texts[stop], 100)} — proposed: {quote(asked, 100)}")]
+
+
+# every match of CLOSING is one of these, case-blind (the regex is literals only)
+CLOSING_WORDS = ("anything else", "further assistance", "further questions", "further help", "feel free",
+                 "have a great", "have a good", "have a wonderful", "have a nice", "safe travels", "take care",
+                 "reach out", "i'll be here", "i will be here", "whenever you")
+
+
+def _asks(text: str) -> bool:
+    """``ASKS.search(text) is not None``: its first alternative is a "?" (a C search finds one), and in ASCII text the
+    others need "please " or "let me know" (a case-blind regex tries every character: ~37 microseconds a reply)."""
+    if "?" in text:
+        return True
+    if text.isascii():
+        low = text.lower()
+        if "please " not in low and "let me know" not in low:
+            return False
+    return ASKS.search(text) is not None
+
+
+def _closing_offer(text: str) -> bool:
+    """``CLOSING.search(text) is not None``, the regex (~68 microseconds a reply) run only on ASCII text that holds one
+    of its literals lower-cased, or on other text (a case-blind regex folds other characters onto ASCII letters)."""
+    if text.isascii():
+        low = text.lower()
+        if not any(w in low for w in CLOSING_WORDS):
+            return False
+    return CLOSING.search(text) is not None
 
 
 def _last_reply(msgs: list[dict], stop: int) -> str:

@@ -166,3 +166,64 @@ def test_refusal_gate_answers_as_the_regex():
         assert got == (detectors.REFUSAL.search(low) is not None), low
         answers.add(got)
     assert answers == {True, False}
+
+
+def _closing_plain(message: dict, text: str) -> bool:
+    return len(text) < 300 and not message.get("tool_calls") and \
+        text.lstrip()[:16].lower().startswith(detectors.CLOSING_OPENINGS) and detectors._DIGITS.isdisjoint(text) and \
+        not detectors.outcome().search(detectors._NOT_YET.sub(" ", text).lower())
+
+
+def test_closing_gates_answer_as_the_regexes():
+    # closing openings, then subjects, every outcome word and near misses of them, the not-yet clauses' words, and
+    # characters a case-blind regex folds onto ASCII letters ("ſ" is "s", "K" is "k", "İ" is "i")
+    openings = ["Thank you", "thanks", "You're welcome", "you are welcome", "No problem", "Glad", "Goodbye", "hi"]
+    subjects = ["i", "we", "I", "We", "I've", "we have", "it is", "it's", "they're", "was", "has been", "are now",
+                "is all", "already", "successfully", "the", "you"]
+    outcomes = ["done", "complete", "completed", "confirmed", "finalised", "finalized", "processed", "canceled",
+                "cancelled", "booked", "rebooked", "reserved", "updated", "changed", "modified", "upgraded",
+                "downgraded", "refunded", "issued", "credited", "charged", "paid", "sent", "added", "removed",
+                "applied", "approved", "declined", "denied", "transferred", "submitted", "scheduled", "resolved",
+                "fixed", "located", "found", "verified", "all set", "made", "taken", "put", "got", "unfortunately",
+                "unable", "not able", "cannot", "can't", "could not", "couldn't", "transferred you",
+                "transferring you", "DONE", "fini", "transfer", "set", "can", "could", "not", "able", "b", "1"]
+    not_yet = ["once", "When", "if", "iF", "after", "until", "as soon as", "hope", "wish", "wiſh", "onKe", "İf",
+               "whenever"]
+    seps = [" ", " ", " ", "", "\n", ".", ",", "!", "’", "'"]
+    rnd = random.Random(29)
+    answers = set()
+    for _ in range(30_000):
+        text = rnd.choice(openings) + rnd.choice(seps)
+        for _ in range(rnd.randint(0, 6)):
+            kind = rnd.random()
+            pool = not_yet if kind < 0.2 else subjects if kind < 0.6 else outcomes
+            text += rnd.choice(pool) + rnd.choice(seps)
+        msg = {"role": "assistant", "content": text}
+        got = detectors._closing(msg, text)
+        assert got == _closing_plain(msg, text), text
+        answers.add(got)
+    assert answers == {True, False}
+    assert not detectors._closing({}, "Thank you! Your booking is all set.")
+    assert detectors._closing({}, "Thank you! I hope it is resolved soon. Have a nice day.")
+
+
+def test_user_quit_gates_answer_as_the_regexes():
+    # every ASKS and CLOSING alternative's words, near misses, case and \b breakers, folding characters
+    words = ["?", "please", "please ", "Please provide", "please confirm", "please share", "please specify",
+             "please let me know", "let me know", "Let Me Know", "letme know", "xlet me know", "let me knowing",
+             "anything else", "Anything Else", "further assistance", "further questions", "further help", "further",
+             "feel free", "have a great", "have a good", "Have A Wonderful", "have a nice", "have a", "safe travels",
+             "take care", "reach out", "i'll be here", "I will be here", "whenever you", "whenever", "pleaſe",
+             "anything elſe", "taKe care", "the", "flight", "\u00e9"]
+    seps = [" ", "", "  ", "\n", ".", ",", "_", "!"]
+    rnd = random.Random(31)
+    asks, offers = set(), set()
+    for _ in range(30_000):
+        text = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 6)))
+        got = environment._asks(text)
+        assert got == (environment.ASKS.search(text) is not None), text
+        asks.add(got)
+        got = environment._closing_offer(text)
+        assert got == (environment.CLOSING.search(text) is not None), text
+        offers.add(got)
+    assert asks == offers == {True, False}
