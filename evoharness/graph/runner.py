@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +17,7 @@ from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import claim_thread, open_checkpointer, start_over
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
+from evoharness.graph.locks import decision_lock, run_lock
 from evoharness.graph.moved import moved_harness, recorded_harness
 from evoharness.graph.progress import Progress
 from evoharness.graph.summary import write_summary
@@ -84,7 +82,15 @@ def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress
     The graph is streamed step by step with ``durability="sync"``: each node's result is on disk
     before the next node starts (a SIGKILL loses at most the running node). ``stop`` is checked
     after every step (the service sets it on SIGTERM); ``on_state`` sees the state after each step.
+    One driver at a time: another process driving the run is an InputError (``locks.run_lock``).
     """
+    with run_lock(run_dir, run_id):
+        return _drive(settings, run_id, run_dir, payload, progress, stop, on_state, resume_hint)
+
+
+def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress: Progress,
+           stop: threading.Event | None = None, on_state: Callable[[dict[str, Any]], None] | None = None,
+           resume_hint: str | None = None) -> RunOutcome:
     services = build_services(settings, run_dir, progress)
     stopped = False
     try:
@@ -131,20 +137,24 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     model = with_temperature(resolve_model_spec(settings.run.model), settings.run.temperature, "run.temperature")
     if model != settings.run.model:
         settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
-    settings = save_run_settings(run_dir, settings)
-    write_evidence(run_dir, evidence)  # the snapshot a resumed run reads
-    progress = progress or Progress()
-    progress.note(f"run {run_id}: harness {settings.run.harness}, env {settings.run.env}, "
-                  f"model {settings.run.model}, budget {settings.run.budget:g}"
-                  + (f", {len(evidence)} evidence trajectories" if evidence else ""))
-    return drive(settings, run_id, run_dir, {"run_id": run_id}, progress)
+    with run_lock(run_dir, run_id):  # two `run --run-id X` at once: one runs, the other is refused
+        if (run_dir / "settings.json").exists():
+            raise InputError(run_id, "run already exists: use --resume")
+        settings = save_run_settings(run_dir, settings)
+        write_evidence(run_dir, evidence)  # the snapshot a resumed run reads
+        progress = progress or Progress()
+        progress.note(f"run {run_id}: harness {settings.run.harness}, env {settings.run.env}, "
+                      f"model {settings.run.model}, budget {settings.run.budget:g}"
+                      + (f", {len(evidence)} evidence trajectories" if evidence else ""))
+        return _drive(settings, run_id, run_dir, {"run_id": run_id}, progress)
 
 
 def resume_run(settings: Settings, run_id: str, progress: Progress | None = None) -> RunOutcome:
     saved, run_dir = load_run_settings(settings, run_id)
-    progress = progress or Progress()
-    progress.note(f"resuming {run_id}")
-    return drive(saved, run_id, run_dir, None, progress)
+    with run_lock(run_dir, run_id):
+        progress = progress or Progress()
+        progress.note(f"resuming {run_id}")
+        return _drive(saved, run_id, run_dir, None, progress)
 
 
 def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: str | None,
@@ -155,22 +165,8 @@ def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: 
     is refused, and the interrupt is re-read under the lock, so two approves never both drive the run.
     """
     saved, run_dir = load_run_settings(settings, run_id)
-    with _decision_lock(run_dir, run_id):
+    with decision_lock(run_dir, run_id), run_lock(run_dir, run_id):  # the interrupt is re-read under both
         return _decide(saved, run_id, run_dir, branch, decision, reason, progress)
-
-
-@contextmanager
-def _decision_lock(run_dir: Path, run_id: str) -> Iterator[None]:
-
-    fd = os.open(run_dir / "decision.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError(run_id, "a review decision for this run is already being applied") from None
-        yield
-    finally:
-        os.close(fd)
 
 
 def _decide(saved: Settings, run_id: str, run_dir: Path, branch: str, decision: str, reason: str | None,
@@ -185,7 +181,7 @@ def _decide(saved: Settings, run_id: str, run_dir: Path, branch: str, decision: 
     decisions[branch] = decision
     if reason:
         decisions[f"{branch}#reason"] = reason
-    return drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress())
+    return _drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress())
 
 
 def pending_reviews(settings: Settings, run_id: str, run_dir: Path) -> list[Any]:

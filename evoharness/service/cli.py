@@ -51,6 +51,7 @@ def serve(
         from evoharness.graph.evidence import import_evidence
 
         import_evidence(settings.run.evidence)
+    _hold_home(Path(settings.home))
     sock = _listen(svc.host, svc.port)
     port = sock.getsockname()[1]
     app = create_app(settings, token)
@@ -74,6 +75,26 @@ def serve(
                    f"({svc.shutdown_timeout_s:g} s); it re-runs on the next start", err=True)
         sys.stderr.flush()
         os._exit(1)  # executor threads may still be busy: do not wait for them
+
+
+def _hold_home(home: Path) -> None:
+    """One service per home, for the life of this process (``<home>/service/serve.lock``): a second `serve` on the
+    same home (another port) drove the home's current run beside the first (its trajectories written twice, each
+    candidate made twice) and wrote the same service/daemon.json. The lock goes with the process, however it ends."""
+    from evoharness.graph.locks import try_lock
+
+    try:
+        (home / "service").mkdir(parents=True, exist_ok=True)
+        fd, holder = try_lock(home / "service" / "serve.lock")
+    except OSError as e:
+        fail(f"cannot use home {home}: {e.strerror or e} ({e.filename or home / 'service'})")
+    if fd is None:
+        fail(f"another `evoharness serve`{holder} is using home {home}: one service per home (stop it, or give "
+             "this one another home)")
+    _HELD.append(fd)  # kept open until the process ends
+
+
+_HELD: list[int] = []
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from tests.service.helpers import Server, write_config
@@ -20,3 +21,29 @@ def test_a_fresh_service_waits_for_work_and_says_so(tmp_path):
         assert "runs: on POST /runs, or once 1 ingested process failure(s) arrive" in server.output()
     finally:
         server.stop()
+
+
+def test_a_second_service_on_the_same_home_is_refused(tmp_path):
+    """Two `serve` processes on one home (different ports) both drove the home's current run: its trajectories
+    were written twice and each candidate made twice (a '-2' branch beside the other's)."""
+    import subprocess
+    import sys
+
+    from tests.service.helpers import TOKEN, free_port
+
+    cfg = write_config(tmp_path)
+    first = Server(cfg).start()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
+        env["EVOHARNESS_API_TOKEN"] = TOKEN
+        second = subprocess.run([sys.executable, "-m", "evoharness", "--config", str(cfg), "serve", "--port",
+                                 str(free_port())], env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2, (second.returncode, second.stderr[-3000:])
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), second.stderr[-3000:]
+        assert f"pid {first.proc.pid}" in lines[0] and str(tmp_path / "home") in lines[0], lines[0]
+        assert first.client().get("/health").json()["worker_alive"] is True  # the first one is untouched
+    finally:
+        first.stop()
+    again = Server(cfg).start()  # the lock went with the first process
+    again.stop()
