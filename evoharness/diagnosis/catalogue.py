@@ -13,6 +13,7 @@ from functools import partial
 
 from evoharness.diagnosis import environment as env
 from evoharness.diagnosis import multiagent as ma
+from evoharness.diagnosis.amounts import AmountClaimDetector
 from evoharness.diagnosis.claims import ContradictedClaimDetector
 from evoharness.diagnosis.detectors import (
     FRICTION_EVENTS,
@@ -61,6 +62,7 @@ add(ma.AcceptedReportDetector)
 add(ma.FirstCommitmentDetector)
 add(ContradictedClaimDetector)
 add(ElapsedClaimDetector)
+add(AmountClaimDetector)
 add(env.UserSimulatorErrorDetector)
 add(env.UserQuitDetector)
 add(env.UserOffScriptDetector)
