@@ -1001,9 +1001,11 @@ class FirstWriteDetector:
         accepted = _accepted_edit(view, writes, w, group, target) if touches else None
         if accepted is not None:
             return [_refused_or_accepted(view, writes, w, accepted, group, target)]
-        rejected = _rejected_patch_write(view, group, w.step) if paths else None
-        if rejected is not None:
-            step, block = rejected
+        # no edit of the file went through (or none was refused first): a reply rejected for its format whose block
+        # writes it (targets it: a block that only names it is none) before the first write is the first refusal
+        rejected = _rejected_blocks(view, group, w.step)[:1] if paths else []
+        if rejected:
+            step, _, block = rejected[0]
             return [Signal(id=self.id, failure_class=F4, step=step,
                            evidence=f"first write to a file the delivered patch changes, in a reply rejected for its "
                                     f"format (the first that ran: step {w.step}): {quote(block, 120)}")]

@@ -119,3 +119,22 @@ def test_a_failed_command_is_no_refusal():
 ])
 def test_same_change_compares_the_words_an_edit_adds(a, b, same):
     assert same_change(change_words(a), change_words(b)) is same
+
+
+@pytest.mark.parametrize("block", ["cat pkg/core.py > /tmp/orig.py", "cp pkg/core.py /tmp/x", "grep a pkg/core.py > o"])
+def test_a_rejected_reply_that_only_names_the_patched_file_is_no_refused_edit(block):
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.say(f"THOUGHT: save it first.\n\n```bash\n{block}\n```\n\n```bash\nls\n```")
+    b.user(REJECTION).event("format_rejected", "found 2 actions")
+    b.call("bash", {"command": block}, result="<returncode>0</returncode>")
+    b.call("bash", {"command": "sed -i 's/a/b/' pkg/core.py"}, result="<returncode>0</returncode>")
+    assert _first_write(b.deliver(PATCH).build(score=0.0)).step == 5
+
+
+def test_an_edit_refused_for_its_format_with_none_accepted_after_stays_at_the_rejection():
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.say("THOUGHT: fix.\n\n```bash\nsed -i 's/a/b/' pkg/core.py\n```\n\n```bash\nls\n```")
+    b.user(REJECTION).event("format_rejected", "found 2 actions")
+    b.call("str_replace_editor", {"command": "str_replace", "path": "pkg/core.py", "old_str": "a", "new_str": " b"},
+           result=LINT)
+    assert _first_write(b.deliver(PATCH).build(score=0.0)).step == 1
