@@ -17,6 +17,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from evoharness.errors import InputError
+from evoharness.traces.jsontext import lone_surrogates_replaced
 from evoharness.traces.models import Trajectory
 
 
@@ -84,13 +85,25 @@ def read_trajectories(
     """Yield trajectories from a canonical JSONL file; blank lines are ignored."""
     for lineno, raw in jsonl_lines(path):
         try:
-            yield parse_trajectory(raw)
+            yield _parse_line(raw)
         except ValidationError as e:
             err = InputError(str(path), _line_reason(raw, e), where=f"line {lineno}")
             if not skip_invalid:
                 raise err from None
             if on_invalid:
                 on_invalid(err)
+
+
+def _parse_line(raw: bytes) -> Trajectory:
+    """``parse_trajectory(raw)``; a line pydantic's parser refuses for a lone surrogate escape is read with it as
+    U+FFFD (``jsontext``)."""
+    try:
+        return parse_trajectory(raw)
+    except ValidationError:
+        fixed = lone_surrogates_replaced(raw)
+        if fixed == raw:
+            raise
+    return parse_trajectory(fixed)
 
 
 def _line_reason(raw: bytes, e: ValidationError) -> str:

@@ -60,6 +60,7 @@ from evoharness.traces.importers import (
     who_when,
 )
 from evoharness.traces.importers.jsonstream import ArrayRecords, starts_with_list
+from evoharness.traces.jsontext import lone_surrogates_replaced
 from evoharness.traces.models import Trajectory
 
 FORMATS: dict[str, Any] = {
@@ -209,7 +210,7 @@ def read_json_file(path: Path) -> Any:
     if b"\x00" in raw[:4096]:
         raise InputError(str(path), "not JSON: binary content")
     try:
-        return json.loads(raw)
+        return json.loads(lone_surrogates_replaced(raw))
     except UnicodeDecodeError:
         raise InputError(str(path), "not JSON: binary or non-UTF-8 content") from None
     except json.JSONDecodeError as e:

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evoharness.traces import jsontext
 from evoharness.traces.importers import ag2, dirscan, neighbours
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -261,7 +262,7 @@ def _ground_truth(path: Path) -> _Truth:
 
 def _read_ground_truth(path: Path) -> _Truth:
     try:
-        data = json.loads(path.read_bytes())
+        data = jsontext.loads(path.read_bytes())
     except OSError as e:
         return _Truth({}, f"unreadable ({e.strerror or e}){_NONE}")
     except json.JSONDecodeError as e:

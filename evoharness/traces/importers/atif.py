@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces import jsontext
 from evoharness.traces.importers._shape import agent_name, arguments, arr, content_text, count, obj, score, text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -132,7 +133,7 @@ def _harbor_result(path: Path) -> dict[str, Any] | None:
     if path.parent.name != "agent" or not candidate.is_file():
         return None
     try:
-        data = json.loads(candidate.read_bytes())
+        data = jsontext.loads(candidate.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise InputError(str(candidate), f"unreadable Harbor result.json: {e}") from None
     if not isinstance(data, dict):

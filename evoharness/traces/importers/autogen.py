@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces import jsontext
 from evoharness.traces.importers._shape import agent_name, arguments, count, obj, text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -68,7 +69,7 @@ def _records(path: Path, data: Any) -> Iterator[tuple[str | None, str, Any]]:
             for lineno, raw in enumerate(fh, start=1):
                 if raw.strip():
                     try:
-                        rec: Any = json.loads(raw)
+                        rec: Any = jsontext.loads(raw)
                     except (UnicodeDecodeError, ValueError, RecursionError):
                         rec = ValueError("invalid JSON (truncated or not JSON)")
                     yield f"line {lineno}", f"{path.stem}:{n}", rec

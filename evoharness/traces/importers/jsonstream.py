@@ -6,7 +6,7 @@ time from a buffer refilled in chunks, so memory holds the buffer and the curren
 list written with an indent (tau-bench's results) with pydantic-core's parser (jiter), element by
 element, as long as every element is laid out that way; any other list, and the rest of one once
 that fails, with the C scanner behind ``json.loads`` (``JSONDecoder.raw_decode``). Both give what
-``json.loads`` of the whole file gives.
+``json.loads`` of the whole file gives, a lone surrogate escape read as U+FFFD (``traces.jsontext``).
 
 Errors are the ones ``json.loads`` of the whole file would give, as an ``InputError`` naming the
 file and ``line L col C``; they surface when the stream reaches them (the records before them
@@ -24,6 +24,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from evoharness.errors import InputError
+from evoharness.traces.jsontext import has_surrogate_escape, lone_surrogates_replaced
 
 CHUNK = 1 << 20
 _WS = " \t\n\r"
@@ -143,8 +144,8 @@ def _indented_records(path: Path, chunk: int) -> Generator[Any, None, int | None
             try:
                 value = from_json(segment)
             except ValueError:  # what jiter refuses: a lone surrogate, nesting over 200 deep, an error
-                try:
-                    value = json.loads(str(segment, "utf-8"))
+                try:  # a lone surrogate escape is read as U+FFFD (``traces.jsontext``)
+                    value = json.loads(str(lone_surrogates_replaced(segment), "utf-8"))
                 except (ValueError, RecursionError):
                     return n
             yield value
@@ -211,6 +212,8 @@ class _Reader:
                         and self.buf[end:end + 1] not in tuple(_WS + ",]")):  # a number may go on
                     self._fill(want)
                     continue
+                if has_surrogate_escape(self.buf, self.pos, end):  # read a lone one as U+FFFD
+                    value = json.loads(lone_surrogates_replaced(self.buf[self.pos:end]))
                 want = self.chunk
                 self.pos = end
                 if skip:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces import jsontext
 from evoharness.traces.importers._shape import agent_name, arguments, arr, content_text, count, obj, text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -53,7 +54,7 @@ def _records(path: Path, data: Any) -> tuple[list[tuple[str, Any]], list[Any]]:
         out = []
         for lineno, raw in jsonl_lines(path):
             try:
-                out.append((f"line {lineno}", json.loads(raw)))
+                out.append((f"line {lineno}", jsontext.loads(raw)))
             except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
                 raise InputError(str(path), "invalid JSON (truncated or not JSON)", where=f"line {lineno}") from None
         return out, []

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces import jsontext
 from evoharness.traces.importers import dirscan, neighbours
 from evoharness.traces.importers._shape import arguments, content_text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
@@ -275,7 +276,7 @@ def _aggregate(f: Path) -> tuple[frozenset, frozenset] | _Broken | None:
 def _read_json(f: Path) -> object:
     """``f``'s JSON value, or ``_Broken`` (why) when it cannot be read or parsed (a results file or a report)."""
     try:
-        return json.loads(f.read_bytes())
+        return jsontext.loads(f.read_bytes())
     except OSError as e:
         return _Broken(f"unreadable ({e.strerror or e})")
     except json.JSONDecodeError as e:

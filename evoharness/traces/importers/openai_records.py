@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evoharness.errors import InputError
+from evoharness.traces import jsontext
 from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -36,7 +37,7 @@ def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
             if not raw.strip():
                 continue
             try:
-                yield f"line {lineno}", json.loads(raw)
+                yield f"line {lineno}", jsontext.loads(raw)
             except (UnicodeDecodeError, json.JSONDecodeError):
                 yield f"line {lineno}", _BadJson
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces import jsontext
 from evoharness.traces.importers._shape import agent_name, arguments, arr, content_text, count, obj, text
 from evoharness.traces.models import Event, Split, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -57,7 +58,7 @@ def _requests(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
 
     for lineno, raw in jsonl_lines(path):
         try:
-            yield f"line {lineno}", json.loads(raw)
+            yield f"line {lineno}", jsontext.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             raise InputError(str(path), "invalid JSON (truncated or not JSON)", where=f"line {lineno}") from None
 
@@ -225,7 +226,7 @@ def _genai_messages(raw: Any) -> list[dict[str, Any]]:
     """``gen_ai.input.messages`` / ``gen_ai.output.messages``: JSON text of messages with typed parts."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = jsontext.loads(raw)
         except (json.JSONDecodeError, RecursionError):
             return [{"role": "user", "content": raw}]
     out: list[dict[str, Any]] = []
@@ -296,7 +297,7 @@ def llm_io(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         parts = system
         if isinstance(system, str):
             try:
-                parts = json.loads(system)
+                parts = jsontext.loads(system)
             except (json.JSONDecodeError, RecursionError):
                 parts = system
         content = "".join(text(obj(p).get("content")) or "" for p in parts) if isinstance(parts, list) \

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evoharness.traces import jsontext
 from evoharness.traces.importers import mini_swe
 from evoharness.traces.importers._shape import arguments, arr, content_text, obj
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
@@ -236,7 +237,7 @@ def _model(data: dict) -> str | None:
     cfg = data.get("replay_config")
     if isinstance(cfg, str):
         try:
-            cfg = json.loads(cfg)
+            cfg = jsontext.loads(cfg)
         except ValueError:
             return None
     name = obj(obj(obj(cfg).get("agent")).get("model")).get("name")

@@ -1,0 +1,57 @@
+"""JSON text as trace files hold it, made readable: a lone UTF-16 surrogate escape becomes U+FFFD.
+
+JSON may spell a character outside the Basic Multilingual Plane as a pair of escapes (``"\\ud83d\\ude00"``).
+A writer that cuts a string by UTF-16 units (JavaScript's ``slice``, a log truncating at N characters) leaves
+half a pair (``"\\ud83d"``). ``json.loads`` reads that into a ``str`` no UTF-8 encoder takes (writing the
+trajectory failed with a traceback; pydantic's parser refused the line as "invalid JSON"). This module replaces
+each escape that is not half of a pair with ``\\ufffd`` (the replacement character, as a UTF-8 decoder's
+``errors="replace"`` gives) in the JSON text before it is parsed; a pair, an escaped backslash followed by
+``u`` and hex digits, and every other byte are left as they are. Text without a surrogate escape is returned
+as it is (one regex search).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, AnyStr
+
+_HI, _LO = r"[dD][89abAB][0-9a-fA-F]{2}", r"[dD][c-fC-F][0-9a-fA-F]{2}"
+# a run of backslashes, then u and a high surrogate (with the low escape after it, if any), or a low one
+_PATTERN = rf"(\\+)u({_HI})(\\u{_LO})?|(\\+)u({_LO})"
+_ESCAPE = {str: re.compile(_PATTERN), bytes: re.compile(_PATTERN.encode())}
+_ANY = {str: re.compile(r"\\u[dD][89a-fA-F]"), bytes: re.compile(rb"\\u[dD][89a-fA-F]")}
+
+
+def _replace(m: re.Match) -> Any:
+    text = m.group(0)
+    u, fffd = (b"u", b"\\ufffd") if isinstance(text, bytes) else ("u", "\\ufffd")
+    if m.group(1) is not None:  # a high one
+        run, low = m.group(1), m.group(3)
+        if len(run) % 2 == 0:  # an escaped backslash, then the text 'uD83D'; a low escape after it is alone
+            return text if low is None else run + u + m.group(2) + fffd
+        if low is not None:  # a pair
+            return text
+    else:
+        run = m.group(4)
+        if len(run) % 2 == 0:
+            return text
+    return run[:-1] + fffd  # the escaped backslashes before it, then U+FFFD
+
+
+def lone_surrogates_replaced(text: AnyStr) -> AnyStr:
+    """``text`` (JSON, ``str`` or UTF-8 ``bytes``) with every lone surrogate escape replaced by ``\\ufffd``."""
+    kind = type(text)
+    if _ANY[kind].search(text) is None:
+        return text
+    return _ESCAPE[kind].sub(_replace, text)
+
+
+def has_surrogate_escape(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a surrogate escape (half of a pair or alone), without slicing it."""
+    return _ANY[str].search(text, start, end) is not None
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads(text)``, lone surrogate escapes read as U+FFFD (see the module's docstring)."""
+    return json.loads(lone_surrogates_replaced(text))

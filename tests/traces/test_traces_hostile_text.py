@@ -1,0 +1,97 @@
+"""Odd but legal text in trace files (fix, sixth session): every format reads it, the commands write it.
+
+A lone UTF-16 surrogate escape (``"\\ud83d"``: half of an emoji's pair, as a writer cutting strings by UTF-16
+units leaves it) was read into a ``str`` no UTF-8 encoder takes: ``evoharness import`` of a JSON list or
+a tau-bench file holding one ended in a PydanticSerializationError traceback after the work, and a canonical
+JSONL line holding one was refused as "invalid JSON (truncated or not JSON)".
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evoharness.cli import main
+from evoharness.traces import jsontext
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SAMPLES = sorted([*(FIXTURES / "traces").iterdir(), *(p for p in (FIXTURES / "data").iterdir() if p.is_dir())])
+LONE = "\ud83d"
+
+
+def _replaced(s: str) -> str:
+    """The reference: what a UTF-16 decoder with errors="replace" makes of ``s``'s code units."""
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+text = st.lists(st.sampled_from(["a", "\\", "u", "d83d", '"', "\ud83d", "\ude00", "\udbff", "\udc00", "é", "😀",
+                                 "\n"]), max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text)
+def test_a_lone_surrogate_escape_reads_as_the_replacement_character_and_nothing_else_changes(s):
+    doc = json.dumps({"k": s, "l": [s, s + "x"]})  # ensure_ascii: each surrogate written as an escape
+    expected = {"k": _replaced(s), "l": [_replaced(s), _replaced(s + "x")]}
+    assert jsontext.loads(doc) == expected
+    assert jsontext.loads(doc.encode()) == expected
+    if _replaced(s) == s:  # no lone surrogate: the text is left as it is
+        assert jsontext.lone_surrogates_replaced(doc) == doc
+
+
+def _texts_cut(value):
+    """``value`` with a lone high surrogate appended to every string holding a space (a text, not an id), and
+    whether there was one."""
+    if isinstance(value, str):
+        return (value + LONE, True) if " " in value else (value, False)
+    if isinstance(value, dict):
+        done = {k: _texts_cut(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in done.items()}, any(ok for _, ok in done.values())
+    if isinstance(value, list):
+        done = [_texts_cut(v) for v in value]
+        return [v for v, _ in done], any(ok for _, ok in done)
+    return value, False
+
+
+def _cut_every_trace_file(root: Path) -> int:
+    cut = 0
+    for f in sorted(root.rglob("*")):
+        if f.suffix == ".jsonl":
+            lines = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+            done = [_texts_cut(x) for x in lines]
+            f.write_text("\n".join(json.dumps(v) for v, _ in done) + "\n")
+            cut += any(ok for _, ok in done)
+        elif f.suffix in (".json", ".traj") and "report" not in f.name and f.name != "result.json":
+            value, ok = _texts_cut(json.loads(f.read_text()))
+            f.write_text(json.dumps(value, indent=1))  # an indent: the streamed fast path reads lists laid out so
+            cut += ok
+    return cut
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_every_format_imports_a_trace_holding_a_lone_surrogate(sample, tmp_path, capsys):
+    root = tmp_path / sample.name
+    shutil.copytree(sample, root)
+    assert _cut_every_trace_file(root)
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(root), "--out", str(out)]) == 0, capsys.readouterr().err
+    text = out.read_text(encoding="utf-8")  # strict UTF-8: no surrogate written
+    assert "\\ufffd" in text or "\ufffd" in text
+    labels = tmp_path / "labels.jsonl"
+    assert main(["label", str(out), "--out", str(labels)]) == 0, capsys.readouterr().err
+    labels.read_text(encoding="utf-8")
+
+
+def test_a_canonical_line_holding_a_lone_surrogate_is_read_not_refused_as_invalid_json(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "t1", "task_id": "x", "messages": [
+        {"role": "user", "content": "cut here " + LONE}, {"role": "assistant", "content": "ok"}]}) + "\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(src), "--out", str(out)]) == 0, capsys.readouterr().err
+    (t,) = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert t["messages"][0]["content"] == "cut here \ufffd"
