@@ -23,9 +23,10 @@ used (unreadable, not JSON, records of another shape): one ``error:`` line namin
 ``--dev-labels FILE`` (default ``benchmarks/data/tau_airline_dev_labels.json``): with the public data folder, the
 tau-bench airline runs labelled by this project (an LLM helper: dev labels, not human labels;
 benchmarks/data/README.md) are scored too, as ``tau-airline-dev/tune``, ``tau-airline-dev/test`` and
-``tau-airline-dev/test2`` (rules may be tuned on these three) and ``tau-airline-dev/test3`` (the third blind set:
-held back, scored once, at the end of the 2026-12-05 rule change, ``1217423``; scoring it while tuning a
-later rule makes it tuning data, to be said so); ``--dev-labels ''`` leaves them out.
+``tau-airline-dev/test2`` and ``tau-airline-dev/test3`` (the third blind set, scored once at the end of the
+2026-12-05 rule change, ``1217423``). All four are tuning data since: no tau test set is left, so a figure on them
+is a tuning figure, to be said so (the test is a held-back human-labelled retail set, ``--data DIR``);
+``--dev-labels ''`` leaves them out.
 
 ``--swe-dev-labels FILE`` (default ``benchmarks/data/swe_mini_dev_labels.json``): with the public data folder,
 the failed mini-swe-agent SWE-bench runs of ``mini_swe_agent_sample/`` labelled by this project (an LLM helper: dev
