@@ -1082,8 +1082,8 @@ def _edit_text(view: TraceView, c: ToolCall, group: list[str], target: dict[str,
     if c.name in SHELL_TOOLS:
         return _command(c)
     args = c.args if isinstance(c.args, dict) else {}
-    old = args.get("old_str")
-    new = next((v for k in ("new_str", "file_text", "content", "text", "insert_text")
+    old = args.get("old_str", args.get("search"))  # SWE-agent's editor; its edit_replace bundle's edit SEARCH REPLACE
+    new = next((v for k in ("new_str", "replace", "file_text", "content", "text", "insert_text")
                 if isinstance(v := args.get(k), str)), None)
     if new is None:
         return c.canonical

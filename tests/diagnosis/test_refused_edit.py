@@ -138,3 +138,16 @@ def test_an_edit_refused_for_its_format_with_none_accepted_after_stays_at_the_re
     b.call("str_replace_editor", {"command": "str_replace", "path": "pkg/core.py", "old_str": "a", "new_str": " b"},
            result=LINT)
     assert _first_write(b.deliver(PATCH).build(score=0.0)).step == 1
+
+
+@pytest.mark.parametrize(("second", "step"), [
+    ({"search": "    return x", "replace": "    return validate(x)"}, 3),  # the same change, indented right
+    ({"search": "def f(x):", "replace": "def f(x, strict=False):"}, 5),  # another change
+])
+def test_swe_agents_search_replace_edit_of_the_open_file(second, step):
+    """SWE-agent's edit_replace bundle: ``edit SEARCH REPLACE`` on the file ``open`` opened, no path argument."""
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("open", {"path": "/testbed/pkg/core.py"}, result="[File: /testbed/pkg/core.py (40 lines total)]")
+    b.call("edit", {"search": "    return x", "replace": "      return validate(x)"}, result=LINT)
+    b.call("edit", second, result="File updated.")
+    assert _first_write(b.deliver(PATCH).build(score=0.0)).step == step
