@@ -6,8 +6,9 @@ misreading of tool output (F1), not a plan failure. Two checks, both on a senten
 
 - **covers**: the sentence says a balance or credit of ``$A`` covers (``cover``, ``covers``, ``covering``) an amount
   ``$B`` -- ``balance of $A`` (or ``credit of``, ``funds of``) before ``cover``, ``$B`` the first amount after it --
-  and ``A < B``; a negation (``not``, ``n't``, ``insufficient``, ``only partially``) in the sentence makes it no
-  claim ("a balance of $280 is not enough to cover $340" is right);
+  and ``A < B``; a negation or a part (``not``, ``n't``, ``insufficient``, ``part``, ``partly``, ``partially``,
+  ``portion``, ``some of``) in the sentence makes it no claim ("a balance of $280 is not enough to cover $340",
+  "a balance of $50 will cover part of the $80" are right);
 - **sign**: the latest tool result before the reply, with no user message between, is a bare negative number
   ``-N`` (a calculator's answer: the new price is lower), and the reply states ``$N`` as something the user pays
   (``additional``, ``extra``, ``charge``, ``pay``, ``owe``, ``cost`` in the sentence) with no word of money coming
@@ -29,7 +30,7 @@ MAX_REPLY_CHARS = 20_000
 AMOUNT = r"\$\s?(\d[\d,]{0,12}(?:\.\d{1,2})?)"
 COVERS = re.compile(r"\b(?:balance|credit|funds)\s+of\s+" + AMOUNT + r"[^$\n]{0,120}?\bcover(?:s|ing)?\b[^$\n]{0,80}?"
                     + AMOUNT)
-COVER_NEGATED = re.compile(r"\bnot\b|n['’]t\b|\binsufficient\b|\bpartially\b")
+COVER_NEGATED = re.compile(r"\bnot\b|n['’]t\b|\binsufficient\b|\bpart(?:ly|ially)?\b|\bportion\b|\bsome of\b")
 NEGATIVE = re.compile(r"-(\d{1,12}(?:\.\d+)?)\s*")
 PAYS = re.compile(r"\b(?:additional|extra|charge[ds]?|pay|owe|cost)\b")
 COMES_BACK = re.compile(r"\b(?:refund\w*|credit\w*|back|sav\w*|less|lower|cheaper|reduc\w*|return\w*)\b")

@@ -47,6 +47,7 @@ def test_a_balance_that_covers_or_a_negated_cover_is_no_claim():
         "You can use your gift card with a balance of $300 to cover the remaining cost of $234.",  # true
         "The gift card has a balance of $224, which is not enough to cover the total of $234.",  # negated
         "A balance of $224 won't cover the $234 due; shall I split it with your card?",  # negated
+        "Your gift card with a balance of $224 will cover part of the $234; the rest goes on your card.",  # a part
         "Your gift card balance is $224. Shall I charge it?",  # no cover claim
     ):
         t = _covers_run(reply).deliver("Done.").build(0.0)
