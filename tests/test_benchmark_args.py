@@ -105,3 +105,27 @@ def test_a_sample_piped_into_a_reader_that_left_ends_quietly(script, tmp_path):
     finally:
         os.close(write)
     assert proc.returncode == 141 and proc.stderr == "", proc.stderr[-2000:]
+
+
+def test_label_throughput_parses_the_same_records_one_copy_at_a_time(tmp_path):
+    """The plain parse that ``label_throughput.py`` sets beside import + label reads the same records as the
+    replicated file, one copy's list per file (each the ``--data`` file's layout), not one list of all of them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("label_throughput", ROOT / "benchmarks" / "label_throughput.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    src = tmp_path / "src.json"
+    records = [{"task_id": i, "trial": 0, "reward": i % 2, "traj": [{"role": "user", "content": f"é {i}"}]}
+               for i in range(3)]
+    src.write_text(json.dumps(records, indent=2))
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    n = bench.replicate(src, tmp_path / "all.json", 4, parts)
+    whole = json.loads((tmp_path / "all.json").read_bytes())
+    lists = [json.loads((parts / f"{c}.json").read_bytes()) for c in range(4)]
+    assert n == 12 and [len(x) for x in lists] == [3] * 4
+    assert [r for x in lists for r in x] == whole
+    assert [r["trial"] for r in whole] == [0, 0, 0, 10, 10, 10, 20, 20, 20, 30, 30, 30]
+    assert (parts / "0.json").read_text() == src.read_text()  # one copy is the source file, byte for byte
+    assert sorted(p.name for p in parts.iterdir()) == ["0.json", "1.json", "2.json", "3.json"]
