@@ -901,16 +901,18 @@ _OUTCOME_WORDS = tuple(w for w in _OUTCOME_WORDS if not any(v != w and v in w fo
 
 def _closing(message: dict, text: str) -> bool:
     """A closing pleasantry (``_before_closing``). Its two regexes run only where a word every match of theirs holds
-    occurs (each tries a match at every character: ~14 and ~33 microseconds a reply, against ~2 for the word tests);
-    ``_NOT_YET`` is case-blind, so its words are tested on ASCII text only (other text may fold onto them: "ſ" is
-    "s")."""
+    occurs (each tries a match at every character: ~14 and ~33 microseconds a reply, against ~2 for the word tests;
+    on tau-bench 10 of 104 such replies hold an outcome word, 80 a not-yet word, "if" mostly); ``_NOT_YET`` is
+    case-blind, so its words are tested on ASCII text only (other text may fold onto them: "ſ" is "s")."""
     if not (len(text) < 300 and not message.get("tool_calls") and
             text.lstrip()[:16].lower().startswith(CLOSING_OPENINGS) and _DIGITS.isdisjoint(text)):
         return False
     low = text.lower()
+    if not any(w in low for w in _OUTCOME_WORDS):
+        return True  # (a not-yet clause's removal leaves a blank before [.!?,;] or the end: it joins no new word)
     if not text.isascii() or any(w in low for w in _NOT_YET_WORDS):
         low = _NOT_YET.sub(" ", text).lower()
-    return not (any(w in low for w in _OUTCOME_WORDS) and outcome().search(low))
+    return not outcome().search(low)
 
 
 # Signals that say *that* a run failed rather than where: the labeller takes one as the first

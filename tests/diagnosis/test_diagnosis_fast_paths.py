@@ -188,7 +188,7 @@ def test_closing_gates_answer_as_the_regexes():
                 "unable", "not able", "cannot", "can't", "could not", "couldn't", "transferred you",
                 "transferring you", "DONE", "fini", "transfer", "set", "can", "could", "not", "able", "b", "1"]
     not_yet = ["once", "When", "if", "iF", "after", "until", "as soon as", "hope", "wish", "wiſh", "onKe", "İf",
-               "whenever"]
+               "whenever", "ΣΣ", "aΣ"]
     seps = [" ", " ", " ", "", "\n", ".", ",", "!", "’", "'"]
     rnd = random.Random(29)
     answers = set()
