@@ -206,7 +206,8 @@ SWE_EDITOR = (r"\bstr_replace\b|str_replace_editor\s+(?:create|insert|undo_edit)
 MUTATING_COMMAND = re.compile(
     r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
-    r"apply_patch|\.write(?:_text|_bytes)?\(|open\([^)]*['\"][wa]['\"]|"
+    # Python: a write call, a file opened to write (``"w"`` escaped in canonical JSON too), fileinput's in-place edit
+    r"apply_patch|\.write(?:_text|_bytes)?\(|open\([^)]*['\"](?:[wax]|r\+)[bt+]*\\?['\"]|inplace\s*=\s*True|"
     # ``install`` / ``truncate`` as a command (not ``pip install``'s word, not Python's ``f.truncate()``)
     r"(?:^|\n|\\n|\"command\":\"|[;&|(]\s*|\bsudo\s+)(?:install|truncate)\s+[\w./'\"-]|" + SWE_EDITOR)
 # an editor tool called with a command argument (SWE-agent's ``str_replace_editor``): its ``view`` only reads

@@ -50,6 +50,9 @@ WRITES = [
     "truncate -s 0 pkg/core.py",
     "git checkout -- pkg/core.py",
     "create pkg/core.py",
+    "python - <<'EOF'\nimport fileinput\nfor line in fileinput.input('pkg/core.py', inplace=True):\n"
+    "    print(line.replace('a', 'b'), end='')\nEOF",
+    "python -c 'import sys; f = open(\"pkg/core.py\", \"w+\"); print(1, file=f)'",
 ]
 
 NAMES_ONLY = [
