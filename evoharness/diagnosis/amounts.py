@@ -8,7 +8,9 @@ misreading of tool output (F1), not a plan failure. Two checks, both on a senten
   ``$B`` -- ``balance of $A`` (or ``credit of``, ``funds of``) before ``cover``, ``$B`` the first amount after it --
   and ``A < B``; a negation or a part (``not``, ``n't``, ``insufficient``, ``part``, ``partly``, ``partially``,
   ``portion``, ``some of``) in the sentence makes it no claim ("a balance of $280 is not enough to cover $340",
-  "a balance of $50 will cover part of the $80" are right);
+  "a balance of $50 will cover part of the $80" are right), and so does another subject for ``cover`` between
+  them (a comma, ``;``, ``and``, ``but``, another payment method: "a balance of $100 will be applied, and your
+  credit card will cover the remaining $250" is right);
 - **sign**: the latest tool result before the reply, with no user message between, is a bare negative number
   ``-N`` (a calculator's answer: the new price is lower), and the reply states ``$N`` as something the user pays
   (``additional``, ``extra``, ``charge``, ``pay``, ``owe``, ``cost`` in the sentence) with no word of money coming
@@ -28,9 +30,12 @@ from evoharness.diagnosis.models import FailureClass, Signal
 
 MAX_REPLY_CHARS = 20_000
 AMOUNT = r"\$\s?(\d[\d,]{0,12}(?:\.\d{1,2})?)"
-COVERS = re.compile(r"\b(?:balance|credit|funds)\s+of\s+" + AMOUNT + r"[^$\n]{0,120}?\bcover(?:s|ing)?\b[^$\n]{0,80}?"
-                    + AMOUNT)
+COVERS = re.compile(r"\b(?:balance|credit|funds)\s+of\s+" + AMOUNT + r"(?P<gap>[^$\n]{0,120}?)\bcover(?:s|ing)?\b"
+                    r"[^$\n]{0,80}?" + AMOUNT)
 COVER_NEGATED = re.compile(r"\bnot\b|n['’]t\b|\binsufficient\b|\bpart(?:ly|ially)?\b|\bportion\b|\bsome of\b")
+# the balance is not what is said to cover: another clause or another payment method between them ("a balance of
+# $100 will be applied, and your credit card will cover the remaining $250")
+COVER_OTHER_SUBJECT = re.compile(r"[,;:()]|\b(?:and|but|while|then|card|certificate|voucher|paypal|account|cash)\b")
 NEGATIVE = re.compile(r"-(\d{1,12}(?:\.\d+)?)\s*")
 PAYS = re.compile(r"\b(?:additional|extra|charge[ds]?|pay|owe|cost)\b")
 COMES_BACK = re.compile(r"\b(?:refund\w*|credit\w*|back|sav\w*|less|lower|cheaper|reduc\w*|return\w*)\b")
@@ -63,8 +68,9 @@ def _covers(text: str) -> str | None:
         s = _sentence_around(text, at)
         if "$" in s and ("balance of" in s or "credit of" in s or "funds of" in s):
             m = COVERS.search(s)
-            if m and _num(m.group(1)) < _num(m.group(2)) and not COVER_NEGATED.search(s):
-                return f"says a balance of ${m.group(1)} covers ${m.group(2)}"
+            if m and _num(m.group(1)) < _num(m.group(3)) and not COVER_NEGATED.search(s) \
+                    and not COVER_OTHER_SUBJECT.search(m["gap"]):
+                return f"says a balance of ${m.group(1)} covers ${m.group(3)}"
         at = text.find("cover", at + 5, MAX_REPLY_CHARS)
     return None
 

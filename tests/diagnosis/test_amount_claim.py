@@ -55,6 +55,23 @@ def test_a_balance_that_covers_or_a_negated_cover_is_no_claim():
         assert Labeller().label(t).failure_class.value == "F4", reply
 
 
+def test_a_balance_beside_another_payment_or_covering_a_part_is_no_claim():
+    # right statements of a split payment: the balance is not what is said to cover the larger amount
+    for reply in (
+        "Your gift card balance of $100 will be applied first, and your credit card ending in 1234 will cover the "
+        "remaining $250.",
+        "I'll use your travel certificate with a balance of $100 and your Visa card to cover the rest of the "
+        "$350 fare.",
+        "Your gift card has a balance of $80; your credit card will cover the $150 upgrade.",
+        "With a remaining balance of $40 on the gift card, we can cover part of the $90 difference.",
+    ):
+        t = _covers_run(reply).deliver("Done.").build(0.0)
+        assert first_amount_contradiction(TraceView.of(t)) is None, reply
+    # the balance itself said to cover more than it holds still is one
+    t = _covers_run("Your balance of $80 will cover the $150 upgrade.").deliver("Done.").build(0.0)
+    assert first_amount_contradiction(TraceView.of(t)).evidence == "says a balance of $80 covers $150"
+
+
 def test_a_negative_calculator_answer_told_as_a_charge_is_f1_at_the_reply():
     reply = "The new model would cost an additional $114. Would you like me to proceed?"
     t = _sign_run(reply).deliver("Done.").build(0.0)
