@@ -91,16 +91,26 @@ class Gate:
         merged: list[Merged] = []
         rejected: list[Rejected] = []
         winner = accepted[0] if accepted else None
+        refused = None  # why the winner could not be merged (main moved outside the run, its branch moved)
+        if winner is not None:
+            try:
+                sha = self._merge_once(winner.candidate, winner,
+                                       human_approved=decisions.get(winner.candidate) == "approve")
+            except MergeRefused as e:
+                refused, winner = e.reason, None
+                self.progress.note(f"  {e.candidate}: accepted, not merged: {e.reason}")
         for cand in candidates:
             v = by_branch.get(cand.branch)
             if v is None:
                 continue
             if winner is not None and v.candidate == winner.candidate:
-                sha = self._merge_once(cand.branch, v, human_approved=decisions.get(v.candidate) == "approve")
                 merged.append(Merged(branch=v.candidate, commit=v.commit, merge_commit=sha, round=round,
                                      reading=v.measurements.get("reading", 0.0), targets=cand.targets))
                 continue
-            if not v.accepted:
+            if refused is not None and v.candidate in {a.candidate for a in accepted}:
+                reason = f"accepted, not merged: {refused}"  # a recorded outcome; the run goes on
+                v = v.model_copy(update={"accepted": False, "reason": reason})
+            elif not v.accepted:
                 reason = v.reason
             elif v.candidate in held:
                 reason = f"accepted, but {held[v.candidate]}: a human must approve it (run --review)"

@@ -134,10 +134,15 @@ class Nodes:
         before = anchor = t.anchor
         optimism = None
         guards = t.guards
+        main = self.s.repo.main_head()
         if merged_now:
-            anchor = self.s.book.measure_anchor(self.s.repo.main_head(), ledger, round=state["round"])
+            anchor = self.s.book.measure_anchor(main, ledger, round=state["round"])
             optimism = merged_now[-1].reading - anchor.mean
             guards = self.s.gate.pin_fixed(before, anchor, state["round"], guards)
+        elif main != before.commit:  # main moved outside the run: the next round is verified against what it is now
+            self.s.progress.note(f"round {state['round']}: main moved outside the run ({before.commit[:10]} -> "
+                                 f"{main[:10]}); measuring a fresh anchor")
+            anchor = self.s.book.measure_anchor(main, ledger, round=state["round"])
         fault_point("reanchor:done")
         verdicts, reviews = t.verdicts, t.reviews
         summary = RoundSummary(
@@ -161,7 +166,7 @@ class Nodes:
         update: dict[str, Any] = {"rounds": [summary.dump()], "round": state["round"] + 1, "ledger": ledger.dump(),
                                   "no_accept_streak": streak, "candidates": [], "verdicts": [], "patterns": [],
                                   "reviews": [], "decisions": {}, "guards": dump(guards)}
-        if merged_now:
+        if anchor is not before:
             update["anchor"] = anchor.dump()
             update["anchors"] = [anchor.dump()]
         return update

@@ -1,0 +1,87 @@
+"""A commit on the harness's main made outside the run (a hand edit) while the run waits for review, or while it
+is down, is kept, and the run goes on: the candidate verified against the old main is recorded as accepted, not
+merged (the reason says main moved), and the next round is measured on main as it is now. Before, the merge node
+raised MergeRefused: `approve` was 'error: ... main moved since verification ...; re-verify', and every later
+`run --resume` the same line, while `reject` said the run was not waiting for a review -- the run could never end."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import git
+
+from evoharness.cli import main
+from evoharness.harness_repo.init import init_harness
+
+RUN = ["--set", "run.env=synthetic", "--set", "run.model=scripted:weak", "--set", "run.rollouts=4",
+       "--set", "run.dev_limit=8", "--set", "run.heldout_limit=3", "--set", "run.max_rounds=2",
+       "--set", "run.patience=2", "--set", "sandbox.backend=inprocess", "--set", "roles.kind=playbook",
+       "--set", "log_level=error"]
+
+
+def _hand_commit(harness) -> str:
+    repo = git.Repo(harness)
+    (harness / "lessons.md").write_text("- a lesson written by hand\n")
+    repo.index.add(["lessons.md"])
+    return repo.index.commit("hand edit", author=git.Actor("me", "me@example.com")).hexsha
+
+
+def _check(harness, run_dir, foreign: str, branch: str) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "done"
+    assert branch not in [m["branch"] for m in summary["merged"]]
+    why = next(r["reason"] for r in summary["rejected"] if r["branch"] == branch)
+    assert why.startswith("accepted, not merged:") and "main moved" in why, why
+    repo = git.Repo(harness)
+    assert foreign in [c.hexsha for c in repo.iter_commits("main", first_parent=True)]  # the hand edit is kept
+    assert repo.commit("main").tree["lessons.md"].data_stream.read().startswith(b"- a lesson written by hand")
+    assert summary["rounds"][0]["anchor_commit"] == foreign  # round 2 was measured on main as it is now
+    assert not repo.is_dirty(untracked_files=True)
+
+
+def _first_waiting(out: str) -> str | None:
+    line = next((x.split("   (or:")[0].strip() for x in out.splitlines() if " approve " in x), None)
+    return None if line is None else shlex.split(line)[shlex.split(line).index("approve") + 1]
+
+
+def test_approving_after_a_hand_commit_on_main_records_it_not_merged_and_the_run_ends(tmp_path, capsys,
+                                                                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    init_harness(tmp_path / "h")
+    opts = ["--set", f"home={tmp_path / 'state'}", "--set", f"run.harness={tmp_path / 'h'}", *RUN]
+    assert main(["run", "--review", *opts, "--run-id", "run-x"]) == 0
+    branch = _first_waiting(capsys.readouterr().out)
+    foreign = _hand_commit(tmp_path / "h")
+    code = main([*opts, "approve", branch, "--run", "run-x"])
+    assert code == 0, capsys.readouterr().err  # 2 before: 'main moved since verification ...; re-verify'
+    while waiting := _first_waiting(capsys.readouterr().out):  # round 2 asks too: reject to end the run
+        assert main([*opts, "reject", waiting, "--run", "run-x"]) == 0
+    _check(tmp_path / "h", tmp_path / "state" / "runs" / "run-x", foreign, branch)
+
+
+def test_a_run_killed_before_its_merge_and_resumed_after_a_hand_commit_keeps_it(tmp_path):
+    """Unattended: the run is down (SIGKILL at the merge node), main gets a hand commit, the run resumes."""
+    harness, home = tmp_path / "h", tmp_path / "state"
+    init_harness(harness)
+    cmd = [sys.executable, "-m", "evoharness", "--set", f"home={home}", "--set", f"run.harness={harness}", *RUN]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
+    trace = tmp_path / "trace.txt"
+    ref = subprocess.run([*cmd, "--set", f"home={tmp_path / 'ref'}", "--set", f"run.harness={tmp_path / 'refh'}",
+                          "run", "--run-id", "run-x"], env={**env, "EVOHARNESS_FAULT_TRACE": str(trace)},
+                         capture_output=True, text=True, timeout=300)
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    merges = json.loads((tmp_path / "ref" / "runs" / "run-x" / "summary.json").read_text())["merged"]
+    assert merges and merges[0]["round"] == 1  # round 1 merges: the kill below comes before that merge
+    at = next(int(n) for n, name in (x.split(" ", 1) for x in trace.read_text().splitlines()) if name == "merge:start")
+    killed = subprocess.run([*cmd, "run", "--run-id", "run-x"], env={**env, "EVOHARNESS_FAULT_KILL_AT": str(at)},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    foreign = _hand_commit(harness)
+    resumed = subprocess.run([*cmd, "run", "--resume", "run-x"], env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]  # 2 before, and on every resume after
+    _check(harness, home / "runs" / "run-x", foreign, merges[0]["branch"])
