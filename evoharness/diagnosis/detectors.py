@@ -191,10 +191,11 @@ def _blocked_calls(view: TraceView) -> set[str]:
 
 
 # by its name's start; and SWE-agent's windowed viewer's tools by their whole name (``open`` FILE, ``goto`` LINE,
-# ``scroll_up`` / ``scroll_down``: they move the window over a file and print it)
+# ``scroll_up`` / ``scroll_down``: they move the window over a file and print it); coding agents' search tools
+# (``grep``, ``glob``, ``LS``), to-do list (``TodoWrite``: the agent's plan, no file) and web look-ups
 READ_ONLY_TOOL = re.compile(
     r"(get|find|list|search|read|view|lookup|look_up|check|query|fetch|calculate|think|describe|show|"
-    r"(?:open|goto|scroll_up|scroll_down)$)", re.IGNORECASE)
+    r"grep|glob|todo|web_?search|web_?fetch|(?:open|goto|scroll_up|scroll_down|ls)$)", re.IGNORECASE)
 # in-place edits whatever the other flags and where ``-i`` stands (``sed -i``, ``sed -E -i``, ``sed -ri``,
 # ``sed -e S -i``, ``sed --in-place``, ``perl -pi -e``; not past a pipe, and an ``i`` inside another option, as in
 # ``perl -Mstrict`` or ``-Ilib``, is none), redirections, file moves, patches, git and pip changes, writes from Python
@@ -216,19 +217,36 @@ VIEW_COMMAND = re.compile(r'"command":"view"')
 
 
 SHELL_TOOLS = frozenset({"bash", "code", "shell", "execute", "run"})
+# other agents' shell tools, by a name word: Claude Code's ``Bash``, OpenHands' ``execute_bash``, ``run_terminal_cmd``,
+# ``shell_command``, ``execute_command`` (not ``BashOutput`` / ``KillShell``: they read or stop a running command)
+SHELL_NAME = re.compile(r"(?:^|[_.-])(?:bash|shell|terminal|cmd)(?:$|[_.-])|^(?:execute|exec|run)_command$",
+                        re.IGNORECASE)
+_SHELL_NAMES: dict[str, bool] = {}
+
+
+def is_shell(name: str) -> bool:
+    """A shell tool: its ``command`` argument says what it does (``SHELL_TOOLS``, or ``SHELL_NAME``; once per name)."""
+    if name in SHELL_TOOLS:
+        return True
+    known = _SHELL_NAMES.get(name)
+    if known is None:
+        if len(_SHELL_NAMES) >= _WRITE_NAMES_MAX:
+            _SHELL_NAMES.clear()
+        known = _SHELL_NAMES[name] = name.lower() in SHELL_TOOLS or SHELL_NAME.search(name) is not None
+    return known
 
 
 def is_state_changing(name: str, canonical_args: str) -> bool:
     """A call that may change the state a repeat would observe: a write tool (an editor tool's ``view`` is none),
     or a shell command that edits."""
-    if name in SHELL_TOOLS:
+    if is_shell(name):
         return bool(MUTATING_COMMAND.search(canonical_args[:20_000]))
     if READ_ONLY_TOOL.match(name) is not None:
         return False
     return not (EDITOR_TOOL.search(name) and VIEW_COMMAND.search(canonical_args[:2_000]))
 
 
-_WRITE_NAMES: dict[str, int] = {}  # tool name -> 0 reads, 1 writes, 2 an editor (its command says), for recent names
+_WRITE_NAMES: dict[str, int] = {}  # tool name -> 0 reads, 1 writes, 2 an editor (its command says), 3 a shell tool
 _WRITE_NAMES_MAX = 4096  # a hostile trace's made-up names cannot grow it without bound (emptied when full)
 
 
@@ -243,7 +261,10 @@ def changes_state(call: ToolCall) -> bool:
     if kind is None:
         if len(_WRITE_NAMES) >= _WRITE_NAMES_MAX:
             _WRITE_NAMES.clear()
-        kind = _WRITE_NAMES[name] = 0 if READ_ONLY_TOOL.match(name) else 2 if EDITOR_TOOL.search(name) else 1
+        kind = _WRITE_NAMES[name] = 3 if is_shell(name) else 0 if READ_ONLY_TOOL.match(name) else \
+            2 if EDITOR_TOOL.search(name) else 1
+    if kind == 3:
+        return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
     if kind == 2:  # an editor tool: its command says (``view`` only reads)
         return not VIEW_COMMAND.search(call.canonical[:2_000])
     return kind == 1
@@ -1077,12 +1098,12 @@ def _edit_text(view: TraceView, c: ToolCall, group: list[str], target: dict[str,
     the call's arguments."""
     from evoharness.diagnosis.write_targets import same_file, shell_writes
 
-    if c.name in SHELL_TOOLS and c.id not in target:
+    if is_shell(c.name) and c.id not in target:
         got = shell_writes(_command(c)[:200_000])
         edits = [e for f, e in zip(got.files, got.edits, strict=True) if any(same_file(f, p) for p in group)]
         if edits:
             return "\n".join(edits)
-    if c.name in SHELL_TOOLS:
+    if is_shell(c.name):
         return _command(c)
     args = c.args if isinstance(c.args, dict) else {}
     old = args.get("old_str", args.get("search"))  # SWE-agent's editor; its edit_replace bundle's edit SEARCH REPLACE
@@ -1169,7 +1190,7 @@ def writes_file(view: TraceView, c: ToolCall, path: str, target: dict[str, str])
     opened = target.get(c.id)
     if opened is not None:
         return same_file(normal(opened.partition(OPEN_FILE_SEP)[2]), path)
-    if c.name in SHELL_TOOLS:
+    if is_shell(c.name):
         cmd = _command(c)
         if posixpath.basename(path) not in cmd:
             return False
@@ -1186,7 +1207,7 @@ def writes_file(view: TraceView, c: ToolCall, path: str, target: dict[str, str])
 
 
 def _writes_open_file(c: ToolCall) -> bool:
-    if c.name in SHELL_TOOLS:
+    if is_shell(c.name):
         return c.canonical_may_hold("edit") and WINDOWED_EDIT.match(_command(c)) is not None
     return c.name in ("edit", "insert") and isinstance(c.args, dict) and not any(
         k in c.args for k in ("path", "file", "filename", "file_path"))
@@ -1194,7 +1215,7 @@ def _writes_open_file(c: ToolCall) -> bool:
 
 def _opened_file(c: ToolCall) -> str:
     """The file an ``open`` / ``create`` makes the open file ("" for other calls)."""
-    if c.name in SHELL_TOOLS:
+    if is_shell(c.name):
         m = OPEN_COMMAND.match(_command(c)) if c.canonical_may_hold("open") or c.canonical_may_hold("create") else None
         return m.group(1) if m else ""
     if c.name in ("open", "create") and isinstance(c.args, dict):
