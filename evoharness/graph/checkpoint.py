@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -10,6 +11,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evoharness.errors import InfraError, InputError
+
+
+def _pipeline_teardown(record: logging.LogRecord) -> bool:
+    """Drop psycopg's 'error ignored terminating <psycopg.Pipeline ...>' warning: the lost connection it is about
+    is the CheckpointerLost error line, and the warning was a second line on stderr beside it."""
+    return not str(record.msg).startswith("error ignored terminating")
+
+
+class CheckpointerLost(InfraError):
+    """The checkpointer's database went away (Postgres down, restarted, the connection cut). Nothing written is
+    lost: the node that was running is not checkpointed and re-runs on resume (every node's side effects are
+    idempotent). The service retries the run after its back-off instead of pausing it."""
 
 
 @contextmanager
@@ -41,9 +54,17 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
         except ImportError:
             raise InputError("run.checkpointer", "Postgres checkpointer needs the 'postgres' extra: "
                              "pip install 'evoharness[postgres]'") from None
-        with PostgresSaver.from_conn_string(spec) as saver:
-            _setup_postgres(saver, spec)
-            yield saver
+        import psycopg
+
+        logging.getLogger("psycopg").addFilter(_pipeline_teardown)  # once: the same filter object
+        try:
+            with PostgresSaver.from_conn_string(spec) as saver:
+                _setup_postgres(saver, spec)
+                yield saver
+        except psycopg.OperationalError as e:  # down, restarted, or the connection cut: was a traceback
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CheckpointerLost(f"the Postgres checkpointer's database cannot be reached ({first}); the "
+                                   "last checkpoint is kept, the node that was running re-runs") from e
         return
     raise InputError("run.checkpointer", f"unknown checkpointer {spec!r} (sqlite | memory | postgresql://...)")
 

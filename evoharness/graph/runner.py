@@ -14,7 +14,7 @@ from langgraph.types import Command
 from evoharness.agent.models import resolve_model_spec
 from evoharness.config import Settings, migrate_saved
 from evoharness.errors import InfraError, InputError
-from evoharness.graph.checkpoint import claim_thread, open_checkpointer, start_over
+from evoharness.graph.checkpoint import CheckpointerLost, claim_thread, open_checkpointer, start_over
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.locks import decision_lock, run_lock
@@ -100,20 +100,19 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
             config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
             if payload is None and not graph.get_state(config).values:
                 payload = start_over(settings.run.checkpointer, run_id, run_dir)  # killed before the first checkpoint
-            try:
-                for values in graph.stream(payload, config, durability="sync", stream_mode="values"):
-                    if on_state is not None:
-                        on_state(dict(values))
-                    if stop is not None and stop.is_set():
-                        stopped = True
-                        break
-            except InfraError as e:
-                hint = resume_hint or f"`evoharness run --resume {run_id}`"
-                raise InfraError(f"run {run_id} paused: {e.reason}; fix the cause, then {hint}",
-                                 retryable=e.retryable) from e
+            for values in graph.stream(payload, config, durability="sync", stream_mode="values"):
+                if on_state is not None:
+                    on_state(dict(values))
+                if stop is not None and stop.is_set():
+                    stopped = True
+                    break
             snapshot = graph.get_state(config)
             state = dict(snapshot.values)
             interrupts = [] if stopped else [i.value for t in snapshot.tasks for i in t.interrupts]
+    except InfraError as e:  # a rollout's infrastructure, or the checkpointer's database (CheckpointerLost)
+        hint = resume_hint or f"`evoharness run --resume {run_id}`"
+        raise (CheckpointerLost if isinstance(e, CheckpointerLost) else InfraError)(
+            f"run {run_id} paused: {e.reason}; fix the cause, then {hint}", retryable=e.retryable) from e
     finally:
         services.close()
     outcome = RunOutcome(run_id, run_dir, state, interrupts)

@@ -28,6 +28,7 @@ from langgraph.types import Command
 
 from evoharness.config import Settings
 from evoharness.errors import EvoharnessError, InfraError, InputError
+from evoharness.graph.checkpoint import CheckpointerLost
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.runner import load_run_settings, new_run_id, runs_dir, save_run_settings
 from evoharness.logging import get_logger
@@ -270,6 +271,8 @@ class Daemon:
 
         try:
             outcome = drive(saved, run_id, run_dir, payload, self.progress, self.stop_event, on_state)
+        except CheckpointerLost:  # the database is back after a restart: the loop's back-off retries the run
+            raise
         except InfraError:
             with self._lock:
                 self.phase[run_id] = PAUSED

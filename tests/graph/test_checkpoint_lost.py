@@ -1,0 +1,76 @@
+"""The Postgres checkpointer's database going away (down at start, restarted or its connection cut mid-run) is one
+`error: run ... paused: ...` line, exit 2, and the run resumes to the same end. Before, both were a psycopg
+OperationalError traceback (exit 1). The mid-run cut is made the way a restart looks to the run: the server ends
+the run's own session (pg_terminate_backend on its application_name), on the real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+
+import git
+
+from tests.graph.conftest import PG
+
+RUN = {"env": "synthetic", "model": "scripted:weak", "rollouts": 4, "max_rounds": 2, "budget": 4000,
+       "dev_limit": 8, "heldout_limit": 4, "patience": 2}
+
+
+def _cmd(tmp_path, checkpointer: str, *args: str) -> list[str]:
+    sets = [f"home={tmp_path / 'state'}", f"run.harness={tmp_path / 'harness'}", "sandbox.backend=inprocess",
+            "roles.kind=playbook", "log_level=error", f"run.checkpointer={checkpointer}",
+            *(f"run.{k}={json.dumps(v)}" for k, v in RUN.items())]
+    return [sys.executable, "-m", "evoharness", *(x for s in sets for x in ("--set", s)), *args]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
+
+
+def _one_error_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-3000:])
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("[")]  # progress lines start '[ '
+    assert len(errors) == 1 and errors[0].startswith("error: run run-x paused: "), proc.stderr[-3000:]
+    return errors[0]
+
+
+def test_a_database_that_is_down_at_start_is_one_error_line(tmp_path):
+    proc = subprocess.run(_cmd(tmp_path, "postgresql://nobody:x@127.0.0.1:1/none", "run", "--run-id", "run-x"),
+                          env=_env(), capture_output=True, text=True, timeout=120)
+    assert "cannot be reached" in _one_error_line(proc)
+
+
+def test_a_connection_cut_mid_run_pauses_it_and_it_resumes_to_the_end(tmp_path, pg_checkpointer):
+    import psycopg
+
+    app = "evoharness_cut_" + uuid.uuid4().hex[:8]
+    url = f"{pg_checkpointer}&application_name={app}"
+    proc = subprocess.Popen(_cmd(tmp_path, url, "run", "--run-id", "run-x"), env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    cut = False
+    with psycopg.connect(PG, autocommit=True) as conn:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline and not cut:
+            if conn.execute("SELECT 1 FROM pg_stat_activity WHERE application_name = %s", (app,)).fetchone():
+                time.sleep(1.0)  # into the run: the anchor is being measured or a later node
+                cut = any(r[0] for r in conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (app,)))
+            time.sleep(0.05)
+    out, err = proc.communicate(timeout=300)
+    assert cut, f"the run's session was never seen (exit {proc.returncode}): {err[-2000:]}"
+    line = _one_error_line(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    assert "cannot be reached" in line and "run --resume run-x" in line, line
+    resumed = subprocess.run(_cmd(tmp_path, url, "run", "--resume", "run-x"), env=_env(), capture_output=True,
+                             text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    run_dir = tmp_path / "state" / "runs" / "run-x"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ids = [json.loads(x)["id"] for x in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    assert summary["status"] == "done" and [i for i, n in Counter(ids).items() if n > 1] == []
+    merges = [c for c in git.Repo(tmp_path / "harness").iter_commits("main", first_parent=True) if len(c.parents) == 2]
+    assert len(merges) == len(summary["merged"])  # none twice
