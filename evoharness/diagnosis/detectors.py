@@ -1106,8 +1106,9 @@ def _edit_text(view: TraceView, c: ToolCall, group: list[str], target: dict[str,
     if is_shell(c.name):
         return _command(c)
     args = c.args if isinstance(c.args, dict) else {}
-    old = args.get("old_str", args.get("search"))  # SWE-agent's editor; its edit_replace bundle's edit SEARCH REPLACE
-    new = next((v for k in ("new_str", "replace", "file_text", "content", "text", "insert_text")
+    # SWE-agent's / OpenHands' editor, its edit_replace bundle's edit SEARCH REPLACE, Claude Code's Edit / Write
+    old = next((v for k in ("old_str", "search", "old_string") if isinstance(v := args.get(k), str)), None)
+    new = next((v for k in ("new_str", "replace", "new_string", "file_text", "content", "text", "insert_text")
                 if isinstance(v := args.get(k), str)), None)
     if new is None:
         return c.canonical

@@ -151,3 +151,13 @@ def test_swe_agents_search_replace_edit_of_the_open_file(second, step):
     b.call("edit", {"search": "    return x", "replace": "      return validate(x)"}, result=LINT)
     b.call("edit", second, result="File updated.")
     assert _first_write(b.deliver(PATCH).build(score=0.0)).step == step
+
+
+@pytest.mark.parametrize(("second", "step"), [({"old_string": "return x", "new_string": "return validate(x)"}, 1),
+                                              ({"old_string": "def f(x):", "new_string": "def f(x, y):"}, 3)])
+def test_claude_codes_edit_tool_after_a_failed_edit(second, step):
+    b = TraceBuilder("t").user("Fix the bug in pkg")
+    b.call("Edit", {"file_path": "/testbed/pkg/core.py", "old_string": "return  x", "new_string": "return validate(x)"},
+           result="Error: String to replace not found in file.")
+    b.call("Edit", {"file_path": "/testbed/pkg/core.py", **second}, result="The file has been updated.")
+    assert _first_write(b.deliver(PATCH).build(score=0.0)).step == step
