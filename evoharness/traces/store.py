@@ -7,6 +7,8 @@ into a placeholder; ``read_trajectories(..., skip_invalid=True)`` skips it.
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -35,8 +37,11 @@ def jsonl_lines(path: Path | str) -> Iterator[tuple[int, bytes]]:
     except OSError as e:
         raise InputError(str(path), f"cannot open: {e.strerror}") from None
     with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.isspace():  # not blank (``raw.strip()`` would copy every line to ask)
+        first = fh.readline()
+        if first.startswith(codecs.BOM_UTF8):  # a byte-order mark (Windows editors write one) is no JSON
+            first = first[len(codecs.BOM_UTF8):]
+        for lineno, raw in enumerate(itertools.chain((first,), fh), start=1):
+            if raw and not raw.isspace():  # not blank (``raw.strip()`` would copy every line to ask)
                 yield lineno, raw
 
 

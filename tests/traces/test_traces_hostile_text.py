@@ -8,6 +8,7 @@ JSONL line holding one was refused as "invalid JSON (truncated or not JSON)".
 
 from __future__ import annotations
 
+import codecs
 import json
 import shutil
 from pathlib import Path
@@ -95,3 +96,42 @@ def test_a_canonical_line_holding_a_lone_surrogate_is_read_not_refused_as_invali
     assert main(["import", str(src), "--out", str(out)]) == 0, capsys.readouterr().err
     (t,) = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert t["messages"][0]["content"] == "cut here \ufffd"
+
+
+TAU = FIXTURES / "data" / "tau_bench_airline_gpt4o"
+
+
+def _imported(main_args, out, capsys):
+    assert main([*main_args, "--out", str(out)]) == 0, capsys.readouterr().err
+    return out.read_bytes()
+
+
+def test_a_utf8_byte_order_mark_on_json_lines_is_skipped_as_on_a_json_file(tmp_path, capsys):
+    """Was: a canonical JSONL file with a BOM (Windows editors write one) was "line 1: invalid JSON"."""
+    plain = _imported(["import", str(TAU)], tmp_path / "plain.jsonl", capsys)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(codecs.BOM_UTF8 + plain)
+    assert _imported(["import", str(bom)], tmp_path / "again.jsonl", capsys) == plain
+    assert main(["label", str(bom), "--out", str(tmp_path / "labels.jsonl")]) == 0
+    assert main(["diagnose", str(bom)]) == 0
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_json_file_in_utf16_or_utf32_with_a_byte_order_mark_reads_as_its_utf8_twin(encoding, tmp_path, capsys):
+    """Was: "not JSON: binary content" (PowerShell 5's `>` writes UTF-16 with a BOM)."""
+    (src,) = [f for f in TAU.iterdir() if f.suffix == ".json"]
+    plain = _imported(["import", str(src)], tmp_path / "plain.jsonl", capsys)
+    wide = tmp_path / "wide" / src.name  # the same name: ids are made of it
+    wide.parent.mkdir()
+    text = src.read_text(encoding="utf-8")
+    wide.write_bytes((codecs.BOM_UTF16_BE if encoding == "utf-16-be" else b"") + text.encode(encoding))
+    assert _imported(["import", str(wide)], tmp_path / "wide.jsonl", capsys) == plain
+
+
+def test_json_lines_in_utf16_are_one_error_line_that_says_so(tmp_path, capsys):
+    src = tmp_path / "wide.jsonl"
+    src.write_text('{"id": "a", "task_id": "t", "messages": []}\n', encoding="utf-16")
+    assert main(["import", str(src), "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {src}:line 1: UTF-16 or UTF-32 text") and err.count("\n") == 1
+    assert not (tmp_path / "o.jsonl").exists()

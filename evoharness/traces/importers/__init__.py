@@ -36,6 +36,7 @@ AgentRx message list) is parsed whole.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -62,6 +63,7 @@ from evoharness.traces.importers import (
 from evoharness.traces.importers.jsonstream import ArrayRecords, starts_with_list
 from evoharness.traces.jsontext import lone_surrogates_replaced
 from evoharness.traces.models import Trajectory
+from evoharness.traces.store import jsonl_lines
 
 FORMATS: dict[str, Any] = {
     "canonical": canonical,
@@ -205,7 +207,12 @@ def _is_trace_file(f: Path) -> bool:
 
 def read_json_file(path: Path) -> Any:
     raw = path.read_bytes()
-    if not raw.strip():
+    if raw.startswith(WIDE_BOMS):  # UTF-16 / UTF-32 with a byte-order mark (PowerShell 5's `>` writes UTF-16)
+        try:
+            raw = raw.decode(json.detect_encoding(raw)).encode()
+        except UnicodeDecodeError:
+            raise InputError(str(path), "not JSON: binary content, or UTF-16 / UTF-32 text cut short") from None
+    if not raw.removeprefix(codecs.BOM_UTF8).strip():
         raise InputError(str(path), "empty file")
     if b"\x00" in raw[:4096]:
         raise InputError(str(path), "not JSON: binary content")
@@ -227,21 +234,25 @@ def _first_line(e: BaseException) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0].split("; use sys.set_int_max_str_digits")[0][:200]
 
 
+# UTF-16 / UTF-32 byte-order marks (UTF-32-LE's starts as UTF-16-LE's)
+WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
+
+
 def _first_jsonl_record(path: Path) -> Any:
-    with path.open("rb") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except UnicodeDecodeError:
-                    raise InputError(str(path), "not JSON: binary or non-UTF-8 content",
-                                     where=f"line {lineno}") from None
-                except json.JSONDecodeError as e:
-                    raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {lineno}") from None
-                except RecursionError:
-                    raise InputError(str(path), "JSON nested too deeply", where=f"line {lineno}") from None
-                except ValueError as e:
-                    raise InputError(str(path), f"unreadable JSON: {_first_line(e)}", where=f"line {lineno}") from None
+    for lineno, line in jsonl_lines(path):  # a UTF-8 byte-order mark skipped
+        if lineno == 1 and line.startswith(WIDE_BOMS):  # its lines are not split at b"\n" bytes
+            raise InputError(str(path), "UTF-16 or UTF-32 text: JSON lines are read as UTF-8; convert the file "
+                                        "(iconv -f UTF-16 -t UTF-8 FILE > NEW)", where="line 1")
+        try:
+            return json.loads(line)
+        except UnicodeDecodeError:
+            raise InputError(str(path), "not JSON: binary or non-UTF-8 content", where=f"line {lineno}") from None
+        except json.JSONDecodeError as e:
+            raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {lineno}") from None
+        except RecursionError:
+            raise InputError(str(path), "JSON nested too deeply", where=f"line {lineno}") from None
+        except ValueError as e:
+            raise InputError(str(path), f"unreadable JSON: {_first_line(e)}", where=f"line {lineno}") from None
     raise InputError(str(path), "empty file")
 
 
