@@ -16,7 +16,8 @@ To compare two trees in turn, run it with ``PYTHONPATH`` set to the other tree's
 conversation a scripted rollout of each ``--turns`` sent at each model call (as the package's messages), written
 by ``GatewayChatModel._body`` (each unchanged message's JSON kept from the call before) and, in turn, the way it
 was written before 2026-12-05 (the body's dicts reused, ``json.dumps`` of the whole body each call); the two give
-the same bytes (checked), CPU per rollout of each and the ratio.
+the same bytes (checked), CPU per rollout of each and the ratio. Both write whole requests (no reply comes back
+here to say the gateway holds the conversation, so ``_body`` never writes a delta).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def _serialise(args, harnesses: dict[int, Path]) -> None:
     def old(sends: list[list]) -> list[bytes]:
         model = GatewayChatModel("/nonexistent.sock", "t", "standin:weak", 0)
         return [json.dumps({"model": model.model, "messages": model._dicts(m), "seed": model.seed,
-                            "temperature": 0.0, "stream": False, "tools": tools}).encode() for m in sends]
+                            "temperature": 0.0, "stream": False, "tools": tools,
+                            "evoharness_conversation": {"hold": True}}).encode() for m in sends]
 
     def new(sends: list[list]) -> list[bytes]:
         model = GatewayChatModel("/nonexistent.sock", "t", "standin:weak", 0)

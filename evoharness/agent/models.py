@@ -201,6 +201,10 @@ class GatewayError(RuntimeError):
     """The gateway answered with an error (its one-line message)."""
 
 
+CONVERSATION = "evoharness_conversation"  # the gateway's field for incremental requests (sandbox/gateway.py)
+MISMATCH = "conversation_mismatch"  # the code of the gateway's 409 refusing a delta
+
+
 class GatewayChatModel:
     """A ``ChatModel`` speaking the gateway's ``/v1/chat/completions`` over its Unix socket with the
     standard library only (no OpenAI SDK to import: a sandboxed worker serving an offline model starts as
@@ -209,6 +213,11 @@ class GatewayChatModel:
     A non-200 reply raises ``GatewayError`` with the gateway's message (a failed rollout, not a crash).
     It speaks HTTP/1.1 on one kept-alive connection itself: each request goes in one write, each reply is
     read by its Content-Length (``http.client`` parsed every reply's headers with the ``email`` package).
+    Requests are incremental (the gateway's ``CONVERSATION`` field, sandbox/gateway.py): a whole request asks
+    the gateway to hold the conversation; once it has (a 200 reply names a tag and the count held), a request
+    whose conversation starts with exactly those messages, unchanged, sends only the ones added since. Anything
+    else -- a message edited, removed or replaced since, an error reply before -- sends the whole request again,
+    and so does a delta the gateway refuses (409): the conversation the model sees is the same either way.
     """
 
     def __init__(self, socket_path: str, token: str, model: str, seed: int) -> None:
@@ -218,6 +227,11 @@ class GatewayChatModel:
         # copies of the last request's messages, their dicts and those dicts' JSON
         self._sent: list[tuple[Any, dict[str, Any], str]] = []
         self._tools: tuple[Any, str] | None = None  # a copy of the last request's tools, their JSON
+        self._same = 0  # how many messages the last _convert found unchanged since the request before
+        # the gateway holds the last request's messages and tools: (tag, count, the tools' JSON or None)
+        self._acked: tuple[str, int, str | None] | None = None
+        self._delta = False  # the last body built is a delta
+        self._sent_tools: str | None = None  # the JSON of the last body's tools (None: it had none)
 
     def _convert(self, messages: list[BaseMessage]) -> list[tuple[Any, dict[str, Any], str]]:
         """For each message: a copy of it, its ``from_messages`` dict and that dict's JSON, reusing the last
@@ -230,6 +244,7 @@ class GatewayChatModel:
                 break
             same += 1
         fresh = from_messages(messages[same:])
+        self._same = same
         self._sent = self._sent[:same] + [(c, d, json.dumps(d)) for c, d in
                                           zip(copy.deepcopy(messages[same:]), fresh, strict=True)]
         return self._sent
@@ -238,18 +253,38 @@ class GatewayChatModel:
         """``from_messages(messages)``, with the reuse of ``_convert``."""
         return [d for _, d, _ in self._convert(messages)]
 
-    def _body(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None) -> bytes:
-        """The request's JSON, byte for byte what ``json.dumps`` of the whole body gives, built from each message's
-        JSON kept from the last request where the message is unchanged (``_convert``), and the tools' where they
-        equal a copy kept of the last request's: a rollout's Nth call no longer serialises its N-1 earlier
-        messages again."""
+    def _body(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None, *, whole: bool = False) -> bytes:
+        """The request's JSON, byte for byte what ``json.dumps`` of the body gives, built from each message's JSON
+        kept from the last request where the message is unchanged (``_convert``), and the tools' where they equal a
+        copy kept of the last request's: a rollout's Nth call no longer serialises its N-1 earlier messages again.
+        The body is a delta (only the messages after those the gateway holds, with ``{"extends": TAG, "count":
+        N}``; with ``"tools": "held"`` and no tools of its own when its tools are the held request's) when the gateway
+        holds the last request's messages and they all start this one unchanged, and more follow; else (or
+        ``whole``) it is the whole request with ``{"hold": true}``."""
         parts = [d for _, _, d in self._convert(messages)]
-        head = json.dumps({"model": self.model})[:-1]
-        tail = f', "seed": {json.dumps(self.seed)}, "temperature": 0.0, "stream": false'
+        tools_json = None
         if tools:
             if self._tools is None or self._tools[0] != tools:
                 self._tools = (copy.deepcopy(tools), json.dumps(tools))
-            tail += f', "tools": {self._tools[1]}'
+            tools_json = self._tools[1]
+        acked, self._acked = self._acked, None  # any request ends what the gateway held
+        self._delta = not whole and acked is not None and self._same >= acked[1] and len(parts) > acked[1]
+        self._sent_tools = tools_json
+        head = json.dumps({"model": self.model})[:-1]
+        tail = f', "seed": {json.dumps(self.seed)}, "temperature": 0.0, "stream": false'
+        if self._delta:
+            assert acked is not None
+            held_tools = tools_json is not None and tools_json is acked[2]  # the same JSON string: unchanged tools
+            conversation = json.dumps({"extends": acked[0], "count": acked[1], **({"tools": "held"} if held_tools
+                                                                                 else {})})
+            parts = parts[acked[1]:]
+            if tools_json is not None and not held_tools:
+                tail += f', "tools": {tools_json}'
+        else:
+            conversation = '{"hold": true}'
+            if tools_json is not None:
+                tail += f', "tools": {tools_json}'
+        tail += f', "{CONVERSATION}": {conversation}'
         return f'{head}, "messages": [{", ".join(parts)}]{tail}}}'.encode()
 
     def _exchange(self, data: bytes) -> tuple[int, bytes]:
@@ -300,9 +335,10 @@ class GatewayChatModel:
                 part.close()
             self._conn = None
 
-    def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
-        data = self._body(messages, tools)
-        for attempt in (0, 1):  # a kept-alive connection the gateway closed is reopened once
+    def _send(self, data: bytes) -> tuple[int, Any]:
+        """``_exchange``, reconnecting once when the kept-alive connection the gateway closed; the status and the
+        reply's JSON."""
+        for attempt in (0, 1):
             try:
                 status, raw = self._exchange(data)
                 break
@@ -311,9 +347,17 @@ class GatewayChatModel:
                 if attempt:
                     raise
         try:
-            payload = json.loads(raw)
+            return status, json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise GatewayError(f"gateway HTTP {status}: a reply that is not JSON") from None
+
+    def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
+        status, payload = self._send(self._body(messages, tools))
+        if status == 409 and self._delta and _error_code(payload) == MISMATCH:  # the gateway held something else
+            status, payload = self._send(self._body(messages, tools, whole=True))
+        held = payload.get(CONVERSATION) if status == 200 and isinstance(payload, dict) else None
+        if isinstance(held, dict) and isinstance(held.get("tag"), str) and held.get("count") == len(self._sent):
+            self._acked = (held["tag"], len(self._sent), self._sent_tools)
         if status != 200:
             err = payload.get("error") if isinstance(payload, dict) else None
             message = err.get("message") if isinstance(err, dict) else payload
@@ -327,6 +371,11 @@ class GatewayChatModel:
             p, c = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
             ai.usage_metadata = {"input_tokens": p, "output_tokens": c, "total_tokens": p + c}
         return ai  # type: ignore[return-value]
+
+
+def _error_code(payload: Any) -> Any:
+    err = payload.get("error") if isinstance(payload, dict) else None
+    return err.get("code") if isinstance(err, dict) else None
 
 
 def gateway_model(spec: str, seed: int) -> LangChainChatModel | GatewayChatModel:

@@ -21,6 +21,20 @@ so a finished sandbox cannot spend on another rollout's account. Unknown tokens 
 requests a 400, and every error body is OpenAI-shaped JSON (``{"error": {"message": ...}}``).
 The socket is mode 0o777 inside a private 0o711 directory: the sandbox's unprivileged uid can
 connect to it by its exact path but cannot list the directory.
+
+**Incremental requests** (``CONVERSATION``, an extension field of the chat request; what the package's
+``GatewayChatModel`` sends, never a real endpoint: the field is taken off before the upstream sees the request).
+A whole request carrying ``{"hold": true}`` asks the gateway to hold its conversation for the rollout: a 200
+reply then carries ``{"tag": T, "count": N}`` under the same key (N: the messages held). The client's next
+request may then send only the messages added since, with ``{"extends": T, "count": N}``; the gateway rebuilds
+the whole request (the held messages, then these; with ``"tools": "held"`` in the field, the held request's tools
+too, and the delta carries none of its own) and serves it as if it had been sent whole: the upstream,
+the per-rollout counts and the model see exactly that. A delta that does not extend what the rollout holds --
+nothing held, another tag (a stale one: a replay; another rollout's), another count (a rewrite of earlier
+messages) -- is refused with a 409 (``conversation_mismatch``) and never merged; the client then sends the
+whole request. A delta whose whole request would pass ``max_body_mb`` gets the 413 a whole request would. Each
+tag serves only the request that comes next on the rollout, whatever it is: a replayed or refused delta, a
+request that does not end in a 200 and a request without the field all leave nothing held.
 """
 
 from __future__ import annotations
@@ -37,6 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evoharness.agent.models import CONVERSATION, MISMATCH  # the field for incremental requests, a 409's code
 from evoharness.errors import InfraError
 from evoharness.logging import get_logger
 from evoharness.sandbox.config import GatewayConfig
@@ -47,6 +62,16 @@ log = get_logger(__name__)
 SOCKET_NAME = "gw.sock"
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes with its NUL
 AGENT, USER = "agent", "user"  # lane names: the run's model, a simulated user's model
+
+
+@dataclass
+class _Held:
+    """One rollout's conversation as its last request gave it (whole), for a delta to extend."""
+
+    tag: str
+    messages: list[Any]
+    size: int  # bytes of the request bodies it was built from (the whole request's, roughly)
+    tools: list[Any] | None = None  # the request's tools (None: it had none)
 
 
 @dataclass
@@ -103,6 +128,7 @@ class Gateway:
         self._thread: threading.Thread | None = None
         self._rollouts: dict[str, RolloutUsage] = {}
         self._lane_of: dict[str, Lane] = {}  # token -> its lane
+        self._held: dict[str, _Held] = {}  # token -> its conversation, for incremental requests
         self._lock = threading.Lock()
 
     @property
@@ -198,6 +224,7 @@ class Gateway:
         with self._lock:
             usage = self._rollouts.pop(token)
             lane = self._lane_of.pop(token)
+            self._held.pop(token, None)
         lane.upstream.end(token)
         return usage
 
@@ -253,19 +280,71 @@ class Gateway:
         if method != "POST":
             return _err(405, f"{method} not allowed on /v1/chat/completions", "method_not_allowed")
         request, problem = _parse_chat(body)
+        conversation = request.pop(CONVERSATION, None) if request is not None else None
+        with self._lock:  # what the rollout held serves only the request that comes next, whatever it is
+            held = self._held.pop(token, None)
         start = time.monotonic()
         if request is None:
             reply = _err(400, problem)
+        elif (extended := self._extend(held, request, conversation, len(body or b"")))[0] is not None:
+            reply = extended[0]
         else:
             if lane.model:
                 request["model"] = lane.model
             if lane.temperature is not None:  # the host's openai:URL#model?temperature=T, whatever the client sent
                 request["temperature"] = lane.temperature
             reply = lane.upstream.chat(request, token)
+            if conversation is not None and reply.status == 200:
+                reply = self._hold(token, request, extended[1], reply)
         self._account(token, reply, chat=True, seconds=time.monotonic() - start)
         if reply.status != 200:
             log.info("gateway.error", status=reply.status, error=reply.error[:300])
         return reply
+
+    def _extend(self, held: _Held | None, request: dict[str, Any], conversation: Any, size: int
+                ) -> tuple[UpstreamReply | None, int]:
+        """For a delta (``conversation`` names what it extends): the whole request's messages (``held``'s, then
+        the delta's) are put in ``request``, or the refusal comes back (nothing merged). Also the whole request's
+        size (about: the bodies it was built from)."""
+        if conversation is None:
+            return None, size
+        if not isinstance(conversation, dict) or not (
+                conversation.keys() == {"hold"} and conversation["hold"] is True
+                or conversation.keys() in ({"extends", "count"}, {"extends", "count", "tools"})
+                and isinstance(conversation["extends"], str) and type(conversation["count"]) is int
+                and conversation.get("tools", "held") == "held"):
+            return _err(400, f"'{CONVERSATION}' must be {{\"hold\": true}} or {{\"extends\": TAG, \"count\": N}} "
+                        "(and \"tools\": \"held\" to use the held request's tools)"), 0
+        if "extends" not in conversation:
+            return None, size
+        if "tools" in conversation and "tools" in request:
+            return _err(400, f"a delta with '{CONVERSATION}' tools \"held\" must not carry 'tools' of its own"), 0
+        if held is None or held.tag != conversation["extends"]:
+            why = ("this rollout holds no conversation" if held is None else
+                   "the delta extends a conversation this rollout does not hold")
+            return _err(409, f"{why}: send the whole request", MISMATCH), 0
+        if len(held.messages) != conversation["count"]:
+            return _err(409, f"the delta builds on {conversation['count']} messages; this rollout holds "
+                        f"{len(held.messages)}: send the whole request", MISMATCH), 0
+        limit = self.cfg.max_body_mb * 1024 * 1024
+        if held.size + size > limit:
+            return _err(413, f"the whole request (about {held.size + size} bytes) exceeds the gateway's limit "
+                        f"of {limit}"), 0
+        request["messages"] = held.messages + request["messages"]
+        if "tools" in conversation and held.tools is not None:
+            request["tools"] = held.tools
+        return None, held.size + size
+
+    def _hold(self, token: str, request: dict[str, Any], size: int, reply: UpstreamReply) -> UpstreamReply:
+        """Hold ``request``'s messages and tools (a 200 reply's whole request) for the rollout's next delta; the reply
+        with the new tag."""
+        tag, messages = secrets.token_urlsafe(12), request["messages"]
+        with self._lock:
+            if token not in self._rollouts:  # closed while the request ran
+                return reply
+            self._held[token] = _Held(tag, messages, size, request.get("tools"))
+        return UpstreamReply(reply.status, {**reply.payload, CONVERSATION: {"tag": tag, "count": len(messages)}},
+                             reply.retries, reply.error)
 
 
 def _int(v: Any) -> int:
@@ -316,7 +395,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 MAX_LINE = 65536  # bytes of a request line or a header line (as http.server)
 MAX_HEADERS = 100  # header lines of a request (as http.client)
 _REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-            411: "Length Required", 413: "Content Too Large", 429: "Too Many Requests",
+            409: "Conflict", 411: "Length Required", 413: "Content Too Large", 429: "Too Many Requests",
             431: "Request Header Fields Too Large",
             500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
             504: "Gateway Timeout", 505: "HTTP Version Not Supported"}

@@ -148,9 +148,10 @@ class ModelUpstream:
     model carries no tokenizer: usage is its ``usage_metadata`` when it has one, else estimated
     (``estimate_tokens`` over the request and reply text). A model that raises gives a 500 reply.
 
-    A rollout's requests resend its whole conversation each time; the messages already converted for
-    its previous request are reused where the new request starts with the same ones (equal as JSON
-    values), and only the rest is converted (``_messages``). The model thus sees, turn after turn, the
+    A rollout's requests carry its whole conversation each time (an incremental one rebuilt whole by the
+    gateway, its held messages the same objects); the messages already converted for its previous request are
+    reused where the new request starts with the same ones (the same objects, or equal as JSON values), and only
+    the rest is converted (``_messages``). The model thus sees, turn after turn, the
     same message objects for the same messages, as an agent's list of messages gives them in-process.
     """
 
@@ -180,7 +181,7 @@ class ModelUpstream:
             last_raw, last = self._seen.get(rollout, ((), ()))
         same = 0
         for old, new in zip(last_raw, raw, strict=False):
-            if old != new:
+            if old is not new and old != new:  # (the same object: a delta's held messages, no compare needed)
                 break
             same += 1
         out = list(last[:same]) + to_messages(raw[same:])

@@ -88,10 +88,11 @@ def test_the_gateway_clients_request_is_the_whole_bodys_json_after_edits_in_plac
     model = GatewayChatModel("/nonexistent.sock", "t", "m\u00e9", 7)
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 
-    def expected(msgs, tools):
+    def expected(msgs, tools, conversation=None):
         body = {"model": "m\u00e9", "messages": from_messages(msgs), "seed": 7, "temperature": 0.0, "stream": False}
         if tools:
             body["tools"] = tools
+        body["evoharness_conversation"] = conversation or {"hold": True}
         return json.dumps(body).encode()
 
     a, b = SystemMessage("s \u2603"), HumanMessage('a "quoted" task')
@@ -105,3 +106,11 @@ def test_the_gateway_clients_request_is_the_whole_bodys_json_after_edits_in_plac
     assert b"edited in place" in model._body([a, b, c], tools) and b'"name": "g"' in model._body([a, b, c], tools)
     assert model._body([a], None) == expected([a], None)
     assert model._body([], []) == expected([], [])
+    # once the gateway holds a request's messages, the next body is the delta after them, byte for byte
+    model._body([a, b], tools)
+    model._acked = ("TAG", 2, model._sent_tools)  # as a 200 reply to that request sets it
+    d = AIMessage("next")
+    assert model._body([a, b, c, d], tools) == expected([c, d], None, {"extends": "TAG", "count": 2, "tools": "held"})
+    model._acked = ("TAG2", 4, model._sent_tools)
+    other = [{"type": "function", "function": {"name": "h", "parameters": {"type": "object"}}}]
+    assert model._body([a, b, c, d, a], other) == expected([a], other, {"extends": "TAG2", "count": 4})
