@@ -77,6 +77,24 @@ GUARDRAIL = re.compile(
     r"cloudflare|blocked by|request was blocked|not allowed to access|bot detection",
     re.IGNORECASE,
 )
+# a word every match of FABRICATION / GUARDRAIL holds: in ASCII text, the case-blind regex (which tries a match at every
+# character: ~1 ms a Who&When log for each) runs only where one occurs lower-cased; other text may fold onto them ("ſ")
+FABRICATION_WORDS = ("simulat", "hypothetical", "placeholder", "mock", "dummy", "fictional", "made", "demonstration",
+                     "illustration", "let's assume", "assuming", "sample data", "example data")
+GUARDRAIL_WORDS = ("captcha", "access denied", "verify you are", "unusual traffic", "are you a robot", "403 forbidden",
+                   "cloudflare", "blocked", "not allowed to access", "bot detection")
+
+
+def gated_search(pattern: re.Pattern[str], words: tuple[str, ...], text: str) -> re.Match[str] | None:
+    """``pattern.search(text)``, or None at once for ASCII text that holds none of ``words`` lower-cased (every match
+    of the case-blind ``pattern`` holds one of them)."""
+    if text.isascii():
+        low = text.lower()
+        if not any(w in low for w in words):
+            return None
+    return pattern.search(text)
+
+
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 # where a place is, not a fact about it: a street address, a ZIP code, a phone number, coordinates. One such datum
 # splits into several numbers (a house number and a ZIP; three groups of a phone number; a latitude and a longitude),
@@ -334,7 +352,7 @@ class UnsupportedFactDetector:
             text = log.text(i)
             if i in reasoning:
                 prose = FENCE.sub(" ", text)
-                fab = FABRICATION.search(prose)
+                fab = gated_search(FABRICATION, FABRICATION_WORDS, prose)
                 if fab:
                     word = fab.group(0)
                     return [self._signal(i, f"works from simulated or assumed data ({word!r}): {_quote(prose)}")]
@@ -381,7 +399,7 @@ class GuardrailDetector:
             return []
         for i in view.assistant_steps:
             if log.is_tool(i):
-                hit = GUARDRAIL.search(log.text(i)[:4000])
+                hit = gated_search(GUARDRAIL, GUARDRAIL_WORDS, log.text(i)[:4000])
                 if hit:
                     return [Signal(id=self.id, failure_class=F2, step=i,
                                    evidence=f"refused by the site/service ({hit.group(0)}): {_quote(log.text(i))}")]

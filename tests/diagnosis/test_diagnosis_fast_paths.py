@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 
-from evoharness.diagnosis import detectors, environment, invariants
+from evoharness.diagnosis import detectors, environment, invariants, multiagent
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import READ_ONLY_TOOL, PolicyViolationDetector, changes_state
@@ -227,3 +227,25 @@ def test_user_quit_gates_answer_as_the_regexes():
         assert got == (environment.CLOSING.search(text) is not None), text
         offers.add(got)
     assert asks == offers == {True, False}
+
+
+def test_multi_agent_word_gates_answer_as_the_regexes():
+    # every FABRICATION and GUARDRAIL alternative, near misses, case, \b breakers and folding characters
+    words = ["simulate", "Simulated", "simulating", "simulation", "simulat", "hypothetical", "hypothetically",
+             "placeholder", "mock data", "mocked data", "Mock Data", "mock", "dummy", "fictional", "made-up", "made up",
+             "made", "for demonstration", "for illustration", "demonstration", "let's assume", "let’s assume",
+             "assuming", "sample data", "example data", "captcha", "CAPTCHA", "access denied", "verify you are human",
+             "verify you are a human", "unusual traffic", "are you a robot", "403 forbidden", "Cloudflare",
+             "blocked by", "request was blocked", "blocked", "not allowed to access", "bot detection", "ſimulate",
+             "dummKy", "the", "data", "x"]
+    seps = [" ", "", "  ", "\n", ".", "-", "_", "é"]
+    rnd = random.Random(37)
+    seen = set()
+    for _ in range(30_000):
+        text = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 6)))
+        for pattern, gate in ((multiagent.FABRICATION, multiagent.FABRICATION_WORDS),
+                              (multiagent.GUARDRAIL, multiagent.GUARDRAIL_WORDS)):
+            got, want = multiagent.gated_search(pattern, gate, text), pattern.search(text)
+            assert (got and (got.span(), got.group(0))) == (want and (want.span(), want.group(0))), text
+            seen.add(got is None)
+    assert seen == {True, False}
