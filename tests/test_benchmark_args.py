@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("benchmarks/rollout_overhead.py", ["--breakdown", "--batch", "8", "--model", "openai:http://127.0.0.1:9/v1#m"]),
     ("benchmarks/loop_turns.py", ["--rollouts", "0"]),
     ("benchmarks/loop_turns.py", ["--turns", "7", "0"]),
+    ("benchmarks/model_boundary.py", ["--rollouts", "0"]),
+    ("benchmarks/model_boundary.py", ["--reps", "0"]),
     ("scripts/dump_labels.py", ["no-such-dir/labels.tsv"]),
 ])
 def test_no_work_is_one_error_line(script, args, tmp_path):
