@@ -76,10 +76,13 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
     @app.exception_handler(StarletteHTTPException)  # FastAPI's own (a body it cannot parse, 404) and ours
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         from evoharness.service.bad_request import unparsed
+        from evoharness.service.limits import BodyTimeout
 
         if exc.status_code == 401:
             request.app.state.metrics.unauthorized.inc()
         detail = exc.detail
+        if isinstance(exc.__cause__, BodyTimeout):  # FastAPI read the body for a model and gave up: 400 -> 408
+            return JSONResponse({"error": exc.__cause__.message}, status_code=408, headers={"Connection": "close"})
         if exc.status_code == 400 and detail == "There was an error parsing the body":
             detail = unparsed(request, exc.__cause__) or detail
         return JSONResponse({"error": detail}, status_code=exc.status_code, headers=exc.headers)
@@ -106,5 +109,6 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
 
     svc = settings.service
     app.add_middleware(InFlightLimit, limit=max(svc.max_in_flight, svc.workers), queued=svc.max_queued,
-                       retry_after_s=svc.retry_after_s)
+                       retry_after_s=svc.retry_after_s, token=token, protect_reads=svc.protect_reads,
+                       body_timeout_s=svc.body_timeout_s, on_unauthorized=lambda: app.state.metrics.unauthorized.inc())
     return app

@@ -8,6 +8,7 @@ from fastapi import HTTPException, Request
 
 TOKEN_ENV = "EVOHARNESS_API_TOKEN"
 MIN_TOKEN_LENGTH = 16
+UNAUTHORIZED = "missing or wrong bearer token (Authorization: Bearer $EVOHARNESS_API_TOKEN)"
 
 
 def check_token(expected: str | None, header: str | None) -> bool:
@@ -23,8 +24,7 @@ def check_token(expected: str | None, header: str | None) -> bool:
 def require_token(request: Request) -> None:
     """FastAPI dependency of every mutating endpoint: 401 without the right bearer token."""
     if not check_token(request.app.state.token, request.headers.get("authorization")):
-        raise HTTPException(401, "missing or wrong bearer token (Authorization: Bearer $EVOHARNESS_API_TOKEN)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
 
 
 def require_token_for_reads(request: Request) -> None:

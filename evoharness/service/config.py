@@ -43,6 +43,9 @@ class ServiceConfig(BaseModel):
     max_queued: int = Field(256, ge=0, description="Requests that wait for a slot beyond max_in_flight; "
                             "past them, 429 at once.")
     retry_after_s: int = Field(1, ge=1, description="Retry-After (seconds) sent with a 429 over max_in_flight.")
+    body_timeout_s: float = Field(
+        60.0, gt=0, le=3600, description="An admitted request must have sent its whole body within this many "
+        "seconds (408 otherwise), so slow or stalled clients cannot hold the max_in_flight slots.")
     max_body_mb: float = Field(64.0, gt=0, description="Largest request body accepted, in MiB (413 above).")
     protect_reads: bool = Field(False, description="Also require the bearer token on read endpoints "
                                 "(GET /runs, /candidates, /composition, /metrics). /health stays open.")
