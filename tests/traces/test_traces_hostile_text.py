@@ -135,3 +135,45 @@ def test_json_lines_in_utf16_are_one_error_line_that_says_so(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: {src}:line 1: UTF-16 or UTF-32 text") and err.count("\n") == 1
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.fixture
+def locked(monkeypatch):
+    """Paths that refuse to be listed or opened, as without read permission (the tests may run as root, whom
+    chmod 000 does not stop)."""
+    import os
+
+    refused: set[Path] = set()
+    scandir, open_, read_bytes = os.scandir, Path.open, Path.read_bytes
+
+    def deny(path):
+        if Path(path) in refused:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(os, "scandir", lambda p=".": deny(p) or scandir(p))
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: deny(self) or open_(self, *a, **k))
+    monkeypatch.setattr(Path, "read_bytes", lambda self: deny(self) or read_bytes(self))
+    return refused
+
+
+@pytest.mark.parametrize("what", ["directory", "file"])
+def test_a_run_that_cannot_be_read_is_an_error_or_with_skip_invalid_a_skipped_line(what, locked, tmp_path, capsys):
+    """Was: a subdirectory that could not be listed was left out silently (`import` wrote the other runs, exit 0);
+    a file that could not be read stopped `--skip-invalid` too (an OSError, not skipped bad input)."""
+    (src,) = [f for f in TAU.iterdir() if f.suffix == ".json"]
+    runs = tmp_path / "runs"
+    (runs / "b").mkdir(parents=True)
+    shutil.copy(src, runs / "a.json")
+    shutil.copy(src, runs / "b" / "b.json")
+    locked.add(runs / "b" if what == "directory" else runs / "b" / "b.json")
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(runs), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {runs / 'b'}") and "permission denied" in err and err.count("\n") == 1
+    assert not out.exists()
+    assert main(["import", str(runs), "--out", str(out), "--skip-invalid"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"skipped: {runs / 'b'}") and "permission denied" in err
+    assert len(out.read_text().splitlines()) == len(json.loads(src.read_text()))  # a.json's runs
+    assert main(["diagnose", str(runs)]) == 2
+    assert "permission denied" in capsys.readouterr().err

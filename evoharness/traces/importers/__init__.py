@@ -85,14 +85,17 @@ FORMAT_NAMES = tuple(FORMATS)
 OnInvalid = Callable[[InputError], None]
 
 
-def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None) -> Iterator[Path]:
+def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
+               on_unreadable: OnInvalid | None = None) -> Iterator[Path]:
     """Expand directories (recursively, sorted) into their trace files; ``exclude`` (a resolved path: the
-    command's own output, see ``output_apart``, under any name: a hard link too) is left out of a directory's."""
+    command's own output, see ``output_apart``, under any name: a hard link too) is left out of a directory's.
+    A directory that cannot be listed (no permission) is an ``InputError``, or handed to ``on_unreadable`` and
+    left out when one is given: its runs are never dropped unsaid."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             own = _file_id(exclude) if exclude is not None else None  # written by now: the caller opened it
-            for f in _walk(p):  # sorted(p.rglob("*"))'s order, without a Path per file held
+            for f in _walk(p, on_unreadable):  # sorted(p.rglob("*"))'s order, without a Path per file held
                 if (f.is_file() and not f.name.startswith(".") and _is_trace_file(f)
                         and (exclude is None or (f.resolve() != exclude and (own is None or _file_id(f) != own)))):
                     yield f
@@ -104,19 +107,24 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None) -> I
             raise InputError(str(p), "no such file or directory")
 
 
-def _walk(d: Path) -> Iterator[Path]:
+def _walk(d: Path, on_unreadable: OnInvalid | None = None) -> Iterator[Path]:
     """The entries under ``d`` in ``sorted(d.rglob("*"))``'s order (names sorted per directory, a directory's
     entries right after it; symlinked directories not entered), holding one directory's names per level instead
-    of every path (a folder of 100,000 runs held ~90 MiB of Paths)."""
+    of every path (a folder of 100,000 runs held ~90 MiB of Paths). An unlistable directory: see ``iter_files``
+    (it was left out silently: `import` of a folder wrote the runs it could read, exit 0)."""
     try:
         with os.scandir(d) as it:
             entries = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
-    except OSError:
+    except OSError as e:
+        err = InputError(str(d), f"cannot list the directory: {(e.strerror or str(e)).lower()}")
+        if on_unreadable is None:
+            raise err from None
+        on_unreadable(err)
         return
     for name, is_dir in entries:
         yield d / name
         if is_dir:
-            yield from _walk(d / name)
+            yield from _walk(d / name, on_unreadable)
 
 
 def output_apart(out: Path | str, paths: Iterable[Path | str], *,
@@ -355,9 +363,16 @@ def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_inva
     With ``skip_invalid`` a bad file or record is reported through ``on_invalid``
     and skipped; otherwise the first one raises ``InputError``.
     """
-    for f in iter_files(paths, exclude=exclude):
+    def unreadable(e: InputError) -> None:
+        if on_invalid:
+            on_invalid(e)
+
+    for f in iter_files(paths, exclude=exclude, on_unreadable=unreadable if skip_invalid else None):
         try:
-            yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid, warnings=warnings)
+            try:
+                yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid, warnings=warnings)
+            except OSError as e:  # a file that cannot be read (no permission): skipped as bad input when skipping
+                raise InputError(str(f), (e.strerror or str(e)).lower()) from None
         except InputError as e:
             if not skip_invalid:
                 raise
