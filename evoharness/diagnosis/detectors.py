@@ -1073,24 +1073,31 @@ def _accepted_edit(view: TraceView, writes: list[ToolCall], w: ToolCall, group: 
 
 def _rejected_blocks(view: TraceView, group: list[str], before: int) -> list[tuple[int, str, str]]:
     """``(step, edit text, block)`` of each reply before step ``before`` that the harness rejected for its format (a
-    ``format_rejected`` event right after it: nothing in it ran) and whose fenced block writes a file of ``group``."""
+    ``format_rejected`` event right after it: nothing in it ran) and whose fenced block writes a file of ``group``.
+    A block is parsed only where it holds a file's base name; the list is made once per view and group."""
     from evoharness.diagnosis.write_targets import same_file, shell_writes
 
     events = view.traj.events
     if not events:
         return []
-    after = {e.step for e in events if e.type == "format_rejected" and e.step is not None}
-    msgs, out = view.traj.messages, []
-    for s in view.assistant_steps:
-        if s >= before:
-            break
-        if s + 1 in after and not msgs[s].get("tool_calls") and "```" in view.texts[s]:
-            for block in FENCE.findall(view.texts[s][:100_000]):
-                got = shell_writes(block)
-                edits = [e for f, e in zip(got.files, got.edits, strict=True) if any(same_file(f, p) for p in group)]
-                if edits:
-                    out.append((s, "\n".join(edits), block))
-    return out
+    memo = view.__dict__.setdefault("_rejected_blocks", {})
+    out = memo.get(tuple(group))
+    if out is None:
+        after = {e.step for e in events if e.type == "format_rejected" and e.step is not None}
+        msgs, out = view.traj.messages, []
+        names = {posixpath.basename(p) for p in group}
+        for s in view.assistant_steps:
+            if s + 1 in after and not msgs[s].get("tool_calls") and "```" in view.texts[s]:
+                for block in FENCE.findall(view.texts[s][:100_000]):
+                    if not any(n in block for n in names):
+                        continue
+                    got = shell_writes(block, tuple(names))
+                    edits = [e for f, e in zip(got.files, got.edits, strict=True)
+                             if any(same_file(f, p) for p in group)]
+                    if edits:
+                        out.append((s, "\n".join(edits), block))
+        memo[tuple(group)] = out
+    return [r for r in out if r[0] < before]
 
 
 def _edit_text(view: TraceView, c: ToolCall, group: list[str], target: dict[str, str]) -> str:
@@ -1099,7 +1106,7 @@ def _edit_text(view: TraceView, c: ToolCall, group: list[str], target: dict[str,
     from evoharness.diagnosis.write_targets import same_file, shell_writes
 
     if is_shell(c.name) and c.id not in target:
-        got = shell_writes(_command(c)[:200_000])
+        got = shell_writes(_command(c)[:200_000], tuple({posixpath.basename(p) for p in group}))
         edits = [e for f, e in zip(got.files, got.edits, strict=True) if any(same_file(f, p) for p in group)]
         if edits:
             return "\n".join(edits)
@@ -1196,9 +1203,10 @@ def writes_file(view: TraceView, c: ToolCall, path: str, target: dict[str, str])
         if posixpath.basename(path) not in cmd:
             return False
         memo = view.__dict__.setdefault("_shell_writes", {})
-        w = memo.get(c.id)
+        name = posixpath.basename(path)
+        w = memo.get((c.id, name))
         if w is None:
-            w = memo[c.id] = shell_writes(cmd[:200_000])
+            w = memo[(c.id, name)] = shell_writes(cmd[:200_000], (name,))
         return any(same_file(f, path) for f in w.files) or (w.unknown and path in cmd)
     if isinstance(c.args, dict):
         named = [v for k in PATH_ARGS if isinstance(v := c.args.get(k), str)]

@@ -25,7 +25,6 @@ import ast
 import keyword
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass
 
 HEREDOC = re.compile(r"(?<!<)<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
@@ -38,7 +37,10 @@ _COMMAND_WORDS = frozenset({"cat", "echo", "printf", "tee", "sed", "perl", "edit
                             "python", "python3", "testbed", "str_replace_editor", "str_replace", "insert", "command",
                             "path", "file_text", "new_str", "old_str", "insert_line", "git", "apply", "patch"})
 _FILE_NAME = re.compile(r"['\"]?[\w.-]+\.[A-Za-z]{1,5}['\"]?")
-PY_WRITE = re.compile(r"\bopen\s*\(|\.write_(?:text|bytes)\s*\(|inplace\s*=\s*(?:True|1)")
+# what Python code that writes a file holds somewhere (a quoted mode with w / a / x / +, a mode=, write_text,
+# fileinput's inplace): code without any is not parsed
+PY_WRITE = re.compile(r"['\"][rbt]{0,2}[wax+][bt+]{0,2}['\"]\s*[,)]|\bmode\s*=|\.write_(?:text|bytes)\s*\(|"
+                      r"inplace\s*=\s*(?:True|1)")
 _LITERAL_OPEN = re.compile(r"\bopen\s*\(\s*(['\"])([^'\"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['\"])([^'\"\n]*)\3")
 
 
@@ -71,8 +73,10 @@ def same_file(written: str, path: str) -> bool:
     return written == path or written.endswith("/" + path)
 
 
-def shell_writes(command: str) -> Writes:
-    """What a shell command writes (see the module docstring)."""
+def shell_writes(command: str, names: tuple[str, ...] = ()) -> Writes:
+    """What a shell command writes (see the module docstring). With ``names`` (file base names), a heredoc or
+    ``python -c`` code is read as Python or a diff only where it holds one of them: the caller asks about those
+    files only (a write of one names it), and parsing a long script costs milliseconds."""
     bodies: dict[int, list[str]] = {}  # line index of the ``<<`` -> its heredocs' bodies
     lines = command.replace("\\\n", " ").split("\n")
     kept: list[str] = []
@@ -103,7 +107,7 @@ def shell_writes(command: str) -> Writes:
                 if op != ">&" or not target.isdigit():
                     files.append(normal(target, cwd))
                     edits.append(seg_text + "\n" + "\n".join(line_bodies))
-            got, unsure = _program_writes(words, line_bodies)
+            got, unsure = _program_writes(words, line_bodies, names)
             unknown |= unsure
             for f, text in got:
                 files.append(normal(f, cwd))
@@ -113,12 +117,9 @@ def shell_writes(command: str) -> Writes:
 
 def _segments(line: str) -> list[tuple[list[str], list[tuple[str, str]]]]:
     """A command line as simple commands: each its words and its output redirections ``(op, target)``."""
-    try:
-        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|<>()")
-        lex.whitespace_split = True
-        tokens = list(lex)
-    except ValueError:  # an unclosed quote: split on spaces and operators, quotes kept out of the words
-        tokens = re.findall(r"[;&|<>()]+|[^\s;&|<>()]+", line)
+    # the shell's words (quoted parts kept whole, then unquoted) and operators, as shlex would split them but by one
+    # regex (shlex reads a character at a time: ~20x slower); an unclosed quote is read as an ordinary character
+    tokens = [_unquote(w) if w[0] not in _OPERATOR else w for w in _TOKEN.findall(line)]
     out: list[tuple[list[str], list[tuple[str, str]]]] = []
     words: list[str] = []
     redirects: list[tuple[str, str]] = []
@@ -147,7 +148,19 @@ def _segments(line: str) -> list[tuple[list[str], list[tuple[str, str]]]]:
     return out
 
 
-def _program_writes(words: list[str], bodies: list[str]) -> tuple[list[tuple[str, str]], bool]:
+_TOKEN = re.compile(r"""(?:[^\s'"\\;&|<>()]|\\.|'[^']*'|"(?:[^"\\]|\\.)*"|['"])+|[;&|<>()]+""")
+_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""")
+
+
+def _unquote(word: str) -> str:
+    if "'" not in word and '"' not in word and "\\" not in word:
+        return word
+    return _QUOTED.sub(lambda m: m.group(1) if m.group(1) is not None else
+                       re.sub(r"\\([\\\"$`])", r"\1", m.group(2)) if m.group(2) is not None else m.group(3), word)
+
+
+def _program_writes(words: list[str], bodies: list[str],
+                    names: tuple[str, ...] = ()) -> tuple[list[tuple[str, str]], bool]:
     """Files a simple command's program writes by its arguments (redirections aside): ``[(file, edit text)]`` and
     whether it may write others it does not say."""
     while words and (words[0] in ("sudo", "env", "command", "exec") or re.match(r"^\w+=", words[0])):
@@ -198,6 +211,8 @@ def _program_writes(words: list[str], bodies: list[str]) -> tuple[list[tuple[str
     elif re.fullmatch(r"python[\d.]*", prog) and args and not bodies:
         unknown = True  # ``python fix.py``: the script says what it writes (where it was written, if here)
     for code in codes:
+        if names and not any(n in code for n in names):
+            continue
         files, unsure = python_writes(code)
         out += [(f, code) for f in files]
         unknown |= unsure
@@ -219,8 +234,11 @@ def python_writes(code: str) -> tuple[list[str], bool]:
         lits = [m.group(2) for m in _LITERAL_OPEN.finditer(code) if set(m.group(4)) & set("wax+")]
         return lits, len(lits) < len(PY_WRITE.findall(code))
     names: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
+    calls: list[ast.Call] = []
+    for node in ast.walk(tree):  # one walk: the names' bindings, and the calls to read once they are known
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, ast.Assign):
             for tgt in node.targets:
                 if isinstance(tgt, ast.Name):
                     names.setdefault(tgt.id, []).append(node.value)
@@ -229,9 +247,7 @@ def python_writes(code: str) -> tuple[list[str], bool]:
             names.setdefault(node.target.id, []).extend(node.iter.elts)
     files: list[str] = []
     unknown = False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in calls:
         target: ast.expr | None = None
         f = node.func
         if isinstance(f, ast.Name | ast.Attribute) and getattr(f, "id", getattr(f, "attr", "")) == "open":
