@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
@@ -14,12 +15,13 @@ from langgraph.types import Command
 from evoharness.agent.models import resolve_model_spec
 from evoharness.config import Settings, migrate_saved
 from evoharness.errors import InfraError, InputError
-from evoharness.graph.checkpoint import CheckpointerLost, claim_thread, open_checkpointer, start_over
+from evoharness.graph.checkpoint import claim_thread, open_checkpointer, start_over
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.locks import decision_lock, run_lock
 from evoharness.graph.moved import moved_harness, recorded_harness
 from evoharness.graph.progress import Progress
+from evoharness.graph.storage import paused
 from evoharness.graph.summary import write_summary
 from evoharness.graph.wiring import build_services
 
@@ -109,10 +111,10 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
             snapshot = graph.get_state(config)
             state = dict(snapshot.values)
             interrupts = [] if stopped else [i.value for t in snapshot.tasks for i in t.interrupts]
-    except InfraError as e:  # a rollout's infrastructure, or the checkpointer's database (CheckpointerLost)
-        hint = resume_hint or f"`evoharness run --resume {run_id}`"
-        raise (CheckpointerLost if isinstance(e, CheckpointerLost) else InfraError)(
-            f"run {run_id} paused: {e.reason}; fix the cause, then {hint}", retryable=e.retryable) from e
+    except (InfraError, OSError, sqlite3.Error) as e:  # infrastructure, the checkpointer's database, the disk
+        if (error := paused(e, run_id, Path(settings.home), resume_hint)) is None:
+            raise
+        raise error from e
     finally:
         services.close()
     outcome = RunOutcome(run_id, run_dir, state, interrupts)
