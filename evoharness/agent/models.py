@@ -217,7 +217,8 @@ class GatewayChatModel:
     the gateway to hold the conversation; once it has (a 200 reply names a tag and the count held), a request
     whose conversation starts with exactly those messages, unchanged, sends only the ones added since. Anything
     else -- a message edited, removed or replaced since, an error reply before -- sends the whole request again,
-    and so does a delta the gateway refuses (409): the conversation the model sees is the same either way.
+    and so does a delta the gateway refuses (409, or 413: its size check adds up the bodies it held, which may pass
+    the limit before the whole request does): the conversation the model sees is the same either way.
     """
 
     def __init__(self, socket_path: str, token: str, model: str, seed: int) -> None:
@@ -353,7 +354,9 @@ class GatewayChatModel:
 
     def invoke(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None = None) -> AIMessage:
         status, payload = self._send(self._body(messages, tools))
-        if status == 409 and self._delta and _error_code(payload) == MISMATCH:  # the gateway held something else
+        if self._delta and (status == 409 and _error_code(payload) == MISMATCH or status == 413):
+            # the gateway held something else; or the sizes of the bodies it built its conversation from (tools sent
+            # again, deltas' own fields) add up past its limit, while the whole request may be under it
             status, payload = self._send(self._body(messages, tools, whole=True))
         held = payload.get(CONVERSATION) if status == 200 and isinstance(payload, dict) else None
         if isinstance(held, dict) and isinstance(held.get("tag"), str) and held.get("count") == len(self._sent):

@@ -272,6 +272,27 @@ def test_a_delta_whose_whole_request_passes_the_body_limit_gets_the_413_a_whole_
         gw.close()
 
 
+def test_the_client_sends_the_whole_request_when_the_deltas_sizes_add_up_past_the_limit():
+    """Tools that change at every call go with every delta: the gateway's size check adds up the bodies, so a delta
+    can pass the limit while the whole request is under it; the client then sends the whole request (it failed the
+    rollout with the 413 before)."""
+    up = Recording()
+    gw = start_gateway("echo", GatewayConfig(max_body_mb=1), up)
+    try:
+        token = gw.open_rollout()
+        model = GatewayChatModel(str(gw.socket), token, "echo", 0)
+        sent = _wire(model)
+        convo = [SystemMessage("be brief"), HumanMessage("what is 6 x 7?")]
+        for i in range(5):
+            tools = [{"type": "function", "function": {"name": f"t{i}", "description": "x" * 300_000,
+                                                       "parameters": {"type": "object"}}}]
+            convo = [*convo, model.invoke(convo, tools=tools), HumanMessage("next")]
+        assert [b["messages"] for b in up.bodies] == [from_messages(convo[:2 + 2 * i]) for i in range(5)]
+        assert ["extends" in s[CONV] for s in sent] == [False, True, True, True, False, True]  # the 3rd delta: 413
+    finally:
+        gw.close()
+
+
 def test_the_client_sends_the_whole_request_when_its_delta_is_refused(echo):
     gw, up = echo
     token = gw.open_rollout()
