@@ -100,13 +100,15 @@ def shell_writes(command: str, names: tuple[str, ...] = ()) -> Writes:
         line_bodies = bodies.get(n, [])
         for words, redirects in _segments(line):
             if words and words[0] == "cd" and len(words) > 1:
-                cwd = normal(words[1], cwd)
+                if len(cwd) + len(words[1]) < 1000:  # a hostile chain of cds cannot make each join longer
+                    cwd = normal(words[1], cwd)
                 continue
             seg_text = " ".join(words + [w for r in redirects for w in r])
+            redirected = seg_text + "\n" + "\n".join(line_bodies) if redirects else ""  # one string for all
             for op, target in redirects:
                 if op != ">&" or not target.isdigit():
                     files.append(normal(target, cwd))
-                    edits.append(seg_text + "\n" + "\n".join(line_bodies))
+                    edits.append(redirected)
             got, unsure = _program_writes(words, line_bodies, names)
             unknown |= unsure
             for f, text in got:
@@ -175,7 +177,8 @@ def _program_writes(words: list[str], bodies: list[str],
             return [(a, text) for a in args], False
         return [], False
     if prog == "tee":
-        return [(a, text + "\n" + "\n".join(bodies)) for a in args], False
+        full = text + "\n" + "\n".join(bodies)
+        return [(a, full) for a in args], False
     if prog in ("cp", "mv", "install"):
         if len(args) < 2:
             return [], False
@@ -193,7 +196,8 @@ def _program_writes(words: list[str], bodies: list[str],
             return _diff_writes(bodies), not any(DIFF_TARGET.search(b) for b in bodies)
         return [], sub in ("stash", "reset", "merge", "rebase", "pull", "cherry-pick", "revert")
     if prog == "patch":
-        named = [(a, text + "\n" + "\n".join(bodies)) for a in args if not re.fullmatch(r"\d+", a)]
+        full = text + "\n" + "\n".join(bodies)
+        named = [(a, full) for a in args if not re.fullmatch(r"\d+", a)]
         return (named or _diff_writes(bodies)), not named and not any(DIFF_TARGET.search(b) for b in bodies)
     if prog == "create" and args:  # SWE-agent's classic ``create FILE``
         return [(args[0], text)], False

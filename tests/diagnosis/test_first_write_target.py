@@ -112,3 +112,17 @@ def test_names_bound_to_each_other_end_quickly():
     names = [f"n{i}" for i in range(12)]
     code = "\n".join(f"{a} = {b}" for a in names for b in names) + "\nopen(n0, 'w').write('x')"
     assert python_writes(code) == ([], True)
+
+
+@pytest.mark.parametrize("command", ["> " * 100_000, "tee " + "a " * 100_000, "cd a;" * 40_000,
+                                     "echo " + "'a'\"" * 50_000, '"' + '\\"' * 100_000])
+def test_a_hostile_command_is_read_in_bounded_memory(command):
+    """200,000 characters of redirections, tee targets, cds or quotes: the edit text is shared, not copied per file
+    (the redirections once built a 150 KB string per target: 7 GB), and a chain of cds stops growing the path."""
+    import tracemalloc
+
+    tracemalloc.start()
+    got = shell_writes(command)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(set(map(id, got.edits))) <= 2 and peak < 200_000_000
