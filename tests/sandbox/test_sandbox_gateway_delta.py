@@ -217,6 +217,18 @@ def test_any_request_in_between_ends_what_was_held(echo):
     assert "holds no conversation" in _refused(gw, up, token, [ASK], {"extends": held["tag"], "count": 2})
 
 
+def test_a_closed_rollout_leaves_no_conversation_held(echo):
+    # a run's gateway lives for the run: what a finished rollout held would otherwise stay for every rollout after
+    gw, up = echo
+    tokens = [gw.open_rollout() for _ in range(3)]
+    for token in tokens:
+        _held(gw, token, [SYS, ASK])
+    for token in tokens:
+        gw.close_rollout(token)
+    assert gw._held == {}
+    assert _post(gw, tokens[0], [ASK], {"extends": "any", "count": 2})[0] == 403  # and the token is dead
+
+
 def test_a_request_that_fails_leaves_nothing_held(echo):
     gw, up = echo
     token = gw.open_rollout()
