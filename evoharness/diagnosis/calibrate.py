@@ -51,7 +51,7 @@ class Agreement(BaseModel):
 
 def _records(path: Path) -> list[tuple[str, Any]]:
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # a byte-order mark (a hand-written file from Windows) skipped
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(str(path), f"unreadable: {e}") from None
     if raw.lstrip().startswith("["):
@@ -78,6 +78,7 @@ def _field(rec: Any, keys: tuple[str, ...]) -> Any:
 def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
     """id -> (class, step) from a labels file (``human=False``) or a human sample."""
     out: dict[str, tuple[str, int | None]] = {}
+    first_at: dict[str, str] = {}
     for where, rec in _records(path):
         tid = _field(rec, ("trajectory_id", "id"))
         cls = _field(rec, ("failure_class", "class", "label"))
@@ -88,8 +89,21 @@ def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
             raise InputError(str(path), f"unknown class {cls!r} (classes: {', '.join(ORDER)})", where=where)
         first = rec.get("first_signal")
         step = _field(rec, ("step",)) if human else first.get("step") if isinstance(first, dict) else None
-        out[tid] = (cls, step if isinstance(step, int) and not isinstance(step, bool) else None)
+        whole = isinstance(step, int) and not isinstance(step, bool)
+        if human and step is not None and not (whole and step >= 0):  # was left out of the step agreement, unsaid
+            raise InputError(str(path), f"step must be a message index (a whole number from 0), not {step!r}",
+                             where=where)
+        label = (cls, step if whole else None)
+        if tid in out and out[tid] != label:  # the last one was kept, the other dropped unsaid
+            raise InputError(str(path), f"trajectory {tid!r} is labelled twice, differently ({first_at[tid]}: "
+                                        f"{_said(out[tid])}; here: {_said(label)})", where=where)
+        out[tid] = label
+        first_at.setdefault(tid, where)
     return out
+
+
+def _said(label: tuple[str, int | None]) -> str:
+    return label[0] if label[1] is None else f"{label[0]} at step {label[1]}"
 
 
 def agreement(labels: dict[str, tuple[str, int | None]], human: dict[str, tuple[str, int | None]]) -> Agreement:

@@ -1,0 +1,50 @@
+"""`calibrate` on hand-written human label files (fix, sixth session): a byte-order mark, a label given twice and
+a step that is no message index were, in turn, "invalid JSON", one of the two kept unsaid, and the step left out
+of the failing-step agreement unsaid."""
+
+from __future__ import annotations
+
+import codecs
+import json
+
+import pytest
+
+from evoharness.cli import main
+
+
+@pytest.fixture
+def labels(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps({"trajectory_id": i, "failure_class": c, "first_signal": {"step": s}}) + "\n"
+                            for i, c, s in (("a", "F2", 3), ("b", "F4", 5))))
+    return path
+
+
+def _human(tmp_path, *records, bom=b""):
+    path = tmp_path / "human.jsonl"
+    path.write_bytes(bom + "".join(json.dumps(r) + "\n" for r in records).encode())
+    return path
+
+
+def test_a_human_file_with_a_byte_order_mark_is_read(labels, tmp_path, capsys):
+    human = _human(tmp_path, {"id": "a", "class": "F2", "step": 3}, {"id": "b", "class": "F1"}, bom=codecs.BOM_UTF8)
+    assert main(["calibrate", str(labels), "--human", str(human), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["n"], got["accuracy"], got["step_n"], got["step_exact"]) == (2, 0.5, 1, 1)
+
+
+def test_a_trajectory_labelled_twice_differently_is_one_error_line(labels, tmp_path, capsys):
+    human = _human(tmp_path, {"id": "a", "class": "F2"}, {"id": "b", "class": "F4"}, {"id": "a", "class": "F1"})
+    assert main(["calibrate", str(labels), "--human", str(human)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {human}:line 3: trajectory 'a' is labelled twice, differently (line 1: F2; here: F1)"]
+    same = _human(tmp_path, {"id": "a", "class": "F2"}, {"id": "a", "class": "f2"})  # the same label twice: fine
+    assert main(["calibrate", str(labels), "--human", str(same)]) == 0
+
+
+@pytest.mark.parametrize("step", ["3", -1, 2.5, True, [3]])
+def test_a_step_that_is_no_message_index_is_one_error_line(step, labels, tmp_path, capsys):
+    human = _human(tmp_path, {"id": "a", "class": "F2", "step": step})
+    assert main(["calibrate", str(labels), "--human", str(human)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {human}:line 1: step must be a message index (a whole number from 0), not {step!r}"]
