@@ -21,6 +21,7 @@ from evoharness.graph.graph import build_graph
 from evoharness.graph.locks import decision_lock, run_lock
 from evoharness.graph.moved import moved_harness, recorded_harness
 from evoharness.graph.progress import Progress
+from evoharness.graph.resumed import not_applied
 from evoharness.graph.storage import paused
 from evoharness.graph.summary import write_summary
 from evoharness.graph.wiring import build_services
@@ -154,7 +155,8 @@ def resume_run(settings: Settings, run_id: str, progress: Progress | None = None
     saved, run_dir = load_run_settings(settings, run_id)
     with run_lock(run_dir, run_id):
         progress = progress or Progress()
-        progress.note(f"resuming {run_id}")
+        progress.note(f"resuming {run_id}" + ("; it keeps the settings it started with, not applied: " + ", ".join(
+            diff) if (diff := not_applied(settings, saved)) else ""))
         return _drive(saved, run_id, run_dir, None, progress)
 
 
