@@ -303,15 +303,23 @@ def _resolve(e: ast.expr, names: dict[str, list[ast.expr]], budget: list[int]) -
     return []
 
 
+# sed's s/OLD/NEW/ (any of five delimiters; an escaped character or any other but the delimiter and a backslash),
+# Python's .replace('OLD', 'NEW') on one line, an editor's old_str / new_str (as _edit_text writes them)
+_SED_PART = r"((?:\\.|(?!\1)[^\\\n]){0,2000})"
+SED_SUBSTITUTION = re.compile(r"(?<![A-Za-z])s([/|#,@])" + _SED_PART + r"\1" + _SED_PART + r"\1")
+_PY_STR = r"r?['\"]{1,3}([^'\"\n]{0,2000})['\"]{1,3}"
+PY_REPLACE = re.compile(r"\.replace\(\s*" + _PY_STR + r"\s*,\s*" + _PY_STR + r"\s*[,)]")
+OLD_NEW = re.compile(r'"old_str":"((?:\\.|[^"\\]){0,20000})","new_str":"((?:\\.|[^"\\]){0,20000})"')
+
+
 def change_words(edit: str) -> frozenset[str]:
     """The words an edit adds: those of its new text its old text lacks, where it says both (``sed``'s
     ``s/OLD/NEW/``, ``.replace(OLD, NEW)``, an editor's ``old_str`` / ``new_str``), else the words of its whole text
     (a heredoc, an ``edit N:M`` block); Python keywords and ``self`` left out."""
-    pairs = re.findall(r"(?<![A-Za-z])s([/|#,@])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1", edit)
-    old_new = [(a, b) for _, a, b in pairs]
-    old_new += re.findall(r"\.replace\(\s*(?:r?['\"]{1,3})(.*?)['\"]{1,3}\s*,\s*(?:r?['\"]{1,3})(.*?)['\"]{1,3}\s*[,)]",
-                          edit, re.S)
-    old_new += re.findall(r'"old_str":"((?:\\.|[^"\\])*)".*?"new_str":"((?:\\.|[^"\\])*)"', edit, re.S)
+    edit = edit[:20_000]  # the patterns below are linear in it (no two ways to match a character)
+    old_new = [(a, b) for _, a, b in SED_SUBSTITUTION.findall(edit)]
+    old_new += PY_REPLACE.findall(edit)
+    old_new += OLD_NEW.findall(edit)
     if old_new:
         added: set[str] = set()
         for old, new in old_new:

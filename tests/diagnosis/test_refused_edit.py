@@ -161,3 +161,10 @@ def test_claude_codes_edit_tool_after_a_failed_edit(second, step):
            result="Error: String to replace not found in file.")
     b.call("Edit", {"file_path": "/testbed/pkg/core.py", **second}, result="The file has been updated.")
     assert _first_write(b.deliver(PATCH).build(score=0.0)).step == step
+
+
+@pytest.mark.parametrize("hostile", ["s/" + "\\" * 40 + "x", ".replace('" * 999, '"old_str":"a"' * 999,
+                                     " s/a" * 4000])
+def test_change_words_of_a_hostile_edit_ends_and_reads_the_real_one(hostile):
+    # "s/" and 40 backslashes took 2^40 steps: a backslash could be read as an escape or as a character
+    assert "new_name" in change_words(hostile + "\nsed -i 's/old_name/new_name/' f.py")
