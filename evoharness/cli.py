@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import pydantic
+import pydantic_core
 import typer
 
 from evoharness import __version__, cli_usage
@@ -101,6 +102,8 @@ def command() -> typer.core.TyperGroup:
 def main(argv: list[str] | None = None) -> int:
     try:
         rv = command().main(args=argv, prog_name="evoharness", standalone_mode=False)
+        if rv == 130:  # typer's answer to Ctrl-C (its Exit(130), returned as is): no command exits 130 itself
+            typer.echo("interrupted", err=True)
         return rv if isinstance(rv, int) else 0
     except EvoharnessError as e:
         typer.echo(f"error: {e}", err=True)
@@ -108,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     except pydantic.ValidationError as e:  # a value given on the command line that a model refuses
         typer.echo(f"error: {cli_usage.validation_line(e)}", err=True)
         return 2
+    except pydantic_core.PydanticSerializationError as e:
+        if "KeyboardInterrupt" not in str(e):  # Ctrl-C while a record was written, which pydantic wraps
+            raise
+        typer.echo("interrupted", err=True)
+        return 130
     except typer.Exit as e:
         return e.exit_code
     except typer.Abort:
