@@ -127,12 +127,21 @@ def make_commit(repo: git.Repo, tree: str, message: str, parents: list[str]) -> 
 
 
 def cas_ref(repo: git.Repo, ref: str, new: str, old: str) -> bool:
-    """Atomically set ``ref`` to ``new`` iff it is ``old`` (ZERO = must not exist). False if it moved."""
+    """Atomically set ``ref`` to ``new`` iff it is ``old`` (ZERO = must not exist). False if it moved.
+
+    InfraError when it did not move but git could not write it: a lock file left by a git process that crashed
+    (``<ref>.lock``), a read-only or full repository. That was 'False' too, so a merge said 'main moved during the
+    merge; re-verify' and the run recorded its accepted candidate as not merged, while main had not moved."""
     try:
         repo.git.update_ref(ref, new, old)
         return True
-    except git.GitCommandError:
-        return False
+    except git.GitCommandError as e:
+        if ref_sha(repo, ref) != (None if old == ZERO else old):
+            return False
+        why = next((line.strip() for line in str(e.stderr or "").splitlines() if line.strip()), str(e))
+        raise InfraError(f"git could not update {ref} of the harness repository {repo.working_dir}: "
+                         f"{why.removeprefix('stderr: ').strip(chr(39))} (if no git command is running there, "
+                         "remove the stale lock file it names)", retryable=False) from e
 
 
 def ref_sha(repo: git.Repo, ref: str) -> str | None:

@@ -85,3 +85,36 @@ def test_a_run_killed_before_its_merge_and_resumed_after_a_hand_commit_keeps_it(
                              timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]  # 2 before, and on every resume after
     _check(harness, home / "runs" / "run-x", foreign, merges[0]["branch"])
+
+
+def test_a_stale_lock_on_main_pauses_the_run_and_it_merges_once_the_lock_is_gone(tmp_path):
+    """A `refs/heads/main.lock` left by a git process that crashed: the merge's compare-and-swap failed and was
+    read as 'main moved during the merge', so the run recorded its accepted candidate as not merged while main had
+    not moved. Now the run pauses with one line naming the lock, and merges what an uninterrupted run merges."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
+
+    def cmd(root, *args):
+        return [sys.executable, "-m", "evoharness", "--set", f"home={root / 'state'}", "--set",
+                f"run.harness={root / 'h'}", *RUN, *args]
+
+    for root in (tmp_path / "ref", tmp_path / "locked"):
+        init_harness(root / "h")
+    lock = tmp_path / "locked" / "h" / ".git" / "refs" / "heads" / "main.lock"
+    lock.touch()
+    stopped = subprocess.run(cmd(tmp_path / "locked", "run", "--run-id", "run-x"), env=env, capture_output=True,
+                             text=True, timeout=300)
+    assert stopped.returncode == 2 and "Traceback" not in stopped.stderr, stopped.stderr[-3000:]
+    errors = [line for line in stopped.stderr.splitlines() if not line.startswith("[")]
+    assert len(errors) == 1 and "paused" in errors[0] and str(lock) in errors[0], errors
+    lock.unlink()
+    resumed = subprocess.run(cmd(tmp_path / "locked", "run", "--resume", "run-x"), env=env, capture_output=True,
+                             text=True, timeout=300)
+    ref = subprocess.run(cmd(tmp_path / "ref", "run", "--run-id", "run-x"), env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert resumed.returncode == 0 and ref.returncode == 0, (resumed.stderr[-2000:], ref.stderr[-2000:])
+
+    def merged(root):
+        summary = json.loads((root / "state" / "runs" / "run-x" / "summary.json").read_text())
+        return [m["branch"] for m in summary["merged"]], git.Repo(root / "h").commit("main").tree.hexsha
+
+    assert merged(tmp_path / "locked") == merged(tmp_path / "ref") and merged(tmp_path / "ref")[0]
