@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from evoharness.errors import InputError
-from evoharness.graph.runner import _decision_lock
+from evoharness.graph.locks import decision_lock as _decision_lock
 
 
 def test_a_second_decision_while_one_is_applied_is_refused(tmp_path):
@@ -18,8 +18,8 @@ def test_a_second_decision_while_one_is_applied_is_refused(tmp_path):
             with _decision_lock(tmp_path, "run-x"):
                 pass
         # and from another process
-        code = ("import sys; from pathlib import Path; from evoharness.graph.runner import _decision_lock\n"
-                "try:\n    with _decision_lock(Path(sys.argv[1]), 'run-x'): sys.exit(0)\n"
+        code = ("import sys; from pathlib import Path; from evoharness.graph.locks import decision_lock\n"
+                "try:\n    with decision_lock(Path(sys.argv[1]), 'run-x'): sys.exit(0)\n"
                 "except Exception as e:\n    print(e); sys.exit(3)\n")
         proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                               timeout=60)
