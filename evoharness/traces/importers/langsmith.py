@@ -21,7 +21,7 @@ One trajectory per trace (root run: no ``parent_run_id``):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,9 @@ def matches(data: Any) -> bool:
     return is_run(data)
 
 
-def _records(path: Path, data: Any) -> tuple[list[tuple[str, Any]], list[Any]]:
+def _records(path: Path, data: Any, bad: Callable[[InputError], None]) -> tuple[list[tuple[str, Any]], list[Any]]:
+    """(where, record) of each run or feedback record, and the feedback of a ``{runs, feedback}`` file; a JSON line
+    that does not parse is handed to ``bad`` (which raises unless skipping) and the lines after it are read."""
     if data is None:
         from evoharness.traces.store import jsonl_lines
 
@@ -55,8 +57,8 @@ def _records(path: Path, data: Any) -> tuple[list[tuple[str, Any]], list[Any]]:
         for lineno, raw in jsonl_lines(path):
             try:
                 out.append((f"line {lineno}", jsontext.loads(raw)))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-                raise InputError(str(path), "invalid JSON (truncated or not JSON)", where=f"line {lineno}") from None
+            except (ValueError, RecursionError):
+                bad(InputError(str(path), "invalid JSON (truncated or not JSON)", where=f"line {lineno}"))
         return out, []
     if isinstance(data, dict) and "runs" in data:
         return [(f"runs[{i}]", r) for i, r in enumerate(arr(data.get("runs")))], arr(data.get("feedback"))
@@ -80,11 +82,7 @@ def _flatten(run: dict[str, Any], parent: str | None, out: list[dict[str, Any]],
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
     from evoharness.traces.importers import report_invalid
 
-    try:
-        records, feedback = _records(path, data)
-    except InputError as e:
-        report_invalid(skip_invalid, on_invalid, e)
-        return
+    records, feedback = _records(path, data, lambda e: report_invalid(skip_invalid, on_invalid, e))
     runs: list[dict[str, Any]] = []
     for where, rec in records:
         if rec is not None and not is_run(rec) and not (isinstance(rec, dict) and "feedback_source" in rec):

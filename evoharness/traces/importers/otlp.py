@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,9 @@ def matches(data: Any) -> bool:
 
 # ---- reading the file ------------------------------------------------------------------------------
 
-def _requests(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
+def _requests(path: Path, data: Any, bad: Callable[[InputError], None]) -> Iterator[tuple[str, Any]]:
+    """The export requests in the file; a JSON line that does not parse is handed to ``bad`` (which raises unless
+    skipping) and the lines after it are read (a broken line took the whole file with it under --skip-invalid)."""
     if data is not None:
         for i, req in enumerate(data if isinstance(data, list) else [data]):
             yield (f"record {i}" if isinstance(data, list) else "resourceSpans"), req
@@ -58,9 +60,11 @@ def _requests(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
 
     for lineno, raw in jsonl_lines(path):
         try:
-            yield f"line {lineno}", jsontext.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            raise InputError(str(path), "invalid JSON (truncated or not JSON)", where=f"line {lineno}") from None
+            req = jsontext.loads(raw)
+        except (ValueError, RecursionError):
+            bad(InputError(str(path), "invalid JSON (truncated or not JSON)", where=f"line {lineno}"))
+            continue
+        yield f"line {lineno}", req
 
 
 def value(v: Any) -> Any:
@@ -144,11 +148,12 @@ class Span:
         return ""
 
 
-def _spans(path: Path, data: Any) -> list[Span]:
+def _spans(path: Path, data: Any, bad: Callable[[InputError], None]) -> list[Span]:
     spans: list[Span] = []
-    for where, req in _requests(path, data):
+    for where, req in _requests(path, data, bad):
         if not matches(req):
-            raise InputError(str(path), "not an OTLP export request (no 'resourceSpans' list)", where=where)
+            bad(InputError(str(path), "not an OTLP export request (no 'resourceSpans' list)", where=where))
+            continue
         for rs in req["resourceSpans"]:
             rs = obj(rs)
             resource = attributes(obj(rs.get("resource")).get("attributes"))
@@ -162,11 +167,7 @@ def _spans(path: Path, data: Any) -> list[Span]:
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
     from evoharness.traces.importers import report_invalid
 
-    try:
-        spans = _spans(path, data)
-    except InputError as e:
-        report_invalid(skip_invalid, on_invalid, e)
-        return
+    spans = _spans(path, data, lambda e: report_invalid(skip_invalid, on_invalid, e))
     if not spans:
         report_invalid(skip_invalid, on_invalid, InputError(str(path), "no spans in the OTLP file"))
         return
