@@ -3,8 +3,9 @@ GPT-5-mini, SWE-bench Verified) and the blind dev labels of their 14 unresolved 
 (benchmarks/data/swe_fresh_dev_labels.json: an LLM helper's, not human labels, committed before the labeller was
 run on them). Reads only the repository, no public data folder.
 
-The labelled set ``swe-fresh-dev`` is held back: its figures are scored by ``benchmarks/label_accuracy.py --only
-swe-fresh-dev`` (docs/diagnosis.md); here only the join, and the properties of the two resolved runs.
+The labelled set ``swe-fresh-dev`` was scored once, on main 422e871 (``benchmarks/label_accuracy.py --only
+swe-fresh-dev``, docs/diagnosis.md): no figure is above its best trivial labeller, each a strict xfail here. It is
+held-out data: a rule tuned on it makes it tuning data, to be said so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from evoharness.diagnosis.accuracy import SWE_FRESH_SET, baselines_for, read_swe_dev_labels, swe_dev_records
+from evoharness.diagnosis.accuracy import (
+    FIGURES,
+    SWE_FRESH_SET,
+    Prediction,
+    baselines_for,
+    read_swe_dev_labels,
+    score_set,
+    speaker,
+    swe_dev_records,
+)
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.errors import InputError
 from evoharness.traces.importers import load_paths
@@ -22,6 +32,13 @@ from evoharness.traces.importers import load_paths
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 RUNS = DATA / "swe_fresh_runs"
 LABELS = DATA / "swe_fresh_dev_labels.json"
+# scored once, on main 422e871: the rule labeller's step is the first write's on all 14 runs, its class F4 on all 14
+NOT_YET = {
+    "step_exact": "9/14 vs first write 9/14: F4.first_write is the first write on every run of this set",
+    "step_within_1": "9/14 vs first write 9/14",
+    "step_within_3": "10/14 vs first write 10/14",
+    "class": "11/14 vs all F4 11/14: the 2 labelled F1 (a wrong result read as success) and 1 F2 are called F4",
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +84,34 @@ def test_the_resolved_fresh_runs_stay_healthy_with_no_process_signal(trajs):
     assert all(lab.failure_class == "healthy" for _, lab in resolved), [(t.task_id, lab.failure_class)
                                                                        for t, lab in resolved]
     assert not [(t.task_id, s.id) for t, lab in resolved for s in lab.signals if s.id[:2] in ("F2", "F3")]
+
+
+@pytest.fixture(scope="module")
+def scores(trajs):
+    labeller = Labeller()
+
+    def ours(t) -> Prediction:
+        lab = labeller.label(t)
+        step = lab.first_signal.step if lab.first_signal else None
+        return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
+
+    recs = swe_dev_records(read_swe_dev_labels(LABELS, halves=("",)), trajs, set_name=SWE_FRESH_SET)[SWE_FRESH_SET]
+    return score_set(SWE_FRESH_SET, recs, {"evoharness": ours, **baselines_for(SWE_FRESH_SET)})
+
+
+def _cases():
+    for fig in FIGURES:
+        marks = [pytest.mark.xfail(strict=True, reason=NOT_YET[fig])] if fig in NOT_YET else []
+        yield pytest.param(fig, marks=marks, id=f"{SWE_FRESH_SET}-{fig}")
+
+
+@pytest.mark.parametrize("figure", list(_cases()))
+def test_the_labeller_is_strictly_above_every_trivial_baseline(scores, figure):
+    ours = scores.figures["evoharness"].get(figure)
+    rivals = {b: scores.figures[b][figure] for b in baselines_for(scores.name) if figure in scores.figures.get(b, {})}
+    if ours is None:
+        assert not rivals, f"{figure}: baselines report it, the labeller does not"
+        pytest.skip(f"no {figure} labels (a single-agent run)")
+    assert rivals
+    for base, (hits, n) in rivals.items():
+        assert ours[0] / ours[1] > hits / n, f"{figure}: {ours[0]}/{ours[1]} <= {base} {hits}/{n}"
