@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import uuid
@@ -29,6 +30,10 @@ from evoharness.graph.wiring import build_services
 
 def runs_dir(settings: Settings) -> Path:
     return Path(settings.home) / "runs"
+
+
+# a run's id names its directory under <home>/runs: no path separator, no leading dot or dash (the service's pattern)
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 
 def new_run_id() -> str:
@@ -129,6 +134,9 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
 
 def start_run(settings: Settings, run_id: str | None = None, progress: Progress | None = None) -> RunOutcome:
     run_id = run_id or new_run_id()
+    if re.fullmatch(RUN_ID, run_id) is None:  # `--run-id ../x` made the run at <home>/x, `a/b` a nested one
+        raise InputError("--run-id", f"{run_id[:80]!r}: a run id is 1-128 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit (it names the run's directory under <home>/runs)")
     run_dir = runs_dir(settings) / run_id
     if (run_dir / "settings.json").exists():
         raise InputError(run_id, "run already exists: use --resume")

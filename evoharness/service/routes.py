@@ -21,12 +21,11 @@ from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
 from evoharness.diagnosis.models import FailureClass
 from evoharness.diagnosis.routing import Router
 from evoharness.errors import InputError
-from evoharness.graph.runner import runs_dir
+from evoharness.graph.runner import RUN_ID, runs_dir
 from evoharness.harness_repo.review import Status as CandidateStatus
 from evoharness.service.auth import require_token, require_token_for_reads
 from evoharness.traces.models import Trajectory
 
-RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 RunId = Annotated[str, Path(pattern=RUN_ID)]
 
 public = APIRouter()
