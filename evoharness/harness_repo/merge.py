@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import git
 
-from evoharness.errors import EditRejected, MergeRefused
+from evoharness.errors import EditRejected, InfraError, MergeRefused
 from evoharness.harness_repo import gitops
 from evoharness.harness_repo.models import Verdict
 from evoharness.logging import get_logger
@@ -120,6 +120,7 @@ def verified_merge(hr: HarnessRepo, branch: str, verdict: Verdict, human_approve
     with gitops.repo_lock(hr.repo, hr.config.lock_timeout_s):
         main, head = check_mergeable(hr, branch, verdict, human_approved)
         tree = hr.tree_hash(head)
+        _check_worktree(hr, main, tree)
         merge = gitops.make_commit(hr.repo, tree, merge_message(branch, verdict), [main, head])
         if not gitops.cas_ref(hr.repo, hr.main_ref, merge, main):
             raise MergeRefused("main moved during the merge; re-verify", branch)
@@ -131,6 +132,23 @@ def verified_merge(hr: HarnessRepo, branch: str, verdict: Verdict, human_approve
         _sync_worktree(hr, main, merge)
     log.info("candidate_merged", candidate=branch, commit=head, merge=merge)
     return merge
+
+
+def _check_worktree(hr: HarnessRepo, main: str, tree: str) -> None:
+    """InfraError, before main moves, when main is checked out with uncommitted changes the merge would overwrite.
+    Main moved anyway and the files could not follow: the index kept the old tree, so `git diff --cached` showed the
+    merge reversed and the user's next `git commit -a` reverted the verified merge without a word."""
+    repo = hr.repo
+    if repo.bare or repo.head.is_detached or repo.head.ref.path != hr.main_ref:
+        return
+    try:
+        repo.git.read_tree("-n", "-m", "-u", main, tree)  # the two-tree merge _sync_worktree does, as a dry run
+    except git.GitCommandError as e:
+        why = next((line.strip() for line in str(e.stderr or "").splitlines() if line.strip()), str(e))
+        why = why.removeprefix("stderr: ").strip("'")
+        raise InfraError(f"the harness repository {repo.working_dir} has main checked out with uncommitted changes "
+                         f"that merging the verified candidate would overwrite ({why}): "
+                         "commit or discard them", retryable=False) from e
 
 
 def _sync_worktree(hr: HarnessRepo, old: str, new: str) -> None:

@@ -118,3 +118,27 @@ def test_a_stale_lock_on_main_pauses_the_run_and_it_merges_once_the_lock_is_gone
         return [m["branch"] for m in summary["merged"]], git.Repo(root / "h").commit("main").tree.hexsha
 
     assert merged(tmp_path / "locked") == merged(tmp_path / "ref") and merged(tmp_path / "ref")[0]
+
+
+def test_uncommitted_changes_the_merge_would_overwrite_pause_the_run_and_are_kept(tmp_path, capsys):
+    """main checked out with a local edit of policies.yaml, which the verified candidate changes: main moved, the
+    files could not follow, and the index kept the old tree (`git diff --cached` the merge reversed: the user's
+    next `git commit -a` reverted it). Now the run pauses before main moves; the edit is kept."""
+    opts = {root: ["--set", f"home={root / 'state'}", "--set", f"run.harness={root / 'h'}", *RUN]
+            for root in (tmp_path / "ref", tmp_path / "dirty")}
+    for root in opts:
+        init_harness(root / "h")
+    harness = tmp_path / "dirty" / "h"
+    (harness / "policies.yaml").write_text((harness / "policies.yaml").read_text() + "# my local note\n")
+    (harness / "lessons.md").write_text("- a local lesson\n")
+    assert main([*opts[tmp_path / "dirty"], "run", "--run-id", "run-x"]) == 2
+    err = capsys.readouterr().err
+    assert "uncommitted changes" in err and "policies.yaml" in err and "paused" in err, err
+    repo = git.Repo(harness)
+    assert len(repo.commit("main").parents) < 2 and not repo.index.diff("HEAD")  # main did not move; index clean
+    assert (harness / "policies.yaml").read_text().endswith("# my local note\n")
+    repo.git.checkout("--", "policies.yaml")  # the user discards the edit in the way; keeps lessons.md's
+    assert main([*opts[tmp_path / "dirty"], "run", "--resume", "run-x"]) == 0
+    assert main([*opts[tmp_path / "ref"], "run", "--run-id", "run-x"]) == 0
+    assert repo.commit("main").tree.hexsha == git.Repo(tmp_path / "ref" / "h").commit("main").tree.hexsha
+    assert not repo.index.diff("HEAD") and (harness / "lessons.md").read_text() == "- a local lesson\n"
