@@ -177,3 +177,20 @@ def test_a_run_that_cannot_be_read_is_an_error_or_with_skip_invalid_a_skipped_li
     assert len(out.read_text().splitlines()) == len(json.loads(src.read_text()))  # a.json's runs
     assert main(["diagnose", str(runs)]) == 2
     assert "permission denied" in capsys.readouterr().err
+
+
+def test_runs_that_share_ids_are_all_written_and_a_warning_says_so(tmp_path, capsys):
+    """Was: two runs in files of the same name (ids are made of it) were written with the same ids, unsaid; what
+    keys by id downstream (dataset enqueue, calibrate) then keeps one of each."""
+    (src,) = [f for f in TAU.iterdir() if f.suffix == ".json"]
+    for run in ("r1", "r2"):
+        (tmp_path / run).mkdir()
+        shutil.copy(src, tmp_path / run / src.name)
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(tmp_path / "r1"), str(tmp_path / "r2"), "--out", str(out)]) == 0
+    n = len(json.loads(src.read_text()))
+    assert len(out.read_text().splitlines()) == 2 * n
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"warning: {n} of {2 * n} trajectories have the id of an earlier one")
+    assert main(["import", str(tmp_path / "r1"), "--out", str(out)]) == 0
+    assert capsys.readouterr().err == ""
