@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import git
@@ -141,6 +142,8 @@ def _check_worktree(hr: HarnessRepo, main: str, tree: str) -> None:
     repo = hr.repo
     if repo.bare or repo.head.is_detached or repo.head.ref.path != hr.main_ref:
         return
+    with contextlib.suppress(git.GitCommandError):  # stale stat data (a copied repository) is no change; exit 1
+        repo.git.update_index("-q", "--refresh")    # when files are modified, which the dry run below judges
     try:
         repo.git.read_tree("-n", "-m", "-u", main, tree)  # the two-tree merge _sync_worktree does, as a dry run
     except git.GitCommandError as e:
