@@ -21,6 +21,7 @@ from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.locks import decision_lock, run_lock
 from evoharness.graph.moved import moved_harness, recorded_harness
+from evoharness.graph.outcome import RunOutcome
 from evoharness.graph.progress import Progress
 from evoharness.graph.resumed import not_applied
 from evoharness.graph.storage import paused
@@ -67,19 +68,6 @@ def load_run_settings(settings: Settings, run_id: str) -> tuple[Settings, Path]:
     if recorded.is_absolute() and recorded.resolve() != run_dir.resolve():
         harness, home = moved_harness(run_dir, recorded, harness), run_dir.parent.parent
     return saved.model_copy(update={"home": home, "run": saved.run.model_copy(update={"harness": harness})}), run_dir
-
-
-class RunOutcome:
-    def __init__(self, run_id: str, run_dir: Path, state: dict[str, Any], interrupted: list[Any]) -> None:
-        self.run_id = run_id
-        self.run_dir = run_dir
-        self.state = state
-        self.interrupted = interrupted
-        self.stopped = False  # a stop request ended the drive between two nodes
-
-    @property
-    def done(self) -> bool:
-        return self.state.get("status") == "done"
 
 
 def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress: Progress, *,
