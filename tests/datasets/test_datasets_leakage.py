@@ -152,6 +152,18 @@ def test_cli_heldout_requests_exit_2(tmp_path, capsys):
     assert "wrote 0 records" in capsys.readouterr().out
     assert main(base) == 0
     assert "HELDOUTTASK" not in (tmp_path / "o" / "data.jsonl").read_text()
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_cli_a_task_that_admits_nothing_is_warned(tmp_path, capsys):
+    """`--task` with a typo wrote 0 records and said nothing but the count; a task that admits a record is silent."""
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _mixed(["dev"]))
+    base = ["dataset", "export", "-t", str(path), "--source", "all", "--out", str(tmp_path / "o")]
+    assert main([*base, "--task", "devtask0", "--task", "no-such-task"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: --task no-such-task: no record of this task was written" in err
+    assert "devtask0" not in err and "wrote 0 records" not in out  # devtask0's records were written
 
 
 def test_queue_heldout_marks_apply_to_file_trajectories(tmp_path):
