@@ -183,7 +183,7 @@ class Trajectory(BaseModel):
     messages: list[dict[str, Any]] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     final_answer: str | None = None
-    score: float | None = Field(None, ge=0.0, le=1.0)
+    score: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     termination: Termination = Termination.delivered
     usage: Usage = Field(default_factory=Usage)
     meta: dict[str, Any] = Field(default_factory=dict)
