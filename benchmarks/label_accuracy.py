@@ -82,12 +82,12 @@ from evoharness.diagnosis.accuracy import (
     dev_labelled_records,
     holdout_split,
     labelled_records,
+    prediction_of,
     public_sets,
     read_dev_labels,
     read_swe_dev_labels,
     score_set,
     signal_breakdown,
-    speaker,
     swe_dev_records,
     table,
     to_json,
@@ -156,10 +156,7 @@ def main() -> int:
     labeller = Labeller()
 
     def ours(t) -> Prediction:
-        lab = labeller.label(t)
-        s = lab.first_signal
-        step = s.step if s else None
-        return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
+        return prediction_of(t, labeller.label(t))
 
     warnings = ImportWarnings()
     dev: dict[str, tuple[int, list[str]]] = {}  # dev-label file -> (labels read, labels left out and why)
@@ -226,8 +223,7 @@ def main() -> int:
                   f"{time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
             if lab.labeller != "llm":
                 fallbacks.append(lab.labeller)
-            step = lab.first_signal.step if lab.first_signal else None
-            return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
+            return prediction_of(t, lab)
 
         labellers["evoharness llm judge"] = llm
     names = [*labellers, *BASELINES, *SWE_BASELINES]

@@ -139,6 +139,13 @@ def speaker(t: Trajectory, step: int | None) -> str | None:
     return m.get("name") or m.get("role")
 
 
+def prediction_of(t: Trajectory, lab: Any) -> Prediction:
+    """What a ``Label`` of ``t`` predicts: its first signal's step, the agent (the label's, else the speaker of
+    that step) and its class."""
+    step = lab.first_signal.step if lab.first_signal else None
+    return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
+
+
 def _last(t: Trajectory) -> int:
     return max(len(t.messages) - 1, 0)
 

@@ -21,6 +21,7 @@ from evoharness.diagnosis.accuracy import (
     Prediction,
     dev_labelled_records,
     labelled_records,
+    prediction_of,
     read_dev_labels,
     score_set,
     speaker,
@@ -48,9 +49,7 @@ def scores():
     labeller = Labeller()
 
     def ours(t) -> Prediction:
-        lab = labeller.label(t)
-        step = lab.first_signal.step if lab.first_signal else None
-        return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
+        return prediction_of(t, labeller.label(t))
 
     sets = labelled_records(load_paths(roots))
     if not (DATA / DEV_RUNS).is_file():

@@ -22,9 +22,9 @@ from evoharness.diagnosis.accuracy import (
     baselines_for,
     first_failed_command,
     first_write,
+    prediction_of,
     read_swe_dev_labels,
     score_set,
-    speaker,
     swe_dev_records,
 )
 from evoharness.diagnosis.labeller import Labeller
@@ -54,9 +54,7 @@ def scores(sets):
     labeller = Labeller()
 
     def ours(t) -> Prediction:
-        lab = labeller.label(t)
-        step = lab.first_signal.step if lab.first_signal else None
-        return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
+        return prediction_of(t, labeller.label(t))
 
     return {name: score_set(name, recs, {"evoharness": ours, **baselines_for(name)}) for name, recs in sets.items()}
 

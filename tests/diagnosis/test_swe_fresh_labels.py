@@ -20,9 +20,9 @@ from evoharness.diagnosis.accuracy import (
     SWE_FRESH_SET,
     Prediction,
     baselines_for,
+    prediction_of,
     read_swe_dev_labels,
     score_set,
-    speaker,
     swe_dev_records,
 )
 from evoharness.diagnosis.labeller import Labeller
@@ -91,9 +91,7 @@ def scores(trajs):
     labeller = Labeller()
 
     def ours(t) -> Prediction:
-        lab = labeller.label(t)
-        step = lab.first_signal.step if lab.first_signal else None
-        return Prediction(step, lab.agent or speaker(t, step), lab.failure_class.value)
+        return prediction_of(t, labeller.label(t))
 
     recs = swe_dev_records(read_swe_dev_labels(LABELS, halves=("",)), trajs, set_name=SWE_FRESH_SET)[SWE_FRESH_SET]
     return score_set(SWE_FRESH_SET, recs, {"evoharness": ours, **baselines_for(SWE_FRESH_SET)})
