@@ -250,8 +250,13 @@ def test_containers_of_a_killed_process_are_removed_at_the_next_check(boxes):
     c = client.containers.run(boxes["cold"].image, detach=True, network_mode="none",
                               labels={"org.evoharness.sandbox": "pool", OWNER_LABEL: owner})
     DockerSandbox().check()
+    # gone, or being removed: a check in another test process may have begun removing it first (docker answers this
+    # check's removal with 409 "already in progress"), and that removal ends after this check returns
+    deadline = time.monotonic() + 30
     with pytest.raises(docker.errors.NotFound):
-        c.reload()
+        while time.monotonic() < deadline:
+            c.reload()
+            time.sleep(0.2)
 
 
 def test_missing_image_names_the_build_script():
