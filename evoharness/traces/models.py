@@ -21,7 +21,7 @@ from enum import StrEnum
 from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 # the C encoder behind _CANONICAL.encode, built once (``encode`` builds one per call): same text. No circular
@@ -178,7 +178,7 @@ class Trajectory(BaseModel):
     split: Split = Split.unknown
     harness_commit: str | None = None
     model: str | None = None
-    rollout: int = 0
+    rollout: int = Field(0, ge=0, description="the rollout's index among the task's k rollouts (0-based)")
     task: str | None = Field(None, description="the task text given to the agent, if known")
     messages: list[dict[str, Any]] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
@@ -187,6 +187,15 @@ class Trajectory(BaseModel):
     termination: Termination = Termination.delivered
     usage: Usage = Field(default_factory=Usage)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("rollout", "score", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: Any, info: ValidationInfo) -> Any:
+        """``true`` is no rollout index or score (lax validation read it as 1): a record that wrote one is
+        refused, not read as a success."""
+        if isinstance(value, bool):
+            raise ValueError(f"{info.field_name} must be a number, not a boolean ({str(value).lower()})")
+        return value
 
     @field_validator("messages")
     @classmethod
