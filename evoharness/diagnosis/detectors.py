@@ -1280,7 +1280,12 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     message with text -- the proposal it confirms, which carries the action and its details (a policy that asks
     for explicit confirmation makes the agent list them there). ``write`` is a run's first write, so only read-only
     calls lie between the two. None otherwise: no user message, one that is not an affirmative, a proposal with no
-    text, or a multi-agent log (named speakers), where user turns are no replies."""
+    text, or a multi-agent log (named speakers), where user turns are no replies.
+
+    The proposal is the *first* reply that put the plan to the user: while the user message before it is itself an
+    affirmative answering an earlier reply with text, and the agent called no tool in between (it restated what the
+    user had just accepted -- "Option 1, please" / "yes, let's do that" -- and looked nothing up, so the
+    restatement holds no fact the earlier reply lacked), the earlier reply is where the plan was decided."""
     from evoharness.diagnosis.invariants import affirmative
 
     msgs, roles = view.traj.messages, view.roles
@@ -1292,4 +1297,12 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     proposal = next((i for i in range(yes - 1, -1, -1) if roles[i] == "assistant"), None)
     if proposal is None or not view.texts[proposal].strip():
         return None
-    return proposal, yes
+    while True:  # back through replies the user accepted before the one it confirmed (see above)
+        accepted = next((i for i in range(proposal - 1, -1, -1) if roles[i] == "user"), None)
+        if accepted is None or any(msgs[i].get("tool_calls") for i in range(accepted + 1, proposal + 1)) \
+                or not affirmative(view.texts[accepted][:2000]):
+            return proposal, yes
+        earlier = next((i for i in range(accepted - 1, -1, -1) if roles[i] == "assistant"), None)
+        if earlier is None or not view.texts[earlier].strip() or msgs[earlier].get("tool_calls"):
+            return proposal, yes
+        proposal = earlier

@@ -84,3 +84,38 @@ def test_without_a_refusal_or_with_a_write_the_delivery_keeps_its_place():
     b = _balance_run().call("update_reservation_flights", {"reservation_id": "ABC123"}, result="ok")
     lab = Labeller().label(b.deliver("Updated.").build(0.0))
     assert not any(s.id == "F4.poor_delivery" and s.step == 2 for s in lab.signals)  # a write locates it instead
+
+
+def _option_run(*, look_up_between: bool) -> TraceBuilder:
+    b = TraceBuilder("t").system(POLICY).user("Move my trip ABC123 to a later flight on May 20, user id amy_1.")
+    b.call("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"},
+           result='[{"flight_number": "HAT100", "price": 310}, {"flight_number": "HAT200", "price": 180}]')
+    b.say("Option 1: HAT100 at $310. Option 2: HAT200 at $180. Would you like to proceed with Option 1?")  # step 4
+    b.user("Yes, let's go with Option 1.")  # step 5: the plan accepted
+    if look_up_between:  # the agent looks something up before restating: the restatement holds new facts
+        b.call("get_user_details", {"user_id": "amy_1"}, result='{"payment_methods": {"credit_card_1": {}}}')
+    b.say("To confirm: change ABC123 to HAT100 on May 20 for $310. Shall I proceed?")
+    b.user("Yes, please go ahead.")
+    b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
+    return b
+
+
+def test_a_plan_accepted_before_its_restatement_is_located_where_it_was_first_put():
+    """The user accepted the plan at step 5 (the cheaper option was there too); the agent only restated it for the
+    explicit yes the policy asks for. The plan -- the failure, if any -- was put to the user at step 4."""
+    t = _option_run(look_up_between=False).deliver("Your trip is now on HAT100.").build(0.0)
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 4)
+    assert "confirmed by the user at step 7" in lab.first_signal.evidence
+
+
+def test_a_restatement_after_a_look_up_stays_the_proposal():
+    t = _option_run(look_up_between=True).deliver("Your trip is now on HAT100.").build(0.0)
+    assert Labeller().label(t).first_signal.step == 8  # the reply after get_user_details (steps 6-7)
+    # and a plain restatement whose earlier reply the user did not accept (a question back) stays too
+    b = TraceBuilder("t").system(POLICY).user("Move ABC123 to May 20, user id amy_1.")
+    b.call("search_direct_flight", {"date": "2024-05-20"}, result='["HAT100 $310 09:00", "HAT200 $180 11:00"]')
+    b.say("HAT100 at $310 or HAT200 at $180: which one?").user("Which one lands first?")  # steps 4, 5
+    b.say("HAT100 lands first. Change ABC123 to HAT100 for $310: shall I proceed?").user("Yes, please.")  # 6, 7
+    b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
+    assert Labeller().label(b.deliver("Done.").build(0.0)).first_signal.step == 6
