@@ -37,12 +37,39 @@ def jsonl_lines(path: Path | str) -> Iterator[tuple[int, bytes]]:
     except OSError as e:
         raise InputError(str(path), f"cannot open: {e.strerror}") from None
     with fh:
+        if fh.peek(4)[:4].startswith(WIDE_BOMS):  # UTF-16 / UTF-32 with a byte-order mark (PowerShell 5's `>`)
+            yield from _wide_lines(path, fh)
+            return
         first = fh.readline()
         if first.startswith(codecs.BOM_UTF8):  # a byte-order mark (Windows editors write one) is no JSON
             first = first[len(codecs.BOM_UTF8):]
         for lineno, raw in enumerate(itertools.chain((first,), fh), start=1):
             if raw and not raw.isspace():  # not blank (``raw.strip()`` would copy every line to ask)
                 yield lineno, raw
+
+
+# UTF-16 / UTF-32 byte-order marks (UTF-32-LE's starts as UTF-16-LE's)
+WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
+
+
+def _wide_lines(path: Path, fh: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """The lines of a UTF-16 / UTF-32 file (its byte-order mark says which) as UTF-8 bytes: they were refused
+    ("JSON lines are read as UTF-8"), or "invalid JSON" with ``--format``, as their bytes split at no line."""
+    import io
+    import json
+
+    encoding = json.detect_encoding(fh.peek(4)[:4])  # "utf-16" / "utf-32": the BOM is read and dropped
+    text = io.TextIOWrapper(fh, encoding=encoding, newline="")
+    lineno = 0
+    try:
+        for lineno, line in enumerate(text, start=1):
+            if line and not line.isspace():
+                yield lineno, line.encode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(str(path), f"not {encoding.upper()} text past this line (its byte-order mark says "
+                                    f"{encoding.upper()}): cut short or binary", where=f"line {lineno + 1}") from None
+    finally:
+        text.detach()
 
 
 def parse_trajectory(raw: bytes | str) -> Trajectory:

@@ -128,13 +128,33 @@ def test_a_json_file_in_utf16_or_utf32_with_a_byte_order_mark_reads_as_its_utf8_
     assert _imported(["import", str(wide)], tmp_path / "wide.jsonl", capsys) == plain
 
 
-def test_json_lines_in_utf16_are_one_error_line_that_says_so(tmp_path, capsys):
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+@pytest.mark.parametrize("fmt", [[], ["--format", "canonical"]])
+def test_json_lines_in_utf16_or_utf32_with_a_byte_order_mark_read_as_their_utf8_twin(encoding, fmt, tmp_path, capsys):
+    """Was: one error line ("JSON lines are read as UTF-8; convert the file"), "invalid JSON" with --format."""
+    plain = _imported(["import", str(TAU)], tmp_path / "plain.jsonl", capsys)
+    wide = tmp_path / "wide.jsonl"
+    text = plain.decode("utf-8").replace("\n", "\r\n", 1)  # a Windows line end too
+    wide.write_bytes((codecs.BOM_UTF16_BE if encoding == "utf-16-be" else b"") + text.encode(encoding))
+    assert _imported(["import", str(wide), *fmt], tmp_path / "again.jsonl", capsys) == plain
+    assert main(["label", str(wide), "--out", str(tmp_path / "labels.jsonl")]) == 0
+
+
+def test_json_lines_in_utf16_cut_short_are_one_error_line_naming_the_encoding(tmp_path, capsys):
     src = tmp_path / "wide.jsonl"
-    src.write_text('{"id": "a", "task_id": "t", "messages": []}\n', encoding="utf-16")
+    whole = ('{"id": "a", "task_id": "t", "messages": []}\n' * 3).encode("utf-16")
+    src.write_bytes(whole[:-1])  # an odd byte count: the last code unit cut in half
     assert main(["import", str(src), "--out", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {src}:line 1: UTF-16 or UTF-32 text") and err.count("\n") == 1
+    assert err.startswith(f"error: {src}:line ") and "UTF-16" in err and err.count("\n") == 1
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_utf16_json_lines_body_is_ingested_as_its_utf8_twin():
+    from evoharness.traces.importers import load_bytes
+
+    body = "".join(json.dumps({"id": f"t{i}", "task_id": "t", "messages": []}) + "\n" for i in range(3))
+    assert [t.id for t in load_bytes(body.encode("utf-16"))] == ["t0", "t1", "t2"]
 
 
 @pytest.fixture

@@ -63,7 +63,7 @@ from evoharness.traces.importers import (
 from evoharness.traces.importers.jsonstream import ArrayRecords, starts_with_list
 from evoharness.traces.jsontext import lone_surrogates_replaced
 from evoharness.traces.models import Trajectory
-from evoharness.traces.store import jsonl_lines
+from evoharness.traces.store import WIDE_BOMS, jsonl_lines
 
 FORMATS: dict[str, Any] = {
     "canonical": canonical,
@@ -242,15 +242,8 @@ def _first_line(e: BaseException) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0].split("; use sys.set_int_max_str_digits")[0][:200]
 
 
-# UTF-16 / UTF-32 byte-order marks (UTF-32-LE's starts as UTF-16-LE's)
-WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
-
-
 def _first_jsonl_record(path: Path) -> Any:
-    for lineno, line in jsonl_lines(path):  # a UTF-8 byte-order mark skipped
-        if lineno == 1 and line.startswith(WIDE_BOMS):  # its lines are not split at b"\n" bytes
-            raise InputError(str(path), "UTF-16 or UTF-32 text: JSON lines are read as UTF-8; convert the file "
-                                        "(iconv -f UTF-16 -t UTF-8 FILE > NEW)", where="line 1")
+    for lineno, line in jsonl_lines(path):  # a byte-order mark skipped; UTF-16 / UTF-32 read as UTF-8
         try:
             return json.loads(line)
         except UnicodeDecodeError:
@@ -440,6 +433,11 @@ def load_bytes(body: bytes, fmt: str | None = None, *, source: str = "body",
     if fmt is not None and fmt not in FORMATS:
         raise InputError(source, f"unknown format {fmt!r} (formats: {', '.join(FORMAT_NAMES)})")
     text = body.lstrip()
+    if body.startswith(WIDE_BOMS):  # UTF-16 / UTF-32 with its byte-order mark: told apart as its UTF-8 twin would be
+        try:
+            text = body.decode(json.detect_encoding(body)).encode().lstrip()
+        except UnicodeDecodeError:
+            pass  # read as it is, refused by the importer as the file would be
     suffix = ".json"
     if text[:1] == b"{" and b"\n{" in text:  # JSON lines: one record per line
         try:
