@@ -17,7 +17,9 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   access denied, "unusual traffic", 403): the humans' "Guardrails Triggered".
 - ``F4.no_progress``: the first Magentic-One ledger that says progress is not being made
   (or the team is in a loop) points at the agent action it judged: the last non-orchestrator
-  message before it. Class F4 (the instruction was not carried out), not F3: the run went on.
+  message before it. A ledger is headed ``Updated Ledger`` or is the bare JSON object AutoGen 0.2's
+  orchestrator prints (``is_ledger``); either way it is no reasoning turn. Class F4 (the instruction was not
+  carried out), not F3: the run went on.
 - ``F4.handoff_code``: an opening handoff (the team's task restatement) that carries code -- a prior
   attempt's code or the code to fix, which the team runs and builds on -- and whose handed-over results
   report no failure: the run's first commitment is that code, at the opening message. (A handoff that
@@ -64,9 +66,14 @@ NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # its task ledger with "Initial plan:" / "New plan:"; AutoGen 0.4's MagenticOneOrchestrator posts the ledger bare ("We
 # are working to address the following user request: ... Here is an initial fact sheet ...": its educated guesses are
 # guesses, not facts an agent states)
+# AutoGen 0.2's orchestrator (the agentchat_contrib one Magentic-One began as) prints its progress ledger bare, as the
+# JSON object alone (``{"is_request_satisfied": {...}, "is_progress_being_made": {...}, "next_speaker": ...}``), where
+# Magentic-One 0.2 and AutoGen 0.4 head it ``Updated Ledger:``: a ledger either way (``is_ledger``)
+LEDGER_JSON = re.compile(r'\s*\{\s*"(?:is_request_satisfied|is_progress_being_made|is_in_loop|next_speaker|'
+                         r'instruction_or_question)"\s*:')
 CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|stalled|replan|"
-                     r"you are given: \(1\) a task|we are working to address the following user request)",
-                     re.IGNORECASE)
+                     r"you are given: \(1\) a task|we are working to address the following user request|"
+                     + LEDGER_JSON.pattern.removeprefix(r"\s*") + ")", re.IGNORECASE)
 FABRICATION = re.compile(
     r"\b(simulat(?:e|ed|ing|ion)|hypothetical(?:ly)?|placeholder|mock(?:ed)? data|dummy|fictional|made[- ]up|"
     r"for (?:demonstration|illustration)|let's assume|assuming|sample data|example data)\b",
@@ -164,6 +171,12 @@ HARNESS_NOISE = re.compile(r"\s*(?:SCENARIO\.PY COMPLETE|RUN\.SH COMPLETE|!#!#).
 NON_ANSWER = re.compile(r"\b(unable|unknown|cannot|can't|could not|not (?:be )?(?:determined|found|available)|"
                         r"no (?:answer|data|information)|n/a|none)\b", re.IGNORECASE)
 LEDGER_REASON = re.compile(r'"is_progress_being_made"\s*:\s*\{\s*"reason"\s*:\s*"([^"]{0,300})')
+
+
+def is_ledger(text: str) -> bool:
+    """An orchestrator's progress ledger: headed ``Updated Ledger`` (Magentic-One 0.2, AutoGen 0.4) or the bare JSON
+    object AutoGen 0.2's orchestrator prints (``LEDGER_JSON``)."""
+    return text.lstrip().startswith("Updated Ledger") or bool(LEDGER_JSON.match(text))
 
 
 def ran_and_failed(text: str) -> bool:
@@ -421,7 +434,7 @@ class NoProgressDetector:
                 last_action = i
                 continue
             text = log.text(i)
-            if last_action is not None and text.lstrip().startswith("Updated Ledger") and LEDGER_STALL.search(text):
+            if last_action is not None and is_ledger(text) and LEDGER_STALL.search(text):
                 why = LEDGER_REASON.search(text)
                 return [Signal(id=self.id, failure_class=F4, step=last_action,
                                evidence=f"orchestrator at step {i}: no progress"
@@ -491,7 +504,7 @@ class AcceptedReportDetector:
                 last_report = i
                 continue
             text = log.text(i)
-            if last_report is not None and text.lstrip().startswith("Updated Ledger") and LEDGER_SATISFIED.search(text):
+            if last_report is not None and is_ledger(text) and LEDGER_SATISFIED.search(text):
                 return [Signal(id=self.id, failure_class=F4, step=last_report,
                                evidence=f"orchestrator at step {i} declares the request satisfied on this report: "
                                         f"{_quote(log.text(last_report), 120)}")]
