@@ -177,6 +177,21 @@ class HarnessErrorDetector:
 
 
 FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
+_OPEN_FENCE = re.compile(r"```[a-zA-Z]*\n")
+
+
+def reply_blocks(text: str) -> list[str]:
+    """The fenced blocks of a reply, and the rest of the reply after an opening fence that never closes: a reply the
+    harness rejected for its format is often one whose block the model did not close (mini-swe-agent answers it with
+    its format error), and the action in it is the one the agent re-sends."""
+    blocks, end = [], 0
+    for m in FENCE.finditer(text):
+        blocks.append(m.group(1))
+        end = m.end()
+    tail = _OPEN_FENCE.search(text, end)
+    if tail is not None and "```" not in text[tail.end():]:
+        blocks.append(text[tail.end():])
+    return blocks
 
 
 def _blocked_calls(view: TraceView) -> set[str]:
@@ -1088,7 +1103,7 @@ def _rejected_blocks(view: TraceView, group: list[str], before: int) -> list[tup
         names = {posixpath.basename(p) for p in group}
         for s in view.assistant_steps:
             if s + 1 in after and not msgs[s].get("tool_calls") and "```" in view.texts[s]:
-                for block in FENCE.findall(view.texts[s][:100_000]):
+                for block in reply_blocks(view.texts[s][:100_000]):
                     if not any(n in block for n in names):
                         continue
                     got = shell_writes(block, tuple(names))
@@ -1268,7 +1283,7 @@ def _rejected_patch_write(view: TraceView, paths: list[str] | tuple[()], before:
         if s >= before:
             return None
         if s + 1 in after and not msgs[s].get("tool_calls") and "```" in view.texts[s]:
-            for block in FENCE.findall(view.texts[s][:100_000]):
+            for block in reply_blocks(view.texts[s][:100_000]):
                 if edit.search(block) and (not paths or any(p in block for p in paths)):
                     return s, block
     return None
