@@ -724,13 +724,25 @@ def child_clean(pid: int) -> bool:
         for dirpath, dirnames, filenames in os.walk(root):
             if any(os.path.join(dirpath, name) not in _KEEP for name in dirnames + filenames):
                 return False
-    for kind in ("shm", "sem", "msg"):
-        try:
-            if len(Path(f"/proc/sysvipc/{kind}").read_text().splitlines()) > 1:
-                return False
-        except OSError:
-            continue
-    return True
+    return not any(len(_ipc_rows(kind) or ()) > 1 for kind in ("shm", "sem", "msg"))
+
+
+def _ipc_rows(kind: str) -> list[bytes] | None:
+    """The lines of ``/proc/sysvipc/KIND`` (a header, then one per object), None when it cannot be read. Plain
+    ``os`` calls: the server reads all three after every rollout (~7 us each here, ~20 through ``read_text``)."""
+    try:
+        fd = os.open(f"/proc/sysvipc/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = b""
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.splitlines()
 
 
 def _wait(pid: int, wall: float) -> bool:
@@ -855,11 +867,8 @@ def _remove_ipc() -> bool:
     libc = None
     ok = True
     for kind, ctl in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
-        try:
-            rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
+        rows = _ipc_rows(kind)
+        for row in (rows or [])[1:]:
             libc = libc or ctypes.CDLL(None, use_errno=True)
             ident = int(row.split()[1])
             args = (ident, 0, _IPC_RMID) if kind == "sem" else (ident, _IPC_RMID, None)

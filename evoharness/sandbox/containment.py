@@ -119,6 +119,7 @@ class SandboxCgroup:
         self.version, parents = layout
         name = f"evoharness-{os.getpid()}-{uuid.uuid4().hex[:10]}"
         self.dirs = {c: p / name for c, p in parents.items()}
+        self._fds: dict[Path, int] = {}  # the counter files, opened on the first ``limit_hit``
         mem, pids = limits.memory_mb * 1024 * 1024, limits.pids
         for d in self.dirs.values():
             d.mkdir()
@@ -140,24 +141,48 @@ class SandboxCgroup:
         return ["/bin/sh", "-c", script, "cgroup-enter", str(len(procs)), *procs]
 
     def limit_hit(self) -> LimitHit | None:
-        """``memory`` or ``pids`` when the cgroup refused memory or a process at some point."""
+        """``memory`` or ``pids`` when the cgroup refused memory or a process at some point.
+
+        A warm worker asks after every rollout: the counter files are opened once, on the first call, and read
+        again from their start each time (``os.pread``: the kernel writes them afresh on every read), which costs
+        ~3 us against ~65 us for opening, reading and closing the three of them (v1) each time."""
         if self.version == "v2":
             d = self.dirs[""]
-            ev = _events(d / "memory.events")
+            ev = _events(self._counter(d / "memory.events"))
             if ev.get("oom_kill", 0) or ev.get("max", 0) and ev.get("oom", 0):
                 return "memory"
-            if _events(d / "pids.events").get("max", 0):
+            if _events(self._counter(d / "pids.events")).get("max", 0):
                 return "pids"
             return None
         mem = self.dirs["memory"]
-        if _events(mem / "memory.oom_control").get("oom_kill", 0) or _int(mem / "memory.failcnt"):
+        if _events(self._counter(mem / "memory.oom_control")).get("oom_kill", 0) \
+                or _int(self._counter(mem / "memory.failcnt")):
             return "memory"
-        if _events(self.dirs["pids"] / "pids.events").get("max", 0):
+        if _events(self._counter(self.dirs["pids"] / "pids.events")).get("max", 0):
             return "pids"
         return None
 
+    def _counter(self, path: Path) -> str:
+        """The text of one of the cgroup's counter files, through a descriptor kept open ('' when unreadable)."""
+        fd = self._fds.get(path)
+        try:
+            if fd is None:
+                fd = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            return os.pread(fd, 4096, 0).decode("ascii", "replace")
+        except OSError:
+            return ""
+
+    def _close_counters(self) -> None:
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def close(self) -> None:
         """Kill what is left in the cgroup(s) and remove them."""
+        self._close_counters()
         for d in self.dirs.values():
             for _ in range(50):
                 pids = _pids(d)
@@ -186,20 +211,21 @@ def _write(path: Path, value: str, missing_ok: bool = False) -> None:
             raise
 
 
-def _int(path: Path) -> int:
+def _int(text: str) -> int:
     try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+        return int(text.split()[0])
+    except (ValueError, IndexError):
         return 0
 
 
-def _events(path: Path) -> dict[str, int]:
+def _events(text: str) -> dict[str, int]:
+    """``key value`` lines as a dict (what it could read of them)."""
     out: dict[str, int] = {}
     try:
-        for line in path.read_text().splitlines():
+        for line in text.splitlines():
             k, _, v = line.partition(" ")
             out[k] = int(v or 0)
-    except (OSError, ValueError):
+    except ValueError:
         pass
     return out
 

@@ -199,3 +199,22 @@ def test_plain_process_backend_still_strips_the_environment(dirs, monkeypatch):
     r = ProcessSandbox().run([sys.executable, "-c", "import os; print(sorted(os.environ))"], harness_dir=dirs[0],
                              workdir=dirs[1], env={"KEEP": "1"}, limits=Limits(wall_seconds=20))
     assert r.returncode == 0 and "EVO_FAKE_SECRET" not in r.stdout and "'KEEP'" in r.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a cgroup needs root here")
+def test_a_cgroup_asked_again_sees_a_limit_hit_since_its_last_answer():
+    """A warm worker asks after every rollout, through counter files kept open: a hit after the first answer is
+    seen by the next one, and closing the cgroup still removes it."""
+    from evoharness.sandbox.containment import cgroup_layout, sandbox_cgroup
+
+    if cgroup_layout() is None:
+        pytest.skip("no writable memory+pids cgroup here")
+    with sandbox_cgroup(Limits(pids=4)) as cg:
+        assert cg is not None
+        assert cg.limit_hit() is None and cg.limit_hit() is None  # asked twice before anything happened
+        bomb = "import os, time\nfor _ in range(20):\n    try:\n        os.fork() or time.sleep(1)\n" \
+               "    except OSError:\n        pass\n"
+        subprocess.run([*cg.prefix(), sys.executable, "-c", bomb], timeout=30, check=False)
+        assert cg.limit_hit() == "pids"
+        dirs = list(cg.dirs.values())
+    assert not any(d.exists() for d in dirs)
