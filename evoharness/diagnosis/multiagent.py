@@ -30,7 +30,9 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   final-answer message itself is not an origin.
 - ``F4.accepted_report``: in an orchestrated log (Magentic-One ledgers), the last worker report before
   the first ledger that declares the request satisfied: the report the orchestrator relied on to stop,
-  in a run that failed. Used where the answer's value has no earlier origin.
+  in a run that failed. Used where the answer's value has no earlier origin. Where that report says the worker
+  did not get there ("I was unable to find ...": ``REPORTED_FAILURE`` in its first paragraph), ending the run on it
+  was the orchestrator's call: the signal is the satisfied ledger itself.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
   located at its first commitment: the reasoning turn that wrote the code whose execution failed first
   (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``, not AG2's
@@ -163,6 +165,10 @@ EXEC_REPORT = re.compile(r"\s*(?:exitcode: \d|The script ran(?:, then exited wit
 NO_CODE = re.compile(r"\s*There is no code from the last \d+ messages? for me to execute")
 PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
+# a worker's report that says it did not get what it was asked for ("I was unable to find ...", "The search returned no
+# results"), read in its own first paragraph (``_report_head``), not in the page text a web surfer quotes after it
+REPORTED_FAILURE = re.compile(r"\b(?:unable to|could not|couldn't|cannot|can't|(?:was|were) not able to|"
+                              r"did not find|didn't find|no (?:relevant )?results|failed to)\b", re.IGNORECASE)
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
 HANDOFF_RESULTS = re.compile(r"^#+ *results\b[^\n]*from last response", re.IGNORECASE | re.MULTILINE)
 HANDOFF_FAILED = re.compile(r"not (?:been )?completed|could not|couldn't|unable|error|fail", re.IGNORECASE)
@@ -505,10 +511,21 @@ class AcceptedReportDetector:
                 continue
             text = log.text(i)
             if last_report is not None and is_ledger(text) and LEDGER_SATISFIED.search(text):
+                if REPORTED_FAILURE.search(_report_head(log.text(last_report))):
+                    # the worker said it did not get there: ending the run on that report is the orchestrator's call
+                    return [Signal(id=self.id, failure_class=F4, step=i,
+                                   evidence=f"declares the request satisfied on a report of failure (step "
+                                            f"{last_report}): {_quote(log.text(last_report), 120)}")]
                 return [Signal(id=self.id, failure_class=F4, step=last_report,
                                evidence=f"orchestrator at step {i} declares the request satisfied on this report: "
                                         f"{_quote(log.text(last_report), 120)}")]
         return []
+
+
+def _report_head(text: str) -> str:
+    """A worker report's own words: its first paragraph (a web surfer's page text follows a blank line), at most
+    400 characters."""
+    return text.lstrip().split("\n\n", 1)[0][:400]
 
 
 class FirstCommitmentDetector:

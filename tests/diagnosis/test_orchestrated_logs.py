@@ -17,6 +17,7 @@ EXPECTED = {  # file -> the signal that carries the principle
     "origin_not_relay": "F4.answer_origin",
     "plan_guess": "F4.answer_origin",
     "unreached_success": "F4.accepted_report",
+    "failure_report_accepted": "F4.accepted_report",
     "stall_bare_ledger": "F4.no_progress",
     "failed_script": "F4.first_commitment",
 }
