@@ -137,6 +137,17 @@ def output_file(default_name: str):
     return parse
 
 
+def no_stdin(path: Path, command: str) -> None:
+    """``-`` (standard input) names a trace file for ``import``, ``diagnose``, ``label`` and ``export-otel``; a
+    command that reads its file more than once (or a labels file) refuses it with one line saying what to do, not
+    "no such file"."""
+    if str(path) == "-":
+        from evoharness.errors import InputError
+
+        raise InputError("-", f"{command} reads a file, not standard input: write it to a file first "
+                              "(e.g. `evoharness import - --out FILE`)")
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print one error line to stderr and exit with ``code``."""
     typer.echo(f"error: {message}", err=True)

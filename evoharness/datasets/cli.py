@@ -83,13 +83,14 @@ def enqueue(
     url: Annotated[str | None, typer.Option(help="queue URL")] = None,
 ) -> None:
     """Label trajectories and queue the content failures (lever weights); others are left out."""
-    from evoharness.cli_support import MAX_ROUNDS, check_range
+    from evoharness.cli_support import MAX_ROUNDS, check_range, no_stdin
     from evoharness.diagnosis.labeller import Labeller
     from evoharness.diagnosis.models import Lever
 
     from .export import JsonlSource
 
     check_range(round_, "--round", 0, MAX_ROUNDS)
+    no_stdin(trajectories, "dataset enqueue")
     from .queue import check_reachable, check_url, default_url
 
     settings = settings_of(ctx)
@@ -213,8 +214,11 @@ def validate(
                                             "the export's manifest.json names, else openai)")] = None,
 ) -> None:
     """Check every record of an export against its format (OpenAI chat, ShareGPT, or HF parquet rows)."""
+    from evoharness.cli_support import no_stdin
+
     from .export_formats import EXPORT_FORMATS
 
+    no_stdin(path, "dataset validate")
     named = None if fmt else _manifest_format(path)
     fmt = fmt or named or "openai"  # a sharegpt export was checked as openai: every record failed
     if fmt not in EXPORT_FORMATS:

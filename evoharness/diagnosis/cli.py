@@ -12,13 +12,14 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import output_file, settings_of
+from evoharness.cli_support import no_stdin, output_file, settings_of
 from evoharness.errors import InputError
 from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, load_paths, output_apart
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import replacing
 
-PathsArg = Annotated[list[Path], typer.Argument(help="trace files or directories", show_default=False)]
+PathsArg = Annotated[list[Path], typer.Argument(help="trace files or directories (- reads standard input)",
+                                              show_default=False)]
 FormatOpt = Annotated[str | None, typer.Option("--format", "-f",
                                                 help=f"input format ({' | '.join(FORMAT_NAMES)}); auto by default")]
 SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="report bad records on stderr and label the rest")]
@@ -191,6 +192,7 @@ def calibrate(
     from evoharness.diagnosis.calibrate import agreement, read
 
     for p in (labels, human):
+        no_stdin(p, "calibrate")
         if not p.is_file():  # a directory, a FIFO or a device was "no such file" too
             raise InputError(str(p), "is a directory, not a labels file" if p.is_dir() else
                              "not a regular file (a FIFO, socket or device is refused)" if p.exists()

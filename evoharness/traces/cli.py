@@ -15,7 +15,8 @@ from evoharness.traces.store import write_trajectories
 
 
 def import_traces(
-    paths: Annotated[list[Path], typer.Argument(help="trace files or directories", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(help="trace files or directories (- reads standard input)",
+                                                show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", parser=output_file("trajectories.jsonl"), metavar="<path>",
                                       help="canonical JSONL to write (a directory: DIR/trajectories.jsonl)")],
     fmt: Annotated[str | None, typer.Option("--format", "-f", help=f"{' | '.join(FORMAT_NAMES)}")] = None,
@@ -66,7 +67,8 @@ def import_traces(
 
 def export_otel(
     source: Annotated[Path, typer.Argument(help="a run directory (its trajectories.jsonl and summary.json) or "
-                                                "a trajectories JSONL / any importable trace file",
+                                                "a trajectories JSONL / any importable trace file (- reads "
+                                                "standard input)",
                                            show_default=False)],
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", parser=output_file("spans.otlp.jsonl"), metavar="<path>",

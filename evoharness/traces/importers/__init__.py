@@ -360,17 +360,83 @@ def load_paths(paths: Iterable[Path | str], fmt: str | None = None, *, skip_inva
         if on_invalid:
             on_invalid(e)
 
-    for f in iter_files(paths, exclude=exclude, on_unreadable=unreadable if skip_invalid else None):
-        try:
+    paths = list(paths)
+    if sum(str(p) == STDIN for p in paths) > 1:
+        raise InputError(STDIN, "standard input given twice")
+    for raw in paths:
+        if str(raw) == STDIN:
+            yield from _load_stdin(fmt, skip_invalid=skip_invalid, on_invalid=on_invalid, warnings=warnings)
+            continue
+        for f in iter_files([raw], exclude=exclude, on_unreadable=unreadable if skip_invalid else None):
             try:
-                yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid, warnings=warnings)
-            except OSError as e:  # a file that cannot be read (no permission): skipped as bad input when skipping
-                raise InputError(str(f), (e.strerror or str(e)).lower()) from None
+                try:
+                    yield from load_file(f, fmt, skip_invalid=skip_invalid, on_invalid=on_invalid,
+                                         warnings=warnings)
+                except OSError as e:  # a file that cannot be read (no permission): skipped as bad input when skipping
+                    raise InputError(str(f), (e.strerror or str(e)).lower()) from None
+            except InputError as e:
+                if not skip_invalid:
+                    raise
+                if on_invalid:
+                    on_invalid(e)
+
+
+STDIN = "-"  # a path argument that names standard input
+
+
+def _load_stdin(fmt: str | None, *, skip_invalid: bool, on_invalid: OnInvalid | None,
+                warnings: ImportWarnings | None) -> Iterator[Trajectory]:
+    """The trajectories piped in as ``-``: copied to a temporary file (named ``stdin.json`` or ``stdin.jsonl``, so
+    ids made of a file name read ``stdin``), read as that file would be, with nothing beside it joined (as a
+    ``load_bytes`` body); errors name ``-``. A terminal is refused: the command would wait for a file to be typed."""
+    import shutil
+    import sys
+    import tempfile
+
+    stdin = sys.stdin
+    if stdin is None or stdin.isatty():
+        raise InputError(STDIN, "standard input is a terminal: pipe a trace file in (`... < FILE`), or name it")
+
+    def named(e: InputError) -> InputError:
+        return InputError(STDIN, e.reason.replace(str(path), STDIN), e.where)
+
+    def report(e: InputError) -> None:
+        if on_invalid:
+            on_invalid(named(e))
+
+    with tempfile.TemporaryDirectory(prefix="evoharness-stdin-") as tmp:
+        spool = Path(tmp) / "stdin"
+        with spool.open("wb") as fh:
+            shutil.copyfileobj(stdin.buffer, fh, 1 << 20)
+        path = spool.rename(spool.with_suffix(_stdin_suffix(spool)))
+        try:
+            with neighbours.alone():
+                yield from load_file(path, fmt, skip_invalid=skip_invalid, on_invalid=report, warnings=warnings)
         except InputError as e:
             if not skip_invalid:
-                raise
-            if on_invalid:
-                on_invalid(e)
+                raise named(e) from None
+            report(e)
+
+
+def _stdin_suffix(path: Path) -> str:
+    """``.jsonl`` when the first line is a whole JSON object and more lines follow (or the first is an object's line
+    that fails to parse and the next starts one): JSON lines; else ``.json`` (one document, whatever its layout)."""
+    with path.open("rb") as fh:
+        if fh.read(4).startswith(WIDE_BOMS):  # UTF-16 / UTF-32: its first lines (1 MiB) told apart as UTF-8 text
+            fh.seek(0)
+            head = fh.read(1 << 20)
+            lines = iter(head.decode(json.detect_encoding(head), "ignore").encode().splitlines())
+        else:
+            fh.seek(0)
+            lines = iter(fh)
+        first = next(lines, b"").removeprefix(codecs.BOM_UTF8).strip()
+        rest = next((line.strip() for line in lines if line.strip()), b"")
+    if not first.startswith(b"{") or not rest:
+        return ".json"
+    try:
+        return ".jsonl" if isinstance(json.loads(first), dict) else ".json"
+    except ValueError:
+        return ".jsonl" if first.endswith(b"}") and rest.startswith(b"{") else ".json"
 
 
 class ImportWarnings:
