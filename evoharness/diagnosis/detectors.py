@@ -224,8 +224,15 @@ MUTATING_COMMAND = re.compile(
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
     # Python: a write call, a file opened to write (``"w"`` escaped in canonical JSON too), fileinput's in-place edit
     r"apply_patch|\.write(?:_text|_bytes)?\(|open\([^)]*['\"](?:[wax]|r\+)[bt+]*\\?['\"]|inplace\s*=\s*True|"
-    # ``install`` / ``truncate`` as a command (not ``pip install``'s word, not Python's ``f.truncate()``)
-    r"(?:^|\n|\\n|\"command\":\"|[;&|(]\s*|\bsudo\s+)(?:install|truncate)\s+[\w./'\"-]|" + SWE_EDITOR)
+    # Python putting a file in place of another (shutil's copies and moves, os.replace / os.rename / os.symlink)
+    # (after a line break, escaped ``\n`` in canonical JSON: no word boundary there)
+    r"(?:\b|(?<=\\n))(?:shutil\.(?:copy\w*|move)|os\.(?:replace|rename|symlink)|copyfile|copy2)\s*\(|"
+    # as a command (not ``pip install``'s word, not Python's ``f.truncate()``): ``install`` / ``truncate``, formatters
+    # that rewrite files (``black``, ``isort``, ``ruff format``; ``autopep8`` / ``yapf`` / ``autoflake`` with ``-i``),
+    # ``ed`` / ``ex`` scripts, ``dd of=``, ``rsync``, ``ln`` (a link in place of the file), ``find ... -delete``
+    r"(?:^|\n|\\n|\"command\":\"|[;&|(]\s*|\bsudo\s+|-exec(?:dir)?\s+|\bxargs\s+|python[\d.]*\s+-m\s+)"
+    r"(?:install|truncate|black|isort|ruff\s+format|ruff\s+check\s[^\n;&|]*--fix|autopep8|yapf|autoflake|ed|ex|dd|"
+    r"rsync|ln)\s+[\w./'\"-]|\s-delete\b|" + SWE_EDITOR)
 # an editor tool called with a command argument (SWE-agent's ``str_replace_editor``): its ``view`` only reads
 EDITOR_TOOL = re.compile(r"(?:^|[_.-])edit|str_replace", re.IGNORECASE)  # not "credit"
 VIEW_COMMAND = re.compile(r'"command":"view"')
@@ -1201,6 +1208,8 @@ def _write_targets(view: TraceView, writes: list[ToolCall]) -> dict[str, str]:
 
 
 PATH_ARGS = ("path", "file", "filename", "file_path", "target_file")
+# a command that may write a file without naming it: a formatter run on a folder, ``find DIR ... -exec`` / ``-delete``
+TREE_WRITE = re.compile(r"\b(?:find|black|isort|ruff|autopep8|yapf|autoflake)\b")
 
 
 def writes_file(view: TraceView, c: ToolCall, path: str, target: dict[str, str]) -> bool:
@@ -1215,14 +1224,14 @@ def writes_file(view: TraceView, c: ToolCall, path: str, target: dict[str, str])
         return same_file(normal(opened.partition(OPEN_FILE_SEP)[2]), path)
     if is_shell(c.name):
         cmd = _command(c)
-        if posixpath.basename(path) not in cmd:
+        if posixpath.basename(path) not in cmd and not TREE_WRITE.search(cmd[:20_000]):
             return False
         memo = view.__dict__.setdefault("_shell_writes", {})
         name = posixpath.basename(path)
         w = memo.get((c.id, name))
         if w is None:
             w = memo[(c.id, name)] = shell_writes(cmd[:200_000], (name,))
-        return any(same_file(f, path) for f in w.files) or (w.unknown and path in cmd)
+        return w.writes(path, cmd)
     if isinstance(c.args, dict):
         named = [v for k in PATH_ARGS if isinstance(v := c.args.get(k), str)]
         if named:

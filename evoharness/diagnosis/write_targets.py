@@ -7,7 +7,11 @@ writes a file when it targets it: ``sed -i`` / ``perl -i`` on it, a redirection 
 heredoc into it is one), ``tee`` it, ``cp`` / ``mv`` / ``install`` onto it (``mv`` away from it too: the file is
 gone), ``rm`` / ``truncate`` it, ``git checkout`` / ``git restore`` it, ``patch FILE``, a diff naming it applied or
 saved (``git apply`` / ``patch`` with the diff in a heredoc, or the diff written to a file to apply later), SWE-agent's
-``create`` / ``str_replace_editor CMD FILE``, and Python that opens it for writing (``open(F, "w")``, ``Path(F).
+``create`` / ``str_replace_editor CMD FILE``, a formatter that rewrites it or its folder (``black``, ``isort``,
+``ruff format``; ``autopep8`` / ``yapf`` / ``autoflake`` with ``-i``; not ``--check`` / ``--diff``), an ``ed`` script
+that writes (``w``), ``find DIR -name GLOB -exec sed -i ... {}`` (or ``-delete``: the files under DIR matching GLOB),
+``dd of=`` it, ``rsync`` / ``ln -sf`` onto it, Python's ``shutil`` copies / moves and ``os.replace`` / ``os.rename``
+onto it, and Python that opens it for writing (``open(F, "w")``, ``Path(F).
 write_text``, with ``F`` a literal, a name bound to one, or a ``Path`` / ``os.path.join`` of literals) -- run at
 once (``python -c``, ``python - <<EOF``) or saved as a script (``cat > fix.py <<EOF``: the edit is written there,
 and a later ``python fix.py`` only runs it). Paths are matched whole (``pkg/core.py.bak`` is another file), with
@@ -40,7 +44,12 @@ _FILE_NAME = re.compile(r"['\"]?[\w.-]+\.[A-Za-z]{1,5}['\"]?")
 # what Python code that writes a file holds somewhere (a quoted mode with w / a / x / +, a mode=, write_text,
 # fileinput's inplace): code without any is not parsed
 PY_WRITE = re.compile(r"['\"][rbt]{0,2}[wax+][bt+]{0,2}['\"]\s*[,)]|\bmode\s*=|\.write_(?:text|bytes)\s*\(|"
-                      r"inplace\s*=\s*(?:True|1)")
+                      r"inplace\s*=\s*(?:True|1)|\b(?:copy(?:file|2|tree)?|move|replace|rename|symlink)\s*\(")
+# a file put in place of another: shutil's copies and moves, os.replace / os.rename / os.symlink (onto their second
+# argument; a move or rename takes the first away too); only under these modules' names, or imported by name
+_FILE_OPS = {"shutil": {"copy": False, "copy2": False, "copyfile": False, "copytree": False, "move": True},
+             "os": {"replace": True, "rename": True, "symlink": False}}
+_BY_NAME = frozenset({"copy2", "copyfile", "copytree"})
 _LITERAL_OPEN = re.compile(r"\bopen\s*\(\s*(['\"])([^'\"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['\"])([^'\"\n]*)\3")
 
 
@@ -53,6 +62,14 @@ class Writes:
     files: tuple[str, ...] = ()
     edits: tuple[str, ...] = ()
     unknown: bool = False
+    trees: tuple[str, ...] = ()  # ``DIR`` + TREE_SEP + a base-name glob: any file under DIR matching it may be written
+
+    def writes(self, path: str, command: str = "") -> bool:
+        """Does the command write the repository file ``path``: a file it targets, a file under a tree it rewrites
+        (``find DIR -name GLOB -exec sed -i``, ``black DIR``), or, where it writes files it does not say, one it
+        names (``command``)."""
+        return any(same_file(f, path) for f in self.files) or any(in_tree(t, path) for t in self.trees) or (
+            self.unknown and bool(command) and path in command)
 
 
 def normal(path: str, cwd: str = "") -> str:
@@ -65,6 +82,20 @@ def normal(path: str, cwd: str = "") -> str:
         if p.startswith(root):
             p = p[len(root):]
     return p.removeprefix("./")
+
+
+TREE_SEP = "\x00"
+
+
+def in_tree(tree: str, path: str) -> bool:
+    """Is repository file ``path`` under ``tree`` (``DIR`` + ``TREE_SEP`` + a base-name glob, as ``Writes.trees``)."""
+    import fnmatch
+
+    root, _, glob = tree.partition(TREE_SEP)
+    path = normal(path)
+    under = root in ("", ".") or path.startswith(root.rstrip("/") + "/") or ("/" + path).startswith(
+        root.rstrip("/") + "/")  # an absolute root outside the repository's own prefix never matches
+    return under and fnmatch.fnmatchcase(posixpath.basename(path), glob or "*")
 
 
 def same_file(written: str, path: str) -> bool:
@@ -94,6 +125,7 @@ def shell_writes(command: str, names: tuple[str, ...] = ()) -> Writes:
             bodies.setdefault(len(kept) - 1, []).append("\n".join(body))
     files: list[str] = []
     edits: list[str] = []
+    trees: list[str] = []
     unknown = False
     cwd = ""
     for n, line in enumerate(kept):
@@ -109,12 +141,18 @@ def shell_writes(command: str, names: tuple[str, ...] = ()) -> Writes:
                 if op != ">&" or not target.isdigit():
                     files.append(normal(target, cwd))
                     edits.append(redirected)
-            got, unsure = _program_writes(words, line_bodies, names)
+            # an ed script may come from a pipe or a here-string on the line: the line is read for its ``w``
+            ed = bool(words) and posixpath.basename(words[0]) in ("ed", "ex")
+            got, unsure = _program_writes(words, line_bodies + [line] if ed else line_bodies, names)
             unknown |= unsure
             for f, text in got:
+                if TREE_SEP in f:
+                    root, _, glob = f.partition(TREE_SEP)
+                    trees.append(normal(root, cwd) + TREE_SEP + glob)
+                    continue
                 files.append(normal(f, cwd))
                 edits.append(text or seg_text)
-    return Writes(tuple(files), tuple(edits), unknown)
+    return Writes(tuple(files), tuple(edits), unknown, tuple(trees))
 
 
 def _segments(line: str) -> list[tuple[list[str], list[tuple[str, str]]]]:
@@ -188,6 +226,23 @@ def _program_writes(words: list[str], bodies: list[str],
         return onto + ([(s, text) for s in args[:-1]] if prog == "mv" else []), False
     if prog in ("rm", "truncate"):
         return [(a, text) for a in args], False
+    if prog == "find":
+        return _find_writes(words, bodies, names)
+    if prog in FORMATTERS or re.fullmatch(r"python[\d.]*", prog) and len(words) > 2 and words[1] == "-m" \
+            and words[2] in FORMATTERS:
+        return _formatter_writes(words[2:] if prog not in FORMATTERS else words), False
+    if prog in ("ed", "ex") and args:  # an ed script (a heredoc, a pipe) writes its file with ``w``
+        script = text + "\n" + "\n".join(bodies)
+        return ([(args[0], text)] if ED_WRITE.search(script) else []), False
+    if prog == "dd":
+        return [(w[3:], text) for w in words[1:] if w.startswith("of=") and len(w) > 3], False
+    if prog in ("rsync", "ln"):  # onto DEST (a folder: the source's base name in it), as cp
+        args = [a for a in args if not re.fullmatch(r"\w+@?[\w.-]*:.*", a)] if prog == "rsync" else args
+        if len(args) < 2:
+            return [], False
+        dest = args[-1]
+        return ([(posixpath.join(dest, posixpath.basename(a)), text) for a in args[:-1]] if dest.endswith(("/", "."))
+                else [(dest, text)]), False
     if prog == "git" and len(words) > 1:
         sub = words[1]
         if sub in ("checkout", "restore"):
@@ -222,6 +277,56 @@ def _program_writes(words: list[str], bodies: list[str],
         unknown |= unsure
         out += _diff_writes([code])  # a diff saved to be applied later
     return out, unknown
+
+
+# code formatters that rewrite the files (or the folders' files) they are given, unless told only to report
+FORMATTERS = frozenset({"black", "autopep8", "yapf", "isort", "autoflake", "ruff"})
+_REPORT_ONLY = frozenset({"--check", "--diff", "-d", "--check-only", "--print", "-c", "--code"})
+ED_WRITE = re.compile(r"(?:^|[\s'\"]|\\n),?w[q]?(?:\s+\S+)?(?:$|[\s'\"]|\\n)", re.M)
+# find's tests that name the files it acts on, and the actions that run a program on them
+_FIND_NAME = ("-name", "-iname")
+_FIND_EXEC = ("-exec", "-execdir", "-ok", "-okdir")
+
+
+def _formatter_writes(words: list[str]) -> list[tuple[str, str]]:
+    """Files a formatter rewrites: each argument (a folder: every Python file under it); none when it only reports
+    (``--check``, ``--diff``), when ``autopep8`` / ``yapf`` / ``autoflake`` lack ``-i`` / ``--in-place`` (they
+    print), or ``ruff`` is not ``ruff format`` / ``ruff check --fix``."""
+    prog, opts = posixpath.basename(words[0]), words[1:]
+    text = " ".join(words)
+    if any(o in _REPORT_ONLY for o in opts):
+        return []
+    if prog in ("autopep8", "yapf", "autoflake") and not any(
+            o == "--in-place" or re.fullmatch(r"-[a-zA-Z]*i[a-zA-Z]*", o) for o in opts):
+        return []
+    if prog == "ruff":
+        if not opts or opts[0] not in ("format", "check") or opts[0] == "check" and "--fix" not in opts:
+            return []
+        opts = opts[1:]
+    paths = [o for o in opts if not o.startswith("-")]
+    return [(p, text) if re.search(r"\.pyi?$", p) else (p + TREE_SEP + "*.py*", text) for p in paths]
+
+
+def _find_writes(words: list[str], bodies: list[str], names: tuple[str, ...]) -> tuple[list[tuple[str, str]], bool]:
+    """``find DIR... [-name GLOB] -exec PROG ARGS {} ;`` (or ``-delete``): the files under each DIR that match the
+    globs, when PROG writes the file it is given (``{}``)."""
+    text = " ".join(words)
+    roots: list[str] = []
+    k = 1
+    while k < len(words) and not words[k].startswith(("-", "(", "!")):
+        roots.append(words[k])
+        k += 1
+    globs = [words[j + 1] for j in range(k, len(words) - 1) if words[j] in _FIND_NAME][:16]
+    writes = "-delete" in words[k:]
+    execs = [j for j in range(k, len(words)) if words[j] in _FIND_EXEC][:8]  # a hostile chain of them: bounded
+    for j, nxt in zip(execs, [*execs[1:], len(words)][:len(execs)], strict=True):
+        end = next((e for e in range(j + 1, nxt) if words[e] in (";", "+", "\\;")), nxt)
+        cmd = [w if w != "{}" else "\x01" for w in words[j + 1:end]]  # the file find gives it
+        got, _ = _program_writes(cmd, bodies, names)
+        writes |= any("\x01" in f for f, _ in got)
+    if not writes:
+        return [], False
+    return [(r + TREE_SEP + g, text) for r in roots or ["."] for g in globs or ["*"]], False
 
 
 def _diff_writes(bodies: list[str]) -> list[tuple[str, str]]:
@@ -267,6 +372,14 @@ def python_writes(code: str) -> tuple[list[str], bool]:
             target = f.value
         elif any(k.arg == "inplace" for k in node.keywords) and node.args:  # fileinput.input(F, inplace=True)
             target = node.args[0]
+        else:
+            moved = _file_op(node)
+            if moved is not None:
+                for e in moved:
+                    paths = _resolve(e, names, [200])
+                    files += paths
+                    unknown |= not paths
+                continue
         if target is None:
             continue
         paths = _resolve(target, names, [200])
@@ -275,6 +388,28 @@ def python_writes(code: str) -> tuple[list[str], bool]:
         else:
             unknown = True
     return files, unknown
+
+
+def _file_op(node: ast.Call) -> list[ast.expr] | None:
+    """The paths a ``shutil`` / ``os`` file operation writes (its destination; a move's source too), None for other
+    calls. A destination folder (a literal ending in ``/``) is written as the source's base name in it."""
+    f = node.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in _FILE_OPS:
+        takes_source = _FILE_OPS[f.value.id].get(f.attr)
+    elif isinstance(f, ast.Name) and f.id in _BY_NAME:
+        takes_source = False
+    else:
+        return None
+    if takes_source is None:
+        return None
+    args = list(node.args[:2]) + [k.value for k in node.keywords if k.arg in ("src", "dst")]
+    if len(args) < 2:
+        return None
+    src, dst = args[0], args[1]
+    if isinstance(dst, ast.Constant) and isinstance(dst.value, str) and dst.value.endswith("/") \
+            and isinstance(src, ast.Constant) and isinstance(src.value, str):
+        dst = ast.Constant(posixpath.join(dst.value, posixpath.basename(src.value)))
+    return [dst, src] if takes_source else [dst]
 
 
 def _resolve(e: ast.expr, names: dict[str, list[ast.expr]], budget: list[int]) -> list[str]:
