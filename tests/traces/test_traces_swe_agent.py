@@ -247,3 +247,27 @@ def test_an_older_history_without_message_types_pairs_observations(tmp_path):
     p.write_text(json.dumps(data))
     [t] = list(load_paths([p]))
     assert len([m for m in t.messages if m["role"] == "tool"]) == len(t.tool_calls()) == len(data["trajectory"])
+
+
+@pytest.mark.parametrize("keep", [("info", "replay_config", "environment"), ("info",)])
+def test_a_file_with_history_and_no_steps_is_imported(tmp_path, keep):
+    """Was: a .traj holding ``history`` but no ``trajectory`` (a writer that saved only what the model saw) was
+    "unrecognised format"."""
+    data = _run()
+    whole = list(load_paths([_write(tmp_path / "whole", data)]))
+    del data["trajectory"]
+    for key in ("info", "replay_config", "environment"):
+        if key not in keep:
+            data.pop(key, None)
+    p = _write(tmp_path / "history", data)
+    assert detect_format(p) == "swe-agent"
+    [t] = list(load_paths([p]))
+    assert t.messages == whole[0].messages and t.termination == whole[0].termination
+    assert "source" not in t.meta  # read from history, as with steps
+
+
+def _write(d: Path, data: dict) -> Path:
+    d.mkdir()
+    p = d / f"{RUN}.traj"
+    p.write_text(json.dumps(data))
+    return p

@@ -57,8 +57,17 @@ REFUSAL = re.compile(r"\s*(?:Your proposed edit has introduced new syntax error\
 def matches(rec: dict) -> bool:
     return (isinstance(rec.get("trajectory"), list) and isinstance(rec.get("info"), dict)
             and ("history" in rec or "replay_config" in rec or "environment" in rec)) or (
+        isinstance(rec.get("history"), list) and isinstance(rec.get("info"), dict)  # no steps saved, only history
+        and ("replay_config" in rec or "environment" in rec or _swe_history(rec["history"]))) or (
         isinstance(rec.get("attempts"), list) and bool(rec["attempts"]) and isinstance(rec["attempts"][0], dict)
         and isinstance(rec["attempts"][0].get("trajectory"), list))  # a retry agent's file
+
+
+def _swe_history(history: list) -> bool:
+    """Whether ``history`` reads as SWE-agent's: its messages carry ``message_type`` (system_prompt, observation,
+    action, ...) beside ``role`` and ``agent``."""
+    return any(isinstance(m, dict) and isinstance(m.get("role"), str) and "message_type" in m and "agent" in m
+               for m in history[:3])
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
