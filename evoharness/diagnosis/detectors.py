@@ -1308,8 +1308,10 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
 
     The proposal is the *first* reply that put the plan to the user: while the user message before it is itself an
     affirmative answering an earlier reply with text, and the agent called no tool in between (it restated what the
-    user had just accepted -- "Option 1, please" / "yes, let's do that" -- and looked nothing up, so the
-    restatement holds no fact the earlier reply lacked), the earlier reply is where the plan was decided."""
+    user had just accepted -- "Option 1, please" / "yes, let's do that" -- and looked nothing up), the earlier reply
+    is where the plan was decided -- unless the restatement names a value of the write's arguments (a flight, a
+    payment method) that neither the earlier reply nor the user had said: then the restatement is where that detail
+    was decided ("I'll move you to the cheapest flight" -- "yes" -- "to confirm: HAT100 for $310?")."""
     from evoharness.diagnosis.invariants import affirmative
 
     msgs, roles = view.traj.messages, view.roles
@@ -1329,4 +1331,23 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
         earlier = next((i for i in range(accepted - 1, -1, -1) if roles[i] == "assistant"), None)
         if earlier is None or not view.texts[earlier].strip() or msgs[earlier].get("tool_calls"):
             return proposal, yes
+        said = [view.texts[i] for i in range(earlier + 1) if roles[i] == "user"]
+        if any(v in view.texts[proposal] and v not in view.texts[earlier] and not any(v in u for u in said)
+               for v in _argument_values(view, write)):
+            return proposal, yes  # the restatement introduced a detail of the write
         proposal = earlier
+
+
+def _argument_values(view: TraceView, step: int) -> set[str]:
+    """The scalar values (strings of 3+ characters, numbers) in the arguments of the calls made at ``step``."""
+    out: set[str] = set()
+    todo = [c.args for c in view.calls if c.step == step]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+        elif isinstance(x, str | int | float) and not isinstance(x, bool) and len(str(x)) >= 3:
+            out.add(str(x))
+    return out

@@ -119,3 +119,18 @@ def test_a_restatement_after_a_look_up_stays_the_proposal():
     b.say("HAT100 lands first. Change ABC123 to HAT100 for $310: shall I proceed?").user("Yes, please.")  # 6, 7
     b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
     assert Labeller().label(b.deliver("Done.").build(0.0)).first_signal.step == 6
+
+
+def test_a_restatement_that_names_what_the_accepted_reply_did_not_stays_the_proposal():
+    """The user accepted "the cheapest direct flight" (step 4); the restatement (step 6) names HAT100 at $310, which
+    neither that reply nor the user had said (the search found it): the flight was decided there, not at step 4."""
+    b = TraceBuilder("t").system(POLICY).user("Move my trip ABC123 to the cheapest flight on May 20, user id amy_1.")
+    b.call("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"},
+           result='[{"flight_number": "HAT100", "price": 310}, {"flight_number": "HAT200", "price": 180}]')
+    b.say("I can move ABC123 to the cheapest direct flight on May 20. Would you like me to go ahead?")  # step 4
+    b.user("Yes, please.")  # step 5
+    b.say("To confirm: change ABC123 to HAT100 on May 20 for $310. Shall I proceed?")  # step 6
+    b.user("Yes.")  # step 7
+    b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
+    lab = Labeller().label(b.deliver("Done.").build(0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 6)
