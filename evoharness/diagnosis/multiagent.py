@@ -9,7 +9,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 
 - ``F1.unsupported_fact``: the first reasoning turn that says it simulates, assumes or
   makes up data (``FABRICATION``), or states two or more numbers (three or more digits)
-  that appear nowhere earlier in the log or the task. A reasoning turn is one by an agent
+  that appear nowhere earlier in the log or the task (an earlier number rounded or cut to fewer decimals is relayed,
+  not new: ``_rounded_from``). A reasoning turn is one by an agent
   that is not a tool (``agent_role``) and not a tool's output posted under an agent's name (a code run's
   report, ``EXEC_REPORT``; a browser page dump: ``Address: ...`` / ``Title: ...``), not the opening task
   restatement, not a plan or ledger of an orchestrator, and outside fenced code.
@@ -44,6 +45,7 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 from __future__ import annotations
 
 import re
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -356,6 +358,30 @@ class AgentLog:
         return out
 
 
+def _rounded_from(number: str, seen: set[str]) -> bool:
+    """``number`` is an earlier, more precise number rounded or cut to its own decimals (``791.65`` or ``792`` after a
+    run printed ``791.6543403552349``): the value is relayed, not introduced -- the agent whose output first held it
+    answers for it. Read only for a number that is otherwise new."""
+    plain = number.replace(",", "")
+    whole, _, frac = plain.partition(".")
+    try:
+        target = Decimal(plain)
+    except InvalidOperation:
+        return False
+    quantum = Decimal(1).scaleb(-len(frac))
+    heads = (whole + ".", str(int(whole) - 1) + ".") if whole.isdigit() else (whole + ".",)
+    for s in seen:
+        if "." not in s or not s.startswith(heads) or len(s.partition(".")[2]) <= len(frac):
+            continue
+        try:
+            d = Decimal(s)
+        except InvalidOperation:
+            continue
+        if target in (d.quantize(quantum, ROUND_HALF_UP), d.quantize(quantum, ROUND_DOWN)):
+            return True
+    return False
+
+
 class UnsupportedFactDetector:
     id = "F1.unsupported_fact"
     failure_class = F1
@@ -376,6 +402,8 @@ class UnsupportedFactDetector:
                     word = fab.group(0)
                     return [self._signal(i, f"works from simulated or assumed data ({word!r}): {_quote(prose)}")]
                 novel = self._novel(prose, seen_digits)
+                if len(novel) >= 2:  # less a value relayed rounded (read only where it could matter)
+                    novel = [n for n in novel if not _rounded_from(n, seen_digits)]
                 if len(novel) >= 2:
                     return [self._signal(i, f"numbers in no earlier message: {', '.join(novel[:4])} — "
                                             f"{_quote(prose)}")]

@@ -1,0 +1,50 @@
+"""A value relayed is not a value introduced: numbers an agent rounds from an earlier output are not new."""
+
+from __future__ import annotations
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.multiagent import _rounded_from
+from evoharness.traces.models import Trajectory
+
+TASK = "Which bar is closest to the museum?"
+
+
+def _log(turns: list[tuple[str, str]]) -> Trajectory:
+    msgs = [{"role": "user", "content": TASK}]
+    msgs += [{"role": "assistant", "name": n, "content": c} for n, c in turns]
+    return Trajectory(id="relay", task_id="relay", task=TASK, messages=msgs, final_answer=turns[-1][1],
+                      meta={"failure_only": True})
+
+
+def _turns(verifier: str) -> list[tuple[str, str]]:
+    return [
+        ("Geo_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
+        ("Geo_Expert", "```python\nprint(distances(bars))\n```"),
+        ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: {'Oak Tavern': 791.6543403552349, "
+                              "'Brew House': 950.9136044916677, 'Garage': 1264.2472314127963}"),
+        ("Verification_Expert", verifier),
+    ]
+
+
+def test_numbers_rounded_from_a_tool_output_are_relayed_not_new():
+    # before, the verifier's rounded distances were 'numbers in no earlier message' and blamed it (F1 at step 4)
+    t = _log(_turns("Oak Tavern is closest: 791.65 m, then Brew House at 950.91 m and Garage at 1264 m."))
+    lab = Labeller().label(t)
+    assert "F1.unsupported_fact" not in {s.id for s in lab.signals}
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 2, "Geo_Expert")
+
+
+def test_numbers_no_output_rounds_to_are_still_new():
+    t = _log(_turns("Oak Tavern is closest: 612.40 m, then Brew House at 804.10 m."))
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.unsupported_fact", 4,
+                                                                        "Verification_Expert")
+
+
+def test_rounded_or_cut_to_the_numbers_own_decimals():
+    seen = {"791.6543403552349", "9.996", "12", "1,250.5".replace(",", "")}
+    assert _rounded_from("791.65", seen) and _rounded_from("791.7", seen) and _rounded_from("792", seen)
+    assert _rounded_from("10.00", seen)  # rounding carries into the whole part
+    assert _rounded_from("1,250", seen) and _rounded_from("1,251", seen)
+    assert not _rounded_from("791.66", seen) and not _rounded_from("12", seen)
+    assert not _rounded_from("791.6543", {"791.65"})  # more precise than what was seen: not a rounding of it
