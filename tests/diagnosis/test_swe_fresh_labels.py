@@ -33,11 +33,10 @@ DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 RUNS = DATA / "swe_fresh_runs"
 LABELS = DATA / "swe_fresh_dev_labels.json"
 # scored once, on main 422e871 (then the rule labeller's step was the first write's on all 14 runs, its class F4 on
-# all 14); tuning data since: a rejected reply whose fence never closes is read (django-11087, step exact 9 -> 10)
-NOT_YET = {
-    "step_within_3": "10/14 vs first write 10/14 (django-11087's rejected reply was within 3 of its re-send)",
-    "class": "11/14 vs all F4 11/14: the 2 labelled F1 (a wrong result read as success) and 1 F2 are called F4",
-}
+# all 14: no figure above its baseline); tuning data since. 2026-12-05: a rejected reply whose fence never closes is
+# read (django-11087) and F2.truncated_file (django-11239): step exact 11/14 (first write 9), ±3 11/14 (first write
+# 10), class 12/14 (all F4 11). Still missed: the 2 labelled F1 (a wrong result read as success) and django-11276
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,102 @@
+"""Coding-agent rules read from the delivered patch.
+
+``F2.truncated_file``: the delivered patch cuts off the end of a file that existed before -- its last hunk has no
+context after its last change (a unified diff shows up to three lines of context after a change; none means the
+change reaches the file's end) and removes three or more lines there that the patch adds nowhere. A coding agent
+rewrites a file with a program (``awk ... > tmp && mv tmp FILE``, ``head -n``, a Python script writing a string it
+built) and a wrong range or a pattern that never matches drops everything after it; the agent rarely looks at the
+whole file again, and a compile check still passes when the cut falls between two definitions. The tool did what it
+was told, not what the agent meant: an invalid invocation (AgentRx's category; F2 under the crosswalk, routed to the
+harness: an edit tool that refuses to drop a file's tail, or a check that shows the diff's size, prevents it).
+
+Located at the write that cut it, as far as the run shows: the last write of that file that went through and rewrote
+it whole (a redirection, ``mv`` / ``cp`` onto it, Python writing it -- not an in-place ``sed -i`` / ``perl -i`` /
+``patch`` / editor replacement, which changes the lines it matches), else the last write of it that went through. A
+patch cut short by whoever stored it (its hunks' line counts disagree with their headers) says nothing and is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.models import FailureClass, Signal
+
+HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_SECTION = re.compile(r"^(?=diff --git )", re.M)
+_NOT_EXISTING = re.compile(r"^(?:new file mode|deleted file mode|--- /dev/null|\+\+\+ /dev/null)", re.M)
+_PATH = re.compile(r"diff --git a/(\S{1,300}) b/")
+MIN_CUT_LINES = 3
+
+
+def cut_tails(patch: str) -> list[tuple[str, list[str]]]:
+    """``(path, lines)`` for each file that existed before whose end the patch removes: the last hunk's changes after
+    its last context line hold ``MIN_CUT_LINES`` or more removed non-blank lines that no added line of that file's
+    diff restores (a block moved or re-indented elsewhere in the file is no cut). Hunks whose line counts disagree
+    with their headers (a patch stored cut short) are skipped."""
+    out: list[tuple[str, list[str]]] = []
+    for section in _SECTION.split(patch):
+        m = _PATH.match(section)
+        if m is None or _NOT_EXISTING.search(section):
+            continue
+        lines = section.split("\n")
+        last = max((i for i, line in enumerate(lines) if line.startswith("@@")), default=None)
+        header = HUNK.match(lines[last]) if last is not None else None
+        if header is None:
+            continue
+        body = [line for line in lines[last + 1:] if not line.startswith("\\")]  # "\ No newline at end of file"
+        while body and body[-1] == "":
+            body.pop()
+        old_n, new_n = int(header.group(1) or 1), int(header.group(2) or 1)
+        if sum(line[:1] in (" ", "-") for line in body) != old_n or \
+                sum(line[:1] in (" ", "+") for line in body) != new_n:
+            continue
+        context = max((i for i, line in enumerate(body) if line[:1] == " "), default=-1)
+        tail = body[context + 1:]
+        added = {line[1:].strip() for line in lines if line.startswith("+") and not line.startswith("+++")}
+        gone = [line[1:] for line in tail if line.startswith("-") and line[1:].strip()
+                and line[1:].strip() not in added]
+        if len(gone) >= MIN_CUT_LINES:
+            out.append((m.group(1), gone))
+    return out
+
+
+class TruncatedFileDetector:
+    """``F2.truncated_file`` (module docstring): a failed run whose delivered patch cuts off the end of an existing
+    file, at the write that cut it."""
+
+    id = "F2.truncated_file"
+    failure_class = FailureClass.F2
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        from evoharness.diagnosis.detectors import (
+            IN_PLACE_EDIT,
+            _failed_delivery,
+            _refused,
+            _write_targets,
+            quote,
+            writes_file,
+        )
+        from evoharness.diagnosis.invariants import write_calls
+
+        answer = view.traj.final_answer
+        if not isinstance(answer, str) or "diff --git" not in answer or not _failed_delivery(view, cfg):
+            return []
+        cut = cut_tails(answer[:500_000])
+        if not cut:
+            return []
+        writes = write_calls(view)
+        target = _write_targets(view, writes)
+        for path, gone in cut:
+            done = [c for c in writes if not _refused(view, c) and writes_file(view, c, path, target)]
+            if not done:
+                continue
+            whole = [c for c in done if not IN_PLACE_EDIT.search(c.canonical[:20_000])]
+            w = (whole or done)[-1]
+            how = "the last write that rewrote it whole" if whole else "the last write of it"
+            return [Signal(id=self.id, failure_class=FailureClass.F2, step=w.step,
+                           evidence=f"the delivered patch cuts off the end of {path}: {len(gone)} lines removed "
+                                    f"up to its end and added nowhere (from {quote(gone[0].strip(), 60)!r}); {how}: "
+                                    f"{w.name}({quote(w.arguments, 100)})")]
+        return []
