@@ -45,7 +45,7 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 from __future__ import annotations
 
 import re
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from functools import lru_cache
 
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -377,7 +377,8 @@ def _rounded_from(number: str, seen: set[str]) -> bool:
             d = Decimal(s)
         except InvalidOperation:
             continue
-        if target in (d.quantize(quantum, ROUND_HALF_UP), d.quantize(quantum, ROUND_DOWN)):
+        exact = Context(prec=len(s) + 2)  # enough digits for any number of the log: quantize never overflows
+        if target in (d.quantize(quantum, ROUND_HALF_UP, exact), d.quantize(quantum, ROUND_DOWN, exact)):
             return True
     return False
 

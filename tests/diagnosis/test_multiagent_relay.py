@@ -48,3 +48,14 @@ def test_rounded_or_cut_to_the_numbers_own_decimals():
     assert _rounded_from("1,250", seen) and _rounded_from("1,251", seen)
     assert not _rounded_from("791.66", seen) and not _rounded_from("12", seen)
     assert not _rounded_from("791.6543", {"791.65"})  # more precise than what was seen: not a rounding of it
+
+
+def test_a_number_longer_than_decimals_default_precision_is_read_not_raised():
+    # decimal's default context holds 28 digits: quantizing a longer number raised InvalidOperation (a crash of the
+    # labeller on a log that prints one)
+    long = "123456789012345678901234567890123"
+    assert _rounded_from(long + ".1", {long + ".12345"}) and not _rounded_from(long + ".2", {long + ".12345"})
+    turns = _turns(f"The totals are {long}.1 and 612.40 units.")
+    turns[2] = ("Computer_terminal", f"exitcode: 0 (execution succeeded)\nCode output: {long}.12345")
+    lab = Labeller().label(_log(turns))  # raised before
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 2)  # one new number: no F1
