@@ -33,8 +33,10 @@ MIN_CUT_LINES = 3
 def cut_tails(patch: str) -> list[tuple[str, list[str]]]:
     """``(path, lines)`` for each file that existed before whose end the patch removes: the last hunk's changes after
     its last context line hold ``MIN_CUT_LINES`` or more removed non-blank lines that no added line of that file's
-    diff restores (a block moved or re-indented elsewhere in the file is no cut). Hunks whose line counts disagree
-    with their headers (a patch stored cut short) are skipped."""
+    diff restores (a block moved or re-indented elsewhere in the file is no cut), one of them at an outer level than
+    every line added there (a cut drops what followed -- the rest of a block, the next definition -- and puts nothing
+    at that level back; rewriting the last lines of the last function, at the level they were, is no cut). Hunks
+    whose line counts disagree with their headers (a patch stored cut short) are skipped."""
     out: list[tuple[str, list[str]]] = []
     for section in _SECTION.split(patch):
         m = _PATH.match(section)
@@ -57,9 +59,14 @@ def cut_tails(patch: str) -> list[tuple[str, list[str]]]:
         added = {line[1:].strip() for line in lines if line.startswith("+") and not line.startswith("+++")}
         gone = [line[1:] for line in tail if line.startswith("-") and line[1:].strip()
                 and line[1:].strip() not in added]
-        if len(gone) >= MIN_CUT_LINES:
+        put = [line[1:] for line in tail if line.startswith("+") and line[1:].strip()]
+        if len(gone) >= MIN_CUT_LINES and (not put or min(map(_indent, gone)) < min(map(_indent, put))):
             out.append((m.group(1), gone))
     return out
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
 
 
 class TruncatedFileDetector:

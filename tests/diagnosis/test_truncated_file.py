@@ -49,6 +49,19 @@ MOVED = HEAD + ("@@ -10,6 +10,6 @@ def run(args):\n"
                 "-    try:\n"
                 "-        subprocess.run(args, env=env)\n"
                 "-    finally:\n")
+# the last lines of the file's last function rewritten (as many lines added there as removed): a fix, no cut
+LAST_LINES = HEAD + ("@@ -10,7 +10,7 @@ def run(args):\n"
+                     "     env = dict(os.environ)\n"
+                     "     if secret:\n"
+                     "         env['SECRET'] = secret\n"
+                     "-    try:\n"
+                     "-        subprocess.run(args, env=env)\n"
+                     "-    finally:\n"
+                     "-        restore()\n"
+                     "+    with restoring():\n"
+                     "+        result = subprocess.run(args, env=env, check=False)\n"
+                     "+        log(result.returncode)\n"
+                     "+    return result\n")
 REWRITE = ("awk 'skip && /^try:/ { skip=0; print; next } /SECRET/ { print; skip=1; next } skip { next } { print }' "
            "pkg/core.py > /tmp/core.py && mv /tmp/core.py pkg/core.py")
 
@@ -71,7 +84,7 @@ def test_a_patch_that_cuts_off_the_files_end_is_f2_at_the_rewrite_that_cut_it():
     assert "cuts off the end of pkg/core.py: 6 lines" in label.first_signal.evidence
 
 
-@pytest.mark.parametrize("patch", [KEPT, MOVED])
+@pytest.mark.parametrize("patch", [KEPT, MOVED, LAST_LINES])
 def test_a_patch_that_keeps_the_files_end_is_no_cut(patch):
     label = _run(patch)
     assert label.first_signal is not None and label.first_signal.id == "F4.first_write"
@@ -101,7 +114,7 @@ def _counts_agree(patch: str) -> bool:
     return sum(x[0] in " -" for x in body) == old and sum(x[0] in " +" for x in body) == new
 
 
-@pytest.mark.parametrize("patch", [CUT, KEPT, MOVED])
+@pytest.mark.parametrize("patch", [CUT, KEPT, MOVED, LAST_LINES])
 def test_the_samples_are_whole_hunks(patch):
     assert _counts_agree(patch)
 
