@@ -75,7 +75,10 @@ NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # Magentic-One 0.2 and AutoGen 0.4 head it ``Updated Ledger:``: a ledger either way (``is_ledger``)
 LEDGER_JSON = re.compile(r'\s*\{\s*"(?:is_request_satisfied|is_progress_being_made|is_in_loop|next_speaker|'
                          r'instruction_or_question)"\s*:')
+# Magentic-One 0.2's orchestrator reporting a ledger it could not parse ("Failed to parse ledger information: {...}",
+# the raw ledger after it) is a ledger too, no claim
 CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|stalled|replan|"
+                     r"failed to parse ledger information|"
                      r"you are given: \(1\) a task|we are working to address the following user request|"
                      + LEDGER_JSON.pattern.removeprefix(r"\s*") + ")", re.IGNORECASE)
 FABRICATION = re.compile(

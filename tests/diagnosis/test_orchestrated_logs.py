@@ -53,3 +53,14 @@ def test_a_bare_json_ledger_is_a_ledger_and_no_claim():
     t = _runs()["stall_bare_ledger"]
     ids = {s.id: s.step for s in Labeller().label(t).signals}
     assert ids.get("F4.no_progress") == 4 and "F1.unsupported_fact" not in ids
+
+
+def test_a_ledger_the_orchestrator_could_not_parse_is_no_claim():
+    # Magentic-One 0.2 logs "Failed to parse ledger information: <the raw ledger>" as the orchestrator's (error): its
+    # reasons' numbers were read as the orchestrator stating new facts
+    t = _runs()["stall_bare_ledger"]
+    raw = '{"is_request_satisfied": {"reason": "The page lists 4,310 entries from 2,871 sources", "answer": false'
+    t.messages.insert(5, {"role": "assistant", "name": "Orchestrator",
+                          "content": "Failed to parse ledger information: " + raw})
+    assert CONTROL.match(t.messages[5]["content"])
+    assert "F1.unsupported_fact" not in {s.id for s in Labeller().label(t).signals}
