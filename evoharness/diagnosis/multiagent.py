@@ -372,7 +372,9 @@ def _rounded_from(number: str, seen: set[str]) -> bool:
     except InvalidOperation:
         return False
     quantum = Decimal(1).scaleb(-len(frac))
-    heads = (whole + ".", str(int(whole) - 1) + ".") if whole.isdigit() else (whole + ".",)
+    # the integer part less one (``792`` from ``791.65``), exact at any length: ``int()`` refuses 4,300+ digits
+    below = Context(prec=len(whole) + 2).subtract(Decimal(whole), 1) if whole.isdigit() else None
+    heads = (whole + ".", f"{below}.") if below is not None else (whole + ".",)
     for s in seen:
         if "." not in s or not s.startswith(heads) or len(s.partition(".")[2]) <= len(frac):
             continue

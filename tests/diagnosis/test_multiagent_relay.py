@@ -59,3 +59,17 @@ def test_a_number_longer_than_decimals_default_precision_is_read_not_raised():
     turns[2] = ("Computer_terminal", f"exitcode: 0 (execution succeeded)\nCode output: {long}.12345")
     lab = Labeller().label(_log(turns))  # raised before
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 2)  # one new number: no F1
+
+
+def test_a_whole_part_past_pythons_int_digit_limit_is_read_not_raised():
+    # int() refuses a string of 4,300+ digits (ValueError): the "integer part less one" head raised, a traceback from
+    # `diagnose` on a log that prints such a number
+    huge = "1" * 5000
+    seen = {huge + ".55", "2" * 4400 + ".6"}
+    assert _rounded_from(huge + ".5", seen) or _rounded_from(huge + ".6", seen)  # one of the two roundings of .55
+    assert _rounded_from("2" * 4399 + "3", seen)  # 222...2.6 rounds up, the whole part carrying
+    assert not _rounded_from(huge + ".7", seen)
+    turns = _turns(f"The totals are {huge}.6 and 612.40 units.")
+    turns[2] = ("Computer_terminal", f"exitcode: 0 (execution succeeded)\nCode output: {huge}.55")
+    lab = Labeller().label(_log(turns))  # raised before
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 2)  # one new number: no F1
