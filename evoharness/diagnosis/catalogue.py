@@ -15,7 +15,7 @@ from evoharness.diagnosis import environment as env
 from evoharness.diagnosis import multiagent as ma
 from evoharness.diagnosis.amounts import AmountClaimDetector
 from evoharness.diagnosis.claims import ContradictedClaimDetector
-from evoharness.diagnosis.coding import TruncatedFileDetector
+from evoharness.diagnosis.coding import ForbiddenEditDetector, TruncatedFileDetector
 from evoharness.diagnosis.detectors import (
     FRICTION_EVENTS,
     Detector,
@@ -55,6 +55,7 @@ add(PoorDeliveryDetector)
 add(PolicyViolationDetector)
 add(FirstWriteDetector)
 add(TruncatedFileDetector)
+add(ForbiddenEditDetector)
 add(ma.UnsupportedFactDetector)
 add(ma.GuardrailDetector)
 add(ma.NoProgressDetector)

@@ -1,4 +1,4 @@
-"""Coding-agent rules read from the delivered patch.
+"""Coding-agent rules read from the delivered patch (``F2.truncated_file``, ``F4.forbidden_edit``).
 
 ``F2.truncated_file``: the delivered patch cuts off the end of a file that existed before -- its last hunk has no
 context after its last change (a unified diff shows up to three lines of context after a change; none means the
@@ -107,3 +107,57 @@ class TruncatedFileDetector:
                                     f"up to its end and added nowhere (from {quote(gone[0].strip(), 60)!r}); {how}: "
                                     f"{w.name}({quote(w.arguments, 100)})")]
         return []
+
+
+# an explicit prohibition of changing the tests in the task's instructions (mini-swe-agent's "DO NOT MODIFY: Tests,
+# configuration files"; "do not modify the tests", "must not change any test files"); "you don't need to modify the
+# tests" permits, it does not forbid
+FORBIDS_TESTS = re.compile(
+    r"\bDO NOT MODIFY\b[^\n]{0,40}\btests?\b|"
+    r"\b(?:do not|don't|must not|never|should not)\s+(?:modify|change|edit|touch)"
+    r"\s+(?:the\s+|any\s+(?:of\s+the\s+)?|existing\s+)?(?:tests?|test files?|testing logic)\b", re.IGNORECASE)
+TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*\.py$|_tests?\.py$|(?:^|/)conftest\.py$")
+_INSTRUCTION_CHARS = 50_000
+
+
+def changed_tests(patch: str) -> list[str]:
+    """Test files that existed before (``TEST_PATH``; not ones the patch creates) the patch changes, in its order."""
+    return [m.group(1) for section in _SECTION.split(patch)
+            if (m := _PATH.match(section)) is not None and TEST_PATH.search(m.group(1))
+            and not _NOT_EXISTING.search(section)]
+
+
+class ForbiddenEditDetector:
+    """``F4.forbidden_edit``: a failed run whose task forbids changing the tests (``FORBIDS_TESTS``, in the system
+    prompt or the task before the agent's first turn) and whose delivered patch changes a test file that existed
+    (``changed_tests``), at the first write of such a file that went through. The agent broke an explicit instruction
+    of its task (AgentRx's Instruction/Plan Adherence Failure, F4), and the evaluation runs its own tests against those
+    files. A located signal: it wins over ``F4.first_write`` (the first write of the source, made before)."""
+
+    id = "F4.forbidden_edit"
+    failure_class = FailureClass.F4
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        from evoharness.diagnosis.detectors import _failed_delivery, _refused, _write_targets, quote, writes_file
+        from evoharness.diagnosis.invariants import write_calls
+
+        answer = view.traj.final_answer
+        if not isinstance(answer, str) or "diff --git" not in answer or not _failed_delivery(view, cfg):
+            return []
+        tests = changed_tests(answer[:500_000])
+        if not tests:
+            return []
+        first = view.assistant_steps[0] if view.assistant_steps else len(view.texts)
+        said = next((m for i in range(first) if view.roles[i] in ("system", "user")
+                     and (m := FORBIDS_TESTS.search(view.texts[i][:_INSTRUCTION_CHARS])) is not None), None)
+        if said is None:
+            return []
+        writes = write_calls(view)
+        target = _write_targets(view, writes)
+        w = next((c for c in writes if not _refused(view, c) and any(writes_file(view, c, p, target) for p in tests)),
+                 None)
+        if w is None:
+            return []
+        return [Signal(id=self.id, failure_class=FailureClass.F4, step=w.step,
+                       evidence=f"the task says {quote(said.group(0), 60)!r}; the delivered patch changes "
+                                f"{', '.join(tests[:3])}, first written here: {w.name}({quote(w.arguments, 100)})")]
