@@ -92,11 +92,14 @@ def _no_empty(param: Any, process_value: Any, what: str) -> Any:
 
 
 def _settings_checked(invoke: Any) -> Any:
-    """``invoke(ctx)``, after loading the settings when ``--config`` or ``--set`` was given (the loaded
-    settings are kept for the command; loading them also sets up its logging)."""
+    """``invoke(ctx)``, after loading the settings when ``--config`` or ``--set`` was given, or the environment
+    sets one (``EVOHARNESS_*``; the loaded settings are kept for the command; loading them also sets up its
+    logging)."""
     def run(ctx: Any) -> Any:
+        from evoharness.config import settings_in_environment
+
         state = ctx.find_root().obj
-        if state is not None and (state.config_path is not None or state.overrides):
+        if state is not None and (state.config_path is not None or state.overrides or settings_in_environment()):
             _ = state.settings
         return invoke(ctx)
 

@@ -165,6 +165,24 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
 _NOT_SETTINGS = {"EVOHARNESS_API_TOKEN", "EVOHARNESS_CONFIG"}
 
 
+def settings_in_environment(environ: dict[str, str] | None = None) -> bool:
+    """Whether the environment sets (or misspells) a setting, or names a config file (``EVOHARNESS_CONFIG``):
+    a command then loads the settings before it runs, so a bad value is an error even where the command reads
+    none (it was ignored by ``import``, ``schema``, ``noise``). Other ``EVOHARNESS_*`` variables (the API token,
+    the test switches) are not settings."""
+    environ = os.environ if environ is None else environ
+    for key in environ:
+        if key == "EVOHARNESS_CONFIG":
+            return True
+        if key.startswith(ENV_PREFIX) and key not in _NOT_SETTINGS:
+            try:
+                if config_keys.env_key(key, Settings) is not None:
+                    return True
+            except InputError:
+                return True
+    return False
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
