@@ -51,6 +51,7 @@ from functools import lru_cache
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView, once
 from evoharness.diagnosis.models import FailureClass, Signal
+from evoharness.traces.patterns import gate_text
 
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
 
@@ -91,8 +92,9 @@ GUARDRAIL = re.compile(
     r"cloudflare|blocked by|request was blocked|not allowed to access|bot detection",
     re.IGNORECASE,
 )
-# a word every match of FABRICATION / GUARDRAIL holds: in ASCII text, the case-blind regex (which tries a match at every
-# character: ~1 ms a Who&When log for each) runs only where one occurs lower-cased; other text may fold onto them ("ſ")
+# a word every match of FABRICATION / GUARDRAIL holds: the case-blind regex (which tries a match at every character:
+# ~1 ms a Who&When log for each) runs only where one occurs lower-cased, or in a text that may fold onto them ("ſ":
+# gate_text)
 FABRICATION_WORDS = ("simulat", "hypothetical", "placeholder", "mock", "dummy", "fictional", "made", "demonstration",
                      "illustration", "let's assume", "assuming", "sample data", "example data")
 GUARDRAIL_WORDS = ("captcha", "access denied", "verify you are", "unusual traffic", "are you a robot", "403 forbidden",
@@ -100,16 +102,19 @@ GUARDRAIL_WORDS = ("captcha", "access denied", "verify you are", "unusual traffi
 
 
 def gated_search(pattern: re.Pattern[str], words: tuple[str, ...], text: str) -> re.Match[str] | None:
-    """``pattern.search(text)``, or None at once for ASCII text that holds none of ``words`` lower-cased (every match
-    of the case-blind ``pattern`` holds one of them)."""
-    if text.isascii():
-        low = text.lower()
-        if not any(w in low for w in words):
-            return None
+    """``pattern.search(text)``, or None at once for a text that holds none of ``words`` lower-cased (every match
+    of the case-blind ``pattern`` holds one of them; ``gate_text``: not where a character may fold onto them)."""
+    low = gate_text(text)
+    if low is not None and not any(w in low for w in words):
+        return None
     return pattern.search(text)
 
 
-NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+# a number not inside a word or after a decimal point, ``(?<![\w.])\d[\d,]*(?:\.\d+)?`` written digit first (the
+# lookbehind then checks the character before that digit; at the text's start it has no room and passes, as the
+# other's does): a pattern that opens with a character class lets the engine skip to a digit, where one that opens
+# with a lookbehind tries a match at every character (~4x the time on Who&When's messages)
+NUMBER = re.compile(r"\d(?<![\w.]\d)[\d,]*(?:\.\d+)?")
 # where a place is, not a fact about it: a street address, a ZIP code, a phone number, coordinates. One such datum
 # splits into several numbers (a house number and a ZIP; three groups of a phone number; a latitude and a longitude),
 # so a single address met the two-numbers bar of F1.unsupported_fact alone; their digits are not counted as new
@@ -323,7 +328,9 @@ class AgentLog:
         """The final answer's value (lower-cased) and the step stating it: the text after the last
         ``FINAL ANSWER:``, 4-80 characters, harness noise cut, not a non-answer."""
         for i in range(len(self.msgs) - 1, -1, -1):
-            found = FINAL_ANSWER.findall(self.text(i))
+            text = self.text(i)
+            low = gate_text(text)  # the case-blind regex runs only where its literal may be (a C scan)
+            found = FINAL_ANSWER.findall(text) if low is None or "final answer:" in low else None
             if not found:
                 continue
             key = " ".join(HARNESS_NOISE.sub("", found[-1]).split()).strip(" .*\"'`")
@@ -340,12 +347,12 @@ class AgentLog:
             return None
         key, final = self.answer_key
         pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)", re.IGNORECASE)
-        if pattern.search(self.view.traj.task or ""):
+        if _holds(pattern, key, self.view.traj.task or ""):
             return None
         for i in self.view.assistant_steps:
             if i >= final:
                 break
-            if pattern.search(self.text(i)):
+            if _holds(pattern, key, self.text(i)):
                 return key, i
         return None
 
@@ -386,6 +393,17 @@ def _rounded_from(number: str, seen: set[str]) -> bool:
         if target in (d.quantize(quantum, ROUND_HALF_UP, exact), d.quantize(quantum, ROUND_DOWN, exact)):
             return True
     return False
+
+
+def _holds(pattern: re.Pattern[str], key: str, text: str) -> bool:
+    """``pattern.search(text)`` for ``pattern``, the case-blind search of ``key`` (lower case) as a word: for an ASCII
+    key the regex (a match tried at every character) runs only where ``key`` is in the text lower-cased
+    (``gate_text``)."""
+    if key.isascii():
+        low = gate_text(text)
+        if low is not None and key not in low:
+            return False
+    return pattern.search(text) is not None
 
 
 class UnsupportedFactDetector:

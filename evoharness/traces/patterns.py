@@ -23,10 +23,29 @@ INVALID_ARGS = re.compile(
 )
 
 
-# A literal (lower case) that every match of each pattern holds: in ASCII text a pattern none of whose literals
-# is in the lower-cased text cannot match, and its search (an IGNORECASE alternation tried at every character,
-# ~100 instructions a character) is skipped. Other text is searched as it is: re's case-insensitive matching
-# folds more than ``str.lower`` does (U+017F matches "s").
+# the characters outside ASCII that re's case-blind matching (``re.IGNORECASE``, a str pattern) takes for an ASCII
+# letter: U+0130 and U+0131 for "i", U+017F for "s", the Kelvin sign U+212A for "k" (every other case pair of an ASCII
+# letter is ASCII; tests/traces/test_patterns_gate.py checks every code point). ``str.lower`` maps none of them to the
+# letter alone (U+0130 becomes two characters), so a text holding one is searched as it is.
+FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def gate_text(text: str) -> str | None:
+    """``text.lower()`` where a word test on it is sound for a case-blind regex: when the text holds no
+    ``FOLDS_TO_ASCII`` character (ASCII text never does), what an ASCII literal of the pattern matches is that literal
+    in ASCII, in one case or the other, and lower-cased it is in ``text.lower()`` (``str.lower`` maps each character
+    alone, and no other character's lower case is or holds an ASCII letter). So a pattern every match of which holds
+    one of some lower-case ASCII words cannot match where none of them is in this. None otherwise: then the regex must
+    be run. A text outside ASCII costs four C scans for the four characters, not the regex's ~100 instructions a
+    character."""
+    if text.isascii() or not any(f in text for f in FOLDS_TO_ASCII):
+        return text.lower()
+    return None
+
+
+# A literal (lower case) that every match of each pattern holds: in text a pattern none of whose literals is in the
+# lower-cased text cannot match (``gate_text``), and its search (an IGNORECASE alternation tried at every character,
+# ~100 instructions a character) is skipped.
 _NEEDS = (
     (INFRA_ERROR, ("connection", "time", "limit", "too many requests", "unavailable", "internal server error",
                    "50", "sandbox")),
@@ -39,7 +58,7 @@ _KINDS = ("tool_infra_error", "unknown_tool", "invalid_arguments")
 
 def classify_tool_error(text: str) -> str:
     """Event type for an error-looking tool result."""
-    low = text.lower() if text.isascii() else None
+    low = gate_text(text)
     for (pattern, needs), kind in zip(_NEEDS, _KINDS, strict=True):
         if (low is None or any(n in low for n in needs)) and pattern.search(text):
             return kind

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 from evoharness.diagnosis import detectors, environment, invariants, multiagent
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -17,6 +18,7 @@ from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import READ_ONLY_TOOL, PolicyViolationDetector, changes_state
 from evoharness.diagnosis.invariants import USER_ID_VALUE, violation_log
 from evoharness.traces.builder import TraceBuilder
+from evoharness.traces.models import Trajectory
 
 POLICY = ("You must authenticate the user identity by locating their user id. Before any action that updates the "
           "database you must obtain explicit user confirmation (yes).")
@@ -249,3 +251,58 @@ def test_multi_agent_word_gates_answer_as_the_regexes():
             assert (got and (got.span(), got.group(0))) == (want and (want.span(), want.group(0))), text
             seen.add(got is None)
     assert seen == {True, False}
+
+
+def test_the_number_pattern_finds_what_its_lookbehind_first_form_finds():
+    # the definition: a lookbehind before the first digit (the engine then tries every character)
+    plain = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+    pieces = ["1", "23", "4,5", "1.5", ".", ",", "a", "_", "x9", "é", "\u0663", "\uff13", " ", "-", "$", "\n", "2024",
+              "1,000.25", "v1.2.3"]
+    rnd = random.Random(41)
+    found = 0
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 8)))
+        want = [m.span() for m in plain.finditer(text)]
+        assert [m.span() for m in multiagent.NUMBER.finditer(text)] == want, text
+        found += bool(want)
+    assert found > 5_000
+
+
+def test_the_final_answer_gate_answers_as_the_regex():
+    # answer_key reads a message's FINAL ANSWER only where gate_text lets the regex run; the plain definition runs it
+    # on every message. Folding characters (U+0130 / U+0131 for "i", U+017F for "s") must still be read
+    pieces = ["FINAL ANSWER: ", "final answer:", "Final Answer:\t", "F\u0130NAL ANSWER: ", "FINAL AN\u017fWER: ",
+              "f\u0131nal answer: ", "FINAL ANSWER ", "42 apples", "unknown", "é", "\n", "ok", "the answer is 7"]
+    rnd = random.Random(43)
+    keyed = 0
+    for _ in range(5_000):
+        msgs = [{"role": "user", "content": "count the apples"}]
+        msgs += [{"role": "assistant", "name": rnd.choice(["Solver_Expert", "Checker_Expert"]),
+                  "content": "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 4)))}
+                 for _ in range(rnd.randint(1, 4))]
+        log = multiagent.AgentLog(TraceView(Trajectory(id="t", task_id="t", task="count the apples", messages=msgs)))
+        want = None
+        for i in range(len(msgs) - 1, -1, -1):
+            found = multiagent.FINAL_ANSWER.findall(log.text(i))
+            if found:
+                key = " ".join(multiagent.HARNESS_NOISE.sub("", found[-1]).split()).strip(" .*\"'`")
+                want = (key.lower(), i) if 4 <= len(key) <= 80 and not multiagent.NON_ANSWER.search(key) else None
+                break
+        assert log.answer_key == want, msgs
+        keyed += want is not None
+    assert keyed > 1_000
+
+
+def test_the_answer_origin_gate_answers_as_the_regex():
+    keys = ["42 apples", "paris", "kiss", "é-9", "x"]
+    pieces = [*keys, "42 Apples", "PARIS", "Par\u0131s", "\u212aiss", "ki\u017f\u017f", "É-9", "a", " ", "_", "é", "\n"]
+    rnd = random.Random(47)
+    hits = 0
+    for _ in range(20_000):
+        key = rnd.choice(keys)
+        pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)", re.IGNORECASE)
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
+        want = pattern.search(text) is not None
+        assert multiagent._holds(pattern, key, text) is want, (key, text)
+        hits += want
+    assert hits > 500

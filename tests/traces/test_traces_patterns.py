@@ -1,4 +1,5 @@
-"""classify_tool_error skips a pattern whose literals an ASCII text lacks: it must name what the three regexes name."""
+"""classify_tool_error skips a pattern whose literals a text lacks (``gate_text``): it must name what the three regexes
+name, on ASCII text and on text with other characters (those that fold onto an ASCII letter among them)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ PIECES = ["connection refused", "Connection RESET", "connection error", "timed o
           "tool x not available", "function bar not found", "invalid json", "Invalid arguments", "missing 2 required",
           "missing required", "unexpected keyword", "validation error", "required argument", "required property",
           "could not parse arguments", "malformed tool call", "TypeError", "Error:", "reservation", "not", "x", "\n",
-          "\u017fervice unavailable", "\u212a", "\u0130", "é", "50", "tool", "function", "required", "time"]
+          "\u017fervice unavailable", "\u212a", "\u0130", "é", "50", "tool", "function", "required", "time",
+          "unexpected \u212aeyword", "t\u0131med out", "connect\u0130on refused", "ü", "\u00b5"]
 
 
 def _regexes(text: str) -> str:

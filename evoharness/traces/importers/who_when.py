@@ -18,6 +18,7 @@ from typing import Any
 
 from evoharness.traces.importers.agentrx import agent_of
 from evoharness.traces.models import Termination, Trajectory, Usage
+from evoharness.traces.patterns import gate_text
 
 FINAL = re.compile(r"FINAL ANSWER:\s*(.+)", re.IGNORECASE)
 USER_ROLES = {"user", "human"}
@@ -56,7 +57,8 @@ def convert(path: Path, data: Any) -> Trajectory:
         else:  # Magentic-One logs name the speaker in the role: "Orchestrator (-> WebSurfer)"
             role = str(h.get("role") or "agent")
             messages.append({"role": "assistant", "name": agent_of(role), "role_detail": role, "content": content})
-        found = FINAL.findall(content)
+        low = gate_text(content)  # the case-blind regex runs only where its literal may be (a C scan)
+        found = FINAL.findall(content) if low is None or "final answer:" in low else None
         if found:
             final_answer = found[-1].strip()
     if final_answer is None:
