@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import secrets
 import shutil
 import socketserver
@@ -385,13 +386,63 @@ def _parse_chat(body: bytes | None) -> tuple[dict[str, Any] | None, str]:
     return request, ""
 
 
-class _Server(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-    block_on_close = False
+class _Server(socketserver.UnixStreamServer):
+    """One thread per open connection, as ``ThreadingUnixStreamServer``, but a thread whose connection closed waits
+    up to ``IDLE_S`` for the next one instead of exiting (at most ``IDLE_THREADS`` wait): each rollout opens a
+    connection of its own, and starting a thread for it (the accepting thread waits until it runs) cost ~0.13 ms
+    of the host's CPU a rollout. A connection never waits for a busy thread: with none idle, a new one starts."""
+
+    IDLE_THREADS = 16
+    IDLE_S = 30.0
 
     def __init__(self, path: str, gateway: Gateway) -> None:
         self.gateway = gateway
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._idle = 0  # threads waiting for a connection, less the connections queued for them
+        self._idle_lock = threading.Lock()
+        self._closing = False
         super().__init__(path, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._idle_lock:
+            if self._idle > 0:
+                self._idle -= 1
+                self._jobs.put(request)
+                return
+        threading.Thread(target=self._serve, args=(request,), name="model-gateway-conn", daemon=True).start()
+
+    def _serve(self, request: Any) -> None:
+        while request is not None:
+            try:
+                self.finish_request(request, None)
+            except Exception:  # noqa: BLE001 -- as socketserver: logged, the connection closed, the thread goes on
+                self.handle_error(request, None)
+            finally:
+                self.shutdown_request(request)
+            with self._idle_lock:
+                if self._closing or self._idle >= self.IDLE_THREADS:
+                    return
+                self._idle += 1
+            request = self._next()
+
+    def _next(self) -> Any:
+        """The next connection for this idle thread; None when it should end (idle too long, or closing)."""
+        while True:
+            try:
+                return self._jobs.get(timeout=self.IDLE_S)
+            except queue.Empty:
+                with self._idle_lock:
+                    if self._idle > 0:  # more threads wait than connections are queued: this one may go
+                        self._idle -= 1
+                        return None
+                # every waiting thread was handed a connection, this one included: it is on its way
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self._idle_lock:
+            self._closing, idle, self._idle = True, self._idle, 0
+        for _ in range(idle):
+            self._jobs.put(None)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.warning("gateway.handler_crashed", exc_info=True)

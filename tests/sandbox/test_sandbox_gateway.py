@@ -437,3 +437,49 @@ def test_the_agent_lane_pins_the_default_temperature_too(gateway, upstream):
     token = gateway.open_rollout("a")
     assert post(gateway, token, {**CHAT, "temperature": 1.3}).status_code == 200
     assert upstream.requests[-1]["body"]["temperature"] == 0.0
+
+
+def test_a_connection_left_open_never_keeps_the_next_one_waiting(recording):
+    """A thread whose connection closed serves the next connection; one held open (idle, mid-request) keeps its
+    thread, and the connections after it are served all the same, each on a thread of its own."""
+    import socket
+
+    gw, up = recording
+    token = gw.open_rollout()
+    body = json.dumps(CHAT).encode()
+    assert [r[0] for r in _raw(gw, _post_bytes(token, body))] == [200]  # its thread now waits for the next
+    held = []
+    try:
+        for _ in range(3):  # each takes a thread and keeps it: an open connection, half a request sent
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            held.append(s)
+            s.connect(str(gw.socket))
+            s.sendall(b"POST /r/x/v1/chat/completions HTTP/1.1\r\n")
+        for _ in range(3):
+            assert [r[0] for r in _raw(gw, _post_bytes(token, body))] == [200]
+    finally:
+        for s in held:
+            s.close()
+    assert [r[0] for r in _raw(gw, _post_bytes(token, body))] == [200]
+    assert len(up.bodies) == 5
+
+
+def test_closing_the_gateway_ends_its_waiting_connection_threads():
+    import threading
+    import time
+
+    def waiting() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "model-gateway-conn"}
+
+    before = waiting()  # another test's gateway, still open in this process, may have its own
+    gw = start_gateway("m", FAST, _Recorder())
+    token = gw.open_rollout()
+    for _ in range(3):
+        assert [r[0] for r in _raw(gw, _post_bytes(token, json.dumps(CHAT).encode()))] == [200]
+    mine = waiting() - before
+    assert mine  # the thread that served them waits for the next connection
+    gw.close()
+    end = time.monotonic() + 5
+    while any(t.is_alive() for t in mine) and time.monotonic() < end:
+        time.sleep(0.01)
+    assert not any(t.is_alive() for t in mine)
