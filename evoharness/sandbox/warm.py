@@ -68,14 +68,6 @@ class LiveSandbox:
         self._stderr, self._cleanup, self._limit_hit = stderr, cleanup, limit_hit
         self._closed = False
 
-    def own(self, path: Path) -> None:
-        """Hand ``path`` (made by the host under ``scratch``) to the sandbox's uid, so the command may write there."""
-        if self.uid is not None:
-            for dirpath, dirnames, filenames in os.walk(path):
-                os.chown(dirpath, self.uid, self.uid)
-                for name in dirnames + filenames:
-                    os.chown(os.path.join(dirpath, name), self.uid, self.uid, follow_symlinks=False)
-
     def limit_hit(self) -> LimitHit | None:
         """``memory`` or ``pids`` when the sandbox's cgroup refused memory or a process at some point."""
         return self._limit_hit() if self._limit_hit is not None else None
@@ -200,9 +192,7 @@ class WarmWorker:
         for entry in self.live.scratch.iterdir():  # only an unprivileged sandbox can write /scratch itself
             self.forget(entry)
         rdir.mkdir()
-        with open(rdir / "request.json", "x") as fh:  # O_EXCL: never through a planted link
-            fh.write(json.dumps(payload))
-        self.live.own(rdir)
+        _request_file(rdir, json.dumps(payload).encode(), self.live.uid)
         start = time.monotonic()
         answer: dict = {}
         if self.dead is None:
@@ -295,6 +285,22 @@ class WarmWorker:
         last = next((ln for ln in reversed(self.live.stderr_tail().splitlines()) if ln.strip()), "")
         # the server's status as bwrap reports it: 128 + N for a server killed by signal N
         return f"{what}, {exit_words(rc, shell=True)}" + (f": {last[:300]}" if last else "")
+
+
+def _request_file(rdir: Path, data: bytes, uid: int | None) -> None:
+    """Write a rollout's ``request.json`` in the directory the host just made and hand both to the sandbox's ``uid``
+    (``LiveSandbox.own`` of a directory holding this one file; the file made with O_EXCL: never through a planted
+    link). Plain ``os`` calls: 92 against 150 us for ``open`` and ``own`` (ad-hoc, loaded machine)."""
+    fd = os.open(rdir / "request.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+        if uid is not None:
+            os.fchown(fd, uid, uid)
+    finally:
+        os.close(fd)
+    if uid is not None:
+        os.chown(rdir, uid, uid)
 
 
 def _remove_tree(root: Path) -> None:
