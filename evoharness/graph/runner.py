@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from evoharness.graph.moved import moved_harness, recorded_harness
 from evoharness.graph.outcome import RunOutcome
 from evoharness.graph.progress import Progress
 from evoharness.graph.resumed import not_applied
+from evoharness.graph.run_ids import RUN_ID, check_run_id, new_run_id  # noqa: F401 (RUN_ID re-exported)
 from evoharness.graph.storage import paused
 from evoharness.graph.summary import write_summary
 from evoharness.graph.wiring import build_services
@@ -31,14 +30,6 @@ from evoharness.graph.wiring import build_services
 
 def runs_dir(settings: Settings) -> Path:
     return Path(settings.home) / "runs"
-
-
-# a run's id names its directory under <home>/runs: no path separator, no leading dot or dash (the service's pattern)
-RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-
-
-def new_run_id() -> str:
-    return "run-" + uuid.uuid4().hex[:10]
 
 
 def save_run_settings(run_dir: Path, settings: Settings) -> Settings:
@@ -51,12 +42,12 @@ def save_run_settings(run_dir: Path, settings: Settings) -> Settings:
     return settings
 
 
-def load_run_settings(settings: Settings, run_id: str) -> tuple[Settings, Path]:
+def load_run_settings(settings: Settings, run_id: str, option: str = "run id") -> tuple[Settings, Path]:
     """A run's saved settings, as seen from where its run directory is now: a run under ``<home>/runs`` of a
     copied or moved directory (a demo's ``DEMO/state``) works in that home and in the copy's harness
     (``moved_harness``). Before, `--set home=COPY/state approve|reject|run --resume` merged into the original's
     harness repository and wrote the original's caches."""
-    run_dir = runs_dir(settings) / run_id
+    run_dir = runs_dir(settings) / check_run_id(run_id, option)
     path = run_dir / "settings.json"
     if not path.is_file():
         known = sorted(p.name for p in runs_dir(settings).glob("run-*")) if runs_dir(settings).exists() else []
@@ -121,10 +112,7 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
 
 
 def start_run(settings: Settings, run_id: str | None = None, progress: Progress | None = None) -> RunOutcome:
-    run_id = run_id or new_run_id()
-    if re.fullmatch(RUN_ID, run_id) is None:  # `--run-id ../x` made the run at <home>/x, `a/b` a nested one
-        raise InputError("--run-id", f"{run_id[:80]!r}: a run id is 1-128 letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit (it names the run's directory under <home>/runs)")
+    run_id = check_run_id(run_id or new_run_id(), "--run-id")
     run_dir = runs_dir(settings) / run_id
     if (run_dir / "settings.json").exists():
         raise InputError(run_id, "run already exists: use --resume")
@@ -148,7 +136,7 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
 
 
 def resume_run(settings: Settings, run_id: str, progress: Progress | None = None) -> RunOutcome:
-    saved, run_dir = load_run_settings(settings, run_id)
+    saved, run_dir = load_run_settings(settings, run_id, "--resume")
     with run_lock(run_dir, run_id):
         progress = progress or Progress()
         progress.note(f"resuming {run_id}" + ("; it keeps the settings it started with, not applied: " + ", ".join(
