@@ -43,8 +43,11 @@ _COMMAND_WORDS = frozenset({"cat", "echo", "printf", "tee", "sed", "perl", "edit
 _FILE_NAME = re.compile(r"['\"]?[\w.-]+\.[A-Za-z]{1,5}['\"]?")
 # what Python code that writes a file holds somewhere (a quoted mode with w / a / x / +, a mode=, write_text,
 # fileinput's inplace): code without any is not parsed
-PY_WRITE = re.compile(r"['\"][rbt]{0,2}[wax+][bt+]{0,2}['\"]\s*[,)]|\bmode\s*=|\.write_(?:text|bytes)\s*\(|"
-                      r"inplace\s*=\s*(?:True|1)|\b(?:copy(?:file|2|tree)?|move|replace|rename|symlink)\s*\(")
+_OPEN_WRITE = (r"['\"][rbt]{0,2}[wax+][bt+]{0,2}['\"]\s*[,)]|\bmode\s*=|\.write_(?:text|bytes)\s*\(|"
+               r"inplace\s*=\s*(?:True|1)")
+_FILE_OP_CALL = r"\b(?:shutil\.(?:copy\w*|move)|os\.(?:replace|rename|symlink)|copyfile|copy2|copytree)\s*\("
+PY_WRITE = re.compile(_OPEN_WRITE + "|" + _FILE_OP_CALL)
+OPEN_WRITE, FILE_OP_CALL = re.compile(_OPEN_WRITE), re.compile(_FILE_OP_CALL)
 # a file put in place of another: shutil's copies and moves, os.replace / os.rename / os.symlink (onto their second
 # argument; a move or rename takes the first away too); only under these modules' names, or imported by name
 _FILE_OPS = {"shutil": {"copy": False, "copy2": False, "copyfile": False, "copytree": False, "move": True},
@@ -341,7 +344,8 @@ def python_writes(code: str) -> tuple[list[str], bool]:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         lits = [m.group(2) for m in _LITERAL_OPEN.finditer(code) if set(m.group(4)) & set("wax+")]
-        return lits, len(lits) < len(PY_WRITE.findall(code))
+        # code that does not parse: its literal ``open(F, "w")`` paths; unknown if it writes any other way
+        return lits, len(lits) < len(OPEN_WRITE.findall(code)) or FILE_OP_CALL.search(code) is not None
     names: dict[str, list[ast.expr]] = {}
     calls: list[ast.Call] = []
     for node in ast.walk(tree):  # one walk: the names' bindings, and the calls to read once they are known

@@ -79,6 +79,10 @@ def test_a_move_takes_the_source_away_and_a_folder_destination_keeps_the_name():
     assert python_writes("import shutil\nshutil.move('pkg/core.py', '/tmp/')") == (["/tmp/core.py", "pkg/core.py"],
                                                                                   False)
     assert python_writes("import shutil\nshutil.copy(src, dst)") == ([], True)
+    # a str.replace is no file operation, and code that does not parse is unknown only where it writes some way
+    assert python_writes("s = open('a.py').read()\nprint(s.replace('x', 'y'))") == ([], False)
+    assert python_writes("s = open(p).read(\nprint(s.replace(old, new))") == ([], False)
+    assert python_writes("s = open('a.py').read(\nshutil.copy('/tmp/x', 'a.py')") == ([], True)
     assert shell_writes("find . -name '*.pyc' -delete").writes("pkg/__pycache__/core.pyc")
     assert not shell_writes("find . -name '*.pyc' -delete").writes("pkg/core.py")
     assert shell_writes("cd pkg && black .").writes("pkg/core.py")
