@@ -28,6 +28,7 @@ _SECTION = re.compile(r"^(?=diff --git )", re.M)
 _NOT_EXISTING = re.compile(r"^(?:new file mode|deleted file mode|--- /dev/null|\+\+\+ /dev/null)", re.M)
 _PATH = re.compile(r"diff --git a/(\S{1,300}) b/")
 MIN_CUT_LINES = 3
+MAX_FILES = 16  # files of one patch looked up among the writes (each a pass over the run's write calls)
 
 
 def cut_tails(patch: str) -> list[tuple[str, list[str]]]:
@@ -95,7 +96,7 @@ class TruncatedFileDetector:
             return []
         writes = write_calls(view)
         target = _write_targets(view, writes)
-        for path, gone in cut:
+        for path, gone in cut[:MAX_FILES]:  # a hostile patch of thousands of cut files: the first few
             done = [c for c in writes if not _refused(view, c) and writes_file(view, c, path, target)]
             if not done:
                 continue
@@ -144,7 +145,7 @@ class ForbiddenEditDetector:
         answer = view.traj.final_answer
         if not isinstance(answer, str) or "diff --git" not in answer or not _failed_delivery(view, cfg):
             return []
-        tests = changed_tests(answer[:500_000])
+        tests = changed_tests(answer[:500_000])[:MAX_FILES]
         if not tests:
             return []
         first = view.assistant_steps[0] if view.assistant_steps else len(view.texts)
