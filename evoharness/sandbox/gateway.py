@@ -299,9 +299,12 @@ class Gateway:
                 request["model"] = lane.model
             if lane.temperature is not None:  # the host's openai:URL#model?temperature=T, whatever the client sent
                 request["temperature"] = lane.temperature
+            # the upstream gets its own list: it was the one held for the next delta, so a message the upstream
+            # appended became part of the rollout's conversation (the next delta refused, or built on it)
+            held_request, request = request, {**request, "messages": list(request["messages"])}
             reply = lane.upstream.chat(request, token)
             if conversation is not None and reply.status == 200:
-                reply = self._hold(token, request, extended[1], reply)
+                reply = self._hold(token, held_request, extended[1], reply)
         self._account(token, reply, chat=True, seconds=time.monotonic() - start)
         if reply.status != 200:
             log.info("gateway.error", status=reply.status, error=reply.error[:300])

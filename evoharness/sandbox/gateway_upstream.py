@@ -41,7 +41,10 @@ def error_payload(message: str, kind: str = "invalid_request_error", code: str |
 class Upstream(Protocol):
     name: str
 
-    def chat(self, body: dict[str, Any], rollout: str) -> UpstreamReply: ...
+    def chat(self, body: dict[str, Any], rollout: str) -> UpstreamReply:
+        """One chat request. ``body`` and its ``messages`` list are the upstream's own (the gateway holds another
+        list for the rollout's next delta); the message objects in it are shared and must not be changed."""
+        ...
 
     def models(self) -> UpstreamReply: ...
 

@@ -343,3 +343,31 @@ def test_the_refusal_is_an_http_409_and_a_real_endpoint_gets_whole_requests_with
         assert all(CONV not in r["body"] for r in upstream.requests)
     finally:
         gw.close()
+
+
+class Trimming(Recording):
+    """An upstream that edits the request it is handed (appends a reminder, as a proxy injecting a message would)."""
+
+    def chat(self, body, rollout):
+        reply = super().chat(body, rollout)
+        body["messages"].append({"role": "user", "content": "(reminder injected upstream)"})
+        return reply
+
+
+def test_what_the_upstream_does_to_its_request_does_not_change_the_conversation_held():
+    """Was: the gateway held the very list it handed upstream, so the reminder became part of the held conversation:
+    the next delta (count 3) was refused as a mismatch (4 held), or built on a message the client never sent."""
+    up = Trimming()
+    gw = start_gateway("echo", FAST, up)
+    try:
+        token = gw.open_rollout()
+        status, first = _post(gw, token, [SYS, ASK], {"hold": True})
+        assert status == 200
+        reply = first["choices"][0]["message"]
+        tag = first[CONV]
+        assert tag["count"] == 2
+        status, second = _post(gw, token, [reply], {"extends": tag["tag"], "count": tag["count"]})
+        assert status == 200, second
+        assert up.bodies[1]["messages"] == [SYS, ASK, reply]  # what the client sent, and nothing injected
+    finally:
+        gw.close()
