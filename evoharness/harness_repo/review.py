@@ -141,7 +141,7 @@ def show_text(hr: HarnessRepo, branch: str) -> str:
         lines += ["", "static review (a merge needs a human's approval):", *(f"  {f}" for f in findings)]
     if found is not None and found[1].gates:
         lines += ["", found[1].table()]
-    return "\n".join(lines) + "\n\n" + hr.diff(branch)
+    return "\n".join(lines) + "\n\n" + hr.diff(branch).rstrip("\n") + "\n"  # git's diff comes without its last newline
 
 
 def pr_body(hr: HarnessRepo, cand: Candidate, refused: str | None = None) -> str:

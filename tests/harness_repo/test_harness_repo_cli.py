@@ -121,6 +121,16 @@ def test_show_prints_evidence_and_diff(cli_harness: Path, tmp_path: Path, capsys
     assert "no such candidate" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content", ["- Never repeat a failing call.\n", "no newline at the end"])
+def test_show_ends_its_output_with_a_newline(cli_harness: Path, tmp_path: Path, capsys, content: str) -> None:
+    # the diff is the last thing printed: without a final newline the shell's prompt joined its last line
+    branch = _make(cli_harness, tmp_path, capsys, {**MINIMAL, "changes": [{"path": "lessons.md", "content": content}]})
+    assert main(["show", branch, "--harness", str(cli_harness)]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith("\n") and not out.endswith("\n\n")
+    assert out.rstrip("\n").splitlines()[-1] in ("+" + content.rstrip("\n"), "\\ No newline at end of file")
+
+
 def test_pr_pushes_to_a_bare_remote_and_writes_the_body(cli_harness: Path, tmp_path: Path, capsys) -> None:
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
