@@ -183,7 +183,9 @@ OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
 HANDOFF_RESULTS = re.compile(r"^#+ *results\b[^\n]*from last response", re.IGNORECASE | re.MULTILINE)
 HANDOFF_FAILED = re.compile(r"not (?:been )?completed|could not|couldn't|unable|error|fail", re.IGNORECASE)
 FINAL_ANSWER = re.compile(r"FINAL ANSWER:[ \t]*([^\n]*)", re.IGNORECASE)
-HARNESS_NOISE = re.compile(r"\s*(?:SCENARIO\.PY COMPLETE|RUN\.SH COMPLETE|!#!#).*$", re.DOTALL)
+# no leading ``\s*``: tried at every position of a run of blanks, it made ``sub`` quadratic (a final answer padded with
+# 100,000 spaces took ~45 CPU-s); answer_key's split/join drops the blanks before the noise anyway
+HARNESS_NOISE = re.compile(r"(?:SCENARIO\.PY COMPLETE|RUN\.SH COMPLETE|!#!#).*$", re.DOTALL)
 NON_ANSWER = re.compile(r"\b(unable|unknown|cannot|can't|could not|not (?:be )?(?:determined|found|available)|"
                         r"no (?:answer|data|information)|n/a|none)\b", re.IGNORECASE)
 LEDGER_REASON = re.compile(r'"is_progress_being_made"\s*:\s*\{\s*"reason"\s*:\s*"([^"]{0,300})')

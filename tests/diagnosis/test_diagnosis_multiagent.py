@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.models import Trajectory
@@ -113,6 +115,23 @@ def test_the_final_answers_value_is_located_where_it_first_appears():
     assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.answer_origin", 3, "WebSurfer")
     assert "'cuba'" in lab.first_signal.evidence
 
+
+
+@pytest.mark.timeout(60)
+def test_a_final_answer_padded_with_blanks_is_read_as_the_answer():
+    """A final answer line followed by 300,000 blanks is read as its value. The harness-noise pattern began with
+    ``\\s*``, tried at every blank when no noise follows: ~45 CPU-s at 100,000, minutes at 300,000 (past the
+    timeout)."""
+    t = _log([
+        ("Orchestrator", "Initial plan:\n1. WebSurfer: find the results page"),
+        ("Orchestrator", "Please find the 1928 Olympics athletes by country."),
+        ("WebSurfer", "I clicked 'Results'. The smallest team listed is Cuba with 1 athlete."),
+        ("Orchestrator", _ledger(True)),
+        ("Orchestrator", "FINAL ANSWER: Cuba" + " \t" * 150_000),
+    ])
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.answer_origin", 3, "WebSurfer")
+    assert "'cuba'" in lab.first_signal.evidence
 
 def test_without_an_origin_the_report_the_orchestrator_accepted_is_the_failing_step():
     turns = [
