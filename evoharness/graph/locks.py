@@ -16,6 +16,10 @@ from pathlib import Path
 from evoharness.errors import InputError
 
 
+class RunLocked(InputError):
+    """Another process drives the run (``run_lock`` refused): the service says so in the run's phase."""
+
+
 @contextmanager
 def run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
     """Hold ``<run dir>/run.lock`` while the run's graph is driven (start, resume, a review decision, the
@@ -24,7 +28,7 @@ def run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
     run_dir.mkdir(parents=True, exist_ok=True)
     fd, holder = try_lock(run_dir / "run.lock")
     if fd is None:
-        raise InputError(run_id, f"the run is being driven by another process{holder}: wait for it to end "
+        raise RunLocked(run_id, f"the run is being driven by another process{holder}: wait for it to end "
                          "or stop it (two drivers would run its rounds twice)")
     try:
         yield

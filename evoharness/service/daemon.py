@@ -30,6 +30,7 @@ from evoharness.config import Settings
 from evoharness.errors import EvoharnessError, InfraError, InputError
 from evoharness.graph.checkpoint import CheckpointerLost
 from evoharness.graph.evidence import import_evidence, write_evidence
+from evoharness.graph.locks import RunLocked
 from evoharness.graph.runner import load_run_settings, new_run_id, runs_dir, save_run_settings
 from evoharness.logging import get_logger
 from evoharness.service.driver import TapProgress, drive, read_state
@@ -39,6 +40,7 @@ log = get_logger("evoharness.service")
 
 # what the daemon knows about a run after driving it
 RUNNING, WAITING, DONE, STOPPED, PAUSED = "running", "waiting_review", "done", "stopped", "paused"
+LOCKED = "locked"  # another process (`evoharness run --resume`, approve) drives it: retried with the loop's back-off
 STARTING = "starting"  # accepted by POST /runs, not yet recorded by the worker
 
 
@@ -55,7 +57,8 @@ class Daemon:
         self._requests: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self.phase: dict[str, str] = {}  # run id -> RUNNING | WAITING | DONE | STOPPED | PAUSED
+        self.phase: dict[str, str] = {}  # run id -> RUNNING | WAITING | DONE | STOPPED | PAUSED | LOCKED
+        self.locked_by: dict[str, str] = {}  # run id -> why it is LOCKED (the holder's pid)
         self.snapshots: dict[str, dict[str, Any]] = {}  # run id -> latest state values
         self.interrupts: dict[str, list[Any]] = {}
         self._continuing: set[str] = set()  # runs with a review decision queued or being applied
@@ -264,14 +267,23 @@ class Daemon:
     def _drive(self, run_id: str, payload: Any) -> None:
         saved, run_dir = load_run_settings(self.settings, run_id)
         with self._lock:
-            self.phase[run_id] = RUNNING
+            if self.phase.get(run_id) != LOCKED:  # LOCKED until the lock is taken (the first state seen)
+                self.phase[run_id] = RUNNING
 
         def on_state(values: dict[str, Any]) -> None:
             self.snapshots[run_id] = values
+            if self.locked_by.pop(run_id, None) is not None:  # the lock is this process's now
+                with self._lock:
+                    self.phase[run_id] = RUNNING
 
         try:
             outcome = drive(saved, run_id, run_dir, payload, self.progress, self.stop_event, on_state)
         except CheckpointerLost:  # the database is back after a restart: the loop's back-off retries the run
+            raise
+        except RunLocked as e:  # it said `running` while the loop retried it, locked out, with back-off
+            with self._lock:
+                self.phase[run_id] = LOCKED
+                self.locked_by[run_id] = e.reason
             raise
         except InfraError:
             with self._lock:
@@ -280,6 +292,7 @@ class Daemon:
         finally:
             self._continuing.discard(run_id)
         with self._lock:
+            self.locked_by.pop(run_id, None)
             if outcome.done:
                 self.phase[run_id] = DONE
             elif outcome.interrupted:
