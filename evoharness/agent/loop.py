@@ -17,6 +17,7 @@ from typing import Any
 
 from evoharness.agent.harness import Harness
 from evoharness.agent.hooks import MAX_FINISH_PUSHBACKS, HookCrash, call_hook
+from evoharness.agent.messages import plain_copy
 from evoharness.agent.models import ChatModel, to_messages, to_openai
 from evoharness.agent.repair import repair_arg_names, repair_json
 from evoharness.envs.base import Environment, TaskSpec, ToolError
@@ -69,7 +70,7 @@ class _Converted:
                 break
             same += 1
         fresh = to_messages(messages[same:])
-        self.raw = self.raw[:same] + copy.deepcopy(messages[same:])
+        self.raw = self.raw[:same] + plain_copy(messages[same:])
         self.out = self.out[:same] + fresh
         return list(self.out)
 

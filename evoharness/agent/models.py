@@ -12,12 +12,11 @@ model through the gateway, so a sandboxed worker serving one does not load it.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from typing import Any, Protocol
 
-from evoharness.agent.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from evoharness.agent.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, plain_copy
 from evoharness.errors import InputError
 
 
@@ -247,7 +246,7 @@ class GatewayChatModel:
         fresh = from_messages(messages[same:])
         self._same = same
         self._sent = self._sent[:same] + [(c, d, json.dumps(d)) for c, d in
-                                          zip(copy.deepcopy(messages[same:]), fresh, strict=True)]
+                                          zip(plain_copy(messages[same:]), fresh, strict=True)]
         return self._sent
 
     def _dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
@@ -266,7 +265,7 @@ class GatewayChatModel:
         tools_json = None
         if tools:
             if self._tools is None or self._tools[0] != tools:
-                self._tools = (copy.deepcopy(tools), json.dumps(tools))
+                self._tools = (plain_copy(tools), json.dumps(tools))
             tools_json = self._tools[1]
         acked, self._acked = self._acked, None  # any request ends what the gateway held
         self._delta = not whole and acked is not None and self._same >= acked[1] and len(parts) > acked[1]
