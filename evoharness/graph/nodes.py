@@ -148,7 +148,7 @@ class Nodes:
         summary = RoundSummary(
             round=state["round"],
             anchor_before=before.mean,
-            fresh_anchor=anchor.mean if merged_now else None,
+            fresh_anchor=anchor.mean if anchor is not before else None,  # after a merge, or main moved outside
             anchor_commit=anchor.commit,
             selection_optimism=optimism,
             composition=state.get("composition"),
@@ -162,7 +162,7 @@ class Nodes:
         streak = 0 if merged_now else state.get("no_accept_streak", 0) + 1
         self.s.progress.note(
             f"round {state['round']}: merged {len(merged_now)}; anchor {summary.anchor_before:.3f}"
-            + (f" -> fresh {anchor.mean:.3f}" if merged_now else "") + f"; budget left {ledger.left:g}")
+            + (f" -> fresh {anchor.mean:.3f}" if anchor is not before else "") + f"; budget left {ledger.left:g}")
         update: dict[str, Any] = {"rounds": [summary.dump()], "round": state["round"] + 1, "ledger": ledger.dump(),
                                   "no_accept_streak": streak, "candidates": [], "verdicts": [], "patterns": [],
                                   "reviews": [], "decisions": {}, "guards": dump(guards)}

@@ -40,6 +40,12 @@ def _check(harness, run_dir, foreign: str, branch: str) -> None:
     assert foreign in [c.hexsha for c in repo.iter_commits("main", first_parent=True)]  # the hand edit is kept
     assert repo.commit("main").tree["lessons.md"].data_stream.read().startswith(b"- a lesson written by hand")
     assert summary["rounds"][0]["anchor_commit"] == foreign  # round 2 was measured on main as it is now
+    # that anchor is the round's fresh one (it was None: no merge), and the bar of the next round
+    first = summary["rounds"][0]
+    assert first["fresh_anchor"] is not None and first["selection_optimism"] is None
+    assert first["fresh_anchor"] == summary["anchors"][-1]["mean"] or len(summary["rounds"]) > 1
+    if len(summary["rounds"]) > 1:
+        assert summary["rounds"][1]["anchor_before"] == first["fresh_anchor"]
     assert not repo.is_dirty(untracked_files=True)
 
 
