@@ -30,11 +30,16 @@ from typing import Any
 
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.models import Violation
+from evoharness.traces.patterns import gate_text
 
 IDENTITY_POLICY = re.compile(r"authenticat|verify .{0,30}identity|obtain the user id", re.I)
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
 AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)
+# AFFIRMATIVE case-sensitive, for a text's ``gate_text`` (lower-cased, no character that folds onto an ASCII letter):
+# the same matches at the same places there (str.lower keeps each such text's length and every character's \w-ness;
+# tests/diagnosis/test_diagnosis_fast_paths.py), ~10x faster than the case-blind search of the text
+_AFFIRMATIVE_LOW = re.compile(AFFIRMATIVE.pattern)
 # phrases that hold an affirmative word but say no yes: "make sure", "I'm not sure", "be sure", "that's not correct",
 # "don't proceed yet" (the word "sure" in "make sure the fee is right" is no confirmation); cut before AFFIRMATIVE
 NOT_AN_ANSWER = re.compile(
@@ -60,7 +65,8 @@ def affirmative(text: str) -> bool:
     # ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a
     # message whose affirmatives may be cut pays for the cut, and only an affirmative one for the decline test.
     found = False
-    for m in AFFIRMATIVE.finditer(text):
+    low = gate_text(text)
+    for m in AFFIRMATIVE.finditer(text) if low is None else _AFFIRMATIVE_LOW.finditer(low):
         if m.group(1).lower() in _UNCUT:
             return True
         found = True

@@ -141,8 +141,9 @@ def test_affirmative_short_cuts_answer_as_the_cut_does():
     words = ["yes", "Yeah", "yep", "please do", "please", "do", "not", "don't", "don’t", "n't", "never", "make",
              "made", "be", "sure", "really", "quite", "correct", "ok", "okay", "go ahead", "go", "ahead", "proceed",
              "confirm", "confirmed", "do it", "yet", "it", "cancel", "yesterday", "okapi", "no", "No", "nope",
-             "thanks", "thank you", "problem", "need", "that's"]
-    seps = [" ", "", ",", ".", "  ", "\n", "'"]
+             "thanks", "thank you", "problem", "need", "that's", "Y\u0130", "\u017fure", "o\u212aay", "YE\u017f", "é",
+             "ÿes", "\u2160", "\u00b5"]
+    seps = [" ", "", ",", ".", "  ", "\n", "'", "é"]
     rnd = random.Random(17)
     answers = set()
     for _ in range(20_000):

@@ -18,6 +18,11 @@ def test_folds_to_ascii_is_every_character_outside_ascii_that_re_or_lower_takes_
     assert folding == set(FOLDS_TO_ASCII)
     # str.lower keeps every other character one character long (what keeps a match's place in the lower-cased text)
     assert [ch for ch in chars if len(ch.lower()) != 1] == ["\u0130"]
+    # and every character's lower case is a word character (\w) exactly when it is: \b falls at the same places in the
+    # lower-cased text (what lets a case-sensitive twin of a case-blind regex read it)
+    word = re.compile(r"\w").match
+    assert [ch for ch in map(chr, range(sys.maxunicode + 1)) if ch != "\u0130"
+            and (word(ch) is None) != (word(ch.lower()) is None)] == []
 
 
 def test_gate_text_is_the_lower_cased_text_unless_a_folding_character_is_there():
