@@ -6,6 +6,8 @@ a word. The differences are now listed in a note on stderr, so the operator sees
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from evoharness.config import Settings
@@ -32,3 +34,29 @@ def not_applied(given: Settings, saved: Settings) -> list[str]:
 def _short(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def saved_settings(path: Path, run_id: str) -> Settings:
+    """The run's settings as saved at its start (``path``: its settings.json, migrated). A value this version refuses
+    (a bound lowered since: ``run.rollouts`` 5000 of a run saved before the 1,000 bound) is one ``InputError`` saying
+    which, why and how to go on; it was 'Settings: run.rollouts: Input should be ... (got 5000)', naming no run."""
+    from pydantic import ValidationError
+
+    from evoharness.config import migrate_saved
+    from evoharness.errors import InputError
+
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(str(path), f"run {run_id}'s saved settings are not JSON ({e})") from None
+    try:
+        return Settings.model_validate(migrate_saved(data))
+    except ValidationError as e:
+        errs = e.errors()
+        first = errs[0]
+        key = ".".join(str(x) for x in first["loc"]) or "settings"
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        raise InputError(run_id, f"its saved settings ({path}) hold {key} = {_short(first.get('input'))}, which this "
+                         f"version refuses: {first['msg']}{more}. A run keeps the settings it started with: set "
+                         f"{key} within the bound in that file (later rounds use it), or resume it with the "
+                         "version that started it") from None

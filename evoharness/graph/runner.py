@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.types import Command
 
 from evoharness.agent.models import resolve_model_spec
-from evoharness.config import Settings, migrate_saved
+from evoharness.config import Settings
 from evoharness.errors import InfraError, InputError
 from evoharness.graph.checkpoint import claim_thread, open_checkpointer, start_over
 from evoharness.graph.evidence import import_evidence, write_evidence
@@ -21,7 +21,7 @@ from evoharness.graph.locks import decision_lock, run_lock
 from evoharness.graph.moved import moved_harness, recorded_harness
 from evoharness.graph.outcome import RunOutcome
 from evoharness.graph.progress import Progress
-from evoharness.graph.resumed import not_applied
+from evoharness.graph.resumed import not_applied, saved_settings
 from evoharness.graph.run_ids import RUN_ID, check_run_id, new_run_id  # noqa: F401 (RUN_ID re-exported)
 from evoharness.graph.storage import paused
 from evoharness.graph.summary import write_summary
@@ -53,7 +53,7 @@ def load_run_settings(settings: Settings, run_id: str, option: str = "run id") -
         known = sorted(p.name for p in runs_dir(settings).glob("run-*")) if runs_dir(settings).exists() else []
         raise InputError(run_id, f"no such run under {runs_dir(settings)}"
                          + (f" (known: {', '.join(known[-5:])})" if known else ""))
-    saved = Settings.model_validate(migrate_saved(json.loads(path.read_text())))
+    saved = saved_settings(path, run_id)
     harness, home = recorded_harness(run_dir, saved.home, saved.run.harness), Path(saved.home)
     recorded = home / "runs" / run_id
     if recorded.is_absolute() and recorded.resolve() != run_dir.resolve():
