@@ -119,11 +119,14 @@ def output_file(default_name: str):
     only after the work was done). An empty value is a usage error. A file name implied this way never
     replaces an existing file (``--out RUN_DIR`` would silently replace the run's own ``trajectories.jsonl``):
     that is a usage error, raised while the options are parsed, before any work; an explicit ``--out FILE``
-    still replaces FILE."""
+    still replaces FILE. ``-`` is a usage error too (it wrote a file named ``-``, where a trace argument ``-`` reads
+    standard input)."""
 
     def parse(raw: str) -> Path:
         if not raw.strip():
             raise typer.BadParameter("an empty path; name the file to write")
+        if raw == "-":  # a trace argument '-' reads standard input; '--out -' wrote a file named '-'
+            raise typer.BadParameter("'-' (standard output) is not supported for --out; name the file to write")
         path = Path(raw)
         if raw.endswith(("/", os.sep)) or path.is_dir():
             implied = path / default_name

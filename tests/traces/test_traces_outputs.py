@@ -100,3 +100,13 @@ def test_out_directory_never_replaces_its_existing_file(cmd, name, sample, tmp_p
     assert sorted(p.name for p in run.iterdir()) == [name]  # no work done: no temporary file left either
     assert main([cmd, str(sample), "--out", str(run / name)]) == 0  # explicit: replaced, as documented
     assert len((run / name).read_text().splitlines()) == 12
+
+
+@pytest.mark.parametrize("cmd", ["import", "label", "export-otel"])
+def test_out_dash_is_refused_not_a_file_named_dash(cmd, sample, tmp_path, capsys, monkeypatch):
+    """A trace argument '-' reads standard input; '--out -' wrote a file named '-' in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    assert main([cmd, str(sample), "--out", "-"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "'-' (standard output) is not supported for --out" in err[0], err
+    assert list(tmp_path.iterdir()) == []
