@@ -120,6 +120,10 @@ def _demo_dir(out: Path | None, resume: bool) -> tuple[Path, str]:
     if out is not None:
         if (out / "harness").exists():
             raise InputError(str(out), "already holds a demo: add --resume to continue it, or give another --out")
+        for mine in ("summary.json", "state"):  # the demo would copy its summary over that file, run its home there
+            if (out / mine).exists():
+                raise InputError(str(out), f"holds {mine}, which a demo writes, and no demo: give an empty or new "
+                                 "--out (or --resume for a demo's directory)")
         return out, f"demo: a fresh demo in {out}"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target, n = DEMO_ROOT / stamp, 2

@@ -47,6 +47,27 @@ def test_explicit_out_is_never_reused_silently(demos, capsys):
     assert "no demo to resume here" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mine", ["summary.json", "state"])
+def test_out_holding_what_a_demo_writes_is_refused_not_replaced(demos, capsys, tmp_path, mine):
+    # a directory with no demo in it but a summary.json (or state/) of its own: the demo copied its summary over
+    # that file (and ran its home in that state/)
+    (tmp_path / "proj").mkdir()
+    if mine == "state":
+        (tmp_path / "proj" / "state").mkdir()
+    else:
+        (tmp_path / "proj" / "summary.json").write_text('{"mine": true}')
+    assert main(["demo", "--out", "proj"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (f"error: proj: holds {mine}, which a demo writes, and no demo: give an empty or new --out "
+                    "(or --resume for a demo's directory)")
+    assert demos == [] and not (tmp_path / "proj" / "harness").exists()
+    if mine == "summary.json":
+        assert (tmp_path / "proj" / "summary.json").read_text() == '{"mine": true}'
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("kept")  # a directory with other files is fine
+    assert main(["demo", "--out", "other"]) == 0 and demos == [Path("other")]
+
+
 def test_next_commands_use_the_path_the_cli_was_started_by(demos, capsys, monkeypatch, tmp_path):
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
