@@ -31,6 +31,7 @@ from evoharness.diagnosis.detectors import (
     UnbackedClaimDetector,
 )
 from evoharness.diagnosis.elapsed import ElapsedClaimDetector
+from evoharness.diagnosis.stalls import StalledDetector
 from evoharness.registry import Registry
 from evoharness.traces.models import Termination
 
@@ -71,6 +72,7 @@ add(env.UserQuitDetector)
 add(env.UserOffScriptDetector)
 add(env.UnsatisfiableTaskDetector)
 add(env.UserWithheldIdDetector)
+add(StalledDetector)
 
 
 def default_catalogue() -> list[Detector]:

@@ -875,8 +875,11 @@ def first_refusal(view: TraceView, before: int) -> int | None:
         return None
     if write_calls(view):
         return None
-    return next((i for i in view.assistant_steps
-                 if i < before and view.texts[i] and _refuses(view.lowered(i))), None)
+    first = view.__dict__.get("_first_refusal", -1)  # once per view: F4.poor_delivery and F4.stalled both ask
+    if first == -1:
+        first = view.__dict__["_first_refusal"] = next(
+            (i for i in view.assistant_steps if view.texts[i] and _refuses(view.lowered(i))), None)
+    return first if first is not None and first < before else None
 
 
 def _refuses(low: str) -> bool:

@@ -102,8 +102,9 @@ def test_a_failed_conversation_is_not_located_at_its_closing_pleasantry():
     b = TraceBuilder().user("cancel my trip").say("I need the reservation id to cancel; I cannot look it up.")
     b.user("Thanks anyway.").say("You're welcome! Feel free to reach out. Safe travels!")
     b.user("Bye ###STOP###").deliver("Thank you! Have a great day!")
-    lab = label_trajectory(b.build(score=0.0))
-    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.poor_delivery", 1)
+    lab = label_trajectory(b.build(score=0.0))  # the refusal: F4.stalled (located) and F4.poor_delivery both say 1
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 1)
+    assert any(s.id == "F4.poor_delivery" and s.step == 1 for s in lab.signals)
     # a last reply with substance (a figure) is the delivery itself
     b = TraceBuilder().user("how many bags?").say("Let me check.").user("ok")
     lab = label_trajectory(b.deliver("Thank you for waiting: you can take 3 bags.").build(score=0.0))

@@ -72,9 +72,10 @@ def _balance_run() -> TraceBuilder:
 
 def test_a_failed_run_that_wrote_nothing_is_located_at_the_agents_first_refusal():
     t = _balance_run().deliver("Feel free to reach out once you have them; I can help then.").build(0.0)
-    lab = Labeller().label(t)
-    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.poor_delivery", 2)
+    lab = Labeller().label(t)  # F4.stalled, located (tests/diagnosis/test_stalled.py); poor_delivery says the same
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 2)
     assert "first declined here: I'm unable to provide" in lab.first_signal.evidence
+    assert any(s.id == "F4.poor_delivery" and s.step == 2 for s in lab.signals)
 
 
 def test_without_a_refusal_or_with_a_write_the_delivery_keeps_its_place():

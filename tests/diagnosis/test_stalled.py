@@ -1,0 +1,82 @@
+"""F4.stalled: a failed conversation that wrote nothing is located where the agent first would not go on -- a
+refusal, or asking again for an identifier the user just said it lacks. Synthetic runs shaped like a customer
+service chat (an agent, a simulated user)."""
+
+from __future__ import annotations
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.builder import TraceBuilder
+
+POLICY = "# Agent policy\nAuthenticate the user before acting; list the action and get an explicit yes first."
+META = {"user_instruction": "You are omar_rossi_1241. You want to add 3 checked bags to your trip to Chicago."}
+
+
+def _run(*turns: tuple[str, str], meta: dict | None = None, score: float = 0.0):
+    b = TraceBuilder("t").system(POLICY)
+    for role, text in turns:
+        if role == "user":
+            b.user(text)
+        elif role == "call":
+            name, _, result = text.partition("|")
+            b.call(name, {"user_id": "omar_rossi_1241"}, result=result or "{}")
+        else:
+            b.say(text)
+    # delivered as tau-bench's runs are: the agent's last reply is the answer, the user's stop message ends it
+    b.final_answer = next(m["content"] for m in reversed(b.messages) if m["role"] == "assistant" and m["content"])
+    t = b.end("delivered").build(score)
+    t.meta.update(meta or {})
+    return t
+
+
+ASK = ("assistant", "Could you please provide your user ID and the reservation ID?")  # step 2
+DENY = ("user", "My user ID is omar_rossi_1241. Unfortunately, I don't have my reservation ID with me.")  # step 3
+INSIST = ("assistant", "To proceed, I'll need the reservation ID. Please check your email for it.")  # step 4
+LEAVE = [("user", "I'll check later. Can you tell me the bag fee meanwhile?"),
+         ("assistant", "It is $50 a bag. Let me know the reservation ID and I'll add them?"),
+         ("user", "Alright, thanks, I'll reach out once I find it. ###STOP###")]  # steps 5-7
+
+
+def test_asking_again_for_an_id_the_user_lacks_is_where_a_run_that_wrote_nothing_failed():
+    """Before, the user's leaving with the agent's question unanswered made it E.user_quit (step 7); the agent had
+    stalled at step 4, given the user id and still asking for the reservation id."""
+    lab = Labeller().label(_run(("user", "I want to add bags to my Chicago trip."), ASK, DENY, INSIST, *LEAVE,
+                                meta=META))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.failure_class) == ("F4.stalled", 4, "F4")
+    assert "reservation id the user said it lacks (step 3)" in lab.first_signal.evidence
+
+
+def test_an_earlier_refusal_is_the_stall():
+    refuse = ("assistant", "I'm unable to provide information about your gift card balances.")  # step 2
+    lab = Labeller().label(_run(("user", "What are my gift card balances?"), refuse,
+                                ("user", "OK. I also want bags added, but I don't have my reservation ID."),
+                                INSIST, *LEAVE, meta=META))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 2)
+    assert "first declined here" in lab.first_signal.evidence
+
+
+def test_no_stall_where_the_agent_offers_a_way_on_looks_up_or_writes():
+    start = (("user", "I want to add bags to my Chicago trip."), ASK, DENY)
+    other_way = ("assistant", "No problem: I can look your reservations up from your user ID.")
+    looked_up = [("call", "get_user_details"), ("assistant", "I found your trip; I need you to confirm it.")]
+    wrote = [INSIST, ("user", "It's ABC123."), ("call", "update_reservation_baggages"),
+             ("assistant", "Done, 3 bags added.")]
+    for turns in ([other_way, *LEAVE], [*looked_up, *LEAVE], wrote):
+        lab = Labeller().label(_run(*start, *turns, meta=META))
+        assert not any(s.id == "F4.stalled" for s in lab.signals), turns[0]
+
+
+def test_an_id_the_users_instruction_gives_is_the_users_to_give():
+    """The user withheld its own user id: insisting on it is the agent's part (E.user_withheld_id reads that side)."""
+    deny = ("user", "I'm sorry, I don't have my user ID with me right now.")
+    insist = ("assistant", "I need your user ID to proceed with any changes.")
+    lab = Labeller().label(_run(("user", "Add bags to my trip."), ASK, deny, insist, meta=META))
+    assert not any(s.id == "F4.stalled" for s in lab.signals)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("E.user_withheld_id", 3)
+    # without an instruction in the trace nothing says the user has it: the agent stalled
+    lab = Labeller().label(_run(("user", "Add bags to my trip."), ASK, deny, insist))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 4)
+
+
+def test_a_reward_1_run_stays_healthy():
+    t = _run(("user", "I want to add bags to my Chicago trip."), ASK, DENY, INSIST, *LEAVE, meta=META, score=1.0)
+    assert Labeller().label(t).failure_class == "healthy"
