@@ -24,6 +24,27 @@ def ingest_path(settings: Settings) -> Path:
     return Path(settings.home) / "service" / "ingest.sqlite"
 
 
+def prepare(settings: Settings) -> None:
+    """What the service needs from disk, done before it serves: the seed harness made where ``run.harness`` does
+    not exist, the ingest store opened, the service's state file read. Each failure is the error it is (an
+    ``InputError``, ``InfraError`` or ``OSError``: one line from the CLI); raised in the app's start-up instead,
+    uvicorn printed it as a traceback and exited 3 (an ingest store that is not a database, a harness path under
+    a file, a daemon.json that is not JSON)."""
+    from evoharness.service.daemon import Daemon
+    from evoharness.service.ingest import IngestStore
+
+    harness = Path(settings.run.harness)
+    if not harness.exists():
+        from evoharness.harness_repo.init import init_harness
+
+        init_harness(harness)
+    store = IngestStore(ingest_path(settings)).open()
+    try:
+        Daemon(settings, store, quiet=True).current_run  # noqa: B018 (read for its errors)
+    finally:
+        store.close()
+
+
 def create_app(settings: Settings, token: str | None, *, quiet: bool = False) -> FastAPI:
     """The app. ``token`` None turns auth off (only `serve --insecure-no-auth` does that)."""
     from evoharness.diagnosis.labeller import Labeller

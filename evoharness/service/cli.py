@@ -31,7 +31,7 @@ def serve(
     """
     import uvicorn
 
-    from evoharness.service.app import create_app
+    from evoharness.service.app import create_app, prepare
     from evoharness.service.auth import MIN_TOKEN_LENGTH, TOKEN_ENV
 
     settings = settings_of(ctx, collector=True)
@@ -54,11 +54,13 @@ def serve(
     _hold_home(Path(settings.home))
     sock = _listen(svc.host, svc.port)
     port = sock.getsockname()[1]
+    harness_made = not Path(settings.run.harness).exists()
+    prepare(settings)  # a harness, ingest store or state file that cannot be used is one error line, exit 2
     app = create_app(settings, token)
     config = uvicorn.Config(app, log_level=settings.log_level, access_log=False, lifespan="on")
     server = _server(config)
     harness = settings.run.harness
-    if not Path(harness).exists():
+    if harness_made:
         harness = f"{harness} (created now: a seed harness)"
     if not svc.loop:
         runs = "runs: only on POST /runs (--no-loop)"

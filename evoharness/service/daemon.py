@@ -91,9 +91,17 @@ class Daemon:
     # -- persisted service state ------------------------------------------------------------------
     def _read(self) -> dict[str, Any]:
         try:
-            return json.loads(self.state_path.read_text())
+            data = json.loads(self.state_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
+        except (OSError, ValueError, RecursionError) as e:  # ValueError: not JSON, not UTF-8
+            data = e
+        if not isinstance(data, dict):  # it was a 500 on /health and a loop crash at every poll
+            why = (f"unreadable ({(str(data).splitlines() or [type(data).__name__])[0][:120]})"
+                   if isinstance(data, BaseException) else "not a JSON object")
+            raise InputError(str(self.state_path), f"{why}: the service's record of its current run; fix it, or "
+                             "remove it (the service then forgets which run is current; the runs stay)")
+        return data
 
     def _write(self, data: dict[str, Any]) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)

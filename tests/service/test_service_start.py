@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from tests.service.helpers import Server, write_config
 
 
@@ -47,3 +49,32 @@ def test_a_second_service_on_the_same_home_is_refused(tmp_path):
         first.stop()
     again = Server(cfg).start()  # the lock went with the first process
     again.stop()
+
+
+@pytest.mark.parametrize("case", ["ingest store not a database", "harness under a file", "daemon.json not JSON",
+                                  "daemon.json a list"])
+def test_what_start_up_cannot_use_on_disk_is_one_error_line(tmp_path, case):
+    """Start-up ran in uvicorn's lifespan: an ingest.sqlite that is not a database (a file copied over it, a cut
+    backup), a run.harness that cannot be made or a service/daemon.json that is no JSON object was uvicorn's
+    traceback and exit 3 (daemon.json: the service even started, with /health a 500 and the loop failing)."""
+    import subprocess
+    import sys
+
+    from tests.service.helpers import TOKEN, free_port
+
+    cfg = write_config(tmp_path)
+    service = tmp_path / "home" / "service"
+    service.mkdir(parents=True)
+    named = {"ingest store not a database": service / "ingest.sqlite", "harness under a file": tmp_path / "file",
+             "daemon.json not JSON": service / "daemon.json", "daemon.json a list": service / "daemon.json"}[case]
+    named.write_text("[]" if case == "daemon.json a list" else '{"run_id": "run-1", ')
+    if case == "harness under a file":
+        cfg.write_text(cfg.read_text().replace(str(tmp_path / "harness"), str(tmp_path / "file" / "harness")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOHARNESS_")}
+    env["EVOHARNESS_API_TOKEN"] = TOKEN
+    done = subprocess.run([sys.executable, "-m", "evoharness", "--config", str(cfg), "serve", "--port",
+                           str(free_port())], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr[-3000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr[-3000:]
+    assert str(named) in lines[0], lines[0]
