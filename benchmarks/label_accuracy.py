@@ -8,7 +8,7 @@ tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). 
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
-        [--swe-fresh-labels FILE] [--only SET] [--holdout]
+        [--swe-fresh-labels FILE] [--swe-blind2-labels FILE] [--only SET] [--holdout]
         [--by-signal] [--by-class]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
 
@@ -41,6 +41,11 @@ repository (``benchmarks/data/swe_fresh_runs/``), labelled blind by this project
 human labels; committed before the labeller was run on them) are scored too, as ``swe-fresh-dev`` (held back:
 scored once, 2026-12-05; tuning a rule on it makes it tuning data, to be said so), beside the same two coding-run
 baselines; ``--swe-fresh-labels ''`` leaves them out.
+
+``--swe-blind2-labels FILE`` (default ``benchmarks/data/swe_blind2_labels.json``): the same for a second blind set of
+another agent and another model, 11 unresolved CodeR runs (a multi-agent SWE-agent derivative, GPT-4, SWE-bench
+Lite; ``benchmarks/data/swe_blind2_runs/``), as ``swe-blind2-dev`` (scored once, 2026-12-05; tuning a rule on it
+makes it tuning data, to be said so); ``--swe-blind2-labels ''`` leaves them out.
 A dev label that cannot be scored (no such run among the runs read, a step past its run's end, a SWE run not
 scored unresolved) is one ``warning: FILE: dev label of ...; left out`` line on stderr each, and the output counts
 them per file (a ``dev labels FILE: N of M joined to a run`` line; in JSON, ``dev_labels``: read, left_out, why).
@@ -72,6 +77,7 @@ from evoharness.diagnosis.accuracy import (
     BASELINES,
     DEV_RUNS,
     SWE_BASELINES,
+    SWE_BLIND2_SET,
     SWE_DEV_RUNS,
     SWE_FRESH_SET,
     TUNING_SET,
@@ -101,6 +107,8 @@ DEV_LABELS = Path(__file__).resolve().parent / "data" / "tau_airline_dev_labels.
 SWE_DEV_LABELS = Path(__file__).resolve().parent / "data" / "swe_mini_dev_labels.json"
 SWE_FRESH_LABELS = Path(__file__).resolve().parent / "data" / "swe_fresh_dev_labels.json"
 SWE_FRESH_RUNS = Path(__file__).resolve().parent / "data" / "swe_fresh_runs"
+SWE_BLIND2_LABELS = Path(__file__).resolve().parent / "data" / "swe_blind2_labels.json"
+SWE_BLIND2_RUNS = Path(__file__).resolve().parent / "data" / "swe_blind2_runs"
 
 
 def main() -> int:
@@ -116,6 +124,9 @@ def main() -> int:
     ap.add_argument("--swe-fresh-labels", default=str(SWE_FRESH_LABELS), metavar="FILE",
                     help="this project's blind dev labels of the fresh SWE-bench runs in benchmarks/data/"
                          "swe_fresh_runs (not human labels); '' to leave out")
+    ap.add_argument("--swe-blind2-labels", default=str(SWE_BLIND2_LABELS), metavar="FILE",
+                    help="this project's blind dev labels of the CodeR SWE-bench runs in benchmarks/data/"
+                         "swe_blind2_runs (not human labels); '' to leave out")
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
@@ -176,6 +187,10 @@ def main() -> int:
             labels, dropped = read_swe_dev_labels(Path(args.swe_fresh_labels), halves=("",)), []
             sets.update(swe_dev_records(labels, load_paths([SWE_FRESH_RUNS]), dropped, set_name=SWE_FRESH_SET))
             dev[args.swe_fresh_labels] = (len(labels), dropped)
+        if public and args.swe_blind2_labels and SWE_BLIND2_RUNS.is_dir():  # the second blind set, vendored
+            labels, dropped = read_swe_dev_labels(Path(args.swe_blind2_labels), halves=("",)), []
+            sets.update(swe_dev_records(labels, load_paths([SWE_BLIND2_RUNS]), dropped, set_name=SWE_BLIND2_SET))
+            dev[args.swe_blind2_labels] = (len(labels), dropped)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -72,6 +72,7 @@ PUBLISHED = {
     "tau-airline-dev": "dev labels written by this project (an LLM helper), not human labels; none published",
     "swe-mini-dev": "dev labels written by this project (an LLM helper), not human labels; none published",
     "swe-fresh-dev": "dev labels written by this project (an LLM helper, blind), not human labels; none published",
+    "swe-blind2-dev": "dev labels written by this project (an LLM helper, blind), not human labels; none published",
 }
 
 FIGURES = ("step_exact", "step_within_1", "step_within_3", "agent", "class")
@@ -222,7 +223,7 @@ SWE_BASELINES: dict[str, Callable[[Trajectory], Prediction]] = {
 
 def baselines_for(set_name: str) -> dict[str, Callable[[Trajectory], Prediction]]:
     """The trivial labellers a set is scored beside: ``BASELINES``, and ``SWE_BASELINES`` for a SWE set."""
-    swe = set_name.startswith((SWE_DEV_SET, SWE_FRESH_SET))
+    swe = set_name.startswith((SWE_DEV_SET, SWE_FRESH_SET, SWE_BLIND2_SET))
     return {**BASELINES, **SWE_BASELINES} if swe else BASELINES
 
 
@@ -425,6 +426,7 @@ SWE_DEV_SET = "swe-mini-dev"
 SWE_DEV_RUNS = Path("mini_swe_agent_sample")  # under the public data folder
 SWE_HALVES = ("tune", "test")
 SWE_FRESH_SET = "swe-fresh-dev"  # benchmarks/data/swe_fresh_runs: other people's runs, labelled blind
+SWE_BLIND2_SET = "swe-blind2-dev"  # benchmarks/data/swe_blind2_runs: CodeR runs (another agent, model), blind
 
 
 def read_swe_dev_labels(path: Path, halves: tuple[str, ...] = SWE_HALVES) -> dict[str, dict[str, Any]]:
