@@ -294,7 +294,10 @@ def changes_state(call: ToolCall) -> bool:
 
 class RepeatedActionDetector:
     """A loop: one action (same tool, same canonical arguments) ``repeat_min`` times within ``repeat_window``
-    turns with no progress between the repeats -- no state-changing call in between, and the same result.
+    turns with no progress between the repeats -- no state-changing call in between, nothing new seen in between
+    (every action between them is one the agent had already taken with the same result), and the same result.
+    An agent exploring a code base looks at the same file again between new searches: each search shows it
+    something new, so the look-back is no loop.
 
     The edit -> re-run cycle of a coding agent (an edit between two test runs, a different output each
     time) is progress, not a loop; so is a retry that got through (a later try of the same action gets another
@@ -342,15 +345,20 @@ class RepeatedActionDetector:
         actions.sort(key=lambda x: x[0])
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
         changed_since: dict[tuple[str, str], bool] = {}
+        seen: set[tuple[tuple[str, str], str]] = set()  # (action, result) pairs the agent has been shown
         for j, (step, key, result) in enumerate(actions):
             runs = streak.get(key)
             if runs and (changed_since.get(key) or runs[-1][1] != result):
-                runs = None  # progress since the last repeat: the state changed or the result differs
+                runs = None  # progress since the last repeat: the state changed, something new was seen, or the
+                # result differs
             runs = (runs or []) + [(step, result)]
             runs = [(t, r) for t, r in runs if turn_no[step] - turn_no[t] < cfg.repeat_window]
             streak[key] = runs
             changed_since[key] = False
-            if is_state_changing(*key):
+            new = (key, result) not in seen
+            if new:
+                seen.add((key, result))
+            if new or is_state_changing(*key):
                 for other in changed_since:
                     if other != key:
                         changed_since[other] = True

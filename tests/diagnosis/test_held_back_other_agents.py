@@ -1,0 +1,128 @@
+"""Hand-written runs of agents and shapes the tuning data lacks, written in the on-disk formats the held-back sets
+may come in and read by the importers: mini-swe-agent v1 (``trajs/<id>/<id>.traj.json`` + ``logs/<id>/report.json``),
+SWE-agent ``.traj`` (function calling, written by tests/fixtures/traces/swe_agent/make_sample.py), an
+OpenHands-style chat record (``execute_bash``, tau-bench's record list) and Harbor's ATIF trial
+(``<trial>/agent/trajectory.json`` + ``<trial>/result.json``). The properties: a resolved run stays Healthy; a
+failed run gets no process label (F2 / F3) for work that made progress or friction it got past."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.importers import load_paths
+
+FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "atif")
+SYSTEM = "You are a helpful assistant that can interact with a computer shell to solve programming tasks."
+TASK = ("<pr_description>\nvalues() crashes on an empty list in pkg/core.py\n</pr_description>\n"
+        "Please solve this issue. You can execute bash commands and edit files to implement the necessary changes.")
+PATCH = ("diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n"
+         "@@ -10,7 +10,7 @@ def values(items):\n     out = []\n     for x in items:\n         out.append(x)\n"
+         "-    return out[0]\n+    return out[0] if out else None\n \n \n def keys(items):\n")
+OK = (0, "")
+FIX = ("Fix it.", "sed -i 's/    return out\\[0\\]/    return out[0] if out else None/' pkg/core.py", OK)
+SUBMIT = ("Done.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", (0, PATCH))
+CORE = (0, "def values(items):\n    out = []\n    for x in items:\n        out.append(x)\n    return out[0]")
+
+
+def _swe_agent_writer():
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "swe_agent" / "make_sample.py"
+    spec = importlib.util.spec_from_file_location("swe_agent_writer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mini(actions) -> list[dict]:
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+    for thought, command, (rc, out) in actions:
+        messages += [{"role": "assistant", "content": f"THOUGHT: {thought}\n\n```bash\n{command}\n```"},
+                     {"role": "user", "content": f"<returncode>{rc}</returncode>\n<output>\n{out}\n</output>"}]
+    return messages
+
+
+def write_swe_run(root: Path, fmt: str, actions, resolved: bool, instance: str = "pkg__pkg-101") -> Path:
+    """``actions`` -- (thought, shell command, (exit code, output)), the last one the submission -- as ``fmt``
+    writes a run, with its SWE-bench verdict where that format's tools keep it."""
+    submission = actions[-1][2][1]
+    v1 = {"instance_id": instance, "messages": _mini(actions),
+          "info": {"exit_status": "Submitted", "submission": submission, "mini_version": "1.15",
+                   "config": {"model": {"model_name": "m"}}}}
+    report = {instance: {"resolved": resolved}}
+    if fmt in ("mini-swe-agent", "swe-agent"):
+        (root / "logs" / instance).mkdir(parents=True)
+        (root / "logs" / instance / "report.json").write_text(json.dumps(report))
+        if fmt == "mini-swe-agent":
+            (root / "trajs" / instance).mkdir(parents=True)
+            (root / "trajs" / instance / f"{instance}.traj.json").write_text(json.dumps(v1))
+        else:
+            (root / "trajs").mkdir(parents=True)
+            (root / "trajs" / f"{instance}.traj").write_text(json.dumps(_swe_agent_writer().to_swe_agent(v1)))
+        return root
+    if fmt == "openhands":  # OpenHands' execute_bash tool, its observations ending with the exit code
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+        for k, (thought, command, (rc, out)) in enumerate(actions):
+            messages += [{"role": "assistant", "content": thought, "tool_calls": [
+                {"id": f"toolu_{k}", "type": "function",
+                 "function": {"name": "execute_bash", "arguments": json.dumps({"command": command})}}]},
+                {"role": "tool", "tool_call_id": f"toolu_{k}", "name": "execute_bash",
+                 "content": f"{out}\n[The command completed with exit code {rc}.]"}]
+        messages.append({"role": "assistant", "content": submission})
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / "output.json"
+        path.write_text(json.dumps([{"task_id": instance, "reward": 1.0 if resolved else 0.0, "traj": messages}]))
+        return path
+    steps = [{"step_id": 1, "source": "system", "message": SYSTEM}, {"step_id": 2, "source": "user", "message": TASK}]
+    for k, (thought, command, (rc, out)) in enumerate(actions):
+        steps.append({"step_id": len(steps) + 1, "source": "agent", "message": thought,
+                      "tool_calls": [{"tool_call_id": f"c{k}", "function_name": "bash",
+                                      "arguments": {"command": command}}],
+                      "observation": {"results": [{"source_call_id": f"c{k}",
+                                                   "content": out if rc == 0 else f"{out}\nexit code {rc}"}]}})
+    steps.append({"step_id": len(steps) + 1, "source": "agent", "message": submission})
+    (root / "trial" / "agent").mkdir(parents=True)
+    (root / "trial" / "agent" / "trajectory.json").write_text(json.dumps(
+        {"schema_version": "ATIF-v1.2", "session_id": instance, "agent": {"name": "openhands", "model_name": "m"},
+         "steps": steps}))
+    (root / "trial" / "result.json").write_text(json.dumps(
+        {"task_name": instance, "verifier_result": {"rewards": {"reward": 1.0 if resolved else 0.0}}}))
+    return root / "trial" / "agent" / "trajectory.json"
+
+
+def label_one(path: Path):
+    [traj] = list(load_paths([path]))
+    return traj, Labeller().label(traj)
+
+
+def _exploration_looking_back(repeat_searches: bool):
+    """A long exploratory phase: the agent reads pkg/core.py, searches the code base, and reads the file again
+    between searches -- each search a new one (``repeat_searches=False``) or the same search again."""
+    actions = []
+    for k in range(3):
+        actions.append(("Read the function again.", "sed -n '1,40p' pkg/core.py", CORE))
+        word = "values(" if repeat_searches else ("values(", "keys(", "items(")[k]
+        grep = f"grep -rn '{word}' tests/"
+        actions.append(("Where is it used?", grep, (0, f"tests/test_core.py:{5 if repeat_searches else 5 + k}: call")))
+    return actions + [FIX, ("Run it.", "python reproduce.py", OK), SUBMIT]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("resolved", [True, False])
+def test_looking_back_at_a_file_between_new_searches_is_no_loop(tmp_path, fmt, resolved):
+    traj, lab = label_one(write_swe_run(tmp_path, fmt, _exploration_looking_back(False), resolved))
+    assert traj.score == (1.0 if resolved else 0.0)
+    assert lab.failure_class == ("healthy" if resolved else "F4")
+    assert [s.id for s in lab.signals if s.id.startswith(("F2.", "F3."))] == []
+    if not resolved:  # the failure sits on the edit of the patched file, not on the exploration
+        assert lab.first_signal.id == "F4.first_write" and "sed -i" in lab.quote + lab.first_signal.evidence
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_same_look_and_the_same_search_over_and_over_is_a_loop(tmp_path, fmt):
+    """The control: nothing new between the looks (the same search, the same answer) is a loop."""
+    _, lab = label_one(write_swe_run(tmp_path, fmt, _exploration_looking_back(True), False))
+    assert lab.first_signal.id == "F3.repeated_action"
