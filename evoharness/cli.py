@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except typer.TyperException as e:
         if cli_usage.is_help_request(e):
-            typer.echo(e.ctx.get_help())
+            if e.message:  # rich help is printed as the error is built and leaves its message empty
+                typer.echo(e.message)
             return 0
         typer.echo(f"error: {cli_usage.usage_line(e)}", err=True)
         return 2

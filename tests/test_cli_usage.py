@@ -52,12 +52,13 @@ def test_bare_evoharness_prints_help_and_exits_0(capsys):
     assert main([]) == 0
     out, err = capsys.readouterr()
     assert "Usage" in out and "diagnose" in out and err == ""
+    assert out.count("Usage: evoharness") == 1, "the help is printed once"
 
 
 @pytest.mark.parametrize(("path", "group"), GROUPS, ids=_ids(GROUPS))
 def test_every_group_bare_is_help_and_a_typo_names_the_command(capsys, path, group):
     assert main(list(path)) == 0
-    assert "Usage" in capsys.readouterr().out
+    assert capsys.readouterr().out.count("Usage: evoharness") == 1
     for name in group.commands:
         line = _one_error_line(capsys, [*path, name + "x"])
         assert f"no such command '{name}x'; did you mean {name}?" in line
