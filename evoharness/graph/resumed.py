@@ -17,12 +17,17 @@ SKIPPED = {("run", "harness"), ("run", "evidence")}  # paths made absolute / fix
 
 
 def not_applied(given: Settings, saved: Settings) -> list[str]:
-    """``section.key=given (the run's: saved)`` for each setting of the run's sections that differs."""
+    """``section.key=given (the run's: saved)`` for each setting of the run's sections that the resume was given
+    (a config file, an ``EVOHARNESS_*`` variable, ``--set``) and that differs. A default is not given: a bare
+    ``run --resume ID`` of a run started with ``--set run.max_rounds=1`` listed ``run.max_rounds=3`` as not applied."""
     out = []
     for section in SECTIONS:
-        mine = getattr(given, section).model_dump(mode="json")
+        given_section = getattr(given, section)
+        mine = given_section.model_dump(mode="json")
         theirs = getattr(saved, section).model_dump(mode="json")
         for key in sorted(mine):
+            if key not in given_section.model_fields_set:
+                continue
             if (section, key) in SKIPPED or mine[key] == theirs.get(key):
                 continue
             if key == "model" and isinstance(mine[key], str) and str(theirs.get(key)).startswith(mine[key]):

@@ -27,3 +27,20 @@ def test_a_resume_says_which_given_settings_it_did_not_apply(tmp_path, capsys):
     assert "run.budget=100.0 (the run's: 4000.0)" in err and "run.max_rounds=3 (the run's: 1)" in err, err
     saved = json.loads((tmp_path / "state" / "runs" / "run-x" / "settings.json").read_text())
     assert saved["run"]["budget"] == 4000 and saved["run"]["max_rounds"] == 1
+
+
+def test_a_bare_resume_lists_no_default_as_not_applied(tmp_path, capsys):
+    """Only settings the resume was given are listed: `run --resume ID` alone listed every default that differs
+    from the run's own settings (run.max_rounds=3 (the run's: 1), run.dev_limit=0 (the run's: 8), ...)."""
+    init_harness(tmp_path / "h")
+    home = ["--set", f"home={tmp_path / 'state'}"]
+    opts = [*home, "--set", f"run.harness={tmp_path / 'h'}", "--set", "run.model=scripted:weak",
+            "--set", "run.rollouts=4", "--set", "run.dev_limit=8", "--set", "run.heldout_limit=3",
+            "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess", "--set", "log_level=error"]
+    assert main([*opts, "run", "--run-id", "run-y"]) == 0
+    capsys.readouterr()
+    assert main([*home, "run", "--resume", "run-y"]) == 0
+    assert "not applied" not in capsys.readouterr().err
+    assert main([*home, "--set", "run.max_rounds=2", "run", "--resume", "run-y"]) == 0
+    err = capsys.readouterr().err
+    assert "not applied: run.max_rounds=2 (the run's: 1)\n" in err, err
