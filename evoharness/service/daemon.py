@@ -172,9 +172,13 @@ class Daemon:
         if current and not self._finished(current):
             raise InputError(current, f"run {current} is still active ({self.phase.get(current) or 'not resumed'})")
         run_id = run_id or new_run_id()
-        if (runs_dir(self.settings) / run_id / "settings.json").exists() or run_id in self.starting:
-            raise InputError(run_id, "run already exists")
-        self.starting.add(run_id)
+        with self._lock:  # checked and claimed at once (requests run on a thread pool)
+            if (runs_dir(self.settings) / run_id / "settings.json").exists() or run_id in self.starting:
+                raise InputError(run_id, "run already exists")
+            if self.starting:  # both were 202; the worker then dropped the second, said only in last_error
+                other = sorted(self.starting)[0]
+                raise InputError(other, f"run {other} is starting (asked for, not begun yet): one run at a time")
+            self.starting.add(run_id)
         self._requests.put(("begin", run_id, None))
         self._wake.set()
         return run_id

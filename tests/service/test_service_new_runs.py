@@ -1,0 +1,50 @@
+"""POST /runs: one run starts at a time, also when two requests come before the loop has begun the first."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from fastapi.testclient import TestClient
+
+from evoharness.config import Settings
+from evoharness.service.app import create_app
+from evoharness.service.daemon import Daemon
+
+TOKEN = "s3cret-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def test_a_second_new_run_asked_for_before_the_first_began_is_refused(tmp_path, monkeypatch):
+    """The worker begins a requested run when it next looks (after the sweep, a review being applied, ...). Two
+    POST /runs in that time both answered 202 'starting'; the second was then dropped by the worker ('not
+    started: run a is still active' in /health's last_error only) and GET /runs/b turned from 'starting' to 404."""
+    busy, free = threading.Event(), threading.Event()
+    sweep = Daemon.sweep_ingested
+
+    def slow_sweep(self, limit=500):
+        if not free.is_set():
+            busy.set()
+            free.wait(30)
+        return sweep(self, limit)
+
+    monkeypatch.setattr(Daemon, "sweep_ingested", slow_sweep)
+    settings = Settings.model_validate({
+        "home": str(tmp_path / "home"),
+        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak", "rollouts": 2,
+                "max_rounds": 1, "budget": 3000},
+        "service": {"loop": False, "poll_interval_s": 0.1}, "sandbox": {"backend": "inprocess", "workers": 1},
+        "roles": {"kind": "playbook"}})
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        assert busy.wait(30)  # the worker is in its sweep: neither request below is begun until it returns
+        first = c.post("/runs", json={"run_id": "a"}, headers=AUTH)
+        second = c.post("/runs", json={"run_id": "b"}, headers=AUTH)
+        free.set()
+        assert first.status_code == 202, first.text
+        assert second.status_code == 400, second.text
+        assert "run a" in second.json()["error"] and "starting" in second.json()["error"], second.text
+        deadline = time.monotonic() + 60
+        while c.get("/runs/a").json().get("phase") == "starting" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert c.get("/runs/a").status_code == 200
+        assert c.get("/health").json()["current_run"] == "a"
