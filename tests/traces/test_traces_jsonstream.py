@@ -9,7 +9,7 @@ import pytest
 
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
-from evoharness.traces.importers.jsonstream import ArrayRecords, _indented_records, _Reader
+from evoharness.traces.importers.jsonstream import _BATCH, ArrayRecords, _indented_records, _Reader
 
 DOCS = [
     [],
@@ -101,6 +101,23 @@ def test_an_indented_list_takes_the_fast_path_to_its_end(tmp_path):
         while True:
             next(reader)
     assert stop.value.value is None  # None: the end of the list; a count: handed over to the stdlib
+
+
+@pytest.mark.parametrize("chunk", [64, 4096, 1 << 20])
+def test_elements_parsed_together_read_as_the_stdlib_reader_reads_them(tmp_path, chunk):
+    """An indented list's elements are parsed several at a time (as one list); an element the fast parser refuses
+    there (nesting 202 deep in the list around them, 201 alone; a lone surrogate escape) is read as before, and so
+    are the elements after it."""
+    records = [dict(r, k=i) for i in range(220) for r in RECORDS]
+    records[100]["deep"] = json.loads("[" * 200 + "]" * 200)
+    records[1200]["lone"] = "\ud800"  # dumped as a lone surrogate escape
+    text = json.dumps(records, indent=2)
+    assert len(text) > 2 * _BATCH  # the two are in different batches
+    p = tmp_path / "many.json"
+    p.write_text(text, encoding="utf-8")
+    got = list(ArrayRecords(p, chunk=chunk))
+    assert repr(got) == repr(list(_Reader(p, chunk).records())) == repr(jsontext.loads(text))
+    assert got[1200]["lone"] == "\ufffd" and len(got) == 1320
 
 
 def _separators_varied(text: str) -> str:
