@@ -41,3 +41,13 @@ def test_a_run_whose_saved_settings_are_no_json_says_so(saved, capsys):
     assert main(["--set", f"home={home}", "run", "--resume", "run-y"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {path}: run run-y's saved settings are not JSON") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("body", ["[]", "null", '"settings"', "3"])
+def test_a_run_whose_saved_settings_are_no_json_object_says_so(saved, body, capsys):
+    """JSON that is not an object was a traceback (AttributeError: 'list' object has no attribute 'items')."""
+    home, path = saved
+    path.write_text(body)
+    assert main(["--set", f"home={home}", "run", "--resume", "run-y"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: run run-y's saved settings are not a JSON object") and err.count("\n") == 1
