@@ -3,7 +3,8 @@
 ``LABELS`` is what ``evoharness label`` writes (JSONL of labels). ``--human FILE`` is JSONL (or a JSON
 list) of ``{"trajectory_id": ..., "failure_class": ..., "step": ...}`` -- ``id`` and ``class`` are
 accepted for the first two; ``step`` (the failing message index) is optional. Trajectories are matched
-by id; classes are healthy, F1-F4, E.
+by id; classes are healthy, F1-F4, E and unknown (``label``'s class for an unscored run no signal fired on),
+read in any case.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from evoharness.diagnosis.models import FailureClass
 from evoharness.errors import InputError
 
 ORDER = [c.value for c in FailureClass]
+_BY_LOWER = {c.lower(): c for c in ORDER}  # 'f1', 'Healthy', 'UNKNOWN' are read as the classes they name
 
 
 class Agreement(BaseModel):
@@ -84,7 +86,7 @@ def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
         cls = _field(rec, ("failure_class", "class", "label"))
         if not isinstance(tid, str) or not isinstance(cls, str):
             raise InputError(str(path), "needs a trajectory_id (or id) and a failure_class (or class)", where=where)
-        cls = "healthy" if cls.lower() == "healthy" else cls.upper()
+        cls = _BY_LOWER.get(cls.lower(), cls)  # was upper-cased: 'unknown', which `label` writes, was refused
         if cls not in ORDER:
             raise InputError(str(path), f"unknown class {cls!r} (classes: {', '.join(ORDER)})", where=where)
         first = rec.get("first_signal")

@@ -48,3 +48,21 @@ def test_a_step_that_is_no_message_index_is_one_error_line(step, labels, tmp_pat
     assert main(["calibrate", str(labels), "--human", str(human)]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"error: {human}:line 1: step must be a message index (a whole number from 0), not {step!r}"]
+
+
+def test_a_labels_file_with_unscored_runs_is_read(tmp_path, capsys):
+    """`label` writes class 'unknown' for an unscored run on which no signal fired; calibrate upper-cased every
+    class but 'healthy' and refused its own labeller's file: "unknown class 'UNKNOWN' (classes: ..., unknown)"."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({
+        "id": i, "task_id": f"t-{i}", "score": None, "final_answer": "Your order 42 has shipped.",
+        "messages": [{"role": "user", "content": "Where is order 42?"},
+                     {"role": "assistant", "content": "Your order 42 has shipped."}]}) + "\n" for i in ("a", "b")))
+    labels = tmp_path / "labels.jsonl"
+    assert main(["label", str(runs), "--out", str(labels)]) == 0
+    assert {json.loads(line)["failure_class"] for line in labels.read_text().splitlines()} == {"unknown"}
+    human = _human(tmp_path, {"id": "a", "class": "F4"}, {"id": "b", "class": "Unknown"})
+    capsys.readouterr()
+    assert main(["calibrate", str(labels), "--human", str(human), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["n"], got["classes"], got["matrix"], got["accuracy"]) == (2, ["F4", "unknown"], [[0, 1], [0, 1]], 0.5)
