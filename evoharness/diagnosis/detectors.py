@@ -137,30 +137,59 @@ def _call_kind(call) -> tuple[str, str | None]:
 
 
 def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int) -> bool:
-    """Did the agent get past the friction at ``step``: a later call of the same tool (for a shell tool, running
-    the same program: ``_call_kind``) went through (a result that is no friction occurrence, a call the harness
-    did not block)? Friction at a tool result is
-    the call it answers; at an assistant turn, that turn's calls; anywhere else (a harness message
+    """Did the agent get past the friction at ``step``: a later call went through (a result that is no friction
+    occurrence, a call the harness did not block) that does what the failed call was for -- the same tool (for a
+    shell tool, running the same program: ``_call_kind``), a sibling tool (``_siblings``: ``find_user_id_by_email``
+    after ``find_user_id_by_name_zip`` failed), or, where the failed call only read, any write (``write_calls``: a
+    hand-off to a human is none): the agent acted after all, with what it found another way. Friction at a tool
+    result is the call it answers; at an assistant turn, that turn's calls; anywhere else (a harness message
     rejecting a reply's format) any tool, so any later accepted action recovers it."""
     role = view.roles[step] if 0 <= step < len(view.roles) else None
-    names: set[tuple[str, str | None]] | None = None
+    failed: list[ToolCall] = []
     if role == "tool":
         call_id = str(view.traj.messages[step].get("tool_call_id"))
-        names = {_call_kind(c) for c in view.calls if c.id == call_id} or None
+        failed = [c for c in view.calls if c.id == call_id]
     elif role == "assistant":
-        names = {_call_kind(c) for c in view.calls if c.step == step} or None
+        failed = [c for c in view.calls if c.step == step]
+    names = {_call_kind(c) for c in failed} or None
+    writes: set[str] = set()
+    if failed and not any(changes_state(c) for c in failed):
+        from evoharness.diagnosis.invariants import write_calls
+
+        writes = {c.id for c in write_calls(view) if c.step > step}
     friction_steps = {s for items in occ.values() for s, _ in items}
     blocked = _blocked_calls(view) if view.traj.events else ()
     results = view.results
     for c in view.calls:
         if c.step <= step or not c.parsed_ok or c.step in friction_steps or c.id in blocked:
             continue
-        if names is not None and _call_kind(c) not in names:
-            continue
+        if names is not None and c.id not in writes:
+            kind = _call_kind(c)
+            if kind not in names and not any(_siblings(kind, k) for k in names):
+                continue
         res = results.get(c.id)
         if res is not None and res[0] not in friction_steps:
             return True
     return False
+
+
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def _siblings(a: tuple[str, str | None], b: tuple[str, str | None]) -> bool:
+    """Two tools (``_call_kind``s, not shell programs) named by the same leading words, at least two and at least half
+    of the shorter name's (snake, kebab or camel case): ways to the same thing (``find_user_id_by_name_zip`` and
+    ``find_user_id_by_email``, ``get_order_details`` and ``get_order_status``), not ``get_user_details`` and
+    ``get_order_details``."""
+    if a[1] is not None or b[1] is not None or a[0] == b[0]:
+        return False
+    wa, wb = [w.lower() for w in _NAME_WORDS.findall(a[0])], [w.lower() for w in _NAME_WORDS.findall(b[0])]
+    n = 0
+    for x, y in zip(wa, wb, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n >= 2 and 2 * n >= min(len(wa), len(wb))
 
 
 class HarnessErrorDetector:
