@@ -88,10 +88,11 @@ class UnknownKey:
 def find_unknown(model: type[BaseModel], dotted: str) -> UnknownKey | None:
     """None when ``dotted`` is a key of ``model`` (or lies inside a free-form table)."""
     removed = _removed()
-    if dotted in removed:
-        return UnknownKey(dotted, replacement=removed[dotted])
-    node: type[BaseModel] | None = model
     parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):  # the key, or a removed section it lies in (`agent.max_steps`)
+        if (gone := ".".join(parts[:i])) in removed:
+            return UnknownKey(dotted, replacement=removed[gone])
+    node: type[BaseModel] | None = model
     for i, part in enumerate(parts):
         if node is None:  # below a free-form leaf (a table such as diagnosis.routing)
             return None

@@ -66,6 +66,16 @@ def test_a_removed_key_names_its_replacement(tmp_path, monkeypatch):
         load_settings(None, ["run.old_knob=1"], environ={})
 
 
+def test_a_key_inside_a_removed_section_names_its_replacement(tmp_path, monkeypatch):
+    """`[agent]` was removed whole: `--set agent.max_steps=3` or EVOHARNESS_AGENT__MAX_STEPS said 'unknown setting
+    ...; valid keys at the top level: ...' where a config file's `[agent]` named run.model and policies.yaml."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="--set: agent.max_steps was removed: use run.model"):
+        load_settings(None, ["agent.max_steps=3"], environ={})
+    with pytest.raises(InputError, match="EVOHARNESS_AGENT__MAX_STEPS was removed: use run.model"):
+        load_settings(None, environ={"EVOHARNESS_AGENT__MAX_STEPS": "3"})
+
+
 def test_cli_unknown_set_and_unknown_target(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["dataset", "status", "--set", "diagnosis.repeat_minn=2"]) == 2
