@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -66,9 +67,9 @@ def import_traces(
 
 
 def export_otel(
-    source: Annotated[Path, typer.Argument(help="a run directory (its trajectories.jsonl and summary.json) or "
-                                                "a trajectories JSONL / any importable trace file (- reads "
-                                                "standard input)",
+    source: Annotated[Path, typer.Argument(help="a run directory (its trajectories.jsonl and summary.json), a "
+                                                "demo directory (its run) or a trajectories JSONL / any "
+                                                "importable trace file (- reads standard input)",
                                            show_default=False)],
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", parser=output_file("spans.otlp.jsonl"), metavar="<path>",
@@ -90,15 +91,33 @@ def export_otel(
         raise InputError("export-otel", "give exactly one of --out FILE or --endpoint URL")
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
         raise InputError("--endpoint", f"{endpoint!r} is not an http(s) URL")
-    run_dir = source if source.is_dir() else None
-    if run_dir is not None and not (run_dir / "trajectories.jsonl").is_file():
-        raise InputError(str(source), "not a run directory (no trajectories.jsonl)")
+    run_dir = _run_dir(source) if source.is_dir() else None
     path = run_dir / "trajectories.jsonl" if run_dir is not None else source
     if out is not None:  # the spans are written over --out after the input is read: never over the input itself
         output_apart(out, [path, *([run_dir / "summary.json"] if run_dir is not None else [])])
     n = export(load_paths([path]), out=out, endpoint=endpoint, run_dir=run_dir, service_name=service_name,
                timeout=timeout, on_retry=retrying)
     typer.echo(f"exported {n} trajectories as {n} traces to {out or endpoint}")
+
+
+def _run_dir(source: Path) -> Path:
+    """The run directory ``source`` names: itself (it holds trajectories.jsonl), or a demo directory's run (its
+    summary.json's ``run_id`` under state/runs, else its one run there), as `diagnose` and `report` read one."""
+    if (source / "trajectories.jsonl").is_file():
+        return source
+    runs = sorted(p for p in (source / "state" / "runs").glob("*") if (p / "trajectories.jsonl").is_file())
+    try:
+        named = json.loads((source / "summary.json").read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    latest = [p for p in runs if p.name == named] or (runs if len(runs) == 1 else [])
+    if latest:
+        return latest[0]
+    if runs:
+        raise InputError(str(source), "holds several runs (" + ", ".join(p.name for p in runs) + "); name one: "
+                         f"{source / 'state' / 'runs' / runs[-1].name}")
+    raise InputError(str(source), "not a run directory (no trajectories.jsonl) nor a demo directory "
+                     "(no state/runs/<run-id>/trajectories.jsonl)")
 
 
 def register(app: typer.Typer) -> None:

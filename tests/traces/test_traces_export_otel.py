@@ -75,6 +75,21 @@ def test_run_dir_verdicts_and_bad_usage(tmp_path, capsys):
     assert "exactly one of --out FILE or --endpoint URL" in capsys.readouterr().err
     assert main(["export-otel", str(tmp_path), "-o", str(out)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+    demo = tmp_path / "demo-out" / "20261205-074143"  # a demo directory, as `diagnose` and `report` take it
+    (demo / "state" / "runs").mkdir(parents=True)
+    (demo / "summary.json").write_text(json.dumps({"run_id": "run-b"}))
+    for rid in ("run-a", "run-b"):  # `demo --resume` adds a run; summary.json names the latest
+        (demo / "state" / "runs" / rid).mkdir()
+        write_trajectories(demo / "state" / "runs" / rid / "trajectories.jsonl", [t.model_copy(update={"id": rid})])
+    (demo / "state" / "runs" / "run-b" / "summary.json").write_text((run / "summary.json").read_text())
+    assert main(["export-otel", str(demo), "-o", str(out)]) == 0
+    spans = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    attrs = {a["key"]: next(iter(a["value"].values())) for s in spans for a in s["attributes"]}
+    assert attrs["evoharness.trajectory_id"] == "run-b" and attrs["evoharness.verdict"] == "rejected"
+    (demo / "summary.json").unlink()  # no summary: several runs are one error line naming them
+    capsys.readouterr()
+    assert main(["export-otel", str(demo), "-o", str(out)]) == 2
+    assert "holds several runs (run-a, run-b)" in capsys.readouterr().err
     for name in ("", "  ", "evo\nharness"):  # '' was accepted: traces filed under an empty service.name
         assert main(["export-otel", str(run), "-o", str(tmp_path / "n.jsonl"), "--service-name", name]) == 2
         [err] = capsys.readouterr().err.splitlines()  # one line, from the option check or the CLI's blank check
