@@ -112,12 +112,18 @@ class TruncatedFileDetector:
 
 # an explicit prohibition of changing the tests in the task's instructions (mini-swe-agent's "DO NOT MODIFY: Tests,
 # configuration files"; "do not modify the tests", "must not change any test files"); "you don't need to modify the
-# tests" permits, it does not forbid
+# tests" permits, it does not forbid. The tests named after "DO NOT MODIFY" must be in what it forbids: not past
+# "except" / "other than" / "but" / "only" or a sentence's end ("anything except the tests", "source files. You may
+# add tests"), not "non-test files", not "the code under test"
 FORBIDS_TESTS = re.compile(
-    r"\bDO NOT MODIFY\b[^\n]{0,40}\btests?\b|"
+    r"\bDO NOT MODIFY\b(?:(?!\b(?:except|other than|besides|but|outside|apart from|only)\b|[.;!?](?:\s|$))[^\n]){0,40}?"
+    r"(?<![\w-])(?<!\bunder )tests?\b|"
     r"\b(?:do not|don't|must not|never|should not)\s+(?:modify|change|edit|touch)"
     r"\s+(?:the\s+|any\s+(?:of\s+the\s+)?|existing\s+)?(?:tests?|test files?|testing logic)\b", re.IGNORECASE)
-TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*\.py$|_tests?\.py$|(?:^|/)conftest\.py$")
+# a test file: under a tests/ directory at any depth, a test/ or testing/ directory at the repository's root (pytest's
+# testing/), or named as one; a package named test / testing below the root is library code (django/test/,
+# numpy/testing/: a fix there is a source change)
+TEST_PATH = re.compile(r"(?:^|/)tests/|^(?:test|testing)/|(?:^|/)test_[^/]*\.py$|_tests?\.py$|(?:^|/)conftest\.py$")
 _INSTRUCTION_CHARS = 50_000
 
 
