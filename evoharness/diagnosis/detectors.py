@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
@@ -120,15 +121,23 @@ def _budget_spent_on_friction(view: TraceView, friction_turns: set[int | None]) 
 _SHELL_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
 
 
+def _lookup_of(name: str) -> str:
+    """A tool's name less a ``_by_...`` qualifier: what it looks up, whichever key it looks it up by. tau-bench retail
+    finds a user by e-mail or by name and zip (``find_user_id_by_email``, ``find_user_id_by_name_zip``): a mistyped
+    e-mail that fails is got past when the name-and-zip look-up goes through."""
+    cut = name.find("_by_")
+    return name[:cut] if cut > 0 else name
+
+
 def _call_kind(call) -> tuple[str, str | None]:
-    """What a later call must match to count as getting past friction: the tool, and for a shell tool (a
-    ``command``/``cmd`` string argument) the program it runs, the first word of the first segment that is no
-    ``cd`` (``cd /testbed && python x.py`` runs python). A shell tool runs anything, so a blocked ``rm`` is
-    not got past by an ``ls`` that went through."""
+    """What a later call must match to count as getting past friction: the tool -- or another that looks the same
+    thing up by another key (``_lookup_of``) -- and for a shell tool (a ``command``/``cmd`` string argument) the
+    program it runs, the first word of the first segment that is no ``cd`` (``cd /testbed && python x.py`` runs
+    python). A shell tool runs anything, so a blocked ``rm`` is not got past by an ``ls`` that went through."""
     args = call.args if call.parsed_ok else None
     cmd = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
     if not isinstance(cmd, str):
-        return call.name, None
+        return _lookup_of(call.name), None
     for seg in _SHELL_SEGMENTS.split(cmd):
         words = seg.split()
         if words and words[0] != "cd":
@@ -375,11 +384,14 @@ class RepeatedActionDetector:
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
         changed_since: dict[tuple[str, str], bool] = {}
         seen: set[tuple[tuple[str, str], str]] = set()  # (action, result) pairs the agent has been shown
+        said = _user_turns(view) if view.user_steps and not code else ()
         for j, (step, key, result) in enumerate(actions):
             runs = streak.get(key)
-            if runs and (changed_since.get(key) or runs[-1][1] != result):
-                runs = None  # progress since the last repeat: the state changed, something new was seen, or the
-                # result differs
+            if runs and (changed_since.get(key) or runs[-1][1] != result or (
+                    said and _said_between(said, runs[-1][0], step) and not is_state_changing(*key))):
+                runs = None  # progress since the last repeat: the state changed, something new was seen, the
+                # result differs, or -- for a look-up -- the user spoke in between (the record is read again for
+                # what the user said since: a customer who changes their mind)
             runs = (runs or []) + [(step, result)]
             runs = [(t, r) for t, r in runs if turn_no[step] - turn_no[t] < cfg.repeat_window]
             streak[key] = runs
@@ -415,6 +427,22 @@ class RepeatedActionDetector:
         calls = [c for c in view.calls if c.step == step]
         rejected = [c for c in calls if view.results.get(c.id, (-1, ""))[0] in friction_steps]
         return bool(rejected) and _recovered(view, occ, view.results[rejected[0].id][0])
+
+
+def _user_turns(view: TraceView) -> list[int]:
+    """The user's own turns in a tool-calling conversation: its user messages, less those that are friction (a
+    harness rejecting a reply's format speaks as the user)."""
+    occ = friction_occurrences(view) if view.traj.events else None
+    if not occ:
+        return view.user_steps
+    friction = {s for items in occ.values() for s, _ in items}
+    return [i for i in view.user_steps if i not in friction]
+
+
+def _said_between(said: list[int], a: int, b: int) -> bool:
+    """Whether a step of the sorted ``said`` lies strictly between steps ``a`` and ``b``."""
+    k = bisect_right(said, a)
+    return k < len(said) and said[k] < b
 
 
 class TerminationDetector:
@@ -894,10 +922,12 @@ class PoorDeliveryDetector:
                        evidence=f"{why}; final answer: {quote(t.final_answer, 150)}")]
 
 
-# the agent declining what was asked: "I'm unable to ...", "I cannot ...", "... cannot be modified / cancelled"
+# the agent declining what was asked: "I'm unable to ...", "I cannot ...", "... cannot be modified / cancelled /
+# returned / exchanged" (an airline's and a shop's actions)
 REFUSAL = re.compile(r"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)\b"
                      r"|\b(?:i|we)\s+(?:cannot|can['’]t|can not)\b"
-                     r"|\bcannot be (?:modified|changed|cancell?ed|refunded|upgraded|removed|added|booked|done)\b")
+                     r"|\bcannot be (?:modified|changed|cancell?ed|refunded|upgraded|removed|added|booked|done|returned"
+                     r"|exchanged)\b")
 
 
 def first_refusal(view: TraceView, before: int) -> int | None:

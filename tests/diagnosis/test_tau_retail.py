@@ -1,0 +1,139 @@
+"""The tau rules on tau-bench *retail* runs (tests/fixtures/traces/tau_retail/runs.json, written by its
+make_sample.py with tau2's retail tools; no human labels): they were written on airline runs, and the held-back
+set is retail. Read in both layouts the held-back runs may come in -- tau-bench's list of records and AgentRx's one
+file per run with 1-based message ``index``es. Every reward-1 run is Healthy with no process signal at all, even
+scored as a failure (its errors were all got past: a mistyped e-mail found by name and zip instead, an order id
+without its '#', a payment id guessed from a card's last digits, a gift card short, a bad sum), and each failed run
+is placed at the step its script fails at, never at its last reply for more than a quarter of them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.importers import load_paths
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "tau_retail" / "runs.json"
+FORMATS = ("openai", "agentrx-tau")
+PROCESS = ("F2", "F3")
+
+
+def _records() -> list[dict]:
+    return json.loads(RUNS.read_text())
+
+
+def _load(tmp_path: Path, records: list[dict], fmt: str):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    if fmt == "openai":
+        path = tmp_path / "retail.json"
+        path.write_text(json.dumps(records))
+        return list(load_paths([path]))
+    folder = tmp_path / "data" / "tau_dataset"
+    folder.mkdir(parents=True)
+    for r in records:
+        run = {**r, "traj": [{**m, "index": i + 1} for i, m in enumerate(r["traj"])]}
+        (folder / f"{r['task_id']}.json").write_text(json.dumps(run))
+    trajs = sorted(load_paths([folder]), key=lambda t: int(t.task_id))
+    assert {t.meta["source_format"] for t in trajs} == {"agentrx-tau"}
+    return trajs
+
+
+def _labels(tmp_path, records, fmt):
+    labeller = Labeller()
+    return [labeller.label(t) for t in _load(tmp_path, records, fmt)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_reward_1_retail_runs_are_healthy_with_no_process_signal(tmp_path, fmt):
+    records = [r for r in _records() if r["reward"] == 1]
+    labels = _labels(tmp_path, records, fmt)
+    assert len(labels) == 4 and all(lab.failure_class == "healthy" for lab in labels)
+    assert not [(lab.trajectory_id, s.id) for lab in labels for s in lab.signals if s.id.startswith(PROCESS)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_recovered_retail_errors_are_no_process_label_even_scored_as_failures(tmp_path, fmt):
+    """The reward-1 runs scored 0: what they did is the same, so nothing they got past may be the failure."""
+    records = [{**copy.deepcopy(r), "reward": 0.0} for r in _records() if r["reward"] == 1]
+    labels = _labels(tmp_path, records, fmt)
+    assert not [(lab.trajectory_id, lab.first_signal.id) for lab in labels if lab.failure_class in PROCESS]
+    assert not [(lab.trajectory_id, s.id) for lab in labels for s in lab.signals if s.id.startswith(PROCESS)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_failed_retail_runs_are_placed_where_their_script_fails(tmp_path, fmt):
+    records = [r for r in _records() if r["reward"] == 0]
+    labels = _labels(tmp_path, records, fmt)
+    got = {r["task_id"]: (lab.failure_class.value, lab.first_signal.step) for r, lab in zip(records, labels,
+                                                                                             strict=True)}
+    want = {r["task_id"]: ("F4", r["info"]["label"]["step"]) for r in records}
+    assert got == want
+    last = [r["task_id"] for r in records
+            if r["info"]["label"]["step"] == max(i for i, m in enumerate(r["traj"]) if m["role"] == "assistant")]
+    assert len(last) * 4 < len(records)  # the last reply is where under a quarter of them fail
+
+
+def _conversation(tmp_path, *turns, reward=0.0):
+    """A retail chat as a tau-bench record, read by the importer (``Error:`` results become tool errors):
+    ("user"|"say", text) or ("call", name, args, result)."""
+    traj = [{"role": "system", "content": "# Retail agent policy\nAuthenticate the user by email, or by name and "
+                                          "zip code, and obtain explicit user confirmation (yes) before any change."}]
+    for n, turn in enumerate(turns):
+        if turn[0] == "call":
+            _, name, args, result = turn
+            traj += [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+                     {"role": "tool", "tool_call_id": f"c{n}", "name": name, "content": result}]
+        else:
+            traj.append({"role": "user" if turn[0] == "user" else "assistant", "content": turn[1]})
+    [t] = _load(tmp_path, [{"task_id": 0, "reward": reward, "info": {}, "traj": traj, "trial": 0}], "openai")
+    return t
+
+
+NOT_FOUND = "Error: user not found"
+
+
+def test_a_lookup_got_past_by_another_key_is_no_friction_but_one_never_got_past_is(tmp_path):
+    """find_user_id_by_email failing twice, then find_user_id_by_name_zip going through: the user was found by
+    another key (before: F2.tool_error, 'unrecovered'). The control: the name-and-zip look-up fails too."""
+    def run(zip_result):
+        return _conversation(
+            tmp_path / zip_result[:5],
+            ("user", "Hi, my email is raj.sanchez@example.com."),
+            ("call", "find_user_id_by_email", {"email": "raj.sanchez@example.com"}, NOT_FOUND),
+            ("call", "find_user_id_by_email", {"email": "rajsanchez@example.com"}, NOT_FOUND),
+            ("call", "find_user_id_by_name_zip", {"first_name": "Raj", "last_name": "Sanchez", "zip": "92147"},
+             zip_result),
+            ("say", "I'm sorry, I could not help with that."), ("user", "Bye. ###STOP###"))
+    got_past = Labeller().label(run("raj_sanchez_2970"))
+    assert not [s.id for s in got_past.signals if s.id.startswith("F2.")]
+    never = Labeller().label(run(NOT_FOUND))
+    assert (never.first_signal.id, never.first_signal.step) == ("F2.tool_error", 3)
+
+
+def test_reading_a_record_again_after_the_user_spoke_is_no_loop_but_reading_it_on_and_on_is(tmp_path):
+    """The same look-up three times with a user message between each (a customer weighing options) is no loop
+    (before: F3.repeated_action); three in a row with nothing between still is."""
+    details = ("call", "get_product_details", {"product_id": "3821016478"}, '{"name": "Air Purifier"}')
+    asked = _conversation(tmp_path / "asked", ("user", "Can I change the air purifier?"), details,
+                          ("say", "Options: A, B."), ("user", "Which have night mode?"), details, ("say", "A has."),
+                          ("user", "Is A in stock?"), details, ("say", "Yes."), ("user", "Thanks. ###STOP###"))
+    assert not [s.id for s in Labeller().label(asked).signals if s.id.startswith("F3.")]
+    looped = _conversation(tmp_path / "looped", ("user", "Can I change the air purifier?"), details, details, details,
+                           ("say", "Options: A, B."), ("user", "Thanks. ###STOP###"))
+    assert Labeller().label(looped).first_signal.id == "F3.repeated_action"
+
+
+def test_a_shop_refusal_is_where_a_run_that_wrote_nothing_stalled(tmp_path):
+    """'... cannot be exchanged' declines as '... cannot be modified' does (before: F4.poor_delivery at the end)."""
+    lab = Labeller().label(_conversation(
+        tmp_path, ("user", "Please exchange the camera in order #W4566809."),
+        ("call", "get_order_details", {"order_id": "#W4566809"}, '{"order_id": "#W4566809", "status": "pending"}'),
+        ("say", "Order #W4566809 is still pending, so its items cannot be exchanged."),
+        ("user", "Nothing else you can do?"), ("say", "Sorry, exchanges happen after delivery. Anything else?"),
+        ("user", "No. ###STOP###")))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 4)
