@@ -9,7 +9,8 @@ would not proceed. Two shapes, the earlier wins:
   address, a zip code, a reservation / order / confirmation number, named in the denying sentence or, for "I don't
   have those", the kinds the agent's last reply asked for (``environment.ID_KINDS``) -- and the agent's very next
   message, with no tool call, asks for that identifier again (it names the kind and ``need`` / ``require`` /
-  ``provide`` / ``must`` / ``necessary``), offering no way on without it. Not where the simulated user's
+  ``provide`` / ``must`` / ``necessary``), offering no way on without it (``WAY_ON``: no "I can look up your
+  reservations", no "you don't need it"). Not where the simulated user's
   instruction (``meta.user_instruction``) gives the identifier: the user withheld what it has, and insisting is the
   agent's part (``E.user_withheld_id`` reads that side).
 
@@ -40,6 +41,12 @@ from evoharness.diagnosis.models import FailureClass, Signal
 F4 = FailureClass.F4
 # the agent's reply holds the identifier as a condition to go on: "I need the reservation ID", "which requires ..."
 NEED = re.compile(r"\bneed|\brequire|\bprovide\b|\bmust\b|\bnecessary\b")
+# ... unless it offers a way on without it: the agent finding the booking itself ("I can look up your reservations
+# from your user id", "let me search ...") or saying the id is not needed. Telling the user where to find it ("you can
+# find it in your confirmation e-mail") is no way on: the agent still waits for the id.
+WAY_ON = re.compile(r"\b(?:i|we)(?:\s+(?:can|could|will|would|may)|['’]ll)\s+(?:also\s+|still\s+|try\s+to\s+)?"
+                    r"(?:look|find|search|retrieve|locate|pull)\b|\blet me\s+(?:look|find|search|retrieve|locate)\b"
+                    r"|\b(?:don['’]t|do not|no)\s+need\b|\bnot (?:necessary|required)\b")
 
 
 class StalledDetector:
@@ -98,7 +105,7 @@ def _insistence(view: TraceView, before: int) -> tuple[int, str, int] | None:
             continue
         reply = view.lowered(j)
         again = [k for k, named, _ in ID_KINDS if k in denied and named.search(reply)]
-        if not again or not NEED.search(reply):
+        if not again or not NEED.search(reply) or WAY_ON.search(reply):
             continue
         # the instruction's ids only now (its regexes scan the whole instruction: cached, but not free)
         given = _given_ids(instruction) if isinstance(instruction, str) and instruction else {}

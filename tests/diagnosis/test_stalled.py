@@ -4,6 +4,8 @@ service chat (an agent, a simulated user)."""
 
 from __future__ import annotations
 
+import pytest
+
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
 
@@ -80,3 +82,26 @@ def test_an_id_the_users_instruction_gives_is_the_users_to_give():
 def test_a_reward_1_run_stays_healthy():
     t = _run(("user", "I want to add bags to my Chicago trip."), ASK, DENY, INSIST, *LEAVE, meta=META, score=1.0)
     assert Labeller().label(t).failure_class == "healthy"
+
+
+@pytest.mark.parametrize("reply", [
+    "I need the reservation ID to add the bags. Alternatively, I can look up your reservations from your user ID.",
+    "You don't need the reservation ID: I can find it from your user ID. Shall I?",
+    "I'd need the reservation ID, or let me search your bookings under your user ID instead.",
+])
+def test_asking_for_the_id_while_offering_a_way_without_it_is_no_stall(reply):
+    """The docstring's 'offering no way on': a reply that names the id and 'need' but offers to find the booking
+    itself (or says the id is not needed) was F4.stalled at that reply."""
+    lab = Labeller().label(_run(("user", "I want to add bags to my Chicago trip."), ASK, DENY, ("assistant", reply),
+                                *LEAVE, meta=META))
+    assert not any(s.id == "F4.stalled" for s in lab.signals), lab.first_signal
+
+
+@pytest.mark.parametrize("reply", [
+    "To proceed, I'll need the reservation ID. You can usually find it in your booking confirmation email.",
+    "Unfortunately, I need the reservation ID. If you can find it, please let me know, and I'll be happy to help.",
+])
+def test_pointing_the_user_to_where_the_id_is_is_still_insisting(reply):
+    lab = Labeller().label(_run(("user", "I want to add bags to my Chicago trip."), ASK, DENY, ("assistant", reply),
+                                *LEAVE, meta=META))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 4)
