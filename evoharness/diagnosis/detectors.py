@@ -1079,8 +1079,9 @@ class FirstWriteDetector:
     """Where a failed tool-using run's content failure is located when nothing else says: its first write
     action (the outcome is judged on the state the writes leave; the first write is where it can first
     diverge). When the delivered answer is a patch, the first write that touches a file the patch changes
-    (a reproduction script is a write, but the failure lives in the patched files). A fallback signal: any
-    located signal wins over it."""
+    (a reproduction script is a write, but the failure lives in the patched files); when no patch is delivered but
+    the run edits existing files in place (a coding agent that ends with a message), its first such edit. A fallback
+    signal: any located signal wins over it."""
 
     id = "F4.first_write"
     failure_class = F4
@@ -1094,6 +1095,16 @@ class FirstWriteDetector:
         if not writes:
             return []
         paths = delivered_paths(view.traj.final_answer)
+        if not paths:  # no patch names the files that matter (OpenHands' finish message, a Harbor trial's last text)
+            edit = next((c for c in writes if _edits_in_place(c)), None)
+            if edit is not None and edit is not writes[0]:
+                # a coding run: its change to the code starts at its first edit of an existing file, not at the
+                # reproduction script it created or the package it installed first
+                before = f"{writes[0].name}({quote(writes[0].arguments, 60)})"
+                return [Signal(id=self.id, failure_class=F4, step=edit.step,
+                               evidence=f"no patch delivered; first in-place edit of an existing file (the writes "
+                                        f"before it create or install: {before}): "
+                                        f"{edit.name}({quote(edit.arguments, 120)})")]
         # the first write to the first group of patched files written at all: the files that existed before, then
         # the files the patch creates
         target = _write_targets(view, writes) if paths else {}
@@ -1142,6 +1153,14 @@ class FirstWriteDetector:
 REFUSED_EDIT = re.compile(
     r"\s*(?:Your proposed edit has introduced new syntax error|Your bash command contained syntax errors and was NOT "
     r"executed|No replacement was performed|Error:)|[^\n]{0,200}have NOT been applied")
+
+
+def _edits_in_place(c: ToolCall) -> bool:
+    """A write that changes an existing file where it stands (``IN_PLACE_EDIT``: ``sed -i``, ``patch``, an editor's
+    ``str_replace``, ...; or any editor tool replacing ``old_str`` / ``old_string``: Claude Code's ``Edit``)."""
+    if IN_PLACE_EDIT.search(c.canonical[:20_000]):
+        return True
+    return c.parsed_ok and isinstance(c.args, dict) and ("old_str" in c.args or "old_string" in c.args)
 
 
 def _refused(view: TraceView, c: ToolCall) -> bool:

@@ -126,3 +126,55 @@ def test_the_same_look_and_the_same_search_over_and_over_is_a_loop(tmp_path, fmt
     """The control: nothing new between the looks (the same search, the same answer) is a loop."""
     _, lab = label_one(write_swe_run(tmp_path, fmt, _exploration_looking_back(True), False))
     assert lab.first_signal.id == "F3.repeated_action"
+
+
+def _setup_then_fix(finish: str):
+    """A failed run that installs the package (the first try fails), writes a reproduction script, then edits the
+    source in place; it ends with ``finish`` (a message, as OpenHands' ``finish`` and a Harbor trial end)."""
+    return [("Install it.", "pip install -e . -q", (1, "ERROR: Could not build wheels for pkg")),
+            ("Install deps first.", "pip install setuptools==68.0 && pip install -e . -q", OK),
+            ("Reproduce.", "cat > reproduce.py <<'EOF'\nfrom pkg.core import values\nprint(values([]))\nEOF", OK),
+            ("Run it.", "python reproduce.py", (1, "Traceback (most recent call last):\nIndexError: list index")),
+            FIX, ("Run it again.", "python reproduce.py", (0, "None")), ("Finish.", "echo done", (0, finish))]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_without_a_patch_a_failed_coding_run_sits_on_its_first_edit_of_the_code(tmp_path, fmt):
+    """No patch names the files that matter: the change to the code starts at the first in-place edit of an existing
+    file, not at the package install or the reproduction script written before it."""
+    traj, lab = label_one(write_swe_run(tmp_path, fmt, _setup_then_fix("I have fixed the issue."), False))
+    assert traj.score == 0.0 and "diff --git" not in (traj.final_answer or "")
+    assert lab.first_signal.id == "F4.first_write"
+    assert "sed -i" in lab.quote + lab.first_signal.evidence and "pip install" not in lab.quote
+    assert [s.id for s in lab.signals if s.id.startswith(("F2.", "F3."))] == []
+    # with the patch delivered, the same run sits on the same edit (the first write of the patched file)
+    _, patched = label_one(write_swe_run(tmp_path / "patch", fmt, _setup_then_fix(PATCH), False))
+    assert patched.first_signal.step == lab.first_signal.step
+
+
+def test_an_editor_tool_run_without_a_patch_sits_on_its_first_replacement(tmp_path):
+    """OpenHands' tools: ``str_replace_editor`` creates the reproduction script, then replaces text in the source;
+    the run ends with its ``finish`` call's message."""
+    calls = [("str_replace_editor", {"command": "view", "path": "/workspace/pkg"}, "pkg/\npkg/core.py\ntests/"),
+             ("str_replace_editor", {"command": "create", "path": "/workspace/pkg/reproduce.py",
+                                     "file_text": "from pkg.core import values\nprint(values([]))\n"},
+              "File created successfully at: /workspace/pkg/reproduce.py"),
+             ("execute_bash", {"command": "cd /workspace/pkg && python reproduce.py"},
+              "IndexError: list index out of range\n[The command completed with exit code 1.]"),
+             ("str_replace_editor", {"command": "str_replace", "path": "/workspace/pkg/pkg/core.py",
+                                     "old_str": "    return out[0]", "new_str": "    return out[0] if out else None"},
+              "The file /workspace/pkg/pkg/core.py has been edited."),
+             ("execute_bash", {"command": "cd /workspace/pkg && python reproduce.py"},
+              "None\n[The command completed with exit code 0.]"),
+             ("finish", {"message": "values() now returns None for an empty list."}, "")]
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+    for k, (name, args, out) in enumerate(calls):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"t{k}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+            {"role": "tool", "tool_call_id": f"t{k}", "name": name, "content": out}]
+    messages.append({"role": "assistant", "content": "values() now returns None for an empty list."})
+    path = tmp_path / "output.json"
+    path.write_text(json.dumps([{"task_id": "pkg__pkg-101", "reward": 0.0, "traj": messages}]))
+    traj, lab = label_one(path)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 8)  # the str_replace, not the create
+    assert traj.messages[8]["tool_calls"][0]["function"]["arguments"].startswith('{"command": "str_replace"')
