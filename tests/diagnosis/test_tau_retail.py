@@ -137,3 +137,23 @@ def test_a_shop_refusal_is_where_a_run_that_wrote_nothing_stalled(tmp_path):
         ("user", "Nothing else you can do?"), ("say", "Sorry, exchanges happen after delivery. Anything else?"),
         ("user", "No. ###STOP###")))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 4)
+
+
+PUBLIC = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "tau2_retail_leaderboard" / "results.json"
+
+
+@pytest.mark.parametrize("reward", [1.0, 0.0])
+def test_the_public_tau2_retail_run_has_no_process_signal(tmp_path, reward):
+    """A public tau2-bench retail run (benchmarks/data/tau2_retail_leaderboard, reward 1): Healthy with no process
+    signal; scored 0, still none, its exchange placed where the user confirmed it."""
+    data = json.loads(PUBLIC.read_text())
+    data["simulations"][0]["reward_info"]["reward"] = reward
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    [traj] = load_paths([path])
+    lab = Labeller().label(traj)
+    assert not [s.id for s in lab.signals if s.id.startswith(PROCESS)]
+    if reward == 1.0:
+        assert lab.failure_class == "healthy"
+    else:
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 15)
