@@ -8,6 +8,7 @@ line on stderr and exit code 2; never a traceback for bad input.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -96,7 +97,18 @@ def command() -> typer.core.TyperGroup:
     """The click command tree of ``app``, every leaf also taking the root's ``--config``/``--set``."""
     root = typer.main.get_command(app)
     cli_usage.add_root_options(root)
+    _unwrap_help(root)
     return root
+
+
+def _unwrap_help(cmd) -> None:
+    """Each paragraph of a command's docstring as one line, which the help then wraps to the terminal: rich help
+    keeps a paragraph's own line breaks, so `serve --help` read 'refuses to start' / 'unless --insecure-no-auth
+    is given' on two short lines, and the command list broke `label`'s summary after 'a one-line'."""
+    if cmd.help:
+        cmd.help = "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(cmd.help).split("\n\n"))
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        _unwrap_help(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

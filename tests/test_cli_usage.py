@@ -55,6 +55,16 @@ def test_bare_evoharness_prints_help_and_exits_0(capsys):
     assert out.count("Usage: evoharness") == 1, "the help is printed once"
 
 
+def test_help_wraps_a_paragraph_to_the_terminal_not_at_the_docstring_line_breaks(capsys, monkeypatch):
+    """`serve --help` broke its second paragraph where the docstring's source lines end ('refuses to start' /
+    'unless --insecure-no-auth'), and the command list broke `label`'s summary after 'a one-line'."""
+    monkeypatch.setattr("typer.rich_utils.MAX_WIDTH", 200)
+    assert main(["serve", "--help"]) == 0
+    assert "the service refuses to start unless --insecure-no-auth is given" in capsys.readouterr().out
+    assert main([]) == 0
+    assert "agent, a one-line quote, all signals" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("path", "group"), GROUPS, ids=_ids(GROUPS))
 def test_every_group_bare_is_help_and_a_typo_names_the_command(capsys, path, group):
     assert main(list(path)) == 0
