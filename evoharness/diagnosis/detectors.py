@@ -930,6 +930,38 @@ REFUSAL = re.compile(r"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)
                      r"|exchanged)\b")
 
 
+def writes_text_edit(text: str) -> bool:
+    """An edit the reply writes in its text for a harness to apply (no tool call): Aider's SEARCH/REPLACE block (a
+    line ``<<<<<<< SEARCH``), the apply_patch envelope (``*** Begin Patch``), or a unified diff in a ```diff fence (its
+    ``+++ `` or ``@@`` lines: Aider's udiff). Substring searches only, each fence read once: linear in the text."""
+    if "\n<<<<<<< SEARCH" in text or text.startswith("<<<<<<< SEARCH") or "*** Begin Patch" in text:
+        return True
+    i = text.find("```diff")
+    while i >= 0:
+        end = text.find("```", i + 7)
+        body = text[i:end] if end >= 0 else text[i:]
+        if "\n+++ " in body or "\n@@" in body:
+            return True
+        if end < 0:
+            return False
+        i = text.find("```diff", end + 3)
+    return False
+
+
+def text_edit_steps(view: TraceView) -> list[int]:
+    """The assistant messages of a single-agent conversation with no tool call at all (a user turn, no named
+    speakers) whose text holds an edit for the harness to apply (``writes_text_edit``: Aider writes its edits so): that
+    agent's writes. [] elsewhere; once per view."""
+    memo = view.__dict__.get("_text_edits")
+    if memo is None:
+        memo = []
+        first = view.assistant_steps[0] if view.assistant_steps else None
+        if not view.calls and view.user_steps and first is not None and not view.traj.messages[first].get("name"):
+            memo = [i for i in view.assistant_steps if writes_text_edit(view.texts[i])]
+        view.__dict__["_text_edits"] = memo
+    return memo
+
+
 def first_refusal(view: TraceView, before: int) -> int | None:
     """A failed conversation that wrote nothing, and in which the agent declined the request: its first refusal
     (an assistant message with text matching ``REFUSAL``) before ``before`` (the delivery) -- what the run then did
@@ -940,7 +972,7 @@ def first_refusal(view: TraceView, before: int) -> int | None:
     msgs = view.traj.messages
     if not view.user_steps or not view.assistant_steps or msgs[view.assistant_steps[0]].get("name"):
         return None
-    if write_calls(view):
+    if write_calls(view) or text_edit_steps(view):
         return None
     first = view.__dict__.get("_first_refusal", -1)  # once per view: F4.poor_delivery and F4.stalled both ask
     if first == -1:
@@ -1093,7 +1125,7 @@ class FirstWriteDetector:
 
         writes = write_calls(view)
         if not writes:
-            return []
+            return self._text_edit(view)
         paths = delivered_paths(view.traj.final_answer)
         if not paths:  # no patch names the files that matter (OpenHands' finish message, a Harbor trial's last text)
             edit = next((c for c in writes if _edits_in_place(c)), None)
@@ -1146,6 +1178,19 @@ class FirstWriteDetector:
         return [Signal(id=self.id, failure_class=F4, step=w.step,
                        evidence=f"{what}: {w.name}({quote(w.arguments, 120)})"
                                 + (f" (the open file: {opened})" if opened else ""))]
+
+
+    def _text_edit(self, view: TraceView) -> list[Signal]:
+        """A conversation whose agent writes its edits in its replies (``text_edit_steps``): the first reply with an
+        edit of a file the delivered patch changes, else the first with an edit."""
+        steps = text_edit_steps(view)
+        if not steps:
+            return []
+        names = [posixpath.basename(p) for p in delivered_paths(view.traj.final_answer)]
+        step = next((i for i in steps if any(n in view.texts[i] for n in names)), steps[0])
+        return [Signal(id=self.id, failure_class=F4, step=step,
+                       evidence=f"first edit the agent wrote in a reply (no tool call): "
+                                f"{quote(view.texts[step], 150)}")]
 
 
 # a write that did not run: SWE-agent's linter refusing an edit, a command it did not execute (swe_agent.REFUSAL), an

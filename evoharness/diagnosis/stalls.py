@@ -26,7 +26,7 @@ import re
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import _failed_delivery, answer_step, first_refusal, quote
+from evoharness.diagnosis.detectors import _failed_delivery, answer_step, first_refusal, quote, text_edit_steps
 from evoharness.diagnosis.environment import (
     DENIAL,
     ID_KINDS,
@@ -77,7 +77,7 @@ def _no_write_conversation(view: TraceView) -> bool:
 
     msgs = view.traj.messages
     return bool(view.user_steps and view.assistant_steps) and not msgs[view.assistant_steps[0]].get("name") \
-        and not write_calls(view)
+        and not write_calls(view) and not text_edit_steps(view)
 
 
 def _insistence(view: TraceView, before: int) -> tuple[int, str, int] | None:

@@ -178,3 +178,49 @@ def test_an_editor_tool_run_without_a_patch_sits_on_its_first_replacement(tmp_pa
     traj, lab = label_one(path)
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 8)  # the str_replace, not the create
     assert traj.messages[8]["tool_calls"][0]["function"]["arguments"].startswith('{"command": "str_replace"')
+
+
+def _search_replace(path: str, old: str, new: str) -> str:
+    return f"{path}\n```python\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n```"
+
+
+def _aider_chat() -> list[dict]:
+    """An Aider-style session: the edits are SEARCH/REPLACE blocks in the replies (no tool call), Aider's own lint
+    and test reports come back as user messages; the first edit has a syntax error, fixed next turn."""
+    return [
+        {"role": "system", "content": "Act as an expert software developer. Describe each change with a "
+                                      "*SEARCH/REPLACE block*."},
+        {"role": "user", "content": "values() crashes on an empty list in pkg/core.py. Fix it."},
+        {"role": "assistant", "content": "Guard the empty list:\n\n" + _search_replace(
+            "pkg/core.py", "    return out[0]", "    return out[0] if out else None)")},
+        {"role": "user", "content": "# Fix any errors below, if possible.\n\n## Running: python -m flake8 --select=E9 "
+                                    "pkg/core.py\n\npkg/core.py:13:38: E999 SyntaxError: unmatched ')'"},
+        {"role": "assistant", "content": "I cannot leave the stray paren; removing it:\n\n" + _search_replace(
+            "pkg/core.py", "    return out[0] if out else None)", "    return out[0] if out else None")},
+        {"role": "user", "content": "I ran this command:\n\npython -m pytest tests/test_core.py -q\n\nAnd got this "
+                                    "output:\n\n5 passed"},
+        {"role": "assistant", "content": "All tests pass now: values() returns None for an empty list."}]
+
+
+@pytest.mark.parametrize("fmt", ["records", "canonical"])
+@pytest.mark.parametrize("resolved", [True, False])
+def test_an_aider_style_run_sits_on_its_first_edit_not_its_last_message(tmp_path, fmt, resolved):
+    """A failed run whose agent writes its edits in its replies is located at its first edit (the first write), not
+    at its last message, and its "I cannot leave ..." is no refusal of the task (it wrote); a resolved one is
+    Healthy."""
+    score = 1.0 if resolved else 0.0
+    if fmt == "records":  # tau-bench's record list (the ``openai`` importer)
+        path = tmp_path / "aider.json"
+        path.write_text(json.dumps([{"task_id": "pkg__pkg-101", "reward": score, "traj": _aider_chat()}]))
+    else:  # evoharness' own JSONL
+        path = tmp_path / "aider.jsonl"
+        path.write_text(json.dumps({"id": "aider:pkg__pkg-101", "task_id": "pkg__pkg-101", "messages": _aider_chat(),
+                                    "final_answer": _aider_chat()[-1]["content"], "score": score,
+                                    "termination": "delivered"}) + "\n")
+    traj, lab = label_one(path)
+    assert traj.score == score and not traj.tool_calls()
+    if resolved:
+        assert lab.failure_class == "healthy"
+        return
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 2)
+    assert [s.id for s in lab.signals if s.id.startswith(("F2.", "F3.", "F4.stalled"))] == []
