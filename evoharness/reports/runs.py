@@ -16,10 +16,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from evoharness.config import Settings, migrate_saved
+from evoharness.config import Settings
 from evoharness.errors import InputError
 from evoharness.graph.checkpoint import open_checkpointer
 from evoharness.graph.moved import moved_harness, recorded_harness
+from evoharness.graph.resumed import saved_settings
 from evoharness.graph.runner import RunOutcome
 from evoharness.graph.summary import summary_dict
 from evoharness.harness_repo.repo import HarnessRepo
@@ -127,14 +128,9 @@ def _current_round(state: dict[str, Any], summary: dict[str, Any]) -> dict[str, 
 def load_run(settings: Settings, spec: str) -> RunRecord:
     """Resolve ``spec`` and read the run; InputError (one line) when it is unknown or has nothing yet."""
     run_dir = _run_dir_of(settings, spec)
-    try:
-        saved = json.loads((run_dir / "settings.json").read_text())
-        if not isinstance(saved, dict):
-            raise ValueError("not a JSON object")
-        # a run saved before a key was removed is read as its resume reads it (the key moved or dropped)
-        run_settings = Settings.model_validate(migrate_saved(saved))
-    except ValueError as e:
-        raise InputError(str(run_dir / "settings.json"), f"not the settings of a run: {e}") from None
+    # read as its resume reads it: a key removed since moved or dropped; a value this version refuses is one line
+    # naming the run, the key and the way on (it was pydantic's four-line ValidationError)
+    run_settings = saved_settings(run_dir / "settings.json", run_dir.name)
     run_id = run_dir.name
     harness = recorded_harness(run_dir, run_settings.home, run_settings.run.harness)  # an older relative one
     run_settings = run_settings.model_copy(update={"run": run_settings.run.model_copy(update={"harness": harness})})

@@ -51,3 +51,14 @@ def test_a_run_whose_saved_settings_are_no_json_object_says_so(saved, body, caps
     assert main(["--set", f"home={home}", "run", "--resume", "run-y"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {path}: run run-y's saved settings are not a JSON object") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["report", "run-y"], ["evaluate", "--run", "run-y"], ["ablate", "run-y"]])
+def test_the_reports_say_it_in_one_line_too(saved, argv, tmp_path, capsys):
+    """report / evaluate / ablate read the same file: a pydantic ValidationError of four lines ('1 validation error
+    for Settings / run.rollouts / Input should be ... / For further information visit ...')."""
+    home, path = saved
+    main(["--set", f"home={home}", *argv, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert err.startswith("error: run-y: its saved settings (") and err.count("\n") == 1, err
+    assert "run.rollouts = 5000" in err
