@@ -44,6 +44,7 @@ def _dumps(value) -> str:
 
 
 _NONE: Mapping[str, Any] = {}
+WRITE_BUFFER = 1 << 20  # bytes buffered per data file (the reader's buffer too: ``traces.store.jsonl_lines``)
 _MISSING = object()
 
 
@@ -71,11 +72,20 @@ def _dump(obj) -> bytes:
         return pydantic_core.to_json(obj) + b"\n"
 
 
+def _dump_value(obj) -> bytes:
+    """``_dump(obj)`` without its newline (not a copy of it less its last byte)."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:  # orjson.JSONEncodeError
+        return pydantic_core.to_json(obj)
+
+
 def _dump_record(record: dict) -> bytes:
     """``{"messages", "tools"}`` as one line: ``tools`` (declarations taken from a trajectory's ``meta``, where
-    a NaN may stand) by to_json, the messages (only strings) by ``_dump``: the bytes to_json gives the whole."""
-    messages = _dump(record["messages"])[:-1]
-    return b'{"messages":' + messages + b',"tools":' + pydantic_core.to_json(record["tools"]) + b"}\n"
+    a NaN may stand) by to_json, the messages (only strings) by ``_dump_value``: the bytes to_json gives the
+    whole. Joined once: each ``+`` copied the line so far (~17 KB a tau-bench row, four times)."""
+    return b"".join((b'{"messages":', _dump_value(record["messages"]), b',"tools":',
+                     pydantic_core.to_json(record["tools"]), b"}\n"))
 
 
 class OpenAIWriter:
@@ -83,7 +93,8 @@ class OpenAIWriter:
 
     def __init__(self, out: Path) -> None:
         self.out = out
-        self._data = (out / "data.jsonl").open("wb")
+        # a tau-bench row is ~17 KB: with the default 8 KB buffer each one was a write(2) of its own
+        self._data = (out / "data.jsonl").open("wb", buffering=WRITE_BUFFER)
         self._meta = (out / "metadata.jsonl").open("wb")
 
     def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = _NONE) -> None:
@@ -190,7 +201,7 @@ class HFWriter:
         self.out = out
         self._stage_dir = out / "hfstage"
         self._stage_dir.mkdir(exist_ok=True)
-        self._stage = (self._stage_dir / "rows.jsonl").open("wb")
+        self._stage = (self._stage_dir / "rows.jsonl").open("wb", buffering=WRITE_BUFFER)
         self.n = 0
         self._closed = False
 
