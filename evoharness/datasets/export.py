@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
@@ -44,6 +45,9 @@ from .export_formats import open_writer
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
 from .prompts import SystemRenderer
 from .validate import openai_errors
+
+if TYPE_CHECKING:
+    from evoharness.diagnosis.labeller import Labeller
 
 log = get_logger(__name__)
 
@@ -165,7 +169,10 @@ class _TaskSplit(BaseModel):
 
 @dataclass
 class Candidate:
-    """A trajectory on its way into an export, with what is known about it."""
+    """A trajectory on its way into an export, with what is known about it. A failed run of the file (no
+    ``--labels``) comes with ``labeller`` set and no class yet: ``classify()`` labels it when its class is first
+    needed (a ``--class`` filter, or its record is to be written), so a run the export drops for its split,
+    task, score or count (a held-out task's, say) is never labelled."""
 
     traj: Trajectory
     failure_class: str | None
@@ -174,6 +181,16 @@ class Candidate:
     run_id: str | None = None
     round: int | None = None
     from_labels: bool = False  # its class was read from ``--labels``, not labelled here
+    labeller: Labeller | None = None  # set while the class is still to be found
+
+    def classify(self) -> Candidate:
+        """Label the trajectory if its class is still to be found (what ``label`` gives as class and first
+        signal); returns the candidate."""
+        if self.labeller is not None:
+            found, signal = self.labeller.first_signal(self.traj)
+            self.failure_class, self.first_signal = found.value, signal.id if signal else None
+            self.labeller = None
+        return self
 
 
 def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None,
@@ -182,7 +199,9 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
 
     A queue item whose trajectory the file already gave is skipped; only that case keeps a set of
     ids (the file itself is taken as written: a store file holds each id once). With ``labels``,
-    an unhealthy trajectory's class is read from its line, not labelled again (``from_labels``).
+    an unhealthy trajectory's class is read from its line, not labelled again (``from_labels``);
+    without them it is labelled when its class is needed (``Candidate.classify``), and ``--source
+    healthy`` labels nothing: a run below the threshold is dropped unlabelled.
     """
     seen: set[str] = set()
     remember = source == SourceKind.all and queue is not None
@@ -195,21 +214,26 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         threshold = labeller.cfg.healthy_threshold
         for t in trajectories:
             known = labels.take(t.id) if labels is not None else None  # a mismatch is an error
-            from_labels = False
+            from_labels, pending = False, None
             if t.score is not None and t.score >= threshold:
                 # the labeller's first rule: healthy whatever fired, no first signal; an export
                 # needs only the class, so the detectors are not run
                 cls, first = FailureClass.healthy.value, None
             elif known is not None:
                 (cls, first), from_labels = known, True
+            elif source == SourceKind.healthy:
+                # below the threshold the labeller never says Healthy (its first rule is the only one that does;
+                # every other class is a failure signal's or a fallback's): labelling the run only to drop it
+                # was most of the cost of a healthy export of a file with failures
+                continue
             else:
-                found, signal = labeller.first_signal(t)  # what ``label`` gives as class and first signal
-                cls, first = found.value, signal.id if signal else None
+                cls = first = None
+                pending = labeller  # labelled when its class is needed (``Candidate.classify``)
             if source == SourceKind.healthy and cls != FailureClass.healthy:
                 continue
             if remember:
                 seen.add(t.id)
-            yield Candidate(t, cls, first, "file", from_labels=from_labels)
+            yield Candidate(t, cls, first, "file", from_labels=from_labels, labeller=pending)
         if labels is not None:
             labels.finish()
     if source == SourceKind.queue and queue is None:
@@ -254,7 +278,7 @@ def _selected(c: Candidate, f: ExportFilters) -> bool | str | None:
         return None
     if f.tasks and t.task_id not in f.tasks:
         return None
-    if f.classes and c.failure_class not in {x.value for x in f.classes}:
+    if f.classes and c.classify().failure_class not in {x.value for x in f.classes}:
         return None
     if f.min_score is not None and (t.score is None or t.score < f.min_score):
         return "below_min_score"
@@ -426,6 +450,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
                 skipped["over_max_per_task"] += 1
                 continue
+            # labelled (if it is to be) before its record is made: cleaning then reads labelling's parse of the
+            # calls' arguments instead of parsing them again
+            c.classify()
             try:
                 record, arguments = record_and_arguments(t)  # its system message is rendered below, in a batch
             except RecordSkipped as e:
