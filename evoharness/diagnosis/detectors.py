@@ -420,13 +420,19 @@ class RepeatedActionDetector:
         """The repeats were one rejection or tool error over and over (their result is friction), and the agent
         then got past it (``_recovered``: a later call of the same tool went through): friction it recovered
         from, like a single rejection fixed later, not the run's failure."""
-        occ = friction_occurrences(view) if view.traj.events else None
-        if not occ:
-            return False
-        friction_steps = {s for items in occ.values() for s, _ in items}
         calls = [c for c in view.calls if c.step == step]
-        rejected = [c for c in calls if view.results.get(c.id, (-1, ""))[0] in friction_steps]
-        return bool(rejected) and _recovered(view, occ, view.results[rejected[0].id][0])
+        occ = friction_occurrences(view) if view.traj.events else None
+        if occ:
+            friction_steps = {s for items in occ.values() for s, _ in items}
+            rejected = [c for c in calls if view.results.get(c.id, (-1, ""))[0] in friction_steps]
+            if rejected and _recovered(view, occ, view.results[rejected[0].id][0]):
+                return True
+        # an edit its tool refused each time (``_refused``: nothing was written; no event need say so -- OpenHands'
+        # editor answers "ERROR: No replacement was performed ..." in plain text), then an edit of the same tool
+        # that went through
+        refused = [c for c in calls if changes_state(c) and _refused(view, c)]
+        return any(c.step > step and c.name == r.name and changes_state(c) and c.id in view.results
+                   and not _refused(view, c) for r in refused for c in view.calls)
 
 
 def _user_turns(view: TraceView) -> list[int]:
@@ -1194,10 +1200,11 @@ class FirstWriteDetector:
 
 
 # a write that did not run: SWE-agent's linter refusing an edit, a command it did not execute (swe_agent.REFUSAL), an
-# editor's replacement that found nothing to replace
+# editor's replacement that found nothing to replace, an editor's error (OpenHands: "ERROR:\nNo replacement was
+# performed ...", "ERROR:\nInvalid `path` parameter ..."; its linter's "[Your proposed edit has introduced ...")
 REFUSED_EDIT = re.compile(
-    r"\s*(?:Your proposed edit has introduced new syntax error|Your bash command contained syntax errors and was NOT "
-    r"executed|No replacement was performed|Error:)|[^\n]{0,200}have NOT been applied")
+    r"\s*(?:\[?Your proposed edit has introduced new syntax error|Your bash command contained syntax errors and was "
+    r"NOT executed|No replacement was performed|Error:|ERROR:)|[^\n]{0,200}have NOT been applied")
 
 
 def _edits_in_place(c: ToolCall) -> bool:

@@ -224,3 +224,57 @@ def test_an_aider_style_run_sits_on_its_first_edit_not_its_last_message(tmp_path
         return
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 2)
     assert [s.id for s in lab.signals if s.id.startswith(("F2.", "F3.", "F4.stalled"))] == []
+
+
+NO_REPLACEMENT = ("ERROR:\nNo replacement was performed, old_str `    return out[0]` did not appear verbatim in "
+                  "/workspace/pkg/pkg/core.py.")
+
+
+def _openhands_record(tmp_path, calls, reward: float) -> Path:
+    """``calls`` -- (tool, arguments, result) -- as an OpenHands run in tau-bench's record list, ending with its
+    ``finish`` message."""
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+    for k, (name, args, out) in enumerate(calls):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"t{k}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+            {"role": "tool", "tool_call_id": f"t{k}", "name": name, "content": out}]
+    messages.append({"role": "assistant", "content": "values() now returns None for an empty list."})
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / f"output-{reward}.json"
+    path.write_text(json.dumps([{"task_id": "pkg__pkg-101", "reward": reward, "traj": messages}]))
+    return path
+
+
+def _the_same_refused_replacement(then_fixed: bool):
+    """The editor refuses the same ``str_replace`` three times (its old text has tabs, not spaces); the agent then
+    views the lines and sends it with the right whitespace (``then_fixed``), or runs the tests and finishes."""
+    edit = {"command": "str_replace", "path": "/workspace/pkg/pkg/core.py", "old_str": "    return out[0]",
+            "new_str": "    return out[0] if out else None"}
+    calls = [("execute_bash", {"command": "grep -rn 'def values' /workspace/pkg"},
+              "/workspace/pkg/pkg/core.py:10:def values(items):\n[The command completed with exit code 0.]")]
+    calls += [("str_replace_editor", edit, NO_REPLACEMENT)] * 3
+    if then_fixed:
+        calls += [("str_replace_editor", {"command": "view", "path": "/workspace/pkg/pkg/core.py"},
+                   "    13\t\treturn out[0]"),
+                  ("str_replace_editor", {**edit, "old_str": "\treturn out[0]", "new_str": "\treturn out[0] if out "
+                                                                                         "else None"},
+                   "The file /workspace/pkg/pkg/core.py has been edited.")]
+    return calls + [("execute_bash", {"command": "cd /workspace/pkg && python -m pytest tests -q"},
+                     "1 failed, 4 passed\n[The command completed with exit code 1.]"),
+                    ("finish", {"message": "values() now returns None for an empty list."}, "")]
+
+
+@pytest.mark.parametrize("reward", [1.0, 0.0])
+def test_an_editor_refusal_resent_until_it_went_through_is_no_loop(tmp_path, reward):
+    """OpenHands' editor says "ERROR: No replacement was performed" in plain text (no harness event); the same
+    refused edit sent three times before a corrected one went through is a rejection got past, not a loop."""
+    traj, lab = label_one(_openhands_record(tmp_path, _the_same_refused_replacement(True), reward))
+    assert not traj.events
+    assert [s.id for s in lab.signals if s.id.startswith(("F2.", "F3."))] == []
+    if reward == 0.0:  # the first refused edit makes the change that went through: the agent committed to it there
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 4)
+    else:
+        assert lab.failure_class == "healthy"
+    # the control: refused three times and never got past, it is a loop
+    _, stuck = label_one(_openhands_record(tmp_path / "stuck", _the_same_refused_replacement(False), 0.0))
+    assert (stuck.first_signal.id, stuck.first_signal.step) == ("F3.repeated_action", 8)
