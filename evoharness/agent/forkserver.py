@@ -242,14 +242,15 @@ def _warm(warm_path: str) -> list[str]:
 
             get_environment(spec["env_spec"])
             done.append("env")
-        if spec.get("gateway"):  # the gateway client: stdlib HTTP for offline models, else langchain-openai
-            import http.client  # noqa: F401
+        if spec.get("gateway"):  # the gateway client: its own HTTP for offline models, else langchain-openai
             import socket  # noqa: F401
 
             from evoharness.agent import models  # noqa: F401
             from evoharness.model_specs import is_offline
 
             if not is_offline(spec.get("model_spec", "")):
+                import http.client  # noqa: F401
+
                 import langchain_openai  # noqa: F401
         elif spec.get("model_spec"):
             from evoharness.model_specs import agent_model
