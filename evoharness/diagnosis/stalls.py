@@ -31,6 +31,7 @@ from evoharness.diagnosis.environment import (
     DENIAL,
     ID_KINDS,
     PRONOUN,
+    SENTENCE_SPLIT,
     TAIL_CHARS,
     _given_ids,
     _may_deny,
@@ -105,7 +106,7 @@ def _insistence(view: TraceView, before: int) -> tuple[int, str, int] | None:
             continue
         reply = view.lowered(j)
         again = [k for k, named, _ in ID_KINDS if k in denied and named.search(reply)]
-        if not again or not NEED.search(reply) or WAY_ON.search(reply):
+        if not again or not NEED.search(reply) or WAY_ON.search(reply) or _asks_another_key(view, reply, denied, j):
             continue
         # the instruction's ids only now (its regexes scan the whole instruction: cached, but not free)
         given = _given_ids(instruction) if isinstance(instruction, str) and instruction else {}
@@ -113,3 +114,29 @@ def _insistence(view: TraceView, before: int) -> tuple[int, str, int] | None:
             return j, again[0], i
     return None
 
+
+# a sentence that asks for another key in place of the one the user lacks: an ask ("provide", "share", "give me",
+# "tell me") and a replacement ("instead", "alternatively", "otherwise", "if you don't ..."): "If you don't remember
+# your email, please provide your name and zip code instead" -- not "please provide it along with your user ID" (both
+# wanted) nor "if you don't have it, you might find it in your email" (where to look)
+ASK = re.compile(r"\bprovide\b|\bshare\b|\bgive me\b|\btell me\b")
+INSTEAD = re.compile(r"\binstead\b|\balternatively\b|\botherwise\b|\bif you (?:don['’]t|do not|can['’]t|cannot)\b")
+
+
+def _asks_another_key(view: TraceView, reply: str, denied: list[str], step: int) -> bool:
+    """The reply asks, in place of the identifier the user lacks, for one of another kind that the user has not given
+    yet -- another key to find the user or the order by (tau-bench retail authenticates by e-mail *or* by name and zip
+    code: "If you don't remember your email, please provide your name and zip code instead"; ``ASK`` and ``INSTEAD`` in
+    one sentence): a way on without the one the user lacks. Asking for it beside the lacking one ("provide it along
+    with your user ID"), for one the user already gave, or naming another kind only as where to look ("check your
+    email for it") offers nothing new."""
+    others = [(named, value) for kind, named, value in ID_KINDS if kind not in denied and named.search(reply)]
+    if not others:
+        return False
+    asked = [sentence for sentence in SENTENCE_SPLIT.split(reply)
+             if ASK.search(sentence) and INSTEAD.search(sentence)]
+    others = [value for named, value in others if any(named.search(sentence) for sentence in asked)]
+    if not others:
+        return False
+    said = [view.texts[i] for i in view.user_steps if i < step]
+    return any(not any(value.search(t) for t in said) for value in others)

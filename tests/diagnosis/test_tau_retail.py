@@ -157,3 +157,34 @@ def test_the_public_tau2_retail_run_has_no_process_signal(tmp_path, reward):
         assert lab.failure_class == "healthy"
     else:
         assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 15)
+
+
+def _forgot_email(tmp_path, reply):
+    """The user lacks its e-mail (its instruction says so too), the agent answers, the user leaves."""
+    path = tmp_path / "forgot.json"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    traj = [{"role": "system", "content": "# Retail agent policy\nAuthenticate the user by email, or by name and zip "
+                                          "code."},
+            {"role": "assistant", "content": "Hi! How can I help you today?"},
+            {"role": "user", "content": "Hi, I'm Raj. I want to return a grill."},
+            {"role": "assistant", "content": "Sure. Could you please provide your email address?"},
+            {"role": "user", "content": "I don't remember my email, sorry."},  # step 4
+            {"role": "assistant", "content": reply},  # step 5
+            {"role": "user", "content": "Never mind, bye. ###STOP###"}]
+    path.write_text(json.dumps([{"task_id": 1, "reward": 0.0, "trial": 0, "traj": traj, "info": {"task": {
+        "instruction": "You are Raj Sanchez in 92147. You don't remember your email."}}}]))
+    [t] = load_paths([path])
+    return Labeller().label(t)
+
+
+@pytest.mark.parametrize(("reply", "stalled"), [
+    ("No problem! If you don't remember your email, please provide your first name, last name, and zip code "
+     "instead.", False),
+    ("I'm sorry, but I need your email address to proceed.", True),
+    ("I understand, Raj. To proceed I must have your email address and your first name.", True),
+])
+def test_asking_for_another_key_to_find_the_user_is_no_stall(tmp_path, reply, stalled):
+    """Retail authenticates by e-mail or by name and zip: offering the other key, naming the e-mail in passing, is a
+    way on (before: F4.stalled at step 5); asking for the e-mail again, alone or beside what adds no key, is not."""
+    lab = _forgot_email(tmp_path, reply)
+    assert (lab.first_signal.id == "F4.stalled" and lab.first_signal.step == 5) is stalled, lab.first_signal
