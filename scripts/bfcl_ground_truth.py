@@ -50,6 +50,13 @@ def bfcl_verdict(env, task, calls, tag: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    unknown = [c for c in argv if c not in CATEGORIES]
+    if unknown:  # before any category runs (one takes minutes); it was a traceback from the environment
+        print(f"error: unknown BFCL category {unknown[0]!r} (one of: {', '.join(CATEGORIES)})", file=sys.stderr)
+        return 2
     bad = 0
     for cat in argv or CATEGORIES:
         env = get_environment(f"bfcl:{cat}")

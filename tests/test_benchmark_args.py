@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("benchmarks/model_boundary.py", ["--rollouts", "0"]),
     ("benchmarks/model_boundary.py", ["--reps", "0"]),
     ("scripts/dump_labels.py", ["no-such-dir/labels.tsv"]),
+    ("scripts/bfcl_ground_truth.py", ["multi_turn_bsae"]),  # a mistyped category: a traceback before
+    ("scripts/bfcl_ground_truth.py", ["multi_turn_base", "--help"]),
 ])
 def test_no_work_is_one_error_line(script, args, tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True,
@@ -131,3 +133,10 @@ def test_label_throughput_parses_the_same_records_one_copy_at_a_time(tmp_path):
     assert [r["trial"] for r in whole] == [0, 0, 0, 10, 10, 10, 20, 20, 20, 30, 30, 30]
     assert (parts / "0.json").read_text() == src.read_text()  # one copy is the source file, byte for byte
     assert sorted(p.name for p in parts.iterdir()) == ["0.json", "1.json", "2.json", "3.json"]
+
+
+def test_bfcl_ground_truth_help_is_its_usage(tmp_path):
+    """`scripts/bfcl_ground_truth.py --help` took --help for a category: a traceback ending in InputError."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts/bfcl_ground_truth.py"), "--help"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0 and "bfcl_ground_truth.py [CATEGORY ...]" in proc.stdout, proc.stderr[-2000:]
