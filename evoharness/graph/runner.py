@@ -24,7 +24,7 @@ from evoharness.graph.progress import Progress
 from evoharness.graph.resumed import not_applied, saved_settings
 from evoharness.graph.run_ids import RUN_ID, check_run_id, new_run_id  # noqa: F401 (RUN_ID re-exported)
 from evoharness.graph.storage import paused
-from evoharness.graph.summary import write_summary
+from evoharness.graph.summary import summary_readable, write_summary
 from evoharness.graph.wiring import build_services
 
 
@@ -104,7 +104,7 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
         services.close()
     outcome = RunOutcome(run_id, run_dir, state, interrupts)
     outcome.stopped = stopped and not outcome.done
-    if outcome.done and not (run_dir / "summary.json").exists():
+    if outcome.done and not summary_readable(run_dir):  # none yet, or one cut by a full disk before it was atomic
         write_summary(outcome, services)
     if on_state is not None:
         on_state(state)

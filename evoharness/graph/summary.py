@@ -69,9 +69,22 @@ def split_rejected(rejected: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def write_summary(outcome, services) -> dict[str, Any]:
+    """Write the run's summary.json whole or not at all (aside, fsync'd, renamed into place): a full disk or a
+    kill during a write in place left a cut file, which marks the run done for good (``summary_readable``)."""
+    from evoharness.traces.store import replacing
+
     data = summary_dict(outcome, services)
-    (outcome.run_dir / "summary.json").write_text(json.dumps(data, indent=2, default=str))
+    with replacing(outcome.run_dir / "summary.json", "w") as fh:
+        fh.write(json.dumps(data, indent=2, default=str))
     return data
+
+
+def summary_readable(run_dir) -> bool:
+    """The run directory holds a summary.json that is a JSON object (a done run's, as ``write_summary`` leaves)."""
+    try:
+        return isinstance(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")), dict)
+    except (OSError, ValueError, RecursionError):
+        return False
 
 
 def _row(name: str, comp: dict[str, Any] | None) -> str:

@@ -32,6 +32,7 @@ from evoharness.graph.checkpoint import CheckpointerLost
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.locks import RunLocked
 from evoharness.graph.runner import load_run_settings, new_run_id, runs_dir, save_run_settings
+from evoharness.graph.summary import summary_readable
 from evoharness.logging import get_logger
 from evoharness.service.driver import TapProgress, drive, read_state
 from evoharness.service.ingest import IngestStore
@@ -253,7 +254,8 @@ class Daemon:
         return False
 
     def _finished(self, run_id: str) -> bool:
-        return self.phase.get(run_id) == DONE or (runs_dir(self.settings) / run_id / "summary.json").exists()
+        # a summary.json cut by a full disk (before it was written atomically) is none: driving the run rewrites it
+        return self.phase.get(run_id) == DONE or summary_readable(runs_dir(self.settings) / run_id)
 
     def _begin(self, run_id: str) -> None:
         """Record a new run (evidence snapshot and settings saved, made current); the next step drives it.

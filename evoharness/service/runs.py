@@ -8,6 +8,7 @@ from typing import Any
 from evoharness.config import Settings
 from evoharness.graph.evidence import count_evidence
 from evoharness.graph.runner import load_run_settings, runs_dir
+from evoharness.graph.summary import summary_readable
 from evoharness.service.daemon import DONE, Daemon
 from evoharness.service.driver import read_state
 
@@ -33,7 +34,7 @@ def list_runs(settings: Settings, daemon: Daemon) -> list[dict[str, Any]]:
             continue
         phase = daemon.run_phase(d.name)
         row: dict[str, Any] = {"run_id": d.name, "phase": phase or "idle", "current": d.name == current}
-        if phase == DONE and (d / "summary.json").is_file():
+        if phase == DONE and summary_readable(d):
             summary = json.loads((d / "summary.json").read_text())
             row.update(stop_reason=summary.get("stop_reason"), rounds=len(summary.get("rounds", [])),
                        merged=len(summary.get("merged", [])))
@@ -78,6 +79,6 @@ def run_view(settings: Settings, daemon: Daemon, run_id: str) -> dict[str, Any]:
     }
     if daemon.current_run == run_id and phase == "running":
         view["progress"] = daemon.progress.view()
-    if (run_dir / "summary.json").is_file():
+    if summary_readable(run_dir):
         view["summary"] = json.loads((run_dir / "summary.json").read_text())
     return view
