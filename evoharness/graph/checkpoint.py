@@ -22,7 +22,26 @@ def _pipeline_teardown(record: logging.LogRecord) -> bool:
 class CheckpointerLost(InfraError):
     """The checkpointer's database went away (Postgres down, restarted, the connection cut). Nothing written is
     lost: the node that was running is not checkpointed and re-runs on resume (every node's side effects are
-    idempotent). The service retries the run after its back-off instead of pausing it."""
+    idempotent). The service retries the run after its back-off instead of pausing it. ``why``: the driver's
+    first line."""
+
+    def __init__(self, reason: str, retryable: bool = True, why: str | None = None) -> None:
+        super().__init__(reason, retryable)
+        self.why = why or reason
+
+
+def check_checkpointer(spec: str, run_dir: Path) -> None:
+    """Open the checkpointer once before a new run is made (its settings.json written): one that cannot be opened
+    is an ``InputError`` and no run exists. A run keeps the settings it started with, so a run made with a wrong
+    Postgres URL (password, port, database) paused, and `run --resume` after fixing the setting still read the
+    run's saved URL: the run could never go on."""
+    try:
+        with open_checkpointer(spec, run_dir):
+            pass
+    except CheckpointerLost as e:
+        raise InputError("run.checkpointer", f"its database cannot be reached ({e.why}): no run was started (a run "
+                         "keeps the checkpointer it starts with); fix it or the database, then start the run "
+                         "again") from None
 
 
 @contextmanager
@@ -39,11 +58,17 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
         path = sqlite_path(spec, run_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
         try:
-            saver = SqliteSaver(conn)
-            saver.setup()
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                saver = SqliteSaver(conn)
+                saver.setup()
+            except sqlite3.DatabaseError as e:  # another file there (or a cut copy): was a DatabaseError traceback
+                if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
+                    raise
+                raise InputError(str(path), f"the checkpoint database of run.checkpointer {spec!r} is not a SQLite "
+                                 "database: give run.checkpointer another file (or move this one aside)") from None
             yield saver
         finally:
             conn.close()
@@ -63,8 +88,8 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
                 yield saver
         except psycopg.OperationalError as e:  # down, restarted, or the connection cut: was a traceback
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise CheckpointerLost(f"the Postgres checkpointer's database cannot be reached ({first}); the "
-                                   "last checkpoint is kept, the node that was running re-runs") from e
+            raise CheckpointerLost(f"the Postgres checkpointer's database cannot be reached ({first}); the last "
+                                   "checkpoint is kept, the node that was running re-runs", why=first) from e
         return
     raise InputError("run.checkpointer", f"unknown checkpointer {spec!r} (sqlite | memory | postgresql://...)")
 

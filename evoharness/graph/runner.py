@@ -14,7 +14,7 @@ from langgraph.types import Command
 from evoharness.agent.models import resolve_model_spec
 from evoharness.config import Settings
 from evoharness.errors import InfraError, InputError
-from evoharness.graph.checkpoint import claim_thread, open_checkpointer, start_over
+from evoharness.graph.checkpoint import check_checkpointer, claim_thread, open_checkpointer, start_over
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.locks import decision_lock, run_lock
@@ -126,6 +126,7 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     with run_lock(run_dir, run_id):  # two `run --run-id X` at once: one runs, the other is refused
         if (run_dir / "settings.json").exists():
             raise InputError(run_id, "run already exists: use --resume")
+        check_checkpointer(settings.run.checkpointer, run_dir)  # a wrong URL is no run, not one that cannot go on
         settings = save_run_settings(run_dir, settings)
         write_evidence(run_dir, evidence)  # the snapshot a resumed run reads
         progress = progress or Progress()

@@ -28,7 +28,7 @@ from langgraph.types import Command
 
 from evoharness.config import Settings
 from evoharness.errors import EvoharnessError, InfraError, InputError
-from evoharness.graph.checkpoint import CheckpointerLost
+from evoharness.graph.checkpoint import CheckpointerLost, check_checkpointer
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.locks import RunLocked
 from evoharness.graph.runner import load_run_settings, new_run_id, runs_dir, save_run_settings
@@ -266,6 +266,7 @@ class Daemon:
         always has it.
         """
         run_dir = runs_dir(self.settings) / run_id
+        check_checkpointer(self.settings.run.checkpointer, run_dir)  # one that cannot be opened makes no run
         data = self._read()
         upto = self.ingest.last_seq()
         ingested = self.ingest.process_failures(data.get("started_seq", 0), upto, self.cfg.max_evidence)

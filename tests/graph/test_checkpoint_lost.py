@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 
 import git
+import pytest
 
 from tests.graph.conftest import PG
 
@@ -39,10 +40,27 @@ def _one_error_line(proc: subprocess.CompletedProcess) -> str:
     return errors[0]
 
 
-def test_a_database_that_is_down_at_start_is_one_error_line(tmp_path):
-    proc = subprocess.run(_cmd(tmp_path, "postgresql://nobody:x@127.0.0.1:1/none", "run", "--run-id", "run-x"),
+@pytest.mark.parametrize("checkpointer", ["postgresql://nobody:x@127.0.0.1:1/none", "sqlite:not-a-database"])
+def test_a_checkpointer_that_cannot_be_opened_at_start_is_one_error_line_and_no_run(tmp_path, checkpointer):
+    """Postgres down (or a wrong password, port or database) when a run starts: the run was made with that URL and
+    paused, and as a run keeps the settings it starts with, `run --resume` after the setting was fixed still used
+    the saved URL: the run could never go on. A SQLite checkpointer on a file that is no database was a
+    DatabaseError traceback. Now nothing is made, and the run starts once the setting is fixed."""
+    run_dir = tmp_path / "state" / "runs" / "run-x"
+    if checkpointer.startswith("sqlite:"):  # a relative sqlite:PATH is read against the run directory
+        run_dir.mkdir(parents=True)
+        (run_dir / "not-a-database").write_text("these are notes, not a database\n" * 100)
+    proc = subprocess.run(_cmd(tmp_path, checkpointer, "run", "--run-id", "run-x"),
                           env=_env(), capture_output=True, text=True, timeout=120)
-    assert "cannot be reached" in _one_error_line(proc)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-3000:])
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("[")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    if checkpointer.startswith("sqlite:"):
+        assert errors[0].startswith(f"error: {run_dir / 'not-a-database'}: ") and "not a SQLite database" in errors[0]
+    else:
+        assert errors[0].startswith("error: run.checkpointer: its database cannot be reached (connection"), errors[0]
+        assert "no run was started" in errors[0]
+    assert not (run_dir / "settings.json").exists()
 
 
 def test_a_connection_cut_mid_run_pauses_it_and_it_resumes_to_the_end(tmp_path, pg_checkpointer):

@@ -48,3 +48,25 @@ def test_a_second_new_run_asked_for_before_the_first_began_is_refused(tmp_path, 
             time.sleep(0.1)
         assert c.get("/runs/a").status_code == 200
         assert c.get("/health").json()["current_run"] == "a"
+
+
+def test_a_new_run_whose_checkpointer_cannot_be_opened_is_not_made(tmp_path):
+    """The service made the run (its settings.json, with the checkpointer's URL) and then retried it for ever: a run
+    keeps the settings it starts with, so a wrong password or port fixed in the config and the service restarted
+    still drove the current run with the saved URL."""
+    settings = Settings.model_validate({
+        "home": str(tmp_path / "home"),
+        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak",
+                "checkpointer": "postgresql://nobody:x@127.0.0.1:1/none"},
+        "service": {"loop": False, "poll_interval_s": 0.1}, "sandbox": {"backend": "inprocess"},
+        "roles": {"kind": "playbook"}})
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        assert c.post("/runs", json={"run_id": "a"}, headers=AUTH).status_code == 202
+        deadline = time.monotonic() + 60
+        while not c.get("/health").json()["last_error"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        health = c.get("/health").json()
+        assert "run.checkpointer: its database cannot be reached" in health["last_error"], health
+        assert "no run was started" in health["last_error"] and health["current_run"] is None, health
+        assert c.get("/runs/a").status_code == 404
+        assert c.post("/runs", json={"run_id": "a"}, headers=AUTH).status_code == 202  # not 'run already exists'
