@@ -45,6 +45,7 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -370,10 +371,12 @@ class AgentLog:
         return out
 
 
-def _rounded_from(number: str, seen: set[str]) -> bool:
+def _rounded_from(number: str, seen: set[str] | dict[str, set[str]]) -> bool:
     """``number`` is an earlier, more precise number rounded or cut to its own decimals (``791.65`` or ``792`` after a
     run printed ``791.6543403552349``): the value is relayed, not introduced -- the agent whose output first held it
-    answers for it. Read only for a number that is otherwise new."""
+    answers for it. Read only for a number that is otherwise new. ``seen``: the earlier numbers, or their decimals by
+    integer part (``_by_whole``; only those with this number's integer part or the one below can round to it: a pass
+    over every earlier number for each new one was quadratic in a log that relays a printed table)."""
     plain = number.replace(",", "")
     whole, _, frac = plain.partition(".")
     try:
@@ -383,9 +386,10 @@ def _rounded_from(number: str, seen: set[str]) -> bool:
     quantum = Decimal(1).scaleb(-len(frac))
     # the integer part less one (``792`` from ``791.65``), exact at any length: ``int()`` refuses 4,300+ digits
     below = Context(prec=len(whole) + 2).subtract(Decimal(whole), 1) if whole.isdigit() else None
-    heads = (whole + ".", f"{below}.") if below is not None else (whole + ".",)
-    for s in seen:
-        if "." not in s or not s.startswith(heads) or len(s.partition(".")[2]) <= len(frac):
+    heads = (whole, f"{below}") if below is not None else (whole,)
+    by_whole = seen if isinstance(seen, dict) else _by_whole(seen)
+    for s in (s for head in heads for s in by_whole.get(head, ())):
+        if len(s.partition(".")[2]) <= len(frac):
             continue
         try:
             d = Decimal(s)
@@ -395,6 +399,16 @@ def _rounded_from(number: str, seen: set[str]) -> bool:
         if target in (d.quantize(quantum, ROUND_HALF_UP, exact), d.quantize(quantum, ROUND_DOWN, exact)):
             return True
     return False
+
+
+def _by_whole(numbers: Iterable[str], into: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """The numbers with decimals among ``numbers``, by their integer part (``into``, updated, or a new dict)."""
+    out: dict[str, set[str]] = {} if into is None else into
+    for n in numbers:
+        whole, dot, _ = n.partition(".")
+        if dot:
+            out.setdefault(whole, set()).add(n)
+    return out
 
 
 def _holds(pattern: re.Pattern[str], key: str, text: str) -> bool:
@@ -419,6 +433,7 @@ class UnsupportedFactDetector:
             return []
         reasoning = set(log.reasoning_turns)
         seen_digits: set[str] = {n.replace(",", "") for n in NUMBER.findall(view.traj.task or "")}
+        decimals = _by_whole(seen_digits)  # the same numbers, for _rounded_from
         for i in range(len(log.msgs)):
             text = log.text(i)
             if i in reasoning:
@@ -429,11 +444,13 @@ class UnsupportedFactDetector:
                     return [self._signal(i, f"works from simulated or assumed data ({word!r}): {_quote(prose)}")]
                 novel = self._novel(prose, seen_digits)
                 if len(novel) >= 2:  # less a value relayed rounded (read only where it could matter)
-                    novel = [n for n in novel if not _rounded_from(n, seen_digits)]
+                    novel = [n for n in novel if not _rounded_from(n, decimals)]
                 if len(novel) >= 2:
                     return [self._signal(i, f"numbers in no earlier message: {', '.join(novel[:4])} — "
                                             f"{_quote(prose)}")]
-            seen_digits.update(n.replace(",", "") for n in NUMBER.findall(text))
+            found = [n.replace(",", "") for n in NUMBER.findall(text)]
+            seen_digits.update(found)
+            _by_whole(found, decimals)
         return []
 
     @staticmethod

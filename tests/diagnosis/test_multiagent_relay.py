@@ -73,3 +73,25 @@ def test_a_whole_part_past_pythons_int_digit_limit_is_read_not_raised():
     turns[2] = ("Computer_terminal", f"exitcode: 0 (execution succeeded)\nCode output: {huge}.55")
     lab = Labeller().label(_log(turns))  # raised before
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_commitment", 2)  # one new number: no F1
+
+
+def _table_relayed(n: int) -> float:
+    """CPU seconds to label a log whose terminal prints ``n`` numbers and whose verifier relays them rounded."""
+    import time
+
+    precise = " ".join(f"{1000 + i}.123456" for i in range(n))
+    rounded = " ".join(f"{1000 + i}.12" for i in range(n))
+    t = _log([("Geo_Expert", "```python\nprint(table)\n```"),
+              ("Computer_terminal", f"exitcode: 0\nCode output: {precise}"),
+              ("Verification_Expert", f"The values are {rounded}")])
+    start = time.process_time()
+    Labeller().label(t)
+    return time.process_time() - start
+
+
+def test_a_relayed_table_costs_time_linear_in_its_size():
+    """Each new number was compared with every earlier number: a verifier relaying a printed table of 8,000 values
+    rounded took ~60x the time of 1,000 (quadratic; 4,000 took 0.8 s, 64,000 would take minutes). Linear is ~8x;
+    the bound leaves room for a loaded machine."""
+    small, big = _table_relayed(1000), _table_relayed(8000)
+    assert big < 25 * small + 0.1, (small, big)
