@@ -397,4 +397,6 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "tasks": len(summary.tasks), "classes": summary.classes,
             "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped,
             "prompt_fallbacks": summary.prompt_fallbacks, "prompt_limit_hits": summary.prompt_limit_hits,
-            "prompt_render_unjailed": summary.prompt_render_unjailed}
+            "prompt_render_unjailed": summary.prompt_render_unjailed,
+            # a typo in `tasks` wrote an empty export with nothing to say why (`dataset export --task` warns)
+            "tasks_without_records": [t for t in dict.fromkeys(body.tasks or ()) if not summary.tasks.get(t)]}

@@ -1,0 +1,28 @@
+"""POST /datasets/export says which asked-for tasks no record was written of, as `dataset export --task` warns."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from evoharness.config import Settings
+from evoharness.service.app import create_app
+from tests.service.helpers import trajectory
+
+TOKEN = "s3cret-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def test_an_asked_for_task_that_gave_no_record_is_named(tmp_path):
+    """A typo in `tasks` wrote an empty export (records 0) with nothing to say why; the CLI warns for it."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        stored = c.post("/trajectories", json=[trajectory(f"e{i}", "healthy", task=f"t{i}") for i in range(3)],
+                        headers=AUTH)
+        assert stored.status_code == 200, stored.text
+        r = c.post("/datasets/export", json={"source": "healthy", "render_under": "trajectory",
+                                             "tasks": ["t1", "t-1", "t2", "t-1"]}, headers=AUTH)
+        assert r.status_code == 200, r.text
+        assert r.json()["records"] == 2 and r.json()["tasks_without_records"] == ["t-1"], r.json()
+        every = c.post("/datasets/export", json={"source": "healthy", "render_under": "trajectory"}, headers=AUTH)
+        assert every.json()["records"] == 3 and every.json()["tasks_without_records"] == []
