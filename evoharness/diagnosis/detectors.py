@@ -788,7 +788,11 @@ class UnbackedClaimDetector:
         grounds, unlowered = ground.texts, ground.lowered  # ground.add, inlined (one call per message saved)
         statuses = EntityStatus()
         msgs, roles = view.traj.messages, view.roles
+        written = _written(view)
         for i, content in enumerate(view.texts):
+            if i in written:  # what a write that went through put in place (a file, the test function in it) is the
+                grounds.extend(written[i])  # agent's own doing: no claim to back when a later reply names it
+                unlowered.extend([None] * len(written[i]))
             if not content:
                 continue
             role = roles[i]
@@ -815,6 +819,25 @@ class UnbackedClaimDetector:
                                evidence=f"first claimed here, in no earlier tool result or message: "
                                         f"{', '.join(missing[:5])} — in: {quote(content, 120)}")], ground
         return [], ground
+
+
+def _written(view: TraceView) -> dict[int, list[str]]:
+    """Per assistant step, the arguments of its write calls that went through (a result that is no friction
+    occurrence and no refusal): what the agent itself put in place. Not a call that carries the final answer (a
+    ``finish`` / ``submit`` tool's message): that delivers the claims, it backs none."""
+    friction = {s for items in friction_occurrences(view).values() for s, _ in items} if view.traj.events else ()
+    fa = view.traj.final_answer
+    head = fa.strip()[:50] if fa and fa.strip() else None
+    out: dict[int, list[str]] = {}
+    results = view.results
+    for c in view.calls:
+        res = results.get(c.id)
+        if res is None or res[0] in friction or not changes_state(c) or _refused(view, c):
+            continue
+        if head and isinstance(c.args, dict) and any(isinstance(v, str) and head in v for v in c.args.values()):
+            continue
+        out.setdefault(c.step, []).append(c.arguments)
+    return out
 
 
 STATUS_FIELD = re.compile(r'"status"\s*:\s*"([A-Za-z][A-Za-z _-]{1,30})"')

@@ -278,3 +278,28 @@ def test_an_editor_refusal_resent_until_it_went_through_is_no_loop(tmp_path, rew
     # the control: refused three times and never got past, it is a loop
     _, stuck = label_one(_openhands_record(tmp_path / "stuck", _the_same_refused_replacement(False), 0.0))
     assert (stuck.first_signal.id, stuck.first_signal.step) == ("F3.repeated_action", 8)
+
+
+@pytest.mark.parametrize("named", ["test_values_empty_list2", "test_values_empty_list3"])
+def test_a_summary_naming_what_the_agent_wrote_is_no_unbacked_claim(tmp_path, named):
+    """A coding agent's closing summary names the test it wrote (its own write went through: no claim to back);
+    one naming a test it never wrote is still unbacked."""
+    calls = [("str_replace_editor", {"command": "str_replace", "path": "/workspace/pkg/pkg/core.py",
+                                     "old_str": "    return out[0]", "new_str": "    return out[0] if out else None"},
+              "The file /workspace/pkg/pkg/core.py has been edited."),
+             ("str_replace_editor", {"command": "create", "path": "/workspace/pkg/tests/test_empty.py",
+                                     "file_text": "def test_values_empty_list2():\n    assert values([]) is None\n"},
+              "File created successfully at: /workspace/pkg/tests/test_empty.py"),
+             ("execute_bash", {"command": "cd /workspace/pkg && python -m pytest tests -q"},
+              "6 passed\n[The command completed with exit code 0.]")]
+    summary = f"I fixed values() and added {named} in tests/test_empty.py; all tests pass."
+    calls.append(("finish", {"message": summary}, ""))
+    path = _openhands_record(tmp_path, calls, 0.0)
+    data = json.loads(path.read_text())
+    data[0]["traj"][-1]["content"] = summary
+    path.write_text(json.dumps(data))
+    _, lab = label_one(path)
+    if named.endswith("2"):  # the one it wrote
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 2)
+    else:
+        assert lab.first_signal.id == "F1.unbacked_claim" and "test_values_empty_list3" in lab.first_signal.evidence
