@@ -371,6 +371,16 @@ class AgentLog:
         return out
 
 
+def _plain_numbers(text: str) -> list[str]:
+    """``[n.replace(",", "") for n in NUMBER.findall(text)]`` with one join, replace and split for the lot (a number
+    holds no blank), not a Python step per number: a Who&When log's messages hold ~130 numbers a run."""
+    found = NUMBER.findall(text)
+    if not found:
+        return found
+    joined = " ".join(found)
+    return joined.replace(",", "").split(" ") if "," in joined else found
+
+
 def _rounded_from(number: str, seen: set[str] | dict[str, set[str]]) -> bool:
     """``number`` is an earlier, more precise number rounded or cut to its own decimals (``791.65`` or ``792`` after a
     run printed ``791.6543403552349``): the value is relayed, not introduced -- the agent whose output first held it
@@ -432,7 +442,7 @@ class UnsupportedFactDetector:
         if not log.applies:
             return []
         reasoning = set(log.reasoning_turns)
-        seen_digits: set[str] = {n.replace(",", "") for n in NUMBER.findall(view.traj.task or "")}
+        seen_digits: set[str] = set(_plain_numbers(view.traj.task or ""))
         decimals = _by_whole(seen_digits)  # the same numbers, for _rounded_from
         for i in range(len(log.msgs)):
             text = log.text(i)
@@ -448,7 +458,7 @@ class UnsupportedFactDetector:
                 if len(novel) >= 2:
                     return [self._signal(i, f"numbers in no earlier message: {', '.join(novel[:4])} — "
                                             f"{_quote(prose)}")]
-            found = [n.replace(",", "") for n in NUMBER.findall(text)]
+            found = _plain_numbers(text)
             seen_digits.update(found)
             _by_whole(found, decimals)
         return []

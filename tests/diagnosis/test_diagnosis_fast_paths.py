@@ -3,7 +3,8 @@
 Each test builds random cases and compares a short cut with the plain definition written out here: the
 user-id search of the identity rule (values tried as found, a call's canonical text made only where it may
 hold the key), the policy detector's first violation (policy rules only, not the whole violation log), the
-per-name answer of ``changes_state``, the written-out ``_says_missing`` and the refusal regex behind its word gate.
+per-name answer of ``changes_state``, the written-out ``_says_missing``, the refusal regex behind its word gate
+and the multi-agent numbers less their commas (``_plain_numbers``).
 """
 
 from __future__ import annotations
@@ -267,6 +268,18 @@ def test_the_number_pattern_finds_what_its_lookbehind_first_form_finds():
         assert [m.span() for m in multiagent.NUMBER.finditer(text)] == want, text
         found += bool(want)
     assert found > 5_000
+
+
+def test_plain_numbers_are_the_numbers_less_their_commas():
+    pieces = ["1", "23", "4,5", "1.5", ".", ",", ",,", "a", " ", "\u0663", "\n", "1,000.25", "9,"]
+    rnd = random.Random(43)
+    commas = 0
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 10)))
+        want = [n.replace(",", "") for n in multiagent.NUMBER.findall(text)]
+        assert multiagent._plain_numbers(text) == want, text
+        commas += any("," in n for n in multiagent.NUMBER.findall(text))
+    assert commas > 3_000
 
 
 def test_the_final_answer_gate_answers_as_the_regex():
