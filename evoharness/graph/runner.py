@@ -38,7 +38,10 @@ def save_run_settings(run_dir: Path, settings: Settings) -> Settings:
     settings = settings.model_copy(update={"home": Path(settings.home).absolute(), "run": settings.run.model_copy(
         update={"harness": Path(settings.run.harness).absolute()})})
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "settings.json").write_text(settings.model_dump_json(indent=2))
+    from evoharness.traces.store import replacing
+
+    with replacing(run_dir / "settings.json", "w") as fh:  # whole or not at all: a cut one made the run id dead
+        fh.write(settings.model_dump_json(indent=2))
     return settings
 
 
