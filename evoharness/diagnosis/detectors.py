@@ -876,13 +876,17 @@ class EntityStatus:
     """The latest status the tools reported per entity: a tool result with one distinct ``"status"`` value
     gives it to every ``*_id`` value in that result. A reply that names such an entity and claims another
     known status (``is`` / ``was`` / ``has been`` / ``status`` shortly before it) without the latest one
-    contradicts the tools."""
+    contradicts the tools -- unless the claim is in the past (``was`` / ``were`` / ``has been``) and an earlier
+    result gave the entity that status: "your order was delivered" after the agent's own exchange made it "exchange
+    requested" (tau-bench retail) is history, not a misread."""
 
     MAX_VOCAB = 64  # distinct status values tracked (a hostile trace cannot grow the claim regex without bound)
+    PAST = frozenset(("was", "were", "has been"))
 
     def __init__(self) -> None:
         self.latest: dict[str, str] = {}
         self.vocab: set[str] = set()
+        self.earlier: dict[str, set[str]] = {}  # entity -> the statuses results gave it before its latest
 
     def read(self, tool_result: str) -> None:
         if '"status"' not in tool_result:
@@ -895,7 +899,11 @@ class EntityStatus:
         if len(found) == 1:
             status = next(iter(found))
             for ident in id_values(tool_result[:50_000]):
-                self.latest[ident.lower()] = status
+                key = ident.lower()
+                before = self.latest.get(key)
+                if before is not None and before != status:
+                    self.earlier.setdefault(key, set()).add(before)
+                self.latest[key] = status
 
     def contradicted(self, reply: str) -> str | None:
         if not self.latest:
@@ -908,10 +916,13 @@ class EntityStatus:
             # no known status in the reply, so the claim regex cannot match: its IGNORECASE on ASCII text is lower()
             # (the vocabulary is ASCII), and a regex scan tries every character (~170k instructions a reply)
             return None
-        claimed = {m.group(1).lower() for m in _status_claim(frozenset(self.vocab)).finditer(reply[:20_000])}
+        claims = [(m.group(1).lower(), m.group(2).lower())
+                  for m in _status_claim(frozenset(self.vocab)).finditer(reply[:20_000])]
         for entity in named:
             expected = self.latest[entity]
-            wrong = sorted(claimed - {expected})
+            history = self.earlier.get(entity, ())
+            wrong = sorted({status for verb, status in claims if status != expected
+                            and not (verb in self.PAST and status in history)})
             if wrong and expected not in low:
                 return f"{entity} is {expected!r} in the tools, the reply says {wrong[0]!r}"
         return None
@@ -922,7 +933,7 @@ def _status_claim(vocab: frozenset[str]) -> re.Pattern[str]:
     """The claim regex of a status vocabulary: built when a reply names an entity (most replies name none), once
     per distinct vocabulary."""
     alts = "|".join(sorted((re.escape(v) for v in vocab), key=lambda e: (-len(e), e)))  # longest first
-    return re.compile(rf"\b(?:status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b", re.IGNORECASE)
+    return re.compile(rf"\b(status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b", re.IGNORECASE)
 
 
 class PoorDeliveryDetector:

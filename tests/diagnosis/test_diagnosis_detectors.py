@@ -376,10 +376,13 @@ def test_status_contradiction_skips_its_regex_only_where_it_cannot_match():
         named = [e for e in es.latest if e in low]
         if not named:
             return None
-        claimed = {m.group(1).lower() for m in _status_claim(frozenset(es.vocab)).finditer(reply[:20_000])}
+        claims = [(m.group(1).lower(), m.group(2).lower())
+                  for m in _status_claim(frozenset(es.vocab)).finditer(reply[:20_000])]
         for entity in named:
             expected = es.latest[entity]
-            wrong = sorted(claimed - {expected})
+            history = es.earlier.get(entity, ())
+            wrong = sorted({status for verb, status in claims if status != expected
+                            and not (verb in EntityStatus.PAST and status in history)})
             if wrong and expected not in low:
                 return f"{entity} is {expected!r} in the tools, the reply says {wrong[0]!r}"
         return None

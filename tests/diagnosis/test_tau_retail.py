@@ -188,3 +188,30 @@ def test_asking_for_another_key_to_find_the_user_is_no_stall(tmp_path, reply, st
     way on (before: F4.stalled at step 5); asking for the e-mail again, alone or beside what adds no key, is not."""
     lab = _forgot_email(tmp_path, reply)
     assert (lab.first_signal.id == "F4.stalled" and lab.first_signal.step == 5) is stalled, lab.first_signal
+
+
+@pytest.mark.parametrize(("reply", "contradicts"), [
+    ("Done: your order #W7736708 was delivered, and an exchange of the headphones is now requested.", False),
+    ("Done: your order #W7736708 was cancelled, and an exchange of the headphones is now requested.", True),
+])
+def test_a_status_the_order_had_before_the_agents_own_write_is_history_not_a_misread(tmp_path, reply, contradicts):
+    """After the exchange made the order 'exchange requested', "was delivered" states what an earlier result said
+    (before: F1.unbacked_claim at the last reply, ahead of the run's first write); a status it never had still
+    contradicts the tools."""
+    order = '{"order_id": "#W7736708", "user_id": "raj_sanchez_2970", "status": "%s"}'
+    lab = Labeller().label(_conversation(
+        tmp_path, ("user", "Exchange my headphones from #W7736708, please."),
+        ("call", "find_user_id_by_email", {"email": "raj.sanchez2046@example.com"}, "raj_sanchez_2970"),
+        ("call", "get_order_details", {"order_id": "#W4566809"}, order.replace("#W7736708", "#W4566809")
+         % "cancelled"),
+        ("call", "get_order_details", {"order_id": "#W7736708"}, order % "delivered"),
+        ("say", "Exchange the red headphones for the white ones on #W7736708, refund to your card? Confirm?"),
+        ("user", "Yes."),
+        ("call", "exchange_delivered_order_items", {"order_id": "#W7736708", "item_ids": ["3104857380"],
+                                                    "new_item_ids": ["9805150490"],
+                                                    "payment_method_id": "credit_card_3362387"},
+         order % "exchange requested"),
+        ("say", reply), ("user", "Thanks. ###STOP###")))
+    assert (lab.first_signal.id == "F1.unbacked_claim") is contradicts, lab.first_signal
+    if not contradicts:
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 8)
