@@ -149,8 +149,9 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
     """Did the agent get past the friction at ``step``: a later call went through (a result that is no friction
     occurrence, a call the harness did not block) that does what the failed call was for -- the same tool (for a
     shell tool, running the same program: ``_call_kind``), a sibling tool (``_siblings``: ``find_user_id_by_email``
-    after ``find_user_id_by_name_zip`` failed), or, where the failed call only read, any write (``write_calls``: a
-    hand-off to a human is none): the agent acted after all, with what it found another way. Friction at a tool
+    after ``find_user_id_by_name_zip`` failed), or, where the failed call only read or wrote nothing of the change
+    the run is judged on (``_may_write_patch``: a package install, a clean-up), any write (``write_calls``: a hand-off
+    to a human is none): the agent acted after all, with what it found another way or without it. Friction at a tool
     result is the call it answers; at an assistant turn, that turn's calls; anywhere else (a harness message
     rejecting a reply's format) any tool, so any later accepted action recovers it."""
     role = view.roles[step] if 0 <= step < len(view.roles) else None
@@ -162,7 +163,7 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
         failed = [c for c in view.calls if c.step == step]
     names = {_call_kind(c) for c in failed} or None
     writes: set[str] = set()
-    if failed and not any(changes_state(c) for c in failed):
+    if failed and not any(changes_state(c) and _may_write_patch(view, c) for c in failed):
         from evoharness.diagnosis.invariants import write_calls
 
         writes = {c.id for c in write_calls(view) if c.step > step}
@@ -180,6 +181,21 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
         if res is not None and res[0] not in friction_steps:
             return True
     return False
+
+
+def _may_write_patch(view: TraceView, c: ToolCall) -> bool:
+    """Whether write call ``c`` may write the change the run is judged on: with a delivered patch, where it writes one
+    of its files (``writes_file``); without one, in a run that edits files in place (a coding agent that ends with a
+    message), where it is such an edit (``_edits_in_place``); otherwise always (a tau-bench booking). Installing a
+    package, cleaning a build folder or writing a scratch file leaves the change alone."""
+    from evoharness.diagnosis.invariants import write_calls
+
+    writes = write_calls(view)
+    paths = delivered_paths(view.traj.final_answer)
+    if paths:
+        target = _write_targets(view, writes)
+        return any(writes_file(view, c, p, target) for p in paths)
+    return _edits_in_place(c) or not any(_edits_in_place(w) for w in writes)
 
 
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")

@@ -303,3 +303,31 @@ def test_a_summary_naming_what_the_agent_wrote_is_no_unbacked_claim(tmp_path, na
         assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 2)
     else:
         assert lab.first_signal.id == "F1.unbacked_claim" and "test_values_empty_list3" in lab.first_signal.evidence
+
+
+def _install_fails_then_moves_on(finish: str, moves_on: bool = True):
+    """A Harbor trial (ATIF: pip's "ERROR: ..." output is a tool error event) whose dependency install fails twice; the
+    agent then leaves it and edits the code (``moves_on``), or only looks around and finishes."""
+    actions = [("Install deps.", "pip install numpy==1.9.9", (1, "ERROR: Could not find a version that satisfies "
+                                                                  "the requirement numpy==1.9.9")),
+               ("Try another.", "pip install 'numpy<1.10'", (1, "ERROR: No matching distribution found")),
+               ("Look at the code.", "grep -n 'return out' pkg/core.py", (0, "13:    return out[0]"))]
+    return actions + ([FIX, ("Run it.", "python reproduce.py", OK)] if moves_on else []) + [
+        ("Finish.", "echo done", (0, finish))]
+
+
+@pytest.mark.parametrize("finish", ["I have fixed the issue.", PATCH], ids=["message", "patch"])
+@pytest.mark.parametrize("resolved", [True, False])
+def test_a_failed_install_the_agent_went_past_is_no_friction_label(tmp_path, finish, resolved):
+    """The install wrote nothing of the change the run is judged on, and the agent went on to make that change: the
+    install's failure is friction got past, not the failure (the edit is, in a failed run)."""
+    traj, lab = label_one(write_swe_run(tmp_path, "atif", _install_fails_then_moves_on(finish), resolved))
+    assert sum(e.type == "tool_error" for e in traj.events) == 2  # the importer read both failures as tool errors
+    assert [s.id for s in lab.signals if s.id.startswith(("F2.", "F3."))] == []
+    if resolved:
+        assert lab.failure_class == "healthy"
+    else:
+        assert lab.first_signal.id == "F4.first_write" and "sed -i" in lab.quote + lab.first_signal.evidence
+    # the control: with no change made after the failed installs, they are the unrecovered friction
+    _, stuck = label_one(write_swe_run(tmp_path / "stuck", "atif", _install_fails_then_moves_on(finish, False), False))
+    assert (stuck.first_signal.id, stuck.first_signal.step) == ("F2.tool_error", 3)
