@@ -51,6 +51,11 @@ class RunRecord:
 
 def _run_dir_of(settings: Settings, spec: str) -> Path:
     path = Path(spec)
+    home_run = Path(settings.home) / "runs" / spec
+    if "/" not in spec and not spec.startswith(".") and (home_run / "settings.json").is_file():
+        # a run id is the run under home: a directory of that name in the cwd (notes kept by run id, the service's
+        # working directory) was taken for it, 'not a run directory'
+        return home_run.resolve()
     if path.is_dir():
         if (path / "settings.json").is_file():
             return path.resolve()

@@ -160,3 +160,15 @@ def test_an_ablation_of_another_main_is_flagged_stale_and_a_file_as_out_is_refus
     (tmp_path / "file").write_text("x")
     assert cli("report", str(root), "--out", str(tmp_path / "file")) == 2
     assert "exists and is not a directory" in capsys.readouterr().err
+
+
+def test_a_run_id_is_the_run_under_home_whatever_the_cwd_holds(done_run, tmp_path, monkeypatch, capsys):
+    """A directory in the working directory named like the run (notes kept by run id; the service's working
+    directory) was taken for the run: 'error: RUN: not a run directory', though <home>/runs/RUN is the run."""
+    settings, outcome = done_run
+    (tmp_path / outcome.run_id).mkdir()
+    (tmp_path / outcome.run_id / "notes.md").write_text("what I saw in this run\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli("--set", f"home={settings.home}", "report", outcome.run_id, "--out", str(tmp_path / "o")) == 0, \
+        capsys.readouterr().err
+    assert outcome.run_id in (tmp_path / "o" / "report.md").read_text()
