@@ -142,7 +142,7 @@ def demo(
     env: Annotated[str, typer.Option(help="synthetic | agentdojo:workspace (~5 s a rollout)")] = "synthetic",
     rounds: Annotated[int, typer.Option(help="round limit, 1 to 100 (the demo's budget of 6000 rollouts and "
                                             "its patience usually end it sooner)")] = 3,
-    sandbox: Annotated[str, typer.Option(help="bwrap | none")] = "bwrap",
+    sandbox: Annotated[str, typer.Option(help="bwrap | docker (the locally built sandbox image) | none")] = "bwrap",
 ) -> None:
     """The embedded default: a fresh harness, the standin:weak model, playbook roles, bwrap, SQLite."""
     from evoharness.cli_support import MAX_DEMO_ROUNDS, activate_hint, check_range, command_name
