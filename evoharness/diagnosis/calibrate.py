@@ -58,7 +58,18 @@ def _records(path: Path) -> list[tuple[str, Any]]:
         raise InputError(str(path), f"unreadable: {e}") from None
     if raw.lstrip().startswith("["):
         return [(f"record {i}", r) for i, r in enumerate(_loads(raw, path, None))]
-    return [(f"line {n}", _loads(line, path, n)) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
+    try:
+        return [(f"line {n}", _loads(line, path, n)) for n, line in enumerate(raw.splitlines(), start=1)
+                if line.strip()]
+    except InputError:
+        try:  # an indented object wrapping the labels was 'invalid JSON' at line 1, though the file is JSON
+            whole = json.loads(raw)
+        except (ValueError, RecursionError):
+            whole = None
+        if isinstance(whole, dict):
+            raise InputError(str(path), f"one JSON object (keys: {', '.join(list(whole)[:5])}), not labels: give "
+                             "JSONL (one label per line) or a JSON list of labels") from None
+        raise
 
 
 def _loads(text: str, path: Path, line: int | None) -> Any:

@@ -66,3 +66,14 @@ def test_a_labels_file_with_unscored_runs_is_read(tmp_path, capsys):
     assert main(["calibrate", str(labels), "--human", str(human), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert (got["n"], got["classes"], got["matrix"], got["accuracy"]) == (2, ["F4", "unknown"], [[0, 1], [0, 1]], 0.5)
+
+
+def test_a_human_file_that_is_one_json_object_says_so(labels, tmp_path, capsys):
+    """An indented JSON object wrapping the labels ({"labels": [...]}) was 'invalid JSON (Expecting property name
+    enclosed in double quotes)' at line 1: the file is valid JSON, only not JSONL or a JSON list."""
+    human = tmp_path / "human.json"
+    human.write_text(json.dumps({"labels": [{"id": "a", "class": "F2"}, {"id": "b", "class": "F4"}]}, indent=2))
+    assert main(["calibrate", str(labels), "--human", str(human)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {human}: one JSON object (keys: labels), not labels: give JSONL (one label per line) or a JSON list "
+        "of labels"]
