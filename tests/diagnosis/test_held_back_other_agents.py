@@ -38,10 +38,15 @@ def _swe_agent_writer():
 
 
 def _mini(actions) -> list[dict]:
+    """v1 messages; an exit code of None is a command that ran out of time (mini-swe-agent's timeout_template)."""
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
     for thought, command, (rc, out) in actions:
+        observation = f"<returncode>{rc}</returncode>\n<output>\n{out}\n</output>" if rc is not None else (
+            f"The last command <command>{command}</command> timed out and has been killed.\nThe output of the "
+            f"command was:\n <output>\n{out}\n</output>\nPlease try another command and make sure to avoid those "
+            "requiring interactive input.")
         messages += [{"role": "assistant", "content": f"THOUGHT: {thought}\n\n```bash\n{command}\n```"},
-                     {"role": "user", "content": f"<returncode>{rc}</returncode>\n<output>\n{out}\n</output>"}]
+                     {"role": "user", "content": observation}]
     return messages
 
 
@@ -331,3 +336,18 @@ def test_a_failed_install_the_agent_went_past_is_no_friction_label(tmp_path, fin
     # the control: with no change made after the failed installs, they are the unrecovered friction
     _, stuck = label_one(write_swe_run(tmp_path / "stuck", "atif", _install_fails_then_moves_on(finish, False), False))
     assert (stuck.first_signal.id, stuck.first_signal.step) == ("F2.tool_error", 3)
+
+
+def test_a_command_that_timed_out_is_its_tool_result_not_a_user_turn(tmp_path):
+    """mini-swe-agent v1 answers a command that ran out of time with its timeout_template, not a ``<returncode>``
+    observation: it is that command's result. Read as a user message, it quoted the agent's own command, whose test
+    file a tool had said did not exist, and the failed run was ``E.unsatisfiable_task`` ("the user insists")."""
+    actions = [("Look.", "cat tests/test_core2.py", (1, "cat: tests/test_core2.py: No such file or directory")),
+               ("Find it.", "find . -name 'test_core*'", (0, "./tests/test_core.py")),
+               ("Run both.", "python -m pytest tests/test_core2.py tests/test_core.py -q", (None, "collecting ...")),
+               FIX, ("Run.", "python -m pytest tests/test_core.py -q", (0, "5 passed")), SUBMIT]
+    traj, lab = label_one(write_swe_run(tmp_path, "mini-swe-agent", actions, False))
+    assert [m["role"] for m in traj.messages[6:8]] == ["assistant", "tool"]  # the timed-out call and its result
+    assert traj.messages[7]["content"].startswith("The last command <command>python -m pytest")
+    assert [m["role"] for m in traj.messages].count("user") == 1  # the task only
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 8)

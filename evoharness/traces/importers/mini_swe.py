@@ -2,8 +2,9 @@
 
 mini-swe-agent speaks plain text: each assistant reply must hold exactly one fenced
 ```bash block. We turn a well-formed reply into an assistant message with one
-``bash`` tool call and the following ``<returncode>...`` user message into the tool
-result, so the loop and friction detectors see real tool calls. Replies the harness
+``bash`` tool call and the following ``<returncode>...`` user message (or the timeout message, "The last
+command <command>...</command> timed out and has been killed ...") into the tool result, so the loop and
+friction detectors see real tool calls. Replies the harness
 rejected ("Please always provide EXACTLY ONE action ...") stay as text and become
 ``format_rejected`` events at the rejecting message.
 
@@ -65,6 +66,9 @@ BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n?```", re.DOTALL)
 ACTION_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.DOTALL)  # v1 / v2 text-based
 FORMAT_ERROR = re.compile(r"^\s*Please always provide EXACTLY ONE action", re.IGNORECASE)
 OBSERVATION = re.compile(r"^\s*<returncode>", re.IGNORECASE)
+# v1's timeout_template: the observation of a command that ran out of time ("The last command <command>...</command>
+# timed out and has been killed. The output of the command was: ...")
+TIMEOUT_OBSERVATION = re.compile(r"^\s*The last command <command>")
 TIMEOUT_MSG = re.compile(r"timed out|timeout", re.IGNORECASE)
 
 _TERMINATION = {
@@ -637,7 +641,7 @@ def convert(path: Path, data: Any) -> Trajectory:
                 pending.remove(call_id)
             messages.append({"role": "tool", "tool_call_id": call_id, "name": "bash", "content": content})
         elif (role == "user" and pending and extra.get("interrupt_type") is None
-              and (OBSERVATION.match(content) or "returncode" in extra)):
+              and (OBSERVATION.match(content) or "returncode" in extra or TIMEOUT_OBSERVATION.match(content))):
             messages.append({"role": "tool", "tool_call_id": pending.pop(0), "name": "bash", "content": content})
         else:
             if role == "user" and (FORMAT_ERROR.match(content) or extra.get("interrupt_type") == "FormatError"):
