@@ -44,7 +44,9 @@ from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import (
     DIGIT_RUN,
+    _recovered,
     changes_state,
+    friction_occurrences,
     has_digit,
     id_like_runs,
     id_like_tokens,
@@ -191,11 +193,26 @@ class UserOffScriptDetector:
             # no newline, so this is searching them joined by newlines)
             said = [j for j in range(i - 1, -1, -1) if roles[j] == "user" or roles[j] == "assistant"]
             invented = [t for t in candidates if not any(t.lower() in view.lowered(j) for j in said)]
+            invented = [t for t in invented if not _got_past(view, t.lower())]
             if invented:
                 return [Signal(id=self.id, failure_class=E, step=i,
                                evidence=f"the simulated user states {', '.join(invented[:3])}, in neither "
                                         f"its instruction nor the conversation: {quote(content, 120)}")]
         return []
+
+
+def _got_past(view: TraceView, token: str) -> bool:
+    """The run got past an identifier the user made up: every call that used it failed (an ``Error:`` result, a
+    friction occurrence) and the agent got past each failure (``detectors._recovered``: the same look-up, or one by
+    another key, went through later) -- a mistyped or made-up e-mail looked up, then the user found by name and zip
+    (tau-bench retail). The slip did not shape the run; an id the run went on with, or never tried, still counts."""
+    used = [c for c in view.calls if token in c.canonical.lower()]
+    if not used:
+        return False
+    occ = friction_occurrences(view)
+    friction = {s for items in occ.values() for s, _ in items}
+    steps = [view.results.get(c.id, (-1, ""))[0] for c in used]
+    return all(s in friction and _recovered(view, occ, s) for s in steps)
 
 
 # an identifier kind the user may be asked for: how a message names it, and what the instruction's value of it

@@ -215,3 +215,27 @@ def test_a_status_the_order_had_before_the_agents_own_write_is_history_not_a_mis
     assert (lab.first_signal.id == "F1.unbacked_claim") is contradicts, lab.first_signal
     if not contradicts:
         assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 8)
+
+
+@pytest.mark.parametrize("found_by_name", [True, False])
+def test_a_made_up_email_the_run_got_past_is_no_environment_fault(tmp_path, found_by_name):
+    """The simulated user states an e-mail its instruction does not hold (raj.sanchez77@...), both look-ups of it
+    fail, and the name-and-zip look-up finds the user: the slip did not shape the run, which fails later at the
+    agent's refund proposal (before: E.user_off_script at the user's message, step 2). Where the name-and-zip
+    look-up fails too and the agent gives up, the made-up e-mail is still the environment's fault."""
+    [record] = [copy.deepcopy(r) for r in _records() if r["task_id"] == 203]
+    record["info"]["task"]["instruction"] = ("You are Raj Sanchez, zip code 92147. Return the grill from order "
+                                             "#W1067251, refund to your gift card.")
+    for m in record["traj"]:
+        for field in [m] + [c["function"] for c in m.get("tool_calls") or []]:
+            key = "arguments" if "arguments" in field else "content"
+            if isinstance(field.get(key), str):
+                field[key] = field[key].replace("raj.sanchez@example.com", "raj.sanchez77@example.com")
+    if not found_by_name:  # the name-and-zip look-up fails too, and the agent gives up
+        cut = next(i for i, m in enumerate(record["traj"]) if m.get("name") == "find_user_id_by_name_zip")
+        record["traj"][cut]["content"] = "Error: user not found"
+        record["traj"][cut + 1:] = [{"role": "assistant", "content": "I'm sorry, I couldn't find your account."},
+                                    {"role": "user", "content": "Okay, bye. ###STOP###"}]
+    [lab] = _labels(tmp_path, [record], "openai")
+    want = ("F4.first_write", 17) if found_by_name else ("E.user_off_script", 2)
+    assert (lab.first_signal.id, lab.first_signal.step) == want
