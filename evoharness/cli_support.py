@@ -112,6 +112,14 @@ def agent_spec(settings, model: str | None, temperature: float | None) -> str:
     return with_temperature(spec, temperature, option)
 
 
+def output_dir(raw: str) -> Path:
+    """A typer ``parser`` for an ``--out DIR`` option (dataset export, report, demo): ``-`` is a usage error, as for
+    ``--out FILE`` (``output_file``): it made a directory named ``-`` in the working directory."""
+    if raw == "-":
+        raise typer.BadParameter("'-' (standard output) is not supported for --out; name the directory to write")
+    return Path(raw)
+
+
 def output_file(default_name: str):
     """A typer ``parser`` for an ``--out FILE`` option: a value ending in ``/`` or naming an existing directory
     means ``DIR/default_name`` (as ``cp FILE DIR/`` does), not a file named like the directory (typer's

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from evoharness.cli_support import fail, settings_of
+from evoharness.cli_support import fail, output_dir, settings_of
 from evoharness.errors import InputError
 
 dataset_app = typer.Typer(help="The training-dataset queue and exports for weight training.",
@@ -138,7 +138,7 @@ def _filters(min_score, max_per_task, split, task, failure_class):
 @dataset_app.command("export")
 def export(
     ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", "-o", help="output directory")],
+    out: Annotated[Path, typer.Option("--out", "-o", parser=output_dir, metavar="<path>", help="output directory")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="openai | hf | sharegpt")] = "openai",
     source: Annotated[str, typer.Option(help="healthy | queue | all")] = "healthy",
     trajectories: Annotated[Path | None, typer.Option(

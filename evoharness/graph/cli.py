@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import settings_of
+from evoharness.cli_support import output_dir, settings_of
 
 
 def _report(outcome, ctx: typer.Context | None = None) -> None:
@@ -135,7 +135,8 @@ def _demo_dir(out: Path | None, resume: bool) -> tuple[Path, str]:
 def demo(
     ctx: typer.Context,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="where the demo's harness, run and summary go (default: a new demo-out/<time>)")] = None,
+        "--out", parser=output_dir, metavar="<path>",
+        help="where the demo's harness, run and summary go (default: a new demo-out/<time>)")] = None,
     resume: Annotated[bool, typer.Option(
         "--resume", help="continue the demo in --out (default: the latest under demo-out) from its evolved "
         "harness")] = False,

@@ -13,6 +13,7 @@ from evoharness.cli_support import (
     agent_spec,
     check_range,
     check_rollouts,
+    output_dir,
     output_file,
     settings_of,
 )
@@ -70,7 +71,8 @@ def _not_the_runs_own(record, out: Path | None, results: tuple[Path, ...] | None
 def report(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="run id under <home>/runs, a run directory, or a demo output dir")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="directory for report.md, report.html and the PNGs")],
+    out: Annotated[Path, typer.Option("--out", "-o", parser=output_dir, metavar="<path>",
+                                      help="directory for report.md, report.html and the PNGs")],
     compute: Annotated[bool, typer.Option("--compute", help="first evaluate seed vs evolved (dev, held-out) and "
                                           "ablate the merged edits where the run directory has no results yet")]
     = False,

@@ -110,3 +110,16 @@ def test_out_dash_is_refused_not_a_file_named_dash(cmd, sample, tmp_path, capsys
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "'-' (standard output) is not supported for --out" in err[0], err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["dataset", "export", "--source", "all", "-t", "{t}", "--out", "-"],
+                                  ["report", "run-x", "--out", "-"], ["demo", "--out", "-"]])
+def test_out_dash_for_a_directory_is_refused_not_a_directory_named_dash(argv, sample, tmp_path, capsys, monkeypatch):
+    """8040adf refused '--out -' for the commands that write a file; those that write a directory made one named '-'
+    (dataset export wrote its data.jsonl, manifest.json, README.md into it)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVOHARNESS_HOME", str(tmp_path / "home"))
+    assert main([a.replace("{t}", str(sample)) for a in argv]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "'-' (standard output) is not supported for --out" in err[0], err
+    assert not (tmp_path / "-").exists()
