@@ -176,6 +176,13 @@ def export(
     filters = _filters(min_score, max_per_task, split, task, failure_class)
     if source_ != SourceKind.queue and trajectories is None:
         fail(f"--source {source_.value} needs --trajectories FILE.jsonl")
+    # an option the source would ignore: the export came out of another source than the one named, said nowhere
+    if trajectories is not None and source_ == SourceKind.queue:
+        fail(f"--trajectories {trajectories}: --source queue exports the training queue only; --source all exports "
+             "the file and the queue")
+    if url is not None and source_ == SourceKind.healthy:
+        fail("--url (a queue URL, not echoed: it may hold a password): --source healthy reads no queue, only "
+             "--trajectories; --source all exports the file and the queue")
     if labels is not None and (source_ == SourceKind.queue or not labels.is_file()):
         fail(f"--labels {labels}: " + (
             "labels go with --trajectories (--source healthy / all)" if source_ == SourceKind.queue

@@ -1,0 +1,49 @@
+"""`dataset export` refuses an option its --source would ignore, as it does --labels with --source queue: the
+export came out of another source than the one the command line named, said nowhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.cli import main
+from evoharness.diagnosis.models import FailureClass
+from evoharness.traces.store import write_trajectories
+
+from .helpers import content_label, make_traj
+
+
+@pytest.fixture
+def sources(tmp_path):
+    from evoharness.datasets.queue import TrainingQueue
+
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    queued = make_traj("q1", "t-queue", score=0.1)
+    TrainingQueue(url).enqueue(queued, content_label(queued, FailureClass.F4))
+    mine = tmp_path / "mine.jsonl"
+    write_trajectories(mine, [make_traj(f"m{i}", f"t-mine-{i}") for i in range(3)])
+    return url, mine
+
+
+@pytest.mark.parametrize(("source", "given", "named"), [
+    ("queue", "trajectories", "--trajectories"),  # wrote the queue's 1 record, none of the file's 3
+    ("healthy", "url", "--url"),  # read no queue at all
+])
+def test_an_option_the_source_ignores_is_refused(sources, tmp_path, capsys, source, given, named):
+    url, mine = sources
+    args = ["dataset", "export", "--source", source, "--out", str(tmp_path / "out")]
+    args += ["-t", str(mine)] if source != "queue" or given == "trajectories" else []
+    args += ["--url", url] if source != "healthy" or given == "url" else []
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {named} ") and "--source all" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_sources_named_are_the_ones_read(sources, tmp_path, capsys):
+    url, mine = sources
+    for source, records in (("queue", 1), ("healthy", 3), ("all", 4)):
+        args = ["dataset", "export", "--source", source, "--out", str(tmp_path / source)]
+        args += ["-t", str(mine)] if source != "queue" else []
+        args += ["--url", url] if source != "healthy" else []
+        assert main(args) == 0, capsys.readouterr().err
+        assert f"wrote {records} records" in capsys.readouterr().out
