@@ -32,7 +32,10 @@ from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.models import Violation
 from evoharness.traces.patterns import gate_text
 
-IDENTITY_POLICY = re.compile(r"authenticat|verify .{0,30}identity|obtain the user id", re.I)
+# a person to authenticate ("authenticate the user identity", tau-bench retail), not a service: a coding agent's prompt
+# says "use the GITHUB_TOKEN ... to authenticate with the GitHub API"
+IDENTITY_POLICY = re.compile(r"authenticat\w*\s+(?:the\s+|their\s+|a\s+|each\s+)?(?:user|customer|caller|client|member|"
+                             r"guest|passenger|patient|account holder)|verify .{0,30}identity|obtain the user id", re.I)
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
 AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from evoharness.diagnosis.invariants import policy_rules
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import load_paths
 
@@ -235,10 +236,10 @@ NO_REPLACEMENT = ("ERROR:\nNo replacement was performed, old_str `    return out
                   "/workspace/pkg/pkg/core.py.")
 
 
-def _openhands_record(tmp_path, calls, reward: float) -> Path:
+def _openhands_record(tmp_path, calls, reward: float, system: str = SYSTEM) -> Path:
     """``calls`` -- (tool, arguments, result) -- as an OpenHands run in tau-bench's record list, ending with its
     ``finish`` message."""
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": TASK}]
     for k, (name, args, out) in enumerate(calls):
         messages += [{"role": "assistant", "content": None, "tool_calls": [
             {"id": f"t{k}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
@@ -351,3 +352,30 @@ def test_a_command_that_timed_out_is_its_tool_result_not_a_user_turn(tmp_path):
     assert traj.messages[7]["content"].startswith("The last command <command>python -m pytest")
     assert [m["role"] for m in traj.messages].count("user") == 1  # the task only
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 8)
+
+
+OPENHANDS_PROMPT = (
+    "You are OpenHands agent, a helpful AI assistant that can interact with a computer to solve tasks.\n"
+    "<VERSION_CONTROL>\n* When configuring git credentials, use \"openhands\" as the user.name by default.\n"
+    "* If there are existing git credentials, use the GITHUB_TOKEN environment variable to authenticate with the "
+    "GitHub API.\n</VERSION_CONTROL>\n<PROBLEM_SOLVING_WORKFLOW>\n1. EXPLORATION\n2. REPRODUCTION: create a script "
+    "to reproduce the issue\n3. IMPLEMENTATION\n4. VERIFICATION\n</PROBLEM_SOLVING_WORKFLOW>")
+
+
+def test_a_coding_prompt_authenticating_with_a_service_is_no_identity_policy(tmp_path):
+    """"authenticate with the GitHub API" asks the agent to log in, not to check who the user is: a failed coding run
+    is no ``policy.identity_check`` violation at its first write (the reproduction script), but sits on its edit."""
+    calls = [("str_replace_editor", {"command": "create", "path": "/workspace/pkg/reproduce.py",
+                                     "file_text": "from pkg.core import values\nprint(values([]))\n"},
+              "File created successfully at: /workspace/pkg/reproduce.py"),
+             ("str_replace_editor", {"command": "str_replace", "path": "/workspace/pkg/pkg/core.py",
+                                     "old_str": "    return out[0]", "new_str": "    return out[0] if out else None"},
+              "The file /workspace/pkg/pkg/core.py has been edited."),
+             ("finish", {"message": "values() now returns None for an empty list."}, "")]
+    _, lab = label_one(_openhands_record(tmp_path, calls, 0.0, OPENHANDS_PROMPT))
+    assert lab.violations == []
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 4)
+    # a shop's policy that asks to authenticate the user still is one
+    assert policy_rules("- At the beginning of the conversation, you have to authenticate the user identity by "
+                        "locating their user id via email, or via name + zip code.") == (True, False)
+    assert policy_rules("use the GITHUB_TOKEN to authenticate with the GitHub API") == (False, False)
