@@ -11,12 +11,14 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+import evoharness
 from evoharness.errors import InfraError
 from evoharness.sandbox.models import LimitHit, Limits, SandboxResult, signal_in_status
 
@@ -136,6 +138,20 @@ def base_env(home: str, tmp: str, path: str) -> dict[str, str]:
             "MALLOC_ARENA_MAX": "2"}  # glibc arenas reserve 64 MiB of address space per thread
 
 
+def python_env() -> dict[str, str]:
+    """``PYTHONPATH`` for a sandboxed Python worker: the folder holding the evoharness package this process runs,
+    where that is not the interpreter's own install (a source checkout or an editable install). Only that package is
+    bound in (``bwrap.python_paths``), and a worker started with the environment's allow-list found evoharness through
+    the venv alone: run from another checkout (``PYTHONPATH=other/checkout evoharness run``) the venv's editable
+    finder pointed at a folder the sandbox does not show, every rollout was 'worker did not start', recorded as
+    the harness's failure (F2.harness_error)."""
+    package = Path(evoharness.__file__).resolve().parent
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    if any(package.is_relative_to(p) for p in prefixes):
+        return {}
+    return {"PYTHONPATH": str(package.parent)}
+
+
 class ProcessSandbox:
     """No isolation: the command runs as a plain child process with rlimits and a wall limit.
 
@@ -160,7 +176,7 @@ class ProcessSandbox:
         home, tmp = workdir / ".home", workdir / ".tmp"
         home.mkdir(exist_ok=True)
         tmp.mkdir(exist_ok=True)
-        full_env = base_env(str(home), str(tmp), os.environ.get("PATH", "/usr/bin:/bin")) | env
+        full_env = base_env(str(home), str(tmp), os.environ.get("PATH", "/usr/bin:/bin")) | python_env() | env
         # prlimit execs the command: its status is the command's own, unless the command is a shell
         return run_limited(prlimit_prefix(limits) + command, env=full_env, cwd=workdir, limits=limits,
                            backend=self.name, shell_status=is_shell(command[0]))

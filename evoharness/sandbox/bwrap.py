@@ -27,7 +27,7 @@ from pathlib import Path
 
 import evoharness
 from evoharness.errors import InfraError
-from evoharness.sandbox.base import base_env, prlimit_prefix, run_limited
+from evoharness.sandbox.base import base_env, prlimit_prefix, python_env, run_limited
 from evoharness.sandbox.containment import capped_scratch, sandbox_cgroup, seccomp_fd
 from evoharness.sandbox.models import Limits, SandboxResult
 from evoharness.sandbox.warm import LiveSandbox
@@ -83,6 +83,7 @@ class BwrapSandbox:
         self.privileged = os.geteuid() == 0
         extra = [Path(p).resolve() for p in ro_paths]
         self.ro_paths = _dedupe((python_paths() if python_runtime else []) + extra)
+        self._python_env = python_env() if python_runtime else {}
         self._uids = _UidPool(uid_base, uid_span)
         self._checked = False
         self._check_lock = threading.Lock()
@@ -126,7 +127,8 @@ class BwrapSandbox:
                                  uid=uid, sockets=sockets, seccomp=sfd)
                 if cg is not None:
                     argv = cg.prefix() + argv
-                full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
+                full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} \
+                    | self._python_env | env
                 result = run_limited(argv, env=full_env, cwd=Path(workdir), limits=limits, backend=self.name,
                                      shell_status=True, pass_fds=(sfd,) if sfd is not None else ())
                 if cg is not None and not result.ok and result.limit in (None, "memory", "pids"):
@@ -162,7 +164,8 @@ class BwrapSandbox:
                              sockets=sockets, seccomp=sfd)
             if cg is not None:
                 argv = cg.prefix() + argv
-            full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
+            full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} \
+                    | self._python_env | env
             err = stack.enter_context(tempfile.TemporaryFile(prefix="evoharness-warm-stderr-"))
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=full_env,

@@ -34,7 +34,7 @@ from typing import Any
 
 from evoharness.errors import InfraError
 from evoharness.logging import get_logger
-from evoharness.sandbox.base import TAIL_BYTES, base_env, classify, prlimit_prefix
+from evoharness.sandbox.base import TAIL_BYTES, base_env, classify, prlimit_prefix, python_env
 from evoharness.sandbox.bwrap import _chown_tree, _dedupe, _UidPool, python_paths
 from evoharness.sandbox.models import Limits, SandboxResult
 
@@ -71,6 +71,7 @@ class DockerSandbox:
         self.image, self.pool_size, self.cpus = image, pool_size, cpus
         extra = [Path(p).resolve() for p in ro_paths]
         self.ro_paths = _dedupe((python_paths() if python_runtime else []) + extra)
+        self._python_env = python_env() if python_runtime else {}
         self._client = client
         self._uids = _UidPool(uid_base, uid_span)
         self._checked = False
@@ -130,7 +131,8 @@ class DockerSandbox:
             limits: Limits, sockets: Sequence[Path] = ()) -> SandboxResult:
         self.check()
         socks = _sockets(sockets)
-        full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} | env
+        full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} \
+            | self._python_env | env
         inner = [*prlimit_prefix(limits), *command]
         if self.pool_size > 0:
             result = self._get_pool().run(inner, harness_dir=Path(harness_dir), workdir=Path(workdir),
