@@ -42,6 +42,9 @@ def check_checkpointer(spec: str, run_dir: Path) -> None:
         raise InputError("run.checkpointer", f"its database cannot be reached ({e.why}): no run was started (a run "
                          "keeps the checkpointer it starts with); fix it or the database, then start the run "
                          "again") from None
+    except sqlite3.Error as e:  # a directory, a file that may not be opened, a full disk
+        raise InputError("run.checkpointer", f"{sqlite_path(spec, run_dir)} cannot be used as the checkpoint "
+                         f"database ({e}): no run was started; fix it, then start the run again") from None
 
 
 @contextmanager

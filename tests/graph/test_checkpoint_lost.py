@@ -40,7 +40,8 @@ def _one_error_line(proc: subprocess.CompletedProcess) -> str:
     return errors[0]
 
 
-@pytest.mark.parametrize("checkpointer", ["postgresql://nobody:x@127.0.0.1:1/none", "sqlite:not-a-database"])
+@pytest.mark.parametrize("checkpointer", ["postgresql://nobody:x@127.0.0.1:1/none", "sqlite:not-a-database",
+                                          "sqlite:a-directory"])
 def test_a_checkpointer_that_cannot_be_opened_at_start_is_one_error_line_and_no_run(tmp_path, checkpointer):
     """Postgres down (or a wrong password, port or database) when a run starts: the run was made with that URL and
     paused, and as a run keeps the settings it starts with, `run --resume` after the setting was fixed still used
@@ -50,12 +51,16 @@ def test_a_checkpointer_that_cannot_be_opened_at_start_is_one_error_line_and_no_
     if checkpointer.startswith("sqlite:"):  # a relative sqlite:PATH is read against the run directory
         run_dir.mkdir(parents=True)
         (run_dir / "not-a-database").write_text("these are notes, not a database\n" * 100)
+        (run_dir / "a-directory").mkdir()
     proc = subprocess.run(_cmd(tmp_path, checkpointer, "run", "--run-id", "run-x"),
                           env=_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-3000:])
     errors = [line for line in proc.stderr.splitlines() if not line.startswith("[")]
     assert len(errors) == 1, proc.stderr[-3000:]
-    if checkpointer.startswith("sqlite:"):
+    if checkpointer == "sqlite:a-directory":  # 'paused' (a SQLite database cannot be written) before it was checked
+        assert errors[0].startswith(f"error: run.checkpointer: {run_dir / 'a-directory'} cannot be used"), errors[0]
+        assert "no run was started" in errors[0]
+    elif checkpointer.startswith("sqlite:"):
         assert errors[0].startswith(f"error: {run_dir / 'not-a-database'}: ") and "not a SQLite database" in errors[0]
     else:
         assert errors[0].startswith("error: run.checkpointer: its database cannot be reached (connection"), errors[0]
