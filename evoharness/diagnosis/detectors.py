@@ -842,18 +842,21 @@ def _written(view: TraceView) -> dict[int, list[str]]:
     occurrence and no refusal): what the agent itself put in place. Not a call that carries the final answer (a
     ``finish`` / ``submit`` tool's message): that delivers the claims, it backs none."""
     friction = {s for items in friction_occurrences(view).values() for s, _ in items} if view.traj.events else ()
-    fa = view.traj.final_answer
-    head = fa.strip()[:50] if fa and fa.strip() else None
     out: dict[int, list[str]] = {}
     results = view.results
     for c in view.calls:
         res = results.get(c.id)
-        if res is None or res[0] in friction or not changes_state(c) or _refused(view, c):
-            continue
-        if head and isinstance(c.args, dict) and any(isinstance(v, str) and head in v for v in c.args.values()):
+        if res is None or res[0] in friction or not changes_state(c) or _refused(view, c) or delivers(view, c):
             continue
         out.setdefault(c.step, []).append(c.arguments)
     return out
+
+
+def delivers(view: TraceView, c: ToolCall) -> bool:
+    """A call that carries the run's final answer (OpenHands' ``finish`` message): the delivery, not a write."""
+    fa = view.traj.final_answer
+    head = fa.strip()[:50] if fa and fa.strip() else None
+    return bool(head) and isinstance(c.args, dict) and any(isinstance(v, str) and head in v for v in c.args.values())
 
 
 STATUS_FIELD = re.compile(r'"status"\s*:\s*"([A-Za-z][A-Za-z _-]{1,30})"')

@@ -308,8 +308,12 @@ def _policy_flags(view: TraceView) -> tuple[bool, bool]:
 
 
 def policy_violations(view: TraceView) -> list[Violation]:
+    """The domain policy's violations (``policy.identity_check``, ``policy.confirmation``) by the run's domain writes:
+    not a coding agent's edits of its workspace by a shell or editor tool, nor its delivery (``_workspace_edit``):
+    the task itself -- a coding prompt's "without explicit user confirmation" is about pushing or deleting, not every
+    edit."""
     msgs = view.traj.messages
-    writes = write_calls(view)
+    writes = [c for c in write_calls(view) if not _workspace_edit(view, c)]
     if not writes:
         return []
     identity, confirm = _policy_flags(view)
@@ -336,6 +340,19 @@ def policy_violations(view: TraceView) -> list[Violation]:
                                               f"{_quote(said or '(nothing)', 120)}"))
                 break
     return out
+
+
+def _workspace_edit(view: TraceView, c: ToolCall) -> bool:
+    """A coding agent's own work, no domain action: a call of a shell tool or of a file editor (an editor's name,
+    ``str_replace_editor`` or Claude Code's ``Edit``, with a file path argument: not an ``edit_reservation``), or the
+    call that delivers its answer (``finish``)."""
+    from evoharness.diagnosis.detectors import EDITOR_TOOL, delivers, is_shell
+
+    if is_shell(c.name):
+        return True
+    args = c.args if isinstance(c.args, dict) else {}
+    return (EDITOR_TOOL.search(c.name) is not None and any(k in args for k in ("path", "file_path", "filename"))) \
+        or delivers(view, c)
 
 
 def policy_violations_of(view: TraceView) -> list[Violation]:

@@ -379,3 +379,24 @@ def test_a_coding_prompt_authenticating_with_a_service_is_no_identity_policy(tmp
     assert policy_rules("- At the beginning of the conversation, you have to authenticate the user identity by "
                         "locating their user id via email, or via name + zip code.") == (True, False)
     assert policy_rules("use the GITHUB_TOKEN to authenticate with the GitHub API") == (False, False)
+
+
+def test_a_coding_prompt_asking_to_confirm_destructive_steps_is_no_confirmation_policy_for_edits(tmp_path):
+    """"Never push ... or delete files ... without explicit user confirmation" in a coding agent's prompt is about those
+    operations: the agent's edits of its workspace (shell, editor) and its ``finish`` are no writes the policy reads,
+    so a failed run sits on its edit, not on a ``policy.confirmation`` violation at its first write. A domain write
+    after the same line, with no yes before it, still is one."""
+    prompt = SYSTEM + ("\n* Never push to a remote, force-reset, or delete files outside the workspace without "
+                       "explicit user confirmation.")
+    calls = [("str_replace_editor", {"command": "create", "path": "/workspace/pkg/reproduce.py",
+                                     "file_text": "from pkg.core import values\nprint(values([]))\n"},
+              "File created successfully at: /workspace/pkg/reproduce.py"),
+             ("execute_bash", {"command": "cd /workspace/pkg && sed -i 's/out\\[0\\]$/out[0] if out else None/' "
+                                          "pkg/core.py"}, "[The command completed with exit code 0.]"),
+             ("finish", {"message": "values() now returns None for an empty list."}, "")]
+    _, lab = label_one(_openhands_record(tmp_path, calls, 0.0, prompt))
+    assert lab.violations == []
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 4)
+    domain = [("cancel_reservation", {"reservation_id": "ZFA04Y"}, '{"status": "cancelled"}')] + calls[2:]
+    _, lab = label_one(_openhands_record(tmp_path / "domain", domain, 0.0, prompt))
+    assert [v.rule for v in lab.violations] == ["policy.confirmation"]
