@@ -1,7 +1,8 @@
-"""The Postgres checkpointer's database going away (down at start, restarted or its connection cut mid-run) is one
-`error: run ... paused: ...` line, exit 2, and the run resumes to the same end. Before, both were a psycopg
-OperationalError traceback (exit 1). The mid-run cut is made the way a restart looks to the run: the server ends
-the run's own session (pg_terminate_backend on its application_name), on the real PostgreSQL."""
+"""The Postgres checkpointer's database going away mid-run (restarted, or its connection cut) is one `error: run ...
+paused: ...` line, exit 2, and the run resumes to the same end; a checkpointer that cannot be opened when a run starts
+is one `error: run.checkpointer: ...` line and no run. Before, both were a psycopg OperationalError traceback (exit 1).
+The mid-run cut is made the way a restart looks to the run: the server ends the run's own session
+(pg_terminate_backend on its application_name), on the real PostgreSQL."""
 
 from __future__ import annotations
 
