@@ -270,9 +270,11 @@ READ_ONLY_TOOL = re.compile(
 # ``perl -Mstrict`` or ``-Ilib``, is none), redirections, file moves, patches, git and pip changes, writes from Python
 # SWE-agent's editors: ``str_replace`` (a command of ``str_replace_editor``, not the tool's name: its ``view`` only
 # reads), its ``create`` / ``insert`` / ``undo_edit``, and the classic windowed ``edit N:M`` / ``create FILE`` at the
-# start of the command or of a line (``\n`` stays escaped in a call's canonical JSON)
+# start of the command or of a line (``\n`` stays escaped in a call's canonical JSON). After a line start only blanks
+# that end no line (``[^\S\n]*``, not ``\s*``): a newline among them is a line start itself, so the same texts match,
+# and a run of blank lines is not re-read from each of its line starts (quadratic: 20,000 blank lines 1.6 s a search)
 SWE_EDITOR = (r"\bstr_replace\b|str_replace_editor\s+(?:create|insert|undo_edit)\b|"
-              r"(?:^|\n|\\n|\"command\":\")\s*(?:edit\s+\d+:\d+|create\s+[\w./-])")
+              r"(?:^|\n|\\n|\"command\":\")[^\S\n]*(?:edit\s+\d+:\d+|create\s+[\w./-])")
 MUTATING_COMMAND = re.compile(
     r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
@@ -1366,12 +1368,13 @@ def _refused_or_accepted(view: TraceView, writes: list[ToolCall], w: ToolCall, a
 
 # an edit of a file in place (not a new file, not a redirection): sed / perl -i, patch, git apply, an editor tool.
 # ``patch`` only where a command starts (the text's or a JSON string's start, an escaped or real new line, ; & | or
-# a parenthesis) and takes an argument: not a script's ``from unittest.mock import patch``, nor ``> fix.patch``
+# a parenthesis) and takes an argument: not a script's ``from unittest.mock import patch``, nor ``> fix.patch``. Blanks
+# after a line start as in ``SWE_EDITOR`` (``[^\S\n]*``: 20,000 blank lines took 5.8 s a search with ``\s*``)
 IN_PLACE_EDIT = re.compile(
     r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|"
-    r"(?:^|[\n\"'`;&|(]|\\n)\s*(?:sudo\s+)?patch\s+[-<\w./]|git\s+apply|apply_patch|"
+    r"(?:^|[\n\"'`;&|(]|\\n)[^\S\n]*(?:sudo\s+)?patch\s+[-<\w./]|git\s+apply|apply_patch|"
     r"\bstr_replace\b|str_replace_editor\s+(?:insert|undo_edit)\b|\"command\":\"(?:insert|undo_edit)\"|"
-    r"(?:^|\n|\\n|\"command\":\")\s*edit\s+\d+:\d+")
+    r"(?:^|\n|\\n|\"command\":\")[^\S\n]*edit\s+\d+:\d+")
 
 
 # SWE-agent's classic editor: ``open FILE [LINE]`` / ``create FILE`` make FILE the open file; ``edit N:M`` writes it
