@@ -65,6 +65,16 @@ class ToolCall:
         raw = self._record.raw
         return not isinstance(raw, str) or word in raw or "\\u" in raw
 
+    def canonical_lacks(self, words: tuple[str, ...]) -> bool:
+        """True only where ``canonical`` holds none of ``words`` (each of ASCII letters and ``_``), so that a caller can
+        skip making it and searching it: the raw text is ASCII, holds no ``\\u`` escape and none of the words. Such a
+        text's strings are ASCII, which the canonical text writes as the raw text did (a word holds no escape or
+        punctuation); a non-ASCII character is written there as ``\\uXXXX``, whose hex digits may begin a word
+        (``\\u00edit`` holds "edit"), hence no shortcut for other text. A number it rewrites (``1e400`` as
+        ``Infinity``) is no such word's source; a text that did not parse is its own canonical text, stripped."""
+        raw = self._record.raw
+        return type(raw) is str and raw.isascii() and "\\u" not in raw and not any(w in raw for w in words)
+
     def __repr__(self) -> str:
         return f"ToolCall(step={self.step}, id={self.id!r}, name={self.name!r}, arguments={self.arguments!r})"
 

@@ -1265,7 +1265,7 @@ REFUSED_EDIT = re.compile(
 def _edits_in_place(c: ToolCall) -> bool:
     """A write that changes an existing file where it stands (``IN_PLACE_EDIT``: ``sed -i``, ``patch``, an editor's
     ``str_replace``, ...; or any editor tool replacing ``old_str`` / ``old_string``: Claude Code's ``Edit``)."""
-    if IN_PLACE_EDIT.search(c.canonical[:20_000]):
+    if not c.canonical_lacks(IN_PLACE_WORDS) and IN_PLACE_EDIT.search(c.canonical[:20_000]):
         return True
     return c.parsed_ok and isinstance(c.args, dict) and ("old_str" in c.args or "old_string" in c.args)
 
@@ -1375,6 +1375,12 @@ IN_PLACE_EDIT = re.compile(
     r"(?:^|[\n\"'`;&|(]|\\n)[^\S\n]*(?:sudo\s+)?patch\s+[-<\w./]|git\s+apply|apply_patch|"
     r"\bstr_replace\b|str_replace_editor\s+(?:insert|undo_edit)\b|\"command\":\"(?:insert|undo_edit)\"|"
     r"(?:^|\n|\\n|\"command\":\")[^\S\n]*edit\s+\d+:\d+")
+
+
+# a word every match of ``IN_PLACE_EDIT`` holds (the regex is case-sensitive; each alternative holds one): a write call
+# whose arguments hold none is no in-place edit without the regex (it tries a match at every character) or the
+# canonical text: tau-bench's failed runs spent ~60 M instructions per 200 records on their writes' arguments
+IN_PLACE_WORDS = ("sed", "perl", "patch", "apply", "str_replace", "command", "edit")
 
 
 # SWE-agent's classic editor: ``open FILE [LINE]`` / ``create FILE`` make FILE the open file; ``edit N:M`` writes it

@@ -15,11 +15,11 @@ import re
 
 from evoharness.diagnosis import detectors, environment, invariants, multiagent
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.detectors import READ_ONLY_TOOL, PolicyViolationDetector, changes_state
 from evoharness.diagnosis.invariants import USER_ID_VALUE, violation_log
 from evoharness.traces.builder import TraceBuilder
-from evoharness.traces.models import Trajectory
+from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
 
 POLICY = ("You must authenticate the user identity by locating their user id. Before any action that updates the "
           "database you must obtain explicit user confirmation (yes).")
@@ -84,6 +84,28 @@ def test_canonical_may_hold_is_never_false_where_the_canonical_text_holds_the_wo
                     held += 1
                     assert c.canonical_may_hold(word), (word, c.arguments)
     assert held > 500
+
+
+def test_canonical_lacks_is_never_true_where_the_canonical_text_holds_a_word():
+    """The in-place edit gate (``IN_PLACE_WORDS``): raw argument texts built of the words' pieces, non-ASCII letters
+    whose escapes end in hex digits ("í" is \\u00ed: "íit" is "\\u00edit" in canonical JSON), escapes and numbers."""
+    pieces = ["sed", "se", "d", "perl", "patch", "apply", "pply", "str_replace", "command", "ommand", "edit", "it",
+              "\u00ed", "\u00ea", "\u00ec", "\\u0065", "\\n", "\\\\", " ", "-i", "x", "1e400", "\\u00e9"]
+    rnd = random.Random(5)
+    held = lacked = 0
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
+        raw = rnd.choice([json.dumps({"command": text}, ensure_ascii=False), json.dumps({"a": text}),
+                          json.dumps([text]), '{"v": 1e400, "w": "' + text + '"}', text])
+        c = ToolCall(ToolCallRecord(0, 0, "c", "t", raw, *parse_arguments(raw)))
+        holds = [w for w in detectors.IN_PLACE_WORDS if w in c.canonical]
+        if holds:
+            held += 1
+            assert not c.canonical_lacks(detectors.IN_PLACE_WORDS), (raw, c.canonical)
+        lacked += c.canonical_lacks(detectors.IN_PLACE_WORDS)
+        if detectors.IN_PLACE_EDIT.search(c.canonical):
+            assert holds, c.canonical  # every match holds a word
+    assert held > 5_000 and lacked > 1_000
 
 
 def test_the_user_id_search_answers_as_its_definition():
