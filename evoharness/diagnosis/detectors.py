@@ -270,13 +270,15 @@ READ_ONLY_TOOL = re.compile(
 # ``perl -Mstrict`` or ``-Ilib``, is none), redirections, file moves, patches, git and pip changes, writes from Python
 # SWE-agent's editors: ``str_replace`` (a command of ``str_replace_editor``, not the tool's name: its ``view`` only
 # reads), its ``create`` / ``insert`` / ``undo_edit``, and the classic windowed ``edit N:M`` / ``create FILE`` at the
-# start of the command or of a line (``\n`` stays escaped in a call's canonical JSON). After a line start only blanks
+# start of the command or of a line (``\n`` stays escaped in a call's canonical JSON). ``sed`` / ``perl``'s ``-i`` is
+# looked for on the command's own line (a ``grep -i`` on the next line made a printing ``sed -n`` an edit). After a
+# line start only blanks
 # that end no line (``[^\S\n]*``, not ``\s*``): a newline among them is a line start itself, so the same texts match,
 # and a run of blank lines is not re-read from each of its line starts (quadratic: 20,000 blank lines 1.6 s a search)
 SWE_EDITOR = (r"\bstr_replace\b|str_replace_editor\s+(?:create|insert|undo_edit)\b|"
               r"(?:^|\n|\\n|\"command\":\")[^\S\n]*(?:edit\s+\d+:\d+|create\s+[\w./-])")
 MUTATING_COMMAND = re.compile(
-    r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
+    r"(?:\b|(?<=\\n))(?:sed|perl)[^\S\n]+(?:(?:[^\s|;&\\]|\\(?!n))+[^\S\n]+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|>>?\s*[\w./'\"-]|\btee\b|\bmv\b|\bcp\b|"
     r"\brm\b|\bpatch\b|\btouch\b|\bmkdir\b|git\s+(apply|checkout|reset|stash|commit|restore)|pip\s+install|"
     # Python: a write call, a file opened to write (``"w"`` escaped in canonical JSON too), fileinput's in-place edit
     r"apply_patch|\.write(?:_text|_bytes)?\(|open\([^)]*['\"](?:[wax]|r\+)[bt+]*\\?['\"]|inplace\s*=\s*True|"
@@ -1371,7 +1373,7 @@ def _refused_or_accepted(view: TraceView, writes: list[ToolCall], w: ToolCall, a
 # a parenthesis) and takes an argument: not a script's ``from unittest.mock import patch``, nor ``> fix.patch``. Blanks
 # after a line start as in ``SWE_EDITOR`` (``[^\S\n]*``: 20,000 blank lines took 5.8 s a search with ``\s*``)
 IN_PLACE_EDIT = re.compile(
-    r"\b(?:sed|perl)\s+(?:[^\s|;&]+\s+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|"
+    r"(?:\b|(?<=\\n))(?:sed|perl)[^\S\n]+(?:(?:[^\s|;&\\]|\\(?!n))+[^\S\n]+)*?-(?:[a-zA-Z]*i(?![a-zA-Z])|-in-place)|"
     r"(?:^|[\n\"'`;&|(]|\\n)[^\S\n]*(?:sudo\s+)?patch\s+[-<\w./]|git\s+apply|apply_patch|"
     r"\bstr_replace\b|str_replace_editor\s+(?:insert|undo_edit)\b|\"command\":\"(?:insert|undo_edit)\"|"
     r"(?:^|\n|\\n|\"command\":\")[^\S\n]*edit\s+\d+:\d+")

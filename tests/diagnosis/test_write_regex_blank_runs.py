@@ -39,3 +39,21 @@ def test_the_same_texts_match_as_with_any_whitespace_after_a_line_start():
         for _ in range(20_000):
             text = "".join(rnd.choice(words) for _ in range(rnd.randint(0, 8)))
             assert (pattern.search(text) is None) == (old.search(text) is None), repr(text)
+
+
+@pytest.mark.parametrize("command", [
+    '{"command":"sed -n \'1,10p\' a.py\\ngrep -i foo b.py"}',  # canonical JSON: the line break escaped
+    '{"command":"sed -n 1,10p a.py\\nls -li"}',
+    "sed -n 1p a.py\ngrep -i x b.py",
+])
+def test_a_read_only_sed_is_no_edit_for_an_option_on_a_later_line(command):
+    """'sed ... -i' was looked for across line ends: a sed that prints, then a grep -i or ls -li on the next line of the
+    same command, was an in-place edit (a write: F4.first_write's target, the loop rule's progress)."""
+    assert not IN_PLACE_EDIT.search(command) and not MUTATING_COMMAND.search(command)
+
+
+@pytest.mark.parametrize("command", ['{"command":"sed -n 1p a.py\\nsed -i s/a/b/ a.py"}', "sed -e s/a/b/ -i a.py",
+                                    '{"command":"cd /x && sed -E -i.bak \'s/a/b/\' a.py"}',
+                                    "perl -p -i -e s/a/b/ a.py"])
+def test_an_in_place_sed_is_still_an_edit(command):
+    assert IN_PLACE_EDIT.search(command) and MUTATING_COMMAND.search(command)
