@@ -66,7 +66,8 @@ def test_the_script_warns_once_per_left_out_label_and_counts_them(tmp_path, caps
     path = _file(tmp_path, rows)
     script = ROOT / "benchmarks" / "label_accuracy.py"
     monkeypatch.setattr(sys, "argv", [str(script), "--dev-labels", str(path), "--swe-dev-labels", "",
-                                      "--swe-fresh-labels", "", "--only", "tau-airline-dev/tune"])
+                                      "--swe-fresh-labels", "", "--swe-blind2-labels", "",
+                                      "--only", "tau-airline-dev/tune"])
     with pytest.raises(SystemExit) as e:
         runpy.run_path(str(script), run_name="__main__")
     assert e.value.code == 0
