@@ -148,12 +148,14 @@ def _call_kind(call) -> tuple[str, str | None]:
 def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int) -> bool:
     """Did the agent get past the friction at ``step``: a later call went through (a result that is no friction
     occurrence, a call the harness did not block) that does what the failed call was for -- the same tool (for a
-    shell tool, running the same program: ``_call_kind``), a sibling tool (``_siblings``: ``find_user_id_by_email``
-    after ``find_user_id_by_name_zip`` failed), or, where the failed call only read or wrote nothing of the change
-    the run is judged on (``_may_write_patch``: a package install, a clean-up), any write (``write_calls``: a hand-off
-    to a human is none): the agent acted after all, with what it found another way or without it. Friction at a tool
-    result is the call it answers; at an assistant turn, that turn's calls; anywhere else (a harness message
-    rejecting a reply's format) any tool, so any later accepted action recovers it."""
+    shell tool, running the same program: ``_call_kind``), where the failed call only read a sibling tool
+    (``_siblings``: ``find_user_id_by_email`` after ``find_user_id_by_name_zip`` failed; a failed write's sibling,
+    ``modify_pending_order_address`` after ``modify_pending_order_payment``, is another change), or, where the failed
+    call only read or wrote nothing of the change the run is judged on (``_may_write_patch``: a package install, a
+    clean-up), any write (``write_calls``: a hand-off to a human is none): the agent acted after all, with what it
+    found another way or without it. Friction at a tool result is the call it answers; at an assistant turn, that
+    turn's calls; anywhere else (a harness message rejecting a reply's format) any tool, so any later accepted action
+    recovers it."""
     role = view.roles[step] if 0 <= step < len(view.roles) else None
     failed: list[ToolCall] = []
     if role == "tool":
@@ -163,6 +165,9 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
         failed = [c for c in view.calls if c.step == step]
     names = {_call_kind(c) for c in failed} or None
     writes: set[str] = set()
+    # a sibling is another way to what a failed read was for; a sibling of a failed write is another change
+    # (``modify_pending_order_address`` after ``modify_pending_order_payment``), which leaves the refused one undone
+    readers = {_call_kind(c) for c in failed if not changes_state(c)}
     if failed and not any(changes_state(c) and _may_write_patch(view, c) for c in failed):
         from evoharness.diagnosis.invariants import write_calls
 
@@ -175,7 +180,7 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
             continue
         if names is not None and c.id not in writes:
             kind = _call_kind(c)
-            if kind not in names and not any(_siblings(kind, k) for k in names):
+            if kind not in names and not any(_siblings(kind, k) for k in readers):
                 continue
         res = results.get(c.id)
         if res is not None and res[0] not in friction_steps:

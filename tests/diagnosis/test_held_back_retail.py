@@ -141,3 +141,42 @@ def test_the_same_errors_with_no_way_past_them_are_friction(tmp_path, fmt, run):
     assert failed.first_signal.id == "F2.tool_error"
     assert failed.quote in ("Error: user not found", "Error: invalid syntax")
     assert failed.first_signal.step in (5, 7)  # the first error's result (after the look-ups before it)
+
+
+def _changed_another_thing(same_tool: bool = False) -> Run:
+    """The payment change is refused twice; the agent then changes the order's address (a sibling write: the same
+    leading words, ``modify_pending_order_*``) and ends (``same_tool``: the payment change goes through at last)."""
+    r = Run("Change the payment of my pending order #W2378156 to my gift card, and its address to 101 Main St.")
+    r.call("find_user_id_by_email", "yusuf_rossi_9620", email="yusuf.rossi7301@example.com")
+    r.call("get_user_details", {"user_id": "yusuf_rossi_9620", "payment_methods": {
+        "gift_card_6136092": {"source": "gift_card", "balance": 12.0, "id": "gift_card_6136092"},
+        "credit_card_9513926": {"source": "credit_card", "id": "credit_card_9513926"}}}, user_id="yusuf_rossi_9620")
+    r.call("get_order_details", {**ORDER, "status": "pending"}, order_id="#W2378156")
+    r.say("I'll pay order #W2378156 with gift_card_6136092 and ship it to 101 Main St. Proceed?")
+    r.user("Yes.")
+    r.call("modify_pending_order_payment", "Error: insufficient gift card balance", order_id="#W2378156",
+           payment_method_id="gift_card_6136092")
+    r.call("modify_pending_order_payment", "Error: insufficient gift card balance", order_id="#W2378156",
+           payment_method_id="gift_card_6136092")
+    if same_tool:
+        r.call("modify_pending_order_payment", {**ORDER, "status": "pending"}, order_id="#W2378156",
+               payment_method_id="credit_card_9513926")
+    r.call("modify_pending_order_address", {**ORDER, "status": "pending"}, order_id="#W2378156",
+           address1="101 Main St", address2="", city="Philadelphia", state="PA", country="USA", zip="19122")
+    r.say("Your order's address is updated.")
+    return r.user("Thanks ###STOP###")
+
+
+@pytest.mark.parametrize("fmt", ["openai", "agentrx-tau"])
+def test_a_failed_write_is_not_got_past_by_a_sibling_write(tmp_path, fmt):
+    """A sibling tool is another way to what a failed look-up was for (``find_user_id_by_email`` after
+    ``find_user_id_by_name_zip``); a sibling write is another change (``modify_pending_order_address`` after
+    ``modify_pending_order_payment``, airline's ``update_reservation_baggages`` after ``..._flights``): the payment
+    change never went through, so the refusals stay ``F2.tool_error``. The same write going through later recovers
+    them (control)."""
+    [failed] = _labels(tmp_path, [_changed_another_thing().record(0.0)], fmt)
+    assert failed.first_signal.id == "F2.tool_error"
+    assert failed.quote == "Error: insufficient gift card balance"
+    (tmp_path / "control").mkdir()
+    [got_past] = _labels(tmp_path / "control", [_changed_another_thing(same_tool=True).record(0.0)], fmt)
+    assert [s.id for s in got_past.signals if s.id.startswith("F2.")] == []
