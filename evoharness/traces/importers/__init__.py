@@ -4,7 +4,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
 
 - ``canonical``: evoharness JSONL (or a JSON list) of ``Trajectory`` objects.
 - ``openai``: records of OpenAI chat messages with an outcome, e.g. tau-bench's
-  ``historical_trajectories/*.json`` (``traj`` + ``reward`` + ``task_id`` + ``trial``).
+  ``historical_trajectories/*.json`` (``traj`` + ``reward`` + ``task_id`` + ``trial``), or SWE-rebench's OpenHands
+  records (``trajectory`` + ``resolved`` 1 / 0 + ``instance_id``).
 - ``mini-swe-agent``: ``*.traj.json`` files, joined with ``logs/<id>/report.json``'s
   ``resolved`` flag when present (score 1.0 / 0.0; unscored without a report).
 - ``swe-agent``: SWE-agent ``<instance_id>.traj`` files (``history`` / ``trajectory`` / ``info``), joined with

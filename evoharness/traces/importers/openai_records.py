@@ -1,8 +1,13 @@
 """Records of OpenAI chat messages with an outcome (tau-bench's historical trajectories).
 
-A record is a JSON object with ``traj`` (or ``messages``): a list of OpenAI chat
-messages, and optionally ``reward`` / ``score`` (0..1), ``task_id``, ``trial``,
-``id``, ``split``, ``model``. Files are a JSON list of records or JSONL.
+A record is a JSON object with ``traj`` (or ``messages``, or ``trajectory`` as nebius' SWE-rebench OpenHands
+trajectories name it): a list of OpenAI chat messages, and optionally ``reward`` / ``score`` (0..1), ``task_id``
+(else SWE-bench's ``instance_id``), ``trial``, ``id`` (else ``trajectory_id``), ``split``, ``model``. Files are a
+JSON list of records or JSONL.
+
+Outcome: ``reward``, else ``score`` (a number; a boolean there is refused), else ``resolved``: SWE-bench's
+verdict, ``true`` / ``false`` or ``1`` / ``0`` (nebius' SWE-rebench OpenHands trajectories store it as an
+int64), read as 1.0 / 0.0; any other value of it is refused. Without any of them the record is unscored.
 
 The simulated user's instruction (tau-bench's ``info.task.instruction``) is kept as
 ``meta.user_instruction``. Tool results whose content starts with ``Error`` become ``tool_error`` events (or
@@ -47,7 +52,14 @@ class _BadJson:  # sentinel for a JSONL line that did not parse
 
 
 def matches(rec: dict) -> bool:
-    return "traj" in rec or "messages" in rec
+    return "traj" in rec or "messages" in rec or _chat_trajectory(rec.get("trajectory"))
+
+
+def _chat_trajectory(value: Any) -> bool:
+    """A ``trajectory`` that is a list of chat messages (SWE-rebench OpenHands records), not SWE-agent's steps
+    (``action`` / ``observation``) nor nebius' SWE-agent records (``text``, no ``content``)."""
+    return (isinstance(value, list) and bool(value) and type(value[0]) is dict
+            and isinstance(value[0].get("role"), str) and "content" in value[0])
 
 
 CHAT_KEYS = frozenset(("tool_calls", "tool_call_id", "function_call"))
@@ -84,14 +96,11 @@ def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) 
 def convert(rec: Any, source: str, index: int) -> Trajectory:
     if not isinstance(rec, dict):
         raise ValueError(f"expected an object, got {type(rec).__name__}")
-    messages = rec.get("traj", rec.get("messages"))
+    messages = rec.get("traj", rec.get("messages", rec.get("trajectory")))
     if not isinstance(messages, list):
         raise ValueError("'traj' / 'messages' must be a list of chat messages")
-    score = rec.get("reward", rec.get("score"))
-    bad_score = score is not None and (isinstance(score, bool) or not isinstance(score, int | float))
-    if score is not None and not bad_score:
-        score = min(1.0, max(0.0, float(score)))
-    task_id = str(rec.get("task_id", index))
+    score, bad_score = _outcome(rec)
+    task_id = str(rec.get("task_id", rec.get("instance_id", index)))
     trial = rec.get("trial", 0)
     rollout = trial if isinstance(trial, int) else 0
 
@@ -117,11 +126,11 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
         elif role == "tool" and isinstance(content, str) and content.startswith("Error"):
             events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
     if bad_score:  # after the message checks: a bad message is reported first
-        raise ValueError(f"reward must be a number, got {score!r}")
+        raise ValueError(bad_score)
 
     return Trajectory.with_messages(  # the messages were just parsed and checked above: not copied
         messages, checked=True,
-        id=str(rec.get("id") or f"{source}:{task_id}:{trial}"),
+        id=str(rec.get("id") or rec.get("trajectory_id") or f"{source}:{task_id}:{trial}"),
         task_id=task_id,
         split=rec.get("split", "unknown"),
         model=rec.get("model"),
@@ -134,6 +143,22 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
         usage=Usage(steps=steps),
         meta={"source_format": "openai", "source": source, **_instruction(rec)},
     )
+
+
+def _outcome(rec: dict[str, Any]) -> tuple[float | None, str | None]:
+    """(the record's outcome in 0..1 or None: unscored, why it cannot be read or None). ``reward`` / ``score`` is a
+    number (a boolean there is no score); ``resolved`` is a verdict, so a boolean, or SWE-rebench's 1 / 0."""
+    score = rec.get("reward", rec.get("score"))
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            return None, f"reward must be a number, got {score!r}"[:200]
+        return min(1.0, max(0.0, float(score))), None
+    resolved = rec.get("resolved")
+    if resolved is None:
+        return None, None
+    if isinstance(resolved, bool) or (isinstance(resolved, int) and resolved in (0, 1)):
+        return float(resolved), None
+    return None, f"resolved must be true or false (or 1 / 0), got {resolved!r}"[:200]
 
 
 def _instruction(rec: dict[str, Any]) -> dict[str, str]:
