@@ -159,6 +159,11 @@ def no_stdin(path: Path, command: str) -> None:
                               "(e.g. `evoharness import - --out FILE`)")
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun it counts: "1 rollout", "2 rollouts", "1 trajectory" / "3 trajectories" via ``plural``."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print one error line to stderr and exit with ``code``."""
     typer.echo(f"error: {message}", err=True)

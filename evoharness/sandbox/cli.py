@@ -13,6 +13,7 @@ from evoharness.cli_support import (
     MAX_WORKERS,
     check_range,
     check_rollouts,
+    counted,
     fail,
     output_file,
     settings_of,
@@ -128,8 +129,9 @@ def rollout(
             trajs = ex.run(requests)
     _write(out, trajs)
     failed = sum(1 for t in trajs if t.meta.get("rollout_failure"))
-    typer.echo(f"wrote {len(trajs)} trajectories to {out} ({len(task_ids)} tasks x {rollouts} rollouts; "
-               f"{failed} rollouts failed in the sandbox)")
+    typer.echo(f"wrote {counted(len(trajs), 'trajectory', 'trajectories')} to {out} "
+               f"({counted(len(task_ids), 'task')} x {counted(rollouts, 'rollout')}; "
+               f"{counted(failed, 'rollout')} failed in the sandbox)")
     typer.echo(_composition(ctx, trajs))
 
 

@@ -82,3 +82,12 @@ def test_rollout_rejects_an_unknown_model_before_running_anything(harness, tmp_p
     rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--out", str(out), "--model", "gpt-nope"])
     assert rc == 2 and not out.exists()
     assert "unknown model spec" in capsys.readouterr().err
+
+
+def test_rollout_counts_one_task_and_one_rollout_in_the_singular(harness, tmp_path, capsys):
+    out = tmp_path / "one.jsonl"
+    rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--tasks", "1", "--rollouts", "1",
+               "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    assert "wrote 1 trajectory to" in printed and "(1 task x 1 rollout; 0 rollouts failed in the sandbox)" in printed
