@@ -167,9 +167,16 @@ def test_a_bad_config_or_setting_is_refused_by_commands_that_read_no_settings(ca
 
 def test_a_value_a_model_refuses_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    line = _one_error_line(capsys, ["demo", "--sandbox", "foo", "--out", "d"])
-    assert line.startswith("error: Settings: sandbox.backend: Input should be 'bwrap', ") and "(got 'foo')" in line
+    line = _one_error_line(capsys, ["--set", "sandbox.backend=foo", "demo", "--out", "d"])
+    assert line.startswith("error: settings: sandbox.backend: Input should be 'bwrap', "), line
     assert "rounds" in _one_error_line(capsys, ["demo", "--rounds", "0", "--out", "e"])
+
+
+def test_demo_names_the_sandbox_option_the_user_typed(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = _one_error_line(capsys, ["demo", "--sandbox", "foo", "--out", "d"])
+    assert line == "error: --sandbox: unknown sandbox backend 'foo' (bwrap | docker | none | inprocess)", line
+    assert not (tmp_path / "d").exists()
 
 
 def test_a_path_that_cannot_be_written_is_one_line(capsys, tmp_path):

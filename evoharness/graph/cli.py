@@ -148,8 +148,10 @@ def demo(
     """The embedded default: a fresh harness, the standin:weak model, playbook roles, bwrap, SQLite."""
     from evoharness.cli_support import MAX_DEMO_ROUNDS, activate_hint, check_range, command_name
     from evoharness.graph import demo as demo_module
+    from evoharness.sandbox.factory import check_backend
 
     check_range(rounds, "--rounds", 1, MAX_DEMO_ROUNDS)
+    check_backend(sandbox)  # the option's name, not the sandbox.backend setting it fills
     out, note = _demo_dir(out, resume)
     from evoharness.envs import get_environment
 

@@ -17,6 +17,16 @@ if TYPE_CHECKING:
     from evoharness.traces.models import Trajectory
 
 
+BACKENDS = ("bwrap", "docker", "none", "inprocess")
+
+
+def check_backend(backend: str, option: str = "--sandbox") -> str:
+    """``backend`` if it names a sandbox backend; else an InputError naming the option the user typed."""
+    if backend not in BACKENDS:
+        raise InputError(option, f"unknown sandbox backend {backend!r} ({' | '.join(BACKENDS)})")
+    return backend
+
+
 def make_sandbox(backend: str, cfg: SandboxConfig | None = None) -> Sandbox | None:
     """'bwrap' -> BwrapSandbox, 'docker' -> DockerSandbox, 'none' -> ProcessSandbox, 'inprocess' -> None."""
     cfg = cfg or SandboxConfig()
@@ -31,9 +41,8 @@ def make_sandbox(backend: str, cfg: SandboxConfig | None = None) -> Sandbox | No
                              ro_paths=[Path(p) for p in cfg.ro_paths])
     if backend == "none":
         return ProcessSandbox()
-    if backend == "inprocess":
+    if check_backend(backend) == "inprocess":
         return None
-    raise InputError("--sandbox", f"unknown sandbox backend {backend!r} (bwrap | docker | none | inprocess)")
 
 
 def passthrough_env(cfg: SandboxConfig) -> dict[str, str]:
