@@ -137,11 +137,18 @@ def main() -> int:
                     help="per set: labelled class by the rule labeller's class (a confusion table, counts only)")
     ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
     ap.add_argument("--model", help="the judge's model: openai:URL[#model]")
-    ap.add_argument("--context", type=int, default=8192, help="the judge model's context in tokens")
-    ap.add_argument("--window", type=int, default=3,
-                    help="the judge's excerpt: messages each side of the rules' signals (0: the whole run, chunked)")
+    ap.add_argument("--context", type=int, default=None, help="the judge model's context in tokens (default 8192)")
+    ap.add_argument("--window", type=int, default=None, help="the judge's excerpt: messages each side of the rules' "
+                    "signals (0: the whole run, chunked; default 3)")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N records of each set (0: all)")
     args = ap.parse_args()
+    # the judge's options given to the rules are refused (not a range error, not silently ignored), as diagnose does
+    judge_only = [opt for opt, value in (("--context", args.context), ("--window", args.window)) if value is not None]
+    if args.labeller != "llm" and judge_only:
+        print(f"error: {judge_only[0]} is for --labeller llm", file=sys.stderr)
+        return 2
+    args.context = 8192 if args.context is None else args.context
+    args.window = 3 if args.window is None else args.window
     if args.limit < 0 or args.window < 0 or args.context < 512:
         print("error: --limit and --window must be >= 0 and --context >= 512", file=sys.stderr)
         return 2

@@ -61,9 +61,9 @@ def diagnose(
     labeller_kind: Annotated[str, typer.Option("--labeller", help="rules | llm (an LLM judge over the rules' "
                                                "evidence; falls back to the rules on any error)")] = "rules",
     model: Annotated[str | None, typer.Option("--model", help="the judge's model: openai:URL[#model]")] = None,
-    context: Annotated[int, typer.Option("--context", min=512, help="the judge model's context (tokens); "
+    context: Annotated[int, typer.Option("--context", help="the judge model's context (tokens); "
                                          "longer trajectories are judged in chunks")] = 8192,
-    window: Annotated[int, typer.Option("--judge-window", min=0, help="the judge reads the messages within N "
+    window: Annotated[int, typer.Option("--judge-window", help="the judge reads the messages within N "
                                         "of the rules' signals, one call per run; 0: the whole run in "
                                         "chunks, one call per chunk")] = 3,
 ) -> None:
@@ -88,6 +88,10 @@ def diagnose(
                   if _given(ctx, name)]
     if labeller_kind == "rules" and judge_only and not model:
         raise InputError(judge_only[0], f"{judge_only[0]} is for --labeller llm")
+    if context < 512:  # after the check above: out of range and not for the rules is "for --labeller llm"
+        raise InputError("--context", f"must be >= 512 tokens, not {context:,}")
+    if window < 0:
+        raise InputError("--judge-window", f"must be >= 0, not {window:,}")
     judged = labeller_kind != "rules" or model
     labeller = _labeller(labeller_kind, model, context, cfg, window) if judged else Labeller(cfg)
     fallbacks: list[str] = []

@@ -52,10 +52,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     # the judge's options without the judge are refused, not silently ignored; one line, exit 2
     sample = str(tmp_path / "missing.json")  # options are checked before any file is read
     for opts in (["--judge-window", "5"], ["--context", "4096"], ["--labeller", "rules", "--judge-window", "0"],
-                 ["--model", "openai:http://127.0.0.1:9/v1"]):
+                 ["--context", "100"], ["--judge-window", "-1"], ["--model", "openai:http://127.0.0.1:9/v1"]):
         assert main(["diagnose", sample, *opts]) == 2, opts
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [f"error: {opts[-2]} is for --labeller llm"], (opts, err)  # the option named once
+    # with the judge, an out-of-range value is still refused by its range
+    judge = ["--labeller", "llm", "--model", "openai:http://127.0.0.1:9/v1"]
+    for opts, said in ((["--context", "100"], "error: --context: must be >= 512 tokens, not 100"),
+                       (["--judge-window", "-1"], "error: --judge-window: must be >= 0, not -1")):
+        assert main(["diagnose", sample, *judge, *opts]) == 2, opts
+        assert capsys.readouterr().err.strip().splitlines() == [said], opts
 
 
 def test_skip_invalid_reports_and_labels_the_rest(shared_data, tmp_path, capsys):

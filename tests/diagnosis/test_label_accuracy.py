@@ -160,6 +160,20 @@ def test_by_signal_is_refused_unless_only_the_tuning_two_thirds_are_named(only, 
     assert err.startswith("error: --by-signal") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("opts", [["--context", "100"], ["--window", "-1"], ["--context", "4096"],
+                                  ["--labeller", "rules", "--window", "5"]])
+def test_the_judges_options_without_the_judge_are_refused_by_name(opts, capsys, monkeypatch):
+    import runpy
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--swe-blind2-labels", "", *opts])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(script), run_name="__main__")
+    assert e.value.code == 2
+    assert capsys.readouterr().err == f"error: {opts[-2]} is for --labeller llm\n"
+
+
 def test_the_humans_agent_is_the_agent_answerable_for_the_humans_step():
     # Who&When chooses the mistake agent and the mistake step jointly: the agent is the one acting at the step -- its
     # speaker, or at a terminal's output the expert whose code it ran (the humans' own convention). The labeller's
