@@ -271,3 +271,23 @@ def _write(d: Path, data: dict) -> Path:
     p = d / f"{RUN}.traj"
     p.write_text(json.dumps(data))
     return p
+
+
+def test_a_run_batch_folder_with_its_moved_sb_cli_report_scores_its_runs(tmp_path):
+    """``sweagent run-batch`` with evaluation on writes ``<out>/<id>/<id>.traj`` and ``preds.json``, then moves
+    sb-cli's report to ``<out>/results.json`` (``SweBenchEvaluate.move_sb_cli_report``): an aggregate beside the
+    run folders, not SWE-bench/experiments' ``results/results.json``. Each run gets its verdict from it."""
+    out = tmp_path / "run-batch"
+    for i in (RUN, FAILED):
+        (out / i).mkdir(parents=True)
+        shutil.copy(SAMPLE / "trajs" / f"{i}.traj", out / i / f"{i}.traj")
+    (out / "preds.json").write_text(json.dumps({i: {"instance_id": i, "model_patch": "diff", "model_name_or_path": "m"}
+                                                for i in (RUN, FAILED)}))
+    (out / "results.json").write_text(json.dumps({  # sb-cli's report: counts and id lists
+        "total_instances": 2, "submitted_instances": 2, "completed_instances": 2, "resolved_instances": 1,
+        "unresolved_instances": 1, "empty_patch_instances": 0, "error_instances": 0, "completed_ids": [RUN, FAILED],
+        "incomplete_ids": [], "empty_patch_ids": [], "submitted_ids": [RUN, FAILED], "resolved_ids": [RUN],
+        "unresolved_ids": [FAILED], "error_ids": [], "schema_version": 2}, indent=4))
+    trajs = {t.task_id: t for t in load_paths([out])}
+    assert {k: t.score for k, t in trajs.items()} == {RUN: 1.0, FAILED: 0.0}
+    assert all(t.meta["report"] == str(out / "results.json") for t in trajs.values())
