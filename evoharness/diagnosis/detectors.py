@@ -407,12 +407,16 @@ class RepeatedActionDetector:
         turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
         actions.sort(key=lambda x: x[0])
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        changed_since: dict[tuple[str, str], bool] = {}
+        # progress since an action's last occurrence: an action after it (another one: between two occurrences of
+        # an action come only others) that changed state or showed something new. Indices, not a flag per action
+        # set at each such action (a run of 20,000 new reads took ~12 s so)
+        last_at: dict[tuple[str, str], int] = {}
+        progress = -1  # the index of the latest action that changed state or showed something new
         seen: set[tuple[tuple[str, str], str]] = set()  # (action, result) pairs the agent has been shown
         said = _user_turns(view) if view.user_steps and not code else ()
         for j, (step, key, result) in enumerate(actions):
             runs = streak.get(key)
-            if runs and (changed_since.get(key) or runs[-1][1] != result or (
+            if runs and (progress > last_at[key] or runs[-1][1] != result or (
                     said and _said_between(said, runs[-1][0], step) and not is_state_changing(*key))):
                 runs = None  # progress since the last repeat: the state changed, something new was seen, the
                 # result differs, or -- for a look-up -- the user spoke in between (the record is read again for
@@ -420,14 +424,12 @@ class RepeatedActionDetector:
             runs = (runs or []) + [(step, result)]
             runs = [(t, r) for t, r in runs if turn_no[step] - turn_no[t] < cfg.repeat_window]
             streak[key] = runs
-            changed_since[key] = False
+            last_at[key] = j
             new = (key, result) not in seen
             if new:
                 seen.add((key, result))
             if new or is_state_changing(*key):
-                for other in changed_since:
-                    if other != key:
-                        changed_since[other] = True
+                progress = j
             if len(runs) >= cfg.repeat_min and not any(k == key and r != result for _, k, r in actions[j + 1:]) \
                     and not self._rejection_got_past(view, step):
                 # (a later try of the same action that got another result: a retry that got through, not a loop)

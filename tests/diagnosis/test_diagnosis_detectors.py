@@ -423,3 +423,24 @@ def test_swe_agents_windowed_editor_commands_are_progress_and_its_views_are_read
         b.call("bash", {"command": "str_replace_editor view /testbed/src/x.py"}, result="def f(): ...")
     assert [s.id for s in fired(RepeatedActionDetector(), b.deliver("patch").build(score=0.0))] == \
         ["F3.repeated_action"]
+
+
+def test_a_long_run_of_new_reads_is_searched_for_loops_in_linear_time():
+    """Each action that shows something new is progress for every other action (4585926): marking every action seen
+    so far at each new one took quadratic time (20,000 distinct reads: ~12 s, 32,000: 32 s, where 0.5 s before that
+    rule). The same answers: an ``ls`` looked back at between new reads is no loop; three reads in a row with nothing
+    between them are one, at the third."""
+    import time
+
+    b = TraceBuilder().user("fix it")
+    for i in range(20_000):
+        b.call("bash", {"command": f"cat f{i}.py"}, result=f"content {i}")
+        if i % 100 == 0:
+            b.call("bash", {"command": "ls"}, result="a b")
+    for _ in range(3):
+        b.call("bash", {"command": "cat f7.py"}, result="content 7")
+    view = TraceView.of(b.deliver("done").build(score=0.0))
+    start = time.process_time()
+    [s] = RepeatedActionDetector().detect(view, CFG)
+    assert time.process_time() - start < 2
+    assert s.step == len(view.traj.messages) - 3 and "3x bash" in s.evidence
