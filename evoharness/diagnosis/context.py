@@ -66,12 +66,14 @@ class ToolCall:
         return not isinstance(raw, str) or word in raw or "\\u" in raw
 
     def canonical_lacks(self, words: tuple[str, ...]) -> bool:
-        """True only where ``canonical`` holds none of ``words`` (each of ASCII letters and ``_``), so that a caller can
-        skip making it and searching it: the raw text is ASCII, holds no ``\\u`` escape and none of the words. Such a
-        text's strings are ASCII, which the canonical text writes as the raw text did (a word holds no escape or
-        punctuation); a non-ASCII character is written there as ``\\uXXXX``, whose hex digits may begin a word
-        (``\\u00edit`` holds "edit"), hence no shortcut for other text. A number it rewrites (``1e400`` as
-        ``Infinity``) is no such word's source; a text that did not parse is its own canonical text, stripped."""
+        """True only where ``canonical`` holds none of ``words`` (each of ASCII letters and ``_``, possibly ending in one
+        ASCII blank), so that a caller can skip making it and searching it: the raw text is ASCII, holds no ``\\u``
+        escape and none of the words. Such a text's strings are ASCII, which the canonical text writes as the raw text
+        did (a word holds no escape or punctuation); a non-ASCII character is written there as ``\\uXXXX``, whose hex
+        digits may begin a word (``\\u00edit`` holds "edit"), hence no shortcut for other text. The only blank of a
+        parsed text's canonical form is a space inside a string (compact separators; control characters escaped),
+        which the raw text wrote as itself. A number it rewrites (``1e400`` as ``Infinity``) is no such word's source;
+        a text that did not parse is its own canonical text, stripped."""
         raw = self._record.raw
         return type(raw) is str and raw.isascii() and "\\u" not in raw and not any(w in raw for w in words)
 

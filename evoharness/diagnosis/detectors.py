@@ -1388,8 +1388,11 @@ IN_PLACE_EDIT = re.compile(
 
 # a word every match of ``IN_PLACE_EDIT`` holds (the regex is case-sensitive; each alternative holds one): a write call
 # whose arguments hold none is no in-place edit without the regex (it tries a match at every character) or the
-# canonical text: tau-bench's failed runs spent ~60 M instructions per 200 records on their writes' arguments
-IN_PLACE_WORDS = ("sed", "perl", "patch", "apply", "str_replace", "command", "edit")
+# canonical text: tau-bench's failed runs spent ~60 M instructions per 200 records on their writes' arguments. The
+# windowed edit's "edit" is followed by a blank (``edit\s+\d``), so "edit" and each ASCII character ``\s`` takes: a
+# bare "edit" let every tau-bench write naming a "credit_card_..." payment through (82 of its 250 writes)
+IN_PLACE_WORDS = ("sed", "perl", "patch", "apply", "str_replace", "command") + tuple(
+    "edit" + c for c in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
 
 
 # SWE-agent's classic editor: ``open FILE [LINE]`` / ``create FILE`` make FILE the open file; ``edit N:M`` writes it

@@ -88,11 +88,15 @@ def test_canonical_may_hold_is_never_false_where_the_canonical_text_holds_the_wo
 
 def test_canonical_lacks_is_never_true_where_the_canonical_text_holds_a_word():
     """The in-place edit gate (``IN_PLACE_WORDS``): raw argument texts built of the words' pieces, non-ASCII letters
-    whose escapes end in hex digits ("í" is \\u00ed: "íit" is "\\u00edit" in canonical JSON), escapes and numbers."""
+    whose escapes end in hex digits ("í" is \\u00ed: "íit" is "\\u00edit" in canonical JSON), escapes and numbers,
+    and the blanks (raw, escaped, a text that does not parse for them) after "edit" that the windowed edit needs."""
     pieces = ["sed", "se", "d", "perl", "patch", "apply", "pply", "str_replace", "command", "ommand", "edit", "it",
-              "\u00ed", "\u00ea", "\u00ec", "\\u0065", "\\n", "\\\\", " ", "-i", "x", "1e400", "\\u00e9"]
+              "\u00ed", "\u00ea", "\u00ec", "\\u0065", "\\n", "\\\\", " ", "-i", "x", "1e400", "\\u00e9",
+              # the windowed edit's "edit" + a blank: a payment id's "credit_" holds none; a raw blank or its escape
+              "credit_card_7815826", "1:2", "\t", "\n", "\x0b", "\x1f", "\\t", "\\u0020", "\u00a0",
+              "edit 1:2", "edit\t1:2", "edit\\t1:2", "edit\u00a01:2"]
     rnd = random.Random(5)
-    held = lacked = 0
+    held = lacked = windowed = credit = 0
     for _ in range(20_000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
         raw = rnd.choice([json.dumps({"command": text}, ensure_ascii=False), json.dumps({"a": text}),
@@ -103,9 +107,17 @@ def test_canonical_lacks_is_never_true_where_the_canonical_text_holds_a_word():
             held += 1
             assert not c.canonical_lacks(detectors.IN_PLACE_WORDS), (raw, c.canonical)
         lacked += c.canonical_lacks(detectors.IN_PLACE_WORDS)
-        if detectors.IN_PLACE_EDIT.search(c.canonical):
-            assert holds, c.canonical  # every match holds a word
-    assert held > 5_000 and lacked > 1_000
+        credit += "credit" in raw and c.canonical_lacks(detectors.IN_PLACE_WORDS)
+        found = detectors.IN_PLACE_EDIT.search(c.canonical)
+        if found:
+            # every match in ASCII text holds a word (the gate reads ASCII text only: "edit" + a no-break space is a
+            # windowed edit too)
+            assert holds or not c.canonical.isascii(), c.canonical
+            windowed += "edit" in found.group() and not any(w in found.group() for w in ("str_replace", "command"))
+        # the gated answer is the regex's
+        assert detectors._edits_in_place(c) is bool(found or (c.parsed_ok and isinstance(c.args, dict) and (
+            "old_str" in c.args or "old_string" in c.args)))
+    assert held > 5_000 and lacked > 1_000 and windowed > 100 and credit > 100
 
 
 def test_the_user_id_search_answers_as_its_definition():
