@@ -66,7 +66,7 @@ class ToolCall:
         return not isinstance(raw, str) or word in raw or "\\u" in raw
 
     def canonical_lacks(self, words: tuple[str, ...]) -> bool:
-        """True only where ``canonical`` holds none of ``words`` (each of ASCII letters and ``_``, possibly ending in one
+        """True only where ``canonical`` holds none of ``words`` (each of ASCII letters and ``_``, perhaps ending in one
         ASCII blank), so that a caller can skip making it and searching it: the raw text is ASCII, holds no ``\\u``
         escape and none of the words. Such a text's strings are ASCII, which the canonical text writes as the raw text
         did (a word holds no escape or punctuation); a non-ASCII character is written there as ``\\uXXXX``, whose hex
