@@ -1264,11 +1264,12 @@ class FirstWriteDetector:
 
 
 # a write that did not run: SWE-agent's linter refusing an edit, a command it did not execute (swe_agent.REFUSAL), an
-# editor's replacement that found nothing to replace, an editor's error (OpenHands: "ERROR:\nNo replacement was
-# performed ...", "ERROR:\nInvalid `path` parameter ..."; its linter's "[Your proposed edit has introduced ...")
+# editor's replacement that found nothing to replace, an error the tool answers (OpenHands: "ERROR:\nNo replacement
+# was performed ...", "ERROR:\nInvalid `path` parameter ..."; its linter's "[Your proposed edit has introduced ...";
+# tau-bench's "Error: ...") -- not a shell tool's ("said"): that is what the command printed after it ran
 REFUSED_EDIT = re.compile(
     r"\s*(?:\[?Your proposed edit has introduced new syntax error|Your bash command contained syntax errors and was "
-    r"NOT executed|No replacement was performed|Error:|ERROR:)|[^\n]{0,200}have NOT been applied")
+    r"NOT executed|No replacement was performed|(?P<said>Error:|ERROR:))|[^\n]{0,200}have NOT been applied")
 
 
 def _edits_in_place(c: ToolCall) -> bool:
@@ -1281,9 +1282,11 @@ def _edits_in_place(c: ToolCall) -> bool:
 
 def _refused(view: TraceView, c: ToolCall) -> bool:
     """A write call that changed nothing: its result is a refusal (``REFUSED_EDIT``; a shell command's non-zero exit
-    is none: part of it may have run)."""
+    is none: part of it may have run, and nor is its output starting with ``Error:`` / ``ERROR:``: pytest's "ERROR:
+    file or directory not found", pip's "ERROR: ...", a script's "Error: ..." after a ``sed -i ... &&`` that ran)."""
     res = view.results.get(c.id)
-    return res is not None and REFUSED_EDIT.match(res[1][:400]) is not None
+    m = REFUSED_EDIT.match(res[1][:400]) if res is not None else None
+    return m is not None and (m.group("said") is None or not is_shell(c.name))
 
 
 def _accepted_edit(view: TraceView, writes: list[ToolCall], w: ToolCall, group: list[str],

@@ -400,3 +400,29 @@ def test_a_coding_prompt_asking_to_confirm_destructive_steps_is_no_confirmation_
     domain = [("cancel_reservation", {"reservation_id": "ZFA04Y"}, '{"status": "cancelled"}')] + calls[2:]
     _, lab = label_one(_openhands_record(tmp_path / "domain", domain, 0.0, prompt))
     assert [v.rule for v in lab.violations] == ["policy.confirmation"]
+
+
+def test_a_shell_edit_whose_output_starts_with_error_still_wrote(tmp_path):
+    """``ERROR:`` at the start of an editor's result is its refusal (OpenHands' str_replace_editor, 8b6b3f1); a shell
+    command's output that starts so is what it printed, after the edit before it ran (pytest's 'ERROR: file or
+    directory not found' after a ``sed -i ... &&``): the sed is the run's first edit of the patched file, not a refused
+    edit that a later, other edit of it went past."""
+    sed = "cd /workspace/pkg && sed -i 's/return out\\[0\\]$/return out[0] if out else None/' pkg/core.py"
+    calls = [("execute_bash", {"command": "cd /workspace/pkg && python reproduce.py"},
+              "IndexError: list index out of range\n[The command completed with exit code 1.]"),
+             ("execute_bash", {"command": sed + " && python -m pytest tests/test_cor.py -q"},
+              "ERROR: file or directory not found: tests/test_cor.py\n\n[The command completed with exit code 4.]"),
+             ("execute_bash", {"command": "cd /workspace/pkg && python reproduce.py"},
+              "None\n[The command completed with exit code 0.]"),
+             ("execute_bash", {"command": "cd /workspace/pkg && sed -i '1i import logging' pkg/core.py"},
+              "[The command completed with exit code 0.]"),
+             ("execute_bash", {"command": "cd /workspace/pkg && git diff"}, PATCH),
+             ("finish", {"message": "values() now returns None for an empty list."}, "")]
+    path = _openhands_record(tmp_path, calls, 0.0)
+    records = json.loads(path.read_text())
+    records[0]["traj"][-1]["content"] = PATCH  # the run delivers its diff
+    path.write_text(json.dumps(records))
+    traj, lab = label_one(path)
+    assert "diff --git" in traj.final_answer
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 4)
+    assert "sed -i" in lab.first_signal.evidence
