@@ -63,15 +63,13 @@ SCHEMAS = {
 @app.command("schema")
 def schema(name: Annotated[str, typer.Argument(help=f"one of: {', '.join(SCHEMAS)}")]) -> None:
     """Print a record's JSON Schema: trajectory (the canonical format), edit (EDIT.json), label."""
-    import difflib
     import json
 
+    from evoharness.cli_usage import suggestion
     from evoharness.errors import InputError
 
-    if name not in SCHEMAS:
-        near = difflib.get_close_matches(name, list(SCHEMAS), n=1, cutoff=0.6)
-        hint = f"did you mean {near[0]}?" if near else f"valid: {', '.join(SCHEMAS)}"
-        raise InputError("schema", f"unknown record {name!r}; {hint}")
+    if name not in SCHEMAS:  # the helper the unknown commands and options use
+        raise InputError("schema", f"unknown record {name!r}; {suggestion(name, list(SCHEMAS), 'records')}")
     module, attr = SCHEMAS[name]
     model = getattr(importlib.import_module(module), attr)
     typer.echo(json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema",

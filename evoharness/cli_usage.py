@@ -118,6 +118,11 @@ def _store_root_option(ctx: Any, param: Any, value: Any) -> Any:
 
 
 def closest(word: str, choices: list[str]) -> str | None:
+    """The choice ``word`` most likely meant: the one choice it begins (3 characters or more past any dashes:
+    'traj' -> trajectory, which difflib's ratio of 0.57 misses), else difflib's closest at 0.7, else None."""
+    starts = [c for c in choices if c.startswith(word)] if len(word.lstrip("-")) >= 3 else []
+    if len(starts) == 1:
+        return starts[0]
     found = difflib.get_close_matches(word, choices, n=1, cutoff=0.7)
     return found[0] if found else None
 

@@ -45,3 +45,7 @@ def test_the_published_schema_is_the_models(capsys):
     assert main(["schema", "edit"]) == 0 and "changes" in json.loads(capsys.readouterr().out)["properties"]
     assert main(["schema", "trajectori"]) == 2
     assert capsys.readouterr().err == "error: schema: unknown record 'trajectori'; did you mean trajectory?\n"
+    assert main(["schema", "traj"]) == 2  # a prefix, which difflib's ratio (0.57) does not reach
+    assert capsys.readouterr().err == "error: schema: unknown record 'traj'; did you mean trajectory?\n"
+    assert main(["schema", "none"]) == 2
+    assert capsys.readouterr().err == "error: schema: unknown record 'none'; valid records: trajectory, edit, label\n"
