@@ -11,7 +11,7 @@ from evoharness.graph.progress import Progress
 from evoharness.graph.records import Merged, Rejected
 from evoharness.graph.source import GraphSource, RunLedger
 from evoharness.graph.state import AnchorEntry
-from evoharness.harness_repo.models import Candidate, Verdict
+from evoharness.harness_repo.models import SUPERSEDED_BY, Candidate, Verdict
 from evoharness.harness_repo.signing import VerdictSigner
 from evoharness.harness_repo.static_review import review_change
 from evoharness.verification.anchors import Anchor
@@ -120,12 +120,12 @@ class Gate:
                                                    if decisions.get(v.candidate + "#reason") else "")
                 v = v.model_copy(update={"accepted": False, "reason": reason, "decided_by": "human"})
             else:
-                reason = f"accepted but superseded by {winner.candidate} (main moved: re-verify next round)"
+                reason = f"{SUPERSEDED_BY} {winner.candidate} (main moved: re-verify next round)"
                 v = v.model_copy(update={"accepted": False, "reason": reason})
             self.repo.reject(v.candidate, v)
             rejected.append(Rejected(branch=v.candidate, commit=v.commit, round=round, reason=reason,
                                      base=cand.base, tree=self.repo.tree_hash(v.commit),
-                                     superseded_by=winner.candidate if reason.startswith("accepted but") else None))
+                                     superseded_by=winner.candidate if reason.startswith(SUPERSEDED_BY) else None))
         return merged, rejected
 
     def needs_human(self, verdict: Verdict) -> str | None:

@@ -57,6 +57,11 @@ class GateResult(BaseModel):
     numbers: dict[str, float | int | str | None] = Field(default_factory=dict)
 
 
+# The reason the gate records on an accepted candidate another candidate of its round beat to main: not
+# merged, not refused (`review` lists it as superseded, the run summary under "Accepted, not merged").
+SUPERSEDED_BY = "accepted but superseded by"
+
+
 class Verdict(BaseModel):
     """The outcome of verifying one candidate commit against one anchor."""
 

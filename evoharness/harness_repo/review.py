@@ -8,13 +8,14 @@ import git
 from pydantic import BaseModel, Field
 
 from evoharness.errors import InputError
-from evoharness.harness_repo.models import Candidate, Verdict
+from evoharness.harness_repo.models import SUPERSEDED_BY, Candidate, Verdict
 from evoharness.harness_repo.repo import HarnessRepo
 from evoharness.logging import get_logger
 
 log = get_logger(__name__)
 
-Status = Literal["pending", "verified", "merged", "rejected"]
+# superseded: accepted, not merged -- another candidate of its round was merged first (re-verify to merge it)
+Status = Literal["pending", "verified", "merged", "rejected", "superseded"]
 
 
 class CandidateInfo(BaseModel):
@@ -32,9 +33,16 @@ class CandidateInfo(BaseModel):
     diffstat: dict[str, int | list[str]] = Field(default_factory=dict)
 
 
+def superseded(verdict: Verdict | None) -> bool:
+    """Whether the gate recorded this verdict on a candidate it accepted but did not merge for another one."""
+    return verdict is not None and verdict.reason.startswith(SUPERSEDED_BY)
+
+
 def summarise(verdict: Verdict) -> str:
     passed = sum(g.passed for g in verdict.gates)
     gates = f", gates {passed}/{len(verdict.gates)}" if verdict.gates else ""
+    if superseded(verdict):  # the run summary's words: "Accepted, not merged"
+        return f"accepted, not merged{gates}: {verdict.reason.removeprefix('accepted but ')}"
     word = "accepted" if verdict.accepted else "rejected"
     reason = f": {verdict.reason}" if verdict.reason else ""
     return f"{word}{gates}{reason}"
@@ -49,6 +57,8 @@ def status_of(hr: HarnessRepo, branch: str, reachable_from_main: set[str],
     if head in reachable_from_main:
         return "merged", verdict, summarise(verdict) if verdict else "merged"
     if note and note.get("status") == "rejected":
+        if superseded(verdict):
+            return "superseded", verdict, summarise(verdict)
         return "rejected", verdict, summarise(verdict) if verdict else "rejected"
     if verdict is not None and verdict.accepted:
         from evoharness.harness_repo.signing import is_signed
@@ -96,7 +106,7 @@ def unmergeable(info: CandidateInfo) -> str | None:
     """Why a reviewer must not merge this candidate (None: verified against main's current head).
 
     The same rule as `merge_verified`: a verdict that accepted the branch's head, measured against main as it
-    is now; a rejected, unverified, stale or already merged candidate is not one to open a PR for.
+    is now; a rejected, superseded, unverified, stale or already merged candidate is not one to open a PR for.
     """
     if info.status == "verified" and not info.needs_reverify:
         return None
@@ -107,6 +117,9 @@ def unmergeable(info: CandidateInfo) -> str | None:
         return "rejected by verification" + (f" ({detail})" if detail else "")
     if info.status == "merged":
         return "already merged into main"
+    if info.status == "superseded":
+        detail = info.verdict.split(": ", 1)[-1]
+        return f"accepted, not merged ({detail})"
     return "not verified" + (f" ({info.verdict})" if info.verdict else "")
 
 

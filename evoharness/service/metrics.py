@@ -18,7 +18,7 @@ from evoharness.logging import get_logger
 
 log = get_logger("evoharness.service")
 
-VERDICTS = ("pending", "verified", "merged", "rejected")
+VERDICTS = ("pending", "verified", "merged", "rejected", "superseded")
 
 
 class ServiceCollector:

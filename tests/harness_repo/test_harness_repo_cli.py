@@ -111,6 +111,25 @@ def test_review_lists_status_and_diffstat(cli_harness: Path, tmp_path: Path, cap
     assert f"{branch}  " in text and "verified" in text and "+1 -0" in text
 
 
+def test_review_calls_a_superseded_candidate_accepted_not_merged_as_the_run_summary_does(
+        cli_harness: Path, tmp_path: Path, capsys) -> None:
+    branch = _make(cli_harness, tmp_path, capsys)
+    other = _make(cli_harness, tmp_path, capsys, {**MINIMAL, "message": "Second idea"})
+    hr = HarnessRepo(cli_harness)
+    v = verdict_for(hr, branch)  # what the gate records for an accepted candidate another one beat to main
+    hr.reject(branch, v.model_copy(update={
+        "accepted": False, "reason": "accepted but superseded by candidate/r1-x (main moved: re-verify next round)"}))
+    hr.reject(other, verdict_for(hr, other).model_copy(update={"accepted": False, "reason": "gain too small"}))
+    assert main(["review", "--harness", str(cli_harness), "--json"]) == 0
+    rows = {r["branch"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows[branch]["status"] == "superseded"
+    assert rows[branch]["verdict"] == ("accepted, not merged, gates 2/2: superseded by candidate/r1-x "
+                                       "(main moved: re-verify next round)")
+    assert rows[other]["status"] == "rejected" and rows[other]["verdict"] == "rejected, gates 2/2: gain too small"
+    assert main(["pr", branch, "--harness", str(cli_harness), "--remote", "nowhere"]) == 2
+    assert "accepted, not merged (superseded by candidate/r1-x" in capsys.readouterr().err
+
+
 def test_show_prints_evidence_and_diff(cli_harness: Path, tmp_path: Path, capsys) -> None:
     branch = _make(cli_harness, tmp_path, capsys, {**MINIMAL, "evidence": ["traj-17@3"], "critic": "accept"})
     assert branch.startswith("candidate/r1-add-a")
