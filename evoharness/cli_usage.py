@@ -92,15 +92,18 @@ def _no_empty(param: Any, process_value: Any, what: str) -> Any:
 
 
 def _settings_checked(invoke: Any) -> Any:
-    """``invoke(ctx)``, after loading the settings when ``--config`` or ``--set`` was given, or the environment
-    sets one (``EVOHARNESS_*``; the loaded settings are kept for the command; loading them also sets up its
-    logging)."""
+    """``invoke(ctx)``, after loading the settings when ``--config`` or ``--set`` was given (the loaded settings are
+    kept for the command; loading them also sets up its logging), or after checking the settings the environment
+    gives (``EVOHARNESS_*``) when it gives one: a bad one is one error line even for a command that reads no
+    settings, while ``./evoharness.toml`` is read only by the commands that use settings."""
     def run(ctx: Any) -> Any:
-        from evoharness.config import settings_in_environment
+        from evoharness.config import check_environment_settings, settings_in_environment
 
         state = ctx.find_root().obj
-        if state is not None and (state.config_path is not None or state.overrides or settings_in_environment()):
+        if state is not None and (state.config_path is not None or state.overrides):
             _ = state.settings
+        elif state is not None and settings_in_environment():
+            check_environment_settings()
         return invoke(ctx)
 
     return run

@@ -183,6 +183,14 @@ def settings_in_environment(environ: dict[str, str] | None = None) -> bool:
     return False
 
 
+def check_environment_settings(environ: dict[str, str] | None = None) -> None:
+    """The settings the environment gives (``EVOHARNESS_A__B``, ``$EVOHARNESS_CONFIG``'s file), checked as
+    ``load_settings`` checks them (InputError), but without ``./evoharness.toml``: a command that reads no
+    settings is not failed by a file only the commands that use settings read (it was, with a setting in the
+    environment, since 4cf00e6)."""
+    load_settings(environ=environ, local_file=False)
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
@@ -219,13 +227,15 @@ def load_settings(
     path: Path | None = None,
     overrides: list[str] | None = None,
     environ: dict[str, str] | None = None,
+    local_file: bool = True,
 ) -> Settings:
-    """Load settings. ``path`` defaults to ``$EVOHARNESS_CONFIG`` or ``./evoharness.toml`` if present."""
+    """Load settings. ``path`` defaults to ``$EVOHARNESS_CONFIG`` or ``./evoharness.toml`` if present (the
+    latter only with ``local_file``)."""
     environ = dict(os.environ) if environ is None else environ
     tree: dict[str, Any] = {}
     if path is None and environ.get("EVOHARNESS_CONFIG"):
         path = Path(environ["EVOHARNESS_CONFIG"])
-    if path is None and Path("evoharness.toml").is_file():
+    if path is None and local_file and Path("evoharness.toml").is_file():
         path = Path("evoharness.toml")
     if path is not None:
         tree = _read_toml(Path(path))

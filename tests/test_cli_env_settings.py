@@ -43,3 +43,19 @@ def test_other_evoharness_variables_and_good_settings_change_nothing(argv, tmp_p
     monkeypatch.setenv("EVOHARNESS_TEST_SOMETHING", "1")
     monkeypatch.setenv("EVOHARNESS_RUN__BUDGET", "5")
     assert main(argv) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", COMMANDS)
+def test_a_setting_in_the_environment_does_not_make_a_command_that_reads_none_read_evoharness_toml(
+        argv, tmp_path, monkeypatch, capsys):
+    argv = _argv(argv, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evoharness.toml").write_text("[run\nbudget = \n")  # broken: only commands that use settings read it
+    monkeypatch.setenv("EVOHARNESS_RUN__BUDGET", "5")
+    assert main(argv) == 0, capsys.readouterr().err
+    monkeypatch.setenv("EVOHARNESS_RUN__BUDGET", "abc")  # the environment's own settings are still checked
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: settings: run.budget: Input should be a valid number")
+    monkeypatch.setenv("EVOHARNESS_RUN__BUDGET", "5")
+    assert main(["diagnose", str(tmp_path / "in.jsonl")]) == 2  # a command that uses settings reads the file
+    assert capsys.readouterr().err.startswith("error: evoharness.toml: ")
