@@ -64,6 +64,20 @@ def saved_settings(path: Path, run_id: str) -> Settings:
         key = ".".join(str(x) for x in first["loc"]) or "settings"
         more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
         raise InputError(run_id, f"its saved settings ({path}) hold {key} = {_short(first.get('input'))}, which this "
-                         f"version refuses: {first['msg']}{more}. A run keeps the settings it started with: set "
-                         f"{key} within the bound in that file (later rounds use it), or resume it with the "
-                         "version that started it") from None
+                         f"version refuses: {first['msg']}{more}. A run keeps the settings it started with: "
+                         f"{_fix(key, first)} in that file (later rounds use it), or resume it with the version that "
+                         "started it") from None
+
+
+_BOUNDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long"}
+
+
+def _fix(key: str, error: dict) -> str:
+    """What to do to the saved value: 'set KEY within the bound' for a bound, 'set KEY to a valid integer' (what
+    pydantic says it should be) for a type or choice, 'correct KEY' where it says neither."""
+    if error.get("type") in _BOUNDS:
+        return f"set {key} within the bound"
+    msg = str(error.get("msg", ""))
+    if msg.startswith("Input should be "):  # 'Input should be a valid integer, unable to parse string as an integer'
+        return f"set {key} to {msg.removeprefix('Input should be ').split(', unable to')[0]}"
+    return f"correct {key}"

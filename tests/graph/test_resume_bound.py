@@ -62,3 +62,17 @@ def test_the_reports_say_it_in_one_line_too(saved, argv, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: run-y: its saved settings (") and err.count("\n") == 1, err
     assert "run.rollouts = 5000" in err
+
+
+@pytest.mark.parametrize(("value", "must"), [("many", "set run.rollouts to a valid integer in that file"),
+                                             ([3], "set run.rollouts to a valid integer in that file")])
+def test_a_value_of_the_wrong_type_says_what_it_must_be_not_a_bound(saved, value, must, capsys):
+    """A type error is no bound: 'set run.rollouts within the bound' told the user to look for one."""
+    home, path = saved
+    data = json.loads(path.read_text())
+    data["run"]["rollouts"] = value
+    path.write_text(json.dumps(data))
+    assert main(["--set", f"home={home}", "run", "--resume", "run-y"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: run-y: its saved settings (")
+    assert must in err and "bound" not in err, err
