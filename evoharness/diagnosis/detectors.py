@@ -865,9 +865,21 @@ def _written(view: TraceView) -> dict[int, list[str]]:
 
 def delivers(view: TraceView, c: ToolCall) -> bool:
     """A call that carries the run's final answer (OpenHands' ``finish`` message): the delivery, not a write."""
-    fa = view.traj.final_answer
-    head = fa.strip()[:50] if fa and fa.strip() else None
+    head = _answer_head(view)
     return bool(head) and isinstance(c.args, dict) and any(isinstance(v, str) and head in v for v in c.args.values())
+
+
+def _answer_head(view: TraceView) -> str | None:
+    """The final answer's first 50 characters, stripped (None for no answer or a blank one); once per view: the claim
+    check and the policy rules ask ``delivers`` of every write, and stripping the answer copies it."""
+    memo = view.__dict__.get("_answer_head", _NO_HEAD)
+    if memo is _NO_HEAD:
+        fa = view.traj.final_answer
+        memo = view.__dict__["_answer_head"] = fa.strip()[:50] if fa and fa.strip() else None
+    return memo
+
+
+_NO_HEAD = object()
 
 
 STATUS_FIELD = re.compile(r'"status"\s*:\s*"([A-Za-z][A-Za-z _-]{1,30})"')

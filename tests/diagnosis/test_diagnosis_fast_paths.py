@@ -354,3 +354,34 @@ def test_the_answer_origin_gate_answers_as_the_regex():
         assert multiagent._holds(pattern, key, text) is want, (key, text)
         hits += want
     assert hits > 500
+
+
+def test_delivers_and_the_workspace_edit_answer_as_their_definitions():
+    """``delivers`` reads the final answer's head once per view and ``_workspace_edit`` tests the path argument before
+    the editor-name regex: the answers of the written-out definitions, call by call, on random runs."""
+    answers = ["", "   ", None, "Fixed the bug in utils.py by guarding the empty list.", " Done. " * 20, "é" * 60]
+    names = ["finish", "str_replace_editor", "Edit", "edit_reservation", "bash", "book_reservation", "credit_edit"]
+    keys = ["message", "path", "file_path", "filename", "command", "payment_id"]
+    rnd = random.Random(48)
+    both = {"delivers": 0, "workspace": 0}
+    for _ in range(3000):
+        answer = rnd.choice(answers)
+        b = TraceBuilder("t").user("fix it")
+        for _ in range(rnd.randint(1, 5)):
+            value = rnd.choice([answer or "x", (answer or "")[:70] + " and more", "credit_card_1", 3])
+            b.call(rnd.choice(names), {rnd.choice(keys): value for _ in range(rnd.randint(0, 2))}, result="ok")
+        t = (b.deliver(answer) if answer is not None else b).build(score=0.0)
+        view = TraceView(t)
+        for c in view.calls:
+            fa = t.final_answer
+            head = fa.strip()[:50] if fa and fa.strip() else None
+            want = bool(head) and isinstance(c.args, dict) and any(
+                isinstance(v, str) and head in v for v in c.args.values())
+            assert detectors.delivers(view, c) is want
+            args = c.args if isinstance(c.args, dict) else {}
+            workspace = detectors.is_shell(c.name) or (detectors.EDITOR_TOOL.search(c.name) is not None and any(
+                k in args for k in ("path", "file_path", "filename"))) or want
+            assert invariants._workspace_edit(view, c) is workspace, (c.name, c.args)
+            both["delivers"] += want
+            both["workspace"] += workspace and not want
+    assert both["delivers"] > 300 and both["workspace"] > 300
