@@ -75,10 +75,22 @@ def affirmative(text: str) -> bool:
         found = True
     if not found:
         return False
+    if low is not None:  # the cut and both searches on the lower-cased text, case-sensitive (as the first search)
+        cut = _NOT_AN_ANSWER_LOW.sub(" ", low)
+        if _AFFIRMATIVE_LOW.search(cut) is None:
+            return False
+        return DECLINE.search(text) is None or _EXPLICIT_YES_LOW.search(cut) is not None
     cut = NOT_AN_ANSWER.sub(" ", text)
     if AFFIRMATIVE.search(cut) is None:
         return False
     return DECLINE.search(text) is None or EXPLICIT_YES.search(cut) is not None
+
+
+# NOT_AN_ANSWER and EXPLICIT_YES case-sensitive, for a ``gate_text`` as _AFFIRMATIVE_LOW (their literals are lower-case
+# ASCII): cutting the lower-cased text's matches gives the lower-cased cut (the same spans, each replaced by a blank),
+# itself a gate text. The case-blind cut tried its alternation at every character of the message (~4x slower)
+_NOT_AN_ANSWER_LOW = re.compile(NOT_AN_ANSWER.pattern)
+_EXPLICIT_YES_LOW = re.compile(EXPLICIT_YES.pattern)
 
 
 _UNCUT = frozenset(("yes", "yeah", "yep"))

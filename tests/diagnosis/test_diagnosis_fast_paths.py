@@ -177,8 +177,11 @@ def test_affirmative_short_cuts_answer_as_the_cut_does():
              "made", "be", "sure", "really", "quite", "correct", "ok", "okay", "go ahead", "go", "ahead", "proceed",
              "confirm", "confirmed", "do it", "yet", "it", "cancel", "yesterday", "okapi", "no", "No", "nope",
              "thanks", "thank you", "problem", "need", "that's", "Y\u0130", "\u017fure", "o\u212aay", "YE\u017f", "é",
-             "ÿes", "\u2160", "\u00b5"]
-    seps = [" ", "", ",", ".", "  ", "\n", "'", "é"]
+             "ÿes", "\u2160", "\u00b5",
+             # the cut runs on the lower-cased text where it is a gate text: upper-case negations, folding letters
+             "NOT", "Don'T", "DON’T", "Make", "NEVER", "Sure", "SURE", "Correct", "OK", "Go Ahead", "PROCEED", "Do It",
+             "N'T", "Be", "\u0130t", "\u0131t", "\u212ao"]
+    seps = [" ", "", ",", ".", "  ", "\n", "'", "é", "\t", "\u00a0"]
     rnd = random.Random(17)
     answers = set()
     for _ in range(20_000):
