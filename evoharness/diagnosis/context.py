@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -136,19 +137,16 @@ class TraceView:
         return text
 
     def turn_of(self, step: int) -> int | None:
-        """The assistant turn (message index) that a step belongs to: the last one at or before it."""
-        turn = None
-        for s in self.assistant_steps:
-            if s > step:
-                break
-            turn = s
-        return turn
+        """The assistant turn (message index) that a step belongs to: the last one at or before it (a binary search:
+        the friction rule asks at each friction step)."""
+        steps = self.assistant_steps
+        i = bisect.bisect_right(steps, step)
+        return steps[i - 1] if i else None
 
     def next_turn(self, turn: int | None) -> int | None:
-        for s in self.assistant_steps:
-            if turn is None or s > turn:
-                return s
-        return None
+        steps = self.assistant_steps
+        i = 0 if turn is None else bisect.bisect_right(steps, turn)
+        return steps[i] if i < len(steps) else None
 
     @once
     def final_step(self) -> int:

@@ -157,35 +157,68 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
     turn's calls; anywhere else (a harness message rejecting a reply's format) any tool, so any later accepted action
     recovers it."""
     role = view.roles[step] if 0 <= step < len(view.roles) else None
+    went = _went_through(view, occ)
     failed: list[ToolCall] = []
     if role == "tool":
-        call_id = str(view.traj.messages[step].get("tool_call_id"))
-        failed = [c for c in view.calls if c.id == call_id]
+        failed = went.by_id.get(str(view.traj.messages[step].get("tool_call_id")), [])
     elif role == "assistant":
-        failed = [c for c in view.calls if c.step == step]
-    names = {_call_kind(c) for c in failed} or None
-    writes: set[str] = set()
+        failed = went.by_step.get(step, [])
+    if not failed:
+        return went.last > step
+    names = {_call_kind(c) for c in failed}
+    if any(went.by_kind.get(k, -1) > step for k in names):
+        return True
     # a sibling is another way to what a failed read was for; a sibling of a failed write is another change
     # (``modify_pending_order_address`` after ``modify_pending_order_payment``), which leaves the refused one undone
     readers = {_call_kind(c) for c in failed if not changes_state(c)}
-    if failed and not any(changes_state(c) and _may_write_patch(view, c) for c in failed):
-        from evoharness.diagnosis.invariants import write_calls
+    if readers and any(last > step and _siblings(k, r) for k, last in went.by_kind.items() for r in readers):
+        return True
+    return not any(changes_state(c) and _may_write_patch(view, c) for c in failed) and went.last_write() > step
 
-        writes = {c.id for c in write_calls(view) if c.step > step}
-    friction_steps = {s for items in occ.values() for s, _ in items}
-    blocked = _blocked_calls(view) if view.traj.events else ()
-    results = view.results
-    for c in view.calls:
-        if c.step <= step or not c.parsed_ok or c.step in friction_steps or c.id in blocked:
-            continue
-        if names is not None and c.id not in writes:
-            kind = _call_kind(c)
-            if kind not in names and not any(_siblings(kind, k) for k in readers):
+
+class _WentThrough:
+    """The calls that went through (parsed, a result that is no friction occurrence, at no friction step, not
+    blocked), once per view: the last step of each ``_call_kind`` among them, of any and of a write (``write_calls``),
+    and every call by id and by step. ``_recovered`` asks it at each friction step; it read every call each time
+    (4,000 failed look-ups before a good one: 7.7 s a label)."""
+
+    def __init__(self, view: TraceView, occ: dict[str, list[tuple[int, str]]]) -> None:
+        self.occ, self.view = occ, view
+        friction_steps = {s for items in occ.values() for s, _ in items}
+        blocked = _blocked_calls(view) if view.traj.events else ()
+        results = view.results
+        self.by_id: dict[str, list[ToolCall]] = {}
+        self.by_step: dict[int, list[ToolCall]] = {}
+        self.by_kind: dict[tuple[str, str | None], int] = {}
+        self.ok: set[str] = set()
+        self.last = -1
+        for c in view.calls:
+            self.by_id.setdefault(c.id, []).append(c)
+            self.by_step.setdefault(c.step, []).append(c)
+            if not c.parsed_ok or c.step in friction_steps or c.id in blocked:
                 continue
-        res = results.get(c.id)
-        if res is not None and res[0] not in friction_steps:
-            return True
-    return False
+            res = results.get(c.id)
+            if res is None or res[0] in friction_steps:
+                continue
+            self.ok.add(c.id)
+            kind = _call_kind(c)
+            self.by_kind[kind] = max(self.by_kind.get(kind, -1), c.step)
+            self.last = max(self.last, c.step)
+        self._last_write: int | None = None
+
+    def last_write(self) -> int:
+        if self._last_write is None:
+            from evoharness.diagnosis.invariants import write_calls
+
+            self._last_write = max((c.step for c in write_calls(self.view) if c.id in self.ok), default=-1)
+        return self._last_write
+
+
+def _went_through(view: TraceView, occ: dict[str, list[tuple[int, str]]]) -> _WentThrough:
+    memo = view.__dict__.get("_went_through")
+    if memo is None or memo.occ is not occ:
+        memo = view.__dict__["_went_through"] = _WentThrough(view, occ)
+    return memo
 
 
 def _may_write_patch(view: TraceView, c: ToolCall) -> bool:

@@ -180,3 +180,25 @@ def test_a_failed_write_is_not_got_past_by_a_sibling_write(tmp_path, fmt):
     (tmp_path / "control").mkdir()
     [got_past] = _labels(tmp_path / "control", [_changed_another_thing(same_tool=True).record(0.0)], fmt)
     assert [s.id for s in got_past.signals if s.id.startswith("F2.")] == []
+
+
+def test_many_failed_look_ups_are_labelled_in_linear_time(tmp_path):
+    """The friction rule asks at each friction step whether the agent got past it (``_recovered``), and which turn
+    the step is in: each question read every call, or every turn (4,000 failed look-ups before the user was found:
+    7.7 s a label; 16,000: minutes). The answer is the same: got past, so the run sits on its write."""
+    import time
+
+    r = Run("Cancel my order #W2378156.")
+    for i in range(8_000):
+        r.call("find_user_id_by_email", "Error: user not found", email=f"yusuf{i}@example.com")
+    r.call("find_user_id_by_email", "yusuf_rossi_9620", email="yusuf.rossi7301@example.com")
+    r.say("I'll cancel order #W2378156 (reason: no longer needed). Proceed?").user("Yes.")
+    r.call("cancel_pending_order", {**ORDER, "status": "cancelled"}, order_id="#W2378156", reason="no longer needed")
+    path = tmp_path / "retail.json"
+    path.write_text(json.dumps([r.say("Cancelled.").record(0.0)]))
+    [traj] = load_paths([path])
+    start = time.process_time()
+    lab = Labeller().label(traj)
+    assert time.process_time() - start < 2
+    assert lab.first_signal.id == "F4.first_write"
+    assert [s.id for s in lab.signals if s.id.startswith("F2.")] == []
