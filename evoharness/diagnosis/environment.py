@@ -225,6 +225,17 @@ ID_KINDS = (  # how a message names the kind: patterns on lower-cased text (case
      re.compile(r"\b(?:[Rr]eservation|[Oo]rder|[Cc]onfirmation|[Bb]ooking)\b[^.]{0,30}?"
                 r"(#?[A-Z0-9]*\d[A-Z0-9]*|[A-Z]{6})\b")),
 )
+_ID_WORDS = re.compile(r"^(reservation|order|confirmation|booking)\s?")
+
+
+def id_named(kind: str, text: str) -> str:
+    """How ``text`` (lower-cased) names an identifier of ``kind``, for evidence: for the 'reservation id' kind the
+    words it uses ("order number", "confirmation code": tau retail's order is no reservation), else the kind."""
+    named = next(n for k, n, _ in ID_KINDS if k == kind)
+    m = named.search(text) if kind == "reservation id" else None
+    return _ID_WORDS.sub(r"\1 ", m.group(0)) if m else kind
+
+
 # "don't / didn't / can't / do not / cannot [really] have / remember / recall / know / find", "not sure about": every
 # branch starts with "n", which the regex engine skips to (a pattern opening with \b tries every position: ~30x slower)
 DENIAL = re.compile(r"n(?:['’]t|ot)\s+(?:\w+\s+)?(?:have|remember|recall|know|find)\b|not sure (?:about|of|what)\b")
@@ -265,15 +276,16 @@ class UserWithheldIdDetector:
             content, low = texts[i], view.lowered(i)
             for m in DENIAL.finditer(low):
                 sentence = _sentence_at(low, m.start(), m.end())
-                kinds = [k for k, named, _ in ID_KINDS if named.search(sentence)]
+                kinds, named_in = [k for k, named, _ in ID_KINDS if named.search(sentence)], sentence
                 if not kinds and PRONOUN.search(sentence):
                     asked = next((texts[j][-TAIL_CHARS:].lower() for j in range(i - 1, -1, -1)
                                   if roles[j] == "assistant" and texts[j]), "")  # its question is at its end
-                    kinds = [k for k, named, _ in ID_KINDS if named.search(asked)]
+                    kinds, named_in = [k for k, named, _ in ID_KINDS if named.search(asked)], asked
                 withheld = [k for k in kinds if k in given and not any(v.lower() in low for v in given[k])]
                 if withheld:
                     return [Signal(id=self.id, failure_class=E, step=i,
-                                   evidence=f"the simulated user says it lacks its {withheld[0]}, which its "
+                                   evidence=f"the simulated user says it lacks its {id_named(withheld[0], named_in)}, "
+                                            f"which its "
                                             f"instruction gives ({given[withheld[0]][0]}), and nothing is looked up "
                                             f"after: {quote(content, 120)}")]
         return []

@@ -36,6 +36,7 @@ from evoharness.diagnosis.environment import (
     _given_ids,
     _may_deny,
     _sentence_at,
+    id_named,
 )
 from evoharness.diagnosis.models import FailureClass, Signal
 
@@ -111,7 +112,7 @@ def _insistence(view: TraceView, before: int) -> tuple[int, str, int] | None:
         # the instruction's ids only now (its regexes scan the whole instruction: cached, but not free)
         given = _given_ids(instruction) if isinstance(instruction, str) and instruction else {}
         if not any(k in given for k in again):
-            return j, again[0], i
+            return j, id_named(again[0], reply), i  # as the reply names it: an order number is no reservation id
     return None
 
 

@@ -105,3 +105,21 @@ def test_pointing_the_user_to_where_the_id_is_is_still_insisting(reply):
     lab = Labeller().label(_run(("user", "I want to add bags to my Chicago trip."), ASK, DENY, ("assistant", reply),
                                 *LEAVE, meta=META))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 4)
+
+
+def test_the_evidence_names_the_identifier_as_the_conversation_does():
+    """tau retail asks for an order number: the evidence called it a 'reservation id' (the kind's label); it names
+    the identifier as the user denied it (the label's class and step are unchanged)."""
+    ask = ("assistant", "Could you please provide your user ID and the order number?")
+    deny = ("user", "My user ID is omar_rossi_1241. Unfortunately, I don't have my order number with me.")
+    insist = ("assistant", "To proceed, I'll need the order number. Please check your email for it.")
+    lab = Labeller().label(_run(("user", "I want to return a lamp."), ask, deny, insist, *LEAVE, meta=META))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.failure_class) == ("F4.stalled", 4, "F4")
+    assert "asked again for the order number the user said it lacks (step 3)" in lab.first_signal.evidence
+    # the user's side: an order id its instruction gives, withheld
+    meta = {"user_instruction": "You are omar_rossi_1241. You want to return the lamp of order #W2378156."}
+    deny = ("user", "I'm sorry, I don't remember the order id.")
+    lab = Labeller().label(_run(("user", "I want to return a lamp."), ask, deny, insist, meta=meta))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("E.user_withheld_id", 3)
+    assert lab.first_signal.evidence.startswith("the simulated user says it lacks its order id, which its "
+                                                "instruction gives (#W2378156)"), lab.first_signal.evidence
