@@ -439,6 +439,19 @@ class RepeatedActionDetector:
         actions = [(c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]) for c in calls] + code
         turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
         actions.sort(key=lambda x: x[0])
+        # whether a later occurrence of each action got another result (a retry that got through), found backwards
+        # once: asked of every repeat by a scan of the rest, 8,000 same ``ls`` then one other answer took 1.8 s
+        differs_later = [False] * len(actions)
+        later: dict[tuple[str, str], tuple[str] | None] = {}  # the one later result, or None: more than one
+        for j in range(len(actions) - 1, -1, -1):
+            _, key, result = actions[j]
+            if key in later:
+                one = later[key]
+                differs_later[j] = one is None or one[0] != result
+                if one is not None and one[0] != result:
+                    later[key] = None
+            else:
+                later[key] = (result,)
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
         # progress since an action's last occurrence: an action after it (another one: between two occurrences of
         # an action come only others) that changed state or showed something new. Indices, not a flag per action
@@ -463,8 +476,7 @@ class RepeatedActionDetector:
                 seen.add((key, result))
             if new or is_state_changing(*key):
                 progress = j
-            if len(runs) >= cfg.repeat_min and not any(k == key and r != result for _, k, r in actions[j + 1:]) \
-                    and not self._rejection_got_past(view, step):
+            if len(runs) >= cfg.repeat_min and not differs_later[j] and not self._rejection_got_past(view, step):
                 # (a later try of the same action that got another result: a retry that got through, not a loop)
                 name, args = key
                 return [Signal(

@@ -444,3 +444,19 @@ def test_a_long_run_of_new_reads_is_searched_for_loops_in_linear_time():
     [s] = RepeatedActionDetector().detect(view, CFG)
     assert time.process_time() - start < 2
     assert s.step == len(view.traj.messages) - 3 and "3x bash" in s.evidence
+
+
+def test_a_long_retry_that_got_through_is_read_in_linear_time():
+    """A repeat is no loop where a later try of the same action got another result (a retry that got through);
+    each repeat scanned the rest of the run for one (16,000 identical ``ls`` calls, then another answer: ~7 s).
+    The same answer: no loop."""
+    import time
+
+    b = TraceBuilder().user("fix it")
+    for _ in range(16_000):
+        b.call("bash", {"command": "ls"}, result="a b")
+    b.call("bash", {"command": "ls"}, result="a b c")
+    view = TraceView.of(b.deliver("done").build(score=0.0))
+    start = time.process_time()
+    assert RepeatedActionDetector().detect(view, CFG) == []
+    assert time.process_time() - start < 2
