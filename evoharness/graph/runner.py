@@ -14,7 +14,7 @@ from langgraph.types import Command
 from evoharness.agent.models import resolve_model_spec
 from evoharness.config import Settings
 from evoharness.errors import InfraError, InputError
-from evoharness.graph.checkpoint import check_checkpointer, claim_thread, open_checkpointer, start_over
+from evoharness.graph.checkpoint import check_checkpointer, open_checkpointer, start_over
 from evoharness.graph.evidence import import_evidence, write_evidence
 from evoharness.graph.graph import build_graph
 from evoharness.graph.locks import decision_lock, run_lock
@@ -25,6 +25,7 @@ from evoharness.graph.resumed import not_applied, saved_settings
 from evoharness.graph.run_ids import RUN_ID, check_run_id, new_run_id  # noqa: F401 (RUN_ID re-exported)
 from evoharness.graph.storage import paused
 from evoharness.graph.summary import summary_readable, write_summary
+from evoharness.graph.threads import claim_thread
 from evoharness.graph.wiring import build_services
 
 

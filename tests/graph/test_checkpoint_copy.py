@@ -72,7 +72,8 @@ def test_runs_claiming_their_threads_at_once_on_a_fresh_database_all_succeed(pg_
     on a fresh database raced: all but one failed with psycopg's UniqueViolation on pg_type."""
     import threading
 
-    from evoharness.graph.checkpoint import claim_thread, open_checkpointer
+    from evoharness.graph.checkpoint import open_checkpointer
+    from evoharness.graph.threads import claim_thread
 
     n = 6
     start, errors = threading.Barrier(n), []
