@@ -169,9 +169,6 @@ class Daemon:
 
     def request_run(self, run_id: str | None = None) -> str:
         """Start a new run now (when no run is active); returns its id."""
-        current = self.current_run
-        if current and not self._finished(current):
-            raise InputError(current, f"run {current} is still active ({self.phase.get(current) or 'not resumed'})")
         run_id = run_id or new_run_id()
         with self._lock:  # checked and claimed at once (requests run on a thread pool)
             if (runs_dir(self.settings) / run_id / "settings.json").exists() or run_id in self.starting:
@@ -179,6 +176,12 @@ class Daemon:
             if self.starting:  # both were 202; the worker then dropped the second, said only in last_error
                 other = sorted(self.starting)[0]
                 raise InputError(other, f"run {other} is starting (asked for, not begun yet): one run at a time")
+            # after the starting check: the worker records a run as current before it stops counting it as
+            # starting, so a run begun meanwhile is seen here (read before the lock, it was missed)
+            current = self.current_run
+            if current and not self._finished(current):
+                raise InputError(current, f"run {current} is still active "
+                                 f"({self.phase.get(current) or 'not resumed'})")
             self.starting.add(run_id)
         self._requests.put(("begin", run_id, None))
         self._wake.set()

@@ -8,6 +8,7 @@ import time
 from fastapi.testclient import TestClient
 
 from evoharness.config import Settings
+from evoharness.errors import InputError
 from evoharness.service.app import create_app
 from evoharness.service.daemon import Daemon
 
@@ -70,3 +71,30 @@ def test_a_new_run_whose_checkpointer_cannot_be_opened_is_not_made(tmp_path):
         assert "no run was started" in health["last_error"] and health["current_run"] is None, health
         assert c.get("/runs/a").status_code == 404
         assert c.post("/runs", json={"run_id": "a"}, headers=AUTH).status_code == 202  # not 'run already exists'
+
+
+def test_a_new_run_asked_for_while_the_worker_begins_another_is_refused(tmp_path):
+    """The other order of 083d3e9's race: the request reads the current run (none) before the daemon's lock, the
+    worker then begins run a (records it as current, no longer starting), and the request, finding nothing
+    starting under the lock, answered 202 for b, which the worker then dropped ('not started: run a is still
+    active', in /health's last_error only). The current run is now read under the lock, after the claim check."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "service": {"loop": False}})
+    daemon = Daemon(settings, None, quiet=True)
+    daemon.starting.add("a")
+
+    class WorkerBeginsAMeanwhile:  # the lock taken just as the worker finishes beginning run a
+        def __enter__(self):
+            daemon._write({"run_id": "a", "started_seq": 0, "history": ["a"]})
+            daemon.starting.discard("a")
+
+        def __exit__(self, *exc):
+            return False
+
+    daemon._lock = WorkerBeginsAMeanwhile()
+    try:
+        daemon.request_run("b")
+    except InputError as e:
+        assert "run a is still active" in str(e)
+    else:
+        raise AssertionError("run b was accepted while run a is active")
+    assert daemon._requests.empty()
