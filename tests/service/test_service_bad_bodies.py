@@ -77,4 +77,7 @@ def test_composition_of_more_than_there_are_is_all_of_them(client):
 def test_an_unknown_candidate_status_is_422_naming_the_known_ones(client):
     r = client.get("/candidates", params={"status": "verifed"}, headers=AUTH)  # was 200 and no candidates
     assert r.status_code == 422
-    assert r.json()["error"] == "query.status: Input should be 'pending', 'verified', 'merged' or 'rejected'"
+    assert r.json()["error"] == ("query.status: Input should be 'pending', 'verified', 'merged', 'rejected' or "
+                                 "'superseded'")
+    r = client.get("/candidates", params={"status": "superseded"}, headers=AUTH)  # review's status since 8b225af
+    assert r.status_code == 200 and all(c["status"] == "superseded" for c in r.json()["candidates"])
