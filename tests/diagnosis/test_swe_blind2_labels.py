@@ -26,6 +26,7 @@ from evoharness.diagnosis.accuracy import (
 )
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import load_paths
+from tests.diagnosis.above_baselines import assert_strictly_above_baselines
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 RUNS = DATA / "swe_blind2_runs"
@@ -105,11 +106,4 @@ def _cases():
 
 @pytest.mark.parametrize("figure", list(_cases()))
 def test_the_labeller_is_strictly_above_every_trivial_baseline(scores, figure):
-    ours = scores.figures["evoharness"].get(figure)
-    rivals = {b: scores.figures[b][figure] for b in baselines_for(scores.name) if figure in scores.figures.get(b, {})}
-    if ours is None:
-        assert not rivals, f"{figure}: baselines report it, the labeller does not"
-        pytest.skip(f"no {figure} labels (a single-agent run)")
-    assert rivals
-    for base, (hits, n) in rivals.items():
-        assert ours[0] / ours[1] > hits / n, f"{figure}: {ours[0]}/{ours[1]} <= {base} {hits}/{n}"
+    assert_strictly_above_baselines(scores, figure)

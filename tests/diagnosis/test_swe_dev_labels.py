@@ -31,6 +31,7 @@ from evoharness.diagnosis.labeller import Labeller
 from evoharness.errors import InputError
 from evoharness.traces.importers import load_paths
 from evoharness.traces.models import Trajectory
+from tests.diagnosis.above_baselines import assert_strictly_above_baselines
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / ".." / "shared" / "data"
@@ -80,15 +81,7 @@ def _cases():
 
 @pytest.mark.parametrize("name, figure", list(_cases()))
 def test_the_labeller_is_strictly_above_every_trivial_baseline(scores, name, figure):
-    tune = scores[name]
-    ours = tune.figures["evoharness"].get(figure)
-    rivals = {b: tune.figures[b][figure] for b in baselines_for(tune.name) if figure in tune.figures.get(b, {})}
-    if ours is None:
-        assert not rivals, f"{figure}: baselines report it, the labeller does not"
-        pytest.skip(f"no {figure} labels (a single-agent run)")
-    assert rivals
-    for base, (hits, n) in rivals.items():
-        assert ours[0] / ours[1] > hits / n, f"{figure}: {ours[0]}/{ours[1]} <= {base} {hits}/{n}"
+    assert_strictly_above_baselines(scores[name], figure)
 
 
 def _run(task: str, score: float, n: int = 4) -> Trajectory:
