@@ -21,6 +21,8 @@ def shown_classes(comps: list[dict[str, float] | None]) -> list[str]:
     """``CLASSES``, and ``unknown`` when any of these compositions (class -> share) has an unknown run."""
     return [*CLASSES, UNKNOWN] if any((c or {}).get(UNKNOWN) for c in comps) else CLASSES
 DPI = 110
+FRESH_LABELS = {"fresh": "fresh anchor after the merge",
+                "moved": "fresh anchor: main moved outside the run"}
 
 
 def _pyplot():
@@ -43,7 +45,8 @@ def _save(fig, path: Path) -> Path:
 
 
 def anchors_plot(rounds: list[dict[str, Any]], anchors: list[dict[str, Any]], z: float, path: Path) -> Path:
-    """(a) The anchor (the bar) per round, each candidate's reading, and the fresh anchor after a merge.
+    """(a) The anchor (the bar) per round, each candidate's reading, and the fresh anchor after a merge
+    (or after main moved outside the run: a round that merged nothing, drawn in its own colour).
 
     The gap between an accepted candidate's reading and the fresh anchor measured after its merge
     is the selection optimism.
@@ -94,9 +97,12 @@ def anchors_plot(rounds: list[dict[str, Any]], anchors: list[dict[str, Any]], z:
         if r.get("fresh_anchor") is not None:
             merged_reading = next(((c.get("verdict") or {}).get("measurements", {}).get("reading")
                                    for c in cands if c["branch"] in (r.get("merged") or [])), None)
-            ax.scatter([r["round"] + 0.3], [r["fresh_anchor"]], marker="D", color="#1f5fa8", s=45, zorder=5,
-                       label=None if "fresh" in seen else "fresh anchor after the merge")
-            seen.add("fresh")
+            # a round that merged nothing re-measured main because it moved outside the run (another commit)
+            why = "fresh" if r.get("merged") else "moved"
+            ax.scatter([r["round"] + 0.3], [r["fresh_anchor"]], marker="D", s=45, zorder=5,
+                       color="#1f5fa8" if why == "fresh" else "#7a4fb0",
+                       label=None if why in seen else FRESH_LABELS[why])
+            seen.add(why)
             if merged_reading is not None:
                 ax.annotate("", xy=(r["round"] + 0.3, r["fresh_anchor"]), xytext=(r["round"], merged_reading),
                             arrowprops={"arrowstyle": "->", "color": "#1f5fa8", "lw": 1.1}, zorder=3)
