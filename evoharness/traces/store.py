@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,17 +149,18 @@ def _line_reason(raw: bytes, e: ValidationError) -> str:
 @contextmanager
 def replacing(path: Path | str, mode: str = "wb") -> Iterator[IO[Any]]:
     """A file to write that becomes ``path`` only when the block ends without an error: it is written beside
-    it as ``.NAME.PID.tmp`` (hidden, and no trace file, so no scan of the directory reads it), fsync'd and
-    renamed over ``path``. On an error, or Ctrl-C, ``path`` is left as it was (an earlier output is not
-    lost to a bad input). A ``path`` that is not a regular file (``/dev/stdout``, a FIFO, a symlink) is
-    written through, as before."""
+    it as ``.NAME.PID.THREAD.tmp`` (hidden, and no trace file, so no scan of the directory reads it; one per
+    thread, so two threads writing one path do not share it), fsync'd, renamed over ``path``, and the
+    directory fsync'd so the rename outlasts a power cut. On an error, or Ctrl-C, ``path`` is left as it was
+    (an earlier output is not lost to a bad input). A ``path`` that is not a regular file (``/dev/stdout``, a
+    FIFO, a symlink) is written through, as before."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         with path.open(mode) as fh:
             yield fh
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with tmp.open(mode) as fh:
             yield fh
@@ -167,6 +169,15 @@ def replacing(path: Path | str, mode: str = "wb") -> Iterator[IO[Any]]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_trajectories(path: Path | str, trajectories: Iterable[Trajectory], *, append: bool = False) -> int:
