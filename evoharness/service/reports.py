@@ -37,7 +37,7 @@ class ReportRenderer:
         from evoharness.reports.report import build
         from evoharness.reports.runs import load_run
 
-        record = load_run(self.settings, run_id)
+        record = load_run(self.settings, run_id, home_only=True)
         with self._lock:
             final = self.root / run_id
             fresh = self.root / f".{run_id}.{uuid.uuid4().hex[:8]}.new"

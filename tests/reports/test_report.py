@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from html.parser import HTMLParser
 
 from evoharness.graph.progress import Progress
@@ -172,3 +173,44 @@ def test_a_run_id_is_the_run_under_home_whatever_the_cwd_holds(done_run, tmp_pat
     assert cli("--set", f"home={settings.home}", "report", outcome.run_id, "--out", str(tmp_path / "o")) == 0, \
         capsys.readouterr().err
     assert outcome.run_id in (tmp_path / "o" / "report.md").read_text()
+
+
+def test_a_bare_name_that_is_both_a_run_under_home_and_a_run_directory_here_is_an_error(done_run, tmp_path,
+                                                                                         monkeypatch, capsys):
+    """A copy of the run in the working directory was silently passed over for the run under home: which run a
+    report showed depended on a rule the user could not see. Now one error line asks for a path."""
+    settings, outcome = done_run
+    shutil.copytree(outcome.run_dir, tmp_path / outcome.run_id)
+    monkeypatch.chdir(tmp_path)
+    assert cli("--set", f"home={settings.home}", "report", outcome.run_id, "--out", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {outcome.run_id}: ambiguous"), err
+    assert f"./{outcome.run_id}" in err[0] and str(settings.home) in err[0]
+    assert not (tmp_path / "o").exists()
+    assert cli("--set", f"home={settings.home}", "report", f"./{outcome.run_id}", "--out", str(tmp_path / "o")) == 0
+
+
+def test_a_bare_name_that_is_no_run_says_where_it_looked(tmp_path, monkeypatch, capsys):
+    """A directory of notes named like a run that does not exist said only 'not a run directory': not that
+    the name was looked for under the home too."""
+    (tmp_path / "run-gone").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert cli("--set", f"home={tmp_path / 'home'}", "report", "run-gone", "--out", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: run-gone: no such run under {tmp_path / 'home' / 'runs'}")
+    assert "./run-gone here is not a run directory" in err[0]
+
+
+def test_the_service_reports_the_run_under_its_home_whatever_its_working_directory_holds(done_run, tmp_path,
+                                                                                          monkeypatch):
+    """GET /runs/{id}/report names a run id, never a path: a copy of the run in the service's working directory is
+    no ambiguity there (the CLI's bare-name rule would refuse it)."""
+    from evoharness.service.reports import ReportRenderer
+
+    settings, outcome = done_run
+    shutil.copytree(outcome.run_dir, tmp_path / outcome.run_id)
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "service-home"
+    shutil.copytree(settings.home, home)
+    html = ReportRenderer(settings.model_copy(update={"home": home})).render(outcome.run_id)
+    assert f"evoharness run report: {outcome.run_id}" in html
