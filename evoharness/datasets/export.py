@@ -21,12 +21,14 @@ line, is an ``InputError`` (see ``LabelFile``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -490,14 +492,28 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     summary.prompt_limit_hits = renderer.limit_hits
     summary.prompt_render_unjailed = renderer.unjailed
     write_card(stage, summary)
-    _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
-    for name in dict.fromkeys((*summary.files, "README.md", "manifest.json")):
-        (out / name).parent.mkdir(exist_ok=True)
-        os.replace(stage / name, out / name)
+    with _moving_in(out):  # two exports into one directory (two requests of one name) must not mix their files
+        _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
+        for name in dict.fromkeys((*summary.files, "README.md", "manifest.json")):
+            (out / name).parent.mkdir(exist_ok=True)
+            os.replace(stage / name, out / name)
     shutil.rmtree(stage, ignore_errors=True)
     log.info("dataset.exported", out=str(out), records=summary.records, format=fmt.value,
              placebo=placebo, heldout_excluded=summary.heldout_tasks_excluded)
     return summary
+
+
+@contextmanager
+def _moving_in(out: Path) -> Iterator[None]:
+    """Hold ``out`` while an export's files replace the ones there: an exclusive ``flock`` on the directory
+    itself (no lock file left behind), so a second export into it, from this process or another, moves its
+    files in after the first has moved all of its own, never between them."""
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _make_dirs(out: Path, sub: Path) -> list[Path]:
