@@ -28,8 +28,8 @@ rollout): the rollouts of one batch -- one harness commit's, sent in turn by one
 after another in one forked child (``BatchChild``), which saves a fork, its copy-on-write faults and an
 exit per rollout (~10 ms of CPU against a rollout's few ms on a fast environment). Each rollout still gets
 its own directory, stdout/stderr, output and seal, its own RLIMIT_CPU (the child's usage so far plus
-``cpu``; the hard limit covers ``CHILD_ROLLOUTS`` rollouts), the server's ``random`` state, a fresh state of
-the environment (``reset``), and the harness's own modules imported afresh (removed from ``sys.modules``
+``cpu``; the hard limit covers ``CHILD_ROLLOUTS`` rollouts), ``random`` seeded for it (``worker._run``), a fresh
+state of the environment (``reset``), and the harness's own modules imported afresh (removed from ``sys.modules``
 after each rollout); the server kills the child at the rollout's ``wall``. After each rollout the child
 compares its process with what it held before the first (``_Baseline``) and the server checks that nothing
 of the rollout runs or stays in /tmp, /dev/shm or System V IPC (``child_clean``); if anything differs, the
@@ -324,11 +324,11 @@ class BatchChild:
     sends them -- one after another in one process (the server's side; the child's is ``_batch_child``).
 
     The server hands it each rollout's directory over a pipe; the child runs the rollout as a forked child
-    would (``worker.main``), with the rollout's own working directory, stdout/stderr files, CPU limit and the
-    server's ``random`` state, removes the harness's modules, checks that the rollout left nothing in the
-    process (``_Baseline``) and answers one line. The server kills it at the rollout's wall limit; a rollout
-    that crashed it, timed out, answered out of protocol, failed or left something behind ends it, and the next
-    rollout gets a fresh child (``run``'s ``keep``)."""
+    would (``worker.main``), with the rollout's own working directory, stdout/stderr files, CPU limit and
+    ``random`` seeded for the rollout (``worker._run``), removes the harness's modules, checks that the rollout
+    left nothing in the process (``_Baseline``) and answers one line. The server kills it at the rollout's wall
+    limit; a rollout that crashed it, timed out, answered out of protocol, failed or left something behind ends
+    it, and the next rollout gets a fresh child (``run``'s ``keep``)."""
 
     def __init__(self, batch: str, cpu: int) -> None:
         self.batch, self.rollouts = batch, 0
@@ -470,7 +470,6 @@ def _batch_child(down: int, up: int, cpu: int) -> int:
     """The batch child's loop (see ``BatchChild``): one rollout per line read from ``down``, one answer per
     rollout written to ``up``; exits 0 when ``down`` closes."""
     import math
-    import random
 
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     total = CHILD_ROLLOUTS * (cpu + 1) + 2  # every rollout may use its own limit; each is held to it (soft)
@@ -486,7 +485,6 @@ def _batch_child(down: int, up: int, cpu: int) -> int:
     atexit._clear()
     from evoharness.agent.worker import main
 
-    rng = random.getstate()  # each rollout starts from the server's state, as a child forked for it would
     reader = os.fdopen(down, "rb", buffering=0)
     argv = sys.argv if len(sys.argv) == 1 else [sys.argv[0]]  # the server's, left as its snapshot saw it
     sys.argv = argv
@@ -512,7 +510,6 @@ def _batch_child(down: int, up: int, cpu: int) -> int:
         os.dup2(err, 2)
         os.close(out)
         os.close(err)
-        random.setstate(rng)
         sys.argv = [sys.argv[0], f"{workdir}/request.json", f"{workdir}/out.json"]
         rc = 1
         try:

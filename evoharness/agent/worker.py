@@ -52,10 +52,16 @@ class WorkerRequest(BaseModel):
 
 
 def _run(req: WorkerRequest) -> str:
-    """One rollout; the envelope the host reads (trajectory + recorded environment calls)."""
+    """One rollout; the envelope the host reads (trajectory + recorded environment calls). Python's ``random``
+    is seeded from the rollout's seed, task and rollout first, so harness code's draws are the rollout's own:
+    the same in a cold worker, a warm worker's child per rollout or batch child (CPython reseeds ``random``
+    from the OS in a forked child), run after run."""
+    import random
+
     from evoharness.agent.runner import run_rollout
     from evoharness.sandbox.scoring import envelope
 
+    random.seed(f"rollout:{req.seed}:{req.task_id}:{req.rollout}")
     calls: list = []
     traj = run_rollout(Path(req.harness_dir), req.env_spec, req.task_id, req.model_spec, req.seed,
                        rollout=req.rollout, split=req.split, harness_commit=req.harness_commit,

@@ -597,3 +597,30 @@ def test_a_commits_child_serves_its_next_batches_on_the_worker_and_never_another
                        batch_size=2, warm_fork="batch") as ex:
         batch = [s["mark"] for s in _probes(ex.run(_requests(probe, 3)))]
     assert batch == [0, 1, 0]  # "batch": the child ends with its batch
+
+
+# Ends each rollout at once with the first draw of Python's ``random`` the harness code makes.
+DRAW = """import random
+def after_model(message, ctx):
+    return {"role": "assistant", "content": f"DRAW {random.random()!r}"}
+"""
+
+
+def test_a_rollouts_random_draws_follow_its_seed_in_every_fork_mode(tmp_path):
+    """CPython reseeds ``random`` from the OS in a forked child: harness code's draws differed at each rollout,
+    though the docs promised each rollout the same starting state. Now a rollout's ``random`` is seeded from its
+    seed, task and rollout: the same draws in a batch child, a child per rollout and a cold worker, run after run;
+    other rollouts draw otherwise."""
+    repo = init_harness(tmp_path / "h")
+    reqs = _requests(_commit(repo, "draw.py", DRAW), 2, seeds=2)
+    answers = []
+    for fork in ("batch", "rollout", "batch"):
+        with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                           batch_size=4, warm_fork=fork) as ex:
+            answers.append([t.final_answer for t in ex.run(reqs)])
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=4, warm=False) as ex:
+        answers.append([t.final_answer for t in ex.run(reqs)])
+    assert all(a and a.startswith("DRAW ") for a in answers[0]), answers[0]
+    assert answers[1:] == [answers[0]] * 3
+    assert len(set(answers[0])) == 4  # two tasks x two seeds: four draws
