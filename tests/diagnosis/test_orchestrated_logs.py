@@ -20,6 +20,7 @@ EXPECTED = {  # file -> the signal that carries the principle
     "failure_report_accepted": "F4.accepted_report",
     "stall_bare_ledger": "F4.no_progress",
     "failed_script": "F4.first_commitment",
+    "no_evidence": "F4.first_commitment",
 }
 
 
