@@ -41,6 +41,7 @@ SAMPLES = {
     "agentrx": [*sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
                         key=lambda p: p.stat().st_size)[:2], FIX / "ag2" / "chat_history.json"],  # + AG2's tool calls
     "autogen": sorted((FIX / "autogen").glob("*.json")),
+    "openhands": [FIX / "openhands" / "output.jsonl"],
 }
 ROOTS = {"mini-swe-agent": DATA / "mini_swe_agent_sample", "who-and-when": DATA / "who_and_when",
          "agentrx": DATA / "agentrx_magentic_one", "swe-agent": FIX / "swe_agent" / "experiments",

@@ -190,11 +190,11 @@ def test_diagnose_reads_every_format_in_one_directory(capsys):
     # ATIF, tau2 simulations, OTLP traces, LangSmith traces, AgentRx tau, mini-swe-agent v2 (two styles), SWE-agent
     # (two rewritten runs, one real: swe_agent_real), AutoGen AgentChat, an AG2 chat history (a named message list),
     # tau-bench retail records (tau_retail/runs.json, ids "runs:<task>:<trial>"), SWE-rebench OpenHands records
-    # (swe_rebench_openhands, ids their trajectory_id)
-    assert out["n"] == 2 + 3 + 4 + 2 + 1 + 4 + (2 + 1) + 2 + 1 + 10 + 2
+    # (swe_rebench_openhands, ids their trajectory_id), OpenHands' own output.jsonl (its evaluation files skipped)
+    assert out["n"] == 2 + 3 + 4 + 2 + 1 + 4 + (2 + 1) + 2 + 1 + 10 + 2 + 3
     ids = {t["id"].split(":")[0] for t in out["trajectories"]}
     assert ids == {"atif", "tau2", "otlp", "langsmith", "agentrx-tau", "mini-swe-agent", "swe-agent", "autogen",
-                   "agentrx", "runs", "chatcmpl-0001", "chatcmpl-0002"}
+                   "agentrx", "runs", "chatcmpl-0001", "chatcmpl-0002", "openhands"}
 
 
 @pytest.mark.parametrize(("sample", "n", "source_format"), [

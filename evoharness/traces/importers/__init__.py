@@ -10,6 +10,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
   ``resolved`` flag when present (score 1.0 / 0.0; unscored without a report).
 - ``swe-agent``: SWE-agent ``<instance_id>.traj`` files (``history`` / ``trajectory`` / ``info``), joined with
   SWE-bench results as for mini-swe-agent.
+- ``openhands``: OpenHands' evaluation output (``output.jsonl`` of its SWE-bench ``run_infer.py``: ``instance_id``,
+  ``history`` of events, ``test_result.git_patch``), joined with the SWE-bench verdicts its evaluation writes beside it.
 - ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
 - ``agentrx``: a bare JSON list of ``{role, content}`` messages whose roles name the agents,
   e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present), or whose ``name``s
@@ -29,7 +31,7 @@ Formats (auto-detected per file; ``fmt`` overrides):
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
 
-Files are read one trajectory at a time: JSONL line by line, and a JSON list of canonical, OpenAI or
+Files are read one trajectory at a time: JSONL line by line, and a JSON list of canonical, OpenAI, OpenHands or
 AgentRx tau-bench records element by element (``jsonstream.ArrayRecords``), so memory does not grow with the
 number of trajectories in a file. A file holding one trajectory (mini-swe-agent, Who&When, an
 AgentRx message list) is parsed whole.
@@ -56,6 +58,7 @@ from evoharness.traces.importers import (
     mini_swe,
     neighbours,
     openai_records,
+    openhands,
     otlp,
     swe_agent,
     tau2_results,
@@ -71,6 +74,7 @@ FORMATS: dict[str, Any] = {
     "openai": openai_records,
     "mini-swe-agent": mini_swe,
     "swe-agent": swe_agent,
+    "openhands": openhands,
     "who-and-when": who_when,
     "agentrx": agentrx,
     "agentrx-tau": agentrx_tau,
@@ -203,7 +207,7 @@ def _is_trace_file(f: Path) -> bool:
         return False
     # SWE-bench results (logs/.../report.json, aggregate reports) and preds.json are joined with
     # mini-swe-agent trajectories, not traces themselves
-    if mini_swe.is_sidecar(f):
+    if mini_swe.is_sidecar(f) or openhands.is_sidecar(f):  # OpenHands' evaluation files beside its output.jsonl
         return False
     # Harbor's <trial>/result.json is joined with <trial>/agent/trajectory.json
     if f.name == "result.json" and (f.parent / "agent" / "trajectory.json").is_file():
@@ -263,7 +267,7 @@ def detect_format(path: Path, data: Any = None) -> str:
     if path.suffix == ".jsonl":
         first = _first_jsonl_record(path)
         name = _detect_record(first)
-        if name in ("canonical", "openai", "otlp", "langsmith", "autogen"):
+        if name in ("canonical", "openai", "otlp", "langsmith", "autogen", "openhands"):
             return name
         raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
                          where="line 1")
@@ -284,7 +288,7 @@ def detect_format(path: Path, data: Any = None) -> str:
         if autogen.is_message_list(data):
             return "autogen"
         name = _detect_record(data[0])
-        if name in ("canonical", "openai", "langsmith", "agentrx-tau", "autogen"):
+        if name in ("canonical", "openai", "langsmith", "agentrx-tau", "autogen", "openhands"):
             return name
         raise InputError(str(path), f"unrecognised record (formats: {', '.join(FORMAT_NAMES)})",
                          where="record 0")
@@ -301,8 +305,8 @@ def record_format(rec: Any) -> str | None:
 
 # The order record detection asks each format's ``matches(record)``: the most specific first (an
 # OpenAI record is anything with messages). ``agentrx`` is detected on the whole list instead.
-RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "swe-agent", "who-and-when", "autogen", "mini-swe-agent",
-                    "canonical", "agentrx-tau", "openai")
+RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "openhands", "swe-agent", "who-and-when", "autogen",
+                    "mini-swe-agent", "canonical", "agentrx-tau", "openai")
 
 
 def _detect_record(rec: Any) -> str | None:
@@ -332,7 +336,7 @@ def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
         raise InputError(str(path), f"unreadable {name} input: {type(e).__name__}: {_first_line(e)}") from None
 
 
-STREAMED = ("canonical", "openai", "agentrx-tau")  # formats whose JSON list is read element by element
+STREAMED = ("canonical", "openai", "agentrx-tau", "openhands")  # formats whose JSON list is read element by element
 
 
 def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:

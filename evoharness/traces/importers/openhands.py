@@ -1,0 +1,416 @@
+"""OpenHands' evaluation output: ``output.jsonl`` of ``evaluation/benchmarks/swe_bench/run_infer.py``.
+
+One JSON object a line (``evaluation/utils/shared.py`` ``EvalOutput``): ``instance_id``, ``instruction``,
+``history`` (the agent's events as ``openhands/events/serialization/event.py`` ``event_to_dict`` writes them: ``id``,
+``timestamp``, ``source`` agent / user / environment, ``message``, ``cause``, ``tool_call_metadata``; an action has
+``action`` and ``args``, an observation ``observation``, ``content`` and ``extras``; before 2025 a list of
+``[action, observation]`` pairs), ``test_result.git_patch`` (the diff the harness took from the workspace: what
+SWE-bench grades), ``metadata`` (``llm_config.model``, ``max_iterations``), ``metrics`` and ``error``
+(``state.last_error``).
+
+Conversation, as OpenHands' CodeActAgent saw it: a ``system`` action is the system message, a ``message`` action the
+user's or the assistant's turn; each other agent action (``run``, ``run_ipython``, ``edit``, ``read``, ``write``,
+``think``, ``finish``, ``browse``, ...) is an assistant tool call named by ``tool_call_metadata.function_name``
+(``execute_bash``, ``str_replace_editor``, ...; else after its kind) with the arguments the model wrote (from
+``tool_call_metadata.model_response``) or rebuilt from ``args``; calls of one model response share one assistant
+message, its ``thought`` the text. An observation answering a call (``tool_call_metadata.tool_call_id``, else its
+``cause``) is that call's ``tool`` result, a command's with the exit-code line the agent read (``[Command finished
+with exit code N]``); an ``error`` observation, or an editor's ``ERROR:`` answer (``No replacement was performed``),
+is also a ``tool_error`` event there. Bookkeeping events (``recall``, ``agent_state_changed``, ``null``,
+``condensation``, ``change_agent_state``) are left out (``meta.skipped_events``); step i is
+``history[meta.source_index[i]]``.
+
+Delivery: a ``finish`` action (or a run that ended without an error and left a non-empty patch) delivers
+``test_result.git_patch`` as the final answer, so the coding rules read the diff SWE-bench graded. ``error``: the
+iteration or budget limit is ``step_budget`` (a ``budget_exhausted`` event), ``Timeout after`` a timeout, a context
+window error ``context_overflow``, a loop OpenHands stopped ``aborted``, another error ``error``.
+
+Outcome (``Verdicts``): the record's own ``report.resolved`` (``update_output_with_eval.py`` adds it),
+``test_result.report.resolved`` or ``resolved`` (true / false, 1 / 0); else, beside the file, SWE-bench's
+``report.json`` (``resolved_ids`` / ``unresolved_ids``, as ``eval_infer.sh`` moves it there),
+``eval_outputs/<id>/report.json`` and ``<stem>.swebench_eval.jsonl`` (``eval_infer.py``). Sources that disagree are
+an error; without any the run is unscored (never called healthy).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evoharness.errors import InputError
+from evoharness.traces import jsontext
+from evoharness.traces.importers import mini_swe, neighbours
+from evoharness.traces.importers._shape import arguments, arr, count, obj
+from evoharness.traces.models import Event, Termination, Trajectory, Usage
+from evoharness.traces.patterns import classify_tool_error
+from evoharness.traces.store import _describe, jsonl_lines
+
+# each action kind's tool when the event names none (no ``tool_call_metadata``: agents before function calling)
+TOOL_OF = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", "edit": "str_replace_editor",
+           "read": "str_replace_editor", "write": "str_replace_editor", "think": "think", "finish": "finish",
+           "reject": "finish", "browse": "browser", "browse_interactive": "browser", "delegate": "delegate",
+           "call_tool_mcp": "mcp"}
+SKIPPED = frozenset({"recall", "agent_state_changed", "null", "condensation", "condensation_request",
+                     "change_agent_state", "condense", "user_rejected"})
+_BUDGET = re.compile(r"maximum (?:iteration|budget)|max(?:imum)?_iterations|budget", re.IGNORECASE)
+_CONTEXT = re.compile(r"ContextWindowExceeded|context (?:window|length)", re.IGNORECASE)
+_LOOP = re.compile(r"stuck in a loop", re.IGNORECASE)
+
+
+def matches(rec: dict) -> bool:
+    return isinstance(rec.get("history"), list) and isinstance(rec.get("test_result"), dict) and "instance_id" in rec
+
+
+def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
+    from evoharness.traces.importers import report_invalid
+
+    verdicts = Verdicts(path)
+    for where, rec in _records(path, data):
+        try:
+            if rec is None:
+                raise ValueError("invalid JSON (truncated or not JSON)")
+            yield convert(rec, path, verdicts)
+        except ValidationError as e:
+            report_invalid(skip_invalid, on_invalid, InputError(str(path), f"bad OpenHands record: {_describe(e)}",
+                                                                where=where))
+        except ValueError as e:
+            report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=where))
+
+
+def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
+    """(where, record) of each record: a JSON line (None where it does not parse), or a JSON list's elements."""
+    if data is not None:
+        for i, rec in enumerate(data if not isinstance(data, dict) else [data]):
+            yield f"record {i}", rec
+        return
+    for lineno, raw in jsonl_lines(path):
+        try:
+            yield f"line {lineno}", jsontext.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            yield f"line {lineno}", None
+
+
+def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
+    if not isinstance(rec, dict) or not matches(rec):
+        raise ValueError("an OpenHands record needs 'instance_id', a 'history' list and a 'test_result' object")
+    instance_id = rec["instance_id"]
+    if not isinstance(instance_id, str | int) or isinstance(instance_id, bool) or not str(instance_id).strip():
+        raise ValueError(f"instance_id must be a non-empty string, got {instance_id!r}"[:200])
+    instance_id = str(instance_id)
+    conv = _Conversation()
+    for i, e in _events(rec["history"]):
+        conv.add(i, e)
+    error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"].strip() else None
+    patch = obj(rec["test_result"]).get("git_patch")
+    patch = patch if isinstance(patch, str) else ""
+    last = max(len(conv.messages) - 1, 0)
+    events = conv.events
+    if error and _BUDGET.search(error):
+        termination = Termination.step_budget
+        events.append(Event(type="budget_exhausted", step=last, detail=error[:500]))
+    elif error and error.startswith("Timeout after"):
+        termination = Termination.timeout
+        events.append(Event(type="timeout", step=last, detail=error[:500]))
+    elif error and _CONTEXT.search(error):
+        termination = Termination.context_overflow
+    elif error:
+        termination = Termination.aborted if _LOOP.search(error) else Termination.error
+    elif conv.finished or patch.strip():
+        termination = Termination.delivered
+    else:
+        termination = Termination.aborted
+    score, report, broken = verdicts.score(rec, instance_id)
+    metadata = obj(rec.get("metadata"))
+    model = obj(metadata.get("llm_config")).get("model")
+    tokens = obj(obj(rec.get("metrics")).get("accumulated_token_usage"))
+    instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
+    meta: dict[str, Any] = {"source_format": "openhands", "agent_class": metadata.get("agent_class"),
+                            "error": error, "cost": obj(rec.get("metrics")).get("accumulated_cost"),
+                            **mini_swe.result_meta(report, None, broken)}
+    if conv.source_index != list(range(len(conv.messages))):
+        meta["source_index"] = conv.source_index
+    if conv.skipped:
+        meta["skipped_events"] = conv.skipped
+    return Trajectory.with_messages(
+        conv.messages, checked=True,
+        id=f"openhands:{instance_id}",
+        task_id=instance_id,
+        model=model if isinstance(model, str) and model else None,
+        task=conv.task or instruction,
+        events=events,
+        final_answer=patch if termination == Termination.delivered else None,
+        score=score,
+        termination=termination,
+        usage=Usage(steps=conv.steps, prompt_tokens=count(tokens.get("prompt_tokens")),
+                    completion_tokens=count(tokens.get("completion_tokens"))),
+        meta=meta,
+    )
+
+
+def _events(history: list) -> Iterator[tuple[int, dict]]:
+    """(history index, event) of each event; a pair (the format before 2025) gives its action, then its observation."""
+    for i, e in enumerate(history):
+        if isinstance(e, list) and len(e) == 2 and all(isinstance(x, dict) for x in e):
+            yield i, e[0]
+            yield i, e[1]
+        elif isinstance(e, dict) and ("action" in e or "observation" in e):
+            yield i, e
+        else:
+            raise ValueError(f"history[{i}] is neither an event (an object with 'action' or 'observation') "
+                             f"nor an [action, observation] pair")
+
+
+class _Conversation:
+    """The chat messages the events make, built one event at a time."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.source_index: list[int] = []
+        self.events: list[Event] = []
+        self.task: str | None = None
+        self.steps = 0
+        self.skipped = 0
+        self.finished = False
+        self.pending: dict[str, str] = {}  # call id -> tool name, calls not answered yet
+        self.by_event: dict[Any, str] = {}  # action event id -> its call id (an observation's ``cause``)
+        self.response: Any = None  # the model response id of the last assistant message (None: none)
+
+    def add(self, i: int, e: dict) -> None:
+        kind = e.get("action", e.get("observation"))
+        if not isinstance(kind, str):
+            raise ValueError(f"history[{i}]: 'action' / 'observation' must be a string")
+        if kind in SKIPPED:
+            self.skipped += 1
+        elif "action" in e:
+            self._action(i, e, kind)
+        else:
+            self._observation(i, e, kind)
+
+    def _append(self, i: int, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.source_index.append(i)
+        if message["role"] != "tool":
+            self.response = None
+
+    def _action(self, i: int, e: dict, kind: str) -> None:
+        args = obj(e.get("args"))
+        source = e.get("source")
+        if kind == "system":
+            self._append(i, {"role": "system", "content": _text(args.get("content"))})
+            return
+        if kind == "message":
+            content = _text(args.get("content"))
+            if source == "agent":
+                self.steps += 1
+                self._append(i, {"role": "assistant", "content": content})
+            else:
+                if source == "user" and self.task is None:
+                    self.task = content
+                self._append(i, {"role": "user", "content": content})
+            return
+        meta = obj(e.get("tool_call_metadata"))
+        call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else f"call_{i}"
+        name = meta.get("function_name") if isinstance(meta.get("function_name"), str) else TOOL_OF.get(kind, kind)
+        response = obj(meta.get("model_response")).get("id")
+        call = {"id": call_id, "type": "function",
+                "function": {"name": name, "arguments": _model_arguments(meta, call_id) or _arguments(kind, args)}}
+        self.finished = self.finished or kind == "finish"
+        self.pending[call_id] = name
+        if _hashable(e.get("id")):
+            self.by_event[e["id"]] = call_id
+        if response is not None and response == self.response:
+            # another call of the model response before: one assistant turn (its results follow it)
+            turn = next(m for m in reversed(self.messages) if m["role"] == "assistant")
+            turn["tool_calls"].append(call)
+            return
+        self.steps += 1
+        self._append(i, {"role": "assistant", "content": _text(args.get("thought")), "tool_calls": [call]})
+        self.response = response
+
+    def _observation(self, i: int, e: dict, kind: str) -> None:
+        content = _observation_text(e, kind)
+        meta = obj(e.get("tool_call_metadata"))
+        call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
+        if call_id not in self.pending:
+            call_id = self.by_event.get(e.get("cause")) if _hashable(e.get("cause")) else None
+        if call_id not in self.pending:
+            call_id = next(iter(self.pending)) if len(self.pending) == 1 else None
+        step = len(self.messages)
+        if call_id is None:  # no call to answer: the environment tells the agent (an error, a stuck-loop notice)
+            if kind == "error":
+                self.events.append(Event(type=classify_tool_error(content), step=step, detail=content[:500]))
+            self._append(i, {"role": "user", "content": content})
+            return
+        name = self.pending.pop(call_id)
+        if kind == "error" or (kind in ("edit", "read", "write") and content.lstrip().startswith("ERROR:")):
+            self.events.append(Event(type=classify_tool_error(content), step=step, detail=content[:500]))
+        response = self.response
+        self._append(i, {"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
+        self.response = response  # a result between two calls of one response keeps them one turn
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _model_arguments(meta: dict, call_id: str) -> str | None:
+    """The arguments of call ``call_id`` as the model wrote them, from the model response its metadata keeps."""
+    for choice in arr(obj(meta.get("model_response")).get("choices")):
+        for tc in arr(obj(obj(choice).get("message")).get("tool_calls")):
+            fn = obj(obj(tc).get("function"))
+            if obj(tc).get("id") == call_id and isinstance(fn.get("arguments"), str):
+                return fn["arguments"]
+    return None
+
+
+def _arguments(kind: str, args: dict) -> str:
+    """A call's arguments rebuilt from the action's ``args`` (the tool's own parameter names)."""
+    keep: dict[str, Any]
+    if kind == "run":
+        keep = {"command": args.get("command"), **({"is_input": "true"} if args.get("is_input") is True else {})}
+    elif kind == "run_ipython":
+        keep = {"code": args.get("code")}
+    elif kind == "edit" and args.get("impl_source", "oh_aci") == "oh_aci" and args.get("command"):
+        keep = {k: args[k] for k in ("command", "path", "file_text", "old_str", "new_str", "insert_line")
+                if args.get(k) is not None}
+    elif kind == "read" and args.get("impl_source") == "oh_aci":
+        keep = {"command": "view", "path": args.get("path"),
+                **({"view_range": args["view_range"]} if args.get("view_range") else {})}
+    elif kind == "write":
+        keep = {"command": "create", "path": args.get("path"), "file_text": args.get("content")}
+    elif kind in ("finish", "reject"):
+        said = args.get("final_thought") or obj(args.get("outputs")).get("content") or args.get("thought")
+        keep = {"message": said if isinstance(said, str) else "",
+                **({"task_completed": args["task_completed"]} if args.get("task_completed") is not None else {})}
+    elif kind == "think":
+        keep = {"thought": args.get("thought")}
+    else:
+        keep = {k: v for k, v in args.items() if k not in ("thought", "security_risk", "confirmation_state",
+                                                          "impl_source", "translated_ipython_code")}
+    return arguments(keep)
+
+
+def _observation_text(e: dict, kind: str) -> str:
+    """What the agent read: a command's output with its prefix, suffix and exit-code line (``to_agent_observation``);
+    another observation's ``content``."""
+    content = _text(e.get("content"))
+    if kind != "run":
+        return content
+    extras = obj(e.get("extras"))
+    md = obj(extras.get("metadata"))
+    text = f"{_text(md.get('prefix'))}{content}{_text(md.get('suffix'))}"
+    code = md.get("exit_code", extras.get("exit_code"))
+    if isinstance(code, int) and not isinstance(code, bool) and code != -1 and "exit code" not in text[-80:]:
+        text += f"\n[Command finished with exit code {code}]"
+    return text
+
+
+_UNREAD = object()
+
+
+class Verdicts:
+    """SWE-bench verdicts of the runs in one ``output.jsonl``: the record's own, else the results beside the file
+    (module docstring). Each results file is read once per import of the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.dir = path.parent
+        self.looked_up = neighbours.looked_up()
+        self.eval_file = self.dir / f"{path.stem}.swebench_eval.jsonl"
+        self._aggregate: Any = _UNREAD
+        self._eval: dict[str, bool] | mini_swe._Broken | None = None
+
+    def score(self, rec: dict, instance_id: str) -> tuple[float | None, Path | None, list[dict[str, str]]]:
+        """(1.0 / 0.0 / None, the first results file that gave it, results files that could not be read)."""
+        found: list[tuple[str, bool]] = []
+        own = _own_verdict(rec)
+        if own is not None:
+            found.append(("the record", own))
+        broken: list[dict[str, str]] = []
+        if self.looked_up:
+            for where, v in self._beside(instance_id):
+                if isinstance(v, mini_swe._Broken):
+                    broken.append({"kind": "results", "file": where, "reason": f"SWE-bench results {v}: no verdict "
+                                                                               f"from it"})
+                elif v is not None:
+                    found.append((where, v))
+        if not found:
+            return None, None, broken
+        (first, verdict), *rest = found
+        for other, v in rest:
+            if v != verdict:
+                raise ValueError(f"SWE-bench results disagree on {instance_id}: {first} says "
+                                 f"{'resolved' if verdict else 'unresolved'}, {other} says "
+                                 f"{'resolved' if v else 'unresolved'}")
+        report = next((Path(w) for w, _ in found if w != "the record"), None)
+        return (1.0 if verdict else 0.0), report, broken
+
+    def _beside(self, instance_id: str) -> Iterator[tuple[str, bool | mini_swe._Broken | None]]:
+        per_instance = self.dir / "eval_outputs" / instance_id / "report.json"
+        yield str(per_instance), mini_swe._instance_report(per_instance, instance_id)
+        report = self.dir / "report.json"
+        if self._aggregate is _UNREAD:
+            self._aggregate = mini_swe._read_aggregate(report, False) if report.is_file() else None
+        agg = self._aggregate
+        if isinstance(agg, mini_swe._Broken):
+            yield str(report), agg
+        elif agg:
+            yield str(report), (True if instance_id in agg[0] else False if instance_id in agg[1] else None)
+        if self._eval is None:
+            self._eval = _eval_verdicts(self.eval_file) if self.eval_file.is_file() else {}
+        ev = self._eval
+        yield str(self.eval_file), ev if isinstance(ev, mini_swe._Broken) else ev.get(instance_id)
+
+
+def _own_verdict(rec: dict) -> bool | None:
+    """The record's own verdict: ``report.resolved``, ``test_result.report.resolved``, ``resolved``."""
+    for value in (obj(rec.get("report")).get("resolved"), obj(obj(rec["test_result"]).get("report")).get("resolved"),
+                  rec.get("resolved")):
+        if value is None:
+            continue
+        if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+            return bool(value)
+        raise ValueError(f"resolved must be true or false (or 1 / 0), got {value!r}"[:200])
+    return None
+
+
+def _eval_verdicts(f: Path) -> dict[str, bool] | mini_swe._Broken:
+    """``instance_id`` -> ``test_result.report.resolved`` of an ``eval_infer.py`` output (one record a line)."""
+    out: dict[str, bool] = {}
+    try:
+        for lineno, raw in jsonl_lines(f):
+            try:
+                rec = jsontext.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                return mini_swe._Broken(f"not valid JSON at line {lineno} (cut short?)")
+            resolved = obj(obj(obj(rec).get("test_result")).get("report")).get("resolved")
+            if isinstance(obj(rec).get("instance_id"), str) and isinstance(resolved, bool):
+                out[rec["instance_id"]] = resolved
+    except (InputError, OSError) as e:
+        return mini_swe._Broken(f"unreadable ({getattr(e, 'reason', e)})")
+    return out
+
+
+def is_sidecar(f: Path) -> bool:
+    """Whether ``f`` belongs to an OpenHands evaluation folder but is no run: SWE-bench's per-instance
+    ``eval_outputs/<id>/report.json``, the predictions ``*.swebench.jsonl`` and evaluation ``*.swebench_eval.jsonl``
+    written from an output file beside it, its ``metadata.json``, and the model calls logged under
+    ``llm_completions/`` (each a chat of one call, not a run)."""
+    d = f.parent
+    if f.name == "report.json" and d.parent.name == "eval_outputs":
+        return True
+    for suffix in (".swebench.jsonl", ".swebench_eval.jsonl"):
+        if f.name.endswith(suffix) and (d / (f.name.removesuffix(suffix) + ".jsonl")).is_file():
+            return True
+    if f.name == "metadata.json" and (d / "output.jsonl").is_file():
+        return True
+    logs = next((p for p in f.parents[:3] if p.name == "llm_completions"), None)
+    return logs is not None and (logs.parent / "output.jsonl").is_file()
