@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
 import threading
 import time
@@ -35,7 +36,19 @@ def check_checkpointer(spec: str, run_dir: Path) -> None:
     """Open the checkpointer once before a new run is made (its settings.json written): one that cannot be opened
     is an ``InputError`` and no run exists. A run keeps the settings it started with, so a run made with a wrong
     Postgres URL (password, port, database) paused, and `run --resume` after fixing the setting still read the
-    run's saved URL: the run could never go on."""
+    run's saved URL: the run could never go on. A run directory the attempt made (a relative 'sqlite:PATH' is
+    read against it) is removed when it fails: no empty run is left behind (the service retried with a new id
+    each time, one more each)."""
+    made = not run_dir.exists()
+    try:
+        _open_once(spec, run_dir)
+    except BaseException:
+        if made:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _open_once(spec: str, run_dir: Path) -> None:
     try:
         with open_checkpointer(spec, run_dir):
             pass

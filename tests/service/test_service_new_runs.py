@@ -73,6 +73,31 @@ def test_a_new_run_whose_checkpointer_cannot_be_opened_is_not_made(tmp_path):
         assert c.post("/runs", json={"run_id": "a"}, headers=AUTH).status_code == 202  # not 'run already exists'
 
 
+def test_a_run_whose_sqlite_checkpointer_cannot_be_opened_leaves_no_run_directory(tmp_path):
+    """A relative 'sqlite:PATH' is read against the run directory, which opening it made: a start that failed (here
+    the path names a directory, as a full disk or a file that may not be written fails) left an empty
+    <home>/runs/<id> behind, one more at each run the service retried (a new id each time)."""
+    runs = tmp_path / "home" / "runs"
+    (runs / "ck-dir").mkdir(parents=True)
+    settings = Settings.model_validate({
+        "home": str(tmp_path / "home"),
+        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak",
+                "checkpointer": "sqlite:../ck-dir"},
+        "service": {"loop": False, "poll_interval_s": 0.1}, "sandbox": {"backend": "inprocess"},
+        "roles": {"kind": "playbook"}})
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        for attempt in ("a", "b"):
+            assert c.post("/runs", json={"run_id": attempt}, headers=AUTH).status_code == 202
+            deadline = time.monotonic() + 60
+            while (f"/{attempt}/../ck-dir" not in (c.get("/health").json()["last_error"] or "")
+                   and time.monotonic() < deadline):
+                time.sleep(0.1)
+            health = c.get("/health").json()
+            assert "cannot be used as the checkpoint database" in health["last_error"], health
+            assert "no run was started" in health["last_error"] and health["current_run"] is None, health
+    assert sorted(p.name for p in runs.iterdir()) == ["ck-dir"]
+
+
 def test_a_new_run_asked_for_while_the_worker_begins_another_is_refused(tmp_path):
     """The other order of 083d3e9's race: the request reads the current run (none) before the daemon's lock, the
     worker then begins run a (records it as current, no longer starting), and the request, finding nothing
