@@ -88,6 +88,14 @@ def test_an_editor_refusal_fixed_the_next_turn_is_no_friction():
     assert not [s for s in Labeller().label(t).signals if s.failure_class == "F2"]
 
 
+def test_an_editor_refusal_quoting_a_timeout_is_the_tool_refusing_not_the_infrastructure(tmp_path):
+    rec = _records()[1]
+    (refused,) = [e for e in rec["history"] if str(e.get("content", "")).startswith("ERROR:")]
+    refused["content"] = refused["content"].replace("did not appear", "(timeout=30) did not appear")
+    (t,) = load_file(_write(tmp_path / "output.jsonl", [rec]))
+    assert [e.type for e in t.events] == ["tool_error"]  # was tool_infra_error: an environment failure
+
+
 def test_an_unresolved_run_fails_at_the_first_write_of_the_change_its_patch_keeps():
     t = _runs()["pkg__pkg-102"]
     first = Labeller().label(t).first_signal

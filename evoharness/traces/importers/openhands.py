@@ -15,10 +15,10 @@ user's or the assistant's turn; each other agent action (``run``, ``run_ipython`
 ``tool_call_metadata.model_response``) or rebuilt from ``args``; calls of one model response share one assistant
 message, its ``thought`` the text. An observation answering a call (``tool_call_metadata.tool_call_id``, else its
 ``cause``) is that call's ``tool`` result, a command's with the exit-code line the agent read (``[Command finished
-with exit code N]``); an ``error`` observation, or an editor's ``ERROR:`` answer (``No replacement was performed``),
-is also a ``tool_error`` event there. Bookkeeping events (``recall``, ``agent_state_changed``, ``null``,
-``condensation``, ``change_agent_state``) are left out (``meta.skipped_events``); step i is
-``history[meta.source_index[i]]``.
+with exit code N]``); an ``error`` observation (``classify_tool_error``), or an editor's ``ERROR:`` answer (``No
+replacement was performed``: a ``tool_error`` whatever the quoted text says), is also an event there. Bookkeeping
+events (``recall``, ``agent_state_changed``, ``null``, ``condensation``, ``change_agent_state``) are left out
+(``meta.skipped_events``); step i is ``history[meta.source_index[i]]``.
 
 Delivery: a ``finish`` action (or a run that ended without an error and left a non-empty patch) delivers
 ``test_result.git_patch`` as the final answer, so the coding rules read the diff SWE-bench graded. ``error``: the
@@ -247,7 +247,11 @@ class _Conversation:
             self._append(i, {"role": "user", "content": content})
             return
         name = self.pending.pop(call_id)
-        if kind == "error" or (kind in ("edit", "read", "write") and content.lstrip().startswith("ERROR:")):
+        if kind in ("edit", "read", "write") and content.lstrip().startswith("ERROR:"):
+            # the editor refused what the agent sent (its text quoted back: an old_str naming a timeout is no fault
+            # of the infrastructure)
+            self.events.append(Event(type="tool_error", step=step, detail=content[:500]))
+        elif kind == "error":
             self.events.append(Event(type=classify_tool_error(content), step=step, detail=content[:500]))
         response = self.response
         self._append(i, {"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
