@@ -197,3 +197,29 @@ def test_the_history_as_action_observation_pairs_is_read_too(tmp_path):
     assert [m["role"] for m in t.messages] == ["user", "assistant", "tool"]
     assert t.messages[2]["content"] == "1 failed\n[Command finished with exit code 1]"
     assert _calls(t) == [("execute_bash", "pytest -q")] and t.task == "Fix median()."
+
+
+def test_a_run_that_failed_before_its_events_were_kept_is_read_not_refused(tmp_path):
+    """``_process_instance_wrapper`` writes ``EvalOutput(instance_id, test_result={}, error=...)`` for a run past its
+    time limit: no history. Such a line first in the file was 'unrecognised JSONL record', later in it a bad record."""
+    lost = {"instance_id": "pkg__pkg-104", "test_result": {}, "instruction": "Fix mode().", "metadata": None,
+            "history": None, "metrics": None, "error": "Timeout after 7200 seconds", "instance": None}
+    out = _write(tmp_path / "output.jsonl", [lost, _records()[0]])
+    assert detect_format(out) == "openhands"
+    t, _ = load_file(out)
+    assert (t.task, [m["role"] for m in t.messages], t.termination.value) == ("Fix mode().", ["user"], "timeout")
+    assert t.meta["history_missing"] and t.score is None and t.final_answer is None
+    assert Labeller().label(t).failure_class == "F3"
+    # an evaluation's own line (no history, no error) is still none
+    evaluated = {**lost, "error": None, "test_result": {"report": {"resolved": False}}}
+    with pytest.raises(InputError, match="unrecognised JSONL record"):
+        detect_format(_write(tmp_path / "output.swebench_eval.jsonl", [evaluated]))
+
+
+def test_the_delivered_patch_is_the_one_swe_bench_graded(tmp_path):
+    """eval_infer.py's process_git_patch: CRLF made LF, the command output before the first diff dropped."""
+    rec = _records()[0]
+    patch = rec["test_result"]["git_patch"]
+    rec["test_result"]["git_patch"] = "git diff --no-color --cached a1b2c3d4e5f6\r\n0\r\n" + patch.replace("\n", "\r\n")
+    (t,) = load_file(_write(tmp_path / "output.jsonl", [rec]))
+    assert t.final_answer == patch

@@ -63,7 +63,12 @@ _LOOP = re.compile(r"stuck in a loop", re.IGNORECASE)
 
 
 def matches(rec: dict) -> bool:
-    return isinstance(rec.get("history"), list) and isinstance(rec.get("test_result"), dict) and "instance_id" in rec
+    """An ``EvalOutput``: ``instance_id``, a ``test_result`` object and a ``history`` list -- or no history and an
+    ``error`` (the run that failed before its events were kept: ``Timeout after 7200 seconds``, ``Maximum retries
+    (5) reached: ...``; an evaluation's own ``*.swebench_eval.jsonl`` line has neither)."""
+    history = rec.get("history")
+    return "instance_id" in rec and isinstance(rec.get("test_result"), dict) and (
+        isinstance(history, list) or (history is None and isinstance(rec.get("error"), str) and bool(rec["error"])))
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
@@ -97,17 +102,22 @@ def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
 
 def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
     if not isinstance(rec, dict) or not matches(rec):
-        raise ValueError("an OpenHands record needs 'instance_id', a 'history' list and a 'test_result' object")
+        raise ValueError("an OpenHands record needs 'instance_id', a 'test_result' object and a 'history' list "
+                         "(or an 'error')")
     instance_id = rec["instance_id"]
     if not isinstance(instance_id, str | int) or isinstance(instance_id, bool) or not str(instance_id).strip():
         raise ValueError(f"instance_id must be a non-empty string, got {instance_id!r}"[:200])
     instance_id = str(instance_id)
+    instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
     conv = _Conversation()
-    for i, e in _events(rec["history"]):
+    missing = rec["history"] is None
+    if missing and instruction:  # the run failed before its events were kept: the task it was given, its error
+        conv.task = instruction
+        conv.messages.append({"role": "user", "content": instruction})
+    for i, e in _events(rec["history"] or ()):
         conv.add(i, e)
     error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"].strip() else None
-    patch = obj(rec["test_result"]).get("git_patch")
-    patch = patch if isinstance(patch, str) else ""
+    patch = graded(obj(rec["test_result"]).get("git_patch"))
     last = max(len(conv.messages) - 1, 0)
     events = conv.events
     if error and _BUDGET.search(error):
@@ -128,11 +138,12 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
     metadata = obj(rec.get("metadata"))
     model = obj(metadata.get("llm_config")).get("model")
     tokens = obj(obj(rec.get("metrics")).get("accumulated_token_usage"))
-    instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
     meta: dict[str, Any] = {"source_format": "openhands", "agent_class": metadata.get("agent_class"),
                             "error": error, "cost": obj(rec.get("metrics")).get("accumulated_cost"),
                             **mini_swe.result_meta(report, None, broken)}
-    if conv.source_index != list(range(len(conv.messages))):
+    if missing:
+        meta["history_missing"] = True
+    elif conv.source_index != list(range(len(conv.messages))):
         meta["source_index"] = conv.source_index
     if conv.skipped:
         meta["skipped_events"] = conv.skipped
@@ -152,7 +163,18 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
     )
 
 
-def _events(history: list) -> Iterator[tuple[int, dict]]:
+def graded(patch: Any) -> str:
+    """The patch as SWE-bench graded it (``eval_infer.py`` ``process_git_patch``): CRLF line ends made LF, anything
+    before the first ``diff --git`` line dropped (the inference's command output can lead it: ``git diff ...``,
+    ``0``), one newline at the end; a patch of blanks is empty."""
+    if not isinstance(patch, str) or not patch.strip():
+        return ""
+    patch = patch.replace("\r\n", "\n")
+    start = 0 if patch.startswith("diff --git") else patch.find("\ndiff --git") + 1
+    return patch[start:].rstrip() + "\n"
+
+
+def _events(history: list | tuple) -> Iterator[tuple[int, dict]]:
     """(history index, event) of each event; a pair (the format before 2025) gives its action, then its observation."""
     for i, e in enumerate(history):
         if isinstance(e, list) and len(e) == 2 and all(isinstance(x, dict) for x in e):
