@@ -155,8 +155,28 @@ def test_the_public_tau2_retail_run_has_no_process_signal(tmp_path, reward):
     assert not [s.id for s in lab.signals if s.id.startswith(PROCESS)]
     if reward == 1.0:
         assert lab.failure_class == "healthy"
-    else:
-        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 15)
+    else:  # where the exchange was proposed (the user confirmed it next; step 16: the domain policy is message 0)
+        assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 16)
+        assert traj.messages[16]["content"].startswith("Here's what I found")
+        assert traj.messages[18]["tool_calls"][0]["function"]["name"] == "exchange_delivered_order_items"
+
+
+def test_a_tau2_run_is_held_to_the_domain_policy_its_results_carry(tmp_path):
+    """tau2's results.json carries the domain policy (info.environment_info.policy, the agent's system prompt); the
+    importer dropped it, so the identity-check / confirmation rules never ran on a tau2 run: the public run cut to
+    an exchange made at once, with no look-up of the user and no 'yes', was F1.unbacked_claim at the recap."""
+    data = json.loads(PUBLIC.read_text())
+    sim = data["simulations"][0]
+    sim["messages"] = [sim["messages"][i] for i in (0, 1, 17, 18, 19, 20)]  # greeting, request, the exchange, recap
+    sim["reward_info"]["reward"] = 0.0
+    data["simulations"] = [sim]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    [traj] = load_paths([path])
+    assert traj.messages[0] == {"role": "system", "content": data["info"]["environment_info"]["policy"].strip()}
+    lab = Labeller().label(traj)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 3)
+    assert traj.messages[3]["tool_calls"][0]["function"]["name"] == "exchange_delivered_order_items"
 
 
 def _forgot_email(tmp_path, reply):

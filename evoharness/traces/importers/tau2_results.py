@@ -13,6 +13,9 @@ Each simulation becomes one trajectory:
   with ``meta.environment_failure`` (the simulated customer broke, not the agent); the simulated user's
   instructions (``user_scenario.instructions``) as ``meta.user_instruction``.
 - task id: ``<domain>_<tau2 task id>``, as the ``tau2:<domain>`` environment names tasks.
+- the domain policy (``info.environment_info.policy``, what tau2's agent is given in its system prompt) as the
+  first message, a ``system`` one, as tau-bench's records hold it: the labeller's policy rules (identity check,
+  explicit confirmation) read it there. Without one (an older results file), no system message.
 """
 
 from __future__ import annotations
@@ -50,15 +53,16 @@ def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) 
     domain = text(obj(info.get("environment_info")).get("domain_name")) or "tau2"
     model = text(obj(info.get("agent_info")).get("llm"))
     tasks = {text(obj(t).get("id")): obj(t) for t in arr(data.get("tasks"))}
+    policy = content_text(obj(info.get("environment_info")).get("policy")).strip()
     for i, sim in enumerate(data["simulations"]):
         try:
-            yield convert(sim, domain, model, tasks, path.stem)
+            yield convert(sim, domain, model, tasks, path.stem, policy=policy)
         except ValueError as e:
             report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=f"simulations[{i}]"))
 
 
 def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, dict[str, Any]],
-            source: str) -> Trajectory:
+            source: str, *, policy: str = "") -> Trajectory:
     if not isinstance(sim, dict):
         raise ValueError("simulation is not an object")
     tau2_task = text(sim.get("task_id"))
@@ -67,7 +71,7 @@ def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, di
     raw = sim.get("messages")
     if not isinstance(raw, list):
         raise ValueError("simulation 'messages' must be a list")
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = [{"role": "system", "content": policy}] if policy else []
     events: list[Event] = []
     prompt = completion = steps = 0
     for j, m in enumerate(raw):
