@@ -14,8 +14,11 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   that is not a tool (``agent_role``) and not a tool's output posted under an agent's name (a code run's
   report, ``EXEC_REPORT``; a browser page dump: ``Address: ...`` / ``Title: ...``), not the opening task
   restatement, not a plan or ledger of an orchestrator, and outside fenced code.
-- ``F2.guardrail``: a tool agent's report that a site or service refused it (captcha,
-  access denied, "unusual traffic", 403): the humans' "Guardrails Triggered".
+- ``F2.guardrail``: a tool agent's message saying a site or service refused it (``webtext.refusal``): the page it
+  landed on is a block or challenge page (its title, or a challenge addressed to the visitor: "verify you are human",
+  "unusual traffic from your computer network", "you have been blocked"), its program got a 403 / 429, or its own
+  words report a refusal (a captcha, access denied). A word that only appears on an ordinary page (a "protected by
+  reCAPTCHA" footer, an article about Cloudflare) is no refusal: the humans' "Guardrails Triggered".
 - ``F4.no_progress``: the first Magentic-One ledger that says progress is not being made
   (or the team is in a loop) points at the agent action it judged: the last non-orchestrator
   message before it. A ledger is headed ``Updated Ledger`` or is the bare JSON object AutoGen 0.2's
@@ -52,6 +55,7 @@ from functools import lru_cache
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView, once
 from evoharness.diagnosis.models import FailureClass, Signal
+from evoharness.diagnosis.webtext import refusal
 from evoharness.traces.patterns import gate_text
 
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
@@ -88,18 +92,11 @@ FABRICATION = re.compile(
     r"for (?:demonstration|illustration)|let's assume|assuming|sample data|example data)\b",
     re.IGNORECASE,
 )
-GUARDRAIL = re.compile(
-    r"captcha|access denied|verify you are (?:a )?human|unusual traffic|are you a robot|403 forbidden|"
-    r"cloudflare|blocked by|request was blocked|not allowed to access|bot detection",
-    re.IGNORECASE,
-)
-# a word every match of FABRICATION / GUARDRAIL holds: the case-blind regex (which tries a match at every character:
+# a word every match of FABRICATION holds: the case-blind regex (which tries a match at every character:
 # ~1 ms a Who&When log for each) runs only where one occurs lower-cased, or in a text that may fold onto them ("ſ":
 # gate_text)
 FABRICATION_WORDS = ("simulat", "hypothetical", "placeholder", "mock", "dummy", "fictional", "made", "demonstration",
                      "illustration", "let's assume", "assuming", "sample data", "example data")
-GUARDRAIL_WORDS = ("captcha", "access denied", "verify you are", "unusual traffic", "are you a robot", "403 forbidden",
-                   "cloudflare", "blocked", "not allowed to access", "bot detection")
 
 
 def gated_search(pattern: re.Pattern[str], words: tuple[str, ...], text: str) -> re.Match[str] | None:
@@ -499,10 +496,11 @@ class GuardrailDetector:
             return []
         for i in view.assistant_steps:
             if log.is_tool(i):
-                hit = gated_search(GUARDRAIL, GUARDRAIL_WORDS, log.text(i)[:4000])
+                text = log.text(i)
+                hit = refusal(text, is_executor_name(str(log.msgs[i].get("name") or "")) or is_exec_report(text))
                 if hit:
                     return [Signal(id=self.id, failure_class=F2, step=i,
-                                   evidence=f"refused by the site/service ({hit.group(0)}): {_quote(log.text(i))}")]
+                                   evidence=f"refused by the site/service ({hit}): {_quote(text)}")]
         return []
 
 

@@ -13,7 +13,7 @@ import json
 import random
 import re
 
-from evoharness.diagnosis import detectors, environment, invariants, multiagent
+from evoharness.diagnosis import detectors, environment, invariants, multiagent, webtext
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.detectors import READ_ONLY_TOOL, PolicyViolationDetector, changes_state
@@ -271,22 +271,29 @@ def test_user_quit_gates_answer_as_the_regexes():
 
 
 def test_multi_agent_word_gates_answer_as_the_regexes():
-    # every FABRICATION and GUARDRAIL alternative, near misses, case, \b breakers and folding characters
+    # every FABRICATION alternative and the refusal patterns' (webtext), near misses, case, \b breakers and folding
+    # characters
     words = ["simulate", "Simulated", "simulating", "simulation", "simulat", "hypothetical", "hypothetically",
              "placeholder", "mock data", "mocked data", "Mock Data", "mock", "dummy", "fictional", "made-up", "made up",
              "made", "for demonstration", "for illustration", "demonstration", "let's assume", "let’s assume",
-             "assuming", "sample data", "example data", "captcha", "CAPTCHA", "access denied", "verify you are human",
-             "verify you are a human", "unusual traffic", "are you a robot", "403 forbidden", "Cloudflare",
-             "blocked by", "request was blocked", "blocked", "not allowed to access", "bot detection", "ſimulate",
+             "assuming", "sample data", "example data", "captcha", "reCAPTCHA", "protected by", "access", "denied",
+             "verify you are human", "confirm that you’re a human", "unusual traffic from your", "are you a robot",
+             "i'm not a bot", "checking your browser", "review the security of your connection", "complete the",
+             "captcha", "security check", "you have been blocked", "your ip address has been", "rate-limited",
+             "you don’t have permission to access", "access to this page has been denied", "http error 403",
+             "status code", "429", "403 client error", "Error: 429", "enable javascript and cookies to continue",
+             "I was", "blocked", "blocked by the firewall", "blocked us", "not allowed to access", "ſimulate",
              "dummKy", "the", "data", "x"]
-    seps = [" ", "", "  ", "\n", ".", "-", "_", "é"]
+    seps = [" ", "", "  ", "\n", ".", "-", "_", "é", ": "]
     rnd = random.Random(37)
     seen = set()
+    searches = [(multiagent.FABRICATION, lambda t: multiagent.gated_search(
+        multiagent.FABRICATION, multiagent.FABRICATION_WORDS, t))]
+    searches += [(p, lambda t, p=p: webtext._gated(p, t)) for p in webtext.GATE]
     for _ in range(30_000):
         text = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 6)))
-        for pattern, gate in ((multiagent.FABRICATION, multiagent.FABRICATION_WORDS),
-                              (multiagent.GUARDRAIL, multiagent.GUARDRAIL_WORDS)):
-            got, want = multiagent.gated_search(pattern, gate, text), pattern.search(text)
+        for pattern, gated in searches:
+            got, want = gated(text), pattern.search(text)
             assert (got and (got.span(), got.group(0))) == (want and (want.span(), want.group(0))), text
             seen.add(got is None)
     assert seen == {True, False}

@@ -1,0 +1,133 @@
+"""Text a tool agent only relays -- a page, a file, a program's output -- is no act of the agent's own.
+
+The messages are hand-written in the shapes Magentic-One's agents post (MultimodalWebSurfer's screenshot report with
+its metadata and OCR text, a text browser's / FileSurfer's ``Address: ... Title: ...`` page, ComputerTerminal's
+program output); no real run was read to write them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.webtext import ToolText, refusal
+from evoharness.traces.models import Trajectory
+
+TASK = "What is the population of the smallest county seat in Washington state, per the 2020 census?"
+
+
+def _log(turns: list[tuple[str, str]]) -> Trajectory:
+    msgs = [{"role": "user", "content": TASK}]
+    msgs += [{"role": "assistant", "name": n, "content": c} for n, c in turns]
+    return Trajectory(id="m1", task_id="m1", task=TASK, messages=msgs, final_answer=turns[-1][1],
+                      meta={"failure_only": True})
+
+
+def _surfer(action: str, title: str, url: str, ocr: str, meta: str = "") -> str:
+    """A MultimodalWebSurfer report: the action, the screenshot line, the page's metadata, the OCR text."""
+    meta = meta or '{\n    "meta_tags": {\n        "viewport": "width=device-width, initial-scale=1"\n    }\n}'
+    return (f"{action}\n\nHere is a screenshot of [{title}]({url}). The viewport shows 100% of the webpage, and is "
+            f"positioned at the top of the page.\nThe following metadata was extracted from the webpage:\n\n{meta}\n"
+            f"Automatic OCR of the page screenshot has detected the following text:\n\n{ocr}")
+
+
+def _run(surfer_reply: str, name: str = "WebSurfer") -> list[tuple[str, int]]:
+    t = _log([
+        ("Orchestrator", "Please open the Washington State county seats list and read off the smallest one."),
+        (name, surfer_reply),
+        ("Orchestrator", "Please report the population figure you found."),
+        (name, "I scrolled down one page in the browser."),
+        ("Orchestrator", "FINAL ANSWER: Coupeville"),
+    ])
+    return [(s.id, s.step) for s in Labeller().label(t).signals if s.id == "F2.guardrail"]
+
+
+CLOUDFLARE_BLOCK = _surfer(
+    "I typed 'Washington county seats population 2020' into the browser search bar.",
+    "Attention Required! | Cloudflare", "https://www.citypopulation.de/en/usa/washington/",
+    "Please enable cookies.\nSorry, you have been blocked\nYou are unable to access citypopulation.de\n"
+    "Why have I been blocked?\nThis website is using a security service to protect itself from online attacks.\n"
+    "Cloudflare Ray ID: 8a1f2c3d4e5f6a7b • Your IP: Click to reveal • Performance & security by Cloudflare")
+CHALLENGE = _surfer(
+    "I clicked 'List of counties in Washington'.", "Just a moment...", "https://www.counties.org/wa",
+    "www.counties.org\nVerify you are human by completing the action below.\n"
+    "www.counties.org needs to review the security of your connection before proceeding.")
+GOOGLE_SORRY = _surfer(
+    "I typed 'smallest county seat Washington' into the browser search bar.",
+    "https://www.google.com/sorry/index?continue=https://www.google.com/search", "https://www.google.com/sorry/index",
+    "About this page\nOur systems have detected unusual traffic from your computer network. This page checks to see "
+    "if it's really you sending the requests, and not a robot.\nI'm not a robot\nreCAPTCHA\nPrivacy - Terms")
+RECAPTCHA_FOOTER = _surfer(
+    "I clicked 'Island County, Washington'.", "Island County, WA - Official Website", "https://www.islandcountywa.gov/",
+    "Island County\nCounty Seat: Coupeville\nPopulation (2020): 86,857\nContact Us\nSubscribe to our newsletter\n"
+    "Email address\nSubmit\nThis site is protected by reCAPTCHA and the Google Privacy Policy and Terms of Service "
+    "apply.")
+CLOUDFLARE_ARTICLE = _surfer(
+    "I clicked 'Cloudflare outage disrupts county websites'.",
+    "Cloudflare outage disrupts county websites across the Northwest - Seattle Times",
+    "https://www.seattletimes.com/business/cloudflare-outage/",
+    "Cloudflare outage disrupts county websites across the Northwest\nA configuration error at Cloudflare, the "
+    "web security company, left dozens of county sites unreachable on Tuesday, while roads blocked by snow kept "
+    "offices in Coupeville closed. Cloudflare said the captcha service was not affected.\n"
+    "Performance & security by Cloudflare")
+
+
+@pytest.mark.parametrize("reply", [CLOUDFLARE_BLOCK, CHALLENGE, GOOGLE_SORRY], ids=["blocked", "challenge", "google"])
+def test_a_block_or_challenge_page_the_surfer_landed_on_is_a_guardrail_at_that_step(reply):
+    assert _run(reply) == [("F2.guardrail", 2)]
+
+
+@pytest.mark.parametrize("reply", [RECAPTCHA_FOOTER, CLOUDFLARE_ARTICLE],
+                         ids=["recaptcha-footer", "cloudflare-article"])
+def test_a_word_that_only_appears_on_an_ordinary_page_is_no_guardrail(reply):
+    # before: "captcha" in the reCAPTCHA notice, "cloudflare" / "blocked by" in the article fired F2.guardrail
+    assert _run(reply) == []
+
+
+def test_a_query_the_surfer_typed_is_no_refusal_but_its_own_report_of_one_is():
+    typed = _surfer("I typed 'captcha blocked by cloudflare' into the browser search bar.",
+                    "captcha blocked by cloudflare - Search", "https://www.bing.com/search?q=captcha",
+                    "About 1,230,000 results\nHow to fix Cloudflare captcha loops - Reddit")
+    assert _run(typed) == []
+    assert _run("I could not read the page: access was denied and the site asks me to solve a CAPTCHA.") == [
+        ("F2.guardrail", 2)]
+
+
+def test_a_page_dump_is_a_block_page_by_its_title_or_its_challenge_not_by_its_subject():
+    radware = ("Address: https://iopscience.iop.org/article/10.3847/2041-8213/acd54b\n"
+               "Title: Radware Bot Manager Captcha\nViewport position: Showing page 1 of 1.\n=======================\n"
+               "We apologize for the inconvenience...\nTo ensure we keep this website safe, please can you confirm you "
+               "are a human by ticking the box below.")
+    assert _run(radware, name="WebServing_Expert") == [("F2.guardrail", 2)]
+    wiki = ("Address: https://en.wikipedia.org/wiki/CAPTCHA\nTitle: CAPTCHA - Wikipedia\n"
+            "Viewport position: Showing page 1 of 9.\n=======================\nA CAPTCHA is a type of "
+            "challenge-response test used in computing to determine whether the user is human, in order to deter bot "
+            "attacks. Cloudflare and others sell bot detection; a user who fails it is blocked by the site.")
+    assert _run(wiki, name="WebServing_Expert") == []
+    file = ("Address: file:///workspace/notes/outage_report.txt\nViewport position: Showing page 1 of 1.\n"
+            "=======================\nIncident 14: requests to the vendor API returned 403 Forbidden and were "
+            "blocked by Cloudflare; access denied for the reporting job.")
+    assert _run(file, name="FileSurfer") == []
+
+
+def test_a_program_that_reports_its_request_refused_is_a_guardrail():
+    # before: only the words "403 forbidden" counted, not urllib's "HTTP Error 403: Forbidden"
+    out = ("The script ran, then exited with Unix exit code: 1\nIts output was:\nTraceback (most recent call last):\n"
+           "  File \"/workspace/tmp_code_1.py\", line 4, in <module>\n    html = urlopen(req).read()\n"
+           "urllib.error.HTTPError: HTTP Error 403: Forbidden")
+    assert _run(out, name="ComputerTerminal") == [("F2.guardrail", 2)]
+    # what it printed of a page is the page's: a subject, not a refusal
+    printed = ("The script ran, then exited with Unix exit code: 0\nIts output was:\nCloudflare blog: How we fixed "
+               "captcha loops\nAccess denied: county offices closed, roads blocked by snow")
+    assert _run(printed, name="ComputerTerminal") == []
+
+
+def test_a_tool_message_splits_into_its_own_words_the_title_and_the_page():
+    parts = ToolText.of(RECAPTCHA_FOOTER)
+    assert parts.own == "I clicked 'Island County, Washington'.\n\n"
+    assert parts.title == "Island County, WA - Official Website"
+    assert parts.page.startswith(" 100% of the webpage") and parts.page.endswith("Terms of Service apply.")
+    assert refusal("Address: https://x.org/\nTitle: 403 Forbidden\nViewport position: Showing page 1 of 1.\n"
+                   "=======================\n403 Forbidden\nnginx") == "title '403 Forbidden'"
+    assert refusal("Address: https://x.org/\nTitle: How to fix a 403 Forbidden error\nViewport position: Showing page "
+                   "1 of 4.\n=======================\nA 403 Forbidden error means ...") is None
