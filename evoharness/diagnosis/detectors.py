@@ -909,22 +909,49 @@ def _written(view: TraceView) -> dict[int, list[str]]:
 
 
 def delivers(view: TraceView, c: ToolCall) -> bool:
-    """A call that carries the run's final answer (OpenHands' ``finish`` message): the delivery, not a write."""
-    head = _answer_head(view)
-    return bool(head) and isinstance(c.args, dict) and any(isinstance(v, str) and head in v for v in c.args.values())
+    """A call that carries the run's final answer (OpenHands' ``finish`` message): one of its string arguments is the
+    answer, whitespace aside, and the answer is the agent's own -- no user message or tool result before the call held
+    it. The delivery, not a write. Not a write whose argument merely holds the answer or begins as it does, nor one
+    that copies a value the user or a tool gave which the answer repeats (the address's state "OK" the user wrote,
+    and the answer "OK")."""
+    answer = _answer_text(view)
+    if not answer or not isinstance(c.args, dict):
+        return False
+    n = len(answer)
+    # an argument shorter than the answer cannot be it: collapsing whitespace only shortens a text
+    if not any(isinstance(v, str) and len(v) >= n and (v.strip() == answer or " ".join(v.split()) == answer)
+               for v in c.args.values()):
+        return False
+    return _answer_given_at(view) > c.step
 
 
-def _answer_head(view: TraceView) -> str | None:
-    """The final answer's first 50 characters, stripped (None for no answer or a blank one); once per view: the claim
-    check and the policy rules ask ``delivers`` of every write, and stripping the answer copies it."""
-    memo = view.__dict__.get("_answer_head", _NO_HEAD)
-    if memo is _NO_HEAD:
+def _answer_text(view: TraceView) -> str | None:
+    """The final answer with its whitespace runs collapsed to one space and stripped (None for no answer or a blank
+    one); once per view: the claim check and the policy rules ask ``delivers`` of every write."""
+    memo = view.__dict__.get("_answer_text", _NO_ANSWER)
+    if memo is _NO_ANSWER:
         fa = view.traj.final_answer
-        memo = view.__dict__["_answer_head"] = fa.strip()[:50] if fa and fa.strip() else None
+        memo = view.__dict__["_answer_text"] = (" ".join(fa.split()) or None) if fa else None
     return memo
 
 
-_NO_HEAD = object()
+_NO_ANSWER = object()
+
+
+def _answer_given_at(view: TraceView) -> int:
+    """The first step whose user message or tool result holds the final answer (whitespace aside); past the last
+    message when none does. Once per view, and only asked of a call with the answer as an argument."""
+    memo = view.__dict__.get("_answer_given_at")
+    if memo is None:
+        answer, msgs = _answer_text(view), view.traj.messages
+        memo = len(msgs)
+        for i, role in enumerate(view.roles):
+            content = msgs[i].get("content") if role in ("user", "tool") else None
+            if isinstance(content, str) and answer and answer in " ".join(content.split()):
+                memo = i
+                break
+        view.__dict__["_answer_given_at"] = memo
+    return memo
 
 
 STATUS_FIELD = re.compile(r'"status"\s*:\s*"([A-Za-z][A-Za-z _-]{1,30})"')

@@ -367,8 +367,8 @@ def test_the_answer_origin_gate_answers_as_the_regex():
 
 
 def test_delivers_and_the_workspace_edit_answer_as_their_definitions():
-    """``delivers`` reads the final answer's head once per view and ``_workspace_edit`` tests the path argument before
-    the editor-name regex: the answers of the written-out definitions, call by call, on random runs."""
+    """``delivers`` reads the final answer once per view and ``_workspace_edit`` tests the path argument before the
+    editor-name regex: the answers of the written-out definitions, call by call, on random runs."""
     answers = ["", "   ", None, "Fixed the bug in utils.py by guarding the empty list.", " Done. " * 20, "é" * 60]
     names = ["finish", "str_replace_editor", "Edit", "edit_reservation", "bash", "book_reservation", "credit_edit"]
     keys = ["message", "path", "file_path", "filename", "command", "payment_id"]
@@ -384,9 +384,12 @@ def test_delivers_and_the_workspace_edit_answer_as_their_definitions():
         view = TraceView(t)
         for c in view.calls:
             fa = t.final_answer
-            head = fa.strip()[:50] if fa and fa.strip() else None
-            want = bool(head) and isinstance(c.args, dict) and any(
-                isinstance(v, str) and head in v for v in c.args.values())
+            said = " ".join(fa.split()) if fa else ""
+            given = [" ".join(m["content"].split()) for m in t.messages[:c.step]
+                     if m["role"] in ("user", "tool") and isinstance(m.get("content"), str)]
+            want = bool(said) and isinstance(c.args, dict) and any(
+                isinstance(v, str) and " ".join(v.split()) == said for v in c.args.values()) and not any(
+                said in g for g in given)
             assert detectors.delivers(view, c) is want
             args = c.args if isinstance(c.args, dict) else {}
             workspace = detectors.is_shell(c.name) or (detectors.EDITOR_TOOL.search(c.name) is not None and any(

@@ -259,3 +259,19 @@ def test_a_made_up_email_the_run_got_past_is_no_environment_fault(tmp_path, foun
     [lab] = _labels(tmp_path, [record], "openai")
     want = ("F4.first_write", 17) if found_by_name else ("E.user_off_script", 2)
     assert (lab.first_signal.id, lab.first_signal.step) == want
+
+
+@pytest.mark.parametrize("last", ["All set, your address is updated.", "OK"])
+def test_a_short_answer_the_write_holds_does_not_exempt_the_write_from_the_policy(tmp_path, last):
+    """The address changed with no look-up of the user and no 'yes': a policy violation, whatever the agent said
+    last. 'OK' (Oklahoma, the state the user gave) was taken for the delivery: the write's argument held the final
+    answer's first 50 characters, so the write was the 'finish' call and no domain action."""
+    t = _conversation(
+        tmp_path, ("user", "Hi, I am Raj Sanchez. I moved to 12 Elm St, Tulsa, OK 74103. Can my address be changed?"),
+        ("call", "modify_user_address", {"user_id": "raj_sanchez_2970", "address1": "12 Elm St", "address2": "",
+                                         "city": "Tulsa", "state": "OK", "country": "USA", "zip": "74103"},
+         '{"user_id": "raj_sanchez_2970"}'),
+        ("say", last), ("user", "Thanks. ###STOP###"))
+    assert t.final_answer == last
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 2)
