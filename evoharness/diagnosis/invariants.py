@@ -10,8 +10,8 @@ alone -- the system prompt less its tool documentation (tool listing lines such 
 every line that names a tool the trace declares or calls, and the declared tools' descriptions), so
 a tool described as "Authenticate the user with the travel API" is not mistaken for a policy that
 asks for an identity check --
-- ``policy.identity_check``: the prompt asks to authenticate / verify the user, and a write action
-  comes before any lookup of the user (a read tool whose name mentions user, customer or account) and
+- ``policy.identity_check``: the prompt asks to authenticate / verify the user or who they are (``IDENTITY_POLICY``),
+  and a write action comes before any lookup of the user (a read tool whose name mentions user, customer or account) and
   before the user gave their user id (a ``user_id`` value of a tool result or call, said by the user);
 - ``policy.confirmation``: the prompt asks for explicit confirmation, and the user message just
   before a write action is not an affirmative ("yes", "confirm", "go ahead", ...).
@@ -32,10 +32,17 @@ from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.models import Violation
 from evoharness.traces.patterns import gate_text
 
-# a person to authenticate ("authenticate the user identity", tau-bench retail), not a service: a coding agent's prompt
-# says "use the GITHUB_TOKEN ... to authenticate with the GitHub API"
-IDENTITY_POLICY = re.compile(r"authenticat\w*\s+(?:the\s+|their\s+|a\s+|each\s+)?(?:user|customer|caller|client|member|"
-                             r"guest|passenger|patient|account holder)|verify .{0,30}identity|obtain the user id", re.I)
+# A policy that asks who the person is: to authenticate a person or their identity ("authenticate the user identity",
+# tau-bench retail), to verify / confirm / check / establish / validate an identity, to know, verify or confirm who the
+# person is, or to obtain the user id -- not to authenticate with a service (a coding agent's prompt: "use the
+# GITHUB_TOKEN ... to authenticate with the GitHub API"). Blanks within a line only: no rule crosses one.
+_PERSON = r"(?:user|customer|caller|client|member|guest|passenger|patient|account[^\S\n]+holder|traveler|traveller)s?"
+_WHOSE = r"(?:(?:the|their|a|an|each|every|your|this)[^\S\n]+)?"
+IDENTITY_POLICY = re.compile(
+    rf"authenticat\w*[^\S\n]+{_WHOSE}(?:{_PERSON}|identit)"
+    r"|\b(?:verif|confirm|check|establish|validat)\w*\b[^\n]{0,30}\bidentit"
+    rf"|\b(?:verif\w*|confirm\w*|check|establish\w*|know)[^\S\n]+who[^\S\n]+(?:{_WHOSE}{_PERSON}|they|you)[^\S\n]+(?:is|are)\b"
+    r"|obtain the user id", re.I)
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
 AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)

@@ -71,6 +71,33 @@ def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     assert v.rule == "schema(inferred).required" and v.step == 5 and "order_id" in v.evidence
 
 
+@pytest.mark.parametrize("line, asks", [
+    ("Before any change you must authenticate their identity.", True),
+    ("Authenticate the customer's identity with their e-mail.", True),
+    ("Always verify the user's identity first.", True),
+    ("Confirm the identity of the caller before acting.", True),
+    ("Confirm who the user is before you change anything.", True),
+    ("Make sure you know who the customer is: ask for their e-mail.", True),
+    ("Establish the caller's identity by name and zip code.", True),
+    ("Authenticate the user by e-mail, or by name and zip code.", True),
+    ("use the GITHUB_TOKEN environment variable to authenticate with the GitHub API", False),
+    ("Requests are authenticated by a bearer token.", False),
+    ("Confirm the booking details with the user.", False),
+    ("Check who is on the reservation.", False),
+])
+def test_the_identity_policy_is_read_in_its_paraphrases(line, asks):
+    """A policy worded 'authenticate their identity' (or 'verify the user's identity', 'confirm who the user is') asks
+    for the same check as 'authenticate the user': the narrowed pattern (e49b08b) read none of them but 'verify'."""
+    from evoharness.diagnosis.invariants import policy_rules
+
+    assert policy_rules(line)[0] is asks
+    b = TraceBuilder("t").system(line).user("Cancel my order #W123, I'm bob@x.com")
+    b.call("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"},
+           result='{"status": "cancelled"}')
+    lab = Labeller().label(b.deliver("Your order #W123 is cancelled.").build(score=0.0))
+    assert [v.rule for v in lab.violations if v.rule == "policy.identity_check"] == (["policy.identity_check"] * asks)
+
+
 def test_a_tool_described_as_authenticating_is_not_an_identity_policy():
     """BFCL-style prompts list tools whose descriptions say "Authenticate ..."; that is no domain policy."""
     prompt = ("You are a careful assistant that solves one task using the tools below.\n"
