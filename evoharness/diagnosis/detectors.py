@@ -1292,12 +1292,18 @@ class FirstWriteDetector:
                                         f"before it create or install: {before}): "
                                         f"{edit.name}({quote(edit.arguments, 120)})")]
         # the first write to the first group of patched files written at all: the files that existed before, then
-        # the files the patch creates
+        # the files the patch creates; a write undone later (``_undone_writes``) is none of the change the patch holds
         target = _write_targets(view, writes) if paths else {}
-        w, group = next(((c, g) for g in _path_groups(view.traj.final_answer, paths) for c in writes
-                         if any(writes_file(view, c, p, target) for p in g)), (writes[0], paths))
+        groups = _path_groups(view.traj.final_answer, paths)
+        undone = _undone_writes(view, writes, paths, target) if paths else set()
+        w, group = next(((c, g) for g in groups for c in writes if c.id not in undone
+                         and any(writes_file(view, c, p, target) for p in g)), None) or next(
+            ((c, g) for g in groups for c in writes if any(writes_file(view, c, p, target) for p in g)),
+            (writes[0], paths))
         what = "first write to a file the delivered patch changes" if paths and w is not writes[0] else \
             "first write action of a failed run"
+        if undone and any(c.id in undone and c.step < w.step for c in writes):
+            what += f" and not undone later (the earlier writes of {', '.join(group)} were put back)"
         if paths and w is writes[0] and not any(writes_file(view, w, p, target) for p in paths):
             # no write touches a patched file: the agent's edits did not reach the diff (a sed that matched
             # nothing, a file reverted; the diff holds changes the agent never made). Its change to the code
@@ -1371,6 +1377,68 @@ def _refused(view: TraceView, c: ToolCall) -> bool:
     res = view.results.get(c.id)
     m = REFUSED_EDIT.match(res[1][:400]) if res is not None else None
     return m is not None and (m.group("said") is None or not is_shell(c.name))
+
+
+# a command that puts files back as the repository has them: ``git checkout [--] FILE`` / ``git restore FILE`` (the
+# files it writes, ``writes_file``), or every file: ``git checkout .``, ``git restore .``, ``git reset --hard``
+RESET_FILES = re.compile(r"\bgit\s+(?:checkout|restore)\s[^;&|\n]*")
+RESET_TREE = re.compile(r"\bgit\s+(?:reset\s+--hard\b|(?:checkout|restore)\s+(?:--\s+)?\.(?=$|[\s;&|)]))[^;&|\n]*")
+
+
+def _undone_writes(view: TraceView, writes: list[ToolCall], paths: list[str], target: dict[str, str]) -> set[str]:
+    """Ids of the writes to files of the delivered patch that the patch cannot hold, since the run undid them later:
+    an editor replacement put back by a later one (its ``new_str`` replaced by its ``old_str`` again), or the file
+    checked out or restored from git (``RESET_FILES``, ``RESET_TREE``) -- and the writes that undo them, which put
+    back what was there. A reset before any write of its files undoes nothing (a write as before), nor does a command
+    that also writes otherwise (``git checkout f && sed -i ... f``). An undone write whose change a later write that
+    stays makes again (the same edit text, or the same words added, ``write_targets.change_words``: the edit
+    re-applied after a reset) is kept: the agent committed to that change there, as with a refused edit. (Not
+    ``same_change``'s half of the words: a short guard rewritten another way shares most of them.)"""
+    from evoharness.diagnosis.write_targets import change_words
+
+    undone: set[str] = set()
+    live: list[tuple[ToolCall, set[str]]] = []  # the writes not undone yet and the patched files each writes
+    for c in writes:
+        if _refused(view, c):
+            continue
+        if is_shell(c.name):
+            cmd = _command(c)[:20_000]
+            whole = RESET_TREE.search(cmd) is not None
+            if (whole or RESET_FILES.search(cmd)) and not MUTATING_COMMAND.search(
+                    RESET_FILES.sub(" ", RESET_TREE.sub(" ", cmd))):
+                reset = set(paths) if whole else {p for p in paths if writes_file(view, c, p, target)}
+                put_back = [e for e, wrote in live if reset and wrote <= reset]
+                if put_back:  # a reset of files not written yet undoes nothing: a write as any other
+                    undone.update(e.id for e in put_back)
+                    undone.add(c.id)
+                    live = [(e, wrote) for e, wrote in live if e.id not in undone]
+                    continue
+        mine = {p for p in paths if writes_file(view, c, p, target)}
+        if not mine:
+            continue
+        args = c.args if isinstance(c.args, dict) else {}
+        old, new = args.get("old_str"), args.get("new_str")
+        back = next((e for e, wrote in reversed(live) if wrote == mine and isinstance(e.args, dict)
+                     and e.args.get("new_str") == old and e.args.get("old_str") == new),
+                    None) if isinstance(old, str) and isinstance(new, str) and old != new else None
+        if back is not None:
+            undone.update((back.id, c.id))
+            live = [(e, wrote) for e, wrote in live if e is not back]
+            continue
+        live.append((c, mine))
+    if undone:
+        stays = [(e, sorted(wrote), _edit_text(view, e, sorted(wrote), target)) for e, wrote in live]
+        stays = [(e, wrote, text, change_words(text)) for e, wrote, text in stays]
+        for e in writes:
+            if e.id in undone and not (is_shell(e.name) and (RESET_TREE.search(_command(e)[:20_000])
+                                                             or RESET_FILES.search(_command(e)[:20_000]))):
+                group = [p for p in paths if writes_file(view, e, p, target)]
+                text = _edit_text(view, e, group, target)
+                words = change_words(text)
+                if any(k.step > e.step and set(group) & set(g) and (text == done or (words and words == added))
+                       for k, g, done, added in stays):
+                    undone.discard(e.id)
+    return undone
 
 
 def _accepted_edit(view: TraceView, writes: list[ToolCall], w: ToolCall, group: list[str],
