@@ -35,8 +35,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 - ``F4.accepted_report``: in an orchestrated log (Magentic-One ledgers), the last worker report before
   the first ledger that declares the request satisfied: the report the orchestrator relied on to stop,
   in a run that failed. Used where the answer's value has no earlier origin. Where that report says the worker
-  did not get there ("I was unable to find ...": ``REPORTED_FAILURE`` in its first paragraph), ending the run on it
-  was the orchestrator's call: the signal is the satisfied ledger itself.
+  did not get there ("I was unable to find ...": ``REPORTED_FAILURE`` in its own first paragraph, not the page it
+  shows), ending the run on it was the orchestrator's call: the signal is the satisfied ledger itself.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
   located at its first commitment: the reasoning turn that wrote the code whose execution failed first
   (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``, not AG2's
@@ -55,7 +55,7 @@ from functools import lru_cache
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView, once
 from evoharness.diagnosis.models import FailureClass, Signal
-from evoharness.diagnosis.webtext import refusal
+from evoharness.diagnosis.webtext import ToolText, refusal
 from evoharness.traces.patterns import gate_text
 
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
@@ -174,7 +174,8 @@ NO_CODE = re.compile(r"\s*There is no code from the last \d+ messages? for me to
 PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 # a worker's report that says it did not get what it was asked for ("I was unable to find ...", "The search returned no
-# results"), read in its own first paragraph (``_report_head``), not in the page text a web surfer quotes after it
+# results"), read in its own first paragraph (``_report_head``), not in the page or file a surfer shows (a page saying
+# "No results found" is no report of the surfer's)
 REPORTED_FAILURE = re.compile(r"\b(?:unable to|could not|couldn't|cannot|can't|(?:was|were) not able to|"
                               r"did not find|didn't find|no (?:relevant )?results|failed to)\b", re.IGNORECASE)
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
@@ -602,9 +603,10 @@ class AcceptedReportDetector:
 
 
 def _report_head(text: str) -> str:
-    """A worker report's own words: its first paragraph (a web surfer's page text follows a blank line), at most
-    400 characters."""
-    return text.lstrip().split("\n\n", 1)[0][:400]
+    """A worker report's own words: the first paragraph, at most 400 characters, of what it says before the page it
+    shows (``ToolText.own``: a page dump, ``Address: ... Title: ...``, is all page; a MultimodalWebSurfer's page
+    follows its action)."""
+    return ToolText.of(text).own.lstrip().split("\n\n", 1)[0][:400]
 
 
 class FirstCommitmentDetector:

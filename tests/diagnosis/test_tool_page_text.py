@@ -7,6 +7,8 @@ program output); no real run was read to write them.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from evoharness.diagnosis.labeller import Labeller
@@ -131,3 +133,39 @@ def test_a_tool_message_splits_into_its_own_words_the_title_and_the_page():
                    "=======================\n403 Forbidden\nnginx") == "title '403 Forbidden'"
     assert refusal("Address: https://x.org/\nTitle: How to fix a 403 Forbidden error\nViewport position: Showing page "
                    "1 of 4.\n=======================\nA 403 Forbidden error means ...") is None
+
+
+def _ledger(satisfied: bool) -> str:
+    return "Updated Ledger:\n" + json.dumps({
+        "is_request_satisfied": {"reason": "The team has the list.", "answer": satisfied},
+        "is_in_loop": {"reason": "r", "answer": False},
+        "is_progress_being_made": {"reason": "r", "answer": True}}, indent=2)
+
+
+def test_a_page_that_says_no_results_is_no_report_of_failure_by_the_surfer():
+    # the page a surfer shows is not its report: "No results found" on it said nothing of the surfer, yet it made
+    # ending the run the orchestrator's call (F4.accepted_report at the ledger); the report is what was relied on
+    page = ("Address: https://www.sos.wa.gov/elections/county-seats\n"
+            "Title: County seats - Washington Secretary of State\nViewport position: Showing page 1 of 2.\n"
+            "=======================\nNo results found for \"smallest\". Showing all 39 county seats.\n"
+            "Asotin (Asotin County)\nCathlamet (Wahkiakum County)\nCoupeville (Island County)\n\n"
+            "Election offices are open 8:30-4:30.")
+    own = "I could not find a population table on the county seats page."
+
+    def accepted(report: str, name: str) -> tuple[str, int]:
+        t = _log([
+            ("Orchestrator", "Please open the Washington county seats list and read off the smallest one."),
+            (name, report),
+            ("Orchestrator", _ledger(True)),
+            ("Orchestrator", "FINAL ANSWER: Pomeroy"),
+        ])
+        sig = next(s for s in Labeller().label(t).signals if s.id == "F4.accepted_report")
+        return sig.id, sig.step
+
+    assert accepted(page, "WebSurfer") == ("F4.accepted_report", 2)  # before: 3, the ledger
+    file = page.replace("Address: https://www.sos.wa.gov/elections/county-seats",
+                        "Address: file:///workspace/county_seats.txt")
+    assert accepted(file, "FileSurfer") == ("F4.accepted_report", 2)
+    # the surfer's own words that it did not get there still make ending the run the orchestrator's call
+    assert accepted(_surfer(own, "County seats - Washington Secretary of State", "https://www.sos.wa.gov/",
+                            "No results found"), "WebSurfer") == ("F4.accepted_report", 3)
