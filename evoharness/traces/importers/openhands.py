@@ -182,6 +182,9 @@ def _events(history: list | tuple) -> Iterator[tuple[int, dict]]:
             yield i, e[1]
         elif isinstance(e, dict) and ("action" in e or "observation" in e):
             yield i, e
+        elif isinstance(e, dict) and isinstance(e.get("kind"), str) and "action" not in e:
+            raise ValueError(f"history[{i}] is an OpenHands V1 SDK event (kind {e['kind'][:60]!r}): only the V0 "
+                             "evaluation output (events with 'action' / 'observation') is read")
         else:
             raise ValueError(f"history[{i}] is neither an event (an object with 'action' or 'observation') "
                              f"nor an [action, observation] pair")
