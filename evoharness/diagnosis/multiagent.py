@@ -12,7 +12,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   that appear nowhere earlier in the log or the task (an earlier number rounded or cut to fewer decimals is relayed,
   not new: ``_rounded_from``). A reasoning turn is one by an agent
   that is not a tool (``agent_role``) and not a tool's output posted under an agent's name (a code run's
-  report, ``EXEC_REPORT``; a browser page dump: ``Address: ...`` / ``Title: ...``), not the opening task
+  report, ``EXEC_REPORT``; a page a browser or file surfer shows, ``webtext.is_page``: ``Address: ...`` / ``Title:
+  ...`` or a MultimodalWebSurfer's ``Here is a screenshot of [...](...)``), not the opening task
   restatement, not a plan or ledger of an orchestrator, and outside fenced code.
 - ``F2.guardrail``: a tool agent's message saying a site or service refused it (``webtext.refusal``): the page it
   landed on is a block or challenge page (its title, or a challenge addressed to the visitor: "verify you are human",
@@ -55,7 +56,7 @@ from functools import lru_cache
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView, once
 from evoharness.diagnosis.models import FailureClass, Signal
-from evoharness.diagnosis.webtext import ToolText, refusal
+from evoharness.diagnosis.webtext import ToolText, is_page, refusal
 from evoharness.traces.patterns import gate_text
 
 F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
@@ -171,7 +172,6 @@ EXEC_REPORT = re.compile(r"\s*(?:exitcode: \d|The script ran(?:, then exited wit
 # AG2's executor answering a message that holds no code: it ran nothing (``There is no code from the last 1 message for
 # me to execute. Group chat manager should let other participants ...``)
 NO_CODE = re.compile(r"\s*There is no code from the last \d+ messages? for me to execute")
-PAGE_DUMP = re.compile(r"Address: \S+[^\n]*\nTitle: ")
 LEDGER_SATISFIED = re.compile(r'"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 # a worker's report that says it did not get what it was asked for ("I was unable to find ...", "The search returned no
 # results"), read in its own first paragraph (``_report_head``), not in the page or file a surfer shows (a page saying
@@ -315,10 +315,10 @@ class AgentLog:
         return c if isinstance(c, str) else ""
 
     def is_tool(self, i: int) -> bool:
-        """A tool agent's turn, or a tool's output posted under an agent's name (a browser page dump, a code run's
-        report, an executor's "no code" reply)."""
+        """A tool agent's turn, or a tool's output posted under an agent's name (a page a browser or file surfer shows,
+        ``webtext.is_page``; a code run's report; an executor's "no code" reply)."""
         text = self.text(i)
-        return (is_tool_name(str(self.msgs[i].get("name") or "")) or bool(PAGE_DUMP.match(text))
+        return (is_tool_name(str(self.msgs[i].get("name") or "")) or is_page(text)
                 or is_exec_report(text) or is_no_code_reply(text))
 
     def is_orchestrator(self, i: int) -> bool:

@@ -28,6 +28,12 @@ PAGE_HEADER = re.compile(r"\s*Address: \S+[^\n]*\n(?:Title: (?P<title>[^\n]*)\n|
 SCREENSHOT = re.compile(r"Here is a screenshot of \[(?P<title>[^\n]*)\]\([^\s)]*\)\. The viewport shows")
 
 
+def is_page(text: str) -> bool:
+    """``text`` is a page a browser or file surfer shows (``PAGE_HEADER`` at its start, or a MultimodalWebSurfer's
+    ``SCREENSHOT`` report): a tool's output, whatever name posts it."""
+    return bool(PAGE_HEADER.match(text)) or ("Here is a screenshot of [" in text and bool(SCREENSHOT.search(text)))
+
+
 @dataclass(frozen=True)
 class ToolText:
     """A tool agent's message in parts: ``own`` -- the agent's own words (the action it reports, its summary or

@@ -169,3 +169,25 @@ def test_a_page_that_says_no_results_is_no_report_of_failure_by_the_surfer():
     # the surfer's own words that it did not get there still make ending the run the orchestrator's call
     assert accepted(_surfer(own, "County seats - Washington Secretary of State", "https://www.sos.wa.gov/",
                             "No results found"), "WebSurfer") == ("F4.accepted_report", 3)
+
+
+def test_a_surfers_page_report_under_any_name_is_a_tools_output_not_a_claim():
+    # AutoGen 0.4 lets a MultimodalWebSurfer be named anything: as "WebAgent" (head noun "web": a reasoning agent) its
+    # page's OCR text was read as the agent's claims -- "example data" and the page's figures fired F1.unsupported_fact
+    report = _surfer(
+        "I clicked 'Census data tables'.", "Washington city populations - Census Reporter",
+        "https://censusreporter.org/data/table/?table=B01003",
+        "Table B01003: Total Population\nExample data shown below for illustration\nCoupeville town 1,942\n"
+        "Pomeroy city 1,389\nCathlamet town 560")
+    t = _log([
+        ("Orchestrator", "Please find the census table of Washington city populations."),
+        ("WebAgent", report),
+        ("Orchestrator", "FINAL ANSWER: Cathlamet"),
+    ])
+    assert "F1.unsupported_fact" not in {s.id for s in Labeller().label(t).signals}
+    # a FileSurfer-shaped page without a title ("Address: ... Viewport position: ...") likewise
+    page = ("Address: file:///workspace/populations.csv\nViewport position: Showing page 1 of 1.\n"
+            "=======================\nplace,population\nsample data,0\nCoupeville,1942\nPomeroy,1389\n")
+    t = _log([("Orchestrator", "Please read the populations file."), ("file_reader", page),
+              ("Orchestrator", "FINAL ANSWER: Pomeroy")])
+    assert "F1.unsupported_fact" not in {s.id for s in Labeller().label(t).signals}
