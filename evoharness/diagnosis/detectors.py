@@ -1077,9 +1077,11 @@ class PoorDeliveryDetector:
 
 
 # the agent declining what was asked: "I'm unable to ...", "I cannot ...", "... cannot be modified / cancelled /
-# returned / exchanged" (an airline's and a shop's actions)
-REFUSAL = re.compile(r"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)\b"
-                     r"|\b(?:i|we)\s+(?:cannot|can['’]t|can not)\b"
+# returned / exchanged" (an airline's and a shop's actions) -- not a look-up that found nothing ("I'm unable to find /
+# locate / retrieve / look up ...", "I can't find ..."): a report of what the agent looked for, no declining
+_LOOKED_UP = r"(?!\s+(?:to\s+)?(?:find|locate|retrieve|look\s+up|see|spot|track\s+down)\b)"
+REFUSAL = re.compile(rf"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)\b{_LOOKED_UP}"
+                     rf"|\b(?:i|we)\s+(?:cannot|can['’]t|can not)\b{_LOOKED_UP}"
                      r"|\bcannot be (?:modified|changed|cancell?ed|refunded|upgraded|removed|added|booked|done|returned"
                      r"|exchanged)\b")
 

@@ -4,13 +4,14 @@ A run that changed nothing failed by not doing, and what it did after follows fr
 would not proceed. Two shapes, the earlier wins:
 
 - a refusal: an assistant message declining the request ("I'm unable to ...", "I cannot ...", "... cannot be
-  modified"; ``detectors.first_refusal``, the place ``F4.poor_delivery`` names as a fallback);
+  modified"; not "I'm unable to find ...", a look-up that found nothing; ``detectors.first_refusal``, the place
+  ``F4.poor_delivery`` names as a fallback), before the delivery;
 - an insistence: the user says it does not have (remember, know, recall) an identifier -- a user id, an e-mail
   address, a zip code, a reservation / order / confirmation number, named in the denying sentence or, for "I don't
   have those", the kinds the agent's last reply asked for (``environment.ID_KINDS``) -- and the agent's very next
   message, with no tool call, asks for that identifier again (it names the kind and ``need`` / ``require`` /
   ``provide`` / ``must`` / ``necessary``), offering no way on without it (``WAY_ON``: no "I can look up your
-  reservations", no "you don't need it"). Not where the simulated user's
+  reservations", no "you don't need it"), at the latest in the reply that delivers. Not where the simulated user's
   instruction (``meta.user_instruction``) gives the identifier: the user withheld what it has, and insisting is the
   agent's part (``E.user_withheld_id`` reads that side).
 
@@ -60,8 +61,10 @@ class StalledDetector:
             return []  # most failed runs wrote: the cheap tests first
         # before the delivery (a closing pleasantry after it declines nothing: not ``_before_closing``, whose outcome
         # regex costs a compile where nothing else needs it)
-        declined = first_refusal(view, answer_step(view))
-        insisted = _insistence(view, declined if declined is not None else len(view.texts))
+        delivered = answer_step(view)
+        declined = first_refusal(view, delivered)
+        # an insistence up to the delivery (the last reply may be the one asking again), none after it
+        insisted = _insistence(view, declined if declined is not None else delivered + 1)
         if insisted is not None:
             step, kind, denied = insisted
             return [Signal(id=self.id, failure_class=F4, step=step,

@@ -123,3 +123,28 @@ def test_the_evidence_names_the_identifier_as_the_conversation_does():
     assert (lab.first_signal.id, lab.first_signal.step) == ("E.user_withheld_id", 3)
     assert lab.first_signal.evidence.startswith("the simulated user says it lacks its order id, which its "
                                                 "instruction gives (#W2378156)"), lab.first_signal.evidence
+
+
+def test_a_failed_look_up_reported_is_no_refusal():
+    """'I'm unable to find a reservation ...' reports a look-up that found nothing, and asks on: it declined nothing.
+    It was taken for the stall (step 4); the agent stalled where it asked again for the id the user lacks."""
+    lab = Labeller().label(_run(
+        ("user", "I want to add bags to my Chicago trip. My user ID is omar_rossi_1241."),
+        ("call", "get_user_details|{\"reservations\": [\"4WQ150\"]}"),  # steps 2, 3
+        ("assistant", "I'm unable to find a reservation to Chicago in your profile. Could you provide the "
+                      "reservation ID?"),  # step 4
+        ("user", "Unfortunately, I don't have my reservation ID with me."),  # step 5
+        INSIST, *LEAVE, meta=META))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 6), lab.first_signal
+    assert "asked again for the reservation id" in lab.first_signal.evidence
+
+
+def test_asking_again_after_the_delivery_is_no_stall():
+    """The run delivered its answer (the bag fee, step 2); asking for the reservation id after it is no stall of the
+    delivered run: the insistence search ran to the end of the conversation."""
+    t = _run(("user", "What is the fee for a checked bag?"), ("assistant", "It is $50 a bag."),
+             ("user", "I also want bags added, but I don't have my reservation ID."), INSIST,
+             ("user", "Alright, thanks, I'll reach out once I find it. ###STOP###"), meta=META)
+    t.final_answer = "It is $50 a bag."
+    lab = Labeller().label(t)
+    assert "F4.stalled" not in [s.id for s in lab.signals], lab.signals
