@@ -166,6 +166,8 @@ def test_a_broken_report_beside_the_runs_is_a_warning_not_a_verdict(tmp_path):
     assert runs["pkg__pkg-101"].score is None
     (w,) = runs["pkg__pkg-101"].meta["import_warnings"]
     assert w["file"] == str(d / "report.json") and "not valid JSON" in w["reason"]
+    (d / "report.json").write_text("")  # opened, not written yet: no aggregate by its first bytes, still no run
+    assert len(list(load_paths([d]))) == 3
 
 
 def test_bad_records_are_one_error_line_and_skipping_keeps_the_others(tmp_path, capsys):

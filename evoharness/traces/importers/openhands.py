@@ -430,16 +430,16 @@ def _eval_verdicts(f: Path) -> dict[str, bool] | mini_swe._Broken:
 
 def is_sidecar(f: Path) -> bool:
     """Whether ``f`` belongs to an OpenHands evaluation folder but is no run: SWE-bench's per-instance
-    ``eval_outputs/<id>/report.json``, the predictions ``*.swebench.jsonl`` and evaluation ``*.swebench_eval.jsonl``
-    written from an output file beside it, its ``metadata.json``, and the model calls logged under
-    ``llm_completions/`` (each a chat of one call, not a run)."""
+    ``eval_outputs/<id>/report.json`` and final ``report.json`` beside ``output.jsonl``, the predictions
+    ``*.swebench.jsonl`` and evaluation ``*.swebench_eval.jsonl`` written from an output file beside it, its
+    ``metadata.json``, and the model calls logged under ``llm_completions/`` (each a chat of one call, not a run)."""
     d = f.parent
     if f.name == "report.json" and d.parent.name == "eval_outputs":
         return True
     for suffix in (".swebench.jsonl", ".swebench_eval.jsonl"):
         if f.name.endswith(suffix) and (d / (f.name.removesuffix(suffix) + ".jsonl")).is_file():
             return True
-    if f.name == "metadata.json" and (d / "output.jsonl").is_file():
-        return True
+    if f.name in ("metadata.json", "report.json") and (d / "output.jsonl").is_file():
+        return True  # SWE-bench's report there even when empty or cut short (not an aggregate by its first bytes)
     logs = next((p for p in f.parents[:3] if p.name == "llm_completions"), None)
     return logs is not None and (logs.parent / "output.jsonl").is_file()
