@@ -8,7 +8,8 @@ tool-calling trace is never read by them.
 Rules (each documented where it fires; tuned on Who&When Algorithm-Generated only):
 
 - ``F1.unsupported_fact``: the first reasoning turn that says it simulates, assumes or
-  makes up data (``FABRICATION``), or states two or more numbers (three or more digits)
+  makes up data (``FABRICATION``, not in a passage it copies from an earlier tool's output: ``_own_fabrication``), or
+  states two or more numbers (three or more digits)
   that appear nowhere earlier in the log or the task (an earlier number rounded or cut to fewer decimals is relayed,
   not new: ``_rounded_from``). A reasoning turn is one by an agent
   that is not a tool (``agent_role``) and not a tool's output posted under an agent's name (a code run's
@@ -448,6 +449,8 @@ class UnsupportedFactDetector:
                 prose = FENCE.sub(" ", text)
                 fab = gated_search(FABRICATION, FABRICATION_WORDS, prose)
                 if fab:
+                    fab = _own_fabrication(prose, fab, log, i)
+                if fab:
                     word = fab.group(0)
                     return [self._signal(i, f"works from simulated or assumed data ({word!r}): {_quote(prose)}")]
                 novel = self._novel(prose, seen_digits)
@@ -484,6 +487,30 @@ class UnsupportedFactDetector:
 
     def _signal(self, step: int, evidence: str) -> Signal:
         return Signal(id=self.id, failure_class=F1, step=step, evidence=evidence)
+
+
+# where a passage an agent quotes ends: a quotation mark (what lies beyond it is the agent's own words again)
+QUOTE_MARK = re.compile(r'["“”]')
+
+
+def _own_fabrication(prose: str, first: re.Match[str], log: AgentLog, step: int) -> re.Match[str] | None:
+    """The first ``FABRICATION`` match in ``prose`` (the turn at ``step``; ``first``, its first match) that is the
+    agent's own: not one inside a passage it copies from an earlier tool's output -- a page, a file, a program's output
+    that says "simulated" or "example data" is the source's wording, not the agent working from made-up data.
+    Copied: the match with the 30 characters before it, or after it, up to a quotation mark and at least 20 of them,
+    is in such an output (blanks folded)."""
+    sources = [" ".join(log.text(j).split()) for j in log.view.assistant_steps if j < step and log.is_tool(j)]
+    if not sources:
+        return first
+    for m in FABRICATION.finditer(prose, first.start()):
+        a, b = m.span()
+        left = QUOTE_MARK.split(prose[max(0, a - 30):a])[-1]
+        right = QUOTE_MARK.split(prose[b:b + 30])[0]
+        spans = [" ".join(span.split()) for span in (left + m.group(0), m.group(0) + right)
+                 if len(span.strip()) - len(m.group(0)) >= 20]
+        if not any(span in src for span in spans for src in sources):
+            return m
+    return None
 
 
 class GuardrailDetector:

@@ -191,3 +191,26 @@ def test_a_surfers_page_report_under_any_name_is_a_tools_output_not_a_claim():
     t = _log([("Orchestrator", "Please read the populations file."), ("file_reader", page),
               ("Orchestrator", "FINAL ANSWER: Pomeroy")])
     assert "F1.unsupported_fact" not in {s.id for s in Labeller().label(t).signals}
+
+
+def test_a_fabrication_word_the_agent_quotes_from_a_page_or_file_is_the_pages():
+    # the README a file surfer read says its figures are simulated; the coder quoting that sentence makes nothing up
+    readme = ("Address: file:///workspace/county-data/README.md\nTitle: README\nViewport position: Showing page 1 of 1."
+              "\n=======================\n# County data\nThe figures in sample.csv are simulated for demonstration "
+              "purposes only; the real 2020 counts are in census2020.csv.\n")
+    quoting = ("The README warns: \"The figures in sample.csv are simulated for demonstration purposes only\", so I "
+               "will read census2020.csv instead.")
+    own = "The file is missing, so let's simulate the counts for demonstration and proceed."
+
+    def fab(reply: str) -> list[int]:
+        t = _log([
+            ("Orchestrator", "Please read the county data repository."),
+            ("FileSurfer", readme),
+            ("Orchestrator", "Coder, which file holds the 2020 counts?"),
+            ("Coder", reply),
+            ("Orchestrator", "FINAL ANSWER: Coupeville"),
+        ])
+        return [s.step for s in Labeller().label(t).signals if s.id == "F1.unsupported_fact"]
+
+    assert fab(quoting) == []  # before: 4, "works from simulated or assumed data ('simulated')"
+    assert fab(own) == [4]
