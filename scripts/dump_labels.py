@@ -5,7 +5,11 @@ change and diff the two files; they must be byte-identical. Sets: the four publi
 ``../shared/data`` and the vendored fixtures (tests/fixtures/data, tests/fixtures/traces). Each line:
 ``<file>\t<trajectory digest>\t<label JSON>`` in load order.
 
-    python scripts/dump_labels.py OUT.tsv [--data DIR]
+    python scripts/dump_labels.py OUT.tsv [--data DIR] [--tuning-only]
+
+``--tuning-only``: leave out the held-out test sets (Who&When Hand-Crafted, AgentRx Magentic-One and tau-bench,
+the blind SWE labels' runs: every path holding one of ``HELD_OUT``), so a rule change is checked before/after
+without running the labeller on them; the lead's final byte-identity check runs without it.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ from evoharness.traces.importers import iter_files, load_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = ("tau_bench_airline_gpt4o", "mini_swe_agent_sample", "who_and_when", "agentrx_magentic_one")
+HELD_OUT = ("Hand-Crafted", "agentrx_magentic_one", "agentrx_tau", "swe_blind2")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--tuning-only", action="store_true",
+                    help="leave out the held-out test sets (paths holding " + ", ".join(HELD_OUT) + ")")
     args = ap.parse_args(argv)
     fixtures = ROOT / "tests" / "fixtures"
     roots = [args.data / s for s in SETS] + [fixtures / "data", fixtures / "traces"]
@@ -41,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     with args.out.open("w") as out:
         for f in iter_files(roots):
             rel = f.relative_to(args.data) if f.is_relative_to(args.data) else f.relative_to(ROOT)
+            if args.tuning_only and any(h in str(rel) for h in HELD_OUT):
+                continue
             try:
                 trajs = list(load_file(f))
             except Exception as e:  # noqa: BLE001 -- a file no importer reads is recorded, not fatal
