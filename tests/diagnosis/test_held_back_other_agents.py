@@ -1,7 +1,8 @@
 """Hand-written runs of agents and shapes the tuning data lacks, written in the on-disk formats the held-back sets
 may come in and read by the importers: mini-swe-agent v1 (``trajs/<id>/<id>.traj.json`` + ``logs/<id>/report.json``),
 SWE-agent ``.traj`` (function calling, written by tests/fixtures/traces/swe_agent/make_sample.py), an
-OpenHands-style chat record (``execute_bash``, tau-bench's record list) and Harbor's ATIF trial
+OpenHands-style chat record (``execute_bash``, tau-bench's record list), OpenHands' own evaluation ``output.jsonl``
+(its serialised events, the verdict in ``eval_outputs/<id>/report.json``) and Harbor's ATIF trial
 (``<trial>/agent/trajectory.json`` + ``<trial>/result.json``). The properties: a resolved run stays Healthy; a
 failed run gets no process label (F2 / F3) for work that made progress or friction it got past."""
 
@@ -17,7 +18,7 @@ from evoharness.diagnosis.invariants import policy_rules
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import load_paths
 
-FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "atif")
+FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openhands-output", "atif")
 SYSTEM = "You are a helpful assistant that can interact with a computer shell to solve programming tasks."
 TASK = ("<pr_description>\nvalues() crashes on an empty list in pkg/core.py\n</pr_description>\n"
         "Please solve this issue. You can execute bash commands and edit files to implement the necessary changes.")
@@ -69,6 +70,8 @@ def write_swe_run(root: Path, fmt: str, actions, resolved: bool, instance: str =
             (root / "trajs").mkdir(parents=True)
             (root / "trajs" / f"{instance}.traj").write_text(json.dumps(_swe_agent_writer().to_swe_agent(v1)))
         return root
+    if fmt == "openhands-output":  # OpenHands' evaluation output.jsonl: its events, the patch in test_result
+        return _openhands_output(root, instance, actions, report)
     if fmt == "openhands":  # OpenHands' execute_bash tool, its observations ending with the exit code
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
         for k, (thought, command, (rc, out)) in enumerate(actions):
@@ -97,6 +100,32 @@ def write_swe_run(root: Path, fmt: str, actions, resolved: bool, instance: str =
     (root / "trial" / "result.json").write_text(json.dumps(
         {"task_name": instance, "verifier_result": {"rewards": {"reward": 1.0 if resolved else 0.0}}}))
     return root / "trial" / "agent" / "trajectory.json"
+
+
+def _openhands_output(root: Path, instance: str, actions, report: dict) -> Path:
+    """``actions`` as OpenHands 0.39 serialises a run's events (``event_to_dict``): each command a ``run`` action and
+    its observation (the exit code in ``extras.metadata``), then ``finish``; the submission is ``test_result.git_patch``
+    when it is a diff, else the finish message."""
+    submission = actions[-1][2][1]
+    patch = submission if submission.startswith("diff --git") else ""
+    events = [{"id": 0, "source": "agent", "action": "system", "args": {"content": SYSTEM}},
+              {"id": 1, "source": "user", "action": "message", "args": {"content": TASK}}]
+    for thought, command, (rc, out) in actions:
+        meta = {"function_name": "execute_bash", "tool_call_id": f"toolu_{len(events)}", "model_response": None,
+                "total_calls_in_response": 1}
+        events.append({"id": len(events), "source": "agent", "action": "run", "tool_call_metadata": meta,
+                       "args": {"command": command, "is_input": False, "thought": thought}})
+        events.append({"id": len(events), "source": "agent", "cause": len(events) - 1, "observation": "run",
+                       "tool_call_metadata": meta, "content": out, "extras": {"command": command, "metadata": {
+                           "exit_code": rc, "suffix": f"\n[The command completed with exit code {rc}.]"}}})
+    events.append({"id": len(events), "source": "agent", "action": "finish",
+                   "args": {"final_thought": "Done." if patch else submission, "task_completed": "true"}})
+    (root / "eval_outputs" / instance).mkdir(parents=True)
+    (root / "eval_outputs" / instance / "report.json").write_text(json.dumps(report))
+    (root / "output.jsonl").write_text(json.dumps(
+        {"instance_id": instance, "instruction": TASK, "history": events, "test_result": {"git_patch": patch},
+         "metadata": {"agent_class": "CodeActAgent", "llm_config": {"model": "m"}}, "error": None}) + "\n")
+    return root / "output.jsonl"
 
 
 def label_one(path: Path):
