@@ -294,6 +294,7 @@ class AgentLog:
     def __init__(self, view: TraceView) -> None:
         self.view = view
         self.msgs = view.traj.messages
+        self._tool: dict[int, bool] = {}  # is_tool's answers by step: several rules ask it of each message
 
     @once
     def agents(self) -> set[str]:
@@ -318,9 +319,12 @@ class AgentLog:
     def is_tool(self, i: int) -> bool:
         """A tool agent's turn, or a tool's output posted under an agent's name (a page a browser or file surfer shows,
         ``webtext.is_page``; a code run's report; an executor's "no code" reply)."""
-        text = self.text(i)
-        return (is_tool_name(str(self.msgs[i].get("name") or "")) or is_page(text)
-                or is_exec_report(text) or is_no_code_reply(text))
+        tool = self._tool.get(i)
+        if tool is None:
+            text = self.text(i)
+            tool = self._tool[i] = (is_tool_name(str(self.msgs[i].get("name") or "")) or is_page(text)
+                                    or is_exec_report(text) or is_no_code_reply(text))
+        return tool
 
     def is_orchestrator(self, i: int) -> bool:
         return is_orchestrator_name(str(self.msgs[i].get("name") or ""))

@@ -77,15 +77,18 @@ CHALLENGE = re.compile(
     r"|\benable javascript and cookies to continue\b",
     re.IGNORECASE,
 )
-CHALLENGE_WORDS = ("human", "bot", "unusual traffic", "checking", "security of your connection", "captcha",
-                   "security check", "challenge", "blocked", "denied", "restricted", "limited", "permission to access",
-                   "javascript and cookies")
+# a literal every match of CHALLENGE holds, lower-cased (``_gated``): phrases, not words ("bot" is in "both")
+CHALLENGE_WORDS = ("re human", "re a human", "a robot", "a bot", "unusual traffic", "checking if the site",
+                   "checking your browser", "security of your connection", "captcha", "security check", "the challenge",
+                   "a challenge", "this challenge", "you have been blocked", "your ip", "your access", "your request",
+                   "your computer", "your browser", "permission to access", "access to this", "javascript and cookies")
 # a request answered 403 (forbidden) or 429 (too many requests), as a program or the agent reports it ("HTTP Error 403:
 # Forbidden", "403 Client Error", "Status code: 403", "Non-successful status code 429"): read in the agent's words and a
 # program's output, not in a page's text (an article on HTTP errors; a real error page says so in its title)
 STATUS = re.compile(r"\b(?:http(?: error)?:? ?|status(?: code)?:? (?:of |was |is )?|error:? )(?:403|429)\b"
                     r"|\b(?:403|429):? (?:forbidden|client error|too many requests)\b", re.IGNORECASE)
 STATUS_WORDS = ("403", "429")
+STATUS_CONTEXT = ("http", "status", "error", "forbidden", "too many requests")  # every match holds one of these too
 # In the agent's own words a bare mention is its report: it met a captcha ("blocked by a CAPTCHA"), access was denied,
 # it or its request was blocked. Not a captcha notice it relays ("protected by reCAPTCHA"), not a word quoted from the
 # page or typed into it ("I typed 'captcha solver' into ...": ``QUOTED`` is blanked first), not others blocked ("the
@@ -132,22 +135,22 @@ def refusal(text: str, program: bool = False) -> str | None:
     reads = ((QUOTED.sub("''", parts.own), (CHALLENGE, STATUS, OWN_REFUSAL)),
              (parts.page, (CHALLENGE, STATUS) if program else (CHALLENGE,)))
     for piece, patterns in reads:
+        if not piece:
+            continue
+        low = gate_text(piece)
         for pattern in patterns:
-            hit = _gated(pattern, piece)
+            hit = _gated(pattern, piece, low)
             if hit:
                 return hit.group(0)
     return None
 
 
-def _gated(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    """``pattern.search(text)``, skipped where ``text`` lower-cased holds none of its words (``GATE``, ``gate_text``:
-    every match of the case-blind pattern holds one)."""
-    if not text:
-        return None
-    low = gate_text(text)
-    if low is not None and not any(w in low for w in GATE[pattern]):
+def _gated(pattern: re.Pattern[str], text: str, low: str | None) -> re.Match[str] | None:
+    """``pattern.search(text)``, skipped where ``low`` (``gate_text(text)``; None: the regex must run) misses a word
+    of each of the pattern's groups in ``GATE`` (every match of the case-blind pattern holds one of each)."""
+    if low is not None and not all(any(w in low for w in group) for group in GATE[pattern]):
         return None
     return pattern.search(text)
 
 
-GATE = {CHALLENGE: CHALLENGE_WORDS, STATUS: STATUS_WORDS, OWN_REFUSAL: OWN_WORDS}
+GATE = {CHALLENGE: (CHALLENGE_WORDS,), STATUS: (STATUS_WORDS, STATUS_CONTEXT), OWN_REFUSAL: (OWN_WORDS,)}

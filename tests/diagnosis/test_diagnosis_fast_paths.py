@@ -20,6 +20,7 @@ from evoharness.diagnosis.detectors import READ_ONLY_TOOL, PolicyViolationDetect
 from evoharness.diagnosis.invariants import USER_ID_VALUE, violation_log
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
+from evoharness.traces.patterns import gate_text
 
 POLICY = ("You must authenticate the user identity by locating their user id. Before any action that updates the "
           "database you must obtain explicit user confirmation (yes).")
@@ -282,14 +283,15 @@ def test_multi_agent_word_gates_answer_as_the_regexes():
              "captcha", "security check", "you have been blocked", "your ip address has been", "rate-limited",
              "you don’t have permission to access", "access to this page has been denied", "http error 403",
              "status code", "429", "403 client error", "Error: 429", "enable javascript and cookies to continue",
-             "I was", "blocked", "blocked by the firewall", "blocked us", "not allowed to access", "ſimulate",
+             "I was", "blocked", "blocked by the firewall", "blocked us", "not allowed to access", "both", "human",
+             "your", "been", "this challenge", "http", "error", "status", "403", "forbidden", "ſimulate",
              "dummKy", "the", "data", "x"]
     seps = [" ", "", "  ", "\n", ".", "-", "_", "é", ": "]
     rnd = random.Random(37)
     seen = set()
     searches = [(multiagent.FABRICATION, lambda t: multiagent.gated_search(
         multiagent.FABRICATION, multiagent.FABRICATION_WORDS, t))]
-    searches += [(p, lambda t, p=p: webtext._gated(p, t)) for p in webtext.GATE]
+    searches += [(p, lambda t, p=p: webtext._gated(p, t, gate_text(t))) for p in webtext.GATE]
     for _ in range(30_000):
         text = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 6)))
         for pattern, gated in searches:
