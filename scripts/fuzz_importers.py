@@ -42,6 +42,7 @@ SAMPLES = {
                         key=lambda p: p.stat().st_size)[:2], FIX / "ag2" / "chat_history.json"],  # + AG2's tool calls
     "autogen": sorted((FIX / "autogen").glob("*.json")),
     "openhands": [FIX / "openhands" / "output.jsonl"],
+    "nebius-swe-agent": [FIX / "nebius_swe_agent" / "sample.jsonl"],
 }
 ROOTS = {"mini-swe-agent": DATA / "mini_swe_agent_sample", "who-and-when": DATA / "who_and_when",
          "agentrx": DATA / "agentrx_magentic_one", "swe-agent": FIX / "swe_agent" / "experiments",

@@ -190,15 +190,17 @@ def test_diagnose_reads_every_format_in_one_directory(capsys):
     # ATIF, tau2 simulations, OTLP traces, LangSmith traces, AgentRx tau, mini-swe-agent v2 (two styles), SWE-agent
     # (two rewritten runs, one real: swe_agent_real), AutoGen AgentChat, an AG2 chat history (a named message list),
     # tau-bench retail records (tau_retail/runs.json, ids "runs:<task>:<trial>"), SWE-rebench OpenHands records
-    # (swe_rebench_openhands, ids their trajectory_id), OpenHands' own output.jsonl (its evaluation files skipped)
-    assert out["n"] == 2 + 3 + 4 + 2 + 1 + 4 + (2 + 1) + 2 + 1 + 10 + 2 + 3
+    # (swe_rebench_openhands, ids their trajectory_id), OpenHands' own output.jsonl (its evaluation files skipped),
+    # nebius' SWE-agent rows (nebius_swe_agent/sample.jsonl, ids "sample:<instance>:<n>")
+    assert out["n"] == 2 + 3 + 4 + 2 + 1 + 4 + (2 + 1) + 2 + 1 + 10 + 2 + 3 + 3
     ids = {t["id"].split(":")[0] for t in out["trajectories"]}
     assert ids == {"atif", "tau2", "otlp", "langsmith", "agentrx-tau", "mini-swe-agent", "swe-agent", "autogen",
-                   "agentrx", "runs", "chatcmpl-0001", "chatcmpl-0002", "openhands"}
+                   "agentrx", "runs", "chatcmpl-0001", "chatcmpl-0002", "openhands", "sample"}
 
 
 @pytest.mark.parametrize(("sample", "n", "source_format"), [
-    ("agentrx_tau", 1, "agentrx-tau"), ("mini_swe_v2", 4, "mini-swe-agent"), ("swe_agent", 2, "swe-agent")])
+    ("agentrx_tau", 1, "agentrx-tau"), ("mini_swe_v2", 4, "mini-swe-agent"), ("swe_agent", 2, "swe-agent"),
+    ("nebius_swe_agent", 3, "nebius-swe-agent")])
 def test_import_and_label_read_the_held_back_formats_by_detection(tmp_path, capsys, sample, n, source_format):
     """The held-back sets' formats (issue 13) through the commands a user runs, with no --format."""
     trajs, labels = tmp_path / "t.jsonl", tmp_path / "l.jsonl"

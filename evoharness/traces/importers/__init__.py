@@ -12,6 +12,9 @@ Formats (auto-detected per file; ``fmt`` overrides):
   SWE-bench results as for mini-swe-agent.
 - ``openhands``: OpenHands' evaluation output (``output.jsonl`` of its SWE-bench ``run_infer.py``: ``instance_id``,
   ``history`` of events, ``test_result.git_patch``), joined with the SWE-bench verdicts its evaluation writes beside it.
+- ``nebius-swe-agent``: rows of nebius' ``SWE-agent-trajectories`` dataset (``instance_id``, ``target``,
+  ``exit_status``, ``generated_patch``, ``trajectory`` of ``{role: system / user / ai, text}`` turns), JSONL or a
+  JSON list, scored by ``target``.
 - ``who-and-when``: Who&When multi-agent failure logs (failure-only, unscored).
 - ``agentrx``: a bare JSON list of ``{role, content}`` messages whose roles name the agents,
   e.g. AgentRx's Magentic-One runs (failure-only, unscored; human labels joined when present), or whose ``name``s
@@ -31,9 +34,9 @@ Formats (auto-detected per file; ``fmt`` overrides):
 
 Every error names the file and the record / line: ``InputError(source, reason, where)``.
 
-Files are read one trajectory at a time: JSONL line by line, and a JSON list of canonical, OpenAI, OpenHands or
-AgentRx tau-bench records element by element (``jsonstream.ArrayRecords``), so memory does not grow with the
-number of trajectories in a file. A file holding one trajectory (mini-swe-agent, Who&When, an
+Files are read one trajectory at a time: JSONL line by line, and a JSON list of canonical, OpenAI, OpenHands,
+nebius SWE-agent or AgentRx tau-bench records element by element (``jsonstream.ArrayRecords``), so memory does not
+grow with the number of trajectories in a file. A file holding one trajectory (mini-swe-agent, Who&When, an
 AgentRx message list) is parsed whole.
 """
 
@@ -56,6 +59,7 @@ from evoharness.traces.importers import (
     canonical,
     langsmith,
     mini_swe,
+    nebius_swe_agent,
     neighbours,
     openai_records,
     openhands,
@@ -75,6 +79,7 @@ FORMATS: dict[str, Any] = {
     "mini-swe-agent": mini_swe,
     "swe-agent": swe_agent,
     "openhands": openhands,
+    "nebius-swe-agent": nebius_swe_agent,
     "who-and-when": who_when,
     "agentrx": agentrx,
     "agentrx-tau": agentrx_tau,
@@ -267,7 +272,7 @@ def detect_format(path: Path, data: Any = None) -> str:
     if path.suffix == ".jsonl":
         first = _first_jsonl_record(path)
         name = _detect_record(first)
-        if name in ("canonical", "openai", "otlp", "langsmith", "autogen", "openhands"):
+        if name in ("canonical", "openai", "otlp", "langsmith", "autogen", "openhands", "nebius-swe-agent"):
             return name
         raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
                          where="line 1")
@@ -288,7 +293,7 @@ def detect_format(path: Path, data: Any = None) -> str:
         if autogen.is_message_list(data):
             return "autogen"
         name = _detect_record(data[0])
-        if name in ("canonical", "openai", "langsmith", "agentrx-tau", "autogen", "openhands"):
+        if name in ("canonical", "openai", "langsmith", "agentrx-tau", "autogen", "openhands", "nebius-swe-agent"):
             return name
         raise InputError(str(path), f"unrecognised record (formats: {', '.join(FORMAT_NAMES)})",
                          where="record 0")
@@ -305,7 +310,8 @@ def record_format(rec: Any) -> str | None:
 
 # The order record detection asks each format's ``matches(record)``: the most specific first (an
 # OpenAI record is anything with messages). ``agentrx`` is detected on the whole list instead.
-RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "openhands", "swe-agent", "who-and-when", "autogen",
+RECORD_DETECTION = ("atif", "tau2", "otlp", "langsmith", "openhands", "nebius-swe-agent", "swe-agent", "who-and-when",
+                    "autogen",
                     "mini-swe-agent", "canonical", "agentrx-tau", "openai")
 
 
@@ -336,7 +342,8 @@ def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
         raise InputError(str(path), f"unreadable {name} input: {type(e).__name__}: {_first_line(e)}") from None
 
 
-STREAMED = ("canonical", "openai", "agentrx-tau", "openhands")  # formats whose JSON list is read element by element
+# formats whose JSON list is read element by element
+STREAMED = ("canonical", "openai", "agentrx-tau", "openhands", "nebius-swe-agent")
 
 
 def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:

@@ -108,27 +108,10 @@ def convert(path: Path, data: Any) -> Trajectory:
 
     instance_id = str(data.get("instance_id") or instance_of(path))
     exit_status = str(info.get("exit_status") or "")
-    status = exit_status.lower()
     events = [Event(type="tool_error", step=i, detail=m["content"][:500]) for i, m in enumerate(messages)
               if m["role"] == "tool" and REFUSAL.match(m["content"][:300])]
-    last = max(len(messages) - 1, 0)
-    if status.startswith("submitted"):
-        termination = Termination.delivered
-    elif status in _BUDGET:
-        termination = Termination.step_budget
-        events.append(Event(type="budget_exhausted", step=last, detail=exit_status))
-    elif status in _TIMEOUT:
-        termination = Termination.timeout
-        events.append(Event(type="timeout", step=last, detail=exit_status))
-    elif status == "exit_context":
-        termination = Termination.context_overflow
-    elif status == "exit_format":
-        termination = Termination.error
-        events.append(Event(type="format_rejected", step=last, detail="SWE-agent stopped: too many malformed replies"))
-    elif status in ("", "exit_forfeit", "exit_command"):
-        termination = Termination.aborted
-    else:
-        termination = Termination.error
+    termination, ended = ending(exit_status, max(len(messages) - 1, 0))
+    events += ended
     submission = info.get("submission")
     final_answer = (submission if isinstance(submission, str) else "") if termination == Termination.delivered else None
 
@@ -152,6 +135,25 @@ def convert(path: Path, data: Any) -> Trajectory:
         usage=Usage(steps=steps),
         meta=meta,
     )
+
+
+def ending(exit_status: str, last: int) -> tuple[Termination, list[Event]]:
+    """How a run with SWE-agent's ``exit_status`` ended, and the events that say so at step ``last``."""
+    status = exit_status.lower()
+    if status.startswith("submitted"):
+        return Termination.delivered, []
+    if status in _BUDGET:
+        return Termination.step_budget, [Event(type="budget_exhausted", step=last, detail=exit_status)]
+    if status in _TIMEOUT:
+        return Termination.timeout, [Event(type="timeout", step=last, detail=exit_status)]
+    if status == "exit_context":
+        return Termination.context_overflow, []
+    if status == "exit_format":
+        return Termination.error, [Event(type="format_rejected", step=last,
+                                         detail="SWE-agent stopped: too many malformed replies")]
+    if status in ("", "exit_forfeit", "exit_command"):
+        return Termination.aborted, []
+    return Termination.error, []
 
 
 def _from_history(history: list) -> tuple[list[dict[str, Any]], list[int], str | None, int]:
