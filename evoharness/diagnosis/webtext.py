@@ -121,19 +121,30 @@ BLOCK_TITLE = re.compile(
     re.IGNORECASE,
 )
 READ = 4000  # characters of a message read for a refusal: a block page says so at once
+# a block or challenge page holds little but its message (Cloudflare's, Google's "unusual traffic", a captcha vendor's:
+# 300-900 characters of text); a page with more text than this that quotes one -- a results page listing an indexed
+# block page, an article -- is no block page. The page's text: its OCR text or its viewport, not the metadata before
+BLOCK_PAGE_CHARS = 1200
+PAGE_TEXT = re.compile(r"Automatic OCR of the page screenshot has detected the following text:\s*|\n=====+\n")
 
 
 def refusal(text: str, program: bool = False) -> str | None:
     """What in a tool agent's message says that a site or service refused it, or None: the page's title names a block
-    or challenge page (``BLOCK_TITLE``); the page addresses its visitor as one (``CHALLENGE``); a program's output
-    says so or reports a 403 / 429 (``STATUS``); or the agent's own words, quotes blanked, report a refusal
-    (``CHALLENGE``, ``STATUS``, ``OWN_REFUSAL``). ``program``: the message is a program's output (``ToolText.of``).
-    The message's first ``READ`` characters are read."""
-    parts = ToolText.of(text[:READ], program)
-    if parts.title and any(BLOCK_TITLE.fullmatch(p) for p in TITLE_PART.split(parts.title)):
+    or challenge page (``BLOCK_TITLE``); the page, a short one (``BLOCK_PAGE_CHARS``), addresses its visitor as one
+    (``CHALLENGE``); a program's output says so or reports a 403 / 429 (``STATUS``); or the agent's own words, quotes
+    blanked, report a refusal (``CHALLENGE``, ``STATUS``, ``OWN_REFUSAL``). ``program``: the message is a program's
+    output (``ToolText.of``). Each part's first ``READ`` characters are read."""
+    parts = ToolText.of(text, program)
+    if parts.title and any(BLOCK_TITLE.fullmatch(p) for p in TITLE_PART.split(parts.title[:READ])):
         return f"title {parts.title!r}"
-    reads = ((QUOTED.sub("''", parts.own), (CHALLENGE, STATUS, OWN_REFUSAL)),
-             (parts.page, (CHALLENGE, STATUS) if program else (CHALLENGE,)))
+    page = parts.page
+    if not program:
+        start = PAGE_TEXT.search(page, 0, READ)
+        page = page[start.end():] if start else page
+        if len(page) > BLOCK_PAGE_CHARS and len(page.strip()) > BLOCK_PAGE_CHARS:
+            page = ""
+    reads = ((QUOTED.sub("''", parts.own[:READ]), (CHALLENGE, STATUS, OWN_REFUSAL)),
+             (page[:READ], (CHALLENGE, STATUS) if program else (CHALLENGE,)))
     for piece, patterns in reads:
         if not piece:
             continue

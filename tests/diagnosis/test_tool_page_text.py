@@ -214,3 +214,34 @@ def test_a_fabrication_word_the_agent_quotes_from_a_page_or_file_is_the_pages():
 
     assert fab(quoting) == []  # before: 4, "works from simulated or assumed data ('simulated')"
     assert fab(own) == [4]
+
+
+def test_a_block_pages_words_quoted_in_a_long_page_are_the_pages_subject():
+    # a results page lists other pages: one of them an indexed Cloudflare block page; the surfer was not blocked
+    results = "\n".join(
+        f"{name}\nhttps://{site}\n{snippet}" for name, site, snippet in [
+            ("Island County, Washington - Wikipedia", "en.wikipedia.org/wiki/Island_County,_Washington",
+             "Island County is a county in the U.S. state of Washington. Its county seat is Coupeville, and its "
+             "largest city is Oak Harbor. As of the 2020 census, the population was 86,857."),
+            ("Attention Required! | Cloudflare", "www.countyseats.example/wa",
+             "Sorry, you have been blocked. You are unable to access countyseats.example. Why have I been blocked? "
+             "This website is using a security service to protect itself from online attacks."),
+            ("Coupeville, Washington - Wikipedia", "en.wikipedia.org/wiki/Coupeville,_Washington",
+             "Coupeville is a town on Whidbey Island, in Island County, Washington, United States. The population was "
+             "1,942 at the 2020 census. It is the county seat of Island County."),
+            ("List of counties in Washington - Wikipedia", "en.wikipedia.org/wiki/List_of_counties_in_Washington",
+             "There are 39 counties in the U.S. state of Washington. Washington was created from the western portion "
+             "of Oregon Territory, which had been ceded by the United Kingdom in 1846."),
+            ("Washington county seats by population - Census Reporter", "censusreporter.org/topics/county-seats",
+             "Census Reporter makes it easy to explore the 2020 census and American Community Survey figures for "
+             "every county seat in Washington, from Seattle to Pomeroy and Cathlamet."),
+            ("Smallest towns in Washington state - WorldAtlas", "www.worldatlas.com/cities/smallest-towns-wa",
+             "From Krupp to Lamont, the smallest incorporated towns of Washington have fewer than 100 residents; "
+             "several are county seats of rural counties in the east of the state."),
+        ])
+    search = _surfer("I typed 'Washington county seats population 2020' into the browser search bar.",
+                     "Washington county seats population 2020 - Search",
+                     "https://www.bing.com/search?q=Washington+county+seats+population+2020",
+                     "Microsoft Bing\nSEARCH\nCOPILOT\nIMAGES\nVIDEOS\nAbout 412,000 results\n" + results)
+    assert _run(search) == []  # before: F2.guardrail at 2 ("you have been blocked", the second result's snippet)
+    assert _run(CLOUDFLARE_BLOCK) == [("F2.guardrail", 2)]
