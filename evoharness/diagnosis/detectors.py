@@ -792,12 +792,25 @@ def _looks_like_patch(text: str) -> bool:
 
 
 def answer_step(view: TraceView) -> int:
-    fa = view.traj.final_answer
-    head = fa.strip()[:50] if fa and fa.strip() else None
-    for s in reversed(view.assistant_steps) if head else ():
-        c = view.traj.messages[s].get("content")
-        if isinstance(c, str) and head in c:
-            return s
+    """Where the final answer was delivered: the last assistant message holding the whole answer (whitespace aside),
+    not one that merely begins as it does (a sign-off repeating the answer's opening words and going on otherwise);
+    the last assistant step when none holds it (an answer given as a call's argument, a patch). Once per view."""
+    memo = view.__dict__.get("_answer_step")
+    if memo is None:
+        memo = view.__dict__["_answer_step"] = _find_answer_step(view)
+    return memo
+
+
+def _find_answer_step(view: TraceView) -> int:
+    answer = _answer_text(view)
+    if answer:
+        verbatim, first = view.traj.final_answer.strip(), answer.split(" ", 1)[0]
+        msgs = view.traj.messages
+        for s in reversed(view.assistant_steps):
+            c = msgs[s].get("content")
+            # the answer as it was written, else (a message holding its first word) with the blanks collapsed
+            if isinstance(c, str) and (verbatim in c or (first in c and answer in " ".join(c.split()))):
+                return s
     return view.final_step
 
 
