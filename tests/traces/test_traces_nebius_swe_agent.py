@@ -113,3 +113,17 @@ def test_a_cut_short_line_is_one_error_naming_it(tmp_path, capsys):
     assert main(["import", str(path), "--out", str(tmp_path / "out.jsonl")]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"error: {path}") and "line 2" in line and "invalid JSON" in line
+
+
+def test_a_parquet_shard_of_the_dataset_is_one_error_that_says_how_to_read_it(tmp_path, capsys):
+    """Before: 'not JSON: binary content'. pyarrow is no dependency of evoharness, so the dataset's parquet files are
+    exported as JSON lines first; the error says so."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    path = tmp_path / "train-00000-of-00012.parquet"
+    pq.write_table(pa.Table.from_pylist(_rows()), path)
+    assert main(["import", str(path), "--out", str(tmp_path / "out.jsonl")]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"error: {path}: a parquet file, not JSON: export its rows as JSON lines (datasets' "
+                    "Dataset.to_json; docs/traces.md, nebius-swe-agent)")

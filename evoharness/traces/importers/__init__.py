@@ -223,6 +223,9 @@ def _is_trace_file(f: Path) -> bool:
                 or agentrx.is_ground_truth(f))
 
 
+PARQUET_MAGIC = b"PAR1"
+
+
 def read_json_file(path: Path) -> Any:
     raw = path.read_bytes()
     if raw.startswith(WIDE_BOMS):  # UTF-16 / UTF-32 with a byte-order mark (PowerShell 5's `>` writes UTF-16)
@@ -232,6 +235,9 @@ def read_json_file(path: Path) -> Any:
             raise InputError(str(path), "not JSON: binary content, or UTF-16 / UTF-32 text cut short") from None
     if not raw.removeprefix(codecs.BOM_UTF8).strip():
         raise InputError(str(path), "empty file")
+    if raw.startswith(PARQUET_MAGIC):  # e.g. a Hugging Face dataset's shard: what to do instead, not just "binary"
+        raise InputError(str(path), "a parquet file, not JSON: export its rows as JSON lines (datasets' "
+                                    "Dataset.to_json; docs/traces.md, nebius-swe-agent)")
     if b"\x00" in raw[:4096]:
         raise InputError(str(path), "not JSON: binary content")
     try:
