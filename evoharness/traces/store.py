@@ -173,9 +173,17 @@ def replacing(path: Path | str, mode: str = "wb") -> Iterator[IO[Any]]:
 
 
 def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    """Make the rename durable where the file system allows: one that answers EINVAL to a directory's fsync (some
+    network and FUSE file systems), or a directory that may be written but not opened (mode 0o300), keeps the output
+    the rename already put in place, as before this fsync (SQLite's ``unixSync`` ignores the directory's too)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
     try:
         os.fsync(fd)
+    except OSError:
+        pass
     finally:
         os.close(fd)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -57,3 +58,33 @@ def test_the_directory_is_fsynced_after_the_rename(tmp_path, monkeypatch):
         fh.write(b"{}\n")
     assert synced == [False, True]
     assert (tmp_path / "out.jsonl").read_bytes() == b"{}\n"
+
+
+def test_a_file_system_that_cannot_fsync_a_directory_still_gets_the_output(tmp_path, monkeypatch):
+    # some network and FUSE file systems answer EINVAL to fsync on a directory; a directory the user may write into
+    # but not list (mode 0o300) cannot be opened to fsync at all. The file is whole and renamed by then: the write
+    # returns, as it did before the directory was fsync'd (SQLite's unixSync ignores the directory's fsync too)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with replacing(tmp_path / "out.jsonl") as fh:
+        fh.write(b"{}\n")
+    assert (tmp_path / "out.jsonl").read_bytes() == b"{}\n"
+
+    real_open = os.open
+
+    def unlistable(path, flags, *a, **kw):
+        if os.path.isdir(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", unlistable)
+    with replacing(tmp_path / "out.jsonl") as fh:
+        fh.write(b"[]\n")
+    assert (tmp_path / "out.jsonl").read_bytes() == b"[]\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
