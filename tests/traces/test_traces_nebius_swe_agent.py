@@ -76,6 +76,14 @@ def test_a_reply_without_a_command_makes_no_call_and_the_next_turn_is_the_user_s
     assert "tool_calls" not in t.messages[2] and t.messages[3]["role"] == "user"
 
 
+def test_a_second_observation_in_a_row_answers_the_same_call_again(tmp_path):
+    row = _rows()[1]
+    row["trajectory"].insert(6, dict(row["trajectory"][5]))  # edit 1:1's answer twice
+    (t,) = load_file(_write(tmp_path / "rows.jsonl", [row]))
+    assert [m.get("tool_call_id") for m in t.messages[5:7]] == [t.messages[4]["tool_calls"][0]["id"]] * 2
+    assert [m["role"] for m in t.messages[5:8]] == ["tool", "tool", "assistant"]  # no user message: none was sent
+
+
 def test_without_target_a_row_is_unscored_and_a_json_list_of_rows_reads_the_same(tmp_path):
     rows = _rows()
     del rows[0]["target"]
