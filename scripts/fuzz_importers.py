@@ -41,7 +41,7 @@ SAMPLES = {
     "agentrx": [*sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
                         key=lambda p: p.stat().st_size)[:2], FIX / "ag2" / "chat_history.json"],  # + AG2's tool calls
     "autogen": sorted((FIX / "autogen").glob("*.json")),
-    "openhands": [FIX / "openhands" / "output.jsonl"],
+    "openhands": [FIX / "openhands" / "output.jsonl", FIX / "openhands_v1" / "output.jsonl"],  # classic, V1 SDK
     "nebius-swe-agent": [FIX / "nebius_swe_agent" / "sample.jsonl"],
 }
 ROOTS = {"mini-swe-agent": DATA / "mini_swe_agent_sample", "who-and-when": DATA / "who_and_when",

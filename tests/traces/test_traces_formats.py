@@ -191,8 +191,8 @@ def test_diagnose_reads_every_format_in_one_directory(capsys):
     # (two rewritten runs, one real: swe_agent_real), AutoGen AgentChat, an AG2 chat history (a named message list),
     # tau-bench retail records (tau_retail/runs.json, ids "runs:<task>:<trial>"), SWE-rebench OpenHands records
     # (swe_rebench_openhands, ids their trajectory_id), OpenHands' own output.jsonl (its evaluation files skipped),
-    # nebius' SWE-agent rows (nebius_swe_agent/sample.jsonl, ids "sample:<instance>:<n>")
-    assert out["n"] == 2 + 3 + 4 + 2 + 1 + 4 + (2 + 1) + 2 + 1 + 10 + 2 + 3 + 3
+    # classic and V1 SDK events, nebius' SWE-agent rows (nebius_swe_agent/sample.jsonl, ids "sample:<instance>:<n>")
+    assert out["n"] == 2 + 3 + 4 + 2 + 1 + 4 + (2 + 1) + 2 + 1 + 10 + 2 + (3 + 3) + 3
     ids = {t["id"].split(":")[0] for t in out["trajectories"]}
     assert ids == {"atif", "tau2", "otlp", "langsmith", "agentrx-tau", "mini-swe-agent", "swe-agent", "autogen",
                    "agentrx", "runs", "chatcmpl-0001", "chatcmpl-0002", "openhands", "sample"}

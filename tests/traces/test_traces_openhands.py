@@ -226,13 +226,3 @@ def test_the_delivered_patch_is_the_one_swe_bench_graded(tmp_path):
     (t,) = load_file(_write(tmp_path / "output.jsonl", [rec]))
     assert t.final_answer == patch
 
-
-def test_the_v1_sdk_s_events_are_refused_by_name(tmp_path, capsys):
-    """OpenHands/benchmarks (the V1 SDK) writes ``kind: ActionEvent`` events, not read here: one line says so."""
-    events = [{"kind": "SystemPromptEvent", "id": "e0", "source": "agent"},
-              {"kind": "ActionEvent", "id": "e1", "source": "agent", "tool_name": "terminal"}]
-    rec = {**_records()[0], "history": events}
-    out = _write(tmp_path / "output.jsonl", [rec])
-    assert main(["import", str(out), "-o", str(tmp_path / "o.jsonl")]) == 2
-    (err,) = capsys.readouterr().err.strip().splitlines()
-    assert "line 1" in err and "OpenHands V1 SDK event (kind 'SystemPromptEvent')" in err

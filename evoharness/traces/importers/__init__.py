@@ -11,7 +11,8 @@ Formats (auto-detected per file; ``fmt`` overrides):
 - ``swe-agent``: SWE-agent ``<instance_id>.traj`` files (``history`` / ``trajectory`` / ``info``), joined with
   SWE-bench results as for mini-swe-agent.
 - ``openhands``: OpenHands' evaluation output (``output.jsonl`` of its SWE-bench ``run_infer.py``: ``instance_id``,
-  ``history`` of events, ``test_result.git_patch``), joined with the SWE-bench verdicts its evaluation writes beside it.
+  ``history`` of events, the classic ones or the V1 agent SDK's, ``test_result.git_patch``), joined with the
+  SWE-bench verdicts its evaluation writes beside it.
 - ``nebius-swe-agent``: rows of nebius' ``SWE-agent-trajectories`` dataset (``instance_id``, ``target``,
   ``exit_status``, ``generated_patch``, ``trajectory`` of ``{role: system / user / ai, text}`` turns), JSONL or a
   JSON list, scored by ``target``.

@@ -6,7 +6,8 @@ One JSON object a line (``evaluation/utils/shared.py`` ``EvalOutput``): ``instan
 ``action`` and ``args``, an observation ``observation``, ``content`` and ``extras``; before 2025 a list of
 ``[action, observation]`` pairs), ``test_result.git_patch`` (the diff the harness took from the workspace: what
 SWE-bench grades), ``metadata`` (``llm_config.model``, ``max_iterations``), ``metrics`` and ``error``
-(``state.last_error``).
+(``state.last_error``). A ``history`` of OpenHands' V1 agent SDK events (``kind: ActionEvent``, ...; what
+OpenHands/benchmarks writes) is read by :mod:`openhands_v1` into the same conversation; the rest of the record as here.
 
 Conversation, as OpenHands' CodeActAgent saw it: a ``system`` action is the system message, a ``message`` action the
 user's or the assistant's turn; each other agent action (``run``, ``run_ipython``, ``edit``, ``read``, ``write``,
@@ -27,8 +28,9 @@ window error ``context_overflow``, a loop OpenHands stopped ``aborted``, another
 
 Outcome (``Verdicts``): the record's own ``report.resolved`` (``update_output_with_eval.py`` adds it),
 ``test_result.report.resolved`` or ``resolved`` (true / false, 1 / 0); else, beside the file, SWE-bench's
-``report.json`` (``resolved_ids`` / ``unresolved_ids``, as ``eval_infer.sh`` moves it there),
-``eval_outputs/<id>/report.json`` and ``<stem>.swebench_eval.jsonl`` (``eval_infer.py``). Sources that disagree are
+``report.json`` (``resolved_ids`` / ``unresolved_ids``, as ``eval_infer.sh`` moves it there; OpenHands/benchmarks'
+``eval_infer.py`` moves it to ``<stem>.report.json``), ``eval_outputs/<id>/report.json`` and
+``<stem>.swebench_eval.jsonl`` (``eval_infer.py``). Sources that disagree are
 an error; without any the run is unscored (never called healthy).
 """
 
@@ -44,7 +46,7 @@ from pydantic import ValidationError
 
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
-from evoharness.traces.importers import mini_swe, neighbours
+from evoharness.traces.importers import mini_swe, neighbours, openhands_v1
 from evoharness.traces.importers._shape import arguments, arr, count, obj
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -109,20 +111,23 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         raise ValueError(f"instance_id must be a non-empty string, got {instance_id!r}"[:200])
     instance_id = str(instance_id)
     instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
-    conv = _Conversation()
-    missing = rec["history"] is None
+    history = rec["history"]
+    v1 = openhands_v1.is_v1(history)
+    conv: _Conversation | openhands_v1.Conversation = openhands_v1.Conversation() if v1 else _Conversation()
+    missing = history is None
     if missing and instruction:  # the run failed before its events were kept: the task it was given, its error
         conv.task = instruction
         conv.messages.append({"role": "user", "content": instruction})
-    for i, e in _events(rec["history"] or ()):
+    for i, e in openhands_v1.events(history) if v1 else _events(history or ()):
         conv.add(i, e)
     error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"].strip() else None
+    limit = conv.iteration_limit
     patch = graded(obj(rec["test_result"]).get("git_patch"))
     last = max(len(conv.messages) - 1, 0)
     events = conv.events
-    if error and _BUDGET.search(error):
+    if (error and _BUDGET.search(error)) or (not error and limit):
         termination = Termination.step_budget
-        events.append(Event(type="budget_exhausted", step=last, detail=error[:500]))
+        events.append(Event(type="budget_exhausted", step=last, detail=(error or limit or "")[:500]))
     elif error and error.startswith("Timeout after"):
         termination = Termination.timeout
         events.append(Event(type="timeout", step=last, detail=error[:500]))
@@ -136,9 +141,11 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         termination = Termination.aborted
     score, report, broken = verdicts.score(rec, instance_id)
     metadata = obj(rec.get("metadata"))
-    model = obj(metadata.get("llm_config")).get("model")
+    # the classic EvalMetadata's llm_config; the V1 benchmarks' EvalMetadata.llm (the SDK's LLM)
+    model = obj(metadata.get("llm_config")).get("model") or obj(metadata.get("llm")).get("model")
     tokens = obj(obj(rec.get("metrics")).get("accumulated_token_usage"))
     meta: dict[str, Any] = {"source_format": "openhands", "agent_class": metadata.get("agent_class"),
+                            **({"events": "v1-sdk"} if v1 else {}),
                             "error": error, "cost": obj(rec.get("metrics")).get("accumulated_cost"),
                             **mini_swe.result_meta(report, None, broken)}
     if missing:
@@ -180,11 +187,12 @@ def _events(history: list | tuple) -> Iterator[tuple[int, dict]]:
         if isinstance(e, list) and len(e) == 2 and all(isinstance(x, dict) for x in e):
             yield i, e[0]
             yield i, e[1]
+        elif isinstance(e, dict) and isinstance(e.get("kind"), str) and not isinstance(
+                e.get("action", e.get("observation")), str):
+            raise ValueError(f"history[{i}] is an OpenHands V1 SDK event (kind {e['kind'][:60]!r}), though "
+                             "history[0] is none: a history mixes the classic events and the V1 SDK's")
         elif isinstance(e, dict) and ("action" in e or "observation" in e):
             yield i, e
-        elif isinstance(e, dict) and isinstance(e.get("kind"), str) and "action" not in e:
-            raise ValueError(f"history[{i}] is an OpenHands V1 SDK event (kind {e['kind'][:60]!r}): only the V0 "
-                             "evaluation output (events with 'action' / 'observation') is read")
         else:
             raise ValueError(f"history[{i}] is neither an event (an object with 'action' or 'observation') "
                              f"nor an [action, observation] pair")
@@ -201,6 +209,7 @@ class _Conversation:
         self.steps = 0
         self.skipped = 0
         self.finished = False
+        self.iteration_limit: str | None = None  # the V1 SDK's ConversationIterationLimitEvent only
         self.pending: dict[str, str] = {}  # call id -> tool name, calls not answered yet
         self.by_event: dict[Any, str] = {}  # action event id -> its call id (an observation's ``cause``)
         self.response: Any = None  # the model response id of the last assistant message (None: none)
@@ -354,7 +363,10 @@ class Verdicts:
         self.dir = path.parent
         self.looked_up = neighbours.looked_up()
         self.eval_file = self.dir / f"{path.stem}.swebench_eval.jsonl"
-        self._aggregate: Any = _UNREAD
+        # SWE-bench's final report: eval_infer.sh moves it to report.json, OpenHands/benchmarks' eval_infer.py to
+        # <stem>.report.json (output.report.json)
+        self._aggregates: dict[Path, Any] = {self.dir / "report.json": _UNREAD,
+                                             self.dir / f"{path.stem}.report.json": _UNREAD}
         self._eval: dict[str, bool] | mini_swe._Broken | None = None
 
     def score(self, rec: dict, instance_id: str) -> tuple[float | None, Path | None, list[dict[str, str]]]:
@@ -385,14 +397,13 @@ class Verdicts:
     def _beside(self, instance_id: str) -> Iterator[tuple[str, bool | mini_swe._Broken | None]]:
         per_instance = self.dir / "eval_outputs" / instance_id / "report.json"
         yield str(per_instance), mini_swe._instance_report(per_instance, instance_id)
-        report = self.dir / "report.json"
-        if self._aggregate is _UNREAD:
-            self._aggregate = mini_swe._read_aggregate(report, False) if report.is_file() else None
-        agg = self._aggregate
-        if isinstance(agg, mini_swe._Broken):
-            yield str(report), agg
-        elif agg:
-            yield str(report), (True if instance_id in agg[0] else False if instance_id in agg[1] else None)
+        for report, agg in self._aggregates.items():
+            if agg is _UNREAD:
+                agg = self._aggregates[report] = mini_swe._read_aggregate(report, False) if report.is_file() else None
+            if isinstance(agg, mini_swe._Broken):
+                yield str(report), agg
+            elif agg:
+                yield str(report), (True if instance_id in agg[0] else False if instance_id in agg[1] else None)
         if self._eval is None:
             self._eval = _eval_verdicts(self.eval_file) if self.eval_file.is_file() else {}
         ev = self._eval
@@ -431,12 +442,13 @@ def _eval_verdicts(f: Path) -> dict[str, bool] | mini_swe._Broken:
 def is_sidecar(f: Path) -> bool:
     """Whether ``f`` belongs to an OpenHands evaluation folder but is no run: SWE-bench's per-instance
     ``eval_outputs/<id>/report.json`` and final ``report.json`` beside ``output.jsonl``, the predictions
-    ``*.swebench.jsonl`` and evaluation ``*.swebench_eval.jsonl`` written from an output file beside it, its
+    ``*.swebench.jsonl``, evaluation ``*.swebench_eval.jsonl`` and final report ``*.report.json`` written from an
+    output file beside it, its
     ``metadata.json``, and the model calls logged under ``llm_completions/`` (each a chat of one call, not a run)."""
     d = f.parent
     if f.name == "report.json" and d.parent.name == "eval_outputs":
         return True
-    for suffix in (".swebench.jsonl", ".swebench_eval.jsonl"):
+    for suffix in (".swebench.jsonl", ".swebench_eval.jsonl", ".report.json"):
         if f.name.endswith(suffix) and (d / (f.name.removesuffix(suffix) + ".jsonl")).is_file():
             return True
     if f.name in ("metadata.json", "report.json") and (d / "output.jsonl").is_file():
