@@ -923,19 +923,23 @@ def _written(view: TraceView) -> dict[int, list[str]]:
 
 def delivers(view: TraceView, c: ToolCall) -> bool:
     """A call that carries the run's final answer (OpenHands' ``finish`` message): one of its string arguments is the
-    answer, whitespace aside, and the answer is the agent's own -- no user message or tool result before the call held
-    it. The delivery, not a write. Not a write whose argument merely holds the answer or begins as it does, nor one
-    that copies a value the user or a tool gave which the answer repeats (the address's state "OK" the user wrote,
-    and the answer "OK")."""
+    answer, whitespace aside, and it is no value the user or a tool gave that a reply then says -- no user message or
+    tool result before the call held the answer while another assistant message says it (the address's state "OK"
+    the user wrote, and the answer "OK" said after the write). The delivery, not a write. Not a write whose argument
+    merely holds the answer or begins as it does. A call answering with what a tool showed and no reply saying it (a
+    ``finish`` copying the searched figure) is the delivery."""
     answer = _answer_text(view)
     if not answer or not isinstance(c.args, dict):
         return False
-    n = len(answer)
-    # an argument shorter than the answer cannot be it: collapsing whitespace only shortens a text
-    if not any(isinstance(v, str) and len(v) >= n and (v.strip() == answer or " ".join(v.split()) == answer)
-               for v in c.args.values()):
+    if not any(isinstance(v, str) and _is_answer(v, answer) for v in c.args.values()):
         return False
-    return _answer_given_at(view) > c.step
+    return _answer_given_at(view) > c.step or not any(s != c.step for s in _answer_said_at(view))
+
+
+def _is_answer(text: str, answer: str) -> bool:
+    """``text`` is ``answer`` (its blanks collapsed, stripped), whitespace aside. A shorter text cannot be it:
+    collapsing whitespace only shortens a text."""
+    return len(text) >= len(answer) and (text.strip() == answer or " ".join(text.split()) == answer)
 
 
 def _answer_text(view: TraceView) -> str | None:
@@ -949,6 +953,17 @@ def _answer_text(view: TraceView) -> str | None:
 
 
 _NO_ANSWER = object()
+
+
+def _answer_said_at(view: TraceView) -> list[int]:
+    """The assistant messages whose text is the final answer, whitespace aside. Once per view, and only asked where a
+    call holds the answer a user or a tool gave before it."""
+    memo = view.__dict__.get("_answer_said_at")
+    if memo is None:
+        answer, texts = _answer_text(view), view.texts
+        memo = view.__dict__["_answer_said_at"] = [
+            i for i in view.assistant_steps if answer and texts[i] and _is_answer(texts[i], answer)]
+    return memo
 
 
 def _answer_given_at(view: TraceView) -> int:

@@ -233,3 +233,19 @@ def test_swe_agents_windowed_edit_writes_the_file_it_has_open():
     lab = Labeller().label(b.deliver(patch).build(score=0.0))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 9)
     assert "pkg/core.py" in lab.first_signal.evidence
+
+
+@pytest.mark.parametrize("answer", ["61,907", "Lakeview's population was 61,907 at the 2020 census."])
+def test_a_finish_call_whose_answer_a_tool_showed_is_the_delivery_not_a_write(answer):
+    """An agent that answers through a call (``finish``, no reply after it) copying what its search showed: the call
+    is the delivery, no domain write, so no identity check or confirmation is owed. 44e2436 made a call holding an
+    answer a user message or tool result held before no delivery (for the state "OK" the user gave, written to an
+    address and then said), so every such finish was a write made with no look-up of the user and no yes."""
+    t = (TraceBuilder("t").system(POLICY).user("How many people live in Lakeview? Answer with the census figure.")
+         .call("web_search", {"query": "Lakeview population 2020 census"},
+               result="Lakeview: population 61,907 (2020 census). Lakeview's population was 61,907 at the 2020 census.")
+         .call("finish", {"answer": answer}, result="ok"))
+    t.final_answer = answer
+    lab = Labeller().label(t.end("delivered").build(0.0))
+    assert lab.violations == []
+    assert lab.first_signal.id != "F4.policy_violation"
