@@ -219,3 +219,16 @@ def test_odd_v1_fields_never_crash_the_reader(tmp_path):
                 e[key] = 7
     t = _one(tmp_path, rec)
     assert t.messages and t.tool_calls()
+
+
+def test_a_run_capped_before_its_events_were_kept_is_its_task_and_its_error(tmp_path):
+    """OpenHands/benchmarks writes a run its iteration cap ended with ``history: []`` (EvalOutput's default), no patch
+    and the error; before, it was read as no message at all (the task only in ``task``), not as a missing history."""
+    rec = {**_records()[2], "history": [], "test_result": {"git_patch": None},
+           "error": "RuntimeError: MaxIterationsReached: Agent reached maximum iterations limit (500)"}
+    t = _one(tmp_path, rec)
+    assert [m["role"] for m in t.messages] == ["user"] and t.messages[0]["content"] == rec["instruction"]
+    assert t.meta["history_missing"] and t.termination.value == "step_budget" and t.final_answer is None
+    assert Labeller().label(t).failure_class == "F3"
+    # an empty history with no error is still just an empty run, not a lost one
+    assert "history_missing" not in _one(tmp_path, {**rec, "error": None}).meta

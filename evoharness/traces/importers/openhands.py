@@ -114,13 +114,15 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
     history = rec["history"]
     v1 = openhands_v1.is_v1(history)
     conv: _Conversation | openhands_v1.Conversation = openhands_v1.Conversation() if v1 else _Conversation()
-    missing = history is None
-    if missing and instruction:  # the run failed before its events were kept: the task it was given, its error
+    error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"].strip() else None
+    # the run failed before its events were kept (the classic output: no history; OpenHands/benchmarks: an empty one,
+    # e.g. "MaxIterationsReached: Agent reached maximum iterations limit (500)"): the task it was given, its error
+    missing = history is None or (not history and error is not None)
+    if missing and instruction:
         conv.task = instruction
         conv.messages.append({"role": "user", "content": instruction})
     for i, e in openhands_v1.events(history) if v1 else _events(history or ()):
         conv.add(i, e)
-    error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"].strip() else None
     limit = conv.iteration_limit
     patch = graded(obj(rec["test_result"]).get("git_patch"))
     last = max(len(conv.messages) - 1, 0)
