@@ -84,6 +84,12 @@ def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     ("Requests are authenticated by a bearer token.", False),
     ("Confirm the booking details with the user.", False),
     ("Check who is on the reservation.", False),
+    ("Make sure you know who you are talking to before any change.", True),
+    ("Verify who they are before acting on the account.", True),
+    # who the customer is talking to, who a ticket is assigned to, the agent's own name: no one's identity to check
+    ("Always let the customer know who they are talking to: introduce yourself as Acme support.", False),
+    ("Make sure users know who you are before helping.", False),
+    ("Check who they are assigned to before reassigning a ticket.", False),
 ])
 def test_the_identity_policy_is_read_in_its_paraphrases(line, asks):
     """A policy worded 'authenticate their identity' (or 'verify the user's identity', 'confirm who the user is') asks
