@@ -168,12 +168,17 @@ def test_a_rejected_action_and_a_conversation_error_are_read(tmp_path):
     assert "Remote runtime pod was killed" in t.events[-2].detail  # before the budget event
 
 
-def test_a_directory_import_reads_the_runs_and_skips_the_evaluation_files(tmp_path):
+def test_a_directory_import_reads_the_runs_and_skips_the_evaluation_files(tmp_path, capsys):
+    """output.report.json, output.swebench.jsonl and cost_report.jsonl (one indented object: its first line was
+    'invalid JSON', exit 2) are no runs."""
     d = tmp_path / "run_1"
     shutil.copytree(SAMPLE, d)
     (d / "make_sample.py").unlink()
+    assert (d / "cost_report.jsonl").read_text().startswith("{\n")
     assert sorted(t.id for t in load_paths([d])) == [
         "openhands:pkg__pkg-201", "openhands:pkg__pkg-202", "openhands:pkg__pkg-203"]
+    assert main(["import", str(d), "-o", str(tmp_path / "o.jsonl")]) == 0
+    assert "wrote 3 trajectories" in capsys.readouterr().out
 
 
 def test_verdicts_in_output_report_json_and_the_record_that_disagree_are_one_error(tmp_path, capsys):

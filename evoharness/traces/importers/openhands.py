@@ -445,7 +445,8 @@ def is_sidecar(f: Path) -> bool:
     """Whether ``f`` belongs to an OpenHands evaluation folder but is no run: SWE-bench's per-instance
     ``eval_outputs/<id>/report.json`` and final ``report.json`` beside ``output.jsonl``, the predictions
     ``*.swebench.jsonl``, evaluation ``*.swebench_eval.jsonl`` and final report ``*.report.json`` written from an
-    output file beside it, its
+    output file beside it, OpenHands/benchmarks' ``cost_report.jsonl`` (one indented JSON object, costs and
+    durations: ``report_costs.py``), its
     ``metadata.json``, and the model calls logged under ``llm_completions/`` (each a chat of one call, not a run)."""
     d = f.parent
     if f.name == "report.json" and d.parent.name == "eval_outputs":
@@ -453,7 +454,7 @@ def is_sidecar(f: Path) -> bool:
     for suffix in (".swebench.jsonl", ".swebench_eval.jsonl", ".report.json"):
         if f.name.endswith(suffix) and (d / (f.name.removesuffix(suffix) + ".jsonl")).is_file():
             return True
-    if f.name in ("metadata.json", "report.json") and (d / "output.jsonl").is_file():
+    if f.name in ("metadata.json", "report.json", "cost_report.jsonl") and (d / "output.jsonl").is_file():
         return True  # SWE-bench's report there even when empty or cut short (not an aggregate by its first bytes)
     logs = next((p for p in f.parents[:3] if p.name == "llm_completions"), None)
     return logs is not None and (logs.parent / "output.jsonl").is_file()
