@@ -237,3 +237,28 @@ def test_a_run_capped_before_its_events_were_kept_is_its_task_and_its_error(tmp_
     assert Labeller().label(t).failure_class == "F3"
     # an empty history with no error is still just an empty run, not a lost one
     assert "history_missing" not in _one(tmp_path, {**rec, "error": None}).meta
+
+
+@pytest.mark.parametrize("sample", [SAMPLE, CLASSIC.parent])
+def test_an_iterative_evaluation_s_attempt_files_keep_their_own_ids_and_no_verdict_from_beside(
+        tmp_path, capsys, sample):
+    """run_infer.py's iterative mode (classic) and OpenHands/benchmarks' critic write each attempt's runs to
+    output.critic_attempt_<n>.jsonl and the attempt chosen per instance to output.jsonl, which SWE-bench grades. An
+    attempt took the verdict of the chosen one from the results beside it (a critic-rejected attempt of a resolved
+    instance scored 1.0) and its id, so one of the two was dropped by what keys by id."""
+    d = tmp_path / "run_1"
+    shutil.copytree(sample, d)
+    (d / "make_sample.py").unlink()
+    first = json.loads((d / "output.jsonl").read_text().splitlines()[0])  # resolved (report beside)
+    rejected = {**first, "attempt": 1, "test_result": {"git_patch": ""}, "history": first["history"][:4]}
+    _write(d / "output.critic_attempt_1.jsonl", [rejected])
+    runs = {t.id: t for t in load_paths([d])}
+    attempt = runs[f"openhands:{first['instance_id']}:critic_attempt_1"]
+    assert attempt.score is None and attempt.meta["critic_attempt"] == 1 and attempt.meta["report"] is None
+    assert runs[f"openhands:{first['instance_id']}"].score == 1.0 and len(runs) == 4
+    # its own verdict still scores it
+    _write(d / "output.critic_attempt_1.jsonl", [{**rejected, "resolved": False}])
+    (t,) = load_file(d / "output.critic_attempt_1.jsonl")
+    assert t.score == 0.0
+    assert main(["import", str(d), "-o", str(tmp_path / "o.jsonl")]) == 0
+    assert "id of an earlier one" not in capsys.readouterr().err

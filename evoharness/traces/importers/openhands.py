@@ -31,7 +31,9 @@ Outcome (``Verdicts``): the record's own ``report.resolved`` (``update_output_wi
 ``report.json`` (``resolved_ids`` / ``unresolved_ids``, as ``eval_infer.sh`` moves it there; OpenHands/benchmarks'
 ``eval_infer.py`` moves it to ``<stem>.report.json``), ``eval_outputs/<id>/report.json`` and
 ``<stem>.swebench_eval.jsonl`` (``eval_infer.py``). Sources that disagree are
-an error; without any the run is unscored (never called healthy).
+an error; without any the run is unscored (never called healthy). An iterative evaluation's attempt file,
+``<stem>.critic_attempt_<n>.jsonl``, takes only its records' own verdicts (the results beside it graded the attempt
+``<stem>.jsonl`` chose) and ids ``openhands:<instance_id>:critic_attempt_<n>``.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ SKIPPED = frozenset({"recall", "agent_state_changed", "null", "condensation", "c
 _BUDGET = re.compile(r"maximum (?:iteration|budget)|max(?:imum)?_iterations|budget", re.IGNORECASE)
 _CONTEXT = re.compile(r"ContextWindowExceeded|context (?:window|length)", re.IGNORECASE)
 _LOOP = re.compile(r"stuck in a loop", re.IGNORECASE)
+# one attempt's runs of an iterative evaluation (run_infer.py's ITERATIVE_EVAL_MODE, OpenHands/benchmarks' critic):
+# <stem>.critic_attempt_<n>.jsonl; <stem>.jsonl holds the attempt chosen for each instance, the one SWE-bench graded
+CRITIC_ATTEMPT = re.compile(r".+\.critic_attempt_(\d+)\.jsonl")
 
 
 def matches(rec: dict) -> bool:
@@ -150,6 +155,8 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
                             **({"events": "v1-sdk"} if v1 else {}),
                             "error": error, "cost": obj(rec.get("metrics")).get("accumulated_cost"),
                             **mini_swe.result_meta(report, None, broken)}
+    if verdicts.attempt:
+        meta["critic_attempt"] = verdicts.attempt
     if missing:
         meta["history_missing"] = True
     elif conv.source_index != list(range(len(conv.messages))):
@@ -158,7 +165,7 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         meta["skipped_events"] = conv.skipped
     return Trajectory.with_messages(
         conv.messages, checked=True,
-        id=f"openhands:{instance_id}",
+        id=f"openhands:{instance_id}" + (f":critic_attempt_{verdicts.attempt}" if verdicts.attempt else ""),
         task_id=instance_id,
         model=model if isinstance(model, str) and model else None,
         task=conv.task or instruction,
@@ -363,7 +370,10 @@ class Verdicts:
 
     def __init__(self, path: Path) -> None:
         self.dir = path.parent
-        self.looked_up = neighbours.looked_up()
+        attempt = CRITIC_ATTEMPT.fullmatch(path.name)
+        # an attempt's runs are not the ones the results beside them graded: only a record's own verdict scores them
+        self.attempt = int(attempt.group(1)) if attempt else None
+        self.looked_up = neighbours.looked_up() and attempt is None
         self.eval_file = self.dir / f"{path.stem}.swebench_eval.jsonl"
         # SWE-bench's final report: eval_infer.sh moves it to report.json, OpenHands/benchmarks' eval_infer.py to
         # <stem>.report.json (output.report.json)
