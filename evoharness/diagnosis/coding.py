@@ -21,6 +21,8 @@ import re
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.detectors import IN_PLACE_EDIT, _failed_delivery, _refused, _write_targets, quote, writes_file
+from evoharness.diagnosis.invariants import write_calls
 from evoharness.diagnosis.models import FailureClass, Signal
 
 HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
@@ -78,16 +80,6 @@ class TruncatedFileDetector:
     failure_class = FailureClass.F2
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        from evoharness.diagnosis.detectors import (
-            IN_PLACE_EDIT,
-            _failed_delivery,
-            _refused,
-            _write_targets,
-            quote,
-            writes_file,
-        )
-        from evoharness.diagnosis.invariants import write_calls
-
         answer = view.traj.final_answer
         if not isinstance(answer, str) or "diff --git" not in answer or not _failed_delivery(view, cfg):
             return []
@@ -145,9 +137,6 @@ class ForbiddenEditDetector:
     failure_class = FailureClass.F4
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        from evoharness.diagnosis.detectors import _failed_delivery, _refused, _write_targets, quote, writes_file
-        from evoharness.diagnosis.invariants import write_calls
-
         answer = view.traj.final_answer
         if not isinstance(answer, str) or "diff --git" not in answer or not _failed_delivery(view, cfg):
             return []

@@ -25,7 +25,10 @@ from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import ToolCall, TraceView
+from evoharness.diagnosis.invariants import affirmative, policy_violations_of, write_calls
 from evoharness.diagnosis.models import FailureClass, Signal
+from evoharness.diagnosis.multiagent import AgentLog
+from evoharness.diagnosis.write_targets import change_words, normal, same_change, same_file, shell_writes
 from evoharness.traces.models import Termination
 
 F1, F2, F3, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F3, FailureClass.F4
@@ -208,8 +211,6 @@ class _WentThrough:
 
     def last_write(self) -> int:
         if self._last_write is None:
-            from evoharness.diagnosis.invariants import write_calls
-
             self._last_write = max((c.step for c in write_calls(self.view) if c.id in self.ok), default=-1)
         return self._last_write
 
@@ -226,8 +227,6 @@ def _may_write_patch(view: TraceView, c: ToolCall) -> bool:
     of its files (``writes_file``); without one, in a run that edits files in place (a coding agent that ends with a
     message), where it is such an edit (``_edits_in_place``); otherwise always (a tau-bench booking). Installing a
     package, cleaning a build folder or writing a scratch file leaves the change alone."""
-    from evoharness.diagnosis.invariants import write_calls
-
     writes = write_calls(view)
     paths = delivered_paths(view.traj.final_answer)
     if paths:
@@ -840,8 +839,6 @@ class UnbackedClaimDetector:
     failure_class = F1
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        from evoharness.diagnosis.multiagent import AgentLog
-
         t = view.traj
         if t.score is not None and t.score >= cfg.healthy_threshold:
             return []  # a Healthy run's label cannot change: the claim checks are spent on failures only
@@ -1151,8 +1148,6 @@ def first_refusal(view: TraceView, before: int) -> int | None:
     (an assistant message with text matching ``REFUSAL``) before ``before`` (the delivery) -- what the run then did
     follows from it. None with a write (then the write locates it), with no user turn (nobody to decline), in a
     multi-agent log (named speakers) or when the agent never declined."""
-    from evoharness.diagnosis.invariants import write_calls
-
     msgs = view.traj.messages
     if not view.user_steps or not view.assistant_steps or msgs[view.assistant_steps[0]].get("name"):
         return None
@@ -1269,8 +1264,6 @@ class PolicyViolationDetector:
             return []  # the violation log is read for failed runs only
         # the violation log's first policy violation: its sort key (step, rule) is distinct among the policy rules'
         # violations (one of each rule at most), so it is theirs alone; the schema rules are not needed for it
-        from evoharness.diagnosis.invariants import policy_violations_of
-
         first = min(policy_violations_of(view), key=lambda v: (v.step, v.rule), default=None)
         if first is None:
             return []
@@ -1305,8 +1298,6 @@ class FirstWriteDetector:
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         if not _failed_delivery(view, cfg):
             return []
-        from evoharness.diagnosis.invariants import write_calls
-
         writes = write_calls(view)
         if not writes:
             return self._text_edit(view)
@@ -1487,8 +1478,6 @@ def _rejected_blocks(view: TraceView, group: list[str], before: int) -> list[tup
     """``(step, edit text, block)`` of each reply before step ``before`` that the harness rejected for its format (a
     ``format_rejected`` event right after it: nothing in it ran) and whose fenced block writes a file of ``group``.
     A block is parsed only where it holds a file's base name; the list is made once per view and group."""
-    from evoharness.diagnosis.write_targets import same_file, shell_writes
-
     events = view.traj.events
     if not events:
         return []
@@ -1515,8 +1504,6 @@ def _rejected_blocks(view: TraceView, group: list[str], before: int) -> list[tup
 def _edit_text(view: TraceView, c: ToolCall, group: list[str], target: dict[str, str]) -> str:
     """What write call ``c`` writes to the files of ``group``: the parts of a shell command that write them, else
     the call's arguments."""
-    from evoharness.diagnosis.write_targets import same_file, shell_writes
-
     if is_shell(c.name) and c.id not in target:
         got = shell_writes(_command(c)[:200_000], tuple({posixpath.basename(p) for p in group}))
         edits = [e for f, e in zip(got.files, got.edits, strict=True) if any(same_file(f, p) for p in group)]
@@ -1541,8 +1528,6 @@ def _refused_or_accepted(view: TraceView, writes: list[ToolCall], w: ToolCall, a
     that makes the same change as the accepted one (``write_targets.same_change``: the agent committed to that
     change there; the harness refused its form), else at the accepted edit -- a refused edit whose change the
     agent then dropped or replaced never reached the state the run is judged on."""
-    from evoharness.diagnosis.write_targets import change_words, same_change
-
     done = change_words(_edit_text(view, accepted, group, target))
     tries = [(s, text, block, "a reply rejected for its format")
              for s, text, block in _rejected_blocks(view, group, accepted.step)]
@@ -1617,8 +1602,6 @@ def writes_file(view: TraceView, c: ToolCall, path: str, target: dict[str, str])
     (naming it is not enough), an editor tool call whose path argument is it, a windowed edit of it as the open file
     (``target``: ``_write_targets``); another write tool, or a command that writes files it does not say, where it
     names it."""
-    from evoharness.diagnosis.write_targets import normal, same_file, shell_writes  # failed SWE runs only
-
     opened = target.get(c.id)
     if opened is not None:
         return same_file(normal(opened.partition(OPEN_FILE_SEP)[2]), path)
@@ -1712,8 +1695,6 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     is where the plan was decided -- unless the restatement names a value of the write's arguments (a flight, a
     payment method) that neither the earlier reply nor the user had said: then the restatement is where that detail
     was decided ("I'll move you to the cheapest flight" -- "yes" -- "to confirm: HAT100 for $310?")."""
-    from evoharness.diagnosis.invariants import affirmative
-
     msgs, roles = view.traj.messages, view.roles
     if not view.user_steps or not view.assistant_steps or msgs[view.assistant_steps[0]].get("name"):
         return None

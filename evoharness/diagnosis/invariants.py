@@ -217,10 +217,10 @@ def schema_violations(view: TraceView) -> list[Violation]:
 
 def write_calls(view: TraceView) -> list[ToolCall]:
     """The write actions, in order; computed once per view (treat the list as read-only)."""
-    from evoharness.diagnosis.detectors import changes_state
-
     memo = view.__dict__.get("_writes")
     if memo is None:
+        from evoharness.diagnosis.detectors import changes_state  # (detectors imports this module)
+
         memo = view.__dict__["_writes"] = [
             c for c in view.calls if not c.name.startswith("transfer") and changes_state(c)]
     return memo

@@ -39,6 +39,7 @@ from evoharness.diagnosis.environment import (
     _sentence_at,
     id_named,
 )
+from evoharness.diagnosis.invariants import write_calls
 from evoharness.diagnosis.models import FailureClass, Signal
 
 F4 = FailureClass.F4
@@ -78,8 +79,6 @@ class StalledDetector:
 
 def _no_write_conversation(view: TraceView) -> bool:
     """A single-agent conversation (a user turn, no named speakers) with no write action."""
-    from evoharness.diagnosis.invariants import write_calls
-
     msgs = view.traj.messages
     return bool(view.user_steps and view.assistant_steps) and not msgs[view.assistant_steps[0]].get("name") \
         and not write_calls(view) and not text_edit_steps(view)
