@@ -321,6 +321,7 @@ class ContradictedClaimDetector:
 
     id = "F1.contradicted_claim"
     failure_class = FailureClass.F1
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         t = view.traj

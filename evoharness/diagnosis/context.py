@@ -76,7 +76,7 @@ class ToolCall:
         which the raw text wrote as itself. A number it rewrites (``1e400`` as ``Infinity``) is no such word's source;
         a text that did not parse is its own canonical text, stripped."""
         raw = self._record.raw
-        return type(raw) is str and raw.isascii() and "\\u" not in raw and not any(w in raw for w in words)
+        return type(raw) is str and raw.isascii() and "\\u" not in raw and not any(map(raw.__contains__, words))
 
     def __repr__(self) -> str:
         return f"ToolCall(step={self.step}, id={self.id!r}, name={self.name!r}, arguments={self.arguments!r})"

@@ -30,6 +30,7 @@ from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.diagnosis.multiagent import AgentLog
 from evoharness.diagnosis.write_targets import change_words, normal, same_change, same_file, shell_writes
 from evoharness.traces.models import Termination
+from evoharness.traces.patterns import gate_text
 
 F1, F2, F3, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F3, FailureClass.F4
 F2_FRICTION = ("blocked_call", "unknown_tool", "invalid_arguments", "format_rejected", "tool_error")
@@ -38,7 +39,14 @@ E = FailureClass.E
 
 
 def quote(text: object, limit: int = 200) -> str:
-    s = " ".join(str(text).split())
+    """``text`` on one line (white space runs made one blank), cut to ``limit`` characters with "…". Made from the
+    text's first ``2 * limit`` characters where they already give more than ``limit``: the one-line form of a head
+    is a head of the text's, so its first ``limit - 1`` characters are the same (a signal's evidence quotes a
+    tool result or a call's arguments, often many KB)."""
+    text = str(text)
+    s = " ".join(text[:2 * limit].split())
+    if len(s) <= limit and len(text) > 2 * limit:  # the head's white space took it to the limit or under
+        s = " ".join(text.split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
@@ -677,6 +685,11 @@ class GroundTokens:
     said), each lower-cased only when a search first reaches it: the same answers as searching all of
     them joined by newlines, since a question (a token) holds no newline. A question that does hold one
     (or is empty) is asked of the joined text.
+
+    Texts are only ever added, so a token a search found stays found: a question asked again (a reply
+    repeating a reservation id or a flight; ~45% of tau-bench's) is answered from ``found`` without searching.
+    It still counts towards ``SCAN_LIMIT``, so the answers past it (the token set's) stay those of every
+    question searched.
     """
 
     SCAN_LIMIT = 64
@@ -687,6 +700,7 @@ class GroundTokens:
         self.seen = 0  # texts added before the last question: the ones a question searches
         self.asked = 0
         self.tokens: set[str] | None = None
+        self.found: set[str] = set()  # the tokens a search found (each question up to SCAN_LIMIT)
 
     def add(self, text: str) -> None:
         self.texts.append(text)
@@ -705,6 +719,8 @@ class GroundTokens:
             self.tokens = None
         self.asked += 1
         if self.asked <= self.SCAN_LIMIT:
+            if tok in self.found:
+                return True
             if not tok or "\n" in tok:
                 return tok in self._joined()
             lowered = self.lowered
@@ -713,6 +729,7 @@ class GroundTokens:
                 if low is None:
                     low = lowered[i] = texts[i].lower()
                 if tok in low:
+                    self.found.add(tok)
                     return True
             return False
         if self.tokens is None:
@@ -837,6 +854,7 @@ class UnbackedClaimDetector:
 
     id = "F1.unbacked_claim"
     failure_class = F1
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         t = view.traj
@@ -1055,8 +1073,11 @@ class EntityStatus:
             # no known status in the reply, so the claim regex cannot match: its IGNORECASE on ASCII text is lower()
             # (the vocabulary is ASCII), and a regex scan tries every character (~170k instructions a reply)
             return None
-        claims = [(m.group(1).lower(), m.group(2).lower())
-                  for m in _status_claim(frozenset(self.vocab)).finditer(reply[:20_000])]
+        head = reply[:20_000]
+        low_head = gate_text(head)  # the claim regex case-sensitive on the lower-cased text where that finds the same
+        found = _status_claim(frozenset(self.vocab)).finditer(head) if low_head is None else \
+            _status_claim(frozenset(self.vocab), 0).finditer(low_head)
+        claims = [(m.group(1).lower(), m.group(2).lower()) for m in found]
         for entity in named:
             expected = self.latest[entity]
             history = self.earlier.get(entity, ())
@@ -1068,11 +1089,14 @@ class EntityStatus:
 
 
 @lru_cache(maxsize=256)
-def _status_claim(vocab: frozenset[str]) -> re.Pattern[str]:
+def _status_claim(vocab: frozenset[str], flags: int = re.IGNORECASE) -> re.Pattern[str]:
     """The claim regex of a status vocabulary: built when a reply names an entity (most replies name none), once
-    per distinct vocabulary."""
+    per distinct vocabulary. Case-blind; with ``flags=0`` its case-sensitive twin, for a reply's ``gate_text``: its
+    literals are lower-case ASCII (the verbs; the statuses, ``STATUS_FIELD`` values lower-cased), so it finds the
+    same matches at the same places there (``str.lower`` keeps such a text's length and every character's
+    \\w-ness; tests/traces/test_traces_patterns_gate.py), about four times faster than the case-blind search."""
     alts = "|".join(sorted((re.escape(v) for v in vocab), key=lambda e: (-len(e), e)))  # longest first
-    return re.compile(rf"\b(status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b", re.IGNORECASE)
+    return re.compile(rf"\b(status|is|was|has been|are|were)\W+(?:\w+\W+){{0,2}}?({alts})\b", flags)
 
 
 class PoorDeliveryDetector:
@@ -1257,6 +1281,7 @@ class PolicyViolationDetector:
 
     id = "F4.policy_violation"
     failure_class = F4
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         t = view.traj

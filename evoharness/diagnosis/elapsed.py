@@ -120,6 +120,7 @@ class ElapsedClaimDetector:
 
     id = "F1.elapsed_claim"
     failure_class = FailureClass.F1
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         t = view.traj

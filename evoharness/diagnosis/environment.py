@@ -94,6 +94,7 @@ class UserSimulatorErrorDetector:
 class UserQuitDetector:
     id = "E.user_quit"
     failure_class = E
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         return [] if _healthy(view, cfg) else self.find(view)
@@ -167,6 +168,7 @@ def _last_reply(msgs: list[dict], stop: int) -> str:
 class UserOffScriptDetector:
     id = "E.user_off_script"
     failure_class = E
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         return [] if _healthy(view, cfg) else self.find(view)
@@ -248,6 +250,7 @@ FORGOT = re.compile(r"\b(?:remember|recall|forg[eo]t|know)\b")
 class UserWithheldIdDetector:
     id = "E.user_withheld_id"
     failure_class = E
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         return [] if _healthy(view, cfg) else self.find(view)
@@ -333,6 +336,7 @@ def _says_missing(low: str) -> bool:
 class UnsatisfiableTaskDetector:
     id = "E.unsatisfiable_task"
     failure_class = E
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         return [] if _healthy(view, cfg) else self.find(view)
@@ -340,6 +344,10 @@ class UnsatisfiableTaskDetector:
     def find(self, view: TraceView) -> list[Signal]:
         """The rule, on any run (``detect`` leaves Healthy runs alone: their label cannot change)."""
         texts, roles = view.texts, view.roles
+        # no tool result says something is missing (the usual case), told by one test of their heads joined: a phrase
+        # of MISSING holds no newline, so it is in the joined text only where it is in one head
+        if not _says_missing("\n".join([texts[i][:MISSING_CHARS] for i in view.tool_steps]).lower()):
+            return []
         # the first tool result that says something is missing: no user message before it can insist
         start = next((i for i in view.tool_steps if texts[i] and _says_missing(texts[i][:MISSING_CHARS].lower())), None)
         if start is None:

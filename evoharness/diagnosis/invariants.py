@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -81,8 +82,8 @@ def affirmative(text: str) -> bool:
     # message whose affirmatives may be cut pays for the cut, and only an affirmative one for the decline test.
     found = False
     low = gate_text(text)
-    for m in AFFIRMATIVE.finditer(text) if low is None else _AFFIRMATIVE_LOW.finditer(low):
-        if m.group(1).lower() in _UNCUT:
+    for word in (m.group(1) for m in AFFIRMATIVE.finditer(text)) if low is None else _affirmative_words(low):
+        if word.lower() in _UNCUT:
             return True
         found = True
     if not found:
@@ -106,6 +107,26 @@ _EXPLICIT_YES_LOW = re.compile(EXPLICIT_YES.pattern)
 
 
 _UNCUT = frozenset(("yes", "yeah", "yep"))
+# _AFFIRMATIVE_LOW less its leading \b: a pattern that opens with a word, whose first letters the regex engine skips to
+# (7 letters, about a quarter of a text's), where one that opens with \b starts a match at every character
+_AFFIRMATIVE_WORD = re.compile(AFFIRMATIVE.pattern.removeprefix(r"\b"))
+
+
+def _affirmative_words(low: str) -> Iterator[str]:
+    """Group 1 of each match of ``_AFFIRMATIVE_LOW.finditer(low)``, in order, found by ``_AFFIRMATIVE_WORD``: a match of
+    it at a word's start (the text's start, or after a character that is not ``\\w``: what the left ``\\b`` asks, since
+    every affirmative opens with a letter) is ``_AFFIRMATIVE_LOW``'s match there, the same alternative taken; and
+    where it matches elsewhere ("ok" in "book"), ``_AFFIRMATIVE_LOW`` matches nothing, so the search goes on from the
+    next character. About 1.7x faster on tau-bench's user messages (tests/diagnosis/test_diagnosis_fast_paths.py)."""
+    search = _AFFIRMATIVE_WORD.search
+    pos = 0
+    while (m := search(low, pos)) is not None:
+        start = m.start()
+        if start and (low[start - 1].isalnum() or low[start - 1] == "_"):  # re's \w: str.isalnum, or "_"
+            pos = start + 1
+            continue
+        yield m.group(1)
+        pos = m.end()
 # a tool listing line: "- `name`: ..." or "- some_tool: ..." (an identifier in backticks, or one with "_")
 TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?(?:`[A-Za-z_][\w.-]*`|[A-Za-z][\w.-]*_[\w.-]*)"
                        r"\s*(?:\([^)\n]{0,200}\))?\s*:")

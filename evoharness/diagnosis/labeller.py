@@ -36,13 +36,15 @@ class Labeller:
         self.cfg = cfg or DiagnosisConfig()
         self.detectors = list(detectors) if detectors is not None else default_catalogue()
         self.router = Router.from_config(self.cfg)
-        # the detectors to run by a run's shape (multi-agent log?, any friction?): a detector that can fire on
-        # neither shape is not called (``multi_agent_only``: nothing unless the log has no tool calls;
-        # ``reads_friction``: nothing without friction occurrences). Calling one costs ~2k instructions
-        self._by_shape = {(multi, friction): [
+        # the detectors to run by a run's shape (multi-agent log?, any friction?, Healthy?): a detector that cannot
+        # fire on a shape is not called on it (``multi_agent_only``: nothing unless the log has no tool calls;
+        # ``reads_friction``: nothing without friction occurrences; ``skips_healthy``: nothing on a Healthy run,
+        # whose label no signal changes). Calling one costs ~2k instructions
+        self._by_shape = {(multi, friction, healthy): [
             d for d in self.detectors if (multi or not getattr(d, "multi_agent_only", False))
-            and (friction or not getattr(d, "reads_friction", False))]
-            for multi in (False, True) for friction in (False, True)}
+            and (friction or not getattr(d, "reads_friction", False))
+            and not (healthy and getattr(d, "skips_healthy", False))]
+            for multi in (False, True) for friction in (False, True) for healthy in (False, True)}
         # ``first_signal``: each shape's detectors whose signals say where (run first) and those that say only that
         # a run failed (``FALLBACK_SIGNALS``; a detector's signals carry its id), run only when the first found none
         self._located = {k: [d for d in ds if d.id not in FALLBACK_SIGNALS] for k, ds in self._by_shape.items()}
@@ -52,7 +54,8 @@ class Labeller:
         view = view or TraceView.of(traj)
         found: list[Signal] = []
         cfg = self.cfg
-        for d in self._by_shape[(not view.calls, bool(friction_occurrences(view)))]:
+        healthy = traj.score is not None and traj.score >= cfg.healthy_threshold
+        for d in self._by_shape[(not view.calls, bool(friction_occurrences(view)), healthy)]:
             found.extend(d.detect(view, cfg))
         found.sort(key=signal_order)
         return found
@@ -65,7 +68,7 @@ class Labeller:
         if traj.score is not None and traj.score >= self.cfg.healthy_threshold:
             return FailureClass.healthy, None
         view = TraceView.of(traj)
-        shape = (not view.calls, bool(friction_occurrences(view)))
+        shape = (not view.calls, bool(friction_occurrences(view)), False)
         cfg = self.cfg
         found: list[Signal] = []
         for d in self._located[shape]:

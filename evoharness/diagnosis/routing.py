@@ -57,6 +57,7 @@ class Router:
     def __init__(self, table: Mapping[str, str] | None = None, ceiling: float = DEFAULT_CEILING) -> None:
         self.table = check_routing(table or {})
         self.ceiling = ceiling
+        self._levers: dict[str, Lever] = {}  # lever() per class asked (a label asks it once; the enum calls cost ~1 us)
 
     @classmethod
     def from_config(cls, cfg: DiagnosisConfig | None) -> Router:
@@ -67,7 +68,11 @@ class Router:
     # -- which lever ----------------------------------------------------------------------
     def lever(self, failure_class: FailureClass | str) -> Lever:
         """The lever of a class; a class the table does not name goes to neither lever."""
-        return Lever(self.table.get(FailureClass(failure_class).value, Lever.none.value))
+        lever = self._levers.get(failure_class)
+        if lever is None:
+            lever = self._levers[failure_class] = Lever(self.table.get(FailureClass(failure_class).value,
+                                                                       Lever.none.value))
+        return lever
 
     def classes(self, lever: Lever | str) -> frozenset[FailureClass]:
         return frozenset(c for c in FailureClass if self.lever(c) == Lever(lever))
