@@ -941,14 +941,30 @@ def delivers(view: TraceView, c: ToolCall) -> bool:
     answer, whitespace aside, and it is no value the user or a tool gave that a reply then says -- no user message or
     tool result before the call held the answer while another assistant message says it (the address's state "OK"
     the user wrote, and the answer "OK" said after the write). The delivery, not a write. Not a write whose argument
-    merely holds the answer or begins as it does. A call answering with what a tool showed and no reply saying it (a
-    ``finish`` copying the searched figure) is the delivery."""
+    merely holds the answer or begins as it does, nor one before the last call holding it (the room booked, then
+    ``finish`` naming it). A call answering with what a tool showed and no reply saying it (a ``finish`` copying the
+    searched figure) is the delivery."""
     answer = _answer_text(view)
     if not answer or not isinstance(c.args, dict):
         return False
-    if not any(isinstance(v, str) and _is_answer(v, answer) for v in c.args.values()):
-        return False
+    if not _holds_answer(c, answer) or c.step != _last_holding_answer(view):
+        return False  # an earlier call with the answer as an argument wrote it; the last one delivers it
     return _answer_given_at(view) > c.step or not any(s != c.step for s in _answer_said_at(view))
+
+
+def _holds_answer(c: ToolCall, answer: str) -> bool:
+    return isinstance(c.args, dict) and any(isinstance(v, str) and _is_answer(v, answer) for v in c.args.values())
+
+
+def _last_holding_answer(view: TraceView) -> int:
+    """The step of the last call with the final answer as an argument (-1: none). Once per view, and only asked of a
+    call that holds it."""
+    memo = view.__dict__.get("_last_holding_answer")
+    if memo is None:
+        answer = _answer_text(view)
+        memo = view.__dict__["_last_holding_answer"] = next(
+            (c.step for c in reversed(view.calls) if answer and _holds_answer(c, answer)), -1)
+    return memo
 
 
 def _is_answer(text: str, answer: str) -> bool:

@@ -396,8 +396,9 @@ def test_delivers_and_the_workspace_edit_answer_as_their_definitions():
                      if m["role"] in ("user", "tool") and isinstance(m.get("content"), str)]
             replies = [i for i, m in enumerate(t.messages) if m["role"] == "assistant" and i != c.step
                        and isinstance(m.get("content"), str) and " ".join(m["content"].split()) == said]
-            want = bool(said) and isinstance(c.args, dict) and any(
-                isinstance(v, str) and " ".join(v.split()) == said for v in c.args.values()) and not (
+            holding = [d.step for d in view.calls if isinstance(d.args, dict) and any(
+                isinstance(v, str) and " ".join(v.split()) == said for v in d.args.values())]
+            want = bool(said) and c.step in holding and c.step == holding[-1] and not (
                 any(said in g for g in given) and replies)
             assert detectors.delivers(view, c) is want
             args = c.args if isinstance(c.args, dict) else {}

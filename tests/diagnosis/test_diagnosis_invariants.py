@@ -255,3 +255,16 @@ def test_a_finish_call_whose_answer_a_tool_showed_is_the_delivery_not_a_write(an
     lab = Labeller().label(t.end("delivered").build(0.0))
     assert lab.violations == []
     assert lab.first_signal.id != "F4.policy_violation"
+
+
+def test_a_write_holding_the_answer_a_later_finish_delivers_is_still_a_write():
+    """The room booked is the answer the ``finish`` call gives after it: the finish is the delivery, the booking a
+    write made with no look-up of the user and no yes. Any call holding the answer (the user gave "B12" before, no reply
+    says it) was taken for the delivery, so the booking ran no policy rule."""
+    t = (TraceBuilder("t").system(POLICY).user("Book meeting room B12 for 3pm and tell me which room you booked.")
+         .call("book_room", {"room": "B12", "time": "15:00"}, result='{"status": "booked"}')
+         .call("finish", {"answer": "B12"}, result="ok"))
+    t.final_answer = "B12"
+    lab = Labeller().label(t.end("delivered").build(0.0))
+    want = [("policy.confirmation", 2), ("policy.identity_check", 2)]
+    assert sorted((v.rule, v.step) for v in lab.violations) == want
