@@ -507,10 +507,21 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
 def _moving_in(out: Path) -> Iterator[None]:
     """Hold ``out`` while an export's files replace the ones there: an exclusive ``flock`` on the directory
     itself (no lock file left behind), so a second export into it, from this process or another, moves its
-    files in after the first has moved all of its own, never between them."""
-    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    files in after the first has moved all of its own, never between them. A directory that cannot be locked (NFS
+    emulates flock with a byte-range write lock, which a directory opened read-only cannot take: EBADF; ENOLCK where
+    no lock manager runs) still gets the export, unlocked as before the lock, with a warning."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            raise
+    except OSError as e:
+        log.warning("dataset.export_unlocked", out=str(out), reason=str(e))
+        yield
+        return
+    try:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock

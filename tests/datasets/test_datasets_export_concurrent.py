@@ -3,6 +3,7 @@ export's files there, whole: each moves its files in while holding the directory
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -57,3 +58,17 @@ def test_two_exports_into_one_directory_do_not_mix_their_files(tmp_path, monkeyp
     key = "conversations" if manifest.format == ExportFormat.sharegpt else "messages"
     assert all(key in r for r in rows)
     assert [p.name for p in out.iterdir() if p.name.startswith(".export-")] == []  # no staging left behind
+
+
+def test_a_directory_that_cannot_be_locked_still_gets_the_export(tmp_path, monkeypatch):
+    # NFS emulates flock with a byte-range write lock, which a directory (opened read-only) cannot take: EBADF (ENOLCK
+    # where no lock manager runs). The export is the user's; the lock only keeps two at once apart, as before it
+    def flock(fd, op):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(export_mod.fcntl, "flock", flock)
+    out = tmp_path / "exports" / "nfs"
+    export_dataset(out, fmt=ExportFormat.openai, source=SourceKind.healthy,
+                   trajectories=[make_traj(f"t-{i}", f"t{i}") for i in range(3)])
+    assert read_manifest(out).records == 3
+    assert len((out / "data.jsonl").read_text().splitlines()) == 3
