@@ -419,7 +419,7 @@ class RepeatedActionDetector:
         msgs, texts = view.traj.messages, view.texts
         calls = [c for c in view.calls if c.id not in blocked] if blocked else view.calls
         code: list[tuple[int, tuple[str, str], str]] = []  # text agents' actions: (step, key, result)
-        fenced = [s for s in view.assistant_steps if "```" in texts[s]]
+        fenced = [s for s in view.assistant_steps if "`" in texts[s] and "```" in texts[s]]  # (see has_fence)
         with_calls = {c.step for c in view.calls} if fenced else ()
         for s in fenced:
             if s not in with_calls:
@@ -803,8 +803,14 @@ def _run_id_like(tok: str) -> bool:
     return not (tok[-1] in "tTdDhHsS" and ORDINAL.fullmatch(tok))
 
 
+def has_fence(text: str) -> bool:
+    """``"```" in text``, a one-character search first: a single character is looked for with memchr, ~10x faster
+    than the three-character search on text without one (most replies hold no backtick)."""
+    return "`" in text and "```" in text
+
+
 def _looks_like_patch(text: str) -> bool:
-    return text.lstrip().startswith(("diff --git", "--- ")) or "\n@@ " in text
+    return text.lstrip().startswith(("diff --git", "--- ")) or ("@" in text and "\n@@ " in text)  # (as has_fence)
 
 
 def answer_step(view: TraceView) -> int:
@@ -904,7 +910,7 @@ class UnbackedClaimDetector:
                 continue
             if msgs[i].get("tool_calls") or _looks_like_patch(content):
                 continue  # a claim is what a reply tells the user, not a call or a patch
-            prose = FENCE_ANY.sub(" ", content) if "```" in content else content
+            prose = FENCE_ANY.sub(" ", content) if has_fence(content) else content
             contradiction = statuses.contradicted(prose) if statuses.latest else None
             if contradiction:
                 return [Signal(id=self.id, failure_class=F1, step=i,

@@ -170,3 +170,14 @@ def test_each_diagnosis_module_imports_on_its_own(module):
     out = subprocess.run([sys.executable, "-c", f"import evoharness.diagnosis.{module}"], capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_fence_and_patch_tests_are_their_definitions():
+    from evoharness.diagnosis.detectors import _looks_like_patch, has_fence
+
+    pieces = ["`", "``", "```", "``x`", "@", "@@", "\n@@ ", "\n@ @", "diff --git", "--- ", " ", "\n", "x", "é"]
+    rnd = random.Random(41)
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 6)))
+        assert has_fence(text) is ("```" in text), text
+        assert _looks_like_patch(text) is (text.lstrip().startswith(("diff --git", "--- ")) or "\n@@ " in text), text
