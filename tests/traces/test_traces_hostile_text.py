@@ -62,7 +62,7 @@ def _texts_cut(value):
 def _cut_every_trace_file(root: Path) -> int:
     cut = 0
     for f in sorted(root.rglob("*")):
-        if f.suffix == ".jsonl":
+        if f.suffix == ".jsonl" and "report" not in f.name:  # cost_report.jsonl: one indented object, no trace
             lines = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
             done = [_texts_cut(x) for x in lines]
             f.write_text("\n".join(json.dumps(v) for v, _ in done) + "\n")
