@@ -262,3 +262,35 @@ def test_an_iterative_evaluation_s_attempt_files_keep_their_own_ids_and_no_verdi
     assert t.score == 0.0
     assert main(["import", str(d), "-o", str(tmp_path / "o.jsonl")]) == 0
     assert "id of an earlier one" not in capsys.readouterr().err
+
+
+def test_the_failed_attempts_in_output_errors_jsonl_keep_their_own_ids_and_no_verdict_of_the_graded_run(
+        tmp_path, capsys):
+    """OpenHands/benchmarks writes each failed attempt to output_errors.jsonl: an instance retried and finished is in
+    both files, one the iteration cap ended only there (once per attempt). Read together, a failed attempt of a
+    resolved instance took its id (what keys by id kept one of the two) and its verdict from the report (1.0 for an
+    attempt that delivered nothing). A failed attempt keeps its own id and only its own verdict; the one attempt of
+    an instance that is nowhere else is the run, graded by the report like any other."""
+    d = tmp_path / "run_1"
+    shutil.copytree(SAMPLE, d)
+    (d / "make_sample.py").unlink()
+    report = json.loads((d / "output.report.json").read_text())
+    report["unresolved_ids"].append("pkg__pkg-301")
+    (d / "output.report.json").write_text(json.dumps(report))
+    first = _records()[0]  # pkg__pkg-201, resolved by the report
+    stuck = {**first, "history": first["history"][:4], "test_result": {"git_patch": ""},
+             "error": "RuntimeError: Remote conversation got stuck"}
+    capped = {**stuck, "history": [], "error": "RuntimeError: MaxIterationsReached: Agent reached maximum iterations"}
+    _write(d / "output_errors.jsonl", [stuck, {**capped, "instance_id": "pkg__pkg-301"},
+                                       {**capped, "instance_id": "pkg__pkg-302"},
+                                       {**capped, "instance_id": "pkg__pkg-302", "resolved": False}])
+    runs = {t.id: t for t in load_paths([d])}
+    assert runs["openhands:pkg__pkg-201"].score == 1.0
+    attempt = runs["openhands:pkg__pkg-201:errored_attempt_1"]
+    assert attempt.score is None and attempt.meta["errored_attempt"] == 1 and attempt.meta["report"] is None
+    assert runs["openhands:pkg__pkg-301"].score == 0.0  # its only attempt: the report graded it
+    assert runs["openhands:pkg__pkg-302:errored_attempt_1"].score is None
+    assert runs["openhands:pkg__pkg-302:errored_attempt_2"].score == 0.0  # its own verdict
+    assert len(runs) == 3 + 4
+    assert main(["import", str(d), "-o", str(tmp_path / "o.jsonl")]) == 0
+    assert "id of an earlier one" not in capsys.readouterr().err

@@ -34,12 +34,16 @@ Outcome (``Verdicts``): the record's own ``report.resolved`` (``update_output_wi
 an error; without any the run is unscored (never called healthy). An iterative evaluation's attempt file,
 ``<stem>.critic_attempt_<n>.jsonl``, takes only its records' own verdicts (the results beside it graded the attempt
 ``<stem>.jsonl`` chose) and ids ``openhands:<instance_id>:critic_attempt_<n>``.
+A failed-attempts file, ``<stem>_errors.jsonl``: a record of an instance with another attempt (in ``<stem>.jsonl``
+or later in the file) has id ``openhands:<instance_id>:errored_attempt_<n>`` and only its own verdict; an
+instance's only attempt is the run.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +71,9 @@ _LOOP = re.compile(r"stuck in a loop", re.IGNORECASE)
 # one attempt's runs of an iterative evaluation (run_infer.py's ITERATIVE_EVAL_MODE, OpenHands/benchmarks' critic):
 # <stem>.critic_attempt_<n>.jsonl; <stem>.jsonl holds the attempt chosen for each instance, the one SWE-bench graded
 CRITIC_ATTEMPT = re.compile(r".+\.critic_attempt_(\d+)\.jsonl")
+# OpenHands/benchmarks' failed attempts: <stem>_errors.jsonl (output_errors.jsonl) beside <stem>.jsonl, one line per
+# failed attempt; a run the iteration cap ended is only there, an instance retried and finished is in both
+ERRORS_FILE = re.compile(r"(.+)_errors\.jsonl")
 
 
 def matches(rec: dict) -> bool:
@@ -146,7 +153,7 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         termination = Termination.delivered
     else:
         termination = Termination.aborted
-    score, report, broken = verdicts.score(rec, instance_id)
+    score, report, broken = verdicts.score(rec, instance_id, beside=not verdicts.is_retried(instance_id))
     metadata = obj(rec.get("metadata"))
     # the classic EvalMetadata's llm_config; the V1 benchmarks' EvalMetadata.llm (the SDK's LLM)
     model = obj(metadata.get("llm_config")).get("model") or obj(metadata.get("llm")).get("model")
@@ -157,6 +164,9 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
                             **mini_swe.result_meta(report, None, broken)}
     if verdicts.attempt:
         meta["critic_attempt"] = verdicts.attempt
+    errored = verdicts.errored_attempt(instance_id)
+    if errored:
+        meta["errored_attempt"] = errored
     if missing:
         meta["history_missing"] = True
     elif conv.source_index != list(range(len(conv.messages))):
@@ -165,7 +175,8 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         meta["skipped_events"] = conv.skipped
     return Trajectory.with_messages(
         conv.messages, checked=True,
-        id=f"openhands:{instance_id}" + (f":critic_attempt_{verdicts.attempt}" if verdicts.attempt else ""),
+        id=f"openhands:{instance_id}" + (f":critic_attempt_{verdicts.attempt}" if verdicts.attempt else "")
+        + (f":errored_attempt_{errored}" if errored else ""),
         task_id=instance_id,
         model=model if isinstance(model, str) and model else None,
         task=conv.task or instruction,
@@ -380,15 +391,43 @@ class Verdicts:
         self._aggregates: dict[Path, Any] = {self.dir / "report.json": _UNREAD,
                                              self.dir / f"{path.stem}.report.json": _UNREAD}
         self._eval: dict[str, bool] | mini_swe._Broken | None = None
+        # an errors file's instances: how many attempts of each it holds, and which the output file beside it has too
+        errors = ERRORS_FILE.fullmatch(path.name)
+        self._errors_of = self.dir / f"{errors.group(1)}.jsonl" if errors else None
+        if errors:  # the evaluation of <stem>.jsonl and its errors: its report grades both files' patches
+            self._aggregates[self.dir / f"{errors.group(1)}.report.json"] = _UNREAD
+        self._retried: tuple[Counter, set[str]] | None = None
+        self._path, self._seen = path, Counter()
 
-    def score(self, rec: dict, instance_id: str) -> tuple[float | None, Path | None, list[dict[str, str]]]:
-        """(1.0 / 0.0 / None, the first results file that gave it, results files that could not be read)."""
+    def is_retried(self, instance_id: str) -> bool:
+        """In an errors file: whether this instance has another attempt (a later line here, or a run in the output
+        file beside it). Such a record is one failed attempt, not the run SWE-bench graded."""
+        if self._errors_of is None:
+            return False
+        if self._retried is None:
+            self._retried = (_instance_ids(self._path),
+                             set(_instance_ids(self._errors_of)) if self._errors_of.is_file() else set())
+        counts, finished = self._retried
+        return instance_id in finished or counts[instance_id] > 1
+
+    def errored_attempt(self, instance_id: str) -> int | None:
+        """The record's attempt number (1, 2, ... in the file's order) when it is one failed attempt of a retried
+        instance (``is_retried``); None otherwise. Called once per record, in order."""
+        if not self.is_retried(instance_id):
+            return None
+        self._seen[instance_id] += 1
+        return self._seen[instance_id]
+
+    def score(self, rec: dict, instance_id: str,
+              beside: bool = True) -> tuple[float | None, Path | None, list[dict[str, str]]]:
+        """(1.0 / 0.0 / None, the first results file that gave it, results files that could not be read); only the
+        record's own verdict with ``beside`` false (the results beside the file graded another attempt)."""
         found: list[tuple[str, bool]] = []
         own = _own_verdict(rec)
         if own is not None:
             found.append(("the record", own))
         broken: list[dict[str, str]] = []
-        if self.looked_up:
+        if self.looked_up and beside:
             for where, v in self._beside(instance_id):
                 if isinstance(v, mini_swe._Broken):
                     broken.append({"kind": "results", "file": where, "reason": f"SWE-bench results {v}: no verdict "
@@ -420,6 +459,22 @@ class Verdicts:
             self._eval = _eval_verdicts(self.eval_file) if self.eval_file.is_file() else {}
         ev = self._eval
         yield str(self.eval_file), ev if isinstance(ev, mini_swe._Broken) else ev.get(instance_id)
+
+
+def _instance_ids(f: Path) -> Counter:
+    """How many records of each ``instance_id`` a JSONL file holds (lines that do not parse are left out)."""
+    ids: Counter = Counter()
+    try:
+        for _, raw in jsonl_lines(f):
+            try:
+                rec = jsontext.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("instance_id"), str | int):
+                ids[str(rec["instance_id"])] += 1
+    except (InputError, OSError):
+        pass  # the file itself reports it when read as a run file
+    return ids
 
 
 def _own_verdict(rec: dict) -> bool | None:
