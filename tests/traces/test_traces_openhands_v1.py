@@ -290,7 +290,24 @@ def test_the_failed_attempts_in_output_errors_jsonl_keep_their_own_ids_and_no_ve
     assert attempt.score is None and attempt.meta["errored_attempt"] == 1 and attempt.meta["report"] is None
     assert runs["openhands:pkg__pkg-301"].score == 0.0  # its only attempt: the report graded it
     assert runs["openhands:pkg__pkg-302:errored_attempt_1"].score is None
-    assert runs["openhands:pkg__pkg-302:errored_attempt_2"].score == 0.0  # its own verdict
+    # its last attempt, only in the errors file: the run (the report does not grade it; its own verdict does)
+    assert runs["openhands:pkg__pkg-302"].score == 0.0 and "errored_attempt" not in runs["openhands:pkg__pkg-302"].meta
     assert len(runs) == 3 + 4
     assert main(["import", str(d), "-o", str(tmp_path / "o.jsonl")]) == 0
     assert "id of an earlier one" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad_id", ["../../outside", "<abs>", "a\x00b"])
+def test_an_instance_id_that_is_a_path_reads_no_report_outside_the_folder(tmp_path, bad_id):
+    """eval_outputs/<instance_id>/report.json was built from the id as it came: "../../outside" or an absolute path
+    read a report.json outside the evaluation folder (its verdict scored the run), a NUL in the id was the error
+    'embedded null byte'."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    bad_id = str(outside) if bad_id == "<abs>" else bad_id
+    d = tmp_path / "evaluation"
+    (d / "eval_outputs").mkdir(parents=True)  # where the per-instance reports go (so "../../" leads out of it)
+    (outside / "report.json").write_text(json.dumps({bad_id: {"resolved": True}}))
+    rec = {**_records()[1], "instance_id": bad_id}
+    (t,) = load_file(_write(d / "output.jsonl", [rec]))
+    assert t.task_id == bad_id and t.score is None

@@ -153,7 +153,8 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         termination = Termination.delivered
     else:
         termination = Termination.aborted
-    score, report, broken = verdicts.score(rec, instance_id, beside=not verdicts.is_retried(instance_id))
+    errored = verdicts.errored_attempt(instance_id)  # once per record, in the file's order
+    score, report, broken = verdicts.score(rec, instance_id, beside=errored is None)
     metadata = obj(rec.get("metadata"))
     # the classic EvalMetadata's llm_config; the V1 benchmarks' EvalMetadata.llm (the SDK's LLM)
     model = obj(metadata.get("llm_config")).get("model") or obj(metadata.get("llm")).get("model")
@@ -164,7 +165,6 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
                             **mini_swe.result_meta(report, None, broken)}
     if verdicts.attempt:
         meta["critic_attempt"] = verdicts.attempt
-    errored = verdicts.errored_attempt(instance_id)
     if errored:
         meta["errored_attempt"] = errored
     if missing:
@@ -399,24 +399,20 @@ class Verdicts:
         self._retried: tuple[Counter, set[str]] | None = None
         self._path, self._seen = path, Counter()
 
-    def is_retried(self, instance_id: str) -> bool:
-        """In an errors file: whether this instance has another attempt (a later line here, or a run in the output
-        file beside it). Such a record is one failed attempt, not the run SWE-bench graded."""
+    def errored_attempt(self, instance_id: str) -> int | None:
+        """In an errors file, the record's attempt number (1, 2, ... in the file's order) when the instance has
+        another attempt after it: a later line here, or a run in the output file beside it. Such a record is one
+        failed attempt, not the run SWE-bench graded. None otherwise (the instance's last attempt, only here: the
+        run). Called once per record, in the file's order."""
         if self._errors_of is None:
-            return False
+            return None
         if self._retried is None:
             self._retried = (_instance_ids(self._path),
                              set(_instance_ids(self._errors_of)) if self._errors_of.is_file() else set())
         counts, finished = self._retried
-        return instance_id in finished or counts[instance_id] > 1
-
-    def errored_attempt(self, instance_id: str) -> int | None:
-        """The record's attempt number (1, 2, ... in the file's order) when it is one failed attempt of a retried
-        instance (``is_retried``); None otherwise. Called once per record, in order."""
-        if not self.is_retried(instance_id):
-            return None
         self._seen[instance_id] += 1
-        return self._seen[instance_id]
+        n = self._seen[instance_id]
+        return n if instance_id in finished or n < counts[instance_id] else None
 
     def score(self, rec: dict, instance_id: str,
               beside: bool = True) -> tuple[float | None, Path | None, list[dict[str, str]]]:
@@ -446,8 +442,9 @@ class Verdicts:
         return (1.0 if verdict else 0.0), report, broken
 
     def _beside(self, instance_id: str) -> Iterator[tuple[str, bool | mini_swe._Broken | None]]:
-        per_instance = self.dir / "eval_outputs" / instance_id / "report.json"
-        yield str(per_instance), mini_swe._instance_report(per_instance, instance_id)
+        if _path_safe(instance_id):  # an id is no path: "../x" or "/etc" would read outside the folder
+            per_instance = self.dir / "eval_outputs" / instance_id / "report.json"
+            yield str(per_instance), mini_swe._instance_report(per_instance, instance_id)
         for report, agg in self._aggregates.items():
             if agg is _UNREAD:
                 agg = self._aggregates[report] = mini_swe._read_aggregate(report, False) if report.is_file() else None
@@ -459,6 +456,12 @@ class Verdicts:
             self._eval = _eval_verdicts(self.eval_file) if self.eval_file.is_file() else {}
         ev = self._eval
         yield str(self.eval_file), ev if isinstance(ev, mini_swe._Broken) else ev.get(instance_id)
+
+
+def _path_safe(instance_id: str) -> bool:
+    """Whether an instance id can name a folder under ``eval_outputs/``: one plain name (SWE-bench's
+    ``owner__repo-123``), no separator, no ``.`` / ``..``, no NUL."""
+    return instance_id not in (".", "..") and not any(c in instance_id for c in "/\\\0")
 
 
 def _instance_ids(f: Path) -> Counter:
