@@ -31,6 +31,7 @@ from typing import Any
 
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.models import Violation
+from evoharness.traces.models import Termination
 from evoharness.traces.patterns import gate_text
 
 # A policy that asks who the person is: to authenticate a person or their identity ("authenticate the user identity",
@@ -390,7 +391,8 @@ def policy_violations(view: TraceView) -> list[Violation]:
 def _workspace_edit(view: TraceView, c: ToolCall) -> bool:
     """A coding agent's own work, no domain action: a call of a shell tool or of a file editor (an editor's name,
     ``str_replace_editor`` or Claude Code's ``Edit``, with a file path argument: not an ``edit_reservation``), or the
-    call that delivers its answer (``finish``)."""
+    call that delivers its answer (``finish``): one holding the final answer, or the call the delivered run ended on
+    (OpenHands' ``finish``, whose message is a summary: the delivered answer is the patch)."""
     from evoharness.diagnosis.detectors import EDITOR_TOOL, delivers, is_shell
 
     if is_shell(c.name):
@@ -398,7 +400,22 @@ def _workspace_edit(view: TraceView, c: ToolCall) -> bool:
     args = c.args if isinstance(c.args, dict) else {}
     # the path test first: a domain write (tau-bench's) names no file, so the name's regex is seldom run
     return (("path" in args or "file_path" in args or "filename" in args) and EDITOR_TOOL.search(c.name) is not None) \
-        or delivers(view, c)
+        or delivers(view, c) or _ends_run(view, c)
+
+
+def _ends_run(view: TraceView, c: ToolCall) -> bool:
+    """A coding agent's delivered run ended on the call: no message but its results came after it (OpenHands'
+    classic ``finish`` has none, the V1 SDK's a ``FinishObservation`` echoing its message), and the run worked in a
+    workspace (a shell or file editor call before it). A domain agent's write the run happened to end on is still
+    a write."""
+    if view.traj.termination != Termination.delivered:
+        return False
+    roles = view.roles
+    if not all(roles[i] == "tool" for i in range(c.step + 1, len(roles))):
+        return False
+    from evoharness.diagnosis.detectors import EDITOR_TOOL, is_shell
+
+    return any(is_shell(x.name) or EDITOR_TOOL.search(x.name) is not None for x in view.calls if x.step < c.step)
 
 
 def policy_violations_of(view: TraceView) -> list[Violation]:

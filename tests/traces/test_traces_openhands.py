@@ -226,3 +226,39 @@ def test_the_delivered_patch_is_the_one_swe_bench_graded(tmp_path):
     (t,) = load_file(_write(tmp_path / "output.jsonl", [rec]))
     assert t.final_answer == patch
 
+
+
+@pytest.mark.parametrize("sample", [SAMPLE, SAMPLE.parent / "openhands_v1"], ids=["classic", "v1"])
+def test_the_finish_call_under_a_policy_like_system_prompt_is_the_delivery_not_a_domain_write(sample):
+    """OpenHands' final answer is the patch (git_patch), so its ``finish`` call, whose message is a summary, was
+    no delivery to the policy rules: under a system prompt with a confirmation or identity line (a coding prompt's
+    "never push ... without explicit user confirmation") the unresolved run's first signal moved from its first
+    write of the patched file to a policy violation at ``finish``. The delivered run's last message, a call nothing
+    answered, ends the run: no domain write."""
+    (t,) = [t for t in load_file(sample / "output.jsonl") if t.score == 0.0]
+    line = ("Never push changes or delete files without explicit user confirmation. Verify the user's identity "
+            "before any change.")
+    msgs = [dict(m) for m in t.messages]
+    assert msgs[0]["role"] == "system" and t.termination.value == "delivered"
+    msgs[0]["content"] = f"{msgs[0]['content']}\n{line}"
+    before = Labeller().label(t).first_signal
+    after = Labeller().label(t.model_copy(update={"messages": msgs})).first_signal
+    assert (after.id, after.step) == (before.id, before.step) == ("F4.first_write", 8)
+
+
+def test_a_domain_write_a_run_ends_on_is_still_a_write_under_the_policy():
+    """Only a coding agent's last call (a run with shell / editor calls) is taken for its delivery: a domain agent
+    that changes an address with no identity check and ends the run there still violates the policy."""
+    from evoharness.diagnosis.context import TraceView
+    from evoharness.diagnosis.invariants import violation_log
+    from evoharness.traces.models import Termination, Trajectory
+
+    msgs = [{"role": "system", "content": "You must verify the user's identity before any change to an account."},
+            {"role": "user", "content": "Change my address to 1 Main St."},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "update_address", "arguments": json.dumps({"user_id": "u1", "address": "1 Main St"})}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": "update_address", "content": "{\"ok\": true}"}]
+    t = Trajectory.with_messages(msgs, id="d1", task_id="d", score=0.0, termination=Termination.delivered,
+                                 final_answer=None)
+    assert [(v.rule, v.step) for v in violation_log(TraceView(t))] == [("policy.identity_check", 2)]
+    assert (Labeller().label(t).first_signal.id, Labeller().label(t).first_signal.step) == ("F4.policy_violation", 2)
