@@ -218,21 +218,12 @@ def _events(history: list | tuple) -> Iterator[tuple[int, dict]]:
                              f"nor an [action, observation] pair")
 
 
-class _Conversation:
-    """The chat messages the events make, built one event at a time."""
+class _Conversation(openhands_v1.ConversationState):
+    """The chat messages the classic events make, built one event at a time."""
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self.source_index: list[int] = []
-        self.events: list[Event] = []
-        self.task: str | None = None
-        self.steps = 0
-        self.skipped = 0
-        self.finished = False
-        self.iteration_limit: str | None = None  # the V1 SDK's ConversationIterationLimitEvent only
-        self.pending: dict[str, str] = {}  # call id -> tool name, calls not answered yet
+        super().__init__()
         self.by_event: dict[Any, str] = {}  # action event id -> its call id (an observation's ``cause``)
-        self.response: Any = None  # the model response id of the last assistant message (None: none)
 
     def add(self, i: int, e: dict) -> None:
         kind = e.get("action", e.get("observation"))
@@ -244,12 +235,6 @@ class _Conversation:
             self._action(i, e, kind)
         else:
             self._observation(i, e, kind)
-
-    def _append(self, i: int, message: dict[str, Any]) -> None:
-        self.messages.append(message)
-        self.source_index.append(i)
-        if message["role"] != "tool":
-            self.response = None
 
     def _action(self, i: int, e: dict, kind: str) -> None:
         args = obj(e.get("args"))

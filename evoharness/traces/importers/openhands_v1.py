@@ -56,9 +56,11 @@ def events(history: list) -> Iterator[tuple[int, dict]]:
         yield i, e
 
 
-class Conversation:
-    """The chat messages the V1 events make, built one event at a time (the same attributes as the classic
-    reader's: ``messages``, ``source_index``, ``events``, ``task``, ``steps``, ``skipped``, ``finished``)."""
+class ConversationState:
+    """What both OpenHands readers build, one event at a time: the chat ``messages`` and each one's event index
+    (``source_index``), ``events``, the ``task``, the counts of ``steps`` and ``skipped`` events, whether the agent
+    ``finished``; and while reading, the calls not answered yet and the model response of the last assistant
+    message."""
 
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
@@ -68,9 +70,19 @@ class Conversation:
         self.steps = 0
         self.skipped = 0
         self.finished = False
-        self.iteration_limit: str | None = None  # a ConversationIterationLimitEvent's detail
+        self.iteration_limit: str | None = None  # the V1 SDK's ConversationIterationLimitEvent's detail only
         self.pending: dict[str, str] = {}  # call id -> tool name, calls not answered yet
-        self.response: Any = None  # llm_response_id of the last assistant message (None: none)
+        self.response: Any = None  # the model response id of the last assistant message (None: none)
+
+    def _append(self, i: int, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.source_index.append(i)
+        if message["role"] != "tool":
+            self.response = None
+
+
+class Conversation(ConversationState):
+    """The chat messages the V1 events make, built one event at a time."""
 
     def add(self, i: int, e: dict) -> None:
         kind = e["kind"]
@@ -79,12 +91,6 @@ class Conversation:
             self.skipped += 1
         else:
             handler(self, i, e)
-
-    def _append(self, i: int, message: dict[str, Any]) -> None:
-        self.messages.append(message)
-        self.source_index.append(i)
-        if message["role"] != "tool":
-            self.response = None
 
     def _system(self, i: int, e: dict) -> None:
         parts = [_text(obj(e.get("system_prompt")).get("text")), _text(obj(e.get("dynamic_context")).get("text"))]
