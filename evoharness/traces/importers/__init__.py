@@ -503,6 +503,27 @@ def report_invalid(skip_invalid: bool, on_invalid: OnInvalid | None, err: InputE
         on_invalid(err)
 
 
+def convert_records(path: Path, records: Iterable[tuple[str, Any]], convert: Callable[[int, Any], Trajectory],
+                    what: str, *, bad: Any = None, skip_invalid: bool = False,
+                    on_invalid: OnInvalid | None = None) -> Iterator[Trajectory]:
+    """``convert(n, record)`` of each ``(where, record)`` of a file of records, in order: a record that is ``bad``
+    (its JSON did not parse) or that ``convert`` refuses (``ValueError``; a pydantic ``ValidationError`` is "bad
+    ``what``: ...") is one ``InputError`` naming the file and where, raised or handed on (``report_invalid``)."""
+    from pydantic import ValidationError
+
+    from evoharness.traces.store import _describe
+
+    for n, (where, rec) in enumerate(records):
+        try:
+            if rec is bad:
+                raise ValueError("invalid JSON (truncated or not JSON)")
+            yield convert(n, rec)
+        except ValidationError as e:
+            report_invalid(skip_invalid, on_invalid, InputError(str(path), f"bad {what}: {_describe(e)}", where=where))
+        except ValueError as e:
+            report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=where))
+
+
 def load_bytes(body: bytes, fmt: str | None = None, *, source: str = "body",
                limit: int | None = None) -> list[Trajectory]:
     """The trajectories in one document held in memory (e.g. an HTTP request body), in any format.

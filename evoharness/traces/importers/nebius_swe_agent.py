@@ -30,14 +30,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from evoharness.errors import InputError
 from evoharness.traces import jsontext
 from evoharness.traces.importers import swe_agent
 from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
-from evoharness.traces.store import _describe, jsonl_lines
+from evoharness.traces.store import jsonl_lines
 
 ROLES = ("system", "user", "ai")
 # SWE-agent 0.x's ThoughtActionParser: a fence opening (```lang) or closing (a bare ```) at a line start
@@ -52,18 +49,10 @@ def matches(rec: dict) -> bool:
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
-    from evoharness.traces.importers import report_invalid
+    from evoharness.traces.importers import convert_records
 
-    for n, (where, rec) in enumerate(_records(path, data)):
-        try:
-            if rec is None:
-                raise ValueError("invalid JSON (truncated or not JSON)")
-            yield convert(rec, path, n)
-        except ValidationError as e:
-            report_invalid(skip_invalid, on_invalid, InputError(str(path), f"bad SWE-agent row: {_describe(e)}",
-                                                                where=where))
-        except ValueError as e:
-            report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=where))
+    yield from convert_records(path, _records(path, data), lambda n, rec: convert(rec, path, n), "SWE-agent row",
+                               skip_invalid=skip_invalid, on_invalid=on_invalid)
 
 
 def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:

@@ -22,14 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from evoharness.errors import InputError
 from evoharness.traces import jsontext
 from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
-from evoharness.traces.store import _describe
 
 
 def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
@@ -77,20 +73,12 @@ def is_chat_list(data: Any) -> bool:
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
-    from evoharness.traces.importers import report_invalid
+    from evoharness.traces.importers import convert_records
 
     if is_chat_list(data):  # one conversation as a bare list: the file is its record
         data = {"messages": data}
-    for index, (where, rec) in enumerate(_records(path, data)):
-        try:
-            if rec is _BadJson:
-                raise ValueError("invalid JSON (truncated or not JSON)")
-            yield convert(rec, path.stem, index)
-        except ValidationError as e:
-            report_invalid(skip_invalid, on_invalid,
-                           InputError(str(path), f"bad chat record: {_describe(e)}", where=where))
-        except ValueError as e:
-            report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=where))
+    yield from convert_records(path, _records(path, data), lambda n, rec: convert(rec, path.stem, n), "chat record",
+                               bad=_BadJson, skip_invalid=skip_invalid, on_invalid=on_invalid)
 
 
 def convert(rec: Any, source: str, index: int) -> Trajectory:

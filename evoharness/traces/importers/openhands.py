@@ -48,15 +48,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
 from evoharness.traces.importers import mini_swe, neighbours, openhands_v1
 from evoharness.traces.importers._shape import arguments, arr, count, obj
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
-from evoharness.traces.store import _describe, jsonl_lines
+from evoharness.traces.store import jsonl_lines
 
 # each action kind's tool when the event names none (no ``tool_call_metadata``: agents before function calling)
 TOOL_OF = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", "edit": "str_replace_editor",
@@ -86,19 +84,11 @@ def matches(rec: dict) -> bool:
 
 
 def load(path: Path, data: Any, *, skip_invalid: bool = False, on_invalid=None) -> Iterator[Trajectory]:
-    from evoharness.traces.importers import report_invalid
+    from evoharness.traces.importers import convert_records
 
     verdicts = Verdicts(path)
-    for where, rec in _records(path, data):
-        try:
-            if rec is None:
-                raise ValueError("invalid JSON (truncated or not JSON)")
-            yield convert(rec, path, verdicts)
-        except ValidationError as e:
-            report_invalid(skip_invalid, on_invalid, InputError(str(path), f"bad OpenHands record: {_describe(e)}",
-                                                                where=where))
-        except ValueError as e:
-            report_invalid(skip_invalid, on_invalid, InputError(str(path), str(e), where=where))
+    yield from convert_records(path, _records(path, data), lambda _, rec: convert(rec, path, verdicts),
+                               "OpenHands record", skip_invalid=skip_invalid, on_invalid=on_invalid)
 
 
 def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
@@ -259,17 +249,9 @@ class _Conversation(openhands_v1.ConversationState):
         call = {"id": call_id, "type": "function",
                 "function": {"name": name, "arguments": _model_arguments(meta, call_id) or _arguments(kind, args)}}
         self.finished = self.finished or kind == "finish"
-        self.pending[call_id] = name
         if _hashable(e.get("id")):
             self.by_event[e["id"]] = call_id
-        if response is not None and response == self.response:
-            # another call of the model response before: one assistant turn (its results follow it)
-            turn = next(m for m in reversed(self.messages) if m["role"] == "assistant")
-            turn["tool_calls"].append(call)
-            return
-        self.steps += 1
-        self._append(i, {"role": "assistant", "content": _text(args.get("thought")), "tool_calls": [call]})
-        self.response = response
+        self._call(i, call, response, _text(args.get("thought")))
 
     def _observation(self, i: int, e: dict, kind: str) -> None:
         content = _observation_text(e, kind)

@@ -80,6 +80,18 @@ class ConversationState:
         if message["role"] != "tool":
             self.response = None
 
+    def _call(self, i: int, call: dict[str, Any], response: Any, thought: str) -> None:
+        """A tool call of event ``i``: into the last assistant turn when the same model response made it (its results
+        follow the turn), else a turn of its own with ``thought`` as its text."""
+        self.pending[call["id"]] = call["function"]["name"]
+        if response is not None and response == self.response:
+            turn = next(m for m in reversed(self.messages) if m["role"] == "assistant")
+            turn["tool_calls"].append(call)
+            return
+        self.steps += 1
+        self._append(i, {"role": "assistant", "content": thought, "tool_calls": [call]})
+        self.response = response
+
 
 class Conversation(ConversationState):
     """The chat messages the V1 events make, built one event at a time."""
@@ -119,16 +131,8 @@ class Conversation(ConversationState):
             args = arguments({k: v for k, v in action.items() if k not in _ACTION_BOOKKEEPING})
         call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
         self.finished = self.finished or name == "finish" or action.get("kind") == "FinishAction"
-        self.pending[call_id] = name
         response = e.get("llm_response_id") if _name(e.get("llm_response_id")) else None
-        if response is not None and response == self.response:
-            # another call of the model response before: one assistant turn (its results follow it)
-            turn = next(m for m in reversed(self.messages) if m["role"] == "assistant")
-            turn["tool_calls"].append(call)
-            return
-        self.steps += 1
-        self._append(i, {"role": "assistant", "content": content_text(e.get("thought")), "tool_calls": [call]})
-        self.response = response
+        self._call(i, call, response, content_text(e.get("thought")))
 
     def _observation(self, i: int, e: dict) -> None:
         ob = obj(e.get("observation"))
