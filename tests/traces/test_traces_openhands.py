@@ -212,6 +212,10 @@ def test_a_run_that_failed_before_its_events_were_kept_is_read_not_refused(tmp_p
     assert (t.task, [m["role"] for m in t.messages], t.termination.value) == ("Fix mode().", ["user"], "timeout")
     assert t.meta["history_missing"] and t.score is None and t.final_answer is None
     assert Labeller().label(t).failure_class == "F3"
+    # the same line with no 'history' key at all (a writer leaving None fields out): read the same, not a KeyError
+    absent = {k: v for k, v in lost.items() if k != "history"}
+    (t2,) = load_file(_write(tmp_path / "output.jsonl", [absent]))
+    assert t2.meta["history_missing"] and t2.task == "Fix mode()." and t2.termination.value == "timeout"
     # an evaluation's own line (no history, no error) is still none
     evaluated = {**lost, "error": None, "test_result": {"report": {"resolved": False}}}
     with pytest.raises(InputError, match="unrecognised JSONL record"):

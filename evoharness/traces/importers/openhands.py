@@ -113,7 +113,7 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         raise ValueError(f"instance_id must be a non-empty string, got {instance_id!r}"[:200])
     instance_id = str(instance_id)
     instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
-    history = rec["history"]
+    history = rec.get("history")  # None: absent, the run that failed before its events were kept (an error)
     v1 = openhands_v1.is_v1(history)
     conv: _Conversation | openhands_v1.Conversation = openhands_v1.Conversation() if v1 else _Conversation()
     error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"].strip() else None
