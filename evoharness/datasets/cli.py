@@ -207,6 +207,9 @@ def export(
                       f"({summary.prompt_render_unjailed}; limits only)")
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
                f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped{reused}{fell_back}")
+    if twice := summary.skipped.get("duplicate_id"):  # `import` wrote two runs of one id: which one is in the set
+        typer.echo(f"warning: {twice} trajectories of {trajectories} have the id of an earlier one; only the first "
+                   "of each id was exported (skipped as duplicate_id)", err=True)
     if missing := [t for t in dict.fromkeys(task or ()) if not summary.tasks.get(t)]:  # a typo wrote 0 silently
         typer.echo(f"warning: --task {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: no record of "
                    f"{'this task' if len(missing) == 1 else 'these tasks'} was written (no trajectory of it, or "

@@ -8,9 +8,13 @@ held-out task learnt in a first pass (``export_dataset``). Held-out tasks are ne
 the filters; a request that names one, asks for the heldout split, or admits nothing but held-out
 trajectories is an ``InputError`` and leaves no data files behind.
 
+One row per trajectory id: a file holding an id twice (``import`` writes two runs of the same id, and warns)
+gives the first trajectory of that id and skips the later ones (``skipped["duplicate_id"]``), whatever the
+source and filters, as the training queue and the service's ingest store keep the first of an id.
+
 Memory is bounded: records stream from source to writer; only the held-out task ids, the ids of the
-tasks seen, per-task counts, for ``--source all`` with a queue the file's trajectory ids (to
-de-duplicate), and for a placebo one window of records (``datasets.placebo_window``) are held.
+tasks seen, per-task counts, the file's trajectory ids (to keep one of each, and to skip a queue item the
+file gave), and for a placebo one window of records (``datasets.placebo_window``) are held.
 
 Labelling is the larger part of exporting a file's unhealthy trajectories. ``labels`` (a file
 ``evoharness label`` wrote for the same trajectory file) gives their class and first signal
@@ -184,6 +188,7 @@ class Candidate:
     round: int | None = None
     from_labels: bool = False  # its class was read from ``--labels``, not labelled here
     labeller: Labeller | None = None  # set while the class is still to be found
+    duplicate: bool = False  # a later trajectory of an id the file already gave: skipped, never written
 
     def classify(self) -> Candidate:
         """Label the trajectory if its class is still to be found (what ``label`` gives as class and first
@@ -199,14 +204,14 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
                labels: LabelFile | None = None) -> Iterator[Candidate]:
     """The stream an export draws from (file first, then queue).
 
-    A queue item whose trajectory the file already gave is skipped; only that case keeps a set of
-    ids (the file itself is taken as written: a store file holds each id once). With ``labels``,
+    The file's first trajectory of an id is the one exported: a later one of the same id comes as a
+    ``duplicate`` candidate (before its class is looked at, so which run of an id is exported does not
+    depend on the source or the filters), and a queue item whose trajectory the file gave is skipped. With ``labels``,
     an unhealthy trajectory's class is read from its line, not labelled again (``from_labels``);
     without them it is labelled when its class is needed (``Candidate.classify``), and ``--source
     healthy`` labels nothing: a run below the threshold is dropped unlabelled.
     """
     seen: set[str] = set()
-    remember = source == SourceKind.all and queue is not None
     if source in (SourceKind.healthy, SourceKind.all):
         if trajectories is None:
             raise InputError("--trajectories", f"--source {source.value} needs a trajectory file")
@@ -216,6 +221,10 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         threshold = labeller.cfg.healthy_threshold
         for t in trajectories:
             known = labels.take(t.id) if labels is not None else None  # a mismatch is an error
+            if t.id in seen:
+                yield Candidate(t, None, None, "file", duplicate=True)
+                continue
+            seen.add(t.id)
             from_labels, pending = False, None
             if t.score is not None and t.score >= threshold:
                 # the labeller's first rule: healthy whatever fired, no first signal; an export
@@ -233,8 +242,6 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
                 pending = labeller  # labelled when its class is needed (``Candidate.classify``)
             if source == SourceKind.healthy and cls != FailureClass.healthy:
                 continue
-            if remember:
-                seen.add(t.id)
             yield Candidate(t, cls, first, "file", from_labels=from_labels, labeller=pending)
         if labels is not None:
             labels.finish()
@@ -439,6 +446,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     try:
         for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file):
             t = c.traj
+            if c.duplicate:
+                skipped["duplicate_id"] += 1
+                continue
             selected = _selected(c, filters)
             if t.split == Split.heldout or t.task_id in held:
                 summary.heldout_tasks_excluded += 1

@@ -56,10 +56,10 @@ def import_traces(
     n = write_trajectories(out, stream())
     for line in warnings.lines():
         typer.echo(line, err=True)
-    if twice[0]:  # all are written; what keys by id (dataset enqueue, a store, calibrate) keeps one of each
+    if twice[0]:  # all are written; what keys by id (dataset enqueue / export, a store, calibrate) keeps the first
         typer.echo(f"warning: {twice[0]} of {n} trajectories have the id of an earlier one (e.g. {twice[1]}: two "
-                   "runs in files of the same name?); all are written, but what keys by id (dataset enqueue, "
-                   "calibrate) keeps one of each: import them apart or rename the files", err=True)
+                   "runs in files of the same name?); all are written, but what keys by id (dataset enqueue and "
+                   "export, calibrate) keeps one of each: import them apart or rename the files", err=True)
     if aside[0]:
         typer.echo(f"note: {aside[0]} of {n} trajectories left unscored: SWE-bench results of another run set "
                    f"aside (meta.results_set_aside; e.g. {aside[1]})", err=True)
