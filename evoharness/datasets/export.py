@@ -485,7 +485,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         writer = None
     except BaseException:
         if writer is not None:
-            writer.close()
+            writer.abort()  # not close(): on a full disk its flush raised again, and the staging directory stayed
         _discard(stage, made)
         raise
     finally:

@@ -30,6 +30,10 @@ class Exporter(Protocol):
 
     def close(self) -> list[str]: ...
 
+    def abort(self) -> None:
+        """A failed export: close the files without finishing them, raising nothing (a full disk fails a close's
+        flush again); the export removes its staging directory after this."""
+
 
 # ``json.dumps(value, ensure_ascii=False)`` with its C encoder built once (``dumps`` builds an encoder and a C
 # encoder per call): the same text. No circular check, so only for values made of parsed JSON (acyclic)
@@ -88,6 +92,16 @@ def _dump_record(record: dict) -> bytes:
                      pydantic_core.to_json(record["tools"]), b"}\n"))
 
 
+def _close_quietly(*files) -> None:
+    """Close each file; an error flushing what it buffered (a full disk, again) is dropped: the caller is failing
+    already, and the file is closed either way (a buffered file closes its descriptor after a failed flush)."""
+    for f in files:
+        try:
+            f.close()
+        except OSError:
+            pass
+
+
 class OpenAIWriter:
     """``data.jsonl``: OpenAI chat fine-tuning records; ``metadata.jsonl``: provenance, line by line."""
 
@@ -102,9 +116,14 @@ class OpenAIWriter:
         self._meta.write(_dump(meta))
 
     def close(self) -> list[str]:  # idempotent
-        self._data.close()
-        self._meta.close()
+        try:
+            self._data.close()
+        finally:
+            self._meta.close()
         return ["data.jsonl", "metadata.jsonl"]
+
+    def abort(self) -> None:
+        _close_quietly(self._data, self._meta)
 
 
 def to_sharegpt(record: dict, arguments: Mapping[str, Any] = _NONE) -> dict:
@@ -213,6 +232,10 @@ class HFWriter:
         row.update({"score": meta.get("score"), "round": meta.get("round"), "placebo": meta.get("placebo")})
         self._stage.write(_dump(row))
         self.n += 1
+
+    def abort(self) -> None:  # the rows staged are not converted: the staging directory goes with the export's
+        self._closed = True
+        _close_quietly(self._stage)
 
     def close(self) -> list[str]:
         from datasets import Dataset

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 
 import git
 import pytest
@@ -293,3 +294,25 @@ def test_a_failed_export_removes_what_it_created_and_only_that(tmp_path, fmt):
     with pytest.raises(InputError, match="line 3"):
         export_dataset(good, fmt=ExportFormat(fmt), trajectories=JsonlSource(src))
     assert {p.relative_to(good): p.read_bytes() for p in good.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("fmt", ["openai", "sharegpt", "hf"])
+def test_an_export_the_disk_refuses_leaves_no_staging_directory(tmp_path, capsys, fmt):
+    """A full disk (here the file size limit, RLIMIT_FSIZE, which fails writes as a full disk does): the writer's
+    close flushed its buffer again and raised again, before the staging directory was removed, so each failed
+    export left a hidden `.export-*` holding all it had written -- on a full disk, the space a retry needs."""
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [make_traj(f"x{i}", final="a long answer " * 2_000) for i in range(100)])
+    good = tmp_path / "good"
+    export_dataset(good, fmt=ExportFormat(fmt), trajectories=[make_traj("g0"), make_traj("g1")])
+    before = {p.relative_to(good): p.read_bytes() for p in good.rglob("*") if p.is_file()}
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1_500_000, hard))  # past the first flush of the 1 MiB write buffer
+    try:
+        code = main(["dataset", "export", "-o", str(good), "-f", fmt, "--source", "all", "-t", str(src)])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error:"), err
+    assert {p.relative_to(good): p.read_bytes() for p in good.rglob("*") if p.is_file()} == before
+    assert not [p.name for p in good.iterdir() if p.name.startswith(".")]
