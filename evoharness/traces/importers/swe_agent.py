@@ -11,13 +11,22 @@ Conversation: ``history`` without its demonstrations; an assistant message's ``t
 without them whose ``action`` is a command gets that command as one ``bash`` tool call; a ``tool`` message
 (``tool_call_ids``) or the next ``observation`` user message is its result. A file with no ``history`` (older
 SWE-agent) is rebuilt from ``trajectory``: the first query's system and user messages, then per step the
-response with its action as a call and the observation as its result. A retry agent's file (``attempts``) is
-read from the attempt its retry loop chose (merged at the top level, ``info.best_attempt_idx``), else from its
-latest attempt (``meta.attempts`` says how many there were).
+response with its action as a call and the observation as its result. Steps with no ``query`` (SWE-agent 0.x
+steps are ``action, observation, response, state, thought``; early 1.x steps add ``execution_time``) hold no
+task: the task message is only in ``history``. Such a file's task is then the problem statement SWE-agent keeps
+elsewhere -- ``replay_config``'s ``problem_statement.text`` (1.x), the ``<instance_id>.config.yaml`` run-batch
+writes beside the ``.traj`` (1.x: the same config), or a ``text://`` ``environment.data_path`` in the ``args.yaml``
+of the 0.x run directory -- as the first user message (``meta.task_from`` names where it was read). ``info`` and
+``environment`` (the environment's name) never hold it, nor does a step's observation; a GitHub issue, a
+Hugging Face data set or an instances file named there is not fetched or read. With none, the run is imported
+without a task message and ``meta.import_warnings`` says so (one ``warning:`` line per directory).
+
+A retry agent's file (``attempts``) is read from the attempt its retry loop chose (merged at the top level,
+``info.best_attempt_idx``), else from its latest attempt (``meta.attempts`` says how many there were).
 
 Steps: our step i is ``history[meta.source_index[i]]`` (``source_index`` absent when every history message
 is kept, i.e. no demonstration; ``meta.source = "trajectory"`` when rebuilt from the steps, step 0/1 the first
-query's system/user message, then two per step).
+query's system/user message, or step 0 the task read from elsewhere, then two per step).
 
 Termination from ``info.exit_status``: ``submitted`` (also ``submitted (exit_cost)`` ...) delivered the
 ``submission``; ``exit_cost`` / ``exit_api_calls`` / ``exit_step_limit`` the budget; ``exit_context`` the
@@ -103,6 +112,11 @@ def convert(path: Path, data: Any) -> Trajectory:
     elif isinstance(run.get("trajectory"), list):
         messages, task, steps = _from_steps(run["trajectory"])
         meta["source"] = "trajectory"
+        if task is None:
+            task, meta["task_from"] = problem_statement(path, run.get("replay_config") or data.get("replay_config"))
+            if task is not None:
+                lead = next((i for i, m in enumerate(messages) if m["role"] != "system"), len(messages))
+                messages.insert(lead, {"role": "user", "content": task})
     else:
         raise ValueError("a SWE-agent .traj needs a 'history' or 'trajectory' list")
 
@@ -122,6 +136,10 @@ def convert(path: Path, data: Any) -> Trajectory:
     meta.update({"exit_status": exit_status, "swe_agent_version": info.get("swe_agent_version"),
                  "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
                  **mini_swe.result_meta(report, why, broken)})
+    if meta.get("task_from", "") is None:
+        del meta["task_from"]
+        meta["import_warnings"] = [*meta.get("import_warnings", ()), {
+            "kind": "swe_agent_task", "file": str(path.parent), "reason": NO_TASK}]
     return Trajectory(
         id=f"swe-agent:{instance_id}",
         task_id=instance_id,
@@ -135,6 +153,57 @@ def convert(path: Path, data: Any) -> Trajectory:
         usage=Usage(steps=steps),
         meta=meta,
     )
+
+
+NO_TASK = ("SWE-agent .traj files with steps but no history: no task message, imported without one (no problem "
+           "statement text in their replay_config, in <instance_id>.config.yaml beside them, nor a text:// "
+           "environment.data_path in args.yaml beside them)")
+_CONFIG_LIMIT = 16 << 20  # a config file beside a run is read up to this size (1.x's holds the agent's templates)
+
+
+def problem_statement(path: Path, replay_config: Any) -> tuple[str | None, str | None]:
+    """The problem statement of the run in ``path`` whose steps hold no task, and where it was read: the run's
+    ``replay_config`` (1.x), the ``<instance_id>.config.yaml`` beside it (1.x run-batch), the ``args.yaml`` beside
+    it (the 0.x run directory: a ``text://`` data path); (None, None) when none holds its text."""
+    config = _mapping(replay_config)
+    if (text := _text(config)) is not None:
+        return text, "replay_config"
+    beside = path.parent / f"{instance_of(path)}.config.yaml"
+    if (text := _text(_yaml_beside(beside))) is not None:
+        return text, beside.name
+    data_path = obj(obj(_yaml_beside(path.parent / "args.yaml")).get("environment")).get("data_path")
+    if isinstance(data_path, str) and data_path.startswith("text://") and data_path[7:].strip():
+        return data_path[7:], "args.yaml"
+    return None, None
+
+
+def _text(config: dict) -> str | None:
+    text = obj(config.get("problem_statement")).get("text")
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _mapping(config: Any) -> dict:
+    """A run config given as an object or as a JSON string (``replay_config``; run-batch's ``.config.yaml`` is YAML
+    holding that JSON string)."""
+    if isinstance(config, str):
+        try:
+            config = jsontext.loads(config)
+        except (ValueError, RecursionError):
+            return {}
+    return obj(config)
+
+
+def _yaml_beside(path: Path) -> dict:
+    """The YAML file ``path`` as a mapping; {} when it is missing, too large, unreadable or not YAML."""
+    import yaml
+
+    try:
+        if not path.is_file() or path.stat().st_size > _CONFIG_LIMIT:
+            return {}
+        with path.open("rb") as f:
+            return _mapping(yaml.safe_load(f.read(_CONFIG_LIMIT)))
+    except (OSError, ValueError, RecursionError, yaml.YAMLError):  # ValueError: not UTF-8 text
+        return {}
 
 
 def ending(exit_status: str, last: int) -> tuple[Termination, list[Event]]:
