@@ -14,7 +14,7 @@ import typer
 
 from evoharness.cli_support import no_stdin, output_file, settings_of
 from evoharness.errors import InputError
-from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, load_paths, output_apart
+from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, RepeatedIds, load_paths, output_apart
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import replacing
 
@@ -26,9 +26,9 @@ SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="report bad record
 
 
 def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
-            exclude: Path | None = None) -> Iterator[Trajectory]:
+            exclude: Path | None = None, counted: bool = True) -> Iterator[Trajectory]:
     """The trajectories one at a time (``exclude``: a command's own output); an ``InputError`` at the end
-    if there were none."""
+    if there were none, a warning when an id came twice (``counted``: diagnose's words, else label's)."""
     skipped = 0
 
     def report(e: InputError) -> None:
@@ -38,11 +38,14 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
 
     n = 0
     warnings = ImportWarnings()  # files found but not usable (a broken ground truth or results file)
+    twice = RepeatedIds()
     for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=exclude,
                         warnings=warnings):  # a canonical file's carried warnings are not said again
         n += 1
-        yield t
+        yield twice.add(t)
     for line in warnings.lines():
+        typer.echo(line, err=True)
+    if line := twice.line(n, "each is counted" if counted else "each is labelled"):
         typer.echo(line, err=True)
     if skipped:
         typer.echo(f"skipped {skipped} invalid file(s)/record(s)", err=True)
@@ -180,7 +183,7 @@ def label(
     own = output_apart(out, paths, ours=_labels_line)  # an earlier label run's output may be replaced
     n = 0
     with replacing(out, "w") as fh:  # on bad input no half-written file, and an earlier one is kept
-        for t in _stream(paths, fmt, skip_invalid, exclude=own):
+        for t in _stream(paths, fmt, skip_invalid, exclude=own, counted=False):
             fh.write(LabelLine.of(labeller.label(t)).model_dump_json() + "\n")
             n += 1
     typer.echo(f"wrote {n} labels to {out}")

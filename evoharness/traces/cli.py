@@ -10,7 +10,14 @@ import typer
 
 from evoharness.cli_support import output_file
 from evoharness.errors import InputError
-from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, canonical_line, load_paths, output_apart
+from evoharness.traces.importers import (
+    FORMAT_NAMES,
+    ImportWarnings,
+    RepeatedIds,
+    canonical_line,
+    load_paths,
+    output_apart,
+)
 from evoharness.traces.models import Split
 from evoharness.traces.store import write_trajectories
 
@@ -32,17 +39,13 @@ def import_traces(
     aside = [0, None]  # trajectories left unscored because results of another run were set aside; the first why
     warnings = ImportWarnings()  # files found but not usable (a broken ground truth or results file)
 
-    seen: set[str] = set()
-    twice = [0, None]  # trajectories whose id an earlier one has (ids are made of file names); the first such id
+    twice = RepeatedIds()
 
     def stream():
         n = 0
         for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own, warnings=warnings):
             n += 1
-            if t.id in seen:
-                twice[0] += 1
-                twice[1] = twice[1] or t.id
-            seen.add(t.id)
+            twice.add(t)
             if t.score is None and isinstance(why := t.meta.get("results_set_aside"), str):
                 aside[0] += 1
                 aside[1] = aside[1] or f"{t.id}: {why}"
@@ -56,10 +59,8 @@ def import_traces(
     n = write_trajectories(out, stream())
     for line in warnings.lines():
         typer.echo(line, err=True)
-    if twice[0]:  # all are written; what keys by id (dataset enqueue / export, a store, calibrate) keeps the first
-        typer.echo(f"warning: {twice[0]} of {n} trajectories have the id of an earlier one (e.g. {twice[1]}: two "
-                   "runs in files of the same name?); all are written, but what keys by id (dataset enqueue and "
-                   "export, calibrate) keeps one of each: import them apart or rename the files", err=True)
+    if line := twice.line(n, "all are written"):
+        typer.echo(f"{line}: import them apart or rename the files", err=True)
     if aside[0]:
         typer.echo(f"note: {aside[0]} of {n} trajectories left unscored: SWE-bench results of another run set "
                    f"aside (meta.results_set_aside; e.g. {aside[1]})", err=True)

@@ -144,3 +144,25 @@ def test_streamed_json_is_the_document_json_dumps_writes(shared_data, capsys):
     assert main(["diagnose", str(path), "--json"]) == 0
     whole = diagnosis_dict(label_all(load_paths([path])), DiagnosisConfig())
     assert capsys.readouterr().out == json.dumps(whole, indent=2) + "\n"
+
+
+def test_runs_read_twice_are_counted_each_and_a_warning_says_so(shared_data, tmp_path, capsys):
+    """A directory holding a trace file and its imported copy (or two runs in files of one name, whose ids are made
+    of it): diagnose counted every run twice and label wrote two lines per id, unsaid -- the example ids of a signal
+    even named one run twice. `import` warned; diagnose and label now say it in the same words."""
+    traces = tmp_path / "traces"
+    shutil.copytree(shared_data / "tau_bench_airline_gpt4o", traces)
+    assert main(["import", str(traces), "--out", str(traces / "imported.jsonl")]) == 0
+    n = len((traces / "imported.jsonl").read_text().splitlines())
+    capsys.readouterr()
+    assert main(["diagnose", str(traces), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["n"] == 2 * n  # each is counted, as import writes each
+    assert err.splitlines() == [f"warning: {n} of {2 * n} trajectories have the id of an earlier one (e.g. "
+                                "gpt-4o-airline:0:0: the same runs in two files, or two runs in files of the same "
+                                "name?); each is counted, but what keys by id (dataset enqueue and export, "
+                                "calibrate) keeps one of each"]
+    assert main(["label", str(traces), "--out", str(tmp_path / "labels.jsonl")]) == 0
+    assert capsys.readouterr().err.startswith(f"warning: {n} of {2 * n} trajectories have the id of an earlier one")
+    assert main(["diagnose", str(traces / "imported.jsonl")]) == 0  # ids read once: no warning
+    assert capsys.readouterr().err == ""

@@ -484,6 +484,35 @@ class ImportWarnings:
                 for f, (k, reason, n) in self._files.items() if kind is None or k == kind]
 
 
+class RepeatedIds:
+    """Trajectories whose id an earlier one of the same command has (ids are made of file names: the same runs in
+    two files, a trace file beside its imported copy, two runs in files of one name). Every command that reads them
+    keeps each; what keys by id downstream (dataset enqueue and export, calibrate, a store) keeps the first, so the
+    command says so in one line (``line``). Holds the ids seen: ~100 bytes a trajectory."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self.n = 0
+        self.first: str | None = None
+
+    def add(self, t: Trajectory) -> Trajectory:
+        if t.id in self._seen:
+            self.n += 1
+            self.first = self.first or t.id
+        else:
+            self._seen.add(t.id)
+        return t
+
+    def line(self, total: int, kept: str) -> str | None:
+        """``warning: N of TOTAL trajectories have the id of an earlier one (...)``; ``kept``: what the command did
+        with them ("all are written", "each is counted"). None when no id came twice."""
+        if not self.n:
+            return None
+        return (f"warning: {self.n} of {total} trajectories have the id of an earlier one (e.g. {self.first}: the "
+                f"same runs in two files, or two runs in files of the same name?); {kept}, but what keys by id "
+                "(dataset enqueue and export, calibrate) keeps one of each")
+
+
 def load_single(path: Path, data: Any, convert: Callable[[Path, Any], Trajectory], *, skip_invalid: bool,
                 on_invalid: OnInvalid | None) -> Iterator[Trajectory]:
     """For formats with one trajectory per JSON file: convert it, reporting a ValueError as bad input."""
