@@ -12,7 +12,9 @@ int64), read as 1.0 / 0.0; any other value of it is refused. Without any of them
 The simulated user's instruction (tau-bench's ``info.task.instruction``) is kept as
 ``meta.user_instruction``. Tool results whose content starts with ``Error`` become ``tool_error`` events (or
 ``tool_infra_error`` when they read like an infrastructure fault); the final answer
-is the last assistant message with text.
+is the last assistant message with text. Messages are kept as written; an assistant message's ``reasoning_content``
+(the model's thinking, as DeepSeek and OpenAI-compatible servers return it) is also named in ``meta.reasoning``
+(``{step, text}``), where every importer keeps it: it is not what the agent said.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
     final_answer = None
     task = None
     steps = 0
+    reasoning: list[dict[str, Any]] = []
     for i, m in enumerate(messages):  # one pass: checks each message, then reads it
         if type(m) is not dict:
             if not isinstance(m, dict):
@@ -111,6 +114,9 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
             steps += 1
             if isinstance(content, str) and content.strip():
                 final_answer = content
+            thinking = m.get("reasoning_content")
+            if isinstance(thinking, str) and thinking.strip():
+                reasoning.append({"step": i, "text": thinking})
         elif role == "tool" and isinstance(content, str) and content.startswith("Error"):
             events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
     if bad_score:  # after the message checks: a bad message is reported first
@@ -129,7 +135,8 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
         score=score,
         termination=Termination.delivered if final_answer is not None else Termination.aborted,
         usage=Usage(steps=steps),
-        meta={"source_format": "openai", "source": source, **_instruction(rec)},
+        meta={"source_format": "openai", "source": source, **_instruction(rec),
+              **({"reasoning": reasoning} if reasoning else {})},
     )
 
 

@@ -14,9 +14,13 @@ user's or the assistant's turn; each other agent action (``run``, ``run_ipython`
 ``think``, ``finish``, ``browse``, ...) is an assistant tool call named by ``tool_call_metadata.function_name``
 (``execute_bash``, ``str_replace_editor``, ...; else after its kind) with the arguments the model wrote (from
 ``tool_call_metadata.model_response``) or rebuilt from ``args``; calls of one model response share one assistant
-message, its ``thought`` the text. An observation answering a call (``tool_call_metadata.tool_call_id``, else its
-``cause``) is that call's ``tool`` result, a command's with the exit-code line the agent read (``[Command finished
-with exit code N]``); an ``error`` observation (``classify_tool_error``), or an editor's ``ERROR:`` answer (``No
+message, its ``thought`` the text (a string, or OpenHands' ``Thought`` serialised as ``{text, reasoning_content}``).
+The model's ``reasoning_content`` (``args.reasoning_content``, the ``Thought``'s, else the one of
+``tool_call_metadata.model_response``'s message, as LiteLLM passes it on) is kept in ``meta.reasoning`` (``{step,
+text}`` per assistant turn), never in the turn's text.
+An observation answering a call (``tool_call_metadata.tool_call_id``, else its ``cause``) is that call's ``tool``
+result, a command's with the exit-code line the agent read (``[Command finished with exit code N]``); an ``error``
+observation (``classify_tool_error``), or an editor's ``ERROR:`` answer (``No
 replacement was performed``: a ``tool_error`` whatever the quoted text says), is also an event there. Bookkeeping
 events (``recall``, ``agent_state_changed``, ``null``, ``condensation``, ``change_agent_state``) are left out
 (``meta.skipped_events``); step i is ``history[meta.source_index[i]]``.
@@ -163,6 +167,8 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
         meta["source_index"] = conv.source_index
     if conv.skipped:
         meta["skipped_events"] = conv.skipped
+    if conv.reasoning:
+        meta["reasoning"] = conv.reasoning
     return Trajectory.with_messages(
         conv.messages, checked=True,
         id=f"openhands:{instance_id}" + (f":critic_attempt_{verdicts.attempt}" if verdicts.attempt else "")
@@ -237,6 +243,7 @@ class _Conversation(openhands_v1.ConversationState):
             if source == "agent":
                 self.steps += 1
                 self._append(i, {"role": "assistant", "content": content})
+                self._reason(len(self.messages) - 1, _reasoning(args, obj(e.get("tool_call_metadata"))))
             else:
                 if source == "user" and self.task is None:
                     self.task = content
@@ -251,7 +258,7 @@ class _Conversation(openhands_v1.ConversationState):
         self.finished = self.finished or kind == "finish"
         if _hashable(e.get("id")):
             self.by_event[e["id"]] = call_id
-        self._call(i, call, response, _text(args.get("thought")))
+        self._call(i, call, response, _thought(args), _reasoning(args, meta))
 
     def _observation(self, i: int, e: dict, kind: str) -> None:
         content = _observation_text(e, kind)
@@ -287,6 +294,27 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _thought(args: dict) -> str:
+    """An action's ``thought``: a string, or OpenHands' ``Thought`` serialised as ``{text, reasoning_content}`` (the
+    web client's ``{default, reasoning_content}``)."""
+    thought = args.get("thought")
+    if isinstance(thought, dict):
+        thought = thought.get("text", thought.get("default"))
+    return _text(thought)
+
+
+def _reasoning(args: dict, meta: dict) -> Any:
+    """The model's ``reasoning_content`` of an action: ``args.reasoning_content``, its ``Thought``'s, else the one of
+    the model response its metadata keeps (LiteLLM's message)."""
+    thought = obj(args.get("thought"))
+    for value in (args.get("reasoning_content"), thought.get("reasoning_content")):
+        if isinstance(value, str) and value.strip():
+            return value
+    for choice in arr(obj(meta.get("model_response")).get("choices"))[:1]:
+        return obj(obj(choice).get("message")).get("reasoning_content")
+    return None
+
+
 def _model_arguments(meta: dict, call_id: str) -> str | None:
     """The arguments of call ``call_id`` as the model wrote them, from the model response its metadata keeps."""
     for choice in arr(obj(meta.get("model_response")).get("choices")):
@@ -313,14 +341,15 @@ def _arguments(kind: str, args: dict) -> str:
     elif kind == "write":
         keep = {"command": "create", "path": args.get("path"), "file_text": args.get("content")}
     elif kind in ("finish", "reject"):
-        said = args.get("final_thought") or obj(args.get("outputs")).get("content") or args.get("thought")
+        said = args.get("final_thought") or obj(args.get("outputs")).get("content") or _thought(args)
         keep = {"message": said if isinstance(said, str) else "",
                 **({"task_completed": args["task_completed"]} if args.get("task_completed") is not None else {})}
     elif kind == "think":
-        keep = {"thought": args.get("thought")}
+        keep = {"thought": _thought(args) if isinstance(args.get("thought"), dict) else args.get("thought")}
     else:
-        keep = {k: v for k, v in args.items() if k not in ("thought", "security_risk", "confirmation_state",
-                                                          "impl_source", "translated_ipython_code")}
+        keep = {k: v for k, v in args.items() if k not in ("thought", "reasoning_content", "security_risk",
+                                                          "confirmation_state", "impl_source",
+                                                          "translated_ipython_code")}
     return arguments(keep)
 
 

@@ -13,6 +13,9 @@ agent's LLM saw (``LLMConvertibleEvent.to_llm_message``, ``events_to_messages``)
   ...; the SDK before 1.0: ``execute_bash``, ``str_replace_editor``), id ``tool_call_id``, its arguments as the model
   wrote them (``tool_call.arguments``), else the ``action``'s fields; ``thought`` the text. Actions of one
   ``llm_response_id`` are one assistant message.
+- The model's ``reasoning_content`` (an ``ActionEvent``'s, a ``MessageEvent``'s ``llm_message``'s) is kept in
+  ``meta.reasoning`` (``{step, text}`` per assistant turn), never in the turn's text: it is the model's thinking,
+  not what the agent said, and the Trajectory has no field of its own for it.
 - ``ObservationEvent``: the ``tool`` result of ``tool_call_id``; ``observation.content`` (text parts, or the SDK
   before 1.0's ``output``), a command's with its ``metadata`` prefix and suffix and the exit-code line
   (``TerminalObservation.to_llm_content``). ``is_error`` (or the early ``error``) is also an event there: the editor's
@@ -73,6 +76,7 @@ class ConversationState:
         self.iteration_limit: str | None = None  # the V1 SDK's ConversationIterationLimitEvent's detail only
         self.pending: dict[str, str] = {}  # call id -> tool name, calls not answered yet
         self.response: Any = None  # the model response id of the last assistant message (None: none)
+        self.reasoning: list[dict[str, Any]] = []  # {step, text}: the model's reasoning_content of an assistant turn
 
     def _append(self, i: int, message: dict[str, Any]) -> None:
         self.messages.append(message)
@@ -80,17 +84,31 @@ class ConversationState:
         if message["role"] != "tool":
             self.response = None
 
-    def _call(self, i: int, call: dict[str, Any], response: Any, thought: str) -> None:
+    def _call(self, i: int, call: dict[str, Any], response: Any, thought: str, reasoning: Any = None) -> None:
         """A tool call of event ``i``: into the last assistant turn when the same model response made it (its results
-        follow the turn), else a turn of its own with ``thought`` as its text."""
+        follow the turn), else a turn of its own with ``thought`` as its text; ``reasoning`` the model's
+        ``reasoning_content`` for that turn."""
         self.pending[call["id"]] = call["function"]["name"]
         if response is not None and response == self.response:
-            turn = next(m for m in reversed(self.messages) if m["role"] == "assistant")
-            turn["tool_calls"].append(call)
+            step = next(k for k in range(len(self.messages) - 1, -1, -1) if self.messages[k]["role"] == "assistant")
+            self.messages[step]["tool_calls"].append(call)
+            self._reason(step, reasoning)
             return
         self.steps += 1
         self._append(i, {"role": "assistant", "content": thought, "tool_calls": [call]})
         self.response = response
+        self._reason(len(self.messages) - 1, reasoning)
+
+    def _reason(self, step: int, text: Any) -> None:
+        """Keep ``text``, the model's ``reasoning_content``, as the reasoning of the assistant turn at ``step`` (once:
+        a response's calls may each repeat it)."""
+        if not isinstance(text, str) or not text.strip():
+            return
+        if self.reasoning and self.reasoning[-1]["step"] == step:
+            if text not in self.reasoning[-1]["text"]:
+                self.reasoning[-1]["text"] += "\n" + text
+            return
+        self.reasoning.append({"step": step, "text": text})
 
 
 class Conversation(ConversationState):
@@ -116,6 +134,7 @@ class Conversation(ConversationState):
         if msg.get("role") == "assistant" or (msg.get("role") is None and e.get("source") == "agent"):
             self.steps += 1
             self._append(i, {"role": "assistant", "content": content})
+            self._reason(len(self.messages) - 1, msg.get("reasoning_content") or e.get("reasoning_content"))
             return
         if self.task is None and e.get("source") == "user":
             self.task = said
@@ -132,7 +151,7 @@ class Conversation(ConversationState):
         call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
         self.finished = self.finished or name == "finish" or action.get("kind") == "FinishAction"
         response = e.get("llm_response_id") if _name(e.get("llm_response_id")) else None
-        self._call(i, call, response, content_text(e.get("thought")))
+        self._call(i, call, response, content_text(e.get("thought")), e.get("reasoning_content"))
 
     def _observation(self, i: int, e: dict) -> None:
         ob = obj(e.get("observation"))
