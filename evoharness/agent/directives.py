@@ -18,7 +18,8 @@ object names a tool, or verb + noun spelling a tool's name), ``format_good`` / `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 NEG = r"(?:do not|don't|dont|never|must not|mustn't|should not|shouldn't|may not|cannot|can't|avoid|refrain from|stop)"
 COND = re.compile(r"\b(if|when|whenever|once|after|until|unless|as soon as|in case|before you)\b")
@@ -47,12 +48,14 @@ ANSWER_NEG = re.compile(r"\b" + NEG + r"\s+(?:(?!and\b|then\b|or\b)\w+\s+){0,3}?
 FIXED = re.compile(r"\b(?:answer|reply|respond)\b.{0,25}?\bwith\b.{0,15}?[\"'“‘](.{1,80}?)[\"'”’]")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Directives:
+    """What one text tells the reader. A value: the stand-in shares one text's directives between rollouts."""
+
     tools_off: bool = False
     answer_now: bool = False
     answer_off: bool = False
-    forbidden: set[str] = field(default_factory=set)
+    forbidden: frozenset[str] = field(default_factory=frozenset)
     format_good: bool = False
     format_bad: bool = False
     names_good: bool = False
@@ -67,16 +70,16 @@ class Directives:
     urge_if_done: bool = False  # a conditional "answer now" (meaningful in a later user turn)
 
     def merged(self, other: Directives) -> Directives:
-        out = Directives(**{k: getattr(self, k) for k in self.__dataclass_fields__})
-        for k in self.__dataclass_fields__:
-            v = getattr(other, k)
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(other, f.name)
             if isinstance(v, bool):
-                setattr(out, k, getattr(out, k) or v)
-            elif isinstance(v, set):
-                out.forbidden = out.forbidden | v
+                out[f.name] = getattr(self, f.name) or v
+            elif isinstance(v, frozenset):
+                out[f.name] = self.forbidden | v
             elif v is not None:
-                setattr(out, k, v)
-        return out
+                out[f.name] = v
+        return replace(self, **out)
 
 
 def sentences(text: str) -> list[str]:
@@ -108,54 +111,55 @@ def _forbidden_tools(s: str, tool_names: list[str]) -> set[str]:
 
 def read_directives(text: str, tool_names: list[str] | None = None) -> Directives:
     """The directives in ``text`` (a system prompt, a user turn) as an instruction-following model reads them."""
-    d = Directives()
+    d: dict[str, Any] = {}
+    forbidden: set[str] = set()
     names = list(tool_names or [])
     for s in sentences(text):
         cond = bool(COND.search(s))
         neg = re.search(r"\b" + NEG + r"\b", s) is not None
         if not cond and (TOOLS_OFF.search(s) or WITHOUT_TOOLS.search(s)):
-            d.tools_off = True
+            d["tools_off"] = True
         answer_negated = ANSWER_NEG.search(s) is not None
         if ANSWER_NOW.search(s) and not answer_negated:
             if cond:
-                d.urge_if_done = True
+                d["urge_if_done"] = True
             else:
-                d.answer_now = True
+                d["answer_now"] = True
         if ANSWER_WORD.search(s) and answer_negated and not cond and "without" not in s:
-            d.answer_off = True
+            d["answer_off"] = True
         if neg and not cond:
-            d.forbidden |= _forbidden_tools(s, names)
+            forbidden |= _forbidden_tools(s, names)
         if ARG_WORD.search(s):
             json_word = re.search(r"\bjson\b", s) is not None
             if json_word and not neg:
-                d.format_good = True
+                d["format_good"] = True
             if (json_word and neg) or (OTHER_FORMAT.search(s) and not neg):
-                d.format_bad = True
+                d["format_bad"] = True
             if NAMES_GOOD.search(s) and not neg:
-                d.names_good = True
+                d["names_good"] = True
             if NAMES_BAD.search(s) and not neg:
-                d.names_bad = True
+                d["names_bad"] = True
         if neg and REPEAT_WORD.search(s):
-            d.no_repeat = True
+            d["no_repeat"] = True
         if "final answer" in s or re.search(r"\banswer\b", s):
             if re.search(r"\b(?:always|must|every run|a partial answer)\b", s) and not neg:
-                d.deliver = True
+                d["deliver"] = True
             if neg and "without" in s:
-                d.deliver = True
+                d["deliver"] = True
         if cond and re.search(NEG + r"\s+(?:\w+\s+){0,2}?" + CALLVERB + r"\s+(?:any\s+|the\s+)?" + TOOLNOUN, s):
-            d.stop_when_done = True
+            d["stop_when_done"] = True
         if VERIFY_WORD.search(s):
             if neg or SKIP_WORD.search(s):
-                d.skip_checks = True
+                d["skip_checks"] = True
             else:
-                d.verify = True
+                d["verify"] = True
         elif SKIP_WORD.search(s):
-            d.skip_checks = True
+            d["skip_checks"] = True
         m = WORD_LIMIT.search(s)
         if m and not neg:
             n = int(m.group(1))
-            d.answer_words = max(1, n // 6) if m.group(2).startswith("char") else n
+            d["answer_words"] = max(1, n // 6) if m.group(2).startswith("char") else n
         m = FIXED.search(s)
         if m and not neg:
-            d.fixed_answer = m.group(1)
-    return d
+            d["fixed_answer"] = m.group(1)
+    return Directives(**d, forbidden=frozenset(forbidden))

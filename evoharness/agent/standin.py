@@ -33,6 +33,7 @@ harness cuts: one wrong argument (0.15) and a vague answer (0.15).
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import random
@@ -55,6 +56,7 @@ STRONG_RATES = STANDIN_RATES | {k: 0.0 for k in ("malformed", "malformed_reminde
 REJECTION = re.compile(r"^\W*(?:\w+\W+){0,4}?(?:error|errors|blocked|denied|not allowed|forbidden|refused|rejected|"
                        r"invalid|unknown|failed|failure|not permitted|disabled|unavailable|not available)\b", re.I)
 MAX_MALFORMED_TRIES = 4
+PERCEPTION_CACHE = 512  # texts whose reading the stand-ins of every rollout share (a harness's prompts, task turns)
 NO_TOOLS_ANSWER = "I cannot look this up, so I cannot give a definite answer."
 NOTHING_FOUND = "I could not find anything."
 
@@ -97,6 +99,20 @@ class _State:
     retried: set[int] = field(default_factory=set)
 
 
+@functools.lru_cache(maxsize=PERCEPTION_CACHE)
+def _directives(text: str, names: tuple[str, ...]) -> Directives:
+    """``read_directives``, once per text and tool list for every rollout served here."""
+    return read_directives(text, list(names))
+
+
+@functools.lru_cache(maxsize=PERCEPTION_CACHE)
+def _listed(text: str, names: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The tools ``text`` names that have a schema (``names``), and the tool-like names it lists without one."""
+    visible = frozenset(n for n in names if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", text))
+    absent = tuple(w for w in re.findall(r"`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?", text) if w not in names)
+    return visible, absent
+
+
 def is_rejection(text: str) -> bool:
     """A tool result that reports a failure rather than data (failure vocabulary near its start)."""
     return bool(REJECTION.match(text or ""))
@@ -124,15 +140,8 @@ class StandInModel:
         self.actions = actions
         self.draws = _Draws(u_mal, u_kind, u_fix, u_heed, repeat_u, repeat_at, stall_u, forget_u, wrong_answer)
         self.st = _State()
-        self._read_cache: dict[str, Directives] = {}
 
     # ---- perception ---------------------------------------------------------------------------
-
-    def _read(self, text: str, names: list[str]) -> Directives:
-        key = text + "\0" + ",".join(names)
-        if key not in self._read_cache:
-            self._read_cache[key] = read_directives(text, names)
-        return self._read_cache[key]
 
     @staticmethod
     def _since_last_turn(messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -163,16 +172,14 @@ class StandInModel:
         system = "\n".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
         users = [str(m.content) for m in messages if isinstance(m, HumanMessage)]
         listed_text = system + "\n" + "\n".join(users)
-        names = sorted(schemas)
-        standing = self._read(system, names)
+        names = tuple(sorted(schemas))
+        standing = _directives(system, names)
         new = self._since_last_turn(messages)
         urge = Directives()
         for m in new:
             if isinstance(m, HumanMessage) and any(isinstance(x, AIMessage) for x in messages):
-                urge = urge.merged(self._read(str(m.content), names))
-        self.visible = {n for n in names if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", listed_text)}
-        self.listed_absent = [w for w in re.findall(r"`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?", listed_text)
-                              if w not in schemas]
+                urge = urge.merged(_directives(str(m.content), names))
+        self.visible, self.listed_absent = _listed(listed_text, names)
         self.d = standing
         st, d = self.st, standing
         results = {m.tool_call_id: str(m.content) for m in new if isinstance(m, ToolMessage)}

@@ -176,3 +176,31 @@ def test_works_on_real_environments_and_a_bad_lesson_shows(seed_harness, env):
               "standin:strong", seeds=[0])
     assert sum(calls(good).values()) >= len(tasks) and not calls(bad)
     assert mean(good) > mean(bad)
+
+
+def test_every_rollout_shares_one_reading_of_a_text(seed_harness, monkeypatch):
+    """The stand-ins of a run's rollouts read each text (a harness's prompt, a task's turn) once between them,
+    not once per rollout: served host-side, the reading was a third of the gateway's work a call."""
+    import evoharness.agent.standin as standin
+
+    reads: Counter = Counter()
+
+    def counted(text, names=None):
+        reads[text] += 1
+        return read_directives(text, names)
+
+    monkeypatch.setattr(standin, "read_directives", counted)
+    # a prompt no other test sends, so that its reading is not already shared
+    trajs = run(seed_harness("shared", lessons="Name the record you looked up in the final answer."), seeds=range(3))
+    assert len(trajs) > len(reads) > 0
+    assert set(reads.values()) == {1}, reads.most_common(2)
+
+
+def test_directives_are_values_merged_into_new_ones():
+    a = read_directives("Never send messages. Keep every answer under 3 words.", ["send_message", "get_order"])
+    b = read_directives("Do not get orders. Answer now.", ["send_message", "get_order"])
+    with pytest.raises(AttributeError):
+        a.answer_now = True
+    m = a.merged(b)
+    assert m.forbidden == {"send_message", "get_order"} and m.answer_now and m.answer_words == 3
+    assert a.forbidden == {"send_message"} and not a.answer_now and b.forbidden == {"get_order"}
