@@ -65,6 +65,17 @@ def _not_a_file(path: Path, what: str) -> str:
     return "not a regular file (a FIFO, socket or device is refused)" if path.exists() else f"{what} not found"
 
 
+def _other_format(path: Path) -> str | None:
+    """The format `evoharness import` reads ``path`` as, when it is not canonical (None: canonical or none)."""
+    from evoharness.traces.importers import detect_format
+
+    try:
+        fmt = detect_format(path)
+    except InputError:
+        return None
+    return None if fmt == "canonical" else fmt
+
+
 class JsonlSource:
     """Trajectories from a canonical JSONL file; each iteration re-reads the file."""
 
@@ -76,7 +87,17 @@ class JsonlSource:
     def __iter__(self) -> Iterator[Trajectory]:
         from evoharness.traces.store import read_trajectories
 
-        return read_trajectories(self.path)
+        first = True
+        try:
+            for t in read_trajectories(self.path):
+                first = False
+                yield t
+        except InputError:
+            if first and (fmt := _other_format(self.path)):
+                raise InputError(str(self.path), f"a trace file in the {fmt} format, not canonical trajectory JSON "
+                                 "lines (what the dataset commands read): convert it first, `evoharness import "
+                                 f"{self.path} --out FILE.jsonl`") from None
+            raise
 
     def heldout_task_ids(self) -> set[str]:
         """Tasks some line marks held out, reading only ``task_id`` and ``split`` of each line
