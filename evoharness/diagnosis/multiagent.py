@@ -29,7 +29,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 - ``F4.handoff_code``: an opening handoff (the team's task restatement) that carries code -- a prior
   attempt's code or the code to fix, which the team runs and builds on -- and whose handed-over results
   report no failure: the run's first commitment is that code, at the opening message. (A handoff that
-  says the last attempt failed is redone, so it is not relied on.)
+  says the last attempt failed is redone, so it is not relied on: ``reports_failure``, its prose or a section
+  headed for errors or issues that lists some; a heading or code is no report.)
 - ``F4.answer_origin``: the first message that contains the final answer's value (the text after the
   last ``FINAL ANSWER:``, four to 80 characters, not a non-answer such as "unable to determine", not in
   the task): the agent that produced the value the wrong answer used, where it first produced it. The
@@ -181,7 +182,20 @@ REPORTED_FAILURE = re.compile(r"\b(?:unable to|could not|couldn't|cannot|can't|(
                               r"did not find|didn't find|no (?:relevant )?results|failed to)\b", re.IGNORECASE)
 OPENING = re.compile(r"\s*you are given: \(1\) a task", re.IGNORECASE)
 HANDOFF_RESULTS = re.compile(r"^#+ *results\b[^\n]*from last response", re.IGNORECASE | re.MULTILINE)
-HANDOFF_FAILED = re.compile(r"not (?:been )?completed|could not|couldn't|unable|error|fail", re.IGNORECASE)
+# a report in the handed-over results that the last attempt failed, read in their prose (``handoff_prose``): whole
+# words, so an exception's name (``ValueError``, ``ConnectionError``) is no report
+HANDOFF_FAILED = re.compile(r"\b(?:not (?:been )?completed|could not|couldn't|unable|error|fail)", re.IGNORECASE)
+MD_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*$", re.MULTILINE)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+# a heading of a section for the errors or issues met (CaptainAgent's "## Errors or issues in the conversation"): what
+# the section lists is a report of them, unless it says there were none
+ISSUES_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*\b(?:errors?|issues?|problems?)\b[^\n]*$",
+                            re.IGNORECASE | re.MULTILINE)
+# a failure said not to have happened ("no errors were noted", "ran without errors", "did not fail"): no report
+NO_FAILURE = re.compile(r"\b(?:no|without|zero)[^\S\n]+(?:errors?|failures?)\b|\b(?:did[^\S\n]+not|didn't|never)"
+                        r"[^\S\n]+fail", re.IGNORECASE)
+NONE_SAID = re.compile(r"\W*(?:none|n/?a|nothing|no (?:errors?|issues?|problems?)\b[^\n]*|there (?:were|was|are|is) "
+                       r"no (?:errors?|issues?|problems?)\b[^\n]*)\W*", re.IGNORECASE)
 FINAL_ANSWER = re.compile(r"FINAL ANSWER:[ \t]*([^\n]*)", re.IGNORECASE)
 # no leading ``\s*``: tried at every position of a run of blanks, it made ``sub`` quadratic (a final answer padded with
 # 100,000 spaces took ~45 CPU-s); answer_key's split/join drops the blanks before the noise anyway
@@ -189,6 +203,32 @@ HARNESS_NOISE = re.compile(r"(?:SCENARIO\.PY COMPLETE|RUN\.SH COMPLETE|!#!#).*$"
 NON_ANSWER = re.compile(r"\b(unable|unknown|cannot|can't|could not|not (?:be )?(?:determined|found|available)|"
                         r"no (?:answer|data|information)|n/a|none)\b", re.IGNORECASE)
 LEDGER_REASON = re.compile(r'"is_progress_being_made"\s*:\s*\{\s*"reason"\s*:\s*"([^"]{0,300})')
+
+
+def handoff_prose(text: str) -> str:
+    """What a handoff's text says in its own words: without its code (fenced blocks, an unclosed one to the end, and
+    inline code spans) and its template's headings (the group-chat manager's ``## Errors or issues in the
+    conversation`` is a heading every handoff carries, not a report of an error)."""
+    text = FENCE.sub("\n", text)
+    if (start := text.find("```")) >= 0:
+        text = text[:start]
+    return MD_HEADING.sub("", INLINE_CODE.sub(" ", text))
+
+
+def reports_failure(results: str) -> bool:
+    """Whether a handoff's handed-over results (the text after their heading) say the last attempt failed: their
+    prose says so (``HANDOFF_FAILED``; "no errors", "did not fail" do not), or a section headed for errors or issues
+    lists some (anything but "None").
+    A heading or code is no report: the template heads every handoff "Errors or issues in the conversation", and
+    code names exceptions (``except ValueError:``)."""
+    if HANDOFF_FAILED.search(NO_FAILURE.sub(" ", handoff_prose(results))):
+        return True
+    for head in ISSUES_HEADING.finditer(results):
+        following = MD_HEADING.search(results, head.end() + 1)
+        said = handoff_prose(results[head.end():following.start() if following else len(results)]).strip()
+        if said and not NONE_SAID.fullmatch(said):
+            return True
+    return False
 
 
 def is_ledger(text: str) -> bool:
@@ -584,7 +624,7 @@ class HandoffCodeDetector:
         if not OPENING.match(text) or "```" not in text:
             return []
         results = HANDOFF_RESULTS.search(text)
-        if results and HANDOFF_FAILED.search(text, results.end()):
+        if results and reports_failure(text[results.end():]):
             return []
         code = FENCE.search(text)
         return [Signal(id=self.id, failure_class=F4, step=i,

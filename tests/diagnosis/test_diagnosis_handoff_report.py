@@ -1,0 +1,53 @@
+"""``F4.handoff_code``: an opening handoff whose handed-over results report a failure is redone, not relied on. A
+report is what the handoff's prose says, or what a section headed for errors or issues lists: a template heading
+("## Errors or issues in the conversation", over "None.") or the handed-over code (``except ValueError:``, ``raise
+KeyError``) says nothing of the sort."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.models import Trajectory
+
+OPENING = ("You are given: (1) a task and advises from your manager with a specific plan and (2) a general task.\n"
+           "# Task and suggestions from manager\n## Task description\nCount the even house numbers.\n"
+           "## Results (including code blocks) and reason from last response\n{results}\n"
+           "## Errors or issues in the conversation\n{issues}\n"
+           "### Need to double-check?\nYes\n")
+CODE = ("```python\ndef count_even(rows):\n    try:\n        return sum(int(r) % 2 == 0 for r in rows)\n"
+        "    except ValueError:\n        raise KeyError('bad row')\n```")
+
+
+def _label(opening: str):
+    turns = [("Planner_Expert", opening),
+             ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 4"),
+             ("Verification_Expert", "The count is 4. FINAL ANSWER: four")]
+    task = "How many house numbers are even?"
+    msgs = [{"role": "user", "content": task}, *({"role": "assistant", "name": n, "content": c} for n, c in turns)]
+    t = Trajectory(id="h", task_id="h", task=task, messages=msgs, final_answer=turns[-1][1],
+                   meta={"failure_only": True})
+    return Labeller().label(t).first_signal
+
+
+@pytest.mark.parametrize("issues", ["None.", "- None", "No errors or issues were noted.", ""])
+def test_a_template_heading_and_the_handed_over_code_are_no_report_of_a_failure(issues):
+    signal = _label(OPENING.format(results=f"The function counts them:\n{CODE}", issues=issues))
+    assert (signal.id, signal.step) == ("F4.handoff_code", 1)
+
+
+def test_an_exception_named_in_inline_code_or_prose_is_no_report_either():
+    results = ("`count_even` raises `ValueError` on a blank row, and a ValueError is what the task expects there:\n"
+               + CODE)
+    assert _label(OPENING.format(results=results, issues="None.")).id == "F4.handoff_code"
+
+
+@pytest.mark.parametrize(("results", "issues"), [
+    ("The function counts them:\n" + CODE, "- The script failed to read the file, so the count is unverified."),
+    ("The last run ended with an error before printing the count:\n" + CODE, "None."),
+    ("The task was not completed:\n" + CODE, "None."),
+    # the section for errors lists one, in words of its own: a report
+    ("The function counts them:\n" + CODE, "1. The OCR step returned no text, so the rows were guessed."),
+])
+def test_prose_that_reports_a_failure_still_means_the_handoff_is_redone(results, issues):
+    assert _label(OPENING.format(results=results, issues=issues)).id != "F4.handoff_code"
