@@ -34,9 +34,11 @@ from evoharness.diagnosis.models import Violation
 from evoharness.traces.models import Termination
 from evoharness.traces.patterns import gate_text
 
-# A policy that asks who the person is: to authenticate a person or their identity ("authenticate the user identity",
-# tau-bench retail), to verify / confirm / check / establish / validate an identity, to know, verify or confirm who the
-# person is (or who "you are talking to"), or to obtain the user id -- not to authenticate with a service (a coding
+# A policy that asks who the person is: to authenticate a person ("authenticate the user identity", tau-bench retail),
+# to authenticate, verify, confirm, check, establish or validate a person's identity (the user's, the caller's, their,
+# his or her identity, the identity of a customer -- not any noun "identity": "check that identity columns are not
+# updated", an identity provider, an identity map or token), to know, verify or confirm who the person is (or who
+# "you are talking to"), or to obtain the user id -- not to authenticate with a service (a coding
 # agent's prompt: "use the GITHUB_TOKEN ... to authenticate with the GitHub API"), nor who the person is doing
 # something with ("let the customer know who they are talking to", "check who they are assigned to": a participle
 # after "is / are"), nor who "you" -- the agent -- are ("make sure users know who you are"). Blanks within a line only:
@@ -45,9 +47,11 @@ _PERSON = r"(?:user|customer|caller|client|member|guest|passenger|patient|accoun
 _WHOSE = r"(?:(?:the|their|a|an|each|every|your|this)[^\S\n]+)?"
 _WHO_IS = (rf"(?:(?:{_WHOSE}{_PERSON}|they)[^\S\n]+(?:is|are)\b(?![^\S\n]+\w+(?:ing|ed)\b)"
            r"|you[^\S\n]+are[^\S\n]+(?:talking|speaking|chatting|dealing|interacting)[^\S\n]+(?:to|with)\b)")
+_PERSONS_IDENTITY = (rf"(?:\b{_PERSON}(?:['’]s?)?|\b(?:their|his|her))[^\S\n]+identit"
+                     rf"|\bidentit(?:y|ies)[^\S\n]+of[^\S\n]+{_WHOSE}{_PERSON}\b")
 IDENTITY_POLICY = re.compile(
-    rf"authenticat\w*[^\S\n]+{_WHOSE}(?:{_PERSON}|identit)"
-    r"|\b(?:verif|confirm|check|establish|validat)\w*\b[^\n]{0,30}\bidentit"
+    rf"authenticat\w*[^\S\n]+{_WHOSE}(?:{_PERSON}|{_PERSONS_IDENTITY})"
+    rf"|\b(?:verif|confirm|check|establish|validat)\w*\b[^\n]{{0,30}}?(?:{_PERSONS_IDENTITY})"
     rf"|\b(?:verif\w*|confirm\w*|check|establish\w*|know)[^\S\n]+who[^\S\n]+{_WHO_IS}"
     r"|obtain the user id", re.I)
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')

@@ -90,6 +90,16 @@ def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     ("Always let the customer know who they are talking to: introduce yourself as Acme support.", False),
     ("Make sure users know who you are before helping.", False),
     ("Check who they are assigned to before reassigning a ticket.", False),
+    # a person's identity: the user's, the caller's, theirs, of a passenger
+    ("Check the caller's identity before any change.", True),
+    ("Verify their identity with the e-mail on file.", True),
+    ("Always confirm customer identity first.", True),
+    ("Validate the identity of each passenger before rebooking.", True),
+    # an identity that is no one's: a database's identity column, an identity provider, an identity mapping
+    ("Check that identity columns are not updated by the migration.", False),
+    ("Verify the identity provider settings before deploying.", False),
+    ("Confirm that the identity map holds one object per primary key.", False),
+    ("Authenticate the identity token before each request to the billing API.", False),
 ])
 def test_the_identity_policy_is_read_in_its_paraphrases(line, asks):
     """A policy worded 'authenticate their identity' (or 'verify the user's identity', 'confirm who the user is') asks
