@@ -187,6 +187,14 @@ def command_name() -> str:
     return _short(argv0)
 
 
+def shell_words(*words: object) -> str:
+    """``words`` as one command line a POSIX shell splits back into them (``shlex.quote`` each): a printed command
+    with a path that holds a space or a ``&`` (Who&When's folders) runs as printed."""
+    import shlex
+
+    return " ".join(shlex.quote(str(w)) for w in words)
+
+
 def activate_hint(command: str) -> str | None:
     """``source .venv/bin/activate`` when ``command`` is a virtualenv's script not on PATH."""
     path = Path(command.split()[0])

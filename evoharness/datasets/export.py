@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
+from evoharness.cli_support import shell_words
 from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
 from evoharness.errors import InputError
 from evoharness.logging import get_logger
@@ -95,8 +96,8 @@ class JsonlSource:
         except InputError:
             if first and (fmt := _other_format(self.path)):
                 raise InputError(str(self.path), f"a trace file in the {fmt} format, not canonical trajectory JSON "
-                                 "lines (what the dataset commands read): convert it first, `evoharness import "
-                                 f"{self.path} --out FILE.jsonl`") from None
+                                 "lines (what the dataset commands read): convert it first, `evoharness "
+                                 f"{shell_words('import', self.path, '--out', 'FILE.jsonl')}`") from None
             raise
 
     def heldout_task_ids(self) -> set[str]:

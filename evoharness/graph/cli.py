@@ -146,7 +146,7 @@ def demo(
     sandbox: Annotated[str, typer.Option(help="bwrap | docker (the locally built sandbox image) | none")] = "bwrap",
 ) -> None:
     """The embedded default: a fresh harness, the standin:weak model, playbook roles, bwrap, SQLite."""
-    from evoharness.cli_support import MAX_DEMO_ROUNDS, activate_hint, check_range, command_name
+    from evoharness.cli_support import MAX_DEMO_ROUNDS, activate_hint, check_range, command_name, shell_words
     from evoharness.graph import demo as demo_module
     from evoharness.sandbox.factory import check_backend
 
@@ -164,9 +164,9 @@ def demo(
     cmd = command_name()
     typer.echo(f"\nsummary: {out / 'summary.json'}")
     typer.echo("next:")
-    typer.echo(f"  {cmd} report {out} --out {out / 'report'}      # the report with its plots")
-    typer.echo(f"  {cmd} review --harness {out / 'harness'}      # candidates, verdicts, diffstats")
-    typer.echo(f"  {cmd} demo --resume --out {out}      # more rounds from the evolved harness")
+    typer.echo(f"  {cmd} {shell_words('report', out, '--out', out / 'report')}      # the report with its plots")
+    typer.echo(f"  {cmd} {shell_words('review', '--harness', out / 'harness')}      # candidates, verdicts, diffstats")
+    typer.echo(f"  {cmd} {shell_words('demo', '--resume', '--out', out)}      # more rounds from the evolved harness")
     hint = activate_hint(cmd)
     if hint:
         typer.echo(f"  ({hint})")

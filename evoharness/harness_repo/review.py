@@ -7,6 +7,7 @@ from typing import Literal
 import git
 from pydantic import BaseModel, Field
 
+from evoharness.cli_support import shell_words
 from evoharness.errors import InputError
 from evoharness.harness_repo.models import SUPERSEDED_BY, Candidate, Verdict
 from evoharness.harness_repo.repo import HarnessRepo
@@ -218,8 +219,8 @@ def push_candidate(hr: HarnessRepo, branch: str, remote: str, remote_branch: str
     names = [r.name for r in hr.repo.remotes]
     if not _looks_like_url(remote) and remote not in names:
         configured = f"its remotes: {', '.join(names)}" if names else "it has no remote"
-        raise InputError(remote, f"not a remote of {hr.path} ({configured}; add one with `git -C {hr.path} "
-                         f"remote add {remote} URL`, or pass a URL)")
+        raise InputError(remote, f"not a remote of {hr.path} ({configured}; add one with "
+                         f"`{shell_words('git', '-C', hr.path, 'remote', 'add', remote, 'URL')}`, or pass a URL)")
     try:
         hr.repo.git.push(remote, f"refs/heads/{branch}:refs/heads/{remote_branch or branch}")
     except git.GitCommandError as e:

@@ -4,6 +4,8 @@ another format -- tau-bench's results JSON, a Who&When log, the files `diagnose`
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from evoharness.cli import main
@@ -19,8 +21,10 @@ def test_a_trace_file_of_another_format_is_named_with_the_way_to_convert_it(shar
     args = [str(tmp_path / "exp") if a == "EXP" else a for a in command]
     assert main(["--set", f"home={tmp_path / 'home'}", *args, str(src)]) == 2
     err = capsys.readouterr().err.splitlines()
+    # the command runs as printed: Who&When's folder name holds a `&`, which a shell would take as "in the background"
     assert err == [f"error: {src}: a trace file in the {fmt} format, not canonical trajectory JSON lines (what the "
-                   f"dataset commands read): convert it first, `evoharness import {src} --out FILE.jsonl`"]
+                   f"dataset commands read): convert it first, `evoharness import {shlex.quote(str(src))} --out "
+                   "FILE.jsonl`"]
     assert not (tmp_path / "exp").exists()  # nothing written
     if command[1] == "enqueue":
         assert not (tmp_path / "home").exists()  # nor a queue made

@@ -91,3 +91,19 @@ def test_bad_values_leave_no_demo_directory_behind(demos, capsys, tmp_path):
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith(message), line
     assert demos == [] and not (tmp_path / "demo-out").exists()  # nothing for --resume to take up
+
+
+def test_next_commands_run_as_printed_for_an_out_the_shell_would_split(demos, capsys, monkeypatch):
+    """`demo --out "my demo & co"`: the next commands printed the path bare, so pasted they ran `report my` and sent
+    `demo & co/report` to the shell -- README: "printing the next commands as they run in your shell"."""
+    import shlex
+
+    monkeypatch.setattr(sys, "argv", ["pytest"])  # an embedding program: the command is `evoharness`
+    out = "my demo & co"
+    assert main(["demo", "--out", out]) == 0
+    lines = [line.split("#")[0].strip() for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  ") and not line.startswith("  (")]
+    assert [shlex.split(line) for line in lines] == [
+        ["evoharness", "report", out, "--out", f"{out}/report"],
+        ["evoharness", "review", "--harness", f"{out}/harness"],
+        ["evoharness", "demo", "--resume", "--out", out]]

@@ -280,3 +280,17 @@ def test_pr_of_a_branch_evoharness_did_not_make_is_one_error_line(cli_harness: P
                      *extra]) == 2
         assert capsys.readouterr().err == "error: candidate/r1-handmade: branch has no commit with a Targets: trailer\n"
     assert git(remote, "for-each-ref") == ""
+
+
+def test_the_remote_to_add_is_a_command_that_runs_as_printed(tmp_path: Path, capsys) -> None:
+    """A harness at a path with a space: `git -C /x/my harness remote add ...` as printed ran git in `/x/my`."""
+    import shlex
+
+    root = tmp_path / "my harness"
+    assert main(["init", str(root)]) == 0
+    capsys.readouterr()
+    branch = _make(root, tmp_path, capsys)
+    assert main(["pr", branch, "--harness", str(root), "--remote", "nowhere", "--allow-unverified"]) == 2
+    err = capsys.readouterr().err
+    command = err.split("add one with `")[1].split("`")[0]
+    assert shlex.split(command) == ["git", "-C", str(root), "remote", "add", "nowhere", "URL"]
