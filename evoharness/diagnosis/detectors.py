@@ -1149,8 +1149,13 @@ class PoorDeliveryDetector:
 
 # the agent declining what was asked: "I'm unable to ...", "I cannot ...", "... cannot be modified / cancelled /
 # returned / exchanged" (an airline's and a shop's actions) -- not a look-up that found nothing ("I'm unable to find /
-# locate / retrieve / look up ...", "I can't find ..."): a report of what the agent looked for, no declining
-_LOOKED_UP = r"(?!\s+(?:to\s+)?(?:find|locate|retrieve|look\s+up|see|spot|track\s+down)\b)"
+# locate / retrieve / look up ...", "I can't find ..."): a report of what the agent looked for, no declining. Unless
+# what it cannot find or see is a way to act ("I can't see any way to refund this", "unable to find a way to cancel",
+# "can't see how to change", "any option to upgrade", "any means of waiving"): that says it cannot do the task
+_ACTION_OBJECT = (r"\s+(?:(?:any|a|an|another|the|other)\s+)?"
+                  r"(?:ways?\b|means\b|possibilit(?:y|ies)\b|options?\s+to\b|how\b)")
+_LOOKED_UP = (r"(?!\s+(?:to\s+)?(?:find|locate|retrieve|look\s+up|see|spot|track\s+down)\b"
+              rf"(?!{_ACTION_OBJECT}))")
 REFUSAL = re.compile(rf"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)\b{_LOOKED_UP}"
                      rf"|\b(?:i|we)\s+(?:cannot|can['’]t|can not)\b{_LOOKED_UP}"
                      r"|\bcannot be (?:modified|changed|cancell?ed|refunded|upgraded|removed|added|booked|done|returned"

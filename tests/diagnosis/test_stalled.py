@@ -148,3 +148,31 @@ def test_asking_again_after_the_delivery_is_no_stall():
     t.final_answer = "It is $50 a bag."
     lab = Labeller().label(t)
     assert "F4.stalled" not in [s.id for s in lab.signals], lab.signals
+
+
+@pytest.mark.parametrize(("reply", "declines"), [
+    # the object of "see / find" is an action: the agent says it cannot do what was asked
+    ("I can't see any way to refund this booking.", True),
+    ("I'm unable to find a way to cancel a basic economy ticket.", True),
+    ("We can't see how to change the flight without a fee waiver.", True),
+    ("I cannot find any option to upgrade this reservation.", True),
+    ("I'm not able to see any means of waiving the fee.", True),
+    # the object is what a search was for: a report that the look-up found nothing
+    ("I can't find a reservation to Chicago in your profile.", False),
+    ("I'm unable to locate your order #W123.", False),
+    ("I can't see any bookings under that name.", False),
+    ("We're unable to retrieve the payment method on file.", False),
+    ("I can't find any options for flights on that date.", False),
+])
+def test_cannot_see_a_way_to_do_it_declines_and_cannot_find_a_record_reports(reply, declines):
+    """Since the look-up exception (b3b4803) "I can't see any way to refund this" was no refusal: "see" and "find"
+    were taken for a look-up whatever their object. An action as their object ("a way to refund", "how to change")
+    says the agent cannot do the task; a thing looked for ("a reservation", "your order") reports a search."""
+    from evoharness.diagnosis.detectors import _refuses
+
+    assert _refuses(reply.lower()) is declines
+    lab = Labeller().label(_run(("user", "Please refund my booking."), ("assistant", reply),  # step 2
+                                ("user", "OK. I also want bags added, but I don't have my reservation ID."),
+                                INSIST, *LEAVE, meta=META))
+    declined = (lab.first_signal.id, lab.first_signal.step) == ("F4.stalled", 2)
+    assert declined is declines, lab.first_signal
