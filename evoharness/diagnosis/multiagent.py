@@ -187,6 +187,7 @@ HANDOFF_RESULTS = re.compile(r"^#+ *results\b[^\n]*from last response", re.IGNOR
 HANDOFF_FAILED = re.compile(r"\b(?:not (?:been )?completed|could not|couldn't|unable|error|fail)", re.IGNORECASE)
 MD_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*$", re.MULTILINE)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
+NOT_LINE_BREAK = re.compile(r"[^\n]")
 # a heading of a section for the errors or issues met (CaptainAgent's "## Errors or issues in the conversation"): what
 # the section lists is a report of them, unless it says there were none
 ISSUES_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*\b(?:errors?|issues?|problems?)\b[^\n]*$",
@@ -194,7 +195,9 @@ ISSUES_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*\b(?:errors?|issues?|p
 # a failure said not to have happened ("no errors were noted", "ran without errors", "did not fail"): no report
 NO_FAILURE = re.compile(r"\b(?:no|without|zero)[^\S\n]+(?:errors?|failures?)\b|\b(?:did[^\S\n]+not|didn't|never)"
                         r"[^\S\n]+fail", re.IGNORECASE)
-NONE_SAID = re.compile(r"\W*(?:none|n/?a|nothing|no (?:errors?|issues?|problems?)\b[^\n]*|there (?:were|was|are|is) "
+# "None", "None identified.", "no issues were noted": the section says there were none
+NONE_SAID = re.compile(r"\W*(?:(?:none|nothing)(?:[^\S\n]+(?:identified|noted|found|observed|reported|detected|"
+                       r"encountered|so far))*|n/?a|no (?:errors?|issues?|problems?)\b[^\n]*|there (?:were|was|are|is) "
                        r"no (?:errors?|issues?|problems?)\b[^\n]*)\W*", re.IGNORECASE)
 FINAL_ANSWER = re.compile(r"FINAL ANSWER:[ \t]*([^\n]*)", re.IGNORECASE)
 # no leading ``\s*``: tried at every position of a run of blanks, it made ``sub`` quadratic (a final answer padded with
@@ -215,17 +218,28 @@ def handoff_prose(text: str) -> str:
     return MD_HEADING.sub("", INLINE_CODE.sub(" ", text))
 
 
+def code_blanked(text: str) -> str:
+    """``text`` with its fenced code (an unclosed fence to the end) blanked, its line breaks kept: a place in it is the
+    same place in ``text``, so a heading found in it is one outside code (a ``# ...`` line in code is a comment)."""
+    text = FENCE.sub(lambda m: NOT_LINE_BREAK.sub(" ", m.group()), text)
+    if (start := text.find("```")) >= 0:
+        text = text[:start] + NOT_LINE_BREAK.sub(" ", text[start:])
+    return text
+
+
 def reports_failure(results: str) -> bool:
     """Whether a handoff's handed-over results (the text after their heading) say the last attempt failed: their
     prose says so (``HANDOFF_FAILED``; "no errors", "did not fail" do not), or a section headed for errors or issues
-    lists some (anything but "None").
+    (a heading outside code) lists some: anything, code too, but "None" (``NONE_SAID``).
     A heading or code is no report: the template heads every handoff "Errors or issues in the conversation", and
     code names exceptions (``except ValueError:``)."""
     if HANDOFF_FAILED.search(NO_FAILURE.sub(" ", handoff_prose(results))):
         return True
-    for head in ISSUES_HEADING.finditer(results):
-        following = MD_HEADING.search(results, head.end() + 1)
-        said = handoff_prose(results[head.end():following.start() if following else len(results)]).strip()
+    outside_code = code_blanked(results)  # a heading is one outside code
+    for head in ISSUES_HEADING.finditer(outside_code):
+        following = MD_HEADING.search(outside_code, head.end() + 1)
+        # all the section holds, its code too: a traceback shown as a block is a report
+        said = results[head.end():following.start() if following else len(results)].strip()
         if said and not NONE_SAID.fullmatch(said):
             return True
     return False

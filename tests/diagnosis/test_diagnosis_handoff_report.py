@@ -51,3 +51,25 @@ def test_an_exception_named_in_inline_code_or_prose_is_no_report_either():
 ])
 def test_prose_that_reports_a_failure_still_means_the_handoff_is_redone(results, issues):
     assert _label(OPENING.format(results=results, issues=issues)).id != "F4.handoff_code"
+
+
+def test_a_comment_in_the_handed_over_code_is_no_heading_of_an_errors_section():
+    """A ``# ...`` line inside a fenced block is code, not a markdown heading: a comment naming errors or issues in
+    the code the team builds on opened an "errors section" of the code's own lines, read as a report."""
+    code = ("```python\n# skip rows with errors or issues in them\nrows = [r for r in rows if r.strip()]\n"
+            "print(sum(int(r) % 2 == 0 for r in rows))\n```")
+    signal = _label(OPENING.format(results=f"The function counts them:\n{code}", issues="None."))
+    assert (signal.id, signal.step) == ("F4.handoff_code", 1)
+
+
+def test_an_errors_section_that_shows_a_traceback_is_a_report():
+    """What the errors section lists is a report whatever its form: a traceback shown as a code block too."""
+    traceback = "```\nTraceback (most recent call last):\n  File \"count.py\", line 3\nZeroDivisionError\n```"
+    assert _label(OPENING.format(results="The function counts them:\n" + CODE, issues=traceback)).id \
+        != "F4.handoff_code"
+
+
+@pytest.mark.parametrize("issues", ["None identified.", "- None noted so far.", "None found."])
+def test_none_with_a_plain_qualifier_is_no_report(issues):
+    signal = _label(OPENING.format(results=f"The function counts them:\n{CODE}", issues=issues))
+    assert (signal.id, signal.step) == ("F4.handoff_code", 1)
