@@ -10,9 +10,11 @@ alone -- the system prompt less its tool documentation (tool listing lines such 
 every line that names a tool the trace declares or calls, and the declared tools' descriptions), so
 a tool described as "Authenticate the user with the travel API" is not mistaken for a policy that
 asks for an identity check --
-- ``policy.identity_check``: the prompt asks to authenticate / verify the user or who they are (``IDENTITY_POLICY``),
-  and a write action comes before any lookup of the user (a read tool whose name mentions user, customer or account) and
-  before the user gave their user id (a ``user_id`` value of a tool result or call, said by the user);
+- ``policy.identity_check``: the prompt asks to authenticate / verify / identify the user or who they are, or to
+  obtain the user id (``IDENTITY_POLICY``), and a write action comes before any lookup of the user (a read tool whose
+  name mentions user, customer or account) -- where the prompt asks only to obtain the user id, also before the user
+  gave it (a ``user_id`` value of a tool result or call, said by the user): the user's own word is the id asked for,
+  but it authenticates no one;
 - ``policy.confirmation``: the prompt asks for explicit confirmation, and the user message just
   before a write action is not an affirmative ("yes", "confirm", "go ahead", ...).
 
@@ -53,7 +55,10 @@ IDENTITY_POLICY = re.compile(
     rf"authenticat\w*[^\S\n]+{_WHOSE}(?:{_PERSON}|{_PERSONS_IDENTITY})"
     rf"|\b(?:verif|confirm|check|establish|validat)\w*\b[^\n]{{0,30}}?(?:{_PERSONS_IDENTITY})"
     rf"|\b(?:verif\w*|confirm\w*|check|establish\w*|know)[^\S\n]+who[^\S\n]+{_WHO_IS}"
+    rf"|\bidentify[^\S\n]+{_WHOSE}{_PERSON}\b(?!['’])"
     r"|obtain the user id", re.I)
+# the one identity rule a user's own word meets: asking for the user id itself (not who the user is)
+OBTAIN_ID_ONLY = re.compile(r"obtain the user id", re.I)
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
 AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)
@@ -308,12 +313,21 @@ def policy_text(view: TraceView) -> str:
     return "\n".join(ln for ln in lines if not any(n in ln for n in names))
 
 
-_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, bool, bool], ...]]] = []  # latest first
+_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, str, bool], ...]]] = []  # latest first
 RECENT_PROMPTS = 8
 
 
-def _rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, bool, bool], ...]:
-    """The lines of ``policy_text`` before the tool-name filter that carry a rule: (line, identity, confirmation).
+def _identity_kind(line: str) -> str:
+    """What a policy line asks of the user's identity: "" (nothing), "obtain" (only the user id: the user saying it
+    meets the rule), "verify" (who the user is: authenticate, verify, identify -- met only by a look-up)."""
+    if not IDENTITY_POLICY.search(line):
+        return ""
+    return "verify" if IDENTITY_POLICY.search(OBTAIN_ID_ONLY.sub(" ", line)) else "obtain"
+
+
+def _rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...]:
+    """The lines of ``policy_text`` before the tool-name filter that carry a rule: (line, identity kind
+    (``_identity_kind``), confirmation).
     Once per distinct system prompt (and declared tool descriptions) among the last ``RECENT_PROMPTS``: a run's
     prompt is compared with theirs (a length check, then a memory compare) rather than hashed, which would read
     every character of a prompt of several KB for every run."""
@@ -326,7 +340,7 @@ def _rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, 
     return lines
 
 
-def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, bool, bool], ...]:
+def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...]:
     text = system
     for d in descriptions:
         text = text.replace(d, " ")
@@ -334,26 +348,26 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
     for ln in text.splitlines():
         if TOOL_LINE.match(ln[:300]):
             continue
-        identity, confirm = bool(IDENTITY_POLICY.search(ln)), bool(CONFIRM_POLICY.search(ln))
+        identity, confirm = _identity_kind(ln), bool(CONFIRM_POLICY.search(ln))
         if identity or confirm:
             out.append((ln, identity, confirm))
     return tuple(out)
 
 
-def _policy_flags(view: TraceView) -> tuple[bool, bool]:
-    """``policy_rules(policy_text(view))`` without rebuilding the policy text per trajectory: neither rule's
-    pattern crosses a line, so a rule holds when a line of the policy text matches it; only the few lines that
-    match are checked against the trace's tool names."""
+def _policy_flags(view: TraceView) -> tuple[str, bool]:
+    """(identity kind, confirmation): ``policy_rules(policy_text(view))`` without rebuilding the policy text per
+    trajectory: neither rule's pattern crosses a line, so a rule holds when a line of the policy text matches it; only
+    the few lines that match are checked against the trace's tool names. A "verify" line outweighs an "obtain" one."""
     msgs = view.traj.messages
     system = "\n".join([msgs[i]["content"] for i, role in enumerate(view.roles)
                         if role == "system" and isinstance(msgs[i].get("content"), str)])
     if not system:
-        return False, False
+        return "", False
     names, descriptions = _tool_docs(view)
-    identity = confirm = False
+    identity, confirm = "", False
     for ln, ident, conf in _rule_lines(system, tuple(descriptions)):
         if not any(map(ln.__contains__, names)):
-            identity, confirm = identity or ident, confirm or conf
+            identity, confirm = max(identity, ident, key=("", "obtain", "verify").index), confirm or conf
     return identity, confirm
 
 
@@ -377,7 +391,7 @@ def policy_violations(view: TraceView) -> list[Violation]:
             if USER_LOOKUP.search(c.name) and c not in writes and not _failed(view, c):
                 looked_up = True
                 break
-        if not looked_up and not _user_gave_their_id(view, first.step):
+        if not looked_up and not (identity == "obtain" and _user_gave_their_id(view, first.step)):
             out.append(Violation(rule="policy.identity_check", step=first.step,
                                  evidence=f"{first.name} before any user lookup: {_quote(first.arguments)}"))
     if confirm:

@@ -100,6 +100,10 @@ def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     ("Verify the identity provider settings before deploying.", False),
     ("Confirm that the identity map holds one object per primary key.", False),
     ("Authenticate the identity token before each request to the billing API.", False),
+    # tau2 telecom's wording: to identify the customer is to establish who they are; their issue is no identity
+    ("You must first identify the customer.", True),
+    ("Identify the user before making any change to the line.", True),
+    ("Identify the customer's issue before suggesting a fix.", False),
 ])
 def test_the_identity_policy_is_read_in_its_paraphrases(line, asks):
     """A policy worded 'authenticate their identity' (or 'verify the user's identity', 'confirm who the user is') asks
@@ -112,6 +116,35 @@ def test_the_identity_policy_is_read_in_its_paraphrases(line, asks):
            result='{"status": "cancelled"}')
     lab = Labeller().label(b.deliver("Your order #W123 is cancelled.").build(score=0.0))
     assert [v.rule for v in lab.violations if v.rule == "policy.identity_check"] == (["policy.identity_check"] * asks)
+
+
+AUTHENTICATE = ("At the beginning of the conversation, you have to authenticate the user identity by locating their "
+                "user id via email, or via name + zip code. Before any action that updates the database you must "
+                "obtain explicit user confirmation (yes).")
+OBTAIN = ("The agent must first obtain the user id from the user. Before any action that updates the database you "
+          "must obtain explicit user confirmation (yes).")
+
+
+@pytest.mark.parametrize(("policy", "violated"), [(AUTHENTICATE, True), (OBTAIN, False)])
+def test_a_user_id_the_user_states_meets_only_a_policy_that_asks_for_the_id(policy, violated):
+    """A policy that asks to authenticate who the user is is met by a look-up of the user, not by the user saying a
+    user id (a claim checks no one: tau2 retail's gold paths look the user up even where the user states it); one
+    that asks only to obtain the user id (tau2 airline's) is met by the user's saying it. Before, the user's word met
+    both (tau2_gold_paths.py's ``before_identity`` failures of users who state their id were never located)."""
+    b = TraceBuilder("t").system(policy).user("Hi, I'm mei_kovacs_8020. Please cancel my order #W123.")
+    b.call("get_order_details", {"order_id": "#W123"}, result='{"order_id": "#W123", "user_id": "mei_kovacs_8020", '
+                                                            '"status": "pending"}')
+    b.say("Cancel order #W123 (reason: no longer needed)? Please confirm (yes).").user("Yes.")
+    b.call("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"},
+           result='{"order_id": "#W123", "status": "cancelled"}')
+    lab = Labeller().label(b.deliver("Order #W123 is cancelled.").build(score=0.0))
+    assert [(v.rule, v.step) for v in lab.violations] == ([("policy.identity_check", 6)] if violated else [])
+    b2 = TraceBuilder("t").system(policy).user("Hi, I'm mei_kovacs_8020, mei@x.com. Please cancel my order #W123.")
+    b2.call("find_user_id_by_email", {"email": "mei@x.com"}, result="mei_kovacs_8020")
+    b2.say("Cancel order #W123 (reason: no longer needed)? Please confirm (yes).").user("Yes.")
+    b2.call("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"},
+            result='{"order_id": "#W123", "status": "cancelled"}')
+    assert Labeller().label(b2.deliver("Order #W123 is cancelled.").build(score=0.0)).violations == []
 
 
 def test_a_tool_described_as_authenticating_is_not_an_identity_policy():
