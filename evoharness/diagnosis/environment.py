@@ -19,8 +19,10 @@ expected no change anyway; tests/diagnosis/test_environment_claims.py runs them 
 - ``E.user_off_script``: where the simulated user's instruction is in the trace (``meta.user_instruction``:
   tau-bench's ``info.task.instruction``, tau2's user scenario), the user states an identifier (letters
   and digits, or a long number: an id, an e-mail's local part, a card number) that neither the
-  instruction nor anything the user or the agent said before holds (the user never sees tool results):
-  the simulator invented information that conflicts with its own task. At the user's message.
+  instruction nor anything the user or the agent said before holds (the user never sees the agent's tool results):
+  the simulator invented information that conflicts with its own task. At the user's message. A result of the
+  user's own call (``USER_TOOL_RESULT``: tau2 telecom's customer reading its phone) is what the user saw, not what
+  it said: never off script, and the user may repeat what it holds.
 - ``E.user_withheld_id``: where the instruction is in the trace, the simulated user says it does not have
   (or remember, know, recall) an identifier its instruction gives -- a user id, an e-mail address, a zip code,
   a reservation / order / confirmation number -- in a message that does not state it either (the kind named
@@ -54,6 +56,7 @@ from evoharness.diagnosis.detectors import (
 )
 from evoharness.diagnosis.invariants import affirmative
 from evoharness.diagnosis.models import FailureClass, Signal
+from evoharness.traces.patterns import USER_TOOL_RESULT
 
 E = FailureClass.E
 STOP_MARK = re.compile(r"###(?:STOP|TRANSFER|OUT-OF-SCOPE)###")
@@ -182,6 +185,8 @@ class UserOffScriptDetector:
         texts, roles = view.texts, view.roles
         for i in view.user_steps:
             content = texts[i]
+            if content.startswith(USER_TOOL_RESULT):
+                continue  # the user's own tool result: what it saw (a later message may repeat it)
             if content.isascii():
                 ids = id_like_runs(content)  # the same as below: \d is [0-9] in ASCII text
             elif has_digit(content):

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+# how an importer writes the result of a call the *user* made on its own side (tau2 telecom: the customer's phone) as a
+# user message: what the user saw, not what it said (``E.user_off_script`` reads the user's words only)
+USER_TOOL_RESULT = "[result of the customer's call] "
+
 INFRA_ERROR = re.compile(
     r"(connection (refused|reset|error)|timed? ?out|rate.?limit|too many requests|"
     r"service unavailable|internal server error|\b50[234]\b|APIConnectionError|"

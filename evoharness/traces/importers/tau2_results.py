@@ -27,7 +27,7 @@ from typing import Any
 from evoharness.errors import InputError
 from evoharness.traces.importers._shape import arguments, arr, content_text, count, obj, score, text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
-from evoharness.traces.patterns import classify_tool_error
+from evoharness.traces.patterns import USER_TOOL_RESULT, classify_tool_error
 
 TERMINATION = {
     "agent_stop": Termination.delivered, "user_stop": Termination.delivered, "judge_stop": Termination.delivered,
@@ -154,7 +154,7 @@ def _call(c: dict[str, Any], j: int, k: int) -> dict[str, Any]:
 def _tool(m: dict[str, Any], messages: list[dict[str, Any]], events: list[Event]) -> None:
     content = content_text(m.get("content"))
     if m.get("requestor") == "user":
-        messages.append({"role": "user", "content": f"[result of the customer's call] {content}"})
+        messages.append({"role": "user", "content": USER_TOOL_RESULT + content})
         return
     messages.append({"role": "tool", "tool_call_id": text(m.get("id")) or "", "content": content})
     if m.get("error") is True:
