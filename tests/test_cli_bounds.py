@@ -56,6 +56,12 @@ HUGE = "99999999999999999999999"
      "error: settings: run.seed: Input should be greater than or equal to 0"),
     (["run", "--set", "run.rollouts=1001"],
      "error: settings: run.rollouts: Input should be less than or equal to 1000"),
+    # an infinite budget ended the run's first verification, and `verify`'s plan, in a traceback (NaN to integer)
+    (["run", "--set", "run.budget=1e999"], "error: settings: run.budget: Input should be a finite number"),
+    (["verify", "c", "--harness", "h", "--tasks", "a", "--budget", "inf"],
+     "error: --budget must be >= 0 and finite, not inf"),
+    (["verify", "c", "--harness", "h", "--tasks", "a", "--budget", "nan"],
+     "error: --budget must be >= 0 and finite, not nan"),
 ])
 def test_a_count_past_its_limit_is_one_error_line_before_any_work(args, line, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

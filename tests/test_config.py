@@ -97,3 +97,32 @@ def test_a_config_that_is_no_toml_file_is_one_error_line(tmp_path, capsys):
     for path, reason in cases.items():
         assert main(["--config", str(path), "noise"]) == 2, path
         assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]
+
+
+def _float_keys(model, prefix=""):
+    """Every setting whose value is a float (or a float or None), as dotted keys."""
+    from pydantic import BaseModel
+
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            yield from _float_keys(kind, f"{prefix}{name}.")
+        elif kind in (float, float | None):
+            yield f"{prefix}{name}"
+
+
+@pytest.mark.parametrize("value", ["inf", "1e999", "nan", "-inf"])
+def test_no_setting_takes_a_number_that_is_not_finite(tmp_path, capsys, value):
+    """`--set run.budget=1e999` (TOML reads it as infinity) was taken: the run measured its anchor, then its first
+    verification ended in a traceback (ValueError: cannot convert float NaN to integer, exit 1). 22 float settings
+    (timeouts, sigma_floor, z, max_body_mb, ...) took inf, most with no bound above, and some took nan."""
+    from evoharness.cli import main
+    from evoharness.config import Settings
+
+    keys = list(_float_keys(Settings))
+    assert "run.budget" in keys and "sandbox.limits.wall_seconds" in keys and len(keys) >= 25
+    for key in keys:
+        with pytest.raises(InputError, match=rf"{key}: "):
+            load_settings(None, [f"{key}={value}"], environ={})
+    assert main(["--set", f"run.budget={value}", "noise", "--sigma", "0.1", "--rollouts", "1"]) == 2
+    assert capsys.readouterr().err.startswith("error: settings: run.budget: ")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evoharness.diagnosis.routing import DEFAULT_CEILING, DEFAULT_ROUTING, check_routing
 
 
 class DiagnosisConfig(BaseModel):
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
     healthy_threshold: float = Field(
         1.0, ge=0.0, le=1.0,
         description="A trajectory whose score reaches this is Healthy (its signals are still recorded).",

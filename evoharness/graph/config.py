@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from evoharness.cli_support import MAX_ROLLOUTS_PER_TASK, MAX_SEED
 
@@ -23,6 +23,8 @@ MAX_CANDIDATES = 100
 
 class RunConfig(BaseModel):
     """One run: which harness, environment, model, how many rounds and how much budget."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
 
     harness: Path = Field(Path("harness"), description="The harness git repo to evolve (created if missing).")
     env: str = Field("synthetic", description="Task environment, e.g. 'agentdojo:workspace' or 'synthetic'.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from evoharness.verification.config import MAX_RETRIES
 
@@ -13,6 +13,8 @@ StructuredMethod = Literal["json_schema", "json_object_schema", "function_callin
 
 class RolesConfig(BaseModel):
     """The analyst, critic and engineer roles. Each field carries a description."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
 
     kind: Literal["playbook", "llm"] = Field(
         "playbook", description="'playbook' (no LLM: known signals mapped to standard fixes) or 'llm'.")

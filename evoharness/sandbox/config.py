@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from evoharness.sandbox.models import Limits
 from evoharness.verification.config import MAX_RETRIES
@@ -16,6 +16,8 @@ WARM_FORKS: tuple[str, ...] = get_args(WarmFork)
 
 class GatewayConfig(BaseModel):
     """The model gateway (sandbox/gateway.py): the only way a sandboxed rollout reaches a real model."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
 
     timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one upstream reply (read timeout).")
     connect_timeout_s: float = Field(10.0, gt=0, description="Seconds to wait for a connection to the upstream.")
@@ -38,6 +40,8 @@ class GatewayConfig(BaseModel):
 class DockerConfig(BaseModel):
     """The Docker sandbox backend (sandbox/docker.py)."""
 
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
+
     image: str = Field("evoharness-sandbox:latest", description="Sandbox image; built locally by "
                        "`bash ops/sandbox/build-image.sh` (no registry).")
     pool_size: int = Field(0, ge=0, description="Warm containers kept for reuse (start-up ~0.3 s paid once per "
@@ -48,6 +52,8 @@ class DockerConfig(BaseModel):
 
 class SandboxConfig(BaseModel):
     """Sandboxes and executors (backend, limits, parallelism). Each field carries a description."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
 
     backend: Literal["bwrap", "docker", "none", "inprocess"] = Field(
         "bwrap", description="Where rollouts run: 'bwrap' (bubblewrap: no network, read-only harness, "

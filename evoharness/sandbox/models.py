@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 LimitHit = Literal["wall", "cpu", "memory", "pids", "output"]
 
@@ -18,6 +18,8 @@ class Limits(BaseModel):
     have at once (a cgroup's pids.max with bwrap, else RLIMIT_NPROC), ``cpu_seconds`` is CPU time per
     process (RLIMIT_CPU), ``wall_seconds`` is enforced by killing the whole sandbox.
     """
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
 
     cpu_seconds: int = Field(120, ge=1, description="CPU seconds per process (RLIMIT_CPU).")
     memory_mb: int = Field(3072, ge=16, description="Address space per process in MiB (RLIMIT_AS).")

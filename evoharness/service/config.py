@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ServiceConfig(BaseModel):
     """The long-lived service. The API token is never a setting: it comes from `EVOHARNESS_API_TOKEN`."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
 
     host: str = Field("127.0.0.1", description="Address the HTTP API binds to (0.0.0.0 to listen on all).")
     port: int = Field(8321, ge=0, le=65535, description="TCP port of the HTTP API (0: any free port).")

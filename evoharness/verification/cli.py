@@ -157,8 +157,8 @@ def verify(
     model = agent_spec(settings, model, temperature)
     check_rollouts(rollouts)
     check_rollouts(anchor_rollouts, "--anchor-rollouts", least=2)
-    if not budget >= 0:  # (NaN too)
-        raise InputError("--budget", f"--budget must be >= 0, not {budget}")
+    if not 0 <= budget < math.inf:  # (NaN too; inf ended the plan in a traceback)
+        raise InputError("--budget", f"--budget must be >= 0 and finite, not {budget}")
     cfg = VerificationConfig.of(settings.verification, rollouts=rollouts, anchor_rollouts=anchor_rollouts)
     check_seed_room(cfg, rollouts, "--rollouts")
     if strategy is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evoharness.errors import InputError
 
@@ -30,6 +30,8 @@ MAX_BOOTSTRAP_SAMPLES = 100_000
 
 class VerificationSettings(BaseModel):
     """Verification (noise model, strategies, gates, budget units, cache). Each field carries a description."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # inf, nan (TOML reads 1e999 as inf): refused
 
     z: float = Field(3.0, gt=0, description="resolvable difference = z * sigma / sqrt(k) (the papers use 3)")
     sigma_floor: float = Field(

@@ -74,8 +74,10 @@ def test_a_library_caller_past_the_rounds_seeds_is_refused():
      "error: run.rollouts: 600 rollouts per task at verification.sequential_max_factor 2 is 1,200 seeds per task "
      "in one round, past the 1,000 a round has (round r's fresh seeds are 1,000 x (r + 1) + i): at most 500 at "
      "verification.sequential_max_factor 2 (or verification.sequential = false)"),
-    (["--set", "verification.sequential_max_factor=inf", "noise"],
+    (["--set", "verification.sequential_max_factor=1e6", "noise"],
      "error: settings: verification.sequential_max_factor: Input should be less than or equal to 1000"),
+    (["--set", "verification.sequential_max_factor=inf", "noise"],  # every float setting (tests/test_config.py)
+     "error: settings: verification.sequential_max_factor: Input should be a finite number"),
     (["--set", "run.max_rounds=999", "noise"],
      "error: settings: run.max_rounds: Input should be less than or equal to 998"),
     (["--set", "verification.bootstrap_samples=100000000", "noise"],
