@@ -83,3 +83,33 @@ def test_the_openai_records_reader_keeps_the_message_and_names_its_reasoning_in_
     assert t.messages[1] == messages[1]  # the record's message as it was written (the importer keeps it whole)
     assert t.meta["reasoning"] == [{"step": 1, "text": THINK}]
     _labels_alike(t)
+
+
+def test_the_mini_swe_agent_reader_keeps_a_v2_reply_s_reasoning_content(tmp_path):
+    """mini-swe-agent v2 saves the model's message as LiteLLM returns it: ``reasoning_content`` with the reply."""
+    name = "django__django-12708"
+    data = json.loads((FIXTURES / "mini_swe_v2" / "toolcall" / name / f"{name}.traj.json").read_text())
+    plain_path = tmp_path / "plain" / name / f"{name}.traj.json"
+    plain_path.parent.mkdir(parents=True)
+    plain_path.write_text(json.dumps(data))
+    [plain] = load_file(plain_path)
+    k = next(i for i, m in enumerate(data["messages"]) if m.get("role") == "assistant")
+    data["messages"][k]["reasoning_content"] = THINK
+    path = tmp_path / "thinking" / name / f"{name}.traj.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    [t] = load_file(path)
+    step = plain.meta.get("source_index", list(range(len(plain.messages)))).index(k)
+    assert t.meta["reasoning"] == [{"step": step, "text": THINK}] and t.messages == plain.messages
+    _labels_alike(t)
+
+
+def test_the_atif_reader_keeps_an_agent_step_s_reasoning_content():
+    """ATIF's agent step carries ``reasoning_content`` beside its ``message`` (Harbor's sample trial)."""
+    path = FIXTURES / "atif" / "trial-1" / "agent" / "trajectory.json"
+    said = [s for s in json.loads(path.read_text())["steps"] if s.get("reasoning_content")]
+    [t] = load_file(path)
+    assert [r["text"] for r in t.meta["reasoning"]] == [s["reasoning_content"] for s in said] and said
+    assert all(t.messages[r["step"]]["role"] == "assistant" for r in t.meta["reasoning"])
+    assert not any(r["text"] in (m.get("content") or "") for r in t.meta["reasoning"] for m in t.messages)
+    _labels_alike(t)

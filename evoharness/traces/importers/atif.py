@@ -10,7 +10,8 @@ and optional ``final_metrics``. Each step becomes chat messages:
   ``observation.results`` entry with a ``source_call_id`` becomes the ``tool`` result of that call, one
   without (a non-tool action, a system event) a user message named ``environment``. A result whose text
   reads like an error (``Error...``, ``Traceback``, ``Permission denied``, ``command not found``)
-  becomes a ``tool_error`` (or infrastructure) event at that tool message.
+  becomes a ``tool_error`` (or infrastructure) event at that tool message. The step's ``reasoning_content`` (the
+  model's thinking) is kept in ``meta["reasoning"]`` (``{step, text}``), not in the message's text.
 
 Final answer: the last agent step's text when that step made no tool call (else not delivered).
 Usage: ``final_metrics`` totals, else the sum of the steps' ``metrics``.
@@ -59,6 +60,7 @@ def convert(path: Path, data: Any) -> Trajectory:
     events: list[Event] = []
     final_answer: str | None = None
     prompt = completion = agent_steps = 0
+    reasoning: list[dict[str, Any]] = []  # {step, text}: an agent step's reasoning_content
     model = text(agent.get("model_name"))
     for i, step in enumerate(steps):
         if not isinstance(step, dict):
@@ -90,6 +92,9 @@ def convert(path: Path, data: Any) -> Trajectory:
         if calls:
             msg["tool_calls"] = calls
         messages.append(msg)
+        thinking = step.get("reasoning_content")
+        if isinstance(thinking, str) and thinking.strip():
+            reasoning.append({"step": len(messages) - 1, "text": thinking})
         final_answer = body if not calls and body.strip() else None
         _observations(step, names, messages, events)
 
@@ -109,7 +114,7 @@ def convert(path: Path, data: Any) -> Trajectory:
         usage=usage,
         meta={"source_format": "atif", "schema_version": data.get("schema_version"), "agent": text(agent.get("name")),
               "agent_version": text(agent.get("version")), "cost_usd": totals.get("total_cost_usd"),
-              "notes": text(data.get("notes"))},
+              "notes": text(data.get("notes")), **({"reasoning": reasoning} if reasoning else {})},
     )
 
 

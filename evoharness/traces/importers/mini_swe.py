@@ -12,7 +12,8 @@ v2 (``trajectory_format`` "mini-swe-agent-1.1"): native ``tool_calls`` and ``too
 ``extra.actions`` / ```mswea_bash_command blocks with ``extra.returncode`` observations, Responses-API items,
 ``extra.interrupt_type == "FormatError"`` rejections, and the closing ``exit`` message (left out; its
 ``extra.exit_status`` / ``submission`` used where ``info`` lacks them; ``meta["source_index"]`` then maps our
-steps to the file's messages).
+steps to the file's messages). A reply's ``reasoning_content`` (the model's thinking, saved with its message) is kept
+in ``meta["reasoning"]`` (``{step, text}``), not in the reply's text.
 
 Score: SWE-bench's verdict, 1.0 resolved, 0.0 not, unscored (None) when no result names the
 instance. The lookup (``find_results``) walks the trajectory's directory and at most
@@ -612,6 +613,7 @@ def convert(path: Path, data: Any) -> Trajectory:
     source_index: list[int] = []  # our message k is data["messages"][source_index[k]]
     pending: list[str] = []  # the last reply's tool call ids still waiting for a result, in order
     exit_extra: dict[str, Any] = {}
+    reasoning: list[dict[str, Any]] = []  # {step, text}: a reply's reasoning_content
     steps = 0
     task = None
     for i, m in enumerate(data["messages"]):
@@ -635,6 +637,9 @@ def convert(path: Path, data: Any) -> Trajectory:
             pending = [c["id"] for c in calls]
             messages.append({"role": "assistant", "content": content, "tool_calls": calls} if calls
                             else {"role": "assistant", "content": content})
+            thinking = m.get("reasoning_content")
+            if isinstance(thinking, str) and thinking.strip():
+                reasoning.append({"step": step, "text": thinking})
         elif role == "tool":  # v2 tool-call models: the result names its call
             call_id = str(m.get("tool_call_id") or m.get("call_id") or (pending[0] if pending else f"call_{step}"))
             if call_id in pending:
@@ -681,7 +686,8 @@ def convert(path: Path, data: Any) -> Trajectory:
         meta={"source_format": "mini-swe-agent", "exit_status": exit_status,
               "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
               "mini_version": info.get("mini_version"), **result_meta(report, why, broken),
-              **({"source_index": source_index} if len(source_index) != len(data["messages"]) else {})},
+              **({"source_index": source_index} if len(source_index) != len(data["messages"]) else {}),
+              **({"reasoning": reasoning} if reasoning else {})},
     )
 
 
