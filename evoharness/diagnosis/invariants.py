@@ -38,8 +38,9 @@ from evoharness.traces.patterns import gate_text
 
 # A policy that asks who the person is: to authenticate a person ("authenticate the user identity", tau-bench retail),
 # to authenticate, verify, confirm, check, establish or validate a person's identity (the user's, the caller's, their,
-# his or her identity, the identity of a customer -- not any noun "identity": "check that identity columns are not
-# updated", an identity provider, an identity map or token), to know, verify or confirm who the person is (or who
+# his or her identity, the identity of a customer or a person, or the identity itself: "verify identity before any
+# change" -- not any noun "identity": "check that identity columns are not updated", an identity provider, an
+# identity map or token), to know, verify or confirm who the person is (or who
 # "you are talking to"), or to obtain the user id -- not to authenticate with a service (a coding
 # agent's prompt: "use the GITHUB_TOKEN ... to authenticate with the GitHub API"), nor who the person is doing
 # something with ("let the customer know who they are talking to", "check who they are assigned to": a participle
@@ -49,11 +50,17 @@ _PERSON = r"(?:user|customer|caller|client|member|guest|passenger|patient|accoun
 _WHOSE = r"(?:(?:the|their|a|an|each|every|your|this)[^\S\n]+)?"
 _WHO_IS = (rf"(?:(?:{_WHOSE}{_PERSON}|they)[^\S\n]+(?:is|are)\b(?![^\S\n]+\w+(?:ing|ed)\b)"
            r"|you[^\S\n]+are[^\S\n]+(?:talking|speaking|chatting|dealing|interacting)[^\S\n]+(?:to|with)\b)")
-_PERSONS_IDENTITY = (rf"(?:\b{_PERSON}(?:['’]s?)?|\b(?:their|his|her))[^\S\n]+identit"
-                     rf"|\bidentit(?:y|ies)[^\S\n]+of[^\S\n]+{_WHOSE}{_PERSON}\b")
+_HOLDER = rf"(?:{_PERSON}|persons?|people|individuals?|requesters?|someone|anyone|whoever)"
+_PERSONS_IDENTITY = (rf"(?:\b{_HOLDER}(?:['’]s?)?|\b(?:their|his|her))[^\S\n]+identit"
+                     rf"|\bidentit(?:y|ies)[^\S\n]+of[^\S\n]+{_WHOSE}{_HOLDER}\b")
+# "verify identity before ...", "confirm the identity first": the identity itself the object, no noun after it (an
+# identity column, provider, map or token is a thing of its own): a line's end, a stop, or a word that opens no noun
+_BARE_IDENTITY = (r"(?:the[^\S\n]+)?identit(?:y|ies)(?=[^\S\n]*(?:[.,;:!?)]|$)|[^\S\n]+(?:before|first|using|with|by|"
+                  r"via|through|prior|when|whenever|if|unless|and|or|against|again|then|at|on|upon)\b)")
 IDENTITY_POLICY = re.compile(
-    rf"authenticat\w*[^\S\n]+{_WHOSE}(?:{_PERSON}|{_PERSONS_IDENTITY})"
+    rf"authenticat\w*[^\S\n]+(?:{_WHOSE}{_PERSON}|{_WHOSE}(?:{_PERSONS_IDENTITY})|{_BARE_IDENTITY})"
     rf"|\b(?:verif|confirm|check|establish|validat)\w*\b[^\n]{{0,30}}?(?:{_PERSONS_IDENTITY})"
+    rf"|\b(?:verif|confirm|check|establish|validat)\w*[^\S\n]+{_BARE_IDENTITY}"
     rf"|\b(?:verif\w*|confirm\w*|check|establish\w*|know)[^\S\n]+who[^\S\n]+{_WHO_IS}"
     rf"|\bidentify[^\S\n]+{_WHOSE}{_PERSON}\b(?!['’])"
     r"|obtain the user id", re.I)

@@ -104,6 +104,14 @@ def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     ("You must first identify the customer.", True),
     ("Identify the user before making any change to the line.", True),
     ("Identify the customer's issue before suggesting a fix.", False),
+    # the identity itself, or a person named otherwise: as worded in many a policy (9d5bf26 read them as no one's)
+    ("Verify identity before making any changes to the account.", True),
+    ("You must confirm the identity first, then look up the order.", True),
+    ("Authenticate identity using the e-mail on file.", True),
+    ("Verify the identity of the person you are speaking with.", True),
+    ("Before any refund, check the requester's identity.", True),
+    ("Check the identity of the cache entries before eviction.", False),
+    ("Verify identity columns are preserved by the migration.", False),
 ])
 def test_the_identity_policy_is_read_in_its_paraphrases(line, asks):
     """A policy worded 'authenticate their identity' (or 'verify the user's identity', 'confirm who the user is') asks
