@@ -36,6 +36,7 @@ from typing import Any
 from evoharness.diagnosis.labeller import label_trajectory as label
 from evoharness.errors import InputError
 from evoharness.traces.models import Trajectory
+from evoharness.traces.store import replacing
 
 ERROR_EVENTS = {"tool_error", "tool_infra_error", "unknown_tool", "invalid_arguments", "blocked_call"}
 
@@ -252,8 +253,7 @@ def export(trajectories: Iterable[Trajectory], *, out: Path | None = None, endpo
         except ImportError as e:
             raise _missing("--out", e) from None
 
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w") as fh:
+        with replacing(out, "w") as fh:  # in place, a full disk or ^C left a cut file where a whole one had been
             for group in by_trace.values():
                 fh.write(json.dumps(encode_spans(group).to_dict(), separators=(",", ":")) + "\n")
     if endpoint is not None:

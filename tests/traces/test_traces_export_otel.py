@@ -141,3 +141,26 @@ def test_a_dead_receiver_fails_within_the_timeout_with_one_error_line(tmp_path, 
         assert main(["export-otel", str(src), "--endpoint", f"http://127.0.0.1:{port}", "--timeout", bad]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: --timeout: must be 0.1 to 3600 seconds, got ") and "\n" not in err, err
+
+
+def test_an_export_the_disk_refuses_keeps_the_earlier_file_whole(tmp_path, capsys):
+    """`--out` was opened in place: a full disk (here the file size limit, RLIMIT_FSIZE, which fails writes as a full
+    disk does) or Ctrl-C mid-write left a cut OTLP file where an earlier, whole one had been. Now it is written aside
+    and renamed into place on success, as `import` and `label` write theirs."""
+    import resource
+
+    src = list(load_paths([FIXTURES / "tau2" / "results.json"]))
+    jsonl = tmp_path / "trajectories.jsonl"
+    write_trajectories(jsonl, src * 40)
+    out = tmp_path / "spans.jsonl"
+    out.write_text('{"an earlier export": true}\n')
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, hard))
+    try:
+        code = main(["export-otel", str(jsonl), "--out", str(out)])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error:"), err
+    assert out.read_text() == '{"an earlier export": true}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spans.jsonl", "trajectories.jsonl"]  # no temp file left
