@@ -174,17 +174,17 @@ def command_name() -> str:
     """How to type ``evoharness`` again in this shell, for printed next steps.
 
     ``evoharness`` when that is on PATH (and is the one running); otherwise the path it was started by,
-    e.g. ``.venv/bin/evoharness``, so a printed command runs as printed.
+    e.g. ``.venv/bin/evoharness``, shell-quoted, so a printed command runs as printed.
     """
     argv0 = Path(sys.argv[0])
     if argv0.name == "__main__.py":
-        return f"{_short(Path(sys.executable))} -m evoharness"
+        return f"{shell_words(_short(Path(sys.executable)))} -m evoharness"
     if argv0.name != "evoharness":  # called in-process (tests, an embedding program)
         return "evoharness"
     found = shutil.which("evoharness")
     if found and Path(found).resolve() == argv0.resolve():
         return "evoharness"
-    return _short(argv0)
+    return shell_words(_short(argv0))
 
 
 def shell_words(*words: object) -> str:
@@ -196,11 +196,14 @@ def shell_words(*words: object) -> str:
 
 
 def activate_hint(command: str) -> str | None:
-    """``source .venv/bin/activate`` when ``command`` is a virtualenv's script not on PATH."""
-    path = Path(command.split()[0])
+    """``source .venv/bin/activate`` when ``command`` (``command_name``: shell words) is a virtualenv's script not
+    on PATH."""
+    import shlex
+
+    path = Path(shlex.split(command)[0])
     activate = path.parent / "activate"
     if len(path.parts) > 1 and activate.is_file():
-        return f"or run `source {activate}` once, then type `evoharness ...`"
+        return f"or run `{shell_words('source', activate)}` once, then type `evoharness ...`"
     return None
 
 

@@ -82,6 +82,28 @@ def test_next_commands_use_the_path_the_cli_was_started_by(demos, capsys, monkey
     assert "source .venv/bin/activate" in out
 
 
+def test_the_command_itself_runs_as_printed_from_a_venv_the_shell_would_split(demos, capsys, monkeypatch, tmp_path):
+    """A virtualenv in a folder with a space (or a `&`): the next commands and the activate hint named its script
+    bare, so pasted they ran `my` (a8c2c16 quoted the arguments, not the command)."""
+    import shlex
+
+    venv_bin = tmp_path / "my venv & co" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "activate").write_text("")
+    (venv_bin / "evoharness").write_text("")
+    monkeypatch.setattr(sys, "argv", ["my venv & co/bin/evoharness", "demo", "--out", "d"])
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["demo", "--out", "d"]) == 0
+    out = capsys.readouterr().out
+    lines = [line.split("#")[0].strip() for line in out.splitlines() if line.startswith("  ")]
+    assert [shlex.split(line) for line in lines[:3]] == [
+        ["my venv & co/bin/evoharness", "report", "d", "--out", "d/report"],
+        ["my venv & co/bin/evoharness", "review", "--harness", "d/harness"],
+        ["my venv & co/bin/evoharness", "demo", "--resume", "--out", "d"]]
+    hint = lines[3].split("`")[1]  # (or run `source PATH` once, ...)
+    assert shlex.split(hint) == ["source", "my venv & co/bin/activate"]
+
+
 def test_bad_values_leave_no_demo_directory_behind(demos, capsys, tmp_path):
     for opts, message in ((["--env", "bogus"], "error: env: unknown environment 'bogus'"),
                           (["--env", "agentdojo:nope"], "error: env: unknown AgentDojo suite 'nope'"),
