@@ -1151,9 +1151,11 @@ class PoorDeliveryDetector:
 # returned / exchanged" (an airline's and a shop's actions) -- not a look-up that found nothing ("I'm unable to find /
 # locate / retrieve / look up ...", "I can't find ..."): a report of what the agent looked for, no declining. Unless
 # what it cannot find or see is a way to act ("I can't see any way to refund this", "unable to find a way to cancel",
-# "can't see how to change", "any option to upgrade", "any means of waiving"): that says it cannot do the task
+# "can't see how to change", "any option to upgrade", "any means of waiving"): that says it cannot do the task ("how
+# many bags", "any means of payment" are what it looked for)
 _ACTION_OBJECT = (r"\s+(?:(?:any|a|an|another|the|other)\s+)?"
-                  r"(?:ways?\b|means\b|possibilit(?:y|ies)\b|options?\s+to\b|how\b)")
+                  r"(?:ways?\b|means\s+(?:to\b|of\s+\w+ing\b)|possibilit(?:y|ies)\b|options?\s+to\b"
+                  r"|how\s+(?:to|i|we)\b)")
 _LOOKED_UP = (r"(?!\s+(?:to\s+)?(?:find|locate|retrieve|look\s+up|see|spot|track\s+down)\b"
               rf"(?!{_ACTION_OBJECT}))")
 REFUSAL = re.compile(rf"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)\b{_LOOKED_UP}"

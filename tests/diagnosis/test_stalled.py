@@ -163,6 +163,8 @@ def test_asking_again_after_the_delivery_is_no_stall():
     ("I can't see any bookings under that name.", False),
     ("We're unable to retrieve the payment method on file.", False),
     ("I can't find any options for flights on that date.", False),
+    ("I can't see how many bags are on the reservation.", False),
+    ("I'm unable to find any means of payment on file.", False),
 ])
 def test_cannot_see_a_way_to_do_it_declines_and_cannot_find_a_record_reports(reply, declines):
     """Since the look-up exception (b3b4803) "I can't see any way to refund this" was no refusal: "see" and "find"
