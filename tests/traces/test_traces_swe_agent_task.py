@@ -114,3 +114,18 @@ def test_a_run_with_history_or_a_query_keeps_its_task_from_them(tmp_path):
     (tmp_path / "a" / "args.yaml").write_text(yaml.safe_dump({"environment": {"data_path": "text://another"}}))
     [again] = list(load_paths([tmp_path / "a" / f"{RUN}.traj"]))
     assert again.task == whole.task and again.task.startswith("<pr_description>") and "task_from" not in again.meta
+
+
+def test_swe_agent_s_own_trajectory_without_its_history_names_no_task_it_cannot_read(tmp_path):
+    """SWE-agent's test trajectory (tests/fixtures/traces/swe_agent_real, 1.x, steps without ``query``) with its
+    history dropped: its problem statement is a GitHub issue (``replay_config``), not fetched: one warning."""
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "swe_agent_real" / "test-repo" / "trajs"
+    [src] = real.glob("*.traj")
+    data = json.loads(src.read_text())
+    assert not any("query" in step for step in data["trajectory"])
+    del data["history"]
+    path = _write(tmp_path, data, name=src.stem)
+    warnings = ImportWarnings()
+    [t] = list(load_paths([path], warnings=warnings))
+    assert t.task is None and t.messages[0]["role"] == "assistant" and "task_from" not in t.meta
+    assert warnings.lines() == [f"warning: {tmp_path}: {t.meta['import_warnings'][0]['reason']} (1 trajectory)"]
