@@ -126,7 +126,7 @@ def evaluate(
     Prints each revision's composition and mean, the difference, and the noise model's resolvable
     threshold z*sigma/sqrt(k).
     """
-    from evoharness.reports.jobs import check_split, evaluate_run
+    from evoharness.reports.jobs import check_split, evaluate_run, save_result
     from evoharness.reports.measure import Measurer, compare
 
     check_split(split)
@@ -158,8 +158,7 @@ def evaluate(
                          sigma_floor=settings.verification.sigma_floor)
         finally:
             measurer.close()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(ev.model_dump_json(indent=2))
+        save_result(out, ev)
     if as_json:
         typer.echo(ev.model_dump_json(indent=2))
         return

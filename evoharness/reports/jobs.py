@@ -10,6 +10,7 @@ from evoharness.graph.progress import Progress
 from evoharness.reports.ablate import Ablation, ablate
 from evoharness.reports.measure import Evaluation, Measurer, compare
 from evoharness.reports.runs import RunRecord
+from evoharness.traces.store import replacing
 
 SPLITS = ("dev", "heldout")
 
@@ -62,9 +63,7 @@ def evaluate_run(record: RunRecord, split: str, k: int | None, progress: Progres
                      baseline_commit=seed_of(record), candidate_commit=record.summary["main"])
     finally:
         measurer.close()
-    path = out or record.evaluation_path(split)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(ev.model_dump_json(indent=2))
+    save_result(out or record.evaluation_path(split), ev)
     return ev
 
 
@@ -84,7 +83,12 @@ def ablate_run(record: RunRecord, k: int | None, splits: list[str], progress: Pr
                         record.settings.verification.z, record.settings.verification.sigma_floor)
     finally:
         measurer.close()
-    path = out or record.ablation_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.model_dump_json(indent=2))
+    save_result(out or record.ablation_path, result)
     return result
+
+
+def save_result(path: Path, result: Evaluation | Ablation) -> None:
+    """Write a measured result whole or not at all (``replacing``): written in place, a full disk left a cut
+    ablation.json that `report` refused as unreadable and a later `ablate` kept as "the ablation of this run"."""
+    with replacing(path, "w") as fh:
+        fh.write(result.model_dump_json(indent=2))

@@ -231,3 +231,49 @@ def test_a_run_home_moved_alone_keeps_the_harness_that_stayed(tmp_path):
     old.mkdir(parents=True)  # the original run is still there: a copy without its harness is refused, as before
     with pytest.raises(InputError):
         moved_harness(new, old, tmp_path / "x" / "u" / "h")
+
+
+class _Cut:
+    """What `ablate` / `compare` return, measured already, whose file the disk then refuses: the file size limit
+    (RLIMIT_FSIZE, which fails a write as a full disk does) is set as the measurement ends."""
+
+    def __init__(self, limits: list) -> None:
+        self.limits = limits
+
+    def __call__(self, *args, **kwargs) -> _Cut:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        self.limits.append((soft, hard))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4_096, hard))
+        return self
+
+    def model_dump_json(self, indent=None) -> str:
+        return json.dumps({"edits": ["x" * 100_000]}, indent=indent)
+
+
+@pytest.mark.parametrize("command", ["ablate", "evaluate --run", "evaluate --harness"])
+def test_a_result_the_disk_refuses_is_no_cut_file(own_run, tmp_path, capsys, monkeypatch, command):
+    """ablation.json and evaluation-<split>.json were written in place: a full disk left a cut file, which `report`
+    then refused ("unreadable") and `ablate` kept ("already holds the ablation of this run, kept"). Now a result is
+    whole or absent, and an --out given keeps an earlier file whole."""
+    import resource
+
+    root, run_dir = own_run
+    limits: list = []
+    monkeypatch.setattr("evoharness.reports.jobs.ablate", _Cut(limits))
+    monkeypatch.setattr("evoharness.reports.jobs.compare", _Cut(limits))
+    monkeypatch.setattr("evoharness.reports.measure.compare", _Cut(limits))
+    harness = json.loads((run_dir / "summary.json").read_text())["harness_repo"]
+    args = {"ablate": ["ablate", str(root)], "evaluate --run": ["evaluate", "--run", str(root), "--split", "dev"],
+            "evaluate --harness": ["evaluate", "--harness", harness, "--out", str(tmp_path / "ev.json")]}[command]
+    (tmp_path / "ev.json").write_text('{"an earlier evaluation": true}')
+    try:
+        code = cli(*args)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits[0])
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[")]  # progress aside
+    assert limits and code == 2 and err == ["error: file too large"], err
+    assert not list(run_dir.glob("ablation*.json")) and not list(run_dir.glob("evaluation*.json"))
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+    assert (tmp_path / "ev.json").read_text() == '{"an earlier evaluation": true}'
