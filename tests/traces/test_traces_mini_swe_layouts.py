@@ -461,5 +461,9 @@ def test_warnings_carried_by_a_canonical_export_are_not_said_again(tmp_path, cap
     [t] = list(load_paths([again]))
     assert [w["file"] for w in t.meta["import_warnings"]] == [str(bad)]  # kept: the data says why it is unscored
     assert main(["diagnose", str(tmp_path / "run"), str(first)]) == 0  # the folder met again: said, for its run
-    [line] = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning")]
-    assert line.startswith(f"warning: {bad}: ") and line.endswith("(1 trajectory)")
+    warned = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning")]
+    [line] = [x for x in warned if x.startswith(f"warning: {bad}: ")]
+    assert line.endswith("(1 trajectory)")
+    # the run is read twice here (the folder and its export): that is said too, once (bc8d0f3)
+    assert [x for x in warned if x != line] == [x for x in warned if "have the id of an earlier one" in x]
+    assert len(warned) == 2
