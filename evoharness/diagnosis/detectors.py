@@ -19,7 +19,7 @@ import posixpath
 import re
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Protocol
 
@@ -690,17 +690,23 @@ class GroundTokens:
     repeating a reservation id or a flight; ~45% of tau-bench's) is answered from ``found`` without searching.
     It still counts towards ``SCAN_LIMIT``, so the answers past it (the token set's) stay those of every
     question searched.
+
+    ``later`` (a callable giving texts, or None) holds texts the grounding has that are costly to make and seldom
+    needed: they are made and added when a search first misses the others (or the token set or the joined text is
+    needed), then searched. The answers are those of a grounding that held them from the start (a text's place
+    in the list changes no answer: a token holds no newline), and every question counts once.
     """
 
     SCAN_LIMIT = 64
 
-    def __init__(self, texts: list[str] | None = None) -> None:
+    def __init__(self, texts: list[str] | None = None, later: Callable[[], list[str]] | None = None) -> None:
         self.texts: list[str] = list(texts or ())  # as added
         self.lowered: list[str | None] = [None] * len(self.texts)  # each lower-cased once, when first searched
         self.seen = 0  # texts added before the last question: the ones a question searches
         self.asked = 0
         self.tokens: set[str] | None = None
         self.found: set[str] = set()  # the tokens a search found (each question up to SCAN_LIMIT)
+        self.later = later
 
     def add(self, text: str) -> None:
         self.texts.append(text)
@@ -722,20 +728,41 @@ class GroundTokens:
             if tok in self.found:
                 return True
             if not tok or "\n" in tok:
+                self._add_later()
                 return tok in self._joined()
-            lowered = self.lowered
-            for i in range(self.seen - 1, -1, -1):
-                low = lowered[i]
-                if low is None:
-                    low = lowered[i] = texts[i].lower()
-                if tok in low:
-                    self.found.add(tok)
-                    return True
-            return False
+            if self._searched(tok, 0):
+                return True
+            if self.later is None:
+                return False
+            searched = self.seen
+            self._add_later()  # the texts held back: the only ones not searched yet
+            return self._searched(tok, searched)
+        self._add_later()
         if self.tokens is None:
             text = ISO_TIME.sub(r"\1 \2", self._joined())
             self.tokens = set(TOKEN_RUN.findall(text)) | set(ALNUM_RUN.findall(text))
         return tok in self.tokens
+
+    def _searched(self, tok: str, start: int) -> bool:
+        """Whether ``tok`` is in one of the texts ``start`` to ``seen`` (lower-cased), the latest first."""
+        texts, lowered = self.texts, self.lowered
+        for i in range(self.seen - 1, start - 1, -1):
+            low = lowered[i]
+            if low is None:
+                low = lowered[i] = texts[i].lower()
+            if tok in low:
+                self.found.add(tok)
+                return True
+        return False
+
+    def _add_later(self) -> None:
+        """Add the texts ``later`` gives (once): a question then searches them too."""
+        if self.later is not None:
+            more, self.later = self.later(), None
+            self.texts.extend(more)
+            self.lowered.extend([None] * len(more))
+            self.seen = len(self.texts)
+            self.tokens = None
 
     def _joined(self) -> str:
         return "\n" + "\n".join(self._low(i) for i in range(self.seen)) if self.seen else ""
@@ -889,15 +916,26 @@ class UnbackedClaimDetector:
 
     def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig) -> tuple[list[Signal], GroundTokens]:
         """The first reply with an unbacked id or a contradicted status, and the grounding of the whole run
-        (the final check reuses it: for a single-agent trace it is everything the agent was told or shown)."""
-        ground = GroundTokens([view.traj.task or ""])
+        (the final check reuses it: for a single-agent trace it is everything the agent was told or shown).
+
+        What a write that went through put in place (a file, the test function in it) is the agent's own doing: no
+        claim to back when a later reply names it (``_written``). Those arguments are found only when a search first
+        misses the messages (the grounding's ``later``; on tau-bench airline 0 of 116 failed runs need them), then
+        held from there on: the answers of holding them from the start."""
+        written: dict[int, list[str]] = {}  # _written(view), once a search has needed it
+        at = 0  # the reply whose tokens are asked: the writes before it back them
+
+        def writes_before() -> list[str]:
+            written.update(_written(view))
+            return [a for step, args in written.items() if step < at for a in args]
+
+        ground = GroundTokens([view.traj.task or ""], later=writes_before)
         grounds, unlowered = ground.texts, ground.lowered  # ground.add, inlined (one call per message saved)
         statuses = EntityStatus()
         msgs, roles = view.traj.messages, view.roles
-        written = _written(view)
         for i, content in enumerate(view.texts):
-            if i in written:  # what a write that went through put in place (a file, the test function in it) is the
-                grounds.extend(written[i])  # agent's own doing: no claim to back when a later reply names it
+            if i in written:  # (after the first miss; before it, ``writes_before`` adds the ones a question needs)
+                grounds.extend(written[i])
                 unlowered.extend([None] * len(written[i]))
             if not content:
                 continue
@@ -919,11 +957,13 @@ class UnbackedClaimDetector:
             ids = id_like_runs(prose)  # ids and long numbers holding an ASCII digit
             if not ids:
                 continue
+            at = i
             missing = _unbacked([t.strip("-_") for t in ids], ground, cfg.unbacked_min_len)
             if len(missing) >= cfg.unbacked_min:
                 return [Signal(id=self.id, failure_class=F1, step=i,
                                evidence=f"first claimed here, in no earlier tool result or message: "
                                         f"{', '.join(missing[:5])} — in: {quote(content, 120)}")], ground
+        at = len(view.texts)  # the final answer's check: every write backs it
         return [], ground
 
 
