@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
+from typing import TextIO
 
 import typer
 
@@ -185,6 +187,26 @@ def command_name() -> str:
     if found and Path(found).resolve() == argv0.resolve():
         return "evoharness"
     return shell_words(_short(argv0))
+
+
+class Ticker:
+    """A line on stderr every ``EVERY`` seconds while a command reads trajectories (``[  10.0s] 42,000 trajectories
+    read``), on a terminal only (a log or a test sees none): `diagnose` / `label` / `import` of 100,000 runs said
+    nothing for minutes. ``tick()`` once per trajectory: a clock read, ~60 ns."""
+
+    EVERY = 10.0
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.on = self.stream.isatty()
+        self.t0 = self.last = time.monotonic()
+        self.n = 0
+
+    def tick(self) -> None:
+        self.n += 1
+        if self.on and (now := time.monotonic()) - self.last >= self.EVERY:
+            self.last = now
+            print(f"[{now - self.t0:6.1f}s] {self.n:,} trajectories read", file=self.stream, flush=True)
 
 
 def shell_words(*words: object) -> str:

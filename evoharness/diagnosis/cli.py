@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import no_stdin, output_file, settings_of
+from evoharness.cli_support import Ticker, no_stdin, output_file, settings_of
 from evoharness.errors import InputError
 from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, RepeatedIds, load_paths, output_apart
 from evoharness.traces.models import Trajectory
@@ -39,9 +39,11 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
     n = 0
     warnings = ImportWarnings()  # files found but not usable (a broken ground truth or results file)
     twice = RepeatedIds()
+    ticker = Ticker()
     for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=exclude,
                         warnings=warnings):  # a canonical file's carried warnings are not said again
         n += 1
+        ticker.tick()
         yield twice.add(t)
     for line in warnings.lines():
         typer.echo(line, err=True)

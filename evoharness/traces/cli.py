@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import output_file
+from evoharness.cli_support import Ticker, output_file
 from evoharness.errors import InputError
 from evoharness.traces.importers import (
     FORMAT_NAMES,
@@ -43,8 +43,10 @@ def import_traces(
 
     def stream():
         n = 0
+        ticker = Ticker()
         for t in load_paths(paths, fmt, skip_invalid=skip_invalid, on_invalid=report, exclude=own, warnings=warnings):
             n += 1
+            ticker.tick()
             twice.add(t)
             if t.score is None and isinstance(why := t.meta.get("results_set_aside"), str):
                 aside[0] += 1

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
+import sys
+
+import pytest
 
 from evoharness.cli import main
 
@@ -166,3 +170,29 @@ def test_runs_read_twice_are_counted_each_and_a_warning_says_so(shared_data, tmp
     assert capsys.readouterr().err.startswith(f"warning: {n} of {2 * n} trajectories have the id of an earlier one")
     assert main(["diagnose", str(traces / "imported.jsonl")]) == 0  # ids read once: no warning
     assert capsys.readouterr().err == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("command", ["diagnose", "label", "import"])
+def test_reading_many_trajectories_shows_progress_on_a_terminal(shared_data, tmp_path, monkeypatch, command):
+    """diagnose / label / import of 100,000 runs (minutes of labelling) said nothing until the end. On a terminal a
+    line every 10 s now counts the trajectories read (here every trajectory: the interval is 0); a log or a pipe
+    gets none."""
+    from evoharness.cli_support import Ticker
+
+    monkeypatch.setattr(Ticker, "EVERY", 0.0)
+    args = {"diagnose": ["diagnose"], "label": ["label", "--out", str(tmp_path / "l.jsonl")],
+            "import": ["import", "--out", str(tmp_path / "t.jsonl")]}[command]
+    src = shared_data / "tau_bench_airline_gpt4o"
+    for stderr, lines in ((_Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stderr)
+        assert main([*args, str(src)]) == 0
+        ticks = [line for line in stderr.getvalue().splitlines() if "trajectories read" in line]
+        n = len(json.loads((src / "gpt-4o-airline.json").read_text()))
+        assert len(ticks) == (n if lines else 0), stderr.getvalue()
+        if lines:
+            assert ticks[-1].endswith(f"] {n:,} trajectories read") and ticks[-1].startswith("[")
