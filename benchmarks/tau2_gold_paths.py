@@ -41,6 +41,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import islice, product
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ PHONE = re.compile(r"\b\d{3}-\d{3}-\d{4}\b")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 USER_ID = re.compile(r"\b[a-z]+_[a-z]+_\d{3,5}\b")
 ZIP = re.compile(r"\b\d{5}\b")
-NAME = re.compile(r"\bYou are ([A-Z][a-z]+) ([A-Z][a-z]+)")
+NAME = re.compile(r"\b(?:You are|Your? name is) ([A-Z][a-z]+) ([A-Z][a-z]+)")
 
 
 def _quiet_tau2() -> None:
@@ -116,7 +117,9 @@ def _spaced(name: str) -> str:
 
 
 def _details(args: dict) -> str:
-    return "; ".join(f"{_spaced(k)}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in args.items())
+    """Arguments as a reply lists them ("address 1: 12 Oak Street": a key's digits are no id)."""
+    return "; ".join(f"{re.sub(r'(?<=[a-z])(?=[0-9])', ' ', _spaced(k))}: "
+                     f"{json.dumps(v) if not isinstance(v, str) else v}" for k, v in args.items())
 
 
 @dataclass
@@ -195,6 +198,7 @@ class GoldPath:
         self.policy = env.policy
         self.writes = {n for n in env.tools.get_tools() if env.tools.tool_type(n).value == "write"}
         self.reads = sorted(n for n in env.tools.get_tools() if env.tools.tool_type(n).value == "read")
+        self.unshown: list[str] = []  # ids a write needs that no look-up showed and the user's instruction lacks
         self.steps = self._plan(env)
 
     def fresh_env(self):
@@ -232,6 +236,8 @@ class GoldPath:
                     if x not in (None, "") and str(x) not in conv.shown:
                         missing.setdefault(k, []).append(x)
                 missing = {k: v[0] if len(v) == 1 else v for k, v in missing.items()}
+                self.unshown += [str(x) for _, x in _leaves(missing) if isinstance(x, str) and ID_LIKE.match(x)
+                                 and len(x) >= 5 and x.lower() not in self.instruction.lower()]
                 if missing:
                     steps.append(Step("ask", a.name, missing))
                     conv.user(_details(missing))
@@ -246,12 +252,13 @@ class GoldPath:
 
     def _look_ups(self, conv: Conversation, args: dict) -> list[Step]:
         """Reads that show the write's values the conversation has not shown: each read of the domain tried on each
-        value shown so far under the read's parameter name (a read's result holds the ids it names)."""
+        value shown so far under the read's parameter names, or in the write's own arguments (a search by the
+        route and date), or a bare id a look-up returned (a user id): a read's result holds the ids it names."""
         found: list[Step] = []
         for _, value in _leaves(args):
             if not isinstance(value, str) or not value or value in conv.shown:
                 continue
-            for name, params in self._candidates(conv):
+            for name, params in self._candidates(conv, args):
                 result = conv.run_tool(name, params)
                 if not result.error and value in result.content:
                     conv.call(name, params)
@@ -259,14 +266,21 @@ class GoldPath:
                     break
         return found
 
-    def _candidates(self, conv: Conversation):
+    def _candidates(self, conv: Conversation, args: dict):
         shown: dict[str, set] = defaultdict(set)
+        own: dict[str, set] = defaultdict(set)  # the write's own values: a search by its route and date
+        bare: set[str] = set()  # a look-up that returned an id alone ("mei_kovacs_8020")
+        for k, v in _leaves(args):
+            if isinstance(v, str):
+                own[k].add(v)
         for m in conv.traj:
             if m["role"] != "tool":
                 continue
             try:
                 data = json.loads(m["content"])
             except ValueError:
+                if re.fullmatch(r"[\w#-]{3,60}", m["content"].strip()):
+                    bare.add(m["content"].strip())
                 continue
             for k, v in _leaves(data):
                 if isinstance(v, str):
@@ -279,10 +293,12 @@ class GoldPath:
                         shown[k.rstrip("s") + "_id"].update(x for x in v if isinstance(x, str))
         for name in self.reads:
             params = list(conv.env.tools.get_tools()[name].params.model_fields)
-            if len(params) != 1:
-                continue
-            for value in sorted(shown.get(params[0], ())):
-                yield name, {params[0]: value}
+            if len(params) == 1:
+                for value in sorted(shown.get(params[0], set()) | bare):
+                    yield name, {params[0]: value}
+            elif 1 < len(params) <= 3 and all(shown.get(p) or own.get(p) for p in params):
+                for values in islice(product(*(sorted(shown[p] | own[p]) for p in params)), 300):
+                    yield name, dict(zip(params, values, strict=True))
 
     # -- rendering -------------------------------------------------------------------------------------------------
 
@@ -550,6 +566,9 @@ class Run:
         return self.gold.domain
 
 
+SKIPPED: list[tuple[str, list[str]]] = []  # tasks left out by ``build`` and why (the ids no look-up showed)
+
+
 def build(domains=DOMAINS, limit: int | None = None, task_ids: dict[str, list[str]] | None = None) -> list[Run]:
     """Every gold run and controlled failure of the domains' tasks (``limit``: the first N tasks of each;
     ``task_ids``: only those tasks of a domain named there)."""
@@ -561,6 +580,9 @@ def build(domains=DOMAINS, limit: int | None = None, task_ids: dict[str, list[st
             tasks = [t for t in tasks if t.id in task_ids[domain]]
         for task in tasks[:limit]:
             gp = GoldPath(domain, task, module)
+            if gp.unshown:  # the user would have to state an id it was never given: the script's gap, left out
+                SKIPPED.append((f"{domain}_{task.id}", gp.unshown[:3]))
+                continue
             runs.append(Run(gp, "gold", 1.0, gp.render()[0]))
             for kind, make in FAILURES.items():
                 made = make(gp)
@@ -709,7 +731,10 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     runs = build(args.domains, args.limit)
-    results = []
+    results: list = [{"skipped": SKIPPED}] if args.json else []
+    if not args.json:
+        print(f"left out: {len(SKIPPED)} tasks whose write needs an id no look-up of the script showed "
+              f"(the user would have to state it): {', '.join(t for t, _ in SKIPPED)}")
     with tempfile.TemporaryDirectory() as tmp:
         for fmt in args.formats:
             folder = args.out or Path(tmp)
