@@ -1192,10 +1192,10 @@ class PoorDeliveryDetector:
 # locate / retrieve / look up ...", "I can't find ..."): a report of what the agent looked for, no declining. Unless
 # what it cannot find or see is a way to act ("I can't see any way to refund this", "unable to find a way to cancel",
 # "can't see how to change", "any option to upgrade", "any means of waiving"): that says it cannot do the task ("how
-# many bags", "any means of payment" are what it looked for)
+# many bags", "any means of payment", "the way the fare was calculated" are what it looked for)
 _ACTION_OBJECT = (r"\s+(?:(?:any|a|an|another|the|other)\s+)?"
-                  r"(?:ways?\b|means\s+(?:to\b|of\s+\w+ing\b)|possibilit(?:y|ies)\b|options?\s+to\b"
-                  r"|how\s+(?:to|i|we)\b)")
+                  r"(?:ways?(?:\s+(?:to|for|around|i|we|of\s+\w+ing)\b|\s*(?:[.!,;]|$))"
+                  r"|means\s+(?:to\b|of\s+\w+ing\b)|possibilit(?:y|ies)\b|options?\s+to\b|how\s+(?:to|i|we)\b)")
 _LOOKED_UP = (r"(?!\s+(?:to\s+)?(?:find|locate|retrieve|look\s+up|see|spot|track\s+down)\b"
               rf"(?!{_ACTION_OBJECT}))")
 REFUSAL = re.compile(rf"\b(?:i|we)(?:['’]m|\s+am|\s+are)?\s+(?:unable|not able)\b{_LOOKED_UP}"

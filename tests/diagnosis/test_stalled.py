@@ -165,6 +165,11 @@ def test_asking_again_after_the_delivery_is_no_stall():
     ("I can't find any options for flights on that date.", False),
     ("I can't see how many bags are on the reservation.", False),
     ("I'm unable to find any means of payment on file.", False),
+    # "way" as the manner of something looked for, not a way to act (as "how many", "means of payment")
+    ("I can't see the way the fare was calculated in the booking.", False),
+    ("I'm unable to find the ways you paid in your profile.", False),
+    ("I can't see any way I could waive the fee.", True),
+    ("I'm sorry, I can't find a way.", True),
 ])
 def test_cannot_see_a_way_to_do_it_declines_and_cannot_find_a_record_reports(reply, declines):
     """Since the look-up exception (b3b4803) "I can't see any way to refund this" was no refusal: "see" and "find"
