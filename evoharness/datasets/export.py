@@ -44,6 +44,7 @@ from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
 from evoharness.errors import InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
+from evoharness.traces.store import naming_output
 
 from . import placebo as placebo_mod
 from .card import write_card
@@ -505,9 +506,14 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         flush()
         summary.files = writer.close()
         writer = None
-    except BaseException:
+    except OSError as e:
         if writer is not None:
             writer.abort()  # not close(): on a full disk its flush raised again, and the staging directory stayed
+        _discard(stage, made)
+        raise naming_output(e, out) from None
+    except BaseException:
+        if writer is not None:
+            writer.abort()
         _discard(stage, made)
         raise
     finally:

@@ -8,6 +8,7 @@ into a placeholder; ``read_trajectories(..., skip_invalid=True)`` skips it.
 from __future__ import annotations
 
 import codecs
+import errno
 import itertools
 import os
 import threading
@@ -167,9 +168,24 @@ def replacing(path: Path | str, mode: str = "wb") -> Iterator[IO[Any]]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        raise naming_output(e, path) from None
     finally:
         tmp.unlink(missing_ok=True)
     _fsync_directory(path.parent)
+
+
+# what a write answers when the disk (or a quota, or the file size limit) refuses it
+_REFUSED_WRITE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def naming_output(e: OSError, path: Path | str) -> OSError:
+    """``e`` with ``path`` as its file when it is a refused write that names none (a write or flush on an open file
+    carries no name): the CLI's line then says which output the disk refused, `error: PATH: no space left on
+    device`, not only `error: no space left on device`. Any other error is returned as it is."""
+    if e.filename is None and e.errno in _REFUSED_WRITE:
+        return OSError(e.errno, e.strerror, str(path))
+    return e
 
 
 def _fsync_directory(directory: Path) -> None:

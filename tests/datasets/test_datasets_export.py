@@ -313,6 +313,6 @@ def test_an_export_the_disk_refuses_leaves_no_staging_directory(tmp_path, capsys
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and err[0].startswith("error:"), err
+    assert code == 2 and err == [f"error: {good}: file too large"], err  # the output the disk refused, named
     assert {p.relative_to(good): p.read_bytes() for p in good.rglob("*") if p.is_file()} == before
     assert not [p.name for p in good.iterdir() if p.name.startswith(".")]

@@ -273,7 +273,9 @@ def test_a_result_the_disk_refuses_is_no_cut_file(own_run, tmp_path, capsys, mon
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, limits[0])
     err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[")]  # progress aside
-    assert limits and code == 2 and err == ["error: file too large"], err
+    written = {"ablate": run_dir / "ablation.json", "evaluate --run": run_dir / "evaluation-dev.json",
+               "evaluate --harness": tmp_path / "ev.json"}[command]
+    assert limits and code == 2 and err == [f"error: {written}: file too large"], err  # which file the disk refused
     assert not list(run_dir.glob("ablation*.json")) and not list(run_dir.glob("evaluation*.json"))
     assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
     assert (tmp_path / "ev.json").read_text() == '{"an earlier evaluation": true}'

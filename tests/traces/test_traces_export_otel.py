@@ -161,6 +161,6 @@ def test_an_export_the_disk_refuses_keeps_the_earlier_file_whole(tmp_path, capsy
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     err = capsys.readouterr().err.splitlines()
-    assert code == 2 and len(err) == 1 and err[0].startswith("error:"), err
+    assert code == 2 and err == [f"error: {out}: file too large"], err  # the output the disk refused, named
     assert out.read_text() == '{"an earlier export": true}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spans.jsonl", "trajectories.jsonl"]  # no temp file left
