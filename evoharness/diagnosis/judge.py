@@ -172,7 +172,7 @@ class LLMJudge:
                         evidence=" ".join(f"{verdict.reason} — \"{verdict.quote}\"".split())[:400])
         return rule.model_copy(update={
             "failure_class": cls, "first_signal": signal, "signals": [signal, *rule.signals],
-            "lever": self.rules.router.lever(cls), "agent": _agent_at(traj, signal) or verdict.agent or None,
+            "lever": self.rules.router.lever(cls), "agent": _agent_at(traj, signal) or _run_agent(traj, verdict.agent),
             "quote": _quote_at(traj, signal), "labeller": "llm",
         })
 
@@ -208,6 +208,12 @@ class LLMJudge:
                     raise ValueError(f"step {verdict.step} is a {role} message, not the agent's")
                 return verdict
         return None
+
+
+def _run_agent(traj: Trajectory, name: str) -> str | None:
+    """The verdict's agent where the run has an agent of that name, else none: a small model invents
+    names ("HuggyMoo" for a tau-bench run's one unnamed assistant)."""
+    return name if name and any(m.get("name") == name for m in traj.messages) else None
 
 
 def _short(e: Exception) -> str:

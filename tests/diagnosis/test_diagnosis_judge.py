@@ -104,3 +104,17 @@ def test_any_error_falls_back_to_the_rule_label_and_says_so():
     assert "connection refused" in LLMJudge(broken).label(t).labeller
     healthy = t.model_copy(update={"score": 1.0, "meta": {}})
     assert LLMJudge(broken).label(healthy).labeller == "rules"  # a Healthy run is not judged
+
+
+def test_an_agent_the_run_does_not_have_is_not_taken_from_the_verdict():
+    """SmolLM2 judging a tau-bench airline run (one unnamed assistant) answered agent "HuggyMoo", and
+    `diagnose` printed it as the failing agent. A verdict's agent is kept only where the run has it."""
+    msgs = [{"role": "user", "content": "Change my flight."},
+            {"role": "assistant", "content": "Done, your flight is changed."},
+            {"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "You're welcome!"}]
+    t = Trajectory(id="a", task_id="a", task="Change my flight.", messages=msgs, final_answer="Done", score=0.0)
+    assert LLMJudge(Scripted(_verdict(step=1, agent="HuggyMoo"))).label(t).agent is None
+    named = _log()
+    named.messages[4].pop("name")  # a step whose speaker is unnamed, in a run whose agents are named
+    assert LLMJudge(Scripted(_verdict(step=4, agent="WebSurfer"))).label(named).agent == "WebSurfer"
+    assert LLMJudge(Scripted(_verdict(step=4, agent="HuggyMoo"))).label(named).agent is None
