@@ -319,3 +319,21 @@ def test_a_write_holding_the_answer_a_later_finish_delivers_is_still_a_write():
     lab = Labeller().label(t.end("delivered").build(0.0))
     want = [("policy.confirmation", 2), ("policy.identity_check", 2)]
     assert sorted((v.rule, v.step) for v in lab.violations) == want
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_request_that_holds_okay_is_no_yes_to_an_action_never_listed(listed):
+    """The user's opening request says "okay" ("... okay with any color"); the agent looks the order up and
+    writes with no listing and no question: the last user message before the write is the request, which held an
+    affirmative word and was taken for the yes (tau2_gold_paths.py's no-confirmation failures of retail 18, 37, 41,
+    ... were placed at the write only by the F4.first_write fallback). A yes confirms only after the agent named
+    something the write does (or the yes names it). The control: the agent lists the order and the user says yes."""
+    b = TraceBuilder("t").system(AUTHENTICATE).user("I'm bob@x.com. Cancel my order #W123, I'm okay with a refund "
+                                                    "to my card.")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result="bob_1")
+    if listed:
+        b.say("Cancel order #W123 (reason: no longer needed)? Please confirm (yes).").user("Yes.")
+    b.call("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"},
+           result='{"order_id": "#W123", "status": "cancelled"}')
+    lab = Labeller().label(b.deliver("Order #W123 is cancelled.").build(score=0.0))
+    assert [v.rule for v in lab.violations] == ([] if listed else ["policy.confirmation"])
