@@ -175,12 +175,13 @@ class Daemon:
                 raise InputError(run_id, "run already exists")
             if self.starting:  # both were 202; the worker then dropped the second, said only in last_error
                 other = sorted(self.starting)[0]
-                raise InputError(other, f"run {other} is starting (asked for, not begun yet): one run at a time")
+                raise InputError(run_id, f"not started: run {other} is starting (asked for, not begun yet): one "
+                                 "run at a time")
             # after the starting check: the worker records a run as current before it stops counting it as
             # starting, so a run begun meanwhile is seen here (read before the lock, it was missed)
             current = self.current_run
             if current and not self._finished(current):
-                raise InputError(current, f"run {current} is still active "
+                raise InputError(run_id, f"not started: run {current} is still active "
                                  f"({self.phase.get(current) or 'not resumed'})")
             self.starting.add(run_id)
         self._requests.put(("begin", run_id, None))
