@@ -29,6 +29,7 @@ and are not the agent's usage.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shutil
 import sys
@@ -583,12 +584,15 @@ def with_user_usage(traj: Trajectory, usage: RolloutUsage) -> Trajectory:
     return traj
 
 
-_DOWN_MARKS = ("unreachable after", "timed out after")  # the gateway's reasons once its retries ran out
+# the gateway's reasons once its retries ran out (unreachable, timed out, 408/429/5xx every time), or a reply that
+# is no JSON object (a proxy's error page)
+_DOWN = re.compile(r"unreachable after|timed out after|^upstream HTTP \d+ after \d+ attempts|not a JSON object")
 
 
 def endpoint_down(trajs: list[Trajectory]) -> str | None:
     """The gateway's reason when no rollout got a single reply from its model endpoint (agent or
-    simulated user) because the endpoint was unreachable or timed out; None otherwise.
+    simulated user) because the endpoint was unreachable, timed out, kept refusing (408, 429, 5xx) until the
+    retries ran out, or replied with no JSON object; None otherwise.
 
     One rollout whose endpoint answered keeps the others' failures as data (scored failed rollouts).
     """
@@ -600,7 +604,7 @@ def endpoint_down(trajs: list[Trajectory]) -> str | None:
         lanes = [gw] + ([gw["user"]] if isinstance(gw.get("user"), dict) else [])
         down = [lane.get("last_error", "") for lane in lanes
                 if lane.get("requests", 0) > 0 and lane.get("errors", 0) >= lane.get("requests", 0)
-                and any(mark in lane.get("last_error", "") for mark in _DOWN_MARKS)]
+                and _DOWN.search(str(lane.get("last_error", "")))]
         if not down:
             return None
         reasons.append(down[0])

@@ -128,7 +128,12 @@ class HttpUpstream:
         if not isinstance(payload, dict):
             why = f"upstream replied HTTP {resp.status_code} with a body that is not a JSON object"
             return UpstreamReply(502, error_payload(why, "upstream_error", "upstream_bad_reply"), attempts - 1, why)
-        error = "" if resp.status_code == 200 else f"upstream HTTP {resp.status_code}: {_message(payload)}"
+        if resp.status_code == 200:
+            error = ""
+        elif resp.status_code in RETRY_STATUSES:  # still refused once the retries ran out
+            error = f"upstream HTTP {resp.status_code} after {attempts} attempts: {_message(payload)}"
+        else:
+            error = f"upstream HTTP {resp.status_code}: {_message(payload)}"
         return UpstreamReply(resp.status_code, payload, attempts - 1, error)
 
 

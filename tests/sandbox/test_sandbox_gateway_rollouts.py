@@ -118,6 +118,23 @@ def test_an_endpoint_down_for_every_rollout_is_an_infrastructure_error(harness):
     assert e.value.retryable
 
 
+@pytest.mark.parametrize("status, payload, why", [
+    (429, {"error": {"message": "slow down"}}, "upstream HTTP 429 after 2 attempts: slow down"),
+    (500, {"error": {"message": "boom"}}, "upstream HTTP 500 after 2 attempts: boom"),
+])
+def test_an_endpoint_refusing_every_rollout_after_the_retries_is_an_infrastructure_error(harness, upstream,
+                                                                                          status, payload, why):
+    """An endpoint that answered 429 (or 500) to every request of every rollout, retries spent, is down too:
+    `evoharness run` on such an endpoint labelled the anchor's rollouts F3.no_delivery and verified harness edits
+    against them (a run seen on a fake 429 endpoint)."""
+    upstream.replies.extend([(status, payload)] * 4)
+    with LocalExecutor(harness, "synthetic", f"openai:{upstream.url}#m", sandbox=BwrapSandbox(), limits=LIMITS,
+                       gateway=FAST) as ex:
+        with pytest.raises(InfraError, match=f"model endpoint down for all 1 rollouts: {why}") as e:
+            ex.run([RolloutRequest(task_id="contact_0", harness_commit="HEAD")])
+    assert e.value.retryable
+
+
 def _traj(gateway: dict | None, score: float = 0.0) -> Trajectory:
     meta = {} if gateway is None else {"gateway": gateway}
     return Trajectory(id="t", task_id="x", messages=[], score=score, termination=Termination.error, meta=meta)
@@ -127,7 +144,11 @@ def test_a_rollout_whose_endpoint_answered_keeps_the_others_failures_as_data():
     down = {"requests": 1, "errors": 1, "last_error": "upstream http://h/v1 unreachable after 3 attempts: boom"}
     slow = {"requests": 2, "errors": 2, "last_error": "upstream timed out after 3 attempts"}
     fine = {"requests": 3, "errors": 1, "last_error": "upstream unreachable after 3 attempts"}  # 2 replies came
-    refused = {"requests": 1, "errors": 1, "last_error": "HTTP 400"}  # the endpoint answered
+    refused = {"requests": 1, "errors": 1, "last_error": "upstream HTTP 400: too long"}  # the endpoint answered
+    limited = {"requests": 2, "errors": 2, "last_error": "upstream HTTP 429 after 4 attempts: slow down"}
+    page = {"requests": 1, "errors": 1, "last_error": "upstream replied HTTP 200 with a body that is not a JSON object"}
+    assert endpoint_down([_traj(limited), _traj(page)]).startswith("upstream HTTP 429 after 4 attempts")
+    assert endpoint_down([_traj(page)]).endswith("not a JSON object")
     assert endpoint_down([_traj(down), _traj(slow)]).startswith("upstream http://h/v1 unreachable")
     assert endpoint_down([_traj(down), _traj(fine)]) is None
     assert endpoint_down([_traj(refused)]) is None
