@@ -121,6 +121,10 @@ def _filters(min_score, max_per_task, split, task, failure_class):
 
     from .models import ExportFilters
 
+    for option, values, kind in (("--split", split, Split), ("--class", failure_class, FailureClass)):
+        for x in values or ():
+            if x not in kind._value2member_map_:  # the option and every value it takes, not "'F9' is not a valid ..."
+                raise InputError(option, f"{x!r} is not one of {' | '.join(kind._value2member_map_)}")
     try:
         return ExportFilters(
             min_score=min_score, max_per_task=max_per_task,
@@ -152,7 +156,7 @@ def export(
     split: Annotated[list[str] | None, typer.Option(help="admit only this split (dev | unknown)")] = None,
     task: Annotated[list[str] | None, typer.Option(help="admit only this task id (repeatable)")] = None,
     failure_class: Annotated[list[str] | None, typer.Option(
-        "--class", help="admit only this failure class (healthy | F1..F4)")] = None,
+        "--class", help="admit only this failure class (healthy | F1..F4 | E | unknown)")] = None,
     url: Annotated[str | None, typer.Option(help="queue URL")] = None,
     labels: Annotated[Path | None, typer.Option(
         "--labels", help="labels JSONL that `evoharness label` wrote for --trajectories: their classes are "

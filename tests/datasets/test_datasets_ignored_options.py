@@ -47,3 +47,19 @@ def test_the_sources_named_are_the_ones_read(sources, tmp_path, capsys):
         args += ["--url", url] if source != "healthy" else []
         assert main(args) == 0, capsys.readouterr().err
         assert f"wrote {records} records" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("option", "value", "valid"), [
+    ("--class", "F9", "healthy | F1 | F2 | F3 | F4 | E | unknown"),
+    ("--split", "train", "dev | heldout | unknown"),
+])
+def test_a_filter_value_that_does_not_exist_names_the_option_and_the_values_it_takes(
+        sources, tmp_path, capsys, option, value, valid):
+    """`--class F9` said "'F9' is not a valid FailureClass": a Python type's name, no option, no way to the right
+    value. Now one line names the option and every value it takes."""
+    _, mine = sources
+    args = ["dataset", "export", "--source", "healthy", "-t", str(mine), "--out", str(tmp_path / "out"), option, value]
+    assert main(args) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert err == f"error: {option}: {value!r} is not one of {valid}", err
+    assert not (tmp_path / "out").exists()
