@@ -121,9 +121,15 @@ def _read(resp: httpx.Response) -> tuple[str, list[dict[str, str]]]:
     if resp.status_code >= 400:
         resp.read()
         raise InfraError(f"HTTP {resp.status_code}: {resp.text[:300]}", retryable=resp.status_code >= 429)
-    if "text/event-stream" not in resp.headers.get("content-type", ""):  # a server that ignored "stream"
+    ctype = resp.headers.get("content-type", "")
+    if "text/event-stream" not in ctype:  # a server that ignored "stream"
         resp.read()
-        msg = (resp.json().get("choices") or [{}])[0].get("message") or {}
+        try:
+            msg = resp.json()["choices"][0]["message"]
+            if not isinstance(msg, dict):
+                raise TypeError
+        except (ValueError, KeyError, IndexError, TypeError):  # a proxy's error page, an empty choices list
+            raise _not_a_completion(resp, ctype, resp.text) from None
         calls = [{"name": c["function"]["name"], "arguments": c["function"].get("arguments") or ""}
                  for c in msg.get("tool_calls") or []]
         return msg.get("content") or "", calls
@@ -135,7 +141,10 @@ def _read(resp: httpx.Response) -> tuple[str, list[dict[str, str]]]:
         data = line[5:].strip()
         if data == "[DONE]":
             break
-        chunk = json.loads(data)
+        try:
+            chunk = json.loads(data)
+        except ValueError:  # a cut or garbled stream
+            raise _not_a_completion(resp, ctype, f"a chunk that is not JSON: {data}") from None
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if delta.get("content"):
@@ -146,6 +155,13 @@ def _read(resp: httpx.Response) -> tuple[str, list[dict[str, str]]]:
                 slot["name"] += fn.get("name") or ""
                 slot["arguments"] += fn.get("arguments") or ""
     return "".join(content), [calls[i] for i in sorted(calls)]
+
+
+def _not_a_completion(resp: httpx.Response, ctype: str, what: str) -> InfraError:
+    """The endpoint's failure, not the model's: its reply was no chat completion (never fed back to the model
+    as its own bad JSON)."""
+    return InfraError(f"HTTP {resp.status_code} reply is no chat completion ({ctype.split(';')[0] or 'no type'}): "
+                      f"{what[:200]!r}", retryable=True)
 
 
 class _Structured:

@@ -155,3 +155,37 @@ def test_openai_chat_reads_a_plain_json_reply_too():
         assert ask(chat, [], ReviewDraft, role="critic", methods=["json_schema"]).approved
     finally:
         httpd.shutdown()
+
+
+@pytest.mark.parametrize("ctype, body, why", [
+    ("text/html", b"<html>502 proxy error</html>", "no chat completion (text/html): '<html>502 proxy error</html>'"),
+    ("application/json", b'{"choices": []}', "no chat completion (application/json): '{\"choices\": []}'"),
+    ("text/event-stream", b"data: {\"choices\": [{\"delta\n\n", "no chat completion (text/event-stream)"),
+])
+def test_a_reply_that_is_no_chat_completion_is_an_endpoint_failure_said_as_such(ctype, body, why):
+    """An analyst on an endpoint that answered a proxy's HTML page failed with 'analyst: Expecting value: line
+    1 column 1 (char 0) (after 3 attempts)': the body's parse error, taken for the model's bad JSON and sent back
+    to it as feedback. Now the reason names the reply, and the model is not told its (absent) reply was wrong."""
+    class Page(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        analyst = _analyst(f"http://127.0.0.1:{httpd.server_address[1]}/v1", structured_methods=["json_text"])
+        trajs, labels = scenario()
+        with pytest.raises(RoleError) as e:
+            analyst.analyse(trajs, labels, seed_view(), 2)
+        assert why in str(e.value) and "Expecting" not in str(e.value)
+        assert "did not parse" not in str(e.value) and "JSON" not in str(e.value).split("no chat completion")[0]
+    finally:
+        httpd.shutdown()
