@@ -114,6 +114,13 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
             yield p
         elif p.exists():  # a FIFO would hang the reader, /dev/zero never ends
             raise InputError(str(p), "not a regular file (a FIFO, socket or device is refused)")
+        elif p.is_symlink():  # a loop or a link to a missing file: "no such file" when `ls` shows the name
+            try:
+                os.stat(p)
+                reason = "no such file or directory"
+            except OSError as e:
+                reason = (e.strerror or str(e)).lower()
+            raise InputError(str(p), f"a symbolic link that cannot be followed: {reason}")
         else:
             raise InputError(str(p), "no such file or directory")
 
