@@ -251,7 +251,12 @@ def openai_judge_model(spec: str, timeout_s: float = 120.0, max_tokens: int = 20
                 schema_ok[0] = False  # the server takes no schema-constrained JSON: ask in plain text from now on
                 continue
             r.raise_for_status()
-            return r.json()["choices"][0]["message"]["content"] or ""
+            try:
+                return r.json()["choices"][0]["message"]["content"] or ""
+            except (ValueError, KeyError, IndexError, TypeError):  # a proxy's error page, no choices
+                ctype = r.headers.get("content-type", "").split(";")[0] or "no type"
+                raise ValueError(f"HTTP {r.status_code} reply is no chat completion ({ctype}): "
+                                 f"{r.text[:120]!r}") from None
 
     call.accepts_schema = True  # type: ignore[attr-defined]
     return call
