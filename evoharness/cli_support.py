@@ -119,7 +119,15 @@ def output_dir(raw: str) -> Path:
     ``--out FILE`` (``output_file``): it made a directory named ``-`` in the working directory."""
     if raw == "-":
         raise typer.BadParameter("'-' (standard output) is not supported for --out; name the directory to write")
-    return Path(raw)
+    path = Path(raw)
+    if path.suffix.lower() in _FILE_SUFFIXES and not path.is_dir():  # `report --out x/report.md` made a dir report.md
+        raise typer.BadParameter(f"{raw} names a file; --out is the directory the files are written into "
+                                 f"(e.g. --out {path.parent / path.stem})")
+    return path
+
+
+# What a user names when they mean a file (a report, a data file), never a new output directory.
+_FILE_SUFFIXES = frozenset({".md", ".html", ".htm", ".json", ".jsonl", ".png", ".csv", ".txt", ".parquet", ".pdf"})
 
 
 def output_file(default_name: str):

@@ -1,0 +1,31 @@
+"""An `--out DIR` option (report, dataset export, demo) given a file's name: `report --out x/report.md` made a
+directory named report.md and wrote report.md inside it. Now one usage error says --out is a directory, before any
+work; a directory whose name has no file suffix, or one that exists, is taken as before."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.cli import main
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "RUN", "--out", "OUT/report.md"],
+    ["report", "RUN", "--out", "OUT/page.HTML"],
+    ["dataset", "export", "-t", "RUN", "--out", "OUT/train.jsonl"],
+])
+def test_a_files_name_given_for_an_output_directory_is_one_usage_error(tmp_path, capsys, argv):
+    argv = [a.replace("RUN", str(tmp_path / "run")).replace("OUT", str(tmp_path / "out")) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "names a file; --out is the directory" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_existing_directory_with_a_suffix_is_still_an_output_directory(tmp_path):
+    from evoharness.cli_support import output_dir
+
+    (tmp_path / "v1.json").mkdir()
+    assert output_dir(str(tmp_path / "v1.json")) == tmp_path / "v1.json"
+    assert output_dir(str(tmp_path / "report")) == tmp_path / "report"
+    assert output_dir(str(tmp_path / "data.v2")) == tmp_path / "data.v2"
