@@ -6,6 +6,7 @@ import json
 
 from evoharness.diagnosis.judge import LLMJudge, chunks, excerpt
 from evoharness.traces.models import Trajectory
+from tests.http_fakes import fixed_reply
 
 
 def _log(n: int = 6, size: int = 50) -> Trajectory:
@@ -120,27 +121,6 @@ def test_an_agent_the_run_does_not_have_is_not_taken_from_the_verdict():
     assert LLMJudge(Scripted(_verdict(step=4, agent="HuggyMoo"))).label(named).agent is None
 
 
-def _endpoint(ctype: str, body: bytes):
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Page(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_response(200)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
-
-
 def test_a_reply_that_is_no_chat_completion_falls_back_saying_so():
     """`diagnose --labeller llm` on an endpoint answering a proxy's HTML page said the run fell back with
     'JSONDecodeError: Expecting value: line 1 column 1 (char 0)', and on one answering no choices 'IndexError:
@@ -148,11 +128,7 @@ def test_a_reply_that_is_no_chat_completion_falls_back_saying_so():
     from evoharness.diagnosis.judge import openai_judge_model
 
     for ctype, body in [("text/html", b"<html>proxy error</html>"), ("application/json", b'{"choices": []}')]:
-        httpd = _endpoint(ctype, body)
-        try:
-            judge = LLMJudge(openai_judge_model(f"openai:http://127.0.0.1:{httpd.server_address[1]}/v1#m"))
-            lab = judge.label(_log())
-        finally:
-            httpd.shutdown()
+        with fixed_reply(ctype, body) as url:
+            lab = LLMJudge(openai_judge_model(f"openai:{url}#m")).label(_log())
         assert lab.labeller.startswith("rules (llm fallback: ") and "reply is no chat completion" in lab.labeller
         assert f"({ctype})" in lab.labeller and body.decode()[:12] in lab.labeller

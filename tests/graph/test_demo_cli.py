@@ -68,13 +68,18 @@ def test_out_holding_what_a_demo_writes_is_refused_not_replaced(demos, capsys, t
     assert main(["demo", "--out", "other"]) == 0 and demos == [Path("other")]
 
 
-def test_next_commands_use_the_path_the_cli_was_started_by(demos, capsys, monkeypatch, tmp_path):
-    venv_bin = tmp_path / ".venv" / "bin"
+def _started_from_a_venv(folder: str, tmp_path, monkeypatch) -> None:
+    """The CLI started as ``FOLDER/bin/evoharness`` of a virtualenv (an ``activate`` beside it), not on PATH."""
+    venv_bin = tmp_path / folder / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "activate").write_text("")
     (venv_bin / "evoharness").write_text("")
-    monkeypatch.setattr(sys, "argv", [".venv/bin/evoharness", "demo", "--out", "d"])
+    monkeypatch.setattr(sys, "argv", [f"{folder}/bin/evoharness", "demo", "--out", "d"])
     monkeypatch.setenv("PATH", "/nonexistent")
+
+
+def test_next_commands_use_the_path_the_cli_was_started_by(demos, capsys, monkeypatch, tmp_path):
+    _started_from_a_venv(".venv", tmp_path, monkeypatch)
     assert main(["demo", "--out", "d"]) == 0
     out = capsys.readouterr().out
     assert "  .venv/bin/evoharness report d --out d/report" in out
@@ -87,12 +92,7 @@ def test_the_command_itself_runs_as_printed_from_a_venv_the_shell_would_split(de
     bare, so pasted they ran `my` (a8c2c16 quoted the arguments, not the command)."""
     import shlex
 
-    venv_bin = tmp_path / "my venv & co" / "bin"
-    venv_bin.mkdir(parents=True)
-    (venv_bin / "activate").write_text("")
-    (venv_bin / "evoharness").write_text("")
-    monkeypatch.setattr(sys, "argv", ["my venv & co/bin/evoharness", "demo", "--out", "d"])
-    monkeypatch.setenv("PATH", "/nonexistent")
+    _started_from_a_venv("my venv & co", tmp_path, monkeypatch)
     assert main(["demo", "--out", "d"]) == 0
     out = capsys.readouterr().out
     lines = [line.split("#")[0].strip() for line in out.splitlines() if line.startswith("  ")]

@@ -16,6 +16,7 @@ from evoharness.roles.llm import LLMAnalyst, LLMEngineer, estimate_tokens
 from evoharness.roles.models import Pattern, Review
 from evoharness.roles.scripted import ScriptedChatModel
 from evoharness.roles.structured import ask
+from tests.http_fakes import fixed_reply
 from tests.roles import replies as R
 from tests.roles.scenario import scenario, seed_view
 
@@ -166,26 +167,10 @@ def test_a_reply_that_is_no_chat_completion_is_an_endpoint_failure_said_as_such(
     """An analyst on an endpoint that answered a proxy's HTML page failed with 'analyst: Expecting value: line
     1 column 1 (char 0) (after 3 attempts)': the body's parse error, taken for the model's bad JSON and sent back
     to it as feedback. Now the reason names the reply, and the model is not told its (absent) reply was wrong."""
-    class Page(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_response(200)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        analyst = _analyst(f"http://127.0.0.1:{httpd.server_address[1]}/v1", structured_methods=["json_text"])
+    with fixed_reply(ctype, body) as url:
+        analyst = _analyst(url, structured_methods=["json_text"])
         trajs, labels = scenario()
         with pytest.raises(RoleError) as e:
             analyst.analyse(trajs, labels, seed_view(), 2)
-        assert why in str(e.value) and "Expecting" not in str(e.value)
-        assert "did not parse" not in str(e.value) and "JSON" not in str(e.value).split("no chat completion")[0]
-    finally:
-        httpd.shutdown()
+    assert why in str(e.value) and "Expecting" not in str(e.value)
+    assert "did not parse" not in str(e.value) and "JSON" not in str(e.value).split("no chat completion")[0]
