@@ -18,7 +18,9 @@ def init_harness(dir: Path | str, manifest: Manifest | None = None,
                  config: HarnessRepoConfig | None = None) -> HarnessRepo:
     """Create ``dir`` (absent or empty) as a harness repo: seed files, ``harness.toml``, one commit."""
     root = Path(dir)
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+    if root.exists() and not root.is_dir():  # said "is not an empty directory" of a file
+        raise InputError(str(root), "is a file; name an absent or empty directory for the new harness repo")
+    if root.exists() and any(root.iterdir()):
         raise InputError(str(root), "exists and is not an empty directory")
     manifest = manifest or Manifest()
     root.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,13 @@ def test_init_refuses_a_non_empty_directory(tmp_path: Path) -> None:
         init_harness(tmp_path / "x")
 
 
+def test_init_of_a_file_says_it_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hi")
+    with pytest.raises(InputError, match="is a file; name an absent or empty directory"):
+        init_harness(tmp_path / "notes.txt")
+    assert (tmp_path / "notes.txt").read_text() == "hi"
+
+
 def test_adopt_adds_a_manifest_to_an_existing_repo(tmp_path: Path) -> None:
     root = tmp_path / "agent"
     root.mkdir()
