@@ -58,7 +58,8 @@ _PERSONS_IDENTITY = (rf"(?:\b{_HOLDER}(?:['’]s?)?|\b(?:their|his|her))[^\S\n]+
 # "verify identity before ...", "confirm the identity first": the identity itself the object, no noun after it (an
 # identity column, provider, map or token is a thing of its own): a line's end, a stop, or a word that opens no noun
 _BARE_IDENTITY = (r"(?:the[^\S\n]+)?identit(?:y|ies)(?=[^\S\n]*(?:[.,;:!?)]|$)|[^\S\n]+(?:before|first|using|with|by|"
-                  r"via|through|prior|when|whenever|if|unless|and|or|against|again|then|at|on|upon)\b)")
+                  r"via|through|prior|when|whenever|if|unless|against|again|then|at|on|upon)\b"
+                  r"|[^\S\n]+(?:and|or)\b(?![^\S\n]+access\b))")  # "identity and access management" is IAM
 IDENTITY_POLICY = re.compile(
     rf"authenticat\w*[^\S\n]+(?:{_WHOSE}{_PERSON}|{_WHOSE}(?:{_PERSONS_IDENTITY})|{_BARE_IDENTITY})"
     rf"|\b(?:verif|confirm|check|establish|validat)\w*\b[^\n]{{0,30}}?(?:{_PERSONS_IDENTITY})"

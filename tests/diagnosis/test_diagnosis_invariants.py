@@ -112,6 +112,8 @@ def test_schema_inferred_from_the_trace_flags_a_missing_argument():
     ("Before any refund, check the requester's identity.", True),
     ("Check the identity of the cache entries before eviction.", False),
     ("Verify identity columns are preserved by the migration.", False),
+    ("Verify identity and access management roles before deploying.", False),  # IAM, a cloud's
+    ("Confirm identity and eligibility before any refund.", True),
 ])
 def test_the_identity_policy_is_read_in_its_paraphrases(line, asks):
     """A policy worded 'authenticate their identity' (or 'verify the user's identity', 'confirm who the user is') asks
