@@ -115,6 +115,7 @@ class Desk:
                 review = review.model_copy(update={"predicted_flips": [t for t in review.predicted_flips
                                                                        if t in rolled_out]})
             except EvoharnessError as e:
+                self.progress.note(f"critic failed: {e}")
                 review = Review(pattern_id=p.id, approved=False, accommodation=False, send_back=False,
                                 notes=f"critic failed: {e}")
             before = previous.get(p.id)
@@ -175,6 +176,7 @@ class Desk:
         except (EditRejected, InputError) as e:
             dropped.append(Dropped(pattern=p.id, round=round, reason=f"edit rejected: {e}"))
         except EvoharnessError as e:  # a role that failed after its retries
+            self.progress.note(f"engineer failed: {e}")
             dropped.append(Dropped(pattern=p.id, round=round, reason=f"engineer failed: {e}"))
         return None
 

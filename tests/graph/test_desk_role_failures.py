@@ -1,0 +1,46 @@
+"""A model role that fails is said on the run's progress output, as the analyst's failure is."""
+
+from __future__ import annotations
+
+import io
+
+from evoharness.graph.desk import Desk
+from evoharness.graph.progress import Progress
+from evoharness.roles import RoleError
+from evoharness.roles.models import Pattern
+
+
+class _Book:
+    def load(self, ids):
+        return []
+
+    def labels(self, trajs):
+        return []
+
+
+class _Failing:
+    def review(self, *a, **kw):
+        raise RoleError("critic", "model call failed: HTTP 429: slow down", 3, [])
+
+    def propose(self, *a, **kw):
+        raise RoleError("engineer", "no complete reply within the 90s deadline", 1, [])
+
+
+def test_a_critic_and_an_engineer_that_fail_are_said_on_the_progress_output(tmp_path):
+    """`evoharness run` with LLM roles on a slow or refusing endpoint printed 'analyst failed: ...' when the
+    analyst failed, but nothing for the critic or the engineer: after 'analyst found 1 pattern(s)' a
+    minute of silence, then '0 candidate(s), 1 dropped', the reason only in the summary."""
+    out = io.StringIO()
+    desk = Desk(_Book(), None, (None, _Failing(), _Failing()), Progress(out), run_dir=tmp_path, max_candidates=1,
+                evidence_paths=[], heldout_tasks=[])
+    desk.harness_view = lambda: None
+    desk.evidence = lambda: []
+    desk._existing_candidate = lambda round, p: None
+    p = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3", count=3, share=0.6,
+                task_ids=["task-a", "task-b"], root_cause="no guard", surface="policies.yaml")
+    [review] = desk.critique([p], [], {})
+    assert "critic failed: critic: model call failed: HTTP 429: slow down" in out.getvalue()
+    review = review.model_copy(update={"approved": True})
+    candidates, dropped = desk.engineer([p], [review], 1)
+    assert not candidates and "engineer failed" in dropped[0].reason
+    assert "engineer failed: engineer: no complete reply within the 90s deadline" in out.getvalue()
