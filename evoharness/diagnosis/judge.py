@@ -22,8 +22,10 @@ shown) of at most ``max_tokens`` tokens.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -45,6 +47,7 @@ PROMPT_RESERVE_CHARS = 2500  # instructions, evidence and the reply
 WINDOW = 3  # messages each side of a signal's step in the default excerpt
 FOCUS_SIGNALS = 3  # located signals whose neighbourhoods the excerpt shows
 EVIDENCE_SIGNALS, EVIDENCE_CHARS = 6, 160  # the rules' evidence in the prompt: how many signals, how long each
+RATE_LIMIT_RETRIES, RETRY_AFTER_MAX_S = 2, 30.0  # a 429 is asked again twice, after what Retry-After says (capped)
 _OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
 
@@ -216,6 +219,15 @@ def _run_agent(traj: Trajectory, name: str) -> str | None:
     return name if name and any(m.get("name") == name for m in traj.messages) else None
 
 
+def _retry_after(value: str | None) -> float:
+    """Seconds a 429's Retry-After asks for (a number; a date or nothing: 1 s), at most RETRY_AFTER_MAX_S."""
+    try:
+        wait = float(value or 1)
+    except ValueError:
+        wait = 1.0
+    return min(max(wait, 0.0), RETRY_AFTER_MAX_S) if math.isfinite(wait) else 1.0
+
+
 def _short(e: Exception) -> str:
     return " ".join(f"{type(e).__name__}: {e}".split())[:200]
 
@@ -242,11 +254,16 @@ def openai_judge_model(spec: str, timeout_s: float = 120.0, max_tokens: int = 20
     schema_ok = [True]  # until the server refuses a schema-constrained reply
 
     def call(messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
+        limited = 0
         while True:
             body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
             if schema_ok[0]:
                 body["response_format"] = {"type": "json_object", "schema": schema or VERDICT_SCHEMA}
             r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=timeout_s)
+            if r.status_code == 429 and limited < RATE_LIMIT_RETRIES:  # rate-limited: wait as told, ask again
+                limited += 1
+                time.sleep(_retry_after(r.headers.get("retry-after")))
+                continue
             if r.status_code in (400, 422) and schema_ok[0]:
                 schema_ok[0] = False  # the server takes no schema-constrained JSON: ask in plain text from now on
                 continue

@@ -132,3 +132,43 @@ def test_a_reply_that_is_no_chat_completion_falls_back_saying_so():
             lab = LLMJudge(openai_judge_model(f"openai:{url}#m")).label(_log())
         assert lab.labeller.startswith("rules (llm fallback: ") and "reply is no chat completion" in lab.labeller
         assert f"({ctype})" in lab.labeller and body.decode()[:12] in lab.labeller
+
+
+def test_a_rate_limited_reply_is_sent_again_after_its_retry_after():
+    """On an endpoint answering 429 with Retry-After, every run fell back to the rules at once ('HTTPStatusError:
+    Client error '429 Too Many Requests''): a rate-limited judge judged nothing. The judge now waits what
+    Retry-After says (at most RETRY_AFTER_MAX_S) and asks again, up to twice."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from evoharness.diagnosis.judge import openai_judge_model
+
+    verdict = json.dumps({"choices": [{"message": {"role": "assistant", "content": _verdict(step=4)}}]}).encode()
+    seen: list[int] = []
+
+    class Limited(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(1)
+            limited = len(seen) <= 2 or len(seen) >= 4  # 2 refusals, the verdict, then refusals only
+            body = b'{"error": {"message": "slow down"}}' if limited else verdict
+            self.send_response(429 if limited else 200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Limited)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        judge = LLMJudge(openai_judge_model(f"openai:http://127.0.0.1:{httpd.server_address[1]}/v1#m"))
+        assert judge.label(_log()).labeller == "llm" and len(seen) == 3
+        lab = judge.label(_log())  # refused three times: the rules, saying why
+        assert lab.labeller.startswith("rules (llm fallback") and "429" in lab.labeller and len(seen) == 6
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
