@@ -586,13 +586,14 @@ def with_user_usage(traj: Trajectory, usage: RolloutUsage) -> Trajectory:
 
 # the gateway's reasons once its retries ran out (unreachable, timed out, 408/429/5xx every time), or a reply that
 # is no JSON object (a proxy's error page)
-_DOWN = re.compile(r"unreachable after|timed out after|^upstream HTTP \d+ after \d+ attempts|not a JSON object")
+_DOWN = re.compile(r"unreachable after|timed out after|^upstream HTTP \d+ after \d+ attempts|not a JSON object"
+                   r"|no chat completion")
 
 
 def endpoint_down(trajs: list[Trajectory]) -> str | None:
     """The gateway's reason when no rollout got a single reply from its model endpoint (agent or
     simulated user) because the endpoint was unreachable, timed out, kept refusing (408, 429, 5xx) until the
-    retries ran out, or replied with no JSON object; None otherwise.
+    retries ran out, or replied with no JSON object or a 200 with no chat completion in it; None otherwise.
 
     One rollout whose endpoint answered keeps the others' failures as data (scored failed rollouts).
     """

@@ -85,7 +85,11 @@ class HttpUpstream:
         self._client = httpx.Client(headers=headers, timeout=timeout, follow_redirects=False)
 
     def chat(self, body: dict[str, Any], rollout: str) -> UpstreamReply:
-        return self._call("POST", "/chat/completions", body)
+        reply = self._call("POST", "/chat/completions", body)
+        if reply.status == 200 and not _is_completion(reply.payload):  # the agent's client failed on it, IndexError
+            why = "upstream replied HTTP 200 with no chat completion (no choices with a message)"
+            return UpstreamReply(502, error_payload(why, "upstream_error", "upstream_bad_reply"), reply.retries, why)
+        return reply
 
     def models(self) -> UpstreamReply:
         return self._call("GET", "/models", None)
@@ -135,6 +139,12 @@ class HttpUpstream:
         else:
             error = f"upstream HTTP {resp.status_code}: {_message(payload)}"
         return UpstreamReply(resp.status_code, payload, attempts - 1, error)
+
+
+def _is_completion(payload: dict[str, Any]) -> bool:
+    choices = payload.get("choices")
+    return (isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict)
+            and isinstance(choices[0].get("message"), dict))
 
 
 def _message(payload: dict[str, Any]) -> str:

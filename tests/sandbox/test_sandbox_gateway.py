@@ -87,6 +87,20 @@ def test_retries_give_up_with_the_upstreams_last_status(gateway, upstream):
     assert (u.errors, u.retries) == (1, 2) and "503" in u.last_error
 
 
+@pytest.mark.parametrize("payload", [{"choices": []}, {"id": "x", "object": "chat.completion"},
+                                     {"choices": [{"index": 0, "finish_reason": "stop"}]}])
+def test_a_200_with_no_chat_completion_is_a_502_saying_so(gateway, upstream, payload):
+    """An endpoint answering 200 with no choices: the agent's client indexed choices[0] and the rollout failed with
+    "IndexError: list index out of range", N failed rollouts the loop then edited the harness against (walkloop)."""
+    upstream.queue((200, payload))
+    token = gateway.open_rollout()
+    r = post(gateway, token, CHAT)
+    assert r.status_code == 502 and "no chat completion" in r.json()["error"]["message"]
+    assert len(upstream.requests) == 1
+    u = gateway.close_rollout(token)
+    assert (u.requests, u.errors) == (1, 1) and "HTTP 200 with no chat completion" in u.last_error
+
+
 def test_a_400_is_passed_back_and_not_retried(gateway, upstream):
     upstream.queue((400, {"error": {"message": "response_format json_schema is not supported"}}))
     token = gateway.open_rollout()

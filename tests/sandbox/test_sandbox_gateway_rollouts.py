@@ -121,6 +121,8 @@ def test_an_endpoint_down_for_every_rollout_is_an_infrastructure_error(harness):
 @pytest.mark.parametrize("status, payload, why", [
     (429, {"error": {"message": "slow down"}}, "upstream HTTP 429 after 2 attempts: slow down"),
     (500, {"error": {"message": "boom"}}, "upstream HTTP 500 after 2 attempts: boom"),
+    (200, {"choices": []}, r"upstream replied HTTP 200 with no chat completion \(no choices with a message\)"),
+    (200, {"object": "chat.completion"}, "upstream replied HTTP 200 with no chat completion"),
 ])
 def test_an_endpoint_refusing_every_rollout_after_the_retries_is_an_infrastructure_error(harness, upstream,
                                                                                           status, payload, why):
