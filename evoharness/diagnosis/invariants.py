@@ -421,29 +421,52 @@ def _yes_to_the_action(view: TraceView, w: ToolCall) -> bool:
     name something the write does -- one of its argument values -- or does the yes name one itself? A request
     that happens to hold "okay" or "sure" ("... and okay with any color") confirms no listing; a write with no
     argument value has nothing to list."""
-    values = [str(v) for v in _arg_values(w.args) if len(str(v)) >= 3]
-    if not values:
+    first = next(iter(view.user_steps), None)
+    if first is None or first >= w.step:
         return True
-    msgs, users = view.traj.messages, [i for i in view.user_steps if i < w.step]
-    if not users:
-        return True
-    for i in range(users[0] + 1, w.step):
+    args, msgs = w.args, view.traj.messages
+    # the top level's values first (an id, mostly, named in the listing just before the yes); the nested ones are
+    # gathered only when none of those was named: the answer is the same, at a fraction of the cost
+    if isinstance(args, dict):
+        top = [t for v in args.values() if v is not None and not isinstance(v, bool | dict | list)
+               and len(t := str(v)) >= 3]
+        if top and _named(msgs, first, w.step, top):
+            return True
+    values = _arg_values(args)
+    return not values or _named(msgs, first, w.step, values)
+
+
+def _named(msgs: list[dict], first: int, step: int, values: list[str]) -> bool:
+    """Does a message of the agent or the user (no tool call) after ``first`` and before ``step`` hold one of
+    ``values``? Read back from ``step``: the listing is most often just before the yes."""
+    for i in range(step - 1, first, -1):
         m = msgs[i]
         content = m.get("content")
-        if m.get("role") in ("assistant", "user") and not m.get("tool_calls") and isinstance(content, str) \
-                and any(v in content for v in values):
-            return True
+        if isinstance(content, str) and not m.get("tool_calls") and m.get("role") in ("assistant", "user"):
+            for v in values:
+                if v in content:
+                    return True
     return False
 
 
-def _arg_values(args: object, depth: int = 0) -> list:
-    if depth > 6:
-        return []
-    if isinstance(args, dict):
-        return [x for v in args.values() for x in _arg_values(v, depth + 1)]
-    if isinstance(args, list):
-        return [x for v in args for x in _arg_values(v, depth + 1)]
-    return [] if args is None or isinstance(args, bool) else [args]
+def _arg_values(args: object) -> list[str]:
+    """The scalar values (as text, 3 characters or more) in a call's arguments, nested dicts and lists read to a
+    depth of 6; None and booleans are no value."""
+    out: list[str] = []
+    stack = [(args, 0)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, dict):
+            if depth < 6:
+                stack.extend((v, depth + 1) for v in x.values())
+        elif isinstance(x, list):
+            if depth < 6:
+                stack.extend((v, depth + 1) for v in x)
+        elif x is not None and not isinstance(x, bool):
+            text = str(x)
+            if len(text) >= 3:
+                out.append(text)
+    return out
 
 
 def _workspace_edit(view: TraceView, c: ToolCall) -> bool:
