@@ -9,15 +9,13 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import output_dir, settings_of
+from evoharness.cli_support import command_name, output_dir, settings_of
 
 
 def _report(outcome, ctx: typer.Context | None = None) -> None:
     from evoharness.graph.summary import summary_text
 
     if outcome.interrupted:
-        from evoharness.cli_support import command_name
-
         cmd = command_name() + _given_settings(ctx)  # the same home and settings, or the run is not found
         typer.echo(f"\nRun {outcome.run_id} is waiting for review:")
         for item in outcome.interrupted:
@@ -62,21 +60,22 @@ def run(
         if evidence:
             raise InputError("--evidence", "a run's evidence is fixed when it starts; a resumed run reads its "
                              "snapshot (start a new run to add evidence)")
-        outcome = resume_run(settings, resume)
+        outcome = resume_run(settings, resume, command=command_name() + _given_settings(ctx))
     else:
         update: dict = {"review": True} if review else {}
         if evidence:
             update["evidence"] = [*settings.run.evidence, *evidence]
         if update:
             settings = settings.model_copy(update={"run": settings.run.model_copy(update=update)})
-        outcome = start_run(settings, run_id)
+        outcome = start_run(settings, run_id, command=command_name() + _given_settings(ctx))
     _report(outcome, ctx)
 
 
 def _decide(ctx: typer.Context, candidate: str, run_id: str, decision: str, reason: str | None) -> None:
     from evoharness.graph.runner import decide
 
-    _report(decide(settings_of(ctx), run_id, candidate, decision, reason), ctx)
+    _report(decide(settings_of(ctx), run_id, candidate, decision, reason,
+                   command=command_name() + _given_settings(ctx)), ctx)
 
 
 def approve(

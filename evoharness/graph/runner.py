@@ -115,7 +115,15 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
     return outcome
 
 
-def start_run(settings: Settings, run_id: str | None = None, progress: Progress | None = None) -> RunOutcome:
+def _resume_hint(command: str | None, run_id: str) -> str | None:
+    """The paused run's way back, typed as this run was started (``command``: the CLI's own name and its --config /
+    --set words: a run under ``--set home=DIR`` told to `evoharness run --resume ID` was looked for under the default
+    home); None: ``paused``'s own."""
+    return None if command is None else f"`{command} run --resume {run_id}`"
+
+
+def start_run(settings: Settings, run_id: str | None = None, progress: Progress | None = None, *,
+              command: str | None = None) -> RunOutcome:
     run_id = check_run_id(run_id or new_run_id(), "--run-id")
     run_dir = runs_dir(settings) / run_id
     if (run_dir / "settings.json").exists():
@@ -137,20 +145,22 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
         progress.note(f"run {run_id}: harness {settings.run.harness}, env {settings.run.env}, "
                       f"model {settings.run.model}, budget {settings.run.budget:g}"
                       + (f", {len(evidence)} evidence trajectories" if evidence else ""))
-        return _drive(settings, run_id, run_dir, {"run_id": run_id}, progress)
+        return _drive(settings, run_id, run_dir, {"run_id": run_id}, progress,
+                      resume_hint=_resume_hint(command, run_id))
 
 
-def resume_run(settings: Settings, run_id: str, progress: Progress | None = None) -> RunOutcome:
+def resume_run(settings: Settings, run_id: str, progress: Progress | None = None, *,
+               command: str | None = None) -> RunOutcome:
     saved, run_dir = load_run_settings(settings, run_id, "--resume")
     with run_lock(run_dir, run_id):
         progress = progress or Progress()
         progress.note(f"resuming {run_id}" + ("; it keeps the settings it started with, not applied: " + ", ".join(
             diff) if (diff := not_applied(settings, saved)) else ""))
-        return _drive(saved, run_id, run_dir, None, progress)
+        return _drive(saved, run_id, run_dir, None, progress, resume_hint=_resume_hint(command, run_id))
 
 
 def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: str | None,
-           progress: Progress | None = None) -> RunOutcome:
+           progress: Progress | None = None, *, command: str | None = None) -> RunOutcome:
     """Answer a review interrupt (approve | reject) and let the run continue.
 
     One decision at a time per run: a second ``approve`` while one is being applied (another process)
@@ -158,11 +168,11 @@ def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: 
     """
     saved, run_dir = load_run_settings(settings, run_id)
     with decision_lock(run_dir, run_id), run_lock(run_dir, run_id):  # the interrupt is re-read under both
-        return _decide(saved, run_id, run_dir, branch, decision, reason, progress)
+        return _decide(saved, run_id, run_dir, branch, decision, reason, progress, command)
 
 
 def _decide(saved: Settings, run_id: str, run_dir: Path, branch: str, decision: str, reason: str | None,
-            progress: Progress | None) -> RunOutcome:
+            progress: Progress | None, command: str | None = None) -> RunOutcome:
     pending = pending_reviews(saved, run_id, run_dir)
     branches = {c["branch"] for p in pending for c in p.get("candidates", [])}
     if not branches:
@@ -173,7 +183,8 @@ def _decide(saved: Settings, run_id: str, run_dir: Path, branch: str, decision: 
     decisions[branch] = decision
     if reason:
         decisions[f"{branch}#reason"] = reason
-    return _drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress())
+    return _drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress(),
+                  resume_hint=_resume_hint(command, run_id))
 
 
 def pending_reviews(settings: Settings, run_id: str, run_dir: Path) -> list[Any]:
