@@ -194,10 +194,18 @@ def export(
     if trajectories is not None and source_ != SourceKind.queue:
         _require_records(trajectories, "trajectories to export")
     cfg = settings.datasets
+    queue = None
+    if source_ != SourceKind.healthy:
+        if (missing := _no_default_queue_yet(ctx, url)) is None:
+            queue = _queue(ctx, url, create=url is None)
+        elif source_ == SourceKind.queue:  # it wrote an empty set and left an empty queue.db behind
+            raise InputError("--source queue", f"no training queue yet: nothing was enqueued (the first `dataset "
+                                               f"enqueue` creates {missing})")
+        # --source all on a fresh home: the file alone, and no empty queue.db made for it (nor for a bad file)
     summary = export_dataset(
         out, fmt=fmt_, source=source_,
         trajectories=JsonlSource(trajectories) if trajectories and source_ != SourceKind.queue else None,
-        queue=_queue(ctx, url, create=url is None) if source_ != SourceKind.healthy else None,
+        queue=queue,
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels)

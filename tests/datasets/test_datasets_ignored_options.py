@@ -63,3 +63,21 @@ def test_a_filter_value_that_does_not_exist_names_the_option_and_the_values_it_t
     [err] = capsys.readouterr().err.strip().splitlines()
     assert err == f"error: {option}: {value!r} is not one of {valid}", err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_fresh_home_gets_no_empty_queue_from_an_export(tmp_path, capsys):
+    """`dataset export --source all` on a home where nothing was enqueued made an empty queue.db, even when its
+    trajectory file then failed; `--source queue` there wrote an empty set (and the file). Now --source all exports the
+    file alone and makes nothing, and --source queue says there is no queue yet."""
+    home = tmp_path / "home"
+    good, bad = tmp_path / "mine.jsonl", tmp_path / "bad.jsonl"
+    write_trajectories(good, [make_traj("m0", "t-mine-0")])
+    bad.write_text('{"bad\n')
+    given = ["--set", f"home={home}", "dataset", "export"]
+    assert main([*given, "--source", "all", "-t", str(bad), "--out", str(tmp_path / "a")]) == 2
+    assert main([*given, "--source", "all", "-t", str(good), "--out", str(tmp_path / "b")]) == 0
+    assert "wrote 1 records" in capsys.readouterr().out
+    assert main([*given, "--source", "queue", "--out", str(tmp_path / "c")]) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith("error: --source queue: no training queue yet: nothing was enqueued"), err
+    assert not (home / "queue.db").exists() and not (tmp_path / "c").exists()
