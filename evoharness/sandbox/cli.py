@@ -92,6 +92,7 @@ def rollout(
     executor: Annotated[str | None, typer.Option("--executor", help="local | ray (default: sandbox.executor)")] = None,
 ) -> None:
     """Run K rollouts of the harness on N tasks; write trajectories and print their composition."""
+    from rich.console import Console
     from rich.progress import Progress
 
     from evoharness.agent.models import resolve_model_spec
@@ -121,7 +122,8 @@ def rollout(
     ref = commit or _default_commit(harness)
     requests = [RolloutRequest(task_id=t, harness_commit=ref or "HEAD", seed=seed + k, rollout=k, split=split)
                 for t in task_ids for k in range(rollouts)]
-    with Progress(transient=True) as progress:
+    console = Console(stderr=True)  # the bar on a terminal's stderr only: off one, rich left a blank stdout line
+    with Progress(transient=True, console=console, disable=not console.is_terminal) as progress:
         where = f"{box.name if box else 'inprocess'}, {executor or cfg.executor}"
         bar = progress.add_task(f"rollouts ({where})", total=len(requests))
         with make_executor(cfg, harness, env, model, executor=executor, backend=sandbox,

@@ -70,6 +70,17 @@ def test_rollout_writes_trajectories_and_prints_the_composition(harness, tmp_pat
     assert "F3" in printed and "healthy" in printed.lower()
 
 
+def test_a_rollout_that_fails_off_a_terminal_prints_its_error_line_only(harness, tmp_path, capsys):
+    """Off a terminal, rich's transient bar left a blank line on stdout before the error (a bad --commit, an
+    endpoint down): now the bar is drawn on a terminal's stderr only."""
+    rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--out", str(tmp_path / "o.jsonl"),
+               "--commit", "no-such-commit", "--tasks", "1"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "", repr(captured.out)
+    [err] = captured.err.splitlines()
+    assert err.startswith("error: ") and "no-such-commit" in err, err
+
+
 def test_rollout_rejects_a_bad_backend(harness, tmp_path, capsys):
     rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--out", str(tmp_path / "o.jsonl"),
                "--sandbox", "podman"])
