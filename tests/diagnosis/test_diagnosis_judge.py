@@ -6,7 +6,7 @@ import json
 
 from evoharness.diagnosis.judge import LLMJudge, chunks, excerpt
 from evoharness.traces.models import Trajectory
-from tests.http_fakes import fixed_reply
+from tests.http_fakes import fixed_reply, replying
 
 
 def _log(n: int = 6, size: int = 50) -> Trajectory:
@@ -138,37 +138,19 @@ def test_a_rate_limited_reply_is_sent_again_after_its_retry_after():
     """On an endpoint answering 429 with Retry-After, every run fell back to the rules at once ('HTTPStatusError:
     Client error '429 Too Many Requests''): a rate-limited judge judged nothing. The judge now waits what
     Retry-After says (at most RETRY_AFTER_MAX_S) and asks again, up to twice."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from evoharness.diagnosis.judge import openai_judge_model
 
     verdict = json.dumps({"choices": [{"message": {"role": "assistant", "content": _verdict(step=4)}}]}).encode()
     seen: list[int] = []
 
-    class Limited(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
+    def reply():
+        seen.append(1)
+        limited = len(seen) <= 2 or len(seen) >= 4  # 2 refusals, the verdict, then refusals only
+        body = b'{"error": {"message": "slow down"}}' if limited else verdict
+        return 429 if limited else 200, {"Content-Type": "application/json", "Retry-After": "0"}, body
 
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append(1)
-            limited = len(seen) <= 2 or len(seen) >= 4  # 2 refusals, the verdict, then refusals only
-            body = b'{"error": {"message": "slow down"}}' if limited else verdict
-            self.send_response(429 if limited else 200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Retry-After", "0")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Limited)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        judge = LLMJudge(openai_judge_model(f"openai:http://127.0.0.1:{httpd.server_address[1]}/v1#m"))
+    with replying(reply) as url:
+        judge = LLMJudge(openai_judge_model(f"openai:{url}#m"))
         assert judge.label(_log()).labeller == "llm" and len(seen) == 3
         lab = judge.label(_log())  # refused three times: the rules, saying why
         assert lab.labeller.startswith("rules (llm fallback") and "429" in lab.labeller and len(seen) == 6
-    finally:
-        httpd.shutdown()
-        httpd.server_close()

@@ -134,28 +134,12 @@ def test_a_reply_that_keeps_a_placeholder_is_retried():
 
 
 def test_openai_chat_reads_a_plain_json_reply_too():
-    class Plain(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            out = json.dumps({"choices": [{"message": {"role": "assistant", "content": R.CRITIC_OK}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Plain)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        chat = OpenAIChat("m", f"http://127.0.0.1:{httpd.server_address[1]}/v1", deadline_s=5)
+    out = json.dumps({"choices": [{"message": {"role": "assistant", "content": R.CRITIC_OK}}]}).encode()
+    with fixed_reply("application/json", out) as url:
+        chat = OpenAIChat("m", url, deadline_s=5)
         from evoharness.roles.llm import ReviewDraft
 
         assert ask(chat, [], ReviewDraft, role="critic", methods=["json_schema"]).approved
-    finally:
-        httpd.shutdown()
 
 
 @pytest.mark.parametrize("ctype, body, why", [
