@@ -8,6 +8,7 @@ continues from there.
 
 from __future__ import annotations
 
+import shlex
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -41,8 +42,9 @@ class TapProgress(Progress):
 def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress: Progress,
           stop: threading.Event, on_state: Callable[[dict[str, Any]], None] | None = None) -> RunOutcome:
     """Run the graph from ``payload`` (None: resume) until it ends, interrupts, or ``stop`` is set."""
+    home = shlex.quote(f"home={settings.home}")  # the service's home, or the CLI looked under its default one
     return run_graph(settings, run_id, run_dir, payload, progress, stop=stop, on_state=on_state,
-                     resume_hint=f"restart the service (or `evoharness run --resume {run_id}`)")
+                     resume_hint=f"restart the service (or `evoharness --set {home} run --resume {run_id}`)")
 
 
 def read_state(settings: Settings, run_id: str, run_dir: Path) -> tuple[dict[str, Any], list[Any]]:

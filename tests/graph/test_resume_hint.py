@@ -49,3 +49,22 @@ def test_a_resumed_run_that_pauses_again_says_the_same(tmp_path, capsys, down):
     assert main([*given[:2], "run", "--resume", "run-x"]) == 2
     [line] = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
     assert line.endswith(f"then `{command_name()} --set 'home={tmp_path / 'my home'}' run --resume run-x`"), line
+
+
+def test_the_services_hint_names_its_home(tmp_path, down):
+    """The service's paused run said "restart the service (or `evoharness run --resume ID`)": from a shell, that looks
+    under the default home, not the service's."""
+    import shlex
+    import threading
+
+    from evoharness.graph.progress import Progress
+    from evoharness.service.driver import drive
+    from tests.graph.conftest import run_settings
+
+    settings = run_settings(tmp_path).model_copy(update={"home": tmp_path / "service home"})
+    run_dir = settings.home / "runs" / "run-x"
+    run_dir.mkdir(parents=True)
+    with pytest.raises(InfraError) as e:
+        drive(settings, "run-x", run_dir, {"run_id": "run-x"}, Progress(quiet=True), threading.Event())
+    home = shlex.quote(f"home={tmp_path / 'service home'}")
+    assert str(e.value).endswith(f"restart the service (or `evoharness --set {home} run --resume run-x`)"), e.value
