@@ -84,3 +84,16 @@ def content_text(value: Any) -> str:
 def agent_name(name: str) -> str:
     """An agent name as OpenAI's ``name`` field allows it ([a-zA-Z0-9_-], at most 64)."""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:64] or "agent"
+
+
+def keep_reasoning(reasoning: list[dict[str, Any]], step: int, value: Any) -> None:
+    """Keep ``value``, a model's ``reasoning_content``, as the reasoning of the assistant turn at ``step`` in
+    ``reasoning`` (``meta["reasoning"]``: ``{step, text}``, never the turn's text): once, as one response's calls may
+    each repeat it; an empty or non-text value is none."""
+    if not isinstance(value, str) or not value.strip():
+        return
+    if reasoning and reasoning[-1]["step"] == step:
+        if value not in reasoning[-1]["text"]:
+            reasoning[-1]["text"] += "\n" + value
+        return
+    reasoning.append({"step": step, "text": value})

@@ -30,7 +30,17 @@ from typing import Any
 
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
-from evoharness.traces.importers._shape import agent_name, arguments, arr, content_text, count, obj, score, text
+from evoharness.traces.importers._shape import (
+    agent_name,
+    arguments,
+    arr,
+    content_text,
+    count,
+    keep_reasoning,
+    obj,
+    score,
+    text,
+)
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
 
@@ -92,9 +102,7 @@ def convert(path: Path, data: Any) -> Trajectory:
         if calls:
             msg["tool_calls"] = calls
         messages.append(msg)
-        thinking = step.get("reasoning_content")
-        if isinstance(thinking, str) and thinking.strip():
-            reasoning.append({"step": len(messages) - 1, "text": thinking})
+        keep_reasoning(reasoning, len(messages) - 1, step.get("reasoning_content"))
         final_answer = body if not calls and body.strip() else None
         _observations(step, names, messages, events)
 

@@ -60,7 +60,7 @@ from typing import Any
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
 from evoharness.traces.importers import dirscan, neighbours
-from evoharness.traces.importers._shape import arguments, content_text
+from evoharness.traces.importers._shape import arguments, content_text, keep_reasoning
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
 BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n?```", re.DOTALL)
@@ -637,9 +637,7 @@ def convert(path: Path, data: Any) -> Trajectory:
             pending = [c["id"] for c in calls]
             messages.append({"role": "assistant", "content": content, "tool_calls": calls} if calls
                             else {"role": "assistant", "content": content})
-            thinking = m.get("reasoning_content")
-            if isinstance(thinking, str) and thinking.strip():
-                reasoning.append({"step": step, "text": thinking})
+            keep_reasoning(reasoning, step, m.get("reasoning_content"))
         elif role == "tool":  # v2 tool-call models: the result names its call
             call_id = str(m.get("tool_call_id") or m.get("call_id") or (pending[0] if pending else f"call_{step}"))
             if call_id in pending:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.traces import jsontext
+from evoharness.traces.importers._shape import keep_reasoning
 from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -114,9 +115,7 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
             steps += 1
             if isinstance(content, str) and content.strip():
                 final_answer = content
-            thinking = m.get("reasoning_content")
-            if isinstance(thinking, str) and thinking.strip():
-                reasoning.append({"step": i, "text": thinking})
+            keep_reasoning(reasoning, i, m.get("reasoning_content"))
         elif role == "tool" and isinstance(content, str) and content.startswith("Error"):
             events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
     if bad_score:  # after the message checks: a bad message is reported first

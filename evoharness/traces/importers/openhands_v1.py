@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from evoharness.traces.importers._shape import arguments, arr, obj
+from evoharness.traces.importers._shape import arguments, arr, keep_reasoning, obj
 from evoharness.traces.models import Event
 from evoharness.traces.patterns import classify_tool_error
 
@@ -100,15 +100,7 @@ class ConversationState:
         self._reason(len(self.messages) - 1, reasoning)
 
     def _reason(self, step: int, text: Any) -> None:
-        """Keep ``text``, the model's ``reasoning_content``, as the reasoning of the assistant turn at ``step`` (once:
-        a response's calls may each repeat it)."""
-        if not isinstance(text, str) or not text.strip():
-            return
-        if self.reasoning and self.reasoning[-1]["step"] == step:
-            if text not in self.reasoning[-1]["text"]:
-                self.reasoning[-1]["text"] += "\n" + text
-            return
-        self.reasoning.append({"step": step, "text": text})
+        keep_reasoning(self.reasoning, step, text)
 
 
 class Conversation(ConversationState):
