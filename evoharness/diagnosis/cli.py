@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
@@ -71,6 +73,9 @@ def diagnose(
     window: Annotated[int, typer.Option("--judge-window", help="the judge reads the messages within N "
                                         "of the rules' signals, one call per run; 0: the whole run in "
                                         "chunks, one call per chunk")] = 3,
+    timeout: Annotated[float, typer.Option("--judge-timeout", metavar="SECONDS", help="the judge waits at most "
+                                           "this long for one reply; a run whose call is not answered in "
+                                           "time keeps the rule label")] = 120.0,
 ) -> None:
     """Label every trajectory by its first failure signal; print the composition and the lever.
 
@@ -89,16 +94,18 @@ def diagnose(
 
     cfg = settings_of(ctx).diagnosis
     # the judge's options given to the rules are refused, not silently ignored
-    judge_only = [opt for opt, name in (("--judge-window", "window"), ("--context", "context"))
-                  if _given(ctx, name)]
+    judge_only = [opt for opt, name in (("--judge-window", "window"), ("--context", "context"),
+                                        ("--judge-timeout", "timeout")) if _given(ctx, name)]
     if labeller_kind == "rules" and judge_only and not model:
         raise InputError(judge_only[0], f"{judge_only[0]} is for --labeller llm")
     if context < 512:  # after the check above: out of range and not for the rules is "for --labeller llm"
         raise InputError("--context", f"must be >= 512 tokens, not {context:,}")
     if window < 0:
         raise InputError("--judge-window", f"must be >= 0, not {window:,}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise InputError("--judge-timeout", f"must be a positive number of seconds, not {timeout:g}")
     judged = labeller_kind != "rules" or model
-    labeller = _labeller(labeller_kind, model, context, cfg, window) if judged else Labeller(cfg)
+    labeller = _labeller(labeller_kind, model, context, cfg, window, timeout) if judged else Labeller(cfg)
     fallbacks: list[str] = []
     tally = Tally()
     shown: list[str] = []
@@ -134,8 +141,9 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3):
-    """The rule labeller, or the LLM judge over it (``--labeller llm --model openai:URL[#model]``)."""
+def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3, timeout_s: float = 120.0):
+    """The LLM judge over the rule labeller (``--labeller llm --model openai:URL[#model]``), saying on stderr
+    what it calls and, as it goes, how far it got (`JudgeProgress`)."""
     if kind == "rules":
         raise InputError("--model", "--model is for --labeller llm")
     if kind != "llm":
@@ -144,7 +152,35 @@ def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3):
         raise InputError("--labeller", "--labeller llm needs --model openai:URL[#model]")
     from evoharness.diagnosis.judge import LLMJudge, openai_judge_model
 
-    return LLMJudge(openai_judge_model(model), cfg, context_tokens=context, window=window)
+    judge_model = openai_judge_model(model, timeout_s=timeout_s)
+    typer.echo(f"llm judge: judging the failed runs, at most {timeout_s:g}s a call", err=True)
+    return LLMJudge(judge_model, cfg, context_tokens=context, window=window, on_call=JudgeProgress())
+
+
+class JudgeProgress:
+    """A line on stderr after the judge's first call, then at most one every ``EVERY`` seconds, on a terminal
+    or not (``[  12.0s] llm judge: 4 runs judged (5 calls, the last 3.1s: ID part 2/3)``): one call can take
+    minutes, and off a terminal `diagnose --labeller llm` said nothing until the end."""
+
+    EVERY = 10.0
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self.t0 = time.monotonic()
+        self.last: float | None = None
+        self.runs = self.calls = 0
+
+    def __call__(self, traj_id: str, part: int, parts: int, seconds: float) -> None:
+        self.calls += 1
+        self.runs += part == 1
+        now = time.monotonic()
+        if self.last is not None and now - self.last < self.EVERY:
+            return
+        self.last = now
+        where = f"{traj_id} part {part}/{parts}" if parts > 1 else traj_id
+        print(f"[{now - self.t0:6.1f}s] llm judge: {self.runs:,} run{'s' * (self.runs != 1)} judged "
+              f"({self.calls:,} call{'s' * (self.calls != 1)}, the last {seconds:.1f}s: {where})",
+              file=self.stream or sys.stderr, flush=True)
 
 
 def _echo_json(head: dict, key: str, rows) -> None:

@@ -16,7 +16,8 @@ reason in ``Label.labeller`` (``rules (llm fallback: ...)``).
 ``JudgeModel`` is any callable from chat messages to reply text; ``openai_judge_model`` builds one for
 an OpenAI-compatible server (``openai:URL[#model]``), asking for a JSON object (grammar-constrained where
 the server supports a schema; the schema's ``step`` is limited to the agent messages and tool results
-shown) of at most ``max_tokens`` tokens.
+shown) of at most ``max_tokens`` tokens, waiting at most ``timeout_s`` seconds for each reply
+(``diagnose --judge-timeout``). ``LLMJudge(on_call=...)`` is told after each call (the CLI's progress line).
 """
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ from evoharness.errors import InputError
 from evoharness.traces.models import Trajectory
 
 JudgeModel = Callable[[list[dict[str, str]]], str]
+OnCall = Callable[[str, int, int, float], None]  # (trajectory id, part, parts, seconds the call took), each call
 PROMPT = Path(__file__).parent / "prompts" / "judge.md"
 MESSAGE_CHARS = 600  # one message's share of a chunk (longer ones are clipped in the transcript)
 PROMPT_RESERVE_CHARS = 2500  # instructions, evidence and the reply
 WINDOW = 3  # messages each side of a signal's step in the default excerpt
 FOCUS_SIGNALS = 3  # located signals whose neighbourhoods the excerpt shows
 EVIDENCE_SIGNALS, EVIDENCE_CHARS = 6, 160  # the rules' evidence in the prompt: how many signals, how long each
+TIMEOUT_S = 120.0  # default wait for one reply (diagnose --judge-timeout)
 RATE_LIMIT_RETRIES, RETRY_AFTER_MAX_S = 2, 30.0  # a 429 is asked again twice, after what Retry-After says (capped)
 _OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
@@ -153,8 +156,9 @@ class LLMJudge:
     """``label(traj)`` like `Labeller`, with the model's verdict where it gives a valid one."""
 
     def __init__(self, model: JudgeModel, cfg: DiagnosisConfig | None = None, context_tokens: int = 8192,
-                 window: int = WINDOW) -> None:
+                 window: int = WINDOW, on_call: OnCall | None = None) -> None:
         self.model = model
+        self.on_call = on_call
         self.rules = Labeller(cfg)
         self.budget = max(1000, context_tokens * 3 - PROMPT_RESERVE_CHARS)
         self.window = window
@@ -199,8 +203,13 @@ class LLMJudge:
             self.calls += 1
             messages = [{"role": "user", "content": prompt}]
             allowed = [i for i in shown if traj.messages[i].get("role") in ("assistant", "tool")] or shown
-            reply = self.model(messages, schema=verdict_schema(allowed)) if getattr(
-                self.model, "accepts_schema", False) else self.model(messages)
+            start = time.monotonic()
+            try:
+                reply = self.model(messages, schema=verdict_schema(allowed)) if getattr(
+                    self.model, "accepts_schema", False) else self.model(messages)
+            finally:  # a call that failed (timed out) is reported too
+                if self.on_call:
+                    self.on_call(traj.id, n, len(parts), time.monotonic() - start)
             verdict = parse_verdict(reply)
             if verdict.failed_here:
                 if verdict.step not in shown:
@@ -232,8 +241,9 @@ def _short(e: Exception) -> str:
     return " ".join(f"{type(e).__name__}: {e}".split())[:200]
 
 
-def openai_judge_model(spec: str, timeout_s: float = 120.0, max_tokens: int = 200) -> JudgeModel:
-    """A `JudgeModel` for ``openai:URL[#model]`` (without ``#model``: the server's one model)."""
+def openai_judge_model(spec: str, timeout_s: float = TIMEOUT_S, max_tokens: int = 200) -> JudgeModel:
+    """A `JudgeModel` for ``openai:URL[#model]`` (without ``#model``: the server's one model), waiting at most
+    ``timeout_s`` seconds for a reply (a call past it fails, and the run falls back to the rules)."""
     import httpx
 
     if not spec.startswith("openai:") or len(spec) <= len("openai:"):
@@ -259,7 +269,10 @@ def openai_judge_model(spec: str, timeout_s: float = 120.0, max_tokens: int = 20
             body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
             if schema_ok[0]:
                 body["response_format"] = {"type": "json_object", "schema": schema or VERDICT_SCHEMA}
-            r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=timeout_s)
+            try:
+                r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=timeout_s)
+            except httpx.TimeoutException:
+                raise TimeoutError(f"no reply within {timeout_s:g}s (--judge-timeout)") from None
             if r.status_code == 429 and limited < RATE_LIMIT_RETRIES:  # rate-limited: wait as told, ask again
                 limited += 1
                 time.sleep(_retry_after(r.headers.get("retry-after")))

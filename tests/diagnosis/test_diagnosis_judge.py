@@ -154,3 +154,82 @@ def test_a_rate_limited_reply_is_sent_again_after_its_retry_after():
         assert judge.label(_log()).labeller == "llm" and len(seen) == 3
         lab = judge.label(_log())  # refused three times: the rules, saying why
         assert lab.labeller.startswith("rules (llm fallback") and "429" in lab.labeller and len(seen) == 6
+
+
+def _failed_runs(shared_data, tmp_path, n: int):
+    rows = json.loads((shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json").read_text())
+    failed = [r for r in rows if not r["reward"]][:n]
+    assert len(failed) == n
+    path = tmp_path / "failed.json"
+    path.write_text(json.dumps(failed))
+    return str(path)
+
+
+def _completion(content: str) -> bytes:
+    return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+
+
+def test_a_slow_judge_call_gives_up_at_the_judge_timeout(shared_data, tmp_path, capsys):
+    """`diagnose --labeller llm` waited a fixed 120 s for each reply, with no option. `--judge-timeout SECONDS`
+    sets it: a call not answered in time leaves that run with the rule label, saying why."""
+    import threading
+    import time
+
+    from evoharness.cli import main
+
+    release = threading.Event()
+
+    def slow():
+        release.wait(10)
+        return 200, {"Content-Type": "application/json"}, _completion(json.dumps({"failed_here": False}))
+
+    sample = _failed_runs(shared_data, tmp_path, 1)
+    try:
+        with replying(slow) as url:
+            start = time.monotonic()
+            code = main(["diagnose", sample, "--json", "--labeller", "llm", "--model", f"openai:{url}#m",
+                         "--judge-timeout", "0.3"])
+            took = time.monotonic() - start
+            release.set()
+    finally:
+        release.set()
+    cap = capsys.readouterr()
+    assert code == 0 and took < 5, (code, took)
+    row = json.loads(cap.out)["trajectories"][0]
+    assert row["labeller"] == "rules (llm fallback: TimeoutError: no reply within 0.3s (--judge-timeout))"
+    assert "1 trajectories fell back" in cap.err and "at most 0.3s a call" in cap.err
+
+
+def test_the_judge_timeout_is_a_positive_finite_number_for_the_judge_only(tmp_path, capsys):
+    from evoharness.cli import main
+
+    sample = str(tmp_path / "missing.json")  # options are checked before any file is read
+    assert main(["diagnose", sample, "--judge-timeout", "30"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: --judge-timeout is for --labeller llm"]
+    judge = ["--labeller", "llm", "--model", "openai:http://127.0.0.1:9/v1#m"]
+    for value in ("0", "-1", "inf", "nan"):
+        assert main(["diagnose", sample, *judge, "--judge-timeout", value]) == 2, value
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: --judge-timeout: must be a positive number of seconds, not {float(value):g}"], err
+
+
+def test_the_judge_says_how_far_it_got_off_a_terminal_at_most_every_few_seconds(shared_data, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """Off a terminal (a log, a pipe) `diagnose --labeller llm` said nothing until every run was judged, minutes
+    on a slow endpoint. It now prints a line after the first call, then at most one every JudgeProgress.EVERY
+    seconds, on a terminal or not."""
+    from evoharness.cli import main
+    from evoharness.diagnosis.cli import JudgeProgress
+
+    sample = _failed_runs(shared_data, tmp_path, 3)
+    no = _completion(json.dumps({"failed_here": False}))
+    with replying(lambda: (200, {"Content-Type": "application/json"}, no)) as url:
+        judge = ["diagnose", sample, "--labeller", "llm", "--model", f"openai:{url}#m"]
+        assert main(judge) == 0
+        lines = [x for x in capsys.readouterr().err.splitlines() if " judged (" in x]
+        assert len(lines) == 1 and "llm judge: 1 run judged (1 call, the last " in lines[0], lines  # not 3
+        monkeypatch.setattr(JudgeProgress, "EVERY", 0.0)
+        assert main(judge) == 0
+        lines = [x for x in capsys.readouterr().err.splitlines() if " judged (" in x]
+    assert [x.split("] ", 1)[1].split(", the last")[0] for x in lines] == [
+        "llm judge: 1 run judged (1 call", "llm judge: 2 runs judged (2 calls", "llm judge: 3 runs judged (3 calls"]
