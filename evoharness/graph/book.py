@@ -104,8 +104,12 @@ class Book:
             return None
         reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=self.run.seed + r, rollout=r, split=split)
                 for t in tasks for r in range(self.run.rollouts)]
+        pending = self.source.pending(reqs, ledger)
+        if not pending:  # main unchanged since the seed's evaluation: those rollouts (stored, paid) are the answer
+            self.progress.note(f"{split} of {commit[:10]}: measured already ({len(reqs)} rollouts, none run again)")
+            return self.composition_of([r.id for r in reqs])
         self.progress.note(f"evaluating {commit[:10]} on {split} ({len(reqs)} rollouts)")
-        ledger.check(self.source.pending(reqs, ledger))
+        ledger.check(pending)
         obs, paid = self.source.observe(reqs, ledger)
         ledger.charge(paid, round, f"eval:{split}", "evaluation", tokens=sum(o.tokens for o in obs))
         return self.composition_of([o.trajectory_id for o in obs])

@@ -113,3 +113,27 @@ def test_malformed_llm_replies_drop_the_candidate_and_main_stays(make_settings, 
     assert any("analyst failed" in d["reason"] for d in out.state["dropped"])
     assert len(_main_chain(settings.run.harness)) == 1
     assert not out.state["merged"]
+
+
+def test_a_run_that_merged_nothing_does_not_evaluate_the_same_main_on_heldout_twice(make_settings):
+    """A run that merged nothing ended at its round limit printing 'evaluating X on heldout (12 rollouts)' twice,
+    for the same commit, and counted those rollouts planned and done again; none ran (the cache answered) and
+    none was paid again. The second time now says the seed's measurement is the answer."""
+    import io
+
+    from evoharness.config import Settings
+
+    settings = make_settings(rollouts=2, max_rounds=1).model_dump(mode="json")
+    settings["verification"].update(z=1000.0, sequential=False)  # no gain resolvable: nothing merged
+    stream = io.StringIO()
+    out = start_run(Settings.model_validate(settings), progress=Progress(stream=stream))
+    summary = json.loads((out.run_dir / "summary.json").read_text())
+    assert out.done and not summary["merged"] and summary["stop_reason"].startswith("round limit")
+    lines = stream.getvalue().splitlines()
+    evaluated = [x for x in lines if " on heldout (" in x]
+    again = [x for x in lines if "heldout of " in x]
+    assert len(evaluated) == 1 and len(again) == 1, lines
+    assert again[0].split("] ", 1)[1] == (f"heldout of {evaluated[0].split('] ', 1)[1].split()[1]}: measured already "
+                                         "(12 rollouts, none run again)")
+    assert summary["after"]["heldout"] == summary["before"]["heldout"]
+    assert lines[-1] == again[0] and "round 1: merged 0" in lines[-2]  # no rollouts planned, none counted done
