@@ -1,10 +1,12 @@
 """Agreement of the labeller with a human-labelled sample: confusion matrix and Cohen's kappa.
 
-``LABELS`` is what ``evoharness label`` writes (JSONL of labels). ``--human FILE`` is JSONL (or a JSON
-list) of ``{"trajectory_id": ..., "failure_class": ..., "step": ...}`` -- ``id`` and ``class`` are
-accepted for the first two; ``step`` (the failing message index) is optional. Trajectories are matched
-by id; classes are healthy, F1-F4, E and unknown (``label``'s class for an unscored run no signal fired on),
-read in any case.
+``LABELS`` is what ``evoharness label`` writes (JSONL of labels, each with this evoharness's
+``schema_version``). ``--human FILE`` is JSONL (or a JSON list) of ``{"trajectory_id": ..., "failure_class":
+..., "step": ...}`` -- ``id`` and ``class`` are accepted for the first two; ``step`` (the failing message
+index) is optional. Trajectories are matched by id; classes are healthy, F1-F4, E and unknown (``label``'s
+class for an unscored run no signal fired on), read in any case. Each file is checked for its kind, record by
+record: a human file given as ``LABELS`` (the arguments swapped), a line of ``label`` in the human file, a
+record of another kind or missing a field is an ``InputError`` naming the file and the record.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from evoharness.diagnosis.models import FailureClass
+from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
 from evoharness.errors import InputError
 
 ORDER = [c.value for c in FailureClass]
@@ -88,20 +90,75 @@ def _field(rec: Any, keys: tuple[str, ...]) -> Any:
     return next((rec[k] for k in keys if isinstance(rec, dict) and rec.get(k) is not None), None)
 
 
+class _FirstSignal(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    step: StrictInt = Field(ge=0)
+
+
+class _LabelLine(BaseModel):
+    """What calibrate reads of a line `evoharness label` wrote."""
+
+    model_config = ConfigDict(extra="ignore")
+    schema_version: StrictInt
+    trajectory_id: StrictStr
+    failure_class: StrictStr
+    first_signal: _FirstSignal | None = None
+
+
+def _label_line(rec: Any, path: Path, where: str) -> tuple[str, str, int | None]:
+    """(id, class, step) of a LABELS record, or an InputError saying what the record is instead."""
+    if isinstance(rec, dict) and "schema_version" not in rec:
+        if "signals" in rec or "first_signal" in rec:
+            said = "has no schema_version (written by an older `evoharness label`): run it again"
+        elif _field(rec, ("trajectory_id", "id")) is not None and _field(rec, ("failure_class", "class")):
+            said = ("a human label, not a line `evoharness label` wrote (no schema_version): the labels file "
+                    "is calibrate's first argument, the human labels go to --human")
+        else:
+            said = f"not a label (written by `evoharness label`): no schema_version (keys: {_keys(rec)})"
+        raise InputError(str(path), said, where=where)
+    if not isinstance(rec, dict):
+        raise InputError(str(path), f"not a label (written by `evoharness label`): a JSON {type(rec).__name__}, "
+                         "not an object", where=where)
+    try:
+        line = _LabelLine.model_validate(rec)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(x) for x in first["loc"]) or "the record"
+        msg = "must be a JSON object" if first["type"] == "model_type" else first["msg"]
+        raise InputError(str(path), f"not a label (written by `evoharness label`): {field}: {msg}",
+                         where=where) from None
+    if line.schema_version != LABEL_SCHEMA_VERSION:
+        raise InputError(str(path), f"has schema_version {line.schema_version}, this evoharness reads "
+                         f"{LABEL_SCHEMA_VERSION}: run `evoharness label` again", where=where)
+    return line.trajectory_id, line.failure_class, line.first_signal.step if line.first_signal else None
+
+
+def _keys(rec: dict) -> str:
+    keys = [str(k)[:30] for k in list(rec)[:6]]
+    return ", ".join(keys) + (", ..." if len(rec) > 6 else "") if keys else "none"
+
+
 def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
     """id -> (class, step) from a labels file (``human=False``) or a human sample."""
     out: dict[str, tuple[str, int | None]] = {}
     first_at: dict[str, str] = {}
     for where, rec in _records(path):
-        tid = _field(rec, ("trajectory_id", "id"))
-        cls = _field(rec, ("failure_class", "class", "label"))
-        if not isinstance(tid, str) or not isinstance(cls, str):
-            raise InputError(str(path), "needs a trajectory_id (or id) and a failure_class (or class)", where=where)
+        if not human:
+            tid, cls, step = _label_line(rec, path, where)
+        elif isinstance(rec, dict) and "schema_version" in rec:
+            raise InputError(str(path), "a line `evoharness label` wrote, not a human label: the labels file is "
+                             "calibrate's first argument, the human labels go to --human", where=where)
+        else:
+            tid = _field(rec, ("trajectory_id", "id"))
+            cls = _field(rec, ("failure_class", "class", "label"))
+            step = _field(rec, ("step",))
+            if not isinstance(tid, str) or not isinstance(cls, str):
+                keys = f" (keys: {_keys(rec)})" if isinstance(rec, dict) else f", not a JSON {type(rec).__name__}"
+                raise InputError(str(path), f"needs a trajectory_id (or id) and a failure_class (or class){keys}",
+                                 where=where)
         cls = _BY_LOWER.get(cls.lower(), cls)  # was upper-cased: 'unknown', which `label` writes, was refused
         if cls not in ORDER:
             raise InputError(str(path), f"unknown class {cls!r} (classes: {', '.join(ORDER)})", where=where)
-        first = rec.get("first_signal")
-        step = _field(rec, ("step",)) if human else first.get("step") if isinstance(first, dict) else None
         whole = isinstance(step, int) and not isinstance(step, bool)
         if human and step is not None and not (whole and step >= 0):  # was left out of the step agreement, unsaid
             raise InputError(str(path), f"step must be a message index (a whole number from 0), not {step!r}",
@@ -112,6 +169,9 @@ def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
                                         f"{_said(out[tid])}; here: {_said(label)})", where=where)
         out[tid] = label
         first_at.setdefault(tid, where)
+    if not out:
+        raise InputError(str(path), "no labels in it" if human else "no labels in it (write them with "
+                         "`evoharness label PATH... --out LABELS`)")
     return out
 
 

@@ -15,7 +15,8 @@ from evoharness.cli import main
 @pytest.fixture
 def labels(tmp_path):
     path = tmp_path / "labels.jsonl"
-    path.write_text("".join(json.dumps({"trajectory_id": i, "failure_class": c, "first_signal": {"step": s}}) + "\n"
+    path.write_text("".join(json.dumps({"trajectory_id": i, "failure_class": c, "first_signal": {"step": s},
+                                        "schema_version": 1}) + "\n"
                             for i, c, s in (("a", "F2", 3), ("b", "F4", 5))))
     return path
 
@@ -77,3 +78,48 @@ def test_a_human_file_that_is_one_json_object_says_so(labels, tmp_path, capsys):
     assert capsys.readouterr().err.splitlines() == [
         f"error: {human}: one JSON object (keys: labels), not labels: give JSONL (one label per line) or a JSON list "
         "of labels"]
+
+
+def test_swapped_arguments_are_one_error_line_naming_the_file_and_record(labels, tmp_path, capsys):
+    """`calibrate HUMAN --human LABELS` printed a matrix (the human classes read as the labeller's, the labeller's
+    steps dropped unsaid): each file is now checked for its kind."""
+    human = _human(tmp_path, {"trajectory_id": "a", "failure_class": "F2", "step": 3})
+    assert main(["calibrate", str(human), "--human", str(labels)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {human}:line 1: a human label, not a line `evoharness label` wrote (no schema_version): the labels "
+        "file is calibrate's first argument, the human labels go to --human"]
+    assert main(["calibrate", str(labels), "--human", str(labels)]) == 2  # a labels file given as the human one
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {labels}:line 1: a line `evoharness label` wrote, not a human label: the labels file is "
+        "calibrate's first argument, the human labels go to --human"]
+
+
+def test_a_file_of_another_kind_or_a_record_missing_a_field_is_one_error_line(labels, tmp_path, capsys):
+    human = _human(tmp_path, {"trajectory_id": "a", "failure_class": "F2"})
+    runs = tmp_path / "runs.json"  # a tau-bench results file, given as either
+    runs.write_text(json.dumps([{"task_id": 0, "reward": 0.0, "info": {}, "traj": []}]))
+    old = tmp_path / "old.jsonl"  # a labels line of an older `label` (no schema_version)
+    old.write_text(json.dumps({"trajectory_id": "a", "failure_class": "F2", "signals": []}) + "\n")
+    no_id = tmp_path / "no_id.jsonl"
+    no_id.write_text(json.dumps({"failure_class": "F2", "schema_version": 1}) + "\n")
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text(json.dumps({"trajectory_id": "a", "failure_class": "F2", "schema_version": 2}) + "\n")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    not_label = "not a label (written by `evoharness label`)"
+    for argv, said in [
+        ([runs, "--human", human], f"{runs}:record 0: {not_label}: no schema_version (keys: task_id, reward, info, "
+                                   "traj)"),
+        ([labels, "--human", runs], f"{runs}:record 0: needs a trajectory_id (or id) and a failure_class (or "
+                                    "class) (keys: task_id, reward, info, traj)"),
+        ([old, "--human", human], f"{old}:line 1: has no schema_version (written by an older `evoharness label`): "
+                                  "run it again"),
+        ([no_id, "--human", human], f"{no_id}:line 1: {not_label}: trajectory_id: Field required"),
+        ([newer, "--human", human], f"{newer}:line 1: has schema_version 2, this evoharness reads 1: run "
+                                    "`evoharness label` again"),
+        ([empty, "--human", human], f"{empty}: no labels in it (write them with `evoharness label PATH... --out "
+                                    "LABELS`)"),
+        ([labels, "--human", empty], f"{empty}: no labels in it"),
+    ]:
+        assert main(["calibrate", *map(str, argv)]) == 2, said
+        assert capsys.readouterr().err.splitlines() == [f"error: {said}"]

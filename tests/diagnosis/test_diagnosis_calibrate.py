@@ -46,7 +46,8 @@ def test_diagnose_shows_step_agent_quote_and_label_writes_violations(tmp_path, c
 
 def test_calibrate_cli_prints_kappa_and_rejects_bad_input(tmp_path, capsys):
     labels = tmp_path / "l.jsonl"
-    labels.write_text("\n".join(json.dumps({"trajectory_id": i, "failure_class": c, "first_signal": {"step": 1}})
+    labels.write_text("\n".join(json.dumps({"trajectory_id": i, "failure_class": c, "first_signal": {"step": 1},
+                                             "schema_version": 1})
                                 for i, c in (("a", "F2"), ("b", "F4"))))
     human = tmp_path / "h.jsonl"
     human.write_text('{"id": "a", "class": "F2"}\n{"id": "b", "class": "F2"}\n')
@@ -73,8 +74,8 @@ def test_calibrate_reports_unreadable_json_and_odd_fields_in_one_line(tmp_path, 
         assert main(["calibrate", str(tmp_path / name), "--human", str(human)]) == 2
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / message}"), err
-    odd = tmp_path / "labels.jsonl"  # a first_signal that is not an object: no step, not a crash
-    odd.write_text('{"trajectory_id": "a", "failure_class": "F1", "first_signal": "F1.claim"}\n')
-    assert main(["calibrate", str(odd), "--human", str(human), "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert result["n"] == 1 and result["accuracy"] == 1.0 and result["step_n"] == 0
+    odd = tmp_path / "labels.jsonl"  # a first_signal that is not an object: not a crash, and no line of `label`
+    odd.write_text('{"trajectory_id": "a", "failure_class": "F1", "first_signal": "F1.claim", "schema_version": 1}\n')
+    assert main(["calibrate", str(odd), "--human", str(human), "--json"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {odd}:line 1: not a label (written by `evoharness label`): first_signal: must be a JSON object"]
