@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evoharness.diagnosis.models import Label, Lever
-from evoharness.errors import EditRejected, EvoharnessError, InputError
+from evoharness.errors import EditRejected, EvoharnessError, InfraError, InputError
 from evoharness.graph.book import Book
 from evoharness.graph.evidence import balanced, ensure_evidence, usable
 from evoharness.graph.progress import Progress
@@ -89,6 +89,8 @@ class Desk:
             patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process], view,
                                             self.max_candidates + (8 if plan else 0),
                                             [r.model_dump(mode="json") for r in feedback] or None)
+        except InfraError:  # the roles' endpoint down (roles.errors.EndpointDown): the run pauses, no round is lost
+            raise
         except EvoharnessError as e:
             self.progress.note(f"analyst failed: {e}")
             return [], [f"analyst failed: {e}"]
@@ -114,6 +116,8 @@ class Desk:
                 review = self.critic.review(p, view, trajs, labels)
                 review = review.model_copy(update={"predicted_flips": [t for t in review.predicted_flips
                                                                        if t in rolled_out]})
+            except InfraError:
+                raise
             except EvoharnessError as e:
                 self.progress.note(f"critic failed: {e}")
                 review = Review(pattern_id=p.id, approved=False, accommodation=False, send_back=False,
@@ -175,6 +179,8 @@ class Desk:
             return self.repo.create_candidate(edit, round=round)
         except (EditRejected, InputError) as e:
             dropped.append(Dropped(pattern=p.id, round=round, reason=f"edit rejected: {e}"))
+        except InfraError:
+            raise
         except EvoharnessError as e:  # a role that failed after its retries
             self.progress.note(f"engineer failed: {e}")
             dropped.append(Dropped(pattern=p.id, round=round, reason=f"engineer failed: {e}"))

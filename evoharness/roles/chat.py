@@ -35,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
 from evoharness.errors import InfraError
+from evoharness.roles.errors import EndpointDown
 
 METHODS = ("json_schema", "json_object_schema", "function_calling")
 
@@ -101,9 +102,9 @@ class OpenAIChat:
                     raise InfraError(f"{self.model}: no complete reply within the {self.deadline_s:g}s deadline "
                                      f"({time.monotonic() - start:.1f}s); the request was cancelled, not re-sent "
                                      "(raise roles.deadline_s or lower roles.max_tokens)", retryable=False) from None
-                raise ConnectionError(f"{self.model}: {type(e).__name__}: {e}") from None
+                raise EndpointDown(f"{self.model}: {type(e).__name__}: {e}") from None
             except httpx.TransportError as e:
-                raise ConnectionError(f"{self.model} at {self.base_url}: {type(e).__name__}: {e}") from None
+                raise EndpointDown(f"{self.model} at {self.base_url}: {type(e).__name__}: {e}") from None
 
     def close(self) -> None:
         self._http.close()
@@ -120,7 +121,7 @@ def _read(resp: httpx.Response) -> tuple[str, list[dict[str, str]]]:
         raise Unsupported(f"HTTP {resp.status_code}: {resp.text[:300]}")
     if resp.status_code >= 400:
         resp.read()
-        raise InfraError(f"HTTP {resp.status_code}: {resp.text[:300]}", retryable=resp.status_code >= 429)
+        raise EndpointDown(f"HTTP {resp.status_code}: {resp.text[:300]}", retryable=resp.status_code >= 429)
     ctype = resp.headers.get("content-type", "")
     if "text/event-stream" not in ctype:  # a server that ignored "stream"
         resp.read()
@@ -157,10 +158,10 @@ def _read(resp: httpx.Response) -> tuple[str, list[dict[str, str]]]:
     return "".join(content), [calls[i] for i in sorted(calls)]
 
 
-def _not_a_completion(resp: httpx.Response, ctype: str, what: str) -> InfraError:
+def _not_a_completion(resp: httpx.Response, ctype: str, what: str) -> EndpointDown:
     """The endpoint's failure, not the model's: its reply was no chat completion (never fed back to the model
     as its own bad JSON)."""
-    return InfraError(f"HTTP {resp.status_code} reply is no chat completion ({ctype.split(';')[0] or 'no type'}): "
+    return EndpointDown(f"HTTP {resp.status_code} reply is no chat completion ({ctype.split(';')[0] or 'no type'}): "
                       f"{what[:200]!r}", retryable=True)
 
 

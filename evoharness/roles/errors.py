@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evoharness.errors import EvoharnessError
+from evoharness.errors import EvoharnessError, InfraError
 
 
 class RoleError(EvoharnessError):
@@ -18,3 +18,13 @@ class RoleError(EvoharnessError):
         self.attempts = attempts
         self.problems = list(problems or [])
         super().__init__(f"{role}: {reason} (after {attempts} attempt{'s' if attempts != 1 else ''})")
+
+
+class EndpointDown(InfraError):
+    """The roles' model endpoint gave no reply: unreachable, an HTTP error status, a reply that is no chat
+    completion, or every request form refused (a wrong ``roles.base_url`` answers 404 to all).
+
+    Infrastructure, not the model's answer: `structured.ask` raises it (naming the role) instead of a
+    `RoleError`, and the graph lets it through, so the run pauses (a dropped round would spend the run on
+    nothing). A missed deadline is not one: the model answered too slowly, which is the role's failure.
+    """

@@ -8,6 +8,10 @@ reply (bad JSON, wrong schema, or a ``check`` that raises ``ValueError``/``EditR
 with the problem stated, up to ``max_retries`` times; then `RoleError` carries every problem. A
 non-retryable `InfraError` (a missed deadline: the request was cancelled) aborts at once.
 
+The endpoint's failures are not the model's: when the last attempt got no reply (unreachable, an HTTP error
+status, a reply that is no chat completion) or the endpoint refused every method, `EndpointDown` (an
+`InfraError`, naming the role) is raised instead of `RoleError`, and the run pauses until it answers.
+
 ``json_schema`` is a tighter JSON schema than ``schema``'s own (enums of the ids the prompt shows,
 length caps) for models that take one (`chat.OpenAIChat`): under a grammar it keeps a small model's
 reply short and its ids valid. The reply is still validated against ``schema`` and ``check``.
@@ -26,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from evoharness.errors import EditRejected, InfraError
 from evoharness.logging import get_logger
 from evoharness.roles.chat import Unsupported
-from evoharness.roles.errors import RoleError
+from evoharness.roles.errors import EndpointDown, RoleError
 from evoharness.roles.prompts import render
 
 T = TypeVar("T", bound=BaseModel)
@@ -41,6 +45,7 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
     problems: list[str] = []
     convo = list(messages)
     idx, attempts = 0, 0
+    down: Exception | None = None  # the last attempt's failure when it was the endpoint's (no reply at all)
     while attempts <= max_retries:
         method = methods[idx]
         runnable = _bind(model, schema, method, json_schema)
@@ -55,24 +60,36 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
         except Unsupported as e:  # the server does not take this request form: next method, no retry spent
             attempts -= 1
             problems.append(f"{method}: not supported by the endpoint ({e})")
-            if idx + 1 >= len(methods):
-                raise RoleError(role, f"the endpoint refused every method {methods}", attempts, problems) from e
+            if idx + 1 >= len(methods):  # a wrong roles.base_url answers 404 to every one
+                raise EndpointDown(f"{role}: the endpoint refused every method {methods} (last: {e}); check "
+                                   "roles.base_url and roles.model (a run keeps those it started with, in its "
+                                   "settings.json)", retryable=False) from e
             idx += 1
             continue
         except ValueError as e:  # the client parsed the reply itself and it was invalid (bad JSON, schema)
+            down = None
             problems.append(_describe(e))
             convo = _with_feedback(messages, problems[-1], "")
+            continue
+        except EndpointDown as e:
+            if not e.retryable:  # e.g. 401: the key
+                raise EndpointDown(f"{role}: model call failed: {e}", retryable=False) from e
+            down = e
+            problems.append(f"model call failed: {e}")
             continue
         except InfraError as e:
             if not e.retryable:
                 raise RoleError(role, f"model call failed: {e}", attempts, [*problems, str(e)]) from e
+            down = None
             problems.append(f"model call failed: {e}")
             continue
         except Exception as e:  # noqa: BLE001 - a provider error: retry; a refusal: also try the next method
             problems.append(f"{method}: model call failed: {type(e).__name__}: {e}")
+            down = e if _transport(e) else None
             if not _transport(e):
                 idx = min(idx + 1, len(methods) - 1)
             continue
+        down = None
         try:
             value = _parse(out, schema)
             return check(value) if check else value
@@ -81,6 +98,8 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
             problems.append(problem)
             log.info("role.invalid_reply", role=role, attempt=attempts, method=method, problem=problem)
             convo = _with_feedback(messages, problem, _clip(_raw_text(out), 400))
+    if down is not None:
+        raise EndpointDown(f"{role}: {problems[-1]} (after {attempts} attempt{'s' if attempts != 1 else ''})") from down
     raise RoleError(role, problems[-1] if problems else "no reply", attempts, problems)
 
 

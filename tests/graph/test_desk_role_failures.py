@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from evoharness.graph.desk import Desk
 from evoharness.graph.progress import Progress
 from evoharness.roles import RoleError
-from evoharness.roles.models import Pattern
+from evoharness.roles.errors import EndpointDown
+from evoharness.roles.models import Pattern, Review
 
 
 class _Book:
@@ -44,3 +47,27 @@ def test_a_critic_and_an_engineer_that_fail_are_said_on_the_progress_output(tmp_
     candidates, dropped = desk.engineer([p], [review], 1)
     assert not candidates and "engineer failed" in dropped[0].reason
     assert "engineer failed: engineer: no complete reply within the 90s deadline" in out.getvalue()
+
+
+class _Down:
+    def review(self, *a, **kw):
+        raise EndpointDown("critic: model call failed: HTTP 503: busy (after 3 attempts)")
+
+    def propose(self, *a, **kw):
+        raise EndpointDown("engineer: model call failed: HTTP 503: busy (after 3 attempts)")
+
+
+def test_a_critic_and_an_engineer_whose_endpoint_is_down_stop_the_round_for_a_pause(tmp_path):
+    """The endpoint's failure is not dropped as the role's: the node raises, and the run pauses (not a lost round)."""
+    desk = Desk(_Book(), None, (None, _Down(), _Down()), Progress(io.StringIO()), run_dir=tmp_path, max_candidates=1,
+                evidence_paths=[], heldout_tasks=[])
+    desk.harness_view = lambda: None
+    desk.evidence = lambda: []
+    desk._existing_candidate = lambda round, p: None
+    p = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3", count=3, share=0.6,
+                task_ids=["task-a", "task-b"], root_cause="no guard", surface="policies.yaml")
+    with pytest.raises(EndpointDown, match="critic"):
+        desk.critique([p], [], {})
+    review = Review(pattern_id=p.id, approved=True, accommodation=False, send_back=False, notes="ok")
+    with pytest.raises(EndpointDown, match="engineer"):
+        desk.engineer([p], [review], 1)

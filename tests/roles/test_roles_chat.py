@@ -12,6 +12,7 @@ import pytest
 from evoharness.roles import RoleError, make_roles
 from evoharness.roles.chat import OpenAIChat
 from evoharness.roles.config import RolesConfig
+from evoharness.roles.errors import EndpointDown
 from evoharness.roles.llm import LLMAnalyst, LLMEngineer, estimate_tokens
 from evoharness.roles.models import Pattern, Review
 from evoharness.roles.scripted import ScriptedChatModel
@@ -150,11 +151,12 @@ def test_openai_chat_reads_a_plain_json_reply_too():
 def test_a_reply_that_is_no_chat_completion_is_an_endpoint_failure_said_as_such(ctype, body, why):
     """An analyst on an endpoint that answered a proxy's HTML page failed with 'analyst: Expecting value: line
     1 column 1 (char 0) (after 3 attempts)': the body's parse error, taken for the model's bad JSON and sent back
-    to it as feedback. Now the reason names the reply, and the model is not told its (absent) reply was wrong."""
+    to it as feedback. Now the reason names the reply, and the model is not told its (absent) reply was wrong; it
+    is the endpoint's failure (`EndpointDown`: the run pauses), not the role's."""
     with fixed_reply(ctype, body) as url:
         analyst = _analyst(url, structured_methods=["json_text"])
         trajs, labels = scenario()
-        with pytest.raises(RoleError) as e:
+        with pytest.raises(EndpointDown) as e:
             analyst.analyse(trajs, labels, seed_view(), 2)
     assert why in str(e.value) and "Expecting" not in str(e.value)
     assert "did not parse" not in str(e.value) and "JSON" not in str(e.value).split("no chat completion")[0]

@@ -10,6 +10,8 @@ import pytest
 
 from evoharness.roles import RoleError, make_roles
 from evoharness.roles.config import RolesConfig
+from evoharness.roles.errors import EndpointDown
+from tests.http_fakes import replying
 from tests.roles import replies as R
 from tests.roles.scenario import scenario, seed_view
 
@@ -55,9 +57,30 @@ def test_chat_openai_json_schema_reply_is_parsed_and_a_bad_one_retried(stub):
     assert "could not be used" in second["messages"][-1]["content"]
 
 
-def test_unreachable_endpoint_ends_in_a_role_error():
-    cfg = RolesConfig(model="openai:m", base_url="http://127.0.0.1:9/v1", max_retries=0, deadline_s=2)
+def test_an_unreachable_endpoint_is_the_endpoints_failure_not_the_roles():
+    """A RoleError drops the round and the run goes on to the next: with the endpoint down, every round."""
+    cfg = RolesConfig(model="openai:m", base_url="http://127.0.0.1:9/v1", max_retries=1, deadline_s=2)
     analyst, _, _ = make_roles("llm", cfg)
     trajs, labels = scenario()
-    with pytest.raises(RoleError, match="model call failed"):
+    with pytest.raises(EndpointDown, match=r"^analyst: model call failed: .*127.0.0.1:9/v1.* \(after 2 attempts\)$"):
         analyst.analyse(trajs, labels, seed_view(), 2)
+
+
+def test_an_endpoint_that_refuses_every_method_names_the_settings_to_check():
+    """A wrong roles.base_url (no /v1): 404 to every request form."""
+    with replying(lambda: (404, {"Content-Type": "application/json"}, b'{"detail":"Not Found"}')) as url:
+        analyst, _, _ = make_roles("llm", RolesConfig(model="openai:m", base_url=url.removesuffix("/v1")))
+        trajs, labels = scenario()
+        with pytest.raises(EndpointDown, match="analyst: the endpoint refused every method .* check roles.base_url"):
+            analyst.analyse(trajs, labels, seed_view(), 2)
+
+
+def test_a_model_that_answers_badly_after_the_endpoint_failed_is_the_roles_failure():
+    """The last attempt decides: a reply came, so the model was reached and its answer was the problem."""
+    from evoharness.roles.llm import AnalystReply
+    from evoharness.roles.scripted import ScriptedChatModel
+    from evoharness.roles.structured import ask
+
+    model = ScriptedChatModel(replies=[EndpointDown("HTTP 503: busy"), "not json"])
+    with pytest.raises(RoleError, match="not json|JSON"):
+        ask(model, [], AnalystReply, role="analyst", methods=["json_text"], max_retries=1)
