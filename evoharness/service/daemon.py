@@ -60,6 +60,7 @@ class Daemon:
         self._thread: threading.Thread | None = None
         self.phase: dict[str, str] = {}  # run id -> RUNNING | WAITING | DONE | STOPPED | PAUSED | LOCKED
         self.locked_by: dict[str, str] = {}  # run id -> why it is LOCKED (the holder's pid)
+        self.paused_by: dict[str, str] = {}  # run id -> why it is PAUSED (the error), until it is driven again
         self.snapshots: dict[str, dict[str, Any]] = {}  # run id -> latest state values
         self.interrupts: dict[str, list[Any]] = {}
         self._continuing: set[str] = set()  # runs with a review decision queued or being applied
@@ -193,7 +194,8 @@ class Daemon:
         backoff = self.cfg.poll_interval_s
         while not self.stop_event.is_set():
             try:
-                self.last_error = None
+                # a paused run waits for a person: its reason stays said (it was cleared by the next idle poll)
+                self.last_error = next(iter(self.paused_by.values()), None)
                 did = self._step()
                 backoff = self.cfg.poll_interval_s
             except EvoharnessError as e:
@@ -288,6 +290,7 @@ class Daemon:
         with self._lock:
             if self.phase.get(run_id) != LOCKED:  # LOCKED until the lock is taken (the first state seen)
                 self.phase[run_id] = RUNNING
+            self.paused_by.pop(run_id, None)
 
         def on_state(values: dict[str, Any]) -> None:
             self.snapshots[run_id] = values
@@ -304,9 +307,10 @@ class Daemon:
                 self.phase[run_id] = LOCKED
                 self.locked_by[run_id] = e.reason
             raise
-        except InfraError:
+        except InfraError as e:
             with self._lock:
                 self.phase[run_id] = PAUSED
+                self.paused_by[run_id] = str(e)
             raise
         finally:
             self._continuing.discard(run_id)

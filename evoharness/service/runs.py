@@ -75,6 +75,7 @@ def run_view(settings: Settings, daemon: Daemon, run_id: str) -> dict[str, Any]:
         "waiting_review": [c for p in interrupts for c in p.get("candidates", [])],
         "evidence": count_evidence(run_dir),
         **({"locked_by": daemon.locked_by[run_id]} if phase == "locked" and run_id in daemon.locked_by else {}),
+        **({"paused_by": daemon.paused_by[run_id]} if phase == "paused" and run_id in daemon.paused_by else {}),
         "summary": None,
     }
     if daemon.current_run == run_id and phase == "running":

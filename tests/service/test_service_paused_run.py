@@ -1,0 +1,45 @@
+"""A run the service paused (an endpoint down) says why for as long as it is paused, and goes on when resumed.
+
+The pause's reason was in /health's `last_error` for one poll of the loop (`service.poll_interval_s`), then gone:
+the next idle step cleared it, and `GET /runs/{id}` said only `phase: paused`, so a user who looked later saw a
+paused run and no reason anywhere but the log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.http_fakes import replying
+from tests.service.helpers import wait_for
+
+
+def _completion(content: str) -> tuple[int, dict[str, str], bytes]:
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def test_a_paused_run_says_why_until_it_is_resumed(serve):
+    answer = {"now": (503, {"Content-Type": "text/plain"}, b"upstream unavailable")}
+    with replying(lambda: answer["now"]) as url:
+        roles = {"EVOHARNESS_ROLES__KIND": "llm", "EVOHARNESS_ROLES__MODEL": "openai:m",
+                 "EVOHARNESS_ROLES__BASE_URL": url, "EVOHARNESS_ROLES__MAX_RETRIES": "0"}
+        server = serve(run={"max_rounds": 1}, env=roles)
+        with server.client() as c:
+            run_id = wait_for(lambda: c.get("/health").json()["current_run"], what="the first run")
+            view = wait_for(lambda: (v := c.get(f"/runs/{run_id}").json())["phase"] == "paused" and v,
+                            timeout=120, what="the run to pause")
+            time.sleep(10 * 0.2)  # ten polls of the idle loop
+            health, view = c.get("/health").json(), c.get(f"/runs/{run_id}").json()
+            assert view["phase"] == "paused"
+            why = f"run {run_id} paused: analyst: model call failed: HTTP 503: upstream unavailable"
+            assert (health["last_error"] or "").startswith(why), health
+            assert view["paused_by"].startswith(why), view
+
+            answer["now"] = _completion("no JSON here")  # back, and the model answers (badly: the role's failure)
+            assert c.post(f"/runs/{run_id}/resume").status_code == 202
+            view = wait_for(lambda: (v := c.get(f"/runs/{run_id}").json())["phase"] == "done" and v,
+                            timeout=120, what="the run to end")
+            assert "paused_by" not in view and c.get("/health").json()["last_error"] is None
+            assert [d["reason"].split(":")[0] for d in view["summary"]["dropped"]] == ["analyst failed"]
