@@ -5,6 +5,9 @@ then `report.md` and `report.html` rendered from the Jinja2 templates next to th
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -256,10 +259,26 @@ def _environment(autoescape: bool) -> jinja2.Environment:
 
 
 def build(record: RunRecord, out: Path) -> dict[str, Path]:
-    """Write ``out/report.md``, ``out/report.html`` and the PNGs; return {name: path}."""
+    """Write ``out/report.md``, ``out/report.html`` and the PNGs; return {name: path}.
+
+    Every file is drawn and rendered into a hidden directory in ``out`` first and renamed into place only
+    when all of them are written: a failure on the way (a figure or template that raises, a full disk) leaves
+    an earlier report whole, never an old report.md beside a new report.html or new PNGs."""
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".report.", suffix=".tmp", dir=out))
+    try:
+        staged = _write(record, stage)
+        for path in staged.values():
+            os.replace(path, out / path.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return {name: out / path.name for name, path in staged.items()}
+
+
+def _write(record: RunRecord, out: Path) -> dict[str, Path]:
+    """Draw the PNGs and render report.md and report.html into ``out``; return {name: path}."""
     summary = record.summary
     z = record.settings.verification.z
     evaluations, ablation = load_stored(record)

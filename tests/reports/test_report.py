@@ -214,3 +214,43 @@ def test_the_service_reports_the_run_under_its_home_whatever_its_working_directo
     shutil.copytree(settings.home, home)
     html = ReportRenderer(settings.model_copy(update={"home": home})).render(outcome.run_id)
     assert f"evoharness run report: {outcome.run_id}" in html
+
+
+def test_a_report_that_fails_on_the_way_leaves_the_earlier_one_whole(done_run, tmp_path, monkeypatch, capsys):
+    """`report --out DIR` drew each PNG and wrote report.md, then report.html, in place: a figure that failed
+    left new PNGs beside the old pages, and a failure at report.html (a full disk) a new report.md beside the old
+    report.html. Now all are written aside and renamed into place only when every one is whole."""
+    import errno
+
+    from evoharness.reports import plots, report
+
+    settings, outcome = done_run
+    out = tmp_path / "rep"
+    out.mkdir()
+    earlier = {"report.md": b"old md", "report.html": b"old html", "anchors.png": b"old png",
+               "composition.png": b"old png", "seed_vs_evolved.png": b"old png"}
+    for name, data in earlier.items():
+        (out / name).write_bytes(data)
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    class NoHtml:
+        def __init__(self, env):
+            self.env = env
+
+        def get_template(self, name):
+            return type("T", (), {"render": full})() if name.endswith(".html.j2") else self.env.get_template(name)
+
+    real = report._environment
+    for broken in ((plots, "composition_plot", full),
+                   (report, "_environment", lambda autoescape: NoHtml(real(False)) if autoescape else real(False))):
+        with monkeypatch.context() as m:
+            m.setattr(*broken)
+            assert cli("report", str(outcome.run_dir), "--out", str(out)) != 0, broken[1]
+        err = capsys.readouterr().err.splitlines()
+        assert err == ["error: no space left on device"], err  # one line, no traceback
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == earlier, broken[1]  # nothing new, nothing left
+    assert cli("report", str(outcome.run_dir), "--out", str(out)) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(earlier)
+    assert all((out / name).read_bytes() != data for name, data in earlier.items())
