@@ -41,7 +41,14 @@ METHODS = ("json_schema", "json_object_schema", "function_calling")
 
 
 class Unsupported(Exception):
-    """The endpoint refused the request's form (HTTP 400/404/422): try another structured-output method."""
+    """The endpoint refused the request's form (HTTP 400/404/422): try another structured-output method.
+
+    ``status`` is the HTTP status: a 404 to every form is no endpoint at that URL (or no such model), while a
+    400 to every form, the plain one too, is this request refused (a prompt past the model's context)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def to_openai(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
@@ -118,7 +125,7 @@ def _expire(resp: httpx.Response, flag: threading.Event) -> None:
 def _read(resp: httpx.Response) -> tuple[str, list[dict[str, str]]]:
     if resp.status_code in (400, 404, 422) or (resp.status_code == 500 and b"validation error" in resp.read()):
         resp.read()  # llama-cpp-python answers a request field it does not take with a 500 "validation error"
-        raise Unsupported(f"HTTP {resp.status_code}: {resp.text[:300]}")
+        raise Unsupported(f"HTTP {resp.status_code}: {resp.text[:300]}", status=resp.status_code)
     if resp.status_code >= 400:
         resp.read()
         raise EndpointDown(f"HTTP {resp.status_code}: {resp.text[:300]}", retryable=resp.status_code >= 429)

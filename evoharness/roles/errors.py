@@ -22,7 +22,8 @@ class RoleError(EvoharnessError):
 
 class EndpointDown(InfraError):
     """The roles' model endpoint gave no reply: unreachable, an HTTP error status, a reply that is no chat
-    completion, or every request form refused (a wrong ``roles.base_url`` answers 404 to all).
+    completion, or a 404 to every request form (a wrong ``roles.base_url`` or model; a 400 to every form is
+    that request refused, a `RoleError`).
 
     Infrastructure, not the model's answer: `structured.ask` raises it (naming the role) instead of a
     `RoleError`, and the graph lets it through, so the run pauses (a dropped round would spend the run on

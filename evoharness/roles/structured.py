@@ -9,8 +9,10 @@ with the problem stated, up to ``max_retries`` times; then `RoleError` carries e
 non-retryable `InfraError` (a missed deadline: the request was cancelled) aborts at once.
 
 The endpoint's failures are not the model's: when the last attempt got no reply (unreachable, an HTTP error
-status, a reply that is no chat completion) or the endpoint refused every method, `EndpointDown` (an
-`InfraError`, naming the role) is raised instead of `RoleError`, and the run pauses until it answers.
+status, a reply that is no chat completion) or the endpoint answered 404 to every method (no endpoint at that
+URL, or no such model), `EndpointDown` (an `InfraError`, naming the role) is raised instead of `RoleError`, and the
+run pauses until it answers. Every method refused otherwise (a 400 to the plain request too: a prompt past the
+model's context) is this request's failure, a `RoleError`: a pause would meet the same refusal on every resume.
 
 ``json_schema`` is a tighter JSON schema than ``schema``'s own (enums of the ids the prompt shows,
 length caps) for models that take one (`chat.OpenAIChat`): under a grammar it keeps a small model's
@@ -46,6 +48,7 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
     convo = list(messages)
     idx, attempts = 0, 0
     down: Exception | None = None  # the last attempt's failure when it was the endpoint's (no reply at all)
+    refused: list[int | None] = []  # the HTTP status of each method the endpoint refused
     while attempts <= max_retries:
         method = methods[idx]
         runnable = _bind(model, schema, method, json_schema)
@@ -60,10 +63,14 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
         except Unsupported as e:  # the server does not take this request form: next method, no retry spent
             attempts -= 1
             problems.append(f"{method}: not supported by the endpoint ({e})")
-            if idx + 1 >= len(methods):  # a wrong roles.base_url answers 404 to every one
+            refused.append(e.status)
+            if idx + 1 >= len(methods) and all(s == 404 for s in refused):  # a wrong roles.base_url or model
                 raise EndpointDown(f"{role}: the endpoint refused every method {methods} (last: {e}); check "
                                    "roles.base_url and roles.model (a run keeps those it started with, in its "
                                    "settings.json)", retryable=False) from e
+            if idx + 1 >= len(methods):  # e.g. a 400 for a prompt past the model's context: this request's failure
+                raise RoleError(role, f"the endpoint refused every method {methods} (last: {e})", attempts,
+                                problems) from e
             idx += 1
             continue
         except ValueError as e:  # the client parsed the reply itself and it was invalid (bad JSON, schema)

@@ -84,3 +84,16 @@ def test_a_model_that_answers_badly_after_the_endpoint_failed_is_the_roles_failu
     model = ScriptedChatModel(replies=[EndpointDown("HTTP 503: busy"), "not json"])
     with pytest.raises(RoleError, match="not json|JSON"):
         ask(model, [], AnalystReply, role="analyst", methods=["json_text"], max_retries=1)
+
+
+def test_a_request_refused_in_every_form_with_a_400_is_the_roles_failure_not_a_pause():
+    """A prompt past the model's context is refused with a 400 in every form, the plain one too: that request's
+    failure (the pattern is dropped, the run goes on). Paused, the run met the same refusal on every resume, told to
+    check roles.base_url; only a 404 to every form (no endpoint at that URL, or no such model) pauses."""
+    too_long = (b'{"error": {"message": "This model\'s maximum context length is 8192 tokens. However, you '
+                b'requested 9000 tokens.", "type": "BadRequestError", "code": 400}}')
+    with replying(lambda: (400, {"Content-Type": "application/json"}, too_long)) as url:
+        analyst, _, _ = make_roles("llm", RolesConfig(model="openai:m", base_url=url))
+        trajs, labels = scenario()
+        with pytest.raises(RoleError, match=r"^analyst: the endpoint refused every method .*maximum context length"):
+            analyst.analyse(trajs, labels, seed_view(), 2)
