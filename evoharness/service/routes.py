@@ -276,9 +276,15 @@ async def ingest(request: Request, format: Annotated[str, Query(
     try:  # the slow path finds and names what is wrong
         records = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        if (n := _json_lines(body)) is not None:  # a run's trajectories.jsonl, what `evoharness import` writes
+            return _invalid(request, f"body is JSON Lines ({n} records, one a line), not a JSON list: send the "
+                            "list, or these lines with ?format=auto")
         return _invalid(request, f"body is not JSON: {e}")
     except (ValueError, RecursionError) as e:  # a >4,300-digit integer, nesting past the parser's depth
         return _invalid(request, f"body is not usable JSON: {(str(e).splitlines() or [type(e).__name__])[0][:200]}")
+    if isinstance(records, dict):
+        return _invalid(request, "body must be a JSON list of canonical trajectories; it is one object: send it "
+                        "as a list of one, [{...}]")
     if not isinstance(records, list):
         return _invalid(request, "body must be a JSON list of canonical trajectories")
     if len(records) > cfg.max_batch:
@@ -291,6 +297,15 @@ async def ingest(request: Request, format: Annotated[str, Query(
                         + (f" ({len(errors)} invalid records; nothing stored)" if len(errors) > 1
                            else " (nothing stored)") + _format_hint(records), errors)
     return await _store(request, good, t0)
+
+
+def _json_lines(body: bytes) -> int | None:
+    """How many records, when ``body`` is JSON Lines of objects (blank lines allowed); else None."""
+    try:
+        lines = [json.loads(x) for x in body.decode("utf-8").splitlines() if x.strip()]
+    except (ValueError, RecursionError):
+        return None
+    return len(lines) if len(lines) > 1 and all(isinstance(x, dict) for x in lines) else None
 
 
 def _format_hint(records: list[Any]) -> str:

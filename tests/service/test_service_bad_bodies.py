@@ -81,3 +81,23 @@ def test_an_unknown_candidate_status_is_422_naming_the_known_ones(client):
                                  "'superseded'")
     r = client.get("/candidates", params={"status": "superseded"}, headers=AUTH)  # review's status since 8b225af
     assert r.status_code == 200 and all(c["status"] == "superseded" for c in r.json()["candidates"])
+
+
+def test_canonical_json_lines_or_one_trajectory_say_how_to_send_them(client):
+    """A run's trajectories.jsonl, or what `evoharness import` writes, posted as it is was answered 'body is not JSON:
+    Extra data: line 2 column 1 (char 4134)': true, and no word of the JSON list it wanted or of ?format=auto."""
+    import json
+
+    from tests.service.helpers import trajectory
+
+    lines = "".join(json.dumps(trajectory(f"t{i}", "process")) + "\n" for i in range(3)).encode()
+    r = client.post("/trajectories", content=lines, headers=JSON)
+    assert r.status_code == 422
+    assert r.json()["error"] == ("body is JSON Lines (3 records, one a line), not a JSON list: send the list, or "
+                                 "these lines with ?format=auto")
+    r = client.post("/trajectories", content=json.dumps(trajectory("t9")).encode(), headers=JSON)
+    assert r.status_code == 422
+    assert r.json()["error"] == ("body must be a JSON list of canonical trajectories; it is one object: send it as "
+                                 "a list of one, [{...}]")
+    assert client.post("/trajectories", params={"format": "auto"}, content=lines, headers=JSON).json() == \
+        {"received": 3, "stored": 3, "duplicates": 0}
