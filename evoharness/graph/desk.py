@@ -19,7 +19,7 @@ from evoharness.traces.models import Trajectory
 
 class Desk:
     def __init__(self, book: Book, repo, roles, progress: Progress, *, run_dir: Path, max_candidates: int,
-                 evidence_paths: list[Path], heldout_tasks: list[str]) -> None:
+                 evidence_paths: list[Path], heldout_tasks: list[str], model: str | None = None) -> None:
         self.book = book
         self.repo = repo
         self.analyst, self.critic, self.engineer_role = roles if roles else (None, None, None)
@@ -28,10 +28,15 @@ class Desk:
         self.max_candidates = max_candidates
         self.evidence_paths = evidence_paths
         self.heldout_tasks = heldout_tasks
+        self.model = model  # the LLM roles' model (None: playbook roles), said before each call: they take minutes
         self._evidence: list[Trajectory] | None = None
         self.harness_evidence = None  # graph.harness_evidence.HarnessEvidence (set by the wiring)
         self.planner = None  # graph.planning.RoundPlanner (set by the wiring)
         self.unplanned: list[Dropped] = []
+
+    def _asking(self, role: str, what: str) -> None:
+        if self.model:
+            self.progress.note(f"{role}: asking {self.model} {what}")
 
     def harness_view(self) -> HarnessView:
         """Main's head, with the harness evidence (linter findings, culprit commits) once computed."""
@@ -85,6 +90,7 @@ class Desk:
         if not process and not view.findings and not view.culprits:
             return [], []
         plan = state is not None and self.planner is not None and not feedback
+        self._asking("analyst", f"about {len(process)} process failure(s)")
         try:
             patterns = self.analyst.analyse([t for t, _ in process], [lab for _, lab in process], view,
                                             self.max_candidates + (8 if plan else 0),
@@ -112,6 +118,7 @@ class Desk:
         view = self.harness_view()
         out = []
         for p in patterns:
+            self._asking("critic", f"about {p.signal}")
             try:
                 review = self.critic.review(p, view, trajs, labels)
                 review = review.model_copy(update={"predicted_flips": [t for t in review.predicted_flips
@@ -169,6 +176,7 @@ class Desk:
 
     def _propose(self, p: Pattern, review: Review, view: HarnessView, round: int,
                  dropped: list[Dropped]) -> Candidate | None:
+        self._asking("engineer", f"for an edit for {p.signal}")
         try:
             edit = self.engineer_role.propose(p, review, view)
             if edit is None:

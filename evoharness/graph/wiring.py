@@ -52,7 +52,8 @@ def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: 
     book = Book(run, env, store, labeller, progress, source=source, verifier=gate.verifier() if source else None,
                 queue=queue)
     desk = Desk(book, repo, roles, progress, run_dir=run_dir, max_candidates=run.max_candidates,
-                evidence_paths=list(run.evidence), heldout_tasks=list(settings.datasets.heldout_tasks))
+                evidence_paths=list(run.evidence), heldout_tasks=list(settings.datasets.heldout_tasks),
+                model=settings.roles.model if settings.roles.kind == "llm" else None)
     router = Router.from_config(settings.diagnosis)
     stopping = Stopping(run, router, book.tasks, settings.verification.units_per_rollout)
     evidence = HarnessEvidence(repo, book, run_dir, progress, settings.roles.min_support)

@@ -71,3 +71,30 @@ def test_a_critic_and_an_engineer_whose_endpoint_is_down_stop_the_round_for_a_pa
     review = Review(pattern_id=p.id, approved=True, accommodation=False, send_back=False, notes="ok")
     with pytest.raises(EndpointDown, match="engineer"):
         desk.engineer([p], [review], 1)
+
+
+class _Watching:
+    """Roles that remember what the progress output said when they were called."""
+
+    def __init__(self, out: io.StringIO) -> None:
+        self.out, self.seen = out, {}
+
+    def review(self, *a, **kw):
+        self.seen["critic"] = self.out.getvalue()
+        return Review(pattern_id="p-F3.repeated_action", approved=False, accommodation=False, send_back=False,
+                      notes="no")
+
+
+def test_a_model_role_is_said_on_the_progress_output_before_it_is_asked(tmp_path):
+    """With LLM roles the progress output and the service's `last_note` said 'seed anchor: mean 0.417 ...' for the
+    100 s the analyst took on SmolLM2 (159 s a role at load 18: docs/roles.md): a run that looked hung."""
+    out = io.StringIO()
+    roles = _Watching(out)
+    desk = Desk(_Book(), None, (None, roles, None), Progress(out), run_dir=tmp_path, max_candidates=1,
+                evidence_paths=[], heldout_tasks=[], model="openai:smollm2")
+    desk.harness_view = lambda: None
+    desk.evidence = lambda: []
+    p = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3", count=3, share=0.6,
+                task_ids=["task-a", "task-b"], root_cause="no guard", surface="policies.yaml")
+    desk.critique([p], [], {})
+    assert "critic: asking openai:smollm2 about F3.repeated_action" in roles.seen["critic"]

@@ -32,6 +32,7 @@ def test_a_run_whose_roles_endpoint_is_down_pauses_and_resumes_once_it_answers(t
         assert main([*given, "run", "--run-id", "r"]) == 2
         err = capsys.readouterr().err
         [line] = [x for x in err.splitlines() if x.startswith("error:")]
+        assert "] analyst: asking openai:m about 13 process failure(s)\n" in err  # said before the wait
         assert line.startswith("error: run r paused: analyst: "), line
         assert "HTTP 503: upstream unavailable" in line and "run --resume r`" in line, line
         assert not (tmp_path / "state" / "runs" / "r" / "summary.json").exists()
