@@ -228,6 +228,22 @@ def _run_agent(traj: Trajectory, name: str) -> str | None:
     return name if name and any(m.get("name") == name for m in traj.messages) else None
 
 
+def _post_within(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float) -> Any:
+    """POST ``body`` and read the whole reply, or TimeoutError once ``timeout_s`` seconds have passed: httpx's
+    timeout bounds each read, so a reply trickling in (a proxy's keep-alive spaces) ran past it. A server gone
+    silent is given up ``timeout_s`` after its last byte (the read timeout)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    with httpx.stream("POST", url, json=body, headers=headers, timeout=timeout_s) as r:
+        raw = []
+        for chunk in r.iter_raw():
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            raw.append(chunk)
+    return httpx.Response(r.status_code, headers=r.headers, content=b"".join(raw), request=r.request)
+
+
 def _retry_after(value: str | None) -> float:
     """Seconds a 429's Retry-After asks for (a number; a date or nothing: 1 s), at most RETRY_AFTER_MAX_S."""
     try:
@@ -270,8 +286,8 @@ def openai_judge_model(spec: str, timeout_s: float = TIMEOUT_S, max_tokens: int 
             if schema_ok[0]:
                 body["response_format"] = {"type": "json_object", "schema": schema or VERDICT_SCHEMA}
             try:
-                r = httpx.post(f"{url}/chat/completions", json=body, headers=headers, timeout=timeout_s)
-            except httpx.TimeoutException:
+                r = _post_within(f"{url}/chat/completions", body, headers, timeout_s)
+            except (httpx.TimeoutException, TimeoutError):
                 raise TimeoutError(f"no reply within {timeout_s:g}s (--judge-timeout)") from None
             if r.status_code == 429 and limited < RATE_LIMIT_RETRIES:  # rate-limited: wait as told, ask again
                 limited += 1

@@ -233,3 +233,50 @@ def test_the_judge_says_how_far_it_got_off_a_terminal_at_most_every_few_seconds(
         lines = [x for x in capsys.readouterr().err.splitlines() if " judged (" in x]
     assert [x.split("] ", 1)[1].split(", the last")[0] for x in lines] == [
         "llm judge: 1 run judged (1 call", "llm judge: 2 runs judged (2 calls", "llm judge: 3 runs judged (3 calls"]
+
+
+def test_a_reply_trickling_in_is_given_up_at_the_judge_timeout_too():
+    """httpx's timeout bounds each read, not the reply: a server (or a proxy's keep-alive spaces) sending a byte
+    every 0.1 s held a call with --judge-timeout 0.5 for as long as the whole reply took (3 s here; without end for
+    a proxy that keeps the line open with spaces)."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from evoharness.diagnosis.judge import openai_judge_model
+
+    body = b" " * 30 + _completion(json.dumps({"failed_here": False}))
+
+    class Trickle(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(len(body)):
+                    time.sleep(0.1 if i < 30 else 0)
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+            except OSError:  # the client gave up
+                pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        model = openai_judge_model(f"openai:http://127.0.0.1:{httpd.server_address[1]}/v1#m", timeout_s=0.5)
+        start = time.monotonic()
+        try:
+            model([{"role": "user", "content": "judge"}])
+            raised = None
+        except TimeoutError as e:
+            raised = str(e)
+        took = time.monotonic() - start
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert raised == "no reply within 0.5s (--judge-timeout)" and took < 1.5, (raised, took)
