@@ -282,9 +282,13 @@ async def ingest(request: Request, format: Annotated[str, Query(
         return _invalid(request, f"body is not JSON: {e}")
     except (ValueError, RecursionError) as e:  # a >4,300-digit integer, nesting past the parser's depth
         return _invalid(request, f"body is not usable JSON: {(str(e).splitlines() or [type(e).__name__])[0][:200]}")
-    if isinstance(records, dict):
-        return _invalid(request, "body must be a JSON list of canonical trajectories; it is one object: send it "
-                        "as a list of one, [{...}]")
+    if isinstance(records, dict):  # a trajectory: wrap it; one of another format (ATIF's one object a file): import it
+        from evoharness.traces.importers import record_format
+
+        fmt = record_format(records)
+        said = (": send it as a list of one, [{...}]" if fmt == "canonical" else _format_hint([records]) if fmt
+                else f" (keys: {_keys(records)})")
+        return _invalid(request, "body must be a JSON list of canonical trajectories; it is one object" + said)
     if not isinstance(records, list):
         return _invalid(request, "body must be a JSON list of canonical trajectories")
     if len(records) > cfg.max_batch:
@@ -306,6 +310,11 @@ def _json_lines(body: bytes) -> int | None:
     except (ValueError, RecursionError):
         return None
     return len(lines) if len(lines) > 1 and all(isinstance(x, dict) for x in lines) else None
+
+
+def _keys(obj: dict[str, Any]) -> str:
+    keys = [str(k)[:30] for k in list(obj)[:6]]
+    return (", ".join(keys) + (", ..." if len(obj) > 6 else "")) if keys else "none"
 
 
 def _format_hint(records: list[Any]) -> str:

@@ -101,3 +101,20 @@ def test_canonical_json_lines_or_one_trajectory_say_how_to_send_them(client):
                                  "a list of one, [{...}]")
     assert client.post("/trajectories", params={"format": "auto"}, content=lines, headers=JSON).json() == \
         {"received": 3, "stored": 3, "duplicates": 0}
+
+
+def test_one_object_of_another_format_is_told_its_format_not_to_be_wrapped_in_a_list(client):
+    """Since ab7fae1 one object was told 'send it as a list of one, [{...}]' whatever it was: an ATIF trajectory
+    (one object a file) sent so was then refused record by record; `?format=atif` (or auto) imports it as it is."""
+    from pathlib import Path
+
+    atif = (Path(__file__).parents[1] / "fixtures" / "traces" / "atif" / "multi-agent.json").read_bytes()
+    r = client.post("/trajectories", content=atif, headers=JSON)
+    assert r.status_code == 422
+    assert r.json()["error"] == ("body must be a JSON list of canonical trajectories; it is one object; these look "
+                                 "like atif records: POST /trajectories?format=atif (or format=auto) imports them")
+    r = client.post("/trajectories", params={"format": "atif"}, content=atif, headers=JSON)
+    assert r.status_code == 200 and r.json()["stored"] == 1, r.json()
+    r = client.post("/trajectories", content=b'{"trajectories": []}', headers=JSON)
+    assert r.json()["error"] == ("body must be a JSON list of canonical trajectories; it is one object "
+                                 "(keys: trajectories)")
