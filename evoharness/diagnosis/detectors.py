@@ -309,7 +309,10 @@ def _blocked_calls(view: TraceView) -> set[str]:
 # (``grep``, ``glob``, ``LS``), to-do list (``TodoWrite``: the agent's plan, no file) and web look-ups
 READ_ONLY_TOOL = re.compile(
     r"(get|find|list|search|read|view|lookup|look_up|check|query|fetch|calculate|think|describe|show|"
-    r"grep|glob|todo|web_?search|web_?fetch|(?:open|goto|scroll_up|scroll_down|ls)$)", re.IGNORECASE)
+    r"grep|glob|todo|web_?search|web_?fetch|(?:open|goto|scroll_up|scroll_down|ls)$)"
+    # a whole word: not a lower-case letter after it, whatever the case of the verb (``checkin_passenger`` is no
+    # check, ``getaway`` no get; ``getUserDetails`` and ``TodoWrite`` still are)
+    r"(?-i:(?![a-z]))", re.IGNORECASE)
 # in-place edits whatever the other flags and where ``-i`` stands (``sed -i``, ``sed -E -i``, ``sed -ri``,
 # ``sed -e S -i``, ``sed --in-place``, ``perl -pi -e``; not past a pipe, and an ``i`` inside another option, as in
 # ``perl -Mstrict`` or ``-Ilib``, is none), redirections, file moves, patches, git and pip changes, writes from Python
@@ -361,14 +364,64 @@ def is_shell(name: str) -> bool:
     return known
 
 
+# a tool's own name after the namespace an MCP server, a plug-in or a toolkit puts before it
+# (``mcp__airline__get_user``, ``functions.get_user``, ``airline/get_user``, ``airline:get_user``): what the tool does
+# is in that name
+_NAMESPACE = re.compile(r"^.*(?:__|[./:])(?=[A-Za-z])")
+# a look-up whose name opens with another reading verb than READ_ONLY_TOOL's (a general vocabulary of reading and
+# asking, not one benchmark's: ``retrieve_customer_details``, ``lookupOrder``, ``inspect_logs``, ``is_refundable``)
+READ_VERBS = frozenset((
+    "retrieve", "lookup", "look", "inspect", "browse", "count", "compute", "estimate", "display", "preview", "peek",
+    "see", "verify", "validate", "is", "has", "exists", "compare", "analyze", "analyse", "summarize", "summarise",
+    "explain", "locate", "scan", "poll", "ping", "stat", "evaluate", "assess", "measure", "translate",
+    "parse", "extract", "match", "detect", "diff", "test"))
+
+
+def reads_by_name(name: str) -> bool:
+    """A tool its name says only reads: the name (less a namespace, ``_NAMESPACE``) opens with a word of
+    ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``."""
+    own = _NAMESPACE.sub("", name)
+    if READ_ONLY_TOOL.match(own) is not None:
+        return True
+    first = _NAME_WORDS.match(own)
+    return first is not None and first.group(0).lower() in READ_VERBS
+
+
+# handing the conversation over to a person (tau-bench's ``transfer_to_human_agents``; ``escalate_to_supervisor``,
+# ``handoff_to_human``, ``hand_over_to_agent``): no change of the domain's state, so no write the policy asks a yes for
+HANDOFF_VERBS = frozenset(("transfer", "escalate", "handoff", "handover", "hand"))
+
+
+@lru_cache(maxsize=4096)
+def is_handoff(name: str) -> bool:
+    """A hand-off tool: its name (less a namespace) opens with ``transfer`` or with a verb of ``HANDOFF_VERBS``."""
+    own = _NAMESPACE.sub("", name)
+    if own.startswith("transfer"):
+        return True
+    first = _NAME_WORDS.match(own)
+    return first is not None and first.group(0).lower() in HANDOFF_VERBS
+
+
+def _name_kind(name: str) -> int:
+    """0 a tool that reads, 1 one that writes, 2 an editor (its command says), 3 a shell tool; once per name."""
+    kind = _WRITE_NAMES.get(name)
+    if kind is None:
+        if len(_WRITE_NAMES) >= _WRITE_NAMES_MAX:
+            _WRITE_NAMES.clear()
+        kind = _WRITE_NAMES[name] = 3 if is_shell(name) else 0 if reads_by_name(name) else \
+            2 if EDITOR_TOOL.search(name) else 1
+    return kind
+
+
 def is_state_changing(name: str, canonical_args: str) -> bool:
     """A call that may change the state a repeat would observe: a write tool (an editor tool's ``view`` is none),
     or a shell command that edits."""
-    if is_shell(name):
+    kind = _name_kind(name)
+    if kind == 3:
         return bool(MUTATING_COMMAND.search(canonical_args[:20_000]))
-    if READ_ONLY_TOOL.match(name) is not None:
-        return False
-    return not (EDITOR_TOOL.search(name) and VIEW_COMMAND.search(canonical_args[:2_000]))
+    if kind == 2:
+        return not VIEW_COMMAND.search(canonical_args[:2_000])
+    return kind == 1
 
 
 _WRITE_NAMES: dict[str, int] = {}  # tool name -> 0 reads, 1 writes, 2 an editor (its command says), 3 a shell tool
@@ -382,12 +435,7 @@ def changes_state(call: ToolCall) -> bool:
     name = call.name
     if name in SHELL_TOOLS:
         return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
-    kind = _WRITE_NAMES.get(name)
-    if kind is None:
-        if len(_WRITE_NAMES) >= _WRITE_NAMES_MAX:
-            _WRITE_NAMES.clear()
-        kind = _WRITE_NAMES[name] = 3 if is_shell(name) else 0 if READ_ONLY_TOOL.match(name) else \
-            2 if EDITOR_TOOL.search(name) else 1
+    kind = _name_kind(name)
     if kind == 3:
         return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
     if kind == 2:  # an editor tool: its command says (``view`` only reads)

@@ -4,7 +4,8 @@ A time window ("within 24 hours of booking", "within 7 days") is a common policy
 decides it by reading a timestamp from a tool result against the current time. The rule:
 
 - the current time is stated in a system message (``current time is 2024-05-15 15:00:00``, ``current date:
-  2024-05-15``: ISO date, optional ``HH:MM[:SS]``); without one the rule cannot judge and stays silent;
+  2024-05-15``: a date year first -- ISO's, or with ``/`` or ``.`` -- and an optional ``HH:MM[:SS]``); without one the
+  rule cannot judge and stays silent;
 - a claim is a sentence of an assistant message (``WITHIN``) that puts a record inside a window of N hours or
   days: ``was / is / were / are / been`` (or ``it's``), up to two words, then ``within [the] [last|past|first]
   N hour(s) / day(s)`` or ``within [the] N-hour / N-day``; a negation (``not``, ``no longer``, ``n't``,
@@ -12,7 +13,7 @@ decides it by reading a timestamp from a tool result against the current time. T
   claim ("I can cancel it only if it's within 24 hours"), and so does a window measured to another moment
   (``OTHER_ANCHOR``: "is within 24 hours of departure", "... before the flight");
 - the record's time is the first creation timestamp (``CREATED``: a key holding ``created``, ``booked``,
-  ``placed``, ``ordered`` or ``purchased`` with an ISO date-time value) of the latest tool result before the
+  ``placed``, ``ordered`` or ``purchased`` with a date-time value written so) of the latest tool result before the
   reply that has one;
 - it contradicts the tools when the current time minus that timestamp is more than the window. The signal is
   at that reply (the agent's misreading, or its taking the user's word over the tool's).
@@ -31,7 +32,9 @@ from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.models import FailureClass, Signal
 
-ISO_TIME = r"(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d))?)?"
+# a date written year first, as an API or a log writes it: ISO's ``2024-05-15``, or ``2024/05/15``, ``2024.05.15``
+# (the order is never in doubt when the year leads); then an optional ``HH:MM[:SS]``
+ISO_TIME = r"(\d{4})[-/.](\d\d)[-/.](\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d))?)?"
 NOW = re.compile(r"current (?:time|date)(?: and date| and time)?\s*(?:is|:)?\s*" + ISO_TIME, re.I)
 WITHIN = re.compile(r"\b(?:was|is|were|are|been|it's|it’s)\s+(?:[a-z-]{1,20}\s+){0,2}?within\s+(?:the\s+)?"
                     r"(?:(?:last|past|first)\s+)?(\d{1,3}|a|one)[\s-]+(hour|day)s?\b")

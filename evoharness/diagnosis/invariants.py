@@ -15,14 +15,15 @@ asks for an identity check --
   name mentions user, customer or account) -- where the prompt asks only to obtain the user id, also before the user
   gave it (a ``user_id`` value of a tool result or call, said by the user): the user's own word is the id asked for,
   but it authenticates no one;
-- ``policy.confirmation``: the prompt asks for explicit confirmation, and the user message just
+- ``policy.confirmation``: the prompt asks for explicit confirmation (``CONFIRM_POLICY``: or the user's approval,
+  consent, agreement in other words), and the user message just
   before a write action is not an affirmative ("yes", "confirm", "go ahead", ...), or is one that answers no listing
   of the action: since the user's first message no reply of the agent named one of the write's argument values, nor
   does the yes (``_yes_to_the_action``: a request holding "okay" is no yes to a write never listed).
 
-A write action is a call that may change state (``is_state_changing``), handing over to a human
-(``transfer_*``) excepted. Every violation has a step and quoted evidence; the first policy violation
-of a failed run is the located signal ``F4.policy_violation``.
+A write action is a call that may change state (``is_state_changing``), handing over to a human (``transfer_*``,
+``escalate_*``, ...: ``is_handoff``) excepted. Every violation has a step and quoted evidence; the first policy
+violation of a failed run is the located signal ``F4.policy_violation``.
 """
 
 from __future__ import annotations
@@ -60,18 +61,43 @@ _PERSONS_IDENTITY = (rf"(?:\b{_HOLDER}(?:['’]s?)?|\b(?:their|his|her))[^\S\n]+
 _BARE_IDENTITY = (r"(?:the[^\S\n]+)?identit(?:y|ies)(?=[^\S\n]*(?:[.,;:!?)]|$)|[^\S\n]+(?:before|first|using|with|by|"
                   r"via|through|prior|when|whenever|if|unless|against|again|then|at|on|upon)\b"
                   r"|[^\S\n]+(?:and|or)\b(?![^\S\n]+access\b))")  # "identity and access management" is IAM
+# to obtain the person's id, in other words ("obtain the user id", "ask for the user ID", "collect the customer's
+# customer id", "get their member id", "request the user_id")
+_OBTAIN_ID = (rf"\b(?:obtain|get|collect|request|gather|ask[^\S\n]+(?:\w+[^\S\n]+){{0,2}}?for)[^\S\n]+"
+              rf"(?:(?:the|their|your|a)[^\S\n]+)?(?:{_PERSON}['’]s?[^\S\n]+)?{_PERSON}[^\S\n]*[_-]?id\b")
 IDENTITY_POLICY = re.compile(
     rf"authenticat\w*[^\S\n]+(?:{_WHOSE}{_PERSON}|{_WHOSE}(?:{_PERSONS_IDENTITY})|{_BARE_IDENTITY})"
     rf"|\b(?:verif|confirm|check|establish|validat)\w*\b[^\n]{{0,30}}?(?:{_PERSONS_IDENTITY})"
     rf"|\b(?:verif|confirm|check|establish|validat)\w*[^\S\n]+{_BARE_IDENTITY}"
     rf"|\b(?:verif\w*|confirm\w*|check|establish\w*|know)[^\S\n]+who[^\S\n]+{_WHO_IS}"
     rf"|\bidentify[^\S\n]+{_WHOSE}{_PERSON}\b(?!['’])"
-    r"|obtain the user id", re.I)
+    rf"|{_OBTAIN_ID}", re.I)
 # the one identity rule a user's own word meets: asking for the user id itself (not who the user is)
-OBTAIN_ID_ONLY = re.compile(r"obtain the user id", re.I)
+OBTAIN_ID_ONLY = re.compile(_OBTAIN_ID, re.I)
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
-CONFIRM_POLICY = re.compile(r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm", re.I)
-AFFIRMATIVE = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it)\b", re.I)
+# A policy that asks the person's yes before acting, in any of the words policies use for it (a general vocabulary of
+# consent, not one benchmark's sentence): an explicit / express confirmation, approval, consent, agreement,
+# permission or go-ahead ("obtain explicit user confirmation (yes)", "get the user's explicit approval", "wait until
+# the user explicitly consents", "express permission"); the person's own ("the customer's approval", "user consent");
+# the person to confirm, approve, consent, agree or say yes ("ask the user to confirm", "the user must agree", "once
+# the customer approves") -- not the agent confirming facts ("after confirming the facts"), nor who the person is
+# ("the user confirms their identity": the identity rule's). Blanks within a line only, as IDENTITY_POLICY.
+_CONSENT = r"(?:confirm\w*|approv\w*|consent\w*|agree\w*|permission|authori[sz]\w*|go[- ]ahead|yes)"
+CONFIRM_POLICY = re.compile(
+    r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm"
+    rf"|\b(?:(?:explicit|express|affirmative)(?:ly)?|clearly)[^\S\n]+(?:\w+[^\S\n]+)?{_CONSENT}"
+    rf"|\b{_PERSON}(?:['’]s?)?[^\S\n]+(?:(?:must|has[^\S\n]+to|have[^\S\n]+to|needs?[^\S\n]+to|should|shall|to)"
+    rf"[^\S\n]+)?(?:(?:first|explicitly|expressly|clearly)[^\S\n]+)?"
+    r"(?:confirm\w*|approv\w*|consent\w*|agree\w*|authori[sz]\w*|says?[^\S\n]+yes)\b"
+    r"(?![^\S\n]+(?:(?:their|his|her|the|its)[^\S\n]+)?(?:identit|who\b))", re.I)
+# A user's yes, in the words of assent English has for it (a general vocabulary, not one benchmark's replies): yes and
+# its informal forms, confirm, go ahead, proceed, sure, ok, correct, do it -- and alright, absolutely, definitely,
+# certainly, of course, agreed, approved, sounds good, that works, works for me, go for it, let's do it, by all means,
+# that's right
+AFFIRMATIVE = re.compile(
+    r"\b(yes|yeah|yep|yup|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it|alright|all right|"
+    r"absolutely|definitely|certainly|of course|agree(d)?|approve(d)?|sounds (?:good|great|fine)|that works|"
+    r"works for me|go for it|let['’]?s do (?:it|that|this)|by all means|that['’]?s right|that is right)\b", re.I)
 # AFFIRMATIVE case-sensitive, for a text's ``gate_text`` (lower-cased, no character that folds onto an ASCII letter):
 # the same matches at the same places there (str.lower keeps each such text's length and every character's \w-ness;
 # tests/diagnosis/test_diagnosis_fast_paths.py), ~10x faster than the case-blind search of the text
@@ -82,23 +108,31 @@ NOT_AN_ANSWER = re.compile(
     r"\b(?:mak(?:e|es|ing)|made|be|being|not|never|n['’]t)\s+(?:(?:so|too|quite|really|very|entirely|totally|"
     r"completely)\s+)?sure\b"
     r"|\b(?:not|never|n['’]t)\s+(?:quite\s+|really\s+)?(?:correct|ok(?:ay)?)\b"
-    r"|\b(?:do\s+not|don['’]t|not|never)\s+(?:yet\s+)?(?:go ahead|proceed|confirm(?:ed)?|do it)\b", re.I)
+    r"|\b(?:do\s+not|don['’]t|not|never)\s+(?:yet\s+)?(?:go ahead|proceed|confirm(?:ed)?|do it)\b"
+    # an assent word negated: "I don't agree", "not approved", "not alright", "absolutely not", "doesn't sound good"
+    # (each match bounded by non-word characters, as the others: the negation spelt whole, "don't", not "n't")
+    r"|\b(?:do\s+not|not|never|(?:(?:do|does|did)n|can|won)['’]t)\s+(?:really\s+|yet\s+)?"
+    r"(?:agree(?:d)?|approve(?:d)?|alright|all right)\b"
+    r"|\b(?:absolutely|definitely|certainly|of course)\s+not\b|\b(?:do|does|did)n['’]t\s+sound\s+(?:good|great|fine)\b",
+    re.I)
 
 
 # a decline: a message that opens with "no" / "nope" / "nah" (not "no problem", "no worries"), or says "no thanks",
 # "no need", "I'll pass": "No, that's okay" declines whatever its "okay"; only an explicit yes overrides it
 DECLINE = re.compile(r"^\W*(?:no|nope|nah)\b(?!\s+(?:problem|worries|issue))|\bno,?\s+thank(?:s| you)\b|\bno need\b"
                      r"|\bi['’]?ll pass\b|\bnot (?:necessary|needed|interested)\b", re.I)
-EXPLICIT_YES = re.compile(r"\b(yes|yeah|yep|go ahead|proceed|confirm(ed)?|please do|do it)\b", re.I)
+EXPLICIT_YES = re.compile(r"\b(yes|yeah|yep|yup|go ahead|proceed|confirm(ed)?|please do|do it|absolutely|definitely|"
+                          r"certainly|agree(d)?|approve(d)?|go for it|by all means)\b", re.I)
 
 
 def affirmative(text: str) -> bool:
-    """Whether a user message says yes: an affirmative word ("yes", "go ahead", "sure") outside the phrases that
-    hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed"); a decline ("No, that's
-    okay", "no thanks") says no unless it also holds an explicit yes ("No need for insurance, go ahead")."""
+    """Whether a user message says yes: an affirmative word ("yes", "go ahead", "sure", "absolutely": ``AFFIRMATIVE``)
+    outside the phrases that hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed",
+    "I don't agree"); a decline ("No, that's okay", "no thanks") says no unless it also holds an explicit yes ("No need
+    for insurance, go ahead")."""
     # Short cuts, exact: every NOT_AN_ANSWER match is bounded by non-word characters on both sides, so cutting one
-    # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep", which therefore survive the cut
-    # ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a
+    # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep" / "yup", which therefore survive the
+    # cut ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a
     # message whose affirmatives may be cut pays for the cut, and only an affirmative one for the decline test.
     found = False
     low = gate_text(text)
@@ -108,11 +142,18 @@ def affirmative(text: str) -> bool:
         found = True
     if not found:
         return False
-    if low is not None:  # the cut and both searches on the lower-cased text, case-sensitive (as the first search)
-        cut = _NOT_AN_ANSWER_LOW.sub(" ", low)
-        if _AFFIRMATIVE_LOW.search(cut) is None:
-            return False
-        return DECLINE.search(text) is None or _EXPLICIT_YES_LOW.search(cut) is not None
+    if low is not None:  # the cut and the searches on the lower-cased text, case-sensitive (as the first search)
+        # every NOT_AN_ANSWER match holds one of _NEGATING's words: without them the cut cuts nothing, and the
+        # affirmative found above is still there
+        if any(map(low.__contains__, _NEGATING)):
+            cut = _NOT_AN_ANSWER_LOW.sub(" ", low)
+            if _AFFIRMATIVE_LOW.search(cut) is None:
+                return False
+        else:
+            cut = low
+        # (a DECLINE match holds "no" -- no, nope, not --, "nah" or "pass")
+        declines = ("no" in low or "nah" in low or "pass" in low) and _DECLINE_LOW.search(low) is not None
+        return not declines or _EXPLICIT_YES_LOW.search(cut) is not None
     cut = NOT_AN_ANSWER.sub(" ", text)
     if AFFIRMATIVE.search(cut) is None:
         return False
@@ -124,9 +165,12 @@ def affirmative(text: str) -> bool:
 # itself a gate text. The case-blind cut tried its alternation at every character of the message (~4x slower)
 _NOT_AN_ANSWER_LOW = re.compile(NOT_AN_ANSWER.pattern)
 _EXPLICIT_YES_LOW = re.compile(EXPLICIT_YES.pattern)
+_DECLINE_LOW = re.compile(DECLINE.pattern)  # (its literals lower-case ASCII too)
+# a word each NOT_AN_ANSWER match holds: "sure" (make sure), "not", "never", or a negation's "n't" / "n’t"
+_NEGATING = ("sure", "not", "never", "n't", "n’t")
 
 
-_UNCUT = frozenset(("yes", "yeah", "yep"))
+_UNCUT = frozenset(("yes", "yeah", "yep", "yup"))
 # _AFFIRMATIVE_LOW less its leading \b: a pattern that opens with a word, whose first letters the regex engine skips to
 # (7 letters, about a quarter of a text's), where one that opens with \b starts a match at every character
 _AFFIRMATIVE_WORD = re.compile(AFFIRMATIVE.pattern.removeprefix(r"\b"))
@@ -150,7 +194,18 @@ def _affirmative_words(low: str) -> Iterator[str]:
 # a tool listing line: "- `name`: ..." or "- some_tool: ..." (an identifier in backticks, or one with "_")
 TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?(?:`[A-Za-z_][\w.-]*`|[A-Za-z][\w.-]*_[\w.-]*)"
                        r"\s*(?:\([^)\n]{0,200}\))?\s*:")
-USER_LOOKUP = re.compile(r"user|customer|account|member|auth", re.I)
+# a look-up of the person: a tool named for them (a general vocabulary of who a service serves, as ``_PERSON``), their
+# account, profile or identity
+USER_LOOKUP = re.compile(r"user|customer|account|member|auth|client|profile|passenger|guest|patient|caller|subscriber"
+                         r"|traveler|traveller|person|people|login|identit", re.I)
+
+
+@lru_cache(maxsize=1024)
+def _names_person(name: str) -> bool:
+    """``USER_LOOKUP`` in a tool's name, once per name (a run calls a few tools many times)."""
+    return USER_LOOKUP.search(name) is not None
+
+
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
 
 
@@ -260,10 +315,9 @@ def write_calls(view: TraceView) -> list[ToolCall]:
     """The write actions, in order; computed once per view (treat the list as read-only)."""
     memo = view.__dict__.get("_writes")
     if memo is None:
-        from evoharness.diagnosis.detectors import changes_state  # (detectors imports this module)
+        from evoharness.diagnosis.detectors import changes_state, is_handoff  # (detectors imports this module)
 
-        memo = view.__dict__["_writes"] = [
-            c for c in view.calls if not c.name.startswith("transfer") and changes_state(c)]
+        memo = view.__dict__["_writes"] = [c for c in view.calls if changes_state(c) and not is_handoff(c.name)]
     return memo
 
 
@@ -398,7 +452,7 @@ def policy_violations(view: TraceView) -> list[Violation]:
         for c in view.calls:  # in step order: the calls before the first write
             if c.step >= first.step:
                 break
-            if USER_LOOKUP.search(c.name) and c not in writes and not _failed(view, c):
+            if _names_person(c.name) and c not in writes and not _failed(view, c):
                 looked_up = True
                 break
         if not looked_up and not (identity == "obtain" and _user_gave_their_id(view, first.step)):

@@ -16,7 +16,7 @@ import re
 from evoharness.diagnosis import detectors, environment, invariants, multiagent, webtext
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import ToolCall, TraceView
-from evoharness.diagnosis.detectors import READ_ONLY_TOOL, PolicyViolationDetector, changes_state
+from evoharness.diagnosis.detectors import PolicyViolationDetector, changes_state, reads_by_name
 from evoharness.diagnosis.invariants import USER_ID_VALUE, violation_log
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
@@ -154,7 +154,7 @@ def test_changes_state_answers_as_the_name_regex_also_when_its_memory_is_full(mo
         name = rnd.choice(NAMES + ["Get" + str(rnd.randint(0, 30)), "x" + str(rnd.randint(0, 30)), "READ_it"])
         t = TraceBuilder("t").call(name, {"a": 1}, result="ok").deliver("ok").build(score=0.0)
         call = TraceView(t).calls[0]
-        assert changes_state(call) is (READ_ONLY_TOOL.match(name) is None), name
+        assert changes_state(call) is not reads_by_name(name), name
         assert len(detectors._WRITE_NAMES) <= 8
 
 
@@ -181,11 +181,16 @@ def test_affirmative_short_cuts_answer_as_the_cut_does():
              "ÿes", "\u2160", "\u00b5",
              # the cut runs on the lower-cased text where it is a gate text: upper-case negations, folding letters
              "NOT", "Don'T", "DON’T", "Make", "NEVER", "Sure", "SURE", "Correct", "OK", "Go Ahead", "PROCEED", "Do It",
-             "N'T", "Be", "\u0130t", "\u0131t", "\u212ao"]
+             "N'T", "Be", "\u0130t", "\u0131t", "\u212ao",
+             # the other words of assent, their negations and the declines' words (the cut and decline gates)
+             "yup", "absolutely", "Definitely", "certainly", "of course", "agree", "agreed", "disagree", "APPROVED",
+             "approve", "alright", "all right", "sounds good", "sound", "good", "that works", "works for me",
+             "go for it", "let's do", "let’s", "this", "by all means", "that's right", "right", "can't", "won't",
+             "doesn't", "didn't", "do't", "does", "nah", "pass", "I'll pass", "not necessary", "Nope"]
     seps = [" ", "", ",", ".", "  ", "\n", "'", "é", "\t", "\u00a0"]
     rnd = random.Random(17)
     answers = set()
-    for _ in range(20_000):
+    for _ in range(40_000):
         text = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 7)))
         got = invariants.affirmative(text)
         assert got == _affirmative_plain(text), text

@@ -1,0 +1,189 @@
+"""The labeller's decisions hold on runs worded differently from the tuning sets (issue 13): a tool named by another
+verb or under a namespace, a hand-off by another name, a policy that asks for the user's yes or id in other words, a
+yes in other words of assent, a date written year first with slashes, a look-up of the person's profile -- and
+benchmarks/label_invariance.py's table on the tuning data (tau-bench airline, Who&When Algorithm-Generated, the
+mini-swe-agent sample, swe_fresh_runs): every rewording a reader would not judge by moves no label, and the edits that
+change what happened show the failure they made."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.detectors import changes_state
+from evoharness.diagnosis.invariants import _identity_kind, affirmative, policy_rules
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.builder import TraceBuilder
+from tests.conftest import FULL_SHARED_DATA
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = ("# Retail agent policy\nYou must authenticate the user identity by locating their user id via email. "
+          "Before any action that updates the database you must obtain explicit user confirmation (yes).")
+
+
+def _one_call(name: str) -> bool:
+    t = TraceBuilder("t").call(name, {"order_id": "#W1"}, result="ok").deliver("ok").build(score=0.0)
+    return changes_state(TraceView(t).calls[0])
+
+
+@pytest.mark.parametrize("name", [
+    "mcp__shop__get_order_details", "functions.get_order_details", "shop/find_user_id_by_email", "shop:list_orders",
+    "retrieve_customer_details", "lookupOrder", "inspect_logs", "is_refundable", "evaluate_expression",
+    "getUserDetails"])
+def test_a_tool_named_by_another_reading_verb_or_under_a_namespace_only_reads(name):
+    """``mcp__shop__get_order_details`` and ``retrieve_customer_details`` read as ``get_order_details`` does: the name
+    was matched from its first character against one benchmark's verbs, so either was a write (and a policy's yes
+    was asked of the look-up: 100 of 182 airline runs moved when their tools were namespaced)."""
+    assert not _one_call(name)
+
+
+@pytest.mark.parametrize("name", ["mcp__shop__cancel_pending_order", "create_booking", "void_booking", "modifyOrder",
+                                  "issue_refund", "format_disk", "checkin_passenger"])
+def test_a_tool_that_changes_state_stays_a_write(name):
+    assert _one_call(name)
+
+
+def _cancel_run(lookup: str, answer: str = "yes", policy: str = POLICY, listed: bool = True):
+    b = TraceBuilder("t").system(policy).user("Cancel order #W123, I'm bob@x.com")
+    b.call(lookup, {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
+    b.say("Order #W123 is pending. Shall I cancel it?" if listed else "Shall I go on?").user(answer)
+    b.call("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"}, result="ok")
+    return Labeller().label(b.deliver("Order #W123 is cancelled.").build(score=0.0))
+
+
+@pytest.mark.parametrize("lookup", ["mcp__shop__find_user_id_by_email", "retrieve_customer_id", "get_profile_by_email"])
+def test_a_look_up_of_the_person_by_another_name_meets_the_policy(lookup):
+    """The user looked up by a namespaced tool, another verb or their profile: no violation (before, the first two were
+    writes made without a yes, the third no look-up of the user)."""
+    assert _cancel_run(lookup).violations == []
+
+
+@pytest.mark.parametrize("handoff", ["escalate_to_human_agents", "mcp__shop__transfer_to_human_agents",
+                                     "handoff_to_supervisor"])
+def test_a_hand_off_by_another_name_is_no_write(handoff):
+    b = TraceBuilder("t").system(POLICY).user("I want to talk to a person.")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
+    b.say("Let me see.").user("Just get me a person now.")
+    b.call(handoff, {"summary": "wants a human"}, result="Transfer successful")
+    lab = Labeller().label(b.deliver("You are being transferred.").build(score=0.0))
+    assert [v.rule for v in lab.violations] == []
+
+
+@pytest.mark.parametrize("line, asks", [
+    ("Before any action that updates the database you must obtain explicit user confirmation (yes).", True),
+    ("You must list the action details and get the user's explicit approval before you proceed.", True),
+    ("Describe the action and ask the user to confirm it; act only once the user agrees.", True),
+    ("Spell out the details and wait until the customer explicitly consents.", True),
+    ("The user must agree to the details before you make any change.", True),
+    ("Read the details back and obtain the customer's express permission first.", True),
+    ("Always ask the customer to approve the refund amount.", True),
+    ("Wait for user consent before booking.", True),
+    # the agent confirming facts, the user confirming who they are, an offer accepted: no yes asked before a write
+    ("The agent can offer a certificate after confirming the facts.", False),
+    ("Once the user confirms their identity, look up the order.", False),
+    ("If the customer accepts the offer, issue the certificate.", False),
+    ("You should deny user requests that are against this policy.", False),
+])
+def test_the_confirmation_policy_is_read_in_its_paraphrases(line, asks):
+    """Only "explicit (user) confirmation", "confirm (yes)" and "obtain ... confirm" were read: a policy asking for the
+    user's approval or consent asked for nothing (12 of 200 airline runs moved when the sentence was paraphrased)."""
+    assert policy_rules(line)[1] is asks
+    lab = _cancel_run("find_user_id_by_email", answer="I wonder what it costs.", policy=line)
+    assert [v.rule for v in lab.violations] == ["policy.confirmation"] * asks
+
+
+@pytest.mark.parametrize("line", [
+    "The agent must first obtain the user id, then ask for the trip type.", "First ask for the user id.",
+    "You must get the user ID before any change.", "Collect the user's user id first.", "Request the user id.",
+    "Ask the customer for their customer id."])
+def test_asking_for_the_user_id_is_read_in_its_paraphrases(line):
+    assert _identity_kind(line) == "obtain"
+
+
+@pytest.mark.parametrize("line", ["Use the user id to look up the order.", "The user id is in the profile."])
+def test_a_user_id_named_is_no_rule(line):
+    assert _identity_kind(line) == ""
+
+
+@pytest.mark.parametrize("said", [
+    "Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, book it.",
+    "Definitely, let's do that.", "Of course, please go on.", "That's right.", "Certainly, by all means.",
+    "Yes please.", "Go ahead.", "Sure, do it.", "Confirmed."])
+def test_a_yes_in_other_words_of_assent_confirms(said):
+    """A yes said "Absolutely" or "Sounds good" was no yes: 47 of 77 airline runs whose yes was reworded so moved
+    (a policy violation at the write)."""
+    assert affirmative(said)
+    assert _cancel_run("find_user_id_by_email", answer=said).violations == []
+
+
+@pytest.mark.parametrize("said", [
+    "I don't agree.", "No, absolutely not.", "Not approved yet.", "That doesn't sound good.", "Of course not!",
+    "I can't approve that.", "please don't agree", "No thanks, I disagree."])
+def test_an_assent_word_negated_is_no_yes(said):
+    assert not affirmative(said)
+    assert [v.rule for v in _cancel_run("find_user_id_by_email", answer=said).violations] == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("sep", ["-", "/", "."])
+def test_a_records_age_is_read_from_a_date_written_year_first(sep):
+    """``2024/05/12 09:36:29`` is the date ``2024-05-12 09:36:29`` is: a reply saying the booking is within 24 hours
+    is contradicted either way (before, only ISO's dashes were read: 7 of 200 airline runs moved)."""
+    def day(d: str) -> str:
+        return d.replace("-", sep)
+    b = TraceBuilder("t").system(f"The current time is {day('2024-05-15')} 15:00:00 EST.").user("Cancel ZFA04Y")
+    b.call("get_reservation_details", {"reservation_id": "ZFA04Y"},
+           result=f'{{"reservation_id": "ZFA04Y", "created_at": "{day("2024-05-12")} 09:36:29"}}')
+    b.say("Your reservation was made within the last 24 hours, so it can be cancelled.")
+    lab = Labeller().label(b.deliver("Done.").build(score=0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F1.elapsed_claim", 4)
+
+
+# ---- the table on the tuning data ------------------------------------------------------------------------------------
+
+def _invariance():
+    spec = importlib.util.spec_from_file_location("label_invariance", ROOT / "benchmarks" / "label_invariance.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["label_invariance"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+INV = _invariance()
+# rows that miss, for a reason the table documents (docs/diagnosis.md, "Invariance"): strict, so a rule change that
+# mends one fails here until the documentation says so
+KNOWN = {
+    ("user's yes: a bare request to act", "tau-airline"):
+        "a request to act with no word of assent ('Perfect, please make the change.') is read as no yes",
+    ("a read repeated 3x, nothing between", "swe-mini"):
+        "django-12125 runs the same `ls -la` later with another listing: read as a retry that got through",
+}
+
+
+@pytest.fixture(scope="module")
+def tuning():
+    """The tuning sets, their labels and the raw airline records, once a module (skips as ``full_shared_data``)."""
+    data = FULL_SHARED_DATA
+    if not (data / "tau_bench_airline_gpt4o").is_dir():
+        pytest.skip(f"needs the full public trace sets at {data}")
+    sets = INV.load_sets(data)
+    labeller = Labeller()
+    base = {t.id: labeller.label(t) for ts in sets.values() for t in ts}
+    raw = json.loads((data / INV.TAU).read_text())
+    return sets, labeller, base, raw
+
+
+@pytest.mark.parametrize("check, set_name", [
+    pytest.param(c, s, id=f"{c.name} / {s}",
+                 marks=[pytest.mark.xfail(strict=True, reason=KNOWN[(c.name, s)])] if (c.name, s) in KNOWN else [])
+    for c in INV.CHECKS for s in c.sets])
+def test_a_rewording_moves_no_label_and_an_edit_shows_its_failure(tuning, check, set_name):
+    sets, labeller, base, raw = tuning
+    one = INV.Check(check.name, (set_name,), check.transform, check.expect, check.shows, check.same_label)
+    missed, checked, shown = INV.run_check(one, sets, labeller, base, raw)[set_name]
+    assert checked > 0
+    assert missed == 0, shown[:5]
