@@ -4,9 +4,10 @@ label (class, step, agent); a few edits that change what happened must.
 The held-back sets (tau-bench retail runs with human step labels, SWE-bench runs of other agents and models) are worded
 differently from the sets the rules were tuned on. Each transformation here rewrites the tuning runs as another
 benchmark, agent or user might have written them -- tool and agent names, the policy's sentences, a confirmation asked
-or given in other words, layout, shell tool names and flags -- and the table counts the runs whose label moved. Only
-tuning data is read: tau-bench airline (GPT-4o, 200 runs), Who&When Algorithm-Generated, the mini-swe-agent sample and
-``benchmarks/data/swe_fresh_runs`` -- never Who&When Hand-Crafted, AgentRx or the blind SWE sets.
+or given in other words, layout, shell tool names and flags, an executor's exit report -- and the table counts the runs
+whose label moved. Only tuning data is read: tau-bench airline (GPT-4o, 200 runs), Who&When Algorithm-Generated, the
+mini-swe-agent sample and ``benchmarks/data/swe_fresh_runs`` -- never Who&When Hand-Crafted, AgentRx or
+the blind SWE sets.
 
     python benchmarks/label_invariance.py [--data DIR] [--only NAME...] [--show N] [--json]
 
@@ -451,6 +452,23 @@ def rename_agents(t: Trajectory, mapping: dict[str, str]) -> Trajectory:
     return out
 
 
+AG2_REPORT = re.compile(r"^exitcode: (\d+) \(execution (?:succeeded|failed)\)\nCode output:")
+# the executor's report of a run in other executors' words
+REPORTS = ("Process finished with exit code {}\nOutput:", "Exit code: {}\nOutput:", "[Command exited with code {}]\n",
+           "Return code: {}\nstdout:")
+
+
+def executor_report_reworded(t: Trajectory) -> Trajectory | None:
+    """AG2's ``exitcode: 1 (execution failed)\nCode output:`` opening an executor's report, in another's words."""
+    msgs, done = copy.deepcopy(t.messages), False
+    head = _pick(REPORTS, t)
+    for m in msgs:
+        c = m.get("content")
+        if isinstance(c, str) and AG2_REPORT.match(c):
+            m["content"], done = AG2_REPORT.sub(lambda g: head.format(g[1]), c, count=1), True
+    return _copy(t, msgs) if done else None
+
+
 def experts_renamed(t: Trajectory) -> tuple[Trajectory, dict[str, str]] | None:
     """Every ``*_Expert`` renamed ``*_Specialist`` (the executor keeps its name)."""
     mapping = {a: a.removesuffix("_Expert") + "_Specialist" for a in _agents(t) if a.endswith("_Expert")}
@@ -517,6 +535,7 @@ CHECKS = (
           same_label=False),
     Check("experts renamed (*_Specialist)", ("who-and-when/AG",), experts_renamed),
     Check("executor renamed (Code_Executor, ...)", ("who-and-when/AG",), executor_renamed),
+    Check("executor's exit report reworded", ("who-and-when/AG",), executor_report_reworded),
 )
 
 

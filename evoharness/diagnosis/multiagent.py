@@ -156,9 +156,18 @@ LEDGER_STALL = re.compile(
 # failed)``), Magentic-One's ComputerTerminal (``The script ran, then exited with Unix exit code: 1``, ``...
 # produced no output to console. The Unix exit code was: 1``), AutoGen's CodeExecutorAgent (``... exited with
 # an error (POSIX exit code: 1)``)
+# Any other executor's opening statement of its exit code, in the words such reports use (a general vocabulary, not
+# one framework's line): ``Exit code: 1``, ``exit_status=1``, ``Return code: 1``, ``<returncode>1</returncode>``,
+# ``Process finished with exit code 1``, ``[Command exited with code 1]``, ``Execution failed with exit code 1``:
+# ``EXIT_STATEMENT`` is such a statement up to its code, which follows it
+EXIT_STATEMENT = (r"\s*[\[(<]?\s*(?:(?:the\s+)?(?:process|command|script|program|execution|code|run)\s+"
+                  r"(?:finished|exited|ended|completed|terminated|failed|ran|returned)\s+with\s+(?:an?\s+)?"
+                  r"(?:exit\s+)?(?:code|status)"
+                  r"|exit[ _]?(?:code|status)|return[ _]?code|returncode>?)\s*[:=]?\s*")
 EXEC_FAILED = re.compile(r"\s*(?:exitcode: [1-9]|The script ran, then exited with (?:Unix exit code: |an error "
                          r"\(POSIX exit code: )[1-9]|The script ran but produced no output to console\. "
-                         r"The (?:Unix|POSIX) exit code was: [1-9])")
+                         r"The (?:Unix|POSIX) exit code was: [1-9])"
+                         rf"|{EXIT_STATEMENT}(?:[1-9]|-\d)", re.IGNORECASE)
 # AG2's executor meeting a code block whose language it does not know (``unknown language json``, ``... plaintext``,
 # ``... unknown``: a fence tagged with no language it runs) runs nothing for it and answers exit code 1 with that line
 # last (the blocks before it ran, the ones after it are skipped): no code ran and failed -- a format problem of the
@@ -170,7 +179,8 @@ UNKNOWN_LANGUAGE = re.compile(r"(?:\n|Code output: ?)unknown language[^\n]*\s*$"
 # tool's output: in AG2's two-agent chat the ``user_proxy`` runs the assistant's code and posts the report under its
 # own name, as an executor under a name that does not say so (``executor_agent``) would.
 EXEC_REPORT = re.compile(r"\s*(?:exitcode: \d|The script ran(?:, then exited with "
-                         r"| but produced no output to console))")
+                         r"| but produced no output to console))"
+                         rf"|{EXIT_STATEMENT}-?\d", re.IGNORECASE)
 # AG2's executor answering a message that holds no code: it ran nothing (``There is no code from the last 1 message for
 # me to execute. Group chat manager should let other participants ...``)
 NO_CODE = re.compile(r"\s*There is no code from the last \d+ messages? for me to execute")

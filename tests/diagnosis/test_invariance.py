@@ -1,6 +1,7 @@
 """The labeller's decisions hold on runs worded differently from the tuning sets (issue 13): a tool named by another
 verb or under a namespace, a hand-off by another name, a policy that asks for the user's yes or id in other words, a
-yes in other words of assent, a date written year first with slashes, a look-up of the person's profile -- and
+yes in other words of assent, a date written year first with slashes, a look-up of the person's profile, an
+executor's exit code in other words -- and
 benchmarks/label_invariance.py's table on the tuning data (tau-bench airline, Who&When Algorithm-Generated, the
 mini-swe-agent sample, swe_fresh_runs): every rewording a reader would not judge by moves no label, and the edits that
 change what happened show the failure they made."""
@@ -141,6 +142,32 @@ def test_a_records_age_is_read_from_a_date_written_year_first(sep):
     b.say("Your reservation was made within the last 24 hours, so it can be cancelled.")
     lab = Labeller().label(b.deliver("Done.").build(score=0.0))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F1.elapsed_claim", 4)
+
+
+@pytest.mark.parametrize("report, failed", [
+    ("exitcode: 1 (execution failed)\nCode output: Traceback", True),  # AG2's, as before
+    ("exitcode: 0 (execution succeeded)\nCode output: 42", False),
+    ("Process finished with exit code 1\nOutput: Traceback", True),
+    ("Exit code: 0\nOutput: 42", False),
+    ("[Command exited with code 2]\nls: cannot access", True),
+    ("Return code: 1\nstdout:", True),
+    ("<returncode>0</returncode>\n<output>42</output>", False),
+    ("Execution failed with exit code 1", True)])
+def test_an_executors_report_of_its_exit_code_is_read_in_other_words(report, failed):
+    """An executor opening its report with ``Exit code: 1`` or ``Process finished with exit code 1`` ran code, as AG2's
+    ``exitcode: 1 (execution failed)`` did: before, only AG2's, Magentic-One's and AutoGen's lines were read (13 of 101
+    Algorithm-Generated runs moved when their executor's reports were so worded)."""
+    from evoharness.diagnosis.multiagent import is_exec_report, ran_and_failed
+
+    assert is_exec_report(report) and ran_and_failed(report) is failed
+
+
+@pytest.mark.parametrize("text", ["The exit code 1 means the import failed.", "I ran the code and it returned 1.",
+                                  "Exit the loop when the code is 1."])
+def test_a_turn_that_speaks_of_an_exit_code_is_no_report(text):
+    from evoharness.diagnosis.multiagent import is_exec_report
+
+    assert not is_exec_report(text)
 
 
 # ---- the table on the tuning data ------------------------------------------------------------------------------------
