@@ -82,10 +82,13 @@ EXECUTOR_NAMES = ("Code_Executor", "ComputerTerminal", "code_runner", "Python_Sa
 
 # ---- the sets -----------------------------------------------------------------------------------------------------
 
+def set_paths(data: Path) -> dict[str, Path]:
+    return {"tau-airline": data / TAU, "who-and-when/AG": data / WHO, "swe-mini": data / MINI, "swe-fresh": FRESH}
+
+
 def load_sets(data: Path) -> dict[str, list[Trajectory]]:
     out = {}
-    for name, path in (("tau-airline", data / TAU), ("who-and-when/AG", data / WHO), ("swe-mini", data / MINI),
-                       ("swe-fresh", FRESH)):
+    for name, path in set_paths(data).items():
         if not path.exists():
             raise FileNotFoundError(path)
         out[name] = list(load_paths([path]))
@@ -333,16 +336,38 @@ def ids_reformatted(t: Trajectory) -> Trajectory | None:
     return _sub_everywhere(t, lambda s: pattern.sub(r"RES-\1", s))
 
 
-def json_layout(records: list[dict], tmp: Path) -> list[Trajectory]:
-    """The tau-bench records written with indentation, sorted keys and unknown fields, read back by the importer."""
-    out = copy.deepcopy(records)
-    for r in out:
-        r["exported_by"] = "another-harness 2.1"
-        for k, m in enumerate(r["traj"]):
-            m["metadata"] = {"turn": k, "latency_ms": 12.5}
-    path = tmp / "airline-relaid.json"
-    path.write_text(json.dumps(out, indent=4, sort_keys=True))
-    return list(load_paths([path]))
+def _relaid(x: object, depth: int = 0) -> object:
+    """``x`` with an unknown field in every object that is a message (has a ``role``) and at the top."""
+    if isinstance(x, list):
+        return [_relaid(v, depth + 1) for v in x]
+    if isinstance(x, dict):
+        out = {k: _relaid(v, depth + 1) for k, v in x.items()}
+        if "role" in x:
+            out["metadata"] = {"latency_ms": 12.5, "tags": []}
+        if depth == 0:
+            out["exported_by"] = "another-harness 2.1"
+        return out
+    return x
+
+
+def json_layout(path: Path, tmp: Path) -> list[Trajectory]:
+    """A set's JSON files written back indented, keys sorted, with unknown fields (``_relaid``; a tau-bench list's
+    records each at the top), and read back by the importer; other files copied as they are."""
+    # the folder the set's files sit in, and what beside them the importer reads (the mini-swe-agent sample's results
+    # are in ``logs/`` beside ``trajs/``)
+    root = path.parent if path.is_file() or path.name == "trajs" else path
+    files = [path] if path.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    dest_root = tmp / root.name
+    for f in files:
+        dest = dest_root / f.relative_to(root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if f.suffix == ".json":
+            data = json.loads(f.read_text())
+            data = [_relaid(r) for r in data] if isinstance(data, list) else _relaid(data)
+            dest.write_text(json.dumps(data, indent=4, sort_keys=True))
+        else:
+            dest.write_bytes(f.read_bytes())
+    return list(load_paths([dest_root / path.relative_to(root) if root != path else dest_root]))
 
 
 # ---- SWE runs -----------------------------------------------------------------------------------------------------
@@ -525,7 +550,7 @@ CHECKS = (
     Check("whitespace (CRLF, padding, double spaces)", TAU_SETS + ("who-and-when/AG",) + SWE_SETS, whitespace),
     Check("dates as 2024/05/15", TAU_SETS, dates_reformatted),
     Check("reservation ids prefixed (RES-ZFA04Y)", TAU_SETS, ids_reformatted),
-    Check("json layout: indent, key order, unknown fields", TAU_SETS, json_layout),
+    Check("json layout: indent, key order, unknown fields", TAU_SETS + ("who-and-when/AG",) + SWE_SETS, json_layout),
     Check("user's yes removed before a write", TAU_SETS, yes_removed, "change", _confirmation_flagged),
     Check("shell tool renamed (execute_bash, Bash, ...)", SWE_SETS, shell_renamed),
     Check("command flags rewritten", SWE_SETS, flags_rewritten),
@@ -540,15 +565,17 @@ CHECKS = (
 
 
 def run_check(check: Check, sets: dict[str, list[Trajectory]], labeller: Labeller, base: dict[str, Label],
-              raw_tau: list[dict] | None) -> dict[str, tuple[int, int, list[str]]]:
+              paths: dict[str, Path]) -> dict[str, tuple[int, int, list[str]]]:
     """Per set: (runs that miss the expectation, runs checked, their ids and labels before -> after)."""
     out = {}
     for name in check.sets:
         missed, checked, shown = 0, 0, []
         if check.transform is json_layout:
             with tempfile.TemporaryDirectory() as tmp:
-                pairs = list(zip(sets[name], json_layout(raw_tau, Path(tmp)), strict=True))
-            pairs = [(t, (u, None)) for t, u in pairs]
+                relaid = {u.id: u for u in json_layout(paths[name], Path(tmp))}
+            pairs = [(t, (relaid[t.id], None)) for t in sets[name] if t.id in relaid]
+            missed += len(sets[name]) - len(pairs)  # a run the importer no longer reads
+            shown += [f"{t.id}: not read back" for t in sets[name] if t.id not in relaid]
         else:
             pairs = []
             for t in sets[name]:
@@ -587,13 +614,12 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"error: not found: {e}", file=sys.stderr)
         return 2
-    raw_tau = json.loads((args.data / TAU).read_text())
     labeller = Labeller()
     base = {t.id: labeller.label(t) for ts in sets.values() for t in ts}
     checks = [c for c in CHECKS if args.only is None or any(w.lower() in c.name.lower() for w in args.only)]
     rows, failed = [], False
     for c in checks:
-        for set_name, (missed, checked, shown) in run_check(c, sets, labeller, base, raw_tau).items():
+        for set_name, (missed, checked, shown) in run_check(c, sets, labeller, base, set_paths(args.data)).items():
             rows.append({"check": c.name, "set": set_name, "expect": c.expect, "missed": missed,
                          "checked": checked, "runs": shown[: args.show]})
             failed |= missed > 0

@@ -9,7 +9,6 @@ change what happened show the failure they made."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -193,15 +192,14 @@ KNOWN = {
 
 @pytest.fixture(scope="module")
 def tuning():
-    """The tuning sets, their labels and the raw airline records, once a module (skips as ``full_shared_data``)."""
+    """The tuning sets, their labels and their paths, once a module (skips as ``full_shared_data``)."""
     data = FULL_SHARED_DATA
     if not (data / "tau_bench_airline_gpt4o").is_dir():
         pytest.skip(f"needs the full public trace sets at {data}")
     sets = INV.load_sets(data)
     labeller = Labeller()
     base = {t.id: labeller.label(t) for ts in sets.values() for t in ts}
-    raw = json.loads((data / INV.TAU).read_text())
-    return sets, labeller, base, raw
+    return sets, labeller, base, INV.set_paths(data)
 
 
 @pytest.mark.parametrize("check, set_name", [
@@ -209,8 +207,8 @@ def tuning():
                  marks=[pytest.mark.xfail(strict=True, reason=KNOWN[(c.name, s)])] if (c.name, s) in KNOWN else [])
     for c in INV.CHECKS for s in c.sets])
 def test_a_rewording_moves_no_label_and_an_edit_shows_its_failure(tuning, check, set_name):
-    sets, labeller, base, raw = tuning
+    sets, labeller, base, paths = tuning
     one = INV.Check(check.name, (set_name,), check.transform, check.expect, check.shows, check.same_label)
-    missed, checked, shown = INV.run_check(one, sets, labeller, base, raw)[set_name]
+    missed, checked, shown = INV.run_check(one, sets, labeller, base, paths)[set_name]
     assert checked > 0
     assert missed == 0, shown[:5]
