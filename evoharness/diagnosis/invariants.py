@@ -19,7 +19,8 @@ asks for an identity check --
   consent, agreement in other words), and the user message just
   before a write action is not an affirmative ("yes", "confirm", "go ahead", ...), or is one that answers no listing
   of the action: since the user's first message no reply of the agent named one of the write's argument values, nor
-  does the yes (``_yes_to_the_action``: a request holding "okay" is no yes to a write never listed).
+  does the yes (``_yes_to_the_action``: a request holding "okay" is no yes to a write never listed); a value is named
+  in any case, a number however written ("$1,234.00" for 1234) and an ISO date as words ("May 20" for 2024-05-20).
 
 A write action is a call that may change state (``is_state_changing``), handing over to a human (``transfer_*``,
 ``escalate_*``, ...: ``is_handoff``) excepted. Every violation has a step and quoted evidence; the first policy
@@ -487,7 +488,7 @@ def _yes_to_the_action(view: TraceView, w: ToolCall) -> bool:
         if top and _named(msgs, first, w.step, top):
             return True
     values = _arg_values(args)
-    return not values or _named(msgs, first, w.step, values)
+    return not values or _named(msgs, first, w.step, values) or _named_loosely(msgs, first, w.step, values)
 
 
 def _named(msgs: list[dict], first: int, step: int, values: list[str]) -> bool:
@@ -499,6 +500,48 @@ def _named(msgs: list[dict], first: int, step: int, values: list[str]) -> bool:
         if isinstance(content, str) and not m.get("tool_calls") and m.get("role") in ("assistant", "user"):
             for v in values:
                 if v in content:
+                    return True
+    return False
+
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+_MONTH_NUMBER = {**{m[:3]: n for n, m in enumerate(MONTHS, 1)}, **{m: n for n, m in enumerate(MONTHS, 1)}, "sept": 9}
+_MONTH_WORD = "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True))
+# a date written in words, lower-cased: "may 20", "may 20th, 2024", "sept. 3", "20 may 2024", "the 20th of may"
+WORD_DATE = re.compile(rf"\b({_MONTH_WORD})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?"
+                       rf"|\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_WORD})\b\.?(?:,?\s+(\d{{4}})\b)?")
+ISO_DATE = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:$|[T ])")
+NUMBER = re.compile(r"(?<![\w.,])\d[\d,]{0,20}(?:\.\d{1,12})?(?![\w,])")  # "$1,234.00", "1234": not "HAT069"
+PLAIN_NUMBER = re.compile(r"-?\d{1,21}(?:\.\d{1,12})?")
+
+
+def _named_loosely(msgs: list[dict], first: int, step: int, values: list[str]) -> bool:
+    """`_named` in any case, a number however written ("$1,234.00" for 1234, "1234.0") and an ISO date as words
+    ("May 20", "20th of May, 2024" for 2024-05-20; a year said must be the value's): asked only when no value was
+    named as written, so it costs nothing where one was. A number must have 3 digits or more (2.0 is not one)."""
+    lowered = [v.lower() for v in values]
+    numbers, dates = set(), set()
+    for v in values:
+        if (d := ISO_DATE.match(v)) is not None:
+            dates.add((int(d[2]), int(d[3]), int(d[1])))
+        elif PLAIN_NUMBER.fullmatch(v) and len(v.rstrip("0").rstrip(".") if "." in v else v) >= 3:
+            numbers.add(float(v))
+    for i in range(step - 1, first, -1):
+        m = msgs[i]
+        content = m.get("content")
+        if not isinstance(content, str) or m.get("tool_calls") or m.get("role") not in ("assistant", "user"):
+            continue
+        text = content.lower()
+        if any(v in text for v in lowered):
+            return True
+        if numbers and any(float(n.replace(",", "")) in numbers for n in NUMBER.findall(text)):
+            return True
+        if dates:
+            for d in WORD_DATE.finditer(text):
+                month, day, year = (d[1], d[2], d[3]) if d[1] else (d[5], d[4], d[6])
+                said = (_MONTH_NUMBER[month], int(day))
+                if any(said == (mo, dd) and (year is None or int(year) == yy) for mo, dd, yy in dates):
                     return True
     return False
 

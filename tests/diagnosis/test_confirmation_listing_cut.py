@@ -1,18 +1,41 @@
 """`_yes_to_the_action` (policy.confirmation: a yes confirms a write only after one of the write's argument values was
-named) reads the top level's values first and gathers the nested ones only when none was named; it answers as the
-rule written out as it was first landed (2399c04) on random runs and calls."""
+named) reads the top level's values first and gathers the nested ones only when none was named, and matches loosely
+(any case, numbers, dates as words) only when nothing was named as written; it answers as the rule written out (as
+first landed in 2399c04, with the loose match) on random runs and calls."""
 
 from __future__ import annotations
 
 import random
+import re
 from types import SimpleNamespace
 
 from evoharness.diagnosis.invariants import _arg_values, _yes_to_the_action
 
-WORDS = ["ABC123", "ab", "economy", "HAT069", "2024-05-20", "yes", "credit_card_7815826", "Business", "100", "x y z"]
+WORDS = ["ABC123", "ab", "economy", "HAT069", "2024-05-20", "yes", "credit_card_7815826", "Business", "100", "x y z",
+         "business", "abc123", "May 20", "the 20th of May", "May 20, 2023", "$12,345.00", "12345.0", "$100.00"]
+MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
 
-def _written_out(view, w) -> bool:  # 2399c04's definition, kept here as the reference
+def _loosely(content: str, values: list[str]) -> bool:  # the loose match written out: any case, numbers, dates
+    low = content.lower()
+    if any(v.lower() in low for v in values):
+        return True
+    said = {float(n.replace(",", "")) for n in re.findall(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w,])", low)}
+    for v in values:
+        if re.fullmatch(r"-?\d+(?:\.\d+)?", v) and len(v.rstrip("0").rstrip(".") if "." in v else v) >= 3 \
+                and float(v) in said:
+            return True
+        if d := re.match(r"(\d{4})-(\d\d)-(\d\d)", v):
+            month, day = MONTHS[int(d[2]) - 1], int(d[3])
+            for m in re.finditer(rf"\b{month}[a-z]*\.?\s+(\d+)(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?|"
+                                 rf"\b(\d+)(?:st|nd|rd|th)?\s+(?:of\s+)?{month}[a-z]*\b\.?(?:,?\s+(\d{{4}})\b)?",
+                                 low):
+                if int(m[1] or m[3]) == day and (m[2] or m[4]) in (None, d[1]):
+                    return True
+    return False
+
+
+def _written_out(view, w) -> bool:  # 2399c04's definition with the loose match: the reference
     def values_of(args, depth=0):
         if depth > 6:
             return []
@@ -32,7 +55,7 @@ def _written_out(view, w) -> bool:  # 2399c04's definition, kept here as the ref
         m = msgs[i]
         content = m.get("content")
         if m.get("role") in ("assistant", "user") and not m.get("tool_calls") and isinstance(content, str) \
-                and any(v in content for v in values):
+                and (any(v in content for v in values) or _loosely(content, values)):
             return True
     return False
 
@@ -44,7 +67,7 @@ def _value(rnd: random.Random, depth: int):
     if kind == 1:
         return rnd.choice([True, False])
     if kind == 2:
-        return rnd.choice([7, 100, 2.5, 12345])
+        return rnd.choice([7, 100, 2.5, 12345, 12345.0, 100.0])
     if kind in (3, 4):
         return rnd.choice(WORDS)
     if kind == 5:

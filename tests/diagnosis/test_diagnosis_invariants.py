@@ -339,3 +339,27 @@ def test_a_request_that_holds_okay_is_no_yes_to_an_action_never_listed(listed):
            result='{"order_id": "#W123", "status": "cancelled"}')
     lab = Labeller().label(b.deliver("Order #W123 is cancelled.").build(score=0.0))
     assert [v.rule for v in lab.violations] == ([] if listed else ["policy.confirmation"])
+
+
+@pytest.mark.parametrize(("listing", "args", "confirmed"), [
+    ("Shall I move you to Business class?", {"cabin": "business"}, True),
+    ("Shall I move you to the flight on May 20th?", {"date": "2024-05-20"}, True),
+    ("Shall I move you to the flight on the 20th of May, 2024?", {"date": "2024-05-20"}, True),
+    ("Shall I charge $1,234.00 to your card?", {"amount": 1234}, True),
+    ("Shall I charge 1234 dollars to your card?", {"amount": 1234.0}, True),
+    ("Shall I move you to the flight on May 20, 2023?", {"date": "2024-05-20"}, False),  # another year
+    ("Shall I move you to the flight on May 21st?", {"date": "2024-05-20"}, False),
+    ("Shall I charge $100 to your card?", {"amount": 1000}, False),
+    ("Shall I change reservation HAT069 to 2 bags?", {"reservation_id": "HAT070", "bags": 2.0}, False),
+])
+def test_a_listing_names_a_value_in_any_case_and_a_number_or_date_however_written(listing, args, confirmed):
+    """A yes confirms a write only after the agent named one of its argument values (2399c04), and the match was
+    exact: an agent listing "Business", "May 20" or "$1,234.00" for a write of "business", "2024-05-20" or 1234
+    had listed nothing, and the write was a policy.confirmation violation. A value is now named in any case, a
+    number however written and an ISO date as words (a year said must be the value's)."""
+    b = TraceBuilder("t").system(AUTHENTICATE).user("I'm bob@x.com. Please change my booking.")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result="bob_1")
+    b.say(f"{listing} Please confirm (yes).").user("Yes.")
+    b.call("update_reservation", args, result='{"status": "updated"}')
+    lab = Labeller().label(b.deliver("Your booking is updated.").build(score=0.0))
+    assert [v.rule for v in lab.violations] == ([] if confirmed else ["policy.confirmation"])
