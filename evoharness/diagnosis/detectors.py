@@ -388,18 +388,30 @@ def reads_by_name(name: str) -> bool:
 
 
 # handing the conversation over to a person (tau-bench's ``transfer_to_human_agents``; ``escalate_to_supervisor``,
-# ``handoff_to_human``, ``hand_over_to_agent``): no change of the domain's state, so no write the policy asks a yes for
+# ``handoff_to_human``, ``hand_over_to_agent``, ``transfer_call``): no change of the domain's state, so no write the
+# policy asks a yes for. The verb alone does not say so: ``transfer_funds``, ``transfer_ownership`` or
+# ``escalate_ticket`` change the state like any write, so the word after the verb must say to whom (or what: the call)
 HANDOFF_VERBS = frozenset(("transfer", "escalate", "handoff", "handover", "hand"))
+HANDOFF_TO = frozenset((
+    "to", "human", "humans", "agent", "agents", "person", "people", "operator", "operators", "supervisor",
+    "supervisors", "representative", "representatives", "rep", "staff", "support", "specialist", "manager",
+    "expert", "team", "live", "call", "chat", "conversation", "session"))
 
 
 @lru_cache(maxsize=4096)
 def is_handoff(name: str) -> bool:
-    """A hand-off tool: its name (less a namespace) opens with ``transfer`` or with a verb of ``HANDOFF_VERBS``."""
-    own = _NAMESPACE.sub("", name)
-    if own.startswith("transfer"):
-        return True
-    first = _NAME_WORDS.match(own)
-    return first is not None and first.group(0).lower() in HANDOFF_VERBS
+    """A hand-off tool: its name (less a namespace) opens with a verb of ``HANDOFF_VERBS`` (``hand`` with ``over`` or
+    ``off``) followed by nothing or by a word of ``HANDOFF_TO`` (``transfer_to_human_agents``, ``escalate``,
+    ``transferCall``; not ``transfer_funds``)."""
+    words = [w.lower() for w in _NAME_WORDS.findall(_NAMESPACE.sub("", name))]
+    if not words or words[0] not in HANDOFF_VERBS:
+        return False
+    rest = words[1:]
+    if words[0] == "hand":
+        if not rest or rest[0] not in ("over", "off"):
+            return False
+        rest = rest[1:]
+    return not rest or rest[0] in HANDOFF_TO
 
 
 def _name_kind(name: str) -> int:

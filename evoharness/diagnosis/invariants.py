@@ -81,15 +81,27 @@ USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 # permission or go-ahead ("obtain explicit user confirmation (yes)", "get the user's explicit approval", "wait until
 # the user explicitly consents", "express permission"); the person's own ("the customer's approval", "user consent");
 # the person to confirm, approve, consent, agree or say yes ("ask the user to confirm", "the user must agree", "once
-# the customer approves") -- not the agent confirming facts ("after confirming the facts"), nor who the person is
-# ("the user confirms their identity": the identity rule's). Blanks within a line only, as IDENTITY_POLICY.
-_CONSENT = r"(?:confirm\w*|approv\w*|consent\w*|agree\w*|permission|authori[sz]\w*|go[- ]ahead|yes)"
+# the customer approves", "until the user has agreed") -- not the agent confirming facts ("after confirming the
+# facts"), nor who the person is ("the user confirms their identity": the identity rule's), nor a thing named for the
+# person ("the user agreement", "the guest's confirmation number", "the user authorization token", "customers agree
+# to the terms when they sign up": a noun or a plain statement of fact, no yes asked). Blanks within a line only, as
+# IDENTITY_POLICY.
+_CONSENT = r"(?:confirm\w*|approv\w*|consent\w*|agree\w*|permission|authori[sz]\w*|go[- ]ahead|yes)\b"
+_HOW = r"(?:(?:first|explicitly|expressly|clearly)[^\S\n]+)?"
+# the word after a consent noun that makes it a thing's name: a confirmation number, an approval status
+_NOT_THE_YES = (r"(?![^\S\n]+(?:numbers?|codes?|ids?|e-?mails?|status|tokens?|keys?|pages?|links?|forms?|letters?|"
+                r"messages?|headers?|levels?|dates?|records?|lists?|queues?|flows?|process|screens?|details|terms)\b)")
 CONFIRM_POLICY = re.compile(
     r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm"
-    rf"|\b(?:(?:explicit|express|affirmative)(?:ly)?|clearly)[^\S\n]+(?:\w+[^\S\n]+)?{_CONSENT}"
-    rf"|\b{_PERSON}(?:['’]s?)?[^\S\n]+(?:(?:must|has[^\S\n]+to|have[^\S\n]+to|needs?[^\S\n]+to|should|shall|to)"
-    rf"[^\S\n]+)?(?:(?:first|explicitly|expressly|clearly)[^\S\n]+)?"
-    r"(?:confirm\w*|approv\w*|consent\w*|agree\w*|authori[sz]\w*|says?[^\S\n]+yes)\b"
+    rf"|\b(?:(?:explicit|express|affirmative)(?:ly)?|clearly)[^\S\n]+(?:\w+[^\S\n]+)?{_CONSENT}{_NOT_THE_YES}"
+    rf"|\b{_PERSON}(?:['’]s?)?[^\S\n]+(?:"
+    rf"(?:must|has[^\S\n]+to|have[^\S\n]+to|needs?[^\S\n]+to|should|shall|to)[^\S\n]+{_HOW}"
+    r"(?:confirm|approve|consent|agree|authori[sz]e|say[^\S\n]+yes)"  # the person to do it
+    rf"|(?:has|have)[^\S\n]+{_HOW}(?:confirmed|approved|consented|agreed|authori[sz]ed|said[^\S\n]+yes)"
+    rf"|{_HOW}(?:confirms|confirmed|approves|approved|consents|consented|agrees|agreed|authori[sz]es|"
+    r"authori[sz]ed|says[^\S\n]+yes|said[^\S\n]+yes)"  # the person doing it: once the user agrees
+    r"|(?:(?:explicit|express)[^\S\n]+)?(?:consent|confirmation|approval|permission|authori[sz]ation|go[- ]ahead)"
+    rf")\b{_NOT_THE_YES}"
     r"(?![^\S\n]+(?:(?:their|his|her|the|its)[^\S\n]+)?(?:identit|who\b))", re.I)
 # A user's yes, in the words of assent English has for it (a general vocabulary, not one benchmark's replies): yes and
 # its informal forms, confirm, go ahead, proceed, sure, ok, correct, do it -- and alright, absolutely, definitely,
@@ -106,7 +118,15 @@ _AFFIRMATIVE_LOW = re.compile(AFFIRMATIVE.pattern)
 # phrases that hold an affirmative word but say no yes: "make sure", "I'm not sure", "be sure", "that's not correct",
 # "don't proceed yet" (the word "sure" in "make sure the fee is right" is no confirmation); cut before AFFIRMATIVE
 NOT_AN_ANSWER = re.compile(
-    r"\b(?:mak(?:e|es|ing)|made|be|being|not|never|n['’]t)\s+(?:(?:so|too|quite|really|very|entirely|totally|"
+    # an intensifier that goes on to a negation, a "that's right" (or correct) that a negation frames: no assent ("I
+    # definitely do not want that", "Of course I don't want to cancel", "I don't think that's right", "I'm not sure
+    # it's correct"); at most two words between, none a yes, and no comma ("Absolutely, go ahead, but don't ..."
+    # says yes)
+    r"\b(?:absolutely|definitely|certainly|of course)\s+(?:(?!(?:yes|yeah|yep|yup)\b)\w+\s+){0,2}?"
+    r"(?:not|never|\w+n['’]t)\b"
+    r"|\b(?:not|never|\w+n['’]t)\s+(?:(?!(?:yes|yeah|yep|yup)\b)\w+\s+){0,2}?(?:that['’]?s|that\s+is|it['’]?s|it\s+is)\s+"
+    r"(?:right|correct)\b"
+    r"|\b(?:mak(?:e|es|ing)|made|be|being|not|never|n['’]t)\s+(?:(?:so|too|quite|really|very|entirely|totally|"
     r"completely)\s+)?sure\b"
     r"|\b(?:not|never|n['’]t)\s+(?:quite\s+|really\s+)?(?:correct|ok(?:ay)?)\b"
     r"|\b(?:do\s+not|don['’]t|not|never)\s+(?:yet\s+)?(?:go ahead|proceed|confirm(?:ed)?|do it)\b"
