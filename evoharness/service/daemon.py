@@ -66,6 +66,7 @@ class Daemon:
         self._continuing: set[str] = set()  # runs with a review decision queued or being applied
         self.starting: set[str] = set()  # runs requested by the API that the worker has not begun yet
         self.progress = TapProgress(quiet=quiet)
+        self._progress_of: str | None = None  # the run self.progress counts for
         self.last_error: str | None = None
         self.queue = None
 
@@ -282,6 +283,7 @@ class Daemon:
         self._write({"run_id": run_id, "started_seq": upto, "history": history})
         with self._lock:
             self.phase[run_id] = RUNNING
+        self._progress_for(run_id)
         log.info("service.run_started", run_id=run_id, evidence=n, ingested_evidence=len(ingested))
         self.progress.note(f"service: run {run_id} started" + (f" with {n} evidence trajectories" if n else ""))
 
@@ -291,6 +293,7 @@ class Daemon:
             if self.phase.get(run_id) != LOCKED:  # LOCKED until the lock is taken (the first state seen)
                 self.phase[run_id] = RUNNING
             self.paused_by.pop(run_id, None)
+        self._progress_for(run_id)
 
         def on_state(values: dict[str, Any]) -> None:
             self.snapshots[run_id] = values
@@ -324,6 +327,12 @@ class Daemon:
             else:
                 self.phase[run_id] = STOPPED
         log.info("service.run_driven", run_id=run_id, phase=self.phase[run_id])
+
+    def _progress_for(self, run_id: str) -> None:
+        """The progress counts this run's rollouts and budget: a second run began at the first one's counts."""
+        if self._progress_of != run_id:
+            self.progress.reset()
+            self._progress_of = run_id
 
     def sweep_ingested(self, limit: int = 500) -> int:
         """Move ingested content failures into the training queue (idempotent by trajectory id)."""

@@ -34,6 +34,10 @@ class TapProgress(Progress):
         self.last_note = message
         super().note(message)
 
+    def reset(self) -> None:
+        """Start counting afresh: for another run (the counters and budget left were the previous run's)."""
+        self.done, self.planned, self.budget_left, self.last_note = 0, 0, None, ""
+
     def view(self) -> dict[str, Any]:
         return {"rollouts_done": self.done, "rollouts_planned": self.planned, "budget_left": self.budget_left,
                 "last_note": self.last_note}
