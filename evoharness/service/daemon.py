@@ -67,6 +67,7 @@ class Daemon:
         self.starting: set[str] = set()  # runs requested by the API that the worker has not begun yet
         self.progress = TapProgress(quiet=quiet)
         self._progress_of: str | None = None  # the run self.progress counts for
+        self._driven: set[str] = set()  # runs this process has begun or driven
         self.last_error: str | None = None
         self.queue = None
 
@@ -284,6 +285,7 @@ class Daemon:
         with self._lock:
             self.phase[run_id] = RUNNING
         self._progress_for(run_id)
+        self._driven.add(run_id)
         log.info("service.run_started", run_id=run_id, evidence=n, ingested_evidence=len(ingested))
         self.progress.note(f"service: run {run_id} started" + (f" with {n} evidence trajectories" if n else ""))
 
@@ -294,6 +296,9 @@ class Daemon:
                 self.phase[run_id] = RUNNING
             self.paused_by.pop(run_id, None)
         self._progress_for(run_id)
+        if payload is None and run_id not in self._driven:  # a restart, or a run of the CLI's: it went on unsaid
+            self.progress.note(f"service: resuming run {run_id} from its last checkpoint")
+        self._driven.add(run_id)
 
         def on_state(values: dict[str, Any]) -> None:
             self.snapshots[run_id] = values
