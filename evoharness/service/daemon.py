@@ -294,7 +294,8 @@ class Daemon:
         with self._lock:
             if self.phase.get(run_id) != LOCKED:  # LOCKED until the lock is taken (the first state seen)
                 self.phase[run_id] = RUNNING
-            self.paused_by.pop(run_id, None)
+            if (why := self.paused_by.pop(run_id, None)) is not None and self.last_error == why:
+                self.last_error = None  # driven again: the pause is over (it was said until the next step)
         self._progress_for(run_id)
         if payload is None and run_id not in self._driven:  # a restart, or a run of the CLI's: it went on unsaid
             self.progress.note(f"service: resuming run {run_id} from its last checkpoint")
