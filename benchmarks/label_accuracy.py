@@ -10,7 +10,8 @@ evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
         [--swe-fresh-labels FILE] [--swe-blind2-labels FILE] [--only SET] [--holdout]
         [--by-signal] [--by-class]
-        [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--limit N]]
+        [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--judge-timeout SECONDS]
+         [--limit N]]
 
 ``--data DIR``: the public data folder (``who_and_when/`` and ``agentrx_magentic_one/`` in it, the default
 ../shared/data), or any folder of human-labelled runs, scored with the same figures and baselines: AgentRx-style
@@ -69,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -140,10 +142,13 @@ def main() -> int:
     ap.add_argument("--context", type=int, default=None, help="the judge model's context in tokens (default 8192)")
     ap.add_argument("--window", type=int, default=None, help="the judge's excerpt: messages each side of the rules' "
                     "signals (0: the whole run, chunked; default 3)")
+    ap.add_argument("--judge-timeout", type=float, default=None, metavar="SECONDS",
+                    help="the judge waits at most this long for one reply (default 120)")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N records of each set (0: all)")
     args = ap.parse_args()
     # the judge's options given to the rules are refused (not a range error, not silently ignored), as diagnose does
-    judge_only = [opt for opt, value in (("--context", args.context), ("--window", args.window)) if value is not None]
+    judge_only = [opt for opt, value in (("--context", args.context), ("--window", args.window),
+                                         ("--judge-timeout", args.judge_timeout)) if value is not None]
     if args.labeller != "llm" and judge_only:
         print(f"error: {judge_only[0]} is for --labeller llm", file=sys.stderr)
         return 2
@@ -151,6 +156,10 @@ def main() -> int:
     args.window = 3 if args.window is None else args.window
     if args.limit < 0 or args.window < 0 or args.context < 512:
         print("error: --limit and --window must be >= 0 and --context >= 512", file=sys.stderr)
+        return 2
+    if args.judge_timeout is not None and not (0 < args.judge_timeout < math.inf):
+        print(f"error: --judge-timeout must be a positive number of seconds, not {args.judge_timeout:g}",
+              file=sys.stderr)
         return 2
     if args.labeller == "llm" and not args.model:
         print("error: --labeller llm needs --model openai:URL[#model]", file=sys.stderr)
@@ -229,7 +238,9 @@ def main() -> int:
         from evoharness.diagnosis.judge import LLMJudge, openai_judge_model
 
         try:
-            judge = LLMJudge(openai_judge_model(args.model), context_tokens=args.context, window=args.window)
+            model = openai_judge_model(args.model, **({} if args.judge_timeout is None
+                                                       else {"timeout_s": args.judge_timeout}))
+            judge = LLMJudge(model, context_tokens=args.context, window=args.window)
         except InputError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

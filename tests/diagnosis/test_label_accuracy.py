@@ -161,7 +161,7 @@ def test_by_signal_is_refused_unless_only_the_tuning_two_thirds_are_named(only, 
 
 
 @pytest.mark.parametrize("opts", [["--context", "100"], ["--window", "-1"], ["--context", "4096"],
-                                  ["--labeller", "rules", "--window", "5"]])
+                                  ["--labeller", "rules", "--window", "5"], ["--judge-timeout", "30"]])
 def test_the_judges_options_without_the_judge_are_refused_by_name(opts, capsys, monkeypatch):
     import runpy
     import sys
@@ -172,6 +172,20 @@ def test_the_judges_options_without_the_judge_are_refused_by_name(opts, capsys, 
         runpy.run_path(str(script), run_name="__main__")
     assert e.value.code == 2
     assert capsys.readouterr().err == f"error: {opts[-2]} is for --labeller llm\n"
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "inf", "nan"])
+def test_the_judge_timeout_is_a_positive_finite_number_of_seconds(seconds, capsys, monkeypatch):
+    import runpy
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--swe-blind2-labels", "", "--labeller", "llm",
+                                      "--model", "openai:http://127.0.0.1:9/v1#m", "--judge-timeout", seconds])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(script), run_name="__main__")
+    assert e.value.code == 2
+    assert capsys.readouterr().err.startswith("error: --judge-timeout must be a positive number of seconds")
 
 
 def test_the_humans_agent_is_the_agent_answerable_for_the_humans_step():
