@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterator
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -546,7 +547,7 @@ def _named_loosely(msgs: list[dict], first: int, step: int, values: list[str]) -
         if (d := ISO_DATE.match(v)) is not None:
             dates.add((int(d[2]), int(d[3]), int(d[1])))
         elif PLAIN_NUMBER.fullmatch(v) and len(v.rstrip("0").rstrip(".") if "." in v else v) >= 3:
-            numbers.add(float(v))
+            numbers.add(Decimal(v))  # exact: two long ids a digit apart are one float
     for i in range(step - 1, first, -1):
         m = msgs[i]
         content = m.get("content")
@@ -555,7 +556,7 @@ def _named_loosely(msgs: list[dict], first: int, step: int, values: list[str]) -
         text = content.lower()
         if any(v in text for v in lowered):
             return True
-        if numbers and any(float(n.replace(",", "")) in numbers for n in NUMBER.findall(text)):
+        if numbers and any(Decimal(n.replace(",", "")) in numbers for n in NUMBER.findall(text)):
             return True
         if dates:
             for d in WORD_DATE.finditer(text):

@@ -68,3 +68,19 @@ def test_an_intensifier_going_on_to_a_negation_is_no_yes(said):
                                   "Definitely, let's do that.", "That's right.", "Yes, I definitely don't mind."])
 def test_an_intensifier_that_says_yes_still_does(said):
     assert affirmative(said)
+
+
+def test_a_long_number_listed_is_not_another_number_that_rounds_to_it():
+    """2e595bb matched a listed number with a write's as floats: two 18-digit order ids a digit apart are one float, so
+    a yes to the listing of one order confirmed the cancellation of the other."""
+    b = TraceBuilder("t").system(BANK).user("I'm bob@x.com. Please cancel my order.")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
+    b.say("Shall I cancel order 123456789012345678? Please confirm (yes).").user("Yes.")
+    b.call("cancel_order", {"order_id": 123456789012345679}, result="ok")
+    lab = Labeller().label(b.deliver("Cancelled.").build(score=0.0))
+    assert [v.rule for v in lab.violations] == ["policy.confirmation"]
+    b = TraceBuilder("t").system(BANK).user("I'm bob@x.com. Please cancel my order.")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
+    b.say("Shall I cancel order 1,234,567,890,123,457? Please confirm (yes).").user("Yes.")  # written otherwise
+    b.call("cancel_order", {"order_id": 1234567890123457}, result="ok")
+    assert Labeller().label(b.deliver("Cancelled.").build(score=0.0)).violations == []
