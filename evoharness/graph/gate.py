@@ -21,6 +21,16 @@ from evoharness.verification.hunks import GitParts
 from evoharness.verification.verifier import Verifier
 
 
+def planned(candidate: Candidate, plan) -> str:
+    """The progress line of a candidate's verification plan."""
+    sel = plan.selection
+    line = f"  verifying {candidate.branch} ({candidate.targets}): {len(sel.targeted)} targeted + {len(sel.control)} " \
+           "control tasks, "
+    if plan.rollouts_needed is None:  # no targeted task (a pattern of production traces only): it said '~None'
+        return line + f"no task where {candidate.targets} fired: its behaviour cannot be measured here"
+    return line + f"~{plan.rollouts_needed} rollouts needed for the predicted effect"
+
+
 class Gate:
     def __init__(self, repo, source: GraphSource | None, config: VerificationConfig, progress: Progress, *,
                  rollouts: int, seed: int) -> None:
@@ -56,9 +66,7 @@ class Gate:
                 guards: GuardBook | None) -> Verdict:
         verifier = self.verifier(guards)
         plan = verifier.plan(candidate, anchor, ledger=ledger, round=round, k=self.rollouts)
-        self.progress.note(f"  verifying {candidate.branch} ({candidate.targets}): "
-                           f"{len(plan.selection.targeted)} targeted + {len(plan.selection.control)} control tasks, "
-                           f"~{plan.rollouts_needed} rollouts needed for the predicted effect")
+        self.progress.note(planned(candidate, plan))
         outcome = verifier.evaluate(candidate, anchor, ledger=ledger, round=round, k=self.rollouts, plan=plan)
         verdict = outcome.verdict
         m = verdict.measurements
