@@ -42,6 +42,15 @@ _CLOSE = {ord("]"), ord("}"), ord(")")}
 
 
 
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` (newline, NUL, an escape ...) as Python writes it; None when
+    there is none. A review reason is one line of text: one with these broke `review`'s lines and report.md."""
+    import unicodedata
+
+    found = next((ch for ch in text if unicodedata.category(ch) == "Cc"), None)
+    return None if found is None else repr(found)
+
+
 def read_capped(fd: int, max_bytes: int) -> bytes:
     """At most ``max_bytes + 1`` bytes of an open file: a result longer than ``max_bytes`` means the file
     is (or grew) over the cap, however its size was reported."""

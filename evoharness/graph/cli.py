@@ -72,6 +72,11 @@ def run(
 
 
 def _decide(ctx: typer.Context, candidate: str, run_id: str, decision: str, reason: str | None) -> None:
+    from evoharness.errors import InputError
+    from evoharness.untrusted import control_character
+
+    if reason is not None and (ch := control_character(reason)) is not None:
+        raise InputError("--reason", f"a control character ({ch}) in it: a reason is one line of text")
     from evoharness.graph.runner import decide
 
     _report(decide(settings_of(ctx), run_id, candidate, decision, reason,

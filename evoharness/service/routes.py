@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Res
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from evoharness import __version__
 from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
@@ -25,6 +25,7 @@ from evoharness.graph.runner import RUN_ID, runs_dir
 from evoharness.harness_repo.review import Status as CandidateStatus
 from evoharness.service.auth import require_token, require_token_for_reads
 from evoharness.traces.models import Trajectory
+from evoharness.untrusted import control_character
 
 RunId = Annotated[str, Path(pattern=RUN_ID)]
 
@@ -133,6 +134,13 @@ class Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
     candidate: str = Field(min_length=1, description="the candidate branch awaiting review")
     reason: str | None = Field(None, max_length=2000)
+
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, reason: str | None) -> str | None:
+        if reason is not None and (ch := control_character(reason)) is not None:
+            raise ValueError(f"a control character ({ch}) in it: a reason is one line of text")
+        return reason
 
 
 def _decide(request: Request, run_id: str, body: Decision, decision: str) -> dict[str, Any]:

@@ -118,3 +118,14 @@ def test_one_object_of_another_format_is_told_its_format_not_to_be_wrapped_in_a_
     r = client.post("/trajectories", content=b'{"trajectories": []}', headers=JSON)
     assert r.json()["error"] == ("body must be a JSON list of canonical trajectories; it is one object "
                                  "(keys: trajectories)")
+
+
+@pytest.mark.parametrize("reason", ["line1\nline2", "nul \x00 here", "colour \x1b[31mred"])
+def test_a_review_reason_with_a_control_character_is_refused(client, reason):
+    """A reason is one line of text: 'line1\\nline2\\x00' was stored, `evoharness review` printed the verdict over two
+    lines with the NUL, and report.md held the NUL (grep: 'binary file matches'); an escape sequence reached the
+    terminal of whoever ran `review`."""
+    r = client.post("/runs/some-run/reject", json={"candidate": "c", "reason": reason}, headers=AUTH)
+    assert r.status_code == 422
+    assert r.json()["error"].startswith("body.reason: Value error, a control character ("), r.json()
+    assert "one line of text" in r.json()["error"]
