@@ -105,13 +105,17 @@ CONFIRM_POLICY = re.compile(
     rf")\b{_NOT_THE_YES}"
     r"(?![^\S\n]+(?:(?:their|his|her|the|its)[^\S\n]+)?(?:identit|who\b))", re.I)
 # A user's yes, in the words of assent English has for it (a general vocabulary, not one benchmark's replies): yes and
-# its informal forms, confirm, go ahead, proceed, sure, ok, correct, do it -- and alright, absolutely, definitely,
-# certainly, of course, agreed, approved, sounds good, that works, works for me, go for it, let's do it, by all means,
-# that's right
+# its informal forms, confirm, go ahead, proceed, sure, ok, correct, do it -- and alright, agreed, approved, sounds
+# good, that works, works for me, go for it, let's do it, by all means, that's right, and absolutely, definitely,
+# certainly, of course said as the answer (a stop, a comma or the end right after it: "Absolutely.", "Of course, go
+# on"), not as an adverb ("I'll definitely reach out", "I absolutely need a refund"; no blank before the stop, so that
+# cutting "absolutely not" out of "definitely absolutely not." makes no new yes)
 AFFIRMATIVE = re.compile(
     r"\b(yes|yeah|yep|yup|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it|alright|all right|"
-    r"absolutely|definitely|certainly|of course|agree(d)?|approve(d)?|sounds (?:good|great|fine)|that works|"
-    r"works for me|go for it|let['’]?s do (?:it|that|this)|by all means|that['’]?s right|that is right)\b", re.I)
+    # (each alternative opening with its literal, no group: the engine then skips to their first letters)
+    r"absolutely(?=[.,;:!]|$)|definitely(?=[.,;:!]|$)|certainly(?=[.,;:!]|$)|of course(?=[.,;:!]|$)|agree(d)?|"
+    r"approve(d)?|sounds (?:good|great|fine)|that works|works for me|go for it|let['’]?s do (?:it|that|this)|"
+    r"by all means|that['’]?s right|that is right)\b", re.I)
 # AFFIRMATIVE case-sensitive, for a text's ``gate_text`` (lower-cased, no character that folds onto an ASCII letter):
 # the same matches at the same places there (str.lower keeps each such text's length and every character's \w-ness;
 # tests/diagnosis/test_diagnosis_fast_paths.py), ~10x faster than the case-blind search of the text
@@ -125,6 +129,9 @@ NOT_AN_ANSWER = re.compile(
     # says yes)
     r"\b(?:absolutely|definitely|certainly|of course)\s+(?:(?!(?:yes|yeah|yep|yup)\b)\w+\s+){0,2}?"
     r"(?:not|never|\w+n['’]t)\b"
+    # (with the assent word the negation governs: "absolutely never agree" leaves no "agree" behind)
+    r"(?:\s+(?:really\s+|yet\s+)?(?:agree(?:d)?|approve(?:d)?|alright|all right|go ahead|proceed|confirm(?:ed)?|"
+    r"do it|sure|correct|ok(?:ay)?)\b)?"
     r"|\b(?:not|never|\w+n['’]t)\s+(?:(?!(?:yes|yeah|yep|yup)\b)\w+\s+){0,2}?(?:that['’]?s|that\s+is|it['’]?s|it\s+is)\s+"
     r"(?:right|correct)\b"
     r"|\b(?:mak(?:e|es|ing)|made|be|being|not|never|n['’]t)\s+(?:(?:so|too|quite|really|very|entirely|totally|"
@@ -143,8 +150,10 @@ NOT_AN_ANSWER = re.compile(
 # "no need", "I'll pass": "No, that's okay" declines whatever its "okay"; only an explicit yes overrides it
 DECLINE = re.compile(r"^\W*(?:no|nope|nah)\b(?!\s+(?:problem|worries|issue))|\bno,?\s+thank(?:s| you)\b|\bno need\b"
                      r"|\bi['’]?ll pass\b|\bnot (?:necessary|needed|interested)\b", re.I)
-EXPLICIT_YES = re.compile(r"\b(yes|yeah|yep|yup|go ahead|proceed|confirm(ed)?|please do|do it|absolutely|definitely|"
-                          r"certainly|agree(d)?|approve(d)?|go for it|by all means)\b", re.I)
+EXPLICIT_YES = re.compile(r"\b(yes|yeah|yep|yup|go ahead|proceed|confirm(ed)?|please do|do it|"
+                          r"absolutely(?=[.,;:!]|$)|definitely(?=[.,;:!]|$)|certainly(?=[.,;:!]|$)|"
+                          r"agree(d)?|approve(d)?|"
+                          r"go for it|by all means)\b", re.I)
 
 
 def affirmative(text: str) -> bool:

@@ -197,6 +197,10 @@ def test_affirmative_short_cuts_answer_as_the_cut_does():
         answers.add(got)
     assert answers == {True, False}
     assert not invariants.affirmative("please do not proceed") and invariants.affirmative("not sure, but yes")
+    # an answer word whose stop the cut brings next to it ("absolutely not" cut out) says no yes, either way
+    for text in ("definitely absolutely not.", "definitely absolutely not", "of course certainly not!",
+                 "absolutely never agree.", "Certainly don't agree."):
+        assert invariants.affirmative(text) is _affirmative_plain(text) is False, text
 
 
 def test_refusal_gate_answers_as_the_regex():

@@ -129,6 +129,16 @@ def test_an_assent_word_negated_is_no_yes(said):
     assert [v.rule for v in _cancel_run("find_user_id_by_email", answer=said).violations] == ["policy.confirmation"]
 
 
+@pytest.mark.parametrize("said", [
+    "Thank you! I'll definitely reach out if I need anything else.", "I absolutely need this changed today.",
+    "It certainly looks odd to me.", "Of course I want to know the fee first"])
+def test_an_assent_adverb_inside_a_sentence_is_no_yes(said):
+    """"Absolutely." answers; "I absolutely need this changed today" does not: the adverbs of assent count only as the
+    answer itself, a stop or a comma right after them (a tau-bench user's "I'll definitely reach out" was a yes)."""
+    assert not affirmative(said)
+    assert [v.rule for v in _cancel_run("find_user_id_by_email", answer=said).violations] == ["policy.confirmation"]
+
+
 @pytest.mark.parametrize("sep", ["-", "/", "."])
 def test_a_records_age_is_read_from_a_date_written_year_first(sep):
     """``2024/05/12 09:36:29`` is the date ``2024-05-12 09:36:29`` is: a reply saying the booking is within 24 hours
