@@ -1,14 +1,16 @@
 """Train a LoRA adapter on an evoharness export with TRL's SFTTrainer and PEFT.
 
-UNTESTED RECIPE: written against TRL >= 0.19, PEFT >= 0.11, transformers >= 4.45 and not run in the
-evoharness test suite (torch is not installed there). Only the data preparation below
-(``load_examples``, ``check_export``) is covered by tests.
+Run on CPU with a tiny local model by ``ops/train/smoke.py`` (transformers 5.25, TRL 1.16, PEFT 0.21,
+torch 2.13 CPU; see ops/train/README.md for what that run shows and does not). The data preparation
+below (``check_export``, ``load_examples``, ``assistant_spans``, ``token_mask``) is covered by
+tests/datasets/test_datasets_train_recipe.py, which needs no torch.
 
 Input: a directory written by ``evoharness dataset export --format openai`` (``data.jsonl`` +
 ``manifest.json``). Each record is rendered with the model's own chat template
-(``tokenizer.apply_chat_template(messages, tools=tools)``) and trained as text. Run the same command
-on the placebo export (``--placebo``) for the control arm; compare both adapters and the base model
-on held-out tasks (which no export contains).
+(``tokenizer.apply_chat_template(messages, tools=tools)``), tokenized here, and the loss is taken on
+the assistant turns only (``--loss all`` for the whole conversation). Run the same command on the
+placebo export (``--placebo``) for the control arm; compare both adapters and the base model on
+held-out tasks (which no export contains).
 
     python ops/train/sft_lora.py --data exports/evolved --model Qwen/Qwen2.5-0.5B-Instruct \
         --out adapters/evolved [--epochs 2] [--lr 2e-4] [--rank 16] [--cpu]
@@ -19,7 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-from collections.abc import Iterator
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -37,12 +41,78 @@ def check_export(data: Path) -> dict:
 
 
 def load_examples(data: Path) -> Iterator[dict]:
-    """``{"messages", "tools"}`` per record, exactly as exported (no Arrow schema merging)."""
+    """``{"messages", "tools"}`` per record, as exported except each tool call's ``arguments``.
+
+    Read line by line, not through an Arrow schema (which would add ``null`` fields to tool schemas and
+    to the arguments of calls that lack another call's keys). The export writes ``arguments`` as the
+    OpenAI format wants, a JSON text; chat templates take it as an object (transformers' tool-use
+    format) and write it with ``tojson``, so a text would reach the model JSON-encoded twice
+    (``"{\\"user_id\\": ...}"``). Here it is parsed back into the object.
+    """
     with (data / "data.jsonl").open() as fh:
-        for line in fh:
+        for n, line in enumerate(fh, 1):
             if line.strip():
                 rec = json.loads(line)
-                yield {"messages": rec["messages"], "tools": rec.get("tools") or None}
+                messages = [_with_parsed_arguments(m, data, n) for m in rec["messages"]]
+                yield {"messages": messages, "tools": rec.get("tools") or None}
+
+
+def _with_parsed_arguments(message: dict, data: Path, line: int) -> dict:
+    if not message.get("tool_calls"):
+        return message
+    calls = []
+    for call in message["tool_calls"]:
+        fn = call["function"]
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"{data}/data.jsonl line {line}: tool call {call.get('id')!r}: "
+                                 f"arguments are not JSON ({e.msg})") from None
+        calls.append({**call, "function": {**fn, "arguments": args}})
+    return {**message, "tool_calls": calls}
+
+
+class TemplateError(SystemExit):
+    """The chat template does not render a conversation as the sum of its turns."""
+
+
+Render = Callable[[list[dict], bool], str]
+
+
+def assistant_spans(render: Render, messages: list[dict]) -> tuple[str, list[tuple[int, int]]]:
+    """The rendered conversation and the ``[start, end)`` character spans of its assistant turns.
+
+    ``render(messages, add_generation_prompt)`` is the model's chat template with the record's tools.
+    An assistant turn's span is what the template writes for it after the prompt that asks for it
+    (the generation prompt), up to and with its end-of-turn marker: the tokens the model must learn to
+    produce. This needs a template that renders a prefix of a conversation as a prefix of its text;
+    one that does not (one that rewrites earlier turns, as templates dropping past reasoning do) is a
+    ``TemplateError`` naming the turn, never a silent mask on the wrong tokens.
+    """
+    text = render(messages, False)
+    spans = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt, turn = render(messages[:i], True), render(messages[: i + 1], False)
+        if not turn.startswith(prompt) or not text.startswith(turn):
+            raise TemplateError(f"message {i}: the chat template does not render this conversation as its turns "
+                                "one after another; assistant turns cannot be told apart (use --loss all)")
+        spans.append((len(prompt), len(turn)))
+    return text, spans
+
+
+def token_mask(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[int]:
+    """1 for each token whose characters (``offsets``, from a fast tokenizer) fall in a span, else 0."""
+    mask, k = [], 0
+    for start, end in offsets:
+        while k < len(spans) and spans[k][1] <= start:
+            k += 1
+        inside = k < len(spans) and spans[k][0] < max(end, start + 1) and start < spans[k][1]
+        mask.append(int(inside))
+    return mask
 
 
 def main() -> None:
@@ -56,13 +126,23 @@ def main() -> None:
     ap.add_argument("--alpha", type=int, default=32)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--grad-accum", type=int, default=4)
-    ap.add_argument("--max-length", type=int, default=4096)
+    ap.add_argument("--max-length", type=int, default=4096,
+                    help="tokens kept of each record (its start); a record with no assistant token left is dropped")
     ap.add_argument("--max-steps", type=int, default=-1, help="stop early (smoke runs)")
+    ap.add_argument("--loss", choices=("assistant", "all"), default="assistant",
+                    help="tokens the loss is taken on: the assistant turns (default) or the whole conversation")
+    ap.add_argument("--logging-steps", type=int, default=10)
     ap.add_argument("--cpu", action="store_true", help="no GPU: fp32 on CPU (tiny models only)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
     manifest = check_export(args.data)
+    import dataclasses
+
+    import peft
+    import torch
+    import transformers
+    import trl
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import AutoTokenizer
@@ -71,29 +151,72 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(args.model)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
+    if not tok.is_fast:
+        raise SystemExit(f"{args.model}: a fast tokenizer is needed (token offsets tell the assistant turns apart)")
+    counts = {"records": 0, "tokens": 0, "assistant_tokens": 0}
 
-    def texts() -> Iterator[dict]:
+    def rows() -> Iterator[dict]:
         for ex in load_examples(args.data):
-            yield {"text": tok.apply_chat_template(ex["messages"], tools=ex["tools"], tokenize=False)}
+            def render(messages: list[dict], generation_prompt: bool, tools=ex["tools"]) -> str:
+                return tok.apply_chat_template(messages, tools=tools, tokenize=False,
+                                               add_generation_prompt=generation_prompt)
 
-    train = Dataset.from_generator(texts)
-    cfg = SFTConfig(
-        output_dir=str(args.out), num_train_epochs=args.epochs, learning_rate=args.lr,
-        per_device_train_batch_size=args.batch, gradient_accumulation_steps=args.grad_accum,
-        max_length=args.max_length, max_steps=args.max_steps, dataset_text_field="text",
-        lr_scheduler_type="cosine", warmup_ratio=0.03, logging_steps=10, save_strategy="epoch",
-        bf16=not args.cpu, use_cpu=args.cpu, seed=args.seed, report_to="none",
-    )
-    lora = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.05, task_type="CAUSAL_LM",
-                      target_modules="all-linear")
-    trainer = SFTTrainer(model=args.model, args=cfg, train_dataset=train, processing_class=tok,
-                         peft_config=lora)
-    trainer.train()
-    trainer.save_model(str(args.out))
-    # the adapter carries the export's provenance (harness commits, placebo or not, counts)
+            if args.loss == "assistant":
+                text, spans = assistant_spans(render, ex["messages"])
+            else:
+                text, spans = render(ex["messages"], False), None
+            enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+            mask = [1] * len(enc["input_ids"]) if spans is None else token_mask(enc["offset_mapping"], spans)
+            counts["records"] += 1
+            counts["tokens"] += len(mask)
+            counts["assistant_tokens"] += sum(mask)
+            yield {"input_ids": enc["input_ids"], "assistant_masks": mask}
+
+    # warmup_ratio went in transformers 5: a warmup_steps below 1 is the ratio there
+    fields = {f.name for f in dataclasses.fields(SFTConfig)}
+    warmup = {"warmup_ratio": 0.03} if "warmup_ratio" in fields else {"warmup_steps": 0.03}
+    with tempfile.TemporaryDirectory(prefix="sft-dataset-") as cache:
+        # a cache of its own: datasets keys its cache on the arguments, not on data.jsonl's content
+        train = Dataset.from_generator(rows, cache_dir=cache)
+        cfg = SFTConfig(
+            output_dir=str(args.out), num_train_epochs=args.epochs, learning_rate=args.lr,
+            per_device_train_batch_size=args.batch, gradient_accumulation_steps=args.grad_accum,
+            max_length=args.max_length, max_steps=args.max_steps, lr_scheduler_type="cosine",
+            logging_steps=args.logging_steps, save_strategy="epoch", bf16=not args.cpu, use_cpu=args.cpu,
+            seed=args.seed, report_to="none", **warmup,
+        )
+        lora = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.05, task_type="CAUSAL_LM",
+                          target_modules="all-linear")
+        trainer = SFTTrainer(model=args.model, args=cfg, train_dataset=train, processing_class=tok,
+                             peft_config=lora)
+        kept = trainer.train_dataset
+        trained = {"records": len(kept), "tokens": sum(len(x) for x in kept["labels"]),
+                   "loss_tokens": sum(t != -100 for x in kept["labels"] for t in x)}
+        share = trained["loss_tokens"] / max(trained["tokens"], 1)
+        print(f"records: {counts['records']} rendered, {trained['records']} trained "
+              f"({counts['records'] - trained['records']} dropped: no assistant token within --max-length "
+              f"{args.max_length}); loss on {trained['loss_tokens']:,} of {trained['tokens']:,} tokens "
+              f"({share:.1%}, --loss {args.loss}); before truncation {counts['assistant_tokens']:,} of "
+              f"{counts['tokens']:,}")
+        trainer.train()
+        trainer.save_model(str(args.out))
+    # the adapter carries the export's provenance (harness commits, placebo or not, counts) and its run
     shutil.copy(args.data / "manifest.json", args.out / "evoharness-export-manifest.json")
+    log = {
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
+                     "peft": peft.__version__},
+        "loss": args.loss, "max_length": args.max_length, "rendered": counts, "trained": trained,
+        "log_history": trainer.state.log_history,
+    }
+    (args.out / "evoharness-train-log.json").write_text(json.dumps(log, indent=1))
     print(f"adapter written to {args.out} ({manifest['records']} records, placebo={manifest['placebo']})")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SystemExit as e:  # the refusals above: one error line, exit 2 (argparse's own exit 2 passes through)
+        if not isinstance(e.code, str):
+            raise
+        print(f"error: {e.code}", file=sys.stderr)
+        raise SystemExit(2) from None

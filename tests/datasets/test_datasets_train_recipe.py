@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from evoharness.datasets.export import export_dataset
 from evoharness.datasets.models import ExportFormat, SourceKind
 
-from .helpers import make_traj
+from .helpers import make_traj, read_jsonl
 
 RECIPE = Path(__file__).resolve().parents[2] / "ops" / "train" / "sft_lora.py"
 
@@ -48,3 +50,87 @@ def test_recipe_refuses_what_it_cannot_train_on(tmp_path):
     (tmp_path / "ok" / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(SystemExit, match="held-out"):
         recipe.check_export(tmp_path / "ok")
+
+
+def _smoke():
+    spec = importlib.util.spec_from_file_location("train_smoke", RECIPE.parent / "smoke.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # imports nothing heavy at module level
+    return mod
+
+
+def _renderer(template: str, tools):
+    """The chat template rendered as transformers renders it (its Jinja settings and its ``tojson``)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda x: json.dumps(x, ensure_ascii=False)
+    compiled = env.from_string(template)
+    return lambda messages, generation_prompt: compiled.render(messages=messages, tools=tools,
+                                                               add_generation_prompt=generation_prompt)
+
+
+def test_tool_call_arguments_reach_the_chat_template_as_objects(tmp_path):
+    # chat templates write arguments with tojson (Qwen2.5: `tool_call.arguments | tojson`): the export's JSON
+    # text went to the model encoded twice, "{\"key\": ...}", a form no tool parser reads back
+    recipe = _recipe()
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=[make_traj("a")])
+    ex = next(recipe.load_examples(tmp_path))
+    assert ex["messages"][2]["tool_calls"][0]["function"]["arguments"] == {"key": "a-0", "n": 0}
+    text = _renderer(_smoke().CHAT_TEMPLATE, ex["tools"])(ex["messages"], False)
+    assert '{"name": "lookup", "arguments": {"key": "a-0", "n": 0}}' in text
+    exported = read_jsonl(tmp_path / "data.jsonl")[0]
+    assert exported["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"key": "a-0", "n": 0}'  # a text
+
+
+def test_arguments_that_are_not_json_are_one_error_line(tmp_path):
+    recipe = _recipe()
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=[make_traj("a")])
+    rec = read_jsonl(tmp_path / "data.jsonl")[0]
+    rec["messages"][2]["tool_calls"][0]["function"]["arguments"] = "{key: 1"
+    (tmp_path / "data.jsonl").write_text(json.dumps(rec) + "\n")
+    with pytest.raises(SystemExit, match=r"data.jsonl line 1: tool call 'call_0': arguments are not JSON"):
+        list(recipe.load_examples(tmp_path))
+
+
+def test_the_loss_mask_covers_the_assistant_turns_and_nothing_else(tmp_path):
+    recipe = _recipe()
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=[make_traj("a", calls=2)])
+    ex = next(recipe.load_examples(tmp_path))
+    render = _renderer(_smoke().CHAT_TEMPLATE, ex["tools"])
+    text, spans = recipe.assistant_spans(render, ex["messages"])
+    assert text == render(ex["messages"], False)
+    turns = [text[s:e] for s, e in spans]
+    assert turns == ['<tool_call>\n{"name": "lookup", "arguments": {"key": "a-0", "n": 0}}\n</tool_call><|im_end|>\n',
+                     '<tool_call>\n{"name": "lookup", "arguments": {"key": "a-1", "n": 1}}\n</tool_call><|im_end|>\n',
+                     "final answer of a<|im_end|>\n"]
+    # tokens as a fast tokenizer gives their offsets: 3-character pieces here, one straddling each span's edges
+    offsets = [(i, min(i + 3, len(text))) for i in range(0, len(text), 3)]
+    mask = recipe.token_mask(offsets, spans)
+    in_loss = "".join(text[s:e] for (s, e), m in zip(offsets, mask, strict=True) if m)
+    for turn in turns:
+        assert turn in in_loss
+    for outside in ("You are the agent.", "user turn 0", "result a-0", "<tool_response>", "Look things up"):
+        assert outside not in in_loss
+    assert len(in_loss) < sum(map(len, turns)) + 2 * 2 * len(turns)  # at most the straddling pieces beyond
+
+
+def test_a_template_that_rewrites_earlier_turns_is_refused_not_masked_wrongly():
+    recipe = _recipe()
+    # the last assistant turn rendered unlike the earlier ones (as templates that drop past reasoning do)
+    template = ("{% for m in messages %}<{{ m.role }}>{% if m.role == 'assistant' and not loop.last %}[old]"
+                "{% endif %}{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "a"},
+                {"role": "user", "content": "again"}, {"role": "assistant", "content": "b"}]
+    with pytest.raises(recipe.TemplateError, match=r"message 1: .*\(use --loss all\)"):
+        recipe.assistant_spans(_renderer(template, None), messages)
+
+
+def test_the_recipe_refuses_bad_input_with_one_error_line(tmp_path):
+    export_dataset(tmp_path / "sg", fmt=ExportFormat.sharegpt, source=SourceKind.all, trajectories=[make_traj("a")])
+    for data, said in ((tmp_path / "none", "not an evoharness export"), (tmp_path / "sg", "reads --format openai")):
+        run = subprocess.run([sys.executable, str(RECIPE), "--data", str(data), "--model", "m", "--out",
+                              str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr.startswith("error: ") and said in run.stderr and run.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()
