@@ -43,11 +43,12 @@ _CLOSE = {ord("]"), ord("}"), ord(")")}
 
 
 def control_character(text: str) -> str | None:
-    """The first control character in ``text`` (newline, NUL, an escape ...) as Python writes it; None when
+    """The first control character in ``text`` (newline, NUL, an escape ...) or Unicode line or paragraph break
+    (U+2028, U+2029: lines to ``str.splitlines`` and to a Markdown or HTML reader) as Python writes it; None when
     there is none. A review reason is one line of text: one with these broke `review`'s lines and report.md."""
     import unicodedata
 
-    found = next((ch for ch in text if unicodedata.category(ch) == "Cc"), None)
+    found = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
     return None if found is None else repr(found)
 
 
