@@ -21,6 +21,20 @@ class _Book:
         return []
 
 
+PATTERN = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3", count=3, share=0.6,
+                  task_ids=["task-a", "task-b"], root_cause="no guard", surface="policies.yaml")
+
+
+def _desk(tmp_path, critic, engineer, out: io.StringIO, model: str | None = None) -> Desk:
+    """A desk over no trajectories, no harness view and no candidate made before, with these two roles."""
+    desk = Desk(_Book(), None, (None, critic, engineer), Progress(out), run_dir=tmp_path, max_candidates=1,
+                evidence_paths=[], heldout_tasks=[], model=model)
+    desk.harness_view = lambda: None
+    desk.evidence = lambda: []
+    desk._existing_candidate = lambda round, p: None
+    return desk
+
+
 class _Failing:
     def review(self, *a, **kw):
         raise RoleError("critic", "model call failed: HTTP 429: slow down", 3, [])
@@ -34,13 +48,8 @@ def test_a_critic_and_an_engineer_that_fail_are_said_on_the_progress_output(tmp_
     analyst failed, but nothing for the critic or the engineer: after 'analyst found 1 pattern(s)' a
     minute of silence, then '0 candidate(s), 1 dropped', the reason only in the summary."""
     out = io.StringIO()
-    desk = Desk(_Book(), None, (None, _Failing(), _Failing()), Progress(out), run_dir=tmp_path, max_candidates=1,
-                evidence_paths=[], heldout_tasks=[])
-    desk.harness_view = lambda: None
-    desk.evidence = lambda: []
-    desk._existing_candidate = lambda round, p: None
-    p = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3", count=3, share=0.6,
-                task_ids=["task-a", "task-b"], root_cause="no guard", surface="policies.yaml")
+    desk = _desk(tmp_path, _Failing(), _Failing(), out)
+    p = PATTERN
     [review] = desk.critique([p], [], {})
     assert "critic failed: critic: model call failed: HTTP 429: slow down" in out.getvalue()
     review = review.model_copy(update={"approved": True})
@@ -59,13 +68,8 @@ class _Down:
 
 def test_a_critic_and_an_engineer_whose_endpoint_is_down_stop_the_round_for_a_pause(tmp_path):
     """The endpoint's failure is not dropped as the role's: the node raises, and the run pauses (not a lost round)."""
-    desk = Desk(_Book(), None, (None, _Down(), _Down()), Progress(io.StringIO()), run_dir=tmp_path, max_candidates=1,
-                evidence_paths=[], heldout_tasks=[])
-    desk.harness_view = lambda: None
-    desk.evidence = lambda: []
-    desk._existing_candidate = lambda round, p: None
-    p = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3", count=3, share=0.6,
-                task_ids=["task-a", "task-b"], root_cause="no guard", surface="policies.yaml")
+    desk = _desk(tmp_path, _Down(), _Down(), io.StringIO())
+    p = PATTERN
     with pytest.raises(EndpointDown, match="critic"):
         desk.critique([p], [], {})
     review = Review(pattern_id=p.id, approved=True, accommodation=False, send_back=False, notes="ok")
@@ -90,11 +94,6 @@ def test_a_model_role_is_said_on_the_progress_output_before_it_is_asked(tmp_path
     100 s the analyst took on SmolLM2 (159 s a role at load 18: docs/roles.md): a run that looked hung."""
     out = io.StringIO()
     roles = _Watching(out)
-    desk = Desk(_Book(), None, (None, roles, None), Progress(out), run_dir=tmp_path, max_candidates=1,
-                evidence_paths=[], heldout_tasks=[], model="openai:smollm2")
-    desk.harness_view = lambda: None
-    desk.evidence = lambda: []
-    p = Pattern(id="p-F3.repeated_action", signal="F3.repeated_action", failure_class="F3", count=3, share=0.6,
-                task_ids=["task-a", "task-b"], root_cause="no guard", surface="policies.yaml")
-    desk.critique([p], [], {})
+    desk = _desk(tmp_path, roles, None, out, model="openai:smollm2")
+    desk.critique([PATTERN], [], {})
     assert "critic: asking openai:smollm2 about F3.repeated_action" in roles.seen["critic"]
