@@ -312,9 +312,10 @@ async def ingest(request: Request, format: Annotated[str, Query(
 
 
 def _json_lines(body: bytes) -> int | None:
-    """How many records, when ``body`` is JSON Lines of objects (blank lines allowed); else None."""
+    """How many records, when ``body`` is JSON Lines of objects (blank lines allowed); else None. Lines end at a
+    newline only, as the store's reader splits them (str.splitlines broke a string holding U+2028 or U+0085)."""
     try:
-        lines = [json.loads(x) for x in body.decode("utf-8").splitlines() if x.strip()]
+        lines = [json.loads(x) for x in body.split(b"\n") if x.strip()]
     except (ValueError, RecursionError):
         return None
     return len(lines) if len(lines) > 1 and all(isinstance(x, dict) for x in lines) else None

@@ -129,3 +129,21 @@ def test_a_review_reason_with_a_control_character_is_refused(client, reason):
     assert r.status_code == 422
     assert r.json()["error"].startswith("body.reason: Value error, a control character ("), r.json()
     assert "one line of text" in r.json()["error"]
+
+
+def test_json_lines_whose_text_holds_a_unicode_line_break_are_still_told_how_to_send_them(client):
+    """ab7fae1 split the body with str.splitlines, which breaks at U+2028 inside a string too: a run's
+    trajectories.jsonl (written with such characters raw) was 'body is not JSON: Extra data ...' again, while
+    ?format=auto read it."""
+    import json
+
+    from tests.service.helpers import trajectory
+
+    records = [trajectory(f"u{i}", "process") for i in range(2)]
+    records[0]["messages"][0]["content"] += " one\u2028two\x85three"
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+    r = client.post("/trajectories", content=lines, headers=JSON)
+    assert r.status_code == 422
+    assert r.json()["error"] == ("body is JSON Lines (2 records, one a line), not a JSON list: send the list, or "
+                                 "these lines with ?format=auto")
+    assert client.post("/trajectories", params={"format": "auto"}, content=lines, headers=JSON).json()["stored"] == 2
