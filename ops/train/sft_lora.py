@@ -2,8 +2,8 @@
 
 Run on CPU with a tiny local model by ``ops/train/smoke.py`` (transformers 5.25, TRL 1.16, PEFT 0.21,
 torch 2.13 CPU; see ops/train/README.md for what that run shows and does not). The data preparation
-below (``check_export``, ``load_examples``, ``assistant_spans``, ``token_mask``) is covered by
-tests/datasets/test_datasets_train_recipe.py, which needs no torch.
+below (``check_export``, ``load_examples``, ``assistant_spans``, ``token_mask``, ``encode_export``) is
+covered by tests/datasets/test_datasets_train_recipe.py, which needs no torch.
 
 Input: a directory written by ``evoharness dataset export --format openai`` (``data.jsonl`` +
 ``manifest.json``). Each record is rendered with the model's own chat template
@@ -115,6 +115,33 @@ def token_mask(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> 
     return mask
 
 
+def encode_export(tok, data: Path, loss: str, counts: dict) -> Iterator[dict]:
+    """``{"input_ids", "assistant_masks"}`` per record of the export, rendered with ``tok``'s chat template.
+
+    ``tok`` is a fast tokenizer (``apply_chat_template``, offsets); ``loss`` is ``assistant`` (mask the
+    assistant turns) or ``all`` (every token). ``counts`` gets the records and tokens, and the tokens in the
+    loss before truncation. A template that cannot tell the turns apart is a ``TemplateError`` naming the record.
+    """
+    for n, ex in enumerate(load_examples(data), 1):
+        def render(messages: list[dict], generation_prompt: bool, tools=ex["tools"]) -> str:
+            return tok.apply_chat_template(messages, tools=tools, tokenize=False,
+                                           add_generation_prompt=generation_prompt)
+
+        if loss == "assistant":
+            try:
+                text, spans = assistant_spans(render, ex["messages"])
+            except TemplateError as e:
+                raise TemplateError(f"{data}/data.jsonl record {n}, {e.code}") from None
+        else:
+            text, spans = render(ex["messages"], False), None
+        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        mask = [1] * len(enc["input_ids"]) if spans is None else token_mask(enc["offset_mapping"], spans)
+        counts["records"] += 1
+        counts["tokens"] += len(mask)
+        counts["assistant_tokens"] += sum(mask)
+        yield {"input_ids": enc["input_ids"], "assistant_masks": mask}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="export directory (--format openai)")
@@ -156,21 +183,7 @@ def main() -> None:
     counts = {"records": 0, "tokens": 0, "assistant_tokens": 0}
 
     def rows() -> Iterator[dict]:
-        for ex in load_examples(args.data):
-            def render(messages: list[dict], generation_prompt: bool, tools=ex["tools"]) -> str:
-                return tok.apply_chat_template(messages, tools=tools, tokenize=False,
-                                               add_generation_prompt=generation_prompt)
-
-            if args.loss == "assistant":
-                text, spans = assistant_spans(render, ex["messages"])
-            else:
-                text, spans = render(ex["messages"], False), None
-            enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
-            mask = [1] * len(enc["input_ids"]) if spans is None else token_mask(enc["offset_mapping"], spans)
-            counts["records"] += 1
-            counts["tokens"] += len(mask)
-            counts["assistant_tokens"] += sum(mask)
-            yield {"input_ids": enc["input_ids"], "assistant_masks": mask}
+        yield from encode_export(tok, args.data, args.loss, counts)
 
     # warmup_ratio went in transformers 5: a warmup_steps below 1 is the ratio there
     fields = {f.name for f in dataclasses.fields(SFTConfig)}

@@ -134,3 +134,37 @@ def test_the_recipe_refuses_bad_input_with_one_error_line(tmp_path):
         assert run.returncode == 2 and run.stdout == ""
         assert run.stderr.startswith("error: ") and said in run.stderr and run.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+class _CharTokenizer:
+    """A fast tokenizer's interface with one token per character (its offsets are the characters')."""
+
+    def __init__(self, template: str):
+        self.template = template
+
+    def apply_chat_template(self, messages, tools=None, tokenize=False, add_generation_prompt=False):
+        assert not tokenize
+        return _renderer(self.template, tools)(messages, add_generation_prompt)
+
+    def __call__(self, text, add_special_tokens=True, return_offsets_mapping=False):
+        assert not add_special_tokens and return_offsets_mapping
+        return {"input_ids": [ord(c) for c in text], "offset_mapping": [(i, i + 1) for i in range(len(text))]}
+
+
+def test_each_record_is_encoded_with_its_assistant_turns_marked(tmp_path):
+    recipe = _recipe()
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=[make_traj("a"), make_traj("b", "t2", calls=1)])
+    tok, counts = _CharTokenizer(_smoke().CHAT_TEMPLATE), {"records": 0, "tokens": 0, "assistant_tokens": 0}
+    rows = list(recipe.encode_export(tok, tmp_path, "assistant", counts))
+    marked = ["".join(chr(t) for t, m in zip(r["input_ids"], r["assistant_masks"], strict=True) if m) for r in rows]
+    call = '<tool_call>\n{"name": "lookup", "arguments": {"key": "b-0", "n": 0}}\n</tool_call><|im_end|>\n'
+    assert marked[1] == call + "final answer of b<|im_end|>\n"
+    assert counts["records"] == 2 and counts["assistant_tokens"] == sum(map(len, marked))
+    assert counts["tokens"] == sum(len(r["input_ids"]) for r in rows) > counts["assistant_tokens"]
+    every = list(recipe.encode_export(tok, tmp_path, "all", {"records": 0, "tokens": 0, "assistant_tokens": 0}))
+    assert all(all(r["assistant_masks"]) for r in every)
+    # a template that rewrites earlier turns: the error names the record and the message
+    rewrites = ("{% for m in messages %}{{ m.role }}:{% if m.role == 'assistant' and not loop.last %}[old]{% endif %}"
+                "{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
+    with pytest.raises(recipe.TemplateError, match=r"data.jsonl record 1, message 2: "):
+        list(recipe.encode_export(_CharTokenizer(rewrites), tmp_path, "assistant", dict(counts)))
