@@ -36,7 +36,7 @@ class ToolCall:
     parse) are made from the trajectory's parsed call when read (``canonical`` once): most calls are never asked
     for either (a read tool's name says it changes nothing; a repeat needs its name to recur first)."""
 
-    __slots__ = ("step", "id", "name", "parsed_ok", "args", "_record", "_canonical")
+    __slots__ = ("step", "id", "name", "parsed_ok", "args", "_record", "_canonical", "writes")
 
     def __init__(self, record: ToolCallRecord) -> None:
         step, index, ident, name, _, args, ok = record
@@ -47,6 +47,10 @@ class ToolCall:
         self.args: object = args  # the parsed arguments (None when they did not parse)
         self._record = record
         self._canonical: str | None = None
+        # ``detectors.changes_state``'s answer, kept there when first asked (None: not yet): the write, repeat,
+        # friction and user-quit rules each ask it of the same calls, and a shell call's answer is a regex scan of
+        # its command (a mini-swe-agent run asked it ~1.5 times a call)
+        self.writes: bool | None = None
 
     @property
     def arguments(self) -> str:

@@ -440,19 +440,31 @@ _WRITE_NAMES: dict[str, int] = {}  # tool name -> 0 reads, 1 writes, 2 an editor
 _WRITE_NAMES_MAX = 4096  # a hostile trace's made-up names cannot grow it without bound (emptied when full)
 
 
-def changes_state(call: ToolCall) -> bool:
+def changes_state(call: ToolCall, commands: dict[str, bool] | None = None) -> bool:
     """``is_state_changing`` of a call, its canonical arguments read only for a shell tool and an editor tool (the
     others' names say). A name's kind is the regexes' once per name (a dict look-up, not an IGNORECASE match of 15
-    alternatives, for each of the calls that the write, repeat and user-quit rules ask about)."""
+    alternatives, for each of the calls that the write, repeat and user-quit rules ask about). A call's answer is
+    kept on it (``ToolCall.writes``): those rules ask it of the same calls. ``commands`` (canonical text -> answer,
+    the caller's, one run's) keeps a shell call's answer, a regex scan of its command, per text: a coding agent runs
+    the same command again and again (its tests, ``ls``, ``git diff``)."""
+    known = call.writes
+    if known is not None:
+        return known
     name = call.name
-    if name in SHELL_TOOLS:
-        return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
-    kind = _name_kind(name)
+    kind = 3 if name in SHELL_TOOLS else _name_kind(name)
     if kind == 3:
-        return bool(MUTATING_COMMAND.search(call.canonical[:20_000]))
-    if kind == 2:  # an editor tool: its command says (``view`` only reads)
-        return not VIEW_COMMAND.search(call.canonical[:2_000])
-    return kind == 1
+        text = call.canonical[:20_000]
+        known = commands.get(text) if commands is not None else None
+        if known is None:
+            known = MUTATING_COMMAND.search(text) is not None
+            if commands is not None:
+                commands[text] = known
+    elif kind == 2:  # an editor tool: its command says (``view`` only reads)
+        known = VIEW_COMMAND.search(call.canonical[:2_000]) is None
+    else:
+        known = kind == 1
+    call.writes = known
+    return known
 
 
 class RepeatedActionDetector:
@@ -527,10 +539,11 @@ class RepeatedActionDetector:
         progress = -1  # the index of the latest action that changed state or showed something new
         seen: set[tuple[tuple[str, str], str]] = set()  # (action, result) pairs the agent has been shown
         said = _user_turns(view) if view.user_steps and not code else ()
+        writes: dict[tuple[str, str], bool] = {}  # is_state_changing per action, once asked (a shell command's: a scan)
         for j, (step, key, result) in enumerate(actions):
             runs = streak.get(key)
             if runs and (progress > last_at[key] or runs[-1][1] != result or (
-                    said and _said_between(said, runs[-1][0], step) and not is_state_changing(*key))):
+                    said and _said_between(said, runs[-1][0], step) and not _changes(writes, key))):
                 runs = None  # progress since the last repeat: the state changed, something new was seen, the
                 # result differs, or -- for a look-up -- the user spoke in between (the record is read again for
                 # what the user said since: a customer who changes their mind)
@@ -541,7 +554,7 @@ class RepeatedActionDetector:
             new = (key, result) not in seen
             if new:
                 seen.add((key, result))
-            if new or is_state_changing(*key):
+            if new or _changes(writes, key):
                 progress = j
             if len(runs) >= cfg.repeat_min and not differs_later[j] and not self._rejection_got_past(view, step):
                 # (a later try of the same action that got another result: a retry that got through, not a loop)
@@ -572,6 +585,15 @@ class RepeatedActionDetector:
         refused = [c for c in calls if changes_state(c) and _refused(view, c)]
         return any(c.step > step and c.name == r.name and changes_state(c) and c.id in view.results
                    and not _refused(view, c) for r in refused for c in view.calls)
+
+
+def _changes(memo: dict[tuple[str, str], bool], key: tuple[str, str]) -> bool:
+    """``is_state_changing(*key)`` of a repeat check's action, kept in ``memo``: asked at every occurrence of an action
+    the agent takes again."""
+    known = memo.get(key)
+    if known is None:
+        known = memo[key] = is_state_changing(*key)
+    return known
 
 
 def _user_turns(view: TraceView) -> list[int]:

@@ -348,7 +348,9 @@ def write_calls(view: TraceView) -> list[ToolCall]:
     if memo is None:
         from evoharness.diagnosis.detectors import changes_state, is_handoff  # (detectors imports this module)
 
-        memo = view.__dict__["_writes"] = [c for c in view.calls if changes_state(c) and not is_handoff(c.name)]
+        commands: dict[str, bool] = {}  # a shell command's answer per text (changes_state): a run repeats commands
+        memo = view.__dict__["_writes"] = [c for c in view.calls if changes_state(c, commands)
+                                           and not is_handoff(c.name)]
     return memo
 
 
