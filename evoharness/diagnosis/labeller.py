@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from evoharness.diagnosis.catalogue import default_catalogue
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.context import Run, TraceView
 from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, friction_occurrences
 from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.diagnosis.multiagent import responsible_agent
@@ -54,7 +54,8 @@ class Labeller:
         view = view or TraceView.of(traj)
         found: list[Signal] = []
         cfg = self.cfg
-        healthy = traj.score is not None and traj.score >= cfg.healthy_threshold
+        score = view.traj.score  # (the view's plain copy: a pydantic attribute read is ~30x dearer)
+        healthy = score is not None and score >= cfg.healthy_threshold
         for d in self._by_shape[(not view.calls, bool(friction_occurrences(view)), healthy)]:
             found.extend(d.detect(view, cfg))
         found.sort(key=signal_order)
@@ -92,6 +93,7 @@ class Labeller:
 
     def _classified(self, traj: Trajectory, view: TraceView,
                     signals: list[Signal]) -> tuple[FailureClass, Signal | None, list[Signal]]:
+        traj = view.traj  # (the run's fields as plain attributes: the same values)
         if traj.score is not None and traj.score >= self.cfg.healthy_threshold:
             return FailureClass.healthy, None, signals
         if signals:
@@ -111,6 +113,7 @@ class Labeller:
         view = TraceView.of(traj)
         cls, first, signals = self.classify(traj, view)
         healthy = cls is FailureClass.healthy
+        traj = view.traj  # (the run's fields as plain attributes: the same values)
         return Label(
             trajectory_id=traj.id,
             task_id=traj.task_id,
@@ -127,13 +130,13 @@ class Labeller:
         )
 
 
-def _agent_at(traj: Trajectory, s: Signal | None) -> str | None:
+def _agent_at(traj: Trajectory | Run, s: Signal | None) -> str | None:
     """The agent answerable for the failing step (multiagent.responsible_agent): its speaker, or at a
     terminal's output the agent whose code it ran."""
     return None if s is None else responsible_agent(traj.messages, s.step)
 
 
-def _quote_at(traj: Trajectory, s: Signal | None, limit: int = 140) -> str:
+def _quote_at(traj: Trajectory | Run, s: Signal | None, limit: int = 140) -> str:
     """One line of the failing step's message: its text, else its tool calls."""
     if s is None or s.step >= len(traj.messages):
         return ""

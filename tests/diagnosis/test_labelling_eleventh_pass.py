@@ -1,13 +1,16 @@
-"""The eleventh pass's labelling cut gives the answers of what it replaces (docs/benchmarks.md, "eleventh session").
+"""The eleventh pass's labelling cuts give the answers of what they replace (docs/benchmarks.md, "eleventh session").
 
-Whether a shell call changes state (``detectors.changes_state``) is a regex scan of its command: it is now made once
-per call (kept on the call) and, for the write list of a run, once per command text (a coding agent runs its tests,
-``ls`` and ``git diff`` again and again). The answers are ``is_state_changing``'s, asked of each call afresh.
+The detectors read a run's fields from the view's plain copy (``context.Run``), not through the pydantic model (whose
+``__getattr__`` hook makes every read ~30x dearer): the same values, the trajectory's own objects. Whether a shell call
+changes state (``detectors.changes_state``) is a regex scan of its command: it is now made once per call (kept on the
+call) and, for the write list of a run, once per command text (a coding agent runs its tests, ``ls`` and ``git diff``
+again and again). The answers are ``is_state_changing``'s, asked of each call afresh.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from evoharness.diagnosis import detectors
 from evoharness.diagnosis.context import TraceView
@@ -15,6 +18,12 @@ from evoharness.diagnosis.detectors import changes_state, is_state_changing
 from evoharness.diagnosis.invariants import write_calls
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
+from evoharness.traces.importers import load_paths
+from evoharness.traces.models import Trajectory
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIELDS = ("id", "task_id", "split", "harness_commit", "model", "rollout", "task", "messages", "events", "final_answer",
+          "score", "termination", "usage", "meta", "delivered", "scored")
 
 COMMANDS = ["ls -la", "cd /testbed && python -m pytest tests/x.py", "sed -i 's/a/b/' x.py", "cat x.py",
             "git diff", "echo hi > out.txt", "rm -rf build", "python reproduce.py", "grep -rn foo .", "touch y.py"]
@@ -84,3 +93,39 @@ def test_labels_are_those_of_a_labeller_asked_on_fresh_runs():
         view = TraceView.of(again)
         [changes_state(c) for c in view.calls]
         assert labeller.label(again) == first
+
+
+def _fixture_runs() -> list[Trajectory]:
+    return list(load_paths([FIXTURES / "data" / "tau_bench_airline_gpt4o", FIXTURES / "traces" / "openhands",
+                            FIXTURES / "data" / "mini_swe_agent_sample"]))
+
+
+def test_the_views_run_fields_are_the_trajectorys_own():
+    runs = _fixture_runs() + [_run(random.Random(3), 6), TraceBuilder("t").user("x").build()]
+    assert len(runs) > 10
+    for traj in runs:
+        run = TraceView.of(traj).traj
+        assert run.trajectory is traj
+        for name in FIELDS:
+            assert getattr(run, name) is getattr(traj, name) or getattr(run, name) == getattr(traj, name), name
+        assert run.messages is traj.messages and run.events is traj.events and run.meta is traj.meta
+        assert run.tool_calls() is traj.tool_calls() and run.assistant_steps() == traj.assistant_steps()
+
+
+def test_labelling_reads_few_fields_through_the_model(monkeypatch):
+    # each read through the model costs ~580 interpreter instructions; the view reads them once
+    runs = _fixture_runs()
+    labeller = Labeller()
+    for traj in runs:
+        labeller.label(traj)  # the tool calls parsed: what an import leaves
+    reads = []
+    plain = object.__getattribute__
+
+    def counted(self, name):
+        reads.append(name)
+        return plain(self, name)
+
+    monkeypatch.setattr(Trajectory, "__getattribute__", counted, raising=False)
+    for traj in runs:
+        labeller.label(traj)
+    assert len(reads) <= 6 * len(runs), sorted(set(reads))
