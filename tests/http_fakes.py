@@ -3,12 +3,20 @@ chat completion, a cut stream: what a client must report as the endpoint's failu
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 Reply = tuple[int, dict[str, str], bytes]  # status, headers, body
+
+
+def completion(content: str) -> Reply:
+    """A 200 chat completion whose one choice is an assistant message saying ``content``."""
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
 
 
 @contextmanager

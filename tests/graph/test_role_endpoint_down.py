@@ -11,13 +11,7 @@ import json
 
 from evoharness.cli import main
 from evoharness.harness_repo.init import init_harness
-from tests.http_fakes import replying
-
-
-def _completion(content: str) -> tuple[int, dict[str, str], bytes]:
-    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
-    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+from tests.http_fakes import completion, replying
 
 
 def test_a_run_whose_roles_endpoint_is_down_pauses_and_resumes_once_it_answers(tmp_path, capsys):
@@ -37,7 +31,7 @@ def test_a_run_whose_roles_endpoint_is_down_pauses_and_resumes_once_it_answers(t
         assert "HTTP 503: upstream unavailable" in line and "run --resume r`" in line, line
         assert not (tmp_path / "state" / "runs" / "r" / "summary.json").exists()
 
-        answer["now"] = _completion("no JSON here")  # the model answers, badly: the role's failure, not the run's
+        answer["now"] = completion("no JSON here")  # the model answers, badly: the role's failure, not the run's
         assert main([*given[:2], "run", "--resume", "r"]) == 0
     summary = json.loads((tmp_path / "state" / "runs" / "r" / "summary.json").read_text())
     assert summary["stop_reason"] == "round limit (2) reached"

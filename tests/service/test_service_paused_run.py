@@ -7,18 +7,11 @@ paused run and no reason anywhere but the log.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
-from tests.http_fakes import replying
+from tests.http_fakes import completion, replying
 from tests.service.helpers import wait_for
-
-
-def _completion(content: str) -> tuple[int, dict[str, str], bytes]:
-    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
-    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
 
 
 def test_a_paused_run_says_why_until_it_is_resumed(serve):
@@ -45,7 +38,7 @@ def test_a_paused_run_says_why_until_it_is_resumed(serve):
             assert (health["last_error"] or "").startswith(why), health
             assert view["paused_by"].startswith(why), view
 
-            answer["now"] = _completion("no JSON here")  # back, and the model answers (badly: the role's failure)
+            answer["now"] = completion("no JSON here")  # back, and the model answers (badly: the role's failure)
             answer["slow"] = asked = threading.Event()
             assert c.post(f"/runs/{run_id}/resume").status_code == 202
             assert asked.wait(60)  # the analyst is being answered: the run goes on, and the pause is over
