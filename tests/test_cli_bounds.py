@@ -89,7 +89,7 @@ class _Recorder:
         self.requests: list = []
 
     def pending(self, requests, ledger=None) -> int:
-        return 0
+        return len(requests)  # nothing measured yet: every request is still to run (and be asked for)
 
     def check(self, pending) -> None:
         pass

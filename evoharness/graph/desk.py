@@ -195,16 +195,5 @@ class Desk:
         return None
 
     def _existing_candidate(self, round: int, pattern: Pattern) -> Candidate | None:
-        """A candidate this round already created for this pattern (a node re-run after a crash): cut from main's
-        head and not yet verified. Another run's branch of the same round number and signal is none: cut from an
-        older main it was verified on a tree without main's new commits (and its merge refused), and one already
-        verified (rejected, merged) was verified again."""
-        prefix = f"candidate/r{round}-"
-        main = self.repo.main_head()
-        for branch in self.repo.branches():
-            if branch.startswith(prefix):
-                cand = self.repo.candidate(branch)
-                if (cand.targets == pattern.signal and cand.base == main
-                        and self.repo.verdict_of(self.repo.head_of(branch)) is None):
-                    return cand
-        return None
+        """A candidate this round already created for this pattern (a node re-run after a crash)."""
+        return self.repo.open_candidate(round, pattern.signal)

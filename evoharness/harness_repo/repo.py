@@ -181,6 +181,19 @@ class HarnessRepo:
                 return cand
         raise InputError(branch, "branch has no commit with a Targets: trailer")
 
+    def open_candidate(self, round: int, signal: str) -> Candidate | None:
+        """The candidate of round ``round`` for ``signal`` cut from main's head and not yet verified (a run's node
+        re-run after a crash finds its own). Another run's branch of the same round number and signal is none: cut
+        from an older main it would be verified on a tree without main's new commits (and its merge refused), and one
+        already verified (rejected, merged) would be verified again."""
+        prefix, main = f"candidate/r{round}-", self.main_head()
+        for branch in self.branches():
+            if branch.startswith(prefix):
+                cand = self.candidate(branch)
+                if cand.targets == signal and cand.base == main and self.verdict_of(self.head_of(branch)) is None:
+                    return cand
+        return None
+
     def diff_base(self, branch: str) -> str:
         """Where the candidate forked from main (merge base), or its head when already merged."""
         return self.repo.git.merge_base(self.main_head(), self.head_of(branch))
