@@ -377,14 +377,21 @@ READ_VERBS = frozenset((
     "parse", "extract", "match", "detect", "diff", "test"))
 
 
+# a name written as one lower-case word that opens with a reading verb (``getcwd``, ``listdir``, ``readfile``,
+# ``searchflights``): READ_ONLY_TOOL's whole-word rule cannot see its words, and a name with a separator or a capital
+# shows them. ``check`` is not among the verbs: ``checkin`` / ``checkout`` change state
+_JOINED_READ = re.compile(r"(?:get|find|list|search|read|view|lookup|query|fetch|describe|show)[a-z]+")
+
+
 def reads_by_name(name: str) -> bool:
     """A tool its name says only reads: the name (less a namespace, ``_NAMESPACE``) opens with a word of
-    ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``."""
+    ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``, or is one lower-case word opening with a reading verb
+    (``_JOINED_READ``)."""
     own = _NAMESPACE.sub("", name)
     if READ_ONLY_TOOL.match(own) is not None:
         return True
     first = _NAME_WORDS.match(own)
-    return first is not None and first.group(0).lower() in READ_VERBS
+    return first is not None and first.group(0).lower() in READ_VERBS or _JOINED_READ.fullmatch(own) is not None
 
 
 # handing the conversation over to a person (tau-bench's ``transfer_to_human_agents``; ``escalate_to_supervisor``,

@@ -43,9 +43,17 @@ def test_a_tool_named_by_another_reading_verb_or_under_a_namespace_only_reads(na
 
 
 @pytest.mark.parametrize("name", ["mcp__shop__cancel_pending_order", "create_booking", "void_booking", "modifyOrder",
-                                  "issue_refund", "format_disk", "checkin_passenger"])
+                                  "issue_refund", "format_disk", "checkin_passenger", "checkin", "checkout",
+                                  "getweather_then_book", "listings_update", "settle"])
 def test_a_tool_that_changes_state_stays_a_write(name):
     assert _one_call(name)
+
+
+@pytest.mark.parametrize("name", ["getcwd", "listdir", "readfile", "getweather", "searchflights", "fs.listdir"])
+def test_a_name_written_as_one_lower_case_word_opening_with_a_reading_verb_only_reads(name):
+    """a4b3282's whole-word rule (``checkin_passenger`` is no check) made these writes (review's report): a name with
+    no separator and no capital shows no word boundary, so its opening verb is read as the name's."""
+    assert not _one_call(name)
 
 
 def _cancel_run(lookup: str, answer: str = "yes", policy: str = POLICY, listed: bool = True):
