@@ -280,3 +280,10 @@ def render_template(text: str, where: str, **variables: Any) -> str:
             return renderer.render_one(variables)
         except RenderFailed as e:
             raise InputError(where, e.reason) from None
+
+
+def some_keys(obj: dict) -> str:
+    """An untrusted object's first keys, for an error that says what it got instead: at most 6, each cut to 30
+    characters ("none" for an empty object)."""
+    keys = [str(k)[:30] for k in list(obj)[:6]]
+    return (", ".join(keys) + (", ..." if len(obj) > 6 else "")) if keys else "none"

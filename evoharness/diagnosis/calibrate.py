@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
 from evoharness.errors import InputError
+from evoharness.untrusted import some_keys
 
 ORDER = [c.value for c in FailureClass]
 _BY_LOWER = {c.lower(): c for c in ORDER}  # 'f1', 'Healthy', 'UNKNOWN' are read as the classes they name
@@ -114,7 +115,7 @@ def _label_line(rec: Any, path: Path, where: str) -> tuple[str, str, int | None]
             said = ("a human label, not a line `evoharness label` wrote (no schema_version): the labels file "
                     "is calibrate's first argument, the human labels go to --human")
         else:
-            said = f"not a label (written by `evoharness label`): no schema_version (keys: {_keys(rec)})"
+            said = f"not a label (written by `evoharness label`): no schema_version (keys: {some_keys(rec)})"
         raise InputError(str(path), said, where=where)
     if not isinstance(rec, dict):
         raise InputError(str(path), f"not a label (written by `evoharness label`): a JSON {type(rec).__name__}, "
@@ -133,11 +134,6 @@ def _label_line(rec: Any, path: Path, where: str) -> tuple[str, str, int | None]
     return line.trajectory_id, line.failure_class, line.first_signal.step if line.first_signal else None
 
 
-def _keys(rec: dict) -> str:
-    keys = [str(k)[:30] for k in list(rec)[:6]]
-    return ", ".join(keys) + (", ..." if len(rec) > 6 else "") if keys else "none"
-
-
 def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
     """id -> (class, step) from a labels file (``human=False``) or a human sample."""
     out: dict[str, tuple[str, int | None]] = {}
@@ -153,7 +149,7 @@ def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:
             cls = _field(rec, ("failure_class", "class", "label"))
             step = _field(rec, ("step",))
             if not isinstance(tid, str) or not isinstance(cls, str):
-                keys = f" (keys: {_keys(rec)})" if isinstance(rec, dict) else f", not a JSON {type(rec).__name__}"
+                keys = f" (keys: {some_keys(rec)})" if isinstance(rec, dict) else f", not a JSON {type(rec).__name__}"
                 raise InputError(str(path), f"needs a trajectory_id (or id) and a failure_class (or class){keys}",
                                  where=where)
         cls = _BY_LOWER.get(cls.lower(), cls)  # was upper-cased: 'unknown', which `label` writes, was refused

@@ -36,6 +36,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from evoharness.diagnosis.claims import MONTHS
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.models import Violation
 from evoharness.traces.models import Termination
@@ -536,8 +537,6 @@ def _named(msgs: list[dict], first: int, step: int, values: list[str]) -> bool:
     return False
 
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december")
 _MONTH_NUMBER = {**{m[:3]: n for n, m in enumerate(MONTHS, 1)}, **{m: n for n, m in enumerate(MONTHS, 1)}, "sept": 9}
 _MONTH_WORD = "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True))
 # a date written in words, lower-cased: "may 20", "may 20th, 2024", "sept. 3", "20 may 2024", "the 20th of may"

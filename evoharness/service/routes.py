@@ -25,7 +25,7 @@ from evoharness.graph.runner import RUN_ID, runs_dir
 from evoharness.harness_repo.review import Status as CandidateStatus
 from evoharness.service.auth import require_token, require_token_for_reads
 from evoharness.traces.models import Trajectory
-from evoharness.untrusted import control_character
+from evoharness.untrusted import control_character, some_keys
 
 RunId = Annotated[str, Path(pattern=RUN_ID)]
 
@@ -295,7 +295,7 @@ async def ingest(request: Request, format: Annotated[str, Query(
 
         fmt = record_format(records)
         said = (": send it as a list of one, [{...}]" if fmt == "canonical" else _format_hint([records]) if fmt
-                else f" (keys: {_keys(records)})")
+                else f" (keys: {some_keys(records)})")
         return _invalid(request, "body must be a JSON list of canonical trajectories; it is one object" + said)
     if not isinstance(records, list):
         return _invalid(request, "body must be a JSON list of canonical trajectories")
@@ -319,11 +319,6 @@ def _json_lines(body: bytes) -> int | None:
     except (ValueError, RecursionError):
         return None
     return len(lines) if len(lines) > 1 and all(isinstance(x, dict) for x in lines) else None
-
-
-def _keys(obj: dict[str, Any]) -> str:
-    keys = [str(k)[:30] for k in list(obj)[:6]]
-    return (", ".join(keys) + (", ..." if len(obj) > 6 else "")) if keys else "none"
 
 
 def _format_hint(records: list[Any]) -> str:
