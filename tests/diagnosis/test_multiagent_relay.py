@@ -76,7 +76,10 @@ def test_a_whole_part_past_pythons_int_digit_limit_is_read_not_raised():
 
 
 def _table_relayed(n: int) -> float:
-    """CPU seconds to label a log whose terminal prints ``n`` numbers and whose verifier relays them rounded."""
+    """CPU seconds to label a log whose terminal prints ``n`` numbers and whose verifier relays them rounded: the least
+    of three tries, with the collector off while one runs (a full collection of a test worker's heap is not this
+    code's cost)."""
+    import gc
     import time
 
     precise = " ".join(f"{1000 + i}.123456" for i in range(n))
@@ -84,14 +87,22 @@ def _table_relayed(n: int) -> float:
     t = _log([("Geo_Expert", "```python\nprint(table)\n```"),
               ("Computer_terminal", f"exitcode: 0\nCode output: {precise}"),
               ("Verification_Expert", f"The values are {rounded}")])
-    start = time.process_time()
-    Labeller().label(t)
-    return time.process_time() - start
+    tries = []
+    for _ in range(3):
+        gc.disable()
+        try:
+            start = time.process_time()
+            Labeller().label(t)
+            tries.append(time.process_time() - start)
+        finally:
+            gc.enable()
+    return min(tries)
 
 
 def test_a_relayed_table_costs_time_linear_in_its_size():
     """Each new number was compared with every earlier number: a verifier relaying a printed table of 8,000 values
     rounded took ~60x the time of 1,000 (quadratic; 4,000 took 0.8 s, 64,000 would take minutes). Linear is ~8x;
-    the bound leaves room for a loaded machine."""
+    the bound leaves room for a loaded machine. One try each failed a clean-clone CI at 74x (0.012 s, 0.918 s) where
+    the cost alone is 8.2x: the least of three tries, collector off, is the code's cost."""
     small, big = _table_relayed(1000), _table_relayed(8000)
     assert big < 25 * small + 0.1, (small, big)
