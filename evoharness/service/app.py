@@ -45,6 +45,11 @@ def prepare(settings: Settings) -> None:
         store.close()
 
 
+def _unusable(message: str, field: str) -> JSONResponse:
+    """422: what was sent cannot be used, whatever the service's state (a state that refuses it is 409)."""
+    return JSONResponse({"error": message, "errors": [{"field": field, "error": message}]}, status_code=422)
+
+
 def create_app(settings: Settings, token: str | None, *, quiet: bool = False) -> FastAPI:
     """The app. ``token`` None turns auth off (only `serve --insecure-no-auth` does that)."""
     from evoharness.diagnosis.labeller import Labeller
@@ -105,7 +110,10 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
         if isinstance(exc.__cause__, BodyTimeout):  # FastAPI read the body for a model and gave up: 400 -> 408
             return JSONResponse({"error": exc.__cause__.message}, status_code=408, headers={"Connection": "close"})
         if exc.status_code == 400 and detail == "There was an error parsing the body":
-            detail = unparsed(request, exc.__cause__) or detail
+            # a body that cannot be parsed is 422 like every other body the service cannot use (docs/service.md)
+            return _unusable(unparsed(request, exc.__cause__) or "body cannot be parsed", "body")
+        if exc.status_code == 422:
+            return _unusable(detail, "body")
         return JSONResponse({"error": detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -116,7 +124,7 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
 
     @app.exception_handler(InputError)
     async def _input_error(request: Request, exc: InputError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+        return _unusable(str(exc), "request")
 
     @app.exception_handler(InfraError)
     async def _infra_error(request: Request, exc: InfraError) -> JSONResponse:

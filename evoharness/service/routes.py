@@ -119,7 +119,10 @@ class NewRun(BaseModel):
 
 @writes.post("/runs", status_code=202)
 def start_run(request: Request, body: NewRun | None = None) -> dict[str, Any]:
-    run_id = _state(request).daemon.request_run(body.run_id if body else None)
+    try:
+        run_id = _state(request).daemon.request_run(body.run_id if body else None)
+    except InputError as e:  # the id exists, or another run is active: the service's state, not the body
+        raise HTTPException(409, str(e)) from None
     return {"run_id": run_id, "status": "starting"}
 
 

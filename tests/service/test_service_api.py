@@ -152,7 +152,7 @@ def test_dataset_export_writes_under_home_and_returns_path_and_counts(serve, tmp
     assert out["records"] == len(lines) == 3 and out["heldout_tasks_excluded"] == 1
     assert (Path(out["path"]) / "README.md").is_file()
     bad = c.post("/datasets/export", json={"source": "healthy", "tasks": ["secret"]})
-    assert bad.status_code == 400 and "held-out" in bad.json()["error"]
+    assert bad.status_code == 422 and "held-out" in bad.json()["error"]
     assert c.post("/datasets/export", json={"name": "../escape"}).status_code == 422
 
 

@@ -44,7 +44,7 @@ def client(tmp_path_factory):
 ])
 def test_a_malformed_body_says_where_and_what_was_expected(client, body, error):
     r = client.post("/runs/some-run/approve", content=body, headers=JSON)
-    assert 400 <= r.status_code < 500
+    assert r.status_code == 422
     assert r.json()["error"] == error
 
 
@@ -147,3 +147,35 @@ def test_json_lines_whose_text_holds_a_unicode_line_break_are_still_told_how_to_
     assert r.json()["error"] == ("body is JSON Lines (2 records, one a line), not a JSON list: send the list, or "
                                  "these lines with ?format=auto")
     assert client.post("/trajectories", params={"format": "auto"}, content=lines, headers=JSON).json()["stored"] == 2
+
+
+MALFORMED = {"not JSON": b'{"x": y}', "not UTF-8": b'{"name": "\x80"}', "nested too deeply": b"[" * 100_000,
+             "a 5,000-digit integer": b'{"a": ' + b"1" * 5000 + b"}", "the wrong type": b'"text"',
+             "an unknown field": b'{"zzz": 1}'}
+
+
+@pytest.mark.parametrize("path", ["/runs", "/runs/some-run/approve", "/runs/some-run/reject", "/datasets/export",
+                                  "/trajectories"])
+@pytest.mark.parametrize("kind", list(MALFORMED))
+def test_every_endpoint_answers_a_malformed_body_422(client, path, kind):
+    """One rule (docs/service.md): a body the service cannot use is 422 {"error", "errors"}. A body not UTF-8,
+    nested too deeply or with a 5,000-digit integer was 400 from the endpoints that read a model, 422 from
+    /trajectories; bad JSON was 422 everywhere."""
+    r = client.post(path, content=MALFORMED[kind], headers=JSON)
+    assert r.status_code == 422, (r.status_code, r.text)
+    assert r.json()["error"].startswith("body") and isinstance(r.json()["errors"], list), r.json()
+
+
+def test_a_value_the_endpoint_refuses_is_422_and_a_state_that_refuses_it_is_409(client):
+    """A held-out task asked of /datasets/export was 400 beside 422 for a bad name; POST /runs with an id that
+    exists was 400 beside approve's 409 for a run not waiting for review."""
+    from tests.service.helpers import trajectory
+
+    client.post("/trajectories", json=[trajectory("hx", "healthy", task="secret", split="heldout")], headers=AUTH)
+    r = client.post("/datasets/export", json={"source": "healthy", "tasks": ["secret"]}, headers=AUTH)
+    assert r.status_code == 422 and "held-out" in r.json()["error"] and r.json()["errors"], r.text
+    r = client.post("/datasets/export", json={"name": "../escape"}, headers=AUTH)
+    assert r.status_code == 422
+    assert client.post("/runs", json={"run_id": "run-one"}, headers=AUTH).status_code == 202
+    r = client.post("/runs", json={"run_id": "run-two"}, headers=AUTH)
+    assert r.status_code == 409 and "run-one" in r.json()["error"], r.text

@@ -112,7 +112,7 @@ def test_ingested_process_failures_trigger_a_run_and_content_failures_reach_the_
     started = c.post("/runs", json={"run_id": "run-manual"})
     assert started.status_code == 202
     _run_when(c, "run-manual", "done")
-    assert c.post("/runs", json={"run_id": "run-manual"}).status_code == 400  # exists
+    assert c.post("/runs", json={"run_id": "run-manual"}).status_code == 409  # exists
 
 
 @pytest.mark.slow

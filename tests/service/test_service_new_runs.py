@@ -42,7 +42,7 @@ def test_a_second_new_run_asked_for_before_the_first_began_is_refused(tmp_path, 
         second = c.post("/runs", json={"run_id": "b"}, headers=AUTH)
         free.set()
         assert first.status_code == 202, first.text
-        assert second.status_code == 400, second.text
+        assert second.status_code == 409, second.text
         # the run asked for, then why (it said 'a: run a is starting ...': the other run twice, this one never)
         assert second.json()["error"] == ("b: not started: run a is starting (asked for, not begun yet): one run at "
                                           "a time"), second.text
