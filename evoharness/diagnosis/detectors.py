@@ -383,15 +383,58 @@ READ_VERBS = frozenset((
 _JOINED_READ = re.compile(r"(?:get|find|list|search|read|view|lookup|query|fetch|describe|show)[a-z]+")
 
 
+# a name that reads first and then acts says so in a later clause: after ``and`` / ``or`` / ``then``
+# (``validate_and_submit_order``, ``get_or_create_user``, ``fetch_report_then_upload``), whose verb is one of
+# WRITE_VERBS. After the verb's object ``and`` may join nouns (``get_user_and_order_details``), so a verb that is as
+# often a tool name's noun (``_ACTS_AS_VERB``: ``order``, ``return``, ``exchange``, ``transfer``, ...) acts only where
+# a verb must stand: after ``then``, or right after the opening verb (``verify_and_transfer_funds`` writes,
+# ``get_order_and_return_status`` reads)
+_CONJUNCTIONS = frozenset(("and", "or", "then"))
+WRITE_VERBS = frozenset((
+    "create", "add", "insert", "append", "update", "modify", "edit", "change", "set", "delete", "remove", "drop",
+    "clear", "purge", "erase", "cancel", "void", "book", "reserve", "submit", "send", "publish", "place", "buy",
+    "purchase", "sell", "move", "copy", "rename", "write", "save", "store", "upload", "download", "apply", "commit",
+    "push", "merge", "deploy", "install", "uninstall", "execute", "launch", "restart", "kill", "terminate", "reset",
+    "enable", "disable", "activate", "deactivate", "suspend", "approve", "reject", "assign", "grant", "revoke",
+    "register", "enroll", "subscribe", "unsubscribe", "invite", "notify", "reschedule", "finalize", "overwrite",
+    "replace", "fix", "upgrade", "downgrade", "redeem", "restore", "revert", "rollback", "unzip", "unpack"))
+_ACTS_AS_VERB = frozenset((
+    "order", "return", "exchange", "transfer", "refund", "pay", "charge", "post", "share", "run", "schedule",
+    "process", "issue", "lock", "unlock", "close", "start", "stop", "complete", "confirm", "open"))
+# ``extract`` reads a text's parts (``extract_entities``), but an archive extracted, or anything extracted to a place,
+# is files written (``extract_archive``, ``extract_zip_to_folder``)
+_UNPACKED = frozenset(("archive", "archives", "zip", "tar", "tarball", "tgz", "gz", "gzip", "bz2", "xz", "rar", "7z",
+                       "compressed", "to", "into"))
+
+
+def _acts_later(words: list[str]) -> bool:
+    """A name's words (lower case) that go on to act after its reading verb: a later clause that writes
+    (``_CONJUNCTIONS``, ``WRITE_VERBS``, ``_ACTS_AS_VERB``) or ``extract`` of an archive or to a place
+    (``_UNPACKED``)."""
+    if words[0] == "extract" and not _UNPACKED.isdisjoint(words):
+        return True
+    for i in range(1, len(words) - 1):
+        if words[i] not in _CONJUNCTIONS:
+            continue
+        verb = words[i + 1]
+        if verb in WRITE_VERBS:
+            return True
+        if verb in _ACTS_AS_VERB and (words[i] == "then" or i == 1):
+            return True
+    return False
+
+
 def reads_by_name(name: str) -> bool:
     """A tool its name says only reads: the name (less a namespace, ``_NAMESPACE``) opens with a word of
     ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``, or is one lower-case word opening with a reading verb
-    (``_JOINED_READ``)."""
+    (``_JOINED_READ``), and does not go on to act (``_acts_later``: ``validate_and_submit_order`` writes)."""
     own = _NAMESPACE.sub("", name)
-    if READ_ONLY_TOOL.match(own) is not None:
+    if _JOINED_READ.fullmatch(own) is not None:
         return True
-    first = _NAME_WORDS.match(own)
-    return first is not None and first.group(0).lower() in READ_VERBS or _JOINED_READ.fullmatch(own) is not None
+    words = [w.lower() for w in _NAME_WORDS.findall(own)]
+    if READ_ONLY_TOOL.match(own) is None and (not words or words[0] not in READ_VERBS):
+        return False
+    return not words or not _acts_later(words)
 
 
 # handing the conversation over to a person (tau-bench's ``transfer_to_human_agents``; ``escalate_to_supervisor``,

@@ -56,6 +56,27 @@ def test_a_name_written_as_one_lower_case_word_opening_with_a_reading_verb_only_
     assert not _one_call(name)
 
 
+@pytest.mark.parametrize("name", [
+    "validate_and_submit_order", "validateAndSubmitOrder", "get_or_create_user", "find_and_replace_text",
+    "verify_and_transfer_funds", "fetch_report_then_upload", "check_availability_and_book_room",
+    "mcp__shop__lookup_order_then_cancel", "extract_archive", "extract_zip_to_folder", "extract_files_into"])
+def test_a_name_that_goes_on_to_act_or_unpacks_an_archive_writes(name):
+    """A reading verb opens these names, but each says it acts after reading (a clause after ``and`` / ``or`` /
+    ``then`` whose verb writes) or unpacks an archive into files: all were reads, so a submission with no yes broke no
+    policy, and the same one sent three times was a loop."""
+    assert _one_call(name)
+
+
+@pytest.mark.parametrize("name", [
+    "get_user_and_order_details", "get_order_and_return_status", "list_users_and_groups", "search_and_filter_products",
+    "compare_and_summarize", "validate_address", "test_connection", "extract_text", "extract_entities_from_text",
+    "get_exchange_rate", "get_booking_and_payment_info"])
+def test_a_name_whose_later_words_are_its_objects_still_reads(name):
+    """A write verb's word as a noun -- an order, a return, an exchange, a booking -- or a second reading verb after
+    ``and`` is no act: only a clause that goes on to act writes."""
+    assert not _one_call(name)
+
+
 def _cancel_run(lookup: str, answer: str = "yes", policy: str = POLICY, listed: bool = True):
     b = TraceBuilder("t").system(policy).user("Cancel order #W123, I'm bob@x.com")
     b.call(lookup, {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
