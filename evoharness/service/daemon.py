@@ -12,7 +12,9 @@ One worker thread does all graph work, so a run is never driven twice at once:
   starts gets those ingested process failures as analyst evidence (``<run dir>/evidence.jsonl``,
   written once before the run's settings; see `evoharness.graph.evidence`).
 
-The current run id is kept in ``<home>/service/daemon.json`` so a restarted service resumes it.
+The current run id is kept in ``<home>/service/daemon.json`` so a restarted service resumes it. A run being
+begun is recorded there first (``beginning``), so a service killed before the run was made current finds it on
+restart (`Daemon.recover_begun`): resumed when its settings were saved, its partial directory removed otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,9 +33,10 @@ from langgraph.types import Command
 from evoharness.config import Settings
 from evoharness.errors import EvoharnessError, InfraError, InputError
 from evoharness.graph.checkpoint import CheckpointerLost, check_checkpointer
-from evoharness.graph.evidence import import_evidence, write_evidence
+from evoharness.graph.evidence import evidence_path, import_evidence, write_evidence
+from evoharness.graph.faults import fault_point
 from evoharness.graph.locks import RunLocked
-from evoharness.graph.runner import load_run_settings, new_run_id, runs_dir, save_run_settings
+from evoharness.graph.runner import RUN_ID, load_run_settings, new_run_id, runs_dir, save_run_settings
 from evoharness.graph.summary import summary_readable
 from evoharness.logging import get_logger
 from evoharness.service.driver import TapProgress, drive, read_state
@@ -194,6 +199,11 @@ class Daemon:
     # -- the loop ---------------------------------------------------------------------------------
     def _main(self) -> None:
         backoff = self.cfg.poll_interval_s
+        try:
+            self.recover_begun()
+        except (EvoharnessError, OSError) as e:
+            self.last_error = f"recovering a run being begun: {e}"
+            log.error("service.recover_failed", error=str(e))
         while not self.stop_event.is_set():
             try:
                 # a paused run waits for a person: its reason stays said (it was cleared by the next idle poll)
@@ -274,12 +284,20 @@ class Daemon:
         always has it.
         """
         run_dir = runs_dir(self.settings) / run_id
-        check_checkpointer(self.settings.run.checkpointer, run_dir)  # one that cannot be opened makes no run
-        data = self._read()
+        data = {k: v for k, v in self._read().items() if k != "beginning"}
         upto = self.ingest.last_seq()
-        ingested = self.ingest.process_failures(data.get("started_seq", 0), upto, self.cfg.max_evidence)
-        n = write_evidence(run_dir, [*import_evidence(self.settings.run.evidence), *ingested])
-        save_run_settings(run_dir, self.settings)
+        # the intent first: a service killed before the run is recorded below finds it again (recover_begun)
+        self._write({**data, "beginning": {"run_id": run_id, "started_seq": upto, "made_dir": not run_dir.exists()}})
+        try:
+            check_checkpointer(self.settings.run.checkpointer, run_dir)  # one that cannot be opened makes no run
+            ingested = self.ingest.process_failures(data.get("started_seq", 0), upto, self.cfg.max_evidence)
+            n = write_evidence(run_dir, [*import_evidence(self.settings.run.evidence), *ingested])
+            fault_point("service:begin:evidence")
+            save_run_settings(run_dir, self.settings)
+            fault_point("service:begin:settings")
+        except Exception:
+            self._write(data)  # no run was made; the error says why
+            raise
         history = [*data.get("history", []), run_id]
         self._write({"run_id": run_id, "started_seq": upto, "history": history})
         with self._lock:
@@ -288,6 +306,39 @@ class Daemon:
         self._driven.add(run_id)
         log.info("service.run_started", run_id=run_id, evidence=n, ingested_evidence=len(ingested))
         self.progress.note(f"service: run {run_id} started" + (f" with {n} evidence trajectories" if n else ""))
+
+    def recover_begun(self) -> str | None:
+        """Finish or undo the begin of a run this service was killed in (SIGKILL, power cut); returns what it
+        said, None when no run was being begun. A run whose settings were saved is made the current run (the
+        loop resumes it); one killed before is no run: its partial directory (evidence snapshot, checkpoint
+        file) is removed and the trigger starts a run again. Before, the first was left as a run no one drove
+        (the trigger began another one with the same evidence) and the second's stale snapshot was kept for a
+        later run of the same id."""
+        data = self._read()
+        begun = data.pop("beginning", None)
+        if not isinstance(begun, dict):
+            return None
+        run_id = begun.get("run_id")
+        if not isinstance(run_id, str) or re.fullmatch(RUN_ID, run_id) is None:
+            self._write(data)
+            return None
+        run_dir = runs_dir(self.settings) / run_id
+        if (run_dir / "settings.json").is_file():
+            history = [*data.get("history", []), run_id]
+            self._write({**data, "run_id": run_id, "started_seq": begun.get("started_seq", 0), "history": history})
+            said = (f"service: run {run_id} was being started when the service stopped; it is the current run "
+                    "and resumes from its start")
+        else:
+            if begun.get("made_dir"):
+                shutil.rmtree(run_dir, ignore_errors=True)
+            else:  # a directory that was there before: only what the begin writes first
+                evidence_path(run_dir).unlink(missing_ok=True)
+            self._write(data)
+            said = (f"service: run {run_id} was being started when the service stopped, before its settings were "
+                    "saved: it was not made; its partial directory is removed")
+        log.warning("service.begin_recovered", run_id=run_id, said=said)
+        self.progress.note(said)
+        return said
 
     def _drive(self, run_id: str, payload: Any) -> None:
         saved, run_dir = load_run_settings(self.settings, run_id)
