@@ -90,11 +90,23 @@ USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 # IDENTITY_POLICY.
 _CONSENT = r"(?:confirm\w*|approv\w*|consent\w*|agree\w*|permission|authori[sz]\w*|go[- ]ahead|yes)\b"
 _HOW = r"(?:(?:first|explicitly|expressly|clearly)[^\S\n]+)?"
-# the word after a consent noun that makes it a thing's name: a confirmation number, an approval status
+# the word after a consent noun that makes it a thing's name: a confirmation number, an approval status; or the one
+# who gives it, when that is not the person: an approval from a supervisor, authorized by a manager
 _NOT_THE_YES = (r"(?![^\S\n]+(?:numbers?|codes?|ids?|e-?mails?|status|tokens?|keys?|pages?|links?|forms?|letters?|"
-                r"messages?|headers?|levels?|dates?|records?|lists?|queues?|flows?|process|screens?|details|terms)\b)")
+                r"messages?|headers?|levels?|dates?|records?|lists?|queues?|flows?|process|screens?|details|terms|"
+                r"(?:from|by)[^\S\n]+(?:(?:a|an|the|your|our|their|its)[^\S\n]+)?(?:supervisor|manager|admin|"
+                r"administrator|lead|staff|compliance|legal|security|reviewer|maintainer|moderator|operator|"
+                r"department|team)s?)\b)")
+# a consent participle that qualifies a noun after "only", a determiner or a sentence's start says who or what holds
+# an approval ("Only explicitly authorized agents may issue refunds", "Explicitly approved vendors are listed"): it
+# asks no yes of the person (CONFIRM_POLICY's first alternative, which ``asks_confirmation`` sets aside). Not a
+# change or an action so qualified: "make only explicitly confirmed changes" asks the person's yes for each
+_HELD = (r"(?P<held>(?:^|(?<=\n)|(?<=[.!?;:*\-][^\S\n])|\b(?:only|any|all|the|a|an|each|every|no|those|these|some|"
+         r"other)[^\S\n]+)(?:explicit|express)ly[^\S\n]+(?:confirm|approv|authori[sz]|permitt|agre)ed[^\S\n]+"
+         r"(?!(?:by|before|to|from|with|via|in|on|upon|through|and|or|first|prior|beforehand|yet|unless|until|"
+         r"when|once|if|changes?|actions?|updates?|edits?|modifications?|operations?|writes?)\b)[a-z]\w*)|")
 CONFIRM_POLICY = re.compile(
-    r"explicit (user )?confirmation|confirm(ation)? \(yes\)|obtain .{0,40}confirm"
+    _HELD + r"explicit (user )?confirmation" + _NOT_THE_YES + r"|confirm(ation)? \(yes\)|obtain .{0,40}confirm"
     rf"|\b(?:(?:explicit|express|affirmative)(?:ly)?|clearly)[^\S\n]+(?:\w+[^\S\n]+)?{_CONSENT}{_NOT_THE_YES}"
     rf"|\b{_PERSON}(?:['’]s?)?[^\S\n]+(?:"
     rf"(?:must|has[^\S\n]+to|have[^\S\n]+to|needs?[^\S\n]+to|should|shall|to)[^\S\n]+{_HOW}"
@@ -378,10 +390,16 @@ def _user_gave_their_id(view: TraceView, before: int) -> bool:
     return False
 
 
+def asks_confirmation(text: str) -> bool:
+    """The text asks the person's yes before acting: a ``CONFIRM_POLICY`` match other than an approval some actor or
+    thing holds (its ``held`` group: "Only explicitly authorized agents may ...")."""
+    return any(m.group("held") is None for m in CONFIRM_POLICY.finditer(text))
+
+
 @lru_cache(maxsize=64)
 def policy_rules(policy: str) -> tuple[bool, bool]:
     """(asks for an identity check, asks for explicit confirmation): once per distinct system prompt."""
-    return bool(IDENTITY_POLICY.search(policy)), bool(CONFIRM_POLICY.search(policy))
+    return bool(IDENTITY_POLICY.search(policy)), asks_confirmation(policy)
 
 
 def _tool_docs(view: TraceView) -> tuple[set[str], list[str]]:
@@ -446,7 +464,7 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
     for ln in text.splitlines():
         if TOOL_LINE.match(ln[:300]):
             continue
-        identity, confirm = _identity_kind(ln), bool(CONFIRM_POLICY.search(ln))
+        identity, confirm = _identity_kind(ln), asks_confirmation(ln)
         if identity or confirm:
             out.append((ln, identity, confirm))
     return tuple(out)

@@ -117,10 +117,24 @@ def test_a_hand_off_by_another_name_is_no_write(handoff):
     ("Once the user confirms their identity, look up the order.", False),
     ("If the customer accepts the offer, issue the certificate.", False),
     ("You should deny user requests that are against this policy.", False),
+    # the approval passive, by the person or nobody named: the person's yes
+    ("Proceed only if the change is explicitly approved by the user.", True),
+    ("Act only once explicitly confirmed.", True),
+    ("Make no change until it is expressly authorized by the account holder.", True),
+    ("Refunds need explicit approval from them first.", True),
+    ("Make only explicitly confirmed changes to a booking.", True),
+    # an authorization held by an actor (who may act), or an approval that is not the person's: no yes asked
+    ("Only explicitly authorized agents may issue refunds.", False),
+    ("Explicitly approved vendors are listed in the catalogue.", False),
+    ("Refunds over $500 need explicit approval from a supervisor.", False),
+    ("Any change to a frozen account must be explicitly approved by a manager.", False),
+    ("Only explicitly authorised staff can see card numbers.", False),
 ])
 def test_the_confirmation_policy_is_read_in_its_paraphrases(line, asks):
     """Only "explicit (user) confirmation", "confirm (yes)" and "obtain ... confirm" were read: a policy asking for the
-    user's approval or consent asked for nothing (12 of 200 airline runs moved when the sentence was paraphrased)."""
+    user's approval or consent asked for nothing (12 of 200 airline runs moved when the sentence was paraphrased). A
+    confirmation policy asks the person's yes before a write: "Only explicitly authorized agents may ..." says who may
+    act, and a supervisor's approval is no yes the user gives (each read as one, so every write was a violation)."""
     assert policy_rules(line)[1] is asks
     lab = _cancel_run("find_user_id_by_email", answer="I wonder what it costs.", policy=line)
     assert [v.rule for v in lab.violations] == ["policy.confirmation"] * asks
