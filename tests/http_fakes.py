@@ -22,14 +22,21 @@ def completion(content: str) -> Reply:
 @contextmanager
 def replying(reply: Callable[[], Reply]) -> Iterator[str]:
     """Answer every POST with ``reply()`` (called once a request, in turn); yields the base URL (``.../v1``)."""
+    with replying_to(lambda _request: reply()) as url:
+        yield url
+
+
+@contextmanager
+def replying_to(reply: Callable[[dict], Reply]) -> Iterator[str]:
+    """Answer every POST with ``reply(request)``, the request its JSON body; yields the base URL (``.../v1``)."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *a):
             pass
 
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            status, headers, body = reply()
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+            status, headers, body = reply(request)
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)

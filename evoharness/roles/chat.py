@@ -13,9 +13,10 @@ does not give (it re-sends a timed-out request while the server still generates 
 - structured output by ``json_schema`` (OpenAI's ``response_format``), ``json_object_schema``
   (llama-cpp-python's ``response_format={"type": "json_object", "schema": ...}``, which it compiles
   to a grammar: the reply is valid JSON of that schema by construction), ``function_calling`` (one
-  forced tool call), or plain text (``invoke``). A 400/404/422 answer means the server does not take
-  the method (llama-cpp-python says so with a 500 "validation error"): `Unsupported`, and
-  `structured.ask` moves to the next method without spending a retry.
+  forced tool call), or plain text (``invoke``). A 400/404/413/422 answer means the server does not take
+  the method (llama-cpp-python says so with a 500 "validation error"; a 413 or a 400 to every method is
+  this request, too large): `Unsupported`, and `structured.ask` moves to the next method without spending
+  a retry.
 
 It is duck-typed like a langchain chat model where `structured.ask` needs it: ``invoke(messages)``
 returns an ``AIMessage``; ``with_structured_output(schema, method=..., include_raw=True)`` returns an
@@ -41,7 +42,7 @@ METHODS = ("json_schema", "json_object_schema", "function_calling")
 
 
 class Unsupported(Exception):
-    """The endpoint refused the request's form (HTTP 400/404/422): try another structured-output method.
+    """The endpoint refused the request's form (HTTP 400/404/413/422): try another structured-output method.
 
     ``status`` is the HTTP status: a 404 to every form is no endpoint at that URL (or no such model), while a
     400 to every form, the plain one too, is this request refused (a prompt past the model's context)."""
@@ -123,12 +124,14 @@ def _expire(resp: httpx.Response, flag: threading.Event) -> None:
 
 
 def _read(resp: httpx.Response) -> tuple[str, list[dict[str, str]]]:
-    if resp.status_code in (400, 404, 422) or (resp.status_code == 500 and b"validation error" in resp.read()):
+    # 413: this request is too large for the endpoint, as a 400 says of one past the model's context
+    if resp.status_code in (400, 404, 413, 422) or (resp.status_code == 500 and b"validation error" in resp.read()):
         resp.read()  # llama-cpp-python answers a request field it does not take with a 500 "validation error"
         raise Unsupported(f"HTTP {resp.status_code}: {resp.text[:300]}", status=resp.status_code)
     if resp.status_code >= 400:
         resp.read()
-        raise EndpointDown(f"HTTP {resp.status_code}: {resp.text[:300]}", retryable=resp.status_code >= 429)
+        raise EndpointDown(f"HTTP {resp.status_code}: {resp.text[:300]}", retryable=resp.status_code >= 429,
+                           status=resp.status_code)
     ctype = resp.headers.get("content-type", "")
     if "text/event-stream" not in ctype:  # a server that ignored "stream"
         resp.read()

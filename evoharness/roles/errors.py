@@ -28,4 +28,9 @@ class EndpointDown(InfraError):
     Infrastructure, not the model's answer: `structured.ask` raises it (naming the role) instead of a
     `RoleError`, and the graph lets it through, so the run pauses (a dropped round would spend the run on
     nothing). A missed deadline is not one: the model answered too slowly, which is the role's failure.
+    ``status`` is the HTTP status when the endpoint answered one (None: no answer at all).
     """
+
+    def __init__(self, reason: str, retryable: bool = True, status: int | None = None) -> None:
+        super().__init__(reason, retryable)
+        self.status = status

@@ -12,7 +12,9 @@ The endpoint's failures are not the model's: when the last attempt got no reply 
 status, a reply that is no chat completion) or the endpoint answered 404 to every method (no endpoint at that
 URL, or no such model), `EndpointDown` (an `InfraError`, naming the role) is raised instead of `RoleError`, and the
 run pauses until it answers. Every method refused otherwise (a 400 to the plain request too: a prompt past the
-model's context) is this request's failure, a `RoleError`: a pause would meet the same refusal on every resume.
+model's context; a 413, too large) is this request's failure, a `RoleError`: a pause would meet the same refusal
+on every resume. So is an HTTP 500 to every attempt (each method in turn) while the endpoint answers a one-line
+request at once (`probe`): a server that fails on this prompt, not a server down.
 
 ``json_schema`` is a tighter JSON schema than ``schema``'s own (enums of the ids the prompt shows,
 length caps) for models that take one (`chat.OpenAIChat`): under a grammar it keeps a small model's
@@ -83,6 +85,8 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
                 raise EndpointDown(f"{role}: model call failed: {e}", retryable=False) from e
             down = e
             problems.append(f"model call failed: {e}")
+            if e.status == 500:  # a server error on this form: the next form may not meet it
+                idx = min(idx + 1, len(methods) - 1)
             continue
         except InfraError as e:
             if not e.retryable:
@@ -105,9 +109,25 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
             problems.append(problem)
             log.info("role.invalid_reply", role=role, attempt=attempts, method=method, problem=problem)
             convo = _with_feedback(messages, problem, _clip(_raw_text(out), 400))
+    if isinstance(down, EndpointDown) and down.status == 500 and probe(model):
+        raise RoleError(role, f"the endpoint answered every attempt at this request with {down} while it answers a "
+                        "one-line request: this request's failure, not the endpoint's", attempts, problems) from down
     if down is not None:
         raise EndpointDown(f"{role}: {problems[-1]} (after {attempts} attempt{'s' if attempts != 1 else ''})") from down
     raise RoleError(role, problems[-1] if problems else "no reply", attempts, problems)
+
+
+def probe(model: Any) -> bool:
+    """True when ``model``'s endpoint answers a one-line request with a completion (one token asked for). A model
+    without the ``complete`` method of `chat.OpenAIChat` is not probed: False."""
+    complete = getattr(model, "complete", None)
+    if complete is None:
+        return False
+    try:
+        complete([{"role": "user", "content": "Reply with OK."}], max_tokens=1)
+    except Exception:  # noqa: BLE001 - any failure: the endpoint is not answering
+        return False
+    return True
 
 
 def _with_feedback(messages: Sequence[BaseMessage], problem: str, previous: str) -> list[BaseMessage]:

@@ -97,3 +97,42 @@ def test_a_request_refused_in_every_form_with_a_400_is_the_roles_failure_not_a_p
         trajs, labels = scenario()
         with pytest.raises(RoleError, match=r"^analyst: the endpoint refused every method .*maximum context length"):
             analyst.analyse(trajs, labels, seed_view(), 2)
+
+
+def test_a_request_too_large_for_the_endpoint_413_is_the_roles_failure_not_a_pause():
+    """A 413 (a proxy's body limit) is the prompt's fault as a 400 is: it paused the run, and every resume sent the
+    same prompt and met the same 413."""
+    with replying(lambda: (413, {"Content-Type": "text/html"}, b"<html>413 Request Entity Too Large</html>")) as url:
+        analyst, _, _ = make_roles("llm", RolesConfig(model="openai:m", base_url=url))
+        trajs, labels = scenario()
+        with pytest.raises(RoleError, match=r"^analyst: the endpoint refused every method .*HTTP 413"):
+            analyst.analyse(trajs, labels, seed_view(), 2)
+
+
+def _fails_on_long_prompts(request: dict):
+    from tests.http_fakes import completion
+
+    if sum(len(m["content"] or "") for m in request["messages"]) > 200:
+        return 500, {"Content-Type": "application/json"}, b'{"error": {"message": "tokenizer: index out of range"}}'
+    return completion("OK")
+
+
+def test_a_500_to_this_prompt_in_every_form_while_a_short_one_is_answered_is_the_roles_failure():
+    """A server that fails on this prompt (the same 500 to every form) paused the run, and every resume met it again:
+    now the role asks the endpoint a one-line request, and when that is answered the 500 is this request's failure."""
+    from tests.http_fakes import replying_to
+
+    with replying_to(_fails_on_long_prompts) as url:
+        analyst, _, _ = make_roles("llm", RolesConfig(model="openai:m", base_url=url))
+        trajs, labels = scenario()
+        with pytest.raises(RoleError, match=r"^analyst: the endpoint answered every attempt .*HTTP 500: .*index out "
+                                            r"of range.* while it answers a one-line request"):
+            analyst.analyse(trajs, labels, seed_view(), 2)
+
+
+def test_a_500_to_every_request_short_ones_too_is_the_endpoint_down_and_pauses():
+    with replying(lambda: (500, {"Content-Type": "text/plain"}, b"Internal Server Error")) as url:
+        analyst, _, _ = make_roles("llm", RolesConfig(model="openai:m", base_url=url))
+        trajs, labels = scenario()
+        with pytest.raises(EndpointDown, match=r"^analyst: model call failed: HTTP 500: Internal Server Error"):
+            analyst.analyse(trajs, labels, seed_view(), 2)
