@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import shutil
 import tempfile
 from functools import lru_cache
@@ -267,7 +268,8 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".report.", suffix=".tmp", dir=out))
+    remove_stale_stages(out)
+    stage = Path(tempfile.mkdtemp(prefix=f".report.{os.getpid()}.", suffix=".tmp", dir=out))
     try:
         staged = _write(record, stage)
         for path in staged.values():
@@ -275,6 +277,37 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return {name: out / path.name for name, path in staged.items()}
+
+
+_STAGE = re.compile(r"^\.report\.(?:(\d+)\.)?[A-Za-z0-9_]+\.tmp$")  # mkdtemp's name; the pid since 12th session
+
+
+def remove_stale_stages(out: Path) -> list[str]:
+    """Remove the staging directories a killed `build` left in ``out`` (``.report.<pid>.<random>.tmp``, or
+    ``.report.<random>.tmp`` as they were named before); one of a process still alive is another report being
+    built there and is kept. Returns the names removed. Nothing else in ``out`` is touched."""
+    removed = []
+    for path in out.iterdir():
+        found = _STAGE.match(path.name)
+        if found is None or path.is_symlink() or not path.is_dir():
+            continue
+        if found.group(1) is not None and _alive(int(found.group(1))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path.name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:  # os.kill(0, ...) would signal the process group
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _write(record: RunRecord, out: Path) -> dict[str, Path]:

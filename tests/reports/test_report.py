@@ -254,3 +254,29 @@ def test_a_report_that_fails_on_the_way_leaves_the_earlier_one_whole(done_run, t
     assert cli("report", str(outcome.run_dir), "--out", str(out)) == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(earlier)
     assert all((out / name).read_bytes() != data for name, data in earlier.items())
+
+
+def test_a_killed_reports_staging_directories_are_removed_by_the_next(done_run, tmp_path):
+    """A `report --out DIR` killed while it drew left its .report.*.tmp staging directory (PNGs, report.md) in DIR,
+    one more for each kill. The next report removes them: its own naming only, and not one a live process is using."""
+    import os
+    import subprocess
+    import sys
+
+    settings, outcome = done_run
+    out = tmp_path / "rep"
+    out.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = [f".report.{dead.stdout.strip()}.k2j4_x9a.tmp", ".report.ab12cd_3.tmp"]  # a dead pid's; the older naming
+    for name in left:
+        (out / name).mkdir()
+        (out / name / "anchors.png").write_bytes(b"half drawn")
+    live = out / f".report.{os.getpid()}.zz9yy8xx.tmp"  # a report this process is building
+    live.mkdir()
+    others = [out / ".report.notes.tmp.bak", out / "mine.tmp", out / ".report.txt"]
+    for path in others:
+        path.write_text("the user's")
+    assert cli("report", str(outcome.run_dir), "--out", str(out)) == 0
+    assert not any((out / name).exists() for name in left)
+    assert live.is_dir() and all(p.read_text() == "the user's" for p in others)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".report.") and p.is_dir()) == [live.name]
