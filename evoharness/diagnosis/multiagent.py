@@ -13,7 +13,7 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   that appear nowhere earlier in the log or the task (an earlier number rounded or cut to fewer decimals is relayed,
   not new: ``_rounded_from``). A reasoning turn is one by an agent
   that is not a tool (``agent_role``) and not a tool's output posted under an agent's name (a code run's
-  report, ``EXEC_REPORT``; a page a browser or file surfer shows, ``webtext.is_page``: ``Address: ...`` / ``Title:
+  report, ``is_exec_report``; a page a browser or file surfer shows, ``webtext.is_page``: ``Address: ...`` / ``Title:
   ...`` or a MultimodalWebSurfer's ``Here is a screenshot of [...](...)``), not the opening task
   restatement, not a plan or ledger of an orchestrator, and outside fenced code.
 - ``F2.guardrail``: a tool agent's message saying a site or service refused it (``webtext.refusal``): the page it
@@ -42,7 +42,7 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   shows), ending the run on it was the orchestrator's call: the signal is the satisfied ledger itself.
 - ``F4.first_commitment``: where no other signal fires, a failed run's content failure is
   located at its first commitment: the reasoning turn that wrote the code whose execution failed first
-  (the last reasoning turn with code before the first run that exited non-zero, ``EXEC_FAILED``, not AG2's
+  (the last reasoning turn with code before the first run that exited non-zero, ``ran_and_failed``, not AG2's
   ``unknown language`` answer to a block it could not run, ``UNKNOWN_LANGUAGE``: no code ran; with no
   reasoning turn before that run, the opening handoff when it carries code: the code that ran is the handoff's),
   else the first reasoning turn with code (the first action the run builds on), else the first reasoning turn.
@@ -72,7 +72,8 @@ F1, F2, F4 = FailureClass.F1, FailureClass.F2, FailureClass.F4
 # (an executor, or a web / file surfer, a browser) reports what it did or saw; an orchestrator writes the plans and
 # ledgers of a Magentic-One team. docs/diagnosis.md ("Agent roles") tabulates the names each role accepts.
 ROLE_OF_HEAD = {"orchestrator": "orchestrator", "terminal": "executor", "executor": "executor", "computer": "executor",
-                "surfer": "tool", "browser": "tool"}
+                "runner": "executor", "sandbox": "executor", "interpreter": "executor", "shell": "executor",
+                "console": "executor", "repl": "executor", "surfer": "tool", "browser": "tool"}
 ROLE_SUFFIX = re.compile(r"agent|\d+", re.IGNORECASE)  # trailing words that name no role
 NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # a plan or ledger of an orchestrator, or the team's opening restatement: no agent's reasoning. Magentic-One 0.2 opens
@@ -164,10 +165,13 @@ EXIT_STATEMENT = (r"\s*[\[(<]?\s*(?:(?:the\s+)?(?:process|command|script|program
                   r"(?:finished|exited|ended|completed|terminated|failed|ran|returned)\s+with\s+(?:an?\s+)?"
                   r"(?:exit\s+)?(?:code|status)"
                   r"|exit[ _]?(?:code|status)|return[ _]?code|returncode>?)\s*[:=]?\s*")
+# The frameworks' own lines are a run's report whoever posts them (AG2's ``user_proxy`` runs the assistant's code and
+# posts it under its own name); an exit code stated in other words is one only in an executor's turn (``agent_role``):
+# an expert opening with "Exit code 1 would have meant ..." quotes or discusses a code, it ran nothing
 EXEC_FAILED = re.compile(r"\s*(?:exitcode: [1-9]|The script ran, then exited with (?:Unix exit code: |an error "
                          r"\(POSIX exit code: )[1-9]|The script ran but produced no output to console\. "
-                         r"The (?:Unix|POSIX) exit code was: [1-9])"
-                         rf"|{EXIT_STATEMENT}(?:[1-9]|-\d)", re.IGNORECASE)
+                         r"The (?:Unix|POSIX) exit code was: [1-9])", re.IGNORECASE)
+EXIT_FAILED = re.compile(rf"{EXIT_STATEMENT}(?:[1-9]|-\d)", re.IGNORECASE)
 # AG2's executor meeting a code block whose language it does not know (``unknown language json``, ``... plaintext``,
 # ``... unknown``: a fence tagged with no language it runs) runs nothing for it and answers exit code 1 with that line
 # last (the blocks before it ran, the ones after it are skipped): no code ran and failed -- a format problem of the
@@ -179,8 +183,8 @@ UNKNOWN_LANGUAGE = re.compile(r"(?:\n|Code output: ?)unknown language[^\n]*\s*$"
 # tool's output: in AG2's two-agent chat the ``user_proxy`` runs the assistant's code and posts the report under its
 # own name, as an executor under a name that does not say so (``executor_agent``) would.
 EXEC_REPORT = re.compile(r"\s*(?:exitcode: \d|The script ran(?:, then exited with "
-                         r"| but produced no output to console))"
-                         rf"|{EXIT_STATEMENT}-?\d", re.IGNORECASE)
+                         r"| but produced no output to console))", re.IGNORECASE)
+EXIT_REPORTED = re.compile(rf"{EXIT_STATEMENT}-?\d", re.IGNORECASE)
 # AG2's executor answering a message that holds no code: it ran nothing (``There is no code from the last 1 message for
 # me to execute. Group chat manager should let other participants ...``)
 NO_CODE = re.compile(r"\s*There is no code from the last \d+ messages? for me to execute")
@@ -261,10 +265,12 @@ def is_ledger(text: str) -> bool:
     return text.lstrip().startswith("Updated Ledger") or bool(LEDGER_JSON.match(text))
 
 
-def ran_and_failed(text: str) -> bool:
-    """An executor's reply saying code ran and exited non-zero (``EXEC_FAILED``), not AG2's "unknown language" answer
-    to a block it could not run (``UNKNOWN_LANGUAGE``)."""
-    return bool(EXEC_FAILED.match(text)) and not UNKNOWN_LANGUAGE.search(text)
+def ran_and_failed(text: str, speaker: str) -> bool:
+    """A reply saying code ran and exited non-zero: a framework's line (``EXEC_FAILED``), or an exit code in other
+    words in an executor's turn (``EXIT_FAILED``); not AG2's "unknown language" answer to a block it could not run
+    (``UNKNOWN_LANGUAGE``)."""
+    return (bool(EXEC_FAILED.match(text)) or is_executor_name(speaker) and bool(EXIT_FAILED.match(text))) \
+        and not UNKNOWN_LANGUAGE.search(text)
 
 
 def _quote(text: str, limit: int = 160) -> str:
@@ -298,9 +304,11 @@ def is_orchestrator_name(name: str) -> bool:
     return agent_role(name) == "orchestrator"
 
 
-def is_exec_report(text: object) -> bool:
-    """A code run's report in an executor's wording (``EXEC_REPORT``), whoever posted it."""
-    return isinstance(text, str) and bool(EXEC_REPORT.match(text))
+def is_exec_report(text: object, speaker: str) -> bool:
+    """A code run's report: a framework's own line (``EXEC_REPORT``), whoever posted it, or an exit code in other words
+    (``EXIT_REPORTED``) in an executor's turn."""
+    return isinstance(text, str) and (bool(EXEC_REPORT.match(text))
+                                      or is_executor_name(speaker) and bool(EXIT_REPORTED.match(text)))
 
 
 def is_no_code_reply(text: object) -> bool:
@@ -327,15 +335,16 @@ def responsible_agent(messages: list[dict], step: int) -> str | None:
     if name and is_no_code_reply(messages[step].get("content")):
         return next((str(m["name"]) for m in reversed(messages[:step]) if m.get("role") == "assistant"
                      and m.get("name") and not is_tool_name(str(m["name"]))
-                     and not is_exec_report(m.get("content")) and not is_no_code_reply(m.get("content"))), str(name))
-    if not name or not (is_executor_name(str(name)) or is_exec_report(messages[step].get("content"))):
+                     and not is_exec_report(m.get("content"), str(m["name"]))
+                     and not is_no_code_reply(m.get("content"))), str(name))
+    if not name or not (is_executor_name(str(name)) or is_exec_report(messages[step].get("content"), str(name))):
         return str(name) if name else None
     for j in range(step - 1, -1, -1):
         m = messages[j]
         author = m.get("name")
         text = m.get("content")
         if m.get("role") == "assistant" and author and not is_tool_name(str(author)) and isinstance(text, str) \
-                and "```" in text and not is_exec_report(text):
+                and "```" in text and not is_exec_report(text, str(author)):
             return str(author)
     return str(name)
 
@@ -385,9 +394,9 @@ class AgentLog:
         ``webtext.is_page``; a code run's report; an executor's "no code" reply)."""
         tool = self._tool.get(i)
         if tool is None:
-            text = self.text(i)
-            tool = self._tool[i] = (is_tool_name(str(self.msgs[i].get("name") or "")) or is_page(text)
-                                    or is_exec_report(text) or is_no_code_reply(text))
+            text, name = self.text(i), str(self.msgs[i].get("name") or "")
+            tool = self._tool[i] = (is_tool_name(name) or is_page(text) or is_exec_report(text, name)
+                                    or is_no_code_reply(text))
         return tool
 
     def is_orchestrator(self, i: int) -> bool:
@@ -593,7 +602,8 @@ class GuardrailDetector:
         for i in view.assistant_steps:
             if log.is_tool(i):
                 text = log.text(i)
-                hit = refusal(text, is_executor_name(str(log.msgs[i].get("name") or "")) or is_exec_report(text))
+                name = str(log.msgs[i].get("name") or "")
+                hit = refusal(text, is_executor_name(name) or is_exec_report(text, name))
                 if hit:
                     return [Signal(id=self.id, failure_class=F2, step=i,
                                    evidence=f"refused by the site/service ({hit}): {_quote(text)}")]
@@ -717,7 +727,8 @@ class FirstCommitmentDetector:
         if not _failed(view, cfg) or not t.delivered or not log.applies or not log.reasoning_turns:
             return []
         turns = log.reasoning_turns
-        failed_run = next((i for i in range(len(log.msgs)) if ran_and_failed(log.text(i))), None)
+        failed_run = next((i for i in range(len(log.msgs))
+                           if ran_and_failed(log.text(i), str(log.msgs[i].get("name") or ""))), None)
         before = [i for i in turns if failed_run is not None and i < failed_run]
         # the code's author: the last turn with code before the run (not an instruction to run it), else the last
         author = max((i for i in before if "```" in log.text(i)), default=max(before, default=None))

@@ -47,7 +47,8 @@ class ToolText:
     @staticmethod
     def of(text: str, program: bool = False) -> ToolText:
         """The parts of ``text``, a tool agent's message; ``program``: it is a program's output (an executor's message,
-        or a code run's report under any name: ``multiagent.is_exec_report``), every word of it the program's."""
+        or a framework's report of a code run under any name: ``multiagent.is_exec_report``), every word of it the
+        program's."""
         if program:
             return ToolText("", "", text)
         head = PAGE_HEADER.match(text)

@@ -19,6 +19,7 @@ from evoharness.diagnosis.detectors import changes_state
 from evoharness.diagnosis.invariants import _identity_kind, affirmative, policy_rules
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
+from evoharness.traces.models import Trajectory
 from tests.conftest import FULL_SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,7 +212,8 @@ def test_an_executors_report_of_its_exit_code_is_read_in_other_words(report, fai
     Algorithm-Generated runs moved when their executor's reports were so worded)."""
     from evoharness.diagnosis.multiagent import is_exec_report, ran_and_failed
 
-    assert is_exec_report(report) and ran_and_failed(report) is failed
+    for executor in ("Computer_terminal", "Code_Executor", "code_runner", "Python_Sandbox", "Interpreter"):
+        assert is_exec_report(report, executor) and ran_and_failed(report, executor) is failed
 
 
 @pytest.mark.parametrize("text", ["The exit code 1 means the import failed.", "I ran the code and it returned 1.",
@@ -219,7 +221,42 @@ def test_an_executors_report_of_its_exit_code_is_read_in_other_words(report, fai
 def test_a_turn_that_speaks_of_an_exit_code_is_no_report(text):
     from evoharness.diagnosis.multiagent import is_exec_report
 
-    assert not is_exec_report(text)
+    assert not is_exec_report(text, "Computer_terminal")
+
+
+@pytest.mark.parametrize("text, report", [
+    ("Exit code 1 would have meant the file was missing; we got 0.", False),
+    ("Exit code: 1\nOutput: NameError -- the helper is not defined, so I will define it.", False),
+    ("Return code 2 is what argparse gives for a bad flag.", False),
+    ("exitcode: 1 (execution failed)\nCode output: Traceback", True)])  # AG2's own line: its user_proxy runs code
+def test_only_the_executors_turn_reports_a_run_in_other_words(text, report):
+    """An expert quoting or discussing an exit code ("Exit code 1 would have meant ...") ran nothing: an exit code in
+    other words than a framework's own report line is a run's report only in an executor's turn."""
+    from evoharness.diagnosis.multiagent import is_exec_report, ran_and_failed
+
+    assert is_exec_report(text, "Review_Expert") is report
+    assert ran_and_failed(text, "Review_Expert") is report
+
+
+@pytest.mark.parametrize("executor", ["Computer_terminal", "code_runner"])
+def test_an_expert_discussing_an_exit_code_is_not_the_run_that_failed(executor):
+    """The code whose run failed first is the one the executor reported failing (step 6), not the code before an
+    expert's remark on exit codes (before, the remark at step 4 was that run, and step 2's author answered for it)."""
+    turns = [("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
+             ("Data_Expert", "```python\nrows = load()\nprint(len(rows))\n```"),
+             (executor, "Exit code: 0\nOutput: 12"),
+             ("Review_Expert", "Exit code 1 would have meant the file was missing; we got 0, so the 12 rows are "
+                               "there. Now count the even ones."),
+             ("Data_Expert", "```python\nprint(count_even(rows))\n```"),
+             (executor, "Exit code: 1\nOutput: NameError: name 'count_even' is not defined"),
+             ("Verification_Expert", "FINAL ANSWER: 12")]
+    msgs = [{"role": "user", "content": "How many even rows are there?"}]
+    msgs += [{"role": "assistant", "name": n, "content": c} for n, c in turns]
+    t = Trajectory(id="ma", task_id="ma", task=msgs[0]["content"], messages=msgs, final_answer=turns[-1][1],
+                   meta={"failure_only": True})
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 5, "Data_Expert")
+    assert "failed first (step 6)" in lab.first_signal.evidence
 
 
 # ---- the table on the tuning data ------------------------------------------------------------------------------------
