@@ -42,14 +42,23 @@ _CLOSE = {ord("]"), ord("}"), ord(")")}
 
 
 
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def control_character(text: str) -> str | None:
-    """The first control character in ``text`` (newline, NUL, an escape ...) or Unicode line or paragraph break
-    (U+2028, U+2029: lines to ``str.splitlines`` and to a Markdown or HTML reader) as Python writes it; None when
-    there is none. A review reason is one line of text: one with these broke `review`'s lines and report.md."""
+    """The first control character in ``text`` (newline, NUL, an escape ...), Unicode line or paragraph break
+    (U+2028, U+2029: lines to ``str.splitlines`` and to a Markdown or HTML reader) or bidirectional embedding,
+    override or isolate (U+202A-U+202E, U+2066-U+2069: they reorder how the text after them is shown) as Python
+    writes it; None when there is none. A review reason is one line of text: one with these broke `review`'s
+    lines and report.md, or showed a reason other than the one stored. Right-to-left text itself, and other
+    format characters (an emoji's zero-width joiner), are text."""
     import unicodedata
 
-    found = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
-    return None if found is None else repr(found)
+    found = next((ch for ch in text if ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Zl", "Zp")),
+                 None)
+    if found is None:
+        return None
+    return f"{found!r}, a bidirectional text control" if found in _BIDI_CONTROLS else repr(found)
 
 
 def read_capped(fd: int, max_bytes: int) -> bytes:

@@ -120,7 +120,8 @@ def test_one_object_of_another_format_is_told_its_format_not_to_be_wrapped_in_a_
                                  "(keys: trajectories)")
 
 
-@pytest.mark.parametrize("reason", ["line1\nline2", "nul \x00 here", "colour \x1b[31mred"])
+@pytest.mark.parametrize("reason", ["line1\nline2", "nul \x00 here", "colour \x1b[31mred", "approve \u202eevil",
+                                    "ok \u2067x\u2069"])
 def test_a_review_reason_with_a_control_character_is_refused(client, reason):
     """A reason is one line of text: 'line1\\nline2\\x00' was stored, `evoharness review` printed the verdict over two
     lines with the NUL, and report.md held the NUL (grep: 'binary file matches'); an escape sequence reached the
