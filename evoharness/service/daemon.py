@@ -50,6 +50,16 @@ LOCKED = "locked"  # another process (`evoharness run --resume`, approve) drives
 STARTING = "starting"  # accepted by POST /runs, not yet recorded by the worker
 
 
+def _unmake(run_dir: Path, made_dir: bool) -> None:
+    """Remove what a begin that did not finish wrote: the run directory when the begin made it, else the files it
+    writes there (the evidence snapshot, which a later begin of the id would keep, and the settings)."""
+    if made_dir:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        evidence_path(run_dir).unlink(missing_ok=True)
+        (run_dir / "settings.json").unlink(missing_ok=True)
+
+
 class Daemon:
     def __init__(self, settings: Settings, ingest: IngestStore, *, quiet: bool = False) -> None:
         self.settings = settings
@@ -287,7 +297,8 @@ class Daemon:
         data = {k: v for k, v in self._read().items() if k != "beginning"}
         upto = self.ingest.last_seq()
         # the intent first: a service killed before the run is recorded below finds it again (recover_begun)
-        self._write({**data, "beginning": {"run_id": run_id, "started_seq": upto, "made_dir": not run_dir.exists()}})
+        made_dir = not run_dir.exists()
+        self._write({**data, "beginning": {"run_id": run_id, "started_seq": upto, "made_dir": made_dir}})
         try:
             check_checkpointer(self.settings.run.checkpointer, run_dir)  # one that cannot be opened makes no run
             ingested = self.ingest.process_failures(data.get("started_seq", 0), upto, self.cfg.max_evidence)
@@ -296,7 +307,8 @@ class Daemon:
             save_run_settings(run_dir, self.settings)
             fault_point("service:begin:settings")
         except Exception:
-            self._write(data)  # no run was made; the error says why
+            _unmake(run_dir, made_dir)  # no run was made (the error says why): nothing of it stays
+            self._write(data)
             raise
         history = [*data.get("history", []), run_id]
         self._write({"run_id": run_id, "started_seq": upto, "history": history})
@@ -329,10 +341,7 @@ class Daemon:
             said = (f"service: run {run_id} was being started when the service stopped; it is the current run "
                     "and resumes from its start")
         else:
-            if begun.get("made_dir"):
-                shutil.rmtree(run_dir, ignore_errors=True)
-            else:  # a directory that was there before: only what the begin writes first
-                evidence_path(run_dir).unlink(missing_ok=True)
+            _unmake(run_dir, bool(begun.get("made_dir")))
             self._write(data)
             said = (f"service: run {run_id} was being started when the service stopped, before its settings were "
                     "saved: it was not made; its partial directory is removed")

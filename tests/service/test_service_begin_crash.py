@@ -55,3 +55,37 @@ def test_a_run_killed_before_its_settings_is_removed_not_left_half_made(tmp_path
         assert "run run-cut was being started when the service stopped, before its settings" in server.output()
     finally:
         server.stop()
+
+
+def test_a_begin_that_fails_before_its_settings_leaves_no_partial_run_directory(tmp_path, monkeypatch):
+    """e840f7b undid a begin killed before settings.json at the next start; one that raised there (a full disk, a
+    directory that may not be written) still left <home>/runs/<id> with its evidence snapshot, and a later run of the
+    same id kept that snapshot rather than the evidence of its own start."""
+    import errno
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from evoharness.config import Settings
+    from evoharness.service.app import create_app
+
+    def full_disk(run_dir, settings):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("evoharness.service.daemon.save_run_settings", full_disk)
+    home = tmp_path / "home"
+    settings = Settings.model_validate({
+        "home": str(home), "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak"},
+        "service": {"loop": False, "poll_interval_s": 0.1}, "sandbox": {"backend": "inprocess"},
+        "roles": {"kind": "playbook"}})
+    token = "s3cret-token-0123456789"
+    with TestClient(create_app(settings, token, quiet=True)) as c:
+        auth = {"Authorization": f"Bearer {token}"}
+        assert c.post("/runs", json={"run_id": "a"}, headers=auth).status_code == 202
+        deadline = time.monotonic() + 60
+        while "No space left" not in (c.get("/health").json()["last_error"] or "") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        health = c.get("/health").json()
+        assert "No space left" in health["last_error"] and health["current_run"] is None, health
+    assert not (home / "runs" / "a").exists(), sorted(p.name for p in (home / "runs" / "a").iterdir())
+    assert "beginning" not in json.loads((home / "service" / "daemon.json").read_text())
