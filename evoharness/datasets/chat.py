@@ -14,7 +14,8 @@ What cleaning does (a record that cannot be cleaned is skipped with a reason, ne
 - trailing messages after the last assistant reply without tool calls are dropped (they teach
   nothing); a record with no such reply is skipped, and so is one with a system message after the
   conversation started (the chat format allows system messages only first);
-- tool-call ids are re-keyed ``call_0``, ``call_1``, ... in record order;
+- tool-call ids are re-keyed ``call00000``, ``call00001``, ... in record order (`call_id`): nine letters and
+  digits, which Mistral's chat templates require of an id (they raise on any other) and every other format takes;
 - ``tools`` declares every function called: the trajectory's own declarations
   (``meta["tools"]``, OpenAI tool objects or bare function objects) first, then one inferred from the
   calls (parameters typed from the argument values) for every called name not declared.
@@ -181,7 +182,7 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
                     raise RecordSkipped("malformed_tool_call")
                 calls = []
                 for c in raw_calls:
-                    calls.append(_tool_call(c, f"call_{n_calls}", parsed))
+                    calls.append(_tool_call(c, call_id(n_calls), parsed))
                     n_calls += 1
                 msg = {"role": "assistant", "content": None if blank else text,
                        "tool_calls": [c for _, c in calls]}
@@ -205,8 +206,15 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
     raise RecordSkipped("no_assistant_reply")
 
 
+def call_id(n: int) -> str:
+    """The record id of a record's ``n``-th tool call: ``call00000``, ``call00001``, ... Nine letters and digits
+    (up to 99,999 calls a record): Mistral's chat templates raise "Tool call IDs should be alphanumeric strings with
+    length 9!" on any other id, such as the ``call_0`` written until the twelfth session."""
+    return f"call{n:05d}"
+
+
 def rekey(messages: list[dict]) -> list[dict]:
-    """Give tool calls fresh ids ``call_<n>`` and point their results at them.
+    """Give tool calls fresh ids (`call_id`) and point their results at them.
 
     Tool messages may hold the call dict itself or its old id; old ids are looked up among the calls of
     the assistant turn they follow.
@@ -219,7 +227,7 @@ def rekey(messages: list[dict]) -> list[dict]:
         if m["role"] == "assistant" and m.get("tool_calls"):
             current, by_old, calls = {}, {}, []
             for c in m["tool_calls"]:
-                new_id = f"call_{n}"
+                new_id = call_id(n)
                 n += 1
                 current[id(c)] = new_id
                 if c.get("id"):

@@ -53,7 +53,7 @@ def test_placebo_rekeys_ids_and_declares_the_tools_it_now_calls():
     placebo, _ = permute(_records(), seed=1)
     for p in placebo:
         calls = [c for m in p["messages"] for c in m.get("tool_calls") or []]
-        assert [c["id"] for c in calls] == [f"call_{i}" for i in range(len(calls))]
+        assert [c["id"] for c in calls] == [f"call{i:05d}" for i in range(len(calls))]
         declared = {t["function"]["name"] for t in p["tools"]}
         assert {c["function"]["name"] for c in calls} <= declared
         answered = [m["tool_call_id"] for m in p["messages"] if m["role"] == "tool"]

@@ -33,7 +33,7 @@ def test_recipe_reads_an_openai_export_as_exported(tmp_path):
     examples = list(recipe.load_examples(tmp_path))
     assert len(examples) == 2
     assert examples[0]["tools"][0]["function"]["parameters"]["required"] == ["key"]  # no schema merging
-    assert examples[0]["messages"][2]["tool_calls"][0]["id"] == "call_0"
+    assert examples[0]["messages"][2]["tool_calls"][0]["id"] == "call00000"
 
 
 def test_recipe_refuses_what_it_cannot_train_on(tmp_path):
@@ -89,7 +89,7 @@ def test_arguments_that_are_not_json_are_one_error_line(tmp_path):
     rec = read_jsonl(tmp_path / "data.jsonl")[0]
     rec["messages"][2]["tool_calls"][0]["function"]["arguments"] = "{key: 1"
     (tmp_path / "data.jsonl").write_text(json.dumps(rec) + "\n")
-    with pytest.raises(SystemExit, match=r"data.jsonl line 1: tool call 'call_0': arguments are not JSON"):
+    with pytest.raises(SystemExit, match=r"data.jsonl line 1: tool call 'call00000': arguments are not JSON"):
         list(recipe.load_examples(tmp_path))
 
 

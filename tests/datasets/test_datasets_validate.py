@@ -25,7 +25,7 @@ def test_a_clean_record_passes():
     assert openai_errors(rec) == []
     roles = [m["role"] for m in rec["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert rec["messages"][2]["tool_calls"][0]["id"] == rec["messages"][3]["tool_call_id"] == "call_0"
+    assert rec["messages"][2]["tool_calls"][0]["id"] == rec["messages"][3]["tool_call_id"] == "call00000"
     assert rec["tools"][0]["function"]["name"] == "lookup"
 
 
@@ -47,8 +47,8 @@ BROKEN = {
     "tool not declared": (lambda r: r.update(tools=[]), "not declared"),
     "arguments not JSON": (lambda r: _fn(r).update(arguments="{oops"), "not JSON"),
     "arguments not an object": (lambda r: _fn(r).update(arguments="[1]"), "not a JSON object"),
-    "duplicate call id": (lambda r: (r["messages"][4]["tool_calls"][0].update(id="call_0"),
-                                     r["messages"][5].update(tool_call_id="call_0")), "duplicate id"),
+    "duplicate call id": (lambda r: (r["messages"][4]["tool_calls"][0].update(id="call00000"),
+                                     r["messages"][5].update(tool_call_id="call00000")), "duplicate id"),
     "ends on a tool result": (lambda r: r["messages"].pop(), "last message"),
     "empty user content": (lambda r: r["messages"][1].update(content=""), "non-empty string"),
     "system after start": (lambda r: r["messages"].insert(2, {"role": "system", "content": "x"}),
@@ -199,3 +199,37 @@ def test_a_system_message_mid_conversation_skips_the_record(tmp_path, capsys):
     write_trajectories(tmp_path / "t.jsonl", [late, early])
     assert main(["dataset", "export", "-t", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o")]) == 0
     assert "wrote 1 records" in capsys.readouterr().out
+
+
+# the check in Mistral's chat templates (Mistral-7B-Instruct-v0.3, Mistral-Nemo: tokenizer_config.json)
+MISTRAL_ID_CHECK = """{%- for message in messages %}{%- for tool_call in message.tool_calls or [] %}
+{%- if not tool_call.id is defined or tool_call.id|length != 9 %}
+{{- raise_exception("Tool call IDs should be alphanumeric strings with length 9!") }}{%- endif %}
+{%- endfor %}{%- if message.role == "tool" and message.tool_call_id|length != 9 %}
+{{- raise_exception("Tool call IDs should be alphanumeric strings with length 9!") }}{%- endif %}{%- endfor %}"""
+
+
+@pytest.mark.parametrize("placebo", [False, True])
+def test_exported_tool_call_ids_are_nine_letters_and_digits_as_mistral_templates_require(tmp_path, placebo):
+    """Ids were call_0, call_1, ...: a Mistral chat template raised on the first record, so no export trained a
+    Mistral model without rewriting its ids."""
+    import re
+
+    import jinja2
+
+    from evoharness.datasets.export import export_dataset
+    from evoharness.datasets.models import SourceKind
+
+    from .helpers import read_jsonl
+
+    def raise_exception(message):
+        raise ValueError(message)
+
+    export_dataset(tmp_path, source=SourceKind.all, placebo=placebo,
+                   trajectories=[make_traj(f"r{i}", f"t{i}", calls=12) for i in range(3)])
+    template = jinja2.Environment().from_string(MISTRAL_ID_CHECK)
+    for rec in read_jsonl(tmp_path / "data.jsonl"):
+        template.render(messages=rec["messages"], raise_exception=raise_exception)
+        ids = [c["id"] for m in rec["messages"] for c in m.get("tool_calls") or []]
+        assert len(ids) == 12 and all(re.fullmatch(r"[A-Za-z0-9]{9}", i) for i in ids), ids
+        assert len(set(ids)) == 12 and openai_errors(rec) == []
