@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from evoharness.cli_support import shell_words
-from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
+from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass, LabelHead
 from evoharness.errors import InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
@@ -117,17 +117,7 @@ class JsonlSource:
         return out
 
 
-class _SignalId(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    id: str
-
-
-class _LabelHead(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    trajectory_id: str
-    failure_class: FailureClass
-    first_signal: _SignalId | None = None
-    schema_version: StrictInt | None = None  # "1", true or 1.0 is not this layout's version
+_CLASS = TypeAdapter(FailureClass)
 
 
 class LabelFile:
@@ -158,7 +148,7 @@ class LabelFile:
         if head.trajectory_id != trajectory_id:
             raise self._mismatch(f"line {self._lineno} labels trajectory {head.trajectory_id!r} where the "
                                  f"trajectory file has {trajectory_id!r}")
-        return head.failure_class.value, head.first_signal.id if head.first_signal else None
+        return head.failure_class, head.signal("id")
 
     def finish(self) -> None:
         """The trajectory file is done: the labels file must be too."""
@@ -170,16 +160,19 @@ class LabelFile:
         return InputError(str(self.path), f"{what}: these labels were not written for this trajectory file "
                                           "(run `evoharness label FILE --out LABELS` on it)")
 
-    def _next(self) -> _LabelHead | None:
+    def _next(self) -> LabelHead | None:
         for lineno, raw in self._lines:
             self._lineno = lineno
             try:
-                head = _LabelHead.model_validate_json(raw)
+                head = LabelHead.read(raw)
+                _CLASS.validate_python(head.failure_class)  # the classes `label` writes, as written
+                head.signal("id")
             except ValidationError as e:
-                first = e.errors()[0]
-                where = ".".join(str(x) for x in first["loc"]) or "line"
-                raise InputError(str(self.path), f"not a label (written by `evoharness label`): {where}: "
-                                                 f"{first['msg']}", where=f"line {lineno}") from None
+                raise InputError(str(self.path), "not a label (written by `evoharness label`): failure_class: "
+                                                 f"{e.errors()[0]['msg']}", where=f"line {lineno}") from None
+            except ValueError as e:
+                raise InputError(str(self.path), f"not a label (written by `evoharness label`): {e}",
+                                 where=f"line {lineno}") from None
             if head.schema_version != LABEL_SCHEMA_VERSION:
                 found = ("has no schema_version (written by an older `evoharness label`, or not a labels file)"
                          if head.schema_version is None else f"has schema_version {head.schema_version}, this "

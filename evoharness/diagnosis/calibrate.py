@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel
 
-from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass
+from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass, LabelHead
 from evoharness.errors import InputError
 from evoharness.untrusted import some_keys
 
@@ -91,21 +91,6 @@ def _field(rec: Any, keys: tuple[str, ...]) -> Any:
     return next((rec[k] for k in keys if isinstance(rec, dict) and rec.get(k) is not None), None)
 
 
-class _FirstSignal(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    step: StrictInt = Field(ge=0)
-
-
-class _LabelLine(BaseModel):
-    """What calibrate reads of a line `evoharness label` wrote."""
-
-    model_config = ConfigDict(extra="ignore")
-    schema_version: StrictInt
-    trajectory_id: StrictStr
-    failure_class: StrictStr
-    first_signal: _FirstSignal | None = None
-
-
 def _label_line(rec: Any, path: Path, where: str) -> tuple[str, str, int | None]:
     """(id, class, step) of a LABELS record, or an InputError saying what the record is instead."""
     if isinstance(rec, dict) and "schema_version" not in rec:
@@ -121,17 +106,17 @@ def _label_line(rec: Any, path: Path, where: str) -> tuple[str, str, int | None]
         raise InputError(str(path), f"not a label (written by `evoharness label`): a JSON {type(rec).__name__}, "
                          "not an object", where=where)
     try:
-        line = _LabelLine.model_validate(rec)
-    except ValidationError as e:
-        first = e.errors()[0]
-        field = ".".join(str(x) for x in first["loc"]) or "the record"
-        msg = "must be a JSON object" if first["type"] == "model_type" else first["msg"]
-        raise InputError(str(path), f"not a label (written by `evoharness label`): {field}: {msg}",
-                         where=where) from None
+        line = LabelHead.read(rec)
+        step = line.signal("step")
+    except ValueError as e:
+        raise InputError(str(path), f"not a label (written by `evoharness label`): {e}", where=where) from None
+    if line.schema_version is None:  # written as null (a missing one is said above)
+        raise InputError(str(path), "not a label (written by `evoharness label`): schema_version: Input should be "
+                         "a valid integer", where=where)
     if line.schema_version != LABEL_SCHEMA_VERSION:
         raise InputError(str(path), f"has schema_version {line.schema_version}, this evoharness reads "
                          f"{LABEL_SCHEMA_VERSION}: run `evoharness label` again", where=where)
-    return line.trajectory_id, line.failure_class, line.first_signal.step if line.first_signal else None
+    return line.trajectory_id, line.failure_class, step
 
 
 def read(path: Path, human: bool) -> dict[str, tuple[str, int | None]]:

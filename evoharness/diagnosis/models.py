@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 
 class FailureClass(StrEnum):
@@ -74,3 +75,44 @@ class LabelLine(Label):
     def of(cls, label: Label) -> LabelLine:
         return cls.model_construct(_fields_set={*label.model_fields_set, "schema_version"}, **dict(label),
                                    schema_version=LABEL_SCHEMA_VERSION)
+
+
+class _SignalHead(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: StrictStr | None = None
+    step: StrictInt | None = Field(None, ge=0)
+
+
+class LabelHead(BaseModel):
+    """What the readers of a labels file take of a `LabelLine`: `calibrate` its class and first signal's step,
+    `dataset export --labels` its class and first signal's id. The fields as ``label`` writes them; the rest of
+    the line is not read. ``failure_class`` is any string here (calibrate reads 'f1' as F1; the export takes only a
+    `FailureClass`); ``schema_version`` None: the line has none (each reader says what that means)."""
+
+    model_config = ConfigDict(extra="ignore")
+    schema_version: StrictInt | None = None  # "1", true or 1.0 is not this layout's version
+    trajectory_id: StrictStr
+    failure_class: StrictStr
+    first_signal: _SignalHead | None = None
+
+    @classmethod
+    def read(cls, line: bytes | str | dict[str, Any]) -> LabelHead:
+        """The head of one line (its JSON text, or the object parsed from it); a ValueError saying which field is
+        wrong, as ``field: what``, when the line is no label."""
+        try:
+            return cls.model_validate_json(line) if isinstance(line, bytes | str) else cls.model_validate(line)
+        except ValidationError as e:
+            first = e.errors()[0]
+            field = ".".join(str(x) for x in first["loc"]) or "the record"
+            msg = "must be a JSON object" if first["type"] in ("model_type", "model_attributes_type") else first["msg"]
+            raise ValueError(f"{field}: {msg}") from None
+
+    def signal(self, field: str) -> Any:
+        """The first signal's ``field`` (``id`` or ``step``), None when there is no first signal; a ValueError when
+        the first signal lacks it (the reader needs the one it asks for)."""
+        if self.first_signal is None:
+            return None
+        value = getattr(self.first_signal, field)
+        if value is None:
+            raise ValueError(f"first_signal.{field}: Field required")
+        return value
