@@ -25,7 +25,7 @@ from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import ToolCall, TraceView
-from evoharness.diagnosis.invariants import affirmative, policy_violations_of, write_calls
+from evoharness.diagnosis.invariants import affirmed, policy_violations_of, write_calls
 from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.diagnosis.multiagent import AgentLog
 from evoharness.diagnosis.write_targets import change_words, normal, same_change, same_file, shell_writes
@@ -921,33 +921,38 @@ def id_like_tokens(tokens: Iterable[str]) -> list[str]:
     return [t for t in tokens if not (len(t) < 8 and t.isdigit()) and _id_like(t)]
 
 
-_ID_PAIRS = (b"a0", b"0a", b"00000000")  # on the classes: a run letter beside a digit, or eight digits in a row
-
-
 def id_like_runs(text: str) -> list[str]:
     """``id_like_tokens(dict.fromkeys(DIGIT_TOKEN.findall(text)))`` without building the runs it drops.
 
     A run ``_id_like`` can accept holds a digit beside a run letter ([A-Za-z_-]) or is eight digits or more: a
     shorter number (most runs: prices, times, counts) never is. Only the runs around such a pair of classes
-    are cut out and tested, found by C byte searches on the text's classes (``_CLASSES``; a character outside
-    ASCII is no run character, so it is read as one ``?``: positions stay the text's). In ASCII text this is
-    also ``id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(text)))`` (``\\d`` is ``[0-9]`` there)."""
-    z = text.encode("ascii", "replace").translate(_CLASSES)
-    if 48 not in z:  # no digit: most texts (an int operand is a memchr; a bytes one raises and clears an error first)
+    are cut out and tested. On the text's classes (``_CLASSES``; a character outside ASCII is no run character, so
+    it is read as one ``?``: positions stay the text's), each such pair is marked with an ``X`` by three C
+    replacements (a letter then a digit, a digit then a letter, eight digits: none crosses a blank, so a run holds
+    an ``X`` exactly when it holds a pair), and the marked runs are found by one byte search for ``X`` each, in
+    order and once: a run holding several pairs (a date: ``-0`` and ``0-``) is reached once, not once per pair
+    kind, and no run is sorted or looked up again. In ASCII text this is also
+    ``id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(text)))`` (``\\d`` is ``[0-9]`` there)."""
+    z = (text.encode() if text.isascii() else text.encode("ascii", "replace")).translate(_CLASSES)
+    if 48 not in z:  # no digit: most texts (an int operand is a memchr)
         return []
-    ends: dict[int, int] = {}  # run start -> run end
-    for pair in _ID_PAIRS:
-        pos = z.find(pair)
-        while pos >= 0:
-            start = z.rfind(b" ", 0, pos) + 1
-            end = z.find(b" ", pos)
-            if end < 0:
-                end = len(z)
-            ends[start] = end
-            pos = z.find(pair, end)  # the rest of this run holds no other run
-    if not ends:
+    marked = z.replace(b"a0", b"aX").replace(b"0a", b"Xa").replace(b"00000000", b"X0000000")
+    pos = marked.find(88)  # b"X"
+    if pos < 0:
         return []
-    return [t for t in dict.fromkeys([text[s:ends[s]] for s in sorted(ends)]) if _run_id_like(t)]
+    runs = []
+    find, rfind = marked.find, marked.rfind
+    while True:
+        start = rfind(32, 0, pos) + 1  # the run's blank-bounded extent (32: b" ")
+        end = find(32, pos)
+        if end < 0:
+            runs.append(text[start:])
+            break
+        runs.append(text[start:end])
+        pos = find(88, end)  # the rest of this run holds no other run
+        if pos < 0:
+            break
+    return [t for t in dict.fromkeys(runs) if _run_id_like(t)]
 
 
 def _run_id_like(tok: str) -> bool:
@@ -983,14 +988,16 @@ def answer_step(view: TraceView) -> int:
 
 
 def _find_answer_step(view: TraceView) -> int:
-    answer = _answer_text(view)
-    if answer:
-        verbatim, first = view.traj.final_answer.strip(), answer.split(" ", 1)[0]
+    fa = view.traj.final_answer
+    verbatim = fa.strip() if fa else ""
+    if verbatim:  # (exactly when the collapsed answer is not empty: strip and split read the same blanks)
+        first = verbatim.split(None, 1)[0]  # the collapsed answer's first word
         msgs = view.traj.messages
         for s in reversed(view.assistant_steps):
             c = msgs[s].get("content")
-            # the answer as it was written, else (a message holding its first word) with the blanks collapsed
-            if isinstance(c, str) and (verbatim in c or (first in c and answer in " ".join(c.split()))):
+            # the answer as it was written, else (a message holding its first word) with the blanks collapsed: the
+            # collapsed answer made only then (the answer is most often its last reply, verbatim)
+            if isinstance(c, str) and (verbatim in c or (first in c and _answer_text(view) in " ".join(c.split()))):
                 return s
     return view.final_step
 
@@ -1122,12 +1129,37 @@ def delivers(view: TraceView, c: ToolCall) -> bool:
     merely holds the answer or begins as it does, nor one before the last call holding it (the room booked, then
     ``finish`` naming it). A call answering with what a tool showed and no reply saying it (a ``finish`` copying the
     searched figure) is the delivery."""
+    if not isinstance(c.args, dict) or not _may_hold_answer(view, c.args):
+        return False
     answer = _answer_text(view)
-    if not answer or not isinstance(c.args, dict):
+    if not answer:
         return False
     if not _holds_answer(c, answer) or c.step != _last_holding_answer(view):
         return False  # an earlier call with the answer as an argument wrote it; the last one delivers it
     return _answer_given_at(view) > c.step or not any(s != c.step for s in _answer_said_at(view))
+
+
+def _may_hold_answer(view: TraceView, args: dict) -> bool:
+    """False only where ``_holds_answer`` is: every string argument is shorter than the final answer's characters that
+    are no blank (``_answer_floor``), all of which its collapsed form keeps, so none can be it. A domain write's
+    arguments are ids and short phrases: the answer need not be collapsed to say so."""
+    floor = _answer_floor(view)
+    return any(isinstance(v, str) and len(v) >= floor for v in args.values())
+
+
+# the characters ``str.split()`` and ``str.strip()`` take for blanks among ASCII ones (``str.isspace``)
+ASCII_BLANKS = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def _answer_floor(view: TraceView) -> int:
+    """A lower bound of ``len(_answer_text(view))`` made without collapsing the answer (once per view): an ASCII
+    answer's length less its blanks (``ASCII_BLANKS``, counted by C scans); 0 (no bound) for any other answer."""
+    memo = view.__dict__.get("_answer_floor")
+    if memo is None:
+        fa = view.traj.final_answer
+        memo = len(fa) - sum(map(fa.count, ASCII_BLANKS)) if fa and fa.isascii() else 0
+        view.__dict__["_answer_floor"] = memo
+    return memo
 
 
 def _holds_answer(c: ToolCall, answer: str) -> bool:
@@ -1925,7 +1957,7 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     if not view.user_steps or not view.assistant_steps or msgs[view.assistant_steps[0]].get("name"):
         return None
     yes = next((i for i in range(write - 1, -1, -1) if roles[i] == "user"), None)
-    if yes is None or not affirmative(view.texts[yes][:2000]):
+    if yes is None or not affirmed(view, yes):
         return None
     proposal = next((i for i in range(yes - 1, -1, -1) if roles[i] == "assistant"), None)
     if proposal is None or not view.texts[proposal].strip():
@@ -1933,7 +1965,7 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     while True:  # back through replies the user accepted before the one it confirmed (see above)
         accepted = next((i for i in range(proposal - 1, -1, -1) if roles[i] == "user"), None)
         if accepted is None or any(msgs[i].get("tool_calls") for i in range(accepted + 1, proposal + 1)) \
-                or not affirmative(view.texts[accepted][:2000]):
+                or not affirmed(view, accepted):
             return proposal, yes
         earlier = next((i for i in range(accepted - 1, -1, -1) if roles[i] == "assistant"), None)
         if earlier is None or not view.texts[earlier].strip() or msgs[earlier].get("tool_calls"):

@@ -204,6 +204,19 @@ def affirmative(text: str) -> bool:
     return DECLINE.search(text) is None or EXPLICIT_YES.search(cut) is not None
 
 
+def affirmed(view: TraceView, i: int) -> bool:
+    """``affirmative(view.texts[i][:2000])``, once per message of a view: the confirmation rule and the first write's
+    proposal (``detectors.confirmed_proposal``) ask it of the same user messages (tau-bench airline: 284 questions a
+    labelling pass, 168 of them distinct, ~3 microseconds each)."""
+    memo = view.__dict__.get("_affirmed")
+    if memo is None:
+        memo = view.__dict__["_affirmed"] = {}
+    said = memo.get(i)
+    if said is None:
+        said = memo[i] = affirmative(view.texts[i][:2000])
+    return said
+
+
 # NOT_AN_ANSWER and EXPLICIT_YES case-sensitive, for a ``gate_text`` as _AFFIRMATIVE_LOW (their literals are lower-case
 # ASCII): cutting the lower-cased text's matches gives the lower-cased cut (the same spans, each replaced by a blank),
 # itself a gate text. The case-blind cut tried its alternation at every character of the message (~4x slower)
@@ -429,8 +442,9 @@ def policy_text(view: TraceView) -> str:
     return "\n".join(ln for ln in lines if not any(n in ln for n in names))
 
 
-_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, str, bool], ...]]] = []  # latest first
+_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, str, bool], ...], dict]] = []  # latest first
 RECENT_PROMPTS = 8
+NAME_SETS = 64  # per prompt, the flags of this many distinct sets of tool names are kept (``_policy_flags``)
 
 
 def _identity_kind(line: str) -> str:
@@ -441,19 +455,19 @@ def _identity_kind(line: str) -> str:
     return "verify" if IDENTITY_POLICY.search(OBTAIN_ID_ONLY.sub(" ", line)) else "obtain"
 
 
-def _rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...]:
+def _rule_entry(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple[str, str, bool], ...], dict]:
     """The lines of ``policy_text`` before the tool-name filter that carry a rule: (line, identity kind
-    (``_identity_kind``), confirmation).
+    (``_identity_kind``), confirmation); and the prompt's memo of ``_policy_flags``' answers by set of tool names.
     Once per distinct system prompt (and declared tool descriptions) among the last ``RECENT_PROMPTS``: a run's
     prompt is compared with theirs (a length check, then a memory compare) rather than hashed, which would read
     every character of a prompt of several KB for every run."""
-    for seen, descs, lines in _RECENT_RULES:
+    for seen, descs, lines, flags in _RECENT_RULES:
         if seen == system and descs == descriptions:
-            return lines
+            return lines, flags
     lines = _read_rule_lines(system, descriptions)
-    _RECENT_RULES.insert(0, (system, descriptions, lines))
+    _RECENT_RULES.insert(0, (system, descriptions, lines, {}))
     del _RECENT_RULES[RECENT_PROMPTS:]
-    return lines
+    return lines, _RECENT_RULES[0][3]
 
 
 def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...]:
@@ -480,11 +494,18 @@ def _policy_flags(view: TraceView) -> tuple[str, bool]:
     if not system:
         return "", False
     names, descriptions = _tool_docs(view)
-    identity, confirm = "", False
-    for ln, ident, conf in _rule_lines(system, tuple(descriptions)):
-        if not any(map(ln.__contains__, names)):
-            identity, confirm = max(identity, ident, key=("", "obtain", "verify").index), confirm or conf
-    return identity, confirm
+    lines, by_names = _rule_entry(system, tuple(descriptions))
+    key = frozenset(names)  # the answer depends on the prompt's rule lines and the names alone: kept per prompt, as
+    found = by_names.get(key)  # they are (each rule line searched for every name: ~70 searches a tau-bench run)
+    if found is None:
+        identity, confirm = "", False
+        for ln, ident, conf in lines:
+            if not any(map(ln.__contains__, names)):
+                identity, confirm = max(identity, ident, key=("", "obtain", "verify").index), confirm or conf
+        found = (identity, confirm)
+        if len(by_names) < NAME_SETS:
+            by_names[key] = found
+    return found
 
 
 def policy_violations(view: TraceView) -> list[Violation]:
@@ -511,10 +532,11 @@ def policy_violations(view: TraceView) -> list[Violation]:
             out.append(Violation(rule="policy.identity_check", step=first.step,
                                  evidence=f"{first.name} before any user lookup: {_quote(first.arguments)}"))
     if confirm:
+        roles = view.roles
         for w in writes:
-            last_user = next((msgs[i] for i in range(w.step - 1, -1, -1) if msgs[i].get("role") == "user"), None)
-            said = last_user.get("content") if last_user else None
-            if not isinstance(said, str) or not affirmative(said[:2000]) or not _yes_to_the_action(view, w):
+            last_user = next((i for i in range(w.step - 1, -1, -1) if roles[i] == "user"), None)
+            said = msgs[last_user].get("content") if last_user is not None else None
+            if not isinstance(said, str) or not affirmed(view, last_user) or not _yes_to_the_action(view, w):
                 out.append(Violation(rule="policy.confirmation", step=w.step,
                                      evidence=f"{w.name} without an explicit yes; the user last said: "
                                               f"{_quote(said or '(nothing)', 120)}"))

@@ -350,7 +350,7 @@ def test_fast_token_scans_find_what_their_regexes_define():
     rnd = random.Random(7)
     pieces = ['a', 'Z', '1', '0', '-', '_', ' ', '.', '$', '\n', '\u0661', '\u00b2', '\u00e9', '"', ':', 'id', '_id',
               '"id": "', 'x_id": "', 'abc', '\\', '"user_id": "u1234"', 'W1', ', ', '2024-05-17', '1234', 'HAT',
-              '12th', '1ST', '\ud800']
+              '12th', '1ST', '\ud800', '12345678', '0000', 'X9']
     for _ in range(20_000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 16)))
         for scan, reference in lazy.items():
