@@ -129,7 +129,10 @@ def start_run(request: Request, body: NewRun | None = None) -> dict[str, Any]:
 @writes.post("/runs/{run_id}/resume", status_code=202)
 def resume_run(request: Request, run_id: RunId) -> dict[str, Any]:
     _known_run(request, run_id)
-    _state(request).daemon.request_resume(run_id)
+    try:
+        _state(request).daemon.request_resume(run_id)
+    except InputError as e:  # the run is done, or its saved settings cannot be read: its state, not the request
+        raise HTTPException(409, str(e)) from None
     return {"run_id": run_id, "status": "resuming"}
 
 

@@ -180,3 +180,18 @@ def test_a_value_the_endpoint_refuses_is_422_and_a_state_that_refuses_it_is_409(
     assert client.post("/runs", json={"run_id": "run-one"}, headers=AUTH).status_code == 202
     r = client.post("/runs", json={"run_id": "run-two"}, headers=AUTH)
     assert r.status_code == 409 and "run-one" in r.json()["error"], r.text
+
+
+def test_resuming_a_run_that_is_done_is_409_a_state_not_a_body(client):
+    """3af9cc7 made every InputError 422 ("the body cannot be used"); POST /runs/{id}/resume of a done run raised one
+    and answered 422 for a request without a body, where the rule says 409 for a state that refuses the request."""
+    import json
+
+    from evoharness.graph.runner import runs_dir, save_run_settings
+
+    settings = client.app.state.settings
+    run_dir = runs_dir(settings) / "run-done"
+    save_run_settings(run_dir, settings)
+    (run_dir / "summary.json").write_text(json.dumps({"run_id": "run-done"}))
+    r = client.post("/runs/run-done/resume", headers=AUTH)
+    assert r.status_code == 409 and r.json()["error"] == "run-done: the run is done", r.text
