@@ -17,12 +17,14 @@ What cleaning does (a record that cannot be cleaned is skipped with a reason, ne
 - tool-call ids are re-keyed ``call00000``, ``call00001``, ... in record order (`call_id`): nine letters and
   digits, which Mistral's chat templates require of an id (they raise on any other) and every other format takes;
 - ``tools`` declares every function called: the trajectory's own declarations
-  (``meta["tools"]``, OpenAI tool objects or bare function objects) first, then one inferred from the
-  calls (parameters typed from the argument values) for every called name not declared.
+  (``meta["tools"]``, OpenAI tool objects or bare function objects) first, then for a called name not declared
+  the declaration of the environment the rollout ran in (``meta["env"]``: `env_tools.EnvTools`, description and
+  parameters), else one inferred from the calls (parameters typed from the argument values, no description).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping
@@ -277,8 +279,9 @@ def _declared(traj: Trajectory) -> list[dict]:
 
 
 def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[dict] = (),
-                   parsed: Parsed = _NOTHING) -> list[dict]:
-    """Tools for a record: declarations (the trajectory's, then ``extra``), then inferred ones."""
+                   parsed: Parsed = _NOTHING, known: Mapping[str, dict] = MappingProxyType({})) -> list[dict]:
+    """Tools for a record: declarations (the trajectory's, then ``extra``), then for a called tool neither
+    declares its declaration in ``known`` (the environment's: `env_tools.EnvTools`), then inferred ones."""
     tools: dict[str, dict] = {}
     for t in [*(_declared(traj) if traj is not None else []), *extra]:
         tools.setdefault(t["function"]["name"], t)
@@ -290,6 +293,8 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
         for c in calls:
             fn = c["function"]
             name = fn["name"]
+            if name not in tools and name in known:
+                tools[name] = copy.deepcopy(known[name])  # the record's own: shared, a writer's change would spread
             if name in tools:  # its declaration is used as it is
                 if name not in called:
                     called[name] = None
@@ -333,14 +338,16 @@ def to_record(traj: Trajectory, renderer=None) -> dict:
     return record_and_arguments(traj, renderer)[0]
 
 
-def record_and_arguments(traj: Trajectory, renderer=None) -> tuple[dict, Parsed]:
+def record_and_arguments(traj: Trajectory, renderer=None, *,
+                         known_tools: Mapping[str, dict] = MappingProxyType({})) -> tuple[dict, Parsed]:
     """``to_record``, and the argument texts its calls were read from with their parsed values (the one parse:
     ``Trajectory.tool_calls()``'s when labelling ran it, else cleaning's), for a writer that needs a call's
     arguments as a value (ShareGPT) so that it does not parse them again. A call whose arguments were an object
-    or blank has a text made here (``json.dumps``, ``{}``) that is not among them."""
+    or blank has a text made here (``json.dumps``, ``{}``) that is not among them. ``known_tools``: the declarations
+    of the trajectory's environment (`declared_tools`' ``known``)."""
     parsed = arguments_parsed(traj)
     messages = clean_messages(traj.messages, parsed)
-    tools = declared_tools(traj, messages, parsed=parsed)
+    tools = declared_tools(traj, messages, parsed=parsed, known=known_tools)
     if renderer is not None and renderer.active:
         messages = with_system(messages, renderer.render(traj, tools))
     return {"messages": messages, "tools": tools}, parsed

@@ -49,6 +49,7 @@ from evoharness.traces.store import naming_output
 from . import placebo as placebo_mod
 from .card import write_card
 from .chat import RecordSkipped, record_and_arguments, with_system
+from .env_tools import EnvTools
 from .export_formats import open_writer
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
 from .prompts import SystemRenderer
@@ -399,6 +400,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     _check_request(filters, held)
     label_file = LabelFile(labels) if labels is not None and uses_file else None
     renderer = SystemRenderer(prompt)
+    env_tools = EnvTools()
     summary = ExportSummary(format=fmt, source=source, placebo=placebo,
                             placebo_seed=placebo_seed if placebo else None, filters=filters, prompt=prompt)
     counts = {k: Counter() for k in ("tasks", "classes", "splits", "harness_commits", "models", "envs")}
@@ -482,7 +484,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             # calls' arguments instead of parsing them again
             c.classify()
             try:
-                record, arguments = record_and_arguments(t)  # its system message is rendered below, in a batch
+                # its system message is rendered below, in a batch; a called tool it does not declare, as its
+                # environment declares it (a rollout of tau2 records the env, not the tools' docstrings)
+                record, arguments = record_and_arguments(t, known_tools=env_tools.of(t))
             except RecordSkipped as e:
                 skipped[e.reason] += 1
                 continue

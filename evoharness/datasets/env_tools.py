@@ -1,0 +1,67 @@
+"""The tool declarations of the environment a rollout ran in, for the tools its trajectory calls but does not declare.
+
+A rollout of evoharness's own agent records the environment it ran in (``meta["env"]``, a spec such as
+``tau2:airline``, and ``meta["env_version"]``) but not the tool schemas the model was offered. Inferred from the
+calls, such a tool was exported with an empty description and parameters typed from the argument values, while
+the environment declares it with its description (tau2's tools: their docstrings) and parameter schema. `EnvTools`
+builds each environment once per export and gives those declarations by tool name; a trajectory without an env
+spec, of an env of another version, or of a task or env that cannot be built here gets none (inference, as
+before).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evoharness.logging import get_logger
+from evoharness.traces.models import Trajectory
+
+log = get_logger(__name__)
+
+
+class EnvTools:
+    """``of(traj)``: {tool name: OpenAI tool object} as the trajectory's environment declares them ({} when none)."""
+
+    def __init__(self) -> None:
+        self._envs: dict[str, Any] = {}  # spec -> the environment, or None when it cannot be built here
+        self._tools: dict[tuple[str, str], dict[str, dict]] = {}
+
+    def of(self, traj: Trajectory) -> dict[str, dict]:
+        meta = traj.meta if isinstance(traj.meta, dict) else {}
+        spec = meta.get("env")
+        if not isinstance(spec, str) or not spec:
+            return {}
+        key = (spec, traj.task_id)
+        if key not in self._tools:
+            self._tools[key] = self._declared(spec, traj.task_id, meta.get("env_version"))
+        return self._tools[key]
+
+    def _declared(self, spec: str, task_id: str, version: Any) -> dict[str, dict]:
+        env = self._env(spec)
+        if env is None or (version is not None and str(version) != str(getattr(env, "version", None))):
+            return {}
+        try:
+            tools = env.tools(env.get_task(task_id))
+        except Exception as e:  # noqa: BLE001 - a task this env does not have: the calls' inference, as before
+            log.info("export.env_tools_unknown_task", env=spec, task_id=task_id, error=f"{type(e).__name__}: {e}")
+            return {}
+        out = {}
+        for t in tools:
+            fn = t.get("function") if isinstance(t, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                out[fn["name"]] = {"type": "function", "function": {
+                    "name": fn["name"], "description": str(fn.get("description") or ""),
+                    "parameters": fn["parameters"] if isinstance(fn.get("parameters"), dict)
+                    else {"type": "object", "properties": {}}}}
+        return out
+
+    def _env(self, spec: str) -> Any:
+        if spec not in self._envs:
+            from evoharness.envs.registry import entry_for
+
+            try:
+                self._envs[spec] = entry_for(spec).build(spec)
+            except Exception as e:  # noqa: BLE001 - its package or data missing here: the calls' inference
+                log.warning("export.env_tools_unavailable", env=spec, error=f"{type(e).__name__}: {e}")
+                self._envs[spec] = None
+        return self._envs[spec]

@@ -1,0 +1,47 @@
+"""A rollout's tools are exported as its environment declares them, not inferred with an empty description."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.agent.runner import run_rollout
+from evoharness.datasets.env_tools import EnvTools
+from evoharness.datasets.export import export_dataset
+from evoharness.datasets.models import SourceKind
+from evoharness.envs import get_environment
+from evoharness.harness_repo.init import init_harness
+
+from .helpers import make_traj, read_jsonl
+
+
+@pytest.mark.parametrize("env_spec", ["tau2:airline", "synthetic"])
+def test_a_rollouts_tools_carry_the_environments_descriptions_and_parameters(tmp_path, env_spec):
+    """A rollout records its env (meta.env), not the tools it was offered: each called tool was exported inferred,
+    "description": "" and parameters typed from the argument values, where tau2's tools have their docstrings."""
+    init_harness(tmp_path / "h")
+    env = get_environment(env_spec)
+    task = env.list_tasks("dev")[1]  # airline_0 needs no tool
+    traj = run_rollout(tmp_path / "h", env_spec, task.id, "standin:strong", 0)
+    offered = {t["function"]["name"]: t["function"] for t in env.tools(task)}
+    export_dataset(tmp_path / "out", source=SourceKind.all, trajectories=[traj])
+    (record,) = read_jsonl(tmp_path / "out" / "data.jsonl")
+    called = {c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []}
+    assert called and {t["function"]["name"] for t in record["tools"]} == called
+    for tool in record["tools"]:
+        fn = tool["function"]
+        assert fn["description"] and fn["description"] == offered[fn["name"]]["description"], fn
+        assert fn["parameters"] == offered[fn["name"]]["parameters"]
+
+
+def test_a_trajectory_of_no_env_another_version_or_an_unknown_env_keeps_inferred_tools():
+    plain = make_traj("p", tools_meta=False)
+    assert EnvTools().of(plain) == {}
+    older = make_traj("o", task="contact-0", tools_meta=False)
+    older.meta.update(env="synthetic", env_version="0")
+    assert EnvTools().of(older) == {}
+    unknown = make_traj("u", tools_meta=False)
+    unknown.meta.update(env="nosuchenv:x")
+    assert EnvTools().of(unknown) == {}
+    no_task = make_traj("n", task="no-such-task", tools_meta=False)
+    no_task.meta.update(env="synthetic", env_version="1")
+    assert EnvTools().of(no_task) == {}
