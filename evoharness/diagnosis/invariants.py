@@ -169,11 +169,53 @@ EXPLICIT_YES = re.compile(r"\b(yes|yeah|yep|yup|go ahead|proceed|confirm(ed)?|pl
                           r"go for it|by all means)\b", re.I)
 
 
+# A question asks; it does not assent ("Is this approved?", "Do you agree?", "Is that okay?", "Are you sure?"). In a
+# sentence ending in "?", each clause (cut at , ; :) that opens with an interrogative word, or the last clause when it
+# is three words or fewer ("Approved?", "Sounds good?"), is a question; a yes in a clause of its own beside it still
+# answers ("Yes, can you also email me the receipt?", "That sounds good, but can you remind me ...?"), and a request
+# to go ahead put as a question ("Can you go ahead and cancel it?", "Could you help me proceed with the change?",
+# "Shall we proceed?") is none
+_QUESTION = re.compile(r"(?:^|(?<=[.!?\n]))[^.!?\n]*\?")  # a sentence ending in "?" (from a sentence's start only)
+_CLAUSE = re.compile(r"[^,;:]+")
+_INTERROGATIVE = frozenset((
+    "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "would", "will", "shall", "should", "have",
+    "has", "had", "may", "might", "must", "what", "why", "how", "who", "whom", "whose", "which", "when", "where",
+    "isn't", "aren't", "wasn't", "don't", "doesn't", "didn't", "can't", "couldn't", "wouldn't", "won't",
+    "shouldn't", "haven't", "hasn't"))
+_GO_AHEAD_ASKED = re.compile(r"\s*(?:can|could|would|will|shall)\s+(?:you|we)\s+"
+                             r"(?:(?:please|just|kindly|now|then|help\s+me|help\s+us)\s+){0,3}"
+                             r"(?:go ahead|proceed|do it|do that|do this)\b", re.I)
+
+
+def _asks(clause: str, last: bool) -> bool:
+    """A clause of a question that asks (``_QUESTION``'s rule above)."""
+    words = clause.split()
+    if not words or _GO_AHEAD_ASKED.match(clause):
+        return False
+    return words[0].lower().replace("’", "'") in _INTERROGATIVE or last and len(words) <= 3
+
+
+def unasked(text: str) -> str:
+    """``text`` with the clauses of its questions that ask blanked: what is left may say yes."""
+    def blank(m: re.Match) -> str:
+        question = m.group(0)
+        clauses = list(_CLAUSE.finditer(question))
+        parts, end = [], 0
+        for k, c in enumerate(clauses):
+            if _asks(c.group(0), k == len(clauses) - 1):
+                parts += [question[end:c.start()], " " * len(c.group(0))]
+                end = c.end()
+        return "".join(parts) + question[end:]
+    return _QUESTION.sub(blank, text)
+
+
 def affirmative(text: str) -> bool:
     """Whether a user message says yes: an affirmative word ("yes", "go ahead", "sure", "absolutely": ``AFFIRMATIVE``)
     outside the phrases that hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed",
-    "I don't agree"); a decline ("No, that's okay", "no thanks") says no unless it also holds an explicit yes ("No need
-    for insurance, go ahead")."""
+    "I don't agree") and outside a question ("Is this approved?": ``unasked``); a decline ("No, that's okay", "no
+    thanks") says no unless it also holds an explicit yes ("No need for insurance, go ahead")."""
+    if "?" in text:
+        text = unasked(text)
     # Short cuts, exact: every NOT_AN_ANSWER match is bounded by non-word characters on both sides, so cutting one
     # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep" / "yup", which therefore survive the
     # cut ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a

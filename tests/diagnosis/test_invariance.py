@@ -183,6 +183,29 @@ def test_an_assent_adverb_inside_a_sentence_is_no_yes(said):
     assert [v.rule for v in _cancel_run("find_user_id_by_email", answer=said).violations] == ["policy.confirmation"]
 
 
+@pytest.mark.parametrize("said", [
+    "Is this approved?", "Do you agree?", "Is that okay?", "Is that correct?", "Are you sure?", "Approved?",
+    "Would that be alright?", "Do I have to agree to the terms first?", "Can you confirm the price first?",
+    "Sounds good?", "Is the refund approved, or do I wait?"])
+def test_an_assent_word_inside_a_question_is_no_yes(said):
+    """"Is this approved?" asks; it does not approve: each was a yes by its "approved", "agree", "okay" or "sure", so a
+    write after it broke no confirmation policy."""
+    assert not affirmative(said)
+    assert [v.rule for v in _cancel_run("find_user_id_by_email", answer=said).violations] == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("said", [
+    "Yes, can you also email me the receipt?", "Sounds good, but how long will the refund take?",
+    "That sounds good, but can you remind me how many passengers are on it?", "Okay. Is the refund immediate?",
+    "Can you go ahead and cancel it?", "Could you please proceed?", "Could you help me proceed with the change?",
+    "Shall we go ahead?"])
+def test_a_yes_beside_a_question_or_asked_as_a_request_still_confirms(said):
+    """A yes in its own sentence or clause, with a question after it, and a request to go ahead put as a question,
+    say yes."""
+    assert affirmative(said)
+    assert _cancel_run("find_user_id_by_email", answer=said).violations == []
+
+
 @pytest.mark.parametrize("sep", ["-", "/", "."])
 def test_a_records_age_is_read_from_a_date_written_year_first(sep):
     """``2024/05/12 09:36:29`` is the date ``2024-05-12 09:36:29`` is: a reply saying the booking is within 24 hours
