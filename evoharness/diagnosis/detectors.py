@@ -25,7 +25,7 @@ from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import ToolCall, TraceView
-from evoharness.diagnosis.invariants import affirmed, policy_violations_of, write_calls
+from evoharness.diagnosis.invariants import affirmed, policy_violations_of, unasked, write_calls
 from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.diagnosis.multiagent import AgentLog
 from evoharness.diagnosis.write_targets import change_words, normal, same_change, same_file, shell_writes
@@ -1939,6 +1939,25 @@ def _rejected_patch_write(view: TraceView, paths: list[str] | tuple[()], before:
     return None
 
 
+# the user choosing among what a reply offered, in the first person ("I'd like to go with Option 1", "Let's go with
+# HAT100", "I'll take the first one", "We would prefer the morning flight"): it accepts that reply as a yes does. Not
+# a look ("take a look"), nor a negation ("I don't want to go with", "let's not"), nor a question ("Should I go with
+# Option 1?": ``invariants.unasked``)
+CHOICE = re.compile(r"\b(?:i|we|let['’]?s|let\s+us)(?:['’]ll|['’]d|\s+will|\s+would)?"
+                    r"(?:\s+(?:like|love|want)\s+to|\s+rather)?\s+"
+                    r"(?:go\s+with|take(?!\s+(?:a\s+look|a\s+moment|a\s+minute|care|time)\b)|choose|pick|opt\s+for|"
+                    r"select|prefer)\b", re.I)
+
+
+def accepts(view: TraceView, i: int) -> bool:
+    """The user message at ``i`` accepts the reply before it: a yes (``invariants.affirmed``) or a choice among what
+    it offered (``CHOICE``)."""
+    if affirmed(view, i):
+        return True
+    text = view.texts[i][:2000]
+    return CHOICE.search(unasked(text) if "?" in text else text) is not None
+
+
 def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     """Where a write the user confirmed was decided: ``(proposal, confirmation)`` when the user message before the
     write (past the agent's own read-only calls) is an affirmative ("yes, please proceed") answering an assistant
@@ -1949,7 +1968,8 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
 
     The proposal is the *first* reply that put the plan to the user: while the user message before it is itself an
     affirmative answering an earlier reply with text, and the agent called no tool in between (it restated what the
-    user had just accepted -- "Option 1, please" / "yes, let's do that" -- and looked nothing up), the earlier reply
+    user had just accepted -- "I'd like to go with Option 1" / "yes, let's do that": ``accepts`` -- and looked nothing
+    up), the earlier reply
     is where the plan was decided -- unless the restatement names a value of the write's arguments (a flight, a
     payment method) that neither the earlier reply nor the user had said: then the restatement is where that detail
     was decided ("I'll move you to the cheapest flight" -- "yes" -- "to confirm: HAT100 for $310?")."""
@@ -1965,7 +1985,7 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     while True:  # back through replies the user accepted before the one it confirmed (see above)
         accepted = next((i for i in range(proposal - 1, -1, -1) if roles[i] == "user"), None)
         if accepted is None or any(msgs[i].get("tool_calls") for i in range(accepted + 1, proposal + 1)) \
-                or not affirmed(view, accepted):
+                or not accepts(view, accepted):
             return proposal, yes
         earlier = next((i for i in range(accepted - 1, -1, -1) if roles[i] == "assistant"), None)
         if earlier is None or not view.texts[earlier].strip() or msgs[earlier].get("tool_calls"):
