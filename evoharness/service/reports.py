@@ -21,6 +21,7 @@ from evoharness.errors import InfraError
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.(png|md|html)$")
 MEDIA_TYPES = {".png": "image/png", ".md": "text/markdown; charset=utf-8", ".html": "text/html; charset=utf-8"}
 BASE = '<base href="report/">'
+_STAGE = re.compile(r"^\.[A-Za-z0-9][A-Za-z0-9._-]*\.[0-9a-f]{8}\.(new|old)$")  # render()'s siblings of a report
 
 
 class ReportRenderer:
@@ -39,6 +40,7 @@ class ReportRenderer:
 
         record = load_run(self.settings, run_id, home_only=True)
         with self._lock:
+            self._remove_stale()
             final = self.root / run_id
             fresh = self.root / f".{run_id}.{uuid.uuid4().hex[:8]}.new"
             old = self.root / f".{run_id}.{uuid.uuid4().hex[:8]}.old"
@@ -54,6 +56,15 @@ class ReportRenderer:
                 shutil.rmtree(old, ignore_errors=True)
             html = (final / "report.html").read_text()
         return with_base(html)
+
+    def _remove_stale(self) -> None:
+        """Remove the ``.<run id>.<hex>.new`` / ``.old`` directories a killed service left (one service per home,
+        and renders take the lock: under it, no other rendering is using one)."""
+        if not self.root.is_dir():
+            return
+        for path in self.root.iterdir():
+            if _STAGE.match(path.name) and path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
 
     def file(self, run_id: str, name: str) -> tuple[bytes, str] | None:
         """(content, media type) of a file of the run's last rendered report; None when there is none."""

@@ -280,3 +280,24 @@ def test_a_killed_reports_staging_directories_are_removed_by_the_next(done_run, 
     assert not any((out / name).exists() for name in left)
     assert live.is_dir() and all(p.read_text() == "the user's" for p in others)
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".report.") and p.is_dir()) == [live.name]
+
+
+def test_the_services_report_directories_a_kill_left_are_removed_by_its_next_render(done_run, tmp_path):
+    """GET /runs/{id}/report builds into <home>/service/reports/.<run>.<hex>.new and moves the old one to .old: a
+    service killed meanwhile left them there for good, one more per kill."""
+    from evoharness.service.reports import ReportRenderer
+
+    settings, outcome = done_run
+    home = tmp_path / "service-home"
+    shutil.copytree(settings.home, home)
+    root = home / "service" / "reports"
+    left = [root / f".{outcome.run_id}.0badc0de.new", root / ".other-run.1234abcd.old"]
+    for path in left:
+        path.mkdir(parents=True)
+        (path / "anchors.png").write_bytes(b"half drawn")
+    kept = [root / "notes.new", root / ".keep"]
+    for path in kept:
+        path.write_text("the user's")
+    ReportRenderer(settings.model_copy(update={"home": home})).render(outcome.run_id)
+    assert not any(p.exists() for p in left)
+    assert sorted(p.name for p in root.iterdir()) == sorted([outcome.run_id, *(p.name for p in kept)])
