@@ -413,7 +413,10 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
     harness = FsPath(settings.run.harness)
     prompt = RenderedPrompt(under="trajectory")
     if body.render_under != "trajectory" and (harness / ".git").exists():
-        prompt = resolve_prompt(str(harness), body.render_under)
+        try:
+            prompt = resolve_prompt(str(harness), body.render_under)
+        except InputError as e:  # no commit, no prompt file, one over the size limit: the harness's state, not the body
+            raise HTTPException(409, str(e)) from None
     try:
         filters = ExportFilters(min_score=body.min_score, max_per_task=body.max_per_task, tasks=body.tasks,
                                 classes=body.classes)

@@ -195,3 +195,19 @@ def test_resuming_a_run_that_is_done_is_409_a_state_not_a_body(client):
     (run_dir / "summary.json").write_text(json.dumps({"run_id": "run-done"}))
     r = client.post("/runs/run-done/resume", headers=AUTH)
     assert r.status_code == 409 and r.json()["error"] == "run-done: the run is done", r.text
+
+
+def test_an_export_the_harness_repo_cannot_render_is_409_not_a_bad_body(tmp_path):
+    """3af9cc7 made every InputError 422 ("the body cannot be used"): POST /datasets/export under the evolved prompt
+    of a harness repo with no commit yet answered 422 for a body that was fine: the harness's state refuses it (409,
+    docs/service.md)."""
+    import subprocess
+
+    harness = tmp_path / "h"
+    harness.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(harness)], check=True)
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(harness)},
+                                        "service": {"loop": False}})
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        r = c.post("/datasets/export", json={"source": "healthy", "render_under": "evolved"}, headers=AUTH)
+        assert r.status_code == 409 and "no commits" in r.json()["error"], r.text
