@@ -561,6 +561,10 @@ class RepeatedActionDetector:
         frequent = {name for name, n in names.items() if n >= cfg.repeat_min}
         if not frequent:
             return []
+        if not code:  # a bound made without canonical text (``ToolCall.shape``: equal canonical texts, equal shapes):
+            shapes = [(c.name, c.shape()) for c in calls if c.name in frequent]  # no shape repeat_min times, no action
+            if all(shape is not None for _, shape in shapes) and max(Counter(shapes).values()) < cfg.repeat_min:
+                return []
         keys = Counter((c.name, c.canonical) for c in calls if c.name in frequent)  # canonical text: these only
         keys.update(key for _, key, _ in code if key[0] in frequent)
         if max(keys.values(), default=0) < cfg.repeat_min:

@@ -4,7 +4,9 @@
 - ``delivers`` asks for the collapsed final answer only where a string argument is as long as the answer's characters
   that are no blank, and ``answer_step`` only where the answer is not in a reply as written;
 - the policy flags are kept per system prompt and set of tool names;
-- the user's yes (``affirmed``) is read once per message of a run.
+- the user's yes (``affirmed``) is read once per message of a run;
+- the repeat check counts the calls' shapes (``ToolCall.shape``: keys, strings and types) before making their
+  canonical texts, a bound from above: no shape repeated often enough, no action is.
 
 Each is compared with its definition as it was before, on random runs and on every run of the vendored fixtures (and
 the full tau-bench airline set where the checkout has it).
@@ -16,7 +18,8 @@ import random
 from pathlib import Path
 
 from evoharness.diagnosis import detectors, invariants
-from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.detectors import DIGIT_TOKEN, id_like_runs, id_like_tokens
 from evoharness.diagnosis.invariants import affirmative
 from evoharness.traces.builder import TraceBuilder
@@ -193,3 +196,42 @@ def test_the_yes_read_once_per_message_is_affirmative_of_its_text():
         for i in view.user_steps:
             assert invariants.affirmed(view, i) == affirmative(view.texts[i][:2000])
             assert invariants.affirmed(view, i) == affirmative(view.texts[i][:2000])  # (the kept answer)
+
+
+def test_equal_canonical_arguments_have_equal_shapes():
+    # argument texts that canonicalise alike in many ways (key order, blanks, escapes, 1 / 1.0 / true, nesting), and
+    # texts that do not parse: wherever two canonical texts are equal, so are the shapes (None: no shape made)
+    rnd = random.Random(21)
+    values = ['"a"', '"\\u0061"', "1", "1.0", "1e0", "true", "null", '"1"', "[1]", "[1.0]", '{"x": 1}', "-0.0", "0"]
+    texts = []
+    for _ in range(4_000):
+        keys = rnd.sample(["k", "id", "n"], rnd.randint(0, 3))
+        body = ", ".join(f'"{k}"{rnd.choice([":", " : "])}{rnd.choice(values)}' for k in keys)
+        texts.append(rnd.choice(["{%s}", " {%s} ", "{%s", "[%s]", "\u00a0{%s}"]) % body)
+    b = TraceBuilder("t").user("x")
+    for text in texts:
+        b.call("lookup", text, result="ok")
+    calls = TraceView.of(b.build(score=0.0)).calls
+    shapes: dict[str, object] = {}
+    for c in calls:
+        if c.shape() is not None:
+            assert shapes.setdefault(c.canonical, c.shape()) == c.shape(), c.arguments
+    assert 100 < len(shapes) < len(calls)
+
+
+def test_the_repeat_check_bounded_by_shapes_fires_as_with_canonical_text_alone(full_shared_data, monkeypatch):
+    rnd = random.Random(4)
+    views = _views(full_shared_data)
+    for _ in range(1_500):  # runs of look-ups repeated with the same, equal or other arguments, between writes
+        b = TraceBuilder("t").user("find my booking")
+        for _ in range(rnd.randint(2, 9)):
+            args = rnd.choice(['{"id": "A1"}', '{"id":"A1"}', '{"id": "\\u0041\\u0031"}', '{"id": "B2"}', '{"n": 1}',
+                               '{"n": 1.0}', '{"id": "A1", "n": true}', '["A1"]', '{"id": "A1"'])
+            b.call(rnd.choice(["get_booking"] * 6 + ["book"]), args, result=rnd.choice(["same"] * 6 + ["other"]))
+        views.append(TraceView.of(b.build(score=0.0)))
+    cfg = DiagnosisConfig()
+    found = [detectors.RepeatedActionDetector().detect(v, cfg) for v in views]
+    monkeypatch.setattr(ToolCall, "shape", lambda self: None)  # no bound: the canonical texts alone decide
+    again = [detectors.RepeatedActionDetector().detect(TraceView.of(v.trajectory), cfg) for v in views]
+    assert [[(s.step, s.evidence) for s in x] for x in found] == [[(s.step, s.evidence) for s in x] for x in again]
+    assert sum(map(bool, found)) > 60
