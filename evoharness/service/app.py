@@ -124,7 +124,9 @@ def create_app(settings: Settings, token: str | None, *, quiet: bool = False) ->
 
     @app.exception_handler(InputError)
     async def _input_error(request: Request, exc: InputError) -> JSONResponse:
-        return _unusable(str(exc), "request")
+        # one no route turned into a 422 is what the service holds (a run's settings, its home, the queue's
+        # database, an export directory of other files), not the request: 409 (docs/service.md)
+        return JSONResponse({"error": str(exc)}, status_code=409)
 
     @app.exception_handler(InfraError)
     async def _infra_error(request: Request, exc: InfraError) -> JSONResponse:

@@ -423,12 +423,17 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
     except ValidationError as e:
         raise HTTPException(422, str(e).splitlines()[0]) from None
     cfg = settings.datasets
-    summary = export_dataset(
-        out, fmt=body.format, source=body.source,
-        trajectories=s.ingest if body.source != SourceKind.queue else None,
-        queue=queue_from_settings(settings) if body.source != SourceKind.healthy else None,
-        filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
-        placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis)
+    try:
+        summary = export_dataset(
+            out, fmt=body.format, source=body.source,
+            trajectories=s.ingest if body.source != SourceKind.queue else None,
+            queue=queue_from_settings(settings) if body.source != SourceKind.healthy else None,
+            filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
+            placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis)
+    except InputError as e:
+        if e.source in ("--task", "--split") or "held-out tasks are never exported" in e.reason:
+            raise HTTPException(422, str(e)) from None  # the request asked for held-out tasks
+        raise  # an export directory holding other files, a queue that cannot be opened: 409
     return {"path": str(out.resolve()), "records": summary.records, "files": summary.files,
             "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,
             "tasks": len(summary.tasks), "classes": summary.classes,

@@ -211,3 +211,20 @@ def test_an_export_the_harness_repo_cannot_render_is_409_not_a_bad_body(tmp_path
     with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
         r = c.post("/datasets/export", json={"source": "healthy", "render_under": "evolved"}, headers=AUTH)
         assert r.status_code == 409 and "no commits" in r.json()["error"], r.text
+
+
+def test_what_the_service_holds_refusing_a_request_is_409_not_a_bad_body(client, tmp_path):
+    """3af9cc7 made every InputError 422; one about what the service holds is no bad body: an export name whose
+    directory holds files no export wrote, and a run whose settings.json cannot be read, answered 422 (400 before)."""
+    home = client.app.state.settings.home
+    mine = home / "exports" / "theirs"
+    mine.mkdir(parents=True)
+    (mine / "README.md").write_text("a project's readme")
+    r = client.post("/datasets/export", json={"source": "healthy", "name": "theirs"}, headers=AUTH)
+    assert r.status_code == 409 and "no earlier export wrote" in r.json()["error"], r.text
+    assert (mine / "README.md").read_text() == "a project's readme"
+    broken = home / "runs" / "run-broken"
+    broken.mkdir(parents=True)
+    (broken / "settings.json").write_text("{not json")
+    r = client.get("/runs/run-broken", headers=AUTH)
+    assert r.status_code == 409 and "run-broken" in r.text, r.text
