@@ -264,7 +264,8 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
 
     Every file is drawn and rendered into a hidden directory in ``out`` first and renamed into place only
     when all of them are written: a failure on the way (a figure or template that raises, a full disk) leaves
-    an earlier report whole, never an old report.md beside a new report.html or new PNGs."""
+    an earlier report whole, never an old report.md beside a new report.html or new PNGs. Then the files an
+    earlier report wrote that this one did not (`remove_unwritten`) go."""
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
@@ -276,7 +277,24 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
             os.replace(path, out / path.name)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    remove_unwritten(out, {path.name for path in staged.values()})
     return {name: out / path.name for name, path in staged.items()}
+
+
+FILES = ("report.md", "report.html", "anchors.png", "composition.png", "seed_vs_evolved.png", "ablation.png")
+
+
+def remove_unwritten(out: Path, written: set[str]) -> list[str]:
+    """Remove the files of a report's own names (`FILES`) that this render did not write: an earlier report's
+    ``ablation.png`` beside a report that has no ablation would read as current. Only those names, and only files
+    (a link goes, not what it points to); nothing else in ``out`` is touched. Returns the names removed."""
+    removed = []
+    for name in FILES:
+        path = out / name
+        if name not in written and (path.is_symlink() or path.is_file()):
+            path.unlink(missing_ok=True)
+            removed.append(name)
+    return removed
 
 
 _STAGE = re.compile(r"^\.report\.(?:(\d+)\.)?[A-Za-z0-9_]+\.tmp$")  # mkdtemp's name; the pid since 12th session

@@ -301,3 +301,29 @@ def test_the_services_report_directories_a_kill_left_are_removed_by_its_next_ren
     ReportRenderer(settings.model_copy(update={"home": home})).render(outcome.run_id)
     assert not any(p.exists() for p in left)
     assert sorted(p.name for p in root.iterdir()) == sorted([outcome.run_id, *(p.name for p in kept)])
+
+
+def test_a_report_rendered_again_into_its_directory_leaves_no_figure_it_did_not_draw(own_run, tmp_path):
+    """`report --out DIR` into a DIR an earlier report used left that report's files the new one does not write: an
+    ablation.png from a report that had the run's ablation stayed beside a report.md that says none is computed, a
+    stale figure read as current. Now the report's own file names this render did not write go, nothing else."""
+    root, run_dir = own_run
+    (run_dir / "ablation.json").write_text(json.dumps({
+        "run_id": run_dir.name, "harness": "h", "main": "f" * 40, "k": 1, "seed": 0, "splits": ["dev"],
+        "edits": [{"branch": "candidate/r1-x", "merge_commit": "e" * 40, "applies": False,
+                   "reason": "revert does not apply cleanly: conflicts in lessons.md", "results": {}}]}))
+    out = tmp_path / "rep"
+    assert cli("report", str(root), "--out", str(out)) == 0
+    from evoharness.reports.report import FILES
+
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)  # every name the report writes is in FILES
+    others = [out / "ablation.png.bak", out / "notes.md", out / "ablation"]
+    for path in others:
+        path.write_text("the user's")
+    (run_dir / "ablation.json").unlink()
+    assert cli("report", str(root), "--out", str(out)) == 0
+    assert "Not computed yet" in (out / "report.md").read_text()
+    assert not (out / "ablation.png").exists()
+    assert all(p.read_text() == "the user's" for p in others)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*(n for n in FILES if n != "ablation.png"),
+                                                            *(p.name for p in others)])
