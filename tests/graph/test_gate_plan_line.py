@@ -1,23 +1,50 @@
-"""The verification plan's progress line says what a plan without targeted tasks means."""
+"""The verification plan's progress line says what a plan without targeted tasks means, in a real run."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import io
+import json
 
-from evoharness.graph.gate import planned
-from evoharness.harness_repo.models import Candidate
+from evoharness.graph.progress import Progress
+from evoharness.graph.runner import start_run
+from evoharness.harness_repo.repo import HarnessRepo
 
-CANDIDATE = Candidate(branch="candidate/r2-loop-guard", commit="c" * 40, base="b" * 40, targets="F3.repeated_action")
+BLOCKED = "F2.blocked_call"  # the synthetic env never blocks a call: no dev task where it fires
 
 
-def test_a_plan_with_no_targeted_task_says_its_behaviour_cannot_be_measured():
-    """Walk's service run: a pattern seen only in the ingested traces became a candidate, and the line read
+def blocked(tid: str) -> dict:
+    """A production trace whose calls the harness blocked three times, never delivered (F2.blocked_call)."""
+    msgs = [{"role": "system", "content": "You are the agent."}, {"role": "user", "content": "Cancel order 42."}]
+    events = []
+    for i in range(3):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"c{i}", "type": "function",
+            "function": {"name": "cancel_order", "arguments": json.dumps({"id": 42, "try": i})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "name": "cancel_order", "content": "blocked by policy"})
+        events.append({"type": "blocked_call", "step": 2 + 2 * i, "data": {"call_id": f"c{i}", "tool": "cancel_order"}})
+    return {"id": tid, "task_id": f"task-{tid}", "split": "unknown", "model": "prod", "messages": msgs,
+            "events": events, "final_answer": None, "score": 0.0, "termination": "step_budget", "usage": {"steps": 3}}
+
+
+def test_a_candidate_whose_target_fired_on_no_task_says_so_and_is_rejected(make_settings, tmp_path):
+    """Walk's service run: a pattern seen only in the ingested traces became a candidate, and its line read
     'verifying candidate/r2-... (F3.repeated_action): 0 targeted + 0 control tasks, ~None rollouts needed for the
-    predicted effect'."""
-    plan = SimpleNamespace(selection=SimpleNamespace(targeted=[], control=[]), rollouts_needed=None)
-    assert planned(CANDIDATE, plan) == ("  verifying candidate/r2-loop-guard (F3.repeated_action): 0 targeted + 0 "
-                                        "control tasks, no task where F3.repeated_action fired: its behaviour cannot "
-                                        "be measured here")
-    plan = SimpleNamespace(selection=SimpleNamespace(targeted=["a", "b"], control=["c"]), rollouts_needed=4)
-    assert planned(CANDIDATE, plan).endswith("2 targeted + 1 control tasks, ~4 rollouts needed for the predicted "
-                                             "effect")
+    predicted effect'. A real run with production traces of a signal the env's tasks never show: the candidate
+    made for it says its behaviour cannot be measured and is rejected; the one for the env's own signal plans
+    its rollouts."""
+    prod = tmp_path / "prod.jsonl"
+    prod.write_text("".join(json.dumps(blocked(f"prod-{i}")) + "\n" for i in range(3)))
+    settings = make_settings(rollouts=2, max_rounds=1, dev_limit=8, heldout_limit=2, evidence=[prod])
+    stream = io.StringIO()
+    assert start_run(settings, progress=Progress(stream=stream)).done
+    lines = [line.split("] ", 1)[1] for line in stream.getvalue().splitlines() if "] " in line]
+    repo = HarnessRepo(settings.run.harness)
+    cand = next(c for c in map(repo.candidate, repo.branches()) if c.targets == BLOCKED)
+    assert f"  verifying {cand.branch} ({BLOCKED}): 0 targeted + 0 control tasks, no task where {BLOCKED} " \
+           "fired: its behaviour cannot be measured here" in lines
+    verdict = repo.verdict_of(cand.commit)[1]
+    assert not verdict.accepted and verdict.measurements["targeted_tasks"] == 0
+    assert f"  {cand.branch}: reject ({verdict.reason})" in lines
+    loop = [line for line in lines if line.startswith("  verifying candidate/") and "(F3.repeated_action)" in line]
+    assert len(loop) == 1 and loop[0].endswith(" rollouts needed for the predicted effect"), loop
+    assert "None" not in loop[0]
