@@ -36,9 +36,13 @@ def test_a_rollouts_tools_carry_the_environments_descriptions_and_parameters(tmp
 def test_a_trajectory_of_no_env_another_version_or_an_unknown_env_keeps_inferred_tools():
     plain = make_traj("p", tools_meta=False)
     assert EnvTools().of(plain) == {}
-    older = make_traj("o", task="contact-0", tools_meta=False)
+    # a task the env has (contact_0; "contact-0" is none, so its {} said nothing of the version): only the version
+    # differs between these two
+    older = make_traj("o", task="contact_0", tools_meta=False)
     older.meta.update(env="synthetic", env_version="0")
     assert EnvTools().of(older) == {}
+    older.meta.update(env_version=get_environment("synthetic").version)
+    assert EnvTools().of(older)
     unknown = make_traj("u", tools_meta=False)
     unknown.meta.update(env="nosuchenv:x")
     assert EnvTools().of(unknown) == {}
