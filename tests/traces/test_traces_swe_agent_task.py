@@ -129,3 +129,37 @@ def test_swe_agent_s_own_trajectory_without_its_history_names_no_task_it_cannot_
     [t] = list(load_paths([path], warnings=warnings))
     assert t.task is None and t.messages[0]["role"] == "assistant" and "task_from" not in t.meta
     assert warnings.lines() == [f"warning: {tmp_path}: {t.meta['import_warnings'][0]['reason']} (1 trajectory)"]
+
+
+def test_a_directory_of_steps_only_runs_reads_its_args_yaml_once(tmp_path, monkeypatch):
+    """Every .traj with steps but no history read the args.yaml beside it: a directory of N of them parsed the
+    same file N times. It is read once, and again once rewritten."""
+    import os
+
+    from evoharness.traces.importers import swe_agent
+
+    reads: list[str] = []
+    real = swe_agent._yaml_beside
+
+    def counted(path):
+        reads.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(swe_agent, "_yaml_beside", counted)
+    run = tmp_path / "trajectories" / "me" / "gpt4__text__default__t-0.00"
+    for i in range(6):
+        _write(run, _steps_only(), name=f"o__r-{i}")
+    args = run / "args.yaml"
+
+    def settled(task: str) -> None:  # written a while ago: a file changed within dirscan.SETTLED_NS is read again
+        args.write_text(yaml.safe_dump({"environment": {"data_path": f"text://{task}"}}))
+        old = args.stat().st_mtime_ns - 3600 * 10**9
+        os.utime(args, ns=(old, old))
+
+    settled(TASK)
+    trajs = list(load_paths([run]))
+    assert len(trajs) == 6 and {t.task for t in trajs} == {TASK}
+    assert reads.count("args.yaml") == 1, reads
+    settled("Another task, longer than the first one.")
+    assert {t.task for t in load_paths([run])} == {"Another task, longer than the first one."}
+    assert reads.count("args.yaml") == 2, reads

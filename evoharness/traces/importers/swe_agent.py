@@ -42,13 +42,17 @@ logs and reports, sb-cli reports, SWE-bench/experiments' ``results/results.json`
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from evoharness.traces import jsontext
-from evoharness.traces.importers import mini_swe
+from evoharness.traces.importers import dirscan, mini_swe
 from evoharness.traces.importers._shape import arguments, arr, content_text, obj
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
@@ -171,10 +175,38 @@ def problem_statement(path: Path, replay_config: Any) -> tuple[str | None, str |
     beside = path.parent / f"{instance_of(path)}.config.yaml"
     if (text := _text(_yaml_beside(beside))) is not None:
         return text, beside.name
-    data_path = obj(obj(_yaml_beside(path.parent / "args.yaml")).get("environment")).get("data_path")
-    if isinstance(data_path, str) and data_path.startswith("text://") and data_path[7:].strip():
-        return data_path[7:], "args.yaml"
+    if (text := _args_task(path.parent / "args.yaml")) is not None:
+        return text, "args.yaml"
     return None, None
+
+
+_ARGS_MAX = 8  # args.yaml files remembered; one rewritten in place (new inode, mtime or size) is read again, and
+# one changed within dirscan.SETTLED_NS is not remembered (a rewrite in the same mtime tick, of the same size)
+_args: OrderedDict[tuple[str, int, int, int], str | None] = OrderedDict()
+_args_lock = threading.Lock()  # the service imports in threads
+
+
+def _args_task(path: Path) -> str | None:
+    """The task in a 0.x run directory's ``args.yaml`` (a ``text://`` ``environment.data_path``), None without one;
+    remembered per (path, inode, mtime, size): every .traj of the directory asks, and it is parsed once."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    with _args_lock:
+        if key in _args:
+            _args.move_to_end(key)
+            return _args[key]
+    data_path = obj(obj(_yaml_beside(path)).get("environment")).get("data_path")
+    text = data_path[7:] if isinstance(data_path, str) and data_path.startswith("text://") and data_path[7:].strip() \
+        else None
+    if time.time_ns() - st.st_mtime_ns > dirscan.SETTLED_NS:  # else being written: read again next time
+        with _args_lock:
+            _args[key] = text
+            while len(_args) > _ARGS_MAX:
+                _args.popitem(last=False)
+    return text
 
 
 def _text(config: dict) -> str | None:
