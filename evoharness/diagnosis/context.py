@@ -36,7 +36,7 @@ class ToolCall:
     parse) are made from the trajectory's parsed call when read (``canonical`` once): most calls are never asked
     for either (a read tool's name says it changes nothing; a repeat needs its name to recur first)."""
 
-    __slots__ = ("step", "id", "name", "parsed_ok", "args", "_record", "_canonical", "writes")
+    __slots__ = ("step", "id", "name", "parsed_ok", "args", "_record", "_canonical", "writes", "in_place")
 
     def __init__(self, record: ToolCallRecord) -> None:
         step, index, ident, name, _, args, ok = record
@@ -51,6 +51,7 @@ class ToolCall:
         # friction and user-quit rules each ask it of the same calls, and a shell call's answer is a regex scan of
         # its command (a mini-swe-agent run asked it ~1.5 times a call)
         self.writes: bool | None = None
+        self.in_place: bool | None = None  # ``detectors._edits_in_place``'s answer, kept there when first asked
 
     @property
     def arguments(self) -> str:

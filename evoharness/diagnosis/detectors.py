@@ -1647,10 +1647,29 @@ REFUSED_EDIT = re.compile(
 
 def _edits_in_place(c: ToolCall) -> bool:
     """A write that changes an existing file where it stands (``IN_PLACE_EDIT``: ``sed -i``, ``patch``, an editor's
-    ``str_replace``, ...; or any editor tool replacing ``old_str`` / ``old_string``: Claude Code's ``Edit``)."""
-    if not c.canonical_lacks(IN_PLACE_WORDS) and IN_PLACE_EDIT.search(c.canonical[:20_000]):
-        return True
-    return c.parsed_ok and isinstance(c.args, dict) and ("old_str" in c.args or "old_string" in c.args)
+    ``str_replace``, ...; or any editor tool replacing ``old_str`` / ``old_string``: Claude Code's ``Edit``). Once per
+    call (kept on it): the first write rule and the recovery rule (``_may_write_patch``) ask it of the same writes."""
+    known = c.in_place
+    if known is None:
+        known = c.in_place = (not _lacks_in_place_words(c) and IN_PLACE_EDIT.search(c.canonical[:20_000]) is not None) \
+            or (c.parsed_ok and isinstance(c.args, dict) and ("old_str" in c.args or "old_string" in c.args))
+    return known
+
+
+def _lacks_in_place_words(c: ToolCall) -> bool:
+    """``c.canonical_lacks(IN_PLACE_WORDS)``, its ten words "edit" + a blank found by one search for "edit" and a look
+    at the character after each: a text that lacks the other six words (and passes the gate's ASCII tests) lacks them
+    all unless an "edit" in it is followed by one of those blanks (a payment id's "credit_" is not)."""
+    if not c.canonical_lacks(_IN_PLACE_HEADS):
+        return False
+    raw = c.arguments  # (the raw text: the gate above holds only for a text)
+    pos = raw.find("edit")
+    while pos >= 0:
+        after = raw[pos + 4:pos + 5]
+        if after and after in ASCII_BLANKS:
+            return False
+        pos = raw.find("edit", pos + 1)
+    return True
 
 
 def _refused(view: TraceView, c: ToolCall) -> bool:
@@ -1823,8 +1842,8 @@ IN_PLACE_EDIT = re.compile(
 # canonical text: tau-bench's failed runs spent ~60 M instructions per 200 records on their writes' arguments. The
 # windowed edit's "edit" is followed by a blank (``edit\s+\d``), so "edit" and each ASCII character ``\s`` takes: a
 # bare "edit" let every tau-bench write naming a "credit_card_..." payment through (82 of its 250 writes)
-IN_PLACE_WORDS = ("sed", "perl", "patch", "apply", "str_replace", "command") + tuple(
-    "edit" + c for c in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
+_IN_PLACE_HEADS = ("sed", "perl", "patch", "apply", "str_replace", "command")
+IN_PLACE_WORDS = _IN_PLACE_HEADS + tuple("edit" + c for c in ASCII_BLANKS)  # (the ASCII characters \s takes)
 
 
 # SWE-agent's classic editor: ``open FILE [LINE]`` / ``create FILE`` make FILE the open file; ``edit N:M`` writes it

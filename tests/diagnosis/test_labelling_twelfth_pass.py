@@ -6,7 +6,9 @@
 - the policy flags are kept per system prompt and set of tool names;
 - the user's yes (``affirmed``) is read once per message of a run;
 - the repeat check counts the calls' shapes (``ToolCall.shape``: keys, strings and types) before making their
-  canonical texts, a bound from above: no shape repeated often enough, no action is.
+  canonical texts, a bound from above: no shape repeated often enough, no action is;
+- the in-place edit gate looks for "edit" once and at the character after it, not for ten words "edit" + a blank,
+  and a write's answer is kept on the call.
 
 Each is compared with its definition as it was before, on random runs and on every run of the vendored fixtures (and
 the full tau-bench airline set where the checkout has it).
@@ -14,6 +16,7 @@ the full tau-bench airline set where the checkout has it).
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from evoharness.diagnosis.detectors import DIGIT_TOKEN, id_like_runs, id_like_to
 from evoharness.diagnosis.invariants import affirmative
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.importers import iter_files, load_file
-from evoharness.traces.models import Termination
+from evoharness.traces.models import Termination, ToolCallRecord, parse_arguments
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BLANKS = [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\u00a0", "\u2003", "\u3000"]
@@ -235,3 +238,19 @@ def test_the_repeat_check_bounded_by_shapes_fires_as_with_canonical_text_alone(f
     again = [detectors.RepeatedActionDetector().detect(TraceView.of(v.trajectory), cfg) for v in views]
     assert [[(s.step, s.evidence) for s in x] for x in found] == [[(s.step, s.evidence) for s in x] for x in again]
     assert sum(map(bool, found)) > 60
+
+
+def test_the_in_place_gate_with_one_search_for_edit_answers_as_its_sixteen_words():
+    # raw argument texts of the words' pieces, blanks raw and escaped after "edit", non-ASCII letters and escapes
+    pieces = ["sed", "se", "perl", "patch", "apply", "str_replace", "command", "edit", "edi", "t", "it", "credit_",
+              "\u00ed", "\\u0065", "\\n", " ", "\t", "\n", "\x0b", "\x1c", "\x1f", "\u00a0", "1:2", "x", "edit edit"]
+    rnd = random.Random(8)
+    lacked = 0
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 6)))
+        raw = rnd.choice([json.dumps({"a": text}), json.dumps({"a": text}, ensure_ascii=False), text])
+        c = ToolCall(ToolCallRecord(0, 0, "c", "t", raw, *parse_arguments(raw)))
+        expected = c.canonical_lacks(detectors.IN_PLACE_WORDS)
+        assert detectors._lacks_in_place_words(c) == expected, raw
+        lacked += expected
+    assert 2_000 < lacked < 18_000
