@@ -49,8 +49,8 @@ FRESH = ROOT / "benchmarks" / "data" / "swe_fresh_runs"
 YES_COMMON = ("Yes please.", "Go ahead.", "Sure, do it.", "Confirmed.", "Yes, that's correct.", "OK, proceed.")
 YES_OTHER = ("Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, book it.",
              "Definitely, let's do that.", "Of course, please go on.", "That's right.", "Certainly, by all means.")
-# a yes said as a bare request to act, with no word of assent: read as no yes (the rule cannot tell it from a new
-# request); a known miss, in the table as such
+# a yes said as a bare request to act, with no word of assent: a yes where it answers the agent asking leave for the
+# action (invariants.affirmed)
 YES_IMPERATIVE = ("Perfect, please make the change.", "Great, book it then.", "Please change it.")
 # the agent asking for the yes
 ASKS = ("Shall I proceed?", "Do you want me to go ahead?", "Please confirm.", "Is that OK with you?",

@@ -246,16 +246,104 @@ def affirmative(text: str) -> bool:
     return DECLINE.search(text) is None or EXPLICIT_YES.search(cut) is not None
 
 
+# A request to carry out the action asked about, with no word of assent ("Perfect, please make the change.", "Great,
+# book it then.", "Please cancel it.", "OK. Please go on and cancel it."): a sentence, not a question, that opens --
+# past interjections ("Perfect,", "Great,", "OK.", "Thanks,") -- with a verb of doing (``_DO``) and an object that
+# points back at what was asked ("it", "that", "them", "the change", "the booking", ...: ``_DONE_TO``), "please"
+# before it or not; or with "please go on / continue / carry on". Not "please make sure", "please don't ...", "please
+# tell me ...", nor a request for something new ("please add a bag": no pointer back), nor a decline ("No, change it
+# instead"). A yes only where it answers the agent asking leave for the action (``asks_leave``): the same words to a
+# reply that asked nothing are a first request. The regex reads the shape; the verb and the noun are looked up after
+# (a regex of every verb cost ~1.5 ms to compile at each start)
+_DO = frozenset((
+    "make", "do", "book", "cancel", "change", "update", "modify", "upgrade", "downgrade", "add", "remove", "process",
+    "submit", "place", "apply", "switch", "move", "refund", "return", "exchange", "complete", "finalize", "finalise",
+    "issue", "reserve", "purchase", "buy", "order", "send", "execute", "handle"))
+_DONE_TO = frozenset((
+    "change", "changes", "booking", "bookings", "cancellation", "update", "updates", "upgrade", "modification",
+    "modifications", "order", "orders", "reservation", "exchange", "return", "refund", "switch", "swap", "transaction",
+    "request", "flight", "flights", "trip", "purchase"))
+_ACT_SHAPE = re.compile(
+    r"\s*(?:(?:ok(?:ay)?|great|perfect|thanks|thank\s+you|good|fine|excellent|wonderful|cool|nice|then|so|well|right|"
+    r"awesome)\W+)*(?:please\s+)?(?:just\s+)?"
+    r"(go\s+on|carry\s+on|continue|(\w+)\s+(?:it|that|this|them|those|these|so|the\s+(\w+)))\b"
+    r"[^.!?\n]*(?:[.!\n]|$)", re.I)
+_SENTENCE_END = re.compile(r"[.!;\n]")
+
+
+def requests_act(text: str) -> bool:
+    """A sentence of ``text`` is a request to act (``_ACT_SHAPE`` at a sentence's start, its verb one of ``_DO`` and a
+    noun after "the" one of ``_DONE_TO``), and ``text`` is no decline (``DECLINE``)."""
+    pos, n = 0, len(text)
+    while pos < n:
+        m = _ACT_SHAPE.match(text, pos)
+        if m is not None and (m.group(2) is None or m.group(2).lower() in _DO
+                              and (m.group(3) is None or m.group(3).lower() in _DONE_TO)):
+            return DECLINE.search(text) is None
+        end = _SENTENCE_END.search(text, pos)
+        if end is None:
+            return False
+        pos = end.end()
+    return False
+
+
+# the agent asking the user's leave to act, in the end of its reply: "Shall I proceed?", "Please confirm.", "Would you
+# like me to make this change?", "Do you want me to go ahead?", "Is that OK with you?", "Can I go ahead and do that?",
+# "Please confirm if you would like to proceed", or an offer to act on the user's word ("Let me know your reason, and
+# I'll proceed with the cancellation") -- not a question of which or what ("Which card would you like me to use?": it
+# asks for a detail, not for leave). The verb after "shall I" or "I'll" (group ``act``) is one of ``_DO`` or going on
+# (looked up after the match). Compiled when first asked (``asks_leave``): only a request to act asks it
+_ASKS_LEAVE = (
+    r"\b(?:shall|should|may|can)\s+(?:i|we)\s+(?P<act>\w+)"
+    r"|\b(?:would\s+you\s+like|do\s+you\s+want)\s+(?:(?:me|us)\s+to|to\s+(?:go\s+ahead|proceed|confirm|continue))\b"
+    r"|\b(?:please|kindly|can\s+you|could\s+you|to)\s+confirm\b|\bconfirm\s+(?:if|whether)\b"
+    r"|\b(?:proceed|go\s+ahead)\s*\?"
+    r"|\b(?:ok(?:ay)?|alright|all\s+right|fine)\s+with\s+you\b"
+    r"|\bis\s+(?:that|this)\s+(?:ok(?:ay)?|alright|all\s+right|fine)\b"
+    r"|\b(?:let\s+me\s+know|once\s+you|if\s+you)\b[^.?!\n]{0,80}?"
+    r"\b(?:i['’]ll|i\s+will|i\s+can|we['’]ll|we\s+will|we\s+can)\s+(?P<offer>\w+)")
+_GOING_ON = frozenset(("go", "proceed", "continue"))
+_WH = frozenset(("which", "what", "where", "when", "how", "who", "whom", "whose", "why"))
+
+
+@lru_cache(maxsize=1)
+def _asks_leave_re() -> re.Pattern[str]:
+    return re.compile(_ASKS_LEAVE, re.I)
+
+
+def asks_leave(reply: str) -> bool:
+    """The end of an agent's reply (its last 400 characters) asks the user's leave to act (``_ASKS_LEAVE``), in a
+    sentence that is no question of which or what."""
+    tail = reply[-400:]
+    for m in _asks_leave_re().finditer(tail):
+        verb = m.group("act") or m.group("offer")
+        if verb is not None and verb.lower() not in _DO and verb.lower() not in _GOING_ON:
+            continue
+        start = max(tail.rfind(c, 0, m.start()) for c in ".!?\n:") + 1
+        words = tail[start:m.start()].split()
+        if not words or words[0].lower().strip("*_") not in _WH:
+            return True
+    return False
+
+
 def affirmed(view: TraceView, i: int) -> bool:
-    """``affirmative(view.texts[i][:2000])``, once per message of a view: the confirmation rule and the first write's
-    proposal (``detectors.confirmed_proposal``) ask it of the same user messages (tau-bench airline: 284 questions a
-    labelling pass, 168 of them distinct, ~3 microseconds each)."""
+    """The user's message at ``i`` says yes, once per message of a view: ``affirmative(view.texts[i][:2000])``, or a
+    request to do what the agent's reply before it asked leave for (``requests_act``, ``asks_leave``). The
+    confirmation rule and the first write's proposal (``detectors.confirmed_proposal``) ask it of the same user
+    messages (tau-bench airline: 284 questions a labelling pass, 168 of them distinct, ~3 microseconds each)."""
     memo = view.__dict__.get("_affirmed")
     if memo is None:
         memo = view.__dict__["_affirmed"] = {}
     said = memo.get(i)
     if said is None:
-        said = memo[i] = affirmative(view.texts[i][:2000])
+        text = view.texts[i][:2000]
+        said = affirmative(text)
+        if not said and requests_act(unasked(text) if "?" in text else text):
+            msgs = view.traj.messages
+            reply = next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
+                          and view.texts[j].strip()), "")
+            said = asks_leave(reply)
+        memo[i] = said
     return said
 
 

@@ -206,6 +206,47 @@ def test_a_yes_beside_a_question_or_asked_as_a_request_still_confirms(said):
     assert _cancel_run("find_user_id_by_email", answer=said).violations == []
 
 
+def _request_run(asked: str, answer: str):
+    b = TraceBuilder("t").system(POLICY).user("Cancel order #W123, I'm bob@x.com")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
+    b.say(asked).user(answer)
+    b.call("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"}, result="ok")
+    return Labeller().label(b.deliver("Order #W123 is cancelled.").build(score=0.0))
+
+
+ASKED = ("Order #W123 is pending. Shall I cancel it?", "Order #W123 is pending. Please confirm the cancellation.",
+         "Order #W123 is pending. Would you like me to cancel it?", "Order #W123 is pending. Do you want me to go "
+         "ahead?", "Order #W123 is pending: cancelling it refunds $40. Is that OK with you?",
+         "Order #W123 is pending. Let me know the reason, and I'll proceed with the cancellation.")
+
+
+@pytest.mark.parametrize("answer", ["Perfect, please make the change.", "Great, cancel it then.", "Please cancel it.",
+                                    "Well then, please go on and cancel it.", "Thanks, do that please.",
+                                    "Cancel it now, please."])
+@pytest.mark.parametrize("asked", ASKED)
+def test_a_request_to_act_answering_the_agents_question_confirms(asked, answer):
+    """Asked "Shall I cancel it?", a user who says "Please cancel it" consents, as "Yes" does: a reader takes a request
+    to do the very action, right after the agent asked leave for it, as the yes (before, 47 of 77 airline runs whose
+    yes was so reworded moved to a policy violation at the write)."""
+    assert _request_run(asked, answer).violations == []
+
+
+@pytest.mark.parametrize("asked, answer", [
+    ("Order #W123 is pending.", "Please cancel it."),  # a request, but nothing was asked: no yes
+    ("Order #W123 is pending. Which reason should I give?", "Please cancel it."),
+    ("Order #W123 is pending. Shall I cancel it?", "Please don't cancel it yet."),
+    ("Order #W123 is pending. Shall I cancel it?", "Please tell me the refund first."),
+    ("Order #W123 is pending. Shall I cancel it?", "No, change it instead."),
+    ("Order #W123 is pending. Shall I cancel it?", "Please make sure the refund goes to my card first."),
+    ("Order #W123 is pending. Which card would you like me to refund?", "Please refund it to my card."),
+    ("Order #W123 is pending. Shall I cancel it?", "Can you cancel it and then reorder?"),
+    ("Order #W123 is pending. Shall I cancel it?", "Hmm, what would the total be again?")])
+def test_a_request_nobody_asked_for_a_refusal_or_a_question_is_no_yes(asked, answer):
+    """A first request ("Please cancel it" to a reply that asked nothing), a request not to act, a request for
+    something else, and a question say no yes."""
+    assert [v.rule for v in _request_run(asked, answer).violations] == ["policy.confirmation"]
+
+
 @pytest.mark.parametrize("sep", ["-", "/", "."])
 def test_a_records_age_is_read_from_a_date_written_year_first(sep):
     """``2024/05/12 09:36:29`` is the date ``2024-05-12 09:36:29`` is: a reply saying the booking is within 24 hours
@@ -296,8 +337,6 @@ INV = _invariance()
 # rows that miss, for a reason the table documents (docs/diagnosis.md, "Invariance"): strict, so a rule change that
 # mends one fails here until the documentation says so
 KNOWN = {
-    ("user's yes: a bare request to act", "tau-airline"):
-        "a request to act with no word of assent ('Perfect, please make the change.') is read as no yes",
     ("a read repeated 3x, nothing between", "swe-mini"):
         "django-12125 runs the same `ls -la` later with another listing: read as a retry that got through",
 }
