@@ -7,6 +7,7 @@ fields from``, whether the client sent a list or forgot ``Content-Type: applicat
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from typing import Any
@@ -86,8 +87,15 @@ def describe(request: Any, errors: list[dict[str, Any]], body: Any) -> dict[str,
 def unparsed(request: Any, cause: BaseException | None) -> str | None:
     """What is wrong with a JSON body FastAPI could not parse (its 400 'There was an error parsing the body'),
     from the exception underneath; None when that is not a parse failure we know."""
-    want = expected(request)
+    return not_json(cause, expected(request))
+
+
+def not_json(cause: BaseException | None, want: str) -> str | None:
+    """What is wrong with a body `json.loads` refused with ``cause``, in the words every endpoint answers (``want``:
+    what was expected, '' when unknown); None when that is not a parse failure we know."""
     hint = f"; expected {want}" if want else ""
+    if isinstance(cause, json.JSONDecodeError):  # FastAPI's own json_invalid is worded in `_message`, as here
+        return f"body is not valid JSON {_where(cause.doc, cause.pos)}: {cause.msg[:1].lower()}{cause.msg[1:]}{hint}"
     if isinstance(cause, UnicodeDecodeError):
         return f"body is not UTF-8 text (byte {cause.start + 1} is {cause.object[cause.start:cause.start + 1]!r}){hint}"
     if isinstance(cause, RecursionError):

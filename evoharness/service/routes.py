@@ -24,6 +24,7 @@ from evoharness.errors import InputError
 from evoharness.graph.runner import RUN_ID, runs_dir
 from evoharness.harness_repo.review import Status as CandidateStatus
 from evoharness.service.auth import require_token, require_token_for_reads
+from evoharness.service.bad_request import not_json
 from evoharness.traces.models import Trajectory
 from evoharness.untrusted import control_character, some_keys
 
@@ -251,8 +252,10 @@ def _parse_fast(body: bytes) -> list[Trajectory] | None:
 
 
 def _invalid(request: Request, message: str, errors: list[dict[str, Any]] | None = None) -> JSONResponse:
+    """422 for a batch: ``errors`` per record, else the body's one problem (as every endpoint answers a body)."""
     _state(request).metrics.ingest_requests.labels("invalid").inc()
-    return JSONResponse({"error": message, "errors": (errors or [])[:50]}, status_code=422)
+    errors = errors or [{"field": "body", "error": message}]
+    return JSONResponse({"error": message, "errors": errors[:50]}, status_code=422)
 
 
 @writes.post("/trajectories")
@@ -289,13 +292,13 @@ async def ingest(request: Request, format: Annotated[str, Query(
             return await _store(request, good, t0)
     try:  # the slow path finds and names what is wrong
         records = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        if (n := _json_lines(body)) is not None:  # a run's trajectories.jsonl, what `evoharness import` writes
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, a >4,300-digit integer, nested too deeply
+        if isinstance(e, json.JSONDecodeError | UnicodeDecodeError) and (n := _json_lines(body)) is not None:
+            # a run's trajectories.jsonl, what `evoharness import` writes
             return _invalid(request, f"body is JSON Lines ({n} records, one a line), not a JSON list: send the "
                             "list, or these lines with ?format=auto")
-        return _invalid(request, f"body is not JSON: {e}")
-    except (ValueError, RecursionError) as e:  # a >4,300-digit integer, nesting past the parser's depth
-        return _invalid(request, f"body is not usable JSON: {(str(e).splitlines() or [type(e).__name__])[0][:200]}")
+        return _invalid(request, not_json(e, "a JSON list of canonical trajectories")
+                        or f"body is not usable JSON: {(str(e).splitlines() or [type(e).__name__])[0][:200]}")
     if isinstance(records, dict):  # a trajectory: wrap it; one of another format (ATIF's one object a file): import it
         from evoharness.traces.importers import record_format
 

@@ -228,3 +228,40 @@ def test_what_the_service_holds_refusing_a_request_is_409_not_a_bad_body(client,
     (broken / "settings.json").write_text("{not json")
     r = client.get("/runs/run-broken", headers=AUTH)
     assert r.status_code == 409 and "run-broken" in r.text, r.text
+
+
+BATCH = "expected a JSON list of canonical trajectories"
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    # 'body is not JSON: Expecting value: line 1 column 7 (char 6)'
+    (b'{"x": y}', "body is not valid JSON at line 1, column 7 (near 'y}'): expecting value; " + BATCH),
+    (b'[{"id": "a"},', "body is not valid JSON at its end (cut short?): expecting value; " + BATCH),
+    # "body is not JSON: 'utf-8' codec can't decode byte 0x80 in position 10: invalid start byte"
+    (b'{"name": "\x80"}', "body is not UTF-8 text (byte 11 is b'\\x80'); " + BATCH),
+    # 'body is not usable JSON: maximum recursion depth exceeded ...' / 'Exceeds the limit (4300 digits) ...'
+    (b"[" * 100_000, "body is nested too deeply to parse; " + BATCH),
+    (b'{"a": ' + b"1" * 5000 + b"}", "body holds an integer too long to parse (over 4,300 digits); " + BATCH),
+])
+def test_trajectories_words_a_body_that_is_not_json_as_every_endpoint_does(client, body, error):
+    """POST /trajectories answered such a body in its own words (Python's message: 'body is not JSON: Expecting
+    value: line 1 column 7 (char 6)') with "errors": [], where every other endpoint says where and what it expected
+    and names the body in "errors"."""
+    r = client.post("/trajectories", content=body, headers=JSON)
+    assert r.status_code == 422
+    assert r.json() == {"error": error, "errors": [{"field": "body", "error": error}]}
+    other = client.post("/runs/some-run/approve", content=body, headers=JSON).json()
+    assert other["error"].replace(DECISION, BATCH) == error and other["errors"][0]["field"] == "body"
+
+
+def test_json_lines_posted_as_a_batch_keep_their_hint_in_the_same_shape(client):
+    """Its answer kept the hint and had "errors": [], where a body's one problem is named there by every endpoint."""
+    import json
+
+    from tests.service.helpers import trajectory
+
+    lines = "".join(json.dumps(trajectory(f"jl{i}", "process")) + "\n" for i in range(2)).encode()
+    r = client.post("/trajectories", content=lines, headers=JSON)
+    error = ("body is JSON Lines (2 records, one a line), not a JSON list: send the list, or these lines with "
+             "?format=auto")
+    assert r.status_code == 422 and r.json() == {"error": error, "errors": [{"field": "body", "error": error}]}
