@@ -119,7 +119,8 @@ class NewRun(BaseModel):
 
 
 @writes.post("/runs", status_code=202)
-def start_run(request: Request, body: NewRun | None = None) -> dict[str, Any]:
+def start_run(request: Request, body: NewRun = None) -> dict[str, Any]:  # type: ignore[assignment]
+    # None only without a body: FastAPI validates a body it read, and `null` is not a NewRun (422, as a list is)
     try:
         run_id = _state(request).daemon.request_run(body.run_id if body else None)
     except InputError as e:  # the id exists, or another run is active: the service's state, not the body

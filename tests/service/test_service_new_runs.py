@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from fastapi.testclient import TestClient
 
 from evoharness.config import Settings
@@ -125,3 +126,26 @@ def test_a_new_run_asked_for_while_the_worker_begins_another_is_refused(tmp_path
     else:
         raise AssertionError("run b was accepted while run a is active")
     assert daemon._requests.empty()
+
+
+@pytest.mark.parametrize("start", [b"{}", b""])
+def test_a_body_of_null_starts_no_run_and_an_empty_object_or_no_body_still_does(tmp_path, start):
+    """POST /runs with the body `null` started a run, as no body does, where every other body that is not an object
+    (a list, a string, a number) is refused 422: a JSON null is not an object either."""
+    settings = Settings.model_validate({
+        "home": str(tmp_path / "home"),
+        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak", "rollouts": 2,
+                "max_rounds": 1, "dev_limit": 4, "heldout_limit": 2, "budget": 3000},
+        "service": {"loop": False, "poll_interval_s": 0.1}, "sandbox": {"backend": "inprocess", "workers": 1},
+        "roles": {"kind": "playbook"}})
+    json_body = {**AUTH, "content-type": "application/json"}
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        for body in (b"null", b" null\n", b"[]", b"7"):
+            r = c.post("/runs", content=body, headers=json_body)
+            assert r.status_code == 422, (body, r.text)
+            kind = "null" if b"null" in body else "a list" if body == b"[]" else "a number"
+            error = f"body is {kind}, not an object; expected a JSON object with run_id"
+            assert r.json() == {"error": error, "errors": [{"field": "body", "error": error}]}
+        assert c.get("/runs").json()["runs"] == [] and c.get("/health").json()["current_run"] is None
+        r = c.post("/runs", content=start, headers=json_body if start else AUTH)
+        assert r.status_code == 202 and r.json()["status"] == "starting", r.text
