@@ -572,10 +572,13 @@ class RepeatedActionDetector:
         actions = [(c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]) for c in calls] + code
         turn_no = {s: n for n, s in enumerate(view.assistant_steps)}
         actions.sort(key=lambda x: x[0])
-        # whether a later occurrence of each action got another result (a retry that got through), found backwards
-        # once: asked of every repeat by a scan of the rest, 8,000 same ``ls`` then one other answer took 1.8 s
+        # whether a later occurrence of each action got another result with nothing changed in between (a retry
+        # that got through: the answer changed by itself), found backwards once: asked of every repeat by a scan of
+        # the rest, 8,000 same ``ls`` then one other answer took 1.8 s. A later try after a state-changing action
+        # is no retry of the streak: its other answer is the change's (an ``ls -la`` after files were written)
         differs_later = [False] * len(actions)
         later: dict[tuple[str, str], tuple[str] | None] = {}  # the one later result, or None: more than one
+        writes: dict[tuple[str, str], bool] = {}  # is_state_changing per action, once asked (a shell command's: a scan)
         for j in range(len(actions) - 1, -1, -1):
             _, key, result = actions[j]
             if key in later:
@@ -585,6 +588,8 @@ class RepeatedActionDetector:
                     later[key] = None
             else:
                 later[key] = (result,)
+            if _changes(writes, key):
+                later = {key: later[key]}  # the tries after this change are no retries of any action before it
         streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
         # progress since an action's last occurrence: an action after it (another one: between two occurrences of
         # an action come only others) that changed state or showed something new. Indices, not a flag per action
@@ -593,7 +598,6 @@ class RepeatedActionDetector:
         progress = -1  # the index of the latest action that changed state or showed something new
         seen: set[tuple[tuple[str, str], str]] = set()  # (action, result) pairs the agent has been shown
         said = _user_turns(view) if view.user_steps and not code else ()
-        writes: dict[tuple[str, str], bool] = {}  # is_state_changing per action, once asked (a shell command's: a scan)
         for j, (step, key, result) in enumerate(actions):
             runs = streak.get(key)
             if runs and (progress > last_at[key] or runs[-1][1] != result or (

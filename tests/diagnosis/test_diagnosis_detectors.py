@@ -104,6 +104,24 @@ def test_rejections_fixed_after_several_turns_are_friction_not_the_failure():
     assert s.step == 2
 
 
+def _listing_run(between: str) -> object:
+    b = TraceBuilder().user("Fix the bug in pkg/core.py")
+    for _ in range(4):  # the same listing four times, nothing between
+        b.say("Let me look.\n```bash\nls -la\n```").user("core.py\nsetup.py")
+    b.say(f"Now this.\n```bash\n{between}\n```").user("")
+    b.say("Again.\n```bash\nls -la\n```").user("core.py\nnotes.txt\nsetup.py")
+    return b.deliver("done").build(score=0.0)
+
+
+def test_a_repeat_looked_at_again_after_a_write_is_still_a_loop():
+    """Four identical ``ls -la`` with nothing between are a loop though a later ``ls -la`` shows another listing: a
+    file was written before it, so the listing changed with the write, not by trying again (mini-swe django-12125:
+    read as a retry that got through). With no write before it, the other listing is a retry that got through."""
+    [s] = fired(RepeatedActionDetector(), _listing_run("echo notes > notes.txt"))
+    assert s.step == 5 and "3x" in s.evidence
+    assert fired(RepeatedActionDetector(), _listing_run("cat setup.py")) == []
+
+
 def test_a_tool_error_retried_until_it_went_through_is_not_the_failure():
     b = TraceBuilder().user("book it")
     for _ in range(3):

@@ -336,10 +336,7 @@ def _invariance():
 INV = _invariance()
 # rows that miss, for a reason the table documents (docs/diagnosis.md, "Invariance"): strict, so a rule change that
 # mends one fails here until the documentation says so
-KNOWN = {
-    ("a read repeated 3x, nothing between", "swe-mini"):
-        "django-12125 runs the same `ls -la` later with another listing: read as a retry that got through",
-}
+KNOWN: dict[tuple[str, str], str] = {}  # none since the twelfth session
 
 
 @pytest.fixture(scope="module")
