@@ -43,3 +43,25 @@ def test_benchmark_prints_peak_and_rate(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "exported rows: 270" in proc.stdout  # 10% of tasks are held out
     assert "peak RSS:" in proc.stdout and "rows/s:" in proc.stdout
+
+
+def test_benchmark_renders_under_a_seed_harness_with_render_under(tmp_path):
+    """``export_scale.py --render-under seed`` (the export's prompt render, timed with its render process) ran in
+    no test. A tiny run: its rows are printed and each row's system prompt is the seed harness's template rendered
+    for that row's task, not the trajectory's own ("You are the agent.")."""
+    import json
+
+    keep = tmp_path / "keep"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_scale.py"), "--n", "20",
+                           "--render-under", "seed", "--repeat", "1", "--keep", str(keep)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "exported rows: 18  held-out excluded: 2" in proc.stdout, proc.stdout  # tasks 9 and 19 are held out
+    assert "render under: seed (0 fell back)" in proc.stdout and "rows/s:" in proc.stdout, proc.stdout
+    rows = [json.loads(line) for line in (keep / "data.jsonl").read_text().splitlines()]
+    meta = [json.loads(line) for line in (keep / "metadata.jsonl").read_text().splitlines()]
+    assert len(rows) == len(meta) == 18
+    for row, m in zip(rows, meta, strict=True):
+        system = row["messages"][0]
+        assert system["role"] == "system" and system["content"] != "You are the agent.", system
+        assert f"## Task\nTask {m['task_id']}\n" in system["content"], system
