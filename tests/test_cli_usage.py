@@ -211,3 +211,18 @@ def test_no_help_text_holds_what_rich_takes_for_a_style_tag(path, leaf):
 
     for text in [leaf.help or "", *(getattr(p, "help", None) or "" for p in leaf.params)]:
         assert not re.search(r"(?<!\\)\[[a-z][a-z_ .=-]*\]", text), (path, text)
+
+
+# Every option a user may leave out, but a flag (off unless given): its help must say what happens without it.
+OPTIONAL = [(path, p) for path, leaf in LEAVES for p in leaf.params
+            if p.param_type_name == "option" and p.expose_value and not p.required and not p.is_flag]
+
+
+@pytest.mark.parametrize(("path", "param"), OPTIONAL, ids=[f"{' '.join(path)} {p.opts[0]}" for path, p in OPTIONAL])
+def test_every_option_a_user_may_leave_out_states_its_default(path, param):
+    """`rollout --help` said `--sandbox  bwrap | docker | none | inprocess` and `--workers  rollouts at once`: nothing
+    of what runs when they are left out (sandbox.backend, sandbox.workers); `evaluate --out` said nothing of being
+    required with --harness, so `evaluate --harness h` as README wrote it ended in `error: --out: ...`."""
+    shown = param.show_default and param.default is not None  # typer prints `[default: X]` for these
+    text = param.help or ""
+    assert shown or "default" in text or "required" in text, (path, param.opts, text)

@@ -78,9 +78,11 @@ def status(
 def enqueue(
     ctx: typer.Context,
     trajectories: Annotated[Path, typer.Argument(help="canonical trajectory JSONL")],
-    run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from")] = None,
-    round_: Annotated[int | None, typer.Option("--round", help="round of that run (0 to 10,000)")] = None,
-    url: Annotated[str | None, typer.Option(help="queue URL")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from (default: none)")]
+    = None,
+    round_: Annotated[int | None, typer.Option("--round", help="round of that run, 0 to 10,000 (default: none)")]
+    = None,
+    url: Annotated[str | None, typer.Option(help="queue URL (default: datasets.url)")] = None,
 ) -> None:
     """Label trajectories and queue the content failures (lever weights); others are left out."""
     from evoharness.cli_support import MAX_ROUNDS, check_range, no_stdin
@@ -146,21 +148,26 @@ def export(
     fmt: Annotated[str, typer.Option("--format", "-f", help="openai | hf | sharegpt")] = "openai",
     source: Annotated[str, typer.Option(help="healthy | queue | all")] = "healthy",
     trajectories: Annotated[Path | None, typer.Option(
-        "--trajectories", "-t", help="canonical trajectory JSONL (for --source healthy / all)")] = None,
+        "--trajectories", "-t", help="canonical trajectory JSONL (required for --source healthy / all)")] = None,
     harness: Annotated[str | None, typer.Option(
-        help="harness repo DIR or DIR@REV whose system prompt the records get")] = None,
+        help="harness repo DIR or DIR@REV whose system prompt the records get (default: none, each "
+             "record keeps its trajectory's own system message)")] = None,
     render_under: Annotated[str, typer.Option(help="seed (root commit) | evolved (main's head)")] = "evolved",
     placebo: Annotated[bool, typer.Option("--placebo", help="write the placebo control set")] = False,
-    min_score: Annotated[float | None, typer.Option(help="drop unscored and lower-scored")] = None,
-    max_per_task: Annotated[int | None, typer.Option(help="at most N records per task")] = None,
-    split: Annotated[list[str] | None, typer.Option(help="admit only this split (dev | unknown)")] = None,
-    task: Annotated[list[str] | None, typer.Option(help="admit only this task id (repeatable)")] = None,
+    min_score: Annotated[float | None, typer.Option(
+        help="drop unscored and lower-scored (default: none, every score kept)")] = None,
+    max_per_task: Annotated[int | None, typer.Option(help="at most N records per task (default: no limit)")] = None,
+    split: Annotated[list[str] | None, typer.Option(
+        help="admit only this split, dev | unknown; repeatable (default: both)")] = None,
+    task: Annotated[list[str] | None, typer.Option(
+        help="admit only this task id; repeatable (default: every task)")] = None,
     failure_class: Annotated[list[str] | None, typer.Option(
-        "--class", help="admit only this failure class (healthy | F1..F4 | E | unknown)")] = None,
-    url: Annotated[str | None, typer.Option(help="queue URL")] = None,
+        "--class", help="admit only this failure class, healthy | F1..F4 | E | unknown; repeatable (default: every "
+                    "class the source holds)")] = None,
+    url: Annotated[str | None, typer.Option(help="queue URL (default: datasets.url)")] = None,
     labels: Annotated[Path | None, typer.Option(
         "--labels", help="labels JSONL that `evoharness label` wrote for --trajectories: their classes are "
-                         "used instead of labelling again")] = None,
+                         "used instead of labelling again (default: none, the trajectories are labelled)")] = None,
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
     from .export import JsonlSource, export_dataset

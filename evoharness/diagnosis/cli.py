@@ -67,7 +67,8 @@ def diagnose(
                                       "class and a one-line quote (text output)")] = 20,
     labeller_kind: Annotated[str, typer.Option("--labeller", help="rules | llm (an LLM judge over the rules' "
                                                "evidence; falls back to the rules on any error)")] = "rules",
-    model: Annotated[str | None, typer.Option("--model", help="the judge's model: openai:URL[#model]")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="the judge's model: openai:URL[#model] "
+                                                                  "(required with --labeller llm)")] = None,
     context: Annotated[int, typer.Option("--context", help="the judge model's context (tokens); "
                                          "longer trajectories are judged in chunks")] = 8192,
     window: Annotated[int, typer.Option("--judge-window", help="the judge reads the messages within N "

@@ -44,12 +44,14 @@ def _given_settings(ctx: typer.Context | None) -> str:
 
 def run(
     ctx: typer.Context,
-    resume: Annotated[str | None, typer.Option("--resume", help="continue the run with this id")] = None,
+    resume: Annotated[str | None, typer.Option(
+        "--resume", help="continue the run with this id (default: start a new run)")] = None,
     review: Annotated[bool, typer.Option("--review", help="interrupt before each merge for approve/reject")] = False,
     run_id: Annotated[str | None, typer.Option("--run-id", help="id for a new run (default: generated)")] = None,
     evidence: Annotated[list[Path] | None, typer.Option(
         "--evidence", help="trace file or directory (any `evoharness import` format) whose process failures the "
-        "analyst uses as evidence, e.g. production traces; repeatable; added to run.evidence")] = None,
+        "analyst uses as evidence, e.g. production traces; repeatable; added to run.evidence (default: run.evidence "
+        "alone)")] = None,
 ) -> None:
     """Run self-improvement rounds until the budget, the round limit or a ceiling (see the run settings)."""
     from evoharness.errors import InputError
@@ -83,11 +85,14 @@ def _decide(ctx: typer.Context, candidate: str, run_id: str, decision: str, reas
                    command=command_name() + _given_settings(ctx)), ctx)
 
 
+REASON_HELP = "why, recorded with the decision: one line of text (default: none)"
+
+
 def approve(
     ctx: typer.Context,
     candidate: Annotated[str, typer.Argument(help="candidate branch awaiting review")],
     run_id: Annotated[str, typer.Option("--run", help="the run waiting for review")],
-    reason: Annotated[str | None, typer.Option("--reason")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help=REASON_HELP)] = None,
 ) -> None:
     """Approve a verified candidate: the run merges it and continues."""
     _decide(ctx, candidate, run_id, "approve", reason)
@@ -97,7 +102,7 @@ def reject(
     ctx: typer.Context,
     candidate: Annotated[str, typer.Argument(help="candidate branch awaiting review")],
     run_id: Annotated[str, typer.Option("--run", help="the run waiting for review")],
-    reason: Annotated[str | None, typer.Option("--reason")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help=REASON_HELP)] = None,
 ) -> None:
     """Reject a verified candidate: its branch stays with the verdict and your reason; the run continues."""
     _decide(ctx, candidate, run_id, "reject", reason)

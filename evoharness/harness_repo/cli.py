@@ -82,7 +82,8 @@ def candidate_new(
     edit: Annotated[Path, typer.Option("--edit", help="EDIT.json: message, targets, changes[]")],
     round: Annotated[int, typer.Option("--round", help="round number used in the branch name (0 to 10,000)")] = 0,
     env: Annotated[str | None, typer.Option("--env", help="environment spec: refuse an edit that copies its "
-                                            "task text, expected answers or scorer code")] = None,
+                                            "task text, expected answers or scorer code (default: none, no such "
+                                            "check)")] = None,
 ) -> None:
     """Validate an edit and commit it on a new candidate branch; prints the branch."""
     from evoharness.cli_support import MAX_ROUNDS, check_range
@@ -137,7 +138,8 @@ def pr(
     candidate: Annotated[str, typer.Argument(help="branch (with or without candidate/) or commit")],
     harness: HarnessOpt,
     remote: Annotated[str, typer.Option("--remote", help="git remote name (or URL) to push to")],
-    body_out: Annotated[Path | None, typer.Option("--body-out", help="write the PR body here")] = None,
+    body_out: Annotated[Path | None, typer.Option("--body-out", help="write the PR body here (default: "
+                                                                              "printed after the push line)")] = None,
     allow_unverified: Annotated[bool, typer.Option(
         "--allow-unverified", help="push a candidate that is not verified against main's head (rejected, "
         "unverified, stale or merged) as do-not-merge/BRANCH, with DO NOT MERGE atop its PR body")] = False,

@@ -103,9 +103,11 @@ def report(
 
 def evaluate(
     ctx: typer.Context,
-    harness: Annotated[Path | None, typer.Option("--harness", help="the harness repo")] = None,
+    harness: Annotated[Path | None, typer.Option(
+        "--harness", help="the harness repo (this or --run is required)")] = None,
     run: Annotated[str | None, typer.Option("--run", help="evaluate a run instead: its harness, env, model, "
-                                            "seed commit vs final main; stored in the run directory")] = None,
+                                            "seed commit vs final main; stored in the run directory (this or "
+                                            "--harness is required)")] = None,
     env: Annotated[str | None, typer.Option("--env", help="environment (default: run.env)")] = None,
     model: Annotated[str | None, typer.Option("--model", help="model spec (default: run.model)")] = None,
     temperature: Annotated[float | None, typer.Option("--temperature", help=TEMPERATURE_HELP)] = None,
@@ -118,7 +120,9 @@ def evaluate(
     tasks: Annotated[int, typer.Option("--tasks", help=f"first N tasks of the split (0 = all; at most "
                                        f"{MAX_ROLLOUTS:,})")] = 0,
     out: Annotated[Path | None, typer.Option("--out", "-o", parser=output_file("evaluation.json"), metavar="<path>",
-                                             help="JSON result file (a directory: DIR/evaluation.json)")] = None,
+                                             help="JSON result file (a directory: DIR/evaluation.json); required with "
+                                                  "--harness; default with --run: <run dir>/evaluation-<split>.json, "
+                                                  "never replaced")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Seed vs evolved: k rollouts of two revisions on a split, and their difference against noise.

@@ -84,8 +84,10 @@ def rollout(
     seed: Annotated[int, typer.Option("--seed", help=f"seed of rollout 0; rollout k uses seed+k (0 to "
                                       f"{MAX_SEED:,}, the last seed included)")] = 0,
     commit: Annotated[str | None, typer.Option("--commit", help="harness commit (default: main)")] = None,
-    sandbox: Annotated[str | None, typer.Option("--sandbox", help="bwrap | docker | none | inprocess")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", "-w", help="rollouts at once")] = None,
+    sandbox: Annotated[str | None, typer.Option(
+        "--sandbox", help="bwrap | docker | none | inprocess (default: sandbox.backend)")] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", "-w", help="rollouts at once (default: sandbox.workers)")] = None,
     batch: Annotated[int | None, typer.Option(
         "--batch", help="rollouts of one commit that share one sandboxed worker (default: sandbox.batch_size; "
         "1: a fresh sandbox per rollout)")] = None,

@@ -27,9 +27,11 @@ def import_traces(
                                                 show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", parser=output_file("trajectories.jsonl"), metavar="<path>",
                                       help="canonical JSONL to write (a directory: DIR/trajectories.jsonl)")],
-    fmt: Annotated[str | None, typer.Option("--format", "-f", help=f"{' | '.join(FORMAT_NAMES)}")] = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help=f"{' | '.join(FORMAT_NAMES)}; auto by default")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="skip bad records")] = False,
-    split: Annotated[str | None, typer.Option(help="set the split of every trajectory (dev | heldout)")] = None,
+    split: Annotated[str | None, typer.Option(help="set the split of every trajectory, dev | heldout | unknown "
+                                                          "(default: each keeps the split its importer gives)")] = None,
 ) -> None:
     """Import traces (tau-bench, mini-swe-agent, Who&When, OpenAI records) as canonical JSONL."""
 
@@ -76,9 +78,10 @@ def export_otel(
                                            show_default=False)],
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", parser=output_file("spans.otlp.jsonl"), metavar="<path>",
-        help="OTLP/JSON lines file to write (a directory: DIR/spans.otlp.jsonl)")] = None,
+        help="OTLP/JSON lines file to write (a directory: DIR/spans.otlp.jsonl; required unless --endpoint)")] = None,
     endpoint: Annotated[str | None, typer.Option(help="OTLP/HTTP receiver, e.g. http://127.0.0.1:6006 "
-                                                      "(Phoenix) or http://127.0.0.1:4318 (a Collector)")] = None,
+                                                      "(Phoenix) or http://127.0.0.1:4318 (a Collector); "
+                                                      "required unless --out")] = None,
     service_name: Annotated[str, typer.Option(help="the OTLP resource's service.name")] = "evoharness",
     timeout: Annotated[float, typer.Option(
         help="--endpoint: seconds to keep trying one request (retries with back-off included) before giving "

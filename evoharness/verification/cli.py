@@ -28,7 +28,8 @@ def noise(
     sigma: Annotated[float, typer.Option("--sigma", help="per-rollout SD of the composite score")] = 0.023,
     rollouts: Annotated[str, typer.Option("--rollouts", help="k values, comma-separated")] = "1,2,4,8,16",
     z: Annotated[float, typer.Option("--z", help="multiplier in z*sigma/sqrt(k)")] = 3.0,
-    effect: Annotated[float | None, typer.Option("--effect", help="also print the k needed for this")] = None,
+    effect: Annotated[float | None, typer.Option("--effect", help="also print the k needed to resolve "
+                                                                   "this effect (default: none)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Print the smallest difference two k-rollout cells can resolve: z*sigma/sqrt(k)."""
@@ -118,7 +119,9 @@ def verify(
     temperature: Annotated[float | None, typer.Option("--temperature", help=TEMPERATURE_HELP)] = None,
     rollouts: Annotated[int, typer.Option("--rollouts", help="k per task for the candidate and its baseline")] = 4,
     anchor_rollouts: Annotated[int, typer.Option("--anchor-rollouts", help="rollouts per task of main's anchor")] = 4,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="selection strategy name")] = None,
+    strategy: Annotated[str | None, typer.Option(
+        "--strategy", help="behaviour_aware | fixed_split | random_split | coreset (default: verification.strategy)")]
+    = None,
     budget: Annotated[float, typer.Option("--budget", help="budget units for this verification")] = 5000.0,
     record: Annotated[bool, typer.Option("--record", help="store the verdict as a git note")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
