@@ -86,13 +86,15 @@ class ToolCall:
     def shape(self) -> frozenset | None:
         """A key that is equal for any two calls whose ``canonical`` texts are equal, made without the text (a count of
         shapes bounds a count of canonical texts from above): the arguments' top-level keys, each with its value if a
-        string, else its type. Canonical JSON writes each string one way, and each JSON type its own way (an integer
-        never as a float, ``true`` never as ``1``), so equal texts have equal keys, strings and types. None for
-        arguments that are no object parsed from text (a dict given as one may hold tuples, written as lists)."""
+        string (a long one by its length and ends: a shell command writing a file runs to KB, hashed again for nothing),
+        else its type. Canonical JSON writes each string one way, and each JSON type its own way (an integer never as a
+        float, ``true`` never as ``1``), so equal texts have equal keys, strings and types. None for arguments that are
+        no object parsed from text (a dict given as one may hold tuples, written as lists)."""
         args = self.args
         if type(args) is not dict or not self.parsed_ok or type(self._record.raw) is not str:
             return None
-        return frozenset([(k, v if type(v) is str else type(v)) for k, v in args.items()])
+        return frozenset([(k, (v if len(v) <= 64 else (len(v), v[:16], v[-16:])) if type(v) is str else type(v))
+                          for k, v in args.items()])
 
     def __repr__(self) -> str:
         return f"ToolCall(step={self.step}, id={self.id!r}, name={self.name!r}, arguments={self.arguments!r})"

@@ -561,9 +561,20 @@ class RepeatedActionDetector:
         frequent = {name for name, n in names.items() if n >= cfg.repeat_min}
         if not frequent:
             return []
-        if not code:  # a bound made without canonical text (``ToolCall.shape``: equal canonical texts, equal shapes):
-            shapes = [(c.name, c.shape()) for c in calls if c.name in frequent]  # no shape repeat_min times, no action
-            if all(shape is not None for _, shape in shapes) and max(Counter(shapes).values()) < cfg.repeat_min:
+        # a bound made without canonical text (``ToolCall.shape``: equal canonical texts, equal shapes): no shape
+        # repeat_min times, no action; counted until one is. Not for a shell tool: a coding agent runs its tests and
+        # ``git diff`` again and again, so the bound seldom ends the check there: its shapes would be made for nothing
+        if not code and not any(map(is_shell, frequent)):
+            seen: dict[tuple[str, frozenset], int] = {}
+            for c in calls:
+                if c.name in frequent:
+                    shape = c.shape()
+                    if shape is None:
+                        break
+                    n = seen[c.name, shape] = seen.get((c.name, shape), 0) + 1
+                    if n >= cfg.repeat_min:
+                        break
+            else:
                 return []
         keys = Counter((c.name, c.canonical) for c in calls if c.name in frequent)  # canonical text: these only
         keys.update(key for _, key, _ in code if key[0] in frequent)
@@ -1159,13 +1170,19 @@ def _may_hold_answer(view: TraceView, args: dict) -> bool:
 ASCII_BLANKS = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
+FLOOR_CHARS = 4096  # the answer's head whose characters that are no blank are counted: a bound, at a bounded cost
+
+
 def _answer_floor(view: TraceView) -> int:
-    """A lower bound of ``len(_answer_text(view))`` made without collapsing the answer (once per view): an ASCII
-    answer's length less its blanks (``ASCII_BLANKS``, counted by C scans); 0 (no bound) for any other answer."""
+    """A lower bound of ``len(_answer_text(view))`` made without collapsing the answer (once per view): the length of
+    the answer's first ``FLOOR_CHARS`` characters less their blanks (``ASCII_BLANKS``, counted by C scans) where they
+    are ASCII, every one of them kept by the collapsed answer; 0 (no bound) where they are not. A head: a coding
+    agent's patch answer runs to tens of KB, and ten scans of it cost more than the bound saves."""
     memo = view.__dict__.get("_answer_floor")
     if memo is None:
         fa = view.traj.final_answer
-        memo = len(fa) - sum(map(fa.count, ASCII_BLANKS)) if fa and fa.isascii() else 0
+        head = fa[:FLOOR_CHARS] if fa else ""
+        memo = len(head) - sum(map(head.count, ASCII_BLANKS)) if head.isascii() else 0
         view.__dict__["_answer_floor"] = memo
     return memo
 
