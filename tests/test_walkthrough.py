@@ -139,6 +139,33 @@ def test_the_readme_commands(clone):
     assert "training queue" in ok(status)
 
 
+def _readme_block(readme: str, holding: str) -> str:
+    """The README's ```bash block that holds ``holding``."""
+    blocks = [b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if holding in b]
+    assert len(blocks) == 1, f"{len(blocks)} bash blocks hold {holding!r}"
+    return blocks[0]
+
+
+def test_the_readme_harness_example_runs_as_written(clone, tmp_path):
+    """README's harness block ran `candidate new --edit edit.json` with no edit.json anywhere; the EDIT.json block
+    beside it holds placeholders (`"diff": "... unified diff"`, a delete of a file the seed lacks), so copying it
+    ended in `error: policies.yaml: diff does not apply: no hunks in diff`."""
+    block = _readme_block((clone / "README.md").read_text(), "evoharness candidate new")
+    shim = tmp_path / "bin" / "evoharness"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m evoharness "$@"\n')
+    shim.chmod(0o755)
+    env = _env(clone, {"PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}"})
+    here = tmp_path / "walk"  # not the shared clone, where the commands above made a harness already
+    here.mkdir()
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=here, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    printed = re.search(r"# prints (\S+)", block).group(1)
+    assert printed in done.stdout.splitlines()  # what the comment says `candidate new` prints
+    assert f"{printed}  " in done.stdout.splitlines()[-1]  # and `review` lists it
+
+
 def test_the_usual_mistakes(clone):
     line = one_error(run(evoharness(clone, "diagnose", TAU, "--jsn")))  # the real entry point
     assert line.endswith("no such option --jsn; did you mean --json?")
