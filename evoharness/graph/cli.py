@@ -129,6 +129,10 @@ def _demo_dir(out: Path | None, resume: bool) -> tuple[Path, str]:
     if out is not None:
         if (out / "harness").exists():
             raise InputError(str(out), "already holds a demo: add --resume to continue it, or give another --out")
+        if (out / ".git").exists():  # `init harness`, then `demo --out harness`: a second harness nested in the first
+            raise InputError(str(out), "is a git repository (a harness repo?); the demo makes its own harness in "
+                             f"{out / 'harness'} and leaves its run beside it: give an empty or new --out (to evolve "
+                             f"this harness: `evoharness run --set run.harness={out}`)")
         for mine in ("summary.json", "state"):  # the demo would copy its summary over that file, run its home there
             if (out / mine).exists():
                 raise InputError(str(out), f"holds {mine}, which a demo writes, and no demo: give an empty or new "

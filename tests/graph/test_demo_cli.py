@@ -68,6 +68,19 @@ def test_out_holding_what_a_demo_writes_is_refused_not_replaced(demos, capsys, t
     assert main(["demo", "--out", "other"]) == 0 and demos == [Path("other")]
 
 
+def test_out_that_is_a_harness_repo_is_refused_and_left_as_it_was(demos, capsys, tmp_path):
+    """README's walk makes `harness` with `evoharness init harness`; `demo --out harness` then made a second harness
+    at harness/harness and its run's state/ and summary.json in the first's work tree, and evolved neither."""
+    assert main(["init", "harness"]) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in (tmp_path / "harness").iterdir())
+    assert main(["demo", "--out", "harness"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: harness: is a git repository (a harness repo?)")
+    assert line.endswith("(to evolve this harness: `evoharness run --set run.harness=harness`)")
+    assert demos == [] and sorted(p.name for p in (tmp_path / "harness").iterdir()) == before
+
+
 def _started_from_a_venv(folder: str, tmp_path, monkeypatch) -> None:
     """The CLI started as ``FOLDER/bin/evoharness`` of a virtualenv (an ``activate`` beside it), not on PATH."""
     venv_bin = tmp_path / folder / "bin"
