@@ -254,3 +254,25 @@ def test_the_in_place_gate_with_one_search_for_edit_answers_as_its_sixteen_words
         assert detectors._lacks_in_place_words(c) == expected, raw
         lacked += expected
     assert 2_000 < lacked < 18_000
+
+
+def test_the_repeat_checks_state_changes_by_the_calls_kept_answers_are_the_definitions(full_shared_data):
+    # ``_call_changes`` (each call's ``changes_state``, kept on the call for the write list) gives every action the
+    # answer ``is_state_changing`` gives it afresh, on every fixture, tau-bench and mini-swe-agent run and random ones
+    rnd = random.Random(6)
+    views = _views(full_shared_data)
+    for _ in range(500):
+        b = TraceBuilder("t").user("fix it")
+        for _ in range(rnd.randint(1, 12)):
+            cmd = rnd.choice(["ls -la", "cat x.py", "git diff", "sed -i 's/a/b/' x.py", "echo 1 > y", "view"])
+            b.call(rnd.choice(["bash", "str_replace_editor", "get_user", "book_flight"]), {"command": cmd},
+                   result="out")
+        views.append(TraceView.of(b.build(score=0.0)))
+    changing = 0
+    for view in views:
+        found = detectors._call_changes(view.calls)
+        for c in view.calls:
+            expected = detectors.is_state_changing(c.name, c.canonical)
+            assert found[c.name, c.canonical] == expected == c.writes, (view.traj.id, c)
+            changing += expected
+    assert changing > 1_000
