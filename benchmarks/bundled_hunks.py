@@ -98,7 +98,9 @@ def trial(seed: int, judge: bool, kinds: tuple[str, ...] = KINDS) -> dict[str, d
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--tries", type=int, default=20, help="worlds (seeds 0..N-1)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)

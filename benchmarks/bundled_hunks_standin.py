@@ -58,7 +58,9 @@ def trial(kind: str, n: int, tasks: list[str], env: str, model: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--tries", type=int, default=20)
     ap.add_argument("--tasks", type=int, default=8, help="first N dev tasks of the environment")
     ap.add_argument("--env", default="synthetic")

@@ -137,7 +137,9 @@ def _run(cmd: list[str], out: Path) -> tuple[float, float, str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     add_repeat(ap, default=3)
     ap.add_argument("--rounds", type=int, default=3, help="the demo's round limit (default 3)")
     ap.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=["warm", "cold"],

@@ -35,7 +35,9 @@ def peak_mib(args: list[str]) -> tuple[float, float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--n", type=int, nargs="+", default=[1000, 10_000, 100_000], help="trajectories per file")
     ap.add_argument("--data", type=Path, default=DEFAULT)
     add_repeat(ap, default=1)

@@ -239,7 +239,9 @@ def _side_by_side(src: Path, labels: Path | None, d: Path, args) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--real", action="store_true", help="real tau-bench trajectories instead of synthetic ones")
     ap.add_argument("--format", default="openai", choices=[f.value for f in ExportFormat])

@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--write"]:
         write(argv[1], int(argv[2]), Path(argv[3]), Path(argv[4]))
         return 0
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--format", nargs="+", choices=FORMATS, default=list(FORMATS), dest="formats")
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10_000], help="runs per folder")
     ap.add_argument("--command", nargs="+", choices=COMMANDS, default=list(COMMANDS), dest="commands")

@@ -256,7 +256,9 @@ def compare_stores(args) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--dup", type=float, default=0.1, help="share of each batch repeating another batch's ids")

@@ -114,7 +114,9 @@ SWE_BLIND2_RUNS = Path(__file__).resolve().parent / "data" / "swe_blind2_runs"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from evoharness.script_help import RawDefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=RawDefaultsHelp)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     ap.add_argument("--data", type=Path, default=DATA,
                     help="the public data folder (default ../shared/data), or any folder of human-labelled runs")

@@ -105,7 +105,9 @@ def instruction_figures(path: Path) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--copies", type=int, default=50, help="replicate the 200 records this many times")
     ap.add_argument("--data", type=Path, default=DEFAULT)
     ap.add_argument("--instructions", action="store_true",

@@ -139,7 +139,9 @@ def _serialise(args, harnesses: dict[int, Path]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--turns", type=int, nargs="+", default=[7, 40], help="tool-calling turns per rollout (7 40)")
     ap.add_argument("--rollouts", type=int, default=20, help="rollouts per figure (20)")
     ap.add_argument("--hooks", type=int, choices=(0, 1), default=1,

@@ -107,7 +107,9 @@ def _replayer(whole: bool) -> tuple[Any, list[int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--rollouts", type=int, default=20, help="rollouts to capture (20)")
     ap.add_argument("--reps", type=int, default=10, help="passes over the captured rollouts per figure (10)")
     add_repeat(ap, default=5)

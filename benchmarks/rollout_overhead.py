@@ -410,7 +410,9 @@ def _ray_rows(harness: Path, args, reqs: list[RolloutRequest], figures: dict, fa
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from evoharness.script_help import RawDefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=RawDefaultsHelp)
     ap.add_argument("--env", default="synthetic", help="environment spec")
     ap.add_argument("--model", default="scripted:weak", help="model spec")
     ap.add_argument("--split", default="dev")

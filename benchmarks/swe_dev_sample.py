@@ -54,7 +54,9 @@ def sample(ids: list[str]) -> list[dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from evoharness.script_help import RawDefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=RawDefaultsHelp)
     ap.add_argument("--data", type=Path, default=DATA, help="the mini-swe-agent sample (trajs/, logs/)")
     args = ap.parse_args()
     try:

@@ -77,7 +77,9 @@ def test3(records: list[dict]) -> list[dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from evoharness.script_help import RawDefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=RawDefaultsHelp)
     ap.add_argument("--data", type=Path, default=DATA, help="tau-bench's gpt-4o-airline.json")
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--test2", action="store_true", help="the second blind set (tasks in neither first half)")

@@ -124,7 +124,9 @@ def budget_for(rows: list[dict], tier: str, alpha: float, target: float = 0.6) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--worlds", type=int, default=50, help="worlds per repeat (default 50)")
     ap.add_argument("--seed", type=int, default=0, help="first world's seed (repeat r adds 1000 r)")
     ap.add_argument("--dev-tasks", type=int, default=80, help="dev tasks per world (the simulation's default 80)")

@@ -489,7 +489,9 @@ def _world_seeds(common_seeds: bool, coupling: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--runs", type=int, default=12)
     ap.add_argument("--runs-24x", type=int, default=None,
                     help="runs for the 24x split (default: --runs, the same seeds as every strategy)")

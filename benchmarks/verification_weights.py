@@ -74,7 +74,9 @@ def one_world(seed: int, seeds: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--worlds", type=int, default=10)
     ap.add_argument("--seeds", type=int, default=300, help="rollouts per task and side for d_t and v_t")
     add_repeat(ap, default=1)

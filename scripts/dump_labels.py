@@ -28,7 +28,9 @@ HELD_OUT = ("Hand-Crafted", "agentrx_magentic_one", "agentrx_tau", "swe_blind2")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("out", type=Path)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--tuning-only", action="store_true",

@@ -191,7 +191,9 @@ def label(traj):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("-n", type=int, default=1000, help="variants per format")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--format", choices=sorted([*SAMPLES, "openai", "canonical"]), action="append",

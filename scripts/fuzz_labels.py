@@ -128,7 +128,9 @@ def result():
 
 def main(argv: list[str] | None = None) -> int:
     global NN
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("seed", type=int)
     ap.add_argument("n", type=int)
     ap.add_argument("tools", type=int, nargs="?", default=len(NAMES))

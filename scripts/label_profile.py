@@ -84,7 +84,9 @@ def profile(trajectories) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("paths", nargs="+", type=Path)
     ap.add_argument("--format", default=None, help="input format (as `evoharness label --format`); auto by default")
     ap.add_argument("--json", action="store_true", help="print the profile as one JSON object")

@@ -48,7 +48,9 @@ def _keyed(spans: list[tuple]) -> dict[tuple, dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(formatter_class=DefaultsHelp)
     ap.add_argument("--phoenix-python", required=True)
     ap.add_argument("files", nargs="*", default=[str(ROOT / "tests/fixtures/traces/tau2/results.json"),
                                                   str(ROOT / "tests/fixtures/traces/otlp/genai.jsonl"),

@@ -59,7 +59,9 @@ def _cgroup(cg) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--rollouts", type=int, default=16, help="rollouts after the first (default 16)")
     args = ap.parse_args(argv)
     if args.rollouts < 1:
