@@ -605,7 +605,7 @@ def run_check(check: Check, sets: dict[str, list[Trajectory]], labeller: Labelle
 def main(argv: list[str] | None = None) -> int:
     from evoharness.script_help import DefaultsHelp
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--only", nargs="*", default=None, help="checks whose name holds one of these words")
     ap.add_argument("--show", type=int, default=0, help="print the first N runs that miss, per row")

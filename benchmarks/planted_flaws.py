@@ -294,7 +294,7 @@ def table(cases: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     from evoharness.script_help import DefaultsHelp
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=DefaultsHelp)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--json", action="store_true", help="print the cases as JSON instead of the table")
     ap.add_argument("--only", default="", help="comma-separated defect names (the control always runs)")
     ap.add_argument("--env", default="synthetic")

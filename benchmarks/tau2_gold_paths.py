@@ -717,7 +717,7 @@ def print_report(res: dict, show: int = 40) -> None:
 def main(argv: list[str] | None = None) -> int:
     from evoharness.script_help import DefaultsHelp
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=DOMAINS)
     ap.add_argument("--limit", type=int, default=None, help="the first N tasks of each domain")
     ap.add_argument("--formats", nargs="+", default=["tau-bench", "tau2"], choices=["tau-bench", "tau2"])

@@ -50,7 +50,7 @@ def _keyed(spans: list[tuple]) -> dict[tuple, dict]:
 def main() -> int:
     from evoharness.script_help import DefaultsHelp
 
-    ap = argparse.ArgumentParser(formatter_class=DefaultsHelp)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsHelp)
     ap.add_argument("--phoenix-python", required=True)
     ap.add_argument("files", nargs="*", default=[str(ROOT / "tests/fixtures/traces/tau2/results.json"),
                                                   str(ROOT / "tests/fixtures/traces/otlp/genai.jsonl"),

@@ -149,10 +149,8 @@ SCRIPTS = sorted(p for p in [*ROOT.glob("benchmarks/*.py"), *ROOT.glob("scripts/
                  if "argparse.ArgumentParser(" in p.read_text())
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_option_with_a_default_states_it_in_help(script, monkeypatch):
-    """`label_invariance.py --help` showed `--data DATA` and `--show SHOW  print the first N runs that miss` with
-    nothing of ../shared/data or 0; 22 of 27 scripts had such options (README: each prints its options with --help)."""
+def _parser(script: Path, monkeypatch):
+    """The parser ``script --help`` builds (run through runpy, stopped at its parse)."""
     import argparse
     import runpy
 
@@ -167,9 +165,26 @@ def test_every_option_with_a_default_states_it_in_help(script, monkeypatch):
     monkeypatch.setattr(sys, "argv", [str(script), "--help"])
     with pytest.raises(SystemExit):
         runpy.run_path(str(script), run_name="__main__")
-    parser = parsers[0]
+    return parsers[0]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_option_with_a_default_states_it_in_help(script, monkeypatch):
+    """`label_invariance.py --help` showed `--data DATA` and `--show SHOW  print the first N runs that miss` with
+    nothing of ../shared/data or 0; 22 of 27 scripts had such options (README: each prints its options with --help)."""
+    import argparse
+
+    parser = _parser(script, monkeypatch)
     formatter = parser._get_formatter()
     silent = [a.option_strings[-1] for a in parser._actions
               if a.option_strings and a.nargs != 0 and not any(a.default is x for x in (None, False, argparse.SUPPRESS))
               and "default" not in formatter._format_action(a)]  # the lines --help prints for it
     assert not silent, f"{script.name}: {silent} have a default their help does not state"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_help_says_what_the_script_does_in_whole_sentences(script, monkeypatch):
+    """`label_invariance.py --help` began 'Metamorphic checks ...: rewordings a reader would not judge by must not move
+    a run's' and stopped: the docstring's first line, cut where the line broke (planted_flaws, tau2_gold_paths too)."""
+    first = " ".join((_parser(script, monkeypatch).description or "").split("\n\n")[0].split())  # its first paragraph
+    assert first and first[-1] in ".:?)", f"{script.name}: {first[-60:]!r}"
