@@ -260,6 +260,10 @@ def validate(
     if not path.is_file():  # a FIFO or device exists, but is no file (reading it could hang or never end)
         fail(f"{path}: " + ("not a regular file (a FIFO, socket or device is refused)" if path.exists()
                             else "no such file"))
+    other = None if named or fmt == "hf" else _ours_but_no_export(path)
+    if other:  # a user checking the file they export from (or its labels) got a problem list per record
+        fail(f"{path}: {other}, not an export: validate what `dataset export --out DIR` wrote (DIR, or "
+             f"DIR/{entry.data_file})")
     n, problems = entry.validate(path)
     if n == 0:
         fail(f"{path}: empty file, no records to validate")
@@ -268,6 +272,23 @@ def validate(
     if problems:
         fail(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {n} record{'s' * (n != 1)}")
     typer.echo(f"{n} records, all valid ({fmt})")
+
+
+def _ours_but_no_export(path: Path) -> str | None:
+    """What the JSON lines file ``path`` is when its first record is canonical trajectories or labels of ours."""
+    try:
+        with path.open("rb") as fh:
+            first = next((line for line in fh if line.strip()), b"")
+        record = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return None  # the per-record check says what is wrong
+    if not isinstance(record, dict):
+        return None
+    if {"id", "task_id", "messages", "termination"} <= record.keys():
+        return "canonical trajectories (what `dataset export --trajectories` reads)"
+    if {"trajectory_id", "failure_class", "first_signal"} <= record.keys():
+        return "labels (what `evoharness label` writes)"
+    return None
 
 
 def _manifest_format(path: Path) -> str | None:

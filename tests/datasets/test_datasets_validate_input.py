@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evoharness.cli import main
@@ -59,3 +61,21 @@ def test_export_of_trajectories_that_are_no_file_says_what_they_are(tmp_path, ca
                      "--trajectories", str(path)]) == 2
         assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]
         assert not (tmp_path / "ex").exists()
+
+
+def test_a_trajectory_or_label_file_is_named_as_such_not_listed_as_problems(tmp_path, capsys):
+    """`dataset validate traces.jsonl` (the file an export reads) printed 50 lines such as `line 1: record: unexpected
+    keys ['events', 'final_answer', ...]` and `error: 111 problems in 12 records`; a label file, 24 problems."""
+    tau = str(Path(__file__).resolve().parents[1] / "fixtures/data/tau_bench_airline_gpt4o/gpt-4o-airline.json")
+    traces, labels = tmp_path / "traces.jsonl", tmp_path / "labels.jsonl"
+    assert main(["import", tau, "--out", str(traces)]) == 0 and main(["label", tau, "--out", str(labels)]) == 0
+    capsys.readouterr()
+    for path, what in ((traces, "canonical trajectories"), (labels, "labels")):
+        for fmt in ([], ["--format", "sharegpt"]):
+            assert main(["dataset", "validate", str(path), *fmt]) == 2
+            out, err = capsys.readouterr()
+            assert out == "" and err.startswith(f"error: {path}: {what} (what ") and err.count("\n") == 1
+            assert "not an export: validate what `dataset export --out DIR` wrote" in err
+    export = tmp_path / "sft"
+    assert main(["dataset", "export", "--trajectories", str(traces), "--out", str(export)]) == 0
+    assert main(["dataset", "validate", str(export)]) == 0  # an export is still checked
