@@ -47,7 +47,8 @@ def root(
     ctx: typer.Context,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="evoharness.toml to read")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a setting: key.sub=value")] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True)] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")] = False,
 ) -> None:
     ctx.obj = AppState(config, list(set_ or []))
 
@@ -96,7 +97,27 @@ def command() -> typer.core.TyperGroup:
     root = typer.main.get_command(app)
     cli_usage.add_root_options(root)
     _unwrap_help(root)
+    _flags_take_no_value(root)
     return root
+
+
+def _flags_take_no_value(cmd) -> None:
+    """A flag's help row shows no value type: typer showed `--json <bool>`, which reads as `--json true` (and
+    `diagnose F --json true` took `true` for a second path)."""
+    for param in cmd.params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    made = cmd.get_help_option  # --help is made when the help is rendered, not kept in cmd.params
+
+    def get_help_option(ctx):
+        option = made(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    cmd.get_help_option = get_help_option
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        _flags_take_no_value(sub)
 
 
 def _unwrap_help(cmd) -> None:

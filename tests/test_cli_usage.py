@@ -226,3 +226,13 @@ def test_every_option_a_user_may_leave_out_states_its_default(path, param):
     shown = param.show_default and param.default is not None  # typer prints `[default: X]` for these
     text = param.help or ""
     assert shown or "default" in text or "required" in text, (path, param.opts, text)
+
+
+@pytest.mark.parametrize(("path", "cmd"), TREE, ids=_ids(TREE))
+def test_a_flag_shows_no_value_in_help(capsys, monkeypatch, path, cmd):
+    """Every flag's row read `--json <bool>`, `--review <bool>`, `--help <bool>`: a value to give, it seemed, and
+    `diagnose F --json true` took `true` for a second trace path (`error: true: no such file or directory`)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main([*path, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--help" in out and "<bool>" not in out
