@@ -1994,11 +1994,15 @@ def _rejected_patch_write(view: TraceView, paths: list[str] | tuple[()], before:
 # the user choosing among what a reply offered, in the first person ("I'd like to go with Option 1", "Let's go with
 # HAT100", "I'll take the first one", "We would prefer the morning flight"): it accepts that reply as a yes does. Not
 # a look ("take a look"), nor a negation ("I don't want to go with", "let's not"), nor a question ("Should I go with
-# Option 1?": ``invariants.unasked``)
+# Option 1?": ``invariants.unasked``), nor the verb followed by no choice of what was offered: a refusal ("I would
+# prefer not to"), something else ("go with a different flight", "pick something else") or a choice put off ("I'll
+# choose later")
 CHOICE = re.compile(r"\b(?:i|we|let['’]?s|let\s+us)(?:['’]ll|['’]d|\s+will|\s+would)?"
                     r"(?:\s+(?:like|love|want)\s+to|\s+rather)?\s+"
                     r"(?:go\s+with|take(?!\s+(?:a\s+look|a\s+moment|a\s+minute|care|time)\b)|choose|pick|opt\s+for|"
-                    r"select|prefer)\b", re.I)
+                    r"select|prefer)\b"
+                    r"(?!\s+(?:not|never|neither|none|nothing|another|other|a\s+different|different|"
+                    r"(?:something|anything|someone)\s+else|later)\b)", re.I)
 
 
 def accepts(view: TraceView, i: int) -> bool:

@@ -129,7 +129,11 @@ def test_an_option_chosen_without_a_yes_word_accepts_the_reply_that_offered_it(c
 
 
 @pytest.mark.parametrize("said", ["I'd like to take a look at Option 1 first.", "Should I go with Option 1?",
-                                  "I don't want to go with Option 1."])
+                                  "I don't want to go with Option 1.",
+                                  # the verb of choosing, then no choice of what was offered: a refusal, something
+                                  # else, a choice put off (f408752 read each as accepting the offer)
+                                  "I would prefer not to change anything.", "I'd like to go with a different flight.",
+                                  "We will pick something else.", "I'll choose later, thanks."])
 def test_a_look_a_question_or_a_refusal_chooses_nothing(said):
     b = TraceBuilder("t").system(POLICY).user("Move my trip ABC123 to a later flight on May 20, user id amy_1.")
     b.call("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"},
