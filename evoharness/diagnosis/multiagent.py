@@ -75,6 +75,11 @@ ROLE_OF_HEAD = {"orchestrator": "orchestrator", "terminal": "executor", "executo
                 "runner": "executor", "sandbox": "executor", "interpreter": "executor", "shell": "executor",
                 "console": "executor", "repl": "executor", "surfer": "tool", "browser": "tool"}
 ROLE_SUFFIX = re.compile(r"agent|\d+", re.IGNORECASE)  # trailing words that name no role
+# ``interpreter`` names an executor alone or after a word of code (``Interpreter``, ``Code_Interpreter``,
+# ``python_interpreter``); after another word it is an expert who interprets (``Results_Interpreter``,
+# ``Data_Interpreter``, ``LanguageInterpreter``)
+CODE_WORDS = frozenset(("code", "python", "py", "ipython", "jupyter", "shell", "bash", "sh", "js", "javascript",
+                        "node", "sql", "command", "cmd", "script", "program"))
 NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # a plan or ledger of an orchestrator, or the team's opening restatement: no agent's reasoning. Magentic-One 0.2 opens
 # its task ledger with "Initial plan:" / "New plan:"; AutoGen 0.4's MagenticOneOrchestrator posts the ledger bare ("We
@@ -285,7 +290,12 @@ def agent_role(name: str) -> str:
     words = NAME_WORD.findall(name)
     while words and ROLE_SUFFIX.fullmatch(words[-1]):
         words.pop()
-    return ROLE_OF_HEAD.get(words[-1].lower(), "agent") if words else "agent"
+    if not words:
+        return "agent"
+    head = words[-1].lower()
+    if head == "interpreter" and len(words) > 1 and words[-2].lower() not in CODE_WORDS:
+        return "agent"
+    return ROLE_OF_HEAD.get(head, "agent")
 
 
 def is_tool_name(name: str) -> bool:

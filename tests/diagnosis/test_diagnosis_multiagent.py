@@ -335,6 +335,10 @@ ROLE_TABLE = [
     ("file_surfer_agent", "tool"), ("browser", "tool"), ("Coder", "agent"), ("assistant_agent", "agent"),
     ("user_proxy", "agent"), ("WomenInComputerScienceHistory_Expert", "agent"), ("Orchestrator_Expert", "agent"),
     ("agent", "agent"), ("Agent_1", "agent"), ("", "agent"),
+    # an interpreter runs code when it is the whole name or code's (7b79d40 made every one an executor: an expert who
+    # interprets results, data or a language wrote no reasoning turn)
+    ("Interpreter", "executor"), ("Code_Interpreter", "executor"), ("python_interpreter_agent", "executor"),
+    ("Results_Interpreter", "agent"), ("Data_Interpreter", "agent"), ("LanguageInterpreter", "agent"),
 ]
 
 
