@@ -407,6 +407,18 @@ _UNPACKED = frozenset(("archive", "archives", "zip", "tar", "tarball", "tgz", "g
                        "compressed", "to", "into"))
 
 
+# WRITE_VERBS that are as often nouns of what a read returns (merge requests, store hours, push events, update
+# logs, book details, write permissions): after the verb's object (not right after the opening verb, not after
+# ``then``) and before a last word of such information (``_READ_HEADS``), the clause names things
+# (``get_issues_and_merge_requests``, ``get_author_and_book_details`` read; ``check_availability_and_book_room``,
+# ``get_user_and_update_profile`` write)
+_NOUN_TOO = frozenset(("update", "change", "set", "store", "place", "book", "move", "copy", "commit", "push", "merge",
+                       "install", "write", "drop", "download", "upload", "launch", "register", "reset", "fix",
+                       "upgrade", "rollback", "grant", "save"))
+_READ_HEADS = frozenset(("details", "detail", "info", "information", "history", "events", "requests", "logs", "log",
+                         "permissions", "hours", "summary", "metadata", "stats", "statistics"))
+
+
 def _acts_later(words: list[str]) -> bool:
     """A name's words (lower case) that go on to act after its reading verb: a later clause that writes
     (``_CONJUNCTIONS``, ``WRITE_VERBS``, ``_ACTS_AS_VERB``) or ``extract`` of an archive or to a place
@@ -417,6 +429,8 @@ def _acts_later(words: list[str]) -> bool:
         if words[i] not in _CONJUNCTIONS:
             continue
         verb = words[i + 1]
+        if verb in _NOUN_TOO and words[i] != "then" and i > 1 and i + 2 < len(words) and words[-1] in _READ_HEADS:
+            continue  # the objects' names: get_issues_and_merge_requests
         if verb in WRITE_VERBS:
             return True
         if verb in _ACTS_AS_VERB and (words[i] == "then" or i == 1):
