@@ -269,16 +269,21 @@ _ACT_SHAPE = re.compile(
     r"(go\s+on|carry\s+on|continue|(\w+)\s+(?:it|that|this|them|those|these|so|the\s+(\w+)))\b"
     r"[^.!?\n]*(?:[.!\n]|$)", re.I)
 _SENTENCE_END = re.compile(r"[.!;\n]")
+# another action in the place of the one asked ("Please change it to express shipping instead", "Please exchange it
+# rather than cancel"): no request to do what was asked
+_IN_PLACE = re.compile(r"\b(?:instead|rather\s+than)\b", re.I)
 
 
 def requests_act(text: str) -> bool:
     """A sentence of ``text`` is a request to act (``_ACT_SHAPE`` at a sentence's start, its verb one of ``_DO`` and a
-    noun after "the" one of ``_DONE_TO``), and ``text`` is no decline (``DECLINE``)."""
+    noun after "the" one of ``_DONE_TO``; not another action in its place, ``_IN_PLACE``), and ``text`` is no decline
+    (``DECLINE``)."""
     pos, n = 0, len(text)
     while pos < n:
         m = _ACT_SHAPE.match(text, pos)
         if m is not None and (m.group(2) is None or m.group(2).lower() in _DO
-                              and (m.group(3) is None or m.group(3).lower() in _DONE_TO)):
+                              and (m.group(3) is None or m.group(3).lower() in _DONE_TO)) \
+                and _IN_PLACE.search(m.group(0)) is None:
             return DECLINE.search(text) is None
         end = _SENTENCE_END.search(text, pos)
         if end is None:

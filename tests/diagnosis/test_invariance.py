@@ -243,6 +243,9 @@ def test_a_request_to_act_answering_the_agents_question_confirms(asked, answer):
     ("Order #W123 is pending. Shall I cancel it?", "Please don't cancel it yet."),
     ("Order #W123 is pending. Shall I cancel it?", "Please tell me the refund first."),
     ("Order #W123 is pending. Shall I cancel it?", "No, change it instead."),
+    # another action in place of the one asked, with no "No" before it (a6ce89f read these as the yes)
+    ("Order #W123 is pending. Shall I cancel it?", "Please change it to the express shipping instead."),
+    ("Order #W123 is pending. Shall I cancel it?", "Please exchange it rather than cancel."),
     ("Order #W123 is pending. Shall I cancel it?", "Please make sure the refund goes to my card first."),
     ("Order #W123 is pending. Which card would you like me to refund?", "Please refund it to my card."),
     ("Order #W123 is pending. Shall I cancel it?", "Can you cancel it and then reorder?"),
