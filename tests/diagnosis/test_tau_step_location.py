@@ -112,20 +112,26 @@ def test_a_plan_accepted_before_its_restatement_is_located_where_it_was_first_pu
     assert "confirmed by the user at step 7" in lab.first_signal.evidence
 
 
+def _offer_answered(said: str) -> int:
+    """The first write's step when the user answers two offered flights with ``said``, then says yes to the
+    restatement (step 4: the offer; step 6: the restatement)."""
+    b = TraceBuilder("t").system(POLICY).user("Move my trip ABC123 to a later flight on May 20, user id amy_1.")
+    b.call("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"},
+           result='[{"flight_number": "HAT100", "price": 310}, {"flight_number": "HAT200", "price": 180}]')
+    b.say("Option 1: HAT100 at $310. Option 2: HAT200 at $180. Which would you like?")  # step 4
+    b.user(said)
+    b.say("To confirm: change ABC123 to HAT100 on May 20 for $310. Shall I proceed?").user("Yes, please go ahead.")
+    b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
+    return Labeller().label(b.deliver("Your trip is now on HAT100.").build(0.0)).first_signal.step
+
+
 @pytest.mark.parametrize("choice", ["I'd like to go with Option 1 for the trip, please.", "Let's go with Option 1.",
                                     "I'll take Option 1.", "We would prefer Option 1 then."])
 def test_an_option_chosen_without_a_yes_word_accepts_the_reply_that_offered_it(choice):
     """Choosing an offered option ("I'd like to go with Option 1") accepts the reply that offered it, as "Yes, let's go
     with Option 1" does: the restatement after it only asks the yes the policy wants (before, a choice with no word of
     assent left the restatement as the proposal; tau-bench airline 7:0's dev label is the offer)."""
-    b = TraceBuilder("t").system(POLICY).user("Move my trip ABC123 to a later flight on May 20, user id amy_1.")
-    b.call("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"},
-           result='[{"flight_number": "HAT100", "price": 310}, {"flight_number": "HAT200", "price": 180}]')
-    b.say("Option 1: HAT100 at $310. Option 2: HAT200 at $180. Which would you like?")  # step 4
-    b.user(choice)
-    b.say("To confirm: change ABC123 to HAT100 on May 20 for $310. Shall I proceed?").user("Yes, please go ahead.")
-    b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
-    assert Labeller().label(b.deliver("Your trip is now on HAT100.").build(0.0)).first_signal.step == 4
+    assert _offer_answered(choice) == 4
 
 
 @pytest.mark.parametrize("said", ["I'd like to take a look at Option 1 first.", "Should I go with Option 1?",
@@ -135,14 +141,7 @@ def test_an_option_chosen_without_a_yes_word_accepts_the_reply_that_offered_it(c
                                   "I would prefer not to change anything.", "I'd like to go with a different flight.",
                                   "We will pick something else.", "I'll choose later, thanks."])
 def test_a_look_a_question_or_a_refusal_chooses_nothing(said):
-    b = TraceBuilder("t").system(POLICY).user("Move my trip ABC123 to a later flight on May 20, user id amy_1.")
-    b.call("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"},
-           result='[{"flight_number": "HAT100", "price": 310}, {"flight_number": "HAT200", "price": 180}]')
-    b.say("Option 1: HAT100 at $310. Option 2: HAT200 at $180. Which would you like?")  # step 4
-    b.user(said)
-    b.say("To confirm: change ABC123 to HAT100 on May 20 for $310. Shall I proceed?").user("Yes, please go ahead.")
-    b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
-    assert Labeller().label(b.deliver("Your trip is now on HAT100.").build(0.0)).first_signal.step == 6
+    assert _offer_answered(said) == 6
 
 
 def test_a_restatement_after_a_look_up_stays_the_proposal():
