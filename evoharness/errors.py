@@ -27,6 +27,11 @@ class InputError(EvoharnessError):
         super().__init__(reason if named else f"{loc}: {reason}")
 
 
+class HeldOutRequested(InputError):
+    """A request that asks for held-out tasks, which are never exported: the request's fault (a service answers
+    422), not the state of what it holds."""
+
+
 class EditRejected(EvoharnessError):
     """A harness edit failed validation; nothing was written."""
 

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from evoharness.cli_support import shell_words
 from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass, LabelHead
-from evoharness.errors import InputError
+from evoharness.errors import HeldOutRequested, InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
 from evoharness.traces.store import naming_output
@@ -313,10 +313,10 @@ def _selected(c: Candidate, f: ExportFilters) -> bool | str | None:
 
 def _check_request(filters: ExportFilters, held: set[str]) -> None:
     if filters.splits and Split.heldout in filters.splits:
-        raise InputError("--split", "held-out tasks are never exported (asked for split heldout)")
+        raise HeldOutRequested("--split", "held-out tasks are never exported (asked for split heldout)")
     asked = sorted(set(filters.tasks or []) & held)
     if asked:
-        raise InputError("--task", f"held-out tasks are never exported: {', '.join(asked[:5])}")
+        raise HeldOutRequested("--task", f"held-out tasks are never exported: {', '.join(asked[:5])}")
 
 
 class _HeldOutLate(Exception):  # noqa: N818 (a signal to export_dataset, never seen by a caller)
@@ -517,7 +517,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         renderer.close()
     if admitted == 0 and heldout_matched:
         _discard(stage, made)
-        raise InputError("export", f"only held-out tasks matched the request ({heldout_matched} "
+        raise HeldOutRequested("export", f"only held-out tasks matched the request ({heldout_matched} "
                          "trajectories); held-out tasks are never exported")
     summary.records, summary.labels_reused = written
     for key, c in counts.items():

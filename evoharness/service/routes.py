@@ -20,7 +20,7 @@ from evoharness import __version__
 from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
 from evoharness.diagnosis.models import FailureClass
 from evoharness.diagnosis.routing import Router
-from evoharness.errors import InputError
+from evoharness.errors import HeldOutRequested, InputError
 from evoharness.graph.runner import RUN_ID, runs_dir
 from evoharness.harness_repo.review import Status as CandidateStatus
 from evoharness.service.auth import require_token, require_token_for_reads
@@ -435,7 +435,7 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
             placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis)
     except InputError as e:
-        if e.source in ("--task", "--split") or "held-out tasks are never exported" in e.reason:
+        if isinstance(e, HeldOutRequested):
             raise HTTPException(422, str(e)) from None  # the request asked for held-out tasks
         raise  # an export directory holding other files, a queue that cannot be opened: 409
     return {"path": str(out.resolve()), "records": summary.records, "files": summary.files,

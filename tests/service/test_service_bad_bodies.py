@@ -265,3 +265,17 @@ def test_json_lines_posted_as_a_batch_keep_their_hint_in_the_same_shape(client):
     error = ("body is JSON Lines (2 records, one a line), not a JSON list: send the list, or these lines with "
              "?format=auto")
     assert r.status_code == 422 and r.json() == {"error": error, "errors": [{"field": "body", "error": error}]}
+
+
+def test_an_export_refused_for_asking_held_out_tasks_is_422_however_it_is_worded(client, monkeypatch):
+    """ea38ef9 told a held-out refusal (422, the request's fault) from a state's (409) by its words ('held-out tasks
+    are never exported'): the same refusal reworded became 409. The kind of error decides now."""
+    from evoharness.datasets import export
+    from evoharness.errors import HeldOutRequested
+
+    def refuse(*_args, **_kw):
+        raise HeldOutRequested("export", "every matching trajectory is of a task kept for evaluation")
+
+    monkeypatch.setattr(export, "export_dataset", refuse)
+    r = client.post("/datasets/export", json={"source": "healthy"}, headers=AUTH)
+    assert r.status_code == 422 and "kept for evaluation" in r.json()["error"], r.text
