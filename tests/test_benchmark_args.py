@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.modules import load_file
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -117,11 +119,8 @@ def test_a_sample_piped_into_a_reader_that_left_ends_quietly(script, tmp_path):
 def test_label_throughput_parses_the_same_records_one_copy_at_a_time(tmp_path):
     """The plain parse that ``label_throughput.py`` sets beside import + label reads the same records as the
     replicated file, one copy's list per file (each the ``--data`` file's layout), not one list of all of them."""
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location("label_throughput", ROOT / "benchmarks" / "label_throughput.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_file(ROOT / "benchmarks" / "label_throughput.py", "label_throughput")
     src = tmp_path / "src.json"
     records = [{"task_id": i, "trial": 0, "reward": i % 2, "traj": [{"role": "user", "content": f"é {i}"}]}
                for i in range(3)]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from tests.modules import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _dump_labels():
-    spec = importlib.util.spec_from_file_location("dump_labels", ROOT / "scripts" / "dump_labels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(ROOT / "scripts" / "dump_labels.py", "dump_labels")
 
 
 def test_tuning_only_leaves_out_every_held_out_set(tmp_path, monkeypatch):

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from evoharness.cli import main
+from tests.modules import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU = ROOT / "tests/fixtures/data/tau_bench_airline_gpt4o/gpt-4o-airline.json"
 
 
 def _human_labels():
-    spec = importlib.util.spec_from_file_location("human_labels", ROOT / "scripts" / "human_labels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(ROOT / "scripts" / "human_labels.py", "human_labels")
 
 
 def test_dev_labels_of_a_tuning_set_are_what_calibrate_reads(tmp_path, capsys):

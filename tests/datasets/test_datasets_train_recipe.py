@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import pytest
 
 from evoharness.datasets.export import export_dataset
 from evoharness.datasets.models import ExportFormat, SourceKind
+from tests.modules import load_file
 
 from .helpers import make_traj, read_jsonl
 
@@ -19,10 +19,7 @@ RECIPE = Path(__file__).resolve().parents[2] / "ops" / "train" / "sft_lora.py"
 
 
 def _recipe():
-    spec = importlib.util.spec_from_file_location("sft_lora", RECIPE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # imports nothing heavy at module level
-    return mod
+    return load_file(RECIPE, "sft_lora")  # imports nothing heavy at module level
 
 
 def test_recipe_reads_an_openai_export_as_exported(tmp_path):
@@ -53,10 +50,7 @@ def test_recipe_refuses_what_it_cannot_train_on(tmp_path):
 
 
 def _smoke():
-    spec = importlib.util.spec_from_file_location("train_smoke", RECIPE.parent / "smoke.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # imports nothing heavy at module level
-    return mod
+    return load_file(RECIPE.parent / "smoke.py", "train_smoke")  # imports nothing heavy at module level
 
 
 def _renderer(template: str, tools):

@@ -8,7 +8,6 @@ failed run gets no process label (F2 / F3) for work that made progress or fricti
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from evoharness.diagnosis.invariants import policy_rules
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import load_paths
+from tests.modules import load_file
 
 FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openhands-output", "atif")
 SYSTEM = "You are a helpful assistant that can interact with a computer shell to solve programming tasks."
@@ -33,10 +33,7 @@ CORE = (0, "def values(items):\n    out = []\n    for x in items:\n        out.a
 
 def _swe_agent_writer():
     path = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "swe_agent" / "make_sample.py"
-    spec = importlib.util.spec_from_file_location("swe_agent_writer", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path, "swe_agent_writer")
 
 
 def _mini(actions) -> list[dict]:

@@ -12,7 +12,6 @@ tests/fixtures/traces/mini_swe_v2/make_sample.py) and as SWE-agent ``.traj`` fil
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import load_paths
+from tests.modules import load_file
 
 PROCESS = ("F2", "F3")
 TRACE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
@@ -29,10 +29,7 @@ SWE_FORMATS = ("v1", "v2-toolcall", "v2-text", "v2-response", "swe-agent")
 
 
 def _writer(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_writer", TRACE_FIXTURES / name / "make_sample.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(TRACE_FIXTURES / name / "make_sample.py", f"{name}_writer")
 
 
 def _last_assistant(t) -> int:
@@ -288,10 +285,7 @@ def test_swe_agent_editor_rounds_are_no_process_label(full_shared_data, tmp_path
 
 def _label_profile():
     script = Path(__file__).resolve().parents[2] / "scripts" / "label_profile.py"
-    spec = importlib.util.spec_from_file_location("label_profile", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(script, "label_profile")
 
 
 def test_label_profile_tells_a_constant_place_from_a_varying_one(tmp_path, capsys):

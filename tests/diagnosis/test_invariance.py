@@ -8,8 +8,6 @@ change what happened show the failure they made."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.models import Trajectory
 from tests.conftest import FULL_SHARED_DATA
+from tests.modules import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ("# Retail agent policy\nYou must authenticate the user identity by locating their user id via email. "
@@ -335,11 +334,7 @@ def test_an_expert_discussing_an_exit_code_is_not_the_run_that_failed(executor):
 # ---- the table on the tuning data ------------------------------------------------------------------------------------
 
 def _invariance():
-    spec = importlib.util.spec_from_file_location("label_invariance", ROOT / "benchmarks" / "label_invariance.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["label_invariance"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "benchmarks" / "label_invariance.py", "label_invariance", register=True)
 
 
 INV = _invariance()

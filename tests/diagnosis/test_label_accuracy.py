@@ -267,12 +267,9 @@ def test_a_dev_label_file_nested_too_deeply_is_an_input_error(tmp_path):
 def test_the_dev_label_halves_are_the_sample_scripts_and_cover_every_failed_airline_run_once(full_shared_data):
     """Every label's half is the one ``benchmarks/tau_dev_sample.py`` draws for its run (first sample, test2,
     test3), the three draws are disjoint, and together they are all the reward-0 airline runs."""
-    import importlib.util
+    from tests.modules import load_file
 
-    spec = importlib.util.spec_from_file_location(
-        "tau_dev_sample", Path(__file__).resolve().parents[2] / "benchmarks" / "tau_dev_sample.py")
-    sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sample)
+    sample = load_file(Path(__file__).resolve().parents[2] / "benchmarks" / "tau_dev_sample.py", "tau_dev_sample")
     records = json.loads((full_shared_data / DEV_RUNS).read_text())
     drawn = sample.sample(records) + sample.test2(records) + sample.test3(records)
     halves = {(r["task_id"], r["trial"]): r["half"] for r in drawn}

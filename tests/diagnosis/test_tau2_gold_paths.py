@@ -7,11 +7,11 @@ first signal is the step it is written to fail at (a recovered error: Healthy, n
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.modules import load_file
 
 pytest.importorskip("tau2")
 
@@ -27,11 +27,8 @@ PLACEMENT = ("F4.first_write", "F4.poor_delivery")
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("tau2_gold_paths", ROOT / "benchmarks" / "tau2_gold_paths.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    # its dataclasses look their module up in sys.modules
+    return load_file(ROOT / "benchmarks" / "tau2_gold_paths.py", "tau2_gold_paths", register=True)
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.modules import load_file
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is installed by scripts/setup.sh (--no-deps)")
 
@@ -81,9 +82,7 @@ def test_miss_param_turn_must_not_call():
 
 @pytest.mark.slow
 def test_ground_truth_800_of_800_and_bfcl_checker_agrees(capsys):
-    spec = importlib.util.spec_from_file_location("bfcl_ground_truth", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file(SCRIPT, "bfcl_ground_truth")
     assert mod.main([]) == 0
     out = capsys.readouterr().out
     for cat in CATEGORIES:

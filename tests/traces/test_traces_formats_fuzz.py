@@ -5,7 +5,6 @@ the seeds, the script's mutator the damage)."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from pathlib import Path
 
@@ -16,11 +15,10 @@ from hypothesis import strategies as st
 from evoharness.errors import InputError
 from evoharness.traces.importers import load_paths
 from evoharness.traces.models import Trajectory
+from tests.modules import load_file
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fuzz_importers.py"
-_spec = importlib.util.spec_from_file_location("fuzz_importers", SCRIPT)
-fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fuzz)
+fuzz = load_file(SCRIPT, "fuzz_importers")
 
 FORMATS = [f for f, samples in fuzz.SAMPLES.items() if samples]
 

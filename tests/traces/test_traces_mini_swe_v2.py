@@ -4,7 +4,6 @@ message -- real v1 runs written as v2 writes them (tests/fixtures/traces/mini_sw
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from evoharness.traces.importers import detect_format, load_paths
 from evoharness.traces.models import Termination
+from tests.modules import load_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V2 = FIXTURES / "traces" / "mini_swe_v2"
@@ -20,10 +20,7 @@ RUN = "django__django-12708"
 
 
 def _maker():
-    spec = importlib.util.spec_from_file_location("mini_swe_v2_sample", V2 / "make_sample.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(V2 / "make_sample.py", "mini_swe_v2_sample")
 
 
 def _v1(instance: str = RUN) -> dict:

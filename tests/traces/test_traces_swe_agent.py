@@ -4,7 +4,6 @@ real runs written as SWE-agent saves them (tests/fixtures/traces/swe_agent/make_
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from evoharness.errors import InputError
 from evoharness.traces.importers import detect_format, load_paths
 from evoharness.traces.models import Termination
+from tests.modules import load_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SAMPLE = FIXTURES / "traces" / "swe_agent" / "experiments"
@@ -22,10 +22,7 @@ RUN, FAILED = "django__django-12708", "django__django-11477"
 
 
 def _maker():
-    spec = importlib.util.spec_from_file_location("swe_agent_sample", SAMPLE.parent / "make_sample.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(SAMPLE.parent / "make_sample.py", "swe_agent_sample")
 
 
 def _run(style: str = "function_calling") -> dict:

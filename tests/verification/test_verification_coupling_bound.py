@@ -4,7 +4,6 @@ benchmarks/verification_power_bound.py's power figures (checked against a simula
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import random
@@ -13,14 +12,13 @@ from pathlib import Path
 import pytest
 from scipy.stats import norm
 
+from tests.modules import load_file
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(BENCH / f"{name}.py", name)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ tools, which it also obeys): a bundled harmful lesson measurably hurts there.
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import zlib
 from pathlib import Path
@@ -23,6 +22,7 @@ from evoharness.verification.hunks import GitParts, only_hunk, split_hunks, with
 from evoharness.verification.observations import Observation
 from evoharness.verification.selection import BehaviourAware
 from evoharness.verification.verifier import Verifier
+from tests.modules import load_file
 
 T = "F3.repeated_action"
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bundled_hunks.py"
@@ -191,9 +191,7 @@ def test_the_reduced_candidate_names_what_was_dropped_and_merges_without_it(tmp_
 
 
 def test_benchmark_bundled_hunks_and_null_edits(capsys):
-    spec = importlib.util.spec_from_file_location("bundled_hunks", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_file(BENCH, "bundled_hunks")
     assert bench.main(["--tries", "20", "--json"]) == 0
     import json
 

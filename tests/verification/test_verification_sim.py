@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from evoharness.verification.sim import SimHarness, SimWorld
+from tests.modules import load_file
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "verification_sim.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("verification_sim", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(BENCH, "verification_sim")
 
 
 def test_json_has_every_strategy_with_the_issues_keys(bench, capsys):
@@ -129,9 +126,7 @@ def test_every_figure_has_an_interval_and_the_24x_split_gets_the_same_seeds(benc
 
 def test_weights_analysis_oracle_weights_bound_every_weighting():
     """The oracle weights d_t / v_t maximise the noncentrality (Cauchy-Schwarz): no weighting beats them."""
-    spec = importlib.util.spec_from_file_location("verification_weights", BENCH.with_name("verification_weights.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file(BENCH.with_name("verification_weights.py"), "verification_weights")
     row = mod.one_world(2, seeds=40)
     assert row["tasks"] > 3
     assert all(row[name] <= row["oracle"] + 1e-12 for name in mod.WEIGHTINGS)
