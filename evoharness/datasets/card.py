@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .env_tools import MAX_ENVS
 from .export_formats import EXPORT_FORMATS
 from .models import ExportSummary
 
@@ -63,6 +64,9 @@ def render_card(s: ExportSummary) -> str:
         f"tasks {f.tasks or 'any'}, classes {[x.value for x in f.classes] if f.classes else 'any'}",
         f"- **Held-out tasks:** never exported; {s.heldout_tasks_excluded} trajectories of held-out tasks "
         "were excluded.",
+        *([f"- **Tool declarations:** {s.env_tools_past_limit} records name an environment past the "
+            f"{MAX_ENVS} distinct ones an export builds; their undeclared tools are inferred from the calls "
+            "(empty description)"] if s.env_tools_past_limit else []),
         f"- **Created:** {s.created_at.isoformat()}",
         "",
         "## Provenance",

@@ -170,6 +170,7 @@ def export(
                          "used instead of labelling again (default: none, the trajectories are labelled)")] = None,
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
+    from .env_tools import MAX_ENVS
     from .export import JsonlSource, export_dataset
     from .export_formats import EXPORT_FORMATS
     from .models import ExportFormat, SourceKind
@@ -226,6 +227,9 @@ def export(
                       f"({summary.prompt_render_unjailed}; limits only)")
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
                f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped{reused}{fell_back}")
+    if past := summary.env_tools_past_limit:
+        typer.echo(f"warning: {past} records name an environment (meta.env) past the {MAX_ENVS} distinct ones an "
+                   "export builds for tool declarations; their undeclared tools are inferred from the calls", err=True)
     if twice := summary.skipped.get("duplicate_id"):  # `import` wrote two runs of one id: which one is in the set
         typer.echo(f"warning: {twice} trajectories of {trajectories} have the id of an earlier one; only the first "
                    "of each id was exported (skipped as duplicate_id)", err=True)

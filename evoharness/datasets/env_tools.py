@@ -7,6 +7,12 @@ the environment declares it with its description (tau2's tools: their docstrings
 builds each environment once per export and gives those declarations by tool name; a trajectory without an env
 spec, of an env of another version, or of a task or env that cannot be built here gets none (inference, as
 before).
+
+``meta["env"]`` of an ingested trajectory is whatever the client wrote, so the environments built are bounded: at
+most ``MAX_ENVS`` distinct specs per export are built (or tried); a trajectory of a further spec gets none and is
+counted (``past_limit``, the export's ``env_tools_past_limit``). A spec whose name is no registered environment
+(``nosuchenv:x``) is never built nor counted against the limit. Until the thirteenth session every distinct spec was
+built, and kept for the whole export.
 """
 
 from __future__ import annotations
@@ -18,11 +24,19 @@ from evoharness.traces.models import Trajectory
 
 log = get_logger(__name__)
 
+# The most distinct env specs one export builds (or tries to): the environments a run's rollouts name are a handful
+# (one per env and simulated user); more come from trajectories a client wrote.
+MAX_ENVS = 16
+
 
 class EnvTools:
-    """``of(traj)``: {tool name: OpenAI tool object} as the trajectory's environment declares them ({} when none)."""
+    """``of(traj)``: {tool name: OpenAI tool object} as the trajectory's environment declares them ({} when none).
 
-    def __init__(self) -> None:
+    ``past_limit``: the trajectories asked about whose env spec was not built because ``limit`` specs were."""
+
+    def __init__(self, limit: int = MAX_ENVS) -> None:
+        self.limit = limit
+        self.past_limit = 0
         self._envs: dict[str, Any] = {}  # spec -> the environment, or None when it cannot be built here
         self._tools: dict[tuple[str, str], dict[str, dict]] = {}
 
@@ -31,14 +45,16 @@ class EnvTools:
         spec = meta.get("env")
         if not isinstance(spec, str) or not spec:
             return {}
+        env = self._env(spec)
+        if env is None:
+            return {}
         key = (spec, traj.task_id)
         if key not in self._tools:
-            self._tools[key] = self._declared(spec, traj.task_id, meta.get("env_version"))
+            self._tools[key] = self._declared(env, spec, traj.task_id, meta.get("env_version"))
         return self._tools[key]
 
-    def _declared(self, spec: str, task_id: str, version: Any) -> dict[str, dict]:
-        env = self._env(spec)
-        if env is None or (version is not None and str(version) != str(getattr(env, "version", None))):
+    def _declared(self, env: Any, spec: str, task_id: str, version: Any) -> dict[str, dict]:
+        if version is not None and str(version) != str(getattr(env, "version", None)):
             return {}
         try:
             tools = env.tools(env.get_task(task_id))
@@ -57,8 +73,16 @@ class EnvTools:
 
     def _env(self, spec: str) -> Any:
         if spec not in self._envs:
-            from evoharness.envs.registry import entry_for
+            from evoharness.envs.registry import ENVIRONMENTS, entry_for
 
+            if spec.partition(":")[0] not in ENVIRONMENTS:
+                return None  # no environment of that name: nothing to build, nothing kept
+            if len(self._envs) >= self.limit:
+                if not self.past_limit:
+                    log.warning("export.env_tools_limit", limit=self.limit, env=spec,
+                                why="more distinct env specs than an export builds: the rest keep inferred tools")
+                self.past_limit += 1
+                return None
             try:
                 self._envs[spec] = entry_for(spec).build(spec)
             except Exception as e:  # noqa: BLE001 - its package or data missing here: the calls' inference

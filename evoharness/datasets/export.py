@@ -526,6 +526,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     summary.prompt_fallbacks = renderer.fallbacks
     summary.prompt_limit_hits = renderer.limit_hits
     summary.prompt_render_unjailed = renderer.unjailed
+    summary.env_tools_past_limit = env_tools.past_limit
     write_card(stage, summary)
     with _moving_in(out):  # two exports into one directory (two requests of one name) must not mix their files
         _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger

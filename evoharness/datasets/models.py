@@ -89,6 +89,10 @@ class ExportSummary(BaseModel):
     prompt_render_unjailed: str | None = Field(None, description="why the template render process ran "
                                                "without its bubblewrap jail (memory, CPU and wall limits only, "
                                                "as the service's user); null when it ran jailed or not at all")
+    env_tools_past_limit: int = Field(0, description="records whose environment (meta.env) was not built for its "
+                                      "tool declarations, the export having built its limit of distinct envs "
+                                      "(datasets.env_tools.MAX_ENVS): their undeclared tools are inferred "
+                                      "from the calls")
     labels_reused: int = Field(0, description="records written whose class came from --labels, not relabelled "
                                              "(trajectories the filters or held-out tasks drop are not counted)")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

@@ -444,5 +444,6 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped,
             "prompt_fallbacks": summary.prompt_fallbacks, "prompt_limit_hits": summary.prompt_limit_hits,
             "prompt_render_unjailed": summary.prompt_render_unjailed,
+            "env_tools_past_limit": summary.env_tools_past_limit,
             # a typo in `tasks` wrote an empty export with nothing to say why (`dataset export --task` warns)
             "tasks_without_records": [t for t in dict.fromkeys(body.tasks or ()) if not summary.tasks.get(t)]}

@@ -49,3 +49,37 @@ def test_a_trajectory_of_no_env_another_version_or_an_unknown_env_keeps_inferred
     no_task = make_traj("n", task="no-such-task", tools_meta=False)
     no_task.meta.update(env="synthetic", env_version="1")
     assert EnvTools().of(no_task) == {}
+
+
+def _of_env(tid: str, spec: str):
+    traj = make_traj(tid, task="contact_0", tools_meta=False, tool="lookup_contact")
+    traj.meta.update(env=spec, env_version=get_environment("synthetic").version)
+    return traj
+
+
+def test_an_export_builds_at_most_max_envs_environments_and_counts_the_records_past_them(tmp_path, monkeypatch):
+    """meta.env of an ingested trajectory is the client's: 40 distinct specs built 40 environments, kept for the
+    whole export. Now the first MAX_ENVS are built; the rest keep inferred tools, counted, and every record is
+    written."""
+    from evoharness.datasets.env_tools import MAX_ENVS
+    from evoharness.envs import synthetic
+
+    trajs = [_of_env(f"t{i}", f"synthetic:{i}") for i in range(40)]
+    built = []
+    real_init = synthetic.SyntheticEnv.__init__
+    monkeypatch.setattr(synthetic.SyntheticEnv, "__init__", lambda self: (built.append(1), real_init(self))[1])
+    summary = export_dataset(tmp_path / "out", source=SourceKind.all, trajectories=trajs)
+    assert len(built) == MAX_ENVS
+    assert summary.records == 40 and summary.env_tools_past_limit == 40 - MAX_ENVS
+    descriptions = [r["tools"][0]["function"]["description"] for r in read_jsonl(tmp_path / "out" / "data.jsonl")]
+    assert all(descriptions[:MAX_ENVS]) and not any(descriptions[MAX_ENVS:])
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert f"{40 - MAX_ENVS} records name an environment past the {MAX_ENVS}" in card
+
+
+def test_specs_of_no_registered_environment_are_not_built_nor_counted_against_the_limit():
+    tools = EnvTools(limit=1)
+    for i in range(5):
+        assert tools.of(_of_env(f"u{i}", f"nosuchenv:{i}")) == {}
+    assert tools.of(_of_env("s", "synthetic")) and tools.past_limit == 0
+    assert tools.of(_of_env("s2", "synthetic:other")) == {} and tools.past_limit == 1
