@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evoharness.diagnosis.consent import affirmative
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.invariants import affirmative, write_calls
+from evoharness.diagnosis.invariants import write_calls
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.diagnosis.models import Label
 from evoharness.traces.importers import load_paths
@@ -50,7 +51,7 @@ YES_COMMON = ("Yes please.", "Go ahead.", "Sure, do it.", "Confirmed.", "Yes, th
 YES_OTHER = ("Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, book it.",
              "Definitely, let's do that.", "Of course, please go on.", "That's right.", "Certainly, by all means.")
 # a yes said as a bare request to act, with no word of assent: a yes where it answers the agent asking leave for the
-# action (invariants.affirmed)
+# action (consent.affirmed)
 YES_IMPERATIVE = ("Perfect, please make the change.", "Great, book it then.", "Please change it.")
 # the agent asking for the yes
 ASKS = ("Shall I proceed?", "Do you want me to go ahead?", "Please confirm.", "Is that OK with you?",

@@ -24,8 +24,9 @@ from functools import lru_cache
 from typing import Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.consent import accepts, affirmed
 from evoharness.diagnosis.context import ToolCall, TraceView
-from evoharness.diagnosis.invariants import affirmed, policy_violations_of, unasked, write_calls
+from evoharness.diagnosis.invariants import policy_violations_of, write_calls
 from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.diagnosis.multiagent import AgentLog
 from evoharness.diagnosis.write_targets import change_words, normal, same_change, same_file, shell_writes
@@ -2003,29 +2004,6 @@ def _rejected_patch_write(view: TraceView, paths: list[str] | tuple[()], before:
                 if edit.search(block) and (not paths or any(p in block for p in paths)):
                     return s, block
     return None
-
-
-# the user choosing among what a reply offered, in the first person ("I'd like to go with Option 1", "Let's go with
-# HAT100", "I'll take the first one", "We would prefer the morning flight"): it accepts that reply as a yes does. Not
-# a look ("take a look"), nor a negation ("I don't want to go with", "let's not"), nor a question ("Should I go with
-# Option 1?": ``invariants.unasked``), nor the verb followed by no choice of what was offered: a refusal ("I would
-# prefer not to"), something else ("go with a different flight", "pick something else") or a choice put off ("I'll
-# choose later")
-CHOICE = re.compile(r"\b(?:i|we|let['’]?s|let\s+us)(?:['’]ll|['’]d|\s+will|\s+would)?"
-                    r"(?:\s+(?:like|love|want)\s+to|\s+rather)?\s+"
-                    r"(?:go\s+with|take(?!\s+(?:a\s+look|a\s+moment|a\s+minute|care|time)\b)|choose|pick|opt\s+for|"
-                    r"select|prefer)\b"
-                    r"(?!\s+(?:not|never|neither|none|nothing|another|other|a\s+different|different|"
-                    r"(?:something|anything|someone)\s+else|later)\b)", re.I)
-
-
-def accepts(view: TraceView, i: int) -> bool:
-    """The user message at ``i`` accepts the reply before it: a yes (``invariants.affirmed``) or a choice among what
-    it offered (``CHOICE``)."""
-    if affirmed(view, i):
-        return True
-    text = view.texts[i][:2000]
-    return CHOICE.search(unasked(text) if "?" in text else text) is not None
 
 
 def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:

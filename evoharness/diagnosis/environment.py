@@ -43,6 +43,7 @@ import re
 from functools import lru_cache
 
 from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.consent import affirmative
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import (
     DIGIT_RUN,
@@ -54,7 +55,6 @@ from evoharness.diagnosis.detectors import (
     id_like_tokens,
     quote,
 )
-from evoharness.diagnosis.invariants import affirmative
 from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.traces.patterns import USER_TOOL_RESULT
 

@@ -16,11 +16,11 @@ asks for an identity check --
   gave it (a ``user_id`` value of a tool result or call, said by the user): the user's own word is the id asked for,
   but it authenticates no one;
 - ``policy.confirmation``: the prompt asks for explicit confirmation (``CONFIRM_POLICY``: or the user's approval,
-  consent, agreement in other words), and the user message just
-  before a write action is not an affirmative ("yes", "confirm", "go ahead", ...), or is one that answers no listing
-  of the action: since the user's first message no reply of the agent named one of the write's argument values, nor
-  does the yes (``_yes_to_the_action``: a request holding "okay" is no yes to a write never listed); a value is named
-  in any case, a number however written ("$1,234.00" for 1234) and an ISO date as words ("May 20" for 2024-05-20).
+  consent, agreement in other words), and the user message just before a write action says no yes
+  (``consent.affirmed``: "yes", "confirm", "go ahead", ...), or is one that answers no listing of the action: since
+  the user's first message no reply of the agent named one of the write's argument values, nor does the yes
+  (``_yes_to_the_action``: a request holding "okay" is no yes to a write never listed); a value is named in any case,
+  a number however written ("$1,234.00" for 1234) and an ISO date as words ("May 20" for 2024-05-20).
 
 A write action is a call that may change state (``is_state_changing``), handing over to a human (``transfer_*``,
 ``escalate_*``, ...: ``is_handoff``) excepted. Every violation has a step and quoted evidence; the first policy
@@ -31,16 +31,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
 from evoharness.diagnosis.claims import MONTHS
+from evoharness.diagnosis.consent import affirmed
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.models import Violation
 from evoharness.traces.models import Termination
-from evoharness.traces.patterns import gate_text
 
 # A policy that asks who the person is: to authenticate a person ("authenticate the user identity", tau-bench retail),
 # to authenticate, verify, confirm, check, establish or validate a person's identity (the user's, the caller's, their,
@@ -117,272 +116,6 @@ CONFIRM_POLICY = re.compile(
     r"|(?:(?:explicit|express)[^\S\n]+)?(?:consent|confirmation|approval|permission|authori[sz]ation|go[- ]ahead)"
     rf")\b{_NOT_THE_YES}"
     r"(?![^\S\n]+(?:(?:their|his|her|the|its)[^\S\n]+)?(?:identit|who\b))", re.I)
-# A user's yes, in the words of assent English has for it (a general vocabulary, not one benchmark's replies): yes and
-# its informal forms, confirm, go ahead, proceed, sure, ok, correct, do it -- and alright, agreed, approved, sounds
-# good, that works, works for me, go for it, let's do it, by all means, that's right, and absolutely, definitely,
-# certainly, of course said as the answer (a stop, a comma or the end right after it: "Absolutely.", "Of course, go
-# on"), not as an adverb ("I'll definitely reach out", "I absolutely need a refund"; no blank before the stop, so that
-# cutting "absolutely not" out of "definitely absolutely not." makes no new yes)
-AFFIRMATIVE = re.compile(
-    r"\b(yes|yeah|yep|yup|confirm(ed)?|go ahead|proceed|please do|sure|ok(ay)?|correct|do it|alright|all right|"
-    # (each alternative opening with its literal, no group: the engine then skips to their first letters)
-    r"absolutely(?=[.,;:!]|$)|definitely(?=[.,;:!]|$)|certainly(?=[.,;:!]|$)|of course(?=[.,;:!]|$)|agree(d)?|"
-    r"approve(d)?|sounds (?:good|great|fine)|that works|works for me|go for it|let['’]?s do (?:it|that|this)|"
-    r"by all means|that['’]?s right|that is right)\b", re.I)
-# AFFIRMATIVE case-sensitive, for a text's ``gate_text`` (lower-cased, no character that folds onto an ASCII letter):
-# the same matches at the same places there (str.lower keeps each such text's length and every character's \w-ness;
-# tests/diagnosis/test_diagnosis_fast_paths.py), ~10x faster than the case-blind search of the text
-_AFFIRMATIVE_LOW = re.compile(AFFIRMATIVE.pattern)
-# phrases that hold an affirmative word but say no yes: "make sure", "I'm not sure", "be sure", "that's not correct",
-# "don't proceed yet" (the word "sure" in "make sure the fee is right" is no confirmation); cut before AFFIRMATIVE
-NOT_AN_ANSWER = re.compile(
-    # an intensifier that goes on to a negation, a "that's right" (or correct) that a negation frames: no assent ("I
-    # definitely do not want that", "Of course I don't want to cancel", "I don't think that's right", "I'm not sure
-    # it's correct"); at most two words between, none a yes, and no comma ("Absolutely, go ahead, but don't ..."
-    # says yes)
-    r"\b(?:absolutely|definitely|certainly|of course)\s+(?:(?!(?:yes|yeah|yep|yup)\b)\w+\s+){0,2}?"
-    r"(?:not|never|\w+n['’]t)\b"
-    # (with the assent word the negation governs: "absolutely never agree" leaves no "agree" behind)
-    r"(?:\s+(?:really\s+|yet\s+)?(?:agree(?:d)?|approve(?:d)?|alright|all right|go ahead|proceed|confirm(?:ed)?|"
-    r"do it|sure|correct|ok(?:ay)?)\b)?"
-    r"|\b(?:not|never|\w+n['’]t)\s+(?:(?!(?:yes|yeah|yep|yup)\b)\w+\s+){0,2}?(?:that['’]?s|that\s+is|it['’]?s|it\s+is)\s+"
-    r"(?:right|correct)\b"
-    r"|\b(?:mak(?:e|es|ing)|made|be|being|not|never|n['’]t)\s+(?:(?:so|too|quite|really|very|entirely|totally|"
-    r"completely)\s+)?sure\b"
-    r"|\b(?:not|never|n['’]t)\s+(?:quite\s+|really\s+)?(?:correct|ok(?:ay)?)\b"
-    r"|\b(?:do\s+not|don['’]t|not|never)\s+(?:yet\s+)?(?:go ahead|proceed|confirm(?:ed)?|do it)\b"
-    # an assent word negated: "I don't agree", "not approved", "not alright", "absolutely not", "doesn't sound good"
-    # (each match bounded by non-word characters, as the others: the negation spelt whole, "don't", not "n't")
-    r"|\b(?:do\s+not|not|never|(?:(?:do|does|did)n|can|won)['’]t)\s+(?:really\s+|yet\s+)?"
-    r"(?:agree(?:d)?|approve(?:d)?|alright|all right)\b"
-    r"|\b(?:absolutely|definitely|certainly|of course)\s+not\b|\b(?:do|does|did)n['’]t\s+sound\s+(?:good|great|fine)\b",
-    re.I)
-
-
-# a decline: a message that opens with "no" / "nope" / "nah" (not "no problem", "no worries"), or says "no thanks",
-# "no need", "I'll pass": "No, that's okay" declines whatever its "okay"; only an explicit yes overrides it
-DECLINE = re.compile(r"^\W*(?:no|nope|nah)\b(?!\s+(?:problem|worries|issue))|\bno,?\s+thank(?:s| you)\b|\bno need\b"
-                     r"|\bi['’]?ll pass\b|\bnot (?:necessary|needed|interested)\b", re.I)
-EXPLICIT_YES = re.compile(r"\b(yes|yeah|yep|yup|go ahead|proceed|confirm(ed)?|please do|do it|"
-                          r"absolutely(?=[.,;:!]|$)|definitely(?=[.,;:!]|$)|certainly(?=[.,;:!]|$)|"
-                          r"agree(d)?|approve(d)?|"
-                          r"go for it|by all means)\b", re.I)
-
-
-# A question asks; it does not assent ("Is this approved?", "Do you agree?", "Is that okay?", "Are you sure?"). In a
-# sentence ending in "?", each clause (cut at , ; :) that opens with an interrogative word, or the last clause when it
-# is three words or fewer ("Approved?", "Sounds good?"), is a question; a yes in a clause of its own beside it still
-# answers ("Yes, can you also email me the receipt?", "That sounds good, but can you remind me ...?"), and a request
-# to go ahead put as a question ("Can you go ahead and cancel it?", "Could you help me proceed with the change?",
-# "Shall we proceed?") is none
-_QUESTION = re.compile(r"(?:^|(?<=[.!?\n]))[^.!?\n]*\?")  # a sentence ending in "?" (from a sentence's start only)
-_CLAUSE = re.compile(r"[^,;:]+")
-_INTERROGATIVE = frozenset((
-    "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "would", "will", "shall", "should", "have",
-    "has", "had", "may", "might", "must", "what", "why", "how", "who", "whom", "whose", "which", "when", "where",
-    "isn't", "aren't", "wasn't", "don't", "doesn't", "didn't", "can't", "couldn't", "wouldn't", "won't",
-    "shouldn't", "haven't", "hasn't"))
-_GO_AHEAD_ASKED = re.compile(r"\s*(?:can|could|would|will|shall)\s+(?:you|we)\s+"
-                             r"(?:(?:please|just|kindly|now|then|help\s+me|help\s+us)\s+){0,3}"
-                             r"(?:go ahead|proceed|do it|do that|do this)\b", re.I)
-
-
-def _asks(clause: str, last: bool) -> bool:
-    """A clause of a question that asks (``_QUESTION``'s rule above)."""
-    words = clause.split()
-    if not words or _GO_AHEAD_ASKED.match(clause):
-        return False
-    return words[0].lower().replace("’", "'") in _INTERROGATIVE or last and len(words) <= 3
-
-
-def unasked(text: str) -> str:
-    """``text`` with the clauses of its questions that ask blanked: what is left may say yes."""
-    def blank(m: re.Match) -> str:
-        question = m.group(0)
-        clauses = list(_CLAUSE.finditer(question))
-        parts, end = [], 0
-        for k, c in enumerate(clauses):
-            if _asks(c.group(0), k == len(clauses) - 1):
-                parts += [question[end:c.start()], " " * len(c.group(0))]
-                end = c.end()
-        return "".join(parts) + question[end:]
-    return _QUESTION.sub(blank, text)
-
-
-def affirmative(text: str) -> bool:
-    """Whether a user message says yes: an affirmative word ("yes", "go ahead", "sure", "absolutely": ``AFFIRMATIVE``)
-    outside the phrases that hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed",
-    "I don't agree") and outside a question ("Is this approved?": ``unasked``); a decline ("No, that's okay", "no
-    thanks") says no unless it also holds an explicit yes ("No need for insurance, go ahead")."""
-    if "?" in text:
-        text = unasked(text)
-    # Short cuts, exact: every NOT_AN_ANSWER match is bounded by non-word characters on both sides, so cutting one
-    # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep" / "yup", which therefore survive the
-    # cut ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a
-    # message whose affirmatives may be cut pays for the cut, and only an affirmative one for the decline test.
-    found = False
-    low = gate_text(text)
-    for word in (m.group(1) for m in AFFIRMATIVE.finditer(text)) if low is None else _affirmative_words(low):
-        if word.lower() in _UNCUT:
-            return True
-        found = True
-    if not found:
-        return False
-    if low is not None:  # the cut and the searches on the lower-cased text, case-sensitive (as the first search)
-        # every NOT_AN_ANSWER match holds one of _NEGATING's words: without them the cut cuts nothing, and the
-        # affirmative found above is still there
-        if any(map(low.__contains__, _NEGATING)):
-            cut = _NOT_AN_ANSWER_LOW.sub(" ", low)
-            if _AFFIRMATIVE_LOW.search(cut) is None:
-                return False
-        else:
-            cut = low
-        # (a DECLINE match holds "no" -- no, nope, not --, "nah" or "pass")
-        declines = ("no" in low or "nah" in low or "pass" in low) and _DECLINE_LOW.search(low) is not None
-        return not declines or _EXPLICIT_YES_LOW.search(cut) is not None
-    cut = NOT_AN_ANSWER.sub(" ", text)
-    if AFFIRMATIVE.search(cut) is None:
-        return False
-    return DECLINE.search(text) is None or EXPLICIT_YES.search(cut) is not None
-
-
-# A request to carry out the action asked about, with no word of assent ("Perfect, please make the change.", "Great,
-# book it then.", "Please cancel it.", "OK. Please go on and cancel it."): a sentence, not a question, that opens --
-# past interjections ("Perfect,", "Great,", "OK.", "Thanks,") -- with a verb of doing (``_DO``) and an object that
-# points back at what was asked ("it", "that", "them", "the change", "the booking", ...: ``_DONE_TO``), "please"
-# before it or not; or with "please go on / continue / carry on". Not "please make sure", "please don't ...", "please
-# tell me ...", nor a request for something new ("please add a bag": no pointer back), nor a decline ("No, change it
-# instead"). A yes only where it answers the agent asking leave for the action (``asks_leave``): the same words to a
-# reply that asked nothing are a first request. The regex reads the shape; the verb and the noun are looked up after
-# (a regex of every verb cost ~1.5 ms to compile at each start)
-_DO = frozenset((
-    "make", "do", "book", "cancel", "change", "update", "modify", "upgrade", "downgrade", "add", "remove", "process",
-    "submit", "place", "apply", "switch", "move", "refund", "return", "exchange", "complete", "finalize", "finalise",
-    "issue", "reserve", "purchase", "buy", "order", "send", "execute", "handle"))
-_DONE_TO = frozenset((
-    "change", "changes", "booking", "bookings", "cancellation", "update", "updates", "upgrade", "modification",
-    "modifications", "order", "orders", "reservation", "exchange", "return", "refund", "switch", "swap", "transaction",
-    "request", "flight", "flights", "trip", "purchase"))
-_ACT_SHAPE = re.compile(
-    r"\s*(?:(?:ok(?:ay)?|great|perfect|thanks|thank\s+you|good|fine|excellent|wonderful|cool|nice|then|so|well|right|"
-    r"awesome)\W+)*(?:please\s+)?(?:just\s+)?"
-    r"(go\s+on|carry\s+on|continue|(\w+)\s+(?:it|that|this|them|those|these|so|the\s+(\w+)))\b"
-    r"[^.!?\n]*(?:[.!\n]|$)", re.I)
-_SENTENCE_END = re.compile(r"[.!;\n]")
-# another action in the place of the one asked ("Please change it to express shipping instead", "Please exchange it
-# rather than cancel"): no request to do what was asked
-_IN_PLACE = re.compile(r"\b(?:instead|rather\s+than)\b", re.I)
-
-
-def requests_act(text: str) -> bool:
-    """A sentence of ``text`` is a request to act (``_ACT_SHAPE`` at a sentence's start, its verb one of ``_DO`` and a
-    noun after "the" one of ``_DONE_TO``; not another action in its place, ``_IN_PLACE``), and ``text`` is no decline
-    (``DECLINE``)."""
-    pos, n = 0, len(text)
-    while pos < n:
-        m = _ACT_SHAPE.match(text, pos)
-        if m is not None and (m.group(2) is None or m.group(2).lower() in _DO
-                              and (m.group(3) is None or m.group(3).lower() in _DONE_TO)) \
-                and _IN_PLACE.search(m.group(0)) is None:
-            return DECLINE.search(text) is None
-        end = _SENTENCE_END.search(text, pos)
-        if end is None:
-            return False
-        pos = end.end()
-    return False
-
-
-# the agent asking the user's leave to act, in the end of its reply: "Shall I proceed?", "Please confirm.", "Would you
-# like me to make this change?", "Do you want me to go ahead?", "Is that OK with you?", "Can I go ahead and do that?",
-# "Please confirm if you would like to proceed", or an offer to act on the user's word ("Let me know your reason, and
-# I'll proceed with the cancellation") -- not a question of which or what ("Which card would you like me to use?": it
-# asks for a detail, not for leave). The verb after "shall I" or "I'll" (group ``act``) is one of ``_DO`` or going on
-# (looked up after the match). Compiled when first asked (``asks_leave``): only a request to act asks it
-_ASKS_LEAVE = (
-    r"\b(?:shall|should|may|can)\s+(?:i|we)\s+(?P<act>\w+)"
-    r"|\b(?:would\s+you\s+like|do\s+you\s+want)\s+(?:(?:me|us)\s+to|to\s+(?:go\s+ahead|proceed|confirm|continue))\b"
-    r"|\b(?:please|kindly|can\s+you|could\s+you|to)\s+confirm\b|\bconfirm\s+(?:if|whether)\b"
-    r"|\b(?:proceed|go\s+ahead)\s*\?"
-    r"|\b(?:ok(?:ay)?|alright|all\s+right|fine)\s+with\s+you\b"
-    r"|\bis\s+(?:that|this)\s+(?:ok(?:ay)?|alright|all\s+right|fine)\b"
-    r"|\b(?:let\s+me\s+know|once\s+you|if\s+you)\b[^.?!\n]{0,80}?"
-    r"\b(?:i['’]ll|i\s+will|i\s+can|we['’]ll|we\s+will|we\s+can)\s+(?P<offer>\w+)")
-_GOING_ON = frozenset(("go", "proceed", "continue"))
-_WH = frozenset(("which", "what", "where", "when", "how", "who", "whom", "whose", "why"))
-
-
-@lru_cache(maxsize=1)
-def _asks_leave_re() -> re.Pattern[str]:
-    return re.compile(_ASKS_LEAVE, re.I)
-
-
-def asks_leave(reply: str) -> bool:
-    """The end of an agent's reply (its last 400 characters) asks the user's leave to act (``_ASKS_LEAVE``), in a
-    sentence that is no question of which or what."""
-    tail = reply[-400:]
-    for m in _asks_leave_re().finditer(tail):
-        verb = m.group("act") or m.group("offer")
-        if verb is not None and verb.lower() not in _DO and verb.lower() not in _GOING_ON:
-            continue
-        start = max(tail.rfind(c, 0, m.start()) for c in ".!?\n:") + 1
-        words = tail[start:m.start()].split()
-        if not words or words[0].lower().strip("*_") not in _WH:
-            return True
-    return False
-
-
-def affirmed(view: TraceView, i: int) -> bool:
-    """The user's message at ``i`` says yes, once per message of a view: ``affirmative(view.texts[i][:2000])``, or a
-    request to do what the agent's reply before it asked leave for (``requests_act``, ``asks_leave``). The
-    confirmation rule and the first write's proposal (``detectors.confirmed_proposal``) ask it of the same user
-    messages (tau-bench airline: 284 questions a labelling pass, 168 of them distinct, ~3 microseconds each)."""
-    memo = view.__dict__.get("_affirmed")
-    if memo is None:
-        memo = view.__dict__["_affirmed"] = {}
-    said = memo.get(i)
-    if said is None:
-        text = view.texts[i][:2000]
-        said = affirmative(text)
-        if not said and requests_act(unasked(text) if "?" in text else text):
-            msgs = view.traj.messages
-            reply = next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
-                          and view.texts[j].strip()), "")
-            said = asks_leave(reply)
-        memo[i] = said
-    return said
-
-
-# NOT_AN_ANSWER and EXPLICIT_YES case-sensitive, for a ``gate_text`` as _AFFIRMATIVE_LOW (their literals are lower-case
-# ASCII): cutting the lower-cased text's matches gives the lower-cased cut (the same spans, each replaced by a blank),
-# itself a gate text. The case-blind cut tried its alternation at every character of the message (~4x slower)
-_NOT_AN_ANSWER_LOW = re.compile(NOT_AN_ANSWER.pattern)
-_EXPLICIT_YES_LOW = re.compile(EXPLICIT_YES.pattern)
-_DECLINE_LOW = re.compile(DECLINE.pattern)  # (its literals lower-case ASCII too)
-# a word each NOT_AN_ANSWER match holds: "sure" (make sure), "not", "never", or a negation's "n't" / "n’t"
-_NEGATING = ("sure", "not", "never", "n't", "n’t")
-
-
-_UNCUT = frozenset(("yes", "yeah", "yep", "yup"))
-# _AFFIRMATIVE_LOW less its leading \b: a pattern that opens with a word, whose first letters the regex engine skips to
-# (7 letters, about a quarter of a text's), where one that opens with \b starts a match at every character
-_AFFIRMATIVE_WORD = re.compile(AFFIRMATIVE.pattern.removeprefix(r"\b"))
-
-
-def _affirmative_words(low: str) -> Iterator[str]:
-    """Group 1 of each match of ``_AFFIRMATIVE_LOW.finditer(low)``, in order, found by ``_AFFIRMATIVE_WORD``: a match of
-    it at a word's start (the text's start, or after a character that is not ``\\w``: what the left ``\\b`` asks, since
-    every affirmative opens with a letter) is ``_AFFIRMATIVE_LOW``'s match there, the same alternative taken; and
-    where it matches elsewhere ("ok" in "book"), ``_AFFIRMATIVE_LOW`` matches nothing, so the search goes on from the
-    next character. About 1.7x faster on tau-bench's user messages (tests/diagnosis/test_diagnosis_fast_paths.py)."""
-    search = _AFFIRMATIVE_WORD.search
-    pos = 0
-    while (m := search(low, pos)) is not None:
-        start = m.start()
-        if start and (low[start - 1].isalnum() or low[start - 1] == "_"):  # re's \w: str.isalnum, or "_"
-            pos = start + 1
-            continue
-        yield m.group(1)
-        pos = m.end()
 # a tool listing line: "- `name`: ..." or "- some_tool: ..." (an identifier in backticks, or one with "_")
 TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?(?:`[A-Za-z_][\w.-]*`|[A-Za-z][\w.-]*_[\w.-]*)"
                        r"\s*(?:\([^)\n]{0,200}\))?\s*:")

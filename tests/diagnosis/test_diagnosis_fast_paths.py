@@ -13,7 +13,7 @@ import json
 import random
 import re
 
-from evoharness.diagnosis import detectors, environment, invariants, multiagent, webtext
+from evoharness.diagnosis import consent, detectors, environment, invariants, multiagent, webtext
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.detectors import PolicyViolationDetector, changes_state, reads_by_name
@@ -167,10 +167,10 @@ def test_says_missing_is_any_of_the_missing_phrases():
 
 
 def _affirmative_plain(text: str) -> bool:
-    cut = invariants.NOT_AN_ANSWER.sub(" ", text)
-    if invariants.DECLINE.search(text):
-        return invariants.EXPLICIT_YES.search(cut) is not None
-    return invariants.AFFIRMATIVE.search(cut) is not None
+    cut = consent.NOT_AN_ANSWER.sub(" ", text)
+    if consent.DECLINE.search(text):
+        return consent.EXPLICIT_YES.search(cut) is not None
+    return consent.AFFIRMATIVE.search(cut) is not None
 
 
 def test_affirmative_short_cuts_answer_as_the_cut_does():
@@ -192,15 +192,15 @@ def test_affirmative_short_cuts_answer_as_the_cut_does():
     answers = set()
     for _ in range(40_000):
         text = "".join(rnd.choice(words) + rnd.choice(seps) for _ in range(rnd.randint(0, 7)))
-        got = invariants.affirmative(text)
+        got = consent.affirmative(text)
         assert got == _affirmative_plain(text), text
         answers.add(got)
     assert answers == {True, False}
-    assert not invariants.affirmative("please do not proceed") and invariants.affirmative("not sure, but yes")
+    assert not consent.affirmative("please do not proceed") and consent.affirmative("not sure, but yes")
     # an answer word whose stop the cut brings next to it ("absolutely not" cut out) says no yes, either way
     for text in ("definitely absolutely not.", "definitely absolutely not", "of course certainly not!",
                  "absolutely never agree.", "Certainly don't agree."):
-        assert invariants.affirmative(text) is _affirmative_plain(text) is False, text
+        assert consent.affirmative(text) is _affirmative_plain(text) is False, text
 
 
 def test_refusal_gate_answers_as_the_regex():

@@ -41,7 +41,7 @@ def test_confirmed_write_after_lookup_is_clean_and_a_failure_is_located_at_the_p
 def test_a_decline_is_no_confirmation():
     """"No, that's okay" answered a proposal: its "okay" is no yes (it was read as one), so the write after it is
     unconfirmed; a decline that still says go ahead ("No need for a receipt, please proceed") confirms."""
-    from evoharness.diagnosis.invariants import affirmative
+    from evoharness.diagnosis.consent import affirmative
 
     for said in ("No, that's okay.", "No thanks, I'm okay.", "Nope, that's fine, sure I'll think about it.",
                  "Okay, no thanks.", "no need, ok"):

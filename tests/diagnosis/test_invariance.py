@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from evoharness.diagnosis.consent import affirmative
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import changes_state
-from evoharness.diagnosis.invariants import _identity_kind, affirmative, policy_rules
+from evoharness.diagnosis.invariants import _identity_kind, policy_rules
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.models import Trajectory

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from evoharness.diagnosis import environment, invariants
+from evoharness.diagnosis import consent, environment
 from evoharness.diagnosis.catalogue import default_catalogue
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
@@ -40,8 +40,8 @@ def test_the_affirmative_words_are_the_matches_of_the_bounded_regex():
     matched = 0
     for _ in range(30_000):
         low = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 8)))
-        want = [m.group(1) for m in invariants._AFFIRMATIVE_LOW.finditer(low)]
-        assert list(invariants._affirmative_words(low)) == want, low
+        want = [m.group(1) for m in consent._AFFIRMATIVE_LOW.finditer(low)]
+        assert list(consent._affirmative_words(low)) == want, low
         matched += bool(want)
     assert matched > 3_000
 
@@ -162,11 +162,13 @@ def test_a_detector_flagged_as_skipping_healthy_runs_finds_nothing_on_one(detect
         assert detector.detect(TraceView.of(t.model_copy(update={"score": 1.0})), cfg) == [], t.id
 
 
-@pytest.mark.parametrize("module", ["context", "invariants", "multiagent", "write_targets", "detectors", "coding",
-                                    "stalls", "environment", "claims", "elapsed", "amounts", "catalogue", "labeller"])
+@pytest.mark.parametrize("module", ["context", "consent", "invariants", "multiagent", "write_targets", "detectors",
+                                    "coding", "stalls", "environment", "claims", "elapsed", "amounts", "catalogue",
+                                    "labeller"])
 def test_each_diagnosis_module_imports_on_its_own(module):
-    # detectors now imports invariants, multiagent and write_targets at load (a function-level import cost ~1 us a
-    # call); none of them may import detectors at load, or the module imported first would find the other half-made
+    # detectors now imports consent, invariants, multiagent and write_targets at load (a function-level import cost
+    # ~1 us a call); none of them may import detectors at load, or the module imported first would find the other
+    # half-made
     out = subprocess.run([sys.executable, "-c", f"import evoharness.diagnosis.{module}"], capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr

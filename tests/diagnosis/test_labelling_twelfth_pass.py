@@ -4,7 +4,7 @@
 - ``delivers`` asks for the collapsed final answer only where a string argument is as long as the answer's characters
   that are no blank, and ``answer_step`` only where the answer is not in a reply as written;
 - the policy flags are kept per system prompt and set of tool names;
-- the user's yes (``invariants.affirmed``) is read once per message of a run;
+- the user's yes (``consent.affirmed``) is read once per message of a run;
 - the repeat check counts the calls' shapes (``ToolCall.shape``: keys, strings and types) before making their
   canonical texts, a bound from above: no shape repeated often enough, no action is;
 - the in-place edit gate looks for "edit" once and at the character after it, not for ten words "edit" + a blank,
@@ -20,11 +20,11 @@ import json
 import random
 from pathlib import Path
 
-from evoharness.diagnosis import detectors, invariants
+from evoharness.diagnosis import consent, detectors, invariants
 from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.consent import affirmative
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.detectors import DIGIT_TOKEN, id_like_runs, id_like_tokens
-from evoharness.diagnosis.invariants import affirmative
 from evoharness.traces.builder import TraceBuilder
 from evoharness.traces.importers import iter_files, load_file
 from evoharness.traces.models import Termination, ToolCallRecord, parse_arguments
@@ -199,9 +199,9 @@ def test_the_yes_kept_per_message_is_the_answer_read_afresh(full_shared_data):
     # message holds an affirmative word the answer is at least ``affirmative``'s (a request to act may add a yes)
     yes = 0
     for view in _views(full_shared_data):
-        kept = [invariants.affirmed(view, i) for i in view.user_steps]
-        kept_again = [invariants.affirmed(view, i) for i in reversed(view.user_steps)][::-1]
-        fresh = [invariants.affirmed(TraceView.of(view.trajectory), i) for i in view.user_steps]
+        kept = [consent.affirmed(view, i) for i in view.user_steps]
+        kept_again = [consent.affirmed(view, i) for i in reversed(view.user_steps)][::-1]
+        fresh = [consent.affirmed(TraceView.of(view.trajectory), i) for i in view.user_steps]
         assert kept == kept_again == fresh, view.traj.id
         for i, said in zip(view.user_steps, kept, strict=True):
             assert said or not affirmative(view.texts[i][:2000])

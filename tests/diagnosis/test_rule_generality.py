@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from evoharness.diagnosis.invariants import affirmative, policy_rules
+from evoharness.diagnosis.consent import affirmative
+from evoharness.diagnosis.invariants import policy_rules
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
 
