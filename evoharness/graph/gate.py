@@ -98,6 +98,7 @@ class Gate:
         accepted.sort(key=lambda v: (-(v.measurements.get("gain") or 0.0), v.candidate))
         merged: list[Merged] = []
         rejected: list[Rejected] = []
+        accepted = [_approval(v, decisions) for v in accepted]
         winner = accepted[0] if accepted else None
         refused = None  # why the winner could not be merged (main moved outside the run, its branch moved)
         if winner is not None:
@@ -117,7 +118,7 @@ class Gate:
                 continue
             if refused is not None and v.candidate in {a.candidate for a in accepted}:
                 reason = f"accepted, not merged: {refused}"  # a recorded outcome; the run goes on
-                v = v.model_copy(update={"accepted": False, "reason": reason})
+                v = _approval(v, decisions).model_copy(update={"accepted": False, "reason": reason})
             elif not v.accepted:
                 reason = v.reason
             elif v.candidate in held:
@@ -161,3 +162,11 @@ class Gate:
             if len(c.parents) > 1 and c.parents[1].hexsha == commit:
                 return c.hexsha
         return None
+
+
+def _approval(verdict: Verdict, decisions: dict[str, str]) -> Verdict:
+    """``verdict`` with the reviewer's approval and its reason (``approve --reason``), if a person approved it."""
+    if decisions.get(verdict.candidate) != "approve":
+        return verdict
+    why = decisions.get(verdict.candidate + "#reason")
+    return verdict.model_copy(update={"approval": "approved by reviewer" + (f": {why}" if why else "")})

@@ -28,6 +28,8 @@ def merge_message(branch: str, verdict: Verdict) -> str:
     ]
     if verdict.reason:
         lines.append(f"Reason: {verdict.reason}")
+    if verdict.approval:
+        lines.append(f"Approval: {verdict.approval}")
     if verdict.gates:
         lines += ["", verdict.table()]
     if verdict.measurements:

@@ -74,6 +74,8 @@ class Verdict(BaseModel):
     gates: list[GateResult] = Field(default_factory=list)
     measurements: dict[str, float | int | None] = Field(default_factory=dict)
     decided_by: Literal["gates", "human"] = "gates"
+    approval: str = Field("", description="a person's approval of an accepted candidate (`approve`): 'approved by "
+                          "reviewer' and the reason given, '' when none; not signed (the gates decided the verdict)")
     signature: str = Field("", description="the verifier's HMAC over the fields a merge relies on "
                            "(harness_repo/signing.py); a merge refuses a verdict without a valid one")
 

@@ -46,7 +46,8 @@ def summarise(verdict: Verdict) -> str:
         return f"accepted, not merged{gates}: {verdict.reason.removeprefix('accepted but ')}"
     word = "accepted" if verdict.accepted else "rejected"
     reason = f": {verdict.reason}" if verdict.reason else ""
-    return f"{word}{gates}{reason}"
+    approval = f"; {verdict.approval}" if verdict.approval else ""
+    return f"{word}{gates}{reason}{approval}"
 
 
 def status_of(hr: HarnessRepo, branch: str, reachable_from_main: set[str],

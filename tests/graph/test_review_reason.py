@@ -22,3 +22,47 @@ def test_a_bidi_control_is_named_and_right_to_left_text_and_joiners_are_text():
 
     assert control_character("approve \u202eevil") == "'\\u202e', a bidirectional text control"
     assert control_character("נראה טוב, merged \U0001F469\u200d\U0001F4BB") is None  # Hebrew; a ZWJ emoji
+
+
+def test_an_approvals_reason_is_recorded_and_shown_by_review_and_pr(tmp_path, capsys, monkeypatch):
+    """`approve --reason` was accepted and dropped: only a rejection's reason reached the verdict. Now the merged
+    candidate's verdict note carries it, and `review`, the merge commit and the PR body show it."""
+    import shlex
+    import subprocess
+
+    from evoharness.harness_repo.init import init_harness
+
+    monkeypatch.chdir(tmp_path)
+    init_harness(tmp_path / "h")
+    opts = ["--set", f"home={tmp_path / 'state'}", "--set", "run.harness=h", "--set", "run.env=synthetic",
+            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
+            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
+            "--set", "roles.kind=playbook", "--set", "log_level=error"]
+    assert main(["run", "--review", *opts]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if " approve " in x)
+    words = shlex.split(line.split("   (or:")[0])
+    branch, run_id = words[words.index("approve") + 1], words[words.index("--run") + 1]
+    assert main([*opts, "approve", branch, "--run", run_id, "--reason", "the lesson reads right"]) == 0
+    capsys.readouterr()
+
+    assert main(["review", "--harness", "h"]) == 0
+    row = capsys.readouterr().out.split(branch, 1)[1]
+    assert "  merged  " in row.splitlines()[0]
+    assert "approved by reviewer: the lesson reads right" in row.splitlines()[1]
+    merge_message = subprocess.run(["git", "-C", "h", "log", "-1", "--format=%B", "main"], capture_output=True,
+                                   text=True, check=True).stdout
+    assert "Approval: approved by reviewer: the lesson reads right" in merge_message
+    subprocess.run(["git", "init", "-q", "--bare", "remote.git"], check=True)
+    assert main(["pr", branch, "--harness", "h", "--remote", str(tmp_path / "remote.git"), "--allow-unverified",
+                 "--body-out", "body.md"]) == 0
+    assert "approved by reviewer: the lesson reads right" in (tmp_path / "body.md").read_text()
+
+
+def test_an_approval_without_a_reason_still_says_a_person_approved():
+    from evoharness.harness_repo.models import Verdict
+    from evoharness.harness_repo.review import summarise
+
+    v = Verdict(candidate="candidate/r1-x", commit="c", base="b", accepted=True, reason="gain 0.1")
+    assert summarise(v) == "accepted: gain 0.1"
+    assert summarise(v.model_copy(update={"approval": "approved by reviewer"})) == \
+        "accepted: gain 0.1; approved by reviewer"
