@@ -5,6 +5,7 @@ then `report.md` and `report.html` rendered from the Jinja2 templates next to th
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -265,35 +266,75 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
     Every file is drawn and rendered into a hidden directory in ``out`` first and renamed into place only
     when all of them are written: a failure on the way (a figure or template that raises, a full disk) leaves
     an earlier report whole, never an old report.md beside a new report.html or new PNGs. Then the files an
-    earlier report wrote that this one did not (`remove_unwritten`) go."""
+    earlier report wrote that this one did not (`remove_unwritten`, read from `WRITTEN`) go."""
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_stages(out)
     stage = Path(tempfile.mkdtemp(prefix=f".report.{os.getpid()}.", suffix=".tmp", dir=out))
+    earlier = read_written(out)
+    mine = earlier is not None or not (out / WRITTEN).is_symlink() and not (out / WRITTEN).exists()
     try:
         staged = _write(record, stage)
+        if mine:  # a rename keeps each file's identity: recorded here, it is the one the file has in ``out``
+            _record_written(stage, {path.name for path in staged.values()})
         for path in staged.values():
             os.replace(path, out / path.name)
+        if mine:
+            os.replace(stage / WRITTEN, out / WRITTEN)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    remove_unwritten(out, {path.name for path in staged.values()})
+    remove_unwritten(out, {path.name for path in staged.values()}, earlier)
     return {name: out / path.name for name, path in staged.items()}
 
 
 FILES = ("report.md", "report.html", "anchors.png", "composition.png", "seed_vs_evolved.png", "ablation.png")
+# The files the last report wrote into its DIR, each as (inode, size, mtime ns) when it was renamed into place.
+WRITTEN = ".report-written.json"
+_WRITTEN_KIND = "evoharness report files"
 
 
-def remove_unwritten(out: Path, written: set[str]) -> list[str]:
-    """Remove the files of a report's own names (`FILES`) that this render did not write: an earlier report's
-    ``ablation.png`` beside a report that has no ablation would read as current. Only those names, and only files
-    (a link goes, not what it points to); nothing else in ``out`` is touched. Returns the names removed."""
+def _identity(path: Path) -> list[int]:
+    st = path.lstat()
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def read_written(out: Path) -> dict[str, list[int]] | None:
+    """{name: identity} of the files the last report wrote into ``out`` (`WRITTEN`); None when there is no such
+    record, or the file of that name is not one: a user's own file of that name is not read as one, and `build`
+    neither overwrites it nor records anything (so removes nothing) in that ``out``."""
+    try:
+        data = json.loads((out / WRITTEN).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") != _WRITTEN_KIND or not isinstance(data.get("files"), dict):
+        return None
+    return {name: ident for name, ident in data["files"].items()
+            if name in FILES and isinstance(ident, list) and len(ident) == 3}
+
+
+def _record_written(stage: Path, written: set[str]) -> None:
+    files = {name: _identity(stage / name) for name in sorted(written)}
+    (stage / WRITTEN).write_text(json.dumps({"kind": _WRITTEN_KIND, "files": files}, indent=1) + "\n")
+
+
+def remove_unwritten(out: Path, written: set[str], earlier: dict[str, list[int]] | None) -> list[str]:
+    """Remove the files an earlier report wrote into ``out`` (``earlier``: `read_written`) that this render did not
+    write: an earlier report's ``ablation.png`` beside a report that has no ablation would read as current. Only a
+    file still as that report left it (same inode, size and modification time): one the user put there, before or
+    since, under a report's name is kept, as is everything else in ``out``. Returns the names removed."""
     removed = []
-    for name in FILES:
+    for name, ident in (earlier or {}).items():
         path = out / name
-        if name not in written and (path.is_symlink() or path.is_file()):
-            path.unlink(missing_ok=True)
-            removed.append(name)
+        if name in written or not (path.is_symlink() or path.is_file()):
+            continue
+        try:
+            if _identity(path) != ident:
+                continue
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(name)
     return removed
 
 

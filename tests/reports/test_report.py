@@ -252,7 +252,7 @@ def test_a_report_that_fails_on_the_way_leaves_the_earlier_one_whole(done_run, t
         assert err == ["error: no space left on device"], err  # one line, no traceback
         assert {p.name: p.read_bytes() for p in out.iterdir()} == earlier, broken[1]  # nothing new, nothing left
     assert cli("report", str(outcome.run_dir), "--out", str(out)) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(earlier)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*earlier, report.WRITTEN])
     assert all((out / name).read_bytes() != data for name, data in earlier.items())
 
 
@@ -314,9 +314,9 @@ def test_a_report_rendered_again_into_its_directory_leaves_no_figure_it_did_not_
                    "reason": "revert does not apply cleanly: conflicts in lessons.md", "results": {}}]}))
     out = tmp_path / "rep"
     assert cli("report", str(root), "--out", str(out)) == 0
-    from evoharness.reports.report import FILES
+    from evoharness.reports.report import FILES, WRITTEN
 
-    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)  # every name the report writes is in FILES
+    assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, WRITTEN])  # every name it writes is in FILES
     others = [out / "ablation.png.bak", out / "notes.md", out / "ablation"]
     for path in others:
         path.write_text("the user's")
@@ -325,5 +325,44 @@ def test_a_report_rendered_again_into_its_directory_leaves_no_figure_it_did_not_
     assert "Not computed yet" in (out / "report.md").read_text()
     assert not (out / "ablation.png").exists()
     assert all(p.read_text() == "the user's" for p in others)
-    assert sorted(p.name for p in out.iterdir()) == sorted([*(n for n in FILES if n != "ablation.png"),
+    assert sorted(p.name for p in out.iterdir()) == sorted([*(n for n in FILES if n != "ablation.png"), WRITTEN,
                                                             *(p.name for p in others)])
+
+
+def test_a_report_removes_only_files_it_wrote_not_the_users_of_its_file_names(own_run, tmp_path):
+    """A report removed every file of its own names (ablation.png, ...) it did not draw from --out DIR, the user's
+    own too: a DIR holding the user's ablation.png lost it at the first report of a run with no ablation. Now only a
+    file an earlier report wrote (DIR/.report-written.json), still as it left it, goes."""
+    root, run_dir = own_run
+    ablation = run_dir / "ablation.json"
+    stored = json.dumps({
+        "run_id": run_dir.name, "harness": "h", "main": "f" * 40, "k": 1, "seed": 0, "splits": ["dev"],
+        "edits": [{"branch": "candidate/r1-x", "merge_commit": "e" * 40, "applies": False,
+                   "reason": "revert does not apply cleanly: conflicts in lessons.md", "results": {}}]})
+    users = b"the user's figure"
+    out, own = tmp_path / "rep", tmp_path / "own"
+    out.mkdir()
+    (out / "ablation.png").write_bytes(users)  # there before any report
+    assert cli("report", str(root), "--out", str(out)) == 0
+    assert (out / "ablation.png").read_bytes() == users
+
+    ablation.write_text(stored)
+    assert cli("report", str(root), "--out", str(out)) == 0  # the report draws its own in the user's place
+    ablation.unlink()
+    assert cli("report", str(root), "--out", str(out)) == 0
+    assert not (out / "ablation.png").exists()  # one it drew goes, as before
+
+    ablation.write_text(stored)
+    assert cli("report", str(root), "--out", str(out)) == 0
+    (out / "ablation.png").unlink()
+    (out / "ablation.png").write_bytes(users)  # put there since, in place of the report's
+    ablation.unlink()
+    assert cli("report", str(root), "--out", str(out)) == 0
+    assert (out / "ablation.png").read_bytes() == users
+
+    from evoharness.reports.report import WRITTEN
+
+    own.mkdir()
+    (own / WRITTEN).write_text('{"mine": true}')  # a file of the record's name that no report wrote
+    assert cli("report", str(root), "--out", str(own)) == 0
+    assert (own / WRITTEN).read_text() == '{"mine": true}'
