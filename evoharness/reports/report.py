@@ -271,7 +271,7 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_stages(out)
-    stage = Path(tempfile.mkdtemp(prefix=f".report.{os.getpid()}.", suffix=".tmp", dir=out))
+    stage = Path(tempfile.mkdtemp(prefix=f".report.{os.getpid()}.{machine_id()}.", suffix=".tmp", dir=out))
     earlier = read_written(out)
     mine = earlier is not None or not (out / WRITTEN).is_symlink() and not (out / WRITTEN).exists()
     try:
@@ -338,20 +338,64 @@ def remove_unwritten(out: Path, written: set[str], earlier: dict[str, list[int]]
     return removed
 
 
-_STAGE = re.compile(r"^\.report\.(?:(\d+)\.)?[A-Za-z0-9_]+\.tmp$")  # mkdtemp's name; the pid since 12th session
+# mkdtemp's name: .report.<pid>.<machine>.<random>.tmp since the thirteenth session; .report.<pid>.<random>.tmp
+# (twelfth) and .report.<random>.tmp (before) as they were named before
+_STAGE = re.compile(r"^\.report\.(?:(\d+)\.)?(?:([0-9a-f]{12})\.)?[A-Za-z0-9_]+\.tmp$")
+# A staging directory whose name does not say this machine and pid namespace is judged by its age alone: a report
+# draws in seconds, so one this old was left by a report that was killed
+STALE_STAGE_AGE_S = 24 * 3600
 
 
-def remove_stale_stages(out: Path) -> list[str]:
-    """Remove the staging directories a killed `build` left in ``out`` (``.report.<pid>.<random>.tmp``, or
-    ``.report.<random>.tmp`` as they were named before); one of a process still alive is another report being
-    built there and is kept. Returns the names removed. Nothing else in ``out`` is touched."""
+def _read_or_empty(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def _read_link_or_empty(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+@lru_cache(maxsize=1)
+def machine_id() -> str:
+    """12 hex digits naming this host, its boot and this process's pid namespace: a pid means a process only
+    among those of the same three (a container with a pid namespace of its own sharing DIR, another host on a
+    shared file system, a report killed before a reboot have pids of their own)."""
+    import hashlib
+
+    who = "\0".join((os.uname().nodename, _read_or_empty("/proc/sys/kernel/random/boot_id"),
+                     _read_link_or_empty("/proc/self/ns/pid")))
+    return hashlib.sha256(who.encode()).hexdigest()[:12]
+
+
+def remove_stale_stages(out: Path, now: float | None = None) -> list[str]:
+    """Remove the staging directories a killed `build` left in ``out``. One named with this machine's id
+    (`machine_id`) is judged by its pid: kept while that process is alive (another report being built there). Any
+    other (another pid namespace's or host's, or of the older namings, which say no namespace) is not judged by a pid
+    it may not share: kept until it is older than ``STALE_STAGE_AGE_S``. Returns the names removed. Nothing else in
+    ``out`` is touched."""
+    import time
+
+    now = time.time() if now is None else now
     removed = []
     for path in out.iterdir():
         found = _STAGE.match(path.name)
         if found is None or path.is_symlink() or not path.is_dir():
             continue
-        if found.group(1) is not None and _alive(int(found.group(1))):
-            continue
+        pid, machine = found.groups()
+        if pid is not None and machine == machine_id():
+            if _alive(int(pid)):
+                continue
+        else:
+            try:
+                if now - path.stat().st_mtime < STALE_STAGE_AGE_S:
+                    continue
+            except FileNotFoundError:
+                continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path.name)
     return removed

@@ -263,15 +263,23 @@ def test_a_killed_reports_staging_directories_are_removed_by_the_next(done_run, 
     import subprocess
     import sys
 
+    from evoharness.reports.report import STALE_STAGE_AGE_S, machine_id
+
     settings, outcome = done_run
     out = tmp_path / "rep"
     out.mkdir()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    left = [f".report.{dead.stdout.strip()}.k2j4_x9a.tmp", ".report.ab12cd_3.tmp"]  # a dead pid's; the older naming
+    dead_pid = dead.stdout.strip()
+    # a dead pid's of this machine; the older namings, which say no machine, once older than the stated age
+    left = [f".report.{dead_pid}.{machine_id()}.k2j4_x9a.tmp", f".report.{dead_pid}.q1w2e3r4.tmp",
+            ".report.ab12cd_3.tmp"]
     for name in left:
         (out / name).mkdir()
         (out / name / "anchors.png").write_bytes(b"half drawn")
-    live = out / f".report.{os.getpid()}.zz9yy8xx.tmp"  # a report this process is building
+    for name in left[1:]:
+        long_ago = (out / name).stat().st_mtime - STALE_STAGE_AGE_S - 60
+        os.utime(out / name, (long_ago, long_ago))
+    live = out / f".report.{os.getpid()}.{machine_id()}.zz9yy8xx.tmp"  # a report this process is building
     live.mkdir()
     others = [out / ".report.notes.tmp.bak", out / "mine.tmp", out / ".report.txt"]
     for path in others:
@@ -280,6 +288,32 @@ def test_a_killed_reports_staging_directories_are_removed_by_the_next(done_run, 
     assert not any((out / name).exists() for name in left)
     assert live.is_dir() and all(p.read_text() == "the user's" for p in others)
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".report.") and p.is_dir()) == [live.name]
+
+
+def test_a_staging_directory_of_another_pid_namespace_or_host_is_judged_by_its_age_not_its_pid(tmp_path):
+    """A report judged every .report.<pid>.*.tmp in DIR by whether that pid lived here: a report being drawn by a
+    container sharing DIR (a pid namespace of its own) or another host lost its staging directory mid-draw. Now a
+    stage is judged by its pid only when its name holds this host's, boot's and pid namespace's id; any other is
+    kept until older than the stated age."""
+    import os
+    import subprocess
+    import sys
+
+    from evoharness.reports.report import STALE_STAGE_AGE_S, machine_id, remove_stale_stages
+
+    dead_pid = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout.strip()  # no process here; one there may have it
+    other = "0" * 12 if machine_id() != "0" * 12 else "1" * 12
+    theirs = [f".report.{dead_pid}.{other}.a1b2c3d4.tmp", f".report.{dead_pid}.a1b2c3d4.tmp"]
+    for name in theirs:
+        (tmp_path / name).mkdir()
+    assert remove_stale_stages(tmp_path) == []
+    assert all((tmp_path / name).is_dir() for name in theirs)
+    later = (tmp_path / theirs[0]).stat().st_mtime + STALE_STAGE_AGE_S + 60
+    assert sorted(remove_stale_stages(tmp_path, now=later)) == sorted(theirs)
+    ours = tmp_path / f".report.{dead_pid}.{machine_id()}.a1b2c3d4.tmp"
+    ours.mkdir()
+    assert remove_stale_stages(tmp_path) == [ours.name] and os.listdir(tmp_path) == []
 
 
 def test_the_services_report_directories_a_kill_left_are_removed_by_its_next_render(done_run, tmp_path):
