@@ -59,7 +59,8 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
 
 def diagnose(
     ctx: typer.Context,
-    paths: PathsArg,
+    paths: Annotated[list[Path], typer.Argument(help="trace files or directories (- reads standard input), or "
+                                                     "a run id under <home>/runs", show_default=False)],
     fmt: FormatOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
     skip_invalid: SkipOpt = False,
@@ -105,6 +106,9 @@ def diagnose(
         raise InputError("--judge-window", f"must be >= 0, not {window:,}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise InputError("--judge-timeout", f"must be a positive number of seconds, not {timeout:g}")
+    from evoharness.run_dirs import run_or_path
+
+    paths = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `report` takes one
     judged = labeller_kind != "rules" or model
     labeller = _labeller(labeller_kind, model, context, cfg, window, timeout) if judged else Labeller(cfg)
     fallbacks: list[str] = []

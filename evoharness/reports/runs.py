@@ -5,12 +5,12 @@ review, or paused by an infrastructure failure) has only its checkpoint, from wh
 summary is rebuilt so a report can show what exists so far.
 
 RUN may be a run id under ``<home>/runs``, a run directory (holds ``settings.json``), or a demo
-output directory (holds ``summary.json`` and ``state/runs/<run-id>/``); ``_run_dir_of`` says which a bare name is.
+output directory (holds ``summary.json`` and ``state/runs/<run-id>/``); ``run_dirs.run_dir_of`` says which a bare name
+is (`diagnose` and `export-otel` resolve a run id with it too).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +24,8 @@ from evoharness.graph.resumed import saved_settings
 from evoharness.graph.runner import RunOutcome
 from evoharness.graph.summary import summary_dict
 from evoharness.harness_repo.repo import HarnessRepo
+from evoharness.run_dirs import read_json as _read_json
+from evoharness.run_dirs import run_dir_of
 
 EVALUATION_FILE = "evaluation-{split}.json"
 ABLATION_FILE = "ablation.json"
@@ -47,69 +49,6 @@ class RunRecord:
     @property
     def ablation_path(self) -> Path:
         return self.run_dir / ABLATION_FILE
-
-
-def _run_dir_of(settings: Settings, spec: str, *, home_only: bool = False) -> Path:
-    """The run ``spec`` names. A path (``/`` in it, or a leading ``.``) is a run or demo output directory. A bare
-    name is the run of that id under ``<home>/runs``, else the run or demo output directory of that name in the
-    working directory; when it is both (a copied run beside a home that holds it), an error asks for a path. A
-    directory of that name here that holds no run (notes kept by run id) is no rival to the run under home."""
-    base = Path(settings.home) / "runs"
-    if "/" in spec or spec.startswith("."):
-        if not Path(spec).is_dir():
-            raise InputError(spec, "no such run directory")
-        return _dir_run(Path(spec), spec)
-    home_run, here = base / spec, Path(spec)
-    if (home_run / "settings.json").is_file():
-        if not home_only and _holds_run(here) and here.resolve() != home_run.resolve():
-            raise InputError(spec, f"ambiguous: both {home_run} (a run under the home) and ./{spec} (a run "
-                             f"directory here) are runs; name one by its path ({home_run} or ./{spec})")
-        return home_run.resolve()
-    if not home_only and _holds_run(here):
-        return _dir_run(here, spec)
-    known = sorted(p.name for p in base.glob("run-*")) if base.is_dir() else []
-    where = f"no such run under {base}" + (f" (known: {', '.join(known[-5:])})" if known else "")
-    if not home_only:
-        where += (f", and ./{spec} here is not a run directory (no settings.json, summary.json or state/runs/run-*)"
-                  if here.is_dir() else ", nor a directory of that name here")
-    raise InputError(spec, where)
-
-
-def _holds_run(path: Path) -> bool:
-    """Whether ``path`` is a directory ``_dir_run`` reads a run from (or says why it cannot)."""
-    return path.is_dir() and ((path / "settings.json").is_file() or (path / "summary.json").is_file()
-                              or any((path / "state" / "runs").glob("run-*")))
-
-
-def _dir_run(path: Path, spec: str) -> Path:
-    """The run of a run directory (holds settings.json) or a demo output directory (summary.json, state/runs/)."""
-    if (path / "settings.json").is_file():
-        return path.resolve()
-    if (path / "summary.json").is_file():  # a demo output directory
-        data = _read_json(path / "summary.json")
-        # its own state/ first: a copied demo directory is its copy's run, not the original's (the
-        # recorded absolute run_dir named the original, so `ablate COPY` wrote into the original's run)
-        for cand in (path / "state" / "runs" / str(data.get("run_id")),
-                     Path(str((data.get("files") or {}).get("run_dir", "")))):
-            if str(cand) and (cand / "settings.json").is_file():
-                return cand.resolve()
-        raise InputError(spec, f"summary.json names run {data.get('run_id')!r} but its run directory is gone")
-    runs = sorted(p for p in (path / "state" / "runs").glob("run-*") if (p / "settings.json").is_file())
-    if len(runs) == 1:  # a demo still running: no summary.json yet
-        return runs[0].resolve()
-    if len(runs) > 1:
-        raise InputError(spec, "holds several runs (" + ", ".join(p.name for p in runs) + "); name one")
-    raise InputError(spec, "not a run directory (no settings.json, summary.json or state/runs/run-*)")
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise InputError(str(path), f"unreadable: {e}") from None
-    if not isinstance(data, dict):
-        raise InputError(str(path), "not a JSON object")
-    return data
 
 
 def _checkpoint_state(settings: Settings, run_id: str, run_dir: Path) -> dict[str, Any] | None:
@@ -152,7 +91,7 @@ def load_run(settings: Settings, spec: str, *, home_only: bool = False) -> RunRe
     """Resolve ``spec`` and read the run; InputError (one line) when it is unknown or has nothing yet. With
     ``home_only`` (the service: a run id from a URL) ``spec`` is the run under ``<home>/runs`` only, whatever
     the working directory holds."""
-    run_dir = _run_dir_of(settings, spec, home_only=home_only)
+    run_dir = run_dir_of(Path(settings.home), spec, home_only=home_only)
     # read as its resume reads it: a key removed since moved or dropped; a value this version refuses is one line
     # naming the run, the key and the way on (it was pydantic's four-line ValidationError)
     run_settings = saved_settings(run_dir / "settings.json", run_dir.name)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from evoharness.cli_support import Ticker, output_file
+from evoharness.cli_support import Ticker, output_file, settings_of
 from evoharness.errors import InputError
 from evoharness.traces.importers import (
     FORMAT_NAMES,
@@ -72,7 +72,9 @@ def import_traces(
 
 
 def export_otel(
-    source: Annotated[Path, typer.Argument(help="a run directory (its trajectories.jsonl and summary.json), a "
+    ctx: typer.Context,
+    source: Annotated[Path, typer.Argument(help="a run id under <home>/runs or a run directory (its "
+                                                "trajectories.jsonl and summary.json), a "
                                                 "demo directory (its run) or a trajectories JSONL / any "
                                                 "importable trace file (- reads standard input)",
                                            show_default=False)],
@@ -97,6 +99,9 @@ def export_otel(
         raise InputError("export-otel", "give exactly one of --out FILE or --endpoint URL")
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
         raise InputError("--endpoint", f"{endpoint!r} is not an http(s) URL")
+    from evoharness.run_dirs import run_or_path
+
+    source = run_or_path(settings_of(ctx).home, source)  # a run id, as `report` takes one
     run_dir = _run_dir(source) if source.is_dir() else None
     path = run_dir / "trajectories.jsonl" if run_dir is not None else source
     if out is not None:  # the spans are written over --out after the input is read: never over the input itself

@@ -1,0 +1,86 @@
+"""Which run a command's RUN names: a run id under ``<home>/runs``, a run directory or a demo output directory.
+
+`report`, `evaluate`, `ablate` (``reports.runs.load_run``), `diagnose` and `export-otel` resolve a run id with
+``run_dir_of``; the service's URLs with ``home_only``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evoharness.errors import InputError
+
+
+def run_dir_of(home: Path, spec: str, *, home_only: bool = False, here_is: str = "a directory") -> Path:
+    """The run ``spec`` names. A path (``/`` in it, or a leading ``.``) is a run or demo output directory. A bare
+    name is the run of that id under ``<home>/runs``, else the run or demo output directory of that name in the
+    working directory; when it is both (a copied run beside a home that holds it), an error asks for a path. A
+    directory of that name here that holds no run (notes kept by run id) is no rival to the run under home.
+    ``here_is``: what else a bare name may name in the working directory, for the error when it names nothing."""
+    base = Path(home) / "runs"
+    if "/" in spec or spec.startswith("."):
+        if not Path(spec).is_dir():
+            raise InputError(spec, "no such run directory")
+        return dir_run(Path(spec), spec)
+    home_run, here = base / spec, Path(spec)
+    if (home_run / "settings.json").is_file():
+        if not home_only and holds_run(here) and here.resolve() != home_run.resolve():
+            raise InputError(spec, f"ambiguous: both {home_run} (a run under the home) and ./{spec} (a run "
+                             f"directory here) are runs; name one by its path ({home_run} or ./{spec})")
+        return home_run.resolve()
+    if not home_only and holds_run(here):
+        return dir_run(here, spec)
+    known = sorted(p.name for p in base.glob("run-*")) if base.is_dir() else []
+    where = f"no such run under {base}" + (f" (known: {', '.join(known[-5:])})" if known else "")
+    if not home_only:
+        where += (f", and ./{spec} here is not a run directory (no settings.json, summary.json or state/runs/run-*)"
+                  if here.is_dir() else f", nor {here_is} of that name here")
+    raise InputError(spec, where)
+
+
+def run_or_path(home: Path, path: Path) -> Path:
+    """``path`` when it names something here (a trace file or directory, ``-``) or is a path; else the directory of
+    the run whose id it is, found as `report` finds it (one ``InputError`` when it is neither)."""
+    text = str(path)
+    if text == "-" or path.exists() or path.is_symlink() or "/" in text or text.startswith("."):
+        return path
+    return run_dir_of(home, text, here_is="a trace file or directory")
+
+
+def holds_run(path: Path) -> bool:
+    """Whether ``path`` is a directory ``dir_run`` reads a run from (or says why it cannot)."""
+    return path.is_dir() and ((path / "settings.json").is_file() or (path / "summary.json").is_file()
+                              or any((path / "state" / "runs").glob("run-*")))
+
+
+def dir_run(path: Path, spec: str) -> Path:
+    """The run of a run directory (holds settings.json) or a demo output directory (summary.json, state/runs/)."""
+    if (path / "settings.json").is_file():
+        return path.resolve()
+    if (path / "summary.json").is_file():  # a demo output directory
+        data = read_json(path / "summary.json")
+        # its own state/ first: a copied demo directory is its copy's run, not the original's (the
+        # recorded absolute run_dir named the original, so `ablate COPY` wrote into the original's run)
+        for cand in (path / "state" / "runs" / str(data.get("run_id")),
+                     Path(str((data.get("files") or {}).get("run_dir", "")))):
+            if str(cand) and (cand / "settings.json").is_file():
+                return cand.resolve()
+        raise InputError(spec, f"summary.json names run {data.get('run_id')!r} but its run directory is gone")
+    runs = sorted(p for p in (path / "state" / "runs").glob("run-*") if (p / "settings.json").is_file())
+    if len(runs) == 1:  # a demo still running: no summary.json yet
+        return runs[0].resolve()
+    if len(runs) > 1:
+        raise InputError(spec, "holds several runs (" + ", ".join(p.name for p in runs) + "); name one")
+    raise InputError(spec, "not a run directory (no settings.json, summary.json or state/runs/run-*)")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise InputError(str(path), f"unreadable: {e}") from None
+    if not isinstance(data, dict):
+        raise InputError(str(path), "not a JSON object")
+    return data

@@ -1,0 +1,58 @@
+"""`diagnose` and `export-otel` take a run id as `report` does (``run_dirs.run_dir_of``): before, they took a run
+directory only, and `diagnose run-abc` said 'run-abc: no such file or directory'."""
+
+from __future__ import annotations
+
+import json
+
+from evoharness.cli import main
+from evoharness.traces.builder import TraceBuilder
+from evoharness.traces.store import write_trajectories
+
+
+def _home_with_a_run(tmp_path):
+    """``tmp_path/home`` holding run ``run-abc`` (its settings, trajectories and summary), the cwd elsewhere."""
+    run = tmp_path / "home" / "runs" / "run-abc"
+    run.mkdir(parents=True)
+    (run / "settings.json").write_text("{}")
+    traces = [TraceBuilder("t1").user("hi").deliver("hello").build(score=1.0, harness_commit="c0ffee"),
+              TraceBuilder("t2").user("hi").build(score=0.0, harness_commit="c0ffee")]
+    write_trajectories(run / "trajectories.jsonl", traces)
+    (run / "summary.json").write_text(json.dumps({"merged": [], "rejected": [
+        {"branch": "candidate/r1-x", "commit": "c0ffee", "reason": "no gain"}]}))
+    (tmp_path / "cwd").mkdir()
+    return ["--set", f"home={tmp_path / 'home'}"], run
+
+
+def test_diagnose_takes_a_run_id_and_reads_what_its_directory_gives(tmp_path, capsys, monkeypatch):
+    home, run = _home_with_a_run(tmp_path)
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert main([*home, "diagnose", str(run), "--json"]) == 0
+    by_dir = capsys.readouterr().out
+    assert main([*home, "diagnose", "run-abc", "--json"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out == by_dir and json.loads(by_dir)["n"] == 2
+
+
+def test_export_otel_takes_a_run_id_and_writes_what_its_directory_gives(tmp_path, capsys, monkeypatch):
+    home, run = _home_with_a_run(tmp_path)
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert main([*home, "export-otel", str(run), "-o", "by-dir.jsonl"]) == 0
+    assert main([*home, "export-otel", "run-abc", "-o", "by-id.jsonl"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.splitlines()[-1] == "exported 2 trajectories as 2 traces to by-id.jsonl"
+    spans = [json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+             for line in (tmp_path / "cwd" / "by-id.jsonl").read_text().splitlines()]
+    attrs = {a["key"]: next(iter(a["value"].values())) for s in spans for sp in s for a in sp["attributes"]}
+    assert attrs["evoharness.verdict"] == "rejected"  # the run's summary.json was read, as for its directory
+    assert len(spans) == len((tmp_path / "cwd" / "by-dir.jsonl").read_text().splitlines())
+
+
+def test_an_unknown_run_id_is_one_error_line_naming_the_home_and_its_runs(tmp_path, capsys, monkeypatch):
+    home, _ = _home_with_a_run(tmp_path)
+    monkeypatch.chdir(tmp_path / "cwd")
+    runs = tmp_path / "home" / "runs"
+    for argv in (["diagnose", "run-nope"], ["export-otel", "run-nope", "-o", "out.jsonl"]):
+        assert main([*home, *argv]) == 2, argv
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: run-nope: no such run under {runs} (known: run-abc), nor a trace file or directory of that "
+            "name here"], argv
+    assert not (tmp_path / "cwd" / "out.jsonl").exists()
