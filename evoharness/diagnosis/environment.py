@@ -21,7 +21,7 @@ expected no change anyway; tests/diagnosis/test_environment_claims.py runs them 
   and digits, or a long number: an id, an e-mail's local part, a card number) that neither the
   instruction nor anything the user or the agent said before holds (the user never sees the agent's tool results):
   the simulator invented information that conflicts with its own task. At the user's message. A result of the
-  user's own call (``USER_TOOL_RESULT``: tau2 telecom's customer reading its phone) is what the user saw, not what
+  user's own call (``user_tool_result_steps``: tau2 telecom's customer reading its phone) is what the user saw, not what
   it said: never off script, and the user may repeat what it holds.
 - ``E.user_withheld_id``: where the instruction is in the trace, the simulated user says it does not have
   (or remember, know, recall) an identifier its instruction gives -- a user id, an e-mail address, a zip code,
@@ -56,7 +56,7 @@ from evoharness.diagnosis.detectors import (
     quote,
 )
 from evoharness.diagnosis.models import FailureClass, Signal
-from evoharness.traces.patterns import USER_TOOL_RESULT
+from evoharness.traces.patterns import user_tool_result_steps
 
 E = FailureClass.E
 STOP_MARK = re.compile(r"###(?:STOP|TRANSFER|OUT-OF-SCOPE)###")
@@ -183,9 +183,10 @@ class UserOffScriptDetector:
             return []
         told = instruction.lower()
         texts, roles = view.texts, view.roles
+        own_results = user_tool_result_steps(view.traj)
         for i in view.user_steps:
             content = texts[i]
-            if content.startswith(USER_TOOL_RESULT):
+            if i in own_results:
                 continue  # the user's own tool result: what it saw (a later message may repeat it)
             if content.isascii():
                 ids = id_like_runs(content)  # the same as below: \d is [0-9] in ASCII text

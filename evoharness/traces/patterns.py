@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evoharness.traces.models import Trajectory
 
 # how an importer writes the result of a call the *user* made on its own side (tau2 telecom: the customer's phone) as a
-# user message: what the user saw, not what it said (``E.user_off_script`` reads the user's words only)
+# user message: what the user saw, not what it said (``E.user_off_script`` reads the user's words only). The text is for
+# a reader; which messages are such results is ``meta[USER_TOOL_RESULTS]`` (`user_tool_result_steps`), never the text:
+# a message the user wrote may start with these words too
 USER_TOOL_RESULT = "[result of the customer's call] "
+USER_TOOL_RESULTS = "user_tool_results"  # meta key: the indexes of the messages that are results of the user's calls
+
+
+def user_tool_result_steps(traj: Trajectory) -> frozenset[int]:
+    """The indexes of ``traj``'s messages that hold the result of a call the user made on its own side, as its
+    importer listed them (``meta[USER_TOOL_RESULTS]``). A tau2 trajectory imported before the list was kept (the
+    thirteenth session) has none: there the user messages starting with ``USER_TOOL_RESULT`` are taken, as then."""
+    meta = traj.meta if isinstance(traj.meta, dict) else {}
+    listed = meta.get(USER_TOOL_RESULTS)
+    if isinstance(listed, list):
+        return frozenset(i for i in listed if isinstance(i, int) and not isinstance(i, bool))
+    if meta.get("source_format") != "tau2":
+        return frozenset()
+    return frozenset(i for i, m in enumerate(traj.messages) if isinstance(m, dict) and m.get("role") == "user"
+                     and isinstance(m.get("content"), str) and m["content"].startswith(USER_TOOL_RESULT))
 
 INFRA_ERROR = re.compile(
     r"(connection (refused|reset|error)|timed? ?out|rate.?limit|too many requests|"

@@ -5,7 +5,9 @@ Each simulation becomes one trajectory:
 - messages: tau2's ``assistant`` / ``user`` / ``tool`` messages as OpenAI chat messages (tool calls
   with their ids and JSON arguments; a ``tool`` message answers the call with the same ``id``; a
   multi-tool message is expanded). Calls the *customer* makes on their own device (telecom,
-  ``requestor: user``) and their results are user-side text, not agent tool calls.
+  ``requestor: user``) and their results are user-side text, not agent tool calls: each result a user message
+  starting ``[result of the customer's call]``, its index listed in ``meta.user_tool_results`` (the list, not the
+  words, says which they are: a customer may write those words too).
 - events: a tool message with ``error: true`` is a ``tool_error`` (or infrastructure) event.
 - score: ``reward_info.reward`` (unscored when tau2 did not evaluate the simulation).
 - termination: ``agent_stop`` / ``user_stop`` -> delivered (final answer: the last assistant text),
@@ -27,7 +29,7 @@ from typing import Any
 from evoharness.errors import InputError
 from evoharness.traces.importers._shape import arguments, arr, content_text, count, obj, score, text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
-from evoharness.traces.patterns import USER_TOOL_RESULT, classify_tool_error
+from evoharness.traces.patterns import USER_TOOL_RESULT, USER_TOOL_RESULTS, classify_tool_error
 
 TERMINATION = {
     "agent_stop": Termination.delivered, "user_stop": Termination.delivered, "judge_stop": Termination.delivered,
@@ -73,6 +75,7 @@ def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, di
         raise ValueError("simulation 'messages' must be a list")
     messages: list[dict[str, Any]] = [{"role": "system", "content": policy}] if policy else []
     events: list[Event] = []
+    own: list[int] = []  # the indexes of the results of the customer's own calls
     prompt = completion = steps = 0
     for j, m in enumerate(raw):
         if not isinstance(m, dict):
@@ -80,10 +83,10 @@ def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, di
         role = m.get("role")
         if role == "tool" and isinstance(m.get("tool_messages"), list):
             for t in m["tool_messages"]:
-                _tool(obj(t), messages, events)
+                _tool(obj(t), messages, events, own)
             continue
         if role == "tool":
-            _tool(m, messages, events)
+            _tool(m, messages, events, own)
         elif role == "assistant":
             steps += 1
             usage = obj(m.get("usage"))
@@ -126,7 +129,7 @@ def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, di
         termination=termination,
         usage=Usage(steps=steps, prompt_tokens=prompt, completion_tokens=completion,
                     wall_seconds=float(duration) if isinstance(duration, int | float) and 0 <= duration < 1e9 else 0.0),
-        meta={"source_format": "tau2", "domain": domain, "termination_reason": reason,
+        meta={"source_format": "tau2", "domain": domain, "termination_reason": reason, USER_TOOL_RESULTS: own,
               "environment_failure": reason == "user_error",
               "reward_breakdown": obj(reward_info.get("reward_breakdown")) or None,
               "task_purpose": text(obj(task.get("description")).get("purpose")),
@@ -151,9 +154,10 @@ def _call(c: dict[str, Any], j: int, k: int) -> dict[str, Any]:
             "function": {"name": name, "arguments": arguments(c.get("arguments"))}}
 
 
-def _tool(m: dict[str, Any], messages: list[dict[str, Any]], events: list[Event]) -> None:
+def _tool(m: dict[str, Any], messages: list[dict[str, Any]], events: list[Event], own: list[int]) -> None:
     content = content_text(m.get("content"))
     if m.get("requestor") == "user":
+        own.append(len(messages))
         messages.append({"role": "user", "content": USER_TOOL_RESULT + content})
         return
     messages.append({"role": "tool", "tool_call_id": text(m.get("id")) or "", "content": content})
