@@ -217,7 +217,7 @@ def export(
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels)
-    skipped = sum(summary.skipped.values())
+    skipped = f"{sum(summary.skipped.values())} skipped{_skip_reasons(summary.skipped)}"
     reused = f", {summary.labels_reused} labels reused" if labels is not None else ""
     fell_back = (f", {summary.prompt_fallbacks} system prompts fell back to the raw template"
                  + (f" ({summary.prompt_limit_hits} renders hit a limit)" if summary.prompt_limit_hits else "")
@@ -226,7 +226,7 @@ def export(
         fell_back += (f"; the template render process ran without its bubblewrap jail "
                       f"({summary.prompt_render_unjailed}; limits only)")
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
-               f"{summary.heldout_tasks_excluded} held-out excluded, {skipped} skipped{reused}{fell_back}")
+               f"{summary.heldout_tasks_excluded} held-out excluded, {skipped}{reused}{fell_back}")
     if past := summary.env_tools_past_limit:
         typer.echo(f"warning: {past} records name an environment (meta.env) past the {MAX_ENVS} distinct ones an "
                    "export builds for tool declarations; their undeclared tools are inferred from the calls", err=True)
@@ -237,6 +237,19 @@ def export(
         typer.echo(f"warning: --task {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: no record of "
                    f"{'this task' if len(missing) == 1 else 'these tasks'} was written (no trajectory of it, or "
                    "none passed the other filters)", err=True)
+
+
+def _skip_reasons(skipped: dict[str, int], shown: int = 3) -> str:
+    """`` (2 duplicate id, 1 below min score)``: the reasons counted, most first, at most ``shown`` of them (the rest
+    are in manifest.json); '' when none. A reason that holds the trace's own text (``unknown_role_<role>``) is
+    escaped where it is not printable."""
+    if not skipped:
+        return ""
+    top = sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))
+    words = [f"{n} " + (why if why.isprintable() else ascii(why)[1:-1]).replace("_", " ") for why, n in top[:shown]]
+    if (rest := len(top) - shown) > 0:
+        words.append(f"{rest} more reason{'s' * (rest != 1)} in manifest.json")
+    return f" ({', '.join(words)})"
 
 
 @dataset_app.command("validate")

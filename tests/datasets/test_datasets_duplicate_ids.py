@@ -82,3 +82,23 @@ def test_the_service_export_of_a_batch_with_an_id_twice_has_one_row_of_it(tmp_pa
         assert r.json()["records"] == 2
     meta = read_jsonl(tmp_path / "home" / "exports" / "x" / "metadata.jsonl")
     assert [(m["id"], m["task_id"]) for m in meta] == [("e1", "t1"), ("e2", "task-1")]
+
+
+def test_the_export_summary_counts_each_reason_a_trajectory_was_skipped_for(tmp_path, capsys):
+    """It said '5 skipped' and no more (the reasons were in manifest.json only); now the reasons, most first, three
+    at most, an odd one (a role of the trace's own) escaped on the terminal."""
+    odd = make_traj("d", task="t3")
+    odd.messages[1]["role"] = "robot\x1b[31m"
+    trajs = [make_traj("a", score=1.0), make_traj("a"), make_traj("a"), make_traj("b", task="t2", score=0.0), odd,
+             make_traj("c", task="t1"), make_traj("e", task="t1")]
+    out = tmp_path / "out"
+    argv = ["dataset", "export", "-t", str(_file(tmp_path, trajs)), "--source", "all", "--out", str(out)]
+    assert main([*argv, "--min-score", "0.5", "--max-per-task", "2"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert read_manifest(out).skipped == {"below_min_score": 1, "duplicate_id": 2, "over_max_per_task": 1,
+                                          "unknown_role_robot\x1b[31m": 1}
+    assert line.endswith("; 0 held-out excluded, 5 skipped (2 duplicate id, 1 below min score, 1 over max per task, "
+                         "1 more reason in manifest.json)"), line
+    assert main([*argv[:-2], "--out", str(tmp_path / "two"), "--task", "t3"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.endswith("0 held-out excluded, 3 skipped (2 duplicate id, 1 unknown role robot\\x1b[31m)"), line
