@@ -51,8 +51,11 @@ YES_COMMON = ("Yes please.", "Go ahead.", "Sure, do it.", "Confirmed.", "Yes, th
 YES_OTHER = ("Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, book it.",
              "Definitely, let's do that.", "Of course, please go on.", "That's right.", "Certainly, by all means.")
 # a yes said as a bare request to act, with no word of assent: a yes where it answers the agent asking leave for the
-# action (consent.affirmed)
-YES_IMPERATIVE = ("Perfect, please make the change.", "Great, book it then.", "Please change it.")
+# action (consent.affirmed). "The change" stands for whatever was asked; a request that names an action names the
+# write's own (by the verb its tool's name opens with): "Please change it" is no yes to a cancellation
+YES_IMPERATIVE = ("Perfect, please make the change.",)
+YES_IMPERATIVE_NAMED = {"book": "Great, book it then.", "update": "Please change it.", "cancel": "Please cancel it.",
+                        "send": "Please send it."}
 # the agent asking for the yes
 ASKS = ("Shall I proceed?", "Do you want me to go ahead?", "Please confirm.", "Is that OK with you?",
         "Should I go ahead with this?", "Would you like me to make this change?", "Can I go ahead and do that?")
@@ -241,28 +244,36 @@ def policy_reordered(t: Trajectory) -> Trajectory | None:
 
 # ---- tau-bench: the conversation ----------------------------------------------------------------------------------
 
-def _yes_steps(t: Trajectory) -> list[int]:
-    """The user messages that say yes just before a write: the last user message before each write, when it is an
-    affirmative, short and holds no digit (no detail of the action rides on it)."""
+def _yes_writes(t: Trajectory) -> dict[int, str]:
+    """The user messages that say yes just before a write, each with the write's tool name: the last user message
+    before each write, when it is an affirmative, short and holds no digit (no detail of the action rides on it)."""
     view = TraceView(t)
-    msgs, out = t.messages, []
+    msgs, out = t.messages, {}
     for w in write_calls(view):
         u = next((i for i in range(w.step - 1, -1, -1) if msgs[i].get("role") == "user"), None)
         text = msgs[u].get("content") if u is not None else None
         if isinstance(text, str) and affirmative(text) and len(text.split()) <= 20 and not re.search(r"\d", text) \
                 and u not in out:
-            out.append(u)
+            out[u] = w.name
     return out
 
 
-def reworded_yes(options: tuple[str, ...]) -> Callable[[Trajectory], Trajectory | None]:
+def _yes_steps(t: Trajectory) -> list[int]:
+    return list(_yes_writes(t))
+
+
+def reworded_yes(options: tuple[str, ...], named: dict[str, str] | None = None
+                 ) -> Callable[[Trajectory], Trajectory | None]:
+    """Each yes before a write said as one of ``options``, or as ``named``'s words for the verb the write's tool name
+    opens with."""
     def transform(t: Trajectory) -> Trajectory | None:
-        steps = _yes_steps(t)
-        if not steps:
+        writes = _yes_writes(t)
+        if not writes:
             return None
         msgs = copy.deepcopy(t.messages)
-        for k, i in enumerate(steps):
-            msgs[i]["content"] = options[(sum(map(ord, t.id)) + k) % len(options)]
+        for k, (i, name) in enumerate(writes.items()):
+            said = options + ((named[verb],) if named and (verb := name.split("_")[0]) in named else ())
+            msgs[i]["content"] = said[(sum(map(ord, t.id)) + k) % len(said)]
         return _copy(t, msgs)
     return transform
 
@@ -546,7 +557,7 @@ CHECKS = (
     Check("policy: bullets reordered", TAU_SETS, policy_reordered),
     Check("user's yes: common words", TAU_SETS, reworded_yes(YES_COMMON)),
     Check("user's yes: other words", TAU_SETS, reworded_yes(YES_OTHER)),
-    Check("user's yes: a bare request to act", TAU_SETS, reworded_yes(YES_IMPERATIVE)),
+    Check("user's yes: a bare request to act", TAU_SETS, reworded_yes(YES_IMPERATIVE, YES_IMPERATIVE_NAMED)),
     Check("agent's confirmation question reworded", TAU_SETS, reworded_ask),
     Check("whitespace (CRLF, padding, double spaces)", TAU_SETS + ("who-and-when/AG",) + SWE_SETS, whitespace),
     Check("dates as 2024/05/15", TAU_SETS, dates_reformatted),

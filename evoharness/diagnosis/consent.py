@@ -155,13 +155,14 @@ def affirmative(text: str) -> bool:
 # points back at what was asked ("it", "that", "them", "the change", "the booking", ...: ``_DONE_TO``), "please"
 # before it or not; or with "please go on / continue / carry on". Not "please make sure", "please don't ...", "please
 # tell me ...", nor a request for something new ("please add a bag": no pointer back), nor a decline ("No, change it
-# instead"). A yes only where it answers the agent asking leave for the action (``asks_leave``): the same words to a
-# reply that asked nothing are a first request. The regex reads the shape; the verb and the noun are looked up after
-# (a regex of every verb cost ~1.5 ms to compile at each start)
+# instead"). A yes only where it answers the agent asking leave for the action, and asks for an action of the kind
+# asked (``leave_asked``, ``_KINDS``): the same words to a reply that asked nothing are a first request. The regex
+# reads the shape; the verb and the noun are looked up after (a regex of every verb cost ~1.5 ms to compile at each
+# start)
 _DO = frozenset((
     "make", "do", "book", "cancel", "change", "update", "modify", "upgrade", "downgrade", "add", "remove", "process",
-    "submit", "place", "apply", "switch", "move", "refund", "return", "exchange", "complete", "finalize", "finalise",
-    "issue", "reserve", "purchase", "buy", "order", "send", "execute", "handle"))
+    "submit", "place", "apply", "switch", "swap", "replace", "move", "refund", "return", "exchange", "complete",
+    "finalize", "finalise", "issue", "reserve", "purchase", "buy", "order", "send", "execute", "handle"))
 _DONE_TO = frozenset((
     "change", "changes", "booking", "bookings", "cancellation", "update", "updates", "upgrade", "modification",
     "modifications", "order", "orders", "reservation", "exchange", "return", "refund", "switch", "swap", "transaction",
@@ -175,24 +176,63 @@ _SENTENCE_END = re.compile(r"[.!;\n]")
 # another action in the place of the one asked ("Please change it to express shipping instead", "Please exchange it
 # rather than cancel"): no request to do what was asked
 _IN_PLACE = re.compile(r"\b(?:instead|rather\s+than)\b", re.I)
+# The kinds of action a request or the agent's question names, in the words a customer and an agent use for them:
+# asked "Shall I cancel it?", "Please change it." asks for another action, no yes to the one asked, while "Please
+# refund it" asks for the same. A word may name two kinds (a refund comes of a cancellation or of a return, a switch
+# is a change or an exchange); a reservation, an order or a booking is what the action is done to, "the change",
+# "these changes" stand for whatever was asked ("Perfect, please make the change.") and a participle after a
+# determiner qualifies what is done ("this updated payment", "the cancelled flight"): none names a kind. Verbs of
+# doing in general -- make, do, process, complete, handle, issue, go on -- name none either
+_KINDS = (
+    ("cancel", r"cancel\w*|void(?:s|ed|ing)?|annul\w*|refund\w*"),
+    ("return", r"return\w*|refund\w*"),
+    ("exchange", r"exchang\w*|swap\w*|switch\w*|replac\w*"),
+    ("change", r"chang\w*|modif\w*|updat\w*|edit(?:s|ed|ing)?|amend\w*|adjust\w*|alter(?:s|ed|ing|ations?)?|"
+               r"switch\w*|mov(?:e|es|ed|ing)|upgrad\w*|downgrad\w*|reschedul\w*|add(?:s|ed|ing)?|remov\w*"),
+    ("book", r"book(?:s|ed)?|reserv(?:e|es|ed|ing)|purchas\w*|buy(?:s|ing)?|bought"),
+    ("send", r"send(?:s|ing)?|sent|compensat\w*"))
+# "the change", "these changes": whatever was asked, no kind of its own; "this updated payment": a participle that
+# qualifies a noun after a determiner
+_ANY_CHANGE = r"\b(?:the|this|that|these|those|a|an|any|such|your|my|our)\s+(?:changes?|\w+ed)\b"
 
 
-def requests_act(text: str) -> bool:
-    """A sentence of ``text`` is a request to act (``_ACT_SHAPE`` at a sentence's start, its verb one of ``_DO`` and a
-    noun after "the" one of ``_DONE_TO``; not another action in its place, ``_IN_PLACE``), and ``text`` is no decline
-    (``DECLINE``)."""
+@lru_cache(maxsize=1)
+def _kind_res() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((kind, re.compile(rf"\b(?:{words})\b", re.I)) for kind, words in _KINDS) \
+        + (("", re.compile(_ANY_CHANGE, re.I)),)
+
+
+def kinds_named(text: str) -> frozenset[str]:
+    """The kinds of action (``_KINDS``) ``text`` names, "the change" and a participle after a determiner set aside
+    (``_ANY_CHANGE``)."""
+    *kinds, (_, any_change) = _kind_res()
+    text = any_change.sub(" ", text)
+    return frozenset(kind for kind, words in kinds if words.search(text) is not None)
+
+
+def request_kinds(text: str) -> frozenset[str] | None:
+    """The kinds of action (``kinds_named``: of its verb, else of the noun after "the"; empty for a verb of doing in
+    general or "the change") a sentence of ``text`` requests (``_ACT_SHAPE`` at a sentence's start, its verb one of
+    ``_DO`` and a noun after "the" one of ``_DONE_TO``; not another action in its place, ``_IN_PLACE``); None where
+    no sentence is one, or ``text`` is a decline (``DECLINE``)."""
     pos, n = 0, len(text)
     while pos < n:
         m = _ACT_SHAPE.match(text, pos)
         if m is not None and (m.group(2) is None or m.group(2).lower() in _DO
                               and (m.group(3) is None or m.group(3).lower() in _DONE_TO)) \
                 and _IN_PLACE.search(m.group(0)) is None:
-            return DECLINE.search(text) is None
+            if DECLINE.search(text) is not None:
+                return None
+            verb, noun = m.group(2), m.group(3)
+            kinds = kinds_named(verb) if verb is not None else frozenset()
+            if not kinds and noun is not None and noun.lower() not in ("change", "changes"):
+                kinds = kinds_named(noun)
+            return kinds
         end = _SENTENCE_END.search(text, pos)
         if end is None:
-            return False
+            return None
         pos = end.end()
-    return False
+    return None
 
 
 # the agent asking the user's leave to act, in the end of its reply: "Shall I proceed?", "Please confirm.", "Would you
@@ -200,7 +240,7 @@ def requests_act(text: str) -> bool:
 # "Please confirm if you would like to proceed", or an offer to act on the user's word ("Let me know your reason, and
 # I'll proceed with the cancellation") -- not a question of which or what ("Which card would you like me to use?": it
 # asks for a detail, not for leave). The verb after "shall I" or "I'll" (group ``act``) is one of ``_DO`` or going on
-# (looked up after the match). Compiled when first asked (``asks_leave``): only a request to act asks it
+# (looked up after the match). Compiled when first asked (``leave_asked``): only a request to act asks it
 _ASKS_LEAVE = (
     r"\b(?:shall|should|may|can)\s+(?:i|we)\s+(?P<act>\w+)"
     r"|\b(?:would\s+you\s+like|do\s+you\s+want)\s+(?:(?:me|us)\s+to|to\s+(?:go\s+ahead|proceed|confirm|continue))\b"
@@ -212,6 +252,7 @@ _ASKS_LEAVE = (
     r"\b(?:i['’]ll|i\s+will|i\s+can|we['’]ll|we\s+will|we\s+can)\s+(?P<offer>\w+)")
 _GOING_ON = frozenset(("go", "proceed", "continue"))
 _WH = frozenset(("which", "what", "where", "when", "how", "who", "whom", "whose", "why"))
+_ASKING_END = re.compile(r"[.!?\n]")
 
 
 @lru_cache(maxsize=1)
@@ -219,9 +260,12 @@ def _asks_leave_re() -> re.Pattern[str]:
     return re.compile(_ASKS_LEAVE, re.I)
 
 
-def asks_leave(reply: str) -> bool:
-    """The end of an agent's reply (its last 400 characters) asks the user's leave to act (``_ASKS_LEAVE``), in a
-    sentence that is no question of which or what."""
+def leave_asked(reply: str) -> frozenset[str] | None:
+    """The kinds of action the end of an agent's reply (its last 400 characters) asks the user's leave for
+    (``_ASKS_LEAVE``, in a sentence that is no question of which or what): those the asking sentence names
+    (``kinds_named``; empty when it names none: "Shall I proceed?", "Please confirm if you would like to proceed with
+    these changes"). None where it asks no leave. Only the asking sentence: the lines before it list what the action
+    brings about ("Refund method: credit card", "Total cost difference: $105") as often as the action itself."""
     tail = reply[-400:]
     for m in _asks_leave_re().finditer(tail):
         verb = m.group("act") or m.group("offer")
@@ -230,15 +274,17 @@ def asks_leave(reply: str) -> bool:
         start = max(tail.rfind(c, 0, m.start()) for c in ".!?\n:") + 1
         words = tail[start:m.start()].split()
         if not words or words[0].lower().strip("*_") not in _WH:
-            return True
-    return False
+            end = _ASKING_END.search(tail, m.end())
+            return kinds_named(tail[start:end.end() if end is not None else len(tail)])
+    return None
 
 
 def affirmed(view: TraceView, i: int) -> bool:
     """The user's message at ``i`` says yes, once per message of a view: ``affirmative(view.texts[i][:2000])``, or a
-    request to do what the agent's reply before it asked leave for (``requests_act``, ``asks_leave``). The
-    confirmation rule and the first write's proposal (``detectors.confirmed_proposal``) ask it of the same user
-    messages (tau-bench airline: 284 questions a labelling pass, 168 of them distinct, ~3 microseconds each)."""
+    request to do what the agent's reply before it asked leave for (``request_kinds``, ``leave_asked``): an action of
+    a kind asked, or any where the request or the question names no kind. The confirmation rule and the first
+    write's proposal (``detectors.confirmed_proposal``) ask it of the same user messages (tau-bench airline: 284
+    questions a labelling pass, 168 of them distinct, ~3 microseconds each)."""
     memo = view.__dict__.get("_affirmed")
     if memo is None:
         memo = view.__dict__["_affirmed"] = {}
@@ -246,11 +292,12 @@ def affirmed(view: TraceView, i: int) -> bool:
     if said is None:
         text = view.texts[i][:2000]
         said = affirmative(text)
-        if not said and requests_act(unasked(text) if "?" in text else text):
+        if not said and (requested := request_kinds(unasked(text) if "?" in text else text)) is not None:
             msgs = view.traj.messages
             reply = next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
                           and view.texts[j].strip()), "")
-            said = asks_leave(reply)
+            asked = leave_asked(reply)
+            said = asked is not None and (not requested or not asked or not requested.isdisjoint(asked))
         memo[i] = said
     return said
 

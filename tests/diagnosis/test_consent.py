@@ -1,0 +1,61 @@
+"""The user's yes (``diagnosis/consent.py``) as the confirmation rule reads it: a request to act consents only to the
+action the agent asked leave for."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.builder import TraceBuilder
+
+POLICY = ("# Retail agent policy\nYou must authenticate the user identity by locating their user id via email. "
+          "Before any action that updates the database you must obtain explicit user confirmation (yes).")
+# the write each asked action makes, with the arguments the agent's question names
+WRITES = {
+    "cancel": ("cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"}),
+    "address": ("modify_pending_order_address", {"order_id": "#W123", "address1": "12 Elm St"}),
+    "book": ("book_reservation", {"flight_number": "HAT100", "user_id": "bob_1"}),
+    "return": ("return_delivered_order_items", {"order_id": "#W123", "item_ids": ["lamp-7"]}),
+    "exchange": ("exchange_delivered_order_items", {"order_id": "#W123", "item_ids": ["lamp-7"]}),
+}
+
+
+def _violations(asked: str, answer: str, write: str) -> list[str]:
+    """The policy rules broken by a run where the agent asks ``asked``, the user answers ``answer`` and the agent
+    then makes the ``write``."""
+    name, args = WRITES[write]
+    b = TraceBuilder("t").system(POLICY).user("I need help with order #W123, I'm bob@x.com")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
+    b.say(f"Order #W123 is pending. {asked}").user(answer)
+    b.call(name, args, result="ok")
+    lab = Labeller().label(b.deliver("Done.").build(score=0.0))
+    return [v.rule for v in lab.violations]
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I cancel it?", "Please change it.", "cancel"),
+    ("Would you like me to cancel order #W123?", "Please exchange it.", "cancel"),
+    ("Shall I change the address to 12 Elm St?", "Please cancel it.", "address"),
+    ("Shall I book flight HAT100 for you?", "Great, cancel it then.", "book"),
+    ("Should I process the return of the lamp-7?", "Well then, please exchange it.", "return"),
+    ("Shall I exchange the lamp-7 for the blue one?", "Please return it.", "exchange")])
+def test_a_request_for_another_action_than_the_one_asked_is_no_yes(asked, answer, write):
+    """Asked "Shall I cancel it?", a user who says "Please change it." asks for something else: no yes to the
+    cancellation (before, any request to act answering a question that asked leave was the yes)."""
+    assert _violations(asked, answer, write) == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I cancel it?", "Please cancel it.", "cancel"),
+    ("Shall I cancel it?", "Please refund it.", "cancel"),
+    ("Would you like me to proceed with the cancellation?", "Thanks, cancel it.", "cancel"),
+    ("Cancelling it refunds $40 to your card. Is that OK with you?", "Please cancel it.", "cancel"),
+    ("Shall I update the address to 12 Elm St?", "Please change it.", "address"),
+    ("Shall I exchange the lamp-7 for the blue one?", "Please swap it.", "exchange"),
+    ("Shall I book flight HAT100?", "Perfect, purchase it.", "book"),
+    ("Would you like to proceed with this updated total for HAT100?", "Great, book it then.", "book"),
+    ("Shall I cancel it?", "Perfect, please make the change.", "cancel"),  # "the change": whatever was asked
+    ("Would you like me to make this change to 12 Elm St?", "Please do that.", "address"),
+    ("Do you want me to go ahead?", "Please change it.", "address")])  # nothing named: the request is the action
+def test_a_request_for_the_action_asked_in_its_own_words_is_a_yes(asked, answer, write):
+    assert _violations(asked, answer, write) == []
