@@ -6,17 +6,19 @@ calls, such a tool was exported with an empty description and parameters typed f
 the environment declares it with its description (tau2's tools: their docstrings) and parameter schema. `EnvTools`
 builds each environment once per export and gives those declarations by tool name; a trajectory without an env
 spec, of an env of another version, or of a task or env that cannot be built here gets none (inference, as
-before).
+before). The environment is looked up at the first tool name asked for: a record whose called tools its trajectory
+declares, or one skipped before its tools are read, builds none.
 
 ``meta["env"]`` of an ingested trajectory is whatever the client wrote, so the environments built are bounded: at
-most ``MAX_ENVS`` distinct specs per export are built (or tried); a trajectory of a further spec gets none and is
-counted (``past_limit``, the export's ``env_tools_past_limit``). A spec whose name is no registered environment
-(``nosuchenv:x``) is never built nor counted against the limit. Until the thirteenth session every distinct spec was
-built, and kept for the whole export.
+most ``MAX_ENVS`` distinct specs per export are built (or tried); a trajectory of a further spec that calls a tool
+it does not declare gets none and is counted (``past_limit``, the export's ``env_tools_past_limit``). A spec whose
+name is no registered environment (``nosuchenv:x``) is never built nor counted against the limit. Until the
+thirteenth session every distinct spec was built, and kept for the whole export.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from evoharness.logging import get_logger
@@ -32,7 +34,8 @@ MAX_ENVS = 16
 class EnvTools:
     """``of(traj)``: {tool name: OpenAI tool object} as the trajectory's environment declares them ({} when none).
 
-    ``past_limit``: the trajectories asked about whose env spec was not built because ``limit`` specs were."""
+    ``past_limit``: the trajectories whose declarations were looked up and whose env spec was not built because
+    ``limit`` specs were."""
 
     def __init__(self, limit: int = MAX_ENVS) -> None:
         self.limit = limit
@@ -40,7 +43,11 @@ class EnvTools:
         self._envs: dict[str, Any] = {}  # spec -> the environment, or None when it cannot be built here
         self._tools: dict[tuple[str, str], dict[str, dict]] = {}
 
-    def of(self, traj: Trajectory) -> dict[str, dict]:
+    def of(self, traj: Trajectory) -> Mapping[str, dict]:
+        """``traj``'s environment's declarations, found (its environment built) at the first name looked up."""
+        return _Declarations(lambda: self._of(traj))
+
+    def _of(self, traj: Trajectory) -> dict[str, dict]:
         meta = traj.meta if isinstance(traj.meta, dict) else {}
         spec = meta.get("env")
         if not isinstance(spec, str) or not spec:
@@ -89,3 +96,25 @@ class EnvTools:
                 log.warning("export.env_tools_unavailable", env=spec, error=f"{type(e).__name__}: {e}")
                 self._envs[spec] = None
         return self._envs[spec]
+
+
+class _Declarations(Mapping[str, dict]):
+    """A mapping that calls ``find`` for its contents at its first use, and only then."""
+
+    def __init__(self, find: Callable[[], dict[str, dict]]) -> None:
+        self._find = find
+        self._tools: dict[str, dict] | None = None
+
+    def _all(self) -> dict[str, dict]:
+        if self._tools is None:
+            self._tools = self._find()
+        return self._tools
+
+    def __getitem__(self, name: str) -> dict:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())

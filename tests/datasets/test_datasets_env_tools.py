@@ -83,3 +83,23 @@ def test_specs_of_no_registered_environment_are_not_built_nor_counted_against_th
         assert tools.of(_of_env(f"u{i}", f"nosuchenv:{i}")) == {}
     assert tools.of(_of_env("s", "synthetic")) and tools.past_limit == 0
     assert tools.of(_of_env("s2", "synthetic:other")) == {} and tools.past_limit == 1
+
+
+def test_only_a_record_calling_an_undeclared_tool_builds_its_env_or_is_counted_past_the_limit(tmp_path):
+    """The env was built before the record was made: records whose called tools the trajectory declares, and records
+    skipped (a system message mid-conversation), took the MAX_ENVS builds and were counted past the limit, 'their
+    undeclared tools inferred', when they had none; a record that needed its env's declarations then had none."""
+    from evoharness.datasets.env_tools import MAX_ENVS
+
+    declared = [make_traj(f"d{i}", task="contact_0", tool="lookup_contact") for i in range(MAX_ENVS)]
+    for i, traj in enumerate(declared):
+        traj.meta["env"] = f"synthetic:{i}"
+    skipped = _of_env("skipped", "synthetic:skipped")
+    skipped.messages.insert(2, {"role": "system", "content": "a system message after the conversation started"})
+    needs = _of_env("needs", "synthetic:needs")
+    summary = export_dataset(tmp_path / "out", source=SourceKind.all, trajectories=[*declared, skipped, needs])
+    assert summary.skipped == {"system_message_mid_conversation": 1}
+    assert summary.records == MAX_ENVS + 1 and summary.env_tools_past_limit == 0
+    tools = {r["messages"][1]["content"].split()[0]: r["tools"] for r in read_jsonl(tmp_path / "out" / "data.jsonl")}
+    assert tools["needs"][0]["function"]["description"]  # its env's declaration, not an inferred ""
+    assert "past the" not in (tmp_path / "out" / "README.md").read_text()
