@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -51,6 +52,7 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
     idx, attempts = 0, 0
     down: Exception | None = None  # the last attempt's failure when it was the endpoint's (no reply at all)
     refused: list[int | None] = []  # the HTTP status of each method the endpoint refused
+    http_500s = 0  # the attempts the endpoint answered with HTTP 500
     while attempts <= max_retries:
         method = methods[idx]
         runnable = _bind(model, schema, method, json_schema)
@@ -84,6 +86,7 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
             if not e.retryable:  # e.g. 401: the key
                 raise EndpointDown(f"{role}: model call failed: {e}", retryable=False) from e
             down = e
+            http_500s += e.status == 500
             problems.append(f"model call failed: {e}")
             if e.status == 500:  # a server error on this form: the next form may not meet it
                 idx = min(idx + 1, len(methods) - 1)
@@ -110,8 +113,11 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
             log.info("role.invalid_reply", role=role, attempt=attempts, method=method, problem=problem)
             convo = _with_feedback(messages, problem, _clip(_raw_text(out), 400))
     if isinstance(down, EndpointDown) and down.status == 500 and probe(model):
-        raise RoleError(role, f"the endpoint answered every attempt at this request with {down} while it answers a "
-                        "one-line request: this request's failure, not the endpoint's", attempts, problems) from down
+        every = http_500s == len(problems)  # else what each try got, counted: the last 500 says nothing of the rest
+        raise RoleError(role, f"the endpoint answered {'every' if every else 'the last'} attempt at this request with "
+                        f"{down} while it answers a one-line request: this request's failure, not the endpoint's"
+                        + ("" if every else f"; its {len(problems)} tries got: {_counted(problems)}"),
+                        attempts, problems) from down
     if down is not None:
         raise EndpointDown(f"{role}: {problems[-1]} (after {attempts} attempt{'s' if attempts != 1 else ''})") from down
     raise RoleError(role, problems[-1] if problems else "no reply", attempts, problems)
@@ -195,6 +201,12 @@ def _describe(e: Exception) -> str:
     if isinstance(e, EditRejected):
         return f"edit rejected: {e}"
     return str(e)
+
+
+def _counted(problems: list[str]) -> str:
+    """``2 x A; 1 x B``: each distinct problem (clipped) with how many tries met it, most first."""
+    counts = Counter(_clip(p, 200) for p in problems)
+    return "; ".join(f"{n} x {p}" for p, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _clip(text: str, limit: int) -> str:

@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableLambda
 from evoharness.errors import InfraError, InputError
 from evoharness.roles import RoleError, make_roles
 from evoharness.roles.config import RolesConfig
+from evoharness.roles.errors import EndpointDown
 from evoharness.roles.llm import AnalystReply, LLMAnalyst, LLMCritic, LLMEngineer
 from evoharness.roles.models import Review
 from evoharness.roles.prompts import render
@@ -231,3 +232,32 @@ def test_llm_roles_end_to_end_make_a_candidate_the_harness_repo_accepts(tmp_path
     cand = repo.create_candidate(engineer.propose(pattern, review, view), round=1)
     assert cand.branch == "candidate/r1-enable-the-loop-guard"
     assert cand.targets == "F3.repeated_action" and cand.predicted_flips == ["task-a", "task-b"]
+
+
+class _AnswersShortRequests(ScriptedChatModel):
+    """Its endpoint answers a one-line request (`structured.probe`), whatever its script does to the long one."""
+
+    def complete(self, messages, max_tokens=None):
+        return "OK"
+
+
+def _http_500():
+    return EndpointDown("HTTP 500: tokenizer: index out of range", status=500)
+
+
+def test_a_500_role_failure_says_what_the_attempts_got_not_that_every_one_got_the_last():
+    """000f9ea read only the last attempt: an invalid reply, then two 500s, was 'the endpoint answered every attempt
+    at this request with HTTP 500'. Now the tries' distinct problems are counted."""
+    model = _AnswersShortRequests(replies=["not json at all", _http_500(), _http_500()])
+    with pytest.raises(RoleError) as e:
+        ask(model, [], AnalystReply, role="analyst", max_retries=2, methods=["json_text"])
+    assert str(e.value) == (
+        "analyst: the endpoint answered the last attempt at this request with HTTP 500: tokenizer: index out of range "
+        "while it answers a one-line request: this request's failure, not the endpoint's; its 3 tries got: "
+        "2 x model call failed: HTTP 500: tokenizer: index out of range; 1 x the reply holds no JSON object "
+        "(after 3 attempts)")
+    every = _AnswersShortRequests(replies=[_http_500(), _http_500()])
+    with pytest.raises(RoleError, match=r"^analyst: the endpoint answered every attempt at this request with HTTP 500: "
+                                        r"tokenizer: index out of range while it answers a one-line request: this "
+                                        r"request's failure, not the endpoint's \(after 2 attempts\)$"):
+        ask(every, [], AnalystReply, role="analyst", max_retries=1, methods=["json_text"])
