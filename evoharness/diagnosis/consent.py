@@ -194,6 +194,7 @@ _KINDS = (
 # "the change", "these changes": whatever was asked, no kind of its own; "this updated payment": a participle that
 # qualifies a noun after a determiner
 _ANY_CHANGE = r"\b(?:the|this|that|these|those|a|an|any|such|your|my|our)\s+(?:changes?|\w+ed)\b"
+_THE_CHANGE = re.compile(r"\b(?:the|this|that|these|those|such|your)\s+changes?\b", re.I)
 
 
 @lru_cache(maxsize=1)
@@ -227,7 +228,9 @@ def request_kinds(text: str) -> frozenset[str] | None:
             kinds = kinds_named(verb) if verb is not None else frozenset()
             if not kinds and noun is not None and noun.lower() not in ("change", "changes"):
                 kinds = kinds_named(noun)
-            return kinds
+            # a change is bought as often as made: new flights, an upgrade, bags ("Great, book it then." to "proceed
+            # with this upgrade"); a request to change is still no request to book
+            return kinds | {"change"} if "book" in kinds else kinds
         end = _SENTENCE_END.search(text, pos)
         if end is None:
             return None
@@ -275,7 +278,10 @@ def leave_asked(reply: str) -> frozenset[str] | None:
         words = tail[start:m.start()].split()
         if not words or words[0].lower().strip("*_") not in _WH:
             end = _ASKING_END.search(tail, m.end())
-            return kinds_named(tail[start:end.end() if end is not None else len(tail)])
+            asking = tail[start:end.end() if end is not None else len(tail)]
+            # "proceed with this change" / "these changes": whatever the reply described, whatever else the sentence
+            # names beside it ("..., and your preferred refund method")
+            return frozenset() if _THE_CHANGE.search(asking) is not None else kinds_named(asking)
     return None
 
 

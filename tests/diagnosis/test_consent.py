@@ -59,3 +59,29 @@ def test_a_request_for_another_action_than_the_one_asked_is_no_yes(asked, answer
     ("Do you want me to go ahead?", "Please change it.", "address")])  # nothing named: the request is the action
 def test_a_request_for_the_action_asked_in_its_own_words_is_a_yes(asked, answer, write):
     assert _violations(asked, answer, write) == []
+
+
+FLIGHTS = ("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]})
+
+
+@pytest.mark.parametrize("asked, answer", [
+    ("Upgrade ABC123 to HAT100 business. Please confirm if you would like to proceed with this upgrade.",
+     "Great, book it then."),
+    ("Would you like to proceed with changing your reservation to HAT100?", "Perfect, purchase it."),
+    ("New flight: HAT100. Would you like to proceed with this change, and which refund method should I use?",
+     "Please change it."),
+    ("Please confirm if you would like to proceed with these changes (HAT100) and the refund of $40.",
+     "Great, book it then.")])
+def test_a_request_to_book_a_change_or_one_answering_the_change_asked_is_a_yes(asked, answer, monkeypatch):
+    """2ed95d2 read "Great, book it then." to "proceed with this upgrade" as a request for another action, and a
+    refund the asking sentence mentions beside "this change" as the action asked: a change of flights, an upgrade or
+    bags are bought, and "this change" is whatever the agent described."""
+    monkeypatch.setitem(WRITES, "flights", FLIGHTS)
+    assert _violations(asked, answer, "flights") == []
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I book flight HAT100 for you?", "Please change it.", "book"),
+    ("Would you like to proceed with the cancellation?", "Great, book it then.", "cancel")])
+def test_a_request_to_change_is_still_no_yes_to_a_booking_nor_a_booking_to_a_cancellation(asked, answer, write):
+    assert _violations(asked, answer, write) == ["policy.confirmation"]
