@@ -6,6 +6,7 @@ without a line of its own.
 
 from __future__ import annotations
 
+import re
 import typing
 
 import pytest
@@ -207,7 +208,6 @@ def test_a_huge_rollout_count_is_refused_before_any_request_is_planned(capsys, t
 @pytest.mark.parametrize(("path", "leaf"), LEAVES, ids=_ids(LEAVES))
 def test_no_help_text_holds_what_rich_takes_for_a_style_tag(path, leaf):
     """evaluate's '(default: [run] env)' was shown as '(default:  env)': rich read [run] as markup."""
-    import re
 
     for text in [leaf.help or "", *(getattr(p, "help", None) or "" for p in leaf.params)]:
         assert not re.search(r"(?<!\\)\[[a-z][a-z_ .=-]*\]", text), (path, text)
@@ -236,3 +236,48 @@ def test_a_flag_shows_no_value_in_help(capsys, monkeypatch, path, cmd):
     assert main([*path, "--help"]) == 0
     out = capsys.readouterr().out
     assert "--help" in out and "<bool>" not in out
+
+
+SETTING_DEFAULT = re.compile(r"\(default:? ([a-z_]+(?:\.[a-z_]+)+)")  # `(default: sandbox.backend)`, the setting
+
+
+def _help_rows(capsys, monkeypatch, path) -> dict[str, str]:
+    """Each option's row of `PATH --help`, one line each (wide enough not to wrap): its first long name -> the row."""
+    monkeypatch.setattr("typer.rich_utils.MAX_WIDTH", 2000)
+    monkeypatch.setenv("COLUMNS", "2000")
+    assert main([*path, "--help"]) == 0
+    rows = {}
+    for line in capsys.readouterr().out.splitlines():
+        words = line.strip("│ ").split()
+        name = next((w for w in words[:2] if w.startswith("--")), None)
+        if name:
+            rows.setdefault(name, line.rstrip("│ "))
+    return rows
+
+
+WITH_DEFAULTS = [(path, leaf) for path, leaf in LEAVES if any(q == path for q, _ in OPTIONAL)]
+
+
+@pytest.mark.parametrize(("path", "leaf"), WITH_DEFAULTS, ids=_ids(WITH_DEFAULTS))
+def test_the_default_an_option_says_is_the_one_the_command_gets_without_it(capsys, monkeypatch, path, leaf):
+    """6102d7b's test above checks only that a help text says 'default' or 'required'. Here the value: what
+    `--help` prints as `[default: X]` is what the command receives when the option is left out, and a default
+    named as a setting (`(default: sandbox.backend)`) is a real setting, whose value the command can only read
+    when the option leaves it None."""
+    from evoharness.config import Settings
+    from evoharness.config_keys import known_keys
+
+    settings = set(known_keys(Settings))
+    argv = [x for p in leaf.params if p.required
+            for x in (["x"] if p.param_type_name == "argument" else [p.opts[0], "x"])]
+    got = leaf.make_context(" ".join(path), argv).params  # the values the command function is called with
+    rows = _help_rows(capsys, monkeypatch, path)
+    for param in (p for p in leaf.params if (path, p) in OPTIONAL):
+        long = next(o for o in param.opts if o.startswith("--"))
+        printed = re.search(r"\[default: ([^\]]*)\]$", rows[long])
+        if printed:
+            value = got[param.name]
+            assert printed.group(1) == str(value), (long, printed.group(1), value)
+        if named := SETTING_DEFAULT.search(param.help or ""):
+            assert named.group(1) in settings, (long, named.group(1))
+            assert got[param.name] in (None, ()), (long, got[param.name])
