@@ -125,18 +125,23 @@ def test_one_warm_worker_serves_every_batch_of_its_commit(tmp_path):
         assert not b.meta.get("rollout_failure")
 
 
-def test_nothing_of_one_rollout_reaches_the_next(tmp_path):
+@pytest.mark.parametrize("fork", ["batch", "commit"])
+def test_nothing_of_one_rollout_reaches_the_next(tmp_path, fork):
+    # with "commit" (opt-in) batches of 2 over two runs: a commit's child would serve them all, but each rollout of
+    # this probe leaves something the child or the server checks, so each ends its child and the sandbox is swept;
+    # the next rollout, in this batch, the next or the next run (a later look), finds nothing of these kinds either
     repo = init_harness(tmp_path / "h")
     reqs = _requests(_commit(repo, "leaky.py", LEAKY), 3)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
-                       batch_size=8) as ex:
-        warm = ex.run(reqs)
-        assert ex.warm_starts == 1
+                       batch_size=8 if fork == "batch" else 2, warm_fork=fork) as ex:
+        warm = ex.run(reqs) + ex.run(reqs)
+        assert ex.warm_starts == 1 and ex.warm_cost["child_forks"] == 6  # a fresh child for each rollout
         # the probe can see leaks: one process running the batch (the Docker-style path) carries them over
         shared = ex._run_batched(reqs, ex._batch)
     assert _leaks(warm) == []
     assert not [t.task_id for t in warm if t.meta.get("rollout_failure")]  # each ran its probe (no vacuous pass)
-    assert len(_leaks(shared)) == len(reqs) - 1
+    # every rollout but a batch's first finds the leaks: batches of 8 (one of 3) or of 2 (2 + 1)
+    assert len(_leaks(shared)) == {"batch": 2, "commit": 1}[fork]
     assert all("LEAK ipc,global,module,/tmp/leak,process" in leak for leak in _leaks(shared)), _leaks(shared)
 
 
@@ -212,13 +217,14 @@ def test_a_rollout_that_raises_its_own_cpu_limit_in_a_batch_child_still_fails_ov
             "        end = time.process_time() + 3\n"
             "        while time.process_time() < end:\n            pass\n")
     reqs = _requests(_commit(repo, "spin.py", spin), 2)
-    for fork in ("batch", "rollout"):
+    for fork in ("batch", "rollout", "commit"):
         with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
                            limits=Limits(wall_seconds=60, cpu_seconds=1), warm_fork=fork) as ex:
             trajs = ex.run(reqs)
         assert [bool(t.meta.get("rollout_failure")) for t in trajs] == [True, False], fork  # batch: was [False, False]
-        # a forked child's hard limit is its own cpu_seconds + 2: raised to it, the kernel kills it there (SIGKILL)
-        words = "cpu limit hit" if fork == "batch" else "killed by SIGKILL"
+        # a forked child's hard limit is its own cpu_seconds + 2: raised to it, the kernel kills it there (SIGKILL);
+        # a batch or commit child's covers its CHILD_ROLLOUTS rollouts, and each rollout is held to its own soft one
+        words = "killed by SIGKILL" if fork == "rollout" else "cpu limit hit"
         assert any(words in e.detail for e in trajs[0].events), (fork, trajs[0].events)
 
 
@@ -476,17 +482,19 @@ def test_a_batch_shares_one_child_with_fresh_harness_modules_and_the_same_result
     reqs = _requests(repo.main_head(), 4, seeds=2)
     plain = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None).run(reqs)
     runs = {}
-    for fork in ("batch", "rollout"):
+    for fork in ("batch", "rollout", "commit"):
         with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                            batch_size=4, warm_fork=fork) as ex:
             runs[fork] = ex.run(reqs)
             assert ex.warm_cost["rollouts"] == 8 and ex.warm_changed == {}
-            # two batches of 4: one child each, or one per rollout
-            assert ex.warm_cost["child_forks"] == (2 if fork == "batch" else 8), ex.warm_cost
-    for a, b, c in zip(plain, runs["batch"], runs["rollout"], strict=True):
+            # two batches of 4: one child each, one per rollout, or one for both (the commit's)
+            assert ex.warm_cost["child_forks"] == {"batch": 2, "rollout": 8, "commit": 1}[fork], ex.warm_cost
+    for a, b, c, d in zip(plain, runs["batch"], runs["rollout"], runs["commit"], strict=True):
         assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
         assert (b.score, b.final_answer, b.messages, b.termination) == (c.score, c.final_answer, c.messages,
                                                                          c.termination)
+        assert (b.score, b.final_answer, b.messages, b.termination) == (d.score, d.final_answer, d.messages,
+                                                                         d.termination)
     probe = _commit(repo, "probe.py", PROBE)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=3) as ex:
@@ -619,8 +627,12 @@ def test_a_rollouts_random_draws_follow_its_seed_in_every_fork_mode(tmp_path):
                            batch_size=4, warm_fork=fork) as ex:
             answers.append([t.final_answer for t in ex.run(reqs)])
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
+                       batch_size=2, warm_fork="commit") as ex:  # one child for both batches, and for a second run
+        answers += [[t.final_answer for t in ex.run(reqs)], [t.final_answer for t in ex.run(reqs)]]
+        assert ex.warm_cost["child_forks"] == 1, ex.warm_cost
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=4, warm=False) as ex:
         answers.append([t.final_answer for t in ex.run(reqs)])
     assert all(a and a.startswith("DRAW ") for a in answers[0]), answers[0]
-    assert answers[1:] == [answers[0]] * 3
+    assert answers[1:] == [answers[0]] * 5
     assert len(set(answers[0])) == 4  # two tasks x two seeds: four draws
