@@ -6,6 +6,8 @@ round's guard book, and pays from the ledger passed in: nothing is assigned onto
 
 from __future__ import annotations
 
+import git
+
 from evoharness.errors import BudgetExhausted, MergeRefused
 from evoharness.graph.progress import Progress
 from evoharness.graph.records import Merged, Rejected
@@ -106,8 +108,9 @@ class Gate:
                 sha = self._merge_once(winner.candidate, winner,
                                        human_approved=decisions.get(winner.candidate) == "approve")
             except MergeRefused as e:
-                refused, winner = e.reason, None
-                self.progress.note(f"  {e.candidate}: accepted, not merged: {e.reason}")
+                refused = e.reason + self._approval_void(winner, decisions)
+                winner = None
+                self.progress.note(f"  {e.candidate}: accepted, not merged: {refused}")
         for cand in candidates:
             v = by_branch.get(cand.branch)
             if v is None:
@@ -136,6 +139,22 @@ class Gate:
                                      base=cand.base, tree=self.repo.tree_hash(v.commit),
                                      superseded_by=winner.candidate if reason.startswith(SUPERSEDED_BY) else None))
         return merged, rejected
+
+    def _approval_void(self, verdict: Verdict, decisions: dict[str, str]) -> str:
+        """Why a person's approval of ``verdict`` does not hold now that main moved since it was verified ("" when no
+        one approved it or main did not move). The approval was of the candidate measured against main at its base:
+        against any other main it is unverified, and re-verification there is the rule, so it is not carried over."""
+        if decisions.get(verdict.candidate) != "approve":
+            return ""
+        main = self.repo.main_head()
+        try:
+            if self.repo.repo.commit(verdict.base).hexsha == main:
+                return ""
+        except (ValueError, git.BadName):  # a base this repository does not hold: not main either
+            pass
+        return (f" -- your approval held for main at {verdict.base[:10]}, where it was verified, not for main at "
+                f"{main[:10]}: this run's next round verifies its candidates on main as it is now and asks for "
+                "review again (a run with no round left: start another `evoharness run`)")
 
     def needs_human(self, verdict: Verdict) -> str | None:
         """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None."""

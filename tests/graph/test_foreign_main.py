@@ -69,6 +69,31 @@ def test_approving_after_a_hand_commit_on_main_records_it_not_merged_and_the_run
     _check(tmp_path / "h", tmp_path / "state" / "runs" / "run-x", foreign, branch)
 
 
+def test_an_approval_that_main_moved_past_says_it_no_longer_holds_and_what_comes_next(tmp_path, capsys,
+                                                                                     monkeypatch):
+    """Approved, then main moved (a hand commit): the approval does not carry over to a main the candidate was not
+    verified against (re-verification there is the rule), but the user read only 'accepted, not merged: main moved
+    since verification (...); re-verify', with nothing to say that the approval was spent or what to do. Now the line
+    and the recorded reason say the approval held for the old main and that the run asks again on the new one."""
+    monkeypatch.chdir(tmp_path)
+    init_harness(tmp_path / "h")
+    opts = ["--set", f"home={tmp_path / 'state'}", "--set", f"run.harness={tmp_path / 'h'}", *RUN]
+    assert main(["run", "--review", *opts, "--run-id", "run-x"]) == 0
+    branch = _first_waiting(capsys.readouterr().out)
+    verified_on = git.Repo(tmp_path / "h").commit("main").hexsha
+    foreign = _hand_commit(tmp_path / "h")
+    assert main([*opts, "approve", branch, "--run", "run-x", "--reason", "looks right"]) == 0
+    out = capsys.readouterr()
+    told = f"your approval held for main at {verified_on[:10]}, where it was verified, not for main at {foreign[:10]}"
+    line = next(x for x in (out.out + out.err).splitlines() if branch in x and "not merged" in x)
+    assert told in line and "asks for review again" in line, line
+    while waiting := _first_waiting(out.out):
+        assert main([*opts, "reject", waiting, "--run", "run-x"]) == 0
+        out = capsys.readouterr()
+    summary = json.loads((tmp_path / "state" / "runs" / "run-x" / "summary.json").read_text())
+    assert told in next(r["reason"] for r in summary["rejected"] if r["branch"] == branch)
+
+
 def test_a_run_killed_before_its_merge_and_resumed_after_a_hand_commit_keeps_it(tmp_path):
     """Unattended: the run is down (SIGKILL at the merge node), main gets a hand commit, the run resumes."""
     harness, home = tmp_path / "h", tmp_path / "state"
@@ -91,6 +116,8 @@ def test_a_run_killed_before_its_merge_and_resumed_after_a_hand_commit_keeps_it(
                              timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]  # 2 before, and on every resume after
     _check(harness, home / "runs" / "run-x", foreign, merges[0]["branch"])
+    summary = json.loads((home / "runs" / "run-x" / "summary.json").read_text())
+    assert "approval" not in next(r["reason"] for r in summary["rejected"] if r["branch"] == merges[0]["branch"])
 
 
 def test_a_stale_lock_on_main_pauses_the_run_and_it_merges_once_the_lock_is_gone(tmp_path):
