@@ -2,13 +2,29 @@
 
 argparse prints an option's help as written: `--repeat N  runs in turn` said nothing of how many runs one gets
 without it. These formatters add ``(default: X)`` after the help of an option whose default is a value (not
-None, not a flag's False) and whose help does not say its default already.
+None, not a flag's False) and whose help does not say its default already. A default path in or beside the
+repository (a script computes it from its own place) is shown relative to the repository's root
+(``benchmarks/data/x.json``, ``../shared/data``), not as the absolute path of the checkout that printed it; the
+script still gets the absolute path.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout's root (pyproject.toml) when run from one
+
+
+def shown(default: object) -> object:
+    """``default`` as --help shows it: an absolute path under the repository's root or its parent directory
+    relative to the root, anything else as it is."""
+    if not isinstance(default, str | Path) or not os.path.isabs(default) or not (ROOT / "pyproject.toml").is_file():
+        return default
+    rel = os.path.relpath(os.path.normpath(default), ROOT)
+    return default if rel.startswith(os.path.join(os.pardir, os.pardir)) else rel
 
 
 def _has_default(action: argparse.Action) -> bool:
@@ -23,6 +39,12 @@ class _StatesDefaults(argparse.HelpFormatter):
             action = copy.copy(action)
             action.help = "(default: %(default)s)"
         return super()._format_action(action)
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        if (text := shown(action.default)) is not action.default:
+            action = copy.copy(action)
+            action.default = text
+        return super()._expand_help(action)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""

@@ -187,3 +187,34 @@ def test_every_help_says_what_the_script_does_in_whole_sentences(script, monkeyp
     a run's' and stopped: the docstring's first line, cut where the line broke (planted_flaws, tau2_gold_paths too)."""
     first = " ".join((_parser(script, monkeypatch).description or "").split("\n\n")[0].split())  # its first paragraph
     assert first and first[-1] in ".:?)", f"{script.name}: {first[-60:]!r}"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_default_path_is_shown_from_the_repository_not_as_this_checkouts_absolute_path(script, monkeypatch):
+    """`label_invariance.py --help` said `(default: /work/main/../shared/data)`, label_accuracy.py its four label
+    files under /work/wt-x/benchmarks/data: the directory of whoever's checkout ran it, computed from the script's
+    place. Shown relative to the repository now; the default the script gets is the same absolute path."""
+    monkeypatch.setenv("COLUMNS", "2000")  # no path broken across lines
+    parser = _parser(script, monkeypatch)
+    text = parser.format_help()
+    assert str(ROOT) not in text and str(ROOT.parent) + os.sep not in text, script.name
+    for action in parser._actions:
+        if isinstance(action.default, str | Path) and os.path.isabs(action.default) and "default" not in (
+                action.help or ""):  # the formatter states it (a help that names its default says it in words)
+            rel = os.path.relpath(os.path.normpath(action.default), ROOT)
+            assert f"(default: {rel})" in text, (script.name, action.dest, rel)
+
+
+def test_the_default_paths_shown_name_the_repositorys_files():
+    import argparse
+
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(formatter_class=DefaultsHelp)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--labels", default=str(ROOT / "benchmarks" / "data" / "x.json"), help="labels; '' to leave out")
+    ap.add_argument("--far", type=Path, default=Path("/opt/x"))  # not beside the checkout: as it is
+    text = " ".join(ap.format_help().split())
+    assert "--data DATA (default: ../shared/data)" in text
+    assert "labels; '' to leave out (default: benchmarks/data/x.json)" in text and "(default: /opt/x)" in text
+    assert ap.parse_args([]).data == ROOT.parent / "shared" / "data"  # what the script reads is unchanged
