@@ -113,10 +113,12 @@ def ask(model: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: s
             log.info("role.invalid_reply", role=role, attempt=attempts, method=method, problem=problem)
             convo = _with_feedback(messages, problem, _clip(_raw_text(out), 400))
     if isinstance(down, EndpointDown) and down.status == 500 and probe(model):
-        every = http_500s == len(problems)  # else what each try got, counted: the last 500 says nothing of the rest
+        # else what the request met, counted (a request form refused is no attempt): the last 500 says nothing of
+        # the rest
+        every = http_500s == attempts
         raise RoleError(role, f"the endpoint answered {'every' if every else 'the last'} attempt at this request with "
                         f"{down} while it answers a one-line request: this request's failure, not the endpoint's"
-                        + ("" if every else f"; its {len(problems)} tries got: {_counted(problems)}"),
+                        + ("" if every else f"; what it met: {_counted(problems)}"),
                         attempts, problems) from down
     if down is not None:
         raise EndpointDown(f"{role}: {problems[-1]} (after {attempts} attempt{'s' if attempts != 1 else ''})") from down

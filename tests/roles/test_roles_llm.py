@@ -253,7 +253,7 @@ def test_a_500_role_failure_says_what_the_attempts_got_not_that_every_one_got_th
         ask(model, [], AnalystReply, role="analyst", max_retries=2, methods=["json_text"])
     assert str(e.value) == (
         "analyst: the endpoint answered the last attempt at this request with HTTP 500: tokenizer: index out of range "
-        "while it answers a one-line request: this request's failure, not the endpoint's; its 3 tries got: "
+        "while it answers a one-line request: this request's failure, not the endpoint's; what it met: "
         "2 x model call failed: HTTP 500: tokenizer: index out of range; 1 x the reply holds no JSON object "
         "(after 3 attempts)")
     every = _AnswersShortRequests(replies=[_http_500(), _http_500()])
@@ -261,3 +261,21 @@ def test_a_500_role_failure_says_what_the_attempts_got_not_that_every_one_got_th
                                         r"tokenizer: index out of range while it answers a one-line request: this "
                                         r"request's failure, not the endpoint's \(after 2 attempts\)$"):
         ask(every, [], AnalystReply, role="analyst", max_retries=1, methods=["json_text"])
+
+
+def test_a_refused_request_form_before_the_500s_is_no_attempt_that_got_something_else():
+    """730e8b9 counted the problems met, not the attempts: a request form the endpoint refused (no retry spent), then a
+    500 on each of the 2 attempts, read 'answered the last attempt ... its 3 tries got: ...' (after 2 attempts)."""
+    from evoharness.roles.chat import Unsupported
+
+    class TakesEveryForm(_AnswersShortRequests):
+        def with_structured_output(self, schema, **kwargs):
+            return self
+
+    refused = Unsupported("HTTP 400: response_format is not supported", status=400)
+    model = TakesEveryForm(replies=[refused, _http_500(), _http_500()])
+    with pytest.raises(RoleError) as e:
+        ask(model, [], AnalystReply, role="analyst", max_retries=1, methods=["json_schema", "json_text"])
+    said = str(e.value)
+    assert said.startswith("analyst: the endpoint answered every attempt at this request with HTTP 500: "), said
+    assert said.endswith("(after 2 attempts)") and "3 tries" not in said, said
