@@ -62,6 +62,8 @@ def test_review_by_http_approve_merges_and_the_run_continues(serve, tmp_path):
     assert main.hexsha != seed and main.parents[1].hexsha == done["merged"][0]["commit"]
     assert done["summary"]["stop_reason"] and done["rounds_completed"] == 1
     assert c.get(f"/runs/{run_id}/rounds").json()["rounds"][0]["merged"] == [pending[0]]
+    merged = {x["branch"]: x for x in c.get("/candidates").json()["candidates"]}[pending[0]]
+    assert merged["verdict_detail"]["approval"] == "approved by reviewer: looks right"  # the reason is kept
     assert _sample(c, "evoharness_rounds_total", run_id=run_id) == 1
     assert _sample(c, "evoharness_candidates", verdict="merged") == 1
     assert _sample(c, "evoharness_rollouts_total", run_id=run_id) > 0
