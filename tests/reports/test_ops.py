@@ -4,6 +4,7 @@ compose file carry the stop semantics the service relies on."""
 from __future__ import annotations
 
 import configparser
+import re
 import tomllib
 from pathlib import Path
 
@@ -94,3 +95,14 @@ def test_compose_runs_the_service_postgres_and_ray_with_the_token_from_the_envir
             for part in path[:-1]:
                 model = model.model_fields[part].annotation
             assert path[-1] in model.model_fields, key
+
+
+def test_every_ops_file_the_deployment_files_name_exists():
+    """A path under ops/ that a deployment file or its README tells the reader to copy, build or install
+    exists in the repository; ``ops/.env`` is the one the reader writes (ops/README.md, "compose.yaml")."""
+    written_by_the_reader = {"ops/.env"}
+    texts = [p for p in OPS.rglob("*") if p.is_file() and p.suffix in ("", ".yaml", ".md", ".toml", ".service", ".sh")]
+    named = {m for p in texts for m in re.findall(r"ops/[A-Za-z0-9_./-]*[A-Za-z0-9_]", p.read_text(errors="replace"))}
+    assert named  # the pattern finds the paths the files do name (ops/Dockerfile, ...)
+    missing = sorted(n for n in named - written_by_the_reader if not (OPS.parent / n).exists())
+    assert missing == []
