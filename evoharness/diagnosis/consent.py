@@ -167,11 +167,21 @@ _DONE_TO = frozenset((
     "change", "changes", "booking", "bookings", "cancellation", "update", "updates", "upgrade", "modification",
     "modifications", "order", "orders", "reservation", "exchange", "return", "refund", "switch", "swap", "transaction",
     "request", "flight", "flights", "trip", "purchase"))
+_LEAD = (r"\s*(?:(?:ok(?:ay)?|great|perfect|thanks|thank\s+you|good|fine|excellent|wonderful|cool|nice|then|so|well|"
+         r"right|awesome)\W+)*")
 _ACT_SHAPE = re.compile(
-    r"\s*(?:(?:ok(?:ay)?|great|perfect|thanks|thank\s+you|good|fine|excellent|wonderful|cool|nice|then|so|well|right|"
-    r"awesome)\W+)*(?:please\s+)?(?:just\s+)?"
+    _LEAD + r"(?:please\s+)?(?:just\s+)?"
     r"(go\s+on|carry\s+on|continue|(\w+)\s+(?:it|that|this|them|those|these|so|the\s+(\w+)))\b"
     r"[^.!?\n]*(?:[.!\n]|$)", re.I)
+# the same request put as a question, as politely as English puts one ("Can you book it?", "Could you please cancel
+# it for me?", "Would you cancel that now, please?"): the question is the request alone -- its verb and object, and
+# at most "please", "now", "then", "for me", "right away", "today". A question that goes on ("Can you cancel it and
+# then reorder?", "Can you cancel it tomorrow instead?") asks about a plan, and one of another shape ("Is this
+# approved?", "Could you tell me the refund first?") asks something
+_POLITE_ASK = re.compile(
+    r"(?:^|(?<=[.!?;\n]))" + _LEAD + r"(?:can|could|would|will)\s+you\s+(?:(?:please|kindly|just)\s+)*"
+    r"(\w+)\s+(?:it|that|this|them|those|these|the\s+(\w+))"
+    r"(?:\s+(?:please|now|then|for\s+(?:me|us)|right\s+away|today))*\s*,?\s*(?:please\s*)?\?", re.I)
 _SENTENCE_END = re.compile(r"[.!;\n]")
 # another action in the place of the one asked ("Please change it to express shipping instead", "Please exchange it
 # rather than cancel"): no request to do what was asked
@@ -211,30 +221,40 @@ def kinds_named(text: str) -> frozenset[str]:
     return frozenset(kind for kind, words in kinds if words.search(text) is not None)
 
 
+def _requested(verb: str | None, noun: str | None) -> frozenset[str] | None:
+    """The kinds of action a request's verb and noun after "the" ask for (``kinds_named``: the verb's, else the
+    noun's; empty for a verb of doing in general or "the change"), None where the verb is no verb of doing (``_DO``)
+    or the noun nothing done (``_DONE_TO``)."""
+    if verb is not None and (verb.lower() not in _DO or noun is not None and noun.lower() not in _DONE_TO):
+        return None
+    kinds = kinds_named(verb) if verb is not None else frozenset()
+    if not kinds and noun is not None and noun.lower() not in ("change", "changes"):
+        kinds = kinds_named(noun)
+    # a change is bought as often as made: new flights, an upgrade, bags ("Great, book it then." to "proceed with this
+    # upgrade"); a request to change is still no request to book
+    return kinds | {"change"} if "book" in kinds else kinds
+
+
 def request_kinds(text: str) -> frozenset[str] | None:
-    """The kinds of action (``kinds_named``: of its verb, else of the noun after "the"; empty for a verb of doing in
-    general or "the change") a sentence of ``text`` requests (``_ACT_SHAPE`` at a sentence's start, its verb one of
-    ``_DO`` and a noun after "the" one of ``_DONE_TO``; not another action in its place, ``_IN_PLACE``); None where
-    no sentence is one, or ``text`` is a decline (``DECLINE``)."""
-    pos, n = 0, len(text)
+    """The kinds of action (``_requested``) a sentence of ``text`` requests: a sentence outside its questions
+    (``unasked``) opening as a request (``_ACT_SHAPE``), or a question that is the request alone (``_POLITE_ASK``);
+    not another action in its place (``_IN_PLACE``). None where no sentence is one, or ``text`` is a decline
+    (``DECLINE``)."""
+    said = unasked(text) if "?" in text else text
+    pos, n = 0, len(said)
     while pos < n:
-        m = _ACT_SHAPE.match(text, pos)
-        if m is not None and (m.group(2) is None or m.group(2).lower() in _DO
-                              and (m.group(3) is None or m.group(3).lower() in _DONE_TO)) \
-                and _IN_PLACE.search(m.group(0)) is None:
-            if DECLINE.search(text) is not None:
-                return None
-            verb, noun = m.group(2), m.group(3)
-            kinds = kinds_named(verb) if verb is not None else frozenset()
-            if not kinds and noun is not None and noun.lower() not in ("change", "changes"):
-                kinds = kinds_named(noun)
-            # a change is bought as often as made: new flights, an upgrade, bags ("Great, book it then." to "proceed
-            # with this upgrade"); a request to change is still no request to book
-            return kinds | {"change"} if "book" in kinds else kinds
-        end = _SENTENCE_END.search(text, pos)
+        m = _ACT_SHAPE.match(said, pos)
+        if m is not None and _IN_PLACE.search(m.group(0)) is None \
+                and (kinds := _requested(m.group(2), m.group(3))) is not None:
+            return kinds if DECLINE.search(text) is None else None
+        end = _SENTENCE_END.search(said, pos)
         if end is None:
-            return None
+            break
         pos = end.end()
+    if "?" in text:
+        for m in _POLITE_ASK.finditer(text):
+            if (kinds := _requested(m.group(1), m.group(2))) is not None:
+                return kinds if DECLINE.search(text) is None else None
     return None
 
 
@@ -298,7 +318,7 @@ def affirmed(view: TraceView, i: int) -> bool:
     if said is None:
         text = view.texts[i][:2000]
         said = affirmative(text)
-        if not said and (requested := request_kinds(unasked(text) if "?" in text else text)) is not None:
+        if not said and (requested := request_kinds(text)) is not None:
             msgs = view.traj.messages
             reply = next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
                           and view.texts[j].strip()), "")

@@ -1,5 +1,5 @@
 """The user's yes (``diagnosis/consent.py``) as the confirmation rule reads it: a request to act consents only to the
-action the agent asked leave for."""
+action the agent asked leave for, and a polite request put as a question is a request."""
 
 from __future__ import annotations
 
@@ -85,3 +85,26 @@ def test_a_request_to_book_a_change_or_one_answering_the_change_asked_is_a_yes(a
     ("Would you like to proceed with the cancellation?", "Great, book it then.", "cancel")])
 def test_a_request_to_change_is_still_no_yes_to_a_booking_nor_a_booking_to_a_cancellation(asked, answer, write):
     assert _violations(asked, answer, write) == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I cancel it?", "Can you cancel it?", "cancel"),
+    ("Shall I book flight HAT100?", "Could you please book it for me?", "book"),
+    ("Would you like me to cancel it?", "Hmm. Would you cancel that now, please?", "cancel"),
+    ("Shall I update the address to 12 Elm St?", "Can you update it?", "address"),
+    ("Shall I proceed?", "Could you go ahead?", "cancel")])
+def test_a_polite_request_put_as_a_question_is_a_yes(asked, answer, write):
+    """"Can you book it?" after the agent asked leave to book asks it to book: a request, not a question of whether
+    it may (before, a question was never a request to act)."""
+    assert _violations(asked, answer, write) == []
+
+
+@pytest.mark.parametrize("asked, answer", [
+    ("Shall I cancel it?", "Is this approved?"),
+    ("Shall I cancel it?", "Can you cancel it and then reorder?"),  # a plan asked about, not the request alone
+    ("Shall I cancel it?", "Can you cancel it tomorrow instead?"),
+    ("Shall I cancel it?", "Could you tell me the refund first?"),
+    ("Shall I cancel it?", "Can you change it?"),  # another action than the one asked
+    ("Which reason should I give?", "Can you cancel it?")])  # no leave was asked
+def test_a_question_that_is_no_request_for_the_action_asked_is_no_yes(asked, answer):
+    assert _violations(asked, answer, "cancel") == ["policy.confirmation"]
