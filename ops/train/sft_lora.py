@@ -30,11 +30,13 @@ from pathlib import Path
 def check_export(data: Path) -> dict:
     """The export's manifest; refuses directories that are not an evoharness OpenAI export."""
     manifest = data / "manifest.json"
-    if not (data / "data.jsonl").is_file() or not manifest.is_file():
+    if not manifest.is_file():
         raise SystemExit(f"{data}: not an evoharness export (need data.jsonl and manifest.json)")
     m = json.loads(manifest.read_text())
-    if m.get("format") != "openai":
+    if m.get("format") != "openai":  # an hf export has a manifest but no data.jsonl: say which format it is
         raise SystemExit(f"{data}: export format is {m.get('format')!r}; this recipe reads --format openai")
+    if not (data / "data.jsonl").is_file():
+        raise SystemExit(f"{data}: not an evoharness export (need data.jsonl and manifest.json)")
     if "heldout" in m.get("splits", {}):
         raise SystemExit(f"{data}: the manifest lists held-out records; refusing to train on them")
     return m
@@ -166,16 +168,25 @@ def main() -> None:
     manifest = check_export(args.data)
     import dataclasses
 
-    import peft
-    import torch
-    import transformers
-    import trl
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoTokenizer
-    from trl import SFTConfig, SFTTrainer
+    try:
+        import peft
+        import torch
+        import transformers
+        import trl
+        from datasets import Dataset
+        from peft import LoraConfig
+        from transformers import AutoTokenizer
+        from trl import SFTConfig, SFTTrainer
+    except ImportError as e:  # run with evoharness's own venv, which holds none of them
+        raise SystemExit(f"{e.name or e}: not installed; this recipe needs ops/train/requirements.txt "
+                         "(torch, transformers, trl, peft, datasets, accelerate), in a venv of its own: "
+                         "pip install -r ops/train/requirements.txt") from None
 
-    tok = AutoTokenizer.from_pretrained(args.model)
+    try:
+        tok = AutoTokenizer.from_pretrained(args.model)
+    except (OSError, ValueError) as e:  # a mistyped path, a hub id with no network: transformers' message
+        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        raise SystemExit(f"{args.model}: cannot load its tokenizer: {first}") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if not tok.is_fast:

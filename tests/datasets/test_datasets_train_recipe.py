@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,51 @@ def test_the_recipe_refuses_bad_input_with_one_error_line(tmp_path):
         assert run.returncode == 2 and run.stdout == ""
         assert run.stderr.startswith("error: ") and said in run.stderr and run.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def _stub_packages(root: Path, *, missing: str | None = None) -> Path:
+    """Stand-ins for the training packages, shadowing any installed ones: ``missing`` fails to import, and
+    the tokenizer cannot be loaded (as for a mistyped model path), so nothing is trained or fetched."""
+    bodies = {"peft": "LoraConfig = None", "torch": "", "trl": "SFTConfig = SFTTrainer = None",
+              "datasets": "Dataset = None",
+              "transformers": "class AutoTokenizer:\n    @staticmethod\n    def from_pretrained(name):\n"
+                              "        raise OSError(f'{name} is not a local folder and is not a valid model id\\n"
+                              "If this is a private repository, pass a token')"}
+    for name, body in bodies.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "__init__.py").write_text(
+            f'raise ModuleNotFoundError("No module named {name!r}", name={name!r})' if name == missing else body)
+    return root
+
+
+def _recipe_run(tmp_path: Path, data: Path, stubs: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(RECIPE), "--data", str(data), "--model", "./no-such-model", "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(stubs)})
+
+
+@pytest.mark.parametrize("missing", ["peft", "torch"])
+def test_the_recipe_without_its_packages_is_one_error_line_naming_the_requirements(tmp_path, missing):
+    export_dataset(tmp_path / "ok", source=SourceKind.all, trajectories=[make_traj("a")])
+    run = _recipe_run(tmp_path, tmp_path / "ok", _stub_packages(tmp_path / "site", missing=missing))
+    assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1
+    assert run.stderr.startswith(f"error: {missing}: not installed") and "pip install -r ops/train/requirements.txt" \
+        in run.stderr
+
+
+def test_a_model_whose_tokenizer_cannot_load_is_one_error_line(tmp_path):
+    export_dataset(tmp_path / "ok", source=SourceKind.all, trajectories=[make_traj("a")])
+    run = _recipe_run(tmp_path, tmp_path / "ok", _stub_packages(tmp_path / "site"))
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == ("error: ./no-such-model: cannot load its tokenizer: ./no-such-model is not a local folder "
+                          "and is not a valid model id\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_hf_export_is_refused_for_its_format(tmp_path):
+    export_dataset(tmp_path / "hf", fmt=ExportFormat.hf, source=SourceKind.all, trajectories=[make_traj("a")])
+    with pytest.raises(SystemExit, match="export format is 'hf'; this recipe reads --format openai"):
+        _recipe().check_export(tmp_path / "hf")
 
 
 class _CharTokenizer:
