@@ -14,6 +14,7 @@ Read by the confirmation policy (``invariants.policy_violations``), by where a c
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -117,8 +118,11 @@ def affirmative(text: str) -> bool:
     outside the phrases that hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed",
     "I don't agree") and outside a question ("Is this approved?": ``unasked``); a decline ("No, that's okay", "no
     thanks") says no unless it also holds an explicit yes ("No need for insurance, go ahead")."""
-    if "?" in text:
-        text = unasked(text)
+    return _assents(unasked(text) if "?" in text else text)
+
+
+def _assents(text: str) -> bool:
+    """``affirmative`` of a text whose questions are blanked (``unasked``)."""
     # Short cuts, exact: every NOT_AN_ANSWER match is bounded by non-word characters on both sides, so cutting one
     # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep" / "yup", which therefore survive the
     # cut ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a
@@ -235,12 +239,13 @@ def _requested(verb: str | None, noun: str | None) -> frozenset[str] | None:
     return kinds | {"change"} if "book" in kinds else kinds
 
 
-def request_kinds(text: str) -> frozenset[str] | None:
+def request_kinds(text: str, said: str | None = None) -> frozenset[str] | None:
     """The kinds of action (``_requested``) a sentence of ``text`` requests: a sentence outside its questions
-    (``unasked``) opening as a request (``_ACT_SHAPE``), or a question that is the request alone (``_POLITE_ASK``);
-    not another action in its place (``_IN_PLACE``). None where no sentence is one, or ``text`` is a decline
-    (``DECLINE``)."""
-    said = unasked(text) if "?" in text else text
+    (``said``: ``unasked(text)``, computed where not given) opening as a request (``_ACT_SHAPE``), or a question that
+    is the request alone (``_POLITE_ASK``); not another action in its place (``_IN_PLACE``). None where no sentence
+    is one, or ``text`` is a decline (``DECLINE``)."""
+    if said is None:
+        said = unasked(text) if "?" in text else text
     pos, n = 0, len(said)
     while pos < n:
         m = _ACT_SHAPE.match(said, pos)
@@ -305,20 +310,41 @@ def leave_asked(reply: str) -> frozenset[str] | None:
     return None
 
 
+# a word every yes ``affirmed`` reads holds, lower-cased: the first word of each AFFIRMATIVE alternative, or one of
+# its words ("go ahead", "of course", "all right", "let's do it", "by all means"), a verb of doing (``_DO``) and going
+# on ("go on", "carry on", "continue")
+_YES_WORDS = frozenset((
+    "yes", "yeah", "yep", "yup", "confirm", "confirmed", "go", "proceed", "please", "sure", "ok", "okay", "correct",
+    "do", "alright", "right", "absolutely", "definitely", "certainly", "course", "agree", "agreed", "approve",
+    "approved", "sounds", "works", "let", "lets", "means", "carry", "continue")) | _DO
+_BLANK_PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation, " "))
+
+
+def may_affirm(text: str) -> bool:
+    """False only where ``affirmed`` is False for a message of ``text``: an ASCII text none of whose words (split at
+    blanks and punctuation) is one of ``_YES_WORDS`` holds no yes (a word of assent and a request's verb are whole
+    words). ~0.7 microseconds on a tau-bench user message where ``affirmed`` reads it in ~5."""
+    if not text.isascii():
+        return True
+    return not _YES_WORDS.isdisjoint(text.lower().translate(_BLANK_PUNCTUATION).split())
+
+
 def affirmed(view: TraceView, i: int) -> bool:
     """The user's message at ``i`` says yes, once per message of a view: ``affirmative(view.texts[i][:2000])``, or a
     request to do what the agent's reply before it asked leave for (``request_kinds``, ``leave_asked``): an action of
     a kind asked, or any where the request or the question names no kind. The confirmation rule and the first
     write's proposal (``detectors.confirmed_proposal``) ask it of the same user messages (tau-bench airline: 284
-    questions a labelling pass, 168 of them distinct, ~3 microseconds each)."""
+    questions a labelling pass, 168 of them distinct, ~3 microseconds each), and the user who says yes and leaves
+    (``environment.UserQuitDetector``) of the message that ends the run."""
     memo = view.__dict__.get("_affirmed")
     if memo is None:
         memo = view.__dict__["_affirmed"] = {}
     said = memo.get(i)
     if said is None:
         text = view.texts[i][:2000]
-        said = affirmative(text)
-        if not said and (requested := request_kinds(text)) is not None:
+        told = unasked(text) if "?" in text else text  # (once for both readings)
+        said = _assents(told)
+        if not said and (requested := request_kinds(text, told)) is not None:
             msgs = view.traj.messages
             reply = next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
                           and view.texts[j].strip()), "")

@@ -43,7 +43,7 @@ import re
 from functools import lru_cache
 
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.diagnosis.consent import affirmative
+from evoharness.diagnosis.consent import affirmed, may_affirm
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.detectors import (
     DIGIT_RUN,
@@ -73,7 +73,6 @@ CONFIRM_ASK = re.compile(r"\bconfirm\b|\bwould you like (?:me|us) to\b|\bshall i
 PROPOSED_CHANGE = re.compile(r"\b(?:book|cancel|chang|modif|updat|upgrad|downgrad|add|remov|issu|send|sent|process"
                              r"|refund|exchang|return|purchas|appl|compensat)")
 TRANSFER = re.compile(r"\btransfer|\bhuman agent")
-YES_WORDS = ("yes", "yeah", "yep", "confirm", "go ahead", "proceed", "please do", "sure", "ok", "correct", "do it")
 MISSING = ("not found", "does not exist", "doesn't exist", "no such", "unknown")
 MISSING_CHARS = 300  # "not found" answers are short; a long result is data, not a refusal
 TAIL_CHARS = 400  # the end of the agent's last reply, where its question is
@@ -110,9 +109,9 @@ class UserQuitDetector:
             return []
         said = STOP_MARK.sub(" ", msgs[stop]["content"])
         if any(c.step < stop and changes_state(c) for c in view.calls):
-            return self._yes_and_gone(view, stop, said)  # the agent had acted
+            return self._yes_and_gone(view, stop)  # the agent had acted
         if ANSWERS.search(said):
-            return self._yes_and_gone(view, stop, said)
+            return self._yes_and_gone(view, stop)
         asked = _last_reply(msgs, stop)
         if asked and _asks(asked) and not _closing_offer(asked):
             return [Signal(id=self.id, failure_class=E, step=stop,
@@ -120,15 +119,15 @@ class UserQuitDetector:
                                     f"{quote(msgs[stop]['content'], 100)} — unanswered: {quote(asked, 100)}")]
         return []
 
-    def _yes_and_gone(self, view: TraceView, stop: int, said: str) -> list[Signal]:
-        """The user confirmed the change the agent's last reply proposed, and left in the same message."""
-        low = said[:2000].lower()
-        if not any(w in low for w in YES_WORDS):
-            return []  # no affirmative word at all (a substring test before ``affirmative``'s patterns)
-        if not affirmative(said[:2000]) or any(c.step > stop for c in view.calls):
-            return []
+    def _yes_and_gone(self, view: TraceView, stop: int) -> list[Signal]:
+        """The user confirmed the change the agent's last reply proposed, and left in the same message: a yes as the
+        confirmation rule reads one (``consent.affirmed``: "Absolutely.", or a request to do what was asked)."""
+        if not may_affirm(view.texts[stop][:2000]) or any(c.step > stop for c in view.calls):
+            return []  # (``may_affirm``: a cheap test before ``affirmed``, no word a yes holds)
         asked = _last_reply(view.traj.messages, stop).lower()
         if not asked or not CONFIRM_ASK.search(asked) or not PROPOSED_CHANGE.search(asked) or TRANSFER.search(asked):
+            return []
+        if not affirmed(view, stop):
             return []
         return [Signal(id=self.id, failure_class=E, step=stop,
                        evidence=f"the user confirmed and ended the conversation in one message, so the agent never "

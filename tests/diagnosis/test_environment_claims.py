@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from evoharness.diagnosis import environment as env
 from evoharness.diagnosis.claims import first_contradiction
 from evoharness.diagnosis.config import DiagnosisConfig
@@ -125,6 +127,20 @@ def test_user_confirms_and_leaves_in_one_message():
                  ("assistant", "Booked. Anything else?"), ("user", "Yes, thanks, bye ###STOP###"))
     for t in (declined, transfer, done):
         assert _fires(env.UserQuitDetector(), t) == []
+
+
+@pytest.mark.parametrize("said, fires", [
+    ("Absolutely, please. ###STOP###", True),  # a word of assent the confirmation rule reads
+    ("Please send it. ###STOP###", True),  # a request to do what was asked
+    ("Could you send it for me? ###STOP###", True),
+    ("Please change it. ###STOP###", False)])  # a request for another action: no yes to the one asked
+def test_user_quit_reads_the_yes_as_the_confirmation_rule_does(said, fires):
+    """The user who says yes and leaves says it in any words the confirmation rule takes for a yes
+    (``consent.affirmed``): before, only "yes", "sure", "ok", "go ahead" and their like were read, so "Absolutely,
+    please." or "Please send it." then ###STOP### was a run that ended for no reason."""
+    gone = _chat(("user", "My flight was delayed."), ("call", "get_user_details|{}"),
+                 ("assistant", "I can offer a $50 certificate for the delay. Shall I send it to you?"), ("user", said))
+    assert _fires(env.UserQuitDetector(), gone) == ([5] if fires else [])
 
 
 def test_user_withholds_an_id_its_instruction_gives():

@@ -46,6 +46,26 @@ def test_the_affirmative_words_are_the_matches_of_the_bounded_regex():
     assert matched > 3_000
 
 
+def test_a_message_may_affirm_rules_out_holds_no_yes_nor_request():
+    # the cheap test before the user-quit rule's yes (``consent.may_affirm``) is False only where neither a word of
+    # assent nor a request to act is read: pieces of every AFFIRMATIVE alternative and request shape, joined by every
+    # kind of separator (punctuation, "_", a digit, a letter outside ASCII)
+    pieces = ["yes", "Yeah", "yup", "confirmed", "go ahead", "go on", "carry on", "continue", "proceed", "please do",
+              "do it", "sure", "OK", "okay", "correct", "alright", "all right", "absolutely", "of course", "agreed",
+              "approve", "sounds good", "that works", "works for me", "go for it", "let's do it", "lets do that",
+              "by all means", "that's right", "cancel", "book", "change", "swap", "it", "the booking", "can you",
+              "could you", "now", "thanks", "not", "no", "bye", "###STOP###", " ", ", ", ". ", "? ", "!", "_", "1",
+              "é", "’", "-", ";", ":", "\n", "(", ")", "x"]
+    rnd = random.Random(29)
+    yes = 0
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 7)))
+        said = consent.affirmative(text) or consent.request_kinds(text) is not None
+        assert consent.may_affirm(text) or not said, text
+        yes += said
+    assert yes > 2_000
+
+
 class _Forgets(set):
     """A memory that never holds anything: the grounding then searches every question."""
 
