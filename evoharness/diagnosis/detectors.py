@@ -185,7 +185,7 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
     readers = {_call_kind(c) for c in failed if not changes_state(c)}
     if readers and any(last > step and _siblings(k, r) for k, last in went.by_kind.items() for r in readers):
         return True
-    return not any(changes_state(c) and _may_write_patch(view, c) for c in failed) and went.last_write() > step
+    return not any(changes_state(c) and _may_write_patch(view, c) for c in failed) and went.last_write(view) > step
 
 
 class _WentThrough:
@@ -195,7 +195,7 @@ class _WentThrough:
     (4,000 failed look-ups before a good one: 7.7 s a label)."""
 
     def __init__(self, view: TraceView, occ: dict[str, list[tuple[int, str]]]) -> None:
-        self.occ, self.view = occ, view
+        self.occ = occ  # (not the view, which keeps this memo: the two would be a reference cycle, as in AgentLog)
         friction_steps = {s for items in occ.values() for s, _ in items}
         blocked = _blocked_calls(view) if view.traj.events else ()
         results = view.results
@@ -218,9 +218,10 @@ class _WentThrough:
             self.last = max(self.last, c.step)
         self._last_write: int | None = None
 
-    def last_write(self) -> int:
+    def last_write(self, view: TraceView) -> int:
+        """The last step of a write that went through (-1: none); ``view`` is the view this memo was made for."""
         if self._last_write is None:
-            self._last_write = max((c.step for c in write_calls(self.view) if c.id in self.ok), default=-1)
+            self._last_write = max((c.step for c in write_calls(view) if c.id in self.ok), default=-1)
         return self._last_write
 
 

@@ -375,8 +375,12 @@ class AgentLog:
     """The multi-agent reading of a trajectory: speakers, reasoning turns, tool outputs."""
 
     def __init__(self, view: TraceView) -> None:
-        self.view = view
+        # the view's parts, not the view: the view keeps its AgentLog (``of``), and a log holding the view back would
+        # make the two a reference cycle, which keeps the whole trajectory alive until the garbage collector runs
         self.msgs = view.traj.messages
+        self.calls = view.calls
+        self.task = view.traj.task
+        self.assistant_steps = view.assistant_steps
         self._tool: dict[int, bool] = {}  # is_tool's answers by step: several rules ask it of each message
 
     @once
@@ -385,7 +389,7 @@ class AgentLog:
 
     @once
     def applies(self) -> bool:
-        return not self.view.calls and len(self.agents) >= 2
+        return not self.calls and len(self.agents) >= 2
 
     @staticmethod
     def of(view: TraceView) -> AgentLog:
@@ -436,9 +440,9 @@ class AgentLog:
             return None
         key, final = self.answer_key
         pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)", re.IGNORECASE)
-        if _holds(pattern, key, self.view.traj.task or ""):
+        if _holds(pattern, key, self.task or ""):
             return None
-        for i in self.view.assistant_steps:
+        for i in self.assistant_steps:
             if i >= final:
                 break
             if _holds(pattern, key, self.text(i)):
@@ -449,7 +453,7 @@ class AgentLog:
     def reasoning_turns(self) -> list[int]:
         """Assistant turns by non-tool agents, past the opening restatement, not plans/ledgers, not empty."""
         out = []
-        for i in self.view.assistant_steps:
+        for i in self.assistant_steps:
             text = self.text(i)
             if self.is_tool(i) or CONTROL.match(text) or not text.strip() or text.strip() == "TERMINATE":
                 continue
@@ -586,7 +590,7 @@ def _own_fabrication(prose: str, first: re.Match[str], log: AgentLog, step: int)
     that says "simulated" or "example data" is the source's wording, not the agent working from made-up data.
     Copied: the match with the 30 characters before it, or after it, up to a quotation mark and at least 20 of them,
     is in such an output (blanks folded)."""
-    sources = [" ".join(log.text(j).split()) for j in log.view.assistant_steps if j < step and log.is_tool(j)]
+    sources = [" ".join(log.text(j).split()) for j in log.assistant_steps if j < step and log.is_tool(j)]
     if not sources:
         return first
     for m in FABRICATION.finditer(prose, first.start()):
