@@ -42,6 +42,7 @@ class EnvTools:
         self.past_limit = 0
         self._envs: dict[str, Any] = {}  # spec -> the environment, or None when it cannot be built here
         self._tools: dict[tuple[str, str], dict[str, dict]] = {}
+        self._unknown_logged: set[str] = set()  # specs whose first unknown task was logged (one line per spec)
 
     def of(self, traj: Trajectory) -> Mapping[str, dict]:
         """``traj``'s environment's declarations, found (its environment built) at the first name looked up."""
@@ -66,7 +67,10 @@ class EnvTools:
         try:
             tools = env.tools(env.get_task(task_id))
         except Exception as e:  # noqa: BLE001 - a task this env does not have: the calls' inference, as before
-            log.info("export.env_tools_unknown_task", env=spec, task_id=task_id, error=f"{type(e).__name__}: {e}")
+            if spec not in self._unknown_logged:  # once per spec: a file of N tasks the env lacks logged N lines
+                self._unknown_logged.add(spec)
+                log.info("export.env_tools_unknown_task", env=spec, task_id=task_id, error=f"{type(e).__name__}: {e}",
+                         note="the first of this env's unknown tasks; the others are not logged")
             return {}
         out = {}
         for t in tools:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from evoharness.agent.runner import run_rollout
 from evoharness.datasets.env_tools import EnvTools
@@ -49,6 +50,16 @@ def test_a_trajectory_of_no_env_another_version_or_an_unknown_env_keeps_inferred
     no_task = make_traj("n", task="no-such-task", tools_meta=False)
     no_task.meta.update(env="synthetic", env_version="1")
     assert EnvTools().of(no_task) == {}
+
+
+def test_tasks_the_env_does_not_have_are_logged_once_per_env():
+    tools = EnvTools()
+    with capture_logs() as logs:
+        for i in range(5):
+            traj = make_traj(f"u{i}", task=f"task-{i}", tools_meta=False)
+            assert dict(tools.of(traj)) == {}  # the calls' inference, as before
+    unknown = [e for e in logs if e["event"] == "export.env_tools_unknown_task"]
+    assert [(e["env"], e["task_id"]) for e in unknown] == [("synthetic", "task-0")]
 
 
 def _of_env(tid: str, spec: str):
