@@ -389,13 +389,17 @@ def _affirmative_words(low: str) -> Iterator[str]:
 
 # the user choosing among what a reply offered, in the first person ("I'd like to go with Option 1", "Let's go with
 # HAT100", "I'll take the first one", "We would prefer the morning flight"): it accepts that reply as a yes does. Not
-# a look ("take a look"), nor a negation ("I don't want to go with", "let's not"), nor a question ("Should I go with
-# Option 1?": ``unasked``), nor the verb followed by no choice of what was offered: a refusal ("I would
-# prefer not to"), something else ("go with a different flight", "pick something else") or a choice put off ("I'll
-# choose later")
+# "take" in its idioms of handling or pausing ("take a look", "take a break", "take care", "take it from here", "take
+# over", "take it up with the airline", "take our business elsewhere": ``_NOT_TAKEN``), nor a negation ("I don't want
+# to go with", "let's not"), nor a question ("Should I go with Option 1?": ``unasked``), nor the verb followed by no
+# choice of what was offered: a refusal ("I would prefer not to"), something else ("go with a different flight",
+# "pick something else") or a choice put off ("I'll choose later")
+_NOT_TAKEN = (r"a\s+(?:look|moment|minute|second|sec|break|step|while|breather|rest|chance|note)|care|time|note|over|"
+              r"part|(?:it|this|that|them)\s+(?:from|up|back|easy|elsewhere|offline|further)|"
+              r"(?:my|our)\s+(?:business|chances|time)")
 CHOICE = re.compile(r"\b(?:i|we|let['’]?s|let\s+us)(?:['’]ll|['’]d|\s+will|\s+would)?"
                     r"(?:\s+(?:like|love|want)\s+to|\s+rather)?\s+"
-                    r"(?:go\s+with|take(?!\s+(?:a\s+look|a\s+moment|a\s+minute|care|time)\b)|choose|pick|opt\s+for|"
+                    rf"(?:go\s+with|take(?!\s+(?:{_NOT_TAKEN})\b)|choose|pick|opt\s+for|"
                     r"select|prefer)\b"
                     r"(?!\s+(?:not|never|neither|none|nothing|another|other|a\s+different|different|"
                     r"(?:something|anything|someone)\s+else|later)\b)", re.I)

@@ -126,7 +126,7 @@ def _offer_answered(said: str) -> int:
 
 
 @pytest.mark.parametrize("choice", ["I'd like to go with Option 1 for the trip, please.", "Let's go with Option 1.",
-                                    "I'll take Option 1.", "We would prefer Option 1 then."])
+                                    "I'll take Option 1.", "We would prefer Option 1 then.", "I'll take it."])
 def test_an_option_chosen_without_a_yes_word_accepts_the_reply_that_offered_it(choice):
     """Choosing an offered option ("I'd like to go with Option 1") accepts the reply that offered it, as "Yes, let's go
     with Option 1" does: the restatement after it only asks the yes the policy wants (before, a choice with no word of
@@ -139,7 +139,11 @@ def test_an_option_chosen_without_a_yes_word_accepts_the_reply_that_offered_it(c
                                   # the verb of choosing, then no choice of what was offered: a refusal, something
                                   # else, a choice put off (f408752 read each as accepting the offer)
                                   "I would prefer not to change anything.", "I'd like to go with a different flight.",
-                                  "We will pick something else.", "I'll choose later, thanks."])
+                                  "We will pick something else.", "I'll choose later, thanks.",
+                                  # "take" in its idioms of handling, not of choosing
+                                  "I'll take it from here, thanks.", "I'll take over from here.",
+                                  "I'll take it up with the airline myself.", "We'll take our business elsewhere.",
+                                  "Let's take a break, I'll be back."])
 def test_a_look_a_question_or_a_refusal_chooses_nothing(said):
     assert _offer_answered(said) == 6
 
