@@ -376,7 +376,15 @@ READ_VERBS = frozenset((
     "retrieve", "lookup", "look", "inspect", "browse", "count", "compute", "estimate", "display", "preview", "peek",
     "see", "verify", "validate", "is", "has", "exists", "compare", "analyze", "analyse", "summarize", "summarise",
     "explain", "locate", "scan", "poll", "ping", "stat", "evaluate", "assess", "measure", "translate",
-    "parse", "extract", "match", "detect", "diff", "test"))
+    "parse", "extract", "match", "detect", "diff", "test",
+    # whether the person or the system can or does (tau2 telecom's ``can_send_mms``, ``does_user_exist``)
+    "can", "does"))
+# a run of a test, a check or a diagnostic measures and changes nothing it would observe again (tau2 telecom's
+# ``run_speed_test``, ``run_tests``, ``execute_health_check``, ``perform_diagnostics``): the verb opens the name and
+# one of these ends it (``run_migration`` writes)
+_RUN_VERBS = frozenset(("run", "execute", "perform"))
+_CHECKS = frozenset(("test", "tests", "check", "checks", "diagnostic", "diagnostics", "benchmark", "benchmarks",
+                     "scan", "scans"))
 
 
 # a name written as one lower-case word that opens with a reading verb (``getcwd``, ``listdir``, ``readfile``,
@@ -442,13 +450,15 @@ def _acts_later(words: list[str]) -> bool:
 
 def reads_by_name(name: str) -> bool:
     """A tool its name says only reads: the name (less a namespace, ``_NAMESPACE``) opens with a word of
-    ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``, or is one lower-case word opening with a reading verb
-    (``_JOINED_READ``), and does not go on to act (``_acts_later``: ``validate_and_submit_order`` writes)."""
+    ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``, runs a check (``_RUN_VERBS`` ... ``_CHECKS``), or is one
+    lower-case word opening with a reading verb (``_JOINED_READ``), and does not go on to act (``_acts_later``:
+    ``validate_and_submit_order`` writes)."""
     own = _NAMESPACE.sub("", name)
     if _JOINED_READ.fullmatch(own) is not None:
         return True
     words = [w.lower() for w in _NAME_WORDS.findall(own)]
-    if READ_ONLY_TOOL.match(own) is None and (not words or words[0] not in READ_VERBS):
+    if READ_ONLY_TOOL.match(own) is None and (not words or words[0] not in READ_VERBS) \
+            and (len(words) < 2 or words[0] not in _RUN_VERBS or words[-1] not in _CHECKS):
         return False
     return not words or not _acts_later(words)
 

@@ -14,7 +14,7 @@ import pytest
 
 from evoharness.diagnosis.consent import affirmative
 from evoharness.diagnosis.context import TraceView
-from evoharness.diagnosis.detectors import changes_state
+from evoharness.diagnosis.detectors import changes_state, is_handoff
 from evoharness.diagnosis.invariants import _identity_kind, policy_rules
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.builder import TraceBuilder
@@ -45,9 +45,39 @@ def test_a_tool_named_by_another_reading_verb_or_under_a_namespace_only_reads(na
 
 @pytest.mark.parametrize("name", ["mcp__shop__cancel_pending_order", "create_booking", "void_booking", "modifyOrder",
                                   "issue_refund", "format_disk", "checkin_passenger", "checkin", "checkout",
-                                  "getweather_then_book", "listings_update", "settle"])
+                                  "getweather_then_book", "listings_update", "settle",
+                                  # a verb that is as often a noun opens these or follows "and" with nothing after
+                                  # it: a real tool so named updates a status, changes dates, gets a price and
+                                  # changes it
+                                  "update_status", "updateStatus", "mcp__shop__change_dates", "change_dates",
+                                  "get_price_and_change", "getPriceAndChange", "run_migration", "run_tests_and_commit"])
 def test_a_tool_that_changes_state_stays_a_write(name):
     assert _one_call(name)
+
+
+@pytest.mark.parametrize("name", ["can_send_mms", "canCancelOrder", "does_user_exist", "run_speed_test",
+                                  "run_tests", "execute_health_check", "perform_diagnostics"])
+def test_a_tool_that_asks_whether_or_runs_a_check_only_reads(name):
+    """A name opening with "can" / "does" asks whether (tau2 telecom's ``can_send_mms``), one that runs a test, a
+    check or a diagnostic measures (tau2 telecom's ``run_speed_test``): each read in tau2 and was a write here, so a
+    speed test with no yes broke a confirmation policy and three in a row were no loop."""
+    assert not _one_call(name)
+
+
+def test_every_tau2_tool_reads_or_writes_as_its_domain_says():
+    """Each tool of tau2's retail, airline and telecom domains (the agent's and the telecom user's) is a write here
+    exactly where tau2 declares it one; its hand-off and its calculator (``generic``) write nothing."""
+    pytest.importorskip("tau2")
+    import importlib
+
+    wrong = []
+    for domain in ("retail", "airline", "telecom"):
+        env = importlib.import_module(f"tau2.domains.{domain}.environment").get_environment()
+        for tools in (env.tools, getattr(env, "user_tools", None)):
+            for name in (tools.get_tools() if tools is not None else ()):
+                if (tools.tool_type(name).value == "write") != (_one_call(name) and not is_handoff(name)):
+                    wrong.append((domain, name))
+    assert wrong == []
 
 
 @pytest.mark.parametrize("name", ["getcwd", "listdir", "readfile", "getweather", "searchflights", "fs.listdir"])
