@@ -45,10 +45,14 @@ def test_export_format_entries_are_complete(name, tmp_path):
     if name == "hf":
         pytest.importorskip("datasets")
     writer = entry.writer(tmp_path)  # what the writer writes, the validator reads back as valid
-    writer.write({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
-                  "tools": []}, {"id": "t1", "task_id": "t"})
+    record = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], "tools": []}
+    writer.write(record, {"id": "t1", "task_id": "t"}, {})  # as the export calls it: the parsed arguments too
     assert entry.data_file in writer.close()
     assert entry.validate(tmp_path / entry.data_file) == (1, [])
+    (tmp_path / "failed").mkdir()
+    failed = entry.writer(tmp_path / "failed")  # a failed export aborts its writer (datasets/formats.Exporter)
+    failed.write(record, {"id": "t1", "task_id": "t"}, {})
+    failed.abort()
 
 
 @pytest.mark.parametrize("name", STRATEGIES.names())
