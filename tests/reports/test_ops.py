@@ -106,3 +106,30 @@ def test_every_ops_file_the_deployment_files_name_exists():
     assert named  # the pattern finds the paths the files do name (ops/Dockerfile, ...)
     missing = sorted(n for n in named - written_by_the_reader if not (OPS.parent / n).exists())
     assert missing == []
+
+
+def test_the_secrets_file_the_ops_pages_write_is_never_readable_by_others(tmp_path):
+    """ops/README.md and compose.yaml's header write the API token and the Postgres password with `printf ... >
+    ops/.env`, then `chmod 600`: under the usual umask 022 the file is made readable by every local user first, and
+    stays so if the chmod never runs (a paste cut short). Each writing line, run as written under umask 022, leaves a
+    file only its owner reads."""
+    import os
+    import stat
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "openssl").write_text("#!/bin/sh\necho 0123abcd\n")  # `openssl rand -hex N`, offline
+    (bin_dir / "openssl").chmod(0o755)
+    (tmp_path / "ops").mkdir()
+    pages = {"README.md": (OPS / "README.md").read_text(), "compose.yaml": (OPS / "compose.yaml").read_text()}
+    lines = [(page, line.strip().removeprefix("#").strip()) for page, text in pages.items()
+             for line in text.splitlines() if "> ops/.env" in line]
+    assert len(lines) == 2, lines
+    for page, line in lines:
+        (tmp_path / "ops" / ".env").unlink(missing_ok=True)
+        subprocess.run(["bash", "-c", f"umask 022; {line}"], cwd=tmp_path, check=True,
+                       env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+        mode = stat.S_IMODE((tmp_path / "ops" / ".env").stat().st_mode)
+        assert mode & 0o077 == 0, (page, oct(mode), line)
+        assert "EVOHARNESS_API_TOKEN=0123abcd" in (tmp_path / "ops" / ".env").read_text()
