@@ -108,22 +108,34 @@ def model_name(spec: str) -> str:
     return base.rpartition("#")[2] or base
 
 
-def agent_model(spec: str, seed: int) -> Any:
-    """The agent's chat model for ``spec`` (InputError for an unknown or roles-only spec)."""
-    entry = scheme_of(spec)
+def agent_scheme(spec: str, option: str = "model") -> ModelScheme:
+    """``spec``'s scheme, one that builds an agent model (InputError for an unknown or roles-only spec); builds
+    nothing."""
+    entry = scheme_of(spec, option)
     if entry.agent is None:
-        raise InputError("model", f"{spec!r} is a roles model ({entry.grammar}); the agent takes "
+        raise InputError(option, f"{spec!r} is a roles model ({entry.grammar}); the agent takes "
                          + "; ".join(e.grammar for _, e in MODELS.items() if e.agent))
-    return entry.agent(spec, seed)
+    return entry
 
 
-def role_model(spec: str, cfg: Any) -> Any:
-    """The roles' langchain chat model for ``spec`` (InputError for an unknown or agent-only spec)."""
+def role_scheme(spec: str) -> ModelScheme:
+    """``spec``'s scheme, one that builds the roles' model (InputError for an unknown or agent-only spec); builds
+    nothing."""
     entry = scheme_of(spec, "roles.model")
     if entry.role is None:
         raise InputError("roles.model", f"{spec!r} is an agent model ({entry.grammar}); the roles take "
                          + "; ".join(e.grammar for _, e in MODELS.items() if e.role))
-    return entry.role(spec, cfg)
+    return entry
+
+
+def agent_model(spec: str, seed: int) -> Any:
+    """The agent's chat model for ``spec`` (InputError for an unknown or roles-only spec)."""
+    return agent_scheme(spec).agent(spec, seed)
+
+
+def role_model(spec: str, cfg: Any) -> Any:
+    """The roles' langchain chat model for ``spec`` (InputError for an unknown or agent-only spec)."""
+    return role_scheme(spec).role(spec, cfg)
 
 
 # -- standin / scripted -----------------------------------------------------------------------

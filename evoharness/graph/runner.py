@@ -27,6 +27,7 @@ from evoharness.graph.storage import paused
 from evoharness.graph.summary import summary_readable, write_summary
 from evoharness.graph.threads import claim_thread
 from evoharness.graph.wiring import build_services
+from evoharness.model_specs import agent_scheme, role_scheme, with_temperature
 
 
 def runs_dir(settings: Settings) -> Path:
@@ -129,10 +130,13 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     if (run_dir / "settings.json").exists():
         raise InputError(run_id, "run already exists: use --resume")
     evidence = import_evidence(settings.run.evidence)  # a bad file stops the run before anything is written
-    from evoharness.model_specs import with_temperature
-
     # openai:URL -> its one model, fixed for the whole run; run.temperature into the spec (the rollouts' identity)
     model = with_temperature(resolve_model_spec(settings.run.model), settings.run.temperature, "run.temperature")
+    # a spec no scheme builds is one error line before the run exists: it was a run whose every rollout failed
+    # (labelled F2.harness_error and handed to the analyst), or one whose roles could never be built (nor resumed)
+    agent_scheme(model, "run.model")
+    if settings.roles.kind == "llm":
+        role_scheme(settings.roles.model)
     if model != settings.run.model:
         settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
     with run_lock(run_dir, run_id):  # two `run --run-id X` at once: one runs, the other is refused
