@@ -198,7 +198,10 @@ def export(
     if labels is not None and (source_ == SourceKind.queue or not labels.is_file()):
         fail(f"--labels {labels}: " + (
             "labels go with --trajectories (--source healthy / all)" if source_ == SourceKind.queue
-            else "is a directory, not a labels file" if labels.is_dir() else "no such file"))
+            else "is a directory, not a labels file" if labels.is_dir()
+            else "not a regular file (a FIFO, socket or device is refused: the labels are read in step with the "
+                 "trajectories, so write them to a file with `evoharness label FILE --out LABELS`)" if labels.exists()
+            else "no such file"))
     if trajectories is not None and source_ != SourceKind.queue:
         _require_records(trajectories, "trajectories to export")
     cfg = settings.datasets

@@ -103,3 +103,19 @@ def test_enqueue_of_only_healthy_runs_still_creates_the_queue_it_names(tmp_path,
     assert main(["dataset", "enqueue", str(path), "--url", url]) == 0
     assert capsys.readouterr().out == "1 trajectories, 0 content failures, 0 newly queued (0 in queue)\n"
     assert (tmp_path / "queue.db").exists()
+
+
+def test_labels_from_a_fifo_say_what_they_are_not_that_they_are_missing(tmp_path, capsys):
+    """'dataset export --labels <(...)' (a shell's process substitution, /dev/fd/N: a pipe) said 'no such file' of a
+    path that exists; it still reads nothing from it."""
+    import os
+
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [make_traj("x0")])
+    fifo = tmp_path / "labels.jsonl"
+    os.mkfifo(fifo)
+    assert main(["dataset", "export", "-o", str(tmp_path / "out"), "--source", "all", "-t", str(src),
+                 "--labels", str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --labels {fifo}: not a regular file (a FIFO") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
