@@ -32,8 +32,11 @@ def file_of(classname: str) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).is_file():
+    if len(argv) != 1:
         print("error: give one JUnit XML report (pytest --junitxml=FILE)", file=sys.stderr)
+        return 2
+    if not Path(argv[0]).is_file():  # it said "give one JUnit XML report" of the one it was given
+        print(f"error: {argv[0]}: no such file (write it first: pytest --junitxml={argv[0]})", file=sys.stderr)
         return 2
     try:
         root = ET.parse(argv[0]).getroot()
