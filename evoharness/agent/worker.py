@@ -69,6 +69,27 @@ def _run(req: WorkerRequest) -> str:
     return envelope(traj, calls)
 
 
+def _invalid(e: ValidationError) -> str:
+    """Every field pydantic refused, on one line: the host records a failed worker's last stderr line as the
+    rollout's failure reason, and pydantic's own dump ends in a link to its docs."""
+    parts = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err.get("loc", ())) or "request"
+        given = err.get("input")
+        shown = f" (got {given!r})" if err.get("type") != "missing" and isinstance(given, str | int | float) else ""
+        parts.append(f"{where}: {err.get('msg', 'invalid')}{shown}")
+    return "; ".join(parts)
+
+
+def _reason(e: Exception) -> str:
+    """Why a request could not be read, on one line."""
+    if isinstance(e, ValidationError):
+        return _invalid(e)
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return str(e)
+
+
 def _take_seal(raw: object) -> str | None:
     """The request's seal, removed from it (harness code never sees it)."""
     return raw.pop("seal", None) if isinstance(raw, dict) else None
@@ -101,12 +122,19 @@ def _batch(requests_path: str, out_dir: str) -> int:
 
     try:
         raw = json.loads(Path(requests_path).read_text())
+        if not isinstance(raw, list):
+            raise TypeError(f"not a JSON list of requests (a {type(raw).__name__})")
         seals = [_take_seal(r) for r in raw]
         if any(seals):
             _forget(requests_path)
-        reqs = [WorkerRequest.model_validate(r) for r in raw]
-    except (OSError, json.JSONDecodeError, ValidationError, TypeError) as e:
-        print(f"worker: bad batch {requests_path}: {e}", file=sys.stderr)
+        reqs = []
+        for i, r in enumerate(raw):
+            try:
+                reqs.append(WorkerRequest.model_validate(r))
+            except ValidationError as e:
+                raise ValueError(f"request {i}: {_invalid(e)}") from None
+    except (OSError, ValueError, TypeError) as e:
+        print(f"error: bad batch {requests_path}: {_reason(e)}", file=sys.stderr)
         return 2
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -114,7 +142,7 @@ def _batch(requests_path: str, out_dir: str) -> int:
         try:
             text = _run(req)
         except EvoharnessError as e:
-            print(f"worker: {e}", file=sys.stderr)
+            print(f"error: {e}", file=sys.stderr)
             return 2
         tmp = out / f"{i}.json.tmp"
         _write(tmp, text, seals[i])
@@ -141,13 +169,13 @@ def main(argv: list[str] | None = None) -> int:
         if seal:
             _forget(args[0])
         req = WorkerRequest.model_validate(raw)
-    except (OSError, json.JSONDecodeError, ValidationError) as e:
-        print(f"worker: bad request {args[0]}: {e}", file=sys.stderr)
+    except (OSError, ValueError) as e:  # json.JSONDecodeError and pydantic's ValidationError are ValueErrors
+        print(f"error: bad request {args[0]}: {_reason(e)}", file=sys.stderr)
         return 2
     try:
         text = _run(req)
     except EvoharnessError as e:  # unknown env/task/model, or an environment that cannot load
-        print(f"worker: {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 2
     _write(Path(args[1]), text, seal)
     return 0

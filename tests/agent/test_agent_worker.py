@@ -58,6 +58,26 @@ def test_worker_unusable_input_exits_two(harness, tmp_path, patch):
     assert main(["only-one-arg"]) == 2
 
 
+def test_a_bad_request_is_one_error_line_naming_each_field(harness, tmp_path, capsys):
+    """The host records a failed worker's last stderr line as the rollout's failure reason: pydantic's dump
+    ended in a link to its docs."""
+    bad = request(tmp_path, harness(), seed="abc")
+    bad.write_text(json.dumps({k: v for k, v in json.loads(bad.read_text()).items() if k != "task_id"}))
+    out = tmp_path / "out.json"
+    assert main([str(bad), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: bad request {bad}: "), err
+    assert "task_id: Field required" in err and "seed: Input should be a valid integer" in err and "'abc'" in err
+    assert not out.exists()
+
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([json.loads(request(tmp_path, harness()).read_text()), {"harness_dir": "h"}]))
+    assert main(["--batch", str(batch), str(tmp_path / "outdir")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: bad batch {batch}: request 1: env_spec: Field"), err
+    assert not (tmp_path / "outdir").exists()
+
+
 def test_make_model_specs():
     assert isinstance(make_model("scripted:weak", 1), WeakScriptedModel)
     oracle = make_model("scripted:oracle", 1)
