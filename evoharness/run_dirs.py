@@ -1,16 +1,37 @@
 """Which run a command's RUN names: a run id under ``<home>/runs``, a run directory or a demo output directory.
 
-`report`, `evaluate`, `ablate` (``reports.runs.load_run``), `diagnose` and `export-otel` resolve a run id with
-``run_dir_of``; the service's URLs with ``home_only``.
+`report`, `evaluate`, `ablate` (``reports.runs.load_run``) resolve a run id with ``run_dir_of``; `diagnose` and
+`export-otel` with ``run_or_path``; the service's URLs with ``home_only``. One rule for all: a bare name that is both
+a run under the home and something here the command reads is ambiguous (one error asks for a path), never read as
+either silently.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+
+
+def is_path(spec: str) -> bool:
+    """Whether ``spec`` is written as a path (a ``/`` in it, or a leading ``.``), never a run id."""
+    return "/" in spec or spec.startswith(".")
+
+
+def home_run_of(home: Path, spec: str, rival: Callable[[Path], bool], rival_is: str) -> Path | None:
+    """The run under ``<home>/runs`` the bare name ``spec`` names (None when there is none). When ``./spec`` is
+    also something the command reads (``rival``: ``rival_is`` says what), one ``InputError`` asks for a path:
+    which was read must not hang on a rule the user cannot see."""
+    home_run, here = Path(home) / "runs" / spec, Path(spec)
+    if not (home_run / "settings.json").is_file():
+        return None
+    if rival(here) and here.resolve() != home_run.resolve():
+        raise InputError(spec, f"ambiguous: both {home_run} (a run under the home) and ./{spec} ({rival_is} "
+                         f"here); name one by its path ({home_run} or ./{spec})")
+    return home_run.resolve()
 
 
 def run_dir_of(home: Path, spec: str, *, home_only: bool = False, here_is: str = "a directory") -> Path:
@@ -20,16 +41,14 @@ def run_dir_of(home: Path, spec: str, *, home_only: bool = False, here_is: str =
     directory of that name here that holds no run (notes kept by run id) is no rival to the run under home.
     ``here_is``: what else a bare name may name in the working directory, for the error when it names nothing."""
     base = Path(home) / "runs"
-    if "/" in spec or spec.startswith("."):
+    if is_path(spec):
         if not Path(spec).is_dir():
             raise InputError(spec, "no such run directory")
         return dir_run(Path(spec), spec)
-    home_run, here = base / spec, Path(spec)
-    if (home_run / "settings.json").is_file():
-        if not home_only and holds_run(here) and here.resolve() != home_run.resolve():
-            raise InputError(spec, f"ambiguous: both {home_run} (a run under the home) and ./{spec} (a run "
-                             f"directory here) are runs; name one by its path ({home_run} or ./{spec})")
-        return home_run.resolve()
+    here = Path(spec)
+    found = home_run_of(home, spec, (lambda p: False) if home_only else holds_run, "a run directory")
+    if found is not None:
+        return found
     if not home_only and holds_run(here):
         return dir_run(here, spec)
     known = sorted(p.name for p in base.glob("run-*")) if base.is_dir() else []
@@ -40,11 +59,18 @@ def run_dir_of(home: Path, spec: str, *, home_only: bool = False, here_is: str =
     raise InputError(spec, where)
 
 
-def run_or_path(home: Path, path: Path) -> Path:
-    """``path`` when it names something here (a trace file or directory, ``-``) or is a path; else the directory of
-    the run whose id it is, found as `report` finds it (one ``InputError`` when it is neither)."""
-    text = str(path)
-    if text == "-" or path.exists() or path.is_symlink() or "/" in text or text.startswith("."):
+def run_or_path(home: Path, text: str) -> Path:
+    """What a trace-reading command's PATH names: itself when it is ``-`` or written as a path; a bare name is the
+    directory of the run of that id under ``<home>/runs``, else the trace file or directory of that name here. Both
+    is one ``InputError`` asking for a path, as `report` says of a run directory here; so is neither."""
+    path = Path(text)  # from the text as typed: Path("./NAME") is "NAME", no longer written as a path
+    if text == "-" or is_path(text):
+        return path
+    found = home_run_of(home, text, lambda p: p.exists() or p.is_symlink(),
+                        "a directory" if path.is_dir() else "a file")
+    if found is not None:
+        return found
+    if path.exists() or path.is_symlink():
         return path
     return run_dir_of(home, text, here_is="a trace file or directory")
 

@@ -56,3 +56,34 @@ def test_an_unknown_run_id_is_one_error_line_naming_the_home_and_its_runs(tmp_pa
             f"error: run-nope: no such run under {runs} (known: run-abc), nor a trace file or directory of that "
             "name here"], argv
     assert not (tmp_path / "cwd" / "out.jsonl").exists()
+
+
+def test_a_bare_name_that_is_a_run_under_home_and_traces_here_is_ambiguous_as_report_says(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """`diagnose run-abc` beside a trace file ./run-abc read the file and passed over the run under the home, where
+    `report` calls a name that is both ambiguous: one error line now asks for a path, and the path reads."""
+    home, run = _home_with_a_run(tmp_path)
+    cwd = tmp_path / "cwd"
+    monkeypatch.chdir(cwd)
+    write_trajectories(cwd / "run-abc", [TraceBuilder("here").user("hi").deliver("x").build(score=1.0)])
+    for argv in (["diagnose", "run-abc", "--json"], ["export-otel", "run-abc", "-o", "out.jsonl"]):
+        assert main([*home, *argv]) == 2, argv
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: run-abc: ambiguous: both {run} (a run under the home) and ./run-abc (a file here); name one by "
+            f"its path ({run} or ./run-abc)"], argv
+    assert not (cwd / "out.jsonl").exists()
+    assert main([*home, "diagnose", "./run-abc", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 1
+    assert main([*home, "diagnose", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 2
+    (cwd / "run-abc").unlink()
+    (cwd / "run-abc").mkdir()  # a directory here is a rival too: diagnose reads a directory of traces
+    assert main([*home, "diagnose", "run-abc"]) == 2
+    assert "(a directory here)" in capsys.readouterr().err
+
+
+def test_a_bare_name_read_from_the_homes_runs_directory_is_the_one_run(tmp_path, capsys, monkeypatch):
+    home, _ = _home_with_a_run(tmp_path)
+    monkeypatch.chdir(tmp_path / "home" / "runs")  # ./run-abc is the run under the home: no rival
+    assert main([*home, "diagnose", "run-abc", "--json"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["n"] == 2

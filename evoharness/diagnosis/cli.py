@@ -59,8 +59,8 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
 
 def diagnose(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="trace files or directories (- reads standard input), or "
-                                                     "a run id under <home>/runs", show_default=False)],
+    paths: Annotated[list[str], typer.Argument(help="trace files or directories (- reads standard input), or "
+                                                    "a run id under <home>/runs", show_default=False)],
     fmt: FormatOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
     skip_invalid: SkipOpt = False,
@@ -108,7 +108,7 @@ def diagnose(
         raise InputError("--judge-timeout", f"must be a positive number of seconds, not {timeout:g}")
     from evoharness.run_dirs import run_or_path
 
-    paths = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `report` takes one
+    read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `report` takes one
     judged = labeller_kind != "rules" or model
     labeller = _labeller(labeller_kind, model, context, cfg, window, timeout) if judged else Labeller(cfg)
     fallbacks: list[str] = []
@@ -116,7 +116,7 @@ def diagnose(
     shown: list[str] = []
     failures = 0
     with tempfile.TemporaryFile("w+", encoding="utf-8") as rows:
-        for t in _stream(paths, fmt, skip_invalid):
+        for t in _stream(read, fmt, skip_invalid):
             lab = labeller.label(t)
             tally.add(lab)
             if lab.labeller.startswith("rules (llm fallback"):

@@ -73,7 +73,7 @@ def import_traces(
 
 def export_otel(
     ctx: typer.Context,
-    source: Annotated[Path, typer.Argument(help="a run id under <home>/runs or a run directory (its "
+    source: Annotated[str, typer.Argument(help="a run id under <home>/runs or a run directory (its "
                                                 "trajectories.jsonl and summary.json), a "
                                                 "demo directory (its run) or a trajectories JSONL / any "
                                                 "importable trace file (- reads standard input)",
@@ -101,9 +101,9 @@ def export_otel(
         raise InputError("--endpoint", f"{endpoint!r} is not an http(s) URL")
     from evoharness.run_dirs import run_or_path
 
-    source = run_or_path(settings_of(ctx).home, source)  # a run id, as `report` takes one
-    run_dir = _run_dir(source) if source.is_dir() else None
-    path = run_dir / "trajectories.jsonl" if run_dir is not None else source
+    read = run_or_path(settings_of(ctx).home, source)  # a run id, as `report` takes one
+    run_dir = _run_dir(read) if read.is_dir() else None
+    path = run_dir / "trajectories.jsonl" if run_dir is not None else read
     if out is not None:  # the spans are written over --out after the input is read: never over the input itself
         output_apart(out, [path, *([run_dir / "summary.json"] if run_dir is not None else [])])
     n = export(load_paths([path]), out=out, endpoint=endpoint, run_dir=run_dir, service_name=service_name,
