@@ -28,6 +28,7 @@ For each kind: how often the first signal lands on the written step, beside the 
 assistant message).
 
     python benchmarks/tau2_gold_paths.py [--domains retail airline telecom] [--limit N] [--out FILE] [--json]
+        [--outcome-claims]
 """
 
 from __future__ import annotations
@@ -652,8 +653,10 @@ def write(runs: list[Run], folder: Path, fmt: str) -> list[Path]:
     return paths
 
 
-def evaluate(runs: list[Run], folder: Path, fmt: str = "tau-bench") -> dict:
-    """Label every run, read back through the importer (the path a user's files take), and count."""
+def evaluate(runs: list[Run], folder: Path, fmt: str = "tau-bench", outcome_claims: bool = False) -> dict:
+    """Label every run, read back through the importer (the path a user's files take), and count
+    (``outcome_claims``: with ``diagnosis.outcome_claims = true``, the final answer read against the last write)."""
+    from evoharness.diagnosis.config import DiagnosisConfig
     from evoharness.diagnosis.labeller import Labeller
     from evoharness.traces.importers import load_paths
 
@@ -662,7 +665,7 @@ def evaluate(runs: list[Run], folder: Path, fmt: str = "tau-bench") -> dict:
         order = [r for d in dict.fromkeys(r.domain for r in runs) for r in runs if r.domain == d]
     else:
         order = runs
-    labeller = Labeller()
+    labeller = Labeller(DiagnosisConfig(outcome_claims=outcome_claims))
     gold: dict[str, Counter] = defaultdict(Counter)
     unclean: list[dict] = []
     located: dict[str, Counter] = defaultdict(Counter)
@@ -723,6 +726,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", nargs="+", default=["tau-bench", "tau2"], choices=["tau-bench", "tau2"])
     ap.add_argument("--out", type=Path, help="keep the written files in this folder")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--outcome-claims", action="store_true",
+                    help="label with diagnosis.outcome_claims = true (F1.misstated_outcome: the final answer read "
+                         "against the last write's result; off by default)")
     args = ap.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
@@ -740,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for fmt in args.formats:
             folder = args.out or Path(tmp)
-            results.append(evaluate(runs, folder, fmt))
+            results.append(evaluate(runs, folder, fmt, args.outcome_claims))
     if args.json:
         print(json.dumps(results, indent=1))
     else:

@@ -31,6 +31,7 @@ from evoharness.diagnosis.detectors import (
     UnbackedClaimDetector,
 )
 from evoharness.diagnosis.elapsed import ElapsedClaimDetector
+from evoharness.diagnosis.outcome import MisstatedOutcomeDetector
 from evoharness.diagnosis.stalls import StalledDetector
 from evoharness.registry import Registry
 from evoharness.traces.models import Termination
@@ -67,6 +68,7 @@ add(ma.FirstCommitmentDetector)
 add(ContradictedClaimDetector)
 add(ElapsedClaimDetector)
 add(AmountClaimDetector)
+add(MisstatedOutcomeDetector)
 add(env.UserSimulatorErrorDetector)
 add(env.UserQuitDetector)
 add(env.UserOffScriptDetector)

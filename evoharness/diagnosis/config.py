@@ -47,6 +47,11 @@ class DiagnosisConfig(BaseModel):
         "count or tracking number about an entity that contradicts the latest tool result about it. Off by "
         "default: it costs about a plain JSON parse of the traces again (labelling would pass 3x a parse).",
     )
+    outcome_claims: bool = Field(
+        False, description="F1.misstated_outcome: read a failed run's final answer for what it says of the run's own "
+        "last write -- that it failed, that it went through, an amount, a status -- against the write's result. Off by "
+        "default: it costs about 9 M instructions per 200 tau-bench runs (+2.5% of labelling).",
+    )
     routing: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_ROUTING),
         description="Lever per failure class (harness | weights | none); a partial table overrides the "

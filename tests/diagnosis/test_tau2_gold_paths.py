@@ -73,11 +73,23 @@ def test_each_controlled_failure_is_located_at_its_written_step(tau2_result):
     assert failures["retail/misstated_status"] == {"n": 2, "located": 2, "last": 2}
 
 
+def test_a_final_answer_misstating_the_last_writes_result_is_located_there(bench, runs, tmp_path):
+    """An amount off by a tenth (airline's payment, telecom's refuel charge) and a negated message (telecom) were
+    found by no rule before ``F1.misstated_outcome`` (``diagnosis.outcome_claims``): the final answer read against
+    the last write's own result. Gold runs stay clean with it."""
+    res = bench.evaluate(runs, tmp_path, "tau2", outcome_claims=True)
+    assert res["gold"] == {d: {"n": 2, "healthy": 2, "clean": 2} for d in SUBSET}
+    misstated = {k: c for k, c in res["failures"].items() if k.split("/")[1].startswith("misstated")}
+    assert set(misstated) == {"retail/misstated_status", "airline/misstated_amount", "telecom/misstated_amount",
+                              "telecom/misstated_message"}
+    assert all(c["located"] == c["n"] == c["last"] for c in misstated.values()), res["misses"]
+
+
 def test_the_tau_bench_layout_gives_the_same_answers_where_it_can_hold_the_run(bench, runs, tmp_path):
     """tau-bench's layout has no place for the customer's own calls (telecom's phone), so only retail and airline."""
-    res = bench.evaluate([r for r in runs if r.domain != "telecom"], tmp_path, "tau-bench")
+    res = bench.evaluate([r for r in runs if r.domain != "telecom"], tmp_path, "tau-bench", outcome_claims=True)
     assert res["gold_unclean"] == []
-    assert all(c["located"] == c["n"] for k, c in res["failures"].items() if "misstated" not in k), res["misses"]
+    assert all(c["located"] == c["n"] for k, c in res["failures"].items()), res["misses"]
 
 
 def test_what_the_customer_reads_off_its_own_phone_is_not_off_script(bench, runs, tmp_path):

@@ -1,0 +1,171 @@
+"""F1.misstated_outcome: the final answer tells the user something about the run's own last write -- that it failed,
+that it went through, an amount, a status -- that the write's result contradicts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.outcome import misstated_outcome
+from evoharness.traces.builder import TraceBuilder
+
+ON = DiagnosisConfig(outcome_claims=True)
+POLICY = "# Shop policy\nBefore any action that changes an account you must obtain explicit confirmation (yes)."
+
+
+def _run(name: str, args: dict, result: str, answer: str, earlier: str | None = None) -> TraceBuilder:
+    b = TraceBuilder("t").system(POLICY).user("Please help me with my account, user id lee_ray_4411.")
+    b.call("get_user_details", {"user_id": "lee_ray_4411"},
+           result=earlier or json.dumps({"user_id": "lee_ray_4411", "orders": ["#W5521093"]}))
+    b.say(f"I will {name.replace('_', ' ')} with {json.dumps(args)}. Shall I go ahead?")
+    b.user("Yes, go ahead.")
+    b.call(name, args, result=result)
+    return b.deliver(answer)
+
+
+def _label(b: TraceBuilder, score: float = 0.0):
+    t = b.build(score)
+    return t, Labeller(ON).label(t)
+
+
+CANCELLED = json.dumps({"order_id": "#W5521093", "user_id": "lee_ray_4411", "status": "cancelled",
+                        "items": [{"name": "Lamp", "price": 84.5}],
+                        "payment_history": [{"transaction_type": "refund", "amount": 1234.5}]})
+CANCEL = ("cancel_pending_order", {"order_id": "#W5521093", "reason": "no longer needed"})
+
+
+@pytest.mark.parametrize("answer", [
+    "I'm sorry, the cancellation of order #W5521093 could not be processed.",
+    "Unfortunately I wasn't able to cancel your order; please try again later.",
+    "The request failed on our side. Anything else?",
+    "Your cancellation did not go through.",
+    "I was unable to complete this request.",
+    "The cancellation was unsuccessful, I'm afraid.",
+])
+def test_an_answer_saying_the_write_failed_where_it_went_through_is_f1_at_the_answer(answer):
+    t, lab = _label(_run(*CANCEL, CANCELLED, answer))
+    assert (lab.failure_class.value, lab.first_signal.id) == ("F1", "F1.misstated_outcome"), answer
+    assert lab.first_signal.step == len(t.messages) - 1
+    assert "went through" in lab.first_signal.evidence
+
+
+@pytest.mark.parametrize("answer", [
+    "Your order #W5521093 has been cancelled, and $1,234.50 will be refunded.",
+    "Done: order #W5521093 is now cancelled. The refund amount is USD 1234.50.",
+    "The cancellation went through; the amount of 1234.5 goes back to your card.",
+    "I'm unable to change the shipping address as well, but your order was cancelled.",  # a decline of what is next
+    "I could not find any other open orders on your account, and #W5521093 is cancelled.",  # a look-up
+    "I couldn't apply the discount code you mentioned, so the full amount of $1,234.50 was refunded.",  # not the write
+])
+def test_an_answer_that_restates_the_result_rightly_is_no_claim(answer):
+    t, lab = _label(_run(*CANCEL, CANCELLED, answer))
+    assert misstated_outcome(TraceView.of(t)) is None, answer
+    assert lab.first_signal.id != "F1.misstated_outcome", answer
+
+
+@pytest.mark.parametrize("answer", [
+    "Your order #W5521093 has been cancelled; the refund amount is $1,324.50.",
+    "Cancelled. The amount refunded: USD 1357.95 to your card.",
+    "All done, the amount is 1111.00 for order #W5521093.",
+    "The refund amount of 1,246.00 dollars is on its way.",
+])
+def test_an_amount_of_the_result_stated_otherwise_is_f1(answer):
+    _, lab = _label(_run(*CANCEL, CANCELLED, answer))
+    assert lab.first_signal.id == "F1.misstated_outcome", answer
+    assert "1234.5" in lab.first_signal.evidence
+
+
+def test_an_amount_the_result_writes_as_a_string_is_read_as_a_number():
+    result = json.dumps({"message": "Added 2.0 GB to line L1002", "new_data_gb": "2.0", "charge": "4.0"})
+    for answer, wrong in (("Done: the charge is $5.40.", True), ("Done: the charge is $4.00.", False),
+                          ("Done: the charge was USD 4.", False), ("Done: the charge is $-4.40.", True),
+                          ("Done: the charge is -$4.00.", False)):
+        t = _run("refuel_data", {"line_id": "L1002", "gb_amount": 2.0}, result, answer).build(0.0)
+        assert (misstated_outcome(TraceView.of(t)) is not None) is wrong, answer
+
+
+def test_a_computed_or_qualified_amount_is_no_claim():
+    for answer in (
+        "Your order #W5521093 is cancelled; the total amount over both orders is $2,000.00.",
+        "The remaining balance is $50.",  # no balance field in the result
+        "The lamp's price was $84.50 and the amount of $1,234.50 is refunded.",
+    ):
+        t, _ = _label(_run(*CANCEL, CANCELLED, answer))
+        assert misstated_outcome(TraceView.of(t)) is None, answer
+
+
+@pytest.mark.parametrize("answer", [
+    "All done: order #W5521093 is now pending.",
+    "Your order's status is processed now.",
+    "The order #W5521093 is currently delivered.",
+])
+def test_a_status_of_the_written_entity_other_than_the_results_is_f1(answer):
+    _, lab = _label(_run(*CANCEL, CANCELLED, answer))
+    assert lab.first_signal.id == "F1.misstated_outcome", answer
+    assert "'cancelled'" in lab.first_signal.evidence
+
+
+def test_a_status_of_another_entity_or_the_results_own_status_is_no_claim():
+    for answer in (
+        "Order #W5521093 is now cancelled; your other order #W7000001 is pending.",
+        "Your order #W5521093 is cancelled.",
+    ):
+        t, _ = _label(_run(*CANCEL, CANCELLED, answer))
+        assert misstated_outcome(TraceView.of(t)) is None, answer
+
+
+def test_a_status_the_tools_used_for_the_entity_before_is_read_as_a_status_too():
+    earlier = json.dumps({"order_id": "#W5521093", "status": "awaiting pickup"})
+    _, lab = _label(_run(*CANCEL, CANCELLED, "Order #W5521093 is now awaiting pickup.", earlier=earlier))
+    assert lab.first_signal.id == "F1.misstated_outcome"
+
+
+@pytest.mark.parametrize("answer", [
+    "Your order #W5521093 has been cancelled successfully.",
+    "All done! The cancellation went through.",
+])
+def test_an_answer_saying_a_refused_write_went_through_is_f1(answer):
+    _, lab = _label(_run(*CANCEL, "Error: non-pending order cannot be cancelled", answer))
+    assert lab.first_signal.id == "F1.misstated_outcome", answer
+    assert "Error: non-pending" in lab.first_signal.evidence
+
+
+def test_a_refused_write_told_as_refused_or_a_repeat_of_a_done_write_is_no_claim():
+    refused = "Error: non-pending order cannot be cancelled"
+    t, _ = _label(_run(*CANCEL, refused, "I'm sorry, the order could not be cancelled: it is no longer pending."))
+    assert misstated_outcome(TraceView.of(t)) is None
+    b = TraceBuilder("t").system(POLICY).user("Cancel order #W5521093, user id lee_ray_4411.")
+    b.call(*CANCEL, result=CANCELLED).say("Cancelled. Anything else?").user("Please make sure it is cancelled.")
+    b.call(*CANCEL, result=refused)
+    t = b.deliver("Your order #W5521093 has been cancelled.").build(0.0)
+    assert misstated_outcome(TraceView.of(t)) is None
+
+
+def _roaming(answer: str):
+    b = TraceBuilder("t").system(POLICY).user("My phone 555-123-4567 has no data abroad.")
+    b.call("get_customer_by_phone", {"phone_number": "555-123-4567"},
+           result=json.dumps({"customer_id": "C1001", "line_ids": ["L1001"]}))
+    b.say("I can turn on roaming for line L1001. Shall I?").user("Yes.")
+    b.call("enable_roaming", {"customer_id": "C1001", "line_id": "L1001"}, result="Roaming enabled successfully")
+    return b.deliver(answer).build(0.0)
+
+
+def test_a_plain_text_result_negated_in_the_answer_is_f1():
+    wrong = _roaming("Sorry, roaming could not be enabled on line L1001.")
+    assert Labeller(ON).label(wrong).first_signal.id == "F1.misstated_outcome"
+    assert misstated_outcome(TraceView.of(_roaming("Roaming is now enabled on line L1001."))) is None
+
+
+def test_a_healthy_run_keeps_its_label():
+    _, lab = _label(_run(*CANCEL, CANCELLED, "The request failed."), score=1.0)
+    assert lab.failure_class.value == "healthy"
+
+
+def test_the_rule_is_off_by_default():
+    t, _ = _label(_run(*CANCEL, CANCELLED, "The request failed."))
+    assert misstated_outcome(TraceView.of(t)) is not None  # the rule itself
+    assert Labeller().label(t).first_signal.id != "F1.misstated_outcome"
