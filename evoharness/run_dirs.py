@@ -1,9 +1,9 @@
 """Which run a command's RUN names: a run id under ``<home>/runs``, a run directory or a demo output directory.
 
-`report`, `evaluate`, `ablate` (``reports.runs.load_run``) resolve a run id with ``run_dir_of``; `diagnose` and
-`export-otel` with ``run_or_path``; the service's URLs with ``home_only``. One rule for all: a bare name that is both
-a run under the home and something here the command reads is ambiguous (one error asks for a path), never read as
-either silently.
+`report`, `evaluate`, `ablate` (``reports.runs.load_run``) resolve a run id with ``run_dir_of``; `diagnose`,
+`label` and `export-otel` with ``run_or_path``; the service's URLs with ``home_only``. One rule for all:
+a bare name that is both a run under the home and something here the command reads is ambiguous (one error asks
+for a path), never read as either silently.
 """
 
 from __future__ import annotations

@@ -87,3 +87,22 @@ def test_a_bare_name_read_from_the_homes_runs_directory_is_the_one_run(tmp_path,
     monkeypatch.chdir(tmp_path / "home" / "runs")  # ./run-abc is the run under the home: no rival
     assert main([*home, "diagnose", "run-abc", "--json"]) == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)["n"] == 2
+
+
+def test_label_takes_a_run_id_and_reads_what_its_directory_gives(tmp_path, capsys, monkeypatch):
+    """`label run-abc` said 'no such file or directory' where `diagnose run-abc` read the run; by the same rule, a
+    name that is also a file here is ambiguous."""
+    home, run = _home_with_a_run(tmp_path)
+    cwd = tmp_path / "cwd"
+    monkeypatch.chdir(cwd)
+    assert main([*home, "label", str(run), "-o", "by-dir.jsonl"]) == 0
+    assert main([*home, "label", "run-abc", "-o", "by-id.jsonl"]) == 0, capsys.readouterr().err
+    by_id = (cwd / "by-id.jsonl").read_text()
+    assert by_id == (cwd / "by-dir.jsonl").read_text() and len(by_id.splitlines()) == 2
+    write_trajectories(cwd / "run-abc", [TraceBuilder("here").user("hi").deliver("x").build(score=1.0)])
+    capsys.readouterr()
+    assert main([*home, "label", "run-abc", "-o", "out.jsonl"]) == 2
+    assert capsys.readouterr().err.startswith("error: run-abc: ambiguous: ")
+    assert not (cwd / "out.jsonl").exists()
+    assert main([*home, "label", "./run-abc", "-o", "out.jsonl"]) == 0
+    assert len((cwd / "out.jsonl").read_text().splitlines()) == 1

@@ -20,8 +20,8 @@ from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, RepeatedId
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import replacing
 
-PathsArg = Annotated[list[Path], typer.Argument(help="trace files or directories (- reads standard input)",
-                                              show_default=False)]
+PathsArg = Annotated[list[str], typer.Argument(help="trace files or directories (- reads standard input), or "
+                                                  "a run id under <home>/runs", show_default=False)]
 FormatOpt = Annotated[str | None, typer.Option("--format", "-f",
                                                 help=f"input format ({' | '.join(FORMAT_NAMES)}); auto by default")]
 SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="report bad records on stderr and label the rest")]
@@ -221,12 +221,14 @@ def label(
     quote, all signals, lever, and the violation log (broken schema / policy invariants, with steps)."""
     from evoharness.diagnosis.labeller import Labeller
     from evoharness.diagnosis.models import LabelLine
+    from evoharness.run_dirs import run_or_path
 
+    read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `diagnose` takes one
     labeller = Labeller(settings_of(ctx).diagnosis)
-    own = output_apart(out, paths, ours=_labels_line)  # an earlier label run's output may be replaced
+    own = output_apart(out, read, ours=_labels_line)  # an earlier label run's output may be replaced
     n = 0
     with replacing(out, "w") as fh:  # on bad input no half-written file, and an earlier one is kept
-        for t in _stream(paths, fmt, skip_invalid, exclude=own, counted=False):
+        for t in _stream(read, fmt, skip_invalid, exclude=own, counted=False):
             fh.write(LabelLine.of(labeller.label(t)).model_dump_json() + "\n")
             n += 1
     typer.echo(f"wrote {n} labels to {out}")
