@@ -116,8 +116,9 @@ class Gate:
             if v is None:
                 continue
             if winner is not None and v.candidate == winner.candidate:
+                approved = {"approval": winner.approval} if winner.approval else {}  # unset: a dump as before
                 merged.append(Merged(branch=v.candidate, commit=v.commit, merge_commit=sha, round=round,
-                                     reading=v.measurements.get("reading", 0.0), targets=cand.targets))
+                                     reading=v.measurements.get("reading", 0.0), targets=cand.targets, **approved))
                 continue
             if refused is not None and v.candidate in {a.candidate for a in accepted}:
                 reason = f"accepted, not merged: {refused}"  # a recorded outcome; the run goes on

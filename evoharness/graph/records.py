@@ -53,6 +53,7 @@ class Merged(Entry):
     round: int
     reading: float
     targets: str
+    approval: str | None = None  # a person's approval and its reason (`approve --reason`); set only when approved
 
 
 class Rejected(Entry):

@@ -115,7 +115,8 @@ def summary_text(data: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"Merged ({len(data['merged'])}):")
     for m in data["merged"]:
-        lines.append(f"  {m['branch']}  {m['commit'][:10]} -> merge {m.get('merge_commit', '')[:10]}")
+        lines.append(f"  {m['branch']}  {m['commit'][:10]} -> merge {m.get('merge_commit', '')[:10]}"
+                     + (f"  {m['approval']}" if m.get("approval") else ""))
     rejected, superseded = split_rejected(data["rejected"])
     lines.append(f"Rejected ({len(rejected)}):")
     for r in rejected:

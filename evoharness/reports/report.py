@@ -235,7 +235,8 @@ def ablation_table(ablation: dict[str, Any], main: str | None) -> dict[str, Any]
 def lists(summary: dict[str, Any]) -> dict[str, list[str]]:
     return {
         "merged": [f"{m['branch']} ({short(m.get('commit'))} → merge {short(m.get('merge_commit'))}), round "
-                   f"{m.get('round')}, targets {m.get('targets')}" for m in summary.get("merged") or []],
+                   f"{m.get('round')}, targets {m.get('targets')}" + (f"; {m['approval']}" if m.get("approval") else "")
+                   for m in summary.get("merged") or []],
         "rejected": [f"{r['branch']} ({short(r.get('commit'))}), round {r.get('round')}: {r.get('reason')}"
                      for r in split_rejected(summary.get("rejected") or [])[0]],
         "superseded": [f"{r['branch']} ({short(r.get('commit'))}), round {r.get('round')}: {r.get('reason')}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from evoharness.cli import main
@@ -43,7 +45,14 @@ def test_an_approvals_reason_is_recorded_and_shown_by_review_and_pr(tmp_path, ca
     words = shlex.split(line.split("   (or:")[0])
     branch, run_id = words[words.index("approve") + 1], words[words.index("--run") + 1]
     assert main([*opts, "approve", branch, "--run", run_id, "--reason", "the lesson reads right"]) == 0
-    capsys.readouterr()
+    merged_line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(f"  {branch}  "))
+    assert merged_line.endswith("  approved by reviewer: the lesson reads right"), merged_line
+    # the run's summary.json and its report list the merge with the approval, as the verdict note has it
+    summary = json.loads((tmp_path / "state" / "runs" / run_id / "summary.json").read_text())
+    assert [m.get("approval") for m in summary["merged"]] == ["approved by reviewer: the lesson reads right"]
+    from evoharness.reports.report import lists
+
+    assert lists(summary)["merged"][0].endswith("; approved by reviewer: the lesson reads right")
 
     assert main(["review", "--harness", "h"]) == 0
     row = capsys.readouterr().out.split(branch, 1)[1]
