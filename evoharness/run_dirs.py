@@ -34,12 +34,11 @@ def home_run_of(home: Path, spec: str, rival: Callable[[Path], bool], rival_is: 
     return home_run.resolve()
 
 
-def run_dir_of(home: Path, spec: str, *, home_only: bool = False, here_is: str = "a directory") -> Path:
+def run_dir_of(home: Path, spec: str, *, home_only: bool = False) -> Path:
     """The run ``spec`` names. A path (``/`` in it, or a leading ``.``) is a run or demo output directory. A bare
     name is the run of that id under ``<home>/runs``, else the run or demo output directory of that name in the
     working directory; when it is both (a copied run beside a home that holds it), an error asks for a path. A
-    directory of that name here that holds no run (notes kept by run id) is no rival to the run under home.
-    ``here_is``: what else a bare name may name in the working directory, for the error when it names nothing."""
+    directory of that name here that holds no run (notes kept by run id) is no rival to the run under home."""
     base = Path(home) / "runs"
     if is_path(spec):
         if not Path(spec).is_dir():
@@ -51,11 +50,10 @@ def run_dir_of(home: Path, spec: str, *, home_only: bool = False, here_is: str =
         return found
     if not home_only and holds_run(here):
         return dir_run(here, spec)
-    known = sorted(p.name for p in base.glob("run-*")) if base.is_dir() else []
-    where = f"no such run under {base}" + (f" (known: {', '.join(known[-5:])})" if known else "")
+    where = f"no such run under {base}{known_runs(base)}"
     if not home_only:
         where += (f", and ./{spec} here is not a run directory (no settings.json, summary.json or state/runs/run-*)"
-                  if here.is_dir() else f", nor {here_is} of that name here")
+                  if here.is_dir() else ", nor a directory of that name here")
     raise InputError(spec, where)
 
 
@@ -72,7 +70,14 @@ def run_or_path(home: Path, text: str) -> Path:
         return found
     if path.exists() or path.is_symlink():
         return path
-    return run_dir_of(home, text, here_is="a trace file or directory")
+    base = Path(home) / "runs"
+    raise InputError(text, f"no such file or directory, nor a run of that id under {base}{known_runs(base)}")
+
+
+def known_runs(base: Path) -> str:
+    """The last few run ids under ``base``, for an error naming none of them."""
+    known = sorted(p.name for p in base.glob("run-*")) if base.is_dir() else []
+    return f" (known: {', '.join(known[-5:])})" if known else ""
 
 
 def holds_run(path: Path) -> bool:

@@ -53,8 +53,7 @@ def test_an_unknown_run_id_is_one_error_line_naming_the_home_and_its_runs(tmp_pa
     for argv in (["diagnose", "run-nope"], ["export-otel", "run-nope", "-o", "out.jsonl"]):
         assert main([*home, *argv]) == 2, argv
         assert capsys.readouterr().err.splitlines() == [
-            f"error: run-nope: no such run under {runs} (known: run-abc), nor a trace file or directory of that "
-            "name here"], argv
+            f"error: run-nope: no such file or directory, nor a run of that id under {runs} (known: run-abc)"], argv
     assert not (tmp_path / "cwd" / "out.jsonl").exists()
 
 

@@ -28,6 +28,8 @@ from evoharness.graph.summary import summary_readable, write_summary
 from evoharness.graph.threads import claim_thread
 from evoharness.graph.wiring import build_services
 from evoharness.model_specs import agent_scheme, role_scheme, with_temperature
+from evoharness.run_dirs import known_runs
+from evoharness.traces.store import replacing
 
 
 def runs_dir(settings: Settings) -> Path:
@@ -40,8 +42,6 @@ def save_run_settings(run_dir: Path, settings: Settings) -> Settings:
     settings = settings.model_copy(update={"home": Path(settings.home).absolute(), "run": settings.run.model_copy(
         update={"harness": Path(settings.run.harness).absolute()})})
     run_dir.mkdir(parents=True, exist_ok=True)
-    from evoharness.traces.store import replacing
-
     with replacing(run_dir / "settings.json", "w") as fh:  # whole or not at all: a cut one made the run id dead
         fh.write(settings.model_dump_json(indent=2))
     return settings
@@ -55,9 +55,7 @@ def load_run_settings(settings: Settings, run_id: str, option: str = "run id") -
     run_dir = runs_dir(settings) / check_run_id(run_id, option)
     path = run_dir / "settings.json"
     if not path.is_file():
-        known = sorted(p.name for p in runs_dir(settings).glob("run-*")) if runs_dir(settings).exists() else []
-        raise InputError(run_id, f"no such run under {runs_dir(settings)}"
-                         + (f" (known: {', '.join(known[-5:])})" if known else ""))
+        raise InputError(run_id, f"no such run under {runs_dir(settings)}{known_runs(runs_dir(settings))}")
     saved = saved_settings(path, run_id)
     harness, home = recorded_harness(run_dir, saved.home, saved.run.harness), Path(saved.home)
     recorded = home / "runs" / run_id
@@ -132,8 +130,7 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     evidence = import_evidence(settings.run.evidence)  # a bad file stops the run before anything is written
     # openai:URL -> its one model, fixed for the whole run; run.temperature into the spec (the rollouts' identity)
     model = with_temperature(resolve_model_spec(settings.run.model), settings.run.temperature, "run.temperature")
-    # a spec no scheme builds is one error line before the run exists: it was a run whose every rollout failed
-    # (labelled F2.harness_error and handed to the analyst), or one whose roles could never be built (nor resumed)
+    # a spec no scheme builds: one error line now, not a run whose every rollout fails or whose roles never build
     agent_scheme(model, "run.model")
     if settings.roles.kind == "llm":
         role_scheme(settings.roles.model)
