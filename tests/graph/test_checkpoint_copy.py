@@ -13,6 +13,7 @@ import pytest
 
 from evoharness.cli import main
 from evoharness.harness_repo.init import init_harness
+from tests.graph.review_run import review_run_opts
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -29,10 +30,7 @@ def _checkpoints(url: str, run_id: str) -> int:
 def _waiting_run(demo, url, capsys):
     """A one-round run in ``demo`` on the Postgres checkpointer ``url``, waiting for review: (branch, run id)."""
     init_harness(demo / "h")
-    opts = ["--set", f"home={demo / 'state'}", "--set", f"run.harness={demo / 'h'}", "--set", "run.env=synthetic",
-            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
-            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
-            "--set", "roles.kind=playbook", "--set", "log_level=error", "--set", f"run.checkpointer={url}"]
+    opts = review_run_opts(demo / "state", demo / "h", f"run.checkpointer={url}")
     assert main(["run", "--review", *opts]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     approve = shlex.split(next(line.split("   (or:")[0].strip() for line in out.splitlines() if " approve " in line))

@@ -15,6 +15,7 @@ import git
 
 from evoharness.cli import main
 from evoharness.harness_repo.init import init_harness
+from tests.graph.review_run import review_run_opts
 
 
 def _checkpoints(path, run_id: str) -> int:
@@ -25,10 +26,7 @@ def _checkpoints(path, run_id: str) -> int:
 def _waiting_run(demo, spec, capsys):
     """A one-round run in ``demo`` on the checkpointer ``spec``, waiting for review: (branch, run id)."""
     init_harness(demo / "h")
-    opts = ["--set", f"home={demo / 'state'}", "--set", f"run.harness={demo / 'h'}", "--set", "run.env=synthetic",
-            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
-            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
-            "--set", "roles.kind=playbook", "--set", "log_level=error", "--set", f"run.checkpointer={spec}"]
+    opts = review_run_opts(demo / "state", demo / "h", f"run.checkpointer={spec}")
     assert main(["run", "--review", *opts]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     approve = shlex.split(next(line.split("   (or:")[0].strip() for line in out.splitlines() if " approve " in line))

@@ -8,15 +8,13 @@ import shlex
 
 from evoharness.cli import main
 from evoharness.harness_repo.init import init_harness
+from tests.graph.review_run import review_run_opts
 
 
 def test_the_printed_approve_line_runs_as_printed(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     init_harness(tmp_path / "h")
-    opts = ["--set", f"home={tmp_path / 'my home'}", "--set", "run.harness=h", "--set", "run.env=synthetic",
-            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
-            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
-            "--set", "roles.kind=playbook", "--set", "log_level=error"]
+    opts = review_run_opts(tmp_path / "my home")
     assert main(["run", "--review", *opts]) == 0
     out = capsys.readouterr().out
     approve = next(line.split("   (or:")[0].strip() for line in out.splitlines() if " approve " in line)
@@ -35,10 +33,7 @@ def test_approving_in_a_copied_directory_merges_into_the_copys_harness(tmp_path,
 
     demo = tmp_path / "demo"
     init_harness(demo / "h")
-    opts = ["--set", f"home={demo / 'state'}", "--set", f"run.harness={demo / 'h'}", "--set", "run.env=synthetic",
-            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
-            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
-            "--set", "roles.kind=playbook", "--set", "log_level=error"]
+    opts = review_run_opts(demo / "state", demo / "h")
     assert main(["run", "--review", *opts]) == 0
     out = capsys.readouterr().out
     approve = shlex.split(next(line.split("   (or:")[0].strip() for line in out.splitlines() if " approve " in line))
@@ -56,10 +51,7 @@ def _review_run(cwd, home, capsys, monkeypatch):
     """A one-round run started in ``cwd`` with the relative harness ``h``, waiting for review: (branch, run id)."""
     monkeypatch.chdir(cwd)
     init_harness(cwd / "h")
-    opts = ["--set", f"home={home}", "--set", "run.harness=h", "--set", "run.env=synthetic",
-            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
-            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
-            "--set", "roles.kind=playbook", "--set", "log_level=error"]
+    opts = review_run_opts(home)
     assert main(["run", "--review", *opts]) == 0
     out = capsys.readouterr().out
     approve = shlex.split(next(line.split("   (or:")[0].strip() for line in out.splitlines() if " approve " in line))

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from evoharness.cli import main
+from tests.graph.review_run import review_run_opts
 
 
 @pytest.mark.parametrize("reason", ["line1\nline2", "nul \x00 here", "colour \x1b[31mred",
@@ -36,10 +37,7 @@ def test_an_approvals_reason_is_recorded_and_shown_by_review_and_pr(tmp_path, ca
 
     monkeypatch.chdir(tmp_path)
     init_harness(tmp_path / "h")
-    opts = ["--set", f"home={tmp_path / 'state'}", "--set", "run.harness=h", "--set", "run.env=synthetic",
-            "--set", "run.model=scripted:weak", "--set", "run.rollouts=8", "--set", "run.dev_limit=8",
-            "--set", "run.heldout_limit=3", "--set", "run.max_rounds=1", "--set", "sandbox.backend=inprocess",
-            "--set", "roles.kind=playbook", "--set", "log_level=error"]
+    opts = review_run_opts(tmp_path / "state")
     assert main(["run", "--review", *opts]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if " approve " in x)
     words = shlex.split(line.split("   (or:")[0])
