@@ -217,8 +217,11 @@ class Daemon:
         while not self.stop_event.is_set():
             try:
                 # a paused run waits for a person: its reason stays said (it was cleared by the next idle poll)
-                self.last_error = next(iter(self.paused_by.values()), None)
+                if (pause := next(iter(self.paused_by.values()), None)) is not None:
+                    self.last_error = pause
                 did = self._step()
+                if did and not self.paused_by:  # an error stays said until the loop next does work: a run start
+                    self.last_error = None      # refused after its 202 was gone from /health one poll later
                 backoff = self.cfg.poll_interval_s
             except EvoharnessError as e:
                 self.last_error = str(e)

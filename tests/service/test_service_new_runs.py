@@ -101,6 +101,29 @@ def test_a_run_whose_sqlite_checkpointer_cannot_be_opened_leaves_no_run_director
     assert sorted(p.name for p in runs.iterdir()) == ["ck-dir"]
 
 
+def test_a_refused_run_start_stays_said_in_health_until_the_loop_next_does_work(tmp_path):
+    """POST /runs answers 202 before the worker begins the run; a start that then fails is said only in /health's
+    last_error. The loop cleared last_error at its next poll (0.2 s after the error), so a client reading /health
+    a second later saw no error and no run (and the test above, polling every 0.1 s, could miss it under load)."""
+    runs = tmp_path / "home" / "runs"
+    (runs / "ck-dir").mkdir(parents=True)
+    settings = Settings.model_validate({
+        "home": str(tmp_path / "home"),
+        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak",
+                "checkpointer": "sqlite:../ck-dir"},
+        "service": {"loop": False, "poll_interval_s": 0.05}, "sandbox": {"backend": "inprocess"},
+        "roles": {"kind": "playbook"}})
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        assert c.post("/runs", json={"run_id": "a"}, headers=AUTH).status_code == 202
+        deadline = time.monotonic() + 60
+        while "/a/../ck-dir" not in (c.get("/health").json()["last_error"] or "") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)  # twenty polls of the loop, each idle
+        health = c.get("/health").json()
+        assert "no run was started" in (health["last_error"] or ""), health
+        assert health["current_run"] is None, health
+
+
 def test_a_new_run_asked_for_while_the_worker_begins_another_is_refused(tmp_path):
     """The other order of 083d3e9's race: the request reads the current run (none) before the daemon's lock, the
     worker then begins run a (records it as current, no longer starting), and the request, finding nothing
