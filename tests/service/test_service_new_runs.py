@@ -76,48 +76,44 @@ def test_a_new_run_whose_checkpointer_cannot_be_opened_is_not_made(tmp_path):
         assert c.post("/runs", json={"run_id": "a"}, headers=AUTH).status_code == 202  # not 'run already exists'
 
 
+def _checkpointer_that_cannot_be_opened(tmp_path, poll_interval_s: float) -> Settings:
+    """Settings whose relative 'sqlite:../ck-dir' names a directory: every run start fails at its checkpointer."""
+    (tmp_path / "home" / "runs" / "ck-dir").mkdir(parents=True)
+    return Settings.model_validate({
+        "home": str(tmp_path / "home"),
+        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak",
+                "checkpointer": "sqlite:../ck-dir"},
+        "service": {"loop": False, "poll_interval_s": poll_interval_s}, "sandbox": {"backend": "inprocess"},
+        "roles": {"kind": "playbook"}})
+
+
+def _health_once_it_says(c: TestClient, text: str) -> dict:
+    deadline = time.monotonic() + 60
+    while text not in (c.get("/health").json()["last_error"] or "") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return c.get("/health").json()
+
+
 def test_a_run_whose_sqlite_checkpointer_cannot_be_opened_leaves_no_run_directory(tmp_path):
     """A relative 'sqlite:PATH' is read against the run directory, which opening it made: a start that failed (here
     the path names a directory, as a full disk or a file that may not be written fails) left an empty
     <home>/runs/<id> behind, one more at each run the service retried (a new id each time)."""
-    runs = tmp_path / "home" / "runs"
-    (runs / "ck-dir").mkdir(parents=True)
-    settings = Settings.model_validate({
-        "home": str(tmp_path / "home"),
-        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak",
-                "checkpointer": "sqlite:../ck-dir"},
-        "service": {"loop": False, "poll_interval_s": 0.1}, "sandbox": {"backend": "inprocess"},
-        "roles": {"kind": "playbook"}})
-    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+    with TestClient(create_app(_checkpointer_that_cannot_be_opened(tmp_path, 0.1), TOKEN, quiet=True)) as c:
         for attempt in ("a", "b"):
             assert c.post("/runs", json={"run_id": attempt}, headers=AUTH).status_code == 202
-            deadline = time.monotonic() + 60
-            while (f"/{attempt}/../ck-dir" not in (c.get("/health").json()["last_error"] or "")
-                   and time.monotonic() < deadline):
-                time.sleep(0.1)
-            health = c.get("/health").json()
+            health = _health_once_it_says(c, f"/{attempt}/../ck-dir")
             assert "cannot be used as the checkpoint database" in health["last_error"], health
             assert "no run was started" in health["last_error"] and health["current_run"] is None, health
-    assert sorted(p.name for p in runs.iterdir()) == ["ck-dir"]
+    assert sorted(p.name for p in (tmp_path / "home" / "runs").iterdir()) == ["ck-dir"]
 
 
 def test_a_refused_run_start_stays_said_in_health_until_the_loop_next_does_work(tmp_path):
     """POST /runs answers 202 before the worker begins the run; a start that then fails is said only in /health's
     last_error. The loop cleared last_error at its next poll (0.2 s after the error), so a client reading /health
-    a second later saw no error and no run (and the test above, polling every 0.1 s, could miss it under load)."""
-    runs = tmp_path / "home" / "runs"
-    (runs / "ck-dir").mkdir(parents=True)
-    settings = Settings.model_validate({
-        "home": str(tmp_path / "home"),
-        "run": {"harness": str(tmp_path / "harness"), "env": "synthetic", "model": "scripted:weak",
-                "checkpointer": "sqlite:../ck-dir"},
-        "service": {"loop": False, "poll_interval_s": 0.05}, "sandbox": {"backend": "inprocess"},
-        "roles": {"kind": "playbook"}})
-    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+    a second later saw no error and no run (and the test above, polling /health, could miss it under load)."""
+    with TestClient(create_app(_checkpointer_that_cannot_be_opened(tmp_path, 0.05), TOKEN, quiet=True)) as c:
         assert c.post("/runs", json={"run_id": "a"}, headers=AUTH).status_code == 202
-        deadline = time.monotonic() + 60
-        while "/a/../ck-dir" not in (c.get("/health").json()["last_error"] or "") and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _health_once_it_says(c, "/a/../ck-dir")
         time.sleep(1.0)  # twenty polls of the loop, each idle
         health = c.get("/health").json()
         assert "no run was started" in (health["last_error"] or ""), health
