@@ -44,12 +44,12 @@ def count(value: Any) -> int:
 
 
 def score(value: Any) -> float | None:
-    """A reward in 0..1 (clamped), None when missing; a non-number is a ``ValueError``."""
+    """A reward in 0..1 (clamped), None when missing; a non-number (NaN too) is a ``ValueError``."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         raise ValueError(f"reward must be a number, got {value!r}"[:200])
-    return min(1.0, max(0.0, float(value)))
+    return float(min(1.0, max(0.0, value)))  # clamped first: JSON's integers may be past a float's range
 
 
 def arguments(value: Any) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 from evoharness.traces import jsontext
 from evoharness.traces.importers._shape import keep_reasoning
+from evoharness.traces.importers._shape import score as reward_score
 from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -141,12 +142,14 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
 
 def _outcome(rec: dict[str, Any]) -> tuple[float | None, str | None]:
     """(the record's outcome in 0..1 or None: unscored, why it cannot be read or None). ``reward`` / ``score`` is a
-    number (a boolean there is no score); ``resolved`` is a verdict, so a boolean, or SWE-rebench's 1 / 0."""
+    number (``_shape.score``: a boolean or a NaN there is no score); ``resolved`` is a verdict, so a boolean, or
+    SWE-rebench's 1 / 0."""
     score = rec.get("reward", rec.get("score"))
     if score is not None:
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            return None, f"reward must be a number, got {score!r}"[:200]
-        return min(1.0, max(0.0, float(score))), None
+        try:
+            return reward_score(score), None  # in 0..1; a NaN, a boolean or a string is refused
+        except ValueError as e:
+            return None, str(e)
     resolved = rec.get("resolved")
     if resolved is None:
         return None, None
