@@ -201,11 +201,10 @@ def _entity_facts(data: Any, ident: str) -> dict[str, list[Any]]:
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, int | float):
-        return float(v)
+    """``v`` as a number; None for text that is none, or an integer past a float's range (JSON allows it)."""
     try:
-        return float(str(v).replace(",", ""))
-    except ValueError:
+        return float(v) if isinstance(v, int | float) else float(str(v).replace(",", ""))
+    except (ValueError, OverflowError):
         return None
 
 

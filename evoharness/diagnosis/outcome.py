@@ -285,6 +285,14 @@ def _says_done(sentences: list[str], w: _Write) -> str | None:
     return None
 
 
+def _float(v: int | float) -> float | None:
+    """``v`` as a float; None for an integer past a float's range (JSON's integers have no limit): passed over."""
+    try:
+        return float(v)
+    except OverflowError:
+        return None
+
+
 def _field_values(parsed: Any, key: str) -> set[float]:
     """The numbers the result holds under ``key`` (at any depth; tau2 writes some as strings: "4.0")."""
     out: set[float] = set()
@@ -292,7 +300,8 @@ def _field_values(parsed: Any, key: str) -> set[float]:
         if k != key or isinstance(v, bool):
             continue
         if isinstance(v, int | float):
-            out.add(float(v))
+            if (f := _float(v)) is not None:
+                out.add(f)
         elif isinstance(v, str) and PLAIN_NUMBER.fullmatch(v.strip()):
             out.add(float(v))
     return out
@@ -302,7 +311,8 @@ def _numbers(parsed: Any) -> set[float]:
     out = set()
     for _, v in _leaves(parsed):
         if isinstance(v, int | float) and not isinstance(v, bool):
-            out.add(round(abs(float(v)), 2))
+            if (f := _float(v)) is not None:
+                out.add(round(abs(f), 2))
         elif isinstance(v, str):
             try:
                 out.add(round(abs(_num(v)), 2))

@@ -54,6 +54,14 @@ def test_a_claim_contradicting_the_latest_tool_result_is_located_where_first_mad
     assert _claim(ok, "Your user id is mia_li_3668 and reservation ZFA04Y has 2 passengers.") is None
 
 
+
+def test_an_integer_past_a_floats_range_among_the_facts_is_passed_over_not_a_traceback():
+    huge = int("1" + "0" * 400)  # JSON's integers have no limit; float() of this one overflows
+    flights = [*RESERVATION["flights"], {"flight_number": "HAT137", "date": "2024-05-21", "price": huge}]
+    results = (CARD, {**RESERVATION, "flights": flights})
+    assert _claim("Reservation ZFA04Y has a price of $210.", results=results)[0] == 6
+    assert _claim("Reservation ZFA04Y has a price of $180.", results=results) is None
+
 def test_computed_amounts_references_and_updates_are_not_contradictions():
     assert _claim("The total cost of $360 for reservation ZFA04Y was paid.") is None  # a computed total
     assert _claim("Reservation ZFA04Y: the additional cost will be $50.") is None

@@ -169,3 +169,13 @@ def test_the_rule_is_off_by_default():
     t, _ = _label(_run(*CANCEL, CANCELLED, "The request failed."))
     assert misstated_outcome(TraceView.of(t)) is not None  # the rule itself
     assert Labeller().label(t).first_signal.id != "F1.misstated_outcome"
+
+
+def test_an_integer_past_a_floats_range_in_the_result_is_passed_over_not_a_traceback():
+    huge = int("1" + "0" * 400)  # JSON's integers have no limit; float() of this one overflows
+    result = json.dumps({"order_id": "#W5521093", "status": "cancelled", "refund_amount": 84.5, "ledger": huge})
+    t, lab = _label(_run(*CANCEL, result, "Order #W5521093 is cancelled. The refund amount is $12.00."))
+    assert lab.first_signal.id == "F1.misstated_outcome" and "84.5" in lab.first_signal.evidence
+    only_huge = json.dumps({"order_id": "#W5521093", "status": "cancelled", "refund_amount": huge})
+    _, lab = _label(_run(*CANCEL, only_huge, "Order #W5521093 is cancelled. The refund amount is $12.00."))
+    assert lab.first_signal.id != "F1.misstated_outcome"  # no amount it can read: nothing to contradict
