@@ -78,15 +78,19 @@ def report(
     = False,
     rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", help="k for --compute (default: the run's)")]
     = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace files of the report's names in DIR that no "
+                                            "earlier report wrote (default: refused, naming the file)")] = False,
 ) -> None:
     """Write a markdown + HTML report of a run with its plots (anchors, composition, seed vs evolved, ablation)."""
     from evoharness.reports.jobs import ablate_run, evaluate_run
-    from evoharness.reports.report import build
+    from evoharness.reports.report import build, read_written, refuse_foreign
     from evoharness.reports.runs import load_run
 
     _positive(rollouts)  # the options first, then the run
     record = load_run(settings_of(ctx), run)
     _not_the_runs_own(record, out)
+    if compute and not overwrite:  # the files every report writes, before the rollouts; build checks each it writes
+        refuse_foreign(out, ["report.md", "report.html", "anchors.png"], read_written(out))
     if record.note:
         typer.echo(f"note: {record.note}", err=True)
     if compute:
@@ -96,7 +100,7 @@ def report(
                 evaluate_run(record, split, _positive(rollouts), progress)
         if not record.ablation_path.is_file():
             ablate_run(record, _positive(rollouts), ["dev", "heldout"], progress)
-    written = build(record, out)
+    written = build(record, out, overwrite)
     typer.echo(f"wrote {written['md']} and {written['html']} with "
                + ", ".join(p.name for name, p in written.items() if name not in ("md", "html")))
 

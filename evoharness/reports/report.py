@@ -261,13 +261,15 @@ def _environment(autoescape: bool) -> jinja2.Environment:
     return env
 
 
-def build(record: RunRecord, out: Path) -> dict[str, Path]:
+def build(record: RunRecord, out: Path, overwrite: bool = False) -> dict[str, Path]:
     """Write ``out/report.md``, ``out/report.html`` and the PNGs; return {name: path}.
 
     Every file is drawn and rendered into a hidden directory in ``out`` first and renamed into place only
     when all of them are written: a failure on the way (a figure or template that raises, a full disk) leaves
-    an earlier report whole, never an old report.md beside a new report.html or new PNGs. Then the files an
-    earlier report wrote that this one did not (`remove_unwritten`, read from `WRITTEN`) go."""
+    an earlier report whole, never an old report.md beside a new report.html or new PNGs. A file of one of those
+    names in ``out`` that no earlier report wrote (`refuse_foreign`) is replaced only with ``overwrite``; without
+    it nothing is renamed in and `InputError` names the file. Then the files an earlier report wrote that this
+    one did not (`remove_unwritten`, read from `WRITTEN`) go."""
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
@@ -277,6 +279,8 @@ def build(record: RunRecord, out: Path) -> dict[str, Path]:
     mine = earlier is not None or not (out / WRITTEN).is_symlink() and not (out / WRITTEN).exists()
     try:
         staged = _write(record, stage)
+        if not overwrite:
+            refuse_foreign(out, [path.name for path in staged.values()], earlier)
         if mine:  # a rename keeps each file's identity: recorded here, it is the one the file has in ``out``
             _record_written(stage, {path.name for path in staged.values()})
         for path in staged.values():
@@ -312,6 +316,20 @@ def read_written(out: Path) -> dict[str, list[int]] | None:
         return None
     return {name: ident for name, ident in data["files"].items()
             if name in FILES and isinstance(ident, list) and len(ident) == 3}
+
+
+def refuse_foreign(out: Path, names: list[str], earlier: dict[str, list[int]] | None) -> None:
+    """Raise `InputError` naming the files of ``names`` in ``out`` a report would replace that are not an earlier
+    report's (``earlier``: `read_written`) still as it left them: the user's own ``report.md``, or one they edited
+    since. A report replaced them silently; `report --overwrite` still does."""
+    foreign = [name for name in names if (out / name).is_symlink() or (out / name).exists()]
+    foreign = sorted((n for n in foreign if _identity(out / n) != (earlier or {}).get(n)), key=FILES.index)
+    if len(foreign) == 1:
+        raise InputError(str(out / foreign[0]), "is not a file an earlier report wrote here (or was changed since), "
+                                                "kept; pass --overwrite to replace it, or name another --out")
+    if foreign:
+        raise InputError(str(out), f"holds {', '.join(foreign)}, not files an earlier report wrote here (or changed "
+                                   "since), kept; pass --overwrite to replace them, or name another --out")
 
 
 def _record_written(stage: Path, written: set[str]) -> None:

@@ -251,7 +251,7 @@ def test_a_report_that_fails_on_the_way_leaves_the_earlier_one_whole(done_run, t
         err = capsys.readouterr().err.splitlines()
         assert err == ["error: no space left on device"], err  # one line, no traceback
         assert {p.name: p.read_bytes() for p in out.iterdir()} == earlier, broken[1]  # nothing new, nothing left
-    assert cli("report", str(outcome.run_dir), "--out", str(out)) == 0
+    assert cli("report", str(outcome.run_dir), "--out", str(out), "--overwrite") == 0  # no report recorded those
     assert sorted(p.name for p in out.iterdir()) == sorted([*earlier, report.WRITTEN])
     assert all((out / name).read_bytes() != data for name, data in earlier.items())
 
@@ -381,7 +381,9 @@ def test_a_report_removes_only_files_it_wrote_not_the_users_of_its_file_names(ow
     assert (out / "ablation.png").read_bytes() == users
 
     ablation.write_text(stored)
-    assert cli("report", str(root), "--out", str(out)) == 0  # the report draws its own in the user's place
+    assert cli("report", str(root), "--out", str(out)) == 2  # the user's is not replaced unasked
+    assert (out / "ablation.png").read_bytes() == users
+    assert cli("report", str(root), "--out", str(out), "--overwrite") == 0  # the report draws its own there
     ablation.unlink()
     assert cli("report", str(root), "--out", str(out)) == 0
     assert not (out / "ablation.png").exists()  # one it drew goes, as before
