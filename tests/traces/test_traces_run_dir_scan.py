@@ -34,3 +34,37 @@ def test_the_same_names_elsewhere_are_still_traces(tmp_path):
     (tmp_path / "summary.json").write_text("[]")
     (tmp_path / "evidence.jsonl").write_text("{}\n")
     assert sorted(p.name for p in iter_files([tmp_path])) == ["evidence.jsonl", "summary.json"]
+
+
+def _just_started_run(run_dir):
+    """What a run's directory holds before its first rollout is written: `evoharness serve` then `POST /runs`
+    made settings.json, the evidence snapshot (empty) and the driver's lock, and no trajectories.jsonl."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "settings.json").write_text('{"run": {"env": "synthetic"}}')
+    (run_dir / "evidence.jsonl").write_text("")
+    (run_dir / "run.lock").write_text("12345\n")
+
+
+def test_a_run_with_no_trajectories_yet_is_said_as_such(tmp_path, capsys, monkeypatch):
+    """A new user's walk through docs/service.md: `diagnose first` right after `POST /runs` said
+    'error: .evoharness/runs/first/evidence.jsonl: empty file' (a run started by `evoharness run` without the
+    snapshot: 'settings.json: unrecognised format'), records of the run read as its traces."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVOHARNESS_HOME", ".evoharness")  # the default home, as the user had it
+    _just_started_run(tmp_path / ".evoharness" / "runs" / "first")
+    for argv in (["diagnose", "first"], ["diagnose", ".evoharness/runs/first"],
+                 ["label", "first", "--out", "labels.jsonl"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        assert "first: a run that has written no trajectories yet" in err, err
+    (tmp_path / ".evoharness" / "runs" / "first" / "run.lock").unlink()  # no driver's lock: a plain directory
+    assert main(["diagnose", ".evoharness/runs/first"]) == 2
+    assert "evidence.jsonl: empty file" in capsys.readouterr().err  # its files read as traces, as before
+
+
+def test_a_scan_over_a_run_not_yet_rolled_out_reads_the_others(tmp_path, capsys):
+    settings, outcome = finished_run(tmp_path / "home")
+    runs = outcome.run_dir.parent
+    _just_started_run(runs / "run-new")
+    assert list(iter_files([runs])) == [outcome.run_dir / "trajectories.jsonl"]

@@ -105,6 +105,9 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
+            if _run_directory(p) and not any((p / n).is_file() for n in ("trajectories.jsonl", "summary.json")):
+                raise InputError(str(p), "a run that has written no trajectories yet (no trajectories.jsonl): "
+                                         "try again once its first rollouts are done")
             own = _file_id(exclude) if exclude is not None else None  # written by now: the caller opened it
             for f in _walk(p, on_unreadable):  # sorted(p.rglob("*"))'s order, without a Path per file held
                 if (f.is_file() and not f.name.startswith(".") and _is_trace_file(f)
@@ -206,11 +209,18 @@ _RUN_RECORDS = frozenset({"settings.json", "summary.json", "evidence.jsonl", "ha
                           "ablation.json", "evaluation-dev.json", "evaluation-heldout.json"})
 
 
+def _run_directory(d: Path) -> bool:
+    """A run's directory: its settings.json beside its trajectories, its summary, or the lock its driver holds
+    (a run started that has rolled nothing out yet)."""
+    return (d / "settings.json").is_file() and any((d / name).is_file()
+                                                   for name in ("trajectories.jsonl", "summary.json", "run.lock"))
+
+
 def _run_record(f: Path) -> bool:
     if f.name not in _RUN_RECORDS:
         return False
     d = f.parent
-    if (d / "settings.json").is_file() and ((d / "trajectories.jsonl").is_file() or (d / "summary.json").is_file()):
+    if _run_directory(d):
         return True
     return f.name == "summary.json" and (d / "state" / "runs").is_dir() and (d / "harness").is_dir()
 
