@@ -7,8 +7,8 @@ One trace per trajectory:
   attributes: ``trajectory_id``, ``task_id``, ``split``, ``rollout``, ``harness_commit``, ``score``,
   ``termination``, ``final_answer``, ``failure_class``, ``first_signal``, ``first_signal_step``,
   ``first_signal_evidence``, ``lever`` (the rule labeller's verdict on the trajectory) and, from a run
-  directory's ``summary.json``, ``verdict`` (merged | rejected) and ``candidate`` for rollouts of a
-  candidate commit. Status ERROR when the rollout ended in error.
+  directory's ``summary.json``, ``verdict`` (merged | rejected), ``candidate`` and ``reason`` (`_verdicts`) for
+  rollouts of a candidate commit. Status ERROR when the rollout ended in error.
 - one ``chat <model>`` span per assistant turn (``gen_ai.input.messages`` = the conversation before it,
   ``gen_ai.output.messages`` = the turn, ``gen_ai.system_instructions``), in the GenAI JSON message-part
   form;
@@ -72,19 +72,25 @@ def genai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _verdicts(run_dir: Path | None) -> dict[str, dict[str, str]]:
-    """harness commit -> {verdict, candidate, reason} from a run's summary.json."""
+    """harness commit -> {verdict, candidate, reason} from a run's summary.json. A rejected entry's reason is its
+    own; a merged entry has none, so its reason is its verdict's (from the run's rounds) and the approval, as
+    `review` prints them: "all gates passed; approved by reviewer: the lesson reads right"."""
     if run_dir is None or not (run_dir / "summary.json").is_file():
         return {}
     try:
         s = json.loads((run_dir / "summary.json").read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise InputError(str(run_dir / "summary.json"), f"unreadable run summary: {e}") from None
+    judged = {str(c["verdict"].get("commit") or c.get("commit")): str(c["verdict"].get("reason") or "")
+              for r in s.get("rounds") or [] if isinstance(r, dict)
+              for c in r.get("candidates") or [] if isinstance(c, dict) and isinstance(c.get("verdict"), dict)}
     out = {}
     for verdict, key in (("merged", "merged"), ("rejected", "rejected")):
         for c in s.get(key) or []:
             if isinstance(c, dict) and c.get("commit"):
-                out[str(c["commit"])] = {"verdict": verdict, "candidate": str(c.get("branch", "")),
-                                         "reason": str(c.get("reason", ""))}
+                reason = (str(c.get("reason", "")) if verdict == "rejected" else
+                          "; ".join(str(x) for x in (judged.get(str(c["commit"])), c.get("approval")) if x))
+                out[str(c["commit"])] = {"verdict": verdict, "candidate": str(c.get("branch", "")), "reason": reason}
     return out
 
 

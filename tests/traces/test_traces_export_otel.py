@@ -164,3 +164,41 @@ def test_an_export_the_disk_refuses_keeps_the_earlier_file_whole(tmp_path, capsy
     assert code == 2 and err == [f"error: {out}: file too large"], err  # the output the disk refused, named
     assert out.read_text() == '{"an earlier export": true}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spans.jsonl", "trajectories.jsonl"]  # no temp file left
+
+
+def test_a_merged_candidates_reason_is_its_verdicts_and_the_approval(tmp_path, capsys):
+    """export-otel's evoharness.reason was empty (absent) on every rollout of a merged candidate: summary.json's
+    merged entries have no `reason` key. Now it is the verdict's reason from the run's rounds and, when a person
+    approved the merge, the approval with its reason (`approve --reason`), as `review` prints them."""
+    run = tmp_path / "run"
+    run.mkdir()
+    rollouts = [TraceBuilder(f"t-{c}").user("hi").deliver("hello").build(score=1.0, harness_commit=c)
+                for c in ("aa11", "bb22", "cc33")]
+    write_trajectories(run / "trajectories.jsonl", rollouts)
+
+    def cand(branch, commit, reason):
+        return {"branch": branch, "commit": commit, "verdict": {"candidate": branch, "commit": commit,
+                                                                "accepted": True, "reason": reason, "approval": ""}}
+    dropped = "all gates passed (after dropping 1 of 2 hunks with no attributable gain)"
+    (run / "summary.json").write_text(json.dumps({
+        "rounds": [{"round": 1, "candidates": [cand("candidate/r1-a", "aa11", "all gates passed"),
+                                               cand("candidate/r1-b", "bb22", "all gates passed")]},
+                   {"round": 2, "candidates": [cand("candidate/r2-c", "cc33", dropped)]}],
+        "merged": [{"branch": "candidate/r1-a", "commit": "aa11", "merge_commit": "m1", "round": 1, "reading": 0.9,
+                    "targets": "F3.no_delivery", "approval": "approved by reviewer: the lesson reads right"},
+                   {"branch": "candidate/r2-c", "commit": "cc33", "merge_commit": "m2", "round": 2, "reading": 0.9,
+                    "targets": "F3.no_delivery"}],
+        "rejected": [{"branch": "candidate/r1-b", "commit": "bb22", "round": 1,
+                      "reason": "accepted but superseded by candidate/r1-a (main moved: re-verify next round)"}]}))
+    out = tmp_path / "o.jsonl"
+    assert main(["export-otel", str(run), "-o", str(out)]) == 0
+    roots = {}
+    for line in out.read_text().splitlines():
+        for s in json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            attrs = {a["key"]: next(iter(a["value"].values())) for a in s["attributes"]}
+            if "evoharness.harness_commit" in attrs:
+                roots[attrs["evoharness.harness_commit"]] = attrs["evoharness.verdict"], attrs.get("evoharness.reason")
+    assert roots == {
+        "aa11": ("merged", "all gates passed; approved by reviewer: the lesson reads right"),
+        "bb22": ("rejected", "accepted but superseded by candidate/r1-a (main moved: re-verify next round)"),
+        "cc33": ("merged", dropped)}
