@@ -35,6 +35,7 @@ from typing import Any
 
 from evoharness.diagnosis.labeller import label_trajectory as label
 from evoharness.errors import InputError
+from evoharness.traces.importers._shape import arr
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import replacing
 
@@ -81,12 +82,14 @@ def _verdicts(run_dir: Path | None) -> dict[str, dict[str, str]]:
         s = json.loads((run_dir / "summary.json").read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise InputError(str(run_dir / "summary.json"), f"unreadable run summary: {e}") from None
+    if not isinstance(s, dict):
+        raise InputError(str(run_dir / "summary.json"), "unreadable run summary: not a JSON object")
     judged = {str(c["verdict"].get("commit") or c.get("commit")): str(c["verdict"].get("reason") or "")
-              for r in s.get("rounds") or [] if isinstance(r, dict)
-              for c in r.get("candidates") or [] if isinstance(c, dict) and isinstance(c.get("verdict"), dict)}
+              for r in arr(s.get("rounds")) if isinstance(r, dict)
+              for c in arr(r.get("candidates")) if isinstance(c, dict) and isinstance(c.get("verdict"), dict)}
     out = {}
     for verdict, key in (("merged", "merged"), ("rejected", "rejected")):
-        for c in s.get(key) or []:
+        for c in arr(s.get(key)):  # a field of another type (a hand-edited summary): read as absent
             if isinstance(c, dict) and c.get("commit"):
                 reason = (str(c.get("reason", "")) if verdict == "rejected" else
                           "; ".join(str(x) for x in (judged.get(str(c["commit"])), c.get("approval")) if x))

@@ -202,3 +202,24 @@ def test_a_merged_candidates_reason_is_its_verdicts_and_the_approval(tmp_path, c
         "aa11": ("merged", "all gates passed; approved by reviewer: the lesson reads right"),
         "bb22": ("rejected", "accepted but superseded by candidate/r1-a (main moved: re-verify next round)"),
         "cc33": ("merged", dropped)}
+
+
+@pytest.mark.parametrize("summary", ['[]', '"done"', '{"rounds": 5}', '{"merged": 5, "rejected": {"commit": "aa11"}}',
+                                     '{"rounds": [{"candidates": 3}], "merged": [{"commit": "aa11"}]}'])
+def test_a_summary_of_the_wrong_shape_is_one_error_line_or_passed_over_never_a_traceback(tmp_path, capsys, summary):
+    """A hand-edited or truncated-and-rewritten summary.json: a summary that is no JSON object is one error: line
+    naming it (as one that is no JSON is), nothing written; a field of the wrong type is read as absent."""
+    run = tmp_path / "run"
+    run.mkdir()
+    t = TraceBuilder("t1").user("hi").deliver("hello").build(score=1.0, harness_commit="aa11")
+    write_trajectories(run / "trajectories.jsonl", [t])
+    (run / "summary.json").write_text(summary)
+    out = tmp_path / "o.jsonl"
+    rc = main(["export-otel", str(run), "-o", str(out)])
+    err = capsys.readouterr().err
+    if summary.startswith("{"):
+        assert rc == 0 and out.is_file(), err
+    else:
+        assert rc == 2 and err.splitlines() == [f"error: {run / 'summary.json'}: unreadable run summary: not a JSON "
+                                                "object"], err
+        assert not out.exists()
