@@ -2,7 +2,8 @@
 
 `MODELS` maps a scheme to its entry: the spec forms, and how to build the agent's chat model
 (``agent(spec, seed)``) and the roles' langchain chat model (``role(spec, roles_config)``) from it.
-A scheme that serves only one of the two says so in the error. Nothing here makes a request.
+A scheme that serves only one of the two says so in the error, and an error lists only the forms of the setting
+it is about (``run.model``: the agent's; ``roles.model``: the roles'). Nothing here makes a request.
 
 - ``standin:weak`` / ``standin:strong`` -- the offline stand-in that reads the harness (agent).
 - ``scripted:weak`` / ``scripted:oracle`` -- seeded scripted agent models (agent); ``scripted:FILE.json``
@@ -32,10 +33,23 @@ from evoharness.registry import Registry
 
 @dataclass(frozen=True)
 class ModelScheme:
-    grammar: str  # the spec forms, for help and errors
     summary: str
+    agent_forms: str = ""  # the spec forms that build the agent's model ("": none), for help and errors
+    role_forms: str = ""  # the spec forms that build the roles' model ("": none)
     agent: Callable[[str, int], Any] | None = None  # (spec, seed) -> agent ChatModel
     role: Callable[[str, Any], Any] | None = None  # (spec, RolesConfig) -> langchain chat model
+
+    @property
+    def grammar(self) -> str:
+        """Every form, each with the side that takes it."""
+        return ", ".join(f"{forms} ({side})" for forms, side in ((self.agent_forms, "agent"),
+                                                                 (self.role_forms, "roles")) if forms)
+
+
+def _forms(side: str) -> str:
+    """The spec forms of every scheme that builds ``side``'s model ("agent" | "roles")."""
+    return "; ".join(e.agent_forms if side == "agent" else e.role_forms for _, e in MODELS.items()
+                     if (e.agent if side == "agent" else e.role))
 
 
 MODELS: Registry[ModelScheme] = Registry("model scheme", "model")
@@ -49,16 +63,12 @@ def is_offline(spec: str) -> bool:
     return spec.startswith(OFFLINE_PREFIXES)
 
 
-def scheme_of(spec: str, option: str = "model") -> ModelScheme:
+def scheme_of(spec: str, option: str, side: str) -> ModelScheme:
+    """``spec``'s scheme; InputError naming ``side``'s forms (agent | roles) for a spec of no scheme."""
     scheme, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        grammars = "; ".join(e.grammar for _, e in MODELS.items())
-        raise InputError(option, f"unknown model spec {spec!r} (one of: {grammars})")
-    try:
+    if sep and rest and scheme in MODELS:
         return MODELS.get(scheme)
-    except InputError:
-        grammars = "; ".join(e.grammar for _, e in MODELS.items())
-        raise InputError(option, f"unknown model spec {spec!r} (one of: {grammars})") from None
+    raise InputError(option, f"unknown model spec {spec!r} (one of: {_forms(side)})")
 
 
 TEMPERATURE = "?temperature="  # after an openai: agent spec's #model
@@ -111,20 +121,19 @@ def model_name(spec: str) -> str:
 def agent_scheme(spec: str, option: str = "model") -> ModelScheme:
     """``spec``'s scheme, one that builds an agent model (InputError for an unknown or roles-only spec); builds
     nothing."""
-    entry = scheme_of(spec, option)
+    entry = scheme_of(spec, option, "agent")
     if entry.agent is None:
-        raise InputError(option, f"{spec!r} is a roles model ({entry.grammar}); the agent takes "
-                         + "; ".join(e.grammar for _, e in MODELS.items() if e.agent))
+        raise InputError(option, f"{spec!r} is a roles model ({entry.role_forms}); the agent takes {_forms('agent')}")
     return entry
 
 
 def role_scheme(spec: str) -> ModelScheme:
     """``spec``'s scheme, one that builds the roles' model (InputError for an unknown or agent-only spec); builds
     nothing."""
-    entry = scheme_of(spec, "roles.model")
+    entry = scheme_of(spec, "roles.model", "roles")
     if entry.role is None:
-        raise InputError("roles.model", f"{spec!r} is an agent model ({entry.grammar}); the roles take "
-                         + "; ".join(e.grammar for _, e in MODELS.items() if e.role))
+        raise InputError("roles.model", f"{spec!r} is an agent model ({entry.agent_forms}); the roles take "
+                         f"{_forms('roles')}")
     return entry
 
 
@@ -203,18 +212,18 @@ def _gateway_agent(spec: str, seed: int) -> Any:
 
 
 MODELS.register("standin", ModelScheme(
-    grammar="standin:weak | standin:strong (agent)",
+    agent_forms="standin:weak | standin:strong",
     summary="the offline stand-in agent model that reads the harness (docs/agent.md)",
     agent=_standin_agent))
 MODELS.register("scripted", ModelScheme(
-    grammar="scripted:weak | scripted:oracle (agent), scripted:FILE.json (roles)",
+    agent_forms="scripted:weak | scripted:oracle", role_forms="scripted:FILE.json",
     summary="seeded stand-in agent models; replies played in order for the roles",
     agent=_scripted_agent, role=_scripted_role))
 MODELS.register("openai", ModelScheme(
-    grammar="openai:URL#model (agent and roles), openai:MODEL (roles, with roles.base_url)",
+    agent_forms="openai:URL#model", role_forms="openai:URL#model | openai:MODEL with roles.base_url",
     summary="an OpenAI-compatible endpoint",
     agent=_openai_agent, role=_openai_role))
 MODELS.register("gateway", ModelScheme(
-    grammar="gateway:SOCKET?rollout=TOKEN#model (agent)",
+    agent_forms="gateway:SOCKET?rollout=TOKEN#model",
     summary="the model gateway over a Unix socket (the executor writes it for one rollout)",
     agent=_gateway_agent))

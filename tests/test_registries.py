@@ -103,6 +103,7 @@ def test_importer_entries_are_complete(name):
 def test_model_schemes_are_complete(scheme):
     entry = MODELS.get(scheme)
     assert entry.grammar.startswith(scheme + ":") and entry.summary and (entry.agent or entry.role)
+    assert bool(entry.agent_forms) == bool(entry.agent) and bool(entry.role_forms) == bool(entry.role)
 
 
 def test_one_model_spec_grammar_for_agent_and_roles():

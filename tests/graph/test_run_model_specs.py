@@ -35,3 +35,24 @@ def test_a_roles_model_the_roles_cannot_take_is_one_error_line_and_no_run(tmp_pa
     err = capsys.readouterr().err
     assert code == 2 and err.startswith(said) and err.count("\n") == 1
     assert not (tmp_path / "state").exists() and not (tmp_path / "harness").exists()
+
+
+@pytest.mark.parametrize(("setting", "valid", "other_sides"), [
+    ("roles.model=nosuch:x", ["scripted:FILE.json", "openai:URL#model", "openai:MODEL"],
+     ["standin:", "gateway:", "scripted:weak", "scripted:oracle"]),
+    ("roles.model=standin:weak", ["scripted:FILE.json", "openai:URL#model", "openai:MODEL"],
+     ["gateway:", "scripted:weak", "scripted:oracle"]),
+    ("run.model=nosuch:x", ["standin:weak", "scripted:weak", "openai:URL#model", "gateway:"],
+     ["scripted:FILE.json", "openai:MODEL"]),
+])
+def test_a_model_spec_error_lists_only_the_forms_that_setting_takes(tmp_path, capsys, setting, valid, other_sides):
+    """`roles.model=nosuch:x` was told 'one of: standin:weak | standin:strong (agent); ...; gateway:...' -- every
+    scheme, the agent-only ones too, which the roles refuse in turn; and 'the roles take' listed scripted:weak. Now
+    each error lists the spec forms of its own setting only."""
+    code = main(["--set", f"home={tmp_path / 'state'}", "--set", f"run.harness={tmp_path / 'harness'}",
+                 "--set", "sandbox.backend=inprocess", "--set", "roles.kind=llm", "--set", setting, "run"])
+    [err] = capsys.readouterr().err.splitlines()
+    assert code == 2 and err.startswith(f"error: {setting.partition('=')[0]}: ")
+    listed = err.rpartition("one of: " if "one of: " in err else " take")[2]
+    assert all(form in listed for form in valid), err
+    assert not [form for form in other_sides if form in listed], err
