@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,28 @@ def test_the_default_paths_shown_name_the_repositorys_files():
     assert "--data DATA (default: ../shared/data)" in text
     assert "labels; '' to leave out (default: benchmarks/data/x.json)" in text and "(default: /opt/x)" in text
     assert ap.parse_args([]).data == ROOT.parent / "shared" / "data"  # what the script reads is unchanged
+
+
+def _readme_script_rows() -> dict[str, str]:
+    """README's benchmarks table: each script named in a row's first cell -> that row's options cell."""
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| `") and len(cells) >= 3:
+            for name in re.findall(r"`([\w]+\.py)`", cells[0]):
+                rows[name] = cells[-1]
+    return rows
+
+
+@pytest.mark.parametrize("script", sorted(ROOT.glob("benchmarks/*.py")), ids=lambda p: p.name)
+def test_the_readme_table_lists_every_option_of_every_benchmark(script, monkeypatch):
+    """README says its benchmarks table lists every script with its options; tau2_gold_paths.py's row left out
+    `--outcome-claims` (a new user's walk, fourteenth session), and nothing checked it."""
+    rows = _readme_script_rows()
+    assert script.name in rows, f"{script.name} has no row in README's benchmarks table"
+    said = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rows[script.name]))
+    import argparse
+
+    options = {o for a in _parser(script, monkeypatch)._actions if a.help != argparse.SUPPRESS  # a child's own
+               for o in a.option_strings if o.startswith("--")} - {"--help"}
+    assert not options - said, f"{script.name}: {sorted(options - said)} not in its README row"
