@@ -31,6 +31,10 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   report no failure: the run's first commitment is that code, at the opening message. (A handoff that
   says the last attempt failed is redone, so it is not relied on: ``reports_failure``, its prose or a section
   headed for errors or issues that lists some; a heading or code is no report.)
+- ``F4.lost_task``: an opening handoff that has lost the user's request -- it holds fewer than half the distinct words
+  (three letters or more) of the task, where a handoff restates it: the team was handed another task (a stale error
+  message in its place), and no step after it can answer the request. The planner's instruction is the decisive error,
+  not the agents who carry it out.
 - ``F4.answer_origin``: the first message that contains the final answer's value (the text after the
   last ``FINAL ANSWER:``, four to 80 characters, not a non-answer such as "unable to determine", not in
   the task): the agent that produced the value the wrong answer used, where it first produced it. The
@@ -678,6 +682,46 @@ class HandoffCodeDetector:
         return [Signal(id=self.id, failure_class=F4, step=i,
                        evidence=f"the opening handoff carries code the run builds on: "
                                 f"{_quote(code.group(0) if code else text)}")]
+
+
+# a word of a request, for ``LostTaskDetector``: three or more letters or digits of any script
+REQUEST_WORD = re.compile(r"[^\W_]{3,}")
+BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")  # (a CRLF text's blank line too)
+
+
+class LostTaskDetector:
+    """An opening handoff (the team's restatement of its task, ``OPENING``) that has lost the user's request: it holds
+    fewer than half of the task's distinct words. A handoff restates the request (AG2's ``# General Task`` section
+    copies it) and adds the manager's plan; one that carries a stale error message in its place hands the team another
+    task, so no later step can answer the request: the instruction, not its execution, is where the run fails (Who&When:
+    the earliest step whose action leads to the failure). The handoff's words are those past its opening lines (the
+    template's "You are given: ..." paragraph); a task of fewer than five such words, or a handoff that hands over
+    fewer, is not judged."""
+
+    id = "F4.lost_task"
+    failure_class = F4
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog.of(view)
+        if not log.applies or not _failed(view, cfg) or not view.assistant_steps:
+            return []
+        i = view.assistant_steps[0]
+        text = log.text(i)
+        if not OPENING.match(text):
+            return []
+        request = set(REQUEST_WORD.findall((view.traj.task or "").lower()))
+        parts = BLANK_LINE.split(text, 1)
+        body = parts[1] if len(parts) > 1 else ""  # past its opening lines: what it hands over
+        handed = set(REQUEST_WORD.findall(body.lower()))
+        if len(request) < 5 or len(handed) < 5:
+            return []
+        held = len(request & handed)
+        if 2 * held >= len(request):
+            return []
+        return [Signal(id=self.id, failure_class=F4, step=i,
+                       evidence=f"the opening handoff holds {held} of the request's {len(request)} words: the team "
+                                f"was handed another task: {_quote(handoff_prose(body))}")]
 
 
 class AnswerOriginDetector:
