@@ -28,16 +28,28 @@ from pathlib import Path
 
 
 def check_export(data: Path) -> dict:
-    """The export's manifest; refuses directories that are not an evoharness OpenAI export."""
+    """The export's manifest; refuses directories that are not an evoharness OpenAI export.
+
+    The other formats `dataset export` writes are refused, naming the command that writes the OpenAI export of
+    the same trajectories: ShareGPT merges consecutive user turns and a turn's tool results and drops the call
+    ids, and hf's Arrow rows add null fields to tool schemas (see `load_examples`), so neither reads back as the
+    conversations that were exported."""
     manifest = data / "manifest.json"
     if not manifest.is_file():
         raise SystemExit(f"{data}: not an evoharness export (need data.jsonl and manifest.json)")
-    m = json.loads(manifest.read_text())
+    try:
+        m = json.loads(manifest.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{manifest}: not a readable export manifest ({e})") from None
+    if not isinstance(m, dict):
+        raise SystemExit(f"{manifest}: not a readable export manifest (a JSON object)")
     if m.get("format") != "openai":  # an hf export has a manifest but no data.jsonl: say which format it is
-        raise SystemExit(f"{data}: export format is {m.get('format')!r}; this recipe reads --format openai")
+        what = f"a --format {m['format']} export" if m.get("format") else "its manifest names no export format"
+        raise SystemExit(f"{data}: {what}; this recipe reads --format openai only: export the same trajectories "
+                         "again with `evoharness dataset export ... --format openai` (the default)")
     if not (data / "data.jsonl").is_file():
         raise SystemExit(f"{data}: not an evoharness export (need data.jsonl and manifest.json)")
-    if "heldout" in m.get("splits", {}):
+    if "heldout" in (m.get("splits") or {}):
         raise SystemExit(f"{data}: the manifest lists held-out records; refusing to train on them")
     return m
 
@@ -233,7 +245,7 @@ def main() -> None:
         "log_history": trainer.state.log_history,
     }
     (args.out / "evoharness-train-log.json").write_text(json.dumps(log, indent=1))
-    print(f"adapter written to {args.out} ({manifest['records']} records, placebo={manifest['placebo']})")
+    print(f"adapter written to {args.out} ({manifest.get('records')} records, placebo={manifest.get('placebo')})")
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ def test_a_model_whose_tokenizer_cannot_load_is_one_error_line(tmp_path):
 
 def test_an_hf_export_is_refused_for_its_format(tmp_path):
     export_dataset(tmp_path / "hf", fmt=ExportFormat.hf, source=SourceKind.all, trajectories=[make_traj("a")])
-    with pytest.raises(SystemExit, match="export format is 'hf'; this recipe reads --format openai"):
+    with pytest.raises(SystemExit, match="a --format hf export; this recipe reads --format openai"):
         _recipe().check_export(tmp_path / "hf")
 
 
@@ -208,3 +208,29 @@ def test_each_record_is_encoded_with_its_assistant_turns_marked(tmp_path):
                 "{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
     with pytest.raises(recipe.TemplateError, match=r"data.jsonl record 1, message 2: "):
         list(recipe.encode_export(_CharTokenizer(rewrites), tmp_path, "assistant", dict(counts)))
+
+
+def test_an_export_the_recipe_cannot_read_is_one_error_line_saying_what_it_reads(tmp_path):
+    """A manifest.json that is not JSON (cut short) or not an object stopped the recipe with a traceback
+    (JSONDecodeError, AttributeError); a ShareGPT or hf export was refused without saying how to get one it reads.
+    Each is now one error line, exit 2: the ShareGPT / hf export named as such, with the command that writes the
+    OpenAI export of the same trajectories (ShareGPT merges turns and drops the call ids; hf's Arrow rows add null
+    fields to tool schemas: neither is read back as trained)."""
+    export_dataset(tmp_path / "sg", fmt=ExportFormat.sharegpt, source=SourceKind.all, trajectories=[make_traj("a")])
+    export_dataset(tmp_path / "hf", fmt=ExportFormat.hf, source=SourceKind.all, trajectories=[make_traj("a")])
+    for name, manifest in (("cut", '{"format": "openai",'), ("list", "[1]"), ("nofmt", '{"records": 1}')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text(manifest)
+        (tmp_path / name / "data.jsonl").write_text("")
+    said = {"cut": f"{tmp_path / 'cut' / 'manifest.json'}: not a readable export manifest (",
+            "list": f"{tmp_path / 'list' / 'manifest.json'}: not a readable export manifest (a JSON object)",
+            "nofmt": f"{tmp_path / 'nofmt'}: its manifest names no export format",
+            "sg": f"{tmp_path / 'sg'}: a --format sharegpt export; this recipe reads --format openai",
+            "hf": f"{tmp_path / 'hf'}: a --format hf export; this recipe reads --format openai"}
+    for name, start in said.items():
+        run = subprocess.run([sys.executable, str(RECIPE), "--data", str(tmp_path / name), "--model", "m", "--out",
+                              str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1, (name, run.stderr)
+        assert run.stderr.startswith(f"error: {start}"), (name, run.stderr)
+        assert name in ("cut", "list") or "evoharness dataset export ... --format openai" in run.stderr
+    assert not (tmp_path / "out").exists()
