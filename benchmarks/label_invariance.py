@@ -623,6 +623,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=0, help="print the first N runs that miss, per row")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    checks = [c for c in CHECKS if args.only is None or any(w.lower() in c.name.lower() for w in args.only)]
+    if not checks:  # a mistyped word printed the table's header alone, exit 0: every check passed, it seemed
+        print(f"error: --only {' '.join(args.only)}: no check's name holds these words (names: "
+              f"{'; '.join(c.name for c in CHECKS)})", file=sys.stderr)
+        return 2
     try:
         sets = load_sets(args.data)
     except FileNotFoundError as e:
@@ -630,7 +635,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     labeller = Labeller()
     base = {t.id: labeller.label(t) for ts in sets.values() for t in ts}
-    checks = [c for c in CHECKS if args.only is None or any(w.lower() in c.name.lower() for w in args.only)]
     rows, failed = [], False
     for c in checks:
         for set_name, (missed, checked, shown) in run_check(c, sets, labeller, base, set_paths(args.data)).items():
