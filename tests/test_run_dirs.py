@@ -105,3 +105,27 @@ def test_label_takes_a_run_id_and_reads_what_its_directory_gives(tmp_path, capsy
     assert not (cwd / "out.jsonl").exists()
     assert main([*home, "label", "./run-abc", "-o", "out.jsonl"]) == 0
     assert len((cwd / "out.jsonl").read_text().splitlines()) == 1
+
+
+def test_import_refuses_a_run_id_naming_the_runs_file_and_still_reads_no_settings_for_paths(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """`import` takes paths only (a run's trajectories are canonical already; it reads no settings): `import run-abc`
+    said 'run-abc: no such file or directory' where `diagnose run-abc` read the run. Now it says it is a run id and
+    names the run's trajectories.jsonl, which `import` takes; a path still imports with no settings read."""
+    home, run = _home_with_a_run(tmp_path)
+    cwd = tmp_path / "cwd"
+    monkeypatch.chdir(cwd)
+    assert main([*home, "import", "run-abc", "-o", "out.jsonl"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: run-abc: a run id; import reads paths, never a run id (a run's trajectories are canonical already: "
+        f"{run / 'trajectories.jsonl'}; give that path to set --split or join runs)"]
+    assert not (cwd / "out.jsonl").exists()
+    assert main([*home, "import", str(run / "trajectories.jsonl"), "-o", "out.jsonl"]) == 0
+    assert len((cwd / "out.jsonl").read_text().splitlines()) == 2
+    for argv in (["run-nope"], ["./run-abc"]):  # no run of that id; written as a path: the importer's own line
+        assert main([*home, "import", *argv, "-o", "x.jsonl"]) == 2
+        [err] = capsys.readouterr().err.splitlines()
+        assert err.startswith("error: ") and err.endswith(f"{argv[0].removeprefix('./')}: no such file or directory")
+    (cwd / "evoharness.toml").write_text("[run\n")  # broken: a path is imported without reading it
+    (cwd / "traces.jsonl").write_text((run / "trajectories.jsonl").read_text())
+    assert main(["import", "traces.jsonl", "-o", "again.jsonl"]) == 0, capsys.readouterr().err

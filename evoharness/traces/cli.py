@@ -23,8 +23,9 @@ from evoharness.traces.store import write_trajectories
 
 
 def import_traces(
-    paths: Annotated[list[Path], typer.Argument(help="trace files or directories (- reads standard input)",
-                                                show_default=False)],
+    ctx: typer.Context,
+    names: Annotated[list[str], typer.Argument(help="trace files or directories (- reads standard input); "
+                                                    "never a run id", metavar="PATHS...", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", parser=output_file("trajectories.jsonl"), metavar="<path>",
                                       help="canonical JSONL to write (a directory: DIR/trajectories.jsonl)")],
     fmt: Annotated[str | None, typer.Option(
@@ -34,6 +35,9 @@ def import_traces(
                                                           "(default: each keeps the split its importer gives)")] = None,
 ) -> None:
     """Import traces (tau-bench, mini-swe-agent, Who&When, OpenAI records) as canonical JSONL."""
+    paths = [Path(name) for name in names]
+    for name in names:
+        _not_a_run_id(ctx, name)
 
     def report(e: InputError) -> None:
         typer.echo(f"skipped: {e}", err=True)
@@ -69,6 +73,25 @@ def import_traces(
         typer.echo(f"note: {aside[0]} of {n} trajectories left unscored: SWE-bench results of another run set "
                    f"aside (meta.results_set_aside; e.g. {aside[1]})", err=True)
     typer.echo(f"wrote {n} trajectories to {out}")
+
+
+def _not_a_run_id(ctx: typer.Context, name: str) -> None:
+    """`import` takes paths only: a run's trajectories.jsonl is canonical already (an import of it is a copy), and
+    `import` reads no settings while its inputs exist (a broken evoharness.toml here never stops it). A bare name
+    that is nothing here but a run under the home (`diagnose run-abc` reads it) is one error naming the run's file,
+    not 'no such file or directory'; the settings are read only then, to find the home."""
+    from evoharness.errors import EvoharnessError
+    from evoharness.run_dirs import is_path
+
+    if name == "-" or is_path(name) or Path(name).exists() or Path(name).is_symlink():
+        return
+    try:
+        run = Path(settings_of(ctx).home) / "runs" / name
+    except EvoharnessError:  # settings that do not load: the importer's own 'no such file' says enough
+        return
+    if (run / "settings.json").is_file():
+        raise InputError(name, f"a run id; import reads paths, never a run id (a run's trajectories are canonical "
+                         f"already: {run / 'trajectories.jsonl'}; give that path to set --split or join runs)")
 
 
 def export_otel(
