@@ -100,9 +100,11 @@ CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|sta
                      r"failed to parse ledger information|"
                      r"you are given: \(1\) a task|we are working to address the following user request|"
                      + LEDGER_JSON.pattern.removeprefix(r"\s*") + ")", re.IGNORECASE)
+# "placeholder" counts where the agent uses placeholder values, not where it names a slot its code leaves to fill
+# ("replace the placeholder `YOUR_API_KEY` with a real key": a quoted name right after it): unfinished code, no data
 FABRICATION = re.compile(
-    r"\b(simulat(?:e|ed|ing|ion)|hypothetical(?:ly)?|placeholder|mock(?:ed)? data|dummy|fictional|made[- ]up|"
-    r"for (?:demonstration|illustration)|let's assume|assuming|sample data|example data)\b",
+    r"\b(simulat(?:e|ed|ing|ion)|hypothetical(?:ly)?|placeholder(?!\s*[`'\"\u201c\u2018])|mock(?:ed)? data|dummy|"
+    r"fictional|made[- ]up|for (?:demonstration|illustration)|let's assume|assuming|sample data|example data)\b",
     re.IGNORECASE,
 )
 # a word every match of FABRICATION holds: the case-blind regex (which tries a match at every character:

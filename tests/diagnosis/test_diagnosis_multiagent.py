@@ -39,6 +39,24 @@ def test_fabricated_data_is_the_failing_step_and_names_its_agent():
         "F1.unsupported_fact", 4, "WomenInComputerScienceHistory_Expert")
 
 
+@pytest.mark.parametrize("slot", ["`YOUR_API_KEY`", "'YOUR_API_KEY'", "\u201cYOUR_API_KEY\u201d"])
+def test_a_placeholder_named_in_code_is_unfinished_code_not_invented_data(slot):
+    """"Replace the placeholder `YOUR_API_KEY`" names a slot the code leaves to fill; the run fails where an agent then
+    makes the data up. Placeholder values an agent uses are still its own invention."""
+    turns = [
+        ("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
+        ("Maps_Expert", f"We need to replace the placeholder {slot} with an actual key before the code can run."),
+        ("Verification_Expert", "I checked the map by hand: the park is 0.3 miles away, the cafe 0.1 miles. "
+                                "Let's assume the rest are just as close."),
+        ("Maps_Expert", "FINAL ANSWER: three cafes"),
+    ]
+    lab = Labeller().label(_log(turns))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.unsupported_fact", 3, "Verification_Expert")
+    used = [(n, c.replace(f"replace the placeholder {slot} with an actual key", "use placeholder values for the key"))
+            for n, c in turns]
+    assert (Labeller().label(_log(used)).first_signal.step) == 2
+
+
 def test_orchestrator_ledger_without_progress_points_at_the_judged_action():
     ledger = {"is_progress_being_made": {"reason": "The search returned unrelated pages.", "answer": False},
               "is_in_loop": {"reason": "no", "answer": False}}
