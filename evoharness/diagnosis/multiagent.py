@@ -100,13 +100,40 @@ CONTROL = re.compile(r"\s*(initial plan|new plan|updated ledger|next speaker|sta
                      r"failed to parse ledger information|"
                      r"you are given: \(1\) a task|we are working to address the following user request|"
                      + LEDGER_JSON.pattern.removeprefix(r"\s*") + ")", re.IGNORECASE)
-# "placeholder" counts where the agent uses placeholder values, not where it names a slot its code leaves to fill
-# ("replace the placeholder `YOUR_API_KEY` with a real key": a quoted name right after it): unfinished code, no data
 FABRICATION = re.compile(
-    r"\b(simulat(?:e|ed|ing|ion)|hypothetical(?:ly)?|placeholder(?!\s*[`'\"\u201c\u2018])|mock(?:ed)? data|dummy|"
+    r"\b(simulat(?:e|ed|ing|ion)|hypothetical(?:ly)?|placeholder|mock(?:ed)? data|dummy|"
     r"fictional|made[- ]up|for (?:demonstration|illustration)|let's assume|assuming|sample data|example data)\b",
     re.IGNORECASE,
 )
+# "placeholder" counts where the agent uses placeholder values ("fill the gaps with placeholder data", "a placeholder
+# 'N/A' for each distance"), not where it names a slot its code leaves to fill: the object of a verb of filling, with
+# no "with" / "by" / "using" between ("replace the placeholder `YOUR_API_KEY` with a real key", "fill in the {api_key}
+# placeholder"), or the subject of one still to be done ("the YOUR_API_KEY placeholder must be replaced"), and no
+# "use" before it: unfinished code, no data made up (``_names_a_slot``)
+SLOT_BEFORE = re.compile(r"\b(?:replac|fill|substitut|swap|insert|updat)\w*(?:\s+(?:in|out))?\b"
+                         r"(?:(?!\b(?:with|by|using|use[sd]?)\b)[^.;!?\n]){0,40}$", re.IGNORECASE)
+SLOT_AFTER = re.compile(r"s?(?:\s+\S+){0,3}?\s+(?:must|should|needs?\s+to|has\s+to|have\s+to|is\s+to|are\s+to)\s+"
+                        r"be\s+(?:replaced|filled|substituted|set)\b", re.IGNORECASE)
+SLOT_USED = re.compile(r"\bus(?:e|es|ed|ing)\b[^.;!?\n]{0,40}$", re.IGNORECASE)
+
+
+def _names_a_slot(prose: str, m: re.Match[str]) -> bool:
+    """Whether the ``FABRICATION`` match ``m`` is "placeholder" naming a slot to fill (``SLOT_BEFORE``,
+    ``SLOT_AFTER``), not placeholder values the agent uses."""
+    if m.group(0).lower() != "placeholder":
+        return False
+    before = prose[max(0, m.start() - 60):m.start()]
+    if SLOT_USED.search(before):
+        return False
+    return SLOT_BEFORE.search(before) is not None or SLOT_AFTER.match(prose, m.end()) is not None
+
+
+def first_fabrication(prose: str) -> re.Match[str] | None:
+    """The first ``FABRICATION`` match of ``prose`` that is not a slot named (``_names_a_slot``)."""
+    m = gated_search(FABRICATION, FABRICATION_WORDS, prose)
+    while m is not None and _names_a_slot(prose, m):
+        m = FABRICATION.search(prose, m.end())
+    return m
 # a word every match of FABRICATION holds: the case-blind regex (which tries a match at every character:
 # ~1 ms a Who&When log for each) runs only where one occurs lower-cased, or in a text that may fold onto them ("ſ":
 # gate_text)
@@ -544,7 +571,7 @@ class UnsupportedFactDetector:
             text = log.text(i)
             if i in reasoning:
                 prose = FENCE.sub(" ", text)
-                fab = gated_search(FABRICATION, FABRICATION_WORDS, prose)
+                fab = first_fabrication(prose)
                 if fab:
                     fab = _own_fabrication(prose, fab, log, i)
                 if fab:
@@ -600,6 +627,8 @@ def _own_fabrication(prose: str, first: re.Match[str], log: AgentLog, step: int)
     if not sources:
         return first
     for m in FABRICATION.finditer(prose, first.start()):
+        if _names_a_slot(prose, m):
+            continue
         a, b = m.span()
         left = QUOTE_MARK.split(prose[max(0, a - 30):a])[-1]
         right = QUOTE_MARK.split(prose[b:b + 30])[0]

@@ -39,22 +39,42 @@ def test_fabricated_data_is_the_failing_step_and_names_its_agent():
         "F1.unsupported_fact", 4, "WomenInComputerScienceHistory_Expert")
 
 
-@pytest.mark.parametrize("slot", ["`YOUR_API_KEY`", "'YOUR_API_KEY'", "\u201cYOUR_API_KEY\u201d"])
-def test_a_placeholder_named_in_code_is_unfinished_code_not_invented_data(slot):
-    """"Replace the placeholder `YOUR_API_KEY`" names a slot the code leaves to fill; the run fails where an agent then
-    makes the data up. Placeholder values an agent uses are still its own invention."""
-    turns = [
+def _placeholder_run(sentence: str) -> Trajectory:
+    return _log([
         ("Planner_Expert", "You are given: (1) a task and advises from your manager with a specific plan"),
-        ("Maps_Expert", f"We need to replace the placeholder {slot} with an actual key before the code can run."),
+        ("Maps_Expert", sentence),
         ("Verification_Expert", "I checked the map by hand: the park is 0.3 miles away, the cafe 0.1 miles. "
                                 "Let's assume the rest are just as close."),
         ("Maps_Expert", "FINAL ANSWER: three cafes"),
-    ]
-    lab = Labeller().label(_log(turns))
+    ])
+
+
+@pytest.mark.parametrize("sentence", [
+    "We need to replace the placeholder `YOUR_API_KEY` with an actual key before the code can run.",
+    "We need to replace the placeholder \u201cYOUR_API_KEY\u201d with an actual key before the code can run.",
+    # the slot's name before the word, in other brackets, unquoted, or not named at all (6fc9262 read only a quoted
+    # name right after "placeholder")
+    "We need to replace the `YOUR_API_KEY` placeholder with an actual key before the code can run.",
+    "Fill in the {api_key} placeholder in the script before the code can run.",
+    "Please substitute the placeholder <YOUR_API_KEY> in line 3 before the code can run.",
+    "We need to replace the placeholder for the API key before the code can run.",
+    "The YOUR_API_KEY placeholder must be replaced before the code can run.",
+])
+def test_a_placeholder_named_as_a_slot_to_fill_is_unfinished_code_not_invented_data(sentence):
+    """"Replace the placeholder `YOUR_API_KEY`" names a slot the code leaves to fill, however it is worded; the run
+    fails where an agent then makes the data up."""
+    lab = Labeller().label(_placeholder_run(sentence))
     assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.unsupported_fact", 3, "Verification_Expert")
-    used = [(n, c.replace(f"replace the placeholder {slot} with an actual key", "use placeholder values for the key"))
-            for n, c in turns]
-    assert (Labeller().label(_log(used)).first_signal.step) == 2
+
+
+@pytest.mark.parametrize("sentence", [
+    "I'll use placeholder values for the distances.",
+    "I'll use a placeholder 'N/A' for each distance.",  # a quoted value the agent puts in: still its own
+    "Let me fill the missing distances with placeholder data.",  # the placeholder fills, it is not filled
+    "I replaced the failed lookups with placeholder distances.",
+])
+def test_placeholder_values_an_agent_uses_are_still_invented_data(sentence):
+    assert Labeller().label(_placeholder_run(sentence)).first_signal.step == 2
 
 
 def test_orchestrator_ledger_without_progress_points_at_the_judged_action():
