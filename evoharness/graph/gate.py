@@ -154,8 +154,9 @@ class Gate:
         except (ValueError, git.BadName):  # a base this repository does not hold: not main either
             pass
         return (f" -- your approval held for main at {verdict.base[:10]}, where it was verified, not for main at "
-                f"{main[:10]}: this run's next round verifies its candidates on main as it is now and asks for "
-                "review again (a run with no round left: start another `evoharness run`)")
+                f"{main[:10]}, and is spent: this run's next round proposes and verifies its candidates afresh on "
+                "main as it is now (this edit again only if the failure it targets still shows there) and asks "
+                "for review only of one it accepts (a run with no round left: start another `evoharness run`)")
 
     def needs_human(self, verdict: Verdict) -> str | None:
         """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None."""

@@ -74,7 +74,9 @@ def test_an_approval_that_main_moved_past_says_it_no_longer_holds_and_what_comes
     """Approved, then main moved (a hand commit): the approval does not carry over to a main the candidate was not
     verified against (re-verification there is the rule), but the user read only 'accepted, not merged: main moved
     since verification (...); re-verify', with nothing to say that the approval was spent or what to do. Now the line
-    and the recorded reason say the approval held for the old main and that the run asks again on the new one."""
+    and the recorded reason say the approval held for the old main and what the next round does: it proposes afresh
+    and asks for review only of a candidate it accepts, never of this one again (it said 'asks for review again',
+    which reads as this candidate coming back, and holds only when the next round accepts one)."""
     monkeypatch.chdir(tmp_path)
     init_harness(tmp_path / "h")
     opts = ["--set", f"home={tmp_path / 'state'}", "--set", f"run.harness={tmp_path / 'h'}", *RUN]
@@ -86,10 +88,14 @@ def test_an_approval_that_main_moved_past_says_it_no_longer_holds_and_what_comes
     out = capsys.readouterr()
     told = f"your approval held for main at {verified_on[:10]}, where it was verified, not for main at {foreign[:10]}"
     line = next(x for x in (out.out + out.err).splitlines() if branch in x and "not merged" in x)
-    assert told in line and "asks for review again" in line, line
+    assert told in line and "and is spent" in line and "asks for review only of one it accepts" in line, line
+    asked = []
     while waiting := _first_waiting(out.out):
+        asked.append(waiting)
         assert main([*opts, "reject", waiting, "--run", "run-x"]) == 0
         out = capsys.readouterr()
+    # the failure still shows on the new main: round 2 proposes the edit again, as a candidate of its own
+    assert asked and branch not in asked and all(b.startswith("candidate/r2-") for b in asked), (branch, asked)
     summary = json.loads((tmp_path / "state" / "runs" / "run-x" / "summary.json").read_text())
     assert told in next(r["reason"] for r in summary["rejected"] if r["branch"] == branch)
 
