@@ -9,7 +9,7 @@ evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx 
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
         [--swe-fresh-labels FILE] [--swe-blind2-labels FILE] [--only SET] [--holdout]
-        [--by-signal] [--by-class]
+        [--by-signal] [--by-record] [--by-class]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--judge-timeout SECONDS]
          [--limit N]]
 
@@ -58,7 +58,10 @@ record, so it is allowed on every set (say it when it is read on a held-back one
 ``--by-signal`` adds, per set, which detector's signal the labeller chose and how often it lands on the human
 step and agent, and how many records carry some signal at the human step (the ceiling of any choice among the
 signals). It reads per-detector results, so it is refused unless ``--holdout --only`` names the tuning two thirds
-(``who-and-when/Algorithm-Generated/tuning``): not the held-out third, not a test set.
+(``who-and-when/Algorithm-Generated/tuning``): not the held-out third, not a test set. ``--by-record`` adds, under the
+same refusal, each record's human step and agent beside the labeller's step, agent, first signal and every signal
+(id @ step), the misses first, farthest from the human step first: the list to read and sort into kinds when a rule
+changes. In JSON, ``by_signal`` and ``by_record``.
 
 With ``--labeller llm`` the LLM judge (falling back to the rules on any error) is scored beside the rule
 labeller and the trivial ones on the same records; the fallbacks, the model calls and the seconds per
@@ -94,6 +97,8 @@ from evoharness.diagnosis.accuracy import (
     public_sets,
     read_dev_labels,
     read_swe_dev_labels,
+    record_rows,
+    record_table,
     score_set,
     signal_breakdown,
     swe_dev_records,
@@ -137,6 +142,9 @@ def main() -> int:
                     help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash)")
     ap.add_argument("--by-signal", action="store_true",
                     help="first signal by detector (tuning two thirds only: --holdout --only SET/tuning)")
+    ap.add_argument("--by-record", action="store_true",
+                    help="each record's human label beside the labeller's, misses first (tuning two thirds only: "
+                         "--holdout --only SET/tuning)")
     ap.add_argument("--by-class", action="store_true",
                     help="per set: labelled class by the rule labeller's class (a confusion table, counts only)")
     ap.add_argument("--labeller", choices=("rules", "llm"), default="rules", help="also score the LLM judge")
@@ -167,8 +175,13 @@ def main() -> int:
         print("error: --labeller llm needs --model openai:URL[#model]", file=sys.stderr)
         return 2
     # per-detector results invite tuning: only on the tuning two thirds, never the held-out third or a test set
-    if args.by_signal and (not args.holdout or not args.only or any(o != TUNING_SET + "/tuning" for o in args.only)):
+    tuning_only = args.holdout and args.only and all(o == TUNING_SET + "/tuning" for o in args.only)
+    if args.by_signal and not tuning_only:
         print(f"error: --by-signal reads per-detector results: only with --holdout --only {TUNING_SET}/tuning",
+              file=sys.stderr)
+        return 2
+    if args.by_record and not tuning_only:
+        print(f"error: --by-record shows each record's labels: only with --holdout --only {TUNING_SET}/tuning",
               file=sys.stderr)
         return 2
     roots = public_sets(args.data)
@@ -265,12 +278,15 @@ def main() -> int:
     scores = [score_set(name, recs, {**labellers, **baselines_for(name)}) for name, recs in sets.items()]
     breakdowns = [signal_breakdown(name, recs, labeller.label) for name, recs in sets.items()] if args.by_signal else []
     confusions = [class_confusion(name, recs, ours) for name, recs in sets.items()] if args.by_class else []
+    by_record = {name: record_rows(recs, labeller.label) for name, recs in sets.items()} if args.by_record else {}
     if args.json:
         out = to_json(scores)
         for b in breakdowns:
             out[b.name]["by_signal"] = b.to_json()
         for c in confusions:
             out[c.name]["by_class"] = c.to_json()
+        for name, rows in by_record.items():
+            out[name]["by_record"] = rows
         if dev:
             out["dev_labels"] = {p: {"read": n, "left_out": len(d), "why": d} for p, (n, d) in dev.items()}
         print(json.dumps(out, indent=2))
@@ -287,6 +303,9 @@ def main() -> int:
         for c in confusions:
             print()
             print(c.table())
+        for name, rows in by_record.items():
+            print()
+            print(record_table(name, rows))
         for path, (n, dropped) in dev.items():
             print(f"dev labels {Path(path).name}: {n - len(dropped)} of {n} joined to a run"
                   + (f", {len(dropped)} left out (warnings on stderr)" if dropped else ""))

@@ -296,6 +296,39 @@ def signal_breakdown(name: str, records: Records, label: Callable[[Trajectory], 
     return out
 
 
+def record_rows(records: Records, label: Callable[[Trajectory], Any]) -> list[dict[str, Any]]:
+    """Per record, the human label beside the rule labeller's: its step and agent, its first signal and every signal
+    (id, step), and whether step and agent agree -- the misses to read and sort when changing a rule. ``label`` returns
+    a diagnosis Label. Read it on the tuning set only, as ``signal_breakdown``."""
+    rows = []
+    for t, h in records:
+        lab = label(t)
+        s = lab.first_signal
+        agent = lab.agent or speaker(t, s.step if s else None)
+        rows.append({"record": t.id, "human_step": h.step, "human_agent": h.agent,
+                     "step": s.step if s else None, "agent": agent, "first_signal": s.id if s else None,
+                     "step_exact": s is not None and s.step == h.step,
+                     "agent_right": bool(h.agent) and _norm(agent) == _norm(h.agent),
+                     "signals": [[x.id, x.step] for x in lab.signals]})
+    return rows
+
+
+def record_table(name: str, rows: list[dict[str, Any]]) -> str:
+    """``record_rows`` as a markdown table, misses first (by how far the label's step is from the human's)."""
+    lines = [f"{name} (n={len(rows)}): each record, the human label beside the rule labeller's",
+             "| record | human step | human agent | step | agent | first signal | step exact | agent | signals |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    def far(r: dict[str, Any]) -> int:  # how far the label's step is from the human's (no step: last of the misses)
+        return -1 if r["step"] is None else abs(r["step"] - r["human_step"])
+
+    for r in sorted(rows, key=lambda r: (r["step_exact"], -far(r), r["record"])):
+        sigs = ", ".join(f"{i} @{st}" for i, st in r["signals"])
+        lines.append(f"| {r['record']} | {r['human_step']} | {r['human_agent']} | {r['step']} | {r['agent']} | "
+                     f"{r['first_signal']} | {'yes' if r['step_exact'] else 'no'} | "
+                     f"{'yes' if r['agent_right'] else 'no'} | {sigs} |")
+    return "\n".join(lines)
+
+
 @dataclass
 class ClassConfusion:
     """Per set: how often each labelled class (the crosswalk of the human category; E for a simulated user or

@@ -146,18 +146,49 @@ def test_class_confusion_counts_each_labelled_class_by_the_predicted_one_and_ski
                                   ["who-and-when/Algorithm-Generated", "agentrx/Magentic-One"],
                                   ["who-and-when/Algorithm-Generated"],
                                   ["who-and-when/Algorithm-Generated/held-out"]])
-def test_by_signal_is_refused_unless_only_the_tuning_two_thirds_are_named(only, capsys, monkeypatch):
+@pytest.mark.parametrize("flag", ["--by-signal", "--by-record"])
+def test_by_signal_is_refused_unless_only_the_tuning_two_thirds_are_named(flag, only, capsys, monkeypatch):
+    """Per-detector results and each record's labels are per-record knowledge: of the tuning two thirds only."""
     import runpy
     import sys
 
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
-    argv = [str(script), "--by-signal", "--holdout", *[a for o in only for a in ("--only", o)]]
+    argv = [str(script), flag, "--holdout", *[a for o in only for a in ("--only", o)]]
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit) as e:
         runpy.run_path(str(script), run_name="__main__")
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: --by-signal") and err.count("\n") == 1
+    assert err.startswith(f"error: {flag}") and err.count("\n") == 1
+
+
+def test_by_record_sets_each_human_label_beside_the_labellers_misses_first():
+    from types import SimpleNamespace
+
+    from evoharness.diagnosis.accuracy import HumanLabel, record_rows, record_table
+    from evoharness.diagnosis.models import FailureClass, Signal
+    from evoharness.traces.models import Trajectory
+
+    def sig(sid, step):
+        return Signal(id=sid, failure_class=FailureClass.F4, step=step, evidence="")
+
+    msgs = [{"role": "user", "content": "q"}] + [{"role": "assistant", "name": n, "content": "x"} for n in "ABCD"]
+    recs = [(Trajectory(id=f"r{i}", task_id=str(i), messages=msgs), HumanLabel(step, agent, None))
+            for i, (step, agent) in enumerate([(1, "A"), (2, "B"), (4, "D")])]
+    labels = {  # r0 right; r1 one step early, no agent of its own (the speaker at its step); r2 three steps early
+        "r0": SimpleNamespace(first_signal=sig("F4.x", 1), signals=[sig("F4.x", 1)], agent="A"),
+        "r1": SimpleNamespace(first_signal=sig("F4.x", 1), signals=[sig("F4.x", 1), sig("F1.y", 2)], agent=None),
+        "r2": SimpleNamespace(first_signal=sig("F1.y", 1), signals=[sig("F1.y", 1)], agent="D"),
+    }
+    rows = record_rows(recs, lambda t: labels[t.id])
+    assert rows[1] == {"record": "r1", "human_step": 2, "human_agent": "B", "step": 1, "agent": "A",
+                       "first_signal": "F4.x", "step_exact": False, "agent_right": False,
+                       "signals": [["F4.x", 1], ["F1.y", 2]]}
+    assert [(r["step_exact"], r["agent_right"]) for r in rows] == [(True, True), (False, False), (False, True)]
+    table = record_table("s", rows).splitlines()
+    assert table[0] == "s (n=3): each record, the human label beside the rule labeller's"
+    assert [line.split(" | ")[0] for line in table[3:]] == ["| r2", "| r1", "| r0"]  # the farthest miss first
+    assert table[4] == "| r1 | 2 | B | 1 | A | F4.x | no | no | F4.x @1, F1.y @2 |"
 
 
 @pytest.mark.parametrize("opts", [["--context", "100"], ["--window", "-1"], ["--context", "4096"],
