@@ -68,3 +68,29 @@ def test_a_scan_over_a_run_not_yet_rolled_out_reads_the_others(tmp_path, capsys)
     runs = outcome.run_dir.parent
     _just_started_run(runs / "run-new")
     assert list(iter_files([runs])) == [outcome.run_dir / "trajectories.jsonl"]
+
+
+def test_a_resumed_demo_is_read_as_its_latest_run_as_report_reads_it(tmp_path, capsys):
+    """A new user's walk: after the demo's own next command, `demo --resume --out DIR`, `diagnose DIR` read both
+    runs' trajectories (1,868: 'warning: 160 of 1868 trajectories have the id of an earlier one', the held-out
+    rollouts both runs made of one commit), while `report DIR` and `export-otel DIR` read the run summary.json
+    names (428). docs/cli.md: a demo directory 'reads the run's trajectories.jsonl'."""
+    import json
+    import shutil
+
+    settings, outcome = finished_run(tmp_path / "demo")
+    root, first = tmp_path / "demo", outcome.run_dir
+    capsys.readouterr()
+    later = first.parent / "run-later"  # what `demo --resume` adds: a second run; summary.json names it
+    shutil.copytree(first, later)
+    with (later / "trajectories.jsonl").open() as f:
+        kept = [next(f) for _ in range(3)]
+    (later / "trajectories.jsonl").write_text("".join(kept))
+    summary = json.loads((root / "summary.json").read_text())
+    (root / "summary.json").write_text(json.dumps({**summary, "run_id": "run-later"}))
+    assert list(iter_files([root])) == [later / "trajectories.jsonl"]
+    assert main(["diagnose", str(root), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["n"] == 3 and "earlier one" not in err, err
+    # named under state/ (or state/runs), every run there is read, as any folder of runs is
+    assert list(iter_files([root / "state" / "runs"])) == [first / "trajectories.jsonl", later / "trajectories.jsonl"]

@@ -109,6 +109,10 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
                 raise InputError(str(p), "a run that has written no trajectories yet (no trajectories.jsonl): "
                                          "try again once its first rollouts are done")
             own = _file_id(exclude) if exclude is not None else None  # written by now: the caller opened it
+            if (latest := _demo_run_trajectories(p)) is not None:  # `demo --resume` added a run: read the latest
+                if exclude is None or (latest.resolve() != exclude and (own is None or _file_id(latest) != own)):
+                    yield latest
+                continue
             for f in _walk(p, on_unreadable):  # sorted(p.rglob("*"))'s order, without a Path per file held
                 if (f.is_file() and not f.name.startswith(".") and _is_trace_file(f)
                         and (exclude is None or (f.resolve() != exclude and (own is None or _file_id(f) != own)))):
@@ -214,6 +218,21 @@ def _run_directory(d: Path) -> bool:
     (a run started that has rolled nothing out yet)."""
     return (d / "settings.json").is_file() and any((d / name).is_file()
                                                    for name in ("trajectories.jsonl", "summary.json", "run.lock"))
+
+
+def _demo_run_trajectories(d: Path) -> Path | None:
+    """The trajectories.jsonl of the run a demo directory's summary.json names, the latest (`report`, `export-otel`
+    read that one), when ``d`` is a demo directory and that file exists; None otherwise."""
+    if not ((d / "summary.json").is_file() and (d / "state" / "runs").is_dir() and (d / "harness").is_dir()):
+        return None
+    try:
+        named = json.loads((d / "summary.json").read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(named, str) or not named or named != Path(named).name or named.startswith("."):
+        return None
+    f = d / "state" / "runs" / named / "trajectories.jsonl"
+    return f if f.is_file() else None
 
 
 def _run_record(f: Path) -> bool:
