@@ -5,11 +5,13 @@ then `report.md` and `report.html` rendered from the Jinja2 templates next to th
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -384,8 +386,6 @@ def machine_id() -> str:
     """12 hex digits naming this host, its boot and this process's pid namespace: a pid means a process only
     among those of the same three (a container with a pid namespace of its own sharing DIR, another host on a
     shared file system, a report killed before a reboot have pids of their own)."""
-    import hashlib
-
     who = "\0".join((os.uname().nodename, _read_or_empty("/proc/sys/kernel/random/boot_id"),
                      _read_link_or_empty("/proc/self/ns/pid")))
     return hashlib.sha256(who.encode()).hexdigest()[:12]
@@ -397,8 +397,6 @@ def remove_stale_stages(out: Path, now: float | None = None) -> list[str]:
     other (another pid namespace's or host's, or of the older namings, which say no namespace) is not judged by a pid
     it may not share: kept until it is older than ``STALE_STAGE_AGE_S``. Returns the names removed. Nothing else in
     ``out`` is touched."""
-    import time
-
     now = time.time() if now is None else now
     removed = []
     for path in out.iterdir():
