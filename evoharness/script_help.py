@@ -2,10 +2,11 @@
 
 argparse prints an option's help as written: `--repeat N  runs in turn` said nothing of how many runs one gets
 without it. These formatters add ``(default: X)`` after the help of an option whose default is a value (not
-None, not a flag's False) and whose help does not say its default already. A default path in or beside the
-repository (a script computes it from its own place) is shown relative to the repository's root
-(``benchmarks/data/x.json``, ``../shared/data``), not as the absolute path of the checkout that printed it; the
-script still gets the absolute path.
+None, not a flag's False) and whose help does not say its default already. A default path (a script computes it
+from its own place) is shown as the user can type it where they are: relative to the working directory when it
+lies under it (``benchmarks/data/x.json`` run from the repository's root; ``../shared/data`` too, beside the root),
+else as its absolute path (run from elsewhere a path relative to the root named nothing there). The script still
+gets the absolute path.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]  # the checkout's root (pyproject.tom
 
 
 def shown(default: object) -> object:
-    """``default`` as --help shows it: an absolute path under the repository's root or its parent directory
-    relative to the root, anything else as it is."""
-    if not isinstance(default, str | Path) or not os.path.isabs(default) or not (ROOT / "pyproject.toml").is_file():
+    """``default`` as --help shows it: an absolute path relative to the working directory when it lies under it
+    (or beside the repository's root, run from the root), else normalised; anything else as it is."""
+    if not isinstance(default, str | Path) or not os.path.isabs(default):
         return default
-    rel = os.path.relpath(os.path.normpath(default), ROOT)
-    return default if rel.startswith(os.path.join(os.pardir, os.pardir)) else rel
+    path, here = os.path.normpath(default), os.getcwd()
+    rel = os.path.relpath(path, here)
+    beside_root = os.path.normpath(here) == str(ROOT) and not rel.startswith(os.path.join(os.pardir, os.pardir))
+    return rel if not rel.startswith(os.pardir) or beside_root else path
 
 
 def _has_default(action: argparse.Action) -> bool:

@@ -197,6 +197,7 @@ def test_a_default_path_is_shown_from_the_repository_not_as_this_checkouts_absol
     files under /work/wt-x/benchmarks/data: the directory of whoever's checkout ran it, computed from the script's
     place. Shown relative to the repository now; the default the script gets is the same absolute path."""
     monkeypatch.setenv("COLUMNS", "2000")  # no path broken across lines
+    monkeypatch.chdir(ROOT)  # as README runs them; from elsewhere: test_a_default_path_shown_away_from_...
     parser = _parser(script, monkeypatch)
     text = parser.format_help()
     assert str(ROOT) not in text and str(ROOT.parent) + os.sep not in text, script.name
@@ -207,10 +208,12 @@ def test_a_default_path_is_shown_from_the_repository_not_as_this_checkouts_absol
             assert f"(default: {rel})" in text, (script.name, action.dest, rel)
 
 
-def test_the_default_paths_shown_name_the_repositorys_files():
+def test_the_default_paths_shown_name_the_repositorys_files(monkeypatch):
     import argparse
 
     from evoharness.script_help import DefaultsHelp
+
+    monkeypatch.chdir(ROOT)
 
     ap = argparse.ArgumentParser(formatter_class=DefaultsHelp)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -220,6 +223,32 @@ def test_the_default_paths_shown_name_the_repositorys_files():
     assert "--data DATA (default: ../shared/data)" in text
     assert "labels; '' to leave out (default: benchmarks/data/x.json)" in text and "(default: /opt/x)" in text
     assert ap.parse_args([]).data == ROOT.parent / "shared" / "data"  # what the script reads is unchanged
+
+
+def test_a_default_path_shown_away_from_the_repository_is_one_usable_there(tmp_path, monkeypatch):
+    """--help showed a default path relative to the repository's root whatever the working directory:
+    `python /work/main/benchmarks/label_accuracy.py --help` run from /tmp said `(default: benchmarks/data/...)`, a path
+    that names nothing there. Now a default is shown relative to the working directory when it lies under it (or
+    beside the root, run from the root), else as its absolute path: every path shown names the file from where the
+    help was printed."""
+    import argparse
+
+    from evoharness.script_help import DefaultsHelp
+
+    labels = ROOT / "benchmarks" / "data"
+    ap = argparse.ArgumentParser(formatter_class=DefaultsHelp)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--labels", default=str(labels / "x.json"))
+    shown = {}
+    for where in (tmp_path, ROOT / "benchmarks", ROOT):
+        monkeypatch.chdir(where)
+        text = " ".join(ap.format_help().split())
+        shown[where] = [text.split(f"--{n} {n.upper()} (default: ")[1].split(")")[0] for n in ("data", "labels")]
+        for path, default in zip(shown[where], (ROOT.parent / "shared" / "data", labels / "x.json"), strict=True):
+            assert os.path.normpath(where / path) == os.path.normpath(default), (where, path)  # names it from there
+    assert shown[tmp_path] == [os.path.normpath(ROOT.parent / "shared" / "data"), str(labels / "x.json")]
+    assert shown[ROOT / "benchmarks"] == [os.path.normpath(ROOT.parent / "shared" / "data"), "data/x.json"]
+    assert shown[ROOT] == ["../shared/data", "benchmarks/data/x.json"]
 
 
 def _readme_script_rows() -> dict[str, str]:
