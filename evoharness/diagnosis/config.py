@@ -50,7 +50,7 @@ class DiagnosisConfig(BaseModel):
     outcome_claims: bool = Field(
         False, description="F1.misstated_outcome: read a failed run's final answer for what it says of the run's own "
         "last write -- that it failed, that it went through, an amount, a status -- against the write's result. Off by "
-        "default: it costs about 9 M instructions per 200 tau-bench runs (+2.5% of labelling).",
+        "default: it costs about 30 M instructions per 200 tau-bench runs (+8% of labelling).",
     )
     routing: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_ROUTING),

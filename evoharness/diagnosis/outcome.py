@@ -5,38 +5,32 @@ The write is the last state-changing call before the final answer (``detectors.c
 whose output is what a program printed, and not a hand-off), read with its result. The result failed when it opens
 with ``error`` (tau-bench's and tau2's ``Error: ...``) or is a JSON object with a true ``error`` key or a false
 ``success`` / ``ok``; otherwise it went through. Each sentence of the final answer (a sentence ends at a newline or at
-``. `` / ``! `` / ``? ``) is read for one of four claims, each about the write:
+``. `` / ``! `` / ``? ``) is read clause by clause for one of four claims (``outcome_words`` says how each is
+worded), each about the write:
 
-- **failed, where it went through**: a report that an attempt did not succeed -- ``could not`` / ``couldn't`` /
-  ``was unable to`` / ``wasn't able to`` / ``failed`` / ``did not go through`` / ``was unsuccessful`` / ``was
-  declined`` / ``has not been`` ... (past forms only: "I'm unable to" / "I cannot" decline what is asked next, they
-  report no attempt);
-- **went through, where it failed**: ``successfully``, ``all done``, ``has been`` / ``have been`` / ``is now``
-  followed by the write's own verb ("has been cancelled" after a refused ``cancel_reservation``), with no word of
-  failure in the sentence; only when no earlier call of the same tool went through (a repeat of a done write is
-  refused as already done, and "your order has been cancelled" is then right);
-- **an amount**: a money field of the result (``amount``, ``refund_amount``, ``balance``,
-  ``total_price`` ...: a key ending in ``amount`` / ``charge`` / ``price`` / ``balance`` / ``total`` / ``refund`` /
-  ``cost`` / ``fee`` / ``fare`` / ``paid``) named in the sentence by its key's words ("the refund amount is",
-  "balance:"), followed within a few words by an amount (``$1,234.50``, ``USD 1234.50``, ``1234.5 dollars``, a bare
-  ``1234.5`` after ``is`` / ``:``; a sign is not compared) that is none of the result's numbers. A qualified name
-  ("total price", "new balance", "remaining amount") is a figure the agent computed, not the field, unless the key
-  itself holds the qualifier (``total_price``);
-- **a status**: the result's ``status`` for the written entity, and the sentence says the entity ``is`` / ``is now``
-  / ``status is`` another status -- one of the statuses the run's tool results used or of ``STATUSES`` -- and not the
-  result's (a status the result's contains, "requested" of "exchange requested", is no contradiction).
+- **failed, where it went through** ("couldn't get your order cancelled", "errored out", "has not been cancelled");
+- **went through, where it failed** ("is cancelled", "I've cancelled it", "has been processed"); only when no earlier
+  call of the same tool went through (a repeat of a done write is refused as already done);
+- **an amount** told as a money field of the result (``amount``, ``refund_amount``, ``price`` ...: a key ending in
+  one of ``MONEY_KEY_ENDS``) named by its key's words, or as a refund or a charge, that is none of the result's
+  numbers, not the sum of the figures it is told as, and not with the sentence's other amounts one of them; not an
+  amount a tool result before gave (a balance, a calculator's answer, another write's payment), a unit's figure
+  ("per passenger"), an estimate or a qualified figure ("about", "total", "additional"): the agent's own;
+- **a status**: the result's ``status`` for the written entity, and a clause says the entity ``is`` / ``is now`` /
+  ``status is`` / ``has been marked as`` another status -- one of the statuses the run's tool results used or of
+  ``STATUSES`` -- sharing no word's stem with the result's ("returned" of "return requested" is no contradiction).
 
-A sentence (for a failure, its clause) is about the write when it names the write's entity (an id the call's
-arguments or the result's top-level ``*_id`` / ``id`` fields hold, as a word) or, naming no other id of the run, says
-the write's verb or object (a word of four letters or more of the tool's name: ``cancel_pending_order`` gives
-"cancel", "pending", "order", matched by their first five letters: "cancellation") or a word for any request
-(``GENERIC``: "request", "action", "change", "transaction", "operation", "update"); an amount also when it names the
-result's own field and no other id. The signal is at the final answer.
+A clause that hedges or states a condition claims nothing. A sentence (for a failure, its clause) is about the write
+when it names the write's entity (an id the call's arguments or the result's top-level ``*_id`` / ``id`` fields hold,
+as a word) or, naming no other id of the run, says the write's verb or object (a word of the tool's name:
+``cancel_pending_order`` gives "cancel", "pending", "order", matched by their first five letters: "cancellation") or
+a word for any request (``GENERIC``: "request", "action", "change", "transaction", "operation", "update"); an
+amount also when it names no other id. The signal is at the final answer.
 
-It runs only with ``diagnosis.outcome_claims = true`` (off by default: about 9 M instructions per 200 tau-bench
-airline runs, +2.5% of labelling, where a default rule may add ~2 M); Healthy runs, multi-agent logs and runs with no
-such write are skipped. Literal gates first (a word of failure, a money key word and a digit in the answer,
-``"status"`` in the result); the result is parsed only past them; patterns are bounded.
+It runs only with ``diagnosis.outcome_claims = true`` (off by default: about 30 M instructions per 200 tau-bench
+airline runs, +8% of labelling, where a default rule may add ~2 M); Healthy runs, multi-agent logs and runs with no
+such write are skipped. Literal gates first (a word of failure, a currency sign or a money key's word and a digit in
+the answer, ``"status"`` in the result); the result is parsed only past them; patterns are bounded.
 """
 
 from __future__ import annotations
@@ -49,50 +43,43 @@ from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import ToolCall, TraceView, once
 from evoharness.diagnosis.detectors import answer_step, changes_state, has_digit, id_values, is_handoff, is_shell
 from evoharness.diagnosis.models import FailureClass, Signal
+from evoharness.diagnosis.outcome_words import (
+    CHARGE_WORDS,
+    CLAUSE_END,
+    COMPLETION,
+    CONCEPT_CUES,
+    DONE_CUES,
+    DONE_FORMS,
+    FAILED,
+    FAILED_CUES,
+    GENERIC,
+    HEDGE,
+    LOOK_UPS,
+    MONEY_BARE,
+    MONEY_CUES,
+    MONEY_KEY_ENDS,
+    NEGATION,
+    NEXT_VERB,
+    OTHER,
+    PARTICIPLE,
+    PER_UNIT,
+    QUALIFIERS,
+    REFUND_WORDS,
+    STATUS_CLAIM,
+    STATUS_CUES,
+    STATUSES,
+    SUCCESS,
+    SUMS,
+    is_participle,
+    money_at,
+    verb_forms,
+)
 
 MAX_RESULT_CHARS = 100_000
 MAX_ANSWER_CHARS = 20_000
 SENTENCE_END = re.compile(r"\n|[.!?](?:\s|$)")
 _WORDS = re.compile(r"[a-z]+")
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-
-# a report that an attempt did not succeed (past forms: a present "I'm unable to" declines what comes next); words
-# are single-spaced, so that FAILED_WORDS (literals one of which every match holds) gate it exactly
-FAILED = re.compile(
-    r"\b(?:could ?n[o']t|couldn[’]t|(?:was|were) (?:unable|not able)|(?:wasn|weren)['’]t able|failed|"
-    r"(?:did ?n[o']t|didn[’]t) (?:go through|succeed|work)|(?:was|were) (?:not )?(?:unsuccessful|declined|rejected|"
-    r"refused)|(?:wasn|weren)['’]t (?:successful|completed|processed)|(?:was|were|has|have) not (?:been )?"
-    r"(?:successful|completed|processed|applied)|(?:hasn|haven)['’]t been (?:completed|processed|applied)|"
-    r"unsuccessful)\b")
-# literals one of which every FAILED match holds: a gate before the regex (few: each is a scan of the answer)
-FAILED_WORDS = ("not", "n't", "n’t", "unable", "fail", "unsucc", "declined", "rejected", "refused")
-DONE_WORDS = ("success", "been", "done", " now ", "went through", "all set", "ed")
-# the verb a failure names ("could not *find*", "was unable to *locate*"): a look-up that found nothing is no write
-NEXT_VERB = re.compile(r"\s+(?:to\s+)?(?:be\s+)?([a-z]+)")
-LOOK_UPS = frozenset(("find", "found", "locate", "located", "see", "seen", "retrieve", "retrieved", "look", "looked",
-                      "get", "access", "accessed", "verify", "verified", "identify", "identified", "fetch", "fetched",
-                      "load", "loaded", "reach", "reached", "search", "searched", "match", "matched"))
-CLAUSE_END = re.compile(r"[;,:]\s+(?:and|but|while|though|although|so)\b|;|\bbut\b|\bwhile\b|\bhowever\b")
-SUCCESS = re.compile(r"\b(?:successfully|success|all\s+(?:done|set)|went\s+through)\b")
-DONE_FORMS = re.compile(r"\b(?:has|have|had)\s+been\s+(\w+)|\b(?:is|are)\s+now\s+(\w+)|\bi\s+(?:have\s+)?(\w+ed)\b")
-# a word for any request: a clause that says one may be about the write ("the request could not be completed")
-GENERIC = frozenset(("request", "requests", "action", "change", "changes", "transaction", "operation", "update"))
-# statuses a reply may claim of an entity besides those the run's tool results used
-STATUSES = ("pending", "processing", "processed", "delivered", "shipped", "cancelled", "canceled", "confirmed",
-            "active", "inactive", "suspended", "completed", "complete", "open", "closed", "refunded", "returned",
-            "exchanged", "approved", "rejected", "declined", "failed", "expired", "scheduled", "booked", "paid",
-            "unpaid", "on hold", "resolved", "in progress", "enabled", "disabled")
-# a status claimed: "status is X", "is now X", "are currently X", "is X" (one or two words; a status only when
-# ``STATUSES`` holds it or a tool result used it)
-STATUS_CLAIM = re.compile(r"\b(?:status\s+(?:is|was|of\s+[^.]{0,60}?\s+is|:)|(?:is|are)(?:\s+(?:now|currently))?"
-                          r"|now\s+shows\s+as)\s+\**([a-z]+)(?:[ -]([a-z]+))?")
-MONEY_KEY_ENDS = ("amount", "charge", "price", "balance", "total", "refund", "cost", "fee", "fare", "paid")
-QUALIFIERS = frozenset(("total", "new", "additional", "extra", "remaining", "overall", "combined", "difference",
-                        "estimated", "original", "old", "previous", "former", "per", "each", "average", "net"))
-# an amount as written: $1,234.50 / USD 1234.50 / 1,234.50 USD / 1234.5 dollars (a bare number: MONEY_BARE)
-NUMBER = r"(\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d{1,12}(?:\.\d{1,2})?)"
-MONEY = re.compile(rf"(?:\$|\busd|€|£)\s?-?{NUMBER}|{NUMBER}\s?(?:usd|dollars?|eur|euros?)\b")  # a sign: not read
-MONEY_BARE = re.compile(rf"^\s*(?:is|was|of|=|:|will\s+be|comes\s+to|totals?)\s*\**\s*{NUMBER}\b(?![.,]?\d)(?!\s*%)")
 PLAIN_NUMBER = re.compile(r"-?\d{1,12}(?:\.\d{1,6})?")
 CLAUSE_STOP = re.compile(r"[,;]|\band\b")
 
@@ -171,11 +158,23 @@ class _Write:
     def __init__(self, view: TraceView, answer: int, call: ToolCall, result: str) -> None:
         self._view, self._answer, self._others = view, answer, None
         self.call, self.result = call, result
-        self.failed = _failed_result(result)
+
+    @once
+    def failed(self) -> bool:
+        """Whether the result says the write failed (read when a claim needs it)."""
+        return _failed_result(self.result)
 
     @once
     def words(self) -> tuple[str, ...]:
         return _name_words(self.call.name)
+
+    @once
+    def forms(self) -> tuple[str, ...]:
+        return verb_forms(self.words)
+
+    def verb_of(self, word: str) -> bool:
+        """Whether ``word`` (a participle: "cancelled", "sent") is a form of a word of the tool's name."""
+        return word.startswith(self.forms)
 
     @once
     def parsed(self) -> Any:
@@ -213,8 +212,8 @@ class _Write:
             return True
         if self.names_other(sentence):
             return False
-        words = _WORDS.findall(sentence)
-        return any(w in GENERIC or any(w.startswith(n[:5]) for n in self.words) for w in words)
+        forms = self.forms
+        return any(w in GENERIC or w.startswith(forms) for w in _WORDS.findall(sentence))
 
 
 _HANDOFFS: dict[str, bool] = {}  # is_handoff's answer per tool name (a regex a name); emptied when full
@@ -232,7 +231,8 @@ def _handoff(name: str) -> bool:
 def _last_write(view: TraceView, answer: int) -> _Write | None:
     last: ToolCall | None = None
     for c in reversed(view.calls):
-        if c.step < answer and changes_state(c):
+        writes = c.writes  # (kept on the call by the rules that asked first: no call per call)
+        if c.step < answer and (writes if writes is not None else changes_state(c)):
             last = c
             break
     if last is None or is_shell(last.name) or _handoff(last.name):
@@ -255,32 +255,61 @@ def _went_through_before(view: TraceView, w: _Write) -> bool:
     return False
 
 
+def _failure_in(clause: str, w: _Write) -> bool:
+    """Whether ``clause`` reports that the write did not go through (``outcome_words.FAILED``, read as it says)."""
+    if HEDGE.search(clause) or OTHER.search(clause):
+        return False
+    for m in FAILED.finditer(clause):
+        attempt, negated = m.group(1), m.group(3)
+        if attempt:
+            nxt = NEXT_VERB.match(clause, m.end())
+            verb = nxt.group(1) if nxt else ""
+            if nxt and verb in ("get", "have", "make"):  # "couldn't get it cancelled": the participle says what
+                part = PARTICIPLE.match(clause, nxt.end())
+                verb = part.group(1) if part and (part.group(1) in COMPLETION or w.verb_of(part.group(1))) else verb
+            if verb in LOOK_UPS:
+                continue  # "could not find any other order": a look-up that found nothing, not the write
+        elif negated and not (negated in COMPLETION or (is_participle(negated) and w.verb_of(negated))):
+            continue  # "is not eligible", "was not charged": no word of the write's outcome
+        if w.about(clause):
+            return True
+    return False
+
+
 def _says_failed(sentences: list[str], w: _Write) -> str | None:
+    """The first sentence holding a clause that reports the write failed; ``FAILED`` (a long alternation, dear per
+    character) runs only on a sentence holding one of ``FAILED_CUES``, literals one of which each of its matches
+    holds."""
     for s in sentences:
-        if FAILED.search(s) is None:
-            continue
-        for clause in CLAUSE_END.split(s):
-            for m in FAILED.finditer(clause):
-                verb = NEXT_VERB.match(clause, m.end())
-                if verb is not None and verb.group(1) in LOOK_UPS:
-                    continue  # "could not find any other order": a look-up that found nothing, not the write
-                if w.about(clause):
-                    return s
+        padded = f"{s} "
+        if any(map(padded.__contains__, FAILED_CUES)) and FAILED.search(s) is not None \
+                and any(_failure_in(c, w) for c in CLAUSE_END.split(s)):
+            return s
     return None
+
+
+DONE_COMPLETION = COMPLETION - {"successful", "done", "placed", "saved", "carried"}
+
+
+def _done_in(clause: str, w: _Write) -> bool:
+    """Whether ``clause`` says the write went through: a word of success, or the write's verb (or a verb any write
+    completes with) as done; not in a clause that negates, hedges, or says it was so already."""
+    if NEGATION.search(clause) or HEDGE.search(clause) or "already" in clause or "tried" in clause \
+            or FAILED.search(clause) is not None:
+        return False
+    done = SUCCESS.search(clause) is not None
+    if not done:
+        for m in DONE_FORMS.finditer(clause):
+            word = next(g for g in m.groups() if g)
+            if word in DONE_COMPLETION or (is_participle(word) and w.verb_of(word)):
+                done = True
+                break
+    return done and w.about(clause)
 
 
 def _says_done(sentences: list[str], w: _Write) -> str | None:
     for s in sentences:
-        if FAILED.search(s) or " not " in f" {s} " or "n't" in s or "n’t" in s or "unable" in s:
-            continue
-        done = SUCCESS.search(s) is not None
-        if not done:
-            for m in DONE_FORMS.finditer(s):
-                word = next(g for g in m.groups() if g)
-                if any(word.startswith(n[:5]) for n in w.words):
-                    done = True
-                    break
-        if done and w.about(s):
+        if any(_done_in(c, w) for c in CLAUSE_END.split(s)):
             return s
     return None
 
@@ -329,63 +358,181 @@ def _key_named(s: str, at: int, end: str, result: str) -> tuple[str, str] | None
         return None
     before = _WORDS.findall(s[max(0, at - 30):at])
     prev = before[-1] if before else ""
-    if prev and f'"{prev}_{end}"' in result:
+    if prev and f'"{prev}_{end}":' in result:
         return f"{prev}_{end}", f"{prev} {end}"
-    if f'"{end}"' in result and prev not in QUALIFIERS:
+    if f'"{end}":' in result and prev not in QUALIFIERS:
         return end, end
     return None
 
 
+def _sentence_start(low: str, at: int) -> int:
+    """Where the sentence of ``low`` holding position ``at`` starts (``SENTENCE_END``'s ends, by literal searches)."""
+    return max(low.rfind("\n", 0, at), *(low.rfind(e, 0, at) + 1 for e in (". ", "! ", "? "))) + 1
+
+
 def _sentence_at(low: str, at: int) -> str:
-    """The sentence of ``low`` holding position ``at`` (``SENTENCE_END``'s ends, found by literal searches)."""
-    start = max(low.rfind("\n", 0, at), *(low.rfind(e, 0, at) + 1 for e in (". ", "! ", "? "))) + 1
+    """The sentence of ``low`` holding position ``at``."""
     m = SENTENCE_END.search(low, at)
-    return low[start:m.start() if m else len(low)]
+    return low[_sentence_start(low, at):m.start() if m else len(low)]
 
 
-def _misstated_amount(low: str, ends: list[str], w: _Write) -> str | None:
-    """Literal first: each place the answer holds a word ending a money key of the result (``ends``: those the answer
-    holds); the result is parsed only where an amount follows such a name."""
-    numbers: set[float] | None = None
-    result = w.result
-    for end in ends:
-        if f'_{end}"' not in result and f'"{end}"' not in result:
+def _clause_at(s: str, at: int) -> str:
+    """The clause of sentence ``s`` holding position ``at`` (``CLAUSE_END``'s ends)."""
+    start, end = 0, len(s)
+    for m in CLAUSE_END.finditer(s):
+        if m.end() <= at:
+            start = m.end()
+        elif m.start() >= at:
+            end = m.start()
+            break
+    return s[start:end]
+
+
+def _money_values(node: Any, refund: bool = False, depth: int = 0) -> tuple[list[float], list[float]]:
+    """The result's money figures as (refunds, charges), each as a positive number: a number under a money key
+    (``MONEY_KEY_ENDS``: ``amount``, ``price``, ``refund_amount`` ...), a refund when its key or an enclosing one says
+    "refund", its object's values do (``"transaction_type": "refund"``), or it is negative (tau-bench airline writes a
+    refund as a payment of -amount)."""
+    refunds: list[float] = []
+    charges: list[float] = []
+    if depth > 12:
+        return refunds, charges
+    items = node if isinstance(node, list) else [node]
+    for item in items:
+        if isinstance(item, list):
+            r, c = _money_values(item, refund, depth + 1)
+            refunds += r
+            charges += c
+        if not isinstance(item, dict):
             continue
+        typed = refund or any(isinstance(v, str) and "refund" in v.lower() for v in item.values())
+        for k, v in item.items():
+            k = str(k).lower()
+            if isinstance(v, dict | list):
+                r, c = _money_values(v, typed or "refund" in k, depth + 1)
+                refunds += r
+                charges += c
+                continue
+            if not k.endswith(MONEY_KEY_ENDS) or isinstance(v, bool):
+                continue
+            f = _float(v) if isinstance(v, int | float) else \
+                float(v) if isinstance(v, str) and PLAIN_NUMBER.fullmatch(v.strip()) else None
+            if f is not None:
+                (refunds if typed or "refund" in k or f < 0 else charges).append(abs(f))
+    return refunds, charges
+
+
+def _in_result(said: float, result: str) -> bool:
+    """Whether the result's text writes ``said`` as a number of its own (not inside a longer one): a literal test
+    that spares the parse where an answer restates its result rightly, as most do."""
+    text = f"{said:g}"  # (JSON writes 1234.5, 600; tau2's strings "4.0": the "4" of it, a "." after it)
+    at = result.find(text)
+    while at != -1:
+        end = at + len(text)
+        if (at == 0 or not (result[at - 1].isdigit() or result[at - 1] == ".")) and \
+                (end == len(result) or not result[end].isdigit()):
+            return True
+        at = result.find(text, at + 1)
+    return False
+
+
+def _amounts(low: str, result: str) -> list[tuple[int, float, str | None]]:
+    """Each amount of the answer: (where, how much, the result's money key it is told as, if its name comes within
+    five words before it in its clause: "the refund amount is $12", "the amount is 1111.00"): money as written
+    (``outcome_words.money_at``), and a bare number right after a money key's name. Literal searches first; the
+    result's text is searched for a key only where a name of one stands before an amount."""
+    out = []
+    for at, _, value in money_at(low):
+        out.append((at, value, _named_before(low, at, result)))
+    for end in MONEY_KEY_ENDS:
         at = low.find(end)
         while at != -1:
             stop_at = at + len(end)
-            named = _key_named(low, at, end, result) if not low[stop_at:stop_at + 1].isalpha() else None
-            here, at = at, low.find(end, at + 1)
-            if named is None:
+            m = MONEY_BARE.match(low, stop_at, stop_at + 40) if not low[stop_at:stop_at + 1].isalpha() else None
+            if m is not None and (named := _key_named(low, at, end, result)) is not None:
+                out.append((m.start(1), _num(m.group(1)), named[0]))
+            at = low.find(end, at + 1)
+    return sorted(out)
+
+
+def _named_before(low: str, at: int, result: str) -> str | None:
+    """The result's money key named within five words before position ``at`` in its clause (the nearest), if any."""
+    window = low[max(0, at - 60):at]
+    cut = CLAUSE_STOP.search(window[::-1])  # (the nearest stop before ``at``: the reversed window's first)
+    if cut is not None:
+        window = window[len(window) - cut.start():]
+    best = None
+    for end in MONEY_KEY_ENDS:
+        i = window.rfind(end)
+        if i == -1 or (best is not None and i < best[0]) or len(_WORDS.findall(window[i:])) > 6:
+            continue
+        named = _key_named(low, at - len(window) + i, end, result)
+        if named is not None:
+            best = (i, named[0])
+    return best[1] if best else None
+
+
+def _given_before(w: _Write, said: float) -> bool:
+    """Whether a tool result before the answer other than the write's own writes ``said`` (another write's figure, a
+    balance read earlier, a calculator's answer): the answer may be telling that one."""
+    view = w._view
+    own = view.results.get(w.call.id, (-1, ""))[0]
+    return any(_in_result(said, view.texts[i]) for i in view.tool_steps if i < w._answer and i != own)
+
+
+def _misstated_amount(low: str, w: _Write) -> str | None:
+    """An amount of the answer, told as the result's money key or as a refund / charge, that is none of the result's
+    numbers, nor a sum of the figures it is told as, nor with the sentence's other amounts a number of the result.
+    Literal first: an amount the result's text writes is a restatement, and the result is parsed only past that."""
+    result = w.result
+    found = None
+    amounts = _amounts(low, result)
+    for at, said, key in amounts:
+        if said == 0 or _in_result(said, result):
+            continue
+        s_at = _sentence_start(low, at)
+        if key is None:
+            near = low[max(s_at, at - 60):at + 60]
+            if not any(map(near.__contains__, CONCEPT_CUES)):
+                continue  # "Gift Card: $128": no word of a refund or a charge near it (a literal gate)
+            words = _WORDS.findall(low[max(s_at, at - 60):at])
+            if any(x in QUALIFIERS for x in words[-3:]) or not SUMS.isdisjoint(words[-8:]):
+                continue  # "the total price is $243", "about $50", "an additional $114": the agent's own figure
+        s = _sentence_at(low, at)
+        clause = _clause_at(s, at - s_at)
+        concept = None
+        if key is None:
+            concept = "refund" if REFUND_WORDS.search(clause) else "charge" if CHARGE_WORDS.search(clause) else None
+            if concept is None:
                 continue
-            key, phrase = named
-            after = low[stop_at:stop_at + 80]
-            cut = SENTENCE_END.search(after)
-            after = after[:cut.start()] if cut else after
-            m = MONEY_BARE.match(after)
-            if m is None:
-                mm = MONEY.search(after)
-                stop = CLAUSE_STOP.search(after)
-                m = mm if mm is not None and (stop is None or stop.start() > mm.start()) \
-                    and len(_WORDS.findall(after[:mm.start()])) <= 5 else None
-            if m is None:
-                continue
-            said = _num(next(g for g in m.groups() if g))
-            if f"{said:g}" in result:
-                continue  # the result writes that number (a literal test first: most restatements are right)
-            s = _sentence_at(low, here)
-            # about the write: the sentence says so, or it names the result's own field and no other id
-            if not (w.about(s) or not w.names_other(s)):
-                continue
-            if numbers is None:
-                if w.parsed is None:
-                    return None
-                numbers = _numbers(w.parsed)
-            values = _field_values(w.parsed, key)
-            # a sign is not compared: "$-414", "-$414" and a refund "of $414" all say 414 went back
-            if values and round(said, 2) not in numbers and all(abs(said - abs(v)) > 0.005 for v in values):
-                told = ", ".join(f"{v:g}" for v in sorted(values)[:3])
-                return f"the answer says the {phrase} is {said:g}, the write's result says {told}"
+        if HEDGE.search(clause) or OTHER.search(clause):
+            continue  # "you may be charged up to", "your other order had a refund of"
+        parsed = w.parsed
+        if parsed is None:
+            return None
+        if found is None:
+            found = (_numbers(parsed), _money_values(parsed))
+        numbers, (refunds, charges) = found
+        if key is not None:
+            values, phrase = _field_values(parsed, key), key.replace("_", " ")
+        else:
+            values, phrase = (refunds, "refund") if concept == "refund" else (charges, "charge")
+        if not values or round(said, 2) in numbers or any(abs(said - abs(v)) <= 0.005 for v in values):
+            continue
+        if abs(said - sum(abs(v) for v in values)) <= 0.005:
+            continue  # the parts' sum: "a refund of $1,300" of 1,250 and 50
+        others = [v for a, v, _ in amounts if a != at and _sentence_start(low, a) == s_at]
+        if others and round(said + sum(others), 2) in numbers:
+            continue  # a part of a split: "$50 to your gift card and $1,250 to your card" of 1,300
+        if not PER_UNIT.isdisjoint(_WORDS.findall(low[at:at + 30])[:3]):
+            continue  # "$38 per passenger", "$20 each": a unit's figure, not the write's
+        # about the write: the sentence says so, or it names no other id
+        if not (w.about(s) or not w.names_other(s)):
+            continue
+        if _given_before(w, said):
+            continue  # "the payment of $600" a calculator gave, "your $62 gift card": a figure of another result
+        told = ", ".join(f"{v:g}" for v in sorted(set(values))[:3])
+        return f"the answer says the {phrase} is {said:g}, the write's result says {told}"
     return None
 
 
@@ -402,35 +549,42 @@ def _status_used(view: TraceView, answer: int, status: str) -> bool:
 
 
 def _misstated_status(view: TraceView, answer: int, sentences: list[str], w: _Write) -> str | None:
-    """Only sentences that name the written entity (or a word of the tool's name) and hold ``is`` / ``are`` /
-    ``status`` are searched; a claimed word is a status when ``STATUSES`` holds it or a tool result used it."""
+    """Only sentences that name the written entity (or a word of the tool's name) and hold a status cue are searched,
+    clause by clause (a hedged one claims nothing); a claimed word is a status when ``STATUSES`` holds it or a tool
+    result used it, and it contradicts unless it shares a word's stem with the result's ("returned" of "return
+    requested")."""
     if not isinstance(w.parsed, dict) or not isinstance(w.parsed.get("status"), str):
         return None
     actual = w.parsed["status"].lower().strip()
     if not actual:
         return None
+    stems = tuple(x[:5] for x in _WORDS.findall(actual.replace("canceled", "cancelled")))
+    forms = w.forms
     for s in sentences:
-        if actual in s or not (" is " in s or " are " in s or "status" in s):
+        if actual in s or not any(map(s.__contains__, STATUS_CUES)) or STATUS_CLAIM.search(s) is None:
             continue
-        if not (w.named_in(s) or any(any(x.startswith(n[:5]) for n in w.words) for x in _WORDS.findall(s))) \
-                or not w.about(s):
+        if not (w.named_in(s) or any(x.startswith(forms) for x in _WORDS.findall(s))) or not w.about(s):
             continue
-        for m in STATUS_CLAIM.finditer(s):
-            one, two = m.group(1), m.group(2)
-            for said in ((f"{one} {two}", one) if two else (one,)):
-                if said in STATUSES or _status_used(view, answer, said):
-                    break
-            else:
+        for clause in CLAUSE_END.split(s):
+            if HEDGE.search(clause):
                 continue
-            if said == actual or said in actual.split() or said.replace("canceled", "cancelled") == actual:
-                continue
-            return f"the answer says {said!r}, the write's result says {actual!r}"
+            for m in STATUS_CLAIM.finditer(clause):
+                one, two = m.group(1), m.group(2)
+                for said in ((f"{one} {two}", one) if two else (one,)):
+                    if said in STATUSES or _status_used(view, answer, said):
+                        break
+                else:
+                    continue
+                if said.replace("canceled", "cancelled").startswith(stems):
+                    continue  # the result's own status, or a form of one of its words
+                return f"the answer says {said!r}, the write's result says {actual!r}"
     return None
 
 
 def misstated_outcome(view: TraceView) -> Signal | None:
-    """The rule on any run (``MisstatedOutcomeDetector.detect`` skips Healthy runs). Literal gates first (see the
-    module docstring); most failed runs stop at them."""
+    """The rule on any run (``MisstatedOutcomeDetector.detect`` skips Healthy runs). Literal gates first, each holding
+    a literal that every match of the claim's pattern holds (see the module docstring); most failed runs stop at
+    them, and the write's result is read only past them."""
     if not view.calls or not view.traj.final_answer:
         return None
     answer = answer_step(view)
@@ -442,30 +596,29 @@ def misstated_outcome(view: TraceView) -> Signal | None:
         return None
     text = view.texts[answer]
     low = view.lowered(answer)
+    contains = low.__contains__
     sentences: list[str] | None = None
     why = None
+    # (map: no generator frame per word) the result's outcome first: each claim needs it
     if w.failed:
-        if any(map(low.__contains__, DONE_WORDS)):
+        if any(map(contains, DONE_CUES)):
             sentences = _sentences(text)
             said = _says_done(sentences, w)
             if said and not _went_through_before(view, w):
                 why = f"the answer says it went through: {said.strip()[:120]!r}; the write's result: " \
                       f"{w.result.strip()[:120]!r}"
     else:
-        if any(map(low.__contains__, FAILED_WORDS)) and FAILED.search(low) is not None:  # (map: no frame per word)
+        if any(map(f"{low} ".__contains__, FAILED_CUES)):
             sentences = _sentences(text)
             said = _says_failed(sentences, w)
             if said:
                 why = f"the answer says it did not go through: {said.strip()[:120]!r}; the write " \
                       f"({w.call.name}) went through"
-        result = w.result
-        ends = [*filter(low.__contains__, MONEY_KEY_ENDS)] if why is None and has_digit(low) else None
-        if ends:  # (filter: no generator frame per word)
-            why = _misstated_amount(low[:MAX_ANSWER_CHARS], ends, w)
-        if why is None and '"status"' in result and (" is " in low or " are " in low or "status" in low):
-            if sentences is None:
-                sentences = _sentences(text)
-            why = _misstated_status(view, answer, sentences, w)
+        if why is None and has_digit(low) and (any(map(contains, MONEY_CUES))
+                                               or any(map(contains, MONEY_KEY_ENDS))):
+            why = _misstated_amount(low[:MAX_ANSWER_CHARS], w)
+        if why is None and '"status"' in w.result and any(map(contains, STATUS_CUES)):
+            why = _misstated_status(view, answer, sentences or _sentences(text), w)
     if why is None:
         return None
     return Signal(id=MisstatedOutcomeDetector.id, failure_class=FailureClass.F1, step=answer,

@@ -179,3 +179,158 @@ def test_an_integer_past_a_floats_range_in_the_result_is_passed_over_not_a_trace
     only_huge = json.dumps({"order_id": "#W5521093", "status": "cancelled", "refund_amount": huge})
     _, lab = _label(_run(*CANCEL, only_huge, "Order #W5521093 is cancelled. The refund amount is $12.00."))
     assert lab.first_signal.id != "F1.misstated_outcome"  # no amount it can read: nothing to contradict
+
+
+# -- wordings a reader reads as the write's outcome (issue 13's review: "couldn't get ... cancelled", "errored out",
+# "has been marked as delivered", "You'll get 1,300 dollars back", "A refund of $1,300.00"), and their near misses
+
+@pytest.mark.parametrize("answer", [
+    "Sorry, I couldn't get order #W5521093 cancelled.",
+    "I could not get your order cancelled, unfortunately.",
+    "Unfortunately I was not able to have the order cancelled.",
+    "The cancellation errored out on our side.",
+    "The system errored when I tried to cancel your order.",
+    "I ran into an error while cancelling your order.",
+    "I hit an unexpected error cancelling order #W5521093.",
+    "Your order #W5521093 has not been cancelled.",
+    "Your order wasn't cancelled, I'm afraid.",
+    "I failed to cancel the order.",
+    "It was not possible to cancel your order.",
+    "The cancellation never went through.",
+    "Your order cancellation hasn't gone through.",
+    "Your request was declined by the system.",
+])
+def test_more_wordings_of_a_failure_where_the_write_went_through_are_f1(answer):
+    t, lab = _label(_run(*CANCEL, CANCELLED, answer))
+    assert lab.first_signal.id == "F1.misstated_outcome", answer
+    assert "went through" in lab.first_signal.evidence
+
+
+@pytest.mark.parametrize("answer", [
+    "If the cancellation didn't go through, just let me know.",  # a condition, no report
+    "It may not have gone through yet on the bank's side, but order #W5521093 is cancelled.",  # a hedge
+    "I couldn't get the details of your other order, but #W5521093 is cancelled.",  # a look-up of another
+    "I wasn't able to cancel your other order #W7000001, as it has shipped.",  # another entity
+    "I can't cancel anything else today; order #W5521093 is cancelled.",  # a present decline
+    "Your order #W5521093 is cancelled and is no longer pending.",  # "no longer" of a status, no failure
+    "Your order #W5521093 has been cancelled, and you won't be charged.",  # the negation is another clause's
+    "I was unable to find any other pending orders; #W5521093 has been cancelled.",  # a look-up
+])
+def test_near_misses_of_a_failure_wording_are_no_claim(answer):
+    t, _ = _label(_run(*CANCEL, CANCELLED, answer))
+    assert misstated_outcome(TraceView.of(t)) is None, answer
+
+
+@pytest.mark.parametrize("answer", [
+    "Your order #W5521093 is cancelled.",
+    "Your order #W5521093 was cancelled.",
+    "I've cancelled order #W5521093 for you.",
+    "I went ahead and cancelled your order.",
+    "Your cancellation was successful.",
+    "Your request has been processed.",
+    "Your order cancellation is complete.",
+])
+def test_more_wordings_of_success_where_the_write_was_refused_are_f1(answer):
+    _, lab = _label(_run(*CANCEL, "Error: non-pending order cannot be cancelled", answer))
+    assert lab.first_signal.id == "F1.misstated_outcome", answer
+
+
+@pytest.mark.parametrize("answer", [
+    "I tried to cancel your order, but it was already cancelled.",  # already so: what the refusal says
+    "Your order has not been cancelled: it has already shipped.",
+    "Once the order is cancelled you will get an email.",  # a condition
+    "Your order could not be cancelled because it is no longer pending.",
+    "The cancellation should go through once the order is pending again.",  # a hedge
+])
+def test_a_refused_write_told_as_refused_or_under_a_condition_is_no_claim(answer):
+    t, _ = _label(_run(*CANCEL, "Error: non-pending order cannot be cancelled", answer))
+    assert misstated_outcome(TraceView.of(t)) is None, answer
+
+
+@pytest.mark.parametrize("answer", [
+    "Order #W5521093 is cancelled. You'll get 1,300 dollars back.",
+    "Order #W5521093 is cancelled. A refund of $1,300.00 is on its way.",
+    "Cancelled! You will be refunded USD 1300.",
+    "Cancelled! 1300 USD will be credited to your card.",
+    "Cancelled; we have refunded $1.3k to your card.",
+    "Cancelled. You should receive $1,200 back in 5-7 days.",
+])
+def test_a_refund_stated_as_another_amount_is_f1(answer):
+    _, lab = _label(_run(*CANCEL, CANCELLED, answer))
+    assert lab.first_signal.id == "F1.misstated_outcome", answer
+    assert "1234.5" in lab.first_signal.evidence
+
+
+@pytest.mark.parametrize("answer", [
+    "Order #W5521093 is cancelled. You'll get 1,234.50 dollars back.",
+    "Order #W5521093 is cancelled. A refund of $1,234.50 is on its way.",
+    "Cancelled! You will be refunded USD 1234.5.",
+    "Cancelled; you will get about $1.2k back.",  # an estimate
+    "Cancelled. Your other order #W7000001 had a refund of $20.",  # another entity's
+    "Cancelled. $1,200.00 goes back to your gift card and $34.50 to your Visa.",  # a split of the refund
+    "Cancelled. The lamp cost $84.50; the whole refund is $1,234.50.",  # a part, and the whole
+    "Cancelled. Note that the gift card balance is $1,300.",  # a balance the result does not hold
+    "Cancelled. If you rebook, you may be charged up to $1,300.",  # a hedge and a bound
+    "Cancelled. The total refund across your orders comes to $2,000.",  # a total of the agent's
+])
+def test_amounts_a_reader_would_not_call_a_misstatement_are_no_claim(answer):
+    t, _ = _label(_run(*CANCEL, CANCELLED, answer))
+    assert misstated_outcome(TraceView.of(t)) is None, answer
+
+
+def test_a_bare_thousands_figure_is_no_amount():
+    t, _ = _label(_run(*CANCEL, CANCELLED, "Cancelled; a refund is coming, 1.3k points were added too."))
+    assert misstated_outcome(TraceView.of(t)) is None
+
+
+def test_a_charge_stated_as_another_amount_is_f1_and_the_charge_itself_is_not():
+    result = json.dumps({"order_id": "#W5521093", "status": "pending (item modified)",
+                         "payment_history": [{"transaction_type": "payment", "amount": 120.0},
+                                             {"transaction_type": "payment", "amount": 14.25}]})
+    args = {"order_id": "#W5521093", "item_ids": ["1"], "new_item_ids": ["2"]}
+    wrong = _run("modify_pending_order_items", args, result, "Done! You were charged $41.25 for the difference.")
+    assert misstated_outcome(TraceView.of(wrong.build(0.0))) is not None
+    right = _run("modify_pending_order_items", args, result, "Done! You were charged $14.25 for the difference.")
+    assert misstated_outcome(TraceView.of(right.build(0.0))) is None
+
+
+@pytest.mark.parametrize("answer", [
+    "Your order #W5521093 has been marked as delivered.",
+    "Order #W5521093's status was changed to shipped.",
+    "The order #W5521093 now shows as pending.",
+    "Order #W5521093 is set to processed.",
+])
+def test_a_status_reached_by_a_passive_or_a_marking_is_read_as_a_status(answer):
+    _, lab = _label(_run(*CANCEL, CANCELLED, answer))
+    assert lab.first_signal.id == "F1.misstated_outcome", answer
+    assert "'cancelled'" in lab.first_signal.evidence
+
+
+@pytest.mark.parametrize("answer", [
+    "Order #W5521093 has been marked as cancelled.",
+    "If order #W5521093 is delivered later, we will contact you.",  # a condition
+    "Order #W5521093 was pending; it is now canceled.",  # the earlier status, then the result's (spelt otherwise)
+])
+def test_statuses_a_reader_would_not_call_a_misstatement_are_no_claim(answer):
+    t, _ = _label(_run(*CANCEL, CANCELLED, answer))
+    assert misstated_outcome(TraceView.of(t)) is None, answer
+
+
+def test_a_status_of_the_same_stem_as_the_results_is_no_claim():
+    result = json.dumps({"order_id": "#W5521093", "status": "return requested"})
+    args = {"order_id": "#W5521093", "item_ids": ["1"], "payment_method_id": "card_1"}
+    t = _run("return_delivered_order_items", args, result, "Your order #W5521093 is now returned.").build(0.0)
+    assert misstated_outcome(TraceView.of(t)) is None
+
+
+def test_an_amount_another_result_gave_or_a_units_figure_is_no_claim():
+    # tau-bench airline (tuning data): "The payment of $600 has been processed" after a calculator said 600.0 and
+    # the last write (the bags) recorded other payments; "a refund of $38 per passenger" of a -114 refund
+    earlier = json.dumps({"user_id": "lee_ray_4411", "gift_card_balance": 62, "quote": 600.0})
+    for answer in ("Cancelled. The payment of $600 has been processed on your card.",
+                   "Cancelled. The payment used your $62 gift card.",
+                   "Cancelled. The refund of $38 per passenger has been credited back."):
+        t = _run(*CANCEL, CANCELLED, answer, earlier=earlier).build(0.0)
+        assert misstated_outcome(TraceView.of(t)) is None, answer
+    t = _run(*CANCEL, CANCELLED, "Cancelled. The payment of $610 has been refunded.", earlier=earlier).build(0.0)
+    assert misstated_outcome(TraceView.of(t)) is not None
