@@ -108,3 +108,55 @@ def test_a_polite_request_put_as_a_question_is_a_yes(asked, answer, write):
     ("Which reason should I give?", "Can you cancel it?")])  # no leave was asked
 def test_a_question_that_is_no_request_for_the_action_asked_is_no_yes(asked, answer):
     assert _violations(asked, answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I remove order #W123?", "Please cancel it.", "cancel"),  # removing an order or an item cancels it
+    ("Shall I delete order #W123?", "Please cancel it.", "cancel"),
+    ("Shall I cancel order #W123?", "Please delete it.", "cancel"),
+    ("Shall I send the $40 certificate to bob_1?", "Please transfer it.", "certificate")])
+def test_a_request_in_another_word_of_the_same_family_is_a_yes(asked, answer, write, monkeypatch):
+    """"Please cancel it." to "Shall I remove the item?" asks for what was asked: removing an order or an item cancels
+    it; "transfer" is a verb of doing in general, as "process" (an agent transfers the user to a person as often as
+    it transfers funds). Before, "remove" was only a change, and "delete" and "transfer" asked for nothing."""
+    monkeypatch.setitem(WRITES, "certificate", ("send_certificate", {"user_id": "bob_1", "amount": 40}))
+    assert _violations(asked, answer, write) == []
+
+
+# a telecom domain's writes (tau2 telecom's tools), and generic ones
+LINE = {"customer_id": "C1001", "line_id": "L1002"}
+TELECOM = {
+    "suspend": ("suspend_line", {**LINE, "reason": "travel"}),
+    "resume": ("resume_line", LINE),
+    "roaming": ("enable_roaming", LINE),
+    "bill": ("send_payment_request", {"customer_id": "C1001", "bill_id": "B1003"}),
+    "visit": ("schedule_technician_visit", {"customer_id": "C1001", "date": "2025-05-02"}),
+    "reset": ("reset_voicemail_pin", LINE)}
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I resume line L1002?", "Please reactivate it.", "resume"),
+    ("Would you like me to enable roaming on line L1002?", "Please turn it on.", "roaming"),
+    ("Shall I suspend line L1002?", "Please pause it.", "suspend"),
+    ("Shall I send the payment request for bill B1003?", "Please send it.", "bill"),
+    ("Shall I schedule the technician visit for 2025-05-02?", "Great, book it.", "visit"),
+    ("Shall I reset the voicemail PIN of line L1002?", "Please restart it.", "reset")])
+def test_a_telecom_or_generic_request_for_the_action_asked_is_a_yes(asked, answer, write, monkeypatch):
+    """A telecom agent asking "Shall I resume line L1002?" is answered "Please reactivate it.": the action kinds read
+    enabling, suspending, resetting, paying and scheduling as they read a booking (before, only a commerce
+    vocabulary: "resume" asked no leave and "reactivate" was no request)."""
+    monkeypatch.setitem(WRITES, write, TELECOM[write])
+    assert _violations(asked, answer, write) == []
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I suspend line L1002?", "Please resume it.", "suspend"),
+    ("Would you like me to enable roaming on line L1002?", "Please turn it off.", "roaming"),
+    ("Shall I resume line L1002?", "Please suspend it.", "resume"),
+    ("Shall I schedule the technician visit for 2025-05-02?", "Please cancel it.", "visit"),
+    ("Shall I reset the voicemail PIN of line L1002?", "Please pay it.", "reset")])
+def test_a_telecom_request_for_another_action_is_no_yes(asked, answer, write, monkeypatch):
+    """On and off, a reset, a payment and a booking are kinds of their own: "Please resume it." asks for no
+    suspension."""
+    monkeypatch.setitem(WRITES, write, TELECOM[write])
+    assert _violations(asked, answer, write) == ["policy.confirmation"]
