@@ -1773,8 +1773,6 @@ def _undone_writes(view: TraceView, writes: list[ToolCall], paths: list[str], ta
     stays makes again (the same edit text, or the same words added, ``write_targets.change_words``: the edit
     re-applied after a reset) is kept: the agent committed to that change there, as with a refused edit. (Not
     ``same_change``'s half of the words: a short guard rewritten another way shares most of them.)"""
-    from evoharness.diagnosis.write_targets import change_words
-
     undone: set[str] = set()
     live: list[tuple[ToolCall, set[str]]] = []  # the writes not undone yet and the patched files each writes
     for c in writes:

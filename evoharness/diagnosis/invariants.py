@@ -240,8 +240,7 @@ def write_calls(view: TraceView) -> list[ToolCall]:
     """The write actions, in order; computed once per view (treat the list as read-only)."""
     memo = view.__dict__.get("_writes")
     if memo is None:
-        from evoharness.diagnosis.detectors import changes_state, is_handoff  # (detectors imports this module)
-
+        changes_state, is_handoff = _detectors.changes_state, _detectors.is_handoff
         commands: dict[str, bool] = {}  # a shell command's answer per text (changes_state): a run repeats commands
         memo = view.__dict__["_writes"] = [c for c in view.calls if changes_state(c, commands)
                                            and not is_handoff(c.name)]
@@ -510,14 +509,12 @@ def _workspace_edit(view: TraceView, c: ToolCall) -> bool:
     ``str_replace_editor`` or Claude Code's ``Edit``, with a file path argument: not an ``edit_reservation``), or the
     call that delivers its answer (``finish``): one holding the final answer, or the call the delivered run ended on
     (OpenHands' ``finish``, whose message is a summary: the delivered answer is the patch)."""
-    from evoharness.diagnosis.detectors import EDITOR_TOOL, delivers, is_shell
-
-    if is_shell(c.name):
+    if _detectors.is_shell(c.name):
         return True
     args = c.args if isinstance(c.args, dict) else {}
     # the path test first: a domain write (tau-bench's) names no file, so the name's regex is seldom run
-    return (("path" in args or "file_path" in args or "filename" in args) and EDITOR_TOOL.search(c.name) is not None) \
-        or delivers(view, c) or _ends_run(view, c)
+    return (("path" in args or "file_path" in args or "filename" in args)
+            and _detectors.EDITOR_TOOL.search(c.name) is not None) or _detectors.delivers(view, c) or _ends_run(view, c)
 
 
 def _ends_run(view: TraceView, c: ToolCall) -> bool:
@@ -530,9 +527,8 @@ def _ends_run(view: TraceView, c: ToolCall) -> bool:
     roles = view.roles
     if not all(roles[i] == "tool" for i in range(c.step + 1, len(roles))):
         return False
-    from evoharness.diagnosis.detectors import EDITOR_TOOL, is_shell
-
-    return any(is_shell(x.name) or EDITOR_TOOL.search(x.name) is not None for x in view.calls if x.step < c.step)
+    is_shell, editor = _detectors.is_shell, _detectors.EDITOR_TOOL.search
+    return any(is_shell(x.name) or editor(x.name) is not None for x in view.calls if x.step < c.step)
 
 
 def policy_violations_of(view: TraceView) -> list[Violation]:
@@ -545,3 +541,9 @@ def policy_violations_of(view: TraceView) -> list[Violation]:
 
 def violation_log(view: TraceView) -> list[Violation]:
     return sorted(schema_violations(view) + policy_violations_of(view), key=lambda v: (v.step, v.rule))
+
+
+# detectors imports this module's names at its top, so this one reads detectors' (``changes_state``, ``delivers``, ...)
+# through the module, bound here once both are loaded (either may be imported first), not by an ``import`` statement
+# inside each function: one costs ~1 microsecond at every call (``_workspace_edit`` runs for each write of a failed run)
+from evoharness.diagnosis import detectors as _detectors  # noqa: E402

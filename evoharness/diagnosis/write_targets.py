@@ -26,6 +26,7 @@ file's base name, so an ordinary run pays nothing.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import keyword
 import posixpath
 import re
@@ -92,8 +93,6 @@ TREE_SEP = "\x00"
 
 def in_tree(tree: str, path: str) -> bool:
     """Is repository file ``path`` under ``tree`` (``DIR`` + ``TREE_SEP`` + a base-name glob, as ``Writes.trees``)."""
-    import fnmatch
-
     root, _, glob = tree.partition(TREE_SEP)
     path = normal(path)
     under = root in ("", ".") or path.startswith(root.rstrip("/") + "/") or ("/" + path).startswith(
