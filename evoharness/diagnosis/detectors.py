@@ -1080,17 +1080,26 @@ class UnbackedClaimDetector:
     id = "F1.unbacked_claim"
     failure_class = F1
     skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
+    bounded = True  # ``detect`` takes ``stop``: Labeller.first_signal passes the step of the first signal found
 
-    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+    def detect(self, view: TraceView, cfg: DiagnosisConfig, stop: int | None = None) -> list[Signal]:
+        """The signal, or ``[]``. With ``stop`` (a step; the caller wants no signal after it): the same signal where it
+        is at or before ``stop``, else ``[]``, reading no reply after ``stop`` and checking the final answer only where
+        it is at or before ``stop`` -- where it is, every reply is read, as without ``stop`` (a claim in a reply after
+        ``stop`` comes first and hides the final answer's)."""
         t = view.traj
         if t.score is not None and t.score >= cfg.healthy_threshold:
             return []  # a Healthy run's label cannot change: the claim checks are spent on failures only
+        if stop is not None and answer_step(view) <= stop:
+            stop = None
         ground: GroundTokens | None = None
         log = AgentLog.of(view)
         if not log.applies:
-            found, ground = self._first_turn_claim(view, cfg)
-            if found:
+            found, ground = self._first_turn_claim(view, cfg, stop)
+            if found or stop is not None:
                 return found
+        elif stop is not None:
+            return []  # the final answer's check alone, and the answer lies after ``stop``
         fa = view.traj.final_answer
         if not fa or _looks_like_patch(fa):
             return []
@@ -1106,9 +1115,11 @@ class UnbackedClaimDetector:
                                     f"— in: {quote(fa, 120)}")]
         return []
 
-    def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig) -> tuple[list[Signal], GroundTokens]:
-        """The first reply with an unbacked id or a contradicted status, and the grounding of the whole run
-        (the final check reuses it: for a single-agent trace it is everything the agent was told or shown).
+    def _first_turn_claim(self, view: TraceView, cfg: DiagnosisConfig,
+                          stop: int | None = None) -> tuple[list[Signal], GroundTokens]:
+        """The first reply with an unbacked id or a contradicted status (none after step ``stop``, where given), and the
+        grounding of the whole run (the final check reuses it: for a single-agent trace it is everything the agent was
+        told or shown; with ``stop``, of the messages up to it).
 
         What a write that went through put in place (a file, the test function in it) is the agent's own doing: no
         claim to back when a later reply names it (``_written``). Those arguments are found only when a search first
@@ -1125,7 +1136,7 @@ class UnbackedClaimDetector:
         grounds, unlowered = ground.texts, ground.lowered  # ground.add, inlined (one call per message saved)
         statuses = EntityStatus()
         msgs, roles = view.traj.messages, view.roles
-        for i, content in enumerate(view.texts):
+        for i, content in enumerate(view.texts if stop is None else view.texts[:stop + 1]):
             if i in written:  # (after the first miss; before it, ``writes_before`` adds the ones a question needs)
                 grounds.extend(written[i])
                 unlowered.extend([None] * len(written[i]))

@@ -49,6 +49,10 @@ class Labeller:
         # a run failed (``FALLBACK_SIGNALS``; a detector's signals carry its id), run only when the first found none
         self._located = {k: [d for d in ds if d.id not in FALLBACK_SIGNALS] for k, ds in self._by_shape.items()}
         self._fallback = {k: [d for d in ds if d.id in FALLBACK_SIGNALS] for k, ds in self._by_shape.items()}
+        # of the located ones, those that take a bound (``bounded``: ``detect(view, cfg, stop)`` gives no signal after
+        # step ``stop`` and may read less, the claim check): run last, bounded by the first signal the others found
+        self._bounded = {k: [d for d in ds if getattr(d, "bounded", False)] for k, ds in self._located.items()}
+        self._unbounded = {k: [d for d in ds if not getattr(d, "bounded", False)] for k, ds in self._located.items()}
 
     def signals(self, traj: Trajectory, view: TraceView | None = None) -> list[Signal]:
         view = view or TraceView.of(traj)
@@ -65,15 +69,22 @@ class Labeller:
         """``classify``'s class and first signal, for a caller that needs no more (the export of a failed run):
         without running a detector on a Healthy run (its class is Healthy whatever fires), and on a failed run the
         fallback detectors (``FALLBACK_SIGNALS``) only when no other signal fired: a located signal is first
-        whatever they find. The same answer as ``classify`` (tests compare them on every public trace set)."""
+        whatever they find; and a ``bounded`` detector (the claim check) told the step of the first signal the other
+        located ones found, after which none of its signals can come first. The same answer as ``classify`` (tests
+        compare them on every public trace set and on random runs)."""
         if traj.score is not None and traj.score >= self.cfg.healthy_threshold:
             return FailureClass.healthy, None
         view = TraceView.of(traj)
         shape = (not view.calls, bool(friction_occurrences(view)), False)
         cfg = self.cfg
         found: list[Signal] = []
-        for d in self._located[shape]:
+        for d in self._unbounded[shape]:
             found.extend(d.detect(view, cfg))
+        if self._bounded[shape]:
+            first = min((s for s in found if s.id not in FALLBACK_SIGNALS), key=signal_order, default=None)
+            stop = None if first is None else first.step
+            for d in self._bounded[shape]:
+                found.extend(d.detect(view, cfg, stop=stop))
         located = [s for s in found if s.id not in FALLBACK_SIGNALS]
         if located:
             first = min(located, key=signal_order)
