@@ -271,8 +271,7 @@ def _failure_in(clause: str, w: _Write) -> bool:
                 continue  # "could not find any other order": a look-up that found nothing, not the write
         elif negated and not (negated in COMPLETION or (is_participle(negated) and w.verb_of(negated))):
             continue  # "is not eligible", "was not charged": no word of the write's outcome
-        if w.about(clause):
-            return True
+        return w.about(clause)  # the clause's, whichever report of failure: asked once, not once per report
     return False
 
 

@@ -334,3 +334,19 @@ def test_an_amount_another_result_gave_or_a_units_figure_is_no_claim():
         assert misstated_outcome(TraceView.of(t)) is None, answer
     t = _run(*CANCEL, CANCELLED, "Cancelled. The payment of $610 has been refunded.", earlier=earlier).build(0.0)
     assert misstated_outcome(TraceView.of(t)) is not None
+
+
+def test_a_clause_is_asked_once_whether_it_is_about_the_write_however_many_failures_it_reports(monkeypatch):
+    """Each report of failure in a clause asked again whether the whole clause was about the write, a scan of it each
+    time: an answer of "could not " 2,000 times (one clause naming no write) took ~5 s to label (~17 s before
+    f8b12be), a trace's text costing labelling its square. The clause's answer holds for every report in it."""
+    from evoharness.diagnosis import outcome
+
+    asked: list[int] = []
+    about = outcome._Write.about
+    monkeypatch.setattr(outcome._Write, "about", lambda self, s: asked.append(len(s)) or about(self, s))
+    _, lab = _label(_run(*CANCEL, CANCELLED, "could not " * 2000))
+    assert lab.first_signal.id != "F1.misstated_outcome" and len(asked) <= 2, len(asked)
+    asked.clear()
+    _, lab = _label(_run(*CANCEL, CANCELLED, "Sorry, the request failed and failed again."))
+    assert lab.first_signal.id == "F1.misstated_outcome" and 1 <= len(asked) <= 3, len(asked)
