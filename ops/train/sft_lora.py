@@ -49,7 +49,10 @@ def check_export(data: Path) -> dict:
                          "again with `evoharness dataset export ... --format openai` (the default)")
     if not (data / "data.jsonl").is_file():
         raise SystemExit(f"{data}: not an evoharness export (need data.jsonl and manifest.json)")
-    if "heldout" in (m.get("splits") or {}):
+    splits = m.get("splits") or {}
+    if not isinstance(splits, (dict, list)):
+        raise SystemExit(f"{manifest}: not a readable export manifest (splits: {splits!r}, not a list or object)")
+    if "heldout" in splits:
         raise SystemExit(f"{data}: the manifest lists held-out records; refusing to train on them")
     return m
 

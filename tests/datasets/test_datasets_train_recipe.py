@@ -218,13 +218,15 @@ def test_an_export_the_recipe_cannot_read_is_one_error_line_saying_what_it_reads
     fields to tool schemas: neither is read back as trained)."""
     export_dataset(tmp_path / "sg", fmt=ExportFormat.sharegpt, source=SourceKind.all, trajectories=[make_traj("a")])
     export_dataset(tmp_path / "hf", fmt=ExportFormat.hf, source=SourceKind.all, trajectories=[make_traj("a")])
-    for name, manifest in (("cut", '{"format": "openai",'), ("list", "[1]"), ("nofmt", '{"records": 1}')):
+    for name, manifest in (("cut", '{"format": "openai",'), ("list", "[1]"), ("nofmt", '{"records": 1}'),
+                           ("splits", '{"format": "openai", "splits": 5}')):
         (tmp_path / name).mkdir()
         (tmp_path / name / "manifest.json").write_text(manifest)
         (tmp_path / name / "data.jsonl").write_text("")
     said = {"cut": f"{tmp_path / 'cut' / 'manifest.json'}: not a readable export manifest (",
             "list": f"{tmp_path / 'list' / 'manifest.json'}: not a readable export manifest (a JSON object)",
             "nofmt": f"{tmp_path / 'nofmt'}: its manifest names no export format",
+            "splits": f"{tmp_path / 'splits' / 'manifest.json'}: not a readable export manifest (splits: 5",
             "sg": f"{tmp_path / 'sg'}: a --format sharegpt export; this recipe reads --format openai",
             "hf": f"{tmp_path / 'hf'}: a --format hf export; this recipe reads --format openai"}
     for name, start in said.items():
@@ -232,5 +234,5 @@ def test_an_export_the_recipe_cannot_read_is_one_error_line_saying_what_it_reads
                               str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
         assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1, (name, run.stderr)
         assert run.stderr.startswith(f"error: {start}"), (name, run.stderr)
-        assert name in ("cut", "list") or "evoharness dataset export ... --format openai" in run.stderr
+        assert name in ("cut", "list", "splits") or "evoharness dataset export ... --format openai" in run.stderr
     assert not (tmp_path / "out").exists()
