@@ -236,4 +236,4 @@ def test_claims_on_a_hostile_reply_stay_fast():
     start = time.monotonic()
     for reply in ("price $1 ent00001 on may 2. " * 4000, "ent00001 " + "on " * 40000, "price" + " " * 120_000 + "$1"):
         first_contradiction(TraceView.of(_run(reply, results=results)))
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 10  # 0.04 s measured; quadratic scans of these replies take minutes
