@@ -222,7 +222,16 @@ _KINDS = (  # each kind's words: a word as written, or a stem ending in "*" that
     ("on", "enabl* activat* reactivat* resum* unsuspend* unblock* unlock* unpaus* restor* toggl*"),
     ("off", "disabl* deactivat* suspend* paus* block blocks blocked blocking lock locks locked locking freez* toggl*"),
     ("reset", "reset* reboot* restart* restor*"),
-    ("pay", "pay pays paid paying"))
+    ("pay", "pay pays paid paying"),
+    # the two ways of a change that undo each other: "Please remove it." to "Shall I add a checked bag?" asks for a
+    # change, but not the one asked (``_OPPOSITES``)
+    ("add", "add adds added adding"),
+    ("remove", "remov* delet*"),
+    ("upgrade", "upgrad*"),
+    ("downgrade", "downgrad*"))
+# a request for one of a pair where the agent asked leave for the other, and not for it, is no yes (enabling and
+# disabling are kinds of their own, on and off, that share none)
+_OPPOSITES = (("add", "remove"), ("remove", "add"), ("upgrade", "downgrade"), ("downgrade", "upgrade"))
 # "turn it on", "switch off roaming": the particle, not the verb, names the kind
 _PARTICLE_KINDS = {"on": frozenset(("on",)), "off": frozenset(("off",))}
 _PHRASAL = frozenset(("turn", "turns", "turned", "turning", "switch", "switches", "switched", "switching"))
@@ -381,10 +390,16 @@ def may_affirm(text: str) -> bool:
     return not _YES_WORDS.isdisjoint(text.lower().translate(_BLANK_PUNCTUATION).split())
 
 
+def _opposed(requested: frozenset[str], asked: frozenset[str]) -> bool:
+    """A request for one of a pair of opposite changes (``_OPPOSITES``) where the other was asked and it was not."""
+    return any(a in requested and b in asked and a not in asked for a, b in _OPPOSITES)
+
+
 def affirmed(view: TraceView, i: int) -> bool:
     """The user's message at ``i`` says yes, once per message of a view: ``affirmative(view.texts[i][:2000])``, or a
     request to do what the agent's reply before it asked leave for (``request_kinds``, ``leave_asked``): an action of
-    a kind asked, or any where the request or the question names no kind. The confirmation rule and the first
+    a kind asked, or any where the request or the question names no kind; not the opposite of the change asked
+    ("Please remove it." to "Shall I add a checked bag?": ``_OPPOSITES``). The confirmation rule and the first
     write's proposal (``detectors.confirmed_proposal``) ask it of the same user messages (tau-bench airline: 284
     questions a labelling pass, 168 of them distinct, ~3 microseconds each), and the user who says yes and leaves
     (``environment.UserQuitDetector``) of the message that ends the run."""
@@ -401,7 +416,8 @@ def affirmed(view: TraceView, i: int) -> bool:
             reply = next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
                           and view.texts[j].strip()), "")
             asked = leave_asked(reply)
-            said = asked is not None and (not requested or not asked or not requested.isdisjoint(asked))
+            said = asked is not None and (not requested or not asked or not requested.isdisjoint(asked)
+                                          and not _opposed(requested, asked))
         memo[i] = said
     return said
 

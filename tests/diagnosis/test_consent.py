@@ -160,3 +160,36 @@ def test_a_telecom_request_for_another_action_is_no_yes(asked, answer, write, mo
     suspension."""
     monkeypatch.setitem(WRITES, write, TELECOM[write])
     assert _violations(asked, answer, write) == ["policy.confirmation"]
+
+
+BAGS = ("update_reservation_baggages", {"reservation_id": "ABC123", "total_baggages": 2})
+CABIN = ("update_reservation_flights", {"reservation_id": "ABC123", "cabin": "business"})
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I add a checked bag to ABC123?", "Please remove it.", "bags"),
+    ("Would you like me to add two checked bags to ABC123?", "Well, please remove them.", "bags"),
+    ("Would you like me to remove the second checked bag from ABC123?", "Please add it.", "bags"),
+    ("Shall I delete the extra bag from ABC123?", "Thanks, add it back.", "bags"),
+    ("Shall I upgrade ABC123 to business?", "Please downgrade it.", "cabin"),
+    ("Would you like me to downgrade ABC123 to economy?", "Great, upgrade it then.", "cabin")])
+def test_a_request_for_the_opposite_change_is_no_yes(asked, answer, write, monkeypatch):
+    """"Please remove it." to "Shall I add a checked bag?" asks to undo what was asked (before, both read only as a
+    change, so the one was the yes to the other)."""
+    monkeypatch.setitem(WRITES, "bags", BAGS)
+    monkeypatch.setitem(WRITES, "cabin", CABIN)
+    assert _violations(asked, answer, write) == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I add a checked bag to ABC123?", "Please add it.", "bags"),
+    ("Shall I add a checked bag to ABC123?", "Please change it.", "bags"),
+    ("Shall I add a checked bag to ABC123?", "Great, book it then.", "bags"),
+    ("Shall I remove the old bag and add the new one to ABC123?", "Please remove it.", "bags"),
+    ("Shall I remove the second bag from ABC123?", "Please delete it.", "bags"),
+    ("Shall I upgrade ABC123 to business?", "Perfect, upgrade it.", "cabin"),
+    ("Shall I upgrade ABC123 to business?", "Please make the change.", "cabin")])
+def test_a_request_for_the_same_change_or_one_of_no_way_stays_a_yes(asked, answer, write, monkeypatch):
+    monkeypatch.setitem(WRITES, "bags", BAGS)
+    monkeypatch.setitem(WRITES, "cabin", CABIN)
+    assert _violations(asked, answer, write) == []
