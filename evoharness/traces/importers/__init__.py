@@ -110,12 +110,11 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
                                          "try again once its first rollouts are done")
             own = _file_id(exclude) if exclude is not None else None  # written by now: the caller opened it
             if (latest := _demo_run_trajectories(p)) is not None:  # `demo --resume` added a run: read the latest
-                if exclude is None or (latest.resolve() != exclude and (own is None or _file_id(latest) != own)):
+                if _kept(latest, exclude, own):
                     yield latest
                 continue
             for f in _walk(p, on_unreadable):  # sorted(p.rglob("*"))'s order, without a Path per file held
-                if (f.is_file() and not f.name.startswith(".") and _is_trace_file(f)
-                        and (exclude is None or (f.resolve() != exclude and (own is None or _file_id(f) != own)))):
+                if f.is_file() and not f.name.startswith(".") and _is_trace_file(f) and _kept(f, exclude, own):
                     yield f
         elif p.is_file():
             yield p
@@ -220,10 +219,20 @@ def _run_directory(d: Path) -> bool:
                                                    for name in ("trajectories.jsonl", "summary.json", "run.lock"))
 
 
+def _kept(f: Path, exclude: Path | None, own: tuple[int, int] | None) -> bool:
+    """Whether ``f`` is not ``exclude`` (resolved) nor, by its file identity ``own``, a hard link to it."""
+    return exclude is None or (f.resolve() != exclude and (own is None or _file_id(f) != own))
+
+
+def _demo_directory(d: Path) -> bool:
+    """A demo's output directory: its summary.json beside the runs' state and the harness."""
+    return (d / "summary.json").is_file() and (d / "state" / "runs").is_dir() and (d / "harness").is_dir()
+
+
 def _demo_run_trajectories(d: Path) -> Path | None:
     """The trajectories.jsonl of the run a demo directory's summary.json names, the latest (`report`, `export-otel`
     read that one), when ``d`` is a demo directory and that file exists; None otherwise."""
-    if not ((d / "summary.json").is_file() and (d / "state" / "runs").is_dir() and (d / "harness").is_dir()):
+    if not _demo_directory(d):
         return None
     try:
         named = json.loads((d / "summary.json").read_text()).get("run_id")
@@ -241,7 +250,7 @@ def _run_record(f: Path) -> bool:
     d = f.parent
     if _run_directory(d):
         return True
-    return f.name == "summary.json" and (d / "state" / "runs").is_dir() and (d / "harness").is_dir()
+    return f.name == "summary.json" and _demo_directory(d)
 
 
 def _is_trace_file(f: Path) -> bool:
