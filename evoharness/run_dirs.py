@@ -87,23 +87,37 @@ def holds_run(path: Path) -> bool:
 
 
 def dir_run(path: Path, spec: str) -> Path:
-    """The run of a run directory (holds settings.json) or a demo output directory (summary.json, state/runs/)."""
+    """The run of a run directory (holds settings.json) or a demo output directory (``demo_run``), resolved."""
     if (path / "settings.json").is_file():
         return path.resolve()
-    if (path / "summary.json").is_file():  # a demo output directory
-        data = read_json(path / "summary.json")
-        # its own state/ first: a copied demo directory is its copy's run, not the original's (the
-        # recorded absolute run_dir named the original, so `ablate COPY` wrote into the original's run)
-        for cand in (path / "state" / "runs" / str(data.get("run_id")),
-                     Path(str((data.get("files") or {}).get("run_dir", "")))):
-            if str(cand) and (cand / "settings.json").is_file():
-                return cand.resolve()
-        raise InputError(spec, f"summary.json names run {data.get('run_id')!r} but its run directory is gone")
-    runs = sorted(p for p in (path / "state" / "runs").glob("run-*") if (p / "settings.json").is_file())
-    if len(runs) == 1:  # a demo still running: no summary.json yet
-        return runs[0].resolve()
-    if len(runs) > 1:
-        raise InputError(spec, "holds several runs (" + ", ".join(p.name for p in runs) + "); name one")
+    return demo_run(path, spec).resolve()
+
+
+def demo_run(path: Path, spec: str) -> Path:
+    """The run a demo output directory ``path`` holds (``spec``: how the user named it, for errors): the run its
+    summary.json's ``run_id`` names under ``path/state/runs`` (the latest: `demo --resume` adds a run and rewrites
+    summary.json), or, before summary.json is written (a demo still running), its one run there. Always under
+    ``path``: a copied or moved demo directory is the copy's run, never the absolute ``files.run_dir`` summary.json
+    recorded (the original's: gone, or another machine's; `ablate COPY` wrote into the original's run). `import`,
+    `diagnose`, `label`, `report`, `evaluate`, `ablate` and `export-otel` read a demo directory through this. An
+    unreadable summary.json, one naming no run or a run not there, several runs and no summary, or none: one
+    ``InputError``."""
+    runs = path / "state" / "runs"
+    if (path / "summary.json").is_file():
+        named = read_json(path / "summary.json").get("run_id")
+        if not isinstance(named, str) or not named or named != Path(named).name or named.startswith("."):
+            raise InputError(str(path / "summary.json"), f"names no run of {runs} (run_id {named!r})")
+        if not (runs / named).is_dir():
+            raise InputError(spec, f"summary.json names run {named!r} but its run directory is gone "
+                             f"(no {runs / named})")
+        return runs / named
+    found = sorted(p for p in runs.glob("*") if not p.name.startswith(".")
+                   and ((p / "settings.json").is_file() or (p / "trajectories.jsonl").is_file()))
+    if len(found) == 1:  # a demo still running: no summary.json yet
+        return found[0]
+    if len(found) > 1:
+        raise InputError(spec, "holds several runs (" + ", ".join(p.name for p in found) + "); name one: "
+                         f"{found[-1]}")
     raise InputError(spec, "not a run directory (no settings.json, summary.json or state/runs/run-*)")
 
 

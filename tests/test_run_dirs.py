@@ -4,6 +4,8 @@ directory only, and `diagnose run-abc` said 'run-abc: no such file or directory'
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 from evoharness.cli import main
 from evoharness.traces.builder import TraceBuilder
@@ -129,3 +131,52 @@ def test_import_refuses_a_run_id_naming_the_runs_file_and_still_reads_no_setting
     (cwd / "evoharness.toml").write_text("[run\n")  # broken: a path is imported without reading it
     (cwd / "traces.jsonl").write_text((run / "trajectories.jsonl").read_text())
     assert main(["import", "traces.jsonl", "-o", "again.jsonl"]) == 0, capsys.readouterr().err
+
+
+def _copied_demo(tmp_path):
+    """A demo directory (``finished_run``) copied to ``tmp_path/copy``, the copy's run cut to 3 trajectories so
+    the two runs read differently; the original stays where it was, as summary.json's ``files.run_dir`` records."""
+    from tests.reports.conftest import finished_run
+
+    settings, outcome = finished_run(tmp_path / "demo")
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "demo", copy)
+    run = copy / "state" / "runs" / outcome.run_id
+    kept = (run / "trajectories.jsonl").read_text().splitlines(keepends=True)[:3]
+    (run / "trajectories.jsonl").write_text("".join(kept))
+    return copy, run, outcome.run_dir
+
+
+_EVERY_COMMAND = (["import", "copy", "-o", "i.jsonl"], ["diagnose", "copy", "--json"],
+                  ["label", "copy", "-o", "l.jsonl"], ["report", "copy", "--out", "rep"],
+                  ["export-otel", "copy", "-o", "o.jsonl"])
+
+
+def test_a_copied_demo_directory_is_the_copys_run_in_every_command(tmp_path, capsys, monkeypatch):
+    """import / diagnose / label read a demo directory's run through the importer, report and export-otel through
+    run_dirs, and each had its own rule: report fell back to summary.json's absolute files.run_dir (the original's
+    run, perhaps gone or another machine's) when the copy's own was missing, import / diagnose / label walked the
+    whole directory on a bad summary.json. One rule now (``run_dirs.demo_run``): the copy's own run, or one
+    error line naming the copy, the same in every command."""
+    copy, run, original = _copied_demo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    for argv in _EVERY_COMMAND:
+        assert main(argv) == 0, (argv, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    assert "wrote 3 trajectories" in out and "wrote 3 labels" in out and "exported 3 trajectories" in out, out
+    assert len((tmp_path / "i.jsonl").read_text().splitlines()) == 3
+    assert str(original) not in (tmp_path / "rep" / "report.md").read_text()
+    # the copy's run gone (a partial copy), the original still there: every command says so, none reads it
+    shutil.rmtree(run)
+    for argv in _EVERY_COMMAND:
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: copy: summary.json names run {run.name!r} but its run directory is gone "
+            f"(no {Path('copy') / 'state' / 'runs' / run.name})"], argv
+    # a summary.json that cannot be read: one error line naming it in every command, no run guessed
+    (copy / "summary.json").write_text("{")
+    for argv in _EVERY_COMMAND:
+        assert main(argv) == 2, argv
+        [err] = capsys.readouterr().err.splitlines()
+        assert err.startswith(f"error: {Path('copy') / 'summary.json'}: unreadable: "), (argv, err)

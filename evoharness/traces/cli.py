@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -135,23 +134,16 @@ def export_otel(
 
 
 def _run_dir(source: Path) -> Path:
-    """The run directory ``source`` names: itself (it holds trajectories.jsonl), or a demo directory's run (its
-    summary.json's ``run_id`` under state/runs, else its one run there), as `diagnose` and `report` read one."""
+    """The run directory ``source`` names: itself (it holds trajectories.jsonl), or a demo directory's run
+    (``run_dirs.demo_run``, as `diagnose` and `report` read one)."""
+    from evoharness.run_dirs import demo_run
+
     if (source / "trajectories.jsonl").is_file():
         return source
-    runs = sorted(p for p in (source / "state" / "runs").glob("*") if (p / "trajectories.jsonl").is_file())
-    try:
-        named = json.loads((source / "summary.json").read_text()).get("run_id")
-    except (OSError, ValueError, AttributeError):
-        named = None
-    latest = [p for p in runs if p.name == named] or (runs if len(runs) == 1 else [])
-    if latest:
-        return latest[0]
-    if runs:
-        raise InputError(str(source), "holds several runs (" + ", ".join(p.name for p in runs) + "); name one: "
-                         f"{source / 'state' / 'runs' / runs[-1].name}")
-    raise InputError(str(source), "not a run directory (no trajectories.jsonl) nor a demo directory "
-                     "(no state/runs/<run-id>/trajectories.jsonl)")
+    run = demo_run(source, str(source))
+    if not (run / "trajectories.jsonl").is_file():
+        raise InputError(str(run), "a run that has written no trajectories yet (no trajectories.jsonl)")
+    return run
 
 
 def register(app: typer.Typer) -> None:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.run_dirs import demo_run
 from evoharness.traces.importers import (
     ag2,
     agentrx,
@@ -230,18 +231,17 @@ def _demo_directory(d: Path) -> bool:
 
 
 def _demo_run_trajectories(d: Path) -> Path | None:
-    """The trajectories.jsonl of the run a demo directory's summary.json names, the latest (`report`, `export-otel`
-    read that one), when ``d`` is a demo directory and that file exists; None otherwise."""
+    """The trajectories.jsonl of the run a demo directory ``d`` holds (``run_dirs.demo_run``: the one its
+    summary.json names, the latest, under ``d`` itself; `report` and `export-otel` read that one), None when ``d``
+    is no demo directory. A demo directory whose run cannot be told, or whose run has no trajectories yet, is an
+    ``InputError``: its runs read together would be a mixture no other command reads."""
     if not _demo_directory(d):
         return None
-    try:
-        named = json.loads((d / "summary.json").read_text()).get("run_id")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if not isinstance(named, str) or not named or named != Path(named).name or named.startswith("."):
-        return None
-    f = d / "state" / "runs" / named / "trajectories.jsonl"
-    return f if f.is_file() else None
+    run = demo_run(d, str(d))
+    if not (run / "trajectories.jsonl").is_file():
+        raise InputError(str(run), "a run that has written no trajectories yet (no trajectories.jsonl): "
+                                   "try again once its first rollouts are done")
+    return run / "trajectories.jsonl"
 
 
 def _run_record(f: Path) -> bool:
