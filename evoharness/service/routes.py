@@ -25,6 +25,7 @@ from evoharness.graph.runner import RUN_ID, runs_dir
 from evoharness.harness_repo.review import Status as CandidateStatus
 from evoharness.service.auth import require_token, require_token_for_reads
 from evoharness.service.bad_request import not_json
+from evoharness.traces import jsontext
 from evoharness.traces.models import Trajectory
 from evoharness.untrusted import control_character, some_keys
 
@@ -291,8 +292,8 @@ async def ingest(request: Request, format: Annotated[str, Query(
         good = await run_in_threadpool(_parse_fast, body)
         if good is not None and len(good) <= cfg.max_batch:
             return await _store(request, good, t0)
-    try:  # the slow path finds and names what is wrong
-        records = json.loads(body)
+    try:  # the slow path finds and names what is wrong; half a surrogate pair read as U+FFFD, as `import` reads it
+        records = jsontext.loads(body)
     except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, a >4,300-digit integer, nested too deeply
         if isinstance(e, json.JSONDecodeError | UnicodeDecodeError) and (n := _json_lines(body)) is not None:
             # a run's trajectories.jsonl, what `evoharness import` writes
@@ -325,7 +326,7 @@ def _json_lines(body: bytes) -> int | None:
     """How many records, when ``body`` is JSON Lines of objects (blank lines allowed); else None. Lines end at a
     newline only, as the store's reader splits them (str.splitlines broke a string holding U+2028 or U+0085)."""
     try:
-        lines = [json.loads(x) for x in body.split(b"\n") if x.strip()]
+        lines = [jsontext.loads(x) for x in body.split(b"\n") if x.strip()]
     except (ValueError, RecursionError):
         return None
     return len(lines) if len(lines) > 1 and all(isinstance(x, dict) for x in lines) else None

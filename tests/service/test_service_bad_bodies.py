@@ -279,3 +279,33 @@ def test_an_export_refused_for_asking_held_out_tasks_is_422_however_it_is_worded
     monkeypatch.setattr(export, "export_dataset", refuse)
     r = client.post("/datasets/export", json={"source": "healthy"}, headers=AUTH)
     assert r.status_code == 422 and "kept for evaluation" in r.json()["error"], r.text
+
+
+@pytest.mark.parametrize("fmt", ["canonical", "auto"])
+def test_a_lone_surrogate_escape_in_a_batch_is_read_as_import_reads_it_not_a_500(client, fmt):
+    """A writer that cut a string by UTF-16 units leaves half a pair (``"\\ud83d"``). The canonical batch's slow
+    path parsed it with ``json.loads`` into a string no UTF-8 encoder takes: the 422 naming the record's id was a
+    500 (UnicodeEncodeError in the response) and the next request on the connection was reset. It is read as
+    U+FFFD, as `evoharness import` and ``?format=auto`` read it, and the batch is stored."""
+    import json
+
+    from tests.service.helpers import trajectory
+
+    body = json.dumps([trajectory(f"half-{fmt}-\ud83d")], ensure_ascii=True).encode()
+    assert b"\\ud83d" in body
+    r = client.post(f"/trajectories?format={fmt}", content=body, headers=JSON)
+    assert r.status_code == 200 and r.json()["stored"] == 1
+    back = client.get(f"/trajectories/half-{fmt}-\ufffd", headers=AUTH)
+    assert back.status_code == 200 and back.json()["id"] == f"half-{fmt}-\ufffd"
+
+
+def test_a_refused_record_whose_id_holds_a_lone_surrogate_is_a_422_naming_it(client):
+    import json
+
+    from tests.service.helpers import trajectory
+
+    bad = {**trajectory("cut-\ud83d"), "score": 7}
+    r = client.post("/trajectories", content=json.dumps([bad], ensure_ascii=True).encode(), headers=JSON)
+    assert r.status_code == 422
+    assert r.json()["errors"][0] == {"index": 0, "field": "score", "error": "Input should be less than or equal to 1",
+                                     "id": "cut-\ufffd"}
