@@ -167,6 +167,11 @@ def camel(name: str) -> str:
     return head + "".join(w.title() for w in rest)
 
 
+def joined(name: str) -> str:
+    """The name as one lower-case word, no separator (``searchflights``, ``transfertohumanagents``)."""
+    return name.replace("_", "").lower()
+
+
 def namespaced(name: str) -> str:
     return f"mcp__airline__{name}"
 
@@ -548,6 +553,7 @@ TAU_SETS = ("tau-airline",)
 SWE_SETS = ("swe-mini", "swe-fresh")
 CHECKS = (
     Check("tool names camelCase", TAU_SETS, lambda t: rename_tools(t, camel)),
+    Check("tool names one lower-case word (searchflights)", TAU_SETS, lambda t: rename_tools(t, joined)),
     Check("tool names namespaced (mcp__airline__*)", TAU_SETS, lambda t: rename_tools(t, namespaced)),
     Check("tool names synonyms (retrieve_customer_details)", TAU_SETS, lambda t: rename_tools(t, synonyms)),
     Check("tool names synonyms (show_profile_details)", TAU_SETS, lambda t: rename_tools(t, synonyms_2)),

@@ -387,12 +387,6 @@ _CHECKS = frozenset(("test", "tests", "check", "checks", "diagnostic", "diagnost
                      "scan", "scans"))
 
 
-# a name written as one lower-case word that opens with a reading verb (``getcwd``, ``listdir``, ``readfile``,
-# ``searchflights``): READ_ONLY_TOOL's whole-word rule cannot see its words, and a name with a separator or a capital
-# shows them. ``check`` is not among the verbs: ``checkin`` / ``checkout`` change state
-_JOINED_READ = re.compile(r"(?:get|find|list|search|read|view|lookup|query|fetch|describe|show)[a-z]+")
-
-
 # a name that reads first and then acts says so in a later clause: after ``and`` / ``or`` / ``then``
 # (``validate_and_submit_order``, ``get_or_create_user``, ``fetch_report_then_upload``), whose verb is one of
 # WRITE_VERBS. After the verb's object ``and`` may join nouns (``get_user_and_order_details``), so a verb that is as
@@ -448,14 +442,88 @@ def _acts_later(words: list[str]) -> bool:
     return False
 
 
+# a name written as one lower-case word (``searchflights``, ``getpriceandchange``, ``cancelreservation``,
+# ``transfertohumanagents``): no separator and no capital shows its words, so they are read off a small vocabulary of
+# action verbs (``_joined_words``). The verbs that may open such a name and read: READ_ONLY_TOOL's and READ_VERBS'
+# less those that open as many nouns (``check``: checkin / checkout; ``stat``: status, station; ``see``: seed;
+# ``count``: country, counter; ``can``: canvas, candidate; and the coding agents' whole-name tools); a verb of
+# WRITE_VERBS, _ACTS_AS_VERB or HANDOFF_VERBS opens it where it is the longer prefix (``issue`` over ``is``,
+# ``cancel`` over ``can``). Any other opening is no verb: the name writes, as a name of other words does
+_JOINED_READ_VERBS = frozenset((
+    "get", "find", "list", "search", "read", "view", "lookup", "query", "fetch", "describe", "show", "calculate",
+    "retrieve", "inspect", "browse", "compute", "estimate", "display", "preview", "verify", "validate", "is", "has",
+    "exists", "compare", "analyze", "analyse", "summarize", "summarise", "explain", "locate", "scan", "evaluate",
+    "assess", "measure", "translate", "parse", "extract", "detect", "diff", "test", "does"))
+# a verb after a conjunction that ends the name in one of these, or is followed by one of the others, is a noun's
+# start, no act: ``getauthorupdates``, ``getcolorsettings``, ``getpriceandchangelog``
+_NOUN_ENDINGS = frozenset(("s", "es", "d", "ed"))
+_NOUN_OPENINGS = ("ing", "ting", "er", "ter", "log")
+
+
+def _joined_verb(text: str, verbs: frozenset[str]) -> str:
+    """The longest word of ``verbs`` that opens ``text`` ("" if none; the words are 2 to 16 letters long)."""
+    for n in range(min(len(text), 16), 1, -1):
+        if text[:n] in verbs:
+            return text[:n]
+    return ""
+
+
+def _joined_words(own: str) -> list[str] | None:
+    """A name written as one lower-case word (``[a-z][a-z0-9]*``) in words, as ``reads_by_name`` reads a name's: the
+    opening verb (the longest of ``_JOINED_VERBS`` that opens it), and then the first clause that acts (the object,
+    the conjunction ``and`` / ``or`` / ``then``, the clause's verb and what follows: ``getpriceandchange`` -> get,
+    price, and, change; ``getorcreateuser`` -> get, or, create, user), else the rest as one word. None for a name
+    that is no such word or opens with no such verb. A conjunction counts right after the opening verb or after an
+    object of three letters or more (``handset``, ``brandupdate``, ``standard`` hold "and" in a short word), with a
+    verb of ``_CLAUSE_VERBS`` after it that is no noun's start (``_NOUN_ENDINGS``, ``_NOUN_OPENINGS``); a last word
+    of ``_READ_HEADS`` is split off what follows the verb (``getinstallandupdatelogs`` reads)."""
+    if not (own.isascii() and own.isalnum() and own.islower() and own[0].isalpha()):
+        return None
+    verb = _joined_verb(own, _JOINED_VERBS)
+    if not verb:
+        return None
+    rest = own[len(verb):]
+    found = sorted((at, conj) for conj in _CONJUNCTIONS for at in range(len(rest)) if rest.startswith(conj, at))
+    for at, conj in found:
+        if 0 < at < 3:
+            continue
+        after = rest[at + len(conj):]
+        act = _joined_verb(after, _CLAUSE_VERBS)
+        tail = after[len(act):]
+        if not act or tail in _NOUN_ENDINGS or tail.startswith(_NOUN_OPENINGS):
+            continue
+        head = next((h for h in _READ_HEADS if tail.endswith(h)), "")
+        words = [verb, rest[:at], conj, act, tail[:len(tail) - len(head)], head]
+        words = [w for w in words if w]
+        if _acts_later(words):
+            return words
+    return [verb, rest] if rest else [verb]
+
+
+def _joined_handoff(own: str) -> bool:
+    """``is_handoff`` of a name written as one lower-case word: a verb of ``HANDOFF_VERBS`` (``handoff`` and
+    ``handover`` for ``hand``) followed by nothing or by words of ``HANDOFF_TO`` alone (``transfertohumanagents``,
+    ``escalatetosupervisor``, ``transfercall``; not ``transferfunds``, ``transfertokens``, ``transferrepayment``)."""
+    verb = _joined_verb(own, _JOINED_HANDOFF_VERBS)
+    rest = own[len(verb):]
+    while verb and rest:
+        word = _joined_verb(rest, HANDOFF_TO)
+        if not word:
+            return False
+        rest = rest[len(word):]
+    return bool(verb)
+
+
 def reads_by_name(name: str) -> bool:
     """A tool its name says only reads: the name (less a namespace, ``_NAMESPACE``) opens with a word of
-    ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``, runs a check (``_RUN_VERBS`` ... ``_CHECKS``), or is one
-    lower-case word opening with a reading verb (``_JOINED_READ``), and does not go on to act (``_acts_later``:
-    ``validate_and_submit_order`` writes)."""
+    ``READ_ONLY_TOOL`` or with a verb of ``READ_VERBS``, or runs a check (``_RUN_VERBS`` ... ``_CHECKS``), and does
+    not go on to act (``_acts_later``: ``validate_and_submit_order`` writes); a name written as one lower-case word is
+    read in the words ``_joined_words`` finds (``searchflights`` reads, ``getpriceandchange`` writes)."""
     own = _NAMESPACE.sub("", name)
-    if _JOINED_READ.fullmatch(own) is not None:
-        return True
+    joined = _joined_words(own)
+    if joined is not None and (joined[0] in _JOINED_READ_VERBS
+                               or joined[0] in _RUN_VERBS and own.endswith(_CHECK_ENDINGS)):
+        return not _acts_later(joined)
     words = [w.lower() for w in _NAME_WORDS.findall(own)]
     if READ_ONLY_TOOL.match(own) is None and (not words or words[0] not in READ_VERBS) \
             and (len(words) < 2 or words[0] not in _RUN_VERBS or words[-1] not in _CHECKS):
@@ -472,6 +540,11 @@ HANDOFF_TO = frozenset((
     "to", "human", "humans", "agent", "agents", "person", "people", "operator", "operators", "supervisor",
     "supervisors", "representative", "representatives", "rep", "staff", "support", "specialist", "manager",
     "expert", "team", "live", "call", "chat", "conversation", "session"))
+# the vocabularies a name written as one lower-case word is read with (``_joined_words``, ``_joined_handoff``)
+_JOINED_VERBS = _JOINED_READ_VERBS | WRITE_VERBS | _ACTS_AS_VERB | HANDOFF_VERBS | _RUN_VERBS
+_CLAUSE_VERBS = WRITE_VERBS | _ACTS_AS_VERB
+_JOINED_HANDOFF_VERBS = frozenset(("transfer", "escalate", "handoff", "handover"))
+_CHECK_ENDINGS = tuple(_CHECKS)
 
 
 @lru_cache(maxsize=4096)
@@ -479,7 +552,10 @@ def is_handoff(name: str) -> bool:
     """A hand-off tool: its name (less a namespace) opens with a verb of ``HANDOFF_VERBS`` (``hand`` with ``over`` or
     ``off``) followed by nothing or by a word of ``HANDOFF_TO`` (``transfer_to_human_agents``, ``escalate``,
     ``transferCall``; not ``transfer_funds``)."""
-    words = [w.lower() for w in _NAME_WORDS.findall(_NAMESPACE.sub("", name))]
+    own = _NAMESPACE.sub("", name)
+    if own.isalpha() and own.islower() and own.isascii() and _joined_handoff(own):
+        return True
+    words = [w.lower() for w in _NAME_WORDS.findall(own)]
     if not words or words[0] not in HANDOFF_VERBS:
         return False
     rest = words[1:]

@@ -88,6 +88,38 @@ def test_a_name_written_as_one_lower_case_word_opening_with_a_reading_verb_only_
 
 
 @pytest.mark.parametrize("name", [
+    "isrefundable", "retrievecustomerdetails", "doesuserexist", "hasaccess", "runspeedtest", "performdiagnostics",
+    "calculatetotal", "extracttext", "mcp__shop__retrieveorder",
+    # a conjunction's letters inside a noun, or a write verb that is a noun's start there: no clause that acts
+    "getorderandreturnstatus", "getinstallandupdatelogs", "getcolorsettings", "getauthorupdates", "gethandsetinfo",
+    "getbrandupdate", "getorders", "getpriceandchangelog"])
+def test_a_name_written_as_one_word_is_read_by_its_words(name):
+    """One lower-case word opening with a reading verb (``isrefundable``, ``runspeedtest``): only ``get`` ... ``show``
+    opened such a name, so these were writes, a look-up with no yes broke a confirmation policy. Nor does "and" or
+    "or" inside a noun (``handset``, ``color``) open a clause that acts."""
+    assert not _one_call(name)
+
+
+@pytest.mark.parametrize("name", [
+    "getpriceandchange", "getorcreateuser", "fetchreportthenupload", "getuserandupdateprofile", "findandreplace",
+    "getflightsandchangedates", "verifyandtransferfunds", "extractarchive", "cancelreservation", "sendmoney",
+    "updatescheduledtransaction", "bookhotel", "transferfunds", "transfertokens", "mcp__bank__getbalancethenpay"])
+def test_a_name_written_as_one_word_that_acts_writes(name):
+    """A one-word name that reads and then acts (``getpriceandchange``: it changes the price) was read by its first
+    verb alone, a read: a change with no yes broke no policy."""
+    assert _one_call(name)
+
+
+@pytest.mark.parametrize("name, handoff", [
+    ("transfertohumanagents", True), ("escalatetosupervisor", True), ("handofftohuman", True), ("transfercall", True),
+    ("transfer", True), ("transferfunds", False), ("transfertokens", False), ("transferrepayment", False)])
+def test_a_hand_off_written_as_one_word(name, handoff):
+    """``transfertohumanagents`` (tau-bench's tool as one word) was a write, asked the user's yes: 7 of 182 airline
+    runs moved to a policy violation at the hand-off (label_invariance.py's "one lower-case word" row)."""
+    assert is_handoff(name) is handoff
+
+
+@pytest.mark.parametrize("name", [
     "validate_and_submit_order", "validateAndSubmitOrder", "get_or_create_user", "find_and_replace_text",
     "verify_and_transfer_funds", "fetch_report_then_upload", "check_availability_and_book_room",
     "mcp__shop__lookup_order_then_cancel", "extract_archive", "extract_zip_to_folder", "extract_files_into",
