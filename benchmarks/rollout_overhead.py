@@ -105,12 +105,13 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
     report for their children, themselves and their start), the warm children's page faults and the model
     calls that went through the gateway (its per-rollout counts); ``restart``: stop warm workers before the
     timed run; ``prepared`` (in-process): the harness's template compiled and policies parsed once beforehand,
-    as a fork server does for its children (``agent.harness.prepare``), forgotten again afterwards."""
+    as a fork server does for its children and the in-process executor by default (``agent.harness.prepare``),
+    forgotten again afterwards; without it every in-process rollout compiles them (``prepare=False``)."""
     from evoharness.agent import harness as prepared_memo
 
     env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
     with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers, env=env,
-                       batch_size=args.batch, warm=warm, warm_fork=warm_fork) as ex:
+                       batch_size=args.batch, warm=warm, warm_fork=warm_fork, prepare=False) as ex:
         # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
         # slot (a batch each at once), so that 2 workers vs 1 compares the same state, not a start against none
         ex.run(reqs[:(workers - 1) * args.batch + 1])

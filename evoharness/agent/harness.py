@@ -45,9 +45,10 @@ _PY_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 # The parsed forms of harness templates and policies a warm worker's fork server prepared (``prepare``)
 # for the tree it shows, so that each forked rollout does not compile the template and parse the YAML
-# again (two thirds of a synthetic rollout's own CPU). Keyed by the exact text: a rollout uses an entry
-# only when the file it reads holds that text, and gets what parsing it would give -- the template
-# compiled by the same environment factory (rendering keeps no state in it), a deep copy of the policies.
+# again (two thirds of a synthetic rollout's own CPU); the in-process executor prepares them too. Keyed by
+# the exact text: a rollout uses an entry only when the file it reads holds that text, and gets what parsing
+# it would give -- the template compiled by the same environment factory (rendering keeps no state in it),
+# a deep copy of the policies.
 _PREPARED_TEMPLATES: dict[str, Any] = {}
 _PREPARED_POLICIES: dict[str, dict[str, Any]] = {}
 PREPARED_KEEP = 8  # entries of each kind (the least recently prepared go first)
@@ -127,9 +128,10 @@ def load_policies(path: Path) -> dict[str, Any]:
 def prepare(root: Path | str) -> bool:
     """Compile ``root``'s prompt template and parse its ``policies.yaml`` into the prepared entries (see
     ``_PREPARED_TEMPLATES``); True when one was added. Only a fork server calls it, on the tree it shows,
-    before forking a rollout. Runs no harness code and never raises: a file that is not a small regular
-    file, a template that does not compile, YAML with anchors or aliases (which can expand without bound)
-    or policies that do not parse are left to the rollout, which reads and reports them as it always did."""
+    before forking a rollout, and the in-process executor before each rollout (``LocalExecutor(prepare=)``).
+    Runs no harness code and never raises: a file that is not a small regular file, a template that does not
+    compile, YAML with anchors or aliases (which can expand without bound) or policies that do not parse are
+    left to the rollout, which reads and reports them as it always did."""
     root = Path(root)
     added = False
     template = _small_text(root / "prompts" / "system.md", DEFAULT_SYSTEM_PROMPT)
@@ -164,8 +166,8 @@ def prepare(root: Path | str) -> bool:
 def prepare_code(root: Path | str) -> bool:
     """Compile the harness modules of ``root`` (each ``middleware/*.py`` and ``tools/*.py`` that is a regular file of
     at most ``PREPARED_MAX_BYTES``) into ``_PREPARED_CODE``; True when one was added. Like ``prepare``: only a fork
-    server calls it, before forking; it runs no harness code (``compile`` only) and never raises -- a module that
-    does not compile is left to the rollout, which reports it as it always did."""
+    server calls it, before forking, and the in-process executor; it runs no harness code (``compile`` only) and
+    never raises -- a module that does not compile is left to the rollout, which reports it as it always did."""
     added = False
     for path in [*_py_files(Path(root) / "middleware"), *_py_files(Path(root) / "tools")]:
         data = _small_bytes(path)

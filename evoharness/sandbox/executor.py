@@ -96,7 +96,11 @@ class LocalExecutor:
     """Runs rollouts of one harness repo on one environment with one model, ``workers`` at a time.
 
     ``sandbox=None`` runs the agent in this process (``evoharness.agent.runner.run_rollout``):
-    no isolation and no limits, for tests and overhead measurements only.
+    no isolation and no limits, for tests and overhead measurements only. There ``prepare`` (the default)
+    compiles each tree's template, parses its policies and compiles its modules once per text before its
+    rollouts, as a warm worker's fork server does (``agent.harness.prepare``, ``prepare_code``: each rollout
+    gets what parsing afresh would give and still runs the modules afresh); ``prepare=False`` leaves that to
+    every rollout (the overhead benchmark's unprepared row).
     The worker command: ``worker`` if given (``{harness}`` in it is replaced by the path the
     sandbox shows the harness at); else, when the commit's ``harness.toml`` says
     ``agent.kind = "command"``, that shell command run in the checkout with a task file and the
@@ -116,7 +120,7 @@ class LocalExecutor:
                  on_result: Callable[[int, Trajectory], None] | None = None, batch_size: int = 1,
                  gateway: GatewayConfig | None = None, upstream: Upstream | None = None,
                  owns_sandbox: bool = False, warm: bool = True, warm_idle_s: float = 60.0,
-                 warm_fork: str = "batch") -> None:
+                 warm_fork: str = "batch", prepare: bool = True) -> None:
         if workers < 1 or batch_size < 1:
             raise ValueError("workers must be >= 1")
         self.checkouts = CheckoutCache(harness_repo_path)
@@ -145,6 +149,8 @@ class LocalExecutor:
         self.scorer = HostScorer(env_spec)  # scores every rollout here, by replay, outside the sandbox
         self._seals: dict[int, str] = {}  # id(request) -> the seal its worker's output must carry
         self._seals_lock = threading.Lock()
+        self.prepare = prepare  # in-process: the tree's template, policies and modules made once per text
+        self._prepare_lock = threading.Lock()  # the memo is one per process, rollout threads share it
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -435,8 +441,13 @@ class LocalExecutor:
         return payload
 
     def _in_process(self, req: RolloutRequest, tree: Path, sha: str | None) -> Trajectory:
+        from evoharness.agent.harness import prepare, prepare_code
         from evoharness.agent.runner import run_rollout
 
+        if self.prepare:  # once per text (both never raise: what does not compile is left to the rollout)
+            with self._prepare_lock:
+                prepare(tree)
+                prepare_code(tree)
         start = time.monotonic()
         calls: list = []
         try:

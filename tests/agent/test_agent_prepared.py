@@ -124,3 +124,42 @@ def test_prepared_module_code_runs_afresh_per_load_and_only_for_the_same_bytes(t
     mod.unlink()
     os.mkfifo(mod)  # never opened for reading
     assert not H.prepare_code(root)
+
+
+def test_in_process_rollouts_compile_a_template_once_and_read_as_if_compiled_afresh(tmp_path, monkeypatch):
+    """The in-process executor prepares each tree as a fork server does (``LocalExecutor(prepare=True)``, the
+    default): 8 rollouts of one commit compile its template once, not 8 times, and every trajectory is the one a
+    rollout compiling its own template gives (``prepare=False``), a harness with a middleware module included."""
+    from evoharness import untrusted
+    from evoharness.sandbox.api import RolloutRequest
+    from evoharness.sandbox.executor import LocalExecutor
+
+    monkeypatch.setattr(H, "_PREPARED_CODE", {})
+    repo = init_harness(tmp_path / "h")
+    (repo.path / "middleware" / "count.py").write_text(
+        "RUNS = []\ndef before_model(messages, ctx):\n    RUNS.append(1)\n    return None\n")
+    repo.repo.index.add(["middleware/count.py"])
+    commit = repo.repo.index.commit("a middleware with module state").hexsha
+    compiled = []
+    made = untrusted.template_environment
+
+    def counting():
+        env = made()
+        real = env.from_string
+        env.from_string = lambda source, *a, **kw: compiled.append(source) or real(source, *a, **kw)
+        return env
+
+    monkeypatch.setattr(untrusted, "template_environment", counting)
+    reqs = [RolloutRequest(task_id=t, harness_commit=commit, seed=s) for t in ("contact_0", "status_A-101")
+            for s in range(4)]
+    runs = {}
+    for prepare in (False, True):
+        compiled.clear()
+        H._PREPARED_TEMPLATES.clear()
+        with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None, workers=2, prepare=prepare) as ex:
+            trajs = ex.run(reqs)
+        assert not [t.meta.get("rollout_failure") for t in trajs if t.meta.get("rollout_failure")]
+        runs[prepare] = ([t.model_dump(exclude={"id", "meta", "usage", "started_at", "ended_at"}) for t in trajs],
+                         len(compiled))
+    assert runs[False][1] == len(reqs) and runs[True][1] == 1  # compiled per rollout, then once per text
+    assert runs[True][0] == runs[False][0]  # the same messages, answers and scores
