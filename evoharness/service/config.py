@@ -48,6 +48,7 @@ class ServiceConfig(BaseModel):
     body_timeout_s: float = Field(
         60.0, gt=0, le=3600, description="An admitted request must have sent its whole body within this many "
         "seconds (408 otherwise), so slow or stalled clients cannot hold the max_in_flight slots.")
-    max_body_mb: float = Field(64.0, gt=0, description="Largest request body accepted, in MiB (413 above).")
+    max_body_mb: float = Field(64.0, gt=0, description="Largest request body accepted, in MiB (413 above); a gzip "
+                                                        "body is held to it once inflated too.")
     protect_reads: bool = Field(False, description="Also require the bearer token on read endpoints "
                                 "(GET /runs, /candidates, /composition, /metrics). /health stays open.")

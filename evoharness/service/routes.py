@@ -282,6 +282,11 @@ async def ingest(request: Request, format: Annotated[str, Query(
             raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
         chunks.append(chunk)
     body = b"".join(chunks)
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        body = _inflated(body, encoding, limit, cfg.max_body_mb)
+        if isinstance(body, str):
+            return _invalid(request, body)
     if format != "canonical":
         return await _ingest_imported(request, body, format, source, t0)
     if s.ingest_pool is not None:  # service.workers > 1: parsed, labelled and committed in a worker process
@@ -320,6 +325,32 @@ async def ingest(request: Request, format: Annotated[str, Query(
                         + (f" ({len(errors)} invalid records; nothing stored)" if len(errors) > 1
                            else " (nothing stored)") + _format_hint(records), errors)
     return await _store(request, good, t0)
+
+
+def _inflated(body: bytes, encoding: str, limit: int, limit_mb: float) -> bytes | str:
+    """A ``Content-Encoding: gzip`` body inflated, never past ``limit`` bytes (a small body must not inflate into
+    gigabytes: 413); a body that is not gzip, or another encoding, is what is wrong with it (str)."""
+    import zlib
+
+    if encoding not in ("gzip", "x-gzip"):
+        return (f"body is sent with Content-Encoding: {encoding[:40]}, which this service does not read: send it "
+                "uncompressed or as gzip")
+    out, rest = bytearray(), body
+    while True:  # one gzip member after another (`cat a.gz b.gz` is gzip too)
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            out += inflater.decompress(rest, limit + 1 - len(out))
+        except zlib.error as e:
+            return f"body is not gzip data (Content-Encoding: {encoding}): {e}"
+        if len(out) > limit:
+            raise HTTPException(413, f"body over service.max_body_mb ({limit_mb:g} MiB) once inflated "
+                                     f"(Content-Encoding: {encoding})")
+        if not inflater.eof:
+            return (f"body is not gzip data (Content-Encoding: {encoding}): it ends before its gzip stream does "
+                    "(cut short?)")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
 
 
 def _json_lines(body: bytes) -> int | None:
