@@ -48,6 +48,13 @@ def _where(body: Any, pos: int) -> str:
     return f"at line {line}, column {column} (near {near!r})"
 
 
+def _reason(msg: str) -> str:
+    """json's reason, lower-cased, less the dangling 'at' of 'Unterminated string starting at' (json gives the
+    position apart; the message said 'unterminated string starting at; expected ...')."""
+    msg = msg.rstrip(".").removesuffix(" starting at").removesuffix(" at")
+    return f"{msg[:1].lower()}{msg[1:]}"
+
+
 def _message(error: dict[str, Any], request: Any, body: Any, want: str) -> tuple[str, str]:
     """(field, message) for one of FastAPI's validation errors."""
     loc = tuple(error.get("loc") or ())
@@ -55,8 +62,8 @@ def _message(error: dict[str, Any], request: Any, body: Any, want: str) -> tuple
     hint = f"; expected {want}" if want else ""
     if kind == "json_invalid" and loc[:1] == ("body",):
         pos = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else 0
-        reason = str((error.get("ctx") or {}).get("error") or "not JSON").rstrip(".")
-        return "body", f"body is not valid JSON {_where(body, pos)}: {reason[:1].lower()}{reason[1:]}{hint}"
+        reason = str((error.get("ctx") or {}).get("error") or "not JSON")
+        return "body", f"body is not valid JSON {_where(body, pos)}: {_reason(reason)}{hint}"
     if loc == ("body",) and kind == "missing":
         return "body", f"body is empty{hint}"
     if loc == ("body",) and kind in _NOT_AN_OBJECT:
@@ -95,7 +102,7 @@ def not_json(cause: BaseException | None, want: str) -> str | None:
     what was expected, '' when unknown); None when that is not a parse failure we know."""
     hint = f"; expected {want}" if want else ""
     if isinstance(cause, json.JSONDecodeError):  # FastAPI's own json_invalid is worded in `_message`, as here
-        return f"body is not valid JSON {_where(cause.doc, cause.pos)}: {cause.msg[:1].lower()}{cause.msg[1:]}{hint}"
+        return f"body is not valid JSON {_where(cause.doc, cause.pos)}: {_reason(cause.msg)}{hint}"
     if isinstance(cause, UnicodeDecodeError):
         return f"body is not UTF-8 text (byte {cause.start + 1} is {cause.object[cause.start:cause.start + 1]!r}){hint}"
     if isinstance(cause, RecursionError):

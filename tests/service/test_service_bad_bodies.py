@@ -30,6 +30,9 @@ def client(tmp_path_factory):
      + DECISION),
     (b'{"candidate": "c",', "body is not valid JSON at its end (cut short?): expecting property name enclosed in "
      "double quotes; " + DECISION),
+    # json's reason is 'Unterminated string starting at' (the position apart): it said 'starting at; expected'
+    (b'{"candidate": "candidate/r1', "body is not valid JSON at line 1, column 15 (near '\"candidate/r1'): "
+     "unterminated string; " + DECISION),
     (b'{"candidate": "c"} {}', "body is not valid JSON at line 1, column 20 (near '{}'): extra data; " + DECISION),
     # 'body: Input should be a valid dictionary or object to extract fields from'
     (b'[{"candidate": "c"}]', "body is a list, not an object; " + DECISION),
@@ -46,6 +49,13 @@ def test_a_malformed_body_says_where_and_what_was_expected(client, body, error):
     r = client.post("/runs/some-run/approve", content=body, headers=JSON)
     assert r.status_code == 422
     assert r.json()["error"] == error
+
+
+def test_a_trajectory_batch_cut_inside_a_string_says_so_without_a_dangling_at(client):
+    r = client.post("/trajectories", content=b'[{"id": "t1", "task_id": "ta', headers=JSON)
+    assert r.status_code == 422
+    assert r.json()["error"] == ("body is not valid JSON at line 1, column 26 (near '\"ta'): unterminated string; "
+                                 "expected a JSON list of canonical trajectories")
 
 
 def test_a_body_not_sent_as_json_says_so(client):
