@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 from collections import Counter
+from pathlib import Path
 
 import git
 import pytest
@@ -12,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.service.helpers import trajectory, wait_for
 
+SERVICE_MD = Path(__file__).resolve().parents[2] / "docs" / "service.md"
 REVIEW_RUN = {"rollouts": 8, "max_rounds": 1, "review": True, "dev_limit": 8, "heldout_limit": 4}
 
 
@@ -76,6 +78,9 @@ def test_review_by_http_reject_keeps_main_and_records_the_reason(serve, tmp_path
     c = server.client()
     run_id = _first_run(c)
     waiting = _run_when(c, run_id, "waiting_review")["waiting_review"]
+    # docs/service.md's GET /runs/{run_id} row names every field of a waiting candidate (static_review was left out)
+    row = next(x for x in SERVICE_MD.read_text().splitlines() if x.startswith("| GET | `/runs/{run_id}` |"))
+    assert [k for k in waiting[0] if f'"{k}"' not in row] == []
     server.signal(signal.SIGTERM)  # a restart while waiting keeps the run waiting for the same review
     assert server.wait(60) == 0
     c = serve(run=REVIEW_RUN).client()
