@@ -84,12 +84,30 @@ def _dump_value(obj) -> bytes:
         return pydantic_core.to_json(obj)
 
 
+# orjson writes only the plain JSON types itself (no dataclass, datetime or subclass: their bytes could differ from
+# to_json's); anything else raises, and goes to to_json
+_PLAIN_ONLY = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _dump_tools(tools: list) -> bytes:
+    """``pydantic_core.to_json(tools)``: the same bytes, by orjson where that is certain (~3x fewer instructions
+    on tau-bench's declarations). A declaration is the trajectory's (parsed JSON, where a NaN may stand) or its
+    environment's (Python values): orjson writes a NaN or an infinity as ``null`` where to_json writes ``NaN``,
+    so a text holding ``null`` is written again by to_json, as is one orjson refuses (a big integer, a lone
+    surrogate, a key that is no string, a value of any other type)."""
+    try:
+        out = orjson.dumps(tools, option=_PLAIN_ONLY)
+    except TypeError:  # orjson.JSONEncodeError
+        return pydantic_core.to_json(tools)
+    return pydantic_core.to_json(tools) if b"null" in out else out
+
+
 def _dump_record(record: dict) -> bytes:
-    """``{"messages", "tools"}`` as one line: ``tools`` (declarations taken from a trajectory's ``meta``, where
-    a NaN may stand) by to_json, the messages (only strings) by ``_dump_value``: the bytes to_json gives the
-    whole. Joined once: each ``+`` copied the line so far (~17 KB a tau-bench row, four times)."""
+    """``{"messages", "tools"}`` as one line: ``tools`` by ``_dump_tools``, the messages (only strings) by
+    ``_dump_value``: the bytes to_json gives the whole. Joined once: each ``+`` copied the line so far (~17 KB a
+    tau-bench row, four times)."""
     return b"".join((b'{"messages":', _dump_value(record["messages"]), b',"tools":',
-                     pydantic_core.to_json(record["tools"]), b"}\n"))
+                     _dump_tools(record["tools"]), b"}\n"))
 
 
 def _close_quietly(*files) -> None:
