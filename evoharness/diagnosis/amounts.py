@@ -43,7 +43,8 @@ SENTENCE_END = re.compile(r"\n|[.!?] ")
 SENTENCE_CHARS = 300  # a sentence is read at most this far either side of its "cover"
 
 
-def _num(s: str) -> float:
+def figure(s: str) -> float:
+    """A figure as written: digits with thousands separators ("1,250.50"). ``outcome`` reads amounts by it too."""
     return float(s.replace(",", ""))
 
 
@@ -68,7 +69,7 @@ def _covers(text: str) -> str | None:
         s = _sentence_around(text, at)
         if "$" in s and ("balance of" in s or "credit of" in s or "funds of" in s):
             m = COVERS.search(s)
-            if m and _num(m.group(1)) < _num(m.group(3)) and not COVER_NEGATED.search(s) \
+            if m and figure(m.group(1)) < figure(m.group(3)) and not COVER_NEGATED.search(s) \
                     and not COVER_OTHER_SUBJECT.search(m["gap"]):
                 return f"says a balance of ${m.group(1)} covers ${m.group(3)}"
         at = text.find("cover", at + 5, MAX_REPLY_CHARS)
@@ -80,7 +81,7 @@ def _sign(low: str, n: float) -> str | None:
         if "$" not in s or not PAYS.search(s) or COMES_BACK.search(s):
             continue
         for m in re.finditer(AMOUNT, s):
-            if _num(m.group(1)) == n:
+            if figure(m.group(1)) == n:
                 return f"states ${m.group(1)} as a charge, where the tool's answer just before was -{n:g} " \
                        "(money back)"
     return None

@@ -9,6 +9,28 @@ from typing import Any
 
 from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
 
+FAILED_JSON_CHARS = 100_000  # a result is read as a JSON error object this far (a longer one is none)
+_FAILED_KEYS = ('"error"', '"success"', '"ok"')
+
+
+def failed_result(text: str) -> bool:
+    """Whether a tool result says its call failed: it opens with ``error`` (any case, after leading white space:
+    tau-bench's and tau2's ``Error: ...``, AG2's ``Error: <what the tool raised>``), or it is a JSON object with a
+    true ``error`` or a false ``success`` / ``ok``. The one reading of a failed call for every rule that asks
+    (``invariants.failed_call_ids``, ``outcome``). Literal gates first: a result is parsed only when it opens with
+    ``{`` and holds one of those keys within ``FAILED_JSON_CHARS``."""
+    head = text.lstrip()[:5]
+    if head.lower() == "error":
+        return True
+    if head[:1] != "{" or not any(text.find(key, 0, FAILED_JSON_CHARS) >= 0 for key in _FAILED_KEYS):
+        return False
+    try:
+        parsed = json.loads(text[:FAILED_JSON_CHARS])
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
+        return False
+    return isinstance(parsed, dict) and bool(
+        parsed.get("error") or parsed.get("success") is False or parsed.get("ok") is False)
+
 
 class once:  # noqa: N801 -- used as a decorator, like the cached_property it stands for
     """``functools.cached_property`` without its lock: Python 3.11's takes a lock at every first read (a few

@@ -37,7 +37,7 @@ from typing import Any
 
 from evoharness.diagnosis.claims import MONTHS
 from evoharness.diagnosis.consent import affirmed
-from evoharness.diagnosis.context import ToolCall, TraceView
+from evoharness.diagnosis.context import ToolCall, TraceView, failed_result
 from evoharness.diagnosis.models import Violation
 from evoharness.traces.models import Termination
 
@@ -154,13 +154,11 @@ def _failed(view: TraceView, call: ToolCall) -> bool:
 
 
 def failed_call_ids(view: TraceView) -> set[str]:
-    """Ids of the calls whose result starts with "error" (any case, after leading white space); once per view."""
+    """Ids of the calls whose result says they failed (``context.failed_result``); once per view."""
     memo = view.__dict__.get("_failed_ids")
     if memo is None:
-        # the first five characters lower-cased, not the whole result: no character outside ASCII lower-cases to a
-        # letter of "error", so this is ``result.lstrip().lower().startswith("error")`` without copying the result
         memo = view.__dict__["_failed_ids"] = {
-            cid for cid, (_, result) in view.results.items() if result.lstrip()[:5].lower() == "error"}
+            cid for cid, (_, result) in view.results.items() if failed_result(result)}
     return memo
 
 

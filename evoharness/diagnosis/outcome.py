@@ -39,8 +39,9 @@ import json
 import re
 from typing import Any
 
+from evoharness.diagnosis.amounts import figure
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.diagnosis.context import ToolCall, TraceView, once
+from evoharness.diagnosis.context import ToolCall, TraceView, failed_result, once
 from evoharness.diagnosis.detectors import answer_step, changes_state, has_digit, id_values, is_handoff, is_shell
 from evoharness.diagnosis.models import FailureClass, Signal
 from evoharness.diagnosis.outcome_words import (
@@ -84,24 +85,8 @@ PLAIN_NUMBER = re.compile(r"-?\d{1,12}(?:\.\d{1,6})?")
 CLAUSE_STOP = re.compile(r"[,;]|\band\b")
 
 
-def _num(s: str) -> float:
-    return float(s.replace(",", ""))
-
-
 def _sentences(text: str) -> list[str]:
     return [s for s in SENTENCE_END.split(text[:MAX_ANSWER_CHARS].lower()) if s.strip()]
-
-
-def _failed_result(text: str) -> bool:
-    if text[:64].lstrip()[:5].lower() == "error":
-        return True
-    if '"error"' not in text and '"success"' not in text and '"ok"' not in text:
-        return False
-    parsed = _parse(text)
-    if isinstance(parsed, dict):
-        if parsed.get("error") or parsed.get("success") is False or parsed.get("ok") is False:
-            return True
-    return False
 
 
 def _parse(text: str) -> Any:
@@ -162,7 +147,7 @@ class _Write:
     @once
     def failed(self) -> bool:
         """Whether the result says the write failed (read when a claim needs it)."""
-        return _failed_result(self.result)
+        return failed_result(self.result)
 
     @once
     def words(self) -> tuple[str, ...]:
@@ -250,7 +235,7 @@ def _went_through_before(view: TraceView, w: _Write) -> bool:
             return False
         if c.name == w.call.name:
             res = view.results.get(c.id)
-            if res is not None and not _failed_result(res[1]):
+            if res is not None and not failed_result(res[1]):
                 return True
     return False
 
@@ -343,7 +328,7 @@ def _numbers(parsed: Any) -> set[float]:
                 out.add(round(abs(f), 2))
         elif isinstance(v, str):
             try:
-                out.add(round(abs(_num(v)), 2))
+                out.add(round(abs(figure(v)), 2))
             except ValueError:
                 pass
     return out
@@ -449,7 +434,7 @@ def _amounts(low: str, result: str) -> list[tuple[int, float, str | None]]:
             stop_at = at + len(end)
             m = MONEY_BARE.match(low, stop_at, stop_at + 40) if not low[stop_at:stop_at + 1].isalpha() else None
             if m is not None and (named := _key_named(low, at, end, result)) is not None:
-                out.append((m.start(1), _num(m.group(1)), named[0]))
+                out.append((m.start(1), figure(m.group(1)), named[0]))
             at = low.find(end, at + 1)
     return sorted(out)
 
