@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Protocol
+from typing import Literal, Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.consent import accepts, affirmed
@@ -52,12 +52,40 @@ def quote(text: object, limit: int = 200) -> str:
 
 
 class Detector(Protocol):
-    """``id`` is the catalogue id; ``detect`` never raises for odd but valid trajectories."""
+    """``id`` is the catalogue id; ``detect`` never raises for odd but valid trajectories.
+
+    A detector may also make promises that let the labeller call it less: class attributes set to True, each absent
+    meaning False (a detector need declare none), read through ``promises``; ``PROMISES`` names them all:
+
+    - ``multi_agent_only``: returns nothing unless the log has no tool calls (``AgentLog.applies``);
+    - ``reads_friction``: returns nothing when ``friction_occurrences`` is empty;
+    - ``skips_healthy``: returns nothing on a Healthy run (its label cannot change);
+    - ``bounded``: it is a ``BoundedDetector`` (``detect`` takes ``stop``).
+    """
 
     id: str
     failure_class: FailureClass
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]: ...
+
+
+class BoundedDetector(Detector, Protocol):
+    """A detector that takes a bound (``bounded = True``): ``detect(view, cfg, stop)`` with ``stop`` a step gives
+    what ``detect(view, cfg)`` gives where that lies at or before ``stop``, else ``[]``, and may read less to tell
+    (the claim check reads no reply after ``stop``); ``stop=None`` is ``detect(view, cfg)``. ``Labeller.first_signal``
+    runs these last, told the step of the first signal the others found: none after it can come first."""
+
+    bounded: Literal[True]
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig, stop: int | None = None) -> list[Signal]: ...
+
+
+PROMISES = ("multi_agent_only", "reads_friction", "skips_healthy", "bounded")
+
+
+def promises(detector: Detector, promise: str) -> bool:
+    """Whether ``detector`` makes ``promise`` (one of ``PROMISES``: see ``Detector``)."""
+    return bool(getattr(detector, promise, False))
 
 
 def friction_occurrences(view: TraceView) -> dict[str, list[tuple[int, str]]]:
@@ -1156,7 +1184,7 @@ class UnbackedClaimDetector:
     id = "F1.unbacked_claim"
     failure_class = F1
     skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
-    bounded = True  # ``detect`` takes ``stop``: Labeller.first_signal passes the step of the first signal found
+    bounded = True  # a BoundedDetector: Labeller.first_signal passes the step of the first signal found as ``stop``
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig, stop: int | None = None) -> list[Signal]:
         """The signal, or ``[]``. With ``stop`` (a step; the caller wants no signal after it): the same signal where it

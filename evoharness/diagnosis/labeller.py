@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from evoharness.diagnosis.catalogue import default_catalogue
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import Run, TraceView
-from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, friction_occurrences
+from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, friction_occurrences, promises
 from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.diagnosis.multiagent import responsible_agent
 from evoharness.diagnosis.routing import Router
@@ -37,22 +37,21 @@ class Labeller:
         self.detectors = list(detectors) if detectors is not None else default_catalogue()
         self.router = Router.from_config(self.cfg)
         # the detectors to run by a run's shape (multi-agent log?, any friction?, Healthy?): a detector that cannot
-        # fire on a shape is not called on it (``multi_agent_only``: nothing unless the log has no tool calls;
-        # ``reads_friction``: nothing without friction occurrences; ``skips_healthy``: nothing on a Healthy run,
-        # whose label no signal changes). Calling one costs ~2k instructions
+        # fire on a shape is not called on it, by the promises it makes (``detectors.Detector``: ``multi_agent_only``,
+        # ``reads_friction``, ``skips_healthy``). Calling one costs ~2k instructions
         self._by_shape = {(multi, friction, healthy): [
-            d for d in self.detectors if (multi or not getattr(d, "multi_agent_only", False))
-            and (friction or not getattr(d, "reads_friction", False))
-            and not (healthy and getattr(d, "skips_healthy", False))]
+            d for d in self.detectors if (multi or not promises(d, "multi_agent_only"))
+            and (friction or not promises(d, "reads_friction"))
+            and not (healthy and promises(d, "skips_healthy"))]
             for multi in (False, True) for friction in (False, True) for healthy in (False, True)}
         # ``first_signal``: each shape's detectors whose signals say where (run first) and those that say only that
         # a run failed (``FALLBACK_SIGNALS``; a detector's signals carry its id), run only when the first found none
         self._located = {k: [d for d in ds if d.id not in FALLBACK_SIGNALS] for k, ds in self._by_shape.items()}
         self._fallback = {k: [d for d in ds if d.id in FALLBACK_SIGNALS] for k, ds in self._by_shape.items()}
-        # of the located ones, those that take a bound (``bounded``: ``detect(view, cfg, stop)`` gives no signal after
-        # step ``stop`` and may read less, the claim check): run last, bounded by the first signal the others found
-        self._bounded = {k: [d for d in ds if getattr(d, "bounded", False)] for k, ds in self._located.items()}
-        self._unbounded = {k: [d for d in ds if not getattr(d, "bounded", False)] for k, ds in self._located.items()}
+        # of the located ones, those that take a bound (``bounded``: a ``detectors.BoundedDetector``, the claim check):
+        # run last, bounded by the first signal the others found
+        self._bounded = {k: [d for d in ds if promises(d, "bounded")] for k, ds in self._located.items()}
+        self._unbounded = {k: [d for d in ds if not promises(d, "bounded")] for k, ds in self._located.items()}
 
     def signals(self, traj: Trajectory, view: TraceView | None = None) -> list[Signal]:
         view = view or TraceView.of(traj)
