@@ -19,7 +19,7 @@ import typer
 
 from evoharness import __version__, cli_usage
 from evoharness.cli_support import AppState, fail, settings_of  # noqa: F401 (re-exported)
-from evoharness.errors import EvoharnessError
+from evoharness.errors import EvoharnessError, InputError
 
 # Areas whose cli modules register commands, in help order.
 AREAS = [
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             typer.echo("interrupted", err=True)
         return rv if isinstance(rv, int) else 0
     except EvoharnessError as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"error: {as_typed(e, sys.argv[1:] if argv is None else argv)}", err=True)
         return 2
     except pydantic.ValidationError as e:  # a value given on the command line that a model refuses
         typer.echo(f"error: {cli_usage.validation_line(e)}", err=True)
@@ -162,12 +162,30 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `evoharness ... | head`: the reader left; nothing to report
         return 141
     except OSError as e:  # a path the user gave that cannot be read or written
-        where = f"{e.filename}: " if e.filename else ""
+        where = f"{typed(str(e.filename), sys.argv[1:] if argv is None else argv)}: " if e.filename else ""
         typer.echo(f"error: {where}{(e.strerror or str(e)).lower()}", err=True)
         return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
+
+
+def typed(name: str, argv: list[str]) -> str:
+    """``name`` as the command line wrote it: a path read through ``Path`` loses what ``Path`` normalises away
+    (``./missing.json`` is ``missing.json``, ``dir/`` is ``dir``), and an error naming it must name what the user
+    typed. ``name`` itself when no argument (nor ``--opt=VALUE``'s value) is that path in another spelling."""
+    for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+        if value and value != name and str(Path(value)) == name:
+            return value
+    return name
+
+
+def as_typed(e: EvoharnessError, argv: list[str]) -> str:
+    """The error's line, its input named as typed (``typed``)."""
+    if isinstance(e, InputError) and (shown := typed(e.source, argv)) != e.source:
+        return str(InputError(shown, e.reason, e.where))
+    return str(e)
 
 
 def entrypoint() -> None:
