@@ -501,8 +501,9 @@ def _joined_words(own: str) -> list[str] | None:
     opening verb (the longest of ``_JOINED_VERBS`` that opens it), and then the first clause that acts (the object,
     the conjunction ``and`` / ``or`` / ``then``, the clause's verb and what follows: ``getpriceandchange`` -> get,
     price, and, change; ``getorcreateuser`` -> get, or, create, user), else the rest as one word. None for a name
-    that is no such word or opens with no such verb. A conjunction counts right after the opening verb or after an
-    object of three letters or more (``handset``, ``brandupdate``, ``standard`` hold "and" in a short word), with a
+    that is no such word or opens with no such verb. A conjunction counts right after the opening verb or, ``and`` and
+    ``then``, after an object of three letters or more (``handset``, ``brandupdate``, ``standard`` hold "and" in a
+    short word; ``vendorupdate``, ``errorupdate``, ``sensorreset`` end a noun in "or" before a verb), with a
     verb of ``_CLAUSE_VERBS`` after it that is no noun's start (``_NOUN_ENDINGS``, ``_NOUN_OPENINGS``); a last word
     of ``_READ_HEADS`` is split off what follows the verb (``getinstallandupdatelogs`` reads)."""
     if not (own.isascii() and own.isalnum() and own.islower() and own[0].isalpha()):
@@ -513,7 +514,7 @@ def _joined_words(own: str) -> list[str] | None:
     rest = own[len(verb):]
     found = sorted((at, conj) for conj in _CONJUNCTIONS for at in range(len(rest)) if rest.startswith(conj, at))
     for at, conj in found:
-        if 0 < at < 3:
+        if 0 < at < 3 or (at and conj == "or"):  # "or" after an object ends a noun as often: vendor, error, sensor
             continue
         after = rest[at + len(conj):]
         act = _joined_verb(after, _CLAUSE_VERBS)
