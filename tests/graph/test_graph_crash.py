@@ -1,8 +1,9 @@
 """Crash safety: SIGKILL the run at fault points covering every node and every kind of point, resume, compare.
 
-Each scenario starts a fresh run in a subprocess that kills itself (SIGKILL) at the k-th fault
-point, then resumes it to the end. The result must equal an uninterrupted run: the same final
-main tree, the same merges (none twice), no lost or duplicated trajectories, the same ledger.
+Each scenario starts a fresh run of the CLI in a child process (forked from one that imported the CLI once)
+that kills itself (SIGKILL) at the k-th fault point, then resumes it to the end. The result must equal an
+uninterrupted run: the same final main tree, the same merges (none twice), no lost or duplicated trajectories,
+the same ledger.
 
 By default the kills are a deterministic subset (`_kill_points`): the first point of the run, every
 node's last point in its first visit (all its side effects done, none checkpointed: the resume re-runs
@@ -14,11 +15,12 @@ point, with none of its side effects to redo. ``EVOHARNESS_FULL_CRASH=1`` kills 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
-import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import git
 import pytest
@@ -87,6 +89,34 @@ def reference(tmp_path_factory):
     return _outcome(settings, "run-ref"), points
 
 
+def _cli_child(argv: list[str], env: dict[str, str], cwd: str, log: str) -> None:
+    """``python -m evoharness ARGV`` with ``env``, in a child forked from a process that has imported the CLI
+    already (``cli_processes``); its stdout and stderr go to ``log``."""
+    import evoharness
+
+    sys.argv = [str(Path(evoharness.__file__).with_name("__main__.py")), *argv]
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    from evoharness.cli import entrypoint
+
+    entrypoint()  # what evoharness/__main__.py runs: sys.exit(main()), main reading sys.argv
+
+
+@pytest.fixture(scope="module")
+def cli_processes():
+    """Where each scenario's killed run is started: a fork of a server process that imported the CLI, the graph
+    and this module once (multiprocessing's ``forkserver``: single-threaded, nothing run but the imports), instead
+    of a fresh ``python -m evoharness`` paying its ~2.5 CPU-s of imports per scenario. The child is still a
+    process of its own, started with the scenario's environment, that SIGKILLs itself at the fault point."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["evoharness.cli", "evoharness.graph.runner", __name__])
+    return ctx
+
+
 def _node(point: str) -> str:
     return point.split(":")[0]
 
@@ -121,7 +151,7 @@ def test_reference_run_has_points_in_every_node(reference):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_sigkill_anywhere_then_resume_gives_the_same_result(reference, make_settings, tmp_path):
+def test_sigkill_anywhere_then_resume_gives_the_same_result(reference, cli_processes, make_settings, tmp_path):
     ref, points = reference
     full = os.environ.get("EVOHARNESS_FULL_CRASH") == "1"
     kills = _kill_points(points, full)
@@ -137,9 +167,16 @@ def test_sigkill_anywhere_then_resume_gives_the_same_result(reference, make_sett
         settings.run.harness = tmp_path / f"s{n}" / "harness"
         env = {**os.environ, "EVOHARNESS_FAULT_KILL_AT": str(k)}
         env.pop("EVOHARNESS_HOME", None)
-        proc = subprocess.run([sys.executable, "-m", "evoharness", *_cli_args(settings), "run",
-                               "--run-id", "run-x"], env=env, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == -signal.SIGKILL, (k, proc.returncode, proc.stderr[-2000:])
+        log = tmp_path / f"s{n}.log"
+        proc = cli_processes.Process(target=_cli_child, args=([*_cli_args(settings), "run", "--run-id", "run-x"],
+                                                              env, os.getcwd(), str(log)))
+        proc.start()
+        proc.join(300)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
+        output = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        assert proc.exitcode == -signal.SIGKILL, (k, proc.exitcode, output)
         names.add(points[k - 1].split(":")[0])
         out = resume_run(settings, "run-x", progress=Progress(quiet=True))
         assert out.done, k
