@@ -38,7 +38,9 @@ class EditRejected(EvoharnessError):
     def __init__(self, reason: str, path: str | None = None) -> None:
         self.reason = reason
         self.path = path
-        super().__init__(f"{path}: {reason}" if path else reason)
+        # a path with a line break or another control character is shown quoted: the error stays one line
+        shown = path if path is None or path.isprintable() else repr(path)
+        super().__init__(f"{shown}: {reason}" if path else reason)
 
 
 class MergeRefused(EvoharnessError):

@@ -34,7 +34,10 @@ def load_edit(path: Path):
     if not path.exists():
         raise InputError(str(path), "file not found")
     try:  # a regular file only: a FIFO hung the read, /dev/zero grew memory without end
-        raw = json.loads(read_limited(path, MAX_EDIT_BYTES, what="JSON edit file (EDIT.json)").decode("utf-8"))
+        text = read_limited(path, MAX_EDIT_BYTES, what="JSON edit file (EDIT.json)").decode("utf-8-sig")  # BOM skipped
+        if not text.strip():
+            raise InputError(str(path), "empty file (EDIT.json is a JSON object)")
+        raw = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(str(path), f"invalid JSON: {e}") from None
     except UnicodeDecodeError:
@@ -50,7 +53,19 @@ def load_edit(path: Path):
         loc = ".".join(str(x) for x in first["loc"]) or "EDIT.json"
         raise InputError(str(path), f"{loc}: {first['msg']}") from None
     _check_target(path, edit.targets)
+    _check_class(path, edit.failure_class)
     return edit
+
+
+# the classes an edit may target: the failures (neither healthy nor unknown)
+EDIT_CLASSES = ("F1", "F2", "F3", "F4", "E")
+
+
+def _check_class(path: Path, failure_class: str | None) -> None:
+    """``failure_class``, when given, names a failure class (``F9`` was committed as ``Failure-Class: F9``)."""
+    if failure_class is not None and failure_class not in EDIT_CLASSES:
+        raise InputError(str(path), f"failure_class: unknown class {failure_class!r} (classes: "
+                                    f"{', '.join(EDIT_CLASSES)})")
 
 
 def _check_target(path: Path, target: str) -> None:

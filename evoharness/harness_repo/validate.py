@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import tomllib
 
 import git
@@ -72,9 +73,29 @@ def _lookup(tree: git.Tree, path: str) -> git.objects.base.IndexObject | None:
     return node
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_encodable(edit: Edit) -> None:
+    """``EditRejected`` when a text of the edit holds half a UTF-16 surrogate pair (``"\\ud83d"`` in EDIT.json, as a
+    writer cutting text by UTF-16 units leaves it): no UTF-8 file or commit message can hold it (it was a
+    UnicodeEncodeError traceback when the file or the commit was written)."""
+    texts: list[tuple[str, str | None, str | None]] = [
+        ("message", edit.message, None), ("rationale", edit.rationale, None), ("targets", edit.targets, None),
+        ("failure_class", edit.failure_class, None), ("critic", edit.critic, None),
+        *(("evidence", e, None) for e in edit.evidence), *(("predicted_flips", f, None) for f in edit.predicted_flips)]
+    for ch in edit.changes:
+        texts += [("path", ch.path, ch.path), ("content", ch.content, ch.path), ("diff", ch.diff, ch.path)]
+    for name, value, path in texts:
+        if value is not None and (bad := _SURROGATE.search(value)) is not None:
+            raise EditRejected(f"{name} holds half a UTF-16 surrogate pair ({bad.group()!r}), which no UTF-8 file "
+                               "can hold", path)
+
+
 def resolve_edit(
     repo: git.Repo, manifest: Manifest, base: git.Commit, edit: Edit, limits: HarnessRepoConfig
 ) -> dict[str, bytes | None]:
+    check_encodable(edit)
     if len(edit.changes) > limits.max_files:
         raise EditRejected(f"edit touches {len(edit.changes)} files; the limit is {limits.max_files}")
     out: dict[str, bytes | None] = {}

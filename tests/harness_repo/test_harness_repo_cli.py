@@ -294,3 +294,44 @@ def test_the_remote_to_add_is_a_command_that_runs_as_printed(tmp_path: Path, cap
     err = capsys.readouterr().err
     command = err.split("add one with `")[1].split("`")[0]
     assert shlex.split(command) == ["git", "-C", str(root), "remote", "add", "nowhere", "URL"]
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    # half a UTF-16 surrogate pair ("\ud83d", a writer cutting text by UTF-16 units): a UnicodeEncodeError traceback
+    ({**MINIMAL, "changes": [{"path": "lessons.md", "content": "- cut \ud83d\n"}]},
+     "lessons.md: content holds half a UTF-16 surrogate pair ('\\ud83d'), which no UTF-8 file can hold"),
+    ({**MINIMAL, "changes": [{"path": "prompts/\udc00.md", "content": "x\n"}]}, "path holds half a UTF-16"),
+    # a path with a line break printed the error over two lines
+    ({**MINIMAL, "changes": [{"path": "prompts/a\nb.md", "content": "x\n"}]},
+     "error: 'prompts/a\\nb.md': path contains a control character"),
+    # a class that is none: committed as `Failure-Class: F9`
+    ({**MINIMAL, "failure_class": "F9"}, "failure_class: unknown class 'F9' (classes: F1, F2, F3, F4, E)"),
+])
+def test_candidate_new_refuses_hostile_text_in_one_line(cli_harness: Path, tmp_path: Path, capsys, edit,
+                                                        reason) -> None:
+    path = tmp_path / "edit.json"
+    path.write_text(json.dumps(edit, ensure_ascii=True))
+    rc = main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and reason in err and len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""
+
+
+@pytest.mark.parametrize(("data", "branch"), [
+    (b"\xef\xbb\xbf" + json.dumps(MINIMAL).encode(), "candidate/r0-add-a-loop-lesson"),  # Notepad's UTF-8 BOM
+])
+def test_candidate_new_reads_an_edit_with_a_byte_order_mark(cli_harness: Path, tmp_path: Path, capsys, data,
+                                                            branch) -> None:
+    """It was "invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)", where every trace reader skips one."""
+    path = tmp_path / "edit.json"
+    path.write_bytes(data)
+    assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == branch
+
+
+def test_candidate_new_on_an_empty_edit_file_says_it_is_empty(cli_harness: Path, tmp_path: Path, capsys) -> None:
+    path = tmp_path / "edit.json"
+    for data in (b"", b" \n\n"):
+        path.write_bytes(data)
+        assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(path)]) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {path}: empty file (EDIT.json is a JSON object)"]

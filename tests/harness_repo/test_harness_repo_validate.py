@@ -139,3 +139,14 @@ def test_candidate_commit_carries_trailers_and_working_tree_is_untouched(harness
     assert git(harness.path, "status", "--porcelain") == ""
     again = harness.create_candidate(e, 3)
     assert again.branch == "candidate/r3-guard-loops-2"
+
+
+@pytest.mark.parametrize(("field", "value"), [("message", "Guard \ud83d"), ("rationale", "cut \udc00"),
+                                              ("evidence", ["t1\ud83d"]), ("critic", "ok \ud83d")])
+def test_an_edit_whose_text_no_utf8_file_can_hold_is_rejected(harness: HarnessRepo, field, value) -> None:
+    """An Edit built in code (a role's output parsed with json.loads) reached the commit's encoding: a traceback."""
+    e = edit("lessons.md").model_copy(update={field: value})  # unvalidated, as a role may build one
+    before = snapshot(harness)
+    with pytest.raises(EditRejected, match=f"{field} holds half a UTF-16 surrogate pair"):
+        harness.create_candidate(e, 1)
+    assert snapshot(harness) == before
