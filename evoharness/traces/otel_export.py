@@ -35,11 +35,18 @@ from typing import Any
 
 from evoharness.diagnosis.labeller import label_trajectory as label
 from evoharness.errors import InputError
-from evoharness.traces.importers._shape import arr
+from evoharness.traces.importers._shape import arr, obj
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import replacing
 
 ERROR_EVENTS = {"tool_error", "tool_infra_error", "unknown_tool", "invalid_arguments", "blocked_call"}
+
+
+def _calls(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls of a message that are objects: a canonical trace keeps its messages as given (any JSON), so
+    ``tool_calls`` may be a string, an object or a list of non-objects (read as none, as ``Trajectory.tool_calls``
+    reads them)."""
+    return [c for c in arr(m.get("tool_calls")) if isinstance(c, dict)]
 
 
 def _parts(m: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,8 +54,8 @@ def _parts(m: dict[str, Any]) -> list[dict[str, Any]]:
     content = m.get("content")
     if isinstance(content, str) and content:
         parts.append({"type": "text", "content": content})
-    for c in m.get("tool_calls") or []:
-        fn = c.get("function") or {}
+    for c in _calls(m):
+        fn = obj(c.get("function"))
         args = fn.get("arguments")
         try:
             args = json.loads(args) if isinstance(args, str) else args
@@ -151,7 +158,7 @@ def build_spans(trajectories: Iterable[Trajectory], provider: Any, run_dir: Path
                                          start_time=at, attributes=chat)
                 _events(span, events_at.pop(i, []), at)
                 span.end(at + tick // 2)
-                for c in m.get("tool_calls") or []:
+                for c in _calls(m):
                     _tool_span(tracer, ctx, t, c, at + tick // 2, tick, events_at)
             elif i in events_at and m["role"] != "tool":
                 _events(root, events_at.pop(i), at)
@@ -167,7 +174,7 @@ def _tool_span(tracer: Any, ctx: Any, t: Trajectory, call: dict[str, Any], at: i
                events_at: dict[int, list]) -> None:
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
-    fn = call.get("function") or {}
+    fn = obj(call.get("function"))
     step = next((k for k, m in enumerate(t.messages)
                  if m["role"] == "tool" and m.get("tool_call_id") == call.get("id")), None)
     attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": str(fn.get("name") or ""),

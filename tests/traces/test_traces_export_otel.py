@@ -223,3 +223,23 @@ def test_a_summary_of_the_wrong_shape_is_one_error_line_or_passed_over_never_a_t
         assert rc == 2 and err.splitlines() == [f"error: {run / 'summary.json'}: unreadable run summary: not a JSON "
                                                 "object"], err
         assert not out.exists()
+
+
+@pytest.mark.parametrize("calls", ["bad", {"id": "c1"}, [None, 5, "x"], [{"id": "c1", "function": "get"}],
+                                   [{"id": "c1", "function": None}]])
+def test_tool_calls_of_the_wrong_shape_are_passed_over_never_a_traceback(tmp_path, capsys, calls):
+    """A canonical trace keeps its messages as given (any JSON): an assistant turn whose tool_calls is a string, an
+    object or a list of non-objects was an AttributeError traceback ('str' object has no attribute 'get'), where
+    `diagnose` and `label` read the same file."""
+    rec = {"id": "odd", "task_id": "t", "final_answer": "done", "score": 1.0,
+           "messages": [{"role": "user", "content": "look it up"},
+                        {"role": "assistant", "content": "on it", "tool_calls": calls},
+                        {"role": "assistant", "content": "done"}]}
+    src = tmp_path / "odd.jsonl"
+    src.write_text(json.dumps(rec) + "\n")
+    out = tmp_path / "spans.jsonl"
+    assert main(["export-otel", str(src), "--out", str(out)]) == 0
+    assert "exported 1 trajectories as 1 traces" in capsys.readouterr().out
+    spans = [s for rs in json.loads(out.read_text())["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    tools = [s for s in spans if s["name"].startswith("execute_tool")]
+    assert len(tools) == sum(isinstance(c, dict) for c in (calls if isinstance(calls, list) else ()))
