@@ -213,7 +213,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise InputError(str(path), "config file not found")
     raw = read_limited(path, MAX_CONFIG_BYTES, what="config file")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (Windows Notepad's UTF-8) skipped
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"not UTF-8 text (byte {e.start + 1}); a config file is TOML") from None
     check_nesting(text, str(path))

@@ -126,3 +126,11 @@ def test_no_setting_takes_a_number_that_is_not_finite(tmp_path, capsys, value):
             load_settings(None, [f"{key}={value}"], environ={})
     assert main(["--set", f"run.budget={value}", "noise", "--sigma", "0.1", "--rollouts", "1"]) == 2
     assert capsys.readouterr().err.startswith("error: settings: run.budget: ")
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows Notepad saves UTF-8 with a byte-order mark: it was 'invalid TOML: Invalid statement (at line 1, column
+    1)', where every trace reader skips one."""
+    cfg = tmp_path / "evoharness.toml"
+    cfg.write_bytes(b"\xef\xbb\xbf[run]\nmax_rounds = 2\n")
+    assert load_settings(cfg).run.max_rounds == 2
