@@ -25,6 +25,17 @@ PathsArg = Annotated[list[str], typer.Argument(help="trace files or directories 
 FormatOpt = Annotated[str | None, typer.Option("--format", "-f",
                                                 help=f"input format ({' | '.join(FORMAT_NAMES)}); auto by default")]
 SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="report bad records on stderr and label the rest")]
+LabellerOpt = Annotated[str, typer.Option("--labeller", help="rules | llm (an LLM judge over the rules' evidence; "
+                                          "falls back to the rules on any error)")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="the judge's model: openai:URL[#model] (required with "
+                                              "--labeller llm)")]
+ContextOpt = Annotated[int, typer.Option("--context", help="the judge model's context (tokens); longer trajectories "
+                                         "are judged in chunks")]
+WindowOpt = Annotated[int, typer.Option("--judge-window", help="the judge reads the messages within N of the rules' "
+                                        "signals, one call per run; 0: the whole run in chunks, one call per chunk")]
+TimeoutOpt = Annotated[float, typer.Option("--judge-timeout", metavar="SECONDS", help="the judge waits at most this "
+                                           "long for one reply; a run whose call is not answered in time keeps the "
+                                           "rule label")]
 
 
 def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
@@ -66,18 +77,11 @@ def diagnose(
     skip_invalid: SkipOpt = False,
     show: Annotated[int, typer.Option("--show", min=0, help="failures listed with their failing step, agent, "
                                       "class and a one-line quote (text output)")] = 20,
-    labeller_kind: Annotated[str, typer.Option("--labeller", help="rules | llm (an LLM judge over the rules' "
-                                               "evidence; falls back to the rules on any error)")] = "rules",
-    model: Annotated[str | None, typer.Option("--model", help="the judge's model: openai:URL[#model] "
-                                                                  "(required with --labeller llm)")] = None,
-    context: Annotated[int, typer.Option("--context", help="the judge model's context (tokens); "
-                                         "longer trajectories are judged in chunks")] = 8192,
-    window: Annotated[int, typer.Option("--judge-window", help="the judge reads the messages within N "
-                                        "of the rules' signals, one call per run; 0: the whole run in "
-                                        "chunks, one call per chunk")] = 3,
-    timeout: Annotated[float, typer.Option("--judge-timeout", metavar="SECONDS", help="the judge waits at most "
-                                           "this long for one reply; a run whose call is not answered in "
-                                           "time keeps the rule label")] = 120.0,
+    labeller_kind: LabellerOpt = "rules",
+    model: ModelOpt = None,
+    context: ContextOpt = 8192,
+    window: WindowOpt = 3,
+    timeout: TimeoutOpt = 120.0,
 ) -> None:
     """Label every trajectory by its first failure signal; print the composition and the lever.
 
@@ -85,7 +89,6 @@ def diagnose(
     rows go to a temporary file and are copied out after the summary).
     """
     from evoharness.diagnosis.composition import Tally
-    from evoharness.diagnosis.labeller import Labeller
     from evoharness.diagnosis.report import (
         composition_text,
         failing_step_line,
@@ -95,22 +98,10 @@ def diagnose(
     )
 
     cfg = settings_of(ctx).diagnosis
-    # the judge's options given to the rules are refused, not silently ignored
-    judge_only = [opt for opt, name in (("--judge-window", "window"), ("--context", "context"),
-                                        ("--judge-timeout", "timeout")) if _given(ctx, name)]
-    if labeller_kind == "rules" and judge_only and not model:
-        raise InputError(judge_only[0], f"{judge_only[0]} is for --labeller llm")
-    if context < 512:  # after the check above: out of range and not for the rules is "for --labeller llm"
-        raise InputError("--context", f"must be >= 512 tokens, not {context:,}")
-    if window < 0:
-        raise InputError("--judge-window", f"must be >= 0, not {window:,}")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise InputError("--judge-timeout", f"must be a positive number of seconds, not {timeout:g}")
+    labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout)
     from evoharness.run_dirs import run_or_path
 
     read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `report` takes one
-    judged = labeller_kind != "rules" or model
-    labeller = _labeller(labeller_kind, model, context, cfg, window, timeout) if judged else Labeller(cfg)
     fallbacks: list[str] = []
     tally = Tally()
     shown: list[str] = []
@@ -129,14 +120,39 @@ def diagnose(
                 rows.write(("\n    " if tally.n == 1 else ",\n    ")
                            + json.dumps(trajectory_row(lab), indent=2).replace("\n", "\n    "))
         comp = tally.composition()
-        if fallbacks:
-            typer.echo(f"llm judge: {len(fallbacks)} trajectories fell back to the rule labeller "
-                       f"(first: {fallbacks[0].removeprefix('rules (llm fallback: ').removesuffix(')')})", err=True)
+        _say_fallbacks(fallbacks)
         if not as_json:
             typer.echo(failing_steps_text(shown, failures) + composition_text(comp, cfg))
             return
         rows.seek(0)
         _echo_json(summary_dict(comp, cfg), "trajectories", rows)
+
+
+def _chosen_labeller(ctx: typer.Context, kind: str, model: str | None, context: int, window: int,
+                     timeout: float):
+    """The rule labeller, or with ``--labeller llm --model ...`` the LLM judge over it (`diagnose` and `label`
+    alike); the judge's options given to the rules are refused, not silently ignored."""
+    from evoharness.diagnosis.labeller import Labeller
+
+    cfg = settings_of(ctx).diagnosis
+    judge_only = [opt for opt, name in (("--judge-window", "window"), ("--context", "context"),
+                                        ("--judge-timeout", "timeout")) if _given(ctx, name)]
+    if kind == "rules" and judge_only and not model:
+        raise InputError(judge_only[0], f"{judge_only[0]} is for --labeller llm")
+    if context < 512:  # after the check above: out of range and not for the rules is "for --labeller llm"
+        raise InputError("--context", f"must be >= 512 tokens, not {context:,}")
+    if window < 0:
+        raise InputError("--judge-window", f"must be >= 0, not {window:,}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise InputError("--judge-timeout", f"must be a positive number of seconds, not {timeout:g}")
+    judged = kind != "rules" or model
+    return _labeller(kind, model, context, cfg, window, timeout) if judged else Labeller(cfg)
+
+
+def _say_fallbacks(fallbacks: list[str]) -> None:
+    if fallbacks:
+        typer.echo(f"llm judge: {len(fallbacks)} trajectories fell back to the rule labeller "
+                   f"(first: {fallbacks[0].removeprefix('rules (llm fallback: ').removesuffix(')')})", err=True)
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -216,21 +232,30 @@ def label(
                                       help="labels JSONL to write (a directory: DIR/labels.jsonl)")],
     fmt: FormatOpt = None,
     skip_invalid: SkipOpt = False,
+    labeller_kind: LabellerOpt = "rules",
+    model: ModelOpt = None,
+    context: ContextOpt = 8192,
+    window: WindowOpt = 3,
+    timeout: TimeoutOpt = 120.0,
 ) -> None:
     """Write one label per trajectory as JSONL: class, first signal (step, evidence), agent, a one-line
     quote, all signals, lever, and the violation log (broken schema / policy invariants, with steps)."""
-    from evoharness.diagnosis.labeller import Labeller
     from evoharness.diagnosis.models import LabelLine
     from evoharness.run_dirs import run_or_path
 
+    labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout)
     read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `diagnose` takes one
-    labeller = Labeller(settings_of(ctx).diagnosis)
     own = output_apart(out, read, ours=_labels_line)  # an earlier label run's output may be replaced
     n = 0
+    fallbacks: list[str] = []
     with replacing(out, "w") as fh:  # on bad input no half-written file, and an earlier one is kept
         for t in _stream(read, fmt, skip_invalid, exclude=own, counted=False):
-            fh.write(LabelLine.of(labeller.label(t)).model_dump_json() + "\n")
+            lab = labeller.label(t)
+            if lab.labeller.startswith("rules (llm fallback"):
+                fallbacks.append(lab.labeller)
+            fh.write(LabelLine.of(lab).model_dump_json() + "\n")
             n += 1
+    _say_fallbacks(fallbacks)
     typer.echo(f"wrote {n} labels to {out}")
 
 
