@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Literal, Protocol
 
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.diagnosis.consent import accepts, affirmed
+from evoharness.diagnosis.consent import DECLINE, accepts, affirmed, leave_asked
 from evoharness.diagnosis.context import ToolCall, TraceView
 from evoharness.diagnosis.invariants import policy_violations_of, write_calls
 from evoharness.diagnosis.models import FailureClass, Signal
@@ -2177,6 +2177,7 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
     proposal = next((i for i in range(yes - 1, -1, -1) if roles[i] == "assistant"), None)
     if proposal is None or not view.texts[proposal].strip():
         return None
+    proposal = _refused_proposal(view, proposal)
     while True:  # back through replies the user accepted before the one it confirmed (see above)
         accepted = next((i for i in range(proposal - 1, -1, -1) if roles[i] == "user"), None)
         if accepted is None or any(msgs[i].get("tool_calls") for i in range(accepted + 1, proposal + 1)) \
@@ -2190,6 +2191,28 @@ def confirmed_proposal(view: TraceView, write: int) -> tuple[int, int] | None:
                for v in _argument_values(view, write)):
             return proposal, yes  # the restatement introduced a detail of the write
         proposal = earlier
+
+
+def _refused_proposal(view: TraceView, reply: int) -> int:
+    """The proposal a yes after a refusal accepts: where ``reply`` (the agent's reply before the yes) answers a user
+    message that declined (``consent.DECLINE``: "No, don't do that.") and asks no leave itself
+    (``consent.leave_asked``: "OK.", "Understood, I won't cancel it. Anything else?"), the user who then says yes
+    ("Actually, yes, please cancel it.") takes back the refusal and accepts what it refused: the reply before the
+    refusal, where that has text and no call lies between. Else ``reply``: one that asks leave again ("The refund
+    is $300. Shall I cancel it now?") is the proposal confirmed."""
+    msgs, roles = view.traj.messages, view.roles
+    refusal = next((i for i in range(reply - 1, -1, -1) if roles[i] == "user"), None)
+    if refusal is None:
+        return reply
+    low = view.lowered(refusal)  # every DECLINE match holds "no" or "pass": the regex runs only where one occurs
+    if ("no" not in low and "pass" not in low) or DECLINE.search(low[:2000]) is None \
+            or leave_asked(view.texts[reply]) is not None:
+        return reply
+    refused = next((i for i in range(refusal - 1, -1, -1) if roles[i] == "assistant"), None)
+    if refused is None or not view.texts[refused].strip() \
+            or any(msgs[i].get("tool_calls") for i in range(refused, reply + 1)):
+        return reply
+    return refused
 
 
 def _argument_values(view: TraceView, step: int) -> set[str]:
