@@ -249,13 +249,16 @@ def _user_gave_their_id(view: TraceView, before: int) -> bool:
     """Did a user message before step ``before`` hold a ``user_id`` value of a tool result or call?
 
     The user's messages are read first (none: no value is looked for), and the values are tried as they are found
-    (the first one said ends the search). A call's canonical text is made only where it may hold the key
-    (``ToolCall.canonical_may_hold``): most calls never need it."""
+    (the first one said ends the search). Every tool message is read, not ``view.results`` (one result per call id):
+    a run whose model reused a call id (51 of the 407 tuning runs, tau-bench airline's) kept only the later result
+    there, and the look-up that showed the id the user gave was lost. A call's canonical text is made only where it
+    may hold the key (``ToolCall.canonical_may_hold``): most calls never need it."""
     msgs = view.traj.messages
     said = [t for i in view.user_steps if i < before and isinstance(t := msgs[i].get("content"), str)]
     if not said:
         return False
-    for _, content in view.results.values():
+    for i in view.tool_steps:
+        content = view.texts[i] or str(msgs[i].get("content"))
         if '"user_id"' in content:
             for i in USER_ID_VALUE.findall(content[:50_000]):
                 if any(i in t for t in said):
