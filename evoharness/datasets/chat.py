@@ -20,6 +20,12 @@ What cleaning does (a record that cannot be cleaned is skipped with a reason, ne
   (``meta["tools"]``, OpenAI tool objects or bare function objects) first, then for a called name not declared
   the declaration of the environment the rollout ran in (``meta["env"]``: `env_tools.EnvTools`, description and
   parameters), else one inferred from the calls (parameters typed from the argument values, no description).
+
+A text-action trajectory (``meta["actions_from_text"]``: mini-swe-agent, SWE-agent, nebius' SWE-agent rows) is
+written as the model saw and wrote it (`as_written`): each reply as its text (the fenced command in it, no
+``tool_calls``), each observation as the ``user`` message it was. Its importer gave each command a ``bash`` call
+and each observation a ``tool`` message, which labelling reads; exported as they are, a fine-tuned model would
+learn to write every action twice, once in a format its own scaffold never parses.
 """
 
 from __future__ import annotations
@@ -338,6 +344,25 @@ def to_record(traj: Trajectory, renderer=None) -> dict:
     return record_and_arguments(traj, renderer)[0]
 
 
+TEXT_ACTIONS = "actions_from_text"  # the ``meta`` key text-action importers set (``_shape.actions_from_text``)
+
+
+def as_written(messages: list[dict]) -> list[dict]:
+    """A text-action trajectory's messages as the model saw and wrote them: the importer's synthesized calls taken
+    off each reply (its text keeps the command) and each ``tool`` result given back as the ``user`` message it
+    was (its text as imported)."""
+    out = []
+    for m in messages:
+        role = m.get("role")
+        if role == "tool":
+            out.append({"role": "user", "content": m.get("content")})
+        elif role == "assistant" and m.get("tool_calls"):
+            out.append({"role": "assistant", "content": m.get("content")})
+        else:
+            out.append(m)
+    return out
+
+
 def record_and_arguments(traj: Trajectory, renderer=None, *,
                          known_tools: Mapping[str, dict] = MappingProxyType({})) -> tuple[dict, Parsed]:
     """``to_record``, and the argument texts its calls were read from with their parsed values (the one parse:
@@ -345,8 +370,12 @@ def record_and_arguments(traj: Trajectory, renderer=None, *,
     arguments as a value (ShareGPT) so that it does not parse them again. A call whose arguments were an object
     or blank has a text made here (``json.dumps``, ``{}``) that is not among them. ``known_tools``: the declarations
     of the trajectory's environment (`declared_tools`' ``known``)."""
-    parsed = arguments_parsed(traj)
-    messages = clean_messages(traj.messages, parsed)
+    if isinstance(traj.meta, dict) and traj.meta.get(TEXT_ACTIONS) is True:
+        parsed: Parsed = {}
+        messages = clean_messages(as_written(traj.messages))
+    else:
+        parsed = arguments_parsed(traj)
+        messages = clean_messages(traj.messages, parsed)
     tools = declared_tools(traj, messages, parsed=parsed, known=known_tools)
     if renderer is not None and renderer.active:
         messages = with_system(messages, renderer.render(traj, tools))

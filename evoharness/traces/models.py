@@ -186,7 +186,11 @@ class Trajectory(BaseModel):
     score: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     termination: Termination = Termination.delivered
     usage: Usage = Field(default_factory=Usage)
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict, description=(
+        "source-specific facts (source_format, tools, env, source_index, import_warnings, ...; docs/traces.md). "
+        "actions_from_text: true when the assistant's tool calls were read from its text (a fenced command) and "
+        "their results were user messages (mini-swe-agent, SWE-agent, nebius' SWE-agent rows): "
+        "`dataset export` writes them back as text and user turns"))
 
     @field_validator("rollout", "score", mode="before")
     @classmethod

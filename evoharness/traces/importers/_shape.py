@@ -97,3 +97,32 @@ def keep_reasoning(reasoning: list[dict[str, Any]], step: int, value: Any) -> No
             reasoning[-1]["text"] += "\n" + value
         return
     reasoning.append({"step": step, "text": value})
+
+
+def actions_from_text(messages: list[dict[str, Any]]) -> dict[str, bool]:
+    """``{"actions_from_text": True}`` for a trajectory's ``meta`` when its calls were read from the reply text.
+
+    For the importers of text-action agents (mini-swe-agent, SWE-agent, nebius' SWE-agent rows), which give
+    each reply's fenced command a synthesized ``bash`` call and turn the observation (a *user* message in the
+    file) into its ``tool`` result, so that labelling reads one form whatever the agent. Call it only when
+    every call was synthesized (none was a real tool call). The marker is set only when there is such a call
+    and each call's command is in its reply's text as written; else ``{}``. Export reads it to write the
+    conversation as the model saw and wrote it (`evoharness.datasets.chat.as_written`).
+    """
+    found = False
+    for m in messages:
+        calls = m.get("tool_calls")
+        if m.get("role") != "assistant" or not calls:
+            continue
+        text = m.get("content")
+        if not isinstance(text, str):
+            return {}
+        for c in calls:
+            try:
+                command = json.loads(c["function"]["arguments"]).get("command")
+            except (TypeError, KeyError, AttributeError, ValueError):
+                return {}
+            if not isinstance(command, str) or command not in text:
+                return {}
+        found = True
+    return {"actions_from_text": True} if found else {}

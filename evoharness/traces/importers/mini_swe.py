@@ -60,7 +60,7 @@ from typing import Any
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
 from evoharness.traces.importers import dirscan, neighbours
-from evoharness.traces.importers._shape import arguments, content_text, keep_reasoning
+from evoharness.traces.importers._shape import actions_from_text, arguments, content_text, keep_reasoning
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
 BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n?```", re.DOTALL)
@@ -616,6 +616,7 @@ def convert(path: Path, data: Any) -> Trajectory:
     reasoning: list[dict[str, Any]] = []  # {step, text}: a reply's reasoning_content
     steps = 0
     task = None
+    real_calls = False  # a reply with tool calls of its own: not a text-action run
     for i, m in enumerate(data["messages"]):
         role, content, calls, extra = _message(m, i)
         step = len(messages)
@@ -625,6 +626,7 @@ def convert(path: Path, data: Any) -> Trajectory:
         source_index.append(i)
         if role == "assistant":
             steps += 1
+            real_calls = real_calls or bool(calls)
             if not calls:  # text-based: v2's parsed actions, else exactly one fenced bash block
                 actions = [a["command"] for a in extra.get("actions") or () if isinstance(a, dict)
                            and isinstance(a.get("command"), str)] if isinstance(extra.get("actions"), list) else []
@@ -685,7 +687,8 @@ def convert(path: Path, data: Any) -> Trajectory:
               "api_calls": stats.get("api_calls"), "cost": stats.get("instance_cost"),
               "mini_version": info.get("mini_version"), **result_meta(report, why, broken),
               **({"source_index": source_index} if len(source_index) != len(data["messages"]) else {}),
-              **({"reasoning": reasoning} if reasoning else {})},
+              **({"reasoning": reasoning} if reasoning else {}),
+              **({} if real_calls else actions_from_text(messages))},
     )
 
 

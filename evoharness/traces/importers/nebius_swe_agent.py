@@ -32,6 +32,7 @@ from typing import Any
 
 from evoharness.traces import jsontext
 from evoharness.traces.importers import swe_agent
+from evoharness.traces.importers._shape import actions_from_text
 from evoharness.traces.importers.jsonstream import ArrayRecords
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.store import jsonl_lines
@@ -157,5 +158,5 @@ def convert(rec: Any, path: Path, n: int = 0) -> Trajectory:
         score=score,
         termination=termination,
         usage=Usage(steps=steps),
-        meta={"source_format": "nebius-swe-agent", "exit_status": exit_status},
+        meta={"source_format": "nebius-swe-agent", "exit_status": exit_status, **actions_from_text(messages)},
     )

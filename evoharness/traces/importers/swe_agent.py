@@ -53,7 +53,7 @@ from typing import Any
 
 from evoharness.traces import jsontext
 from evoharness.traces.importers import dirscan, mini_swe
-from evoharness.traces.importers._shape import arguments, arr, content_text, obj
+from evoharness.traces.importers._shape import actions_from_text, arguments, arr, content_text, obj
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
 SUFFIXES = (".traj.json", ".traj", ".json")
@@ -113,9 +113,14 @@ def convert(path: Path, data: Any) -> Trajectory:
         messages, source_index, task, steps = _from_history(history)
         if len(source_index) != len(history):
             meta["source_index"] = source_index
+        # a reply with tool calls of its own (a function-calling run): its calls were not read from text
+        if not any(isinstance(m, dict) and m.get("role") == "assistant" and arr(m.get("tool_calls"))
+                   for m in history):
+            meta.update(actions_from_text(messages))
     elif isinstance(run.get("trajectory"), list):
         messages, task, steps = _from_steps(run["trajectory"])
         meta["source"] = "trajectory"
+        meta.update(actions_from_text(messages))  # a function-calling run's response lacks its command
         if task is None:
             task, meta["task_from"] = problem_statement(path, run.get("replay_config") or data.get("replay_config"))
             if task is not None:
