@@ -205,6 +205,7 @@ def test_the_usual_mistakes(clone):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the demo's own limit below; the suite's 300 s cut it first at load 15-20
 def test_the_demo_and_its_printed_next_command(clone):
     r = evoharness(clone, "demo", "--rounds", "1", "--sandbox", "none", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
