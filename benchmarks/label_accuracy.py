@@ -78,6 +78,7 @@ import sys
 import time
 from pathlib import Path
 
+from evoharness.benchrepeat import same_checkout
 from evoharness.diagnosis.accuracy import (
     BASELINES,
     DEV_RUNS,
@@ -321,4 +322,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evoharness.benchrepeat import same_checkout
 from evoharness.diagnosis.consent import affirmative
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.invariants import write_calls
@@ -659,4 +660,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())

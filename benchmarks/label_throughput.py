@@ -43,7 +43,7 @@ from pathlib import Path
 
 import orjson
 
-from evoharness.benchrepeat import add_repeat, check_repeat, cpu_seconds, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, cpu_seconds, load_note, same_checkout, spread
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import load_paths
 from evoharness.traces.importers.jsonstream import ArrayRecords
@@ -196,4 +196,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())

@@ -13,9 +13,31 @@ import argparse
 import gc
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
+
+
+def same_checkout(script: str) -> None:
+    """Refuse to run a checkout's script against another checkout's evoharness.
+
+    A script run as ``python benchmarks/X.py`` has its own folder, not the checkout, first on ``sys.path``,
+    so from a second checkout (a git worktree) it imports whichever evoharness the interpreter has
+    installed -- with an editable install, another checkout's code -- and its before / after figures
+    silently compare that code with itself. Exits with one ``error:`` line when the script's checkout holds
+    an evoharness package that is not the one imported; with ``PYTHONPATH`` set the choice was made on
+    purpose (the benchmarks compare trees that way) and nothing is checked."""
+    if os.environ.get("PYTHONPATH"):
+        return
+    import evoharness
+
+    here = Path(script).resolve().parents[1]
+    imported = Path(evoharness.__file__).resolve().parents[1]
+    if here != imported and (here / "evoharness" / "__init__.py").is_file():
+        sys.exit(f"error: {script} belongs to the checkout {here}, but evoharness was imported from {imported}; "
+                 f"run it with PYTHONPATH={here} to measure this checkout's code")
 
 
 def add_repeat(ap: argparse.ArgumentParser, default: int = 3) -> None:

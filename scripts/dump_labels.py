@@ -19,6 +19,7 @@ import hashlib
 import sys
 from pathlib import Path
 
+from evoharness.benchrepeat import same_checkout
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.traces.importers import iter_files, load_file
 
@@ -70,4 +71,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())
