@@ -60,6 +60,18 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """structlog's configuration is process-wide: a test that runs the CLI configures it at the settings' level
+    (a filtering logger at warning drops every info event before ``capture_logs`` sees it), and a later test in
+    the same worker that captures info events then saw none. Each test gets the configuration back as it found it."""
+    import structlog
+
+    config = structlog.get_config()
+    yield
+    structlog.configure(**config)
+
+
 _real_connect = socket.socket.connect
 
 
