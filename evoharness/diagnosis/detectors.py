@@ -2204,13 +2204,15 @@ def _refused_proposal(view: TraceView, reply: int) -> int:
     refusal = next((i for i in range(reply - 1, -1, -1) if roles[i] == "user"), None)
     if refusal is None:
         return reply
-    low = view.lowered(refusal)  # every DECLINE match holds "no" or "pass": the regex runs only where one occurs
-    if ("no" not in low and "pass" not in low) or DECLINE.search(low[:2000]) is None \
-            or leave_asked(view.texts[reply]) is not None:
-        return reply
+    # the structural tests first (a reply with text before the refusal, no call since): most yeses stop there,
+    # before the two regexes
     refused = next((i for i in range(refusal - 1, -1, -1) if roles[i] == "assistant"), None)
     if refused is None or not view.texts[refused].strip() \
             or any(msgs[i].get("tool_calls") for i in range(refused, reply + 1)):
+        return reply
+    low = view.lowered(refusal)  # every DECLINE match holds "no" or "pass": the regex runs only where one occurs
+    if ("no" not in low and "pass" not in low) or DECLINE.search(low[:2000]) is None \
+            or leave_asked(view.texts[reply]) is not None:
         return reply
     return refused
 
