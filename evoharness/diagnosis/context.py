@@ -10,7 +10,6 @@ from typing import Any
 from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
 
 FAILED_JSON_CHARS = 100_000  # a result is read as a JSON error object this far (a longer one is none)
-_FAILED_KEYS = ('"error"', '"success"', '"ok"')
 
 
 def failed_result(text: str) -> bool:
@@ -22,10 +21,15 @@ def failed_result(text: str) -> bool:
     head = text.lstrip()[:5]
     if head.lower() == "error":
         return True
-    if head[:1] != "{" or not any(text.find(key, 0, FAILED_JSON_CHARS) >= 0 for key in _FAILED_KEYS):
+    if head[:1] != "{":
+        return False
+    window = text if len(text) <= FAILED_JSON_CHARS else text[:FAILED_JSON_CHARS]
+    # three `in` tests, not any() over a generator of finds: a tenth of the cost per result (tau-bench's results
+    # are JSON objects, 1,164 of them per 200 records, and almost none holds a key)
+    if '"error"' not in window and '"success"' not in window and '"ok"' not in window:
         return False
     try:
-        parsed = json.loads(text[:FAILED_JSON_CHARS])
+        parsed = json.loads(window)
     except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return False
     return isinstance(parsed, dict) and bool(
