@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,11 +43,18 @@ def test_a_second_driver_of_a_running_run_is_refused_and_the_run_ends_once(tmp_p
                              stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_progress(first, run_dir / "trajectories.jsonl")
-        second = subprocess.run(_cmd(tmp_path, "run", "--resume", "run-x"), env=_env(), capture_output=True,
-                                text=True, timeout=300)
-        again = subprocess.run(_cmd(tmp_path, "run", "--run-id", "run-x"), env=_env(), capture_output=True,
-                               text=True, timeout=300)
-        still_running = first.poll() is None
+        # held still (SIGSTOP) while the others try: a live driver mid-run, whatever the machine's speed. Unheld, a
+        # first driver whose rounds got faster (f185ff2: in-process rollouts prepare their template once) ended
+        # before the two later processes had imported the CLI, and the test failed at load ~4
+        os.kill(first.pid, signal.SIGSTOP)
+        try:
+            second = subprocess.run(_cmd(tmp_path, "run", "--resume", "run-x"), env=_env(), capture_output=True,
+                                    text=True, timeout=300)
+            again = subprocess.run(_cmd(tmp_path, "run", "--run-id", "run-x"), env=_env(), capture_output=True,
+                                   text=True, timeout=300)
+            still_running = first.poll() is None
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
         out, err = first.communicate(timeout=600)
     finally:
         if first.poll() is None:
