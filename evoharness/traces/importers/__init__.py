@@ -511,12 +511,17 @@ class ImportWarnings:
 
     def __init__(self) -> None:
         self._files: dict[str, list] = {}  # file -> [kind, reason, trajectories concerned]
+        self._empty = 0  # trajectories with no message and no event: a record that held no run
+        self._first_empty: str | None = None
 
     def add(self, t: Trajectory) -> Trajectory:
         for w in t.meta.get("import_warnings") or ():
             if isinstance(w, dict) and isinstance(w.get("file"), str):
                 seen = self._files.setdefault(w["file"], [w.get("kind"), w.get("reason"), 0])
                 seen[2] += 1
+        if not t.messages and not t.events:
+            self._empty += 1
+            self._first_empty = self._first_empty or t.id
         return t
 
     def files(self, kind: str | None = None) -> list[tuple[str, str]]:
@@ -524,9 +529,19 @@ class ImportWarnings:
         return [(f, reason) for f, (k, reason, _) in self._files.items() if kind is None or k == kind]
 
     def lines(self, kind: str | None = None) -> list[str]:
-        """``warning: FILE: REASON (N trajectories)``, one per file, in the order they were met."""
-        return [f"warning: {f}: {reason} ({n} trajector{'y' if n == 1 else 'ies'})"
-                for f, (k, reason, n) in self._files.items() if kind is None or k == kind]
+        """``warning: FILE: REASON (N trajectories)``, one per file, in the order they were met; then (kind None or
+        ``"empty"``) one line for the records that held no run: no message and no event (a tau-bench ``traj: []``,
+        an empty tau2 simulation, an OTLP trace of HTTP spans only). Each is kept (an OpenHands run with an empty
+        history is an empty run, not bad input), and its label can only come from its reward: said once, not
+        silently."""
+        out = [f"warning: {f}: {reason} ({n} trajector{'y' if n == 1 else 'ies'})"
+               for f, (k, reason, n) in self._files.items() if kind is None or k == kind]
+        if self._empty and kind in (None, "empty"):
+            n = self._empty
+            out.append(f"warning: {n} trajector{'y holds' if n == 1 else 'ies hold'} no message and no event (e.g. "
+                       f"{self._first_empty}): a record with no run in it; kept, but its label can only come from "
+                       "its reward")
+        return out
 
 
 class RepeatedIds:
