@@ -17,6 +17,14 @@ from tests.modules import load_file
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _this_checkouts_code(monkeypatch):
+    """The scripts run as subprocesses import this checkout's evoharness: from a second checkout (a git worktree
+    using the first one's .venv) they imported the first one's, and the rule-check scripts now refuse that
+    (benchrepeat.same_checkout)."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+
+
 @pytest.mark.parametrize("script,args", [
     ("benchmarks/export_scale.py", ["--n", "0"]),
     ("benchmarks/label_throughput.py", ["--copies", "0"]),

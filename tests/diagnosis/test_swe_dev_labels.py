@@ -9,6 +9,7 @@ folder beside the repository; skipped with the reason when it is absent.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -157,7 +158,8 @@ def test_a_bad_swe_label_file_is_one_error_line_and_exit_2(tmp_path):
         pytest.skip(f"{DATA / SWE_DEV_RUNS} not found (CI lays shared/ beside the clone)")
     bad = _file(tmp_path, [{**_GOOD, "half": "dev"}])
     p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "label_accuracy.py"), "--swe-dev-labels", str(bad),
-                        "--dev-labels", "", "--only", "swe-mini-dev/tune"], capture_output=True, text=True)
+                        "--dev-labels", "", "--only", "swe-mini-dev/tune"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})  # this checkout's code, from a worktree too
     assert p.returncode == 2
     assert p.stderr.startswith("error: ") and "not a SWE dev-label file" in p.stderr
     assert "Traceback" not in p.stderr
