@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import json
 
+import pytest
+import structlog
+
 from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
 from evoharness.traces.models import Split, Trajectory
+
+
+@pytest.fixture
+def offline_hf(monkeypatch, tmp_path):
+    """The Hugging Face libraries offline, with a home of the test's own (a module uses it with
+    ``pytestmark = pytest.mark.usefixtures("offline_hf")`` after importing it)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    yield
+    structlog.reset_defaults()
 
 
 def make_traj(tid: str, task: str = "t1", *, split: str = "dev", score: float | None = 1.0, calls: int = 2,

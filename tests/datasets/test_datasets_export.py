@@ -7,7 +7,6 @@ import resource
 
 import git
 import pytest
-import structlog
 
 from evoharness.cli import main
 from evoharness.datasets.export import JsonlSource, export_dataset, read_manifest
@@ -18,18 +17,11 @@ from evoharness.errors import InputError
 from evoharness.harness_repo.init import init_harness
 from evoharness.traces.store import write_trajectories
 
-from .helpers import make_traj, read_jsonl
+from .helpers import make_traj, offline_hf, read_jsonl  # noqa: F401 (offline_hf: the fixture every test here uses)
+
+pytestmark = pytest.mark.usefixtures("offline_hf")
 
 datasets = pytest.importorskip("datasets")
-
-
-@pytest.fixture(autouse=True)
-def _offline_hf(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    yield
-    structlog.reset_defaults()
 
 
 def _trajs(n: int = 12) -> list:

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-import structlog
 
 from evoharness.datasets.chat import clean_messages, to_record
 from evoharness.datasets.export import export_dataset
@@ -18,21 +17,14 @@ from evoharness.datasets.validate import openai_errors, sharegpt_errors
 from evoharness.traces.importers import load_paths
 from evoharness.traces.importers.mini_swe import ACTION_BLOCK
 
-from .helpers import read_jsonl
+from .helpers import offline_hf, read_jsonl  # noqa: F401 (offline_hf: the fixture every test here uses)
+
+pytestmark = pytest.mark.usefixtures("offline_hf")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MINI = FIXTURES / "data" / "mini_swe_agent_sample"
 V2 = FIXTURES / "traces" / "mini_swe_v2"
 TAU = FIXTURES / "data" / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"
-
-
-@pytest.fixture(autouse=True)
-def _offline_hf(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    yield
-    structlog.reset_defaults()
 
 
 def _openai_rows(out: Path, fmt: str, files: list[str]) -> list[dict]:
