@@ -95,7 +95,7 @@ def _parse(text: str) -> Any:
         return None
     try:
         return json.loads(text[:MAX_RESULT_CHARS])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth, no object read
         return None
 
 

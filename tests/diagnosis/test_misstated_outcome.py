@@ -350,3 +350,13 @@ def test_a_clause_is_asked_once_whether_it_is_about_the_write_however_many_failu
     asked.clear()
     _, lab = _label(_run(*CANCEL, CANCELLED, "Sorry, the request failed and failed again."))
     assert lab.first_signal.id == "F1.misstated_outcome" and 1 <= len(asked) <= 3, len(asked)
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_a_result_nested_past_the_parsers_depth_is_read_as_no_object_not_a_traceback(opening):
+    """review's find: ``outcome._parse`` caught only ValueError; json.loads of a result nested deeper than the
+    interpreter's recursion limit raises RecursionError, which ended the labelling of the run (on with
+    ``diagnosis.outcome_claims``)."""
+    deep = opening * 50_000 + "1" + ("]" if opening == "[" else "}") * 50_000
+    t, label = _label(_run(*CANCEL, result=deep, answer="Sorry, the cancellation of order #W5521093 failed."))
+    assert label.trajectory_id == t.id
