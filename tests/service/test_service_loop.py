@@ -154,8 +154,11 @@ def test_sigterm_mid_run_checkpoints_exits_zero_and_the_run_resumes(serve, tmp_p
 @pytest.mark.slow
 def test_sigterm_past_the_shutdown_timeout_exits_1_and_the_node_reruns_on_resume(serve, tmp_path):
     trace = tmp_path / "faults.txt"
-    run = {"rollouts": 8, "max_rounds": 1, "dev_limit": 8, "heldout_limit": 4}
-    server = serve(run=run, service={"shutdown_timeout_s": 0.05}, env={"EVOHARNESS_FAULT_TRACE": str(trace)})
+    # the first node must outlast the shutdown timeout: 16 rollouts a task (twice as many) against 1 ms, not 50.
+    # At 8 rollouts and 0.05 s it was a race once in-process rollouts prepared their template once (f185ff2): the
+    # final clean-clone CI at d6355f5 (load ~1) saw the node finish in time, exit 0
+    run = {"rollouts": 16, "max_rounds": 1, "dev_limit": 8, "heldout_limit": 4}
+    server = serve(run=run, service={"shutdown_timeout_s": 0.001}, env={"EVOHARNESS_FAULT_TRACE": str(trace)})
     run_id = _first_run(server.client())
     wait_for(lambda: trace.exists() and "collect:start" in trace.read_text(), timeout=180, every=0.01,
              what="the first node")
