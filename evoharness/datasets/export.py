@@ -50,7 +50,8 @@ from . import placebo as placebo_mod
 from .card import write_card
 from .chat import RecordSkipped, record_and_arguments, with_system
 from .env_tools import EnvTools
-from .export_formats import open_writer
+from .export_formats import EXPORT_FORMATS, open_writer
+from .llamafactory import write_dataset_info
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
 from .prompts import SystemRenderer
 from .validate import openai_errors
@@ -503,6 +504,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         flush()
         summary.files = writer.close()
         writer = None
+        entry = EXPORT_FORMATS.get(fmt.value)
+        if entry.dataset_info is not None:  # LLaMA-Factory's description of the data (ShareGPT)
+            summary.files.append(write_dataset_info(stage, entry.dataset_info({"train": entry.data_file})))
     except OSError as e:
         if writer is not None:
             writer.abort()  # not close(): on a full disk its flush raised again, and the staging directory stayed
@@ -606,7 +610,8 @@ def _is_manifest(path: Path) -> bool:
 
 
 # The files an export writes into its --out (and an earlier export's that a new one replaces).
-OUTPUT_FILES = ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json", "data/train-00000-of-00001.parquet")
+OUTPUT_FILES = ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json", "data/train-00000-of-00001.parquet",
+                "dataset_info.json")
 
 
 def _remove_outputs(out: Path) -> None:

@@ -16,6 +16,7 @@ from evoharness.errors import InputError
 from evoharness.registry import Registry
 
 from .formats import Exporter, HFWriter, OpenAIWriter, ShareGPTWriter
+from .llamafactory import sharegpt_info
 from .validate import openai_errors, sharegpt_errors, validate_file
 
 
@@ -25,6 +26,8 @@ class FormatEntry:
     data_file: str  # where the records land, relative to the output directory
     validate: Callable[[Path], tuple[int, list[str]]]  # a data file -> (records, problems 'line N: ...')
     card: str  # what the dataset card says about the layout
+    # LLaMA-Factory's dataset_info.json for the export's data files ({split: path}); None: the format gets none
+    dataset_info: Callable[[dict[str, str]], dict] | None = None
 
 
 def _jsonl(check: Callable[[dict], list[str]]) -> Callable[[Path], tuple[int, list[str]]]:
@@ -75,7 +78,9 @@ EXPORT_FORMATS.register("sharegpt", FormatEntry(
     writer=ShareGPTWriter, data_file="data.jsonl", validate=_jsonl(sharegpt_errors),
     card="ShareGPT (LLaMA-Factory layout): `conversations` alternating human|observation and "
     "gpt|function_call, plus `system` and `tools` (a JSON string). `metadata.jsonl` holds the provenance "
-    "of each record, line by line."))
+    "of each record, line by line. `dataset_info.json` describes the data for LLaMA-Factory: `dataset_dir: DIR` "
+    "and `dataset: evoharness` in its training YAML.",
+    dataset_info=sharegpt_info))
 
 
 def open_writer(fmt: str, out: Path) -> Exporter:
