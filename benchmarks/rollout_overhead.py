@@ -1,7 +1,10 @@
 """Per-rollout cost of the bubblewrap sandbox, and the speed-up of 2 parallel workers over 1.
 
 Runs the same agent on the same requests (seed harness from ``evoharness init``, scripted model)
-in turn, one worker at a time: in this process; as a plain child process (``--sandbox none``: the
+in turn, one worker at a time: in this process, compiling the harness's template every rollout (``inprocess``,
+``LocalExecutor(prepare=False)``: the row the figures compared against before 2026-12-06) and as in-process rollouts
+run by default since ``f185ff2`` (``inprocess-prepared``: template, policies and middleware and tool modules prepared
+once per text, as a fork server does for its children); as a plain child process (``--sandbox none``: the
 same worker command, no isolation); under bubblewrap with one process per batch (``bwrap-batch``,
 ``sandbox.warm = false``: the shape before warm workers); and on a warm bwrap worker
 (``sandbox/warm.py``: a fork server per slot, a forked child per batch), once counting the
@@ -13,14 +16,14 @@ worker already up (``bwrap-warm``: what each further rollout of a commit costs, 
 with ``"rollout"``, a forked child per rollout). Prints the mean
 wall seconds and CPU seconds per rollout, each bwrap row over the plain process and over in-process
 (wall, and CPU: load-robust), the warm children's minor page faults, the model calls per rollout (HTTP round
-trips over the gateway, from its per-rollout counts), the CPU of an in-process run with the harness's template
-compiled and policies parsed once beforehand, as a fork server does for its children (the in-process row does it
-every rollout, two thirds of a synthetic rollout's own work; ``bwrap-warm / it`` is the fairer ratio), then the
-speed-up of 2 bwrap workers over 1 on the same requests. CPU counts this process (executor, model gateway, host-side
-scoring), its waited-for children (a plain process) and what warm fork servers report (each child,
-the server's own fork/wait/sweep, its start-up; bwrap's own set-up, a few ms per start, is not
-counted). A cold bwrap sandbox's CPU is not measured (``bwrap-batch``: its processes are never waited
-for by this one, so rusage does not see them; the row's CPU column is left out).
+trips over the gateway, from its per-rollout counts), each CPU row over ``inprocess-prepared`` (the in-process
+default, and the fairer ratio: the ``inprocess`` row compiles the template every rollout, two thirds of a synthetic
+rollout's own work, which a fork server does once per text), then the speed-up of 2 bwrap workers over 1 on the
+same requests. CPU counts this process (executor, model gateway, host-side scoring), its waited-for children (a
+plain process) and what warm fork servers report (each child, the server's own fork/wait/sweep, its start-up;
+bwrap's own set-up, a few ms per start, is not counted). A cold bwrap sandbox's CPU is not measured
+(``bwrap-batch``: its processes are never waited for by this one, so rusage does not see them; the row's CPU column
+is left out).
 
 With ``--repeat N`` the configurations run in turn N times (in-process, process, bwrap, in-process,
 ...) and each figure is the median, with min / median / max printed beside the ratios.
@@ -76,11 +79,17 @@ from evoharness.sandbox.config import WARM_FORKS
 from evoharness.sandbox.executor import LocalExecutor
 from evoharness.sandbox.models import Limits
 
-ROWS = ("inprocess", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/batch",
-        "bwrap-warm/rollout")
-BWRAP_ROWS = ROWS[2:]
+ROWS = ("inprocess", "inprocess-prepared", "process", "bwrap-batch", "bwrap-warm+start", "bwrap-warm",
+        "bwrap-warm/batch", "bwrap-warm/rollout")
+BWRAP_ROWS = ROWS[3:]
 # see the docstring: not bwrap-batch
-CPU_ROWS = ("inprocess", "process", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/batch", "bwrap-warm/rollout")
+CPU_ROWS = ("inprocess", "inprocess-prepared", "process", "bwrap-warm+start", "bwrap-warm", "bwrap-warm/batch",
+            "bwrap-warm/rollout")
+# what each CPU row is set against the in-process default (``inprocess-prepared``), and what it is
+PREPARED_RATIOS = (("process", "a plain process per batch"), ("bwrap-warm+start", "counting a worker start"),
+                   ("bwrap-warm", 'a child per commit, sandbox.warm_fork = "commit", opt-in'),
+                   ("bwrap-warm/batch", "a child per batch, the default"),
+                   ("bwrap-warm/rollout", "a child per rollout"))
 
 
 def _requests(env_spec: str, n: int, split: str) -> list[RolloutRequest]:
@@ -104,30 +113,30 @@ def _timed(harness: Path, args, sandbox, workers: int, reqs: list[RolloutRequest
     host-side scoring -- plus the sandboxes: waited-for children, and what warm workers' fork servers
     report for their children, themselves and their start), the warm children's page faults and the model
     calls that went through the gateway (its per-rollout counts); ``restart``: stop warm workers before the
-    timed run; ``prepared`` (in-process): the harness's template compiled and policies parsed once beforehand,
-    as a fork server does for its children and the in-process executor by default (``agent.harness.prepare``),
-    forgotten again afterwards; without it every in-process rollout compiles them (``prepare=False``)."""
+    timed run; ``prepared`` (in-process): the executor's default, ``LocalExecutor(prepare=True)``: each tree's
+    template compiled, policies parsed and middleware and tool modules compiled once per text, as a fork server
+    does for its children (``agent.harness.prepare``, ``prepare_code``), forgotten again afterwards; without it every
+    in-process rollout compiles them (``prepare=False``, the ``inprocess`` row)."""
     from evoharness.agent import harness as prepared_memo
 
     env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
-    with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers, env=env,
-                       batch_size=args.batch, warm=warm, warm_fork=warm_fork, prepare=False) as ex:
-        # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
-        # slot (a batch each at once), so that 2 workers vs 1 compares the same state, not a start against none
-        ex.run(reqs[:(workers - 1) * args.batch + 1])
-        if restart:
-            ex.stop_workers()
-        if prepared:
-            prepared_memo.prepare(ex.checkouts.get(ex.checkouts.resolve(reqs[0].harness_commit)))
-        before = dict(ex.warm_cost)
-        try:
+    try:
+        with LocalExecutor(harness, args.env, args.model, sandbox=sandbox, workers=workers, env=env,
+                           batch_size=args.batch, warm=warm, warm_fork=warm_fork, prepare=prepared) as ex:
+            # warm: export the commit, import caches, page in the interpreter; with warm workers, start one per
+            # slot (a batch each at once), so that 2 workers vs 1 compares the same state, not a start against none
+            ex.run(reqs[:(workers - 1) * args.batch + 1])
+            if restart:
+                ex.stop_workers()
+            before = dict(ex.warm_cost)
             cpu, start = _cpu(), time.perf_counter()
             trajs = ex.run(reqs)
             elapsed, cpu = time.perf_counter() - start, _cpu() - cpu
-        finally:
-            prepared_memo._PREPARED_TEMPLATES.clear()
-            prepared_memo._PREPARED_POLICIES.clear()
-        spent = {k: v - before.get(k, 0) for k, v in ex.warm_cost.items()}
+            spent = {k: v - before.get(k, 0) for k, v in ex.warm_cost.items()}
+    finally:  # the memo is this process's: the unprepared rows must not find what this one prepared
+        prepared_memo._PREPARED_TEMPLATES.clear()
+        prepared_memo._PREPARED_POLICIES.clear()
+        prepared_memo._PREPARED_CODE.clear()
     cpu += spent.get("child_cpu_s", 0) + spent.get("server_cpu_s", 0) + spent.get("start_cpu_s", 0)
     calls = sum(t.meta["gateway"].get("requests", 0) for t in trajs if isinstance(t.meta.get("gateway"), dict))
     return elapsed, sum(1 for t in trajs if t.meta.get("rollout_failure")), cpu, spent.get("child_minflt", 0), calls
@@ -465,8 +474,8 @@ def main() -> None:
         faults: dict[str, list[float]] = {"bwrap-warm+start": [], "bwrap-warm": [], "bwrap-warm/batch": [],
                                           "bwrap-warm/rollout": []}
         round_trips: list[float] = []  # model calls per rollout through the gateway (bwrap-warm)
-        prepared_cpu: list[float] = []  # in-process CPU with the template prepared once, as a fork server does
-        configs = {"inprocess": (None, {}), "process": (ProcessSandbox(), {}),
+        configs = {"inprocess": (None, {}), "inprocess-prepared": (None, {"prepared": True}),
+                   "process": (ProcessSandbox(), {}),
                    "bwrap-batch": (BwrapSandbox(), {"warm": False}),
                    "bwrap-warm+start": (BwrapSandbox(), {"restart": True}), "bwrap-warm": (BwrapSandbox(), {}),
                    "bwrap-warm/batch": (BwrapSandbox(), {"warm_fork": "batch"}),
@@ -480,8 +489,6 @@ def main() -> None:
                 cpu[name].append(seconds / n)
                 if name.startswith("bwrap-warm"):
                     faults[name].append(flt / n)
-            _, failures["inprocess-prepared"], seconds, _, _ = _timed(harness, args, None, 1, reqs, prepared=True)
-            prepared_cpu.append(seconds / n)
         for name, xs in per.items():
             figures[f"{name}_s_per_rollout"] = round(statistics.median(xs), 4)
         for name in CPU_ROWS:
@@ -499,10 +506,10 @@ def main() -> None:
                 ratios = [b / p for b, p in zip(cpu[name], cpu["inprocess"], strict=True)]
                 figures[f"{name}_cpu_over_inprocess"] = round(statistics.median(ratios), 3)
                 spreads[f"{name}_cpu_over_inprocess"] = spread(ratios, ".2f", "x")
-        figures["inprocess-prepared_cpu_s_per_rollout"] = round(statistics.median(prepared_cpu), 4)
-        ratios = [b / p for b, p in zip(cpu["bwrap-warm"], prepared_cpu, strict=True)]
-        figures["bwrap-warm_cpu_over_inprocess-prepared"] = round(statistics.median(ratios), 3)
-        spreads["bwrap-warm_cpu_over_inprocess-prepared"] = spread(ratios, ".2f", "x")
+        for name, _ in PREPARED_RATIOS:  # against the in-process default: its template prepared once per text
+            ratios = [b / p for b, p in zip(cpu[name], cpu["inprocess-prepared"], strict=True)]
+            figures[f"{name}_cpu_over_inprocess-prepared"] = round(statistics.median(ratios), 3)
+            spreads[f"{name}_cpu_over_inprocess-prepared"] = spread(ratios, ".2f", "x")
         figures["bwrap_s_per_rollout"] = figures["bwrap-warm+start_s_per_rollout"]
         figures["bwrap_overhead_ms"] = round(
             1000 * (figures["bwrap_s_per_rollout"] - figures["process_s_per_rollout"]), 1)
@@ -532,18 +539,20 @@ def main() -> None:
           f"({load_note()})")
     for name in ROWS:
         cpu_ms = f"{figures[f'{name}_cpu_s_per_rollout'] * 1000:6.1f} ms CPU" if name in CPU_ROWS else "(CPU not seen)"
-        print(f"  {name:<17} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout wall, {cpu_ms}")
+        print(f"  {name:<18} {figures[f'{name}_s_per_rollout'] * 1000:8.1f} ms / rollout wall, {cpu_ms}")
+    print("  against in-process (the inprocess row: its template compiled every rollout, prepare=False):")
     for name in BWRAP_ROWS:
         print(f"  {name + ' / plain process':<34}: {spreads[f'{name}_over_process']}")
         print(f"  {name + ' / in-process':<34}: {spreads[f'{name}_over_inprocess']}")
         if name in CPU_ROWS:
             print(f"  {name + ' / in-process, CPU':<34}: {spreads[f'{name}_cpu_over_inprocess']}")
+    print("  against in-process as it runs by default (the inprocess-prepared row: template, policies and modules "
+          "prepared once per text, as a fork server does), CPU:")
+    for name, what in PREPARED_RATIOS:
+        print(f"  {name + ' / in-process prepared':<40}: {spreads[f'{name}_cpu_over_inprocess-prepared']} ({what})")
     print(f"  warm children: minor page faults per rollout {figures['bwrap-warm_child_faults_per_rollout']} (a child "
           f"per commit), {figures['bwrap-warm/batch_child_faults_per_rollout']} (a child per batch), "
           f"{figures['bwrap-warm/rollout_child_faults_per_rollout']} (a child per rollout)")
-    print(f"  in-process, template prepared once (as a fork server does): "
-          f"{figures['inprocess-prepared_cpu_s_per_rollout'] * 1000:.1f} ms CPU; bwrap-warm / it, CPU: "
-          f"{spreads['bwrap-warm_cpu_over_inprocess-prepared']}")
     print(f"  model calls per rollout : {figures['gateway_round_trips_per_rollout']:.2f} HTTP round trips over the "
           "gateway's Unix socket (bwrap-warm; in-process: direct calls)")
     print(f"  bwrap-warm+start - plain process  : {figures['bwrap_overhead_ms']:+.1f} ms per rollout")
