@@ -8,6 +8,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -102,7 +103,7 @@ def diagnose(
     from evoharness.run_dirs import run_or_path
 
     read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `report` takes one
-    fallbacks: list[str] = []
+    judged = JudgeCount()
     tally = Tally()
     shown: list[str] = []
     failures = 0
@@ -110,8 +111,7 @@ def diagnose(
         for t in _stream(read, fmt, skip_invalid):
             lab = labeller.label(t)
             tally.add(lab)
-            if lab.labeller.startswith("rules (llm fallback"):
-                fallbacks.append(lab.labeller)
+            judged.add(lab.labeller)
             if lab.failure_class not in ("healthy", "unknown"):
                 failures += 1
                 if len(shown) < show:
@@ -120,7 +120,7 @@ def diagnose(
                 rows.write(("\n    " if tally.n == 1 else ",\n    ")
                            + json.dumps(trajectory_row(lab), indent=2).replace("\n", "\n    "))
         comp = tally.composition()
-        _say_fallbacks(fallbacks)
+        judged.say()
         if not as_json:
             typer.echo(failing_steps_text(shown, failures) + composition_text(comp, cfg))
             return
@@ -149,10 +149,34 @@ def _chosen_labeller(ctx: typer.Context, kind: str, model: str | None, context: 
     return _labeller(kind, model, context, cfg, window, timeout) if judged else Labeller(cfg)
 
 
-def _say_fallbacks(fallbacks: list[str]) -> None:
-    if fallbacks:
-        typer.echo(f"llm judge: {len(fallbacks)} trajectories fell back to the rule labeller "
-                   f"(first: {fallbacks[0].removeprefix('rules (llm fallback: ').removesuffix(')')})", err=True)
+class JudgeCount:
+    """The runs the LLM judge was asked about: how many kept its verdict and how many fell back to the rule label,
+    and why (``add`` each label; ``say`` prints one stderr line, none where the judge was never asked)."""
+
+    FALLBACK = "rules (llm fallback: "
+
+    def __init__(self) -> None:
+        self.judged = 0
+        self.reasons: Counter[str] = Counter()
+
+    def add(self, labeller: str) -> None:
+        if labeller == "llm":
+            self.judged += 1
+        elif labeller.startswith(self.FALLBACK):
+            self.reasons[labeller.removeprefix(self.FALLBACK).removesuffix(")")] += 1
+
+    def say(self) -> None:
+        fell = sum(self.reasons.values())
+        if not (self.judged or fell):
+            return
+        why = "; ".join(f"{n} {reason}" for reason, n in self.reasons.most_common(3))
+        more = len(self.reasons) - 3
+        typer.echo(f"llm judge: {_runs(self.judged)} judged by the model, {fell:,} fell back to the rule labeller"
+                   + (f" ({why}{f'; {more} other reasons' if more > 0 else ''})" if fell else ""), err=True)
+
+
+def _runs(n: int) -> str:
+    return f"{n:,} run{'s' * (n != 1)}"
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -175,13 +199,16 @@ def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3, 
 
     judge_model = openai_judge_model(model, timeout_s=timeout_s)
     typer.echo(f"llm judge: judging the failed runs, at most {timeout_s:g}s a call", err=True)
-    return LLMJudge(judge_model, cfg, context_tokens=context, window=window, on_call=JudgeProgress())
+    progress = JudgeProgress()
+    return LLMJudge(judge_model, cfg, context_tokens=context, window=window, on_call=progress, on_run=progress.ran)
 
 
 class JudgeProgress:
-    """A line on stderr after the judge's first call, then at most one every ``EVERY`` seconds, on a terminal
-    or not (``[  12.0s] llm judge: 4 runs judged (5 calls, the last 3.1s: ID part 2/3)``): one call can take
-    minutes, and off a terminal `diagnose --labeller llm` said nothing until the end."""
+    """A line on stderr after the first run the judge was asked about, then at most one every ``EVERY`` seconds
+    (after a run, or a call of a run read in parts), on a terminal or not (``[  12.0s] llm judge: 3 runs judged,
+    1 fell back to the rules (5 calls, the last 3.1s: ID part 2/3)``): one call can take minutes, and off a
+    terminal `diagnose --labeller llm` said nothing until the end. A run counts once its label is known: judged
+    where the model's verdict was kept, else fell back (a timeout, an unusable reply, no part claimed)."""
 
     EVERY = 10.0
 
@@ -189,18 +216,30 @@ class JudgeProgress:
         self.stream = stream
         self.t0 = time.monotonic()
         self.last: float | None = None
-        self.runs = self.calls = 0
+        self.judged = self.fell_back = self.calls = 0
+        self.last_call = ""
 
     def __call__(self, traj_id: str, part: int, parts: int, seconds: float) -> None:
+        """After each call: a line in a run read in parts, where one is due."""
         self.calls += 1
-        self.runs += part == 1
+        where = f"{traj_id} part {part}/{parts}" if parts > 1 else traj_id
+        self.last_call = f", the last {seconds:.1f}s: {where}"
+        if parts > 1 and self.last is not None:
+            self._line()
+
+    def ran(self, traj_id: str, judged: bool) -> None:
+        """After each run the judge was asked about: counted, and a line where one is due."""
+        self.judged += judged
+        self.fell_back += not judged
+        self._line()
+
+    def _line(self) -> None:
         now = time.monotonic()
         if self.last is not None and now - self.last < self.EVERY:
             return
         self.last = now
-        where = f"{traj_id} part {part}/{parts}" if parts > 1 else traj_id
-        print(f"[{now - self.t0:6.1f}s] llm judge: {self.runs:,} run{'s' * (self.runs != 1)} judged "
-              f"({self.calls:,} call{'s' * (self.calls != 1)}, the last {seconds:.1f}s: {where})",
+        print(f"[{now - self.t0:6.1f}s] llm judge: {_runs(self.judged)} judged, {self.fell_back:,} fell back to the "
+              f"rules ({self.calls:,} call{'s' * (self.calls != 1)}{self.last_call})",
               file=self.stream or sys.stderr, flush=True)
 
 
@@ -247,15 +286,14 @@ def label(
     read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `diagnose` takes one
     own = output_apart(out, read, ours=_labels_line)  # an earlier label run's output may be replaced
     n = 0
-    fallbacks: list[str] = []
+    judged = JudgeCount()
     with replacing(out, "w") as fh:  # on bad input no half-written file, and an earlier one is kept
         for t in _stream(read, fmt, skip_invalid, exclude=own, counted=False):
             lab = labeller.label(t)
-            if lab.labeller.startswith("rules (llm fallback"):
-                fallbacks.append(lab.labeller)
+            judged.add(lab.labeller)
             fh.write(LabelLine.of(lab).model_dump_json() + "\n")
             n += 1
-    _say_fallbacks(fallbacks)
+    judged.say()
     typer.echo(f"wrote {n} labels to {out}")
 
 

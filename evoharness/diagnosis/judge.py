@@ -17,7 +17,12 @@ reason in ``Label.labeller`` (``rules (llm fallback: ...)``).
 an OpenAI-compatible server (``openai:URL[#model]``), asking for a JSON object (grammar-constrained where
 the server supports a schema; the schema's ``step`` is limited to the agent messages and tool results
 shown) of at most ``max_tokens`` tokens, waiting at most ``timeout_s`` seconds for each reply
-(``diagnose --judge-timeout``). ``LLMJudge(on_call=...)`` is told after each call (the CLI's progress line).
+(``diagnose --judge-timeout``). ``LLMJudge(on_call=..., on_run=...)`` is told after each call and after each
+run it was asked about, whether the model's verdict or the rules' label was kept (the CLI's progress line).
+
+A busy endpoint: once ``TIMEOUTS_IN_A_ROW`` calls in a row have timed out, the judge stops calling for the rest of
+the runs, each of which keeps the rule label (``rules (llm fallback: judge stopped: 3 calls in a row timed out)``)
+instead of waiting ``timeout_s`` for each.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from evoharness.traces.models import Trajectory
 
 JudgeModel = Callable[[list[dict[str, str]]], str]
 OnCall = Callable[[str, int, int, float], None]  # (trajectory id, part, parts, seconds the call took), each call
+OnRun = Callable[[str, bool], None]  # (trajectory id, whether the model's verdict was kept), each failed run
 PROMPT = Path(__file__).parent / "prompts" / "judge.md"
 MESSAGE_CHARS = 600  # one message's share of a chunk (longer ones are clipped in the transcript)
 PROMPT_RESERVE_CHARS = 2500  # instructions, evidence and the reply
@@ -50,6 +56,7 @@ WINDOW = 3  # messages each side of a signal's step in the default excerpt
 FOCUS_SIGNALS = 3  # located signals whose neighbourhoods the excerpt shows
 EVIDENCE_SIGNALS, EVIDENCE_CHARS = 6, 160  # the rules' evidence in the prompt: how many signals, how long each
 TIMEOUT_S = 120.0  # default wait for one reply (diagnose --judge-timeout)
+TIMEOUTS_IN_A_ROW = 3  # calls timed out one after another, after which the judge stops calling (a busy endpoint)
 RATE_LIMIT_RETRIES, RETRY_AFTER_MAX_S = 2, 30.0  # a 429 is asked again twice, after what Retry-After says (capped)
 _OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
@@ -156,9 +163,11 @@ class LLMJudge:
     """``label(traj)`` like `Labeller`, with the model's verdict where it gives a valid one."""
 
     def __init__(self, model: JudgeModel, cfg: DiagnosisConfig | None = None, context_tokens: int = 8192,
-                 window: int = WINDOW, on_call: OnCall | None = None) -> None:
+                 window: int = WINDOW, on_call: OnCall | None = None, on_run: OnRun | None = None) -> None:
         self.model = model
         self.on_call = on_call
+        self.on_run = on_run
+        self.timeouts = 0  # calls timed out in a row; TIMEOUTS_IN_A_ROW of them stop the judge
         self.rules = Labeller(cfg)
         self.budget = max(1000, context_tokens * 3 - PROMPT_RESERVE_CHARS)
         self.window = window
@@ -168,6 +177,15 @@ class LLMJudge:
         rule = self.rules.label(traj)
         if rule.failure_class in (FailureClass.healthy, FailureClass.unknown):  # its prompt says the run failed
             return rule
+        lab = self._judged(traj, rule)
+        if self.on_run:
+            self.on_run(traj.id, lab.labeller == "llm")
+        return lab
+
+    def _judged(self, traj: Trajectory, rule: Label) -> Label:
+        if self.timeouts >= TIMEOUTS_IN_A_ROW:  # a busy endpoint: no more waiting the whole timeout for each run
+            return rule.model_copy(update={
+                "labeller": f"rules (llm fallback: judge stopped: {self.timeouts} calls in a row timed out)"})
         try:
             verdict = self._judge(traj, rule)
         except Exception as e:  # noqa: BLE001 - any model or reply failure falls back to the rules, said so
@@ -207,6 +225,11 @@ class LLMJudge:
             try:
                 reply = self.model(messages, schema=verdict_schema(allowed)) if getattr(
                     self.model, "accepts_schema", False) else self.model(messages)
+            except TimeoutError:
+                self.timeouts += 1
+                raise
+            else:
+                self.timeouts = 0
             finally:  # a call that failed (timed out) is reported too
                 if self.on_call:
                     self.on_call(traj.id, n, len(parts), time.monotonic() - start)

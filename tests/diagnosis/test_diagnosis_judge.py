@@ -6,7 +6,7 @@ import json
 
 from evoharness.diagnosis.judge import LLMJudge, chunks, excerpt
 from evoharness.traces.models import Trajectory
-from tests.http_fakes import fixed_reply, replying
+from tests.http_fakes import fixed_reply, replying, replying_to
 
 
 def _log(n: int = 6, size: int = 50) -> Trajectory:
@@ -197,7 +197,8 @@ def test_a_slow_judge_call_gives_up_at_the_judge_timeout(shared_data, tmp_path, 
     assert code == 0 and took < 5, (code, took)
     row = json.loads(cap.out)["trajectories"][0]
     assert row["labeller"] == "rules (llm fallback: TimeoutError: no reply within 0.3s (--judge-timeout))"
-    assert "1 trajectories fell back" in cap.err and "at most 0.3s a call" in cap.err
+    assert "llm judge: 0 runs judged by the model, 1 fell back to the rule labeller (1 TimeoutError" in cap.err
+    assert "at most 0.3s a call" in cap.err
 
 
 def test_the_judge_timeout_is_a_positive_finite_number_for_the_judge_only(tmp_path, capsys):
@@ -216,23 +217,98 @@ def test_the_judge_timeout_is_a_positive_finite_number_for_the_judge_only(tmp_pa
 def test_the_judge_says_how_far_it_got_off_a_terminal_at_most_every_few_seconds(shared_data, tmp_path, capsys,
                                                                                  monkeypatch):
     """Off a terminal (a log, a pipe) `diagnose --labeller llm` said nothing until every run was judged, minutes
-    on a slow endpoint. It now prints a line after the first call, then at most one every JudgeProgress.EVERY
-    seconds, on a terminal or not."""
+    on a slow endpoint. It now prints a line after the first run, then at most one every JudgeProgress.EVERY
+    seconds, on a terminal or not; each run counts as judged (the verdict kept) or fell back to the rules."""
     from evoharness.cli import main
     from evoharness.diagnosis.cli import JudgeProgress
 
     sample = _failed_runs(shared_data, tmp_path, 3)
-    no = _completion(json.dumps({"failed_here": False}))
-    with replying(lambda: (200, {"Content-Type": "application/json"}, no)) as url:
+    answers = iter([True, json.dumps({"failed_here": False}), "not json"] * 2)
+
+    def reply(request):  # a verdict naming the first step the schema allows, then none, then no JSON
+        answer = next(answers)
+        if answer is True:
+            answer = _verdict(step=request["response_format"]["schema"]["properties"]["step"]["enum"][0])
+        return 200, {"Content-Type": "application/json"}, _completion(answer)
+
+    with replying_to(reply) as url:
         judge = ["diagnose", sample, "--labeller", "llm", "--model", f"openai:{url}#m"]
         assert main(judge) == 0
-        lines = [x for x in capsys.readouterr().err.splitlines() if " judged (" in x]
-        assert len(lines) == 1 and "llm judge: 1 run judged (1 call, the last " in lines[0], lines  # not 3
+        err = capsys.readouterr().err.splitlines()
+        lines = [x for x in err if " judged, " in x]
+        assert len(lines) == 1 and "llm judge: 1 run judged, 0 fell back to the rules (1 call, the last " in lines[0]
+        assert "llm judge: 1 run judged by the model, 2 fell back to the rule labeller (1 no part of the run " \
+               "judged failing; 1 ValueError: no verdict JSON in the reply: 'not json')" in err, err
         monkeypatch.setattr(JudgeProgress, "EVERY", 0.0)
         assert main(judge) == 0
-        lines = [x for x in capsys.readouterr().err.splitlines() if " judged (" in x]
+        lines = [x for x in capsys.readouterr().err.splitlines() if " judged, " in x]
     assert [x.split("] ", 1)[1].split(", the last")[0] for x in lines] == [
-        "llm judge: 1 run judged (1 call", "llm judge: 2 runs judged (2 calls", "llm judge: 3 runs judged (3 calls"]
+        "llm judge: 1 run judged, 0 fell back to the rules (1 call",
+        "llm judge: 1 run judged, 1 fell back to the rules (2 calls",
+        "llm judge: 1 run judged, 2 fell back to the rules (3 calls"]
+
+
+def test_a_busy_endpoint_stops_the_judge_after_some_timeouts_in_a_row(shared_data, tmp_path, capsys):
+    """On an endpoint too busy to answer, every failed run waited the whole --judge-timeout (1,000 runs at the
+    default 120 s: 33 hours for rule labels), and the progress line said "1 run judged" of a run whose call timed
+    out. Now the judge stops after TIMEOUTS_IN_A_ROW timed-out calls in a row: the rest keep the rule label
+    without a call, each saying why, and the lines count them as fallen back."""
+    import threading
+    import time
+
+    from evoharness.cli import main
+    from evoharness.diagnosis.judge import TIMEOUTS_IN_A_ROW
+
+    release = threading.Event()
+    seen: list[int] = []
+
+    def busy():
+        seen.append(1)
+        release.wait(10)
+        return 200, {"Content-Type": "application/json"}, _completion(_verdict(step=2))
+
+    sample = _failed_runs(shared_data, tmp_path, 6)
+    try:
+        with replying(busy) as url:
+            start = time.monotonic()
+            code = main(["diagnose", sample, "--json", "--labeller", "llm", "--model", f"openai:{url}#m",
+                         "--judge-timeout", "0.2"])
+            took = time.monotonic() - start
+            release.set()
+    finally:
+        release.set()
+    cap = capsys.readouterr()
+    assert code == 0 and len(seen) == TIMEOUTS_IN_A_ROW == 3 and took < 3, (code, len(seen), took)
+    labellers = [row["labeller"] for row in json.loads(cap.out)["trajectories"]]
+    timed_out = "rules (llm fallback: TimeoutError: no reply within 0.2s (--judge-timeout))"
+    stopped = "rules (llm fallback: judge stopped: 3 calls in a row timed out)"
+    assert labellers == [timed_out] * 3 + [stopped] * 3, labellers
+    assert "llm judge: 0 runs judged, 1 fell back to the rules (1 call, the last 0." in cap.err, cap.err
+    assert ("llm judge: 0 runs judged by the model, 6 fell back to the rule labeller (3 TimeoutError: no reply within "
+            "0.2s (--judge-timeout); 3 judge stopped: 3 calls in a row timed out)") in cap.err, cap.err
+
+
+def test_an_answered_call_resets_the_timeouts_in_a_row():
+    """Timeouts apart (a busy moment, then answers) do not stop the judge: only TIMEOUTS_IN_A_ROW in a row."""
+
+    class Flaky:
+        def __init__(self, pattern: str) -> None:
+            self.pattern, self.calls = iter(pattern), 0
+
+        def __call__(self, messages):
+            self.calls += 1
+            if next(self.pattern) == "t":
+                raise TimeoutError("no reply within 1s (--judge-timeout)")
+            return _verdict(step=2)
+
+    model = Flaky("tt.tt.tt.")
+    judge = LLMJudge(model)
+    labellers = [judge.label(_log()).labeller for _ in range(9)]
+    assert model.calls == 9 and labellers.count("llm") == 3, labellers
+    model = Flaky("ttt")
+    judge = LLMJudge(model)
+    labellers = [judge.label(_log()).labeller for _ in range(5)]
+    assert model.calls == 3 and labellers[3:] == ["rules (llm fallback: judge stopped: 3 calls in a row timed out)"] * 2
 
 
 def test_a_reply_trickling_in_is_given_up_at_the_judge_timeout_too():

@@ -52,7 +52,7 @@ def test_label_says_how_many_fell_back_and_refuses_judge_options_without_the_jud
     with replying(lambda: completion("no JSON here")) as url:
         assert main(["label", sample, "--out", str(out), "--labeller", "llm", "--model", f"openai:{url}#m"]) == 0
     assert json.loads(out.read_text())["labeller"].startswith("rules (llm fallback: ")
-    assert "llm judge: 1 trajectories fell back to the rule labeller" in capsys.readouterr().err
+    assert "llm judge: 0 runs judged by the model, 1 fell back to the rule labeller" in capsys.readouterr().err
 
     missing = str(tmp_path / "missing.json")  # options are checked before any file is read
     for argv, said in ((["--judge-timeout", "30"], "error: --judge-timeout is for --labeller llm"),
