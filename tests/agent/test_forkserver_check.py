@@ -138,3 +138,20 @@ def test_a_warning_registry_from_before_the_snapshot_is_no_change(tags, mark):
     base = fs._Baseline()
     assert base.changed() == []
     assert "__warningregistry__" not in vars(mark)
+
+
+def test_the_module_names_a_batch_child_took_are_what_the_check_compares(tags):
+    """The batch child takes ``sys.modules``' names once after a rollout, removes the harness's modules among those new
+    since the baseline, and hands the rest to the check (no second walk over every name): a module the rollout
+    imported is still seen, the harness's removed ones are not, and the check reads the names it is handed."""
+    base = fs._Baseline()
+    harness, imported = f"{fs.HARNESS_MODULE_PREFIXES[0]}probe", "_fs_probe_imported"
+    sys.modules[harness] = sys.modules[imported] = sys
+    try:
+        taken = frozenset(sys.modules)
+        assert sorted(taken - base.modules) == [harness, imported]
+        assert base.changed(taken.difference([harness])) == [f"modules ({imported})"]
+    finally:
+        del sys.modules[harness], sys.modules[imported]
+    assert base.changed(base.modules) == [] and base.changed() == []
+    assert base.changed(base.modules | {imported}) == [f"modules ({imported})"]  # handed, not read again
