@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from inspect import signature
 from pathlib import Path
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
@@ -153,6 +154,10 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
                        trajectories=JsonlSource(src), placebo=args.placebo,
                        **({"labels": labels} if labels else {}),  # older trees have no labels
+                       # --real replicates the 200 tau-bench runs under fresh ids: identical records, which an export
+                       # skips by default since the seventeenth session; kept, every row is written as before
+                       **({"keep_duplicates": True} if "keep_duplicates" in signature(export_dataset).parameters
+                          else {}),
                        **({"prompt": prompt} if prompt else {}))
     _reap_adopted()
     return s, time.process_time() - t0 + _children_cpu() - c0, time.perf_counter() - w0

@@ -27,6 +27,16 @@ def _table(title: str, counts: dict[str, int], limit: int = 25) -> list[str]:
     return [*lines, ""]
 
 
+def _duplicates(s: ExportSummary) -> str:
+    if not s.duplicate_records:
+        return "none (no record is identical to an earlier one)"
+    what = (f"{s.duplicate_records} records are identical to an earlier one (messages and tools, system message "
+            "included)")
+    if s.duplicates_kept:
+        return f"{what}; kept (`--keep-duplicates`)"
+    return f"{what}; dropped (`--keep-duplicates` keeps them)"
+
+
 def render_card(s: ExportSummary) -> str:
     data_files = [f for f in s.files if f.endswith((".jsonl", ".parquet")) and "metadata" not in f]
     tags = ["evoharness", "sft", "tool-use", "agent-trajectories"] + (["placebo"] if s.placebo else [])
@@ -64,6 +74,7 @@ def render_card(s: ExportSummary) -> str:
         f"tasks {f.tasks or 'any'}, classes {[x.value for x in f.classes] if f.classes else 'any'}",
         f"- **Held-out tasks:** never exported; {s.heldout_tasks_excluded} trajectories of held-out tasks "
         "were excluded.",
+        f"- **Duplicates:** {_duplicates(s)}",
         *([f"- **Tool declarations:** {s.env_tools_past_limit} records name an environment past the "
             f"{MAX_ENVS} distinct ones an export builds; their undeclared tools are inferred from the calls "
             "(empty description)"] if s.env_tools_past_limit else []),

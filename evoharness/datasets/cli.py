@@ -168,6 +168,9 @@ def export(
     labels: Annotated[Path | None, typer.Option(
         "--labels", help="labels JSONL that `evoharness label` wrote for --trajectories: their classes are "
                          "used instead of labelling again (default: none, the trajectories are labelled)")] = None,
+    keep_duplicates: Annotated[bool, typer.Option(
+        "--keep-duplicates", help="write a record identical to an earlier one (default: skipped, counted in the "
+                                  "card as duplicate_record)")] = False,
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
     from .env_tools import MAX_ENVS
@@ -219,9 +222,12 @@ def export(
         queue=queue,
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
-        declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels)
+        declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels,
+        keep_duplicates=keep_duplicates)
     skipped = f"{sum(summary.skipped.values())} skipped{_skip_reasons(summary.skipped)}"
     reused = f", {summary.labels_reused} labels reused" if labels is not None else ""
+    if keep_duplicates and summary.duplicate_records:
+        reused += f", {summary.duplicate_records} duplicate records kept"
     fell_back = (f", {summary.prompt_fallbacks} system prompts fell back to the raw template"
                  + (f" ({summary.prompt_limit_hits} renders hit a limit)" if summary.prompt_limit_hits else "")
                  if summary.prompt_fallbacks else "")

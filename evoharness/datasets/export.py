@@ -12,9 +12,13 @@ One row per trajectory id: a file holding an id twice (``import`` writes two run
 gives the first trajectory of that id and skips the later ones (``skipped["duplicate_id"]``), whatever the
 source and filters, as the training queue and the service's ingest store keep the first of an id.
 
+One row per record: a record identical to an earlier one (``formats.fingerprint`` of the record, after rendering)
+is skipped as ``duplicate_record`` unless ``keep_duplicates``; ``duplicate_records`` counts them either way.
+
 Memory is bounded: records stream from source to writer; only the held-out task ids, the ids of the
 tasks seen, per-task counts, the file's trajectory ids (to keep one of each, and to skip a queue item the
-file gave), and for a placebo one window of records (``datasets.placebo_window``) are held.
+file gave), one fingerprint (an int) per record written, and for a placebo one window of records
+(``datasets.placebo_window``) are held.
 
 Labelling is the larger part of exporting a file's unhealthy trajectories. ``labels`` (a file
 ``evoharness label`` wrote for the same trajectory file) gives their class and first signal
@@ -51,6 +55,7 @@ from .card import write_card
 from .chat import RecordSkipped, record_and_arguments, with_system
 from .env_tools import EnvTools
 from .export_formats import EXPORT_FORMATS, open_writer
+from .formats import fingerprint
 from .llamafactory import write_dataset_info
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
 from .prompts import SystemRenderer
@@ -358,10 +363,13 @@ def export_dataset(
     declared_heldout: Iterable[str] = (),
     diagnosis_cfg=None,
     labels: Path | str | None = None,
+    keep_duplicates: bool = False,
 ) -> ExportSummary:
     """Write one dataset into ``out`` (data files, README.md card, manifest.json).
 
     ``labels``: the labels file ``evoharness label`` wrote for ``trajectories`` (see the module doc).
+    ``keep_duplicates``: write a record identical to an earlier one (messages and tools, the system message
+    included) instead of skipping it as ``duplicate_record``; either way ``duplicate_records`` counts them.
 
     The held-out tasks of the trajectory file are learnt in the same pass that writes: a file usually
     marks a task held out at its first trajectory (or every one), and a trajectory of a task known to be
@@ -379,7 +387,7 @@ def export_dataset(
     declared_heldout = list(declared_heldout)
     kwargs = dict(fmt=fmt, source=source, queue=queue, filters=filters, prompt=prompt, placebo=placebo,
                   placebo_seed=placebo_seed, placebo_window=placebo_window, diagnosis_cfg=diagnosis_cfg,
-                  labels=labels)
+                  labels=labels, keep_duplicates=keep_duplicates)
     held = heldout_tasks([queue if uses_queue else None], declared_heldout)
     if file_src is not None:
         try:
@@ -394,7 +402,8 @@ def export_dataset(
 
 def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: Iterable[Trajectory] | None,
             queue, filters: ExportFilters, prompt: RenderedPrompt | None, placebo: bool, placebo_seed: int,
-            placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str]) -> ExportSummary:
+            placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str],
+            keep_duplicates: bool) -> ExportSummary:
     """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt)."""
     prompt = prompt or RenderedPrompt(under="trajectory")
     uses_file = source in (SourceKind.healthy, SourceKind.all)
@@ -407,7 +416,8 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     counts = {k: Counter() for k in ("tasks", "classes", "splits", "harness_commits", "models", "envs")}
     skipped: Counter = Counter()
     per_task: Counter = Counter()
-    admitted = heldout_matched = 0
+    admitted = heldout_matched = duplicate_records = 0
+    records_seen: set[int] = set()  # fingerprints of the records taken (~70 bytes each in memory)
     # records written, and of them those with a class from --labels; the summary's fields are set at the end
     # (a pydantic model's ``__setattr__`` is a Python call per row)
     written = [0, 0]
@@ -491,6 +501,16 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             except RecordSkipped as e:
                 skipped[e.reason] += 1
                 continue
+            # a record identical to an earlier one (the same run imported twice, or two runs alike): its system
+            # message is still to be rendered from the trajectory's task and the record's tools, so the task counts
+            key = fingerprint((record, t.task) if renderer.active else record)
+            if key in records_seen:
+                duplicate_records += 1
+                if not keep_duplicates:
+                    skipped["duplicate_record"] += 1
+                    continue
+            else:
+                records_seen.add(key)
             per_task[t.task_id] += 1
             written[1] += c.from_labels  # a record written (a placebo window is written whole)
             meta = _meta(c, placebo)
@@ -524,6 +544,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         raise HeldOutRequested("export", f"only held-out tasks matched the request ({heldout_matched} "
                          "trajectories); held-out tasks are never exported")
     summary.records, summary.labels_reused = written
+    summary.duplicate_records, summary.duplicates_kept = duplicate_records, keep_duplicates
     for key, c in counts.items():
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))

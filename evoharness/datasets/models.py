@@ -93,6 +93,9 @@ class ExportSummary(BaseModel):
                                       "tool declarations, the export having built its limit of distinct envs "
                                       "(datasets.env_tools.MAX_ENVS): their undeclared tools are inferred "
                                       "from the calls")
+    duplicate_records: int = Field(0, description="records identical to an earlier one of the export (messages and "
+                                   "tools, system message included): skipped as duplicate_record unless kept")
+    duplicates_kept: bool = Field(False, description="duplicate records were written (--keep-duplicates)")
     labels_reused: int = Field(0, description="records written whose class came from --labels, not relabelled "
                                              "(trajectories the filters or held-out tasks drop are not counted)")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

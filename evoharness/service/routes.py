@@ -433,6 +433,7 @@ class ExportRequest(BaseModel):
     max_per_task: int | None = Field(None, ge=1)
     tasks: list[str] | None = None
     classes: list[FailureClass] | None = None
+    keep_duplicates: bool = Field(False, description="write records identical to an earlier one (default: skipped)")
 
 
 @writes.post("/datasets/export")
@@ -465,7 +466,8 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             trajectories=s.ingest if body.source != SourceKind.queue else None,
             queue=queue_from_settings(settings) if body.source != SourceKind.healthy else None,
             filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
-            placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis)
+            placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis,
+            keep_duplicates=body.keep_duplicates)
     except InputError as e:
         if isinstance(e, HeldOutRequested):
             raise HTTPException(422, str(e)) from None  # the request asked for held-out tasks
@@ -474,6 +476,7 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,
             "tasks": len(summary.tasks), "classes": summary.classes,
             "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped,
+            "duplicate_records": summary.duplicate_records,
             "prompt_fallbacks": summary.prompt_fallbacks, "prompt_limit_hits": summary.prompt_limit_hits,
             "prompt_render_unjailed": summary.prompt_render_unjailed,
             "env_tools_past_limit": summary.env_tools_past_limit,

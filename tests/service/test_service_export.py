@@ -26,3 +26,18 @@ def test_an_asked_for_task_that_gave_no_record_is_named(tmp_path):
         assert r.json()["records"] == 2 and r.json()["tasks_without_records"] == ["t-1"], r.json()
         every = c.post("/datasets/export", json={"source": "healthy", "render_under": "trajectory"}, headers=AUTH)
         assert every.json()["records"] == 3 and every.json()["tasks_without_records"] == []
+
+
+def test_identical_records_are_skipped_unless_kept_and_counted(tmp_path):
+    """The same run ingested twice under two ids: one row, `duplicate_records` 1 (`keep_duplicates` writes both)."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    run = trajectory("e1", "healthy", task="t1")
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        assert c.post("/trajectories", json=[run, {**run, "id": "e1-again"}], headers=AUTH).status_code == 200
+        r = c.post("/datasets/export", json={"source": "healthy", "render_under": "trajectory"}, headers=AUTH)
+        assert r.json()["records"] == 1 and r.json()["duplicate_records"] == 1, r.json()
+        assert r.json()["skipped"] == {"duplicate_record": 1}
+        kept = c.post("/datasets/export", json={"source": "healthy", "render_under": "trajectory",
+                                                "keep_duplicates": True}, headers=AUTH)
+        assert kept.json()["records"] == 2 and kept.json()["duplicate_records"] == 1, kept.json()
