@@ -74,3 +74,44 @@ def test_an_inflated_body_over_the_limit_is_413_and_a_bad_encoding_is_one_line(c
                                  "send it uncompressed or as gzip")
     assert client.get("/trajectories/cut").status_code == 404
     assert client.get("/health").json()["status"] == "ok"
+
+
+def test_zero_padding_after_the_last_member_is_ignored_as_gzip_does(client):
+    """A gzip body padded with zero bytes (a block-padded write; `gzip -d` says "trailing zero bytes ignored") was
+    refused as "body is not gzip data: Error -3 ... incorrect header check". Other trailing bytes still are."""
+    batch = [trajectory("pad1"), trajectory("pad2")]
+    padded = gzip.compress(json.dumps(batch).encode()) + b"\0" * 512
+    assert gzip.decompress(padded) == json.dumps(batch).encode()  # what Python's own reader makes of it
+    r = client.post("/trajectories", content=padded, headers=GZ_JSON)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"received": 2, "stored": 2, "duplicates": 0}
+
+    junk = gzip.compress(json.dumps([trajectory("pad3")]).encode()) + b"\0\0junk"
+    r = client.post("/trajectories", content=junk, headers=GZ_JSON)
+    assert r.status_code == 422 and r.json()["error"].startswith("body is not gzip data"), r.text
+    assert client.get("/trajectories/pad3").status_code == 404
+
+
+def test_a_gzip_body_is_inflated_off_the_event_loop(client, monkeypatch):
+    """Inflating up to service.max_body_mb is CPU work (64 MiB by default); done in the request's coroutine it held up
+    every other request, /health included, until it finished. It runs in a worker thread now."""
+    import asyncio
+
+    from evoharness.service import routes
+
+    threads: list[bool] = []
+    inflated = routes._inflated
+
+    def spy(*args):
+        try:
+            asyncio.get_running_loop()
+            threads.append(True)  # called on the event loop
+        except RuntimeError:
+            threads.append(False)
+        return inflated(*args)
+
+    monkeypatch.setattr(routes, "_inflated", spy)
+    r = client.post("/trajectories", content=gzip.compress(json.dumps([trajectory("offloop")]).encode()),
+                    headers=GZ_JSON)
+    assert r.status_code == 200, r.text
+    assert threads == [False]
