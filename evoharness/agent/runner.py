@@ -19,6 +19,7 @@ from evoharness.envs import get_environment
 from evoharness.logging import get_logger
 from evoharness.model_specs import OFFLINE_PREFIXES, agent_model
 from evoharness.sandbox.api import rollout_id
+from evoharness.sandbox.scoring import Recorder
 from evoharness.traces.models import EventType, Split, Termination, Trajectory
 
 log = get_logger(__name__)
@@ -47,8 +48,6 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
     sandboxed worker passes False (the host sees the trajectory's event; logging would import structlog into the
     worker, and in a warm worker's batch child that new module would end the child).
     """
-    from evoharness.sandbox.scoring import Recorder
-
     env = Recorder(get_environment(env_via or env_spec))
     task = env.get_task(task_id)
     chat = model if model is not None else make_model(model_via or model_spec, seed)

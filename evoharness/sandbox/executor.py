@@ -44,6 +44,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from evoharness.agent.harness import prepare, prepare_code
+from evoharness.agent.runner import run_rollout
 from evoharness.errors import InfraError, InputError
 from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
 from evoharness.logging import get_logger
@@ -441,9 +443,6 @@ class LocalExecutor:
         return payload
 
     def _in_process(self, req: RolloutRequest, tree: Path, sha: str | None) -> Trajectory:
-        from evoharness.agent.harness import prepare, prepare_code
-        from evoharness.agent.runner import run_rollout
-
         if self.prepare:  # once per text (both never raise: what does not compile is left to the rollout)
             with self._prepare_lock:
                 prepare(tree)

@@ -159,3 +159,33 @@ def test_a_branch_name_is_looked_up_once_per_run_call_and_its_rollouts_run_that_
     assert [ref for ref in looked if ref != commits["ok"]] == ["HEAD"]  # a full sha's lookup is remembered
     assert [t.harness_commit for t in trajs] == [commits["ok"]] * 4
     assert all(t.final_answer == "done ok" for t in trajs)
+
+
+def test_an_in_process_rollout_imports_nothing_per_rollout(tmp_path, monkeypatch):
+    """LocalExecutor._in_process and run_rollout imported their helpers inside the per-rollout call (three
+    imports a rollout through the import machinery, ~6 us a rollout). They are module imports now: the executor's
+    and runner's code asks the import system for nothing per in-process rollout (the environment's and stand-in
+    model's own per-call imports are left as they are)."""
+    import builtins
+    from collections import Counter
+
+    from evoharness.harness_repo.init import init_harness
+
+    repo = init_harness(tmp_path / "h")
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None) as ex:
+        reqs = [RolloutRequest(task_id="contact_0", seed=s, harness_commit="HEAD") for s in range(3)]
+        ex.run(reqs[:1])  # the environment and the model's modules, loaded once
+        asked: Counter[tuple[str, str]] = Counter()
+        real = builtins.__import__
+
+        def counting(name, globals=None, locals=None, fromlist=(), level=0):
+            caller = sys._getframe(1).f_code
+            if caller.co_filename.endswith(("sandbox/executor.py", "agent/runner.py")):
+                asked[(name, caller.co_name)] += 1
+            return real(name, globals, locals, fromlist, level)
+
+        monkeypatch.setattr(builtins, "__import__", counting)
+        trajs = ex.run(reqs)
+        monkeypatch.setattr(builtins, "__import__", real)
+    assert [t.task_id for t in trajs] == ["contact_0"] * 3 and Termination.error not in {t.termination for t in trajs}
+    assert not [k for k, n in asked.items() if n >= len(reqs)], asked  # once a batch (the user model) at most
