@@ -137,4 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
     raise SystemExit(main())

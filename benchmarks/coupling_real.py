@@ -61,7 +61,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 
 LESSON = "- When a customer asks for a refund, confirm the order id with them before acting.\n"
 REWORD = ("- Call one tool at a time and read its result before deciding the next step.",
@@ -462,4 +462,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     sys.exit(main())

@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 
 CONFIGS = {"warm": [], "cold": ["--set", "sandbox.warm=false"], "batch": ["--set", "sandbox.warm_fork=batch"],
            "commit": ["--set", "sandbox.warm_fork=commit"], "rollout": ["--set", "sandbox.warm_fork=rollout"]}
@@ -195,4 +195,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from label_throughput import DEFAULT, replicate  # noqa: E402
@@ -65,4 +65,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())

@@ -51,7 +51,7 @@ import time
 from inspect import signature
 from pathlib import Path
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 from evoharness.datasets.export import JsonlSource, export_dataset
 from evoharness.datasets.models import ExportFormat, SourceKind
 
@@ -328,4 +328,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     main()

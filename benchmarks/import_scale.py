@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 from evoharness.traces.importers import dirscan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -188,4 +188,5 @@ def marginal(least: dict[tuple[str, str], dict[int, float]], commands: list[str]
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())

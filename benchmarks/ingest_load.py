@@ -42,7 +42,7 @@ from pathlib import Path
 
 import httpx
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 
 
 def trajectory(tid: str, i: int) -> dict:
@@ -288,4 +288,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     sys.exit(main())

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from evoharness.benchrepeat import add_repeat, check_repeat, cpu_seconds, spread, summary
+from evoharness.benchrepeat import add_repeat, check_repeat, cpu_seconds, same_checkout, spread, summary
 
 WATCH = '''\
 """Hooks that look and change nothing (what the loop costs around them is measured)."""
@@ -173,4 +173,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     main()

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evoharness.benchrepeat import add_repeat, check_repeat, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, same_checkout, spread
 
 MODEL, ENV = "scripted:weak", "synthetic"
 
@@ -143,4 +143,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     raise SystemExit(main())

@@ -71,7 +71,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.sandbox.base import ProcessSandbox
 from evoharness.sandbox.bwrap import BwrapSandbox
@@ -576,4 +576,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     main()

@@ -756,4 +756,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
     sys.exit(main())

@@ -104,4 +104,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
     raise SystemExit(main())

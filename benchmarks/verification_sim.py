@@ -69,7 +69,7 @@ import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 from evoharness.harness_repo.models import Candidate
 from evoharness.logging import configure_logging
 from evoharness.verification.anchors import AnchorBook
@@ -567,4 +567,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     sys.exit(main())

@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from evoharness.benchrepeat import add_repeat, check_repeat, load_note, spread
+from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
 from evoharness.verification.sim import SimHarness, SimWorld
 
 _spec = importlib.util.spec_from_file_location("verification_sim", Path(__file__).with_name("verification_sim.py"))
@@ -101,4 +101,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    same_checkout(__file__)
     sys.exit(main())

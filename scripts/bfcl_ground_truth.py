@@ -83,4 +83,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
     sys.exit(main(sys.argv[1:]))

@@ -112,4 +112,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
     sys.exit(main())

@@ -55,7 +55,8 @@ def test_no_work_is_one_error_line(script, args, tmp_path):
 def test_instructions_without_valgrind_is_one_error_line(tmp_path):
     """``export_scale.py --instructions`` needs valgrind: without it on PATH, one ``error:`` line and exit 2."""
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/export_scale.py"), "--instructions", "--n", "5"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env={"PATH": str(tmp_path)})
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={"PATH": str(tmp_path), "PYTHONPATH": str(ROOT)})
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert proc.returncode == 2 and len(errors) == 1 and "valgrind" in errors[0], proc.stderr[-2000:]
 

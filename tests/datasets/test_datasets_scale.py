@@ -39,7 +39,7 @@ def test_export_memory_does_not_grow_with_rows(tmp_path):
 
 def test_benchmark_prints_peak_and_rate(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_scale.py"), "--n", "300"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_this_checkout())
     assert proc.returncode == 0, proc.stderr
     assert "exported rows: 270" in proc.stdout  # 10% of tasks are held out
     assert "peak RSS:" in proc.stdout and "rows/s:" in proc.stdout
@@ -54,7 +54,7 @@ def test_benchmark_renders_under_a_seed_harness_with_render_under(tmp_path):
     keep = tmp_path / "keep"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_scale.py"), "--n", "20",
                            "--render-under", "seed", "--repeat", "1", "--keep", str(keep)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_this_checkout())
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "exported rows: 18  held-out excluded: 2" in proc.stdout, proc.stdout  # tasks 9 and 19 are held out
     assert "render under: seed (0 fell back)" in proc.stdout and "rows/s:" in proc.stdout, proc.stdout
@@ -65,3 +65,11 @@ def test_benchmark_renders_under_a_seed_harness_with_render_under(tmp_path):
         system = row["messages"][0]
         assert system["role"] == "system" and system["content"] != "You are the agent.", system
         assert f"## Task\nTask {m['task_id']}\n" in system["content"], system
+
+
+def _this_checkout() -> dict[str, str]:
+    """The script imports this checkout's evoharness (from a worktree, the venv's editable install is another's,
+    and the script refuses: benchrepeat.same_checkout)."""
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -172,10 +172,12 @@ def test_the_sample_reads_both_report_layouts_and_a_bad_report_is_one_error_line
         (tmp_path / "logs" / inst / "report.json").write_text(json.dumps(rep))
         (tmp_path / "trajs" / inst).mkdir(parents=True)
     script = str(REPO / "benchmarks" / "swe_dev_sample.py")
-    p = subprocess.run([sys.executable, script, "--data", str(tmp_path)], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, script, "--data", str(tmp_path)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
     assert p.returncode == 0
     assert sorted(json.loads(line)["instance_id"] for line in p.stdout.splitlines()) == ["a__a-1", "b__b-2"]
     (tmp_path / "logs" / "a__a-1" / "report.json").write_text("{cut")
-    p = subprocess.run([sys.executable, script, "--data", str(tmp_path)], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, script, "--data", str(tmp_path)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
     assert p.returncode == 2 and p.stderr.startswith("error: ") and "Traceback" not in p.stderr
     assert "a__a-1/report.json" in p.stderr
