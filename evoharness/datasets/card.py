@@ -37,11 +37,23 @@ def _duplicates(s: ExportSummary) -> str:
     return f"{what}; dropped (`--keep-duplicates` keeps them)"
 
 
+def _split_line(s: ExportSummary) -> str:
+    v = s.validation
+    return (f"- **Validation split:** by task, no task in both: {len(v.tasks)} of the {v.tasks_considered} tasks that "
+            f"may be exported (fraction {v.fraction}, seed {v.seed}) are validation tasks; "
+            f"{v.records.get('validation', 0)} records of {v.tasks_written.get('validation', 0)} tasks in "
+            f"`{v.files['validation']}`, {v.records.get('train', 0)} records of {v.tasks_written.get('train', 0)} "
+            f"tasks in `{v.files['train']}`. Held-out tasks are in neither.")
+
+
 def render_card(s: ExportSummary) -> str:
     data_files = [f for f in s.files if f.endswith((".jsonl", ".parquet")) and "metadata" not in f]
     tags = ["evoharness", "sft", "tool-use", "agent-trajectories"] + (["placebo"] if s.placebo else [])
     front = ["---", "configs:", "- config_name: default", "  data_files:"]
-    front += [f"  - split: train\n    path: {f}" for f in data_files]
+    if s.validation is not None:  # `load_dataset(DIR)` gives both splits
+        front += [f"  - split: {part}\n    path: {f}" for part, f in s.validation.files.items()]
+    else:
+        front += [f"  - split: train\n    path: {f}" for f in data_files]
     front += ["tags:"] + [f"- {t}" for t in tags] + ["---", ""]
     how = EXPORT_FORMATS.get(s.format.value).card
     p = s.prompt
@@ -75,6 +87,7 @@ def render_card(s: ExportSummary) -> str:
         f"- **Held-out tasks:** never exported; {s.heldout_tasks_excluded} trajectories of held-out tasks "
         "were excluded.",
         f"- **Duplicates:** {_duplicates(s)}",
+        *([_split_line(s)] if s.validation is not None else []),
         *([f"- **Tool declarations:** {s.env_tools_past_limit} records name an environment past the "
             f"{MAX_ENVS} distinct ones an export builds; their undeclared tools are inferred from the calls "
             "(empty description)"] if s.env_tools_past_limit else []),
@@ -88,6 +101,8 @@ def render_card(s: ExportSummary) -> str:
         *_table("Environments", s.envs),
         *_table("Splits", s.splits),
         *_table("Tasks", s.tasks),
+        *(_table("Validation tasks", {t: s.tasks.get(t, 0) for t in s.validation.tasks})
+          if s.validation is not None else []),
         *_table("Skipped (reason)", s.skipped),
         "Machine-readable: `manifest.json`.",
         "",

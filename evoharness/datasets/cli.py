@@ -168,6 +168,12 @@ def export(
     labels: Annotated[Path | None, typer.Option(
         "--labels", help="labels JSONL that `evoharness label` wrote for --trajectories: their classes are "
                          "used instead of labelling again (default: none, the trajectories are labelled)")] = None,
+    val_fraction: Annotated[float | None, typer.Option(
+        "--val-fraction", help="write a train and a validation split by task, this fraction of the tasks (0 < F < 1) "
+                               "in validation, no task in both (default: no split, one data file)")] = None,
+    split_seed: Annotated[int | None, typer.Option(
+        "--split-seed", help="which tasks --val-fraction takes (default: 0; the same tasks and seed give the same "
+                             "split)")] = None,
     keep_duplicates: Annotated[bool, typer.Option(
         "--keep-duplicates", help="write a record identical to an earlier one (default: skipped, counted in the "
                                   "card as duplicate_record)")] = False,
@@ -205,6 +211,11 @@ def export(
             else "not a regular file (a FIFO, socket or device is refused: the labels are read in step with the "
                  "trajectories, so write them to a file with `evoharness label FILE --out LABELS`)" if labels.exists()
             else "no such file"))
+    if split_seed is not None and val_fraction is None:
+        fail(f"--split-seed {split_seed}: it chooses the tasks of --val-fraction, which was not given")
+    if val_fraction is not None and not 0 < val_fraction < 1:
+        fail(f"--val-fraction {val_fraction}: must lie between 0 and 1 (exclusive), the fraction of the tasks "
+             "that goes to validation")
     if trajectories is not None and source_ != SourceKind.queue:
         _require_records(trajectories, "trajectories to export")
     cfg = settings.datasets
@@ -223,7 +234,7 @@ def export(
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels,
-        keep_duplicates=keep_duplicates)
+        keep_duplicates=keep_duplicates, val_fraction=val_fraction, split_seed=split_seed or 0)
     skipped = f"{sum(summary.skipped.values())} skipped{_skip_reasons(summary.skipped)}"
     reused = f", {summary.labels_reused} labels reused" if labels is not None else ""
     if keep_duplicates and summary.duplicate_records:
@@ -236,6 +247,13 @@ def export(
                       f"({summary.prompt_render_unjailed}; limits only)")
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
                f"{summary.heldout_tasks_excluded} held-out excluded, {skipped}{reused}{fell_back}")
+    if (v := summary.validation) is not None:
+        typer.echo(f"split by task: train {v.records['train']} records of {v.tasks_written['train']} tasks "
+                   f"({v.files['train']}), validation {v.records['validation']} records of "
+                   f"{v.tasks_written['validation']} tasks ({v.files['validation']})")
+        if not v.records["validation"] or not v.records["train"]:
+            empty = "validation" if not v.records["validation"] else "train"
+            typer.echo(f"warning: the {empty} split is empty: the filters left no record of its tasks", err=True)
     if past := summary.env_tools_past_limit:
         typer.echo(f"warning: {past} records name an environment (meta.env) past the {MAX_ENVS} distinct ones an "
                    "export builds for tool declarations; their undeclared tools are inferred from the calls", err=True)
@@ -281,6 +299,9 @@ def validate(
             if named else ""
         fail(f"unknown export format {fmt!r}{where} (valid: {', '.join(EXPORT_FORMATS.names())})")
     entry = EXPORT_FORMATS.get(fmt)
+    if path.is_dir() and (splits := _split_files(path)):  # an export with a validation split: both files
+        _validate_splits(path, splits, entry, fmt)
+        return
     if path.is_dir():
         path = path / entry.data_file
     if not path.is_file():  # a FIFO or device exists, but is no file (reading it could hang or never end)
@@ -298,6 +319,36 @@ def validate(
     if problems:
         fail(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {n} record{'s' * (n != 1)}")
     typer.echo(f"{n} records, all valid ({fmt})")
+
+
+def _split_files(export: Path) -> dict[str, str] | None:
+    """The data file of each split that the manifest.json of the export directory names (None: no split)."""
+    try:
+        split = json.loads((export / "manifest.json").read_text()).get("validation")
+        files = split.get("files") if isinstance(split, dict) else None
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return files if isinstance(files, dict) and files and all(isinstance(f, str) for f in files.values()) else None
+
+
+def _validate_splits(export: Path, splits: dict[str, str], entry, fmt: str) -> None:
+    """Check each split's data file; a split may be empty (its tasks' records all filtered), not every one."""
+    total, problems, each = 0, [], []
+    for part, name in splits.items():
+        path = export / name
+        if not path.is_file():
+            fail(f"{path}: no such file (the {part} split that {export / 'manifest.json'} names)")
+        n, found = entry.validate(path)
+        total += n
+        problems += [f"{name}: {p}" for p in found]
+        each.append(f"{name} {n}")
+    if total == 0:
+        fail(f"{export}: empty splits, no records to validate")
+    for p in problems[:50]:
+        typer.echo(p)
+    if problems:
+        fail(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {total} record{'s' * (total != 1)}")
+    typer.echo(f"{total} records, all valid ({fmt}: {', '.join(each)})")
 
 
 def _ours_but_no_export(path: Path) -> str | None:

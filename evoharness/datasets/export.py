@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from hashlib import blake2b
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,7 +58,7 @@ from .env_tools import EnvTools
 from .export_formats import EXPORT_FORMATS, open_writer
 from .formats import fingerprint
 from .llamafactory import write_dataset_info
-from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind
+from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind, ValidationSplit
 from .prompts import SystemRenderer
 from .validate import openai_errors
 
@@ -111,17 +112,22 @@ class JsonlSource:
     def heldout_task_ids(self) -> set[str]:
         """Tasks some line marks held out, reading only ``task_id`` and ``split`` of each line
         (a line that is not a trajectory is reported by the full pass that follows)."""
+        return self.tasks_and_heldout()[1]
+
+    def tasks_and_heldout(self) -> tuple[set[str], set[str]]:
+        """(every task of the file, the tasks some line marks held out), reading ``task_id`` and ``split`` only."""
         from evoharness.traces.store import jsonl_lines
 
-        out = set()
+        tasks, held = set(), set()
         for _, raw in jsonl_lines(self.path):
             try:
                 head = _TaskSplit.model_validate_json(raw)
             except ValidationError:
                 continue
+            tasks.add(head.task_id)
             if head.split == Split.heldout:
-                out.add(head.task_id)
-        return out
+                held.add(head.task_id)
+        return tasks, held
 
 
 _CLASS = TypeAdapter(FailureClass)
@@ -294,6 +300,31 @@ def heldout_tasks(sources: Iterable[Iterable[Trajectory] | None], declared: Iter
     return out
 
 
+def _tasks_and_heldout(src) -> tuple[set[str], set[str]]:
+    """(the tasks of a source, those it marks held out): a file or the queue answers without parsing trajectories."""
+    if hasattr(src, "tasks_and_heldout"):
+        return src.tasks_and_heldout()
+    tasks, held = set(), set()
+    for t in src:
+        tasks.add(t.task_id)
+        if t.split == Split.heldout:
+            held.add(t.task_id)
+    return tasks, held
+
+
+def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0) -> set[str]:
+    """The tasks of a validation split: round(fraction x tasks), at least one and at least one left to train on,
+    taken in the order of a keyed hash of (seed, task id). The same tasks and seed give the same split whatever the
+    order of the records; a task keeps its side while the task set grows, unless the count moves past it."""
+    ranked = sorted(set(tasks), key=lambda task: (blake2b(task.encode(), key=str(seed).encode()[:64],
+                                                          digest_size=8).digest(), task))
+    if len(ranked) < 2:
+        raise InputError("--val-fraction", f"a split by task needs at least 2 tasks; the sources hold "
+                         f"{len(ranked)} that may be exported (held-out tasks never are)")
+    k = min(len(ranked) - 1, max(1, round(fraction * len(ranked))))
+    return set(ranked[:k])
+
+
 def _meta(c: Candidate, placebo: bool) -> dict:
     t = c.traj
     env = t.meta.get("env") or t.meta.get("source_format") if isinstance(t.meta, dict) else None
@@ -364,12 +395,16 @@ def export_dataset(
     diagnosis_cfg=None,
     labels: Path | str | None = None,
     keep_duplicates: bool = False,
+    val_fraction: float | None = None,
+    split_seed: int = 0,
 ) -> ExportSummary:
     """Write one dataset into ``out`` (data files, README.md card, manifest.json).
 
     ``labels``: the labels file ``evoharness label`` wrote for ``trajectories`` (see the module doc).
     ``keep_duplicates``: write a record identical to an earlier one (messages and tools, the system message
     included) instead of skipping it as ``duplicate_record``; either way ``duplicate_records`` counts them.
+    ``val_fraction``: write a train and a validation split by task (``validation_tasks`` of the sources' tasks that
+    may be exported, with ``split_seed``): the tasks are read in a first pass, so the file is read twice.
 
     The held-out tasks of the trajectory file are learnt in the same pass that writes: a file usually
     marks a task held out at its first trajectory (or every one), and a trajectory of a task known to be
@@ -388,22 +423,36 @@ def export_dataset(
     kwargs = dict(fmt=fmt, source=source, queue=queue, filters=filters, prompt=prompt, placebo=placebo,
                   placebo_seed=placebo_seed, placebo_window=placebo_window, diagnosis_cfg=diagnosis_cfg,
                   labels=labels, keep_duplicates=keep_duplicates)
+    if val_fraction is not None:
+        if not 0 < val_fraction < 1:
+            raise InputError("--val-fraction", f"must lie between 0 and 1 (exclusive), got {val_fraction}")
+        tasks, held = set(), set(declared_heldout)
+        for src in (file_src, queue if uses_queue else None):
+            if src is not None:
+                more, marked = _tasks_and_heldout(src)
+                tasks |= more
+                held |= marked
+        tasks = (tasks & set(filters.tasks)) if filters.tasks else tasks
+        chosen = validation_tasks(tasks - held, val_fraction, split_seed)
+        split = ValidationSplit(fraction=val_fraction, seed=split_seed, tasks=sorted(chosen),
+                                tasks_considered=len(tasks - held), files={})
+        return _export(out, trajectories=file_src, held=held, split=split, **kwargs)
     held = heldout_tasks([queue if uses_queue else None], declared_heldout)
     if file_src is not None:
         try:
             return _export(out, trajectories=_learning(file_src, held, set(filters.tasks or ())),
-                           held=held, **kwargs)
+                           held=held, split=None, **kwargs)
         except _HeldOutLate as late:
             log.info("dataset.export_restarted", task=late.task_id,
                      why="a task turned out held out after trajectories of it were read")
         held = heldout_tasks([file_src, queue if uses_queue else None], declared_heldout)
-    return _export(out, trajectories=file_src, held=held, **kwargs)
+    return _export(out, trajectories=file_src, held=held, split=None, **kwargs)
 
 
 def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: Iterable[Trajectory] | None,
             queue, filters: ExportFilters, prompt: RenderedPrompt | None, placebo: bool, placebo_seed: int,
             placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str],
-            keep_duplicates: bool) -> ExportSummary:
+            keep_duplicates: bool, split: ValidationSplit | None) -> ExportSummary:
     """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt)."""
     prompt = prompt or RenderedPrompt(under="trajectory")
     uses_file = source in (SourceKind.healthy, SourceKind.all)
@@ -427,9 +476,18 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     # a failed export (bad labels, a bad record, ^C) leaves an earlier export in ``out`` as it was
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=out))
     (stage / "data").mkdir()
-    writer = open_writer(fmt, stage)
-    window: list[tuple[dict, dict]] = []
-    window_arguments: dict = {}  # the parsed arguments of the window's records (a turn may move to another record)
+    # one writer, or with a validation split one per split (a record goes to its task's split)
+    parts: tuple[str | None, ...] = ("train", "validation") if split is not None else (None,)
+    validation = frozenset(split.tasks) if split is not None else frozenset()
+    writers = {}
+    for part in parts:
+        writers[part] = open_writer(fmt, stage, part)
+    # the placebo permutes within a split: a validation task's turns never reach a training record
+    windows: dict[str | None, list[tuple[dict, dict]]] = {part: [] for part in parts}
+    # the parsed arguments of a window's records (a turn may move to another record)
+    windows_arguments: dict[str | None, dict] = {part: {} for part in parts}
+    part_written: Counter = Counter()
+    part_tasks: dict[str | None, set[str]] = {part: set() for part in parts}
     unrendered: list[tuple[dict, dict, Trajectory, Mapping]] = []  # records (in order) waiting for a system message
 
     def emit(record: dict, meta: dict, arguments: Mapping) -> None:
@@ -439,8 +497,12 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         errs = openai_errors(record, check_arguments=False)
         if errs:
             raise AssertionError(f"{meta['id']}: exporter produced an invalid record: {errs[:3]}")
-        writer.write(record, meta, arguments)
+        part = ("validation" if meta["task_id"] in validation else "train") if split is not None else None
+        writers[part].write(record, meta, arguments)
         written[0] += 1
+        part_written[part] += 1
+        if split is not None:
+            part_tasks[part].add(meta["task_id"])
         for key, value in (("tasks", meta["task_id"]), ("classes", meta["failure_class"]),
                            ("splits", meta["split"]), ("harness_commits", meta["harness_commit"]),
                            ("models", meta["model"]), ("envs", meta["env"])):
@@ -455,17 +517,19 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
 
     def place(record: dict, meta: dict, arguments: Mapping) -> None:
         if placebo:
-            window.append((record, meta))
-            window_arguments.update(arguments)  # a text's value is the same whichever record it came from
-            if len(window) >= placebo_window:
-                flush()
+            part = ("validation" if meta["task_id"] in validation else "train") if split is not None else None
+            windows[part].append((record, meta))
+            windows_arguments[part].update(arguments)  # a text's value is the same whichever record it came from
+            if len(windows[part]) >= placebo_window:
+                flush(part)
         else:
             emit(record, meta, arguments)
 
-    def flush() -> None:
+    def flush(part: str | None) -> None:
+        window, window_arguments = windows[part], windows_arguments[part]
         if not window:
             return
-        recs, kept = placebo_mod.permute([r for r, _ in window], seed=placebo_seed + written[0])
+        recs, kept = placebo_mod.permute([r for r, _ in window], seed=placebo_seed + part_written[part])
         summary.placebo_units_kept_in_place += kept
         for rec, (_, meta) in zip(recs, window, strict=True):
             emit(rec, meta, window_arguments)
@@ -521,20 +585,26 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             else:
                 place(record, meta, arguments)
         settle()
-        flush()
-        summary.files = writer.close()
-        writer = None
+        for part in parts:
+            flush(part)
+        files: list[str] = []
+        for part in parts:
+            files += writers[part].close()
+            del writers[part]
+        summary.files = files
         entry = EXPORT_FORMATS.get(fmt.value)
+        data_files = ({part: entry.split_file.format(split=part) for part in parts} if split is not None
+                      else {"train": entry.data_file})
         if entry.dataset_info is not None:  # LLaMA-Factory's description of the data (ShareGPT)
-            summary.files.append(write_dataset_info(stage, entry.dataset_info({"train": entry.data_file})))
+            summary.files.append(write_dataset_info(stage, entry.dataset_info(data_files)))
     except OSError as e:
-        if writer is not None:
-            writer.abort()  # not close(): on a full disk its flush raised again, and the staging directory stayed
+        for w in writers.values():
+            w.abort()  # not close(): on a full disk its flush raised again, and the staging directory stayed
         _discard(stage, made)
         raise naming_output(e, out) from None
     except BaseException:
-        if writer is not None:
-            writer.abort()
+        for w in writers.values():
+            w.abort()
         _discard(stage, made)
         raise
     finally:
@@ -545,6 +615,11 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                          "trajectories); held-out tasks are never exported")
     summary.records, summary.labels_reused = written
     summary.duplicate_records, summary.duplicates_kept = duplicate_records, keep_duplicates
+    if split is not None:
+        split.files = data_files
+        split.records = {part: part_written[part] for part in parts}
+        split.tasks_written = {part: len(part_tasks[part]) for part in parts}
+        summary.validation = split
     for key, c in counts.items():
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))
@@ -632,7 +707,8 @@ def _is_manifest(path: Path) -> bool:
 
 # The files an export writes into its --out (and an earlier export's that a new one replaces).
 OUTPUT_FILES = ("data.jsonl", "metadata.jsonl", "README.md", "manifest.json", "data/train-00000-of-00001.parquet",
-                "dataset_info.json")
+                "dataset_info.json", "train.jsonl", "train.metadata.jsonl", "validation.jsonl",
+                "validation.metadata.jsonl", "data/validation-00000-of-00001.parquet")
 
 
 def _remove_outputs(out: Path) -> None:

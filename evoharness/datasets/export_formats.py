@@ -22,12 +22,14 @@ from .validate import openai_errors, sharegpt_errors, validate_file
 
 @dataclass(frozen=True)
 class FormatEntry:
-    writer: Callable[[Path], Exporter]  # opened on the output directory
+    writer: Callable[..., Exporter]  # opened on the output directory (and, with a validation split, on a split name)
     data_file: str  # where the records land, relative to the output directory
     validate: Callable[[Path], tuple[int, list[str]]]  # a data file -> (records, problems 'line N: ...')
     card: str  # what the dataset card says about the layout
     # LLaMA-Factory's dataset_info.json for the export's data files ({split: path}); None: the format gets none
     dataset_info: Callable[[dict[str, str]], dict] | None = None
+    # where a split's records land (``{split}``: train, validation), for ``--val-fraction``; None: the format has none
+    split_file: str | None = None
 
 
 def _jsonl(check: Callable[[dict], list[str]]) -> Callable[[Path], tuple[int, list[str]]]:
@@ -66,16 +68,16 @@ def validate_parquet(path: Path) -> tuple[int, list[str]]:
 
 EXPORT_FORMATS: Registry[FormatEntry] = Registry("export format", "--format")
 EXPORT_FORMATS.register("openai", FormatEntry(
-    writer=OpenAIWriter, data_file="data.jsonl", validate=_jsonl(openai_errors),
+    writer=OpenAIWriter, data_file="data.jsonl", validate=_jsonl(openai_errors), split_file="{split}.jsonl",
     card="OpenAI chat fine-tuning JSONL: one `{\"messages\", \"tools\"}` object per line (assistant "
     "`tool_calls`, `tool` results with `tool_call_id`). `metadata.jsonl` holds the provenance of each "
     "record, line by line."))
 EXPORT_FORMATS.register("hf", FormatEntry(
-    writer=HFWriter, data_file=HFWriter.PARQUET, validate=validate_parquet,
+    writer=HFWriter, data_file=HFWriter.PARQUET, validate=validate_parquet, split_file=HFWriter.SPLIT_PARQUET,
     card="Hugging Face `datasets` parquet: `messages` (role, content, tool_calls, tool_call_id), `tools` "
     "(JSON string) and one provenance column per field."))
 EXPORT_FORMATS.register("sharegpt", FormatEntry(
-    writer=ShareGPTWriter, data_file="data.jsonl", validate=_jsonl(sharegpt_errors),
+    writer=ShareGPTWriter, data_file="data.jsonl", validate=_jsonl(sharegpt_errors), split_file="{split}.jsonl",
     card="ShareGPT (LLaMA-Factory layout): `conversations` alternating human|observation and "
     "gpt|function_call, plus `system` and `tools` (a JSON string). `metadata.jsonl` holds the provenance "
     "of each record, line by line. `dataset_info.json` describes the data for LLaMA-Factory: `dataset_dir: DIR` "
@@ -83,7 +85,12 @@ EXPORT_FORMATS.register("sharegpt", FormatEntry(
     dataset_info=sharegpt_info))
 
 
-def open_writer(fmt: str, out: Path) -> Exporter:
+def open_writer(fmt: str, out: Path, split: str | None = None) -> Exporter:
+    """The format's writer on ``out``; with ``split`` (train, validation), the one writing that split's files."""
     entry = EXPORT_FORMATS.get(str(fmt))
     out.mkdir(parents=True, exist_ok=True)
-    return entry.writer(out)
+    if split is None:
+        return entry.writer(out)
+    if entry.split_file is None:
+        raise InputError("--val-fraction", f"the {fmt} format writes no split files")
+    return entry.writer(out, split)

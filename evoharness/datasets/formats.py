@@ -131,13 +131,15 @@ def _close_quietly(*files) -> None:
 
 
 class OpenAIWriter:
-    """``data.jsonl``: OpenAI chat fine-tuning records; ``metadata.jsonl``: provenance, line by line."""
+    """``data.jsonl``: OpenAI chat fine-tuning records; ``metadata.jsonl``: provenance, line by line. Opened on a
+    split (``train``, ``validation``): ``<split>.jsonl`` and ``<split>.metadata.jsonl``."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, split: str | None = None) -> None:
         self.out = out
+        self.files = [f"{split}.jsonl", f"{split}.metadata.jsonl"] if split else ["data.jsonl", "metadata.jsonl"]
         # a tau-bench row is ~17 KB: with the default 8 KB buffer each one was a write(2) of its own
-        self._data = (out / "data.jsonl").open("wb", buffering=WRITE_BUFFER)
-        self._meta = (out / "metadata.jsonl").open("wb")
+        self._data = (out / self.files[0]).open("wb", buffering=WRITE_BUFFER)
+        self._meta = (out / self.files[1]).open("wb")
 
     def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = _NONE) -> None:
         self._data.write(_dump_record(record))
@@ -148,7 +150,7 @@ class OpenAIWriter:
             self._data.close()
         finally:
             self._meta.close()
-        return ["data.jsonl", "metadata.jsonl"]
+        return list(self.files)
 
     def abort(self) -> None:
         _close_quietly(self._data, self._meta)
@@ -242,11 +244,13 @@ class HFWriter:
     """
 
     PARQUET = "data/train-00000-of-00001.parquet"
+    SPLIT_PARQUET = "data/{split}-00000-of-00001.parquet"  # opened on a split (train: PARQUET)
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, split: str | None = None) -> None:
         _require_datasets()
         self.out = out
-        self._stage_dir = out / "hfstage"
+        self.parquet = self.SPLIT_PARQUET.format(split=split) if split else self.PARQUET
+        self._stage_dir = out / (f"hfstage-{split}" if split else "hfstage")
         self._stage_dir.mkdir(exist_ok=True)
         self._stage = (self._stage_dir / "rows.jsonl").open("wb", buffering=WRITE_BUFFER)
         self.n = 0
@@ -270,10 +274,10 @@ class HFWriter:
         from datasets.utils import logging as ds_logging
 
         if self._closed:
-            return [self.PARQUET]
+            return [self.parquet]
         self._closed = True
         self._stage.close()
-        target = self.out / self.PARQUET
+        target = self.out / self.parquet
         target.parent.mkdir(parents=True, exist_ok=True)
         bars = ds_logging.is_progress_bar_enabled()
         ds_logging.disable_progress_bar()
@@ -289,4 +293,4 @@ class HFWriter:
             if bars:
                 ds_logging.enable_progress_bar()
             shutil.rmtree(self._stage_dir, ignore_errors=True)
-        return [self.PARQUET]
+        return [self.parquet]

@@ -63,6 +63,18 @@ class RenderedPrompt(BaseModel):
     policies: dict[str, Any] = Field(default_factory=dict)
 
 
+class ValidationSplit(BaseModel):
+    """A train/validation split by task (``--val-fraction``): no task has records in both."""
+
+    fraction: float = Field(description="the fraction of the sources' tasks asked for validation")
+    seed: int = Field(description="the split seed: which tasks, for the same task set")
+    tasks: list[str] = Field(description="the validation tasks (sorted)")
+    tasks_considered: int = Field(description="the sources' tasks the split chose from (held-out tasks never)")
+    files: dict[str, str] = Field(description="split -> its data file")
+    records: dict[str, int] = Field(default_factory=dict, description="split -> records written")
+    tasks_written: dict[str, int] = Field(default_factory=dict, description="split -> tasks with a record written")
+
+
 class ExportSummary(BaseModel):
     """What an export wrote; the dataset card and manifest.json are made from it."""
 
@@ -93,6 +105,7 @@ class ExportSummary(BaseModel):
                                       "tool declarations, the export having built its limit of distinct envs "
                                       "(datasets.env_tools.MAX_ENVS): their undeclared tools are inferred "
                                       "from the calls")
+    validation: ValidationSplit | None = Field(None, description="the train/validation split by task, if asked")
     duplicate_records: int = Field(0, description="records identical to an earlier one of the export (messages and "
                                    "tools, system message included): skipped as duplicate_record unless kept")
     duplicates_kept: bool = Field(False, description="duplicate records were written (--keep-duplicates)")

@@ -250,6 +250,12 @@ class TrainingQueue:
         with self.engine.connect() as conn:
             return {r[0] for r in conn.execute(q)}
 
+    def tasks_and_heldout(self) -> tuple[set[str], set[str]]:
+        """(every queued task, those marked held out): two queries, no trajectory parsed."""
+        with self.engine.connect() as conn:
+            tasks = {r[0] for r in conn.execute(select(queue_items.c.task_id).distinct())}
+        return tasks, self.heldout_task_ids()
+
     def __len__(self) -> int:
         with self.engine.connect() as conn:
             return conn.execute(select(func.count()).select_from(queue_items)).scalar_one()
