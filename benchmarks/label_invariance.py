@@ -49,7 +49,7 @@ FRESH = ROOT / "benchmarks" / "data" / "swe_fresh_runs"
 # ---- words --------------------------------------------------------------------------------------------------------
 # A user's yes in the words the rules were tuned on, and in others a reader takes for the same yes
 YES_COMMON = ("Yes please.", "Go ahead.", "Sure, do it.", "Confirmed.", "Yes, that's correct.", "OK, proceed.")
-YES_OTHER = ("Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, book it.",
+YES_OTHER = ("Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, go for it.",
              "Definitely, let's do that.", "Of course, please go on.", "That's right.", "Certainly, by all means.")
 # a yes said as a bare request to act, with no word of assent: a yes where it answers the agent asking leave for the
 # action (consent.affirmed). "The change" stands for whatever was asked; a request that names an action names the

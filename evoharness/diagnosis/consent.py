@@ -118,17 +118,22 @@ def affirmative(text: str) -> bool:
     outside the phrases that hold one without saying yes ("make sure", "not sure", "not correct", "don't proceed",
     "I don't agree") and outside a question ("Is this approved?": ``unasked``); a decline ("No, that's okay", "no
     thanks") says no unless it also holds an explicit yes ("No need for insurance, go ahead")."""
-    return _assents(unasked(text) if "?" in text else text)
+    told = unasked(text) if "?" in text else text
+    low = gate_text(told)
+    if not _assents(told, low):
+        return False
+    low = low if low is not None else told.lower()
+    return not _held_back(low, _OPENING.match(low))
 
 
-def _assents(text: str) -> bool:
-    """``affirmative`` of a text whose questions are blanked (``unasked``)."""
+def _assents(text: str, low: str | None) -> bool:
+    """``affirmative`` of a text whose questions are blanked (``unasked``), before the hold after its yes is looked for
+    (``_held_back``); ``low``: its ``gate_text``."""
     # Short cuts, exact: every NOT_AN_ANSWER match is bounded by non-word characters on both sides, so cutting one
     # never makes a new AFFIRMATIVE match, and none holds "yes" / "yeah" / "yep" / "yup", which therefore survive the
     # cut ("please do" does not: "please do not proceed"); a "yes" is an explicit yes, so no decline can undo it. Only a
     # message whose affirmatives may be cut pays for the cut, and only an affirmative one for the decline test.
     found = False
-    low = gate_text(text)
     for word in (m.group(1) for m in AFFIRMATIVE.finditer(text)) if low is None else _affirmative_words(low):
         if word.lower() in _UNCUT:
             return True
@@ -303,16 +308,8 @@ def request_kinds(text: str, said: str | None = None) -> frozenset[str] | None:
     while pos < n:
         m = _ACT_SHAPE.match(said, pos)
         if m is not None and _IN_PLACE.search(m.group(0)) is None \
-                and (kinds := _requested(m.group(2), m.group(3))) is not None:
-            verb = m.group(2).lower() if m.group(2) else ""
-            if verb in _PHRASAL:
-                # "turn it on", "switch it off": the particle after the object names the kind; "turn it" alone asks
-                # nothing
-                after = (w.strip(".,;:!") for w in said[m.end(2):m.end(2) + 24].lower().split()[1:3])
-                particle = next((_PARTICLE_KINDS[w] for w in after if w in _PARTICLE_KINDS), None)
-                kinds = particle if particle is not None else None if verb == "turn" else kinds
-            if kinds is not None:
-                return kinds if DECLINE.search(text) is None else None
+                and (kinds := _shape_kinds(said, m.group(2), m.group(3), m.end(2))) is not None:
+            return kinds if DECLINE.search(text) is None else None
         end = _SENTENCE_END.search(said, pos)
         if end is None:
             break
@@ -322,6 +319,100 @@ def request_kinds(text: str, said: str | None = None) -> frozenset[str] | None:
             if (kinds := _requested(m.group(1), m.group(2))) is not None:
                 return kinds if DECLINE.search(text) is None else None
     return None
+
+
+def _shape_kinds(said: str, verb: str | None, noun: str | None, verb_end: int) -> frozenset[str] | None:
+    """The kinds of action (``_requested``) a request of ``_ACT_SHAPE``'s shape in ``said`` asks for, its ``verb``
+    (None for "go on" and its like) ending at ``verb_end`` and the ``noun`` after "the"; None where it asks none."""
+    kinds = _requested(verb, noun)
+    verb = verb.lower() if verb else ""
+    if kinds is not None and verb in _PHRASAL:
+        # "turn it on", "switch it off": the particle after the object names the kind; "turn it" alone asks nothing
+        after = (w.strip(".,;:!") for w in said[verb_end:verb_end + 24].lower().split()[1:3])
+        particle = next((_PARTICLE_KINDS[w] for w in after if w in _PARTICLE_KINDS), None)
+        kinds = particle if particle is not None else None if verb == "turn" else kinds
+    return kinds
+
+
+# What a yes goes straight on to say, past its opening words -- of assent, thanks, interjections, "but" -- read on
+# the lower-cased text with one anchored match (``_OPENING``; most yeses, "Yes, please proceed.", match nothing):
+# - a hold of the action (group ``hold``): "OK, but don't cancel it yet.", "Sure, but wait - ...", "Yes, but not
+#   now.", "Okay, wait, don't do it.", "Alright, but please hold off ...", "Yes, but let me think about it." -- wait,
+#   hold on / off, hang on, not yet / now / so fast, let me think / check / ask, or a negated request to go on
+#   ("don't proceed", "do not go ahead", "don't do it") or to act on what was asked ("don't cancel it yet", "never
+#   book the flight": group ``held``, one of ``_DO``, its object a pointer back or a noun of ``_DONE_TO``). A refusal
+#   that opens with assent, no yes (``_held_back``; a hold after a "but" later in the message too). Not a condition
+#   on the yes ("Sure, but don't forget my card", "Yes, but don't send the receipt": no verb of doing, no pointer
+#   back) nor a "wait" elsewhere ("Yes, please cancel it. I can't wait for the refund");
+# - a request of ``_ACT_SHAPE``'s shape (group ``act``): "OK, please exchange it.", "Sure. Downgrade it then." -- no
+#   yes where it asks for another action than the one asked (``_asks_another``). Only there: a request in a later
+#   sentence ("Yes, go ahead with the return. Please send the refund to my card.") asks for a detail of what was
+#   said yes to as often as for another action.
+# The opening words and the verb are taken whole, never given back (possessive: no opening word is a verb of doing or
+# a hold's first word, so no match is lost): ~3x fewer instructions than the same regex backtracking into them.
+_HOLD = (r"(?P<hold>wait\b|hold\s+(?:on|off|up)\b|hang\s+on\b"
+         r"|not\s+(?:yet|now|just\s+yet|so\s+fast|right\s+now|today)\b"
+         r"|let\s+me\s+(?:think|check|ask|talk|consult|look|see|confirm|double)\b"
+         r"|(?:do\s+not|don['’]t|never)\s+(?:(?:actually|just|quite|really|yet)\s+)?"
+         r"(?:proceed|go\s+ahead|go\s+on|continue|do\s+(?:it|that|this|anything)"
+         r"|(?P<held>\w++)\s+(?:it|that|this|them|those|these|anything|yet|now|the\s+(?P<held_noun>\w+)))\b)")
+_OPENING = re.compile(
+    r"\W*+(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|alright|all\s+right|absolutely|definitely|certainly|of\s+course|great|"
+    r"perfect|thanks|thank\s+you|good|fine|excellent|wonderful|cool|nice|then|so|well|right|awesome|but|please|just|"
+    r"actually|first|hmm+|um+|oh)\W+)++"
+    r"(?:" + _HOLD + r"|(?P<act>go\s+on|carry\s+on|continue|(?P<verb>\w++)\s+(?:it|that|this|them|those|these|so|"
+    r"the\s+(?P<noun>\w+)))\b)")
+# a hold after a "but" further on ("Yes, I see the fee, but don't cancel it yet."), matched where "but" ends
+_HOLD_AFTER = re.compile(r"\W*+(?:(?:please|just|actually|first|then|for\s+now|hmm+|um+|oh|ok(?:ay)?)\W+)*+" + _HOLD)
+
+
+def _held_back(low: str, opening: re.Match | None) -> bool:
+    """A yes's lower-cased text ``low`` (``opening``: ``_OPENING.match(low)``) holds back the action it may seem to
+    say yes to: a hold right after its opening words, or after a "but" (``_HOLD``)."""
+    if opening is not None and opening.group("hold") is not None and _holds(opening):
+        return True
+    k = low.find("but")  # (-1 for most yeses: one C scan)
+    while k >= 0:
+        end = k + 3
+        if (not k or not low[k - 1].isalnum()) and (end == len(low) or not (low[end].isalnum() or low[end] == "_")) \
+                and (m := _HOLD_AFTER.match(low, end)) is not None and _holds(m):
+            return True
+        k = low.find("but", end)
+    return False
+
+
+def _holds(m: re.Match) -> bool:
+    """A ``_HOLD`` match holds the action back: no verb, or a verb of doing (``_DO``) on what was asked."""
+    held, noun = m.group("held"), m.group("held_noun")
+    return held is None or held in _DO and (noun is None or noun in _DONE_TO)
+
+
+def _asks_another(view: TraceView, i: int, low: str, opening: re.Match) -> bool:
+    """The yes at ``i`` (``low``: its text lower-cased, questions blanked) goes straight on to ask for an action
+    (``opening``'s group ``act``) of another kind than the one the agent's reply before it asked leave for, or the
+    opposite change (``_OPPOSITES``): "OK, please exchange it." to "Shall I process the return?", "OK, please downgrade
+    it." to "Shall I upgrade ABC123?" -- no yes to what was asked. Where the request or the question names no kind,
+    or the reply asked no leave, the yes stands. The reply and its question are read only for a yes whose request
+    names a kind."""
+    requested = _shape_kinds(low, opening.group("verb"), opening.group("noun"), opening.end("verb"))
+    if not requested:
+        return False
+    reply = _reply_before(view, i)
+    # another kind asked is a kind the end of the reply names (the asking sentence lies in it): where each kind it
+    # names was requested, the yes stands, and the question is not looked for (``leave_asked``: ~400 k instructions
+    # on a tau-bench reply's 400 characters, ~20 k for the kinds; 4 of the 7 tau-bench airline yeses that open with a
+    # request stop here)
+    if kinds_named(reply[-400:]) <= requested:
+        return False
+    asked = leave_asked(reply)
+    return bool(asked) and (requested.isdisjoint(asked) or _opposed(requested, asked))
+
+
+def _reply_before(view: TraceView, i: int) -> str:
+    """The text of the last assistant message with text before message ``i`` ("" where none)."""
+    msgs = view.traj.messages
+    return next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
+                 and view.texts[j].strip()), "")
 
 
 # the agent asking the user's leave to act, in the end of its reply: "Shall I proceed?", "Please confirm.", "Would you
@@ -410,12 +501,15 @@ def affirmed(view: TraceView, i: int) -> bool:
     if said is None:
         text = view.texts[i][:2000]
         told = unasked(text) if "?" in text else text  # (once for both readings)
-        said = _assents(told)
-        if not said and (requested := request_kinds(text, told)) is not None:
-            msgs = view.traj.messages
-            reply = next((view.texts[j] for j in range(i - 1, -1, -1) if msgs[j].get("role") == "assistant"
-                          and view.texts[j].strip()), "")
-            asked = leave_asked(reply)
+        low = gate_text(told)
+        said = _assents(told, low)
+        if said:
+            low = low if low is not None else told.lower()
+            opening = _OPENING.match(low)
+            said = not _held_back(low, opening) and (
+                opening is None or opening.group("act") is None or not _asks_another(view, i, low, opening))
+        elif (requested := request_kinds(text, told)) is not None:
+            asked = leave_asked(_reply_before(view, i))
             said = asked is not None and (not requested or not asked or not requested.isdisjoint(asked)
                                           and not _opposed(requested, asked))
         memo[i] = said

@@ -193,3 +193,57 @@ def test_a_request_for_the_same_change_or_one_of_no_way_stays_a_yes(asked, answe
     monkeypatch.setitem(WRITES, "bags", BAGS)
     monkeypatch.setitem(WRITES, "cabin", CABIN)
     assert _violations(asked, answer, write) == []
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Should I process the return of the lamp-7?", "OK, please exchange it.", "return"),
+    ("Shall I upgrade ABC123 to business?", "OK, please downgrade it.", "cabin"),
+    ("Shall I cancel it?", "Yes, please exchange it.", "cancel"),
+    ("Would you like me to add a checked bag to ABC123?", "Sure. Remove it then.", "bags"),
+    ("Shall I exchange the lamp-7 for the blue one?", "Okay, return it instead.", "exchange")])
+def test_a_yes_that_goes_on_to_ask_for_another_action_is_no_yes(asked, answer, write, monkeypatch):
+    """"OK, please exchange it." to "Shall I process the return?" asks for an exchange: its "OK" is no yes to the
+    return (before, any word of assent was the yes, whatever the request after it)."""
+    monkeypatch.setitem(WRITES, "bags", BAGS)
+    monkeypatch.setitem(WRITES, "cabin", CABIN)
+    assert _violations(asked, answer, write) == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("asked, answer, write", [
+    ("Shall I cancel it?", "OK, please cancel it.", "cancel"),
+    ("Shall I cancel it?", "Yes, please refund it.", "cancel"),  # a refund comes of a cancellation
+    ("Shall I upgrade ABC123 to business?", "Sure, book it.", "cabin"),  # a change is bought
+    ("Should I process the return of the lamp-7?", "Yes, please make the change.", "return"),  # whatever was asked
+    ("Should I process the return of the lamp-7?", "Yes, go ahead with the return. Please send the refund to my card.",
+     "return"),  # a request in a later sentence: a detail of what was said yes to
+    ("Shall I cancel it?", "Yes, please use my credit card.", "cancel"),  # no verb of doing
+    ("Do you want me to go ahead?", "OK, please exchange it.", "exchange"),  # the question names no action
+    ("Which card should I use?", "OK, please exchange it.", "exchange")])  # ...and asks no leave: as before
+def test_a_yes_that_goes_on_to_ask_for_the_action_asked_or_no_kind_stays_a_yes(asked, answer, write, monkeypatch):
+    monkeypatch.setitem(WRITES, "cabin", CABIN)
+    assert _violations(asked, answer, write) == []
+
+
+@pytest.mark.parametrize("answer", [
+    "OK, but don't cancel it yet.",
+    "Sure, but wait - I want to check something first.",
+    "Yes, but don't cancel it yet.",
+    "Okay, but not now.",
+    "Alright, but please hold off until I talk to my wife.",
+    "Yes, but let me think about it.",
+    "OK, but do not proceed.",
+    "Sure, but don't cancel the order until tomorrow.",
+    "Okay, wait, don't do it."])
+def test_a_refusal_that_opens_with_assent_is_no_yes(answer):
+    """"OK, but don't cancel it yet." holds the cancellation back: its "OK" is no yes (before, it was)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Sure, but don't forget the refund goes to my card.",  # a condition on the yes, no verb of doing
+    "Yes, but don't send the receipt by email.",  # a verb of doing, not on what was asked
+    "Yes, please cancel it. I can't wait for the refund.",  # "wait" neither after "but" nor after the opening yes
+    "Yes, but only the first order, not the second one.",
+    "OK, go ahead, but don't charge my gift card."])
+def test_a_yes_with_a_condition_stays_a_yes(answer):
+    assert _violations("Shall I cancel order #W123?", answer, "cancel") == []

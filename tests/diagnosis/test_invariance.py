@@ -223,7 +223,7 @@ def test_a_user_id_named_is_no_rule(line):
 
 
 @pytest.mark.parametrize("said", [
-    "Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, book it.",
+    "Absolutely.", "Yup, that works for me.", "Sounds good.", "I agree.", "Approved.", "Alright, go for it.",
     "Definitely, let's do that.", "Of course, please go on.", "That's right.", "Certainly, by all means.",
     "Yes please.", "Go ahead.", "Sure, do it.", "Confirmed."])
 def test_a_yes_in_other_words_of_assent_confirms(said):
