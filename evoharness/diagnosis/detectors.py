@@ -429,7 +429,10 @@ WRITE_VERBS = frozenset((
     "push", "merge", "deploy", "install", "uninstall", "execute", "launch", "restart", "kill", "terminate", "reset",
     "enable", "disable", "activate", "deactivate", "suspend", "approve", "reject", "assign", "grant", "revoke",
     "register", "enroll", "subscribe", "unsubscribe", "invite", "notify", "reschedule", "finalize", "overwrite",
-    "replace", "fix", "upgrade", "downgrade", "redeem", "restore", "revert", "rollback", "unzip", "unpack"))
+    "replace", "fix", "upgrade", "downgrade", "redeem", "restore", "revert", "rollback", "unzip", "unpack",
+    # a host, a device or an account cut off from the network (an EDR's ``isolate_host``); also what keeps the reading
+    # verb ``is`` from opening ``isolatehost`` (``_joined_verb``: the longest verb that opens a name)
+    "isolate"))
 _ACTS_AS_VERB = frozenset((
     "order", "return", "exchange", "transfer", "refund", "pay", "charge", "post", "share", "run", "schedule",
     "process", "issue", "lock", "unlock", "close", "start", "stop", "complete", "confirm", "open"))
@@ -486,6 +489,11 @@ _JOINED_READ_VERBS = frozenset((
 # start, no act: ``getauthorupdates``, ``getcolorsettings``, ``getpriceandchangelog``
 _NOUN_ENDINGS = frozenset(("s", "es", "d", "ed"))
 _NOUN_OPENINGS = ("ing", "ting", "er", "ter", "log")
+# nouns that end in "and" after three letters or more (``getcommandupdate``: get + command + update, no "comm and
+# update"; ``getcolorbrandupdate``): their "and" is no conjunction. ("and" after one or two letters -- handset, brand,
+# standard -- is skipped whatever the word)
+_AND_NOUNS = ("command", "demand", "operand", "errand", "island", "thousand", "broadband", "wideband", "brand",
+              "strand", "husband", "mainland", "homeland")
 
 
 def _joined_verb(text: str, verbs: frozenset[str]) -> str:
@@ -503,7 +511,8 @@ def _joined_words(own: str) -> list[str] | None:
     price, and, change; ``getorcreateuser`` -> get, or, create, user), else the rest as one word. None for a name
     that is no such word or opens with no such verb. A conjunction counts right after the opening verb or, ``and`` and
     ``then``, after an object of three letters or more (``handset``, ``brandupdate``, ``standard`` hold "and" in a
-    short word; ``vendorupdate``, ``errorupdate``, ``sensorreset`` end a noun in "or" before a verb), with a
+    short word; ``vendorupdate``, ``errorupdate``, ``sensorreset`` end a noun in "or" before a verb), not the end of
+    a noun in "and" (``_AND_NOUNS``: ``commandupdate``), with a
     verb of ``_CLAUSE_VERBS`` after it that is no noun's start (``_NOUN_ENDINGS``, ``_NOUN_OPENINGS``); a last word
     of ``_READ_HEADS`` is split off what follows the verb (``getinstallandupdatelogs`` reads)."""
     if not (own.isascii() and own.isalnum() and own.islower() and own[0].isalpha()):
@@ -515,6 +524,8 @@ def _joined_words(own: str) -> list[str] | None:
     found = sorted((at, conj) for conj in _CONJUNCTIONS for at in range(len(rest)) if rest.startswith(conj, at))
     for at, conj in found:
         if 0 < at < 3 or (at and conj == "or"):  # "or" after an object ends a noun as often: vendor, error, sensor
+            continue
+        if conj == "and" and at and rest.endswith(_AND_NOUNS, 0, at + 3):  # the "and" of "command"
             continue
         after = rest[at + len(conj):]
         act = _joined_verb(after, _CLAUSE_VERBS)
