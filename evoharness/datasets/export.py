@@ -57,7 +57,7 @@ from .chat import RecordSkipped, record_and_arguments, with_system
 from .env_tools import EnvTools
 from .export_formats import EXPORT_FORMATS, open_writer
 from .formats import fingerprint
-from .llamafactory import write_dataset_info
+from .llamafactory import foreign_datasets, write_dataset_info
 from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind, ValidationSplit
 from .prompts import SystemRenderer
 from .validate import openai_errors
@@ -689,7 +689,13 @@ def _check_out(out: Path) -> None:
     """``out`` may be new, empty, or an earlier export (its manifest.json reads as one): an export replaces
     its own files there. A directory holding a README.md (or another file an export writes) that no export
     wrote -- a project, a harness repo -- is refused, not overwritten."""
-    if not out.is_dir() or (out / "manifest.json").is_file() and _is_manifest(out / "manifest.json"):
+    if not out.is_dir():
+        return
+    if (out / "manifest.json").is_file() and _is_manifest(out / "manifest.json"):
+        if added := foreign_datasets(out):  # the earlier export's dataset_info.json, added to by hand
+            raise InputError("--out", f"{out} holds dataset_info.json with datasets no export wrote ({added}): "
+                             "a new export would remove it; move them to a dataset_info.json of their own, or "
+                             "export into a new or empty directory")
         return
     theirs = [name for name in OUTPUT_FILES if (out / name).exists()]
     if theirs:

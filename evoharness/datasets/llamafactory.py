@@ -50,3 +50,20 @@ def sharegpt_info(data_files: dict[str, str]) -> dict:
 def write_dataset_info(out: Path, info: dict) -> str:
     (out / DATASET_INFO).write_text(json.dumps(info, indent=2) + "\n")
     return DATASET_INFO
+
+
+def foreign_datasets(out: Path) -> str:
+    """The datasets ``out``'s dataset_info.json describes that no export wrote (names, comma-separated; empty: none,
+    or no file): an earlier export's file to which the user added their own datasets (LLaMA-Factory's data/README
+    says to describe a dataset there), which replacing it would lose. A file that is not a JSON object is all
+    theirs."""
+    try:
+        info = json.loads((out / DATASET_INFO).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError):
+        return "an unreadable file"
+    if not isinstance(info, dict):
+        return "not a JSON object"
+    names = [k for k in info if k != NAME and not k.startswith(f"{NAME}_")]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")

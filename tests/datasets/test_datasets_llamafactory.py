@@ -86,3 +86,27 @@ def test_a_llamafactory_data_directory_is_refused_not_overwritten(tmp_path, caps
     assert capsys.readouterr().err.startswith(f"error: --out: {data} holds dataset_info.json, which no earlier export")
     assert (data / "dataset_info.json").read_text() == theirs
     assert sorted(p.name for p in data.iterdir()) == ["dataset_info.json"]
+
+
+def test_an_earlier_exports_dataset_info_with_the_users_datasets_added_is_refused_not_removed(tmp_path, capsys):
+    """LLaMA-Factory's data/README tells a user to describe their datasets in dataset_info.json; with `dataset_dir`
+    at an earlier sharegpt export, the entries they added there were deleted by the next export into it (its
+    manifest.json made the whole directory the export's). Such a file is refused now, left as it was."""
+    out = tmp_path / "out"
+    export_dataset(out, fmt=ExportFormat.sharegpt, source=SourceKind.all, trajectories=_trajs())
+    info = json.loads((out / "dataset_info.json").read_text())
+    info["alpaca_en_demo"] = {"file_name": "alpaca_en_demo.json"}
+    edited = json.dumps(info, indent=2)
+    (out / "dataset_info.json").write_text(edited)
+    write_trajectories(tmp_path / "t.jsonl", _trajs())
+    argv = ["dataset", "export", "--format", "sharegpt", "-t", str(tmp_path / "t.jsonl"), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --out: {out} holds dataset_info.json with datasets no export wrote (alpaca_en_demo): a "
+                   "new export would remove it; move them to a dataset_info.json of their own, or export into a new "
+                   "or empty directory"], err
+    assert (out / "dataset_info.json").read_text() == edited and (out / "data.jsonl").is_file()
+
+    (out / "dataset_info.json").write_text(json.dumps({k: v for k, v in info.items() if k != "alpaca_en_demo"}))
+    assert main(argv) == 0  # the export's own entry only: replaced as before
+    assert list(json.loads((out / "dataset_info.json").read_text())) == ["evoharness"]
