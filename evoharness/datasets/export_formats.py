@@ -75,7 +75,9 @@ EXPORT_FORMATS.register("openai", FormatEntry(
 EXPORT_FORMATS.register("hf", FormatEntry(
     writer=HFWriter, data_file=HFWriter.PARQUET, validate=validate_parquet, split_file=HFWriter.SPLIT_PARQUET,
     card="Hugging Face `datasets` parquet: `messages` (role, content, tool_calls, tool_call_id), `tools` "
-    "(JSON string) and one provenance column per field."))
+    "(a JSON string: a list column of structs would merge every row's tool schemas into one type; for TRL, which "
+    "passes `tools` to `apply_chat_template`, decode it with `ds.cast_column(\"tools\", datasets.Json())`, not "
+    "`map(json.loads)`, which merges them again) and one provenance column per field."))
 EXPORT_FORMATS.register("sharegpt", FormatEntry(
     writer=ShareGPTWriter, data_file="data.jsonl", validate=_jsonl(sharegpt_errors), split_file="{split}.jsonl",
     card="ShareGPT (LLaMA-Factory layout): `conversations` alternating human|observation and "
