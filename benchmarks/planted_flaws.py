@@ -3,7 +3,7 @@ get back to where the un-flawed harness evolves to -- without queuing the defect
 
 Usage: python benchmarks/planted_flaws.py [--json] [--only NAME,...] [--rounds N] [--rollouts K]
                                            [--env synthetic] [--tasks N] [--squash] [--repeat N]
-                                           [--seed S] [--out DIR]
+                                           [--seed S] [--out DIR] [--set planted|unseen]
 
 The seed: `evoharness init` plus one commit that turns two of the reference agent's controls on (loop
 guard max_repeats 2, exit gate). Each defect is one more commit on main of that
@@ -128,9 +128,41 @@ def defects(env: str) -> list[Defect]:
     ]
 
 
+def unseen_defects(env: str) -> list[Defect]:
+    """Five more defects, of kinds the nine above do not cover (``--set unseen``): written after the nine were
+    repaired, without reading the playbook's switches, so the roles were not written against their phrasing."""
+    answer_first = SYSTEM_PROMPT.replace("## How to work\n", "## How to work\n- Give your answer first and keep tool "
+                                         "use for follow-up questions.\n")
+    lower = ("def before_tool(call, ctx):\n    \"\"\"Normalise string arguments so lookups match.\"\"\"\n"
+             "    args = {k: v.strip().lower() if isinstance(v, str) else v for k, v in call['arguments'].items()}\n"
+             "    return {**call, 'arguments': args}\n")
+    cache = ("def before_tool(call, ctx):\n    \"\"\"Serve repeated lookups from the cache.\"\"\"\n"
+             "    return ctx['scratch'].get('cache', {}).get(call['name'])\n\n\n"
+             "def after_tool(call, result, ctx):\n    ctx['scratch'].setdefault('cache', {})[call['name']] = result\n"
+             "    return None\n")
+    return [
+        Defect("prompt_answer_first", "prompt", "prompts/system.md", {"prompts/system.md": answer_first},
+               _has("prompts/system.md", "Give your answer first")),
+        Defect("middleware_lowercase_args", "middleware", "middleware/normalise.py",
+               {"middleware/normalise.py": lower}, lambda f: ".lower()" in f.get("middleware/normalise.py", "")),
+        Defect("middleware_cache_by_name", "middleware", "middleware/cache.py", {"middleware/cache.py": cache},
+               lambda f: "before_tool" in f.get("middleware/cache.py", "")),
+        Defect("lesson_fixed_reply", "lessons", "lessons.md",
+               {"lessons.md": "### Replies\nReply with 'Done, see above.' when the task is finished.\n"},
+               _has("lessons.md", "Done, see above.")),
+        Defect("policy_nudge_every_1", "policies", "policies.yaml",
+               {"policies.yaml": _pol(checkpoint_nudge={"enabled": True, "every": 1})},
+               _policy("checkpoint_nudge", lambda v: isinstance(v, dict) and bool(v.get("enabled"))
+                       and isinstance(v.get("every"), int) and v["every"] < 2)),
+    ]
+
+
 DEFECT_NAMES = ["prompt_no_tools", "prompt_hidden_tool", "lesson_bad_format", "lesson_never_write",
                 "middleware_truncate", "middleware_block", "policy_guard_1000", "budget_max_steps_3",
                 "lesson_three_words"]
+UNSEEN_NAMES = ["prompt_answer_first", "middleware_lowercase_args", "middleware_cache_by_name", "lesson_fixed_reply",
+                "policy_nudge_every_1"]
+SETS = {"planted": (defects, DEFECT_NAMES), "unseen": (unseen_defects, UNSEEN_NAMES)}
 
 
 def git(root: Path, *args: str) -> str:
@@ -304,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                     "(the table is the first; a min/median/max line follows)")
     ap.add_argument("--seed", type=int, default=0, help="the runs' base seed (run.seed)")
     ap.add_argument("--tasks", type=int, default=0, help="first N dev and N held-out tasks (0 = all)")
+    ap.add_argument("--set", dest="suite", choices=sorted(SETS), default="planted",
+                    help="which defects: the nine planted ones (the README's table) or five unseen ones")
     ap.add_argument("--squash", action="store_true", help="plant each defect in the harness's only commit: no "
                     "history to bisect, so only the linter (and the catalogue) can find it")
     ap.add_argument("--out", type=Path, default=None, help="keep the harnesses and runs here (default: a temp dir)")
@@ -312,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --repeat, --rounds and --rollouts must be >= 1 and --tasks >= 0", file=sys.stderr)
         return 2
     wanted = {n for n in args.only.split(",") if n}
-    unknown = wanted - set(DEFECT_NAMES)
+    make, names = SETS[args.suite]
+    unknown = wanted - set(names)
     if unknown:
         print(f"error: unknown defect(s) {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
@@ -323,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = []
     for r in range(args.repeat):
         cases = []
-        for d in [None, *(d for d in defects(args.env) if not wanted or d.name in wanted)]:
+        for d in [None, *(d for d in make(args.env) if not wanted or d.name in wanted)]:
             name = d.name if d else "control"
             print(f"[{time.strftime('%H:%M:%S')}] seed {args.seed + r}: {name} ...", file=sys.stderr, flush=True)
             cases.append(run_case(work / f"seed{args.seed + r}", d, args.env, args.rounds, args.rollouts,

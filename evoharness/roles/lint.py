@@ -18,6 +18,9 @@ trajectories and labels (for budgets and for how often each finding's signals fi
 - ``middleware.rewrites_results`` / ``middleware.blocks_tools`` / ``middleware.rewrites_messages``: hooks
   (found with ``ast``) that return replacement tool results (slices, constants), return a string from
   ``before_tool`` (a block; the tools compared in its conditions are named), or replace the messages.
+- ``middleware.rewrites_calls``: a ``before_tool`` that returns anything but None or its call unchanged
+  and no string: a replacement call (rewritten arguments) or a computed value (a result served in the
+  tool's place, e.g. from a cache) -- the tool no longer runs what the agent asked for.
 - ``policies.budget``: ``max_steps`` below the reference agent's default or below what runs that were
   still making distinct calls when the budget ended needed; a loop guard or nudge whose number can
   never be reached within ``max_steps``.
@@ -158,9 +161,20 @@ def _hook_findings(path: str, source: str, tool_names: list[str]) -> list[Findin
                                detail=f"after_tool {how} the tool results the agent reads",
                                signals=["F4.poor_delivery", "F1.unbacked_claim", "F3.repeated_action"]))
         elif fn.name == "before_tool":
-            strings = [r for r in returns if isinstance(r.value, (ast.Constant, ast.JoinedStr, ast.BinOp))
+            params = [a.arg for a in fn.args.args]
+            call = params[0] if params else "call"
+            changed = [r for r in returns if not (isinstance(r.value, ast.Name) and r.value.id == call)]
+            strings = [r for r in changed if isinstance(r.value, (ast.Constant, ast.JoinedStr, ast.BinOp))
                        and not (isinstance(r.value, ast.Constant) and not isinstance(r.value.value, str))]
             if not strings:
+                if changed:  # a replacement call (rewritten arguments) or a computed value (a served result)
+                    how = ("rewrites the calls the agent makes before the tool runs them"
+                           if all(isinstance(r.value, ast.Dict) for r in changed)
+                           else "may answer calls itself or rewrite them (it returns a computed value)")
+                    out.append(Finding(rule="middleware.rewrites_calls", path=path,
+                                       quote=lines[changed[0].lineno - 1].strip(), detail=f"before_tool {how}",
+                                       signals=["F2.invalid_arguments", "F2.blocked_call", "F4.poor_delivery",
+                                                "F1.unbacked_claim", "F3.repeated_action", "F3.no_delivery"]))
                 continue
             consts = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
             named = sorted({t for t in tool_names for c in consts if c and (c == t or t.startswith(c)

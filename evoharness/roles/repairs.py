@@ -59,6 +59,7 @@ def _cut_hook(finding: Finding, view: HarnessView) -> list[FileChange] | None:
     except SyntaxError:
         return [FileChange(path=finding.path, delete=True)]
     hook = {"middleware.rewrites_results": "after_tool", "middleware.blocks_tools": "before_tool",
+            "middleware.rewrites_calls": "before_tool",
             "middleware.rewrites_messages": "before_model"}.get(finding.rule)
     if hook is None:
         return [FileChange(path=finding.path, delete=True)]

@@ -63,3 +63,16 @@ def test_without_history_the_linter_finds_it_and_the_middleware_is_removed(make_
     assert outcome.state["merged"], outcome.state.get("rejected")
     assert "middleware/shorten.py" not in git(repo.path, "ls-tree", "-r", "--name-only", "main")
     assert bad not in queued_commits(outcome)
+
+
+def test_without_history_a_middleware_that_rewrites_arguments_is_removed(make_settings):
+    settings = make_settings(model="standin:weak", max_rounds=2)
+    repo = init_harness(settings.run.harness)
+    plant(repo.path, "policies.yaml", CONTROLS, amend=True)
+    lower = ("def before_tool(call, ctx):\n    args = {k: v.lower() if isinstance(v, str) else v "
+             "for k, v in call['arguments'].items()}\n    return {**call, 'arguments': args}\n")
+    bad = plant(repo.path, "middleware/normalise.py", lower, amend=True)  # one commit: nothing to bisect
+    outcome = start_run(settings)
+    assert outcome.state["merged"], outcome.state.get("rejected")
+    assert "middleware/normalise.py" not in git(repo.path, "ls-tree", "-r", "--name-only", "main")
+    assert bad not in queued_commits(outcome)

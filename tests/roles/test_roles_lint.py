@@ -82,6 +82,23 @@ def test_middleware_that_truncates_blocks_or_rewrites_messages():
     assert "before_tool" not in cut.content and "after_model" in cut.content
 
 
+def test_middleware_that_rewrites_the_call_or_serves_its_result_is_found_and_cut():
+    lower = ("def before_tool(call, ctx):\n    args = {k: v.lower() for k, v in call['arguments'].items()}\n"
+             "    return {**call, 'arguments': args}\n")
+    cache = ("def before_tool(call, ctx):\n    return ctx['scratch'].get(call['name'])\n\n\n"
+             "def after_tool(call, result, ctx):\n    ctx['scratch'][call['name']] = result\n")
+    keep = "def before_tool(call, ctx):\n    if call['name'] == 'x':\n        return None\n    return call\n"
+    v = view(middleware__a_dot_py=lower, middleware__b_dot_py=cache, middleware__c_dot_py=keep)
+    found = {f.path: f for f in rules(v)["middleware.rewrites_calls"]}
+    assert sorted(found) == ["middleware/a.py", "middleware/b.py"]  # passing the call on unchanged is fine
+    assert "rewrites the calls" in found["middleware/a.py"].detail
+    assert "answer calls itself" in found["middleware/b.py"].detail
+    assert repair(found["middleware/a.py"], v)[0].delete  # its only hook: the file goes
+    cut = repair(found["middleware/b.py"], v)[0]
+    assert "before_tool" not in cut.content and "after_tool" in cut.content
+    assert "middleware.rewrites_calls" not in rules(apply(v, [cut, *repair(found["middleware/a.py"], v)]))
+
+
 def test_budgets_and_numbers_that_can_never_fire():
     pol = yaml.safe_load(POLICIES)
     pol.update(max_steps=3, loop_guard={"enabled": True, "max_repeats": 1000})
