@@ -51,10 +51,27 @@ def load_edit(path: Path):
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"]) or "EDIT.json"
+        if first["type"] == "extra_forbidden":
+            raise InputError(str(path), f"{loc}: {_unknown_key(first['loc'])}") from None
+        if first["type"] == "bool_type":  # "delete": "yes" was read as true
+            raise InputError(str(path), f"{loc}: {first['msg']} (true or false, got {first['input']!r})") from None
         raise InputError(str(path), f"{loc}: {first['msg']}") from None
     _check_target(path, edit.targets)
     _check_class(path, edit.failure_class)
     return edit
+
+
+def _unknown_key(loc: tuple) -> str:
+    """What is wrong with the key at ``loc`` that the edit (or one of its changes) does not have."""
+    import difflib
+
+    from evoharness.harness_repo.models import Edit, FileChange
+
+    in_change = len(loc) > 1 and loc[0] == "changes"
+    keys = list((FileChange if in_change else Edit).model_fields)
+    near = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.75)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return f"unknown key{hint} ({'a change' if in_change else 'an edit'} has: {', '.join(keys)})"
 
 
 # the classes an edit may target: the failures (neither healthy nor unknown)

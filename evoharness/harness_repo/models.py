@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 
 class FileChange(BaseModel):
-    """One file change: either full new ``content``, a unified ``diff``, or ``delete``."""
+    """One file change: either full new ``content``, a unified ``diff``, or ``delete``.
+
+    A key it does not have is refused, and ``delete`` is ``true`` or ``false`` only: ``"delete": "yes"`` (or ``1``)
+    was read as true and deleted the file, ``"no"`` as false, and a misspelt key was dropped without a word."""
+
+    model_config = ConfigDict(extra="forbid")
 
     path: str
     content: str | None = None
     diff: str | None = None
-    delete: bool = False
+    delete: StrictBool = False
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FileChange:
@@ -24,7 +29,10 @@ class FileChange(BaseModel):
 
 
 class Edit(BaseModel):
-    """A proposed harness edit (what the engineer writes; EDIT.json on the CLI)."""
+    """A proposed harness edit (what the engineer writes; EDIT.json on the CLI). A key it does not have is refused
+    (a misspelt ``rationale`` was committed without it)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     message: str = Field(min_length=1, description="commit subject (and body)")
     targets: str = Field(min_length=1, description="the targeted signal id, e.g. 'F3.repeated_action'")

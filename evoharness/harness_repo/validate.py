@@ -92,10 +92,25 @@ def check_encodable(edit: Edit) -> None:
                                "can hold", path)
 
 
+def check_commit_text(edit: Edit) -> None:
+    """``EditRejected`` when a text the commit message carries holds a NUL (git ends the message there: the candidate
+    was committed without its ``Targets``/``Evidence`` trailers, and no command found it again), or when the message
+    is blank (committed with an empty subject line)."""
+    if not edit.message.strip():
+        raise EditRejected("message is blank (the commit subject)")
+    texts = [("message", edit.message), ("rationale", edit.rationale), ("targets", edit.targets),
+             ("failure_class", edit.failure_class), ("critic", edit.critic),
+             *(("evidence", e) for e in edit.evidence), *(("predicted_flips", f) for f in edit.predicted_flips)]
+    for name, value in texts:
+        if value is not None and "\x00" in value:
+            raise EditRejected(f"{name} holds a NUL character, which would end the commit message there")
+
+
 def resolve_edit(
     repo: git.Repo, manifest: Manifest, base: git.Commit, edit: Edit, limits: HarnessRepoConfig
 ) -> dict[str, bytes | None]:
     check_encodable(edit)
+    check_commit_text(edit)
     if len(edit.changes) > limits.max_files:
         raise EditRejected(f"edit touches {len(edit.changes)} files; the limit is {limits.max_files}")
     out: dict[str, bytes | None] = {}

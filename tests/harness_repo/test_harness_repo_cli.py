@@ -306,6 +306,25 @@ def test_the_remote_to_add_is_a_command_that_runs_as_printed(tmp_path: Path, cap
      "error: 'prompts/a\\nb.md': path contains a control character"),
     # a class that is none: committed as `Failure-Class: F9`
     ({**MINIMAL, "failure_class": "F9"}, "failure_class: unknown class 'F9' (classes: F1, F2, F3, F4, E)"),
+    # "yes", 1 or "no" for delete: coerced to a bool, so "yes" deleted lessons.md and "no" beside content wrote it
+    ({**MINIMAL, "changes": [{"path": "lessons.md", "delete": "yes"}]},
+     "changes.0.delete: Input should be a valid boolean (true or false, got 'yes')"),
+    ({**MINIMAL, "changes": [{"path": "lessons.md", "delete": 1}]},
+     "changes.0.delete: Input should be a valid boolean (true or false, got 1)"),
+    ({**MINIMAL, "changes": [{"path": "lessons.md", "content": "x\n", "delete": "no"}]},
+     "changes.0.delete: Input should be a valid boolean"),
+    # a key the edit does not have was ignored: a misspelt message or rationale was committed without it
+    ({**MINIMAL, "rationle": "why"}, "rationle: unknown key; did you mean rationale? (an edit has: message, targets, "
+                                     "changes, failure_class, evidence, predicted_flips, critic, rationale)"),
+    ({**MINIMAL, "changes": [{"path": "lessons.md", "content": "x\n", "mode": "0755"}]},
+     "changes.0.mode: unknown key (a change has: path, content, diff, delete)"),
+    # a NUL ends a git commit message: the candidate was committed without its Targets/Evidence trailers
+    ({**MINIMAL, "message": "Add\u0000 a lesson"}, "message holds a NUL character"),
+    ({**MINIMAL, "evidence": ["t1\u0000"]}, "evidence holds a NUL character"),
+    ({**MINIMAL, "critic": "ok\u0000"}, "critic holds a NUL character"),
+    ({**MINIMAL, "rationale": "because\u0000"}, "rationale holds a NUL character"),
+    # a blank message was committed with an empty subject line
+    ({**MINIMAL, "message": " \n\t"}, "message is blank (the commit subject)"),
 ])
 def test_candidate_new_refuses_hostile_text_in_one_line(cli_harness: Path, tmp_path: Path, capsys, edit,
                                                         reason) -> None:
