@@ -18,7 +18,7 @@ import pydantic_core
 import typer
 
 from evoharness import __version__, cli_usage
-from evoharness.cli_support import AppState, fail, settings_of  # noqa: F401 (re-exported)
+from evoharness.cli_support import AppState, fail, one_line, settings_of  # noqa: F401 (re-exported)
 from evoharness.errors import EvoharnessError, InputError
 
 # Areas whose cli modules register commands, in help order.
@@ -137,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             typer.echo("interrupted", err=True)
         return rv if isinstance(rv, int) else 0
     except EvoharnessError as e:
-        typer.echo(f"error: {as_typed(e, sys.argv[1:] if argv is None else argv)}", err=True)
+        typer.echo(f"error: {one_line(as_typed(e, sys.argv[1:] if argv is None else argv))}", err=True)
         return 2
     except pydantic.ValidationError as e:  # a value given on the command line that a model refuses
-        typer.echo(f"error: {cli_usage.validation_line(e)}", err=True)
+        typer.echo(f"error: {one_line(cli_usage.validation_line(e))}", err=True)
         return 2
     except pydantic_core.PydanticSerializationError as e:
         if "KeyboardInterrupt" not in str(e):  # Ctrl-C while a record was written, which pydantic wraps
@@ -157,13 +157,13 @@ def main(argv: list[str] | None = None) -> int:
             if e.message:  # rich help is printed as the error is built and leaves its message empty
                 typer.echo(e.message)
             return 0
-        typer.echo(f"error: {cli_usage.usage_line(e)}", err=True)
+        typer.echo(f"error: {one_line(cli_usage.usage_line(e))}", err=True)
         return 2
     except BrokenPipeError:  # `evoharness ... | head`: the reader left; nothing to report
         return 141
     except OSError as e:  # a path the user gave that cannot be read or written
         where = f"{typed(str(e.filename), sys.argv[1:] if argv is None else argv)}: " if e.filename else ""
-        typer.echo(f"error: {where}{(e.strerror or str(e)).lower()}", err=True)
+        typer.echo(f"error: {one_line(where + (e.strerror or str(e)).lower())}", err=True)
         return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

@@ -176,8 +176,21 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 def fail(message: str, code: int = 2) -> None:
     """Print one error line to stderr and exit with ``code``."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {one_line(message)}", err=True)
     raise typer.Exit(code)
+
+
+def one_line(message: str) -> str:
+    """``message`` with each control character, Unicode line or paragraph break and bidirectional text control
+    written as its Python escape (``\\n``, ``\\x1b``, ``\\u2028``): an error names what the user gave (a run id, a
+    branch, a revision), and one holding a line break printed the error over two lines, the second of the user's
+    choosing (``error: ...`` included); an escape sequence reached the terminal as it was."""
+    from evoharness.untrusted import control_character
+
+    if control_character(message) is None:
+        return message
+    return "".join(ch if control_character(ch) is None else ch.encode("unicode_escape").decode("ascii")
+                   for ch in message)
 
 
 def command_name() -> str:

@@ -40,10 +40,13 @@ log = get_logger(__name__)
 
 
 def split_harness_arg(harness: str) -> tuple[Path, str | None]:
-    """``DIR`` or ``DIR@REV`` -> (dir, rev). A directory whose own name holds '@' wins."""
+    """``DIR`` or ``DIR@REV`` -> (dir, rev). A directory whose own name holds '@' wins; else the first '@' after which
+    the rest is the revision, so a revision may hold one too (``DIR@main@{1}`` read ``DIR@main`` as the directory)."""
     if Path(harness).is_dir() or "@" not in harness:
         return Path(harness), None
-    path, rev = harness.rsplit("@", 1)
+    at = [i for i, ch in enumerate(harness) if ch == "@"]
+    cut = next((i for i in at if Path(harness[:i]).is_dir()), at[-1])
+    path, rev = harness[:cut], harness[cut + 1:]
     return Path(path), rev or None
 
 
@@ -97,7 +100,7 @@ def resolve_prompt(harness: str | None, under: str = "evolved") -> RenderedPromp
             commit, label = repo.git.rev_list("--max-parents=0", main).split()[-1], f"root of {main}"
         else:
             commit, label = repo.git.rev_parse("--verify", f"{main}^{{commit}}"), main
-    except git.GitCommandError:
+    except (git.GitCommandError, ValueError):  # ValueError: a NUL in REV, which no git argument can hold
         raise InputError(str(path), f"cannot resolve {rev or main!r} (no commits?)") from None
     template = _show(repo, commit, SYSTEM_PATH)
     if template is None:

@@ -46,7 +46,9 @@ class CheckoutCache:
                 return self._shas[ref]
             try:
                 sha = self.repo.commit(ref).hexsha
-            except (git.BadName, ValueError) as e:
+            except (git.BadName, ValueError, LookupError, NotImplementedError) as e:
+                # GitPython's own rev parser: IndexError for `@{-1}` / `main@{1}` (no reflog entry),
+                # NotImplementedError for `HEAD@{yesterday}` -- each was a traceback
                 raise InputError(str(self.repo_path), f"unknown harness commit {commit!r}: {e}") from None
             if sha == ref:  # only full shas are cached: a branch name may move
                 self._shas[ref] = sha

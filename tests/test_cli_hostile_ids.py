@@ -1,0 +1,69 @@
+"""Ids and revisions a user types (a run id, a candidate branch, a git revision) that hold a line break, an escape
+or another control character: the error is still one `error:` line, exit 2, never a traceback (found by fuzzing the
+entry points with hostile ids)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evoharness.cli import main
+
+HOSTILE = ["main\nerror: forged second line", "run\x1b[2J", "a\u2028b", "a\rb"]
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("h") / "harness"
+    assert main(["init", str(root)]) == 0
+    return root
+
+
+def _commands(harness: Path, value: str, out: Path) -> list[list[str]]:
+    return [
+        ["show", value, "--harness", str(harness)],
+        ["pr", value, "--harness", str(harness), "--remote", "origin"],
+        ["report", value, "--out", str(out / "rep")],
+        ["ablate", value],
+        ["evaluate", "--run", value],
+        ["evaluate", "--harness", str(harness), "--baseline", value, "--rollouts", "1", "--tasks", "1",
+         "--out", str(out / "e.json")],
+        ["rollout", "--harness", str(harness), "--env", "synthetic", "--commit", value, "--tasks", "1",
+         "--rollouts", "1", "--out", str(out / "r.jsonl"), "--sandbox", "inprocess"],
+    ]
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=["newline", "escape", "line-separator", "carriage-return"])
+def test_an_id_with_a_control_character_is_named_in_one_error_line(harness, tmp_path, monkeypatch, capsys, value):
+    """`show 'main<newline>foo'` printed `error: main` and `foo: no such candidate` on two lines (a second line of
+    the user's choosing, `error: ...` included); an escape sequence reached the terminal as it was."""
+    monkeypatch.chdir(tmp_path)
+    for argv in _commands(harness, value, tmp_path):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("error: ") and err.endswith("\n"), (argv, err)
+        assert not any(ch in err[:-1] for ch in "\n\r\x1b\u2028"), (argv, err)
+        assert ascii(value)[1:-1].split("\\")[1][:3] in err, (argv, err)  # the character is shown escaped
+
+
+@pytest.mark.parametrize(("rev", "export_too"), [("@{-1}", True), ("main@{1}", True), ("a\x00b", True),
+                                                ("HEAD@{yesterday}", False)])  # which git itself reads
+def test_a_revision_git_python_cannot_read_is_one_error_line(harness, tmp_path, monkeypatch, capsys, rev,
+                                                             export_too):
+    """`rollout --commit @{-1}` was an IndexError traceback (`main@{1}` too; `HEAD@{yesterday}` NotImplementedError),
+    and `dataset export --harness DIR@REV` with a NUL in REV a ValueError (embedded null byte) traceback."""
+    monkeypatch.chdir(tmp_path)
+    traces = tmp_path / "t.jsonl"
+    assert main(["rollout", "--harness", str(harness), "--env", "synthetic", "--tasks", "1", "--rollouts", "1",
+                 "--out", str(traces), "--sandbox", "inprocess"]) == 0
+    capsys.readouterr()
+    for argv in (["rollout", "--harness", str(harness), "--env", "synthetic", "--commit", rev, "--tasks", "1",
+                  "--rollouts", "1", "--out", str(tmp_path / "r.jsonl"), "--sandbox", "inprocess"],
+                 ["dataset", "export", "-t", str(traces), "--harness", f"{harness}@{rev}", "--out", str(tmp_path / "x")]
+                 )[:1 + export_too]:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("error: "), (argv, err)
+        assert "unknown harness commit" in err or "cannot resolve" in err, (argv, err)
+    assert not (tmp_path / "r.jsonl").exists() and not (tmp_path / "x").exists()
