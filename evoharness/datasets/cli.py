@@ -134,8 +134,10 @@ def _filters(min_score, max_per_task, split, task, failure_class):
             classes=[FailureClass(x) for x in failure_class] if failure_class else None)
     except ValidationError as e:  # the option and what is wrong with its value, not "1 validation error for ..."
         first = e.errors()[0]
-        option = {"min_score": "--min-score", "max_per_task": "--max-per-task"}.get(str(first["loc"][0]),
-                                                                                   str(first["loc"][0]))
+        option = {"min_score": "--min-score", "max_per_task": "--max-per-task", "tasks": "--task"}.get(
+            str(first["loc"][0]), str(first["loc"][0]))
+        if first["type"] == "task_id_not_utf8":  # the message names the value
+            raise InputError(option, first["msg"]) from None
         raise InputError(option, f"{first['msg']} (got {first.get('input')!r})") from None
     except ValueError as e:
         raise InputError("dataset export", str(e).splitlines()[0]) from None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+from pydantic_core import PydanticCustomError
 
 from evoharness.diagnosis.models import FailureClass
 from evoharness.traces.models import Split, Trajectory
@@ -41,13 +43,26 @@ class SourceKind(StrEnum):
     all = "all"  # every trajectory from the file, plus the queue (deduplicated by id)
 
 
+def _utf8_task(task: str) -> str:
+    """A task id an export may be asked for: one UTF-8 can hold. Half a UTF-16 surrogate pair (``--task $'\\xff'``,
+    which Python reads as ``'\\udcff'``; ``"\\udc80"`` in a JSON body) was a traceback as the manifest was written
+    (a 500 from the service)."""
+    if re.search("[\ud800-\udfff]", task):
+        raise PydanticCustomError("task_id_not_utf8", f"{task!r} holds half a UTF-16 surrogate pair, which no task id "
+                                  "in UTF-8 can hold")
+    return task
+
+
+TaskId = Annotated[str, AfterValidator(_utf8_task)]
+
+
 class ExportFilters(BaseModel):
     """Which trajectories an export admits. Held-out tasks are never admitted, whatever the filters."""
 
     min_score: float | None = Field(None, ge=0.0, le=1.0, description="drop unscored and lower-scored")
     max_per_task: int | None = Field(None, ge=1, description="at most this many records per task")
     splits: list[Split] | None = Field(None, description="admit only these splits (never heldout)")
-    tasks: list[str] | None = Field(None, description="admit only these task ids")
+    tasks: list[TaskId] | None = Field(None, description="admit only these task ids")
     classes: list[FailureClass] | None = Field(None, description="admit only these failure classes")
 
 

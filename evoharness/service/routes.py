@@ -14,10 +14,10 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Res
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, field_validator
 
 from evoharness import __version__
-from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
+from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind, TaskId
 from evoharness.diagnosis.models import FailureClass
 from evoharness.diagnosis.routing import Router
 from evoharness.errors import HeldOutRequested, InputError
@@ -430,10 +430,10 @@ class ExportRequest(BaseModel):
     source: SourceKind = Field(SourceKind.queue, description="queue | healthy (ingested) | all (ingested + queue)")
     name: str | None = Field(None, pattern=RUN_ID, description="directory name under <home>/exports")
     render_under: Literal["seed", "evolved", "trajectory"] = "evolved"
-    placebo: bool = False
+    placebo: StrictBool = False  # "yes" wrote a placebo set
     min_score: float | None = Field(None, ge=0, le=1)
     max_per_task: int | None = Field(None, ge=1)
-    tasks: list[str] | None = None
+    tasks: list[TaskId] | None = None
     classes: list[FailureClass] | None = None
     keep_duplicates: bool = Field(False, description="write records identical to an earlier one (default: skipped)")
 

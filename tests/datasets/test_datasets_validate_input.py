@@ -79,3 +79,17 @@ def test_a_trajectory_or_label_file_is_named_as_such_not_listed_as_problems(tmp_
     export = tmp_path / "sft"
     assert main(["dataset", "export", "--trajectories", str(traces), "--out", str(export)]) == 0
     assert main(["dataset", "validate", str(export)]) == 0  # an export is still checked
+
+
+def test_a_task_id_no_utf8_can_hold_is_one_error_line(tmp_path, capsys):
+    """`dataset export --task $'\\xff'` (an argument that is no UTF-8: Python reads it as '\\udcff') was a
+    PydanticSerializationError traceback as the manifest was written."""
+    from tests.datasets.helpers import make_traj
+
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(make_traj("a").model_dump_json() + "\n")
+    assert main(["dataset", "export", "-t", str(traces), "--task", "t1", "--task", "\udcff",
+                 "--out", str(tmp_path / "ex")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: --task: '\\udcff' holds half a UTF-16 surrogate pair, which no task id in UTF-8 can hold"]
+    assert not (tmp_path / "ex").exists()

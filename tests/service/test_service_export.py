@@ -41,3 +41,21 @@ def test_identical_records_are_skipped_unless_kept_and_counted(tmp_path):
         kept = c.post("/datasets/export", json={"source": "healthy", "render_under": "trajectory",
                                                 "keep_duplicates": True}, headers=AUTH)
         assert kept.json()["records"] == 2 and kept.json()["duplicate_records"] == 1, kept.json()
+
+
+def test_a_task_no_utf8_can_hold_and_a_placebo_that_is_no_boolean_are_422(tmp_path):
+    """`"tasks": ["\\udc80"]` (half a surrogate pair, valid JSON) was a 500 and a traceback in the log (the manifest
+    could not be written), leaving the client's connection reset; `"placebo": "yes"` wrote a placebo set."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    NO_BOOL = "Input should be a valid boolean"
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        assert c.post("/trajectories", json=[trajectory("e1", "healthy")], headers=AUTH).status_code == 200
+        for body, error in (('{"source": "healthy", "tasks": ["t", "\\udc80"]}',
+                             "body.tasks.1: '\\udc80' holds half a UTF-16 surrogate pair, which no task id in UTF-8 "
+                             "can hold"),
+                            ('{"source": "healthy", "placebo": "yes"}', f"body.placebo: {NO_BOOL}"),
+                            ('{"source": "healthy", "placebo": 1}', f"body.placebo: {NO_BOOL}")):
+            r = c.post("/datasets/export", content=body, headers={**AUTH, "Content-Type": "application/json"})
+            assert r.status_code == 422 and r.json()["error"] == error, (body, r.status_code, r.text)
+        assert not (tmp_path / "home" / "exports").exists() or not any((tmp_path / "home" / "exports").iterdir())
