@@ -126,6 +126,8 @@ def read_json(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise InputError(str(path), f"unreadable: {e}") from None
+    except RecursionError:  # was a traceback for `report`, `ablate` and `evaluate --run`
+        raise InputError(str(path), "unreadable: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError(str(path), "not a JSON object")
     return data

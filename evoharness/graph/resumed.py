@@ -54,6 +54,8 @@ def saved_settings(path: Path, run_id: str) -> Settings:
         data = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as e:
         raise InputError(str(path), f"run {run_id}'s saved settings are not JSON ({e})") from None
+    except RecursionError:  # a traceback for every command that reads a run
+        raise InputError(str(path), f"run {run_id}'s saved settings are not JSON (nested too deeply)") from None
     if not isinstance(data, dict):  # a list or null was an AttributeError traceback in migrate_saved
         raise InputError(str(path), f"run {run_id}'s saved settings are not a JSON object")
     try:

@@ -100,6 +100,7 @@ def load_run(settings: Settings, spec: str, *, home_only: bool = False) -> RunRe
     run_settings = run_settings.model_copy(update={"run": run_settings.run.model_copy(update={"harness": harness})})
     if (run_dir / "summary.json").is_file():
         summary = _read_json(run_dir / "summary.json")
+        check_summary(run_dir / "summary.json", summary, run_id)
         harness = moved_harness(run_dir, (summary.get("files") or {}).get("run_dir"),
                                 summary.get("harness_repo") or run_settings.run.harness)
         return RunRecord(run_id, run_dir, run_settings, summary, complete=True, harness=harness)
@@ -112,6 +113,28 @@ def load_run(settings: Settings, spec: str, *, home_only: bool = False) -> RunRe
     note = (f"run {run_id} is still in progress (status {state.get('status')!r}, at round {state.get('round')}); "
             "this report shows what it has measured so far")
     return RunRecord(run_id, run_dir, run_settings, summary, complete=False, note=note, harness=harness)
+
+
+# What the report, `ablate` and `evaluate --run` read of a finished run's summary.json, and each one's type.
+_SUMMARY_SHAPE: dict[str, type] = {"main": str, "anchors": list, "rounds": list, "merged": list, "rejected": list,
+                                   "dropped": list, "before": dict, "after": dict, "budget": dict, "files": dict}
+_JSON_TYPE = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
+              bool: "true or false", type(None): "null"}
+
+
+def check_summary(path: Path, summary: dict[str, Any], run_id: str) -> None:
+    """``InputError`` when the summary.json a finished run wrote is not of the shape it writes (edited, or another
+    file): `report` raised ``ValueError: no anchors to plot`` for ``"rounds": "x"``, `ablate` ``KeyError: 'main'``."""
+    for key, kind in _SUMMARY_SHAPE.items():
+        value = summary.get(key)
+        if (value is not None or key == "main") and not isinstance(value, kind):
+            raise InputError(str(path), f"not a run summary evoharness wrote: {key} is "
+                             f"{_JSON_TYPE.get(type(value), 'of another type')}, not {_JSON_TYPE[kind]}")
+        if kind is list and value and not all(isinstance(x, dict) for x in value):
+            raise InputError(str(path), f"not a run summary evoharness wrote: {key} holds an item that is no object")
+    if not summary.get("anchors"):
+        raise InputError(str(path), f"run {run_id} measured nothing (its summary records no anchor): nothing to "
+                         "report")
 
 
 def load_stored(record: RunRecord) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:

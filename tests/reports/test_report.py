@@ -402,3 +402,28 @@ def test_a_report_removes_only_files_it_wrote_not_the_users_of_its_file_names(ow
     (own / WRITTEN).write_text('{"mine": true}')  # a file of the record's name that no report wrote
     assert cli("report", str(root), "--out", str(own)) == 0
     assert (own / WRITTEN).read_text() == '{"mine": true}'
+
+
+def test_a_run_whose_records_are_nested_too_deeply_or_of_another_shape_is_one_error_line(own_run, tmp_path, capsys):
+    """A summary.json or settings.json nested past the JSON parser's depth was a RecursionError traceback for
+    `report`, `ablate` and `evaluate --run`; a summary.json of another shape (`"rounds": "x"`, no anchors, `"main": 5`)
+    was `ValueError: no anchors to plot` from `report` and `KeyError: 'main'` from `ablate`."""
+    root, run_dir = own_run
+    summary = run_dir / "summary.json"
+    good = json.loads(summary.read_text())
+    home = f"home={root / 'state'}"
+    for name, text, reason in (
+            ("summary.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+            ("settings.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+            ("summary.json", json.dumps({**good, "rounds": "x"}), "rounds is a string, not a list"),
+            ("summary.json", json.dumps({**good, "anchors": []}), "measured nothing"),
+            ("summary.json", json.dumps({**good, "main": 5}), "main is a number, not a string")):
+        saved = (run_dir / name).read_text()
+        (run_dir / name).write_text(text)
+        for argv in (["report", run_dir.name, "--out", str(tmp_path / "rep")], ["ablate", run_dir.name],
+                     ["evaluate", "--run", run_dir.name]):
+            assert cli("--set", home, *argv) == 2, (name, argv)
+            err = capsys.readouterr().err.splitlines()
+            assert len(err) == 1 and err[0].startswith("error: ") and reason in err[0], (name, argv, err)
+        (run_dir / name).write_text(saved)
+    assert not (tmp_path / "rep").exists() and not (run_dir / "ablation.json").exists()
