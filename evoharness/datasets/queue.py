@@ -102,12 +102,20 @@ def _parsed(url: str, shown: str):
 
 def check_url(url: str) -> None:
     """InputError when ``url`` cannot be a queue to write, found without creating or writing anything: not a
-    database URL, another scheme, or a SQLite path that is a directory or lies under a file. (`dataset
+    database URL, another scheme, an in-memory SQLite database (what is enqueued there is gone when the command
+    ends), a NUL, or a SQLite path that is a directory or lies under a file. (`dataset
     enqueue` opens its queue at the first content failure; a URL wrong from the start was reported only
     after the input had been read and labelled up to there.)"""
-    parsed = _parsed(url, _shown(url))
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+    shown = _shown(url)
+    if "\x00" in url:  # sqlite3 raised ValueError (embedded null byte), a traceback after its retries
+        raise InputError("datasets.url", f"{shown!r} holds a NUL character, which no path can hold; {_URL_FORM}")
+    parsed = _parsed(url, shown)
+    if parsed.get_backend_name() != "sqlite":
         return
+    if parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory" \
+            or str(parsed.database).startswith("file::memory:"):  # "3 newly queued (3 in queue)", then all gone
+        raise InputError("datasets.url", f"{shown!r} is an in-memory database, gone when the command ends: nothing "
+                         f"enqueued would be kept; {_URL_FORM}")
     path = Path(parsed.database)
     if path.is_dir():
         raise InputError(str(path), "is a directory, not a SQLite queue file")

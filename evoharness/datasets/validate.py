@@ -129,8 +129,10 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
                 args = json.loads(fn.get("arguments"))
                 if not isinstance(args, dict):
                     errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not a JSON object")
-            except (TypeError, json.JSONDecodeError):
+            except (TypeError, ValueError):  # ValueError: JSONDecodeError, an integer past 4,300 digits
                 errs.append(f"messages[{i}].tool_calls[{j}]: arguments are not JSON")
+            except RecursionError:  # was a traceback
+                errs.append(f"messages[{i}].tool_calls[{j}]: arguments are nested too deeply")
     if pending:
         errs.append(f"record: tool calls {sorted(pending)} never answered")
     last = messages[-1] if isinstance(messages[-1], dict) else {}

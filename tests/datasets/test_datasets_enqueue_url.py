@@ -34,6 +34,16 @@ def labelled(monkeypatch) -> list[str]:
     ("not a url", f"error: datasets.url: 'not a url' is not a database URL; {FORM}"),
     ("sqlite:///{tmp}", "error: {tmp}: is a directory, not a SQLite queue file"),
     ("sqlite:///{tmp}/afile/queue.db", "error: {tmp}/afile/queue.db: {tmp}/afile is a file, not a directory"),
+    # an in-memory database: "3 newly queued (3 in queue)", and all of it gone as the command ended
+    ("sqlite:///:memory:", f"error: datasets.url: 'sqlite:///:memory:' is an in-memory database, gone when the "
+                           f"command ends: nothing enqueued would be kept; {FORM}"),
+    ("sqlite:///file:q.db?mode=memory&uri=true", "error: datasets.url: 'sqlite:///file:q.db?mode=memory&uri=true' is "
+     f"an in-memory database, gone when the command ends: nothing enqueued would be kept; {FORM}"),
+    ("sqlite://", f"error: datasets.url: 'sqlite://' is an in-memory database, gone when the command ends: nothing "
+                  f"enqueued would be kept; {FORM}"),
+    # a NUL, which no path holds: a ValueError traceback from sqlite3 (after 10 s of retries)
+    ("sqlite:///{tmp}/q\x00.db", "error: datasets.url: 'sqlite:///{tmp}/q\\x00.db' holds a NUL character, which "
+                                 f"no path can hold; {FORM}"),
 ])
 def test_a_bad_url_is_refused_before_the_input_is_read(url, line, tmp_path, labelled, capsys):
     path = tmp_path / "t.jsonl"

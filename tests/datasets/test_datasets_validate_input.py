@@ -93,3 +93,26 @@ def test_a_task_id_no_utf8_can_hold_is_one_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines() == [
         "error: --task: '\\udcff' holds half a UTF-16 surrogate pair, which no task id in UTF-8 can hold"]
     assert not (tmp_path / "ex").exists()
+
+
+@pytest.mark.parametrize(("arguments", "problem"), [
+    ("[" * 100_000 + "]" * 100_000, "arguments are nested too deeply"),
+    ('{"n": ' + "9" * 5000 + "}", "arguments are not JSON"),  # past Python's 4,300-digit int limit
+])
+def test_tool_call_arguments_nested_too_deeply_or_with_a_huge_number_are_a_problem(tmp_path, capsys, arguments,
+                                                                                  problem):
+    """Both were tracebacks (RecursionError; ValueError) from `dataset validate` of an openai file."""
+    import json
+
+    record = {"messages": [{"role": "user", "content": "x"},
+                           {"role": "assistant", "content": None, "tool_calls": [
+                               {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]},
+                           {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+                           {"role": "assistant", "content": "done"}],
+              "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    assert main(["dataset", "validate", str(path), "--format", "openai"]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"line 1: messages[1].tool_calls[0]: {problem}"]
+    assert err == "error: 1 problem in 1 record\n"
