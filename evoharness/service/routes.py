@@ -435,7 +435,8 @@ class ExportRequest(BaseModel):
     max_per_task: int | None = Field(None, ge=1)
     tasks: list[TaskId] | None = None
     classes: list[FailureClass] | None = None
-    keep_duplicates: bool = Field(False, description="write records identical to an earlier one (default: skipped)")
+    keep_duplicates: StrictBool = Field(False, description="write records identical to an earlier one (default: "
+                                        "skipped)")
 
 
 @writes.post("/datasets/export")

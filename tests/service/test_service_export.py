@@ -55,7 +55,8 @@ def test_a_task_no_utf8_can_hold_and_a_placebo_that_is_no_boolean_are_422(tmp_pa
                              "body.tasks.1: '\\udc80' holds half a UTF-16 surrogate pair, which no task id in UTF-8 "
                              "can hold"),
                             ('{"source": "healthy", "placebo": "yes"}', f"body.placebo: {NO_BOOL}"),
-                            ('{"source": "healthy", "placebo": 1}', f"body.placebo: {NO_BOOL}")):
+                            ('{"source": "healthy", "placebo": 1}', f"body.placebo: {NO_BOOL}"),
+                            ('{"source": "healthy", "keep_duplicates": "no"}', f"body.keep_duplicates: {NO_BOOL}")):
             r = c.post("/datasets/export", content=body, headers={**AUTH, "Content-Type": "application/json"})
             assert r.status_code == 422 and r.json()["error"] == error, (body, r.status_code, r.text)
         assert not (tmp_path / "home" / "exports").exists() or not any((tmp_path / "home" / "exports").iterdir())
