@@ -12,8 +12,12 @@ of gpt-4o, imported to canonical JSONL as ``evoharness import`` writes them) rep
 ``--n``, each copy under fresh ids; their rows are long multi-turn tool-calling dialogues.
 
 Each of ``--repeat`` exports is timed in CPU seconds of this process (min / median / max); the
-peak RSS is over all of them. ``--labels`` first writes the labels file ``evoharness label`` would
-(untimed) and exports with it: the unhealthy trajectories' classes are read, not recomputed.
+peak RSS is over all of them. ``--labels`` first writes the labels file with ``evoharness label`` (untimed; with
+``--against``, each tree's own ``label`` writes that tree's file) and exports with it: the unhealthy trajectories'
+classes are read, not recomputed, where a label's digest and labeller fingerprint say it is the trajectory's and
+the labeller's (trees from the seventeenth session on; older trees take every label as given). Each timed export
+computes the labeller's fingerprint afresh (``fingerprint.code_digest``, ~250 files read and hashed once a process),
+as one ``dataset export`` command does; without ``--labels`` no fingerprint is made.
 
 ``--render-under seed|evolved`` renders each record's system prompt under the template of a fresh seed
 harness repo (``dataset export --render-under``); the CPU seconds then include the template render
@@ -149,6 +153,12 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     """One export: (summary, CPU s, wall s). CPU s counts the export's child processes (the template
     render process of ``--render-under``) once they ended, which is before the export returns."""
     prompt = _prompt(args)
+    try:  # a CLI export makes the fingerprint once; a process's first export must not spare the next one that
+        from evoharness.diagnosis.fingerprint import code_digest
+
+        code_digest.cache_clear()
+    except ImportError:  # an older tree: no fingerprint
+        pass
     _adopt_orphans()
     t0, c0, w0 = time.process_time(), _children_cpu(), time.perf_counter()
     s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
@@ -170,7 +180,8 @@ def _child(args) -> None:
     base = _rss_mb()
     s, cpu, wall = _export_once(src, labels, out, args)
     print(json.dumps({"rows": s.records, "cpu": cpu, "wall": wall, "growth": _rss_mb() - base,
-                      "reused": getattr(s, "labels_reused", 0), "fallbacks": s.prompt_fallbacks}))
+                      "reused": getattr(s, "labels_reused", 0), "relabelled": getattr(s, "labels_relabelled", {}),
+                      "fallbacks": s.prompt_fallbacks}))
 
 
 def _flags(args) -> list[str]:
@@ -201,30 +212,47 @@ def _instructions(tree: Path, src: Path, labels: Path | None, d: Path, args) -> 
     return counts[1] - counts[0]
 
 
-def _count(src: Path, labels: Path | None, d: Path, args) -> None:
+def _trees(args) -> dict[str, Path]:
     trees = {"this": Path(__file__).resolve().parents[1]}
     if args.against is not None:
         trees["against"] = args.against.resolve()
+    return trees
+
+
+def _write_labels(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]:
+    """Each tree's labels file for ``src``, written by that tree's ``evoharness label`` (untimed)."""
+    out = {}
+    for name, tree in trees.items():
+        out[name] = d / f"labels-{name}.jsonl"
+        done = subprocess.run([sys.executable, "-m", "evoharness", "label", str(src), "--out", str(out[name])],
+                              env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, cwd=d)
+        if done.returncode != 0:
+            sys.exit(f"error: `evoharness label` with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return out
+
+
+def _count(src: Path, labels: dict[str, Path] | None, d: Path, args) -> None:
+    trees = _trees(args)
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  format: {args.format}  source: "
           f"{args.source}  labels: {'yes' if labels else 'no'}  (instructions: valgrind, load-free)")
     found = {}
     for name, tree in trees.items():
-        found[name] = _instructions(tree, src, labels, d, args)
+        found[name] = _instructions(tree, src, labels and labels[name], d, args)
         print(f"{name:>8} ({tree}): {found[name] / 1e6:,.0f} M instructions per export, "
               f"{found[name] / args.n / 1e3:,.0f} k per row")
     if "against" in found:
         print(f"ratio this/against, instructions: {found['this'] / found['against']:.3f}x")
 
 
-def _side_by_side(src: Path, labels: Path | None, d: Path, args) -> None:
-    here = Path(__file__).resolve().parents[1]
-    trees = {"this": here, "against": args.against.resolve()}
+def _side_by_side(src: Path, labels: dict[str, Path] | None, d: Path, args) -> None:
+    trees = _trees(args)
     flags = _flags(args)
     runs: dict[str, list[dict]] = {k: [] for k in trees}
     for _ in range(args.repeat):
         for name, tree in trees.items():  # in turn, so that a load spike hits both
             env = {**os.environ, "PYTHONPATH": str(tree)}
-            cmd = [sys.executable, __file__, *flags, "--child", str(src), str(labels or "-"), str(d / f"out-{name}")]
+            mine = labels[name] if labels else "-"
+            cmd = [sys.executable, __file__, *flags, "--child", str(src), str(mine), str(d / f"out-{name}")]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=d)
             if done.returncode != 0:
                 sys.exit(f"error: the export with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -237,7 +265,8 @@ def _side_by_side(src: Path, labels: Path | None, d: Path, args) -> None:
     for name, tree in trees.items():
         print(f"{name:>8} ({tree}): rows per CPU-second {spread(rate[name], ',.0f')}; CPU s per export "
               f"{spread([r['cpu'] for r in runs[name]])}; peak RSS growth "
-              f"{spread([r['growth'] for r in runs[name]], '.1f', ' MB')}; labels reused {runs[name][0]['reused']}; "
+              f"{spread([r['growth'] for r in runs[name]], '.1f', ' MB')}; labels reused {runs[name][0]['reused']}"
+              f"{_relabelled(runs[name][0].get('relabelled'))}; "
               f"prompts fallen back {runs[name][0].get('fallbacks', 0)}")
     ratios = [a / b for a, b in zip(rate["this"], rate["against"], strict=True)]
     print(f"ratio this/against, rows per CPU-second, {args.repeat} pairs: {spread(ratios, '.2f', 'x')}")
@@ -286,22 +315,7 @@ def main() -> None:
             lines = _real_lines(args.n) if args.real else (_line(i) for i in range(args.n))
             for line in lines:
                 fh.write(line)
-        labels = None
-        if args.labels:
-            from evoharness.diagnosis.labeller import Labeller
-
-            try:  # the lines `evoharness label` writes (older trees: no schema_version)
-                from evoharness.diagnosis.models import LabelLine
-
-                as_line = LabelLine.of
-            except ImportError:
-                def as_line(label):
-                    return label
-
-            labels, labeller = Path(d) / "labels.jsonl", Labeller()
-            with labels.open("w") as fh:
-                for t in JsonlSource(src):
-                    fh.write(as_line(labeller.label(t)).model_dump_json() + "\n")
+        labels = _write_labels(_trees(args), src, Path(d)) if args.labels else None
         if args.instructions:
             _count(src, labels, Path(d), args)
             return
@@ -312,7 +326,7 @@ def main() -> None:
         base = _rss_mb()
         cpu, wall = [], []
         for _ in range(args.repeat):
-            s, c, w = _export_once(src, labels, out, args)
+            s, c, w = _export_once(src, labels and labels["this"], out, args)
             cpu.append(c)
             wall.append(w)
         peak = _rss_mb()
@@ -321,10 +335,17 @@ def main() -> None:
           f"held-out excluded: {s.heldout_tasks_excluded}  ({load_note()})")
     print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  render under: "
           f"{args.render_under or '-'} ({s.prompt_fallbacks} fell back)  output: {size:.1f} MB  "
-          f"labels reused: {getattr(s, 'labels_reused', 0)}")
+          f"labels reused: {getattr(s, 'labels_reused', 0)}{_relabelled(getattr(s, 'labels_relabelled', None))}")
     print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")
     print(f"rows/s: {spread([s.records / c for c in cpu], ',.0f')} rows per CPU-second")
     print(f"peak RSS: {peak:.1f} MB  (baseline before export {base:.1f} MB, growth {peak - base:.1f} MB)")
+
+
+def _relabelled(why: dict | None) -> str:
+    """", labelled again N (reason n, ...)" when a label was not reused, else nothing."""
+    if not why:
+        return ""
+    return f", labelled again {sum(why.values())} ({', '.join(f'{k} {v}' for k, v in sorted(why.items()))})"
 
 
 if __name__ == "__main__":

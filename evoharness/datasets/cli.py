@@ -168,8 +168,9 @@ def export(
                     "class the source holds)")] = None,
     url: Annotated[str | None, typer.Option(help="queue URL (default: datasets.url)")] = None,
     labels: Annotated[Path | None, typer.Option(
-        "--labels", help="labels JSONL that `evoharness label` wrote for --trajectories: their classes are "
-                         "used instead of labelling again (default: none, the trajectories are labelled)")] = None,
+        "--labels", help="labels JSONL that `evoharness label` wrote for --trajectories: a label is used instead "
+                         "of labelling again when its digest and labeller fingerprint say it is this trajectory "
+                         "line's and this labeller's (default: none, the trajectories are labelled)")] = None,
     val_fraction: Annotated[float | None, typer.Option(
         "--val-fraction", help="write a train and a validation split by task, this fraction of the tasks (0 < F < 1) "
                                "in validation, no task in both (default: no split, one data file)")] = None,
@@ -241,6 +242,9 @@ def export(
     reused = f", {summary.labels_reused} labels reused" if labels is not None else ""
     if keep_duplicates and summary.duplicate_records:
         reused += f", {summary.duplicate_records} duplicate records kept"
+    if labels is not None and (again := summary.labels_relabelled):
+        reused += (f", {sum(again.values())} labelled again (their label was not provably this trajectory's and "
+                   f"this labeller's: {', '.join(f'{why} {n}' for why, n in again.items())})")
     fell_back = (f", {summary.prompt_fallbacks} system prompts fell back to the raw template"
                  + (f" ({summary.prompt_limit_hits} renders hit a limit)" if summary.prompt_limit_hits else "")
                  if summary.prompt_fallbacks else "")

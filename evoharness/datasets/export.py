@@ -24,7 +24,11 @@ Labelling is the larger part of exporting a file's unhealthy trajectories. ``lab
 ``evoharness label`` wrote for the same trajectory file) gives their class and first signal
 instead: it is read in step with the trajectories, one line at a time (``label`` writes one line
 per trajectory, in order); a labels file that does not line up with the trajectory file, line for
-line, is an ``InputError`` (see ``LabelFile``).
+line, is an ``InputError`` (see ``LabelFile``). A line is reused only when it provably belongs to the
+trajectory and to the export's labeller: its ``trajectory_sha256`` is the digest of the very line the
+trajectory was read from, and its ``labeller_fingerprint`` is the export's rule labeller's (this code, these
+diagnosis settings); any other line's trajectory is labelled again, counted by reason
+(``ExportSummary.labels_relabelled``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from hashlib import blake2b
 from pathlib import Path
@@ -49,7 +53,7 @@ from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass, Labe
 from evoharness.errors import HeldOutRequested, InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
-from evoharness.traces.store import naming_output
+from evoharness.traces.store import KeptLine, keeping_lines, line_digest, naming_output
 
 from . import placebo as placebo_mod
 from .card import write_card
@@ -136,13 +140,14 @@ _CLASS = TypeAdapter(FailureClass)
 class LabelFile:
     """The labels ``evoharness label`` wrote for a trajectory file, read in step with it.
 
-    ``take(id)`` returns (class, first signal id) of the next label, which must be that trajectory's:
+    ``take(id)`` returns the head of the next label, which must be that trajectory's:
     ``label`` writes one line per trajectory, in the file's order, so any other line means the labels were
     written for another file (or an edited one) and is an ``InputError`` naming the line, as are a line
     that is not a label, a line without this evoharness's ``schema_version`` (a stale or foreign file),
     and a labels file shorter or longer than the trajectory file (``finish()`` checks the end). Nothing is
-    guessed: a class is never read from a line that might belong to another trajectory. The labels are
-    taken as given (made with whatever diagnosis settings ``label`` ran with).
+    guessed: a class is never read from a line that might belong to another trajectory. Whether a line's
+    class may be used for its trajectory is ``reusable``'s to say (same id is not enough: the trajectory may
+    have been edited, the labeller changed).
     """
 
     def __init__(self, path: Path | str) -> None:
@@ -154,14 +159,14 @@ class LabelFile:
         self._lines: Iterator[tuple[int, bytes]] = jsonl_lines(self.path)  # opened on the first read
         self._lineno = 0
 
-    def take(self, trajectory_id: str) -> tuple[str, str | None]:
+    def take(self, trajectory_id: str) -> LabelHead:
         head = self._next()
         if head is None:
             raise self._mismatch(f"ends at line {self._lineno}, before trajectory {trajectory_id!r}")
         if head.trajectory_id != trajectory_id:
             raise self._mismatch(f"line {self._lineno} labels trajectory {head.trajectory_id!r} where the "
                                  f"trajectory file has {trajectory_id!r}")
-        return head.failure_class, head.signal("id")
+        return head
 
     def finish(self) -> None:
         """The trajectory file is done: the labels file must be too."""
@@ -196,6 +201,24 @@ class LabelFile:
         return None
 
 
+def reusable(head: LabelHead, labeller: str | None, line: bytes | None) -> str | None:
+    """None when the label ``head`` provably belongs to the trajectory read from ``line`` and to the labeller whose
+    fingerprint is ``labeller``; else why its trajectory is labelled again (a key of
+    ``ExportSummary.labels_relabelled``). The fingerprint is compared first (a string compare); the line is hashed
+    only for a label of this labeller."""
+    if head.labeller_fingerprint is None:
+        return "no_fingerprint"  # an older `label`, or the LLM judge's label
+    if head.labeller_fingerprint != labeller:
+        return "other_labeller"  # another evoharness or other diagnosis settings
+    if head.trajectory_sha256 is None:
+        return "no_digest"  # labelled from a file of another format: no canonical line to compare
+    if line is None:
+        return "no_line"  # the trajectory came from no file line (a source that is a list)
+    if line_digest(line) != head.trajectory_sha256:
+        return "trajectory_changed"  # the line is not the one labelled (edited since, same id)
+    return None
+
+
 class _TaskSplit(BaseModel):
     model_config = ConfigDict(extra="ignore")
     task_id: str
@@ -216,6 +239,7 @@ class Candidate:
     run_id: str | None = None
     round: int | None = None
     from_labels: bool = False  # its class was read from ``--labels``, not labelled here
+    relabelled: str | None = None  # its ``--labels`` line was not reusable (``reusable``'s reason): labelled here
     labeller: Labeller | None = None  # set while the class is still to be found
     duplicate: bool = False  # a later trajectory of an id the file already gave: skipped, never written
 
@@ -230,15 +254,16 @@ class Candidate:
 
 
 def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None,
-               labels: LabelFile | None = None) -> Iterator[Candidate]:
+               labels: LabelFile | None = None, kept: KeptLine | None = None) -> Iterator[Candidate]:
     """The stream an export draws from (file first, then queue).
 
     The file's first trajectory of an id is the one exported: a later one of the same id comes as a
     ``duplicate`` candidate (before its class is looked at, so which run of an id is exported does not
     depend on the source or the filters), and a queue item whose trajectory the file gave is skipped. With ``labels``,
-    an unhealthy trajectory's class is read from its line, not labelled again (``from_labels``);
-    without them it is labelled when its class is needed (``Candidate.classify``), and ``--source
-    healthy`` labels nothing: a run below the threshold is dropped unlabelled.
+    an unhealthy trajectory's class is read from its line, not labelled again (``from_labels``), when the line is
+    ``reusable`` for it (``kept``: the lines the trajectories were read from); otherwise, and without labels, it is
+    labelled when its class is needed (``Candidate.classify``), and ``--source healthy`` labels nothing: a run below
+    the threshold is dropped unlabelled.
     """
     seen: set[str] = set()
     if source in (SourceKind.healthy, SourceKind.all):
@@ -248,19 +273,21 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
 
         labeller = Labeller(diagnosis_cfg)
         threshold = labeller.cfg.healthy_threshold
+        own = labeller.fingerprint if labels is not None else None  # which labeller this is
         for t in trajectories:
             known = labels.take(t.id) if labels is not None else None  # a mismatch is an error
             if t.id in seen:
                 yield Candidate(t, None, None, "file", duplicate=True)
                 continue
             seen.add(t.id)
-            from_labels, pending = False, None
+            from_labels, pending, relabelled = False, None, None
             if t.score is not None and t.score >= threshold:
                 # the labeller's first rule: healthy whatever fired, no first signal; an export
                 # needs only the class, so the detectors are not run
                 cls, first = FailureClass.healthy.value, None
-            elif known is not None:
-                (cls, first), from_labels = known, True
+            elif known is not None and (relabelled := reusable(
+                    known, own, kept.line_of(t) if kept is not None else None)) is None:
+                cls, first, from_labels = known.failure_class, known.signal("id"), True
             elif source == SourceKind.healthy:
                 # below the threshold the labeller never says Healthy (its first rule is the only one that does;
                 # every other class is a failure signal's or a fallback's): labelling the run only to drop it
@@ -271,7 +298,7 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
                 pending = labeller  # labelled when its class is needed (``Candidate.classify``)
             if source == SourceKind.healthy and cls != FailureClass.healthy:
                 continue
-            yield Candidate(t, cls, first, "file", from_labels=from_labels, labeller=pending)
+            yield Candidate(t, cls, first, "file", from_labels=from_labels, labeller=pending, relabelled=relabelled)
         if labels is not None:
             labels.finish()
     if source == SourceKind.queue and queue is None:
@@ -464,6 +491,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                             placebo_seed=placebo_seed if placebo else None, filters=filters, prompt=prompt)
     counts = {k: Counter() for k in ("tasks", "classes", "splits", "harness_commits", "models", "envs")}
     skipped: Counter = Counter()
+    relabelled: Counter = Counter()  # records written whose --labels line was not reusable, by reason
     per_task: Counter = Counter()
     admitted = heldout_matched = duplicate_records = 0
     records_seen: set[int] = set()  # fingerprints of the records taken (~70 bytes each in memory)
@@ -536,54 +564,59 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         window.clear()
         window_arguments.clear()
 
+    # with --labels, the line each trajectory was read from, to prove a label is its own (``reusable``)
+    lines = keeping_lines() if label_file is not None else nullcontext(None)
     try:
-        for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file):
-            t = c.traj
-            if c.duplicate:
-                skipped["duplicate_id"] += 1
-                continue
-            selected = _selected(c, filters)
-            if t.split == Split.heldout or t.task_id in held:
-                summary.heldout_tasks_excluded += 1
-                heldout_matched += selected is True
-                continue
-            if selected is not True:
-                if selected:
-                    skipped[selected] += 1
-                continue
-            admitted += 1
-            if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
-                skipped["over_max_per_task"] += 1
-                continue
-            # labelled (if it is to be) before its record is made: cleaning then reads labelling's parse of the
-            # calls' arguments instead of parsing them again
-            c.classify()
-            try:
-                # its system message is rendered below, in a batch; a called tool it does not declare, as its
-                # environment declares it (a rollout of tau2 records the env, not the tools' docstrings)
-                record, arguments = record_and_arguments(t, known_tools=env_tools.of(t))
-            except RecordSkipped as e:
-                skipped[e.reason] += 1
-                continue
-            # a record identical to an earlier one (the same run imported twice, or two runs alike): its system
-            # message is still to be rendered from the trajectory's task and the record's tools, so the task counts
-            key = fingerprint((record, t.task) if renderer.active else record)
-            if key in records_seen:
-                duplicate_records += 1
-                if not keep_duplicates:
-                    skipped["duplicate_record"] += 1
+        with lines as kept:
+            for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, kept):
+                t = c.traj
+                if c.duplicate:
+                    skipped["duplicate_id"] += 1
                     continue
-            else:
-                records_seen.add(key)
-            per_task[t.task_id] += 1
-            written[1] += c.from_labels  # a record written (a placebo window is written whole)
-            meta = _meta(c, placebo)
-            if renderer.active:
-                unrendered.append((record, meta, t, arguments))
-                if len(unrendered) >= renderer.batch:
-                    settle()
-            else:
-                place(record, meta, arguments)
+                selected = _selected(c, filters)
+                if t.split == Split.heldout or t.task_id in held:
+                    summary.heldout_tasks_excluded += 1
+                    heldout_matched += selected is True
+                    continue
+                if selected is not True:
+                    if selected:
+                        skipped[selected] += 1
+                    continue
+                admitted += 1
+                if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
+                    skipped["over_max_per_task"] += 1
+                    continue
+                # labelled (if it is to be) before its record is made: cleaning then reads labelling's parse of the
+                # calls' arguments instead of parsing them again
+                c.classify()
+                try:
+                    # its system message is rendered below, in a batch; a called tool it does not declare, as its
+                    # environment declares it (a rollout of tau2 records the env, not the tools' docstrings)
+                    record, arguments = record_and_arguments(t, known_tools=env_tools.of(t))
+                except RecordSkipped as e:
+                    skipped[e.reason] += 1
+                    continue
+                # a record identical to an earlier one (the same run imported twice, or two runs alike): its system
+                # message is still to be rendered from the trajectory's task and the record's tools, so the task counts
+                key = fingerprint((record, t.task) if renderer.active else record)
+                if key in records_seen:
+                    duplicate_records += 1
+                    if not keep_duplicates:
+                        skipped["duplicate_record"] += 1
+                        continue
+                else:
+                    records_seen.add(key)
+                per_task[t.task_id] += 1
+                written[1] += c.from_labels  # a record written (a placebo window is written whole)
+                if c.relabelled:
+                    relabelled[c.relabelled] += 1
+                meta = _meta(c, placebo)
+                if renderer.active:
+                    unrendered.append((record, meta, t, arguments))
+                    if len(unrendered) >= renderer.batch:
+                        settle()
+                else:
+                    place(record, meta, arguments)
         settle()
         for part in parts:
             flush(part)
@@ -620,6 +653,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         split.records = {part: part_written[part] for part in parts}
         split.tasks_written = {part: len(part_tasks[part]) for part in parts}
         summary.validation = split
+    summary.labels_relabelled = dict(sorted(relabelled.items()))
     for key, c in counts.items():
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))

@@ -278,20 +278,30 @@ def label(
     timeout: TimeoutOpt = 120.0,
 ) -> None:
     """Write one label per trajectory as JSONL: class, first signal (step, evidence), agent, a one-line
-    quote, all signals, lever, and the violation log (broken schema / policy invariants, with steps)."""
+    quote, all signals, lever, and the violation log (broken schema / policy invariants, with steps). Each line
+    also carries the SHA-256 of the canonical line its trajectory was read from and the rule labeller's
+    fingerprint, by which `dataset export --labels` reuses it only for that trajectory and that labeller."""
+    from evoharness.diagnosis.labeller import Labeller
     from evoharness.diagnosis.models import LabelLine
     from evoharness.run_dirs import run_or_path
+    from evoharness.traces.store import keeping_lines, line_digest
 
     labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout)
+    # the LLM judge's labels carry no fingerprint: no export reuses them as the rules' own
+    fingerprint = labeller.fingerprint if isinstance(labeller, Labeller) else None
     read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `diagnose` takes one
     own = output_apart(out, read, ours=_labels_line)  # an earlier label run's output may be replaced
     n = 0
     judged = JudgeCount()
-    with replacing(out, "w") as fh:  # on bad input no half-written file, and an earlier one is kept
+    # on bad input no half-written file, and an earlier one is kept
+    with replacing(out, "w") as fh, keeping_lines() as kept:
         for t in _stream(read, fmt, skip_invalid, exclude=own, counted=False):
+            raw = kept.line_of(t)  # None: not read from a canonical JSONL line (another format)
             lab = labeller.label(t)
             judged.add(lab.labeller)
-            fh.write(LabelLine.of(lab).model_dump_json() + "\n")
+            line = LabelLine.of(lab, trajectory_sha256=line_digest(raw) if raw is not None else None,
+                                labeller_fingerprint=fingerprint)
+            fh.write(line.model_dump_json() + "\n")
             n += 1
     judged.say()
     typer.echo(f"wrote {n} labels to {out}")

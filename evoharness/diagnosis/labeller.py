@@ -35,6 +35,7 @@ class Labeller:
     def __init__(self, cfg: DiagnosisConfig | None = None, detectors: Sequence[Detector] | None = None) -> None:
         self.cfg = cfg or DiagnosisConfig()
         self.detectors = list(detectors) if detectors is not None else default_catalogue()
+        self._custom = detectors is not None
         self.router = Router.from_config(self.cfg)
         # the detectors to run by a run's shape (multi-agent log?, any friction?, Healthy?): a detector that cannot
         # fire on a shape is not called on it, by the promises it makes (``detectors.Detector``: ``multi_agent_only``,
@@ -52,6 +53,17 @@ class Labeller:
         # run last, bounded by the first signal the others found
         self._bounded = {k: [d for d in ds if promises(d, "bounded")] for k, ds in self._located.items()}
         self._unbounded = {k: [d for d in ds if not promises(d, "bounded")] for k, ds in self._located.items()}
+
+    @property
+    def fingerprint(self) -> str | None:
+        """Which labeller this is (``fingerprint.labeller_fingerprint``: this code, these settings), written on the
+        lines `evoharness label` writes so that `dataset export --labels` reuses a line only from this very labeller;
+        None with detectors of the caller's own (no fingerprint says which)."""
+        if self._custom:
+            return None
+        from evoharness.diagnosis.fingerprint import labeller_fingerprint
+
+        return labeller_fingerprint(self.cfg)
 
     def signals(self, traj: Trajectory, view: TraceView | None = None) -> list[Signal]:
         view = view or TraceView.of(traj)

@@ -70,11 +70,20 @@ class LabelLine(Label):
     (``dataset export --labels``) can tell a stale or foreign file from a labels file it understands."""
 
     schema_version: int = Field(LABEL_SCHEMA_VERSION, description="the labels file layout's version")
+    trajectory_sha256: str | None = Field(None, description=(
+        "SHA-256 (hex) of the canonical JSONL line the trajectory was read from, without its line end; null when it "
+        "was read from another format (no such line): `dataset export --labels` then labels it again"))
+    labeller_fingerprint: str | None = Field(None, description=(
+        "which labeller made the label: the rule labeller's code and diagnosis settings "
+        "(`evoharness.diagnosis.fingerprint`); null for the LLM judge's labels, which an export labels again"))
 
     @classmethod
-    def of(cls, label: Label) -> LabelLine:
-        return cls.model_construct(_fields_set={*label.model_fields_set, "schema_version"}, **dict(label),
-                                   schema_version=LABEL_SCHEMA_VERSION)
+    def of(cls, label: Label, *, trajectory_sha256: str | None = None,
+           labeller_fingerprint: str | None = None) -> LabelLine:
+        return cls.model_construct(_fields_set={*label.model_fields_set, "schema_version", "trajectory_sha256",
+                                                "labeller_fingerprint"}, **dict(label),
+                                   schema_version=LABEL_SCHEMA_VERSION, trajectory_sha256=trajectory_sha256,
+                                   labeller_fingerprint=labeller_fingerprint)
 
 
 class _SignalHead(BaseModel):
@@ -94,6 +103,8 @@ class LabelHead(BaseModel):
     trajectory_id: StrictStr
     failure_class: StrictStr
     first_signal: _SignalHead | None = None
+    trajectory_sha256: StrictStr | None = None  # None: not written (an older `label`, or no canonical line)
+    labeller_fingerprint: StrictStr | None = None  # None: not written (an older `label`, or the LLM judge)
 
     @classmethod
     def read(cls, line: bytes | str | dict[str, Any]) -> LabelHead:

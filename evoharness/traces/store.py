@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import codecs
 import errno
+import hashlib
 import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
@@ -110,15 +112,64 @@ def parse_trajectory(raw: bytes | str) -> Trajectory:
     return Trajectory.model_validate_json(raw)
 
 
+class KeptLine:
+    """The line the trajectory ``read_trajectories`` yielded last was parsed from (``keeping_lines``).
+
+    ``line_of(traj)`` is that line only for that very trajectory object (``is``, not ``==``): a reader that
+    wraps the stream (an importer, a filter) and yields another object, or a trajectory read some other way,
+    gets None, never a neighbour's line."""
+
+    __slots__ = ("raw", "traj")
+
+    def __init__(self) -> None:
+        self.traj: Trajectory | None = None
+        self.raw = b""
+
+    def line_of(self, traj: Trajectory) -> bytes | None:
+        return self.raw if traj is self.traj else None
+
+
+_KEPT: ContextVar[KeptLine | None] = ContextVar("evoharness_kept_line", default=None)
+
+
+@contextmanager
+def keeping_lines() -> Iterator[KeptLine]:
+    """Inside the block, ``read_trajectories`` (also as ``load_paths`` reads a canonical JSONL file) notes the line
+    of each trajectory it yields in the ``KeptLine`` given (a reference: nothing is copied or hashed)."""
+    kept = KeptLine()
+    token = _KEPT.set(kept)
+    try:
+        yield kept
+    finally:
+        _KEPT.reset(token)
+
+
+def line_digest(raw: bytes) -> str:
+    """The SHA-256 (hex) of a canonical JSONL line's bytes as read, without its line end (``\\n`` or
+    ``\\r\\n``): the same trajectory line gives the same digest whether or not it ends the file."""
+    end = len(raw)
+    if raw.endswith(b"\n"):
+        end -= 2 if raw.endswith(b"\r\n") else 1
+    return hashlib.sha256(memoryview(raw)[:end]).hexdigest()
+
+
 def read_trajectories(
     path: Path | str,
     *,
     skip_invalid: bool = False,
     on_invalid: Callable[[InputError], None] | None = None,
+    kept: KeptLine | None = None,
 ) -> Iterator[Trajectory]:
-    """Yield trajectories from a canonical JSONL file; blank lines are ignored."""
+    """Yield trajectories from a canonical JSONL file; blank lines are ignored. ``kept`` (by default the one of
+    an enclosing ``keeping_lines()``) is told each trajectory's line before it is yielded."""
+    if kept is None:
+        kept = _KEPT.get()
     for lineno, raw in jsonl_lines(path):
         try:
+            if kept is not None:
+                kept.traj, kept.raw = _parse_line(raw), raw
+                yield kept.traj
+                continue
             yield _parse_line(raw)
         except ValidationError as e:
             err = InputError(str(path), _line_reason(raw, e), where=f"line {lineno}")
