@@ -107,7 +107,7 @@ def friction_occurrences(view: TraceView) -> dict[str, list[tuple[int, str]]]:
             occ[e.type].append((e.step, e.detail or e.type))
     seen = {s for s, _ in occ.get("invalid_arguments", ())}
     for c in view.calls:
-        if not c.parsed_ok and c.step not in seen and c.id not in handled:
+        if not c.parsed_ok and c.step not in seen and c.call_id not in handled:
             occ["invalid_arguments"].append((c.step, f"{c.name}({c.arguments})"))
     for k in occ:
         occ[k].sort(key=lambda x: x[0])
@@ -200,7 +200,7 @@ def _recovered(view: TraceView, occ: dict[str, list[tuple[int, str]]], step: int
     went = _went_through(view, occ)
     failed: list[ToolCall] = []
     if role == "tool":
-        failed = went.by_id.get(str(view.traj.messages[step].get("tool_call_id")), [])
+        failed = went.by_id.get(view.answered(step), [])
     elif role == "assistant":
         failed = went.by_step.get(step, [])
     if not failed:
@@ -235,7 +235,7 @@ class _WentThrough:
         for c in view.calls:
             self.by_id.setdefault(c.id, []).append(c)
             self.by_step.setdefault(c.step, []).append(c)
-            if not c.parsed_ok or c.step in friction_steps or c.id in blocked:
+            if not c.parsed_ok or c.step in friction_steps or c.call_id in blocked:
                 continue
             res = results.get(c.id)
             if res is None or res[0] in friction_steps:
@@ -324,7 +324,8 @@ def reply_blocks(text: str) -> list[str]:
 
 
 def _blocked_calls(view: TraceView) -> set[str]:
-    """Ids of calls the harness did not execute (blocked, or rejected as malformed)."""
+    """Ids of calls the harness did not execute (blocked, or rejected as malformed), as the events name them: a
+    call's ``ToolCall.call_id``."""
     ids = set()
     for e in view.traj.events:
         if e.type in ("blocked_call", "format_rejected", "unknown_tool") and e.data.get("call_id"):
@@ -681,7 +682,7 @@ class RepeatedActionDetector:
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
         blocked = _blocked_calls(view) if view.traj.events else ()
         msgs, texts = view.traj.messages, view.texts
-        calls = [c for c in view.calls if c.id not in blocked] if blocked else view.calls
+        calls = [c for c in view.calls if c.call_id not in blocked] if blocked else view.calls
         code: list[tuple[int, tuple[str, str], str]] = []  # text agents' actions: (step, key, result)
         fenced = [s for s in view.assistant_steps if "`" in texts[s] and "```" in texts[s]]  # (see has_fence)
         with_calls = {c.step for c in view.calls} if fenced else ()
