@@ -259,7 +259,8 @@ def export(
                    f"{v.tasks_written['validation']} tasks ({v.files['validation']})")
         if not v.records["validation"] or not v.records["train"]:
             empty = "validation" if not v.records["validation"] else "train"
-            typer.echo(f"warning: the {empty} split is empty: the filters left no record of its tasks", err=True)
+            typer.echo(f"warning: the {empty} split is empty: no record of its tasks could be written (skipped)",
+                       err=True)
     if past := summary.env_tools_past_limit:
         typer.echo(f"warning: {past} records name an environment (meta.env) past the {MAX_ENVS} distinct ones an "
                    "export builds for tool declarations; their undeclared tools are inferred from the calls", err=True)

@@ -327,16 +327,26 @@ def heldout_tasks(sources: Iterable[Iterable[Trajectory] | None], declared: Iter
     return out
 
 
-def _tasks_and_heldout(src) -> tuple[set[str], set[str]]:
-    """(the tasks of a source, those it marks held out): a file or the queue answers without parsing trajectories."""
-    if hasattr(src, "tasks_and_heldout"):
-        return src.tasks_and_heldout()
-    tasks, held = set(), set()
-    for t in src:
-        tasks.add(t.task_id)
-        if t.split == Split.heldout:
-            held.add(t.task_id)
-    return tasks, held
+def _exportable_tasks(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue,
+                      filters: ExportFilters, held: set[str], diagnosis_cfg, labels: Path | str | None) -> set[str]:
+    """The tasks with a trajectory the export would take: the one of its id the stream gives first, of a task not
+    held out, kept by ``--source`` and admitted by the filters (``--split``, ``--task``, ``--class``,
+    ``--min-score``): what ``--val-fraction`` chooses from, so a task with only runs the export drops never takes a
+    validation place. A set, so the order of the records does not matter. ``--class`` labels here (unless
+    ``labels`` holds the classes) and again in the export's pass; a record the export then cannot make (a malformed
+    call: ``skipped``) may still leave a task, even a split, empty."""
+    uses_file = source in (SourceKind.healthy, SourceKind.all)
+    label_file = LabelFile(labels) if labels is not None and uses_file else None
+    tasks: set[str] = set()
+    lines = keeping_lines() if label_file is not None else nullcontext(None)
+    with lines as kept:
+        for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, kept):
+            t = c.traj
+            if c.duplicate or t.split == Split.heldout or t.task_id in held or t.task_id in tasks:
+                continue
+            if _selected(c, filters) is True:
+                tasks.add(t.task_id)
+    return tasks
 
 
 def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0) -> set[str]:
@@ -347,7 +357,8 @@ def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0) -> se
                                                           digest_size=8).digest(), task))
     if len(ranked) < 2:
         raise InputError("--val-fraction", f"a split by task needs at least 2 tasks; the sources hold "
-                         f"{len(ranked)} that may be exported (held-out tasks never are)")
+                         f"{len(ranked)} with a record to export (after --source and the filters; held-out "
+                         f"tasks never are)")
     k = min(len(ranked) - 1, max(1, round(fraction * len(ranked))))
     return set(ranked[:k])
 
@@ -430,8 +441,9 @@ def export_dataset(
     ``labels``: the labels file ``evoharness label`` wrote for ``trajectories`` (see the module doc).
     ``keep_duplicates``: write a record identical to an earlier one (messages and tools, the system message
     included) instead of skipping it as ``duplicate_record``; either way ``duplicate_records`` counts them.
-    ``val_fraction``: write a train and a validation split by task (``validation_tasks`` of the sources' tasks that
-    may be exported, with ``split_seed``): the tasks are read in a first pass, so the file is read twice.
+    ``val_fraction``: write a train and a validation split by task (``validation_tasks`` of the tasks with a
+    trajectory the export takes, ``_exportable_tasks``, with ``split_seed``): the held-out tasks and then those tasks
+    are read in passes of their own, so the file is read three times.
 
     The held-out tasks of the trajectory file are learnt in the same pass that writes: a file usually
     marks a task held out at its first trajectory (or every one), and a trajectory of a task known to be
@@ -453,16 +465,12 @@ def export_dataset(
     if val_fraction is not None:
         if not 0 < val_fraction < 1:
             raise InputError("--val-fraction", f"must lie between 0 and 1 (exclusive), got {val_fraction}")
-        tasks, held = set(), set(declared_heldout)
-        for src in (file_src, queue if uses_queue else None):
-            if src is not None:
-                more, marked = _tasks_and_heldout(src)
-                tasks |= more
-                held |= marked
-        tasks = (tasks & set(filters.tasks)) if filters.tasks else tasks
-        chosen = validation_tasks(tasks - held, val_fraction, split_seed)
+        held = heldout_tasks([file_src, queue if uses_queue else None], declared_heldout)
+        _check_request(filters, held)
+        tasks = _exportable_tasks(source, file_src, queue, filters, held, diagnosis_cfg, labels)
+        chosen = validation_tasks(tasks, val_fraction, split_seed)
         split = ValidationSplit(fraction=val_fraction, seed=split_seed, tasks=sorted(chosen),
-                                tasks_considered=len(tasks - held), files={})
+                                tasks_considered=len(tasks), files={})
         return _export(out, trajectories=file_src, held=held, split=split, **kwargs)
     held = heldout_tasks([queue if uses_queue else None], declared_heldout)
     if file_src is not None:

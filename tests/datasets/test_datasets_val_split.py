@@ -10,7 +10,7 @@ import pytest
 
 from evoharness.cli import main
 from evoharness.datasets.export import export_dataset, read_manifest, validation_tasks
-from evoharness.datasets.models import ExportFormat, SourceKind
+from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
 from evoharness.errors import InputError
 from evoharness.traces.store import write_trajectories
 
@@ -38,9 +38,9 @@ def test_the_split_is_by_task_and_covers_every_record_once(tmp_path):
     assert sorted(ids) == sorted(t.id for t in _trajs())
     card = (tmp_path / "README.md").read_text()
     assert "  - split: train\n    path: train.jsonl\n  - split: validation\n    path: validation.jsonl" in card
-    assert ("- **Validation split:** by task, no task in both: 2 of the 10 tasks that may be exported (fraction 0.2, "
-            "seed 0) are validation tasks; 6 records of 2 tasks in `validation.jsonl`, 24 records of 8 tasks in "
-            "`train.jsonl`.") in card
+    assert ("- **Validation split:** by task, no task in both: 2 of the 10 tasks with a trajectory to "
+            "export (fraction 0.2, seed 0) are validation tasks; 6 records of 2 tasks in `validation.jsonl`, 24 "
+            "records of 8 tasks in `train.jsonl`.") in card
     assert read_manifest(tmp_path).validation.tasks == sorted(val)
 
 
@@ -122,3 +122,35 @@ def test_the_cli_splits_validates_both_files_and_refuses_a_lone_seed(tmp_path, c
     assert main(["dataset", "export", "-t", str(src), "--source", "all", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir() if p.is_file()) == ["README.md", "data.jsonl", "manifest.json",
                                                                     "metadata.jsonl"]
+
+
+def _two_healthy_of_ten() -> list:
+    """10 tasks, each with a failed run; only task-3 and task-7 also have healthy runs."""
+    trajs = [make_traj(f"f{i}", f"task-{i}", score=0.0) for i in range(10)]
+    return trajs + [make_traj(f"h{i}-{r}", f"task-{i}", calls=1 + r) for i in (3, 7) for r in range(2)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_split_is_chosen_among_the_tasks_with_records_to_export(tmp_path, seed):
+    # with the default --source healthy only task-3 and task-7 have records: before the fix the split was drawn
+    # from all 10 tasks, and seeds 1-3 left validation empty (a warning only)
+    trajs = _two_healthy_of_ten()
+    s = export_dataset(tmp_path / "a", trajectories=trajs, val_fraction=0.2, split_seed=seed)
+    assert s.validation.tasks_considered == 2 and len(s.validation.tasks) == 1
+    assert s.validation.records == {"train": 2, "validation": 2}
+    assert s.validation.tasks_written == {"train": 1, "validation": 1}
+    assert _tasks_of(tmp_path / "a" / "validation.metadata.jsonl") == set(s.validation.tasks)
+    b = export_dataset(tmp_path / "b", trajectories=trajs[::-1], val_fraction=0.2, split_seed=seed)
+    assert b.validation.tasks == s.validation.tasks  # whatever the order of the records
+
+
+def test_the_filters_narrow_the_tasks_the_split_chooses_from(tmp_path):
+    trajs = _trajs(tasks=6) + [make_traj("low", "task-low", score=0.5)]
+    s = export_dataset(tmp_path / "a", source=SourceKind.all, trajectories=trajs, val_fraction=0.5)
+    assert s.validation.tasks_considered == 7
+    s = export_dataset(tmp_path / "b", source=SourceKind.all, trajectories=trajs, val_fraction=0.5,
+                       filters=ExportFilters(min_score=0.9))
+    assert s.validation.tasks_considered == 6 and "task-low" not in s.validation.tasks
+    with pytest.raises(InputError, match="at least 2 tasks; the sources hold 1 with a record to export"):
+        export_dataset(tmp_path / "c", trajectories=_two_healthy_of_ten()[:10] + [make_traj("h", "task-0")],
+                       val_fraction=0.5)
