@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Res
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, TypeAdapter, ValidationError, field_validator
 
 from evoharness import __version__
 from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind, TaskId
@@ -437,6 +437,10 @@ class ExportRequest(BaseModel):
     classes: list[FailureClass] | None = None
     keep_duplicates: StrictBool = Field(False, description="write records identical to an earlier one (default: "
                                         "skipped)")
+    val_fraction: float | None = Field(None, gt=0, lt=1, description="write a train and a validation split by task, "
+                                       "this fraction of the tasks in validation (`dataset export --val-fraction`)")
+    split_seed: StrictInt | None = Field(None, description="which tasks val_fraction takes (default 0); only with "
+                                         "val_fraction")
 
 
 @writes.post("/datasets/export")
@@ -446,6 +450,9 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
     from evoharness.datasets.prompts import resolve_prompt
     from evoharness.datasets.queue import queue_from_settings
 
+    if body.split_seed is not None and body.val_fraction is None:  # as `dataset export --split-seed` alone
+        raise HTTPException(422, f"split_seed {body.split_seed}: it chooses the tasks of val_fraction, which was "
+                            "not given")
     s = _state(request)
     settings = s.settings
     name = body.name or f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{body.format.value}{'-placebo' if body.placebo else ''}"
@@ -470,10 +477,12 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             queue=queue_from_settings(settings) if body.source != SourceKind.healthy else None,
             filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
             placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis,
-            keep_duplicates=body.keep_duplicates)
+            keep_duplicates=body.keep_duplicates, val_fraction=body.val_fraction, split_seed=body.split_seed or 0)
     except InputError as e:
         if isinstance(e, HeldOutRequested):
             raise HTTPException(422, str(e)) from None  # the request asked for held-out tasks
+        if e.source == "--val-fraction":  # fewer than two tasks to split: the request cannot be met
+            raise HTTPException(422, f"val_fraction: {e.reason}") from None
         raise  # an export directory holding other files, a queue that cannot be opened: 409
     return {"path": str(out.resolve()), "records": summary.records, "files": summary.files,
             "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,
@@ -484,4 +493,5 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "prompt_render_unjailed": summary.prompt_render_unjailed,
             "env_tools_past_limit": summary.env_tools_past_limit,
             # a typo in `tasks` wrote an empty export with nothing to say why (`dataset export --task` warns)
-            "tasks_without_records": [t for t in dict.fromkeys(body.tasks or ()) if not summary.tasks.get(t)]}
+            "tasks_without_records": [t for t in dict.fromkeys(body.tasks or ()) if not summary.tasks.get(t)],
+            "validation": summary.validation.model_dump(mode="json") if summary.validation is not None else None}

@@ -60,3 +60,35 @@ def test_a_task_no_utf8_can_hold_and_a_placebo_that_is_no_boolean_are_422(tmp_pa
             r = c.post("/datasets/export", content=body, headers={**AUTH, "Content-Type": "application/json"})
             assert r.status_code == 422 and r.json()["error"] == error, (body, r.status_code, r.text)
         assert not (tmp_path / "home" / "exports").exists() or not any((tmp_path / "home" / "exports").iterdir())
+
+
+def test_val_fraction_splits_by_task_and_is_validated_like_the_cli(tmp_path):
+    """`dataset export --val-fraction F [--split-seed S]` had no counterpart in the service."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    body = {"source": "healthy", "render_under": "trajectory"}
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        runs = [trajectory(f"e{i}", "healthy", task=f"t{i}") for i in range(10)]
+        assert c.post("/trajectories", json=runs, headers=AUTH).status_code == 200
+        r = c.post("/datasets/export", json={**body, "val_fraction": 0.2, "split_seed": 3}, headers=AUTH)
+        assert r.status_code == 200, r.text
+        v = r.json()["validation"]
+        assert v["seed"] == 3 and v["fraction"] == 0.2 and len(v["tasks"]) == 2 and v["tasks_considered"] == 10
+        assert v["records"] == {"train": 8, "validation": 2}
+        out = tmp_path / "home" / "exports"
+        path = next(out.iterdir())
+        assert sorted(p.name for p in path.iterdir() if p.name.endswith(".jsonl")) == [
+            "train.jsonl", "train.metadata.jsonl", "validation.jsonl", "validation.metadata.jsonl"]
+        assert c.post("/datasets/export", json=body, headers=AUTH).json()["validation"] is None
+        for extra, error in (({"val_fraction": 1}, "body.val_fraction: Input should be less than 1"),
+                             ({"val_fraction": 0}, "body.val_fraction: Input should be greater than 0"),
+                             ({"split_seed": 7}, "split_seed 7: it chooses the tasks of val_fraction, which was not "
+                                                 "given"),
+                             ({"val_fraction": 0.5, "split_seed": "7"}, "body.split_seed: Input should be a valid "
+                                                                        "integer"),
+                             ({"val_fraction": 0.5, "tasks": ["t1"]}, "val_fraction: a split by task needs at least "
+                                                                      "2 tasks; the sources hold 1 with a record to "
+                                                                      "export (after --source and the filters; "
+                                                                      "held-out tasks never are)")):
+            r = c.post("/datasets/export", json={**body, **extra}, headers=AUTH)
+            assert r.status_code == 422 and r.json()["error"] == error, (extra, r.status_code, r.text)
