@@ -21,6 +21,11 @@ trajectories and labels (for budgets and for how often each finding's signals fi
 - ``middleware.rewrites_calls``: a ``before_tool`` that returns anything but None or its call unchanged
   and no string: a replacement call (rewritten arguments) or a computed value (a result served in the
   tool's place, e.g. from a cache) -- the tool no longer runs what the agent asked for.
+- ``instructions.dictates_answer`` / ``instructions.limits_answer`` (read with the anchor's trajectories): a
+  sentence in the prompt or lessons that quotes a reply the agent then gives word for word as the final answer
+  of two tasks or more (a fixed reply cannot answer different tasks), or that caps the answer at a few words
+  (ten or fewer) where most final answers sit at that cap. The trajectories decide, not the wording alone: a
+  quoted reply nobody gives, or a cap the answers do not press against, is no finding.
 - ``policies.budget``: ``max_steps`` below the reference agent's default or below what runs that were
   still making distinct calls when the budget ended needed; a loop guard or nudge whose number can
   never be reached within ``max_steps``.
@@ -123,6 +128,61 @@ def _instruction_findings(path: str, text: str, tool_names: list[str], task_text
                     out.append(Finding(rule="instructions.contradicts_task", path=path, quote=raw,
                                        detail=f"contradicts the task's policy: {duty[:160]!r}",
                                        signals=["F4.poor_delivery", "F3.no_delivery"]))
+    return out
+
+
+_QUOTED = re.compile(r"'([^'\n]{3,120})'|\"([^\"\n]{3,120})\"|\u201c([^\u201d\n]{3,120})\u201d")
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                 "ten": 10}
+_WORD_CAP = re.compile(r"\b(\d{1,2}|" + "|".join(_NUMBER_WORDS) + r")\s+words?\b")
+_ANSWER_NOUN = re.compile(r"\b(?:answers?|repl(?:y|ies)|respon(?:d|se|ses)|messages?)\b")
+
+
+def _squash(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _final_answers(trajectories: list[Any]) -> list[tuple[str, str]]:
+    """(task id, final answer) of each trajectory that gave one: ``final_answer``, else its last assistant text."""
+    out = []
+    for t in trajectories:
+        answer = getattr(t, "final_answer", None)
+        if not isinstance(answer, str) or not answer.strip():
+            answer = next((m.get("content") for m in reversed(getattr(t, "messages", None) or [])
+                           if m.get("role") == "assistant" and isinstance(m.get("content"), str)
+                           and m["content"].strip() and not m.get("tool_calls")), None)
+        if isinstance(answer, str) and answer.strip():
+            out.append((str(getattr(t, "task_id", "")), answer))
+    return out
+
+
+def _answer_findings(path: str, text: str, answers: list[tuple[str, str]]) -> list[Finding]:
+    """Sentences that dictate the final answer's words, or cap it at a few words, as the answers show."""
+    out: list[Finding] = []
+    if not answers:
+        return out
+    squashed = [(task, _squash(a), len(a.split())) for task, a in answers]
+    for raw, s in _sentences(text):
+        for m in _QUOTED.finditer(raw):
+            quoted = _squash(next(g for g in m.groups() if g))
+            if not quoted:
+                continue
+            tasks = {task for task, a, _ in squashed if a == quoted}
+            if len(tasks) >= 2:
+                out.append(Finding(rule="instructions.dictates_answer", path=path, quote=raw,
+                                   detail=f"the final answer of {len(tasks)} different tasks is this sentence's quoted "
+                                          f"reply word for word: a fixed reply cannot answer different tasks",
+                                   signals=["F4.poor_delivery", "F1.unbacked_claim"]))
+                break
+        cap = _WORD_CAP.search(s)
+        if cap and _ANSWER_NOUN.search(s):
+            n = int(cap.group(1)) if cap.group(1).isdigit() else _NUMBER_WORDS[cap.group(1)]
+            at_cap = [task for task, _, words in squashed if 0 < words <= n + 1 and words >= (n + 1) // 2]
+            if 0 < n <= 10 and len(set(at_cap)) >= 2 and len(at_cap) * 2 > len(squashed):
+                out.append(Finding(rule="instructions.limits_answer", path=path, quote=raw,
+                                   detail=f"caps the answer at {n} words, and {len(at_cap)} of {len(squashed)} "
+                                          f"final answers sit at that cap: too few words to carry a task's answer",
+                                   signals=["F4.poor_delivery", "F1.unbacked_claim"]))
     return out
 
 
@@ -257,9 +317,11 @@ def lint_harness(view: HarnessView, tools: list[dict[str, str]] | None = None, t
             out.append(Finding(rule="prompt.absent_tool", path=PROMPT, tools=absent,
                                detail=f"the prompt names {', '.join(absent)}, which no tool is called",
                                signals=["F2.unknown_tool", "F4.poor_delivery"]))
+    answers = _final_answers(trajectories or [])
     for path in sorted(view.files):
         if path == LESSONS or (path.startswith("prompts/") and path.endswith((".md", ".txt", ".j2"))):
             out += _instruction_findings(path, view.files[path], names, task_text)
+            out += _answer_findings(path, view.files[path], answers)
         elif path.startswith("middleware/") and path.endswith(".py"):
             out += _hook_findings(path, view.files[path], names)
     out += _budget_findings(view, trajectories or [])

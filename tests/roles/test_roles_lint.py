@@ -115,3 +115,52 @@ def test_a_protected_path_gets_no_repair():
     v = HarnessView.from_files(seed_files() | {"lessons.md": "Do not call any tools.\n"}, protected=["lessons.md"])
     f = rules(v)["instructions.no_tools"][0]
     assert repair(f, v) is None
+
+
+def _run(task: str, answer: str, final: bool = True):
+    """A finished trajectory of ``task`` whose last assistant turn is ``answer`` (as ``final_answer`` or only as the
+    message)."""
+    from evoharness.traces.models import Trajectory
+
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": f"do {task}"},
+            {"role": "assistant", "content": answer}]
+    return Trajectory(id=f"{task}-{len(answer)}", task_id=task, messages=msgs,
+                      final_answer=answer if final else None, score=0.0)
+
+
+def answer_rules(v: HarnessView, runs: list) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in lint_harness(v, TOOLS, trajectories=runs):
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def test_a_quoted_reply_two_tasks_give_word_for_word_is_found_and_cut():
+    lessons = "### Replies\nReply with 'Done, see above.' when the task is finished.\n"
+    v = view(lessons_dot_md=lessons)
+    fixed = [_run("t1", "Done, see above."), _run("t2", "done -- see above", final=False),
+             _run("t3", "Order 7 shipped.")]
+    found = answer_rules(v, fixed)["instructions.dictates_answer"]
+    assert len(found) == 1 and "2 different tasks" in found[0].detail
+    assert "Done, see above." not in apply(v, repair(found[0], v)).files["lessons.md"]
+    # the trajectories decide: one task giving it, or answers of their own, is no finding
+    assert "instructions.dictates_answer" not in answer_rules(v, fixed[:1] + fixed[2:])
+    assert "instructions.dictates_answer" not in answer_rules(v, [_run("t1", "Order 5 shipped."),
+                                                                 _run("t2", "Order 6 is pending.")])
+    assert "instructions.dictates_answer" not in rules(v)  # no trajectories: the files alone say nothing
+
+
+def test_a_cap_of_a_few_words_the_answers_press_against_is_found_and_cut():
+    lessons = "### Style\nKeep every answer under 3 words.\n"
+    v = view(lessons_dot_md=lessons)
+    clipped = [_run("t1", "Order shipped."), _run("t2", "Refund is done."), _run("t3", "Cancelled it.")]
+    found = answer_rules(v, clipped)["instructions.limits_answer"]
+    assert len(found) == 1 and "3 of 3" in found[0].detail
+    assert "under 3 words" not in apply(v, repair(found[0], v)).files["lessons.md"]
+    # answers that do not sit at the cap, or a cap of many words, are no finding
+    long = [_run(t, "Your order 7 shipped on May 3 by courier and arrives on Friday.") for t in ("t1", "t2", "t3")]
+    assert "instructions.limits_answer" not in answer_rules(v, long)
+    wide = view(lessons_dot_md="### Style\nKeep every answer under 200 words.\n")
+    assert "instructions.limits_answer" not in answer_rules(wide, clipped)
+    one_task = [_run("t1", "Order shipped."), _run("t1", "Order is shipped.")]
+    assert "instructions.limits_answer" not in answer_rules(v, one_task)
