@@ -88,6 +88,10 @@ def render_card(s: ExportSummary) -> str:
         "were excluded.",
         f"- **Duplicates:** {_duplicates(s)}",
         *([_split_line(s)] if s.validation is not None else []),
+        *([f"- **Text beside tool calls:** {s.sharegpt_text_with_calls} records hold an assistant turn with text "
+            "and tool calls, written as a `function_call` turn `{\"content\", \"calls\"}` that LLaMA-Factory's "
+            "function formatter cannot read (a KeyError on `name`): drop those rows for LLaMA-Factory or train from "
+            "the `openai` export (docs/datasets.md)"] if s.sharegpt_text_with_calls else []),
         *([f"- **Tool declarations:** {s.env_tools_past_limit} records name an environment past the "
             f"{MAX_ENVS} distinct ones an export builds; their undeclared tools are inferred from the calls "
             "(empty description)"] if s.env_tools_past_limit else []),

@@ -261,6 +261,10 @@ def export(
             empty = "validation" if not v.records["validation"] else "train"
             typer.echo(f"warning: the {empty} split is empty: no record of its tasks could be written (skipped)",
                        err=True)
+    if mixed := summary.sharegpt_text_with_calls:
+        typer.echo(f"warning: {mixed} records hold an assistant turn with text and tool calls, written as a "
+                   "function_call turn {content, calls} that LLaMA-Factory cannot read: drop those rows for "
+                   "LLaMA-Factory or train from the openai export (docs/datasets.md)", err=True)
     if past := summary.env_tools_past_limit:
         typer.echo(f"warning: {past} records name an environment (meta.env) past the {MAX_ENVS} distinct ones an "
                    "export builds for tool declarations; their undeclared tools are inferred from the calls", err=True)

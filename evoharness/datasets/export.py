@@ -630,6 +630,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             flush(part)
         files: list[str] = []
         for part in parts:
+            summary.sharegpt_text_with_calls += getattr(writers[part], "text_with_calls", 0)
             files += writers[part].close()
             del writers[part]
         summary.files = files

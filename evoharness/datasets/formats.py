@@ -206,9 +206,17 @@ def to_sharegpt(record: dict, arguments: Mapping[str, Any] = _NONE) -> dict:
 
 
 class ShareGPTWriter(OpenAIWriter):
+    """``text_with_calls``: the records written with a ``function_call`` turn of ``{"content", "calls"}`` (an
+    assistant reply with text and tool calls), which LLaMA-Factory's function formatter cannot read (a ``KeyError``
+    on ``name``; docs/datasets.md): counted so the export says so instead of leaving it to a failed training run."""
+
+    text_with_calls = 0
+
     def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = _NONE) -> None:
         self._data.write(_dump(to_sharegpt(record, arguments)))
         self._meta.write(_dump(meta))
+        if any(m["role"] == "assistant" and m.get("tool_calls") and m.get("content") for m in record["messages"]):
+            self.text_with_calls += 1
 
 
 META_COLUMNS = ("id", "task_id", "split", "failure_class", "first_signal", "harness_commit", "model",

@@ -116,6 +116,8 @@ class ExportSummary(BaseModel):
     prompt_render_unjailed: str | None = Field(None, description="why the template render process ran "
                                                "without its bubblewrap jail (memory, CPU and wall limits only, "
                                                "as the service's user); null when it ran jailed or not at all")
+    sharegpt_text_with_calls: int = Field(0, description="sharegpt: records with an assistant turn of text and tool "
+                                          "calls, written {content, calls}, which LLaMA-Factory cannot read")
     env_tools_past_limit: int = Field(0, description="records whose environment (meta.env) was not built for its "
                                       "tool declarations, the export having built its limit of distinct envs "
                                       "(datasets.env_tools.MAX_ENVS): their undeclared tools are inferred "

@@ -110,3 +110,26 @@ def test_an_earlier_exports_dataset_info_with_the_users_datasets_added_is_refuse
     (out / "dataset_info.json").write_text(json.dumps({k: v for k, v in info.items() if k != "alpaca_en_demo"}))
     assert main(argv) == 0  # the export's own entry only: replaced as before
     assert list(json.loads((out / "dataset_info.json").read_text())) == ["evoharness"]
+
+
+def test_a_reply_with_text_and_calls_that_llamafactory_cannot_read_is_counted_and_warned(tmp_path, capsys):
+    """A function_call turn `{"content", "calls"}` stops LLaMA-Factory's preprocessing with a KeyError (its function
+    formatter reads each call's `name`); until the seventeenth session's end the export wrote it without a word."""
+    trajs = _trajs()
+    for t in trajs[:2]:  # two records with a preamble beside a call
+        next(m for m in t.messages if m.get("tool_calls"))["content"] = "Let me look that up."
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, trajs)
+    out = tmp_path / "out"
+    assert main(["dataset", "export", "-t", str(src), "--format", "sharegpt", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: 2 records hold an assistant turn with text and tool calls, written as a function_call turn "
+            "{content, calls} that LLaMA-Factory cannot read") in err
+    assert "- **Text beside tool calls:** 2 records hold an assistant turn" in (out / "README.md").read_text()
+    assert json.loads((out / "manifest.json").read_text())["sharegpt_text_with_calls"] == 2
+    rows = [r for r in read_jsonl(out / "data.jsonl")
+            if any(c["from"] == "function_call" and '"calls"' in c["value"] for c in r["conversations"])]
+    assert len(rows) == 2
+    s = export_dataset(tmp_path / "plain", fmt=ExportFormat.sharegpt, source=SourceKind.all, trajectories=_trajs())
+    assert s.sharegpt_text_with_calls == 0
+    assert "Text beside tool calls" not in (tmp_path / "plain" / "README.md").read_text()
