@@ -12,7 +12,6 @@ import pytest
 from evoharness.datasets.export import export_dataset
 from evoharness.datasets.models import ExportFilters, ExportFormat, SourceKind
 from evoharness.diagnosis.catalogue import default_catalogue
-from evoharness.diagnosis.labeller import Labeller
 from evoharness.diagnosis.models import FailureClass
 
 from .helpers import make_traj, read_jsonl
@@ -21,20 +20,6 @@ from .helpers import make_traj, read_jsonl
 def _trajs() -> list:
     # healthy, failed and unscored runs (an unscored run is never Healthy either)
     return [make_traj(f"t{i}", f"task-{i % 4}", score=[1.0, 0.0, 0.4, None][i % 4]) for i in range(12)]
-
-
-@pytest.fixture
-def labelled(monkeypatch) -> list[str]:
-    """The ids of the trajectories the export ran the labeller on."""
-    seen: list[str] = []
-    real = Labeller.first_signal
-
-    def counting(self, traj):
-        seen.append(traj.id)
-        return real(self, traj)
-
-    monkeypatch.setattr(Labeller, "first_signal", counting)
-    return seen
 
 
 @pytest.mark.parametrize("fmt", [ExportFormat.openai, ExportFormat.sharegpt])

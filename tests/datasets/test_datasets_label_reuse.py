@@ -24,20 +24,6 @@ from .helpers import make_traj, offline_hf, read_jsonl  # noqa: F401 (offline_hf
 pytestmark = pytest.mark.usefixtures("offline_hf")
 
 
-@pytest.fixture
-def labelled(monkeypatch) -> list[str]:
-    """The ids of the trajectories an export ran the labeller on."""
-    seen: list[str] = []
-    real = Labeller.first_signal
-
-    def counting(self, traj):
-        seen.append(traj.id)
-        return real(self, traj)
-
-    monkeypatch.setattr(Labeller, "first_signal", counting)
-    return seen
-
-
 def _file(tmp_path, trajs=None):
     src = tmp_path / "t.jsonl"
     write_trajectories(src, trajs or [make_traj(f"x{i}", task=f"t{i % 3}", score=1.0 if i % 2 else 0.2)
