@@ -325,11 +325,16 @@ def validate(
     n, problems = entry.validate(path)
     if n == 0:
         fail(f"{path}: empty file, no records to validate")
+    _fail_on(problems, n)
+    typer.echo(f"{n} records, all valid ({fmt})")
+
+
+def _fail_on(problems: list[str], n: int) -> None:
+    """Print the first 50 problems and fail with their count, when there are any."""
     for p in problems[:50]:
         typer.echo(p)
     if problems:
         fail(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {n} record{'s' * (n != 1)}")
-    typer.echo(f"{n} records, all valid ({fmt})")
 
 
 def _split_files(export: Path) -> dict[str, str] | None:
@@ -355,10 +360,7 @@ def _validate_splits(export: Path, splits: dict[str, str], entry, fmt: str) -> N
         each.append(f"{name} {n}")
     if total == 0:
         fail(f"{export}: empty splits, no records to validate")
-    for p in problems[:50]:
-        typer.echo(p)
-    if problems:
-        fail(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {total} record{'s' * (total != 1)}")
+    _fail_on(problems, total)
     typer.echo(f"{total} records, all valid ({fmt}: {', '.join(each)})")
 
 
