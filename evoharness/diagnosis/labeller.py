@@ -19,6 +19,7 @@ from evoharness.diagnosis.catalogue import default_catalogue
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import Run, TraceView
 from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, friction_occurrences, promises
+from evoharness.diagnosis.fingerprint import labeller_fingerprint
 from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.diagnosis.multiagent import responsible_agent
 from evoharness.diagnosis.routing import Router
@@ -61,8 +62,6 @@ class Labeller:
         None with detectors of the caller's own (no fingerprint says which)."""
         if self._custom:
             return None
-        from evoharness.diagnosis.fingerprint import labeller_fingerprint
-
         return labeller_fingerprint(self.cfg)
 
     def signals(self, traj: Trajectory, view: TraceView | None = None) -> list[Signal]:
