@@ -60,16 +60,33 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     yield
 
 
+def _structlog_config() -> dict:
+    import structlog
+
+    config = structlog.get_config()
+    return {**config, "processors": list(config["processors"])}
+
+
+_STRUCTLOG_AT_START = _structlog_config()
+
+
 @pytest.fixture(autouse=True)
 def _logging_as_it_was():
     """structlog's configuration is process-wide: a test that runs the CLI configures it at the settings' level
     (a filtering logger at warning drops every info event before ``capture_logs`` sees it), and a later test in
-    the same worker that captures info events then saw none. Each test gets the configuration back as it found it."""
+    the same worker that captures info events then saw none. Each test starts and ends with the configuration the
+    test process started with, not the one it found: a module-scoped fixture that runs the CLI
+    (tests/test_cli_hostile_ids.py's ``init``) runs outside every test, and restoring what a test found kept its
+    warning level for every later file in that worker (test_datasets_env_tools saw no info event)."""
     import structlog
 
-    config = structlog.get_config()
+    structlog.configure(**_structlog_config_copy())
     yield
-    structlog.configure(**config)
+    structlog.configure(**_structlog_config_copy())
+
+
+def _structlog_config_copy() -> dict:
+    return {**_STRUCTLOG_AT_START, "processors": list(_STRUCTLOG_AT_START["processors"])}
 
 
 _real_connect = socket.socket.connect
