@@ -142,8 +142,9 @@ def _squash(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-def _final_answers(trajectories: list[Any]) -> list[tuple[str, str]]:
-    """(task id, final answer) of each trajectory that gave one: ``final_answer``, else its last assistant text."""
+def _final_answers(trajectories: list[Any]) -> list[tuple[str, str, int]]:
+    """(task id, final answer squashed, its word count) of each trajectory that gave one: ``final_answer``, else its
+    last assistant text."""
     out = []
     for t in trajectories:
         answer = getattr(t, "final_answer", None)
@@ -152,22 +153,21 @@ def _final_answers(trajectories: list[Any]) -> list[tuple[str, str]]:
                            if m.get("role") == "assistant" and isinstance(m.get("content"), str)
                            and m["content"].strip() and not m.get("tool_calls")), None)
         if isinstance(answer, str) and answer.strip():
-            out.append((str(getattr(t, "task_id", "")), answer))
+            out.append((str(getattr(t, "task_id", "")), _squash(answer), len(answer.split())))
     return out
 
 
-def _answer_findings(path: str, text: str, answers: list[tuple[str, str]]) -> list[Finding]:
+def _answer_findings(path: str, text: str, answers: list[tuple[str, str, int]]) -> list[Finding]:
     """Sentences that dictate the final answer's words, or cap it at a few words, as the answers show."""
     out: list[Finding] = []
     if not answers:
         return out
-    squashed = [(task, _squash(a), len(a.split())) for task, a in answers]
     for raw, s in _sentences(text):
         for m in _QUOTED.finditer(raw):
             quoted = _squash(next(g for g in m.groups() if g))
             if not quoted:
                 continue
-            tasks = {task for task, a, _ in squashed if a == quoted}
+            tasks = {task for task, a, _ in answers if a == quoted}
             if len(tasks) >= 2:
                 out.append(Finding(rule="instructions.dictates_answer", path=path, quote=raw,
                                    detail=f"the final answer of {len(tasks)} different tasks is this sentence's quoted "
@@ -177,10 +177,10 @@ def _answer_findings(path: str, text: str, answers: list[tuple[str, str]]) -> li
         cap = _WORD_CAP.search(s)
         if cap and _ANSWER_NOUN.search(s):
             n = int(cap.group(1)) if cap.group(1).isdigit() else _NUMBER_WORDS[cap.group(1)]
-            at_cap = [task for task, _, words in squashed if 0 < words <= n + 1 and words >= (n + 1) // 2]
-            if 0 < n <= 10 and len(set(at_cap)) >= 2 and len(at_cap) * 2 > len(squashed):
+            at_cap = [task for task, _, words in answers if 0 < words <= n + 1 and words >= (n + 1) // 2]
+            if 0 < n <= 10 and len(set(at_cap)) >= 2 and len(at_cap) * 2 > len(answers):
                 out.append(Finding(rule="instructions.limits_answer", path=path, quote=raw,
-                                   detail=f"caps the answer at {n} words, and {len(at_cap)} of {len(squashed)} "
+                                   detail=f"caps the answer at {n} words, and {len(at_cap)} of {len(answers)} "
                                           f"final answers sit at that cap: too few words to carry a task's answer",
                                    signals=["F4.poor_delivery", "F1.unbacked_claim"]))
     return out
