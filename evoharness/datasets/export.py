@@ -62,7 +62,16 @@ from .env_tools import EnvTools
 from .export_formats import EXPORT_FORMATS, open_writer
 from .formats import fingerprint
 from .llamafactory import foreign_datasets, write_dataset_info
-from .models import ExportFilters, ExportFormat, ExportSummary, RenderedPrompt, SourceKind, ValidationSplit
+from .models import (
+    CLI_NAMES,
+    ExportFilters,
+    ExportFormat,
+    ExportSummary,
+    RenderedPrompt,
+    RequestNames,
+    SourceKind,
+    ValidationSplit,
+)
 from .prompts import SystemRenderer
 from .validate import openai_errors
 
@@ -349,15 +358,16 @@ def _exportable_tasks(source: SourceKind, trajectories: Iterable[Trajectory] | N
     return tasks
 
 
-def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0) -> set[str]:
+def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0, names: RequestNames = CLI_NAMES) -> set[str]:
     """The tasks of a validation split: round(fraction x tasks), at least one and at least one left to train on,
     taken in the order of a keyed hash of (seed, task id). The same tasks and seed give the same split whatever the
-    order of the records; a task keeps its side while the task set grows, unless the count moves past it."""
+    order of the records; a task keeps its side while the task set grows, unless the count moves past it. ``names``:
+    how the caller spells the request's parts, for the error."""
     ranked = sorted(set(tasks), key=lambda task: (blake2b(task.encode(), key=str(seed).encode()[:64],
                                                           digest_size=8).digest(), task))
     if len(ranked) < 2:
-        raise InputError("--val-fraction", f"a split by task needs at least 2 tasks; the sources hold "
-                         f"{len(ranked)} with a record to export (after --source and the filters; held-out "
+        raise InputError(names.val_fraction, f"a split by task needs at least 2 tasks; the sources hold "
+                         f"{len(ranked)} with a record to export (after {names.source} and the filters; held-out "
                          f"tasks never are)")
     k = min(len(ranked) - 1, max(1, round(fraction * len(ranked))))
     return set(ranked[:k])
@@ -386,12 +396,12 @@ def _selected(c: Candidate, f: ExportFilters) -> bool | str | None:
     return True
 
 
-def _check_request(filters: ExportFilters, held: set[str]) -> None:
+def _check_request(filters: ExportFilters, held: set[str], names: RequestNames) -> None:
     if filters.splits and Split.heldout in filters.splits:
-        raise HeldOutRequested("--split", "held-out tasks are never exported (asked for split heldout)")
+        raise HeldOutRequested(names.split, "held-out tasks are never exported (asked for split heldout)")
     asked = sorted(set(filters.tasks or []) & held)
     if asked:
-        raise HeldOutRequested("--task", f"held-out tasks are never exported: {', '.join(asked[:5])}")
+        raise HeldOutRequested(names.tasks, f"held-out tasks are never exported: {', '.join(asked[:5])}")
 
 
 class _HeldOutLate(Exception):  # noqa: N818 (a signal to export_dataset, never seen by a caller)
@@ -435,6 +445,7 @@ def export_dataset(
     keep_duplicates: bool = False,
     val_fraction: float | None = None,
     split_seed: int = 0,
+    names: RequestNames = CLI_NAMES,
 ) -> ExportSummary:
     """Write one dataset into ``out`` (data files, README.md card, manifest.json).
 
@@ -444,6 +455,8 @@ def export_dataset(
     ``val_fraction``: write a train and a validation split by task (``validation_tasks`` of the tasks with a
     trajectory the export takes, ``_exportable_tasks``, with ``split_seed``): the held-out tasks and then those tasks
     are read in passes of their own, so the file is read three times.
+    ``names``: how the caller spells the parts of its request, for the errors that name one (the CLI's options, the
+    service's JSON fields).
 
     The held-out tasks of the trajectory file are learnt in the same pass that writes: a file usually
     marks a task held out at its first trajectory (or every one), and a trajectory of a task known to be
@@ -451,7 +464,7 @@ def export_dataset(
     (or it is one the request names) does the export start again, with every held-out task learnt first
     in a pass of its own (the records are the same either way; the second way reads the file twice)."""
     filters = filters or ExportFilters()
-    _check_out(Path(out))
+    _check_out(Path(out), names)
     uses_file = source in (SourceKind.healthy, SourceKind.all)
     uses_queue = source in (SourceKind.queue, SourceKind.all)
     file_src = trajectories if uses_file else None
@@ -461,14 +474,14 @@ def export_dataset(
     declared_heldout = list(declared_heldout)
     kwargs = dict(fmt=fmt, source=source, queue=queue, filters=filters, prompt=prompt, placebo=placebo,
                   placebo_seed=placebo_seed, placebo_window=placebo_window, diagnosis_cfg=diagnosis_cfg,
-                  labels=labels, keep_duplicates=keep_duplicates)
+                  labels=labels, keep_duplicates=keep_duplicates, names=names)
     if val_fraction is not None:
         if not 0 < val_fraction < 1:
-            raise InputError("--val-fraction", f"must lie between 0 and 1 (exclusive), got {val_fraction}")
+            raise InputError(names.val_fraction, f"must lie between 0 and 1 (exclusive), got {val_fraction}")
         held = heldout_tasks([file_src, queue if uses_queue else None], declared_heldout)
-        _check_request(filters, held)
+        _check_request(filters, held, names)
         tasks = _exportable_tasks(source, file_src, queue, filters, held, diagnosis_cfg, labels)
-        chosen = validation_tasks(tasks, val_fraction, split_seed)
+        chosen = validation_tasks(tasks, val_fraction, split_seed, names)
         split = ValidationSplit(fraction=val_fraction, seed=split_seed, tasks=sorted(chosen),
                                 tasks_considered=len(tasks), files={})
         return _export(out, trajectories=file_src, held=held, split=split, **kwargs)
@@ -487,11 +500,11 @@ def export_dataset(
 def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: Iterable[Trajectory] | None,
             queue, filters: ExportFilters, prompt: RenderedPrompt | None, placebo: bool, placebo_seed: int,
             placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str],
-            keep_duplicates: bool, split: ValidationSplit | None) -> ExportSummary:
+            keep_duplicates: bool, split: ValidationSplit | None, names: RequestNames) -> ExportSummary:
     """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt)."""
     prompt = prompt or RenderedPrompt(under="trajectory")
     uses_file = source in (SourceKind.healthy, SourceKind.all)
-    _check_request(filters, held)
+    _check_request(filters, held, names)
     label_file = LabelFile(labels) if labels is not None and uses_file else None
     renderer = SystemRenderer(prompt)
     env_tools = EnvTools()
@@ -728,7 +741,7 @@ def _discard(stage: Path, made: list[Path]) -> None:
             pass
 
 
-def _check_out(out: Path) -> None:
+def _check_out(out: Path, names: RequestNames) -> None:
     """``out`` may be new, empty, or an earlier export (its manifest.json reads as one): an export replaces
     its own files there. A directory holding a README.md (or another file an export writes) that no export
     wrote -- a project, a harness repo -- is refused, not overwritten."""
@@ -736,14 +749,14 @@ def _check_out(out: Path) -> None:
         return
     if (out / "manifest.json").is_file() and _is_manifest(out / "manifest.json"):
         if added := foreign_datasets(out):  # the earlier export's dataset_info.json, added to by hand
-            raise InputError("--out", f"{out} holds dataset_info.json with datasets no export wrote ({added}): "
-                             "a new export would remove it; move them to a dataset_info.json of their own, or "
-                             "export into a new or empty directory")
+            raise InputError(names.out, f"{out} holds dataset_info.json with datasets no export wrote ({added}): "
+                             f"a new export would remove it; move them to a dataset_info.json of their own, or "
+                             f"{names.elsewhere}")
         return
     theirs = [name for name in OUTPUT_FILES if (out / name).exists()]
     if theirs:
-        raise InputError("--out", f"{out} holds {', '.join(theirs)}, which no earlier export wrote (no export "
-                         "manifest.json): export into a new or empty directory")
+        raise InputError(names.out, f"{out} holds {', '.join(theirs)}, which no earlier export wrote (no export "
+                         f"manifest.json): {names.elsewhere}")
 
 
 def _is_manifest(path: Path) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -76,6 +77,25 @@ class RenderedPrompt(BaseModel):
     template: str | None = None
     lessons: str = ""
     policies: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RequestNames:
+    """How the caller of an export spells the parts of its request, for the errors that name one: the CLI's options
+    (``CLI_NAMES``) or the service's JSON fields (``SERVICE_NAMES``). An HTTP client told "--task" or "--out" was
+    told of options it never sent."""
+
+    tasks: str = "--task"
+    split: str = "--split"
+    source: str = "--source"
+    val_fraction: str = "--val-fraction"
+    out: str = "--out"
+    elsewhere: str = "export into a new or empty directory"  # what to do about an --out that holds other files
+
+
+CLI_NAMES = RequestNames()
+SERVICE_NAMES = RequestNames(tasks="tasks", split="split", source="source", val_fraction="val_fraction", out="name",
+                             elsewhere="export under another name")
 
 
 class ValidationSplit(BaseModel):

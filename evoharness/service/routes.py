@@ -446,7 +446,7 @@ class ExportRequest(BaseModel):
 @writes.post("/datasets/export")
 def export(request: Request, body: ExportRequest) -> dict[str, Any]:
     from evoharness.datasets.export import export_dataset
-    from evoharness.datasets.models import RenderedPrompt
+    from evoharness.datasets.models import SERVICE_NAMES, RenderedPrompt
     from evoharness.datasets.prompts import resolve_prompt
     from evoharness.datasets.queue import queue_from_settings
 
@@ -477,12 +477,13 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             queue=queue_from_settings(settings) if body.source != SourceKind.healthy else None,
             filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
             placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis,
-            keep_duplicates=body.keep_duplicates, val_fraction=body.val_fraction, split_seed=body.split_seed or 0)
+            keep_duplicates=body.keep_duplicates, val_fraction=body.val_fraction, split_seed=body.split_seed or 0,
+            names=SERVICE_NAMES)  # errors name the body's fields ("tasks"), not the CLI's options ("--task")
     except InputError as e:
         if isinstance(e, HeldOutRequested):
             raise HTTPException(422, str(e)) from None  # the request asked for held-out tasks
-        if e.source == "--val-fraction":  # fewer than two tasks to split: the request cannot be met
-            raise HTTPException(422, f"val_fraction: {e.reason}") from None
+        if e.source == SERVICE_NAMES.val_fraction:  # fewer than two tasks to split: the request cannot be met
+            raise HTTPException(422, str(e)) from None
         raise  # an export directory holding other files, a queue that cannot be opened: 409
     return {"path": str(out.resolve()), "records": summary.records, "files": summary.files,
             "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,

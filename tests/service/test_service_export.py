@@ -88,7 +88,33 @@ def test_val_fraction_splits_by_task_and_is_validated_like_the_cli(tmp_path):
                                                                         "integer"),
                              ({"val_fraction": 0.5, "tasks": ["t1"]}, "val_fraction: a split by task needs at least "
                                                                       "2 tasks; the sources hold 1 with a record to "
-                                                                      "export (after --source and the filters; "
+                                                                      "export (after source and the filters; "
                                                                       "held-out tasks never are)")):
             r = c.post("/datasets/export", json={**body, **extra}, headers=AUTH)
             assert r.status_code == 422 and r.json()["error"] == error, (extra, r.status_code, r.text)
+
+
+def test_export_errors_name_the_fields_the_request_sent_not_the_cli_options(tmp_path):
+    """The service said "--task: held-out tasks ...", "--out: ... export into a new or empty directory" and "(after
+    --source and the filters ...)" to a client that sent `tasks`, `name` and `source`; the CLI keeps its options'
+    names (tests/datasets/test_datasets_export_out.py)."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    body = {"source": "healthy", "render_under": "trajectory"}
+    theirs = tmp_path / "home" / "exports" / "theirs"
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        runs = [trajectory("e1", "healthy", task="t1"), trajectory("h1", "healthy", task="secret", split="heldout")]
+        assert c.post("/trajectories", json=runs, headers=AUTH).status_code == 200
+        for extra, status, error in (
+                ({"tasks": ["secret"]}, 422, "tasks: held-out tasks are never exported: secret"),
+                ({"val_fraction": 0.5}, 422, "val_fraction: a split by task needs at least 2 tasks; the sources hold 1 "
+                                             "with a record to export (after source and the filters; held-out tasks "
+                                             "never are)"),
+                ({"name": "theirs"}, 409, f"name: {theirs} holds README.md, which no earlier export wrote (no export "
+                                          "manifest.json): export under another name")):
+            if "name" in extra:
+                theirs.mkdir(parents=True)
+                (theirs / "README.md").write_text("a project's readme")
+            r = c.post("/datasets/export", json={**body, **extra}, headers=AUTH)
+            assert r.status_code == status and r.json()["error"] == error, (extra, r.status_code, r.text)
+            assert "--" not in r.json()["error"]
