@@ -89,9 +89,14 @@ def render_card(s: ExportSummary) -> str:
         f"- **Duplicates:** {_duplicates(s)}",
         *([_split_line(s)] if s.validation is not None else []),
         *([f"- **Text beside tool calls:** {s.sharegpt_text_with_calls} records hold an assistant turn with text "
-            "and tool calls, written as a `function_call` turn `{\"content\", \"calls\"}` that LLaMA-Factory's "
-            "function formatter cannot read (a KeyError on `name`): drop those rows for LLaMA-Factory or train from "
-            "the `openai` export (docs/datasets.md)"] if s.sharegpt_text_with_calls else []),
+            "and tool calls, written as a `function_call` turn `TEXT<tool_call>CALLS</tool_call>`: LLaMA-Factory "
+            "(0.9.5) trains on the text followed by the calls in its template's tool format, with a template that "
+            "passes its tool-call words (not `gemma*`, `llama2*`, `lfm2*`: docs/datasets.md)"]
+          if s.sharegpt_text_with_calls else []),
+        *([f"- **Unreadable tool calls:** {s.sharegpt_calls_unreadable} records hold a `function_call` turn whose "
+            "text holds `<tool_call>` or whose calls hold `</tool_call>`, which LLaMA-Factory cannot read back as "
+            "written: drop those rows for LLaMA-Factory (`evoharness dataset validate` names them)"]
+          if s.sharegpt_calls_unreadable else []),
         *([f"- **Tool declarations:** {s.env_tools_past_limit} records name an environment past the "
             f"{MAX_ENVS} distinct ones an export builds; their undeclared tools are inferred from the calls "
             "(empty description)"] if s.env_tools_past_limit else []),

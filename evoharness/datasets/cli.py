@@ -261,10 +261,14 @@ def export(
             empty = "validation" if not v.records["validation"] else "train"
             typer.echo(f"warning: the {empty} split is empty: no record of its tasks could be written (skipped)",
                        err=True)
-    if mixed := summary.sharegpt_text_with_calls:
-        typer.echo(f"warning: {mixed} records hold an assistant turn with text and tool calls, written as a "
-                   "function_call turn {content, calls} that LLaMA-Factory cannot read: drop those rows for "
-                   "LLaMA-Factory or train from the openai export (docs/datasets.md)", err=True)
+    if mixed := summary.sharegpt_text_with_calls:  # read by most LLaMA-Factory templates, not all: said, not warned
+        typer.echo(f"note: {mixed} records hold an assistant turn with text and tool calls, written as "
+                   "TEXT<tool_call>CALLS</tool_call>: LLaMA-Factory 0.9.5 reads it with a template that passes its "
+                   "tool-call words, not gemma*, llama2* or lfm2* (docs/datasets.md)", err=True)
+    if unreadable := summary.sharegpt_calls_unreadable:
+        typer.echo(f"warning: {unreadable} records hold a function_call turn whose text holds <tool_call> or whose "
+                   "calls hold </tool_call>, which LLaMA-Factory cannot read back as written: drop them for "
+                   "LLaMA-Factory (`evoharness dataset validate DIR` names them)", err=True)
     if past := summary.env_tools_past_limit:
         typer.echo(f"warning: {past} records name an environment (meta.env) past the {MAX_ENVS} distinct ones an "
                    "export builds for tool declarations; their undeclared tools are inferred from the calls", err=True)

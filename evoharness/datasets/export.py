@@ -644,6 +644,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         files: list[str] = []
         for part in parts:
             summary.sharegpt_text_with_calls += getattr(writers[part], "text_with_calls", 0)
+            summary.sharegpt_calls_unreadable += getattr(writers[part], "calls_unreadable", 0)
             files += writers[part].close()
             del writers[part]
         summary.files = files

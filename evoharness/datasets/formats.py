@@ -22,6 +22,8 @@ import pydantic_core
 from evoharness.errors import InputError
 from evoharness.traces.models import loads
 
+from .llamafactory import function_call_value
+
 
 class Exporter(Protocol):
     def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = ...) -> None:
@@ -156,13 +158,15 @@ class OpenAIWriter:
         _close_quietly(self._data, self._meta)
 
 
-def to_sharegpt(record: dict, arguments: Mapping[str, Any] = _NONE) -> dict:
+def to_sharegpt(record: dict, arguments: Mapping[str, Any] = _NONE, notes: set[str] | None = None) -> dict:
     """LLaMA-Factory's ShareGPT layout: ``system``, ``tools`` (JSON string) and ``conversations`` whose
     turns alternate human|observation and gpt|function_call. Consecutive user messages merge; the
     results of one assistant turn merge into one observation (a JSON list when several); an assistant
-    turn with both text and calls becomes a function_call turn whose value holds the text as
-    ``{"content", "calls"}``. ``arguments``: argument texts already parsed, with their values (not parsed
-    again)."""
+    turn with both text and calls becomes a function_call turn ``TEXT<tool_call>CALLS</tool_call>``
+    (``llamafactory.function_call_value``; until 2026-12-06 ``{"content", "calls"}``, which LLaMA-Factory cannot
+    read). ``arguments``: argument texts already parsed, with their values (not parsed again). ``notes``, when given,
+    gets ``"text_with_calls"`` for a record with such a turn and ``"calls_unreadable"`` for one with a function_call
+    turn that LLaMA-Factory would not read back as written (its text or calls hold the tool-call words)."""
     system = "\n\n".join(m["content"] for m in record["messages"] if m["role"] == "system")
     turns: list[dict] = []
     results: list[str] = []
@@ -192,10 +196,13 @@ def to_sharegpt(record: dict, arguments: Mapping[str, Any] = _NONE) -> dict:
             calls = [{"name": c["function"]["name"], "arguments": _parsed(c["function"]["arguments"], arguments)}
                      for c in m.get("tool_calls") or []]
             if calls:
-                value = calls[0] if len(calls) == 1 else calls
-                if m.get("content"):
-                    value = {"content": m["content"], "calls": calls}
-                add("function_call", _dumps(value))
+                value, readable = function_call_value(m.get("content"), _dumps(calls[0] if len(calls) == 1 else calls))
+                if notes is not None:
+                    if m.get("content"):
+                        notes.add("text_with_calls")
+                    if not readable:
+                        notes.add("calls_unreadable")
+                add("function_call", value)
             else:
                 add("gpt", m["content"])
     flush_results()
@@ -206,17 +213,22 @@ def to_sharegpt(record: dict, arguments: Mapping[str, Any] = _NONE) -> dict:
 
 
 class ShareGPTWriter(OpenAIWriter):
-    """``text_with_calls``: the records written with a ``function_call`` turn of ``{"content", "calls"}`` (an
-    assistant reply with text and tool calls), which LLaMA-Factory's function formatter cannot read (a ``KeyError``
-    on ``name``; docs/datasets.md): counted so the export says so instead of leaving it to a failed training run."""
+    """``text_with_calls``: the records written with a ``function_call`` turn of text and calls
+    (``TEXT<tool_call>CALLS</tool_call>``, which only a LLaMA-Factory template that passes its tool-call words reads;
+    docs/datasets.md); ``calls_unreadable``: the records with a function_call turn LLaMA-Factory cannot read back as
+    written (the text or the calls hold the tool-call words). Counted so the export says so instead of leaving it to
+    a failed training run."""
 
     text_with_calls = 0
+    calls_unreadable = 0
 
     def write(self, record: dict, meta: dict, arguments: Mapping[str, Any] = _NONE) -> None:
-        self._data.write(_dump(to_sharegpt(record, arguments)))
+        notes: set[str] = set()
+        self._data.write(_dump(to_sharegpt(record, arguments, notes)))
         self._meta.write(_dump(meta))
-        if any(m["role"] == "assistant" and m.get("tool_calls") and m.get("content") for m in record["messages"]):
-            self.text_with_calls += 1
+        if notes:
+            self.text_with_calls += "text_with_calls" in notes
+            self.calls_unreadable += "calls_unreadable" in notes
 
 
 META_COLUMNS = ("id", "task_id", "split", "failure_class", "first_signal", "harness_commit", "model",

@@ -15,6 +15,7 @@ it with a null content.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 DATASET_INFO = "dataset_info.json"
@@ -67,3 +68,46 @@ def foreign_datasets(out: Path) -> str:
         return "not a JSON object"
     names = [k for k in info if k != NAME and not k.startswith(f"{NAME}_")]
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+# A function_call turn: LLaMA-Factory's ``FunctionFormatter.apply`` (``data/formatter.py``) looks for the template's
+# tool-call words (``Template.tool_call_words``; ``register_template`` gives every template ``<tool_call>`` /
+# ``</tool_call>`` unless it names others) and, when they enclose the calls, trains on the text around them followed by
+# the calls in the template's own tool format; without them the whole value must be the calls' JSON. (Added by its
+# PR #9610, merged 2025-12-12; read and run here from the llamafactory 0.9.5 wheel.)
+TOOL_CALL_WORDS = ("<tool_call>", "</tool_call>")
+_THOUGHT_WORDS = ("<think>\n", "\n</think>\n\n")  # the template's default thought words, cut out before the JSON
+
+
+def function_call_value(text: str | None, calls_json: str) -> tuple[str, bool]:
+    """The value of a ``function_call`` turn for an assistant reply of ``text`` (None or empty: none) and calls
+    ``calls_json`` (one ``{"name", "arguments"}`` object, or a list of them), and whether LLaMA-Factory reads it back as
+    that text and those calls: ``TEXT<tool_call>CALLS</tool_call>`` when there is text (the text as the model wrote it,
+    then its calls), the bare JSON when there is none (as before). Not readable: a text that holds ``<tool_call>``
+    (the formatter would take it for the calls' start) or calls whose JSON holds ``</tool_call>`` (their end), and
+    bare JSON holding both."""
+    start, end = TOOL_CALL_WORDS
+    if text:
+        return f"{text}{start}{calls_json}{end}", start not in text and end not in calls_json
+    return calls_json, not (start in calls_json and end in calls_json)
+
+
+def function_call_problem(value: str) -> str | None:
+    """Why LLaMA-Factory's function formatter (default tool-call and thought words) cannot read the ``function_call``
+    value ``value`` as calls; None when it can. What it does: the JSON between the first ``<tool_call>`` and the next
+    ``</tool_call>`` if both stand in the value, else the whole value less a thought block; ``json.loads`` of it, one
+    call or a list; each call's ``name`` and ``arguments`` (a missing one: a KeyError that stops its preprocessing)."""
+    start, end = (re.escape(w) for w in TOOL_CALL_WORDS)
+    if found := re.search(f"{start}(.*?){end}", value, re.DOTALL):
+        part = found.group(1)
+    else:
+        thought = re.search(f"{re.escape(_THOUGHT_WORDS[0])}(.*?){re.escape(_THOUGHT_WORDS[1])}", value, re.DOTALL)
+        part = value.replace(thought.group(0), "") if thought else value
+    try:
+        calls = json.loads(part)
+    except (ValueError, RecursionError):
+        return "its calls are not JSON" + (" between <tool_call> and </tool_call>" if found else "")
+    for call in calls if isinstance(calls, list) else [calls]:
+        if not isinstance(call, dict) or "name" not in call or "arguments" not in call:
+            return "a call without name and arguments"
+    return None

@@ -137,7 +137,11 @@ class ExportSummary(BaseModel):
                                                "without its bubblewrap jail (memory, CPU and wall limits only, "
                                                "as the service's user); null when it ran jailed or not at all")
     sharegpt_text_with_calls: int = Field(0, description="sharegpt: records with an assistant turn of text and tool "
-                                          "calls, written {content, calls}, which LLaMA-Factory cannot read")
+                                          "calls, written TEXT<tool_call>CALLS</tool_call> (until 2026-12-06 "
+                                          "{content, calls}, which LLaMA-Factory cannot read)")
+    sharegpt_calls_unreadable: int = Field(0, description="sharegpt: records with a function_call turn that "
+                                           "LLaMA-Factory cannot read back as written (its text holds <tool_call> "
+                                           "or its calls </tool_call>)")
     env_tools_past_limit: int = Field(0, description="records whose environment (meta.env) was not built for its "
                                       "tool declarations, the export having built its limit of distinct envs "
                                       "(datasets.env_tools.MAX_ENVS): their undeclared tools are inferred "

@@ -12,6 +12,10 @@
 - each tool message answers, by ``tool_call_id``, a call of the assistant turn right before it that
   is not yet answered; every call is answered before the next non-tool message and before the end;
 - at least one assistant message, and the last message is an assistant reply.
+
+``sharegpt_errors(record)``: turns alternate human|observation and gpt|function_call, the last is a gpt reply, and
+each function_call value is one LLaMA-Factory's function formatter reads as calls
+(``llamafactory.function_call_problem``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from evoharness.traces.store import jsonl_lines
 
 from .chat import TOOL_NAME
+from .llamafactory import function_call_problem
 
 ROLES = {"system", "user", "assistant", "tool"}
 
@@ -160,6 +165,8 @@ def sharegpt_errors(record) -> list[str]:
             errs.append(f"conversations[{i}]: from {who!r}, expected one of {sorted(want)}")
         if not isinstance(t.get("value") if isinstance(t, dict) else None, str):
             errs.append(f"conversations[{i}]: value is not a string")
+        elif who == "function_call" and (why := function_call_problem(t["value"])):
+            errs.append(f"conversations[{i}]: a function_call LLaMA-Factory cannot read: {why}")
     if not isinstance(turns[-1], dict) or turns[-1].get("from") != "gpt":
         errs.append("conversations: the last turn is not a gpt reply")
     if not isinstance(record.get("tools", ""), str):

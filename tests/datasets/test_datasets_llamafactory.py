@@ -4,6 +4,7 @@ dataset, with the columns and tags of the rows as written (until the seventeenth
 from __future__ import annotations
 
 import json
+import re
 
 from evoharness.cli import main
 from evoharness.datasets.export import export_dataset
@@ -37,8 +38,10 @@ def _as_llamafactory_reads(info: dict, row: dict) -> list[tuple[str, str]]:
     tools = json.loads(row[cols["tools"]])  # its ToolFormatter parses the column as JSON
     assert all(isinstance(t, dict) and t["name"] for t in tools)
     for r, content in aligned:
-        if r == "function":  # its FunctionFormatter: a call, or a list of them, with a name and arguments
-            calls = json.loads(content)
+        if r == "function":  # its FunctionFormatter: a call, or a list of them, with a name and arguments; since
+            # 0.9.5 (PR #9610) the JSON between the template's tool-call words, the text around them kept
+            found = re.search("<tool_call>(.*?)</tool_call>", content, re.DOTALL)
+            calls = json.loads(found.group(1) if found else content)
             for call in calls if isinstance(calls, list) else [calls]:
                 assert isinstance(call["name"], str) and isinstance(call["arguments"], dict)
     return aligned
@@ -112,24 +115,70 @@ def test_an_earlier_exports_dataset_info_with_the_users_datasets_added_is_refuse
     assert list(json.loads((out / "dataset_info.json").read_text())) == ["evoharness"]
 
 
-def test_a_reply_with_text_and_calls_that_llamafactory_cannot_read_is_counted_and_warned(tmp_path, capsys):
-    """A function_call turn `{"content", "calls"}` stops LLaMA-Factory's preprocessing with a KeyError (its function
-    formatter reads each call's `name`); until the seventeenth session's end the export wrote it without a word."""
+def test_a_reply_with_text_and_calls_is_written_as_text_then_tool_call_words_llamafactory_reads(tmp_path, capsys):
+    """A reply with text and calls was a function_call turn `{"content", "calls"}`, which stopped LLaMA-Factory's
+    preprocessing with a KeyError (54 of the 200 tau-bench airline rows). LLaMA-Factory 0.9.5's FunctionFormatter
+    takes the JSON between the template's tool-call words (`<tool_call>`, `</tool_call>` by default) and trains on the
+    text around them followed by the calls: so the turn is `TEXT<tool_call>CALLS</tool_call>`, text and calls kept."""
     trajs = _trajs()
     for t in trajs[:2]:  # two records with a preamble beside a call
         next(m for m in t.messages if m.get("tool_calls"))["content"] = "Let me look that up."
     src = tmp_path / "t.jsonl"
     write_trajectories(src, trajs)
+    out, plain = tmp_path / "out", tmp_path / "plain"
+    assert main(["dataset", "export", "-t", str(src), "--format", "sharegpt", "--out", str(out)]) == 0
+    assert main(["dataset", "export", "-t", str(src), "--out", str(plain)]) == 0
+    err = capsys.readouterr().err
+    assert ("note: 2 records hold an assistant turn with text and tool calls, written as "
+            "TEXT<tool_call>CALLS</tool_call>") in err and "warning" not in err, err
+    assert "- **Text beside tool calls:** 2 records hold an assistant turn" in (out / "README.md").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sharegpt_text_with_calls"] == 2 and manifest["sharegpt_calls_unreadable"] == 0
+    info = json.loads((out / "dataset_info.json").read_text())["evoharness"]
+    mixed = 0
+    for row, record in zip(read_jsonl(out / "data.jsonl"), read_jsonl(plain / "data.jsonl"), strict=True):
+        _as_llamafactory_reads(info, row)
+        values = [c["value"] for c in row["conversations"] if c["from"] == "function_call"]
+        replies = [m for m in record["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+        for value, reply in zip(values, replies, strict=True):
+            found = re.search("<tool_call>(.*?)</tool_call>", value, re.DOTALL)
+            calls = json.loads(found.group(1) if found else value)
+            want = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                    for c in reply["tool_calls"]]
+            assert (calls if isinstance(calls, list) else [calls]) == want  # every call, its arguments as objects
+            assert (value.replace(found.group(0), "") if found else "") == (reply["content"] or "")  # the text, whole
+            mixed += found is not None
+    assert mixed == 2
+    assert main(["dataset", "validate", str(out)]) == 0
+
+
+def test_a_function_call_llamafactory_cannot_read_back_is_counted_warned_and_named_by_validate(tmp_path, capsys):
+    """A text that holds `<tool_call>` would be taken for the calls' start (LLaMA-Factory's regex finds the first);
+    the export writes the row, counts it and says so, and `dataset validate` names the turn. A row of the old
+    `{"content", "calls"}` form is named by validate too (it passed before: validate read only roles)."""
+    trajs = _trajs()
+    next(m for m in trajs[0].messages if m.get("tool_calls"))["content"] = "I will write <tool_call> myself."
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, trajs)
     out = tmp_path / "out"
     assert main(["dataset", "export", "-t", str(src), "--format", "sharegpt", "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert ("warning: 2 records hold an assistant turn with text and tool calls, written as a function_call turn "
-            "{content, calls} that LLaMA-Factory cannot read") in err
-    assert "- **Text beside tool calls:** 2 records hold an assistant turn" in (out / "README.md").read_text()
-    assert json.loads((out / "manifest.json").read_text())["sharegpt_text_with_calls"] == 2
-    rows = [r for r in read_jsonl(out / "data.jsonl")
-            if any(c["from"] == "function_call" and '"calls"' in c["value"] for c in r["conversations"])]
-    assert len(rows) == 2
+    assert ("warning: 1 records hold a function_call turn whose text holds <tool_call> or whose calls hold "
+            "</tool_call>, which LLaMA-Factory cannot read back as written") in err, err
+    assert json.loads((out / "manifest.json").read_text())["sharegpt_calls_unreadable"] == 1
+    assert "- **Unreadable tool calls:** 1 records" in (out / "README.md").read_text()
+    assert main(["dataset", "validate", str(out)]) == 2
+    listed = capsys.readouterr().out
+    assert "line 1: conversations[1]: a function_call LLaMA-Factory cannot read: its calls are not JSON between " \
+           "<tool_call> and </tool_call>" in listed, listed
+    rows = read_jsonl(out / "data.jsonl")
+    old = {"content": "Let me look.", "calls": [{"name": "lookup", "arguments": {"q": "x"}}]}
+    rows[1]["conversations"][1]["value"] = json.dumps(old)
+    (out / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["dataset", "validate", str(out)]) == 2
+    assert "line 2: conversations[1]: a function_call LLaMA-Factory cannot read: a call without name and arguments" \
+        in capsys.readouterr().out
     s = export_dataset(tmp_path / "plain", fmt=ExportFormat.sharegpt, source=SourceKind.all, trajectories=_trajs())
-    assert s.sharegpt_text_with_calls == 0
-    assert "Text beside tool calls" not in (tmp_path / "plain" / "README.md").read_text()
+    assert s.sharegpt_text_with_calls == s.sharegpt_calls_unreadable == 0
+    card = (tmp_path / "plain" / "README.md").read_text()
+    assert "Text beside tool calls" not in card and "Unreadable tool calls" not in card
