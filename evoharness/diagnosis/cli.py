@@ -287,8 +287,10 @@ def label(
     from evoharness.traces.store import keeping_lines, line_digest
 
     labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout)
-    # the LLM judge's labels carry no fingerprint: no export reuses them as the rules' own
-    fingerprint = labeller.fingerprint if isinstance(labeller, Labeller) else None
+    # the rules' fingerprint, on every label the rule labeller made: all of them, or of the LLM judge's those it left
+    # to its rule labeller (a healthy or unknown run, a fallback); the model's own verdicts carry none (``rules_made``)
+    rules = labeller if isinstance(labeller, Labeller) else labeller.rules
+    fingerprint = rules.fingerprint
     read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `diagnose` takes one
     own = output_apart(out, read, ours=_labels_line)  # an earlier label run's output may be replaced
     n = 0
@@ -300,11 +302,25 @@ def label(
             lab = labeller.label(t)
             judged.add(lab.labeller)
             line = LabelLine.of(lab, trajectory_sha256=line_digest(raw) if raw is not None else None,
-                                labeller_fingerprint=fingerprint)
+                                labeller_fingerprint=fingerprint if rules_made(lab) else None)
             fh.write(line.model_dump_json() + "\n")
             n += 1
     judged.say()
     typer.echo(f"wrote {n} labels to {out}")
+
+
+def rules_made(lab) -> bool:
+    """Whether the class and first signal of ``lab`` are the rule labeller's: every label but the LLM judge's own
+    verdicts (``labeller == "llm"``). The judge labels with the rules first and keeps their label, unchanged but for
+    its ``labeller`` field, for a healthy or unknown run and whenever it falls back (``judge.LLMJudge``), so such a
+    line may carry the rules' fingerprint and be reused by an export as any rule label is.
+
+    The model's verdicts are never reused by `dataset export --labels`, whose labeller is the rules: a fingerprint
+    over the endpoint and the model name would not make them reproducible (a served model name does not pin its
+    weights, its sampling or the server's template; the same request need not give the same verdict), and an export
+    that took them would write a class its own labeller does not give, in a card that counts classes as the
+    rules'."""
+    return lab.labeller != "llm"
 
 
 def calibrate(

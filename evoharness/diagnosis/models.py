@@ -75,7 +75,8 @@ class LabelLine(Label):
         "was read from another format (no such line): `dataset export --labels` then labels it again"))
     labeller_fingerprint: str | None = Field(None, description=(
         "which labeller made the label: the rule labeller's code and diagnosis settings "
-        "(`evoharness.diagnosis.fingerprint`); null for the LLM judge's labels, which an export labels again"))
+        "(`evoharness.diagnosis.fingerprint`), also on a line the LLM judge left to the rules (a fallback, a healthy "
+        "run); null on the judge's own verdicts (`labeller: llm`), which an export labels again"))
 
     @classmethod
     def of(cls, label: Label, *, trajectory_sha256: str | None = None,

@@ -8,6 +8,7 @@ local fake answering on loopback (no network model)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from evoharness.cli import main
 from tests.http_fakes import completion, replying
@@ -62,3 +63,37 @@ def test_label_says_how_many_fell_back_and_refuses_judge_options_without_the_jud
         assert main(["label", missing, "--out", str(tmp_path / "x.jsonl"), *argv]) == 2, argv
         assert capsys.readouterr().err.strip().splitlines() == [said], argv
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_the_judges_rule_labels_carry_the_rules_fingerprint_and_its_verdicts_none(shared_data, tmp_path, capsys):
+    """A line the judge left to its rule labeller (a fallback: here a reply that is no JSON) is the rules' label and
+    carries their fingerprint, so `dataset export --labels` reuses it; the model's own verdict carries none and is
+    labelled again (no_fingerprint). Until the eighteenth session every line of `--labeller llm` had none."""
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.traces.importers import load_paths
+    from evoharness.traces.store import write_trajectories
+
+    src = tmp_path / "failed.jsonl"  # canonical lines: the labels carry each line's digest
+    write_trajectories(src, load_paths([Path(_failed_run(shared_data, tmp_path))]))
+    fell, judged = tmp_path / "fell.jsonl", tmp_path / "judged.jsonl"
+    with replying(lambda: completion("no JSON here")) as url:
+        assert main(["label", str(src), "--out", str(fell), "--labeller", "llm", "--model", f"openai:{url}#m"]) == 0
+    line = json.loads(fell.read_text())
+    assert line["labeller"].startswith("rules (llm fallback: ")
+    assert line["labeller_fingerprint"] == Labeller().fingerprint
+
+    step = line["first_signal"]["step"]
+    verdict = {"failed_here": True, "failure_class": "F1", "step": step, "agent": "", "quote": "", "reason": "r"}
+    with replying(lambda: completion(json.dumps(verdict))) as url:
+        assert main(["label", str(src), "--out", str(judged), "--labeller", "llm", "--model", f"openai:{url}#m"]) == 0
+    line = json.loads(judged.read_text())
+    assert (line["labeller"], line["failure_class"], line["labeller_fingerprint"]) == ("llm", "F1", None)
+    capsys.readouterr()
+
+    for labels, said in ((fell, "1 labels reused"), (judged, "0 labels reused, 1 labelled again")):
+        assert main(["dataset", "export", "-o", str(tmp_path / labels.stem), "--source", "all", "-t", str(src),
+                     "--labels", str(labels)]) == 0
+        assert said in capsys.readouterr().out
+    # the reused fallback label is the class the export's own labelling gives (the rules': F4), not the judge's F1
+    meta = json.loads((tmp_path / "judged" / "metadata.jsonl").read_text())
+    assert meta["failure_class"] == json.loads((tmp_path / "fell" / "metadata.jsonl").read_text())["failure_class"]
