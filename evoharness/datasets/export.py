@@ -28,7 +28,9 @@ line, is an ``InputError`` (see ``LabelFile``). A line is reused only when it pr
 trajectory and to the export's labeller: its ``trajectory_sha256`` is the digest of the very line the
 trajectory was read from, and its ``labeller_fingerprint`` is the export's rule labeller's (this code, these
 diagnosis settings); any other line's trajectory is labelled again, counted by reason
-(``ExportSummary.labels_relabelled``).
+(``ExportSummary.labels_relabelled``). A source that keeps a label with each trajectory (the service's ingest store:
+``KeptLine.label_of``, its body's digest and the labeller's fingerprint in the row) is read the same way, with no
+``labels`` file: the stored label is reused under the same checks, and counted the same.
 """
 
 from __future__ import annotations
@@ -216,7 +218,7 @@ def reusable(head: LabelHead, labeller: str | None, line: bytes | None) -> str |
     ``ExportSummary.labels_relabelled``). The fingerprint is compared first (a string compare); the line is hashed
     only for a label of this labeller."""
     if head.labeller_fingerprint is None:
-        return "no_fingerprint"  # an older `label`, or the LLM judge's label
+        return "no_fingerprint"  # an older `label`, or the LLM judge's own verdict
     if head.labeller_fingerprint != labeller:
         return "other_labeller"  # another evoharness or other diagnosis settings
     if head.trajectory_sha256 is None:
@@ -270,7 +272,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
     ``duplicate`` candidate (before its class is looked at, so which run of an id is exported does not
     depend on the source or the filters), and a queue item whose trajectory the file gave is skipped. With ``labels``,
     an unhealthy trajectory's class is read from its line, not labelled again (``from_labels``), when the line is
-    ``reusable`` for it (``kept``: the lines the trajectories were read from); otherwise, and without labels, it is
+    ``reusable`` for it (``kept``: the lines the trajectories were read from); so is the label a store keeps with each
+    trajectory (``kept.label_of``: the service's ingest store, its body in place of the line); otherwise it is
     labelled when its class is needed (``Candidate.classify``), and ``--source healthy`` labels nothing: a run below
     the threshold is dropped unlabelled.
     """
@@ -282,9 +285,10 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
 
         labeller = Labeller(diagnosis_cfg)
         threshold = labeller.cfg.healthy_threshold
-        own = labeller.fingerprint if labels is not None else None  # which labeller this is
+        own = None  # which labeller this is (its fingerprint): made at the first label to check, so never cold
         for t in trajectories:
-            known = labels.take(t.id) if labels is not None else None  # a mismatch is an error
+            # the label of its line in --labels (a mismatch is an error), or the one its store keeps with it
+            known = labels.take(t.id) if labels is not None else kept.label_of(t) if kept is not None else None
             if t.id in seen:
                 yield Candidate(t, None, None, "file", duplicate=True)
                 continue
@@ -295,7 +299,7 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
                 # needs only the class, so the detectors are not run
                 cls, first = FailureClass.healthy.value, None
             elif known is not None and (relabelled := reusable(
-                    known, own, kept.line_of(t) if kept is not None else None)) is None:
+                    known, own or (own := labeller.fingerprint), kept.line_of(t) if kept is not None else None)) is None:
                 cls, first, from_labels = known.failure_class, known.signal("id"), True
             elif source == SourceKind.healthy:
                 # below the threshold the labeller never says Healthy (its first rule is the only one that does;
@@ -347,7 +351,7 @@ def _exportable_tasks(source: SourceKind, trajectories: Iterable[Trajectory] | N
     uses_file = source in (SourceKind.healthy, SourceKind.all)
     label_file = LabelFile(labels) if labels is not None and uses_file else None
     tasks: set[str] = set()
-    lines = keeping_lines() if label_file is not None else nullcontext(None)
+    lines = keeping_lines() if uses_file else nullcontext(None)
     with lines as kept:
         for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, kept):
             t = c.traj
@@ -585,8 +589,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         window.clear()
         window_arguments.clear()
 
-    # with --labels, the line each trajectory was read from, to prove a label is its own (``reusable``)
-    lines = keeping_lines() if label_file is not None else nullcontext(None)
+    # the line (or stored body) each trajectory was read from, to prove a label is its own (``reusable``), and the label
+    # a store keeps with it (the service's ingest store)
+    lines = keeping_lines() if uses_file else nullcontext(None)
     try:
         with lines as kept:
             for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, kept):

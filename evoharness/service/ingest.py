@@ -9,11 +9,16 @@ own connection per thread and never block the writer (WAL).
 
 Each row keeps the label columns (class, first signal, lever, delivered, score), so the
 composition of everything ingested is one aggregate query, and a ``queued`` flag for the content
-failures the daemon has moved into the training queue.
+failures the daemon has moved into the training queue. With the label, the SHA-256 of the row's body and the
+labeller's fingerprint (``diagnosis.fingerprint``): an export of the store (``POST /datasets/export``, source
+healthy or all) reuses a row's class instead of labelling the run again only when both say it is that body's label
+and the export's labeller's (``datasets.export.reusable``, as for `dataset export --labels`). A store written before
+those columns gains them, empty, when it is opened: its rows are labelled again by an export.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
@@ -23,8 +28,10 @@ from typing import Any
 
 from evoharness.diagnosis.composition import Composition, SignalCount, classes
 from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, LabelHead
 from evoharness.errors import InfraError
 from evoharness.traces.models import Trajectory
+from evoharness.traces.store import current_kept
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -39,11 +46,15 @@ CREATE TABLE IF NOT EXISTS trajectories (
     score REAL,
     queued INTEGER NOT NULL DEFAULT 0,
     ingested_at REAL NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    body_sha256 TEXT,
+    labeller_fingerprint TEXT
 );
 CREATE INDEX IF NOT EXISTS trajectories_unqueued ON trajectories(seq) WHERE lever = 'weights' AND queued = 0;
 CREATE INDEX IF NOT EXISTS trajectories_lever ON trajectories(lever, seq);
 """
+# columns added after the first stores were written: ``open`` adds those a store lacks (NULL in its rows)
+_ADDED_COLUMNS = (("body_sha256", "TEXT"), ("labeller_fingerprint", "TEXT"))
 
 
 class IngestStore:
@@ -77,6 +88,10 @@ class IngestStore:
                 if mode.lower() != "wal":
                     raise InfraError(f"ingest store {self.path}: cannot enable WAL (got {mode})")
                 conn.executescript(SCHEMA)
+                have = {r[1] for r in conn.execute("PRAGMA table_info(trajectories)")}
+                for name, kind in _ADDED_COLUMNS:
+                    if name not in have:  # a store from before the column: its rows hold none
+                        conn.execute(f"ALTER TABLE trajectories ADD COLUMN {name} {kind}")
                 self._writer = conn
         return self
 
@@ -99,14 +114,18 @@ class IngestStore:
 
     # -- writes -----------------------------------------------------------------------------
     def label_rows(self, trajectories: list[Trajectory]) -> list[tuple]:
-        """Rows ready to insert (labelling is CPU work: done before taking the write lock)."""
+        """Rows ready to insert (labelling is CPU work: done before taking the write lock), each with its body's
+        SHA-256 and the labeller's fingerprint (None for a labeller of custom detectors: an export labels again)."""
         now = time.time()
+        fingerprint = self.labeller.fingerprint
         rows = []
         for t in trajectories:
             lab = self.labeller.label(t)
+            body = t.model_dump_json()
             rows.append((t.id, t.task_id, t.split.value, lab.failure_class.value,
                          lab.first_signal.id if lab.first_signal else None, lab.lever.value,
-                         int(t.delivered), t.score, now, t.model_dump_json()))
+                         int(t.delivered), t.score, now, body, hashlib.sha256(body.encode()).hexdigest(),
+                         fingerprint))
         return rows
 
     def add(self, trajectories: list[Trajectory]) -> int:
@@ -120,7 +139,8 @@ class IngestStore:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany(
                     "INSERT OR IGNORE INTO trajectories (id, task_id, split, failure_class, first_signal, lever, "
-                    "delivered, score, ingested_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                    "delivered, score, ingested_at, body, body_sha256, labeller_fingerprint) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 conn.execute("COMMIT")
             except sqlite3.Error as e:
                 if conn.in_transaction:
@@ -167,11 +187,26 @@ class IngestStore:
         return [Trajectory.model_validate_json(r[0]) for r in self._reader().execute(q, (limit,))]
 
     def __iter__(self) -> Iterator[Trajectory]:
-        """Every stored trajectory in arrival order (re-iterable: each iteration re-reads)."""
+        """Every stored trajectory in arrival order (re-iterable: each iteration re-reads). Inside
+        ``keeping_lines()`` (an export) each one's body and stored label are noted (``KeptLine.keep``): the label as a
+        ``LabelHead`` with the body's digest and the labeller's fingerprint, for ``datasets.export.reusable``."""
+        kept = current_kept()
         conn = self._connect()
         try:
-            for (body,) in conn.execute("SELECT body FROM trajectories ORDER BY seq"):
-                yield Trajectory.model_validate_json(body)
+            if kept is None:
+                for (body,) in conn.execute("SELECT body FROM trajectories ORDER BY seq"):
+                    yield Trajectory.model_validate_json(body)
+                return
+            for tid, cls, first, body, digest, fingerprint in conn.execute(
+                    "SELECT id, failure_class, first_signal, body, body_sha256, labeller_fingerprint FROM trajectories "
+                    "ORDER BY seq"):
+                traj = Trajectory.model_validate_json(body)
+                label = LabelHead.model_validate({
+                    "schema_version": LABEL_SCHEMA_VERSION, "trajectory_id": tid, "failure_class": cls,
+                    "first_signal": None if first is None else {"id": first}, "trajectory_sha256": digest,
+                    "labeller_fingerprint": fingerprint})
+                kept.keep(traj, body.encode(), label)
+                yield traj
         finally:
             conn.close()
 

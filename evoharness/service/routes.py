@@ -490,6 +490,8 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "tasks": len(summary.tasks), "classes": summary.classes,
             "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped,
             "duplicate_records": summary.duplicate_records,
+            # the ingest store's labels reused (digest and fingerprint matched) and the runs labelled again, by reason
+            "labels_reused": summary.labels_reused, "labels_relabelled": summary.labels_relabelled,
             "prompt_fallbacks": summary.prompt_fallbacks, "prompt_limit_hits": summary.prompt_limit_hits,
             "prompt_render_unjailed": summary.prompt_render_unjailed,
             "env_tools_past_limit": summary.env_tools_past_limit,

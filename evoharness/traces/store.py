@@ -117,16 +117,27 @@ class KeptLine:
 
     ``line_of(traj)`` is that line only for that very trajectory object (``is``, not ``==``): a reader that
     wraps the stream (an importer, a filter) and yields another object, or a trajectory read some other way,
-    gets None, never a neighbour's line."""
+    gets None, never a neighbour's line. A store that keeps a label with each trajectory (the service's ingest store)
+    notes it too (``keep``), and ``label_of(traj)`` gives it, under the same rule; a JSONL file has none."""
 
-    __slots__ = ("raw", "traj")
+    __slots__ = ("label", "raw", "traj")
 
     def __init__(self) -> None:
         self.traj: Trajectory | None = None
         self.raw = b""
+        self.label = None
 
     def line_of(self, traj: Trajectory) -> bytes | None:
         return self.raw if traj is self.traj else None
+
+    def label_of(self, traj: Trajectory):
+        """The label stored with ``traj`` (a ``diagnosis.models.LabelHead``), None when none was."""
+        return self.label if traj is self.traj else None
+
+    def keep(self, traj: Trajectory, raw: bytes, label=None) -> None:
+        """Note ``traj``, the bytes it was parsed from and the label stored with it (a reader other than
+        ``read_trajectories``: the ingest store's rows)."""
+        self.traj, self.raw, self.label = traj, raw, label
 
 
 _KEPT: ContextVar[KeptLine | None] = ContextVar("evoharness_kept_line", default=None)
@@ -142,6 +153,11 @@ def keeping_lines() -> Iterator[KeptLine]:
         yield kept
     finally:
         _KEPT.reset(token)
+
+
+def current_kept() -> KeptLine | None:
+    """The ``KeptLine`` of the enclosing ``keeping_lines()`` block, None outside one."""
+    return _KEPT.get()
 
 
 def line_digest(raw: bytes) -> str:
@@ -167,7 +183,7 @@ def read_trajectories(
     for lineno, raw in jsonl_lines(path):
         try:
             if kept is not None:
-                kept.traj, kept.raw = _parse_line(raw), raw
+                kept.traj, kept.raw, kept.label = _parse_line(raw), raw, None
                 yield kept.traj
                 continue
             yield _parse_line(raw)
