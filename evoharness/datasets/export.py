@@ -299,7 +299,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
                 # needs only the class, so the detectors are not run
                 cls, first = FailureClass.healthy.value, None
             elif known is not None and (relabelled := reusable(
-                    known, own or (own := labeller.fingerprint), kept.line_of(t) if kept is not None else None)) is None:
+                    known, own or (own := labeller.fingerprint),
+                    kept.line_of(t) if kept is not None else None)) is None:
                 cls, first, from_labels = known.failure_class, known.signal("id"), True
             elif source == SourceKind.healthy:
                 # below the threshold the labeller never says Healthy (its first rule is the only one that does;
