@@ -123,7 +123,7 @@ def affirmative(text: str) -> bool:
     if not _assents(told, low):
         return False
     low = low if low is not None else told.lower()
-    return not _held_back(low, _OPENING.match(low))
+    return not _held_back(low, _OPENING.match(low), text)
 
 
 def _assents(text: str, low: str | None) -> bool:
@@ -350,35 +350,97 @@ def _shape_kinds(said: str, verb: str | None, noun: str | None, verb_end: int) -
 #   said yes to as often as for another action.
 # The opening words and the verb are taken whole, never given back (possessive: no opening word is a verb of doing or
 # a hold's first word, so no match is lost): ~3x fewer instructions than the same regex backtracking into them.
-_HOLD = (r"(?P<hold>wait\b|hold\s+(?:on|off|up)\b|hang\s+on\b"
+_HOLD = (r"(?P<hold>wait\b|(?:hold|hang)\s+on\b(?!\s+to\b)|hold\s+(?:off|up)\b"
          r"|not\s+(?:yet|now|just\s+yet|so\s+fast|right\s+now|today)\b"
          r"|let\s+me\s+(?:think|check|ask|talk|consult|look|see|confirm|double)\b"
          r"|(?:do\s+not|don['’]t|never)\s+(?:(?:actually|just|quite|really|yet)\s+)?"
          r"(?:proceed|go\s+ahead|go\s+on|continue|do\s+(?:it|that|this|anything)"
          r"|(?P<held>\w++)\s+(?:it|that|this|them|those|these|anything|yet|now|the\s+(?P<held_noun>\w+)))\b)")
+# the words a yes opens with: of assent, thanks, interjections, "but", "please", "first"
+_LEAD_WORDS = (r"ok(?:ay)?|yes|yeah|yep|yup|sure|alright|all\s+right|absolutely|definitely|certainly|of\s+course|"
+               r"great|perfect|thanks|thank\s+you|good|fine|excellent|wonderful|cool|nice|then|so|well|right|awesome|"
+               r"but|please|just|actually|first|hmm+|um+|oh")
 _OPENING = re.compile(
-    r"\W*+(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|alright|all\s+right|absolutely|definitely|certainly|of\s+course|great|"
-    r"perfect|thanks|thank\s+you|good|fine|excellent|wonderful|cool|nice|then|so|well|right|awesome|but|please|just|"
-    r"actually|first|hmm+|um+|oh)\W+)++"
+    r"\W*+(?:(?:" + _LEAD_WORDS + r")\W+)++"
     r"(?:" + _HOLD + r"|(?P<act>go\s+on|carry\s+on|continue|(?P<verb>\w++)\s+(?:it|that|this|them|those|these|so|"
     r"the\s+(?P<noun>\w+)))\b)")
-# a hold after a "but" further on ("Yes, I see the fee, but don't cancel it yet."), matched where "but" ends
-_HOLD_AFTER = re.compile(r"\W*+(?:(?:please|just|actually|first|then|for\s+now|hmm+|um+|oh|ok(?:ay)?)\W+)*+" + _HOLD)
+# a hold after a "but" further on ("Yes, I see the fee, but don't cancel it yet.") or at a later sentence's start
+# ("Yes, please cancel it. Actually, don't cancel it yet."), matched where the "but" or the stop ends
+_HOLD_AFTER = re.compile(r"\W*+(?:(?:please|just|actually|first|then|for\s+now|hmm+|um+|oh|ok(?:ay)?|no|sorry|"
+                         r"on\s+second\s+thoughts?)\W+)*+" + _HOLD)
+# a hold at a later sentence's start: after a stop, a semicolon, a line's end or a dash. One scan of the message in C,
+# opening with a character class the engine skips to (~0.7 microseconds on a tau-bench yes; with "but" as a second
+# alternative ~2: "but" is found by str.find)
+_LATER_HOLD = re.compile(r"[.!;\n\u2013\u2014-]" + _HOLD_AFTER.pattern)
+# A deferral: "first" or "before" right after the opening words, a "but" or a stop ("Okay, but first, ...", "Yes, but
+# before you do that, ..."), that asks something before the action -- its sentence is a question that opens with no
+# verb of doing ("can you tell me the refund?", "the refund goes to my card, right?"; not "first cancel the other one,
+# okay?", an order of the work), or it asks to be told ("first tell me the refund", "first let me know ...")
+_DEFER = re.compile(r"(?:first|before)\b")
+_LEAD_RUN = re.compile(r"\W*+(?:(?:" + _LEAD_WORDS + r")\W+)*+")  # opening words only (fullmatch)
+_BOUNDARIES = (".", "!", ";", "\n", "\u2013", "\u2014", "-")
+_DEFER_WORD = re.compile(r"[\W]*+(?:(?:please|just|though)\W+)*+(\w*)")
+_TELL_ME = re.compile(r"\W*+(?:(?:please|just|though)\W+)*+(?:tell\s+me|show\s+me|let\s+me\s+know|explain|"
+                      r"(?:i|we)(?:\s+(?:need|want|would\s+like)|['’]d\s+like)\s+to\s+(?:know|see|hear|understand))\b")
+# a sentence's end in the message as written (its questions not blanked): not a decimal point
+_STOP = re.compile(r"[!?\n]|\.(?!\d)")
 
 
-def _held_back(low: str, opening: re.Match | None) -> bool:
-    """A yes's lower-cased text ``low`` (``opening``: ``_OPENING.match(low)``) holds back the action it may seem to
-    say yes to: a hold right after its opening words, or after a "but" (``_HOLD``)."""
+def _held_back(low: str, opening: re.Match | None, text: str) -> bool:
+    """A yes's lower-cased text ``low`` (its questions blanked; ``opening``: ``_OPENING.match(low)``; ``text``: the
+    message as written) holds back the action it may seem to say yes to: a hold right after its opening words, after a
+    "but" or at a later sentence's start (``_HOLD``), or a deferral that asks something first (``_DEFER``) -- unless
+    a later sentence says yes again ("OK, wait. Yes, go ahead.": the user's last word)."""
+    if len(text) != len(low):  # (lower-casing changed the length: positions are read on ``low`` alone)
+        text = low
+    end = -1  # where the sentence of the last hold or deferral ends
     if opening is not None and opening.group("hold") is not None and _holds(opening):
+        end = opening.end()
+    # (every _HOLD match holds one of these words: short-circuit C scans, no regex, for most yeses)
+    if "n't" in low or "not" in low or "wait" in low or "hold" in low or "let" in low or "never" in low \
+            or "hang" in low or "n’t" in low:
+        m = _LATER_HOLD.search(low, end + 1)
+        while m is not None:
+            if _holds(m):
+                end = max(end, m.end())
+            m = _LATER_HOLD.search(low, m.end())
+        k = low.find("but")  # (-1 for most yeses: one C scan)
+        while k >= 0:
+            after = k + 3
+            if (not k or not low[k - 1].isalnum()) and (after == len(low) or not (low[after].isalnum()
+                                                                                  or low[after] == "_")) \
+                    and (m := _HOLD_AFTER.match(low, after)) is not None and _holds(m):
+                end = max(end, m.end())
+            k = low.find("but", after)
+    if "first" in low or "before" in low:
+        for d in _DEFER.finditer(low):
+            if _defers(low, text, d):
+                end = max(end, d.end())
+    if end < 0:
+        return False
+    stop = _STOP.search(text, end)
+    return stop is None or not _assents(tail := low[stop.end():], gate_text(tail))
+
+
+def _defers(low: str, text: str, d: re.Match) -> bool:
+    """The "first" or "before" ``d`` of a yes opens a deferral that asks something first (``_DEFER``)."""
+    k = d.start()
+    if k and (low[k - 1].isalnum() or low[k - 1] == "_"):
+        return False
+    # only opening words between it and the message's start, a stop (or the like) or a "but"
+    start = max(low.rfind(c, 0, k) for c in _BOUNDARIES) + 1
+    b = low.rfind("but", start, k)
+    if b >= 0 and (not b or not low[b - 1].isalnum()) and not low[b + 3:b + 4].isalnum():
+        start = b + 3
+    if _LEAD_RUN.fullmatch(low, start, k) is None:
+        return False
+    if _TELL_ME.match(low, d.end()) is not None:
         return True
-    k = low.find("but")  # (-1 for most yeses: one C scan)
-    while k >= 0:
-        end = k + 3
-        if (not k or not low[k - 1].isalnum()) and (end == len(low) or not (low[end].isalnum() or low[end] == "_")) \
-                and (m := _HOLD_AFTER.match(low, end)) is not None and _holds(m):
-            return True
-        k = low.find("but", end)
-    return False
+    stop = _STOP.search(text, d.end())
+    if stop is None or stop.group() != "?":
+        return False
+    word = _DEFER_WORD.match(text.lower(), d.end()).group(1)
+    return word not in _DO
 
 
 def _holds(m: re.Match) -> bool:
@@ -506,7 +568,7 @@ def affirmed(view: TraceView, i: int) -> bool:
         if said:
             low = low if low is not None else told.lower()
             opening = _OPENING.match(low)
-            said = not _held_back(low, opening) and (
+            said = not _held_back(low, opening, text) and (
                 opening is None or opening.group("act") is None or not _asks_another(view, i, low, opening))
         elif (requested := request_kinds(text, told)) is not None:
             asked = leave_asked(_reply_before(view, i))

@@ -247,3 +247,44 @@ def test_a_refusal_that_opens_with_assent_is_no_yes(answer):
     "OK, go ahead, but don't charge my gift card."])
 def test_a_yes_with_a_condition_stays_a_yes(answer):
     assert _violations("Shall I cancel order #W123?", answer, "cancel") == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Okay, but first, can you tell me the refund?",
+    "Yes, but first, what is the refund?",
+    "Okay, first, the refund goes to my card, right?",
+    "Sure, but first tell me the refund amount.",
+    "Yes, but before you do that, how much will I get back?",
+    "Yes, go ahead. First, though, what is the refund?"])
+def test_a_yes_that_asks_something_first_is_no_yes(answer):
+    """"Okay, but first, can you tell me the refund?" puts the cancellation off until the user has its answer: its
+    "Okay" is no yes (before, the question was blanked and the "Okay" left said yes)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Yes, please cancel it. Actually, don't cancel it yet.",
+    "Yes, go ahead. Wait - actually, let me check the price first.",
+    "Sure, cancel it. Hmm, hold on.",
+    "OK, please cancel it. No, don't do it.",
+    "Okay, go ahead; on second thought, not now.",
+    "OK, wait. Yes, go ahead. Hmm, hold on."])
+def test_a_hold_in_a_later_sentence_is_no_yes(answer):
+    """"Yes, please cancel it. Actually, don't cancel it yet." takes its yes back in the next sentence, with no "but"
+    (before, only a hold right after the opening words or after a "but" was read)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Yes, but hold on to the receipt for me.",
+    "Sure, but hang on to my old card details.",
+    "OK, wait. Yes, go ahead.",  # the yes after the hold is the user's last word
+    "Wait, let me check. OK, yes, go ahead.",
+    "Hmm, hold on. Is it refundable? Yes, go ahead then.",
+    "Yes, but first cancel the other order too.",  # an order of the work, no question first
+    "Yes, please cancel it first, then tell me the refund.",
+    "Yes, go ahead. I'll wait for the refund email."])
+def test_a_yes_beside_words_of_holding_or_an_order_of_the_work_stays_a_yes(answer):
+    """"Yes, but hold on to the receipt for me." asks to keep something ("hold on to X" is no "hold on"), and a yes
+    said after a hold is the user's last word (before, the first was no yes, and so were the second and third)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == []

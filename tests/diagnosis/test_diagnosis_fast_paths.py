@@ -196,8 +196,8 @@ def test_affirmative_short_cuts_answer_as_the_cut_does():
         # reads the text after the cut's answer and cuts nothing)
         got = consent._assents(text, consent.gate_text(text))
         assert got == _affirmative_plain(text), text
-        assert consent.affirmative(text) == (got and not consent._held_back(text.lower(),
-                                                                           consent._OPENING.match(text.lower())))
+        low = text.lower()
+        assert consent.affirmative(text) == (got and not consent._held_back(low, consent._OPENING.match(low), text))
         answers.add(got)
     assert answers == {True, False}
     assert not consent.affirmative("please do not proceed") and consent.affirmative("not sure, but yes")
