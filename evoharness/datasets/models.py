@@ -155,7 +155,8 @@ class ExportSummary(BaseModel):
                                              "(trajectories the filters or held-out tasks drop are not counted)")
     labels_relabelled: dict[str, int] = Field(default_factory=dict, description=(
         "records written whose --labels line (or stored label) was not reused, so their trajectory was labelled "
-        "again, by reason: no_fingerprint (an older `label` or ingest store, or the LLM judge's verdict), other_labeller (another evoharness or other "
-        "diagnosis settings), no_digest (labelled from a file of another format), trajectory_changed (the line "
-        "is not the one labelled), no_line (a trajectory source that is not a file)"))
+        "again, by reason: no_fingerprint (an older `label` or ingest store, or the LLM judge's verdict), "
+        "other_labeller (another evoharness or other diagnosis settings), no_digest (labelled from a file of "
+        "another format), trajectory_changed (the line is not the one labelled), no_line (a trajectory source "
+        "that is not a file)"))
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
