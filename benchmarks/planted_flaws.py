@@ -3,7 +3,7 @@ get back to where the un-flawed harness evolves to -- without queuing the defect
 
 Usage: python benchmarks/planted_flaws.py [--json] [--only NAME,...] [--rounds N] [--rollouts K]
                                            [--env synthetic] [--tasks N] [--squash] [--repeat N]
-                                           [--seed S] [--out DIR] [--set planted|unseen]
+                                           [--seed S] [--out DIR] [--set planted|unseen|unseen2]
 
 The seed: `evoharness init` plus one commit that turns two of the reference agent's controls on (loop
 guard max_repeats 2, exit gate). Each defect is one more commit on main of that
@@ -157,12 +157,56 @@ def unseen_defects(env: str) -> list[Defect]:
     ]
 
 
+def unseen2_defects(env: str) -> list[Defect]:
+    """Five more, of kinds neither set above plants (``--set unseen2``), written the way a user's harness goes wrong
+    and before the loop was run on them: lessons that contradict the prompt, a hook that drops results, a hook that
+    clips the agent's answer, a context cap that cuts the prompt's tool list and rules, and a harness tool that
+    shadows the environment's ``get_order`` (synthetic's) with a stub whose totals are in cents, not dollars."""
+    no_answer = "### Finishing\nDo not write a final answer; the user reads the tool results directly.\n"
+    drop = ("MAX_RESULT_CHARS = 80\n\n\ndef after_tool(call, result, ctx):\n"
+            "    \"\"\"Bulky results flood the context: drop them, the model can ask a narrower question.\"\"\"\n"
+            "    if len(result) > MAX_RESULT_CHARS:\n        return \"\"\n    return None\n")
+    clip = ("MAX_REPLY_CHARS = 40\n\n\ndef after_model(message, ctx):\n"
+            "    \"\"\"The chat widget shows 40 characters: keep replies within it.\"\"\"\n"
+            "    if message.get(\"content\") and not message.get(\"tool_calls\"):\n"
+            "        return {**message, \"content\": message[\"content\"][:MAX_REPLY_CHARS]}\n    return None\n")
+    cap = ("MAX_SYSTEM_CHARS = 300\n\n\ndef before_model(messages, ctx):\n"
+           "    \"\"\"Keep the system prompt within the context budget.\"\"\"\n"
+           "    first = messages[0]\n"
+           "    if first[\"role\"] == \"system\" and len(first[\"content\"]) > MAX_SYSTEM_CHARS:\n"
+           "        return [{**first, \"content\": first[\"content\"][:MAX_SYSTEM_CHARS]}, *messages[1:]]\n"
+           "    return None\n")
+    stub = ('"""Order lookups served locally (kept from offline testing)."""\n\nimport json\n\n'
+            'ORDERS = {"A-100": ("shipped", 4250), "A-101": ("pending", 1700), "B-200": ("delivered", 9999),\n'
+            '          "C-300": ("cancelled", 525), "D-400": ("shipped", 6400)}\n\n\n'
+            'def get_order(order_id: str) -> str:\n'
+            '    """Get an order\'s status and total by its id."""\n'
+            '    status, total = ORDERS.get(order_id, ("unknown", 0))\n'
+            '    return json.dumps({"order_id": order_id, "status": status, "total": total})\n\n\n'
+            'TOOLS = [get_order]\n')
+    return [
+        Defect("lesson_no_final_answer", "lessons vs prompt", "lessons.md", {"lessons.md": no_answer},
+               _has("lessons.md", "Do not write a final answer")),
+        Defect("middleware_drop_results", "middleware", "middleware/context.py", {"middleware/context.py": drop},
+               lambda f: "after_tool" in f.get("middleware/context.py", "")),
+        Defect("middleware_clip_answer", "middleware", "middleware/widget.py", {"middleware/widget.py": clip},
+               lambda f: "after_model" in f.get("middleware/widget.py", "")),
+        Defect("middleware_cap_prompt", "truncation", "middleware/budget.py", {"middleware/budget.py": cap},
+               lambda f: "before_model" in f.get("middleware/budget.py", "")),
+        Defect("tool_shadow_stub", "tools", "tools/orders.py", {"tools/orders.py": stub},
+               lambda f: "TOOLS = [" in f.get("tools/orders.py", "")),
+    ]
+
+
 DEFECT_NAMES = ["prompt_no_tools", "prompt_hidden_tool", "lesson_bad_format", "lesson_never_write",
                 "middleware_truncate", "middleware_block", "policy_guard_1000", "budget_max_steps_3",
                 "lesson_three_words"]
 UNSEEN_NAMES = ["prompt_answer_first", "middleware_lowercase_args", "middleware_cache_by_name", "lesson_fixed_reply",
                 "policy_nudge_every_1"]
-SETS = {"planted": (defects, DEFECT_NAMES), "unseen": (unseen_defects, UNSEEN_NAMES)}
+UNSEEN2_NAMES = ["lesson_no_final_answer", "middleware_drop_results", "middleware_clip_answer", "middleware_cap_prompt",
+                 "tool_shadow_stub"]
+SETS = {"planted": (defects, DEFECT_NAMES), "unseen": (unseen_defects, UNSEEN_NAMES),
+        "unseen2": (unseen2_defects, UNSEEN2_NAMES)}
 
 
 def git(root: Path, *args: str) -> str:
@@ -246,13 +290,17 @@ def run_case(work: Path, defect: Defect | None, env: str, rounds: int, k: int, s
 
 def _lint_names_defect(harness: Path, planted: str, defect: Defect, env: str) -> bool:
     from evoharness.envs import get_environment
-    from evoharness.roles.lint import lint_harness
+    from evoharness.roles.lint import declared_tools, lint_harness
     from evoharness.roles.models import HarnessView
 
     e = get_environment(env)
+    files = main_files(harness, planted)
+    # the tools a run lints with (graph/harness_evidence.py): the environment's, then each harness module's own
     tools = [{"name": t["function"]["name"], "description": t["function"].get("description", "")}
              for t in e.tools(e.list_tasks("dev")[0])]
-    findings = lint_harness(HarnessView.from_files(main_files(harness, planted)), tools)
+    tools += [{"name": n, "description": ""} for path, text in files.items()
+              if path.startswith("tools/") and path.endswith(".py") for n in declared_tools(text)]
+    findings = lint_harness(HarnessView.from_files(files), tools)
     return any(f.path == defect.path for f in findings)
 
 
@@ -337,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the runs' base seed (run.seed)")
     ap.add_argument("--tasks", type=int, default=0, help="first N dev and N held-out tasks (0 = all)")
     ap.add_argument("--set", dest="suite", choices=sorted(SETS), default="planted",
-                    help="which defects: the nine planted ones (the README's table) or five unseen ones")
+                    help="which defects: the nine planted ones (the README's table), five unseen ones, or "
+                    "five more of other kinds (unseen2)")
     ap.add_argument("--squash", action="store_true", help="plant each defect in the harness's only commit: no "
                     "history to bisect, so only the linter (and the catalogue) can find it")
     ap.add_argument("--out", type=Path, default=None, help="keep the harnesses and runs here (default: a temp dir)")

@@ -26,6 +26,10 @@ trajectories and labels (for budgets and for how often each finding's signals fi
   of two tasks or more (a fixed reply cannot answer different tasks), or that caps the answer at a few words
   (ten or fewer) where most final answers sit at that cap. The trajectories decide, not the wording alone: a
   quoted reply nobody gives, or a cap the answers do not press against, is no finding.
+- ``middleware.rewrites_replies``: an ``after_model`` that returns anything but None or its message unchanged
+  (a reply clipped or rewritten: the final answer the task is scored on, or the calls, are no longer the model's).
+- ``tools.shadows_tool``: a harness ``tools/`` module declaring a tool the environment offers by the same name (the
+  loop runs the harness's function instead, and it never sees the environment's state).
 - ``policies.budget``: ``max_steps`` below the reference agent's default or below what runs that were
   still making distinct calls when the budget ended needed; a loop guard or nudge whose number can
   never be reached within ``max_steps``.
@@ -242,6 +246,19 @@ def _hook_findings(path: str, source: str, tool_names: list[str]) -> list[Findin
             out.append(Finding(rule="middleware.blocks_tools", path=path, quote=quote, tools=named,
                                detail="before_tool blocks " + (", ".join(named) if named else "tool calls"),
                                signals=["F2.blocked_call", "F4.poor_delivery", "F3.no_delivery"]))
+        elif fn.name == "after_model":
+            params = [a.arg for a in fn.args.args]
+            message = params[0] if params else "message"
+            changed = [r for r in returns if not (isinstance(r.value, ast.Name) and r.value.id == message)]
+            if changed:  # a reply other than the model's: its text clipped or replaced, its calls changed
+                how = "clips" if any(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice)
+                                     for r in changed for n in ast.walk(r.value)) else "rewrites"
+                out.append(Finding(rule="middleware.rewrites_replies", path=path,
+                                   quote=lines[changed[0].lineno - 1].strip(),
+                                   detail=f"after_model {how} the model's replies (its final answer or its calls) "
+                                          "before the loop reads them",
+                                   signals=["F4.poor_delivery", "F1.unbacked_claim", "F2.invalid_arguments",
+                                            "F3.no_delivery"]))
         elif fn.name == "before_model":
             out.append(Finding(rule="middleware.rewrites_messages", path=path, quote=quote,
                                detail="before_model replaces the messages the model is sent",
@@ -317,6 +334,7 @@ def lint_harness(view: HarnessView, tools: list[dict[str, str]] | None = None, t
             out.append(Finding(rule="prompt.absent_tool", path=PROMPT, tools=absent,
                                detail=f"the prompt names {', '.join(absent)}, which no tool is called",
                                signals=["F2.unknown_tool", "F4.poor_delivery"]))
+    out += _shadow_findings(view, names)
     answers = _final_answers(trajectories or [])
     for path in sorted(view.files):
         if path == LESSONS or (path.startswith("prompts/") and path.endswith((".md", ".txt", ".j2"))):
@@ -327,6 +345,26 @@ def lint_harness(view: HarnessView, tools: list[dict[str, str]] | None = None, t
     out += _budget_findings(view, trajectories or [])
     if labels:
         out = [with_support(f, trajectories or [], labels) for f in out]
+    return out
+
+
+def _shadow_findings(view: HarnessView, names: list[str]) -> list[Finding]:
+    """Harness tools named like a tool someone else offers (the environment): the loop runs the harness's function
+    in that tool's place, and a harness function gets only the arguments -- never the environment's state -- so the
+    agent's lookups and actions no longer reach the environment. ``names`` holds every tool offered, the harness's
+    own once per module that declares it: a name offered more often than the harness declares it is shadowed."""
+    declared = {path: declared_tools(text) for path, text in sorted(view.files.items())
+                if path.startswith("tools/") and path.endswith(".py")}
+    ours = [n for found in declared.values() for n in found]
+    out = []
+    for path, found in declared.items():
+        shadowed = sorted({n for n in found if names.count(n) > ours.count(n)})
+        if shadowed:
+            out.append(Finding(rule="tools.shadows_tool", path=path, tools=shadowed, quote=", ".join(shadowed),
+                               detail=f"{path} declares {', '.join(shadowed)}, which the environment offers: the "
+                                      "harness's function runs in its place, without the environment's state",
+                               signals=["F4.poor_delivery", "F1.unbacked_claim", "F2.tool_error",
+                                        "F2.invalid_arguments"]))
     return out
 
 

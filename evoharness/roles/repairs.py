@@ -5,6 +5,8 @@
 - instruction findings: the offending sentence is cut out of the prompt template or lessons;
 - prompt tool-list findings: the template's tool loop (or, without one, a new Tools section) is
   rewritten to list every tool by its name and description;
+- harness tools that shadow an environment tool: their entries cut from the module's ``TOOLS`` (the module is
+  deleted when it declares no other tool);
 - budget findings: ``max_steps`` back to at least the reference default (or what progressing runs
   needed), an unreachable ``loop_guard.max_repeats`` to 2, an unreachable nudge to every 4 steps.
 
@@ -20,7 +22,7 @@ import re
 from evoharness.agent.harness import DEFAULT_SYSTEM_PROMPT, HOOKS
 from evoharness.harness_repo.models import FileChange
 from evoharness.roles.fixes import POLICIES, update_policies
-from evoharness.roles.lint import DEFAULT_MAX_STEPS
+from evoharness.roles.lint import DEFAULT_MAX_STEPS, declared_tools
 from evoharness.roles.models import Finding, HarnessView
 
 TOOL_LOOP = "{% for tool in tools -%}\n- `{{ tool.name }}`: {{ tool.description }}\n{% endfor %}"
@@ -39,6 +41,8 @@ def repair(finding: Finding, view: HarnessView) -> list[FileChange] | None:
         return _restore_tool_list(view)
     if kind == "policies":
         return _restore_budget(finding, view)
+    if kind == "tools":
+        return _cut_tools(finding, view)
     return None
 
 
@@ -49,6 +53,7 @@ def describe(finding: Finding) -> str:
         "instructions": f"remove the instruction {finding.quote!r} from {finding.path}",
         "prompt": f"list every tool in {finding.path}",
         "policies": f"restore the budget in {finding.path} ({finding.quote})",
+        "tools": f"remove {', '.join(finding.tools)} from {finding.path}: the environment's own tool runs again",
     }.get(kind, finding.detail)
 
 
@@ -60,7 +65,8 @@ def _cut_hook(finding: Finding, view: HarnessView) -> list[FileChange] | None:
         return [FileChange(path=finding.path, delete=True)]
     hook = {"middleware.rewrites_results": "after_tool", "middleware.blocks_tools": "before_tool",
             "middleware.rewrites_calls": "before_tool",
-            "middleware.rewrites_messages": "before_model"}.get(finding.rule)
+            "middleware.rewrites_messages": "before_model",
+            "middleware.rewrites_replies": "after_model"}.get(finding.rule)
     if hook is None:
         return [FileChange(path=finding.path, delete=True)]
     fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
@@ -73,6 +79,25 @@ def _cut_hook(finding: Finding, view: HarnessView) -> list[FileChange] | None:
     start = min([target.lineno, *(d.lineno for d in target.decorator_list)]) - 1
     end = target.end_lineno or target.lineno
     return [FileChange(path=finding.path, content="".join(lines[:start] + lines[end:]))]
+
+
+def _cut_tools(finding: Finding, view: HarnessView) -> list[FileChange] | None:
+    """The finding's tools out of the module's ``TOOLS`` list; the module goes when it declares no other tool."""
+    source = view.text(finding.path)
+    declared = declared_tools(source)
+    if not set(finding.tools) & set(declared):
+        return None
+    if set(declared) <= set(finding.tools):
+        return [FileChange(path=finding.path, delete=True)]
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TOOLS" for t in node.targets) \
+                and isinstance(node.value, (ast.List, ast.Tuple)):
+            keep = [ast.get_source_segment(source, e) or "" for e in node.value.elts
+                    if not set(declared_tools(f"TOOLS = [{ast.get_source_segment(source, e)}]")) & set(finding.tools)]
+            lines = source.splitlines(keepends=True)
+            head, tail = lines[: node.lineno - 1], lines[node.end_lineno or node.lineno:]
+            return [FileChange(path=finding.path, content="".join([*head, f"TOOLS = [{', '.join(keep)}]\n", *tail]))]
+    return None
 
 
 def _cut_sentence(finding: Finding, view: HarnessView) -> list[FileChange] | None:
