@@ -150,10 +150,12 @@ def unseen_defects(env: str) -> list[Defect]:
         Defect("lesson_fixed_reply", "lessons", "lessons.md",
                {"lessons.md": "### Replies\nReply with 'Done, see above.' when the task is finished.\n"},
                _has("lessons.md", "Done, see above.")),
-        Defect("policy_nudge_every_1", "policies", "policies.yaml",
-               {"policies.yaml": _pol(checkpoint_nudge={"enabled": True, "every": 1})},
-               _policy("checkpoint_nudge", lambda v: isinstance(v, dict) and bool(v.get("enabled"))
-                       and isinstance(v.get("every"), int) and v["every"] < 2)),
+        # replaced policy_nudge_every_1 (a nudge after every step), which nothing measured as a defect: the stand-in
+        # reads its "if you already have what you need" as advice for when it is done, and the one real model we run
+        # (benchmarks/nudge_real.py, SmolLM2-135M) answers no sooner with it (docs/benchmarks.md, "five unseen")
+        Defect("policy_exit_gate_off", "policies", "policies.yaml",
+               {"policies.yaml": _pol(exit_gate={"enabled": False})},
+               _policy("exit_gate.enabled", lambda v: not v)),
     ]
 
 
@@ -202,7 +204,7 @@ DEFECT_NAMES = ["prompt_no_tools", "prompt_hidden_tool", "lesson_bad_format", "l
                 "middleware_truncate", "middleware_block", "policy_guard_1000", "budget_max_steps_3",
                 "lesson_three_words"]
 UNSEEN_NAMES = ["prompt_answer_first", "middleware_lowercase_args", "middleware_cache_by_name", "lesson_fixed_reply",
-                "policy_nudge_every_1"]
+                "policy_exit_gate_off"]
 UNSEEN2_NAMES = ["lesson_no_final_answer", "middleware_drop_results", "middleware_clip_answer", "middleware_cap_prompt",
                  "tool_shadow_stub"]
 SETS = {"planted": (defects, DEFECT_NAMES), "unseen": (unseen_defects, UNSEEN_NAMES),
