@@ -20,9 +20,12 @@ shown) of at most ``max_tokens`` tokens, waiting at most ``timeout_s`` seconds f
 (``diagnose --judge-timeout``). ``LLMJudge(on_call=..., on_run=...)`` is told after each call and after each
 run it was asked about, whether the model's verdict or the rules' label was kept (the CLI's progress line).
 
-A busy endpoint: once ``TIMEOUTS_IN_A_ROW`` calls in a row have timed out, the judge stops calling for the rest of
-the runs, each of which keeps the rule label (``rules (llm fallback: judge stopped: 3 calls in a row timed out)``)
-instead of waiting ``timeout_s`` for each.
+A busy endpoint: once ``TIMEOUTS_IN_A_ROW`` calls in a row have timed out, the judge pauses: the runs that follow
+keep the rule label at once (``rules (llm fallback: judge paused: 3 calls in a row timed out, one try every 60s)``)
+instead of waiting ``timeout_s`` for each, and the first run ``LLMJudge.RETRY_AFTER_S`` seconds after the last
+timed-out call is judged again: an answer ends the pause, another timeout (``judge paused, tried again:
+TimeoutError: ...``) starts a new wait. The wait is in seconds, not runs: paused runs take milliseconds each, so a
+try every N runs would cost a fast job one whole timeout per N runs.
 """
 
 from __future__ import annotations
@@ -162,12 +165,15 @@ def parse_verdict(text: str) -> Verdict:
 class LLMJudge:
     """``label(traj)`` like `Labeller`, with the model's verdict where it gives a valid one."""
 
+    RETRY_AFTER_S = 60.0  # a paused judge tries one call again this long after the last timed-out call
+
     def __init__(self, model: JudgeModel, cfg: DiagnosisConfig | None = None, context_tokens: int = 8192,
                  window: int = WINDOW, on_call: OnCall | None = None, on_run: OnRun | None = None) -> None:
         self.model = model
         self.on_call = on_call
         self.on_run = on_run
-        self.timeouts = 0  # calls timed out in a row; TIMEOUTS_IN_A_ROW of them stop the judge
+        self.timeouts = 0  # calls timed out in a row; TIMEOUTS_IN_A_ROW of them pause the judge
+        self.timed_out_at = 0.0  # time.monotonic() when the last timed-out call ended
         self.rules = Labeller(cfg)
         self.budget = max(1000, context_tokens * 3 - PROMPT_RESERVE_CHARS)
         self.window = window
@@ -183,13 +189,15 @@ class LLMJudge:
         return lab
 
     def _judged(self, traj: Trajectory, rule: Label) -> Label:
-        if self.timeouts >= TIMEOUTS_IN_A_ROW:  # a busy endpoint: no more waiting the whole timeout for each run
-            return rule.model_copy(update={
-                "labeller": f"rules (llm fallback: judge stopped: {self.timeouts} calls in a row timed out)"})
+        paused = self.timeouts >= TIMEOUTS_IN_A_ROW  # a busy endpoint: not the whole timeout again for each run
+        if paused and time.monotonic() - self.timed_out_at < self.RETRY_AFTER_S:
+            why = f"judge paused: {TIMEOUTS_IN_A_ROW} calls in a row timed out, one try every {self.RETRY_AFTER_S:g}s"
+            return rule.model_copy(update={"labeller": f"rules (llm fallback: {why})"})
         try:
             verdict = self._judge(traj, rule)
         except Exception as e:  # noqa: BLE001 - any model or reply failure falls back to the rules, said so
-            return rule.model_copy(update={"labeller": f"rules (llm fallback: {_short(e)})"})
+            why = f"judge paused, tried again: {_short(e)}" if paused else _short(e)
+            return rule.model_copy(update={"labeller": f"rules (llm fallback: {why})"})
         if verdict is None:
             return rule.model_copy(update={"labeller": "rules (llm fallback: no part of the run judged failing)"})
         cls = FailureClass(verdict.failure_class)
@@ -227,6 +235,7 @@ class LLMJudge:
                     self.model, "accepts_schema", False) else self.model(messages)
             except TimeoutError:
                 self.timeouts += 1
+                self.timed_out_at = time.monotonic()
                 raise
             else:
                 self.timeouts = 0

@@ -281,11 +281,12 @@ def test_a_busy_endpoint_stops_the_judge_after_some_timeouts_in_a_row(shared_dat
     assert code == 0 and len(seen) == TIMEOUTS_IN_A_ROW == 3 and took < 3, (code, len(seen), took)
     labellers = [row["labeller"] for row in json.loads(cap.out)["trajectories"]]
     timed_out = "rules (llm fallback: TimeoutError: no reply within 0.2s (--judge-timeout))"
-    stopped = "rules (llm fallback: judge stopped: 3 calls in a row timed out)"
+    stopped = "rules (llm fallback: judge paused: 3 calls in a row timed out, one try every 60s)"
     assert labellers == [timed_out] * 3 + [stopped] * 3, labellers
     assert "llm judge: 0 runs judged, 1 fell back to the rules (1 call, the last 0." in cap.err, cap.err
     assert ("llm judge: 0 runs judged by the model, 6 fell back to the rule labeller (3 TimeoutError: no reply within "
-            "0.2s (--judge-timeout); 3 judge stopped: 3 calls in a row timed out)") in cap.err, cap.err
+            "0.2s (--judge-timeout); 3 judge paused: 3 calls in a row timed out, one try every 60s)") in cap.err, \
+        cap.err
 
 
 def test_an_answered_call_resets_the_timeouts_in_a_row():
@@ -308,7 +309,50 @@ def test_an_answered_call_resets_the_timeouts_in_a_row():
     model = Flaky("ttt")
     judge = LLMJudge(model)
     labellers = [judge.label(_log()).labeller for _ in range(5)]
-    assert model.calls == 3 and labellers[3:] == ["rules (llm fallback: judge stopped: 3 calls in a row timed out)"] * 2
+    assert model.calls == 3 and labellers[3:] == [
+        "rules (llm fallback: judge paused: 3 calls in a row timed out, one try every 60s)"] * 2
+
+
+def test_a_paused_judge_tries_again_after_a_while_and_resumes_when_answered(monkeypatch):
+    """After TIMEOUTS_IN_A_ROW timeouts the judge stopped calling for the rest of the job: an endpoint busy for a
+    minute cost the judge for the next 10,000 runs. Now a paused judge tries one call RETRY_AFTER_S after the last
+    timed-out call: still timing out, it stays paused for another wait (that run says it was a try); answered, it
+    judges every run again. Each run's label says which."""
+    import threading
+    import time
+
+    from evoharness.diagnosis.judge import openai_judge_model
+
+    monkeypatch.setattr(LLMJudge, "RETRY_AFTER_S", 1.0, raising=False)  # absent before the fix
+    answering = threading.Event()
+    requests: list[int] = []
+
+    def reply():
+        requests.append(1)
+        if not answering.wait(3.0):  # busy: well past the 0.5 s --judge-timeout
+            return 503, {}, b""
+        return 200, {"Content-Type": "application/json"}, _completion(_verdict(step=2))
+
+    labels: list[str] = []
+    try:
+        with replying(reply) as url:
+            judge = LLMJudge(openai_judge_model(f"openai:{url}#m", timeout_s=0.5))
+            labels += [judge.label(_log()).labeller for _ in range(4)]  # 3 time out, the 4th is paused: no call
+            assert len(requests) == 3, labels
+            time.sleep(1.1)
+            labels += [judge.label(_log()).labeller for _ in range(2)]  # a try (times out), then paused again
+            assert len(requests) == 4, labels
+            answering.set()
+            labels.append(judge.label(_log()).labeller)  # paused: the wait starts again at the try
+            time.sleep(1.1)
+            labels += [judge.label(_log()).labeller for _ in range(2)]  # a try, answered: judging again
+            assert len(requests) == 6, labels
+    finally:
+        answering.set()
+    timed_out = "rules (llm fallback: TimeoutError: no reply within 0.5s (--judge-timeout))"
+    paused = "rules (llm fallback: judge paused: 3 calls in a row timed out, one try every 1s)"
+    tried = "rules (llm fallback: judge paused, tried again: TimeoutError: no reply within 0.5s (--judge-timeout))"
+    assert labels == [timed_out] * 3 + [paused, tried, paused, paused, "llm", "llm"], labels
 
 
 def test_a_reply_trickling_in_is_given_up_at_the_judge_timeout_too():
