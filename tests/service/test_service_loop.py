@@ -173,6 +173,22 @@ def test_sigterm_past_the_shutdown_timeout_exits_1_and_the_node_reruns_on_resume
 
 
 @pytest.mark.slow
+def test_sigint_past_the_shutdown_timeout_exits_1_like_sigterm(serve, tmp_path):
+    """SIGINT (Ctrl-C) is documented as SIGTERM's twin, but uvicorn raised it again once stopped: a KeyboardInterrupt
+    out of the server skipped the check that the running node finished within service.shutdown_timeout_s, so the
+    process said 'interrupted' (exit 130), not that the node will re-run, and waited for the node's thread."""
+    trace = tmp_path / "faults.txt"
+    run = {"rollouts": 16, "max_rounds": 1, "dev_limit": 8, "heldout_limit": 4}  # as the SIGTERM test above
+    server = serve(run=run, service={"shutdown_timeout_s": 0.001}, env={"EVOHARNESS_FAULT_TRACE": str(trace)})
+    _first_run(server.client())
+    wait_for(lambda: trace.exists() and "collect:start" in trace.read_text(), timeout=180, every=0.01,
+             what="the first node")
+    server.signal(signal.SIGINT)
+    assert server.wait(60) == 1, server.output()[-2000:]
+    assert "did not finish within service.shutdown_timeout_s" in server.output()
+
+
+@pytest.mark.slow
 def test_the_service_adopts_a_run_started_by_the_cli_and_answers_its_review(serve, tmp_path):
     from evoharness.config import load_settings
     from evoharness.graph.progress import Progress
