@@ -14,7 +14,8 @@ asks for an identity check --
   obtain the user id (``IDENTITY_POLICY``), and a write action comes before any lookup of the user (a read tool whose
   name mentions user, customer or account) -- where the prompt asks only to obtain the user id, also before the user
   gave it (a ``user_id`` value of a tool result or call, said by the user): the user's own word is the id asked for,
-  but it authenticates no one;
+  but it authenticates no one; where the prompt says the check holds even when the user gives the id
+  (``EVEN_GIVEN``), a look-up keyed only by ids the user said is none (``_reads_said_id``);
 - ``policy.confirmation``: the prompt asks for explicit confirmation (``CONFIRM_POLICY``: or the user's approval,
   consent, agreement in other words), and the user message just before a write action says no yes
   (``consent.affirmed``: "yes", "confirm", "go ahead", ...), or is one that answers no listing of the action: since
@@ -76,6 +77,13 @@ IDENTITY_POLICY = re.compile(
     rf"|{_OBTAIN_ID}", re.I)
 # the one identity rule a user's own word meets: asking for the user id itself (not who the user is)
 OBTAIN_ID_ONLY = re.compile(_OBTAIN_ID, re.I)
+# a check of who the person is that holds even when they give their id ("This has to be done even when the user already
+# provides the user id", tau2 retail's policy): a look-up keyed by the id they said reads the account they claim, and
+# checks no one (``_reads_said_id``)
+EVEN_GIVEN = re.compile(
+    rf"\beven[^\S\n]+(?:when|if|though)[^\S\n]+(?:{_WHOSE}{_PERSON}|they|he|she)[^\S\n]+(?:already[^\S\n]+)?"
+    r"(?:provides?|provided|gives?|gave|says?|said|states?|stated|knows?|has|have|shares?|shared|supplies|supplied)"
+    rf"[^\S\n]+(?:(?:their|the|his|her|its|a|an)[^\S\n]+)?(?:own[^\S\n]+)?(?:{_PERSON}[^\S\n]*[_-]?)?ids?\b", re.I)
 USER_ID_VALUE = re.compile(r'"user_id"\s*:\s*"([^"]{1,80})"')
 # A policy that asks the person's yes before acting, in any of the words policies use for it (a general vocabulary of
 # consent, not one benchmark's sentence): an explicit / express confirmation, approval, consent, agreement,
@@ -315,12 +323,19 @@ RECENT_PROMPTS = 8
 NAME_SETS = 64  # per prompt, the flags of this many distinct sets of tool names are kept (``_policy_flags``)
 
 
+IDENTITY_KINDS = ("", "obtain", "verify", "locate")  # (each asks more than the one before it)
+
+
 def _identity_kind(line: str) -> str:
     """What a policy line asks of the user's identity: "" (nothing), "obtain" (only the user id: the user saying it
-    meets the rule), "verify" (who the user is: authenticate, verify, identify -- met only by a look-up)."""
+    meets the rule), "verify" (who the user is: authenticate, verify, identify -- met only by a look-up), "locate"
+    (verify, even when the user gives the id: ``EVEN_GIVEN``; met only by a look-up that is not keyed by the id the
+    user said)."""
     if not IDENTITY_POLICY.search(line):
         return ""
-    return "verify" if IDENTITY_POLICY.search(OBTAIN_ID_ONLY.sub(" ", line)) else "obtain"
+    if not IDENTITY_POLICY.search(OBTAIN_ID_ONLY.sub(" ", line)):
+        return "obtain"
+    return "locate" if EVEN_GIVEN.search(line) else "verify"
 
 
 def _rule_entry(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple[str, str, bool], ...], dict]:
@@ -369,7 +384,7 @@ def _policy_flags(view: TraceView) -> tuple[str, bool]:
         identity, confirm = "", False
         for ln, ident, conf in lines:
             if not any(map(ln.__contains__, names)):
-                identity, confirm = max(identity, ident, key=("", "obtain", "verify").index), confirm or conf
+                identity, confirm = max(identity, ident, key=IDENTITY_KINDS.index), confirm or conf
         found = (identity, confirm)
         if len(by_names) < NAME_SETS:
             by_names[key] = found
@@ -393,7 +408,8 @@ def policy_violations(view: TraceView) -> list[Violation]:
         for c in view.calls:  # in step order: the calls before the first write
             if c.step >= first.step:
                 break
-            if _names_person(c.name) and c not in writes and not _failed(view, c):
+            if _names_person(c.name) and c not in writes and not _failed(view, c) \
+                    and not (identity == "locate" and _reads_said_id(view, c)):
                 looked_up = True
                 break
         if not looked_up and not (identity == "obtain" and _user_gave_their_id(view, first.step)):
@@ -410,6 +426,20 @@ def policy_violations(view: TraceView) -> list[Violation]:
                                               f"{_quote(said or '(nothing)', 120)}"))
                 break
     return out
+
+
+def _reads_said_id(view: TraceView, c: ToolCall) -> bool:
+    """The look-up ``c`` is keyed by ids the user said before it and nothing else: each argument an id (a key ``id``
+    or ending in it: ``user_id``, ``customerId``) whose value a user message before the call holds --
+    ``get_user_details(user_id=...)`` with the id the user typed, not ``find_user_id_by_email`` nor a look-up of an id
+    a tool result showed. (Only under a policy whose check holds even when the user gives the id: ``EVEN_GIVEN``.)"""
+    args = _args(c)
+    if not args:
+        return False
+    msgs = view.traj.messages
+    said = [t for i in view.user_steps if i < c.step and isinstance(t := msgs[i].get("content"), str)]
+    return all(k.lower().endswith("id") and isinstance(v, str) and len(v) >= 3 and any(v in t for t in said)
+               for k, v in args.items())
 
 
 def _yes_to_the_action(view: TraceView, w: ToolCall) -> bool:

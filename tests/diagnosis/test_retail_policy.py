@@ -1,0 +1,177 @@
+"""The policy rules on retail-shaped runs (issue 13): the rules were written on tau-bench airline runs, and the
+held-back runs are retail. Each run here has tau2's retail policy as its system message and tau2's retail tools as its
+declared tools (both read from the installed tau2 package), and retail calls, arguments and results written as tau2's
+retail tools answer them: the identity check (an e-mail or a name + zip code locates the user; the user's own user id
+does not, "even when the user already provides the user id"), the explicit yes before each write, and the read-only
+calls (look-ups, ``calculate``) and the transfer to a person, which are no writes."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.invariants import write_calls
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.builder import TraceBuilder
+
+pytest.importorskip("tau2")
+
+USER_ID = "yusuf_rossi_9620"
+OPENING = ("user", "Hi, I'd like to cancel order #W2378156. I'm Yusuf Rossi, zip 19122, email yusuf.rossi@example.com")
+BY_EMAIL = ("call", "find_user_id_by_email", {"email": "yusuf.rossi@example.com"}, USER_ID)
+BY_NAME_ZIP = ("call", "find_user_id_by_name_zip", {"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"},
+               USER_ID)
+NOT_FOUND = ("call", "find_user_id_by_email", {"email": "yusuf.rosi@example.com"}, "Error: user not found")
+USER = ("call", "get_user_details", {"user_id": USER_ID},
+        json.dumps({"user_id": USER_ID, "orders": ["#W2378156"], "payment_methods": {"credit_card_9513926": {}}}))
+
+
+def _order(status: str) -> str:
+    return json.dumps({"order_id": "#W2378156", "user_id": USER_ID, "status": status,
+                       "items": [{"name": "Mechanical Keyboard", "item_id": "1151293680", "price": 272.33}],
+                       "payment_history": [{"transaction_type": "payment", "amount": 272.33,
+                                            "payment_method_id": "credit_card_9513926"}]})
+
+
+ORDER = ("call", "get_order_details", {"order_id": "#W2378156"}, _order("pending"))
+LISTED = ("say", "Order #W2378156 is pending. I will cancel order #W2378156 (reason: no longer needed); $272.33 goes "
+                 "back to credit_card_9513926. Do you confirm (yes/no)?")
+CANCEL = ("call", "cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"}, _order("cancelled"))
+
+
+@pytest.fixture(scope="module")
+def retail() -> tuple[str, list[dict]]:
+    """tau2's retail policy and its tools' OpenAI schemas."""
+    policy = (resources.files("tau2") / "data" / "tau2" / "domains" / "retail" / "policy.md").read_text()
+    from tau2.domains.retail.environment import get_environment  # (reads the retail database: once per module)
+    return policy, [t.openai_schema for t in get_environment().get_tools()]
+
+
+def _run(retail, *turns, policy: str | None = None):
+    """A retail run: ("user" | "say", text) or ("call", name, arguments, result), then a final answer; scored 0."""
+    b = TraceBuilder("t").system(policy if policy is not None else retail[0])
+    for turn in turns:
+        if turn[0] == "user":
+            b.user(turn[1])
+        elif turn[0] == "say":
+            b.say(turn[1])
+        else:
+            b.call(turn[1], turn[2], result=turn[3])
+    return b.deliver("Is there anything else I can help with?").build(score=0.0, meta={"tools": retail[1]})
+
+
+def _rules(retail, *turns, policy: str | None = None) -> list[str]:
+    return [v.rule for v in Labeller().label(_run(retail, *turns, policy=policy)).violations]
+
+
+@pytest.mark.parametrize("look_up", [
+    [BY_EMAIL], [BY_NAME_ZIP], [NOT_FOUND, BY_NAME_ZIP],  # an e-mail or a name + zip code; a miss got past
+    [BY_EMAIL, USER]])  # the user's details read by the id the e-mail found
+def test_a_user_located_by_email_or_by_name_and_zip_meets_the_identity_check(retail, look_up):
+    assert _rules(retail, OPENING, *look_up, ORDER, LISTED, ("user", "Yes."), CANCEL) == []
+
+
+@pytest.mark.parametrize("look_up", [[], [NOT_FOUND], [ORDER]])  # none, one that failed, no look-up of the user
+def test_a_write_before_the_user_is_located_breaks_the_identity_check(retail, look_up):
+    assert _rules(retail, OPENING, *look_up, LISTED, ("user", "Yes."), CANCEL) == ["policy.identity_check"]
+
+
+def test_the_users_own_user_id_read_back_is_no_identity_check(retail):
+    """"This has to be done even when the user already provides the user id": ``get_user_details`` of the id the user
+    typed reads the account it claims and locates no one (before, any successful look-up of a user met the rule)."""
+    said = ("user", f"Hi, my user id is {USER_ID}. Please cancel order #W2378156.")
+    assert _rules(retail, said, USER, ORDER, LISTED, ("user", "Yes."), CANCEL) == ["policy.identity_check"]
+
+
+def test_the_users_own_id_read_back_meets_a_policy_that_does_not_say_even_when_given(retail):
+    """A policy that asks only to verify (telecom identifies a customer by id, phone or name and birth date) or to
+    obtain the user id is met by the look-up of the id the user gave, as before."""
+    said = ("user", f"Hi, my user id is {USER_ID}. Please cancel order #W2378156.")
+    for rule in ("At the beginning of the conversation, you have to authenticate the user identity.",
+                 "The agent must first obtain the user id."):
+        policy = f"# Retail agent policy\n{rule}\nObtain explicit user confirmation (yes) before any change."
+        assert _rules(retail, said, USER, ORDER, LISTED, ("user", "Yes."), CANCEL, policy=policy) == []
+
+
+@pytest.mark.parametrize("answer", ["Yes.", "yes please", "Yes, that's all. I confirm.", "That's correct, go ahead."])
+def test_a_listed_write_after_the_users_yes_meets_the_confirmation_rule(retail, answer):
+    assert _rules(retail, OPENING, BY_EMAIL, ORDER, LISTED, ("user", answer), CANCEL) == []
+
+
+def test_a_cancellation_reason_the_user_gives_is_no_yes(retail):
+    """"The user needs to confirm the order id and the reason": naming the reason answers the question, and the
+    explicit yes the policy asks for before the write is still missing."""
+    asked = ("say", "Order #W2378156 is pending. What is the reason: no longer needed, or ordered by mistake?")
+    write = ("call", "cancel_pending_order", {"order_id": "#W2378156", "reason": "ordered by mistake"},
+             _order("cancelled"))
+    assert _rules(retail, OPENING, BY_EMAIL, ORDER, asked, ("user", "Ordered by mistake."), write) == [
+        "policy.confirmation"]
+
+
+def test_two_writes_listed_together_and_confirmed_once_meet_the_rule(retail):
+    listed = ("say", "I'll change the shipping address of #W2378156 to 12 Elm St, Philadelphia, PA 19122, and pay with "
+                     "paypal_5914760 instead of credit_card_9513926. Do you confirm (yes/no)?")
+    address = ("call", "modify_pending_order_address", {
+        "order_id": "#W2378156", "address1": "12 Elm St", "address2": "", "city": "Philadelphia", "state": "PA",
+        "country": "USA", "zip": "19122"}, _order("pending"))
+    payment = ("call", "modify_pending_order_payment", {"order_id": "#W2378156", "payment_method_id": "paypal_5914760"},
+               _order("pending"))
+    assert _rules(retail, OPENING, BY_EMAIL, ORDER, listed, ("user", "Yes, both."), address, payment) == []
+
+
+def test_read_only_calls_and_the_transfer_are_no_writes(retail):
+    """Every retail look-up, ``calculate`` and ``transfer_to_human_agents`` made after the user said no: no write, so no
+    policy rule is broken (a write made there would break the confirmation rule)."""
+    reads = [BY_EMAIL, BY_NAME_ZIP, USER, ORDER,
+             ("call", "get_product_details", {"product_id": "1656367028"}, '{"name": "Mechanical Keyboard"}'),
+             ("call", "list_all_product_types", {}, '{"Mechanical Keyboard": "1656367028"}'),
+             ("call", "calculate", {"expression": "272.33 * 2"}, "544.66"),
+             ("call", "transfer_to_human_agents", {"summary": "wants a refund to another card"}, "Transfer successful")]
+    run = _run(retail, OPENING, LISTED, ("user", "No, don't. Can a person help me instead?"), *reads)
+    assert write_calls(TraceView(run)) == []
+    assert Labeller().label(run).violations == []
+    assert _rules(retail, OPENING, *reads[:4], LISTED, ("user", "No, don't."), CANCEL) == ["policy.confirmation"]
+
+
+PRODUCT = ("call", "get_product_details", {"product_id": "1656367028"}, json.dumps({
+    "name": "Mechanical Keyboard", "product_id": "1656367028", "variants": {
+        "4843487907": {"item_id": "4843487907", "options": {"switch": "linear"}, "available": True, "price": 280.0},
+        "9025753381": {"item_id": "9025753381", "options": {"switch": "tactile"}, "available": True,
+                       "price": 231.58}}}))
+
+
+def _modify(new_item: str, result: str) -> tuple:
+    return ("call", "modify_pending_order_items", {"order_id": "#W2378156", "item_ids": ["1151293680"],
+                                                   "new_item_ids": [new_item],
+                                                   "payment_method_id": "credit_card_9513926"}, result)
+
+
+def _listing(new_item: str) -> tuple:
+    return ("say", f"I'll change item 1151293680 to {new_item} on #W2378156, paid with credit_card_9513926. This can "
+                   "be done only once: are these all the items? Do you confirm (yes/no)?")
+
+
+def test_items_modified_twice_fail_at_the_first_modifications_listing(retail):
+    """"This action can only be called once": tau2's tool refuses the second call (the order is no longer pending).
+    The run failed where the agent proposed the first modification without every item collected -- the first write's
+    listing (``F4.first_write``), not the refusal after it."""
+    run = _run(retail, OPENING, BY_EMAIL, ORDER, PRODUCT, _listing("4843487907"), ("user", "yes"),
+               _modify("4843487907", _order("pending (item modified)")), ("say", "Done."),
+               ("user", "Oh, actually make it the tactile one, 9025753381."), _listing("9025753381"), ("user", "yes"),
+               _modify("9025753381", "Error: non-pending order cannot be modified"))
+    lab = Labeller().label(run)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.violations) == ("F4.first_write", 8, [])
+
+
+def test_a_delivered_order_cancelled_fails_at_the_cancellations_listing(retail):
+    """"An order can only be cancelled if its status is 'pending'": the agent read 'delivered' and proposed the
+    cancellation anyway; the tool refuses it. The first signal is that proposal."""
+    delivered = ("call", "get_order_details", {"order_id": "#W2378156"}, _order("delivered"))
+    asked = ("say", "I will cancel order #W2378156 (reason: no longer needed). Do you confirm (yes/no)?")
+    refused = ("call", "cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"},
+               "Error: non-pending order cannot be cancelled")
+    lab = Labeller().label(_run(retail, OPENING, BY_EMAIL, delivered, asked, ("user", "Yes."), refused))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.violations) == ("F4.first_write", 6, [])
