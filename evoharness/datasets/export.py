@@ -62,7 +62,7 @@ from .card import write_card
 from .chat import RecordSkipped, record_and_arguments, with_system
 from .env_tools import EnvTools
 from .export_formats import EXPORT_FORMATS, open_writer
-from .formats import fingerprint
+from .formats import fingerprint, line_key, record_line
 from .llamafactory import foreign_datasets, write_dataset_info
 from .models import (
     CLI_NAMES,
@@ -543,8 +543,11 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     part_written: Counter = Counter()
     part_tasks: dict[str | None, set[str]] = {part: set() for part in parts}
     unrendered: list[tuple[dict, dict, Trajectory, Mapping]] = []  # records (in order) waiting for a system message
+    # an OpenAI record written as it was made (no system message rendered, no placebo): its line is made once, for
+    # the duplicate check (``line_key``, the same rule as ``fingerprint``) and for the writer
+    one_line = fmt == ExportFormat.openai and not renderer.active and not placebo
 
-    def emit(record: dict, meta: dict, arguments: Mapping) -> None:
+    def emit(record: dict, meta: dict, arguments: Mapping, line: bytes | None = None) -> None:
         # never write an invalid record; a bug here must be loud in tests. Each call's arguments
         # were parsed as a JSON object by chat.record_and_arguments (once, on the trajectory), and are not
         # parsed again here nor by the writer (``arguments``: their values)
@@ -552,7 +555,10 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         if errs:
             raise AssertionError(f"{meta['id']}: exporter produced an invalid record: {errs[:3]}")
         part = ("validation" if meta["task_id"] in validation else "train") if split is not None else None
-        writers[part].write(record, meta, arguments)
+        if line is None:
+            writers[part].write(record, meta, arguments)
+        else:  # the record's line, made for its duplicate check (``one_line``)
+            writers[part].write_line(line, meta)
         written[0] += 1
         part_written[part] += 1
         if split is not None:
@@ -625,7 +631,11 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                     continue
                 # a record identical to an earlier one (the same run imported twice, or two runs alike): its system
                 # message is still to be rendered from the trajectory's task and the record's tools, so the task counts
-                key = fingerprint((record, t.task) if renderer.active else record)
+                if one_line:
+                    line = record_line(record)
+                    key = line_key(line)
+                else:
+                    line, key = None, fingerprint((record, t.task) if renderer.active else record)
                 if key in records_seen:
                     duplicate_records += 1
                     if not keep_duplicates:
@@ -642,6 +652,8 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                     unrendered.append((record, meta, t, arguments))
                     if len(unrendered) >= renderer.batch:
                         settle()
+                elif one_line:
+                    emit(record, meta, arguments, line)
                 else:
                     place(record, meta, arguments)
         settle()

@@ -67,3 +67,21 @@ def test_the_cli_says_how_many_it_skipped_or_kept(tmp_path, capsys):
                  "--keep-duplicates", "--format", "sharegpt"]) == 0
     assert "wrote 4 records (sharegpt)" in (out := capsys.readouterr().out) and "1 duplicate records kept" in out
     assert read_manifest(tmp_path / "b").format == ExportFormat.sharegpt
+
+
+def test_records_written_apart_are_not_duplicates_a_nan_and_a_null_in_a_tool_schema(tmp_path):
+    """Identical means the record as written. A tool declaration holding a NaN is written as to_json writes it
+    (``NaN``) and one holding null as ``null``; the duplicate check serialised the record by orjson, which writes both
+    as ``null``, so the second run was dropped as a copy of the first though their lines differ. The check now hashes
+    the line the writer writes (made once, for both), so both are written."""
+    import math
+
+    runs = []
+    for tid, default in (("nan", math.nan), ("null", None)):
+        t = make_traj("r", "task-a")
+        t.meta["tools"][0]["function"]["parameters"]["properties"]["n"]["default"] = default
+        runs.append(t.model_copy(update={"id": tid}))
+    s = export_dataset(tmp_path, source=SourceKind.all, trajectories=runs)
+    assert (s.records, s.duplicate_records) == (2, 0)
+    lines = (tmp_path / "data.jsonl").read_bytes().splitlines()
+    assert b'"default":NaN' in lines[0] and b'"default":null' in lines[1]
