@@ -31,7 +31,7 @@ from evoharness.diagnosis.labeller import Labeller
 from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, LabelHead
 from evoharness.errors import InfraError
 from evoharness.traces.models import Trajectory
-from evoharness.traces.store import current_kept
+from evoharness.traces.store import current_kept, parse_trajectory
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -187,7 +187,9 @@ class IngestStore:
         return [Trajectory.model_validate_json(r[0]) for r in self._reader().execute(q, (limit,))]
 
     def __iter__(self) -> Iterator[Trajectory]:
-        """Every stored trajectory in arrival order (re-iterable: each iteration re-reads). Inside
+        """Every stored trajectory in arrival order (re-iterable: each iteration re-reads), each body read as a
+        JSONL line is (``traces.store.parse_trajectory``: ``model_validate_json``'s trajectory, ~15% fewer
+        instructions). Inside
         ``keeping_lines()`` (an export) each one's body and stored label are noted (``KeptLine.keep``): the label as a
         ``LabelHead`` with the body's digest and the labeller's fingerprint, for ``datasets.export.reusable``."""
         kept = current_kept()
@@ -195,12 +197,12 @@ class IngestStore:
         try:
             if kept is None:
                 for (body,) in conn.execute("SELECT body FROM trajectories ORDER BY seq"):
-                    yield Trajectory.model_validate_json(body)
+                    yield parse_trajectory(body)
                 return
             for tid, cls, first, body, digest, fingerprint in conn.execute(
                     "SELECT id, failure_class, first_signal, body, body_sha256, labeller_fingerprint FROM trajectories "
                     "ORDER BY seq"):
-                traj = Trajectory.model_validate_json(body)
+                traj = parse_trajectory(body)
                 label = LabelHead.model_validate({
                     "schema_version": LABEL_SCHEMA_VERSION, "trajectory_id": tid, "failure_class": cls,
                     "first_signal": None if first is None else {"id": first}, "trajectory_sha256": digest,
