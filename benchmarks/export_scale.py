@@ -19,6 +19,11 @@ the labeller's (trees from the seventeenth session on; older trees take every la
 computes the labeller's fingerprint afresh (``fingerprint.code_digest``, ~250 files read and hashed once a process),
 as one ``dataset export`` command does; without ``--labels`` no fingerprint is made.
 
+``--store`` exports the service's ingest store instead of the file (``POST /datasets/export``'s source for healthy
+and all): each tree's own ``IngestStore`` ingests the file first (untimed; labelled on arrival, as the service does),
+and each timed export reads that tree's store; a tree that keeps the label's digest and fingerprint in the store
+(from the eighteenth session on) reuses the stored labels, an older one labels every failed run again.
+
 ``--render-under seed|evolved`` renders each record's system prompt under the template of a fresh seed
 harness repo (``dataset export --render-under``); the CPU seconds then include the template render
 process (a child of the export, ended before it returns; where it runs in its bubblewrap jail, the
@@ -36,7 +41,7 @@ twice less one that exports once (start-up, imports and first-call set-up cancel
 ``--against TREE``, both trees' counts and their ratio. valgrind runs ~50x slower: ``--n 400`` is plenty.
 
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
-        [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
+        [--store] [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
 """
 
 from __future__ import annotations
@@ -153,6 +158,12 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     """One export: (summary, CPU s, wall s). CPU s counts the export's child processes (the template
     render process of ``--render-under``) once they ended, which is before the export returns."""
     prompt = _prompt(args)
+    trajectories = JsonlSource(src)
+    if args.store:  # ``labels`` is the tree's ingest store (``_write_stores``)
+        from evoharness.diagnosis.labeller import Labeller
+        from evoharness.service.ingest import IngestStore
+
+        trajectories, labels = IngestStore(labels, Labeller()).open(), None
     try:  # a CLI export makes the fingerprint once; a process's first export must not spare the next one that
         from evoharness.diagnosis.fingerprint import code_digest
 
@@ -162,7 +173,7 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     _adopt_orphans()
     t0, c0, w0 = time.process_time(), _children_cpu(), time.perf_counter()
     s = export_dataset(out, fmt=ExportFormat(args.format), source=SourceKind(args.source),
-                       trajectories=JsonlSource(src), placebo=args.placebo,
+                       trajectories=trajectories, placebo=args.placebo,
                        **({"labels": labels} if labels else {}),  # older trees have no labels
                        # --real replicates the 200 tau-bench runs under fresh ids: identical records, which an export
                        # skips by default since the seventeenth session; kept, every row is written as before
@@ -186,6 +197,7 @@ def _child(args) -> None:
 
 def _flags(args) -> list[str]:
     return ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else []) \
+        + (["--store"] if args.store else []) \
         + (["--render-under", args.render_under] if args.render_under else [])
 
 
@@ -231,10 +243,39 @@ def _write_labels(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]
     return out
 
 
+def _write_stores(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]:
+    """Each tree's ingest store of ``src``, ingested (and labelled on arrival) by that tree's code (untimed)."""
+    out = {}
+    for name, tree in trees.items():
+        out[name] = d / f"ingest-{name}.sqlite"
+        done = subprocess.run([sys.executable, __file__, "--child-ingest", str(src), str(out[name])],
+                              env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, cwd=d)
+        if done.returncode != 0:
+            sys.exit(f"error: ingesting with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return out
+
+
+def _ingest(src: Path, store: Path) -> None:
+    """``--child-ingest SRC STORE``: the file's trajectories into a new ingest store, 200 a batch."""
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.service.ingest import IngestStore
+    from evoharness.traces.store import read_trajectories
+
+    s = IngestStore(store, Labeller()).open()
+    batch = []
+    for t in read_trajectories(src):
+        batch.append(t)
+        if len(batch) == 200:
+            s.add(batch)
+            batch = []
+    s.add(batch)
+    s.close()
+
+
 def _count(src: Path, labels: dict[str, Path] | None, d: Path, args) -> None:
     trees = _trees(args)
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  format: {args.format}  source: "
-          f"{args.source}  labels: {'yes' if labels else 'no'}  (instructions: valgrind, load-free)")
+          f"{args.source}  labels: {_labels_kind(args, labels)}  (instructions: valgrind, load-free)")
     found = {}
     for name, tree in trees.items():
         found[name] = _instructions(tree, src, labels and labels[name], d, args)
@@ -260,7 +301,7 @@ def _side_by_side(src: Path, labels: dict[str, Path] | None, d: Path, args) -> N
     rows = {r["rows"] for rs in runs.values() for r in rs}
     print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: "
           f"{'/'.join(map(str, sorted(rows)))}  format: {args.format}  source: {args.source}  "
-          f"labels: {'yes' if labels else 'no'}  render under: {args.render_under or '-'}  ({load_note()})")
+          f"labels: {_labels_kind(args, labels)}  render under: {args.render_under or '-'}  ({load_note()})")
     rate = {k: [r["rows"] / r["cpu"] for r in rs] for k, rs in runs.items()}
     for name, tree in trees.items():
         print(f"{name:>8} ({tree}): rows per CPU-second {spread(rate[name], ',.0f')}; CPU s per export "
@@ -283,6 +324,8 @@ def main() -> None:
     ap.add_argument("--placebo", action="store_true")
     ap.add_argument("--keep", type=Path, help="write the export here instead of a temp dir")
     ap.add_argument("--labels", action="store_true", help="export with a labels file (written first, untimed)")
+    ap.add_argument("--store", action="store_true",
+                    help="export the service's ingest store of the trajectories (ingested first, untimed)")
     ap.add_argument("--render-under", choices=["seed", "evolved"],
                     help="render each record's system prompt under a fresh seed harness repo's template")
     ap.add_argument("--against", type=Path, metavar="TREE",
@@ -291,8 +334,12 @@ def main() -> None:
                     help="count the instructions of one export with valgrind (load-free) instead of CPU seconds")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--child-passes", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--child-ingest", nargs=2, help=argparse.SUPPRESS)
     add_repeat(ap)
     args = ap.parse_args()
+    if args.child_ingest:
+        _ingest(Path(args.child_ingest[0]), Path(args.child_ingest[1]))
+        return
     if args.child:
         _child(args)
         return
@@ -300,6 +347,8 @@ def main() -> None:
         _passes(args)
         return
     check_repeat(ap, args.repeat)
+    if args.store and args.labels:
+        ap.error("--store reads the labels the store keeps; --labels is for the file")
     if args.n < 1:
         ap.error("--n must be at least 1")
     if args.against is not None and not (args.against / "evoharness" / "__init__.py").is_file():
@@ -316,6 +365,8 @@ def main() -> None:
             for line in lines:
                 fh.write(line)
         labels = _write_labels(_trees(args), src, Path(d)) if args.labels else None
+        if args.store:  # each tree's store, in the place of its labels file
+            labels = _write_stores(_trees(args), src, Path(d))
         if args.instructions:
             _count(src, labels, Path(d), args)
             return
@@ -339,6 +390,10 @@ def main() -> None:
     print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")
     print(f"rows/s: {spread([s.records / c for c in cpu], ',.0f')} rows per CPU-second")
     print(f"peak RSS: {peak:.1f} MB  (baseline before export {base:.1f} MB, growth {peak - base:.1f} MB)")
+
+
+def _labels_kind(args, labels) -> str:
+    return "the store's" if args.store else "yes" if labels else "no"
 
 
 def _relabelled(why: dict | None) -> str:
