@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from typing import Any, Protocol
 
 from evoharness.agent.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, plain_copy
 from evoharness.errors import InputError
+from evoharness.model_specs import is_offline, split_temperature
 
 
 class ChatModel(Protocol):
@@ -121,8 +123,6 @@ def openai_model(spec: str, seed: int, http_client: Any = None) -> LangChainChat
     through (tests hand one whose transport records the request).
     """
     from langchain_openai import ChatOpenAI
-
-    from evoharness.model_specs import split_temperature
 
     base, temperature = split_temperature(spec)
     url, _, model = base.removeprefix("openai:").partition("#")
@@ -291,8 +291,6 @@ class GatewayChatModel:
         """POST ``data`` on the kept-alive connection (opened when there is none); the reply's status and body.
         The gateway's replies always carry a Content-Length: that many bytes are read, no more. ConnectionError
         when the connection broke or the reply is not HTTP."""
-        import socket
-
         if self._conn is None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -388,8 +386,6 @@ def gateway_model(spec: str, seed: int) -> LangChainChatModel | GatewayChatModel
     No API key is needed or sent: the gateway adds the host's. The client does not retry (the
     gateway does) and waits as long as the sandbox's wall-time limit allows. No request is made here.
     """
-    from evoharness.model_specs import is_offline
-
     sock, token, model = parse_gateway_spec(spec)
     if is_offline(model):
         return GatewayChatModel(sock, token, model, seed)

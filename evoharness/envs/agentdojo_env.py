@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from evoharness.envs.base import TaskSpec, TaskTable, ToolCallSpec, ToolError, hash_split
+from evoharness.errors import InfraError, InputError
 
 DEFAULT_VERSION = "v1.2.2"
 
@@ -45,8 +46,6 @@ class AgentDojoEnv(TaskTable):
 
     @cached_property
     def _suite(self) -> Any:
-        from evoharness.errors import InfraError, InputError
-
         try:
             from agentdojo.task_suite.load_suites import get_suites
         except ImportError as e:
@@ -65,8 +64,10 @@ class AgentDojoEnv(TaskTable):
 
     @cached_property
     def _runtime(self) -> Any:
-        from agentdojo.functions_runtime import FunctionsRuntime
+        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+        from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
 
+        self._function_call, self._result_text = FunctionCall, tool_result_to_str  # bound once, not at every call
         return FunctionsRuntime(self._suite.tools)
 
     @cached_property
@@ -92,17 +93,14 @@ class AgentDojoEnv(TaskTable):
             for f in self._suite.tools]
 
     def call_tool(self, state: AgentDojoState, name: str, args: dict[str, Any]) -> str:
-        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
-        from agentdojo.functions_runtime import FunctionCall
-
         if name not in self._runtime.functions:
             raise ToolError("unknown_tool", f"The requested function `{name}` is not available.")
-        state.trace.append(FunctionCall(function=name, args=dict(args)))
+        state.trace.append(self._function_call(function=name, args=dict(args)))
         result, error = self._runtime.run_function(state.env, name, args)
         if error is not None:
             kind = "invalid_arguments" if error.startswith("ValidationError") else "tool_error"
             raise ToolError(kind, error)
-        return tool_result_to_str(result)
+        return self._result_text(result)
 
     def score(self, task: TaskSpec, state: AgentDojoState, final_answer: str | None,
               messages: list[dict[str, Any]]) -> float:
@@ -123,8 +121,6 @@ class AgentDojoEnv(TaskTable):
 
 def from_spec(spec: str) -> AgentDojoEnv:
     """``agentdojo:<suite>[@<version>]``."""
-    from evoharness.errors import InputError
-
     suite, _, version = spec.removeprefix("agentdojo").removeprefix(":").partition("@")
     if not suite:
         raise InputError("env", f"{spec!r}: name a suite, e.g. agentdojo:workspace")

@@ -35,13 +35,16 @@ from __future__ import annotations
 import ast
 import copy
 import importlib
+import importlib.metadata
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
 from evoharness.envs.base import TaskSpec, TaskTable, ToolCallSpec, ToolError, rank_split
+from evoharness.errors import InfraError, InputError
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
 ASK_USER = "ask_user"
@@ -145,10 +148,18 @@ def _load(category: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[list
     return entries, truth
 
 
+@cache
+def _turn_checks() -> tuple[Callable[..., dict[str, Any]], Callable[..., dict[str, Any]], str]:
+    """BFCL's state and response checkers and its prompt for the functions a turn adds: imported once, not at
+    every turn."""
+    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING as added
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import response_checker, state_checker
+
+    return state_checker, response_checker, added
+
+
 class BfclEnv(TaskTable):
     def __init__(self, category: str) -> None:
-        from evoharness.errors import InputError
-
         if category not in CATEGORIES:
             raise InputError("env", f"unsupported BFCL category {category!r} ({', '.join(CATEGORIES)})")
         self.category = category
@@ -156,17 +167,13 @@ class BfclEnv(TaskTable):
 
     @cached_property
     def version(self) -> str:
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
-            return f"bfcl-eval {version('bfcl-eval')}"
-        except PackageNotFoundError:
+            return f"bfcl-eval {importlib.metadata.version('bfcl-eval')}"
+        except importlib.metadata.PackageNotFoundError:
             return "bfcl-eval"
 
     @cached_property
     def _data(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[list[str]]]]:
-        from evoharness.errors import InfraError
-
         try:
             return _load(self.category)
         except ImportError as e:
@@ -263,14 +270,11 @@ class BfclEnv(TaskTable):
             return NO_MORE
         added = (e.get("missed_function") or {}).get(str(state.turn))
         if added:
-            from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING
-
-            return DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING.format(functions=json.dumps(added))
+            return _turn_checks()[2].format(functions=json.dumps(added))
         return " ".join(m["content"] for m in turns[state.turn] if m.get("role") == "user")
 
     def _finish_turn(self, state: BfclState, e: dict[str, Any]) -> None:
-        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import response_checker, state_checker
-
+        state_checker, response_checker, _ = _turn_checks()
         truth_calls = self._data[1][e["id"]][state.turn]
         truth_results = [self._run_truth(state, c) for c in truth_calls]
         if not truth_calls:
@@ -327,8 +331,6 @@ class BfclEnv(TaskTable):
 
 def from_spec(spec: str) -> BfclEnv:
     """``bfcl:<category>`` -> its environment."""
-    from evoharness.errors import InputError
-
     category = spec.partition(":")[2]
     if not category:
         raise InputError("env", f"{spec!r}: name a category, e.g. bfcl:multi_turn_base")

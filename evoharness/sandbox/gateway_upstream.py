@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from evoharness.agent.models import to_messages, to_openai
 from evoharness.sandbox.config import GatewayConfig
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -193,8 +194,6 @@ class ModelUpstream:
     def _messages(self, raw: list[Any], rollout: str) -> list[Any]:
         """``raw`` (OpenAI dicts) as the package's messages, reusing the rollout's last conversion for the
         messages ``raw`` starts with that its last request also started with (compared as JSON values)."""
-        from evoharness.agent.models import to_messages
-
         with self._lock:
             last_raw, last = self._seen.get(rollout, ((), ()))
         same = 0
@@ -208,8 +207,6 @@ class ModelUpstream:
         return out
 
     def chat(self, body: dict[str, Any], rollout: str) -> UpstreamReply:
-        from evoharness.agent.models import to_openai
-
         try:
             messages = self._messages(body["messages"], rollout)
         except (ValueError, KeyError, TypeError, AttributeError) as e:

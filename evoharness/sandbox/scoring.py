@@ -45,6 +45,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from evoharness.envs import get_environment
+from evoharness.envs.base import ToolError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Event, EventType, Trajectory
 from evoharness.untrusted import read_capped
@@ -79,8 +81,6 @@ class Recorder:
         return getattr(self._env, name)
 
     def call_tool(self, state: Any, name: str, args: dict[str, Any]) -> str:
-        from evoharness.envs.base import ToolError
-
         try:
             out = self._env.call_tool(state, name, args)
         except ToolError as e:
@@ -190,8 +190,6 @@ class HostScorer:
     @property
     def env(self) -> Any:
         if self._env is None:
-            from evoharness.envs import get_environment
-
             self._env = get_environment(self.env_spec)
         return self._env
 
@@ -239,8 +237,6 @@ class HostScorer:
 
 
 def _apply(env: Any, replay_tool: Any, state: Any, call: EnvCall) -> tuple[str | None, str | None]:
-    from evoharness.envs.base import ToolError
-
     try:
         if replay_tool is not None:
             out = replay_tool(state, call.name, dict(call.args), call)

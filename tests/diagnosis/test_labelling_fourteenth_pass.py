@@ -74,6 +74,35 @@ def test_no_function_the_labeller_runs_holds_an_import_statement(module: str) ->
     assert not found, f"{module}: import statements inside {found}"
 
 
+ROOT = PACKAGE.parent
+# The environments and the stand-in / gateway model code a rollout runs per tool call, customer turn or model request.
+ROLLOUT_MODULES = ("envs/tau2_env", "envs/tau2_user", "envs/agentdojo_env", "envs/bfcl_env", "envs/synthetic",
+                   "agent/standin", "agent/scripted", "agent/models", "sandbox/gateway_upstream",
+                   "sandbox/gateway_standin", "sandbox/scoring")
+# a function allowed its imports: an optional or heavy dependency loaded once (per process, env or rollout), never
+# at every call, and the imports that keep LangChain and httpx out of a worker serving an offline model
+ROLLOUT_ONCE = {
+    ("envs/tau2_env", "_quiet_import"), ("envs/tau2_env", "Tau2Env.reward_info"),  # loguru; tau2, once a rollout
+    ("envs/agentdojo_env", "AgentDojoEnv._suite"), ("envs/agentdojo_env", "AgentDojoEnv._runtime"),
+    ("envs/bfcl_env", "_load"), ("envs/bfcl_env", "_turn_checks"), ("envs/bfcl_env", "BfclEnv._instances"),
+    ("agent/models", "to_langchain"), ("agent/models", "openai_model"), ("agent/models", "resolve_model_spec"),
+    ("agent/models", "gateway_model"),
+}
+
+
+@pytest.mark.parametrize("module", ROLLOUT_MODULES)
+def test_no_function_a_rollout_runs_per_call_holds_an_import_statement(module: str) -> None:
+    """The environments and stand-in model code imported inside their per-call functions (tau2's message classes at
+    every tool call and customer turn, pydantic's ValidationError at every tau2 argument check, the gateway's
+    message conversion at every model request, socket at every stand-in exchange): hoisted to the module's top
+    where no cycle stops it; an optional dependency is bound once (ROLLOUT_ONCE)."""
+    holding = _imports_in_functions((ROOT / f"{module}.py").read_text())
+    found = [f for f in holding if (module, f) not in ROLLOUT_ONCE]
+    assert not found, f"{module}: import statements inside {found}"
+    stale = [f for m, f in ROLLOUT_ONCE if m == module and f not in holding]
+    assert not stale, f"{module}: allowed imports no function holds any more: {stale}"
+
+
 def test_the_scan_finds_an_import_inside_a_method() -> None:
     src = "import re\nclass A:\n    def f(self):\n        from os import path\n        return path\n"
     assert _imports_in_functions(src) == ["A.f"]
