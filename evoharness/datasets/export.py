@@ -38,6 +38,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import pickle
 import shutil
 import tempfile
 from collections import Counter
@@ -62,7 +63,7 @@ from .card import write_card
 from .chat import RecordSkipped, record_and_arguments, with_system
 from .env_tools import EnvTools
 from .export_formats import EXPORT_FORMATS, open_writer
-from .formats import fingerprint, line_key, record_line
+from .formats import WRITE_BUFFER, fingerprint, line_key, record_line
 from .llamafactory import foreign_datasets, write_dataset_info
 from .models import (
     CLI_NAMES,
@@ -341,28 +342,6 @@ def heldout_tasks(sources: Iterable[Iterable[Trajectory] | None], declared: Iter
     return out
 
 
-def _exportable_tasks(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue,
-                      filters: ExportFilters, held: set[str], diagnosis_cfg, labels: Path | str | None) -> set[str]:
-    """The tasks with a trajectory the export would take: the one of its id the stream gives first, of a task not
-    held out, kept by ``--source`` and admitted by the filters (``--split``, ``--task``, ``--class``,
-    ``--min-score``): what ``--val-fraction`` chooses from, so a task with only runs the export drops never takes a
-    validation place. A set, so the order of the records does not matter. ``--class`` labels here (unless
-    ``labels`` holds the classes) and again in the export's pass; a record the export then cannot make (a malformed
-    call: ``skipped``) may still leave a task, even a split, empty."""
-    uses_file = source in (SourceKind.healthy, SourceKind.all)
-    label_file = LabelFile(labels) if labels is not None and uses_file else None
-    tasks: set[str] = set()
-    lines = keeping_lines() if uses_file else nullcontext(None)
-    with lines as kept:
-        for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, kept):
-            t = c.traj
-            if c.duplicate or t.split == Split.heldout or t.task_id in held or t.task_id in tasks:
-                continue
-            if _selected(c, filters) is True:
-                tasks.add(t.task_id)
-    return tasks
-
-
 def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0, names: RequestNames = CLI_NAMES) -> set[str]:
     """The tasks of a validation split: round(fraction x tasks), at least one and at least one left to train on,
     taken in the order of a keyed hash of (seed, task id). The same tasks and seed give the same split whatever the
@@ -457,9 +436,10 @@ def export_dataset(
     ``labels``: the labels file ``evoharness label`` wrote for ``trajectories`` (see the module doc).
     ``keep_duplicates``: write a record identical to an earlier one (messages and tools, the system message
     included) instead of skipping it as ``duplicate_record``; either way ``duplicate_records`` counts them.
-    ``val_fraction``: write a train and a validation split by task (``validation_tasks`` of the tasks with a
-    trajectory the export takes, ``_exportable_tasks``, with ``split_seed``): the held-out tasks and then those tasks
-    are read in passes of their own, so the file is read three times.
+    ``val_fraction``: write a train and a validation split by task (``validation_tasks``, with ``split_seed``, of the
+    tasks with a trajectory the export takes: the first of its id, of a task not held out, kept by ``source`` and
+    admitted by the filters, before ``max_per_task``, duplicates and records that cannot be made are dropped), in the
+    same single pass: the records wait in a file of the staging directory until every task is known (``_Spill``).
     ``names``: how the caller spells the parts of its request, for the errors that name one (the CLI's options, the
     service's JSON fields).
 
@@ -480,33 +460,32 @@ def export_dataset(
     kwargs = dict(fmt=fmt, source=source, queue=queue, filters=filters, prompt=prompt, placebo=placebo,
                   placebo_seed=placebo_seed, placebo_window=placebo_window, diagnosis_cfg=diagnosis_cfg,
                   labels=labels, keep_duplicates=keep_duplicates, names=names)
-    if val_fraction is not None:
-        if not 0 < val_fraction < 1:
-            raise InputError(names.val_fraction, f"must lie between 0 and 1 (exclusive), got {val_fraction}")
-        held = heldout_tasks([file_src, queue if uses_queue else None], declared_heldout)
-        _check_request(filters, held, names)
-        tasks = _exportable_tasks(source, file_src, queue, filters, held, diagnosis_cfg, labels)
-        chosen = validation_tasks(tasks, val_fraction, split_seed, names)
-        split = ValidationSplit(fraction=val_fraction, seed=split_seed, tasks=sorted(chosen),
-                                tasks_considered=len(tasks), files={})
-        return _export(out, trajectories=file_src, held=held, split=split, **kwargs)
+    if val_fraction is not None and not 0 < val_fraction < 1:
+        raise InputError(names.val_fraction, f"must lie between 0 and 1 (exclusive), got {val_fraction}")
+
+    def split() -> ValidationSplit | None:  # its tasks are chosen once the pass has seen every task
+        return None if val_fraction is None else ValidationSplit(
+            fraction=val_fraction, seed=split_seed, tasks=[], tasks_considered=0, files={})
+
     held = heldout_tasks([queue if uses_queue else None], declared_heldout)
     if file_src is not None:
         try:
             return _export(out, trajectories=_learning(file_src, held, set(filters.tasks or ())),
-                           held=held, split=None, **kwargs)
+                           held=held, split=split(), **kwargs)
         except _HeldOutLate as late:
             log.info("dataset.export_restarted", task=late.task_id,
                      why="a task turned out held out after trajectories of it were read")
         held = heldout_tasks([file_src, queue if uses_queue else None], declared_heldout)
-    return _export(out, trajectories=file_src, held=held, split=None, **kwargs)
+    return _export(out, trajectories=file_src, held=held, split=split(), **kwargs)
 
 
 def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: Iterable[Trajectory] | None,
             queue, filters: ExportFilters, prompt: RenderedPrompt | None, placebo: bool, placebo_seed: int,
             placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str],
             keep_duplicates: bool, split: ValidationSplit | None, names: RequestNames) -> ExportSummary:
-    """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt)."""
+    """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt). With a ``split``
+    (its tasks still to be chosen), each record made is spilled to the staging directory until the pass has seen
+    every task the export takes (``validation_tasks`` of them), then read back into its split's writer, in order."""
     prompt = prompt or RenderedPrompt(under="trajectory")
     uses_file = source in (SourceKind.healthy, SourceKind.all)
     _check_request(filters, held, names)
@@ -532,7 +511,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     (stage / "data").mkdir()
     # one writer, or with a validation split one per split (a record goes to its task's split)
     parts: tuple[str | None, ...] = ("train", "validation") if split is not None else (None,)
-    validation = frozenset(split.tasks) if split is not None else frozenset()
+    validation: set[str] = set()  # the validation tasks, chosen when the pass is done
+    exportable: set[str] = set()  # with a split: the tasks it chooses from (see ``export_dataset``)
+    spill = _Spill(stage / "records.pickle") if split is not None else None
     writers = {}
     for part in parts:
         writers[part] = open_writer(fmt, stage, part)
@@ -572,8 +553,17 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         systems = renderer.render_many([(t, record["tools"]) for record, _, t, _ in unrendered])
         for (record, meta, _, arguments), system in zip(unrendered, systems, strict=True):
             record["messages"] = with_system(record["messages"], system)
-            place(record, meta, arguments)
+            take(record, meta, arguments)
         unrendered.clear()
+
+    def take(record: dict, meta: dict, arguments: Mapping, line: bytes | None = None) -> None:
+        # a record made: placed now, or once the split is chosen
+        if spill is not None:
+            spill.add((record, meta, arguments, line))
+        elif line is not None:
+            emit(record, meta, arguments, line)
+        else:
+            place(record, meta, arguments)
 
     def place(record: dict, meta: dict, arguments: Mapping) -> None:
         if placebo:
@@ -616,6 +606,8 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                         skipped[selected] += 1
                     continue
                 admitted += 1
+                if spill is not None:
+                    exportable.add(t.task_id)
                 if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
                     skipped["over_max_per_task"] += 1
                     continue
@@ -652,11 +644,17 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                     unrendered.append((record, meta, t, arguments))
                     if len(unrendered) >= renderer.batch:
                         settle()
-                elif one_line:
+                else:  # its line, when made for the duplicate check (``one_line``), is the one written
+                    take(record, meta, arguments, line)
+        settle()
+        if spill is not None:  # every task is known: choose the validation tasks and write the records spilled
+            validation.update(validation_tasks(exportable, split.fraction, split.seed, names))
+            split.tasks, split.tasks_considered = sorted(validation), len(exportable)
+            for record, meta, arguments, line in spill.records():
+                if line is not None:
                     emit(record, meta, arguments, line)
                 else:
                     place(record, meta, arguments)
-        settle()
         for part in parts:
             flush(part)
         files: list[str] = []
@@ -672,11 +670,15 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         if entry.dataset_info is not None:  # LLaMA-Factory's description of the data (ShareGPT)
             summary.files.append(write_dataset_info(stage, entry.dataset_info(data_files)))
     except OSError as e:
+        if spill is not None:
+            spill.close()
         for w in writers.values():
             w.abort()  # not close(): on a full disk its flush raised again, and the staging directory stayed
         _discard(stage, made)
         raise naming_output(e, out) from None
     except BaseException:
+        if spill is not None:
+            spill.close()
         for w in writers.values():
             w.abort()
         _discard(stage, made)
@@ -712,6 +714,33 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     log.info("dataset.exported", out=str(out), records=summary.records, format=fmt.value,
              placebo=placebo, heldout_excluded=summary.heldout_tasks_excluded)
     return summary
+
+
+class _Spill:
+    """Records (with their provenance and parsed arguments) written to a file one by one and read back in the same
+    order, once: a split by task holds its records here until its tasks are chosen, so memory stays flat and the
+    sources are read once. Pickled, so every value comes back as it went in (an integer past 64 bits, a NaN in a
+    declared tool's schema). The file lies in the export's staging directory and goes with it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("wb", buffering=WRITE_BUFFER)
+
+    def add(self, item: tuple) -> None:
+        pickle.dump(item, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def records(self) -> Iterator[tuple]:
+        self._file.close()
+        with self.path.open("rb", buffering=WRITE_BUFFER) as f:
+            while True:
+                try:
+                    yield pickle.load(f)
+                except EOFError:
+                    break
+        self.path.unlink()
+
+    def close(self) -> None:
+        self._file.close()
 
 
 @contextmanager

@@ -154,3 +154,41 @@ def test_the_filters_narrow_the_tasks_the_split_chooses_from(tmp_path):
     with pytest.raises(InputError, match="at least 2 tasks; the sources hold 1 with a record to export"):
         export_dataset(tmp_path / "c", trajectories=_two_healthy_of_ten()[:10] + [make_traj("h", "task-0")],
                        val_fraction=0.5)
+
+
+class _Reads(list):
+    """A list of trajectories that counts how often the export reads it through."""
+
+    reads = 0
+
+    def __iter__(self):  # counted when the reading starts (``iter(src) is src`` reads nothing)
+        self.reads += 1
+        yield from super().__iter__()
+
+
+@pytest.mark.parametrize("placebo", [False, True])
+def test_a_split_reads_its_sources_once_and_writes_what_three_passes_wrote(tmp_path, placebo):
+    """`--val-fraction` read the file three times (its held-out tasks, the tasks to choose from, the export; with
+    `--class` every failed run labelled twice): now once, the records waiting on disk until the tasks are chosen. The
+    split and every record are those of the three passes: each task's records on the side its task was given, in the
+    order of the file, as one file per split of a whole export would have them."""
+    trajs = _Reads(_trajs(tasks=12, runs=3))
+    trajs.append(make_traj("h-0", "task-held", split="heldout"))
+    s = export_dataset(tmp_path / "split", source=SourceKind.all, trajectories=trajs, val_fraction=0.25,
+                       placebo=placebo, placebo_window=4, filters=ExportFilters(max_per_task=2))
+    assert trajs.reads == 1
+    whole = export_dataset(tmp_path / "whole", source=SourceKind.all, trajectories=list(trajs),
+                           filters=ExportFilters(max_per_task=2))
+    assert s.validation.tasks == sorted(validation_tasks({f"task-{i}" for i in range(12)}, 0.25))
+    assert s.validation.tasks_considered == 12 and s.heldout_tasks_excluded == 1
+    rows = {m["id"]: r for r, m in zip(read_jsonl(tmp_path / "whole" / "data.jsonl"),
+                                       read_jsonl(tmp_path / "whole" / "metadata.jsonl"), strict=True)}
+    for part in ("train", "validation"):
+        metas = read_jsonl(tmp_path / "split" / f"{part}.metadata.jsonl")
+        assert {m["task_id"] in s.validation.tasks for m in metas} == {part == "validation"}
+        ids = [m["id"] for m in metas]
+        assert ids == [i for i in rows if i in set(ids)]  # in the file's order
+        if not placebo:
+            assert read_jsonl(tmp_path / "split" / f"{part}.jsonl") == [rows[m["id"]] for m in metas]
+    assert s.records == whole.records == 24
+    assert not list((tmp_path / "split").glob(".export-*")) and not list((tmp_path / "split").rglob("*.pickle"))
