@@ -21,7 +21,7 @@ from enum import StrEnum
 from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 # the C encoder behind _CANONICAL.encode, built once (``encode`` builds one per call): same text. No circular
@@ -145,33 +145,30 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
         return None, False
 
 
-_GET = object.__getattribute__
+_GET, _object_setattr = object.__getattribute__, object.__setattr__
 # a record made from its fields' tuple in one C call: the named tuple's own ``__new__`` is a Python function
 _new_record = tuple.__new__
 
 
 class _CallCache:
-    """``Trajectory.tool_calls()``'s parse and the messages list it was read from.
-
-    Any two caches compare equal: whether a trajectory's calls were parsed yet is no part of its
-    value. A new ``messages`` list, or one that grew or shrank, is parsed again.
-    """
+    """``Trajectory.tool_calls()``'s parse and the messages list it was read from. A new ``messages`` list, or one
+    that grew or shrank, is parsed again."""
 
     __slots__ = ("calls", "messages", "n")
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self) -> None:
         self.messages: list | None = None
         self.n = -1
         self.calls: list[ToolCallRecord] = []
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _CallCache)
-
 
 class Trajectory(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    _calls: _CallCache = PrivateAttr(default_factory=_CallCache)
+    # ``tool_calls()``' parse (a ``_CallCache``), made at its first call. A slot, not a pydantic private attribute:
+    # equality, copies and pickles do not read it (whether the calls were parsed yet is no part of a trajectory's
+    # value; a copy parses again), and a private attribute cost every trajectory ~12k instructions when made
+    # (pydantic's ``init_private_attributes``, a Python function), ~7% of an import's record -> trajectory conversion
+    __slots__ = ("_call_memo",)
 
     id: str = Field(min_length=1)
     task_id: str = Field(min_length=1)
@@ -234,13 +231,14 @@ class Trajectory(BaseModel):
         return self.score is not None
 
     def _call_cache(self) -> _CallCache:
-        """``self._calls``, read from the model's private values directly: pydantic finds a private attribute only
-        after the ordinary lookup fails (raising and catching an AttributeError, then its ``__getattr__``), about
-        17k interpreter instructions a read here against 1k; a trajectory's is read once or twice per export row."""
+        """The slot ``_call_memo``, made at the first read (read from the slot directly: an attribute pydantic does
+        not find goes through its ``__getattr__``, ~17k interpreter instructions)."""
         try:
-            return _GET(self, "__pydantic_private__")["_calls"]
-        except (AttributeError, KeyError, TypeError):  # not initialised the usual way: pydantic's own path
-            return self._calls
+            return _GET(self, "_call_memo")
+        except AttributeError:  # not read yet (a new trajectory, or a copy of one: its copy parses again)
+            cache = _CallCache()
+            _object_setattr(self, "_call_memo", cache)
+            return cache
 
     def tool_calls(self) -> list[ToolCallRecord]:
         """Every tool call of every assistant message, in order, arguments parsed once (cached).

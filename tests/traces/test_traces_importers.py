@@ -253,6 +253,31 @@ def test_parse_trajectory_is_model_validate_json():
             assert outcome(parse_trajectory, raw) == outcome(Trajectory.model_validate_json, raw), text
 
 
+def test_the_parse_is_no_part_of_a_trajectory_s_value_and_costs_its_making_nothing():
+    """The parse is kept in a slot (``_call_memo``), not a pydantic private attribute, whose set-up cost every
+    trajectory ~12k instructions when made (an import's record -> trajectory conversion, 38 -> 33 M per 200 tau-bench
+    records with the reasoning gate): a parsed trajectory equals an unparsed one, and a pickle or a copy of a parsed
+    one parses again, to the same calls."""
+    import copy
+    import pickle
+
+    from evoharness.traces.models import Trajectory
+
+    def made():
+        return Trajectory(id="a", task_id="t", messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
+                                                                                         "arguments": '{"x": 1}'}}]}])
+
+    assert Trajectory.__private_attributes__ == {}  # none: pydantic would set each up at every trajectory made
+    parsed, fresh = made(), made()
+    calls = parsed.tool_calls()
+    assert parsed == fresh and parsed.tool_calls_parsed() and not fresh.tool_calls_parsed()
+    for again in (pickle.loads(pickle.dumps(parsed)), copy.deepcopy(parsed), parsed.model_copy(deep=True)):
+        assert again == parsed and not again.tool_calls_parsed()
+        assert again.tool_calls() == calls and again.tool_calls_parsed()
+
+
 def test_tool_calls_are_parsed_once_and_again_for_new_messages_however_the_trajectory_was_made():
     from evoharness.traces.models import Trajectory
 

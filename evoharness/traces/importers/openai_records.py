@@ -116,7 +116,8 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
             steps += 1
             if isinstance(content, str) and content.strip():
                 final_answer = content
-            keep_reasoning(reasoning, i, m.get("reasoning_content"))
+            if "reasoning_content" in m:  # (most messages have none: a call saved per turn)
+                keep_reasoning(reasoning, i, m["reasoning_content"])
         elif role == "tool" and isinstance(content, str) and content.startswith("Error"):
             events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
     if bad_score:  # after the message checks: a bad message is reported first
