@@ -108,7 +108,7 @@ def _flags_before(view: TraceView) -> tuple[str, bool]:
             continue
         ident, conf = invariants._identity_kind(ln), bool(invariants.CONFIRM_POLICY.search(ln))
         if ident or conf:
-            identity, confirm = max(identity, ident, key=("", "obtain", "verify").index), confirm or conf
+            identity, confirm = max(identity, ident, key=invariants.IDENTITY_KINDS.index), confirm or conf
     return identity, confirm
 
 
