@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from . import urls
+
 
 class DatasetsConfig(BaseModel):
     """The training-dataset queue and exporters. Each field carries a description."""
@@ -23,6 +25,8 @@ class DatasetsConfig(BaseModel):
         queue under ``home`` without a word."""
         if v is not None and not v.strip():
             raise ValueError("empty URL (leave datasets.url unset for the SQLite queue under home)")
+        if v is not None and isinstance(problem := urls.parse(v), str):  # checked as the settings load: `run`,
+            raise ValueError(problem)  # `demo` and `serve` took an in-memory queue and lost what they enqueued
         return v
 
     heldout_tasks: list[str] = Field(

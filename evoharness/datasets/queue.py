@@ -7,7 +7,6 @@ trajectory id: enqueueing the same trajectory twice stores it once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +34,7 @@ from evoharness.errors import InfraError, InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
 
+from . import urls
 from .models import QueueItem
 
 log = get_logger(__name__)
@@ -67,56 +67,27 @@ def queue_from_settings(settings, *, create: bool = True) -> TrainingQueue:
     return TrainingQueue(settings.datasets.url or default_url(settings.home), create=create)
 
 
-_BACKENDS = ("sqlite", "postgresql")
-_URL_FORM = "a queue URL is sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
 CONNECT_TIMEOUT_S = 10  # a server that takes the connection and never answers held `dataset status` forever
 
 
-def _shown(url: str) -> str:
-    """The URL as messages show it: its password, if any, as ***."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-    except (SQLAlchemyError, ValueError):  # unparsable ('postgresql://u:pw@[::1'): still no password shown
-        return _USERINFO_PASSWORD.sub(r"\1***@", url)
-    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
-
-
-# scheme://user:PASSWORD@ in a URL SQLAlchemy cannot parse: all to the last '@' goes (more rather than less)
-_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:).*@", re.DOTALL)
-
-
-def _parsed(url: str, shown: str):
-    """SQLAlchemy's URL of ``url``; InputError when it is none or not of a backend the queue runs on."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-    except (SQLAlchemyError, ValueError):
-        raise InputError("datasets.url", f"{shown!r} is not a database URL; {_URL_FORM}") from None
-    if parsed.get_backend_name() not in _BACKENDS:
-        raise InputError("datasets.url", f"{shown!r}: unsupported scheme {parsed.drivername!r}; {_URL_FORM}")
+def _parsed(url: str):
+    """SQLAlchemy's URL of ``url``; InputError when it can hold no queue (``urls.parse``)."""
+    parsed = urls.parse(url)
+    if isinstance(parsed, str):
+        raise InputError("datasets.url", parsed)
     return parsed
 
 
 def check_url(url: str) -> None:
     """InputError when ``url`` cannot be a queue to write, found without creating or writing anything: not a
     database URL, another scheme, an in-memory SQLite database (what is enqueued there is gone when the command
-    ends), a NUL, or a SQLite path that is a directory or lies under a file. (`dataset
-    enqueue` opens its queue at the first content failure; a URL wrong from the start was reported only
-    after the input had been read and labelled up to there.)"""
-    shown = _shown(url)
-    if "\x00" in url:  # sqlite3 raised ValueError (embedded null byte), a traceback after its retries
-        raise InputError("datasets.url", f"{shown!r} holds a NUL character, which no path can hold; {_URL_FORM}")
-    parsed = _parsed(url, shown)
-    if parsed.get_backend_name() != "sqlite":
+    ends), a NUL, a read-only SQLite URI (``mode=ro``), or a SQLite path that is a directory or lies under a
+    file. (`dataset enqueue` opens its queue at the first content failure; a URL wrong from the start was
+    reported only after the input had been read and labelled up to there.)"""
+    parsed = _writable(url)
+    path = urls.sqlite_path(parsed)
+    if path is None:
         return
-    if parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory" \
-            or str(parsed.database).startswith("file::memory:"):  # "3 newly queued (3 in queue)", then all gone
-        raise InputError("datasets.url", f"{shown!r} is an in-memory database, gone when the command ends: nothing "
-                         f"enqueued would be kept; {_URL_FORM}")
-    path = Path(parsed.database)
     if path.is_dir():
         raise InputError(str(path), "is a directory, not a SQLite queue file")
     above = next((p for p in path.parents if p.exists()), None)
@@ -124,13 +95,21 @@ def check_url(url: str) -> None:
         raise InputError(str(path), f"{above} is a file, not a directory")
 
 
+def _writable(url: str):
+    parsed = _parsed(url)
+    if urls.read_only(parsed):  # was 'unreachable: attempt to write a readonly database' at the first write
+        raise InputError("datasets.url", f"{urls.shown(url)!r} opens the queue read-only: nothing could be "
+                         f"enqueued; {urls.URL_FORM}")
+    return parsed
+
+
 def check_reachable(url: str) -> None:
     """For a server queue (PostgreSQL): connect once (``CONNECT_TIMEOUT_S``) and disconnect, creating nothing;
     InfraError when the server cannot be reached. `dataset enqueue` calls it before it reads its input: a
     closed port was reported only after the input had been labelled up to its first content failure (or to
     its end, when it had none). A SQLite queue is a local file (`check_url`)."""
-    shown = _shown(url)
-    if _parsed(url, shown).get_backend_name() != "postgresql":
+    shown = urls.shown(url)
+    if _parsed(url).get_backend_name() != "postgresql":
         return
     engine = _engine(url, shown, create=False)
     try:
@@ -144,10 +123,10 @@ def check_reachable(url: str) -> None:
 
 
 def _engine(url: str, shown: str, create: bool) -> Engine:
-    parsed = _parsed(url, shown)
+    parsed = _writable(url) if create else _parsed(url)
     backend = parsed.get_backend_name()
-    if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        path = Path(parsed.database)
+    path = urls.sqlite_path(parsed)
+    if path is not None:
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
         elif not path.is_file():
@@ -170,7 +149,7 @@ class TrainingQueue:
 
     def __init__(self, url: str, *, engine: Engine | None = None, create: bool = True) -> None:
         self.url = url
-        shown = _shown(url)
+        shown = urls.shown(url)
         if engine is None:
             engine = _engine(url, shown, create)
         self.engine = engine
