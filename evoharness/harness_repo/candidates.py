@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import quote, unquote
 
 from evoharness.harness_repo.gitops import format_trailers, parse_trailers
 from evoharness.harness_repo.models import Candidate, Edit
@@ -34,8 +35,8 @@ def commit_message(edit: Edit, round: int, base: str) -> str:
     parts.append(format_trailers([
         ("Targets", edit.targets),
         ("Failure-Class", failure_class_of(edit) or ""),
-        ("Evidence", ", ".join(edit.evidence)),
-        ("Predicted-Flips", ", ".join(edit.predicted_flips)),
+        ("Evidence", _join(edit.evidence)),
+        ("Predicted-Flips", _join(edit.predicted_flips)),
         ("Critic", edit.critic or ""),
         ("Round", str(round)),
         ("Base", base),
@@ -43,8 +44,19 @@ def commit_message(edit: Edit, round: int, base: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def _escaped(ch: str) -> str:
+    return quote(ch, safe="") if ch in "%," or ch.isspace() or not ch.isprintable() else ch
+
+
+def _join(ids: list[str]) -> str:
+    """Ids as one trailer value, ', ' between them; in each id a ',', '%', whitespace or unprintable character is
+    percent-escaped (UTF-8), so ``_split`` reads it back whole (a trailer is split on ',' and its whitespace
+    collapsed: `run:a,b` came back as two ids), and the id "(none)" is not the empty list's word."""
+    return ", ".join("".join(map(_escaped, x)) if x != "(none)" else "%28none)" for x in ids)
+
+
 def _split(value: str) -> list[str]:
-    return [x.strip() for x in value.split(",") if x.strip()]
+    return [unquote(x.strip()) for x in value.split(",") if x.strip()]
 
 
 def candidate_from_message(branch: str, commit: str, message: str) -> Candidate | None:
