@@ -142,6 +142,9 @@ def resolve_edit(
                 text = apply_unified_diff(old, change.diff)
             except PatchError as e:
                 raise EditRejected(f"diff does not apply: {e}", path) from None
+        if (nul := text.find("\x00")) >= 0:  # git stores it as binary: `show` and a PR said "Binary files differ"
+            raise EditRejected(f"file holds a NUL character (at offset {nul}): git would store it as binary and "
+                               "review would show no diff of it", path)
         data = text.encode("utf-8")
         if len(data) > limits.max_file_bytes:
             raise EditRejected(f"file is {len(data)} bytes; the limit is {limits.max_file_bytes}", path)

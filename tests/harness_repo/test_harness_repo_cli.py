@@ -325,6 +325,12 @@ def test_the_remote_to_add_is_a_command_that_runs_as_printed(tmp_path: Path, cap
     ({**MINIMAL, "rationale": "because\u0000"}, "rationale holds a NUL character"),
     # a blank message was committed with an empty subject line
     ({**MINIMAL, "message": " \n\t"}, "message is blank (the commit subject)"),
+    # a NUL in a lesson or prompt: committed, and git stores such a file as binary, so `show` and the PR diff said
+    # only 'Binary files a/lessons.md and b/lessons.md differ' (what the edit wrote was hidden from review)
+    ({**MINIMAL, "changes": [{"path": "lessons.md", "content": "- a\u0000b\n"}]},
+     "error: lessons.md: file holds a NUL character (at offset 3)"),
+    ({**MINIMAL, "changes": [{"path": "prompts/system.md", "content": "\u0000"}]},
+     "error: prompts/system.md: file holds a NUL character (at offset 0)"),
 ])
 def test_candidate_new_refuses_hostile_text_in_one_line(cli_harness: Path, tmp_path: Path, capsys, edit,
                                                         reason) -> None:
