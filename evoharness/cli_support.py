@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -187,10 +188,25 @@ def one_line(message: str) -> str:
     choosing (``error: ...`` included); an escape sequence reached the terminal as it was."""
     from evoharness.untrusted import control_character
 
-    if control_character(message) is None:
+    if control_character(message) is not None:
+        message = "".join(ch if control_character(ch) is None else ch.encode("unicode_escape").decode("ascii")
+                          for ch in message)
+    return shortened(message)
+
+
+LONG_WORD = 400  # characters of one word (no space in it) an error line shows whole
+
+
+def shortened(message: str) -> str:
+    """``message`` with each word (a run of non-space characters) over ``LONG_WORD`` characters cut to its start and
+    end, saying how much was cut: an error names what the user gave, and a 100,000-character id was echoed whole, a
+    100 KB line that buried what was wrong with it."""
+    if len(message) <= LONG_WORD:
         return message
-    return "".join(ch if control_character(ch) is None else ch.encode("unicode_escape").decode("ascii")
-                   for ch in message)
+    return _LONG_WORD.sub(lambda m: f"{m[0][:240]}...[{len(m[0]) - 300:,} characters cut]...{m[0][-60:]}", message)
+
+
+_LONG_WORD = re.compile(rf"\S{{{LONG_WORD + 1},}}")
 
 
 def command_name() -> str:

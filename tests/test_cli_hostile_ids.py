@@ -67,3 +67,23 @@ def test_a_revision_git_python_cannot_read_is_one_error_line(harness, tmp_path, 
         assert len(err.splitlines()) == 1 and err.startswith("error: "), (argv, err)
         assert "unknown harness commit" in err or "cannot resolve" in err, (argv, err)
     assert not (tmp_path / "r.jsonl").exists() and not (tmp_path / "x").exists()
+
+
+def test_a_very_long_id_is_shortened_in_the_error_line(harness, tmp_path, monkeypatch, capsys):
+    """A 100,000-character id was echoed whole: a 100 KB error line (show, report, diagnose, schema, --env ...).
+    The line keeps the id's start and end and says how much it cut, and still says what was wrong."""
+    monkeypatch.chdir(tmp_path)
+    value = "a" * 50_000 + "b" * 50_000
+    for argv, reason in (
+            (["show", value, "--harness", str(harness)], "no such candidate"),
+            (["report", value, "--out", str(tmp_path / "rep")], ""),
+            (["diagnose", value], ""),
+            (["schema", value], "unknown record"),
+            (["rollout", "--harness", str(harness), "--env", value, "--out", str(tmp_path / "r.jsonl")],
+             "unknown environment"),
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("error: ") and len(err) < 2_000, (argv, len(err))
+        assert "aaaaaaaaaa" in err and "bbbbbbbbbb" in err and "characters cut]" in err, (argv, err)
+        assert reason in err, (argv, err)
