@@ -87,3 +87,18 @@ def test_a_very_long_id_is_shortened_in_the_error_line(harness, tmp_path, monkey
         assert len(err.splitlines()) == 1 and err.startswith("error: ") and len(err) < 2_000, (argv, len(err))
         assert "aaaaaaaaaa" in err and "bbbbbbbbbb" in err and "characters cut]" in err, (argv, err)
         assert reason in err, (argv, err)
+
+
+def test_a_harness_with_an_empty_revision_after_its_at_is_refused(harness, tmp_path, monkeypatch, capsys):
+    """`dataset export --harness DIR@` (a revision variable left empty: `DIR@$REV`) rendered under main's head
+    without a word, as if no revision had been asked for."""
+    monkeypatch.chdir(tmp_path)
+    traces = tmp_path / "t.jsonl"
+    assert main(["rollout", "--harness", str(harness), "--env", "synthetic", "--tasks", "1", "--rollouts", "1",
+                 "--out", str(traces), "--sandbox", "inprocess"]) == 0
+    capsys.readouterr()
+    argv = ["dataset", "export", "-t", str(traces), "--harness", f"{harness}@", "--out", str(tmp_path / "x")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --harness: {str(harness) + '@'!r}: no revision after '@' (DIR for main's head, or DIR@REV)\n"
+    assert not (tmp_path / "x").exists()

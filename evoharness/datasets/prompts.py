@@ -47,7 +47,9 @@ def split_harness_arg(harness: str) -> tuple[Path, str | None]:
     at = [i for i, ch in enumerate(harness) if ch == "@"]
     cut = next((i for i in at if Path(harness[:i]).is_dir()), at[-1])
     path, rev = harness[:cut], harness[cut + 1:]
-    return Path(path), rev or None
+    if not rev:  # `DIR@$REV` with REV unset was read as DIR: main's head, without a word
+        raise InputError("--harness", f"{harness!r}: no revision after '@' (DIR for main's head, or DIR@REV)")
+    return Path(path), rev
 
 
 def _main_branch(repo) -> str:
