@@ -192,10 +192,12 @@ class Trajectory(BaseModel):
     @field_validator("rollout", "score", mode="before")
     @classmethod
     def _not_a_boolean(cls, value: Any, info: ValidationInfo) -> Any:
-        """``true`` is no rollout index or score (lax validation read it as 1): a record that wrote one is
-        refused, not read as a success."""
+        """``true`` or ``"1"`` is no rollout index or score (lax validation read it as 1): a record that wrote one
+        is refused, not read as a success."""
         if isinstance(value, bool):
             raise ValueError(f"{info.field_name} must be a number, not a boolean ({str(value).lower()})")
+        if isinstance(value, str):  # "1" was read as 1.0: a record that wrote its score as text is not trusted
+            raise ValueError(f"{info.field_name} must be a number, not a string ({value[:40]!r})")
         return value
 
     @field_validator("messages")

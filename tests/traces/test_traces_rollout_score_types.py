@@ -1,5 +1,5 @@
 """A canonical record's rollout is a non-negative index and its score a number: `-1` and `true` were accepted
-(`score: true` read as a success, 1.0)."""
+(`score: true` read as a success, 1.0), and so was a string (`"score": "1"`, eighteenth session)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ from evoharness.traces.store import parse_trajectory
     ("rollout", True, "rollout must be a number, not a boolean (true)"),
     ("score", True, "score must be a number, not a boolean (true)"),
     ("score", False, "score must be a number, not a boolean (false)"),
+    # a number written as a string was read as the number (lax validation): "1" a success, as `true` was
+    ("score", "1", "score must be a number, not a string ('1')"),
+    ("score", " 0.5 ", "score must be a number, not a string (' 0.5 ')"),
+    ("rollout", "2", "rollout must be a number, not a string ('2')"),
 ])
 def test_refused_in_both_ways_a_record_is_read(field, value, says):
     rec = {"id": "a", "task_id": "t", field: value}
