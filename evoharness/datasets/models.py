@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from evoharness.diagnosis.models import FailureClass
@@ -61,6 +62,14 @@ class ExportFilters(BaseModel):
     """Which trajectories an export admits. Held-out tasks are never admitted, whatever the filters."""
 
     min_score: float | None = Field(None, ge=0.0, le=1.0, description="drop unscored and lower-scored")
+
+    @field_validator("min_score", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        """NaN or infinity is no score to compare with: 'less than or equal to 1 (got nan)' said NaN was over 1."""
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isfinite(v):
+            raise PydanticCustomError("finite_number", "Input should be a finite number from 0 to 1")
+        return v
     max_per_task: int | None = Field(None, ge=1, description="at most this many records per task")
     splits: list[Split] | None = Field(None, description="admit only these splits (never heldout)")
     tasks: list[TaskId] | None = Field(None, description="admit only these task ids")

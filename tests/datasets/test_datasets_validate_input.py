@@ -116,3 +116,19 @@ def test_tool_call_arguments_nested_too_deeply_or_with_a_huge_number_are_a_probl
     out, err = capsys.readouterr()
     assert out.splitlines() == [f"line 1: messages[1].tool_calls[0]: {problem}"]
     assert err == "error: 1 problem in 1 record\n"
+
+
+@pytest.mark.parametrize("value", ["nan", "-nan", "inf", "1e999", "-inf"])
+def test_a_min_score_that_is_no_finite_number_says_so(value, tmp_path, capsys):
+    """`--min-score nan` said 'Input should be less than or equal to 1 (got nan)': NaN is not over 1, it is no
+    number to compare with (eighteenth session, fuzz leftover)."""
+    from evoharness.traces.store import write_trajectories
+
+    from .helpers import make_traj
+
+    traces = tmp_path / "t.jsonl"
+    write_trajectories(traces, [make_traj("a", score=0.0)])
+    assert main(["dataset", "export", "-t", str(traces), "--min-score", value, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --min-score: ") and "a finite number from 0 to 1" in err, err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "x").exists()
