@@ -143,11 +143,18 @@ def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _parse_value(raw: str) -> Any:
+def _parse_value(raw: str, source: str) -> Any:
+    """``raw`` read as a TOML value, else the text itself; InputError (naming ``source``) for a value no setting can
+    be made of: an integer over Python's 4,300-digit conversion limit (tomllib's ValueError) or brackets nested past
+    the parser's recursion (RecursionError) were tracebacks."""
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         return raw
+    except ValueError:
+        raise InputError(source, "a number over 4,300 digits, which no setting takes") from None
+    except (RecursionError, MemoryError):
+        raise InputError(source, "nested too deeply to read") from None
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
@@ -158,7 +165,7 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
         dotted = config_keys.env_key(key, Settings)
         if dotted is None:
             continue
-        _set_dotted(tree, dotted, _parse_value(raw))
+        _set_dotted(tree, dotted, _parse_value(raw, key))
     return tree
 
 
@@ -221,6 +228,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(str(path), f"invalid TOML: {e}") from None
+    except ValueError:  # an integer past Python's int/str conversion limit: tomllib's own ValueError
+        raise InputError(str(path), "a number over 4,300 digits, which no setting takes") from None
 
 
 def load_settings(
@@ -246,7 +255,7 @@ def load_settings(
             raise InputError("--set", f"expected KEY=VALUE, got {item!r}")
         key, raw = item.split("=", 1)
         config_keys.check_override(Settings, key.strip())
-        _set_dotted(tree, key.strip(), _parse_value(raw.strip()))
+        _set_dotted(tree, key.strip(), _parse_value(raw.strip(), f"--set {key.strip()}"))
     try:
         return Settings.model_validate(tree)
     except ValidationError as e:

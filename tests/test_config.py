@@ -134,3 +134,29 @@ def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
     cfg = tmp_path / "evoharness.toml"
     cfg.write_bytes(b"\xef\xbb\xbf[run]\nmax_rounds = 2\n")
     assert load_settings(cfg).run.max_rounds == 2
+
+
+@pytest.mark.parametrize("where", ["--set", "file", "environment"])
+@pytest.mark.parametrize(("value", "says"), [("1" * 5000, "a number over 4,300 digits"),
+                                             ("[" * 5000 + "]" * 5000, "nested too deeply")])
+def test_a_huge_integer_or_deep_nesting_in_any_setting_is_one_error_line(tmp_path, monkeypatch, capsys, where, value,
+                                                                          says):
+    """A 5,000-digit integer as a setting (`--set run.seed=111...`, in evoharness.toml, or as EVOHARNESS_RUN__SEED)
+    was a ValueError traceback from tomllib (Python's int/str conversion limit), and 5,000 nested brackets given with
+    --set or the environment a RecursionError: found by scripts/fuzz_cli.py (eighteenth session)."""
+    from evoharness.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["noise", "--sigma", "0.02"]
+    if where == "--set":
+        argv = ["--set", f"run.seed={value}", *argv]
+    elif where == "file":
+        if value.startswith("["):
+            pytest.skip("a nested config file was refused before (check_nesting)")
+        (tmp_path / "c.toml").write_text(f"[run]\nseed = {value}\n")
+        argv = ["--config", str(tmp_path / "c.toml"), *argv]
+    else:
+        monkeypatch.setenv("EVOHARNESS_RUN__SEED", value)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and says in err, err
