@@ -132,6 +132,7 @@ def _unwrap_help(cmd) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        _no_nul(sys.argv[1:] if argv is None else argv)
         rv = command().main(args=argv, prog_name="evoharness", standalone_mode=False)
         if rv == 130:  # typer's answer to Ctrl-C (its Exit(130), returned as is): no command exits 130 itself
             typer.echo("interrupted", err=True)
@@ -168,6 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
+
+
+def _no_nul(argv: list[str]) -> None:
+    """InputError for an argument holding a NUL: no shell passes one (argv is C strings), but a program calling
+    ``main(argv)`` can, and every path it reached was a ValueError (embedded null byte) traceback."""
+    for i, arg in enumerate(argv, 1):
+        if "\x00" in arg:
+            raise InputError(f"argument {i}", f"{arg!r} holds a NUL character, which no argument can hold")
 
 
 def typed(name: str, argv: list[str]) -> str:

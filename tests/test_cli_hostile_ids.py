@@ -65,7 +65,7 @@ def test_a_revision_git_python_cannot_read_is_one_error_line(harness, tmp_path, 
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and err.startswith("error: "), (argv, err)
-        assert "unknown harness commit" in err or "cannot resolve" in err, (argv, err)
+        assert "unknown harness commit" in err or "cannot resolve" in err or "holds a NUL" in err, (argv, err)
     assert not (tmp_path / "r.jsonl").exists() and not (tmp_path / "x").exists()
 
 
@@ -102,3 +102,15 @@ def test_a_harness_with_an_empty_revision_after_its_at_is_refused(harness, tmp_p
     err = capsys.readouterr().err
     assert err == f"error: --harness: {str(harness) + '@'!r}: no revision after '@' (DIR for main's head, or DIR@REV)\n"
     assert not (tmp_path / "x").exists()
+
+
+def test_an_argument_holding_a_nul_is_one_error_line(tmp_path, monkeypatch, capsys):
+    """No shell passes a NUL in an argument (argv is C strings), but a program calling `main(argv)` or an
+    `os.execv` with a Python string can: `import x --out $'\\x00'` was a ValueError (embedded null byte) traceback
+    from Path.resolve (found by scripts/fuzz_cli.py)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.jsonl").write_text("")
+    for argv in (["import", "t.jsonl", "--out", "\x00"], ["diagnose", "a\x00b"], ["--set", "run.seed=1\x00", "noise"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("error: ") and "NUL" in err, (argv, err)
