@@ -169,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
+    except RuntimeError as e:  # Path.resolve on a symlink loop (Python 3.11), wherever a command resolves a path
+        if not str(e).startswith("Symlink loop from "):
+            raise
+        where = str(e).removeprefix("Symlink loop from ").strip("'")
+        typer.echo(f"error: {one_line(where)}: a symlink loop (too many levels of symbolic links)", err=True)
+        return 2
 
 
 def _no_nul(argv: list[str]) -> None:

@@ -114,3 +114,13 @@ def test_an_argument_holding_a_nul_is_one_error_line(tmp_path, monkeypatch, caps
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and err.startswith("error: ") and "NUL" in err, (argv, err)
+
+
+def test_a_path_that_is_a_symlink_loop_is_one_error_line(tmp_path, monkeypatch, capsys):
+    """`demo --out loop` (loop -> loop) was Python's RuntimeError 'Symlink loop from ...' traceback from Path.resolve
+    (found by scripts/fuzz_cli.py)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loop").symlink_to("loop")
+    assert main(["demo", "--out", "loop", "--rounds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {tmp_path / 'loop'}: a symlink loop (too many levels of symbolic links)\n"
