@@ -1,0 +1,528 @@
+"""Fuzz every CLI command with mutated arguments and files: exit 0 or 2, never a traceback, one `error:` line.
+
+    .venv/bin/python scripts/fuzz_cli.py                       # 60 s, every command in turn
+    .venv/bin/python scripts/fuzz_cli.py --budget 600 --seed 7 --command rollout --command "dataset export"
+
+The commands and their parameters come from the CLI itself (``evoharness.cli.command()``: the registered areas'
+typer commands, with the root's ``--config``/``--set``), never a hand list: a new command or option is fuzzed the
+day it is added. Each case picks the next command (in a seeded order, so a short run still reaches every command),
+gives each required parameter a working value and some optional ones too (from a fixture workspace: a harness repo,
+rollouts, labels, an EDIT.json, an export), then replaces 1 or 2 of them (none in a fifth of the cases) by hostile
+values of the parameter's kind: empty, blank, NUL, line breaks and escapes, half a surrogate pair, 100,000
+characters, numbers out of range or not numbers at all (nan, inf, 1e999, a 5,000-digit integer), paths that are
+missing, directories, FIFOs, /dev/zero, under a file, a symlink loop, or files that are empty, binary, nested
+100,000 deep, a mutated copy of the working input (``fuzz_importers.variant_bytes``); and sometimes a hostile
+``--set`` of a real settings key or a hostile ``--config`` file.
+
+Each case runs in a forked child (the imports are paid once) in a fresh copy of the workspace, with its own home,
+stdin from /dev/null, a 4 GiB address-space limit and ``--timeout`` seconds. A failure is: a traceback; an exit
+other than 0 or 2 (``verify`` may exit 1: rejected, as documented); exit 2 without exactly one `error:` line on
+stderr, or with stderr lines other than `error:` / `warning:` ones; exit 2 that changed or removed a file the
+workspace held (a refused command must leave its inputs and earlier outputs whole); a case over ``--timeout``
+(``serve``, ``run`` and ``demo`` may run that long: they serve or evolve until stopped). Every failure is printed
+with its arguments; the script exits 1 if there was one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from evoharness.cli import command, main
+
+LONG_RUNNING = {"serve", "run", "demo"}  # a case that is still working at --timeout is no failure
+EXIT_1_OK = {"verify"}  # rejected or undecided: documented exit 1
+TIMEOUT_S = 30.0
+
+# Hostile values, by the parameter's kind. No absolute path a command could write (the fuzz runs as whoever
+# starts it): inputs may be /dev/null and /dev/zero, outputs are under the case's directory.
+STRINGS = ["", " ", "a\x00b", "main\nerror: forged", "\x1b[2J", "a\u2028b", "\udcff", "\ud800", "x" * 100_000,
+           "-1", "--", "nan", "inf", "1e999", "9" * 30, "../escape", "a,b", "%", "{{ 7 * 7 }}", "\u202etxt",
+           "sqlite:///:memory:", "http://127.0.0.1:9/x", "\ufeffmain", "-", "@", "main@{1}", "HEAD~999"]
+INTS = ["-1", "0", "99999999999", "9" * 5000, "1.5", "abc", "", "nan", "-0", "0x10", " 2"]
+FLOATS = ["nan", "inf", "-inf", "1e999", "-0", "abc", "", "1e-320", "-1", "2", "9" * 400]
+IN_PATHS = ["", " ", "missing.jsonl", "dir/", "dir", "empty.jsonl", "blank.jsonl", "nul.bin", "garbage.bin",
+            "deep.json", "bigint.json", "latin1.txt", "fifo", "/dev/zero", "/dev/null", "t.jsonl/x", "a\nb",
+            "n" * 300, "loop", "-", "h"]
+# Outputs stay in the case's directory: no device (a command may replace what is at its --out), and no FIFO
+# (an --out that is one is written through, as documented: it waits for its reader).
+OUT_PATHS = ["", "t.jsonl", "h", "dir/", "t.jsonl/x", "a\nb", "n" * 300, "missing/deep/x", "labels.jsonl", "export",
+             "edit.json", "loop", "h/lessons.md", "h/.git"]
+SET_VALUES = ["", "nan", "inf", "-1", "0", "1e999", "9" * 5000, "[1,2", "{", '"x"', "true", "[]", "\x00", "x" * 10_000,
+              "sqlite:///:memory:", "\udcff", "{a = 1}", "[[1]]"]
+CONFIGS = [b"", b"\x00\x01\x02", b"[run]\nmax_rounds = nan\n", b"a = " + b"[" * 10_000 + b"]" * 10_000 + b"\n",
+           b"\xef\xbb\xbf[run]\nseed = 1\n", b"caf\xe9 = 1\n", b"[nosuch]\nx = 1\n", b"[run]\nseed = 1" + b"1" * 5000,
+           b"[datasets]\nurl = 'sqlite:///:memory:'\n", b"home = 'x\\u0000y'\n", b"[run\n", b"[run]\nseed = '1'\n"]
+
+# Working values by parameter name (the parameter's kind decides when the name is not here).
+PATH_VALUES = {"harness": "h", "edit": "edit.json", "human": "human.jsonl", "labels": "labels.jsonl",
+               "config": "cfg.toml", "path": "export", "dir": "newh", "run": "run-none", "source": "t.jsonl"}
+OUT_NAMES = {"out", "body_out", "dir"}
+STR_VALUES = {"env": "synthetic", "model": "standin:weak", "candidate": "main", "remote": "origin", "split": "dev",
+              "sandbox": "inprocess", "executor": "local", "url": "sqlite:///q.db", "name": "trajectory",
+              "harness": "h", "render_under": "seed", "source": "file", "reason": "why", "host": "127.0.0.1",
+              "commit": "main", "baseline": "main", "run": "run-none", "run_id": "run-none", "resume": "run-none",
+              "endpoint": "http://127.0.0.1:9/v1/traces", "service_name": "evo", "labeller_kind": "rules",
+              "fmt": "canonical", "task": "contact_0", "failure_class": "F4", "strategy": "behaviour"}
+SMALL_INTS = {"tasks": 2, "rollouts": 1, "anchor_rollouts": 1, "workers": 1, "batch": 1, "rounds": 1, "show": 3,
+              "budget": 20, "max_per_task": 2, "round_": 0, "round": 0, "seed": 0, "split_seed": 0}
+
+
+@dataclass
+class Param:
+    name: str
+    flag: str | None  # None for an argument
+    kind: str  # path | str | int | float | bool | list
+    required: bool
+    is_flag: bool
+    choices: list[str] = field(default_factory=list)
+    default: object = None
+
+
+@dataclass
+class Case:
+    command: str
+    argv: list[str]
+    rc: int | None = None
+    out: str = ""
+    err: str = ""
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+
+def commands() -> dict[str, list[Param]]:
+    """Every leaf command of the CLI (``evoharness.cli.command()``) and its parameters, help left out."""
+    found: dict[str, list[Param]] = {}
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, (*path, name))
+            return
+        params = []
+        for p in cmd.params:
+            if p.name == "help" or getattr(p, "hidden", False):
+                continue
+            descriptor = getattr(p, "type_descriptor", None)
+            annotation = getattr(descriptor, "annotation", None)
+            kind = _kind(annotation, getattr(p, "type", None))
+            flag = None if isinstance(p, click.Argument) else max(p.opts, key=len)
+            choices = list(getattr(getattr(p, "type", None), "choices", None) or [])
+            params.append(Param(p.name, flag, kind, bool(p.required), bool(getattr(p, "is_flag", False)), choices,
+                                p.default if not callable(p.default) else None))
+        found[" ".join(path)] = params
+
+    walk(command(), ())
+    return found
+
+
+def _kind(annotation, click_type) -> str:
+    text = str(annotation)
+    if annotation is bool or getattr(click_type, "name", "") == "boolean":
+        return "bool"
+    if text.startswith("list["):
+        return "list-path" if "Path" in text else "list"
+    if annotation is int or getattr(click_type, "name", "") == "integer":
+        return "int"
+    if annotation is float or getattr(click_type, "name", "") == "float":
+        return "float"
+    if "Path" in text or getattr(click_type, "name", "") == "path":
+        return "path"
+    return "str"
+
+
+def settings_keys() -> list[str]:
+    """Every dotted settings key (``Settings``' fields, sections expanded)."""
+    from pydantic import BaseModel
+
+    from evoharness.config import Settings
+
+    keys: list[str] = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, f in model.model_fields.items():
+            ann = f.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                walk(ann, f"{prefix}{name}.")
+            else:
+                keys.append(f"{prefix}{name}")
+
+    walk(Settings, "")
+    return keys
+
+
+# ---------------------------------------------------------------- the workspace every case starts from
+
+
+def build_workspace(root: Path) -> None:
+    """A harness repo, rollouts (with content failures), their labels, a human sample, an EDIT.json, an export,
+    a config file, and the hostile files the paths point at."""
+    root.mkdir(parents=True, exist_ok=True)
+    env = {"EVOHARNESS_HOME": str(root / "home")}
+    with _cwd(root), _environ(env), _quiet():
+        for argv in (["init", "h"],
+                     ["rollout", "--harness", "h", "--env", "synthetic", "--tasks", "8", "--rollouts", "2",
+                      "--out", "t.jsonl", "--sandbox", "inprocess"],
+                     ["label", "t.jsonl", "--out", "labels.jsonl"],
+                     ["dataset", "export", "-t", "t.jsonl", "--out", "export"],
+                     ["dataset", "enqueue", "t.jsonl"]):
+            if main(argv) != 0:
+                raise SystemExit(f"fuzz_cli: building the workspace failed at {argv}")
+    labels = [json.loads(line) for line in (root / "labels.jsonl").read_text().splitlines()]
+    (root / "human.jsonl").write_text("".join(
+        json.dumps({"trajectory_id": x["trajectory_id"], "failure_class": x["failure_class"]}) + "\n"
+        for x in labels[:6]))
+    (root / "edit.json").write_text(json.dumps({
+        "message": "Add a loop lesson", "targets": "F3.repeated_action",
+        "changes": [{"path": "lessons.md", "content": "- Never repeat a failing call.\n"}]}))
+    (root / "cfg.toml").write_text("[run]\nseed = 1\n")
+    (root / "dir").mkdir()
+    (root / "empty.jsonl").write_bytes(b"")
+    (root / "blank.jsonl").write_bytes(b"\n  \n")
+    (root / "nul.bin").write_bytes(b"\x00" * 100)
+    (root / "garbage.bin").write_bytes(random.Random(0).randbytes(4096))
+    (root / "deep.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (root / "bigint.json").write_bytes(b'{"id": 1' + b"1" * 5000 + b"}\n")
+    (root / "latin1.txt").write_bytes(b"caf\xe9\n")
+    (root / "loop").symlink_to("loop")
+
+
+def _inputs_of(root: Path) -> dict[str, str]:
+    """Digest of every regular file of the workspace outside git's own directory and the home (which a refused
+    command may still touch: a lock, a log)."""
+    out = {}
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if rel.parts[0] in ("home", "home-user") or ".git" in rel.parts or p.is_symlink() or not p.is_file():
+            continue
+        out[str(rel)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+@contextlib.contextmanager
+def _cwd(path: Path):
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]):
+    old = dict(os.environ)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+@contextlib.contextmanager
+def _quiet():
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+        yield
+
+
+# ---------------------------------------------------------------- making a case
+
+
+class Maker:
+    def __init__(self, rng: random.Random, keys: list[str], workspace: Path) -> None:
+        self.rng = rng
+        self.keys = keys
+        self.workspace = workspace
+
+    def argv(self, name: str, params: list[Param]) -> tuple[list[str], list[tuple[str, bytes]]]:
+        """Arguments for ``name`` and the files to write into the case's directory first."""
+        rng = self.rng
+        chosen = [p for p in params if p.required or (p.name not in ("config", "set_") and rng.random() < 0.35)]
+        values = {p.name: self.valid(name, p) for p in chosen}
+        files: list[tuple[str, bytes]] = []
+        mutable = [p for p in chosen if not p.is_flag]
+        hits = 0 if rng.random() < 0.2 else rng.randint(1, 2)  # a working case now and then: its outputs, too
+        for p in rng.sample(mutable, min(len(mutable), hits)):
+            values[p.name] = self.hostile(p, files)
+        argv = name.split()
+        if name == "serve":  # never the default port of whoever runs this: a free one, on loopback only
+            values.setdefault("host", "127.0.0.1")
+            values.setdefault("port", str(rng.randint(20_000, 60_000)))
+        by_name = {p.name: p for p in params}
+        for key, value in values.items():
+            p = by_name.get(key)
+            if p is None:
+                argv += [f"--{key}", value]
+            elif p.is_flag:
+                argv.append(p.flag)
+            elif p.flag is None:
+                argv += value if isinstance(value, list) else [value]
+            else:
+                for v in value if isinstance(value, list) else [value]:
+                    argv += [p.flag, v]
+        if rng.random() < 0.25:
+            argv += ["--set", f"{rng.choice(self.keys)}={rng.choice(SET_VALUES)}"]
+        if rng.random() < 0.1:
+            files.append(("hostile.toml", rng.choice(CONFIGS)))
+            argv += ["--config", "hostile.toml"]
+        if rng.random() < 0.03:
+            argv.append(rng.choice(["--nosuch", "--set", "-", "extra-argument"]))
+        return argv, files
+
+    def valid(self, command_name: str, p: Param):
+        rng = self.rng
+        if p.is_flag:
+            return True
+        if p.choices:
+            return rng.choice(p.choices)
+        if p.kind == "path":
+            if p.name in OUT_NAMES:
+                return f"out-{p.name}" + ("" if p.name == "dir" else rng.choice(["", ".jsonl", "/"]))
+            return PATH_VALUES.get(p.name, "t.jsonl")
+        if p.kind in ("list", "list-path"):
+            if p.name in ("names", "paths"):
+                return ["t.jsonl"]
+            if p.name == "evidence":
+                return ["t.jsonl"]
+            return [STR_VALUES.get(p.name, "dev")]
+        if p.kind == "int":
+            if p.name == "port":
+                return str(rng.randint(20_000, 60_000))
+            return str(SMALL_INTS.get(p.name, p.default if isinstance(p.default, int) else 1))
+        if p.kind == "float":
+            return str(p.default if isinstance(p.default, float) else 0.5)
+        if command_name == "dataset export" and p.name == "source":
+            return "file"
+        if p.name == "candidate" and command_name in ("show", "pr", "verify", "candidate new", "approve", "reject"):
+            return rng.choice(["main", "candidate/r0-add-a-loop-lesson"])
+        return STR_VALUES.get(p.name, p.default if isinstance(p.default, str) else "x")
+
+    def hostile(self, p: Param, files: list[tuple[str, bytes]]):
+        rng = self.rng
+        if p.kind == "path" and p.name not in OUT_NAMES:
+            if rng.random() < 0.4:
+                return self.mutated(PATH_VALUES.get(p.name, "t.jsonl"), files)
+            return rng.choice(IN_PATHS)
+        if p.kind == "path":
+            return rng.choice(OUT_PATHS)
+        if p.kind == "list-path":
+            return [rng.choice(IN_PATHS) if rng.random() < 0.6 else self.mutated("t.jsonl", files)]
+        if p.kind == "list":
+            return [rng.choice(STRINGS)]
+        if p.kind == "int":
+            return rng.choice(INTS)
+        if p.kind == "float":
+            return rng.choice(FLOATS)
+        return rng.choice(STRINGS)
+
+    def mutated(self, name: str, files: list[tuple[str, bytes]]) -> str:
+        """A mutated copy of a working input file (``fuzz_importers.variant_bytes``), written as the case starts."""
+        src = self.workspace / name
+        if not src.is_file():
+            return name
+        from fuzz_importers import variant_bytes
+
+        raw = src.read_bytes()
+        try:
+            data = variant_bytes(raw, src.suffix == ".jsonl", self.rng)
+        except (ValueError, IndexError):  # not JSON (a TOML config): flip bytes instead
+            b = bytearray(raw)
+            for _ in range(self.rng.randint(1, 5)):
+                b[self.rng.randrange(len(b))] = self.rng.randrange(256)
+            data = bytes(b)
+        target = f"mut-{len(files)}{src.suffix}"
+        files.append((target, data))
+        return target
+
+
+# ---------------------------------------------------------------- running a case
+
+
+def run_case(case: Case, workspace: Path, scratch: Path, files: list[tuple[str, bytes]], timeout: float) -> None:
+    where = scratch / "case"
+    if where.exists():
+        shutil.rmtree(where, ignore_errors=True)
+    shutil.copytree(workspace, where, symlinks=True)
+    os.mkfifo(where / "fifo")
+    for name, data in files:
+        (where / name).write_bytes(data)
+    before = _inputs_of(where)
+    out_file, err_file = scratch / "stdout", scratch / "stderr"
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        _child(case.argv, where, out_file, err_file)
+    status, timed_out = _wait(pid, timeout)
+    case.seconds = time.monotonic() - start
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # whatever the command started and left (a render process, git)
+    case.out = out_file.read_text(errors="replace")
+    case.err = err_file.read_text(errors="replace")
+    if timed_out:
+        case.rc = None
+        if case.command not in LONG_RUNNING:
+            case.problems.append(f"still running after {timeout:g} s")
+        return
+    case.rc = os.waitstatus_to_exitcode(status)
+    check(case, before, _inputs_of(where))
+
+
+def _child(argv: list[str], where: Path, out_file: Path, err_file: Path) -> None:
+    rc = 1
+    try:
+        os.setsid()
+        os.chdir(where)
+        for key in [k for k in os.environ if k.startswith("EVOHARNESS_")]:
+            del os.environ[key]
+        os.environ.update({"EVOHARNESS_HOME": str(where / "home"), "HOME": str(where / "home-user"),
+                           "NO_COLOR": "1", "COLUMNS": "120"})
+        limit = 4 << 30
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for fd, path in ((1, out_file), (2, err_file)):
+            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(f, fd)
+        # the streams too: under pytest (or any embedding that captured them) sys.stderr is no longer fd 2
+        # (with the interpreter's own encoding and error handlers: stderr's backslashreplace writes an
+        # argument's lone surrogate as an escape, where a strict stream raised)
+        for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+            real = getattr(sys, f"__{name}__")
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding=real.encoding,  # noqa: SIM115
+                                    errors=real.errors, closefd=False))
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # noqa: BLE001 -- the point: a traceback is what the fuzz looks for
+        traceback.print_exc()
+        rc = 1
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(rc if isinstance(rc, int) else 1)
+
+
+def _wait(pid: int, timeout: float) -> tuple[int, bool]:
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, False
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            return status, True
+        time.sleep(0.01)
+
+
+def check(case: Case, before: dict[str, str], after: dict[str, str]) -> None:
+    """The rule: exit 0 or 2, no traceback, one `error:` line on a refusal and nothing of the workspace changed."""
+    if "Traceback (most recent call last)" in case.out + case.err:
+        case.problems.append("traceback")
+    allowed = {0, 2} | ({1} if case.command in EXIT_1_OK else set())
+    if case.rc not in allowed:
+        case.problems.append(f"exit {case.rc}")
+    if case.rc == 2:
+        lines = [line for line in case.err.splitlines() if line.strip()]
+        errors = [line for line in lines if line.startswith("error: ")]
+        if len(errors) != 1:
+            case.problems.append(f"{len(errors)} error lines")
+        others = [line for line in lines if not line.startswith(("error: ", "warning: "))]
+        if others:
+            case.problems.append(f"stderr lines that are no error or warning: {others[0][:120]!r}")
+        changed = sorted(k for k in before if after.get(k) != before[k])
+        if changed:
+            case.problems.append(f"refused, but changed or removed {', '.join(changed[:5])}")
+
+
+# ---------------------------------------------------------------- the loop
+
+
+def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = None, timeout: float = TIMEOUT_S,
+         out=sys.stdout) -> dict[str, dict[str, int]]:
+    """Run cases until ``budget_s`` or ``n``; per command: cases, exit 0, exit 2, other, failures."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # fuzz_importers, beside this script
+    table = commands()
+    if only:
+        unknown = [c for c in only if c not in table]
+        if unknown:
+            raise SystemExit(f"fuzz_cli: unknown command(s) {unknown}; commands: {', '.join(table)}")
+        table = {c: table[c] for c in only}
+    rng = random.Random(seed)
+    order = sorted(table)
+    rng.shuffle(order)
+    counts = {c: {"cases": 0, "exit 0": 0, "exit 2": 0, "other": 0, "failures": 0} for c in order}
+    with tempfile.TemporaryDirectory(prefix="fuzz-cli-") as tmp:
+        workspace, scratch = Path(tmp) / "workspace", Path(tmp) / "scratch"
+        build_workspace(workspace)
+        scratch.mkdir()
+        maker = Maker(rng, settings_keys(), workspace)
+        start, i = time.monotonic(), 0
+        while (n is None or i < n) and time.monotonic() - start < budget_s:
+            name = order[i % len(order)]
+            argv, files = maker.argv(name, table[name])
+            case = Case(name, argv)
+            run_case(case, workspace, scratch, files, timeout)
+            c = counts[name]
+            c["cases"] += 1
+            c["exit 0" if case.rc == 0 else "exit 2" if case.rc == 2 else "other"] += 1
+            if case.problems:
+                c["failures"] += 1
+                report(i, case, out)
+            i += 1
+    return counts
+
+
+def report(i: int, case: Case, out) -> None:
+    shown = [a if len(a) <= 80 else f"{a[:40]}...<{len(a)} chars>" for a in case.argv]
+    print(f"FAILURE case {i} ({case.command}): {'; '.join(case.problems)}\n  argv: {shown!r}\n  exit {case.rc}, "
+          f"{case.seconds:.1f} s", file=out)
+    tail = (case.err or case.out).strip().splitlines()[-12:]
+    for line in tail:
+        print(f"  | {line[:300]}", file=out)
+
+
+def main_(argv: list[str] | None = None) -> int:
+    from evoharness.script_help import DefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
+    ap.add_argument("--budget", type=float, default=60.0, help="seconds of fuzzing (the workspace's build not counted)")
+    ap.add_argument("-n", type=int, default=None, help="stop after this many cases (default: the budget decides)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--command", action="append", help="fuzz only this command (repeatable; e.g. 'dataset export')")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds a case may take")
+    args = ap.parse_args(argv)
+    counts = fuzz(args.budget, args.n, args.seed, args.command, args.timeout)
+    total = {k: sum(c[k] for c in counts.values()) for k in ("cases", "exit 0", "exit 2", "other", "failures")}
+    for name, c in sorted(counts.items()):
+        print(f"{name:16} {c['cases']:5} cases  {c['exit 0']:4} exit 0  {c['exit 2']:4} exit 2  {c['other']:3} other  "
+              f"{c['failures']:3} failures")
+    print(f"{'all':16} {total['cases']:5} cases  {total['exit 0']:4} exit 0  {total['exit 2']:4} exit 2  "
+          f"{total['other']:3} other  {total['failures']:3} failures")
+    return 1 if total["failures"] else 0
+
+
+if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
+    raise SystemExit(main_())

@@ -1,0 +1,61 @@
+"""scripts/fuzz_cli.py, briefly: every command of the CLI once with mutated arguments, each exiting 0 or 2 with one
+`error:` line and no traceback; and its checks catch what they are for. The long run is the script itself
+(`scripts/fuzz_cli.py --budget 600`)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from evoharness.cli import command
+from tests.modules import load_file
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fuzz_cli.py"
+
+
+@pytest.fixture(scope="module")
+def fuzz():
+    return load_file(SCRIPT, "fuzz_cli", register=True)
+
+
+def _leaves(cmd, path=()):
+    subs = getattr(cmd, "commands", None)
+    if not subs:
+        return [" ".join(path)]
+    return [leaf for name, sub in subs.items() for leaf in _leaves(sub, (*path, name))]
+
+
+def test_the_commands_are_read_from_the_cli_itself(fuzz):
+    table = fuzz.commands()
+    assert sorted(table) == sorted(_leaves(command()))
+    assert {"dataset export", "candidate new", "serve", "schema"} <= set(table)
+    flags = {p.flag for p in table["rollout"]}
+    assert {"--harness", "--env", "--out", "--set", "--config"} <= flags
+
+
+def test_the_checks_catch_a_traceback_a_second_line_an_odd_exit_and_a_changed_input(fuzz):
+    def problems(rc, err, before=None, after=None, name="diagnose"):
+        case = fuzz.Case(name, [name], rc=rc, err=err)
+        fuzz.check(case, before or {}, after if after is not None else (before or {}))
+        return case.problems
+
+    assert problems(2, "error: x: no such file or directory\n") == []
+    assert problems(0, "") == []
+    assert problems(1, "Traceback (most recent call last):\nValueError\n") == ["traceback", "exit 1"]
+    assert problems(2, "error: a\nerror: b\n") == ["2 error lines"]
+    assert problems(2, "error: main\nfoo: no such candidate\n")[0].startswith("stderr lines that are no error")
+    assert problems(2, "warning: 3 records skipped\nerror: x\n") == []
+    assert problems(2, "") == ["0 error lines"]
+    assert problems(2, "error: x\n", {"t.jsonl": "a"}, {"t.jsonl": "b"}) == ["refused, but changed or removed t.jsonl"]
+    assert problems(2, "error: x\n", {"t.jsonl": "a"}, {}) == ["refused, but changed or removed t.jsonl"]
+    assert problems(1, "", name="verify") == []  # rejected: verify's documented exit 1
+
+
+def test_every_command_once_exits_0_or_2_with_one_error_line(fuzz):
+    out = io.StringIO()
+    table = fuzz.commands()
+    counts = fuzz.fuzz(budget_s=900, n=len(table), seed=0, timeout=20, out=out)
+    assert {name: c["cases"] for name, c in counts.items()} == {name: 1 for name in table}
+    assert sum(c["failures"] for c in counts.values()) == 0, out.getvalue()
