@@ -167,8 +167,10 @@ class Trajectory(BaseModel):
     # ``tool_calls()``' parse (a ``_CallCache``), made at its first call. A slot, not a pydantic private attribute:
     # equality, copies and pickles do not read it (whether the calls were parsed yet is no part of a trajectory's
     # value; a copy parses again), and a private attribute cost every trajectory ~12k instructions when made
-    # (pydantic's ``init_private_attributes``, a Python function), ~7% of an import's record -> trajectory conversion
-    __slots__ = ("_call_memo",)
+    # (pydantic's ``init_private_attributes``, a Python function), ~7% of an import's record -> trajectory conversion.
+    # ``__weakref__``: a class that declares slots has no weak-reference slot unless it names one, and a trajectory
+    # is weakly referenced (caches, the labeller's tests of what a label keeps alive)
+    __slots__ = ("_call_memo", "__weakref__")
 
     id: str = Field(min_length=1)
     task_id: str = Field(min_length=1)
