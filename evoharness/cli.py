@@ -179,10 +179,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _no_nul(argv: list[str]) -> None:
     """InputError for an argument holding a NUL: no shell passes one (argv is C strings), but a program calling
-    ``main(argv)`` can, and every path it reached was a ValueError (embedded null byte) traceback."""
+    ``main(argv)`` can, and every path it reached was a ValueError (embedded null byte) traceback. The line names the
+    option the argument follows, where it follows one (``argument 8 (after --reason)``)."""
     for i, arg in enumerate(argv, 1):
         if "\x00" in arg:
-            raise InputError(f"argument {i}", f"{arg!r} holds a NUL character, which no argument can hold")
+            before = argv[i - 2] if i > 1 else ""
+            after = f" (after {before})" if before.startswith("-") and "=" not in before else ""
+            raise InputError(f"argument {i}{after}", f"{arg!r} holds a NUL character, which no argument can hold")
 
 
 def typed(name: str, argv: list[str]) -> str:

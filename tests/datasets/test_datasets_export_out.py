@@ -29,7 +29,7 @@ def test_a_bad_filter_value_names_its_option_and_an_unreachable_queue_is_one_lin
     canon = tmp_path / "canon.jsonl"
     assert main(["import", str(shared_data / "tau_bench_airline_gpt4o"), "--out", str(canon)]) == 0
     capsys.readouterr()
-    for opt, value, message in (("--min-score", "nan", "Input should be less than or equal to 1 (got nan)"),
+    for opt, value, message in (("--min-score", "nan", "Input should be a finite number from 0 to 1 (got nan)"),
                                 ("--max-per-task", "0", "Input should be greater than or equal to 1 (got 0)")):
         assert main(["dataset", "export", "--out", str(tmp_path / "x"), "-t", str(canon), opt, value]) == 2
         assert capsys.readouterr().err.splitlines() == [f"error: {opt}: {message}"]  # was "1 validation error for"

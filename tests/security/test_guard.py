@@ -131,7 +131,7 @@ def test_a_branch_made_with_plain_git_cannot_be_merged(tmp_path):
     ("deep_jinja_if", {"prompts/system.md": "{% if a %}" * 2000 + "x" + "{% endif %}" * 2000}, "nested"),
     ("deep_python_unary", {"middleware/x.py": "x = " + "-" * 100_000 + "1"}, "nested|does not compile"),
     ("big_int_json", {"tools/x.json": "1" * 5000}, "does not parse|digits"),
-    ("nul_python", {"middleware/x.py": "x = 1\x00"}, "does not"),
+    ("nul_python", {"middleware/x.py": "x = 1\x00"}, "does not|NUL character"),
 ])
 def test_hostile_edits_are_one_clear_rejection(tmp_path, capsys, name, files, why):
     hr = init_harness(tmp_path / "h")
