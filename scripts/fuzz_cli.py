@@ -15,12 +15,12 @@ missing, directories, FIFOs, /dev/zero, under a file, a symlink loop, or files t
 ``--set`` of a real settings key or a hostile ``--config`` file.
 
 Each case runs in a forked child (the imports are paid once) in a fresh copy of the workspace, with its own home,
-stdin from /dev/null, a 4 GiB address-space limit and ``--timeout`` seconds. A failure is: a traceback; an exit
-other than 0 or 2 (``verify`` may exit 1: rejected, as documented); exit 2 without exactly one `error:` line on
-stderr, or with stderr lines other than `error:` / `warning:` ones; exit 2 that changed or removed a file the
-workspace held (a refused command must leave its inputs and earlier outputs whole); a case over ``--timeout``
-(``serve``, ``run`` and ``demo`` may run that long: they serve or evolve until stopped). Every failure is printed
-with its arguments; the script exits 1 if there was one.
+stdin from /dev/null, 4 GiB of address space beyond what the fuzzing process holds and ``--timeout`` seconds. A
+failure is: a traceback; an exit other than 0 or 2 (``verify`` may exit 1: rejected, as documented); exit 2 without
+exactly one `error:` line on stderr, or with stderr lines other than `error:` / `warning:` ones; exit 2 that changed
+or removed a file the workspace held (a refused command must leave its inputs and earlier outputs whole); a case
+over ``--timeout`` (``serve``, ``run`` and ``demo`` may run that long: they serve or evolve until stopped). Every
+failure is printed with its arguments; the script exits 1 if there was one.
 """
 
 from __future__ import annotations
@@ -393,7 +393,10 @@ def _child(argv: list[str], where: Path, out_file: Path, err_file: Path) -> None
             del os.environ[key]
         os.environ.update({"EVOHARNESS_HOME": str(where / "home"), "HOME": str(where / "home-user"),
                            "NO_COLOR": "1", "COLUMNS": "120"})
-        limit = 4 << 30
+        # 4 GiB beyond what the process holds as it forks: a flat 4 GiB sat below a long-lived parent's size (a
+        # pytest worker after two thousand tests), so every allocation of the case failed
+        held = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+        limit = held + (4 << 30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)

@@ -59,3 +59,22 @@ def test_every_command_once_exits_0_or_2_with_one_error_line(fuzz):
     counts = fuzz.fuzz(budget_s=900, n=len(table), seed=0, timeout=20, out=out)
     assert {name: c["cases"] for name, c in counts.items()} == {name: 1 for name in table}
     assert sum(c["failures"] for c in counts.values()) == 0, out.getvalue()
+
+
+def test_a_case_forked_from_a_process_holding_much_memory_still_has_room(fuzz, tmp_path):
+    """A case's address-space limit counts from what the fuzzing process already holds: forked from a pytest worker
+    that had run two thousand tests, a flat 4 GiB limit sat below the child's inherited size, and this rollout hung
+    on a MemoryError (the clean-clone CI at e64012a, case 9)."""
+    import mmap
+
+    workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
+    fuzz.build_workspace(workspace)
+    scratch.mkdir()
+    case = fuzz.Case("rollout", ["rollout", "--harness", "h", "--env", "synthetic", "--out", "out-out/", "--model",
+                                 "standin:weak", "--tasks", "2", "--seed", "0", "--commit", "main", "--workers", "1"])
+    held = mmap.mmap(-1, 6 << 30)  # address space only, never touched: as a long-lived parent holds it
+    try:
+        fuzz.run_case(case, workspace, scratch, [], timeout=60)
+    finally:
+        held.close()
+    assert (case.rc, case.problems) == (0, []), (case.rc, case.problems, case.err[-2000:])
