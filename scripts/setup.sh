@@ -26,4 +26,8 @@ step "install evoharness and its dev tools into .venv (pip -e \".[dev]\"; a few 
 # provider SDK); pinned: the bfcl:<category> environment reads its data files and checker (pyproject [bfcl])
 step "install bfcl-eval 2026.3.23 (--no-deps) into .venv" \
   .venv/bin/python -m pip install --no-deps "bfcl-eval==2026.3.23"
+# the chat templates trl and axolotl ship (tests/datasets/test_datasets_chat_templates.py renders exports with them):
+# their wheels only, downloaded and never installed (either pulls torch), read as zip files; pinned
+step "download the trl 1.16.0 and axolotl 0.19.0 wheels into .venv/chat-templates (not installed)" \
+  .venv/bin/python -m pip download --no-deps -d .venv/chat-templates "trl==1.16.0" "axolotl==0.19.0"
 echo "setup: done: .venv/bin/evoharness is the CLI (or run \`source .venv/bin/activate\` first to type \`evoharness\`)" >&2
