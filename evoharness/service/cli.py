@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -143,6 +144,9 @@ def _server(config):
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():  # as uvicorn's own: a signal handler can
+                yield  # only be set there (an embedding that serves from a thread got ValueError, nothing served)
+                return
             handlers = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
             try:
                 yield
