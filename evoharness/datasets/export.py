@@ -516,7 +516,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     spill = _Spill(stage / "records.pickle") if split is not None else None
     writers = {}
     for part in parts:
-        writers[part] = open_writer(fmt, stage, part)
+        writers[part] = open_writer(fmt, stage, part, names)
     # the placebo permutes within a split: a validation task's turns never reach a training record
     windows: dict[str | None, list[tuple[dict, dict]]] = {part: [] for part in parts}
     # the parsed arguments of a window's records (a turn may move to another record)

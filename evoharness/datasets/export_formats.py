@@ -7,10 +7,12 @@ format is its writer (and validator) in its own module plus one ``EXPORT_FORMATS
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evoharness.errors import InputError
 from evoharness.registry import Registry
@@ -18,6 +20,9 @@ from evoharness.registry import Registry
 from .formats import Exporter, HFWriter, OpenAIWriter, ShareGPTWriter
 from .llamafactory import sharegpt_info
 from .validate import openai_errors, sharegpt_errors, validate_file
+
+if TYPE_CHECKING:
+    from .models import RequestNames
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,8 @@ class FormatEntry:
     dataset_info: Callable[[dict[str, str]], dict] | None = None
     # where a split's records land (``{split}``: train, validation), for ``--val-fraction``; None: the format has none
     split_file: str | None = None
+    # the optional package the writer needs (hf: ``datasets``), checked before any is opened; None: none
+    needs: str | None = None
 
 
 def _jsonl(check: Callable[[dict], list[str]]) -> Callable[[Path], tuple[int, list[str]]]:
@@ -74,6 +81,7 @@ EXPORT_FORMATS.register("openai", FormatEntry(
     "record, line by line."))
 EXPORT_FORMATS.register("hf", FormatEntry(
     writer=HFWriter, data_file=HFWriter.PARQUET, validate=validate_parquet, split_file=HFWriter.SPLIT_PARQUET,
+    needs="datasets",
     card="Hugging Face `datasets` parquet: `messages` (role, content, tool_calls, tool_call_id), `tools` "
     "(a JSON string: a list column of structs would merge every row's tool schemas into one type; for TRL, which "
     "passes `tools` to `apply_chat_template`, decode it with `ds.cast_column(\"tools\", datasets.Json())`, not "
@@ -87,12 +95,20 @@ EXPORT_FORMATS.register("sharegpt", FormatEntry(
     dataset_info=sharegpt_info))
 
 
-def open_writer(fmt: str, out: Path, split: str | None = None) -> Exporter:
-    """The format's writer on ``out``; with ``split`` (train, validation), the one writing that split's files."""
+def open_writer(fmt: str, out: Path, split: str | None = None, names: RequestNames | None = None) -> Exporter:
+    """The format's writer on ``out``; with ``split`` (train, validation), the one writing that split's files.
+    ``names``: how the request spells its format and split (default: the CLI's options)."""
+    fmt_name, split_name = (names.format, names.val_fraction) if names else ("--format", "--val-fraction")
     entry = EXPORT_FORMATS.get(str(fmt))
+    if entry.needs:
+        try:
+            importlib.import_module(entry.needs)
+        except ModuleNotFoundError:  # a service's client was told of a CLI option it never sent ("--format hf")
+            raise InputError(f"{fmt_name} {fmt}", f"needs the `{entry.needs}` package (pip install "
+                             f"{entry.needs})") from None
     out.mkdir(parents=True, exist_ok=True)
     if split is None:
         return entry.writer(out)
     if entry.split_file is None:
-        raise InputError("--val-fraction", f"the {fmt} format writes no split files")
+        raise InputError(split_name, f"the {fmt} format writes no split files")
     return entry.writer(out, split)

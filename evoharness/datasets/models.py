@@ -99,12 +99,13 @@ class RequestNames:
     source: str = "--source"
     val_fraction: str = "--val-fraction"
     out: str = "--out"
+    format: str = "--format"
     elsewhere: str = "export into a new or empty directory"  # what to do about an --out that holds other files
 
 
 CLI_NAMES = RequestNames()
 SERVICE_NAMES = RequestNames(tasks="tasks", split="split", source="source", val_fraction="val_fraction", out="name",
-                             elsewhere="export under another name")
+                             format="format", elsewhere="export under another name")
 
 
 class ValidationSplit(BaseModel):

@@ -187,7 +187,7 @@ def test_hf_without_the_datasets_package_is_one_clear_error(tmp_path, monkeypatc
     path = tmp_path / "t.jsonl"
     write_trajectories(path, _trajs(2))
     assert main(["dataset", "export", "-t", str(path), "--format", "hf", "--out", str(tmp_path / "o")]) == 2
-    assert "needs the `datasets` package" in capsys.readouterr().err
+    assert "error: --format hf: needs the `datasets` package (pip install datasets)" in capsys.readouterr().err
 
 
 def test_labels_file_replaces_relabelling_and_gives_the_same_metadata(tmp_path, capsys, monkeypatch):

@@ -118,3 +118,20 @@ def test_export_errors_name_the_fields_the_request_sent_not_the_cli_options(tmp_
             r = c.post("/datasets/export", json={**body, **extra}, headers=AUTH)
             assert r.status_code == status and r.json()["error"] == error, (extra, r.status_code, r.text)
             assert "--" not in r.json()["error"]
+
+
+def test_hf_without_the_datasets_package_names_the_format_field_not_the_cli_option(tmp_path, monkeypatch):
+    """The service said "--format hf: needs the `datasets` package" to a client that sent {"format": "hf"}; the CLI
+    keeps its option's name (tests/datasets/test_datasets_export.py)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "datasets", None)  # not installed
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        assert c.post("/trajectories", json=[trajectory("e1", "healthy", task="t1")], headers=AUTH).status_code == 200
+        r = c.post("/datasets/export", json={"source": "healthy", "render_under": "trajectory", "format": "hf"},
+                   headers=AUTH)
+        assert r.json()["error"] == "format hf: needs the `datasets` package (pip install datasets)", r.text
+        assert r.status_code == 409
+        assert not list((tmp_path / "home" / "exports").glob("*/data/*"))  # nothing written
