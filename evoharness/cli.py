@@ -7,8 +7,11 @@ line on stderr and exit code 2; never a traceback for bad input.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+import os
+import resource
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -20,6 +23,7 @@ import typer
 from evoharness import __version__, cli_usage
 from evoharness.cli_support import AppState, fail, one_line, settings_of  # noqa: F401 (re-exported)
 from evoharness.errors import EvoharnessError, InputError
+from evoharness.threads import guard_thread_starts
 
 # Areas whose cli modules register commands, in help order.
 AREAS = [
@@ -131,6 +135,7 @@ def _unwrap_help(cmd) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    guard_thread_starts()  # a thread that dies of MemoryError as it starts: an error, not a wait forever
     try:
         _no_nul(sys.argv[1:] if argv is None else argv)
         rv = command().main(args=argv, prog_name="evoharness", standalone_mode=False)
@@ -169,12 +174,31 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
+    except MemoryError:
+        return _out_of_memory()
     except RuntimeError as e:  # Path.resolve on a symlink loop (Python 3.11), wherever a command resolves a path
+        if str(e) == "can't start new thread":  # no memory for the new thread's stack (or no process left)
+            return _out_of_memory("a new thread could not start")
         if not str(e).startswith("Symlink loop from "):
             raise
         where = str(e).removeprefix("Symlink loop from ").strip("'")
         typer.echo(f"error: {one_line(where)}: a symlink loop (too many levels of symbolic links)", err=True)
         return 2
+
+
+def _out_of_memory(what: str = "out of memory") -> int:
+    """One `error:` line for a command that ran out of memory (the frames that held the memory are gone by now;
+    where even the line cannot be built, a fixed one is written straight to fd 2)."""
+    try:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        held = "" if limit == resource.RLIM_INFINITY else (
+            f": this process may map {limit >> 20:,} MiB (its address-space limit, `ulimit -v`); raise the limit "
+            "or give the command less to hold")
+        typer.echo(f"error: {what}{held}", err=True)
+    except Exception:  # noqa: BLE001 -- still out of memory: the line without its detail
+        with contextlib.suppress(OSError):
+            os.write(2, b"error: out of memory\n")
+    return 2
 
 
 def _no_nul(argv: list[str]) -> None:

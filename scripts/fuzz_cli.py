@@ -355,7 +355,10 @@ class Maker:
 # ---------------------------------------------------------------- running a case
 
 
-def run_case(case: Case, workspace: Path, scratch: Path, files: list[tuple[str, bytes]], timeout: float) -> None:
+def run_case(case: Case, workspace: Path, scratch: Path, files: list[tuple[str, bytes]], timeout: float,
+             headroom: int = 4 << 30) -> None:
+    """Run ``case`` in a forked child on a fresh copy of ``workspace``; ``headroom``: the bytes of address space the
+    child may map beyond what this process holds (negative: less than it holds, so that it runs out)."""
     where = scratch / "case"
     if where.exists():
         shutil.rmtree(where, ignore_errors=True)
@@ -368,7 +371,7 @@ def run_case(case: Case, workspace: Path, scratch: Path, files: list[tuple[str, 
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        _child(case.argv, where, out_file, err_file)
+        _child(case.argv, where, out_file, err_file, headroom)
     status, timed_out = _wait(pid, timeout)
     case.seconds = time.monotonic() - start
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -384,7 +387,7 @@ def run_case(case: Case, workspace: Path, scratch: Path, files: list[tuple[str, 
     check(case, before, _inputs_of(where))
 
 
-def _child(argv: list[str], where: Path, out_file: Path, err_file: Path) -> None:
+def _child(argv: list[str], where: Path, out_file: Path, err_file: Path, headroom: int) -> None:
     rc = 1
     try:
         os.setsid()
@@ -396,7 +399,7 @@ def _child(argv: list[str], where: Path, out_file: Path, err_file: Path) -> None
         # 4 GiB beyond what the process holds as it forks: a flat 4 GiB sat below a long-lived parent's size (a
         # pytest worker after two thousand tests), so every allocation of the case failed
         held = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
-        limit = held + (4 << 30)
+        limit = held + headroom
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)

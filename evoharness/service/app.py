@@ -52,6 +52,9 @@ def _unusable(message: str, field: str) -> JSONResponse:
 
 def create_app(settings: Settings, token: str | None, *, quiet: bool = False) -> FastAPI:
     """The app. ``token`` None turns auth off (only `serve --insecure-no-auth` does that)."""
+    from evoharness.threads import guard_thread_starts
+
+    guard_thread_starts()  # as the CLI's main does, for an app served without it: no thread start waits forever
     from evoharness.diagnosis.labeller import Labeller
     from evoharness.service.daemon import Daemon
     from evoharness.service.ingest import IngestStore

@@ -1,0 +1,78 @@
+"""Thread starts that give up when the new thread dies before it has started.
+
+CPython's ``Thread.start`` waits, with no timeout, for the new thread to say it has started. A new thread that
+runs out of memory before it says so (a ``MemoryError`` while the interpreter calls its bootstrap, printed as
+"Exception ignored in thread started by: ...") leaves the starting thread waiting forever: CPython issue
+gh-140746, open as of Python 3.14. Under an address-space limit (``ulimit -v``) ``evoharness rollout`` hung there,
+starting its model gateway's thread, until it was killed; any thread pool (the rollout pool, LangGraph's, the
+service's) can hang the same way.
+
+``guard_thread_starts()`` makes every later ``Thread.start`` of the process raise ``MemoryError`` in that case:
+the new thread's bootstrap is a bound method the interpreter holds until the thread ends, so when it is freed
+before the thread said it started, the thread is gone and will never say so. The CLI's ``main`` installs it;
+so does the service's app factory.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+_ORIGINAL_START = threading.Thread.start
+_POLL_S = 0.05  # how often a waiting start looks whether the new thread is gone (a healthy start takes microseconds)
+
+
+class ThreadDiedStarting(MemoryError):
+    """A new thread ended before it started running: out of memory in its bootstrap (CPython gh-140746)."""
+
+
+class _Started(threading.Event):
+    """A thread's ``_started`` event while it is being started: ``wait()`` gives up when the thread's bootstrap
+    was freed before the event was set (the thread is gone)."""
+
+    def __init__(self, thread: threading.Thread, bootstrap) -> None:
+        super().__init__()
+        self._thread = thread
+        self._bootstrap = weakref.ref(bootstrap)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        thread, self._thread = self._thread, None
+        if thread is None or timeout is not None:  # any later wait (none in CPython): as Event does
+            return super().wait(timeout)
+        vars(thread).pop("_bootstrap", None)  # the new thread holds the bootstrap now; only it
+        del thread
+        while not super().wait(_POLL_S):
+            if self._bootstrap() is None and not self.is_set():
+                raise ThreadDiedStarting("a new thread ran out of memory before it started")
+        return True
+
+
+def _start(self: threading.Thread) -> None:
+    if self._started.is_set() or "_bootstrap" in vars(self) or not isinstance(self._started, threading.Event):
+        return _ORIGINAL_START(self)  # started twice (CPython says so), or a thread this guard does not know
+    bootstrap = self._bootstrap  # a new bound method: the one object the new thread holds while it lives
+    self._bootstrap = bootstrap
+    self._started = _Started(self, bootstrap)
+    del bootstrap
+    try:
+        _ORIGINAL_START(self)
+    except ThreadDiedStarting:
+        with threading._active_limbo_lock:  # CPython leaves the dead thread in its limbo (enumerate() lists it)
+            threading._limbo.pop(self, None)
+        raise
+    finally:
+        vars(self).pop("_bootstrap", None)
+
+
+def guard_thread_starts() -> None:
+    """Make ``Thread.start`` raise ``ThreadDiedStarting`` (a ``MemoryError``) where it waited forever. Idempotent;
+    changes nothing where CPython's ``Thread`` lacks the parts it relies on (``_bootstrap``, ``_started``).
+
+    The dying thread's own report ("Exception ignored in thread started by: ...") is still printed by the
+    interpreter: a ``sys.unraisablehook`` that would leave it out is itself a call that fails for want of memory
+    there ("Exception ignored in sys.unraisablehook"), which only adds a line."""
+    if not hasattr(threading.Thread, "_bootstrap"):
+        return
+    if not isinstance(getattr(threading.current_thread(), "_started", None), threading.Event):
+        return
+    threading.Thread.start = _start

@@ -1,0 +1,96 @@
+"""evoharness.threads: a thread that dies as it starts (out of memory in its bootstrap, CPython gh-140746) makes
+``Thread.start`` raise instead of waiting forever; and a command that runs out of memory exits with one `error:`
+line instead of hanging."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from evoharness.cli import main
+from evoharness.threads import ThreadDiedStarting, guard_thread_starts
+from tests.modules import load_file
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fuzz_cli.py"
+
+
+class _DiesStarting(threading.Thread):
+    """What a MemoryError in the new thread's bootstrap does: the thread ends before it says it has started."""
+
+    def _bootstrap_inner(self):
+        raise MemoryError
+
+
+def _start_within(thread: threading.Thread, seconds: float) -> BaseException | None:
+    """What ``thread.start()`` raised (None: nothing), failing the test when it is still waiting after ``seconds``."""
+    raised: list[BaseException | None] = []
+
+    def start():
+        try:
+            thread.start()
+            raised.append(None)
+        except BaseException as e:  # noqa: BLE001 -- the outcome under test
+            raised.append(e)
+
+    starter = threading.Thread(target=start, daemon=True)
+    starter.start()
+    starter.join(seconds)
+    assert not starter.is_alive(), f"Thread.start() still waiting after {seconds} s"
+    return raised[0]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dying thread's report
+def test_a_thread_that_dies_as_it_starts_makes_start_raise_not_wait_forever():
+    guard_thread_starts()
+    thread = _DiesStarting(target=lambda: None, daemon=True)
+    with contextlib.redirect_stderr(io.StringIO()):
+        raised = _start_within(thread, 10)
+    assert isinstance(raised, ThreadDiedStarting) and isinstance(raised, MemoryError)
+    assert thread not in threading.enumerate()  # CPython left it in its limbo
+
+
+def test_guarded_threads_still_run_and_start_once():
+    guard_thread_starts()
+    guard_thread_starts()  # twice: still one guard
+    ran = []
+    thread = threading.Thread(target=ran.append, args=(1,))
+    assert _start_within(thread, 10) is None
+    thread.join(10)
+    assert ran == [1] and not thread.is_alive()
+    assert "_bootstrap" not in vars(thread)
+    with pytest.raises(RuntimeError, match="only be started once"):
+        thread.start()
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc for the child's address-space limit")
+def test_a_rollout_out_of_memory_exits_with_one_error_line_not_a_hang(tmp_path):
+    """scripts/fuzz_cli.py saw `rollout` hang after "Exception ignored ... MemoryError" under a low RLIMIT_AS: the
+    model gateway's Thread.start waited forever for a thread that had died starting. Here the child (forked from a
+    process that has already run the command once, so nothing is left to import) may map less than it holds."""
+    fuzz = load_file(SCRIPT, "fuzz_cli", register=True)
+    workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
+    fuzz.build_workspace(workspace)
+    scratch.mkdir()
+    argv = ["rollout", "--harness", "h", "--env", "synthetic", "--out", "oom.jsonl", "--model", "standin:weak",
+            "--tasks", "2", "--seed", "0", "--commit", "main", "--workers", "1"]
+    cwd = os.getcwd()
+    try:  # warm: the modules the command imports are in this process before it forks
+        os.chdir(workspace)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(argv) == 0
+    finally:
+        os.chdir(cwd)
+    (workspace / "oom.jsonl").unlink()
+    shutil.rmtree(workspace / "h" / ".evoharness", ignore_errors=True)
+    case = fuzz.Case("rollout", argv)
+    fuzz.run_case(case, workspace, scratch, [], timeout=60, headroom=-(2 << 20))
+    assert case.rc == 2, (case.rc, case.problems, case.err[-2000:])
+    assert "Traceback" not in case.err
+    errors = [line for line in case.err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and ("out of memory" in errors[0] or "thread could not start" in errors[0]), case.err
