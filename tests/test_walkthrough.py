@@ -166,6 +166,29 @@ def test_the_readme_harness_example_runs_as_written(clone, tmp_path):
     assert f"{printed}  " in done.stdout.splitlines()[-1]  # and `review` lists it
 
 
+def test_the_readme_dataset_example_runs_after_the_examples_before_it(clone, tmp_path):
+    """README's dataset block exported `--trajectories traces.jsonl`, a file no example before it writes: a newcomer
+    who ran the harness and rollout examples in turn got `error: traces.jsonl: trajectory file not found`."""
+    readme = (clone / "README.md").read_text()
+    blocks = [_readme_block(readme, holding) for holding in
+              ("evoharness candidate new", "evoharness rollout --harness", "evoharness dataset export")]
+    shim = tmp_path / "bin" / "evoharness"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m evoharness "$@"\n')
+    shim.chmod(0o755)
+    here = tmp_path / "walk"
+    here.mkdir()
+    env = _env(clone, {"PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+                       "EVOHARNESS_HOME": str(here / ".evoharness"),  # a fresh home: an empty training queue
+                       "EVOHARNESS_SANDBOX__BACKEND": "inprocess"})  # the commands as written, without bwrap
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(blocks)], cwd=here, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = re.search(r"wrote (\d+) records \(openai\) to sft", done.stdout)
+    assert written and int(written.group(1)) > 0, done.stdout[-2000:]  # the rollouts' healthy runs, not nothing
+    assert f"{written.group(1)} records, all valid (openai)" in done.stdout
+
+
 def test_the_usual_mistakes(clone):
     line = one_error(run(evoharness(clone, "diagnose", TAU, "--jsn")))  # the real entry point
     assert line.endswith("no such option --jsn; did you mean --json?")
