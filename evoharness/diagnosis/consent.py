@@ -350,7 +350,12 @@ def _shape_kinds(said: str, verb: str | None, noun: str | None, verb_end: int) -
 #   said yes to as often as for another action.
 # The opening words and the verb are taken whole, never given back (possessive: no opening word is a verb of doing or
 # a hold's first word, so no match is lost): ~3x fewer instructions than the same regex backtracking into them.
-_HOLD = (r"(?P<hold>wait\b|(?:hold|hang)\s+on\b(?!\s+to\b)|hold\s+(?:off|up)\b"
+_HOLD = (r"(?P<hold>(?P<inherent>wait\b|(?:hold|hang)\s+on\b(?!\s+to\b)|hold\s+(?:off|up)\b"
+         # a yes taken back: "never mind", "scratch that", "forget it", "I've changed my mind", "on second thought",
+         # and a negation that stops the sentence ("actually, don't.", "no, don't")
+         r"|never\s+mind\b|scratch\s+that\b|forget\s+(?:it|that|about\s+it)\b"
+         r"|(?:i['’]ve\s+|i\s+have\s+|i\s+)?changed\s+my\s+mind\b|on\s+second\s+thoughts?\b"
+         r"|(?:do\s+not|don['’]t)(?=\s*(?:[.!,;\n\u2013\u2014-]|$)))"
          r"|not\s+(?:yet|now|just\s+yet|so\s+fast|right\s+now|today)\b"
          r"|let\s+me\s+(?:think|check|ask|talk|consult|look|see|confirm|double)\b"
          r"|(?:do\s+not|don['’]t|never)\s+(?:(?:actually|just|quite|really|yet)\s+)?"
@@ -366,8 +371,8 @@ _OPENING = re.compile(
     r"the\s+(?P<noun>\w+)))\b)")
 # a hold after a "but" further on ("Yes, I see the fee, but don't cancel it yet.") or at a later sentence's start
 # ("Yes, please cancel it. Actually, don't cancel it yet."), matched where the "but" or the stop ends
-_HOLD_AFTER = re.compile(r"\W*+(?:(?:please|just|actually|first|then|for\s+now|hmm+|um+|oh|ok(?:ay)?|no|sorry|"
-                         r"on\s+second\s+thoughts?)\W+)*+" + _HOLD)
+_HOLD_AFTER = re.compile(r"\W*+(?:(?:please|just|actually|first|then|for\s+now|hmm+|um+|oh|ok(?:ay)?|no|sorry)\W+)*+"
+                         + _HOLD)
 # a hold at a later sentence's start: after a stop, a semicolon, a line's end or a dash. One scan of the message in C,
 # opening with a character class the engine skips to (~0.7 microseconds on a tau-bench yes; with "but" as a second
 # alternative ~2: "but" is found by str.find)
@@ -384,26 +389,77 @@ _TELL_ME = re.compile(r"\W*+(?:(?:please|just|though)\W+)*+(?:tell\s+me|show\s+m
                       r"(?:i|we)(?:\s+(?:need|want|would\s+like)|['’]d\s+like)\s+to\s+(?:know|see|hear|understand))\b")
 # a sentence's end in the message as written (its questions not blanked): not a decimal point
 _STOP = re.compile(r"[!?\n]|\.(?!\d)")
+# a hold after a comma ("Yes, cancel it, actually don't", "Sure, go ahead, wait, how much is it?"): one marked as
+# taking the yes back ("actually", "no", "sorry", "wait" before it), or a hold of its own (group ``inherent``: wait,
+# hold on, never mind, "I changed my mind", a negation that stops the clause). Not a negated verb of doing or "not
+# now" with no such mark ("Yes, cancel it, don't refund it to the gift card" asks for a detail as often)
+_COMMA_HOLD = re.compile(r",\W*+(?P<marker>(?:(?:actually|no|sorry|hmm+|um+|oh|wait)\W+)+)?" + _HOLD)
+# A deferral in other words than "first" / "before": the user puts the decision off -- "I'll get back to you", "I'll
+# let you know", "I'll think about it", "let me sleep on it", "I need to check with my wife", "I need some time" --
+# anywhere outside the message's questions and not negated ("I don't need to think about it"). Not "I'll get back
+# to you if I need anything" nor "I'll let you know if ..." (a farewell after the action), nor a "let you know" that
+# goes on to what will be told ("let you know my new address")
+_PUT_OFF = re.compile(
+    r"\b(?:get|come)\s+back\s+to\s+you\b(?!\s+if\b)"
+    r"|\blet\s+you\s+know\b(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|later\b|soon\b|tomorrow\b|once\b|when\b|after\b|"
+    r"what\s+(?:i|we)\b|how\s+(?:i|we)\b))"
+    r"|\b(?:think\s+(?:about\s+(?:it|this|that)|it\s+over)|sleep\s+on\s+it|consider\s+(?:my|our)\s+options)\b"
+    # (the person alone, "first" or "about it" after: "talk to my wife about the refund" asks about a detail)
+    r"|\b(?:(?:check|talk|speak|discuss\s+(?:it|this|that))\s+(?:with|to)|consult)\s+(?:my|our)\s+\w+(?:\s+\w+)?"
+    r"(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|first\b|before\b|about\s+(?:it|this|that)\b|and\b|then\b))"
+    r"|\b(?:i|we)(?:\s+(?:need|want|would\s+like)|['’](?:ll\s+need|d\s+like))\s+"
+    r"(?:(?:some|a\s+little|a\s+bit\s+of|more)\s+)*time\b"
+    r"|\b(?:let\s+me|(?:i|we)(?:['’]ll|\s+will|\s+need\s+to|\s+want\s+to))\s+take\s+"
+    r"(?:(?:some|a\s+little|a\s+bit\s+of|more)\s+)*time\b")
+# a question with a reservation ("Sure -- what's the refund, though?"): asked before the action, as "first" asks it;
+# not a request beside the yes ("Yes, go ahead. Though, could you email me the receipt?")
+_THOUGH = re.compile(r"^(?!.*\b(?:can|could|would|will)\s+you\b).*\bthough\b", re.S)
+# a negation before a deferral in its clause: "I don't need to think about it"
+_NEGATED_BEFORE = re.compile(r"(?:\bnot|\bnever|\bno|n['’]t)\b[^,.;!?\n]*$")
+# the user's last word that says yes again after a hold, in the hold's own sentence: a clause that opens -- past
+# "actually", "then", "no" and the like -- with a word of assent ("Yes, please. Hold on, actually go ahead.")
+_YES_AGAIN = re.compile(r"\W*+(?:(?:actually|then|well|oh|hmm+|um+|no)\W+)*+(?:yes|yeah|yep|yup|sure|ok(?:ay)?|"
+                        r"alright|all\s+right|go\s+ahead|proceed|please\s+(?:do|proceed|go\s+ahead)|do\s+it|"
+                        r"go\s+for\s+it|let['’]?s\s+do\s+it)\b")
+_CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014-]")
+# a yes on a condition ("If it's under $200, yes.", "Yes, as long as the refund goes to my card"): no last word after
+# a hold or a deferral, which it does not lift (on its own, "If that's the only option, then yes, please go ahead" is
+# a yes, as before)
+_CONDITION = re.compile(r"\b(?:if|unless|as\s+long\s+as|provided|providing|assuming|only\s+when)\b")
+# every hold's word (``_HOLD``) a message may hold, and every deferral's (``_PUT_OFF``): C scans before any regex
+_HOLD_GATE = ("n't", "n’t", "not", "wait", "hold", "hang", "let", "never", "mind", "scratch", "forget", "second")
+_PUT_OFF_GATE = ("back to you", "let you know", "think", "sleep on", "consider", "with my", "to my", "with our",
+                 "to our", "consult", "time")
 
 
 def _held_back(low: str, opening: re.Match | None, text: str) -> bool:
     """A yes's lower-cased text ``low`` (its questions blanked; ``opening``: ``_OPENING.match(low)``; ``text``: the
-    message as written) holds back the action it may seem to say yes to: a hold right after its opening words, after a
-    "but" or at a later sentence's start (``_HOLD``), or a deferral that asks something first (``_DEFER``) -- unless
-    a later sentence says yes again ("OK, wait. Yes, go ahead.": the user's last word)."""
+    message as written) holds back the action it may seem to say yes to: a hold at its start, right after its opening
+    words, after a "but", at a later sentence's start or after a comma with a mark of taking the yes back (``_HOLD``,
+    ``_COMMA_HOLD``), a deferral that asks something first (``_DEFER``), a question with "though" (``_THOUGH``) or a
+    deferral in other words (``_PUT_OFF``: "I'll get back to you") -- unless the user says yes again, with no
+    condition, after the last of them (``_says_yes_again``: "OK, wait. Yes, go ahead.", "Hold on, actually go ahead.":
+    the user's last word)."""
     if len(text) != len(low):  # (lower-casing changed the length: positions are read on ``low`` alone)
         text = low
     end = -1  # where the sentence of the last hold or deferral ends
     if opening is not None and opening.group("hold") is not None and _holds(opening):
         end = opening.end()
+    elif (m := _HOLD_AFTER.match(low)) is not None and _holds(m):  # a hold that opens the message ("Wait. ...")
+        end = m.end()
     # (every _HOLD match holds one of these words: short-circuit C scans, no regex, for most yeses)
-    if "n't" in low or "not" in low or "wait" in low or "hold" in low or "let" in low or "never" in low \
-            or "hang" in low or "n’t" in low:
+    if any(map(low.__contains__, _HOLD_GATE)):
         m = _LATER_HOLD.search(low, end + 1)
         while m is not None:
             if _holds(m):
                 end = max(end, m.end())
             m = _LATER_HOLD.search(low, m.end())
+        if "," in low:
+            m = _COMMA_HOLD.search(low, end + 1)
+            while m is not None:
+                if (m.group("marker") is not None or m.group("inherent") is not None) and _holds(m):
+                    end = max(end, m.end())
+                m = _COMMA_HOLD.search(low, m.end())
         k = low.find("but")  # (-1 for most yeses: one C scan)
         while k >= 0:
             after = k + 3
@@ -416,10 +472,50 @@ def _held_back(low: str, opening: re.Match | None, text: str) -> bool:
         for d in _DEFER.finditer(low):
             if _defers(low, text, d):
                 end = max(end, d.end())
-    if end < 0:
-        return False
+    if any(map(low.__contains__, _PUT_OFF_GATE)):
+        for m in _PUT_OFF.finditer(low):
+            clause = max(low.rfind(c, 0, m.start()) for c in ",.;!?\n") + 1
+            if _NEGATED_BEFORE.search(low, clause, m.start()) is None:
+                end = max(end, m.end())
+    if "hough" in text:  # (a question's words are blanked in ``low``: read in ``text``)
+        for q in _QUESTION.finditer(text):
+            if _THOUGH.search(q.group(0).lower()) is not None:
+                end = max(end, q.end())
+    return end >= 0 and not _says_yes_again(low, text, end)
+
+
+def _says_yes_again(low: str, text: str, end: int) -> bool:
+    """After the last hold or deferral of a yes (ending at ``end`` in ``low``; ``text``: the message as written, or
+    ``low``), the user says yes again, with no condition (``_CONDITION``): a clause of the hold's own sentence that
+    opens with a word of assent (``_YES_AGAIN``: "Hold on, actually go ahead."), or a later sentence that says yes
+    ("OK, wait. Yes, go ahead."). The user's last word stands."""
     stop = _STOP.search(text, end)
-    return stop is None or not _assents(tail := low[stop.end():], gate_text(tail))
+    limit = stop.start() if stop is not None else len(low)
+    c = _CLAUSE_BREAK.search(low, end, limit)
+    while c is not None:
+        nxt = _CLAUSE_BREAK.search(low, c.end(), limit)
+        clause = low[c.end():nxt.start() if nxt is not None else limit]
+        if _YES_AGAIN.match(clause) and _CONDITION.search(clause) is None and _assents(clause, gate_text(clause)):
+            return True
+        c = nxt
+    if stop is None:
+        return False
+    tail = low[stop.end():]
+    if not _assents(tail, gate_text(tail)):
+        return False
+    if _CONDITION.search(tail) is None:
+        return True
+    # (a condition somewhere: each later sentence on its own)
+    start = stop.end()
+    while start < len(low):
+        s = _STOP.search(text, start)
+        sentence = low[start:s.start() if s is not None else len(low)]
+        if _CONDITION.search(sentence) is None and _assents(sentence, gate_text(sentence)):
+            return True
+        if s is None:
+            break
+        start = s.end()
+    return False
 
 
 def _defers(low: str, text: str, d: re.Match) -> bool:

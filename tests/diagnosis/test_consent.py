@@ -288,3 +288,75 @@ def test_a_yes_beside_words_of_holding_or_an_order_of_the_work_stays_a_yes(answe
     """"Yes, but hold on to the receipt for me." asks to keep something ("hold on to X" is no "hold on"), and a yes
     said after a hold is the user's last word (before, the first was no yes, and so were the second and third)."""
     assert _violations("Shall I cancel it?", answer, "cancel") == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Yes, cancel it, actually don't",
+    "Yes, cancel it. Actually, don't.",
+    "Yes, please go ahead, no wait, don't.",
+    "Sure, go ahead, wait, how much is the refund?",
+    "Yes, go ahead. Never mind.",
+    "Sure. On second thought, let's keep it.",
+    "Yes, go ahead. Actually, I changed my mind.",
+    "OK, cancel it, sorry, scratch that."])
+def test_a_hold_after_a_comma_or_a_yes_taken_back_is_no_yes(answer):
+    """"Yes, cancel it, actually don't" takes its yes back after a comma, and "Never mind." or "Actually, don't." in
+    a later sentence take it back with no verb (before, a hold was read only after a stop or a "but", and only as a
+    wait, a "not now" or a negated verb of doing)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Sure, I need to check with my wife.",
+    "OK, I'll get back to you.",
+    "Sounds good, I'll think about it.",
+    "Okay, I need some time to decide.",
+    "Alright, let me sleep on it.",
+    "Sure, I'll let you know.",
+    "Sounds good. I'll talk to my husband about it first.",
+    "Sure -- what's the refund, though?"])
+def test_a_deferral_in_other_words_than_first_is_no_yes(answer):
+    """"Sure, I need to check with my wife." puts the decision off with no "first" or "before", and "what's the
+    refund, though?" asks before the action (before, only those two words opened a deferral)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Let me check with my wife. If it's under $200, yes.",
+    "Hold on. OK, yes, go ahead if it's under $200.",
+    "Yes, but not now. Maybe tomorrow if that's okay.",
+    "Wait. Yes, as long as the refund goes to my card."])
+def test_a_yes_on_a_condition_after_a_hold_or_a_deferral_is_no_yes(answer):
+    """"Let me check with my wife. If it's under $200, yes." says yes only on a condition not yet known: the deferral
+    stands (before, any yes in a later sentence was the user's last word)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Yes, please. Hold on, actually go ahead.",
+    "OK, wait, never mind, go ahead.",
+    "Hmm, hold on, okay, yes, go ahead.",
+    "Hold on. OK, yes, go ahead."])
+def test_a_yes_said_again_in_the_holds_own_sentence_stays_a_yes(answer):
+    """"Yes, please. Hold on, actually go ahead." says yes again after the hold, in its own sentence: the last word
+    stands (before, only a later sentence could say it)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Yes, go ahead. I'll get back to you if I need anything else.",
+    "Yes, go ahead. I'll let you know if I have other questions.",
+    "Yes, I'll let you know my new address later.",
+    "Yes, I don't need to think about it, go ahead.",
+    "Yes, go ahead; I will talk to my wife about the refund later.",
+    "Yes, please check my balance too.",
+    "Sure, go ahead and take your time.",
+    "Yes, let me know once it's done.",
+    "Yes, go ahead, I can't wait for the refund.",
+    "If that's the only option, then yes, please go ahead and cancel it.",
+    "Yes, go ahead, though I'm not thrilled.",
+    "Yes, go ahead. Though, could you email me the receipt?"])
+def test_a_yes_beside_a_farewell_a_detail_or_its_own_condition_stays_a_yes(answer):
+    """A farewell after the action ("I'll get back to you if I need anything else"), a detail put off ("my new address
+    later"), a negated deferral and a yes whose condition stands alone are no deferral."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == []
