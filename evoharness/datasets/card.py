@@ -83,7 +83,9 @@ def render_card(s: ExportSummary) -> str:
            if s.placebo and s.placebo_units_kept_in_place else ""),
         f"- **Filters:** min score {f.min_score if f.min_score is not None else '-'}, "
         f"max per task {f.max_per_task or '-'}, splits {[x.value for x in f.splits] if f.splits else 'any'}, "
-        f"tasks {f.tasks or 'any'}, classes {[x.value for x in f.classes] if f.classes else 'any'}",
+        f"tasks {f.tasks or 'any'}, classes {[x.value for x in f.classes] if f.classes else 'any'}"
+        + (", records with a reply of text and tool calls skipped (`--skip-text-with-calls`)"
+           if f.skip_text_with_calls else ""),
         f"- **Held-out tasks:** never exported; {s.heldout_tasks_excluded} trajectories of held-out tasks "
         "were excluded.",
         f"- **Duplicates:** {_duplicates(s)}",
@@ -91,7 +93,8 @@ def render_card(s: ExportSummary) -> str:
         *([f"- **Text beside tool calls:** {s.sharegpt_text_with_calls} records hold an assistant turn with text "
             "and tool calls, written as a `function_call` turn `TEXT<tool_call>CALLS</tool_call>`: LLaMA-Factory "
             "(0.9.5) trains on the text followed by the calls in its template's tool format, with a template that "
-            "passes its tool-call words (not `gemma*`, `llama2*`, `lfm2*`: docs/datasets.md)"]
+            "passes its tool-call words (not `gemma*`, `llama2*`, `lfm2*`: `--skip-text-with-calls` leaves these "
+            "records out; docs/datasets.md)"]
           if s.sharegpt_text_with_calls else []),
         *([f"- **Unreadable tool calls:** {s.sharegpt_calls_unreadable} records hold a `function_call` turn whose "
             "text holds `<tool_call>` or whose calls hold `</tool_call>`, which LLaMA-Factory cannot read back as "

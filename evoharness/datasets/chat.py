@@ -53,6 +53,13 @@ class RecordSkipped(Exception):  # noqa: N818 (a reason, not an error)
         super().__init__(reason)
 
 
+def text_with_calls(record: dict) -> bool:
+    """Whether an assistant reply of ``record`` holds text and tool calls: a turn that LLaMA-Factory's gemma*, llama2*
+    and lfm2* templates cannot read (as ShareGPT) and Llama 3.1's and Mistral v3's chat templates write without its
+    text (docs/datasets.md)."""
+    return any(m.get("tool_calls") and m.get("content") for m in record["messages"])
+
+
 def content_text(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content

@@ -117,7 +117,7 @@ def enqueue(
     typer.echo(f"{seen} trajectories, {content} content failures, {added} newly queued ({len(q)} in queue)")
 
 
-def _filters(min_score, max_per_task, split, task, failure_class):
+def _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls=False):
     from evoharness.diagnosis.models import FailureClass
     from evoharness.traces.models import Split
 
@@ -131,7 +131,8 @@ def _filters(min_score, max_per_task, split, task, failure_class):
         return ExportFilters(
             min_score=min_score, max_per_task=max_per_task,
             splits=[Split(x) for x in split] if split else None, tasks=list(task) if task else None,
-            classes=[FailureClass(x) for x in failure_class] if failure_class else None)
+            classes=[FailureClass(x) for x in failure_class] if failure_class else None,
+            skip_text_with_calls=skip_text_with_calls)
     except ValidationError as e:  # the option and what is wrong with its value, not "1 validation error for ..."
         first = e.errors()[0]
         option = {"min_score": "--min-score", "max_per_task": "--max-per-task", "tasks": "--task"}.get(
@@ -180,6 +181,11 @@ def export(
     keep_duplicates: Annotated[bool, typer.Option(
         "--keep-duplicates", help="write a record identical to an earlier one (default: skipped, counted in the "
                                   "card as duplicate_record)")] = False,
+    skip_text_with_calls: Annotated[bool, typer.Option(
+        "--skip-text-with-calls", help="skip a record with an assistant reply that holds text and tool calls, which "
+                                       "some chat templates cannot read (LLaMA-Factory's gemma*, llama2*, lfm2*) or "
+                                       "write without the text (Llama 3.1, Mistral v3); counted as text_with_calls "
+                                       "(default: written)")] = False,
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
     from .env_tools import MAX_ENVS
@@ -197,7 +203,7 @@ def export(
         fail(f"{e} (sources: healthy | queue | all)")
     if render_under not in ("seed", "evolved"):
         fail(f"--render-under must be seed or evolved, got {render_under!r}")
-    filters = _filters(min_score, max_per_task, split, task, failure_class)
+    filters = _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls)
     if source_ != SourceKind.queue and trajectories is None:
         fail(f"--source {source_.value} needs --trajectories FILE.jsonl")
     # an option the source would ignore: the export came out of another source than the one named, said nowhere
@@ -264,7 +270,8 @@ def export(
     if mixed := summary.sharegpt_text_with_calls:  # read by most LLaMA-Factory templates, not all: said, not warned
         typer.echo(f"note: {mixed} records hold an assistant turn with text and tool calls, written as "
                    "TEXT<tool_call>CALLS</tool_call>: LLaMA-Factory 0.9.5 reads it with a template that passes its "
-                   "tool-call words, not gemma*, llama2* or lfm2* (docs/datasets.md)", err=True)
+                   "tool-call words, not gemma*, llama2* or lfm2* (--skip-text-with-calls leaves them out; "
+                   "docs/datasets.md)", err=True)
     if unreadable := summary.sharegpt_calls_unreadable:
         typer.echo(f"warning: {unreadable} records hold a function_call turn whose text holds <tool_call> or whose "
                    "calls hold </tool_call>, which LLaMA-Factory cannot read back as written: drop them for "

@@ -60,7 +60,7 @@ from evoharness.traces.store import KeptLine, keeping_lines, line_digest, naming
 
 from . import placebo as placebo_mod
 from .card import write_card
-from .chat import RecordSkipped, record_and_arguments, with_system
+from .chat import RecordSkipped, record_and_arguments, text_with_calls, with_system
 from .env_tools import EnvTools
 from .export_formats import EXPORT_FORMATS, open_writer
 from .formats import WRITE_BUFFER, fingerprint, line_key, record_line
@@ -620,6 +620,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                     record, arguments = record_and_arguments(t, known_tools=env_tools.of(t))
                 except RecordSkipped as e:
                     skipped[e.reason] += 1
+                    continue
+                if filters.skip_text_with_calls and text_with_calls(record):
+                    skipped["text_with_calls"] += 1
                     continue
                 # a record identical to an earlier one (the same run imported twice, or two runs alike): its system
                 # message is still to be rendered from the trajectory's task and the record's tools, so the task counts

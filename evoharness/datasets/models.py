@@ -74,6 +74,8 @@ class ExportFilters(BaseModel):
     splits: list[Split] | None = Field(None, description="admit only these splits (never heldout)")
     tasks: list[TaskId] | None = Field(None, description="admit only these task ids")
     classes: list[FailureClass] | None = Field(None, description="admit only these failure classes")
+    skip_text_with_calls: bool = Field(False, description="skip a record with an assistant reply that holds text and "
+                                       "tool calls (for chat templates that cannot read one: docs/datasets.md)")
 
 
 class RenderedPrompt(BaseModel):

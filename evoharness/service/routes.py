@@ -437,6 +437,8 @@ class ExportRequest(BaseModel):
     classes: list[FailureClass] | None = None
     keep_duplicates: StrictBool = Field(False, description="write records identical to an earlier one (default: "
                                         "skipped)")
+    skip_text_with_calls: StrictBool = Field(False, description="skip a record with an assistant reply that holds "
+                                             "text and tool calls (`dataset export --skip-text-with-calls`)")
     val_fraction: float | None = Field(None, gt=0, lt=1, description="write a train and a validation split by task, "
                                        "this fraction of the tasks in validation (`dataset export --val-fraction`)")
     split_seed: StrictInt | None = Field(None, description="which tasks val_fraction takes (default 0); only with "
@@ -466,7 +468,7 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             raise HTTPException(409, str(e)) from None
     try:
         filters = ExportFilters(min_score=body.min_score, max_per_task=body.max_per_task, tasks=body.tasks,
-                                classes=body.classes)
+                                classes=body.classes, skip_text_with_calls=body.skip_text_with_calls)
     except ValidationError as e:
         raise HTTPException(422, str(e).splitlines()[0]) from None
     cfg = settings.datasets

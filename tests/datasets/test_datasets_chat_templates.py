@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from evoharness.datasets.export import export_dataset
-from evoharness.datasets.models import SourceKind
+from evoharness.datasets.models import ExportFilters, SourceKind
 from evoharness.traces.models import Split, Trajectory
 
 from .helpers import offline_hf, read_jsonl  # noqa: F401  (a fixture)
@@ -79,16 +79,17 @@ def _calls(*calls: tuple[str, str, dict]) -> list[dict]:
             for cid, name, args in calls]
 
 
-def agent_run(tid: str = "r1", *, parallel: bool = True) -> Trajectory:
-    """A run with what tau-bench's GPT-4o runs hold: a reply with text beside its call, a call alone, two calls in one
-    turn (``parallel``), results with quotes, newlines and non-ASCII, a second user turn and plain replies."""
+def agent_run(tid: str = "r1", *, parallel: bool = True, beside: bool = True) -> Trajectory:
+    """A run with what tau-bench's GPT-4o runs hold: replies with text beside their call (``beside``), a call alone, two
+    calls in one turn (``parallel``), results with quotes, newlines and non-ASCII, a second user turn and replies."""
     lookup = [("c1", "get_user_details", {"user_id": "mia_li_3668"})]
     both = [("c2", "get_reservation_details", {"reservation_id": "NO6JO3"}),
             ("c3", "get_reservation_details", {"reservation_id": "AIXC49"})]
     messages = [
         {"role": "system", "content": "You are an airline agent. Follow the policy."},
         {"role": "user", "content": "Hi, I'm Mia Li (mia_li_3668). Cancel my trip to Zürich, please."},
-        {"role": "assistant", "content": "Let me look up your profile first.", "tool_calls": _calls(*lookup)},
+        {"role": "assistant", "content": "Let me look up your profile first." if beside else None,
+         "tool_calls": _calls(*lookup)},
         {"role": "tool", "tool_call_id": "c1", "name": "get_user_details",
          "content": '{"name": "Mia Li", "reservations": ["NO6JO3", "AIXC49"]}'},
         {"role": "assistant", "content": None, "tool_calls": _calls(*(both if parallel else both[:1]))},
@@ -98,7 +99,7 @@ def agent_run(tid: str = "r1", *, parallel: bool = True) -> Trajectory:
             "content": "reservation AIXC49:\n  destination \"SFO\""}] if parallel else []),
         {"role": "assistant", "content": "Reservation NO6JO3 goes to Zürich. Shall I cancel it (yes/no)?"},
         {"role": "user", "content": "Yes please, go ahead."},
-        {"role": "assistant", "content": "Cancelling now.",
+        {"role": "assistant", "content": "Cancelling now." if beside else None,
          "tool_calls": _calls(("c4", "cancel_reservation", {"reservation_id": "NO6JO3"}))},
         {"role": "tool", "tool_call_id": "c4", "name": "cancel_reservation",
          "content": '{"status": "cancelled", "refund": 1628}'},
@@ -113,8 +114,8 @@ def agent_run(tid: str = "r1", *, parallel: bool = True) -> Trajectory:
                       meta={"tools": tools, "env": "synthetic"})
 
 
-def exported(tmp_path: Path, *runs: Trajectory) -> list[dict]:
-    export_dataset(tmp_path, source=SourceKind.healthy, trajectories=list(runs) or [agent_run()])
+def exported(tmp_path: Path, *runs: Trajectory, filters: ExportFilters | None = None) -> list[dict]:
+    export_dataset(tmp_path, source=SourceKind.healthy, trajectories=list(runs) or [agent_run()], filters=filters)
     return read_jsonl(tmp_path / "data.jsonl")
 
 
@@ -188,6 +189,17 @@ def test_every_call_and_result_renders_in_order(tmp_path, wheel, name, drops_tex
     for m in record["messages"]:
         for c in m.get("tool_calls") or []:
             assert json.dumps(c["function"]["arguments"]) not in text
+
+
+@pytest.mark.parametrize(("wheel", "name"), [(TRL, "llama3_1"), (AXOLOTL, "mistral_v3_tekken")])
+def test_skip_text_with_calls_leaves_the_records_these_templates_render_whole(tmp_path, wheel, name):
+    """`--skip-text-with-calls` (``ExportFilters.skip_text_with_calls``): for a template that writes only the calls of
+    a reply with text, the records with one are left out and what is written renders whole."""
+    runs = [agent_run("r1", parallel=False), agent_run("r2", parallel=False, beside=False)]
+    records = exported(tmp_path, *runs, filters=ExportFilters(skip_text_with_calls=True))
+    assert [m["id"] for m in read_jsonl(tmp_path / "metadata.jsonl")] == ["r2"]
+    messages = parse_arguments(records[0]["messages"])
+    assert missing_in_order(render(template(wheel, name), messages, records[0]["tools"]), messages) == []
 
 
 def test_llama_3_1_refuses_two_calls_in_one_turn(tmp_path):

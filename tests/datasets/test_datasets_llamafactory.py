@@ -182,3 +182,37 @@ def test_a_function_call_llamafactory_cannot_read_back_is_counted_warned_and_nam
     assert s.sharegpt_text_with_calls == s.sharegpt_calls_unreadable == 0
     card = (tmp_path / "plain" / "README.md").read_text()
     assert "Text beside tool calls" not in card and "Unreadable tool calls" not in card
+
+
+def test_skip_text_with_calls_writes_only_turns_every_llamafactory_template_reads(tmp_path, capsys):
+    """LLaMA-Factory's gemma*, llama2* (its Llama2Template passes no tool-call words) and lfm2* (other words) parse a
+    function_call value whole as JSON, so a `TEXT<tool_call>CALLS</tool_call>` turn stops their preprocessing
+    ("Invalid JSON format in function message"). `--skip-text-with-calls` leaves those records out, counted: every
+    function_call turn written is then the calls' JSON alone."""
+    trajs = _trajs()
+    for t in trajs[:2]:  # two records with a preamble beside a call
+        next(m for m in t.messages if m.get("tool_calls"))["content"] = "Let me look that up."
+    src, out = tmp_path / "t.jsonl", tmp_path / "out"
+    write_trajectories(src, trajs)
+    assert main(["dataset", "export", "-t", str(src), "--format", "sharegpt", "--skip-text-with-calls",
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr()
+    assert "wrote 4 records (sharegpt)" in said.out and "2 skipped (2 text with calls)" in said.out, said.out
+    assert "note:" not in said.err
+    assert [m["id"] for m in read_jsonl(out / "metadata.jsonl")] == ["t2", "t3", "t4", "t5"]
+    calls = 0
+    for row in read_jsonl(out / "data.jsonl"):
+        for turn in row["conversations"]:
+            if turn["from"] == "function_call":
+                value = json.loads(turn["value"])  # as Llama2Template's formatter reads it: the whole value
+                assert all(c["name"] == "lookup" for c in (value if isinstance(value, list) else [value]))
+                calls += 1
+    assert calls == 4 + 2  # t2, t4 one call each; t3, t5 two
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["skipped"] == {"text_with_calls": 2} and manifest["sharegpt_text_with_calls"] == 0
+    assert manifest["filters"]["skip_text_with_calls"] is True
+    assert "records with a reply of text and tool calls skipped (`--skip-text-with-calls`)" in (
+        out / "README.md").read_text()
+    # without it the note names the option
+    assert main(["dataset", "export", "-t", str(src), "--format", "sharegpt", "--out", str(tmp_path / "all")]) == 0
+    assert "--skip-text-with-calls leaves them out" in capsys.readouterr().err

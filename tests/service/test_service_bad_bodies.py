@@ -73,7 +73,8 @@ def test_field_errors_keep_their_field_and_an_unknown_field_names_the_known_ones
     assert r.status_code == 422
     assert r.json()["errors"] == [{"field": "body.sorce", "error": (
         "Extra inputs are not permitted; expected a JSON object with format, source, name, render_under, "
-        "placebo, min_score, max_per_task, tasks, classes, keep_duplicates, val_fraction, split_seed")}]
+        "placebo, min_score, max_per_task, tasks, classes, keep_duplicates, skip_text_with_calls, val_fraction, "
+        "split_seed")}]
 
 
 def test_composition_of_more_than_there_are_is_all_of_them(client):

@@ -135,3 +135,19 @@ def test_hf_without_the_datasets_package_names_the_format_field_not_the_cli_opti
         assert r.json()["error"] == "format hf: needs the `datasets` package (pip install datasets)", r.text
         assert r.status_code == 409
         assert not list((tmp_path / "home" / "exports").glob("*/data/*"))  # nothing written
+
+
+def test_skip_text_with_calls_leaves_out_a_reply_with_text_and_calls(tmp_path):
+    """`dataset export --skip-text-with-calls` in the service: the run whose call has text beside it is skipped and
+    counted as text_with_calls; without the field it is written."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    mixed = trajectory("e2", "healthy", task="t2")
+    mixed["messages"][2]["content"] = "Let me look that order up."
+    body = {"source": "healthy", "render_under": "trajectory"}
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        assert c.post("/trajectories", json=[trajectory("e1", "healthy"), mixed], headers=AUTH).status_code == 200
+        r = c.post("/datasets/export", json={**body, "skip_text_with_calls": True}, headers=AUTH)
+        assert r.status_code == 200, r.text
+        assert r.json()["records"] == 1 and r.json()["skipped"] == {"text_with_calls": 1}, r.json()
+        assert c.post("/datasets/export", json=body, headers=AUTH).json()["records"] == 2
