@@ -281,3 +281,16 @@ def test_the_default_an_option_says_is_the_one_the_command_gets_without_it(capsy
         if named := SETTING_DEFAULT.search(param.help or ""):
             assert named.group(1) in settings, (long, named.group(1))
             assert got[param.name] in (None, ()), (long, got[param.name])
+
+
+SANDBOX_OPTIONS = [(path, p) for path, leaf in LEAVES for p in leaf.params if "--sandbox" in p.opts]
+
+
+@pytest.mark.parametrize(("path", "param"), SANDBOX_OPTIONS, ids=_ids(SANDBOX_OPTIONS))
+def test_a_sandbox_option_names_every_backend_it_takes(path, param):
+    """`demo --help` said `--sandbox  bwrap | docker | none`, yet `demo --sandbox inprocess` ran a whole demo (its
+    refusal of a bad value lists inprocess too): what the option takes is the backend list, not a shorter one."""
+    from evoharness.sandbox.factory import BACKENDS
+
+    named = set(re.findall(r"[a-z]+", (param.help or "").split("(default")[0]))
+    assert set(BACKENDS) <= named, (path, param.help)

@@ -153,10 +153,12 @@ def demo(
     resume: Annotated[bool, typer.Option(
         "--resume", help="continue the demo in --out (default: the latest under demo-out) from its evolved "
         "harness")] = False,
-    env: Annotated[str, typer.Option(help="synthetic | agentdojo:workspace (~5 s a rollout)")] = "synthetic",
+    env: Annotated[str, typer.Option(help="synthetic | agentdojo:workspace (~5 s a rollout); any other `rollout --env` "
+                                          "spec runs too, under the seed harness's 12 steps")] = "synthetic",
     rounds: Annotated[int, typer.Option(help="round limit, 1 to 100 (the demo's budget of 6000 rollouts and "
                                             "its patience usually end it sooner)")] = 3,
-    sandbox: Annotated[str, typer.Option(help="bwrap | docker (the locally built sandbox image) | none")] = "bwrap",
+    sandbox: Annotated[str, typer.Option(help="bwrap | docker (the locally built sandbox image) | none | inprocess "
+                                              "(no sandbox: in this process, for tests)")] = "bwrap",
 ) -> None:
     """The embedded default: a fresh harness, the standin:weak model, playbook roles, bwrap, SQLite."""
     from evoharness.cli_support import MAX_DEMO_ROUNDS, activate_hint, check_range, command_name, shell_words
