@@ -47,8 +47,8 @@ def check_export(data: Path) -> dict:
         what = f"a --format {m['format']} export" if m.get("format") else "its manifest names no export format"
         raise SystemExit(f"{data}: {what}; this recipe reads --format openai only: export the same trajectories "
                          "again with `evoharness dataset export ... --format openai` (the default)")
-    if not (data / "data.jsonl").is_file():
-        raise SystemExit(f"{data}: not an evoharness export (need data.jsonl and manifest.json)")
+    if not (data / train_file(m)).is_file():
+        raise SystemExit(f"{data}: not an evoharness export (need {train_file(m)} and manifest.json)")
     splits = m.get("splits") or {}
     if not isinstance(splits, (dict, list)):
         raise SystemExit(f"{manifest}: not a readable export manifest (splits: {splits!r}, not a list or object)")
@@ -57,7 +57,16 @@ def check_export(data: Path) -> dict:
     return m
 
 
-def load_examples(data: Path) -> Iterator[dict]:
+def train_file(manifest: dict) -> str:
+    """The export's file to train on: ``data.jsonl``, or the ``train`` split's file (``train.jsonl``) of an export
+    with a validation split (``--val-fraction``: its manifest's ``validation.files``); until 2026-12-06 a
+    split export was refused as "not an evoharness export (need data.jsonl ...)". The validation file is not read."""
+    files = (manifest.get("validation") or {}).get("files") if isinstance(manifest.get("validation"), dict) else None
+    train = files.get("train") if isinstance(files, dict) else None
+    return train if isinstance(train, str) and "/" not in train and train.endswith(".jsonl") else "data.jsonl"
+
+
+def load_examples(data: Path, file: str = "data.jsonl") -> Iterator[dict]:
     """``{"messages", "tools"}`` per record, as exported except each tool call's ``arguments``.
 
     Read line by line, not through an Arrow schema (which would add ``null`` fields to tool schemas and
@@ -66,11 +75,11 @@ def load_examples(data: Path) -> Iterator[dict]:
     format) and write it with ``tojson``, so a text would reach the model JSON-encoded twice
     (``"{\\"user_id\\": ...}"``). Here it is parsed back into the object.
     """
-    with (data / "data.jsonl").open() as fh:
+    with (data / file).open() as fh:
         for n, line in enumerate(fh, 1):
             if line.strip():
                 rec = json.loads(line)
-                messages = [_with_parsed_arguments(m, data, n) for m in rec["messages"]]
+                messages = [_with_parsed_arguments(m, data / file, n) for m in rec["messages"]]
                 yield {"messages": messages, "tools": rec.get("tools") or None}
 
 
@@ -85,7 +94,7 @@ def _with_parsed_arguments(message: dict, data: Path, line: int) -> dict:
             try:
                 args = json.loads(args) if args.strip() else {}
             except json.JSONDecodeError as e:
-                raise SystemExit(f"{data}/data.jsonl line {line}: tool call {call.get('id')!r}: "
+                raise SystemExit(f"{data} line {line}: tool call {call.get('id')!r}: "
                                  f"arguments are not JSON ({e.msg})") from None
         calls.append({**call, "function": {**fn, "arguments": args}})
     return {**message, "tool_calls": calls}
@@ -132,14 +141,14 @@ def token_mask(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> 
     return mask
 
 
-def encode_export(tok, data: Path, loss: str, counts: dict) -> Iterator[dict]:
+def encode_export(tok, data: Path, loss: str, counts: dict, file: str = "data.jsonl") -> Iterator[dict]:
     """``{"input_ids", "assistant_masks"}`` per record of the export, rendered with ``tok``'s chat template.
 
     ``tok`` is a fast tokenizer (``apply_chat_template``, offsets); ``loss`` is ``assistant`` (mask the
     assistant turns) or ``all`` (every token). ``counts`` gets the records and tokens, and the tokens in the
     loss before truncation. A template that cannot tell the turns apart is a ``TemplateError`` naming the record.
     """
-    for n, ex in enumerate(load_examples(data), 1):
+    for n, ex in enumerate(load_examples(data, file), 1):
         def render(messages: list[dict], generation_prompt: bool, tools=ex["tools"]) -> str:
             return tok.apply_chat_template(messages, tools=tools, tokenize=False,
                                            add_generation_prompt=generation_prompt)
@@ -148,7 +157,7 @@ def encode_export(tok, data: Path, loss: str, counts: dict) -> Iterator[dict]:
             try:
                 text, spans = assistant_spans(render, ex["messages"])
             except TemplateError as e:
-                raise TemplateError(f"{data}/data.jsonl record {n}, {e.code}") from None
+                raise TemplateError(f"{data}/{file} record {n}, {e.code}") from None
         else:
             text, spans = render(ex["messages"], False), None
         enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
@@ -207,9 +216,11 @@ def main() -> None:
     if not tok.is_fast:
         raise SystemExit(f"{args.model}: a fast tokenizer is needed (token offsets tell the assistant turns apart)")
     counts = {"records": 0, "tokens": 0, "assistant_tokens": 0}
+    if (file := train_file(manifest)) != "data.jsonl":
+        print(f"a split export: training on {file}; its validation split is not read by this recipe")
 
     def rows() -> Iterator[dict]:
-        yield from encode_export(tok, args.data, args.loss, counts)
+        yield from encode_export(tok, args.data, args.loss, counts, train_file(manifest))
 
     # warmup_ratio went in transformers 5: a warmup_steps below 1 is the ratio there
     fields = {f.name for f in dataclasses.fields(SFTConfig)}

@@ -236,3 +236,24 @@ def test_an_export_the_recipe_cannot_read_is_one_error_line_saying_what_it_reads
         assert run.stderr.startswith(f"error: {start}"), (name, run.stderr)
         assert name in ("cut", "list", "splits") or "evoharness dataset export ... --format openai" in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_export_with_a_validation_split_trains_on_its_train_file(tmp_path):
+    """`dataset export --val-fraction` writes train.jsonl / validation.jsonl and no data.jsonl: the recipe refused it
+    as "not an evoharness export (need data.jsonl and manifest.json)"; it now reads the train split's file."""
+    recipe = _recipe()
+    trajs = [make_traj(f"r{i}", f"task-{i}") for i in range(4)]
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=trajs, val_fraction=0.25)
+    assert not (tmp_path / "data.jsonl").exists()
+    manifest = recipe.check_export(tmp_path)
+    assert recipe.train_file(manifest) == "train.jsonl"
+    examples = list(recipe.load_examples(tmp_path, recipe.train_file(manifest)))
+    train = read_jsonl(tmp_path / "train.jsonl")
+    assert len(examples) == len(train) == 3
+    assert [e["messages"][1]["content"] for e in examples] == [r["messages"][1]["content"] for r in train]
+    # one without a split is read as before
+    export_dataset(tmp_path / "one", source=SourceKind.all, trajectories=trajs)
+    assert recipe.train_file(recipe.check_export(tmp_path / "one")) == "data.jsonl"
+    (tmp_path / "train.jsonl").unlink()
+    with pytest.raises(SystemExit, match=r"need train.jsonl and manifest.json"):
+        recipe.check_export(tmp_path)
