@@ -24,6 +24,11 @@ and all): each tree's own ``IngestStore`` ingests the file first (untimed; label
 and each timed export reads that tree's store; a tree that keeps the label's digest and fingerprint in the store
 (from the eighteenth session on) reuses the stored labels, an older one labels every failed run again.
 
+``--run`` exports a run's trajectory store instead (``dataset export -t RUN/trajectories.jsonl``): each tree's own
+``TrajectoryStore`` stores the file's trajectories first, 200 a batch as a run's rollouts arrive (untimed), and a tree
+that keeps the run's labels beside the store (``labels.jsonl``, from the nineteenth session on) labels each batch as
+the run does; the export of that tree reuses them, an older tree's labels every failed run again.
+
 ``--render-under seed|evolved`` renders each record's system prompt under the template of a fresh seed
 harness repo (``dataset export --render-under``); the CPU seconds then include the template render
 process (a child of the export, ended before it returns; where it runs in its bubblewrap jail, the
@@ -41,7 +46,7 @@ twice less one that exports once (start-up, imports and first-call set-up cancel
 ``--against TREE``, both trees' counts and their ratio. valgrind runs ~50x slower: ``--n 400`` is plenty.
 
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
-        [--store] [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
+        [--store | --run] [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
 """
 
 from __future__ import annotations
@@ -159,6 +164,8 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     render process of ``--render-under``) once they ended, which is before the export returns."""
     prompt = _prompt(args)
     trajectories = JsonlSource(src)
+    if args.run:  # ``labels`` is the tree's run directory (``_write_runs``): its store, with the labels it keeps
+        trajectories, labels = JsonlSource(labels / "trajectories.jsonl"), None
     if args.store:  # ``labels`` is the tree's ingest store (``_write_stores``)
         from evoharness.diagnosis.labeller import Labeller
         from evoharness.service.ingest import IngestStore
@@ -197,7 +204,7 @@ def _child(args) -> None:
 
 def _flags(args) -> list[str]:
     return ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else []) \
-        + (["--store"] if args.store else []) \
+        + (["--store"] if args.store else []) + (["--run"] if args.run else []) \
         + (["--render-under", args.render_under] if args.render_under else [])
 
 
@@ -253,6 +260,47 @@ def _write_stores(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]
         if done.returncode != 0:
             sys.exit(f"error: ingesting with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
     return out
+
+
+def _write_runs(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]:
+    """Each tree's run directory holding ``src``'s trajectories as that tree's run stores them (untimed)."""
+    out = {}
+    for name, tree in trees.items():
+        out[name] = d / f"run-{name}"
+        done = subprocess.run([sys.executable, __file__, "--child-run", str(src), str(out[name])],
+                              env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, cwd=d)
+        if done.returncode != 0:
+            sys.exit(f"error: storing the run with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return out
+
+
+def _store_run(src: Path, run_dir: Path) -> None:
+    """``--child-run SRC DIR``: the file's trajectories into a run's trajectory store, 200 a batch, each batch
+    labelled and its labels kept beside the store as ``graph.source.GraphSource`` does (where the tree's store keeps
+    labels)."""
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.diagnosis.models import LabelLine
+    from evoharness.traces.store import TrajectoryStore, read_trajectories
+
+    store, labeller = TrajectoryStore(run_dir / "trajectories.jsonl"), Labeller()
+    keeps = "labels" in signature(store.add).parameters
+    fingerprint = labeller.fingerprint if keeps else None
+
+    def add(batch):
+        if not keeps:
+            store.add(batch)
+            return
+        labels = {t.id: labeller.label(t) for t in batch}
+        store.add(batch, labels=lambda t, digest: LabelLine.of(
+            labels[t.id], trajectory_sha256=digest, labeller_fingerprint=fingerprint).model_dump_json())
+
+    batch = []
+    for t in read_trajectories(src):
+        batch.append(t)
+        if len(batch) == 200:
+            add(batch)
+            batch = []
+    add(batch)
 
 
 def _ingest(src: Path, store: Path) -> None:
@@ -326,6 +374,9 @@ def main() -> None:
     ap.add_argument("--labels", action="store_true", help="export with a labels file (written first, untimed)")
     ap.add_argument("--store", action="store_true",
                     help="export the service's ingest store of the trajectories (ingested first, untimed)")
+    ap.add_argument("--run", action="store_true",
+                    help="export a run's trajectory store of the trajectories, with the labels it keeps (stored "
+                         "first, untimed)")
     ap.add_argument("--render-under", choices=["seed", "evolved"],
                     help="render each record's system prompt under a fresh seed harness repo's template")
     ap.add_argument("--against", type=Path, metavar="TREE",
@@ -335,10 +386,14 @@ def main() -> None:
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--child-passes", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--child-ingest", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--child-run", nargs=2, help=argparse.SUPPRESS)
     add_repeat(ap)
     args = ap.parse_args()
     if args.child_ingest:
         _ingest(Path(args.child_ingest[0]), Path(args.child_ingest[1]))
+        return
+    if args.child_run:
+        _store_run(Path(args.child_run[0]), Path(args.child_run[1]))
         return
     if args.child:
         _child(args)
@@ -347,8 +402,8 @@ def main() -> None:
         _passes(args)
         return
     check_repeat(ap, args.repeat)
-    if args.store and args.labels:
-        ap.error("--store reads the labels the store keeps; --labels is for the file")
+    if sum((args.store, args.labels, args.run)) > 1:
+        ap.error("--labels (a labels file), --store (the ingest store's labels) and --run (a run's) are one of three")
     if args.n < 1:
         ap.error("--n must be at least 1")
     if args.against is not None and not (args.against / "evoharness" / "__init__.py").is_file():
@@ -367,6 +422,8 @@ def main() -> None:
         labels = _write_labels(_trees(args), src, Path(d)) if args.labels else None
         if args.store:  # each tree's store, in the place of its labels file
             labels = _write_stores(_trees(args), src, Path(d))
+        if args.run:  # each tree's run directory, in the place of its labels file
+            labels = _write_runs(_trees(args), src, Path(d))
         if args.instructions:
             _count(src, labels, Path(d), args)
             return
@@ -393,7 +450,7 @@ def main() -> None:
 
 
 def _labels_kind(args, labels) -> str:
-    return "the store's" if args.store else "yes" if labels else "no"
+    return "the store's" if args.store else "the run's" if args.run else "yes" if labels else "no"
 
 
 def _relabelled(why: dict | None) -> str:

@@ -236,19 +236,23 @@ def export(
             raise InputError("--source queue", f"no training queue yet: nothing was enqueued (the first `dataset "
                                                f"enqueue` creates {missing})")
         # --source all on a fresh home: the file alone, and no empty queue.db made for it (nor for a bad file)
+    file_src = JsonlSource(trajectories) if trajectories and source_ != SourceKind.queue else None
+    # the labels.jsonl beside a run's trajectories.jsonl (the run's own), read unless --labels names a file
+    beside = file_src.labels_beside if file_src is not None and labels is None else None
     summary = export_dataset(
         out, fmt=fmt_, source=source_,
-        trajectories=JsonlSource(trajectories) if trajectories and source_ != SourceKind.queue else None,
+        trajectories=file_src,
         queue=queue,
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels,
         keep_duplicates=keep_duplicates, val_fraction=val_fraction, split_seed=split_seed or 0)
     skipped = f"{sum(summary.skipped.values())} skipped{_skip_reasons(summary.skipped)}"
-    reused = f", {summary.labels_reused} labels reused" if labels is not None else ""
+    reused = (f", {summary.labels_reused} labels reused" if labels is not None
+              else f", {summary.labels_reused} labels reused from {beside}" if beside is not None else "")
     if keep_duplicates and summary.duplicate_records:
         reused += f", {summary.duplicate_records} duplicate records kept"
-    if labels is not None and (again := summary.labels_relabelled):
+    if (labels is not None or beside is not None) and (again := summary.labels_relabelled):
         reused += (f", {sum(again.values())} labelled again (their label was not provably this trajectory's and "
                    f"this labeller's: {', '.join(f'{why} {n}' for why, n in again.items())})")
     fell_back = (f", {summary.prompt_fallbacks} system prompts fell back to the raw template"

@@ -56,7 +56,7 @@ from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass, Labe
 from evoharness.errors import HeldOutRequested, InputError
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
-from evoharness.traces.store import KeptLine, keeping_lines, line_digest, naming_output
+from evoharness.traces.store import LABELS_NAME, KeptLine, keeping_lines, line_digest, naming_output
 
 from . import placebo as placebo_mod
 from .card import write_card
@@ -103,20 +103,31 @@ def _other_format(path: Path) -> str | None:
 
 
 class JsonlSource:
-    """Trajectories from a canonical JSONL file; each iteration re-reads the file."""
+    """Trajectories from a canonical JSONL file; each iteration re-reads the file.
+
+    A file named ``trajectories.jsonl`` with a ``labels.jsonl`` beside it (a run's trajectory store and the labels the
+    run kept, ``TrajectoryStore.add``; or `import --out DIR` and `label --out DIR`) offers those labels
+    (``labels_beside``): inside ``keeping_lines()`` each trajectory's label, when the file beside has one for it, is
+    noted with its line (``KeptLine.label``), for the export to reuse under ``reusable``'s checks."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         if not self.path.is_file():  # a directory, FIFO or device said "not found" too
             raise InputError(str(self.path), _not_a_file(self.path, "trajectory file"))
+        beside = self.path.with_name(LABELS_NAME)
+        self.labels_beside = beside if self.path.name == "trajectories.jsonl" and beside.is_file() else None
 
     def __iter__(self) -> Iterator[Trajectory]:
-        from evoharness.traces.store import read_trajectories
+        from evoharness.traces.store import current_kept, read_trajectories
 
+        kept = current_kept()
+        beside = LabelsBeside(self.labels_beside) if kept is not None and self.labels_beside is not None else None
         first = True
         try:
             for t in read_trajectories(self.path):
                 first = False
+                if beside is not None:  # read_trajectories noted the line; the label beside goes with it
+                    kept.label, kept.offers = beside.of(t.id), True
                 yield t
         except InputError:
             if first and (fmt := _other_format(self.path)):
@@ -211,6 +222,50 @@ class LabelFile:
                                  where=f"line {lineno}")
             return head
         return None
+
+
+class LabelsBeside:
+    """The labels file beside a trajectory file (``JsonlSource.labels_beside``), read in step with it and forgiving:
+    its lines are taken as an ordered subsequence of the trajectories (a run appends a batch's label lines after the
+    batch, so a crash between the two leaves trajectories without a label, never the reverse). ``of(id)`` is the next
+    line's head when that line labels ``id``, else None and the line waits for a later trajectory. A line that is no
+    label of this layout is passed over; a file that cannot be read gives no labels. Nothing here is an error: a
+    trajectory without its label is labelled (``no_label``), and a label is used only when ``reusable`` says it is the
+    trajectory's and the export labeller's."""
+
+    def __init__(self, path: Path) -> None:
+        from evoharness.traces.store import jsonl_lines
+
+        self.path = path
+        self._lines: Iterator[tuple[int, bytes]] | None = jsonl_lines(path)  # opened on the first read
+        self._head: LabelHead | None = None
+
+    def of(self, trajectory_id: str) -> LabelHead | None:
+        head = self._peek()
+        if head is None or head.trajectory_id != trajectory_id:
+            return None
+        self._head = None
+        return head
+
+    def _peek(self) -> LabelHead | None:
+        while self._head is None and self._lines is not None:
+            try:
+                _, raw = next(self._lines)
+            except StopIteration:
+                self._lines = None
+                break
+            except (InputError, OSError):  # unreadable: no labels from here on (each run is labelled)
+                self._lines = None
+                break
+            try:
+                head = LabelHead.read(raw)
+                _CLASS.validate_python(head.failure_class)
+                head.signal("id")
+            except (ValidationError, ValueError):
+                continue
+            if head.schema_version == LABEL_SCHEMA_VERSION:
+                self._head = head
+        return self._head
 
 
 def reusable(head: LabelHead, labeller: str | None, line: bytes | None) -> str | None:
@@ -311,6 +366,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
             else:
                 cls = first = None
                 pending = labeller  # labelled when its class is needed (``Candidate.classify``)
+                if known is None and kept is not None and kept.offers:
+                    relabelled = "no_label"  # a source that keeps labels has none for it (a run's crash, say)
             if source == SourceKind.healthy and cls != FailureClass.healthy:
                 continue
             yield Candidate(t, cls, first, "file", from_labels=from_labels, labeller=pending, relabelled=relabelled)

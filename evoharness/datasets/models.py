@@ -163,12 +163,14 @@ class ExportSummary(BaseModel):
                                    "tools, system message included): skipped as duplicate_record unless kept")
     duplicates_kept: bool = Field(False, description="duplicate records were written (--keep-duplicates)")
     labels_reused: int = Field(0, description="records written whose class came from --labels (or the label the "
-                                             "service's ingest store keeps with the run), not relabelled "
+                                             "service's ingest store keeps with the run, the labels.jsonl a run "
+                                             "keeps beside its trajectories.jsonl), not relabelled "
                                              "(trajectories the filters or held-out tasks drop are not counted)")
     labels_relabelled: dict[str, int] = Field(default_factory=dict, description=(
         "records written whose --labels line (or stored label) was not reused, so their trajectory was labelled "
         "again, by reason: no_fingerprint (an older `label` or ingest store, or the LLM judge's verdict), "
         "other_labeller (another evoharness or other diagnosis settings), no_digest (labelled from a file of "
         "another format), trajectory_changed (the line is not the one labelled), no_line (a trajectory source "
-        "that is not a file)"))
+        "that is not a file), no_label (a source that keeps labels has none for it: a run's labels.jsonl lacks "
+        "its line)"))
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

@@ -12,9 +12,10 @@ import re
 from pydantic import Field, field_validator
 
 from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.models import Label, LabelLine
 from evoharness.graph.progress import Progress
 from evoharness.sandbox.api import RolloutRequest, rollout_id
-from evoharness.traces.models import Split, Trajectory
+from evoharness.traces.models import Split
 from evoharness.traces.store import TrajectoryStore
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.observations import Observation, observe
@@ -65,8 +66,8 @@ class GraphSource:
         self.labeller = labeller
         self.progress = progress
 
-    def _fired(self, traj: Trajectory) -> tuple[frozenset[str], bool]:
-        lab = self.labeller.label(traj)
+    @staticmethod
+    def _fired(lab: Label) -> tuple[frozenset[str], bool]:
         return frozenset(s.id for s in lab.signals), lab.failure_class.value == "healthy"
 
     def pending(self, requests: list[RolloutRequest], ledger: BudgetLedger | None = None) -> int:
@@ -82,7 +83,12 @@ class GraphSource:
         trajs = [t.model_copy(update={"id": r.id, "harness_commit": r.harness_commit,
                                       "rollout": r.rollout, "split": Split(r.split)})
                  for r, t in zip(requests, trajs, strict=True)]
-        self.store.add(trajs)
+        # labelled once: for the verifier's observations, and kept beside the store with the digest of the line stored
+        # and the labeller's fingerprint, so an export of the run's file reuses them (``datasets.export``)
+        labels = {t.id: self.labeller.label(t) for t in trajs}
+        fingerprint = self.labeller.fingerprint
+        self.store.add(trajs, labels=lambda t, digest: LabelLine.of(
+            labels[t.id], trajectory_sha256=digest, labeller_fingerprint=fingerprint).model_dump_json())
         paid = 0
         if isinstance(ledger, RunLedger):
             known = set(ledger.paid_keys)
@@ -93,4 +99,4 @@ class GraphSource:
                     ledger.paid_keys.append(k)
                     paid += 1
         self.progress.advance(len(requests), ledger.left - paid if ledger is not None else None)
-        return [observe(r, t, self._fired) for r, t in zip(requests, trajs, strict=True)], paid
+        return [observe(r, t, lambda t: self._fired(labels[t.id])) for r, t in zip(requests, trajs, strict=True)], paid

@@ -117,15 +117,18 @@ class KeptLine:
 
     ``line_of(traj)`` is that line only for that very trajectory object (``is``, not ``==``): a reader that
     wraps the stream (an importer, a filter) and yields another object, or a trajectory read some other way,
-    gets None, never a neighbour's line. A store that keeps a label with each trajectory (the service's ingest store)
-    notes it too (``keep``), and ``label_of(traj)`` gives it, under the same rule; a JSONL file has none."""
+    gets None, never a neighbour's line. A store that keeps a label with each trajectory (the service's ingest store;
+    a run's file with its labels beside it) notes it too (``keep``, ``label``), and ``label_of(traj)`` gives it, under
+    the same rule; ``offers`` says that the source keeps labels at all (so a trajectory without one lacks it); a plain
+    JSONL file has none."""
 
-    __slots__ = ("label", "raw", "traj")
+    __slots__ = ("label", "offers", "raw", "traj")
 
     def __init__(self) -> None:
         self.traj: Trajectory | None = None
         self.raw = b""
         self.label = None
+        self.offers = False
 
     def line_of(self, traj: Trajectory) -> bytes | None:
         return self.raw if traj is self.traj else None
@@ -137,7 +140,7 @@ class KeptLine:
     def keep(self, traj: Trajectory, raw: bytes, label=None) -> None:
         """Note ``traj``, the bytes it was parsed from and the label stored with it (a reader other than
         ``read_trajectories``: the ingest store's rows)."""
-        self.traj, self.raw, self.label = traj, raw, label
+        self.traj, self.raw, self.label, self.offers = traj, raw, label, True
 
 
 _KEPT: ContextVar[KeptLine | None] = ContextVar("evoharness_kept_line", default=None)
@@ -287,11 +290,18 @@ def write_trajectories(path: Path | str, trajectories: Iterable[Trajectory], *, 
     return n
 
 
+# The labels a run keeps beside its trajectory store (``TrajectoryStore.add(..., labels=)``): ``label``'s line format,
+# one line per trajectory the store appended, in the same order; `dataset export -t DIR/trajectories.jsonl` reads it.
+LABELS_NAME = "labels.jsonl"
+
+
 class TrajectoryStore:
-    """An append-only JSONL store with idempotent ``add`` by trajectory id."""
+    """An append-only JSONL store with idempotent ``add`` by trajectory id, and (when ``add`` is given a label maker)
+    beside it the labels of what it appended (``labels_path``)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        self.labels_path = self.path.with_name(LABELS_NAME)
         self._ids: set[str] | None = None
 
     def _known(self) -> set[str]:
@@ -302,16 +312,25 @@ class TrajectoryStore:
                     self._ids.add(t.id)
         return self._ids
 
-    def add(self, trajectories: Iterable[Trajectory]) -> int:
-        """Append those not already stored; returns how many were new."""
+    def add(self, trajectories: Iterable[Trajectory], labels: Callable[[Trajectory, str], str] | None = None) -> int:
+        """Append those not already stored; returns how many were new. ``labels(traj, digest)``: the label line (JSON
+        text, no line end) of a trajectory appended, given the ``line_digest`` of the line written for it; the lines
+        are appended to ``labels_path`` after the trajectories are durable, in their order. A crash between the two
+        leaves trajectories without a label line, never a label line without its trajectory: a reader takes the
+        labels as an ordered subsequence of the trajectories (``datasets.export.LabelsBeside``)."""
         known = self._known()
         new = []
         for t in trajectories:
             if t.id not in known:
                 known.add(t.id)
                 new.append(t)
-        if new:
-            write_trajectories(self.path, new, append=True)
+        if not new:
+            return 0
+        lines = [t.model_dump_json(exclude_defaults=False).encode() for t in new]
+        _append(self.path, lines, fsync=True)
+        if labels is not None:  # losing them costs a relabelling at export, never a wrong class: no fsync
+            _append(self.labels_path, [labels(t, hashlib.sha256(line).hexdigest()).encode()
+                                       for t, line in zip(new, lines, strict=True)], fsync=False)
         return len(new)
 
     def __iter__(self) -> Iterator[Trajectory]:
@@ -324,3 +343,13 @@ class TrajectoryStore:
 
     def __contains__(self, trajectory_id: str) -> bool:
         return trajectory_id in self._known()
+
+
+def _append(path: Path, lines: list[bytes], *, fsync: bool) -> None:
+    """Append ``lines`` (each without its line end) to ``path`` in one write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as fh:
+        fh.write(b"".join(line + b"\n" for line in lines))
+        fh.flush()
+        if fsync:
+            os.fsync(fh.fileno())

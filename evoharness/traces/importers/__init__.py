@@ -207,10 +207,11 @@ def canonical_line(line: bytes) -> bool:
 
 
 # A run directory's own records (<home>/runs/<run-id>/ beside its trajectories.jsonl: settings, summary, the
-# analyst's evidence snapshot, harness evidence, `evaluate`/`ablate` results) and a demo directory's summary.json
-# are not traces of the run: `diagnose DEMO_DIR` stopped on the first of them. The run's trajectories.jsonl is read.
+# analyst's evidence snapshot, harness evidence, `evaluate`/`ablate` results, the labels it keeps) and a demo
+# directory's summary.json are not traces of the run: `diagnose DEMO_DIR` stopped on the first of them. The run's
+# trajectories.jsonl is read.
 _RUN_RECORDS = frozenset({"settings.json", "summary.json", "evidence.jsonl", "harness_evidence.json",
-                          "ablation.json", "evaluation-dev.json", "evaluation-heldout.json"})
+                          "ablation.json", "evaluation-dev.json", "evaluation-heldout.json", "labels.jsonl"})
 
 
 def _run_directory(d: Path) -> bool:
