@@ -2,7 +2,7 @@
 
 Public API (import from the submodules; nothing runs at import time):
 
-- ``queue.TrainingQueue(url)``: ``enqueue(traj, label, run_id, round) -> bool``, ``items(...)``,
+- ``queue.TrainingQueue(url)``: ``enqueue(traj, label, run_id, round, labeller_fingerprint) -> bool``, ``items(...)``,
   ``status() -> dict``; ``queue.queue_from_settings(settings)``.
 - ``export.export_dataset(out, fmt=..., source=..., trajectories=..., queue=..., filters=...,
   prompt=..., placebo=...) -> ExportSummary``; ``export.JsonlSource(path)``.

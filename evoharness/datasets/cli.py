@@ -111,7 +111,7 @@ def enqueue(
         content += 1
         if q is None:
             q = _queue(ctx, url)
-        added += q.enqueue(t, label, run_id=run_id, round=round_)
+        added += q.enqueue(t, label, run_id=run_id, round=round_, labeller_fingerprint=labeller.fingerprint)
     if q is None:
         q = _queue(ctx, url)
     typer.echo(f"{seen} trajectories, {content} content failures, {added} newly queued ({len(q)} in queue)")

@@ -376,11 +376,23 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
     if source == SourceKind.queue and queue is None:
         raise InputError("--source", "--source queue needs the training queue")
     if source in (SourceKind.queue, SourceKind.all) and queue is not None:
+        from evoharness.diagnosis.labeller import Labeller
+
+        labeller = Labeller(diagnosis_cfg)
+        own = None
         for item in queue.items():
             if item.trajectory_id in seen:
                 continue
-            yield Candidate(item.trajectory, item.failure_class.value, item.first_signal, "queue",
-                            item.run_id, item.round)
+            # the class it was enqueued with, when that is provably this labeller's label of this body (the queue
+            # keeps the labeller's fingerprint and the body's digest); otherwise labelled again when needed, as a
+            # file's failed run is: an upgrade or other diagnosis settings since, or an item edited in the database
+            why = reusable(item.label_head(), own or (own := labeller.fingerprint), item.body())
+            if why is None:
+                yield Candidate(item.trajectory, item.failure_class.value, item.first_signal, "queue",
+                                item.run_id, item.round, from_labels=True)
+            else:
+                yield Candidate(item.trajectory, None, None, "queue", item.run_id, item.round, relabelled=why,
+                                labeller=labeller)
 
 
 def heldout_tasks(sources: Iterable[Iterable[Trajectory] | None], declared: Iterable[str] = ()) -> set[str]:

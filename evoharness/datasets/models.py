@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, PrivateAttr, field_validator
 from pydantic_core import PydanticCustomError
 
-from evoharness.diagnosis.models import FailureClass
+from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass, LabelHead, _SignalHead
 from evoharness.traces.models import Split, Trajectory
 
 from .export_formats import EXPORT_FORMATS
@@ -33,6 +33,21 @@ class QueueItem(BaseModel):
     score: float | None = None
     trajectory: Trajectory
     enqueued_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    trajectory_sha256: str | None = Field(None, description="SHA-256 of the trajectory's JSON as enqueued")
+    labeller_fingerprint: str | None = Field(None, description="the labeller that gave the class (None: unknown)")
+    _body: str | None = PrivateAttr(None)  # the trajectory's JSON as stored (``TrainingQueue.items``), to check
+
+    def label_head(self) -> LabelHead:
+        """The class it was enqueued with, with what made it, as ``export.reusable`` checks a label."""
+        return LabelHead.model_construct(
+            schema_version=LABEL_SCHEMA_VERSION, trajectory_id=self.trajectory_id,
+            failure_class=self.failure_class.value,
+            first_signal=None if self.first_signal is None else _SignalHead.model_construct(id=self.first_signal),
+            trajectory_sha256=self.trajectory_sha256, labeller_fingerprint=self.labeller_fingerprint)
+
+    def body(self) -> bytes | None:
+        """The trajectory's JSON as the queue holds it (None: the item came from no queue row)."""
+        return None if self._body is None else self._body.encode()
 
 
 # The names of `export_formats.EXPORT_FORMATS`, as an enum for pydantic fields and typer choices.

@@ -7,6 +7,7 @@ trajectory id: enqueueing the same trajectory twice stores it once.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,7 +56,13 @@ queue_items = Table(
     Column("score", Float),
     Column("trajectory", Text, nullable=False),
     Column("enqueued_at", DateTime(timezone=True), nullable=False),
+    # which labeller gave the class and the SHA-256 of ``trajectory`` as stored (since the nineteenth session): an
+    # export reuses the class only when both say it is the export labeller's label of this body (``export.reusable``)
+    Column("trajectory_sha256", String(64)),
+    Column("labeller_fingerprint", String(128)),
 )
+# columns added after the first queues were written: a queue opened to write gains those it lacks (NULL in its rows)
+_ADDED_COLUMNS = ("trajectory_sha256", "labeller_fingerprint")
 
 
 def default_url(home: Path) -> str:
@@ -158,19 +165,32 @@ class TrainingQueue:
                 _metadata.create_all(self.engine)
             elif not inspect(self.engine).has_table(queue_items.name):
                 raise InputError(shown, "holds no training queue (nothing enqueued there yet, or another database)")
+            have = {c["name"] for c in inspect(self.engine).get_columns(queue_items.name)}
+            if create and (missing := [c for c in _ADDED_COLUMNS if c not in have]):
+                with self.engine.begin() as conn:  # a queue from before the columns: its rows hold none
+                    for name in missing:
+                        conn.exec_driver_sql(f"ALTER TABLE {queue_items.name} ADD COLUMN {name} "
+                                             f"{queue_items.c[name].type.compile(self.engine.dialect)}")
+                have.update(missing)
+            # read without the columns an older queue opened read-only lacks (its labels are then relabelled)
+            self._columns = [c for c in queue_items.c if c.name in have]
         except SQLAlchemyError as e:
             reason = " ".join(str(getattr(e, "orig", None) or e).split())  # one line: no SQLAlchemy background link
             raise InfraError(f"training queue {shown!r} unreachable: {e.__class__.__name__}: {reason}") from None
 
     def enqueue(self, traj: Trajectory, label: Label, run_id: str | None = None,
-                round: int | None = None) -> bool:
-        """Store one content failure; returns False when the trajectory was already queued."""
+                round: int | None = None, labeller_fingerprint: str | None = None) -> bool:
+        """Store one content failure; returns False when the trajectory was already queued. ``labeller_fingerprint``:
+        the fingerprint of the labeller that made ``label`` (``Labeller.fingerprint``), kept with the SHA-256 of the
+        trajectory's JSON as stored, so an export reuses the class only for that labeller and that body (None: an
+        export labels the trajectory again)."""
         if label.trajectory_id != traj.id:
             raise InputError("queue", f"label is for {label.trajectory_id!r}, trajectory is {traj.id!r}")
         if label.lever != Lever.weights:  # the labeller's Router (`diagnosis.routing`) decided the lever
             raise InputError(
                 "queue", f"{traj.id}: class {label.failure_class.value} goes to lever "
                 f"{label.lever.value}, not weights; only content failures are queued")
+        body = traj.model_dump_json()
         row = {
             "trajectory_id": traj.id,
             "task_id": traj.task_id,
@@ -182,8 +202,10 @@ class TrainingQueue:
             "run_id": run_id,
             "round": round,
             "score": traj.score,
-            "trajectory": traj.model_dump_json(),
+            "trajectory": body,
             "enqueued_at": datetime.now(UTC),
+            "trajectory_sha256": hashlib.sha256(body.encode()).hexdigest(),
+            "labeller_fingerprint": labeller_fingerprint,
         }
         with self.engine.begin() as conn:
             exists = conn.execute(
@@ -202,7 +224,7 @@ class TrainingQueue:
     def items(self, *, task_id: str | None = None, failure_class: FailureClass | str | None = None,
               run_id: str | None = None, limit: int | None = None) -> Iterator[QueueItem]:
         """Items in enqueue order, streamed (the whole queue is never held in memory)."""
-        q = select(queue_items).order_by(queue_items.c.enqueued_at, queue_items.c.trajectory_id)
+        q = select(*self._columns).order_by(queue_items.c.enqueued_at, queue_items.c.trajectory_id)
         if task_id is not None:
             q = q.where(queue_items.c.task_id == task_id)
         if failure_class is not None:
@@ -214,14 +236,17 @@ class TrainingQueue:
         with self.engine.connect() as conn:
             for r in conn.execution_options(yield_per=500).execute(q).mappings():
                 enq = r["enqueued_at"]
-                yield QueueItem(
+                item = QueueItem(
                     trajectory_id=r["trajectory_id"], task_id=r["task_id"], split=Split(r["split"]),
                     failure_class=FailureClass(r["failure_class"]), first_signal=r["first_signal"],
                     harness_commit=r["harness_commit"], model=r["model"], run_id=r["run_id"],
                     round=r["round"], score=r["score"],
                     trajectory=Trajectory.model_validate_json(r["trajectory"]),
                     enqueued_at=enq if enq.tzinfo else enq.replace(tzinfo=UTC),
+                    trajectory_sha256=r.get("trajectory_sha256"), labeller_fingerprint=r.get("labeller_fingerprint"),
                 )
+                item._body = r["trajectory"]
+                yield item
 
     def trajectories(self) -> Iterator[Trajectory]:
         for item in self.items():

@@ -121,6 +121,6 @@ class Book:
         trajs = self.load(ids)
         for t, lab in zip(trajs, self.labels(trajs), strict=True):
             if lab.lever == Lever.weights:
-                self.queue.enqueue(t, lab, run_id=run_id, round=round)
+                self.queue.enqueue(t, lab, run_id=run_id, round=round, labeller_fingerprint=self.labeller.fingerprint)
                 out.append(t.id)
         return out

@@ -414,7 +414,8 @@ class Daemon:
             self.queue = queue_from_settings(self.settings)
         labeller = self.ingest.labeller
         for t in todo:
-            self.queue.enqueue(t, labeller.label(t), run_id="ingest", round=None)
+            self.queue.enqueue(t, labeller.label(t), run_id="ingest", round=None,
+                               labeller_fingerprint=labeller.fingerprint)
         self.ingest.mark_queued([t.id for t in todo])
         return len(todo)
 
