@@ -115,12 +115,14 @@ class Book:
         return self.composition_of([o.trajectory_id for o in obs])
 
     # -- content failures --------------------------------------------------------------------
-    def enqueue_content(self, ids: list[str], run_id: str, round: int) -> list[str]:
-        """Trajectories the Router sends to the weights lever go to the training queue."""
+    def enqueue_content(self, ids: list[str], run_id: str, round: int, exclude: frozenset[str] = frozenset()) \
+            -> list[str]:
+        """Trajectories the Router sends to the weights lever go to the training queue, but those in ``exclude``
+        (a harness cause named for what they cost: `Desk.harness_cost`; they stay in the store)."""
         out = []
         trajs = self.load(ids)
         for t, lab in zip(trajs, self.labels(trajs), strict=True):
-            if lab.lever == Lever.weights:
+            if lab.lever == Lever.weights and t.id not in exclude:
                 self.queue.enqueue(t, lab, run_id=run_id, round=round, labeller_fingerprint=self.labeller.fingerprint)
                 out.append(t.id)
         return out

@@ -27,6 +27,7 @@ from evoharness.roles.lint import declared_tools, lint_harness
 from evoharness.roles.models import Culprit, Evidence, HarnessView
 from evoharness.roles.playbook import evidence_patterns
 from evoharness.sandbox.api import RolloutRequest
+from evoharness.traces.cost import cost_signals, is_cost_signal
 
 MIN_RISE = 0.25  # incidence (share of rollouts) a signal must have risen by at the culprit
 MIN_SHARE = 0.15
@@ -107,6 +108,16 @@ class HarnessEvidence:
         """The evidence patterns the playbook analyst would write for the head (to plan and to hold the queue)."""
         view = self.view()
         return evidence_patterns(view, RolesConfig(min_support=self.min_support), max(len(view.findings), 1))
+
+    def cost_explained(self, ids: list[str]) -> frozenset[str]:
+        """Of the trajectories ``ids``, those where the cost signal of a supported linter finding on main fired: a
+        harness cause is named for what they cost (`evoharness.traces.cost`), so they are not queued for training."""
+        targets = {f.target for f in self.view().findings if is_cost_signal(f.target) and f.support >= self.min_support}
+        out = frozenset(t.id for t in self.book.load(ids) if targets & cost_signals(t)) if targets else frozenset()
+        if out:
+            self.progress.note(f"{len(out)} trajectories kept from the training queue: a harness cause is named for "
+                               f"what they cost ({', '.join(sorted(targets))})")
+        return out
 
     # -- history --------------------------------------------------------------------------------
     def culprits(self, anchor: AnchorEntry, ledger: Any, round: int) -> list[Culprit]:

@@ -56,7 +56,10 @@ class Nodes:
         fault_point("enqueue:start")
         ledger, t = self.s.ledger(state), Typed(state)
         held = self.s.desk.hold_back(t, ledger)  # harness evidence first: the failures may be the harness's
-        ids = [] if held else self.s.book.enqueue_content(t.anchor.trajectory_ids, state["run_id"], state["round"])
+        evidence = self.s.desk.harness_evidence  # rollouts whose cost a named harness cause explains are not queued
+        ids = [] if held else self.s.book.enqueue_content(t.anchor.trajectory_ids, state["run_id"], state["round"],
+                                                          evidence.cost_explained(t.anchor.trajectory_ids)
+                                                          if evidence is not None else frozenset())
         fault_point("enqueue:done")
         known = set(state.get("queued", []))
         return {"queued": [i for i in ids if i not in known], "ledger": ledger.dump()}

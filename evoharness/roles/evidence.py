@@ -7,6 +7,7 @@ from typing import Any
 
 from evoharness.diagnosis.models import Label, Lever
 from evoharness.roles.models import Evidence
+from evoharness.traces.cost import cost_signals, is_cost_signal
 from evoharness.traces.models import Trajectory
 
 Pair = tuple[Trajectory, Label]
@@ -63,8 +64,11 @@ def excerpt(t: Trajectory, step: int, window: int, quote_chars: int) -> list[dic
             for i in range(lo, hi)]
 
 
-def shows_signal(lab: Label, signal: str) -> bool:
-    """Whether ``signal`` fired anywhere in the labelled trajectory (first or later)."""
+def shows_signal(lab: Label, signal: str, traj: Trajectory | None = None) -> bool:
+    """Whether ``signal`` fired anywhere in the labelled trajectory (first or later). A cost signal never enters a
+    label: it is read from ``traj`` (`evoharness.traces.cost`), and shows nowhere without it."""
+    if is_cost_signal(signal):
+        return traj is not None and signal in cost_signals(traj)
     return any(s.id == signal for s in [*lab.signals, *([lab.first_signal] if lab.first_signal else [])])
 
 

@@ -9,7 +9,9 @@ trajectories and labels (for budgets and for how often each finding's signals fi
   or lessons that no tool has.
 - ``instructions.no_tools`` / ``instructions.answer_at_once`` / ``instructions.no_answer``: sentences in
   the prompt or lessons forbidding tools, ordering an answer before any work, or forbidding an answer
-  (they contradict every task, which needs tools and an answer).
+  (they contradict every task, which needs tools and an answer). A forbidden answer also lists the cost signal
+  ``cost.blocked_call``: where a loop guard blocks the calls the agent keeps making instead of answering, the
+  defect costs steps and blocked calls, not score, and no F3 signal fires.
 - ``instructions.call_format``: a sentence asking for tool arguments in a format other than the JSON
   object the function-calling format takes (or negating JSON), or for renamed argument names.
 - ``instructions.forbids_tool``: a negated use of a tool the agent is given.
@@ -36,7 +38,8 @@ trajectories and labels (for budgets and for how often each finding's signals fi
 
 The linter's sentence rules are its own (it does not share the stand-in model's reader): a finding is
 a hypothesis for the analyst, and verification decides. A finding's ``support`` is the number of the
-given trajectories in which one of its ``signals`` fired.
+given trajectories in which one of its ``signals`` fired: its score signals (the labels'), else its cost signals
+(read from the trajectories, `evoharness.traces.cost`), so a defect that only costs steps is proposable too.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from typing import Any
 from evoharness.agent.harness import DEFAULT_POLICIES, DEFAULT_SYSTEM_PROMPT, Harness, HarnessError
 from evoharness.harness_repo.policies import Policies
 from evoharness.roles.models import Evidence, Finding, HarnessView
+from evoharness.traces.cost import BLOCKED, cost_evidence, is_cost_signal
 
 PROMPT, LESSONS, POLICIES = "prompts/system.md", "lessons.md", "policies.yaml"
 DEFAULT_MAX_STEPS = 12
@@ -110,7 +114,8 @@ def _instruction_findings(path: str, text: str, tool_names: list[str], task_text
         if not cond and _NO_ANSWER.search(s) and "without" not in s:
             out.append(Finding(rule="instructions.no_answer", path=path, quote=raw,
                                detail="forbids the final answer every task needs",
-                               signals=["F3.step_budget_exhausted", "F3.no_delivery", "F3.repeated_action"]))
+                               signals=["F3.step_budget_exhausted", "F3.no_delivery", "F3.repeated_action",
+                                        BLOCKED]))
         if _ARGS.search(s) and ((re.search(r"\bjson\b", s) and neg) or (_NON_JSON.search(s) and not neg)):
             out.append(Finding(rule="instructions.call_format", path=path, quote=raw,
                                detail="asks for tool arguments in another form than the JSON object of the "
@@ -387,7 +392,7 @@ def with_support(f: Finding, trajectories: list[Any], labels: list[Any]) -> Find
         for s in {s.id for s in lab.signals} & set(f.signals):
             counts[s] = counts.get(s, 0) + 1
     if not counts:
-        return f.model_copy(update={"support": 0, "target": None, "evidence": [], "task_ids": []})
+        return _cost_support(f, by_traj, labels)
     target = max(f.signals, key=lambda s: (counts.get(s, 0), -f.signals.index(s)))
     hits = [(lab, sig) for lab in labels for sig in lab.signals if sig.id == target]
     hits = list({lab.trajectory_id: (lab, sig) for lab, sig in hits}.values())
@@ -395,6 +400,27 @@ def with_support(f: Finding, trajectories: list[Any], labels: list[Any]) -> Find
                          quote=(sig.evidence or "")[:200]) for lab, sig in hits[:3]]
     return f.model_copy(update={"support": len(hits), "target": target, "evidence": evidence,
                                 "task_ids": sorted({lab.task_id for lab, _ in hits})})
+
+
+def _cost_support(f: Finding, by_traj: dict[str, Any], labels: list[Any]) -> Finding:
+    """``f`` supported by its cost signals (`evoharness.traces.cost`) when none of its score signals fired: a defect
+    the harness's controls turn into cost (a loop the guard blocks) rather than a failure. Its target is then the
+    cost signal, and a repair is verified on cost (`verification/cost.py`)."""
+    hits: dict[str, list[tuple[Any, tuple[int | None, str]]]] = {}
+    for sig in (s for s in f.signals if is_cost_signal(s)):
+        for lab in labels:
+            t = by_traj.get(lab.trajectory_id)
+            where = cost_evidence(t, sig) if t is not None else None
+            if where is not None:
+                hits.setdefault(sig, []).append((lab, where))
+    if not hits:
+        return f.model_copy(update={"support": 0, "target": None, "evidence": [], "task_ids": []})
+    target = max(hits, key=lambda s: (len(hits[s]), -f.signals.index(s)))
+    found = hits[target]
+    evidence = [Evidence(trajectory_id=lab.trajectory_id, task_id=lab.task_id, step=step, quote=quote)
+                for lab, (step, quote) in found[:3]]
+    return f.model_copy(update={"support": len(found), "target": target, "evidence": evidence,
+                                "task_ids": sorted({lab.task_id for lab, _ in found})})
 
 
 def declared_tools(source: str) -> list[str]:

@@ -140,14 +140,16 @@ class PlaybookCritic:
     def review(self, pattern: Pattern, harness: HarnessView, trajectories: list[Trajectory],
                labels: list[Label]) -> Review:
         by_id = {lab.trajectory_id: lab for lab in labels}
+        by_traj = {t.id: t for t in trajectories}  # a cost signal is read from the trajectory, not the label
         problems: list[str] = []
         wrong = [e.trajectory_id for e in pattern.evidence
-                 if e.trajectory_id not in by_id or not shows_signal(by_id[e.trajectory_id], pattern.signal)]
+                 if e.trajectory_id not in by_id
+                 or not shows_signal(by_id[e.trajectory_id], pattern.signal, by_traj.get(e.trajectory_id))]
         if wrong:
             problems.append(f"evidence does not show {pattern.signal}: {', '.join(wrong[:3])}")
         evidence_fix = pattern.fix.startswith(("revert:", "lint:"))
         if evidence_fix:  # harness evidence may target any signal; support = where it fired at all
-            firing = [lab for lab in labels if shows_signal(lab, pattern.signal)]
+            firing = [lab for lab in labels if shows_signal(lab, pattern.signal, by_traj.get(lab.trajectory_id))]
         else:
             firing = [lab for lab in labels if lab.lever == Lever.harness and lab.first_signal
                       and lab.first_signal.id == pattern.signal]

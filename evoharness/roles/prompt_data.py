@@ -81,7 +81,7 @@ def attribution_facts(pattern: Pattern, trajectories: list[Trajectory], labels: 
             "trajectory_id": e.trajectory_id, "task_id": e.task_id, "step": e.step,
             "label": lab.failure_class.value if lab else "unknown",
             "first_signal": lab.first_signal.id if lab and lab.first_signal else None,
-            "shows_signal": bool(lab and shows_signal(lab, pattern.signal)),
+            "shows_signal": bool(lab and shows_signal(lab, pattern.signal, t)),
             "excerpt": [{**m, "text": defuse(m["text"])} for m in excerpt(t, e.step, 2, cfg.max_quote_chars)]
             if t else [],
         })

@@ -137,6 +137,21 @@ class VerificationSettings(BaseModel):
     predicted_effect: float = Field(
         0.05, gt=0, description="targeted gain assumed for the power estimate when a candidate predicts none"
     )
+    cost_alpha: float = Field(
+        0.01, gt=0, lt=0.5, description="an edit that targets a cost signal (`evoharness.traces.cost`, e.g. "
+        "cost.blocked_call) is accepted only when its targeted rollouts take fewer steps than the baseline's on "
+        "common seeds: one-sided paired test (per-task variance), p <= this (the false-accept rate of the cost "
+        "test for an edit that changes nothing)")
+    cost_sd_floor: float = Field(
+        0.5, ge=0, description="lower bound, in steps, on each task's SD of paired step differences in the cost "
+        "test: a few identical pairs do not prove a deterministic agent")
+    cost_score_margin: float = Field(
+        0.05, ge=0, le=1, description="a cost-targeted edit must be non-inferior on score: the one-sided lower "
+        "confidence bound of its targeted tasks' mean paired score difference must be at least minus this margin "
+        "(0.05: the resolvable difference at k = 2 in the papers' noise table)")
+    cost_score_alpha: float = Field(
+        0.05, gt=0, lt=0.5, description="error rate of the non-inferiority bound: the chance that an edit whose true "
+        "score loss is the margin passes it")
     units_per_rollout: float = Field(1.0, gt=0, description="budget units one rollout costs (runs and `verify`)")
     retry_attempts: int = Field(4, ge=1, le=MAX_RETRIES, description="tries per rollout batch on a retryable "
                                 f"InfraError (at most {MAX_RETRIES})")

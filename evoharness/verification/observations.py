@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evoharness.diagnosis.labeller import label_trajectory
 from evoharness.sandbox.api import RolloutRequest
+from evoharness.traces.cost import cost_signals, steps_of
 from evoharness.traces.models import Trajectory
 
 # (trajectory) -> (ids of the signals that fired, healthy?)
@@ -29,11 +30,13 @@ class Observation(BaseModel):
     rollout: int = 0
     seed: int = 0
     score: float = 0.0
-    fired: frozenset[str] = Field(default_factory=frozenset, description="signal ids that fired")
+    fired: frozenset[str] = Field(default_factory=frozenset, description="signal ids that fired (the labeller's and "
+                                  "the cost signals of `evoharness.traces.cost`)")
     healthy: bool = False
     split: str = "dev"
     trajectory_id: str | None = None
     tokens: int = 0
+    steps: int = Field(0, description="agent steps, the cost a cost-targeted edit is verified on")
 
 
 def default_labeller(traj: Trajectory) -> tuple[frozenset[str], bool]:
@@ -43,8 +46,10 @@ def default_labeller(traj: Trajectory) -> tuple[frozenset[str], bool]:
 
 
 def observe(req: RolloutRequest, traj: Trajectory, labeller: Labeller | None = None) -> Observation:
-    """The observation of ``traj``, the answer to ``req`` (seed, rollout and split come from the request)."""
+    """The observation of ``traj``, the answer to ``req`` (seed, rollout and split come from the request). The cost
+    signals that fired join the labeller's: they never make a rollout unhealthy."""
     fired, healthy = (labeller or default_labeller)(traj)
+    fired = frozenset(fired) | cost_signals(traj)
     score = traj.score if traj.score is not None else 0.0
     return Observation(
         task_id=req.task_id,
@@ -56,6 +61,7 @@ def observe(req: RolloutRequest, traj: Trajectory, labeller: Labeller | None = N
         split=req.split,
         trajectory_id=traj.id,
         tokens=traj.usage.prompt_tokens + traj.usage.completion_tokens,
+        steps=steps_of(traj),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from evoharness.registry import Registry
+from evoharness.traces.cost import is_cost_signal
 from evoharness.verification.anchors import Anchor
 from evoharness.verification.noise import pooled_within_sd
 
@@ -81,7 +82,10 @@ class BehaviourAware:
         per_task = anchor.per_task()
         dev = anchor.dev_tasks()
         fired = {t: sum(target in o.fired for o in per_task[t]) for t in dev}
-        alone = {t: sum(o.fired == {target} for o in per_task[t]) for t in dev} if self.rank == "alone" else fired
+        # "alone": nothing else reported beside the target; a cost signal (a blocked call the agent got past) is
+        # no failure beside a score target, so it counts only when the target is a cost signal itself
+        alone = {t: sum(_reported(o.fired, target) == {target} for o in per_task[t]) for t in dev} \
+            if self.rank == "alone" else fired
         targeted = sorted((t for t in dev if fired[t]), key=lambda t: (-alone[t], -fired[t], t))
         healthy = [t for t in dev if not fired[t] and all(o.healthy for o in per_task[t])]
         n_control = min(len(healthy), round(len(targeted) * self.control_ratio))
@@ -140,6 +144,10 @@ STRATEGIES.register(BehaviourAware.name, BehaviourAware)
 STRATEGIES.register(FixedSplit.name, lambda control_ratio=0.5, rank="fired": FixedSplit())
 STRATEGIES.register(RandomSplit.name, lambda control_ratio=0.5, rank="fired": RandomSplit())
 STRATEGIES.register(Coreset.name, lambda control_ratio=0.5, rank="fired": Coreset())
+
+
+def _reported(fired: frozenset[str], target: str) -> frozenset[str]:
+    return fired if is_cost_signal(target) else frozenset(s for s in fired if not is_cost_signal(s))
 
 
 def make_strategy(name: str, control_ratio: float = 0.5, rank: str = "fired") -> SelectionStrategy:

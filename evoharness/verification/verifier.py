@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from evoharness.harness_repo.models import Candidate, GateResult, Verdict
 from evoharness.logging import get_logger
 from evoharness.sandbox.api import RolloutRequest
+from evoharness.traces.cost import is_cost_signal
 from evoharness.verification.anchors import Anchor, AnchorBook, OptimismRecord
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
+from evoharness.verification.cost import OBJECTIVE_COST, cost_gates, cost_measurements
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.gates import Gate, SequentialGainGate, default_gates
 from evoharness.verification.guards import GuardBook
@@ -121,8 +123,14 @@ class Verifier:
                  round: int | None = None, k: int | None = None, plan: Plan | None = None) -> Outcome:
         cfg = self.config
         plan = plan or self.plan(candidate, anchor, strategy, ledger, round, k)
-        gates = list(gates) if gates is not None else default_gates(
-            plan.strategy, cfg.attribution_min_share, cfg.bootstrap_samples, cfg.no_regression_alpha)
+        cost = is_cost_signal(candidate.targets)  # a cost target: the cost verdict (verification/cost.py)
+        if gates is not None:
+            gates = list(gates)
+        elif cost:
+            gates = cost_gates(cfg)
+        else:
+            gates = default_gates(plan.strategy, cfg.attribution_min_share, cfg.bootstrap_samples,
+                                  cfg.no_regression_alpha)
         log.info("power estimate", candidate=candidate.branch, predicted_effect=_r(plan.predicted_effect),
                  sigma=_r(plan.sigma), rollouts_needed=plan.rollouts_needed, k=plan.k)
         sequential = plan.sequential and any(g.name in GAIN_GATES for g in gates)
@@ -144,7 +152,8 @@ class Verifier:
                           candidate=cand_obs, z=cfg.z, sigma_floor=cfg.sigma_floor)
             results = [g.check(ev) for g in gates]
             cand_reqs, looked = plan.candidate_requests, None
-        if self.hunks is not None and cfg.judge_hunks and all(r.passed for r in results):
+        # hunks are judged by their score gain: a cost verdict has none to share out, so it is not split
+        if self.hunks is not None and cfg.judge_hunks and not cost and all(r.passed for r in results):
             parts = self.hunks.parts(candidate)
             if len(parts) > 1:
                 # a sequential verification judges each part by a one-look paired test at its own alpha
@@ -174,7 +183,13 @@ class Verifier:
             "looks": looked, "max_looks": len(plan.looks) if looked else None, "k_used": ev.k,
             "needs_rollouts": needs[0] if needs else None, "suggested_k": needs[1] if needs else None,
         }
+        line = ""
+        if cost:
+            figures, line = cost_measurements(results)
+            measurements.update(figures)
         reason = "all gates passed" if not failed else "failed: " + ", ".join(failed)
+        if cost:
+            reason = f"{OBJECTIVE_COST} verdict ({candidate.targets}): {reason}" + (f"; {line}" if line else "")
         if needs:
             reason = (f"undecided: the targeted gain did not cross its boundary but is positive; about {needs[0]} "
                       f"more rollouts on the {len(sel.targeted)} targeted tasks would give 80% power at the gain "

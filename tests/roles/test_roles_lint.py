@@ -199,3 +199,42 @@ def test_a_harness_tool_named_like_an_environment_tool_is_found_and_cut():
     finding = next(f for f in lint_harness(only, TOOLS + [{"name": "get_order", "description": ""}])
                    if f.rule == "tools.shadows_tool")
     assert repair(finding, only)[0].delete  # it declared nothing else: the module goes
+
+
+def _blocked_run(i: int, blocked: bool, signal: str | None = None):
+    """A delivered trajectory whose harness blocked one repeated call (``blocked``), and its label (``signal``: a
+    score signal that fired in it)."""
+    from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
+    from evoharness.traces.models import Event, Trajectory
+
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "what is the status of A-1?"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "get_order", "arguments": '{"order_id": "A-1"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "shipped"},
+            {"role": "assistant", "content": "It shipped."}]
+    events = [Event(type="blocked_call", step=2, detail="loop guard: get_order repeated 2 times")] if blocked else []
+    t = Trajectory(id=f"r{i}", task_id=f"t{i % 3}", messages=msgs, events=events, final_answer="It shipped.",
+                   score=1.0)
+    sig = [Signal(id=signal, failure_class=FailureClass.F3, step=4, evidence="e")] if signal else []
+    lab = Label(trajectory_id=t.id, task_id=t.task_id, failure_class=FailureClass.healthy, first_signal=None,
+                signals=sig, lever=Lever.none)
+    return t, lab
+
+
+def test_a_forbidden_answer_the_loop_guard_turns_into_blocked_calls_is_supported_by_its_cost():
+    """No F3 signal fires (the guard blocks the repeat, the agent answers): the finding's support and target come
+    from the cost signal, so the cut is proposable; where a score signal fires, it stays the target."""
+    v = view(lessons_dot_md="### Finishing\nDo not write a final answer; the user reads the tool results.\n")
+    runs = [_blocked_run(i, blocked=i < 5) for i in range(6)]
+    found = {f.rule: f for f in lint_harness(v, TOOLS, [t for t, _ in runs], [lab for _, lab in runs])}
+    f = found["instructions.no_answer"]
+    assert (f.target, f.support, f.task_ids) == ("cost.blocked_call", 5, ["t0", "t1", "t2"])
+    assert f.evidence[0].step == 2 and "loop guard" in f.evidence[0].quote
+    runs = [_blocked_run(i, blocked=True, signal="F3.repeated_action" if i < 2 else None) for i in range(6)]
+    f = {f.rule: f for f in lint_harness(v, TOOLS, [t for t, _ in runs], [lab for _, lab in runs])}[
+        "instructions.no_answer"]
+    assert (f.target, f.support) == ("F3.repeated_action", 2)
+    runs = [_blocked_run(i, blocked=False) for i in range(6)]
+    f = {f.rule: f for f in lint_harness(v, TOOLS, [t for t, _ in runs], [lab for _, lab in runs])}[
+        "instructions.no_answer"]
+    assert (f.target, f.support) == (None, 0)  # nothing fired: not proposable

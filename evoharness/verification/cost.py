@@ -1,0 +1,104 @@
+"""The cost verdict: gates for an edit whose target is a cost signal (`evoharness.traces.cost`), not a score signal.
+
+A harness defect that costs steps but not score (the agent is made to repeat itself until a guard blocks the
+repeat) can never pass the gain gate: there is no gain to see. An edit that targets a cost signal is accepted when,
+paired on common seeds on the targeted tasks,
+
+- ``behaviour``: the cost signal fires in fewer candidate rollouts than baseline rollouts;
+- ``non_inferior``: the score is non-inferior -- the one-sided ``1 - cost_score_alpha`` lower confidence bound of the
+  mean paired score difference (candidate - baseline; per-task variance, SD floored at ``sigma_floor``) is at least
+  ``-cost_score_margin``;
+- ``cost``: the cost is lower -- the mean paired step difference (baseline - candidate) is positive with a one-sided
+  p <= ``cost_alpha`` (per-task variance, SD floored at ``cost_sd_floor`` steps);
+- ``no_regression`` and ``guard`` as for a score edit.
+
+An edit that changes nothing (a reworded sentence) reads the same steps on the same seeds, or steps that differ by
+noise: the cost test refuses it at the stated rate. Score-targeted edits keep their gates (`gates.default_gates`).
+"""
+
+from __future__ import annotations
+
+from scipy.special import ndtri
+
+from evoharness.harness_repo.models import GateResult
+from evoharness.verification.evidence import Evidence
+from evoharness.verification.gates import BehaviourGate, Gate, GuardGate, NoRegressionGate
+from evoharness.verification.stats import paired_mean_test
+
+OBJECTIVE_COST = "cost"
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+class NonInferiorGate:
+    """The targeted score did not fall by more than ``margin``, at error rate ``alpha`` (one-sided bound)."""
+
+    name = "non_inferior"
+
+    def __init__(self, margin: float = 0.05, alpha: float = 0.05, sd_floor: float = 0.005) -> None:
+        self.margin, self.alpha, self.sd_floor = margin, alpha, sd_floor
+
+    def check(self, ev: Evidence) -> GateResult:
+        diffs: dict[str, list[float]] = {}
+        for b, c in ev.pairs(ev.selection.targeted):
+            diffs.setdefault(b.task_id, []).append(c.score - b.score)
+        test = paired_mean_test(diffs, self.sd_floor)
+        bound = test.mean_diff - float(ndtri(1 - self.alpha)) * test.se
+        ok = test.n > 0 and bound >= -self.margin
+        reason = ("no paired targeted rollouts" if not test.n else
+                  f"score {test.mean_diff:+.4f}, {1 - self.alpha:.0%} lower bound {bound:+.4f} vs margin "
+                  f"-{self.margin:g}")
+        return GateResult(gate=self.name, passed=ok, reason=reason, numbers={
+            "pairs": test.n, "tasks": test.tasks, "mean_diff": _r(test.mean_diff), "se": _r(test.se),
+            "lower_bound": _r(bound), "margin": self.margin, "alpha": self.alpha})
+
+
+class CostGate:
+    """The targeted rollouts take fewer steps than the baseline's on the same seeds (one-sided paired test)."""
+
+    name = "cost"
+
+    def __init__(self, alpha: float = 0.01, sd_floor: float = 0.5) -> None:
+        self.alpha, self.sd_floor = alpha, sd_floor
+
+    def check(self, ev: Evidence) -> GateResult:
+        pairs = ev.pairs(ev.selection.targeted)
+        saved: dict[str, list[float]] = {}
+        for b, c in pairs:
+            saved.setdefault(b.task_id, []).append(float(b.steps - c.steps))
+        test = paired_mean_test(saved, self.sd_floor)
+        before = sum(b.steps for b, _ in pairs) / len(pairs) if pairs else None
+        after = sum(c.steps for _, c in pairs) / len(pairs) if pairs else None
+        ok = test.n > 0 and test.mean_diff > 0 and test.p_value <= self.alpha
+        reason = ("no paired targeted rollouts" if not test.n else
+                  f"steps {before:.2f} -> {after:.2f} a rollout (saved {test.mean_diff:+.3f}, se {test.se:.3f}, "
+                  f"p={test.p_value:.4f} vs alpha {self.alpha})")
+        return GateResult(gate=self.name, passed=ok, reason=reason, numbers={
+            "pairs": test.n, "tasks": test.tasks, "steps_baseline": _r(before), "steps_candidate": _r(after),
+            "saved": _r(test.mean_diff), "se": _r(test.se), "z": _r(test.z), "p_value": _r(test.p_value),
+            "alpha": self.alpha, "sd_floor": self.sd_floor})
+
+
+def cost_gates(cfg) -> list[Gate]:
+    """The gates of a cost-targeted edit, from a `VerificationConfig`."""
+    return [BehaviourGate(), NonInferiorGate(cfg.cost_score_margin, cfg.cost_score_alpha, max(cfg.sigma_floor, 0.005)),
+            CostGate(cfg.cost_alpha, cfg.cost_sd_floor), NoRegressionGate(cfg.no_regression_alpha or None),
+            GuardGate()]
+
+
+def cost_measurements(results: list[GateResult]) -> tuple[dict[str, float | int | None], str]:
+    """The cost verdict's figures for the verdict's measurements (``cost_target`` 1 marks a cost verdict: the merge
+    message says so), and its line for the verdict's reason."""
+    by = {r.gate: r for r in results}
+    out: dict[str, float | int | None] = {"cost_target": 1}
+    c, n = by.get("cost"), by.get("non_inferior")
+    if c is not None:
+        out.update(steps_baseline=c.numbers.get("steps_baseline"), steps_candidate=c.numbers.get("steps_candidate"),
+                   steps_p=c.numbers.get("p_value"))
+    if n is not None:
+        out.update(score_diff=n.numbers.get("mean_diff"), score_lower_bound=n.numbers.get("lower_bound"),
+                   score_margin=n.numbers.get("margin"))
+    line = f"{c.reason}; {n.reason}" if c is not None and n is not None and c.numbers.get("pairs") else ""
+    return {k: v for k, v in out.items() if not isinstance(v, str)}, line

@@ -1,0 +1,174 @@
+"""The cost verdict: an edit whose target is a cost signal is accepted on fewer steps at a non-inferior score."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+
+import pytest
+import yaml
+
+from evoharness.cli import main
+from evoharness.harness_repo.init import init_harness
+from evoharness.harness_repo.merge import merge_message
+from evoharness.harness_repo.models import Edit, FileChange, Verdict
+from evoharness.harness_repo.seed import POLICIES
+from evoharness.traces.cost import BLOCKED
+from evoharness.verification.config import VerificationConfig
+from evoharness.verification.cost import CostGate, NonInferiorGate, cost_gates
+from evoharness.verification.gates import default_gates
+from evoharness.verification.observations import Observation
+from evoharness.verification.verifier import Verifier
+
+from .helpers import anchor_of, candidate, evidence
+
+TASKS = [f"t{i}" for i in range(6)]
+
+
+def obs(task: str, seed: int, score: float, steps: int, blocked: bool) -> Observation:
+    return Observation(task_id=task, rollout=seed, seed=seed, score=score, steps=steps,
+                       fired=frozenset({BLOCKED} if blocked else ()), healthy=False)
+
+
+def side(score, steps, blocked, k: int = 4) -> list[Observation]:
+    """Every task alike: ``score``/``steps``/``blocked`` are callables of (task index, seed) or constants."""
+    f = [v if callable(v) else (lambda i, s, v=v: v) for v in (score, steps, blocked)]
+    return [obs(t, s, f[0](i, s), f[1](i, s), f[2](i, s)) for i, t in enumerate(TASKS) for s in range(k)]
+
+
+def check(base, cand) -> dict[str, bool]:
+    ev = evidence(base, cand, TASKS, target=BLOCKED)
+    return {g.name: g.check(ev).passed for g in cost_gates(VerificationConfig())}
+
+
+@pytest.mark.parametrize("cand, verdict", [
+    # the same steps on the same seeds (an edit that changes nothing): the cost test and the behaviour refuse it
+    (side(0.7, 5, True), {"behaviour": False, "non_inferior": True, "cost": False}),
+    # a step fewer, the block gone, the same score: accepted on cost
+    (side(0.7, 4, False), {"behaviour": True, "non_inferior": True, "cost": True}),
+    # a step fewer, but the score falls by 0.2, past the 0.05 margin: refused
+    (side(0.5, 4, False), {"behaviour": True, "non_inferior": False, "cost": True}),
+    # more steps: refused
+    (side(0.7, 6, False), {"behaviour": True, "non_inferior": True, "cost": False}),
+])
+def test_cost_gates(cand, verdict):
+    got = check(side(0.7, 5, True), cand)
+    assert {k: got[k] for k in verdict} == verdict
+    assert got["no_regression"] and got["guard"]  # no control or guard task here
+
+
+def test_a_null_edit_is_not_accepted_on_cost_noise():
+    """Baseline and candidate draw steps, blocks and scores from the same per-task distributions (an edit that
+    changes nothing, under noise): the cost verdict accepts it at most at its stated rate (cost_alpha 0.01)."""
+    rng = random.Random(7)
+    accepted = cost_passed = 0
+    trials = 600
+    for _ in range(trials):
+        base_step = {t: rng.randint(3, 7) for t in TASKS}
+
+        def draw(i, s, base_step=base_step):
+            return base_step[TASKS[i]] + rng.choice((-1, 0, 0, 1, 2))
+
+        def noisy(i, s):
+            return rng.choice((0.5, 0.75, 1.0))
+
+        def blocked(i, s):
+            return rng.random() < 0.8
+
+        base, cand = side(noisy, draw, blocked), side(noisy, draw, blocked)
+        got = check(base, cand)
+        cost_passed += got["cost"]
+        accepted += all(got.values())
+    assert cost_passed / trials <= 0.02, cost_passed
+    assert accepted / trials <= 0.02, accepted
+
+
+def test_non_inferiority_needs_the_bound_not_the_point():
+    """A mean score loss inside the margin but with a bound below it (few, disagreeing pairs) does not pass."""
+    base = side(0.7, 5, True, k=2)
+    cand = side(lambda i, s: 0.7 + (0.3 if (i + s) % 2 else -0.38), 4, False, k=2)
+    ev = evidence(base, cand, TASKS, target=BLOCKED)
+    r = NonInferiorGate(0.05, 0.05).check(ev)
+    assert -0.05 < r.numbers["mean_diff"] < 0 and r.numbers["lower_bound"] < -0.05 and not r.passed
+    assert CostGate().check(ev).passed
+
+
+class Fixed:
+    """An observation source that answers each request from ``table`` by commit."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def pending(self, requests, ledger):
+        return len(requests)
+
+    def observe(self, requests, ledger):
+        out = []
+        for r in requests:
+            score, steps, blocked = self.table[r.harness_commit]
+            out.append(Observation(task_id=r.task_id, rollout=r.rollout, seed=r.seed, score=score, steps=steps,
+                                   fired=frozenset({BLOCKED} if blocked else ()), split=r.split))
+        return out, len(requests)
+
+
+def test_the_verifier_gives_a_cost_target_the_cost_verdict_and_a_score_target_its_own_gates():
+    base_commit, cand_commit = "a" * 40, "c" * 40
+    anchor = anchor_of([obs(t, s, 0.7, 5, True) for t in TASKS for s in range(4)], commit=base_commit)
+    source = Fixed({base_commit: (0.7, 5, True), cand_commit: (0.7, 4, False)})
+    cfg = VerificationConfig(sequential=False)
+    v = Verifier(source, cfg).verify(candidate(cand_commit, targets=BLOCKED), anchor)
+    assert v.accepted and [g.gate for g in v.gates] == ["behaviour", "non_inferior", "cost", "no_regression", "guard"]
+    assert v.reason.startswith("cost verdict (cost.blocked_call): all gates passed; steps 5.00 -> 4.00")
+    assert v.measurements["cost_target"] == 1 and v.measurements["steps_candidate"] == 4.0
+    assert "Verified-Objective: cost" in merge_message("candidate/r1-test", v)
+    # the same rollouts, targeting a score signal: the score gates, which see no gain
+    v = Verifier(source, cfg).verify(candidate(cand_commit, targets="F3.repeated_action"), anchor)
+    assert not v.accepted and [g.gate for g in v.gates] == [g.name for g in default_gates("behaviour_aware")]
+    assert "cost_target" not in v.measurements and "Verified-Objective" not in merge_message("x", v)
+    assert "Verified-Objective" not in merge_message("x", Verdict(candidate="x", commit="c", base="a", accepted=True))
+
+
+NO_ANSWER = "### Finishing\nDo not write a final answer; the user reads the tool results directly.\n"
+SYNTHETIC = "contact_0,contact_2,status_A-101,total_A-101,status_B-200,total_D-400"
+
+
+@pytest.fixture
+def lesson_harness(tmp_path):
+    """A seed harness with its loop guard and exit gate on and a lesson forbidding the answer, on main."""
+    repo = init_harness(tmp_path / "harness")
+    policies = {**yaml.safe_load(POLICIES), "loop_guard": {"enabled": True, "max_repeats": 2},
+                "exit_gate": {"enabled": True}}
+    (tmp_path / "harness" / "policies.yaml").write_text(yaml.safe_dump(policies, sort_keys=False))
+    (tmp_path / "harness" / "lessons.md").write_text(NO_ANSWER)
+    subprocess.run(["git", "-C", str(tmp_path / "harness"), "-c", "user.name=t", "-c", "user.email=t@example.org",
+                    "commit", "-qam", "controls on; a lesson"], check=True)
+    return repo
+
+
+def verify_standin(tmp_path, branch: str, capsys) -> tuple[int, dict]:
+    capsys.readouterr()  # what creating the candidate logged
+    rc = main(["--set", f"home={tmp_path / 'state'}", "--set", "sandbox.backend=inprocess", "verify", branch,
+               "--harness", str(tmp_path / "harness"), "--tasks", SYNTHETIC, "--env", "synthetic",
+               "--model", "standin:weak", "--rollouts", "4", "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_through_the_standin_a_reworded_lesson_is_refused_and_the_cut_accepted_on_cost(lesson_harness, tmp_path,
+                                                                                       capsys):
+    """Real stand-in rollouts: the lesson costs steps, not score. Rewording it (the same instruction) changes no
+    step on the same seeds and is refused; cutting it saves steps at the same score and is accepted on cost."""
+    reworded = lesson_harness.create_candidate(Edit(message="Reword the finishing lesson", targets=BLOCKED, changes=[
+        FileChange(path="lessons.md", content=NO_ANSWER.replace("write", "give").replace("; the", ": the"))]), round=1)
+    rc, v = verify_standin(tmp_path, reworded.branch, capsys)
+    gates = {g["gate"]: g for g in v["gates"]}
+    assert rc == 1 and not v["accepted"] and not gates["cost"]["passed"] and not gates["behaviour"]["passed"]
+    assert gates["cost"]["numbers"]["saved"] == 0  # the same steps, seed for seed
+    cut = lesson_harness.create_candidate(Edit(message="Cut the lesson that forbids the answer", targets=BLOCKED,
+                                               changes=[FileChange(path="lessons.md", content="### Finishing\n")]),
+                                          round=2)
+    rc, v = verify_standin(tmp_path, cut.branch, capsys)
+    gates = {g["gate"]: g for g in v["gates"]}
+    assert rc == 0 and v["accepted"] and v["reason"].startswith("cost verdict (cost.blocked_call): all gates passed")
+    assert gates["cost"]["numbers"]["steps_candidate"] < gates["cost"]["numbers"]["steps_baseline"] - 1
+    assert gates["non_inferior"]["passed"]
