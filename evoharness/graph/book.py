@@ -118,7 +118,7 @@ class Book:
     def enqueue_content(self, ids: list[str], run_id: str, round: int, exclude: frozenset[str] = frozenset()) \
             -> list[str]:
         """Trajectories the Router sends to the weights lever go to the training queue, but those in ``exclude``
-        (a harness cause named for what they cost: `Desk.harness_cost`; they stay in the store)."""
+        (a harness cause named for what they cost: `HarnessEvidence.cost_explained`; they stay in the store)."""
         out = []
         trajs = self.load(ids)
         for t, lab in zip(trajs, self.labels(trajs), strict=True):
