@@ -8,6 +8,7 @@ line on stderr and exit code 2; never a traceback for bad input.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import inspect
 import os
@@ -169,20 +170,24 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except OSError as e:  # a path the user gave that cannot be read or written
         where = f"{typed(str(e.filename), sys.argv[1:] if argv is None else argv)}: " if e.filename else ""
-        typer.echo(f"error: {one_line(where + (e.strerror or str(e)).lower())}", err=True)
+        reason = LOOP if e.errno == errno.ELOOP else (e.strerror or str(e)).lower()
+        typer.echo(f"error: {one_line(where + reason)}", err=True)
         return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
     except MemoryError:
         return _out_of_memory()
-    except RuntimeError as e:  # Path.resolve on a symlink loop (Python 3.11), wherever a command resolves a path
+    except RuntimeError as e:  # Path.resolve on a symlink loop, wherever a command resolves a path
         if str(e) == "can't start new thread":  # no memory for the new thread's stack (or no process left)
             return _out_of_memory("a new thread could not start")
-        if not str(e).startswith("Symlink loop from "):
+        # Python 3.11 raises RuntimeError('Symlink loop from ...') while it handles the OSError ELOOP; 3.13 raises
+        # that OSError itself (above). Read the errno the error was raised from, never the wording of its text.
+        loop = e.__cause__ or e.__context__
+        if not (isinstance(loop, OSError) and loop.errno == errno.ELOOP):
             raise
-        where = str(e).removeprefix("Symlink loop from ").strip("'")
-        typer.echo(f"error: {one_line(where)}: a symlink loop (too many levels of symbolic links)", err=True)
+        where = f"{typed(str(loop.filename), sys.argv[1:] if argv is None else argv)}: " if loop.filename else ""
+        typer.echo(f"error: {one_line(where + LOOP)}", err=True)
         return 2
 
 
@@ -201,15 +206,25 @@ def _out_of_memory(what: str = "out of memory") -> int:
     return 2
 
 
+LOOP = "a symlink loop (too many levels of symbolic links)"
+
+
 def _no_nul(argv: list[str]) -> None:
-    """InputError for an argument holding a NUL: no shell passes one (argv is C strings), but a program calling
-    ``main(argv)`` can, and every path it reached was a ValueError (embedded null byte) traceback. The line names the
-    option the argument follows, where it follows one (``argument 8 (after --reason)``)."""
+    """InputError for an argument holding a NUL or half a UTF-16 surrogate pair: no shell passes either (argv is C
+    strings, and bytes that are not UTF-8 arrive as ``\\udc80``-``\\udcff``, which encode back to those bytes), but a
+    program calling ``main(argv)`` can, and every path it reached was a traceback (ValueError: embedded null byte;
+    UnicodeEncodeError). The line names the option the argument follows, where it follows one
+    (``argument 8 (after --reason)``)."""
     for i, arg in enumerate(argv, 1):
+        before = argv[i - 2] if i > 1 else ""
+        after = f" (after {before})" if before.startswith("-") and "=" not in before else ""
         if "\x00" in arg:
-            before = argv[i - 2] if i > 1 else ""
-            after = f" (after {before})" if before.startswith("-") and "=" not in before else ""
             raise InputError(f"argument {i}{after}", f"{arg!r} holds a NUL character, which no argument can hold")
+        try:
+            os.fsencode(arg)
+        except UnicodeEncodeError:
+            raise InputError(f"argument {i}{after}", f"{arg!r} holds half a UTF-16 surrogate pair, which no "
+                             "argument can hold") from None
 
 
 def typed(name: str, argv: list[str]) -> str:

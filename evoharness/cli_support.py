@@ -185,13 +185,25 @@ def one_line(message: str) -> str:
     """``message`` with each control character, Unicode line or paragraph break and bidirectional text control
     written as its Python escape (``\\n``, ``\\x1b``, ``\\u2028``): an error names what the user gave (a run id, a
     branch, a revision), and one holding a line break printed the error over two lines, the second of the user's
-    choosing (``error: ...`` included); an escape sequence reached the terminal as it was."""
+    choosing (``error: ...`` included); an escape sequence reached the terminal as it was.
+
+    A byte the shell passed that is not UTF-8 (Python's ``\\udced``) is written as that byte, ``\\xed``, and
+    half a UTF-16 surrogate pair (``\\ud800``, from a program) as its escape: `diagnose $'\\xed\\xa0\\x80'` named
+    ``\\udced\\udca0\\udc80``, which the user never typed, and the line could not be written to a strict stream."""
     from evoharness.untrusted import control_character
 
     if control_character(message) is not None:
         message = "".join(ch if control_character(ch) is None else ch.encode("unicode_escape").decode("ascii")
                           for ch in message)
-    return shortened(message)
+    return shortened(_SURROGATE.sub(_surrogate_shown, message))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_shown(m: re.Match) -> str:
+    code = ord(m[0])
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 LONG_WORD = 400  # characters of one word (no space in it) an error line shows whole

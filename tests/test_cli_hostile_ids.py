@@ -124,3 +124,49 @@ def test_a_path_that_is_a_symlink_loop_is_one_error_line(tmp_path, monkeypatch, 
     assert main(["demo", "--out", "loop", "--rounds", "1"]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {tmp_path / 'loop'}: a symlink loop (too many levels of symbolic links)\n"
+
+
+def test_an_argument_holding_half_a_surrogate_pair_is_one_error_line(tmp_path, monkeypatch, capsys):
+    """No shell passes half a UTF-16 surrogate pair either (a shell's bytes that are not UTF-8 arrive as
+    ``\\udc80``-``\\udcff``, which name those bytes again), but ``main(argv)`` can: `label t.jsonl --out '\\ud800'`
+    was a UnicodeEncodeError traceback from Path.resolve (found by scripts/fuzz_cli.py). Bytes a shell passed that
+    are not UTF-8 still reach the command (``\\udced\\udca0\\udc80``, the bytes of an encoded ``\\ud800``)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.jsonl").write_text("")
+    for argv in (["label", "t.jsonl", "--out", "\ud800.jsonl"], ["diagnose", "a\udfffb"],
+                 ["--set", "run.seed=\udbff", "noise"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("error: ") and "half a UTF-16 surrogate pair" in err, (
+            argv, err)
+    assert main(["label", "t.jsonl", "--out", "\ud800.jsonl"]) == 2
+    assert "argument 4 (after --out)" in capsys.readouterr().err
+    assert main(["diagnose", "\udced\udca0\udc80"]) == 2  # a shell's bytes: the command ran, the file is missing
+    assert capsys.readouterr().err.startswith("error: \\xed\\xa0\\x80: no such file or directory")
+
+
+def test_a_symlink_loop_refused_as_any_python_refuses_it_is_the_same_line(tmp_path, monkeypatch, capsys):
+    """Python 3.11's Path.resolve says 'Symlink loop from ...' (a RuntimeError, raised while it handled ELOOP);
+    3.13 raises the OSError ELOOP itself. Either is the same one line, read from the error's errno, not its text."""
+    import errno
+
+    import evoharness.diagnosis.cli as diagnosis_cli
+
+    monkeypatch.chdir(tmp_path)
+
+    def elooping(message):
+        def raise_(*args, **kwargs):
+            try:
+                raise OSError(errno.ELOOP, "Too many levels of symbolic links", str(tmp_path / "loop"))
+            except OSError:
+                if message is None:
+                    raise
+                raise RuntimeError(message)  # noqa: B904 -- as 3.11 raises it: while handling the OSError
+        return raise_
+
+    for message in (None, f"Symlink loop from {str(tmp_path / 'loop')!r}", "a future wording"):
+        monkeypatch.setattr(diagnosis_cli, "output_apart", elooping(message))
+        (tmp_path / "t.jsonl").write_text("")
+        assert main(["label", "t.jsonl", "--out", "loop"]) == 2, message
+        assert capsys.readouterr().err == (
+            f"error: {tmp_path / 'loop'}: a symlink loop (too many levels of symbolic links)\n"), message
