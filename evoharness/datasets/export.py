@@ -776,7 +776,14 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     summary.prompt_limit_hits = renderer.limit_hits
     summary.prompt_render_unjailed = renderer.unjailed
     summary.env_tools_past_limit = env_tools.past_limit
-    write_card(stage, summary)
+    try:  # after the records, still before anything moves in: a full disk here leaves ``out`` as it was
+        write_card(stage, summary)
+    except OSError as e:
+        _discard(stage, made)
+        raise naming_output(e, out) from None
+    except BaseException:
+        _discard(stage, made)
+        raise
     with _moving_in(out):  # two exports into one directory (two requests of one name) must not mix their files
         _remove_outputs(out)  # an earlier export's files (maybe another format) must not linger
         for name in dict.fromkeys((*summary.files, "README.md", "manifest.json")):

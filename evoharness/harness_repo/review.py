@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from typing import Literal
 
 import git
@@ -198,7 +200,11 @@ def pr_body(hr: HarnessRepo, cand: Candidate, refused: str | None = None) -> str
 
 
 def git_reason(e: git.GitCommandError) -> str:
-    """git's own first ``fatal:``/``error:`` line, without GitPython's ``stderr: '...'`` wrapping."""
+    """git's own first ``fatal:``/``error:`` line, without GitPython's ``stderr: '...'`` wrapping; the signal that
+    killed git when it said nothing (``SIGXFSZ``: a write past the file size limit)."""
+    if isinstance(e.status, int) and e.status < 0 and not str(e.stderr or "").strip():
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-e.status).name}"
     text = (e.stderr or str(e)).strip()
     if text.startswith("stderr:"):
         text = text[len("stderr:"):].strip().strip("'")
