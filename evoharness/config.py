@@ -146,7 +146,12 @@ def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
 def _parse_value(raw: str, source: str) -> Any:
     """``raw`` read as a TOML value, else the text itself; InputError (naming ``source``) for a value no setting can
     be made of: an integer over Python's 4,300-digit conversion limit (tomllib's ValueError) or brackets nested past
-    the parser's recursion (RecursionError) were tracebacks."""
+    the parser's recursion (RecursionError) were tracebacks; so was text that is not UTF-8 (a shell passes such bytes
+    as ``\\udc80``-``\\udcff``: a UnicodeEncodeError out of pydantic)."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(source, f"not UTF-8 text (character {e.start + 1}); a setting's value is text") from None
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

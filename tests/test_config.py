@@ -160,3 +160,20 @@ def test_a_huge_integer_or_deep_nesting_in_any_setting_is_one_error_line(tmp_pat
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("error: ") and says in err, err
+
+
+def test_a_setting_whose_bytes_are_not_utf8_is_one_error_line(tmp_path, monkeypatch, capsys):
+    """A shell passes bytes that are not UTF-8 as ``\\udc80``-``\\udcff``: a `--set KEY=$'\\xff'` was a
+    UnicodeEncodeError traceback out of pydantic (found by scripts/fuzz_cli.py); so was such an environment
+    variable. Now one line naming where the value was given."""
+    from evoharness.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match=r"--set run\.seed: not UTF-8 text"):
+        load_settings(overrides=["run.seed=\udcff"], local_file=False)
+    with pytest.raises(InputError, match=r"EVOHARNESS_RUN__ENV: not UTF-8 text"):
+        load_settings(environ={"EVOHARNESS_RUN__ENV": "caf\udce9"}, local_file=False)
+    assert main(["--set", "verification.sequential_stop_gates=\udcff", "dataset", "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --set verification.sequential_stop_gates: not UTF-8 text") and len(
+        err.splitlines()) == 1, err
