@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -154,9 +155,28 @@ def output_file(default_name: str):
                     f"{raw} is a directory and {implied} already exists; a directory's {default_name} is never "
                     f"replaced: pass --out {implied} to replace it, or name another file")
             return implied
+        _under_a_directory(raw, path)
         return path
 
     return parse
+
+
+def _under_a_directory(raw: str, path: Path) -> None:
+    """``typer.BadParameter`` when the nearest existing parent of ``path`` is no directory (a file, a device, a symlink
+    loop): nothing can be written there, and `evaluate --out loop/x` or `--out t.jsonl/x` ran all of its rollouts
+    before the write said so (`error: loop: file exists`)."""
+    for parent in path.parents:
+        try:
+            if os.path.isdir(parent) or not os.path.lexists(parent):
+                if os.path.isdir(parent):
+                    return
+                continue
+            os.stat(parent)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise typer.BadParameter(f"{raw}: {parent} is a symlink loop; name a file in a directory") from None
+            raise typer.BadParameter(f"{raw}: {parent}: {(e.strerror or str(e)).lower()}") from None
+        raise typer.BadParameter(f"{raw}: {parent} is not a directory; name a file in a directory")
 
 
 def no_stdin(path: Path, command: str) -> None:

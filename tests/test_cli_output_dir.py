@@ -29,3 +29,19 @@ def test_an_existing_directory_with_a_suffix_is_still_an_output_directory(tmp_pa
     assert output_dir(str(tmp_path / "v1.json")) == tmp_path / "v1.json"
     assert output_dir(str(tmp_path / "report")) == tmp_path / "report"
     assert output_dir(str(tmp_path / "data.v2")) == tmp_path / "data.v2"
+
+
+@pytest.mark.parametrize("under", ["t.jsonl", "loop"])
+def test_an_out_under_a_file_or_a_loop_is_refused_before_any_rollout(tmp_path, monkeypatch, capsys, under):
+    """`evaluate --harness h --out loop/x` ran its 12 rollouts, then said `error: loop: file exists` (found by
+    scripts/fuzz_cli.py); an --out whose nearest existing parent is no directory is a usage error before any work."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "h"]) == 0
+    (tmp_path / "t.jsonl").write_text("")
+    (tmp_path / "loop").symlink_to("loop")
+    capsys.readouterr()
+    assert main(["evaluate", "--harness", "h", "--env", "synthetic", "--tasks", "2", "--rollouts", "1",
+                 "--out", f"{under}/x/e.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()] and "rollouts" not in err, err  # one line, no progress before it
+    assert f"--out: {under}/x/e.json: {under} is" in err, err
