@@ -82,3 +82,19 @@ def test_an_export_whose_card_cannot_be_written_leaves_the_earlier_export_and_no
     assert main(["dataset", "export", "-t", "t.jsonl", "--out", "new/out"]) == 2
     capsys.readouterr()
     assert not Path("new").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_an_output_written_through_a_link_to_a_full_device_names_it(tmp_path, monkeypatch, capsys):
+    """An output that is a symlink or a device is written through, not replaced; on a full one (`--out full`, full ->
+    /dev/full) `label` said `error: no space left on device`, naming no output (found by scripts/fuzz_cli.py)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "h"]) == 0
+    assert main(["rollout", "--harness", "h", "--env", "synthetic", "--tasks", "2", "--rollouts", "1", "--out",
+                 "t.jsonl", "--sandbox", "inprocess"]) == 0
+    (tmp_path / "full").symlink_to("/dev/full")
+    capsys.readouterr()
+    for argv in (["label", "t.jsonl", "--out", "full"], ["import", "t.jsonl", "--out", "full"]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err == "error: full: no space left on device\n", argv
+    assert os.path.realpath(tmp_path / "full") == "/dev/full"  # the link stays a link

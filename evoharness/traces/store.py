@@ -228,8 +228,11 @@ def replacing(path: Path | str, mode: str = "wb") -> Iterator[IO[Any]]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or (path.exists() and not path.is_file()):
-        with path.open(mode) as fh:
-            yield fh
+        try:
+            with path.open(mode) as fh:
+                yield fh
+        except OSError as e:  # a link to /dev/full: the line names the output, as below
+            raise naming_output(e, path) from None
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
