@@ -14,6 +14,14 @@ missing, directories, FIFOs, /dev/zero, under a file, a symlink loop, or files t
 100,000 deep, a mutated copy of the working input (``fuzz_importers.variant_bytes``); and sometimes a hostile
 ``--set`` of a real settings key or a hostile ``--config`` file.
 
+Half the cases are *deep* instead: every argument works, and exactly one thing is changed, so the case reaches the
+command's real work rather than its argument checks: one field of a working input file, at any depth (a trajectory's
+tool call's arguments, a label's signal, an EDIT.json change; deleted, of another type, extreme -- ``mutate``), or one
+byte; one value of ``ops/evoharness.example.toml`` given as ``--config`` (every section: ``serve``'s too, with home,
+harness and port made the case's own); or an output that cannot be written whole -- a link to ``/dev/full`` (every
+write ENOSPC: one error line, and no file left at the output as if complete), a path through a file, a directory, a
+symlink loop.
+
 Each case runs in a forked child (the imports are paid once) in a fresh copy of the workspace, with its own home,
 stdin from /dev/null, 4 GiB of address space beyond what the fuzzing process holds and ``--timeout`` seconds. A
 failure is: a traceback; an exit other than 0 or 2 (``verify`` may exit 1: rejected, as documented); exit 2 without
@@ -31,6 +39,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -48,6 +57,7 @@ from evoharness.cli import command, main
 LONG_RUNNING = {"serve", "run", "demo"}  # a case that is still working at --timeout is no failure
 EXIT_1_OK = {"verify"}  # rejected or undecided: documented exit 1
 TIMEOUT_S = 30.0
+DEEP_SHARE = 0.5  # cases whose arguments all work but for one changed thing (``Maker.deep``)
 
 # Hostile values, by the parameter's kind. No absolute path a command could write (the fuzz runs as whoever
 # starts it): inputs may be /dev/null and /dev/zero, outputs are under the case's directory.
@@ -62,7 +72,15 @@ IN_PATHS = ["", " ", "missing.jsonl", "dir/", "dir", "empty.jsonl", "blank.jsonl
 # Outputs stay in the case's directory: no device (a command may replace what is at its --out), and no FIFO
 # (an --out that is one is written through, as documented: it waits for its reader).
 OUT_PATHS = ["", "t.jsonl", "h", "dir/", "t.jsonl/x", "a\nb", "n" * 300, "missing/deep/x", "labels.jsonl", "export",
-             "edit.json", "loop", "h/lessons.md", "h/.git"]
+             "edit.json", "loop", "h/lessons.md", "h/.git", "full", "full/x"]
+# Outputs of a deep case: a link to /dev/full (replacing it replaces the link, never the device), through a file,
+# a directory, a loop.
+DEEP_OUT_PATHS = ["full", "full/x", "t.jsonl/x", "dir", "loop", "loop/x", "h/.git/x"]
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "ops" / "evoharness.example.toml"
+# a value of the example config's, changed: of another TOML type, out of range, extreme, empty
+TOML_VALUES = ['""', '"x"', "-1", "0", "1e999", "nan", "inf", "-inf", "9" * 5000, "[]", "{}", "true", "[1, 2]",
+               '"\\u0000"', '"' + "x" * 10_000 + '"', "1.5", "2026-12-06", '"sqlite:///:memory:"', '"../escape"',
+               '"http://127.0.0.1:9/v1"', "[[1]]", '"\\ud800"']
 SET_VALUES = ["", "nan", "inf", "-1", "0", "1e999", "9" * 5000, "[1,2", "{", '"x"', "true", "[]", "\x00", "x" * 10_000,
               "sqlite:///:memory:", "\udcff", "{a = 1}", "[[1]]"]
 CONFIGS = [b"", b"\x00\x01\x02", b"[run]\nmax_rounds = nan\n", b"a = " + b"[" * 10_000 + b"]" * 10_000 + b"\n",
@@ -122,7 +140,10 @@ def commands() -> dict[str, list[Param]]:
             descriptor = getattr(p, "type_descriptor", None)
             annotation = getattr(descriptor, "annotation", None)
             kind = _kind(annotation, getattr(p, "type", None))
-            flag = None if isinstance(p, click.Argument) else max(p.opts, key=len)
+            # by its kind, not ``isinstance(p, click.Argument)``: typer's commands are made of its own copy of click
+            # (``typer._click``), so every argument was taken for an option and passed as `NAME VALUE` (`label paths
+            # t.jsonl`: 'paths: no such file'), most cases refused before their command's work
+            flag = None if p.param_type_name == "argument" else max(p.opts, key=len)
             choices = list(getattr(getattr(p, "type", None), "choices", None) or [])
             params.append(Param(p.name, flag, kind, bool(p.required), bool(getattr(p, "is_flag", False)), choices,
                                 p.default if not callable(p.default) else None))
@@ -201,6 +222,7 @@ def build_workspace(root: Path) -> None:
     (root / "bigint.json").write_bytes(b'{"id": 1' + b"1" * 5000 + b"}\n")
     (root / "latin1.txt").write_bytes(b"caf\xe9\n")
     (root / "loop").symlink_to("loop")
+    (root / "full").symlink_to("/dev/full")  # an output on a full disk (a command replacing it replaces the link)
 
 
 def _inputs_of(root: Path) -> dict[str, str]:
@@ -252,8 +274,11 @@ class Maker:
         self.workspace = workspace
 
     def argv(self, name: str, params: list[Param]) -> tuple[list[str], list[tuple[str, bytes]]]:
-        """Arguments for ``name`` and the files to write into the case's directory first."""
+        """Arguments for ``name`` and the files to write into the case's directory first: a deep case (``deep``)
+        half the time, else one whose values are replaced by hostile ones."""
         rng = self.rng
+        if rng.random() < DEEP_SHARE:
+            return self.deep(name, params)
         chosen = [p for p in params if p.required or (p.name not in ("config", "set_") and rng.random() < 0.35)]
         values = {p.name: self.valid(name, p) for p in chosen}
         files: list[tuple[str, bytes]] = []
@@ -261,6 +286,132 @@ class Maker:
         hits = 0 if rng.random() < 0.2 else rng.randint(1, 2)  # a working case now and then: its outputs, too
         for p in rng.sample(mutable, min(len(mutable), hits)):
             values[p.name] = self.hostile(p, files)
+        argv = self.assemble(name, params, values)
+        if rng.random() < 0.25:
+            argv += ["--set", f"{rng.choice(self.keys)}={rng.choice(SET_VALUES)}"]
+        if rng.random() < 0.1:
+            files.append(("hostile.toml", rng.choice(CONFIGS)))
+            argv += ["--config", "hostile.toml"]
+        if rng.random() < 0.03:
+            argv.append(rng.choice(["--nosuch", "--set", "-", "extra-argument"]))
+        return argv, files
+
+    def deep(self, name: str, params: list[Param]) -> tuple[list[str], list[tuple[str, bytes]]]:
+        """Working arguments with exactly one thing changed: a field (or a byte) of one input file, one value of the
+        example config given as ``--config``, or the output (``DEEP_OUT_PATHS``)."""
+        rng = self.rng
+        # fewer options than a hostile case: two options that do not go together (`--judge-window` without
+        # `--labeller llm`) are a refusal, not the deep case wanted
+        chosen = [p for p in params if p.required or (p.name not in ("config", "set_") and rng.random() < 0.12)]
+        values = {p.name: self.valid(name, p) for p in chosen}
+        files: list[tuple[str, bytes]] = []
+        inputs = [p for p in chosen if p.kind in ("path", "list-path") and p.name not in OUT_NAMES]
+        outputs = [p for p in params if p.kind == "path" and p.name in OUT_NAMES]
+        pick = rng.random()
+        config = False
+        if inputs and pick < 0.6:
+            p = rng.choice(inputs)
+            value = values[p.name]
+            changed = [self.one_change(v, files) for v in value] if isinstance(value, list) else self.one_change(
+                value, files)
+            values[p.name] = changed
+        elif outputs and pick < 0.85:
+            values[rng.choice(outputs).name] = rng.choice(DEEP_OUT_PATHS)
+        else:
+            config = True
+        argv = self.assemble(name, params, values)
+        if config:
+            files.append(("example.toml", self.example_config(values.get("port"))))
+            argv += ["--config", "example.toml"]
+        return argv, files
+
+    def one_change(self, name: str, files: list[tuple[str, bytes]]) -> str:
+        """``name`` (a working input: a file, or a directory -- a harness repo, an export) with one field or one byte
+        of one of its files changed. A file is written as a copy (``mut-N``); a file inside a directory is changed
+        in the case's own copy of the directory."""
+        rng = self.rng
+        src = self.workspace / name
+        if src.is_dir():
+            inside = sorted(p for p in src.rglob("*") if p.is_file() and ".git" not in p.relative_to(src).parts)
+            if not inside:
+                return name
+            target = rng.choice(inside)
+            files.append((str(target.relative_to(self.workspace)), self.changed_bytes(target)))
+            return name
+        if not src.is_file():
+            return name
+        target = f"mut-{len(files)}{src.suffix}"
+        files.append((target, self.changed_bytes(src)))
+        return target
+
+    def changed_bytes(self, path: Path) -> bytes:
+        """``path``'s bytes with one field of its JSON (at any depth, ``fuzz_importers.mutate``), one value of its
+        TOML, or else one byte, changed."""
+        from fuzz_importers import BIGINT, DEEP, mutate
+
+        rng = self.rng
+        raw = path.read_bytes()
+        if raw and rng.random() < 0.15:
+            b = bytearray(raw)
+            b[rng.randrange(len(b))] = rng.randrange(256)
+            return bytes(b)
+        if path.suffix in (".json", ".jsonl"):
+            try:
+                if path.suffix == ".jsonl":
+                    lines = [json.loads(x) for x in raw.splitlines() if x.strip()]
+                    i = rng.randrange(len(lines))
+                    lines[i] = mutate(lines[i], rng)
+                    text = "".join(json.dumps(x) + "\n" for x in lines)
+                else:
+                    text = json.dumps(mutate(json.loads(raw), rng))
+                return text.replace(json.dumps(DEEP), "[" * 5000 + "]" * 5000).replace(
+                    json.dumps(BIGINT), "1" * 5000).encode()
+            except (ValueError, IndexError):
+                pass
+        if path.suffix == ".toml":
+            return self.toml_changed(raw.decode("utf-8", "replace")).encode("utf-8", "surrogatepass")
+        b = bytearray(raw or b"\n")
+        b[rng.randrange(len(b))] = rng.randrange(256)
+        return bytes(b)
+
+    def toml_changed(self, text: str) -> str:
+        """``text`` with one ``key = value`` line's value replaced (``TOML_VALUES``), or the line removed."""
+        lines = text.splitlines()
+        settable = [i for i, line in enumerate(lines) if re.match(r"\s*[A-Za-z_][\w.]*\s*=", line)]
+        if settable:
+            i = self.rng.choice(settable)
+            key, value = lines[i].split("=", 1)
+            lines[i] = "" if self.rng.random() < 0.1 else f"{key}= {self.toml_value(value.split('#')[0].strip())}"
+        return "\n".join(lines) + "\n"
+
+    def toml_value(self, value: str) -> str:
+        """A value in place of ``value``: half the time one of its own kind (a number out of range, an unknown
+        word), so the file still validates as far as that setting's own check; else any of ``TOML_VALUES``."""
+        rng = self.rng
+        if rng.random() < 0.5:
+            if re.fullmatch(r"-?\d+", value):
+                return rng.choice(["0", "-1", "1", str(int(value) * 1000), "9" * 19, "2147483648"])
+            if re.fullmatch(r"-?\d+\.\d*", value):
+                return rng.choice(["0.0", "-0.5", "1e-300", "1e300", "0.999999", str(float(value) * 1000)])
+            if value.startswith('"'):
+                return rng.choice(['""', '"nosuch"', '" "', '"' + "a" * 300 + '"', '"../x"', '"/"'])
+            if value in ("true", "false"):
+                return "false" if value == "true" else "true"
+        return rng.choice(TOML_VALUES)
+
+    def example_config(self, port: str | None) -> bytes:
+        """``ops/evoharness.example.toml`` made the case's own (home, harness, a free loopback port), then one value
+        changed (``toml_changed``)."""
+        text = EXAMPLE_CONFIG.read_text()
+        text = re.sub(r'(?m)^home = .*$', 'home = "home"', text)
+        text = re.sub(r'(?m)^harness = .*$', 'harness = "h"', text)
+        text = re.sub(r'(?m)^port = .*$', f"port = {port or self.rng.randint(20_000, 60_000)}", text)
+        text = re.sub(r'(?m)^host = .*$', 'host = "127.0.0.1"', text)
+        return self.toml_changed(text).encode("utf-8", "surrogatepass")
+
+    def assemble(self, name: str, params: list[Param], values: dict) -> list[str]:
+        """The command line of ``name`` with ``values`` (by parameter name)."""
+        rng = self.rng
         argv = name.split()
         if name == "serve":  # never the default port of whoever runs this: a free one, on loopback only
             values.setdefault("host", "127.0.0.1")
@@ -277,14 +428,7 @@ class Maker:
             else:
                 for v in value if isinstance(value, list) else [value]:
                     argv += [p.flag, v]
-        if rng.random() < 0.25:
-            argv += ["--set", f"{rng.choice(self.keys)}={rng.choice(SET_VALUES)}"]
-        if rng.random() < 0.1:
-            files.append(("hostile.toml", rng.choice(CONFIGS)))
-            argv += ["--config", "hostile.toml"]
-        if rng.random() < 0.03:
-            argv.append(rng.choice(["--nosuch", "--set", "-", "extra-argument"]))
-        return argv, files
+        return argv
 
     def valid(self, command_name: str, p: Param):
         rng = self.rng

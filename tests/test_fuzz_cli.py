@@ -33,6 +33,10 @@ def test_the_commands_are_read_from_the_cli_itself(fuzz):
     assert {"dataset export", "candidate new", "serve", "schema"} <= set(table)
     flags = {p.flag for p in table["rollout"]}
     assert {"--harness", "--env", "--out", "--set", "--config"} <= flags
+    # an argument is passed as its value alone: typer's own click copy made `isinstance(p, click.Argument)` false,
+    # and `label paths t.jsonl` was refused ('paths: no such file') before any label was made
+    assert [p.name for p in table["label"] if p.flag is None] == ["paths"]
+    assert [p.name for p in table["show"] if p.flag is None] == ["candidate"]
 
 
 def test_the_checks_catch_a_traceback_a_second_line_an_odd_exit_and_a_changed_input(fuzz):
