@@ -1719,7 +1719,8 @@ def _failed_delivery(view: TraceView, cfg: DiagnosisConfig) -> bool:
 
 class PolicyViolationDetector:
     """The first domain-policy violation of the violation log (invariants.py): a write action with no
-    identity check or no explicit confirmation before it."""
+    identity check or no explicit confirmation before it, or tried on a thing whose status the policy rules out
+    (located at the proposal the user said yes to, where there is one)."""
 
     id = "F4.policy_violation"
     failure_class = F4
@@ -1734,7 +1735,12 @@ class PolicyViolationDetector:
         first = min(policy_violations_of(view), key=lambda v: (v.step, v.rule), default=None)
         if first is None:
             return []
-        return [Signal(id=self.id, failure_class=F4, step=first.step, evidence=f"{first.rule}: {first.evidence}")]
+        step = first.step
+        if first.rule == "policy.precondition" and (decided := confirmed_proposal(view, step)) is not None:
+            # a write tried on a thing the policy rules out was decided where the agent proposed it and the user said
+            # yes (the agent had the status then), as ``F4.first_write`` places a confirmed write
+            step = decided[0]
+        return [Signal(id=self.id, failure_class=F4, step=step, evidence=f"{first.rule}: {first.evidence}")]
 
 
 DIFF_PATH = re.compile(r"^diff --git a/(\S{1,300}) b/", re.M)

@@ -21,7 +21,11 @@ asks for an identity check --
   (``consent.affirmed``: "yes", "confirm", "go ahead", ...), or is one that answers no listing of the action: since
   the user's first message no reply of the agent named one of the write's argument values, nor does the yes
   (``_yes_to_the_action``: a request holding "okay" is no yes to a write never listed); a value is named in any case,
-  a number however written ("$1,234.00" for 1234) and an ISO date as words ("May 20" for 2024-05-20).
+  a number however written ("$1,234.00" for 1234) and an ISO date as words ("May 20" for 2024-05-20);
+- ``policy.precondition``: the prompt says a thing can only be done to if its status is one of some
+  (``PRECONDITION``: "An order can only be cancelled if its status is 'pending'"), and a write whose tool name holds
+  the action's word and the thing's ("cancel_pending_order") is tried on a thing whose latest status a tool result
+  showed is another ("delivered"), whether or not the tool refused it.
 
 A write action is a call that may change state (``is_state_changing``), handing over to a human (``transfer_*``,
 ``escalate_*``, ...: ``is_handoff``) excepted. Every violation has a step and quoted evidence; the first policy
@@ -30,11 +34,12 @@ violation of a failed run is the located signal ``F4.policy_violation``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from evoharness.diagnosis.claims import MONTHS
 from evoharness.diagnosis.consent import affirmed
@@ -318,7 +323,8 @@ def policy_text(view: TraceView) -> str:
     return "\n".join(ln for ln in lines if not any(n in ln for n in names))
 
 
-_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, str, bool], ...], dict]] = []  # latest first
+# (system prompt, tool descriptions, rule lines, flags by tool names, status preconditions): latest first
+_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, str, bool], ...], dict, tuple[Precondition, ...]]] = []
 RECENT_PROMPTS = 8
 NAME_SETS = 64  # per prompt, the flags of this many distinct sets of tool names are kept (``_policy_flags``)
 
@@ -338,33 +344,132 @@ def _identity_kind(line: str) -> str:
     return "locate" if EVEN_GIVEN.search(line) else "verify"
 
 
-def _rule_entry(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple[str, str, bool], ...], dict]:
+def _rule_entry(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple[str, str, bool], ...], dict,
+                                                                     tuple[Precondition, ...]]:
     """The lines of ``policy_text`` before the tool-name filter that carry a rule: (line, identity kind
     (``_identity_kind``), confirmation); and the prompt's memo of ``_policy_flags``' answers by set of tool names.
     Once per distinct system prompt (and declared tool descriptions) among the last ``RECENT_PROMPTS``: a run's
     prompt is compared with theirs (a length check, then a memory compare) rather than hashed, which would read
-    every character of a prompt of several KB for every run."""
-    for seen, descs, lines, flags in _RECENT_RULES:
+    every character of a prompt of several KB for every run. Third: the prompt's status preconditions
+    (``Precondition``)."""
+    for seen, descs, lines, flags, preconditions in _RECENT_RULES:
         if seen == system and descs == descriptions:
-            return lines, flags
-    lines = _read_rule_lines(system, descriptions)
-    _RECENT_RULES.insert(0, (system, descriptions, lines, {}))
+            return lines, flags, preconditions
+    lines, preconditions = _read_rule_lines(system, descriptions)
+    _RECENT_RULES.insert(0, (system, descriptions, lines, {}, preconditions))
     del _RECENT_RULES[RECENT_PROMPTS:]
-    return lines, _RECENT_RULES[0][3]
+    return lines, _RECENT_RULES[0][3], preconditions
 
 
-def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...]:
+def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple[str, str, bool], ...],
+                                                                          tuple[Precondition, ...]]:
     text = system
     for d in descriptions:
         text = text.replace(d, " ")
-    out = []
+    out, preconditions = [], []
     for ln in text.splitlines():
         if TOOL_LINE.match(ln[:300]):
             continue
         identity, confirm = _identity_kind(ln), asks_confirmation(ln)
         if identity or confirm:
             out.append((ln, identity, confirm))
-    return tuple(out)
+        if "status" in ln:
+            preconditions += (_precondition(m) for m in PRECONDITION.finditer(ln))
+    return tuple(out), tuple(preconditions)
+
+
+# A status precondition of a write, as a policy sentence puts it: "An order can only be cancelled if its status is
+# 'pending'", "A reservation may only be modified when the reservation's status is 'confirmed' or 'held'" -- the
+# thing (group ``thing``), the action done to it (``done``, a participle) and the statuses it must have (``statuses``:
+# quoted, or single words joined by "or")
+_STATUS_WORD = r"(?:['\"‘“`][^'\"’”`\n]{1,40}['\"’”`]|[a-z]+)"
+PRECONDITION = re.compile(
+    r"\b(?:an?|the|each|every|any)[^\S\n]+(?P<thing>[a-z]+)[^\S\n]+(?:can|may|must|should|is[^\S\n]+to)[^\S\n]+"
+    r"only[^\S\n]+be[^\S\n]+(?P<done>[a-z]+ed)[^\S\n]+(?:if|when|while)[^\S\n]+"
+    r"(?:its|the[^\S\n]+(?P=thing)(?:['’]s)?)[^\S\n]+status[^\S\n]+is[^\S\n]+"
+    rf"(?P<statuses>{_STATUS_WORD}(?:[^\S\n]*(?:,|or|,[^\S\n]*or)[^\S\n]*(?!and\b){_STATUS_WORD})*)", re.I)
+_QUOTED = re.compile(r"['\"‘“`]([^'\"’”`\n]{1,40})['\"’”`]")
+
+
+class Precondition(NamedTuple):
+    """A write's status precondition read from the policy (``PRECONDITION``): a tool whose name holds a word opening
+    with ``stem`` (the participle's: "cancel" of "cancelled", "modif" of "modified") and the ``thing`` ("order") acts
+    on the thing its ``<thing>_id`` argument names, which must have one of ``statuses``; ``sentence``: the policy's
+    words, quoted in the violation."""
+
+    stem: str
+    thing: str
+    statuses: frozenset[str]
+    sentence: str
+
+
+def _precondition(m: re.Match) -> Precondition:
+    done = m.group("done").lower()[:-2]
+    stem = done[:-1] if done.endswith("i") else done  # modifi(ed)
+    if len(stem) > 3 and stem[-1] == stem[-2]:
+        stem = stem[:-1]  # cancell(ed)
+    words = m.group("statuses")
+    statuses = _QUOTED.findall(words) or re.split(r"\W+", words)
+    return Precondition(stem, m.group("thing").lower(), frozenset(w.strip().lower() for w in statuses
+                                                                   if w.strip() and w.strip().lower() != "or"),
+                        m.group(0))
+
+
+def precondition_violations(view: TraceView, writes: list[ToolCall],
+                            preconditions: tuple[Precondition, ...]) -> list[Violation]:
+    """``policy.precondition``: the first write whose tool a status precondition covers (``Precondition``) made on a
+    thing whose latest status a tool result before it showed (a JSON object whose ``<thing>_id`` is the write's and
+    that has a ``status``) is not one the policy allows -- tried, whether or not the tool refused it: "cancel order
+    #W1, status 'delivered'". A thing whose status no result showed breaks no rule here."""
+    for w in writes:
+        tokens = w.name.lower().split("_")
+        for rule in preconditions:
+            if not any(t.startswith(rule.stem) for t in tokens) or not (rule.thing in tokens
+                                                                        or rule.thing + "s" in tokens):
+                continue
+            thing_id = (w.args or {}).get(rule.thing + "_id") if isinstance(w.args, dict) else None
+            if not isinstance(thing_id, str) or not thing_id:
+                continue
+            seen = _latest_status(view, w.step, rule.thing + "_id", thing_id)
+            if seen is not None and seen[0].strip().lower() not in rule.statuses:
+                return [Violation(rule="policy.precondition", step=w.step,
+                                  evidence=f"{w.name} on {thing_id}, whose status is '{seen[0]}' (step {seen[1]}); "
+                                           f"the policy: {_quote(rule.sentence)}")]
+    return []
+
+
+def _latest_status(view: TraceView, before: int, key: str, value: str) -> tuple[str, int] | None:
+    """The ``status`` of the object whose ``key`` is ``value`` in the latest tool result before step ``before`` that
+    holds one, and that result's step."""
+    msgs, texts = view.traj.messages, view.texts
+    for i in range(before - 1, -1, -1):
+        text = texts[i]
+        if msgs[i].get("role") != "tool" or value not in text or "status" not in text:
+            continue
+        try:
+            found = _status_of(json.loads(text), key, value)
+        except ValueError:
+            continue
+        if found is not None:
+            return found, i
+    return None
+
+
+def _status_of(obj: object, key: str, value: str, depth: int = 0) -> str | None:
+    if depth > 8:
+        return None
+    if isinstance(obj, dict):
+        if obj.get(key) == value and isinstance(obj.get("status"), str):
+            return obj["status"]
+        children = obj.values()
+    elif isinstance(obj, list):
+        children = obj
+    else:
+        return None
+    for child in children:
+        if (found := _status_of(child, key, value, depth + 1)) is not None:
+            return found
+    return None
 
 
 def _policy_flags(view: TraceView) -> tuple[str, bool]:
@@ -377,7 +482,7 @@ def _policy_flags(view: TraceView) -> tuple[str, bool]:
     if not system:
         return "", False
     names, descriptions = _tool_docs(view)
-    lines, by_names = _rule_entry(system, tuple(descriptions))
+    lines, by_names, _ = _rule_entry(system, tuple(descriptions))
     key = frozenset(names)  # the answer depends on the prompt's rule lines and the names alone: kept per prompt, as
     found = by_names.get(key)  # they are (each rule line searched for every name: ~70 searches a tau-bench run)
     if found is None:
@@ -392,7 +497,8 @@ def _policy_flags(view: TraceView) -> tuple[str, bool]:
 
 
 def policy_violations(view: TraceView) -> list[Violation]:
-    """The domain policy's violations (``policy.identity_check``, ``policy.confirmation``) by the run's domain writes:
+    """The domain policy's violations (``policy.identity_check``, ``policy.confirmation``, ``policy.precondition``) by
+    the run's domain writes:
     not a coding agent's edits of its workspace by a shell or editor tool, nor its delivery (``_workspace_edit``):
     the task itself -- a coding prompt's "without explicit user confirmation" is about pushing or deleting, not every
     edit."""
@@ -425,7 +531,20 @@ def policy_violations(view: TraceView) -> list[Violation]:
                                      evidence=f"{w.name} without an explicit yes; the user last said: "
                                               f"{_quote(said or '(nothing)', 120)}"))
                 break
+    preconditions = _preconditions(view)
+    if preconditions:
+        out += precondition_violations(view, writes, preconditions)
     return out
+
+
+def _preconditions(view: TraceView) -> tuple[Precondition, ...]:
+    """The status preconditions of the run's system prompt (``_rule_entry``: read once per prompt)."""
+    msgs = view.traj.messages
+    system = "\n".join([msgs[i]["content"] for i, role in enumerate(view.roles)
+                        if role == "system" and isinstance(msgs[i].get("content"), str)])
+    if not system:
+        return ()
+    return _rule_entry(system, tuple(_tool_docs(view)[1]))[2]
 
 
 def _reads_said_id(view: TraceView, c: ToolCall) -> bool:

@@ -154,24 +154,78 @@ def _listing(new_item: str) -> tuple:
                    "be done only once: are these all the items? Do you confirm (yes/no)?")
 
 
-def test_items_modified_twice_fail_at_the_first_modifications_listing(retail):
+def test_items_modified_twice_fail_at_the_second_modifications_listing(retail):
     """"This action can only be called once": tau2's tool refuses the second call (the order is no longer pending).
-    The run failed where the agent proposed the first modification without every item collected -- the first write's
-    listing (``F4.first_write``), not the refusal after it."""
+    The first modification's result showed the status 'pending (item modified)', so the second is tried on an order
+    the policy says can only be modified while 'pending': the policy's precondition, placed at the second
+    modification's listing the user said yes to (before the nineteenth session no rule read the precondition, and the
+    run was placed at the first write's listing, ``F4.first_write``)."""
     run = _run(retail, OPENING, BY_EMAIL, ORDER, PRODUCT, _listing("4843487907"), ("user", "yes"),
                _modify("4843487907", _order("pending (item modified)")), ("say", "Done."),
                ("user", "Oh, actually make it the tactile one, 9025753381."), _listing("9025753381"), ("user", "yes"),
                _modify("9025753381", "Error: non-pending order cannot be modified"))
     lab = Labeller().label(run)
-    assert (lab.first_signal.id, lab.first_signal.step, lab.violations) == ("F4.first_write", 8, [])
+    # since the nineteenth session: the second call, tried on an order whose status is 'pending (item modified)',
+    # breaks the policy's precondition ("An order can only be modified if its status is 'pending'"): a located signal,
+    # placed at the second modification's listing the user said yes to, which wins over the first write's listing
+    # (before: ("F4.first_write", 8), no violation)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 14)
+    assert [(v.rule, v.step) for v in lab.violations] == [("policy.precondition", 16)]
+    assert "pending (item modified)" in lab.violations[0].evidence
 
 
 def test_a_delivered_order_cancelled_fails_at_the_cancellations_listing(retail):
     """"An order can only be cancelled if its status is 'pending'": the agent read 'delivered' and proposed the
-    cancellation anyway; the tool refuses it. The first signal is that proposal."""
+    cancellation anyway; the tool refuses it. The first signal is that proposal, now as the policy's precondition
+    broken (``policy.precondition`` at the call, quoting the policy's sentence)."""
     delivered = ("call", "get_order_details", {"order_id": "#W2378156"}, _order("delivered"))
     asked = ("say", "I will cancel order #W2378156 (reason: no longer needed). Do you confirm (yes/no)?")
     refused = ("call", "cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"},
                "Error: non-pending order cannot be cancelled")
     lab = Labeller().label(_run(retail, OPENING, BY_EMAIL, delivered, asked, ("user", "Yes."), refused))
-    assert (lab.first_signal.id, lab.first_signal.step, lab.violations) == ("F4.first_write", 6, [])
+    # the precondition broken at the call (8), located at the listing the user said yes to (6): the first signal is
+    # now the policy's, at the same step (before: ("F4.first_write", 6), no violation)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 6)
+    assert [(v.rule, v.step) for v in lab.violations] == [("policy.precondition", 8)]
+    assert "'delivered'" in lab.violations[0].evidence
+    assert "An order can only be cancelled if its status is 'pending'" in lab.violations[0].evidence
+
+
+@pytest.mark.parametrize("status, write, ok", [
+    ("pending", ("cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"}), True),
+    ("processed", ("cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"}), False),
+    ("delivered", ("return_delivered_order_items", {"order_id": "#W2378156", "item_ids": ["1151293680"],
+                                                    "payment_method_id": "credit_card_9513926"}), True),
+    ("pending", ("return_delivered_order_items", {"order_id": "#W2378156", "item_ids": ["1151293680"],
+                                                  "payment_method_id": "credit_card_9513926"}), False),
+    ("delivered", ("modify_pending_order_address", {"order_id": "#W2378156", "address1": "1 Main St"}), False),
+    ("pending", ("modify_pending_order_address", {"order_id": "#W2378156", "address1": "1 Main St"}), True)])
+def test_a_write_on_an_order_whose_status_the_policy_rules_out_breaks_its_precondition(retail, status, write, ok):
+    """tau2's retail policy: "An order can only be cancelled if its status is 'pending'" (and modified), "returned"
+    and "exchanged" only if 'delivered'. A write tried on an order whose status the agent was shown is another breaks
+    it, read from the policy's sentence (before, no rule read these sentences)."""
+    shown = ("call", "get_order_details", {"order_id": "#W2378156"}, _order(status))
+    asked = ("say", "I will do this on order #W2378156. Do you confirm (yes/no)?")
+    run = _run(retail, OPENING, BY_EMAIL, shown, asked, ("user", "Yes."), ("call", *write, "ok"))
+    rules = [v.rule for v in Labeller().label(run).violations if v.rule.startswith("policy.")]
+    assert rules == ([] if ok else ["policy.precondition"])
+
+
+def test_the_precondition_is_read_from_the_policys_words_not_from_retail(retail):
+    """The same rule in another policy's words and things: "A ticket may only be refunded when its status is 'open'
+    or 'held'." -- a refund_ticket on a 'closed' ticket breaks it, on a 'held' one not; a policy without the sentence
+    has no such rule."""
+    policy = ("# Help desk policy\nA ticket may only be refunded when its status is 'open' or 'held'.\n"
+              "Before any action that updates the database you must obtain explicit user confirmation (yes).")
+    for status, rules in (("closed", ["policy.precondition"]), ("held", [])):
+        b = TraceBuilder("t").system(policy).user("Please refund ticket T-17.")
+        b.call("get_ticket", {"ticket_id": "T-17"}, result=json.dumps({"ticket_id": "T-17", "status": status}))
+        b.say("I will refund ticket T-17. Do you confirm (yes/no)?").user("Yes.")
+        b.call("refund_ticket", {"ticket_id": "T-17"}, result="ok")
+        assert [v.rule for v in Labeller().label(b.deliver("Done.").build(score=0.0)).violations] == rules
+    b = TraceBuilder("t").system("Before any write you must obtain explicit user confirmation (yes).")
+    b.user("Please refund ticket T-17.")
+    b.call("get_ticket", {"ticket_id": "T-17"}, result=json.dumps({"ticket_id": "T-17", "status": "closed"}))
+    b.say("I will refund ticket T-17. Do you confirm (yes/no)?").user("Yes.")
+    b.call("refund_ticket", {"ticket_id": "T-17"}, result="ok")
+    assert Labeller().label(b.deliver("Done.").build(score=0.0)).violations == []
