@@ -114,8 +114,14 @@ class Router:
             return Recommendation(lever="none", ceiling=False, harness_share=0, weights_share=0,
                                   message="no trajectories")
         if h == 0 and w == 0:
-            return Recommendation(lever="none", ceiling=False, harness_share=h, weights_share=w,
-                                  message="no failures: nothing to route")
+            # failures routed to neither lever (E: the environment broke the task) are failures all the same: "no
+            # failures" over 100% E runs told the user all was well
+            neither = {c: k for c, k in comp.counts.items() if k and c not in (FailureClass.healthy.value,
+                                                                              FailureClass.unknown.value)}
+            said = ", ".join(f"{k} {c}" for c, k in sorted(neither.items()))
+            message = (f"no process or content failures: nothing to route ({said}: failures neither lever repairs)"
+                       if neither else "no failures: nothing to route")
+            return Recommendation(lever="none", ceiling=False, harness_share=h, weights_share=w, message=message)
         process, content = self.names(Lever.harness), self.names(Lever.weights)
         ceiling = self.ceiling_reached(comp.shares)
         unknown = comp.counts.get(FailureClass.unknown.value, 0)

@@ -44,3 +44,22 @@ def test_a_runs_ceiling_reads_the_anchor_shares_the_same_way():
     shares = Composition.from_labels(_labels(97, 3, 2)).shares
     assert Router().stop_reason(shares) is None
     assert Router().stop_reason(Composition.from_labels(_labels(0, 3, 0, healthy=97)).shares) is not None
+
+
+
+def test_failures_no_lever_repairs_are_not_called_no_failures(capsys):
+    """A set whose only failures are E (the environment broke the task: routed to neither lever) was 'no failures:
+    nothing to route', as if every run had gone well: `diagnose` on the OTLP sample (1 E run, 3 unknown)."""
+    import json
+    from pathlib import Path
+
+    from evoharness.cli import main
+
+    otlp = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "otlp"
+    assert main(["diagnose", str(otlp), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    failures = {c: k for c, k in out["counts"].items() if k and c not in ("healthy", "unknown")}
+    assert failures == {"E": 1}  # the case under test: failures, none of them a lever's
+    rec = out["recommendation"]
+    assert (rec["lever"], rec["ceiling"]) == ("none", False)
+    assert not rec["message"].startswith("no failures") and "1 E" in rec["message"], rec["message"]
