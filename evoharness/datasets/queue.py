@@ -146,6 +146,20 @@ def _engine(url: str, shown: str, create: bool) -> Engine:
         raise InputError("datasets.url", f"cannot open queue {shown!r}: {e}") from None
 
 
+def _create_tables(engine: Engine, tries: int = 3) -> None:
+    """``create_all`` where another thread or process may be creating the same queue at once: the service's sweep
+    (woken by each POST /trajectories) and a POST /datasets/export of source all opened a new queue together, and
+    the one whose CREATE TABLE came second, after its own check had found no table, failed ("table training_queue
+    already exists", 13 of 100 tries of two threads), an export answered 503. Checked again, the tables are there."""
+    for attempt in range(tries):
+        try:
+            _metadata.create_all(engine)
+            return
+        except SQLAlchemyError:  # made meanwhile (or unreachable: then the last try says so)
+            if attempt == tries - 1:
+                raise
+
+
 class TrainingQueue:
     """Content-failure items with provenance, durable across restarts.
 
@@ -162,7 +176,7 @@ class TrainingQueue:
         self.engine = engine
         try:
             if create:
-                _metadata.create_all(self.engine)
+                _create_tables(self.engine)
             elif not inspect(self.engine).has_table(queue_items.name):
                 raise InputError(shown, "holds no training queue (nothing enqueued there yet, or another database)")
             have = {c["name"] for c in inspect(self.engine).get_columns(queue_items.name)}

@@ -151,3 +151,32 @@ def test_postgres_queue_is_idempotent_under_concurrent_writers(tmp_path):
         assert item.trajectory == t and item.run_id == "r"
     finally:
         stop()
+
+
+def test_two_openers_creating_one_new_queue_at_once_both_get_it(tmp_path):
+    """The service's sweep (woken by each POST /trajectories) and a POST /datasets/export of source all opened a new
+    SQLite queue at the same moment; the second CREATE TABLE, after its own check had found no table, failed with
+    "table training_queue already exists" (13 of 100 pairs), the export's answer an error: the flaky
+    tests/datasets/test_datasets_stored_labels.py under load."""
+    import threading
+
+    from evoharness.datasets.queue import TrainingQueue
+
+    errors: list[str] = []
+    for i in range(40):
+        url = f"sqlite:///{tmp_path}/q{i}.db"
+        both = threading.Barrier(2)
+
+        def open_it(url=url, both=both):
+            both.wait()
+            try:
+                assert len(TrainingQueue(url)) == 0
+            except Exception as e:  # noqa: BLE001 -- the outcome under test
+                errors.append(f"{type(e).__name__}: {e}")
+
+        threads = [threading.Thread(target=open_it) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert errors == []
