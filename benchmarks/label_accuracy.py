@@ -11,7 +11,7 @@ evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx 
         [--swe-fresh-labels FILE] [--swe-blind2-labels FILE] [--only SET] [--holdout]
         [--by-signal] [--by-record] [--by-class]
         [--labeller llm --model openai:URL[#model] [--context TOKENS] [--window N] [--judge-timeout SECONDS]
-         [--limit N]]
+         [--judge-retry-after SECONDS] [--limit N]]
 
 ``--data DIR``: the public data folder (``who_and_when/`` and ``agentrx_magentic_one/`` in it, the default
 ../shared/data), or any folder of human-labelled runs, scored with the same figures and baselines: AgentRx-style
@@ -155,11 +155,15 @@ def main() -> int:
                     "signals (0: the whole run, chunked; default 3)")
     ap.add_argument("--judge-timeout", type=float, default=None, metavar="SECONDS",
                     help="the judge waits at most this long for one reply (default 120)")
+    ap.add_argument("--judge-retry-after", type=float, default=None, metavar="SECONDS",
+                    help="after 3 timeouts in a row the judge pauses and tries again this long after the last one "
+                    "(default 60; 0: no pause)")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N records of each set (0: all)")
     args = ap.parse_args()
     # the judge's options given to the rules are refused (not a range error, not silently ignored), as diagnose does
     judge_only = [opt for opt, value in (("--context", args.context), ("--window", args.window),
-                                         ("--judge-timeout", args.judge_timeout)) if value is not None]
+                                         ("--judge-timeout", args.judge_timeout),
+                                         ("--judge-retry-after", args.judge_retry_after)) if value is not None]
     if args.labeller != "llm" and judge_only:
         print(f"error: {judge_only[0]} is for --labeller llm", file=sys.stderr)
         return 2
@@ -170,6 +174,10 @@ def main() -> int:
         return 2
     if args.judge_timeout is not None and not (0 < args.judge_timeout < math.inf):
         print(f"error: --judge-timeout must be a positive number of seconds, not {args.judge_timeout:g}",
+              file=sys.stderr)
+        return 2
+    if args.judge_retry_after is not None and not (0 <= args.judge_retry_after < math.inf):
+        print(f"error: --judge-retry-after must be a number of seconds >= 0, not {args.judge_retry_after:g}",
               file=sys.stderr)
         return 2
     if args.labeller == "llm" and not args.model:
@@ -256,7 +264,8 @@ def main() -> int:
         try:
             model = openai_judge_model(args.model, **({} if args.judge_timeout is None
                                                        else {"timeout_s": args.judge_timeout}))
-            judge = LLMJudge(model, context_tokens=args.context, window=args.window)
+            judge = LLMJudge(model, context_tokens=args.context, window=args.window,
+                             retry_after_s=args.judge_retry_after)
         except InputError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -37,6 +37,9 @@ WindowOpt = Annotated[int, typer.Option("--judge-window", help="the judge reads 
 TimeoutOpt = Annotated[float, typer.Option("--judge-timeout", metavar="SECONDS", help="the judge waits at most this "
                                            "long for one reply; a run whose call is not answered in time keeps the "
                                            "rule label")]
+RetryOpt = Annotated[float, typer.Option("--judge-retry-after", metavar="SECONDS", help="after 3 calls in a row "
+                                         "timed out the judge pauses (the runs keep the rule label) and tries one "
+                                         "call again this long after the last timeout; 0: no pause")]
 
 
 def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
@@ -83,6 +86,7 @@ def diagnose(
     context: ContextOpt = 8192,
     window: WindowOpt = 3,
     timeout: TimeoutOpt = 120.0,
+    retry_after: RetryOpt = 60.0,
 ) -> None:
     """Label every trajectory by its first failure signal; print the composition and the lever.
 
@@ -99,7 +103,7 @@ def diagnose(
     )
 
     cfg = settings_of(ctx).diagnosis
-    labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout)
+    labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout, retry_after)
     from evoharness.run_dirs import run_or_path
 
     read = [run_or_path(settings_of(ctx).home, p) for p in paths]  # a run id, as `report` takes one
@@ -129,14 +133,15 @@ def diagnose(
 
 
 def _chosen_labeller(ctx: typer.Context, kind: str, model: str | None, context: int, window: int,
-                     timeout: float):
+                     timeout: float, retry_after: float = 60.0):
     """The rule labeller, or with ``--labeller llm --model ...`` the LLM judge over it (`diagnose` and `label`
     alike); the judge's options given to the rules are refused, not silently ignored."""
     from evoharness.diagnosis.labeller import Labeller
 
     cfg = settings_of(ctx).diagnosis
     judge_only = [opt for opt, name in (("--judge-window", "window"), ("--context", "context"),
-                                        ("--judge-timeout", "timeout")) if _given(ctx, name)]
+                                        ("--judge-timeout", "timeout"), ("--judge-retry-after", "retry_after"))
+                  if _given(ctx, name)]
     if kind == "rules" and judge_only and not model:
         raise InputError(judge_only[0], f"{judge_only[0]} is for --labeller llm")
     if context < 512:  # after the check above: out of range and not for the rules is "for --labeller llm"
@@ -145,8 +150,10 @@ def _chosen_labeller(ctx: typer.Context, kind: str, model: str | None, context: 
         raise InputError("--judge-window", f"must be >= 0, not {window:,}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise InputError("--judge-timeout", f"must be a positive number of seconds, not {timeout:g}")
+    if not (math.isfinite(retry_after) and retry_after >= 0):
+        raise InputError("--judge-retry-after", f"must be a number of seconds >= 0, not {retry_after:g}")
     judged = kind != "rules" or model
-    return _labeller(kind, model, context, cfg, window, timeout) if judged else Labeller(cfg)
+    return _labeller(kind, model, context, cfg, window, timeout, retry_after) if judged else Labeller(cfg)
 
 
 class JudgeCount:
@@ -186,7 +193,8 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3, timeout_s: float = 120.0):
+def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3, timeout_s: float = 120.0,
+              retry_after_s: float = 60.0):
     """The LLM judge over the rule labeller (``--labeller llm --model openai:URL[#model]``), saying on stderr
     what it calls and, as it goes, how far it got (`JudgeProgress`)."""
     if kind == "rules":
@@ -200,7 +208,8 @@ def _labeller(kind: str, model: str | None, context: int, cfg, window: int = 3, 
     judge_model = openai_judge_model(model, timeout_s=timeout_s)
     typer.echo(f"llm judge: judging the failed runs, at most {timeout_s:g}s a call", err=True)
     progress = JudgeProgress()
-    return LLMJudge(judge_model, cfg, context_tokens=context, window=window, on_call=progress, on_run=progress.ran)
+    return LLMJudge(judge_model, cfg, context_tokens=context, window=window, on_call=progress, on_run=progress.ran,
+                    retry_after_s=retry_after_s)
 
 
 class JudgeProgress:
@@ -276,6 +285,7 @@ def label(
     context: ContextOpt = 8192,
     window: WindowOpt = 3,
     timeout: TimeoutOpt = 120.0,
+    retry_after: RetryOpt = 60.0,
 ) -> None:
     """Write one label per trajectory as JSONL: class, first signal (step, evidence), agent, a one-line
     quote, all signals, lever, and the violation log (broken schema / policy invariants, with steps). Each line
@@ -286,7 +296,7 @@ def label(
     from evoharness.run_dirs import run_or_path
     from evoharness.traces.store import keeping_lines, line_digest
 
-    labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout)
+    labeller = _chosen_labeller(ctx, labeller_kind, model, context, window, timeout, retry_after)
     # the rules' fingerprint, on every label the rule labeller made: all of them, or of the LLM judge's those it left
     # to its rule labeller (a healthy or unknown run, a fallback); the model's own verdicts carry none (``rules_made``)
     rules = labeller if isinstance(labeller, Labeller) else labeller.rules

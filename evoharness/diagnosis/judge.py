@@ -22,10 +22,11 @@ run it was asked about, whether the model's verdict or the rules' label was kept
 
 A busy endpoint: once ``TIMEOUTS_IN_A_ROW`` calls in a row have timed out, the judge pauses: the runs that follow
 keep the rule label at once (``rules (llm fallback: judge paused: 3 calls in a row timed out, one try every 60s)``)
-instead of waiting ``timeout_s`` for each, and the first run ``LLMJudge.RETRY_AFTER_S`` seconds after the last
-timed-out call is judged again: an answer ends the pause, another timeout (``judge paused, tried again:
-TimeoutError: ...``) starts a new wait. The wait is in seconds, not runs: paused runs take milliseconds each, so a
-try every N runs would cost a fast job one whole timeout per N runs.
+instead of waiting ``timeout_s`` for each, and the first run ``retry_after_s`` seconds (default
+``LLMJudge.RETRY_AFTER_S``, 60; ``diagnose --judge-retry-after``; 0: no pause) after the last timed-out call is
+judged again: an answer ends the pause, another timeout (``judge paused, tried again: TimeoutError: ...``) starts a
+new wait. The wait is in seconds, not runs: paused runs take milliseconds each, so a try every N runs would cost a
+fast job one whole timeout per N runs.
 """
 
 from __future__ import annotations
@@ -165,11 +166,16 @@ def parse_verdict(text: str) -> Verdict:
 class LLMJudge:
     """``label(traj)`` like `Labeller`, with the model's verdict where it gives a valid one."""
 
-    RETRY_AFTER_S = 60.0  # a paused judge tries one call again this long after the last timed-out call
+    RETRY_AFTER_S = 60.0  # by default, a paused judge tries one call again this long after the last timed-out call
 
     def __init__(self, model: JudgeModel, cfg: DiagnosisConfig | None = None, context_tokens: int = 8192,
-                 window: int = WINDOW, on_call: OnCall | None = None, on_run: OnRun | None = None) -> None:
+                 window: int = WINDOW, on_call: OnCall | None = None, on_run: OnRun | None = None,
+                 retry_after_s: float | None = None) -> None:
         self.model = model
+        # `--judge-retry-after`: 0 tries every run again (no pause); a large value keeps the rules once paused
+        self.retry_after_s = self.RETRY_AFTER_S if retry_after_s is None else retry_after_s
+        if not (math.isfinite(self.retry_after_s) and self.retry_after_s >= 0):
+            raise ValueError(f"retry_after_s must be a finite number of seconds >= 0, not {self.retry_after_s!r}")
         self.on_call = on_call
         self.on_run = on_run
         self.timeouts = 0  # calls timed out in a row; TIMEOUTS_IN_A_ROW of them pause the judge
@@ -190,8 +196,8 @@ class LLMJudge:
 
     def _judged(self, traj: Trajectory, rule: Label) -> Label:
         paused = self.timeouts >= TIMEOUTS_IN_A_ROW  # a busy endpoint: not the whole timeout again for each run
-        if paused and time.monotonic() - self.timed_out_at < self.RETRY_AFTER_S:
-            why = f"judge paused: {TIMEOUTS_IN_A_ROW} calls in a row timed out, one try every {self.RETRY_AFTER_S:g}s"
+        if paused and time.monotonic() - self.timed_out_at < self.retry_after_s:
+            why = f"judge paused: {TIMEOUTS_IN_A_ROW} calls in a row timed out, one try every {self.retry_after_s:g}s"
             return rule.model_copy(update={"labeller": f"rules (llm fallback: {why})"})
         try:
             verdict = self._judge(traj, rule)

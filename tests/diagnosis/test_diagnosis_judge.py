@@ -313,6 +313,40 @@ def test_an_answered_call_resets_the_timeouts_in_a_row():
         "rules (llm fallback: judge paused: 3 calls in a row timed out, one try every 60s)"] * 2
 
 
+def test_the_retry_pause_is_an_option_zero_never_pausing(tmp_path, capsys):
+    """The paused judge's wait before it tries again was fixed at 60 s: `--judge-retry-after SECONDS` (and
+    ``LLMJudge(retry_after_s=...)``, label_accuracy.py's option) sets it; 0 calls the model for every run; like the
+    judge's other options it is refused for the rules and checked (a number of seconds >= 0)."""
+    from evoharness.cli import main
+
+    class Timeouts:
+        calls = 0
+
+        def __call__(self, messages):
+            self.calls += 1
+            raise TimeoutError("no reply within 1s (--judge-timeout)")
+
+    model = Timeouts()
+    judge = LLMJudge(model, retry_after_s=0)
+    labellers = [judge.label(_log()).labeller for _ in range(5)]
+    assert model.calls == 5 and labellers[3:] == [
+        "rules (llm fallback: judge paused, tried again: TimeoutError: no reply within 1s (--judge-timeout))"] * 2
+    model = Timeouts()
+    judge = LLMJudge(model, retry_after_s=3600)
+    labellers = [judge.label(_log()).labeller for _ in range(5)]
+    assert model.calls == 3 and labellers[3:] == [
+        "rules (llm fallback: judge paused: 3 calls in a row timed out, one try every 3600s)"] * 2
+
+    sample = str(tmp_path / "missing.json")  # options are checked before any file is read
+    assert main(["diagnose", sample, "--judge-retry-after", "5"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: --judge-retry-after is for --labeller llm"]
+    llm = ["--labeller", "llm", "--model", "openai:http://127.0.0.1:9/v1#m"]
+    for value in ("-1", "inf", "nan"):
+        assert main(["label", sample, "--out", str(tmp_path / "l.jsonl"), *llm, "--judge-retry-after", value]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: --judge-retry-after: must be a number of seconds >= 0, not {float(value):g}"], err
+
+
 def test_a_paused_judge_tries_again_after_a_while_and_resumes_when_answered(monkeypatch):
     """After TIMEOUTS_IN_A_ROW timeouts the judge stopped calling for the rest of the job: an endpoint busy for a
     minute cost the judge for the next 10,000 runs. Now a paused judge tries one call RETRY_AFTER_S after the last
