@@ -397,10 +397,12 @@ _COMMA_HOLD = re.compile(r",\W*+(?P<marker>(?:(?:actually|no|sorry|hmm+|um+|oh|w
 # A deferral in other words than "first" / "before": the user puts the decision off -- "I'll get back to you", "I'll
 # let you know", "I'll think about it", "let me sleep on it", "I need to check with my wife", "I need some time" --
 # anywhere outside the message's questions and not negated ("I don't need to think about it"). Not "I'll get back
-# to you if I need anything" nor "I'll let you know if ..." (a farewell after the action), nor a "let you know" that
-# goes on to what will be told ("let you know my new address")
+# to you if I need anything" nor "I'll let you know if ..." (a farewell after the action), nor one that goes on to
+# what will be told or another matter ("let you know my new address", "get back to you on the hotel"): both stop
+# their clause, or go on only to when ("later", "once ...") or to "on / about it"
 _PUT_OFF = re.compile(
-    r"\b(?:get|come)\s+back\s+to\s+you\b(?!\s+if\b)"
+    r"\b(?:get|come)\s+back\s+to\s+you\b(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|later\b|soon\b|tomorrow\b|once\b|when\b|"
+    r"after\b|(?:on|about)\s+(?:it|this|that)\b))"
     r"|\blet\s+you\s+know\b(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|later\b|soon\b|tomorrow\b|once\b|when\b|after\b|"
     r"what\s+(?:i|we)\b|how\s+(?:i|we)\b))"
     r"|\b(?:think\s+(?:about\s+(?:it|this|that)|it\s+over)|sleep\s+on\s+it|consider\s+(?:my|our)\s+options)\b"

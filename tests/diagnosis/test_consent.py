@@ -309,6 +309,8 @@ def test_a_hold_after_a_comma_or_a_yes_taken_back_is_no_yes(answer):
 @pytest.mark.parametrize("answer", [
     "Sure, I need to check with my wife.",
     "OK, I'll get back to you.",
+    "Fine, I'll get back to you on that.",
+    "OK, I'll come back to you about it tomorrow.",
     "Sounds good, I'll think about it.",
     "Okay, I need some time to decide.",
     "Alright, let me sleep on it.",
@@ -345,6 +347,8 @@ def test_a_yes_said_again_in_the_holds_own_sentence_stays_a_yes(answer):
 
 @pytest.mark.parametrize("answer", [
     "Yes, go ahead. I'll get back to you if I need anything else.",
+    "Yes, go ahead. I'll get back to you on the hotel.",
+    "Yes, cancel it. I'll get back to you about the other flight later.",
     "Yes, go ahead. I'll let you know if I have other questions.",
     "Yes, I'll let you know my new address later.",
     "Yes, I don't need to think about it, go ahead.",
