@@ -33,7 +33,8 @@ def import_traces(
     split: Annotated[str | None, typer.Option(help="set the split of every trajectory, dev | heldout | unknown "
                                                           "(default: each keeps the split its importer gives)")] = None,
 ) -> None:
-    """Import traces (tau-bench, mini-swe-agent, Who&When, OpenAI records) as canonical JSONL."""
+    """Import traces in any format --format names (tau-bench, tau2, mini-swe-agent, SWE-agent, OpenHands, Who&When,
+    AgentRx, ATIF, OTLP, LangSmith, AutoGen, OpenAI records) as canonical JSONL."""
     paths = [Path(name) for name in names]
     for name in names:
         _not_a_run_id(ctx, name)
