@@ -31,6 +31,7 @@ from typing import Any
 from langgraph.types import Command
 
 from evoharness.config import Settings
+from evoharness.diagnosis.models import Lever
 from evoharness.errors import EvoharnessError, InfraError, InputError
 from evoharness.graph.checkpoint import CheckpointerLost, check_checkpointer
 from evoharness.graph.evidence import evidence_path, import_evidence, write_evidence
@@ -404,7 +405,11 @@ class Daemon:
             self._progress_of = run_id
 
     def sweep_ingested(self, limit: int = 500) -> int:
-        """Move ingested content failures into the training queue (idempotent by trajectory id)."""
+        """Move ingested content failures into the training queue (idempotent by trajectory id); returns how many
+        were queued. Each is labelled again by the store's labeller: a row stored as a content failure under other
+        settings that this labeller sends to the harness (or calls healthy) is not queued, and is marked swept with
+        the rest -- before, the queue refused it on every poll, the sweep failed as a whole and nothing stored after it
+        was ever queued."""
         from evoharness.datasets.queue import queue_from_settings
 
         todo = self.ingest.unqueued_content(limit)
@@ -413,11 +418,17 @@ class Daemon:
         if self.queue is None:
             self.queue = queue_from_settings(self.settings)
         labeller = self.ingest.labeller
+        queued = 0
         for t in todo:
-            self.queue.enqueue(t, labeller.label(t), run_id="ingest", round=None,
-                               labeller_fingerprint=labeller.fingerprint)
+            label = labeller.label(t)
+            if label.lever != Lever.weights:
+                log.info("service.sweep_not_content", trajectory=t.id, failure_class=label.failure_class.value,
+                         lever=label.lever.value)
+                continue
+            self.queue.enqueue(t, label, run_id="ingest", round=None, labeller_fingerprint=labeller.fingerprint)
+            queued += 1
         self.ingest.mark_queued([t.id for t in todo])
-        return len(todo)
+        return queued
 
     def run_phase(self, run_id: str) -> str | None:
         if run_id in self.starting:
