@@ -8,6 +8,7 @@ classify which limit (if any) ended it.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -56,12 +57,27 @@ class Sandbox(Protocol):
             limits: Limits, sockets: Sequence[Path] = ()) -> SandboxResult: ...
 
 
-def prlimit_prefix(limits: Limits, prlimit: str = "prlimit") -> list[str]:
-    """``prlimit`` arguments that set the rlimits of ``limits`` and exec the command."""
-    mem = limits.memory_mb * 1024 * 1024
-    fsize = limits.file_mb * 1024 * 1024
-    return [prlimit, f"--as={mem}:{mem}", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 2}",
-            f"--nproc={limits.pids}:{limits.pids}", f"--fsize={fsize}:{fsize}", "--core=0:0", "--"]
+def _within_hard(value: int, which: int, inherit: bool) -> int:
+    """``value``, or the hard limit this process holds on ``which`` where that is lower and ``inherit`` (the command
+    inherits this process's limits): an unprivileged child cannot raise a hard limit, so ``prlimit`` failed ('failed
+    to set the AS resource limit: Operation not permitted') and every rollout of a service started under a lower
+    ``ulimit -v`` than ``sandbox.memory_mb`` was recorded as failed. The lower limit is the stricter one."""
+    if not inherit:
+        return value
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
+def prlimit_prefix(limits: Limits, prlimit: str = "prlimit", *, inherit: bool = True) -> list[str]:
+    """``prlimit`` arguments that set the rlimits of ``limits`` and exec the command, each capped at this process's
+    own hard limit when the command inherits it (``inherit``; not in a container, whose limits are the runtime's)."""
+    mem = _within_hard(limits.memory_mb * 1024 * 1024, resource.RLIMIT_AS, inherit)
+    fsize = _within_hard(limits.file_mb * 1024 * 1024, resource.RLIMIT_FSIZE, inherit)
+    cpu_hard = _within_hard(limits.cpu_seconds + 2, resource.RLIMIT_CPU, inherit)
+    cpu = min(limits.cpu_seconds, cpu_hard)
+    pids = _within_hard(limits.pids, resource.RLIMIT_NPROC, inherit)
+    return [prlimit, f"--as={mem}:{mem}", f"--cpu={cpu}:{cpu_hard}",
+            f"--nproc={pids}:{pids}", f"--fsize={fsize}:{fsize}", "--core=0:0", "--"]
 
 
 def _tail(path: Path) -> str:

@@ -133,7 +133,7 @@ class DockerSandbox:
         socks = _sockets(sockets)
         full_env = base_env("/tmp", "/tmp", self._path()) | {"USER": "sandbox", "LOGNAME": "sandbox"} \
             | self._python_env | env
-        inner = [*prlimit_prefix(limits), *command]
+        inner = [*prlimit_prefix(limits, inherit=False), *command]
         if self.pool_size > 0:
             result = self._get_pool().run(inner, harness_dir=Path(harness_dir), workdir=Path(workdir),
                                           env=full_env, limits=limits, sockets=socks)
