@@ -263,6 +263,20 @@ def export(
                       f"({summary.prompt_render_unjailed}; limits only)")
     typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
                f"{summary.heldout_tasks_excluded} held-out excluded, {skipped}{reused}{fell_back}")
+    if not summary.records:  # 'wrote 0 records ..., 0 skipped' said nothing of why
+        given = (("--min-score", min_score), ("--max-per-task", max_per_task), ("--split", split), ("--task", task),
+                 ("--class", failure_class))
+        asked = [f"{flag} {','.join(v) if isinstance(v, list) else v}" for flag, v in given if v not in (None, [])]
+        asked += ["--skip-text-with-calls"] if skip_text_with_calls else []
+        found = {SourceKind.healthy: "the runs labelled healthy in --trajectories",
+                 SourceKind.queue: "the training queue's items",
+                 SourceKind.all: "the runs in --trajectories and the training queue's items"}[source_]
+        why = ("every candidate was skipped (the reasons above; all of them in manifest.json)" if summary.skipped
+               else f"none of {found} passed {' '.join(asked)}" if asked
+               else f"--source {source_.value} found none of {found}")
+        if summary.heldout_tasks_excluded:
+            why += f"; {summary.heldout_tasks_excluded} of held-out tasks are never exported"
+        typer.echo(f"warning: no record was written: {why}", err=True)
     if (v := summary.validation) is not None:
         typer.echo(f"split by task: train {v.records['train']} records of {v.tasks_written['train']} tasks "
                    f"({v.files['train']}), validation {v.records['validation']} records of "

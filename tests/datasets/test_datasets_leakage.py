@@ -166,6 +166,30 @@ def test_cli_a_task_that_admits_nothing_is_warned(tmp_path, capsys):
     assert "devtask0" not in err and "wrote 0 records" not in out  # devtask0's records were written
 
 
+def test_cli_an_export_that_writes_nothing_says_why(tmp_path, capsys):
+    """'wrote 0 records ..., 0 held-out excluded, 0 skipped' and nothing else: the filters that admitted nothing, an
+    empty source and skipped candidates were not told apart. An export that writes a record says no such thing."""
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _mixed(["dev"]))
+    base = ["dataset", "export", "-t", str(path), "--out", str(tmp_path / "o")]
+    for args, why in (
+            (["--source", "all", "--min-score", "0.99", "--class", "F1"],
+             "none of the runs in --trajectories and the training queue's items passed --min-score 0.99 --class F1"),
+            (["--source", "healthy", "--class", "F4"],
+             "none of the runs labelled healthy in --trajectories passed --class F4")):
+        assert main([*base, *args]) == 0
+        out, err = capsys.readouterr()
+        assert "wrote 0 records" in out
+        assert err.splitlines() == [f"warning: no record was written: {why}"]
+    failed = tmp_path / "failed.jsonl"
+    write_trajectories(failed, [t for t in _mixed(["dev"]) if t.score < 1])
+    assert main(["dataset", "export", "-t", str(failed), "--out", str(tmp_path / "f")]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: no record was written: --source healthy found none of the runs labelled healthy in --trajectories"]
+    assert main([*base, "--source", "all"]) == 0
+    assert "no record was written" not in capsys.readouterr().err
+
+
 def test_queue_heldout_marks_apply_to_file_trajectories(tmp_path):
     q = TrainingQueue(f"sqlite:///{tmp_path / 'q.db'}")
     h = make_traj("qh", "HELDOUTTASKq", split="heldout", score=0.1)
