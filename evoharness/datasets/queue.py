@@ -160,6 +160,21 @@ def _create_tables(engine: Engine, tries: int = 3) -> None:
                 raise
 
 
+def _add_columns(engine: Engine, names: list[str]) -> None:
+    """Add ``names`` (of ``_ADDED_COLUMNS``) to an old queue's table, each in its own transaction. Another opener of
+    the same old queue (the service's sweep and an export, at the first open after an upgrade) may add one between
+    this opener's look at the columns and its ALTER TABLE, which then fails ('duplicate column name'): a column
+    that is there when looked at again is no error."""
+    for name in names:
+        try:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f"ALTER TABLE {queue_items.name} ADD COLUMN {name} "
+                                     f"{queue_items.c[name].type.compile(engine.dialect)}")
+        except SQLAlchemyError:
+            if name not in {c["name"] for c in inspect(engine).get_columns(queue_items.name)}:
+                raise
+
+
 class TrainingQueue:
     """Content-failure items with provenance, durable across restarts.
 
@@ -181,10 +196,7 @@ class TrainingQueue:
                 raise InputError(shown, "holds no training queue (nothing enqueued there yet, or another database)")
             have = {c["name"] for c in inspect(self.engine).get_columns(queue_items.name)}
             if create and (missing := [c for c in _ADDED_COLUMNS if c not in have]):
-                with self.engine.begin() as conn:  # a queue from before the columns: its rows hold none
-                    for name in missing:
-                        conn.exec_driver_sql(f"ALTER TABLE {queue_items.name} ADD COLUMN {name} "
-                                             f"{queue_items.c[name].type.compile(self.engine.dialect)}")
+                _add_columns(self.engine, missing)  # a queue from before the columns: its rows hold none
                 have.update(missing)
             # read without the columns an older queue opened read-only lacks (its labels are then relabelled)
             self._columns = [c for c in queue_items.c if c.name in have]

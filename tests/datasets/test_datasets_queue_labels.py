@@ -105,3 +105,44 @@ def test_a_queue_from_before_the_columns_is_read_and_gains_them_when_opened_to_w
     assert {"trajectory_sha256", "labeller_fingerprint"} <= columns()  # opened to write: gained them
     s = export_dataset(tmp_path / "out2", source=SourceKind.queue, queue=TrainingQueue(f"sqlite:///{db}", create=False))
     assert (s.records, s.labels_reused, s.labels_relabelled) == (2, 1, {"no_fingerprint": 1})
+
+
+def test_two_openers_of_an_old_queue_that_both_add_its_columns_both_open_it(shared_data, tmp_path, monkeypatch):
+    """The first open to write of a queue from before the label columns adds them (ALTER TABLE). An opener that
+    looked at the columns before another opener added them then failed on its own ALTER ('duplicate column name':
+    InfraError, a 503 in the service) until opened again. Here the other opener has added them already and this
+    one's look at the columns is the stale one from before."""
+    import evoharness.datasets.queue as queue_module
+
+    db = tmp_path / "queue.db"
+    old = Table("training_queue", MetaData(), Column("trajectory_id", String(512), primary_key=True),
+                Column("task_id", String(512), nullable=False), Column("split", String(16), nullable=False),
+                Column("failure_class", String(16), nullable=False), Column("first_signal", String(128)),
+                Column("harness_commit", String(64)), Column("model", String(256)), Column("run_id", String(256)),
+                Column("round", Integer), Column("score", Float), Column("trajectory", Text, nullable=False),
+                Column("enqueued_at", DateTime(timezone=True), nullable=False))
+    engine = create_engine(f"sqlite:///{db}")
+    old.metadata.create_all(engine)
+    engine.dispose()
+    stale = {c.name for c in old.columns}
+    TrainingQueue(f"sqlite:///{db}")  # the other opener: adds the columns
+    looked = []
+    real_inspect = queue_module.inspect
+
+    class StaleFirstLook:
+        def __init__(self, bind):
+            self._real = real_inspect(bind)
+
+        def has_table(self, name):
+            return self._real.has_table(name)
+
+        def get_columns(self, name):
+            cols = self._real.get_columns(name)
+            looked.append(name)
+            return [c for c in cols if c["name"] in stale] if len(looked) == 1 else cols
+
+    monkeypatch.setattr(queue_module, "inspect", StaleFirstLook)
+    q = TrainingQueue(f"sqlite:///{db}")  # raised InfraError: duplicate column name: trajectory_sha256
+    t, lab = _content(shared_data)[0]
+    assert q.enqueue(t, lab, labeller_fingerprint=Labeller().fingerprint)
+    assert [i.labeller_fingerprint for i in q.items()] == [Labeller().fingerprint]
