@@ -238,40 +238,32 @@ def _trees(args) -> dict[str, Path]:
     return trees
 
 
-def _write_labels(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]:
-    """Each tree's labels file for ``src``, written by that tree's ``evoharness label`` (untimed)."""
+def _per_tree(trees: dict[str, Path], d: Path, file: str, argv: list[str], what: str) -> dict[str, Path]:
+    """Each tree's ``d / file.format(name)``, written by ``argv + [PATH]`` run on that tree's code (untimed)."""
     out = {}
     for name, tree in trees.items():
-        out[name] = d / f"labels-{name}.jsonl"
-        done = subprocess.run([sys.executable, "-m", "evoharness", "label", str(src), "--out", str(out[name])],
+        out[name] = d / file.format(name)
+        done = subprocess.run([sys.executable, *argv, str(out[name])],
                               env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, cwd=d)
         if done.returncode != 0:
-            sys.exit(f"error: `evoharness label` with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
+            sys.exit(f"error: {what} with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
     return out
+
+
+def _write_labels(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]:
+    """Each tree's labels file for ``src``, written by that tree's ``evoharness label`` (untimed)."""
+    return _per_tree(trees, d, "labels-{}.jsonl", ["-m", "evoharness", "label", str(src), "--out"],
+                     "`evoharness label`")
 
 
 def _write_stores(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]:
     """Each tree's ingest store of ``src``, ingested (and labelled on arrival) by that tree's code (untimed)."""
-    out = {}
-    for name, tree in trees.items():
-        out[name] = d / f"ingest-{name}.sqlite"
-        done = subprocess.run([sys.executable, __file__, "--child-ingest", str(src), str(out[name])],
-                              env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, cwd=d)
-        if done.returncode != 0:
-            sys.exit(f"error: ingesting with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return out
+    return _per_tree(trees, d, "ingest-{}.sqlite", [__file__, "--child-ingest", str(src)], "ingesting")
 
 
 def _write_runs(trees: dict[str, Path], src: Path, d: Path) -> dict[str, Path]:
     """Each tree's run directory holding ``src``'s trajectories as that tree's run stores them (untimed)."""
-    out = {}
-    for name, tree in trees.items():
-        out[name] = d / f"run-{name}"
-        done = subprocess.run([sys.executable, __file__, "--child-run", str(src), str(out[name])],
-                              env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, cwd=d)
-        if done.returncode != 0:
-            sys.exit(f"error: storing the run with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return out
+    return _per_tree(trees, d, "run-{}", [__file__, "--child-run", str(src)], "storing the run")
 
 
 def _store_run(src: Path, run_dir: Path) -> None:

@@ -75,9 +75,9 @@ def test_a_class_enqueued_without_a_fingerprint_is_not_written_as_given(shared_d
     assert _classes(tmp_path / "out") == [lab.failure_class.value for _, lab in content]
 
 
-def test_a_queue_from_before_the_columns_is_read_and_gains_them_when_opened_to_write(shared_data, tmp_path):
-    content = _content(shared_data)
-    db = tmp_path / "queue.db"
+def _old_queue(db):
+    """A queue's table as written before the label columns (trajectory_sha256, labeller_fingerprint), made at ``db``:
+    the table and its engine."""
     old = Table("training_queue", MetaData(), Column("trajectory_id", String(512), primary_key=True),
                 Column("task_id", String(512), nullable=False), Column("split", String(16), nullable=False),
                 Column("failure_class", String(16), nullable=False), Column("first_signal", String(128)),
@@ -86,6 +86,13 @@ def test_a_queue_from_before_the_columns_is_read_and_gains_them_when_opened_to_w
                 Column("enqueued_at", DateTime(timezone=True), nullable=False))
     engine = create_engine(f"sqlite:///{db}")
     old.metadata.create_all(engine)
+    return old, engine
+
+
+def test_a_queue_from_before_the_columns_is_read_and_gains_them_when_opened_to_write(shared_data, tmp_path):
+    content = _content(shared_data)
+    db = tmp_path / "queue.db"
+    old, engine = _old_queue(db)
     t, lab = content[0]
     with engine.begin() as conn:
         conn.execute(old.insert().values(
@@ -115,14 +122,7 @@ def test_two_openers_of_an_old_queue_that_both_add_its_columns_both_open_it(shar
     import evoharness.datasets.queue as queue_module
 
     db = tmp_path / "queue.db"
-    old = Table("training_queue", MetaData(), Column("trajectory_id", String(512), primary_key=True),
-                Column("task_id", String(512), nullable=False), Column("split", String(16), nullable=False),
-                Column("failure_class", String(16), nullable=False), Column("first_signal", String(128)),
-                Column("harness_commit", String(64)), Column("model", String(256)), Column("run_id", String(256)),
-                Column("round", Integer), Column("score", Float), Column("trajectory", Text, nullable=False),
-                Column("enqueued_at", DateTime(timezone=True), nullable=False))
-    engine = create_engine(f"sqlite:///{db}")
-    old.metadata.create_all(engine)
+    old, engine = _old_queue(db)
     engine.dispose()
     stale = {c.name for c in old.columns}
     TrainingQueue(f"sqlite:///{db}")  # the other opener: adds the columns
