@@ -23,8 +23,12 @@ from evoharness.traces.store import TrajectoryStore
 
 
 class Book:
+    """``labels``: the run's labels by trajectory id, shared with its `GraphSource`, which labels each rollout it
+    observes: a trajectory is labelled once in a run, not again for its composition."""
+
     def __init__(self, run: RunConfig, env, store: TrajectoryStore, labeller: Labeller, progress: Progress, *,
-                 source: GraphSource | None = None, verifier=None, queue=None) -> None:
+                 source: GraphSource | None = None, verifier=None, queue=None,
+                 labels: dict[str, Label] | None = None) -> None:
         self.run = run
         self.env = env
         self.store = store
@@ -35,7 +39,7 @@ class Book:
         self.queue = queue
         self._cache: dict[str, Trajectory] = {}
         self._read_to = 0  # how far into the store file ``_cache`` has read (the store is append-only)
-        self._labels: dict[str, Label] = {}
+        self._labels: dict[str, Label] = labels if labels is not None else {}
 
     # -- tasks and trajectories -------------------------------------------------------------
     def tasks(self, split: str) -> list[str]:

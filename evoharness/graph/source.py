@@ -15,7 +15,7 @@ from evoharness.diagnosis.labeller import Labeller
 from evoharness.diagnosis.models import Label, LabelLine
 from evoharness.graph.progress import Progress
 from evoharness.sandbox.api import RolloutRequest, rollout_id
-from evoharness.traces.models import Split
+from evoharness.traces.models import Split, Trajectory
 from evoharness.traces.store import TrajectoryStore
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.observations import Observation, observe
@@ -57,14 +57,26 @@ class GraphSource:
     """The `ObservationSource` the verifier uses in a run: runs, stores and labels rollouts.
 
     ``pending`` counts the requests ``ledger`` has not paid for yet; ``observe`` records the ones it
-    pays for in ``ledger.paid_keys``.
+    pays for in ``ledger.paid_keys``. ``labels``: the run's labels by trajectory id, which the run's `Book` reads
+    too, so a rollout is labelled once however often it is observed (a sequential verdict's looks and the
+    anchor's composition observe the same rollouts again).
     """
 
-    def __init__(self, runner, store: TrajectoryStore, labeller: Labeller, progress: Progress) -> None:
+    def __init__(self, runner, store: TrajectoryStore, labeller: Labeller, progress: Progress,
+                 labels: dict[str, Label] | None = None) -> None:
         self.runner = runner
         self.store = store
         self.labeller = labeller
         self.progress = progress
+        self.labels = labels if labels is not None else {}
+
+    def label(self, t: Trajectory) -> Label:
+        """``t``'s label, made once per trajectory id: an id is content-determined (harness commit, split, task,
+        seed), and the content cache gives a rollout's one trajectory at every observation."""
+        lab = self.labels.get(t.id)
+        if lab is None:
+            lab = self.labels[t.id] = self.labeller.label(t)
+        return lab
 
     @staticmethod
     def _fired(lab: Label) -> tuple[frozenset[str], bool]:
@@ -83,9 +95,10 @@ class GraphSource:
         trajs = [t.model_copy(update={"id": r.id, "harness_commit": r.harness_commit,
                                       "rollout": r.rollout, "split": Split(r.split)})
                  for r, t in zip(requests, trajs, strict=True)]
-        # labelled once: for the verifier's observations, and kept beside the store with the digest of the line stored
-        # and the labeller's fingerprint, so an export of the run's file reuses them (``datasets.export``)
-        labels = {t.id: self.labeller.label(t) for t in trajs}
+        # labelled once: for the verifier's observations, the run's compositions (the `Book` reads ``self.labels``),
+        # and kept beside the store with the digest of the line stored and the labeller's fingerprint, so an export
+        # of the run's file reuses them (``datasets.export``)
+        labels = {t.id: self.label(t) for t in trajs}
         fingerprint = self.labeller.fingerprint
         self.store.add(trajs, labels=lambda t, digest: LabelLine.of(
             labels[t.id], trajectory_sha256=digest, labeller_fingerprint=fingerprint).model_dump_json())

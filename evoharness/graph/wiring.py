@@ -8,6 +8,7 @@ from pathlib import Path
 from evoharness.config import Settings
 from evoharness.datasets.queue import TrainingQueue
 from evoharness.diagnosis.labeller import Labeller
+from evoharness.diagnosis.models import Label
 from evoharness.diagnosis.routing import Router
 from evoharness.envs import get_environment
 from evoharness.graph.book import Book
@@ -38,19 +39,20 @@ def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: 
     env = get_environment(run.env)
     store = TrajectoryStore(run_dir / "trajectories.jsonl")
     labeller = Labeller(settings.diagnosis)
+    labels: dict[str, Label] = {}  # by trajectory id: the source labels each rollout once, the book reads them
     chain = source = queue = roles = None
     if not lazy:
         executor = make_executor(settings.sandbox, repo.path, run.env, run.model)  # executor, backend, batching
         chain = build_chain(executor, settings.verification, settings.home, env_spec=run.env, env=env,
                             model=run.model, tree_of=repo.tree_hash)
-        source = GraphSource(chain, store, labeller, progress)
+        source = GraphSource(chain, store, labeller, progress, labels)
         queue_url = getattr(settings.datasets, "url", None) or f"sqlite:///{Path(settings.home) / 'queue.db'}"
         queue = TrainingQueue(queue_url)
         roles = make_roles(settings.roles.kind, settings.roles)
     verification = VerificationConfig.of(settings.verification, rollouts=run.rollouts, anchor_rollouts=run.rollouts)
     gate = Gate(repo, source, verification, progress, rollouts=run.rollouts, seed=run.seed)
     book = Book(run, env, store, labeller, progress, source=source, verifier=gate.verifier() if source else None,
-                queue=queue)
+                queue=queue, labels=labels)
     desk = Desk(book, repo, roles, progress, run_dir=run_dir, max_candidates=run.max_candidates,
                 evidence_paths=list(run.evidence), heldout_tasks=list(settings.datasets.heldout_tasks),
                 model=settings.roles.model if settings.roles.kind == "llm" else None)

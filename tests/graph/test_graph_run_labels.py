@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 
 from evoharness.datasets.export import JsonlSource, export_dataset
 from evoharness.datasets.models import SourceKind
@@ -46,3 +47,20 @@ def test_a_run_keeps_a_checked_label_per_trajectory_and_its_export_reuses_them(m
     assert (warm.labels_reused, warm.labels_relabelled) == (unhealthy, {})
     assert (cold.labels_reused, cold.labels_relabelled) == (0, {})
     assert (data, meta) == (cold_data, cold_meta)  # the same bytes, labelled or reused
+
+
+def test_a_run_labels_each_trajectory_once(make_settings, monkeypatch):
+    """The source labels a rollout when it observes it; the book's compositions, the verifier's later looks and the
+    anchor's second observation read that label (before: 82 of 294 trajectories labelled twice, 12 four times)."""
+    calls: Counter[str] = Counter()
+    label = Labeller.label
+
+    def counted(self, t, *args, **kw):
+        calls[t.id] += 1
+        return label(self, t, *args, **kw)
+
+    monkeypatch.setattr(Labeller, "label", counted)
+    out = start_run(make_settings(rollouts=2, max_rounds=1), progress=QUIET)
+    stored = {t.id for t in read_trajectories(out.run_dir / "trajectories.jsonl")}
+    assert stored and set(calls) == stored  # every trajectory of the run labelled, in this process
+    assert {i: n for i, n in calls.items() if n > 1} == {}
