@@ -140,11 +140,8 @@ class VerificationSettings(BaseModel):
     cost_alpha: float = Field(
         0.01, gt=0, lt=0.5, description="an edit that targets a cost signal (`evoharness.traces.cost`, e.g. "
         "cost.blocked_call) is accepted only when its targeted rollouts take fewer steps than the baseline's on "
-        "common seeds: one-sided paired test (per-task variance), p <= this (the false-accept rate of the cost "
-        "test for an edit that changes nothing)")
-    cost_sd_floor: float = Field(
-        0.5, ge=0, description="lower bound, in steps, on each task's SD of paired step differences in the cost "
-        "test: a few identical pairs do not prove a deterministic agent")
+        "common seeds: one-sided exact sign-flip test of the paired differences, p <= this (the false-accept "
+        "rate of the cost test for an edit that changes nothing, whatever the steps' distribution)")
     cost_score_margin: float = Field(
         0.05, ge=0, le=1, description="a cost-targeted edit must be non-inferior on score: the one-sided lower "
         "confidence bound of its targeted tasks' mean paired score difference must be at least minus this margin "
