@@ -116,6 +116,21 @@ def test_non_inferiority_needs_the_bound_not_the_point():
     assert CostGate().check(ev).passed
 
 
+@pytest.mark.parametrize("tasks, k", [(TASKS, 4), (TASKS[:4], 2)], ids=["6x4", "4x2"])
+def test_an_edit_losing_the_margin_passes_non_inferiority_at_most_at_its_rate(tasks, k):
+    """Pass/fail scores, the candidate's pass chance exactly the margin (0.05) below the baseline's on every task:
+    the bound passes it at most at cost_score_alpha (5%; 6.5% allowed for 2,000 draws). With the normal quantile
+    it passed 5.9% (6 x 4) and 11.2% (4 x 2) of such edits over 4,000 draws."""
+    rng = random.Random(11)
+    gate, trials, passed = NonInferiorGate(0.05, 0.05), 2000, 0
+    for _ in range(trials):
+        chance = {t: rng.uniform(0.3, 0.9) for t in tasks}
+        base = [obs(t, s, float(rng.random() < chance[t]), 5, True) for t in tasks for s in range(k)]
+        cand = [obs(t, s, float(rng.random() < chance[t] - 0.05), 4, False) for t in tasks for s in range(k)]
+        passed += gate.check(evidence(base, cand, tasks, target=BLOCKED, k=k)).passed
+    assert passed / trials <= 0.065, passed
+
+
 class Fixed:
     """An observation source that answers each request from ``table`` by commit."""
 
