@@ -16,6 +16,7 @@ assistant messages). An edit whose target is a cost signal is verified on cost (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 COST_PREFIX = "cost."
@@ -28,9 +29,10 @@ def is_cost_signal(signal_id: str | None) -> bool:
     return bool(signal_id) and str(signal_id).startswith(COST_PREFIX)
 
 
-def blocked_events(traj: Any) -> list[Any]:
-    """The trajectory's blocked or rejected calls (harness-side events), in order."""
-    return [e for e in traj.events if e.type in _BLOCK_EVENTS]
+def blocked_events(traj: Any, cause: Callable[[Any], bool] | None = None) -> list[Any]:
+    """The trajectory's blocked or rejected calls (harness-side events), in order; with ``cause``, only the events
+    it accepts (one middleware module's blocks, the format rejections)."""
+    return [e for e in traj.events if e.type in _BLOCK_EVENTS and (cause is None or cause(e))]
 
 
 def cost_signals(traj: Any) -> frozenset[str]:
@@ -38,10 +40,12 @@ def cost_signals(traj: Any) -> frozenset[str]:
     return frozenset({BLOCKED} if blocked_events(traj) else ())
 
 
-def cost_evidence(traj: Any, signal_id: str) -> tuple[int | None, str] | None:
-    """(step, quote) where ``signal_id`` first fired in ``traj``; None when it did not fire."""
+def cost_evidence(traj: Any, signal_id: str, cause: Callable[[Any], bool] | None = None
+                  ) -> tuple[int | None, str] | None:
+    """(step, quote) where ``signal_id`` first fired in ``traj`` (with ``cause``: from the events it accepts); None
+    when it did not fire."""
     if signal_id == BLOCKED:
-        found = blocked_events(traj)
+        found = blocked_events(traj, cause)
         if found:
             e = found[0]
             return e.step, (e.detail or e.type)[:200]

@@ -201,18 +201,19 @@ def test_a_harness_tool_named_like_an_environment_tool_is_found_and_cut():
     assert repair(finding, only)[0].delete  # it declared nothing else: the module goes
 
 
-def _blocked_run(i: int, blocked: bool, signal: str | None = None):
-    """A delivered trajectory whose harness blocked one repeated call (``blocked``), and its label (``signal``: a
-    score signal that fired in it)."""
+def _blocked_run(i: int, blocked: bool, signal: str | None = None, event=None, tool: str = "get_order"):
+    """A delivered trajectory whose harness blocked one repeated call (``blocked``; ``event``: another harness event
+    instead), and its label (``signal``: a score signal that fired in it)."""
     from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
     from evoharness.traces.models import Event, Trajectory
 
     msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "what is the status of A-1?"},
             {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
-                "name": "get_order", "arguments": '{"order_id": "A-1"}'}}]},
+                "name": tool, "arguments": '{"order_id": "A-1"}'}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "shipped"},
             {"role": "assistant", "content": "It shipped."}]
     events = [Event(type="blocked_call", step=2, detail="loop guard: get_order repeated 2 times")] if blocked else []
+    events += [Event(step=2, **event)] if event else []
     t = Trajectory(id=f"r{i}", task_id=f"t{i % 3}", messages=msgs, events=events, final_answer="It shipped.",
                    score=1.0)
     sig = [Signal(id=signal, failure_class=FailureClass.F3, step=4, evidence="e")] if signal else []
@@ -238,3 +239,31 @@ def test_a_forbidden_answer_the_loop_guard_turns_into_blocked_calls_is_supported
     f = {f.rule: f for f in lint_harness(v, TOOLS, [t for t, _ in runs], [lab for _, lab in runs])}[
         "instructions.no_answer"]
     assert (f.target, f.support) == (None, 0)  # nothing fired: not proposable
+
+
+def _support(v, runs, rule):
+    return {f.rule: f for f in lint_harness(v, TOOLS, [t for t, _ in runs], [lab for _, lab in runs])}[rule]
+
+
+def test_a_middleware_block_and_a_call_format_the_agent_gets_past_are_supported_by_their_cost():
+    """A before_tool block the agent routes around, or a call rejected for its format and made again as JSON, costs
+    steps, not score: no F2 signal fires, and the finding's support comes from cost.blocked_call -- counting only
+    the rollouts where its own cause fired (the module's blocks; the format rejections), not a loop guard's."""
+    block = "def before_tool(call, ctx):\n    if call['name'] == 'send_message':\n        return 'Denied.'\n"
+    v = view(middleware__gate_dot_py=block)
+    ours = {"type": "blocked_call", "detail": "gate: Denied.", "data": {"module": "gate"}}
+    runs = [_blocked_run(i, blocked=i >= 3, event=ours if i < 3 else None, tool="send_message") for i in range(6)]
+    f = _support(v, runs, "middleware.blocks_tools")
+    assert (f.target, f.support, f.task_ids) == ("cost.blocked_call", 3, ["t0", "t1", "t2"])
+    assert f.evidence[0].quote == "gate: Denied."
+    v = view(lessons_dot_md="### Calls\nPass arguments as YAML.\n")
+    rejected = {"type": "format_rejected", "detail": "get_order: arguments are not a JSON object"}
+    runs = [_blocked_run(i, blocked=i >= 2, event=rejected if i < 2 else None) for i in range(6)]
+    f = _support(v, runs, "instructions.call_format")
+    assert (f.target, f.support) == ("cost.blocked_call", 2) and "not a JSON object" in f.evidence[0].quote
+    runs = [_blocked_run(i, blocked=True) for i in range(6)]  # only the loop guard blocked: not this lesson's cost
+    assert (_support(v, runs, "instructions.call_format").support, _support(v, runs, "instructions.call_format")
+            .target) == (0, None)
+    runs = [_blocked_run(i, blocked=False, event=rejected, signal="F2.format_rejected" if i < 1 else None)
+            for i in range(6)]
+    assert _support(v, runs, "instructions.call_format").target == "F2.format_rejected"  # a score signal stays
