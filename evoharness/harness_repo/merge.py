@@ -27,7 +27,8 @@ def merge_message(branch: str, verdict: Verdict) -> str:
         f"Verified-Base: {verdict.base}",
     ]
     if verdict.measurements.get("cost_target"):  # accepted on cost (verification/cost.py), not on a score gain
-        lines.append("Verified-Objective: cost (fewer steps, score non-inferior)")
+        unit = "tokens" if verdict.measurements.get("cost_in_tokens") else "steps"
+        lines.append(f"Verified-Objective: cost (fewer {unit}, score non-inferior)")
     if verdict.reason:
         lines.append(f"Reason: {verdict.reason}")
     if verdict.approval:

@@ -8,9 +8,10 @@ paired on common seeds on the targeted tasks,
 - ``non_inferior``: the score is non-inferior -- the one-sided ``1 - cost_score_alpha`` lower confidence bound of the
   mean paired score difference (candidate - baseline; per-task variance, SD floored at ``sigma_floor``; Student t
   with pairs - tasks degrees of freedom) is at least ``-cost_score_margin``;
-- ``cost``: the cost is lower -- the mean paired step difference (baseline - candidate) is positive with a one-sided
-  p <= ``cost_alpha`` by an exact sign-flip test of the paired differences (`stats.sign_flip_test`: no normal
-  approximation, which on 24 pairs, or steps with a heavy tail, accepted 1.5% to 3.7% of null edits at 0.01);
+- ``cost``: the cost is lower -- the mean paired saving (baseline - candidate; tokens when every paired rollout
+  recorded them, else steps) is positive with a one-sided p <= ``cost_alpha`` by an exact sign-flip test of the
+  paired differences (`stats.sign_flip_test`: no normal approximation, which on 24 pairs, or steps with a heavy
+  tail, accepted 1.5% to 3.7% of null edits at 0.01);
 - ``no_regression`` and ``guard`` as for a score edit.
 
 An edit that changes nothing (a reworded sentence) reads the same steps on the same seeds, or steps that differ by
@@ -59,8 +60,12 @@ class NonInferiorGate:
 
 
 class CostGate:
-    """The targeted rollouts take fewer steps than the baseline's on the same seeds (one-sided exact sign-flip test
-    of the paired differences; ``se`` is the per-task-variance standard error, reported, not tested)."""
+    """The targeted rollouts cost less than the baseline's on the same seeds (one-sided exact sign-flip test of the
+    paired savings; ``se`` is the per-task-variance standard error, reported, not tested).
+
+    The cost is tokens (prompt + completion) when every paired rollout recorded them -- an imported trace's usage
+    fields, the model gateway's counts -- else steps (the stand-in reports no tokens; a trace with usage on some
+    rollouts only is judged on steps, which every rollout has). ``unit`` in the numbers says which."""
 
     name = "cost"
 
@@ -69,20 +74,22 @@ class CostGate:
 
     def check(self, ev: Evidence) -> GateResult:
         pairs = ev.pairs(ev.selection.targeted)
+        unit = "tokens" if pairs and all(b.tokens > 0 and c.tokens > 0 for b, c in pairs) else "steps"
         saved: dict[str, list[float]] = {}
         for b, c in pairs:
-            saved.setdefault(b.task_id, []).append(float(b.steps - c.steps))
+            saved.setdefault(b.task_id, []).append(float(getattr(b, unit) - getattr(c, unit)))
         test = paired_mean_test(saved)
         p = sign_flip_test([d for diffs in saved.values() for d in diffs])
-        before = sum(b.steps for b, _ in pairs) / len(pairs) if pairs else None
-        after = sum(c.steps for _, c in pairs) / len(pairs) if pairs else None
+        numbers: dict[str, float | int | str | None] = {"pairs": test.n, "tasks": test.tasks, "unit": unit}
+        for u in ("steps", "tokens") if unit == "tokens" else ("steps",):
+            numbers[f"{u}_baseline"] = _r(sum(getattr(b, u) for b, _ in pairs) / len(pairs)) if pairs else None
+            numbers[f"{u}_candidate"] = _r(sum(getattr(c, u) for _, c in pairs) / len(pairs)) if pairs else None
         ok = test.n > 0 and test.mean_diff > 0 and p <= self.alpha
         reason = ("no paired targeted rollouts" if not test.n else
-                  f"steps {before:.2f} -> {after:.2f} a rollout (saved {test.mean_diff:+.3f}, se {test.se:.3f}, "
-                  f"sign-flip p={p:.4f} vs alpha {self.alpha})")
-        return GateResult(gate=self.name, passed=ok, reason=reason, numbers={
-            "pairs": test.n, "tasks": test.tasks, "steps_baseline": _r(before), "steps_candidate": _r(after),
-            "saved": _r(test.mean_diff), "se": _r(test.se), "p_value": _r(p), "alpha": self.alpha})
+                  f"{unit} {numbers[unit + '_baseline']:.2f} -> {numbers[unit + '_candidate']:.2f} a rollout "
+                  f"(saved {test.mean_diff:+.3f}, se {test.se:.3f}, sign-flip p={p:.4f} vs alpha {self.alpha})")
+        numbers.update(saved=_r(test.mean_diff), se=_r(test.se), p_value=_r(p), alpha=self.alpha)
+        return GateResult(gate=self.name, passed=ok, reason=reason, numbers=numbers)
 
 
 def cost_gates(cfg) -> list[Gate]:
@@ -100,7 +107,10 @@ def cost_measurements(results: list[GateResult]) -> tuple[dict[str, float | int 
     c, n = by.get("cost"), by.get("non_inferior")
     if c is not None:
         out.update(steps_baseline=c.numbers.get("steps_baseline"), steps_candidate=c.numbers.get("steps_candidate"),
-                   steps_p=c.numbers.get("p_value"))
+                   cost_p=c.numbers.get("p_value"), cost_in_tokens=int(c.numbers.get("unit") == "tokens"))
+        if c.numbers.get("unit") == "tokens":
+            out.update(tokens_baseline=c.numbers.get("tokens_baseline"),
+                       tokens_candidate=c.numbers.get("tokens_candidate"))
     if n is not None:
         out.update(score_diff=n.numbers.get("mean_diff"), score_lower_bound=n.numbers.get("lower_bound"),
                    score_margin=n.numbers.get("margin"))

@@ -17,7 +17,7 @@ from evoharness.harness_repo.models import Edit, FileChange, Verdict
 from evoharness.harness_repo.seed import POLICIES
 from evoharness.traces.cost import BLOCKED
 from evoharness.verification.config import VerificationConfig
-from evoharness.verification.cost import CostGate, NonInferiorGate, cost_gates
+from evoharness.verification.cost import CostGate, NonInferiorGate, cost_gates, cost_measurements
 from evoharness.verification.gates import default_gates
 from evoharness.verification.observations import Observation
 from evoharness.verification.stats import sign_flip_test
@@ -129,6 +129,32 @@ def test_an_edit_losing_the_margin_passes_non_inferiority_at_most_at_its_rate(ta
         cand = [obs(t, s, float(rng.random() < chance[t] - 0.05), 4, False) for t in tasks for s in range(k)]
         passed += gate.check(evidence(base, cand, tasks, target=BLOCKED, k=k)).passed
     assert passed / trials <= 0.065, passed
+
+
+def test_tokens_are_the_cost_when_every_paired_rollout_recorded_them_else_steps():
+    """A cut that shortens what the agent reads saves tokens at the same steps: judged on tokens when the trace has
+    them (the verdict says so, and the merge trailer), on steps when any paired rollout lacks them."""
+    def with_tokens(side_, tokens):
+        return [o.model_copy(update={"tokens": tokens(o)}) for o in side_]
+
+    base = with_tokens(side(0.7, 5, True), lambda o: 2000 + 37 * o.seed)
+    cand = with_tokens(side(0.7, 5, False), lambda o: 1500 + 41 * o.seed)
+    r = CostGate().check(evidence(base, cand, TASKS, target=BLOCKED))
+    assert r.passed and r.numbers["unit"] == "tokens" and r.reason.startswith("tokens 2055.50 -> 1561.50 a rollout")
+    assert r.numbers["steps_baseline"] == r.numbers["steps_candidate"] == 5.0
+    v = Verdict(candidate="x", commit="c", base="a", accepted=True,
+                measurements=cost_measurements([r, NonInferiorGate().check(evidence(base, cand, TASKS,
+                                                                                     target=BLOCKED))])[0])
+    assert v.measurements["cost_in_tokens"] == 1 and v.measurements["tokens_candidate"] == 1561.5
+    assert "Verified-Objective: cost (fewer tokens, score non-inferior)" in merge_message("x", v)
+    # one rollout without usage: steps, which every rollout has -- the same steps, refused
+    cand[0] = cand[0].model_copy(update={"tokens": 0})
+    r = CostGate().check(evidence(base, cand, TASKS, target=BLOCKED))
+    assert not r.passed and r.numbers["unit"] == "steps" and "tokens_baseline" not in r.numbers
+    # the same token counts, seed for seed (a null edit): refused
+    r = CostGate().check(evidence(base, with_tokens(side(0.7, 5, False), lambda o: 2000 + 37 * o.seed), TASKS,
+                                  target=BLOCKED))
+    assert not r.passed and r.numbers["unit"] == "tokens" and r.numbers["p_value"] == 1.0
 
 
 class Fixed:
