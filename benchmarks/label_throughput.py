@@ -9,8 +9,9 @@ disk with nothing else alive in the process (the replicated records are written 
 held): a parse timed while other large objects are alive is slowed by the garbage collector walking them.
 
 The plain parse reads the records as the ``--data`` file holds them: one copy's list (200 records, 4 MB) at a
-time, each parsed and dropped, ``--copies`` lists in all. Importing and labelling streams (one record alive at
-a time), and so does this parse; one ``json.loads`` of the whole replicated file (printed too, as "whole-file")
+time, each parsed and dropped, ``--copies`` lists in all. Importing and labelling streams (a batch of 16
+runs alive at a time: ``Labeller.labelled``, as ``evoharness label`` labels), and so does this parse; one
+``json.loads`` of the whole replicated file (printed too, as "whole-file")
 also pays the collector walking its own growing result, ~80 of its ~180 microseconds a record at 50 copies
 (2026-12-05), so a ratio to it falls with ``--copies`` (1.8x at 50, 2.6x at 10, 3.4x at 1 on one tree) while
 the work per record does not change: it measured the size of the file, not the labeller. ``--instructions``
@@ -85,8 +86,8 @@ def _work(name: str, path: Path, passes: int) -> None:
         elif name == "orjson.loads":
             orjson.loads(path.read_bytes())
         else:
-            for t in load_paths([path]):
-                labeller.label(t)
+            for _ in labeller.labelled(load_paths([path])):  # as `evoharness label` and `diagnose` do
+                pass
 
 
 def _instructions(name: str, path: Path, passes: int) -> int:
@@ -159,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                 pass
 
         def import_and_label() -> None:
-            for t in load_paths([path]):
-                labeller.label(t)
+            for _ in labeller.labelled(load_paths([path])):  # as `evoharness label` and `diagnose` do
+                pass
 
         t_json, t_or, t_rec, t_full, t_whole = [], [], [], [], []
         for _ in range(args.repeat):  # in turn

@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -72,6 +73,16 @@ def _stream(paths: list[Path], fmt: str | None, skip_invalid: bool,
         raise InputError(", ".join(map(str, paths)), "no trajectories found")
 
 
+def _labelled(labeller, items, traj_of=None):
+    """``(item, label)`` for each item: the rule labeller's ``labelled`` (runs in batches, detector by detector:
+    the same labels, less CPU), or the LLM judge's ``label`` one run at a time."""
+    from evoharness.diagnosis.labeller import Labeller
+
+    if isinstance(labeller, Labeller):
+        return labeller.labelled(items, traj_of)
+    return ((item, labeller.label(item if traj_of is None else traj_of(item))) for item in items)
+
+
 def diagnose(
     ctx: typer.Context,
     paths: Annotated[list[str], typer.Argument(help="trace files or directories (- reads standard input), or "
@@ -112,8 +123,7 @@ def diagnose(
     shown: list[str] = []
     failures = 0
     with tempfile.TemporaryFile("w+", encoding="utf-8") as rows:
-        for t in _stream(read, fmt, skip_invalid):
-            lab = labeller.label(t)
+        for _, lab in _labelled(labeller, _stream(read, fmt, skip_invalid)):
             tally.add(lab)
             judged.add(lab.labeller)
             if lab.failure_class not in ("healthy", "unknown"):
@@ -307,9 +317,10 @@ def label(
     judged = JudgeCount()
     # on bad input no half-written file, and an earlier one is kept
     with replacing(out, "w") as fh, keeping_lines() as kept:
-        for t in _stream(read, fmt, skip_invalid, exclude=own, counted=False):
-            raw = kept.line_of(t)  # None: not read from a canonical JSONL line (another format)
-            lab = labeller.label(t)
+        # each trajectory with its line, taken as it is read (``kept`` holds the latest only): None when not read
+        # from a canonical JSONL line (another format)
+        read_lines = ((t, kept.line_of(t)) for t in _stream(read, fmt, skip_invalid, exclude=own, counted=False))
+        for (_, raw), lab in _labelled(labeller, read_lines, itemgetter(0)):
             judged.add(lab.labeller)
             line = LabelLine.of(lab, trajectory_sha256=line_digest(raw) if raw is not None else None,
                                 labeller_fingerprint=fingerprint if rules_made(lab) else None)
