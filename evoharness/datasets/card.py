@@ -46,6 +46,37 @@ def _split_line(s: ExportSummary) -> str:
             f"tasks in `{v.files['train']}`. Held-out tasks are in neither.")
 
 
+def token_line(s: ExportSummary) -> str | None:
+    """``train 180 records: min 2,392, median 4,985, p95 9,023, max 10,985 tokens; validation ...``: what a
+    fine-tuning run's max_seq_length is compared with (None: no lengths, an export from before them)."""
+    t = s.token_lengths
+    if t is None:
+        return None
+    parts = []
+    for split, v in t.splits.items():
+        if not v.get("records"):
+            parts.append(f"{split} no records")
+            continue
+        parts.append(f"{split} {v['records']:,} records: min {v['min']:,}, median {v['median']:,}, p95 {v['p95']:,}, "
+                     f"max {v['max']:,} tokens" + (f" ({v['over_max_tokens']} over --max-tokens {t.max_tokens}: "
+                                                   "permuted placebo turns)" if v.get("over_max_tokens") else ""))
+    return "; ".join(parts)
+
+
+def _tokens(s: ExportSummary) -> str:
+    t = s.token_lengths
+    over = s.skipped.get("over_max_tokens", 0)
+    broken = s.skipped.get("chat_template_error", 0)
+    return (f"- **Token lengths** ({t.method}): {token_line(s)}."
+            + (f" Records longer than {t.max_tokens} tokens were skipped whole, never cut (`--max-tokens`): {over}."
+               if t.max_tokens is not None else " Compare the max with your trainer's max_seq_length: a longer record "
+               "is cut there (`--max-tokens N` skips such records whole instead).")
+            + (f" {broken} records were skipped: the tokenizer's chat template cannot render them "
+               f"(`chat_template_error`; the first: {t.template_error})" if broken else "")
+            + (" The lengths are an estimate meant to lie above the count of most tokenizers (docs/datasets.md); "
+               "`--tokenizer DIR` counts with the base model's own." if not t.exact else ""))
+
+
 def render_card(s: ExportSummary) -> str:
     data_files = [f for f in s.files if f.endswith((".jsonl", ".parquet")) and "metadata" not in f]
     tags = ["evoharness", "sft", "tool-use", "agent-trajectories"] + (["placebo"] if s.placebo else [])
@@ -85,11 +116,13 @@ def render_card(s: ExportSummary) -> str:
         f"max per task {f.max_per_task or '-'}, splits {[x.value for x in f.splits] if f.splits else 'any'}, "
         f"tasks {f.tasks or 'any'}, classes {[x.value for x in f.classes] if f.classes else 'any'}"
         + (", records with a reply of text and tool calls skipped (`--skip-text-with-calls`)"
-           if f.skip_text_with_calls else ""),
+           if f.skip_text_with_calls else "")
+        + (f", records over {f.max_tokens} tokens skipped (`--max-tokens`)" if f.max_tokens is not None else ""),
         f"- **Held-out tasks:** never exported; {s.heldout_tasks_excluded} trajectories of held-out tasks "
         "were excluded.",
         f"- **Duplicates:** {_duplicates(s)}",
         *([_split_line(s)] if s.validation is not None else []),
+        *([_tokens(s)] if s.token_lengths is not None else []),
         *([f"- **Text beside tool calls:** {s.sharegpt_text_with_calls} records hold an assistant turn with text "
             "and tool calls, written as a `function_call` turn `TEXT<tool_call>CALLS</tool_call>`: LLaMA-Factory "
             "(0.9.5) trains on the text followed by the calls in its template's tool format, with a template that "

@@ -117,7 +117,7 @@ def enqueue(
     typer.echo(f"{seen} trajectories, {content} content failures, {added} newly queued ({len(q)} in queue)")
 
 
-def _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls=False):
+def _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls=False, max_tokens=None):
     from evoharness.diagnosis.models import FailureClass
     from evoharness.traces.models import Split
 
@@ -132,10 +132,11 @@ def _filters(min_score, max_per_task, split, task, failure_class, skip_text_with
             min_score=min_score, max_per_task=max_per_task,
             splits=[Split(x) for x in split] if split else None, tasks=list(task) if task else None,
             classes=[FailureClass(x) for x in failure_class] if failure_class else None,
-            skip_text_with_calls=skip_text_with_calls)
+            skip_text_with_calls=skip_text_with_calls, max_tokens=max_tokens)
     except ValidationError as e:  # the option and what is wrong with its value, not "1 validation error for ..."
         first = e.errors()[0]
-        option = {"min_score": "--min-score", "max_per_task": "--max-per-task", "tasks": "--task"}.get(
+        option = {"min_score": "--min-score", "max_per_task": "--max-per-task", "tasks": "--task",
+                  "max_tokens": "--max-tokens"}.get(
             str(first["loc"][0]), str(first["loc"][0]))
         if first["type"] == "task_id_not_utf8":  # the message names the value
             raise InputError(option, first["msg"]) from None
@@ -186,8 +187,16 @@ def export(
                                        "some chat templates cannot read (LLaMA-Factory's gemma*, llama2*, lfm2*) or "
                                        "write without the text (Llama 3.1, Mistral v3); counted as text_with_calls "
                                        "(default: written)")] = False,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", help="skip a record longer than N tokens (your trainer's max_seq_length), whole, never cut; "
+                             "counted as over_max_tokens (default: none skipped; the card gives the lengths)")] = None,
+    tokenizer: Annotated[Path | None, typer.Option(
+        "--tokenizer", help="a local Hugging Face tokenizer directory (the base model's: tokenizer.json and its "
+                            "chat template) to count tokens with, as the trainer renders a record; needs transformers "
+                            "(default: approximate, UTF-8 bytes / 3)")] = None,
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
+    from .card import token_line
     from .env_tools import MAX_ENVS
     from .export import JsonlSource, export_dataset
     from .export_formats import EXPORT_FORMATS
@@ -203,7 +212,12 @@ def export(
         fail(f"{e} (sources: healthy | queue | all)")
     if render_under not in ("seed", "evolved"):
         fail(f"--render-under must be seed or evolved, got {render_under!r}")
-    filters = _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls)
+    filters = _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls, max_tokens)
+    counter = None
+    if tokenizer is not None:
+        from .tokens import ChatTemplateTokens
+
+        counter = ChatTemplateTokens(tokenizer)  # loaded before anything is read: a bad directory is one line
     if source_ != SourceKind.queue and trajectories is None:
         fail(f"--source {source_.value} needs --trajectories FILE.jsonl")
     # an option the source would ignore: the export came out of another source than the one named, said nowhere
@@ -246,7 +260,7 @@ def export(
         filters=filters, prompt=resolve_prompt(harness, render_under), placebo=placebo,
         placebo_seed=cfg.placebo_seed, placebo_window=cfg.placebo_window,
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels,
-        keep_duplicates=keep_duplicates, val_fraction=val_fraction, split_seed=split_seed or 0)
+        keep_duplicates=keep_duplicates, val_fraction=val_fraction, split_seed=split_seed or 0, tokens=counter)
     skipped = f"{sum(summary.skipped.values())} skipped{_skip_reasons(summary.skipped)}"
     reused = (f", {summary.labels_reused} labels reused" if labels is not None
               else f", {summary.labels_reused} labels reused from {beside}" if beside is not None else "")
@@ -268,6 +282,7 @@ def export(
                  ("--class", failure_class))
         asked = [f"{flag} {','.join(v) if isinstance(v, list) else v}" for flag, v in given if v not in (None, [])]
         asked += ["--skip-text-with-calls"] if skip_text_with_calls else []
+        asked += [f"--max-tokens {max_tokens}"] if max_tokens is not None else []
         found = {SourceKind.healthy: "the runs labelled healthy in --trajectories",
                  SourceKind.queue: "the training queue's items",
                  SourceKind.all: "the runs in --trajectories and the training queue's items"}[source_]
@@ -285,6 +300,12 @@ def export(
             empty = "validation" if not v.records["validation"] else "train"
             typer.echo(f"warning: the {empty} split is empty: no record of its tasks could be written (skipped)",
                        err=True)
+    if (lengths := token_line(summary)) is not None and summary.records:
+        how = "" if summary.token_lengths.exact else " (approximate: bytes / 3; --tokenizer DIR counts exactly)"
+        typer.echo(f"token lengths{how}: {lengths}")
+    if broken := summary.skipped.get("chat_template_error"):
+        typer.echo(f"warning: {broken} records skipped: the chat template of --tokenizer cannot render them (the "
+                   f"first: {summary.token_lengths.template_error})", err=True)
     if mixed := summary.sharegpt_text_with_calls:  # read by most LLaMA-Factory templates, not all: said, not warned
         typer.echo(f"note: {mixed} records hold an assistant turn with text and tool calls, written as "
                    "TEXT<tool_call>CALLS</tool_call>: LLaMA-Factory 0.9.5 reads it with a template that passes its "

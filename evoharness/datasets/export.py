@@ -73,9 +73,11 @@ from .models import (
     RenderedPrompt,
     RequestNames,
     SourceKind,
+    TokenLengths,
     ValidationSplit,
 )
 from .prompts import SystemRenderer
+from .tokens import ApproxTokens, Lengths, TemplateFailed, TokenCounter
 from .validate import openai_errors
 
 if TYPE_CHECKING:
@@ -499,6 +501,7 @@ def export_dataset(
     val_fraction: float | None = None,
     split_seed: int = 0,
     names: RequestNames = CLI_NAMES,
+    tokens: TokenCounter | None = None,
 ) -> ExportSummary:
     """Write one dataset into ``out`` (data files, README.md card, manifest.json).
 
@@ -510,7 +513,10 @@ def export_dataset(
     admitted by the filters, before ``max_per_task``, duplicates and records that cannot be made are dropped), in the
     same single pass: the records wait in a file of the staging directory until every task is known (``_Spill``).
     ``names``: how the caller spells the parts of its request, for the errors that name one (the CLI's options, the
-    service's JSON fields).
+    service's JSON fields). ``tokens``: what counts a record's tokens (``datasets.tokens``; default ``ApproxTokens``):
+    each split's lengths go to ``summary.token_lengths``, and ``filters.max_tokens`` skips a longer record whole
+    (``over_max_tokens``), before ``max_per_task`` counts it; a record the counter's chat template cannot render is
+    skipped as ``chat_template_error``.
 
     The held-out tasks of the trajectory file are learnt in the same pass that writes: a file usually
     marks a task held out at its first trajectory (or every one), and a trajectory of a task known to be
@@ -528,7 +534,7 @@ def export_dataset(
     declared_heldout = list(declared_heldout)
     kwargs = dict(fmt=fmt, source=source, queue=queue, filters=filters, prompt=prompt, placebo=placebo,
                   placebo_seed=placebo_seed, placebo_window=placebo_window, diagnosis_cfg=diagnosis_cfg,
-                  labels=labels, keep_duplicates=keep_duplicates, names=names)
+                  labels=labels, keep_duplicates=keep_duplicates, names=names, tokens=tokens)
     if val_fraction is not None and not 0 < val_fraction < 1:
         raise InputError(names.val_fraction, f"must lie between 0 and 1 (exclusive), got {val_fraction}")
 
@@ -551,7 +557,8 @@ def export_dataset(
 def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: Iterable[Trajectory] | None,
             queue, filters: ExportFilters, prompt: RenderedPrompt | None, placebo: bool, placebo_seed: int,
             placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str],
-            keep_duplicates: bool, split: ValidationSplit | None, names: RequestNames) -> ExportSummary:
+            keep_duplicates: bool, split: ValidationSplit | None, names: RequestNames,
+            tokens: TokenCounter | None) -> ExportSummary:
     """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt). With a ``split``
     (its tasks still to be chosen), each record made is spilled to the staging directory until the pass has seen
     every task the export takes (``validation_tasks`` of them), then read back into its split's writer, in order."""
@@ -592,7 +599,13 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     windows_arguments: dict[str | None, dict] = {part: {} for part in parts}
     part_written: Counter = Counter()
     part_tasks: dict[str | None, set[str]] = {part: set() for part in parts}
-    unrendered: list[tuple[dict, dict, Trajectory, Mapping]] = []  # records (in order) waiting for a system message
+    # records (in order) waiting for a system message
+    unrendered: list[tuple[dict, dict, Trajectory, Mapping, Candidate]] = []
+    counter: TokenCounter = tokens or ApproxTokens()
+    one_at_a_time = filters.max_tokens is not None and filters.max_per_task is not None
+    lengths = {part or "train": Lengths() for part in parts}  # the token length of each record written, by split
+    unmeasured: Counter = Counter()  # placebo records its chat template cannot render, by split
+    template_errors: list[str] = []
     # an OpenAI record written as it was made (no system message rendered, no placebo): its line is made once, for
     # the duplicate check (``line_key``, the same rule as ``fingerprint``) and for the writer
     one_line = fmt == ExportFormat.openai and not renderer.active and not placebo
@@ -605,6 +618,16 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         if errs:
             raise AssertionError(f"{meta['id']}: exporter produced an invalid record: {errs[:3]}")
         part = ("validation" if meta["task_id"] in validation else "train") if split is not None else None
+        measured = meta.pop(_TOKENS, None)  # counted as the record was made; a placebo record is another record
+        if measured is None or placebo:
+            try:
+                measured = counter.count(record, line)
+            except TemplateFailed:
+                measured = None
+        if measured is None:
+            unmeasured[part or "train"] += 1
+        else:
+            lengths[part or "train"].add(measured)
         if line is None:
             writers[part].write(record, meta, arguments)
         else:  # the record's line, made for its duplicate check (``one_line``)
@@ -619,11 +642,35 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             counts[key][value if value is not None else "-"] += 1
 
     def settle() -> None:  # the system messages of the records waiting for them, rendered in one batch
-        systems = renderer.render_many([(t, record["tools"]) for record, _, t, _ in unrendered])
-        for (record, meta, _, arguments), system in zip(unrendered, systems, strict=True):
+        systems = renderer.render_many([(t, record["tools"]) for record, _, t, _, _ in unrendered])
+        for (record, meta, t, arguments, c), system in zip(unrendered, systems, strict=True):
             record["messages"] = with_system(record["messages"], system)
+            if (n := measure(record, None)) is None:  # too long (or unrenderable) with its system message
+                per_task[t.task_id] -= 1  # taken before its length was known: no longer counts for the task
+                continue
+            meta[_TOKENS] = n
+            counted(c)
             take(record, meta, arguments)
         unrendered.clear()
+
+    def measure(record: dict, line: bytes | None) -> int | None:
+        # its length in tokens, or None when it is skipped for it: over --max-tokens, or the chat template of
+        # --tokenizer cannot render it (a trainer using that template cannot tokenize it either)
+        try:
+            n = counter.count(record, line)
+        except TemplateFailed as e:
+            skipped["chat_template_error"] += 1
+            template_errors.append(str(e))
+            return None
+        if filters.max_tokens is not None and n > filters.max_tokens:
+            skipped["over_max_tokens"] += 1
+            return None
+        return n
+
+    def counted(c: Candidate) -> None:  # a record that will be written (a placebo window is written whole)
+        written[1] += c.from_labels
+        if c.relabelled:
+            relabelled[c.relabelled] += 1
 
     def take(record: dict, meta: dict, arguments: Mapping, line: bytes | None = None) -> None:
         # a record made: placed now, or once the split is chosen
@@ -707,16 +754,21 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                         continue
                 else:
                     records_seen.add(key)
+                n = None
+                if not renderer.active:  # a rendered record is measured once its system message is in (settle)
+                    if (n := measure(record, line)) is None:
+                        continue
                 per_task[t.task_id] += 1
-                written[1] += c.from_labels  # a record written (a placebo window is written whole)
-                if c.relabelled:
-                    relabelled[c.relabelled] += 1
                 meta = _meta(c, placebo)
                 if renderer.active:
-                    unrendered.append((record, meta, t, arguments))
-                    if len(unrendered) >= renderer.batch:
+                    unrendered.append((record, meta, t, arguments, c))
+                    # with --max-tokens and --max-per-task, each rendered before the next run of its task is looked
+                    # at: a run skipped for its length (known once rendered) leaves its task's place to the next
+                    if len(unrendered) >= (1 if one_at_a_time else renderer.batch):
                         settle()
                 else:  # its line, when made for the duplicate check (``one_line``), is the one written
+                    meta[_TOKENS] = n
+                    counted(c)
                     take(record, meta, arguments, line)
         settle()
         if spill is not None:  # every task is known: choose the validation tasks and write the records spilled
@@ -769,6 +821,10 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         split.tasks_written = {part: len(part_tasks[part]) for part in parts}
         summary.validation = split
     summary.labels_relabelled = dict(sorted(relabelled.items()))
+    summary.token_lengths = TokenLengths(method=counter.method, exact=counter.exact, max_tokens=filters.max_tokens,
+                                         splits={p: lengths[p].stats(filters.max_tokens) for p in lengths},
+                                         unmeasured=dict(unmeasured),
+                                         template_error=template_errors[0] if template_errors else None)
     for key, c in counts.items():
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))
@@ -793,6 +849,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     log.info("dataset.exported", out=str(out), records=summary.records, format=fmt.value,
              placebo=placebo, heldout_excluded=summary.heldout_tasks_excluded)
     return summary
+
+
+_TOKENS = "_tokens"  # a record's token length, carried in its provenance row until it is written (never written)
 
 
 class _Spill:

@@ -91,6 +91,8 @@ class ExportFilters(BaseModel):
     classes: list[FailureClass] | None = Field(None, description="admit only these failure classes")
     skip_text_with_calls: bool = Field(False, description="skip a record with an assistant reply that holds text and "
                                        "tool calls (for chat templates that cannot read one: docs/datasets.md)")
+    max_tokens: int | None = Field(None, ge=1, description="skip a record longer than this many tokens (the "
+                                   "trainer's max_seq_length), whole: a record is never cut")
 
 
 class RenderedPrompt(BaseModel):
@@ -137,6 +139,21 @@ class ValidationSplit(BaseModel):
     tasks_written: dict[str, int] = Field(default_factory=dict, description="split -> tasks with a record written")
 
 
+class TokenLengths(BaseModel):
+    """How long the records written are in tokens (``datasets.tokens``), per split."""
+
+    method: str = Field(description="how they were counted: a tokenizer's chat template, or the approximation")
+    exact: bool = Field(description="counted with a tokenizer (--tokenizer), not approximated")
+    max_tokens: int | None = Field(None, description="--max-tokens: longer records were skipped as over_max_tokens")
+    splits: dict[str, dict[str, float | int]] = Field(default_factory=dict, description=(
+        "split (train, validation) -> records, min, median, p95, max, mean, total (and over_max_tokens: records "
+        "written over max_tokens, which only a placebo's permuted turns can make)"))
+    unmeasured: dict[str, int] = Field(default_factory=dict, description="split -> placebo records the chat "
+                                       "template cannot render (not in the lengths)")
+    template_error: str | None = Field(None, description="the first record's chat template error (the records "
+                                       "skipped as chat_template_error)")
+
+
 class ExportSummary(BaseModel):
     """What an export wrote; the dataset card and manifest.json are made from it."""
 
@@ -174,6 +191,7 @@ class ExportSummary(BaseModel):
                                       "(datasets.env_tools.MAX_ENVS): their undeclared tools are inferred "
                                       "from the calls")
     validation: ValidationSplit | None = Field(None, description="the train/validation split by task, if asked")
+    token_lengths: TokenLengths | None = Field(None, description="the records' lengths in tokens, per split")
     duplicate_records: int = Field(0, description="records identical to an earlier one of the export (messages and "
                                    "tools, system message included): skipped as duplicate_record unless kept")
     duplicates_kept: bool = Field(False, description="duplicate records were written (--keep-duplicates)")

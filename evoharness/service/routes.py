@@ -443,6 +443,8 @@ class ExportRequest(BaseModel):
                                        "this fraction of the tasks in validation (`dataset export --val-fraction`)")
     split_seed: StrictInt | None = Field(None, description="which tasks val_fraction takes (default 0); only with "
                                          "val_fraction")
+    max_tokens: StrictInt | None = Field(None, ge=1, description="skip a record longer than this many tokens "
+                                         "(approximate: `dataset export --max-tokens` without --tokenizer)")
 
 
 @writes.post("/datasets/export")
@@ -468,7 +470,8 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             raise HTTPException(409, str(e)) from None
     try:
         filters = ExportFilters(min_score=body.min_score, max_per_task=body.max_per_task, tasks=body.tasks,
-                                classes=body.classes, skip_text_with_calls=body.skip_text_with_calls)
+                                classes=body.classes, skip_text_with_calls=body.skip_text_with_calls,
+                                max_tokens=body.max_tokens)
     except ValidationError as e:
         raise HTTPException(422, str(e).splitlines()[0]) from None
     cfg = settings.datasets
@@ -499,4 +502,5 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "env_tools_past_limit": summary.env_tools_past_limit,
             # a typo in `tasks` wrote an empty export with nothing to say why (`dataset export --task` warns)
             "tasks_without_records": [t for t in dict.fromkeys(body.tasks or ()) if not summary.tasks.get(t)],
-            "validation": summary.validation.model_dump(mode="json") if summary.validation is not None else None}
+            "validation": summary.validation.model_dump(mode="json") if summary.validation is not None else None,
+            "token_lengths": summary.token_lengths.model_dump(mode="json")}

@@ -94,11 +94,11 @@ def test_the_export_summary_counts_each_reason_a_trajectory_was_skipped_for(tmp_
     out = tmp_path / "out"
     argv = ["dataset", "export", "-t", str(_file(tmp_path, trajs)), "--source", "all", "--out", str(out)]
     assert main([*argv, "--min-score", "0.5", "--max-per-task", "2"]) == 0
-    line = capsys.readouterr().out.strip()
+    line = capsys.readouterr().out.splitlines()[0]  # the wrote line (the token lengths follow it)
     assert read_manifest(out).skipped == {"below_min_score": 1, "duplicate_id": 2, "over_max_per_task": 1,
                                           "unknown_role_robot\x1b[31m": 1}
     assert line.endswith("; 0 held-out excluded, 5 skipped (2 duplicate id, 1 below min score, 1 over max per task, "
                          "1 more reason in manifest.json)"), line
     assert main([*argv[:-2], "--out", str(tmp_path / "two"), "--task", "t3"]) == 0
-    line = capsys.readouterr().out.strip()
+    line = capsys.readouterr().out.splitlines()[0]  # the wrote line (the token lengths follow it)
     assert line.endswith("0 held-out excluded, 3 skipped (2 duplicate id, 1 unknown role robot\\x1b[31m)"), line

@@ -74,7 +74,7 @@ def test_field_errors_keep_their_field_and_an_unknown_field_names_the_known_ones
     assert r.json()["errors"] == [{"field": "body.sorce", "error": (
         "Extra inputs are not permitted; expected a JSON object with format, source, name, render_under, "
         "placebo, min_score, max_per_task, tasks, classes, keep_duplicates, skip_text_with_calls, val_fraction, "
-        "split_seed")}]
+        "split_seed, max_tokens")}]
 
 
 def test_composition_of_more_than_there_are_is_all_of_them(client):

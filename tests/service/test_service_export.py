@@ -151,3 +151,23 @@ def test_skip_text_with_calls_leaves_out_a_reply_with_text_and_calls(tmp_path):
         assert r.status_code == 200, r.text
         assert r.json()["records"] == 1 and r.json()["skipped"] == {"text_with_calls": 1}, r.json()
         assert c.post("/datasets/export", json=body, headers=AUTH).json()["records"] == 2
+
+
+def test_max_tokens_skips_a_longer_record_and_the_answer_gives_the_lengths(tmp_path):
+    """`dataset export --max-tokens` in the service (the approximate count: UTF-8 bytes / 3): the longer run is skipped
+    whole and counted as over_max_tokens; the answer gives the lengths of what was written."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    long = trajectory("e2", "healthy", task="t2")
+    long["messages"][1]["content"] = "a long question " * 400
+    body = {"source": "healthy", "render_under": "trajectory"}
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        assert c.post("/trajectories", json=[trajectory("e1", "healthy"), long], headers=AUTH).status_code == 200
+        every = c.post("/datasets/export", json=body, headers=AUTH).json()
+        lengths = every["token_lengths"]["splits"]["train"]
+        assert every["records"] == 2 and lengths["max"] > 2000 > lengths["min"], every
+        r = c.post("/datasets/export", json={**body, "max_tokens": 2000}, headers=AUTH)
+        assert r.status_code == 200, r.text
+        assert r.json()["records"] == 1 and r.json()["skipped"] == {"over_max_tokens": 1}, r.json()
+        assert r.json()["token_lengths"]["splits"]["train"]["max"] == lengths["min"]
+        assert c.post("/datasets/export", json={**body, "max_tokens": 0}, headers=AUTH).status_code == 422
