@@ -43,7 +43,11 @@ def _split_line(s: ExportSummary) -> str:
             f"a trajectory to export (fraction {v.fraction}, seed {v.seed}) are validation tasks; "
             f"{v.records.get('validation', 0)} records of {v.tasks_written.get('validation', 0)} tasks in "
             f"`{v.files['validation']}`, {v.records.get('train', 0)} records of {v.tasks_written.get('train', 0)} "
-            f"tasks in `{v.files['train']}`. Held-out tasks are in neither.")
+            f"tasks in `{v.files['train']}`. Held-out tasks are in neither."
+            + (f" {sum(map(len, v.linked_tasks))} tasks in {len(v.linked_tasks)} groups went to one side together: a "
+               "run of each is the same conversation (system message and user turns) under another task id "
+               f"({', '.join('/'.join(g) for g in v.linked_tasks[:3])}{' ...' if len(v.linked_tasks) > 3 else ''})."
+               if v.linked_tasks else ""))
 
 
 def token_line(s: ExportSummary) -> str | None:

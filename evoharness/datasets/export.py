@@ -413,19 +413,71 @@ def heldout_tasks(sources: Iterable[Iterable[Trajectory] | None], declared: Iter
     return out
 
 
-def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0, names: RequestNames = CLI_NAMES) -> set[str]:
-    """The tasks of a validation split: round(fraction x tasks), at least one and at least one left to train on,
-    taken in the order of a keyed hash of (seed, task id). The same tasks and seed give the same split whatever the
-    order of the records; a task keeps its side while the task set grows, unless the count moves past it. ``names``:
-    how the caller spells the request's parts, for the error."""
-    ranked = sorted(set(tasks), key=lambda task: (blake2b(task.encode(), key=str(seed).encode()[:64],
-                                                          digest_size=8).digest(), task))
+def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0, names: RequestNames = CLI_NAMES,
+                     linked: Iterable[tuple[str, str]] = ()) -> set[str]:
+    """The tasks of a validation split: round(fraction x groups), at least one group and at least one left to train
+    on, taken in the order of a keyed hash of (seed, the group's first task id). A group is one task, or the tasks
+    ``linked`` joins (pairs of task ids whose runs are one conversation under two ids: ``SameConversation``), which go
+    to one side together. The same tasks, links and seed give the same split whatever the order of the records; a
+    task keeps its side while the task set grows, unless the count moves past it. Without links this is the split by
+    task of before links (2026-12-06). ``names``: how the caller spells the request's parts, for the error."""
+    groups = _groups(set(tasks), linked)
+    ranked = sorted(groups, key=lambda group: (blake2b(group[0].encode(), key=str(seed).encode()[:64],
+                                                       digest_size=8).digest(), group[0]))
     if len(ranked) < 2:
         raise InputError(names.val_fraction, f"a split by task needs at least 2 tasks; the sources hold "
-                         f"{len(ranked)} with a record to export (after {names.source} and the filters; held-out "
-                         f"tasks never are)")
+                         f"{sum(map(len, ranked))} with a record to export (after {names.source} and the filters; "
+                         "held-out tasks never are)" + (f", in {len(ranked)} group of tasks whose runs are one "
+                                                        "conversation" if len(groups) < len(set(tasks)) else ""))
     k = min(len(ranked) - 1, max(1, round(fraction * len(ranked))))
-    return set(ranked[:k])
+    return {task for group in ranked[:k] for task in group}
+
+
+def _groups(tasks: set[str], linked: Iterable[tuple[str, str]]) -> list[tuple[str, ...]]:
+    """``tasks`` in groups: the connected parts of the ``linked`` pairs, each sorted; a task linked to none alone."""
+    parent = {task: task for task in tasks}
+
+    def root(task: str) -> str:
+        while parent[task] != task:
+            parent[task] = parent[parent[task]]
+            task = parent[task]
+        return task
+
+    for a, b in linked:
+        if a in parent and b in parent:
+            ra, rb = root(a), root(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    members: dict[str, list[str]] = {}
+    for task in tasks:
+        members.setdefault(root(task), []).append(task)
+    return [tuple(sorted(group)) for group in members.values()]
+
+
+class SameConversation:
+    """Tasks whose runs are one conversation under two task ids, for a split that must keep them on one side.
+
+    A run's key is its own system message and user turns, in order (what the model was given: the task as asked,
+    the simulated user's or the environment's replies), as one int (Python's keyed hash of the texts; ~once in 2**64
+    pairs two different ones meet). Two tasks with a run of the same key are linked: the same run imported or queued
+    under another task id, the same task given two ids by two sources (a file's ``7`` and a rollout's
+    ``tau2:airline/7``), or two runs that differ only in the assistant's turns. Without this a split by task id put
+    one in train and the other in validation, and the validation loss was measured on a conversation trained on.
+    One int per run with a key not seen before (a split only)."""
+
+    def __init__(self) -> None:
+        self._first: dict[int, str] = {}
+        self.links: set[tuple[str, str]] = set()
+
+    def add(self, t: Trajectory) -> None:
+        key = hash(tuple(_text(m.get("content")) for m in t.messages if m.get("role") in ("system", "user")))
+        first = self._first.setdefault(key, t.task_id)
+        if first != t.task_id:
+            self.links.add((first, t.task_id))
+
+
+def _text(content) -> str:
+    return content if isinstance(content, str) else json.dumps(content, sort_keys=True, default=str)
 
 
 def _meta(c: Candidate, placebo: bool) -> dict:
@@ -589,6 +641,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     parts: tuple[str | None, ...] = ("train", "validation") if split is not None else (None,)
     validation: set[str] = set()  # the validation tasks, chosen when the pass is done
     exportable: set[str] = set()  # with a split: the tasks it chooses from (see ``export_dataset``)
+    same = SameConversation()  # and which of them go to one side together
     spill = _Spill(stage / "records.pickle") if split is not None else None
     writers = {}
     for part in parts:
@@ -724,6 +777,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                 admitted += 1
                 if spill is not None:
                     exportable.add(t.task_id)
+                    same.add(t)
                 if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
                     skipped["over_max_per_task"] += 1
                     continue
@@ -772,8 +826,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                     take(record, meta, arguments, line)
         settle()
         if spill is not None:  # every task is known: choose the validation tasks and write the records spilled
-            validation.update(validation_tasks(exportable, split.fraction, split.seed, names))
+            validation.update(validation_tasks(exportable, split.fraction, split.seed, names, same.links))
             split.tasks, split.tasks_considered = sorted(validation), len(exportable)
+            split.linked_tasks = sorted(list(g) for g in _groups(exportable, same.links) if len(g) > 1)
             for record, meta, arguments, line in spill.records():
                 if line is not None:
                     emit(record, meta, arguments, line)

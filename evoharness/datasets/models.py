@@ -137,6 +137,9 @@ class ValidationSplit(BaseModel):
     files: dict[str, str] = Field(description="split -> its data file")
     records: dict[str, int] = Field(default_factory=dict, description="split -> records written")
     tasks_written: dict[str, int] = Field(default_factory=dict, description="split -> tasks with a record written")
+    linked_tasks: list[list[str]] = Field(default_factory=list, description=(
+        "groups of tasks kept on one side because a run of each is the same conversation (system message and user "
+        "turns) under another task id"))
 
 
 class TokenLengths(BaseModel):
