@@ -285,7 +285,8 @@ def export(
         asked += [f"--max-tokens {max_tokens}"] if max_tokens is not None else []
         found = {SourceKind.healthy: "the runs labelled healthy in --trajectories",
                  SourceKind.queue: "the training queue's items",
-                 SourceKind.all: "the runs in --trajectories and the training queue's items"}[source_]
+                 SourceKind.all: "the runs in --trajectories and the training queue's items" if queue is not None
+                 else "the runs in --trajectories (no training queue yet)"}[source_]
         why = ("every candidate was skipped (the reasons above; all of them in manifest.json)" if summary.skipped
                else f"none of {found} passed {' '.join(asked)}" if asked
                else f"--source {source_.value} found none of {found}")

@@ -173,8 +173,8 @@ def test_cli_an_export_that_writes_nothing_says_why(tmp_path, capsys):
     write_trajectories(path, _mixed(["dev"]))
     base = ["dataset", "export", "-t", str(path), "--out", str(tmp_path / "o")]
     for args, why in (
-            (["--source", "all", "--min-score", "0.99", "--class", "F1"],
-             "none of the runs in --trajectories and the training queue's items passed --min-score 0.99 --class F1"),
+            (["--source", "all", "--min-score", "0.99", "--class", "F1"],  # a fresh home: no queue was read
+             "none of the runs in --trajectories (no training queue yet) passed --min-score 0.99 --class F1"),
             (["--source", "healthy", "--class", "F4"],
              "none of the runs labelled healthy in --trajectories passed --class F4")):
         assert main([*base, *args]) == 0
@@ -188,6 +188,14 @@ def test_cli_an_export_that_writes_nothing_says_why(tmp_path, capsys):
         "warning: no record was written: --source healthy found none of the runs labelled healthy in --trajectories"]
     assert main([*base, "--source", "all"]) == 0
     assert "no record was written" not in capsys.readouterr().err
+    # with a queue, the warning names its items too (it named them on a fresh home, where no queue was read)
+    home = tmp_path / "home"
+    queued = make_traj("q1", "devtaskq", score=0.0)
+    TrainingQueue(f"sqlite:///{home / 'queue.db'}").enqueue(queued, content_label(queued))
+    assert main([*base, "--set", f"home={home}", "--source", "all", "--class", "F2"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: no record was written: none of the runs in --trajectories and the training queue's items passed "
+        "--class F2"]
 
 
 def test_queue_heldout_marks_apply_to_file_trajectories(tmp_path):
