@@ -94,3 +94,29 @@ def test_a_resumed_demo_is_read_as_its_latest_run_as_report_reads_it(tmp_path, c
     assert json.loads(out)["n"] == 3 and "earlier one" not in err, err
     # named under state/ (or state/runs), every run there is read, as any folder of runs is
     assert list(iter_files([root / "state" / "runs"])) == [first / "trajectories.jsonl", later / "trajectories.jsonl"]
+
+
+def test_labels_beside_their_trajectories_are_not_read_as_traces(shared_data, tmp_path, capsys):
+    """docs/datasets.md's `import --out DIR` then `label --out DIR` put labels.jsonl beside trajectories.jsonl (the
+    pair `dataset export -t DIR/trajectories.jsonl` reads together); `diagnose DIR` then stopped with
+    'DIR/labels.jsonl:line 1: unrecognised JSONL record (formats: ...)'. Named on its own, a labels file is said to
+    be one, not an unknown format."""
+    import json
+
+    d = tmp_path / "d"
+    d.mkdir()
+    assert main(["import", str(shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json"), "--out", str(d)]) == 0
+    assert main(["label", str(d / "trajectories.jsonl"), "--out", str(d)]) == 0
+    assert sorted(p.name for p in d.iterdir()) == ["labels.jsonl", "trajectories.jsonl"]
+    assert list(iter_files([d])) == [d / "trajectories.jsonl"]
+    capsys.readouterr()
+    assert main(["diagnose", str(d), "--json"]) == 0
+    n = sum(1 for _ in (d / "trajectories.jsonl").open())
+    assert json.loads(capsys.readouterr().out)["n"] == n > 0
+    assert main(["diagnose", str(d / "labels.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {d / 'labels.jsonl'}:line 1: a labels file"), err
+    assert "unrecognised" not in err
+    (d / "trajectories.jsonl").unlink()  # labels alone in a folder: read, and said to be labels
+    assert main(["diagnose", str(d)]) == 2
+    assert "a labels file" in capsys.readouterr().err

@@ -251,7 +251,19 @@ def _run_record(f: Path) -> bool:
     d = f.parent
     if _run_directory(d):
         return True
+    # the labels of the trajectories.jsonl beside them, in any directory (`import --out DIR` then `label --out DIR`):
+    # the pair `dataset export -t DIR/trajectories.jsonl` reads together; `diagnose DIR` stopped on the labels
+    if f.name == "labels.jsonl" and (d / "trajectories.jsonl").is_file():
+        return True
     return f.name == "summary.json" and _demo_directory(d)
+
+
+# the keys of a line `evoharness label` writes (`diagnosis.models.LabelLine`), which no trace format's record holds
+_LABEL_KEYS = frozenset({"trajectory_id", "failure_class", "first_signal", "lever"})
+
+
+def _label_line(rec: Any) -> bool:
+    return isinstance(rec, dict) and _LABEL_KEYS <= rec.keys() and "messages" not in rec
 
 
 def _is_trace_file(f: Path) -> bool:
@@ -327,6 +339,9 @@ def detect_format(path: Path, data: Any = None) -> str:
         name = _detect_record(first)
         if name in ("canonical", "openai", "otlp", "langsmith", "autogen", "openhands", "nebius-swe-agent"):
             return name
+        if _label_line(first):  # our own output, read as traces: say what it is, not "unrecognised"
+            raise InputError(str(path), "a labels file (what `evoharness label` writes), not traces: name the "
+                                        "trajectories it labels", where="line 1")
         raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
                          where="line 1")
     if data is None:
