@@ -29,6 +29,11 @@ and each timed export reads that tree's store; a tree that keeps the label's dig
 that keeps the run's labels beside the store (``labels.jsonl``, from the nineteenth session on) labels each batch as
 the run does; the export of that tree reuses them, an older tree's labels every failed run again.
 
+``--sweep`` times the service's sweep instead of an export (``Daemon.sweep_ingested``, 500 rows a poll until none is
+left): each tree's own ingest store as for ``--store``, a fresh copy of it for each sweep (copied untimed) into a new
+training queue; "rows" are the trajectories queued. A tree from the twentieth session on queues a row under its checked
+stored label in one transaction a poll; an older one labels every row again and commits each on its own.
+
 ``--render-under seed|evolved`` renders each record's system prompt under the template of a fresh seed
 harness repo (``dataset export --render-under``); the CPU seconds then include the template render
 process (a child of the export, ended before it returns; where it runs in its bubblewrap jail, the
@@ -46,7 +51,7 @@ twice less one that exports once (start-up, imports and first-call set-up cancel
 ``--against TREE``, both trees' counts and their ratio. valgrind runs ~50x slower: ``--n 400`` is plenty.
 
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
-        [--store | --run] [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
+        [--store | --run | --sweep] [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
 """
 
 from __future__ import annotations
@@ -166,6 +171,8 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     trajectories = JsonlSource(src)
     if args.run:  # ``labels`` is the tree's run directory (``_write_runs``): its store, with the labels it keeps
         trajectories, labels = JsonlSource(labels / "trajectories.jsonl"), None
+    if args.sweep:  # ``labels`` is the tree's ingest store: a copy of it swept into a new queue (copied untimed)
+        return _sweep_once(labels, out)
     if args.store:  # ``labels`` is the tree's ingest store (``_write_stores``)
         from evoharness.diagnosis.labeller import Labeller
         from evoharness.service.ingest import IngestStore
@@ -191,6 +198,37 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
     return s, time.process_time() - t0 + _children_cpu() - c0, time.perf_counter() - w0
 
 
+def _sweep_once(store: Path, out: Path) -> tuple[object, float, float]:
+    """``--sweep``: the service's sweep of a fresh copy of ``store`` into a new training queue under ``out``, until no
+    content failure is left unqueued (500 a poll, as the service's loop does): (counts, CPU s, wall s)."""
+    from types import SimpleNamespace
+
+    from evoharness.config import load_settings
+    from evoharness.diagnosis.labeller import Labeller
+    from evoharness.logging import configure_logging
+    from evoharness.service.daemon import Daemon
+    from evoharness.service.ingest import IngestStore
+
+    configure_logging("error")  # the service logs each trajectory queued (info): not timed here
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    shutil.copyfile(store, out / "ingest.sqlite")
+    ingest = IngestStore(out / "ingest.sqlite", Labeller()).open()
+    daemon = Daemon(load_settings(None, [f"home={out / 'home'}", "log_level=error"], environ={}), ingest, quiet=True)
+    labelled = []  # the trajectories the sweep labels (``label`` in older trees, ``first_signal`` since the twentieth)
+    for name in ("label", "first_signal"):
+        real = getattr(Labeller, name)
+        setattr(ingest.labeller, name, lambda t, _real=real: labelled.append(1) or _real(ingest.labeller, t))
+    t0, w0, queued = time.process_time(), time.perf_counter(), 0
+    while ingest.unqueued_content(1):  # (an older sweep counted what it handed to the queue: the same here)
+        queued += daemon.sweep_ingested()
+    cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+    ingest.close()
+    counts = SimpleNamespace(records=queued, labels_reused=queued - len(labelled), heldout_tasks_excluded=0,
+                             prompt_fallbacks=0, labels_relabelled={"labelled": len(labelled)} if labelled else {})
+    return counts, cpu, wall
+
+
 def _child(args) -> None:
     """``--child SRC LABELS|- OUT``: one untimed export, then one timed; prints a JSON line."""
     src, labels, out = Path(args.child[0]), None if args.child[1] == "-" else Path(args.child[1]), Path(args.child[2])
@@ -205,6 +243,7 @@ def _child(args) -> None:
 def _flags(args) -> list[str]:
     return ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else []) \
         + (["--store"] if args.store else []) + (["--run"] if args.run else []) \
+        + (["--sweep"] if args.sweep else []) \
         + (["--render-under", args.render_under] if args.render_under else [])
 
 
@@ -369,6 +408,9 @@ def main() -> None:
     ap.add_argument("--run", action="store_true",
                     help="export a run's trajectory store of the trajectories, with the labels it keeps (stored "
                          "first, untimed)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="time the service's sweep of the ingest store's content failures into a new training queue "
+                         "(the store ingested first, untimed) instead of an export; rows = trajectories queued")
     ap.add_argument("--render-under", choices=["seed", "evolved"],
                     help="render each record's system prompt under a fresh seed harness repo's template")
     ap.add_argument("--against", type=Path, metavar="TREE",
@@ -394,8 +436,9 @@ def main() -> None:
         _passes(args)
         return
     check_repeat(ap, args.repeat)
-    if sum((args.store, args.labels, args.run)) > 1:
-        ap.error("--labels (a labels file), --store (the ingest store's labels) and --run (a run's) are one of three")
+    if sum((args.store, args.labels, args.run, args.sweep)) > 1:
+        ap.error("--labels (a labels file), --store (the ingest store's labels), --run (a run's) and --sweep are one "
+                 "of four")
     if args.n < 1:
         ap.error("--n must be at least 1")
     if args.against is not None and not (args.against / "evoharness" / "__init__.py").is_file():
@@ -412,7 +455,7 @@ def main() -> None:
             for line in lines:
                 fh.write(line)
         labels = _write_labels(_trees(args), src, Path(d)) if args.labels else None
-        if args.store:  # each tree's store, in the place of its labels file
+        if args.store or args.sweep:  # each tree's store, in the place of its labels file
             labels = _write_stores(_trees(args), src, Path(d))
         if args.run:  # each tree's run directory, in the place of its labels file
             labels = _write_runs(_trees(args), src, Path(d))
@@ -442,7 +485,7 @@ def main() -> None:
 
 
 def _labels_kind(args, labels) -> str:
-    return "the store's" if args.store else "the run's" if args.run else "yes" if labels else "no"
+    return "the store's" if args.store or args.sweep else "the run's" if args.run else "yes" if labels else "no"
 
 
 def _relabelled(why: dict | None) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 from langgraph.types import Command
 
 from evoharness.config import Settings
-from evoharness.diagnosis.models import Lever
+from evoharness.diagnosis.models import FailureClass, Lever
 from evoharness.errors import EvoharnessError, InfraError, InputError
 from evoharness.graph.checkpoint import CheckpointerLost, check_checkpointer
 from evoharness.graph.evidence import evidence_path, import_evidence, write_evidence
@@ -406,28 +406,40 @@ class Daemon:
 
     def sweep_ingested(self, limit: int = 500) -> int:
         """Move ingested content failures into the training queue (idempotent by trajectory id); returns how many
-        were queued. Each is labelled again by the store's labeller: a row stored as a content failure under other
-        settings that this labeller sends to the harness (or calls healthy) is not queued, and is marked swept with
-        the rest -- before, the queue refused it on every poll, the sweep failed as a whole and nothing stored after it
-        was ever queued."""
+        were queued. A row's stored label is used when it is provably this body's label and the store's labeller's
+        (its body's digest and the labeller's fingerprint, ``datasets.export.reusable``, as an export of the store
+        reuses it); any other row is labelled again by the store's labeller. The lever is the labeller's router's for
+        the class, not the row's column: a row stored as a content failure under other settings that this labeller
+        sends to the harness (or calls healthy) is not queued, and is marked swept with the rest -- before, the queue
+        refused it on every poll, the sweep failed as a whole and nothing stored after it was ever queued."""
+        from evoharness.datasets.export import reusable
         from evoharness.datasets.queue import queue_from_settings
 
-        todo = self.ingest.unqueued_content(limit)
+        todo = self.ingest.unqueued_labelled(limit)
         if not todo:
             return 0
         if self.queue is None:
             self.queue = queue_from_settings(self.settings)
         labeller = self.ingest.labeller
-        queued = 0
-        for t in todo:
-            label = labeller.label(t)
-            if label.lever != Lever.weights:
-                log.info("service.sweep_not_content", trajectory=t.id, failure_class=label.failure_class.value,
-                         lever=label.lever.value)
+        own = labeller.fingerprint  # None for a labeller of custom detectors: every row is labelled again
+        entries, reused = [], 0
+        for t, body, stored in todo:
+            cls = _stored_class(stored) if own is not None and reusable(stored, own, body.encode()) is None else None
+            if cls is not None:
+                first, kept = stored.signal("id"), body  # the body the label was checked against, queued as it is
+                reused += 1
+            else:
+                cls, signal = labeller.first_signal(t)  # ``label``'s class and first signal
+                first, kept = (signal.id if signal else None), None
+            lever = labeller.router.lever(cls)
+            if lever != Lever.weights:
+                log.info("service.sweep_not_content", trajectory=t.id, failure_class=cls.value, lever=lever.value)
                 continue
-            self.queue.enqueue(t, label, run_id="ingest", round=None, labeller_fingerprint=labeller.fingerprint)
-            queued += 1
-        self.ingest.mark_queued([t.id for t in todo])
+            entries.append((t, cls, first, lever, kept))
+        # one transaction for the batch (a commit a row was ~26 ms of fsync here, most of a sweep's time)
+        queued = self.queue.enqueue_many(entries, run_id="ingest", round=None, labeller_fingerprint=own)
+        self.ingest.mark_queued([t.id for t, _, _ in todo])
+        log.info("service.swept", queued=queued, labels_reused=reused, labelled=len(todo) - reused)
         return queued
 
     def run_phase(self, run_id: str) -> str | None:
@@ -436,3 +448,12 @@ class Daemon:
         if self._finished(run_id):
             return DONE
         return self.phase.get(run_id)
+
+
+def _stored_class(stored) -> FailureClass | None:
+    """The class of a stored label (``LabelHead``), None when the column holds no class (an edited row: labelled
+    again, not a sweep that fails on every poll)."""
+    try:
+        return FailureClass(stored.failure_class)
+    except ValueError:
+        return None

@@ -183,8 +183,17 @@ class IngestStore:
         return [Trajectory.model_validate_json(r[0]) for r in self._reader().execute(q, (after_seq, upto_seq, limit))]
 
     def unqueued_content(self, limit: int = 500) -> list[Trajectory]:
-        q = "SELECT body FROM trajectories WHERE lever = 'weights' AND queued = 0 ORDER BY seq LIMIT ?"
-        return [Trajectory.model_validate_json(r[0]) for r in self._reader().execute(q, (limit,))]
+        return [t for t, _, _ in self.unqueued_labelled(limit)]
+
+    def unqueued_labelled(self, limit: int = 500) -> list[tuple[Trajectory, str, LabelHead]]:
+        """The content failures not yet queued, in arrival order (at most ``limit``): each trajectory with its body as
+        stored and its stored label (a ``LabelHead`` with the body's digest and the labeller's fingerprint, for
+        ``datasets.export.reusable``: the sweep queues a row under its stored class when both say it is this body's
+        label and the sweeping labeller's). Bodies are read as JSONL lines are (``parse_trajectory``)."""
+        q = ("SELECT id, failure_class, first_signal, body, body_sha256, labeller_fingerprint FROM trajectories "
+             "WHERE lever = 'weights' AND queued = 0 ORDER BY seq LIMIT ?")
+        return [(parse_trajectory(body), body, _stored_label(tid, cls, first, digest, fingerprint))
+                for tid, cls, first, body, digest, fingerprint in self._reader().execute(q, (limit,))]
 
     def __iter__(self) -> Iterator[Trajectory]:
         """Every stored trajectory in arrival order (re-iterable: each iteration re-reads), each body read as a
@@ -203,11 +212,7 @@ class IngestStore:
                     "SELECT id, failure_class, first_signal, body, body_sha256, labeller_fingerprint FROM trajectories "
                     "ORDER BY seq"):
                 traj = parse_trajectory(body)
-                label = LabelHead.model_validate({
-                    "schema_version": LABEL_SCHEMA_VERSION, "trajectory_id": tid, "failure_class": cls,
-                    "first_signal": None if first is None else {"id": first}, "trajectory_sha256": digest,
-                    "labeller_fingerprint": fingerprint})
-                kept.keep(traj, body.encode(), label)
+                kept.keep(traj, body.encode(), _stored_label(tid, cls, first, digest, fingerprint))
                 yield traj
         finally:
             conn.close()
@@ -247,3 +252,11 @@ class IngestStore:
         conn = self._reader()
         total, queued = conn.execute("SELECT count(*), coalesce(sum(queued), 0) FROM trajectories").fetchone()
         return {"total": total, "queued_for_training": queued}
+
+
+def _stored_label(tid: str, cls: str, first: str | None, digest: str | None, fingerprint: str | None) -> LabelHead:
+    """A row's stored label as the readers of a labels line take it (``LabelHead``)."""
+    return LabelHead.model_validate({
+        "schema_version": LABEL_SCHEMA_VERSION, "trajectory_id": tid, "failure_class": cls,
+        "first_signal": None if first is None else {"id": first}, "trajectory_sha256": digest,
+        "labeller_fingerprint": fingerprint})

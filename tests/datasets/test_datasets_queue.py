@@ -180,3 +180,53 @@ def test_two_openers_creating_one_new_queue_at_once_both_get_it(tmp_path):
         for t in threads:
             t.join(30)
     assert errors == []
+
+
+def test_enqueue_many_stores_each_new_trajectory_once_in_one_commit(queue):
+    """The service's sweep queues a batch in one transaction (a commit a row was most of its time): a trajectory
+    queued already, or twice in the batch, is stored once, and only the new ones count."""
+    a, b, c = (make_traj(i, f"task-{i}", score=0.1) for i in "abc")
+    assert queue.enqueue(a, content_label(a), run_id="r0", round=0)
+    commits = []
+    from sqlalchemy import event
+
+    event.listen(queue.engine, "commit", lambda conn: commits.append(1))
+    entries = [(t, FailureClass.F4, "F4.poor_delivery", Lever.weights, None) for t in (a, b, c, b)]
+    assert queue.enqueue_many(entries, run_id="ingest") == 2
+    assert len(commits) == 1
+    items = {i.trajectory_id: i for i in queue.items()}
+    assert sorted(items) == ["a", "b", "c"]
+    assert (items["a"].run_id, items["b"].run_id) == ("r0", "ingest")  # the one queued before kept its provenance
+    assert items["c"].trajectory == c and items["c"].first_signal == "F4.poor_delivery"
+    assert queue.enqueue_many(entries, run_id="ingest") == 0
+
+
+def test_enqueue_many_refuses_a_batch_with_a_label_not_for_weights_and_stores_none(queue):
+    a, b = make_traj("a", "t", score=0.1), make_traj("b", "t", score=0.1)
+    with pytest.raises(InputError, match="not weights"):
+        queue.enqueue_many([(a, FailureClass.F4, None, Lever.weights, None), (b, FailureClass.F3, None, Lever.harness,
+                                                                               None)])
+    assert len(queue) == 0
+
+
+def test_enqueue_many_where_another_writer_queues_one_first_stores_the_rest(queue, tmp_path):
+    """Between the batch's look for queued ids and its insert another writer (the graph's book, an enqueue) may queue
+    one of them: the insert fails on the key, and each entry is then enqueued on its own."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    a, b = make_traj("a", "task-a", score=0.1), make_traj("b", "task-b", score=0.1)
+    other = TrainingQueue(queue.url)
+    done = []
+
+    def first_writer(conn, cursor, statement, *_):
+        if statement.startswith("INSERT") and not done:
+            done.append(1)
+            other.enqueue(b, content_label(b), run_id="elsewhere")
+
+    event.listen(queue.engine, "before_cursor_execute", first_writer)
+    assert queue.enqueue_many([(t, FailureClass.F4, None, Lever.weights, None) for t in (a, b)], run_id="ingest") == 1
+    with sqlite3.connect(tmp_path / "q" / "queue.db") as conn:
+        assert dict(conn.execute("SELECT trajectory_id, run_id FROM training_queue")) == {"a": "ingest",
+                                                                                          "b": "elsewhere"}

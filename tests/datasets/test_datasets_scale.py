@@ -73,3 +73,15 @@ def _this_checkout() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def test_benchmark_times_the_services_sweep_with_sweep(tmp_path):
+    """``export_scale.py --sweep`` times the service's sweep of an ingest store into a new training queue: the rows are
+    the trajectories queued (the synthetic file's failed runs, every fifth, content failures), each under the label
+    the store kept (this tree labels none of them again)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_scale.py"), "--n", "100", "--sweep",
+                           "--repeat", "1"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env=_this_checkout())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "exported rows: 20 " in proc.stdout and "labels reused: 20" in proc.stdout, proc.stdout
+    assert "labelled again" not in proc.stdout and "rows/s:" in proc.stdout, proc.stdout
