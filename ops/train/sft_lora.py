@@ -60,10 +60,20 @@ def check_export(data: Path) -> dict:
 def train_file(manifest: dict) -> str:
     """The export's file to train on: ``data.jsonl``, or the ``train`` split's file (``train.jsonl``) of an export
     with a validation split (``--val-fraction``: its manifest's ``validation.files``); until 2026-12-06 a
-    split export was refused as "not an evoharness export (need data.jsonl ...)". The validation file is not read."""
+    split export was refused as "not an evoharness export (need data.jsonl ...)"."""
+    return _split_file(manifest, "train") or "data.jsonl"
+
+
+def validation_file(manifest: dict) -> str | None:
+    """The ``validation`` split's file of an export with a validation split (``validation.jsonl``), which the run
+    evaluates on after each epoch (its tasks are in no training record); None without a split."""
+    return _split_file(manifest, "validation")
+
+
+def _split_file(manifest: dict, part: str) -> str | None:
     files = (manifest.get("validation") or {}).get("files") if isinstance(manifest.get("validation"), dict) else None
-    train = files.get("train") if isinstance(files, dict) else None
-    return train if isinstance(train, str) and "/" not in train and train.endswith(".jsonl") else "data.jsonl"
+    name = files.get(part) if isinstance(files, dict) else None
+    return name if isinstance(name, str) and "/" not in name and name.endswith(".jsonl") else None
 
 
 def load_examples(data: Path, file: str = "data.jsonl") -> Iterator[dict]:
@@ -216,11 +226,19 @@ def main() -> None:
     if not tok.is_fast:
         raise SystemExit(f"{args.model}: a fast tokenizer is needed (token offsets tell the assistant turns apart)")
     counts = {"records": 0, "tokens": 0, "assistant_tokens": 0}
-    if (file := train_file(manifest)) != "data.jsonl":
-        print(f"a split export: training on {file}; its validation split is not read by this recipe")
+    val_counts = {"records": 0, "tokens": 0, "assistant_tokens": 0}
+    val_file = validation_file(manifest)
+    if val_file is not None and not (args.data / val_file).is_file():
+        raise SystemExit(f"{args.data}: the manifest names a validation split {val_file}, which is not there")
+    if val_file is not None:
+        print(f"a split export: training on {train_file(manifest)}, evaluating on {val_file} after each epoch "
+              "(eval_loss: the loss on the validation tasks' assistant turns)")
 
     def rows() -> Iterator[dict]:
         yield from encode_export(tok, args.data, args.loss, counts, train_file(manifest))
+
+    def val_rows() -> Iterator[dict]:
+        yield from encode_export(tok, args.data, args.loss, val_counts, val_file)
 
     # warmup_ratio went in transformers 5: a warmup_steps below 1 is the ratio there
     fields = {f.name for f in dataclasses.fields(SFTConfig)}
@@ -228,17 +246,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sft-dataset-") as cache:
         # a cache of its own: datasets keys its cache on the arguments, not on data.jsonl's content
         train = Dataset.from_generator(rows, cache_dir=cache)
+        # the validation split (its tasks in no training record), or none: an empty split gives no evaluation
+        evaluate = Dataset.from_generator(val_rows, cache_dir=cache) if val_file is not None else None
+        if evaluate is not None and len(evaluate) == 0:
+            print(f"{val_file} holds no record: no evaluation")
+            evaluate = None
         cfg = SFTConfig(
             output_dir=str(args.out), num_train_epochs=args.epochs, learning_rate=args.lr,
             per_device_train_batch_size=args.batch, gradient_accumulation_steps=args.grad_accum,
             max_length=args.max_length, max_steps=args.max_steps, lr_scheduler_type="cosine",
             logging_steps=args.logging_steps, save_strategy="epoch", bf16=not args.cpu, use_cpu=args.cpu,
             seed=args.seed, report_to="none", **warmup,
+            **({"eval_strategy": "epoch", "per_device_eval_batch_size": args.batch} if evaluate is not None else {}),
         )
         lora = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.05, task_type="CAUSAL_LM",
                           target_modules="all-linear")
-        trainer = SFTTrainer(model=args.model, args=cfg, train_dataset=train, processing_class=tok,
-                             peft_config=lora)
+        trainer = SFTTrainer(model=args.model, args=cfg, train_dataset=train, eval_dataset=evaluate,
+                             processing_class=tok, peft_config=lora)
         kept = trainer.train_dataset
         trained = {"records": len(kept), "tokens": sum(len(x) for x in kept["labels"]),
                    "loss_tokens": sum(t != -100 for x in kept["labels"] for t in x)}
@@ -250,12 +274,16 @@ def main() -> None:
               f"{counts['tokens']:,}")
         trainer.train()
         trainer.save_model(str(args.out))
+        final = trainer.evaluate() if evaluate is not None else None  # also when --max-steps ends before an epoch
+        if final is not None:
+            print(f"eval_loss {final.get('eval_loss')} on {len(evaluate)} records of {val_file}")
     # the adapter carries the export's provenance (harness commits, placebo or not, counts) and its run
     shutil.copy(args.data / "manifest.json", args.out / "evoharness-export-manifest.json")
     log = {
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
                      "peft": peft.__version__},
         "loss": args.loss, "max_length": args.max_length, "rendered": counts, "trained": trained,
+        "validation": {"file": val_file, "rendered": val_counts, "eval": final} if val_file is not None else None,
         "log_history": trainer.state.log_history,
     }
     (args.out / "evoharness-train-log.json").write_text(json.dumps(log, indent=1))

@@ -257,3 +257,21 @@ def test_an_export_with_a_validation_split_trains_on_its_train_file(tmp_path):
     (tmp_path / "train.jsonl").unlink()
     with pytest.raises(SystemExit, match=r"need train.jsonl and manifest.json"):
         recipe.check_export(tmp_path)
+
+
+def test_the_validation_split_is_what_the_recipe_evaluates_on(tmp_path):
+    """The recipe read the train split only ("its validation split is not read by this recipe"): now it evaluates on
+    the validation split's file, each record as exported, its tasks in no training record; no split, no file."""
+    recipe = _recipe()
+    trajs = [make_traj(f"r{i}-{k}", f"task-{i}") for i in range(6) for k in range(2)]
+    export_dataset(tmp_path, source=SourceKind.all, trajectories=trajs, val_fraction=0.34)
+    manifest = recipe.check_export(tmp_path)
+    assert recipe.validation_file(manifest) == "validation.jsonl"
+    evaluated = list(recipe.load_examples(tmp_path, recipe.validation_file(manifest)))
+    written = read_jsonl(tmp_path / "validation.jsonl")
+    assert len(evaluated) == len(written) == 4
+    assert [e["messages"][1]["content"] for e in evaluated] == [r["messages"][1]["content"] for r in written]
+    val_tasks = {m["task_id"] for m in read_jsonl(tmp_path / "validation.metadata.jsonl")}
+    assert val_tasks and not val_tasks & {m["task_id"] for m in read_jsonl(tmp_path / "train.metadata.jsonl")}
+    export_dataset(tmp_path / "one", source=SourceKind.all, trajectories=trajs)
+    assert recipe.validation_file(recipe.check_export(tmp_path / "one")) is None
