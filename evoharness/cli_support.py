@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -122,6 +123,7 @@ def output_dir(raw: str) -> Path:
     if raw == "-":
         raise typer.BadParameter("'-' (standard output) is not supported for --out; name the directory to write")
     path = Path(raw)
+    outside_git(raw, path)
     if path.suffix.lower() in _FILE_SUFFIXES and not path.is_dir():  # `report --out x/report.md` made a dir report.md
         raise typer.BadParameter(f"{raw} names a file; --out is the directory the files are written into "
                                  f"(e.g. --out {path.parent / path.stem})")
@@ -148,6 +150,7 @@ def output_file(default_name: str):
         if raw == "-":  # a trace argument '-' reads standard input; '--out -' wrote a file named '-'
             raise typer.BadParameter("'-' (standard output) is not supported for --out; name the file to write")
         path = Path(raw)
+        outside_git(raw, path)
         if raw.endswith(("/", os.sep)) or path.is_dir():
             implied = path / default_name
             if os.path.lexists(implied):
@@ -159,6 +162,27 @@ def output_file(default_name: str):
         return path
 
     return parse
+
+
+def outside_git(raw: str, path: Path) -> None:
+    """``typer.BadParameter`` when ``path`` lies inside a git directory (``inside_git``)."""
+    if inside_git(path):
+        raise typer.BadParameter(f"{raw} is {INSIDE_GIT}")
+
+
+INSIDE_GIT = "inside a git directory (.git), which evoharness never writes into; name a path outside it"
+
+
+def inside_git(path: Path) -> bool:
+    """Whether ``path``, as typed or as its nearest existing parent resolves (a symlink into one), lies inside a git
+    directory: a component ``.git``, in any case (git on a case-insensitive disk reads ``.GIT`` as ``.git``).
+    `import --out h/.git/x` wrote its trajectories into the harness repo's own git directory, where git keeps refs,
+    objects and the verdict key, and nothing of evoharness's belongs."""
+    parts = list(path.parts)
+    with contextlib.suppress(OSError, RuntimeError):  # a loop or an unreadable parent: _under_a_directory says so
+        existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+        parts += list(existing.resolve().parts)
+    return any(part.lower() == ".git" for part in parts)
 
 
 def _under_a_directory(raw: str, path: Path) -> None:

@@ -45,3 +45,29 @@ def test_an_out_under_a_file_or_a_loop_is_refused_before_any_rollout(tmp_path, m
     err = capsys.readouterr().err
     assert err.splitlines() == [err.strip()] and "rollouts" not in err, err  # one line, no progress before it
     assert f"--out: {under}/x/e.json: {under} is" in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["import", "t.jsonl", "--out", "h/.git/x/t.jsonl"],
+    ["import", "t.jsonl", "--out", "h/.GIT/x/"],
+    ["import", "t.jsonl", "--out", "git-link/t.jsonl"],  # a symlink to h/.git
+    ["label", "t.jsonl", "--out", "h/.git/labels.jsonl"],
+    ["dataset", "export", "-t", "t.jsonl", "--out", "h/.git/export"],
+    ["init", "h/.git/h2"],
+    ["pr", "main", "--harness", "h", "--remote", "origin", "--allow-unverified", "--body-out", "h/.git/body.md"],
+])
+def test_an_output_inside_a_git_directory_is_refused(tmp_path, monkeypatch, capsys, argv):
+    """`import --out h/.git/x` wrote its trajectories into the harness repo's git directory (found by
+    scripts/fuzz_cli.py); every output inside a .git (as typed, in any case, or through a symlink) is one error
+    line, and nothing is written there."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "h"]) == 0
+    assert main(["rollout", "--harness", "h", "--env", "synthetic", "--tasks", "2", "--rollouts", "1",
+                 "--out", "t.jsonl", "--sandbox", "inprocess"]) == 0
+    (tmp_path / "git-link").symlink_to("h/.git")
+    before = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "h" / ".git").rglob("*"))
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()] and "inside a git directory (.git)" in err, err
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "h" / ".git").rglob("*")) == before

@@ -101,8 +101,11 @@ def _check_target(path: Path, target: str) -> None:
 
 def init(ctx: typer.Context, dir: Annotated[Path, typer.Argument(help="directory to create")]) -> None:
     """Create a seed harness repo (prompts, lessons, policies, middleware, tools, harness.toml)."""
+    from evoharness.cli_support import INSIDE_GIT, inside_git
     from evoharness.harness_repo.init import init_harness
 
+    if inside_git(dir):
+        raise InputError(str(dir), INSIDE_GIT)
     hr = init_harness(dir, config=settings_of(ctx).harness_repo)
     typer.echo(f"initialised harness at {hr.path} (main {hr.main_head()[:10]})")
 
@@ -179,6 +182,11 @@ def pr(
     """Push a verified candidate branch and write a markdown PR body with its evidence and verdict."""
     from evoharness.harness_repo.review import DO_NOT_MERGE, candidate_info, pr_body, push_candidate, unmergeable
 
+    if body_out is not None:
+        from evoharness.cli_support import INSIDE_GIT, inside_git
+
+        if inside_git(body_out):
+            raise InputError(f"--body-out {body_out}", INSIDE_GIT)
     hr = _open(ctx, harness)
     branch = hr.resolve(candidate)
     refused = unmergeable(candidate_info(hr, branch))
