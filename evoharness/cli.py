@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except OSError as e:  # a path the user gave that cannot be read or written
         where = f"{typed(str(e.filename), sys.argv[1:] if argv is None else argv)}: " if e.filename else ""
+        if not where and (stream := standard_stream(e)):
+            where = f"{stream}: "
         reason = LOOP if e.errno == errno.ELOOP else (e.strerror or str(e)).lower()
         typer.echo(f"error: {one_line(where + reason)}", err=True)
         return 2
@@ -207,6 +209,23 @@ def _out_of_memory(what: str = "out of memory") -> int:
 
 
 LOOP = "a symlink loop (too many levels of symbolic links)"
+
+
+def standard_stream(e: OSError) -> str | None:
+    """"standard output" when ``e`` was raised by a write to it, else None: a write on an open stream carries no file
+    name, and `diagnose t.jsonl > /dev/full` (or a full disk under `> out.txt`) said only `error: no space left on
+    device`, which read as the command's own output. The write is the innermost frame of the traceback, and the
+    stream one of its locals (typer's ``echo``'s ``file``; ``shutil.copyfileobj``'s ``fdst``; rich's console, which
+    writes the help, its ``self.file``; a command that writes ``sys.stdout`` itself holds it in a local)."""
+    tb = e.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    streams = {id(s) for s in (sys.stdout, sys.__stdout__) if s is not None}
+    local = tb.tb_frame.f_locals
+    held = [*local.values(), getattr(local.get("self"), "file", None)]  # rich's Console (help) writes self.file
+    return "standard output" if any(id(value) in streams for value in held) else None
 
 
 def _no_nul(argv: list[str]) -> None:

@@ -98,3 +98,21 @@ def test_an_output_written_through_a_link_to_a_full_device_names_it(tmp_path, mo
         assert main(argv) == 2, argv
         assert capsys.readouterr().err == "error: full: no space left on device\n", argv
     assert os.path.realpath(tmp_path / "full") == "/dev/full"  # the link stays a link
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("argv", [["diagnose", "t.jsonl"], ["diagnose", "t.jsonl", "--json"],
+                                  ["schema", "trajectory"], ["--help"]])
+def test_standard_output_on_a_full_disk_is_named(tmp_path, monkeypatch, argv):
+    """`diagnose t.jsonl > /dev/full` said `error: no space left on device`, which did not say it was standard output
+    the disk refused (a write on an open stream carries no file name); typer's echo, `diagnose --json`'s own writes
+    and the help's console each name it now, in one line, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "h"]) == 0
+    assert main(["rollout", "--harness", "h", "--env", "synthetic", "--tasks", "2", "--rollouts", "1", "--out",
+                 "t.jsonl", "--sandbox", "inprocess"]) == 0
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "evoharness", *argv], cwd=tmp_path, env=_env(), stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert p.stderr == "error: standard output: no space left on device\n", p.stderr

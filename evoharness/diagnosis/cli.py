@@ -266,10 +266,11 @@ def _echo_json(head: dict, key: str, rows) -> None:
     """Print ``{**head, key: [...]}`` exactly as ``json.dumps(..., indent=2)`` would, the list's
     items (already indented) copied from the file ``rows`` instead of memory."""
     text = json.dumps(head, indent=2)
-    sys.stdout.write(text[:-2] + f",\n  {json.dumps(key)}: [")
-    shutil.copyfileobj(rows, sys.stdout)
-    sys.stdout.write("\n  ]\n}\n")
-    sys.stdout.flush()
+    out = sys.stdout  # held in a local: a refused write names standard output (``cli.standard_stream``)
+    out.write(text[:-2] + f",\n  {json.dumps(key)}: [")
+    shutil.copyfileobj(rows, out)
+    out.write("\n  ]\n}\n")
+    out.flush()
 
 
 def _labels_line(line: bytes) -> bool:
