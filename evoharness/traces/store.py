@@ -8,6 +8,7 @@ into a placeholder; ``read_trajectories(..., skip_invalid=True)`` skips it.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import hashlib
 import itertools
@@ -322,15 +323,16 @@ class TrajectoryStore:
         leaves trajectories without a label line, never a label line without its trajectory: a reader takes the
         labels as an ordered subsequence of the trajectories (``datasets.export.LabelsBeside``)."""
         known = self._known()
-        new = []
+        new, ids = [], set()
         for t in trajectories:
-            if t.id not in known:
-                known.add(t.id)
+            if t.id not in known and t.id not in ids:
+                ids.add(t.id)
                 new.append(t)
         if not new:
             return 0
         lines = [t.model_dump_json(exclude_defaults=False).encode() for t in new]
         _append(self.path, lines, fsync=True)
+        known |= ids  # only once they are stored: a failed append is retried whole, not skipped as stored
         if labels is not None:  # losing them costs a relabelling at export, never a wrong class: no fsync
             _append(self.labels_path, [labels(t, hashlib.sha256(line).hexdigest()).encode()
                                        for t, line in zip(new, lines, strict=True)], fsync=False)
@@ -349,10 +351,20 @@ class TrajectoryStore:
 
 
 def _append(path: Path, lines: list[bytes], *, fsync: bool) -> None:
-    """Append ``lines`` (each without its line end) to ``path`` in one write."""
+    """Append ``lines`` (each without its line end) to ``path`` in one write. A write the disk refuses (full, over
+    quota, over the file size limit) takes back what it appended, so no half line is left for the next append to
+    run into, and names ``path``: it said `cannot write a file of the run: No space left on device`, naming none,
+    and left the part of the batch that fit, its last line cut."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as fh:
-        fh.write(b"".join(line + b"\n" for line in lines))
-        fh.flush()
-        if fsync:
-            os.fsync(fh.fileno())
+    with path.open("ab", buffering=0) as fh:  # unbuffered: closing it writes nothing after a refused write
+        size = os.fstat(fh.fileno()).st_size
+        try:
+            data = memoryview(b"".join(line + b"\n" for line in lines))
+            while data:  # one write, or more where the kernel takes part of it
+                data = data[fh.write(data):]
+            if fsync:
+                os.fsync(fh.fileno())
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fh.fileno(), size)
+            raise naming_output(e, path) from None
