@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, TypeAdapter, ValidationError, field_validator
 
@@ -31,9 +32,31 @@ from evoharness.untrusted import control_character, some_keys
 
 RunId = Annotated[str, Path(pattern=RUN_ID)]
 
+class _UniqueKeysRequest(Request):
+    """A request whose JSON body (read by FastAPI for a body model) refuses an object that holds a key twice
+    (``jsontext.unique_keys``): FastAPI's ``json.loads`` kept the last, so `{"reason": "a", "reason": "b"}` was taken
+    as "b" whatever a proxy or an audit log in front of the service had read. The ``DuplicateKey`` becomes FastAPI's
+    400 'error parsing the body', which the app answers as a 422 naming the key (``bad_request.not_json``)."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = json.loads(await self.body(), object_pairs_hook=jsontext.unique_keys)
+        return self._json
+
+
+class _UniqueKeysRoute(APIRoute):
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def route_handler(request: Request) -> Response:
+            return await handler(_UniqueKeysRequest(request.scope, request.receive))
+
+        return route_handler
+
+
 public = APIRouter()
 reads = APIRouter(dependencies=[Depends(require_token_for_reads)])
-writes = APIRouter(dependencies=[Depends(require_token)])
+writes = APIRouter(dependencies=[Depends(require_token)], route_class=_UniqueKeysRoute)
 
 
 def _state(request: Request):
@@ -246,10 +269,14 @@ def _batch_adapter() -> TypeAdapter:
 
 
 def _parse_fast(body: bytes) -> list[Trajectory] | None:
-    """The whole batch parsed and validated in one go (pydantic-core); None when anything is wrong."""
+    """The whole batch parsed and validated in one go; None when anything is wrong, an object that holds a key twice
+    included (the slow path names the key). Parsed by ``json.loads`` with ``jsontext.unique_keys`` (pydantic-core's
+    own JSON parser keeps the last of a key given twice and cannot be told otherwise), then validated as Python
+    objects, as the slow path validates: the two together cost what ``validate_json`` alone did (1,000 trajectories,
+    3 MB: 131 vs 128 ms CPU)."""
     try:
-        return _batch_adapter().validate_json(body)
-    except ValidationError:
+        return _batch_adapter().validate_python(jsontext.loads(body, unique=True))
+    except (ValidationError, ValueError, RecursionError):
         return None
 
 
@@ -298,7 +325,7 @@ async def ingest(request: Request, format: Annotated[str, Query(
         if good is not None and len(good) <= cfg.max_batch:
             return await _store(request, good, t0)
     try:  # the slow path finds and names what is wrong; half a surrogate pair read as U+FFFD, as `import` reads it
-        records = jsontext.loads(body)
+        records = jsontext.loads(body, unique=True)
     except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, a >4,300-digit integer, nested too deeply
         if isinstance(e, json.JSONDecodeError | UnicodeDecodeError) and (n := _json_lines(body)) is not None:
             # a run's trajectories.jsonl, what `evoharness import` writes

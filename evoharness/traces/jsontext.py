@@ -52,6 +52,27 @@ def has_surrogate_escape(text: str, start: int, end: int) -> bool:
     return _ANY[str].search(text, start, end) is not None
 
 
-def loads(text: str | bytes) -> Any:
-    """``json.loads(text)``, lone surrogate escapes read as U+FFFD (see the module's docstring)."""
-    return json.loads(lone_surrogates_replaced(text))
+def loads(text: str | bytes, *, unique: bool = False) -> Any:
+    """``json.loads(text)``, lone surrogate escapes read as U+FFFD (see the module's docstring); ``unique``: an object
+    that holds a key twice is ``DuplicateKey`` (``unique_keys``)."""
+    return json.loads(lone_surrogates_replaced(text), object_pairs_hook=unique_keys if unique else None)
+
+
+class DuplicateKey(ValueError):
+    """A JSON object that holds ``key`` twice."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"the key {key!r} twice in one object")
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook`` for a body a service takes: ``DuplicateKey`` for an object that holds a key
+    twice. JSON leaves such an object's meaning open (RFC 8259: "the names within an object SHOULD be unique") and its
+    readers differ: Python's and pydantic's keep the last value, others the first, so a proxy or a client library that
+    checked `{"score": 0, "score": 1}` saw another record than the one stored."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return d

@@ -69,3 +69,33 @@ def test_over_the_limit_is_413_with_or_without_a_content_length(client):
 def test_hostile_ids_are_4xx(client, path):
     r = client.get(path, headers=AUTH)
     assert 400 <= r.status_code < 500, (path, r.status_code, r.text[:300])
+
+
+
+# path, the body with a key twice in one object, that key; the body with its first copy removed is a control
+DUPLICATE_KEYS = {
+    "a record's field": ("/trajectories", '[{"id": "t1", "task_id": "x", "score": 0, "score": 1, "messages": []}]',
+                         "score"),
+    "a message's field": ("/trajectories", '[{"id": "t1", "task_id": "x", "messages": [{"role": "user", '
+                                           '"content": "a", "content": "b"}]}]', "content"),
+    "a new run's id": ("/runs", '{"run_id": "run-a", "run_id": "run-b"}', "run_id"),
+    "an approval's candidate": ("/runs/run-x/approve", '{"candidate": "a", "candidate": "b"}', "candidate"),
+    "an export's filter": ("/datasets/export", '{"source": "all", "source": "content"}', "source"),
+}
+
+
+@pytest.mark.parametrize("name", list(DUPLICATE_KEYS))
+def test_a_body_with_a_key_twice_in_one_object_is_422_naming_it(client, name):
+    """`{"score": 0, "score": 1}` was taken as score 1 (the last wins in Python's and pydantic's JSON readers; others
+    keep the first), so what the service stored or did was not what a proxy or a log in front of it had read. Now such
+    a body is refused, naming the key, and nothing is stored or started."""
+    path, body, key = DUPLICATE_KEYS[name]
+    headers = {**AUTH, "Content-Type": "application/json"}
+    r = client.post(path, content=body.encode(), headers=headers)
+    assert r.status_code == 422, (r.status_code, r.text[:300])
+    assert f"the key '{key}' twice in one object" in r.json()["error"], r.text[:300]
+    assert client.get("/trajectories/t1").status_code == 404
+    assert client.get("/runs").json()["runs"] == [], client.get("/runs").text[:300]
+    first = body.index(f'"{key}": ')
+    once = body[:first] + body[body.index(f'"{key}": ', first + 1):]  # the first copy (and its comma) removed
+    assert "twice in one object" not in client.post(path, content=once.encode(), headers=headers).text
