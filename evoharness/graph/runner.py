@@ -136,10 +136,10 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
         role_scheme(settings.roles.model)
     if model != settings.run.model:
         settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
+    check_checkpointer(settings.run.checkpointer, run_dir)  # before the lock makes run_dir: a refusal leaves none
     with run_lock(run_dir, run_id):  # two `run --run-id X` at once: one runs, the other is refused
         if (run_dir / "settings.json").exists():
             raise InputError(run_id, "run already exists: use --resume")
-        check_checkpointer(settings.run.checkpointer, run_dir)  # a wrong URL is no run, not one that cannot go on
         settings = save_run_settings(run_dir, settings)
         write_evidence(run_dir, evidence)  # the snapshot a resumed run reads
         progress = progress or Progress()

@@ -69,6 +69,19 @@ def test_a_checkpointer_that_cannot_be_opened_at_start_is_one_error_line_and_no_
     assert not (run_dir / "settings.json").exists()
 
 
+def test_a_run_refused_for_its_damaged_checkpoint_database_leaves_no_run_directory(tmp_path):
+    """The default checkpointer's file (<home>/runs/checkpoints.sqlite) damaged, `run --run-id run-y` (and `demo
+    --resume`, which starts a new run) was refused in one line but left runs/run-y holding only run.lock, one more
+    directory every try: the lock made the directory before the check, which removes only a directory it made."""
+    runs = tmp_path / "state" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "checkpoints.sqlite").write_bytes(os.urandom(5000))
+    proc = subprocess.run(_cmd(tmp_path, "sqlite", "run", "--run-id", "run-y"), env=_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "not a SQLite database" in proc.stderr, (proc.returncode, proc.stderr[-3000:])
+    assert sorted(p.name for p in runs.iterdir()) == ["checkpoints.sqlite"]
+
+
 def test_a_connection_cut_mid_run_pauses_it_and_it_resumes_to_the_end(tmp_path, pg_checkpointer):
     import psycopg
 
