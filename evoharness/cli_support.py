@@ -124,6 +124,7 @@ def output_dir(raw: str) -> Path:
         raise typer.BadParameter("'-' (standard output) is not supported for --out; name the directory to write")
     path = Path(raw)
     outside_git(raw, path)
+    _under_a_directory(raw, path)  # `demo --out t.jsonl/x` printed 'a fresh demo in t.jsonl/x' before its error
     if path.suffix.lower() in _FILE_SUFFIXES and not path.is_dir():  # `report --out x/report.md` made a dir report.md
         raise typer.BadParameter(f"{raw} names a file; --out is the directory the files are written into "
                                  f"(e.g. --out {path.parent / path.stem})")
