@@ -22,13 +22,17 @@ harness and port made the case's own); or an output that cannot be written whole
 write ENOSPC: one error line, and no file left at the output as if complete), a path through a file, a directory, a
 symlink loop.
 
+A tenth of the cases run with standard output on ``/dev/full``: a command that prints must say `error: standard output:
+no space left on device` (its progress lines and the outputs it wrote before are then no failure).
+
 Each case runs in a forked child (the imports are paid once) in a fresh copy of the workspace, with its own home,
 stdin from /dev/null, 4 GiB of address space beyond what the fuzzing process holds and ``--timeout`` seconds. A
 failure is: a traceback; an exit other than 0 or 2 (``verify`` may exit 1: rejected, as documented); exit 2 without
-exactly one `error:` line on stderr, or with stderr lines other than `error:` / `warning:` ones; exit 2 that changed
-or removed a file the workspace held (a refused command must leave its inputs and earlier outputs whole); a case
-over ``--timeout`` (``serve``, ``run`` and ``demo`` may run that long: they serve or evolve until stopped). Every
-failure is printed with its arguments; the script exits 1 if there was one.
+exactly one `error:` line on stderr, or with stderr lines other than `error:` / `warning:` ones; an error line for a
+refused write that names nothing (`error: no space left on device`); exit 0 with an output (``OUT_OPTIONS``, `init
+DIR`) inside a git directory; exit 2 that changed or removed a file the workspace held (a refused command must leave
+its inputs and earlier outputs whole); a case over ``--timeout`` (``serve``, ``run`` and ``demo`` may run that long:
+they serve or evolve until stopped). Every failure is printed with its arguments; the script exits 1 if there was one.
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ LONG_RUNNING = {"serve", "run", "demo"}  # a case that is still working at --tim
 EXIT_1_OK = {"verify"}  # rejected or undecided: documented exit 1
 TIMEOUT_S = 30.0
 DEEP_SHARE = 0.5  # cases whose arguments all work but for one changed thing (``Maker.deep``)
+STDOUT_FULL_SHARE = 0.1  # cases whose standard output is /dev/full (a refused write must name it)
+STDOUT_FULL_LINE = "error: standard output: no space left on device"
+OUT_OPTIONS = ("--out", "-o", "--body-out")  # options whose value is written (and `init DIR`)
 
 # Hostile values, by the parameter's kind. No absolute path a command could write (the fuzz runs as whoever
 # starts it): inputs may be /dev/null and /dev/zero, outputs are under the case's directory.
@@ -76,6 +83,7 @@ OUT_PATHS = ["", "t.jsonl", "h", "dir/", "t.jsonl/x", "a\nb", "n" * 300, "missin
 # Outputs of a deep case: a link to /dev/full (replacing it replaces the link, never the device), through a file,
 # a directory, a loop.
 DEEP_OUT_PATHS = ["full", "full/x", "t.jsonl/x", "dir", "loop", "loop/x", "h/.git/x"]
+FULL_DEVICE = os.path.exists("/dev/full")
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "ops" / "evoharness.example.toml"
 # a value of the example config's, changed: of another TOML type, out of range, extreme, empty
 TOML_VALUES = ['""', '"x"', "-1", "0", "1e999", "nan", "inf", "-inf", "9" * 5000, "[]", "{}", "true", "[1, 2]",
@@ -121,6 +129,7 @@ class Case:
     err: str = ""
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    stdout_full: bool = False  # the child's standard output is /dev/full: every write to it is ENOSPC
 
 
 def commands() -> dict[str, list[Param]]:
@@ -272,12 +281,14 @@ class Maker:
         self.rng = rng
         self.keys = keys
         self.workspace = workspace
+        self.was_deep = False  # whether the last case made was a deep one
 
     def argv(self, name: str, params: list[Param]) -> tuple[list[str], list[tuple[str, bytes]]]:
         """Arguments for ``name`` and the files to write into the case's directory first: a deep case (``deep``)
         half the time, else one whose values are replaced by hostile ones."""
         rng = self.rng
-        if rng.random() < DEEP_SHARE:
+        self.was_deep = rng.random() < DEEP_SHARE
+        if self.was_deep:
             return self.deep(name, params)
         chosen = [p for p in params if p.required or (p.name not in ("config", "set_") and rng.random() < 0.35)]
         values = {p.name: self.valid(name, p) for p in chosen}
@@ -515,12 +526,12 @@ def run_case(case: Case, workspace: Path, scratch: Path, files: list[tuple[str, 
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        _child(case.argv, where, out_file, err_file, headroom)
+        _child(case.argv, where, Path("/dev/full") if case.stdout_full else out_file, err_file, headroom)
     status, timed_out = _wait(pid, timeout)
     case.seconds = time.monotonic() - start
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)  # whatever the command started and left (a render process, git)
-    case.out = out_file.read_text(errors="replace")
+    case.out = "" if case.stdout_full else out_file.read_text(errors="replace")
     case.err = err_file.read_text(errors="replace")
     if timed_out:
         case.rc = None
@@ -548,7 +559,7 @@ def _child(argv: list[str], where: Path, out_file: Path, err_file: Path, headroo
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         for fd, path in ((1, out_file), (2, err_file)):
-            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            f = os.open(path, os.O_WRONLY | (0 if path.is_char_device() else os.O_CREAT | os.O_TRUNC), 0o600)
             os.dup2(f, fd)
         # the streams too: under pytest (or any embedding that captured them) sys.stderr is no longer fd 2
         # (with the interpreter's own encoding and error handlers: stderr's backslashreplace writes an
@@ -585,12 +596,21 @@ def _wait(pid: int, timeout: float) -> tuple[int, bool]:
 
 
 def check(case: Case, before: dict[str, str], after: dict[str, str]) -> None:
-    """The rule: exit 0 or 2, no traceback, one `error:` line on a refusal and nothing of the workspace changed."""
+    """The rule: exit 0 or 2, no traceback, one `error:` line on a refusal and nothing of the workspace changed; an
+    error line that names no output for a refused write; no output taken inside a git directory."""
     if "Traceback (most recent call last)" in case.out + case.err:
         case.problems.append("traceback")
     allowed = {0, 2} | ({1} if case.command in EXIT_1_OK else set())
     if case.rc not in allowed:
         case.problems.append(f"exit {case.rc}")
+    unnamed = [line for line in case.err.splitlines() if re.fullmatch(
+        r"error: (no space left on device|disk quota exceeded|file too large)", line.strip().lower())]
+    if unnamed:
+        case.problems.append(f"a refused write names no output: {unnamed[0]!r}")
+    if case.rc == 0 and (git := _git_output(case.argv)):
+        case.problems.append(f"took an output inside a git directory: {git}")
+    if case.rc == 2 and case.stdout_full and case.err.rstrip().endswith(STDOUT_FULL_LINE):
+        return  # the command did its work and could not print what it had to say: its progress lines and outputs stay
     if case.rc == 2:
         lines = [line for line in case.err.splitlines() if line.strip()]
         errors = [line for line in lines if line.startswith("error: ")]
@@ -604,12 +624,21 @@ def check(case: Case, before: dict[str, str], after: dict[str, str]) -> None:
             case.problems.append(f"refused, but changed or removed {', '.join(changed[:5])}")
 
 
+def _git_output(argv: list[str]) -> str | None:
+    """The value of an output option (``OUT_OPTIONS``, `init DIR`) with a ``.git`` component, if any."""
+    values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in OUT_OPTIONS]
+    values += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in OUT_OPTIONS and "=" in a]
+    if argv[:1] == ["init"] and len(argv) > 1:
+        values.append(argv[1])
+    return next((v for v in values if any(part.lower() == ".git" for part in Path(v).parts)), None)
+
+
 # ---------------------------------------------------------------- the loop
 
 
 def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = None, timeout: float = TIMEOUT_S,
          out=sys.stdout) -> dict[str, dict[str, int]]:
-    """Run cases until ``budget_s`` or ``n``; per command: cases, exit 0, exit 2, other, failures."""
+    """Run cases until ``budget_s`` or ``n``; per command: cases, deep cases, exit 0, exit 2, other, failures."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # fuzz_importers, beside this script
     table = commands()
     if only:
@@ -620,7 +649,7 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
     rng = random.Random(seed)
     order = sorted(table)
     rng.shuffle(order)
-    counts = {c: {"cases": 0, "exit 0": 0, "exit 2": 0, "other": 0, "failures": 0} for c in order}
+    counts = {c: {"cases": 0, "deep": 0, "exit 0": 0, "exit 2": 0, "other": 0, "failures": 0} for c in order}
     with tempfile.TemporaryDirectory(prefix="fuzz-cli-") as tmp:
         workspace, scratch = Path(tmp) / "workspace", Path(tmp) / "scratch"
         build_workspace(workspace)
@@ -630,10 +659,11 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
         while (n is None or i < n) and time.monotonic() - start < budget_s:
             name = order[i % len(order)]
             argv, files = maker.argv(name, table[name])
-            case = Case(name, argv)
+            case = Case(name, argv, stdout_full=FULL_DEVICE and rng.random() < STDOUT_FULL_SHARE)
             run_case(case, workspace, scratch, files, timeout)
             c = counts[name]
             c["cases"] += 1
+            c["deep"] += maker.was_deep
             c["exit 0" if case.rc == 0 else "exit 2" if case.rc == 2 else "other"] += 1
             if case.problems:
                 c["failures"] += 1
@@ -644,7 +674,8 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
 
 def report(i: int, case: Case, out) -> None:
     shown = [a if len(a) <= 80 else f"{a[:40]}...<{len(a)} chars>" for a in case.argv]
-    print(f"FAILURE case {i} ({case.command}): {'; '.join(case.problems)}\n  argv: {shown!r}\n  exit {case.rc}, "
+    full = " (stdout on /dev/full)" if case.stdout_full else ""
+    print(f"FAILURE case {i} ({case.command}){full}: {'; '.join(case.problems)}\n  argv: {shown!r}\n  exit {case.rc}, "
           f"{case.seconds:.1f} s", file=out)
     tail = (case.err or case.out).strip().splitlines()[-12:]
     for line in tail:
@@ -662,12 +693,10 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds a case may take")
     args = ap.parse_args(argv)
     counts = fuzz(args.budget, args.n, args.seed, args.command, args.timeout)
-    total = {k: sum(c[k] for c in counts.values()) for k in ("cases", "exit 0", "exit 2", "other", "failures")}
-    for name, c in sorted(counts.items()):
-        print(f"{name:16} {c['cases']:5} cases  {c['exit 0']:4} exit 0  {c['exit 2']:4} exit 2  {c['other']:3} other  "
-              f"{c['failures']:3} failures")
-    print(f"{'all':16} {total['cases']:5} cases  {total['exit 0']:4} exit 0  {total['exit 2']:4} exit 2  "
-          f"{total['other']:3} other  {total['failures']:3} failures")
+    total = {k: sum(c[k] for c in counts.values()) for k in ("cases", "deep", "exit 0", "exit 2", "other", "failures")}
+    for name, c in [*sorted(counts.items()), ("all", total)]:
+        print(f"{name:16} {c['cases']:5} cases ({c['deep']:4} deep)  {c['exit 0']:4} exit 0  {c['exit 2']:4} exit 2  "
+              f"{c['other']:3} other  {c['failures']:3} failures")
     return 1 if total["failures"] else 0
 
 

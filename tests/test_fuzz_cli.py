@@ -55,6 +55,16 @@ def test_the_checks_catch_a_traceback_a_second_line_an_odd_exit_and_a_changed_in
     assert problems(2, "error: x\n", {"t.jsonl": "a"}, {"t.jsonl": "b"}) == ["refused, but changed or removed t.jsonl"]
     assert problems(2, "error: x\n", {"t.jsonl": "a"}, {}) == ["refused, but changed or removed t.jsonl"]
     assert problems(1, "", name="verify") == []  # rejected: verify's documented exit 1
+    # a refused write that names nothing (standard output on /dev/full said only this), and an output taken inside .git
+    assert problems(2, "error: no space left on device\n") == [
+        "a refused write names no output: 'error: no space left on device'"]
+    assert problems(2, "error: standard output: no space left on device\n") == []
+    case = fuzz.Case("import", ["import", "t.jsonl", "--out", "h/.git/x"], rc=0)
+    fuzz.check(case, {}, {})
+    assert case.problems == ["took an output inside a git directory: h/.git/x"]
+    case = fuzz.Case("init", ["init", "h/.GIT/h2"], rc=0)
+    fuzz.check(case, {}, {})
+    assert case.problems == ["took an output inside a git directory: h/.GIT/h2"]
 
 
 def test_every_command_once_exits_0_or_2_with_one_error_line(fuzz):
