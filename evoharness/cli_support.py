@@ -125,6 +125,14 @@ def output_dir(raw: str) -> Path:
     path = Path(raw)
     outside_git(raw, path)
     _under_a_directory(raw, path)  # `demo --out t.jsonl/x` printed 'a fresh demo in t.jsonl/x' before its error
+    if os.path.lexists(path) and not os.path.isdir(path):  # `demo --out LINK-TO-/dev/full`: the same two lines
+        try:
+            os.stat(path)
+            loop = False
+        except OSError as e:
+            loop = e.errno == errno.ELOOP
+        what = "is a symlink loop" if loop else "exists and is not a directory"
+        raise typer.BadParameter(f"{raw} {what}; --out is the directory the files are written into")
     if path.suffix.lower() in _FILE_SUFFIXES and not path.is_dir():  # `report --out x/report.md` made a dir report.md
         raise typer.BadParameter(f"{raw} names a file; --out is the directory the files are written into "
                                  f"(e.g. --out {path.parent / path.stem})")

@@ -77,10 +77,13 @@ def test_an_output_inside_a_git_directory_is_refused(tmp_path, monkeypatch, caps
     ["demo", "--sandbox", "inprocess", "--out", "t.jsonl/x"],
     ["demo", "--sandbox", "inprocess", "--out", "loop/x"],
     ["dataset", "export", "-t", "t.jsonl", "--out", "t.jsonl/x"],
+    ["demo", "--sandbox", "inprocess", "--out", "t.jsonl"],
+    ["demo", "--sandbox", "inprocess", "--out", "loop"],
 ])
 def test_an_out_dir_under_a_file_or_a_loop_is_one_usage_error_before_any_work(tmp_path, monkeypatch, capsys, argv):
     """`demo --out t.jsonl/x` printed `demo: a fresh demo in t.jsonl/x` and then `error: ...: not a directory`, two
-    lines (found by scripts/fuzz_cli.py); an --out DIR whose nearest existing parent is no directory is now the same
+    lines, and so did `demo --out full` (a link to /dev/full: `error: /dev/full: file exists`; found by
+    scripts/fuzz_cli.py); an --out DIR that is, or whose nearest existing parent is, no directory is now the same
     usage error as an --out FILE's, before any work."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.jsonl").write_text("")
