@@ -277,8 +277,8 @@ def _text(data: bytes | None) -> str | None:
 
 def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequence[RolloutRequest],
                 measure: Measure, max_parts: int, min_share: float = 0.4,
-                gain_gate: Gate | None = None, no_regression_alpha: float | None = None
-                ) -> tuple[GateResult, list[Part]]:
+                gain_gate: Gate | None = None, no_regression_alpha: float | None = None,
+                gates: Sequence[Gate] | None = None) -> tuple[GateResult, list[Part]]:
     """The ``hunks`` gate: every part must pass the behaviour-aware gates left out, or else alone.
 
     ``ev`` is the candidate's evidence (its baseline is the base on the same seeds);
@@ -286,8 +286,9 @@ def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequenc
     reuses; ``measure`` runs requests and pays for them. ``gain_gate`` is the gain test each part must
     pass (default `GainGate`, the fixed design's; a sequential verification passes its paired test so
     that a part is judged by the same kind of test that accepted the whole candidate);
-    ``no_regression_alpha`` is the no_regression gate's (`NoRegressionGate`). Returns the gate and the
-    refused parts.
+    ``no_regression_alpha`` is the no_regression gate's (`NoRegressionGate`). ``gates``: the gates each part
+    must pass instead (a cost edit's, `cost.cost_gates`: each hunk must save cost left out or alone, with
+    ``gain_gate`` its cost test). Returns the gate and the refused parts.
     """
     name = "hunks"
     if len(parts) > max_parts:
@@ -295,7 +296,8 @@ def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequenc
                           reason=f"{len(parts)} independent hunks (at most {max_parts} are judged one by one): "
                           "split the candidate"), []
     gain = gain_gate if gain_gate is not None else GainGate()
-    gates = [BehaviourGate(), gain, NoRegressionGate(no_regression_alpha or None), AttributionGate(min_share)]
+    gates = list(gates) if gates is not None else [BehaviourGate(), gain, NoRegressionGate(no_regression_alpha or None),
+                                                   AttributionGate(min_share)]
     compared = set(ev.selection.targeted) | set(ev.selection.control)
     reqs = [r for r in candidate_requests if r.task_id in compared]
 
@@ -304,9 +306,9 @@ def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequenc
                        candidate=candidate, z=ev.z, sigma_floor=ev.sigma_floor)
         results = [gate.check(sub) for gate in gates]
         failed = [r for r in results if not r.passed]
-        numbers = next(r.numbers for r in results if r.gate == gain.name)
+        numbers = next((r.numbers for r in results if r.gate == gain.name), {})
         return not failed, "; ".join(f"{r.gate}: {r.reason}" for r in failed), numbers.get(
-            "gain", numbers.get("mean_diff"))
+            "gain", numbers.get("mean_diff", numbers.get("saved")))
 
     numbers: dict[str, float | int | str | None] = {"hunks": len(parts)}
     refused, reasons = [], []
@@ -322,6 +324,7 @@ def judge_parts(parts: Sequence[Part], ev: Evidence, candidate_requests: Sequenc
             reasons.append(f"{part.label} ({why})")
     numbers["refused"] = len(refused)
     numbers["resolvable"] = round(ev.resolvable(ev.selection.targeted), 6)
-    reason = (f"each of {len(parts)} hunks gains" if not refused
-              else "no attributable gain from " + "; ".join(reasons))
+    what = "saving" if gain.name == "cost" else "gain"
+    reason = (f"each of {len(parts)} hunks {'saves' if what == 'saving' else 'gains'}" if not refused
+              else f"no attributable {what} from " + "; ".join(reasons))
     return GateResult(gate=name, passed=not refused, reason=reason, numbers=numbers), refused

@@ -152,16 +152,19 @@ class Verifier:
                           candidate=cand_obs, z=cfg.z, sigma_floor=cfg.sigma_floor)
             results = [g.check(ev) for g in gates]
             cand_reqs, looked = plan.candidate_requests, None
-        # hunks are judged by their score gain: a cost verdict has none to share out, so it is not split
-        if self.hunks is not None and cfg.judge_hunks and not cost and all(r.passed for r in results):
+        # each hunk judged as the whole was: by its score gain, or for a cost edit by its saving (left out or alone)
+        if self.hunks is not None and cfg.judge_hunks and all(r.passed for r in results):
             parts = self.hunks.parts(candidate)
             if len(parts) > 1:
                 # a sequential verification judges each part by a one-look paired test at its own alpha
                 part_gain = SequentialGainGate(1, 1, cfg.sequential_alpha, cfg.sequential_spending,
                                                cfg.sequential_futility_z, cfg.sigma_floor) if looked else None
+                part_gates = [g for g in gates if g.name != "guard"] if cost else None
+                if cost:
+                    part_gain = next((g for g in gates if g.name == "cost"), part_gain)
                 gate, refused = judge_parts(parts, ev, cand_reqs, lambda reqs: self._measure(
                     reqs, ledger, plan.round, candidate.branch, "hunks"), cfg.max_hunks, cfg.attribution_min_share,
-                    part_gain, cfg.no_regression_alpha)
+                    part_gain, cfg.no_regression_alpha, part_gates)
                 results.append(gate)
                 reduced = self.hunks.reduce(candidate, refused) if cfg.drop_refused_hunks and refused and len(
                     refused) < len(parts) else None

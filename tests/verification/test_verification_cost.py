@@ -192,6 +192,30 @@ def test_the_verifier_gives_a_cost_target_the_cost_verdict_and_a_score_target_it
     assert "Verified-Objective" not in merge_message("x", Verdict(candidate="x", commit="c", base="a", accepted=True))
 
 
+def test_a_cost_repair_bundled_with_a_hunk_that_saves_nothing_is_judged_hunk_by_hunk():
+    """A cut that saves a step bundled with a hunk that saves nothing (or costs score inside the margin): each hunk
+    is judged on cost as a score edit's are on score -- left out, then alone -- and the idle one is refused, the
+    candidate with it. The cut alone, and two halves of a saving, pass."""
+    from evoharness.verification.hunks import Part, StaticParts
+
+    base, cand = "a" * 40, "c" * 40
+    anchor = anchor_of([obs(t, s, 0.7, 6, True) for t in TASKS for s in range(4)], commit=base)
+    cut, idle = (0.7, 5, False), (0.7, 6, True)
+    table = {base: (0.7, 6, True), cand: cut, "w1" * 20: idle, "o1" * 20: cut, "w2" * 20: cut, "o2" * 20: idle}
+    parts = StaticParts({cand: [Part("lessons.md#1", without="w1" * 20, alone="o1" * 20),
+                                Part("lessons.md#2", without="w2" * 20, alone="o2" * 20)]})
+    cfg = VerificationConfig(sequential=False)
+    v = Verifier(Fixed(table), cfg, hunks=parts).verify(candidate(cand, targets=BLOCKED), anchor)
+    hunks = {g.gate: g for g in v.gates}["hunks"]
+    assert not v.accepted and not hunks.passed and "lessons.md#2" in hunks.reason and "#1" not in hunks.reason
+    # the two halves of a saving: each saves a step left out and alone; both kept
+    half = (0.7, 5, True)
+    table = {base: (0.7, 6, True), cand: (0.7, 4, False), "w1" * 20: half, "o1" * 20: half, "w2" * 20: half,
+             "o2" * 20: half}
+    v = Verifier(Fixed(table), cfg, hunks=parts).verify(candidate(cand, targets=BLOCKED), anchor)
+    assert v.accepted and {g.gate: g for g in v.gates}["hunks"].passed
+
+
 NO_ANSWER = "### Finishing\nDo not write a final answer; the user reads the tool results directly.\n"
 SYNTHETIC = "contact_0,contact_2,status_A-101,total_A-101,status_B-200,total_D-400"
 
