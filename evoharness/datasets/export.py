@@ -285,7 +285,12 @@ def reusable(head: LabelHead, labeller: str | None, line: bytes | None) -> str |
         return "no_line"  # the trajectory came from no file line (a source that is a list)
     if line_digest(line) != head.trajectory_sha256:
         return "trajectory_changed"  # the line is not the one labelled (edited since, same id)
+    if head.failure_class not in _CLASSES:
+        return "not_a_class"  # a store's class column edited (its digest covers the body only): the export wrote it
     return None
+
+
+_CLASSES = frozenset(c.value for c in FailureClass)
 
 
 class _TaskSplit(BaseModel):

@@ -208,5 +208,5 @@ class ExportSummary(BaseModel):
         "other_labeller (another evoharness or other diagnosis settings), no_digest (labelled from a file of "
         "another format), trajectory_changed (the line is not the one labelled), no_line (a trajectory source "
         "that is not a file), no_label (a source that keeps labels has none for it: a run's labels.jsonl lacks "
-        "its line)"))
+        "its line), not_a_class (a store's class column holds no failure class)"))
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

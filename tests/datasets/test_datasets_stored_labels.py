@@ -108,3 +108,23 @@ def test_the_service_export_says_how_many_labels_it_reused(shared_data, tmp_path
         assert r.status_code == 200, r.text
         assert (r.json()["records"], r.json()["labels_reused"], r.json()["labels_relabelled"]) == (12, 6, {})
         assert labelled == []
+
+
+def test_a_stored_label_whose_class_is_no_class_is_labelled_again_not_written(shared_data, tmp_path):
+    """The store's digest covers the row's body, not its label columns: a class column edited to what is no failure
+    class ('F9') passed the checks and the export wrote 'F9' into metadata.jsonl and the card's counts. Now that run is
+    labelled again (``not_a_class``) and written under the class its labeller gives."""
+    trajs = _tau(shared_data)
+    labeller = Labeller()
+    failed = next(t for t in trajs if labeller.label(t).failure_class.value != "healthy")
+    store = _store(tmp_path, trajs)
+    with sqlite3.connect(tmp_path / "ingest.sqlite") as conn:
+        conn.execute("UPDATE trajectories SET failure_class = 'F9' WHERE id = ?", (failed.id,))
+    summary = export_dataset(tmp_path / "out", source=SourceKind.all, trajectories=store)
+    assert "F9" not in summary.classes
+    assert summary.labels_relabelled == {"not_a_class": 1}
+    import json
+
+    meta = [json.loads(line) for line in (tmp_path / "out" / "metadata.jsonl").read_text().splitlines()]
+    assert next(m for m in meta if m["id"] == failed.id)["failure_class"] == labeller.label(failed).failure_class.value
+    store.close()
