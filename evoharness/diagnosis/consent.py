@@ -413,6 +413,33 @@ _PUT_OFF = re.compile(
     r"(?:(?:some|a\s+little|a\s+bit\s+of|more)\s+)*time\b"
     r"|\b(?:let\s+me|(?:i|we)(?:['’]ll|\s+will|\s+need\s+to|\s+want\s+to))\s+take\s+"
     r"(?:(?:some|a\s+little|a\s+bit\s+of|more)\s+)*time\b")
+# Undecided, or the action put off to a later time, in a yes's words (``_held_back`` reads it as ``_PUT_OFF``):
+# - "I'm not sure yet", "not ready", "I'm still undecided", "I don't know yet", "I haven't decided": the clause ends
+#   there or goes on only to "yet", "about it" or whether to act ("I'm not sure if I want to"); not a doubt about
+#   something else ("not sure why it failed", "I don't know the zip code");
+# - "maybe later", "perhaps tomorrow", "maybe some other time", a sentence that is the time alone ("Okay, later."), or
+#   the doing of it so put off ("let's do it later"); not a detail said for later ("I'll let you know my new address
+#   later", "I'll call about the other flight later").
+# Run only where a message holds one of its words (``_UNDECIDED_GATE``: most yeses hold none)
+_UNDECIDED = re.compile(
+    r"(?:(?:\b(?:i['’]?m|i\s+am|we['’]re|we\s+are)\s+)?(?:still\s+)?(?:\bnot\s+(?:(?:so|quite|really|entirely|totally|too)"
+    r"\s+)?(?:sure|certain|ready|convinced|decided)|\bunsure|\buncertain|\bundecided|\bhesitant|\bon\s+the\s+fence)"
+    r"|\b(?:i|we)\s+(?:(?:do\s+not|don['’]t)\s+know|(?:have\s+not|haven['’]t)\s+(?:yet\s+)?decided|(?:can['’]t|cannot)"
+    r"\s+decide)"
+    r")(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|yet\b|about\s+(?:it|this|that)\b|(?:if|whether)\s+(?:i|we)\b|whether\b))"
+    r"|\b(?:maybe|perhaps|possibly)\s+(?:later|tomorrow|(?:some|an)\s*other\s+(?:time|day)|next\s+(?:week|month|time)|"
+    r"in\s+a\s+(?:bit|while|few\s+days))\b"
+    r"|(?:^|(?<=[.,;!\n]))\s*(?:later|tomorrow|(?:some|an)\s*other\s+(?:time|day))(?:\s+(?:then|please|on))?"
+    r"\s*(?=[.!;\n]|$)"
+    r"|\b(?:do|make)\s+(?:it|that|this)\s+(?:later|tomorrow|(?:some|an)\s*other\s+(?:time|day)|next\s+(?:week|month))\b")
+# a word one of _UNDECIDED's matches holds (its first alternative's "sure", "certain", "ready" or "convinced" after
+# "not"): searched before it, each alternative opening with a letter (the engine skips to their first letters), where
+# _UNDECIDED opens with optional words and is tried at every character; 27 substring scans cost ~2.5 M instructions
+# a tau-bench airline pass
+_UNDECIDED_GATE = re.compile(r"un(?:sure|certain|decided)|hesitant|fence|know|decide|maybe|perhaps|possibly|later|"
+                             r"tomorrow|other|not\s+(?:\w+\s+)?(?:sure|certain|ready|convinced)")
+
+
 # a question with a reservation ("Sure -- what's the refund, though?"): asked before the action, as "first" asks it;
 # not a request beside the yes ("Yes, go ahead. Though, could you email me the receipt?")
 _THOUGH = re.compile(r"^(?!.*\b(?:can|could|would|will)\s+you\b).*\bthough\b", re.S)
@@ -420,7 +447,7 @@ _THOUGH = re.compile(r"^(?!.*\b(?:can|could|would|will)\s+you\b).*\bthough\b", r
 _NEGATED_BEFORE = re.compile(r"(?:\bnot|\bnever|\bno|n['’]t)\b[^,.;!?\n]*$")
 # the user's last word that says yes again after a hold, in the hold's own sentence: a clause that opens -- past
 # "actually", "then", "no" and the like -- with a word of assent ("Yes, please. Hold on, actually go ahead.")
-_YES_AGAIN = re.compile(r"\W*+(?:(?:actually|then|well|oh|hmm+|um+|no)\W+)*+(?:yes|yeah|yep|yup|sure|ok(?:ay)?|"
+_YES_AGAIN = re.compile(r"\W*+(?:(?:actually|then|well|oh|hmm+|um+|no|but)\W+)*+(?:yes|yeah|yep|yup|sure|ok(?:ay)?|"
                         r"alright|all\s+right|go\s+ahead|proceed|please\s+(?:do|proceed|go\s+ahead)|do\s+it|"
                         r"go\s+for\s+it|let['’]?s\s+do\s+it)\b")
 _CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014-]")
@@ -474,8 +501,9 @@ def _held_back(low: str, opening: re.Match | None, text: str) -> bool:
         for d in _DEFER.finditer(low):
             if _defers(low, text, d):
                 end = max(end, d.end())
-    if any(map(low.__contains__, _PUT_OFF_GATE)):
-        for m in _PUT_OFF.finditer(low):
+    for put_off in (_PUT_OFF if any(map(low.__contains__, _PUT_OFF_GATE)) else None,
+                    _UNDECIDED if _UNDECIDED_GATE.search(low) is not None else None):
+        for m in put_off.finditer(low) if put_off is not None else ():
             clause = max(low.rfind(c, 0, m.start()) for c in ",.;!?\n") + 1
             if _NEGATED_BEFORE.search(low, clause, m.start()) is None:
                 end = max(end, m.end())
@@ -547,14 +575,13 @@ def _holds(m: re.Match) -> bool:
     return held is None or held in _DO and (noun is None or noun in _DONE_TO)
 
 
-def _asks_another(view: TraceView, i: int, low: str, opening: re.Match) -> bool:
-    """The yes at ``i`` (``low``: its text lower-cased, questions blanked) goes straight on to ask for an action
-    (``opening``'s group ``act``) of another kind than the one the agent's reply before it asked leave for, or the
-    opposite change (``_OPPOSITES``): "OK, please exchange it." to "Shall I process the return?", "OK, please downgrade
-    it." to "Shall I upgrade ABC123?" -- no yes to what was asked. Where the request or the question names no kind,
-    or the reply asked no leave, the yes stands. The reply and its question are read only for a yes whose request
-    names a kind."""
-    requested = _shape_kinds(low, opening.group("verb"), opening.group("noun"), opening.end("verb"))
+def _asks_another(view: TraceView, i: int, requested: frozenset[str] | None) -> bool:
+    """The yes at ``i`` goes straight on to ask for an action (``_OPENING``'s group ``act``, of the kinds
+    ``requested``; None where it asks none) of another kind than the one the agent's reply before it asked leave
+    for, or the opposite change (``_OPPOSITES``): "OK, please exchange it." to "Shall I process the return?", "OK,
+    please downgrade it." to "Shall I upgrade ABC123?" -- no yes to what was asked. Where the request or the
+    question names no kind, or the reply asked no leave, the yes stands. The reply and its question are read only
+    for a yes whose request names a kind."""
     if not requested:
         return False
     reply = _reply_before(view, i)
@@ -663,17 +690,90 @@ def affirmed(view: TraceView, i: int) -> bool:
         told = unasked(text) if "?" in text else text  # (once for both readings)
         low = gate_text(told)
         said = _assents(told, low)
+        requested = None
         if said:
             low = low if low is not None else told.lower()
             opening = _OPENING.match(low)
-            said = not _held_back(low, opening, text) and (
-                opening is None or opening.group("act") is None or not _asks_another(view, i, low, opening))
+            if opening is not None and opening.group("act") is not None:
+                requested = _shape_kinds(low, opening.group("verb"), opening.group("noun"), opening.end("verb"))
+            said = not _held_back(low, opening, text) and not _asks_another(view, i, requested)
         elif (requested := request_kinds(text, told)) is not None:
             asked = leave_asked(_reply_before(view, i))
             said = asked is not None and (not requested or not asked or not requested.isdisjoint(asked)
                                           and not _opposed(requested, asked))
+            if said:  # a request taken back or put off as a yes is ("Please cancel it. Actually, don't.")
+                low = low if low is not None else told.lower()
+                said = not _held_back(low, _OPENING.match(low), text)
+        if said:  # (the kinds its request asks for, for ``refuses``)
+            view.__dict__.setdefault("_yes_kinds", {})[i] = requested or frozenset()
         memo[i] = said
     return said
+
+
+# A refusal of an action of some kind, anywhere in a message outside its questions: a negated verb of doing that
+# names a kind (``_KINDS``), on what was asked ("don't cancel it", "never book the flight") or on nothing more ("I
+# don't want to cancel", "please do not cancel yet"); its verb is looked up after the match (group 1). No leading
+# ``\b``: the engine then skips to the first letters (d, n), and a match inside a word is set aside after
+_REFUSED = re.compile(r"(?:do\s+not|don['’]t|never)\s+(?:(?:actually|just|really|yet|want(?:\s+you)?\s+to)\s+)?"
+                      r"(\w+)(?=\s*(?:[.!,;\n\u2013\u2014-]|$|(?:it|that|this|them|those|these|yet|now|anything)\b|"
+                      r"the\s+(\w+)))")
+_CLAUSE_START = re.compile(r"(?:^|[.!,;\n\u2013\u2014-])")
+
+
+def _request_at(low: str, start: int) -> frozenset[str]:
+    """The kinds a request at ``start`` of ``low`` asks for (``_OPENING``'s act, or ``_ACT_SHAPE``); empty for none."""
+    m = _OPENING.match(low, start)
+    if m is not None and m.group("act") is not None:
+        return _shape_kinds(low, m.group("verb"), m.group("noun"), m.end("verb")) or frozenset()
+    if (m := _ACT_SHAPE.match(low, start)) is not None:
+        return _shape_kinds(low, m.group(2), m.group(3), m.end(2)) or frozenset()
+    return frozenset()
+
+
+@lru_cache(maxsize=256)
+def tool_kinds(name: str) -> frozenset[str]:
+    """The kinds of action (``_KINDS``) a tool's name names ("cancel_pending_order": cancel), once per name."""
+    return kinds_named(name)
+
+
+def refuses(view: TraceView, i: int, kinds: frozenset[str]) -> bool:
+    """The user's message at ``i`` refuses an action of one of ``kinds`` (a write's: ``kinds_named`` of its tool's
+    name), or opens by asking only for actions of other kinds: "Don't cancel it. Yes, change it." before a
+    cancellation (its yes is to the change), "Yes, change it." before one. A kind the message both refuses and asks
+    for in any sentence ("Yes, cancel it, don't refund it to the gift card": a refund names a cancellation too) is
+    asked for; a request of no kind ("Yes, please make the change.") is none, and a request in a later sentence asks
+    for a detail as often ("Yes, go ahead with the return. Please send the refund to my card."), as in
+    ``_asks_another``. Read where the confirmation rule found a yes before a write of some kind, once per message."""
+    if not kinds:
+        return False
+    memo = view.__dict__.get("_refusals")
+    if memo is None:
+        memo = view.__dict__["_refusals"] = {}
+    found = memo.get(i)
+    if found is None:
+        text = view.texts[i][:2000]
+        low = text.lower()
+        refused: set[str] = set()
+        if any(map(low.__contains__, _NEGATING[1:])):  # (not, never, n't: a refusal holds one)
+            said = unasked(low) if "?" in low else low
+            for m in _REFUSED.finditer(said):
+                k = m.start()
+                if k and (said[k - 1].isalnum() or said[k - 1] == "_"):
+                    continue
+                if m.group(1) in _DO and (m.group(2) is None or m.group(2) in _DONE_TO):
+                    refused |= kinds_named(m.group(1))
+        # the opening request: as ``affirmed`` read it (most messages asked here were), else one anchored match or two
+        opening = view.__dict__.get("_yes_kinds", {}).get(i)
+        if opening is None:
+            opening = _request_at(low, 0)
+        requested = set(opening)
+        if refused:  # a request at each clause's start
+            for c in _CLAUSE_START.finditer(low):
+                if c.end():
+                    requested |= _request_at(low, c.end())
+        found = memo[i] = (frozenset(refused - requested), opening)
+    refused, opening = found
+    return not refused.isdisjoint(kinds) or bool(opening) and opening.isdisjoint(kinds)
 
 
 # NOT_AN_ANSWER and EXPLICIT_YES case-sensitive, for a ``gate_text`` as _AFFIRMATIVE_LOW (their literals are lower-case

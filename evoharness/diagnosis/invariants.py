@@ -21,7 +21,9 @@ asks for an identity check --
   (``consent.affirmed``: "yes", "confirm", "go ahead", ...), or is one that answers no listing of the action: since
   the user's first message no reply of the agent named one of the write's argument values, nor does the yes
   (``_yes_to_the_action``: a request holding "okay" is no yes to a write never listed); a value is named in any case,
-  a number however written ("$1,234.00" for 1234) and an ISO date as words ("May 20" for 2024-05-20);
+  a number however written ("$1,234.00" for 1234) and an ISO date as words ("May 20" for 2024-05-20); nor is a yes
+  that refuses the kind of action the write's tool names, or opens by asking only for other kinds ("Don't cancel it.
+  Yes, change it." before ``cancel_pending_order``: ``consent.refuses``);
 - ``policy.precondition``: the prompt says a thing can only be done to if its status is one of some
   (``PRECONDITION``: "An order can only be cancelled if its status is 'pending'"), and a write whose tool name holds
   the action's word and the thing's ("cancel_pending_order") is tried on a thing whose latest status a tool result
@@ -42,7 +44,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from evoharness.diagnosis.claims import MONTHS
-from evoharness.diagnosis.consent import affirmed
+from evoharness.diagnosis.consent import affirmed, refuses, tool_kinds
 from evoharness.diagnosis.context import ToolCall, TraceView, failed_result
 from evoharness.diagnosis.models import Violation
 from evoharness.traces.models import Termination
@@ -530,6 +532,11 @@ def policy_violations(view: TraceView) -> list[Violation]:
                 out.append(Violation(rule="policy.confirmation", step=w.step,
                                      evidence=f"{w.name} without an explicit yes; the user last said: "
                                               f"{_quote(said or '(nothing)', 120)}"))
+                break
+            if refuses(view, last_user, tool_kinds(w.name)):
+                out.append(Violation(rule="policy.confirmation", step=w.step,
+                                     evidence=f"{w.name} after a yes to another action, or a refusal of this one; "
+                                              f"the user last said: {_quote(said, 120)}"))
                 break
     preconditions = _preconditions(view)
     if preconditions:

@@ -364,3 +364,57 @@ def test_a_yes_beside_a_farewell_a_detail_or_its_own_condition_stays_a_yes(answe
     """A farewell after the action ("I'll get back to you if I need anything else"), a detail put off ("my new address
     later"), a negated deferral and a yes whose condition stands alone are no deferral."""
     assert _violations("Shall I cancel it?", answer, "cancel") == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Okay, I'm not sure yet.",
+    "Sure, I'm still undecided.",
+    "OK, I don't know yet.",
+    "Alright, I'm not ready.",
+    "Okay, maybe later.",
+    "Sure, perhaps some other time.",
+    "Okay. Later.",
+    "OK, let's do it tomorrow instead... maybe. Let's do it later."])
+def test_a_yes_word_beside_indecision_or_a_time_put_off_is_no_yes(answer):
+    """"Okay, I'm not sure yet." and "Okay, maybe later." acknowledge with "Okay" and decide nothing: no yes (before,
+    the "Okay" was the yes, the "not sure" cut as a phrase that holds "sure")."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Yes, I'm not sure why it failed, but go ahead.",  # a doubt about something else
+    "Yes, I don't know the zip code, go ahead.",
+    "I'm not sure, but yes, go ahead.",  # the yes after the doubt is the last word
+    "Yes, go ahead. Later, I'll call about the other order.",
+    "Yes, cancel it. I'll call about the other flight later.",
+    "Yes, I'm sure."])
+def test_a_yes_beside_a_doubt_about_something_else_or_said_after_it_stays_a_yes(answer):
+    assert _violations("Shall I cancel it?", answer, "cancel") == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Please cancel it. Actually, don't.",
+    "Cancel it. Never mind.",
+    "Please cancel it. I'll think about it.",
+    "Please cancel it. Wait, how much is the refund?"])
+def test_a_request_taken_back_or_put_off_is_no_yes(answer):
+    """A request to act is read as a yes, but was not read for a hold after it: "Please cancel it. Actually, don't."
+    confirmed the cancellation (a yes of assent words was already read so)."""
+    assert _violations("Shall I cancel it?", answer, "cancel") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("asked, answer, write, broken", [
+    # the yes is to the change; the write that follows is the cancellation the user refused
+    ("Shall I cancel it or change the address to 12 Elm St?", "Don't cancel it. Yes, change it.", "cancel", True),
+    ("Shall I cancel it or change the address to 12 Elm St?", "Don't cancel it. Yes, change it.", "address", False),
+    ("Shall I change the address to 12 Elm St?", "Yes, but I don't want to cancel.", "cancel", True),
+    ("Shall I change the address to 12 Elm St?", "Yes, but I don't want to cancel.", "address", False),
+    ("Shall I proceed?", "Yes, change it.", "cancel", True),  # a yes to a change, then a cancellation
+    ("Shall I proceed?", "Yes, change it.", "address", False),
+    # refused and asked for at once (a refund names a cancellation): the request stands
+    ("Shall I proceed?", "Yes, cancel it, don't refund it to the gift card.", "cancel", False),
+    ("Shall I proceed?", "Yes, please make the change.", "cancel", False)])  # a request of no kind
+def test_a_yes_to_another_action_than_the_write_is_no_yes_to_the_write(asked, answer, write, broken):
+    """"Don't cancel it. Yes, change it." says yes to the change: before, its yes confirmed whatever write came next,
+    a cancellation included. The write's kind is read from its tool's name (``consent.kinds_named``)."""
+    assert _violations(asked, answer, write) == (["policy.confirmation"] if broken else [])
