@@ -137,14 +137,24 @@ class Step:
 class Conversation:
     """A run's messages in tau-bench's layout (``traj``) and in tau2's (``tau2``: its message models, the customer's
     own tool calls as tau2 records them), every call run on the domain's environment as it goes. ``step_of`` maps
-    a ``traj`` index to the step the tau2 importer gives the same message (the policy is its message 0 too)."""
+    a ``traj`` index to the step the tau2 importer gives the same message (the policy is its message 0 too).
 
-    def __init__(self, env, policy: str) -> None:
+    A call's result is the task's (``GoldPath.results``) where the same call was made after the same state-changing
+    calls (``done``: the writes and the customer's own calls so far) in an earlier run of the task: the runs of a
+    task share most of their calls, and a fresh environment (tau2 loads and validates the domain's database: ~0.1 s
+    of CPU for retail) is made only at a call no earlier run made, brought to the run's state by replaying ``done``
+    on it."""
+
+    def __init__(self, gold: GoldPath, env=None) -> None:
         from tau2.data_model import message as m
 
         self._m = m
-        self.env = env
-        self.traj: list[dict] = [{"role": "system", "content": policy}]
+        self.gold = gold
+        self.done: tuple = ()  # the state-changing calls made so far: (requestor, name, arguments as JSON)
+        self._env = env  # a live environment (a fresh one given, or made at the first miss), at the state after
+        # ``_env_done``
+        self._env_done: tuple = ()
+        self.traj: list[dict] = [{"role": "system", "content": gold.policy}]
         self.tau2: list = []
         self.step_of: dict[int, int] = {0: 0}
         self.shown = ""  # every message's text so far: what the conversation has shown
@@ -168,7 +178,30 @@ class Conversation:
         return self._add({"role": "user", "content": text}, *device_call, said)
 
     def run_tool(self, name: str, args: dict, requestor: str = "assistant", cid: str = "c"):
-        return self.env.get_response(self._m.ToolCall(id=cid, name=name, arguments=args, requestor=requestor))
+        call = (requestor, name, json.dumps(args, sort_keys=True))
+        key = (self.done, call)
+        found = self.gold.results.get(key)
+        ran = found is None
+        if ran:
+            result = self._live().get_response(self._m.ToolCall(id=cid, name=name, arguments=args,
+                                                                requestor=requestor))
+            found = self.gold.results[key] = (result.content, result.error)
+        if requestor == "user" or name in self.gold.writes:
+            self.done += (call,)
+            if ran:
+                self._env_done = self.done  # (the live environment made it)
+        return self._m.ToolMessage(id=cid, content=found[0], requestor=requestor, role="tool", error=found[1])
+
+    def _live(self):
+        """The environment at the state after ``done``: the live one, with the calls it has not made replayed, or a
+        fresh one with them all."""
+        if self._env is None or self._env_done != self.done[:len(self._env_done)]:
+            self._env, self._env_done = self.gold.fresh_env(), ()
+        for requestor, name, args in self.done[len(self._env_done):]:
+            self._env.get_response(self._m.ToolCall(id="replay", name=name, arguments=json.loads(args),
+                                                    requestor=requestor))
+        self._env_done = self.done
+        return self._env
 
     def user_act(self, name: str, args: dict) -> int:
         cid = f"user_call_{len(self.tau2)}"
@@ -197,9 +230,12 @@ class GoldPath:
         self.instruction = user_instruction(task)
         env = self.fresh_env()
         self.policy = env.policy
-        self.writes = {n for n in env.tools.get_tools() if env.tools.tool_type(n).value == "write"}
-        self.reads = sorted(n for n in env.tools.get_tools() if env.tools.tool_type(n).value == "read")
+        self.tools = env.tools.get_tools()
+        self.writes = {n for n in self.tools if env.tools.tool_type(n).value == "write"}
+        self.reads = sorted(n for n in self.tools if env.tools.tool_type(n).value == "read")
         self.unshown: list[str] = []  # ids a write needs that no look-up showed and the user's instruction lacks
+        # each call's result, (content, error), by the state-changing calls before it and the call (``Conversation``)
+        self.results: dict[tuple, tuple[str, bool]] = {}
         self.steps = self._plan(env)
 
     def fresh_env(self):
@@ -213,7 +249,7 @@ class GoldPath:
     def _plan(self, env) -> list[Step]:
         """The gold actions with what a policy-following agent adds: the identity look-up first, the look-ups and
         questions that show each write's values, the details and the user's yes before each write."""
-        conv = Conversation(env, self.policy)
+        conv = Conversation(self, env)
         conv.say(GREETING)
         conv.user(user_opening(self.task))
         steps: list[Step] = []
@@ -293,7 +329,7 @@ class GoldPath:
                     if isinstance(v, list):
                         shown[k.rstrip("s") + "_id"].update(x for x in v if isinstance(x, str))
         for name in self.reads:
-            params = list(conv.env.tools.get_tools()[name].params.model_fields)
+            params = list(self.tools[name].params.model_fields)
             if len(params) == 1:
                 for value in sorted(shown.get(params[0], set()) | bare):
                     yield name, {params[0]: value}
@@ -308,8 +344,7 @@ class GoldPath:
         """The run's messages and what was marked: ``first_write`` (the call's index), ``confirm`` (the details'
         index), ``final`` (the final answer's index). ``bad_first_write``: arguments sent once before the first
         write's own (a recovered error); ``misstate``: the final answer changes the value it restates."""
-        env = self.fresh_env()
-        conv = Conversation(env, self.policy)
+        conv = Conversation(self)
         conv.say(GREETING)
         conv.user(user_opening(self.task))
         marks: dict[str, int] = {}
@@ -675,16 +710,22 @@ def evaluate(runs: list[Run], folder: Path, fmt: str = "tau-bench", outcome_clai
         task = f"{r.domain}_{r.gold.task.id}"
         if r.kind == "gold":
             gold[r.domain]["n"] += 1
+            gold[r.domain]["violations"] += 0  # (a key of every domain's count)
             gold[r.domain]["healthy"] += lab.failure_class == "healthy"
             # the same run scored 0: what would be located on a path with nothing wrong (placement aside)
-            first = labeller.label(t.model_copy(update={"score": 0.0})).first_signal
+            zero = labeller.label(t.model_copy(update={"score": 0.0}))
+            first = zero.first_signal
             process = [s.id for s in lab.signals if s.id.startswith(("F2.", "F3."))]
             clean = first is not None and first.id in ("F4.first_write", "F4.poor_delivery") and not process
             gold[r.domain]["clean"] += clean
-            if lab.failure_class != "healthy" or not clean:
+            # the violation log (schemas, identity, confirmation, preconditions) of the run scored 0 (a Healthy run's
+            # label keeps none): a gold path breaks no rule
+            violations = [f"{v.rule}@{v.step}: {v.evidence[:100]}" for v in zero.violations]
+            gold[r.domain]["violations"] += bool(violations)
+            if lab.failure_class != "healthy" or not clean or violations:
                 unclean.append({"task": task, "class": str(lab.failure_class), "process": process,
                                 "scored_0": f"{first.id}@{first.step}" if first else None,
-                                "evidence": first.evidence[:100] if first else ""})
+                                "evidence": first.evidence[:100] if first else "", "violations": violations})
             continue
         step = r.step if fmt == "tau-bench" else r.conv.step_of[r.step]
         c = located[f"{r.domain}/{r.kind}"]
@@ -706,9 +747,11 @@ def print_report(res: dict, show: int = 40) -> None:
     print(f"[{res['format']}] gold runs (reward 1): Healthy; clean = scored 0 nothing is located but the placement "
           "fallbacks (F4.first_write / F4.poor_delivery), and no F2 / F3 signal")
     for d, c in res["gold"].items():
-        print(f"  {d:8s} Healthy {c['healthy']}/{c['n']}   clean {c['clean']}/{c['n']}")
+        print(f"  {d:8s} Healthy {c['healthy']}/{c['n']}   clean {c['clean']}/{c['n']}   "
+              f"violations on gold paths {c['violations']}/{c['n']}")
     for u in res["gold_unclean"][:show]:
-        print(f"    {u['task']}: {u['class']} process={u['process']} scored 0 -> {u['scored_0']} {u['evidence']!r}")
+        print(f"    {u['task']}: {u['class']} process={u['process']} scored 0 -> {u['scored_0']} {u['evidence']!r}"
+              + "".join(f"\n      violation {v}" for v in u["violations"]))
     print(f"[{res['format']}] controlled failures: first signal on the written step; the last assistant message there")
     for k, c in res["failures"].items():
         print(f"  {k:28s} located {c['located']:3d}/{c['n']:<3d}  last message {c['last']}/{c['n']}")

@@ -56,7 +56,8 @@ def test_the_subset_holds_every_kind_of_run(runs):
 
 
 def test_every_gold_run_is_healthy_and_nothing_is_located_on_it(tau2_result):
-    assert tau2_result["gold"] == {d: {"n": 2, "healthy": 2, "clean": 2} for d in SUBSET}
+    """Nor does a gold path break a rule of the violation log (``violations``: runs with any)."""
+    assert tau2_result["gold"] == {d: {"n": 2, "healthy": 2, "clean": 2, "violations": 0} for d in SUBSET}
     assert tau2_result["gold_unclean"] == []
 
 
@@ -78,7 +79,7 @@ def test_a_final_answer_misstating_the_last_writes_result_is_located_there(bench
     found by no rule before ``F1.misstated_outcome`` (``diagnosis.outcome_claims``): the final answer read against
     the last write's own result. Gold runs stay clean with it."""
     res = bench.evaluate(runs, tmp_path, "tau2", outcome_claims=True)
-    assert res["gold"] == {d: {"n": 2, "healthy": 2, "clean": 2} for d in SUBSET}
+    assert res["gold"] == {d: {"n": 2, "healthy": 2, "clean": 2, "violations": 0} for d in SUBSET}
     misstated = {k: c for k, c in res["failures"].items() if k.split("/")[1].startswith("misstated")}
     assert set(misstated) == {"retail/misstated_status", "airline/misstated_amount", "telecom/misstated_amount",
                               "telecom/misstated_message"}
