@@ -173,11 +173,11 @@ def main() -> int:
         print("error: --limit and --window must be >= 0 and --context >= 512", file=sys.stderr)
         return 2
     if args.judge_timeout is not None and not (0 < args.judge_timeout < math.inf):
-        print(f"error: --judge-timeout must be a positive number of seconds, not {args.judge_timeout:g}",
+        print(f"error: --judge-timeout must be a finite positive number of seconds, not {args.judge_timeout:g}",
               file=sys.stderr)
         return 2
     if args.judge_retry_after is not None and not (0 <= args.judge_retry_after < math.inf):
-        print(f"error: --judge-retry-after must be a number of seconds >= 0, not {args.judge_retry_after:g}",
+        print(f"error: --judge-retry-after must be a finite number of seconds >= 0, not {args.judge_retry_after:g}",
               file=sys.stderr)
         return 2
     if args.labeller == "llm" and not args.model:

@@ -23,7 +23,7 @@ import typer
 
 from evoharness import __version__, cli_usage
 from evoharness.cli_support import AppState, fail, one_line, settings_of  # noqa: F401 (re-exported)
-from evoharness.errors import EvoharnessError, InputError
+from evoharness.errors import SYMLINK_LOOP, EvoharnessError, InputError
 from evoharness.threads import guard_thread_starts
 
 # Areas whose cli modules register commands, in help order.
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{typed(str(e.filename), sys.argv[1:] if argv is None else argv)}: " if e.filename else ""
         if not where and (stream := standard_stream(e)):
             where = f"{stream}: "
-        reason = LOOP if e.errno == errno.ELOOP else (e.strerror or str(e)).lower()
+        reason = SYMLINK_LOOP if e.errno == errno.ELOOP else (e.strerror or str(e)).lower()
         typer.echo(f"error: {one_line(where + reason)}", err=True)
         return 2
     except KeyboardInterrupt:
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (isinstance(loop, OSError) and loop.errno == errno.ELOOP):
             raise
         where = f"{typed(str(loop.filename), sys.argv[1:] if argv is None else argv)}: " if loop.filename else ""
-        typer.echo(f"error: {one_line(where + LOOP)}", err=True)
+        typer.echo(f"error: {one_line(where + SYMLINK_LOOP)}", err=True)
         return 2
 
 
@@ -206,9 +206,6 @@ def _out_of_memory(what: str = "out of memory") -> int:
         with contextlib.suppress(OSError):
             os.write(2, b"error: out of memory\n")
     return 2
-
-
-LOOP = "a symlink loop (too many levels of symbolic links)"
 
 
 def standard_stream(e: OSError) -> str | None:

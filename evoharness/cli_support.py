@@ -14,6 +14,8 @@ from typing import TextIO
 
 import typer
 
+from evoharness.errors import SYMLINK_LOOP
+
 
 class AppState:
     """What the root callback hands to every command (``ctx.obj``)."""
@@ -207,7 +209,7 @@ def _under_a_directory(raw: str, path: Path) -> None:
             os.stat(parent)
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise typer.BadParameter(f"{raw}: {parent} is a symlink loop; name a file in a directory") from None
+                raise typer.BadParameter(f"{raw}: {parent}: {SYMLINK_LOOP}; name a file in a directory") from None
             raise typer.BadParameter(f"{raw}: {parent}: {(e.strerror or str(e)).lower()}") from None
         raise typer.BadParameter(f"{raw}: {parent} is not a directory; name a file in a directory")
 

@@ -6,6 +6,9 @@ are for bad input and infrastructure problems.
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class EvoharnessError(Exception):
     """Base class: every error evoharness raises on purpose."""
@@ -80,3 +83,21 @@ def yaml_problem(error: Exception) -> str:
     context = getattr(error, "context", None)
     text = f"{context}: {problem}" if context else str(problem)
     return f"{text} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else text
+
+
+SYMLINK_LOOP = "a symlink loop (too many levels of symbolic links)"
+
+
+def missing_reason(path: str | os.PathLike[str], missing: str = "no such file or directory") -> str:
+    """Why ``path``, which names no file, directory or device that can be opened, cannot be read: a symbolic link
+    that leads nowhere is said to be one (`ls` shows its name, so "no such file" read as wrong), a loop as
+    ``SYMLINK_LOOP`` wherever a command finds it; any other name is ``missing``."""
+    if not os.path.islink(path):
+        return missing
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return SYMLINK_LOOP
+        return f"a symbolic link that cannot be followed: {(e.strerror or str(e)).lower()}"
+    return missing

@@ -10,7 +10,7 @@ import typer
 from pydantic import ValidationError
 
 from evoharness.cli_support import fail, output_dir, settings_of
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 
 dataset_app = typer.Typer(help="The training-dataset queue and exports for weight training.",
                           no_args_is_help=True)
@@ -233,7 +233,7 @@ def export(
             else "is a directory, not a labels file" if labels.is_dir()
             else "not a regular file (a FIFO, socket or device is refused: the labels are read in step with the "
                  "trajectories, so write them to a file with `evoharness label FILE --out LABELS`)" if labels.exists()
-            else "no such file"))
+            else missing_reason(labels, "no such file")))
     if split_seed is not None and val_fraction is None:
         fail(f"--split-seed {split_seed}: it chooses the tasks of --val-fraction, which was not given")
     if val_fraction is not None and not 0 < val_fraction < 1:
@@ -322,7 +322,8 @@ def export(
     if twice := summary.skipped.get("duplicate_id"):  # `import` wrote two runs of one id: which one is in the set
         typer.echo(f"warning: {twice} trajectories of {trajectories} have the id of an earlier one; only the first "
                    "of each id was exported (skipped as duplicate_id)", err=True)
-    if missing := [t for t in dict.fromkeys(task or ()) if not summary.tasks.get(t)]:  # a typo wrote 0 silently
+    # a typo wrote 0 silently; with no record at all the warning above names --task already
+    if summary.records and (missing := [t for t in dict.fromkeys(task or ()) if not summary.tasks.get(t)]):
         typer.echo(f"warning: --task {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: no record of "
                    f"{'this task' if len(missing) == 1 else 'these tasks'} was written (no trajectory of it, or "
                    "none passed the other filters)", err=True)
@@ -368,7 +369,7 @@ def validate(
         path = path / entry.data_file
     if not path.is_file():  # a FIFO or device exists, but is no file (reading it could hang or never end)
         fail(f"{path}: " + ("not a regular file (a FIFO, socket or device is refused)" if path.exists()
-                            else "no such file"))
+                            else missing_reason(path, "no such file")))
     other = None if named or fmt == "hf" else _ours_but_no_export(path)
     if other:  # a user checking the file they export from (or its labels) got a problem list per record
         fail(f"{path}: {other}, not an export: validate what `dataset export --out DIR` wrote (DIR, or "

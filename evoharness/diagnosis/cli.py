@@ -159,9 +159,9 @@ def _chosen_labeller(ctx: typer.Context, kind: str, model: str | None, context: 
     if window < 0:
         raise InputError("--judge-window", f"must be >= 0, not {window:,}")
     if not (math.isfinite(timeout) and timeout > 0):
-        raise InputError("--judge-timeout", f"must be a positive number of seconds, not {timeout:g}")
+        raise InputError("--judge-timeout", f"must be a finite positive number of seconds, not {timeout:g}")
     if not (math.isfinite(retry_after) and retry_after >= 0):
-        raise InputError("--judge-retry-after", f"must be a number of seconds >= 0, not {retry_after:g}")
+        raise InputError("--judge-retry-after", f"must be a finite number of seconds >= 0, not {retry_after:g}")
     judged = kind != "rules" or model
     return _labeller(kind, model, context, cfg, window, timeout, retry_after) if judged else Labeller(cfg)
 

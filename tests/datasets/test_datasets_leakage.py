@@ -166,6 +166,17 @@ def test_cli_a_task_that_admits_nothing_is_warned(tmp_path, capsys):
     assert "devtask0" not in err and "wrote 0 records" not in out  # devtask0's records were written
 
 
+def test_cli_a_task_that_admits_nothing_in_an_empty_export_is_warned_once(tmp_path, capsys):
+    """`--task X` that wrote nothing at all printed 'no record was written: none of ... passed --task X' and then
+    '--task X: no record of this task was written': the same thing twice. The first warning names the task."""
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, _mixed(["dev"]))
+    base = ["dataset", "export", "-t", str(path), "--source", "all", "--out", str(tmp_path / "o")]
+    assert main([*base, "--task", "no-such-task"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: no record was written: ") and "--task no-such-task" in err[0]
+
+
 def test_cli_an_export_that_writes_nothing_says_why(tmp_path, capsys):
     """'wrote 0 records ..., 0 held-out excluded, 0 skipped' and nothing else: the filters that admitted nothing, an
     empty source and skipped candidates were not told apart. An export that writes a record says no such thing."""

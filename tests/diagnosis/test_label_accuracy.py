@@ -216,7 +216,7 @@ def test_the_judge_timeout_is_a_positive_finite_number_of_seconds(seconds, capsy
     with pytest.raises(SystemExit) as e:
         runpy.run_path(str(script), run_name="__main__")
     assert e.value.code == 2
-    assert capsys.readouterr().err.startswith("error: --judge-timeout must be a positive number of seconds")
+    assert capsys.readouterr().err.startswith("error: --judge-timeout must be a finite positive number of seconds")
 
 
 def test_the_humans_agent_is_the_agent_answerable_for_the_humans_step():

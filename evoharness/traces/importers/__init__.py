@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 from evoharness.run_dirs import demo_run
 from evoharness.traces.importers import (
     ag2,
@@ -121,15 +121,8 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
             yield p
         elif p.exists():  # a FIFO would hang the reader, /dev/zero never ends
             raise InputError(str(p), "not a regular file (a FIFO, socket or device is refused)")
-        elif p.is_symlink():  # a loop or a link to a missing file: "no such file" when `ls` shows the name
-            try:
-                os.stat(p)
-                reason = "no such file or directory"
-            except OSError as e:
-                reason = (e.strerror or str(e)).lower()
-            raise InputError(str(p), f"a symbolic link that cannot be followed: {reason}")
-        else:
-            raise InputError(str(p), "no such file or directory")
+        else:  # a loop or a link to a missing file is named as a link: "no such file" when `ls` shows the name
+            raise InputError(str(p), missing_reason(p))
 
 
 def _walk(d: Path, on_unreadable: OnInvalid | None = None) -> Iterator[Path]:
