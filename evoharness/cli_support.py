@@ -133,8 +133,8 @@ def output_dir(raw: str) -> Path:
             loop = False
         except OSError as e:
             loop = e.errno == errno.ELOOP
-        what = "is a symlink loop" if loop else "exists and is not a directory"
-        raise typer.BadParameter(f"{raw} {what}; --out is the directory the files are written into")
+        what = f": {SYMLINK_LOOP}" if loop else " exists and is not a directory"
+        raise typer.BadParameter(f"{raw}{what}; --out is the directory the files are written into")
     if path.suffix.lower() in _FILE_SUFFIXES and not path.is_dir():  # `report --out x/report.md` made a dir report.md
         raise typer.BadParameter(f"{raw} names a file; --out is the directory the files are written into "
                                  f"(e.g. --out {path.parent / path.stem})")

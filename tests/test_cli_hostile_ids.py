@@ -122,8 +122,9 @@ def test_a_path_that_is_a_symlink_loop_is_one_error_line(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "loop").symlink_to("loop")
     assert main(["demo", "--out", "loop", "--rounds", "1"]) == 2
-    err = capsys.readouterr().err
-    assert err == f"error: {tmp_path / 'loop'}: a symlink loop (too many levels of symbolic links)\n"
+    err = capsys.readouterr().err  # a usage error of --out since 0b3d166, in the wording every command uses
+    assert err.splitlines() == [err.strip()] and err.startswith("error: ")
+    assert "--out: loop: a symlink loop (too many levels of symbolic links)" in err, err
 
 
 def test_an_argument_holding_half_a_surrogate_pair_is_one_error_line(tmp_path, monkeypatch, capsys):
