@@ -211,7 +211,8 @@ def test_the_judge_timeout_is_a_positive_finite_number_for_the_judge_only(tmp_pa
     for value in ("0", "-1", "inf", "nan"):
         assert main(["diagnose", sample, *judge, "--judge-timeout", value]) == 2, value
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == [f"error: --judge-timeout: must be a finite positive number of seconds, not {float(value):g}"], err
+        assert err == [f"error: --judge-timeout: must be a finite positive number of seconds, not {float(value):g}"], \
+            err
 
 
 def test_the_judge_says_how_far_it_got_off_a_terminal_at_most_every_few_seconds(shared_data, tmp_path, capsys,
@@ -344,7 +345,8 @@ def test_the_retry_pause_is_an_option_zero_never_pausing(tmp_path, capsys):
     for value in ("-1", "inf", "nan"):
         assert main(["label", sample, "--out", str(tmp_path / "l.jsonl"), *llm, "--judge-retry-after", value]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == [f"error: --judge-retry-after: must be a finite number of seconds >= 0, not {float(value):g}"], err
+        assert err == [f"error: --judge-retry-after: must be a finite number of seconds >= 0, not {float(value):g}"], \
+            err
 
 
 def test_a_paused_judge_tries_again_after_a_while_and_resumes_when_answered(monkeypatch):
