@@ -213,9 +213,10 @@ _KINDS = (  # each kind's words: a word as written, or a stem ending in "*" that
     ("cancel", "cancel* void voids voided voiding annul* refund* remov* delet*"),
     ("return", "return* refund*"),
     ("exchange", "exchang* swap* switch* replac*"),
+    # (a swap or a replacement too: retail's modify_pending_order_items swaps an item for another option)
     ("change", "chang* modif* updat* edit edits edited editing amend* adjust* alter alters altered altering alteration "
-               "alterations switch* move moves moved moving upgrad* downgrad* reschedul* add adds added adding remov* "
-               "delet*"),
+               "alterations switch* swap* replac* move moves moved moving upgrad* downgrad* reschedul* add adds added "
+               "adding remov* delet*"),
     # a visit or an appointment is scheduled as a flight is booked; data refuelled is bought (telecom's refuel_data)
     ("book", "book books booked reserve reserves reserved reserving purchas* buy buys buying bought schedul* "
              "refuel*"),

@@ -114,12 +114,18 @@ def test_a_question_that_is_no_request_for_the_action_asked_is_no_yes(asked, ans
     ("Shall I remove order #W123?", "Please cancel it.", "cancel"),  # removing an order or an item cancels it
     ("Shall I delete order #W123?", "Please cancel it.", "cancel"),
     ("Shall I cancel order #W123?", "Please delete it.", "cancel"),
-    ("Shall I send the $40 certificate to bob_1?", "Please transfer it.", "certificate")])
+    ("Shall I send the $40 certificate to bob_1?", "Please transfer it.", "certificate"),
+    # retail's modify_pending_order_items swaps an item for another option of the same product: a swap or a
+    # replacement is a change of the order's items (until the twentieth session, "Yes, swap them." to "Would you like
+    # me to modify the items?" was a request for an exchange: no yes)
+    ("Would you like me to modify the items?", "Yes, swap them.", "items"),
+    ("Shall I change the lamp-7 to the blue one?", "Yes, replace it.", "items")])
 def test_a_request_in_another_word_of_the_same_family_is_a_yes(asked, answer, write, monkeypatch):
     """"Please cancel it." to "Shall I remove the item?" asks for what was asked: removing an order or an item cancels
     it; "transfer" is a verb of doing in general, as "process" (an agent transfers the user to a person as often as
     it transfers funds). Before, "remove" was only a change, and "delete" and "transfer" asked for nothing."""
     monkeypatch.setitem(WRITES, "certificate", ("send_certificate", {"user_id": "bob_1", "amount": 40}))
+    monkeypatch.setitem(WRITES, "items", ("modify_pending_order_items", {"order_id": "#W123", "item_ids": ["lamp-7"]}))
     assert _violations(asked, answer, write) == []
 
 
