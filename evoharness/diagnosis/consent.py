@@ -401,10 +401,14 @@ _COMMA_HOLD = re.compile(r",\W*+(?P<marker>(?:(?:actually|no|sorry|hmm+|um+|oh|w
 # to you if I need anything" nor "I'll let you know if ..." (a farewell after the action), nor one that goes on to
 # what will be told or another matter ("let you know my new address", "get back to you on the hotel"): both stop
 # their clause, or go on only to when ("later", "once ...") or to "on / about it"
+# (a time, unless it goes on to another matter: "get back to you later about the hotel" puts off the hotel; "on /
+# about whether" is the decision itself)
+_LATER = (r"(?:later|soon|tomorrow)\b(?!\s+(?:about|on|regarding|with|for)\s+(?!(?:it|this|that|whether|if)\b))"
+          r"|(?:on|about)\s+(?:whether|if)\b")
 _PUT_OFF = re.compile(
-    r"\b(?:get|come)\s+back\s+to\s+you\b(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|later\b|soon\b|tomorrow\b|once\b|when\b|"
+    r"\b(?:get|come)\s+back\s+to\s+you\b(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|" + _LATER + r"|once\b|when\b|"
     r"after\b|(?:on|about)\s+(?:it|this|that)\b))"
-    r"|\blet\s+you\s+know\b(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|later\b|soon\b|tomorrow\b|once\b|when\b|after\b|"
+    r"|\blet\s+you\s+know\b(?=\s*+(?:[.!,;\n\u2013\u2014-]|$|" + _LATER + r"|once\b|when\b|after\b|"
     r"what\s+(?:i|we)\b|how\s+(?:i|we)\b))"
     r"|\b(?:think\s+(?:about\s+(?:it|this|that)|it\s+over)|sleep\s+on\s+it|consider\s+(?:my|our)\s+options)\b"
     # (the person alone, "first" or "about it" after: "talk to my wife about the refund" asks about a detail)

@@ -322,7 +322,10 @@ def test_a_hold_after_a_comma_or_a_yes_taken_back_is_no_yes(answer):
     "Alright, let me sleep on it.",
     "Sure, I'll let you know.",
     "Sounds good. I'll talk to my husband about it first.",
-    "Sure -- what's the refund, though?"])
+    "Sure -- what's the refund, though?",
+    # put off on the decision itself: "on whether to cancel" (read as a yes until the twentieth session)
+    "Ok. I'll get back to you on whether to cancel.",
+    "Sure, I'll let you know later about whether to go ahead."])
 def test_a_deferral_in_other_words_than_first_is_no_yes(answer):
     """"Sure, I need to check with my wife." puts the decision off with no "first" or "before", and "what's the
     refund, though?" asks before the action (before, only those two words opened a deferral)."""
@@ -365,7 +368,10 @@ def test_a_yes_said_again_in_the_holds_own_sentence_stays_a_yes(answer):
     "Yes, go ahead, I can't wait for the refund.",
     "If that's the only option, then yes, please go ahead and cancel it.",
     "Yes, go ahead, though I'm not thrilled.",
-    "Yes, go ahead. Though, could you email me the receipt?"])
+    "Yes, go ahead. Though, could you email me the receipt?",
+    # a time, then another matter (read as no yes until the twentieth session: the time word alone was the deferral)
+    "Yes please go ahead. I will get back to you later about the hotel.",
+    "Yes, proceed. Thank you, I'll get back to you soon with the other booking."])
 def test_a_yes_beside_a_farewell_a_detail_or_its_own_condition_stays_a_yes(answer):
     """A farewell after the action ("I'll get back to you if I need anything else"), a detail put off ("my new address
     later"), a negated deferral and a yes whose condition stands alone are no deferral."""
