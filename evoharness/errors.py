@@ -86,6 +86,7 @@ def yaml_problem(error: Exception) -> str:
 
 
 SYMLINK_LOOP = "a symlink loop (too many levels of symbolic links)"
+NOT_A_REGULAR_FILE = "not a regular file (a FIFO, socket or device is refused)"
 
 
 def missing_reason(path: str | os.PathLike[str], missing: str = "no such file or directory") -> str:
@@ -101,3 +102,14 @@ def missing_reason(path: str | os.PathLike[str], missing: str = "no such file or
             return SYMLINK_LOOP
         return f"a symbolic link that cannot be followed: {(e.strerror or str(e)).lower()}"
     return missing
+
+
+def not_a_file_reason(path: str | os.PathLike[str], what: str, missing: str = "no such file") -> str:
+    """Why ``path``, which is no regular file, cannot be read as ``what`` (a labels file, a trajectory file): a
+    directory, something that is there but is no regular file (``NOT_A_REGULAR_FILE``: a FIFO would hang the reader,
+    /dev/zero never ends), or a name that leads to nothing (``missing_reason``, ``missing`` for a plain one)."""
+    if os.path.isdir(path):
+        return f"is a directory, not a {what}"
+    if os.path.exists(path):
+        return NOT_A_REGULAR_FILE
+    return missing_reason(path, missing)

@@ -28,7 +28,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from evoharness.errors import InputError
+from evoharness.errors import NOT_A_REGULAR_FILE, InputError
 
 MAX_DEPTH = 100
 MAX_READ_BYTES = 512 * 1024 * 1024
@@ -89,7 +89,7 @@ def read_limited(path: Path | str, max_bytes: int = MAX_READ_BYTES, *, what: str
         if stat.S_ISDIR(st.st_mode):
             raise InputError(p, f"is a directory, not a {what}")
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(p, f"not a regular file (a FIFO, socket or device is refused); expected a {what}")
+            raise InputError(p, f"{NOT_A_REGULAR_FILE}; expected a {what}")
         if st.st_size > max_bytes:
             raise InputError(p, f"{what} is {st.st_size} bytes, over the {max_bytes}-byte limit")
         data = read_capped(fd, max_bytes)

@@ -10,7 +10,7 @@ import typer
 from pydantic import ValidationError
 
 from evoharness.cli_support import fail, output_dir, settings_of
-from evoharness.errors import InputError, missing_reason
+from evoharness.errors import NOT_A_REGULAR_FILE, InputError, not_a_file_reason
 
 dataset_app = typer.Typer(help="The training-dataset queue and exports for weight training.",
                           no_args_is_help=True)
@@ -230,10 +230,9 @@ def export(
     if labels is not None and (source_ == SourceKind.queue or not labels.is_file()):
         fail(f"--labels {labels}: " + (
             "labels go with --trajectories (--source healthy / all)" if source_ == SourceKind.queue
-            else "is a directory, not a labels file" if labels.is_dir()
-            else "not a regular file (a FIFO, socket or device is refused: the labels are read in step with the "
-                 "trajectories, so write them to a file with `evoharness label FILE --out LABELS`)" if labels.exists()
-            else missing_reason(labels, "no such file")))
+            else f"{NOT_A_REGULAR_FILE}; the labels are read in step with the trajectories, so write them to a "
+                 "file with `evoharness label FILE --out LABELS`" if labels.exists() and not labels.is_dir()
+            else not_a_file_reason(labels, "labels file")))
     if split_seed is not None and val_fraction is None:
         fail(f"--split-seed {split_seed}: it chooses the tasks of --val-fraction, which was not given")
     if val_fraction is not None and not 0 < val_fraction < 1:
@@ -368,8 +367,7 @@ def validate(
     if path.is_dir():
         path = path / entry.data_file
     if not path.is_file():  # a FIFO or device exists, but is no file (reading it could hang or never end)
-        fail(f"{path}: " + ("not a regular file (a FIFO, socket or device is refused)" if path.exists()
-                            else missing_reason(path, "no such file")))
+        fail(f"{path}: {not_a_file_reason(path, 'dataset file')}")
     other = None if named or fmt == "hf" else _ours_but_no_export(path)
     if other:  # a user checking the file they export from (or its labels) got a problem list per record
         fail(f"{path}: {other}, not an export: validate what `dataset export --out DIR` wrote (DIR, or "

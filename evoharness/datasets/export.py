@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from evoharness.cli_support import shell_words
 from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, FailureClass, LabelHead
-from evoharness.errors import HeldOutRequested, InputError, missing_reason
+from evoharness.errors import HeldOutRequested, InputError, not_a_file_reason
 from evoharness.logging import get_logger
 from evoharness.traces.models import Split, Trajectory
 from evoharness.traces.store import LABELS_NAME, KeptLine, keeping_lines, line_digest, naming_output
@@ -88,10 +88,7 @@ log = get_logger(__name__)
 
 def _not_a_file(path: Path, what: str) -> str:
     """Why ``path`` (not a regular file) cannot be read as ``what``."""
-    if path.is_dir():
-        return f"is a directory, not a {what}"
-    return ("not a regular file (a FIFO, socket or device is refused)" if path.exists()
-            else missing_reason(path, f"{what} not found"))
+    return not_a_file_reason(path, what, f"{what} not found")
 
 
 def _other_format(path: Path) -> str | None:

@@ -17,7 +17,7 @@ from typing import Annotated, TextIO
 import typer
 
 from evoharness.cli_support import Ticker, no_stdin, output_file, settings_of
-from evoharness.errors import InputError
+from evoharness.errors import InputError, not_a_file_reason
 from evoharness.traces.importers import FORMAT_NAMES, ImportWarnings, RepeatedIds, load_paths, output_apart
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import replacing
@@ -357,9 +357,7 @@ def calibrate(
     for p in (labels, human):
         no_stdin(p, "calibrate")
         if not p.is_file():  # a directory, a FIFO or a device was "no such file" too
-            raise InputError(str(p), "is a directory, not a labels file" if p.is_dir() else
-                             "not a regular file (a FIFO, socket or device is refused)" if p.exists()
-                             else "no such file")
+            raise InputError(str(p), not_a_file_reason(p, "labels file"))
     result = agreement(read(labels, human=False), read(human, human=True))
     typer.echo(result.model_dump_json(indent=2) if as_json else result.text())
 

@@ -132,3 +132,13 @@ def test_a_min_score_that_is_no_finite_number_says_so(value, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: --min-score: ") and "a finite number from 0 to 1" in err, err
     assert len(err.splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_validate_of_an_export_whose_data_file_is_a_directory_says_so(tmp_path, capsys):
+    """`dataset validate DIR` where DIR/data.jsonl is a directory said 'not a regular file (a FIFO, socket or device
+    is refused)', which it is not."""
+    export = tmp_path / "ex"
+    (export / "data.jsonl").mkdir(parents=True)
+    assert main(["dataset", "validate", str(export)]) == 2
+    reason = "is a directory, not a dataset file"
+    assert capsys.readouterr().err.splitlines() == [f"error: {export / 'data.jsonl'}: {reason}"]

@@ -79,3 +79,17 @@ def test_calibrate_reports_unreadable_json_and_odd_fields_in_one_line(tmp_path, 
     assert main(["calibrate", str(odd), "--human", str(human), "--json"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"error: {odd}:line 1: not a label (written by `evoharness label`): first_signal: must be a JSON object"]
+
+
+def test_calibrate_names_a_symlink_loop_and_a_dangling_link_as_every_command_does(tmp_path, capsys):
+    """calibrate said 'no such file' for a loop and a dangling link, names `ls` shows (051dde6 made every other
+    command say what the link is)."""
+    labels = tmp_path / "l.jsonl"
+    labels.write_text(json.dumps({"trajectory_id": "a", "failure_class": "F2", "first_signal": {"step": 1},
+                                  "schema_version": 1}) + "\n")
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "dangling").symlink_to("nowhere.jsonl")
+    for path, reason in ((tmp_path / "loop", "a symlink loop (too many levels of symbolic links)"),
+                         (tmp_path / "dangling", "a symbolic link that cannot be followed: no such file or directory")):
+        assert main(["calibrate", str(labels), "--human", str(path)]) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]

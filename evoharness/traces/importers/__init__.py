@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evoharness.errors import InputError, missing_reason
+from evoharness.errors import NOT_A_REGULAR_FILE, InputError, missing_reason
 from evoharness.run_dirs import demo_run
 from evoharness.traces.importers import (
     ag2,
@@ -120,7 +120,7 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
         elif p.is_file():
             yield p
         elif p.exists():  # a FIFO would hang the reader, /dev/zero never ends
-            raise InputError(str(p), "not a regular file (a FIFO, socket or device is refused)")
+            raise InputError(str(p), NOT_A_REGULAR_FILE)
         else:  # a loop or a link to a missing file is named as a link: "no such file" when `ls` shows the name
             raise InputError(str(p), missing_reason(p))
 
