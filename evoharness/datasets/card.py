@@ -40,7 +40,7 @@ def _duplicates(s: ExportSummary) -> str:
 def _split_line(s: ExportSummary) -> str:
     v = s.validation
     return (f"- **Validation split:** by task, no task in both: {len(v.tasks)} of the {v.tasks_considered} tasks with "
-            f"a trajectory to export (fraction {v.fraction}, seed {v.seed}) are validation tasks; "
+            f"a record to write (fraction {v.fraction}, seed {v.seed}) are validation tasks; "
             f"{v.records.get('validation', 0)} records of {v.tasks_written.get('validation', 0)} tasks in "
             f"`{v.files['validation']}`, {v.records.get('train', 0)} records of {v.tasks_written.get('train', 0)} "
             f"tasks in `{v.files['train']}`. Held-out tasks are in neither."

@@ -564,9 +564,9 @@ def export_dataset(
     ``keep_duplicates``: write a record identical to an earlier one (messages and tools, the system message
     included) instead of skipping it as ``duplicate_record``; either way ``duplicate_records`` counts them.
     ``val_fraction``: write a train and a validation split by task (``validation_tasks``, with ``split_seed``, of the
-    tasks with a trajectory the export takes: the first of its id, of a task not held out, kept by ``source`` and
-    admitted by the filters, before ``max_per_task``, duplicates and records that cannot be made are dropped), in the
-    same single pass: the records wait in a file of the staging directory until every task is known (``_Spill``).
+    tasks with a record to write: the first of its id, of a task not held out, kept by ``source``, admitted by the
+    filters and not skipped: over ``max_tokens``, a duplicate, a record that cannot be made), in the same single
+    pass: the records wait in a file of the staging directory until every task is known (``_Spill``).
     ``names``: how the caller spells the parts of its request, for the errors that name one (the CLI's options, the
     service's JSON fields). ``tokens``: what counts a record's tokens (``datasets.tokens``; default ``ApproxTokens``):
     each split's lengths go to ``summary.token_lengths``, and ``filters.max_tokens`` skips a longer record whole
@@ -643,7 +643,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     # one writer, or with a validation split one per split (a record goes to its task's split)
     parts: tuple[str | None, ...] = ("train", "validation") if split is not None else (None,)
     validation: set[str] = set()  # the validation tasks, chosen when the pass is done
-    exportable: set[str] = set()  # with a split: the tasks it chooses from (see ``export_dataset``)
+    exportable: set[str] = set()  # with a split: the tasks it chooses from, those with a record to write
     same = SameConversation()  # and which of them go to one side together
     spill = _Spill(stage / "records.pickle") if split is not None else None
     writers = {}
@@ -729,8 +729,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
             relabelled[c.relabelled] += 1
 
     def take(record: dict, meta: dict, arguments: Mapping, line: bytes | None = None) -> None:
-        # a record made: placed now, or once the split is chosen
+        # a record made: placed now, or once the split is chosen (among the tasks with a record made)
         if spill is not None:
+            exportable.add(meta["task_id"])
             spill.add((record, meta, arguments, line))
         elif line is not None:
             emit(record, meta, arguments, line)
@@ -779,7 +780,6 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                     continue
                 admitted += 1
                 if spill is not None:
-                    exportable.add(t.task_id)
                     same.add(t)
                 if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
                     skipped["over_max_per_task"] += 1

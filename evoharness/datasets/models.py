@@ -133,7 +133,8 @@ class ValidationSplit(BaseModel):
     fraction: float = Field(description="the fraction of the sources' tasks asked for validation")
     seed: int = Field(description="the split seed: which tasks, for the same task set")
     tasks: list[str] = Field(description="the validation tasks (sorted)")
-    tasks_considered: int = Field(description="the sources' tasks the split chose from (held-out tasks never)")
+    tasks_considered: int = Field(description="the tasks the split chose from: those with a record to write (held-out "
+                                              "tasks never)")
     files: dict[str, str] = Field(description="split -> its data file")
     records: dict[str, int] = Field(default_factory=dict, description="split -> records written")
     tasks_written: dict[str, int] = Field(default_factory=dict, description="split -> tasks with a record written")

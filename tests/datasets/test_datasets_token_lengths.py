@@ -195,3 +195,22 @@ def test_a_rendered_system_prompt_counts_in_the_length(tmp_path):
     fits = {m["task_id"] for m, n in zip(read_jsonl(tmp_path / "all" / "metadata.jsonl"), sizes, strict=True)
             if n <= limit}
     assert set(s.tasks) == fits and s.token_lengths.splits["train"]["max"] <= limit
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_max_tokens_never_leaves_the_validation_split_empty(tmp_path, seed):
+    # 4 tasks whose runs fit and 4 whose every run is over --max-tokens: the split's tasks were chosen before the
+    # lengths were known, so validation tasks with only long runs left validation short, or empty (seeds 1 and 4: a
+    # warning only); now they are chosen among the tasks with a record to write
+    runs = [make_traj(f"s{i}-{k}", f"short-{i}", calls=1) for i in range(4) for k in range(2)]
+    runs += [make_traj(f"l{i}-{k}", f"long-{i}", calls=30) for i in range(4) for k in range(2)]
+    export_dataset(tmp_path / "all", source=SourceKind.all, trajectories=runs)
+    sizes = {m["task_id"]: math.ceil(len(x) / 3) for m, x in zip(read_jsonl(tmp_path / "all" / "metadata.jsonl"),
+                                                                  _lines(tmp_path / "all" / "data.jsonl"), strict=True)}
+    limit = max(n for task, n in sizes.items() if task.startswith("short"))
+    assert all(n > limit for task, n in sizes.items() if task.startswith("long"))
+    s = export_dataset(tmp_path / "cut", source=SourceKind.all, trajectories=runs, val_fraction=0.25,
+                       split_seed=seed, filters=ExportFilters(max_tokens=limit))
+    assert s.validation.records == {"train": 6, "validation": 2}  # round(0.25 x 4 tasks) = 1 task of 2 runs
+    assert s.validation.tasks_considered == 4 and s.validation.tasks[0].startswith("short")
+    assert s.skipped == {"over_max_tokens": 8}

@@ -38,8 +38,8 @@ def test_the_split_is_by_task_and_covers_every_record_once(tmp_path):
     assert sorted(ids) == sorted(t.id for t in _trajs())
     card = (tmp_path / "README.md").read_text()
     assert "  - split: train\n    path: train.jsonl\n  - split: validation\n    path: validation.jsonl" in card
-    assert ("- **Validation split:** by task, no task in both: 2 of the 10 tasks with a trajectory to "
-            "export (fraction 0.2, seed 0) are validation tasks; 6 records of 2 tasks in `validation.jsonl`, 24 "
+    assert ("- **Validation split:** by task, no task in both: 2 of the 10 tasks with a record to write "
+            "(fraction 0.2, seed 0) are validation tasks; 6 records of 2 tasks in `validation.jsonl`, 24 "
             "records of 8 tasks in `train.jsonl`.") in card
     assert read_manifest(tmp_path).validation.tasks == sorted(val)
 
