@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,6 +123,48 @@ def full_shared_data() -> Path:
         pytest.skip(f"needs the full public trace sets at {FULL_SHARED_DATA} (../shared/data or "
                     "$EVOHARNESS_SHARED_DATA); tests/fixtures/data has only samples")
     return FULL_SHARED_DATA
+
+
+# ---- garbage finalised wherever the collector runs --------------------------------------------------------
+
+@pytest.fixture
+def litter(capsys):
+    """A piece of cyclic garbage pending at every collection (each one's finaliser leaves the next) and the collector
+    running at every allocation, for the block under ``with litter() as seen:``: afterwards ``seen`` says how many
+    were finalised and which unraisable exceptions they raised (a finaliser run as deep as the stack goes fails
+    with RecursionError), with anything printed on stderr as 'Exception ignored' counted too."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def armed():
+        seen = {"finalised": 0, "unraisable": []}
+        going = [True]
+
+        class Litter:
+            def __init__(self):
+                self.me = self
+
+            def __del__(self):
+                seen["finalised"] += 1
+                if going[0]:
+                    Litter()
+
+        hook, thresholds = sys.unraisablehook, gc.get_threshold()
+        sys.unraisablehook = lambda u: seen["unraisable"].append(u.exc_type)
+        gc.collect()
+        gc.set_threshold(1, 10**9, 10**9)  # the youngest generation only: a full collection each time would crawl
+        try:
+            Litter()
+            yield seen
+        finally:
+            going[0] = False
+            gc.set_threshold(*thresholds)
+            sys.unraisablehook = hook
+            gc.collect()
+            if "Exception ignored" in capsys.readouterr().err:
+                seen["unraisable"].append("Exception ignored (on stderr)")
+
+    return armed
 
 
 # ---- a fake OpenAI-compatible upstream for the gateway tests ----------------------------------------

@@ -40,7 +40,9 @@ class _UniqueKeysRequest(Request):
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = json.loads(await self.body(), object_pairs_hook=jsontext.unique_keys)
+            body = await self.body()
+            with jsontext.collection_held:  # a body nested as deep as the parser goes (``jsontext.collection_held``)
+                self._json = json.loads(body, object_pairs_hook=jsontext.unique_keys)
         return self._json
 
 

@@ -12,8 +12,10 @@ as it is (one regex search).
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+import threading
 from typing import Any, AnyStr
 
 _HI, _LO = r"[dD][89abAB][0-9a-fA-F]{2}", r"[dD][c-fC-F][0-9a-fA-F]{2}"
@@ -54,8 +56,41 @@ def has_surrogate_escape(text: str, start: int, end: int) -> bool:
 
 def loads(text: str | bytes, *, unique: bool = False) -> Any:
     """``json.loads(text)``, lone surrogate escapes read as U+FFFD (see the module's docstring); ``unique``: an object
-    that holds a key twice is ``DuplicateKey`` (``unique_keys``)."""
-    return json.loads(lone_surrogates_replaced(text), object_pairs_hook=unique_keys if unique else None)
+    that holds a key twice is ``DuplicateKey`` (``unique_keys``).
+    Parsed with the collector held (``collection_held``)."""
+    with collection_held:
+        return json.loads(lone_surrogates_replaced(text), object_pairs_hook=unique_keys if unique else None)
+
+
+class _CollectionHeld:
+    """``with collection_held:`` the cyclic garbage collector does not run, in any thread, until the last holder
+    leaves (then it runs again if it ran before the first came). For ``json.loads`` of text from outside: its C parser
+    recurses once a level, so text nested 100,000 deep takes the stack to the recursion limit before RecursionError
+    ends it, and every level allocates -- a collection there finalised whatever garbage the process held (another
+    request's socket, a temporary file) ~1,000 frames deep, where each ``__del__`` failed with RecursionError and its
+    cleanup was lost (a CI run of the service's tests: 'Exception ignored' twice, then a failure). The parse makes no
+    cycles, so holding the collector for it costs nothing but the wait."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._was_on = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if not self._holders:
+                self._was_on = gc.isenabled()
+                gc.disable()
+            self._holders += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self._holders -= 1
+            if not self._holders and self._was_on:
+                gc.enable()
+
+
+collection_held = _CollectionHeld()
 
 
 class DuplicateKey(ValueError):
