@@ -32,11 +32,35 @@ from evoharness.untrusted import control_character, some_keys
 
 RunId = Annotated[str, Path(pattern=RUN_ID)]
 
+async def _limited_body(request: Request) -> bytes:
+    """The request's body, read in chunks: 413 once over ``service.max_body_mb``, by its content-length or by what
+    arrived (never more than the limit in memory, with or without a content-length)."""
+    cfg = request.app.state.settings.service
+    limit = int(cfg.max_body_mb * 1024 * 1024)
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class _UniqueKeysRequest(Request):
-    """A request whose JSON body (read by FastAPI for a body model) refuses an object that holds a key twice
-    (``jsontext.unique_keys``): FastAPI's ``json.loads`` kept the last, so `{"reason": "a", "reason": "b"}` was taken
-    as "b" whatever a proxy or an audit log in front of the service had read. The ``DuplicateKey`` becomes FastAPI's
-    400 'error parsing the body', which the app answers as a 422 naming the key (``bad_request.not_json``)."""
+    """A request whose body (read by FastAPI for a body model) is bounded as POST /trajectories' is (413 over
+    ``service.max_body_mb``: these routes read whatever came, a 2 MiB body under a 1 MiB limit was read whole, then
+    422) and whose JSON refuses an object that holds a key twice (``jsontext.unique_keys``): FastAPI's ``json.loads``
+    kept the last, so `{"reason": "a", "reason": "b"}` was taken as "b" whatever a proxy or an audit log in front of
+    the service had read. The ``DuplicateKey`` becomes FastAPI's 400 'error parsing the body', which the app answers
+    as a 422 naming the key (``bad_request.not_json``); the 413 is an HTTPException, which FastAPI passes on."""
+
+    async def body(self) -> bytes:
+        if not hasattr(self, "_body"):
+            self._body = await _limited_body(self)
+        return self._body
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
@@ -301,16 +325,7 @@ async def ingest(request: Request, format: Annotated[str, Query(
     t0 = time.perf_counter()
     cfg = s.settings.service
     limit = int(cfg.max_body_mb * 1024 * 1024)
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
-    chunks, size = [], 0
-    async for chunk in request.stream():  # never more than the limit in memory, even without a content-length
-        size += len(chunk)
-        if size > limit:
-            raise HTTPException(413, f"body over service.max_body_mb ({cfg.max_body_mb:g} MiB)")
-        chunks.append(chunk)
-    body = b"".join(chunks)
+    body = await _limited_body(request)  # never more than the limit in memory, even without a content-length
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         body = await run_in_threadpool(_inflated, body, encoding, limit, cfg.max_body_mb)  # not on the event loop

@@ -99,3 +99,27 @@ def test_a_body_with_a_key_twice_in_one_object_is_422_naming_it(client, name):
     first = body.index(f'"{key}": ')
     once = body[:first] + body[body.index(f'"{key}": ', first + 1):]  # the first copy (and its comma) removed
     assert "twice in one object" not in client.post(path, content=once.encode(), headers=headers).text
+
+
+@pytest.mark.parametrize("path", ["/runs", "/runs/run-x/approve", "/datasets/export"])
+def test_a_body_model_over_the_limit_is_413_with_or_without_a_content_length(client, path):
+    """Only POST /trajectories had a size limit: the routes whose body is a model (a new run, a review decision, an
+    export) read whatever came, all of it in memory before a field was checked, so a 2 MiB body under a 1 MiB
+    service.max_body_mb was read whole and answered 422, and a client with the token could make the service hold
+    gigabytes. Now they are 413 as /trajectories is, nothing started, and the service goes on."""
+    big = b'{"reason": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+    headers = {**AUTH, "Content-Type": "application/json"}
+    r = client.post(path, content=big, headers=headers)
+    assert r.status_code == 413, (r.status_code, r.text[:300])
+    assert "max_body_mb" in r.json()["error"]
+
+    def chunks():  # chunked: no content-length header
+        yield b'{"reason": "'
+        for _ in range(40):
+            yield b"x" * (64 * 1024)
+        yield b'"}'
+
+    r = client.post(path, content=chunks(), headers=headers)
+    assert r.status_code == 413, (r.status_code, r.text[:300])
+    assert client.get("/runs").json()["runs"] == []
+    assert client.get("/health").status_code == 200
