@@ -15,7 +15,7 @@ from evoharness.diagnosis.models import Label, Lever
 from evoharness.errors import EvoharnessError
 from evoharness.graph.config import RunConfig
 from evoharness.graph.progress import Progress
-from evoharness.graph.source import GraphSource, RunLedger
+from evoharness.graph.source import GraphSource, RunLabels, RunLedger
 from evoharness.graph.state import AnchorEntry
 from evoharness.sandbox.api import RolloutRequest
 from evoharness.traces.models import Trajectory
@@ -24,11 +24,12 @@ from evoharness.traces.store import TrajectoryStore
 
 class Book:
     """``labels``: the run's labels by trajectory id, shared with its `GraphSource`, which labels each rollout it
-    observes: a trajectory is labelled once in a run, not again for its composition."""
+    observes: a trajectory is labelled once in a run, not again for its composition, nor after a resume
+    (``RunLabels``)."""
 
     def __init__(self, run: RunConfig, env, store: TrajectoryStore, labeller: Labeller, progress: Progress, *,
                  source: GraphSource | None = None, verifier=None, queue=None,
-                 labels: dict[str, Label] | None = None) -> None:
+                 labels: RunLabels | None = None) -> None:
         self.run = run
         self.env = env
         self.store = store
@@ -39,7 +40,7 @@ class Book:
         self.queue = queue
         self._cache: dict[str, Trajectory] = {}
         self._read_to = 0  # how far into the store file ``_cache`` has read (the store is append-only)
-        self._labels: dict[str, Label] = labels if labels is not None else {}
+        self._labels = labels if labels is not None else RunLabels(labeller, store.labels_path)
 
     # -- tasks and trajectories -------------------------------------------------------------
     def tasks(self, split: str) -> list[str]:
@@ -79,13 +80,7 @@ class Book:
 
     def labels(self, trajs: list[Trajectory]) -> list[Label]:
         """Labels, memoised by trajectory id (ids are content-determined: commit, split, task, seed)."""
-        out = []
-        for t in trajs:
-            lab = self._labels.get(t.id)
-            if lab is None:
-                lab = self._labels[t.id] = self.labeller.label(t)
-            out.append(lab)
-        return out
+        return [self._labels.of(t) for t in trajs]
 
     def composition_of(self, ids: list[str]) -> dict[str, Any]:
         return Composition.from_labels(self.labels(self.load(ids))).to_dict()

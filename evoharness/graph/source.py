@@ -8,15 +8,17 @@ task and seed -- the trajectory's id and the ledger's paid key. The ledger is an
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from evoharness.diagnosis.labeller import Labeller
-from evoharness.diagnosis.models import Label, LabelLine
+from evoharness.diagnosis.models import LABEL_SCHEMA_VERSION, Label, LabelHead, LabelLine
+from evoharness.errors import InputError
 from evoharness.graph.progress import Progress
 from evoharness.sandbox.api import RolloutRequest, rollout_id
 from evoharness.traces.models import Split, Trajectory
-from evoharness.traces.store import TrajectoryStore
+from evoharness.traces.store import TrajectoryStore, jsonl_lines
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.observations import Observation, observe
 
@@ -53,6 +55,66 @@ def ledger_of(state: dict, total: float, units_per_rollout: float = 1.0) -> RunL
     return RunLedger(total=total, units_per_rollout=units_per_rollout)
 
 
+class RunLabels:
+    """The run's labels by trajectory id, made once per trajectory (``of``): the `GraphSource` labels each rollout it
+    observes, the `Book` reads the same labels for its compositions. An id is content-determined (harness commit,
+    split, task, seed), and the content cache gives a rollout's one trajectory at every observation.
+
+    A resumed run starts with none in memory, but its store keeps a label line beside each trajectory it appended
+    (``labels.jsonl``, ``TrajectoryStore.add``): at the first trajectory asked for, that file is read once, and a
+    trajectory it labels is labelled again only when the line is not provably this labeller's label of this very
+    trajectory (``datasets.export.reusable``: the labeller's fingerprint, the digest of the trajectory's canonical
+    line). Before, a resumed run relabelled every trajectory it had labelled before the stop. A line that does not
+    read as a label is passed over (its trajectory is labelled), as an export does."""
+
+    def __init__(self, labeller: Labeller, path: Path | None = None) -> None:
+        self.labeller = labeller
+        self.path = path  # the store's labels file, None: none to read
+        self.made: dict[str, Label] = {}
+        self._stored: dict[str, tuple[LabelHead, bytes]] | None = None  # the file's lines by id, read at the first miss
+
+    def of(self, t: Trajectory) -> Label:
+        lab = self.made.get(t.id)
+        if lab is None:
+            lab = self._stored_label(t)
+            if lab is None:
+                lab = self.labeller.label(t)
+            self.made[t.id] = lab
+        return lab
+
+    def _stored_label(self, t: Trajectory) -> Label | None:
+        if self._stored is None:
+            self._stored = self._read()
+        kept = self._stored.pop(t.id, None)
+        if kept is None:
+            return None
+        from evoharness.datasets.export import reusable
+
+        head, raw = kept
+        if reusable(head, self.labeller.fingerprint, t.model_dump_json(exclude_defaults=False).encode()):
+            return None
+        try:
+            return Label.model_validate_json(raw)
+        except ValidationError:
+            return None
+
+    def _read(self) -> dict[str, tuple[LabelHead, bytes]]:
+        out: dict[str, tuple[LabelHead, bytes]] = {}
+        if self.path is None or not self.path.exists():
+            return out
+        try:
+            for _, raw in jsonl_lines(self.path):
+                try:
+                    head = LabelHead.read(raw)
+                except ValueError:  # no label line: its trajectory is labelled
+                    continue
+                if head.schema_version == LABEL_SCHEMA_VERSION:
+                    out[head.trajectory_id] = (head, raw)
+        except (InputError, OSError):  # unreadable from here on: the rest are labelled again
+            pass
+        return out
+
+
 class GraphSource:
     """The `ObservationSource` the verifier uses in a run: runs, stores and labels rollouts.
 
@@ -63,20 +125,16 @@ class GraphSource:
     """
 
     def __init__(self, runner, store: TrajectoryStore, labeller: Labeller, progress: Progress,
-                 labels: dict[str, Label] | None = None) -> None:
+                 labels: RunLabels | None = None) -> None:
         self.runner = runner
         self.store = store
         self.labeller = labeller
         self.progress = progress
-        self.labels = labels if labels is not None else {}
+        self.labels = labels if labels is not None else RunLabels(labeller, store.labels_path)
 
     def label(self, t: Trajectory) -> Label:
-        """``t``'s label, made once per trajectory id: an id is content-determined (harness commit, split, task,
-        seed), and the content cache gives a rollout's one trajectory at every observation."""
-        lab = self.labels.get(t.id)
-        if lab is None:
-            lab = self.labels[t.id] = self.labeller.label(t)
-        return lab
+        """``t``'s label, made once per trajectory id (``RunLabels``)."""
+        return self.labels.of(t)
 
     @staticmethod
     def _fired(lab: Label) -> tuple[frozenset[str], bool]:

@@ -8,7 +8,6 @@ from pathlib import Path
 from evoharness.config import Settings
 from evoharness.datasets.queue import TrainingQueue
 from evoharness.diagnosis.labeller import Labeller
-from evoharness.diagnosis.models import Label
 from evoharness.diagnosis.routing import Router
 from evoharness.envs import get_environment
 from evoharness.graph.book import Book
@@ -18,7 +17,7 @@ from evoharness.graph.harness_evidence import HarnessEvidence
 from evoharness.graph.planning import RoundPlanner
 from evoharness.graph.progress import Progress
 from evoharness.graph.services import Services
-from evoharness.graph.source import GraphSource
+from evoharness.graph.source import GraphSource, RunLabels
 from evoharness.graph.stopping import Stopping
 from evoharness.harness_repo.init import init_harness
 from evoharness.harness_repo.repo import HarnessRepo
@@ -39,7 +38,8 @@ def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: 
     env = get_environment(run.env)
     store = TrajectoryStore(run_dir / "trajectories.jsonl")
     labeller = Labeller(settings.diagnosis)
-    labels: dict[str, Label] = {}  # by trajectory id: the source labels each rollout once, the book reads them
+    # by trajectory id: the source labels each rollout once, the book reads them; a resumed run reads the store's
+    labels = RunLabels(labeller, store.labels_path)
     chain = source = queue = roles = None
     if not lazy:
         executor = make_executor(settings.sandbox, repo.path, run.env, run.model)  # executor, backend, batching
