@@ -11,9 +11,11 @@ trajectories and labels (for budgets and for how often each finding's signals fi
   the prompt or lessons forbidding tools, ordering an answer before any work, or forbidding an answer
   (they contradict every task, which needs tools and an answer). A forbidden answer also lists the cost signal
   ``cost.blocked_call``: where a loop guard blocks the calls the agent keeps making instead of answering, the
-  defect costs steps and blocked calls, not score, and no F3 signal fires. So do a call format (its rejected
-  calls, made again as JSON) and a middleware block (its blocks, which the agent routes around): each counts only
-  the blocked or rejected calls its own cause made (``_cost_cause``).
+  defect costs steps and blocked calls, not score, and no F3 signal fires (any block counts). So do a call format
+  and a middleware block, each the cost signal of its own cause (`evoharness.traces.cost.block_cause`):
+  ``cost.blocked_call.format`` (its rejected calls, made again as JSON) and ``cost.blocked_call.middleware.<module>``
+  (the module's blocks, which the agent routes around). A finding supported by its cause's signal is repaired under
+  that target, so the repair's verdict counts those blocks only.
 - ``instructions.call_format``: a sentence asking for tool arguments in a format other than the JSON
   object the function-calling format takes (or negating JSON), or for renamed argument names.
 - ``instructions.forbids_tool``: a negated use of a tool the agent is given.
@@ -48,13 +50,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
 from typing import Any
 
 from evoharness.agent.harness import DEFAULT_POLICIES, DEFAULT_SYSTEM_PROMPT, Harness, HarnessError
 from evoharness.harness_repo.policies import Policies
 from evoharness.roles.models import Evidence, Finding, HarnessView
-from evoharness.traces.cost import BLOCKED, cost_evidence, is_cost_signal
+from evoharness.traces.cost import BLOCKED, cause_signal, cost_evidence, is_cost_signal, middleware_signal
 
 PROMPT, LESSONS, POLICIES = "prompts/system.md", "lessons.md", "policies.yaml"
 DEFAULT_MAX_STEPS = 12
@@ -123,7 +124,7 @@ def _instruction_findings(path: str, text: str, tool_names: list[str], task_text
             out.append(Finding(rule="instructions.call_format", path=path, quote=raw,
                                detail="asks for tool arguments in another form than the JSON object of the "
                                       "tool's schema",
-                               signals=["F2.format_rejected", "F2.invalid_arguments", BLOCKED]))
+                               signals=["F2.format_rejected", "F2.invalid_arguments", cause_signal("format")]))
         if neg and not cond:
             named = [n for n in tool_names if re.search(r"\b" + re.escape(n.lower()) + r"\b", s)
                      or _verb_noun(n, s)]
@@ -253,7 +254,8 @@ def _hook_findings(path: str, source: str, tool_names: list[str]) -> list[Findin
                                                                           or (len(c) > 3 and c in t))})
             out.append(Finding(rule="middleware.blocks_tools", path=path, quote=quote, tools=named,
                                detail="before_tool blocks " + (", ".join(named) if named else "tool calls"),
-                               signals=["F2.blocked_call", "F4.poor_delivery", "F3.no_delivery", BLOCKED]))
+                               signals=["F2.blocked_call", "F4.poor_delivery", "F3.no_delivery",
+                                        middleware_signal(path)]))
         elif fn.name == "after_model":
             params = [a.arg for a in fn.args.args]
             message = params[0] if params else "message"
@@ -410,11 +412,10 @@ def _cost_support(f: Finding, by_traj: dict[str, Any], labels: list[Any]) -> Fin
     the harness's controls turn into cost (a loop the guard blocks) rather than a failure. Its target is then the
     cost signal, and a repair is verified on cost (`verification/cost.py`)."""
     hits: dict[str, list[tuple[Any, tuple[int | None, str]]]] = {}
-    cause = _cost_cause(f)
     for sig in (s for s in f.signals if is_cost_signal(s)):
         for lab in labels:
             t = by_traj.get(lab.trajectory_id)
-            where = cost_evidence(t, sig, cause) if t is not None else None
+            where = cost_evidence(t, sig) if t is not None else None
             if where is not None:
                 hits.setdefault(sig, []).append((lab, where))
     if not hits:
@@ -425,19 +426,6 @@ def _cost_support(f: Finding, by_traj: dict[str, Any], labels: list[Any]) -> Fin
                 for lab, (step, quote) in found[:3]]
     return f.model_copy(update={"support": len(found), "target": target, "evidence": evidence,
                                 "task_ids": sorted({lab.task_id for lab, _ in found})})
-
-
-def _cost_cause(f: Finding) -> Callable[[Any], bool] | None:
-    """Which blocked or rejected calls a finding's defect causes: a call format's, the format rejections; a
-    middleware module's, the blocks that module returned (its events name it); None: any (a forbidden answer
-    shows as the loop guard's blocks, whatever blocks the repeats)."""
-    if f.rule == "instructions.call_format":
-        return lambda e: e.type == "format_rejected"
-    if f.rule.startswith("middleware.") and f.path:
-        stem = f.path.rsplit("/", 1)[-1].removesuffix(".py")
-        return lambda e: e.type == "blocked_call" and (e.data.get("module") == stem
-                                                       or e.detail.startswith(f"{stem}: "))
-    return None
 
 
 def declared_tools(source: str) -> list[str]:

@@ -147,7 +147,10 @@ STRATEGIES.register(Coreset.name, lambda control_ratio=0.5, rank="fired": Corese
 
 
 def _reported(fired: frozenset[str], target: str) -> frozenset[str]:
-    return fired if is_cost_signal(target) else frozenset(s for s in fired if not is_cost_signal(s))
+    """The signals a rollout reported, as "alone" reads them: its score signals, and for a cost target the target
+    itself (one block fires ``cost.blocked_call`` and its cause's signal: neither is another failure)."""
+    score = frozenset(s for s in fired if not is_cost_signal(s))
+    return score | (fired & {target}) if is_cost_signal(target) else score
 
 
 def make_strategy(name: str, control_ratio: float = 0.5, rank: str = "fired") -> SelectionStrategy:

@@ -3,6 +3,7 @@ named for what its rollouts cost, those rollouts are not queued as training data
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import yaml
@@ -71,3 +72,29 @@ def test_rollouts_a_named_harness_cause_explains_are_not_queued_when_its_cut_is_
 def _trajectories(tmp_path) -> list[Trajectory]:
     return [Trajectory.model_validate_json(line) for p in (tmp_path / "state" / "runs").glob("*/trajectories.jsonl")
             for line in p.read_text().splitlines() if line.strip()]
+
+
+def test_a_run_whose_traces_record_tokens_judges_the_cut_on_tokens(tmp_path, monkeypatch):
+    """The token path through a run: the stand-in made to report usage as an endpoint does (prompt tokens ~ the
+    characters it read / 4, 8 completion tokens a reply), so every rollout records tokens and the cut of the lesson
+    is judged on tokens -- fewer steps read fewer tokens -- with the verdict's figures and trailer saying so."""
+    from evoharness.agent.standin import StandInModel
+
+    plain = StandInModel.invoke
+
+    def metered(self, messages, tools=None):
+        reply = plain(self, messages, tools)
+        read = sum(len(str(m.content or "")) for m in messages) // 4
+        reply.usage_metadata = {"input_tokens": read, "output_tokens": 8, "total_tokens": read + 8}
+        return reply
+
+    monkeypatch.setattr(StandInModel, "invoke", metered)
+    state, harness = lesson_run(tmp_path)
+    runs = _trajectories(tmp_path)
+    assert runs and all(t.usage.prompt_tokens > 0 and t.usage.completion_tokens == 8 * t.usage.steps for t in runs)
+    assert len(state["merged"]) == 1
+    message = git(harness, "log", "-1", "--format=%B", state["merged"][0]["merge_commit"])
+    assert "Verified-Objective: cost (fewer tokens, score non-inferior)" in message
+    read = re.search(r"Reason: cost verdict \(cost\.blocked_call\): all gates passed; tokens ([\d.]+) -> ([\d.]+) a "
+                     r"rollout", message)
+    assert read and float(read[2]) < float(read[1]), message

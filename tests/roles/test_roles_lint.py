@@ -247,20 +247,23 @@ def _support(v, runs, rule):
 
 def test_a_middleware_block_and_a_call_format_the_agent_gets_past_are_supported_by_their_cost():
     """A before_tool block the agent routes around, or a call rejected for its format and made again as JSON, costs
-    steps, not score: no F2 signal fires, and the finding's support comes from cost.blocked_call -- counting only
-    the rollouts where its own cause fired (the module's blocks; the format rejections), not a loop guard's."""
+    steps, not score: no F2 signal fires, and the finding's support and target come from its own cause's cost signal
+    (the module's blocks; the format rejections), not a loop guard's. The agent loop names the hook's file
+    (``gate.py``): read as the module ``gate`` (before, only ``gate`` matched, so a real block gave support 0)."""
     block = "def before_tool(call, ctx):\n    if call['name'] == 'send_message':\n        return 'Denied.'\n"
     v = view(middleware__gate_dot_py=block)
-    ours = {"type": "blocked_call", "detail": "gate: Denied.", "data": {"module": "gate"}}
-    runs = [_blocked_run(i, blocked=i >= 3, event=ours if i < 3 else None, tool="send_message") for i in range(6)]
-    f = _support(v, runs, "middleware.blocks_tools")
-    assert (f.target, f.support, f.task_ids) == ("cost.blocked_call", 3, ["t0", "t1", "t2"])
-    assert f.evidence[0].quote == "gate: Denied."
+    # the event as the agent loop records it (the hook's file name), and as a trace may carry it (the detail only)
+    for ours in ({"type": "blocked_call", "detail": "gate.py: Denied.", "data": {"module": "gate.py"}},
+                 {"type": "blocked_call", "detail": "gate: Denied."}):
+        runs = [_blocked_run(i, blocked=i >= 3, event=ours if i < 3 else None, tool="send_message") for i in range(6)]
+        f = _support(v, runs, "middleware.blocks_tools")
+        assert (f.target, f.support, f.task_ids) == ("cost.blocked_call.middleware.gate", 3, ["t0", "t1", "t2"])
+        assert f.evidence[0].quote == ours["detail"]
     v = view(lessons_dot_md="### Calls\nPass arguments as YAML.\n")
     rejected = {"type": "format_rejected", "detail": "get_order: arguments are not a JSON object"}
     runs = [_blocked_run(i, blocked=i >= 2, event=rejected if i < 2 else None) for i in range(6)]
     f = _support(v, runs, "instructions.call_format")
-    assert (f.target, f.support) == ("cost.blocked_call", 2) and "not a JSON object" in f.evidence[0].quote
+    assert (f.target, f.support) == ("cost.blocked_call.format", 2) and "not a JSON object" in f.evidence[0].quote
     runs = [_blocked_run(i, blocked=True) for i in range(6)]  # only the loop guard blocked: not this lesson's cost
     assert (_support(v, runs, "instructions.call_format").support, _support(v, runs, "instructions.call_format")
             .target) == (0, None)

@@ -18,8 +18,9 @@ from evoharness.harness_repo.seed import POLICIES
 from evoharness.traces.cost import BLOCKED
 from evoharness.verification.config import VerificationConfig
 from evoharness.verification.cost import CostGate, NonInferiorGate, cost_gates, cost_measurements
-from evoharness.verification.gates import default_gates
+from evoharness.verification.gates import BehaviourGate, default_gates
 from evoharness.verification.observations import Observation
+from evoharness.verification.selection import make_strategy
 from evoharness.verification.stats import sign_flip_test
 from evoharness.verification.verifier import Verifier
 
@@ -259,3 +260,50 @@ def test_through_the_standin_a_reworded_lesson_is_refused_and_the_cut_accepted_o
     assert rc == 0 and v["accepted"] and v["reason"].startswith("cost verdict (cost.blocked_call): all gates passed")
     assert gates["cost"]["numbers"]["steps_candidate"] < gates["cost"]["numbers"]["steps_baseline"] - 1
     assert gates["non_inferior"]["passed"]
+
+
+REJECTED = {"type": "format_rejected", "detail": "get_order: arguments are not a JSON object"}
+GUARD = {"type": "blocked_call", "detail": "loop guard: get_order repeated 3 times", "data": {"action": "loop_guard"}}
+FORMAT = "cost.blocked_call.format"
+
+
+def from_trace(task: str, seed: int, steps: int, *events: dict) -> Observation:
+    """The observation of a trajectory whose harness recorded ``events`` (the agent loop's shapes)."""
+    from evoharness.sandbox.api import RolloutRequest
+    from evoharness.traces.models import Event, Trajectory, Usage
+    from evoharness.verification.observations import observe
+
+    t = Trajectory(id=f"{task}-{seed}-{steps}", task_id=task, messages=[{"role": "user", "content": "q"}],
+                   events=[Event(step=0, **e) for e in events], final_answer="a", score=0.7, usage=Usage(steps=steps))
+    return observe(RolloutRequest(task_id=task, harness_commit="x", seed=seed, rollout=seed), t,
+                   labeller=lambda _: (frozenset(), True))
+
+
+def test_a_cost_edit_that_says_what_it_blocks_is_judged_on_that_cause_not_on_any_block():
+    """A call-format repair targets the format rejections (`cost.blocked_call.format`, the linter's target for a call
+    format): its behaviour gate counts those, not every block. Counting any block (the only cost signal before),
+    a repair after which the loop guard blocks in the same rollouts saw no fall and was refused, and an edit that
+    left the rejections alone but quieted the guard passed."""
+    assert {o.fired for o in [from_trace("t0", 0, 6, REJECTED, GUARD)]} == {
+        frozenset({BLOCKED, FORMAT, "cost.blocked_call.loop_guard"})}
+    # the rejections gone, the guard now blocking in their place: a step saved per rollout
+    base = [from_trace(t, s, 6, REJECTED) for t in TASKS for s in range(4)]
+    cand = [from_trace(t, s, 5, GUARD) for t in TASKS for s in range(4)]
+    for target, behaviour in ((FORMAT, True), (BLOCKED, False)):
+        got = {g.name: g.check(evidence(base, cand, TASKS, target=target)).passed
+               for g in cost_gates(VerificationConfig())}
+        assert got == {"behaviour": behaviour, "non_inferior": True, "cost": True, "no_regression": True,
+                       "guard": True}, target
+    # the rejections left as they were, the guard's blocks gone: any block fell, the format's did not
+    base = [from_trace(t, s, 7, *((REJECTED,) if s < 2 else (GUARD,))) for t in TASKS for s in range(4)]
+    cand = [from_trace(t, s, 7 if s < 2 else 5, *((REJECTED,) if s < 2 else ())) for t in TASKS for s in range(4)]
+    assert BehaviourGate().check(evidence(base, cand, TASKS, target=BLOCKED)).passed
+    r = BehaviourGate().check(evidence(base, cand, TASKS, target=FORMAT))
+    assert not r.passed and r.reason == f"{FORMAT} incidence 0.500 -> 0.500"
+    # and the targeted tasks are where the cause fired in the anchor, not where anything was blocked
+    anchor = anchor_of([from_trace(t, s, 6, REJECTED if i < 2 else GUARD) for i, t in enumerate(TASKS)
+                        for s in range(4)])
+    sel = make_strategy("behaviour_aware", 0.0, "alone").select(anchor, FORMAT, 27, random.Random(0))
+    assert sel.targeted == ["t0", "t1"]
+    assert make_strategy("behaviour_aware", 0.0, "alone").select(anchor, BLOCKED, 27, random.Random(0)).targeted \
+        == TASKS
