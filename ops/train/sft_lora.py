@@ -272,6 +272,13 @@ def main() -> None:
               f"{args.max_length}); loss on {trained['loss_tokens']:,} of {trained['tokens']:,} tokens "
               f"({share:.1%}, --loss {args.loss}); before truncation {counts['assistant_tokens']:,} of "
               f"{counts['tokens']:,}")
+        if not trained["records"]:  # TRL's sampler stopped with 'num_samples should be a positive integer value'
+            raise SystemExit(f"no record has an assistant token within --max-length {args.max_length} (each is cut "
+                             "there, and a long system prompt and tool list fill the window): raise --max-length; "
+                             "the export's manifest.json gives its records' token lengths (token_lengths)")
+        if evaluate is not None and not len(trainer.eval_dataset):
+            raise SystemExit(f"no record of {val_file} has an assistant token within --max-length {args.max_length}: "
+                             "no eval_loss could be measured; raise --max-length")
         trainer.train()
         trainer.save_model(str(args.out))
         final = trainer.evaluate() if evaluate is not None else None  # also when --max-steps ends before an epoch

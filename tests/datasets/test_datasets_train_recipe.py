@@ -275,3 +275,54 @@ def test_the_validation_split_is_what_the_recipe_evaluates_on(tmp_path):
     assert val_tasks and not val_tasks & {m["task_id"] for m in read_jsonl(tmp_path / "train.metadata.jsonl")}
     export_dataset(tmp_path / "one", source=SourceKind.all, trajectories=trajs)
     assert recipe.validation_file(recipe.check_export(tmp_path / "one")) is None
+
+
+def _train_python() -> str | None:
+    """A Python with the recipe's packages: $EVOHARNESS_TRAIN_PYTHON (a venv of ops/train/requirements.txt), or this
+    one when it has them (evoharness's own venv has no torch: the test skips there)."""
+    import importlib.util
+
+    if os.environ.get("EVOHARNESS_TRAIN_PYTHON"):
+        return os.environ["EVOHARNESS_TRAIN_PYTHON"]
+    needed = ("torch", "transformers", "trl", "peft", "datasets", "accelerate")
+    return sys.executable if all(importlib.util.find_spec(m) for m in needed) else None
+
+
+TRAIN_PYTHON = _train_python()
+
+
+@pytest.mark.skipif(TRAIN_PYTHON is None, reason="needs torch, transformers, trl, peft, datasets, accelerate "
+                    "(pip install -r ops/train/requirements.txt in a venv; EVOHARNESS_TRAIN_PYTHON=that venv's python)")
+def test_the_recipe_evaluates_on_the_validation_split_on_cpu_with_a_tiny_model(tmp_path):
+    """b565126's evaluation loop, run: a split export, a tiny random Qwen2 and a BPE tokenizer made here (nothing
+    downloaded), two CPU steps; eval_loss is measured on the validation records and written to the run's log. A
+    --max-length that leaves no assistant token stopped TRL's sampler with a traceback ('num_samples should be a
+    positive integer value, but got num_samples=0'): now one error line, exit 2."""
+    runs = [make_traj(f"r{i}-{k}", f"task-{i}", calls=1 + k) for i in range(4) for k in range(2)]
+    export = tmp_path / "export"
+    export_dataset(export, source=SourceKind.all, trajectories=runs, val_fraction=0.25)
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "data.jsonl").write_bytes((export / "train.jsonl").read_bytes())
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "HF_HOME": str(tmp_path / "hf-home")}
+    build = ("import sys; sys.path.insert(0, sys.argv[1]); import smoke; "
+             "from pathlib import Path; smoke.build_model(Path(sys.argv[2]), Path(sys.argv[3]))")
+    subprocess.run([TRAIN_PYTHON, "-c", build, str(RECIPE.parent), str(tmp_path), str(texts)], check=True, env=env,
+                   capture_output=True)
+
+    def train(max_length: int) -> subprocess.CompletedProcess:
+        return subprocess.run([TRAIN_PYTHON, str(RECIPE), "--data", str(export), "--model", str(tmp_path / "model"),
+                               "--out", str(tmp_path / f"adapter-{max_length}"), "--cpu", "--max-steps", "2",
+                               "--batch", "1", "--grad-accum", "1", "--max-length", str(max_length),
+                               "--logging-steps", "1"], env=env, capture_output=True, text=True)
+
+    done = train(2048)
+    assert done.returncode == 0, done.stderr[-2000:]
+    log = json.loads((tmp_path / "adapter-2048" / "evoharness-train-log.json").read_text())
+    assert log["validation"]["file"] == "validation.jsonl" and log["validation"]["rendered"]["records"] == 2
+    assert 0 < log["validation"]["eval"]["eval_loss"] < 100, log["validation"]
+    assert "eval_loss " in done.stdout
+    cut = train(8)
+    assert cut.returncode == 2 and cut.stderr.splitlines()[-1].startswith(
+        "error: no record has an assistant token within --max-length 8"), cut.stderr[-2000:]
