@@ -45,9 +45,18 @@ def _split_line(s: ExportSummary) -> str:
             f"`{v.files['validation']}`, {v.records.get('train', 0)} records of {v.tasks_written.get('train', 0)} "
             f"tasks in `{v.files['train']}`. Held-out tasks are in neither."
             + (f" {sum(map(len, v.linked_tasks))} tasks in {len(v.linked_tasks)} groups went to one side together: a "
-               "run of each is the same conversation (system message and user turns) under another task id "
+               "run of each is the same conversation (system message and user turns) or simulated-user instruction "
+               "as a run of another task id of its group "
                f"({', '.join('/'.join(g) for g in v.linked_tasks[:3])}{' ...' if len(v.linked_tasks) > 3 else ''})."
                if v.linked_tasks else ""))
+
+
+def _linked_held(tasks: list[str]) -> str:
+    if not tasks:
+        return ""
+    return (f" {len(tasks)} of those tasks are held out because a run of each is a held-out task's under another id "
+            f"(the same conversation or simulated-user instruction): {', '.join(tasks[:5])}"
+            f"{' ...' if len(tasks) > 5 else ''}.")
 
 
 def token_line(s: ExportSummary) -> str | None:
@@ -123,7 +132,7 @@ def render_card(s: ExportSummary) -> str:
            if f.skip_text_with_calls else "")
         + (f", records over {f.max_tokens} tokens skipped (`--max-tokens`)" if f.max_tokens is not None else ""),
         f"- **Held-out tasks:** never exported; {s.heldout_tasks_excluded} trajectories of held-out tasks "
-        "were excluded.",
+        f"were excluded.{_linked_held(s.heldout_linked_tasks)}",
         f"- **Duplicates:** {_duplicates(s)}",
         *([_split_line(s)] if s.validation is not None else []),
         *([_tokens(s)] if s.token_lengths is not None else []),

@@ -193,7 +193,7 @@ def export(
     tokenizer: Annotated[Path | None, typer.Option(
         "--tokenizer", help="a local Hugging Face tokenizer directory (the base model's: tokenizer.json and its "
                             "chat template) to count tokens with, as the trainer renders a record; needs transformers "
-                            "(default: approximate, UTF-8 bytes / 3)")] = None,
+                            "(default: datasets.tokenizer, else approximate, UTF-8 bytes / 3)")] = None,
 ) -> None:
     """Export a training set (data, README.md dataset card, manifest.json) into --out."""
     from .card import token_line
@@ -214,10 +214,12 @@ def export(
         fail(f"--render-under must be seed or evolved, got {render_under!r}")
     filters = _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls, max_tokens)
     counter = None
-    if tokenizer is not None:
+    if tokenizer is not None or settings.datasets.tokenizer is not None:
         from .tokens import ChatTemplateTokens
 
-        counter = ChatTemplateTokens(tokenizer)  # loaded before anything is read: a bad directory is one line
+        # loaded before anything is read: a bad directory is one line
+        counter = (ChatTemplateTokens(tokenizer) if tokenizer is not None
+                   else ChatTemplateTokens(settings.datasets.tokenizer, option="datasets.tokenizer"))
     if source_ != SourceKind.queue and trajectories is None:
         fail(f"--source {source_.value} needs --trajectories FILE.jsonl")
     # an option the source would ignore: the export came out of another source than the one named, said nowhere
@@ -303,6 +305,13 @@ def export(
     if (lengths := token_line(summary)) is not None and summary.records:
         how = "" if summary.token_lengths.exact else " (approximate: bytes / 3; --tokenizer DIR counts exactly)"
         typer.echo(f"token lengths{how}: {lengths}")
+    over = {split: v for split, v in summary.token_lengths.splits.items() if v.get("over_max_tokens")}
+    if over:  # only a placebo's permuted turns make one; kept so the control matches the export record for record
+        longest = max(v["max"] for v in over.values())
+        typer.echo(f"warning: {sum(v['over_max_tokens'] for v in over.values())} placebo records are over --max-tokens "
+                   f"{max_tokens} (the longest {longest:,} tokens): their assistant turns came from longer records. "
+                   "They are kept, so the placebo holds the export's records, tasks and user turns one for one; set "
+                   f"the trainer's max length to {longest:,} for both runs, or a trainer cuts them there", err=True)
     if broken := summary.skipped.get("chat_template_error"):
         typer.echo(f"warning: {broken} records skipped: the chat template of --tokenizer cannot render them (the "
                    f"first: {summary.token_lengths.template_error})", err=True)

@@ -34,6 +34,12 @@ class DatasetsConfig(BaseModel):
         description="Task ids that are held out and never exported, in addition to every task that "
         "any source trajectory marks `split = heldout`.",
     )
+    tokenizer: str | None = Field(
+        None,
+        description="A local Hugging Face tokenizer directory (the base model's: tokenizer.json and its chat template) "
+        "that exports count token lengths with (`dataset export` without --tokenizer, and the service's "
+        "POST /datasets/export, whose body names no path on the server). Unset: approximate, UTF-8 bytes / 3.",
+    )
     placebo_seed: int = Field(0, description="Seed of the placebo permutation (same seed, same placebo).")
     placebo_window: int = Field(
         5_000, ge=2,

@@ -2,7 +2,8 @@
 
 Sources are *re-iterable* trajectory sources (a ``JsonlSource``, a ``TrainingQueue``, a list):
 iterating one twice yields the same trajectories. A task is held out if any trajectory of it says
-``split = heldout``, or if the config lists it; the file's held-out tasks are learnt while writing, and
+``split = heldout``, if the config lists it, or if a run of it is one task with a held-out task's run under
+another id (``TaskLinks``: the same conversation or simulated-user instruction); they are learnt while writing, and
 when one turns out held out after a trajectory of it went by, the export starts again with every
 held-out task learnt in a first pass (``export_dataset``). Held-out tasks are never written, whatever
 the filters; a request that names one, asks for the heldout split, or admits nothing but held-out
@@ -17,7 +18,8 @@ is skipped as ``duplicate_record`` unless ``keep_duplicates``; ``duplicate_recor
 
 Memory is bounded: records stream from source to writer; only the held-out task ids, the ids of the
 tasks seen, per-task counts, the file's trajectory ids (to keep one of each, and to skip a queue item the
-file gave), one fingerprint (an int) per record written, and for a placebo one window of records
+file gave), one fingerprint (an int) per record written, one content key (an int) per distinct conversation and
+simulated-user instruction read (``TaskLinks``), and for a placebo one window of records
 (``datasets.placebo_window``) are held.
 
 Labelling is the larger part of exporting a file's unhealthy trajectories. ``labels`` (a file
@@ -42,7 +44,7 @@ import pickle
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from hashlib import blake2b
@@ -326,7 +328,8 @@ class Candidate:
 
 
 def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None,
-               labels: LabelFile | None = None, kept: KeptLine | None = None) -> Iterator[Candidate]:
+               labels: LabelFile | None = None, kept: KeptLine | None = None,
+               see: Callable[[Trajectory], None] | None = None) -> Iterator[Candidate]:
     """The stream an export draws from (file first, then queue).
 
     The file's first trajectory of an id is the one exported: a later one of the same id comes as a
@@ -336,7 +339,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
     ``reusable`` for it (``kept``: the lines the trajectories were read from); so is the label a store keeps with each
     trajectory (``kept.label_of``: the service's ingest store, its body in place of the line); otherwise it is
     labelled when its class is needed (``Candidate.classify``), and ``--source healthy`` labels nothing: a run below
-    the threshold is dropped unlabelled.
+    the threshold is dropped unlabelled. ``see`` is called on every run drawn, file and queue, before anything else
+    (``_learning``: the held-out tasks learnt as the export goes).
     """
     seen: set[str] = set()
     if source in (SourceKind.healthy, SourceKind.all):
@@ -348,6 +352,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         threshold = labeller.cfg.healthy_threshold
         own = None  # which labeller this is (its fingerprint): made at the first label to check, so never cold
         for t in trajectories:
+            if see is not None:
+                see(t)
             # the label of its line in --labels (a mismatch is an error), or the one its store keeps with it
             known = labels.take(t.id) if labels is not None else kept.label_of(t) if kept is not None else None
             if t.id in seen:
@@ -386,6 +392,8 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
         labeller = Labeller(diagnosis_cfg)
         own = None
         for item in queue.items():
+            if see is not None:
+                see(item.trajectory)
             if item.trajectory_id in seen:
                 continue
             # the class it was enqueued with, when that is provably this labeller's label of this body (the queue
@@ -420,7 +428,7 @@ def validation_tasks(tasks: Iterable[str], fraction: float, seed: int = 0, names
                      linked: Iterable[tuple[str, str]] = ()) -> set[str]:
     """The tasks of a validation split: round(fraction x groups), at least one group and at least one left to train
     on, taken in the order of a keyed hash of (seed, the group's first task id). A group is one task, or the tasks
-    ``linked`` joins (pairs of task ids whose runs are one conversation under two ids: ``SameConversation``), which go
+    ``linked`` joins (pairs of task ids whose runs are one task under two ids: ``TaskLinks``), which go
     to one side together. The same tasks, links and seed give the same split whatever the order of the records; a
     task keeps its side while the task set grows, unless the count moves past it. Without links this is the split by
     task of before links (2026-12-06). ``names``: how the caller spells the request's parts, for the error."""
@@ -457,26 +465,101 @@ def _groups(tasks: set[str], linked: Iterable[tuple[str, str]]) -> list[tuple[st
     return [tuple(sorted(group)) for group in members.values()]
 
 
-class SameConversation:
-    """Tasks whose runs are one conversation under two task ids, for a split that must keep them on one side.
+def content_keys(t: Trajectory) -> tuple[int, ...]:
+    """What makes two runs one task whatever their task ids (``TaskLinks``): the run's conversation -- its own system
+    message and user turns, in order, the task as asked and the replies it got -- and, where the trace holds it, the
+    simulated user's instruction (``meta.user_instruction``: tau-bench's ``info.task.instruction``, tau2's
+    ``user_scenario.instructions``; whitespace collapsed), which stays the same when the simulated user words the task
+    anew each run. Each is one int (Python's keyed hash; two different texts meet ~once in 2**64 pairs). A run with no
+    system or user text has no conversation key: every such run would be one task."""
+    given = tuple(_text(m.get("content")) for m in t.messages if m.get("role") in ("system", "user"))
+    keys = (hash(("conversation", *given)),) if any(x.strip() for x in given) else ()
+    instruction = t.meta.get("user_instruction") if isinstance(t.meta, dict) else None
+    if isinstance(instruction, str) and (words := " ".join(instruction.split())):
+        keys += (hash(("instruction", words)),)
+    return keys
 
-    A run's key is its own system message and user turns, in order (what the model was given: the task as asked,
-    the simulated user's or the environment's replies), as one int (Python's keyed hash of the texts; ~once in 2**64
-    pairs two different ones meet). Two tasks with a run of the same key are linked: the same run imported or queued
-    under another task id, the same task given two ids by two sources (a file's ``7`` and a rollout's
-    ``tau2:airline/7``), or two runs that differ only in the assistant's turns. Without this a split by task id put
-    one in train and the other in validation, and the validation loss was measured on a conversation trained on.
-    One int per run with a key not seen before (a split only)."""
 
-    def __init__(self) -> None:
-        self._first: dict[int, str] = {}
-        self.links: set[tuple[str, str]] = set()
+class TaskLinks:
+    """Tasks that are one task under two ids, found by content (``content_keys``): the same run imported or queued
+    under another task id, one task named by two sources (a file's ``7``, a rollout's ``tau2:airline/7``), two runs
+    that differ only in the assistant's turns, or two runs of one simulated-user instruction. Linked tasks form groups
+    (the links chain: a-b and b-c make one group), and
 
-    def add(self, t: Trajectory) -> None:
-        key = hash(tuple(_text(m.get("content")) for m in t.messages if m.get("role") in ("system", "user")))
-        first = self._first.setdefault(key, t.task_id)
-        if first != t.task_id:
-            self.links.add((first, t.task_id))
+    - a group is held out whole when any of its tasks is (``held``: a run marked ``split = heldout``, or a task the
+      config or the queue holds out): a held-out task's run under another id is never exported;
+    - a split by task puts each group on one side (``groups``): a conversation trained on is never validated on.
+
+    ``add(t)`` returns the tasks that run put into ``held`` (``_learning`` restarts the export when one of them had a
+    run go by already). One int per distinct key and a few references per task are held."""
+
+    def __init__(self, held: set[str] | None = None) -> None:
+        self.held = held if held is not None else set()
+        self._given = set(self.held)  # held out before any run was read (the config, the queue)
+        self.marked: set[str] = set()  # tasks with a run marked held out
+        self._owner: dict[int, str] = {}  # content key -> the first task with a run of it
+        self._parent: dict[str, str] = {}
+        self._members: dict[str, list[str]] = {}  # a group's root -> its tasks
+        self._held_roots: set[str] = set()
+
+    def add(self, t: Trajectory) -> list[str]:
+        task = t.task_id
+        if task not in self._parent:
+            self._parent[task], self._members[task] = task, [task]
+            if task in self.held:
+                self._held_roots.add(task)
+        newly = []
+        if t.split == Split.heldout:
+            self.marked.add(task)
+            newly += self._hold(self._root(task))
+        for key in content_keys(t):
+            owner = self._owner.setdefault(key, task)
+            if owner != task:
+                newly += self._union(task, owner)
+        return newly
+
+    def groups(self, tasks: Iterable[str]) -> list[tuple[str, ...]]:
+        """``tasks`` in their groups (each sorted), a task linked to none of them alone."""
+        members: dict[str, list[str]] = {}
+        for task in tasks:
+            members.setdefault(self._root(task) if task in self._parent else task, []).append(task)
+        return [tuple(sorted(group)) for group in members.values()]
+
+    def pairs(self, tasks: Iterable[str]) -> list[tuple[str, str]]:
+        """Links that join ``tasks`` into their groups (``validation_tasks``'s ``linked``)."""
+        return [(g[0], x) for g in self.groups(tasks) for x in g[1:]]
+
+    def linked_held(self) -> list[str]:
+        """Tasks held out only through a link to a held-out task's run (no run of theirs marked, not given)."""
+        return sorted(t for t in self.held if t in self._parent and t not in self.marked and t not in self._given)
+
+    def _root(self, task: str) -> str:
+        parent = self._parent
+        while parent[task] != task:
+            parent[task] = parent[parent[task]]
+            task = parent[task]
+        return task
+
+    def _hold(self, root: str) -> list[str]:
+        if root in self._held_roots:
+            return []
+        self._held_roots.add(root)
+        newly = [m for m in self._members[root] if m not in self.held]
+        self.held.update(newly)
+        return newly
+
+    def _union(self, a: str, b: str) -> list[str]:
+        ra, rb = self._root(a), self._root(b)
+        if ra == rb:
+            return []
+        if len(self._members[ra]) < len(self._members[rb]):
+            ra, rb = rb, ra
+        self._parent[rb] = ra
+        self._members[ra] += self._members.pop(rb)
+        held = ra in self._held_roots or rb in self._held_roots
+        self._held_roots.discard(ra)
+        self._held_roots.discard(rb)
+        return self._hold(ra) if held else []
 
 
 def _text(content) -> str:
@@ -522,19 +605,31 @@ class _HeldOutLate(Exception):  # noqa: N818 (a signal to export_dataset, never 
         self.task_id = task_id
 
 
-def _learning(trajectories: Iterable[Trajectory], held: set[str], asked: set[str]) -> Iterator[Trajectory]:
-    """The trajectories, adding each held-out one's task to ``held`` before it is passed on; a task that
-    turns out held out after one of its trajectories has gone by (or that the request names) raises
-    ``_HeldOutLate``: that trajectory was treated as not held out, which the export must redo."""
+def _learning(links: TaskLinks, asked: set[str]):
+    """What the export's first try calls on each run it draws, file and queue (``candidates``' ``see``): the run goes
+    into ``links``, which adds its task to ``links.held`` when the run is marked held out or is a held-out task's run
+    under another id; a task that turns out held out after one of its runs has gone by (or that the request names)
+    raises ``_HeldOutLate``: that run was treated as not held out, which the export must redo."""
     seen: set[str] = set()
-    for t in trajectories:
-        task = t.task_id
-        if t.split == Split.heldout and task not in held:
+
+    def see(t: Trajectory) -> None:
+        for task in links.add(t):
             if task in seen or task in asked:
                 raise _HeldOutLate(task)
-            held.add(task)
-        seen.add(task)
-        yield t
+        seen.add(t.task_id)
+
+    return see
+
+
+def _all_runs(trajectories: Iterable[Trajectory] | None, queue, declared: Iterable[str]) -> TaskLinks:
+    """The links of every run of the file and the queue (all its items), with every held-out task: the export's
+    second try, once a task turned out held out late, knows them all before it writes."""
+    links = TaskLinks(heldout_tasks([queue], declared))
+    for t in trajectories if trajectories is not None else ():
+        links.add(t)
+    for item in queue.items() if queue is not None else ():
+        links.add(item.trajectory)
+    return links
 
 
 def export_dataset(
@@ -597,21 +692,21 @@ def export_dataset(
         return None if val_fraction is None else ValidationSplit(
             fraction=val_fraction, seed=split_seed, tasks=[], tasks_considered=0, files={})
 
-    held = heldout_tasks([queue if uses_queue else None], declared_heldout)
-    if file_src is not None:
-        try:
-            return _export(out, trajectories=_learning(file_src, held, set(filters.tasks or ())),
-                           held=held, split=split(), **kwargs)
-        except _HeldOutLate as late:
-            log.info("dataset.export_restarted", task=late.task_id,
-                     why="a task turned out held out after trajectories of it were read")
-        held = heldout_tasks([file_src, queue if uses_queue else None], declared_heldout)
-    return _export(out, trajectories=file_src, held=held, split=split(), **kwargs)
+    queue_src = queue if uses_queue else None
+    links = TaskLinks(heldout_tasks([queue_src], declared_heldout))
+    try:
+        return _export(out, trajectories=file_src, links=links, see=_learning(links, set(filters.tasks or ())),
+                       split=split(), **kwargs)
+    except _HeldOutLate as late:
+        log.info("dataset.export_restarted", task=late.task_id,
+                 why="a task turned out held out after runs of it were read")
+    return _export(out, trajectories=file_src, links=_all_runs(file_src, queue_src, declared_heldout), see=None,
+                   split=split(), **kwargs)
 
 
 def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: Iterable[Trajectory] | None,
             queue, filters: ExportFilters, prompt: RenderedPrompt | None, placebo: bool, placebo_seed: int,
-            placebo_window: int, diagnosis_cfg, labels: Path | str | None, held: set[str],
+            placebo_window: int, diagnosis_cfg, labels: Path | str | None, links: TaskLinks, see,
             keep_duplicates: bool, split: ValidationSplit | None, names: RequestNames,
             tokens: TokenCounter | None) -> ExportSummary:
     """``export_dataset`` with the held-out tasks known (or, with ``_learning`` trajectories, learnt). With a ``split``
@@ -619,6 +714,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     every task the export takes (``validation_tasks`` of them), then read back into its split's writer, in order."""
     prompt = prompt or RenderedPrompt(under="trajectory")
     uses_file = source in (SourceKind.healthy, SourceKind.all)
+    held = links.held  # (grows while ``see`` learns it, on the first try)
     _check_request(filters, held, names)
     label_file = LabelFile(labels) if labels is not None and uses_file else None
     renderer = SystemRenderer(prompt)
@@ -644,7 +740,6 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     parts: tuple[str | None, ...] = ("train", "validation") if split is not None else (None,)
     validation: set[str] = set()  # the validation tasks, chosen when the pass is done
     exportable: set[str] = set()  # with a split: the tasks it chooses from, those with a record to write
-    same = SameConversation()  # and which of them go to one side together
     spill = _Spill(stage / "records.pickle") if split is not None else None
     writers = {}
     for part in parts:
@@ -764,7 +859,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     lines = keeping_lines() if uses_file else nullcontext(None)
     try:
         with lines as kept:
-            for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, kept):
+            for c in candidates(source, trajectories, queue, diagnosis_cfg, label_file, kept, see):
                 t = c.traj
                 if c.duplicate:
                     skipped["duplicate_id"] += 1
@@ -779,8 +874,6 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                         skipped[selected] += 1
                     continue
                 admitted += 1
-                if spill is not None:
-                    same.add(t)
                 if filters.max_per_task is not None and per_task[t.task_id] >= filters.max_per_task:
                     skipped["over_max_per_task"] += 1
                     continue
@@ -829,9 +922,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
                     take(record, meta, arguments, line)
         settle()
         if spill is not None:  # every task is known: choose the validation tasks and write the records spilled
-            validation.update(validation_tasks(exportable, split.fraction, split.seed, names, same.links))
+            validation.update(validation_tasks(exportable, split.fraction, split.seed, names, links.pairs(exportable)))
             split.tasks, split.tasks_considered = sorted(validation), len(exportable)
-            split.linked_tasks = sorted(list(g) for g in _groups(exportable, same.links) if len(g) > 1)
+            split.linked_tasks = sorted(list(g) for g in links.groups(exportable) if len(g) > 1)
             for record, meta, arguments, line in spill.records():
                 if line is not None:
                     emit(record, meta, arguments, line)
@@ -879,6 +972,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         split.tasks_written = {part: len(part_tasks[part]) for part in parts}
         summary.validation = split
     summary.labels_relabelled = dict(sorted(relabelled.items()))
+    summary.heldout_linked_tasks = links.linked_held()
     summary.token_lengths = TokenLengths(method=counter.method, exact=counter.exact, max_tokens=filters.max_tokens,
                                          splits={p: lengths[p].stats(filters.max_tokens) for p in lengths},
                                          unmeasured=dict(unmeasured),

@@ -139,8 +139,8 @@ class ValidationSplit(BaseModel):
     records: dict[str, int] = Field(default_factory=dict, description="split -> records written")
     tasks_written: dict[str, int] = Field(default_factory=dict, description="split -> tasks with a record written")
     linked_tasks: list[list[str]] = Field(default_factory=list, description=(
-        "groups of tasks kept on one side because a run of each is the same conversation (system message and user "
-        "turns) under another task id"))
+        "groups of tasks kept on one side because a run of each is one task with a run of another task id of its "
+        "group: the same conversation (system message and user turns) or simulated-user instruction (TaskLinks)"))
 
 
 class TokenLengths(BaseModel):
@@ -178,6 +178,9 @@ class ExportSummary(BaseModel):
     envs: dict[str, int] = Field(default_factory=dict)
     skipped: dict[str, int] = Field(default_factory=dict, description="reason -> count")
     heldout_tasks_excluded: int = Field(0, description="trajectories dropped because their task is held out")
+    heldout_linked_tasks: list[str] = Field(default_factory=list, description=(
+        "tasks held out only because a run of theirs is a held-out task's under another id: the same conversation "
+        "(system message and user turns) or the same simulated-user instruction (datasets.export.TaskLinks)"))
     prompt_fallbacks: int = Field(0, description="records whose prompt fell back to raw text + lessons")
     prompt_limit_hits: int = Field(0, description="renders of the harness template that hit the render "
                                    "process's memory, CPU or wall limit (each such record fell back)")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from array import array
 from pathlib import Path
 from typing import Protocol
@@ -87,12 +88,16 @@ class ChatTemplateTokens:
                                      "chat_template, or chat_template.jinja): a conversation's length is that of its "
                                      "rendering; give the chat (instruct) model's tokenizer")
         self.method = f"{type(self.tok).__name__} of {path} through its chat template, tools included"
+        # the service keeps one for its exports, which run in worker threads: a fast tokenizer's Rust side refuses
+        # a second borrow while one is in use ('Already borrowed')
+        self._lock = threading.Lock()
 
     def count(self, record: dict, line: bytes | None = None) -> int:
         messages = [_parsed(m) for m in record["messages"]]
         try:
-            ids = self.tok.apply_chat_template(messages, tools=record.get("tools") or None, tokenize=True,
-                                               return_dict=False)
+            with self._lock:
+                ids = self.tok.apply_chat_template(messages, tools=record.get("tools") or None, tokenize=True,
+                                                   return_dict=False)
         except Exception as e:  # noqa: BLE001 (a template's raise_exception, a jinja error: the record's, not ours)
             raise TemplateFailed(next((x for x in str(e).splitlines() if x.strip()), type(e).__name__)) from None
         if ids and isinstance(ids[0], list):  # a batch of one

@@ -487,8 +487,17 @@ class ExportRequest(BaseModel):
                                        "this fraction of the tasks in validation (`dataset export --val-fraction`)")
     split_seed: StrictInt | None = Field(None, description="which tasks val_fraction takes (default 0); only with "
                                          "val_fraction")
-    max_tokens: StrictInt | None = Field(None, ge=1, description="skip a record longer than this many tokens "
-                                         "(approximate: `dataset export --max-tokens` without --tokenizer)")
+    max_tokens: StrictInt | None = Field(None, ge=1, description="skip a record longer than this many tokens, "
+                                         "counted with the datasets.tokenizer setting's tokenizer, else approximately "
+                                         "(`dataset export --max-tokens`)")
+
+
+@functools.lru_cache(maxsize=2)
+def _tokenizer(path: str):
+    """``datasets.tokenizer``'s counter (``ChatTemplateTokens``), kept: loading one takes about a second."""
+    from evoharness.datasets.tokens import ChatTemplateTokens
+
+    return ChatTemplateTokens(path, option="datasets.tokenizer")
 
 
 @writes.post("/datasets/export")
@@ -519,6 +528,10 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
     except ValidationError as e:
         raise HTTPException(422, str(e).splitlines()[0]) from None
     cfg = settings.datasets
+    try:  # the operator's tokenizer (a body names no path on the server), loaded once per process
+        tokens = _tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
+    except InputError as e:  # missing, no tokenizer, no chat template, no transformers: the server's setting
+        raise HTTPException(409, str(e)) from None
     try:
         summary = export_dataset(
             out, fmt=body.format, source=body.source,
@@ -527,7 +540,7 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             filters=filters, prompt=prompt, placebo=body.placebo, placebo_seed=cfg.placebo_seed,
             placebo_window=cfg.placebo_window, declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis,
             keep_duplicates=body.keep_duplicates, val_fraction=body.val_fraction, split_seed=body.split_seed or 0,
-            names=SERVICE_NAMES)  # errors name the body's fields ("tasks"), not the CLI's options ("--task")
+            names=SERVICE_NAMES, tokens=tokens)  # errors name the body's fields ("tasks"), not the CLI's ("--task")
     except InputError as e:
         if isinstance(e, HeldOutRequested):
             raise HTTPException(422, str(e)) from None  # the request asked for held-out tasks
@@ -538,6 +551,8 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
             "format": summary.format.value, "source": summary.source.value, "placebo": summary.placebo,
             "tasks": len(summary.tasks), "classes": summary.classes,
             "heldout_tasks_excluded": summary.heldout_tasks_excluded, "skipped": summary.skipped,
+            # tasks held out only because a run of theirs is a held-out task's under another id (TaskLinks)
+            "heldout_linked_tasks": summary.heldout_linked_tasks,
             "duplicate_records": summary.duplicate_records,
             # the ingest store's labels reused (digest and fingerprint matched) and the runs labelled again, by reason
             "labels_reused": summary.labels_reused, "labels_relabelled": summary.labels_relabelled,

@@ -214,3 +214,28 @@ def test_max_tokens_never_leaves_the_validation_split_empty(tmp_path, seed):
     assert s.validation.records == {"train": 6, "validation": 2}  # round(0.25 x 4 tasks) = 1 task of 2 runs
     assert s.validation.tasks_considered == 4 and s.validation.tasks[0].startswith("short")
     assert s.skipped == {"over_max_tokens": 8}
+
+
+def test_placebo_records_over_max_tokens_are_kept_and_warned_of(tmp_path, capsys):
+    # the placebo permutes the assistant turns of the records --max-tokens kept, so a record can come out longer than
+    # the limit (a long final reply moved to a record with a long question); it is kept (the control matches the
+    # export record for record) and said on stderr: before, only the card and the lengths line counted it
+    runs = [make_traj(f"r{i}", f"task-{i}", calls=1, final=("a long final reply " * 40 if i % 2 else "ok"),
+                      system="You are the agent. " * (40 if i % 2 == 0 else 1)) for i in range(10)]
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, runs)
+    args = ["dataset", "export", "-t", str(src), "--source", "all", "--placebo"]
+    for limit in range(200, 1200, 20):
+        out = tmp_path / f"p{limit}"
+        assert main([*args, "--out", str(out), "--max-tokens", str(limit)]) == 0
+        err = capsys.readouterr().err
+        manifest = read_manifest(out)
+        lengths = manifest.token_lengths.splits["train"]
+        if lengths.get("over_max_tokens"):
+            assert (f"warning: {lengths['over_max_tokens']} placebo records are over --max-tokens {limit} (the longest "
+                    f"{lengths['max']:,} tokens)") in err
+            assert manifest.records == 10 - manifest.skipped.get("over_max_tokens", 0)
+            break
+        assert "placebo records are over" not in err
+    else:
+        pytest.fail("no limit made a placebo record longer than it")

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path as FsPath
+
+import pytest
 from fastapi.testclient import TestClient
 
 from evoharness.config import Settings
+from evoharness.datasets.tokens import ChatTemplateTokens
 from evoharness.service.app import create_app
 from tests.service.helpers import trajectory
+
+needs_transformers = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                        reason="transformers not installed: no tokenizer to count with")
 
 TOKEN = "s3cret-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -171,3 +180,48 @@ def test_max_tokens_skips_a_longer_record_and_the_answer_gives_the_lengths(tmp_p
         assert r.json()["records"] == 1 and r.json()["skipped"] == {"over_max_tokens": 1}, r.json()
         assert r.json()["token_lengths"]["splits"]["train"]["max"] == lengths["min"]
         assert c.post("/datasets/export", json={**body, "max_tokens": 0}, headers=AUTH).status_code == 422
+
+
+@needs_transformers
+def test_the_service_counts_tokens_with_the_datasets_tokenizer_setting(tmp_path):
+    """`dataset export --tokenizer DIR` in the service: a body names no path on the server, so the operator's
+    `datasets.tokenizer` is what it counts with (before: always approximate, bytes / 3); a setting that names no
+    tokenizer is 409 naming the setting."""
+    from tests.datasets.test_datasets_token_lengths import TEMPLATE, _tokenizer
+
+    runs = [trajectory("e1", "healthy"), trajectory("e2", "healthy", task="t2")]
+    tok = _tokenizer(tmp_path / "tok", TEMPLATE, [json.dumps(r) for r in runs])
+    body = {"source": "healthy", "render_under": "trajectory"}
+    for setting, status in ((str(tok), 200), (str(tmp_path / "none"), 409)):
+        home, harness = str(tmp_path / str(status)), str(tmp_path / "h")
+        settings = Settings.model_validate({"home": home, "service": {"loop": False}, "run": {"harness": harness},
+                                            "datasets": {"tokenizer": setting}})
+        with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+            assert c.post("/trajectories", json=runs, headers=AUTH).status_code == 200
+            r = c.post("/datasets/export", json=body, headers=AUTH)
+            assert r.status_code == status, r.text
+            if status == 409:
+                assert r.json()["error"].startswith("datasets.tokenizer: ") and "no such directory" in r.json()["error"]
+                continue
+            lengths = r.json()["token_lengths"]
+            assert lengths["exact"] and str(tok) in lengths["method"], lengths
+            counted = ChatTemplateTokens(tok)
+            written = [json.loads(x) for x in (FsPath(r.json()["path"]) / "data.jsonl").read_text().splitlines()]
+            assert lengths["splits"]["train"]["total"] == sum(counted.count(x) for x in written)
+
+
+@needs_transformers
+def test_the_cli_counts_with_the_datasets_tokenizer_setting_unless_told_otherwise(tmp_path, capsys):
+    from evoharness.cli import main
+    from tests.datasets.test_datasets_token_lengths import TEMPLATE, _tokenizer
+
+    runs = [trajectory("e1", "healthy"), trajectory("e2", "healthy", task="t2")]
+    src = tmp_path / "t.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    tok = _tokenizer(tmp_path / "tok", TEMPLATE, [json.dumps(r) for r in runs])
+    assert main(["--set", f"datasets.tokenizer={tok}", "dataset", "export", "-t", str(src), "--out",
+                 str(tmp_path / "o")]) == 0
+    assert "token lengths: train 2 records" in capsys.readouterr().out  # no '(approximate ...)'
+    assert main(["--set", f"datasets.tokenizer={tmp_path / 'none'}", "dataset", "export", "-t", str(src), "--out",
+                 str(tmp_path / "o2")]) == 2
+    assert capsys.readouterr().err.startswith("error: datasets.tokenizer: ")
