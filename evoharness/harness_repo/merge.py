@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import git
@@ -154,6 +155,17 @@ def _check_worktree(hr: HarnessRepo, main: str, tree: str) -> None:
     except git.GitCommandError as e:
         why = next((line.strip() for line in str(e.stderr or "").splitlines() if line.strip()), str(e))
         why = why.removeprefix("stderr: ").strip("'")
+        git_dir = Path(repo.git_dir)
+        if (lock := git_dir / "index.lock").exists() or "index.lock" in why:  # another git holds the index
+            raise InfraError(f"the harness repository {repo.working_dir}: its index is locked ({lock} exists): a "
+                             "git command is running there, or one was killed and left the lock; when none runs, "
+                             "remove the lock and resume", retryable=False) from e
+        for name, command in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"),
+                              ("REVERT_HEAD", "revert")):
+            if (git_dir / name).exists():  # its conflicts are no edit of the user's to commit or discard
+                raise InfraError(f"the harness repository {repo.working_dir}: a git {command} is in progress on "
+                                 f"main ({why}): finish it (git {command} --continue) or abort it (git {command} "
+                                 "--abort), then resume", retryable=False) from e
         raise InfraError(f"the harness repository {repo.working_dir} has main checked out with uncommitted changes "
                          f"that merging the verified candidate would overwrite ({why}): "
                          "commit or discard them", retryable=False) from e

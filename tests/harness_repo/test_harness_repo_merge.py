@@ -164,3 +164,50 @@ def _record(path: str, verdict_json: str) -> None:
     from evoharness.harness_repo.models import Verdict
 
     HarnessRepo(Path(path)).record_verdict(Verdict.model_validate_json(verdict_json))
+
+
+def test_a_locked_index_is_named_as_such_not_as_uncommitted_changes(harness: HarnessRepo) -> None:
+    """A `.git/index.lock` (a git process running in the harness repo, or one killed that left it) paused the run
+    with 'has main checked out with uncommitted changes that merging the verified candidate would overwrite (fatal:
+    Unable to create ...index.lock ...): commit or discard them', on a clean work tree: the user was told to commit
+    what was not there. Now the error says the index is locked, names the lock and what to do; main does not move,
+    and once the lock is gone the same merge goes through."""
+    from evoharness.errors import InfraError
+
+    cand = harness.create_candidate(lesson_edit(), 1)
+    verdict = verdict_for(harness, cand.branch)
+    harness.record_verdict(verdict)
+    seed = harness.main_head()
+    lock = harness.path / ".git" / "index.lock"
+    lock.write_text("")
+    with pytest.raises(InfraError) as e:
+        harness.merge_verified(cand.branch, verdict)
+    message = str(e.value)
+    assert "uncommitted" not in message and "its index is locked" in message and str(lock) in message, message
+    assert harness.main_head() == seed and lock.exists()
+    lock.unlink()
+    assert harness.merge_verified(cand.branch, verdict) == harness.main_head() != seed
+    assert git(harness.path, "status", "--porcelain") == ""
+
+
+def test_a_merge_in_progress_on_main_is_named_as_such(harness: HarnessRepo) -> None:
+    """main checked out in the middle of a conflicted `git merge` paused the run with 'uncommitted changes that merging
+    the verified candidate would overwrite (fatal: You need to resolve your current index first): commit or discard
+    them'; now it names the merge in progress and its two ways out, and main does not move."""
+    from evoharness.errors import InfraError
+
+    me = ("-c", "user.name=me", "-c", "user.email=me@example.com")
+    for branch, checkout in (("side", ("-b", "side")), ("main", ("main",))):  # two commits that conflict
+        git(harness.path, "checkout", "-q", *checkout)
+        (harness.path / "lessons.md").write_text(f"- {branch}\n")
+        git(harness.path, *me, "commit", "-qam", branch)
+    cand = harness.create_candidate(lesson_edit(), 1)
+    verdict = verdict_for(harness, cand.branch)
+    harness.record_verdict(verdict)
+    seed = harness.main_head()
+    subprocess.run(["git", "-C", str(harness.path), *me, "merge", "side"], capture_output=True)  # conflicts: exit 1
+    assert (harness.path / ".git" / "MERGE_HEAD").exists()
+    with pytest.raises(InfraError, match=r"a git merge is in progress on main .*git merge --abort") as e:
+        harness.merge_verified(cand.branch, verdict)
+    assert "commit or discard" not in str(e.value)
+    assert harness.main_head() == seed
