@@ -20,7 +20,9 @@ tool call's arguments, a label's signal, an EDIT.json change; deleted, of anothe
 byte; one value of ``ops/evoharness.example.toml`` given as ``--config`` (every section: ``serve``'s too, with home,
 harness and port made the case's own); or an output that cannot be written whole -- a link to ``/dev/full`` (every
 write ENOSPC: one error line, and no file left at the output as if complete), a path through a file, a directory, a
-symlink loop.
+symlink loop; or, for a harness repo, an odd git state (``GIT_STATES``: a lock left by a git command, HEAD detached or
+damaged, a merge in progress, main at a missing commit, a shallow marker), where a locked index or a merge in progress
+told as "uncommitted changes" is a failure too.
 
 A tenth of the cases run with standard output on ``/dev/full``: a command that prints must say `error: standard output:
 no space left on device` (its progress lines and the outputs it wrote before are then no failure).
@@ -47,6 +49,7 @@ import re
 import resource
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,6 +87,18 @@ OUT_PATHS = ["", "t.jsonl", "h", "dir/", "t.jsonl/x", "a\nb", "n" * 300, "missin
 # a directory, a loop.
 DEEP_OUT_PATHS = ["full", "full/x", "t.jsonl/x", "dir", "loop", "loop/x", "h/.git/x"]
 FULL_DEVICE = os.path.exists("/dev/full")
+# A deep case's harness repo (an input directory holding .git) is, this share of the time, left in an odd state
+# instead of a file of it changed: the files written into its .git (MAIN: main's commit). A git command running or
+# killed (its locks), HEAD detached or damaged, a merge in progress, main at a missing or unreadable commit, a
+# shallow clone's marker.
+GIT_STATE_SHARE = 0.4
+GIT_STATES = {"index.lock": [("index.lock", b"")], "HEAD.lock": [("HEAD.lock", b"")],
+              "main.lock": [("refs/heads/main.lock", b"")], "detached": [("HEAD", b"MAIN\n")],
+              "HEAD damaged": [("HEAD", b"garbage\n")], "merge in progress": [("MERGE_HEAD", b"MAIN\n")],
+              "main missing commit": [("refs/heads/main", b"0" * 40 + b"\n")],
+              "main damaged": [("refs/heads/main", b"garbage\n")], "shallow": [("shallow", b"MAIN\n")]}
+# states whose refusal must not be told as the user's uncommitted changes (a clean work tree: commit what?)
+NOT_UNCOMMITTED = {"index.lock", "merge in progress"}
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "ops" / "evoharness.example.toml"
 # a value of the example config's, changed: of another TOML type, out of range, extreme, empty
 TOML_VALUES = ['""', '"x"', "-1", "0", "1e999", "nan", "inf", "-inf", "9" * 5000, "[]", "{}", "true", "[1, 2]",
@@ -130,6 +145,7 @@ class Case:
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
     stdout_full: bool = False  # the child's standard output is /dev/full: every write to it is ENOSPC
+    git_state: str | None = None  # the harness repo's odd state (``GIT_STATES``), if the case made one
 
 
 def commands() -> dict[str, list[Param]]:
@@ -282,11 +298,13 @@ class Maker:
         self.keys = keys
         self.workspace = workspace
         self.was_deep = False  # whether the last case made was a deep one
+        self.git_state: str | None = None  # the last case's harness repo state (``GIT_STATES``), if one was made
 
     def argv(self, name: str, params: list[Param]) -> tuple[list[str], list[tuple[str, bytes]]]:
         """Arguments for ``name`` and the files to write into the case's directory first: a deep case (``deep``)
         half the time, else one whose values are replaced by hostile ones."""
         rng = self.rng
+        self.git_state = None
         self.was_deep = rng.random() < DEEP_SHARE
         if self.was_deep:
             return self.deep(name, params)
@@ -342,6 +360,13 @@ class Maker:
         in the case's own copy of the directory."""
         rng = self.rng
         src = self.workspace / name
+        if (src / ".git").is_dir() and rng.random() < GIT_STATE_SHARE:
+            self.git_state = rng.choice(sorted(GIT_STATES))
+            main = subprocess.run(["git", "-C", str(src), "rev-parse", "main"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+            for rel, data in GIT_STATES[self.git_state]:
+                files.append((f"{name}/.git/{rel}", data.replace(b"MAIN", main.encode())))
+            return name
         if src.is_dir():
             inside = sorted(p for p in src.rglob("*") if p.is_file() and ".git" not in p.relative_to(src).parts)
             if not inside:
@@ -607,6 +632,8 @@ def check(case: Case, before: dict[str, str], after: dict[str, str]) -> None:
         r"error: (no space left on device|disk quota exceeded|file too large)", line.strip().lower())]
     if unnamed:
         case.problems.append(f"a refused write names no output: {unnamed[0]!r}")
+    if case.git_state in NOT_UNCOMMITTED and "uncommitted changes" in case.err:
+        case.problems.append(f"{case.git_state} in the harness repo named as uncommitted changes")
     if case.rc == 0 and (git := _git_output(case.argv)):
         case.problems.append(f"took an output inside a git directory: {git}")
     if case.rc == 2 and case.stdout_full and case.err.rstrip().endswith(STDOUT_FULL_LINE):
@@ -649,7 +676,8 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
     rng = random.Random(seed)
     order = sorted(table)
     rng.shuffle(order)
-    counts = {c: {"cases": 0, "deep": 0, "exit 0": 0, "exit 2": 0, "other": 0, "failures": 0} for c in order}
+    kinds = ("cases", "deep", "git", "exit 0", "exit 2", "other", "failures")
+    counts = {c: dict.fromkeys(kinds, 0) for c in order}
     with tempfile.TemporaryDirectory(prefix="fuzz-cli-") as tmp:
         workspace, scratch = Path(tmp) / "workspace", Path(tmp) / "scratch"
         build_workspace(workspace)
@@ -659,11 +687,13 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
         while (n is None or i < n) and time.monotonic() - start < budget_s:
             name = order[i % len(order)]
             argv, files = maker.argv(name, table[name])
-            case = Case(name, argv, stdout_full=FULL_DEVICE and rng.random() < STDOUT_FULL_SHARE)
+            case = Case(name, argv, stdout_full=FULL_DEVICE and rng.random() < STDOUT_FULL_SHARE,
+                        git_state=maker.git_state)
             run_case(case, workspace, scratch, files, timeout)
             c = counts[name]
             c["cases"] += 1
             c["deep"] += maker.was_deep
+            c["git"] += maker.git_state is not None
             c["exit 0" if case.rc == 0 else "exit 2" if case.rc == 2 else "other"] += 1
             if case.problems:
                 c["failures"] += 1
@@ -674,7 +704,8 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
 
 def report(i: int, case: Case, out) -> None:
     shown = [a if len(a) <= 80 else f"{a[:40]}...<{len(a)} chars>" for a in case.argv]
-    full = " (stdout on /dev/full)" if case.stdout_full else ""
+    full = (" (stdout on /dev/full)" if case.stdout_full else "") + (
+        f" (harness repo: {case.git_state})" if case.git_state else "")
     print(f"FAILURE case {i} ({case.command}){full}: {'; '.join(case.problems)}\n  argv: {shown!r}\n  exit {case.rc}, "
           f"{case.seconds:.1f} s", file=out)
     tail = (case.err or case.out).strip().splitlines()[-12:]
@@ -693,9 +724,10 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds a case may take")
     args = ap.parse_args(argv)
     counts = fuzz(args.budget, args.n, args.seed, args.command, args.timeout)
-    total = {k: sum(c[k] for c in counts.values()) for k in ("cases", "deep", "exit 0", "exit 2", "other", "failures")}
+    total = {k: sum(c[k] for c in counts.values()) for k in counts[next(iter(counts))]}
     for name, c in [*sorted(counts.items()), ("all", total)]:
-        print(f"{name:16} {c['cases']:5} cases ({c['deep']:4} deep)  {c['exit 0']:4} exit 0  {c['exit 2']:4} exit 2  "
+        print(f"{name:16} {c['cases']:5} cases ({c['deep']:4} deep, {c['git']:3} git)  {c['exit 0']:4} exit 0  "
+              f"{c['exit 2']:4} exit 2  "
               f"{c['other']:3} other  {c['failures']:3} failures")
     return 1 if total["failures"] else 0
 

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import io
+import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,26 @@ def test_a_case_forked_from_a_process_holding_much_memory_still_has_room(fuzz, t
     finally:
         held.close()
     assert (case.rc, case.problems) == (0, []), (case.rc, case.problems, case.err[-2000:])
+
+
+def test_a_locked_index_or_a_merge_in_progress_told_as_uncommitted_changes_is_a_failure(fuzz, tmp_path):
+    """The harness repo's odd states (GIT_STATES) are files written into its .git; a refusal that tells a locked index
+    or a merge in progress as the user's uncommitted changes (what merge._check_worktree said before) is a failure."""
+    told = "error: run r1 paused: the harness repository h has main checked out with uncommitted changes ...\n"
+    for state, failed in (("index.lock", True), ("merge in progress", True), ("detached", False), (None, False)):
+        case = fuzz.Case("verify", ["verify"], rc=2, err=told, git_state=state)
+        fuzz.check(case, {}, {})
+        assert case.problems == ([f"{state} in the harness repo named as uncommitted changes"] if failed else []), state
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path / "h")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "h"), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q",
+                    "--allow-empty", "-m", "seed"], check=True)
+    maker = fuzz.Maker(random.Random(0), [], tmp_path)
+    made = set()
+    for _ in range(200):
+        files = []
+        assert maker.one_change("h", files) == "h"
+        if maker.git_state is not None:
+            made.add(maker.git_state)
+            assert files and all(name.startswith("h/.git/") and b"MAIN" not in data for name, data in files)
+        maker.git_state = None
+    assert made == set(fuzz.GIT_STATES)
