@@ -15,6 +15,9 @@ so does the service's app factory.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
 import threading
 import weakref
 
@@ -47,6 +50,11 @@ class _Started(threading.Event):
         return True
 
 
+_HOLD = threading.RLock()  # one start at a time holds sys.stderr (two swapping it at once could leave it swapped)
+# the interpreter's report of a thread that died starting, and of its hook failing to write it for want of memory
+_REPORT = ("Exception ignored in thread started by", "Exception ignored in sys.unraisablehook")
+
+
 def _start(self: threading.Thread) -> None:
     if self._started.is_set() or "_bootstrap" in vars(self) or not isinstance(self._started, threading.Event):
         return _ORIGINAL_START(self)  # started twice (CPython says so), or a thread this guard does not know
@@ -54,23 +62,54 @@ def _start(self: threading.Thread) -> None:
     self._bootstrap = bootstrap
     self._started = _Started(self, bootstrap)
     del bootstrap
-    try:
-        _ORIGINAL_START(self)
-    except ThreadDiedStarting:
-        with threading._active_limbo_lock:  # CPython leaves the dead thread in its limbo (enumerate() lists it)
-            threading._limbo.pop(self, None)
-        raise
-    finally:
-        vars(self).pop("_bootstrap", None)
+    with _HOLD:
+        # stderr is held while the new thread starts: a thread that dies starting has the interpreter print its
+        # report there ("Exception ignored in thread started by: ..." and a traceback), which beside the error
+        # line the caller prints for the MemoryError raised here only repeated it, as a traceback
+        shown, held = sys.stderr, io.StringIO()
+        sys.stderr = held
+        died = False
+        try:
+            _ORIGINAL_START(self)
+        except ThreadDiedStarting:
+            died = True
+            with threading._active_limbo_lock:  # CPython leaves the dead thread in its limbo (enumerate() lists it)
+                threading._limbo.pop(self, None)
+            raise
+        finally:
+            vars(self).pop("_bootstrap", None)
+            if sys.stderr is held:
+                sys.stderr = shown
+            if text := held.getvalue():  # what other threads wrote meanwhile is kept; the dead thread's report not
+                with contextlib.suppress(Exception):
+                    shown.write(_without_report(text) if died else text)
+                    shown.flush()
+
+
+def _without_report(text: str) -> str:
+    """``text`` less the interpreter's report of a thread that died starting: its first line (``_REPORT``), the
+    traceback's indented lines and header, and the exception's line."""
+    kept, lines, i = [], text.splitlines(keepends=True), 0
+    while i < len(lines):
+        if not lines[i].startswith(_REPORT):
+            kept.append(lines[i])
+            i += 1
+            continue
+        i += 1
+        while i < len(lines) and (lines[i].startswith((" ", "\t")) or lines[i].startswith("Traceback ")):
+            i += 1
+        i += 1  # the exception's own line (MemoryError)
+    return "".join(kept)
 
 
 def guard_thread_starts() -> None:
     """Make ``Thread.start`` raise ``ThreadDiedStarting`` (a ``MemoryError``) where it waited forever. Idempotent;
     changes nothing where CPython's ``Thread`` lacks the parts it relies on (``_bootstrap``, ``_started``).
 
-    The dying thread's own report ("Exception ignored in thread started by: ...") is still printed by the
-    interpreter: a ``sys.unraisablehook`` that would leave it out is itself a call that fails for want of memory
-    there ("Exception ignored in sys.unraisablehook"), which only adds a line."""
+    The dying thread's own report ("Exception ignored in thread started by: ...") is left out: each start holds
+    ``sys.stderr`` (a buffer, one start at a time) while it waits, and writes back what came meanwhile, less that
+    report when the thread died. (A ``sys.unraisablehook`` that would leave it out is itself a call that fails for
+    want of memory there: "Exception ignored in sys.unraisablehook", one more line.)"""
     if not hasattr(threading.Thread, "_bootstrap"):
         return
     if not isinstance(getattr(threading.current_thread(), "_started", None), threading.Event):

@@ -8,6 +8,8 @@ import contextlib
 import io
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -94,3 +96,30 @@ def test_a_rollout_out_of_memory_exits_with_one_error_line_not_a_hang(tmp_path):
     assert "Traceback" not in case.err
     errors = [line for line in case.err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and ("out of memory" in errors[0] or "thread could not start" in errors[0]), case.err
+    assert case.problems == [], case.err  # no other line: the dying thread's report was printed above it
+
+
+def test_the_dying_threads_report_is_not_printed_beside_the_error(tmp_path):
+    """A thread that died starting left the interpreter's own "Exception ignored in thread started by: ..." report
+    (with its traceback) on stderr, above the CLI's one error line. Now the start holds stderr while it waits, and
+    drops that report when the thread died; what else was written meanwhile is kept."""
+    script = tmp_path / "dies.py"
+    script.write_text(
+        "import sys, threading\n"
+        "from evoharness.threads import ThreadDiedStarting, guard_thread_starts\n"
+        "class Dies(threading.Thread):\n"
+        "    def _bootstrap_inner(self):\n"
+        "        print('written by another thread meanwhile', file=sys.stderr)\n"
+        "        raise MemoryError\n"
+        "guard_thread_starts()\n"
+        "try:\n"
+        "    Dies(daemon=True).start()\n"
+        "except ThreadDiedStarting as e:\n"
+        "    print(f'error: {e}', file=sys.stderr)\n"
+        "ok = threading.Thread(target=print, args=('a thread that starts',), kwargs={'file': sys.stderr})\n"
+        "ok.start(); ok.join()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.stderr.splitlines() == ["written by another thread meanwhile",
+                                        "error: a new thread ran out of memory before it started",
+                                        "a thread that starts"], done.stderr
