@@ -203,3 +203,13 @@ def parse_trailers(message: str) -> dict[str, str]:
         if sep and key and " " not in key:
             out[key] = "" if value.strip() == "(none)" else value.strip()
     return out
+
+
+def damaged_object(error: Exception) -> str:
+    """One line for GitPython's error on an object the repository lacks (its ValueError 'SHA ... could not be
+    resolved, git returned: b'... missing'', or git's own fatal line)."""
+    text = str(getattr(error, "stderr", None) or error)
+    if "missing" in text:
+        return "the object is missing"
+    line = next((x.strip() for x in text.splitlines() if x.strip()), type(error).__name__)
+    return line.removeprefix("stderr: ").strip("'")[:200]

@@ -68,6 +68,9 @@ class HarnessRepo:
             blob = self.repo.commit(sha).tree[MANIFEST_NAME]
         except KeyError:
             return None
+        except (ValueError, git.GitCommandError) as e:  # the branch names an object the repository lacks
+            raise InputError(str(self.path), f"refs/heads/{branch} names commit {sha[:10]}, which cannot be read "
+                             f"({gitops.damaged_object(e)}): a damaged or partly copied repository") from None
         return Manifest.parse(blob.data_stream.read().decode("utf-8"), f"{self.path}/{MANIFEST_NAME}@{branch}")
 
     @classmethod

@@ -14,6 +14,7 @@ from pathlib import Path
 import git
 
 from evoharness.errors import InputError
+from evoharness.harness_repo.gitops import damaged_object
 
 
 class CheckoutCache:
@@ -69,7 +70,11 @@ class CheckoutCache:
 
     def _export(self, sha: str, dest: Path) -> Path:
         buf = io.BytesIO()
-        self.repo.archive(buf, treeish=sha, format="tar")
+        try:
+            self.repo.archive(buf, treeish=sha, format="tar")
+        except (git.GitCommandError, ValueError) as e:  # a ref to an object the repository lacks: was a traceback
+            raise InputError(str(self.repo_path), f"commit {sha[:10]} cannot be read from the repository ("
+                             f"{damaged_object(e)}): a damaged or partly copied repository") from None
         buf.seek(0)
         dest.mkdir()
         with tarfile.open(fileobj=buf) as tar:

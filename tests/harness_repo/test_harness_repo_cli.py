@@ -360,3 +360,18 @@ def test_candidate_new_on_an_empty_edit_file_says_it_is_empty(cli_harness: Path,
         path.write_bytes(data)
         assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(path)]) == 2
         assert capsys.readouterr().err.splitlines() == [f"error: {path}: empty file (EDIT.json is a JSON object)"]
+
+
+@pytest.mark.parametrize("argv", [["review"], ["show", "main"], ["rollout", "--env", "synthetic", "--tasks", "1",
+                                                                   "--sandbox", "inprocess", "--out", "o.jsonl"]])
+def test_main_at_a_commit_the_repository_lacks_is_one_error_line(cli_harness: Path, tmp_path: Path, capsys,
+                                                                 monkeypatch, argv) -> None:
+    """refs/heads/main naming an object the repository does not hold (a damaged or partly copied repository; found by
+    scripts/fuzz_cli.py --seed 5, its 'main missing commit' state) was a ValueError traceback in review and show
+    (reading the manifest) and in rollout (exporting the tree)."""
+    monkeypatch.chdir(tmp_path)
+    (cli_harness / ".git" / "refs" / "heads" / "main").write_text("0" * 40 + "\n")
+    assert main([*argv, "--harness", str(cli_harness)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {cli_harness}: ") and "damaged" in err[0], err
+    assert not (tmp_path / "o.jsonl").exists()
