@@ -238,9 +238,12 @@ _KINDS = (  # each kind's words: a word as written, or a stem ending in "*" that
 # a request for one of a pair where the agent asked leave for the other, and not for it, is no yes (enabling and
 # disabling are kinds of their own, on and off, that share none)
 _OPPOSITES = (("add", "remove"), ("remove", "add"), ("upgrade", "downgrade"), ("downgrade", "upgrade"))
-# "turn it on", "switch off roaming": the particle, not the verb, names the kind
-_PARTICLE_KINDS = {"on": frozenset(("on",)), "off": frozenset(("off",))}
+# "turn it on", "switch off roaming": the particle, not the verb, names the kind; and "send it back", "ship them
+# back", "mail back the lamp": an item sent back is returned (a verb that sends, no kind of its own but a sending)
+_PARTICLE_KINDS = {"on": frozenset(("on",)), "off": frozenset(("off",)), "back": frozenset(("return",))}
 _PHRASAL = frozenset(("turn", "turns", "turned", "turning", "switch", "switches", "switched", "switching"))
+_SENT_BACK = frozenset(("send", "sends", "sending", "sent", "ship", "ships", "shipped", "shipping", "mail", "mails",
+                        "mailed", "mailing"))  # (not "take it back": a word withdrawn as often)
 # "the change", "these changes": whatever was asked, no kind of its own; "this updated payment": a participle that
 # qualifies a noun after a determiner
 _DETERMINERS = frozenset(("the", "this", "that", "these", "those", "a", "an", "any", "such", "your", "my", "our"))
@@ -279,6 +282,8 @@ def kinds_named(text: str) -> frozenset[str]:
         if k and words[k - 1] in _DETERMINERS and (word in ("change", "changes") or word.endswith("ed")):
             continue
         if word in _PARTICLE_KINDS and k and words[k - 1] in _PHRASAL:
+            kinds |= _PARTICLE_KINDS[word]
+        elif word == "back" and k and _SENT_BACK.intersection(words[max(0, k - 3):k]):  # "send the lamp back"
             kinds |= _PARTICLE_KINDS[word]
         kinds |= _word_kinds(word)
     return frozenset(kinds)
@@ -325,8 +330,12 @@ def request_kinds(text: str, said: str | None = None) -> frozenset[str] | None:
 def _shape_kinds(said: str, verb: str | None, noun: str | None, verb_end: int) -> frozenset[str] | None:
     """The kinds of action (``_requested``) a request of ``_ACT_SHAPE``'s shape in ``said`` asks for, its ``verb``
     (None for "go on" and its like) ending at ``verb_end`` and the ``noun`` after "the"; None where it asks none."""
-    kinds = _requested(verb, noun)
     verb = verb.lower() if verb else ""
+    if verb in _SENT_BACK:
+        # "send it back", "ship the lamp back": a return, whatever the verb names alone
+        if "back" in (w.strip(".,;:!") for w in said[verb_end:verb_end + 32].lower().split()[1:4]):
+            return _PARTICLE_KINDS["back"]
+    kinds = _requested(verb, noun)
     if kinds is not None and verb in _PHRASAL:
         # "turn it on", "switch it off": the particle after the object names the kind; "turn it" alone asks nothing
         after = (w.strip(".,;:!") for w in said[verb_end:verb_end + 24].lower().split()[1:3])
@@ -357,7 +366,9 @@ _HOLD = (r"(?P<hold>(?P<inherent>wait\b|(?:hold|hang)\s+on\b(?!\s+to\b)|hold\s+(
          r"|never\s+mind\b|scratch\s+that\b|forget\s+(?:it|that|about\s+it)\b"
          r"|(?:i['’]ve\s+|i\s+have\s+|i\s+)?changed\s+my\s+mind\b|on\s+second\s+thoughts?\b"
          r"|(?:do\s+not|don['’]t)(?=\s*(?:[.!,;\n\u2013\u2014-]|$)))"
-         r"|not\s+(?:yet|now|just\s+yet|so\s+fast|right\s+now|today)\b"
+         # not now, and not the thing offered: "Okay, not that one.", "Sure, not this time.", "Ok, not at the moment."
+         r"|not\s+(?:yet|now|just\s+yet|so\s+fast|right\s+now|today|this\s+time|for\s+(?:now|the\s+moment)"
+         r"|at\s+(?:the|this)\s+(?:moment|time|point)|(?:that|this|those|these)\s+ones?)\b"
          r"|let\s+me\s+(?:think|check|ask|talk|consult|look|see|confirm|double)\b"
          r"|(?:do\s+not|don['’]t|never)\s+(?:(?:actually|just|quite|really|yet)\s+)?"
          r"(?:proceed|go\s+ahead|go\s+on|continue|do\s+(?:it|that|this|anything)"
@@ -651,6 +662,58 @@ def leave_asked(reply: str) -> frozenset[str] | None:
             # "proceed with this change" / "these changes": whatever the reply described, whatever else the sentence
             # names beside it ("..., and your preferred refund method")
             return frozenset() if _THE_CHANGE.search(asking) is not None else kinds_named(asking)
+    return None
+
+
+# What a yes to the agent's reply consents to where that is no action (``no_action_offered``): the asking sentence
+# (as ``leave_asked`` finds it) offers to look something up -- its verb, after "shall I", "would you like me to" or
+# "let me know ... I'll", is one of ``_LOOK``: "Would you like me to check your other orders?", "Shall I search for
+# other flights?" --, or the reply asks no leave and its last question asks whether the user has another matter
+# ("Is there anything else I can help you with?": ``_ANYTHING_ELSE``). A "Yes, send it back." to either answers it,
+# and asks for the return as a first request does: the agent has not put the return to the user
+_LOOK = frozenset((
+    "check", "look", "find", "search", "see", "show", "list", "tell", "explain", "pull", "retrieve", "review",
+    "calculate", "compute", "estimate", "fetch", "investigate", "explore", "browse", "research", "query", "verify",
+    "double", "recheck", "locate", "read", "compare"))
+_ANYTHING_ELSE = re.compile(r"\b(?:anything|something)\s+else\b|\bany\s+other\s+(?:questions?|requests?|concerns?|"
+                            r"issues?|matters?|things?|ways?)\b|\bany(?:thing|\s+way)\s+(?:more|further)\b", re.I)
+_ELSE_GATE = ("else", "other", "more", "further")  # (a word each _ANYTHING_ELSE match holds, with "any")
+# a word of _LOOK ending there ("check", not "checked bags"): a regex of literals, whose first letters the engine
+# skips to
+_LOOK_GATE = re.compile("(?:" + "|".join(sorted(_LOOK, key=len, reverse=True)) + ")(?![a-z])")
+_NEXT_WORD = re.compile(r"\s+(?:(?:just|quickly|also|first|now)\s+)?(\w+)")
+_ME_TO = re.compile(r"(?:me|us)\s+to$", re.I)
+
+
+def no_action_offered(reply: str) -> str | None:
+    """What a yes to ``reply`` (the agent's reply before it) consents to where that is no action: "a look-up" where
+    the asking sentence of its end offers one, "another matter" where it asks no leave and its last question asks
+    whether the user has anything else (``_LOOK``, ``_ANYTHING_ELSE``); None where it asks leave to act, or asks
+    nothing of either kind."""
+    tail = reply[-400:]
+    # C scans first (the asking regex costs ~400 k instructions on a reply's end): an answer needs a look-up verb or
+    # a word of "anything else" in the end; most replies before a yes hold neither
+    low = tail.lower()
+    if _LOOK_GATE.search(low) is None and ("any" not in low or not any(map(low.__contains__, _ELSE_GATE))):
+        return None
+    for m in _asks_leave_re().finditer(tail):
+        verb = m.group("act") or m.group("offer")
+        if verb is None and _ME_TO.search(m.group(0)) is not None and (w := _NEXT_WORD.match(tail, m.end())):
+            verb = w.group(1)
+        start = max(tail.rfind(c, 0, m.start()) for c in ".!?\n:") + 1
+        words = tail[start:m.start()].split()
+        if words and words[0].lower().strip("*_") in _WH:
+            continue
+        verb = verb.lower() if verb is not None else None
+        if verb in _LOOK:
+            return "a look-up"
+        if verb is None or verb in _DO or verb in _GOING_ON:
+            return None
+    end = tail.rfind("?")
+    if end >= 0:
+        start = max(tail.rfind(c, 0, end) for c in ".!?\n") + 1
+        if _ANYTHING_ELSE.search(tail, start, end) is not None:
+            return "another matter"
     return None
 
 

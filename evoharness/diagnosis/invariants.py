@@ -44,7 +44,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from evoharness.diagnosis.claims import MONTHS
-from evoharness.diagnosis.consent import affirmed, refuses, tool_kinds
+from evoharness.diagnosis.consent import affirmed, kinds_named, leave_asked, no_action_offered, refuses, tool_kinds
 from evoharness.diagnosis.context import ToolCall, TraceView, failed_result
 from evoharness.diagnosis.models import Violation
 from evoharness.traces.models import Termination
@@ -533,6 +533,11 @@ def policy_violations(view: TraceView) -> list[Violation]:
                                      evidence=f"{w.name} without an explicit yes; the user last said: "
                                               f"{_quote(said or '(nothing)', 120)}"))
                 break
+            if (offered := _offered_instead(view, last_user, w)) is not None:
+                out.append(Violation(rule="policy.confirmation", step=w.step,
+                                     evidence=f"{w.name} after a yes to {offered[0]}; the agent had asked: "
+                                              f"{_quote(offered[1], 120)}; the user said: {_quote(said, 80)}"))
+                break
             if refuses(view, last_user, tool_kinds(w.name)):
                 out.append(Violation(rule="policy.confirmation", step=w.step,
                                      evidence=f"{w.name} after a yes to another action, or a refusal of this one; "
@@ -566,6 +571,42 @@ def _reads_said_id(view: TraceView, c: ToolCall) -> bool:
     said = [t for i in view.user_steps if i < c.step and isinstance(t := msgs[i].get("content"), str)]
     return all(k.lower().endswith("id") and isinstance(v, str) and len(v) >= 3 and any(v in t for t in said)
                for k, v in args.items())
+
+
+def _offered_instead(view: TraceView, i: int, w: ToolCall) -> tuple[str, str] | None:
+    """What the yes at ``i`` consents to, where the agent's reply before it put something else than the write ``w``
+    to the user: (what, the reply's end). A look-up offered or another matter asked about (``no_action_offered``:
+    "Would you like me to check your other orders?" -- "Yes, send it back."), or leave asked for actions none of
+    whose kinds is the write's (``leave_asked``, ``tool_kinds``: "Shall I cancel order #W9?" before a return; a
+    change is bought as often as made) in a reply that names none of the write's argument values. None where the
+    reply asked leave for the write, or nothing the rule reads (a reply that acknowledged a refusal is read as the
+    proposal refused), and for a retry: a write whose tool refused an earlier
+    call (the yes the first try had stands for the action the user asked and never got; tau-bench airline 13:3, whose
+    user, offered a search after the refusal, asks again for the change it had said yes to)."""
+    msgs = view.traj.messages
+    j = next((j for j in range(i - 1, -1, -1) if view.roles[j] == "assistant" and view.texts[j].strip()), None)
+    if j is None:
+        return None
+    # a reply that acknowledged a refusal ("Understood, I won't cancel it. Anything else?") proposes nothing: a yes
+    # after it takes the refusal back and answers the proposal refused (``detectors._refused_proposal``)
+    j = _detectors._refused_proposal(view, j)
+    reply = view.texts[j]
+    offered = no_action_offered(reply)
+    if offered is None:
+        # the cheap tests first: the write's values named as written, a kind of action the reply's end names (the
+        # asking sentence's are among them), before the asking regex (``leave_asked``, ~400 k instructions)
+        kinds = tool_kinds(w.name)
+        values = _arg_values(w.args) if kinds else None
+        if not kinds or values and _named(msgs, j - 1, j + 1, values) or not kinds_named(reply[-400:]):
+            return None
+        asked = leave_asked(reply)
+        if not asked or not asked.isdisjoint(kinds) or "book" in asked and "change" in kinds \
+                or values and _named_loosely(msgs, j - 1, j + 1, values):
+            return None
+        offered = f"another action ({', '.join(sorted(asked))})"
+    if any(c.name == w.name and c.step < w.step and _failed(view, c) for c in view.calls):
+        return None  # a retry
+    return offered, reply[-120:]
 
 
 def _yes_to_the_action(view: TraceView, w: ToolCall) -> bool:

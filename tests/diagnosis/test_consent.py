@@ -430,3 +430,61 @@ def test_a_yes_to_another_action_than_the_write_is_no_yes_to_the_write(asked, an
     """"Don't cancel it. Yes, change it." says yes to the change: before, its yes confirmed whatever write came next,
     a cancellation included. The write's kind is read from its tool's name (``consent.kinds_named``)."""
     assert _violations(asked, answer, write) == (["policy.confirmation"] if broken else [])
+
+
+@pytest.mark.parametrize("asked", [
+    "Would you like me to check the status of your other orders?",
+    "Shall I search for a cheaper option first?",
+    "Would you like me to look up the refund amount?",
+    "Is there anything else I can help you with?",
+    "Your address is up to date. Do you have any other questions?"])
+@pytest.mark.parametrize("answer", ["Yes, please return the lamp-7.", "Yes, send it back."])
+def test_a_yes_to_a_look_up_or_to_another_matter_is_no_yes_to_the_write(asked, answer):
+    """"Yes, please return the lamp-7." to "Would you like me to check your other orders?" answers the offer to look:
+    the agent never put the return to the user (until the twenty-first session it was the yes to the return, the order
+    id named earlier; "send it back" was no yes only for asking a sending)."""
+    assert _violations(asked, answer, "return") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("asked, answer", [
+    ("Shall I return the lamp-7?", "Yes, send it back."),  # "send it back" asks for the return
+    ("Shall I return the lamp-7?", "Sure, please ship it back."),
+    ("Would you like me to process the return of the lamp-7?", "Yes."),
+    ("Would you like me to proceed?", "Yes."),
+    ("Is this correct? Shall I go ahead with the return?", "Yes.")])
+def test_a_yes_to_the_return_asked_stays_a_yes(asked, answer):
+    """Until the twenty-first session "Yes, send it back." to "Shall I return the lamp-7?" asked for a sending, no
+    return: no yes to it."""
+    assert _violations(asked, answer, "return") == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Okay, not that one.", "Sure, not this time.", "Ok, not at the moment.", "Alright, not for now.",
+    "Yes, not that one though."])
+def test_a_verbless_refusal_after_a_word_of_assent_is_no_yes(answer):
+    """"Okay, not that one." refuses what was offered with no verb (a yes by its "Okay" until the twenty-first
+    session; "Nope, not that one." and "Not now." were already none)."""
+    assert _violations("Shall I return the lamp-7?", answer, "return") == ["policy.confirmation"]
+
+
+def _another_offer(asked: str, fail_first: bool = False) -> list[str]:
+    """A run whose agent names order #W123 earlier, then asks ``asked`` (naming no value of the return), the user
+    says yes and the agent returns #W123's lamp (``fail_first``: a first try refused before the question)."""
+    b = TraceBuilder("t").system(POLICY).user("I need help with my orders, I'm bob@x.com")
+    b.call("find_user_id_by_email", {"email": "bob@x.com"}, result='{"user_id": "bob_1"}')
+    b.say("You have order #W123 (delivered, lamp-7) and order #W999 (pending).").user("Please return the lamp-7.")
+    if fail_first:
+        b.say("Shall I return the lamp-7 of #W123?").user("Yes.")
+        b.call(*WRITES["return"], result="Error: the return window is closed for today")
+    b.say(asked).user("Yes.")
+    b.call(*WRITES["return"], result="ok")
+    return [v.rule for v in Labeller().label(b.deliver("Done.").build(score=0.0)).violations]
+
+
+def test_a_yes_to_another_action_asked_is_no_yes_to_the_write_but_a_retry_keeps_its_yes():
+    """"Shall I cancel order #W999?" -- "Yes." then a return of #W123: the yes answered the cancellation (before, the
+    order id named earlier made it the yes to the return). A retry of a write the tool refused keeps the yes its
+    first try had (the user asked for the action and never got it)."""
+    assert _another_offer("Shall I cancel order #W999?") == ["policy.confirmation"]
+    assert _another_offer("Shall I return the lamp-7 of #W123?") == []
+    assert _another_offer("Shall I search for another day?", fail_first=True) == []
