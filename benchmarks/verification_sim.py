@@ -70,6 +70,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
+from evoharness.errors import BudgetExhausted
 from evoharness.harness_repo.models import Candidate
 from evoharness.logging import configure_logging
 from evoharness.verification.anchors import AnchorBook
@@ -200,10 +201,14 @@ def run_one(name: str, spec: tuple, seed: int, rounds: int, n_dev: int, ideal: b
             cand = Candidate(branch=f"candidate/{commit}", commit=commit, base=main, round=rnd,
                              targets=target)
             ledger = BudgetLedger(total=budget)
-            out = verifier.evaluate(cand, anchor, strategy, gates, ledger, rnd)
+            proposed[kind] += 1
+            try:
+                out = verifier.evaluate(cand, anchor, strategy, gates, ledger, rnd)
+            except BudgetExhausted:  # the plan does not fit the budget: not verified, as the graph records it
+                why[kind]["not verified (budget)"] += 1
+                continue
             run_ledger.spends.extend(ledger.spends)
             verify_spent += ledger.rollouts
-            proposed[kind] += 1
             needs = out.verdict.measurements.get("needs_rollouts")
             if needs:
                 undecided[kind] += 1

@@ -183,3 +183,13 @@ def test_why_counts_every_verdict_and_names_the_gates_that_failed(bench, capsys)
                                                                             "stopped_by": "no_regression"}),
         GateResult(gate="no_regression", passed=False, reason=""), GateResult(gate="guard", passed=True, reason="")])
     assert bench.reject_reason(v) == "gain(stopped@1)+no_regression"
+
+
+def test_a_plan_over_the_budget_is_counted_not_verified_as_the_graph_records_it(bench):
+    """--set max_tasks=9 sequential_max_factor=5 (a plan of 1,000 rollout units against 960 left) ended the whole
+    simulation with a BudgetExhausted traceback; the graph records such a candidate 'not verified' and goes on."""
+    strategy, gates, budget, max_tasks, k = bench.strategies(24)["behaviour_aware"]
+    out = bench.run_one("behaviour_aware", (strategy, gates, k, max_tasks, k), seed=3, rounds=2, n_dev=24)
+    turned = {kind: out["why"][kind].get("not verified (budget)", 0) for kind in bench.KINDS}
+    assert all(turned[kind] == out["proposed"][kind] > 0 for kind in bench.KINDS)
+    assert sum(out["accepted"].values()) == 0 and out["per_candidate"] == 0
