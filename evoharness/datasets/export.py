@@ -90,6 +90,9 @@ log = get_logger(__name__)
 
 def _not_a_file(path: Path, what: str) -> str:
     """Why ``path`` (not a regular file) cannot be read as ``what``."""
+    if what == "trajectory file" and path.is_dir() and (path / "trajectories.jsonl").is_file():  # a run's directory
+        return (f"is a directory, not a {what}: give {path / 'trajectories.jsonl'} (a run's trajectory store; the "
+                f"{LABELS_NAME} beside it, the run's labels, is reused)")
     return not_a_file_reason(path, what, f"{what} not found")
 
 
@@ -756,7 +759,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     one_at_a_time = filters.max_tokens is not None and filters.max_per_task is not None
     lengths = {part or "train": Lengths() for part in parts}  # the token length of each record written, by split
     unmeasured: Counter = Counter()  # placebo records its chat template cannot render, by split
-    template_errors: list[str] = []
+    template_error: str | None = None  # the first record's chat template error (the card names it; one, not a list)
     # an OpenAI record written as it was made (no system message rendered, no placebo): its line is made once, for
     # the duplicate check (``line_key``, the same rule as ``fingerprint``) and for the writer
     one_line = fmt == ExportFormat.openai and not renderer.active and not placebo
@@ -810,8 +813,10 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         try:
             n = counter.count(record, line)
         except TemplateFailed as e:
+            nonlocal template_error
             skipped["chat_template_error"] += 1
-            template_errors.append(str(e))
+            if template_error is None:  # every record's was kept until 2026-12-06: memory grew with the rows
+                template_error = str(e)
             return None
         if filters.max_tokens is not None and n > filters.max_tokens:
             skipped["over_max_tokens"] += 1
@@ -976,7 +981,7 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
     summary.token_lengths = TokenLengths(method=counter.method, exact=counter.exact, max_tokens=filters.max_tokens,
                                          splits={p: lengths[p].stats(filters.max_tokens) for p in lengths},
                                          unmeasured=dict(unmeasured),
-                                         template_error=template_errors[0] if template_errors else None)
+                                         template_error=template_error)
     for key, c in counts.items():
         setattr(summary, key, dict(sorted(c.items())))
     summary.skipped = dict(sorted(skipped.items()))

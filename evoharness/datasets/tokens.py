@@ -121,10 +121,12 @@ def _parsed(message: dict) -> dict:
 
 
 class Lengths:
-    """The token lengths of one split's records, one 4-byte int each (memory: 400 KB per 100,000 records)."""
+    """The token lengths of one split's records, one 4-byte unsigned int each (memory: 400 KB per 100,000 records;
+    until 2026-12-06 a C long, 8 bytes, though this said 4). A length past 2**32 - 1 tokens (a record of ~12 GB at
+    3 bytes a token) would raise OverflowError."""
 
     def __init__(self) -> None:
-        self.values = array("l")
+        self.values = array("I")
 
     def add(self, n: int) -> None:
         self.values.append(n)

@@ -110,3 +110,18 @@ def test_the_export_command_says_how_many_of_the_runs_labels_it_reused(shared_da
     done = CliRunner().invoke(app, ["dataset", "export", "-t", str(store.path), "--source", "all", "--labels",
                                     str(mine), "--out", str(tmp_path / "out2")])
     assert done.exit_code != 0 and "ends at line 11" in str(done.exception or done.output)
+
+
+def test_a_runs_directory_as_trajectories_names_the_file_to_give(shared_data, tmp_path, monkeypatch, capsys):
+    """`dataset export -t RUN` (the run's directory, as `diagnose RUN` takes it) said only 'is a directory, not a
+    trajectory file'; it now names RUN/trajectories.jsonl, whose labels beside it are reused."""
+    from evoharness.cli import main
+
+    store = _run_store(shared_data, tmp_path / "run")
+    monkeypatch.setenv("EVOHARNESS_HOME", str(tmp_path / "home"))
+    assert main(["dataset", "export", "-t", str(tmp_path / "run"), "--source", "all", "--out",
+                 str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists()
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {tmp_path / 'run'}: is a directory, not a trajectory file: give {store.path} (a run's trajectory "
+        "store; the labels.jsonl beside it, the run's labels, is reused)"]

@@ -15,7 +15,7 @@ import pytest
 from evoharness.cli import main
 from evoharness.datasets.export import export_dataset, read_manifest
 from evoharness.datasets.models import ExportFilters, SourceKind
-from evoharness.datasets.tokens import ChatTemplateTokens
+from evoharness.datasets.tokens import ChatTemplateTokens, Lengths, TemplateFailed
 from evoharness.errors import InputError
 from evoharness.traces.store import write_trajectories
 from tests.modules import load_file
@@ -77,6 +77,52 @@ def test_max_tokens_skips_a_longer_record_whole_and_it_takes_no_tasks_place(tmp_
     assert f"records over {limit} tokens skipped (`--max-tokens`)" in card
     assert f"Records longer than {limit} tokens were skipped whole, never cut (`--max-tokens`): " \
            f"{len(lines) - len(short)}." in card
+
+
+class _RefusesEvery:
+    """A counter whose chat template refuses every record, each time with a new long error text."""
+
+    method, exact = "a template that refuses every record", True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count(self, record: dict, line: bytes | None = None) -> int:
+        self.calls += 1
+        raise TemplateFailed(f"refused record {self.calls}: " + "x" * 500_000)
+
+
+def test_records_the_chat_template_refuses_hold_no_memory_each(tmp_path):
+    """Every refused record's error text was kept to the export's end, though the card names only the first: an
+    export's memory grew by each refused record's text (here 0.5 MB a record)."""
+    import tracemalloc
+
+    def peak(runs: list, out: Path) -> int:  # the traced peak of one export, over what was held before it
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            s = export_dataset(out, source=SourceKind.all, trajectories=runs, tokens=(counter := _RefusesEvery()))
+            grown = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        assert s.records == 0 and s.skipped == {"chat_template_error": len(runs)} == {
+            "chat_template_error": counter.calls}
+        assert s.token_lengths.template_error.startswith("refused record 1: xxx")
+        return grown
+
+    runs = _runs()
+    peak(runs, tmp_path / "warm")  # first-call set-up (imports, caches) is not the export's
+    # 14 refused records more hold nothing more (before: 14 x 0.5 MB more)
+    assert peak(runs, tmp_path / "all") - peak(runs[:2], tmp_path / "two") < 500_000
+
+
+def test_a_split_keeps_a_token_length_in_4_bytes():
+    lengths = Lengths()
+    for n in range(100_000):
+        lengths.add(n)
+    assert lengths.values.itemsize * len(lengths.values) == 400_000  # the docstring's 400 KB per 100,000; was 800 KB
+    assert lengths.stats(None) == {"records": 100_000, "min": 0, "median": 49_999, "p95": 94_999, "max": 99_999,
+                                   "mean": 49_999.5, "total": 4_999_950_000}
 
 
 def test_cli_prints_the_lengths_and_refuses_a_bad_limit_or_tokenizer(tmp_path, capsys):
