@@ -39,6 +39,10 @@ harness repo (``dataset export --render-under``); the CPU seconds then include t
 process (a child of the export, ended before it returns; where it runs in its bubblewrap jail, the
 jail's processes are adopted and reaped by this one, so the render process's CPU is counted too).
 
+``--max-tokens N`` skips a record longer than N tokens (``dataset export --max-tokens``); ``--tokenizer DIR`` counts
+tokens with a local tokenizer directory's chat template (``dataset export --tokenizer``; loaded once a process,
+untimed) instead of the default byte estimate. Both to see what the token lengths cost in CPU and memory.
+
 ``--against TREE`` measures side by side: this checkout's evoharness and the one in ``TREE`` (another
 checkout, or ``git archive REV | tar -x -C TREE``) export the same files in turn, A, B, A, B ..., each
 export in a fresh process (``PYTHONPATH`` names the tree; one untimed export first, so imports and
@@ -51,7 +55,8 @@ twice less one that exports once (start-up, imports and first-call set-up cancel
 ``--against TREE``, both trees' counts and their ratio. valgrind runs ~50x slower: ``--n 400`` is plenty.
 
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
-        [--store | --run | --sweep] [--render-under seed|evolved] [--repeat 3] [--against TREE] [--instructions]
+        [--store | --run | --sweep] [--render-under seed|evolved] [--max-tokens N] [--tokenizer DIR] [--repeat 3]
+        [--against TREE] [--instructions]
 """
 
 from __future__ import annotations
@@ -164,10 +169,28 @@ def _prompt(args):
     return args._prompt
 
 
+def _tokens(args) -> dict:
+    """``--max-tokens`` / ``--tokenizer``: the export's keyword arguments for them (the tokenizer loaded once a
+    process, untimed)."""
+    out = {}
+    if args.max_tokens is not None:
+        from evoharness.datasets.models import ExportFilters
+
+        out["filters"] = ExportFilters(max_tokens=args.max_tokens)
+    if args.tokenizer is not None:
+        if getattr(args, "_counter", None) is None:
+            from evoharness.datasets.tokens import ChatTemplateTokens
+
+            args._counter = ChatTemplateTokens(args.tokenizer)
+        out["tokens"] = args._counter
+    return out
+
+
 def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[object, float, float]:
     """One export: (summary, CPU s, wall s). CPU s counts the export's child processes (the template
     render process of ``--render-under``) once they ended, which is before the export returns."""
     prompt = _prompt(args)
+    tokens = _tokens(args)
     trajectories = JsonlSource(src)
     if args.run:  # ``labels`` is the tree's run directory (``_write_runs``): its store, with the labels it keeps
         trajectories, labels = JsonlSource(labels / "trajectories.jsonl"), None
@@ -193,7 +216,7 @@ def _export_once(src: Path, labels: Path | None, out: Path, args) -> tuple[objec
                        # skips by default since the seventeenth session; kept, every row is written as before
                        **({"keep_duplicates": True} if "keep_duplicates" in signature(export_dataset).parameters
                           else {}),
-                       **({"prompt": prompt} if prompt else {}))
+                       **({"prompt": prompt} if prompt else {}), **tokens)
     _reap_adopted()
     return s, time.process_time() - t0 + _children_cpu() - c0, time.perf_counter() - w0
 
@@ -244,7 +267,9 @@ def _flags(args) -> list[str]:
     return ["--format", args.format, "--source", args.source] + (["--placebo"] if args.placebo else []) \
         + (["--store"] if args.store else []) + (["--run"] if args.run else []) \
         + (["--sweep"] if args.sweep else []) \
-        + (["--render-under", args.render_under] if args.render_under else [])
+        + (["--render-under", args.render_under] if args.render_under else []) \
+        + (["--max-tokens", str(args.max_tokens)] if args.max_tokens is not None else []) \
+        + (["--tokenizer", str(args.tokenizer)] if args.tokenizer is not None else [])
 
 
 def _passes(args) -> None:
@@ -413,6 +438,9 @@ def main() -> None:
                          "(the store ingested first, untimed) instead of an export; rows = trajectories queued")
     ap.add_argument("--render-under", choices=["seed", "evolved"],
                     help="render each record's system prompt under a fresh seed harness repo's template")
+    ap.add_argument("--max-tokens", type=int, metavar="N", help="skip a record longer than N tokens (dataset export's)")
+    ap.add_argument("--tokenizer", type=Path, metavar="DIR",
+                    help="count tokens with this local tokenizer directory's chat template (dataset export's)")
     ap.add_argument("--against", type=Path, metavar="TREE",
                     help="another evoharness tree: export with both in turn and print the ratio")
     ap.add_argument("--instructions", action="store_true",
@@ -441,6 +469,12 @@ def main() -> None:
                  "of four")
     if args.n < 1:
         ap.error("--n must be at least 1")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        ap.error("--max-tokens must be at least 1")
+    if args.tokenizer is not None and not args.tokenizer.is_dir():
+        ap.error(f"--tokenizer {args.tokenizer}: no such directory (a tokenizer directory with its chat template)")
+    if (args.max_tokens is not None or args.tokenizer is not None) and args.sweep:
+        ap.error("--max-tokens and --tokenizer are an export's: --sweep exports nothing")
     if args.against is not None and not (args.against / "evoharness" / "__init__.py").is_file():
         ap.error(f"--against {args.against}: no evoharness package there")
     if args.instructions and shutil.which("valgrind") is None:
@@ -478,7 +512,9 @@ def main() -> None:
           f"held-out excluded: {s.heldout_tasks_excluded}  ({load_note()})")
     print(f"format: {args.format}  source: {args.source}  placebo: {args.placebo}  render under: "
           f"{args.render_under or '-'} ({s.prompt_fallbacks} fell back)  output: {size:.1f} MB  "
-          f"labels reused: {getattr(s, 'labels_reused', 0)}{_relabelled(getattr(s, 'labels_relabelled', None))}")
+          f"labels reused: {getattr(s, 'labels_reused', 0)}{_relabelled(getattr(s, 'labels_relabelled', None))}"
+          + (f"  over --max-tokens: {s.skipped.get('over_max_tokens', 0)}" if args.max_tokens is not None else "")
+          + (f"  tokens: {s.token_lengths.method}" if args.tokenizer is not None else ""))
     print(f"CPU s per export: {spread(cpu)}  (wall {spread(wall)}), over {args.repeat} exports")
     print(f"rows/s: {spread([s.records / c for c in cpu], ',.0f')} rows per CPU-second")
     print(f"peak RSS: {peak:.1f} MB  (baseline before export {base:.1f} MB, growth {peak - base:.1f} MB)")

@@ -27,6 +27,8 @@ def _this_checkouts_code(monkeypatch):
 
 @pytest.mark.parametrize("script,args", [
     ("benchmarks/export_scale.py", ["--n", "0"]),
+    ("benchmarks/export_scale.py", ["--max-tokens", "0"]),
+    ("benchmarks/export_scale.py", ["--tokenizer", "no-such-dir"]),
     ("benchmarks/label_throughput.py", ["--copies", "0"]),
     ("benchmarks/label_throughput.py", ["--data", "no-such.json"]),
     ("benchmarks/rollout_overhead.py", ["--rollouts", "0"]),

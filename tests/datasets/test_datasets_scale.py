@@ -45,6 +45,18 @@ def test_benchmark_prints_peak_and_rate(tmp_path):
     assert "peak RSS:" in proc.stdout and "rows/s:" in proc.stdout
 
 
+def test_benchmark_passes_max_tokens_to_the_export(tmp_path):
+    """``export_scale.py --max-tokens N`` (to time and size an export with the limit): the synthetic rows are ~350
+    tokens by the byte estimate, so 340 skips every one and 400 none, and the count is printed."""
+    for limit, rows in ((340, 0), (400, 36)):
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_scale.py"), "--n", "40", "--repeat",
+                               "1", "--max-tokens", str(limit)],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_this_checkout())
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"exported rows: {rows}  held-out excluded: 4" in proc.stdout, proc.stdout
+        assert f"over --max-tokens: {36 - rows}" in proc.stdout, proc.stdout
+
+
 def test_benchmark_renders_under_a_seed_harness_with_render_under(tmp_path):
     """``export_scale.py --render-under seed`` (the export's prompt render, timed with its render process) ran in
     no test. A tiny run: its rows are printed and each row's system prompt is the seed harness's template rendered
