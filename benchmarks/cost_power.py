@@ -81,12 +81,14 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from evoharness.script_help import RawDefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=RawDefaultsHelp)
     ap.add_argument("--trials", type=int, default=500, help="worlds per edit (the same worlds for every design)")
     ap.add_argument("--tasks", type=int, default=4, help="targeted tasks")
     ap.add_argument("--alpha", type=float, default=0.01, help="the cost test's alpha (cost_alpha)")
     ap.add_argument("--coupling", type=float, default=0.0, help="share of rollouts whose noise both sides share")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the first world's seed")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     designs = [(f"fixed k{k}", lambda r, k=k: fixed(r, k, args.alpha)) for k in (2, 4, 8, 16, 32)]

@@ -75,8 +75,11 @@ def report(name: str, runs: list) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    from evoharness.script_help import RawDefaultsHelp
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=RawDefaultsHelp)
+    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
+                    help="the public trace sets (the layout of ../shared/data)")
     args = ap.parse_args()
     for name, rel in SETS.items():
         report(name, list(load_paths([args.data / rel])))
