@@ -6,10 +6,11 @@ of the domain's environment (the task's initial state applied; each result is ta
 an error as ``Error: <message>``, as tau-bench writes it) and wrapped in the conversation a policy-following agent
 would hold: the domain's policy as the system message, a greeting, the task's user instruction as the user's first
 message, the user's identity looked up first (``IDENTITY``), the look-ups that show every id a write names (a read
-of the domain whose result holds it, found by trying the reads on the ids shown so far), details the user must give
-asked for and given, each write's details listed and an explicit "yes" from the user before it, a user-side action
-(telecom: the customer's phone) asked of the user and its result told back, and a final answer that restates the last
-write's result. Written in tau-bench's record format (``--out FILE``) with reward 1, then labelled.
+of the domain whose result holds it, found by trying the reads on the ids shown so far), the read that shows the
+status of what a write acts on where the policy says to check it first (``GoldPath._status_checks``), details the user
+must give asked for and given, each write's details listed and an explicit "yes" from the user before it, a user-side
+action (telecom: the customer's phone) asked of the user and its result told back, and a final answer that restates
+the last write's result. Written in tau-bench's record format (``--out FILE``) with reward 1, then labelled.
 
 **The conversations are scripted here**: the user's and the agent's words are this script's; only the tasks, tools,
 tool results and policies are tau2's. Then controlled failures derived from each gold path, each with the message it
@@ -42,7 +43,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import islice, product
+from itertools import chain, islice, product
 from pathlib import Path
 from typing import Any
 
@@ -266,8 +267,10 @@ class GoldPath:
                 conv.run_tool(a.name, a.arguments, "user")
                 continue
             if a.name in self.writes:
-                for read in self._look_ups(conv, a.arguments):
-                    steps.append(read)
+                # (the look-ups first, as before: a status read by the thing's id first would show what they show
+                # and leave the reads that show the rest -- the user's other orders -- unmade)
+                steps += self._look_ups(conv, a.arguments)
+                steps += self._status_checks(conv, a.name, a.arguments)
                 missing: dict[str, list] = {}  # only the values not shown: the user says what it knows
                 for k, x in _leaves(a.arguments):
                     if x not in (None, "") and str(x) not in conv.shown:
@@ -286,6 +289,30 @@ class GoldPath:
             conv.call(a.name, a.arguments)
         steps.append(Step("final"))
         return steps
+
+    def _status_checks(self, conv: Conversation, name: str, args: dict) -> list[Step]:
+        """Reads that show the status of what the write acts on, where the policy says to check it first (the
+        diagnosis's reading of the policy: ``policy.check_first``, "you should check its status before taking the
+        action", "check that the bill is overdue before sending a payment request"): each read of one parameter tried
+        on the thing's id, then each read on the values shown so far, until one's result holds an object with the
+        write's ``<thing>_id`` and a ``status``."""
+        from evoharness.diagnosis.invariants import write_limits
+
+        found: list[Step] = []
+        for lim in write_limits(self.policy):
+            value = args.get(lim.checked + "_id")
+            if lim.rule != "policy.check_first" or not lim.covers(name) or not isinstance(value, str) \
+                    or _shows_status(conv, lim.checked + "_id", value):
+                continue
+            by_id = ((n, {p[0]: value}) for n in self.reads if len(p := list(self.tools[n].params.model_fields)) == 1)
+            for read, params in chain(by_id, self._candidates(conv, args)):
+                result = conv.run_tool(read, params)
+                if not result.error and value in result.content and _has_status(result.content, lim.checked + "_id",
+                                                                                  value):
+                    conv.call(read, params)
+                    found.append(Step("read", read, params))
+                    break
+        return found
 
     def _look_ups(self, conv: Conversation, args: dict) -> list[Step]:
         """Reads that show the write's values the conversation has not shown: each read of the domain tried on each
@@ -380,6 +407,28 @@ class GoldPath:
             marks["final"] = conv.say(final_answer(last_write, earlier_status(conv, last_write), misstate))
             conv.user("Thank you, that's all. ###STOP###")
         return conv, marks
+
+
+def _has_status(content: str, key: str, value: str) -> bool:
+    """A tool result holds an object whose ``key`` is ``value`` and that has a ``status``."""
+    try:
+        todo = [json.loads(content)]
+    except ValueError:
+        return False
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            if x.get(key) == value and "status" in x:
+                return True
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+    return False
+
+
+def _shows_status(conv: Conversation, key: str, value: str) -> bool:
+    return any(m["role"] == "tool" and value in (m.get("content") or "") and _has_status(m["content"], key, value)
+               for m in conv.traj)
 
 
 AMOUNT_KEYS = ("amount", "charge", "price", "balance", "total", "refund")  # a key ending in one: money

@@ -1717,10 +1717,16 @@ def _failed_delivery(view: TraceView, cfg: DiagnosisConfig) -> bool:
                             or (t.score is None and bool(t.meta.get("failure_only"))))
 
 
+# the policy rules over what a write is done to (invariants.py, policy_limits.py): their violation was decided where
+# the agent proposed the write
+WRITE_RULES = frozenset(("policy.precondition", "policy.once", "policy.check_first"))
+
+
 class PolicyViolationDetector:
     """The first domain-policy violation of the violation log (invariants.py): a write action with no
-    identity check or no explicit confirmation before it, or tried on a thing whose status the policy rules out
-    (located at the proposal the user said yes to, where there is one)."""
+    identity check or no explicit confirmation before it, tried on a thing whose status the policy rules out, made
+    again where the policy allows it once, or made on a thing whose status the policy says to check first and no
+    result showed (these three located at the proposal the user said yes to, where there is one)."""
 
     id = "F4.policy_violation"
     failure_class = F4
@@ -1736,9 +1742,10 @@ class PolicyViolationDetector:
         if first is None:
             return []
         step = first.step
-        if first.rule == "policy.precondition" and (decided := confirmed_proposal(view, step)) is not None:
-            # a write tried on a thing the policy rules out was decided where the agent proposed it and the user said
-            # yes (the agent had the status then), as ``F4.first_write`` places a confirmed write
+        if first.rule in WRITE_RULES and (decided := confirmed_proposal(view, step)) is not None:
+            # a write tried on a thing the policy rules out, made a second time or on a thing whose status the agent
+            # never checked was decided where the agent proposed it and the user said yes (the agent had what it
+            # knew then), as ``F4.first_write`` places a confirmed write
             step = decided[0]
         return [Signal(id=self.id, failure_class=F4, step=step, evidence=f"{first.rule}: {first.evidence}")]
 

@@ -47,6 +47,7 @@ from evoharness.diagnosis.claims import MONTHS
 from evoharness.diagnosis.consent import affirmed, kinds_named, leave_asked, no_action_offered, refuses, tool_kinds
 from evoharness.diagnosis.context import ToolCall, TraceView, failed_result
 from evoharness.diagnosis.models import Violation
+from evoharness.diagnosis.policy_limits import Limit, limit_violations, limits_of
 from evoharness.traces.models import Termination
 
 # A policy that asks who the person is: to authenticate a person ("authenticate the user identity", tau-bench retail),
@@ -325,8 +326,9 @@ def policy_text(view: TraceView) -> str:
     return "\n".join(ln for ln in lines if not any(n in ln for n in names))
 
 
-# (system prompt, tool descriptions, rule lines, flags by tool names, status preconditions): latest first
-_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, str, bool], ...], dict, tuple[Precondition, ...]]] = []
+# (system prompt, tool descriptions, rule lines, flags by tool names, status preconditions and limits): latest first
+_RECENT_RULES: list[tuple[str, tuple[str, ...], tuple[tuple[str, str, bool], ...], dict,
+                          tuple[Precondition | Limit, ...]]] = []
 RECENT_PROMPTS = 8
 NAME_SETS = 64  # per prompt, the flags of this many distinct sets of tool names are kept (``_policy_flags``)
 
@@ -347,13 +349,13 @@ def _identity_kind(line: str) -> str:
 
 
 def _rule_entry(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple[str, str, bool], ...], dict,
-                                                                     tuple[Precondition, ...]]:
+                                                                     tuple[Precondition | Limit, ...]]:
     """The lines of ``policy_text`` before the tool-name filter that carry a rule: (line, identity kind
     (``_identity_kind``), confirmation); and the prompt's memo of ``_policy_flags``' answers by set of tool names.
     Once per distinct system prompt (and declared tool descriptions) among the last ``RECENT_PROMPTS``: a run's
     prompt is compared with theirs (a length check, then a memory compare) rather than hashed, which would read
     every character of a prompt of several KB for every run. Third: the prompt's status preconditions
-    (``Precondition``)."""
+    (``Precondition``) and limits (``policy_limits.Limit``: once per thing, a status checked first)."""
     for seen, descs, lines, flags, preconditions in _RECENT_RULES:
         if seen == system and descs == descriptions:
             return lines, flags, preconditions
@@ -364,7 +366,7 @@ def _rule_entry(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple
 
 
 def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[tuple[str, str, bool], ...],
-                                                                          tuple[Precondition, ...]]:
+                                                                          tuple[Precondition | Limit, ...]]:
     text = system
     for d in descriptions:
         text = text.replace(d, " ")
@@ -375,8 +377,10 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
         identity, confirm = _identity_kind(ln), asks_confirmation(ln)
         if identity or confirm:
             out.append((ln, identity, confirm))
-        if "status" in ln:
-            preconditions += (_precondition(m) for m in PRECONDITION.finditer(ln))
+        status = [_precondition(m) for m in PRECONDITION.finditer(ln)] if "status" in ln else []
+        preconditions += status
+        if "once" in ln or "before" in ln:
+            preconditions += limits_of(ln, tuple(status))
     return tuple(out), tuple(preconditions)
 
 
@@ -543,14 +547,26 @@ def policy_violations(view: TraceView) -> list[Violation]:
                                      evidence=f"{w.name} after a yes to another action, or a refusal of this one; "
                                               f"the user last said: {_quote(said, 120)}"))
                 break
-    preconditions = _preconditions(view)
-    if preconditions:
-        out += precondition_violations(view, writes, preconditions)
+    rules = _preconditions(view)
+    if rules:
+        if preconditions := tuple(r for r in rules if isinstance(r, Precondition)):
+            out += precondition_violations(view, writes, preconditions)
+        if limits := tuple(r for r in rules if isinstance(r, Limit)):
+            out += (Violation(rule=rule, step=step, evidence=evidence) for rule, step, evidence in limit_violations(
+                view, writes, limits, failed_call_ids(view), lambda before, key, value: _latest_status(
+                    view, before, key, value)))
     return out
 
 
-def _preconditions(view: TraceView) -> tuple[Precondition, ...]:
-    """The status preconditions of the run's system prompt (``_rule_entry``: read once per prompt)."""
+def write_limits(system: str) -> tuple[Limit, ...]:
+    """The limits (``policy_limits.Limit``) a system prompt's policy sets on writes, tool documentation aside as
+    ``policy_text`` sets it aside (``benchmarks/tau2_gold_paths.py`` reads which statuses a policy-following agent
+    checks first)."""
+    return tuple(r for r in _rule_entry(system, ())[2] if isinstance(r, Limit))
+
+
+def _preconditions(view: TraceView) -> tuple[Precondition | Limit, ...]:
+    """The status preconditions and limits of the run's system prompt (``_rule_entry``: read once per prompt)."""
     msgs = view.traj.messages
     system = "\n".join([msgs[i]["content"] for i, role in enumerate(view.roles)
                         if role == "system" and isinstance(msgs[i].get("content"), str)])

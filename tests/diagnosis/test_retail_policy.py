@@ -76,7 +76,8 @@ def test_a_user_located_by_email_or_by_name_and_zip_meets_the_identity_check(ret
 
 @pytest.mark.parametrize("look_up", [[], [NOT_FOUND], [ORDER]])  # none, one that failed, no look-up of the user
 def test_a_write_before_the_user_is_located_breaks_the_identity_check(retail, look_up):
-    assert _rules(retail, OPENING, *look_up, LISTED, ("user", "Yes."), CANCEL) == ["policy.identity_check"]
+    # (the order read before the listing: the policy says to check its status before cancelling, policy.check_first)
+    assert _rules(retail, OPENING, *look_up, ORDER, LISTED, ("user", "Yes."), CANCEL) == ["policy.identity_check"]
 
 
 def test_the_users_own_user_id_read_back_is_no_identity_check(retail):
@@ -170,8 +171,11 @@ def test_items_modified_twice_fail_at_the_second_modifications_listing(retail):
     # placed at the second modification's listing the user said yes to, which wins over the first write's listing
     # (before: ("F4.first_write", 8), no violation)
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 14)
-    assert [(v.rule, v.step) for v in lab.violations] == [("policy.precondition", 16)]
-    assert "pending (item modified)" in lab.violations[0].evidence
+    # and since the twenty-first session the second call of the tool on the order breaks "Exchange or modify order
+    # tools can only be called once per order" (policy.once), at the same step
+    assert [(v.rule, v.step) for v in lab.violations] == [("policy.once", 16), ("policy.precondition", 16)]
+    assert "called once per order" in lab.violations[0].evidence and "step 10" in lab.violations[0].evidence
+    assert "pending (item modified)" in lab.violations[1].evidence
 
 
 def test_a_delivered_order_cancelled_fails_at_the_cancellations_listing(retail):

@@ -1,0 +1,145 @@
+"""Two rules over a domain's writes read from its policy's sentences (issue 13), beside the status preconditions
+(``invariants.PRECONDITION``), read once per prompt with them (``invariants._read_rule_lines``):
+
+- ``policy.once``: the policy says a tool, or an action on a thing, can only be done once (``ONCE``: "Exchange or
+  modify order tools can only be called once per order", tau2 retail; "An order can only be modified or exchanged
+  once"), and a write of a tool it covers (``Limit``: a word of the tool's name opens with the action's stem, and one
+  is the thing's word) is made on the thing its ``<thing>_id`` argument names after a call of the same tool on it
+  that succeeded. Per tool: tau2's own gold actions change an order's address and then its items (14 of its 114 retail
+  tasks), which its tools allow, so "modify order tools ... once" is read as each such tool once per order;
+- ``policy.check_first``: the policy says to check a thing's status before an action (``CHECK_FIRST``: "An order can
+  only be cancelled if its status is 'pending', and you should check its status before taking the action"; "You
+  should always check that the bill is overdue before sending a payment request", tau2 telecom), and a write of a tool
+  it covers is made on a thing whose status no tool result before it showed (a JSON object with the write's
+  ``<thing>_id`` and a ``status``).
+
+Each violation has the write's step and quotes the policy's sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from evoharness.diagnosis.context import ToolCall, TraceView
+
+_B = r"[^\S\n]+"  # blanks within a line: no rule crosses one
+_JOINED = rf"(?:[^\S\n]*,[^\S\n]*(?:(?:or|and){_B})?|{_B}(?:or|and){_B}|[^\S\n]*/[^\S\n]*)"
+# "Exchange or modify order tools can only be called once per order": verbs, the thing, a tool word, "once", and the
+# thing each call is counted on; "An order can only be modified or exchanged once": the thing, then its participles
+ONCE = re.compile(
+    rf"\b(?P<verbs>[a-z]+(?:{_JOINED}[a-z]+)*){_B}(?P<thing>[a-z]+){_B}(?:tools?|actions?|functions?|calls?|"
+    rf"operations?){_B}(?:can|may|should|must){_B}only{_B}be{_B}(?:called|used|invoked|made|run|performed|done|"
+    rf"taken){_B}once\b(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?"
+    rf"|\b(?:an?|the|each|every|any){_B}(?P<thing2>[a-z]+){_B}(?:can|may|should|must){_B}only{_B}be{_B}"
+    rf"(?P<done>[a-z]+ed(?:{_JOINED}[a-z]+ed)*){_B}once\b", re.I)
+# "..., and you should check its status before taking the action" after a status precondition (the action and the
+# thing are the precondition's); "check that the bill is overdue before sending a payment request": the thing, the
+# gerund's stem and the word after it (a tool's words: send_payment_request)
+CHECK_ACTION = re.compile(rf"\bcheck{_B}(?:its|the{_B}[a-z]+(?:['’]s)?){_B}status{_B}before{_B}"
+                          rf"(?:taking|doing|performing|making|carrying{_B}out){_B}(?:the|this|that|any|such){_B}"
+                          r"action\b", re.I)
+CHECK_FIRST = re.compile(
+    rf"\bcheck{_B}(?:that|if|whether){_B}(?:the|its|their|a|an){_B}(?P<thing>[a-z]+){_B}(?:is|has|was)\b"
+    rf"[^.;\n]{{0,60}}?\bbefore{_B}(?P<doing>[a-z]+ing){_B}(?:(?:a|an|the|any|their|its){_B})?(?P<object>[a-z]+)",
+    re.I)
+
+
+def stem(word: str) -> str:
+    """A verb's stem, the same for its forms a tool name uses: "modified", "modify" -> "modif"; "cancelled",
+    "cancel" -> "cancel"; "exchanged", "exchange" -> "exchang"; "sending" -> "send"."""
+    w = word.lower()
+    for end in ("ed", "ing"):
+        if w.endswith(end) and len(w) - len(end) >= 3:
+            w = w[:-len(end)]
+            if w.endswith("i"):
+                w = w[:-1]  # modifi(ed)
+            elif len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou":
+                w = w[:-1]  # cancell(ed)
+            return w
+    return w[:-1] if w.endswith(("y", "e")) and len(w) > 3 else w
+
+
+class Limit(NamedTuple):
+    """A rule over the writes of a tool whose name holds a word opening with one of ``stems`` and the ``thing``
+    (or its plural), on the thing its ``<key>_id`` argument names: ``rule`` "policy.once" or "policy.check_first"
+    (``checked``: the thing whose status must be shown, by its ``<checked>_id``); ``sentence``: the policy's words."""
+
+    rule: str
+    stems: frozenset[str]
+    thing: str
+    key: str
+    checked: str
+    sentence: str
+
+    def covers(self, name: str) -> bool:
+        tokens = name.lower().split("_")
+        return (self.thing in tokens or self.thing + "s" in tokens) \
+            and any(t.startswith(s) for t in tokens for s in self.stems)
+
+
+def _stems(words: str) -> frozenset[str]:
+    return frozenset(s for w in re.split(r"\W+|\b(?:or|and)\b", words.lower()) if w.strip()
+                     and len(s := stem(w.strip())) >= 3)
+
+
+def limits_of(line: str, preconditions: tuple) -> list[Limit]:
+    """The ``policy.once`` and ``policy.check_first`` rules of a policy line (``preconditions``: the line's status
+    preconditions, ``invariants.Precondition``, whose action a "check its status before taking the action" names)."""
+    out = []
+    low = line.lower()
+    if "once" in low:
+        for m in ONCE.finditer(line):
+            if m.group("verbs") is not None:
+                thing = m.group("thing").lower()
+                out.append(Limit("policy.once", _stems(m.group("verbs")), thing, (m.group("per") or thing).lower(),
+                                 "", m.group(0)))
+            else:
+                thing = m.group("thing2").lower()
+                out.append(Limit("policy.once", _stems(m.group("done")), thing, thing, "", m.group(0)))
+    if "check" in low and "before" in low:
+        if preconditions and CHECK_ACTION.search(line) is not None:
+            out += (Limit("policy.check_first", frozenset((p.stem,)), p.thing, p.thing, p.thing, line.strip())
+                    for p in preconditions)
+        for m in CHECK_FIRST.finditer(line):
+            thing = m.group("thing").lower()
+            out.append(Limit("policy.check_first", frozenset((stem(m.group("doing")),)), m.group("object").lower(),
+                             thing, thing, m.group(0)))
+    return out
+
+
+def _thing_id(w: ToolCall, key: str) -> str | None:
+    value = w.args.get(key + "_id") if isinstance(w.args, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def limit_violations(view: TraceView, writes: list[ToolCall], limits: tuple[Limit, ...], failed: set[str],
+                     latest_status) -> list[tuple[str, int, str]]:
+    """(rule, step, evidence) of the first write that breaks each kind of limit (``Limit``), in step order.
+    ``failed``: the ids of the calls whose result says they failed; ``latest_status(before, key, value)``: the status
+    a tool result before step ``before`` showed of the object whose ``key`` is ``value``, and its step, or None."""
+    out: dict[str, tuple[str, int, str]] = {}
+    done: dict[tuple[str, str], int] = {}  # (tool, thing id) -> the step of its call that succeeded
+    for w in writes:
+        for lim in limits:
+            if lim.rule in out or not lim.covers(w.name) or (thing_id := _thing_id(w, lim.key)) is None:
+                continue
+            if lim.rule == "policy.once":
+                if (w.name, thing_id) in done:
+                    out[lim.rule] = (lim.rule, w.step, f"{w.name} on {thing_id} again after its call at step "
+                                                       f"{done[w.name, thing_id]}; the policy: {_quote(lim.sentence)}")
+            else:
+                checked = _thing_id(w, lim.checked)
+                if checked is not None and latest_status(w.step, lim.checked + "_id", checked) is None:
+                    out[lim.rule] = (lim.rule, w.step, f"{w.name} on {checked}, whose status no tool result before "
+                                                       f"it showed; the policy: {_quote(lim.sentence)}")
+        if w.id not in failed:
+            for lim in limits:
+                if lim.rule == "policy.once" and lim.covers(w.name) and (thing_id := _thing_id(w, lim.key)):
+                    done.setdefault((w.name, thing_id), w.step)
+    return sorted(out.values(), key=lambda v: v[1])
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"

@@ -1,0 +1,104 @@
+"""The policy's limits on writes (``diagnosis/policy_limits.py``, issue 13): a tool the policy allows once per thing
+called again on it after a call that succeeded (``policy.once``), and a write on a thing whose status the policy says
+to check first and no tool result showed (``policy.check_first``). Read from the policy's words: tau2's retail and
+telecom sentences, and the same shapes in another domain's words."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.builder import TraceBuilder
+
+ONCE = "Exchange or modify order tools can only be called once per order."
+CHECK = ("An order can only be cancelled if its status is 'pending', and you should check its status before taking "
+         "the action.")
+CONFIRM = "Before any action that updates the database you must obtain explicit user confirmation (yes)."
+ORDER = ("get_order_details", {"order_id": "#W1"}, json.dumps({"order_id": "#W1", "status": "pending"}))
+
+
+def _label(policy: str, *turns):
+    """A failed run under ``policy``: turns are ("say", text), ("user", text) or (name, arguments, result)."""
+    b = TraceBuilder("t").system(f"# Agent policy\n{policy}\n{CONFIRM}").user("Hi, I need help with order #W1.")
+    for turn in turns:
+        if turn[0] == "say":
+            b.say(turn[1])
+        elif turn[0] == "user":
+            b.user(turn[1])
+        else:
+            b.call(turn[0], turn[1], result=turn[2])
+    return Labeller().label(b.deliver("Done.").build(score=0.0))
+
+
+def _address(street: str, result: str = '{"order_id": "#W1", "status": "pending"}') -> list:
+    return [("say", f"I'll change the address of #W1 to {street}. Do you confirm (yes/no)?"), ("user", "Yes."),
+            ("modify_pending_order_address", {"order_id": "#W1", "address1": street}, result)]
+
+
+def test_a_tool_called_again_on_the_same_order_breaks_the_once_rule():
+    """The address of #W1 changed twice: the second call breaks "... can only be called once per order", located at
+    the second listing the user said yes to (before, no rule read the sentence)."""
+    lab = _label(ONCE, ORDER, *_address("12 Elm St"), *_address("14 Oak Ave"))
+    assert [(v.rule, v.step) for v in lab.violations] == [("policy.once", 10)]
+    assert "again after its call at step 6" in lab.violations[0].evidence
+    assert ONCE.rstrip(".") in lab.violations[0].evidence
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 8)
+
+
+@pytest.mark.parametrize("second", [
+    # another modify tool on the same order: tau2's gold actions change an order's address, then its items
+    [("say", "I'll change item 1 to 2 on #W1. Do you confirm (yes/no)?"), ("user", "Yes."),
+     ("modify_pending_order_items", {"order_id": "#W1", "item_ids": ["1"], "new_item_ids": ["2"]}, "{}")],
+    [("say", "I'll change the address of #W2 to 14 Oak Ave. Do you confirm (yes/no)?"), ("user", "Yes."),
+     ("modify_pending_order_address", {"order_id": "#W2", "address1": "14 Oak Ave"}, "{}")]])  # another order
+def test_another_tool_or_another_order_keeps_the_once_rule(second):
+    assert _label(ONCE, ORDER, *_address("12 Elm St"), *second).violations == []
+
+
+def test_a_retry_after_a_refused_call_keeps_the_once_rule():
+    """Once per order counts calls that did something: a call the tool refused leaves the order as it was."""
+    refused = _address("12 Elm St", result="Error: the address is not valid")
+    assert _label(ONCE, ORDER, *refused, *_address("12 Elm Street")).violations == []
+
+
+def test_the_once_rule_is_read_from_the_policys_words_not_from_retail():
+    """"A ticket can only be reopened once." makes a second ``reopen_ticket`` on the same ticket a violation."""
+    reopen = [("say", "I'll reopen ticket T7. Do you confirm (yes/no)?"), ("user", "Yes."),
+              ("reopen_ticket", {"ticket_id": "T7"}, '{"ticket_id": "T7", "status": "open"}')]
+    lab = _label("A ticket can only be reopened once.", *reopen, *reopen)
+    assert [v.rule for v in lab.violations] == ["policy.once"]
+    assert _label("A ticket can only be reopened once.", *reopen).violations == []
+
+
+CANCEL = [("say", "I'll cancel order #W1 (reason: no longer needed). Do you confirm (yes/no)?"), ("user", "Yes."),
+          ("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"}, "{}")]
+
+
+def test_a_cancellation_with_no_status_read_breaks_the_check_first_rule():
+    """"... and you should check its status before taking the action": a cancellation of an order whose status no
+    tool result showed, located at the listing the user said yes to (before, the sentence's second half was read by
+    no rule)."""
+    lab = _label(CHECK, *CANCEL)
+    assert [(v.rule, v.step) for v in lab.violations] == [("policy.check_first", 4)]
+    assert "#W1, whose status no tool result before it showed" in lab.violations[0].evidence
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 2)
+
+
+def test_a_cancellation_after_the_status_was_read_keeps_the_check_first_rule():
+    assert _label(CHECK, ORDER, *CANCEL).violations == []
+    # a precondition with no "check its status" asks for no read
+    assert _label("An order can only be cancelled if its status is 'pending'.", *CANCEL).violations == []
+
+
+BILL = "You should always check that the bill is overdue before sending a payment request."
+SEND = [("say", "I'll send a payment request for bill B1 to C1. Do you confirm (yes/no)?"), ("user", "Yes."),
+        ("send_payment_request", {"customer_id": "C1", "bill_id": "B1"}, "Payment request sent")]
+
+
+def test_a_payment_request_for_a_bill_never_read_breaks_the_check_first_rule():
+    """tau2 telecom's "check that the bill is overdue before sending a payment request": the bill's status unread."""
+    assert [v.rule for v in _label(BILL, *SEND).violations] == ["policy.check_first"]
+    read = ("get_details_by_id", {"id": "B1"}, json.dumps({"bill_id": "B1", "status": "Overdue"}))
+    assert _label(BILL, read, *SEND).violations == []
