@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 from array import array
 from pathlib import Path
@@ -73,16 +74,21 @@ class ChatTemplateTokens:
             raise InputError(option, f"{path}: " + ("not a directory: give the directory that holds tokenizer.json "
                                                     "and tokenizer_config.json (a model snapshot)"
                                                     if path.exists() else "no such directory"))
+        if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")):
+            # transformers' own words for this were four lines, the first 'Couldn't instantiate the backend
+            # tokenizer from one of:', which the error line ended on
+            raise InputError(option, f"{path}: holds no tokenizer.json or tokenizer_config.json: give the directory "
+                                     "of the base model's Hugging Face tokenizer (a model snapshot)")
         try:
-            from transformers import AutoTokenizer
+            AutoTokenizer = _transformers_auto_tokenizer()
         except ImportError:
             raise InputError(option, "needs the transformers package (pip install transformers; no torch needed): "
                                      "without --tokenizer the lengths are approximate") from None
         try:
             self.tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         except Exception as e:  # noqa: BLE001 (transformers raises OSError, ValueError, KeyError... for a bad dir)
-            first = next((x for x in str(e).splitlines() if x.strip()), type(e).__name__)
-            raise InputError(option, f"{path}: cannot load a tokenizer from it: {first}") from None
+            said = " ".join(str(e).split()) or type(e).__name__  # its message, often several lines, as one
+            raise InputError(option, f"{path}: cannot load a tokenizer from it: {said[:400]}") from None
         if not getattr(self.tok, "chat_template", None):
             raise InputError(option, f"{path}: the tokenizer has no chat template (tokenizer_config.json's "
                                      "chat_template, or chat_template.jinja): a conversation's length is that of its "
@@ -103,6 +109,23 @@ class ChatTemplateTokens:
         if ids and isinstance(ids[0], list):  # a batch of one
             ids = ids[0]
         return len(ids)
+
+
+def _transformers_auto_tokenizer():
+    """transformers' ``AutoTokenizer``, imported without its advice "PyTorch was not found. Models won't be available
+    ..." on stderr: a token count needs no torch, and the line preceded every `--tokenizer` export's output and its
+    error line alike (``TRANSFORMERS_NO_ADVISORY_WARNINGS``, read while transformers is imported, then restored)."""
+    key = "TRANSFORMERS_NO_ADVISORY_WARNINGS"
+    before = os.environ.get(key)
+    os.environ[key] = "1"
+    try:
+        from transformers import AutoTokenizer
+    finally:
+        if before is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = before
+    return AutoTokenizer
 
 
 def _parsed(message: dict) -> dict:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -137,7 +139,10 @@ def test_cli_prints_the_lengths_and_refuses_a_bad_limit_or_tokenizer(tmp_path, c
     for args, said in ((["--max-tokens", "0"], "error: --max-tokens: Input should be greater than or equal to 1"),
                        (["--tokenizer", str(tmp_path / "nope")], f"error: --tokenizer: {tmp_path / 'nope'}: no such "
                                                                   "directory"),
-                       (["--tokenizer", str(src)], "not a directory: give the directory that holds tokenizer.json")):
+                       (["--tokenizer", str(src)], "not a directory: give the directory that holds tokenizer.json"),
+                       # a directory without a tokenizer: the line ended on transformers' 'from one of: '
+                       (["--tokenizer", str(tmp_path)], f"error: --tokenizer: {tmp_path}: holds no tokenizer.json or "
+                                                        "tokenizer_config.json: give the directory of the base")):
         assert main(["dataset", "export", "--source", "all", "-t", str(src), "--out", str(tmp_path / "x"),
                      *args]) == 2
         err = capsys.readouterr().err
@@ -285,3 +290,23 @@ def test_placebo_records_over_max_tokens_are_kept_and_warned_of(tmp_path, capsys
         assert "placebo records are over" not in err
     else:
         pytest.fail("no limit made a placebo record longer than it")
+
+
+@needs_transformers
+def test_a_tokenizer_that_cannot_load_is_one_whole_error_line_with_nothing_before_it(tmp_path):
+    """`--tokenizer DIR` on a directory whose tokenizer_config.json transformers cannot build a tokenizer from printed
+    transformers' "PyTorch was not found. Models won't be available ..." and then an error line cut at the first line
+    of transformers' message, `...: Couldn't instantiate the backend tokenizer from one of: `, which named none of
+    them. In a fresh process, as a user runs it: one line, the message whole."""
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, _runs()[:2])
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer_config.json").write_text("{}")
+    done = subprocess.run([sys.executable, "-m", "evoharness", "dataset", "export", "--source", "all", "-t", str(src),
+                           "--out", str(tmp_path / "o"), "--tokenizer", str(tmp_path / "tok")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert done.stderr.splitlines() == [line] and line.startswith(f"error: --tokenizer: {tmp_path / 'tok'}: "), line
+    assert not line.rstrip().endswith(":") and len(line) > len(f"error: --tokenizer: {tmp_path / 'tok'}: ") + 60, line
+    assert not (tmp_path / "o").exists()
