@@ -126,7 +126,7 @@ def output_dir(raw: str) -> Path:
         raise typer.BadParameter("'-' (standard output) is not supported for --out; name the directory to write")
     path = Path(raw)
     outside_git(raw, path)
-    _under_a_directory(raw, path)  # `demo --out t.jsonl/x` printed 'a fresh demo in t.jsonl/x' before its error
+    _under_a_directory(raw, path, "a directory")  # `demo --out t.jsonl/x` printed 'a fresh demo in ...' first
     if os.path.lexists(path) and not os.path.isdir(path):  # `demo --out LINK-TO-/dev/full`: the same two lines
         try:
             os.stat(path)
@@ -196,10 +196,11 @@ def inside_git(path: Path) -> bool:
     return any(part.lower() == ".git" for part in parts)
 
 
-def _under_a_directory(raw: str, path: Path) -> None:
+def _under_a_directory(raw: str, path: Path, what: str = "a file") -> None:
     """``typer.BadParameter`` when the nearest existing parent of ``path`` is no directory (a file, a device, a symlink
     loop): nothing can be written there, and `evaluate --out loop/x` or `--out t.jsonl/x` ran all of its rollouts
-    before the write said so (`error: loop: file exists`)."""
+    before the write said so (`error: loop: file exists`). ``what`` the option names (an ``--out DIR``: "a
+    directory"; `demo --out t.jsonl/x` was told to name a file)."""
     for parent in path.parents:
         try:
             if os.path.isdir(parent) or not os.path.lexists(parent):
@@ -209,9 +210,9 @@ def _under_a_directory(raw: str, path: Path) -> None:
             os.stat(parent)
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise typer.BadParameter(f"{raw}: {parent}: {SYMLINK_LOOP}; name a file in a directory") from None
+                raise typer.BadParameter(f"{raw}: {parent}: {SYMLINK_LOOP}; name {what} in a directory") from None
             raise typer.BadParameter(f"{raw}: {parent}: {(e.strerror or str(e)).lower()}") from None
-        raise typer.BadParameter(f"{raw}: {parent} is not a directory; name a file in a directory")
+        raise typer.BadParameter(f"{raw}: {parent} is not a directory; name {what} in a directory")
 
 
 def no_stdin(path: Path, command: str) -> None:

@@ -92,3 +92,4 @@ def test_an_out_dir_under_a_file_or_a_loop_is_one_usage_error_before_any_work(tm
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [err.strip()] and "invalid value for option --out" in err, err
+    assert "name a file" not in err, err  # an --out DIR under a file was told to 'name a file in a directory'
