@@ -475,16 +475,19 @@ class ExportRequest(BaseModel):
     name: str | None = Field(None, pattern=RUN_ID, description="directory name under <home>/exports")
     render_under: Literal["seed", "evolved", "trajectory"] = "evolved"
     placebo: StrictBool = False  # "yes" wrote a placebo set
-    min_score: float | None = Field(None, ge=0, le=1)
-    max_per_task: int | None = Field(None, ge=1)
+    # numbers as numbers: `"max_per_task": true` exported one record a task and `"min_score": true` only runs scoring 1
+    # (pydantic's lax mode reads a boolean, or a string such as "0.5", as the number)
+    min_score: float | None = Field(None, ge=0, le=1, strict=True)
+    max_per_task: StrictInt | None = Field(None, ge=1)
     tasks: list[TaskId] | None = None
     classes: list[FailureClass] | None = None
     keep_duplicates: StrictBool = Field(False, description="write records identical to an earlier one (default: "
                                         "skipped)")
     skip_text_with_calls: StrictBool = Field(False, description="skip a record with an assistant reply that holds "
                                              "text and tool calls (`dataset export --skip-text-with-calls`)")
-    val_fraction: float | None = Field(None, gt=0, lt=1, description="write a train and a validation split by task, "
-                                       "this fraction of the tasks in validation (`dataset export --val-fraction`)")
+    val_fraction: float | None = Field(None, gt=0, lt=1, strict=True, description="write a train and a validation "
+                                       "split by task, this fraction of the tasks in validation (`dataset export "
+                                       "--val-fraction`)")
     split_seed: StrictInt | None = Field(None, description="which tasks val_fraction takes (default 0); only with "
                                          "val_fraction")
     max_tokens: StrictInt | None = Field(None, ge=1, description="skip a record longer than this many tokens, "

@@ -225,3 +225,25 @@ def test_the_cli_counts_with_the_datasets_tokenizer_setting_unless_told_otherwis
     assert main(["--set", f"datasets.tokenizer={tmp_path / 'none'}", "dataset", "export", "-t", str(src), "--out",
                  str(tmp_path / "o2")]) == 2
     assert capsys.readouterr().err.startswith("error: datasets.tokenizer: ")
+
+
+def test_a_number_field_given_a_boolean_or_a_string_is_422(tmp_path):
+    """`"max_per_task": true` exported one record a task and `"min_score": true` only the runs scoring 1, and
+    `"min_score": "0.5"` or `"val_fraction": "0.5"` were read as numbers: pydantic's lax mode coerced them, where
+    `placebo`, `split_seed` and `max_tokens` already refused another type. Now each is 422 naming the field, nothing
+    written; a whole number stays a valid min_score."""
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    body = {"source": "healthy", "render_under": "trajectory"}
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        runs = [trajectory(f"e{i}-{k}", "healthy", task=f"t{i}") for i in range(3) for k in range(2)]
+        assert c.post("/trajectories", json=runs, headers=AUTH).status_code == 200
+        for extra, field in (({"max_per_task": True}, "max_per_task"), ({"max_per_task": "1"}, "max_per_task"),
+                             ({"min_score": True}, "min_score"), ({"min_score": "0.5"}, "min_score"),
+                             ({"val_fraction": "0.5"}, "val_fraction")):
+            r = c.post("/datasets/export", json={**body, **extra}, headers=AUTH)
+            assert r.status_code == 422 and r.json()["error"].startswith(f"body.{field}: Input should be a valid "), (
+                extra, r.status_code, r.text)
+        assert not (tmp_path / "home" / "exports").exists() or not any((tmp_path / "home" / "exports").iterdir())
+        ok = c.post("/datasets/export", json={**body, "min_score": 1, "max_per_task": 1}, headers=AUTH)
+        assert ok.status_code == 200 and ok.json()["records"] == 3, ok.text
