@@ -120,3 +120,23 @@ def test_labels_beside_their_trajectories_are_not_read_as_traces(shared_data, tm
     (d / "trajectories.jsonl").unlink()  # labels alone in a folder: read, and said to be labels
     assert main(["diagnose", str(d)]) == 2
     assert "a labels file" in capsys.readouterr().err
+
+
+def test_labels_written_beside_the_traces_they_label_are_not_read_as_traces(shared_data, tmp_path, capsys):
+    """`label DIR --out DIR` writes DIR/labels.jsonl beside the trace files it labelled (a directory --out means a file
+    inside it); `diagnose DIR`, `import DIR` and `label DIR` again then stopped: 'DIR/labels.jsonl:line 1: a labels
+    file (what `evoharness label` writes), not traces'. Labels were left out only beside a trajectories.jsonl."""
+    import json
+    import shutil
+
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    shutil.copy(shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json", d / "sub" / "runs.json")
+    assert main(["label", str(d), "--out", str(d)]) == 0
+    assert sorted(p.name for p in d.iterdir()) == ["labels.jsonl", "sub"]
+    capsys.readouterr()
+    assert main(["diagnose", str(d), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 12
+    assert main(["import", str(d), "--out", str(tmp_path / "t.jsonl")]) == 0
+    assert main(["label", str(d), "--out", str(tmp_path / "again.jsonl")]) == 0
+    assert (tmp_path / "again.jsonl").read_bytes() == (d / "labels.jsonl").read_bytes()

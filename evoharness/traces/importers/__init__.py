@@ -114,9 +114,17 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
                 if _kept(latest, exclude, own):
                     yield latest
                 continue
+            held: list[Path] = []  # labels `label DIR --out DIR` wrote: read only when the scan finds no traces
+            found = False
             for f in _walk(p, on_unreadable):  # sorted(p.rglob("*"))'s order, without a Path per file held
                 if f.is_file() and not f.name.startswith(".") and _is_trace_file(f) and _kept(f, exclude, own):
+                    if f.name == "labels.jsonl" and _labels_file(f):
+                        held.append(f)
+                        continue
+                    found = True
                     yield f
+            if not found:  # labels alone: read, and said to be labels (``detect_format``), not 'no trajectories'
+                yield from held
         elif p.is_file():
             yield p
         elif p.exists():  # a FIFO would hang the reader, /dev/zero never ends
@@ -257,6 +265,16 @@ _LABEL_KEYS = frozenset({"trajectory_id", "failure_class", "first_signal", "leve
 
 def _label_line(rec: Any) -> bool:
     return isinstance(rec, dict) and _LABEL_KEYS <= rec.keys() and "messages" not in rec
+
+
+def _labels_file(f: Path) -> bool:
+    """Whether ``f``'s first line is a line `evoharness label` writes. `label DIR --out DIR` puts labels.jsonl beside
+    the traces it labelled, and `diagnose DIR`, `import DIR` and `label DIR` again then stopped on it ('a labels file
+    ..., not traces'); the labels of a trajectories.jsonl beside them were already left out (``_run_record``)."""
+    try:
+        return _label_line(json.loads(_head_line(f) or b"null"))
+    except ValueError:
+        return False
 
 
 def _is_trace_file(f: Path) -> bool:
