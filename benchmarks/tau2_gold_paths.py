@@ -1,5 +1,6 @@
-"""tau2's gold paths as runs, labelled: a held-back check of issue 13 on tasks, tools and results this project did not
-write (tau2, MIT, Sierra: its retail, airline and telecom domains, installed as a dependency).
+"""tau2's gold paths as runs, labelled: a check of issue 13 on tasks, tools and results this project did not write
+(tau2, MIT, Sierra: its retail, airline and telecom domains, installed as a dependency); a tuning set since its first
+run, not a held-back one (labelling fixes were written after it showed their misses: README, "tau2's gold paths").
 
 For every task of each domain, the task's gold actions (``evaluation_criteria.actions``) are executed on a fresh copy
 of the domain's environment (the task's initial state applied; each result is tau2's ``Environment.get_response``,
@@ -10,7 +11,7 @@ of the domain whose result holds it, found by trying the reads on the ids shown 
 status of what a write acts on where the policy says to check it first (``GoldPath._status_checks``), details the user
 must give asked for and given, each write's details listed and an explicit "yes" from the user before it, a user-side
 action (telecom: the customer's phone) asked of the user and its result told back, and a final answer that restates
-the last write's result. Written in tau-bench's record format (``--out FILE``) with reward 1, then labelled.
+the last write's result. Written in tau-bench's record format (kept in ``--out DIR``) with reward 1, then labelled.
 
 **The conversations are scripted here**: the user's and the agent's words are this script's; only the tasks, tools,
 tool results and policies are tau2's. Then controlled failures derived from each gold path, each with the message it
@@ -28,7 +29,7 @@ is written to fail at (its ``info.label``):
 For each kind: how often the first signal lands on the written step, beside the last-message baseline (the last
 assistant message).
 
-    python benchmarks/tau2_gold_paths.py [--domains retail airline telecom] [--limit N] [--out FILE] [--json]
+    python benchmarks/tau2_gold_paths.py [--domains retail airline telecom] [--limit N] [--out DIR] [--json]
         [--outcome-claims]
 """
 
