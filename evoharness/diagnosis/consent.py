@@ -330,12 +330,12 @@ def request_kinds(text: str, said: str | None = None) -> frozenset[str] | None:
 def _shape_kinds(said: str, verb: str | None, noun: str | None, verb_end: int) -> frozenset[str] | None:
     """The kinds of action (``_requested``) a request of ``_ACT_SHAPE``'s shape in ``said`` asks for, its ``verb``
     (None for "go on" and its like) ending at ``verb_end`` and the ``noun`` after "the"; None where it asks none."""
-    verb = verb.lower() if verb else ""
+    # (``_requested`` takes the verb as matched: None is "go on" and its like, which "" is not)
+    kinds, verb = _requested(verb, noun), verb.lower() if verb else ""
     if verb in _SENT_BACK:
         # "send it back", "ship the lamp back": a return, whatever the verb names alone
         if "back" in (w.strip(".,;:!") for w in said[verb_end:verb_end + 32].lower().split()[1:4]):
             return _PARTICLE_KINDS["back"]
-    kinds = _requested(verb, noun)
     if kinds is not None and verb in _PHRASAL:
         # "turn it on", "switch it off": the particle after the object names the kind; "turn it" alone asks nothing
         after = (w.strip(".,;:!") for w in said[verb_end:verb_end + 24].lower().split()[1:3])
