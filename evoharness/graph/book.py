@@ -40,7 +40,7 @@ class Book:
         self.queue = queue
         self._cache: dict[str, Trajectory] = {}
         self._read_to = 0  # how far into the store file ``_cache`` has read (the store is append-only)
-        self._labels = labels if labels is not None else RunLabels(labeller, store.labels_path)
+        self._labels = labels  # made when first asked (``labels``): the store's, unless given
 
     # -- tasks and trajectories -------------------------------------------------------------
     def tasks(self, split: str) -> list[str]:
@@ -80,6 +80,8 @@ class Book:
 
     def labels(self, trajs: list[Trajectory]) -> list[Label]:
         """Labels, memoised by trajectory id (ids are content-determined: commit, split, task, seed)."""
+        if self._labels is None:
+            self._labels = RunLabels(self.labeller, self.store.labels_path)
         return [self._labels.of(t) for t in trajs]
 
     def composition_of(self, ids: list[str]) -> dict[str, Any]:
