@@ -119,4 +119,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
     main()
