@@ -20,7 +20,9 @@ expected no change anyway; tests/diagnosis/test_environment_claims.py runs them 
   tau-bench's ``info.task.instruction``, tau2's user scenario), the user states an identifier (letters
   and digits, or a long number: an id, an e-mail's local part, a card number) that neither the
   instruction nor anything the user or the agent said before holds (the user never sees the agent's tool results):
-  the simulator invented information that conflicts with its own task. At the user's message. A result of the
+  the simulator invented information that conflicts with its own task. At the user's message. A token of two
+  characters ("5G" on a phone's status bar, "4K", a seat's "2A") names a kind, a size or a place, no record: never
+  an identifier here. A result of the
   user's own call (``user_tool_result_steps``: tau2 telecom's customer reading its phone) is what the user saw, not what
   it said: never off script, and the user may repeat what it holds.
 - ``E.user_withheld_id``: where the instruction is in the trace, the simulated user says it does not have
@@ -193,7 +195,8 @@ class UserOffScriptDetector:
                 ids = id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(content)))
             else:
                 continue
-            candidates = [t for t in ids if t.lower() not in told]
+            # (a token of two characters -- "5G", "4K", a seat's "2A" -- is a kind, a size or a place, no record's id)
+            candidates = [t for t in ids if len(t) > 2 and t.lower() not in told]
             if not candidates:
                 continue  # the usual case: the ids the user states are in its instruction
             # what the user saw: its words and the agent's replies before this message, latest first (a token holds

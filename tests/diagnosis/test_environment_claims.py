@@ -185,6 +185,21 @@ def test_user_off_script_needs_the_instruction_and_an_invented_identifier():
     assert _fires(env.UserOffScriptDetector(), _chat(*turns, meta=told)) == []
 
 
+@pytest.mark.parametrize("said, fires", [
+    ("Done. My phone says: Airplane Mode is now OFF.\nStatus Bar: Excellent | 5G | Data Enabled", False),
+    ("It shows 2G and one bar.", False),
+    ("Done. My phone says: Network: QX7Z9 5G", True)])  # a longer token the user made up is still off script
+def test_a_two_character_token_is_no_identifier_the_user_made_up(said, fires):
+    """tau2 telecom's gold paths laid out as tau-bench records them (no place for the customer's own phone calls):
+    the customer tells what its phone shows, "5G" on the status bar, and 58 of the 114 gold runs were
+    ``E.user_off_script`` there. A token of two characters names a kind or a size, no record the user could invent."""
+    meta = {"user_instruction": "You are John Smith, phone 555-123-2002. Your mobile data is not working."}
+    t = _chat(("user", "My mobile data is not working."),
+              ("assistant", "Please toggle airplane mode on your phone, and tell me what it shows."),
+              ("user", said), meta=meta)
+    assert _fires(env.UserOffScriptDetector(), t) == ([3] if fires else [])
+
+
 def test_unsatisfiable_task_and_the_benchmarks_own_simulator_verdict():
     t = _chat(("user", "Cancel reservation XKQ7731."),
               ("call", "get_reservation_details|Error: reservation XKQ7731 not found"),

@@ -96,8 +96,10 @@ def test_the_tau_bench_layout_gives_the_same_answers_where_it_can_hold_the_run(b
 def test_what_the_customer_reads_off_its_own_phone_is_not_off_script(bench, runs, tmp_path):
     """tau2 records the customer's own calls (``requestor: user``); the importer keeps each result as a user message.
     What it holds ("5G" on the status bar) is what the user saw, not an id it made up: no ``E.user_off_script``
-    (before: at the first such result of every telecom run). The control: the same words said by the user with no
-    call of its own before them are off script."""
+    (before: at the first such result of every telecom run). The control: the same words, with an id of the user's
+    making beside "5G", said by the user with no call of its own before them are off script ("5G" alone, two
+    characters, is no id since the twenty-second session: in tau-bench's layout, which drops the customer's calls, 58
+    of the 114 telecom gold runs were off script at it)."""
     from evoharness.diagnosis.labeller import Labeller
     from evoharness.traces.importers import load_paths
 
@@ -108,10 +110,11 @@ def test_what_the_customer_reads_off_its_own_phone_is_not_off_script(bench, runs
     assert lab.first_signal.id in PLACEMENT and not [s for s in lab.signals if s.id.startswith("E.")]
     said_only = copy.copy(gold)
     said_only.conv = copy.copy(gold.conv)
-    said_only.conv.tau2 = [m for m in gold.conv.tau2 if getattr(m, "requestor", None) != "user"
-                           and not (m.role == "user" and m.tool_calls)]
+    said_only.conv.tau2 = [m.model_copy(update={"content": m.content.replace("5G", "QX7Z9 5G")})
+                           if m.role == "user" and m.content else m for m in gold.conv.tau2
+                           if getattr(m, "requestor", None) != "user" and not (m.role == "user" and m.tool_calls)]
     (tmp_path / "control").mkdir()
     [path] = bench.write([said_only], tmp_path / "control", "tau2")
     [t] = load_paths([path])
     lab = Labeller().label(t.model_copy(update={"score": 0.0}))
-    assert lab.first_signal.id == "E.user_off_script" and "5G" in lab.first_signal.evidence
+    assert lab.first_signal.id == "E.user_off_script" and "QX7Z9" in lab.first_signal.evidence
