@@ -19,6 +19,18 @@ only turn a later accept into a rejection). Rollouts are counted per candidate, 
 
 Only the cost test is modelled: the behaviour and non-inferiority gates pass here by construction (no score in
 this world), so the rates are upper bounds for the whole cost verdict's.
+
+``--verdict`` runs the product's whole cost verdict instead (`Verifier.verify`, the cost gates, a ledger counting
+the rollouts it spends) on worlds that also carry scores, blocks and ``--control`` anchor-healthy control tasks:
+a rollout of a targeted task is blocked with chance 0.8 and scores 0.5, 0.75 or 1.0; a control task scores 1.0,
+unblocked. A rollout an edit cuts is unblocked and a step shorter. A coupled pair shares its steps' noise, score and
+block. Edits: ``null``, ``save1``, ``save1_half`` as above, and ``harmful``: a step saved in every rollout but the
+score 0.10 lower on the targeted tasks, twice the non-inferiority margin (must be refused). Designs: ``fixed k4``
+(`verification.sequential = false`), ``fixed k8`` (the same at k = 8: what a run at the default k = 4 ran before
+the sequential cost verdict, every seed of every selected task at once), ``sequential`` (the default settings at
+k = 4: looks at 2/4/6/8 seeds a task, the cost test at each look's share of alpha, O'Brien-Fleming), ``sequential
+pocock`` (`sequential_spending = pocock`) and ``sequential to 16`` (`sequential_max_factor = 4`: looks at
+4/8/12/16). Rollouts are the ledger's: both sides, control tasks included.
 """
 
 from __future__ import annotations
@@ -71,6 +83,88 @@ def sequential(rows: list[list[float]], k0: int, looks: int, alpha: float) -> tu
     return False, 2 * len(diffs)
 
 
+VERDICT_EDITS = {"null": (0.0, 1.0, 0.0), "save1": (1.0, 1.0, 0.0), "save1_half": (1.0, 0.5, 0.0),
+                 "harmful": (1.0, 1.0, 0.10)}  # name -> (steps saved, share of rollouts, score lost)
+
+
+class World:
+    """One world of ``--verdict``: an observation source answering each request by commit, task and rollout index
+    (the base commit, or the candidate's edit), and the anchor it was selected from."""
+
+    BASE, CAND = "a" * 40, "c" * 40
+
+    def __init__(self, rng: random.Random, tasks: int, control: int, seeds: int, edit: str, coupling: float) -> None:
+        from evoharness.traces.cost import BLOCKED
+
+        saved, share, lost = VERDICT_EDITS[edit]
+        self.table: dict[tuple[str, str, int], tuple[float, int, bool]] = {}
+        for t in range(tasks):
+            base = rng.randint(3, 7)
+            for i in range(seeds):
+                nb, sb, bb = rng.choice((-1, 0, 0, 1, 2)), rng.choice((0.5, 0.75, 1.0)), rng.random() < 0.8
+                nc, sc, bc = (nb, sb, bb) if rng.random() < coupling else (
+                    rng.choice((-1, 0, 0, 1, 2)), rng.choice((0.5, 0.75, 1.0)), rng.random() < 0.8)
+                cut = rng.random() < share and saved > 0
+                self.table[self.BASE, f"t{t}", i] = (sb, base + nb, bb)
+                self.table[self.CAND, f"t{t}", i] = (max(0.0, sc - lost), base + nc - (1 if cut else 0),
+                                                     bc and not cut)
+        for t in range(control):
+            base = rng.randint(3, 7)
+            for i in range(seeds):
+                self.table[self.BASE, f"c{t}", i] = self.table[self.CAND, f"c{t}", i] = (1.0, base, False)
+        self.blocked = BLOCKED
+
+    def _obs(self, commit: str, task: str, i: int, seed: int, split: str = "dev"):
+        from evoharness.verification.observations import Observation
+
+        score, steps, blocked = self.table[commit, task, i]
+        return Observation(task_id=task, rollout=i, seed=seed, score=score, steps=steps, split=split,
+                           fired=frozenset({self.blocked} if blocked else ()), healthy=task.startswith("c"))
+
+    def anchor(self):
+        from evoharness.verification.anchors import Anchor
+
+        tasks = sorted({t for _, t, _ in self.table})
+        obs = [self._obs(self.BASE, t, i, i) for t in tasks for i in range(4)]
+        return Anchor.from_observations(self.BASE, obs, 4)
+
+    def pending(self, requests, ledger) -> int:
+        return len(requests)
+
+    def observe(self, requests, ledger):
+        return [self._obs(r.harness_commit, r.task_id, r.rollout, r.seed, r.split) for r in requests], len(requests)
+
+
+VERDICT_DESIGNS = {  # name -> settings beside k = 4 (the default run.rollouts)
+    "fixed k4": {"sequential": False},
+    "fixed k8": {"sequential": False, "rollouts": 8},
+    "sequential": {},
+    "sequential pocock": {"sequential_spending": "pocock"},
+    "sequential to 16": {"sequential_max_factor": 4.0},
+}
+
+
+def verdicts(worlds: list[World], design: str, alpha: float) -> list[tuple[bool, bool, int]]:
+    """The product's cost verdict on each world under ``design``: (accepted, its cost test passed, rollouts the
+    ledger paid)."""
+    from evoharness.harness_repo.models import Candidate
+    from evoharness.logging import configure_logging
+    from evoharness.verification.budget import BudgetLedger
+    from evoharness.verification.config import VerificationConfig
+    from evoharness.verification.verifier import Verifier
+
+    configure_logging("WARNING")
+    cfg = VerificationConfig(**{"rollouts": 4, "cost_alpha": alpha, **VERDICT_DESIGNS[design]})
+    out = []
+    for w in worlds:
+        cand = Candidate(branch="candidate/r1-cost", commit=World.CAND, base=World.BASE, round=0,
+                         targets=w.blocked)
+        ledger = BudgetLedger(total=10**6)
+        v = Verifier(w, cfg).verify(cand, w.anchor(), ledger=ledger)
+        out.append((v.accepted, any(g.gate == "cost" and g.passed for g in v.gates), ledger.rollouts))
+    return out
+
+
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     if not n:
         return 0.0, 1.0
@@ -89,8 +183,15 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=0.01, help="the cost test's alpha (cost_alpha)")
     ap.add_argument("--coupling", type=float, default=0.0, help="share of rollouts whose noise both sides share")
     ap.add_argument("--seed", type=int, default=0, help="the first world's seed")
+    ap.add_argument("--verdict", action="store_true", help="the product's whole cost verdict (Verifier) per world: "
+                    "fixed k8 against the sequential designs, with scores, blocks and control tasks")
+    ap.add_argument("--control", type=int, default=8, help="--verdict: anchor-healthy control tasks per world")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.trials < 1 or args.tasks < 1 or args.control < 0:
+        ap.error("--trials and --tasks must be >= 1, --control >= 0")
+    if args.verdict:
+        return verdict_table(args)
     designs = [(f"fixed k{k}", lambda r, k=k: fixed(r, k, args.alpha)) for k in (2, 4, 8, 16, 32)]
     designs += [(f"sequential k{k0} x{n}", lambda r, k0=k0, n=n: sequential(r, k0, n, args.alpha))
                 for k0, n in ((2, 3), (2, 4), (2, 5), (4, 3), (4, 4))]
@@ -116,6 +217,37 @@ def main() -> None:
     for r in rows_out:
         print(f"| {r['edit']} | {r['design']} | {r['accepted']}/{r['trials']} | {r['rate']:.3f} "
               f"[{r['low']:.3f}, {r['high']:.3f}] | {r['rollouts']:.0f} |")
+
+
+def verdict_table(args) -> None:
+    start = time.process_time()
+    rows_out = []
+    for edit in VERDICT_EDITS:
+        rng = random.Random(args.seed)
+        worlds = [World(rng, args.tasks, args.control, 32, edit, args.coupling) for _ in range(args.trials)]
+        for design in VERDICT_DESIGNS:
+            got = verdicts(worlds, design, args.alpha)
+            acc, cost = sum(a for a, _, _ in got), sum(c for _, c, _ in got)
+            lo, hi = wilson(acc, args.trials)
+            spent = [n for _, _, n in got]
+            mean = sum(spent) / len(spent)
+            sd = math.sqrt(sum((n - mean) ** 2 for n in spent) / max(1, len(spent) - 1))
+            half = 1.96 * sd / math.sqrt(len(spent))
+            rows_out.append({"edit": edit, "design": design, "accepted": acc, "trials": args.trials,
+                             "rate": acc / args.trials, "low": lo, "high": hi, "cost_passed": cost, "rollouts": mean,
+                             "rollouts_low": mean - half, "rollouts_high": mean + half})
+    if args.json:
+        print(json.dumps(rows_out, indent=1))
+        return
+    print(f"the whole cost verdict: {args.tasks} targeted + {args.control} control tasks, alpha {args.alpha} "
+          f"(cost_alpha), coupling {args.coupling}, {args.trials} worlds per edit, seed {args.seed}; "
+          f"{time.process_time() - start:.0f} CPU-s")
+    print("| edit | design | accepted | rate [95%] | cost test passed | rollouts/candidate [95%] |")
+    print("|---|---|---|---|---|---|")
+    for r in rows_out:
+        print(f"| {r['edit']} | {r['design']} | {r['accepted']}/{r['trials']} | {r['rate']:.3f} "
+              f"[{r['low']:.3f}, {r['high']:.3f}] | {r['cost_passed']}/{r['trials']} | {r['rollouts']:.1f} "
+              f"[{r['rollouts_low']:.1f}, {r['rollouts_high']:.1f}] |")
 
 
 if __name__ == "__main__":

@@ -105,8 +105,9 @@ class VerificationSettings(BaseModel):
         True,
         description="sequential allocation: verify in `sequential_looks` stages of fresh seeds and stop as soon "
         "as the targeted gain is decided (a group-sequential test on the paired differences replaces the "
-        "`gain` / `paired_gain` gate; behaviour-aware and other fresh-baseline strategies only). Off: the "
-        "fixed design, k rollouts per task at once, judged by `gain`",
+        "`gain` / `paired_gain` gate; behaviour-aware and other fresh-baseline strategies only); a cost-targeted "
+        "edit's cost test is read after each look the same way, at the look's share of cost_alpha. Off: the "
+        "fixed design, k rollouts per task at once, judged by `gain` (a cost edit: by `cost` at cost_alpha)",
     )
     sequential_looks: int = Field(4, ge=1, le=20, description="stages (looks) of a sequential verification")
     sequential_max_factor: float = Field(
@@ -120,7 +121,8 @@ class VerificationSettings(BaseModel):
         0.01, gt=0, lt=0.5, description="one-sided false-accept rate of the sequential gain test for an edit that "
         "changes nothing, over all looks together")
     sequential_spending: Literal["obrien_fleming", "pocock"] = Field(
-        "obrien_fleming", description="alpha-spending function: obrien_fleming (little spent early) | pocock")
+        "obrien_fleming", description="alpha-spending function: obrien_fleming (little spent early) | pocock; it "
+        "also splits cost_alpha over the looks of a sequential cost verdict")
     sequential_futility_z: float = Field(
         0.0, description="stop before the last look when the paired z is at or below this (no gain worth more "
         "rollouts); non-binding, so it cannot raise the false-accept rate")
@@ -141,7 +143,8 @@ class VerificationSettings(BaseModel):
         0.01, gt=0, lt=0.5, description="an edit that targets a cost signal (`evoharness.traces.cost`, e.g. "
         "cost.blocked_call) is accepted only when its targeted rollouts take fewer steps than the baseline's on "
         "common seeds: one-sided exact sign-flip test of the paired differences, p <= this (the false-accept "
-        "rate of the cost test for an edit that changes nothing, whatever the steps' distribution)")
+        "rate of the cost test for an edit that changes nothing, whatever the steps' distribution; under sequential "
+        "verification over all looks together: each look tests at its share, the shares sum to this)")
     cost_score_margin: float = Field(
         0.05, ge=0, le=1, description="a cost-targeted edit must be non-inferior on score: the one-sided lower "
         "confidence bound of its targeted tasks' mean paired score difference must be at least minus this margin "

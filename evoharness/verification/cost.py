@@ -20,12 +20,14 @@ noise: the cost test refuses it at the stated rate. Score-targeted edits keep th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scipy.special import stdtrit
 
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.gates import BehaviourGate, Gate, GuardGate, NoRegressionGate
-from evoharness.verification.stats import paired_mean_test, sign_flip_test
+from evoharness.verification.stats import alpha_spent, paired_mean_test, sign_flip_test
 
 OBJECTIVE_COST = "cost"
 
@@ -65,12 +67,22 @@ class CostGate:
 
     The cost is tokens (prompt + completion) when every paired rollout recorded them -- an imported trace's usage
     fields, the model gateway's counts -- else steps (the stand-in reports no tokens; a trace with usage on some
-    rollouts only is judged on steps, which every rollout has). ``unit`` in the numbers says which."""
+    rollouts only is judged on steps, which every rollout has). ``unit`` in the numbers says which.
+
+    Sequential (``look`` of ``looks``, at ``level``): the verifier reads the test after each look of seeds at the
+    look's share of ``alpha`` (`cost_look_levels`: the levels sum to ``alpha``, so by the union bound an edit that
+    changes nothing passes at some look with probability at most ``alpha``, however the looks depend). ``decided``
+    in the numbers says whether the verifier may stop: passed, no saving so far (mean saving <= 0: stop and refuse;
+    non-binding, a stop can only turn a later pass into a refusal), or the last look. One look (the default) is the
+    fixed design at ``alpha``."""
 
     name = "cost"
 
-    def __init__(self, alpha: float = 0.01) -> None:
-        self.alpha = alpha
+    def __init__(self, alpha: float = 0.01, look: int = 1, looks: int = 1, level: float | None = None) -> None:
+        if not 1 <= look <= looks:
+            raise ValueError(f"look {look} of {looks}")
+        self.alpha, self.look, self.looks = alpha, look, looks
+        self.level = alpha if level is None else level
 
     def check(self, ev: Evidence) -> GateResult:
         pairs = ev.pairs(ev.selection.targeted)
@@ -84,12 +96,35 @@ class CostGate:
         for u in ("steps", "tokens") if unit == "tokens" else ("steps",):
             numbers[f"{u}_baseline"] = _r(sum(getattr(b, u) for b, _ in pairs) / len(pairs)) if pairs else None
             numbers[f"{u}_candidate"] = _r(sum(getattr(c, u) for _, c in pairs) / len(pairs)) if pairs else None
-        ok = test.n > 0 and test.mean_diff > 0 and p <= self.alpha
+        ok = test.n > 0 and test.mean_diff > 0 and p <= self.level
+        last = self.look == self.looks
+        decided = ok or last or not test.mean_diff > 0
+        at = f"alpha {self.alpha}" if self.looks == 1 else \
+            f"level {self.level:.2g} at look {self.look}/{self.looks} of alpha {self.alpha}"
+        if self.looks == 1 or (last and not ok):
+            state = ""
+        else:
+            state = " (saved: stop)" if ok else " (undecided: continue)" if test.mean_diff > 0 else " (no saving: stop)"
         reason = ("no paired targeted rollouts" if not test.n else
                   f"{unit} {numbers[unit + '_baseline']:.2f} -> {numbers[unit + '_candidate']:.2f} a rollout "
-                  f"(saved {test.mean_diff:+.3f}, se {test.se:.3f}, sign-flip p={p:.4f} vs alpha {self.alpha})")
+                  f"(saved {test.mean_diff:+.3f}, se {test.se:.3f}, sign-flip p={p:.4f} vs {at}){state}")
         numbers.update(saved=_r(test.mean_diff), se=_r(test.se), p_value=_r(p), alpha=self.alpha)
+        if self.looks > 1:
+            numbers.update(look=self.look, looks=self.looks, level=self.level, decided=decided)
         return GateResult(gate=self.name, passed=ok, reason=reason, numbers=numbers)
+
+
+def cost_look_levels(seeds: Sequence[int], alpha: float, spending: str = "obrien_fleming") -> list[float]:
+    """The sign-flip test's level at each look of a sequential cost verdict, ``seeds`` per task after each look:
+    the alpha an alpha-spending function (`stats.alpha_spent`) spends between one look's information fraction
+    (seeds / the last look's seeds) and the next. They sum to ``alpha``; each look's exact test at its level and
+    the union bound (Bonferroni with unequal shares) hold the chance that an edit that changes nothing passes at
+    any look to ``alpha``. ``obrien_fleming`` keeps most of it for the last look (four looks at alpha 0.01:
+    0.00000026, 0.00027, 0.0027, 0.0070), ``pocock`` spends it more evenly (0.0036, 0.0026, 0.0021, 0.0017)."""
+    top = seeds[-1]
+    spent = [alpha_spent(s / top, alpha, spending) for s in seeds]
+    spent[-1] = alpha  # exactly alpha in all, whatever the rounding of the last fraction
+    return [b - a for a, b in zip([0.0, *spent], spent, strict=False)]
 
 
 def cost_gates(cfg) -> list[Gate]:

@@ -25,7 +25,7 @@ from evoharness.traces.cost import is_cost_signal
 from evoharness.verification.anchors import Anchor, AnchorBook, OptimismRecord
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
-from evoharness.verification.cost import OBJECTIVE_COST, cost_gates, cost_measurements
+from evoharness.verification.cost import OBJECTIVE_COST, CostGate, cost_gates, cost_look_levels, cost_measurements
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.gates import Gate, SequentialGainGate, default_gates
 from evoharness.verification.guards import GuardBook
@@ -133,7 +133,8 @@ class Verifier:
                                   cfg.no_regression_alpha)
         log.info("power estimate", candidate=candidate.branch, predicted_effect=_r(plan.predicted_effect),
                  sigma=_r(plan.sigma), rollouts_needed=plan.rollouts_needed, k=plan.k)
-        sequential = plan.sequential and any(g.name in GAIN_GATES for g in gates)
+        # a sequential plan's looks decide a score edit's gain test, or a cost edit's cost test
+        sequential = plan.sequential and any(g.name in GAIN_GATES or g.name == "cost" for g in gates)
         if ledger is not None:  # what the plan may run: a sequential one, its looks (control tasks: the first)
             reqs = plan.requests() if sequential else [*plan.baseline_requests, *plan.candidate_requests]
             ledger.check(self.source.pending(reqs, ledger))
@@ -207,14 +208,29 @@ class Verifier:
 
     def _sequential(self, candidate: Candidate, anchor: Anchor, plan: Plan, gates: list[Gate],
                     ledger: BudgetLedger | None) -> tuple[Evidence, list[GateResult], list[RolloutRequest], int]:
-        """Measure look by look until the sequential gain test is decided, then apply every gate.
+        """Measure look by look until the sequential test is decided, then apply every gate.
 
         Each look adds fresh seeds, baseline and candidate alike (paired by seed): the first on every selected
         task, later ones on the targeted and guard tasks only (``Plan.look_requests``);
-        the gain gate(s) are replaced by `SequentialGainGate` at the look where it stopped. The other
+        the gain gate(s) are replaced by `SequentialGainGate` at the look where it stopped -- for a cost verdict
+        (no gain gate), the ``cost`` gate by `CostGate` at that look's level (`cost_look_levels`). The other
         gates read the evidence gathered up to that look.
         """
         cfg, looks = self.config, plan.looks
+        cost_test = next((g for g in gates if g.name == "cost"), None)
+        if cost_test is not None and not any(g.name in GAIN_GATES for g in gates):
+            # the cost verdict: the sign-flip test at each look's share of its alpha (cost.cost_look_levels)
+            levels = cost_look_levels(looks, cost_test.alpha, cfg.sequential_spending)
+            replaces = {"cost"}
+
+            def decider(look: int) -> Gate:
+                return CostGate(cost_test.alpha, look, len(looks), levels[look - 1])
+        else:
+            replaces = GAIN_GATES
+
+            def decider(look: int) -> Gate:
+                return SequentialGainGate(look, len(looks), cfg.sequential_alpha, cfg.sequential_spending,
+                                          cfg.sequential_futility_z, cfg.sigma_floor)
         baseline: list[Observation] = []
         cand_obs: list[Observation] = []
         for look in range(1, len(looks) + 1):
@@ -223,8 +239,7 @@ class Verifier:
             cand_obs += self._measure(c_req, ledger, plan.round, candidate.branch, "candidate")
             ev = Evidence(target=candidate.targets, k=looks[look - 1], selection=plan.selection, anchor=anchor,
                           baseline=baseline, candidate=cand_obs, z=cfg.z, sigma_floor=cfg.sigma_floor)
-            seq = SequentialGainGate(look, len(looks), cfg.sequential_alpha, cfg.sequential_spending,
-                                     cfg.sequential_futility_z, cfg.sigma_floor).check(ev)
+            seq = decider(look).check(ev)
             log.info("sequential look", candidate=candidate.branch, look=look, reason=seq.reason)
             if seq.numbers["decided"]:
                 break
@@ -237,7 +252,7 @@ class Verifier:
                 break
         results, replaced = [], False
         for g in gates:
-            if g.name in GAIN_GATES:
+            if g.name in replaces:
                 if not replaced:
                     results.append(seq)
                 replaced = True

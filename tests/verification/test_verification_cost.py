@@ -16,8 +16,9 @@ from evoharness.harness_repo.merge import merge_message
 from evoharness.harness_repo.models import Edit, FileChange, Verdict
 from evoharness.harness_repo.seed import POLICIES
 from evoharness.traces.cost import BLOCKED
+from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
-from evoharness.verification.cost import CostGate, NonInferiorGate, cost_gates, cost_measurements
+from evoharness.verification.cost import CostGate, NonInferiorGate, cost_gates, cost_look_levels, cost_measurements
 from evoharness.verification.gates import BehaviourGate, default_gates
 from evoharness.verification.observations import Observation
 from evoharness.verification.selection import make_strategy
@@ -307,3 +308,100 @@ def test_a_cost_edit_that_says_what_it_blocks_is_judged_on_that_cause_not_on_any
     assert sel.targeted == ["t0", "t1"]
     assert make_strategy("behaviour_aware", 0.0, "alone").select(anchor, BLOCKED, 27, random.Random(0)).targeted \
         == TASKS
+
+
+def test_a_sequential_cost_verdict_stops_at_the_look_where_the_saving_is_plain():
+    """Under sequential verification (the default) the cost test is read after each look of seeds, each look at its
+    share of cost_alpha, and the verdict stops at the first look where it passes. Before, a cost edit had no
+    sequential test and ran the plan's last look at once: k x sequential_max_factor = 8 seeds on every task, 96
+    rollouts here where the saving was plain after 4 seeds (48)."""
+    base_commit, cand_commit = "a" * 40, "c" * 40
+    anchor = anchor_of([obs(t, s, 0.7, 5, True) for t in TASKS for s in range(4)], commit=base_commit)
+    source = Fixed({base_commit: (0.7, 5, True), cand_commit: (0.7, 4, False)})
+    ledger = BudgetLedger(total=10_000)
+    v = Verifier(source, VerificationConfig()).verify(candidate(cand_commit, targets=BLOCKED), anchor, ledger=ledger)
+    cost = {g.gate: g for g in v.gates}["cost"]
+    assert v.accepted and [g.gate for g in v.gates] == ["behaviour", "non_inferior", "cost", "no_regression", "guard"]
+    assert (v.measurements["looks"], v.measurements["max_looks"], v.measurements["k_used"]) == (2, 4, 4)
+    assert v.measurements["rollouts_spent"] == ledger.rollouts == 48  # 6 tasks x 4 seeds, both sides
+    assert cost.numbers["look"] == 2 and cost.numbers["level"] < 0.01 and "look 2/4" in cost.reason
+    # the fixed design (sequential = false) at the same k reads the same 4 seeds at once, at the whole alpha
+    v = Verifier(source, VerificationConfig(sequential=False)).verify(candidate(cand_commit, targets=BLOCKED), anchor)
+    assert v.accepted and v.measurements["looks"] is None and {g.gate: g for g in v.gates}["cost"].numbers[
+        "alpha"] == 0.01
+
+
+def test_a_null_cost_edit_stops_after_its_first_look_and_is_refused():
+    """The same steps on the same seeds (an edit that changes nothing): no saving at the first look, so the verdict
+    stops there and refuses (a stop can only refuse) -- 2 seeds a task instead of 8."""
+    base_commit, cand_commit = "a" * 40, "c" * 40
+    anchor = anchor_of([obs(t, s, 0.7, 5, True) for t in TASKS for s in range(4)], commit=base_commit)
+    source = Fixed({base_commit: (0.7, 5, True), cand_commit: (0.7, 5, True)})
+    ledger = BudgetLedger(total=10_000)
+    v = Verifier(source, VerificationConfig()).verify(candidate(cand_commit, targets=BLOCKED), anchor, ledger=ledger)
+    cost = {g.gate: g for g in v.gates}["cost"]
+    assert not v.accepted and not cost.passed and "(no saving: stop)" in cost.reason
+    assert v.measurements["looks"] == 1 and ledger.rollouts == 24
+
+
+def test_the_cost_tests_levels_spend_its_alpha_once_over_the_looks():
+    """Each look's level is what the spending function spends since the look before; they sum to cost_alpha, so the
+    union bound holds the chance that a null edit passes at any look to it."""
+    for spending in ("obrien_fleming", "pocock"):
+        levels = cost_look_levels([2, 4, 6, 8], 0.01, spending)
+        assert len(levels) == 4 and all(x > 0 for x in levels) and math.isclose(sum(levels), 0.01)
+    assert cost_look_levels([8], 0.01) == [0.01]  # one look: the fixed design's alpha
+    obf = cost_look_levels([2, 4, 6, 8], 0.01)
+    assert obf == sorted(obf) and obf[0] < 1e-6  # O'Brien-Fleming keeps most of it for the last look
+
+
+class Noisy:
+    """A source of null draws: baseline and candidate alike, each rollout's steps, score and block drawn afresh."""
+
+    def __init__(self, seed: int):
+        self.rng, self.base_step = random.Random(seed), {}
+
+    def pending(self, requests, ledger):
+        return len(requests)
+
+    def observe(self, requests, ledger):
+        out = []
+        for r in requests:
+            step = self.base_step.setdefault(r.task_id, self.rng.randint(3, 7))
+            out.append(obs(r.task_id, r.seed, self.rng.choice((0.5, 0.75, 1.0)),
+                           step + min(int(self.rng.expovariate(0.4)), 30), self.rng.random() < 0.8))
+        return [o.model_copy(update={"rollout": r.rollout}) for o, r in zip(out, requests, strict=True)], len(out)
+
+
+def test_a_null_edit_is_not_accepted_on_noise_by_the_sequential_cost_verdict():
+    """Null edits under noise with a heavy tail of extra steps, through the verifier's looks (4 targeted tasks, 2 to
+    8 seeds each): the cost test passes at any look at most at cost_alpha (1%; 1.5% allowed for 600 draws' own
+    noise), and the whole verdict no more often."""
+    base_commit, cand_commit = "a" * 40, "c" * 40
+    anchor = anchor_of([obs(t, s, 0.7, 5, True) for t in TASKS[:4] for s in range(4)], commit=base_commit)
+    trials, cost_passed, accepted, looks = 600, 0, 0, 0
+    for seed in range(trials):
+        v = Verifier(Noisy(seed), VerificationConfig()).verify(candidate(cand_commit, targets=BLOCKED), anchor)
+        cost_passed += {g.gate: g for g in v.gates}["cost"].passed
+        accepted += v.accepted
+        looks += v.measurements["looks"]
+    assert cost_passed / trials <= 0.015 and accepted <= cost_passed, (cost_passed, accepted)
+    assert looks < 2.5 * trials  # half stop at the first look (no saving), most before the last
+
+
+def test_a_cost_verdict_spends_within_what_its_plan_reserved():
+    """The plan sizes the selection to what its looks may spend (control tasks on the first look only); a cost
+    verdict ran every seed of every selected task at once instead, so a ledger that held the plan's reservation was
+    refused with BudgetExhausted before any rollout (192 rollouts asked where the plan reserved 120 here)."""
+    base_commit, cand_commit = "a" * 40, "c" * 40
+    control = [f"h{i}" for i in range(12)]
+    anchor = anchor_of([obs(t, s, 0.7, 5, True) for t in TASKS for s in range(4)]
+                       + [obs(t, s, 1.0, 3, False).model_copy(update={"healthy": True}) for t in control
+                          for s in range(4)], commit=base_commit)
+    table = {base_commit: (0.7, 5, True), cand_commit: (0.7, 4, False)}
+    cfg = VerificationConfig(max_tasks=12, control_ratio=1.0)
+    plan = Verifier(Fixed(table), cfg).plan(candidate(cand_commit, targets=BLOCKED), anchor)
+    assert len(plan.selection.targeted) == 6 and len(plan.selection.control) == 6
+    ledger = BudgetLedger(total=plan.max_spend())
+    v = Verifier(Fixed(table), cfg).verify(candidate(cand_commit, targets=BLOCKED), anchor, ledger=ledger)
+    assert v.accepted and ledger.rollouts == v.measurements["rollouts_spent"] <= plan.max_spend()
