@@ -33,16 +33,25 @@ ONCE = re.compile(
     rf"taken){_B}once\b(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?"
     rf"|\b(?:an?|the|each|every|any){_B}(?P<thing2>[a-z]+){_B}(?:can|may|should|must){_B}only{_B}be{_B}"
     rf"(?P<done>[a-z]+ed(?:{_JOINED}[a-z]+ed)*){_B}once\b", re.I)
+# the verbs of checking a status: "check", "verify", "look up", "double-check" ("confirm" is the user's yes as often)
+_CHECK = rf"(?:double[^\S\n]*-?[^\S\n]*)?(?:check|verify|look{_B}up)"
 # "..., and you should check its status before taking the action" after a status precondition (the action and the
 # thing are the precondition's); "check that the bill is overdue before sending a payment request": the thing, the
-# gerund's stem and the word after it (a tool's words: send_payment_request)
-CHECK_ACTION = re.compile(rf"\bcheck{_B}(?:its|the{_B}[a-z]+(?:['’]s)?){_B}status{_B}before{_B}"
+# gerund's stem and the word after it (a tool's words: send_payment_request); "look up the order's status before
+# cancelling it", "verify the status of the order before ...": the thing named by its status ("it": the thing)
+CHECK_ACTION = re.compile(rf"\b{_CHECK}{_B}(?:its|the{_B}[a-z]+(?:['’]s)?){_B}status{_B}before{_B}"
                           rf"(?:taking|doing|performing|making|carrying{_B}out){_B}(?:the|this|that|any|such){_B}"
                           r"action\b", re.I)
+_BEFORE_DOING = rf"\bbefore{_B}(?P<doing>[a-z]+ing){_B}(?:(?:a|an|the|any|their|its){_B})?(?P<object>[a-z]+)"
 CHECK_FIRST = re.compile(
-    rf"\bcheck{_B}(?:that|if|whether){_B}(?:the|its|their|a|an){_B}(?P<thing>[a-z]+){_B}(?:is|has|was)\b"
-    rf"[^.;\n]{{0,60}}?\bbefore{_B}(?P<doing>[a-z]+ing){_B}(?:(?:a|an|the|any|their|its){_B})?(?P<object>[a-z]+)",
-    re.I)
+    rf"\b{_CHECK}{_B}(?:(?:that|if|whether){_B}(?:the|its|their|a|an){_B}(?P<thing>[a-z]+){_B}(?:is|has|was)\b"
+    rf"[^.;\n]{{0,60}}?|(?:the{_B}(?P<owner>[a-z]+)['’]s{_B}status|the{_B}(?P<named>[a-z]+){_B}status"
+    rf"|the{_B}status{_B}of{_B}(?:the|an?|their|its){_B}(?P<of>[a-z]+)){_B}){_BEFORE_DOING}", re.I)
+# a person's status is no thing's: "verify that the user is the account holder before changing the order" is the
+# identity rule's
+_PERSONS = frozenset(("user", "customer", "caller", "client", "passenger", "member", "person", "guest", "patient",
+                      "subscriber", "traveler", "traveller", "holder", "owner"))
+_PRONOUNS = frozenset(("it", "them", "this", "that"))
 
 
 def stem(word: str) -> str:
@@ -97,14 +106,16 @@ def limits_of(line: str, preconditions: tuple) -> list[Limit]:
             else:
                 thing = m.group("thing2").lower()
                 out.append(Limit("policy.once", _stems(m.group("done")), thing, thing, "", m.group(0)))
-    if "check" in low and "before" in low:
+    if "before" in low and ("check" in low or "verify" in low or "look" in low):
         if preconditions and CHECK_ACTION.search(line) is not None:
             out += (Limit("policy.check_first", frozenset((p.stem,)), p.thing, p.thing, p.thing, line.strip())
                     for p in preconditions)
         for m in CHECK_FIRST.finditer(line):
-            thing = m.group("thing").lower()
-            out.append(Limit("policy.check_first", frozenset((stem(m.group("doing")),)), m.group("object").lower(),
-                             thing, thing, m.group(0)))
+            thing = (m.group("thing") or m.group("owner") or m.group("named") or m.group("of")).lower()
+            obj = m.group("object").lower()
+            if thing not in _PERSONS:
+                out.append(Limit("policy.check_first", frozenset((stem(m.group("doing")),)),
+                                 thing if obj in _PRONOUNS else obj, thing, thing, m.group(0)))
     return out
 
 

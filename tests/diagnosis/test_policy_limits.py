@@ -102,3 +102,24 @@ def test_a_payment_request_for_a_bill_never_read_breaks_the_check_first_rule():
     assert [v.rule for v in _label(BILL, *SEND).violations] == ["policy.check_first"]
     read = ("get_details_by_id", {"id": "B1"}, json.dumps({"bill_id": "B1", "status": "Overdue"}))
     assert _label(BILL, read, *SEND).violations == []
+
+
+@pytest.mark.parametrize("policy", [
+    "Always look up the order's status before cancelling it.",
+    "Verify the status of the order before cancelling an order.",
+    "You must verify that the order is pending before cancelling the order.",
+    "Double-check the order status before cancelling it.",
+    "An order can only be cancelled if its status is 'pending', and you should verify its status before taking the "
+    "action."])
+def test_a_status_to_look_up_or_verify_first_is_read_as_one_to_check(policy):
+    """"check" was the only verb of ``policy.check_first``: a policy that says to look up or verify the order's status
+    before cancelling it asked for no read (and "cancelling it" named no tool: "it" is the thing)."""
+    assert [v.rule for v in _label(policy, *CANCEL).violations] == ["policy.check_first"]
+    assert _label(policy, ORDER, *CANCEL).violations == []
+
+
+def test_a_persons_status_to_verify_is_no_things_status():
+    """"Verify that the user is the account holder before cancelling the order" is about who the user is (the identity
+    rule's): no status read is asked for."""
+    policy = "Verify that the customer is the account holder before cancelling the order."
+    assert "policy.check_first" not in [v.rule for v in _label(policy, *CANCEL).violations]
