@@ -467,6 +467,14 @@ _YES_AGAIN = re.compile(r"\W*+(?:(?:actually|then|well|oh|hmm+|um+|no|but)\W+)*+
                         r"alright|all\s+right|go\s+ahead|proceed|please\s+(?:do|proceed|go\s+ahead)|do\s+it|"
                         r"go\s+for\s+it|let['’]?s\s+do\s+it)\b")
 _CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014-]")
+# a word of acknowledgement alone closing what the user said after a hold ("Not that one, okay.", "Wait. Okay."): a tag
+# on the hold, not the yes said again
+_BARE_OK = re.compile(r"\W*+(?:ok(?:ay)?|alright|all\s+right)\W*+")
+# a refusal of the thing offered that asks for another one the agent has not put: "Not the lamp, the other one, yes.",
+# "Not that one -- the blue one, okay?", "not this one, another one": the yes is to the other one
+_OTHER_ONE = re.compile(r"\bnot\s+(?:the|that|this|those|these)\b[^.!?;,\n]{0,40}[,;:\u2013\u2014-]\W*+"
+                        r"(?:(?:but|rather|instead|i\s+mean)\W+)?(?:the\s+|an?\s+)?(?:\w+\s+)?(?:other|another|"
+                        r"different)?\s*ones?\b")
 # a yes on a condition ("If it's under $200, yes.", "Yes, as long as the refund goes to my card"): no last word after
 # a hold or a deferral, which it does not lift (on its own, "If that's the only option, then yes, please go ahead" is
 # a yes, as before)
@@ -487,6 +495,8 @@ def _held_back(low: str, opening: re.Match | None, text: str) -> bool:
     the user's last word)."""
     if len(text) != len(low):  # (lower-casing changed the length: positions are read on ``low`` alone)
         text = low
+    if "one" in low and "not" in low and _OTHER_ONE.search(low) is not None:
+        return True  # a yes to another one than the one offered, which the agent has still to put
     end = -1  # where the sentence of the last hold or deferral ends
     if opening is not None and opening.group("hold") is not None and _holds(opening):
         end = opening.end()
@@ -541,13 +551,14 @@ def _says_yes_again(low: str, text: str, end: int) -> bool:
     while c is not None:
         nxt = _CLAUSE_BREAK.search(low, c.end(), limit)
         clause = low[c.end():nxt.start() if nxt is not None else limit]
-        if _YES_AGAIN.match(clause) and _CONDITION.search(clause) is None and _assents(clause, gate_text(clause)):
+        if _YES_AGAIN.match(clause) and _CONDITION.search(clause) is None and _assents(clause, gate_text(clause)) \
+                and not (nxt is None and _BARE_OK.fullmatch(low, c.end()) is not None):  # "Not that one, okay."
             return True
         c = nxt
     if stop is None:
         return False
     tail = low[stop.end():]
-    if not _assents(tail, gate_text(tail)):
+    if not _assents(tail, gate_text(tail)) or _BARE_OK.fullmatch(tail) is not None:  # "Wait. Okay."
         return False
     if _CONDITION.search(tail) is None:
         return True

@@ -488,3 +488,21 @@ def test_a_yes_to_another_action_asked_is_no_yes_to_the_write_but_a_retry_keeps_
     assert _another_offer("Shall I cancel order #W999?") == ["policy.confirmation"]
     assert _another_offer("Shall I return the lamp-7 of #W123?") == []
     assert _another_offer("Shall I search for another day?", fail_first=True) == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Not that one, okay.", "Wait. Okay.", "Not now, ok!",  # a closing "okay": a tag on the hold, no yes again
+    "Not the lamp, the other one, yes.", "Sure, not that one, the other one.",  # a yes to another one
+    "Not that one -- the blue one, okay?"])
+def test_a_closing_okay_or_a_yes_to_another_one_than_offered_is_no_yes(answer):
+    """Until the twenty-second session "Not that one, okay." was a yes (its closing "okay" read as the yes said again)
+    and "Not the lamp, the other one, yes." too (a yes to an item the agent had not put, the write on the one refused
+    confirmed by it)."""
+    assert _violations("Shall I return the lamp-7?", answer, "return") == ["policy.confirmation"]
+
+
+@pytest.mark.parametrize("answer", [
+    "Hold on, okay, go ahead.", "OK, wait. Yes, go ahead.", "Yes, not the gift card, my credit card.",
+    "Yes, go ahead. I do not want the other one."])
+def test_a_yes_said_again_after_a_hold_or_beside_a_detail_stays_a_yes(answer):
+    assert _violations("Shall I return the lamp-7?", answer, "return") == []
