@@ -817,7 +817,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=DOMAINS)
     ap.add_argument("--limit", type=int, default=None, help="the first N tasks of each domain")
     ap.add_argument("--formats", nargs="+", default=["tau-bench", "tau2"], choices=["tau-bench", "tau2"])
-    ap.add_argument("--out", type=Path, help="keep the written files in this folder")
+    ap.add_argument("--out", type=Path, help="keep the written files in this folder (made if missing)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--outcome-claims", action="store_true",
                     help="label with diagnosis.outcome_claims = true (F1.misstated_outcome: the final answer read "
@@ -826,9 +826,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit is not None and args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
         return 2
-    if args.out is not None and not args.out.is_dir():
-        print(f"error: {args.out}: no such directory", file=sys.stderr)
-        return 2
+    if args.out is not None:  # made if missing, as dataset export's and demo's --out DIR are
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file there or above it, no permission
+            why = "a file, not a directory" if args.out.exists() else (e.strerror or str(e)).lower()
+            print(f"error: --out {args.out}: cannot make the folder: {why}", file=sys.stderr)
+            return 2
     import tempfile
 
     runs = build(args.domains, args.limit)

@@ -41,7 +41,7 @@ def _this_checkouts_code(monkeypatch):
     ("benchmarks/model_boundary.py", ["--reps", "0"]),
     ("scripts/dump_labels.py", ["no-such-dir/labels.tsv"]),
     ("benchmarks/tau2_gold_paths.py", ["--limit", "0"]),
-    ("benchmarks/tau2_gold_paths.py", ["--out", "no-such-dir"]),
+    ("benchmarks/tau2_gold_paths.py", ["--out", "/dev/null/x"]),  # a missing folder is made; one under a file is not
     ("scripts/bfcl_ground_truth.py", ["multi_turn_bsae"]),  # a mistyped category: a traceback before
     ("scripts/bfcl_ground_truth.py", ["multi_turn_base", "--help"]),
     ("scripts/import_share.py", ["no-such-package-dir"]),  # it printed '0 internal imports (0.0%)'

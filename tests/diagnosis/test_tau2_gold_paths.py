@@ -118,3 +118,12 @@ def test_what_the_customer_reads_off_its_own_phone_is_not_off_script(bench, runs
     [t] = load_paths([path])
     lab = Labeller().label(t.model_copy(update={"score": 0.0}))
     assert lab.first_signal.id == "E.user_off_script" and "QX7Z9" in lab.first_signal.evidence
+
+
+def test_out_names_a_folder_that_is_made_when_missing(bench, tmp_path, capsys):
+    """``--out DIR`` where DIR does not exist yet: the folder is made and the written files kept there (it was
+    ``error: DIR: no such directory``, though ``dataset export`` and ``demo`` make their ``--out DIR``)."""
+    out = tmp_path / "new" / "gold"
+    assert bench.main(["--out", str(out), "--limit", "1", "--domains", "airline", "--formats", "tau-bench"]) == 0
+    assert [p.name for p in out.iterdir()] == ["tau2_gold_paths.json"]
+    assert "error" not in capsys.readouterr().err
