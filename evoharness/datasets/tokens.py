@@ -111,6 +111,19 @@ class ChatTemplateTokens:
         return len(ids)
 
 
+def tokenizer_files(path: Path | str) -> tuple | None:
+    """What a loaded tokenizer of ``path`` is kept by: the directory's real path and each regular file's name, size and
+    modification time (a Hugging Face snapshot's files are links to blobs: followed). None when it cannot be read."""
+    try:
+        real = Path(path).resolve()
+        with os.scandir(real) as entries:
+            files = sorted((e.name, st.st_size, st.st_mtime_ns) for e in entries
+                           if e.is_file() and (st := e.stat()))
+    except OSError:
+        return None
+    return str(real), tuple(files)
+
+
 def _transformers_auto_tokenizer():
     """transformers' ``AutoTokenizer``, imported without its advice "PyTorch was not found. Models won't be available
     ..." on stderr: a token count needs no torch, and the line preceded every `--tokenizer` export's output and its

@@ -495,12 +495,22 @@ class ExportRequest(BaseModel):
                                          "(`dataset export --max-tokens`)")
 
 
-@functools.lru_cache(maxsize=2)
 def _tokenizer(path: str):
-    """``datasets.tokenizer``'s counter (``ChatTemplateTokens``), kept: loading one takes about a second."""
+    """``datasets.tokenizer``'s counter (``ChatTemplateTokens``), kept while the directory's files are the ones it was
+    loaded from (loading one takes about a second): a tokenizer replaced in place, or a link re-pointed to another
+    snapshot, is loaded again at the next export, and one removed or broken is that export's 409, as at the first;
+    until the twenty-second session the first load was kept for the process's life, and the service counted with a
+    tokenizer that was no longer there."""
+    from evoharness.datasets.tokens import tokenizer_files
+
+    return _loaded_tokenizer(path, tokenizer_files(path))
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded_tokenizer(path: str, files: object):
     from evoharness.datasets.tokens import ChatTemplateTokens
 
-    return ChatTemplateTokens(path, option="datasets.tokenizer")
+    return ChatTemplateTokens(path, option="datasets.tokenizer")  # a load that raises is not kept: tried again
 
 
 @writes.post("/datasets/export")
@@ -531,7 +541,7 @@ def export(request: Request, body: ExportRequest) -> dict[str, Any]:
     except ValidationError as e:
         raise HTTPException(422, str(e).splitlines()[0]) from None
     cfg = settings.datasets
-    try:  # the operator's tokenizer (a body names no path on the server), loaded once per process
+    try:  # the operator's tokenizer (a body names no path on the server), kept while its files stay the same
         tokens = _tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     except InputError as e:  # missing, no tokenizer, no chat template, no transformers: the server's setting
         raise HTTPException(409, str(e)) from None

@@ -211,6 +211,47 @@ def test_the_service_counts_tokens_with_the_datasets_tokenizer_setting(tmp_path)
 
 
 @needs_transformers
+def test_a_tokenizer_replaced_or_removed_while_the_service_runs_is_read_again(tmp_path):
+    """The service kept the first tokenizer it loaded for its whole life: a tokenizer replaced at the setting's path
+    was never read (its exports counted with the old one) and one removed still counted, from memory. Now the next
+    export reads the replacement, and a removed one is that export's 409; the service goes on answering."""
+    import shutil
+
+    from tests.datasets.test_datasets_token_lengths import TEMPLATE, _tokenizer
+
+    runs = [trajectory("e1", "healthy"), trajectory("e2", "healthy", task="t2")]
+    tok = tmp_path / "tok"
+    _tokenizer(tok, TEMPLATE, [json.dumps(r) for r in runs])
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "service": {"loop": False},
+                                        "run": {"harness": str(tmp_path / "h")}, "datasets": {"tokenizer": str(tok)}})
+    body = {"source": "healthy", "render_under": "trajectory"}
+
+    def total(r) -> int:
+        assert r.status_code == 200, r.text
+        return r.json()["token_lengths"]["splits"]["train"]["total"]
+
+    def counted(r) -> int:
+        written = [json.loads(x) for x in (FsPath(r.json()["path"]) / "data.jsonl").read_text().splitlines()]
+        return sum(ChatTemplateTokens(tok).count(x) for x in written)
+
+    with TestClient(create_app(settings, TOKEN, quiet=True)) as c:
+        assert c.post("/trajectories", json=runs, headers=AUTH).status_code == 200
+        first = c.post("/datasets/export", json=body, headers=AUTH)
+        assert total(first) == counted(first)
+        shutil.rmtree(tok)  # another tokenizer at the same path: its template writes a preamble before every turn
+        _tokenizer(tok, TEMPLATE.replace("<|im_start|>", "<|im_start|>a longer preamble "), ["x"])
+        second = c.post("/datasets/export", json=body, headers=AUTH)
+        assert total(second) == counted(second) and total(second) > total(first)
+        shutil.rmtree(tok)
+        gone = c.post("/datasets/export", json=body, headers=AUTH)
+        assert gone.status_code == 409 and gone.json()["error"].startswith("datasets.tokenizer: "), gone.text
+        assert "no such directory" in gone.json()["error"]
+        assert c.get("/health").status_code == 200
+        _tokenizer(tok, TEMPLATE, [json.dumps(r) for r in runs])  # put back: the next export counts again
+        assert total(c.post("/datasets/export", json=body, headers=AUTH)) == total(first)
+
+
+@needs_transformers
 def test_the_cli_counts_with_the_datasets_tokenizer_setting_unless_told_otherwise(tmp_path, capsys):
     from evoharness.cli import main
     from tests.datasets.test_datasets_token_lengths import TEMPLATE, _tokenizer
