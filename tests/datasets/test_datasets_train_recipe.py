@@ -326,3 +326,27 @@ def test_the_recipe_evaluates_on_the_validation_split_on_cpu_with_a_tiny_model(t
     cut = train(8)
     assert cut.returncode == 2 and cut.stderr.splitlines()[-1].startswith(
         "error: no record has an assistant token within --max-length 8"), cut.stderr[-2000:]
+
+
+def test_the_smoke_run_exports_a_validation_split_and_checks_its_loss(tmp_path):
+    """ops/train/smoke.py trained without a validation split: its exports had none, so a user's smoke run showed no
+    validation loss and checked none. Now both exports (real, placebo) are split by task (--val-fraction 0.2), the
+    placebo is checked within each split, and a run whose log holds no eval_loss fails; --val-fraction 0 says why
+    there is none. (The training itself needs torch: the CPU test above.)"""
+    smoke = _smoke()
+    runs = [make_traj(f"r{i}-{k}", f"task-{i}", calls=1 + (i + k) % 3) for i in range(10) for k in range(2)]
+    src = tmp_path / "runs.jsonl"
+    src.write_text("".join(r.model_dump_json() + "\n" for r in runs))
+    real, placebo = smoke.export(tmp_path, src)
+    assert smoke.parts(real) == smoke.parts(placebo) == ["train", "validation"]
+    val = read_jsonl(real / "validation.jsonl")
+    assert len(val) == 4 and len(read_jsonl(real / "train.jsonl")) == 16  # 2 of the 10 tasks, 2 runs each
+    assert smoke.check_placebo(real, placebo) == []
+
+    history = [{"loss": 5.0 - i / 10} for i in range(10)]
+    log = {"trained": {"records": 16, "tokens": 900, "loss_tokens": 300}, "log_history": history,
+           "validation": {"file": "validation.jsonl", "rendered": {"records": 4}, "eval": None}}
+    assert smoke.check_log("real", log) == ["real: no validation loss measured on validation.jsonl (eval: None)"]
+    log["validation"]["eval"] = {"eval_loss": 4.2}
+    assert smoke.check_log("real", log) == []
+    assert smoke.check_log("real", {**log, "validation": None}) == []  # --val-fraction 0: said, not failed
