@@ -14,7 +14,15 @@ several runs of a task, 4 trials that each word the task anew) and of two tasks 
 - ``conversation only``: the conversation alone (the rule until 2026-12-06);
 - ``first user turn``: the first user message, exactly;
 - ``jaccard >= J``: the first user messages' word sets overlap by J or more;
-- ``shared id``: the user turns share a token of 5+ word characters holding a digit and a letter (a user or booking id).
+- ``shared id``: the user turns share a token of 5+ word characters holding a digit and a letter (a user or booking id);
+- ``same ids``: the user turns' sets of such tokens are the same (and not empty);
+- ``same ids, jaccard >= 0.6``: that, and the user turns' word sets (all of them) overlap by 0.6 or more;
+- ``same writes``: the assistant's state-changing calls (name and arguments, ``diagnosis.detectors.is_state_changing``)
+  are the same set (and not empty): the act the task asks for;
+- ``same writes and ids``: both of the last two.
+
+The last four are candidates for a run whose trace holds no instruction (a human user, an importer that drops it):
+none is taken (docs/datasets.md says what they link).
 
 Usage: ``python benchmarks/task_links.py [--data ../shared/data]`` (Who&When Algorithm-Generated only; its hand-crafted
 half and AgentRx are evaluation sets and are not read).
@@ -24,10 +32,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import re
 from pathlib import Path
 
 from evoharness.datasets.export import TaskLinks
+from evoharness.diagnosis.detectors import is_state_changing
 from evoharness.traces.importers import load_paths
 
 SETS = {"tau-bench airline": "tau_bench_airline_gpt4o/gpt-4o-airline.json",
@@ -40,6 +50,15 @@ ID = re.compile(r"\b(?=\w*\d)(?=\w*[A-Za-z_])\w{5,}\b")
 def _users(t) -> list[str]:
     return [m["content"] if isinstance(m.get("content"), str) else str(m.get("content"))
             for m in t.messages if m.get("role") == "user"]
+
+
+def _writes(t) -> frozenset:
+    out = set()
+    for c in t.tool_calls():
+        canonical = json.dumps(c.args, sort_keys=True) if c.parsed_ok else str(c.raw)
+        if isinstance(c.name, str) and is_state_changing(c.name, canonical):
+            out.add((c.name, canonical))
+    return frozenset(out)
 
 
 def _taken(runs, instruction: bool = True) -> set[tuple[int, int]]:
@@ -64,6 +83,13 @@ def report(name: str, runs: list) -> None:
         signals[f"jaccard >= {cut}"] = (lambda c: lambda i, j: len(words[i] & words[j])
                                         >= c * max(1, len(words[i] | words[j])))(cut)
     signals["shared id"] = lambda i, j: bool(ids[i] & ids[j])
+    signals["same ids"] = lambda i, j: bool(ids[i]) and ids[i] == ids[j]
+    every = [set(WORD.findall(" ".join(_users(t)).lower())) for t in runs]
+    signals["same ids, jaccard >= 0.6"] = lambda i, j: (bool(ids[i]) and ids[i] == ids[j]
+                                                        and len(every[i] & every[j]) >= 0.6 * len(every[i] | every[j]))
+    writes = [_writes(t) for t in runs]
+    signals["same writes"] = lambda i, j: bool(writes[i]) and writes[i] == writes[j]
+    signals["same writes and ids"] = lambda i, j: signals["same writes"](i, j) and signals["same ids"](i, j)
     same = sum(runs[i].task_id == runs[j].task_id for i, j in itertools.combinations(range(len(runs)), 2))
     other = len(runs) * (len(runs) - 1) // 2 - same
     tasks = len({t.task_id for t in runs})
@@ -71,7 +97,7 @@ def report(name: str, runs: list) -> None:
     for label, linked in signals.items():
         hit = [(i, j) for i, j in itertools.combinations(range(len(runs)), 2) if linked(i, j)]
         wanted = sum(runs[i].task_id == runs[j].task_id for i, j in hit)
-        print(f"  {label:17} one task {wanted}/{same}, two tasks (false) {len(hit) - wanted}/{other}")
+        print(f"  {label:26} one task {wanted}/{same}, two tasks (false) {len(hit) - wanted}/{other}")
 
 
 def main() -> None:
