@@ -316,13 +316,15 @@ def main() -> None:
     sh([python, "-c", "import torch, transformers, trl, peft, datasets; print('venv:', "
         "*(f'{m.__name__} {m.__version__}' for m in (torch, transformers, trl, peft, datasets)))"])
     sh([python, __file__, "--work", work, "--stage", "model"])
+    # one torch thread unless told otherwise: the model is tiny, and on a busy 2-core machine torch's own threads
+    # fought for the cores (a training step took 38 s at load ~15 with torch's default, 3.4 s with one)
+    env = {"OMP_NUM_THREADS": "1", **os.environ, "TOKENIZERS_PARALLELISM": "false"}
     for name, data in (("real", real), ("placebo", placebo)):
         sh([python, HERE / "sft_lora.py", "--data", data, "--model", work / "model", "--out", adapters[name],
             "--cpu", "--max-steps", args.steps, "--batch", 1, "--grad-accum", 1, "--lr", "2e-2",
-            "--max-length", args.max_length, "--logging-steps", 1],
-           env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+            "--max-length", args.max_length, "--logging-steps", 1], env=env)
     check = subprocess.run([str(c) for c in (python, __file__, "--work", work, "--max-length", args.max_length,
-                                             "--stage", "check")])
+                                             "--stage", "check")], env=env)
     for f in fails:
         print(f"FAILED {f}")
     raise SystemExit(1 if fails or check.returncode else 0)
