@@ -123,3 +123,26 @@ def test_a_body_model_over_the_limit_is_413_with_or_without_a_content_length(cli
     assert r.status_code == 413, (r.status_code, r.text[:300])
     assert client.get("/runs").json()["runs"] == []
     assert client.get("/health").status_code == 200
+
+
+@pytest.mark.parametrize("body", [b'{"reason": "\\ud83d"}', b'{"reason": "\\ude00 \\ud83d\\ude00"}',
+                                  b'{"reason": "\\\\ud83d"}', b'{"reason": "a", "reason": "\\ud83d"}',
+                                  b'{"reason": "\xff"}', b'[' * 100_000])
+def test_a_body_models_json_is_read_as_the_ingest_reads_it(body):
+    """The routes whose body is a model parsed it with their own ``json.loads`` beside ``jsontext.loads(unique=True)``
+    (POST /trajectories): half a UTF-16 surrogate pair was U+FFFD in one and kept in the other (pydantic then refused
+    it as 'unable to parse raw data as a unicode string'). One reading now: the same body, the same value or error."""
+    import asyncio
+
+    from evoharness.service.routes import _UniqueKeysRequest
+    from evoharness.traces import jsontext
+
+    def outcome(read):
+        try:
+            return read()
+        except Exception as e:  # noqa: BLE001 -- the error is the outcome compared
+            return type(e), str(e)
+
+    request = _UniqueKeysRequest({"type": "http", "method": "POST", "headers": []})
+    request._body = body
+    assert outcome(lambda: asyncio.run(request.json())) == outcome(lambda: jsontext.loads(body, unique=True))
