@@ -50,9 +50,32 @@ class _Started(threading.Event):
         return True
 
 
-_HOLD = threading.RLock()  # one start at a time holds sys.stderr (two swapping it at once could leave it swapped)
+_HOLD = threading.RLock()  # one start at a time puts its _HeldStderr in sys.stderr
 # the interpreter's report of a thread that died starting, and of its hook failing to write it for want of memory
 _REPORT = ("Exception ignored in thread started by", "Exception ignored in sys.unraisablehook")
+
+
+class _HeldStderr:
+    """``sys.stderr`` while a guarded start waits: what the thread being started writes (a thread ``threading`` has
+    not registered yet: the one that dies starting prints the interpreter's report there) is held; every other
+    thread's writes, and every other attribute (``fileno``, ``isatty``, ``buffer``, ``flush``), go to the stream it
+    stands for, at once. After the start it passes everything through (``done``): a ``redirect_stderr`` entered by
+    another thread while the start waited puts this object back when it leaves, and it must then be a plain stderr.
+
+    Until 2026-12-06 the start put a ``StringIO`` there for every thread: another thread's lines were held back,
+    ``sys.stderr.fileno()`` raised ``UnsupportedOperation``, and such a ``redirect_stderr`` left the ``StringIO`` in
+    ``sys.stderr`` for good, every later line lost."""
+
+    def __init__(self, shown) -> None:
+        self.shown, self.held, self.done = shown, io.StringIO(), False
+
+    def write(self, text: str) -> int:
+        if not self.done and threading.get_ident() not in threading._active:
+            return self.held.write(text)
+        return self.shown.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.shown, name)
 
 
 def _start(self: threading.Thread) -> None:
@@ -63,11 +86,11 @@ def _start(self: threading.Thread) -> None:
     self._started = _Started(self, bootstrap)
     del bootstrap
     with _HOLD:
-        # stderr is held while the new thread starts: a thread that dies starting has the interpreter print its
+        # the new thread's stderr is held while it starts: a thread that dies starting has the interpreter print its
         # report there ("Exception ignored in thread started by: ..." and a traceback), which beside the error
         # line the caller prints for the MemoryError raised here only repeated it, as a traceback
-        shown, held = sys.stderr, io.StringIO()
-        sys.stderr = held
+        shown = sys.stderr
+        stderr = sys.stderr = _HeldStderr(shown)
         died = False
         try:
             _ORIGINAL_START(self)
@@ -78,9 +101,10 @@ def _start(self: threading.Thread) -> None:
             raise
         finally:
             vars(self).pop("_bootstrap", None)
-            if sys.stderr is held:
+            stderr.done = True
+            if sys.stderr is stderr:
                 sys.stderr = shown
-            if text := held.getvalue():  # what other threads wrote meanwhile is kept; the dead thread's report not
+            if text := stderr.held.getvalue():  # what the new thread wrote is kept, less its report when it died
                 with contextlib.suppress(Exception):
                     shown.write(_without_report(text) if died else text)
                     shown.flush()
@@ -107,8 +131,9 @@ def guard_thread_starts() -> None:
     changes nothing where CPython's ``Thread`` lacks the parts it relies on (``_bootstrap``, ``_started``).
 
     The dying thread's own report ("Exception ignored in thread started by: ...") is left out: each start holds
-    ``sys.stderr`` (a buffer, one start at a time) while it waits, and writes back what came meanwhile, less that
-    report when the thread died. (A ``sys.unraisablehook`` that would leave it out is itself a call that fails for
+    what the new thread writes to ``sys.stderr`` (``_HeldStderr``, one start at a time; other threads write through)
+    while it waits, and writes it back after, less that report when the thread died.
+    (A ``sys.unraisablehook`` that would leave it out is itself a call that fails for
     want of memory there: "Exception ignored in sys.unraisablehook", one more line.)"""
     if not hasattr(threading.Thread, "_bootstrap"):
         return

@@ -123,3 +123,35 @@ def test_the_dying_threads_report_is_not_printed_beside_the_error(tmp_path):
     assert done.stderr.splitlines() == ["written by another thread meanwhile",
                                         "error: a new thread ran out of memory before it started",
                                         "a thread that starts"], done.stderr
+
+
+def test_other_threads_keep_stderr_while_a_thread_starts(tmp_path):
+    """A guarded start swapped ``sys.stderr`` for a StringIO for every thread while it waited: another thread writing
+    then was held back, ``sys.stderr.fileno()`` raised, and a ``redirect_stderr`` entered in that moment and left after
+    it put the StringIO back for good (every later line lost). Now only the thread being started is held back."""
+    script = tmp_path / "race.py"
+    script.write_text(
+        "import contextlib, io, sys, threading\n"
+        "from evoharness.threads import guard_thread_starts\n"
+        "guard_thread_starts()\n"
+        "inside, go, started = threading.Event(), threading.Event(), threading.Event()\n"
+        "class Slow(threading.Thread):  # its start waits until the other thread has done its part\n"
+        "    def _bootstrap_inner(self):\n"
+        "        inside.set(); go.wait(); super()._bootstrap_inner()\n"
+        "def other():\n"
+        "    inside.wait()\n"
+        "    print('written while a thread starts', file=sys.stderr, flush=True)\n"
+        "    try:\n"
+        "        print('fileno', sys.stderr.fileno())\n"
+        "    except Exception as e:\n"
+        "        print('fileno failed:', type(e).__name__)\n"
+        "    with contextlib.redirect_stderr(io.StringIO()):  # entered while the start waits, left after it\n"
+        "        go.set(); started.wait()\n"
+        "o = threading.Thread(target=other); o.start()\n"
+        "t = Slow(target=lambda: None); t.start(); started.set(); o.join(); t.join()\n"
+        "print('written after', file=sys.stderr, flush=True)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["fileno 2"], done.stdout
+    assert done.stderr.splitlines() == ["written while a thread starts", "written after"], done.stderr
