@@ -93,6 +93,11 @@ def resolve_prompt(harness: str | None, under: str = "evolved") -> RenderedPromp
     try:
         repo = git.Repo(path)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        from evoharness.harness_repo.gitops import damaged_repository
+
+        damaged = damaged_repository(Path(path))
+        if damaged is not None:  # a .git git cannot read (HEAD damaged): git says only 'not a git repository'
+            raise InputError(str(path), f"a damaged git repository: {damaged}") from None
         raise InputError(str(path), "not a git repository (expected a harness repo)") from None
     main = _main_branch(repo)
     try:

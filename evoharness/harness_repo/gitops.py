@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import io
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,3 +214,26 @@ def damaged_object(error: Exception) -> str:
         return "the object is missing"
     line = next((x.strip() for x in text.splitlines() if x.strip()), type(error).__name__)
     return line.removeprefix("stderr: ").strip("'")[:200]
+
+
+def damaged_repository(path: Path) -> str | None:
+    """Why ``path``, which git refused to open as a repository, is a damaged one: its ``.git`` is there but git cannot
+    read it (HEAD garbage, empty or missing; objects or refs gone). None when ``path`` holds no ``.git`` (a plain
+    directory). Git itself says only 'not a git repository' of such a directory."""
+    dot = path / ".git"
+    if not dot.exists():
+        return None
+    if not dot.is_dir():
+        return f"{dot} is a file git cannot follow to a git directory"
+    head = dot / "HEAD"
+    try:
+        text = head.read_bytes()[:200]
+    except FileNotFoundError:
+        return f"{head} is missing (it holds the checked-out branch: write 'ref: refs/heads/main' into it to repair it)"
+    except OSError as e:
+        return f"{head} cannot be read ({e.strerror or type(e).__name__})"
+    if not re.fullmatch(rb"(ref: refs/\S+|[0-9a-f]{40}|[0-9a-f]{64})\s*", text):
+        return (f"{head} holds {text.decode('utf-8', 'replace')[:60]!r}, not 'ref: refs/heads/BRANCH' or a commit id "
+                "(write 'ref: refs/heads/main' into it to repair it)")
+    missing = [name for name in ("objects", "refs") if not (dot / name).is_dir()]
+    return f"{dot} lacks {' and '.join(missing)}" if missing else f"{dot} is a git directory git cannot open"

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 
+def _not_a_repository(path: Path) -> str:
+    """Why git would not open ``path``: a damaged repository (``gitops.damaged_repository``), or none at all."""
+    damaged = gitops.damaged_repository(path)
+    return "not a git repository" if damaged is None else f"a damaged git repository: {damaged}"
+
+
 class HarnessRepo:
     """An existing harness repo: a git repo whose main branch holds a ``harness.toml``.
 
@@ -40,7 +46,7 @@ class HarnessRepo:
         try:
             self.repo = git.Repo(self.path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise InputError(str(path), "not a git repository") from None
+            raise InputError(str(path), _not_a_repository(self.path)) from None
         self.config = config or HarnessRepoConfig()
         self.manifest = self._read_manifest()
         self._trees: dict[str, str] = {}  # full commit sha -> its tree sha (a commit never changes)
@@ -81,7 +87,7 @@ class HarnessRepo:
         try:
             repo = git.Repo(path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise InputError(str(path), "not a git repository") from None
+            raise InputError(str(path), _not_a_repository(path)) from None
         if repo.head.is_detached:
             raise InputError(str(path), "HEAD is detached; check out the branch to adopt as main")
         if (path / MANIFEST_NAME).exists():

@@ -14,7 +14,7 @@ from pathlib import Path
 import git
 
 from evoharness.errors import InputError
-from evoharness.harness_repo.gitops import damaged_object
+from evoharness.harness_repo.gitops import damaged_object, damaged_repository
 
 
 class CheckoutCache:
@@ -31,6 +31,10 @@ class CheckoutCache:
         try:
             self.repo: git.Repo | None = git.Repo(self.repo_path)
         except git.InvalidGitRepositoryError:
+            # a .git git cannot read (HEAD damaged): until 2026-12-06 the work tree was used as a plain directory,
+            # whatever commit was asked for, and the trajectories carried no commit
+            if (damaged := damaged_repository(self.repo_path)) is not None:
+                raise InputError(str(repo_path), f"a damaged git repository: {damaged}") from None
             self.repo = None
         self._root: Path | None = None
         self._trees: dict[str, Path] = {}

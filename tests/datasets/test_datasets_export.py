@@ -308,3 +308,12 @@ def test_an_export_the_disk_refuses_leaves_no_staging_directory(tmp_path, capsys
     assert code == 2 and err == [f"error: {good}: file too large"], err  # the output the disk refused, named
     assert {p.relative_to(good): p.read_bytes() for p in good.rglob("*") if p.is_file()} == before
     assert not [p.name for p in good.iterdir() if p.name.startswith(".")]
+
+
+def test_a_harness_whose_head_is_damaged_is_named_so(tmp_path):
+    """`dataset export --render-under seed --harness H` on a repo whose .git/HEAD is garbage said 'not a git
+    repository (expected a harness repo)' of a directory holding .git."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("garbage\n")
+    with pytest.raises(InputError, match=r"a damaged git repository: .*\.git/HEAD holds 'garbage\\n'"):
+        resolve_prompt(str(tmp_path), "seed")

@@ -375,3 +375,23 @@ def test_main_at_a_commit_the_repository_lacks_is_one_error_line(cli_harness: Pa
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {cli_harness}: ") and "damaged" in err[0], err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("head", [b"garbage\n", b"", None])
+@pytest.mark.parametrize("argv", [["review"], ["show", "main"], ["rollout", "--env", "synthetic", "--tasks", "1",
+                                                                   "--sandbox", "inprocess", "--out", "o.jsonl"]])
+def test_a_damaged_head_is_named_not_called_no_repository(cli_harness: Path, tmp_path: Path, capsys, monkeypatch,
+                                                          argv, head) -> None:
+    """A .git/HEAD git cannot read (garbage, empty, deleted) made git refuse the whole directory: review and show said
+    'not a git repository' of a harness repo, and rollout used the work tree as a plain harness directory, whatever
+    commit it was asked for (its trajectories carried no commit). Now each names the damaged HEAD and stops."""
+    monkeypatch.chdir(tmp_path)
+    if head is None:
+        (cli_harness / ".git" / "HEAD").unlink()
+    else:
+        (cli_harness / ".git" / "HEAD").write_bytes(head)
+    assert main([*argv, "--harness", str(cli_harness)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {cli_harness}: a damaged git repository: "), err
+    assert f"{cli_harness}/.git/HEAD " in err[0] and "ref: refs/heads/main" in err[0], err
+    assert not (tmp_path / "o.jsonl").exists()
