@@ -33,6 +33,7 @@ class Nodes:
         """Measure the seed harness: the first anchor on dev, and the 'before' composition (dev, held-out)."""
         self._bind(state)
         fault_point("collect:start")
+        self.s.repo.check_worktree_clear()  # an index lock the merge would meet: paused before any rollout
         ledger = self.s.ledger(state)
         main = self.s.repo.main_head()
         anchor = self.s.book.measure_anchor(main, ledger, round=0)
@@ -68,6 +69,7 @@ class Nodes:
     def analyst(self, state: RunState) -> dict[str, Any]:
         self._bind(state)
         fault_point("analyst")
+        self.s.repo.check_worktree_clear()  # a round's start: before its candidates and verification are spent
         t = Typed(state)
         feedback = [r for r in t.reviews if r.send_back]
         patterns, failures = self.s.desk.analyse(t.anchor.trajectory_ids, feedback, t)

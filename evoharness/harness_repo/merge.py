@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -141,12 +142,56 @@ def verified_merge(hr: HarnessRepo, branch: str, verdict: Verdict, human_approve
     return merge
 
 
+_LOCK_GRACE_S = 2.0  # how long a round's start waits for an index lock to go (`git status` holds one a moment)
+
+
+def _main_checked_out(hr: HarnessRepo) -> bool:
+    repo = hr.repo
+    return not (repo.bare or repo.head.is_detached or repo.head.ref.path != hr.main_ref)
+
+
+def _index_locked(hr: HarnessRepo) -> InfraError:
+    lock = Path(hr.repo.git_dir) / "index.lock"
+    return InfraError(f"the harness repository {hr.repo.working_dir}: its index is locked ({lock} exists): a git "
+                      "command is running there, or one was killed and left the lock; when none runs, remove the "
+                      "lock and resume", retryable=False)
+
+
+def _in_progress(hr: HarnessRepo, why: str | None) -> InfraError | None:
+    """A git merge, cherry-pick or revert in progress on main (its conflicts are no edit of the user's to commit or
+    discard); None when none is."""
+    git_dir = Path(hr.repo.git_dir)
+    for name, command in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        if (git_dir / name).exists():
+            return InfraError(f"the harness repository {hr.repo.working_dir}: a git {command} is in progress on main"
+                              f"{f' ({why})' if why else ''}: finish it (git {command} --continue) or abort it (git "
+                              f"{command} --abort), then resume", retryable=False)
+    return None
+
+
+def check_worktree_clear(hr: HarnessRepo) -> None:
+    """InfraError when main is checked out and a verified merge could not update its files: the index is locked
+    (after ``_LOCK_GRACE_S`` for a git that is running to let go), or a merge, cherry-pick or revert is in progress.
+    Asked before each round (``graph/nodes``): until 2026-12-06 these were found only at the merge, after the
+    round's verification rollouts had been spent."""
+    if not _main_checked_out(hr):
+        return
+    lock = Path(hr.repo.git_dir) / "index.lock"
+    deadline = time.monotonic() + _LOCK_GRACE_S
+    while lock.exists():
+        if time.monotonic() >= deadline:
+            raise _index_locked(hr)
+        time.sleep(0.1)
+    if (busy := _in_progress(hr, None)) is not None:
+        raise busy
+
+
 def _check_worktree(hr: HarnessRepo, main: str, tree: str) -> None:
     """InfraError, before main moves, when main is checked out with uncommitted changes the merge would overwrite.
     Main moved anyway and the files could not follow: the index kept the old tree, so `git diff --cached` showed the
     merge reversed and the user's next `git commit -a` reverted the verified merge without a word."""
     repo = hr.repo
-    if repo.bare or repo.head.is_detached or repo.head.ref.path != hr.main_ref:
+    if not _main_checked_out(hr):
         return
     with contextlib.suppress(git.GitCommandError):  # stale stat data (a copied repository) is no change; exit 1
         repo.git.update_index("-q", "--refresh")    # when files are modified, which the dry run below judges
@@ -155,17 +200,10 @@ def _check_worktree(hr: HarnessRepo, main: str, tree: str) -> None:
     except git.GitCommandError as e:
         why = next((line.strip() for line in str(e.stderr or "").splitlines() if line.strip()), str(e))
         why = why.removeprefix("stderr: ").strip("'")
-        git_dir = Path(repo.git_dir)
-        if (lock := git_dir / "index.lock").exists() or "index.lock" in why:  # another git holds the index
-            raise InfraError(f"the harness repository {repo.working_dir}: its index is locked ({lock} exists): a "
-                             "git command is running there, or one was killed and left the lock; when none runs, "
-                             "remove the lock and resume", retryable=False) from e
-        for name, command in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"),
-                              ("REVERT_HEAD", "revert")):
-            if (git_dir / name).exists():  # its conflicts are no edit of the user's to commit or discard
-                raise InfraError(f"the harness repository {repo.working_dir}: a git {command} is in progress on "
-                                 f"main ({why}): finish it (git {command} --continue) or abort it (git {command} "
-                                 "--abort), then resume", retryable=False) from e
+        if (Path(repo.git_dir) / "index.lock").exists() or "index.lock" in why:  # another git holds the index
+            raise _index_locked(hr) from e
+        if (busy := _in_progress(hr, why)) is not None:
+            raise busy from e
         raise InfraError(f"the harness repository {repo.working_dir} has main checked out with uncommitted changes "
                          f"that merging the verified candidate would overwrite ({why}): "
                          "commit or discard them", retryable=False) from e

@@ -306,6 +306,13 @@ class HarnessRepo:
                               {"status": "rejected", "verdict": verdict.model_dump(mode="json")})
         log.info("candidate_rejected", candidate=candidate_branch, reason=verdict.reason)
 
+    def check_worktree_clear(self) -> None:
+        """InfraError when a verified merge could not update main's checked-out files (its index locked, a merge in
+        progress): asked before a round's work is spent (``merge.check_worktree_clear``)."""
+        from evoharness.harness_repo.merge import check_worktree_clear
+
+        check_worktree_clear(self)
+
     def merge_verified(self, candidate_branch: str, verdict: Verdict, human_approved: bool = False) -> str:
         """Merge a verified candidate into main (no-ff); return the merge commit's sha.
 

@@ -181,3 +181,30 @@ def test_uncommitted_changes_the_merge_would_overwrite_pause_the_run_and_are_kep
     assert main([*opts[tmp_path / "ref"], "run", "--run-id", "run-x"]) == 0
     assert repo.commit("main").tree.hexsha == git.Repo(tmp_path / "ref" / "h").commit("main").tree.hexsha
     assert not repo.index.diff("HEAD") and (harness / "lessons.md").read_text() == "- a local lesson\n"
+
+
+def test_a_locked_index_pauses_the_run_before_a_round_and_it_merges_once_the_lock_is_gone(tmp_path, capsys):
+    """A `.git/index.lock` (a git running in the harness repo, or one killed that left it) was found only when the
+    verified candidate was merged: the run measured its seed anchor, made a candidate and spent the round's
+    verification rollouts, then paused. Now it pauses before any rollout, naming the lock, and once the lock is gone
+    `run --resume` merges what an uninterrupted run merges."""
+    opts = {root: ["--set", f"home={root / 'state'}", "--set", f"run.harness={root / 'h'}", *RUN]
+            for root in (tmp_path / "ref", tmp_path / "locked")}
+    for root in opts:
+        init_harness(root / "h")
+    harness = tmp_path / "locked" / "h"
+    lock = harness / ".git" / "index.lock"
+    lock.touch()
+    assert main([*opts[tmp_path / "locked"], "run", "--run-id", "run-x"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(err) == 1 and "its index is locked" in err[0] and str(lock) in err[0] and "paused" in err[0], err
+    repo = git.Repo(harness)
+    assert repo.git.for_each_ref("refs/heads/candidate/") == ""  # no round's work was done
+    run_dir = tmp_path / "locked" / "state" / "runs" / "run-x"
+    trajectories = run_dir / "trajectories.jsonl"
+    assert not trajectories.exists() or trajectories.read_text() == ""  # no rollout was spent
+    lock.unlink()
+    assert main([*opts[tmp_path / "locked"], "run", "--resume", "run-x"]) == 0
+    assert main([*opts[tmp_path / "ref"], "run", "--run-id", "run-x"]) == 0
+    assert repo.commit("main").tree.hexsha == git.Repo(tmp_path / "ref" / "h").commit("main").tree.hexsha
+    assert repo.commit("main").tree.hexsha != repo.commit("main~1").tree.hexsha
