@@ -6,13 +6,14 @@
 The commands and their parameters come from the CLI itself (``evoharness.cli.command()``: the registered areas'
 typer commands, with the root's ``--config``/``--set``), never a hand list: a new command or option is fuzzed the
 day it is added. Each case picks the next command (in a seeded order, so a short run still reaches every command),
-gives each required parameter a working value and some optional ones too (from a fixture workspace: a harness repo,
-rollouts, labels, an EDIT.json, an export), then replaces 1 or 2 of them (none in a fifth of the cases) by hostile
-values of the parameter's kind: empty, blank, NUL, line breaks and escapes, half a surrogate pair, 100,000
-characters, numbers out of range or not numbers at all (nan, inf, 1e999, a 5,000-digit integer), paths that are
-missing, directories, FIFOs, /dev/zero, under a file, a symlink loop, or files that are empty, binary, nested
-100,000 deep, a mutated copy of the working input (``fuzz_importers.variant_bytes``); and sometimes a hostile
-``--set`` of a real settings key or a hostile ``--config`` file.
+gives each required parameter a working value (and those a command needs to do its work though --help calls them
+optional: ``NEEDED``, such as evaluate's --harness and --out) and some optional ones too (from a fixture workspace:
+a harness repo with a candidate, rollouts, labels, an EDIT.json, an export), then replaces 1 or 2 of them (none in a
+fifth of the cases) by hostile values of the parameter's kind: empty, blank, NUL, line breaks and escapes, half a
+surrogate pair, 100,000 characters, numbers out of range or not numbers at all (nan, inf, 1e999, a 5,000-digit
+integer), paths that are missing, directories, FIFOs, /dev/zero, under a file, a symlink loop, or files that are
+empty, binary, nested 100,000 deep, a mutated copy of the working input (``fuzz_importers.variant_bytes``); and
+sometimes a hostile ``--set`` of a real settings key or a hostile ``--config`` file.
 
 Half the cases are *deep* instead: every argument works, and exactly one thing is changed, so the case reaches the
 command's real work rather than its argument checks: one field of a working input file, at any depth (a trajectory's
@@ -119,7 +120,12 @@ STR_VALUES = {"env": "synthetic", "model": "standin:weak", "candidate": "main", 
               "harness": "h", "render_under": "seed", "source": "file", "reason": "why", "host": "127.0.0.1",
               "commit": "main", "baseline": "main", "run": "run-none", "run_id": "run-none", "resume": "run-none",
               "endpoint": "http://127.0.0.1:9/v1/traces", "service_name": "evo", "labeller_kind": "rules",
-              "fmt": "canonical", "task": "contact_0", "failure_class": "F4", "strategy": "behaviour"}
+              "fmt": "canonical", "task": "contact_0", "failure_class": "F4", "strategy": "behaviour",
+              "tasks": "contact_0,contact_2"}
+CANDIDATE = "candidate/r0-add-a-loop-lesson"  # the workspace's candidate branch, with a verdict (rejected)
+# options a command needs to reach its work though its --help calls them optional (one of two, or with another)
+NEEDED = {"evaluate": {"harness", "out", "tasks", "rollouts", "split"},
+          "verify": {"tasks", "env", "model", "rollouts"}, "pr": {"body_out"}}
 SMALL_INTS = {"tasks": 2, "rollouts": 1, "anchor_rollouts": 1, "workers": 1, "batch": 1, "rounds": 1, "show": 3,
               "budget": 20, "max_per_task": 2, "round_": 0, "round": 0, "seed": 0, "split_seed": 0}
 
@@ -218,25 +224,34 @@ def settings_keys() -> list[str]:
 
 def build_workspace(root: Path) -> None:
     """A harness repo, rollouts (with content failures), their labels, a human sample, an EDIT.json, an export,
-    a config file, and the hostile files the paths point at."""
+    a config file, a candidate branch with a (rejected) verdict, a bare remote as the harness's origin, and the hostile
+    files the paths point at."""
     root.mkdir(parents=True, exist_ok=True)
     env = {"EVOHARNESS_HOME": str(root / "home")}
+    (root / "edit.json").write_text(json.dumps({
+        "message": "Add a loop lesson", "targets": "F3.repeated_action",
+        "changes": [{"path": "lessons.md", "content": "- Never repeat a failing call.\n"}]}))
     with _cwd(root), _environ(env), _quiet():
         for argv in (["init", "h"],
                      ["rollout", "--harness", "h", "--env", "synthetic", "--tasks", "8", "--rollouts", "2",
                       "--out", "t.jsonl", "--sandbox", "inprocess"],
                      ["label", "t.jsonl", "--out", "labels.jsonl"],
                      ["dataset", "export", "-t", "t.jsonl", "--out", "export"],
-                     ["dataset", "enqueue", "t.jsonl"]):
+                     ["dataset", "enqueue", "t.jsonl"],
+                     ["candidate", "new", "--harness", "h", "--edit", "edit.json"]):
             if main(argv) != 0:
                 raise SystemExit(f"fuzz_cli: building the workspace failed at {argv}")
+        # a verdict on the candidate (rejected: exit 1), for show, pr and verify to read
+        verify = ["verify", CANDIDATE, "--harness", "h", "--env", "synthetic", "--model", "standin:weak",
+                  "--rollouts", "1", "--tasks", STR_VALUES["tasks"], "--record"]
+        if main(verify) not in (0, 1):
+            raise SystemExit(f"fuzz_cli: building the workspace failed at {verify}")
+    subprocess.run(["git", "init", "-q", "--bare", str(root / "remote.git")], check=True)  # pr's origin
+    subprocess.run(["git", "-C", str(root / "h"), "remote", "add", "origin", "../remote.git"], check=True)
     labels = [json.loads(line) for line in (root / "labels.jsonl").read_text().splitlines()]
     (root / "human.jsonl").write_text("".join(
         json.dumps({"trajectory_id": x["trajectory_id"], "failure_class": x["failure_class"]}) + "\n"
         for x in labels[:6]))
-    (root / "edit.json").write_text(json.dumps({
-        "message": "Add a loop lesson", "targets": "F3.repeated_action",
-        "changes": [{"path": "lessons.md", "content": "- Never repeat a failing call.\n"}]}))
     (root / "cfg.toml").write_text("[run]\nseed = 1\n")
     (root / "dir").mkdir()
     (root / "empty.jsonl").write_bytes(b"")
@@ -308,7 +323,8 @@ class Maker:
         self.was_deep = rng.random() < DEEP_SHARE
         if self.was_deep:
             return self.deep(name, params)
-        chosen = [p for p in params if p.required or (p.name not in ("config", "set_") and rng.random() < 0.35)]
+        chosen = [p for p in params if p.required or p.name in NEEDED.get(name, ()) or (
+            p.name not in ("config", "set_") and rng.random() < 0.35)]
         values = {p.name: self.valid(name, p) for p in chosen}
         files: list[tuple[str, bytes]] = []
         mutable = [p for p in chosen if not p.is_flag]
@@ -331,7 +347,8 @@ class Maker:
         rng = self.rng
         # fewer options than a hostile case: two options that do not go together (`--judge-window` without
         # `--labeller llm`) are a refusal, not the deep case wanted
-        chosen = [p for p in params if p.required or (p.name not in ("config", "set_") and rng.random() < 0.12)]
+        chosen = [p for p in params if p.required or p.name in NEEDED.get(name, ()) or (
+            p.name not in ("config", "set_") and rng.random() < 0.12)]
         values = {p.name: self.valid(name, p) for p in chosen}
         files: list[tuple[str, bytes]] = []
         inputs = [p for p in chosen if p.kind in ("path", "list-path") and p.name not in OUT_NAMES]
@@ -491,7 +508,7 @@ class Maker:
         if command_name == "dataset export" and p.name == "source":
             return "file"
         if p.name == "candidate" and command_name in ("show", "pr", "verify", "candidate new", "approve", "reject"):
-            return rng.choice(["main", "candidate/r0-add-a-loop-lesson"])
+            return CANDIDATE if rng.random() < 0.8 else "main"
         return STR_VALUES.get(p.name, p.default if isinstance(p.default, str) else "x")
 
     def hostile(self, p: Param, files: list[tuple[str, bytes]]):

@@ -117,3 +117,24 @@ def test_a_locked_index_or_a_merge_in_progress_told_as_uncommitted_changes_is_a_
             assert files and all(name.startswith("h/.git/") and b"MAIN" not in data for name, data in files)
         maker.git_state = None
     assert made == set(fuzz.GIT_STATES)
+
+
+def test_show_pr_verify_and_evaluate_get_working_values_that_reach_their_work(fuzz, tmp_path):
+    """The workspace had no candidate branch and evaluate was given neither --harness nor --out: the fuzz's working
+    values for show, pr and verify named a candidate that did not exist, and evaluate's were refused, so every case of
+    the four was a refusal of its arguments (docs/security.md, the twenty-first session). Now the workspace holds a
+    candidate with a verdict and a remote, and ``NEEDED`` gives each command what it needs to do its work."""
+    workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
+    fuzz.build_workspace(workspace)
+    scratch.mkdir()
+    table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), [], workspace)
+    for name, extra, codes in (("show", {}, {0}), ("verify", {}, {0, 1}),
+                               ("evaluate", {"out": "out-eval.json"}, {0}),
+                               ("pr", {"allow_unverified": True, "body_out": "out-body.md"}, {0})):
+        params = table[name]
+        values = {p.name: maker.valid(name, p) for p in params
+                  if p.required or p.name in fuzz.NEEDED.get(name, ())}
+        values.update({"candidate": fuzz.CANDIDATE} if "candidate" in values else {}, **extra)
+        case = fuzz.Case(name, maker.assemble(name, params, values))
+        fuzz.run_case(case, workspace, scratch, [], timeout=180)
+        assert case.rc in codes and case.problems == [], (case.argv, case.rc, case.problems, case.err[-2000:])
