@@ -395,3 +395,19 @@ def test_a_damaged_head_is_named_not_called_no_repository(cli_harness: Path, tmp
     assert len(err) == 1 and err[0].startswith(f"error: {cli_harness}: a damaged git repository: "), err
     assert f"{cli_harness}/.git/HEAD " in err[0] and "ref: refs/heads/main" in err[0], err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("name", ["/", "a..b", "x/", "a b", "v.lock", "@{x}", "", ".hidden"])
+def test_a_notes_ref_git_cannot_name_is_one_setting_error(cli_harness: Path, tmp_path: Path, capsys, monkeypatch,
+                                                          name) -> None:
+    """`harness_repo.notes_ref = "/"` (found by scripts/fuzz_cli.py --seed 8, a value of the example config changed)
+    was taken, and verify ended in a GitCommandError traceback writing its test record to refs/notes//-tests. A name
+    git refuses as a ref is now the setting's one error line, before any work."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(write_edit(tmp_path, MINIMAL))]) == 0
+    branch = capsys.readouterr().out.strip()
+    assert main(["--set", f"harness_repo.notes_ref={name}", "verify", branch, "--harness", str(cli_harness),
+                 "--tasks", "contact_0", "--env", "synthetic", "--model", "standin:weak", "--rollouts", "1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "harness_repo.notes_ref" in err[0], err
+    assert git(cli_harness, "for-each-ref", "refs/notes/") == ""
