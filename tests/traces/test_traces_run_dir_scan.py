@@ -140,3 +140,26 @@ def test_labels_written_beside_the_traces_they_label_are_not_read_as_traces(shar
     assert main(["import", str(d), "--out", str(tmp_path / "t.jsonl")]) == 0
     assert main(["label", str(d), "--out", str(tmp_path / "again.jsonl")]) == 0
     assert (tmp_path / "again.jsonl").read_bytes() == (d / "labels.jsonl").read_bytes()
+
+
+def test_labels_of_any_name_written_beside_the_traces_are_not_read_as_traces(shared_data, tmp_path, capsys):
+    """`label DIR --out DIR/judge.jsonl` (labels under a name of the user's, beside the traces): `diagnose DIR` and
+    `import DIR` stopped on it, 'a labels file ..., not traces: name the trajectories it labels', though no file was
+    named; only a file named labels.jsonl was held back. Named on its own it is still refused as labels."""
+    import json
+    import shutil
+
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    shutil.copy(shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json", d / "sub" / "runs.json")
+    assert main(["label", str(d), "--out", str(d / "judge.jsonl")]) == 0
+    assert list(iter_files([d])) == [d / "sub" / "runs.json"]
+    capsys.readouterr()
+    assert main(["diagnose", str(d), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 12
+    assert main(["import", str(d), "--out", str(tmp_path / "t.jsonl")]) == 0
+    assert main(["label", str(d), "--out", str(tmp_path / "again.jsonl")]) == 0
+    assert (tmp_path / "again.jsonl").read_bytes() == (d / "judge.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["diagnose", str(d / "judge.jsonl")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {d / 'judge.jsonl'}:line 1: a labels file")

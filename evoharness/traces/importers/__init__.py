@@ -114,11 +114,11 @@ def iter_files(paths: Iterable[Path | str], *, exclude: Path | None = None,
                 if _kept(latest, exclude, own):
                     yield latest
                 continue
-            held: list[Path] = []  # labels `label DIR --out DIR` wrote: read only when the scan finds no traces
+            held: list[Path] = []  # labels `label DIR --out DIR[/NAME]` wrote: read only when the scan finds no traces
             found = False
             for f in _walk(p, on_unreadable):  # sorted(p.rglob("*"))'s order, without a Path per file held
                 if f.is_file() and not f.name.startswith(".") and _is_trace_file(f) and _kept(f, exclude, own):
-                    if f.name == "labels.jsonl" and _labels_file(f):
+                    if _labels_file(f):
                         held.append(f)
                         continue
                     found = True
@@ -267,10 +267,25 @@ def _label_line(rec: Any) -> bool:
     return isinstance(rec, dict) and _LABEL_KEYS <= rec.keys() and "messages" not in rec
 
 
+# how every line `evoharness label` writes opens (``LabelLine``'s first field)
+_LABEL_LINE_START = b'{"trajectory_id":'
+
+
 def _labels_file(f: Path) -> bool:
-    """Whether ``f``'s first line is a line `evoharness label` writes. `label DIR --out DIR` puts labels.jsonl beside
-    the traces it labelled, and `diagnose DIR`, `import DIR` and `label DIR` again then stopped on it ('a labels file
-    ..., not traces'); the labels of a trajectories.jsonl beside them were already left out (``_run_record``)."""
+    """Whether ``f`` is a JSONL file whose first line is a line `evoharness label` writes. `label DIR --out DIR` puts
+    labels.jsonl beside the traces it labelled (`--out DIR/judge.jsonl` a file of another name), and `diagnose DIR`,
+    `import DIR` and `label DIR` again then stopped on it ('a labels file ..., not traces'); the labels of a
+    trajectories.jsonl beside them were already left out (``_run_record``). A file not named labels.jsonl has its
+    first line read only when it opens as a label line does: a scan reads 17 bytes more of each other JSONL file."""
+    if f.suffix != ".jsonl":
+        return False
+    if f.name != "labels.jsonl":
+        try:
+            with f.open("rb") as fh:
+                if fh.read(len(_LABEL_LINE_START)) != _LABEL_LINE_START:
+                    return False
+        except OSError:
+            return False
     try:
         return _label_line(json.loads(_head_line(f) or b"null"))
     except ValueError:
