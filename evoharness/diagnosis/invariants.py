@@ -370,8 +370,10 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
     text = system
     for d in descriptions:
         text = text.replace(d, " ")
-    out, preconditions = [], []
+    out, preconditions, heading = [], [], ""
     for ln in text.splitlines():
+        if ln.startswith("#"):
+            heading = ln.lstrip("#")  # (the section a "This action can only be called once" is under)
         if TOOL_LINE.match(ln[:300]):
             continue
         identity, confirm = _identity_kind(ln), asks_confirmation(ln)
@@ -380,7 +382,7 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
         status = [_precondition(m) for m in PRECONDITION.finditer(ln)] if "status" in ln else []
         preconditions += status
         if "once" in ln or "before" in ln:
-            preconditions += limits_of(ln, tuple(status))
+            preconditions += limits_of(ln, tuple(status), heading)
     return tuple(out), tuple(preconditions)
 
 

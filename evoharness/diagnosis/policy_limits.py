@@ -33,6 +33,13 @@ ONCE = re.compile(
     rf"taken){_B}once\b(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?"
     rf"|\b(?:an?|the|each|every|any){_B}(?P<thing2>[a-z]+){_B}(?:can|may|should|must){_B}only{_B}be{_B}"
     rf"(?P<done>[a-z]+ed(?:{_JOINED}[a-z]+ed)*){_B}once\b", re.I)
+# "This action can only be called once" (tau2 retail, under the heading "### Modify items"): the action is the
+# heading's, its first word the verb and its last the thing ("Modify items": modify_pending_order_items)
+THIS_ONCE = re.compile(
+    rf"\b(?:this|the|that){_B}(?:action|tool|function|operation){_B}(?:can|may|should|must){_B}only{_B}be{_B}"
+    rf"(?:called|used|invoked|made|run|performed|done|taken){_B}once\b(?:{_B}(?:per|for|on){_B}"
+    rf"(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?", re.I)
+_HEADING_WORDS = re.compile(r"[a-z]+", re.I)
 # the verbs of checking a status: "check", "verify", "look up", "double-check" ("confirm" is the user's yes as often)
 _CHECK = rf"(?:double[^\S\n]*-?[^\S\n]*)?(?:check|verify|look{_B}up)"
 # "..., and you should check its status before taking the action" after a status precondition (the action and the
@@ -92,11 +99,18 @@ def _stems(words: str) -> frozenset[str]:
                      and len(s := stem(w.strip())) >= 3)
 
 
-def limits_of(line: str, preconditions: tuple) -> list[Limit]:
+def limits_of(line: str, preconditions: tuple, heading: str = "") -> list[Limit]:
     """The ``policy.once`` and ``policy.check_first`` rules of a policy line (``preconditions``: the line's status
-    preconditions, ``invariants.Precondition``, whose action a "check its status before taking the action" names)."""
+    preconditions, ``invariants.Precondition``, whose action a "check its status before taking the action" names;
+    ``heading``: the markdown heading the line is under, whose action "This action can only be called once" limits)."""
     out = []
     low = line.lower()
+    if "once" in low and heading:
+        words = _HEADING_WORDS.findall(heading)
+        for m in THIS_ONCE.finditer(line) if len(words) >= 2 else ():
+            # per the thing the write names by a word of its own name (modify_pending_order_items: its order_id)
+            out.append(Limit("policy.once", _stems(words[0]), words[-1].lower(), (m.group("per") or "").lower(), "",
+                             f"{heading.strip()}: {m.group(0)}"))
     if "once" in low:
         for m in ONCE.finditer(line):
             if m.group("verbs") is not None:
@@ -120,7 +134,16 @@ def limits_of(line: str, preconditions: tuple) -> list[Limit]:
 
 
 def _thing_id(w: ToolCall, key: str) -> str | None:
-    value = w.args.get(key + "_id") if isinstance(w.args, dict) else None
+    """The id the write's ``<key>_id`` argument names; for no ``key``, its ``<word>_id`` argument whose word is one of
+    the tool name's (``modify_pending_order_items``: ``order_id``, not ``payment_method_id``)."""
+    if not isinstance(w.args, dict):
+        return None
+    if not key:
+        tokens = w.name.lower().split("_")
+        key = next((k[:-3] for k in w.args if k.endswith("_id") and k[:-3] in tokens), "")
+        if not key:
+            return None
+    value = w.args.get(key + "_id")
     return value if isinstance(value, str) and value else None
 
 

@@ -123,3 +123,35 @@ def test_a_persons_status_to_verify_is_no_things_status():
     rule's): no status read is asked for."""
     policy = "Verify that the customer is the account holder before cancelling the order."
     assert "policy.check_first" not in [v.rule for v in _label(policy, *CANCEL).violations]
+
+
+ITEMS = ("### Modify items\nThis action can only be called once, and will change the order status to "
+         "'pending (items modified)'.")
+
+
+def _items(new: str) -> list:
+    return [("say", f"I'll change item 1 to {new} on #W1, paid with credit_card_1. Do you confirm (yes/no)?"),
+            ("user", "Yes."),
+            ("modify_pending_order_items", {"order_id": "#W1", "item_ids": ["1"], "new_item_ids": [new],
+                                            "payment_method_id": "credit_card_1"}, "{}")]
+
+
+def test_this_action_once_under_a_heading_limits_the_headings_action():
+    """tau2 retail's "This action can only be called once" under "### Modify items" names its action by the heading
+    only: until the twenty-second session it limited nothing, so items modified twice on one order broke no rule
+    where the policy had no "Exchange or modify order tools ..." line. Per the order the tool's own ``order_id``
+    names (not its ``payment_method_id``)."""
+    lab = _label(ITEMS, ORDER, *_items("2"), *_items("3"))
+    assert [(v.rule, v.step) for v in lab.violations] == [("policy.once", 10)]
+    assert "Modify items: This action can only be called once" in lab.violations[0].evidence
+
+
+def test_this_action_once_limits_no_other_action_nor_a_line_under_no_section():
+    # the address changed twice: the heading names the items
+    assert _label(ITEMS, ORDER, *_address("12 Elm St"), *_address("14 Oak Ave")).violations == []
+    # another order
+    other = [("say", "I'll change item 1 to 3 on #W2. Do you confirm (yes/no)?"), ("user", "Yes."),
+             ("modify_pending_order_items", {"order_id": "#W2", "item_ids": ["1"], "new_item_ids": ["3"]}, "{}")]
+    assert _label(ITEMS, ORDER, *_items("2"), *other).violations == []
+    # the sentence under the policy's title alone: no action of a tool
+    assert _label("This action can only be called once.", ORDER, *_items("2"), *_items("3")).violations == []
