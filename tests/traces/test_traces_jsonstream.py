@@ -192,3 +192,52 @@ def test_random_lists_read_as_the_stdlib_reader_reads_them(tmp_path):
             except InputError as e:
                 outcomes.append(str(e))
         assert outcomes[0] == outcomes[1], text
+
+
+@pytest.mark.parametrize("doc", DOCS)
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
+def test_first_is_the_first_element_and_the_next_iteration_goes_on_from_it(tmp_path, doc, chunk):
+    p = tmp_path / "a.json"
+    p.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    records = ArrayRecords(p, chunk=chunk)
+    assert records.first() == (doc[0] if doc else None)
+    assert records.first() == (doc[0] if doc else None)  # asked again: the same element, not the second
+    assert list(records) == doc
+    assert list(records) == doc  # a later iteration reads the file again
+
+
+def test_a_bad_first_element_fails_first_as_iterating_does(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('[{"a": 1,,}]')
+    with pytest.raises(InputError, match="invalid JSON") as by_iterating:
+        list(ArrayRecords(p))
+    with pytest.raises(InputError, match="invalid JSON") as by_first:
+        ArrayRecords(p).first()
+    assert str(by_first.value) == str(by_iterating.value)
+
+
+def test_importing_a_list_reads_the_file_and_its_first_element_once(tmp_path, monkeypatch):
+    """Format detection's look at the first record and the importer's reading are one read: on main the file was
+    opened and its first element parsed three times (``_streamed_list``, ``detect_format``, the importer)."""
+    from evoharness.traces.importers import jsonstream, load_paths
+
+    records = [{"task_id": i, "reward": 1.0, "traj": [{"role": "user", "content": f"task {i}"},
+                                                      {"role": "assistant", "content": "done"}]} for i in range(3)]
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(records, indent=2))
+    parsed, opened = [], []
+    real_parse, real_open = jsonstream.from_json, jsonstream._indented_records
+
+    def parse(data: bytes):
+        parsed.append(data)
+        return real_parse(data)
+
+    def indented(path, chunk):
+        opened.append(path)
+        return (yield from real_open(path, chunk))
+
+    monkeypatch.setattr(jsonstream, "from_json", parse)
+    monkeypatch.setattr(jsonstream, "_indented_records", indented)
+    assert [t.task_id for t in load_paths([p])] == ["0", "1", "2"]
+    assert len(opened) == 1
+    assert sum(b'"task 0"' in data for data in parsed) == 1

@@ -373,8 +373,7 @@ def detect_format(path: Path, data: Any = None) -> str:
     if data is None:
         data = _streamed_list(path, None) or read_json_file(path)
     if isinstance(data, ArrayRecords):
-        first = next(iter(data))
-        return _detect_record(first)  # _streamed_list admits STREAMED records only
+        return _detect_record(data.first())  # _streamed_list admits STREAMED records only
     if isinstance(data, list):
         if not data:
             raise InputError(str(path), "empty list: no trajectories")
@@ -445,7 +444,7 @@ def _streamed_list(path: Path, fmt: str | None) -> ArrayRecords | None:
     if fmt not in (None, *STREAMED) or not starts_with_list(path):
         return None
     records = ArrayRecords(path)
-    first = next(iter(records), None)  # parses the first element only
+    first = records.first()  # parses the first element only; the importer's iteration goes on from it
     if first is None:
         raise InputError(str(path), "empty list: no trajectories")
     if agentrx.is_message_list([first]) or (fmt is None and _detect_record(first) not in STREAMED):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Generator, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,36 @@ def starts_with_list(path: Path) -> bool:
 
 
 class ArrayRecords:
-    """Iterate the elements of the JSON list in ``path`` (re-iterable: each iteration re-reads)."""
+    """Iterate the elements of the JSON list in ``path`` (re-iterable: each iteration re-reads, but the one ``first``
+    began, which goes on from there)."""
 
     def __init__(self, path: Path, chunk: int = CHUNK) -> None:
         self.path = path
         self.chunk = chunk
+        self._begun: tuple[Any, Iterator[Any]] | None = None  # ``first``'s element and the iteration it began
+
+    def first(self) -> Any:
+        """The list's first element (None when the list is empty), read once: the next iteration goes on from the
+        read that found it instead of opening the file again. Format detection asks for the first record before the
+        importer reads them all (``importers._streamed_list``, ``detect_format``): each of the three was a read of its
+        own, the file's first megabyte and its first element's parse three times (25 KB of tau-bench airline's
+        4 MB; the whole file for a list of one record). Errors are the iteration's own."""
+        if self._begun is None:
+            it = self._elements()
+            for value in it:
+                self._begun = value, it
+                break
+            else:
+                return None
+        return self._begun[0]
 
     def __iter__(self) -> Iterator[Any]:
+        begun, self._begun = self._begun, None
+        if begun is None:
+            return self._elements()
+        return chain((begun[0],), begun[1])
+
+    def _elements(self) -> Iterator[Any]:
         done = yield from _indented_records(self.path, self.chunk)
         if done is not None:  # the layout or a value the fast path does not take: the stdlib goes on
             yield from _Reader(self.path, self.chunk).records(skip=done)
