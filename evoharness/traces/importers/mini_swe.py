@@ -672,12 +672,12 @@ def convert(path: Path, data: Any) -> Trajectory:
     model = model if isinstance(model, str) and model else None  # a number there was a multi-line pydantic error
     run = next((r for r in (data.get("run_id"), info.get("run_id")) if isinstance(r, str) and r), None)
     score, report, why, broken = _score(path, instance_id, model, run)
-    return Trajectory(
+    return Trajectory.with_messages(  # each message a new plain dict with a string role, made above: not copied
+        messages, checked=True,
         id=f"mini-swe-agent:{instance_id}",
         task_id=instance_id,
         model=model,
         task=task,
-        messages=messages,
         events=events,
         final_answer=final_answer,
         score=score,

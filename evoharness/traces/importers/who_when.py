@@ -70,11 +70,11 @@ def convert(path: Path, data: Any) -> Trajectory:
     subset = path.parent.name
     qid = str(data.get("question_ID") or path.stem)
     mistake_step = data.get("mistake_step")
-    return Trajectory(
+    return Trajectory.with_messages(  # each message a new plain dict with a string role, made above: not copied
+        messages, checked=True,
         id=f"who-and-when:{subset}:{path.stem}",
         task_id=qid,
         task=question if isinstance(question, str) else None,
-        messages=messages,
         final_answer=final_answer,
         score=None,
         termination=Termination.delivered if final_answer is not None else Termination.aborted,
