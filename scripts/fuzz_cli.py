@@ -120,7 +120,7 @@ STR_VALUES = {"env": "synthetic", "model": "standin:weak", "candidate": "main", 
               "harness": "h", "render_under": "seed", "source": "file", "reason": "why", "host": "127.0.0.1",
               "commit": "main", "baseline": "main", "run": "run-none", "run_id": "run-none", "resume": "run-none",
               "endpoint": "http://127.0.0.1:9/v1/traces", "service_name": "evo", "labeller_kind": "rules",
-              "fmt": "canonical", "task": "contact_0", "failure_class": "F4", "strategy": "behaviour",
+              "fmt": "canonical", "task": "contact_0", "failure_class": "F4", "strategy": "behaviour_aware",
               "tasks": "contact_0,contact_2"}
 CANDIDATE = "candidate/r0-add-a-loop-lesson"  # the workspace's candidate branch, with a verdict (rejected)
 # options a command needs to reach its work though its --help calls them optional (one of two, or with another)

@@ -166,6 +166,9 @@ def verify(
     check_seed_room(cfg, rollouts, "--rollouts")
     if strategy is not None:
         cfg = cfg.model_copy(update={"strategy": strategy})
+    from evoharness.verification.selection import STRATEGIES
+
+    STRATEGIES.get(cfg.strategy)  # an unknown name: one line before any rollout (it was said after main's anchor)
     repo = HarnessRepo(harness, settings.harness_repo)
     cand = repo.candidate(repo.resolve(candidate))
     task_list = _tasks(tasks)

@@ -181,6 +181,16 @@ def test_verify_with_unknown_task_ids_fails_before_spending(setup, capsys, monke
     assert runner.rollouts == 0
 
 
+def test_verify_with_an_unknown_strategy_fails_before_spending(setup, capsys):
+    """`--strategy behaviour` (found by scripts/fuzz_cli.py --seed 9) measured main's anchor, paying its rollouts,
+    and only then said 'unknown strategy': the name is now checked with the other arguments, before any rollout."""
+    hr, fix, _, runner = setup
+    assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--strategy", "behaviour"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown strategy 'behaviour' (valid: behaviour_aware" in err[0], err
+    assert runner.rollouts == 0
+
+
 def _faint(hr, runner, content="- Answer when you can.\n"):
     faint = hr.create_candidate(Edit(message="Answer a little more often", targets=ND,
                                      changes=[{"path": "lessons.md", "content": content}]), round=1)
