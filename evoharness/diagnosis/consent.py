@@ -763,6 +763,15 @@ def _opposed(requested: frozenset[str], asked: frozenset[str]) -> bool:
     return any(a in requested and b in asked and a not in asked for a, b in _OPPOSITES)
 
 
+def _per_view(view: TraceView, name: str) -> dict:
+    """The view's memo ``name``, by message index, made empty at its first use: ``affirmed`` and ``refuses`` read each
+    message once per view however many rules ask."""
+    memo = view.__dict__.get(name)
+    if memo is None:
+        memo = view.__dict__[name] = {}
+    return memo
+
+
 def affirmed(view: TraceView, i: int) -> bool:
     """The user's message at ``i`` says yes, once per message of a view: ``affirmative(view.texts[i][:2000])``, or a
     request to do what the agent's reply before it asked leave for (``request_kinds``, ``leave_asked``): an action of
@@ -771,9 +780,7 @@ def affirmed(view: TraceView, i: int) -> bool:
     write's proposal (``detectors.confirmed_proposal``) ask it of the same user messages (tau-bench airline: 284
     questions a labelling pass, 168 of them distinct, ~3 microseconds each), and the user who says yes and leaves
     (``environment.UserQuitDetector``) of the message that ends the run."""
-    memo = view.__dict__.get("_affirmed")
-    if memo is None:
-        memo = view.__dict__["_affirmed"] = {}
+    memo = _per_view(view, "_affirmed")
     said = memo.get(i)
     if said is None:
         text = view.texts[i][:2000]
@@ -795,7 +802,7 @@ def affirmed(view: TraceView, i: int) -> bool:
                 low = low if low is not None else told.lower()
                 said = not _held_back(low, _OPENING.match(low), text)
         if said:  # (the kinds its request asks for, for ``refuses``)
-            view.__dict__.setdefault("_yes_kinds", {})[i] = requested or frozenset()
+            _per_view(view, "_yes_kinds")[i] = requested or frozenset()
         memo[i] = said
     return said
 
@@ -836,9 +843,7 @@ def refuses(view: TraceView, i: int, kinds: frozenset[str]) -> bool:
     ``_asks_another``. Read where the confirmation rule found a yes before a write of some kind, once per message."""
     if not kinds:
         return False
-    memo = view.__dict__.get("_refusals")
-    if memo is None:
-        memo = view.__dict__["_refusals"] = {}
+    memo = _per_view(view, "_refusals")
     found = memo.get(i)
     if found is None:
         text = view.texts[i][:2000]
