@@ -612,7 +612,7 @@ def _offered_instead(view: TraceView, i: int, w: ToolCall) -> tuple[str, str] | 
     offered = no_action_offered(reply)
     if offered is None:
         # the cheap tests first: the write's values named as written, a kind of action the reply's end names (the
-        # asking sentence's are among them), before the asking regex (``leave_asked``, ~400 k instructions)
+        # asking sentence's are among them), before the asking regex (``leave_asked``, ~130 k instructions)
         kinds = tool_kinds(w.name)
         values = _arg_values(w.args) if kinds else None
         if not kinds or values and _named(msgs, j - 1, j + 1, values) or not kinds_named(reply[-400:]):

@@ -44,3 +44,22 @@ def test_every_whole_word_of_the_look_verbs_is_a_gate_word():
         assert words <= gate, text
         found += bool(words)
     assert found > 3_000
+
+
+_LEAVE_PIECES = [*_PIECES, "SHALL I ", "Would You Like Me To ", "PLEASE CONFIRM", "Is That OK", "If you agree, I'LL ",
+                 "Can I go ahead", "PROCEED?", "all right with you", "cancel the booking", "change the flight",
+                 "Let Me Know and We'll ", "upgrade", "İ", "ſhall I ", "ı", "return it", "What would you like me to "]
+
+
+def test_the_lower_cased_asking_regex_finds_what_the_case_blind_one_finds(monkeypatch: pytest.MonkeyPatch):
+    """``consent._leave_asks`` matches an ASCII tail lower-cased, without ``re.I``: ``leave_asked`` and
+    ``no_action_offered`` answer as with the case-blind regex on every reply (fails with the tail not lower-cased:
+    "SHALL I" and "Would You Like Me To" are then no asking)."""
+    rnd = random.Random(47)
+    replies = ["".join(rnd.choice(_LEAVE_PIECES) for _ in range(rnd.randint(0, 14))) for _ in range(8_000)]
+    fast = [(consent.leave_asked(r), consent.no_action_offered(r)) for r in replies]
+    monkeypatch.setattr(consent, "_leave_asks", lambda tail, low=None: consent._asks_leave_re()[0].finditer(tail))
+    plain = [(consent.leave_asked(r), consent.no_action_offered(r)) for r in replies]
+    assert fast == plain
+    asked = [r for r, (kinds, _) in zip(replies, plain, strict=True) if kinds is not None]
+    assert len(asked) > 2_000 and sum(r.isascii() and r != r.lower() for r in asked) > 1_000
