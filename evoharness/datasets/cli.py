@@ -25,6 +25,27 @@ def _require_records(path: Path, what: str) -> None:
         raise InputError(str(path), f"empty file, no {what}")
 
 
+def _trajectory_file(home: Path, text: str) -> Path:
+    """The trajectory file ``--trajectories`` names. A run id under ``<home>/runs``, a run directory or a demo
+    directory is its run's ``trajectories.jsonl`` (``run_dirs.run_or_path`` and ``demo_run``, as `diagnose` and
+    `export-otel` read one; a bare name that is both a run and a file here is one error asking for a path); anything
+    else is the path as given, for ``JsonlSource`` to read or refuse. Until the twenty-third session a run id was
+    'trajectory file not found' and a run directory 'is a directory, not a trajectory file'."""
+    from evoharness.run_dirs import demo_run, run_or_path
+
+    read = run_or_path(home, text)
+    if not read.is_dir() or (read / "trajectories.jsonl").is_file():
+        return read / "trajectories.jsonl" if read.is_dir() else read
+    if (read / "settings.json").is_file():
+        raise InputError(text, "a run that has written no trajectories yet (no trajectories.jsonl)")
+    if not (read / "state" / "runs").is_dir():
+        return read  # a directory that is no run: JsonlSource says so
+    run = demo_run(read, text)
+    if not (run / "trajectories.jsonl").is_file():
+        raise InputError(str(run), "a run that has written no trajectories yet (no trajectories.jsonl)")
+    return run / "trajectories.jsonl"
+
+
 def _queue(ctx: typer.Context, url: str | None, *, create: bool = True):
     """The queue at --url, else the configured one (``datasets.url``, or the SQLite file under ``home``).
     ``create=False``: an existing queue only (see ``TrainingQueue``)."""
@@ -151,8 +172,10 @@ def export(
     out: Annotated[Path, typer.Option("--out", "-o", parser=output_dir, metavar="<path>", help="output directory")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="openai | hf | sharegpt")] = "openai",
     source: Annotated[str, typer.Option(help="healthy | queue | all")] = "healthy",
-    trajectories: Annotated[Path | None, typer.Option(
-        "--trajectories", "-t", help="canonical trajectory JSONL (required for --source healthy / all)")] = None,
+    trajectories_arg: Annotated[str | None, typer.Option(
+        "--trajectories", "-t", metavar="<path>|<run-id>",
+        help="canonical trajectory JSONL, or a run id under <home>/runs, a run directory or a demo directory (its "
+             "run's trajectories.jsonl; required for --source healthy / all)")] = None,
     harness: Annotated[str | None, typer.Option(
         help="harness repo DIR or DIR@REV whose system prompt the records get (default: none, each "
              "record keeps its trajectory's own system message)")] = None,
@@ -204,6 +227,7 @@ def export(
     from .prompts import resolve_prompt
 
     settings = settings_of(ctx)
+    trajectories = None if trajectories_arg is None else Path(trajectories_arg)  # as typed: a run id is resolved below
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown export format {fmt!r} (valid: {', '.join(EXPORT_FORMATS.names())})")
     try:
@@ -240,7 +264,8 @@ def export(
     if val_fraction is not None and not 0 < val_fraction < 1:
         fail(f"--val-fraction {val_fraction}: must lie between 0 and 1 (exclusive), the fraction of the tasks "
              "that goes to validation")
-    if trajectories is not None and source_ != SourceKind.queue:
+    if trajectories_arg is not None and source_ != SourceKind.queue:
+        trajectories = _trajectory_file(settings.home, trajectories_arg)
         _require_records(trajectories, "trajectories to export")
     cfg = settings.datasets
     queue = None

@@ -112,16 +112,25 @@ def test_the_export_command_says_how_many_of_the_runs_labels_it_reused(shared_da
     assert done.exit_code != 0 and "ends at line 11" in str(done.exception or done.output)
 
 
-def test_a_runs_directory_as_trajectories_names_the_file_to_give(shared_data, tmp_path, monkeypatch, capsys):
-    """`dataset export -t RUN` (the run's directory, as `diagnose RUN` takes it) said only 'is a directory, not a
-    trajectory file'; it now names RUN/trajectories.jsonl, whose labels beside it are reused."""
+def test_a_run_id_or_its_directory_as_trajectories_exports_the_runs_file(shared_data, tmp_path, monkeypatch, capsys):
+    """`dataset export -t RUN_ID` said 'RUN_ID: trajectory file not found' and `-t RUN_DIR` 'is a directory, not a
+    trajectory file', though `diagnose`, `label` and `report` take either: both now read the run's trajectories.jsonl
+    (and reuse the labels beside it); an id that is no run is one error line naming the home's runs."""
     from evoharness.cli import main
 
-    store = _run_store(shared_data, tmp_path / "run")
-    monkeypatch.setenv("EVOHARNESS_HOME", str(tmp_path / "home"))
-    assert main(["dataset", "export", "-t", str(tmp_path / "run"), "--source", "all", "--out",
-                 str(tmp_path / "out")]) == 2
-    assert not (tmp_path / "out").exists()
+    home = tmp_path / "home"
+    store = _run_store(shared_data, home / "runs" / "run-abc")
+    (store.path.parent / "settings.json").write_text("{}")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setenv("EVOHARNESS_HOME", str(home))
+    written = {}
+    for name, given in (("file", str(store.path)), ("id", "run-abc"), ("dir", str(store.path.parent))):
+        assert main(["dataset", "export", "-t", given, "--source", "all", "--out", name]) == 0, capsys.readouterr()
+        assert f"6 labels reused from {store.labels_path}" in capsys.readouterr().out
+        written[name] = (tmp_path / "cwd" / name / "data.jsonl").read_bytes()
+    assert written["id"] == written["dir"] == written["file"] and written["file"].count(b"\n") == 12
+    assert main(["dataset", "export", "-t", "run-nope", "--source", "all", "--out", "nope"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {tmp_path / 'run'}: is a directory, not a trajectory file: give {store.path} (a run's trajectory "
-        "store; the labels.jsonl beside it, the run's labels, is reused)"]
+        f"error: run-nope: no such file or directory, nor a run of that id under {home / 'runs'} (known: run-abc)"]
+    assert not (tmp_path / "cwd" / "nope").exists()
