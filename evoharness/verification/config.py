@@ -163,6 +163,17 @@ class VerificationSettings(BaseModel):
     )
 
 
+    @field_validator("strategy")
+    @classmethod
+    def _strategy(cls, v: str) -> str:
+        # a name no strategy is registered under was said only when the first candidate was verified: `run` had
+        # paid the seed anchor and the held-out evaluation by then (`evoharness verify --strategy` checks its flag)
+        from evoharness.verification.selection import STRATEGIES
+
+        if v not in STRATEGIES:
+            raise ValueError(f"unknown strategy {v!r} (valid: {', '.join(STRATEGIES.names())})")
+        return v
+
     @field_validator("sequential_stop_gates")
     @classmethod
     def _stop_gates(cls, v: str) -> str:
