@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from evoharness.cli_support import fail, output_dir, settings_of
+from evoharness.cli_support import counted, fail, output_dir, settings_of
 from evoharness.errors import NOT_A_REGULAR_FILE, InputError, not_a_file_reason
 
 dataset_app = typer.Typer(help="The training-dataset queue and exports for weight training.",
@@ -288,20 +288,21 @@ def export(
         declared_heldout=cfg.heldout_tasks, diagnosis_cfg=settings.diagnosis, labels=labels,
         keep_duplicates=keep_duplicates, val_fraction=val_fraction, split_seed=split_seed or 0, tokens=counter)
     skipped = f"{sum(summary.skipped.values())} skipped{_skip_reasons(summary.skipped)}"
-    reused = (f", {summary.labels_reused} labels reused" if labels is not None
-              else f", {summary.labels_reused} labels reused from {beside}" if beside is not None else "")
+    reused = (f", {counted(summary.labels_reused, 'label')} reused" if labels is not None
+              else f", {counted(summary.labels_reused, 'label')} reused from {beside}" if beside is not None else "")
     if keep_duplicates and summary.duplicate_records:
-        reused += f", {summary.duplicate_records} duplicate records kept"
+        reused += f", {counted(summary.duplicate_records, 'duplicate record')} kept"
     if (labels is not None or beside is not None) and (again := summary.labels_relabelled):
         reused += (f", {sum(again.values())} labelled again (their label was not provably this trajectory's and "
                    f"this labeller's: {', '.join(f'{why} {n}' for why, n in again.items())})")
-    fell_back = (f", {summary.prompt_fallbacks} system prompts fell back to the raw template"
-                 + (f" ({summary.prompt_limit_hits} renders hit a limit)" if summary.prompt_limit_hits else "")
+    fell_back = (f", {counted(summary.prompt_fallbacks, 'system prompt')} fell back to the raw template"
+                 + (f" ({counted(summary.prompt_limit_hits, 'render')} hit a limit)" if summary.prompt_limit_hits
+                    else "")
                  if summary.prompt_fallbacks else "")
     if summary.prompt_render_unjailed:
         fell_back += (f"; the template render process ran without its bubblewrap jail "
                       f"({summary.prompt_render_unjailed}; limits only)")
-    typer.echo(f"wrote {summary.records} records ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
+    typer.echo(f"wrote {counted(summary.records, 'record')} ({fmt_.value}{', placebo' if placebo else ''}) to {out}; "
                f"{summary.heldout_tasks_excluded} held-out excluded, {skipped}{reused}{fell_back}")
     if not summary.records:  # 'wrote 0 records ..., 0 skipped' said nothing of why
         given = (("--min-score", min_score), ("--max-per-task", max_per_task), ("--split", split), ("--task", task),
@@ -320,9 +321,10 @@ def export(
             why += f"; {summary.heldout_tasks_excluded} of held-out tasks are never exported"
         typer.echo(f"warning: no record was written: {why}", err=True)
     if (v := summary.validation) is not None:
-        typer.echo(f"split by task: train {v.records['train']} records of {v.tasks_written['train']} tasks "
-                   f"({v.files['train']}), validation {v.records['validation']} records of "
-                   f"{v.tasks_written['validation']} tasks ({v.files['validation']})")
+        typer.echo(f"split by task: train {counted(v.records['train'], 'record')} of "
+                   f"{counted(v.tasks_written['train'], 'task')} ({v.files['train']}), validation "
+                   f"{counted(v.records['validation'], 'record')} of {counted(v.tasks_written['validation'], 'task')} "
+                   f"({v.files['validation']})")
         if not v.records["validation"] or not v.records["train"]:
             empty = "validation" if not v.records["validation"] else "train"
             typer.echo(f"warning: the {empty} split is empty: no record of its tasks could be written (skipped)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import git
 
+from evoharness.cli_support import counted
 from evoharness.errors import BudgetExhausted, MergeRefused
 from evoharness.graph.progress import Progress
 from evoharness.graph.records import Merged, Rejected
@@ -30,7 +31,7 @@ def planned(candidate: Candidate, plan) -> str:
            "control tasks, "
     if plan.rollouts_needed is None:  # no targeted task (a pattern of production traces only): it said '~None'
         return line + f"no task where {candidate.targets} fired: its behaviour cannot be measured here"
-    return line + f"~{plan.rollouts_needed} rollouts needed for the predicted effect"
+    return line + f"~{counted(plan.rollouts_needed, 'rollout')} needed for the predicted effect"
 
 
 class Gate:

@@ -65,7 +65,7 @@ def test_the_cli_says_how_many_it_skipped_or_kept(tmp_path, capsys):
     assert "; 0 held-out excluded, 1 skipped (1 duplicate record)" in capsys.readouterr().out
     assert main(["dataset", "export", "-t", str(src), "--source", "all", "--out", str(tmp_path / "b"),
                  "--keep-duplicates", "--format", "sharegpt"]) == 0
-    assert "wrote 4 records (sharegpt)" in (out := capsys.readouterr().out) and "1 duplicate records kept" in out
+    assert "wrote 4 records (sharegpt)" in (out := capsys.readouterr().out) and "1 duplicate record kept" in out
     assert read_manifest(tmp_path / "b").format == ExportFormat.sharegpt
 
 

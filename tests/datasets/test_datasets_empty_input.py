@@ -66,7 +66,7 @@ def test_a_file_with_records_still_goes_through(tmp_path, capsys):
     assert main(["dataset", "enqueue", str(path), "--url", url]) == 0
     assert capsys.readouterr().out.startswith("2 trajectories, ")
     assert main(["dataset", "export", "--out", str(tmp_path / "ex"), "--trajectories", str(path)]) == 0
-    assert "wrote 1 records" in capsys.readouterr().out
+    assert "wrote 1 record " in capsys.readouterr().out
     assert main(["dataset", "validate", str(tmp_path / "ex")]) == 0
     assert capsys.readouterr().out == "1 records, all valid (openai)\n"
 

@@ -41,12 +41,12 @@ def test_an_option_the_source_ignores_is_refused(sources, tmp_path, capsys, sour
 
 def test_the_sources_named_are_the_ones_read(sources, tmp_path, capsys):
     url, mine = sources
-    for source, records in (("queue", 1), ("healthy", 3), ("all", 4)):
+    for source, records in (("queue", "1 record"), ("healthy", "3 records"), ("all", "4 records")):
         args = ["dataset", "export", "--source", source, "--out", str(tmp_path / source)]
         args += ["-t", str(mine)] if source != "queue" else []
         args += ["--url", url] if source != "healthy" else []
         assert main(args) == 0, capsys.readouterr().err
-        assert f"wrote {records} records" in capsys.readouterr().out
+        assert f"wrote {records} (" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("option", "value", "valid"), [
@@ -76,7 +76,7 @@ def test_a_fresh_home_gets_no_empty_queue_from_an_export(tmp_path, capsys):
     given = ["--set", f"home={home}", "dataset", "export"]
     assert main([*given, "--source", "all", "-t", str(bad), "--out", str(tmp_path / "a")]) == 2
     assert main([*given, "--source", "all", "-t", str(good), "--out", str(tmp_path / "b")]) == 0
-    assert "wrote 1 records" in capsys.readouterr().out
+    assert "wrote 1 record " in capsys.readouterr().out
     assert main([*given, "--source", "queue", "--out", str(tmp_path / "c")]) == 2
     [err] = capsys.readouterr().err.strip().splitlines()
     assert err.startswith("error: --source queue: no training queue yet: nothing was enqueued"), err

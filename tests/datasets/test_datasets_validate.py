@@ -245,7 +245,7 @@ def test_a_system_message_mid_conversation_skips_the_record(tmp_path, capsys):
     assert [m["role"] for m in to_record(early)["messages"]] == ["system", "system", "user", "assistant"]
     write_trajectories(tmp_path / "t.jsonl", [late, early])
     assert main(["dataset", "export", "-t", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o")]) == 0
-    assert "wrote 1 records" in capsys.readouterr().out
+    assert "wrote 1 record " in capsys.readouterr().out
 
 
 # the check in Mistral's chat templates (Mistral-7B-Instruct-v0.3, Mistral-Nemo: tokenizer_config.json)

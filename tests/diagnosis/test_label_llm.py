@@ -90,7 +90,7 @@ def test_the_judges_rule_labels_carry_the_rules_fingerprint_and_its_verdicts_non
     assert (line["labeller"], line["failure_class"], line["labeller_fingerprint"]) == ("llm", "F1", None)
     capsys.readouterr()
 
-    for labels, said in ((fell, "1 labels reused"), (judged, "0 labels reused, 1 labelled again")):
+    for labels, said in ((fell, "1 label reused"), (judged, "0 labels reused, 1 labelled again")):
         assert main(["dataset", "export", "-o", str(tmp_path / labels.stem), "--source", "all", "-t", str(src),
                      "--labels", str(labels)]) == 0
         assert said in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 from evoharness.graph.progress import Progress
 from evoharness.graph.runner import start_run
@@ -46,5 +47,19 @@ def test_a_candidate_whose_target_fired_on_no_task_says_so_and_is_rejected(make_
     assert not verdict.accepted and verdict.measurements["targeted_tasks"] == 0
     assert f"  {cand.branch}: reject ({verdict.reason})" in lines
     loop = [line for line in lines if line.startswith("  verifying candidate/") and "(F3.repeated_action)" in line]
-    assert len(loop) == 1 and loop[0].endswith(" rollouts needed for the predicted effect"), loop
+    assert len(loop) == 1, loop
+    assert re.search(r" ~(1 rollout|[0-9,]+ rollouts) needed for the predicted effect$", loop[0]), loop
     assert "None" not in loop[0]
+
+
+def test_the_plan_line_counts_one_rollout_in_the_singular():
+    """The demo's first plan line read '~1 rollouts needed for the predicted effect' (review helper, 2026-12-07)."""
+    from types import SimpleNamespace
+
+    from evoharness.graph.gate import planned
+
+    cand = SimpleNamespace(branch="candidate/r1-x", targets="F3.repeated_action")
+    for needed, said in ((1, "~1 rollout needed"), (2, "~2 rollouts needed"), (1200, "~1,200 rollouts needed")):
+        plan = SimpleNamespace(selection=SimpleNamespace(targeted=["t1"], control=[]), rollouts_needed=needed)
+        assert planned(cand, plan) == ("  verifying candidate/r1-x (F3.repeated_action): 1 targeted + 0 control "
+                                       f"tasks, {said} for the predicted effect")
