@@ -99,12 +99,18 @@ def test_a_rollout_out_of_memory_exits_with_one_error_line_not_a_hang(tmp_path):
     assert case.problems == [], case.err  # no other line: the dying thread's report was printed above it
 
 
+def _run_script(script: Path, source: str) -> subprocess.CompletedProcess:
+    """``source`` written to ``script`` and run by this interpreter, importing this checkout's evoharness."""
+    script.write_text(source)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+
 def test_the_dying_threads_report_is_not_printed_beside_the_error(tmp_path):
     """A thread that died starting left the interpreter's own "Exception ignored in thread started by: ..." report
     (with its traceback) on stderr, above the CLI's one error line. Now the start holds stderr while it waits, and
     drops that report when the thread died; what else was written meanwhile is kept."""
-    script = tmp_path / "dies.py"
-    script.write_text(
+    done = _run_script(tmp_path / "dies.py", (
         "import sys, threading\n"
         "from evoharness.threads import ThreadDiedStarting, guard_thread_starts\n"
         "class Dies(threading.Thread):\n"
@@ -117,9 +123,7 @@ def test_the_dying_threads_report_is_not_printed_beside_the_error(tmp_path):
         "except ThreadDiedStarting as e:\n"
         "    print(f'error: {e}', file=sys.stderr)\n"
         "ok = threading.Thread(target=print, args=('a thread that starts',), kwargs={'file': sys.stderr})\n"
-        "ok.start(); ok.join()\n")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        "ok.start(); ok.join()\n"))
     assert done.stderr.splitlines() == ["written by another thread meanwhile",
                                         "error: a new thread ran out of memory before it started",
                                         "a thread that starts"], done.stderr
@@ -129,8 +133,7 @@ def test_other_threads_keep_stderr_while_a_thread_starts(tmp_path):
     """A guarded start swapped ``sys.stderr`` for a StringIO for every thread while it waited: another thread writing
     then was held back, ``sys.stderr.fileno()`` raised, and a ``redirect_stderr`` entered in that moment and left after
     it put the StringIO back for good (every later line lost). Now only the thread being started is held back."""
-    script = tmp_path / "race.py"
-    script.write_text(
+    done = _run_script(tmp_path / "race.py", (
         "import contextlib, io, sys, threading\n"
         "from evoharness.threads import guard_thread_starts\n"
         "guard_thread_starts()\n"
@@ -149,9 +152,7 @@ def test_other_threads_keep_stderr_while_a_thread_starts(tmp_path):
         "        go.set(); started.wait()\n"
         "o = threading.Thread(target=other); o.start()\n"
         "t = Slow(target=lambda: None); t.start(); started.set(); o.join(); t.join()\n"
-        "print('written after', file=sys.stderr, flush=True)\n")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        "print('written after', file=sys.stderr, flush=True)\n"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["fileno 2"], done.stdout
     assert done.stderr.splitlines() == ["written while a thread starts", "written after"], done.stderr

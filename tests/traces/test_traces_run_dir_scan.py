@@ -4,6 +4,8 @@ given none), and without it on 'harness_evidence.json: unrecognised format'."""
 
 from __future__ import annotations
 
+import pytest
+
 from evoharness.cli import main
 from evoharness.traces.importers import iter_files
 from tests.reports.conftest import finished_run
@@ -122,44 +124,29 @@ def test_labels_beside_their_trajectories_are_not_read_as_traces(shared_data, tm
     assert "a labels file" in capsys.readouterr().err
 
 
-def test_labels_written_beside_the_traces_they_label_are_not_read_as_traces(shared_data, tmp_path, capsys):
+@pytest.mark.parametrize(("out", "written"), [("", "labels.jsonl"), ("judge.jsonl", "judge.jsonl")])
+def test_labels_written_beside_the_traces_they_label_are_not_read_as_traces(out, written, shared_data, tmp_path,
+                                                                          capsys):
     """`label DIR --out DIR` writes DIR/labels.jsonl beside the trace files it labelled (a directory --out means a file
     inside it); `diagnose DIR`, `import DIR` and `label DIR` again then stopped: 'DIR/labels.jsonl:line 1: a labels
-    file (what `evoharness label` writes), not traces'. Labels were left out only beside a trajectories.jsonl."""
+    file (what `evoharness label` writes), not traces'. Labels were left out only beside a trajectories.jsonl. A labels
+    file of another name (`label DIR --out DIR/judge.jsonl`) was stopped on until the twenty-second session. Named, a
+    labels file is still that error."""
     import json
     import shutil
 
     d = tmp_path / "d"
     (d / "sub").mkdir(parents=True)
     shutil.copy(shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json", d / "sub" / "runs.json")
-    assert main(["label", str(d), "--out", str(d)]) == 0
-    assert sorted(p.name for p in d.iterdir()) == ["labels.jsonl", "sub"]
-    capsys.readouterr()
-    assert main(["diagnose", str(d), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["n"] == 12
-    assert main(["import", str(d), "--out", str(tmp_path / "t.jsonl")]) == 0
-    assert main(["label", str(d), "--out", str(tmp_path / "again.jsonl")]) == 0
-    assert (tmp_path / "again.jsonl").read_bytes() == (d / "labels.jsonl").read_bytes()
-
-
-def test_labels_of_any_name_written_beside_the_traces_are_not_read_as_traces(shared_data, tmp_path, capsys):
-    """`label DIR --out DIR/judge.jsonl` (labels under a name of the user's, beside the traces): `diagnose DIR` and
-    `import DIR` stopped on it, 'a labels file ..., not traces: name the trajectories it labels', though no file was
-    named; only a file named labels.jsonl was held back. Named on its own it is still refused as labels."""
-    import json
-    import shutil
-
-    d = tmp_path / "d"
-    (d / "sub").mkdir(parents=True)
-    shutil.copy(shared_data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json", d / "sub" / "runs.json")
-    assert main(["label", str(d), "--out", str(d / "judge.jsonl")]) == 0
+    assert main(["label", str(d), "--out", str(d / out)]) == 0
+    assert sorted(p.name for p in d.iterdir()) == [written, "sub"]
     assert list(iter_files([d])) == [d / "sub" / "runs.json"]
     capsys.readouterr()
     assert main(["diagnose", str(d), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 12
     assert main(["import", str(d), "--out", str(tmp_path / "t.jsonl")]) == 0
     assert main(["label", str(d), "--out", str(tmp_path / "again.jsonl")]) == 0
-    assert (tmp_path / "again.jsonl").read_bytes() == (d / "judge.jsonl").read_bytes()
+    assert (tmp_path / "again.jsonl").read_bytes() == (d / written).read_bytes()
     capsys.readouterr()
-    assert main(["diagnose", str(d / "judge.jsonl")]) == 2
-    assert capsys.readouterr().err.startswith(f"error: {d / 'judge.jsonl'}:line 1: a labels file")
+    assert main(["diagnose", str(d / written)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {d / written}:line 1: a labels file")
