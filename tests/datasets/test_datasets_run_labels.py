@@ -117,6 +117,8 @@ def test_a_run_id_or_its_directory_as_trajectories_exports_the_runs_file(shared_
     trajectory file', though `diagnose`, `label` and `report` take either: both now read the run's trajectories.jsonl
     (and reuse the labels beside it); an id that is no run is one error line naming the home's runs."""
     from evoharness.cli import main
+    from evoharness.errors import InputError
+    from evoharness.run_dirs import run_or_path
 
     home = tmp_path / "home"
     store = _run_store(shared_data, home / "runs" / "run-abc")
@@ -131,6 +133,8 @@ def test_a_run_id_or_its_directory_as_trajectories_exports_the_runs_file(shared_
         written[name] = (tmp_path / "cwd" / name / "data.jsonl").read_bytes()
     assert written["id"] == written["dir"] == written["file"] and written["file"].count(b"\n") == 12
     assert main(["dataset", "export", "-t", "run-nope", "--source", "all", "--out", "nope"]) == 2
-    assert capsys.readouterr().err.splitlines() == [
-        f"error: run-nope: no such file or directory, nor a run of that id under {home / 'runs'} (known: run-abc)"]
+    with pytest.raises(InputError) as said:  # the line diagnose gives (its wording: tests/test_run_dirs.py)
+        run_or_path(home, "run-nope")
+    assert capsys.readouterr().err.splitlines() == [f"error: {said.value}"]
+    assert "run-abc" in str(said.value) and str(home / "runs") in str(said.value)
     assert not (tmp_path / "cwd" / "nope").exists()
