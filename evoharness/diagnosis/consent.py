@@ -471,10 +471,14 @@ _CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014-]")
 # on the hold, not the yes said again
 _BARE_OK = re.compile(r"\W*+(?:ok(?:ay)?|alright|all\s+right)\W*+")
 # a refusal of the thing offered that asks for another one the agent has not put: "Not the lamp, the other one, yes.",
-# "Not that one -- the blue one, okay?", "not this one, another one": the yes is to the other one
-_OTHER_ONE = re.compile(r"\bnot\s+(?:the|that|this|those|these)\b[^.!?;,\n]{0,40}[,;:\u2013\u2014-]\W*+"
+# "Not that one -- the blue one, okay?", "not this one, another one": the yes is to the other one. A bare "no" (or
+# "nope", "nah") refuses it as well where what follows it is another one put with a determiner ("No, the other one,
+# yes.", "Nope -- a different one."): not "No, one more thing", nor "No, a one-way trip is fine"
+_OTHER_ONE = re.compile(r"\b(?:not\s+(?:the|that|this|those|these)\b[^.!?;,\n]{0,40}[,;:\u2013\u2014-]\W*+"
                         r"(?:(?:but|rather|instead|i\s+mean)\W+)?(?:the\s+|an?\s+)?(?:\w+\s+)?(?:other|another|"
-                        r"different)?\s*ones?\b")
+                        r"different)?\s*ones?\b"
+                        r"|(?:no|nope|nah)[^\S\n]*[,;:\u2013\u2014-]\W*+(?:(?:but|rather|instead|i\s+mean)\W+)?"
+                        r"(?:(?:the|an?)\s+(?:\w+\s+)?|another\s+)ones?\b(?![-'’]))")
 # a yes on a condition ("If it's under $200, yes.", "Yes, as long as the refund goes to my card"): no last word after
 # a hold or a deferral, which it does not lift (on its own, "If that's the only option, then yes, please go ahead" is
 # a yes, as before)
@@ -495,7 +499,7 @@ def _held_back(low: str, opening: re.Match | None, text: str) -> bool:
     the user's last word)."""
     if len(text) != len(low):  # (lower-casing changed the length: positions are read on ``low`` alone)
         text = low
-    if "one" in low and "not" in low and _OTHER_ONE.search(low) is not None:
+    if "one" in low and ("no" in low or "nah" in low) and _OTHER_ONE.search(low) is not None:
         return True  # a yes to another one than the one offered, which the agent has still to put
     end = -1  # where the sentence of the last hold or deferral ends
     if opening is not None and opening.group("hold") is not None and _holds(opening):

@@ -493,16 +493,18 @@ def test_a_yes_to_another_action_asked_is_no_yes_to_the_write_but_a_retry_keeps_
 @pytest.mark.parametrize("answer", [
     "Not that one, okay.", "Wait. Okay.", "Not now, ok!",  # a closing "okay": a tag on the hold, no yes again
     "Not the lamp, the other one, yes.", "Sure, not that one, the other one.",  # a yes to another one
-    "Not that one -- the blue one, okay?"])
+    "Not that one -- the blue one, okay?",
+    "No, the other one, yes.", "Nope -- a different one, yes please.", "Hmm, no, the blue one. Sure."])
 def test_a_closing_okay_or_a_yes_to_another_one_than_offered_is_no_yes(answer):
     """Until the twenty-second session "Not that one, okay." was a yes (its closing "okay" read as the yes said again)
     and "Not the lamp, the other one, yes." too (a yes to an item the agent had not put, the write on the one refused
-    confirmed by it)."""
+    confirmed by it); "No, the other one, yes." was one until the twenty-third (a bare "no" before the other one)."""
     assert _violations("Shall I return the lamp-7?", answer, "return") == ["policy.confirmation"]
 
 
 @pytest.mark.parametrize("answer", [
     "Hold on, okay, go ahead.", "OK, wait. Yes, go ahead.", "Yes, not the gift card, my credit card.",
-    "Yes, go ahead. I do not want the other one."])
+    "Yes, go ahead. I do not want the other one.",
+    "No, one more thing: yes, go ahead.", "No, a one-time refund is fine. Yes, go ahead."])  # no other one asked
 def test_a_yes_said_again_after_a_hold_or_beside_a_detail_stays_a_yes(answer):
     assert _violations("Shall I return the lamp-7?", answer, "return") == []
