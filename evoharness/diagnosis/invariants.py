@@ -47,7 +47,7 @@ from evoharness.diagnosis.claims import MONTHS
 from evoharness.diagnosis.consent import affirmed, kinds_named, leave_asked, no_action_offered, refuses, tool_kinds
 from evoharness.diagnosis.context import ToolCall, TraceView, failed_result
 from evoharness.diagnosis.models import Violation
-from evoharness.diagnosis.policy_limits import Limit, limit_violations, limits_of
+from evoharness.diagnosis.policy_limits import Limit, described_limits, limit_violations, limits_of
 from evoharness.traces.models import Termination
 
 # A policy that asks who the person is: to authenticate a person ("authenticate the user identity", tau-bench retail),
@@ -133,7 +133,8 @@ CONFIRM_POLICY = re.compile(
     rf")\b{_NOT_THE_YES}"
     r"(?![^\S\n]+(?:(?:their|his|her|the|its)[^\S\n]+)?(?:identit|who\b))", re.I)
 # a tool listing line: "- `name`: ..." or "- some_tool: ..." (an identifier in backticks, or one with "_")
-TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?(?:`[A-Za-z_][\w.-]*`|[A-Za-z][\w.-]*_[\w.-]*)"
+TOOL_LINE = re.compile(r"^\s*(?:[-*]\s+|\d+[.)]\s+)?"
+                       r"(?:`(?P<quoted>[A-Za-z_][\w.-]*)`|(?P<name>[A-Za-z][\w.-]*_[\w.-]*))"
                        r"\s*(?:\([^)\n]{0,200}\))?\s*:")
 # a look-up of the person: a tool named for them (a general vocabulary of who a service serves, as ``_PERSON``), their
 # account, profile or identity
@@ -374,7 +375,9 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
     for ln in text.splitlines():
         if ln.startswith("#"):
             heading = ln.lstrip("#")  # (the section a "This action can only be called once" is under)
-        if TOOL_LINE.match(ln[:300]):
+        if (listed := TOOL_LINE.match(ln[:300])) is not None:
+            if "once" in ln:  # the tool's own description: a limit on that tool (``described_limits``)
+                preconditions += described_limits(listed.group("quoted") or listed.group("name"), ln[listed.end():])
             continue
         identity, confirm = _identity_kind(ln), asks_confirmation(ln)
         if identity or confirm:
@@ -549,7 +552,7 @@ def policy_violations(view: TraceView) -> list[Violation]:
                                      evidence=f"{w.name} after a yes to another action, or a refusal of this one; "
                                               f"the user last said: {_quote(said, 120)}"))
                 break
-    rules = _preconditions(view)
+    rules = _preconditions(view) + _described_limits(view)
     if rules:
         if preconditions := tuple(r for r in rules if isinstance(r, Precondition)):
             out += precondition_violations(view, writes, preconditions)
@@ -575,6 +578,22 @@ def _preconditions(view: TraceView) -> tuple[Precondition | Limit, ...]:
     if not system:
         return ()
     return _rule_entry(system, tuple(_tool_docs(view)[1]))[2]
+
+
+_limits_described = lru_cache(maxsize=256)(described_limits)
+
+
+def _described_limits(view: TraceView) -> tuple[Limit, ...]:
+    """The limits the declared tools' own descriptions set on them (``policy_limits.described_limits``: "For a pending
+    order, this function can only be called once"), read once per tool and description: ``policy_text`` sets the
+    descriptions aside, so no policy line reads them."""
+    out: tuple[Limit, ...] = ()
+    for tool in view.traj.meta.get("tools") or ():
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(name := fn.get("name"), str) and name \
+                and isinstance(description := fn.get("description"), str) and "once" in description:
+            out += _limits_described(name, description)
+    return out
 
 
 def _reads_said_id(view: TraceView, c: ToolCall) -> bool:

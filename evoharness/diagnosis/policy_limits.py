@@ -40,6 +40,21 @@ THIS_ONCE = re.compile(
     rf"(?:called|used|invoked|made|run|performed|done|taken){_B}once\b(?:{_B}(?:per|for|on){_B}"
     rf"(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?", re.I)
 _HEADING_WORDS = re.compile(r"[a-z]+", re.I)
+_SENTENCE_END = re.compile(r"[.!?\n]")
+# participles that name no action of their own ("return or exchange can be only done once": the action is the verbs')
+_DOING_IN_GENERAL = frozenset(("called", "used", "invoked", "made", "run", "performed", "done", "taken", "executed",
+                               "applied"))
+# A tool's own description on the tool itself: "For a pending order, this function can only be called once" (tau2's
+# modify_pending_order_items), "For a delivered order, return or exchange can be only done once by the agent" (its
+# exchange_delivered_order_items: the action by its verbs, one of them a word of the tool's name), "Tickets can only
+# be reopened once" (reopen_ticket: the participle's); "once" said as "once only", not as a conjunction ("can only be
+# issued once the item is returned")
+DESCRIBED_ONCE = re.compile(
+    rf"\b(?:(?:this|the|that){_B}(?:action|tool|function|operation|method|call|endpoint)"
+    rf"|(?P<verbs>[a-z]+(?:{_JOINED}[a-z]+)*)){_B}(?:can|may|should|must){_B}(?:only{_B}be|be{_B}only){_B}"
+    rf"(?P<done>[a-z]+ed|done|made|run|taken){_B}once\b"
+    rf"(?![^\S\n]+(?!(?:per|for|on|by|in|within|during|and|or|but|so|after|if|unless)\b)[a-z])"
+    rf"(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?", re.I)
 # the verbs of checking a status: "check", "verify", "look up", "double-check" ("confirm" is the user's yes as often)
 _CHECK = rf"(?:double[^\S\n]*-?[^\S\n]*)?(?:check|verify|look{_B}up)"
 # "..., and you should check its status before taking the action" after a status precondition (the action and the
@@ -87,8 +102,11 @@ class Limit(NamedTuple):
     key: str
     checked: str
     sentence: str
+    tool: str = ""  # a limit a tool's own description sets: that tool alone (``described_limits``)
 
     def covers(self, name: str) -> bool:
+        if self.tool:
+            return name == self.tool
         tokens = name.lower().split("_")
         return (self.thing in tokens or self.thing + "s" in tokens) \
             and any(t.startswith(s) for t in tokens for s in self.stems)
@@ -131,6 +149,29 @@ def limits_of(line: str, preconditions: tuple, heading: str = "") -> list[Limit]
                 out.append(Limit("policy.check_first", frozenset((stem(m.group("doing")),)),
                                  thing if obj in _PRONOUNS else obj, thing, thing, m.group(0)))
     return out
+
+
+def described_limits(tool: str, description: str) -> tuple[Limit, ...]:
+    """The ``policy.once`` limits a tool's own description sets on it (``DESCRIBED_ONCE``: "this function can only be
+    called once", or its action put by a verb that opens the tool's name, the participle's or, where that is a verb of
+    doing in general, the subject's: "Tickets can only be reopened once", "return or exchange can be only done once"):
+    on that tool alone, once per the thing its "per" names, else per the thing the tool's own ``<word>_id`` argument
+    names (``_thing_id``)."""
+    if "once" not in description:
+        return ()
+    verb = tool.lower().split("_")[0]  # (a tool's name opens with its action: exchange_delivered_order_items)
+    out = []
+    for m in DESCRIBED_ONCE.finditer(description):
+        if m.group("verbs") is not None:
+            done = m.group("done").lower()
+            if not any(map(verb.startswith, _stems(m.group("verbs")) if done in _DOING_IN_GENERAL else _stems(done))):
+                continue  # another action's limit
+        start = max(description.rfind(c, 0, m.start()) for c in ".!?\n") + 1
+        end = _SENTENCE_END.search(description, m.end())
+        sentence = description[start:end.start() if end is not None else len(description)]
+        out.append(Limit("policy.once", frozenset(), "", (m.group("per") or "").lower(), "",
+                         f"{tool}'s description: {' '.join(sentence.split())}", tool))
+    return tuple(out)
 
 
 def _thing_id(w: ToolCall, key: str) -> str | None:

@@ -19,8 +19,9 @@ CONFIRM = "Before any action that updates the database you must obtain explicit 
 ORDER = ("get_order_details", {"order_id": "#W1"}, json.dumps({"order_id": "#W1", "status": "pending"}))
 
 
-def _label(policy: str, *turns):
-    """A failed run under ``policy``: turns are ("say", text), ("user", text) or (name, arguments, result)."""
+def _label(policy: str, *turns, tools: dict[str, str] | None = None):
+    """A failed run under ``policy``: turns are ("say", text), ("user", text) or (name, arguments, result); ``tools``:
+    the declared tools' descriptions by name (``meta["tools"]``, OpenAI's layout)."""
     b = TraceBuilder("t").system(f"# Agent policy\n{policy}\n{CONFIRM}").user("Hi, I need help with order #W1.")
     for turn in turns:
         if turn[0] == "say":
@@ -29,7 +30,9 @@ def _label(policy: str, *turns):
             b.user(turn[1])
         else:
             b.call(turn[0], turn[1], result=turn[2])
-    return Labeller().label(b.deliver("Done.").build(score=0.0))
+    meta = {"tools": [{"type": "function", "function": {"name": n, "description": d}} for n, d in tools.items()]} \
+        if tools else {}
+    return Labeller().label(b.deliver("Done.").build(score=0.0, meta=meta))
 
 
 def _address(street: str, result: str = '{"order_id": "#W1", "status": "pending"}') -> list:
@@ -155,3 +158,43 @@ def test_this_action_once_limits_no_other_action_nor_a_line_under_no_section():
     assert _label(ITEMS, ORDER, *_items("2"), *other).violations == []
     # the sentence under the policy's title alone: no action of a tool
     assert _label("This action can only be called once.", ORDER, *_items("2"), *_items("3")).violations == []
+
+
+MODIFY_ITEMS = ("Modify items in a pending order to new items of the same product type. For a pending order, this "
+                "function can only be called once. The agent needs to explain the exchange detail and ask for explicit "
+                "user confirmation (yes/no) to proceed.")  # tau2 retail's modify_pending_order_items
+
+
+def _exchange(new: str) -> list:
+    return [("say", f"I'll exchange item 1 for {new} on #W1. Do you confirm (yes/no)?"), ("user", "Yes."),
+            ("exchange_delivered_order_items", {"order_id": "#W1", "item_ids": ["1"], "new_item_ids": [new],
+                                                "payment_method_id": "credit_card_1"}, "{}")]
+
+
+@pytest.mark.parametrize("policy, turns, tools", [
+    ("", [*_items("2"), *_items("3")], {"modify_pending_order_items": MODIFY_ITEMS}),
+    # tau2 retail's exchange_delivered_order_items: the action put by its verbs, "can be only done"
+    ("", [*_exchange("2"), *_exchange("3")], {"exchange_delivered_order_items": (
+        "Exchange items in a delivered order to new items of the same product type.\n        For a delivered order, "
+        "return or exchange can be only done once by the agent.")}),
+    # a description listed in the system prompt, beside the policy
+    (f"## Tools\n- `modify_pending_order_items`: {MODIFY_ITEMS}", [*_items("2"), *_items("3")], None)])
+def test_a_tools_own_description_limits_it_once(policy, turns, tools):
+    """tau2's "For a pending order, this function can only be called once" in ``modify_pending_order_items``'s own
+    description: until the twenty-third session descriptions were set aside before the policy's lines were read, so
+    items modified twice on one order under a policy that says it nowhere else broke no rule."""
+    lab = _label(policy, ORDER, *turns, tools=tools)
+    assert [v.rule for v in lab.violations] == ["policy.once"]
+    assert "description: For a" in lab.violations[0].evidence and "only" in lab.violations[0].evidence
+
+
+@pytest.mark.parametrize("turns, description", [
+    ([*_address("12 Elm St"), *_address("14 Oak Ave")], MODIFY_ITEMS),  # another tool than the one described
+    ([*_items("2"), ("say", "I'll change item 1 to 3 on #W2. Do you confirm (yes/no)?"), ("user", "Yes."),
+      ("modify_pending_order_items", {"order_id": "#W2", "item_ids": ["1"], "new_item_ids": ["3"]}, "{}")],
+     MODIFY_ITEMS),  # another order
+    ([*_items("2"), *_items("3")], "This function can only be called once the order is pending."),  # "once": when
+    ([*_items("2"), *_items("3")], "Returns can only be requested once per order.")])  # another action's limit
+def test_a_description_limits_its_own_tool_on_one_thing_only(turns, description):
+    assert _label("", ORDER, *turns, tools={"modify_pending_order_items": description,
+                                            "modify_pending_order_address": "Modify the address."}).violations == []
