@@ -55,8 +55,10 @@ DESCRIBED_ONCE = re.compile(
     rf"(?P<done>[a-z]+ed|done|made|run|taken){_B}once\b"
     rf"(?![^\S\n]+(?!(?:per|for|on|by|in|within|during|and|or|but|so|after|if|unless)\b)[a-z])"
     rf"(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?", re.I)
-# the verbs of checking a status: "check", "verify", "look up", "double-check" ("confirm" is the user's yes as often)
-_CHECK = rf"(?:double[^\S\n]*-?[^\S\n]*)?(?:check|verify|look{_B}up)"
+# the verbs of checking a status: "check", "verify", "look up", "double-check", "confirm" (the user's yes as often: read
+# only with a thing's status or state after it, and no person in the sentence -- "confirm the details with the user
+# before booking" asks the user's yes, the confirmation rule's)
+_CHECK = rf"(?:double[^\S\n]*-?[^\S\n]*)?(?:check|verify|look{_B}up|confirm)"
 # "..., and you should check its status before taking the action" after a status precondition (the action and the
 # thing are the precondition's); "check that the bill is overdue before sending a payment request": the thing, the
 # gerund's stem and the word after it (a tool's words: send_payment_request); "look up the order's status before
@@ -66,7 +68,7 @@ CHECK_ACTION = re.compile(rf"\b{_CHECK}{_B}(?:its|the{_B}[a-z]+(?:['’]s)?){_B}
                           r"action\b", re.I)
 _BEFORE_DOING = rf"\bbefore{_B}(?P<doing>[a-z]+ing){_B}(?:(?:a|an|the|any|their|its){_B})?(?P<object>[a-z]+)"
 CHECK_FIRST = re.compile(
-    rf"\b{_CHECK}{_B}(?:(?:that|if|whether){_B}(?:the|its|their|a|an){_B}(?P<thing>[a-z]+){_B}(?:is|has|was)\b"
+    rf"\b{_CHECK}{_B}(?:(?:(?:that|if|whether){_B})?(?:the|its|their|a|an){_B}(?P<thing>[a-z]+){_B}(?:is|has|was)\b"
     rf"[^.;\n]{{0,60}}?|(?:the{_B}(?P<owner>[a-z]+)['’]s{_B}status|the{_B}(?P<named>[a-z]+){_B}status"
     rf"|the{_B}status{_B}of{_B}(?:the|an?|their|its){_B}(?P<of>[a-z]+)){_B}){_BEFORE_DOING}", re.I)
 # a person's status is no thing's: "verify that the user is the account holder before changing the order" is the
@@ -74,6 +76,7 @@ CHECK_FIRST = re.compile(
 _PERSONS = frozenset(("user", "customer", "caller", "client", "passenger", "member", "person", "guest", "patient",
                       "subscriber", "traveler", "traveller", "holder", "owner"))
 _PRONOUNS = frozenset(("it", "them", "this", "that"))
+_WORDS = re.compile(r"[a-z]+")
 
 
 def stem(word: str) -> str:
@@ -138,14 +141,14 @@ def limits_of(line: str, preconditions: tuple, heading: str = "") -> list[Limit]
             else:
                 thing = m.group("thing2").lower()
                 out.append(Limit("policy.once", _stems(m.group("done")), thing, thing, "", m.group(0)))
-    if "before" in low and ("check" in low or "verify" in low or "look" in low):
+    if "before" in low and ("check" in low or "verify" in low or "look" in low or "confirm" in low):
         if preconditions and CHECK_ACTION.search(line) is not None:
             out += (Limit("policy.check_first", frozenset((p.stem,)), p.thing, p.thing, p.thing, line.strip())
                     for p in preconditions)
         for m in CHECK_FIRST.finditer(line):
             thing = (m.group("thing") or m.group("owner") or m.group("named") or m.group("of")).lower()
             obj = m.group("object").lower()
-            if thing not in _PERSONS:
+            if thing not in _PERSONS and _PERSONS.isdisjoint(_WORDS.findall(m.group(0).lower())):
                 out.append(Limit("policy.check_first", frozenset((stem(m.group("doing")),)),
                                  thing if obj in _PRONOUNS else obj, thing, thing, m.group(0)))
     return out

@@ -113,7 +113,13 @@ def test_a_payment_request_for_a_bill_never_read_breaks_the_check_first_rule():
     "You must verify that the order is pending before cancelling the order.",
     "Double-check the order status before cancelling it.",
     "An order can only be cancelled if its status is 'pending', and you should verify its status before taking the "
-    "action."])
+    "action.",
+    # "confirm" with a thing's status or state (until the twenty-third session no check), and "that" left out
+    "Confirm the order's status before cancelling it.",
+    "Always confirm that the order is pending before cancelling it.",
+    "Confirm the status of the order before cancelling the order.",
+    "Check the order is still pending before cancelling it.",
+    "An order can only be cancelled if its status is 'pending'; confirm its status before taking the action."])
 def test_a_status_to_look_up_or_verify_first_is_read_as_one_to_check(policy):
     """"check" was the only verb of ``policy.check_first``: a policy that says to look up or verify the order's status
     before cancelling it asked for no read (and "cancelling it" named no tool: "it" is the thing)."""
@@ -121,10 +127,15 @@ def test_a_status_to_look_up_or_verify_first_is_read_as_one_to_check(policy):
     assert _label(policy, ORDER, *CANCEL).violations == []
 
 
-def test_a_persons_status_to_verify_is_no_things_status():
+@pytest.mark.parametrize("policy", [
+    "Verify that the customer is the account holder before cancelling the order.",
+    # the user's yes, the confirmation rule's: a person in the sentence, or no status nor state of a thing
+    "Confirm that the order is correct with the customer before cancelling it.",
+    "Confirm the details with the user before cancelling the order.",
+    "Always confirm the order id before cancelling it."])
+def test_a_persons_status_to_verify_is_no_things_status(policy):
     """"Verify that the user is the account holder before cancelling the order" is about who the user is (the identity
-    rule's): no status read is asked for."""
-    policy = "Verify that the customer is the account holder before cancelling the order."
+    rule's): no status read is asked for; nor by a "confirm" that asks the user's yes."""
     assert "policy.check_first" not in [v.rule for v in _label(policy, *CANCEL).violations]
 
 
