@@ -21,8 +21,8 @@ expected no change anyway; tests/diagnosis/test_environment_claims.py runs them 
   and digits, or a long number: an id, an e-mail's local part, a card number) that neither the
   instruction nor anything the user or the agent said before holds (the user never sees the agent's tool results):
   the simulator invented information that conflicts with its own task. At the user's message. A token of two
-  characters ("5G" on a phone's status bar, "4K", a seat's "2A") names a kind, a size or a place, no record: never
-  an identifier here. A result of the
+  characters ("5G" on a phone's status bar, "4K") names a kind or a size, no record: an identifier here only where a
+  place's noun puts it ("seat 3A", "gate B2": a label the user may make up). A result of the
   user's own call (``user_tool_result_steps``: tau2 telecom's customer reading its phone) is what the user saw, not what
   it said: never off script, and the user may repeat what it holds.
 - ``E.user_withheld_id``: where the instruction is in the trace, the simulated user says it does not have
@@ -195,8 +195,9 @@ class UserOffScriptDetector:
                 ids = id_like_tokens(dict.fromkeys(DIGIT_RUN.findall(content)))
             else:
                 continue
-            # (a token of two characters -- "5G", "4K", a seat's "2A" -- is a kind, a size or a place, no record's id)
-            candidates = [t for t in ids if len(t) > 2 and t.lower() not in told]
+            # (a token of two characters -- "5G", "4K" -- is a kind or a size, no record's id; one a place's name puts
+            # -- "seat 3A", "gate B2" -- is a label the user may make up: ``_place_label``)
+            candidates = [t for t in ids if (len(t) > 2 or _place_label(content, t)) and t.lower() not in told]
             if not candidates:
                 continue  # the usual case: the ids the user states are in its instruction
             # what the user saw: its words and the agent's replies before this message, latest first (a token holds
@@ -209,6 +210,21 @@ class UserOffScriptDetector:
                                evidence=f"the simulated user states {', '.join(invented[:3])}, in neither "
                                         f"its instruction nor the conversation: {quote(content, 120)}")]
         return []
+
+
+# the places whose label a person states: a seat, a gate, a room, a cabin ... ("seat 3A", "gate B2", "seats 3A and 3B",
+# "room no. 4C"): the English nouns of places that are numbered, not of kinds or sizes (a phone's "5G", a screen's "4K")
+_PLACES = ("seat|gate|row|room|cabin|berth|suite|unit|apartment|apt|flat|locker|terminal|platform|desk|bay|stall|"
+           "slot|booth|table|section|zone|ward|bed|pod|dock|lane|spot|space")
+
+
+def _place_label(content: str, token: str) -> bool:
+    """A two-character token of ``content`` is a place's label: right after a place's noun (``_PLACES``), its number
+    sign or a list of labels before it ("seats 3A and 3B"). Asked only of the few such tokens a user message holds that
+    its instruction does not."""
+    return re.search(rf"\b(?:{_PLACES})s?(?:[^\S\n]+(?:number|no\.?|#))?[^\S\n]*[#:]?[^\S\n]*"
+                     rf"(?:[a-z0-9]{{1,4}}(?:[^\S\n]*,[^\S\n]*|[^\S\n]+(?:and|or|&)[^\S\n]+))*"
+                     rf"{re.escape(token.lower())}\b", content.lower()) is not None
 
 
 def _got_past(view: TraceView, token: str) -> bool:

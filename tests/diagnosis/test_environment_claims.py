@@ -200,6 +200,19 @@ def test_a_two_character_token_is_no_identifier_the_user_made_up(said, fires):
     assert _fires(env.UserOffScriptDetector(), t) == ([3] if fires else [])
 
 
+@pytest.mark.parametrize("said, fires", [
+    ("I'd like seat 3A, please.", True), ("Could I have seats 3A and 3B?", True), ("Seat number 2C, please.", True),
+    ("I'd like seat 4F, as my instructions say.", False),  # the instruction's own seat
+    ("I'd like a window seat, please.", False), ("My phone shows 5G near seat row three.", False)])
+def test_a_two_character_label_of_a_place_is_one_the_user_can_make_up(said, fires):
+    """An airline seat the user states that its instruction never gave ("seat 3A") is made up: since the twenty-second
+    session no two-character token was (the telecom status bar's "5G" / "2G"); now one a place's noun puts is."""
+    meta = {"user_instruction": "You are Mia Li, reservation ZFA04Y. You want to move to seat 4F on your flight."}
+    t = _chat(("user", "I want to change my seat on reservation ZFA04Y."),
+              ("assistant", "Sure. Which seat would you like?"), ("user", said), meta=meta)
+    assert _fires(env.UserOffScriptDetector(), t) == ([3] if fires else [])
+
+
 def test_unsatisfiable_task_and_the_benchmarks_own_simulator_verdict():
     t = _chat(("user", "Cancel reservation XKQ7731."),
               ("call", "get_reservation_details|Error: reservation XKQ7731 not found"),
