@@ -97,7 +97,7 @@ def resolve_prompt(harness: str | None, under: str = "evolved") -> RenderedPromp
 
         damaged = damaged_repository(Path(path))
         if damaged is not None:  # a .git git cannot read (HEAD damaged): git says only 'not a git repository'
-            raise InputError(str(path), f"a damaged git repository: {damaged}") from None
+            raise InputError(str(path), damaged) from None
         raise InputError(str(path), "not a git repository (expected a harness repo)") from None
     main = _main_branch(repo)
     try:

@@ -217,9 +217,16 @@ def damaged_object(error: Exception) -> str:
 
 
 def damaged_repository(path: Path) -> str | None:
-    """Why ``path``, which git refused to open as a repository, is a damaged one: its ``.git`` is there but git cannot
-    read it (HEAD garbage, empty or missing; objects or refs gone). None when ``path`` holds no ``.git`` (a plain
-    directory). Git itself says only 'not a git repository' of such a directory."""
+    """``a damaged git repository: WHY`` for ``path``, which git refused to open as a repository: its ``.git`` is there
+    but git cannot read it (HEAD garbage, empty or missing; objects or refs gone). None when ``path`` holds no ``.git``
+    (a plain directory). Git itself says only 'not a git repository' of such a directory. The one place these words
+    are made: every command that opens a harness repo (``HarnessRepo``, rollout's ``CheckoutCache``, ``dataset export
+    --render-under``) says them alike."""
+    why = _why_damaged(path)
+    return None if why is None else f"a damaged git repository: {why}"
+
+
+def _why_damaged(path: Path) -> str | None:
     dot = path / ".git"
     if not dot.exists():
         return None

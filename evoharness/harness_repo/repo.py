@@ -30,8 +30,7 @@ log = get_logger(__name__)
 
 def _not_a_repository(path: Path) -> str:
     """Why git would not open ``path``: a damaged repository (``gitops.damaged_repository``), or none at all."""
-    damaged = gitops.damaged_repository(path)
-    return "not a git repository" if damaged is None else f"a damaged git repository: {damaged}"
+    return gitops.damaged_repository(path) or "not a git repository"
 
 
 class HarnessRepo:

@@ -34,7 +34,7 @@ class CheckoutCache:
             # a .git git cannot read (HEAD damaged): until 2026-12-06 the work tree was used as a plain directory,
             # whatever commit was asked for, and the trajectories carried no commit
             if (damaged := damaged_repository(self.repo_path)) is not None:
-                raise InputError(str(repo_path), f"a damaged git repository: {damaged}") from None
+                raise InputError(str(repo_path), damaged) from None
             self.repo = None
         self._root: Path | None = None
         self._trees: dict[str, Path] = {}
