@@ -56,21 +56,27 @@ _REPORT = ("Exception ignored in thread started by", "Exception ignored in sys.u
 
 
 class _HeldStderr:
-    """``sys.stderr`` while a guarded start waits: what the thread being started writes (a thread ``threading`` has
-    not registered yet: the one that dies starting prints the interpreter's report there) is held; every other
-    thread's writes, and every other attribute (``fileno``, ``isatty``, ``buffer``, ``flush``), go to the stream it
-    stands for, at once. After the start it passes everything through (``done``): a ``redirect_stderr`` entered by
-    another thread while the start waited puts this object back when it leaves, and it must then be a plain stderr.
+    """``sys.stderr`` while a guarded start waits: what a thread that was not there when the start began writes (the
+    thread being started: the one that dies starting prints the interpreter's report there) is held; every other
+    thread's writes (``known``: the idents ``threading.enumerate()`` gave just before the start), and every other
+    attribute (``fileno``, ``isatty``, ``buffer``, ``flush``), go to the stream it stands for, at once. After the
+    start it passes everything through (``done``). A ``redirect_stderr`` entered by another thread while the start
+    waited puts this object back in ``sys.stderr`` when it leaves, after the start: its next write puts the stream it
+    stands for back there instead (``sys.stderr is sys.__stderr__`` again), and writes through.
 
     Until 2026-12-06 the start put a ``StringIO`` there for every thread: another thread's lines were held back,
     ``sys.stderr.fileno()`` raised ``UnsupportedOperation``, and such a ``redirect_stderr`` left the ``StringIO`` in
-    ``sys.stderr`` for good, every later line lost."""
+    ``sys.stderr`` for good, every later line lost. Until 2026-12-07 it asked threading's private ``_active`` table
+    which threads were registered, and such a redirect left this object in ``sys.stderr`` for the process's life."""
 
-    def __init__(self, shown) -> None:
-        self.shown, self.held, self.done = shown, io.StringIO(), False
+    def __init__(self, shown, known: frozenset[int]) -> None:
+        self.shown, self.known, self.held, self.done = shown, known, io.StringIO(), False
 
     def write(self, text: str) -> int:
-        if not self.done and threading.get_ident() not in threading._active:
+        if self.done:
+            if sys.stderr is self:  # put back by a redirect_stderr left after the start: the plain stream again
+                sys.stderr = self.shown
+        elif threading.get_ident() not in self.known:
             return self.held.write(text)
         return self.shown.write(text)
 
@@ -90,7 +96,7 @@ def _start(self: threading.Thread) -> None:
         # report there ("Exception ignored in thread started by: ..." and a traceback), which beside the error
         # line the caller prints for the MemoryError raised here only repeated it, as a traceback
         shown = sys.stderr
-        stderr = sys.stderr = _HeldStderr(shown)
+        stderr = sys.stderr = _HeldStderr(shown, frozenset(t.ident for t in threading.enumerate()))
         died = False
         try:
             _ORIGINAL_START(self)

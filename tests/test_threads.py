@@ -156,3 +156,37 @@ def test_other_threads_keep_stderr_while_a_thread_starts(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["fileno 2"], done.stdout
     assert done.stderr.splitlines() == ["written while a thread starts", "written after"], done.stderr
+
+
+def test_a_redirect_left_after_a_start_gives_stderr_back_and_no_private_table_is_read(tmp_path):
+    """The start's stand-in asked threading's private ``_active`` table which thread was writing, and a
+    ``redirect_stderr`` another thread entered while a start waited and left after it put the stand-in back in
+    ``sys.stderr`` for the process's life (``sys.stderr is sys.__stderr__`` false from then on). Here ``_active``
+    refuses ``in`` (as a Python that reshaped it might), and after the redirect one write gives the stream back."""
+    script = tmp_path / "race.py"
+    script.write_text(
+        "import contextlib, io, sys, threading\n"
+        "from evoharness.threads import guard_thread_starts\n"
+        "class NoIn(dict):\n"
+        "    def __contains__(self, key):\n"
+        "        raise RuntimeError('threading._active was asked')\n"
+        "threading._active = NoIn(threading._active)\n"
+        "guard_thread_starts()\n"
+        "inside, go, started = threading.Event(), threading.Event(), threading.Event()\n"
+        "class Slow(threading.Thread):\n"
+        "    def _bootstrap_inner(self):\n"
+        "        inside.set(); go.wait(); super()._bootstrap_inner()\n"
+        "def other():\n"
+        "    inside.wait()\n"
+        "    print('written while a thread starts', file=sys.stderr, flush=True)\n"
+        "    with contextlib.redirect_stderr(io.StringIO()):  # entered while the start waits, left after it\n"
+        "        go.set(); started.wait()\n"
+        "o = threading.Thread(target=other); o.start()\n"
+        "t = Slow(target=lambda: None); t.start(); started.set(); o.join(); t.join()\n"
+        "print('written after', file=sys.stderr, flush=True)\n"
+        "print('plain stderr again', sys.stderr is sys.__stderr__)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["written while a thread starts", "written after"], done.stderr
+    assert done.stdout.splitlines() == ["plain stderr again True"], done.stdout
