@@ -78,7 +78,9 @@ class Usage(BaseModel):
     steps: int = Field(0, ge=0, description="agent (assistant) turns")
     prompt_tokens: int = Field(0, ge=0)
     completion_tokens: int = Field(0, ge=0)
-    wall_seconds: float = Field(0.0, ge=0)
+    # finite: an infinity (1e999) was taken and written as null, which no reader takes back (a stored trajectory the
+    # service could not give back, every later export of ingested trajectories a 500)
+    wall_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
 
 
 class ToolCallRecord(NamedTuple):

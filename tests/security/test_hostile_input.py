@@ -47,3 +47,18 @@ def test_diagnose_refuses_with_one_error_line(tmp_path, capsys, kind):
     assert main(["diagnose", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:"), err
+
+
+@pytest.mark.parametrize("value", ["1e999", "Infinity"])
+def test_an_infinite_wall_time_is_refused_not_written_as_null(tmp_path, capsys, value):
+    """A canonical trajectory whose usage.wall_seconds was 1e999 (or Infinity) was taken (a float, >= 0), then
+    written as null (pydantic writes an infinity so), and the file `import` wrote could not be read back
+    ('usage.wall_seconds: Input should be a valid number'). Found by scripts/fuzz_service.py through the service."""
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "t", "task_id": "x", "messages": [{"role": "user", "content": "q"}], '
+                   f'"usage": {{"wall_seconds": {value}}}}}\n')
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(src), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "wall_seconds" in err[0], err
+    assert not out.exists()
