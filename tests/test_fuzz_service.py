@@ -1,0 +1,70 @@
+"""scripts/fuzz_service.py, briefly: it finds every endpoint that takes a body in the app itself, its bodies keep their
+keys with a value changed, and its checks catch what they are for. The long run is the script itself
+(`scripts/fuzz_service.py --budget 300`)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from evoharness.config import Settings
+from evoharness.service.app import create_app
+from evoharness.service.routes import Decision, ExportRequest, NewRun
+from tests.modules import load_file
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fuzz_service.py"
+
+
+@pytest.fixture(scope="module")
+def fuzz():
+    return load_file(SCRIPT, "fuzz_service", register=True)
+
+
+class _Service:  # what check() asks of the service when a case is 2xx: nothing here
+    slow = 30.0
+
+
+def test_every_endpoint_with_a_body_is_found_in_the_app(fuzz, tmp_path):
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "service": {"loop": False}})
+    found = {e.path: e.model for e in fuzz.endpoints(create_app(settings, "t" * 24, quiet=True), "r1")}
+    assert found == {"/runs": NewRun, "/runs/r1/approve": Decision, "/runs/r1/reject": Decision,
+                     "/datasets/export": ExportRequest, "/trajectories": None}
+
+
+def test_a_case_keeps_the_keys_and_changes_values(fuzz):
+    rng = random.Random(4)
+    ep = fuzz.Endpoint("/datasets/export", ExportRequest)
+    changed = 0
+    for n in range(200):
+        case = fuzz.make_case(ep, rng, [], n)
+        try:
+            body = json.loads(case.body)
+        except (ValueError, RecursionError):  # a 5,000-digit integer, 100,000 deep: past Python's limits
+            continue
+        if isinstance(body, dict):
+            assert set(body) <= set(ExportRequest.model_fields), body
+        changed += bool(case.changed)
+    assert 100 < changed < 200  # most cases change something; a working body now and then
+
+
+def test_the_checks_catch_a_500_a_lax_value_and_a_refusal_that_changed_things(fuzz):
+    ep = fuzz.Endpoint("/datasets/export", ExportRequest)
+    held = {"ingested": 3, "exports": [], "runs": []}
+
+    def judged(status, answer, kinds=(), after=held):
+        case = fuzz.Case(ep.path, b"{}", kinds=list(kinds), status=status, answer=json.dumps(answer))
+        fuzz.check(case, ep, held, after, _Service())
+        return case.problems
+
+    assert judged(500, {"error": "boom"}) == ["status 500"]
+    assert judged(422, {"error": "two\nlines", "errors": []}) and judged(422, {"error": "x"})  # no errors list
+    assert judged(422, {"error": "bad", "errors": []}) == []
+    assert judged(409, {"error": "exists"}, after={**held, "exports": ["half"]})  # refused, yet an export was left
+    assert judged(200, {}, [("max_per_task", "string")]) == ["accepted (200) a string value at max_per_task"]
+    assert judged(200, {}, [("min_score", None)])  # NaN taken as a score
+    assert judged(200, {}, [("max_per_task", "integer"), ("min_score", "integer"), ("tasks.0", "string"),
+                            ("classes.1", "string"), ("name", "null")]) == []
+    assert judged(200, {}, [("classes.1", "integer")])
