@@ -11,6 +11,7 @@ import fcntl
 import io
 import json
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,7 +211,7 @@ def damaged_object(error: Exception) -> str:
     """One line for GitPython's error on an object the repository lacks (its ValueError 'SHA ... could not be
     resolved, git returned: b'... missing'', or git's own fatal line)."""
     text = str(getattr(error, "stderr", None) or error)
-    if "missing" in text:
+    if "missing" in text or "not a valid object name" in text.lower() or "could not get object info" in text:
         return "the object is missing"
     line = next((x.strip() for x in text.splitlines() if x.strip()), type(error).__name__)
     return line.removeprefix("stderr: ").strip("'")[:200]
@@ -223,7 +224,52 @@ def damaged_repository(path: Path) -> str | None:
     are made: every command that opens a harness repo (``HarnessRepo``, rollout's ``CheckoutCache``, ``dataset export
     --render-under``) says them alike."""
     why = _why_damaged(path)
-    return None if why is None else f"a damaged git repository: {why}"
+    return None if why is None else damaged_repository_because(why)
+
+
+def refused_repository(path: Path) -> str | None:
+    """``a damaged git repository: git refuses it: WHY`` when git itself will not work in ``path`` though GitPython
+    opened it (a ``.git/config`` git cannot parse: GitPython's cat-file process dies, a broken pipe, or 'SHA is
+    empty, possible dubious ownership'); None when git works there. One git process: ask it on a failure path only."""
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, text=True,
+                          errors="replace", stdin=subprocess.DEVNULL)
+    if done.returncode == 0:
+        return None
+    line = next((x.strip() for x in done.stderr.splitlines() if x.strip()), f"git exited {done.returncode}")
+    return damaged_repository_because(f"git refuses it: {line.removeprefix('fatal: ')[:200]}")
+
+
+def damaged_repository_because(why: str) -> str:
+    return f"a damaged git repository: {why}"
+
+
+def ref_target(repo: git.Repo, ref: str) -> str | None:
+    """The sha a full ref name (``refs/heads/main``) holds, from its file or packed-refs, whether or not the
+    repository has that object; None when there is no such ref."""
+    try:
+        return git.SymbolicReference.dereference_recursive(repo, ref)
+    except (ValueError, OSError, TypeError):
+        return None
+
+
+def unreadable_ref(repo: git.Repo, ref: str) -> str | None:
+    """``REF names commit SHA, which cannot be read (WHY): a damaged or partly copied repository`` when ``ref`` (a
+    full ref name) holds a sha whose commit the repository cannot give (the object missing or not a commit); None
+    when there is no such ref or it reads."""
+    if not re.fullmatch(r"refs/[A-Za-z0-9._/-]+", ref) or ".." in ref:  # a --commit value: no path out of refs/
+        return None
+    sha = ref_target(repo, ref)
+    if sha is None:
+        return None
+    try:
+        kind = repo.git.cat_file("-t", sha)
+    except git.GitCommandError as e:
+        return unreadable_commit(ref, sha, damaged_object(e))
+    return None if kind == "commit" else unreadable_commit(ref, sha, f"it is a {kind}, not a commit")
+
+
+def unreadable_commit(ref: str, sha: str, why: str) -> str:
+    return f"{ref} names commit {sha[:10]}, which cannot be read ({why}): a damaged or partly copied repository"
 
 
 def _why_damaged(path: Path) -> str | None:

@@ -60,22 +60,32 @@ class HarnessRepo:
         for branch in tried:
             m = self._manifest_on(branch)
             if m is not None and m.main_branch != branch:
-                m = self._manifest_on(m.main_branch)
+                named, m = m.main_branch, self._manifest_on(m.main_branch)
+                if m is None and gitops.ref_target(self.repo, f"refs/heads/{named}") is None:
+                    # main deleted under a HEAD on another branch: until 2026-12-07 'no harness.toml on the main branch'
+                    raise InputError(str(self.path), f"harness.toml on branch {branch!r} names {named!r} as the main "
+                                     "branch, which the repository lacks (deleted or renamed?): make it again where it "
+                                     f"was (`git branch {named} COMMIT`; `git reflog` shows where)")
             if m is not None:
                 return m
         raise InputError(str(self.path), "no harness.toml on the main branch (run `evoharness init` or adopt)")
 
     def _manifest_on(self, branch: str) -> Manifest | None:
         sha = gitops.ref_sha(self.repo, f"refs/heads/{branch}")
-        if sha is None:
+        if sha is None:  # no such branch, or one git cannot read (its commit gone, a .git/config git cannot parse):
+            # until 2026-12-07 the second was 'no harness.toml on the main branch (run `evoharness init` or adopt)'
+            why = gitops.ref_target(self.repo, f"refs/heads/{branch}") and (
+                gitops.refused_repository(self.path) or gitops.unreadable_ref(self.repo, f"refs/heads/{branch}"))
+            if why:
+                raise InputError(str(self.path), why)
             return None
         try:
             blob = self.repo.commit(sha).tree[MANIFEST_NAME]
         except KeyError:
             return None
         except (ValueError, git.GitCommandError) as e:  # the branch names an object the repository lacks
-            raise InputError(str(self.path), f"refs/heads/{branch} names commit {sha[:10]}, which cannot be read "
-                             f"({gitops.damaged_object(e)}): a damaged or partly copied repository") from None
+            raise InputError(str(self.path), gitops.unreadable_commit(f"refs/heads/{branch}", sha,
+                                                                      gitops.damaged_object(e))) from None
         return Manifest.parse(blob.data_stream.read().decode("utf-8"), f"{self.path}/{MANIFEST_NAME}@{branch}")
 
     @classmethod

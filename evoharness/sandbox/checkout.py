@@ -14,7 +14,12 @@ from pathlib import Path
 import git
 
 from evoharness.errors import InputError
-from evoharness.harness_repo.gitops import damaged_object, damaged_repository
+from evoharness.harness_repo.gitops import (
+    damaged_object,
+    damaged_repository,
+    refused_repository,
+    unreadable_ref,
+)
 
 
 class CheckoutCache:
@@ -51,10 +56,13 @@ class CheckoutCache:
                 return self._shas[ref]
             try:
                 sha = self.repo.commit(ref).hexsha
-            except (git.BadName, ValueError, LookupError, NotImplementedError) as e:
+            except (git.BadName, ValueError, LookupError, NotImplementedError, OSError) as e:
                 # GitPython's own rev parser: IndexError for `@{-1}` / `main@{1}` (no reflog entry),
-                # NotImplementedError for `HEAD@{yesterday}` -- each was a traceback
-                raise InputError(str(self.repo_path), f"unknown harness commit {commit!r}: {e}") from None
+                # NotImplementedError for `HEAD@{yesterday}` -- each was a traceback. A repository git refuses (a
+                # .git/config it cannot parse: its cat-file died, a BrokenPipeError that click ended in a silent exit
+                # 1) or a branch at a commit it lacks is named as such: until 2026-12-07 GitPython's words
+                why = refused_repository(self.repo_path) or unreadable_ref(self.repo, f"refs/heads/{ref}")
+                raise InputError(str(self.repo_path), why or f"unknown harness commit {commit!r}: {e}") from None
             if sha == ref:  # only full shas are cached: a branch name may move
                 self._shas[ref] = sha
             return sha
@@ -77,8 +85,9 @@ class CheckoutCache:
         try:
             self.repo.archive(buf, treeish=sha, format="tar")
         except (git.GitCommandError, ValueError) as e:  # a ref to an object the repository lacks: was a traceback
-            raise InputError(str(self.repo_path), f"commit {sha[:10]} cannot be read from the repository ("
-                             f"{damaged_object(e)}): a damaged or partly copied repository") from None
+            raise InputError(str(self.repo_path), refused_repository(self.repo_path) or (
+                f"commit {sha[:10]} cannot be read from the repository ({damaged_object(e)}): a damaged or partly "
+                "copied repository")) from None
         buf.seek(0)
         dest.mkdir()
         with tarfile.open(fileobj=buf) as tar:

@@ -411,3 +411,42 @@ def test_a_notes_ref_git_cannot_name_is_one_setting_error(cli_harness: Path, tmp
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "harness_repo.notes_ref" in err[0], err
     assert git(cli_harness, "for-each-ref", "refs/notes/") == ""
+
+
+def _main_commit_object_removed(h: Path) -> str:
+    sha = git(h, "rev-parse", "main")
+    (h / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+    return f"refs/heads/main names commit {sha[:10]}, which cannot be read (the object is missing)"
+
+
+def _bad_config(h: Path) -> str:
+    (h / ".git" / "config").write_text("[core\nbad")
+    return "a damaged git repository: git refuses it: bad config line 1 in file "
+
+
+def _main_deleted(h: Path) -> str:
+    git(h, "checkout", "-q", "-b", "other")
+    git(h, "branch", "-q", "-D", "main")
+    return "harness.toml on branch 'other' names 'main' as the main branch, which the repository lacks"
+
+
+@pytest.mark.parametrize("state", [_main_commit_object_removed, _bad_config, _main_deleted])
+@pytest.mark.parametrize("argv", [["review"], ["show", "main"], ["rollout", "--env", "synthetic", "--tasks", "1",
+                                                                   "--sandbox", "inprocess", "--out", "o.jsonl",
+                                                                   "--commit", "main"]])
+def test_a_repo_git_cannot_read_main_of_is_named_so(cli_harness: Path, tmp_path: Path, capsys, monkeypatch, argv,
+                                                     state) -> None:
+    """Found by hand through `run` and `rollout` after git-state changes (the twenty-third session): main's commit
+    object gone (or main packed at a missing commit) and main deleted under a harness whose HEAD is on another
+    branch were told 'no harness.toml on the main branch (run `evoharness init` or adopt)' by review, show and run;
+    a .git/config git cannot parse made rollout exit 1 with nothing on stderr (git's cat-file died: a broken pipe,
+    which click ends silently) and review, show and run say 'no harness.toml'. Now each is one line naming it."""
+    monkeypatch.chdir(tmp_path)
+    words = state(cli_harness)
+    rc = main([*argv, "--harness", str(cli_harness)])
+    err = capsys.readouterr().err.splitlines()
+    if state is _main_deleted and argv[0] == "rollout":
+        assert rc == 2 and len(err) == 1 and "'main'" in err[0], err  # git's own words: no such ref
+        return
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {cli_harness}: ") and words in err[0], err
+    assert not (tmp_path / "o.jsonl").exists()
