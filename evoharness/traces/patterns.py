@@ -50,8 +50,8 @@ INVALID_ARGS = re.compile(
 
 # the characters outside ASCII that re's case-blind matching (``re.IGNORECASE``, a str pattern) takes for an ASCII
 # letter: U+0130 and U+0131 for "i", U+017F for "s", the Kelvin sign U+212A for "k" (every other case pair of an ASCII
-# letter is ASCII; tests/traces/test_patterns_gate.py checks every code point). ``str.lower`` maps none of them to the
-# letter alone (U+0130 becomes two characters), so a text holding one is searched as it is.
+# letter is ASCII; tests/traces/test_traces_patterns_gate.py checks every code point). ``str.lower`` maps none of
+# them to the letter alone (U+0130 becomes two characters), so a text holding one is searched as it is.
 FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 
