@@ -102,7 +102,10 @@ def paired_mean_test(diffs_by_task: Mapping[str, Sequence[float]], sd_floor: flo
 
     The mean is over all pairs; its variance is ``sum_t n_t * s_t^2 / N^2`` with ``s_t^2`` task t's
     own sample variance of differences. A task with a single pair borrows the pooled within-task
-    variance of the others; ``sd_floor`` bounds every task's SD from below (an estimate of 0 from a
+    variance of the others; with no task of two pairs or more, every task borrows the variance of all the
+    differences (before, that was 0 and the SD floor alone made the standard error: at one pair per task, a
+    sequential verification's first look at k = 2, null edits with independent draws crossed 45% of the time);
+    ``sd_floor`` bounds every task's SD from below (an estimate of 0 from a
     handful of identical pairs is not a proof of no noise). Normal approximation for the p-value.
     """
     groups = {t: list(d) for t, d in diffs_by_task.items() if len(d)}
@@ -119,7 +122,11 @@ def paired_mean_test(diffs_by_task: Mapping[str, Sequence[float]], sd_floor: flo
             task_var[t] = v
             ss += v * (len(d) - 1)
             df += len(d) - 1
-    pooled = ss / df if df else 0.0
+    if df:
+        pooled = ss / df
+    else:  # one pair per task: no task's own variance, so the spread of all the differences (tasks and all)
+        flat = [x for d in groups.values() for x in d]
+        pooled = sum((x - mean) ** 2 for x in flat) / (n - 1) if n > 1 else 0.0
     var = sum(len(d) * max(task_var.get(t, pooled), sd_floor**2) for t, d in groups.items()) / n**2
     se = math.sqrt(var)
     if se == 0.0:
