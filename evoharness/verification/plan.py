@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from evoharness.errors import BudgetExhausted
 from evoharness.harness_repo.models import Candidate
 from evoharness.sandbox.api import RolloutRequest
+from evoharness.traces.cost import is_cost_signal
 from evoharness.verification.anchors import Anchor
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import SEEDS_PER_ROUND, VerificationConfig, check_seed_room, sequential_looks
@@ -38,6 +39,8 @@ class Plan:
     rollouts_needed: int | None = None
     k_asked: int | None = None  # the k asked for (a sequential plan's k is its last look's)
     looks: list[int] | None = None  # sequential: seeds per task after each look (the last is the most)
+    focus: list[str] | None = None  # sequential_focus: the targeted tasks later looks add seeds to (None: all)
+    focus_looks: list[int] | None = None  # seeds per focus task after each look (None: ``looks``)
 
     @property
     def sequential(self) -> bool:
@@ -49,13 +52,26 @@ class Plan:
         Look 1 runs every selected task on the first seeds; later looks add seeds on the targeted tasks,
         where the gain is measured, and the guard tasks (a guard vetoes only when every rollout fails,
         so it needs as many as the targeted tasks get); control tasks keep the first look's seeds.
+        With a focus (``sequential_focus``) later looks add seeds on the focus tasks only, as many as
+        they would have added on every targeted task (``focus_looks``); the other targeted tasks keep
+        the first look's seeds, as control tasks do.
         """
-        lo = self.looks[look - 2] if look > 1 else 0
-        hi = self.looks[look - 1]
-        keep = set(self.selection.tasks if look == 1 else [*self.selection.targeted, *self.selection.guard])
+        gain_tasks = self.selection.targeted if self.focus is None else self.focus
+        keep = set(self.selection.tasks if look == 1 else [*gain_tasks, *self.selection.guard])
+        focus = set(self.focus or ())
+
+        def window(task: str) -> tuple[int, int]:
+            looks = self.focus_looks if task in focus else self.looks
+            return (looks[look - 2] if look > 1 else 0), looks[look - 1]
 
         def part(reqs: list[RolloutRequest]) -> list[RolloutRequest]:
-            return [r for r in reqs if lo <= r.rollout < hi and r.task_id in keep]
+            out = []
+            for r in reqs:
+                if r.task_id in keep:
+                    lo, hi = window(r.task_id)
+                    if lo <= r.rollout < hi:
+                        out.append(r)
+            return out
 
         return part(self.baseline_requests), part(self.candidate_requests)
 
@@ -146,6 +162,11 @@ def _select(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, strat
     per_anchor = anchor.per_task()
     fresh_seeds = [FRESH_SEED_BASE * (round + 1) + i for i in range(k)]
     seeds = {t: fresh_seeds if fresh else sorted({o.seed for o in per_anchor[t]})[:k] for t in plan.compared}
+    if looks and 0 < cfg.sequential_focus < len(sel.targeted) and not is_cost_signal(candidate.targets):
+        plan.focus, plan.focus_looks = sel.targeted[:cfg.sequential_focus], focus_looks(
+            looks, len(sel.targeted), cfg.sequential_focus)
+        focus_seeds = [FRESH_SEED_BASE * (round + 1) + i for i in range(plan.focus_looks[-1])]
+        seeds.update({t: focus_seeds for t in plan.focus})
     for g in sel.guard:
         seeds.setdefault(g, fresh_seeds)
     plan.baseline_requests = [RolloutRequest(task_id=t, harness_commit=anchor.commit, seed=s, rollout=i)
@@ -153,6 +174,13 @@ def _select(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, strat
     plan.candidate_requests = [RolloutRequest(task_id=t, harness_commit=candidate.commit, seed=s, rollout=i)
                                for t in sel.tasks for i, s in enumerate(seeds[t])]
     return plan
+
+
+def focus_looks(looks: list[int], targeted: int, focus: int) -> list[int]:
+    """Seeds per focus task after each look: the first look's, then what the later looks would have added on
+    all ``targeted`` tasks, shared by the ``focus`` tasks (rounded up; at most a round's `SEEDS_PER_ROUND`)."""
+    more = [min(SEEDS_PER_ROUND, looks[0] + -(-(n - looks[0]) * targeted // focus)) for n in looks]
+    return more
 
 
 def predicted_effect(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, sel: Selection) -> float:

@@ -201,3 +201,27 @@ def test_one_pair_per_task_is_judged_by_the_spread_of_all_the_differences():
     mixed = paired_mean_test({"a": [0.1, 0.3], "b": [0.5]}, 0.0)
     assert mixed.se == pytest.approx(math.sqrt((2 * 0.02 + 0.02) / 9))
 
+
+def test_a_focused_plan_adds_its_later_seeds_on_the_first_targeted_tasks_only():
+    """``sequential_focus = 2``: look 1 runs every selected task; later looks add seeds on the first two targeted
+    tasks only, as many as the looks would have added on every targeted task, so the plan reserves about the same."""
+    w = world()
+    verifier = Verifier(SimSource(w), VerificationConfig(**SEQ, sequential_focus=2))
+    anchor = verifier.measure_anchor("main", list(w.tasks), 4)
+    plan = verifier.plan(candidate("mild"), anchor, BehaviourAware(1.0), round=1)
+    spread = Verifier(SimSource(w), VerificationConfig(**SEQ)).plan(candidate("mild"), anchor, BehaviourAware(1.0),
+                                                                    round=1)
+    targeted = plan.selection.targeted
+    assert len(targeted) > 2 and plan.focus == targeted[:2] and plan.looks == [4, 8, 12, 16]
+    assert plan.focus_looks == [4 + -(-(n - 4) * len(targeted) // 2) for n in plan.looks]
+    first = {r.task_id for r in plan.look_requests(1)[1]}
+    assert first == set(plan.selection.tasks)
+    for look in (2, 3, 4):
+        base, cand = plan.look_requests(look)
+        assert {r.task_id for r in cand} == set(plan.focus) == {r.task_id for r in base}
+    later = sum(len(plan.look_requests(look)[1]) for look in (2, 3, 4))
+    assert later >= 12 * len(targeted) and plan.max_spend() <= spread.max_spend() + 4
+    v = verifier.verify(candidate("fix"), anchor, BehaviourAware(1.0), ledger=BudgetLedger(total=10**4), round=1)
+    assert v.accepted
+    null = verifier.verify(candidate("null"), anchor, BehaviourAware(1.0), ledger=BudgetLedger(total=10**4), round=1)
+    assert not null.accepted
