@@ -224,8 +224,11 @@ class Trajectory(BaseModel):
         if not checked and (type(messages) is not list
                             or not all(type(m) is dict and isinstance(m.get("role"), str) for m in messages)):
             return cls(messages=messages, **fields)  # anything else is validated (and fails) as usual
-        traj = cls(**fields)
-        traj.messages = messages  # no validate_assignment: kept, not copied
+        # what ``cls(**fields)`` then ``traj.messages = messages`` do, without their Python frames (``__init__`` and its
+        # keyword arguments, ``__setattr__``'s handler): ~10k fewer instructions a trajectory (tau-bench: 2.1 M of 200)
+        traj = cls.__pydantic_validator__.validate_python(fields)
+        traj.__dict__["messages"] = messages  # no validate_assignment: kept, not copied
+        traj.__pydantic_fields_set__.add("messages")
         return traj
 
     @property

