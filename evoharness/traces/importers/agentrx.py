@@ -142,11 +142,11 @@ def convert(path: Path, data: Any) -> Trajectory:
         meta["human_failures"] = labels
     if problems:
         meta["import_warnings"] = problems
-    return Trajectory(
+    return Trajectory.with_messages(  # each message a new plain dict with a string role, made above: not copied
+        messages, checked=True,
         id=f"agentrx:{run_id}",
         task_id=run_id,
         task=task,
-        messages=messages,
         events=events,
         final_answer=final_answer,
         score=None,

@@ -114,10 +114,11 @@ def convert(path: Path, data: Any) -> Trajectory:
     reward = _harbor_reward(result, path) if result else score(obj(data.get("extra")).get("reward"))
     session = text(data.get("session_id")) or text(data.get("trajectory_id")) or path.stem
     task_id = text(obj(result).get("task_name")) or text(obj(data.get("extra")).get("task_id")) or session
-    return Trajectory(
+    return Trajectory.with_messages(  # each message a new plain dict with a string role, made above: not copied
+        messages, checked=True,
         id=f"atif:{session}", task_id=task_id, model=model,
         task=next((m["content"] for m in messages if m["role"] == "user"), None),
-        messages=messages, events=events, final_answer=final_answer, score=reward,
+        events=events, final_answer=final_answer, score=reward,
         termination=Termination.delivered if final_answer is not None else Termination.aborted,
         usage=usage,
         meta={"source_format": "atif", "schema_version": data.get("schema_version"), "agent": text(agent.get("name")),

@@ -174,8 +174,9 @@ def convert(rec: Any, source: str) -> Trajectory:
         events.append(Event(type="budget_exhausted", step=max(len(messages) - 1, 0), detail=stop[:500]))
     elif stop and stop.startswith("Timeout of"):
         termination = Termination.timeout
-    return Trajectory(
-        id=f"autogen:{source}", task_id=source, task=task, messages=messages, events=events,
+    return Trajectory.with_messages(  # each message a new plain dict with a string role, made above: not copied
+        messages, checked=True,
+        id=f"autogen:{source}", task_id=source, task=task, events=events,
         final_answer=final_answer if termination == Termination.delivered else None, score=None,
         termination=termination,
         usage=Usage(steps=sum(1 for x in messages if x["role"] == "assistant"), prompt_tokens=prompt,

@@ -230,10 +230,11 @@ def convert(trace_id: str, runs: list[dict[str, Any]], feedback: list[Any]) -> T
         prompt, completion = prompt + p, completion + c
     model = next((text(obj(obj(r.get("extra")).get("invocation_params")).get("model")
                        or obj(obj(r.get("extra")).get("metadata")).get("ls_model_name")) for r in llms), None)
-    return Trajectory(
+    return Trajectory.with_messages(  # each message a new plain dict with a string role, made above: not copied
+        messages, checked=True,
         id=f"langsmith:{text(root.get('id')) or trace_id}", task_id=_task_id(root) or trace_id, model=model,
         task=next((m["content"] for m in messages if m["role"] == "user"), None),
-        messages=messages, events=events, final_answer=final_answer, score=_score(root, feedback),
+        events=events, final_answer=final_answer, score=_score(root, feedback),
         termination=Termination.error if error else (
             Termination.delivered if final_answer is not None else Termination.aborted),
         usage=Usage(steps=sum(m["role"] == "assistant" for m in messages), prompt_tokens=prompt,

@@ -120,11 +120,12 @@ def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, di
     trial = sim.get("trial") if isinstance(sim.get("trial"), int) and not isinstance(sim.get("trial"), bool) else 0
     task = tasks.get(tau2_task, {})
     duration = sim.get("duration")
-    return Trajectory(
+    return Trajectory.with_messages(  # each message a new plain dict with a string role, made above: not copied
+        messages, checked=True,
         id=f"tau2:{domain}:{tau2_task}:{trial}:{text(sim.get('id')) or source}",
         task_id=f"{domain}_{tau2_task}", model=model, rollout=max(trial, 0),
         task=next((m["content"] for m in messages if m["role"] == "user"), None),
-        messages=messages, events=events, final_answer=final_answer,
+        events=events, final_answer=final_answer,
         score=score(reward_info.get("reward")) if reward_info else None,
         termination=termination,
         usage=Usage(steps=steps, prompt_tokens=prompt, completion_tokens=completion,
