@@ -22,8 +22,8 @@ byte; one value of ``ops/evoharness.example.toml`` given as ``--config`` (every 
 harness and port made the case's own); or an output that cannot be written whole -- a link to ``/dev/full`` (every
 write ENOSPC: one error line, and no file left at the output as if complete), a path through a file, a directory, a
 symlink loop; or, for a harness repo, an odd git state (``GIT_STATES``: a lock left by a git command, HEAD detached or
-damaged, a merge in progress, main at a missing commit, a shallow marker), where a locked index or a merge in progress
-told as "uncommitted changes" is a failure too.
+damaged, a merge in progress, main at a missing commit, a shallow marker, a config git cannot parse), where a locked
+index or a merge in progress told as "uncommitted changes" is a failure too.
 
 A tenth of the cases run with standard output on ``/dev/full``: a command that prints must say `error: standard output:
 no space left on device` (its progress lines and the outputs it wrote before are then no failure).
@@ -91,13 +91,14 @@ FULL_DEVICE = os.path.exists("/dev/full")
 # A deep case's harness repo (an input directory holding .git) is, this share of the time, left in an odd state
 # instead of a file of it changed: the files written into its .git (MAIN: main's commit). A git command running or
 # killed (its locks), HEAD detached or damaged, a merge in progress, main at a missing or unreadable commit, a
-# shallow clone's marker.
+# shallow clone's marker, a .git/config git cannot parse.
 GIT_STATE_SHARE = 0.4
 GIT_STATES = {"index.lock": [("index.lock", b"")], "HEAD.lock": [("HEAD.lock", b"")],
               "main.lock": [("refs/heads/main.lock", b"")], "detached": [("HEAD", b"MAIN\n")],
               "HEAD damaged": [("HEAD", b"garbage\n")], "merge in progress": [("MERGE_HEAD", b"MAIN\n")],
               "main missing commit": [("refs/heads/main", b"0" * 40 + b"\n")],
-              "main damaged": [("refs/heads/main", b"garbage\n")], "shallow": [("shallow", b"MAIN\n")]}
+              "main damaged": [("refs/heads/main", b"garbage\n")], "shallow": [("shallow", b"MAIN\n")],
+              "config damaged": [("config", b"[core\nbad")]}
 # states whose refusal must not be told as the user's uncommitted changes (a clean work tree: commit what?)
 NOT_UNCOMMITTED = {"index.lock", "merge in progress"}
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "ops" / "evoharness.example.toml"
