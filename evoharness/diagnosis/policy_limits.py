@@ -25,19 +25,22 @@ from evoharness.diagnosis.context import ToolCall, TraceView
 
 _B = r"[^\S\n]+"  # blanks within a line: no rule crosses one
 _JOINED = rf"(?:[^\S\n]*,[^\S\n]*(?:(?:or|and){_B})?|{_B}(?:or|and){_B}|[^\S\n]*/[^\S\n]*)"
+# "once" said as "once only", not as a conjunction ("can only be issued once the item is returned", "once a day"): a
+# stop, or a word that goes on to the limit ("per order", "by the agent", "and will change ...")
+_ONCE_ONLY = (r"once\b(?![^\S\n]+(?!(?:per|for|on|by|in|within|during|and|or|but|so|after|if|unless)\b)[a-z])")
 # "Exchange or modify order tools can only be called once per order": verbs, the thing, a tool word, "once", and the
 # thing each call is counted on; "An order can only be modified or exchanged once": the thing, then its participles
 ONCE = re.compile(
     rf"\b(?P<verbs>[a-z]+(?:{_JOINED}[a-z]+)*){_B}(?P<thing>[a-z]+){_B}(?:tools?|actions?|functions?|calls?|"
     rf"operations?){_B}(?:can|may|should|must){_B}only{_B}be{_B}(?:called|used|invoked|made|run|performed|done|"
-    rf"taken){_B}once\b(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?"
+    rf"taken){_B}{_ONCE_ONLY}(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?"
     rf"|\b(?:an?|the|each|every|any){_B}(?P<thing2>[a-z]+){_B}(?:can|may|should|must){_B}only{_B}be{_B}"
-    rf"(?P<done>[a-z]+ed(?:{_JOINED}[a-z]+ed)*){_B}once\b", re.I)
+    rf"(?P<done>[a-z]+ed(?:{_JOINED}[a-z]+ed)*){_B}{_ONCE_ONLY}", re.I)
 # "This action can only be called once" (tau2 retail, under the heading "### Modify items"): the action is the
 # heading's, its first word the verb and its last the thing ("Modify items": modify_pending_order_items)
 THIS_ONCE = re.compile(
     rf"\b(?:this|the|that){_B}(?:action|tool|function|operation){_B}(?:can|may|should|must){_B}only{_B}be{_B}"
-    rf"(?:called|used|invoked|made|run|performed|done|taken){_B}once\b(?:{_B}(?:per|for|on){_B}"
+    rf"(?:called|used|invoked|made|run|performed|done|taken){_B}{_ONCE_ONLY}(?:{_B}(?:per|for|on){_B}"
     rf"(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?", re.I)
 _HEADING_WORDS = re.compile(r"[a-z]+", re.I)
 _SENTENCE_END = re.compile(r"[.!?\n]")
@@ -47,13 +50,11 @@ _DOING_IN_GENERAL = frozenset(("called", "used", "invoked", "made", "run", "perf
 # A tool's own description on the tool itself: "For a pending order, this function can only be called once" (tau2's
 # modify_pending_order_items), "For a delivered order, return or exchange can be only done once by the agent" (its
 # exchange_delivered_order_items: the action by its verbs, one of them a word of the tool's name), "Tickets can only
-# be reopened once" (reopen_ticket: the participle's); "once" said as "once only", not as a conjunction ("can only be
-# issued once the item is returned")
+# be reopened once" (reopen_ticket: the participle's); "once" said as "once only" (``_ONCE_ONLY``)
 DESCRIBED_ONCE = re.compile(
     rf"\b(?:(?:this|the|that){_B}(?:action|tool|function|operation|method|call|endpoint)"
     rf"|(?P<verbs>[a-z]+(?:{_JOINED}[a-z]+)*)){_B}(?:can|may|should|must){_B}(?:only{_B}be|be{_B}only){_B}"
-    rf"(?P<done>[a-z]+ed|done|made|run|taken){_B}once\b"
-    rf"(?![^\S\n]+(?!(?:per|for|on|by|in|within|during|and|or|but|so|after|if|unless)\b)[a-z])"
+    rf"(?P<done>[a-z]+ed|done|made|run|taken){_B}{_ONCE_ONLY}"
     rf"(?:{_B}(?:per|for|on){_B}(?:(?:an?|each|every|the|any){_B})?(?P<per>[a-z]+))?", re.I)
 # the verbs of checking a status: "check", "verify", "look up", "double-check", "confirm" (the user's yes as often: read
 # only with a thing's status or state after it, and no person in the sentence -- "confirm the details with the user

@@ -209,3 +209,13 @@ def test_a_tools_own_description_limits_it_once(policy, turns, tools):
 def test_a_description_limits_its_own_tool_on_one_thing_only(turns, description):
     assert _label("", ORDER, *turns, tools={"modify_pending_order_items": description,
                                             "modify_pending_order_address": "Modify the address."}).violations == []
+
+
+@pytest.mark.parametrize("policy", [
+    "Exchange or modify order tools can only be called once the order is pending.",
+    "### Modify items\nThis action can only be called once the order is pending.",
+    "An order can only be modified once a day."])
+def test_once_said_as_a_conjunction_or_a_frequency_is_no_once_limit(policy):
+    """"... can only be called once the order is pending" says when, not how often: until the twenty-third session it
+    limited the tools to one call per order (items modified twice on #W1 broke ``policy.once``)."""
+    assert _label(policy, ORDER, *_items("2"), *_items("3")).violations == []
