@@ -1750,6 +1750,21 @@ class PolicyViolationDetector:
         return [Signal(id=self.id, failure_class=F4, step=step, evidence=f"{first.rule}: {first.evidence}")]
 
 
+def after_a_write_went_through(view: TraceView, first: Signal) -> bool:
+    """Does ``first``, a failed run's first located signal, yield to ``F4.first_write``: a confirmation the policy
+    asks for, missing at a write made after the run's first write went through (its result no refusal:
+    ``_refused``)? The run is judged on the state its writes leave, and that state had already changed at the first
+    write; a later write done on the user's word without the explicit yes breaks the procedure but is not where the
+    outcome first diverged (tau-bench airline dev labels: the later unconfirmed write is a bag or flight change the
+    user had asked for). A first write that was refused changed nothing: the violation keeps its place there, as it
+    does at the first write itself. The labeller then takes the ``F4.first_write`` signal where it lies before
+    ``first``."""
+    if first.id != PolicyViolationDetector.id or not first.evidence.startswith("policy.confirmation:"):
+        return False
+    writes = write_calls(view)
+    return bool(writes) and writes[0].step < first.step and not _refused(view, writes[0])
+
+
 DIFF_PATH = re.compile(r"^diff --git a/(\S{1,300}) b/", re.M)
 
 
@@ -1863,6 +1878,9 @@ REFUSED_EDIT = re.compile(
     r"NOT executed|No replacement was performed|(?P<said>Error:|ERROR:))|[^\n]{0,200}have NOT been applied")
 
 
+_REFUSAL_OPENS = frozenset("[YNE")  # the first letters of REFUSED_EDIT's openings ("[Your", "No ...", "Error:")
+
+
 def _edits_in_place(c: ToolCall) -> bool:
     """A write that changes an existing file where it stands (``IN_PLACE_EDIT``: ``sed -i``, ``patch``, an editor's
     ``str_replace``, ...; or any editor tool replacing ``old_str`` / ``old_string``: Claude Code's ``Edit``). Once per
@@ -1895,7 +1913,15 @@ def _refused(view: TraceView, c: ToolCall) -> bool:
     is none: part of it may have run, and nor is its output starting with ``Error:`` / ``ERROR:``: pytest's "ERROR:
     file or directory not found", pip's "ERROR: ...", a script's "Error: ..." after a ``sed -i ... &&`` that ran)."""
     res = view.results.get(c.id)
-    m = REFUSED_EDIT.match(res[1][:400]) if res is not None else None
+    if res is None:
+        return False
+    head = res[1][:400]
+    # the regex only where it can match (~0.1 k instructions, not ~4 k: its "have NOT been applied" alternative tries
+    # each of the first 200 characters): it opens, past blanks, with one of its openings' first letters, or holds that
+    # phrase. Exact: ``\s`` and ``str.lstrip`` skip the same characters (``test_refused_edit.py`` compares the two)
+    if head.lstrip()[:1] not in _REFUSAL_OPENS and "have NOT been applied" not in head:
+        return False
+    m = REFUSED_EDIT.match(head)
     return m is not None and (m.group("said") is None or not is_shell(c.name))
 
 

@@ -7,7 +7,9 @@ what follows them; content is judged last) -- then by signal id, so labels never
 record order. The violation log (invariants.py) is read for failed runs only: a Healthy
 run's label carries none. Fallback signals (``FALLBACK_SIGNALS``: a poor delivery, the first commitment
 of a failed multi-agent run) say that a run failed, not where: one is first only when no
-located signal fired. With no signal at all: F4 if delivered, else F3 no_delivery (the
+located signal fired -- or where the first located one is a confirmation missing at a write made after the run's
+first write went through (``detectors.after_a_write_went_through``): the first write's signal, where it lies
+earlier, is first then. With no signal at all: F4 if delivered, else F3 no_delivery (the
 catalogue's own detectors already cover both, so this is a safety net).
 """
 
@@ -20,7 +22,15 @@ from typing import TypeVar
 from evoharness.diagnosis.catalogue import default_catalogue
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import Run, TraceView
-from evoharness.diagnosis.detectors import FALLBACK_SIGNALS, Detector, friction_occurrences, promises
+from evoharness.diagnosis.detectors import (
+    FALLBACK_SIGNALS,
+    Detector,
+    FirstWriteDetector,
+    PolicyViolationDetector,
+    after_a_write_went_through,
+    friction_occurrences,
+    promises,
+)
 from evoharness.diagnosis.fingerprint import labeller_fingerprint
 from evoharness.diagnosis.models import FailureClass, Label, Signal
 from evoharness.diagnosis.multiagent import responsible_agent
@@ -30,6 +40,7 @@ from evoharness.traces.models import Trajectory
 T = TypeVar("T")
 BATCH = 16  # runs labelled together by ``Labeller.labelled``: each detector over the batch, then the next
 
+_MAY_YIELD = PolicyViolationDetector.id  # the one located signal that may yield to F4.first_write (tested first: cheap)
 _TIE_ORDER = {FailureClass.E: 0, FailureClass.F2: 1, FailureClass.F3: 2, FailureClass.F1: 3, FailureClass.F4: 4}
 
 
@@ -103,6 +114,9 @@ class Labeller:
         located = [s for s in found if s.id not in FALLBACK_SIGNALS]
         if located:
             first = min(located, key=signal_order)
+            if first.id == _MAY_YIELD and after_a_write_went_through(view, first):  # the first write's signal, run now
+                found = [s for d in self._fallback[shape] if d.id == FirstWriteDetector.id for s in d.detect(view, cfg)]
+                first = _yielded_to(first, found)
             return first.failure_class, first
         for d in self._fallback[shape]:
             found.extend(d.detect(view, cfg))
@@ -124,6 +138,8 @@ class Labeller:
             return FailureClass.healthy, None, signals
         if signals:
             first = next((s for s in signals if s.id not in FALLBACK_SIGNALS), signals[0])
+            if first.id == _MAY_YIELD and after_a_write_went_through(view, first):
+                first = _yielded_to(first, signals)
             return first.failure_class, first, signals
         if traj.delivered and traj.score is None:  # no outcome and no signal: no verdict (a failure-only log's
             return FailureClass.unknown, None, signals  # delivery is F4.poor_delivery's: it fired above)
@@ -184,6 +200,12 @@ class Labeller:
             agent=_agent_at(traj, first),
             quote=_quote_at(traj, first),
         )
+
+
+def _yielded_to(first: Signal, signals: Iterable[Signal]) -> Signal:
+    """The ``F4.first_write`` signal among ``signals`` that lies before ``first`` (a policy violation that yields to
+    it: ``detectors.after_a_write_went_through``), else ``first``."""
+    return next((s for s in signals if s.id == FirstWriteDetector.id and s.step < first.step), first)
 
 
 def _agent_at(traj: Trajectory | Run, s: Signal | None) -> str | None:

@@ -168,3 +168,32 @@ def test_claude_codes_edit_tool_after_a_failed_edit(second, step):
 def test_change_words_of_a_hostile_edit_ends_and_reads_the_real_one(hostile):
     # "s/" and 40 backslashes took 2^40 steps: a backslash could be read as an escape or as a character
     assert "new_name" in change_words(hostile + "\nsed -i 's/old_name/new_name/' f.py")
+
+
+def test_the_refusal_gate_lets_through_every_result_the_regex_matches():
+    """``detectors._refused`` runs ``REFUSED_EDIT`` only on a result that opens, past blanks, with one of its openings'
+    first letters or holds "have NOT been applied": on random results built from the regex's own pieces, Unicode blanks
+    and noise, the gated answer is the regex's answer (a gate that skipped a blank the regex's ``\\s`` skips, or a
+    letter an opening starts with, would call a refused write one that went through)."""
+    import random
+
+    from evoharness.diagnosis.context import TraceView
+    from evoharness.diagnosis.detectors import REFUSED_EDIT, _refused
+
+    rng = random.Random(13)
+    pieces = ["Error: not enough seats", "ERROR:\nNo replacement", "No replacement was performed",
+              "[Your proposed edit has introduced new syntax error",
+              "Your bash command contained syntax errors and was NOT executed",
+              "Your changes have NOT been applied.", "have NOT been applied", "\n", " ", "\t", "\u00a0", "\u2003",
+              "\u3000", "\x1c", "\x85", "ok", "[", "Y", "N", "E", "e", "error:", '{"status": "ok"}', "x" * 150]
+    agree = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        b = TraceBuilder("t").user("Cancel ABC123.")
+        t = b.call("cancel_reservation", {"reservation_id": "ABC123"}, result=text).deliver("Done.").build(0.0)
+        view = TraceView.of(t)
+        [c] = view.calls
+        expected = REFUSED_EDIT.match(view.results[c.id][1][:400]) is not None
+        assert _refused(view, c) == expected, repr(text)
+        agree += expected
+    assert 300 < agree < 2700  # both answers were tried, often

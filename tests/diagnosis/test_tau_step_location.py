@@ -173,3 +173,39 @@ def test_a_restatement_that_names_what_the_accepted_reply_did_not_stays_the_prop
     b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]}, result="ok")
     lab = Labeller().label(b.deliver("Done.").build(0.0))
     assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 6)
+
+
+def _bags_after_a_change(*, change_result: str) -> TraceBuilder:
+    """A confirmed flight change (proposal at step 4, yes at 5, the write at 6), then bags the user asks for and the
+    agent adds without listing them for a yes (step 10): the policy's confirmation is missing at the second write."""
+    b = TraceBuilder("t").system(POLICY).user("Move my trip ABC123 to HAT100 on May 20, user id amy_1.")
+    b.call("get_reservation_details", {"reservation_id": "ABC123"}, result='{"reservation_id": "ABC123"}')
+    b.say("To confirm: change ABC123 to HAT100 on May 20 for $310. Shall I proceed?")  # step 4
+    b.user("Yes, please go ahead.")  # step 5
+    b.call("update_reservation_flights", {"reservation_id": "ABC123", "flights": ["HAT100"]},
+           result=change_result)  # step 6
+    b.say("Done: ABC123 is on HAT100.").user("Great! Could you also add 2 checked bags?")  # steps 8, 9
+    b.call("update_reservation_baggages", {"reservation_id": "ABC123", "total_baggages": 2},
+           result='{"reservation_id": "ABC123", "total_baggages": 2}')  # step 10
+    return b
+
+
+def test_a_missing_yes_at_a_later_write_yields_to_the_first_write_that_went_through():
+    """The state the run is judged on first changed at the confirmed flight change; the bags added later on the user's
+    word without the listed yes break the procedure, not the outcome's first divergence (tau-bench airline 14:1's dev
+    label is the proposal of the first write; the violation at the bag write was the first signal before)."""
+    t = _bags_after_a_change(change_result='{"reservation_id": "ABC123", "flights": ["HAT100"]}')
+    lab = Labeller().label(t.deliver("Two bags are added.").build(0.0))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.first_write", 4)
+    assert ("F4.policy_violation", 10) in [(s.id, s.step) for s in lab.signals]  # still a signal, and in the log
+    assert [(v.rule, v.step) for v in lab.violations] == [("policy.confirmation", 10)]
+    assert Labeller().first_signal(t.deliver("Two bags are added.").build(0.0))[1] == lab.first_signal
+
+
+def test_a_missing_yes_after_a_refused_first_write_keeps_its_place():
+    """A first write the tool refused changed nothing: the later write without a yes is where the state first changed,
+    and the violation stays first there."""
+    t = _bags_after_a_change(change_result="Error: not enough seats on flight HAT100").deliver("Bags added.").build(0.0)
+    lab = Labeller().label(t)
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F4.policy_violation", 10)
+    assert Labeller().first_signal(t)[1] == lab.first_signal
