@@ -54,6 +54,63 @@ def _tool_errors(tools) -> tuple[list[str], set[str]]:
     return errs, names
 
 
+def _surely_valid(messages: list, declared: set[str], check_arguments: bool) -> bool:
+    """True only when ``openai_errors``' pass over ``messages`` would find nothing: the same rules, checked stricter
+    and cheaper (exact ``dict`` / ``list`` / ``str`` types, a missing key or any other surprise is False), with no
+    error text made. False sends the record through that pass, which says what is wrong (or finds nothing: a str
+    subclass, say). The exporter checks every record it writes: this is ~2x cheaper on a valid one."""
+    seen_ids: set[str] = set()
+    pending: set[str] = set()
+    seen_other = False
+    try:
+        for m in messages:
+            if type(m) is not dict:
+                return False
+            role = m["role"]
+            if role == "tool":
+                cid = m["tool_call_id"]
+                if type(cid) is not str or cid not in pending or type(m["content"]) is not str:
+                    return False
+                pending.remove(cid)
+                seen_other = True
+                continue
+            if pending:
+                return False
+            content = m["content"]
+            if role == "assistant":
+                seen_other = True
+                calls = m.get("tool_calls")
+                if calls is None:
+                    if type(content) is not str or not content or content.isspace():
+                        return False
+                    continue
+                if type(calls) is not list or not calls or (content is not None and type(content) is not str):
+                    return False
+                for c in calls:
+                    cid, fn = c["id"], c["function"]
+                    if (type(cid) is not str or not cid or cid in seen_ids or type(fn) is not dict
+                            or c["type"] != "function"):
+                        return False
+                    seen_ids.add(cid)
+                    pending.add(cid)
+                    name, args = fn["name"], fn["arguments"]
+                    if type(name) is not str or name not in declared or type(args) is not str:
+                        return False
+                    if check_arguments and type(json.loads(args)) is not dict:
+                        return False
+                continue
+            if role == "user":
+                seen_other = True
+            elif role != "system" or seen_other:
+                return False
+            if type(content) is not str or not content or content.isspace():
+                return False
+    except (KeyError, TypeError, ValueError, RecursionError):  # a missing key, a call that is no dict, bad JSON
+        return False
+    last = messages[-1]
+    return not pending and last["role"] == "assistant" and not last.get("tool_calls")
+
+
 def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
     """Every problem of one record. ``check_arguments=False`` skips parsing each call's
     ``arguments`` (for records whose arguments the exporter itself parsed as JSON objects)."""
@@ -68,6 +125,8 @@ def openai_errors(record, *, check_arguments: bool = True) -> list[str]:
     messages = record.get("messages")
     if not isinstance(messages, list) or not messages:
         return errs + ["messages: missing or empty"]
+    if _surely_valid(messages, declared, check_arguments):  # the messages hold none of the problems below
+        return errs
     seen_ids: set[str] = set()
     pending: set[str] = set()
     seen_other = False
