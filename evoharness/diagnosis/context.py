@@ -7,7 +7,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from evoharness.traces.models import ToolCallRecord, Trajectory, parse_arguments
+from evoharness.traces.models import (
+    ToolCallRecord,
+    Trajectory,
+    keep_tool_calls,
+    kept_tool_calls,
+    message_tool_calls,
+    parse_arguments,
+)
 
 FAILED_JSON_CHARS = 100_000  # a result is read as a JSON error object this far (a longer one is none)
 
@@ -189,7 +196,15 @@ class TraceView:
         self.results: dict[str, tuple[int, str]] = {}  # call id -> (step, content)
         roles, texts, assistant, user, tool, results = self.roles, self.texts, self.assistant_steps, \
             self.user_steps, self.tool_steps, self.results
-        for i, m in enumerate(self.traj.messages):
+        # the tool calls parsed in this same walk (``message_tool_calls``, the trajectory's own parse) and kept on the
+        # trajectory, unless it has parsed them already (export reads them there): one walk of the messages, not two
+        messages = self.traj.messages
+        records = kept_tool_calls(traj, messages)
+        parsed = records is not None
+        if records is None:
+            records = []
+        keep = records.append
+        for i, m in enumerate(messages):
             role = m.get("role")
             content = m.get("content")
             roles.append(role)
@@ -197,13 +212,16 @@ class TraceView:
             texts.append(text)
             if role == "assistant":
                 assistant.append(i)
+                if not parsed and (made := m.get("tool_calls")):
+                    message_tool_calls(i, made, keep)
             elif role == "tool":
                 tool.append(i)
                 results[str(m.get("tool_call_id"))] = (i, text if text is content else str(content))
             elif role == "user":
                 user.append(i)
-        # arguments parsed once, kept on the trajectory
-        self.calls: list[ToolCall] = list(map(ToolCall, traj.tool_calls()))
+        if not parsed:
+            keep_tool_calls(traj, messages, records)
+        self.calls: list[ToolCall] = list(map(ToolCall, records))  # arguments parsed once, kept on the trajectory
         calls = self.calls
         if len(calls) > 1 and len({c.id for c in calls}) < len(calls):  # (a C set: the common case pays only this)
             self._per_occurrence()

@@ -17,6 +17,7 @@ Conventions every layer relies on:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
 from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, NamedTuple
@@ -152,6 +153,31 @@ _GET, _object_setattr = object.__getattribute__, object.__setattr__
 _new_record = tuple.__new__
 
 
+def message_tool_calls(step: int, calls: Any, append: Callable[[ToolCallRecord], object]) -> None:
+    """``append`` the record of each tool call of the assistant message at ``step``, whose (truthy) ``tool_calls``
+    value is ``calls``: ``Trajectory.tool_calls()``' parse of one message, for it and for a reader that walks the
+    messages itself (``keep_tool_calls``). Calls that are not objects are skipped; a ``function`` that is
+    not an object reads as one with no name and no arguments."""
+    for j, tc in enumerate(calls if isinstance(calls, list) else ()):  # a hostile trace: any JSON
+        if not isinstance(tc, dict):
+            continue
+        fn = tc.get("function")
+        if not isinstance(fn, dict):
+            fn = {}
+        raw = fn.get("arguments", "")
+        if type(raw) is str:  # ``parse_arguments`` and ``loads`` written out (two Python calls less a call)
+            try:
+                args, end = _SCAN(raw, _SPACE(raw, 0).end() if raw[:1] in " \t\n\r" else 0)
+                ok = end == len(raw) or _SPACE(raw, end).end() == len(raw)
+                if not ok:
+                    args = None  # extra data after the value
+            except (StopIteration, RecursionError, ValueError):
+                args, ok = None, False
+        else:
+            args, ok = parse_arguments(raw)
+        append(_new_record(ToolCallRecord, (step, j, tc.get("id"), fn.get("name", ""), raw, args, ok)))
+
+
 class _CallCache:
     """``Trajectory.tool_calls()``'s parse and the messages list it was read from. A new ``messages`` list, or one
     that grew or shrank, is parsed again."""
@@ -162,6 +188,33 @@ class _CallCache:
         self.messages: list | None = None
         self.n = -1
         self.calls: list[ToolCallRecord] = []
+
+
+def _call_cache(traj: Trajectory) -> _CallCache:
+    """The slot ``_call_memo`` of ``traj``, made at the first read (read from the slot directly: an attribute pydantic
+    does not find goes through its ``__getattr__``, ~17k interpreter instructions)."""
+    try:
+        return _GET(traj, "_call_memo")
+    except AttributeError:  # not read yet (a new trajectory, or a copy of one: its copy parses again)
+        cache = _CallCache()
+        _object_setattr(traj, "_call_memo", cache)
+        return cache
+
+
+def kept_tool_calls(traj: Trajectory, messages: list[dict[str, Any]]) -> list[ToolCallRecord] | None:
+    """``traj.tool_calls()`` where it has parsed ``messages`` (``traj.messages``) as they are now, else None. With
+    ``keep_tool_calls``, for a reader that walks the messages anyway and parses the calls in that walk
+    (``message_tool_calls``: the diagnosis view), so that they are walked once, not twice. Functions, not methods:
+    they read nothing through the model's attributes."""
+    cache = _call_cache(traj)
+    return cache.calls if cache.messages is messages and cache.n == len(messages) else None
+
+
+def keep_tool_calls(traj: Trajectory, messages: list[dict[str, Any]], calls: list[ToolCallRecord]) -> None:
+    """Keep ``calls`` as ``traj.tool_calls()``' answer for ``messages`` (``traj.messages``) as they are now. ``calls``
+    must be what ``tool_calls()`` would give (``message_tool_calls`` of each assistant message with calls)."""
+    cache = _call_cache(traj)
+    cache.messages, cache.n, cache.calls = messages, len(messages), calls
 
 
 class Trajectory(BaseModel):
@@ -239,54 +292,26 @@ class Trajectory(BaseModel):
     def scored(self) -> bool:
         return self.score is not None
 
-    def _call_cache(self) -> _CallCache:
-        """The slot ``_call_memo``, made at the first read (read from the slot directly: an attribute pydantic does
-        not find goes through its ``__getattr__``, ~17k interpreter instructions)."""
-        try:
-            return _GET(self, "_call_memo")
-        except AttributeError:  # not read yet (a new trajectory, or a copy of one: its copy parses again)
-            cache = _CallCache()
-            _object_setattr(self, "_call_memo", cache)
-            return cache
-
     def tool_calls(self) -> list[ToolCallRecord]:
         """Every tool call of every assistant message, in order, arguments parsed once (cached).
 
         Calls that are not objects are skipped; a ``function`` that is not an object reads as
         one with no name and no arguments.
         """
-        cache = self._call_cache()
+        cache = _call_cache(self)
         if cache.messages is not self.messages or cache.n != len(self.messages):
             out: list[ToolCallRecord] = []
             append = out.append
             for i, m in enumerate(self.messages):
                 calls = m.get("tool_calls")
-                if not calls or m.get("role") != "assistant":
-                    continue
-                for j, tc in enumerate(calls if isinstance(calls, list) else ()):  # a hostile trace: any JSON
-                    if not isinstance(tc, dict):
-                        continue
-                    fn = tc.get("function")
-                    if not isinstance(fn, dict):
-                        fn = {}
-                    raw = fn.get("arguments", "")
-                    if type(raw) is str:  # ``parse_arguments`` and ``loads`` written out (two Python calls less a call)
-                        try:
-                            args, end = _SCAN(raw, _SPACE(raw, 0).end() if raw[:1] in " \t\n\r" else 0)
-                            ok = end == len(raw) or _SPACE(raw, end).end() == len(raw)
-                            if not ok:
-                                args = None  # extra data after the value
-                        except (StopIteration, RecursionError, ValueError):
-                            args, ok = None, False
-                    else:
-                        args, ok = parse_arguments(raw)
-                    append(_new_record(ToolCallRecord, (i, j, tc.get("id"), fn.get("name", ""), raw, args, ok)))
+                if calls and m.get("role") == "assistant":
+                    message_tool_calls(i, calls, append)
             cache.messages, cache.n, cache.calls = self.messages, len(self.messages), out
         return cache.calls
 
     def tool_calls_parsed(self) -> bool:
         """Whether ``tool_calls()`` has parsed this trajectory's calls already (and would not parse them again)."""
-        cache = self._call_cache()
+        cache = _call_cache(self)
         return cache.messages is self.messages and cache.n == len(self.messages)
 
     def assistant_steps(self) -> list[int]:
