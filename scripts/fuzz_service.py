@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=DefaultsHelp)
     ap.add_argument("--budget", type=float, default=60.0, help="seconds of fuzzing (the workspace's build not counted)")
     ap.add_argument("-n", type=int, default=None, help="stop after this many cases (default: the budget decides)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the random seed: one seed, the same cases")
     ap.add_argument("--path", action="append", help="fuzz only this endpoint (repeatable; e.g. /datasets/export)")
     ap.add_argument("--slow", type=float, default=SLOW_S, help="seconds a request may take before the service "
                     "counts as wedged")
@@ -434,4 +434,7 @@ def fuzz(service: Service, eps: list[Endpoint], records, rng: random.Random, arg
 
 
 if __name__ == "__main__":
+    from evoharness.benchrepeat import same_checkout
+
+    same_checkout(__file__)
     sys.exit(main())
