@@ -230,27 +230,39 @@ class TraceView:
         """Where the model reused a call id: each call after the first with its id gets the occurrence's number
         ("X#2", "X#3"; one more "#" where that is some call's own id), and ``results`` pairs each call with the first
         tool message after it naming its id that no earlier call took; a tool message no call waits for keeps its
-        id as the key, as before (the later one, where two answer one call)."""
+        id as the key, as before (the later one, where two answer one call). Only the tool messages under a reused id
+        or under an occurrence's key are paired again: a message under any other id keeps the walk's pairing (one
+        call at most waits for that id, so every message under it goes under the id, the last one staying) and is
+        answered by its own id (``answered``'s fall-back), and no key it writes is one of those paired again."""
         calls, msgs, results = self.calls, self.traj.messages, self.results
         taken = {c.call_id for c in calls}
         seen: dict[str, int] = {}
+        reused: set[str] = set()
+        again: set[str] = set()  # the ids whose tool messages are paired again: the reused ones and the new keys
         for c in calls:
             n = seen[c.call_id] = seen.get(c.call_id, 0) + 1
             if n > 1:
+                reused.add(c.call_id)
                 key = f"{c.call_id}#{n}"
                 while key in taken:
                     key += "#"
                 taken.add(key)
+                again.add(key)
                 c.id = key
-        results.clear()
+        again |= reused
+        for raw in again:
+            results.pop(raw, None)
+        mine = [c for c in calls if c.call_id in reused]
         answered: dict[int, str] = {}
         waiting: dict[str, list[str]] = {}
         k = 0
         for i in self.tool_steps:
-            while k < len(calls) and calls[k].step < i:
-                waiting.setdefault(calls[k].call_id, []).append(calls[k].id)
-                k += 1
             raw = str(msgs[i].get("tool_call_id"))
+            if raw not in again:
+                continue
+            while k < len(mine) and mine[k].step < i:
+                waiting.setdefault(mine[k].call_id, []).append(mine[k].id)
+                k += 1
             queue = waiting.get(raw)
             key = queue.pop(0) if queue else raw
             content = msgs[i].get("content")

@@ -74,3 +74,60 @@ def test_the_view_reads_the_calls_a_trajectory_has_parsed_already():
         view = TraceView(traj)
         assert traj.tool_calls() is records  # not parsed again
         assert [c._record for c in view.calls] == records
+
+
+def _per_occurrence_before(view: TraceView) -> None:
+    """``TraceView._per_occurrence`` as it was before the lead's cut (every tool message paired again): the
+    reference the cut must equal."""
+    calls, msgs, results = view.calls, view.traj.messages, view.results
+    taken = {c.call_id for c in calls}
+    seen: dict[str, int] = {}
+    for c in calls:
+        n = seen[c.call_id] = seen.get(c.call_id, 0) + 1
+        if n > 1:
+            key = f"{c.call_id}#{n}"
+            while key in taken:
+                key += "#"
+            taken.add(key)
+            c.id = key
+    results.clear()
+    answered: dict[int, str] = {}
+    waiting: dict[str, list[str]] = {}
+    k = 0
+    for i in view.tool_steps:
+        while k < len(calls) and calls[k].step < i:
+            waiting.setdefault(calls[k].call_id, []).append(calls[k].id)
+            k += 1
+        raw = str(msgs[i].get("tool_call_id"))
+        queue = waiting.get(raw)
+        key = queue.pop(0) if queue else raw
+        content = msgs[i].get("content")
+        results[key] = (i, content if isinstance(content, str) else str(content))
+        answered[i] = key
+    view.__dict__["_answered"] = answered
+
+
+def test_a_reused_id_is_paired_again_as_when_every_tool_message_was(monkeypatch):
+    """Only the tool messages under a reused id or an occurrence's key are paired again now: the keys, the results
+    and each tool message's answer must be those of pairing every message again, ids like "call_1#2" included."""
+    ids = ["call_1", "call_1", "call_2", "call_1#2", "call_1#2#", "call_2#2", None, ""]
+    rnd = random.Random(31)
+    reused = 0
+    for n in range(3_000):
+        messages: list[dict] = [{"role": "system", "content": "policy"}]
+        for _ in range(rnd.randint(1, 14)):
+            if rnd.random() < 0.5:
+                calls = [{"type": "function", "id": rnd.choice(ids), "function": {"name": "f", "arguments": "{}"}}
+                         for _ in range(rnd.randint(1, 3))]
+                messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+            else:
+                messages.append({"role": "tool", "tool_call_id": rnd.choice(ids), "content": rnd.choice(["ok", 3])})
+        now = TraceView(Trajectory(id=f"t{n}", task_id="x", messages=messages))
+        with monkeypatch.context() as m:
+            m.setattr(TraceView, "_per_occurrence", _per_occurrence_before)
+            before = TraceView(Trajectory(id=f"t{n}", task_id="x", messages=messages))
+        assert [c.id for c in now.calls] == [c.id for c in before.calls]
+        assert now.results == before.results
+        assert [now.answered(i) for i in now.tool_steps] == [before.answered(i) for i in before.tool_steps]
+        reused += len({c.call_id for c in now.calls}) < len(now.calls)
+    assert reused > 1_000  # (most cases reuse an id)
