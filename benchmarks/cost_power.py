@@ -1,7 +1,8 @@
 """Power of the cost verdict's test (the exact sign-flip test of paired step savings) against how many seeds it
 spends on the targeted tasks: fixed designs, and a sequential one that adds seeds until the test decides.
 
-Usage: python benchmarks/cost_power.py [--trials N] [--tasks T] [--alpha A] [--coupling C] [--seed S] [--json]
+Usage: python benchmarks/cost_power.py [--trials N] [--tasks T] [--alpha A] [--coupling C] [--seed S] [--verdict]
+    [--control K] [--json]
 
 A world per trial, as `tests/verification/test_verification_cost.py` draws them: T targeted tasks, each with a
 baseline of 3-7 steps; each rollout adds -1/0/0/+1/+2 steps of noise. A candidate and its baseline on the same seed

@@ -219,16 +219,6 @@ class Service:
 # ---------------------------------------------------------------- making a case
 
 
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, (*prefix, i))
-
-
 def working_body(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]], n: int) -> Any:
     if ep.model is None:
         picked = copy.deepcopy(rng.sample(records, rng.randint(1, 3)))
@@ -256,6 +246,11 @@ def make_case(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]], n
     if rng.random() < WORKING_SHARE or not body:
         case.body = json.dumps(body).encode()
         return case
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)  # fuzz_importers, beside this script
+    from fuzz_importers import _paths  # every path into a JSON value, as the importer fuzz walks a record
+
     holes: dict[str, str] = {}
     for k in range(rng.randint(1, 2)):
         paths = [p for p in _paths(body) if p]

@@ -160,7 +160,7 @@ def test_export_goes_on_after_a_record_whose_render_hits_a_limit(tmp_path):
     assert systems[1].startswith('{% if "bomb" in task %}')  # the raw template: the fallback
     assert systems[2:] == ["Rendered for: third task", "Rendered for: fourth task"]
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "1 records fell back" in card and "1 renders hit the render process's" in card
+    assert "1 record fell back" in card and "1 render hit the render process's" in card
 
 
 def test_an_oversized_harness_file_is_one_error_line_before_it_is_read(tmp_path, capsys):
