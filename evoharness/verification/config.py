@@ -169,7 +169,6 @@ class VerificationSettings(BaseModel):
         "(default: <home>/rollout-cache.sqlite)"
     )
 
-
     @field_validator("strategy")
     @classmethod
     def _strategy(cls, v: str) -> str:

@@ -179,8 +179,7 @@ def _select(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, strat
 def focus_looks(looks: list[int], targeted: int, focus: int) -> list[int]:
     """Seeds per focus task after each look: the first look's, then what the later looks would have added on
     all ``targeted`` tasks, shared by the ``focus`` tasks (rounded up; at most a round's `SEEDS_PER_ROUND`)."""
-    more = [min(SEEDS_PER_ROUND, looks[0] + -(-(n - looks[0]) * targeted // focus)) for n in looks]
-    return more
+    return [min(SEEDS_PER_ROUND, looks[0] + -(-(n - looks[0]) * targeted // focus)) for n in looks]
 
 
 def predicted_effect(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, sel: Selection) -> float:
