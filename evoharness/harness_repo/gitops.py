@@ -240,6 +240,8 @@ def refused_repository(path: Path) -> str | None:
 
 
 def damaged_repository_because(why: str) -> str:
+    """``a damaged git repository: WHY``: the one place these words are made (``damaged_repository`` and
+    ``refused_repository`` say them with the reason each finds)."""
     return f"a damaged git repository: {why}"
 
 
@@ -269,6 +271,9 @@ def unreadable_ref(repo: git.Repo, ref: str) -> str | None:
 
 
 def unreadable_commit(ref: str, sha: str, why: str) -> str:
+    """``REF names commit SHA, which cannot be read (WHY): a damaged or partly copied repository``: the words
+    ``HarnessRepo`` (a branch whose commit git cannot give) and ``unreadable_ref`` (rollout's ``CheckoutCache``) say
+    alike; ``why`` is ``damaged_object``'s reason or what the object is instead of a commit."""
     return f"{ref} names commit {sha[:10]}, which cannot be read ({why}): a damaged or partly copied repository"
 
 
