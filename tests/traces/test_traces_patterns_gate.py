@@ -57,7 +57,7 @@ def test_the_who_and_when_final_answer_is_the_regexs_also_where_the_gate_skips_i
     from evoharness.traces.importers.who_when import FINAL, convert
 
     pieces = ["FINAL ANSWER: 7", "final answer:  Paris", "F\u0130NAL ANSWER: x", "FINAL AN\u017fWER: y", "FINAL ANSWER",
-              "answer: 3", "é", "\n", "done", "TERMINATE"]
+              "Final Answer: z", "answer: 3", "ERROR: 4", ":", "a:b", "é", "\n", "done", "TERMINATE"]
     rnd = random.Random(13)
     from_regex = 0
     for _ in range(3_000):
