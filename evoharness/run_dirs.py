@@ -121,6 +121,30 @@ def demo_run(path: Path, spec: str) -> Path:
     raise InputError(spec, "not a run directory (no settings.json, summary.json or state/runs/run-*)")
 
 
+def run_trajectories(path: Path, spec: str) -> Path:
+    """The ``trajectories.jsonl`` of the run a run directory or demo output directory ``path`` holds (``spec``: how
+    the user named it, for errors): its own, else (a demo directory) that of the run ``demo_run`` finds. A run that
+    has written none yet is one ``InputError``. The one place this is decided: `export-otel`, `dataset export -t`,
+    ``JsonlSource`` and the trace scan of `import` / `diagnose` / `label` read a run's trajectories through it."""
+    if (path / "trajectories.jsonl").is_file():
+        return path / "trajectories.jsonl"
+    run = path if (path / "settings.json").is_file() else demo_run(path, spec)
+    if not (run / "trajectories.jsonl").is_file():
+        raise InputError(str(run) if run != path else spec, "a run that has written no trajectories yet (no "
+                         "trajectories.jsonl): try again once its first rollouts are done")
+    return run / "trajectories.jsonl"
+
+
+def trajectory_file(path: Path, spec: str) -> Path:
+    """What a dataset command reads as the trajectory file ``path``: a run or demo directory's run's
+    ``trajectories.jsonl`` (``run_trajectories``; a directory that holds a ``trajectories.jsonl`` is read as a run's,
+    as `import --out DIR` writes one), anything else ``path`` itself, for the reader to take or refuse."""
+    if path.is_dir() and ((path / "trajectories.jsonl").is_file() or (path / "settings.json").is_file()
+                          or (path / "state" / "runs").is_dir()):
+        return run_trajectories(path, spec)
+    return path
+
+
 def read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())

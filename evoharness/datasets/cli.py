@@ -27,23 +27,15 @@ def _require_records(path: Path, what: str) -> None:
 
 def _trajectory_file(home: Path, text: str) -> Path:
     """The trajectory file ``--trajectories`` names. A run id under ``<home>/runs``, a run directory or a demo
-    directory is its run's ``trajectories.jsonl`` (``run_dirs.run_or_path`` and ``demo_run``, as `diagnose` and
-    `export-otel` read one; a bare name that is both a run and a file here is one error asking for a path); anything
-    else is the path as given, for ``JsonlSource`` to read or refuse. Until the twenty-third session a run id was
-    'trajectory file not found' and a run directory 'is a directory, not a trajectory file'."""
-    from evoharness.run_dirs import demo_run, run_or_path
+    directory is its run's ``trajectories.jsonl`` (``run_dirs.run_or_path``, then ``run_dirs.trajectory_file``, as
+    ``JsonlSource`` reads a directory and `diagnose` and `export-otel` read one; a bare name that is both a run and a
+    file here is one error asking for a path); anything else is the path as given, for ``JsonlSource`` to read or
+    refuse. Until the twenty-third session a run id was 'trajectory file not found' and a run directory 'is a
+    directory, not a trajectory file'."""
+    from evoharness.run_dirs import run_or_path, trajectory_file
 
     read = run_or_path(home, text)
-    if not read.is_dir() or (read / "trajectories.jsonl").is_file():
-        return read / "trajectories.jsonl" if read.is_dir() else read
-    if (read / "settings.json").is_file():
-        raise InputError(text, "a run that has written no trajectories yet (no trajectories.jsonl)")
-    if not (read / "state" / "runs").is_dir():
-        return read  # a directory that is no run: JsonlSource says so
-    run = demo_run(read, text)
-    if not (run / "trajectories.jsonl").is_file():
-        raise InputError(str(run), "a run that has written no trajectories yet (no trajectories.jsonl)")
-    return run / "trajectories.jsonl"
+    return trajectory_file(read, text)
 
 
 def _queue(ctx: typer.Context, url: str | None, *, create: bool = True):
@@ -98,7 +90,8 @@ def status(
 @dataset_app.command("enqueue")
 def enqueue(
     ctx: typer.Context,
-    trajectories: Annotated[Path, typer.Argument(help="canonical trajectory JSONL")],
+    trajectories: Annotated[Path, typer.Argument(
+        help="canonical trajectory JSONL, or a run or demo directory (its run's trajectories.jsonl)")],
     run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from (default: none)")]
     = None,
     round_: Annotated[int | None, typer.Option("--round", help="round of that run, 0 to 10,000 (default: none)")]
@@ -119,8 +112,8 @@ def enqueue(
     settings = settings_of(ctx)
     check_url(url or settings.datasets.url or default_url(settings.home))  # before any input is read
     check_reachable(url or settings.datasets.url or default_url(settings.home))  # a Postgres server: connect
-    source = JsonlSource(trajectories)
-    _require_records(trajectories, "trajectories to enqueue")
+    source = JsonlSource(trajectories)  # a run or demo directory: its run's trajectories.jsonl
+    _require_records(source.path, "trajectories to enqueue")
     labeller = Labeller(settings_of(ctx).diagnosis)
     q = None  # opened at the first content failure (or at the end): a file that fails before creates no queue
     added = seen = content = 0
@@ -135,7 +128,8 @@ def enqueue(
         added += q.enqueue(t, label, run_id=run_id, round=round_, labeller_fingerprint=labeller.fingerprint)
     if q is None:
         q = _queue(ctx, url)
-    typer.echo(f"{seen} trajectories, {content} content failures, {added} newly queued ({len(q)} in queue)")
+    typer.echo(f"{counted(seen, 'trajectory', 'trajectories')}, {counted(content, 'content failure')}, {added} newly "
+               f"queued ({len(q)} in queue)")
 
 
 def _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls=False, max_tokens=None):

@@ -116,7 +116,11 @@ class JsonlSource:
     noted with its line (``KeptLine.label``), for the export to reuse under ``reusable``'s checks."""
 
     def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
+        from evoharness.run_dirs import trajectory_file
+
+        # a run or demo directory is its run's trajectories.jsonl, as `dataset export -t DIR` reads it (until
+        # 2026-12-07 the API said 'is a directory, not a trajectory file' of a directory the CLI read)
+        self.path = trajectory_file(Path(path), str(path))
         if not self.path.is_file():  # a directory, FIFO or device said "not found" too
             raise InputError(str(self.path), _not_a_file(self.path, "trajectory file"))
         beside = self.path.with_name(LABELS_NAME)

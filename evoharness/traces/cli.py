@@ -136,15 +136,10 @@ def export_otel(
 
 def _run_dir(source: Path) -> Path:
     """The run directory ``source`` names: itself (it holds trajectories.jsonl), or a demo directory's run
-    (``run_dirs.demo_run``, as `diagnose` and `report` read one)."""
-    from evoharness.run_dirs import demo_run
+    (``run_dirs.run_trajectories``, as `diagnose` and `dataset export` read one)."""
+    from evoharness.run_dirs import run_trajectories
 
-    if (source / "trajectories.jsonl").is_file():
-        return source
-    run = demo_run(source, str(source))
-    if not (run / "trajectories.jsonl").is_file():
-        raise InputError(str(run), "a run that has written no trajectories yet (no trajectories.jsonl)")
-    return run
+    return run_trajectories(source, str(source)).parent
 
 
 def register(app: typer.Typer) -> None:

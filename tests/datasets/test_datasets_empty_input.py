@@ -101,7 +101,7 @@ def test_enqueue_of_only_healthy_runs_still_creates_the_queue_it_names(tmp_path,
     write_trajectories(path, [make_traj("a", score=1.0)])
     url = f"sqlite:///{tmp_path / 'queue.db'}"
     assert main(["dataset", "enqueue", str(path), "--url", url]) == 0
-    assert capsys.readouterr().out == "1 trajectories, 0 content failures, 0 newly queued (0 in queue)\n"
+    assert capsys.readouterr().out == "1 trajectory, 0 content failures, 0 newly queued (0 in queue)\n"
     assert (tmp_path / "queue.db").exists()
 
 

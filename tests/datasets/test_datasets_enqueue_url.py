@@ -65,5 +65,5 @@ def test_a_good_url_still_labels_and_queues(tmp_path, labelled, capsys):
     write_trajectories(path, [make_traj("healthy", score=1.0), make_traj("content", score=0.0)])
     url = f"sqlite:///{tmp_path / 'new' / 'queue.db'}"  # a directory still to create is fine
     assert main(["dataset", "enqueue", str(path), "--url", url]) == 0
-    assert capsys.readouterr().out == "2 trajectories, 1 content failures, 1 newly queued (1 in queue)\n"
+    assert capsys.readouterr().out == "2 trajectories, 1 content failure, 1 newly queued (1 in queue)\n"
     assert labelled == ["healthy", "content"] and (tmp_path / "new" / "queue.db").is_file()

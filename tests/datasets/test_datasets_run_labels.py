@@ -138,3 +138,19 @@ def test_a_run_id_or_its_directory_as_trajectories_exports_the_runs_file(shared_
     assert capsys.readouterr().err.splitlines() == [f"error: {said.value}"]
     assert "run-abc" in str(said.value) and str(home / "runs") in str(said.value)
     assert not (tmp_path / "cwd" / "nope").exists()
+
+
+def test_the_python_api_reads_a_run_directory_as_the_cli_does(shared_data, tmp_path):
+    """``JsonlSource(RUN_DIR)`` said 'is a directory, not a trajectory file' after `dataset export -t RUN_DIR` read the
+    run's trajectories.jsonl (2026-12-07, the review helper): both go through ``run_dirs.trajectory_file`` now, the
+    labels beside it offered as for the file; a directory that holds no run is refused as before."""
+    from evoharness.errors import InputError
+
+    store = _run_store(shared_data, tmp_path / "run-abc")
+    (store.path.parent / "settings.json").write_text("{}")
+    source = JsonlSource(store.path.parent)
+    assert source.path == store.path and source.labels_beside == store.labels_path
+    assert [t.id for t in source] == [t.id for t in JsonlSource(store.path)]
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(InputError, match="is a directory, not a trajectory file"):
+        JsonlSource(tmp_path / "plain")

@@ -65,6 +65,24 @@ def test_a_run_with_no_trajectories_yet_is_said_as_such(tmp_path, capsys, monkey
     assert "evidence.jsonl: empty file" in capsys.readouterr().err  # its files read as traces, as before
 
 
+def test_every_command_that_takes_a_run_says_a_run_with_no_trajectories_is_one(tmp_path, capsys, monkeypatch):
+    """`export-otel RUN_DIR` of a run that has rolled nothing out said 'not a run directory (no settings.json, ...)'
+    of a directory holding settings.json, where `dataset export -t` said what it is (2026-12-07, the review helper):
+    the three commands and the scan decide it in one place now (``run_dirs.run_trajectories``), in the same words."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVOHARNESS_HOME", ".evoharness")
+    _just_started_run(tmp_path / ".evoharness" / "runs" / "first")
+    for argv in (["export-otel", ".evoharness/runs/first", "--out", "spans.jsonl"],
+                 ["export-otel", "first", "--out", "spans.jsonl"],
+                 ["dataset", "export", "-t", "first", "--source", "all", "--out", "sft"],
+                 ["diagnose", "first"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "a run that has written no trajectories yet (no trajectories.jsonl): try " \
+            "again once its first rollouts are done" in err, (argv, err)
+    assert not (tmp_path / "spans.jsonl").exists() and not (tmp_path / "sft").exists()
+
+
 def test_a_scan_over_a_run_not_yet_rolled_out_reads_the_others(tmp_path, capsys):
     settings, outcome = finished_run(tmp_path / "home")
     runs = outcome.run_dir.parent

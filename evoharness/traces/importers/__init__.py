@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import NOT_A_REGULAR_FILE, InputError, missing_reason
-from evoharness.run_dirs import demo_run
+from evoharness.run_dirs import run_trajectories
 from evoharness.traces.importers import (
     ag2,
     agentrx,
@@ -237,13 +237,7 @@ def _demo_run_trajectories(d: Path) -> Path | None:
     summary.json names, the latest, under ``d`` itself; `report` and `export-otel` read that one), None when ``d``
     is no demo directory. A demo directory whose run cannot be told, or whose run has no trajectories yet, is an
     ``InputError``: its runs read together would be a mixture no other command reads."""
-    if not _demo_directory(d):
-        return None
-    run = demo_run(d, str(d))
-    if not (run / "trajectories.jsonl").is_file():
-        raise InputError(str(run), "a run that has written no trajectories yet (no trajectories.jsonl): "
-                                   "try again once its first rollouts are done")
-    return run / "trajectories.jsonl"
+    return run_trajectories(d, str(d)) if _demo_directory(d) else None
 
 
 def _run_record(f: Path) -> bool:
