@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evoharness.cli_support import counted
+
 from .env_tools import MAX_ENVS
 from .export_formats import EXPORT_FORMATS
 from .models import ExportSummary
-
-
-def _counted(n: int, noun: str) -> str:
-    """``n`` and the noun it counts, "1 record" / "2 records" (as the CLI's ``cli_support.counted``, without
-    importing the CLI's modules into the card)."""
-    return f"{n:,} {noun if n == 1 else noun + 's'}"
-
 
 _PLACEBO_NOTE = (
     "**This is a placebo control set.** Every record keeps its system prompt and user turns, but its "
@@ -123,9 +118,9 @@ def render_card(s: ExportSummary) -> str:
         f"- **Files:** {', '.join(f'`{x}`' for x in s.files)}",
         f"- **Source:** `{s.source.value}`",
         f"- **System prompt rendered under:** {prompt}"
-        + (f"; {_counted(s.prompt_fallbacks, 'record')} fell back to the raw template plus lessons"
+        + (f"; {counted(s.prompt_fallbacks, 'record')} fell back to the raw template plus lessons"
            if s.prompt_fallbacks else "")
-        + (f" ({_counted(s.prompt_limit_hits, 'render')} hit the render process's memory, CPU or wall limit)"
+        + (f" ({counted(s.prompt_limit_hits, 'render')} hit the render process's memory, CPU or wall limit)"
            if s.prompt_limit_hits else "")
         + (f"; the render process ran without its bubblewrap jail ({s.prompt_render_unjailed}), its memory, CPU "
            "and wall limits only" if s.prompt_render_unjailed else ""),
