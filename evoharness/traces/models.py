@@ -79,9 +79,17 @@ class Usage(BaseModel):
     steps: int = Field(0, ge=0, description="agent (assistant) turns")
     prompt_tokens: int = Field(0, ge=0)
     completion_tokens: int = Field(0, ge=0)
-    # finite: an infinity (1e999) was taken and written as null, which no reader takes back (a stored trajectory the
+    # finite: an infinity (1e999) was taken and written as null, which no reader took back (a stored trajectory the
     # service could not give back, every later export of ingested trajectories a 500)
     wall_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
+
+    @field_validator("wall_seconds", mode="before")
+    @classmethod
+    def _null_is_unmeasured(cls, v: Any) -> Any:
+        """null reads as 0.0, not measured (the default): until the twenty-third session an infinity was written as
+        null, so a store row, a queued trajectory or an `import` output of then reads back (it was a 500 on every read
+        of the row and on every export of the store, and the daemon's sweep stopped at it)."""
+        return 0.0 if v is None else v
 
 
 class ToolCallRecord(NamedTuple):

@@ -62,3 +62,15 @@ def test_an_infinite_wall_time_is_refused_not_written_as_null(tmp_path, capsys, 
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "wall_seconds" in err[0], err
     assert not out.exists()
+
+
+def test_a_null_wall_time_an_import_wrote_before_the_refusal_reads_back(tmp_path, capsys):
+    """Until 9455885 `import` wrote an infinite usage.wall_seconds as null, and no reader took that file back
+    ('usage.wall_seconds: Input should be a valid number', exit 2). Null now reads as 0.0, not measured."""
+    src = tmp_path / "old.jsonl"
+    src.write_text('{"id": "t", "task_id": "x", "messages": [{"role": "user", "content": "q"}], '
+                   '"usage": {"steps": 0, "wall_seconds": null}}\n')
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(src), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert '"wall_seconds":0.0' in out.read_text()
+    assert main(["diagnose", str(src)]) == 0, capsys.readouterr().err

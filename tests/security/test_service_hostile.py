@@ -159,3 +159,27 @@ def test_an_infinite_wall_time_is_refused_not_stored_where_it_breaks_every_expor
     assert client.post("/trajectories", json=[_traj(id="fine")], headers=AUTH).status_code == 200
     r = client.post("/datasets/export", json={"source": "all", "render_under": "trajectory"}, headers=AUTH)
     assert r.status_code == 200, r.text
+
+
+def test_a_null_wall_time_stored_before_the_refusal_reads_back_as_0(client):
+    """A store from before 9455885 can hold a row whose usage.wall_seconds was an infinity, written as null (as this
+    writes it: the old validation took the infinity). Reading it back failed, so GET of the trajectory and every
+    export of the store answered 500, and the daemon's sweep of content failures stopped at it. Now null reads as 0.0
+    (not measured) on every read: the row, the export, the sweep and the queue it fills."""
+    from evoharness.traces.models import Trajectory, Usage
+
+    old = Trajectory.model_validate(_traj(id="old", messages=[{"role": "user", "content": "q"},
+                                                              {"role": "assistant", "content": "a"}],
+                                          final_answer="a", score=0.1))  # delivered, poor: a content failure
+    old.usage = Usage.model_construct(steps=1, prompt_tokens=0, completion_tokens=0, wall_seconds=float("inf"))
+    store = client.app.state.ingest
+    assert store.add([old]) == 1
+    body = store._reader().execute("SELECT body FROM trajectories WHERE id = 'old'").fetchone()[0]
+    assert '"wall_seconds":null' in body
+    r = client.get("/trajectories/old", headers=AUTH)
+    assert r.status_code == 200 and r.json()["usage"]["wall_seconds"] == 0.0, r.text[:300]
+    r = client.post("/datasets/export", json={"source": "all", "render_under": "trajectory"}, headers=AUTH)
+    assert r.status_code == 200 and r.json()["records"] == 1, r.text[:300]
+    assert client.app.state.daemon.sweep_ingested() == 1
+    r = client.post("/datasets/export", json={"name": "queued", "render_under": "trajectory"}, headers=AUTH)
+    assert r.status_code == 200 and r.json()["records"] == 1, r.text[:300]
