@@ -100,12 +100,15 @@ def unparsed(request: Any, cause: BaseException | None) -> str | None:
 def not_json(cause: BaseException | None, want: str) -> str | None:
     """What is wrong with a body `json.loads` refused with ``cause``, in the words every endpoint answers (``want``:
     what was expected, '' when unknown); None when that is not a parse failure we know."""
-    from evoharness.traces.jsontext import DuplicateKey
+    from evoharness.traces.jsontext import DuplicateKey, NotFinite
 
     hint = f"; expected {want}" if want else ""
     if isinstance(cause, DuplicateKey):
         return (f"body holds {cause} (JSON readers differ on which value counts, so none is taken): send each key "
                 f"once{hint}")
+    if isinstance(cause, NotFinite):  # was stored as null where the value is free-form (meta, a message)
+        return (f"body holds {cause} (no NaN or Infinity, nothing past a double): send null or a string (Python's "
+                f"json.dumps(..., allow_nan=False) finds it){hint}")
     if isinstance(cause, json.JSONDecodeError):  # FastAPI's own json_invalid is worded in `_message`, as here
         return f"body is not valid JSON {_where(cause.doc, cause.pos)}: {_reason(cause.msg)}{hint}"
     if isinstance(cause, UnicodeDecodeError):

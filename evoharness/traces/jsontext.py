@@ -55,11 +55,15 @@ def has_surrogate_escape(text: str, start: int, end: int) -> bool:
 
 
 def loads(text: str | bytes, *, unique: bool = False) -> Any:
-    """``json.loads(text)``, lone surrogate escapes read as U+FFFD (see the module's docstring); ``unique``: an object
-    that holds a key twice is ``DuplicateKey`` (``unique_keys``).
+    """``json.loads(text)``, lone surrogate escapes read as U+FFFD (see the module's docstring); ``unique`` (the
+    reading a service body gets): an object that holds a key twice is ``DuplicateKey`` (``unique_keys``), and a number
+    JSON does not have (``NaN``, ``Infinity``, one past a double such as ``1e999``) is ``NotFinite``.
     Parsed with the collector held (``collection_held``)."""
     with collection_held:
-        return json.loads(lone_surrogates_replaced(text), object_pairs_hook=unique_keys if unique else None)
+        if unique:
+            return json.loads(lone_surrogates_replaced(text), object_pairs_hook=unique_keys,
+                              parse_constant=_not_finite, parse_float=_finite)
+        return json.loads(lone_surrogates_replaced(text))
 
 
 class _CollectionHeld:
@@ -99,6 +103,30 @@ class DuplicateKey(ValueError):
     def __init__(self, key: str) -> None:
         self.key = key
         super().__init__(f"the key {key!r} twice in one object")
+
+
+class NotFinite(ValueError):
+    """A number JSON does not have (RFC 8259: no NaN or Infinity) in a body a service takes: Python's ``json.loads``
+    reads ``NaN``, ``Infinity`` and ``1e999`` as floats, which pydantic then wrote as null in a free-form value
+    (``meta``, a message), so what was stored was not what was sent, and nothing said so."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__(f"{text[:40]}, a number JSON does not have")
+
+
+def _not_finite(text: str) -> float:
+    raise NotFinite(text)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (_INF, -_INF):  # 1e999: a float too large for a double
+        raise NotFinite(text)
+    return value
+
+
+_INF = float("inf")
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

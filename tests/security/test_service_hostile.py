@@ -154,7 +154,7 @@ def test_an_infinite_wall_time_is_refused_not_stored_where_it_breaks_every_expor
     its exports). Now it is a 422 naming the field, nothing stored, and the next export works."""
     body = json.dumps([_traj(id="inf", usage={"wall_seconds": "__INF__"})]).replace('"__INF__"', "1e999").encode()
     r = client.post("/trajectories", content=body, headers=AUTH)
-    assert r.status_code == 422 and "usage.wall_seconds" in r.json()["error"], r.text
+    assert r.status_code == 422 and "1e999, a number JSON does not have" in r.json()["error"], r.text
     assert client.get("/trajectories/inf").status_code == 404
     assert client.post("/trajectories", json=[_traj(id="fine")], headers=AUTH).status_code == 200
     r = client.post("/datasets/export", json={"source": "all", "render_under": "trajectory"}, headers=AUTH)
@@ -183,3 +183,30 @@ def test_a_null_wall_time_stored_before_the_refusal_reads_back_as_0(client):
     assert client.app.state.daemon.sweep_ingested() == 1
     r = client.post("/datasets/export", json={"name": "queued", "render_under": "trajectory"}, headers=AUTH)
     assert r.status_code == 200 and r.json()["records"] == 1, r.text[:300]
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+@pytest.mark.parametrize("where", ["meta", "message", "tool arguments"])
+def test_a_number_json_does_not_have_is_refused_not_stored_as_null(client, value, where):
+    """NaN, Infinity or 1e999 in a free-form value (meta, a message's field, a tool call's arguments) was taken (200)
+    and stored as null: GET gave back another trajectory than the one sent, and nothing said so. Now the body is a 422
+    naming the number, and nothing is stored; a finite number there is kept as sent."""
+    def body(v):
+        t = _traj(id="n", meta={"loss": "__V__"} if where == "meta" else {})
+        if where == "message":
+            t["messages"][0]["weight"] = "__V__"
+        elif where == "tool arguments":
+            t["messages"].append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": {"x": "__V__"}}}]})
+        return json.dumps([t]).replace('"__V__"', v).encode()
+
+    r = client.post("/trajectories", content=body(value), headers=AUTH)
+    assert r.status_code == 422, r.text[:300]
+    error = r.json()["error"]
+    assert f"body holds {value}, a number JSON does not have" in error and "\n" not in error, error
+    assert client.get("/trajectories/n").status_code == 404
+    assert client.post("/trajectories", content=body("1.5"), headers=AUTH).status_code == 200
+    got = client.get("/trajectories/n").json()
+    kept = {"meta": lambda: got["meta"]["loss"], "message": lambda: got["messages"][0]["weight"],
+            "tool arguments": lambda: got["messages"][1]["tool_calls"][0]["function"]["arguments"]["x"]}[where]()
+    assert kept == 1.5, got
