@@ -241,3 +241,42 @@ def test_importing_a_list_reads_the_file_and_its_first_element_once(tmp_path, mo
     assert [t.task_id for t in load_paths([p])] == ["0", "1", "2"]
     assert len(opened) == 1
     assert sum(b'"task 0"' in data for data in parsed) == 1
+
+
+def test_a_whole_json_file_reads_as_the_stdlib_reads_it(tmp_path, monkeypatch):
+    """Differential: ``read_json_file`` (jiter first) against itself with jiter refusing every text (the stdlib's
+    reading alone): random documents, some corrupted, with values jiter reads differently or refuses (a lone
+    surrogate escape, a UTF-8 byte-order mark, an integer of over 4,300 digits, deep nesting, a control character)."""
+    from evoharness.traces import importers
+
+    def stdlib_only(raw):
+        raise ValueError("refused")
+
+    def outcome(p):
+        try:
+            return repr(importers.read_json_file(p))
+        except InputError as e:
+            return str(e)
+
+    odd = ['"\\ud800 x"', '"\\ud83d\\ude00"', "1" * 4301, "[" * 300 + "]" * 300, '"a\tb"', "NaN", "1e400",
+           "-Infinity", "123456789012345678901234567890", "[1,]", "01", '{"a": 1, "a": 2, "b": 3}']
+    rng = random.Random(17)
+    p = tmp_path / "a.json"
+    taken = refused = 0
+    for i in range(600):
+        doc = {"k": _value(rng, 1), "odd": "ODD", "n": i}
+        text = json.dumps(doc, indent=rng.choice([None, 2]), ensure_ascii=rng.random() < 0.5).replace(
+            '"ODD"', rng.choice(odd))
+        if rng.random() < 0.2:
+            k = rng.randrange(len(text))
+            text = text[:k] + rng.choice(["", "x", ",", "]", "}", "\n", "\x01"]) + text[k + 1:]
+        raw = text.encode("utf-8", "surrogatepass")
+        p.write_bytes(b"\xef\xbb\xbf" + raw if rng.random() < 0.1 else raw)
+        got = outcome(p)
+        with monkeypatch.context() as m:
+            m.setattr(importers, "from_json", stdlib_only)
+            want = outcome(p)
+        assert got == want, text
+        taken += not got.startswith(str(p))
+        refused += got.startswith(str(p))
+    assert taken > 300 and refused > 50
