@@ -21,9 +21,10 @@ tool call's arguments, a label's signal, an EDIT.json change; deleted, of anothe
 byte; one value of ``ops/evoharness.example.toml`` given as ``--config`` (every section: ``serve``'s too, with home,
 harness and port made the case's own); or an output that cannot be written whole -- a link to ``/dev/full`` (every
 write ENOSPC: one error line, and no file left at the output as if complete), a path through a file, a directory, a
-symlink loop; or, for a harness repo, an odd git state (``GIT_STATES``: a lock left by a git command, HEAD detached or
-damaged, a merge in progress, main at a missing commit, a shallow marker, a config git cannot parse), where a locked
-index or a merge in progress told as "uncommitted changes" is a failure too.
+symlink loop; or, for a harness repo (a --harness, or `run`'s run.harness: ``SETTINGS_NEEDED``), an odd git state
+(``GIT_STATES``: a lock left by a git command, HEAD detached or damaged, a merge in progress, main at a missing commit,
+a shallow marker, a config git cannot parse), where a locked index or a merge in progress told as "uncommitted
+changes" is a failure too.
 
 A tenth of the cases run with standard output on ``/dev/full``: a command that prints must say `error: standard output:
 no space left on device` (its progress lines and the outputs it wrote before are then no failure).
@@ -127,6 +128,11 @@ CANDIDATE = "candidate/r0-add-a-loop-lesson"  # the workspace's candidate branch
 # options a command needs to reach its work though its --help calls them optional (one of two, or with another)
 NEEDED = {"evaluate": {"harness", "out", "tasks", "rollouts", "split"},
           "verify": {"tasks", "env", "model", "rollouts"}, "pr": {"body_out"}}
+# commands whose harness repo is a setting, not a parameter (`run` evolves run.harness): the settings that give them
+# the workspace's repo and a run small enough to end inside --timeout. A deep case may change that repo (one of its
+# files, or a git state: ``GIT_STATES``) as it changes a --harness.
+SETTINGS_NEEDED = {"run": ["run.harness=h", "run.env=synthetic", "run.model=standin:weak", "run.rollouts=1",
+                           "run.max_rounds=1", "run.budget=40", "sandbox.backend=inprocess"]}
 SMALL_INTS = {"tasks": 2, "rollouts": 1, "anchor_rollouts": 1, "workers": 1, "batch": 1, "rounds": 1, "show": 3,
               "budget": 20, "max_per_task": 2, "round_": 0, "round": 0, "seed": 0, "split_seed": 0}
 
@@ -356,12 +362,16 @@ class Maker:
         outputs = [p for p in params if p.kind == "path" and p.name in OUT_NAMES]
         pick = rng.random()
         config = False
-        if inputs and pick < 0.6:
-            p = rng.choice(inputs)
-            value = values[p.name]
-            changed = [self.one_change(v, files) for v in value] if isinstance(value, list) else self.one_change(
-                value, files)
-            values[p.name] = changed
+        harness = name in SETTINGS_NEEDED  # the repo a setting names: an input, as a --harness is
+        if (inputs or harness) and pick < 0.6:
+            if harness and (not inputs or rng.random() < 0.5):
+                self.one_change("h", files)
+            else:
+                p = rng.choice(inputs)
+                value = values[p.name]
+                changed = [self.one_change(v, files) for v in value] if isinstance(value, list) else self.one_change(
+                    value, files)
+                values[p.name] = changed
         elif outputs and pick < 0.85:
             values[rng.choice(outputs).name] = rng.choice(DEEP_OUT_PATHS)
         else:
@@ -482,7 +492,7 @@ class Maker:
             else:
                 for v in value if isinstance(value, list) else [value]:
                     argv += [p.flag, v]
-        return argv
+        return argv + [x for setting in SETTINGS_NEEDED.get(name, ()) for x in ("--set", setting)]
 
     def valid(self, command_name: str, p: Param):
         rng = self.rng
