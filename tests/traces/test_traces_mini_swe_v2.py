@@ -143,3 +143,25 @@ def test_v2_exit_status_from_the_exit_message_sets_the_termination(tmp_path, sta
     [t] = list(load_paths([path]))
     assert t.termination == termination
     assert (t.final_answer is not None) == (termination == Termination.delivered)
+
+
+def test_a_text_action_is_the_block_the_fenced_regex_with_the_optional_newline_reads():
+    """``ACTION_BLOCK`` leaves ``\\n?`` out before the closing fence (re then skips to the next backtick); its blocks
+    are the ones the regex with it finds, each with at most that one newline more, which the command's strip drops."""
+    import random
+    import re
+
+    from evoharness.traces.importers.mini_swe import ACTION_BLOCK
+
+    with_newline = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.DOTALL)
+    pieces = ["```bash", "```mswea_bash_command", "```", "`", "\n", " ", "\t", "ls -la", "bashrc", "\n\n", "``"]
+    rnd = random.Random(19)
+    found = 0
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 10)))
+        want = with_newline.findall(text)
+        got = ACTION_BLOCK.findall(text)
+        assert [b + "\n" if g.endswith("\n") else b for b, g in zip(want, got, strict=True)] == got, text
+        assert [b.strip() for b in want] == [b.strip() for b in got]
+        found += bool(want)
+    assert found > 1_000
