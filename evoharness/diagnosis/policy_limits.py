@@ -157,18 +157,21 @@ def limits_of(line: str, preconditions: tuple, heading: str = "") -> list[Limit]
 
 def described_limits(tool: str, description: str) -> tuple[Limit, ...]:
     """The ``policy.once`` limits a tool's own description sets on it (``DESCRIBED_ONCE``: "this function can only be
-    called once", or its action put by a verb that opens the tool's name, the participle's or, where that is a verb of
-    doing in general, the subject's: "Tickets can only be reopened once", "return or exchange can be only done once"):
-    on that tool alone, once per the thing its "per" names, else per the thing the tool's own ``<word>_id`` argument
-    names (``_thing_id``)."""
+    called once", or its action put by a verb that opens or ends the tool's name, the participle's or, where that is a
+    verb of doing in general, the subject's: "Tickets can only be reopened once", "return or exchange can be only done
+    once"): on that tool alone, once per the thing its "per" names, else per the thing the tool's own ``<word>_id``
+    argument names (``_thing_id``)."""
     if "once" not in description:
         return ()
-    verb = tool.lower().split("_")[0]  # (a tool's name opens with its action: exchange_delivered_order_items)
+    # a tool's name puts its action first (exchange_delivered_order_items) or last (order_items_modify, flight_cancel)
+    words = _WORDS.findall(tool.lower())
+    ends = (words[0], words[-1]) if words else ()
     out = []
     for m in DESCRIBED_ONCE.finditer(description):
         if m.group("verbs") is not None:
             done = m.group("done").lower()
-            if not any(map(verb.startswith, _stems(m.group("verbs")) if done in _DOING_IN_GENERAL else _stems(done))):
+            stems = _stems(m.group("verbs")) if done in _DOING_IN_GENERAL else _stems(done)
+            if not any(w.startswith(s) for w in ends for s in stems):
                 continue  # another action's limit
         start = max(description.rfind(c, 0, m.start()) for c in ".!?\n") + 1
         end = _SENTENCE_END.search(description, m.end())

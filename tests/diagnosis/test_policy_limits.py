@@ -199,6 +199,26 @@ def test_a_tools_own_description_limits_it_once(policy, turns, tools):
     assert "description: For a" in lab.violations[0].evidence and "only" in lab.violations[0].evidence
 
 
+def _verb_last(new: str, order: str = "#W1") -> list:
+    return [("say", f"I'll change item 1 to {new} on {order}. Do you confirm (yes/no)?"), ("user", "Yes."),
+            ("order_items_modify", {"order_id": order, "item_ids": ["1"], "new_item_ids": [new]}, "{}")]
+
+
+def test_a_description_limits_a_tool_named_verb_last():
+    """A tool named object first, verb last (``order_items_modify``, as ``flight_cancel``): "Items of a pending order
+    can only be modified once" in its own description is its own limit. Until the twenty-fourth session only the
+    name's first word was read as its verb ("order"), so items modified twice on one order broke no rule."""
+    tools = {"order_items_modify": "For a pending order, items can only be modified once."}
+    lab = _label("", ORDER, *_verb_last("2"), *_verb_last("3"), tools=tools)
+    assert [v.rule for v in lab.violations] == ["policy.once"]
+    assert "order_items_modify's description: For a pending order, items can only be modified once" \
+        in lab.violations[0].evidence
+    # once per order: another order keeps the rule; another action's limit is none
+    assert _label("", ORDER, *_verb_last("2"), *_verb_last("3", "#W2"), tools=tools).violations == []
+    assert _label("", ORDER, *_verb_last("2"), *_verb_last("3"),
+                  tools={"order_items_modify": "Items can only be returned once."}).violations == []
+
+
 @pytest.mark.parametrize("turns, description", [
     ([*_address("12 Elm St"), *_address("14 Oak Ave")], MODIFY_ITEMS),  # another tool than the one described
     ([*_items("2"), ("say", "I'll change item 1 to 3 on #W2. Do you confirm (yes/no)?"), ("user", "Yes."),
