@@ -375,8 +375,9 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
     for ln in text.splitlines():
         if ln.startswith("#"):
             heading = ln.lstrip("#")  # (the section a "This action can only be called once" is under)
+        low = ln.lower()  # (the rules read case-blind: "can only be called ONCE")
         if (listed := TOOL_LINE.match(ln[:300])) is not None:
-            if "once" in ln:  # the tool's own description: a limit on that tool (``described_limits``)
+            if "once" in low:  # the tool's own description: a limit on that tool (``described_limits``)
                 preconditions += described_limits(listed.group("quoted") or listed.group("name"), ln[listed.end():])
             continue
         identity, confirm = _identity_kind(ln), asks_confirmation(ln)
@@ -384,7 +385,7 @@ def _read_rule_lines(system: str, descriptions: tuple[str, ...]) -> tuple[tuple[
             out.append((ln, identity, confirm))
         status = [_precondition(m) for m in PRECONDITION.finditer(ln)] if "status" in ln else []
         preconditions += status
-        if "once" in ln or "before" in ln:
+        if "once" in low or "before" in low:
             preconditions += limits_of(ln, tuple(status), heading)
     return tuple(out), tuple(preconditions)
 
@@ -591,7 +592,7 @@ def _described_limits(view: TraceView) -> tuple[Limit, ...]:
     for tool in view.traj.meta.get("tools") or ():
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if isinstance(fn, dict) and isinstance(name := fn.get("name"), str) and name \
-                and isinstance(description := fn.get("description"), str) and "once" in description:
+                and isinstance(description := fn.get("description"), str) and "once" in description.lower():
             out += _limits_described(name, description)
     return out
 

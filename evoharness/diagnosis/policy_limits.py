@@ -161,7 +161,7 @@ def described_limits(tool: str, description: str) -> tuple[Limit, ...]:
     verb of doing in general, the subject's: "Tickets can only be reopened once", "return or exchange can be only done
     once"): on that tool alone, once per the thing its "per" names, else per the thing the tool's own ``<word>_id``
     argument names (``_thing_id``)."""
-    if "once" not in description:
+    if "once" not in description.lower():  # (DESCRIBED_ONCE is case-blind: "can only be called ONCE")
         return ()
     # a tool's name puts its action first (exchange_delivered_order_items) or last (order_items_modify, flight_cancel)
     words = _WORDS.findall(tool.lower())

@@ -119,7 +119,9 @@ def test_a_payment_request_for_a_bill_never_read_breaks_the_check_first_rule():
     "Always confirm that the order is pending before cancelling it.",
     "Confirm the status of the order before cancelling the order.",
     "Check the order is still pending before cancelling it.",
-    "An order can only be cancelled if its status is 'pending'; confirm its status before taking the action."])
+    "An order can only be cancelled if its status is 'pending'; confirm its status before taking the action.",
+    # capitals for emphasis (until the twenty-fourth session a case-sensitive "before" set the line aside)
+    "Always check the order's status BEFORE cancelling it."])
 def test_a_status_to_look_up_or_verify_first_is_read_as_one_to_check(policy):
     """"check" was the only verb of ``policy.check_first``: a policy that says to look up or verify the order's status
     before cancelling it asked for no read (and "cancelling it" named no tool: "it" is the thing)."""
@@ -229,6 +231,19 @@ def test_a_description_limits_a_tool_named_verb_last():
 def test_a_description_limits_its_own_tool_on_one_thing_only(turns, description):
     assert _label("", ORDER, *turns, tools={"modify_pending_order_items": description,
                                             "modify_pending_order_address": "Modify the address."}).violations == []
+
+
+@pytest.mark.parametrize("policy, tools", [
+    ("", {"modify_pending_order_items": "For a pending order, this function can only be called ONCE."}),
+    ("## Tools\n- `modify_pending_order_items`: For a pending order, this function can only be called ONCE.", None),
+    ("Exchange or modify order tools can only be called ONCE per order.", None),
+    ("### Modify items\nThis action can only be called Once.", None)])
+def test_once_in_capitals_is_a_once_limit(policy, tools):
+    """The rules read "once" case-blind (re.I), but until the twenty-fourth session a case-sensitive ``"once" in``
+    before them set aside a description or a policy line that puts it in capitals for emphasis ("can only be called
+    ONCE"): items modified twice on one order broke no rule."""
+    lab = _label(policy, ORDER, *_items("2"), *_items("3"), tools=tools)
+    assert [v.rule for v in lab.violations] == ["policy.once"]
 
 
 @pytest.mark.parametrize("policy", [
