@@ -10,7 +10,10 @@ working body (``WORKING``, by field name; a field not named there keeps its defa
 values, at any depth (an item of a list field, a trajectory's message or usage count), are replaced by a hostile one
 (``VALUES``: another JSON type, huge, negative, NaN and Infinity, a 5,000-digit integer, 1e999, nested 1,000 and
 100,000 deep, a lone surrogate escape, a NUL, a 100,000-item list, a string past ``service.max_body_mb``), or a
-key is added twice. A fifth of the cases send the working body as it is.
+key is added twice. A fifth of the cases send the working body as it is. ``FORMAT_SHARE`` of the ``POST
+/trajectories`` cases send another format's file instead (``?format=`` its format, auto, or another's name; one of
+``fuzz_importers``' samples, none of a held-out set, mutated as that fuzz mutates it: a field at any depth, bytes
+flipped, the file cut short).
 
 The service runs in-process (``TestClient``, no loop: runs start only when ``POST /runs`` asks) on a fresh home
 with a harness repo, rollouts ingested and enqueued, and a run it was asked to start (its id for approve/reject).
@@ -54,6 +57,10 @@ AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 MAX_BODY_MB = 1
 SLOW_S = 30.0
 WORKING_SHARE = 0.2  # cases that send the working body unchanged
+FORMAT_SHARE = 0.4  # POST /trajectories cases that send another format's file (?format=NAME or auto)
+# the importer fuzz's samples a ?format= body is made from: none of a held-out set (AgentRx's Magentic-One runs,
+# Who&When's Hand-Crafted logs), none over the body limit
+HELD_OUT = ("agentrx_magentic_one", "Hand-Crafted")
 
 # Hostile values as JSON text (NaN, Infinity, a long integer and deep nesting cannot be made by json.dumps), each with
 # its JSON kind for the schema check: None when no JSON schema allows it (not JSON at all, as Python reads it).
@@ -240,15 +247,47 @@ def working_body(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]]
     return body
 
 
-def make_case(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]], n: int) -> Case:
+def format_samples(root: Path) -> list[tuple[str, Path]]:
+    """(format, file) of every sample ``fuzz_importers`` mutates, held-out sets and files past the body limit left
+    out; with the tau-bench records it derives (format openai)."""
+    _importer_fuzz()
+    import fuzz_importers
+
+    (root / "formats").mkdir(exist_ok=True)
+    fuzz_importers._derived_samples(root / "formats")
+    return [(fmt, path) for fmt, paths in sorted(fuzz_importers.SAMPLES.items()) for path in paths
+            if not any(h in str(path) for h in HELD_OUT) and path.stat().st_size < (MAX_BODY_MB << 20) * 0.9]
+
+
+def _importer_fuzz() -> None:
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)  # fuzz_importers, beside this script
+
+
+def format_case(rng: random.Random, samples: list[tuple[str, Path]]) -> Case:
+    """A file of another format, mutated as the importer fuzz mutates it (``variant_bytes``), posted with
+    ``?format=`` its format (or auto, or another format's name a tenth of the time each)."""
+    from fuzz_importers import variant_bytes
+
+    fmt, path = rng.choice(samples)
+    raw = path.read_bytes()
+    r = rng.random()
+    said = "auto" if r < 0.1 else rng.choice(samples)[0] if r < 0.2 else fmt
+    body = raw if rng.random() < WORKING_SHARE else variant_bytes(raw, path.suffix == ".jsonl", rng)
+    return Case(f"/trajectories?format={said}", body, changed=[f"{fmt} file {path.name}, sent as {said}"])
+
+
+def make_case(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]], n: int,
+              samples: list[tuple[str, Path]] | None = None) -> Case:
+    if ep.model is None and samples and rng.random() < FORMAT_SHARE:
+        return format_case(rng, samples)
     body = working_body(ep, rng, records, n)
     case = Case(ep.path, b"")
     if rng.random() < WORKING_SHARE or not body:
         case.body = json.dumps(body).encode()
         return case
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)  # fuzz_importers, beside this script
+    _importer_fuzz()
     from fuzz_importers import _paths  # every path into a JSON value, as the importer fuzz walks a record
 
     holes: dict[str, str] = {}
@@ -338,6 +377,8 @@ def check(case: Case, ep: Endpoint, before: dict[str, Any], after: dict[str, Any
             if not _allows(sub, defs, kind):
                 case.problems.append(f"accepted ({status}) a {kind or 'non-JSON'} value at {where}")
         return
+    if "?format=" in case.endpoint:  # imported: its ids are the importer's (a ?format= body's 2xx is all it says)
+        return
     for t in json.loads(case.body):  # a 2xx ingest: each trajectory is there, its score a score
         if not isinstance(t, dict) or not isinstance(t.get("id"), str):
             continue
@@ -383,17 +424,18 @@ def main(argv: list[str] | None = None) -> int:
                    if not args.path or any(e.path == p.replace("{run_id}", "fuzz-run") for p in args.path)]
             if not eps:
                 raise SystemExit(f"fuzz_service: no endpoint takes a body among {args.path}")
-            return fuzz(service, eps, records, rng, args)
+            return fuzz(service, eps, records, rng, args, format_samples(root))
 
 
-def fuzz(service: Service, eps: list[Endpoint], records, rng: random.Random, args) -> int:
+def fuzz(service: Service, eps: list[Endpoint], records, rng: random.Random, args,
+         samples: list[tuple[str, Path]] | None = None) -> int:
     order = eps[:]
     rng.shuffle(order)
     cases: list[Case] = []
     t_end = time.monotonic() + args.budget
     while time.monotonic() < t_end and (args.n is None or len(cases) < args.n):
         ep = order[len(cases) % len(order)]
-        case = make_case(ep, rng, records, len(cases))
+        case = make_case(ep, rng, records, len(cases), samples)
         before = service.held()
         t0 = time.monotonic()
         r = service.request("POST", case.endpoint, case.body)

@@ -68,3 +68,18 @@ def test_the_checks_catch_a_500_a_lax_value_and_a_refusal_that_changed_things(fu
     assert judged(200, {}, [("max_per_task", "integer"), ("min_score", "integer"), ("tasks.0", "string"),
                             ("classes.1", "string"), ("name", "null")]) == []
     assert judged(200, {}, [("classes.1", "integer")])
+
+
+def test_format_cases_send_other_formats_files_none_of_a_held_out_set(fuzz, tmp_path):
+    """The fuzz sent canonical lists only: POST /trajectories?format=NAME (the importers behind the service) never
+    saw a mutated body, and a 500 there went unseen (load_bytes on JSON lines nested too deeply). Now a share of its
+    cases are the importer fuzz's samples, mutated, sent with ?format=; no sample is of a held-out set."""
+    samples = fuzz.format_samples(tmp_path)
+    assert len({fmt for fmt, _ in samples}) >= 10, samples
+    assert not [p for _, p in samples if "agentrx_magentic_one" in str(p) or "Hand-Crafted" in str(p)]
+    rng = random.Random(0)
+    records = [{"id": f"t{i}", "task_id": "x", "messages": []} for i in range(3)]
+    cases = [fuzz.make_case(fuzz.Endpoint("/trajectories", None), rng, records,
+                            n, samples) for n in range(200)]
+    sent = [c for c in cases if "?format=" in c.endpoint]
+    assert 40 <= len(sent) <= 120 and all(c.body for c in sent), len(sent)

@@ -210,3 +210,18 @@ def test_a_number_json_does_not_have_is_refused_not_stored_as_null(client, value
     kept = {"meta": lambda: got["meta"]["loss"], "message": lambda: got["messages"][0]["weight"],
             "tool arguments": lambda: got["messages"][1]["tool_calls"][0]["function"]["arguments"]["x"]}[where]()
     assert kept == 1.5, got
+
+
+@pytest.mark.parametrize("fmt", ["openhands", "otlp", "nebius-swe-agent", "auto"])
+@pytest.mark.parametrize("hostile", ["[" * 5000 + "]" * 5000, "1" * 5000])
+def test_a_format_body_of_json_lines_too_deep_or_with_a_long_integer_is_422(client, fmt, hostile):
+    """POST /trajectories?format=NAME with JSON lines, one of them nested 5,000 deep or holding a 5,000-digit integer,
+    answered 500: load_bytes' look at whether the body is one JSON document caught only a decode error, not the
+    RecursionError or ValueError of those (found by scripts/fuzz_service.py's ?format= cases). Now it is read as
+    JSON lines and the importer names the line: a 422 of one line, nothing stored."""
+    body = (json.dumps({"instance_id": "x", "deep": "__H__"}).replace('"__H__"', hostile) + "\n"
+            + json.dumps({"instance_id": "y"}) + "\n").encode()
+    r = client.post(f"/trajectories?format={fmt}", content=body, headers=AUTH)
+    assert r.status_code == 422, (r.status_code, r.text[:300])
+    assert "\n" not in r.json()["error"]
+    assert client.get("/composition", headers=AUTH).json()["total"] == 0
