@@ -90,9 +90,11 @@ def status(
 @dataset_app.command("enqueue")
 def enqueue(
     ctx: typer.Context,
-    trajectories: Annotated[Path, typer.Argument(
-        help="canonical trajectory JSONL, or a run or demo directory (its run's trajectories.jsonl)")],
-    run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from (default: none)")]
+    trajectories_arg: Annotated[str, typer.Argument(
+        metavar="<path>|<run-id>", help="canonical trajectory JSONL, or a run id under <home>/runs, a run directory or "
+                                        "a demo directory (its run's trajectories.jsonl)")],
+    run_id: Annotated[str | None, typer.Option("--run-id", help="run the trajectories came from (default: the run's "
+                                                                "id when a run is named, else none)")]
     = None,
     round_: Annotated[int | None, typer.Option("--round", help="round of that run, 0 to 10,000 (default: none)")]
     = None,
@@ -106,14 +108,20 @@ def enqueue(
     from .export import JsonlSource
 
     check_range(round_, "--round", 0, MAX_ROUNDS)
-    no_stdin(trajectories, "dataset enqueue")
+    no_stdin(Path(trajectories_arg), "dataset enqueue")
     from .queue import check_reachable, check_url, default_url
 
     settings = settings_of(ctx)
     check_url(url or settings.datasets.url or default_url(settings.home))  # before any input is read
     check_reachable(url or settings.datasets.url or default_url(settings.home))  # a Postgres server: connect
-    source = JsonlSource(trajectories)  # a run or demo directory: its run's trajectories.jsonl
-    _require_records(source.path, "trajectories to enqueue")
+    # a run id or directory is its run's trajectories.jsonl, as for `dataset export -t` (until the twenty-fourth
+    # session a run id was "trajectory file not found"); its items are that run's unless --run-id says otherwise (a
+    # directory `import --out` wrote is read the same way, but it is no run: no settings.json)
+    trajectories = _trajectory_file(settings.home, trajectories_arg)
+    if run_id is None and trajectories != Path(trajectories_arg) and (trajectories.parent / "settings.json").is_file():
+        run_id = trajectories.parent.name
+    source = JsonlSource(trajectories)
+    _require_records(trajectories, "trajectories to enqueue")
     labeller = Labeller(settings_of(ctx).diagnosis)
     q = None  # opened at the first content failure (or at the end): a file that fails before creates no queue
     added = seen = content = 0

@@ -112,6 +112,18 @@ def test_the_export_command_says_how_many_of_the_runs_labels_it_reused(shared_da
     assert done.exit_code != 0 and "ends at line 11" in str(done.exception or done.output)
 
 
+def _home_with_run(shared_data, tmp_path, monkeypatch) -> tuple:
+    """(home, store): the run ``run-abc`` (``_run_store``, with settings.json) under a home's runs, the home set and
+    a fresh working directory entered, as a user who names the run by id has them."""
+    home = tmp_path / "home"
+    store = _run_store(shared_data, home / "runs" / "run-abc")
+    (store.path.parent / "settings.json").write_text("{}")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setenv("EVOHARNESS_HOME", str(home))
+    return home, store
+
+
 def test_a_run_id_or_its_directory_as_trajectories_exports_the_runs_file(shared_data, tmp_path, monkeypatch, capsys):
     """`dataset export -t RUN_ID` said 'RUN_ID: trajectory file not found' and `-t RUN_DIR` 'is a directory, not a
     trajectory file', though `diagnose`, `label` and `report` take either: both now read the run's trajectories.jsonl
@@ -120,12 +132,7 @@ def test_a_run_id_or_its_directory_as_trajectories_exports_the_runs_file(shared_
     from evoharness.errors import InputError
     from evoharness.run_dirs import run_or_path
 
-    home = tmp_path / "home"
-    store = _run_store(shared_data, home / "runs" / "run-abc")
-    (store.path.parent / "settings.json").write_text("{}")
-    (tmp_path / "cwd").mkdir()
-    monkeypatch.chdir(tmp_path / "cwd")
-    monkeypatch.setenv("EVOHARNESS_HOME", str(home))
+    home, store = _home_with_run(shared_data, tmp_path, monkeypatch)
     written = {}
     for name, given in (("file", str(store.path)), ("id", "run-abc"), ("dir", str(store.path.parent))):
         assert main(["dataset", "export", "-t", given, "--source", "all", "--out", name]) == 0, capsys.readouterr()
@@ -154,3 +161,33 @@ def test_the_python_api_reads_a_run_directory_as_the_cli_does(shared_data, tmp_p
     (tmp_path / "plain").mkdir()
     with pytest.raises(InputError, match="is a directory, not a trajectory file"):
         JsonlSource(tmp_path / "plain")
+
+
+def test_a_run_id_or_its_directory_enqueues_the_runs_file_under_its_id(shared_data, tmp_path, monkeypatch, capsys):
+    """`dataset enqueue RUN_ID` said 'RUN_ID: trajectory file not found' though `dataset export -t` takes a run id (or
+    its directory): both now queue the run's trajectories.jsonl, under the run's id unless --run-id names another; an
+    id that is no run is one error line naming the home's runs, and creates no queue. A directory that holds a
+    trajectories.jsonl but no run (`import --out DIR`) is read, under no run id."""
+    from evoharness.cli import main
+
+    home, store = _home_with_run(shared_data, tmp_path, monkeypatch)
+    assert main(["dataset", "enqueue", "run-nope"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: run-nope: ") and "run-abc" in err[0], err
+    assert not (home / "queue.db").exists()
+    imported = tmp_path / "imported"  # what `import --out DIR` writes: read as a run's file, but no run
+    imported.mkdir()
+    shutil.copy(store.path, imported / "trajectories.jsonl")
+    queued = {}
+    for name, given, run in (("id", "run-abc", []), ("dir", str(store.path.parent), []),
+                             ("file", str(store.path), ["--run-id", "run-abc"]),
+                             ("other", "run-abc", ["--run-id", "x"]), ("imported", str(imported), [])):
+        url = f"sqlite:///{tmp_path / name}.db"
+        assert main(["dataset", "enqueue", given, "--url", url, *run]) == 0, capsys.readouterr()
+        assert capsys.readouterr().out.startswith("12 trajectories, 6 content failures, 6 newly queued")
+        assert main(["dataset", "status", "--json", "--url", url]) == 0
+        queued[name] = json.loads(capsys.readouterr().out)
+    assert queued["id"] == queued["dir"] == queued["file"] and queued["id"]["total"] == 6
+    assert queued["id"]["by_run"] == {"run-abc": queued["id"]["total"]}
+    assert queued["other"]["by_run"] == {"x": queued["id"]["total"]}
+    assert queued["imported"]["total"] == 6 and queued["imported"]["by_run"] == {"-": 6}
