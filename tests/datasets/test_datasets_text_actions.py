@@ -15,7 +15,7 @@ from evoharness.datasets.export import export_dataset
 from evoharness.datasets.models import ExportFormat, SourceKind
 from evoharness.datasets.validate import openai_errors, sharegpt_errors
 from evoharness.traces.importers import load_paths
-from evoharness.traces.importers.mini_swe import ACTION_BLOCK
+from evoharness.traces.importers.mini_swe import action_blocks
 
 from .helpers import offline_hf, read_jsonl  # noqa: F401 (offline_hf: the fixture every test here uses)
 
@@ -66,7 +66,7 @@ def test_a_mini_swe_agent_row_is_what_the_model_saw_and_wrote(tmp_path, fmt, pla
         # the block written once, in the reply's text; its result the user turn after it, as the file has it
         actions = [m for m in acting if replies[m["content"]]]  # a reply of no or two blocks had a format error
         assert len(actions) > len(acting) / 2
-        assert all(len(ACTION_BLOCK.findall(m["content"])) == 1 for m in actions)
+        assert all(len(action_blocks(m["content"])) == 1 for m in actions)
         seen = [m for m in r["messages"] if m["role"] == "user" and m["content"] in observations]
         assert len(seen) >= len(actions) - 1 or placebo  # (a placebo row's replies come from other rows)
         assert seen[0]["content"].startswith("<returncode>")

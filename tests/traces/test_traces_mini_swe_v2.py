@@ -145,13 +145,15 @@ def test_v2_exit_status_from_the_exit_message_sets_the_termination(tmp_path, sta
     assert (t.final_answer is not None) == (termination == Termination.delivered)
 
 
+
 def test_a_text_action_is_the_block_the_fenced_regex_with_the_optional_newline_reads():
-    """``ACTION_BLOCK`` leaves ``\\n?`` out before the closing fence (re then skips to the next backtick); its blocks
-    are the ones the regex with it finds, each with at most that one newline more, which the command's strip drops."""
+    """``action_blocks`` finds each block's end with ``str.find``; its blocks are the ones the fenced regex (with
+    ``\\n?`` before the closing fence, as it was) finds, each with at most that one newline more, which the command's
+    strip drops."""
     import random
     import re
 
-    from evoharness.traces.importers.mini_swe import ACTION_BLOCK
+    from evoharness.traces.importers.mini_swe import action_blocks
 
     with_newline = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.DOTALL)
     pieces = ["```bash", "```mswea_bash_command", "```", "`", "\n", " ", "\t", "ls -la", "bashrc", "\n\n", "``"]
@@ -160,7 +162,7 @@ def test_a_text_action_is_the_block_the_fenced_regex_with_the_optional_newline_r
     for _ in range(20_000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 10)))
         want = with_newline.findall(text)
-        got = ACTION_BLOCK.findall(text)
+        got = action_blocks(text)
         assert [b + "\n" if g.endswith("\n") else b for b, g in zip(want, got, strict=True)] == got, text
         assert [b.strip() for b in want] == [b.strip() for b in got]
         found += bool(want)

@@ -64,10 +64,7 @@ from evoharness.traces.importers._shape import actions_from_text, arguments, con
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
 BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n?```", re.DOTALL)
-# v1 / v2 text-based. The block's last newline is in the group (stripped with the command): with the fence's literal
-# right after the lazy group a failed try ends at its first character, where ``\n?```` was tried at every character
-# of every reply (the mini-swe-agent sample's 20 runs: 237 M -> 215 M instructions of import)
-ACTION_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)```", re.DOTALL)
+ACTION_OPENING = re.compile(r"```(?:bash|mswea_bash_command)\s*\n")  # v1 / v2 text-based: see ``action_blocks``
 FORMAT_ERROR = re.compile(r"^\s*Please always provide EXACTLY ONE action", re.IGNORECASE)
 OBSERVATION = re.compile(r"^\s*<returncode>", re.IGNORECASE)
 # v1's timeout_template: the observation of a command that ran out of time ("The last command <command>...</command>
@@ -634,7 +631,7 @@ def convert(path: Path, data: Any) -> Trajectory:
                 actions = [a["command"] for a in extra.get("actions") or () if isinstance(a, dict)
                            and isinstance(a.get("command"), str)] if isinstance(extra.get("actions"), list) else []
                 if not actions:
-                    blocks = ACTION_BLOCK.findall(content)
+                    blocks = action_blocks(content)
                     actions = [blocks[0].strip()] if len(blocks) == 1 else []
                 calls = [{"id": f"call_{step}" if len(actions) == 1 else f"call_{step}_{k}", "type": "function",
                           "function": {"name": "bash", "arguments": json.dumps({"command": a})}}
@@ -693,6 +690,23 @@ def convert(path: Path, data: Any) -> Trajectory:
               **({"reasoning": reasoning} if reasoning else {}),
               **({} if real_calls else actions_from_text(messages))},
     )
+
+
+def action_blocks(text: str) -> list[str]:
+    """The fenced commands of a reply: ``re.findall(r"```(?:bash|mswea_bash_command)\\s*\\n(.*?)```", text, re.DOTALL)``
+    (each block's last newline kept: the command's strip drops it), each block's end found by a C scan for the
+    fence (``str.find``). ``re`` tried a lazy group's end at every character of every reply (the mini-swe-agent
+    sample's 20 runs: 237 M instructions of import with ``\\n?`` before the fence, 215 M without). A reply with no
+    fence after an opening has no opening after it either: every opening starts with one."""
+    blocks: list[str] = []
+    at = 0
+    while (opening := ACTION_OPENING.search(text, at)) is not None:
+        end = text.find("```", opening.end())
+        if end < 0:
+            break
+        blocks.append(text[opening.end():end])
+        at = end + 3
+    return blocks
 
 
 def _message(m: Any, i: int) -> tuple[str, str, list[dict[str, Any]], dict[str, Any]]:
