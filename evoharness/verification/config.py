@@ -124,6 +124,12 @@ class VerificationSettings(BaseModel):
         "targeted task gets every look. 3, simulated with independent draws: power 0.203 -> 0.317 at 281 -> 292 "
         "rollouts per candidate on fresh worlds; not measured coupled (docs/verification.md, \"Later looks on the "
         "targeted tasks the anchor ranks first\")")
+    sequential_test: Literal["sign_flip", "normal"] = Field(
+        "sign_flip", description="the sequential gain test: sign_flip (the running sum of the paired differences "
+        "against thresholds on its joint sign-flip distribution over the looks: an edit that changes nothing crosses "
+        "with probability at most sequential_alpha at any number of pairs; the default since 2026-12-07) | normal (the "
+        "paired z against normal group-sequential boundaries; null edits crossed 2.25% [1.7%, 3.0%] at k = 2 and a "
+        "stated 1%: docs/verification.md, \"An exact group-sequential boundary\")")
     sequential_alpha: float = Field(
         0.01, gt=0, lt=0.5, description="one-sided false-accept rate of the sequential gain test for an edit that "
         "changes nothing, over all looks together")

@@ -7,17 +7,20 @@ behaviour + gain + no_regression + attribution + guard; the split baselines use 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.selection import SelectionStrategy, make_strategy
 from evoharness.verification.stats import (
+    SEQUENTIAL_TESTS,
     mcnemar_exact,
     paired_mean_test,
     paired_test,
     pairs_needed,
     sequential_bounds,
+    sequential_sign_flip,
 )
 
 
@@ -336,39 +339,55 @@ class PairedGainGate:
 class SequentialGainGate:
     """The targeted gain at look ``look`` of a group-sequential test on the paired differences.
 
-    The statistic is ``stats.paired_mean_test``'s z (mean candidate - baseline difference over the
-    targeted pairs, each task its own variance). It passes when z reaches the look's upper boundary
-    (``stats.sequential_bounds``: alpha-spending, so a null edit crosses at any look with probability
-    at most ``alpha``). ``decided`` in the numbers says whether the verifier may stop at this look:
-    crossed (accept the gain), z at or below ``futility_z`` before the last look (stop: no gain worth
-    more rollouts; non-binding, so it cannot raise the false-accept rate), or the last look.
+    ``test = "sign_flip"`` (the default since the twenty-fourth session): the running sum of the candidate -
+    baseline differences over the targeted pairs against thresholds set on its joint sign-flip distribution over
+    the looks so far (`stats.sequential_sign_flip`): exact under an edit that changes nothing at any number of
+    pairs, so such an edit crosses some look with probability at most ``alpha``. ``"normal"`` (the earlier test):
+    ``stats.paired_mean_test``'s z (each task its own variance) against the looks' normal boundaries
+    (``stats.sequential_bounds``), a little liberal on two or three pairs a task. Either way ``decided`` in the
+    numbers says whether the verifier may stop at this look: crossed (accept the gain), the paired z at or below
+    ``futility_z`` before the last look (stop: no gain worth more rollouts; non-binding, so it cannot raise the
+    false-accept rate), or the last look.
+
+    The sign-flip test reads which look added each pair from ``cuts`` (seeds per task after each look, by task:
+    `Plan.look_cuts`; a pair's look is the first whose cut is above its rollout index); without it the pairs a
+    task has so far are taken as added evenly over the looks so far.
 
     A last look that did not cross but shows a positive trend (z above 0 and ``futility_z``) is
     *undecided*, not a shown absence of gain: ``needs_rollouts`` in the numbers is how many more
     rollouts (both sides, on the targeted tasks) would give the test ``power`` at the gain and
-    per-pair variance observed (`stats.pairs_needed`); the verifier's verdict then says so.
+    per-pair variance observed (`stats.pairs_needed`, a normal planning figure); the verifier's verdict then
+    says so.
     """
 
     name = "sequential_gain"
 
     def __init__(self, look: int = 1, looks: int = 1, alpha: float = 0.01, spending: str = "obrien_fleming",
-                 futility_z: float = 0.0, sd_floor: float = 0.005, power: float = 0.8) -> None:
+                 futility_z: float = 0.0, sd_floor: float = 0.005, power: float = 0.8, test: str = "sign_flip",
+                 cuts: Mapping[str, Sequence[int]] | None = None) -> None:
         if not 1 <= look <= looks:
             raise ValueError(f"look {look} of {looks}")
+        if test not in SEQUENTIAL_TESTS:
+            raise ValueError(f"unknown sequential test {test!r} (choose from {', '.join(SEQUENTIAL_TESTS)})")
         self.look, self.looks, self.alpha, self.spending = look, looks, alpha, spending
-        self.futility_z, self.sd_floor, self.power = futility_z, sd_floor, power
+        self.futility_z, self.sd_floor, self.power, self.test, self.cuts = futility_z, sd_floor, power, test, cuts
 
     def check(self, ev: Evidence) -> GateResult:
-        test = paired_mean_test(targeted_differences(ev), self.sd_floor)
+        diffs = targeted_differences(ev)
+        test = paired_mean_test(diffs, self.sd_floor)
         bound = sequential_bounds(self.looks, self.alpha, self.spending)[self.look - 1]
         z = test.z if test.z is not None else (math.inf if test.mean_diff > 0 else -math.inf if test.n else None)
-        crossed = z is not None and test.mean_diff > 0 and z >= bound
+        flip = sequential_sign_flip(self._by_look(ev), self.looks, self.alpha, self.spending) \
+            if self.test == "sign_flip" else None
+        crossed = z is not None and test.mean_diff > 0 and (flip.crossed if flip is not None else z >= bound)
         futile = z is None or z <= self.futility_z
         last = self.look == self.looks
         decided = crossed or futile or last
         # the last look with a positive trend: no verdict on the gain either way, only "needs more"
         undecided = last and not crossed and not futile and test.mean_diff > 0 and z is not None and z > 0
-        pairs = pairs_needed(test.n, z, bound, self.power) if undecided else None
+        pairs = None
+        if undecided:  # the normal boundary plans for either test; z past it but no sign-flip crossing: a seed more
+            pairs = pairs_needed(test.n, z, bound, self.power) if z < bound else test.n + test.tasks
         more = 2 * (pairs - test.n) if undecided else None  # both sides: a fresh baseline pairs each seed
         if not test.n:
             reason = "no paired targeted rollouts"
@@ -376,13 +395,19 @@ class SequentialGainGate:
             state = "crossed" if crossed else "futile: stop" if futile and not last else \
                 (f"undecided: about {more} more rollouts on the targeted tasks for {self.power:.0%} power at "
                  "this gain" if undecided else "no gain at the last look") if last else "undecided: continue"
+            against = f"z={_fmt(z)} vs boundary {bound:.3f}" if flip is None else \
+                f"z={_fmt(z)}, sign-flip p={flip.p_value:.2g} vs level {flip.level:.2g}"
             reason = (f"look {self.look}/{self.looks}: paired gain {test.mean_diff:+.4f} (se {test.se:.4f}), "
-                      f"z={_fmt(z)} vs boundary {bound:.3f} ({state})")
+                      f"{against} ({state})")
         return GateResult(
             gate=self.name,
             passed=crossed,
             reason=reason,
             numbers={
+                "test": self.test,
+                "p_value": None if flip is None else _r(flip.p_value),
+                "level": None if flip is None else flip.level,
+                "exact": None if flip is None else flip.exact,
                 "look": self.look,
                 "looks": self.looks,
                 "pairs": test.n,
@@ -400,6 +425,21 @@ class SequentialGainGate:
                 "needs_rollouts": more,
             },
         )
+
+
+    def _by_look(self, ev: Evidence) -> list[list[float]]:
+        """The targeted differences each look added (look 1 first), by ``cuts`` or evenly by rank within a task."""
+        out: list[list[float]] = [[] for _ in range(self.look)]
+        by_task: dict[str, list[tuple[int, float]]] = {}
+        for b, c in ev.pairs(ev.selection.targeted):
+            by_task.setdefault(b.task_id, []).append((b.rollout, c.score - b.score))
+        for task, pairs in by_task.items():
+            cuts = (self.cuts or {}).get(task)
+            for i, (rollout, d) in enumerate(pairs):
+                j = next((j for j, n in enumerate(cuts) if rollout < n), self.look - 1) if cuts else \
+                    i * self.look // len(pairs)
+                out[min(j, self.look - 1)].append(d)
+        return out
 
 
 def targeted_differences(ev: Evidence) -> dict[str, list[float]]:

@@ -46,6 +46,11 @@ class Plan:
     def sequential(self) -> bool:
         return bool(self.looks) and len(self.looks) > 1
 
+    def look_cuts(self) -> dict[str, list[int]]:
+        """Seeds per targeted task after each look (a focus task's ``focus_looks``): which look added a pair."""
+        focus = set(self.focus or ())
+        return {t: list(self.focus_looks if t in focus else self.looks) for t in self.selection.targeted}
+
     def look_requests(self, look: int) -> tuple[list[RolloutRequest], list[RolloutRequest]]:
         """The baseline and candidate requests a sequential look adds.
 

@@ -262,6 +262,144 @@ def sequential_bounds(looks: int, alpha: float, spending: str = "obrien_fleming"
     return tuple(bounds)
 
 
+SEQUENTIAL_TESTS = ("sign_flip", "normal")  # `SequentialGainGate`'s tests
+FLIP_EXACT = 16  # non-zero differences up to a look enumerated exactly by `sequential_sign_flip` (2**16 paths)
+FLIP_DRAWS = 20_000  # random sign paths per look beyond
+_NEVER = 2**62  # a look's threshold that nothing crosses; -_NEVER: every path still running crosses
+
+
+class SequentialFlip(BaseModel):
+    """One look of `sequential_sign_flip`: whether the observed sums crossed, the look's share of alpha and the
+    p-value of its crossing (the chance, over sign flips, of reaching the observed sum without crossing earlier)."""
+
+    crossed: bool
+    p_value: float
+    level: float
+    exact: bool  # every sign assignment enumerated (else ``draws`` random ones, seeded)
+    pairs: int  # non-zero differences up to the look
+
+
+def sequential_sign_flip(diffs_by_look: Sequence[Sequence[float]], looks: int, alpha: float,
+                         spending: str = "obrien_fleming", draws: int = FLIP_DRAWS,
+                         seed: int = 0) -> SequentialFlip:
+    """The group-sequential test of "the paired differences' sum > 0" by sign flips, read at look
+    ``len(diffs_by_look)`` of ``looks`` (``diffs_by_look[j]``: the differences look j + 1 added).
+
+    Under an edit that changes nothing each difference is as likely to carry either sign, given the
+    magnitudes, whatever its distribution and however few the pairs (`sign_flip_test`). Each look's threshold on
+    the running sum is set on the joint sign-flip distribution of the sums at the looks so far: the share of sign
+    assignments that reach it at this look without having crossed an earlier look's threshold is at most the
+    alpha spent since the last look (`alpha_spent` at information fraction look / looks), so an edit that changes
+    nothing crosses some look with probability at most ``alpha`` -- no normal approximation (liberal on two or
+    three pairs a task: 12 of 400 null edits crossed at a stated 1%) and no union bound (the per-look exact test
+    at Bonferroni levels cost power: docs/verification.md, "One pair per task").
+
+    Exact where a look has at most `FLIP_EXACT` non-zero differences. Beyond, ``draws`` random assignments
+    (seeded by ``seed`` and the look: the same magnitudes give the same thresholds) and the observed one rank
+    together:
+    a look crosses when ``(1 + draws reaching the sum) / (1 + draws) <= level``, which holds the rate exactly at
+    any number of draws (Monte Carlo costs power, never validity). Where ``draws`` cannot resolve the level
+    (O'Brien-Fleming's first look at alpha 0.01 spends 2.6e-7), Hoeffding's bound ``exp(-S^2 / 2 sum d^2)`` on
+    the sum's tail sets the threshold (a z of about 5.5 there). A threshold depends on its own look's magnitudes
+    only, so earlier looks' thresholds are the ones the verifier met there.
+    """
+    signed = [[float(x) for x in d if x != 0] for d in diffs_by_look]
+    # the thresholds are functions of each look's magnitudes alone (sorted: not of which pair carried which sign)
+    parts = tuple(tuple(sorted(abs(x) for x in d)) for d in signed)
+    look = len(parts)
+    if not 1 <= look <= looks:
+        raise ValueError(f"look {look} of {looks}")
+    level = _look_level(look, looks, alpha, spending)
+    d = [x for p in signed for x in p]
+    if not d:
+        return SequentialFlip(crossed=False, p_value=1.0, level=level, exact=True, pairs=0)
+    q_obs = [int(_quantize(sum(x for p in signed[:i + 1] for x in p), parts[:i + 1])) for i in range(look)]
+    alive_obs = all(q <= _flip_threshold(parts[:i + 1], looks, alpha, spending, draws, seed)
+                    for i, q in enumerate(q_obs[:-1]))
+    threshold = _flip_threshold(parts, looks, alpha, spending, draws, seed)
+    reach, total, exact = _flip_tail(parts, looks, alpha, spending, draws, seed, q_obs[-1])
+    p = reach / total if exact else (1 + reach) / (1 + total)
+    return SequentialFlip(crossed=alive_obs and q_obs[-1] > threshold, p_value=min(1.0, p), level=level,
+                          exact=exact, pairs=len(d))
+
+
+def _look_level(look: int, looks: int, alpha: float, spending: str) -> float:
+    return alpha_spent(look / looks, alpha, spending) - alpha_spent((look - 1) / looks, alpha, spending)
+
+
+def _quantize(total, parts: tuple[tuple[float, ...], ...]):
+    """A running sum on an integer grid of 1e-9 of the look's summed magnitudes: sums that float rounding alone
+    tells apart compare equal."""
+    import numpy as np
+
+    scale = sum(abs(x) for p in parts for x in p) or 1.0
+    return np.rint(np.asarray(total) / scale * 1e9).astype(np.int64)
+
+
+def _flip_paths(parts: tuple[tuple[float, ...], ...], draws: int, seed: int):
+    """(the quantized running sums of every look so far under each sign assignment, exact?): all ``2**n``
+    assignments of the ``n`` differences, or ``draws`` random ones seeded by (seed, look)."""
+    import numpy as np
+
+    d = np.asarray([x for p in parts for x in p], dtype=float)
+    n = d.size
+    if n <= FLIP_EXACT:
+        signs = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(np.float64)
+    else:
+        rng = np.random.default_rng([seed, len(parts)])
+        signs = rng.integers(0, 2, size=(draws, n), dtype=np.int8).astype(np.float64)
+    signs *= 2.0
+    signs -= 1.0
+    blocks = np.zeros((n, len(parts)))  # column i: the differences look i + 1 added
+    ends = np.cumsum([0, *(len(p) for p in parts)])
+    for i in range(len(parts)):
+        blocks[ends[i]:ends[i + 1], i] = d[ends[i]:ends[i + 1]]
+    running = np.cumsum(signs @ blocks, axis=1)
+    sums = [_quantize(running[:, i], parts[:i + 1]) for i in range(len(parts))]
+    return sums, n <= FLIP_EXACT
+
+
+@functools.lru_cache(maxsize=8)
+def _flip_state(parts: tuple[tuple[float, ...], ...], looks: int, alpha: float, spending: str, draws: int,
+                seed: int):
+    """(each look's quantized running sums under each assignment, exact?, which assignments crossed no earlier
+    look)."""
+    import numpy as np
+
+    sums, exact = _flip_paths(parts, draws, seed)
+    alive = np.ones(sums[0].shape, dtype=bool)
+    for i in range(len(parts) - 1):
+        alive &= sums[i] <= _flip_threshold(parts[:i + 1], looks, alpha, spending, draws, seed)
+    return sums, exact, alive
+
+
+@functools.lru_cache(maxsize=4096)
+def _flip_threshold(parts: tuple[tuple[float, ...], ...], looks: int, alpha: float, spending: str, draws: int,
+                    seed: int) -> int:
+    """The last look's threshold on the quantized running sum (crossed when above it)."""
+    import numpy as np
+
+    level = _look_level(len(parts), looks, alpha, spending)
+    if level <= 0:
+        return _NEVER
+    sums, exact, alive = _flip_state(parts, looks, alpha, spending, draws, seed)
+    total = sums[0].size
+    allowed = math.floor(level * total + 1e-9) if exact else math.floor(level * (total + 1) + 1e-9) - 1
+    if allowed < 0:  # no assignment is rare enough: Hoeffding's bound on the sum's tail
+        squares = sum(x * x for p in parts for x in p)
+        return int(_quantize(math.sqrt(2.0 * squares * math.log(1.0 / level)), parts))
+    running = np.sort(sums[-1][alive])[::-1]
+    return int(running[allowed]) if allowed < running.size else -_NEVER
+
+
+def _flip_tail(parts, looks, alpha, spending, draws, seed, q: int) -> tuple[int, int, bool]:
+    """(assignments that reach ``q`` at the last look without crossing an earlier one, assignments, exact?)."""
+    import numpy as np
+
+    sums, exact, alive = _flip_state(parts, looks, alpha, spending, draws, seed)
+    return int(np.count_nonzero(alive & (sums[-1] >= q))), int(sums[0].size), exact
+
+
 def _pdf(x):
     import numpy as np
 

@@ -159,7 +159,8 @@ class Verifier:
             if len(parts) > 1:
                 # a sequential verification judges each part by a one-look paired test at its own alpha
                 part_gain = SequentialGainGate(1, 1, cfg.sequential_alpha, cfg.sequential_spending,
-                                               cfg.sequential_futility_z, cfg.sigma_floor) if looked else None
+                                               cfg.sequential_futility_z, cfg.sigma_floor,
+                                               test=cfg.sequential_test) if looked else None
                 part_gates = [g for g in gates if g.name != "guard"] if cost else None
                 if cost:
                     part_gain = next((g for g in gates if g.name == "cost"), part_gain)
@@ -230,7 +231,8 @@ class Verifier:
 
             def decider(look: int) -> Gate:
                 return SequentialGainGate(look, len(looks), cfg.sequential_alpha, cfg.sequential_spending,
-                                          cfg.sequential_futility_z, cfg.sigma_floor)
+                                          cfg.sequential_futility_z, cfg.sigma_floor, test=cfg.sequential_test,
+                                          cuts=plan.look_cuts())
         baseline: list[Observation] = []
         cand_obs: list[Observation] = []
         for look in range(1, len(looks) + 1):
