@@ -479,7 +479,9 @@ def content_keys(t: Trajectory) -> tuple[int, ...]:
     ``user_scenario.instructions``; whitespace collapsed), which stays the same when the simulated user words the task
     anew each run. Each is one int (Python's keyed hash; two different texts meet ~once in 2**64 pairs). A run with no
     system or user text has no conversation key: every such run would be one task."""
-    given = tuple(_text(m.get("content")) for m in t.messages if m.get("role") in ("system", "user"))
+    # a list, the common str content taken as it is (no call): the same texts as ``_text`` of each
+    given = [c if type(c := m.get("content")) is str else _text(c) for m in t.messages
+             if m.get("role") in ("system", "user")]
     keys = (hash(("conversation", *given)),) if any(x.strip() for x in given) else ()
     instruction = t.meta.get("user_instruction") if isinstance(t.meta, dict) else None
     if isinstance(instruction, str) and (words := " ".join(instruction.split())):
