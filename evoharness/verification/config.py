@@ -125,11 +125,13 @@ class VerificationSettings(BaseModel):
         "rollouts per candidate on fresh worlds; not measured coupled (docs/verification.md, \"Later looks on the "
         "targeted tasks the anchor ranks first\")")
     sequential_test: Literal["sign_flip", "normal"] = Field(
-        "sign_flip", description="the sequential gain test: sign_flip (the running sum of the paired differences "
-        "against thresholds on its joint sign-flip distribution over the looks: an edit that changes nothing crosses "
-        "with probability at most sequential_alpha at any number of pairs; the default since 2026-12-07) | normal (the "
-        "paired z against normal group-sequential boundaries; null edits crossed 2.25% [1.7%, 3.0%] at k = 2 and a "
-        "stated 1%: docs/verification.md, \"An exact group-sequential boundary\")")
+        "normal", description="the sequential gain test: normal (the default: the paired z against normal "
+        "group-sequential boundaries; null edits crossed 2.25% [1.7%, 3.0%] at k = 2 and a stated 1%, 1.35% accepted) "
+        "| sign_flip (the running sum of the paired differences against thresholds on its joint sign-flip "
+        "distribution over the looks: an edit that changes nothing crosses with probability at most sequential_alpha "
+        "at any number of pairs, but no look-1 crossing below 22 non-zero differences: as the default it left one of "
+        "planted_flaws' unseen defects unrepaired and queued its 7 failures; docs/verification.md, \"An exact "
+        "group-sequential boundary\")")
     sequential_alpha: float = Field(
         0.01, gt=0, lt=0.5, description="one-sided false-accept rate of the sequential gain test for an edit that "
         "changes nothing, over all looks together")

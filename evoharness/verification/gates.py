@@ -339,10 +339,10 @@ class PairedGainGate:
 class SequentialGainGate:
     """The targeted gain at look ``look`` of a group-sequential test on the paired differences.
 
-    ``test = "sign_flip"`` (the default since the twenty-fourth session): the running sum of the candidate -
+    ``test = "sign_flip"`` (opt-in: ``verification.sequential_test``): the running sum of the candidate -
     baseline differences over the targeted pairs against thresholds set on its joint sign-flip distribution over
     the looks so far (`stats.sequential_sign_flip`): exact under an edit that changes nothing at any number of
-    pairs, so such an edit crosses some look with probability at most ``alpha``. ``"normal"`` (the earlier test):
+    pairs, so such an edit crosses some look with probability at most ``alpha``. ``"normal"`` (the default):
     ``stats.paired_mean_test``'s z (each task its own variance) against the looks' normal boundaries
     (``stats.sequential_bounds``), a little liberal on two or three pairs a task. Either way ``decided`` in the
     numbers says whether the verifier may stop at this look: crossed (accept the gain), the paired z at or below
@@ -363,7 +363,7 @@ class SequentialGainGate:
     name = "sequential_gain"
 
     def __init__(self, look: int = 1, looks: int = 1, alpha: float = 0.01, spending: str = "obrien_fleming",
-                 futility_z: float = 0.0, sd_floor: float = 0.005, power: float = 0.8, test: str = "sign_flip",
+                 futility_z: float = 0.0, sd_floor: float = 0.005, power: float = 0.8, test: str = "normal",
                  cuts: Mapping[str, Sequence[int]] | None = None) -> None:
         if not 1 <= look <= looks:
             raise ValueError(f"look {look} of {looks}")

@@ -261,3 +261,22 @@ def test_a_focused_plan_adds_its_later_seeds_on_the_first_targeted_tasks_only():
     assert v.accepted
     null = verifier.verify(candidate("null"), anchor, BehaviourAware(1.0), ledger=BudgetLedger(total=10**4), round=1)
     assert not null.accepted
+
+
+def test_the_default_sequential_test_repairs_an_unseen_planted_defect(tmp_path):
+    """The default gain test decides a real run's verdicts, not only simulated ones. With the sign-flip test as the
+    default (3547d13) no look-1 crossing is possible below 22 non-zero differences, and the run of planted_flaws'
+    unseen ``policy_exit_gate_off`` (the exit gate switched off) never accepted the repair it found: the defect stayed
+    on main and its 7 failures were queued as training data. With the normal test (the default again) the run
+    reverts it at the root and queues none of its failures."""
+    from pathlib import Path
+
+    from tests.modules import load_file
+
+    planted = load_file(Path(__file__).resolve().parents[2] / "benchmarks" / "planted_flaws.py", "planted_flaws_seq",
+                        register=True)
+    defect = next(d for d in planted.unseen_defects("synthetic") if d.name == "policy_exit_gate_off")
+    case = planted.run_case(tmp_path, defect, "synthetic", rounds=4, k=4)
+    assert case["repaired"] and case["gone"], case
+    assert case["queued_from_defect"] == 0, case
+    assert VerificationConfig().sequential_test == "normal"
