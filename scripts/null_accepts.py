@@ -3,7 +3,8 @@ test's boundary, and how often it is accepted, at each k asked.
 
 Usage: python scripts/null_accepts.py [--k 2 3 8] [--worlds N] [--seed S] [--jobs J] [--set KEY=VALUE ...]
 
-A world per trial (``null_world``, as `tests/verification/test_verification_sequential.py` draws them): 10 dev tasks
+A world per trial (`evoharness.verification.sim.null_world`, which
+`tests/verification/test_verification_sequential.py` draws too): 10 dev tasks
 prone to the target, 14 healthy, detectors at recall 0.8 and false fires 0.05, every harness drawing afresh (an API
 model at temperature), so the baseline's and the candidate's rollouts on a seed are exchangeable. Each world
 measures an anchor at 4 rollouts a task and verifies the null edit with `Verifier.verify` (behaviour-aware, control
@@ -14,7 +15,6 @@ ratio 2, ``targeted_rank = alone``, the default sequential settings) at each k. 
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -27,21 +27,10 @@ from evoharness.logging import configure_logging  # noqa: E402
 from evoharness.verification.budget import BudgetLedger  # noqa: E402
 from evoharness.verification.config import VerificationConfig  # noqa: E402
 from evoharness.verification.selection import BehaviourAware  # noqa: E402
-from evoharness.verification.sim import SimHarness, SimSource, SimTask, SimWorld  # noqa: E402
+from evoharness.verification.sim import SimSource, null_world  # noqa: E402
 from evoharness.verification.verifier import Verifier  # noqa: E402
 
 TARGET = "F3.repeated_action"
-
-
-def null_world(seed: int) -> SimWorld:
-    """10 tasks prone to the target, 14 healthy; every harness draws afresh; ``null`` changes nothing."""
-    rng = random.Random(seed)
-    tasks = [SimTask(f"d{i}", "dev", rng.uniform(0.6, 0.9), rng.uniform(0.05, 0.25),
-                     {TARGET: rng.uniform(0.3, 0.9)} if i < 10 else {}) for i in range(24)]
-    w = SimWorld(tasks, recall=0.8, false_fire=0.05, common_seeds=False)
-    w.add("main", SimHarness(), name=f"main{seed}")
-    w.add("null", SimHarness(), name=f"null{seed}")
-    return w
 
 
 def one(args: tuple[int, int, dict]) -> tuple[int, int]:

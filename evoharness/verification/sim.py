@@ -161,6 +161,20 @@ class SimWorld:
         return int.from_bytes(digest, "big") < self.coupling * 2**64  # crc32 here: draws correlated by name
 
 
+def null_world(seed: int, target: str = "F3.repeated_action") -> SimWorld:
+    """A world for null edits: 10 dev tasks prone to ``target``, 14 healthy; detectors at recall 0.8 and false fires
+    0.05; every harness draws afresh (an API model at temperature), so an edit that changes nothing (``null``) gives
+    baseline (``main``) and candidate exchangeable rollouts. What `scripts/null_accepts.py` and the sequential
+    verdict's null test draw."""
+    rng = random.Random(seed)
+    tasks = [SimTask(f"d{i}", "dev", rng.uniform(0.6, 0.9), rng.uniform(0.05, 0.25),
+                     {target: rng.uniform(0.3, 0.9)} if i < 10 else {}) for i in range(24)]
+    w = SimWorld(tasks, recall=0.8, false_fire=0.05, common_seeds=False)
+    w.add("main", SimHarness(), name=f"main{seed}")
+    w.add("null", SimHarness(), name=f"null{seed}")
+    return w
+
+
 class SimSource:
     """An `ObservationSource` over a `SimWorld`; a memo plays the rollout cache (hits are free)."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import random
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
 from evoharness.verification.gates import SequentialGainGate
 from evoharness.verification.selection import BehaviourAware
-from evoharness.verification.sim import SimHarness, SimSource, SimTask, SimWorld
+from evoharness.verification.sim import SimHarness, SimSource, SimTask, SimWorld, null_world
 from evoharness.verification.stats import (
     alpha_spent,
     paired_mean_test,
@@ -162,18 +161,6 @@ def test_stop_gates_are_checked_names():
         VerificationConfig(sequential_stop_gates="no_regression,guard")
 
 
-def null_world(seed: int) -> SimWorld:
-    """10 tasks prone to the target, 14 healthy; detectors as the simulation's; every harness draws afresh (an API
-    model at temperature): an edit that changes nothing gives baseline and candidate exchangeable rollouts."""
-    rng = random.Random(seed)
-    tasks = [SimTask(f"d{i}", "dev", rng.uniform(0.6, 0.9), rng.uniform(0.05, 0.25),
-                     {T: rng.uniform(0.3, 0.9)} if i < 10 else {}) for i in range(24)]
-    w = SimWorld(tasks, recall=0.8, false_fire=0.05, common_seeds=False)
-    w.add("main", SimHarness(), name=f"main{seed}")
-    w.add("null", SimHarness(), name=f"null{seed}")
-    return w
-
-
 def test_a_null_edit_is_not_accepted_on_noise_by_the_sequential_score_verdict():
     """Null edits with independent draws through the verifier's looks at k = 2, a run's default: its first look has
     one pair per task, so no task had its own variance, the SD floor alone made the standard error and the normal z
@@ -185,7 +172,7 @@ def test_a_null_edit_is_not_accepted_on_noise_by_the_sequential_score_verdict():
     k = 2
     trials, crossed, accepted = 200, 0, 0
     for seed in range(trials):
-        w = null_world(seed)
+        w = null_world(seed, T)
         verifier = Verifier(SimSource(w), VerificationConfig(rollouts=k))
         anchor = verifier.measure_anchor("main", list(w.tasks), 4)
         v = verifier.verify(candidate("null"), anchor, BehaviourAware(2.0, "alone"), ledger=BudgetLedger(total=10**4))
