@@ -78,7 +78,7 @@ def test_enqueue_round_past_its_limit_queues_nothing(tmp_path, capsys):
     assert main(["dataset", "enqueue", str(path), "--url", url, "--round", HUGE]) == 2  # an OverflowError before
     assert capsys.readouterr().err == f"error: --round must be 0 to 10,000, not {int(HUGE):,}\n"
     assert main(["dataset", "enqueue", str(path), "--url", url, "--round", "10000"]) == 0
-    assert capsys.readouterr().out.startswith("1 trajectories, ")
+    assert capsys.readouterr().out.startswith("1 trajectory, ")
 
 
 
