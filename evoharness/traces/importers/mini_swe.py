@@ -63,7 +63,6 @@ from evoharness.traces.importers import dirscan, neighbours
 from evoharness.traces.importers._shape import actions_from_text, arguments, content_text, keep_reasoning
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 
-BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n?```", re.DOTALL)
 ACTION_OPENING = re.compile(r"```(?:bash|mswea_bash_command)\s*\n")  # v1 / v2 text-based: see ``action_blocks``
 FORMAT_ERROR = re.compile(r"^\s*Please always provide EXACTLY ONE action", re.IGNORECASE)
 OBSERVATION = re.compile(r"^\s*<returncode>", re.IGNORECASE)
