@@ -4,7 +4,9 @@ Sets: Who&When Algorithm-Generated (tuning), Who&When Hand-Crafted (test: never 
 AgentRx Magentic-One (44 labelled runs: AgentRx's relabelling of the same 58 Magentic-One runs as
 Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one set (tune with
 `--only who-and-when/Algorithm-Generated`, so the test sets stay unseen; add `--holdout` to score its
-tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). See
+tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). `--holdout` is the tuning view: it
+leaves the test sets out (Who&When Hand-Crafted, AgentRx Magentic-One, swe-blind2-dev; the output's last line names
+them) unless `--only` names one; before 2026-12-07 it printed them beside the tuning sets. See
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
@@ -105,6 +107,7 @@ from evoharness.diagnosis.accuracy import (
     swe_dev_records,
     table,
     to_json,
+    without_test_sets,
 )
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.errors import InputError
@@ -140,7 +143,9 @@ def main() -> int:
     ap.add_argument("--only", action="append", default=None, metavar="SET",
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
-                    help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash)")
+                    help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash), "
+                         "and leave out the test sets (Who&When Hand-Crafted, AgentRx Magentic-One, swe-blind2-dev) "
+                         "unless --only names one")
     ap.add_argument("--by-signal", action="store_true",
                     help="first signal by detector (tuning two thirds only: --holdout --only SET/tuning)")
     ap.add_argument("--by-record", action="store_true",
@@ -246,8 +251,9 @@ def main() -> int:
         print(f"error: no human-labelled runs in {', '.join(map(str, roots))} (AgentRx runs with a ground-truth "
               "file, or Who&When logs; see docs/traces.md)", file=sys.stderr)
         return 2
-    if args.holdout:
-        sets = holdout_split(sets)
+    left_out: list[str] = []
+    if args.holdout:  # the tuning view: the test sets only where --only names one
+        sets, left_out = without_test_sets(holdout_split(sets), args.only or ())
     if args.only:
         unknown = sorted(set(args.only) - set(sets))
         if unknown:
@@ -297,6 +303,8 @@ def main() -> int:
             out[c.name]["by_class"] = c.to_json()
         for name, rows in by_record.items():
             out[name]["by_record"] = rows
+        if left_out:
+            out["left_out_test_sets"] = left_out
         if dev:
             out["dev_labels"] = {p: {"read": n, "left_out": len(d), "why": d} for p, (n, d) in dev.items()}
         print(json.dumps(out, indent=2))
@@ -319,6 +327,8 @@ def main() -> int:
         for path, (n, dropped) in dev.items():
             print(f"dev labels {Path(path).name}: {n - len(dropped)} of {n} joined to a run"
                   + (f", {len(dropped)} left out (warnings on stderr)" if dropped else ""))
+        if left_out:
+            print(f"--holdout: test sets left out (not scored): {', '.join(left_out)}")
     if args.limit:
         print(f"subset: the first {args.limit} records of each set ({sum(s.n for s in scores)} in all); every "
               "labeller and baseline above is scored on those records only")

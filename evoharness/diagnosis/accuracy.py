@@ -396,6 +396,20 @@ def holdout_split(sets: dict[str, Records]) -> dict[str, Records]:
     return dict(sorted(out.items()))
 
 
+def test_sets() -> tuple[str, ...]:
+    """The sets that are test sets of the public data, never tuned on: Who&When Hand-Crafted, AgentRx's relabelling of
+    the same Magentic-One runs, and the second blind SWE set. ``label_accuracy.py --holdout`` (the tuning view) leaves
+    them out unless ``--only`` names one."""
+    return ("who-and-when/Hand-Crafted", AGENTRX_SETS["agentrx"], SWE_BLIND2_SET)
+
+
+def without_test_sets(sets: dict[str, Records], named: Iterable[str] = ()) -> tuple[dict[str, Records], list[str]]:
+    """``sets`` less the test sets (``test_sets``) not in ``named``, and the names of those left out."""
+    keep = set(named)
+    out = [k for k in sets if k in test_sets() and k not in keep]
+    return {k: v for k, v in sets.items() if k not in out}, out
+
+
 DEV_SET = "tau-airline-dev"
 DEV_RUNS = Path("tau_bench_airline_gpt4o") / "gpt-4o-airline.json"  # under the public data folder
 PARTIES = ("agent", "user", "environment")

@@ -308,3 +308,36 @@ def test_the_dev_label_halves_are_the_sample_scripts_and_cover_every_failed_airl
     labels = json.loads(DEV_LABELS.read_text())["labels"]
     assert {(r["task_id"], r["trial"]): r["half"] for r in labels} == halves
     assert sum(h == "test3" for h in halves.values()) == 48
+
+
+def _who_when_log(folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    history = [{"role": "assistant", "name": "Planner_Expert", "content": "Let us look it up."},
+               {"role": "assistant", "name": "Checker_Expert", "content": "The answer is 12."}]
+    (folder / name).write_text(json.dumps({"question": "How many?", "history": history, "mistake_agent":
+                                           "Planner_Expert", "mistake_step": "0", "mistake_reason": "r"}))
+
+
+@pytest.mark.parametrize("only,shown", [
+    ([], ["who-and-when/Algorithm-Generated/tuning"]),  # the tuning view: the test set left out, and said so
+    (["who-and-when/Hand-Crafted"], ["who-and-when/Hand-Crafted"]),  # named: scored
+])
+def test_holdout_leaves_the_test_sets_out_unless_named(only, shown, tmp_path, capsys, monkeypatch):
+    """``--holdout`` is the tuning view (TEAM.md: run label_accuracy only with it while tuning): it printed the test
+    sets' figures beside the tuning sets' until 2026-12-07. A folder of one tuning and one test log, no public data."""
+    import runpy
+    import sys
+
+    for subset in ("Algorithm-Generated", "Hand-Crafted"):
+        _who_when_log(tmp_path / subset, "1.json")
+        _who_when_log(tmp_path / subset, "3.json")
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "label_accuracy.py"
+    argv = [str(script), "--holdout", "--data", str(tmp_path), *[a for o in only for a in ("--only", o)]]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(script), run_name="__main__")
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    rows = {line.split(" (n=")[0].strip("| ") for line in out.splitlines() if " (n=" in line}
+    assert rows == set(shown)
+    assert ("test sets left out (not scored): who-and-when/Hand-Crafted" in out) is (not only)
