@@ -45,6 +45,7 @@ def _this_checkouts_code(monkeypatch):
     ("scripts/bfcl_ground_truth.py", ["multi_turn_bsae"]),  # a mistyped category: a traceback before
     ("scripts/bfcl_ground_truth.py", ["multi_turn_base", "--help"]),
     ("scripts/import_share.py", ["no-such-package-dir"]),  # it printed '0 internal imports (0.0%)'
+    ("benchmarks/label_groups.py", ["--data", "no-such-dir"]),  # no Algorithm-Generated folder: nothing to group
     ("benchmarks/label_invariance.py", ["--only", "quote"]),  # no check's name: the table's header alone, exit 0
 ])
 def test_no_work_is_one_error_line(script, args, tmp_path):
