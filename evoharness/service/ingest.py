@@ -52,7 +52,15 @@ CREATE TABLE IF NOT EXISTS trajectories (
 );
 CREATE INDEX IF NOT EXISTS trajectories_unqueued ON trajectories(seq) WHERE lever = 'weights' AND queued = 0;
 CREATE INDEX IF NOT EXISTS trajectories_lever ON trajectories(lever, seq);
+CREATE TABLE IF NOT EXISTS ingest_batches (
+    token TEXT PRIMARY KEY,
+    stored INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ingest_batches_at ON ingest_batches(at);
 """
+# how long a batch token (``add(batch=...)``) is kept: the ingest pool retries within the same request, seconds later
+BATCH_TOKENS_KEPT_S = 3600.0
 # columns added after the first stores were written: ``open`` adds those a store lacks (NULL in its rows)
 _ADDED_COLUMNS = (("body_sha256", "TEXT"), ("labeller_fingerprint", "TEXT"))
 
@@ -128,25 +136,42 @@ class IngestStore:
                          fingerprint))
         return rows
 
-    def add(self, trajectories: list[Trajectory]) -> int:
-        """Store (durably: committed and fsync'd) those not stored yet; returns how many were new."""
+    def add(self, trajectories: list[Trajectory], batch: str | None = None) -> int:
+        """Store (durably: committed and fsync'd) those not stored yet; returns how many were new.
+
+        ``batch``: a token naming one request's batch (the ingest pool's, ``service/workers.py``). How many were new
+        is recorded under it in the same commit, and a later ``add`` under the same token stores nothing and returns
+        that count: a batch tried again because its first try's worker (or pool) died after the commit and before
+        the answer is answered with what the first try stored, not as duplicates. Tokens older than
+        ``BATCH_TOKENS_KEPT_S`` are dropped."""
         rows = self.label_rows(trajectories)
         self.open()
         with self._lock:
             conn = self._writer
-            before = conn.total_changes
             try:
                 conn.execute("BEGIN IMMEDIATE")
+                done = None if batch is None else conn.execute(
+                    "SELECT stored FROM ingest_batches WHERE token = ?", (batch,)).fetchone()
+                if done is not None:  # this batch's earlier try committed it
+                    conn.execute("COMMIT")
+                    return done[0]
+                before = conn.total_changes
                 conn.executemany(
                     "INSERT OR IGNORE INTO trajectories (id, task_id, split, failure_class, first_signal, lever, "
                     "delivered, score, ingested_at, body, body_sha256, labeller_fingerprint) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                stored = conn.total_changes - before
+                if batch is not None:
+                    now = time.time()
+                    conn.execute("DELETE FROM ingest_batches WHERE at < ?", (now - BATCH_TOKENS_KEPT_S,))
+                    conn.execute("INSERT INTO ingest_batches (token, stored, at) VALUES (?, ?, ?)",
+                                 (batch, stored, now))
                 conn.execute("COMMIT")
             except sqlite3.Error as e:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise InfraError(f"ingest store {self.path}: {e}") from None
-            return conn.total_changes - before
+            return stored
 
     def mark_queued(self, ids: list[str]) -> None:
         with self._lock:

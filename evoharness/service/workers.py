@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import uuid
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -49,15 +50,16 @@ def _ready() -> bool:
     return _store is not None
 
 
-def ingest_body(body: bytes, max_batch: int) -> tuple[int, int] | None:
+def ingest_body(body: bytes, max_batch: int, batch: str | None = None) -> tuple[int, int] | None:
     """(received, newly stored) once the batch is committed; None when the body is not a valid batch of
-    at most ``max_batch`` canonical trajectories (nothing stored)."""
+    at most ``max_batch`` canonical trajectories (nothing stored). ``batch``: the request's token
+    (``IngestStore.add``): a retry of a batch an earlier try committed answers that try's count."""
     from evoharness.service.routes import _parse_fast
 
     good = _parse_fast(body)
     if good is None or len(good) > max_batch:
         return None
-    return len(good), _store.add(good)
+    return len(good), _store.add(good, batch=batch)
 
 
 class IngestPool:
@@ -81,20 +83,24 @@ class IngestPool:
     async def ingest(self, body: bytes, max_batch: int) -> tuple[int, int] | None:
         """Store ``body`` in a worker. A dead worker breaks the whole pool (an idle one included): the pool
         is replaced and the batch tried once more on the fresh one, which is safe (ids are UNIQUE, stored
-        once); a second death in a row (the batch itself kills workers) answers 503, nothing acknowledged."""
+        once); a second death in a row (the batch itself kills workers) answers 503, nothing acknowledged.
+        Both tries carry one token (``IngestStore.add``'s ``batch``): when the first one committed before the
+        pool failed it (its worker died after the commit, or another worker died while this one was answering),
+        the retry answers what it stored instead of counting those ids as duplicates."""
+        batch = uuid.uuid4().hex
         try:
-            return await self._submit(body, max_batch)
+            return await self._submit(body, max_batch, batch)
         except BrokenProcessPool:
             pass
         try:
-            return await self._submit(body, max_batch)
+            return await self._submit(body, max_batch, batch)
         except BrokenProcessPool as e:
             raise InfraError(f"ingest worker died twice on this batch ({e}); retry the request") from None
 
-    async def _submit(self, body: bytes, max_batch: int) -> tuple[int, int] | None:
+    async def _submit(self, body: bytes, max_batch: int, batch: str) -> tuple[int, int] | None:
         pool = self._pool
         try:
-            return await asyncio.get_running_loop().run_in_executor(pool, ingest_body, body, max_batch)
+            return await asyncio.get_running_loop().run_in_executor(pool, ingest_body, body, max_batch, batch)
         except BrokenProcessPool:
             # a worker died (killed, out of memory): a broken pool takes no more work: replace it once
             # (several requests may see the same broken pool), then let the caller decide

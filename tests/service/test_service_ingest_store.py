@@ -60,3 +60,26 @@ def test_sql_composition_matches_the_labeller_composition(tmp_path):
     last = store.composition(last=5)
     assert last.n == 5
     assert [t.id for t in store][:3] == list(trajs)[:3]  # arrival order
+
+
+
+def test_a_batch_token_answers_a_retry_with_the_first_tries_count_and_is_dropped_after_an_hour(tmp_path):
+    """``add(batch=token)``: the ingest pool's retry of a batch whose first try committed (its worker died before
+    answering) gets that try's count, stores nothing twice, and does not change what a plain duplicate answers."""
+    from evoharness.service.ingest import BATCH_TOKENS_KEPT_S
+
+    store = IngestStore(tmp_path / "ingest.sqlite").open()
+    first = _batch(1)
+    assert store.add(_batch(0)) == 15  # 15 distinct ids
+    assert store.add(first, batch="req-1") == 15  # 5 of its 20 ids were batch 0's
+    assert store.add(first, batch="req-1") == 15  # the retry: what the first try stored, not 20 duplicates
+    assert store.add(first, batch="req-2") == 0  # another request with the same ids: duplicates
+    assert store.add(first) == 0
+    assert len(store) == 30
+    # a token is kept for BATCH_TOKENS_KEPT_S, then dropped by a later batch's commit
+    store.add(_batch(5), batch="req-3")
+    store._writer.execute("UPDATE ingest_batches SET at = at - ? WHERE token != 'req-3'", (BATCH_TOKENS_KEPT_S + 1,))
+    store.add(_batch(6), batch="req-4")
+    assert [r[0] for r in store._reader().execute("SELECT token FROM ingest_batches ORDER BY token")] == [
+        "req-3", "req-4"]
+    assert store.add(first, batch="req-1") == 0  # forgotten: answered as what it is now, duplicates
