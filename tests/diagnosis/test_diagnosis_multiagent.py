@@ -424,3 +424,41 @@ def test_at_a_tool_result_the_agent_that_made_the_call_answers_for_it():
     unnamed = [msgs[0], {**msgs[1], "name": None}, msgs[2]]
     assert responsible_agent(unnamed, 2) == "book_flight"
     assert responsible_agent([msgs[0], {**msgs[1], "name": None}, {**msgs[2], "name": None}], 2) is None
+
+
+def test_a_stall_the_team_recovered_from_is_not_where_the_run_failed():
+    # Magentic-One's ledger says "no progress" whenever a step misses (a wrong click, an unrelated page); the
+    # orchestrator re-instructs and the team goes on. A stall a later ledger says progress after is friction the run
+    # recovered from (as a recovered rejection is, F2), not the decisive error: before, the first stall's action was
+    # the step whatever followed, ahead of the report whose wrong value became the answer
+    recovered = _log([
+        ("Orchestrator", "Please search for the 1928 Summer Olympics athletes by country."),
+        ("WebSurfer", "I clicked 'Best cookie recipes'."),                                         # 2: a miss
+        ("Orchestrator", _ledger(False, progress=False)),
+        ("Orchestrator", "Please go back and open the Wikipedia article on the 1928 Olympics."),
+        ("WebSurfer", "I clicked 'Wikipedia'. The smallest team was Cuba, 1 athlete."),  # 5: the wrong value
+        ("Orchestrator", _ledger(False)),
+        ("Orchestrator", _ledger(True)),
+        ("Orchestrator", "FINAL ANSWER: Cuba"),
+    ], task="Which country sent the fewest athletes to the 1928 Summer Olympics?")
+    lab = Labeller().label(recovered)
+    assert "F4.no_progress" not in {s.id for s in lab.signals}
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.answer_origin", 5, "WebSurfer")
+    # a stall after the recovery, never recovered from: that one is the step (its judged action)
+    stuck = _log([
+        ("Orchestrator", "Please search for the 1928 Summer Olympics athletes by country."),
+        ("WebSurfer", "I clicked 'Best cookie recipes'."),
+        ("Orchestrator", _ledger(False, progress=False)),
+        ("Orchestrator", "Please go back and open the Wikipedia article on the 1928 Olympics."),
+        ("WebSurfer", "I clicked 'Wikipedia'."),
+        ("Orchestrator", _ledger(False)),
+        ("Orchestrator", "Please scroll to the table of participating nations."),
+        ("WebSurfer", "I scrolled up."),                                                           # 8
+        ("Orchestrator", _ledger(False, progress=False)),
+        ("Orchestrator", "Please scroll down to the table."),
+        ("WebSurfer", "I scrolled up."),
+        ("Orchestrator", _ledger(False, progress=False)),
+        ("Orchestrator", "FINAL ANSWER: unable to determine"),
+    ])
+    lab = Labeller().label(stuck)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.no_progress", 8, "WebSurfer")
