@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from evoharness import config_keys
 from evoharness.datasets.config import DatasetsConfig
 from evoharness.diagnosis.config import DiagnosisConfig
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 from evoharness.graph.config import RunConfig
 from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.roles.config import RolesConfig
@@ -222,7 +222,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     from evoharness.untrusted import check_nesting, read_limited
 
     if not path.exists():
-        raise InputError(str(path), "config file not found")
+        raise InputError(str(path), missing_reason(path))
     raw = read_limited(path, MAX_CONFIG_BYTES, what="config file")
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark (Windows Notepad's UTF-8) skipped

@@ -104,7 +104,7 @@ def missing_reason(path: str | os.PathLike[str], missing: str = "no such file or
     return missing
 
 
-def not_a_file_reason(path: str | os.PathLike[str], what: str, missing: str = "no such file") -> str:
+def not_a_file_reason(path: str | os.PathLike[str], what: str, missing: str = "no such file or directory") -> str:
     """Why ``path``, which is no regular file, cannot be read as ``what`` (a labels file, a trajectory file): a
     directory, something that is there but is no regular file (``NOT_A_REGULAR_FILE``: a FIFO would hang the reader,
     /dev/zero never ends), or a name that leads to nothing (``missing_reason``, ``missing`` for a plain one)."""

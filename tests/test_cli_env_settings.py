@@ -23,7 +23,7 @@ def _argv(argv: list[str], tmp_path) -> list[str]:
     ("EVOHARNESS_DIAGNOSIS__NO_SUCH", "1", "error: environment: unknown setting EVOHARNESS_DIAGNOSIS__NO_SUCH"),
     ("EVOHARNESS_RUN_BUDGET", "3", "error: environment: EVOHARNESS_RUN_BUDGET is not a setting; did you mean"),
     ("EVOHARNESS_RUN__BUDGET", "abc", "error: settings: run.budget: Input should be a valid number"),
-    ("EVOHARNESS_CONFIG", "no-such.toml", "error: no-such.toml: config file not found"),
+    ("EVOHARNESS_CONFIG", "no-such.toml", "error: no-such.toml: no such file or directory"),
 ])
 def test_a_bad_setting_in_the_environment_is_one_error_line(argv, var, value, says, tmp_path, monkeypatch,
                                                             capsys):

@@ -13,8 +13,8 @@ COMMANDS = [  # (argv, the error line's end)
     (["diagnose", "./missing.json"], "no such file or directory"),
     (["label", "./missing.json", "-o", "labels.jsonl"], "no such file or directory"),
     (["export-otel", "./missing.json", "-o", "o.jsonl"], "no such file or directory"),
-    (["calibrate", "./missing.json", "--human", "./h.jsonl"], "no such file"),
-    (["-c", "./missing.json", "schema", "trajectory"], "config file not found"),
+    (["calibrate", "./missing.json", "--human", "./h.jsonl"], "no such file or directory"),
+    (["-c", "./missing.json", "schema", "trajectory"], "no such file or directory"),
 ]
 
 
@@ -23,6 +23,42 @@ def test_a_missing_path_is_named_as_typed(argv, end, tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: ./missing.json: {end}"]
+
+
+# Every command that reads a path, given one that names nothing: the one wording, "no such file or directory" (as
+# errno and `ls` say it). Until the twenty-fifth session the same missing file was also "no such file" (`calibrate`,
+# `dataset validate`, `dataset export --labels`), "trajectory file not found" (`dataset export -t`, `dataset enqueue`
+# with a path), "file not found" (`candidate new --edit`, `verify --tasks @FILE`), "config file not found" (`--config`),
+# "harness directory does not exist" (`rollout --harness`) and "not a git repository" (`review --harness`).
+MISSING = "gone/missing.jsonl"  # (with a slash: a path, never a run id)
+EVERY_READER = [
+    ["diagnose", MISSING], ["label", MISSING, "-o", "l.jsonl"], ["import", MISSING, "-o", "o.jsonl"],
+    ["export-otel", MISSING, "-o", "o.jsonl"], ["calibrate", MISSING, "--human", "h.jsonl"],
+    ["calibrate", "l.jsonl", "--human", MISSING], ["dataset", "enqueue", MISSING],
+    ["dataset", "export", "-t", MISSING, "-o", "ex"], ["dataset", "export", "-t", "t.jsonl", "--labels", MISSING,
+                                                        "-o", "ex"],
+    ["dataset", "validate", MISSING], ["candidate", "new", "--harness", "h", "--edit", MISSING],
+    ["-c", MISSING, "noise", "--sigma", "0.02"], ["review", "--harness", MISSING],
+    ["rollout", "--harness", MISSING, "--env", "synthetic", "-o", "o.jsonl"], ["show", "main", "--harness", MISSING],
+    ["evaluate", "--harness", MISSING, "-o", "o.jsonl", "--tasks", "2", "-k", "1", "--split", "dev"],
+]
+
+
+@pytest.mark.parametrize("argv", EVERY_READER, ids=lambda a: " ".join(a[:3]))
+def test_a_missing_path_is_said_in_one_wording_by_every_command(argv, tmp_path, monkeypatch, capsys):
+    import json
+
+    from evoharness.harness_repo.init import init_harness
+
+    monkeypatch.chdir(tmp_path)
+    init_harness(tmp_path / "h")
+    (tmp_path / "t.jsonl").write_text(json.dumps({"id": "a", "task_id": "x", "messages": []}) + "\n")
+    (tmp_path / "l.jsonl").write_text("")
+    assert main(argv) == 2
+    said = capsys.readouterr().err.splitlines()
+    where = "--labels " if "--labels" in argv else ""
+    assert said == [f"error: {where}{MISSING}: no such file or directory"], said
+    assert not [p for p in ("o.jsonl", "ex") if (tmp_path / p).exists()]
 
 
 def test_a_bad_file_inside_is_named_as_typed_with_its_line(tmp_path, monkeypatch, capsys):

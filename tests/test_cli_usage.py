@@ -145,7 +145,7 @@ def test_the_free_text_reason_may_be_empty(capsys):
 def test_config_after_the_command_is_read(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = _one_error_line(capsys, ["run", "--config", "evoharness.toml"])
-    assert line == "error: evoharness.toml: config file not found"
+    assert line == "error: evoharness.toml: no such file or directory"
     (tmp_path / "bad.toml").write_text('[run]\nbudget = "lots"\n')
     line = _one_error_line(capsys, ["dataset", "status", "--config", "bad.toml"])
     assert line.startswith("error: bad.toml: run.budget: ")
@@ -156,7 +156,7 @@ def test_config_after_the_command_is_read(capsys, tmp_path, monkeypatch):
 def test_a_bad_config_or_setting_is_refused_by_commands_that_read_no_settings(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = _one_error_line(capsys, ["noise", "--sigma", "0.02", "--config", "nope.toml"])
-    assert line == "error: nope.toml: config file not found"
+    assert line == "error: nope.toml: no such file or directory"
     line = _one_error_line(capsys, ["--set", "run.budget=lots", "schema", "trajectory"])
     assert line.startswith("error: settings: run.budget: ")
     line = _one_error_line(capsys, ["init", "h", "--set", "no_such.key=1"])

@@ -213,7 +213,7 @@ def test_the_usual_mistakes(clone):
     assert one_error(typo).endswith("no such command 'diagnoze'; did you mean diagnose?")
     assert "missing argument PATHS" in one_error(missing)
     assert "invalid value for option --sigma" in one_error(bad_value)
-    assert one_error(config) == "error: evoharness.toml: config file not found"
+    assert one_error(config) == "error: evoharness.toml: no such file or directory"
     assert one_error(setting).endswith("unknown setting diagnosis.repeat_minn; did you mean diagnosis.repeat_min?")
     assert "did you mean EVOHARNESS_RUN__BUDGET?" in one_error(env)
     assert "no such file" in one_error(no_file)

@@ -88,14 +88,6 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 
-def _not_a_file(path: Path, what: str) -> str:
-    """Why ``path`` (not a regular file) cannot be read as ``what``."""
-    if what == "trajectory file" and path.is_dir() and (path / "trajectories.jsonl").is_file():  # a run's directory
-        return (f"is a directory, not a {what}: give {path / 'trajectories.jsonl'} (a run's trajectory store; the "
-                f"{LABELS_NAME} beside it, the run's labels, is reused)")
-    return not_a_file_reason(path, what, f"{what} not found")
-
-
 def _other_format(path: Path) -> str | None:
     """The format `evoharness import` reads ``path`` as, when it is not canonical (None: canonical or none)."""
     from evoharness.traces.importers import detect_format
@@ -122,7 +114,7 @@ class JsonlSource:
         # 2026-12-07 the API said 'is a directory, not a trajectory file' of a directory the CLI read)
         self.path = trajectory_file(Path(path), str(path))
         if not self.path.is_file():  # a directory, FIFO or device said "not found" too
-            raise InputError(str(self.path), _not_a_file(self.path, "trajectory file"))
+            raise InputError(str(self.path), not_a_file_reason(self.path, "trajectory file"))
         beside = self.path.with_name(LABELS_NAME)
         self.labels_beside = beside if self.path.name == "trajectories.jsonl" and beside.is_file() else None
 
@@ -185,7 +177,7 @@ class LabelFile:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         if not self.path.is_file():  # a directory, FIFO or device said "not found" too
-            raise InputError(str(self.path), _not_a_file(self.path, "labels file"))
+            raise InputError(str(self.path), not_a_file_reason(self.path, "labels file"))
         from evoharness.traces.store import jsonl_lines
 
         self._lines: Iterator[tuple[int, bytes]] = jsonl_lines(self.path)  # opened on the first read

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 from evoharness.logging import get_logger
 from evoharness.traces.models import Trajectory
 from evoharness.untrusted_render import RenderFailed, RenderLimits, TemplateRenderer
@@ -98,7 +98,8 @@ def resolve_prompt(harness: str | None, under: str = "evolved") -> RenderedPromp
         damaged = damaged_repository(Path(path))
         if damaged is not None:  # a .git git cannot read (HEAD damaged): git says only 'not a git repository'
             raise InputError(str(path), damaged) from None
-        raise InputError(str(path), "not a git repository (expected a harness repo)") from None
+        raise InputError(str(path), "not a git repository (expected a harness repo)" if Path(path).exists() else
+                         missing_reason(path)) from None
     main = _main_branch(repo)
     try:
         if rev is not None:

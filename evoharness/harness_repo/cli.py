@@ -10,7 +10,7 @@ import typer
 from pydantic import ValidationError
 
 from evoharness.cli_support import settings_of
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 
 HarnessOpt = Annotated[Path, typer.Option("--harness", help="the harness repo directory")]
 
@@ -32,7 +32,7 @@ def load_edit(path: Path):
     from evoharness.untrusted import read_limited
 
     if not path.exists():
-        raise InputError(str(path), "file not found")
+        raise InputError(str(path), missing_reason(path))
     try:  # a regular file only: a FIFO hung the read, /dev/zero grew memory without end
         text = read_limited(path, MAX_EDIT_BYTES, what="JSON edit file (EDIT.json)").decode("utf-8-sig")  # BOM skipped
         if not text.strip():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import git
 
-from evoharness.errors import EditRejected, InputError
+from evoharness.errors import EditRejected, InputError, missing_reason
 from evoharness.harness_repo import gitops
 from evoharness.harness_repo.candidates import BRANCH_PREFIX, branch_name, candidate_from_message, commit_message
 from evoharness.harness_repo.config import HarnessRepoConfig
@@ -29,7 +29,10 @@ log = get_logger(__name__)
 
 
 def _not_a_repository(path: Path) -> str:
-    """Why git would not open ``path``: a damaged repository (``gitops.damaged_repository``), or none at all."""
+    """Why git would not open ``path``: nothing there (``missing_reason``), a damaged repository
+    (``gitops.damaged_repository``), or none at all."""
+    if not path.exists():
+        return missing_reason(path)
     return gitops.damaged_repository(path) or "not a git repository"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import git
 
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 from evoharness.harness_repo.gitops import (
     damaged_object,
     damaged_repository,
@@ -32,7 +32,8 @@ class CheckoutCache:
     def __init__(self, repo_path: Path | str) -> None:
         self.repo_path = Path(repo_path).resolve()
         if not self.repo_path.is_dir():
-            raise InputError(str(repo_path), "harness directory does not exist")
+            raise InputError(str(repo_path), missing_reason(repo_path) if not self.repo_path.exists() else
+                             "not a directory (a harness repo is one)")
         try:
             self.repo: git.Repo | None = git.Repo(self.repo_path)
         except git.InvalidGitRepositoryError:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from evoharness.cli_support import TEMPERATURE_HELP, agent_spec, check_rollouts, fail, settings_of
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 from evoharness.verification.config import VerificationConfig, check_seed_room
 
 
@@ -73,7 +73,7 @@ def _tasks(raw: str) -> list[str | tuple[str, str]]:
 
         path = Path(raw[1:])
         if not path.exists():
-            raise InputError(str(path), "file not found")
+            raise InputError(str(path), missing_reason(path))
         try:  # a regular file only: a FIFO hung the read, /dev/zero grew memory without end
             lines = read_limited(path, 64 << 20, what="task list file").decode("utf-8").splitlines()
         except UnicodeDecodeError as e:

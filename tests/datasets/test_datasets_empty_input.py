@@ -81,7 +81,7 @@ def test_validate_of_a_fifo_says_what_it_is_not_that_it_is_missing(tmp_path, cap
     assert main(["dataset", "validate", str(fifo)]) == 2
     assert capsys.readouterr().err == f"error: {fifo}: not a regular file (a FIFO, socket or device is refused)\n"
     assert main(["dataset", "validate", str(tmp_path / "missing.jsonl")]) == 2
-    assert capsys.readouterr().err == f"error: {tmp_path / 'missing.jsonl'}: no such file\n"
+    assert capsys.readouterr().err == f"error: {tmp_path / 'missing.jsonl'}: no such file or directory\n"
 
 
 def test_enqueue_of_a_malformed_file_is_an_error_and_creates_no_queue(tmp_path, capsys):

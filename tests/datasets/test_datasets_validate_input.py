@@ -56,7 +56,7 @@ def test_export_of_trajectories_that_are_no_file_says_what_they_are(tmp_path, ca
     os.mkfifo(tmp_path / "fifo")
     for path, reason in ((tmp_path / "fifo", "not a regular file (a FIFO, socket or device is refused)"),
                          (tmp_path, "is a directory, not a trajectory file"),
-                         (tmp_path / "nope.jsonl", "trajectory file not found")):
+                         (tmp_path / "nope.jsonl", "no such file or directory")):
         assert main(["dataset", "export", "--out", str(tmp_path / "ex"), "--source", "healthy",
                      "--trajectories", str(path)]) == 2
         assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]

@@ -56,7 +56,8 @@ def test_calibrate_cli_prints_kappa_and_rejects_bad_input(tmp_path, capsys):
     human.write_text('{"id": "a", "class": "F9"}\n')
     assert main(["calibrate", str(labels), "--human", str(human)]) == 2
     assert capsys.readouterr().err.startswith(f"error: {human}:line 1: unknown class 'F9'")
-    for path, reason in ((tmp_path, "is a directory, not a labels file"), (tmp_path / "nope.jsonl", "no such file"),
+    for path, reason in ((tmp_path, "is a directory, not a labels file"),
+                         (tmp_path / "nope.jsonl", "no such file or directory"),
                          ("/dev/null", "not a regular file (a FIFO, socket or device is refused)")):
         assert main(["calibrate", str(labels), "--human", str(path)]) == 2  # all three were "no such file"
         assert capsys.readouterr().err.splitlines() == [f"error: {path}: {reason}"]

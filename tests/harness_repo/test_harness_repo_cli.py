@@ -53,10 +53,13 @@ def test_candidate_new_rejects_with_the_reason(cli_harness: Path, tmp_path: Path
 
 def test_candidate_new_on_a_missing_file_or_repo(cli_harness: Path, tmp_path: Path, capsys) -> None:
     assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(tmp_path / "nope.json")]) == 2
-    assert "file not found" in capsys.readouterr().err
+    assert "nope.json: no such file or directory" in capsys.readouterr().err
     edit = write_edit(tmp_path, MINIMAL)
     assert main(["candidate", "new", "--harness", str(tmp_path / "nowhere"), "--edit", str(edit)]) == 2
-    assert "not a git repository" in capsys.readouterr().err
+    assert "nowhere: no such file or directory" in capsys.readouterr().err
+    (tmp_path / "plain").mkdir()
+    assert main(["candidate", "new", "--harness", str(tmp_path / "plain"), "--edit", str(edit)]) == 2
+    assert "plain: not a git repository" in capsys.readouterr().err
     assert main(["candidate", "new", "--harness", str(cli_harness), "--edit", str(edit), "--round", "-1"]) == 2
     assert capsys.readouterr().err.splitlines() == ["error: --round must be 0 to 10,000, not -1"]
     assert git(cli_harness, "for-each-ref", "refs/heads/candidate/") == ""  # no branch `candidate/r-1-...`

@@ -135,7 +135,7 @@ def test_verify_unknown_strategy_and_missing_tasks_are_clear_errors(setup, capsy
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--strategy", "x"]) == 2
     assert "unknown strategy" in capsys.readouterr().err
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", "@/nonexistent"]) == 2
-    assert "file not found" in capsys.readouterr().err
+    assert "/nonexistent: no such file or directory" in capsys.readouterr().err
 
 
 def test_verify_tasks_from_a_file_that_is_no_text_file_is_one_error_line(setup, tmp_path, capsys):
