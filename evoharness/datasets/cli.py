@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -403,6 +404,9 @@ def validate(
         _validate_splits(path, splits, entry, fmt)
         return
     if path.is_dir():
+        if not os.path.lexists(path / entry.data_file):  # it said 'DIR/data.jsonl: no such file', a path never given
+            fail(f"{path}: a directory with no {entry.data_file} in it (the {fmt} data file looked for): give what "
+                 f"`dataset export --out DIR` wrote (DIR, or DIR/{entry.data_file}), or the data file itself")
         path = path / entry.data_file
     if not path.is_file():  # a FIFO or device exists, but is no file (reading it could hang or never end)
         fail(f"{path}: {not_a_file_reason(path, 'dataset file')}")

@@ -142,3 +142,18 @@ def test_validate_of_an_export_whose_data_file_is_a_directory_says_so(tmp_path, 
     assert main(["dataset", "validate", str(export)]) == 2
     reason = "is a directory, not a dataset file"
     assert capsys.readouterr().err.splitlines() == [f"error: {export / 'data.jsonl'}: {reason}"]
+
+
+@pytest.mark.parametrize(("fmt", "data_file"), [(None, "data.jsonl"), ("sharegpt", "data.jsonl"),
+                                                 ("hf", "data/train-00000-of-00001.parquet")])
+def test_validate_of_a_directory_with_no_data_file_says_what_it_looked_for(tmp_path, capsys, fmt, data_file):
+    """`dataset validate EMPTY_DIR` said 'EMPTY_DIR/data.jsonl: no such file', naming a path the user never gave as
+    if it were theirs. Now it names the directory and the data file it looked for there (the format's), and how to
+    give one; nothing is written."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["dataset", "validate", str(empty), *(["--format", fmt] if fmt else [])]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {empty}: a directory with no {data_file} in it "), err
+    assert "dataset export --out DIR" in err[0], err
+    assert list(empty.iterdir()) == []
