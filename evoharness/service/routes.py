@@ -31,6 +31,9 @@ from evoharness.traces.models import Trajectory
 from evoharness.untrusted import control_character, some_keys
 
 RunId = Annotated[str, Path(pattern=RUN_ID)]
+# the longest trajectory id POST /trajectories stores: the id is read back through GET /trajectories/{id}'s URL, and
+# 512 characters percent-encoded (12 bytes each at most) stay under the 8 KiB request line of common proxies (nginx)
+MAX_ID_CHARS = 512
 
 async def _limited_body(request: Request) -> bytes:
     """The request's body, read in chunks: 413 once over ``service.max_body_mb``, by its content-length or by what
@@ -283,12 +286,35 @@ def _validate(records: list[Any]) -> tuple[list[Trajectory], list[dict[str, Any]
             errors.append({"index": i, "field": "record", "error": "not a JSON object"})
             continue
         try:
-            good.append(Trajectory.model_validate(rec))
+            t = Trajectory.model_validate(rec)
         except ValidationError as e:
             first = e.errors()[0]
+            tid = rec.get("id") if isinstance(rec.get("id"), str) else None
             errors.append({"index": i, "field": _field(first["loc"]), "error": first["msg"],
-                           "id": rec.get("id") if isinstance(rec.get("id"), str) else None})
+                           "id": tid if tid is None or len(tid) <= MAX_ID_CHARS else tid[:60] + "..."})
+            continue
+        if (e := _id_error(i, t)) is not None:
+            errors.append(e)
+        else:
+            good.append(t)
     return good, errors
+
+
+def _id_error(i: int, t: Trajectory) -> dict[str, Any] | None:
+    """Record ``i``'s error when its id is longer than ``MAX_ID_CHARS`` (the id in it cut to 60 characters)."""
+    if len(t.id) <= MAX_ID_CHARS:
+        return None
+    return {"index": i, "field": "id", "id": t.id[:60] + "...",
+            "error": f"{len(t.id):,} characters; at most {MAX_ID_CHARS} (the id is read back in the URL of "
+                     "GET /trajectories/{id})"}
+
+
+def _record_errors(request: Request, errors: list[dict[str, Any]], records: list[Any] | None = None) -> JSONResponse:
+    """422 naming the first invalid record, with every one's error (nothing stored)."""
+    e = errors[0]
+    return _invalid(request, f"record {e['index']}: {e['field']}: {e['error']}"
+                    + (f" ({len(errors)} invalid records; nothing stored)" if len(errors) > 1 else " (nothing stored)")
+                    + (_format_hint(records) if records is not None else ""), errors)
 
 
 @functools.cache
@@ -303,9 +329,10 @@ def _parse_fast(body: bytes) -> list[Trajectory] | None:
     objects, as the slow path validates: the two together cost what ``validate_json`` alone did (1,000 trajectories,
     3 MB: 131 vs 128 ms CPU)."""
     try:
-        return _batch_adapter().validate_python(jsontext.loads(body, unique=True))
+        good = _batch_adapter().validate_python(jsontext.loads(body, unique=True))
     except (ValidationError, ValueError, RecursionError):
         return None
+    return None if any(len(t.id) > MAX_ID_CHARS for t in good) else good
 
 
 def _invalid(request: Request, message: str, errors: list[dict[str, Any]] | None = None) -> JSONResponse:
@@ -366,10 +393,7 @@ async def ingest(request: Request, format: Annotated[str, Query(
                         "(service.max_batch)")
     good, errors = await run_in_threadpool(_validate, records)
     if errors:
-        e = errors[0]
-        return _invalid(request, f"record {e['index']}: {e['field']}: {e['error']}"
-                        + (f" ({len(errors)} invalid records; nothing stored)" if len(errors) > 1
-                           else " (nothing stored)") + _format_hint(records), errors)
+        return _record_errors(request, errors, records)
     return await _store(request, good, t0)
 
 
@@ -433,6 +457,8 @@ async def _ingest_imported(request: Request, body: bytes, fmt: str, source: str 
                                        limit=max_batch)
     except InputError as e:
         return _invalid(request, f"{e} (nothing stored)")
+    if errors := [e for i, t in enumerate(good) if (e := _id_error(i, t)) is not None]:
+        return _record_errors(request, errors)
     return await _store(request, good, t0)
 
 

@@ -333,3 +333,32 @@ def test_a_body_nested_as_deep_as_the_parser_goes_runs_no_other_code_down_there(
         assert r.status_code == 422 and r.json()["error"].startswith("body is nested too deeply to parse; ")
         assert seen["finalised"] > 100  # the trap was armed: finalisers ran all through the request
         assert seen["unraisable"] == [], path
+
+
+@pytest.mark.parametrize("fmt", ["canonical", "auto"])
+def test_an_id_longer_than_the_limit_is_a_422_naming_the_record_and_nothing_is_stored(client, fmt):
+    """Ids had no length limit: a 100,000-character id was stored, and its GET /trajectories/{id} is a URL no
+    client or proxy sends (httpx refuses one over 65,536 characters; nginx's request line stops at 8 KiB).
+    At most ``MAX_ID_CHARS`` characters: a 422 naming the record, the batch refused whole."""
+    import json
+
+    from evoharness.service.routes import MAX_ID_CHARS
+    from tests.service.helpers import trajectory
+
+    longest, over = f"{fmt}-" + "é" * (MAX_ID_CHARS - len(fmt) - 1), f"{fmt}-over-" + "x" * 100_000
+    body = [trajectory(f"{fmt}-fine"), trajectory(over)]
+    lines = "\n".join(json.dumps(t) for t in body).encode()
+    before = client.get("/composition", headers=AUTH).json()["total"]
+    r = client.post(f"/trajectories?format={fmt}", content=json.dumps(body).encode() if fmt == "canonical" else lines,
+                    headers=JSON)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error.startswith(f"record 1: id: {len(over):,} characters; at most {MAX_ID_CHARS}"), error
+    assert error.endswith("(nothing stored)"), error
+    assert len(r.text) < 2000  # the id is not echoed whole
+    assert client.get("/composition", headers=AUTH).json()["total"] == before
+    ok = client.post(f"/trajectories?format={fmt}", content=json.dumps([trajectory(longest)]).encode(), headers=JSON)
+    assert ok.status_code == 200 and ok.json()["stored"] == 1, ok.text
+    from urllib.parse import quote
+
+    assert client.get("/trajectories/" + quote(longest, safe=""), headers=AUTH).json()["id"] == longest
