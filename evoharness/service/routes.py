@@ -205,6 +205,15 @@ class Decision(BaseModel):
             raise ValueError(f"a control character ({ch}) in it: a reason is one line of text")
         return reason
 
+    @field_validator("candidate")
+    @classmethod
+    def _branch_name(cls, candidate: str) -> str:
+        # a candidate not awaiting review is named in the 409: one holding a newline made that error two lines
+        # (scripts/fuzz_service.py, once its decisions went to a run waiting for review); no branch holds one
+        if (ch := control_character(candidate)) is not None:
+            raise ValueError(f"a control character ({ch}) in it: a candidate is a branch name")
+        return candidate
+
 
 def _decide(request: Request, run_id: str, body: Decision, decision: str) -> dict[str, Any]:
     _known_run(request, run_id)

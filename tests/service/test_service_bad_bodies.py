@@ -143,6 +143,16 @@ def test_a_review_reason_with_a_control_character_is_refused(client, reason):
     assert "one line of text" in r.json()["error"]
 
 
+@pytest.mark.parametrize("candidate", ["a\nb", "candidate/r1-x\x00", "candidate/\u202er1"])
+def test_a_candidate_with_a_control_character_is_refused_before_it_is_named_in_an_error(client, candidate):
+    """A candidate not awaiting review is named in the 409 ('a\\nb: not awaiting review in ...'): one holding a
+    newline made that error two lines (fuzz_service, its decisions sent to a run waiting for review)."""
+    r = client.post("/runs/some-run/approve", json={"candidate": candidate}, headers=AUTH)
+    assert r.status_code == 422
+    assert r.json()["error"].startswith("body.candidate: Value error, a control character ("), r.json()
+    assert r.json()["error"].endswith("in it: a candidate is a branch name") and "\n" not in r.json()["error"]
+
+
 def test_json_lines_whose_text_holds_a_unicode_line_break_are_still_told_how_to_send_them(client):
     """ab7fae1 split the body with str.splitlines, which breaks at U+2028 inside a string too: a run's
     trajectories.jsonl (written with such characters raw) was 'body is not JSON: Extra data ...' again, while
