@@ -16,13 +16,20 @@ key is added twice. A fifth of the cases send the working body as it is. ``FORMA
 flipped, the file cut short).
 
 The service runs in-process (``TestClient``, no loop: runs start only when ``POST /runs`` asks) on a fresh home
-with a harness repo, rollouts ingested and enqueued, and a run it was asked to start (its id for approve/reject).
+with a harness repo, rollouts ingested and enqueued, and a run it was asked to start. Its runs end at once (no round
+fits their budget), so ``POST /runs/{run_id}/approve`` and ``reject`` go to a second service (``Reviews``: its own
+home and harness) whose run waits for review with candidates: a working decision names one of them, and once a
+decision is taken the next case starts (and waits for) another such run, from the harness as it was (an approved
+candidate merged into main would leave the next run nothing to fix). Before, every decision the fuzz sent was
+refused, 409 'not waiting for a review' (868 of 871 in 40 s; 3 were 404): the decision itself was never reached.
 A failure is: a status of 500 or more; a 4xx whose body is not ``{"error": "one line"}`` (``errors``: a list, on
 422); a 2xx for a value the body model's JSON schema does not allow (a string where it says integer, NaN where it
 says number); a 2xx ingest whose trajectory ``GET /trajectories/{id}`` does not give back, or gives back with a
-score outside 0..1; a refused request that changed what the service holds (the ingested count, the export
-directories, the runs); a request over ``--slow`` seconds (a wedged service: the script stops there); ``GET
-/health`` not 200 after a case. Every failure is printed with its body (cut to 300 characters); exit 1 if any.
+score outside 0..1; a 2xx decision for a candidate that was not awaiting review, or whose ``decisions`` do not say
+it and reject the others; a refused request that changed what the service holds (the ingested count, the export
+directories, the runs, the candidates a waiting run awaits); a request over ``--slow`` seconds (a wedged service:
+the script stops there); ``GET /health`` not 200 after a case. Every failure is printed with its body (cut to 300
+characters); exit 1 if any.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -151,8 +159,14 @@ def _routes(routes) -> list[APIRoute]:
 # ---------------------------------------------------------------- the service and its workspace
 
 
-def build_workspace(root: Path) -> Settings:
-    """A harness repo, rollouts (ingested later) and a queue of their content failures; the service's settings."""
+# a run that waits for review with candidates (as tests/service/test_service_loop.py's): about 14 s to get there on
+# two loaded cores
+REVIEW_RUN = {"rollouts": 8, "max_rounds": 1, "review": True, "dev_limit": 8, "heldout_limit": 4}
+
+
+def build_workspace(root: Path, review: bool = False) -> Settings:
+    """A harness repo, rollouts (ingested later) and a queue of their content failures; the service's settings (with
+    ``review``: runs that reach a review, ``REVIEW_RUN``, instead of runs that end at once)."""
     root.mkdir(parents=True, exist_ok=True)
     home = root / "home"
     old, os.environ["EVOHARNESS_HOME"] = os.environ.get("EVOHARNESS_HOME"), str(home)
@@ -174,8 +188,8 @@ def build_workspace(root: Path) -> Settings:
             os.environ["EVOHARNESS_HOME"] = old
     return Settings.model_validate({
         "home": str(home), "log_level": "error",
-        "run": {"harness": str(root / "h"), "env": "synthetic", "model": "scripted:weak", "rollouts": 1,
-                "max_rounds": 1, "budget": 40, "review": True},
+        "run": {"harness": str(root / "h"), "env": "synthetic", "model": "scripted:weak",
+                **(REVIEW_RUN if review else {"rollouts": 1, "max_rounds": 1, "budget": 40, "review": True})},
         "service": {"loop": False, "max_body_mb": MAX_BODY_MB}, "sandbox": {"backend": "inprocess", "workers": 1},
         "roles": {"kind": "playbook"}})
 
@@ -223,10 +237,65 @@ class Service:
                 "runs": sorted(p.name for p in (home / "runs").glob("*") if p.is_dir() and p.name not in self.asked)}
 
 
+class Reviews(Service):
+    """The second service: its current run waits for review, and approve/reject cases are sent to it."""
+
+    def __init__(self, settings: Settings, slow: float) -> None:
+        super().__init__(settings, slow)
+        self.n, self.run_id = 0, ""
+        self.harness = Path(settings.run.harness)
+        self.seed = self._git("rev-parse", "main")
+
+    def __enter__(self) -> Reviews:
+        super().__enter__()
+        self.ready()
+        return self
+
+    def view(self) -> dict[str, Any]:
+        r = self.request("GET", f"/runs/{self.run_id}") if self.run_id else None
+        return r.json() if r is not None and r.status_code == 200 else {}
+
+    def pending(self) -> list[str]:
+        return sorted(p["branch"] for p in self.view().get("waiting_review") or [])
+
+    def ready(self, timeout: float = 600.0) -> None:
+        """A run waiting for review: the current one, or (once it ended, or at the start) a new one, waited for."""
+        if self.run_id and self.view().get("phase") not in ("done", "stopped"):
+            return
+        self._git("reset", "--quiet", "--hard", self.seed)  # main as it was: the run finds the same flaws
+        self.n += 1
+        self.run_id = f"review-{self.n}"
+        r = self.request("POST", "/runs", json.dumps({"run_id": self.run_id}).encode())
+        if r is None or r.status_code != 202:
+            raise SystemExit(f"fuzz_service: the review run was not started: {r and r.text}")
+        self.asked.add(self.run_id)
+        deadline = time.monotonic() + timeout
+        while (phase := self.view().get("phase")) != "waiting_review":
+            if phase in ("done", "stopped") or time.monotonic() > deadline:
+                raise SystemExit(f"fuzz_service: review run {self.run_id} is {phase}, not waiting for a review: "
+                                 f"{self.view()}")
+            time.sleep(0.2)
+
+    def held(self) -> dict[str, Any]:
+        view = self.view()
+        return {**super().held(), "review": [view.get("phase"), self.pending()]}
+
+    def _git(self, *args: str) -> str:
+        import subprocess
+
+        return subprocess.run(["git", "-C", str(self.harness), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+
+def decides(path: str) -> bool:
+    return path.endswith(("/approve", "/reject"))
+
+
 # ---------------------------------------------------------------- making a case
 
 
-def working_body(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]], n: int) -> Any:
+def working_body(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]], n: int,
+                 candidates: list[str] | None = None) -> Any:
     if ep.model is None:
         picked = copy.deepcopy(rng.sample(records, rng.randint(1, 3)))
         for i, t in enumerate(picked):
@@ -236,6 +305,8 @@ def working_body(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]]
     for name, info in ep.model.model_fields.items():
         if name == "run_id":
             body[name] = f"fuzz-run-{n}"
+        elif name == "candidate" and candidates:
+            body[name] = rng.choice(candidates)  # one awaiting review (the reviews' run)
         elif name == "name":
             body[name] = f"fuzz-export-{n}"
         elif name in WORKING and rng.random() < 0.6:
@@ -279,10 +350,10 @@ def format_case(rng: random.Random, samples: list[tuple[str, Path]]) -> Case:
 
 
 def make_case(ep: Endpoint, rng: random.Random, records: list[dict[str, Any]], n: int,
-              samples: list[tuple[str, Path]] | None = None) -> Case:
+              samples: list[tuple[str, Path]] | None = None, candidates: list[str] | None = None) -> Case:
     if ep.model is None and samples and rng.random() < FORMAT_SHARE:
         return format_case(rng, samples)
-    body = working_body(ep, rng, records, n)
+    body = working_body(ep, rng, records, n, candidates)
     case = Case(ep.path, b"")
     if rng.random() < WORKING_SHARE or not body:
         case.body = json.dumps(body).encode()
@@ -363,6 +434,9 @@ def check(case: Case, ep: Endpoint, before: dict[str, Any], after: dict[str, Any
             case.problems.append(f"no one-line error: {case.answer[:200]!r}")
         if status == 422 and not isinstance(answer.get("errors"), list):
             case.problems.append("a 422 without its errors list")
+        if before.get("review", ["waiting_review"])[0] != "waiting_review":  # a run not waiting moves on its own
+            before, after = {k: v for k, v in before.items() if k != "review"}, {
+                k: v for k, v in after.items() if k != "review"}
         if before != after:
             case.problems.append(f"refused ({status}) but what the service holds changed: {before} -> {after}")
         return
@@ -376,6 +450,8 @@ def check(case: Case, ep: Endpoint, before: dict[str, Any], after: dict[str, Any
                 sub = next((s.get("items", {}) for s in [sub, *sub.get("anyOf", [])] if "items" in s), {})
             if not _allows(sub, defs, kind):
                 case.problems.append(f"accepted ({status}) a {kind or 'non-JSON'} value at {where}")
+        if decides(case.endpoint):
+            case.problems += decision_problems(case, before)
         return
     if "?format=" in case.endpoint:  # imported: its ids are the importer's (a ?format= body's 2xx is all it says)
         return
@@ -389,6 +465,22 @@ def check(case: Case, ep: Endpoint, before: dict[str, Any], after: dict[str, Any
         score = got.json().get("score")
         if score is not None and not (isinstance(score, int | float) and math.isfinite(score) and 0 <= score <= 1):
             case.problems.append(f"stored with score {score!r}")
+
+
+def decision_problems(case: Case, before: dict[str, Any]) -> list[str]:
+    """What is wrong with a decision the service took (2xx): its candidate must have been awaiting review, and the
+    decisions must give it the decision asked for, reject every other candidate, and keep the reason given."""
+    sent, answer = json.loads(case.body), json.loads(case.answer)
+    decision = case.endpoint.rsplit("/", 1)[1]
+    awaiting = before.get("review", [None, []])[1]
+    if sent.get("candidate") not in awaiting:
+        return [f"took a decision on {str(sent.get('candidate'))[:80]!r}, not awaiting review (awaiting: {awaiting})"]
+    want = {b: "reject" for b in awaiting} | {sent["candidate"]: decision}
+    if sent.get("reason"):
+        want[f"{sent['candidate']}#reason"] = sent["reason"]
+    if answer.get("decisions") != want or answer.get("decision") != decision:
+        return [f"decisions {str(answer.get('decisions'))[:300]}, not {str(want)[:300]}"]
+    return []
 
 
 # ---------------------------------------------------------------- the loop
@@ -424,18 +516,30 @@ def main(argv: list[str] | None = None) -> int:
                    if not args.path or any(e.path == p.replace("{run_id}", "fuzz-run") for p in args.path)]
             if not eps:
                 raise SystemExit(f"fuzz_service: no endpoint takes a body among {args.path}")
-            return fuzz(service, eps, records, rng, args, format_samples(root))
+            samples = format_samples(root)
+            if not any(decides(e.path) for e in eps):
+                return fuzz(service, eps, records, rng, args, samples)
+            with Reviews(build_workspace(root / "review", review=True), args.slow) as reviews:
+                return fuzz(service, eps, records, rng, args, samples, reviews)
 
 
 def fuzz(service: Service, eps: list[Endpoint], records, rng: random.Random, args,
-         samples: list[tuple[str, Path]] | None = None) -> int:
+         samples: list[tuple[str, Path]] | None = None, reviews: Reviews | None = None) -> int:
+    """The cases, each judged; with ``reviews``, approve/reject cases go to its run waiting for review (the time it
+    takes to start another once a decision was taken counts against the budget)."""
+    main_service = service
     order = eps[:]
     rng.shuffle(order)
     cases: list[Case] = []
     t_end = time.monotonic() + args.budget
     while time.monotonic() < t_end and (args.n is None or len(cases) < args.n):
         ep = order[len(cases) % len(order)]
-        case = make_case(ep, rng, records, len(cases), samples)
+        service, candidates = main_service, None
+        if reviews is not None and decides(ep.path):
+            reviews.ready()
+            service, candidates = reviews, reviews.pending()
+            ep = Endpoint(ep.path.replace("/runs/fuzz-run/", f"/runs/{reviews.run_id}/"), ep.model)
+        case = make_case(ep, rng, records, len(cases), samples, candidates)
         before = service.held()
         t0 = time.monotonic()
         r = service.request("POST", case.endpoint, case.body)
@@ -461,7 +565,7 @@ def fuzz(service: Service, eps: list[Endpoint], records, rng: random.Random, arg
             break
     by_status: dict[str, int] = {}
     for c in cases:
-        key = f"{c.endpoint.replace('fuzz-run', '{run_id}')} {c.status}"
+        key = f"{re.sub(r'^/runs/[^/]+/', '/runs/{run_id}/', c.endpoint)} {c.status}"
         by_status[key] = by_status.get(key, 0) + 1
     failed = [c for c in cases if c.problems]
     print(f"fuzz_service: {len(cases)} cases, {len(failed)} failures, slowest {max(c.seconds for c in cases):.2f} s")

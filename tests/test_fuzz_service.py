@@ -83,3 +83,33 @@ def test_format_cases_send_other_formats_files_none_of_a_held_out_set(fuzz, tmp_
                             n, samples) for n in range(200)]
     sent = [c for c in cases if "?format=" in c.endpoint]
     assert 40 <= len(sent) <= 120 and all(c.body for c in sent), len(sent)
+
+
+def test_a_decision_taken_is_checked_against_the_candidates_awaiting_review(fuzz):
+    """approve/reject cases go to a run waiting for review (``Reviews``); a 2xx decision must name a candidate that
+    was awaiting, give it the decision asked for, reject the others and keep the reason; a refusal must leave the
+    candidates awaiting as they were (a run not waiting moves on its own: not compared)."""
+    from evoharness.service.routes import Decision
+
+    awaiting = ["candidate/r1-a", "candidate/r1-b"]
+    before = {"ingested": 3, "exports": [], "runs": [], "review": ["waiting_review", awaiting]}
+    ep = fuzz.Endpoint("/runs/review-1/approve", Decision)
+
+    def judged(sent, answer, status=202, after=before, endpoint=ep.path, held=before):
+        case = fuzz.Case(endpoint, json.dumps(sent).encode(), status=status, answer=json.dumps(answer))
+        fuzz.check(case, ep, held, after, _Service())
+        return case.problems
+
+    right = {"decision": "approve", "decisions": {"candidate/r1-a": "approve", "candidate/r1-b": "reject",
+                                                  "candidate/r1-a#reason": "ok"}}
+    assert judged({"candidate": "candidate/r1-a", "reason": "ok"}, right) == []
+    assert judged({"candidate": "candidate/r1-a"}, right)  # a reason nobody gave
+    assert judged({"candidate": "candidate/r1-zzz"}, right)[0].startswith("took a decision on 'candidate/r1-zzz'")
+    assert judged({"candidate": "candidate/r1-a", "reason": "ok"}, {**right, "decision": "reject"})
+    wrong = {"decision": "reject", "decisions": {"candidate/r1-a": "approve", "candidate/r1-b": "reject"}}
+    assert judged({"candidate": "candidate/r1-a"}, wrong, endpoint="/runs/review-1/reject")
+    gone = {**before, "review": ["running", []]}
+    assert judged({"candidate": "x"}, {"error": "not awaiting", "errors": []}, status=409, after=gone)
+    moving = {**before, "review": ["running", []]}
+    assert judged({"candidate": "x"}, {"error": "not waiting"}, status=409, held=moving, after=gone) == []
+    assert not fuzz.decides("/runs") and fuzz.decides("/runs/r1/reject")
