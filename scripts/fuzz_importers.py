@@ -37,13 +37,17 @@ SAMPLES = {
                        *sorted((FIX / "mini_swe_v2").glob("*/django__django-12708/*.traj.json"))],  # v1, v2
     "swe-agent": sorted((FIX / "swe_agent" / "experiments" / "trajs").glob("*.traj"))[:1],
     "agentrx-tau": [FIX / "agentrx_tau" / "tau_dataset" / "2.json"],
-    "who-and-when": sorted((DATA / "who_and_when").rglob("*.json"))[:3],
-    "agentrx": [*sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
-                        key=lambda p: p.stat().st_size)[:2], FIX / "ag2" / "chat_history.json"],  # + AG2's tool calls
+    # Who&When's Algorithm-Generated logs only: Hand-Crafted is a held-out test set (``HELD_OUT``)
+    "who-and-when": sorted((DATA / "who_and_when" / "Who&When" / "Algorithm-Generated").glob("*.json"))[:3],
+    "agentrx": [FIX / "ag2" / "chat_history.json"],  # AG2's tool calls; AgentRx's Magentic-One runs: ``HELD_OUT``
     "autogen": sorted((FIX / "autogen").glob("*.json")),
     "openhands": [FIX / "openhands" / "output.jsonl", FIX / "openhands_v1" / "output.jsonl"],  # classic, V1 SDK
     "nebius-swe-agent": [FIX / "nebius_swe_agent" / "sample.jsonl"],
 }
+# Samples of a held-out test set (AgentRx's Magentic-One runs), fuzzed only with --held-out: a mutated copy is never
+# scored or printed, but the default run opens no file of a test set (TEAM hygiene: never tune on, open or print one).
+HELD_OUT = {"agentrx": sorted((DATA / "agentrx_magentic_one" / "trajectories").glob("*.json"),
+                              key=lambda p: p.stat().st_size)[:2]}
 ROOTS = {"mini-swe-agent": DATA / "mini_swe_agent_sample", "who-and-when": DATA / "who_and_when",
          "agentrx": DATA / "agentrx_magentic_one", "swe-agent": FIX / "swe_agent" / "experiments",
          "agentrx-tau": FIX / "agentrx_tau"}  # a variant keeps its path under its root (joins)
@@ -199,7 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=sorted([*SAMPLES, "openai", "canonical"]), action="append",
                     help="formats (default: all)")
     ap.add_argument("--slow", type=float, default=SLOW_S, help="seconds over which a variant counts as a hang")
+    ap.add_argument("--held-out", action="store_true",
+                    help="also mutate the samples of a held-out test set (AgentRx Magentic-One: the agentrx format's "
+                         "shape of it); off by default, so that no file of a test set is opened")
     args = ap.parse_args(argv)
+    if args.held_out:
+        for fmt, paths in HELD_OUT.items():
+            SAMPLES[fmt] = [*paths, *SAMPLES[fmt]]
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         _derived_samples(Path(tmp))

@@ -42,3 +42,13 @@ def test_script_counts_variants_and_finds_no_traceback():
     for fmt in FORMATS:
         c = fuzz.fuzz(fmt, 20, seed=1)
         assert c["variants"] == 20 and c["tracebacks"] == 0 and c["imported"] + c["refused"] == 20
+
+
+def test_the_default_samples_hold_no_file_of_a_held_out_set():
+    """The `agentrx` format mutated two of tests/fixtures/data/agentrx_magentic_one's runs (a sample of a held-out
+    test set) by default, and `who-and-when` took the first three files of a sorted walk over both Who&When sets
+    (Algorithm-Generated only by the alphabet). Held-out samples are opt-in now (--held-out)."""
+    held_out = ("agentrx_magentic_one", "Hand-Crafted")
+    assert not [p for paths in fuzz.SAMPLES.values() for p in paths if any(h in str(p) for h in held_out)]
+    assert all("Algorithm-Generated" in str(p) for p in fuzz.SAMPLES["who-and-when"]) and fuzz.SAMPLES["who-and-when"]
+    assert fuzz.HELD_OUT["agentrx"] and all("agentrx_magentic_one" in str(p) for p in fuzz.HELD_OUT["agentrx"])
