@@ -24,7 +24,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
 - ``F4.no_progress``: the first Magentic-One ledger that says progress is not being made
   (or the team is in a loop), and after which no ledger says progress is being made again, points at the agent action
   it judged: the last non-orchestrator message before it. A stall the team got going again from (a later ledger says
-  progress) is friction the run recovered from, not where it failed -- as a recovered rejection is (F2). A ledger is
+  progress) is friction the run recovered from, not where it failed -- as a recovered rejection is (F2); a ledger
+  declaring the request satisfied is no stall (the team stops there: ``F4.accepted_report``). A ledger is
   headed ``Updated Ledger`` or is the bare JSON object AutoGen 0.2's orchestrator prints (``is_ledger``); either way
   it is no reasoning turn. Class F4 (the instruction was not carried out), not F3: the run went on.
 - ``F4.handoff_code``: an opening handoff (the team's task restatement) that carries code -- a prior
@@ -680,6 +681,8 @@ class NoProgressDetector:
             text = log.text(i)
             if not is_ledger(text):
                 continue
+            if LEDGER_SATISFIED.search(text):
+                continue  # the team stops on it (``F4.accepted_report`` reads it): its progress field judges nothing
             if LEDGER_STALL.search(text):
                 if stall is None and last_action is not None:
                     stall = (i, last_action, text)

@@ -462,3 +462,19 @@ def test_a_stall_the_team_recovered_from_is_not_where_the_run_failed():
     ])
     lab = Labeller().label(stuck)
     assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.no_progress", 8, "WebSurfer")
+
+
+def test_a_ledger_that_declares_the_request_satisfied_is_no_stall():
+    # the orchestrator's last ledger may say "no progress" (nothing left to do) as it declares the request satisfied:
+    # the team stops there, and which report it stopped on is F4.accepted_report's to say. Before, that ledger was a
+    # stall, and its judged action -- here a worker's honest report of failure -- came first, ahead of the
+    # orchestrator's call to end the run on it
+    turns = [
+        ("Orchestrator", "Please find the 1928 Olympics athletes by country."),
+        ("WebSurfer", "I was unable to find the team sizes. I clicked 'Results' but the table is missing."),  # 2
+        ("Orchestrator", _ledger(True, progress=False)),                                                     # 3
+        ("Orchestrator", "FINAL ANSWER: Unable to determine"),
+    ]
+    lab = Labeller().label(_log(turns))
+    assert "F4.no_progress" not in {s.id for s in lab.signals}
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.accepted_report", 3, "Orchestrator")
