@@ -105,6 +105,7 @@ def diagnose(
     rows go to a temporary file and are copied out after the summary).
     """
     from evoharness.diagnosis.composition import Tally
+    from evoharness.diagnosis.labeller import Labeller
     from evoharness.diagnosis.report import (
         composition_text,
         failing_step_line,
@@ -123,7 +124,12 @@ def diagnose(
     shown: list[str] = []
     failures = 0
     with tempfile.TemporaryFile("w+", encoding="utf-8") as rows:
-        for _, lab in _labelled(labeller, _stream(read, fmt, skip_invalid)):
+        runs = _stream(read, fmt, skip_invalid)
+        # the text lists no signal and no violation: the rule labeller's headline of each run (``Labeller.headline``,
+        # the export's first-signal search: no detector on a Healthy run) prints what ``label`` would
+        labels = map(labeller.headline, runs) if isinstance(labeller, Labeller) and not as_json else (
+            lab for _, lab in _labelled(labeller, runs))
+        for lab in labels:
             tally.add(lab)
             judged.add(lab.labeller)
             if lab.failure_class not in ("healthy", "unknown"):

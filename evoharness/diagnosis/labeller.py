@@ -125,6 +125,19 @@ class Labeller:
         cls, first, _ = self._classified(traj, view, found)
         return cls, first
 
+    def headline(self, traj: Trajectory) -> Label:
+        """``label(traj)`` as the text `diagnose` reads it: its class, first signal, lever, score, delivered, agent and
+        quote are ``label``'s, found as ``first_signal`` finds them -- no detector on a Healthy run, on a failed one the
+        fallback detectors only where no located signal fired and the claim check bounded by the first signal -- while
+        ``signals`` and ``violations`` are left empty: not looked for. For a reader of those fields alone (the
+        composition, the failing-step lines); a caller that lists or stores the signals (``diagnose --json``,
+        ``label``, verification's incidence counts) takes ``label``."""
+        cls, first = self.first_signal(traj)
+        return Label(trajectory_id=traj.id, task_id=traj.task_id, failure_class=cls, first_signal=first,
+                     lever=self.router.lever(cls), scored=traj.score is not None, score=traj.score,
+                     delivered=traj.final_answer is not None, agent=_agent_at(traj, first),
+                     quote=_quote_at(traj, first))
+
     def classify(self, traj: Trajectory,
                  view: TraceView | None = None) -> tuple[FailureClass, Signal | None, list[Signal]]:
         """(class, first signal, signals) as ``label`` gives them, without the rest of a ``Label`` (the violation log,
