@@ -137,6 +137,10 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     if model != settings.run.model:
         settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
     check_checkpointer(settings.run.checkpointer, run_dir)  # before the lock makes run_dir: a refusal leaves none
+    if Path(settings.run.harness).exists():  # a repo git cannot open, likewise (a missing one is made: init)
+        from evoharness.harness_repo.repo import HarnessRepo
+
+        HarnessRepo(settings.run.harness, settings.harness_repo)
     with run_lock(run_dir, run_id):  # two `run --run-id X` at once: one runs, the other is refused
         if (run_dir / "settings.json").exists():
             raise InputError(run_id, "run already exists: use --resume")

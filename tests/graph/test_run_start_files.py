@@ -27,3 +27,31 @@ def test_settings_the_disk_refuses_leave_no_cut_file(tmp_path):
     assert list(run_dir.iterdir()) == []
     with pytest.raises(InputError, match="no such run"):
         load_run_settings(settings, "run-x")
+
+
+@pytest.mark.parametrize("damage", ["HEAD damaged", "main damaged", "not a repository"])
+def test_a_harness_repo_that_cannot_be_opened_stops_the_run_before_it_starts(tmp_path, monkeypatch, capsys, damage):
+    """`run` whose run.harness git cannot open (a damaged HEAD, main at garbage, a directory with no .git) printed
+    its start line, wrote settings.json, evidence.jsonl and run.lock under a new run id, then gave the error: a run
+    that never starts was left among the home's runs, which `diagnose RUN` called one that 'has written no
+    trajectories yet: try again once its first rollouts are done' (found by scripts/fuzz_cli.py's git states on
+    `run`). The repo is opened before the run directory is made now: one error line, no run."""
+    from evoharness.cli import main
+    from evoharness.harness_repo.init import init_harness
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVOHARNESS_HOME", str(tmp_path / "home"))
+    if damage == "not a repository":
+        (tmp_path / "h").mkdir()
+        (tmp_path / "h" / "lessons.md").write_text("- a file, no git\n")
+    else:
+        init_harness(tmp_path / "h")
+        where = {"HEAD damaged": "HEAD", "main damaged": "refs/heads/main"}[damage]
+        (tmp_path / "h" / ".git" / where).write_text("garbage\n")
+    argv = ["run", "--set", "run.harness=h", "--set", "run.env=synthetic", "--set", "run.model=standin:weak",
+            "--set", "sandbox.backend=inprocess", "--set", "run.max_rounds=1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    runs = tmp_path / "home" / "runs"
+    assert not [p for p in runs.glob("run-*")] if runs.is_dir() else True, list(runs.iterdir())
