@@ -113,3 +113,26 @@ def test_a_decision_taken_is_checked_against_the_candidates_awaiting_review(fuzz
     moving = {**before, "review": ["running", []]}
     assert judged({"candidate": "x"}, {"error": "not waiting"}, status=409, held=moving, after=gone) == []
     assert not fuzz.decides("/runs") and fuzz.decides("/runs/r1/reject")
+
+
+def test_a_stored_id_over_the_limit_is_a_failure(fuzz):
+    """POST /trajectories refuses an id over MAX_ID_CHARS (a 100,000-character one was stored, its GET a URL httpx
+    refuses); the fuzz's 2xx check says so should one be stored again."""
+    from evoharness.service.routes import MAX_ID_CHARS
+
+    class Answers(_Service):
+        def request(self, method, path, body=None):
+            class R:
+                status_code = 200
+
+                @staticmethod
+                def json():
+                    return {"score": 0.5}
+            return R()
+
+    ep = fuzz.Endpoint("/trajectories", None)
+    for tid, want in (("x" * MAX_ID_CHARS, []), ("x" * (MAX_ID_CHARS + 1), [
+            f"stored an id of {MAX_ID_CHARS + 1:,} characters (at most {MAX_ID_CHARS})"])):
+        case = fuzz.Case(ep.path, json.dumps([{"id": tid}]).encode(), status=200, answer="{}")
+        fuzz.check(case, ep, {}, {}, Answers())
+        assert case.problems == want
