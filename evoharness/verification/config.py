@@ -121,9 +121,10 @@ class VerificationSettings(BaseModel):
         0, ge=0, le=1000, description="a sequential score verification's later looks add seeds on the first N "
         "targeted tasks only (the selection's order: targeted_rank), as many as they would have added on every "
         "targeted task; the others keep the first look's seeds, as control tasks do. 0 (the default): every "
-        "targeted task gets every look. 3, simulated with independent draws: power 0.203 -> 0.317 at 281 -> 292 "
-        "rollouts per candidate on fresh worlds; not measured coupled (docs/verification.md, \"Later looks on the "
-        "targeted tasks the anchor ranks first\")")
+        "targeted task gets every look. 3, simulated on fresh worlds: power 0.203 -> 0.317 with independent draws, "
+        "0.627 -> 0.703 at coupling 0.9, null edits within 2%; not the default: it left planted_flaws' unseen "
+        "policy_exit_gate_off unrepaired (the anchor ranked first tasks where the target fired on rollouts that "
+        "scored 1.0; docs/verification.md, \"Later looks on the targeted tasks the anchor ranks first\")")
     sequential_test: Literal["sign_flip", "normal"] = Field(
         "normal", description="the sequential gain test: normal (the default: the paired z against normal "
         "group-sequential boundaries; null edits crossed 2.25% [1.7%, 3.0%] at k = 2 and a stated 1%, 1.35% accepted) "
