@@ -86,7 +86,7 @@ def _work(name: str, path: Path, passes: int) -> None:
         elif name == "orjson.loads":
             orjson.loads(path.read_bytes())
         else:
-            for _ in labeller.labelled(load_paths([path])):  # as `evoharness label` and `diagnose` do
+            for _ in labeller.labelled(load_paths([path])):  # as `evoharness label` and `diagnose --json` do
                 pass
 
 
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 pass
 
         def import_and_label() -> None:
-            for _ in labeller.labelled(load_paths([path])):  # as `evoharness label` and `diagnose` do
+            for _ in labeller.labelled(load_paths([path])):  # as `evoharness label` and `diagnose --json` do
                 pass
 
         t_json, t_or, t_rec, t_full, t_whole = [], [], [], [], []
