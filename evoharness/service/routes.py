@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path as FsPath
@@ -34,6 +35,9 @@ RunId = Annotated[str, Path(pattern=RUN_ID)]
 # the longest trajectory id POST /trajectories stores: the id is read back through GET /trajectories/{id}'s URL, and
 # 512 characters percent-encoded (12 bytes each at most) stay under the 8 KiB request line of common proxies (nginx)
 MAX_ID_CHARS = 512
+# what ``untrusted.control_character`` finds (Cc, Zl, Zp, the bidi controls), as one pattern: the fast path checks
+# every id of a batch with it (tests/service/test_service_bad_bodies.py holds the two to the same characters)
+_ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 async def _limited_body(request: Request) -> bytes:
     """The request's body, read in chunks: 413 once over ``service.max_body_mb``, by its content-length or by what
@@ -310,12 +314,17 @@ def _validate(records: list[Any]) -> tuple[list[Trajectory], list[dict[str, Any]
 
 
 def _id_error(i: int, t: Trajectory) -> dict[str, Any] | None:
-    """Record ``i``'s error when its id is longer than ``MAX_ID_CHARS`` (the id in it cut to 60 characters)."""
-    if len(t.id) <= MAX_ID_CHARS:
-        return None
-    return {"index": i, "field": "id", "id": t.id[:60] + "...",
-            "error": f"{len(t.id):,} characters; at most {MAX_ID_CHARS} (the id is read back in the URL of "
-                     "GET /trajectories/{id})"}
+    """Record ``i``'s error when its id is longer than ``MAX_ID_CHARS`` (the id in it cut to 60 characters) or holds
+    a control character (``untrusted.control_character``: a newline, NUL, escape, line break or bidi control). An id
+    holding a newline could not be read back: GET /trajectories/{id}'s pattern stops at a newline."""
+    if len(t.id) > MAX_ID_CHARS:
+        return {"index": i, "field": "id", "id": t.id[:60] + "...",
+                "error": f"{len(t.id):,} characters; at most {MAX_ID_CHARS} (the id is read back in the URL of "
+                         "GET /trajectories/{id})"}
+    if (ch := control_character(t.id)) is not None:
+        return {"index": i, "field": "id", "id": t.id,
+                "error": f"a control character ({ch}) in it: an id is read back in the URL of GET /trajectories/{{id}}"}
+    return None
 
 
 def _record_errors(request: Request, errors: list[dict[str, Any]], records: list[Any] | None = None) -> JSONResponse:
@@ -341,7 +350,7 @@ def _parse_fast(body: bytes) -> list[Trajectory] | None:
         good = _batch_adapter().validate_python(jsontext.loads(body, unique=True))
     except (ValidationError, ValueError, RecursionError):
         return None
-    return None if any(len(t.id) > MAX_ID_CHARS for t in good) else good
+    return None if any(len(t.id) > MAX_ID_CHARS or _ID_CONTROL.search(t.id) for t in good) else good
 
 
 def _invalid(request: Request, message: str, errors: list[dict[str, Any]] | None = None) -> JSONResponse:
@@ -490,6 +499,8 @@ def _stored(request: Request, received: int, stored: int, t0: float) -> dict[str
 
 @reads.get("/trajectories/{trajectory_id:path}")
 def get_trajectory(request: Request, trajectory_id: str) -> dict[str, Any]:
+    if request.scope["path"].endswith("\n"):  # the pattern's $ matched before it: /trajectories/abc%0A came as 'abc'
+        trajectory_id += "\n"
     t = _state(request).ingest.get(trajectory_id)
     if t is None:
         raise HTTPException(404, f"no ingested trajectory {trajectory_id!r}")

@@ -372,3 +372,37 @@ def test_an_id_longer_than_the_limit_is_a_422_naming_the_record_and_nothing_is_s
     from urllib.parse import quote
 
     assert client.get("/trajectories/" + quote(longest, safe=""), headers=AUTH).json()["id"] == longest
+
+
+@pytest.mark.parametrize("tid", ["abc\n", "a\nb", "nul\x00", "esc\x1b[31m", "rtl\u202eid", "ls\u2028x"])
+def test_an_id_with_a_control_character_is_a_422_and_a_newline_after_an_id_reads_no_other_trajectory(client, tid):
+    """An id holding a newline was stored and could not be read back: the route's pattern stops at a newline, so
+    GET /trajectories/a%0Ab was 'Not Found', and GET /trajectories/abc%0A answered trajectory 'abc' (the pattern's
+    ``$`` matches before a final newline). Such ids (and other control characters) are refused, and a path that ends
+    in a newline asks for the id with it."""
+    import json
+    import re
+    from urllib.parse import quote
+
+    from tests.service.helpers import trajectory
+
+    plain = re.split("[\x00-\x1f\u2028\u202e]", tid)[0]  # the id up to its control character, stored
+    assert client.post("/trajectories", content=json.dumps([trajectory(plain)]).encode(), headers=JSON).status_code \
+        == 200
+    r = client.post("/trajectories", content=json.dumps([trajectory(tid)]).encode(), headers=JSON)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"].startswith("record 0: id: a control character ("), r.json()
+    assert "\n" not in r.json()["error"]
+    back = client.get("/trajectories/" + quote(tid, safe=""), headers=AUTH)
+    assert back.status_code == 404, back.text  # never the trajectory 'abc' for 'abc\n'
+
+
+def test_the_fast_paths_id_pattern_finds_what_control_character_finds():
+    import sys
+
+    from evoharness.service.routes import _ID_CONTROL
+    from evoharness.untrusted import control_character
+
+    differ = [hex(c) for c in range(sys.maxunicode + 1)
+              if (control_character(chr(c)) is None) == bool(_ID_CONTROL.search(chr(c)))]
+    assert differ == []
