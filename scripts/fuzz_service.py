@@ -25,11 +25,11 @@ refused, 409 'not waiting for a review' (868 of 871 in 40 s; 3 were 404): the de
 A failure is: a status of 500 or more; a 4xx whose body is not ``{"error": "one line"}`` (``errors``: a list, on
 422); a 2xx for a value the body model's JSON schema does not allow (a string where it says integer, NaN where it
 says number); a 2xx ingest whose trajectory ``GET /trajectories/{id}`` does not give back, or gives back with a
-score outside 0..1, or whose id is over ``MAX_ID_CHARS``; a 2xx decision for a candidate that was not awaiting
-review, or whose ``decisions`` do not say it and reject the others; a refused request that changed what the service
-holds (the ingested count, the export directories, the runs, the candidates a waiting run awaits); a request over
-``--slow`` seconds (a wedged service: the script stops there); ``GET /health`` not 200 after a case. Every failure
-is printed with its body (cut to 300 characters); exit 1 if any.
+score outside 0..1, or whose id is over ``MAX_ID_CHARS`` or holds a control character; a 2xx decision for a
+candidate that was not awaiting review, or whose ``decisions`` do not say it and reject the others; a refused
+request that changed what the service holds (the ingested count, the export directories, the runs, the candidates a
+waiting run awaits); a request over ``--slow`` seconds (a wedged service: the script stops there); ``GET /health``
+not 200 after a case. Every failure is printed with its body (cut to 300 characters); exit 1 if any.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from evoharness.cli import main as cli_main
 from evoharness.config import Settings
 from evoharness.service.app import create_app
 from evoharness.service.routes import MAX_ID_CHARS
+from evoharness.untrusted import control_character
 
 TOKEN = "fuzz-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -461,6 +462,9 @@ def check(case: Case, ep: Endpoint, before: dict[str, Any], after: dict[str, Any
             continue
         if len(t["id"]) > MAX_ID_CHARS:  # its GET is a URL clients and proxies refuse
             case.problems.append(f"stored an id of {len(t['id']):,} characters (at most {MAX_ID_CHARS})")
+            continue
+        if (ch := control_character(t["id"])) is not None:  # a newline: its GET reads another id, or nothing
+            case.problems.append(f"stored an id holding a control character ({ch})")
             continue
         got = service.request("GET", f"/trajectories/{t['id']}")
         if got is None or got.status_code != 200:

@@ -115,9 +115,10 @@ def test_a_decision_taken_is_checked_against_the_candidates_awaiting_review(fuzz
     assert not fuzz.decides("/runs") and fuzz.decides("/runs/r1/reject")
 
 
-def test_a_stored_id_over_the_limit_is_a_failure(fuzz):
+def test_a_stored_id_over_the_limit_or_with_a_control_character_is_a_failure(fuzz):
     """POST /trajectories refuses an id over MAX_ID_CHARS (a 100,000-character one was stored, its GET a URL httpx
-    refuses); the fuzz's 2xx check says so should one be stored again."""
+    refuses) or holding a control character (one with a newline could not be read back); the fuzz's 2xx check says
+    so should one be stored again."""
     from evoharness.service.routes import MAX_ID_CHARS
 
     class Answers(_Service):
@@ -132,7 +133,8 @@ def test_a_stored_id_over_the_limit_is_a_failure(fuzz):
 
     ep = fuzz.Endpoint("/trajectories", None)
     for tid, want in (("x" * MAX_ID_CHARS, []), ("x" * (MAX_ID_CHARS + 1), [
-            f"stored an id of {MAX_ID_CHARS + 1:,} characters (at most {MAX_ID_CHARS})"])):
+            f"stored an id of {MAX_ID_CHARS + 1:,} characters (at most {MAX_ID_CHARS})"]),
+            ("abc\n", ["stored an id holding a control character ('\\n')"])):
         case = fuzz.Case(ep.path, json.dumps([{"id": tid}]).encode(), status=200, answer="{}")
         fuzz.check(case, ep, {}, {}, Answers())
         assert case.problems == want
