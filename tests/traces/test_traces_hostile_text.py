@@ -12,6 +12,8 @@ import codecs
 import gc
 import json
 import shutil
+import threading
+import weakref
 from pathlib import Path
 
 import pytest
@@ -243,3 +245,66 @@ def test_the_collector_held_comes_back_as_it_was():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _litter_cycles() -> weakref.ref:
+    """Twice the young generation's threshold of unreachable cycles; a reference to one of them."""
+    first = _Cycle()
+    ref = weakref.ref(first)
+    del first
+    for _ in range(2 * gc.get_threshold()[0]):
+        _Cycle()
+    return ref
+
+
+def test_a_hold_left_while_another_thread_holds_runs_the_collection_that_is_due():
+    """The service parses bodies in its thread pool: holds of several threads overlap, and two threads parsing back
+    to back left the collector off for good (a third thread's cycles were never freed). A thread leaving its hold
+    while another thread still holds runs the collection due; a hold within a hold of the same thread (an importer's
+    parse inside a labelled batch) does not, and neither does a hold taken while the collector was off."""
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with jsontext.collection_held:
+            inside.set()
+            leave.wait(30)
+
+    assert gc.isenabled()
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        assert inside.wait(30)
+        with jsontext.collection_held:
+            with jsontext.collection_held:
+                nested = _litter_cycles()
+            assert nested() is not None  # this thread still holds: not collected here
+            ref = _litter_cycles()
+        assert not gc.isenabled()  # the other thread still holds
+        assert ref() is None and nested() is None
+    finally:
+        leave.set()
+        thread.join()
+    assert gc.isenabled()
+
+    gc.disable()
+    try:
+        inside.clear(), leave.clear()
+        thread = threading.Thread(target=other)
+        thread.start()
+        try:
+            assert inside.wait(30)
+            with jsontext.collection_held:
+                ref = _litter_cycles()
+            assert ref() is not None  # the collector was off before: it stays off, nothing collected
+        finally:
+            leave.set()
+            thread.join()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.collect()
