@@ -296,9 +296,14 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
     """Tools for a record: declarations (the trajectory's, then ``extra``), then for a called tool neither
     declares its declaration in ``known`` (the environment's: `env_tools.EnvTools`), then inferred ones."""
     tools: dict[str, dict] = {}
-    for t in [*(_declared(traj) if traj is not None else []), *extra]:
+    for t in _declared(traj) if traj is not None else ():
         tools.setdefault(t["function"]["name"], t)
-    called: dict[str, dict[str, str] | None] = {}  # in first-call order; parameters inferred if undeclared
+    for t in extra:
+        tools.setdefault(t["function"]["name"], t)
+    # in first-call order: a declared tool's None (its declaration is used as it is), an undeclared one's parameters
+    # as inferred from its calls' arguments; a name's declaration is looked for at its first call only (``known`` is
+    # the same mapping at every call)
+    called: dict[str, dict[str, str] | None] = {}
     for m in messages:
         calls = m.get("tool_calls")
         if not calls:
@@ -306,14 +311,15 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
         for c in calls:
             fn = c["function"]
             name = fn["name"]
-            if name not in tools and name in known:
-                tools[name] = copy.deepcopy(known[name])  # the record's own: shared, a writer's change would spread
-            if name in tools:  # its declaration is used as it is
-                if name not in called:
-                    called[name] = None
-                continue
-            props = called.get(name)
+            props = called.get(name, _MISSING)
             if props is None:
+                continue
+            if props is _MISSING:
+                if name not in tools and name in known:
+                    tools[name] = copy.deepcopy(known[name])  # the record's own: shared, a writer's change would spread
+                if name in tools:
+                    called[name] = None
+                    continue
                 props = called[name] = {}
             text = fn["arguments"]
             args = parsed.get(text, _MISSING)
@@ -325,15 +331,17 @@ def declared_tools(traj: Trajectory | None, messages: list[dict], extra: list[di
             for k, v in args.items():
                 if k not in props:
                     props[k] = _JSON_TYPES.get(type(v)) or _json_type(v)
-    used = {name: tools[name] for name in called if name in tools}
+    # the called tools declared, then those inferred (each in first-call order), then those declared and not called
+    out = [tools[name] for name, props in called.items() if props is None]
+    n_declared = len(out)
     for name, props in called.items():
-        if name not in used:
-            used[name] = {"type": "function", "function": {
+        if props is not None:
+            out.append({"type": "function", "function": {
                 "name": name, "description": "",
-                "parameters": {"type": "object",
-                               "properties": {k: {"type": t} for k, t in sorted(props.items())}}}}
-    declared_unused = [t for name, t in tools.items() if name not in used]
-    return [*used.values(), *declared_unused]
+                "parameters": {"type": "object", "properties": {k: {"type": props[k]} for k in sorted(props)}}}})
+    if n_declared < len(tools):
+        out += [t for name, t in tools.items() if called.get(name, _MISSING) is not None]
+    return out
 
 
 def with_system(messages: list[dict], system: str | None) -> list[dict]:
