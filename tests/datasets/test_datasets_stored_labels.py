@@ -128,3 +128,28 @@ def test_a_stored_label_whose_class_is_no_class_is_labelled_again_not_written(sh
     meta = [json.loads(line) for line in (tmp_path / "out" / "metadata.jsonl").read_text().splitlines()]
     assert next(m for m in meta if m["id"] == failed.id)["failure_class"] == labeller.label(failed).failure_class.value
     store.close()
+
+
+@pytest.mark.parametrize("encoding", ["UTF-8", "UTF-16le"])
+def test_a_stores_non_ascii_bodies_keep_their_labels_whatever_the_databases_text_encoding(
+        shared_data, tmp_path, labelled, encoding):
+    # the export reads a UTF-8 store's bodies as the bytes stored (their digest's), a store of another text encoding
+    # as text: either way each body is the one its label was made of, and the export is the cold one's bytes
+    trajs = _tau(shared_data)
+    for t in trajs:  # text beyond ASCII, one and two UTF-16 units a character, in every run's first user turn
+        first = next(m for m in t.messages if m["role"] == "user")
+        first["content"] += " café 中文 😀"
+    src = tmp_path / "tau.jsonl"
+    write_trajectories(src, trajs)
+    export_dataset(tmp_path / "cold", source=SourceKind.all, trajectories=JsonlSource(src))
+    with sqlite3.connect(tmp_path / "ingest.sqlite") as conn:  # before the store makes its tables
+        conn.execute(f"PRAGMA encoding = '{encoding}'")
+        conn.execute("CREATE TABLE made_first (x)")
+    store = _store(tmp_path, trajs)
+    with sqlite3.connect(tmp_path / "ingest.sqlite") as conn:
+        assert conn.execute("PRAGMA encoding").fetchone()[0] == encoding
+    labelled.clear()
+    warm = export_dataset(tmp_path / "warm", source=SourceKind.all, trajectories=store)
+    assert (warm.labels_reused, warm.labels_relabelled, labelled) == (6, {}, [])
+    assert "café 中文 😀".encode() in _data(tmp_path / "warm")[0]
+    assert _data(tmp_path / "warm") == _data(tmp_path / "cold")
