@@ -12,8 +12,13 @@ a harness repo with a candidate, rollouts, labels, an EDIT.json, an export), the
 fifth of the cases) by hostile values of the parameter's kind: empty, blank, NUL, line breaks and escapes, half a
 surrogate pair, 100,000 characters, numbers out of range or not numbers at all (nan, inf, 1e999, a 5,000-digit
 integer), paths that are missing, directories, FIFOs, /dev/zero, under a file, a symlink loop, or files that are
-empty, binary, nested 100,000 deep, a mutated copy of the working input (``fuzz_importers.variant_bytes``); and
-sometimes a hostile ``--set`` of a real settings key or a hostile ``--config`` file.
+empty, binary, nested 100,000 deep, a mutated copy of the working input (``fuzz_importers.variant_bytes``, or
+``damaged``: cut short, a number made NaN / Infinity / 1e999 / 5,000 digits, emptied, random bytes, nested 100,000
+deep, a byte no UTF-8 has, a byte-order mark, CRLF); and sometimes a hostile ``--set`` of a real settings key or a
+hostile ``--config`` file. A trace input (``TRACE_INPUTS``: typed as text, a path or a run id) is, half the time, a
+copy of a public trace set (``REAL_FILES``: tau-bench airline records, a Who&When Algorithm-Generated log, a
+mini-swe-agent trajectory, and their canonical import; from ../shared/data, else tests/fixtures/data; never a
+held-out set) instead of the synthetic rollouts.
 
 Half the cases are *deep* instead: every argument works, and exactly one thing is changed, so the case reaches the
 command's real work rather than its argument checks: one field of a working input file, at any depth (a trajectory's
@@ -35,8 +40,9 @@ failure is: a traceback; an exit other than 0 or 2 (``verify`` may exit 1: rejec
 exactly one `error:` line on stderr, or with stderr lines other than `error:` / `warning:` ones; an error line for a
 refused write that names nothing (`error: no space left on device`); exit 0 with an output (``OUT_OPTIONS``, `init
 DIR`) inside a git directory; exit 2 that changed or removed a file the workspace held (a refused command must leave
-its inputs and earlier outputs whole); a case over ``--timeout`` (``serve``, ``run`` and ``demo`` may run that long:
-they serve or evolve until stopped). Every failure is printed with its arguments; the script exits 1 if there was one.
+its inputs and earlier outputs whole, and leave no new file at its output); a case over ``--timeout`` (``serve``,
+``run`` and ``demo`` may run that long: they serve or evolve until stopped). Every failure is printed with its
+arguments; the script exits 1 if there was one.
 """
 
 from __future__ import annotations
@@ -127,12 +133,32 @@ STR_VALUES = {"env": "synthetic", "model": "standin:weak", "candidate": "main", 
 CANDIDATE = "candidate/r0-add-a-loop-lesson"  # the workspace's candidate branch, with a verdict (rejected)
 # options a command needs to reach its work though its --help calls them optional (one of two, or with another)
 NEEDED = {"evaluate": {"harness", "out", "tasks", "rollouts", "split"},
-          "verify": {"tasks", "env", "model", "rollouts"}, "pr": {"body_out"}}
+          "verify": {"tasks", "env", "model", "rollouts"}, "pr": {"body_out"},
+          "dataset export": {"trajectories_arg"}}
+# options a deep case leaves out: each needs another option or an input that goes with the working one (--split-seed
+# without --val-fraction, labels of t.jsonl beside real.jsonl, a tokenizer that is a trace file), so a deep case that
+# took one was a refusal of the combination, never the command's work
+NOT_ALONE = {"dataset export": {"split_seed", "labels", "tokenizer", "max_tokens"}}
+DIR_OUTPUTS = {"dataset export", "demo", "report"}  # commands whose --out is a directory (a .jsonl name is refused)
 # commands whose harness repo is a setting, not a parameter (`run` evolves run.harness): the settings that give them
 # the workspace's repo and a run small enough to end inside --timeout. A deep case may change that repo (one of its
 # files, or a git state: ``GIT_STATES``) as it changes a --harness.
 SETTINGS_NEEDED = {"run": ["run.harness=h", "run.env=synthetic", "run.model=standin:weak", "run.rollouts=1",
                            "run.max_rounds=1", "run.budget=40", "sandbox.backend=inprocess"]}
+# trace inputs a command types as text (a run id or a path; a list of them), not as a path: fuzzed as the input files
+# they are. Typed as str, they got "x" as their working value and no deep case changed them (since `dataset enqueue`
+# and `dataset export -t` took run ids, and `diagnose`/`label`/`import`/`export-otel` always): their trace files were
+# never mutated.
+TRACE_INPUTS = {"diagnose": "paths", "label": "paths", "import": "names", "export-otel": "source",
+                "dataset enqueue": "trajectories_arg", "dataset export": "trajectories_arg"}
+# the public trace sets beside the checkout (../shared/data), else the samples vendored in tests/fixtures/data; never a
+# file of a held-out test set (Who&When Hand-Crafted, AgentRx Magentic-One)
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+VENDORED_DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "data"
+# the workspace's copies of them (``real_traces``): any format, and canonical (their import) for the dataset commands
+REAL_FILES = ["tau.json", "ww.json", "swe.traj.json", "real.jsonl"]
+CANONICAL_ONLY = {"dataset enqueue", "dataset export", "export-otel"}
+REAL_SHARE = 0.5  # working trace inputs that are a copy of a public trace set (else the synthetic rollouts, t.jsonl)
 SMALL_INTS = {"tasks": 2, "rollouts": 1, "anchor_rollouts": 1, "workers": 1, "batch": 1, "rounds": 1, "show": 3,
               "budget": 20, "max_per_task": 2, "round_": 0, "round": 0, "seed": 0, "split_seed": 0}
 
@@ -181,6 +207,8 @@ def commands() -> dict[str, list[Param]]:
             # by its kind, not ``isinstance(p, click.Argument)``: typer's commands are made of its own copy of click
             # (``typer._click``), so every argument was taken for an option and passed as `NAME VALUE` (`label paths
             # t.jsonl`: 'paths: no such file'), most cases refused before their command's work
+            if TRACE_INPUTS.get(" ".join(path)) == p.name:
+                kind = "list-path" if kind == "list" else "path"
             flag = None if p.param_type_name == "argument" else max(p.opts, key=len)
             choices = list(getattr(getattr(p, "type", None), "choices", None) or [])
             params.append(Param(p.name, flag, kind, bool(p.required), bool(getattr(p, "is_flag", False)), choices,
@@ -259,6 +287,7 @@ def build_workspace(root: Path) -> None:
     (root / "human.jsonl").write_text("".join(
         json.dumps({"trajectory_id": x["trajectory_id"], "failure_class": x["failure_class"]}) + "\n"
         for x in labels[:6]))
+    real_traces(root)
     (root / "cfg.toml").write_text("[run]\nseed = 1\n")
     (root / "dir").mkdir()
     (root / "empty.jsonl").write_bytes(b"")
@@ -270,6 +299,20 @@ def build_workspace(root: Path) -> None:
     (root / "latin1.txt").write_bytes(b"caf\xe9\n")
     (root / "loop").symlink_to("loop")
     (root / "full").symlink_to("/dev/full")  # an output on a full disk (a command replacing it replaces the link)
+
+
+def real_traces(root: Path) -> None:
+    """Copies of public trace files in the workspace (``REAL_FILES``): three tau-bench airline records, one Who&When
+    Algorithm-Generated log, one mini-swe-agent trajectory, and their canonical import (``real.jsonl``)."""
+    data = SHARED_DATA if (SHARED_DATA / "tau_bench_airline_gpt4o").is_dir() else VENDORED_DATA
+    tau = json.loads((data / "tau_bench_airline_gpt4o" / "gpt-4o-airline.json").read_text())
+    (root / "tau.json").write_text(json.dumps(tau[:3]))
+    logs = sorted((data / "who_and_when" / "Who&When" / "Algorithm-Generated").glob("*.json"))
+    shutil.copy(logs[0], root / "ww.json")
+    shutil.copy(sorted((data / "mini_swe_agent_sample" / "trajs").glob("*/*.traj.json"))[0], root / "swe.traj.json")
+    with _cwd(root), _environ({"EVOHARNESS_HOME": str(root / "home")}), _quiet():
+        if main(["import", "tau.json", "ww.json", "swe.traj.json", "--out", "real.jsonl"]) != 0:
+            raise SystemExit("fuzz_cli: importing the public trace samples failed")
 
 
 def _inputs_of(root: Path) -> dict[str, str]:
@@ -355,7 +398,7 @@ class Maker:
         # fewer options than a hostile case: two options that do not go together (`--judge-window` without
         # `--labeller llm`) are a refusal, not the deep case wanted
         chosen = [p for p in params if p.required or p.name in NEEDED.get(name, ()) or (
-            p.name not in ("config", "set_") and rng.random() < 0.12)]
+            p.name not in ("config", "set_", *NOT_ALONE.get(name, ())) and rng.random() < 0.12)]
         values = {p.name: self.valid(name, p) for p in chosen}
         files: list[tuple[str, bytes]] = []
         inputs = [p for p in chosen if p.kind in ("path", "list-path") and p.name not in OUT_NAMES]
@@ -409,6 +452,11 @@ class Maker:
         return target
 
     def changed_bytes(self, path: Path) -> bytes:
+        if path.suffix in (".json", ".jsonl") and self.rng.random() < DAMAGED_SHARE:
+            return damaged(path.read_bytes(), path.suffix, self.rng)
+        return self._changed_bytes(path)
+
+    def _changed_bytes(self, path: Path) -> bytes:
         """``path``'s bytes with one field of its JSON (at any depth, ``fuzz_importers.mutate``), one value of its
         TOML, or else one byte, changed."""
         from fuzz_importers import BIGINT, DEEP, mutate
@@ -500,9 +548,13 @@ class Maker:
             return True
         if p.choices:
             return rng.choice(p.choices)
+        if TRACE_INPUTS.get(command_name) == p.name:
+            value = self.trace_file(command_name)
+            return [value] if p.kind == "list-path" else value
         if p.kind == "path":
             if p.name in OUT_NAMES:
-                return f"out-{p.name}" + ("" if p.name == "dir" else rng.choice(["", ".jsonl", "/"]))
+                dirs = p.name == "dir" or command_name in DIR_OUTPUTS
+                return f"out-{p.name}" + rng.choice(["", "/"] if dirs else ["", ".jsonl", "/"])
             return PATH_VALUES.get(p.name, "t.jsonl")
         if p.kind in ("list", "list-path"):
             if p.name in ("names", "paths"):
@@ -517,21 +569,29 @@ class Maker:
         if p.kind == "float":
             return str(p.default if isinstance(p.default, float) else 0.5)
         if command_name == "dataset export" and p.name == "source":
-            return "file"
+            return rng.choice(["healthy", "all"])  # ("file", its working value until the twenty-fifth session, is none)
         if p.name == "candidate" and command_name in ("show", "pr", "verify", "candidate new", "approve", "reject"):
             return CANDIDATE if rng.random() < 0.8 else "main"
         return STR_VALUES.get(p.name, p.default if isinstance(p.default, str) else "x")
+
+    def trace_file(self, command_name: str) -> str:
+        """A working trace input: the synthetic rollouts, or a copy of a public trace set (``REAL_FILES``)."""
+        if self.rng.random() >= REAL_SHARE:
+            return "t.jsonl"
+        return "real.jsonl" if command_name in CANONICAL_ONLY else self.rng.choice(REAL_FILES)
 
     def hostile(self, p: Param, files: list[tuple[str, bytes]]):
         rng = self.rng
         if p.kind == "path" and p.name not in OUT_NAMES:
             if rng.random() < 0.4:
-                return self.mutated(PATH_VALUES.get(p.name, "t.jsonl"), files)
+                return self.mutated(rng.choice(REAL_FILES + ["t.jsonl"]) if p.name in TRACE_INPUTS.values() else
+                                    PATH_VALUES.get(p.name, "t.jsonl"), files)
             return rng.choice(IN_PATHS)
         if p.kind == "path":
             return rng.choice(OUT_PATHS)
         if p.kind == "list-path":
-            return [rng.choice(IN_PATHS) if rng.random() < 0.6 else self.mutated("t.jsonl", files)]
+            return [rng.choice(IN_PATHS) if rng.random() < 0.6 else self.mutated(rng.choice(REAL_FILES + ["t.jsonl"]),
+                                                                                  files)]
         if p.kind == "list":
             return [rng.choice(STRINGS)]
         if p.kind == "int":
@@ -549,7 +609,8 @@ class Maker:
 
         raw = src.read_bytes()
         try:
-            data = variant_bytes(raw, src.suffix == ".jsonl", self.rng)
+            data = damaged(raw, src.suffix, self.rng) if self.rng.random() < DAMAGED_SHARE else \
+                variant_bytes(raw, src.suffix == ".jsonl", self.rng)
         except (ValueError, IndexError):  # not JSON (a TOML config): flip bytes instead
             b = bytearray(raw)
             for _ in range(self.rng.randint(1, 5)):
@@ -558,6 +619,40 @@ class Maker:
         target = f"mut-{len(files)}{src.suffix}"
         files.append((target, data))
         return target
+
+
+DAMAGED_SHARE = 0.3  # mutated JSON inputs damaged as one of ``DAMAGES`` (else a field or bytes: ``variant_bytes``)
+DAMAGES = ("truncated", "nan", "huge number", "empty", "binary", "deep", "not utf-8", "bom", "crlf")
+_NUMBER = re.compile(rb'(?<=[:\[,] )-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?=[,}\]\n])|(?<=[:\[,])-?\d+(?:\.\d+)?(?=[,}\]])')
+
+
+def damaged(raw: bytes, suffix: str, rng: random.Random) -> bytes:
+    """``raw`` (a JSON or JSON-lines file) damaged one way (``DAMAGES``): cut at a random byte, a number made NaN,
+    Infinity or 1e999, a number made 5,000 digits or 1e308, emptied, replaced by random bytes, a value nested
+    100,000 deep, a byte no UTF-8 has inside a string, a UTF-8 byte-order mark in front, CRLF line ends."""
+    kind = rng.choice(DAMAGES)
+    numbers = list(_NUMBER.finditer(raw))
+    if kind == "truncated":
+        return raw[:rng.randrange(len(raw) or 1)]
+    if kind in ("nan", "huge number") and numbers:
+        m = rng.choice(numbers)
+        new = rng.choice([b"NaN", b"Infinity", b"-Infinity", b"1e999"]) if kind == "nan" else \
+            rng.choice([b"1" * 5000, b"1e308", b"-" + b"9" * 400, b"123456789012345678901234567890"])
+        return raw[:m.start()] + new + raw[m.end():]
+    if kind == "empty":
+        return rng.choice([b"", b"\n", b"[]", b"{}", b"null"])
+    if kind == "binary":
+        return rng.randbytes(rng.randint(1, 4096))
+    if kind == "deep" and numbers:
+        m = rng.choice(numbers)
+        return raw[:m.start()] + b"[" * 100_000 + b"]" * 100_000 + raw[m.end():]
+    if kind == "not utf-8":
+        at = raw.find(b'"', rng.randrange(len(raw) or 1))
+        at = at + 1 if at >= 0 else rng.randrange(len(raw) + 1)
+        return raw[:at] + rng.choice([b"\xff\xfe", b"caf\xe9", b"\xed\xa0\x80", b"\xc0\xaf"]) + raw[at:]
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + raw
+    return raw.replace(b"\n", b"\r\n") if b"\n" in raw else raw + b"\r\n"
 
 
 # ---------------------------------------------------------------- running a case
@@ -666,17 +761,37 @@ def check(case: Case, before: dict[str, str], after: dict[str, str]) -> None:
         case.problems.append(f"took an output inside a git directory: {git}")
     if case.rc == 2 and case.stdout_full and case.err.rstrip().endswith(STDOUT_FULL_LINE):
         return  # the command did its work and could not print what it had to say: its progress lines and outputs stay
+    outputs = _outputs(case.argv)
+    if case.rc == 2 and any(case.err.rstrip().endswith(f"error: {o}: no space left on device") for o in outputs
+                            if o in FULL_LINKS):
+        return  # the work was done and its result could not be written to a full device: its progress lines stay
     if case.rc == 2:
+        left = sorted(k for k in after if k not in before and any(k == o or k.startswith(o.rstrip("/") + "/")
+                                                                   for o in outputs))
+        if left:
+            case.problems.append(f"refused, but left an output behind: {', '.join(left[:5])}")
         lines = [line for line in case.err.splitlines() if line.strip()]
         errors = [line for line in lines if line.startswith("error: ")]
         if len(errors) != 1:
             case.problems.append(f"{len(errors)} error lines")
-        others = [line for line in lines if not line.startswith(("error: ", "warning: "))]
+        # --skip-invalid's own report of what it skipped ("skipped: FILE:record N: ...", "skipped 3 invalid ...")
+        others = [line for line in lines if not line.startswith(("error: ", "warning: ")) and not (
+            "--skip-invalid" in case.argv and line.startswith("skipped"))]
         if others:
             case.problems.append(f"stderr lines that are no error or warning: {others[0][:120]!r}")
         changed = sorted(k for k in before if after.get(k) != before[k])
         if changed:
             case.problems.append(f"refused, but changed or removed {', '.join(changed[:5])}")
+
+
+FULL_LINKS = ("full",)  # the workspace's outputs that are a link to /dev/full
+
+
+def _outputs(argv: list[str]) -> list[str]:
+    """The values of the output options (``OUT_OPTIONS``) and `init DIR`."""
+    values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in OUT_OPTIONS]
+    values += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in OUT_OPTIONS and "=" in a]
+    return values + (argv[1:2] if argv[:1] == ["init"] else [])
 
 
 def _git_output(argv: list[str]) -> str | None:

@@ -159,3 +159,57 @@ def test_run_is_given_the_workspace_harness_and_its_deep_cases_change_it(fuzz, t
         assert "run.harness=h" in argv
         states.add(maker.git_state)
     assert set(fuzz.GIT_STATES) <= states, states
+
+
+def test_every_trace_input_is_fuzzed_as_a_file_and_with_public_traces(fuzz, tmp_path, monkeypatch):
+    """`diagnose`, `label` and `import` take their traces as text (a path or a run id), as do `export-otel`, `dataset
+    enqueue` and `dataset export -t`: the fuzz read them as strings, gave two of them "x" as the working value, and
+    no deep case ever changed a trace file of any of them. Now each is a path: its working value is the synthetic
+    rollouts or a copy of a public trace set (tau-bench, Who&When Algorithm-Generated, mini-swe-agent; none of a
+    held-out set), and deep and hostile cases hand it a mutated or damaged copy."""
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # fuzz_importers, as the script's own run finds it
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    fuzz.real_traces(workspace)
+    assert all((workspace / name).stat().st_size > 1000 for name in fuzz.REAL_FILES)
+    table, maker = fuzz.commands(), fuzz.Maker(random.Random(1), ["run.seed"], workspace)
+    (workspace / "t.jsonl").write_bytes((workspace / "real.jsonl").read_bytes())
+    for name, param in fuzz.TRACE_INPUTS.items():
+        assert next(p for p in table[name] if p.name == param).kind in ("path", "list-path"), name
+        given, mutated = set(), 0
+        for _ in range(200):
+            argv, files = maker.argv(name, table[name])
+            given.update(a for a in argv if a in fuzz.REAL_FILES)
+            mutated += any(f.startswith("mut-") and f"{f}" in argv for f, _ in files)
+        assert given and mutated >= 10, (name, given, mutated)
+        assert given <= ({"real.jsonl"} if name in fuzz.CANONICAL_ONLY else set(fuzz.REAL_FILES)), (name, given)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "nan", "huge number", "empty", "binary", "deep", "not utf-8", "bom",
+                                  "crlf"])
+def test_each_damage_changes_a_public_trace_file(fuzz, kind, monkeypatch, tmp_path):
+    fuzz.real_traces(tmp_path)
+    raw = (tmp_path / "tau.json").read_bytes()
+    rng = random.Random(3)
+    monkeypatch.setattr(rng, "choice", lambda seq: kind if seq is fuzz.DAMAGES else random.Random(4).choice(seq))
+    out = fuzz.damaged(raw, ".json", rng)
+    assert out != raw
+    if kind in ("nan", "huge number", "deep"):
+        assert any(x in out for x in (b"NaN", b"Infinity", b"1e999", b"1" * 5000, b"1e308", b"9" * 400,
+                                      b"123456789012345678901234567890", b"[" * 100_000)), kind
+
+
+def test_dataset_export_gets_working_values_that_reach_its_work(fuzz, tmp_path, monkeypatch):
+    """Its working --source was "file", which is no source (healthy | queue | all), and --trajectories was optional:
+    in 22 cases of `fuzz_cli.py --seed 12` not one exported anything. A case of working values exports now."""
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
+    fuzz.build_workspace(workspace)
+    scratch.mkdir()
+    table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), [], workspace)
+    values = {p.name: maker.valid("dataset export", p) for p in table["dataset export"]
+              if p.required or p.name in fuzz.NEEDED["dataset export"] or p.name == "source"}
+    values["out"] = "out-x"  # (a working value may also be out-x.jsonl: a file name, refused for a directory)
+    case = fuzz.Case("dataset export", maker.assemble("dataset export", table["dataset export"], values))
+    fuzz.run_case(case, workspace, scratch, [], timeout=120)
+    assert case.rc == 0 and case.problems == [], (case.argv, case.rc, case.err[-2000:])
