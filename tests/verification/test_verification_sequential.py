@@ -166,9 +166,10 @@ def test_a_null_edit_is_not_accepted_on_noise_by_the_sequential_score_verdict():
     one pair per task, so no task had its own variance, the SD floor alone made the standard error and the normal z
     crossed in 178 of 400 worlds (98 accepted). Every task now borrows the spread of all the differences there: 9 of
     400 cross (5 of these 200), 7 accepted. The stated rate is 1%; the normal approximation on one to four pairs a
-    task was a little liberal (docs/verification.md, "One pair per task"); the sign-flip boundaries that replaced it
-    are exact (4 of these 200 cross; `test_the_sign_flip_boundaries_hold_alpha_on_every_sign_assignment`). 200
-    worlds cannot tell 1% from 2%, so 3% is allowed here."""
+    task is a little liberal (docs/verification.md, "One pair per task"). This runs the default test, the normal one:
+    the exact sign-flip boundaries (4 of these 200 cross; `test_the_sign_flip_boundaries_hold_alpha_on_every_sign_
+    assignment`) replaced it in 3547d13 and are opt-in again since 1b060f2. 200 worlds cannot tell 1% from 2%, so 3%
+    is allowed here."""
     k = 2
     trials, crossed, accepted = 200, 0, 0
     for seed in range(trials):
