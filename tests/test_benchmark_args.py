@@ -30,6 +30,8 @@ def _this_checkouts_code(monkeypatch):
     ("benchmarks/export_scale.py", ["--max-tokens", "0"]),
     ("benchmarks/export_scale.py", ["--tokenizer", "no-such-dir"]),
     ("benchmarks/label_throughput.py", ["--copies", "0"]),
+    ("benchmarks/gc_hold.py", ["--cycles", "0"]),
+    ("benchmarks/gc_hold.py", ["--against", "no-such-tree"]),
     ("benchmarks/label_throughput.py", ["--data", "no-such.json"]),
     ("benchmarks/rollout_overhead.py", ["--rollouts", "0"]),
     ("benchmarks/rollout_overhead.py", ["--batch", "0"]),
