@@ -25,7 +25,7 @@ from evoharness.traces.cost import is_cost_signal
 from evoharness.verification.anchors import Anchor, AnchorBook, OptimismRecord
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
-from evoharness.verification.cost import OBJECTIVE_COST, CostGate, cost_gates, cost_look_levels, cost_measurements
+from evoharness.verification.cost import OBJECTIVE_COST, CostGate, cost_gates, cost_measurements
 from evoharness.verification.evidence import Evidence
 from evoharness.verification.gates import Gate, SequentialGainGate, default_gates
 from evoharness.verification.guards import GuardBook
@@ -214,18 +214,17 @@ class Verifier:
         Each look adds fresh seeds, baseline and candidate alike (paired by seed): the first on every selected
         task, later ones on the targeted and guard tasks only (``Plan.look_requests``);
         the gain gate(s) are replaced by `SequentialGainGate` at the look where it stopped -- for a cost verdict
-        (no gain gate), the ``cost`` gate by `CostGate` at that look's level (`cost_look_levels`). The other
+        (no gain gate), the ``cost`` gate by `CostGate` at that look (its joint sign-flip boundary). The other
         gates read the evidence gathered up to that look.
         """
         cfg, looks = self.config, plan.looks
         cost_test = next((g for g in gates if g.name == "cost"), None)
         if cost_test is not None and not any(g.name in GAIN_GATES for g in gates):
-            # the cost verdict: the sign-flip test at each look's share of its alpha (cost.cost_look_levels)
-            levels = cost_look_levels(looks, cost_test.alpha, cfg.sequential_spending)
+            # the cost verdict: the running saving against its joint sign-flip boundary over the looks
             replaces = {"cost"}
 
             def decider(look: int) -> Gate:
-                return CostGate(cost_test.alpha, look, len(looks), levels[look - 1])
+                return CostGate(cost_test.alpha, look, len(looks), cfg.sequential_spending, plan.look_cuts(), looks)
         else:
             replaces = GAIN_GATES
 

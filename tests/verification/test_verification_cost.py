@@ -7,6 +7,7 @@ import math
 import random
 import subprocess
 
+import numpy as np
 import pytest
 import yaml
 
@@ -18,7 +19,14 @@ from evoharness.harness_repo.seed import POLICIES
 from evoharness.traces.cost import BLOCKED
 from evoharness.verification.budget import BudgetLedger
 from evoharness.verification.config import VerificationConfig
-from evoharness.verification.cost import CostGate, NonInferiorGate, cost_gates, cost_look_levels, cost_measurements
+from evoharness.verification.cost import (
+    CostGate,
+    NonInferiorGate,
+    cost_gates,
+    cost_measurements,
+    cost_sequential_flip,
+    cost_spent,
+)
 from evoharness.verification.gates import BehaviourGate, default_gates
 from evoharness.verification.observations import Observation
 from evoharness.verification.selection import make_strategy
@@ -352,15 +360,70 @@ def test_a_null_cost_edit_stops_after_its_first_look_and_is_refused():
     assert v.measurements["looks"] == 1 and ledger.rollouts == 24
 
 
-def test_the_cost_tests_levels_spend_its_alpha_once_over_the_looks():
-    """Each look's level is what the spending function spends since the look before; they sum to cost_alpha, so the
-    union bound holds the chance that a null edit passes at any look to it."""
+def test_the_cost_tests_spend_is_cumulative_and_ends_at_its_alpha():
+    """Each look's spend is the alpha-spending function at the look's share of the last look's seeds; the last
+    look's is exactly cost_alpha; one look is the fixed design's alpha."""
     for spending in ("obrien_fleming", "pocock"):
-        levels = cost_look_levels([2, 4, 6, 8], ALPHA, spending)
-        assert len(levels) == 4 and all(x > 0 for x in levels) and math.isclose(sum(levels), ALPHA)
-    assert cost_look_levels([8], ALPHA) == [ALPHA]  # one look: the fixed design's alpha
-    obf = cost_look_levels([2, 4, 6, 8], ALPHA)
-    assert obf == sorted(obf) and obf[0] < 1e-6  # O'Brien-Fleming keeps most of it for the last look
+        spent = cost_spent([2, 4, 6, 8], ALPHA, spending)
+        assert len(spent) == 4 and list(spent) == sorted(spent) and spent[0] > 0 and spent[-1] == ALPHA
+    assert cost_spent([8], ALPHA) == (ALPHA,)
+    assert cost_spent([2, 4, 6, 8], ALPHA)[0] < 1e-6  # O'Brien-Fleming keeps most of it for the last look
+
+
+def _signed(mags, bits: int) -> list[list[float]]:
+    return [[m * (-1) ** ((bits >> (len(mags[0]) * j + i)) & 1) for i, m in enumerate(mags[j])]
+            for j in range(len(mags))]
+
+
+@pytest.mark.parametrize("spending", ["obrien_fleming", "pocock"])
+def test_the_sequential_cost_test_spends_its_alpha_jointly_over_the_looks(spending):
+    """Exact, and not timid: for fixed token savings (4 looks adding 3 pairs each, every look enumerated), each of
+    the 2**12 sign assignments is equally likely under an edit that changes nothing, and the share that crosses
+    some look is alpha up to rounding (floor(0.05 x 4096) = 204 of 4096). Before, each look's marginal test ran at
+    its share of alpha (the shares summing to alpha, the union bound): 144 (O'Brien-Fleming) and 61 (Pocock) of
+    4096 crossed where 204 were stated -- a look's share under 1/8 (three pairs) or 1/64 crossed nothing, and a
+    path crossing two looks was paid for twice."""
+    rng = np.random.default_rng(3)
+    alpha = 0.05
+    mags = [np.round(rng.exponential(size=3) * 300 + 1) for _ in range(4)]
+    spent = cost_spent([1, 2, 3, 4], alpha, spending)
+    crossed = 0
+    for bits in range(2**12):
+        d = _signed(mags, bits)
+        crossed += any(cost_sequential_flip(d[:look], spent).crossed for look in range(1, 5))
+    assert crossed == math.floor(alpha * 2**12), crossed
+
+
+def test_the_sequential_cost_test_holds_its_alpha_beyond_enumeration():
+    """Beyond exact enumeration (9 savings a look: random sign paths from look 2), null sign assignments cross some
+    look at alpha within the draws' error (4,000 seeded sets of signs on fixed magnitudes, alpha 0.05: 5.5%)."""
+    rng = np.random.default_rng(11)
+    alpha, trials = 0.05, 4000
+    mags = [np.round(rng.exponential(size=9) * 300 + 1) for _ in range(4)]
+    spent = cost_spent([1, 2, 3, 4], alpha)
+    crossed = 0
+    for _ in range(trials):
+        d = [list(m * rng.choice((-1, 1), size=9)) for m in mags]
+        crossed += any(cost_sequential_flip(d[:look], spent).crossed for look in range(1, 5))
+    assert abs(crossed / trials - alpha) <= 3 * math.sqrt(alpha * (1 - alpha) / trials), crossed
+
+
+def test_the_cost_gate_reads_its_pairs_look_by_look():
+    """Through `CostGate`: the savings each look added (``cuts``) are what the joint boundary reads. A saving of a
+    step on every pair crosses at look 2 of 4 (16 pairs: 2**-16 is far below the cumulative spend); at look 1 (8
+    pairs) O'Brien-Fleming's spend (2.6e-7) crosses nothing."""
+    tasks = TASKS[:4]
+    base = [obs(t, s, 0.7, 5, True) for t in tasks for s in range(4)]
+    cand = [obs(t, s, 0.7, 4, False) for t in tasks for s in range(4)]
+    cuts = {t: [2, 4, 6, 8] for t in tasks}
+
+    def at(look: int, k: int):
+        ev = evidence([o for o in base if o.seed < k], [o for o in cand if o.seed < k], tasks, target=BLOCKED)
+        return CostGate(ALPHA, look, 4, cuts=cuts, seeds=[2, 4, 6, 8]).check(ev)
+
+    first, second = at(1, 2), at(2, 4)
+    assert not first.passed and not first.numbers["decided"] and "(undecided: continue)" in first.reason
+    assert second.passed and second.numbers["decided"] and second.numbers["level"] > 0
 
 
 class Noisy:
