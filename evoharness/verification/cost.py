@@ -28,7 +28,7 @@ from scipy.special import stdtrit
 
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
-from evoharness.verification.gates import BehaviourGate, Gate, GuardGate, NoRegressionGate
+from evoharness.verification.gates import BehaviourGate, Gate, GuardGate, NoRegressionGate, split_by_look
 from evoharness.verification.stats import (
     FLIP_DRAWS,
     SequentialFlip,
@@ -47,12 +47,26 @@ def _r(x: float | None) -> float | None:
 
 
 class NonInferiorGate:
-    """The targeted score did not fall by more than ``margin``, at error rate ``alpha`` (one-sided bound)."""
+    """The targeted score did not fall by more than ``margin``, at error rate ``alpha`` (one-sided bound), and a
+    fall of ``harm_factor`` x ``margin`` (a harmful edit) is refuted at ``harm_alpha``.
+
+    The second test (twenty-fifth session): the bound alone passed an edit losing twice the margin (0.10) on noisy
+    scores 2.3% (4 tasks x 2 seeds), 1.2% (4 x 4) and 0.4% (4 x 8) of the time -- a bound on few pairs is wide,
+    and a sequential cost verdict reads it at the look where its cost test crossed, often the second of four -- so
+    the whole verdict accepted 8 of 1,000 such edits with independent draws (exact 95% upper bound 1.57%, past
+    issue 17's 1%). The refutation is the exact sign-flip test (`stats.sign_flip_test`) of the paired
+    differences plus ``harm_factor`` x ``margin``: where the candidate's scores are the baseline's shifted down by
+    that much, each such difference is as likely to carry either sign, so the test passes such an edit at most
+    ``harm_alpha`` of the time whatever the scores' distribution and however few the pairs (the Student t bound at
+    1% passed it 1.3% on 4 x 2). It needs at least 7 pairs (2**-7 < 0.01), as the cost test does. ``harm_factor``
+    0 turns it off."""
 
     name = "non_inferior"
 
-    def __init__(self, margin: float = 0.05, alpha: float = 0.05, sd_floor: float = 0.005) -> None:
+    def __init__(self, margin: float = 0.05, alpha: float = 0.05, sd_floor: float = 0.005, harm_factor: float = 2.0,
+                 harm_alpha: float = 0.01) -> None:
         self.margin, self.alpha, self.sd_floor = margin, alpha, sd_floor
+        self.harm_factor, self.harm_alpha = harm_factor, harm_alpha
 
     def check(self, ev: Evidence) -> GateResult:
         diffs: dict[str, list[float]] = {}
@@ -62,13 +76,22 @@ class NonInferiorGate:
         # Student t on the per-task variances' degrees of freedom (pairs - tasks): the normal quantile passed an
         # edit losing exactly the margin 5.9% (6 tasks x 4 seeds) to 11% (4 x 2) of the time at a stated 5%
         bound = test.mean_diff - float(stdtrit(max(test.n - test.tasks, 1), 1 - self.alpha)) * test.se
-        ok = test.n > 0 and bound >= -self.margin
+        harm = self.harm_factor * self.margin
+        # rounded to 1e-9: a difference equal to -harm up to float noise is a zero (no sign), not a tiny saving
+        shifted = [round(d + harm, 9) for ds in diffs.values() for d in ds]
+        harm_p = sign_flip_test(shifted) if harm > 0 and sum(shifted) > 0 else 1.0 if harm > 0 else None
+        refuted = harm_p is None or harm_p <= self.harm_alpha
+        ok = test.n > 0 and bound >= -self.margin and refuted
         reason = ("no paired targeted rollouts" if not test.n else
                   f"score {test.mean_diff:+.4f}, {1 - self.alpha:.0%} lower bound {bound:+.4f} vs margin "
-                  f"-{self.margin:g}")
+                  f"-{self.margin:g}" + ("" if harm_p is None else
+                                         f", a fall of {harm:g} refuted at sign-flip p={harm_p:.4f}" if refuted else
+                                         f", a fall of {harm:g} not refuted (sign-flip p={harm_p:.4f} > "
+                                         f"{self.harm_alpha:g})"))
         return GateResult(gate=self.name, passed=ok, reason=reason, numbers={
             "pairs": test.n, "tasks": test.tasks, "mean_diff": _r(test.mean_diff), "se": _r(test.se),
-            "lower_bound": _r(bound), "margin": self.margin, "alpha": self.alpha})
+            "lower_bound": _r(bound), "margin": self.margin, "alpha": self.alpha, "harm_p": _r(harm_p),
+            "harm": harm, "harm_alpha": self.harm_alpha})
 
 
 class CostGate:
@@ -137,17 +160,10 @@ class CostGate:
 
     def _by_look(self, pairs, unit: str) -> list[list[float]]:
         """The savings each look added (look 1 first), by ``cuts`` or evenly by rank within a task."""
-        out: list[list[float]] = [[] for _ in range(self.look)]
-        by_task: dict[str, list[tuple[int, float]]] = {}
+        rows: dict[str, list[tuple[int, float]]] = {}
         for b, c in pairs:
-            by_task.setdefault(b.task_id, []).append((b.rollout, float(getattr(b, unit) - getattr(c, unit))))
-        for task, rows in by_task.items():
-            cuts = (self.cuts or {}).get(task)
-            for i, (rollout, d) in enumerate(rows):
-                j = next((j for j, n in enumerate(cuts) if rollout < n), self.look - 1) if cuts else \
-                    i * self.look // len(rows)
-                out[min(j, self.look - 1)].append(d)
-        return out
+            rows.setdefault(b.task_id, []).append((b.rollout, float(getattr(b, unit) - getattr(c, unit))))
+        return split_by_look(rows, self.cuts, self.look)
 
 
 def cost_spent(seeds: Sequence[int], alpha: float, spending: str = "obrien_fleming") -> tuple[float, ...]:

@@ -429,17 +429,25 @@ class SequentialGainGate:
 
     def _by_look(self, ev: Evidence) -> list[list[float]]:
         """The targeted differences each look added (look 1 first), by ``cuts`` or evenly by rank within a task."""
-        out: list[list[float]] = [[] for _ in range(self.look)]
-        by_task: dict[str, list[tuple[int, float]]] = {}
+        rows: dict[str, list[tuple[int, float]]] = {}
         for b, c in ev.pairs(ev.selection.targeted):
-            by_task.setdefault(b.task_id, []).append((b.rollout, c.score - b.score))
-        for task, pairs in by_task.items():
-            cuts = (self.cuts or {}).get(task)
-            for i, (rollout, d) in enumerate(pairs):
-                j = next((j for j, n in enumerate(cuts) if rollout < n), self.look - 1) if cuts else \
-                    i * self.look // len(pairs)
-                out[min(j, self.look - 1)].append(d)
-        return out
+            rows.setdefault(b.task_id, []).append((b.rollout, c.score - b.score))
+        return split_by_look(rows, self.cuts, self.look)
+
+
+def split_by_look(rows: Mapping[str, Sequence[tuple[int, float]]], cuts: Mapping[str, Sequence[int]] | None,
+                  look: int) -> list[list[float]]:
+    """Per look (look 1 first, up to ``look``), the values each look added: ``rows`` holds (rollout index, value)
+    by task; a pair's look is the first whose cut (seeds per task after each look, by task: `Plan.look_cuts`) is
+    above its rollout index, or, without cuts for the task, its rank spread evenly over the looks so far."""
+    out: list[list[float]] = [[] for _ in range(look)]
+    for task, pairs in rows.items():
+        task_cuts = (cuts or {}).get(task)
+        for i, (rollout, d) in enumerate(pairs):
+            j = next((j for j, n in enumerate(task_cuts) if rollout < n), look - 1) if task_cuts else \
+                i * look // len(pairs)
+            out[min(j, look - 1)].append(d)
+    return out
 
 
 def targeted_differences(ev: Evidence) -> dict[str, list[float]]:

@@ -143,6 +143,37 @@ def test_an_edit_losing_the_margin_passes_non_inferiority_at_most_at_its_rate(ta
     assert passed / trials <= 0.065, passed
 
 
+def test_an_edit_losing_twice_the_margin_passes_non_inferiority_at_most_one_time_in_a_hundred():
+    """Harmful: the score 0.10 lower (twice the margin), noisy scores (0.5 / 0.75 / 1.0, each side drawn afresh), 4
+    tasks x 4 seeds -- where a sequential cost verdict often stops. The bound alone passed 36 of 3,000 (1.2%);
+    with a fall of twice the margin refuted by the exact sign-flip test at 1%, at most 1% may pass (0.8% allowed
+    here: the two tests together pass 13). An edit that loses nothing still passes as it did where the pairs
+    agree (coupled seeds: the same score on 9 of 10 pairs)."""
+    rng = random.Random(5)
+    tasks, gate, trials, passed = TASKS[:4], NonInferiorGate(0.05, 0.05), 3000, 0
+
+    def draws(loss: float, coupling: float) -> tuple[list[Observation], list[Observation]]:
+        base, cand = [], []
+        for t in tasks:
+            for s in range(4):
+                b = rng.choice((0.5, 0.75, 1.0))
+                c = b if rng.random() < coupling else rng.choice((0.5, 0.75, 1.0))
+                base.append(obs(t, s, b, 5, True))
+                cand.append(obs(t, s, c - loss, 4, False))
+        return base, cand
+
+    for _ in range(trials):
+        passed += gate.check(evidence(*draws(0.10, 0.0), tasks, target=BLOCKED)).passed
+    assert passed <= 0.008 * trials, passed
+    kept = sum(gate.check(evidence(*draws(0.0, 0.9), tasks, target=BLOCKED)).passed for _ in range(500))
+    old = NonInferiorGate(0.05, 0.05, harm_factor=0.0)
+    rng.seed(6)
+    before = sum(old.check(evidence(*draws(0.0, 0.9), tasks, target=BLOCKED)).passed for _ in range(500))
+    rng.seed(6)
+    after = sum(gate.check(evidence(*draws(0.0, 0.9), tasks, target=BLOCKED)).passed for _ in range(500))
+    assert kept > 0 and after >= 0.97 * before, (before, after)
+
+
 def test_tokens_are_the_cost_when_every_paired_rollout_recorded_them_else_steps():
     """A cut that shortens what the agent reads saves tokens at the same steps: judged on tokens when the trace has
     them (the verdict says so, and the merge trailer), on steps when any paired rollout lacks them."""
