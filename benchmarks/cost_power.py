@@ -2,7 +2,7 @@
 spends on the targeted tasks: fixed designs, and a sequential one that adds seeds until the test decides.
 
 Usage: python benchmarks/cost_power.py [--trials N] [--tasks T] [--alpha A] [--coupling C] [--seed S] [--verdict]
-    [--control K] [--json]
+    [--control K] [--edits E ...] [--designs D ...] [--json]
 
 A world per trial, as `tests/verification/test_verification_cost.py` draws them: T targeted tasks, each with a
 baseline of 3-7 steps; each rollout adds -1/0/0/+1/+2 steps of noise. A candidate and its baseline on the same seed
@@ -175,6 +175,16 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def exact_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson: the two-sided exact ``level`` interval of a binomial rate, k of n."""
+    from scipy.special import betaincinv
+
+    tail = (1 - level) / 2
+    low = float(betaincinv(k, n - k + 1, tail)) if k else 0.0
+    high = float(betaincinv(k + 1, n - k, 1 - tail)) if k < n else 1.0
+    return low, high
+
+
 def main() -> None:
     from evoharness.script_help import RawDefaultsHelp
 
@@ -187,8 +197,16 @@ def main() -> None:
     ap.add_argument("--verdict", action="store_true", help="the product's whole cost verdict (Verifier) per world: "
                     "fixed k8 against the sequential designs, with scores, blocks and control tasks")
     ap.add_argument("--control", type=int, default=8, help="--verdict: anchor-healthy control tasks per world")
+    ap.add_argument("--edits", nargs="+", metavar="EDIT", help="--verdict: only these edits (default: all of "
+                    f"{', '.join(VERDICT_EDITS)})")
+    ap.add_argument("--designs", nargs="+", metavar="DESIGN", help="--verdict: only these designs (default: all of "
+                    f"{', '.join(repr(d) for d in VERDICT_DESIGNS)})")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    for name, given, known in (("--edits", args.edits, VERDICT_EDITS), ("--designs", args.designs, VERDICT_DESIGNS)):
+        unknown = [x for x in given or () if x not in known]
+        if unknown:
+            ap.error(f"{name}: unknown {', '.join(map(repr, unknown))} (choose from {', '.join(map(repr, known))})")
     if args.trials < 1 or args.tasks < 1 or args.control < 0:
         ap.error("--trials and --tasks must be >= 1, --control >= 0")
     if args.verdict:
@@ -223,19 +241,21 @@ def main() -> None:
 def verdict_table(args) -> None:
     start = time.process_time()
     rows_out = []
-    for edit in VERDICT_EDITS:
+    for edit in args.edits or VERDICT_EDITS:
         rng = random.Random(args.seed)
         worlds = [World(rng, args.tasks, args.control, 32, edit, args.coupling) for _ in range(args.trials)]
-        for design in VERDICT_DESIGNS:
+        for design in args.designs or VERDICT_DESIGNS:
             got = verdicts(worlds, design, args.alpha)
             acc, cost = sum(a for a, _, _ in got), sum(c for _, c, _ in got)
             lo, hi = wilson(acc, args.trials)
+            elo, ehi = exact_interval(acc, args.trials)
             spent = [n for _, _, n in got]
             mean = sum(spent) / len(spent)
             sd = math.sqrt(sum((n - mean) ** 2 for n in spent) / max(1, len(spent) - 1))
             half = 1.96 * sd / math.sqrt(len(spent))
             rows_out.append({"edit": edit, "design": design, "accepted": acc, "trials": args.trials,
-                             "rate": acc / args.trials, "low": lo, "high": hi, "cost_passed": cost, "rollouts": mean,
+                             "rate": acc / args.trials, "low": lo, "high": hi, "exact_low": elo, "exact_high": ehi,
+                             "cost_passed": cost, "rollouts": mean,
                              "rollouts_low": mean - half, "rollouts_high": mean + half})
     if args.json:
         print(json.dumps(rows_out, indent=1))
@@ -243,12 +263,14 @@ def verdict_table(args) -> None:
     print(f"the whole cost verdict: {args.tasks} targeted + {args.control} control tasks, alpha {args.alpha} "
           f"(cost_alpha), coupling {args.coupling}, {args.trials} worlds per edit, seed {args.seed}; "
           f"{time.process_time() - start:.0f} CPU-s")
-    print("| edit | design | accepted | rate [95%] | cost test passed | rollouts/candidate [95%] |")
-    print("|---|---|---|---|---|---|")
+    print("| edit | design | accepted | rate [Wilson 95%] | exact 95% (Clopper-Pearson) | cost test passed | "
+          "rollouts/candidate [95%] |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows_out:
-        print(f"| {r['edit']} | {r['design']} | {r['accepted']}/{r['trials']} | {r['rate']:.3f} "
-              f"[{r['low']:.3f}, {r['high']:.3f}] | {r['cost_passed']}/{r['trials']} | {r['rollouts']:.1f} "
-              f"[{r['rollouts_low']:.1f}, {r['rollouts_high']:.1f}] |")
+        print(f"| {r['edit']} | {r['design']} | {r['accepted']}/{r['trials']} | {r['rate']:.4f} "
+              f"[{r['low']:.4f}, {r['high']:.4f}] | [{r['exact_low']:.4f}, {r['exact_high']:.4f}] | "
+              f"{r['cost_passed']}/{r['trials']} | {r['rollouts']:.1f} [{r['rollouts_low']:.1f}, "
+              f"{r['rollouts_high']:.1f}] |")
 
 
 if __name__ == "__main__":
