@@ -796,11 +796,7 @@ def _outputs(argv: list[str]) -> list[str]:
 
 def _git_output(argv: list[str]) -> str | None:
     """The value of an output option (``OUT_OPTIONS``, `init DIR`) with a ``.git`` component, if any."""
-    values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in OUT_OPTIONS]
-    values += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in OUT_OPTIONS and "=" in a]
-    if argv[:1] == ["init"] and len(argv) > 1:
-        values.append(argv[1])
-    return next((v for v in values if any(part.lower() == ".git" for part in Path(v).parts)), None)
+    return next((v for v in _outputs(argv) if any(part.lower() == ".git" for part in Path(v).parts)), None)
 
 
 # ---------------------------------------------------------------- the loop

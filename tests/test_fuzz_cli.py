@@ -67,6 +67,17 @@ def test_the_checks_catch_a_traceback_a_second_line_an_odd_exit_and_a_changed_in
     case = fuzz.Case("init", ["init", "h/.GIT/h2"], rc=0)
     fuzz.check(case, {}, {})
     assert case.problems == ["took an output inside a git directory: h/.GIT/h2"]
+    # a refusal that leaves a new file at its output; the progress lines of work whose result a full device refused
+    case = fuzz.Case("dataset export", ["dataset", "export", "--out", "ex"], rc=2, err="error: x\n")
+    fuzz.check(case, {"t.jsonl": "a"}, {"t.jsonl": "a", "ex/data.jsonl": "b", "other": "c"})
+    assert case.problems == ["refused, but left an output behind: ex/data.jsonl"]
+    case = fuzz.Case("evaluate", ["evaluate", "--out", "full"], rc=2,
+                     err="[   0.0s] main on dev: 2 rollouts planned\nerror: full: no space left on device\n")
+    fuzz.check(case, {}, {})
+    assert case.problems == []
+    case.argv, case.problems = ["evaluate", "--out", "e.json"], []
+    fuzz.check(case, {}, {})
+    assert case.problems == ["stderr lines that are no error or warning: '[   0.0s] main on dev: 2 rollouts planned'"]
 
 
 def test_every_command_once_exits_0_or_2_with_one_error_line(fuzz):
