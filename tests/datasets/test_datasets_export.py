@@ -170,7 +170,8 @@ def test_cli_bad_requests_exit_2(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2
     missing = str(tmp_path / "missing.jsonl")
     assert main(["dataset", "export", "-t", missing, "--out", str(tmp_path / "o")]) == 2
-    assert "not found" in capsys.readouterr().err
+    # every command's words for a path that names nothing since 9ce79d6 (was 'trajectory file not found')
+    assert f"error: {missing}: no such file or directory" in capsys.readouterr().err.splitlines()
 
 
 def test_jsonl_source_is_re_iterable(tmp_path):
