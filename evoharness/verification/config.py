@@ -160,11 +160,13 @@ class VerificationSettings(BaseModel):
         "cost.blocked_call) is accepted only when its targeted rollouts take fewer steps than the baseline's on "
         "common seeds: one-sided exact sign-flip test of the paired differences, p <= this (the false-accept "
         "rate of the cost test for an edit that changes nothing, whatever the steps' distribution; under sequential "
-        "verification over all looks together: each look tests at its share, the shares sum to this)")
+        "verification over all looks together: the running saving against a joint sign-flip boundary over the looks, "
+        "`cost.cost_sequential_flip`)")
     cost_score_margin: float = Field(
         0.05, ge=0, le=1, description="a cost-targeted edit must be non-inferior on score: the one-sided lower "
         "confidence bound of its targeted tasks' mean paired score difference must be at least minus this margin "
-        "(0.05: the resolvable difference at k = 2 in the papers' noise table)")
+        "(0.05: the resolvable difference at k = 2 in the papers' noise table), and a fall of twice the margin must be "
+        "refuted by an exact sign-flip test at 1% (at most 1% of edits losing that much pass)")
     cost_score_alpha: float = Field(
         0.05, gt=0, lt=0.5, description="error rate of the non-inferiority bound: the chance that an edit whose true "
         "score loss is the margin passes it")
