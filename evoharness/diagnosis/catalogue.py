@@ -32,7 +32,6 @@ from evoharness.diagnosis.detectors import (
 )
 from evoharness.diagnosis.elapsed import ElapsedClaimDetector
 from evoharness.diagnosis.outcome import MisstatedOutcomeDetector
-from evoharness.diagnosis.refusals import RefusedRequestDetector
 from evoharness.diagnosis.stalls import StalledDetector
 from evoharness.registry import Registry
 from evoharness.traces.models import Termination
@@ -77,7 +76,6 @@ add(env.UserOffScriptDetector)
 add(env.UnsatisfiableTaskDetector)
 add(env.UserWithheldIdDetector)
 add(StalledDetector)
-add(RefusedRequestDetector)
 
 
 def default_catalogue() -> list[Detector]:
