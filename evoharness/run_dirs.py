@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 
 
 def is_path(spec: str) -> bool:
@@ -41,8 +41,9 @@ def run_dir_of(home: Path, spec: str, *, home_only: bool = False) -> Path:
     directory of that name here that holds no run (notes kept by run id) is no rival to the run under home."""
     base = Path(home) / "runs"
     if is_path(spec):
-        if not Path(spec).is_dir():
-            raise InputError(spec, "no such run directory")
+        if not Path(spec).is_dir():  # said 'no such run directory' of a missing path and of a file alike
+            raise InputError(spec, "not a directory (a run directory is one)" if Path(spec).exists() else
+                             missing_reason(spec))
         return dir_run(Path(spec), spec)
     here = Path(spec)
     found = home_run_of(home, spec, (lambda p: False) if home_only else holds_run, "a run directory")

@@ -41,6 +41,9 @@ EVERY_READER = [
     ["-c", MISSING, "noise", "--sigma", "0.02"], ["review", "--harness", MISSING],
     ["rollout", "--harness", MISSING, "--env", "synthetic", "-o", "o.jsonl"], ["show", "main", "--harness", MISSING],
     ["evaluate", "--harness", MISSING, "-o", "o.jsonl", "--tasks", "2", "-k", "1", "--split", "dev"],
+    # a run directory named by its path (until the twenty-fifth session's review: 'no such run directory')
+    ["report", MISSING, "--out", "ex"], ["ablate", MISSING, "-o", "o.jsonl"],
+    ["evaluate", "--run", MISSING, "-o", "o.jsonl"],
 ]
 
 
@@ -77,3 +80,14 @@ def test_typed_maps_only_another_spelling_of_the_same_path():
     assert typed("a.json", argv) == "./a.json" and typed("dir", argv) == "./dir/"
     assert typed("b.json", argv) == "b.json" and typed("c.json", argv) == "c.json"
     assert typed("--out", argv) == "--out"
+
+
+@pytest.mark.parametrize("argv", [["report", "./t.jsonl", "--out", "ex"], ["ablate", "./t.jsonl", "-o", "o.jsonl"],
+                                  ["evaluate", "--run", "./t.jsonl", "-o", "o.jsonl"]], ids=lambda a: a[0])
+def test_a_file_named_as_a_run_directory_is_said_to_be_no_directory(argv, tmp_path, monkeypatch, capsys):
+    """`report ./FILE` said 'no such run directory' of a file that is there, as of a path that names nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.jsonl").write_text("{}\n")
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == ["error: ./t.jsonl: not a directory (a run directory is one)"]
+    assert not [p for p in ("o.jsonl", "ex") if (tmp_path / p).exists()]
