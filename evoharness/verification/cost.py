@@ -7,11 +7,13 @@ paired on common seeds on the targeted tasks,
 - ``behaviour``: the cost signal fires in fewer candidate rollouts than baseline rollouts;
 - ``non_inferior``: the score is non-inferior -- the one-sided ``1 - cost_score_alpha`` lower confidence bound of the
   mean paired score difference (candidate - baseline; per-task variance, SD floored at ``sigma_floor``; Student t
-  with pairs - tasks degrees of freedom) is at least ``-cost_score_margin``;
+  with pairs - tasks degrees of freedom) is at least ``-cost_score_margin``, and a fall of twice the margin is refuted
+  by an exact sign-flip test at 1% (`NonInferiorGate`'s harm test, since the twenty-fifth session);
 - ``cost``: the cost is lower -- the mean paired saving (baseline - candidate; tokens when every paired rollout
   recorded them, else steps) is positive with a one-sided p <= ``cost_alpha`` by an exact sign-flip test of the
   paired differences (`stats.sign_flip_test`: no normal approximation, which on 24 pairs, or steps with a heavy
-  tail, accepted 1.5% to 3.7% of null edits at 0.01);
+  tail, accepted 1.5% to 3.7% of null edits at 0.01); read at sequential looks, the running saving against a joint
+  sign-flip boundary over the looks (`cost_sequential_flip`);
 - ``no_regression`` and ``guard`` as for a score edit.
 
 An edit that changes nothing (a reworded sentence) reads the same steps on the same seeds, or steps that differ by
