@@ -26,7 +26,7 @@ from evoharness.graph.run_ids import RUN_ID, check_run_id, new_run_id  # noqa: F
 from evoharness.graph.storage import paused
 from evoharness.graph.summary import summary_readable, write_summary
 from evoharness.graph.threads import claim_thread
-from evoharness.graph.wiring import build_services
+from evoharness.graph.wiring import build_services, check_harness
 from evoharness.model_specs import agent_scheme, role_scheme, with_temperature
 from evoharness.run_dirs import known_runs
 from evoharness.traces.store import replacing
@@ -137,10 +137,7 @@ def start_run(settings: Settings, run_id: str | None = None, progress: Progress 
     if model != settings.run.model:
         settings = settings.model_copy(update={"run": settings.run.model_copy(update={"model": model})})
     check_checkpointer(settings.run.checkpointer, run_dir)  # before the lock makes run_dir: a refusal leaves none
-    if Path(settings.run.harness).exists():  # a repo git cannot open, likewise (a missing one is made: init)
-        from evoharness.harness_repo.repo import HarnessRepo
-
-        HarnessRepo(settings.run.harness, settings.harness_repo)
+    check_harness(settings)  # a repo git cannot open, likewise
     with run_lock(run_dir, run_id):  # two `run --run-id X` at once: one runs, the other is refused
         if (run_dir / "settings.json").exists():
             raise InputError(run_id, "run already exists: use --resume")
@@ -184,8 +181,7 @@ def _decide(saved: Settings, run_id: str, run_dir: Path, branch: str, decision: 
         raise InputError(run_id, "the run is not waiting for a review")
     if branch not in branches:
         raise InputError(branch, f"not awaiting review in {run_id} (awaiting: {', '.join(sorted(branches))})")
-    decisions = {b: "reject" for b in branches}
-    decisions[branch] = decision
+    decisions = {**{b: "reject" for b in branches}, branch: decision}
     if reason:
         decisions[f"{branch}#reason"] = reason
     return _drive(saved, run_id, run_dir, Command(resume=decisions), progress or Progress(),

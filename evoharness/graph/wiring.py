@@ -28,6 +28,13 @@ from evoharness.verification.chain import build_chain
 from evoharness.verification.config import VerificationConfig
 
 
+def check_harness(settings: Settings) -> None:
+    """Open the run's harness repo once, before a new run's directory is made: one git cannot open is an
+    ``InputError`` and no run exists (a missing one is made later by ``build_services``: init)."""
+    if Path(settings.run.harness).exists():
+        HarnessRepo(settings.run.harness, settings.harness_repo)
+
+
 def build_services(settings: Settings, run_dir: Path, progress: Progress, lazy: bool = False) -> Services:
     """The run's services. ``lazy``: only what reading a run's state needs (no executor, roles, queue)."""
     run = settings.run
