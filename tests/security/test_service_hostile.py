@@ -180,7 +180,10 @@ def test_a_null_wall_time_stored_before_the_refusal_reads_back_as_0(client):
     assert r.status_code == 200 and r.json()["usage"]["wall_seconds"] == 0.0, r.text[:300]
     r = client.post("/datasets/export", json={"source": "all", "render_under": "trajectory"}, headers=AUTH)
     assert r.status_code == 200 and r.json()["records"] == 1, r.text[:300]
-    assert client.app.state.daemon.sweep_ingested() == 1
+    # the daemon's own poll sweeps in the background whatever service.loop says, so it may have queued the row
+    # first (a clean-clone CI saw 0 here under load); either way the row is queued once, as the export shows
+    assert client.app.state.daemon.sweep_ingested() in (0, 1)
+    assert client.app.state.daemon.sweep_ingested() == 0  # marked swept: never queued twice
     r = client.post("/datasets/export", json={"name": "queued", "render_under": "trajectory"}, headers=AUTH)
     assert r.status_code == 200 and r.json()["records"] == 1, r.text[:300]
 
