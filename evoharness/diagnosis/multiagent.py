@@ -22,12 +22,10 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   words report a refusal (a captcha, access denied). A word that only appears on an ordinary page (a "protected by
   reCAPTCHA" footer, an article about Cloudflare) is no refusal: the humans' "Guardrails Triggered".
 - ``F4.no_progress``: the first Magentic-One ledger that says progress is not being made
-  (or the team is in a loop), and after which no ledger says progress is being made again, points at the agent action
-  it judged: the last non-orchestrator message before it. A stall the team got going again from (a later ledger says
-  progress) is friction the run recovered from, not where it failed -- as a recovered rejection is (F2); a ledger
-  declaring the request satisfied is no stall (the team stops there: ``F4.accepted_report``). A ledger is
-  headed ``Updated Ledger`` or is the bare JSON object AutoGen 0.2's orchestrator prints (``is_ledger``); either way
-  it is no reasoning turn. Class F4 (the instruction was not carried out), not F3: the run went on.
+  (or the team is in a loop) points at the agent action it judged: the last non-orchestrator
+  message before it. A ledger is headed ``Updated Ledger`` or is the bare JSON object AutoGen 0.2's
+  orchestrator prints (``is_ledger``); either way it is no reasoning turn. Class F4 (the instruction was not
+  carried out), not F3: the run went on.
 - ``F4.handoff_code``: an opening handoff (the team's task restatement) that carries code -- a prior
   attempt's code or the code to fix, which the team runs and builds on -- and whose handed-over results
   report no failure: the run's first commitment is that code, at the opening message. (A handoff that
@@ -193,8 +191,6 @@ FENCE = re.compile(r"```[^`]*(?:`(?!``)[^`]*)*```")
 LEDGER_STALL = re.compile(
     r'"is_in_loop"\s*:\s*\{[^{}]*"answer"\s*:\s*true|"is_progress_being_made"\s*:\s*\{[^{}]*"answer"\s*:\s*false'
 )
-# a ledger saying progress is being made (and, not being a stall, no loop): the team got going again after a stall
-LEDGER_PROGRESS = re.compile(r'"is_progress_being_made"\s*:\s*\{[^{}]*"answer"\s*:\s*true')
 # a code run that exited non-zero, in the executors' own wording: AG2's terminal (``exitcode: 1 (execution
 # failed)``), Magentic-One's ComputerTerminal (``The script ran, then exited with Unix exit code: 1``, ``...
 # produced no output to console. The Unix exit code was: 1``), AutoGen's CodeExecutorAgent (``... exited with
@@ -673,29 +669,18 @@ class NoProgressDetector:
         if not log.applies:
             return []
         last_action: int | None = None
-        stall: tuple[int, int, str] | None = None  # the first stall not recovered from: (ledger, judged action, text)
         for i in view.assistant_steps:
             if not log.is_orchestrator(i):
                 last_action = i
                 continue
             text = log.text(i)
-            if not is_ledger(text):
-                continue
-            if LEDGER_SATISFIED.search(text):
-                continue  # the team stops on it (``F4.accepted_report`` reads it): its progress field judges nothing
-            if LEDGER_STALL.search(text):
-                if stall is None and last_action is not None:
-                    stall = (i, last_action, text)
-            elif stall is not None and LEDGER_PROGRESS.search(text):
-                stall = None  # the team got going again: that stall was friction the run recovered from
-        if stall is None:
-            return []
-        i, action, text = stall
-        why = LEDGER_REASON.search(text)
-        return [Signal(id=self.id, failure_class=F4, step=action,
-                       evidence=f"orchestrator at step {i}: no progress"
-                                f"{' — ' + _quote(why.group(1)) if why else ''}, and no later ledger says progress; "
-                                f"judged action: {_quote(log.text(action), 120)}")]
+            if last_action is not None and is_ledger(text) and LEDGER_STALL.search(text):
+                why = LEDGER_REASON.search(text)
+                return [Signal(id=self.id, failure_class=F4, step=last_action,
+                               evidence=f"orchestrator at step {i}: no progress"
+                                        f"{' — ' + _quote(why.group(1)) if why else ''}; "
+                                        f"judged action: {_quote(log.text(last_action), 120)}")]
+        return []
 
 
 def _failed(view: TraceView, cfg: DiagnosisConfig) -> bool:
