@@ -15,6 +15,7 @@ from evoharness.cli_support import (
     check_rollouts,
     counted,
     fail,
+    one_line,
     output_file,
     settings_of,
 )
@@ -56,6 +57,22 @@ def _write(path: Path, trajs) -> None:
             fh.writelines(t.model_dump_json() + "\n" for t in trajs)
         return
     write_trajectories(path, trajs)
+
+
+SHOWN_FAILURES = 3  # rollouts whose failure reason `rollout` prints; the rest are counted (all are in the file)
+
+
+def _failure_lines(failed) -> list[str]:
+    """Why rollouts failed in the sandbox: the first few, one line each (task, rollout, reason), so a user
+    told "1 rollout failed" learns why (a wall-time limit, a crash, a missing interpreter) without opening
+    the trajectories (a harness's stderr in a reason is escaped: ``one_line``); each one's full record is its
+    ``meta.rollout_failure``."""
+    lines = [f"  {one_line(t.task_id)} (rollout {t.rollout}): "
+             f"{one_line(str(t.meta['rollout_failure'].get('reason', '?'))[:300])}" for t in failed[:SHOWN_FAILURES]]
+    if len(failed) > SHOWN_FAILURES:
+        lines.append(f"  ... and {counted(len(failed) - SHOWN_FAILURES, 'more failed rollout')} "
+                     "(each one's reason is its meta.rollout_failure)")
+    return lines
 
 
 def _composition(ctx: typer.Context, trajs) -> str:
@@ -132,10 +149,12 @@ def rollout(
                            workers=n_workers, batch_size=n_batch, on_result=lambda _i, _t: progress.advance(bar)) as ex:
             trajs = ex.run(requests)
     _write(out, trajs)
-    failed = sum(1 for t in trajs if t.meta.get("rollout_failure"))
+    failed = [t for t in trajs if t.meta.get("rollout_failure")]
     typer.echo(f"wrote {counted(len(trajs), 'trajectory', 'trajectories')} to {out} "
                f"({counted(len(task_ids), 'task')} x {counted(rollouts, 'rollout')}; "
-               f"{counted(failed, 'rollout')} failed in the sandbox)")
+               f"{counted(len(failed), 'rollout')} failed in the sandbox)")
+    for line in _failure_lines(failed):
+        typer.echo(line)
     typer.echo(_composition(ctx, trajs))
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,8 +58,10 @@ def harness(tmp_path: Path, monkeypatch) -> Path:
 
 
 def test_rollout_writes_trajectories_and_prints_the_composition(harness, tmp_path, capsys):
+    """The hang task is stopped by the wall-time limit; 2 s was too tight for the others on a loaded machine
+    (2 cores, load 20+: a Python start there can take seconds), so 8 s."""
     out = tmp_path / "trajs.jsonl"
-    rc = main(["--set", "sandbox.limits.wall_seconds=2", "rollout", "--harness", str(harness), "--env", "fake:x",
+    rc = main(["--set", "sandbox.limits.wall_seconds=8", "rollout", "--harness", str(harness), "--env", "fake:x",
                "--tasks", "3", "--rollouts", "2", "--seed", "7", "--out", str(out), "--workers", "2"])
     printed = capsys.readouterr().out
     assert rc == 0, printed
@@ -67,6 +71,9 @@ def test_rollout_writes_trajectories_and_prints_the_composition(harness, tmp_pat
     hang = [r for r in rows if r["task_id"] == "hang"]
     assert all(r["termination"] == "timeout" and r["score"] == 0.0 for r in hang)
     assert "wrote 6 trajectories" in printed and "2 rollouts failed in the sandbox" in printed
+    # each failed rollout's reason is printed under the count, not only recorded in the file
+    reasons = [line for line in printed.splitlines() if line.startswith("  hang (rollout ")]
+    assert len(reasons) == 2 and all("wall-time limit hit after 8." in r for r in reasons), printed
     assert "F3" in printed and "healthy" in printed.lower()
 
 
@@ -102,3 +109,25 @@ def test_rollout_counts_one_task_and_one_rollout_in_the_singular(harness, tmp_pa
     printed = capsys.readouterr().out
     assert rc == 0, printed
     assert "wrote 1 trajectory to" in printed and "(1 task x 1 rollout; 0 rollouts failed in the sandbox)" in printed
+
+
+def test_rollout_prints_why_rollouts_failed_the_first_three_and_counts_the_rest(harness, tmp_path, capsys):
+    """A user told "6 rollouts failed" learns why: an agent that exits with a message fails every rollout, and
+    the first three failures print their reason (exit status and the agent's last stderr line), the rest are
+    counted."""
+    (harness / "agent.py").write_text("import sys\nsys.exit('no model endpoint configured')\n")
+    git = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
+    subprocess.run(["git", "commit", "-qam", "agent fails"], cwd=harness, check=True, env=os.environ | git)
+    out = tmp_path / "o.jsonl"
+    rc = main(["rollout", "--harness", str(harness), "--env", "fake:x", "--tasks", "3", "--rollouts", "2",
+               "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    assert "6 rollouts failed in the sandbox" in printed
+    lines = printed.splitlines()
+    at = next(i for i, line in enumerate(lines) if "failed in the sandbox" in line)
+    assert lines[at + 1:at + 5] == [
+        "  easy (rollout 0): worker failed: exit 1: no model endpoint configured",
+        "  easy (rollout 1): worker failed: exit 1: no model endpoint configured",
+        "  hard (rollout 0): worker failed: exit 1: no model endpoint configured",
+        "  ... and 3 more failed rollouts (each one's reason is its meta.rollout_failure)"], printed
