@@ -84,6 +84,7 @@ class BwrapSandbox:
         extra = [Path(p).resolve() for p in ro_paths]
         self.ro_paths = _dedupe((python_paths() if python_runtime else []) + extra)
         self._python_env = python_env() if python_runtime else {}
+        self._links = _venv_links(self.ro_paths) if python_runtime else []
         self._uids = _UidPool(uid_base, uid_span)
         self._checked = False
         self._check_lock = threading.Lock()
@@ -233,6 +234,9 @@ class BwrapSandbox:
         made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
         for p in self.ro_paths:
             a += _parents(p, made) + ["--ro-bind", str(p), str(p)]
+        for link, target in self._links:
+            a += _parents(link, made) + ["--symlink", str(target), str(link)]
+            made.add(str(link))
         return a, made
 
     def _namespace_args(self) -> list[str]:
@@ -249,8 +253,24 @@ class BwrapSandbox:
         return out
 
     def _path(self) -> str:
-        bins = [str(Path(sys.prefix) / "bin")] if any(Path(sys.prefix) == p for p in self.ro_paths) else []
+        bins = [str(Path(sys.prefix) / "bin")] if any(Path(sys.prefix).resolve() == p for p in self.ro_paths) else []
         return ":".join(bins + ["/usr/local/bin", "/usr/bin", "/bin"])
+
+
+def _venv_links(bound: list[Path]) -> list[tuple[Path, Path]]:
+    """(link, target) for an interpreter prefix reached through a symlink (a worktree's ``.venv`` linking
+    another checkout's): bound at its real path only, ``sys.executable`` as the host spells it -- what an
+    agent command written with it names -- was "not found" in the sandbox. Only a last path component that
+    is the link, outside every bound path, is made (a link deeper in the path is left as it was)."""
+    out: list[tuple[Path, Path]] = []
+    for raw in {Path(os.path.abspath(p)) for p in (sys.prefix, sys.exec_prefix)}:
+        target = raw.resolve()
+        if raw == target or not raw.is_symlink() or raw.parent.resolve() != raw.parent:
+            continue
+        if target in bound and not any(raw == b or b in raw.parents for b in bound) \
+                and not str(raw).startswith(("/usr/", "/proc/", "/dev/", "/etc/")):
+            out.append((raw, target))
+    return sorted(out)
 
 
 def _dedupe(paths: list[Path]) -> list[Path]:

@@ -218,3 +218,23 @@ def test_a_cgroup_asked_again_sees_a_limit_hit_since_its_last_answer():
         assert cg.limit_hit() == "pids"
         dirs = list(cg.dirs.values())
     assert not any(d.exists() for d in dirs)
+
+
+def test_an_interpreter_reached_through_a_symlinked_venv_runs_by_the_path_the_host_gives_it(tmp_path, monkeypatch):
+    """A worktree whose .venv links another checkout's: the sandbox bound only the real path, so an agent command
+    naming sys.executable as the host spells it failed 'not found' (exit 127) in every rollout."""
+    from evoharness.sandbox.bwrap import BwrapSandbox
+
+    real = Path(sys.prefix).resolve()
+    link = tmp_path / "venv-link"
+    link.symlink_to(real, target_is_directory=True)
+    monkeypatch.setattr(sys, "prefix", str(link))
+    monkeypatch.setattr(sys, "exec_prefix", str(link))
+    harness, work = tmp_path / "h", tmp_path / "w"
+    harness.mkdir(mode=0o755)
+    work.mkdir()
+    tmp_path.chmod(0o755)
+    python = link / "bin" / Path(sys.executable).name
+    result = BwrapSandbox().run([str(python), "-c", "print('ran')"], harness_dir=harness, workdir=work, env={},
+                                limits=Limits(wall_seconds=60))
+    assert result.ok and result.stdout.strip() == "ran", result.reason()
