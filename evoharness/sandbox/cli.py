@@ -67,12 +67,18 @@ def _failure_lines(failed) -> list[str]:
     told "1 rollout failed" learns why (a wall-time limit, a crash, a missing interpreter) without opening
     the trajectories (a harness's stderr in a reason is escaped: ``one_line``); each one's full record is its
     ``meta.rollout_failure``."""
-    lines = [f"  {one_line(t.task_id)} (rollout {t.rollout}): "
-             f"{one_line(str(t.meta['rollout_failure'].get('reason', '?'))[:300])}" for t in failed[:SHOWN_FAILURES]]
+    lines = [f"  {one_line(t.task_id)} (rollout {t.rollout}): {one_line(_reason(t.meta['rollout_failure'])[:300])}"
+             for t in failed[:SHOWN_FAILURES]]
     if len(failed) > SHOWN_FAILURES:
         lines.append(f"  ... and {counted(len(failed) - SHOWN_FAILURES, 'more failed rollout')} "
                      "(each one's reason is its meta.rollout_failure)")
     return lines
+
+
+def _reason(failure: object) -> str:
+    """A failure record's reason: the sandbox writes ``{"reason": ...}``, but a harness's own trajectory may carry any
+    ``meta.rollout_failure`` (a string, a list): that is its reason as written, not a crash of `rollout`."""
+    return str(failure.get("reason", "?") if isinstance(failure, dict) else failure)
 
 
 def _composition(ctx: typer.Context, trajs) -> str:

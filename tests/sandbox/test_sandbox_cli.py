@@ -131,3 +131,18 @@ def test_rollout_prints_why_rollouts_failed_the_first_three_and_counts_the_rest(
         "  easy (rollout 1): worker failed: exit 1: no model endpoint configured",
         "  hard (rollout 0): worker failed: exit 1: no model endpoint configured",
         "  ... and 3 more failed rollouts (each one's reason is its meta.rollout_failure)"], printed
+
+
+def test_a_harness_trajectory_carrying_its_own_rollout_failure_is_printed_not_a_crash():
+    """`rollout` prints each failed rollout's reason from ``meta.rollout_failure``; the sandbox writes a dict there,
+    but a harness's own trajectory may carry any value: a string is its reason, not an AttributeError."""
+    from evoharness.sandbox.cli import _failure_lines
+    from evoharness.traces.models import Trajectory
+
+    def traj(failure):
+        return Trajectory.model_validate({"id": "t", "task_id": "x", "messages": [],
+                                          "meta": {"rollout_failure": failure}})
+
+    first, *rest = _failure_lines([traj("disk\nfull"), traj({"reason": "exit 1"}), traj(["a"])])
+    assert first.startswith("  x (rollout 0): disk") and first.endswith("full") and "\n" not in first
+    assert rest == ["  x (rollout 0): exit 1", "  x (rollout 0): ['a']"]
