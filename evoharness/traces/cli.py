@@ -116,7 +116,7 @@ def export_otel(
     from evoharness.traces.otel_export import export
 
     def retrying(line: str) -> None:
-        typer.echo(f"export-otel: {endpoint}: {line}", err=True)
+        typer.echo(f"warning: {endpoint}: {line}", err=True)
 
     if (out is None) == (endpoint is None):
         raise InputError("export-otel", "give exactly one of --out FILE or --endpoint URL")
