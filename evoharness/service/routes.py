@@ -327,10 +327,12 @@ def _id_error(i: int, t: Trajectory) -> dict[str, Any] | None:
     return None
 
 
-def _record_errors(request: Request, errors: list[dict[str, Any]], records: list[Any] | None = None) -> JSONResponse:
-    """422 naming the first invalid record, with every one's error (nothing stored)."""
+def _record_errors(request: Request, errors: list[dict[str, Any]], records: list[Any] | None = None, *,
+                   where: str = "record {}") -> JSONResponse:
+    """422 naming the first invalid record (``where``, formatted with its index), with every one's error (nothing
+    stored)."""
     e = errors[0]
-    return _invalid(request, f"record {e['index']}: {e['field']}: {e['error']}"
+    return _invalid(request, f"{where.format(e['index'])}: {e['field']}: {e['error']}"
                     + (f" ({len(errors)} invalid records; nothing stored)" if len(errors) > 1 else " (nothing stored)")
                     + (_format_hint(records) if records is not None else ""), errors)
 
@@ -476,7 +478,9 @@ async def _ingest_imported(request: Request, body: bytes, fmt: str, source: str 
     except InputError as e:
         return _invalid(request, f"{e} (nothing stored)")
     if errors := [e for i, t in enumerate(good) if (e := _id_error(i, t)) is not None]:
-        return _record_errors(request, errors)
+        # the importer's trajectories, not the body's records: LangSmith runs and OTLP spans are grouped into
+        # trajectories, so trajectory 1 came from run 15 (it was told as 'record 1', a record that is fine)
+        return _record_errors(request, errors, where=f"imported trajectory {{}} of {len(good)}")
     return await _store(request, good, t0)
 
 

@@ -363,7 +363,8 @@ def test_an_id_longer_than_the_limit_is_a_422_naming_the_record_and_nothing_is_s
                     headers=JSON)
     assert r.status_code == 422, r.text
     error = r.json()["error"]
-    assert error.startswith(f"record 1: id: {len(over):,} characters; at most {MAX_ID_CHARS}"), error
+    where = "record 1" if fmt == "canonical" else "imported trajectory 1 of 2"  # ?format=: the importer's output
+    assert error.startswith(f"{where}: id: {len(over):,} characters; at most {MAX_ID_CHARS}"), error
     assert error.endswith("(nothing stored)"), error
     assert len(r.text) < 2000  # the id is not echoed whole
     assert client.get("/composition", headers=AUTH).json()["total"] == before
@@ -406,3 +407,24 @@ def test_the_fast_paths_id_pattern_finds_what_control_character_finds():
     differ = [hex(c) for c in range(sys.maxunicode + 1)
               if (control_character(chr(c)) is None) == bool(_ID_CONTROL.search(chr(c)))]
     assert differ == []
+
+
+def test_an_imported_id_error_names_the_imported_trajectory_not_a_record_of_the_body(client):
+    """``?format=`` ids are the importer's: LangSmith runs (or OTLP spans) are grouped into trajectories, so the n-th
+    trajectory is no n-th record of the body. A bad id in run 15 (the second trace) was told as 'record 1: id: ...'
+    -- a record of the body that is fine. It names the imported trajectory, and how many the body made."""
+    import json
+    from pathlib import Path
+
+    runs = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "langsmith" /
+                       "runs.json").read_text())
+    roots = [i for i, r in enumerate(runs) if not r.get("parent_run_id")]
+    assert len(roots) == 2 and roots[1] > 1  # the second trace's root is not the body's record 1
+    runs[roots[1]]["id"] = "ZZ\nQQ"
+    r = client.post("/trajectories", params={"format": "langsmith"}, content=json.dumps(runs).encode(),
+                    headers=JSON)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error.startswith("imported trajectory 1 of 2: id: a control character ('\\n') in it"), error
+    assert error.endswith("(nothing stored)") and "\n" not in error
+    assert r.json()["errors"][0]["id"] == "langsmith:ZZ\nQQ"
