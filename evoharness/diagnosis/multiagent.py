@@ -49,7 +49,9 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   (the last reasoning turn with code before the first run that exited non-zero, ``ran_and_failed``, not AG2's
   ``unknown language`` answer to a block it could not run, ``UNKNOWN_LANGUAGE``: no code ran; with no
   reasoning turn before that run, the opening handoff when it carries code: the code that ran is the handoff's),
-  else the first reasoning turn with code (the first action the run builds on), else the first reasoning turn.
+  else the first reasoning turn with code (the first action the run builds on) -- unless that code ran clean and the
+  next reasoning turn calls its result wrong and replaces the code (``rejected_and_replaced``): the replacement is
+  then the first action the run builds on -- else the first reasoning turn.
 """
 
 from __future__ import annotations
@@ -803,6 +805,40 @@ def _report_head(text: str) -> str:
     return ToolText.of(text).own.lstrip().split("\n\n", 1)[0][:400]
 
 
+# a reasoning turn's own verdict that the result it answers is wrong ("it seems like there was an error or
+# miscalculation", "the script did not work as intended", "the output ... is incorrect", "highly improbable"), read in
+# its prose before its first code block (``rejected_and_replaced``): the team threw that result away
+REJECTED_RESULT = re.compile(
+    r"\b(?:did(?: not|n't) work(?: as (?:intended|expected))?"
+    r"|there (?:was|is|seems to be|must be|might be|may be) an? (?:error|mistake|miscalculation|bug)"
+    r"|(?:result|output|count|number|value|answer|total)s?\b[^.!?\n]{0,40}? (?:is|are|was|were|seems?|appears?|looks?) "
+    r"(?:to be )?(?:incorrect|wrong|implausible|improbable|unrealistic)"
+    r"|highly (?:improbable|implausible|unlikely))\b", re.IGNORECASE)
+
+
+def rejected_and_replaced(log: AgentLog, turns: list[int], code: int) -> tuple[int, int] | None:
+    """Where the first code of a run (the reasoning turn ``code``) ran clean but the team threw its result away:
+    (the step of that run's report, the reasoning turn that replaced the code) -- the first reasoning turn after the
+    report holds code and its prose before that code says the result is wrong (``REJECTED_RESULT``); the run is the
+    first code run after ``code`` with no other code written between. The run does not
+    build on a result it rejected; it builds on the code that replaced it (later fixes refine that code in turn, so
+    the replacement, not the last fix, is the first commitment). None where the first run failed, ran nothing or
+    its result was kept."""
+    run = next((j for j in log.assistant_steps if j > code
+                and is_exec_report(log.text(j), str(log.msgs[j].get("name") or ""))), None)
+    if run is None or ran_and_failed(log.text(run), str(log.msgs[run].get("name") or "")) \
+            or UNKNOWN_LANGUAGE.search(log.text(run)) or any(code < j < run and "```" in log.text(j) for j in turns):
+        return None  # (a later code block before the run: the run is that code's, not the first's)
+    nxt = next((j for j in turns if j > run), None)
+    if nxt is None:
+        return None
+    text = log.text(nxt)
+    fence = text.find("```")
+    if fence < 0 or not REJECTED_RESULT.search(text[:fence]):
+        return None
+    return run, nxt
+
+
 class FirstCommitmentDetector:
     """Fires only for an unscored failure-only record or a scored failure; Healthy runs are untouched."""
 
@@ -828,10 +864,15 @@ class FirstCommitmentDetector:
             i = view.assistant_steps[0]
             why = f"the opening handoff's code, whose run failed first (step {failed_run})"
         else:
-            i = next((i for i in turns if "```" in log.text(i)), turns[0])
+            i = first = next((i for i in turns if "```" in log.text(i)), turns[0])
             why = "first reasoning turn the run builds on"
             if "```" in log.text(i):
                 why = "first action (code) the run builds on"
+                redo = rejected_and_replaced(log, turns, i)
+                if redo is not None:
+                    run, i = redo
+                    why = (f"first action (code) the run builds on: it replaces the code of step {first}, whose clean "
+                           f"run's result (step {run}) the team rejected")
         return [Signal(id=self.id, failure_class=F4, step=i, evidence=f"{why}: {_quote(log.text(i))}")]
 
     @staticmethod
