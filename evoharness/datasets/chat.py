@@ -39,7 +39,9 @@ from typing import Any
 
 from evoharness.traces.models import Trajectory, parse_arguments
 
-TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# \A and \Z, not ^ and $: a Python ``$`` also matches before a final newline, so "lookup\n" (and 64 letters and a
+# newline) passed as a name, was exported, and `dataset validate` called the record valid (until 2026-12-07)
+TOOL_NAME = re.compile(r"\A[a-zA-Z0-9_-]{1,64}\Z")
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 _MISSING = object()
 _ROLE_ALIASES = {"developer": "system"}

@@ -280,3 +280,16 @@ def test_exported_tool_call_ids_are_nine_letters_and_digits_as_mistral_templates
         ids = [c["id"] for m in rec["messages"] for c in m.get("tool_calls") or []]
         assert len(ids) == 12 and all(re.fullmatch(r"[A-Za-z0-9]{9}", i) for i in ids), ids
         assert len(set(ids)) == 12 and openai_errors(rec) == []
+
+
+@pytest.mark.parametrize("name", ["lookup\n", "a" * 64 + "\n", "look up", "", "a" * 65])
+def test_a_tool_name_with_a_final_newline_or_other_bad_name_is_neither_exported_nor_valid(name):
+    # a Python regex's ``$`` matches before a final newline: "lookup\n" was exported and called valid
+    t = make_traj("n", tool=name, tools_meta=False)
+    with pytest.raises(RecordSkipped, match="bad_tool_name"):
+        to_record(t)
+    rec = _good()
+    _fn(rec)["name"] = name
+    rec["tools"][0]["function"]["name"] = name
+    assert any("bad name" in e for e in openai_errors(rec))
+    assert any("not declared" in e for e in openai_errors(rec))
