@@ -78,7 +78,8 @@ class SandboxConfig(BaseModel):
     warm: bool = Field(True, description="With bwrap and batch_size > 1, run rollouts on warm workers (a "
                        "sandboxed fork server per slot serving any commit, a forked child per batch: warm_fork); "
                        "false = one sandboxed process runs each batch's rollouts one after another (the shape "
-                       "before warm workers; a crash or hang there fails the rest of its batch).")
+                       "before warm workers; a crash or hang there fails its own rollout, and the later ones run "
+                       "again, each in a sandbox of its own).")
     warm_fork: WarmFork = Field(
         "batch", description="What a warm worker forks: 'batch' (the default) = one child runs a batch's rollouts "
         "(one commit's) one after another, each rollout with its own directory, output, CPU limit and fresh "

@@ -293,8 +293,9 @@ class LocalExecutor:
         warm worker shown its commit's tree, which runs it in a forked child (``sandbox/warm.py``): the
         interpreter start-up is paid once per worker, not per rollout or batch, and a harness that
         crashes or hangs fails only its own rollout. Otherwise (Docker: ``_batch``) one sandboxed
-        process runs the batch's rollouts one after another: start-up paid once per batch, and a
-        harness that crashes or hangs fails the rest of its batch, each with the reason.
+        process runs the batch's rollouts one after another: start-up paid once per batch; a rollout that
+        crashes it, hangs it or makes it hit a limit fails with the reason, and the rollouts after it, which
+        never ran, then run each in a sandbox of its own.
         Harnesses whose manifest runs a ``command`` agent are still run one rollout per sandbox.
         """
         groups: dict[str | None, list[int]] = {}
@@ -393,7 +394,7 @@ class LocalExecutor:
             return [self._sandboxed(r, tree, sha) for r in reqs]
         work = Path(tempfile.mkdtemp(prefix="evoharness-batch-"))
         accounts = [self._open(r) for r in reqs]
-        trajs: list[Trajectory] = []
+        trajs: list[Trajectory | None] = []
         try:
             hview, wview = self.sandbox.view(tree, work)
             payloads = [self._payload(r, hview, sha, a) for r, a in zip(reqs, accounts, strict=True)]
@@ -403,17 +404,32 @@ class LocalExecutor:
             result = self.sandbox.run(command, harness_dir=tree, workdir=work, env=self.env, limits=limits,
                                       **self._sockets(accounts[0]))
             finished = result.model_copy(update={"returncode": 0, "timed_out": False, "limit": None})
+            # a batch that died part-way: the finished rollouts stand, the one it died in carries its reason, and
+            # those after it, which never ran, run again below (they used to carry its reason as their own)
+            died = False
             for i, r in enumerate(reqs):
-                # a batch that died part-way: the finished rollouts stand, the rest carry its reason
                 path = work / "out" / f"{i}.json"
-                trajs.append(self._read(r, sha, finished if path.is_file() else result, path))
+                if path.is_file():
+                    trajs.append(self._read(r, sha, finished, path))
+                elif not died:
+                    died = True
+                    trajs.append(self._read(r, sha, result, path))
+                else:
+                    trajs.append(None)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-            settled = [self._settle(t, a) for t, a in zip(trajs, accounts, strict=False)]
-            for a in accounts[len(trajs):]:  # an exception before every trajectory was read
-                if a is not None:
+            settled: list[Trajectory | None] = []
+            for i, a in enumerate(accounts):
+                t = trajs[i] if i < len(trajs) else None
+                settled.append(None if t is None else self._settle(t, a))
+                if t is None and a is not None:  # never ran here (or an exception came first): nothing to count
                     a.close()
-        return settled
+        with self._seals_lock:
+            for r, t in zip(reqs, settled, strict=True):
+                if t is None:
+                    self._seals.pop(id(r), None)
+        # each in a sandbox of its own, with its own wall limit: a second rollout that kills its process fails alone
+        return [t if t is not None else self._sandboxed(r, tree, sha) for r, t in zip(reqs, settled, strict=True)]
 
     # ---- one rollout -----------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import git
+import pytest
 
 from evoharness.harness_repo.init import init_harness
 from evoharness.sandbox.api import RolloutRequest
@@ -48,3 +49,47 @@ def test_a_hanging_harness_times_out_each_rollout_with_the_reason(tmp_path):
     for t in trajs:
         assert t.termination == Termination.timeout and t.final_answer is None and t.score == 0.0
         assert any("wall-time" in e.detail for e in t.events)
+
+
+def _commit(repo, name: str, text: str) -> str:
+    (repo.path / "middleware" / name).write_text(text)
+    g = git.Repo(repo.path)
+    g.git.add("-A")
+    g.git.commit("-qm", name, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                   "GIT_COMMITTER_EMAIL": "t@t"})
+    return g.head.commit.hexsha
+
+
+# the second task's rollout ends the batch's process: killed outright, or by the sandbox's memory limit (/tmp is a
+# tmpfs whose pages count against the sandbox's cgroup; nothing the process can catch)
+ENDS_ITS_PROCESS = {
+    "crash": "import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)",
+    "memory": "f = open('/tmp/fill', 'wb')\n        while True:\n            f.write(b'x' * (1 << 20))",
+}
+
+
+@pytest.mark.parametrize("how", sorted(ENDS_ITS_PROCESS))
+def test_a_rollout_that_ends_a_batch_fails_alone_and_the_later_ones_run(tmp_path, how):
+    """One process per batch (Docker, or ``sandbox.warm = false``): the rollouts after the one that ended it never
+    ran; they used to be recorded as failed with its reason (a 'memory limit hit' they never hit), now they run again,
+    each in a sandbox of its own."""
+    from evoharness.envs import get_environment
+
+    tasks = get_environment("synthetic").list_tasks("dev")[:4]
+    middleware = (f"def before_model(messages, ctx):\n    if ctx.get('step', 0) == 0 and {tasks[1].prompt!r} in "
+                  f"str(messages):\n        {ENDS_ITS_PROCESS[how]}\n    return None\n")
+    repo = init_harness(tmp_path / "h")
+    sha = _commit(repo, "end.py", middleware)
+    reqs = [RolloutRequest(task_id=t.id, harness_commit=sha, seed=0, rollout=0) for t in tasks]
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
+                       warm=False, limits=Limits(memory_mb=256, wall_seconds=60, cpu_seconds=30)) as ex:
+        trajs = ex.run(reqs)
+    plain = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None).run([reqs[0], reqs[2], reqs[3]])
+    assert [t.task_id for t in trajs] == [t.id for t in tasks]
+    failed = [t.task_id for t in trajs if t.meta.get("rollout_failure")]
+    assert failed == [tasks[1].id], [t.meta.get("rollout_failure") for t in trajs]
+    reason = trajs[1].meta["rollout_failure"]
+    assert reason["limit"] == ("memory" if how == "memory" else None), reason
+    assert "killed by SIGKILL" in reason["reason"] or "memory limit hit" in reason["reason"], reason
+    for a, b in zip(plain, [trajs[0], trajs[2], trajs[3]], strict=True):
+        assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
