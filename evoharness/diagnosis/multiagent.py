@@ -16,6 +16,9 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   report, ``is_exec_report``; a page a browser or file surfer shows, ``webtext.is_page``: ``Address: ...`` / ``Title:
   ...`` or a MultimodalWebSurfer's ``Here is a screenshot of [...](...)``), not the opening task
   restatement, not a plan or ledger of an orchestrator, and outside fenced code.
+- ``F1.unseen_report``: an agent's turn right after a page it showed itself (AG2's WebServing_Expert posts the pages
+  its browser shows under its own name) that states a number of three or more digits neither that page nor any earlier
+  message holds: it reports something it did not see (``UnseenReportDetector``).
 - ``F2.guardrail``: a tool agent's message saying a site or service refused it (``webtext.refusal``): the page it
   landed on is a block or challenge page (its title, or a challenge addressed to the visitor: "verify you are human",
   "unusual traffic from your computer network", "you have been blocked"), its program got a 403 / 429, or its own
@@ -613,6 +616,48 @@ class UnsupportedFactDetector:
 
     def _signal(self, step: int, evidence: str) -> Signal:
         return Signal(id=self.id, failure_class=F1, step=step, evidence=evidence)
+
+
+class UnseenReportDetector:
+    """``F1.unseen_report``: an agent that has just shown a page (a browser's page dump posted under its own name,
+    ``webtext.is_page``: AG2's WebServing_Expert) and then, in its next turn, reports what it found, stating a number
+    (three or more digits, as ``F1.unsupported_fact`` counts them) that neither that page nor any earlier message or
+    the task holds: it reports something it did not see. One such number is enough here (``F1.unsupported_fact``
+    asks two of any reasoning turn): a report of a page answers for every value it takes from the page. A value
+    relayed rounded is relayed (``_rounded_from``); a place is no fact (``location()``)."""
+
+    id = "F1.unseen_report"
+    failure_class = F1
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        log = AgentLog.of(view)
+        if not log.applies:
+            return []
+        steps = log.assistant_steps
+        # (the page shown, the report): a turn right after a page its own speaker posted
+        reports = [(page, i) for page, i in zip(steps, steps[1:], strict=False) if log.msgs[i].get("name")
+                   and log.msgs[page].get("name") == log.msgs[i].get("name") and is_page(log.text(page))]
+        reasoning = set(log.reasoning_turns) if reports else set()
+        reports = [(page, i) for page, i in reports if i in reasoning]
+        if not reports:  # (most logs: no agent reports a page it showed; nothing else is read)
+            return []
+        seen: set[str] = set(_plain_numbers(view.traj.task or ""))
+        decimals = _by_whole(seen)
+        done = 0  # the messages whose numbers are in ``seen``
+        for page, i in reports:
+            for j in range(done, i):
+                found = _plain_numbers(log.text(j))
+                seen.update(found)
+                _by_whole(found, decimals)
+            done = i
+            prose = FENCE.sub(" ", log.text(i))
+            novel = [n for n in UnsupportedFactDetector._novel(prose, seen) if not _rounded_from(n, decimals)]
+            if novel:
+                return [Signal(id=self.id, failure_class=F1, step=i,
+                               evidence=f"reports what the page it showed (step {page}) does not hold: "
+                                        f"{', '.join(novel[:4])} — {_quote(prose)}")]
+        return []
 
 
 # where a passage an agent quotes ends: a quotation mark (what lies beyond it is the agent's own words again)
