@@ -30,7 +30,8 @@ Rules (each documented where it fires; tuned on Who&When Algorithm-Generated onl
   orchestrator prints (``is_ledger``); either way it is no reasoning turn. Class F4 (the instruction was not
   carried out), not F3: the run went on.
 - ``F4.handoff_code``: an opening handoff (the team's task restatement) that carries code -- a prior
-  attempt's code or the code to fix, which the team runs and builds on -- and whose handed-over results
+  attempt's code or the code to fix, which the team runs and builds on: its first code run comes before any agent
+  writes code of its own -- and whose handed-over results
   report no failure: the run's first commitment is that code, at the opening message. (A handoff that
   says the last attempt failed is redone, so it is not relied on: ``reports_failure``, its prose or a section
   headed for errors or issues that lists some; a heading or code is no report.)
@@ -756,10 +757,22 @@ class HandoffCodeDetector:
         results = HANDOFF_RESULTS.search(text)
         if results and reports_failure(text[results.end():]):
             return []
+        if not self._ran_first(log, i):
+            return []
         code = FENCE.search(text)
         return [Signal(id=self.id, failure_class=F4, step=i,
                        evidence=f"the opening handoff carries code the run builds on: "
                                 f"{_quote(code.group(0) if code else text)}")]
+
+    @staticmethod
+    def _ran_first(log: AgentLog, handoff: int) -> bool:
+        """The team's first code run is the handoff's code: no reasoning turn holding code comes between the handoff
+        and the first run's report (where an agent writes its own code before anything runs, the run builds on that
+        code, and the handed-over code was never run). A log with no code run at all is read as before (no tuning log
+        has such a handoff: not judged)."""
+        run = next((j for j in log.assistant_steps if j > handoff
+                    and is_exec_report(log.text(j), str(log.msgs[j].get("name") or ""))), None)
+        return run is None or not any(handoff < j < run and "```" in log.text(j) for j in log.reasoning_turns)
 
 
 # a word of a request, for ``LostTaskDetector``: three or more letters or digits of any script

@@ -73,3 +73,27 @@ def test_an_errors_section_that_shows_a_traceback_is_a_report():
 def test_none_with_a_plain_qualifier_is_no_report(issues):
     signal = _label(OPENING.format(results=f"The function counts them:\n{CODE}", issues=issues))
     assert (signal.id, signal.step) == ("F4.handoff_code", 1)
+
+
+
+def _labelled(turns: list[tuple[str, str]]):
+    task = "How many house numbers are even?"
+    msgs = [{"role": "user", "content": task}, *({"role": "assistant", "name": n, "content": c} for n, c in turns)]
+    return Labeller().label(Trajectory(id="h", task_id="h", task=task, messages=msgs, final_answer=turns[-1][1],
+                                       meta={"failure_only": True}))
+
+
+def test_handed_over_code_that_never_ran_is_not_the_first_commitment():
+    """The handoff's code is the first commitment only where the team runs it: an agent that writes its own code before
+    anything runs builds on that code (Algorithm-Generated 15, 68, 90: the handoff was the step, code the run never
+    ran)."""
+    opening = OPENING.format(results=CODE, issues="None.")
+    own = ("Verification_Expert", "Let me write it my way.\n```python\nprint(sum(r % 2 == 0 for r in rows))\n```")
+    ran = ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 4")
+    end = ("Verification_Expert", "The count is 4. TERMINATE")
+    lab = _labelled([("Planner_Expert", opening), own, ran, end])
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.first_commitment", 2, "Verification_Expert")
+    lab = _labelled([("Planner_Expert", opening), ran, own, ran, end])  # the handoff's code ran first
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F4.handoff_code", 1, "Planner_Expert")
+    lab = _labelled([("Planner_Expert", opening), end])  # nothing ran at all: read as before (no tuning log is so)
+    assert lab.first_signal.id == "F4.handoff_code"
