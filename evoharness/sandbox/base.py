@@ -24,7 +24,11 @@ from evoharness.errors import InfraError
 from evoharness.sandbox.models import LimitHit, Limits, SandboxResult, signal_in_status
 
 TAIL_BYTES = 64 * 1024
-_MEMORY_MARKS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+# "failed to map segment from shared object": the dynamic loader's words when mmap of a library fails, which in the
+# sandbox (no noexec mount, no seccomp rule on mmap) is the address-space limit: a worker importing a C extension
+# under a few MiB of RLIMIT_AS died with it as an ImportError, recorded as a plain harness error
+_MEMORY_MARKS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory",
+                 "failed to map segment from shared object")
 _PIDS_MARKS = ("Resource temporarily unavailable", "can't start new thread", "fork: retry")
 
 

@@ -210,8 +210,12 @@ class WarmWorker:
         if self.dead is not None and not answer:
             hit = self.live.limit_hit()
             rc = self.live.proc.poll()
+            rc = rc if rc else -9
             text = f"{stderr}{self.live.stderr_tail()}\n{self.dead}"
-            return SandboxResult(returncode=rc if rc else -9, stderr=text, timed_out=self._silent,
+            if not self._silent and hit is None:  # the server's own last words (MemoryError at its imports under a
+                # small memory_mb): the limit, as for a cold worker, not a plain harness error; not its whole stderr
+                hit = classify(rc, f"{stderr}\n{self.dead}", False, shell=True)
+            return SandboxResult(returncode=rc, stderr=text, timed_out=self._silent,
                                  limit="wall" if self._silent else hit, wall_seconds=wall,
                                  backend=self.live.backend, shell_status=True), rdir  # bwrap's status
         rc, timed_out = int(answer.get("returncode", 1)), bool(answer.get("timed_out"))
