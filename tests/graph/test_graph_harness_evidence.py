@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+from evoharness.diagnosis.models import FailureClass, Label, Signal
+from evoharness.graph.harness_evidence import MIN_SHARE, bisect_signals
 from evoharness.graph.runner import start_run
 from evoharness.harness_repo.init import init_harness
 
@@ -88,3 +90,30 @@ def test_without_history_a_lesson_dictating_the_reply_is_cut_by_what_the_answers
     assert outcome.state["merged"], outcome.state.get("rejected")
     assert "Done, see above." not in git(repo.path, "show", "main:lessons.md")
     assert bad not in queued_commits(outcome)
+
+
+def _lab(i, cls, *sigs):
+    return Label(trajectory_id=f"t{i}", task_id=f"task{i % 7}", failure_class=cls,
+                 signals=[Signal(id=s, failure_class=s.split(".")[0], step=1) for s in sigs])
+
+
+def test_the_bisect_counts_a_signal_among_the_failed_rollouts():
+    """The anchor of benchmarks/planted_flaws.py --set unseen's policy_exit_gate_off (no_delivery healthy firings
+    gone): 56 rollouts, 19 failed, 8 of them silent endings. 8 of 56 is under MIN_SHARE, 8 of 19 failures is not."""
+    labels = ([_lab(i, FailureClass.F3, "F3.no_delivery") for i in range(8)]
+              + [_lab(i, FailureClass.F4, "F4.poor_delivery") for i in range(8, 19)]
+              + [_lab(i, FailureClass.healthy, "F2.blocked_call") for i in range(19, 24)]
+              + [_lab(i, FailureClass.healthy) for i in range(24, 56)])
+    assert 8 / 56 < MIN_SHARE <= 8 / 19
+    assert bisect_signals(labels, 2) == ["F4.poor_delivery", "F3.no_delivery"]  # blocked_call: healthy runs only
+    assert bisect_signals(labels, 9) == ["F4.poor_delivery"]  # min_support, counted among failures too
+    assert bisect_signals([lab for lab in labels if lab.failure_class == FailureClass.healthy], 2) == []
+
+
+def test_the_bisect_takes_the_most_failures_first_and_breaks_ties_by_id():
+    sigs = ["F3.step_budget_exhausted", "F3.repeated_action", "F3.no_delivery", "F2.tool_error"]
+    labels = [_lab(i, FailureClass.F3, *sigs[:3]) for i in range(6)] + [_lab(6, FailureClass.F3, sigs[3])]
+    labels += [_lab(7, FailureClass.F2, sigs[3])]
+    assert bisect_signals(labels, 2) == ["F3.no_delivery", "F3.repeated_action", "F3.step_budget_exhausted"]
+    assert bisect_signals(list(reversed(labels)), 2) == bisect_signals(labels, 2)
+
