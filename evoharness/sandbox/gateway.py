@@ -472,8 +472,12 @@ class _Handler(socketserver.StreamRequestHandler):
     server: _Server
 
     def handle(self) -> None:
-        while self._one():
-            pass
+        try:
+            while self._one():
+                pass
+        except ConnectionError as e:  # the client died with a reply unread (a rollout killed at a limit, crashed):
+            # its connection is reset, nothing to answer -- not a crash of the gateway (a warning with a traceback)
+            log.debug("gateway.client_gone", error=type(e).__name__)
 
     def _one(self) -> bool:
         """Serve one request; whether the connection stays open for another."""

@@ -406,6 +406,31 @@ def test_a_client_gone_mid_request_is_no_crash_and_the_gateway_serves_on(recordi
     assert len(up.bodies) == 1
 
 
+def test_a_client_killed_with_a_reply_unread_is_no_crash_and_the_gateway_serves_on(recording):
+    """A sandboxed agent killed (wall, memory limit, crash) after its request was answered, the reply unread: the
+    gateway's next read of that connection is reset (ECONNRESET), which logged gateway.handler_crashed with a
+    traceback on the console for each such rollout."""
+    import socket
+    import time
+
+    from structlog.testing import capture_logs
+
+    gw, up = recording
+    token = gw.open_rollout()
+    with capture_logs() as logs:
+        for i in range(2):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(str(gw.socket))
+                s.sendall(_post_bytes(token, json.dumps(CHAT).encode()))
+                end = time.monotonic() + 10
+                while len(up.bodies) < 1 + i and time.monotonic() < end:  # answered (the reply sits unread)
+                    time.sleep(0.01)
+                time.sleep(0.1)
+        assert [r[0] for r in _raw(gw, _post_bytes(token, json.dumps(CHAT).encode()))] == [200]
+    assert len(up.bodies) == 3
+    assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
+
+
 def test_the_gateway_client_reconnects_once_when_the_kept_alive_connection_was_closed(recording):
     from evoharness.agent.models import GatewayChatModel
 
