@@ -29,7 +29,9 @@ write ENOSPC: one error line, and no file left at the output as if complete), a 
 symlink loop; or, for a harness repo (a --harness, or `run`'s run.harness: ``SETTINGS_NEEDED``), an odd git state
 (``GIT_STATES``: a lock left by a git command, HEAD detached or damaged, a merge in progress, main at a missing commit,
 a shallow marker, a config git cannot parse), where a locked index or a merge in progress told as "uncommitted
-changes" is a failure too.
+changes" is a failure too; or, for `report`, `ablate`, `approve` and `reject` (``RUN_ARGS``: given the workspace's
+finished run and its run waiting for review, ``RUNS``), one thing of the run: a file of its directory, its checkpoint
+database cut short (half written), a page of it overwritten, emptied, a garbage journal beside it, or its harness.
 
 A tenth of the cases run with standard output on ``/dev/full``: a command that prints must say `error: standard output:
 no space left on device` (its progress lines and the outputs it wrote before are then no failure).
@@ -40,7 +42,8 @@ failure is: a traceback; an exit other than 0 or 2 (``verify`` may exit 1: rejec
 exactly one `error:` line on stderr, or with stderr lines other than `error:` / `warning:` ones; an error line for a
 refused write that names nothing (`error: no space left on device`); exit 0 with an output (``OUT_OPTIONS``, `init
 DIR`) inside a git directory; exit 2 that changed or removed a file the workspace held (a refused command must leave
-its inputs and earlier outputs whole, and leave no new file at its output); a case over ``--timeout`` (``serve``,
+its inputs and earlier outputs whole, and leave no new file at its output); any case that changed the workspace it
+was copied from (a copied run writing the original's harness or home); a case over ``--timeout`` (``serve``,
 ``run`` and ``demo`` may run that long: they serve or evolve until stopped). Every failure is printed with its
 arguments; the script exits 1 if there was one.
 """
@@ -159,6 +162,18 @@ VENDORED_DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "da
 REAL_FILES = ["tau.json", "ww.json", "swe.traj.json", "real.jsonl"]
 CANONICAL_ONLY = {"dataset enqueue", "dataset export", "export-otel"}
 REAL_SHARE = 0.5  # working trace inputs that are a copy of a public trace set (else the synthetic rollouts, t.jsonl)
+# runs in the workspace (``build_workspace``), each on its own harness repo: a finished one that merged an edit (for
+# `report` and `ablate` to report and ablate) and one waiting for review with two candidates (for `approve` and
+# `reject` to decide). Until the twenty-sixth session these commands got "run-none" and stopped at 'no such run'.
+RUNS = {"run-done": "hd", "run-review": "hr"}
+RUN_ARGS = {"report": ("run", "run-done"), "ablate": ("run", "run-done"), "approve": ("run_id", "run-review"),
+            "reject": ("run_id", "run-review")}
+# the runs' settings: small, and (with 8 rollouts a task) a candidate passes the gates in the first round
+RUN_SETTINGS = ["run.env=synthetic", "run.model=scripted:weak", "run.rollouts=8", "run.max_rounds=1", "run.dev_limit=8",
+                "run.heldout_limit=4", "sandbox.backend=inprocess", "roles.kind=playbook"]
+RUN_DAMAGE_SHARE = 0.5  # deep cases of RUN_ARGS' commands that change the run (a file of its directory, the checkpoint
+# database, or its harness repo) rather than another input
+CHECKPOINTS = "home/runs/checkpoints.sqlite"  # every run's LangGraph checkpoints (``run.checkpointer`` sqlite)
 SMALL_INTS = {"tasks": 2, "rollouts": 1, "anchor_rollouts": 1, "workers": 1, "batch": 1, "rounds": 1, "show": 3,
               "budget": 20, "max_per_task": 2, "round_": 0, "round": 0, "seed": 0, "split_seed": 0}
 
@@ -185,6 +200,7 @@ class Case:
     problems: list[str] = field(default_factory=list)
     stdout_full: bool = False  # the child's standard output is /dev/full: every write to it is ENOSPC
     git_state: str | None = None  # the harness repo's odd state (``GIT_STATES``), if the case made one
+    run_change: str | None = None  # what the case changed of a run (``Maker.change_run``), if it did
 
 
 def commands() -> dict[str, list[Param]]:
@@ -257,10 +273,11 @@ def settings_keys() -> list[str]:
 # ---------------------------------------------------------------- the workspace every case starts from
 
 
-def build_workspace(root: Path) -> None:
+def build_workspace(root: Path, runs: bool = True) -> None:
     """A harness repo, rollouts (with content failures), their labels, a human sample, an EDIT.json, an export,
-    a config file, a candidate branch with a (rejected) verdict, a bare remote as the harness's origin, and the hostile
-    files the paths point at."""
+    a config file, a candidate branch with a (rejected) verdict, a bare remote as the harness's origin, the hostile
+    files the paths point at, and (``runs``; about 20 s) two runs, one ended and one waiting for review
+    (``build_runs``)."""
     root.mkdir(parents=True, exist_ok=True)
     env = {"EVOHARNESS_HOME": str(root / "home")}
     (root / "edit.json").write_text(json.dumps({
@@ -288,6 +305,8 @@ def build_workspace(root: Path) -> None:
         json.dumps({"trajectory_id": x["trajectory_id"], "failure_class": x["failure_class"]}) + "\n"
         for x in labels[:6]))
     real_traces(root)
+    if runs:
+        build_runs(root)
     (root / "cfg.toml").write_text("[run]\nseed = 1\n")
     (root / "dir").mkdir()
     (root / "empty.jsonl").write_bytes(b"")
@@ -299,6 +318,20 @@ def build_workspace(root: Path) -> None:
     (root / "latin1.txt").write_bytes(b"caf\xe9\n")
     (root / "loop").symlink_to("loop")
     (root / "full").symlink_to("/dev/full")  # an output on a full disk (a command replacing it replaces the link)
+
+
+def build_runs(root: Path) -> None:
+    """The runs of ``RUNS``: ``run-done`` on harness ``hd`` (ended, one edit merged) and ``run-review`` on ``hr``
+    (waiting for review; its candidates are the branches ``Maker.awaiting`` reads). About 10 s each."""
+    with _cwd(root), _environ({"EVOHARNESS_HOME": str(root / "home")}), _quiet():
+        for run_id, harness in RUNS.items():
+            argv = ["init", harness]
+            if main(argv) != 0:
+                raise SystemExit(f"fuzz_cli: building the workspace failed at {argv}")
+            argv = [x for k in [f"run.harness={harness}", *RUN_SETTINGS] for x in ("--set", k)] + [
+                "run", "--run-id", run_id, *(["--review"] if run_id == "run-review" else [])]
+            if main(argv) != 0:
+                raise SystemExit(f"fuzz_cli: building the workspace failed at {argv}")
 
 
 def real_traces(root: Path) -> None:
@@ -364,12 +397,18 @@ class Maker:
         self.workspace = workspace
         self.was_deep = False  # whether the last case made was a deep one
         self.git_state: str | None = None  # the last case's harness repo state (``GIT_STATES``), if one was made
+        self.run_change: str | None = None  # the last case's change to a run (``change_run``), if one was made
+        # the candidates run-review waits on: its harness's candidate branches (none in a workspace without runs)
+        review = workspace / RUNS["run-review"]
+        self.awaiting = sorted(subprocess.run(
+            ["git", "-C", str(review), "for-each-ref", "--format=%(refname:short)", "refs/heads/candidate/"],
+            capture_output=True, text=True, check=True).stdout.split()) if (review / ".git").is_dir() else []
 
     def argv(self, name: str, params: list[Param]) -> tuple[list[str], list[tuple[str, bytes]]]:
         """Arguments for ``name`` and the files to write into the case's directory first: a deep case (``deep``)
         half the time, else one whose values are replaced by hostile ones."""
         rng = self.rng
-        self.git_state = None
+        self.git_state = self.run_change = None
         self.was_deep = rng.random() < DEEP_SHARE
         if self.was_deep:
             return self.deep(name, params)
@@ -406,7 +445,10 @@ class Maker:
         pick = rng.random()
         config = False
         harness = name in SETTINGS_NEEDED  # the repo a setting names: an input, as a --harness is
-        if (inputs or harness) and pick < 0.6:
+        run = RUN_ARGS.get(name)
+        if run and pick < 0.6 and (not inputs or rng.random() < RUN_DAMAGE_SHARE):
+            self.change_run(values[run[0]], files)
+        elif (inputs or harness) and pick < 0.6:
             if harness and (not inputs or rng.random() < 0.5):
                 self.one_change("h", files)
             else:
@@ -424,6 +466,36 @@ class Maker:
             files.append(("example.toml", self.example_config(values.get("port"))))
             argv += ["--config", "example.toml"]
         return argv, files
+
+    def change_run(self, run_id: str, files: list[tuple[str, bytes]]) -> None:
+        """One thing of run ``run_id`` changed (``self.run_change`` says which): a file of its directory (one field
+        or byte, or damaged: ``one_change``), the checkpoint database cut short or with a page of garbage, a stray
+        journal beside it, or its harness repo (a file, or a git state: ``GIT_STATES``)."""
+        rng = self.rng
+        if run_id not in RUNS or not (self.workspace / CHECKPOINTS).is_file():
+            return
+        pick = rng.random()
+        if pick < 0.4:
+            self.one_change(f"home/runs/{run_id}", files)
+            self.run_change = "run directory"
+        elif pick < 0.7:
+            raw = (self.workspace / CHECKPOINTS).read_bytes()
+            kind = rng.choice(["cut", "page", "journal", "empty"])
+            if kind == "cut":  # half written: a crash or a full disk in the middle of a write
+                data = raw[:rng.randrange(len(raw))]
+            elif kind == "page":
+                at = rng.randrange(len(raw))
+                data = raw[:at] + rng.randbytes(min(4096, len(raw) - at)) + raw[at + 4096:]
+            elif kind == "journal":  # a rollback journal of garbage left beside it (hot journal: sqlite reads it)
+                files.append((CHECKPOINTS + "-journal", rng.randbytes(rng.randint(1, 8192))))
+                data = raw
+            else:
+                data = b""
+            files.append((CHECKPOINTS, data))
+            self.run_change = f"checkpoints {kind}"
+        else:
+            self.one_change(RUNS[run_id], files)
+            self.run_change = "harness repo"
 
     def one_change(self, name: str, files: list[tuple[str, bytes]]) -> str:
         """``name`` (a working input: a file, or a directory -- a harness repo, an export) with one field or one byte
@@ -570,6 +642,10 @@ class Maker:
             return str(p.default if isinstance(p.default, float) else 0.5)
         if command_name == "dataset export" and p.name == "source":
             return rng.choice(["healthy", "all"])  # ("file", its working value until the twenty-fifth session, is none)
+        if (run := RUN_ARGS.get(command_name)) and p.name == run[0]:
+            return run[1] if rng.random() < 0.9 else rng.choice(sorted(RUNS))  # now and then the other run
+        if p.name == "candidate" and command_name in ("approve", "reject") and self.awaiting and rng.random() < 0.8:
+            return rng.choice(self.awaiting)
         if p.name == "candidate" and command_name in ("show", "pr", "verify", "candidate new", "approve", "reject"):
             return CANDIDATE if rng.random() < 0.8 else "main"
         return STR_VALUES.get(p.name, p.default if isinstance(p.default, str) else "x")
@@ -784,6 +860,17 @@ def check(case: Case, before: dict[str, str], after: dict[str, str]) -> None:
             case.problems.append(f"refused, but changed or removed {', '.join(changed[:5])}")
 
 
+def _stats(root: Path) -> dict[str, tuple[int, int]]:
+    """Size and modification time of every file under ``root``, git's and the home's included: a case runs on a copy,
+    and nothing of the original may change (a copied run maps its harness to the copy's: ``graph/moved.py``)."""
+    out = {}
+    for p in root.rglob("*"):
+        with contextlib.suppress(OSError):
+            st = p.lstat()
+            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
 FULL_LINKS = ("full",)  # the workspace's outputs that are a link to /dev/full
 
 
@@ -822,13 +909,18 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
         build_workspace(workspace)
         scratch.mkdir()
         maker = Maker(rng, settings_keys(), workspace)
+        original = _stats(workspace)
         start, i = time.monotonic(), 0
         while (n is None or i < n) and time.monotonic() - start < budget_s:
             name = order[i % len(order)]
             argv, files = maker.argv(name, table[name])
             case = Case(name, argv, stdout_full=FULL_DEVICE and rng.random() < STDOUT_FULL_SHARE,
-                        git_state=maker.git_state)
+                        git_state=maker.git_state, run_change=maker.run_change)
             run_case(case, workspace, scratch, files, timeout)
+            if (now := _stats(workspace)) != original:  # a copy's run wrote the original's (its harness, its home)
+                changed = sorted(k for k in original.keys() | now.keys() if original.get(k) != now.get(k))
+                case.problems.append(f"changed the workspace it was copied from: {', '.join(changed[:5])}")
+                original = now
             c = counts[name]
             c["cases"] += 1
             c["deep"] += maker.was_deep
@@ -844,7 +936,8 @@ def fuzz(budget_s: float, n: int | None, seed: int, only: list[str] | None = Non
 def report(i: int, case: Case, out) -> None:
     shown = [a if len(a) <= 80 else f"{a[:40]}...<{len(a)} chars>" for a in case.argv]
     full = (" (stdout on /dev/full)" if case.stdout_full else "") + (
-        f" (harness repo: {case.git_state})" if case.git_state else "")
+        f" (harness repo: {case.git_state})" if case.git_state else "") + (
+        f" (run: {case.run_change})" if case.run_change else "")
     print(f"FAILURE case {i} ({case.command}){full}: {'; '.join(case.problems)}\n  argv: {shown!r}\n  exit {case.rc}, "
           f"{case.seconds:.1f} s", file=out)
     tail = (case.err or case.out).strip().splitlines()[-12:]

@@ -100,7 +100,7 @@ def test_a_case_forked_from_a_process_holding_much_memory_still_has_room(fuzz, t
     import mmap
 
     workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
-    fuzz.build_workspace(workspace)
+    fuzz.build_workspace(workspace, runs=False)  # (the runs: ~20 s this test does not need)
     scratch.mkdir()
     case = fuzz.Case("rollout", ["rollout", "--harness", "h", "--env", "synthetic", "--out", "out-out/", "--model",
                                  "standin:weak", "--tasks", "2", "--seed", "0", "--commit", "main", "--workers", "1"])
@@ -141,7 +141,7 @@ def test_show_pr_verify_and_evaluate_get_working_values_that_reach_their_work(fu
     the four was a refusal of its arguments (docs/security.md, the twenty-first session). Now the workspace holds a
     candidate with a verdict and a remote, and ``NEEDED`` gives each command what it needs to do its work."""
     workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
-    fuzz.build_workspace(workspace)
+    fuzz.build_workspace(workspace, runs=False)  # (the runs: ~20 s this test does not need)
     scratch.mkdir()
     table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), [], workspace)
     for name, extra, codes in (("show", {}, {0}), ("verify", {}, {0, 1}),
@@ -163,7 +163,7 @@ def test_run_is_given_the_workspace_harness_and_its_deep_cases_change_it(fuzz, t
     and a small run that ends, and a deep case changes that repo as it does a --harness."""
     monkeypatch.syspath_prepend(str(SCRIPT.parent))  # fuzz_importers, as the script's own run finds it
     workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
-    fuzz.build_workspace(workspace)
+    fuzz.build_workspace(workspace, runs=False)  # (the runs: ~20 s this test does not need)
     scratch.mkdir()
     table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), [], workspace)
     case = fuzz.Case("run", maker.assemble("run", table["run"], {}))
@@ -220,7 +220,7 @@ def test_dataset_export_gets_working_values_that_reach_its_work(fuzz, tmp_path, 
     in 22 cases of `fuzz_cli.py --seed 12` not one exported anything. A case of working values exports now."""
     monkeypatch.syspath_prepend(str(SCRIPT.parent))
     workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
-    fuzz.build_workspace(workspace)
+    fuzz.build_workspace(workspace, runs=False)  # (the runs: ~20 s this test does not need)
     scratch.mkdir()
     table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), [], workspace)
     values = {p.name: maker.valid("dataset export", p) for p in table["dataset export"]
@@ -229,3 +229,40 @@ def test_dataset_export_gets_working_values_that_reach_its_work(fuzz, tmp_path, 
     case = fuzz.Case("dataset export", maker.assemble("dataset export", table["dataset export"], values))
     fuzz.run_case(case, workspace, scratch, [], timeout=120)
     assert case.rc == 0 and case.problems == [], (case.argv, case.rc, case.err[-2000:])
+
+
+def test_report_ablate_approve_and_reject_get_runs_that_reach_their_work(fuzz, tmp_path, monkeypatch):
+    """The workspace held no run, so every case of `report`, `ablate`, `approve` and `reject` was 'no such run'
+    (the twenty-fifth session's note). Now it holds one that ended with an edit merged (``run-done``) and one waiting
+    for review (``run-review``): each command's working values do its work, on the case's copy alone (the original's
+    harness repos and home unchanged: a copied run maps its harness to the copy's), and a deep case changes the run --
+    a file of its directory, the checkpoint database (cut: a half-written one), or its harness repo."""
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # fuzz_importers, as the script's own run finds it
+    workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
+    fuzz.build_workspace(workspace)
+    scratch.mkdir()
+    table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), [], workspace)
+    assert len(maker.awaiting) == 2 and all(b.startswith("candidate/r1-") for b in maker.awaiting), maker.awaiting
+    original = fuzz._stats(workspace)
+    for name, extra in (("report", {"out": "out-report/"}), ("ablate", {"split": "dev"}),
+                        ("approve", {"candidate": maker.awaiting[0]}), ("reject", {"candidate": maker.awaiting[1]})):
+        run_arg, run_id = fuzz.RUN_ARGS[name]
+        params = table[name]
+        values = {p.name: maker.valid(name, p) for p in params if p.required}
+        values.update({run_arg: run_id}, **extra)
+        case = fuzz.Case(name, maker.assemble(name, params, values))
+        fuzz.run_case(case, workspace, scratch, [], timeout=240)
+        assert case.rc == 0 and case.problems == [], (case.argv, case.rc, case.problems, case.err[-2000:])
+        done = {"report": "wrote out-report/report.md", "ablate": "the edit", "approve": "Merged (1)",
+                "reject": "rejected by reviewer"}[name]
+        assert done in case.out + case.err, (name, case.out[-2000:])
+    assert fuzz._stats(workspace) == original
+    changes = set()
+    for _ in range(300):
+        maker.run_change = None  # (argv() resets it for each case)
+        argv, files = maker.deep("approve", table["approve"])
+        changes.add(maker.run_change)
+        if maker.run_change and maker.run_change.startswith("checkpoints"):
+            assert any(f == fuzz.CHECKPOINTS for f, _ in files)
+    assert {"run directory", "harness repo", "checkpoints cut", "checkpoints page", "checkpoints journal",
+            "checkpoints empty"} <= changes, changes
