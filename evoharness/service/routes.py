@@ -274,14 +274,22 @@ def candidates(request: Request, status: CandidateStatus | None = None, diff: bo
     return {"harness": str(hr.path), "main": hr.main_head(), "candidates": out}
 
 
+def _as_sent(request: Request, value: str) -> str:
+    """A ``{name:path}`` parameter as the URL sent it: the route's pattern ends in ``$``, which matches before a final
+    newline, so ``/trajectories/abc%0A`` came as ``abc`` and ``/candidates/candidate/r1-x%0A`` as that candidate."""
+    return value + "\n" if request.scope["path"].endswith("\n") else value
+
+
 @reads.get("/candidates/{branch:path}")
 def candidate(request: Request, branch: str) -> dict[str, Any]:
     from evoharness.harness_repo.review import list_candidates
 
+    branch = _as_sent(request, branch)
     hr = _repo(request)
     info = next((i for i in list_candidates(hr) if i.branch == branch), None) if hr else None
     if info is None:
-        raise HTTPException(404, f"no such candidate: {branch}")
+        raise HTTPException(404, f"no such candidate: {branch!r}" if control_character(branch) else
+                            f"no such candidate: {branch}")
     cand = hr.candidate(branch)
     return {**info.model_dump(mode="json"), **cand.model_dump(mode="json"),
             "verdict_detail": _verdict(hr, info.commit), "diff": hr.diff(branch)}
@@ -503,8 +511,7 @@ def _stored(request: Request, received: int, stored: int, t0: float) -> dict[str
 
 @reads.get("/trajectories/{trajectory_id:path}")
 def get_trajectory(request: Request, trajectory_id: str) -> dict[str, Any]:
-    if request.scope["path"].endswith("\n"):  # the pattern's $ matched before it: /trajectories/abc%0A came as 'abc'
-        trajectory_id += "\n"
+    trajectory_id = _as_sent(request, trajectory_id)
     t = _state(request).ingest.get(trajectory_id)
     if t is None:
         raise HTTPException(404, f"no ingested trajectory {trajectory_id!r}")

@@ -398,6 +398,30 @@ def test_an_id_with_a_control_character_is_a_422_and_a_newline_after_an_id_reads
     assert back.status_code == 404, back.text  # never the trajectory 'abc' for 'abc\n'
 
 
+def test_a_newline_after_a_candidate_branch_reads_no_candidate(tmp_path):
+    """GET /candidates/{branch} has the same path pattern as GET /trajectories/{id}, whose final-newline case was
+    mended alone: /candidates/candidate/r2-x%0A answered candidate/r2-x (the pattern's ``$`` matches before a
+    final newline), a branch no git ref can be. Now a 404 in one line; the branch itself still answers."""
+    import json
+
+    from evoharness.cli import main
+
+    assert main(["init", str(tmp_path / "h")]) == 0
+    edit = tmp_path / "edit.json"
+    edit.write_text(json.dumps({"message": "Add a loop lesson", "targets": "F3.repeated_action",
+                                "changes": [{"path": "lessons.md", "content": "- Never repeat a failing call.\n"}]}))
+    assert main(["candidate", "new", "--harness", str(tmp_path / "h"), "--edit", str(edit), "--round", "2"]) == 0
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})
+    with TestClient(create_app(settings, TOKEN, quiet=True), raise_server_exceptions=False) as c:
+        assert c.get("/candidates/candidate/r2-add-a-loop-lesson", headers=AUTH).json()["branch"] \
+            == "candidate/r2-add-a-loop-lesson"
+        for path in ("candidate/r2-add-a-loop-lesson%0A", "candidate%2Fr2-add-a-loop-lesson%0A"):
+            r = c.get("/candidates/" + path, headers=AUTH)
+            assert r.status_code == 404, r.text
+            assert r.json()["error"] == "no such candidate: 'candidate/r2-add-a-loop-lesson\\n'", r.json()
+
+
 def test_the_fast_paths_id_pattern_finds_what_control_character_finds():
     import sys
 
