@@ -865,11 +865,19 @@ class StepBudgetDetector(TerminationDetector):
 
 
 class NoDeliveryDetector:
+    """No final answer -- on a run that did not reach the healthy threshold. A run whose score reached it delivered
+    what its task asked for, whatever its last message: a task done by a write (a message sent, an order changed)
+    may end on an empty reply (``final_answer`` None), and "no delivery" there is a control failure on a run that
+    succeeded, read by verification as the signal firing (``observations``) and by the culprit search as support.
+    An unscored run is judged by its final answer alone."""
+
     id = "F3.no_delivery"
     failure_class = F3
+    skips_healthy = True  # returns nothing on a Healthy run: the labeller does not call it
 
     def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        if view.traj.delivered:
+        t = view.traj
+        if t.delivered or (t.score is not None and t.score >= cfg.healthy_threshold):
             return []
         last = view.traj.messages[view.final_step] if view.traj.messages else {}
         text = last.get("content") or (last.get("tool_calls") and "tool call") or ""

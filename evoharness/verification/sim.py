@@ -201,6 +201,7 @@ class ScriptedRunner:
     """A `RolloutRunner` over a `SimWorld` that returns real `Trajectory`s.
 
     A rollout in which any behaviour fires is not delivered (the diagnosis labeller then reports
+    ``F3.no_delivery``, unless its score reaches the healthy threshold: a Healthy run fires no
     ``F3.no_delivery``); otherwise it delivers an answer with the task's score (the labeller calls it
     healthy only at its healthy threshold, 1.0 by default). ``calls`` counts batches.
     """

@@ -18,7 +18,7 @@ from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.labeller import Labeller
 from evoharness.diagnosis.report import composition_text, failing_step_line, failing_steps_text
 from evoharness.traces.importers import load_paths
-from evoharness.traces.models import Trajectory
+from evoharness.traces.models import Termination, Trajectory
 from tests.diagnosis.test_labelling_fourteenth_pass import _random_run
 
 HEALTHY_TOO = {d.id for d in Labeller().detectors if not getattr(d, "skips_healthy", False)}
@@ -28,13 +28,17 @@ PRINTED = ("trajectory_id", "task_id", "failure_class", "first_signal", "lever",
 
 def _runs(shared_data) -> list[Trajectory]:
     """The vendored tau-bench and mini-swe-agent samples, and random tau-bench-like runs -- failed, and the same
-    runs scored 1 and 0.5 (Healthy runs on which detectors fire; a run Healthy only under a lower threshold)."""
+    runs scored 1 and 0.5 (Healthy runs on which detectors fire; a run Healthy only under a lower threshold). A run
+    scored 1 with no final answer ended at its step budget (the task done by a write, then the steps ran out): the
+    budget's detector fires on a Healthy run too, where ``F3.no_delivery`` does not."""
     runs = list(load_paths([shared_data / "tau_bench_airline_gpt4o", shared_data / "mini_swe_agent_sample"]))
     runs += [t.model_copy(update={"id": f"{t.id}-half", "score": 0.5}) for t in runs]
     rnd = random.Random(25)
     for k in range(150):
         t = _random_run(rnd, k)
-        runs.append(t.model_copy(update={"score": (0.0, 1.0, 0.5)[k % 3]}))
+        score = (0.0, 1.0, 0.5)[k % 3]
+        out = score == 1.0 and t.final_answer is None
+        runs.append(t.model_copy(update={"score": score, **({"termination": Termination.step_budget} if out else {})}))
     return runs
 
 

@@ -298,6 +298,31 @@ def test_no_delivery():
     assert fired(NoDeliveryDetector(), TraceBuilder().user("x").deliver("y").build()) == []
 
 
+def _sent_then_silent(score):
+    """The synthetic env's message task done by a write: the message sent, then an empty reply (no final answer)."""
+    return (TraceBuilder().user("Send Ada Lovelace a message saying exactly: Meeting moved to 10:00.")
+            .call("lookup_contact", {"name": "Ada Lovelace"}, result='{"email": "ada@example.org"}')
+            .call("send_message", {"to": "ada@example.org", "body": "Meeting moved to 10:00."},
+                  result='{"sent": true}').say("").build(score=score))
+
+
+@pytest.mark.parametrize("score,fires", [(1.0, False), (0.0, True), (None, True)])
+def test_no_delivery_on_a_run_done_by_a_write(score, fires):
+    """A run that reached the healthy threshold delivered, whatever its last message: its task was a write. A failed
+    one, or one with no score to tell, still has no final answer."""
+    t = _sent_then_silent(score)
+    assert t.final_answer is None
+    assert bool(fired(NoDeliveryDetector(), t)) is fires
+    lab = label_trajectory(t)
+    assert ("F3.no_delivery" in {s.id for s in lab.signals}) is fires
+
+
+def test_no_delivery_reads_the_configured_healthy_threshold():
+    t = _sent_then_silent(0.6)
+    assert fired(NoDeliveryDetector(), t, DiagnosisConfig(healthy_threshold=0.5)) == []
+    assert fired(NoDeliveryDetector(), t, DiagnosisConfig(healthy_threshold=0.7))
+
+
 def test_unbacked_claim_fires_on_invented_id_only():
     b = TraceBuilder().user("book me a flight").call("search", {"to": "SEA"}, result="flights: HAT100, HAT200")
     good = b.deliver("I booked HAT100 for you.").build()

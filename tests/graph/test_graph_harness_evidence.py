@@ -117,3 +117,18 @@ def test_the_bisect_takes_the_most_failures_first_and_breaks_ties_by_id():
     assert bisect_signals(labels, 2) == ["F3.no_delivery", "F3.repeated_action", "F3.step_budget_exhausted"]
     assert bisect_signals(list(reversed(labels)), 2) == bisect_signals(labels, 2)
 
+
+def test_a_planted_exit_gate_off_is_bisected_by_its_silent_failures(make_settings):
+    """policy_exit_gate_off as benchmarks/planted_flaws.py plants it: the runs that end on an empty reply are found at
+    the commit that turned the gate off, though those that scored (a message sent, then silence) no longer fire
+    F3.no_delivery; its failures are not queued for training."""
+    settings = make_settings(model="standin:weak", max_rounds=2, budget=20000)
+    repo = init_harness(settings.run.harness)
+    plant(repo.path, "policies.yaml", CONTROLS)
+    gate_off = CONTROLS.replace("exit_gate:\n  enabled: true", "exit_gate:\n  enabled: false")
+    assert gate_off != CONTROLS
+    bad = plant(repo.path, "policies.yaml", gate_off)
+    outcome = start_run(settings)
+    evidence = json.loads((outcome.run_dir / "harness_evidence.json").read_text())
+    assert [(c["commit"], c["signal"]) for c in evidence[bad]["culprits"]] == [(bad, "F3.no_delivery")]
+    assert bad not in queued_commits(outcome)
