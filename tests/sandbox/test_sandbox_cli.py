@@ -146,3 +146,30 @@ def test_a_harness_trajectory_carrying_its_own_rollout_failure_is_printed_not_a_
     first, *rest = _failure_lines([traj("disk\nfull"), traj({"reason": "exit 1"}), traj(["a"])])
     assert first.startswith("  x (rollout 0): disk") and first.endswith("full") and "\n" not in first
     assert rest == ["  x (rollout 0): exit 1", "  x (rollout 0): ['a']"]
+
+
+def test_rollout_under_a_16_mib_memory_limit_ends_every_rollout_in_a_bounded_time(harness, tmp_path, capsys):
+    """The floor of sandbox.limits.memory_mb (a hang was reported once here, not reproduced: 12 runs of the
+    composition test at 16 MiB took 20-33 s at load ~14): each rollout is recorded, the spinning one by its wall
+    limit, the one allocating past the limit by the memory limit, and the run ends."""
+    import time
+
+    hang = 'if req["task_id"] == "hang":'
+    allocate = 'if req["task_id"] == "unused":\n    x = b"x" * (64 << 20)\n'
+    text = (harness / "agent.py").read_text().replace(hang, allocate + hang)
+    (harness / "agent.py").write_text(text)
+    git = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
+    subprocess.run(["git", "commit", "-qam", "agent allocates"], cwd=harness, check=True, env=os.environ | git)
+    out = tmp_path / "o.jsonl"
+    start = time.monotonic()
+    rc = main(["--set", "sandbox.limits.memory_mb=16", "--set", "sandbox.limits.wall_seconds=6", "rollout",
+               "--harness", str(harness), "--env", "fake:x", "--tasks", "4", "--out", str(out), "--workers", "2"])
+    elapsed = time.monotonic() - start
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    rows = {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert rows["easy"]["termination"] == "delivered" and not rows["easy"]["meta"].get("rollout_failure")
+    assert rows["hang"]["meta"]["rollout_failure"]["limit"] == "wall"
+    assert rows["unused"]["meta"]["rollout_failure"]["limit"] == "memory", rows["unused"]["meta"]
+    assert "memory limit hit" in printed and "wall-time limit hit after 6." in printed
+    assert elapsed < 90, elapsed

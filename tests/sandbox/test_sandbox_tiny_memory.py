@@ -1,5 +1,7 @@
-"""Tiny memory limits (sandbox.limits.memory_mb down to its floor, 16 MiB): every rollout ends within a bounded time
-in a failure that names the memory limit -- never a hang, never a plain harness error."""
+"""Memory limits and hostile rollouts: a worker that cannot start under sandbox.limits.memory_mb (down to its floor,
+16 MiB) fails each rollout on the memory limit, not as a plain harness error; a rollout that fills the sandbox's
+memory, forks children that do, or stops its warm worker's fork server fails alone, within its wall limit and the
+answer grace, and the other rollouts of its batch keep their own results."""
 
 from __future__ import annotations
 
@@ -40,3 +42,58 @@ def test_a_worker_that_cannot_start_under_16_mib_fails_each_rollout_on_the_memor
         assert failure["reason"].startswith("worker failed: memory limit hit"), failure["reason"]
         assert [e.type for e in t.events] == [EventType.sandbox_violation]
         assert t.termination == Termination.error and t.score == 0.0
+
+
+def _commit(repo, name: str, text: str) -> str:
+    import git
+
+    (repo.path / "middleware" / name).write_text(text)
+    g = git.Repo(repo.path)
+    g.git.add("-A")
+    g.git.commit("-qm", name, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                   "GIT_COMMITTER_EMAIL": "t@t"})
+    return g.head.commit.hexsha
+
+
+# what the second task's rollout does at its first step: fill the sandbox's memory (tmpfs pages count against its
+# cgroup, and nothing the process can catch ends it), fork children that each take a part of it, or stop its
+# fork server so that it never answers
+HOSTILE = {
+    "fills_memory": "f = open('/tmp/fill', 'wb')\n        while True:\n            f.write(b'x' * (1 << 20))",
+    "forks_and_allocates": "import time\n        for _ in range(12):\n            if os.fork() == 0:\n"
+                           "                b = b'x' * (32 << 20)\n                time.sleep(5)\n"
+                           "                os._exit(0)\n        for _ in range(12):\n            os.wait()",
+    "stops_its_server": "import signal\n        os.kill(os.getppid(), signal.SIGSTOP)",
+}
+
+
+@pytest.mark.parametrize("fork", ["batch", "rollout"])
+@pytest.mark.parametrize("how", sorted(HOSTILE))
+def test_a_hostile_rollout_on_a_warm_worker_fails_alone_within_a_bound(tmp_path, monkeypatch, how, fork):
+    """The rollout ends in a recorded failure naming its limit (memory; the wall for a server that never answers),
+    within its wall limit and the answer grace; the others of its batch keep their own results."""
+    import evoharness.sandbox.warm as warm
+    from evoharness.envs import get_environment
+
+    monkeypatch.setattr(warm, "ANSWER_GRACE_S", 3.0)  # past the wall limit, how long the host waits for an answer
+    tasks = get_environment("synthetic").list_tasks("dev")[:4]
+    middleware = (f"import os\ndef before_model(messages, ctx):\n    if ctx.get('step', 0) == 0 and "
+                  f"{tasks[1].prompt!r} in str(messages):\n        {HOSTILE[how]}\n    return None\n")
+    repo = init_harness(tmp_path / "h")
+    sha = _commit(repo, "hostile.py", middleware)
+    reqs = [RolloutRequest(task_id=t.id, harness_commit=sha, seed=0, rollout=0) for t in tasks]
+    wall = 10.0
+    start = time.monotonic()
+    with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
+                       warm_fork=fork, limits=Limits(memory_mb=192, wall_seconds=wall, cpu_seconds=30)) as ex:
+        trajs = ex.run(reqs)
+    elapsed = time.monotonic() - start
+    plain = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None).run([reqs[0], reqs[2], reqs[3]])
+    assert [t.task_id for t in trajs] == [t.id for t in tasks]
+    failure = trajs[1].meta.get("rollout_failure")
+    assert failure is not None and failure["limit"] == ("wall" if how == "stops_its_server" else "memory"), failure
+    assert trajs[1].score == 0.0 and trajs[1].final_answer is None
+    for a, b in zip(plain, [trajs[0], trajs[2], trajs[3]], strict=True):
+        assert not b.meta.get("rollout_failure"), b.meta["rollout_failure"]
+        assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
+    assert elapsed < wall + 3.0 + 40, elapsed  # the hostile one's wall and grace, starts and three short rollouts
