@@ -18,7 +18,7 @@ import json
 import posixpath
 import re
 from bisect import bisect_right
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Literal, Protocol
@@ -695,12 +695,16 @@ class RepeatedActionDetector:
         # a streak holds one action's repeats only, so some action must occur repeat_min times; an action's key
         # starts with its tool's name, so some name must too (checked first: no canonical arguments needed). A name
         # that occurs repeat_min times makes at least repeat_min - 1 of the names repeats (checked before counting)
-        if not code:
-            listed = [c.name for c in calls]
-            if len(listed) - len(set(listed)) < cfg.repeat_min - 1:
-                return []
-        names = Counter(c.name for c in calls)
-        names.update(key[0] for _, key, _ in code)
+        listed = [c.name for c in calls]
+        if code:
+            listed += [key[0] for _, key, _ in code]
+        elif len(listed) - len(set(listed)) < cfg.repeat_min - 1:
+            return []
+        # counted in a loop, not by ``Counter``: its constructor and ``update`` are Python frames (~2 microseconds a
+        # run that gets here, more than the count of its few names)
+        names: dict[str, int] = {}
+        for name in listed:
+            names[name] = names.get(name, 0) + 1
         frequent = {name for name, n in names.items() if n >= cfg.repeat_min}
         if not frequent:
             return []
@@ -719,8 +723,10 @@ class RepeatedActionDetector:
                         break
             else:
                 return []
-        keys = Counter((c.name, c.canonical) for c in calls if c.name in frequent)  # canonical text: these only
-        keys.update(key for _, key, _ in code if key[0] in frequent)
+        keys: dict[tuple[str, str], int] = {}
+        for key in [(c.name, c.canonical) for c in calls if c.name in frequent] + [  # canonical text: these only
+                key for _, key, _ in code if key[0] in frequent]:
+            keys[key] = keys.get(key, 0) + 1
         if max(keys.values(), default=0) < cfg.repeat_min:
             return []  # no action occurs often enough to make a streak
         actions = [(c.step, (c.name, c.canonical), view.results.get(c.id, (0, ""))[1]) for c in calls] + code
@@ -2258,7 +2264,19 @@ def _refused_proposal(view: TraceView, reply: int) -> int:
     (``consent.leave_asked``: "OK.", "Understood, I won't cancel it. Anything else?"), the user who then says yes
     ("Actually, yes, please cancel it.") takes back the refusal and accepts what it refused: the reply before the
     refusal, where that has text and no call lies between. Else ``reply``: one that asks leave again ("The refund
-    is $300. Shall I cancel it now?") is the proposal confirmed."""
+    is $300. Shall I cancel it now?") is the proposal confirmed. Once per reply of a view: the confirmation rule and
+    the first write's proposal ask it of the same replies (tau-bench airline: 200 questions a labelling pass, 99 of
+    them distinct)."""
+    memo = view.__dict__.get("_refused_proposal")
+    if memo is None:
+        memo = view.__dict__["_refused_proposal"] = {}
+    found = memo.get(reply)
+    if found is None:
+        found = memo[reply] = _find_refused_proposal(view, reply)
+    return found
+
+
+def _find_refused_proposal(view: TraceView, reply: int) -> int:
     msgs, roles = view.traj.messages, view.roles
     refusal = next((i for i in range(reply - 1, -1, -1) if roles[i] == "user"), None)
     if refusal is None:
