@@ -42,6 +42,23 @@ from evoharness.traces.models import Trajectory, parse_arguments
 # \A and \Z, not ^ and $: a Python ``$`` also matches before a final newline, so "lookup\n" (and 64 letters and a
 # newline) passed as a name, was exported, and `dataset validate` called the record valid (until 2026-12-07)
 TOOL_NAME = re.compile(r"\A[a-zA-Z0-9_-]{1,64}\Z")
+_NAMES_CHECKED: dict[str, bool] = {}  # tool name -> whether TOOL_NAME matches it (``tool_name_ok``)
+_NAMES_KEPT = 4096  # the most names remembered (names come from traces: bounded, as the export's memory is)
+
+
+def tool_name_ok(name: Any) -> bool:
+    """Whether ``name`` is a string ``TOOL_NAME`` matches. A record calls and declares a handful of names over and
+    over (every call and every declaration is checked, by cleaning and by the record check): the answer for a short
+    string is remembered, up to ``_NAMES_KEPT`` names, a dict lookup (~0.5k instructions) in place of the regex
+    (~2.5k). A longer string is no name, unremembered."""
+    if type(name) is not str:
+        return isinstance(name, str) and TOOL_NAME.match(name) is not None
+    ok = _NAMES_CHECKED.get(name)
+    if ok is None:
+        ok = TOOL_NAME.match(name) is not None
+        if len(name) <= 65 and len(_NAMES_CHECKED) < _NAMES_KEPT:
+            _NAMES_CHECKED[name] = ok
+    return ok
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 _MISSING = object()
 _ROLE_ALIASES = {"developer": "system"}
@@ -116,7 +133,7 @@ def _tool_call(call: Any, new_id: str, parsed: Parsed = _NOTHING) -> tuple[str |
     if not isinstance(fn, dict):
         fn = call
     name = fn.get("name")
-    if not isinstance(name, str) or not TOOL_NAME.match(name):
+    if not tool_name_ok(name):
         raise RecordSkipped("bad_tool_name")
     cid = call.get("id")
     args = fn.get("arguments")
@@ -199,7 +216,8 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
                     raise RecordSkipped("malformed_tool_call")
                 calls = []
                 for c in raw_calls:
-                    calls.append(_tool_call(c, call_id(n_calls), parsed))
+                    calls.append(_tool_call(c, _CALL_IDS[n_calls] if n_calls < _N_CALL_IDS else call_id(n_calls),
+                                            parsed))
                     n_calls += 1
                 msg = {"role": "assistant", "content": None if blank else text,
                        "tool_calls": [c for _, c in calls]}
@@ -228,6 +246,10 @@ def call_id(n: int) -> str:
     (up to 99,999 calls a record): Mistral's chat templates raise "Tool call IDs should be alphanumeric strings with
     length 9!" on any other id, such as the ``call_0`` written until the twelfth session."""
     return f"call{n:05d}"
+
+
+_N_CALL_IDS = 256
+_CALL_IDS = tuple(call_id(n) for n in range(_N_CALL_IDS))  # the first ones made once, not formatted per call
 
 
 def rekey(messages: list[dict]) -> list[dict]:
@@ -285,7 +307,7 @@ def _declared(traj: Trajectory) -> list[dict]:
     out = []
     for t in raw if isinstance(raw, list) else []:
         fn = t.get("function", t) if isinstance(t, dict) else None
-        if isinstance(fn, dict) and isinstance(fn.get("name"), str) and TOOL_NAME.match(fn["name"]):
+        if isinstance(fn, dict) and tool_name_ok(fn.get("name")):
             decl = {"name": fn["name"], "description": str(fn.get("description") or "")}
             params = fn.get("parameters")
             decl["parameters"] = params if isinstance(params, dict) else {"type": "object", "properties": {}}

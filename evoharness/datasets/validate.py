@@ -26,7 +26,7 @@ from pathlib import Path
 
 from evoharness.traces.store import jsonl_lines
 
-from .chat import TOOL_NAME
+from .chat import tool_name_ok
 from .llamafactory import function_call_problem
 
 ROLES = {"system", "user", "assistant", "tool"}
@@ -43,7 +43,7 @@ def _tool_errors(tools) -> tuple[list[str], set[str]]:
             errs.append(f"tools[{i}]: not a function tool")
             continue
         name = fn.get("name")
-        if not isinstance(name, str) or not TOOL_NAME.match(name):
+        if not tool_name_ok(name):
             errs.append(f"tools[{i}]: bad name {name!r}")
         elif name in names:
             errs.append(f"tools[{i}]: duplicate name {name!r}")

@@ -293,3 +293,25 @@ def test_a_tool_name_with_a_final_newline_or_other_bad_name_is_neither_exported_
     rec["tools"][0]["function"]["name"] = name
     assert any("bad name" in e for e in openai_errors(rec))
     assert any("not declared" in e for e in openai_errors(rec))
+
+
+def test_tool_name_ok_says_what_the_pattern_says_twice_and_remembers_a_bounded_number_of_names():
+    import random
+
+    from evoharness.datasets import chat
+
+    class Sub(str):
+        pass
+
+    rng = random.Random(7)
+    alphabet = "ab_-Z09 \n\t.é/\u0000"
+    names = ["lookup", "lookup\n", "", "a" * 64, "a" * 65, "a" * 64 + "\n", Sub("lookup"), Sub("bad name"), None, 7,
+             b"lookup", ["lookup"]]
+    names += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 70))) for _ in range(3000)]
+    for name in names * 2:  # the second time from memory
+        want = isinstance(name, str) and chat.TOOL_NAME.match(name) is not None
+        assert chat.tool_name_ok(name) is want, repr(name)
+    for i in range(chat._NAMES_KEPT + 100):
+        chat.tool_name_ok(f"n{i}")
+    assert len(chat._NAMES_CHECKED) <= chat._NAMES_KEPT
+    assert chat.tool_name_ok("lookup") and not chat.tool_name_ok("x" * 10_000)
