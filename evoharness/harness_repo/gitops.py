@@ -140,10 +140,21 @@ def cas_ref(repo: git.Repo, ref: str, new: str, old: str) -> bool:
     except git.GitCommandError as e:
         if ref_sha(repo, ref) != (None if old == ZERO else old):
             return False
-        why = next((line.strip() for line in str(e.stderr or "").splitlines() if line.strip()), str(e))
+        stderr = str(e.stderr or "")
+        if found := _IN_THE_WAY.search(stderr):  # refs/heads/candidate blocks refs/heads/candidate/r1-x (or back)
+            short = found.group(1).removeprefix("refs/heads/")
+            raise InfraError(f"git could not make {ref} in the harness repository {repo.working_dir}: the branch "
+                             f"'{short}' is in the way (a branch name cannot also be a folder of branches); rename it "
+                             f"(git branch -m {short} {short}-old)", retryable=False) from e
+        why = next((line.strip() for line in stderr.splitlines() if line.strip()), str(e))
+        hint = " (if no git command is running there, remove the stale lock file it names)" if ".lock" in stderr else ""
         raise InfraError(f"git could not update {ref} of the harness repository {repo.working_dir}: "
-                         f"{why.removeprefix('stderr: ').strip(chr(39))} (if no git command is running there, "
-                         "remove the stale lock file it names)", retryable=False) from e
+                         f"{why.removeprefix('stderr: ').strip(chr(39))}{hint}", retryable=False) from e
+
+
+# git's refusal of a ref whose name another ref's path blocks: "'refs/heads/candidate' exists; cannot create
+# 'refs/heads/candidate/r1-x'" (and the other way round, "'refs/heads/candidate/r1-x' exists; cannot create ...")
+_IN_THE_WAY = re.compile(r"'(refs/[^']+)' exists; cannot create")
 
 
 def ref_sha(repo: git.Repo, ref: str) -> str | None:
