@@ -22,6 +22,7 @@ nested user namespace could mount its own tmpfs past the /tmp and file-size limi
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -409,7 +410,7 @@ def _copy_tree(src: Path, dst: Path) -> None:
             elif stat.S_ISREG(st.st_mode):
                 fd = os.open(s, os.O_RDONLY | os.O_NOFOLLOW)
                 with os.fdopen(fd, "rb") as fin, open(d, "xb") as fout:
-                    shutil.copyfileobj(fin, fout)
+                    _copy_data(fin.fileno(), fout.fileno())
             elif stat.S_ISFIFO(st.st_mode):
                 os.mkfifo(d)
             else:
@@ -417,3 +418,34 @@ def _copy_tree(src: Path, dst: Path) -> None:
             os.chown(d, st.st_uid, st.st_gid, follow_symlinks=False)
             if not stat.S_ISLNK(st.st_mode):
                 os.chmod(d, stat.S_IMODE(st.st_mode))
+
+
+def _copy_data(src: int, dst: int) -> None:
+    """Copy the file ``src`` into the empty file ``dst``, its holes left holes: only what the file holds is written.
+    A sparse file costs a tmpfs nothing beyond its data, so a sandbox could leave (under RLIMIT_FSIZE each, past the
+    scratch cap in all) files of 256 MiB apparent size that held nothing, and copying them back wrote every zero to the
+    host's disk: 8 such files, 0.2 s of the sandbox's time, were 1.6 GB written and ~14 s of the host's, past every
+    limit. Where the file system cannot say where the data is (no SEEK_DATA), the whole file is copied."""
+    size = os.fstat(src).st_size
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(src, pos, os.SEEK_DATA)
+            end = os.lseek(src, start, os.SEEK_HOLE)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # nothing but a hole from ``pos`` to the end
+                break
+            start, end = pos, size  # SEEK_DATA unsupported (EINVAL): the rest as it reads
+        if end <= start:
+            start, end = pos, size
+        while start < end:
+            chunk = os.pread(src, min(1 << 20, end - start), start)
+            if not chunk:  # the file shrank meanwhile (nothing of the sandbox runs now: a guard all the same)
+                end = size = start
+                break
+            written = 0
+            while written < len(chunk):
+                written += os.pwrite(dst, chunk[written:], start + written)
+            start += len(chunk)
+        pos = end
+    os.ftruncate(dst, size)
