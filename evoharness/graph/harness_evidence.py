@@ -173,7 +173,7 @@ class HarnessEvidence:
             if before is None:
                 before = min(seen.values())
             paths = sorted({d.b_path or d.a_path for d in c.parents[0].diff(c)}) if c.parents else []
-            hits = [(lab, s) for lab in labels for s in lab.signals if s.id == sig][:3]
+            hits = culprit_hits(labels, sig)
             out.append(Culprit(commit=culprit, subject=c.summary, signal=sig, before=round_(before),
                                after=round_(seen[culprit] if culprit in seen else head_value), paths=paths,
                                measured=list(seen), task_ids=tasks, changes=changes,
@@ -193,6 +193,14 @@ def bisect_signals(labels: list[Any], min_support: int) -> list[str]:
         fired.update({s.id for s in lab.signals})
     floor = max(min_support, 2, MIN_SHARE * len(failed))
     return sorted((sig for sig, c in fired.items() if c >= floor), key=lambda sig: (-fired[sig], sig))[:MAX_SIGNALS]
+
+
+def culprit_hits(labels: list[Any], sig: str, limit: int = 3) -> list[tuple[Any, Any]]:
+    """The first ``limit`` (label, signal) pairs where ``sig`` fired, failed rollouts first (the bisect counted it
+    among them, ``bisect_signals``): a culprit's evidence quotes a run that went wrong, not a healthy run on which
+    the signal also fired."""
+    hits = [(lab, s) for lab in labels for s in lab.signals if s.id == sig]
+    return sorted(hits, key=lambda hit: hit[0].failure_class == FailureClass.healthy)[:limit]
 
 
 def round_(x: float) -> float:

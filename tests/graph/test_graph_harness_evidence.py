@@ -7,7 +7,7 @@ import json
 import subprocess
 
 from evoharness.diagnosis.models import FailureClass, Label, Signal
-from evoharness.graph.harness_evidence import MIN_SHARE, bisect_signals
+from evoharness.graph.harness_evidence import MIN_SHARE, bisect_signals, culprit_hits
 from evoharness.graph.runner import start_run
 from evoharness.harness_repo.init import init_harness
 
@@ -116,6 +116,14 @@ def test_the_bisect_takes_the_most_failures_first_and_breaks_ties_by_id():
     labels += [_lab(7, FailureClass.F2, sigs[3])]
     assert bisect_signals(labels, 2) == ["F3.no_delivery", "F3.repeated_action", "F3.step_budget_exhausted"]
     assert bisect_signals(list(reversed(labels)), 2) == bisect_signals(labels, 2)
+
+
+def test_a_culprits_evidence_quotes_failed_rollouts_first():
+    """A loop guard's blocks fire on runs that got past them too: the evidence quotes the runs that failed."""
+    labels = ([_lab(i, FailureClass.healthy, "F2.blocked_call") for i in range(4)]
+              + [_lab(i, FailureClass.F2, "F2.blocked_call") for i in range(4, 6)] + [_lab(6, FailureClass.F4)])
+    assert [lab.trajectory_id for lab, _ in culprit_hits(labels, "F2.blocked_call")] == ["t4", "t5", "t0"]
+    assert [s.id for _, s in culprit_hits(labels, "F2.blocked_call")] == ["F2.blocked_call"] * 3
 
 
 def test_a_planted_exit_gate_off_is_bisected_by_its_silent_failures(make_settings):
