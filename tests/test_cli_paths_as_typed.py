@@ -91,3 +91,28 @@ def test_a_file_named_as_a_run_directory_is_said_to_be_no_directory(argv, tmp_pa
     assert main(argv) == 2
     assert capsys.readouterr().err.splitlines() == ["error: ./t.jsonl: not a directory (a run directory is one)"]
     assert not [p for p in ("o.jsonl", "ex") if (tmp_path / p).exists()]
+
+
+LINK = "gone-harness"  # a symbolic link to a path that names nothing
+HARNESS_READERS = [
+    ["review", "--harness", LINK], ["show", "main", "--harness", LINK],
+    ["candidate", "new", "--harness", LINK, "--edit", "e.json"], ["pr", "candidate/r1-x", "--harness", LINK,
+                                                                 "--remote", "x"],
+    ["verify", "candidate/r1-x", "--harness", LINK, "--env", "synthetic", "--tasks", "t1"],
+    ["rollout", "--harness", LINK, "--env", "synthetic", "-o", "o.jsonl"], ["init", LINK],
+]
+
+
+@pytest.mark.parametrize("argv", HARNESS_READERS, ids=lambda a: " ".join(a[:2]))
+def test_a_harness_that_is_a_link_leading_nowhere_is_said_to_be_one(argv, tmp_path, monkeypatch, capsys):
+    """9ce79d6 named a link that leads nowhere as one for every --harness; review, show, candidate new, pr and verify
+    said plain 'no such file or directory' (the repo opened its resolved path, the link's missing target, and asked
+    about that), and init said 'file exists' (mkdir's error for the link's own name)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / LINK).symlink_to(tmp_path / "nowhere")
+    (tmp_path / "e.json").write_text('{"message": "m", "targets": "F3.repeated_action", '
+                                    '"changes": [{"path": "lessons.md", "content": "- x\\n"}]}')
+    assert main(argv) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert said == [f"error: {LINK}: a symbolic link that cannot be followed: no such file or directory"], said
+    assert (tmp_path / LINK).is_symlink() and not (tmp_path / "nowhere").exists()

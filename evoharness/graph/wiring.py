@@ -3,6 +3,7 @@ gate and stopping rule."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from evoharness.config import Settings
@@ -30,8 +31,9 @@ from evoharness.verification.config import VerificationConfig
 
 def check_harness(settings: Settings) -> None:
     """Open the run's harness repo once, before a new run's directory is made: one git cannot open is an
-    ``InputError`` and no run exists (a missing one is made later by ``build_services``: init)."""
-    if Path(settings.run.harness).exists():
+    ``InputError`` and no run exists (a missing one is made later by ``build_services``: init; a link that leads
+    nowhere is no missing one: it said 'file exists' after the run's directory was made)."""
+    if os.path.lexists(settings.run.harness):
         HarnessRepo(settings.run.harness, settings.harness_repo)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import git
 
-from evoharness.errors import InputError
+from evoharness.errors import InputError, missing_reason
 from evoharness.harness_repo import gitops
 from evoharness.harness_repo.config import HarnessRepoConfig
 from evoharness.harness_repo.manifest import MANIFEST_NAME, Manifest
@@ -20,6 +20,8 @@ def init_harness(dir: Path | str, manifest: Manifest | None = None,
                  config: HarnessRepoConfig | None = None) -> HarnessRepo:
     """Create ``dir`` (absent or empty) as a harness repo: seed files, ``harness.toml``, one commit."""
     root = Path(dir)
+    if root.is_symlink() and not root.exists():  # a link that leads nowhere said 'file exists' (mkdir's error)
+        raise InputError(str(root), missing_reason(root))
     if root.exists() and not root.is_dir():  # said "is not an empty directory" of a file
         raise InputError(str(root), "is a file; name an absent or empty directory for the new harness repo")
     if root.exists() and any(root.iterdir()):

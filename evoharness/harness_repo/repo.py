@@ -29,8 +29,8 @@ log = get_logger(__name__)
 
 
 def _not_a_repository(path: Path) -> str:
-    """Why git would not open ``path``: nothing there (``missing_reason``), a damaged repository
-    (``gitops.damaged_repository``), or none at all."""
+    """Why git would not open ``path`` (as typed, not resolved: a link that leads nowhere is said to be one):
+    nothing there (``missing_reason``), a damaged repository (``gitops.damaged_repository``), or none at all."""
     if not path.exists():
         return missing_reason(path)
     return gitops.damaged_repository(path) or "not a git repository"
@@ -48,7 +48,7 @@ class HarnessRepo:
         try:
             self.repo = git.Repo(self.path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise InputError(str(path), _not_a_repository(self.path)) from None
+            raise InputError(str(path), _not_a_repository(Path(path))) from None
         self.config = config or HarnessRepoConfig()
         self.manifest = self._read_manifest()
         self._trees: dict[str, str] = {}  # full commit sha -> its tree sha (a commit never changes)
@@ -95,11 +95,11 @@ class HarnessRepo:
     def adopt(cls, path: Path | str, manifest: Manifest | None = None,
               config: HarnessRepoConfig | None = None) -> HarnessRepo:
         """Add a ``harness.toml`` to an existing git repo, committed on its current branch."""
-        path = Path(path).resolve()
+        given, path = Path(path), Path(path).resolve()
         try:
             repo = git.Repo(path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise InputError(str(path), _not_a_repository(path)) from None
+            raise InputError(str(path), _not_a_repository(given)) from None
         if repo.head.is_detached:
             raise InputError(str(path), "HEAD is detached; check out the branch to adopt as main")
         if (path / MANIFEST_NAME).exists():

@@ -29,19 +29,23 @@ def test_settings_the_disk_refuses_leave_no_cut_file(tmp_path):
         load_run_settings(settings, "run-x")
 
 
-@pytest.mark.parametrize("damage", ["HEAD damaged", "main damaged", "not a repository"])
+@pytest.mark.parametrize("damage", ["HEAD damaged", "main damaged", "not a repository", "a link leading nowhere"])
 def test_a_harness_repo_that_cannot_be_opened_stops_the_run_before_it_starts(tmp_path, monkeypatch, capsys, damage):
     """`run` whose run.harness git cannot open (a damaged HEAD, main at garbage, a directory with no .git) printed
     its start line, wrote settings.json, evidence.jsonl and run.lock under a new run id, then gave the error: a run
     that never starts was left among the home's runs, which `diagnose RUN` called one that 'has written no
     trajectories yet: try again once its first rollouts are done' (found by scripts/fuzz_cli.py's git states on
-    `run`). The repo is opened before the run directory is made now: one error line, no run."""
+    `run`). The repo is opened before the run directory is made now: one error line, no run. A run.harness that is a
+    link leading nowhere was taken for a missing repo to make, and said 'file exists' after the run's directory was
+    made (the twenty-sixth session's review)."""
     from evoharness.cli import main
     from evoharness.harness_repo.init import init_harness
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("EVOHARNESS_HOME", str(tmp_path / "home"))
-    if damage == "not a repository":
+    if damage == "a link leading nowhere":
+        (tmp_path / "h").symlink_to(tmp_path / "nowhere")
+    elif damage == "not a repository":
         (tmp_path / "h").mkdir()
         (tmp_path / "h" / "lessons.md").write_text("- a file, no git\n")
     else:
@@ -55,3 +59,5 @@ def test_a_harness_repo_that_cannot_be_opened_stops_the_run_before_it_starts(tmp
     assert len(err) == 1 and err[0].startswith("error: "), err
     runs = tmp_path / "home" / "runs"
     assert not [p for p in runs.glob("run-*")] if runs.is_dir() else True, list(runs.iterdir())
+    if damage == "a link leading nowhere":
+        assert err == ["error: h: a symbolic link that cannot be followed: no such file or directory"], err
