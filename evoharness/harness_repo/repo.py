@@ -311,8 +311,17 @@ class HarnessRepo:
                               {"status": "verdict", "verdict": verdict.model_dump(mode="json")})
 
     def reject(self, candidate_branch: str, verdict: Verdict) -> None:
-        """Mark a candidate rejected; its branch stays, with the verdict in a note on its head."""
-        head = self.head_of(candidate_branch)
+        """Mark a candidate rejected; its branch stays, with the verdict in a note on its head. A branch deleted since
+        it was verified (while its run waited for review) gets the note on the commit verified, if the repository
+        still holds it: 'no such candidate branch' here wedged the run (every resume stopped at this rejection)."""
+        head = gitops.ref_sha(self.repo, f"refs/heads/{candidate_branch}")
+        if head is None:
+            try:
+                head = self.repo.commit(verdict.commit).hexsha
+            except (ValueError, git.BadName):
+                log.warning("candidate_rejected_without_note", candidate=candidate_branch, commit=verdict.commit,
+                            why="the branch and the commit verified are both gone")
+                return
         with gitops.repo_lock(self.repo, self.config.lock_timeout_s):
             gitops.write_note(self.repo, self.config.notes_ref, head,
                               {"status": "rejected", "verdict": verdict.model_dump(mode="json")})

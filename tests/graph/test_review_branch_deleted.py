@@ -1,0 +1,34 @@
+"""A candidate's branch deleted while its run waits for review (a `git branch -D` clean-up): `approve` said 'no such
+candidate branch' -- after the run had taken the decision -- and the run was wedged: `approve` and `reject` then said
+'the run is not waiting for a review', and `run --resume` repeated 'no such candidate branch' for ever. The merge
+records it as a refused merge, as it does a branch moved after verification, and the run goes on to its end."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+
+from evoharness.cli import main
+from evoharness.harness_repo.init import init_harness
+from tests.graph.review_run import review_run_opts
+
+
+def test_approving_a_candidate_whose_branch_was_deleted_is_recorded_and_the_run_ends(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    init_harness(tmp_path / "h")
+    opts = review_run_opts(tmp_path / "state")
+    assert main(["run", "--review", *opts]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if " approve " in x]
+    words = shlex.split(lines[0].split("   (or:")[0])
+    branch, run_id = words[words.index("approve") + 1], words[words.index("--run") + 1]
+    subprocess.run(["git", "-C", str(tmp_path / "h"), "branch", "-q", "-D", branch], check=True)
+    main_before = subprocess.run(["git", "-C", str(tmp_path / "h"), "rev-parse", "main"], capture_output=True,
+                                 text=True, check=True).stdout
+    assert main([*opts, "approve", branch, "--run", run_id]) == 0, capsys.readouterr().err[-2000:]
+    summary = json.loads((tmp_path / "state" / "runs" / run_id / "summary.json").read_text())
+    assert summary["merged"] == []
+    reason = next(r["reason"] for r in summary["rejected"] if r["branch"] == branch)
+    assert reason.startswith("accepted, not merged: no such candidate branch"), reason
+    assert subprocess.run(["git", "-C", str(tmp_path / "h"), "rev-parse", "main"], capture_output=True, text=True,
+                          check=True).stdout == main_before  # main did not move
