@@ -5,8 +5,9 @@ AgentRx Magentic-One (44 labelled runs: AgentRx's relabelling of the same 58 Mag
 Hand-Crafted, so a second test set, not a tuning set). `--only SET` prints one set (tune with
 `--only who-and-when/Algorithm-Generated`, so the test sets stay unseen; add `--holdout` to score its
 tuning two thirds and held-out third apart, cut by the SHA-1 of the record id). `--holdout` is the tuning view: it
-leaves the test sets out (Who&When Hand-Crafted, AgentRx Magentic-One, swe-blind2-dev; the output's last line names
-them) unless `--only` names one; before 2026-12-07 it printed them beside the tuning sets. See
+leaves the test sets out (Who&When Hand-Crafted, AgentRx Magentic-One, tau-airline-dev/test, test2 and test3,
+swe-blind2-dev; the output's last line names them) unless `--only` names one; before 2026-12-07 it printed them beside
+the tuning sets (the tau test splits until the twenty-sixth session). See
 evoharness/diagnosis/accuracy.py for the figures, the baselines and the AgentRx -> F1-F4 crosswalk.
 
     python benchmarks/label_accuracy.py [--json] [--data DIR] [--dev-labels FILE] [--swe-dev-labels FILE]
@@ -144,8 +145,8 @@ def main() -> int:
                     help="score only this set (repeatable), e.g. who-and-when/Algorithm-Generated")
     ap.add_argument("--holdout", action="store_true",
                     help="score Algorithm-Generated's tuning two thirds and held-out third apart (by record-id hash), "
-                         "and leave out the test sets (Who&When Hand-Crafted, AgentRx Magentic-One, swe-blind2-dev) "
-                         "unless --only names one")
+                         "and leave out the test sets (Who&When Hand-Crafted, AgentRx Magentic-One, "
+                         "tau-airline-dev/test, test2 and test3, swe-blind2-dev) unless --only names one")
     ap.add_argument("--by-signal", action="store_true",
                     help="first signal by detector (tuning two thirds only: --holdout --only SET/tuning)")
     ap.add_argument("--by-record", action="store_true",

@@ -398,9 +398,11 @@ def holdout_split(sets: dict[str, Records]) -> dict[str, Records]:
 
 def test_sets() -> tuple[str, ...]:
     """The sets that are test sets of the public data, never tuned on: Who&When Hand-Crafted, AgentRx's relabelling of
-    the same Magentic-One runs, and the second blind SWE set. ``label_accuracy.py --holdout`` (the tuning view) leaves
-    them out unless ``--only`` names one."""
-    return ("who-and-when/Hand-Crafted", AGENTRX_SETS["agentrx"], SWE_BLIND2_SET)
+    the same Magentic-One runs, the tau airline dev sample's test, test2 and test3 splits (only its tune split is
+    tuned on) and the second blind SWE set. ``label_accuracy.py --holdout`` (the tuning view) leaves them out unless
+    ``--only`` names one (the tau splits were scored by it until the twenty-sixth session)."""
+    return ("who-and-when/Hand-Crafted", AGENTRX_SETS["agentrx"], *(f"{DEV_SET}/{h}" for h in HALVES if h != "tune"),
+            SWE_BLIND2_SET)
 
 
 def without_test_sets(sets: dict[str, Records], named: Iterable[str] = ()) -> tuple[dict[str, Records], list[str]]:

@@ -341,3 +341,21 @@ def test_holdout_leaves_the_test_sets_out_unless_named(only, shown, tmp_path, ca
     rows = {line.split(" (n=")[0].strip("| ") for line in out.splitlines() if " (n=" in line}
     assert rows == set(shown)
     assert ("test sets left out (not scored): who-and-when/Hand-Crafted" in out) is (not only)
+
+
+def test_holdout_leaves_every_test_split_out_the_tau_dev_ones_included():
+    """TEAM.md's test sets are Hand-Crafted, AgentRx Magentic-One, swe-blind2 and the tau airline dev sample's test,
+    test2 and test3 splits; ``--holdout`` (the tuning view) left the three tau splits in and printed their figures.
+    By set name alone: no data is read."""
+    from evoharness.diagnosis.accuracy import without_test_sets
+
+    names = ["who-and-when/Algorithm-Generated/tuning", "who-and-when/Algorithm-Generated/held-out",
+             "who-and-when/Hand-Crafted", "agentrx/Magentic-One", "tau-airline-dev/tune", "tau-airline-dev/test",
+             "tau-airline-dev/test2", "tau-airline-dev/test3", "swe-mini-dev/tune", "swe-mini-dev/test",
+             "swe-fresh-dev", "swe-blind2-dev"]
+    kept, left = without_test_sets(dict.fromkeys(names, []))
+    assert sorted(left) == ["agentrx/Magentic-One", "swe-blind2-dev", "tau-airline-dev/test", "tau-airline-dev/test2",
+                            "tau-airline-dev/test3", "who-and-when/Hand-Crafted"]
+    assert set(kept) == set(names) - set(left)
+    kept, left = without_test_sets(dict.fromkeys(names, []), ["tau-airline-dev/test2"])  # named: scored
+    assert "tau-airline-dev/test2" in kept and "tau-airline-dev/test2" not in left
