@@ -161,7 +161,7 @@ class VerificationSettings(BaseModel):
         "common seeds: one-sided exact sign-flip test of the paired differences, p <= this (the false-accept "
         "rate of the cost test for an edit that changes nothing, whatever the steps' distribution; under sequential "
         "verification over all looks together: the running saving against a joint sign-flip boundary over the looks, "
-        "`cost.cost_sequential_flip`)")
+        "`stats.joint_sign_flip`)")
     cost_score_margin: float = Field(
         0.05, ge=0, le=1, description="a cost-targeted edit must be non-inferior on score: the one-sided lower "
         "confidence bound of its targeted tasks' mean paired score difference must be at least minus this margin "

@@ -13,7 +13,7 @@ paired on common seeds on the targeted tasks,
   recorded them, else steps) is positive with a one-sided p <= ``cost_alpha`` by an exact sign-flip test of the
   paired differences (`stats.sign_flip_test`: no normal approximation, which on 24 pairs, or steps with a heavy
   tail, accepted 1.5% to 3.7% of null edits at 0.01); read at sequential looks, the running saving against a joint
-  sign-flip boundary over the looks (`cost_sequential_flip`);
+  sign-flip boundary over the looks (`stats.joint_sign_flip`, alpha carried);
 - ``no_regression`` and ``guard`` as for a score edit.
 
 An edit that changes nothing (a reworded sentence) reads the same steps on the same seeds, or steps that differ by
@@ -22,24 +22,14 @@ noise: the cost test refuses it at the stated rate. Score-targeted edits keep th
 
 from __future__ import annotations
 
-import functools
-import math
 from collections.abc import Mapping, Sequence
 
 from scipy.special import stdtrit
 
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
-from evoharness.verification.gates import BehaviourGate, Gate, GuardGate, NoRegressionGate, split_by_look
-from evoharness.verification.stats import (
-    FLIP_DRAWS,
-    SequentialFlip,
-    _flip_paths,
-    _quantize,
-    alpha_spent,
-    paired_mean_test,
-    sign_flip_test,
-)
+from evoharness.verification.gates import BehaviourGate, Gate, GuardGate, NoRegressionGate, values_by_look
+from evoharness.verification.stats import alpha_spent, joint_sign_flip, paired_mean_test, sign_flip_test
 
 OBJECTIVE_COST = "cost"
 
@@ -106,15 +96,15 @@ class CostGate:
 
     Sequential (``look`` of ``looks``): the verifier reads the test after each look of seeds, on the running sum of
     the savings against thresholds set on its JOINT sign-flip distribution over the looks so far
-    (`cost_sequential_flip`; ``spending`` of ``alpha`` at each look's share of the last look's ``seeds``, cumulative:
-    what a look cannot use passes to the next), so an edit that changes nothing crosses some look with probability
-    alpha up to the last look's rounding. Before the twenty-fifth session each look's marginal test ran at its
-    share of ``alpha`` (the shares summing to ``alpha``, the union bound): 144 of 4,096 sign assignments crossed
-    where 204 (5%) were stated (`test_the_sequential_cost_test_spends_its_alpha_jointly_over_the_looks`). ``cuts``
-    (seeds per task after each look, by task: `Plan.look_cuts`) says which look added each pair; without it a
-    task's pairs are taken as added evenly over the looks so far. ``decided`` in the numbers says whether the
-    verifier may stop: passed, no saving so far (mean saving <= 0: stop and refuse; non-binding, a stop can only
-    turn a later pass into a refusal), or
+    (`stats.joint_sign_flip` with ``carry``; ``spending`` of ``alpha`` at each look's share of the last look's
+    ``seeds``, cumulative: what a look cannot use passes to the next), so an edit that changes nothing crosses some
+    look with probability alpha up to the last look's rounding. Before the twenty-fifth session each look's marginal
+    test ran at its share of ``alpha`` (the shares summing to ``alpha``, the union bound): 144 of 4,096 sign
+    assignments crossed where 204 (5%) were stated
+    (`test_the_sequential_cost_test_spends_its_alpha_jointly_over_the_looks`). ``cuts`` (seeds per task after each
+    look, by task: `Plan.look_cuts`) says which look added each pair; without it a task's pairs are taken as added
+    evenly over the looks so far. ``decided`` in the numbers says whether the verifier may stop: passed, no saving
+    so far (mean saving <= 0: stop and refuse; non-binding, a stop can only turn a later pass into a refusal), or
     the last look. One look (the default) is the fixed design at ``alpha`` (`stats.sign_flip_test`)."""
 
     name = "cost"
@@ -137,7 +127,8 @@ class CostGate:
             p, level = sign_flip_test([d for diffs in saved.values() for d in diffs]), self.alpha
             crossed = p <= level
         else:
-            flip = cost_sequential_flip(self._by_look(pairs, unit), self.spent)
+            flip = joint_sign_flip(values_by_look(pairs, lambda b, c: float(getattr(b, unit) - getattr(c, unit)),
+                                                  self.cuts, self.look), self.spent, carry=True)
             p, level, crossed = flip.p_value, flip.level, flip.crossed
         numbers: dict[str, float | int | str | None] = {"pairs": test.n, "tasks": test.tasks, "unit": unit}
         for u in ("steps", "tokens") if unit == "tokens" else ("steps",):
@@ -160,13 +151,6 @@ class CostGate:
             numbers.update(look=self.look, looks=self.looks, level=level, decided=decided)
         return GateResult(gate=self.name, passed=ok, reason=reason, numbers=numbers)
 
-    def _by_look(self, pairs, unit: str) -> list[list[float]]:
-        """The savings each look added (look 1 first), by ``cuts`` or evenly by rank within a task."""
-        rows: dict[str, list[tuple[int, float]]] = {}
-        for b, c in pairs:
-            rows.setdefault(b.task_id, []).append((b.rollout, float(getattr(b, unit) - getattr(c, unit))))
-        return split_by_look(rows, self.cuts, self.look)
-
 
 def cost_spent(seeds: Sequence[int], alpha: float, spending: str = "obrien_fleming") -> tuple[float, ...]:
     """The share of ``alpha`` spent by each look of a sequential cost verdict, ``seeds`` per task after each look:
@@ -174,70 +158,6 @@ def cost_spent(seeds: Sequence[int], alpha: float, spending: str = "obrien_flemi
     seeds); the last is exactly ``alpha``. Cumulative (each look may spend what earlier looks left unspent)."""
     top = seeds[-1]
     return (*(alpha_spent(s / top, alpha, spending) for s in seeds[:-1]), alpha)
-
-
-def cost_sequential_flip(diffs_by_look: Sequence[Sequence[float]], spent: tuple[float, ...],
-                         draws: int = FLIP_DRAWS, seed: int = 0) -> SequentialFlip:
-    """The group-sequential sign-flip test of "the savings' sum > 0", read at look ``len(diffs_by_look)`` with
-    ``spent[j]`` of alpha spent by look j + 1 (`cost_spent`).
-
-    As `stats.sequential_sign_flip` (the thresholds on the running sum are set on its joint sign-flip distribution
-    over the looks so far, given each look's magnitudes; exact up to `stats.FLIP_EXACT` non-zero savings, else
-    ``draws`` seeded random sign paths ranked with the observed one; Hoeffding's bound where no draw count resolves
-    the level), but each look may cross as many sign assignments as the CUMULATIVE spend allows less those that
-    crossed before: alpha a look could not use (three pairs give 8 assignments: a level under 1/8 crosses none)
-    passes to the next, so the chance that an edit that changes nothing crosses some look is alpha up to the last
-    look's rounding (``floor(alpha 2**n) / 2**n`` when every look is enumerated), not the sum of each look's
-    rounded-down share. With draws, ``floor(spent D) - 1`` minus the draws that crossed before ranks the observed
-    one among ``D`` draws, which keeps the rate at most the spend (the observed path and the draws are
-    exchangeable given the earlier thresholds). ``level`` in the result is the share this look could still cross.
-    """
-    signed = [[float(x) for x in d if x != 0] for d in diffs_by_look]
-    parts = tuple(tuple(sorted(abs(x) for x in d)) for d in signed)
-    look = len(parts)
-    if not 1 <= look <= len(spent):
-        raise ValueError(f"look {look} of {len(spent)}")
-    spent = tuple(spent[:look])
-    d = [x for p in signed for x in p]
-    if not d:
-        return SequentialFlip(crossed=False, p_value=1.0, level=spent[-1] - (spent[-2] if look > 1 else 0.0),
-                              exact=True, pairs=0)
-    q = [int(_quantize(sum(x for p in signed[:i + 1] for x in p), parts[:i + 1])) for i in range(look)]
-    alive_obs = all(q[i] <= _cost_threshold(parts[:i + 1], spent[:i + 1], draws, seed)[0] for i in range(look - 1))
-    threshold, level = _cost_threshold(parts, spent, draws, seed)
-    sums, exact, alive = _cost_state(parts, spent, draws, seed)
-    reach, total = int((alive & (sums[-1] >= q[-1])).sum()), int(sums[0].size)
-    p = reach / total if exact else (1 + reach) / (1 + total)
-    return SequentialFlip(crossed=alive_obs and q[-1] > threshold, p_value=min(1.0, p), level=level, exact=exact,
-                          pairs=len(d))
-
-
-@functools.lru_cache(maxsize=8)
-def _cost_state(parts, spent, draws: int, seed: int):
-    """(each look's quantized running sums under each assignment, exact?, which crossed no earlier look)."""
-    sums, exact = _flip_paths(parts, draws, seed)
-    alive = sums[0] == sums[0]
-    for i in range(len(parts) - 1):
-        alive &= sums[i] <= _cost_threshold(parts[:i + 1], spent[:i + 1], draws, seed)[0]
-    return sums, exact, alive
-
-
-@functools.lru_cache(maxsize=4096)
-def _cost_threshold(parts, spent, draws: int, seed: int) -> tuple[int, float]:
-    """(the last look's threshold on the quantized running sum: crossed when above it, the share it may cross)."""
-    import numpy as np
-
-    sums, exact, alive = _cost_state(parts, spent, draws, seed)
-    total, before = sums[0].size, int(sums[0].size - alive.sum())
-    # the k-th largest alive sum: above it, at most k assignments (exact) or the observed ranked in the top
-    # floor(spent D) - before of D draws
-    k = math.floor(spent[-1] * total + 1e-9) - before - (0 if exact else 1)
-    if k < 0:  # no assignment is rare enough: Hoeffding's bound on the sum's tail at the look's own spend
-        level = spent[-1] - (spent[-2] if len(spent) > 1 else 0.0)
-        squares = sum(x * x for p in parts for x in p)
-        return int(_quantize(math.sqrt(2.0 * squares * math.log(1.0 / level)), parts)) if level > 0 else 2**62, level
-    running = np.sort(sums[-1][alive])[::-1]
-    return (int(running[k]) if k < running.size else -2**62), (k + (0 if exact else 1)) / total
 
 
 def cost_gates(cfg) -> list[Gate]:

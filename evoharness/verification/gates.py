@@ -7,11 +7,12 @@ behaviour + gain + no_regression + attribution + guard; the split baselines use 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from evoharness.harness_repo.models import GateResult
 from evoharness.verification.evidence import Evidence
+from evoharness.verification.observations import Observation
 from evoharness.verification.selection import SelectionStrategy, make_strategy
 from evoharness.verification.stats import (
     SEQUENTIAL_TESTS,
@@ -377,8 +378,9 @@ class SequentialGainGate:
         test = paired_mean_test(diffs, self.sd_floor)
         bound = sequential_bounds(self.looks, self.alpha, self.spending)[self.look - 1]
         z = test.z if test.z is not None else (math.inf if test.mean_diff > 0 else -math.inf if test.n else None)
-        flip = sequential_sign_flip(self._by_look(ev), self.looks, self.alpha, self.spending) \
-            if self.test == "sign_flip" else None
+        flip = sequential_sign_flip(
+            values_by_look(ev.pairs(ev.selection.targeted), lambda b, c: c.score - b.score, self.cuts, self.look),
+            self.looks, self.alpha, self.spending) if self.test == "sign_flip" else None
         crossed = z is not None and test.mean_diff > 0 and (flip.crossed if flip is not None else z >= bound)
         futile = z is None or z <= self.futility_z
         last = self.look == self.looks
@@ -427,25 +429,22 @@ class SequentialGainGate:
         )
 
 
-    def _by_look(self, ev: Evidence) -> list[list[float]]:
-        """The targeted differences each look added (look 1 first), by ``cuts`` or evenly by rank within a task."""
-        rows: dict[str, list[tuple[int, float]]] = {}
-        for b, c in ev.pairs(ev.selection.targeted):
-            rows.setdefault(b.task_id, []).append((b.rollout, c.score - b.score))
-        return split_by_look(rows, self.cuts, self.look)
-
-
-def split_by_look(rows: Mapping[str, Sequence[tuple[int, float]]], cuts: Mapping[str, Sequence[int]] | None,
-                  look: int) -> list[list[float]]:
-    """Per look (look 1 first, up to ``look``), the values each look added: ``rows`` holds (rollout index, value)
-    by task; a pair's look is the first whose cut (seeds per task after each look, by task: `Plan.look_cuts`) is
-    above its rollout index, or, without cuts for the task, its rank spread evenly over the looks so far."""
+def values_by_look(pairs: Sequence[tuple[Observation, Observation]],
+                   value: Callable[[Observation, Observation], float], cuts: Mapping[str, Sequence[int]] | None,
+                   look: int) -> list[list[float]]:
+    """Per look (look 1 first, up to ``look``), ``value(baseline, candidate)`` of each seed-paired rollout the look
+    added -- the score difference for `SequentialGainGate`, the cost saving for `cost.CostGate`. A pair's look is
+    the first whose cut (seeds per task after each look, by task: `Plan.look_cuts`) is above its rollout index,
+    or, without cuts for the task, its rank within the task spread evenly over the looks so far."""
+    rows: dict[str, list[tuple[int, float]]] = {}
+    for b, c in pairs:
+        rows.setdefault(b.task_id, []).append((b.rollout, value(b, c)))
     out: list[list[float]] = [[] for _ in range(look)]
-    for task, pairs in rows.items():
+    for task, task_rows in rows.items():
         task_cuts = (cuts or {}).get(task)
-        for i, (rollout, d) in enumerate(pairs):
+        for i, (rollout, d) in enumerate(task_rows):
             j = next((j for j, n in enumerate(task_cuts) if rollout < n), look - 1) if task_cuts else \
-                i * look // len(pairs)
+                i * look // len(task_rows)
             out[min(j, look - 1)].append(d)
     return out
 

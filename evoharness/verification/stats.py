@@ -263,13 +263,13 @@ def sequential_bounds(looks: int, alpha: float, spending: str = "obrien_fleming"
 
 
 SEQUENTIAL_TESTS = ("sign_flip", "normal")  # `SequentialGainGate`'s tests
-FLIP_EXACT = 16  # non-zero differences up to a look enumerated exactly by `sequential_sign_flip` (2**16 paths)
+FLIP_EXACT = 16  # non-zero differences up to a look enumerated exactly by `joint_sign_flip` (2**16 paths)
 FLIP_DRAWS = 20_000  # random sign paths per look beyond
 _NEVER = 2**62  # a look's threshold that nothing crosses; -_NEVER: every path still running crosses
 
 
 class SequentialFlip(BaseModel):
-    """One look of `sequential_sign_flip`: whether the observed sums crossed, the look's share of alpha and the
+    """One look of `joint_sign_flip`: whether the observed sums crossed, the look's share of alpha and the
     p-value of its crossing (the chance, over sign flips, of reaching the observed sum without crossing earlier)."""
 
     crossed: bool
@@ -282,49 +282,79 @@ class SequentialFlip(BaseModel):
 def sequential_sign_flip(diffs_by_look: Sequence[Sequence[float]], looks: int, alpha: float,
                          spending: str = "obrien_fleming", draws: int = FLIP_DRAWS,
                          seed: int = 0) -> SequentialFlip:
-    """The group-sequential test of "the paired differences' sum > 0" by sign flips, read at look
-    ``len(diffs_by_look)`` of ``looks`` (``diffs_by_look[j]``: the differences look j + 1 added).
+    """The score verdict's group-sequential sign-flip test of "the paired differences' sum > 0", read at look
+    ``len(diffs_by_look)`` of ``looks`` (``diffs_by_look[j]``: the differences look j + 1 added): `joint_sign_flip`
+    with ``spending``'s share of ``alpha`` at each look's information fraction look / looks, each look held to the
+    alpha spent since the last one (``carry=False``).
 
     Under an edit that changes nothing each difference is as likely to carry either sign, given the
-    magnitudes, whatever its distribution and however few the pairs (`sign_flip_test`). Each look's threshold on
-    the running sum is set on the joint sign-flip distribution of the sums at the looks so far: the share of sign
-    assignments that reach it at this look without having crossed an earlier look's threshold is at most the
-    alpha spent since the last look (`alpha_spent` at information fraction look / looks), so an edit that changes
-    nothing crosses some look with probability at most ``alpha`` -- no normal approximation (liberal on two or
-    three pairs a task: 12 of 400 null edits crossed at a stated 1%) and no union bound (the per-look exact test
-    at Bonferroni levels cost power: docs/verification.md, "One pair per task").
+    magnitudes, whatever its distribution and however few the pairs (`sign_flip_test`), so such an edit crosses
+    some look with probability at most ``alpha`` -- no normal approximation (liberal on two or three pairs a task:
+    12 of 400 null edits crossed at a stated 1%) and no union bound (the per-look exact test at Bonferroni levels
+    cost power: docs/verification.md, "One pair per task").
+    """
+    spent = tuple(alpha_spent(i / looks, alpha, spending) for i in range(1, looks + 1))
+    if not 1 <= len(diffs_by_look) <= looks:
+        raise ValueError(f"look {len(diffs_by_look)} of {looks}")
+    return joint_sign_flip(diffs_by_look, spent, carry=False, draws=draws, seed=seed)
+
+
+def joint_sign_flip(diffs_by_look: Sequence[Sequence[float]], spent: Sequence[float], carry: bool = False,
+                    draws: int = FLIP_DRAWS, seed: int = 0) -> SequentialFlip:
+    """The group-sequential sign-flip test of "the paired differences' sum > 0", read at look
+    ``len(diffs_by_look)`` (``diffs_by_look[j]``: the differences look j + 1 added) with ``spent[j]`` of alpha spent
+    by look j + 1 (cumulative). The one owner of the joint boundary: the score verdict's `sequential_sign_flip`
+    and the cost verdict's `CostGate` both read it.
+
+    Each look's threshold on the running sum is set on the joint sign-flip distribution of the sums at the looks
+    so far, given each look's magnitudes (sorted: not which pair carried which sign): the sign assignments that
+    reach it at this look without having crossed an earlier look's threshold are held to
+
+    - ``carry=False`` (the score verdict): the alpha spent since the last look, ``spent[j] - spent[j - 1]``, on
+      its own -- what a look's few pairs cannot use is lost, so the chance that an edit that changes nothing
+      crosses some look is at most the sum of the looks' rounded-down shares;
+    - ``carry=True`` (the cost verdict): the CUMULATIVE spend less the assignments that crossed before -- alpha a
+      look could not use (three pairs give 8 assignments: a level under 1/8 crosses none) passes to the next, so
+      that chance is ``spent[-1]`` up to the last look's rounding (``floor(alpha 2**n) / 2**n`` when every look
+      is enumerated). ``level`` in the result is then the share this look could still cross.
 
     Exact where a look has at most `FLIP_EXACT` non-zero differences. Beyond, ``draws`` random assignments
     (seeded by ``seed`` and the look: the same magnitudes give the same thresholds) and the observed one rank
-    together:
-    a look crosses when ``(1 + draws reaching the sum) / (1 + draws) <= level``, which holds the rate exactly at
-    any number of draws (Monte Carlo costs power, never validity). Where ``draws`` cannot resolve the level
-    (O'Brien-Fleming's first look at alpha 0.01 spends 2.6e-7), Hoeffding's bound ``exp(-S^2 / 2 sum d^2)`` on
-    the sum's tail sets the threshold (a z of about 5.5 there). A threshold depends on its own look's magnitudes
-    only, so earlier looks' thresholds are the ones the verifier met there.
+    together: a look crosses when the observed sum ranks within what the look may cross among ``draws`` + 1
+    (``floor(level (D + 1)) - 1`` of the ``D`` draws above it, or with ``carry`` ``floor(spent D) - 1`` less the
+    draws that crossed before), which holds the rate at any number of draws (the observed path and the draws are
+    exchangeable given the earlier thresholds: Monte Carlo costs power, never validity). Where no draw count
+    resolves the level (O'Brien-Fleming's first look at alpha 0.01 spends 2.6e-7), Hoeffding's bound
+    ``exp(-S^2 / 2 sum d^2)`` on the sum's tail at the look's own share sets the threshold (a z of about 5.5
+    there). A threshold depends on its own and earlier looks' magnitudes only, so a later look re-derives the
+    thresholds the verifier met before.
     """
+    import numpy as np
+
     signed = [[float(x) for x in d if x != 0] for d in diffs_by_look]
     # the thresholds are functions of each look's magnitudes alone (sorted: not of which pair carried which sign)
     parts = tuple(tuple(sorted(abs(x) for x in d)) for d in signed)
     look = len(parts)
-    if not 1 <= look <= looks:
-        raise ValueError(f"look {look} of {looks}")
-    level = _look_level(look, looks, alpha, spending)
+    if not 1 <= look <= len(spent):
+        raise ValueError(f"look {look} of {len(spent)}")
+    spent = tuple(spent[:look])
     d = [x for p in signed for x in p]
     if not d:
-        return SequentialFlip(crossed=False, p_value=1.0, level=level, exact=True, pairs=0)
-    q_obs = [int(_quantize(sum(x for p in signed[:i + 1] for x in p), parts[:i + 1])) for i in range(look)]
-    alive_obs = all(q <= _flip_threshold(parts[:i + 1], looks, alpha, spending, draws, seed)
-                    for i, q in enumerate(q_obs[:-1]))
-    threshold = _flip_threshold(parts, looks, alpha, spending, draws, seed)
-    reach, total, exact = _flip_tail(parts, looks, alpha, spending, draws, seed, q_obs[-1])
+        return SequentialFlip(crossed=False, p_value=1.0, level=_share(spent), exact=True, pairs=0)
+    q = [int(_quantize(sum(x for p in signed[:i + 1] for x in p), parts[:i + 1])) for i in range(look)]
+    alive_obs = all(q[i] <= _joint_threshold(parts[:i + 1], spent[:i + 1], carry, draws, seed)[0]
+                    for i in range(look - 1))
+    threshold, level = _joint_threshold(parts, spent, carry, draws, seed)
+    sums, exact, alive = _joint_state(parts, spent, carry, draws, seed)
+    reach, total = int(np.count_nonzero(alive & (sums[-1] >= q[-1]))), int(sums[0].size)
     p = reach / total if exact else (1 + reach) / (1 + total)
-    return SequentialFlip(crossed=alive_obs and q_obs[-1] > threshold, p_value=min(1.0, p), level=level,
-                          exact=exact, pairs=len(d))
+    return SequentialFlip(crossed=alive_obs and q[-1] > threshold, p_value=min(1.0, p), level=level, exact=exact,
+                          pairs=len(d))
 
 
-def _look_level(look: int, looks: int, alpha: float, spending: str) -> float:
-    return alpha_spent(look / looks, alpha, spending) - alpha_spent((look - 1) / looks, alpha, spending)
+def _share(spent: tuple[float, ...]) -> float:
+    """The alpha spent since the last look."""
+    return spent[-1] - (spent[-2] if len(spent) > 1 else 0.0)
 
 
 def _quantize(total, parts: tuple[tuple[float, ...], ...]):
@@ -360,8 +390,8 @@ def _flip_paths(parts: tuple[tuple[float, ...], ...], draws: int, seed: int):
 
 
 @functools.lru_cache(maxsize=8)
-def _flip_state(parts: tuple[tuple[float, ...], ...], looks: int, alpha: float, spending: str, draws: int,
-                seed: int):
+def _joint_state(parts: tuple[tuple[float, ...], ...], spent: tuple[float, ...], carry: bool, draws: int,
+                 seed: int):
     """(each look's quantized running sums under each assignment, exact?, which assignments crossed no earlier
     look)."""
     import numpy as np
@@ -369,35 +399,33 @@ def _flip_state(parts: tuple[tuple[float, ...], ...], looks: int, alpha: float, 
     sums, exact = _flip_paths(parts, draws, seed)
     alive = np.ones(sums[0].shape, dtype=bool)
     for i in range(len(parts) - 1):
-        alive &= sums[i] <= _flip_threshold(parts[:i + 1], looks, alpha, spending, draws, seed)
+        alive &= sums[i] <= _joint_threshold(parts[:i + 1], spent[:i + 1], carry, draws, seed)[0]
     return sums, exact, alive
 
 
 @functools.lru_cache(maxsize=4096)
-def _flip_threshold(parts: tuple[tuple[float, ...], ...], looks: int, alpha: float, spending: str, draws: int,
-                    seed: int) -> int:
-    """The last look's threshold on the quantized running sum (crossed when above it)."""
+def _joint_threshold(parts: tuple[tuple[float, ...], ...], spent: tuple[float, ...], carry: bool, draws: int,
+                     seed: int) -> tuple[int, float]:
+    """(the last look's threshold on the quantized running sum: crossed when above it, the share it may cross)."""
     import numpy as np
 
-    level = _look_level(len(parts), looks, alpha, spending)
-    if level <= 0:
-        return _NEVER
-    sums, exact, alive = _flip_state(parts, looks, alpha, spending, draws, seed)
+    share = _share(spent)
+    if share <= 0 and not carry:
+        return _NEVER, share
+    sums, exact, alive = _joint_state(parts, spent, carry, draws, seed)
     total = sums[0].size
-    allowed = math.floor(level * total + 1e-9) if exact else math.floor(level * (total + 1) + 1e-9) - 1
-    if allowed < 0:  # no assignment is rare enough: Hoeffding's bound on the sum's tail
+    if carry:  # the k-th largest alive sum: above it, the cumulative spend less what crossed before
+        k = math.floor(spent[-1] * total + 1e-9) - int(total - alive.sum()) - (0 if exact else 1)
+    else:
+        k = math.floor(share * total + 1e-9) if exact else math.floor(share * (total + 1) + 1e-9) - 1
+    if k < 0:  # no assignment is rare enough: Hoeffding's bound on the sum's tail at the look's own share
+        if share <= 0:
+            return _NEVER, share
         squares = sum(x * x for p in parts for x in p)
-        return int(_quantize(math.sqrt(2.0 * squares * math.log(1.0 / level)), parts))
+        return int(_quantize(math.sqrt(2.0 * squares * math.log(1.0 / share)), parts)), share
     running = np.sort(sums[-1][alive])[::-1]
-    return int(running[allowed]) if allowed < running.size else -_NEVER
-
-
-def _flip_tail(parts, looks, alpha, spending, draws, seed, q: int) -> tuple[int, int, bool]:
-    """(assignments that reach ``q`` at the last look without crossing an earlier one, assignments, exact?)."""
-    import numpy as np
-
-    sums, exact, alive = _flip_state(parts, looks, alpha, spending, draws, seed)
-    return int(np.count_nonzero(alive & (sums[-1] >= q))), int(sums[0].size), exact
+    threshold = int(running[k]) if k < running.size else -_NEVER
+    return threshold, (k + (0 if exact else 1)) / total if carry else share
 
 
 def _pdf(x):

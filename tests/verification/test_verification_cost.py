@@ -24,13 +24,12 @@ from evoharness.verification.cost import (
     NonInferiorGate,
     cost_gates,
     cost_measurements,
-    cost_sequential_flip,
     cost_spent,
 )
 from evoharness.verification.gates import BehaviourGate, default_gates
 from evoharness.verification.observations import Observation
 from evoharness.verification.selection import make_strategy
-from evoharness.verification.stats import sign_flip_test
+from evoharness.verification.stats import joint_sign_flip, sign_flip_test
 from evoharness.verification.verifier import Verifier
 
 from .helpers import anchor_of, candidate, evidence
@@ -421,7 +420,7 @@ def test_the_sequential_cost_test_spends_its_alpha_jointly_over_the_looks(spendi
     crossed = 0
     for bits in range(2**12):
         d = _signed(mags, bits)
-        crossed += any(cost_sequential_flip(d[:look], spent).crossed for look in range(1, 5))
+        crossed += any(joint_sign_flip(d[:look], spent, carry=True).crossed for look in range(1, 5))
     assert crossed == math.floor(alpha * 2**12), crossed
 
 
@@ -435,7 +434,7 @@ def test_the_sequential_cost_test_holds_its_alpha_beyond_enumeration():
     crossed = 0
     for _ in range(trials):
         d = [list(m * rng.choice((-1, 1), size=9)) for m in mags]
-        crossed += any(cost_sequential_flip(d[:look], spent).crossed for look in range(1, 5))
+        crossed += any(joint_sign_flip(d[:look], spent, carry=True).crossed for look in range(1, 5))
     assert abs(crossed / trials - alpha) <= 3 * math.sqrt(alpha * (1 - alpha) / trials), crossed
 
 
