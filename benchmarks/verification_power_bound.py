@@ -26,11 +26,14 @@ happens there):
 Power is ``Phi(z - z_alpha)``. A sequential test that never spends more than B rollouts on a candidate
 has at most the fixed-sample power at B (it is a test on a subset of those B rollouts), so the rows bound
 the group-sequential default too, at its maximum spend. Printed: per tier, the mean power over every
-(world, target) at each B of ``--budgets`` (comparable to the simulation's pooled power) with min /
-median / max, and the B each needs for mean power 0.6.
+(world, target) at each B of ``--budgets`` (comparable to the simulation's pooled power) with its 95%
+interval over worlds (a percentile bootstrap resampling whole worlds, ``--boot`` draws seeded: a world's edits
+share its tasks, so they are not independent) and min / median / max over edits, and the B each needs for mean
+power 0.6, with the same interval. The interval is over which worlds were drawn; the powers themselves are exact
+given a world.
 
     .venv/bin/python benchmarks/verification_power_bound.py [--worlds 50] [--seed 0] [--alpha 0.01]
-        [--budgets 320,640,960,1600] [--repeat 1] [--json]
+        [--budgets 320,640,960,1600] [--boot 1000] [--repeat 1] [--json]
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+from scipy.special import ndtr
 from scipy.stats import norm
 
 from evoharness.benchrepeat import add_repeat, check_repeat, load_note, same_checkout, spread
@@ -123,6 +128,38 @@ def budget_for(rows: list[dict], tier: str, alpha: float, target: float = 0.6) -
     return hi
 
 
+def world_weights(rows: list[dict], draws: int, seed: int = 0) -> np.ndarray:
+    """(draws x rows) bootstrap weights resampling whole worlds: a row's weight is how often its world was drawn."""
+    worlds = sorted({r["world"] for r in rows})
+    index = {w: i for i, w in enumerate(worlds)}
+    of_row = np.asarray([index[r["world"]] for r in rows])
+    picks = np.random.default_rng(seed).integers(0, len(worlds), size=(draws, len(worlds)))
+    counts = np.stack([np.bincount(p, minlength=len(worlds)) for p in picks])
+    return counts[:, of_row].astype(float)
+
+
+def boot_ci(rows: list[dict], tier: str, budgets: list[float], alpha: float, weights: np.ndarray,
+            target: float = 0.6) -> tuple[dict[str, list[float]], list[float]]:
+    """95% percentile intervals of the mean power at each budget and of the B for mean power ``target``."""
+    nc = np.asarray([r[tier] for r in rows])
+    z = norm.ppf(1 - alpha)
+    total = weights.sum(axis=1)
+
+    def mean_power(b):  # b: one budget, or one per bootstrap draw
+        return (weights * ndtr(nc[None, :] * np.sqrt(np.asarray(b, dtype=float)).reshape(-1, 1) - z)).sum(1) / total
+
+    at = {f"{b:g}": [float(x) for x in np.percentile(mean_power(b), [2.5, 97.5])] for b in budgets}
+    lo, hi = np.ones(len(weights)), np.full(len(weights), 2.0)
+    while (short := mean_power(hi) < target).any() and hi.max() <= 1e7:
+        hi[short] *= 2
+    for _ in range(40):  # bisection to well under a rollout
+        mid = (lo + hi) / 2
+        up = mean_power(mid) < target
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+    hi[mean_power(hi) < target] = math.inf
+    return at, [float(x) for x in np.percentile(hi, [2.5, 97.5])]
+
+
 def main(argv: list[str] | None = None) -> int:
     from evoharness.script_help import DefaultsHelp
 
@@ -133,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alpha", type=float, default=0.01, help="one-sided level (default 0.01, sequential_alpha)")
     ap.add_argument("--budgets", default=f"{vs.BUDGET},{2 * vs.BUDGET},{3 * vs.BUDGET},1600",
                     help="rollouts per candidate, comma-separated (default 320,640,960,1600)")
+    ap.add_argument("--boot", type=int, default=1000,
+                    help="bootstrap draws over worlds for the 95%% intervals (seeded)")
     ap.add_argument("--json", action="store_true")
     add_repeat(ap, default=1)
     args = ap.parse_args(argv)
@@ -143,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--budgets takes numbers separated by commas, not {args.budgets!r}")
     if not budgets or min(budgets) <= 0:
         ap.error("--budgets needs at least one positive number")
-    if args.worlds < 1 or args.dev_tasks < vs.MIN_DEV_TASKS or not 0.0 < args.alpha < 0.5:
-        ap.error(f"--worlds must be >= 1, --dev-tasks >= {vs.MIN_DEV_TASKS}, --alpha in (0, 0.5)")
+    if args.worlds < 1 or args.dev_tasks < vs.MIN_DEV_TASKS or not 0.0 < args.alpha < 0.5 or args.boot < 1:
+        ap.error(f"--worlds and --boot must be >= 1, --dev-tasks >= {vs.MIN_DEV_TASKS}, --alpha in (0, 0.5)")
     t0 = time.process_time()
     repeats = [[row for w in range(args.worlds) for row in noncentralities(args.seed + 1000 * r + w, args.dev_tasks)]
                for r in range(args.repeat)]
@@ -152,29 +191,38 @@ def main(argv: list[str] | None = None) -> int:
     result = {"alpha": args.alpha, "worlds": args.worlds * args.repeat, "edits": len(rows),
               "tasks_per_edit": statistics.fmean(r["tasks"] for r in rows),
               "mean_gain": statistics.fmean(r["gain"] for r in rows), "tiers": {}}
+    weights = world_weights(rows, args.boot)
     for tier in TIERS:
         at = {}
+        ci, budget_ci = boot_ci(rows, tier, budgets, args.alpha, weights)
         for b in budgets:
             p = [power(r[tier], b, args.alpha) for r in rows]
-            at[f"{b:g}"] = {"mean": statistics.fmean(p), "min": min(p), "median": statistics.median(p), "max": max(p),
+            at[f"{b:g}"] = {"mean": statistics.fmean(p), "ci95": ci[f"{b:g}"], "min": min(p),
+                            "median": statistics.median(p), "max": max(p),
                             "per_repeat": [statistics.fmean(power(r[tier], b, args.alpha) for r in rep)
                                            for rep in repeats]}
         result["tiers"][tier] = {"power": at, "budget_for_0.6": budget_for(rows, tier, args.alpha),
+                                 "budget_for_0.6_ci95": budget_ci,
                                  "budget_for_0.6_per_repeat": [budget_for(rep, tier, args.alpha) for rep in repeats]}
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"independent draws, one-sided alpha {args.alpha:g}, known variances, all of B on the gain test; "
           f"{len(rows)} true edits ({result['worlds']} worlds from seed {args.seed}, every target), "
-          f"{result['tasks_per_edit']:.1f} prone dev tasks per edit, mean true gain {result['mean_gain']:+.4f}\n")
-    print("| test | " + " | ".join(f"power at B = {b:g} (mean; min / median / max)" for b in budgets)
-          + " | B for mean power 0.6 |")
+          f"{result['tasks_per_edit']:.1f} prone dev tasks per edit, mean true gain {result['mean_gain']:+.4f}; "
+          f"[95% interval over worlds, {args.boot} bootstrap draws]\n")
+    print("| test | " + " | ".join(f"power at B = {b:g} (mean [95%]; min / median / max)" for b in budgets)
+          + " | B for mean power 0.6 [95%] |")
     print("|---|" + "---|" * (len(budgets) + 1))
     for tier in TIERS:
         t = result["tiers"][tier]
-        cells = [f"**{t['power'][f'{b:g}']['mean']:.3f}**; {t['power'][f'{b:g}']['min']:.3f} / "
-                 f"{t['power'][f'{b:g}']['median']:.3f} / {t['power'][f'{b:g}']['max']:.3f}" for b in budgets]
-        print(f"| {tier} | " + " | ".join(cells) + f" | {t['budget_for_0.6']:.0f} |")
+        cells = []
+        for b in budgets:
+            at = t["power"][f"{b:g}"]
+            cells.append(f"**{at['mean']:.3f}** [{at['ci95'][0]:.3f}, {at['ci95'][1]:.3f}]; {at['min']:.3f} / "
+                         f"{at['median']:.3f} / {at['max']:.3f}")
+        lo, hi = t["budget_for_0.6_ci95"]
+        print(f"| {tier} | " + " | ".join(cells) + f" | {t['budget_for_0.6']:.0f} [{lo:.0f}, {hi:.0f}] |")
     if args.repeat > 1:
         for tier in TIERS:
             t = result["tiers"][tier]

@@ -49,6 +49,7 @@ def _this_checkouts_code(monkeypatch):
     ("scripts/import_share.py", ["no-such-package-dir"]),  # it printed '0 internal imports (0.0%)'
     ("benchmarks/label_groups.py", ["--data", "no-such-dir"]),  # no Algorithm-Generated folder: nothing to group
     ("benchmarks/label_invariance.py", ["--only", "quote"]),  # no check's name: the table's header alone, exit 0
+    ("benchmarks/verification_power_bound.py", ["--boot", "0"]),  # no bootstrap draws: no interval to give
 ])
 def test_no_work_is_one_error_line(script, args, tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True,

@@ -152,6 +152,27 @@ def test_power_bound_tiers_are_ordered_and_the_cli_prints_them(bound, capsys):
     assert e.value.code == 2
 
 
+def test_power_bound_intervals_hold_their_estimate_and_narrow_with_more_worlds(bound, capsys):
+    """Each mean power and B for 0.6 comes with a 95% interval over worlds (bootstrap of whole worlds) that holds
+    the estimate and narrows as worlds are added; no bootstrap draws is refused."""
+    widths = []
+    for worlds in (3, 12):
+        assert bound.main(["--worlds", str(worlds), "--budgets", "320,640", "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        for tier in bound.TIERS:
+            t = data["tiers"][tier]
+            for at in t["power"].values():
+                assert at["ci95"][0] <= at["mean"] <= at["ci95"][1]
+            lo, hi = t["budget_for_0.6_ci95"]
+            assert lo - 1 <= t["budget_for_0.6"] <= hi + 1
+        ci = data["tiers"]["equal"]["power"]["320"]["ci95"]
+        widths.append(ci[1] - ci[0])
+    assert 0 < widths[1] < widths[0]
+    with pytest.raises(SystemExit) as e:
+        bound.main(["--boot", "0"])
+    assert e.value.code == 2
+
+
 class PrefixCacheRoller:
     """A server whose reply depends on whether the request before it had the same prompt (harness)."""
 
