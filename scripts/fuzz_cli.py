@@ -470,7 +470,8 @@ class Maker:
     def change_run(self, run_id: str, files: list[tuple[str, bytes]]) -> None:
         """One thing of run ``run_id`` changed (``self.run_change`` says which): a file of its directory (one field
         or byte, or damaged: ``one_change``), the checkpoint database cut short or with a page of garbage, a stray
-        journal beside it, or its harness repo (a file, or a git state: ``GIT_STATES``)."""
+        journal beside it, its harness repo (a file, or a git state: ``GIT_STATES``), or a candidate the review run
+        awaits moved to main's commit or its ref damaged."""
         rng = self.rng
         if run_id not in RUNS or not (self.workspace / CHECKPOINTS).is_file():
             return
@@ -493,9 +494,17 @@ class Maker:
                 data = b""
             files.append((CHECKPOINTS, data))
             self.run_change = f"checkpoints {kind}"
-        else:
+        elif pick < 0.85 or not self.awaiting:
             self.one_change(RUNS[run_id], files)
             self.run_change = "harness repo"
+        else:  # a candidate's branch moved (to main's commit) or damaged while the run waits (a deleted one wedged it)
+            branch, kind = rng.choice(self.awaiting), rng.choice(["moved", "damaged"])
+            repo = self.workspace / RUNS["run-review"]
+            main = subprocess.run(["git", "-C", str(repo), "rev-parse", "main"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+            files.append((f"{RUNS['run-review']}/.git/refs/heads/{branch}",
+                          (main if kind == "moved" else "garbage").encode() + b"\n"))
+            self.run_change = f"candidate branch {kind}"
 
     def one_change(self, name: str, files: list[tuple[str, bytes]]) -> str:
         """``name`` (a working input: a file, or a directory -- a harness repo, an export) with one field or one byte

@@ -265,4 +265,4 @@ def test_report_ablate_approve_and_reject_get_runs_that_reach_their_work(fuzz, t
         if maker.run_change and maker.run_change.startswith("checkpoints"):
             assert any(f == fuzz.CHECKPOINTS for f, _ in files)
     assert {"run directory", "harness repo", "checkpoints cut", "checkpoints page", "checkpoints journal",
-            "checkpoints empty"} <= changes, changes
+            "checkpoints empty", "candidate branch moved", "candidate branch damaged"} <= changes, changes
