@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from evoharness.config import Settings
 from evoharness.service.app import create_app
@@ -138,3 +139,26 @@ def test_a_stored_id_over_the_limit_or_with_a_control_character_is_a_failure(fuz
         case = fuzz.Case(ep.path, json.dumps([{"id": tid}]).encode(), status=200, answer="{}")
         fuzz.check(case, ep, {}, {}, Answers())
         assert case.problems == want
+
+
+@pytest.mark.parametrize("tid", ["../../etc", "a?b", "a#b", "50%", "a/b"])
+def test_a_stored_id_with_url_characters_is_read_back_as_stored_not_a_failure(fuzz, tmp_path, tid):
+    """The 2xx ingest check read each id back with GET /trajectories/{id} unquoted: an id of the fuzz's own values
+    ('../../etc') or with '?' or '#' was sent as another path, a query or a fragment, and the 404 was told as the
+    service's failure. The service stores and gives back such ids; the check now quotes the id as one path segment."""
+    from tests.service.helpers import trajectory
+
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "service": {"loop": False}})
+    token = "t" * 24
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(settings, token, quiet=True)) as c:
+        class Live(_Service):
+            def request(self, method, path, body=None):
+                return c.request(method, path, content=body, headers=auth)
+
+        body = json.dumps([trajectory(tid)]).encode()
+        r = c.post("/trajectories", content=body, headers={**auth, "content-type": "application/json"})
+        assert r.status_code == 200 and r.json()["stored"] == 1, r.text
+        case = fuzz.Case("/trajectories", body, status=200, answer=r.text)
+        fuzz.check(case, fuzz.Endpoint("/trajectories", None), {}, {}, Live())
+        assert case.problems == []
