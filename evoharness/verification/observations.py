@@ -29,7 +29,8 @@ class Observation(BaseModel):
     task_id: str
     rollout: int = 0
     seed: int = 0
-    score: float = 0.0
+    score: float = Field(0.0, allow_inf_nan=False, description="the rollout's score; NaN and infinity are refused "
+                         "(a NaN difference would make every verdict's boundary garbage)")
     fired: frozenset[str] = Field(default_factory=frozenset, description="signal ids that fired (the labeller's and "
                                   "the cost signals of `evoharness.traces.cost`)")
     healthy: bool = False

@@ -156,3 +156,17 @@ def test_fixed_tasks_become_guards_that_veto_a_later_breakage():
     verdict = verifier.verify(later, book.current, FixedSplit(), make_gates(["aggregate", "guard"]), round=2)
     guard = next(g for g in verdict.gates if g.gate == "guard")
     assert not guard.passed and "d0" in guard.reason
+
+
+def test_an_observation_refuses_a_nan_or_infinite_score():
+    """A NaN score would turn every paired difference, and so every verdict's boundary, into garbage: refused."""
+    import math
+
+    import pydantic
+
+    from evoharness.verification.observations import Observation
+
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(pydantic.ValidationError, match="finite"):
+            Observation(task_id="t", score=bad)
+    assert Observation(task_id="t", score=0.5).score == 0.5
