@@ -216,7 +216,7 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
                     raise RecordSkipped("malformed_tool_call")
                 calls = []
                 for c in raw_calls:
-                    calls.append(_tool_call(c, _CALL_IDS[n_calls] if n_calls < _N_CALL_IDS else call_id(n_calls),
+                    calls.append(_tool_call(c, _CALL_IDS[n_calls] if n_calls < _N_CALL_IDS else _later_id(n_calls),
                                             parsed))
                     n_calls += 1
                 msg = {"role": "assistant", "content": None if blank else text,
@@ -243,9 +243,22 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
 
 def call_id(n: int) -> str:
     """The record id of a record's ``n``-th tool call: ``call00000``, ``call00001``, ... Nine letters and digits
-    (up to 99,999 calls a record): Mistral's chat templates raise "Tool call IDs should be alphanumeric strings with
-    length 9!" on any other id, such as the ``call_0`` written until the twelfth session."""
+    (up to call 99,999: 100,000 calls a record; cleaning skips a record of more, ``MAX_CALLS``): Mistral's chat
+    templates raise "Tool call IDs should be alphanumeric strings with length 9!" on any other id, such as the
+    ``call_0`` written until the twelfth session."""
     return f"call{n:05d}"
+
+
+MAX_CALLS = 100_000  # call ids are nine characters (``call_id``) up to call 99,999
+
+
+def _later_id(n: int) -> str:
+    """``call_id(n)`` for a call past the first ``_N_CALL_IDS``; a record with more than ``MAX_CALLS`` calls is
+    skipped (``too_many_tool_calls``): its 100,001st id would be ten characters, which Mistral's chat templates
+    refuse (until 2026-12-07 it was written so)."""
+    if n >= MAX_CALLS:
+        raise RecordSkipped("too_many_tool_calls")
+    return call_id(n)
 
 
 _N_CALL_IDS = 256

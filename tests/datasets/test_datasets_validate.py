@@ -315,3 +315,19 @@ def test_tool_name_ok_says_what_the_pattern_says_twice_and_remembers_a_bounded_n
         chat.tool_name_ok(f"n{i}")
     assert len(chat._NAMES_CHECKED) <= chat._NAMES_KEPT
     assert chat.tool_name_ok("lookup") and not chat.tool_name_ok("x" * 10_000)
+
+
+def test_a_record_of_more_than_100000_calls_is_skipped_not_given_a_ten_character_id():
+    from evoharness.datasets.chat import MAX_CALLS, call_id
+
+    assert len(call_id(MAX_CALLS - 1)) == 9 and len(call_id(MAX_CALLS)) == 10
+
+    def run(n: int) -> list[dict]:
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [call] * n},
+                *[{"role": "tool", "tool_call_id": "c", "content": "ok"}] * n,
+                {"role": "assistant", "content": "done"}]
+
+    assert clean_messages(run(MAX_CALLS))[1]["tool_calls"][-1]["id"] == "call99999"  # still nine characters
+    with pytest.raises(RecordSkipped, match="too_many_tool_calls"):  # the next would be call100000
+        clean_messages(run(MAX_CALLS + 1))
