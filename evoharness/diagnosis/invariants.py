@@ -47,6 +47,7 @@ from evoharness.diagnosis.claims import MONTHS
 from evoharness.diagnosis.consent import affirmed, kinds_named, leave_asked, no_action_offered, refuses, tool_kinds
 from evoharness.diagnosis.context import ToolCall, TraceView, failed_result
 from evoharness.diagnosis.models import Violation
+from evoharness.diagnosis.permissions import refused_permitted
 from evoharness.diagnosis.policy_limits import Limit, described_limits, limit_violations, limits_of
 from evoharness.traces.models import Termination
 
@@ -553,6 +554,8 @@ def policy_violations(view: TraceView) -> list[Violation]:
                                      evidence=f"{w.name} after a yes to another action, or a refusal of this one; "
                                               f"the user last said: {_quote(said, 120)}"))
                 break
+    if (refused := refused_permitted(view, writes)) is not None:
+        out.append(Violation(rule="policy.refused_permitted", step=refused[0], evidence=refused[1]))
     rules = _preconditions(view) + _described_limits(view)
     if rules:
         if preconditions := tuple(r for r in rules if isinstance(r, Precondition)):
