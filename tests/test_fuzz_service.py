@@ -148,7 +148,8 @@ def test_a_stored_id_with_url_characters_is_read_back_as_stored_not_a_failure(fu
     service's failure. The service stores and gives back such ids; the check now quotes the id as one path segment."""
     from tests.service.helpers import trajectory
 
-    settings = Settings.model_validate({"home": str(tmp_path / "home"), "service": {"loop": False}})
+    settings = Settings.model_validate({"home": str(tmp_path / "home"), "run": {"harness": str(tmp_path / "h")},
+                                        "service": {"loop": False}})  # (run.harness' default is made in the cwd)
     token = "t" * 24
     auth = {"Authorization": f"Bearer {token}"}
     with TestClient(create_app(settings, token, quiet=True)) as c:
