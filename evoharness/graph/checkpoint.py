@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evoharness.errors import InfraError, InputError
+from evoharness.graph.sqlite_damage import damaged_error, is_intact
 from evoharness.graph.threads import RUN_THREADS_TABLE
 
 
@@ -84,7 +85,7 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
             except sqlite3.DatabaseError as e:  # another file there (or a cut copy): was a DatabaseError traceback
                 code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
                 if code == sqlite3.SQLITE_CORRUPT:
-                    raise _damaged(path, spec, e) from None
+                    raise damaged_error(path, spec, e) from None
                 if code != sqlite3.SQLITE_NOTADB:
                     raise
                 raise InputError(str(path), f"the checkpoint database of run.checkpointer {spec!r} is not a SQLite "
@@ -92,9 +93,9 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
             try:
                 yield saver
             except sqlite3.DatabaseError as e:  # a damaged page read later (a run's checkpoints), if it is this file's
-                if (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF != sqlite3.SQLITE_CORRUPT or _intact(conn):
+                if (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF != sqlite3.SQLITE_CORRUPT or is_intact(conn):
                     raise
-                raise _damaged(path, spec, e) from None
+                raise damaged_error(path, spec, e) from None
         finally:
             conn.close()
         return
@@ -117,23 +118,6 @@ def open_checkpointer(spec: str, run_dir: Path) -> Iterator[object]:
                                    "checkpoint is kept, the node that was running re-runs", why=first) from e
         return
     raise InputError("run.checkpointer", f"unknown checkpointer {spec!r} (sqlite | memory | postgresql://...)")
-
-
-def _damaged(path: Path, spec: str, e: sqlite3.DatabaseError) -> InputError:
-    """A checkpoint database SQLite finds damaged (cut short by a crash or a full disk, a page overwritten): it was a
-    DatabaseError traceback from `approve`, `reject`, `run --resume` and a new run alike."""
-    return InputError(str(path), f"the checkpoint database of run.checkpointer {spec!r} is damaged ({e}): the runs "
-                      "it holds cannot be read; restore it from a copy, or move it aside (their checkpoints are lost: "
-                      "new runs start afresh)")
-
-
-def _intact(conn: sqlite3.Connection) -> bool:
-    """Whether SQLite's quick check finds the checkpoint database whole (so a 'malformed' error came from another
-    database: the queue's, a cache's)."""
-    try:
-        return conn.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok"
-    except sqlite3.DatabaseError:
-        return False
 
 
 def sqlite_path(spec: str, run_dir: Path) -> Path:

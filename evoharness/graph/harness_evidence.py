@@ -8,22 +8,22 @@ the ledger under the purpose ``history``; the mean score on those tasks must hav
 a signal that rose with a commit that made the tasks better -- a loop guard's blocks -- is no defect).
 Both are computed once per main head.
 
-A signal qualifies for the bisect (``bisect_signals``) when it fired (anywhere in the trajectory, not only first)
-in at least ``min_support`` of the anchor's failed rollouts and a ``MIN_SHARE`` of them: content signals too,
-because a content failure that appeared with a harness commit is the harness's, not the weights'. Counted among
-the failed rollouts, not all of them: a commit is a culprit only where the tasks got worse, so its signal is one
-that explains failures, and a signal that also fires on healthy rollouts (a loop guard's blocks that the run got
-past) neither adds to nor dilutes the count -- a defect that fails 8 of 56 rollouts is 8 of the 19 failures.
+A signal qualifies for the bisect (`evoharness.graph.culprit_signals`) when it fired (anywhere in the trajectory,
+not only first) in at least ``min_support`` of the anchor's failed rollouts and a ``MIN_SHARE`` of them: content
+signals too, because a content failure that appeared with a harness commit is the harness's, not the weights'.
+Counted among the failed rollouts, not all of them: a commit is a culprit only where the tasks got worse, so its
+signal is one that explains failures, and a signal that also fires on healthy rollouts (a loop guard's blocks that
+the run got past) neither adds to nor dilutes the count -- a defect that fails 8 of 56 rollouts is 8 of the 19
+failures.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evoharness.diagnosis.models import FailureClass
+from evoharness.graph.culprit_signals import bisect_signals, culprit_hits
 from evoharness.graph.state import AnchorEntry
 from evoharness.harness_repo.history import bisect, main_history, revert_changes
 from evoharness.roles.config import RolesConfig
@@ -34,10 +34,8 @@ from evoharness.sandbox.api import RolloutRequest
 from evoharness.traces.cost import cost_signals, is_cost_signal
 
 MIN_RISE = 0.25  # incidence (share of rollouts) a signal must have risen by at the culprit
-MIN_SHARE = 0.15  # of the anchor's failed rollouts, in which a signal must have fired to be bisected
 MIN_SCORE_DROP = 0.1  # and the mean score on those tasks must have fallen by this much at the culprit
 HISTORY_LIMIT = 16
-MAX_SIGNALS = 3
 
 
 class HarnessEvidence:
@@ -181,26 +179,6 @@ class HarnessEvidence:
                                                   quote=(s.evidence or "")[:200]) for lab, s in hits]))
             self.progress.note(f"history: {out[-1].line()}")
         return _dedupe(out)
-
-
-def bisect_signals(labels: list[Any], min_support: int) -> list[str]:
-    """The signals the culprit search bisects, at most ``MAX_SIGNALS``: each fired in at least ``max(min_support, 2)``
-    of the failed (not Healthy) rollouts ``labels`` and in a ``MIN_SHARE`` of them; the most failed rollouts first,
-    ties by id (a set's order changes from process to process)."""
-    failed = [lab for lab in labels if lab.failure_class != FailureClass.healthy]
-    fired: Counter[str] = Counter()
-    for lab in failed:
-        fired.update({s.id for s in lab.signals})
-    floor = max(min_support, 2, MIN_SHARE * len(failed))
-    return sorted((sig for sig, c in fired.items() if c >= floor), key=lambda sig: (-fired[sig], sig))[:MAX_SIGNALS]
-
-
-def culprit_hits(labels: list[Any], sig: str, limit: int = 3) -> list[tuple[Any, Any]]:
-    """The first ``limit`` (label, signal) pairs where ``sig`` fired, failed rollouts first (the bisect counted it
-    among them, ``bisect_signals``): a culprit's evidence quotes a run that went wrong, not a healthy run on which
-    the signal also fired."""
-    hits = [(lab, s) for lab in labels for s in lab.signals if s.id == sig]
-    return sorted(hits, key=lambda hit: hit[0].failure_class == FailureClass.healthy)[:limit]
 
 
 def round_(x: float) -> float:

@@ -7,7 +7,7 @@ import json
 import subprocess
 
 from evoharness.diagnosis.models import FailureClass, Label, Signal
-from evoharness.graph.harness_evidence import MIN_SHARE, bisect_signals, culprit_hits
+from evoharness.graph.culprit_signals import MIN_SHARE, bisect_signals, culprit_hits
 from evoharness.graph.runner import start_run
 from evoharness.harness_repo.init import init_harness
 
