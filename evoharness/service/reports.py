@@ -18,10 +18,10 @@ from pathlib import Path
 from evoharness.config import Settings
 from evoharness.errors import InfraError
 
-FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.(png|md|html)$")
+FILE_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\.(png|md|html)\Z")  # \Z: a final newline is no name
 MEDIA_TYPES = {".png": "image/png", ".md": "text/markdown; charset=utf-8", ".html": "text/html; charset=utf-8"}
 BASE = '<base href="report/">'
-_STAGE = re.compile(r"^\.[A-Za-z0-9][A-Za-z0-9._-]*\.[0-9a-f]{8}\.(new|old)$")  # render()'s siblings of a report
+_STAGE = re.compile(r"\A\.[A-Za-z0-9][A-Za-z0-9._-]*\.[0-9a-f]{8}\.(new|old)\Z")  # render()'s siblings of a report
 
 
 class ReportRenderer:

@@ -427,3 +427,19 @@ def test_a_run_whose_records_are_nested_too_deeply_or_of_another_shape_is_one_er
             assert len(err) == 1 and err[0].startswith("error: ") and reason in err[0], (name, argv, err)
         (run_dir / name).write_text(saved)
     assert not (tmp_path / "rep").exists() and not (run_dir / "ablation.json").exists()
+
+
+def test_a_report_file_name_with_a_final_newline_is_no_file(tmp_path):
+    """GET /runs/{id}/report/<file>: FILE_NAME ended in ``$``, which matches before a final newline, so 'x.png\\n'
+    passed the name check and a file of that name (suffix '.png\\n') raised KeyError on its media type. Now no file
+    (404), as every other name outside the pattern."""
+    from evoharness.config import Settings
+    from evoharness.service.reports import ReportRenderer
+
+    renderer = ReportRenderer(Settings(home=tmp_path))
+    run = renderer.root / "run-1"
+    run.mkdir(parents=True)
+    (run / "x.png\n").write_bytes(b"png")
+    (run / "x.png").write_bytes(b"png")
+    assert renderer.file("run-1", "x.png\n") is None
+    assert renderer.file("run-1", "x.png") == (b"png", "image/png")
