@@ -33,6 +33,7 @@ from evoharness.diagnosis.detectors import (
 from evoharness.diagnosis.elapsed import ElapsedClaimDetector
 from evoharness.diagnosis.outcome import MisstatedOutcomeDetector
 from evoharness.diagnosis.stalls import StalledDetector
+from evoharness.diagnosis.unavailable import UnavailableOfferDetector
 from evoharness.registry import Registry
 from evoharness.traces.models import Termination
 
@@ -70,6 +71,7 @@ add(ma.FirstCommitmentDetector)
 add(ContradictedClaimDetector)
 add(ElapsedClaimDetector)
 add(AmountClaimDetector)
+add(UnavailableOfferDetector)
 add(MisstatedOutcomeDetector)
 add(env.UserSimulatorErrorDetector)
 add(env.UserQuitDetector)
