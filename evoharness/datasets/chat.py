@@ -59,6 +59,8 @@ def tool_name_ok(name: Any) -> bool:
         if len(name) <= 65 and len(_NAMES_CHECKED) < _NAMES_KEPT:
             _NAMES_CHECKED[name] = ok
     return ok
+
+
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 _MISSING = object()
 _ROLE_ALIASES = {"developer": "system"}
