@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import re
 
-from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.failed_only import FailedRunDetector
 from evoharness.diagnosis.models import FailureClass, Signal
 
 MAX_REPLY_CHARS = 20_000
@@ -126,16 +126,8 @@ def first_amount_contradiction(view: TraceView) -> Signal | None:
     return Signal(id=AmountClaimDetector.id, failure_class=FailureClass.F1, step=step, evidence=why)
 
 
-class AmountClaimDetector:
+class AmountClaimDetector(FailedRunDetector):
     """F1.amount_claim: see the module docstring."""
 
     id = "F1.amount_claim"
-    failure_class = FailureClass.F1
-    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
-
-    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        t = view.traj
-        if t.score is not None and t.score >= cfg.healthy_threshold:
-            return []  # a Healthy run: its label cannot change
-        found = first_amount_contradiction(view)
-        return [found] if found else []
+    find = staticmethod(first_amount_contradiction)

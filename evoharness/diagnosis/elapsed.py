@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.failed_only import FailedRunDetector
 from evoharness.diagnosis.models import FailureClass, Signal
 
 # a date written year first, as an API or a log writes it: ISO's ``2024-05-15``, or ``2024/05/15``, ``2024.05.15``
@@ -118,16 +118,8 @@ def first_elapsed_contradiction(view: TraceView) -> Signal | None:
     return None
 
 
-class ElapsedClaimDetector:
+class ElapsedClaimDetector(FailedRunDetector):
     """F1.elapsed_claim: see the module docstring."""
 
     id = "F1.elapsed_claim"
-    failure_class = FailureClass.F1
-    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
-
-    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        t = view.traj
-        if t.score is not None and t.score >= cfg.healthy_threshold:
-            return []  # a Healthy run: its label cannot change
-        found = first_elapsed_contradiction(view)
-        return [found] if found else []
+    find = staticmethod(first_elapsed_contradiction)

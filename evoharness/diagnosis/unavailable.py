@@ -35,8 +35,8 @@ from functools import lru_cache
 from typing import Any
 
 from evoharness.diagnosis.claims import _is_id_key, _walk
-from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.failed_only import FailedRunDetector
 from evoharness.diagnosis.invariants import failed_call_ids
 from evoharness.diagnosis.models import FailureClass, Signal
 
@@ -267,16 +267,8 @@ def first_unavailable_offer(view: TraceView) -> Signal | None:
     return None
 
 
-class UnavailableOfferDetector:
+class UnavailableOfferDetector(FailedRunDetector):
     """F1.unavailable_offer: see the module docstring."""
 
     id = "F1.unavailable_offer"
-    failure_class = FailureClass.F1
-    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
-
-    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
-        t = view.traj
-        if t.score is not None and t.score >= cfg.healthy_threshold:
-            return []  # a Healthy run: its label cannot change
-        found = first_unavailable_offer(view)
-        return [found] if found else []
+    find = staticmethod(first_unavailable_offer)
