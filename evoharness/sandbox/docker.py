@@ -3,11 +3,12 @@
 Layout inside: the image's minimal Debian 12 system (read-only root file system); the host's
 Python interpreter, virtual environment and evoharness source bind-mounted read-only at their
 host paths (as bwrap mounts them: the image holds no Python, so it never goes stale when the
-code or its dependencies change; host and image are both bookworm, so glibc matches); the harness
-at ``/harness`` read-only; the work directory at ``/scratch`` (writable); a private tmpfs ``/tmp``
-that is also HOME; the Unix sockets passed as ``sockets`` at their host paths, each alone. No
-network (``network_mode=none``), every capability dropped, no-new-privileges, an unprivileged uid
-drawn for this run alone, and no host environment variable.
+code or its dependencies change; host and image are both bookworm, so glibc matches; a venv reached
+through a symlink is mounted at the link's path too); the harness at ``/harness`` read-only; the
+work directory at ``/scratch`` (writable); a private tmpfs ``/tmp`` that is also HOME; the Unix
+sockets passed as ``sockets`` at their host paths, each alone. No network (``network_mode=none``),
+every capability dropped, no-new-privileges, an unprivileged uid drawn for this run alone, and no
+host environment variable.
 
 Limits: the whole container is bounded by cgroups (``memory_mb`` of memory with no swap, ``pids``
 tasks, optionally ``cpus``); inside, ``prlimit`` sets the same per-process rlimits as bwrap (address
@@ -35,7 +36,7 @@ from typing import Any
 from evoharness.errors import InfraError
 from evoharness.logging import get_logger
 from evoharness.sandbox.base import TAIL_BYTES, base_env, classify, prlimit_prefix, python_env
-from evoharness.sandbox.bwrap import _chown_tree, _dedupe, _UidPool, python_paths
+from evoharness.sandbox.bwrap import _chown_tree, _dedupe, _UidPool, _venv_links, python_paths
 from evoharness.sandbox.models import Limits, SandboxResult
 
 log = get_logger(__name__)
@@ -72,6 +73,7 @@ class DockerSandbox:
         extra = [Path(p).resolve() for p in ro_paths]
         self.ro_paths = _dedupe((python_paths() if python_runtime else []) + extra)
         self._python_env = python_env() if python_runtime else {}
+        self._links = _venv_links(self.ro_paths) if python_runtime else []
         self._client = client
         self._uids = _UidPool(uid_base, uid_span)
         self._checked = False
@@ -188,6 +190,9 @@ class DockerSandbox:
         from docker.types import Mount
 
         m = [Mount(str(p), str(p), type="bind", read_only=True) for p in self.ro_paths]
+        # a venv reached through a symlink is bound at the link's path as well (a read-only root file system
+        # cannot hold the link bwrap makes), so sys.executable as the host spells it runs inside
+        m += [Mount(str(link), str(target), type="bind", read_only=True) for link, target in self._links]
         m += [Mount(str(s), str(s), type="bind", read_only=True) for s in sockets]
         if harness_dir is not None:
             m.append(Mount(HARNESS_MOUNT, str(harness_dir.resolve()), type="bind", read_only=True))
@@ -242,7 +247,7 @@ class DockerSandbox:
             return self._pool
 
     def _path(self) -> str:
-        bins = [str(Path(sys.prefix) / "bin")] if any(Path(sys.prefix) == p for p in self.ro_paths) else []
+        bins = [str(Path(sys.prefix) / "bin")] if any(Path(sys.prefix).resolve() == p for p in self.ro_paths) else []
         return ":".join(bins + ["/usr/local/bin", "/usr/bin", "/bin"])
 
 

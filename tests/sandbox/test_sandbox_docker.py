@@ -236,6 +236,29 @@ def test_a_path_that_is_not_a_socket_is_refused(run_py, tmp_path):
         run_py("pass", sockets=[tmp_path / "plain"])
 
 
+@pytest.mark.parametrize("pool_size", [0, 1], ids=["cold", "pool"])
+def test_an_interpreter_reached_through_a_symlinked_venv_runs_by_the_path_the_host_gives_it(pool_size, dirs, tmp_path,
+                                                                                           monkeypatch):
+    """A worktree whose .venv links another checkout's: only the real path was mounted, so every command naming
+    sys.executable as the host spells it failed ('prlimit: failed to execute ...: No such file or directory')."""
+    real = Path(sys.prefix).resolve()
+    link = tmp_path / "venv-link"
+    link.symlink_to(real, target_is_directory=True)
+    monkeypatch.setattr(sys, "prefix", str(link))
+    monkeypatch.setattr(sys, "exec_prefix", str(link))
+    python = link / "bin" / Path(sys.executable).name
+    with DockerSandbox(pool_size=pool_size) as box:
+        r = box.run([str(python), "-c", "import os, sys; print(sys.prefix); print(os.environ['PATH'])"],
+                    harness_dir=dirs[0], workdir=dirs[1], env={}, limits=Limits(wall_seconds=30))
+        wrote = box.run([str(python), "-c", f"open({str(link / 'pwned')!r}, 'w')"], harness_dir=dirs[0],
+                        workdir=dirs[1], env={}, limits=Limits(wall_seconds=30))
+    assert r.returncode == 0, r.reason()
+    prefix, path = r.stdout.split("\n")[:2]
+    assert prefix == str(link) and path.split(":")[0] == str(link / "bin")  # the venv's bin first, as on the host
+    assert wrote.returncode != 0 and "Read-only file system" in wrote.stderr  # bound read-only, as its real path
+    assert not (real / "pwned").exists()
+
+
 def test_containers_of_a_killed_process_are_removed_at_the_next_check(boxes):
     import subprocess
 
