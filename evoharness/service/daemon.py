@@ -385,6 +385,13 @@ class Daemon:
                 self.phase[run_id] = PAUSED
                 self.paused_by[run_id] = str(e)
             raise
+        except InputError as e:  # a damaged checkpoint database, a run that cannot resume: no retry mends it
+            why = f"run {run_id} paused: {e}; then POST /runs/{run_id}/resume (or restart the service)"
+            with self._lock:  # it was retried with back-off for as long as the service ran, its phase `running`
+                self.phase[run_id] = PAUSED
+                self.paused_by[run_id] = why
+            log.error("service.run_paused", run_id=run_id, error=why)
+            return  # the loop says the pause from the next step on (paused_by), until the run is driven again
         finally:
             self._continuing.discard(run_id)
         with self._lock:

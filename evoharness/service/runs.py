@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 from evoharness.config import Settings
+from evoharness.errors import InputError
 from evoharness.graph.evidence import count_evidence
 from evoharness.graph.runner import load_run_settings, runs_dir
 from evoharness.graph.summary import summary_readable
-from evoharness.service.daemon import DONE, Daemon
+from evoharness.service.daemon import DONE, PAUSED, Daemon
 from evoharness.service.driver import read_state
 
 
@@ -51,7 +52,12 @@ def run_state(settings: Settings, daemon: Daemon, run_id: str) -> tuple[dict[str
     saved, run_dir = load_run_settings(settings, run_id)
     if run_id in daemon.snapshots and daemon.run_phase(run_id) != "waiting_review":
         return daemon.snapshots[run_id], []
-    return read_state(saved, run_id, run_dir)
+    try:
+        return read_state(saved, run_id, run_dir)
+    except InputError:  # its checkpoint cannot be read (damaged): a paused run's view says why (`paused_by`)
+        if daemon.run_phase(run_id) != PAUSED:  # it was a 409 with the error, and the reason in no run's view
+            raise
+        return {}, []
 
 
 def run_view(settings: Settings, daemon: Daemon, run_id: str) -> dict[str, Any]:

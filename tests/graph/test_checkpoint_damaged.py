@@ -55,6 +55,10 @@ def test_approve_and_reject_on_a_cut_checkpoint_database_say_so_in_one_line(tmp_
     capsys.readouterr()
     assert main([command, "candidate/r1-x", "--run", "run-x"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {home / 'runs' / 'checkpoints.sqlite'}: the checkpoint database of run.checkpointer "
-                   "'sqlite' is damaged (database disk image is malformed): the runs it holds cannot be read; restore "
-                   "it from a copy, or move it aside (their checkpoints are lost: new runs start afresh)"], err
+    runs = home / "runs"
+    assert err == [f"error: {runs / 'checkpoints.sqlite'}: the checkpoint database of run.checkpointer 'sqlite' is "
+                   "damaged (database disk image is malformed): the runs it holds cannot be read (their run "
+                   "directories and the harness repository are untouched). Move it aside with its -wal and -shm files "
+                   f"(`cd {runs} && for f in checkpoints.sqlite*; do mv -- \"$f\" \"$f.damaged\"; done`), then put a "
+                   "whole copy of it in its place; without a copy the runs it holds cannot go on (new runs start "
+                   "afresh)"], err
