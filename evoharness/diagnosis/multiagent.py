@@ -550,6 +550,52 @@ def _by_whole(numbers: Iterable[str], into: dict[str, set[str]] | None = None) -
     return out
 
 
+class _SeenNumbers:
+    """The numbers of the task and of the messages read so far (commas dropped), with their decimals by integer part
+    (``_by_whole``, for ``_rounded_from``): what ``F1.unsupported_fact`` and ``F1.unseen_report`` count a number as
+    new against."""
+
+    def __init__(self, task: str) -> None:
+        self.digits: set[str] = set(_plain_numbers(task))
+        self.decimals = _by_whole(self.digits)
+
+    def add(self, text: str) -> None:
+        """The numbers of ``text`` are seen from now on."""
+        found = _plain_numbers(text)
+        self.digits.update(found)
+        _by_whole(found, self.decimals)
+
+    def new(self, prose: str, at_least: int = 1) -> list[str]:
+        """The numbers of three or more digits in ``prose`` that are in no message read (``_novel``), less a value
+        relayed rounded (``_rounded_from``; read only where ``at_least`` such numbers are found, as that is where it
+        could matter)."""
+        novel = _novel(prose, self.digits)
+        if len(novel) >= at_least:
+            novel = [n for n in novel if not _rounded_from(n, self.decimals)]
+        return novel
+
+
+def _novel(prose: str, seen_digits: set[str]) -> list[str]:
+    """The numbers of three or more digits in no earlier message, in order, less those that only sit in where a
+    place is (``location()``). The place pattern is read only when two such numbers are found, and only in a
+    window around each (``finditer`` with pos / endpos: its lookbehinds still see the text before)."""
+    novel = [n for n in dict.fromkeys(NUMBER.findall(prose))
+             if sum(ch.isdigit() for ch in n) >= 3 and n.replace(",", "") not in seen_digits]
+    if len(novel) < 2:
+        return novel
+    new = set(novel)
+    found = [(n, m.start(), m.end()) for m in NUMBER.finditer(prose) if (n := m.group(0)) in new]
+    places: list[tuple[int, int]] = []
+    lo, hi = 0, -1
+    for _, s, e in [*found, ("", len(prose) + 1_000, 0)]:  # windows of 120 characters each side, merged
+        if s - 120 > hi:
+            if hi >= 0:
+                places += [m.span() for m in location().finditer(prose, lo, hi)]
+            lo = max(s - 120, 0)
+        hi = min(e + 120, len(prose))
+    return list(dict.fromkeys(n for n, s, e in found if not any(a <= s and e <= b for a, b in places)))
+
+
 def _holds(pattern: re.Pattern[str], key: str, text: str) -> bool:
     """``pattern.search(text)`` for ``pattern``, the case-blind search of ``key`` (lower case) as a word: for an ASCII
     key the regex (a match tried at every character) runs only where ``key`` is in the text lower-cased
@@ -571,8 +617,7 @@ class UnsupportedFactDetector:
         if not log.applies:
             return []
         reasoning = set(log.reasoning_turns)
-        seen_digits: set[str] = set(_plain_numbers(view.traj.task or ""))
-        decimals = _by_whole(seen_digits)  # the same numbers, for _rounded_from
+        seen = _SeenNumbers(view.traj.task or "")
         for i in range(len(log.msgs)):
             text = log.text(i)
             if i in reasoning:
@@ -583,37 +628,12 @@ class UnsupportedFactDetector:
                 if fab:
                     word = fab.group(0)
                     return [self._signal(i, f"works from simulated or assumed data ({word!r}): {_quote(prose)}")]
-                novel = self._novel(prose, seen_digits)
-                if len(novel) >= 2:  # less a value relayed rounded (read only where it could matter)
-                    novel = [n for n in novel if not _rounded_from(n, decimals)]
+                novel = seen.new(prose, at_least=2)
                 if len(novel) >= 2:
                     return [self._signal(i, f"numbers in no earlier message: {', '.join(novel[:4])} — "
                                             f"{_quote(prose)}")]
-            found = _plain_numbers(text)
-            seen_digits.update(found)
-            _by_whole(found, decimals)
+            seen.add(text)
         return []
-
-    @staticmethod
-    def _novel(prose: str, seen_digits: set[str]) -> list[str]:
-        """The numbers of three or more digits in no earlier message, in order, less those that only sit in where a
-        place is (``location()``). The place pattern is read only when two such numbers are found, and only in a
-        window around each (``finditer`` with pos / endpos: its lookbehinds still see the text before)."""
-        novel = [n for n in dict.fromkeys(NUMBER.findall(prose))
-                 if sum(ch.isdigit() for ch in n) >= 3 and n.replace(",", "") not in seen_digits]
-        if len(novel) < 2:
-            return novel
-        new = set(novel)
-        found = [(n, m.start(), m.end()) for m in NUMBER.finditer(prose) if (n := m.group(0)) in new]
-        places: list[tuple[int, int]] = []
-        lo, hi = 0, -1
-        for _, s, e in [*found, ("", len(prose) + 1_000, 0)]:  # windows of 120 characters each side, merged
-            if s - 120 > hi:
-                if hi >= 0:
-                    places += [m.span() for m in location().finditer(prose, lo, hi)]
-                lo = max(s - 120, 0)
-            hi = min(e + 120, len(prose))
-        return list(dict.fromkeys(n for n, s, e in found if not any(a <= s and e <= b for a, b in places)))
 
     def _signal(self, step: int, evidence: str) -> Signal:
         return Signal(id=self.id, failure_class=F1, step=step, evidence=evidence)
@@ -643,17 +663,14 @@ class UnseenReportDetector:
         reports = [(page, i) for page, i in reports if i in reasoning]
         if not reports:  # (most logs: no agent reports a page it showed; nothing else is read)
             return []
-        seen: set[str] = set(_plain_numbers(view.traj.task or ""))
-        decimals = _by_whole(seen)
+        seen = _SeenNumbers(view.traj.task or "")
         done = 0  # the messages whose numbers are in ``seen``
         for page, i in reports:
             for j in range(done, i):
-                found = _plain_numbers(log.text(j))
-                seen.update(found)
-                _by_whole(found, decimals)
+                seen.add(log.text(j))
             done = i
             prose = FENCE.sub(" ", log.text(i))
-            novel = [n for n in UnsupportedFactDetector._novel(prose, seen) if not _rounded_from(n, decimals)]
+            novel = seen.new(prose)
             if novel:
                 return [Signal(id=self.id, failure_class=F1, step=i,
                                evidence=f"reports what the page it showed (step {page}) does not hold: "
