@@ -49,7 +49,7 @@ def _queue(ctx: typer.Context, url: str | None, *, create: bool = True):
 
 def _no_default_queue_yet(ctx: typer.Context, url: str | None) -> Path | None:
     """The default SQLite queue file when none was configured and it does not exist yet (nothing enqueued)."""
-    from .queue import default_url
+    from .urls import default_url  # not from .queue: that imports SQLAlchemy, which no queue yet needs
 
     settings = settings_of(ctx)
     if url or settings.datasets.url:

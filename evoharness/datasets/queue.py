@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 from sqlalchemy import (
     Column,
@@ -37,6 +36,7 @@ from evoharness.traces.models import Split, Trajectory
 
 from . import urls
 from .models import QueueItem
+from .urls import default_url  # noqa: F401 (re-exported: the queue's callers name it here)
 
 log = get_logger(__name__)
 
@@ -63,11 +63,6 @@ queue_items = Table(
 )
 # columns added after the first queues were written: a queue opened to write gains those it lacks (NULL in its rows)
 _ADDED_COLUMNS = ("trajectory_sha256", "labeller_fingerprint")
-
-
-def default_url(home: Path) -> str:
-    """The SQLite queue under ``home`` (the directory is created when the queue opens)."""
-    return f"sqlite:///{Path(home) / 'queue.db'}"
 
 
 def queue_from_settings(settings, *, create: bool = True) -> TrainingQueue:
