@@ -199,7 +199,7 @@ class Daemon:
             # after the starting check: the worker records a run as current before it stops counting it as
             # starting, so a run begun meanwhile is seen here (read before the lock, it was missed)
             current = self.current_run
-            if current and not self._finished(current):
+            if current and self._active(current):
                 raise InputError(run_id, f"not started: run {current} is still active "
                                  f"({self.phase.get(current) or 'not resumed'})")
             self.starting.add(run_id)
@@ -218,11 +218,11 @@ class Daemon:
         while not self.stop_event.is_set():
             try:
                 # a paused run waits for a person: its reason stays said (it was cleared by the next idle poll)
-                if (pause := next(iter(self.paused_by.values()), None)) is not None:
+                if (pause := self._current_pause()) is not None:
                     self.last_error = pause
                 did = self._step()
-                if did and not self.paused_by:  # an error stays said until the loop next does work: a run start
-                    self.last_error = None      # refused after its 202 was gone from /health one poll later
+                if did and self._current_pause() is None:  # an error stays said until the loop next does work: a
+                    self.last_error = None  # run start refused after its 202 was gone from /health one poll later
                 backoff = self.cfg.poll_interval_s
             except EvoharnessError as e:
                 self.last_error = str(e)
@@ -236,6 +236,11 @@ class Daemon:
                 self._wake.wait(backoff)
                 self._wake.clear()
         log.info("service.loop_stopped")
+
+    def _current_pause(self) -> str | None:
+        """Why the current run is paused, None when it is not: a run paused before a new one was started says so in
+        its own view only (said in /health, it hid every error of the run after it)."""
+        return self.paused_by.get(self.current_run) if self.paused_by else None
 
     def _step(self) -> bool:
         try:
@@ -251,7 +256,7 @@ class Daemon:
             if kind == "begin":
                 try:
                     current = self.current_run
-                    if current and not self._finished(current):
+                    if current and self._active(current):
                         raise InputError(run_id, f"not started: run {current} is still active")
                     self._begin(run_id)
                 finally:
@@ -284,6 +289,12 @@ class Daemon:
             self._begin(new_run_id())
             return True
         return False
+
+    def _active(self, run_id: str) -> bool:
+        """Whether the run keeps a new one from starting: not done, and not paused -- a paused run waits for a person,
+        who may start another run instead (one whose checkpoints are lost cannot go on: it kept the service from every
+        new run for good). The paused run stays paused; `POST /runs/{id}/resume` still drives it."""
+        return not self._finished(run_id) and self.phase.get(run_id) != PAUSED
 
     def _finished(self, run_id: str) -> bool:
         # a summary.json cut by a full disk (before it was written atomically) is none: driving the run rewrites it

@@ -28,7 +28,9 @@ def _files(run_dir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file() and p.name != "run.lock"}
 
 
-def test_a_damaged_checkpoint_database_pauses_the_run_until_a_copy_is_put_back(serve, tmp_path):
+def _cut_while_waiting(serve, tmp_path):
+    """A run waiting for review, the service stopped, a backup made and the database cut in half, the service
+    started again: (server, client, run id, the review waiting, the run's files, main's commit, the backup)."""
     server = serve(run=REVIEW_RUN)
     c = server.client()
     run_id = wait_for(lambda: c.get("/health").json()["current_run"], what="the first run")
@@ -38,13 +40,23 @@ def test_a_damaged_checkpoint_database_pauses_the_run_until_a_copy_is_put_back(s
         src.backup(dst)
     server.signal(signal.SIGTERM)
     assert server.wait(60) == 0
-    run_dir = tmp_path / "home" / "runs" / run_id
-    before, main = _files(run_dir), git.Repo(tmp_path / "harness").commit("main").hexsha
+    before, main = _files(tmp_path / "home" / "runs" / run_id), git.Repo(tmp_path / "harness").commit("main").hexsha
     raw = db.read_bytes()
     db.write_bytes(raw[:len(raw) // 2])  # cut short, as by a crash or a full disk
-
     server = serve(run=REVIEW_RUN)
-    c = server.client()
+    return server, server.client(), run_id, waiting, before, main, copy
+
+
+def _move_aside(view: dict, db: Path) -> None:
+    """Run the command the pause's reason gives."""
+    raw = db.read_bytes()
+    subprocess.run(["bash", "-c", re.search(r"\(`(cd .*?; done)`\)", view["paused_by"]).group(1)], check=True)
+    assert not db.exists() and db.with_name("checkpoints.sqlite.damaged").read_bytes() == raw
+
+
+def test_a_damaged_checkpoint_database_pauses_the_run_until_a_copy_is_put_back(serve, tmp_path):
+    server, c, run_id, waiting, before, main, copy = _cut_while_waiting(serve, tmp_path)
+    db, run_dir = tmp_path / "home" / "runs" / "checkpoints.sqlite", tmp_path / "home" / "runs" / run_id
     view = _phase(c, run_id, "paused", timeout=60)
     time.sleep(10 * 0.2)  # ten polls of the idle loop: no retry, the reason stays
     health, view = c.get("/health").json(), c.get(f"/runs/{run_id}").json()
@@ -58,9 +70,7 @@ def test_a_damaged_checkpoint_database_pauses_the_run_until_a_copy_is_put_back(s
     assert _files(run_dir) == before  # nothing of the run lost or rewritten
     assert git.Repo(tmp_path / "harness").commit("main").hexsha == main
 
-    aside = re.search(r"\(`(cd .*?; done)`\)", view["paused_by"]).group(1)  # the command the reason gives
-    subprocess.run(["bash", "-c", aside], check=True)
-    assert not db.exists() and db.with_name("checkpoints.sqlite.damaged").read_bytes() == raw[:len(raw) // 2]
+    _move_aside(view, db)
     db.write_bytes(copy.read_bytes())
     assert c.post(f"/runs/{run_id}/resume").status_code == 202
     view = _phase(c, run_id, "waiting_review")  # where it was: the same review
@@ -70,3 +80,23 @@ def test_a_damaged_checkpoint_database_pauses_the_run_until_a_copy_is_put_back(s
     assert c.post(f"/runs/{run_id}/approve", json={"candidate": branch}).status_code == 202
     done = _phase(c, run_id, "done")
     assert [m["branch"] for m in done["merged"]] == [branch]
+
+
+def test_without_a_copy_the_paused_run_stays_paused_and_a_new_run_can_start(serve, tmp_path):
+    """Moved aside with no copy to put back, the run cannot go on (no checkpoint, and starting it over would re-run
+    its rounds): resumed, it pauses again saying so, and POST /runs starts a new run beside it. POST /runs was a 409
+    ('run ... is still active (paused)') for good: the service could start no run again."""
+    server, c, run_id, _, before, _, _ = _cut_while_waiting(serve, tmp_path)
+    db, run_dir = tmp_path / "home" / "runs" / "checkpoints.sqlite", tmp_path / "home" / "runs" / run_id
+    _move_aside(_phase(c, run_id, "paused", timeout=60), db)
+    assert c.post(f"/runs/{run_id}/resume").status_code == 202
+    view = wait_for(lambda: "no checkpoint" in ((v := c.get(f"/runs/{run_id}").json()).get("paused_by") or "") and v,
+                    what="the resumed run to pause again")
+    assert view["phase"] == "paused" and "has made progress" in view["paused_by"], view
+    r = c.post("/runs", json={"run_id": "run-new"})
+    assert r.status_code == 202, r.text
+    new = _phase(c, "run-new", "waiting_review")
+    assert new["waiting_review"] and c.get("/health").json()["current_run"] == "run-new"
+    assert c.get("/health").json()["last_error"] is None  # the old run's pause is said in its own view
+    assert c.get(f"/runs/{run_id}").json()["phase"] == "paused"
+    assert _files(run_dir) == before
