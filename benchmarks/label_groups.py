@@ -49,8 +49,9 @@ from evoharness.traces.models import Trajectory
 ROOT = Path(__file__).resolve().parents[1]
 AG = Path("who_and_when") / "Who&When" / "Algorithm-Generated"  # under the public data folder
 # the multi-agent rules and the fallbacks a multi-agent log reaches (``--rules``)
-RULES = ("F1.unsupported_fact", "F1.unseen_report", "F2.guardrail", "F4.no_progress", "F4.handoff_code", "F4.lost_task",
-         "F4.answer_origin", "F4.accepted_report", "F1.unbacked_claim", "F4.first_commitment", "F4.poor_delivery")
+RULES = ("F1.unsupported_fact", "F1.unseen_report", "F1.claimed_act", "F2.guardrail", "F4.no_progress",
+         "F4.handoff_code", "F4.lost_task", "F4.answer_origin", "F4.accepted_report", "F1.unbacked_claim",
+         "F4.first_commitment", "F4.poor_delivery")
 GAIA_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 WEB_NAME = re.compile(r"search|web|brows|bing|internet|online", re.IGNORECASE)
 FIGS = ("exact", "within_1", "within_3", "agent")

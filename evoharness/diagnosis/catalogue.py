@@ -14,6 +14,7 @@ from functools import partial
 from evoharness.diagnosis import environment as env
 from evoharness.diagnosis import multiagent as ma
 from evoharness.diagnosis.amounts import AmountClaimDetector
+from evoharness.diagnosis.claimed_act import ClaimedActDetector
 from evoharness.diagnosis.claims import ContradictedClaimDetector
 from evoharness.diagnosis.coding import ForbiddenEditDetector, TruncatedFileDetector
 from evoharness.diagnosis.detectors import (
@@ -61,6 +62,7 @@ add(TruncatedFileDetector)
 add(ForbiddenEditDetector)
 add(ma.UnsupportedFactDetector)
 add(ma.UnseenReportDetector)
+add(ClaimedActDetector)
 add(ma.GuardrailDetector)
 add(ma.NoProgressDetector)
 add(ma.HandoffCodeDetector)

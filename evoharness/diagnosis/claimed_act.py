@@ -1,0 +1,96 @@
+"""``F1.claimed_act``: an agent that said it was about to look something up and then reports having done it, with
+nothing run in between.
+
+In a multi-agent text log an act of looking (opening a page, retrieving an article, checking a schedule) shows as a
+tool's output: a code run's report, a page a browser or file surfer shows, a tool agent's turn. An agent whose turn
+announces such an act ("Please hold on while I verify the information", "Give me a moment to verify the details",
+"I will now proceed to access the article") and whose next turn reports it done ("I have verified the class
+schedules", "Having carefully reviewed the ending scene", "I have successfully retrieved the article"), when no tool
+output came between the two, reports an act the log shows never happened: what it then states rests on nothing the
+team was shown. That report is the failing step, and its speaker the agent answerable for it (Who&When: "does not
+actually verify", "fabricates the content of the website"). Read from what the turns say, not from an agent's name
+or a framework's layout: the announcement and the report are one speaker's consecutive reasoning turns
+(``AgentLog.reasoning_turns``), the report holds no code (a turn with code is doing the act), and the rule fires only
+on failed runs (``FailedRunDetector``).
+
+Not a claimed check alone: "I have verified the steps" after nothing was announced is as often a team member
+re-reading the log's own work (an earlier rule that read the claim alone lost on Algorithm-Generated's third,
+docs/diagnosis.md); the announcement says the act was to reach outside the conversation.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.failed_only import FailedRunDetector
+from evoharness.diagnosis.models import FailureClass, Signal
+from evoharness.diagnosis.multiagent import FENCE, AgentLog, _quote
+
+_LOOK = (r"search|check|verify|look|confirm|find|gather|retrieve|access|review|cross-reference|conduct|perform|open"
+         r"|visit|consult|examine|browse|locate|obtain|fetch|download")
+# a turn that says an act of looking is still to come: a wait request, or a first-person act announced
+ANNOUNCED = re.compile(
+    r"\b(?:hold on|give me a (?:moment|minute|second)|one moment|bear with me"
+    rf"|(?:I will|I[’']ll|I am going to|I[’']m going to|let me)\s+(?:now\s+)?(?:proceed\s+to\s+)?(?:{_LOOK}))\b",
+    re.IGNORECASE)
+_DONE = (r"verified|checked|retrieved|reviewed|confirmed|looked up|searched|gathered|accessed|cross-referenced"
+         r"|located|obtained|consulted|visited|examined|opened|browsed|fetched|downloaded")
+_HOW = r"(?:(?:now|successfully|carefully|thoroughly|manually)\s+)*"
+# a turn that reports such an act done, in the first person
+CLAIMED = re.compile(
+    rf"\b(?:I(?: have|[’']ve)\s+{_HOW}(?:{_DONE})"
+    rf"|Having\s+{_HOW}(?:reviewed|checked|verified|examined|cross-referenced|consulted|searched|looked|visited"
+    r"|retrieved|accessed|browsed)"
+    rf"|After\s+{_HOW}(?:reviewing|checking|verifying|visiting|searching|examining|consulting|cross-referencing"
+    r"|looking|accessing|browsing))\b",
+    re.IGNORECASE)
+# what a claimed act looked at, right after the claim: the team's own work, which the log holds ("I have reviewed the
+# code above", "Having checked the calculations"): re-reading the conversation needs no tool
+OWN_WORK = re.compile(r"\W*(?:(?:all|each|every|the|our|your|my|their|his|her|these|this|those|that|above|previous"
+                      r"|provided|given|proposed)\s+)*(?:code|script|solution|calculation|computation|step|output"
+                      r"|result|logic|reasoning|answer|conversation|discussion|work|analysis|finding|plan|approach)s?\b",
+                      re.IGNORECASE)
+
+
+def _may_claim(text: str) -> bool:
+    """``CLAIMED`` can match: the text holds one of its heads as a literal (a C scan; the case-blind regex costs ~25 ns
+    a character and 5 of 6 reasoning turns hold none)."""
+    return "I have" in text or "I've" in text or "I’ve" in text or "aving" in text or "fter" in text
+
+
+def first_claimed_act(view: TraceView) -> Signal | None:
+    """The first reasoning turn, with no code, that reports an act of looking done (``CLAIMED``) where its speaker's
+    previous reasoning turn announced it (``ANNOUNCED``, outside code) and no tool output lies between the two."""
+    log = AgentLog.of(view)
+    if not log.applies:
+        return None
+    last_turn: dict[str, int] = {}  # a speaker's latest reasoning turn so far
+    last_tool = -1  # the latest tool output so far
+    reasoning = set(log.reasoning_turns)
+    for i in log.assistant_steps:
+        if i not in reasoning:
+            if log.is_tool(i):
+                last_tool = i
+            continue
+        name = str(log.msgs[i].get("name") or "")
+        before, last_turn[name] = last_turn.get(name), i
+        text = log.text(i)
+        if before is None or before < last_tool or "```" in text:
+            continue
+        claim = CLAIMED.search(text) if _may_claim(text) else None
+        if claim is None or OWN_WORK.match(text, claim.end()):
+            continue
+        promise = ANNOUNCED.search(FENCE.sub(" ", log.text(before)))
+        if promise is None:
+            continue
+        return Signal(id=ClaimedActDetector.id, failure_class=FailureClass.F1, step=i,
+                      evidence=f"reports {claim.group(0)!r} of what it announced at step {before} "
+                               f"({promise.group(0)!r}), with no tool output between: {_quote(text)}")
+    return None
+
+
+class ClaimedActDetector(FailedRunDetector):
+    id = "F1.claimed_act"
+    multi_agent_only = True  # returns nothing unless AgentLog.applies (no tool calls): the labeller skips it
+    find = staticmethod(first_claimed_act)

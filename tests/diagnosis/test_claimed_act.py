@@ -1,0 +1,105 @@
+"""F1.claimed_act: an agent that announced an act of looking ("Please hold on while I verify") and then reports it
+done ("I have verified the class schedules") with no tool output between reports an act the log shows never happened;
+that report is the failing step and its speaker the agent (issue 13, Who&When Algorithm-Generated 125, 62, 93)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoharness.diagnosis.claimed_act import ClaimedActDetector
+from evoharness.diagnosis.config import DiagnosisConfig
+from evoharness.diagnosis.context import TraceView
+from evoharness.diagnosis.labeller import Labeller
+from evoharness.traces.models import Trajectory
+
+TASK = "Where can I take martial arts classes within a five-minute walk from the New York Stock Exchange after work?"
+HANDOFF = ("You are given: (1) a task and advises from your manager with a specific plan and (2) a general task.\n\n"
+           "# General Task\n" + TASK)
+ANNOUNCE = "Anderson's Academy looks close. Let me confirm their class schedules. Please hold on while I verify."
+CLAIM = "I have verified the class schedules for Anderson's Academy: Muay Thai Monday 7:00 pm - 8:30 pm."
+RUN = "exitcode: 0 (execution succeeded)\nCode output: Anderson's Academy: Muay Thai Mon 19:00"
+
+
+def _log(turns: list[tuple[str, str]], score: float | None = None) -> Trajectory:
+    msgs = [{"role": "user", "content": TASK}]
+    msgs += [{"role": "assistant", "name": n, "content": c} for n, c in turns]
+    return Trajectory(id="ma", task_id="ma", task=TASK, messages=msgs, final_answer=turns[-1][1], score=score,
+                      meta={} if score is not None else {"failure_only": True})
+
+
+def _turns(announce: str = ANNOUNCE, claim: str = CLAIM, between: list[tuple[str, str]] | None = None,
+           claimer: str = "MartialArts_Expert") -> list[tuple[str, str]]:
+    return [("NYC_Local_Expert", HANDOFF),
+            ("NYC_Local_Expert", "The NYSE is at 11 Wall Street. Anderson's Academy is at 25 Park Pl."),
+            ("MartialArts_Expert", announce),
+            *(between or []),
+            (claimer, claim),
+            ("Verification_Expert", "The schedule stands. TERMINATE")]
+
+
+def _ids(turns: list[tuple[str, str]], score: float | None = None) -> set[str]:
+    return {s.id for s in Labeller().label(_log(turns, score)).signals}
+
+
+def test_a_reported_act_announced_and_never_run_is_the_reporters_failing_step():
+    lab = Labeller().label(_log(_turns()))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.claimed_act", 4, "MartialArts_Expert")
+    assert lab.failure_class == "F1"
+    assert "'I have verified'" in lab.first_signal.evidence and "step 3" in lab.first_signal.evidence
+
+
+@pytest.mark.parametrize(("announce", "claim"), [
+    ("Give me a moment to verify the details.", "Having carefully reviewed the ending scene, the parachute was white."),
+    ("I will now proceed to access the article.", "I’ve successfully retrieved the article; the quote matches."),
+    ("I’ll look up the timetable.", "After checking the timetable, the last class starts at 7 pm."),
+])
+def test_other_wordings_of_the_announcement_and_the_report(announce, claim):
+    assert "F1.claimed_act" in _ids(_turns(announce=announce, claim=claim))
+
+
+def test_a_tool_output_between_the_two_is_the_act_done():
+    assert "F1.claimed_act" not in _ids(_turns(between=[("Computer_terminal", RUN)]))
+
+
+def test_a_claim_with_nothing_announced_is_no_signal():
+    """Without the announcement a claimed check is as often a member re-reading the team's own work."""
+    assert "F1.claimed_act" not in _ids(_turns(announce="Anderson's Academy is at 25 Park Pl, close to the NYSE."))
+
+
+def test_another_agent_reporting_is_not_the_announcers_report():
+    assert "F1.claimed_act" not in _ids(_turns(claimer="Verification_Expert"))
+
+
+def test_a_report_that_holds_code_is_doing_the_act():
+    claim = "I have checked the schedule with this script:\n```python\nprint(schedule('Anderson'))\n```"
+    assert "F1.claimed_act" not in _ids(_turns(claim=claim))
+
+
+@pytest.mark.parametrize("claim", [
+    "I have verified the steps carefully, and all findings are accurate.",
+    "I have reviewed the code above; it computes the walking distance correctly.",
+])
+def test_a_review_of_the_teams_own_work_needs_no_tool(claim):
+    assert "F1.claimed_act" not in _ids(_turns(announce="Let me verify the solution.", claim=claim))
+
+
+def test_a_healthy_run_is_not_read():
+    """Its label cannot change (``skips_healthy``); below the threshold the same log fires."""
+    detector, cfg = ClaimedActDetector(), DiagnosisConfig()
+    assert detector.detect(TraceView.of(_log(_turns(), score=1.0)), cfg) == []
+    assert [s.step for s in detector.detect(TraceView.of(_log(_turns(), score=0.0)), cfg)] == [4]
+
+
+def test_magentic_one_names_are_read_the_same_way():
+    """The rule reads what turns say, not AG2's names: a Magentic-One coder's announced and claimed check fires; a
+    WebSurfer's page between (a tool agent's turn) is the act done."""
+    turns = [("Orchestrator", "Initial plan: find the schedule."),
+             ("Coder", "I will check the academy's timetable. Please hold on."),
+             ("Coder", "I have checked the timetable: classes run 7-9 pm."),
+             ("Orchestrator", "FINAL ANSWER: Anderson's Academy")]
+    lab = Labeller().label(_log(turns))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.claimed_act", 3, "Coder")
+    surfed = [*turns[:2], ("WebSurfer", "Address: https://anderson.example/schedule\nTitle: Schedule\n"
+                                        "Viewport position: Showing page 1 of 1.\n=======================\n"
+                                        "Mon 7 pm Muay Thai"), *turns[2:]]
+    assert "F1.claimed_act" not in _ids(surfed)
