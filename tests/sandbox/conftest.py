@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import git
 import pytest
 import structlog
 
@@ -39,6 +40,42 @@ def run_py(bwrap, dirs):
                          limits=limits or Limits(wall_seconds=20))
 
     return run
+
+
+@pytest.fixture
+def commit_middleware():
+    """``commit(repo, name, text) -> sha``: ``text`` written as the harness repo's ``middleware/<name>`` and committed
+    on its checked-out branch (the commit's message is ``name``)."""
+
+    def commit(repo, name: str, text: str) -> str:
+        (repo.path / "middleware" / name).write_text(text)
+        g = git.Repo(repo.path)
+        g.git.add("-A")
+        g.git.commit("-qm", name, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                       "GIT_COMMITTER_EMAIL": "t@t"})
+        return g.head.commit.hexsha
+
+    return commit
+
+
+@pytest.fixture
+def second_of_four(tmp_path, commit_middleware):
+    """``make(name, code) -> (repo, tasks, requests)``: a harness repo under ``tmp_path`` whose ``middleware/<name>``
+    runs ``code`` (indented under an ``if``, 8 spaces; ``os`` imported) at the first step of the second of the
+    synthetic env's first four dev tasks, and one request (seed 0) for each of the four at that commit."""
+    from evoharness.envs import get_environment
+    from evoharness.harness_repo.init import init_harness
+    from evoharness.sandbox.api import RolloutRequest
+
+    def make(name: str, code: str):
+        tasks = get_environment("synthetic").list_tasks("dev")[:4]
+        middleware = (f"import os\ndef before_model(messages, ctx):\n    if ctx.get('step', 0) == 0 and "
+                      f"{tasks[1].prompt!r} in str(messages):\n        {code}\n    return None\n")
+        repo = init_harness(tmp_path / "h")
+        sha = commit_middleware(repo, name, middleware)
+        return repo, tasks, [RolloutRequest(task_id=t.id, harness_commit=sha, seed=0, rollout=0) for t in tasks]
+
+    return make
 
 
 @pytest.fixture(autouse=True)

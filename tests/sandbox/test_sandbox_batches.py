@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import git
 import pytest
 
 from evoharness.harness_repo.init import init_harness
@@ -33,15 +32,10 @@ def test_batched_equals_one_sandbox_per_rollout(tmp_path):
         assert (a.score, a.final_answer, a.messages) == (b.score, b.final_answer, b.messages)
 
 
-def test_a_hanging_harness_times_out_each_rollout_with_the_reason(tmp_path):
+def test_a_hanging_harness_times_out_each_rollout_with_the_reason(tmp_path, commit_middleware):
     repo = init_harness(tmp_path / "h")
-    (repo.path / "middleware" / "spin.py").write_text("def before_model(messages, ctx):\n    while True:\n"
-                                                        "        pass\n")
-    g = git.Repo(repo.path)
-    g.git.add("-A")
-    g.git.commit("-qm", "spin", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                     "GIT_COMMITTER_EMAIL": "t@t"})
-    reqs = _requests(g.head.commit.hexsha, n=2)
+    reqs = _requests(commit_middleware(repo, "spin.py", "def before_model(messages, ctx):\n    while True:\n"
+                                                        "        pass\n"), n=2)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
                        limits=Limits(wall_seconds=2.0, cpu_seconds=30)) as ex:
         trajs = ex.run(reqs)
@@ -49,15 +43,6 @@ def test_a_hanging_harness_times_out_each_rollout_with_the_reason(tmp_path):
     for t in trajs:
         assert t.termination == Termination.timeout and t.final_answer is None and t.score == 0.0
         assert any("wall-time" in e.detail for e in t.events)
-
-
-def _commit(repo, name: str, text: str) -> str:
-    (repo.path / "middleware" / name).write_text(text)
-    g = git.Repo(repo.path)
-    g.git.add("-A")
-    g.git.commit("-qm", name, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                   "GIT_COMMITTER_EMAIL": "t@t"})
-    return g.head.commit.hexsha
 
 
 # the second task's rollout ends the batch's process: killed outright, or by the sandbox's memory limit (/tmp is a
@@ -69,18 +54,11 @@ ENDS_ITS_PROCESS = {
 
 
 @pytest.mark.parametrize("how", sorted(ENDS_ITS_PROCESS))
-def test_a_rollout_that_ends_a_batch_fails_alone_and_the_later_ones_run(tmp_path, how):
+def test_a_rollout_that_ends_a_batch_fails_alone_and_the_later_ones_run(how, second_of_four):
     """One process per batch (Docker, or ``sandbox.warm = false``): the rollouts after the one that ended it never
     ran; they used to be recorded as failed with its reason (a 'memory limit hit' they never hit), now they run again,
     each in a sandbox of its own."""
-    from evoharness.envs import get_environment
-
-    tasks = get_environment("synthetic").list_tasks("dev")[:4]
-    middleware = (f"def before_model(messages, ctx):\n    if ctx.get('step', 0) == 0 and {tasks[1].prompt!r} in "
-                  f"str(messages):\n        {ENDS_ITS_PROCESS[how]}\n    return None\n")
-    repo = init_harness(tmp_path / "h")
-    sha = _commit(repo, "end.py", middleware)
-    reqs = [RolloutRequest(task_id=t.id, harness_commit=sha, seed=0, rollout=0) for t in tasks]
+    repo, tasks, reqs = second_of_four("end.py", ENDS_ITS_PROCESS[how])
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
                        warm=False, limits=Limits(memory_mb=256, wall_seconds=60, cpu_seconds=30)) as ex:
         trajs = ex.run(reqs)

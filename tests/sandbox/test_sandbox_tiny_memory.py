@@ -44,17 +44,6 @@ def test_a_worker_that_cannot_start_under_16_mib_fails_each_rollout_on_the_memor
         assert t.termination == Termination.error and t.score == 0.0
 
 
-def _commit(repo, name: str, text: str) -> str:
-    import git
-
-    (repo.path / "middleware" / name).write_text(text)
-    g = git.Repo(repo.path)
-    g.git.add("-A")
-    g.git.commit("-qm", name, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                   "GIT_COMMITTER_EMAIL": "t@t"})
-    return g.head.commit.hexsha
-
-
 # what the second task's rollout does at its first step: fill the sandbox's memory (tmpfs pages count against its
 # cgroup, and nothing the process can catch ends it), fork children that each take a part of it, or stop its
 # fork server so that it never answers
@@ -69,19 +58,13 @@ HOSTILE = {
 
 @pytest.mark.parametrize("fork", ["batch", "rollout"])
 @pytest.mark.parametrize("how", sorted(HOSTILE))
-def test_a_hostile_rollout_on_a_warm_worker_fails_alone_within_a_bound(tmp_path, monkeypatch, how, fork):
+def test_a_hostile_rollout_on_a_warm_worker_fails_alone_within_a_bound(monkeypatch, how, fork, second_of_four):
     """The rollout ends in a recorded failure naming its limit (memory; the wall for a server that never answers),
     within its wall limit and the answer grace; the others of its batch keep their own results."""
     import evoharness.sandbox.warm as warm
-    from evoharness.envs import get_environment
 
     monkeypatch.setattr(warm, "ANSWER_GRACE_S", 3.0)  # past the wall limit, how long the host waits for an answer
-    tasks = get_environment("synthetic").list_tasks("dev")[:4]
-    middleware = (f"import os\ndef before_model(messages, ctx):\n    if ctx.get('step', 0) == 0 and "
-                  f"{tasks[1].prompt!r} in str(messages):\n        {HOSTILE[how]}\n    return None\n")
-    repo = init_harness(tmp_path / "h")
-    sha = _commit(repo, "hostile.py", middleware)
-    reqs = [RolloutRequest(task_id=t.id, harness_commit=sha, seed=0, rollout=0) for t in tasks]
+    repo, tasks, reqs = second_of_four("hostile.py", HOSTILE[how])
     wall = 10.0
     start = time.monotonic()
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,

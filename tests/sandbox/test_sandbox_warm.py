@@ -88,15 +88,6 @@ def before_model(messages, ctx):
 '''
 
 
-def _commit(repo, name: str, text: str) -> str:
-    (repo.path / "middleware" / name).write_text(text)
-    g = git.Repo(repo.path)
-    g.git.add("-A")
-    g.git.commit("-qm", name, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                   "GIT_COMMITTER_EMAIL": "t@t"})
-    return g.head.commit.hexsha
-
-
 def _requests(commit: str, n: int, seeds: int = 1) -> list[RolloutRequest]:
     from evoharness.envs import get_environment
 
@@ -126,12 +117,12 @@ def test_one_warm_worker_serves_every_batch_of_its_commit(tmp_path):
 
 
 @pytest.mark.parametrize("fork", ["batch", "commit"])
-def test_nothing_of_one_rollout_reaches_the_next(tmp_path, fork):
+def test_nothing_of_one_rollout_reaches_the_next(tmp_path, fork, commit_middleware):
     # with "commit" (opt-in) batches of 2 over two runs: a commit's child would serve them all, but each rollout of
     # this probe leaves something the child or the server checks, so each ends its child and the sandbox is swept;
     # the next rollout, in this batch, the next or the next run (a later look), finds nothing of these kinds either
     repo = init_harness(tmp_path / "h")
-    reqs = _requests(_commit(repo, "leaky.py", LEAKY), 3)
+    reqs = _requests(commit_middleware(repo, "leaky.py", LEAKY), 3)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=8 if fork == "batch" else 2, warm_fork=fork) as ex:
         warm = ex.run(reqs) + ex.run(reqs)
@@ -145,7 +136,8 @@ def test_nothing_of_one_rollout_reaches_the_next(tmp_path, fork):
     assert all("LEAK ipc,global,module,/tmp/leak,process" in leak for leak in _leaks(shared)), _leaks(shared)
 
 
-def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_named(tmp_path, monkeypatch):
+def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_named(tmp_path, monkeypatch,
+                                                                                  commit_middleware):
     from evoharness.envs import get_environment
 
     accounts = []  # each rollout's account as the executor reads it: a killed server's rollout has none
@@ -160,7 +152,7 @@ def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_name
     repo = init_harness(tmp_path / "h")
     crash, victim = get_environment("synthetic").list_tasks("dev")[:2]
     middleware = KILLS_ITS_WORKER.replace("{task}", victim.prompt[:40]).replace("{crash}", crash.prompt[:40])
-    reqs = _requests(_commit(repo, "kill.py", middleware), 3)
+    reqs = _requests(commit_middleware(repo, "kill.py", middleware), 3)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=8) as ex:
         trajs = ex.run(reqs)
@@ -174,10 +166,10 @@ def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_name
     assert accounts[0]["child_cpu_s"] > 0 and accounts[1] == {} and accounts[2]["child_cpu_s"] > 0, accounts
 
 
-def test_each_rollout_has_its_own_wall_limit_and_the_worker_survives(tmp_path):
+def test_each_rollout_has_its_own_wall_limit_and_the_worker_survives(tmp_path, commit_middleware):
     repo = init_harness(tmp_path / "h")
     spin = "def before_model(messages, ctx):\n    while True:\n        pass\n"
-    reqs = _requests(_commit(repo, "spin.py", spin), 2)
+    reqs = _requests(commit_middleware(repo, "spin.py", spin), 2)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
                        limits=Limits(wall_seconds=1.5, cpu_seconds=30)) as ex:
         trajs = ex.run(reqs)
@@ -187,14 +179,14 @@ def test_each_rollout_has_its_own_wall_limit_and_the_worker_survives(tmp_path):
         assert any("wall-time" in e.detail for e in t.events)
 
 
-def test_a_rollout_over_its_cpu_limit_fails_alone(tmp_path):
+def test_a_rollout_over_its_cpu_limit_fails_alone(tmp_path, commit_middleware):
     from evoharness.envs import get_environment
 
     repo = init_harness(tmp_path / "h")
     victim = get_environment("synthetic").list_tasks("dev")[0]
     spin = (f"def before_model(messages, ctx):\n    if {victim.prompt[:40]!r} in str(messages):\n"
             "        while True:\n            pass\n")
-    reqs = _requests(_commit(repo, "spin.py", spin), 2)
+    reqs = _requests(commit_middleware(repo, "spin.py", spin), 2)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
                        limits=Limits(wall_seconds=60, cpu_seconds=1)) as ex:
         trajs = ex.run(reqs)
@@ -203,7 +195,7 @@ def test_a_rollout_over_its_cpu_limit_fails_alone(tmp_path):
     assert any("cpu limit" in e.detail for e in trajs[0].events)
 
 
-def test_a_rollout_that_raises_its_own_cpu_limit_in_a_batch_child_still_fails_over_it(tmp_path):
+def test_a_rollout_that_raises_its_own_cpu_limit_in_a_batch_child_still_fails_over_it(tmp_path, commit_middleware):
     """A batch child's hard CPU limit covers its whole batch, so harness code may raise its soft limit to it (or
     catch SIGXCPU): the rollout that ran past its own cpu_seconds fails all the same, as a forked child would."""
     from evoharness.envs import get_environment
@@ -216,7 +208,7 @@ def test_a_rollout_that_raises_its_own_cpu_limit_in_a_batch_child_still_fails_ov
             "        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))\n"
             "        end = time.process_time() + 3\n"
             "        while time.process_time() < end:\n            pass\n")
-    reqs = _requests(_commit(repo, "spin.py", spin), 2)
+    reqs = _requests(commit_middleware(repo, "spin.py", spin), 2)
     for fork in ("batch", "rollout", "commit"):
         with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1, batch_size=4,
                            limits=Limits(wall_seconds=60, cpu_seconds=1), warm_fork=fork) as ex:
@@ -274,13 +266,13 @@ def before_model(messages, ctx):
 """
 
 
-def test_one_warm_worker_serves_several_commits_each_seeing_only_its_own_tree_read_only(tmp_path):
+def test_one_warm_worker_serves_several_commits_each_seeing_only_its_own_tree_read_only(tmp_path, commit_middleware):
     repo = init_harness(tmp_path / "h")
     (repo.path / "mark_a").write_text("a")
-    first = _commit(repo, "sees.py", SEES)
+    first = commit_middleware(repo, "sees.py", SEES)
     (repo.path / "mark_a").unlink()
     (repo.path / "mark_b").write_text("b")
-    second = _commit(repo, "sees.py", SEES + "\n")
+    second = commit_middleware(repo, "sees.py", SEES + "\n")
     reqs = [*_requests(first, 2), *_requests(second, 2), *_requests(first, 1)]
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=8) as ex:
@@ -292,14 +284,14 @@ def test_one_warm_worker_serves_several_commits_each_seeing_only_its_own_tree_re
     assert not (repo.path / "planted").exists()
 
 
-def test_nothing_of_one_commits_rollout_reaches_another_commits_in_a_user_namespace(tmp_path):
+def test_nothing_of_one_commits_rollout_reaches_another_commits_in_a_user_namespace(tmp_path, commit_middleware):
     """As an ordinary user runs it (bwrap makes a user namespace; simulated here as root): the sandbox's uid
     owns /scratch, so a rollout can write there -- e.g. over the warm.json the server read at start -- and
     make a directory the host, the same uid, cannot list. None of it may reach the next rollout, here of
     another commit on the same worker."""
     repo = init_harness(tmp_path / "h")
-    first = _commit(repo, "leaky.py", LEAKY)
-    second = _commit(repo, "leaky.py", LEAKY + "\n")
+    first = commit_middleware(repo, "leaky.py", LEAKY)
+    second = commit_middleware(repo, "leaky.py", LEAKY + "\n")
     sandbox = BwrapSandbox()
     sandbox.privileged = False  # a user namespace, as for an ordinary user (the host stays root here)
     try:
@@ -352,12 +344,12 @@ def test_a_dead_rollouts_unlistable_directory_is_removed_by_the_same_uid(tmp_pat
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_worker_shows_the_commit_it_is_handed_and_a_plain_directory_only_itself(tmp_path):
+def test_a_worker_shows_the_commit_it_is_handed_and_a_plain_directory_only_itself(tmp_path, commit_middleware):
     repo = init_harness(tmp_path / "h")
     (repo.path / "mark_a").write_text("a")
-    first = _commit(repo, "a.py", "")
+    first = commit_middleware(repo, "a.py", "")
     (repo.path / "mark_a").unlink()
-    second = _commit(repo, "b.py", "")
+    second = commit_middleware(repo, "b.py", "")
     tree_a, tree_b = tmp_path / "a", tmp_path / "b"
     for sha, tree in ((first, tree_a), (second, tree_b)):
         tree.mkdir()
@@ -477,7 +469,7 @@ def _probes(trajs) -> list[dict[str, int]]:
     return out
 
 
-def test_a_batch_shares_one_child_with_fresh_harness_modules_and_the_same_results(tmp_path):
+def test_a_batch_shares_one_child_with_fresh_harness_modules_and_the_same_results(tmp_path, commit_middleware):
     repo = init_harness(tmp_path / "h")
     reqs = _requests(repo.main_head(), 4, seeds=2)
     plain = LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=None).run(reqs)
@@ -495,7 +487,7 @@ def test_a_batch_shares_one_child_with_fresh_harness_modules_and_the_same_result
                                                                          c.termination)
         assert (b.score, b.final_answer, b.messages, b.termination) == (d.score, d.final_answer, d.messages,
                                                                          d.termination)
-    probe = _commit(repo, "probe.py", PROBE)
+    probe = commit_middleware(repo, "probe.py", PROBE)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=3) as ex:
         seen = _probes(ex.run(_requests(probe, 3)))
@@ -504,9 +496,9 @@ def test_a_batch_shares_one_child_with_fresh_harness_modules_and_the_same_result
     assert [s["runs"] for s in seen] == [1, 1, 1]  # the harness's modules were imported afresh for each rollout
 
 
-def test_a_rollout_that_leaves_anything_in_a_batch_child_ends_it(tmp_path):
+def test_a_rollout_that_leaves_anything_in_a_batch_child_ends_it(tmp_path, commit_middleware):
     repo = init_harness(tmp_path / "h")
-    reqs = _requests(_commit(repo, "leaves.py", LEAVES), 3)
+    reqs = _requests(commit_middleware(repo, "leaves.py", LEAVES), 3)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=8) as ex:
         trajs = ex.run(reqs)
@@ -518,13 +510,13 @@ def test_a_rollout_that_leaves_anything_in_a_batch_child_ends_it(tmp_path):
             "open files"} <= changed, ex.warm_changed
 
 
-def test_what_the_batch_child_does_not_check_reaches_only_later_rollouts_of_its_own_batch(tmp_path):
+def test_what_the_batch_child_does_not_check_reaches_only_later_rollouts_of_its_own_batch(tmp_path, commit_middleware):
     # the limit of warm_fork = "batch", kept visible: a change inside a module the child does not check
     # (here an attribute set on ``string``) reaches the next rollouts of the same batch -- the same commit --
     # and nothing else: not the next batch, not another commit; with warm_fork = "rollout", not even those
     repo = init_harness(tmp_path / "h")
-    probe = _commit(repo, "probe.py", PROBE)
-    other = _commit(repo, "probe.py", PROBE + "\n")
+    probe = commit_middleware(repo, "probe.py", PROBE)
+    other = commit_middleware(repo, "probe.py", PROBE + "\n")
     reqs = [*_requests(probe, 3), *_requests(other, 2)]
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=3) as ex:
@@ -537,7 +529,8 @@ def test_what_the_batch_child_does_not_check_reaches_only_later_rollouts_of_its_
     assert alone == [0, 0, 0, 0, 0]
 
 
-def test_by_default_what_the_child_does_not_check_never_reaches_the_same_commits_next_batch(tmp_path):
+def test_by_default_what_the_child_does_not_check_never_reaches_the_same_commits_next_batch(tmp_path,
+                                                                                             commit_middleware):
     # the isolation the settings give a run by default (sandbox.warm_fork = "batch"): a change the child does not
     # check stays within its batch, so a commit's later batches -- its later verification looks -- start clean.
     # "commit" (opt-in) would carry it on: [0, 1, 2, 3]. Built as a run builds its executor (make_local_executor).
@@ -545,14 +538,14 @@ def test_by_default_what_the_child_does_not_check_never_reaches_the_same_commits
     from evoharness.sandbox.factory import make_local_executor
 
     repo = init_harness(tmp_path / "h")
-    probe = _commit(repo, "probe.py", PROBE)
+    probe = commit_middleware(repo, "probe.py", PROBE)
     with make_local_executor(SandboxConfig(), repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(),
                              workers=1, batch_size=2, env={}) as ex:
         marks = [s["mark"] for s in _probes(ex.run(_requests(probe, 4)))]
     assert marks == [0, 1, 0, 1]
 
 
-def test_a_rollout_that_writes_the_batch_childs_answer_pipe_fails_alone(tmp_path):
+def test_a_rollout_that_writes_the_batch_childs_answer_pipe_fails_alone(tmp_path, commit_middleware):
     from evoharness.envs import get_environment
 
     victim = get_environment("synthetic").list_tasks("dev")[0]
@@ -569,7 +562,7 @@ def before_model(messages, ctx):
     return None
 """
     repo = init_harness(tmp_path / "h")
-    reqs = _requests(_commit(repo, "forger.py", forger), 3)
+    reqs = _requests(commit_middleware(repo, "forger.py", forger), 3)
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=8) as ex:
         trajs = ex.run(reqs)
@@ -579,15 +572,15 @@ def before_model(messages, ctx):
     assert any("worker failed: exit 1" in e.detail for e in trajs[0].events), [e.detail for e in trajs[0].events]
 
 
-def test_a_commits_child_serves_its_next_batches_on_the_worker_and_never_another_commits(tmp_path):
+def test_a_commits_child_serves_its_next_batches_on_the_worker_and_never_another_commits(tmp_path, commit_middleware):
     # warm_fork = "commit" (opt-in; the default is "batch"): the child forked for a commit's first rollout on a
     # worker runs that commit's next batches too, so what the child does not check (a mark on ``string``) reaches
     # them as well -- the same commit's rollouts, on the same worker; a rollout of another commit ends the child,
     # and a commit shown again after it gets a fresh one. Harness modules are still imported afresh for every
     # rollout.
     repo = init_harness(tmp_path / "h")
-    probe = _commit(repo, "probe.py", PROBE)
-    other = _commit(repo, "probe.py", PROBE + "\n")
+    probe = commit_middleware(repo, "probe.py", PROBE)
+    other = commit_middleware(repo, "probe.py", PROBE + "\n")
     with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
                        batch_size=2, warm_fork="commit") as ex:
         first = _probes(ex.run(_requests(probe, 3)))  # two batches (2 + 1) of one commit
@@ -614,13 +607,13 @@ def after_model(message, ctx):
 """
 
 
-def test_a_rollouts_random_draws_follow_its_seed_in_every_fork_mode(tmp_path):
+def test_a_rollouts_random_draws_follow_its_seed_in_every_fork_mode(tmp_path, commit_middleware):
     """CPython reseeds ``random`` from the OS in a forked child: harness code's draws differed at each rollout,
     though the docs promised each rollout the same starting state. Now a rollout's ``random`` is seeded from its
     seed, task and rollout: the same draws in a batch child, a child per rollout and a cold worker, run after run;
     other rollouts draw otherwise."""
     repo = init_harness(tmp_path / "h")
-    reqs = _requests(_commit(repo, "draw.py", DRAW), 2, seeds=2)
+    reqs = _requests(commit_middleware(repo, "draw.py", DRAW), 2, seeds=2)
     answers = []
     for fork in ("batch", "rollout", "batch"):
         with LocalExecutor(repo.path, "synthetic", "scripted:weak", sandbox=BwrapSandbox(), workers=1,
