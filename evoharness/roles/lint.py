@@ -42,8 +42,9 @@ trajectories and labels (for budgets and for how often each finding's signals fi
 
 The linter's sentence rules are its own (it does not share the stand-in model's reader): a finding is
 a hypothesis for the analyst, and verification decides. A finding's ``support`` is the number of the
-given trajectories in which one of its ``signals`` fired: its score signals (the labels'), else its cost signals
-(read from the trajectories, `evoharness.traces.cost`), so a defect that only costs steps is proposable too.
+given trajectories in which one of its ``signals`` fired: its score signals (the labels') in the failed (not Healthy)
+ones, else its cost signals in any (read from the trajectories, `evoharness.traces.cost`), so a defect that only
+costs steps is proposable too.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ import re
 from typing import Any
 
 from evoharness.agent.harness import DEFAULT_POLICIES, DEFAULT_SYSTEM_PROMPT, Harness, HarnessError
+from evoharness.diagnosis.models import FailureClass
 from evoharness.harness_repo.policies import Policies
 from evoharness.roles.models import Evidence, Finding, HarnessView
 from evoharness.traces.cost import BLOCKED, cause_signal, cost_evidence, is_cost_signal, middleware_signal
@@ -382,8 +384,12 @@ def with_support(f: Finding, trajectories: list[Any], labels: list[Any]) -> Find
     """``f`` with its support, target signal, task ids and evidence from the labelled trajectories.
 
     A finding that names tools (blocked, forbidden) counts only the trajectories that mention one of
-    them, when any does (a hidden tool is mentioned by none: then all count). The target is the finding's
-    signal that fired most there; the evidence quotes that signal."""
+    them, when any does (a hidden tool is mentioned by none: then all count). A score signal counts where the run
+    failed (not Healthy): a score signal recorded on a run that reached the healthy threshold explains no failure,
+    and a repair verified on score can gain nothing there (the culprit search counts the same way,
+    `graph.culprit_signals`). The target is the finding's signal that fired most there; the evidence quotes that
+    signal. With none, the finding's cost signals are counted on every run (`_cost_support`): a cost is paid on
+    healthy runs too."""
     by_traj = {t.id: t for t in trajectories}
     if f.tools:
         def mentions(lab: Any) -> bool:
@@ -392,14 +398,15 @@ def with_support(f: Finding, trajectories: list[Any], labels: list[Any]) -> Find
                                          for m in t.messages[1:] for n in f.tools)
         relevant = [lab for lab in labels if mentions(lab)]
         labels = relevant or labels
+    failed = [lab for lab in labels if lab.failure_class != FailureClass.healthy]
     counts: dict[str, int] = {}
-    for lab in labels:
+    for lab in failed:
         for s in {s.id for s in lab.signals} & set(f.signals):
             counts[s] = counts.get(s, 0) + 1
     if not counts:
         return _cost_support(f, by_traj, labels)
     target = max(f.signals, key=lambda s: (counts.get(s, 0), -f.signals.index(s)))
-    hits = [(lab, sig) for lab in labels for sig in lab.signals if sig.id == target]
+    hits = [(lab, sig) for lab in failed for sig in lab.signals if sig.id == target]
     hits = list({lab.trajectory_id: (lab, sig) for lab, sig in hits}.values())
     evidence = [Evidence(trajectory_id=lab.trajectory_id, task_id=lab.task_id, step=sig.step,
                          quote=(sig.evidence or "")[:200]) for lab, sig in hits[:3]]

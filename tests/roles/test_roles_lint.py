@@ -201,9 +201,11 @@ def test_a_harness_tool_named_like_an_environment_tool_is_found_and_cut():
     assert repair(finding, only)[0].delete  # it declared nothing else: the module goes
 
 
-def _blocked_run(i: int, blocked: bool, signal: str | None = None, event=None, tool: str = "get_order"):
+def _blocked_run(i: int, blocked: bool, signal: str | None = None, event=None, tool: str = "get_order",
+                 healthy: bool | None = None):
     """A delivered trajectory whose harness blocked one repeated call (``blocked``; ``event``: another harness event
-    instead), and its label (``signal``: a score signal that fired in it)."""
+    instead), and its label (``signal``: a score signal that fired in it). The run failed (score 0, its label the
+    signal's class) where a signal fired, unless ``healthy``; else it scored 1.0 and is Healthy."""
     from evoharness.diagnosis.models import FailureClass, Label, Lever, Signal
     from evoharness.traces.models import Event, Trajectory
 
@@ -214,11 +216,14 @@ def _blocked_run(i: int, blocked: bool, signal: str | None = None, event=None, t
             {"role": "assistant", "content": "It shipped."}]
     events = [Event(type="blocked_call", step=2, detail="loop guard: get_order repeated 2 times")] if blocked else []
     events += [Event(step=2, **event)] if event else []
+    healthy = signal is None if healthy is None else healthy
     t = Trajectory(id=f"r{i}", task_id=f"t{i % 3}", messages=msgs, events=events, final_answer="It shipped.",
-                   score=1.0)
-    sig = [Signal(id=signal, failure_class=FailureClass.F3, step=4, evidence="e")] if signal else []
-    lab = Label(trajectory_id=t.id, task_id=t.task_id, failure_class=FailureClass.healthy, first_signal=None,
-                signals=sig, lever=Lever.none)
+                   score=1.0 if healthy else 0.0)
+    cls = FailureClass(signal.split(".", 1)[0]) if signal else FailureClass.healthy
+    sig = [Signal(id=signal, failure_class=cls, step=4, evidence=f"e{i}")] if signal else []
+    lab = Label(trajectory_id=t.id, task_id=t.task_id, failure_class=FailureClass.healthy if healthy else cls,
+                first_signal=None if healthy else (sig[0] if sig else None), signals=sig,
+                lever=Lever.none if healthy else Lever.harness)
     return t, lab
 
 
@@ -239,6 +244,31 @@ def test_a_forbidden_answer_the_loop_guard_turns_into_blocked_calls_is_supported
     f = {f.rule: f for f in lint_harness(v, TOOLS, [t for t, _ in runs], [lab for _, lab in runs])}[
         "instructions.no_answer"]
     assert (f.target, f.support) == (None, 0)  # nothing fired: not proposable
+
+
+def test_a_score_signal_recorded_on_healthy_runs_supports_nothing():
+    """A score signal recorded on a run that reached the healthy threshold explains no failure (a repair verified on
+    score can gain nothing there): the support, task ids and evidence count the failed runs only, and where the
+    signal fired on healthy runs alone the finding falls back to its cost signal. Before, every firing counted: 5
+    (3 of them healthy) below, and F3.repeated_action stayed the target of runs that all scored 1.0."""
+    v = view(lessons_dot_md="### Finishing\nDo not write a final answer; the user reads the tool results.\n")
+    runs = [_blocked_run(i, blocked=True, signal="F3.repeated_action", healthy=i >= 2) for i in range(5)]
+    f = _support(v, runs, "instructions.no_answer")
+    assert (f.target, f.support, f.task_ids) == ("F3.repeated_action", 2, ["t0", "t1"])
+    assert [e.trajectory_id for e in f.evidence] == ["r0", "r1"]
+    runs = [_blocked_run(i, blocked=True, signal="F3.repeated_action", healthy=True) for i in range(5)]
+    f = _support(v, runs, "instructions.no_answer")
+    assert (f.target, f.support) == ("cost.blocked_call", 5)
+    # a budget exhausted on runs that still scored 1.0, and no cost signal: no support, nothing proposed
+    pol = yaml.safe_load(POLICIES)
+    pol.update(max_steps=3)
+    v = view(policies_dot_yaml=yaml.safe_dump(pol))
+    runs = [_blocked_run(i, blocked=False, signal="F3.step_budget_exhausted", healthy=True) for i in range(4)]
+    f = _support(v, runs, "policies.budget")
+    assert (f.target, f.support) == (None, 0)
+    runs[0] = _blocked_run(0, blocked=False, signal="F3.step_budget_exhausted")
+    assert (_support(v, runs, "policies.budget").target, _support(v, runs, "policies.budget").support) == (
+        "F3.step_budget_exhausted", 1)
 
 
 def _support(v, runs, rule):
