@@ -189,8 +189,15 @@ def _held(view: TraceView, before: int, reservation: Any, cabin: str) -> set[tup
             if obj.get("reservation_id") == reservation and isinstance(flights := obj.get("flights"), list):
                 if str(obj.get("cabin", "")).lower().replace("_", " ") != cabin:
                     return set()
-                return {(f.get("flight_number"), f.get("date")) for f in flights if isinstance(f, dict)}
+                return {(n, d) for f in flights if isinstance(f, dict)
+                        and _plain(n := f.get("flight_number")) and _plain(d := f.get("date"))}
     return set()
+
+
+def _plain(value: Any) -> bool:
+    """A JSON scalar (a flight number or date as a tool or a call may give it): a list or an object there, which a set
+    cannot hold (it raised TypeError out of the labeller), is no flight or date a reservation can be shown to keep."""
+    return value is None or isinstance(value, (str, int, float))
 
 
 def _booked(view: TraceView, step: int, args: Any, latest: Zero) -> tuple[str, str] | None:
@@ -213,7 +220,7 @@ def _booked(view: TraceView, step: int, args: Any, latest: Zero) -> tuple[str, s
                               or f["date"] == date):
             if held is None:
                 held = _held(view, step, args.get("reservation_id"), cabin)
-            if (ident, f.get("date")) not in held:
+            if not _plain(date := f.get("date")) or (ident, date) not in held:
                 return ident, cabin
     return None
 

@@ -96,3 +96,22 @@ def test_without_a_refusal_for_seats_a_healthy_run_or_seat_counts_the_rule_is_si
     b.call("book_reservation", {"cabin": "economy", "flights": [{"flight_number": "HAT229"}]},
            result="Error: not enough seats on flight HAT229")
     assert first_unavailable_offer(TraceView.of(b.deliver("Done.").build(0.0))) is None  # no seat counts to read
+
+
+def test_a_flight_number_or_date_given_as_a_list_or_object_is_read_not_raised():
+    """A reservation result whose flight number is a list, or a booking whose date is an object: no set can hold
+    them, and ``evoharness label`` stopped with a TypeError traceback (rc 1) on such a run. Such a flight is not one
+    the reservation keeps, so the booking of the full cabin is found."""
+    for held_flight, booked_date in (({"flight_number": ["HAT229"], "date": "2024-05-27"}, "2024-05-27"),
+                                     ({"flight_number": "HAT229", "date": {"day": 27}}, "2024-05-27"),
+                                     ({"flight_number": "HAT229", "date": "2024-05-27"}, {"day": 27})):
+        b = _run("Shall I update the reservation?", held=True)
+        b.messages[3]["content"] = json.dumps({"reservation_id": "OBUT9V", "cabin": "economy",
+                                               "flights": [held_flight]})
+        args = json.loads(b.messages[-2]["tool_calls"][0]["function"]["arguments"])
+        args["flights"][0]["date"] = booked_date
+        b.messages[-2]["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
+        t = b.deliver("Done.").build(0.0)
+        found = first_unavailable_offer(TraceView.of(t))
+        assert found is not None and found.step == 8, (held_flight, booked_date)
+        assert Labeller().label(t).first_signal.id == "F1.unavailable_offer"
