@@ -65,7 +65,7 @@ def first_claimed_act(view: TraceView) -> Signal | None:
     log = AgentLog.of(view)
     if not log.applies:
         return None
-    last_turn: dict[str, int] = {}  # a speaker's latest reasoning turn so far
+    last_turn: dict[object, int] = {}  # a named speaker's latest reasoning turn so far
     last_tool = -1  # the latest tool output so far
     reasoning = set(log.reasoning_turns)
     for i in log.assistant_steps:
@@ -73,7 +73,9 @@ def first_claimed_act(view: TraceView) -> Signal | None:
             if log.is_tool(i):
                 last_tool = i
             continue
-        name = str(log.msgs[i].get("name") or "")
+        name = log.msgs[i].get("name")
+        if not name:
+            continue  # no speaker named: whose announcement it answers cannot be told
         before, last_turn[name] = last_turn.get(name), i
         text = log.text(i)
         if before is None or before < last_tool or "```" in text:

@@ -70,6 +70,16 @@ def test_another_agent_reporting_is_not_the_announcers_report():
     assert "F1.claimed_act" not in _ids(_turns(claimer="Verification_Expert"))
 
 
+def test_turns_with_no_speaker_named_are_no_one_speakers_announcement_and_report():
+    """Two unnamed turns may be two agents: an unnamed report does not answer an unnamed announcement."""
+    turns = _turns()
+    msgs = _log(turns).messages
+    for m in msgs[3:5]:  # the announcement and the report
+        m.pop("name")
+    traj = Trajectory(id="ma", task_id="ma", task=TASK, messages=msgs, final_answer=CLAIM, meta={"failure_only": True})
+    assert "F1.claimed_act" not in {s.id for s in Labeller().label(traj).signals}
+
+
 def test_a_report_that_holds_code_is_doing_the_act():
     claim = "I have checked the schedule with this script:\n```python\nprint(schedule('Anderson'))\n```"
     assert "F1.claimed_act" not in _ids(_turns(claim=claim))
