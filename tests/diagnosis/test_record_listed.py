@@ -48,7 +48,8 @@ def test_only_the_record_read_by_the_writes_own_id_lists_it():
     assert [v.step for v in _confirmations(LISTING, read={"reservation_id": "9HBUV8", "date": "2024-05-17"})] == [6]
     # values under an id key (the user's, a payment's: other records share them) and values with no digit or no letter
     # (a date, a route) name no record
-    ids_only = "Reservation for mohamed_hernandez_5188, paid with credit_card_5417084, DEN to BOS on 2024-05-17. Confirm?"
+    ids_only = ("Reservation for mohamed_hernandez_5188, paid with credit_card_5417084, DEN to BOS on 2024-05-17. "
+                "Confirm?")
     assert [v.step for v in _confirmations(ids_only)] == [6]
 
 
