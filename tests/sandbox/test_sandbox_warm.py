@@ -25,7 +25,7 @@ from evoharness.sandbox.warm import WarmPool, WarmWorker
 # an import, a System V shared memory segment, a POSIX message queue, a file in /tmp or /dev/shm (not
 # writable under bwrap), anything in /scratch beside its own directory, a live process, any process beside
 # it and its server -- raises naming it, then leaves all of them.
-LEAKY = '''import builtins, ctypes, os, subprocess, sys
+LEAKY = '''import builtins, ctypes, os, subprocess, sys, time
 def before_model(messages, ctx):
     if ctx.get("step", 0) > 0:
         return None
@@ -72,7 +72,17 @@ def before_model(messages, ctx):
         os.chmod("/scratch/locked", 0)
     except OSError:
         pass
-    subprocess.Popen(["sleep", "9999"], start_new_session=True)
+    sleeper = subprocess.Popen(["sleep", "9999"], start_new_session=True)
+    # Popen returns once the child's exec has begun, not ended: until it ends the child's cmdline reads empty (most
+    # reads right after Popen, on Linux 6.18), and under load a next rollout's look at /proc could come first
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        try:
+            if b"9999" in open(f"/proc/{sleeper.pid}/cmdline", "rb").read():
+                break
+        except OSError:
+            break
+        time.sleep(0.005)
     if found:
         raise RuntimeError("LEAK " + ",".join(found))
     return None
