@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evoharness.diagnosis.claimed_act import ClaimedActDetector
+from evoharness.diagnosis.claimed_act import CLAIMED, ClaimedActDetector, _may_claim
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.labeller import Labeller
@@ -52,6 +52,7 @@ def test_a_reported_act_announced_and_never_run_is_the_reporters_failing_step():
     ("Give me a moment to verify the details.", "Having carefully reviewed the ending scene, the parachute was white."),
     ("I will now proceed to access the article.", "I’ve successfully retrieved the article; the quote matches."),
     ("I’ll look up the timetable.", "After checking the timetable, the last class starts at 7 pm."),
+    ("Let me check the timetable.", "The timetable lists one class; after Checking it, 7 pm is the last."),
 ])
 def test_other_wordings_of_the_announcement_and_the_report(announce, claim):
     assert "F1.claimed_act" in _ids(_turns(announce=announce, claim=claim))
@@ -113,3 +114,10 @@ def test_magentic_one_names_are_read_the_same_way():
                                         "Viewport position: Showing page 1 of 1.\n=======================\n"
                                         "Mon 7 pm Muay Thai"), *turns[2:]]
     assert "F1.claimed_act" not in _ids(surfed)
+
+
+@pytest.mark.parametrize("text", ["i have verified the schedule", "I HAVE VERIFIED IT", "HAVING REVIEWED the page",
+                                  "AFTER CHECKING the page", "I've Verified the page", "having Checked the site"])
+def test_the_claim_is_searched_only_where_its_scan_finds_a_head(text):
+    """``_may_claim`` (the literal scan) is true wherever ``CLAIMED`` can match: the scan never hides a claim."""
+    assert not CLAIMED.search(text) or _may_claim(text)
