@@ -83,6 +83,7 @@ from .tokens import ApproxTokens, Lengths, TemplateFailed, TokenCounter
 from .validate import openai_errors
 
 if TYPE_CHECKING:
+    from evoharness.diagnosis.config import DiagnosisConfig
     from evoharness.diagnosis.labeller import Labeller
 
 log = get_logger(__name__)
@@ -313,7 +314,7 @@ class Candidate:
     round: int | None = None
     from_labels: bool = False  # its class was read from ``--labels``, not labelled here
     relabelled: str | None = None  # its ``--labels`` line was not reusable (``reusable``'s reason): labelled here
-    labeller: Labeller | None = None  # set while the class is still to be found
+    labeller: _LabellerWhenNeeded | None = None  # set while the class is still to be found
     duplicate: bool = False  # a later trajectory of an id the file already gave: skipped, never written
 
     def classify(self) -> Candidate:
@@ -324,6 +325,33 @@ class Candidate:
             self.failure_class, self.first_signal = found.value, signal.id if signal else None
             self.labeller = None
         return self
+
+
+class _LabellerWhenNeeded:
+    """The export's rule labeller, ``Labeller(cfg)``, made when a run is first labelled (``first_signal``): its module
+    imports every detector (~0.16 s of CPU in a fresh process, ~240 regular expressions compiled), which an export that
+    labels nothing never used -- `dataset export`'s default ``--source healthy``, or a run's or a store's export whose
+    failed runs all come with a reusable label. ``cfg`` and ``fingerprint`` are the labeller's without it (its settings,
+    ``labeller_fingerprint`` of them: what ``Labeller.fingerprint`` gives)."""
+
+    def __init__(self, cfg: DiagnosisConfig | None) -> None:
+        from evoharness.diagnosis.config import DiagnosisConfig
+
+        self.cfg = cfg or DiagnosisConfig()
+        self._labeller: Labeller | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        from evoharness.diagnosis.fingerprint import labeller_fingerprint
+
+        return labeller_fingerprint(self.cfg)
+
+    def first_signal(self, traj: Trajectory):
+        if self._labeller is None:
+            from evoharness.diagnosis.labeller import Labeller
+
+            self._labeller = Labeller(self.cfg)
+        return self._labeller.first_signal(traj)
 
 
 def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, queue, diagnosis_cfg=None,
@@ -345,9 +373,7 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
     if source in (SourceKind.healthy, SourceKind.all):
         if trajectories is None:
             raise InputError("--trajectories", f"--source {source.value} needs a trajectory file")
-        from evoharness.diagnosis.labeller import Labeller
-
-        labeller = Labeller(diagnosis_cfg)
+        labeller = _LabellerWhenNeeded(diagnosis_cfg)
         threshold = labeller.cfg.healthy_threshold
         own = None  # which labeller this is (its fingerprint): made at the first label to check, so never cold
         for t in trajectories:
@@ -386,9 +412,7 @@ def candidates(source: SourceKind, trajectories: Iterable[Trajectory] | None, qu
     if source == SourceKind.queue and queue is None:
         raise InputError("--source", "--source queue needs the training queue")
     if source in (SourceKind.queue, SourceKind.all) and queue is not None:
-        from evoharness.diagnosis.labeller import Labeller
-
-        labeller = Labeller(diagnosis_cfg)
+        labeller = _LabellerWhenNeeded(diagnosis_cfg)
         own = None
         for item in queue.items():
             if see is not None:

@@ -22,8 +22,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evoharness.errors import InputError, missing_reason
 from evoharness.logging import get_logger
 from evoharness.traces.models import Trajectory
@@ -117,6 +115,8 @@ def resolve_prompt(harness: str | None, under: str = "evolved") -> RenderedPromp
     policies: dict[str, Any] = {}
     raw_policies = _show(repo, commit, POLICIES_PATH)
     if raw_policies:
+        import yaml  # here: an export without --harness reads no policies (PyYAML's import, ~12 ms a process)
+
         try:
             loaded = yaml.safe_load(raw_policies)
             policies = loaded if isinstance(loaded, dict) else {}
