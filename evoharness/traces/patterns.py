@@ -92,3 +92,13 @@ def classify_tool_error(text: str) -> str:
         if (low is None or gate(low)) and pattern.search(text):
             return kind
     return "tool_error"
+
+
+# a multi-agent chat's closing word alone in a message (AG2 / AutoGen's ``TERMINATE``), as agents write it: bare, in
+# markdown emphasis or code marks ("**TERMINATE**"), with a final full stop -- a control word, never an answer
+_TERMINATE = re.compile(r"\s*[*_`]*\s*TERMINATE\s*[*_`]*\s*\.?\s*", re.IGNORECASE)
+
+
+def is_terminate(text: str) -> bool:
+    """``text`` is the closing word alone (``_TERMINATE``): no answer, no reasoning turn."""
+    return _TERMINATE.fullmatch(text) is not None

@@ -5,7 +5,8 @@ These logs are **failure-only and unscored**: every record is a failed run, so
 calls them healthy. Each history entry becomes an assistant message named after
 its agent (``name``, else the role up to `` (``: Magentic-One's ``Orchestrator (-> WebSurfer)``
 is the Orchestrator, the full role kept in ``role_detail``), except a human / user entry. The final answer is the text
-after the last ``FINAL ANSWER:`` (else the last message's text). The annotated
+after the last ``FINAL ANSWER:`` (else the last message's text that is not the closing ``TERMINATE`` alone, bare or
+emphasised: ``patterns.is_terminate``). The annotated
 ``mistake_agent`` / ``mistake_step`` / ``mistake_reason`` are kept in ``meta``.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from evoharness.traces.importers.agentrx import agent_of
 from evoharness.traces.models import Termination, Trajectory, Usage
+from evoharness.traces.patterns import is_terminate
 
 FINAL = re.compile(r"FINAL ANSWER:\s*(.+)", re.IGNORECASE)
 USER_ROLES = {"user", "human"}
@@ -61,7 +63,7 @@ def convert(path: Path, data: Any) -> Trajectory:
     if final_answer is None:
         for m in reversed(messages):
             text = m["content"].strip()
-            if m["role"] == "assistant" and text and text.upper() != "TERMINATE":
+            if m["role"] == "assistant" and text and not is_terminate(text):
                 final_answer = text
                 break
     subset = path.parent.name
