@@ -146,6 +146,35 @@ def test_nothing_of_one_rollout_reaches_the_next(tmp_path, fork, commit_middlewa
     assert all("LEAK ipc,global,module,/tmp/leak,process" in leak for leak in _leaks(shared)), _leaks(shared)
 
 
+def test_the_process_the_probe_leaves_reads_as_itself_at_once(tmp_path):
+    """The look above finds "process" only if the leaker's sleep reads as one: the probe returned as soon as Popen did,
+    before the exec had put the arguments in place, and a look at once read an empty cmdline in 5 to 81 of 100 calls
+    (bwrap, load ~25) -- at load ~15 the next rollout's look once came that early ("neighbour" without "process")."""
+    look = LEAKY + """
+import signal
+unread = 0
+for _ in range(100):
+    before = {p for p in os.listdir("/proc") if p.isdigit()}
+    try:
+        before_model([], {"step": 0})
+    except RuntimeError:
+        pass  # LEAK: what the earlier calls left
+    new = [p for p in os.listdir("/proc") if p.isdigit() and p not in before]
+    unread += not any(b"9999" in open(f"/proc/{p}/cmdline", "rb").read() for p in new)
+    for p in new:
+        os.kill(int(p), signal.SIGKILL)
+        os.waitpid(int(p), 0)
+print("unread", unread)
+"""
+    harness, work = tmp_path / "h", tmp_path / "w"
+    harness.mkdir(mode=0o755)
+    work.mkdir()
+    tmp_path.chmod(0o755)
+    r = BwrapSandbox().run([sys.executable, "-c", look], harness_dir=harness, workdir=work, env={},
+                           limits=Limits(wall_seconds=120))
+    assert r.stdout.split() == ["unread", "0"], (r.stdout, r.stderr[-500:])
+
+
 def test_a_crash_or_a_killed_worker_fails_only_that_rollout_with_the_signal_named(tmp_path, monkeypatch,
                                                                                   commit_middleware):
     from evoharness.envs import get_environment
