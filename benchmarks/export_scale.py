@@ -49,6 +49,14 @@ export in a fresh process (``PYTHONPATH`` names the tree; one untimed export fir
 first-call set-up are not timed); it prints each tree's rows per CPU-second and the ratio of each pair
 (this / TREE), min / median / max over ``--repeat`` pairs, and each tree's peak RSS growth.
 
+``--fresh`` times the command a user runs instead of an export in a warm process: each timed export is a new
+``python -m evoharness dataset export`` process (its imports, settings and first-use set-up counted: a cold start),
+its CPU and peak RSS by ``wait4``; the file (labelling its failed runs), ``--labels`` or ``--run``'s run directory
+(``-t RUN``, the labels beside it read), always ``--keep-duplicates``, home in the temp dir (no training queue). One
+untimed process per tree first; the processes run without ``PYTHONDONTWRITEBYTECODE``, so that the tree's ``.pyc``
+files exist as an installed package's do (with it set and none written, every process compiles every module it
+imports). ``--store`` and ``--sweep`` are the service's (no command), so not with ``--fresh``.
+
 ``--instructions`` prints the load-free figure instead of CPU seconds: the instructions of one export of the
 ``--n`` rows (``valgrind --tool=cachegrind``, which must be installed), counted as a fresh process that exports
 twice less one that exports once (start-up, imports and first-call set-up cancel), ``PYTHONHASHSEED=0``; with
@@ -56,7 +64,7 @@ twice less one that exports once (start-up, imports and first-call set-up cancel
 
     python benchmarks/export_scale.py [--n 100000] [--real] [--format openai|sharegpt|hf] [--placebo] [--labels]
         [--store | --run | --sweep] [--render-under seed|evolved] [--max-tokens N] [--tokenizer DIR] [--repeat 3]
-        [--against TREE] [--instructions]
+        [--against TREE] [--instructions | --fresh]
 """
 
 from __future__ import annotations
@@ -417,6 +425,56 @@ def _side_by_side(src: Path, labels: dict[str, Path] | None, d: Path, args) -> N
     print(f"ratio this/against, rows per CPU-second, {args.repeat} pairs: {spread(ratios, '.2f', 'x')}")
 
 
+def _fresh_once(tree: Path, src: Path, labels: Path | None, d: Path, out: Path, args) -> dict:
+    """``--fresh``: one ``evoharness dataset export`` process with ``tree``'s code: its rows, CPU s (user + system)
+    and peak RSS (MB), from ``wait4``."""
+    cmd = [sys.executable, "-m", "evoharness", "--set", f"home={d / 'home'}", "dataset", "export", "--out", str(out),
+           "--format", args.format, "--source", args.source, "--keep-duplicates"]
+    if args.run:  # ``labels`` is the tree's run directory: its store, the labels beside it read by the command
+        cmd += ["-t", str(labels / "trajectories.jsonl")]
+    else:
+        cmd += ["-t", str(src)] + (["--labels", str(labels)] if labels else [])
+    cmd += (["--placebo"] if args.placebo else []) \
+        + (["--max-tokens", str(args.max_tokens)] if args.max_tokens is not None else []) \
+        + (["--tokenizer", str(args.tokenizer)] if args.tokenizer is not None else [])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with (d / "fresh.out").open("w+b") as out_fh, (d / "fresh.err").open("w+b") as err_fh:
+        proc = subprocess.Popen(cmd, env={**env, "PYTHONPATH": str(tree)}, stdout=out_fh, stderr=err_fh, cwd=d)
+        _, status, ru = os.wait4(proc.pid, 0)  # this process's own rusage (not Popen.wait's: it gives none)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out_fh.seek(0)
+        err_fh.seek(0)
+        stdout, stderr = out_fh.read().decode(errors="replace"), err_fh.read().decode(errors="replace")
+    if proc.returncode != 0:
+        sys.exit(f"error: the export with {tree} failed: {stderr.strip().splitlines()[-1:]}")
+    found = re.search(r"wrote ([\d,]+) record", stdout)
+    return {"rows": int(found.group(1).replace(",", "")), "cpu": ru.ru_utime + ru.ru_stime,
+            "rss": ru.ru_maxrss / 1024}
+
+
+def _fresh(src: Path, labels: dict[str, Path] | None, d: Path, args) -> None:
+    """``--fresh``: fresh-process exports, the trees in turn (one untimed each first)."""
+    trees = _trees(args)
+    runs: dict[str, list[dict]] = {k: [] for k in trees}
+    for i in range(args.repeat + 1):
+        for name, tree in trees.items():
+            found = _fresh_once(tree, src, labels and labels[name], d, d / f"out-{name}", args)
+            if i:
+                runs[name].append(found)
+    rows = {r["rows"] for rs in runs.values() for r in rs}
+    print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: "
+          f"{'/'.join(map(str, sorted(rows)))}  format: {args.format}  source: {args.source}  "
+          f"labels: {_labels_kind(args, labels)}  fresh process each: `evoharness dataset export`  ({load_note()})")
+    rate = {k: [r["rows"] / r["cpu"] for r in rs] for k, rs in runs.items()}
+    for name, tree in trees.items():
+        rss = spread([r["rss"] for r in runs[name]], ".0f", " MB")
+        print(f"{name:>8} ({tree}): rows per CPU-second {spread(rate[name], ',.0f')}; CPU s per process "
+              f"{spread([r['cpu'] for r in runs[name]])}; peak RSS {rss}")
+    if "against" in rate:
+        ratios = [a / b for a, b in zip(rate["this"], rate["against"], strict=True)]
+        print(f"ratio this/against, rows per CPU-second, {args.repeat} pairs: {spread(ratios, '.2f', 'x')}")
+
+
 def main() -> None:
     from evoharness.script_help import DefaultsHelp
 
@@ -445,6 +503,9 @@ def main() -> None:
                     help="another evoharness tree: export with both in turn and print the ratio")
     ap.add_argument("--instructions", action="store_true",
                     help="count the instructions of one export with valgrind (load-free) instead of CPU seconds")
+    ap.add_argument("--fresh", action="store_true",
+                    help="time whole `evoharness dataset export` processes (a cold start: imports and set-up counted) "
+                         "instead of exports in a warm process")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--child-passes", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--child-ingest", nargs=2, help=argparse.SUPPRESS)
@@ -477,6 +538,9 @@ def main() -> None:
         ap.error("--max-tokens and --tokenizer are an export's: --sweep exports nothing")
     if args.against is not None and not (args.against / "evoharness" / "__init__.py").is_file():
         ap.error(f"--against {args.against}: no evoharness package there")
+    if args.fresh and (args.store or args.sweep or args.render_under or args.instructions or args.keep):
+        ap.error("--fresh times the `dataset export` command: not with --store / --sweep (the service's), "
+                 "--render-under, --instructions or --keep")
     if args.instructions and shutil.which("valgrind") is None:
         ap.error("--instructions needs valgrind (not found on PATH)")
     if args.real and not REAL.is_file():
@@ -495,6 +559,9 @@ def main() -> None:
             labels = _write_runs(_trees(args), src, Path(d))
         if args.instructions:
             _count(src, labels, Path(d), args)
+            return
+        if args.fresh:
+            _fresh(src, labels, Path(d), args)
             return
         if args.against is not None:
             _side_by_side(src, labels, Path(d), args)

@@ -29,6 +29,7 @@ def _this_checkouts_code(monkeypatch):
     ("benchmarks/export_scale.py", ["--n", "0"]),
     ("benchmarks/export_scale.py", ["--max-tokens", "0"]),
     ("benchmarks/export_scale.py", ["--tokenizer", "no-such-dir"]),
+    ("benchmarks/export_scale.py", ["--fresh", "--store"]),  # the service's store: no command exports it
     ("benchmarks/label_throughput.py", ["--copies", "0"]),
     ("benchmarks/gc_hold.py", ["--cycles", "0"]),
     ("benchmarks/gc_hold.py", ["--against", "no-such-tree"]),

@@ -45,6 +45,23 @@ def test_benchmark_prints_peak_and_rate(tmp_path):
     assert "peak RSS:" in proc.stdout and "rows/s:" in proc.stdout
 
 
+def test_benchmark_times_fresh_export_processes(tmp_path):
+    """``export_scale.py --fresh``: each timed export a whole `evoharness dataset export` process (a cold start). A
+    tiny run with --labels and a run directory: the command's own count of rows (the held-out tenth excluded) is
+    printed with its CPU and peak RSS (a process's, tens of MB: imports counted)."""
+    import re
+
+    for extra in ((), ("--labels",), ("--run",)):
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_scale.py"), "--n", "20", "--repeat",
+                               "1", "--fresh", *extra], capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                              env=_this_checkout())
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "exported rows: 18 " in proc.stdout and "fresh process each" in proc.stdout, proc.stdout
+        rss = re.search(r"this \(.*\): rows per CPU-second [\d,]+; CPU s per process [\d.]+; peak RSS (\d+) MB",
+                        proc.stdout)
+        assert rss and int(rss.group(1)) > 20, proc.stdout
+
+
 def test_benchmark_passes_max_tokens_to_the_export(tmp_path):
     """``export_scale.py --max-tokens N`` (to time and size an export with the limit): the synthetic rows are ~350
     tokens by the byte estimate, so 340 skips every one and 400 none, and the count is printed."""
