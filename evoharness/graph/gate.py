@@ -137,8 +137,12 @@ class Gate:
                 reason = f"{SUPERSEDED_BY} {winner.candidate} (main moved: re-verify next round)"
                 v = v.model_copy(update={"accepted": False, "reason": reason})
             self.repo.reject(v.candidate, v)
-            rejected.append(Rejected(branch=v.candidate, commit=v.commit, round=round, reason=reason,
-                                     base=cand.base, tree=self.repo.tree_hash(v.commit),
+            try:
+                tree: str | None = self.repo.tree_hash(v.commit)
+            except ValueError:  # the commit is gone: its branch deleted, then pruned by git
+                tree = None
+            rejected.append(Rejected(branch=v.candidate, commit=v.commit, round=round, reason=reason, base=cand.base,
+                                     tree=tree,
                                      superseded_by=winner.candidate if reason.startswith(SUPERSEDED_BY) else None))
         return merged, rejected
 
@@ -160,8 +164,9 @@ class Gate:
                 "for review only of one it accepts (a run with no round left: start another `evoharness run`)")
 
     def needs_human(self, verdict: Verdict) -> str | None:
-        """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None."""
-        findings = review_change(self.repo, verdict.base, verdict.commit)
+        """Why merging this candidate needs a human (its middleware/tools use process-level tricks), or None (also
+        where the commit verified is gone: nothing to review or merge)."""
+        findings = review_change(self.repo, verdict.base, verdict.commit) if self.repo.holds(verdict.commit) else []
         if not findings:
             return None
         return "static review found " + "; ".join(str(f) for f in findings[:3])

@@ -250,6 +250,11 @@ class HarnessRepo:
 
     # ---- checkouts -------------------------------------------------------------------------
 
+    def holds(self, commit: str) -> bool:
+        """Whether the repository holds ``commit`` (a sha): a deleted candidate's commit is pruned by git in time.
+        ``repo.commit(sha)`` does not say: for a full sha it never asks whether the object exists."""
+        return gitops.ref_sha(self.repo, commit) is not None
+
     def tree_hash(self, commit: str) -> str:
         """The tree sha of ``commit`` (remembered for full commit shas: the rollout cache asks per request)."""
         tree = self._trees.get(commit)
@@ -316,9 +321,8 @@ class HarnessRepo:
         still holds it: 'no such candidate branch' here wedged the run (every resume stopped at this rejection)."""
         head = gitops.ref_sha(self.repo, f"refs/heads/{candidate_branch}")
         if head is None:
-            try:
-                head = self.repo.commit(verdict.commit).hexsha
-            except (ValueError, git.BadName):
+            head = verdict.commit if self.holds(verdict.commit) else None
+            if head is None:
                 log.warning("candidate_rejected_without_note", candidate=candidate_branch, commit=verdict.commit,
                             why="the branch and the commit verified are both gone")
                 return
