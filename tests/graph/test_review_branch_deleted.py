@@ -16,14 +16,19 @@ from evoharness.harness_repo.init import init_harness
 from tests.graph.review_run import review_run_opts
 
 
-def test_approving_a_candidate_whose_branch_was_deleted_is_recorded_and_the_run_ends(tmp_path, capsys, monkeypatch):
+def _waiting_run(tmp_path, capsys, monkeypatch) -> tuple[list[str], str, str]:
+    """A run on a harness repo ``tmp_path / "h"`` that waits for review: its options, the candidate and the run id."""
     monkeypatch.chdir(tmp_path)
     init_harness(tmp_path / "h")
     opts = review_run_opts(tmp_path / "state")
     assert main(["run", "--review", *opts]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if " approve " in x]
     words = shlex.split(lines[0].split("   (or:")[0])
-    branch, run_id = words[words.index("approve") + 1], words[words.index("--run") + 1]
+    return opts, words[words.index("approve") + 1], words[words.index("--run") + 1]
+
+
+def test_approving_a_candidate_whose_branch_was_deleted_is_recorded_and_the_run_ends(tmp_path, capsys, monkeypatch):
+    opts, branch, run_id = _waiting_run(tmp_path, capsys, monkeypatch)
     subprocess.run(["git", "-C", str(tmp_path / "h"), "branch", "-q", "-D", branch], check=True)
     main_before = subprocess.run(["git", "-C", str(tmp_path / "h"), "rev-parse", "main"], capture_output=True,
                                  text=True, check=True).stdout
@@ -43,13 +48,7 @@ def test_a_deleted_candidate_whose_commit_git_pruned_too_is_recorded_and_the_run
     and `reject` stopped with a ValueError traceback ('SHA ... could not be resolved') every time -- the review node
     read the missing commit for its static review, then the rejection its tree -- and the run was wedged as before
     561ffbb. Now nothing is reviewed or noted on a commit that is gone; the outcome is recorded and the run ends."""
-    monkeypatch.chdir(tmp_path)
-    init_harness(tmp_path / "h")
-    opts = review_run_opts(tmp_path / "state")
-    assert main(["run", "--review", *opts]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if " approve " in x]
-    words = shlex.split(lines[0].split("   (or:")[0])
-    branch, run_id = words[words.index("approve") + 1], words[words.index("--run") + 1]
+    opts, branch, run_id = _waiting_run(tmp_path, capsys, monkeypatch)
     git = ["git", "-C", str(tmp_path / "h")]
     sha = subprocess.run([*git, "rev-parse", branch], capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run([*git, "branch", "-q", "-D", branch], check=True)
