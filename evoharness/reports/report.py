@@ -361,7 +361,9 @@ def remove_unwritten(out: Path, written: set[str], earlier: dict[str, list[int]]
 
 # mkdtemp's name: .report.<pid>.<machine>.<random>.tmp since the thirteenth session; .report.<pid>.<random>.tmp
 # (twelfth) and .report.<random>.tmp (before) as they were named before
-_STAGE = re.compile(r"^\.report\.(?:(\d+)\.)?(?:([0-9a-f]{12})\.)?[A-Za-z0-9_]+\.tmp$")
+# (\A and \Z: a ``$`` matches before a final newline, and a directory of another name -- '.report.x.tmp\n' -- was
+# removed as a stage)
+_STAGE = re.compile(r"\A\.report\.(?:(\d+)\.)?(?:([0-9a-f]{12})\.)?[A-Za-z0-9_]+\.tmp\Z")
 # A staging directory whose name does not say this machine and pid namespace is judged by its age alone: a report
 # draws in seconds, so one this old was left by a report that was killed
 STALE_STAGE_AGE_S = 24 * 3600

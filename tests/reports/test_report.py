@@ -316,6 +316,20 @@ def test_a_staging_directory_of_another_pid_namespace_or_host_is_judged_by_its_a
     assert remove_stale_stages(tmp_path) == [ours.name] and os.listdir(tmp_path) == []
 
 
+def test_a_directory_named_like_a_stage_but_for_a_final_newline_is_not_removed(tmp_path):
+    """remove_stale_stages touches nothing in ``out`` but the stages a killed `build` left: its name pattern ended in
+    ``$``, which matches before a final newline, so an old directory '.report.a1b2c3d4.tmp\n' (not one `build` makes)
+    was removed with what it held."""
+    from evoharness.reports.report import STALE_STAGE_AGE_S, remove_stale_stages
+
+    kept = tmp_path / ".report.a1b2c3d4.tmp\n"
+    kept.mkdir()
+    (kept / "notes.md").write_text("mine")
+    later = kept.stat().st_mtime + STALE_STAGE_AGE_S + 60
+    assert remove_stale_stages(tmp_path, now=later) == []
+    assert (kept / "notes.md").read_text() == "mine"
+
+
 def test_the_services_report_directories_a_kill_left_are_removed_by_its_next_render(done_run, tmp_path):
     """GET /runs/{id}/report builds into <home>/service/reports/.<run>.<hex>.new and moves the old one to .old: a
     service killed meanwhile left them there for good, one more per kill."""
