@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -80,7 +79,7 @@ def drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress
 
 def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progress: Progress,
            stop: threading.Event | None = None, on_state: Callable[[dict[str, Any]], None] | None = None,
-           resume_hint: str | None = None) -> RunOutcome:
+           resume_hint: str | None = None, announce: str | None = None) -> RunOutcome:
     services = build_services(settings, run_dir, progress)
     stopped = False
     try:
@@ -90,6 +89,8 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
             config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
             if payload is None and not graph.get_state(config).values:
                 payload = start_over(settings.run.checkpointer, run_id, run_dir)  # killed before the first checkpoint
+            if announce is not None:  # once the checkpoint is read: "resuming" before a refusal was a 2nd stderr line
+                progress.note(announce)
             for values in graph.stream(payload, config, durability="sync", stream_mode="values"):
                 if on_state is not None:
                     on_state(dict(values))
@@ -155,10 +156,10 @@ def resume_run(settings: Settings, run_id: str, progress: Progress | None = None
                command: str | None = None) -> RunOutcome:
     saved, run_dir = load_run_settings(settings, run_id, "--resume")
     with run_lock(run_dir, run_id):
-        progress = progress or Progress()
-        progress.note(f"resuming {run_id}" + ("; it keeps the settings it started with, not applied: " + ", ".join(
-            diff) if (diff := not_applied(settings, saved)) else ""))
-        return _drive(saved, run_id, run_dir, None, progress, resume_hint=_resume_hint(command, run_id))
+        said = f"resuming {run_id}" + ("; it keeps the settings it started with, not applied: " + ", ".join(
+            diff) if (diff := not_applied(settings, saved)) else "")
+        return _drive(saved, run_id, run_dir, None, progress or Progress(), resume_hint=_resume_hint(command, run_id),
+                      announce=said)
 
 
 def decide(settings: Settings, run_id: str, branch: str, decision: str, reason: str | None,
@@ -195,6 +196,3 @@ def pending_reviews(settings: Settings, run_id: str, run_dir: Path) -> list[Any]
         snapshot = graph.get_state({"configurable": {"thread_id": run_id}})
         return [i.value for t in snapshot.tasks for i in t.interrupts]
 
-
-def read_summary(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "summary.json").read_text())

@@ -62,3 +62,24 @@ def test_approve_and_reject_on_a_cut_checkpoint_database_say_so_in_one_line(tmp_
                    f"(`cd {runs} && for f in checkpoints.sqlite*; do mv -- \"$f\" \"$f.damaged\"; done`), then put a "
                    "whole copy of it in its place; without a copy the runs it holds cannot go on (new runs start "
                    "afresh)"], err
+
+
+@pytest.mark.parametrize("damage", ["cut", "empty"])
+def test_run_resume_refused_by_its_checkpoint_says_only_the_error(tmp_path, capsys, monkeypatch, damage):
+    """`run --resume` said "resuming RUN; ..." on stderr before the refusal (scripts/fuzz_cli.py, a run's checkpoint
+    database emptied): two lines for one refusal. The line is said once the checkpoint is read."""
+    home, harness = tmp_path / "home", tmp_path / "h"
+    monkeypatch.setenv("EVOHARNESS_HOME", str(home))
+    assert main(["init", str(harness)]) == 0
+    run_dir = home / "runs" / "run-x"
+    run_dir.mkdir(parents=True)
+    settings = Settings.model_validate({"home": str(home), "run": {"harness": str(harness), "env": "synthetic"}})
+    (run_dir / "settings.json").write_text(settings.model_dump_json())
+    (run_dir / "trajectories.jsonl").write_text("{}\n")  # it has made progress: no start over
+    raw = _database(home / "runs")
+    (home / "runs" / "checkpoints.sqlite").write_bytes(raw[:len(raw) // 2] if damage == "cut" else b"")
+    capsys.readouterr()
+    assert main(["run", "--resume", "run-x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert ("is damaged" if damage == "cut" else "no checkpoint of run run-x") in err[0], err
