@@ -30,7 +30,8 @@ symlink loop; or, for a harness repo (a --harness, or `run`'s run.harness: ``SET
 (``GIT_STATES``: a lock left by a git command, HEAD detached or damaged, a merge in progress, main at a missing commit,
 a shallow marker, a config git cannot parse), where a locked index or a merge in progress told as "uncommitted
 changes" is a failure too; or, for `report`, `ablate`, `approve` and `reject` (``RUN_ARGS``: given the workspace's
-finished run and its run waiting for review, ``RUNS``), one thing of the run: a file of its directory, its checkpoint
+finished run and its run waiting for review, ``RUNS``) and for `evaluate --run`, `export-otel`, `dataset export -t` and
+`run --resume` when the case gives them one of those runs (``RUN_INPUTS``: half their cases), one thing of the run: a file of its directory, its checkpoint
 database cut short (half written), a page of it overwritten, emptied, a garbage journal beside it, or its harness.
 
 A tenth of the cases run with standard output on ``/dev/full``: a command that prints must say `error: standard output:
@@ -171,6 +172,16 @@ RUN_ARGS = {"report": ("run", "run-done"), "ablate": ("run", "run-done"), "appro
 # the runs' settings: small, and (with 8 rollouts a task) a candidate passes the gates in the first round
 RUN_SETTINGS = ["run.env=synthetic", "run.model=scripted:weak", "run.rollouts=8", "run.max_rounds=1", "run.dev_limit=8",
                 "run.heldout_limit=4", "sandbox.backend=inprocess", "roles.kind=playbook"]
+# commands that also take one of RUNS' ids: for a trace file (export-otel's source, `dataset export -t`) or in place of
+# other options (evaluate's --run for its --harness, --out and what the run fixes; `run --resume` for a new run's
+# --run-id): the parameter, its run, and the options it replaces (given with it, the command refuses them). A case
+# gives the run ``RUN_INPUT_SHARE`` of the time (``Maker.by_run``), and a deep one may change that run as it does
+# RUN_ARGS'. Until the twenty-seventh session evaluate's --run got "run-none" beside NEEDED's --harness (a refusal of
+# the pair, every case), and the other three got no run id at all.
+EVALUATE_RUN_FIXES = {"harness", "out", "env", "model", "temperature", "baseline", "candidate", "tasks"}
+RUN_INPUTS = {"evaluate": ("run", "run-done", EVALUATE_RUN_FIXES), "export-otel": ("source", "run-done", set()),
+              "dataset export": ("trajectories_arg", "run-done", set()), "run": ("resume", "run-review", {"run_id"})}
+RUN_INPUT_SHARE = 0.5
 RUN_DAMAGE_SHARE = 0.5  # deep cases of RUN_ARGS' commands that change the run (a file of its directory, the checkpoint
 # database, or its harness repo) rather than another input
 CHECKPOINTS = "home/runs/checkpoints.sqlite"  # every run's LangGraph checkpoints (``run.checkpointer`` sqlite)
@@ -398,6 +409,7 @@ class Maker:
         self.was_deep = False  # whether the last case made was a deep one
         self.git_state: str | None = None  # the last case's harness repo state (``GIT_STATES``), if one was made
         self.run_change: str | None = None  # the last case's change to a run (``change_run``), if one was made
+        self.by_run = False  # whether the last case gives its command a run of RUNS (``RUN_INPUTS``)
         # the candidates run-review waits on: its harness's candidate branches (none in a workspace without runs)
         review = workspace / RUNS["run-review"]
         self.awaiting = sorted(subprocess.run(
@@ -410,10 +422,11 @@ class Maker:
         rng = self.rng
         self.git_state = self.run_change = None
         self.was_deep = rng.random() < DEEP_SHARE
+        self.by_run = name in RUN_INPUTS and rng.random() < RUN_INPUT_SHARE  # (no draw for the other commands)
         if self.was_deep:
             return self.deep(name, params)
-        chosen = [p for p in params if p.required or p.name in NEEDED.get(name, ()) or (
-            p.name not in ("config", "set_") and rng.random() < 0.35)]
+        chosen = self.run_way(name, [p for p in params if p.required or p.name in NEEDED.get(name, ()) or (
+            p.name not in ("config", "set_") and rng.random() < 0.35)], params)
         values = {p.name: self.valid(name, p) for p in chosen}
         files: list[tuple[str, bytes]] = []
         mutable = [p for p in chosen if not p.is_flag]
@@ -436,8 +449,8 @@ class Maker:
         rng = self.rng
         # fewer options than a hostile case: two options that do not go together (`--judge-window` without
         # `--labeller llm`) are a refusal, not the deep case wanted
-        chosen = [p for p in params if p.required or p.name in NEEDED.get(name, ()) or (
-            p.name not in ("config", "set_", *NOT_ALONE.get(name, ())) and rng.random() < 0.12)]
+        chosen = self.run_way(name, [p for p in params if p.required or p.name in NEEDED.get(name, ()) or (
+            p.name not in ("config", "set_", *NOT_ALONE.get(name, ())) and rng.random() < 0.12)], params)
         values = {p.name: self.valid(name, p) for p in chosen}
         files: list[tuple[str, bytes]] = []
         inputs = [p for p in chosen if p.kind in ("path", "list-path") and p.name not in OUT_NAMES]
@@ -445,7 +458,9 @@ class Maker:
         pick = rng.random()
         config = False
         harness = name in SETTINGS_NEEDED  # the repo a setting names: an input, as a --harness is
-        run = RUN_ARGS.get(name)
+        run = RUN_ARGS.get(name) or (RUN_INPUTS[name][:2] if self.by_run else None)
+        if run:  # a run id is no file to change: change_run changes the run
+            inputs = [p for p in inputs if p.name != run[0]]
         if run and pick < 0.6 and (not inputs or rng.random() < RUN_DAMAGE_SHARE):
             self.change_run(values[run[0]], files)
         elif (inputs or harness) and pick < 0.6:
@@ -466,6 +481,17 @@ class Maker:
             files.append(("example.toml", self.example_config(values.get("port"))))
             argv += ["--config", "example.toml"]
         return argv, files
+
+    def run_way(self, name: str, chosen: list[Param], params: list[Param]) -> list[Param]:
+        """``chosen`` with ``RUN_INPUTS``' parameter of ``name`` in it and the options it replaces out (a case given
+        a run: ``by_run``), or else without it where it replaces others (evaluate's --run beside its --harness)."""
+        if name not in RUN_INPUTS:
+            return chosen
+        param, _, replaced = RUN_INPUTS[name]
+        if not self.by_run:
+            return [p for p in chosen if not (p.name == param and replaced)]
+        return [p for p in chosen if p.name not in replaced and p.name != param] + [
+            p for p in params if p.name == param]
 
     def change_run(self, run_id: str, files: list[tuple[str, bytes]]) -> None:
         """One thing of run ``run_id`` changed (``self.run_change`` says which): a file of its directory (one field
@@ -629,6 +655,10 @@ class Maker:
             return True
         if p.choices:
             return rng.choice(p.choices)
+        if self.by_run and RUN_INPUTS.get(command_name, ("",))[0] == p.name:
+            run = RUN_INPUTS[command_name][1]
+            value = run if rng.random() < 0.9 else rng.choice(sorted(RUNS))  # now and then the other run
+            return [value] if p.kind == "list-path" else value
         if TRACE_INPUTS.get(command_name) == p.name:
             value = self.trace_file(command_name)
             return [value] if p.kind == "list-path" else value

@@ -232,15 +232,22 @@ def test_dataset_export_gets_working_values_that_reach_its_work(fuzz, tmp_path, 
     assert case.rc == 0 and case.problems == [], (case.argv, case.rc, case.err[-2000:])
 
 
-def test_report_ablate_approve_and_reject_get_runs_that_reach_their_work(fuzz, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def with_runs(fuzz, tmp_path_factory):
+    """A workspace with RUNS (~20 s to build), shared by the tests that only copy it."""
+    workspace = tmp_path_factory.mktemp("fuzz") / "workspace"
+    fuzz.build_workspace(workspace)
+    return workspace
+
+
+def test_report_ablate_approve_and_reject_get_runs_that_reach_their_work(fuzz, with_runs, tmp_path, monkeypatch):
     """The workspace held no run, so every case of `report`, `ablate`, `approve` and `reject` was 'no such run'
     (the twenty-fifth session's note). Now it holds one that ended with an edit merged (``run-done``) and one waiting
     for review (``run-review``): each command's working values do its work, on the case's copy alone (the original's
     harness repos and home unchanged: a copied run maps its harness to the copy's), and a deep case changes the run --
     a file of its directory, the checkpoint database (cut: a half-written one), or its harness repo."""
     monkeypatch.syspath_prepend(str(SCRIPT.parent))  # fuzz_importers, as the script's own run finds it
-    workspace, scratch = tmp_path / "workspace", tmp_path / "scratch"
-    fuzz.build_workspace(workspace)
+    workspace, scratch = with_runs, tmp_path / "scratch"
     scratch.mkdir()
     table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), [], workspace)
     assert len(maker.awaiting) == 2 and all(b.startswith("candidate/r1-") for b in maker.awaiting), maker.awaiting
@@ -267,3 +274,40 @@ def test_report_ablate_approve_and_reject_get_runs_that_reach_their_work(fuzz, t
             assert any(f == fuzz.CHECKPOINTS for f, _ in files)
     assert {"run directory", "harness repo", "checkpoints cut", "checkpoints page", "checkpoints journal",
             "checkpoints empty", "candidate branch moved", "candidate branch damaged"} <= changes, changes
+
+
+def test_evaluate_export_otel_dataset_export_and_run_resume_get_runs_that_reach_their_work(fuzz, with_runs, tmp_path,
+                                                                                            monkeypatch):
+    """`evaluate --run` got "run-none" beside NEEDED's --harness (a refusal of the pair, every case), and export-otel,
+    `dataset export -t` and `run --resume` got no run id (the twenty-sixth session's note). Now half their cases get
+    a run of the workspace (``RUN_INPUTS``, without the options it replaces): each does its work on the case's copy
+    alone, and a deep case may change the run as it does approve's."""
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    workspace, scratch = with_runs, tmp_path / "scratch"
+    scratch.mkdir()
+    table, maker = fuzz.commands(), fuzz.Maker(random.Random(0), ["run.seed"], workspace)
+    original = fuzz._stats(workspace)
+    done = {"evaluate": "evaluation-dev.json", "export-otel": "exported", "dataset export": "wrote",
+            "run": "is waiting for review"}
+    for name, (param, run_id, replaced) in fuzz.RUN_INPUTS.items():
+        params = table[name]
+        maker.by_run = True
+        chosen = maker.run_way(name, [p for p in params if p.required or p.name in fuzz.NEEDED.get(name, ())], params)
+        assert param in {p.name for p in chosen} and not replaced & {p.name for p in chosen}, name
+        values = {p.name: maker.valid(name, p) for p in chosen}
+        values[param] = [run_id] if isinstance(values[param], list) else run_id  # (a tenth are the other run)
+        values.update({"evaluate": {"split": "dev", "rollouts": "1"}, "export-otel": {"out": "o.jsonl"},
+                       "dataset export": {"out": "out-x"}}.get(name, {}))
+        case = fuzz.Case(name, maker.assemble(name, params, values))
+        fuzz.run_case(case, workspace, scratch, [], timeout=240)
+        assert case.rc == 0 and case.problems == [], (case.argv, case.rc, case.problems, case.err[-2000:])
+        assert done[name] in case.out + case.err, (name, case.out[-2000:], case.err[-2000:])
+        given, changed = 0, set()
+        for _ in range(200):
+            argv, _ = maker.argv(name, params)
+            given += maker.by_run and any(r in argv for r in fuzz.RUNS)
+            changed.add(maker.run_change)
+            if maker.by_run and replaced:  # (an --out evaluate's run may take: a deep case's output)
+                assert not any(f"--{r.replace('_', '-')}" in argv for r in replaced - {"out"}), argv
+        assert 50 <= given <= 150 and {"run directory", "harness repo"} <= changed, (name, given, changed)
+    assert fuzz._stats(workspace) == original
