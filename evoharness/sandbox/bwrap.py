@@ -132,9 +132,10 @@ class BwrapSandbox:
                     | self._python_env | env
                 result = run_limited(argv, env=full_env, cwd=Path(workdir), limits=limits, backend=self.name,
                                      shell_status=True, pass_fds=(sfd,) if sfd is not None else ())
-                if cg is not None and not result.ok and result.limit in (None, "memory", "pids"):
+                if cg is not None and not result.ok and result.limit in (None, "memory", "pids", "wall"):
                     hit = cg.limit_hit()
-                    if hit is not None:
+                    # past the wall a memory hit is named too (a fork bomb's pids hit is the wall's own story)
+                    if hit is not None and (result.limit != "wall" or hit == "memory"):
                         result = result.model_copy(update={"limit": hit})
                 return result
         finally:

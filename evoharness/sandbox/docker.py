@@ -221,7 +221,8 @@ class DockerSandbox:
     def result(self, rc: int, io: Path, *, timed_out: bool, oom: bool, wall: float) -> SandboxResult:
         stdout, stderr = _tail(io / "stdout"), _tail(io / "stderr")
         # the status is the /bin/sh wrapper's (cold and pooled alike): 128 + N for a command killed by signal N
-        limit = "wall" if timed_out else ("memory" if oom else classify(rc, stderr, timed_out, shell=True))
+        # an OOM kill before a wall timeout is named (the result stays timed out)
+        limit = "memory" if oom else ("wall" if timed_out else classify(rc, stderr, timed_out, shell=True))
         return SandboxResult(returncode=rc, stdout=stdout, stderr=stderr, timed_out=timed_out, limit=limit,
                              wall_seconds=wall, backend=self.name, shell_status=True)
 

@@ -32,7 +32,8 @@ class Limits(BaseModel):
 
 
 class SandboxResult(BaseModel):
-    """What one sandboxed command did. ``limit`` names the limit it hit, if one was."""
+    """What one sandboxed command did. ``limit`` names the limit it hit, if one was: ``memory`` with ``timed_out``
+    for a command that hit the memory limit (something in it OOM-killed) and then ran on to the wall limit."""
 
     returncode: int = Field(description="exit status; negative = killed by that signal")
     shell_status: bool = Field(False, description="the status came through bwrap, a shell or a container "
@@ -53,8 +54,9 @@ class SandboxResult(BaseModel):
         """One line saying why the command failed ('' when it did not)."""
         if self.ok:
             return ""
-        if self.timed_out:
-            return f"wall-time limit hit after {self.wall_seconds:.1f}s"
+        if self.timed_out:  # a memory limit hit before it is named too (``limit``: the backend found both)
+            before = f" (the {self.limit} limit was hit before it)" if self.limit not in (None, "wall") else ""
+            return f"wall-time limit hit after {self.wall_seconds:.1f}s{before}"
         if self.limit:
             return f"{self.limit} limit hit, {exit_words(self.returncode, shell=self.shell_status)}"
         last = next((ln for ln in reversed(self.stderr.splitlines()) if ln.strip()), "")

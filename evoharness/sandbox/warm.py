@@ -216,7 +216,8 @@ class WarmWorker:
                 # small memory_mb): the limit, as for a cold worker, not a plain harness error; not its whole stderr
                 hit = classify(rc, f"{stderr}\n{self.dead}", False, shell=True)
             return SandboxResult(returncode=rc, stderr=text, timed_out=self._silent,
-                                 limit="wall" if self._silent else hit, wall_seconds=wall,
+                                 limit=("memory" if hit == "memory" else "wall") if self._silent else hit,
+                                 wall_seconds=wall,
                                  backend=self.live.backend, shell_status=True), rdir  # bwrap's status
         rc, timed_out = int(answer.get("returncode", 1)), bool(answer.get("timed_out"))
         self.last_cost = _cost(answer.get("cost"))
@@ -226,7 +227,7 @@ class WarmWorker:
         limit = classify(rc, stderr, timed_out, shell=False)  # the child's own status (os.waitstatus_to_exitcode)
         hit = self.live.limit_hit()
         if hit is not None:  # a cgroup limit: this rollout hit it (the worker is not reused)
-            limit = limit if limit is not None else hit
+            limit = hit if limit is None or (limit == "wall" and hit == "memory") else limit
             self.dead = f"the sandbox hit its {hit} limit"
         if not answer.get("clean", False):
             self.dead = "the sandbox could not be swept clean after a rollout"

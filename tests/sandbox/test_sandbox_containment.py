@@ -149,6 +149,19 @@ def test_four_gigabytes_cannot_be_allocated(run_py):
     assert r.limit == "memory" and r.returncode != 0
 
 
+def test_a_memory_hit_then_a_wall_timeout_is_recorded_as_both(run_py):
+    """Two children each under the address-space limit, together over the sandbox's cgroup: one is OOM-killed; the
+    parent then waits past the wall. It was recorded as the wall limit alone, the memory hit lost."""
+    code = ("import subprocess, sys, time\n"
+            "kids = [subprocess.Popen([sys.executable, '-c', "
+            "'import time; b = b\"x\" * (100 * 2**20); time.sleep(1.5)']) for _ in range(2)]\n"
+            "print([k.wait() for k in kids], flush=True)\ntime.sleep(600)\n")
+    r = run_py(code, limits=Limits(memory_mb=160, wall_seconds=6))
+    assert "-9" in r.stdout, r  # the kernel killed one of them
+    assert r.timed_out and r.limit == "memory", r
+    assert r.reason().startswith("wall-time limit hit after 6.") and "the memory limit was hit before it" in r.reason()
+
+
 def test_spinning_forever_is_killed_at_the_wall_limit(run_py):
     start = time.monotonic()
     r = run_py("import subprocess\nsubprocess.Popen(['sleep', '600'])\nwhile True: pass",

@@ -176,6 +176,19 @@ def test_processes_over_the_container_memory_are_oom_killed(run_py, box):
     _assert_nothing_left(box)
 
 
+def test_an_oom_kill_then_a_wall_timeout_is_recorded_as_both(run_py, box):
+    # as above, then the parent waits past the wall: it was recorded as the wall limit alone, the OOM kill lost
+    code = ("import subprocess, sys, time\n"
+            "kids = [subprocess.Popen([sys.executable, '-c', "
+            "'import time; b = b\"x\" * (100 * 2**20); time.sleep(1.5)']) for _ in range(2)]\n"
+            "print([k.wait() for k in kids], flush=True)\ntime.sleep(600)\n")
+    r = run_py(code, limits=Limits(memory_mb=160, wall_seconds=6))
+    assert "-9" in r.stdout, r
+    assert r.timed_out and r.limit == "memory", r
+    assert "the memory limit was hit before it" in r.reason()
+    _assert_nothing_left(box)
+
+
 def test_spinning_forever_is_killed_at_the_wall_limit(run_py, box):
     start = time.monotonic()
     r = run_py("import subprocess\nsubprocess.Popen(['sleep', '600'])\nwhile True: pass",

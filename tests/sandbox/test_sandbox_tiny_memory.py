@@ -53,6 +53,11 @@ HOSTILE = {
                            "                b = b'x' * (32 << 20)\n                time.sleep(5)\n"
                            "                os._exit(0)\n        for _ in range(12):\n            os.wait()",
     "stops_its_server": "import signal\n        os.kill(os.getppid(), signal.SIGSTOP)",
+    # the memory hit comes first, then the wall: recorded as the memory limit (it was the wall alone)
+    "forks_allocates_then_hangs": "import time\n        for _ in range(12):\n            if os.fork() == 0:\n"
+                                  "                b = b'x' * (32 << 20)\n                time.sleep(5)\n"
+                                  "                os._exit(0)\n        for _ in range(12):\n            os.wait()\n"
+                                  "        time.sleep(3600)",
 }
 
 
