@@ -218,8 +218,7 @@ def clean_messages(messages: list[dict], parsed: Parsed = _NOTHING) -> list[dict
                     raise RecordSkipped("malformed_tool_call")
                 calls = []
                 for c in raw_calls:
-                    calls.append(_tool_call(c, _CALL_IDS[n_calls] if n_calls < _N_CALL_IDS else _later_id(n_calls),
-                                            parsed))
+                    calls.append(_tool_call(c, record_call_id(n_calls), parsed))
                     n_calls += 1
                 msg = {"role": "assistant", "content": None if blank else text,
                        "tool_calls": [c for _, c in calls]}
@@ -267,8 +266,16 @@ _N_CALL_IDS = 256
 _CALL_IDS = tuple(call_id(n) for n in range(_N_CALL_IDS))  # the first ones made once, not formatted per call
 
 
+def record_call_id(n: int) -> str:
+    """The id a written record gives its ``n``-th tool call (``call_id``), for cleaning and ``rekey`` alike: past
+    ``MAX_CALLS`` the record is skipped (``too_many_tool_calls``). ``rekey`` wrote ``call100000`` on: a placebo
+    record takes its call turns from other records, so it can hold more calls than any record it came from."""
+    return _CALL_IDS[n] if n < _N_CALL_IDS else _later_id(n)
+
+
 def rekey(messages: list[dict]) -> list[dict]:
-    """Give tool calls fresh ids (`call_id`) and point their results at them.
+    """Give tool calls fresh ids (`record_call_id`: ``RecordSkipped`` past ``MAX_CALLS``) and point their results at
+    them.
 
     Tool messages may hold the call dict itself or its old id; old ids are looked up among the calls of
     the assistant turn they follow.
@@ -281,7 +288,7 @@ def rekey(messages: list[dict]) -> list[dict]:
         if m["role"] == "assistant" and m.get("tool_calls"):
             current, by_old, calls = {}, {}, []
             for c in m["tool_calls"]:
-                new_id = call_id(n)
+                new_id = record_call_id(n)
                 n += 1
                 current[id(c)] = new_id
                 if c.get("id"):

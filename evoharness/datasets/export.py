@@ -877,6 +877,9 @@ def _export(out: Path, *, fmt: ExportFormat, source: SourceKind, trajectories: I
         recs, kept = placebo_mod.permute([r for r, _ in window], seed=placebo_seed + part_written[part])
         summary.placebo_units_kept_in_place += kept
         for rec, (_, meta) in zip(recs, window, strict=True):
+            if rec is None:  # its placebo holds more calls than nine-character ids number (``placebo.permute``)
+                skipped["too_many_tool_calls"] += 1
+                continue
             emit(rec, meta, window_arguments)
         window.clear()
         window_arguments.clear()

@@ -7,7 +7,9 @@ tools; a plain reply fills a reply slot), so every record keeps its system promp
 its number of assistant turns and its shape, still ends on an assistant reply, and every tool call
 is still answered by its own result. Tool-call ids are re-keyed per record afterwards and ``tools``
 is re-declared from the calls the record now makes. The permutation is seeded; a unit lands back in
-its own record only when no other placement exists (counted as ``kept_in_place``).
+its own record only when no other placement exists (counted as ``kept_in_place``). A record whose
+call turns now hold more than ``chat.MAX_CALLS`` calls is None (the export skips it as
+``too_many_tool_calls``, as it skips such a record of its own).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from .chat import declared_tools, rekey
+from .chat import RecordSkipped, declared_tools, rekey
 
 
 def _units(messages: list[dict]) -> list[tuple[str, list[dict]]]:
@@ -48,8 +50,9 @@ def _derange(owners: list[int], rng: random.Random) -> tuple[list[int], int]:
     return perm, kept
 
 
-def permute(records: list[dict], seed: int = 0) -> tuple[list[dict], int]:
-    """Placebo versions of ``records`` (OpenAI chat records); returns (records, units kept in place)."""
+def permute(records: list[dict], seed: int = 0) -> tuple[list[dict | None], int]:
+    """Placebo versions of ``records`` (OpenAI chat records), each None that would hold more than ``MAX_CALLS`` tool
+    calls; returns (records, units kept in place)."""
     rng = random.Random(seed)
     segmented = [_units(r["messages"]) for r in records]
     by_name: dict[str, dict] = {}
@@ -69,7 +72,11 @@ def permute(records: list[dict], seed: int = 0) -> tuple[list[dict], int]:
             filled[ri][si] = segmented[src_ri][src_si]
     out = []
     for r, segs in zip(records, filled, strict=True):
-        messages = rekey([m for _, ms in segs for m in ms])
+        try:
+            messages = rekey([m for _, ms in segs for m in ms])
+        except RecordSkipped:  # too many calls for nine-character ids: an uncaught RecordSkipped out of the export
+            out.append(None)
+            continue
         called = {c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
         extra = [*r.get("tools", []), *(by_name[n] for n in sorted(called) if n in by_name)]
         out.append({**r, "messages": messages, "tools": declared_tools(None, messages, extra)})

@@ -92,3 +92,60 @@ def test_placebo_export_matches_the_real_export_and_its_card_says_placebo(tmp_pa
     card = (tmp_path / "placebo" / "README.md").read_text()
     assert "placebo control set" in card and "- placebo" in card and "seed 11" in card
     assert "placebo control" not in (tmp_path / "real" / "README.md").read_text()
+
+
+def _wide(tid: str, widths: tuple[int, ...]) -> dict:
+    """A record whose call turns make ``widths`` calls each (several calls a turn), then a reply."""
+    messages: list[dict] = [{"role": "system", "content": "You are the agent."},
+                            {"role": "user", "content": f"{tid}: look these up"}]
+    for t, width in enumerate(widths):
+        ids = [f"o{t}_{i}" for i in range(width)]
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": "lookup", "arguments": json.dumps({"k": cid})}}
+            for cid in ids]})
+        messages += [{"role": "tool", "tool_call_id": cid, "name": "lookup", "content": f"{tid} {cid}"} for cid in ids]
+    messages.append({"role": "assistant", "content": f"done {tid}"})
+    return to_record(make_traj(tid, f"task-{tid}").model_copy(update={"messages": messages}))
+
+
+def test_a_placebo_record_past_max_calls_is_none_not_a_ten_character_id(monkeypatch):
+    """A placebo record takes its call turns from other records, so it can hold more calls than any record it came
+    from: `rekey` wrote ``call100000`` on (ten characters, which Mistral's templates refuse), the limit cleaning keeps
+    (``MAX_CALLS``) not applied. Now the one id function holds it for both, and such a record is None. (The limit is
+    lowered to 300 here: two turns of 200 calls land in one record for some seeds.)"""
+    from evoharness.datasets import chat
+
+    records = [_wide("a", (200, 1)), _wide("b", (200, 1)), _wide("c", (1, 1))]
+    assert permute(records, seed=0)[0].count(None) == 0  # under the real limit
+    monkeypatch.setattr(chat, "MAX_CALLS", 300)
+    nones = 0
+    for seed in range(20):
+        out, _ = permute(records, seed=seed)
+        nones += out.count(None)
+        for rec in (r for r in out if r is not None):
+            ids = [c["id"] for m in rec["messages"] for c in m.get("tool_calls") or []]
+            assert len(ids) <= 300 and all(len(i) == 9 for i in ids) and openai_errors(rec) == []
+        assert sum(r is None for r in out) <= 1  # 402 calls in all: one record at most can pass 300
+    assert nones > 0
+
+
+def test_the_placebo_export_skips_such_a_record_as_too_many_tool_calls(tmp_path, monkeypatch):
+    from evoharness.datasets import chat
+    from evoharness.traces.models import Trajectory
+
+    monkeypatch.setattr(chat, "MAX_CALLS", 300)
+    widths = {"a": (200, 1), "b": (200, 1), "c": (1, 1)}
+    trajs = []
+    for tid, w in widths.items():
+        rec = _wide(tid, w)
+        base = make_traj(tid, f"task-{tid}")
+        trajs.append(Trajectory.model_validate({**base.model_dump(), "messages": rec["messages"],
+                                                "final_answer": f"done {tid}"}))
+    skipped = set()
+    for seed in range(20):
+        out = tmp_path / f"p{seed}"
+        summary = export_dataset(out, source=SourceKind.all, trajectories=trajs, placebo=True, placebo_seed=seed)
+        n = summary.skipped.get("too_many_tool_calls", 0)
+        assert summary.records + n == 3 and len(read_jsonl(out / "data.jsonl")) == summary.records, summary.skipped
+        skipped.add(n)
+    assert skipped == {0, 1}
