@@ -1195,6 +1195,20 @@ def _unbacked(tokens: list[str], ground: GroundTokens, min_len: int) -> list[str
     return missing
 
 
+# a number-and-word phrase: "24-hour", "7-day-old" (digits, then words joined by hyphens)
+NUMBER_PHRASE = re.compile(r"\d+(?:-[A-Za-z]+)+")
+
+
+def _phrase_number(tok: str) -> str:
+    """A final-answer token as the claim it makes: a number-and-word phrase (``NUMBER_PHRASE``: "the 24-hour window")
+    claims its number, as the reply check reads it (``_id_like``: "not ... a phrase (24-hour)"); a policy's "within 24
+    hours" backs it, and a number shorter than ``unbacked_min_len`` is no claim checked. Any other token (an id,
+    "HAT-999", "RES-ZFA04Y") as it is."""
+    if tok[0].isdigit() and NUMBER_PHRASE.fullmatch(tok):
+        return tok.partition("-")[0]
+    return tok
+
+
 class UnbackedClaimDetector:
     """A claim no tool result supports, located at the turn where it is first made.
 
@@ -1202,7 +1216,8 @@ class UnbackedClaimDetector:
     traces): an id (letters and digits) or a long number that nothing before the turn -- task, system
     and user messages, tool results -- contains, or a status of an entity that contradicts the latest
     tool result about it (`EntityStatus`). The final
-    answer: any token with a digit found nowhere the agent was told or shown (not when a multi-agent log
+    answer: any token with a digit found nowhere the agent was told or shown, a number-and-word phrase ("the 24-hour
+    window") read as its number (``_phrase_number``; not when a multi-agent log
     ends on a tool agent's output: a terminal's output is no agent's claim). Tokens shorter than
     ``unbacked_min_len`` are ignored; patches (a diff as the final answer) are not claims. Healthy runs
     are not checked (their label cannot change; the check is the costliest in the catalogue).
@@ -1236,7 +1251,8 @@ class UnbackedClaimDetector:
             return []
         if log.applies and log.is_tool(answer_step(view)):
             return []  # a multi-agent log that ends on a tool's output (a terminal's): no agent claimed it
-        tokens = [t for t in claim_tokens(fa) if len(t.strip("-_")) >= cfg.unbacked_min_len]
+        tokens = [_phrase_number(t) if "-" in t else t for t in claim_tokens(fa)]  # "24-hour": 24
+        tokens = [t for t in tokens if len(t.strip("-_")) >= cfg.unbacked_min_len]
         if not tokens:
             return []
         missing = _unbacked(tokens, ground or GroundTokens([view.grounding_text]), cfg.unbacked_min_len)
