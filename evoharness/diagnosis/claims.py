@@ -161,7 +161,7 @@ class EntityFacts:
             if idx not in self.parsed:
                 try:
                     self.parsed[idx] = json.loads(self.results[idx][1])
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
                     self.parsed[idx] = None
             self.cache[(idx, ident)] = _entity_facts(self.parsed[idx], ident)
         return self.cache[(idx, ident)]

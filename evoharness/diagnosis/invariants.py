@@ -463,7 +463,7 @@ def _latest_status(view: TraceView, before: int, key: str, value: str) -> tuple[
             continue
         try:
             found = _status_of(json.loads(text), key, value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth, no status read
             continue
         if found is not None:
             return found, i
@@ -700,7 +700,7 @@ def _record_listed(view: TraceView, w: ToolCall, yes: int) -> bool:
         return False
     try:
         record = json.loads(result[1])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth, no record read
         return False
     shown = _record_values(record)
     msgs = view.traj.messages

@@ -183,7 +183,7 @@ def _held(view: TraceView, before: int, reservation: Any, cabin: str) -> set[tup
             continue
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             continue
         for obj in _walk(data):
             if obj.get("reservation_id") == reservation and isinstance(flights := obj.get("flights"), list):
