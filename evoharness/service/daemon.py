@@ -365,7 +365,11 @@ class Daemon:
         return said
 
     def _drive(self, run_id: str, payload: Any) -> None:
-        saved, run_dir = load_run_settings(self.settings, run_id)
+        try:
+            saved, run_dir = load_run_settings(self.settings, run_id)
+        except InputError as e:  # its settings.json unreadable: retried with back-off for good, its phase `running`
+            self._pause(run_id, e)
+            return
         with self._lock:
             if self.phase.get(run_id) != LOCKED:  # LOCKED until the lock is taken (the first state seen)
                 self.phase[run_id] = RUNNING
@@ -397,12 +401,8 @@ class Daemon:
                 self.paused_by[run_id] = str(e)
             raise
         except InputError as e:  # a damaged checkpoint database, a run that cannot resume: no retry mends it
-            why = f"run {run_id} paused: {e}; then POST /runs/{run_id}/resume (or restart the service)"
-            with self._lock:  # it was retried with back-off for as long as the service ran, its phase `running`
-                self.phase[run_id] = PAUSED
-                self.paused_by[run_id] = why
-            log.error("service.run_paused", run_id=run_id, error=why)
-            return  # the loop says the pause from the next step on (paused_by), until the run is driven again
+            self._pause(run_id, e)
+            return
         finally:
             self._continuing.discard(run_id)
         with self._lock:
@@ -415,6 +415,17 @@ class Daemon:
             else:
                 self.phase[run_id] = STOPPED
         log.info("service.run_driven", run_id=run_id, phase=self.phase[run_id])
+
+    def _pause(self, run_id: str, e: InputError) -> None:
+        """Pause the run for ``e``, which no retry mends (it was retried with back-off for as long as the service ran,
+        its phase `running`); the loop says why from its next step on (``paused_by``) until the run is driven
+        again."""
+        why = f"run {run_id} paused: {e}; then POST /runs/{run_id}/resume (or restart the service)"
+        with self._lock:
+            self.phase[run_id] = PAUSED
+            self.paused_by[run_id] = why
+        self._continuing.discard(run_id)
+        log.error("service.run_paused", run_id=run_id, error=why)
 
     def _progress_for(self, run_id: str) -> None:
         """The progress counts this run's rollouts and budget: a second run began at the first one's counts."""

@@ -49,12 +49,12 @@ def list_runs(settings: Settings, daemon: Daemon) -> list[dict[str, Any]]:
 
 def run_state(settings: Settings, daemon: Daemon, run_id: str) -> tuple[dict[str, Any], list[Any]]:
     """(state values, pending review interrupts); raises InputError for an unknown run."""
-    saved, run_dir = load_run_settings(settings, run_id)
-    if run_id in daemon.snapshots and daemon.run_phase(run_id) != "waiting_review":
-        return daemon.snapshots[run_id], []
     try:
+        saved, run_dir = load_run_settings(settings, run_id)
+        if run_id in daemon.snapshots and daemon.run_phase(run_id) != "waiting_review":
+            return daemon.snapshots[run_id], []
         return read_state(saved, run_id, run_dir)
-    except InputError:  # its checkpoint cannot be read (damaged): a paused run's view says why (`paused_by`)
+    except InputError:  # its settings or checkpoint cannot be read: a paused run's view says why (`paused_by`)
         if daemon.run_phase(run_id) != PAUSED:  # it was a 409 with the error, and the reason in no run's view
             raise
         return {}, []

@@ -37,3 +37,21 @@ def test_a_run_locked_by_another_process_says_so_while_it_is_retried(daemon):
         assert "driven by another process" in view["locked_by"] and f"pid {os.getpid()}" in view["locked_by"]
     finally:
         os.close(fd)
+
+
+def test_a_run_whose_saved_settings_cannot_be_read_is_paused_saying_so(daemon):
+    """The run's settings.json unreadable (edited by hand, replaced): the InputError was retried with the loop's
+    back-off for as long as the service ran, the run's phase `running`. It is paused with the reason, as a damaged
+    checkpoint database is (tests/service/test_service_damaged_checkpoint.py)."""
+    from evoharness.service.daemon import PAUSED
+
+    path = runs_dir(daemon.settings) / "run-x" / "settings.json"
+    path.write_text("{not json")
+    daemon.phase["run-x"] = "running"
+    daemon._drive("run-x", None)
+    assert daemon.run_phase("run-x") == PAUSED
+    why = daemon.paused_by["run-x"]
+    assert why.startswith(f"run run-x paused: {path}: run run-x's saved settings are not JSON"), why
+    assert why.endswith("then POST /runs/run-x/resume (or restart the service)"), why
+    view = run_view(daemon.settings, daemon, "run-x")  # was a 409 with the error: no view said paused
+    assert view["phase"] == "paused" and view["paused_by"] == why, view
