@@ -303,8 +303,28 @@ def policy_rules(policy: str) -> tuple[bool, bool]:
     return bool(IDENTITY_POLICY.search(policy)), asks_confirmation(policy)
 
 
+def system_text(view: TraceView) -> str:
+    """The texts of the system messages joined by newlines (where the domain policy is), once per view: the identity,
+    confirmation, precondition and permission rules each read it."""
+    memo = view.__dict__.get("_system_text")
+    if memo is None:
+        msgs = view.traj.messages
+        memo = view.__dict__["_system_text"] = "\n".join([
+            msgs[i]["content"] for i, role in enumerate(view.roles)
+            if role == "system" and isinstance(msgs[i].get("content"), str)])
+    return memo
+
+
 def _tool_docs(view: TraceView) -> tuple[set[str], list[str]]:
-    """Names of the tools the trace declares or calls, and the declared tools' descriptions."""
+    """Names of the tools the trace declares or calls, and the declared tools' descriptions; once per view (the
+    policy rules each read them: treat both as read-only)."""
+    memo = view.__dict__.get("_tool_docs")
+    if memo is None:
+        memo = view.__dict__["_tool_docs"] = _read_tool_docs(view)
+    return memo
+
+
+def _read_tool_docs(view: TraceView) -> tuple[set[str], list[str]]:
     names, descriptions = {c.name for c in view.calls if c.name}, []
     for tool in view.traj.meta.get("tools") or ():
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
@@ -491,9 +511,7 @@ def _policy_flags(view: TraceView) -> tuple[str, bool]:
     """(identity kind, confirmation): ``policy_rules(policy_text(view))`` without rebuilding the policy text per
     trajectory: neither rule's pattern crosses a line, so a rule holds when a line of the policy text matches it; only
     the few lines that match are checked against the trace's tool names. A "verify" line outweighs an "obtain" one."""
-    msgs = view.traj.messages
-    system = "\n".join([msgs[i]["content"] for i, role in enumerate(view.roles)
-                        if role == "system" and isinstance(msgs[i].get("content"), str)])
+    system = system_text(view)
     if not system:
         return "", False
     names, descriptions = _tool_docs(view)
@@ -579,9 +597,7 @@ def write_limits(system: str) -> tuple[Limit, ...]:
 
 def _preconditions(view: TraceView) -> tuple[Precondition | Limit, ...]:
     """The status preconditions and limits of the run's system prompt (``_rule_entry``: read once per prompt)."""
-    msgs = view.traj.messages
-    system = "\n".join([msgs[i]["content"] for i, role in enumerate(view.roles)
-                        if role == "system" and isinstance(msgs[i].get("content"), str)])
+    system = system_text(view)
     if not system:
         return ()
     return _rule_entry(system, tuple(_tool_docs(view)[1]))[2]

@@ -184,12 +184,7 @@ def _policy_of(view: TraceView) -> tuple[tuple[Permission, ...], tuple[tuple[str
     """``read_policy(invariants.policy_text(view))``, once per distinct system prompt and tool descriptions among the
     last few: a run's prompt is compared with theirs (a length check, then a memory compare), where building the policy
     text anew cost ~70 microseconds a run."""
-    msgs, roles = view.traj.messages, view.roles
-    if roles and roles[0] == "system" and roles.count("system") == 1:  # (the common shape: one system prompt, first)
-        system = msgs[0]["content"] if isinstance(msgs[0].get("content"), str) else ""
-    else:
-        system = "\n".join([msgs[i]["content"] for i, role in enumerate(roles)
-                            if role == "system" and isinstance(msgs[i].get("content"), str)])
+    system = _invariants.system_text(view)  # (once per view: the other policy rules read it too)
     if not system:
         return (), ()
     tools = view.traj.meta.get("tools")
