@@ -80,6 +80,8 @@ def test_a_hostile_rollout_on_a_warm_worker_fails_alone_within_a_bound(monkeypat
     assert [t.task_id for t in trajs] == [t.id for t in tasks]
     failure = trajs[1].meta.get("rollout_failure")
     assert failure is not None and failure["limit"] == ("wall" if how == "stops_its_server" else "memory"), failure
+    if how == "stops_its_server":  # the wall it was given, not the grace the host waited on top (it said 13.0s)
+        assert failure["reason"].startswith("worker failed: wall-time limit hit after 10.0s"), failure["reason"]
     assert trajs[1].score == 0.0 and trajs[1].final_answer is None
     for a, b in zip(plain, [trajs[0], trajs[2], trajs[3]], strict=True):
         assert not b.meta.get("rollout_failure"), b.meta["rollout_failure"]
