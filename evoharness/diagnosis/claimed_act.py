@@ -10,7 +10,9 @@ output came between the two, reports an act the log shows never happened: what i
 team was shown. That report is the failing step, and its speaker the agent answerable for it (Who&When: "does not
 actually verify", "fabricates the content of the website"). Read from what the turns say, not from an agent's name
 or a framework's layout: the announcement and the report are one speaker's consecutive reasoning turns
-(``AgentLog.reasoning_turns``), the report holds no code (a turn with code is doing the act), and the rule fires only
+(``AgentLog.reasoning_turns``) or one turn, the announcement first ("I'll check the online database ... After looking
+up this information: Reggie Jackson, 86 walks": nothing runs inside a turn); the report holds no code (a turn with code
+is doing the act) and is no plan (``PLANNED``: "Once I have gathered the data, I will share it"); the rule fires only
 on failed runs (``FailedRunDetector``).
 
 Not a claimed check alone: "I have verified the steps" after nothing was announced is as often a team member
@@ -59,9 +61,42 @@ def _may_claim(text: str) -> bool:
     return "I have" in text or "I've" in text or "I’ve" in text or "aving" in text or "fter" in text
 
 
+# a sentence that speaks of an act still to come, or of one on a condition ("Once I have gathered the data, I will share
+# it", "After checking, I'll report"): a plan, not a report
+PLANNED = re.compile(r"\b(?:will|shall|going to|once|if|when|until)\b|[’']ll\b", re.IGNORECASE)
+_ENDS = ".!?\n"
+
+
+def _planned(text: str, claim: re.Match[str]) -> bool:
+    """The sentence holding ``claim`` speaks of the act as still to come or conditional (``PLANNED``)."""
+    start = max(text.rfind(c, 0, claim.start()) for c in _ENDS) + 1
+    end = min((j for j in (text.find(c, claim.end()) for c in _ENDS) if j >= 0), default=len(text))
+    return PLANNED.search(text, start, end) is not None
+
+
+def _claim(text: str) -> re.Match[str] | None:
+    """The turn's first report of an act done (``CLAIMED``), unless it is a look at the team's own work."""
+    claim = CLAIMED.search(text)
+    return None if claim is None or OWN_WORK.match(text, claim.end()) or _planned(text, claim) else claim
+
+
+def _announced_then_claimed(text: str) -> tuple[re.Match[str], re.Match[str]] | None:
+    """An act announced and, later in the same turn, reported done in a sentence that is no plan (``PLANNED``) and not
+    of the team's own work: "I'll check the online database ... After looking up this information: Reggie Jackson, 86
+    walks". A turn is one message: nothing can have run between its two sentences."""
+    promise = ANNOUNCED.search(text)
+    if promise is None:
+        return None
+    for claim in CLAIMED.finditer(text, promise.end()):
+        if not OWN_WORK.match(text, claim.end()) and not _planned(text, claim):
+            return promise, claim
+    return None
+
+
 def first_claimed_act(view: TraceView) -> Signal | None:
     """The first reasoning turn, with no code, that reports an act of looking done (``CLAIMED``) where its speaker's
-    previous reasoning turn announced it (``ANNOUNCED``, outside code) and no tool output lies between the two."""
+    previous reasoning turn announced it (``ANNOUNCED``, outside code) and no tool output lies between the two, or
+    where the turn itself announced it before the report."""
     log = AgentLog.of(view)
     if not log.applies:
         return None
@@ -78,16 +113,20 @@ def first_claimed_act(view: TraceView) -> Signal | None:
             continue  # no speaker named: whose announcement it answers cannot be told
         before, last_turn[name] = last_turn.get(name), i
         text = log.text(i)
-        if before is None or before < last_tool or "```" in text:
+        if "```" in text or not _may_claim(text):
             continue
-        claim = CLAIMED.search(text) if _may_claim(text) else None
-        if claim is None or OWN_WORK.match(text, claim.end()):
+        found = _announced_then_claimed(text)  # announced and reported in one turn
+        where = "earlier in the same turn"
+        if found is None and before is not None and before >= last_tool:
+            claim = _claim(text)
+            promise = ANNOUNCED.search(FENCE.sub(" ", log.text(before))) if claim is not None else None
+            if claim is not None and promise is not None:
+                found, where = (promise, claim), f"at step {before}"
+        if found is None:
             continue
-        promise = ANNOUNCED.search(FENCE.sub(" ", log.text(before)))
-        if promise is None:
-            continue
+        promise, claim = found
         return Signal(id=ClaimedActDetector.id, failure_class=FailureClass.F1, step=i,
-                      evidence=f"reports {claim.group(0)!r} of what it announced at step {before} "
+                      evidence=f"reports {claim.group(0)!r} of what it announced {where} "
                                f"({promise.group(0)!r}), with no tool output between: {_quote(text)}")
     return None
 

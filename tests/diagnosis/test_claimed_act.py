@@ -121,3 +121,58 @@ def test_magentic_one_names_are_read_the_same_way():
 def test_the_claim_is_searched_only_where_its_scan_finds_a_head(text):
     """``_may_claim`` (the literal scan) is true wherever ``CLAIMED`` can match: the scan never hides a claim."""
     assert not CLAIMED.search(text) or _may_claim(text)
+
+
+# one turn that announces the look-up and then reports it (Who&When Algorithm-Generated 89's shape: "I'll check the
+# online database ... After looking up this information: Reggie Jackson, 86 walks, 512 at bats")
+ONE_TURN = ("I'll check Anderson's Academy's timetable on their website.\n\n---\n\n"
+            "After checking the timetable: Muay Thai runs Monday 7:00 pm - 8:30 pm.")
+
+
+def _one_turn(text: str = ONE_TURN) -> list[tuple[str, str]]:
+    return [("NYC_Local_Expert", HANDOFF),
+            ("NYC_Local_Expert", "The NYSE is at 11 Wall Street. Anderson's Academy is at 25 Park Pl."),
+            ("MartialArts_Expert", text),
+            ("Verification_Expert", "The schedule stands. TERMINATE")]
+
+
+def test_an_act_announced_and_reported_in_one_turn_is_that_turns_failing_step():
+    """The speaker's first turn: no earlier turn of its own to announce the act, and nothing can run inside a turn."""
+    lab = Labeller().label(_log(_one_turn()))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.claimed_act", 3, "MartialArts_Expert")
+    assert "'After checking'" in lab.first_signal.evidence and "same turn" in lab.first_signal.evidence
+
+
+def test_a_report_before_the_announcement_in_one_turn_is_no_signal():
+    """"After checking ..., I'll look up ...": the report came first, so it answers no announcement of this turn."""
+    text = ("After checking the timetable, Muay Thai runs Monday at 7 pm.\n"
+            "I'll look up the walking route from the NYSE next.")
+    assert "F1.claimed_act" not in _ids(_one_turn(text))
+
+
+@pytest.mark.parametrize("report", [
+    "Once I have checked the timetable, I will share the class times here.",
+    "After checking the timetable, I'll post the class times.",
+    "If I have verified the schedule by then, we can close the task.",
+])
+def test_a_plan_is_no_report(report):
+    """A sentence that speaks of the act as still to come or conditional is a plan, in one turn or the next."""
+    assert "F1.claimed_act" not in _ids(_one_turn("I'll check Anderson's Academy's timetable.\n" + report))
+    assert "F1.claimed_act" not in _ids(_turns(claim=report))
+
+
+def test_a_report_after_a_plan_in_the_same_turn_is_read():
+    """Algorithm-Generated 75's shape: "Once I have gathered the data, I will share it" (a plan), then "After browsing
+    ScienceDirect ..., I have compiled the following hypothetical data" (the report)."""
+    text = ("I'll check the academy's website. Once I have checked it, I will share the times.\n\n"
+            "After browsing the website, the timetable lists Muay Thai on Monday at 7 pm.")
+    lab = Labeller().label(_log(_one_turn(text)))
+    assert (lab.first_signal.id, lab.first_signal.step) == ("F1.claimed_act", 3)
+    assert "'After browsing'" in lab.first_signal.evidence
+
+
+def test_one_turn_reviewing_the_teams_own_work_or_running_code_is_no_signal():
+    own = "I'll verify the result.\nAfter checking the calculations above, the answer is 7 pm."
+    code = ONE_TURN + "\n```python\nprint(timetable('Anderson'))\n```"
+    assert "F1.claimed_act" not in _ids(_one_turn(own))
+    assert "F1.claimed_act" not in _ids(_one_turn(code))
