@@ -1,0 +1,36 @@
+"""scripts/export_same_bytes.py, the export helpers' byte-identity check (62 exports of real and hostile rows hashed
+by two trees): its ``compare`` fails on any line that differs or is missing, and a wrong command line is one error
+line. (A whole ``run`` takes minutes: the export helpers run it, not the suite.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.modules import load_file
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "export_same_bytes.py"
+
+
+def test_compare_fails_on_a_changed_or_missing_line(tmp_path, capsys):
+    script = load_file(SCRIPT, "export_same_bytes")
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    lines = ["tau-openai-all summary records=190 reused=0", "tau-openai-all/data.jsonl 685b 3011831",
+             "tau-openai-all/metadata.jsonl 898b 43609"]
+    before.write_text("\n".join(lines) + "\n")
+    after.write_text("\n".join(lines) + "\n")
+    assert script.compare(before, after) == 0
+    assert "3 / 3 lines, 0 differ" in capsys.readouterr().out
+    after.write_text("\n".join([lines[0], "tau-openai-all/data.jsonl 9999 3011831"]) + "\n")
+    assert script.compare(before, after) == 1
+    out = capsys.readouterr().out
+    assert "- tau-openai-all/data.jsonl 685b 3011831\n+ tau-openai-all/data.jsonl 9999 3011831" in out
+    assert "+ (none)" in out and "3 / 2 lines, 2 differ" in out
+
+
+def test_a_wrong_command_line_is_one_error_line(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 2 and proc.stderr.startswith("error: usage: export_same_bytes.py"), proc.stderr
