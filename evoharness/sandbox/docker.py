@@ -171,10 +171,17 @@ class DockerSandbox:
             except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
                 timed_out = True
                 _kill(container)
-                rc = int(container.wait(timeout=30).get("StatusCode", -9))
+                try:
+                    rc = int(container.wait(timeout=30).get("StatusCode", -9))
+                except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
+                    rc = 137  # killed, its end not confirmed (an engine slow to answer): removed by force below
             wall = time.monotonic() - start
-            container.reload()
-            oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+            try:
+                container.reload()
+                oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+            except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+                log.warning("docker_inspect_failed", container=container.id[:12], error=str(e))
+                oom = False  # unknown: the result still stands (the run is recorded, never lost to an exception)
             return self.result(rc, io, timed_out=timed_out, oom=oom, wall=wall)
         finally:
             if container is not None:

@@ -35,3 +35,59 @@ def test_an_unreachable_engine_is_an_infrastructure_error(tmp_path):
     with pytest.raises(InfraError, match="Docker engine is unreachable") as e:
         box.run(["true"], harness_dir=tmp_path, workdir=tmp_path, env={}, limits=Limits())
     assert e.value.retryable is False
+
+
+class _SlowEngine:
+    """A container whose wait times out (an engine too slow to answer: the first wait, the second too unless
+    ``answers_after_kill``) and whose inspect may fail."""
+
+    def __init__(self, answers_after_kill: bool, reload_error: Exception | None) -> None:
+        self.id, self.attrs, self.reload_error, self.killed, self.removed = "c" * 64, {}, reload_error, 0, 0
+        self.answers_after_kill = answers_after_kill
+
+    def start(self) -> None:
+        pass
+
+    def wait(self, timeout: float) -> dict:
+        import requests
+
+        if self.killed and self.answers_after_kill:
+            return {"StatusCode": 137}
+        raise requests.exceptions.ReadTimeout("read timed out")
+
+    def kill(self) -> None:
+        self.killed += 1
+
+    def reload(self) -> None:
+        if self.reload_error is not None:
+            raise self.reload_error
+
+    def remove(self, force: bool) -> None:
+        self.removed += 1
+
+
+@pytest.mark.parametrize("case", ["second wait times out", "inspect refused", "inspect unreachable"])
+def test_a_cold_run_whose_engine_stops_answering_is_recorded_as_the_wall_limit(tmp_path, case):
+    """Past the wall the container is killed and waited on again; that second wait timing out too, or the inspect
+    after it failing, raised out of run() instead of recording the rollout's failure."""
+    import docker
+    import requests
+
+    error = {"second wait times out": None, "inspect refused": docker.errors.APIError("inspect failed"),
+             "inspect unreachable": requests.exceptions.ConnectionError("engine gone")}[case]
+    container = _SlowEngine(case != "second wait times out", error)
+
+    class Client:
+        class containers:  # noqa: N801 -- docker's attribute name
+            @staticmethod
+            def create(*a, **kw):
+                return container
+
+    box = DockerSandbox(client=Client())
+    box._checked = True
+    harness, work = tmp_path / "h", tmp_path / "w"
+    harness.mkdir()
+    work.mkdir()
+    r = box.run(["true"], harness_dir=harness, workdir=work, env={}, limits=Limits(wall_seconds=0.5))
+    assert r.timed_out and r.limit == "wall" and r.returncode == 137, r
+    assert container.killed == 1 and container.removed == 1
