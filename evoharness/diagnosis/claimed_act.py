@@ -64,14 +64,16 @@ def _may_claim(text: str) -> bool:
 # a sentence that speaks of an act still to come, or of one on a condition ("Once I have gathered the data, I will share
 # it", "After checking, I'll report"): a plan, not a report
 PLANNED = re.compile(r"\b(?:will|shall|going to|once|if|when|until)\b|[’']ll\b", re.IGNORECASE)
-_ENDS = ".!?\n"
+# where a sentence ends: a stop followed by white space, or a line break -- not the dot inside an address
+# (anderson.example/schedule) or of an abbreviation (e.g., i.e., etc., vs.)
+_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)[.!?](?=\s)|\n", re.IGNORECASE)
 
 
 def _planned(text: str, claim: re.Match[str]) -> bool:
     """The sentence holding ``claim`` speaks of the act as still to come or conditional (``PLANNED``)."""
-    start = max(text.rfind(c, 0, claim.start()) for c in _ENDS) + 1
-    end = min((j for j in (text.find(c, claim.end()) for c in _ENDS) if j >= 0), default=len(text))
-    return PLANNED.search(text, start, end) is not None
+    start = max((m.end() for m in _END.finditer(text, 0, claim.start())), default=0)
+    end = _END.search(text, claim.end())
+    return PLANNED.search(text, start, end.start() if end else len(text)) is not None
 
 
 def _claim(text: str) -> re.Match[str] | None:

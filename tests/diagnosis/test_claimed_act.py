@@ -176,3 +176,15 @@ def test_one_turn_reviewing_the_teams_own_work_or_running_code_is_no_signal():
     code = ONE_TURN + "\n```python\nprint(timetable('Anderson'))\n```"
     assert "F1.claimed_act" not in _ids(_one_turn(own))
     assert "F1.claimed_act" not in _ids(_one_turn(code))
+
+
+@pytest.mark.parametrize("report", [
+    "After visiting anderson.example/schedule, I will post the class times.",
+    "After checking the timetable (e.g. the Monday list), I will post the class times.",
+])
+def test_a_dot_inside_the_sentence_does_not_end_it(report):
+    """An address's dot or an abbreviation's is no sentence end: the plan's "I will" later in the sentence is read."""
+    assert "F1.claimed_act" not in _ids(_one_turn("I'll check Anderson's Academy's timetable.\n" + report))
+    assert "F1.claimed_act" not in _ids(_turns(claim=report))
+    done = report.split(",")[0] + ", the Monday class is at 7 pm. I will post it."  # the plan in the next sentence
+    assert "F1.claimed_act" in _ids(_turns(claim=done))
