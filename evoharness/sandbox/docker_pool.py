@@ -185,12 +185,11 @@ class ContainerPool:
             clean = exec_ok and (slot.io / "clean").exists()
             oom_after = _oom_kills(slot.container.id)
             if oom_before is None or oom_after is None:
-                slot.container.reload()
-                oom = bool(slot.container.attrs.get("State", {}).get("OOMKilled"))
+                oom = _inspect_oom(slot.container)
             else:
                 oom = oom_after > oom_before
-            result = self.box.result(rc, slot.io, timed_out=timed_out, oom=oom, wall=wall)
-            return result, clean and not oom
+            result = self.box.result(rc, slot.io, timed_out=timed_out, oom=bool(oom), wall=wall)
+            return result, clean and oom is False
         finally:
             if moved_in:
                 _move_entries(slot.scratch, workdir)
@@ -286,6 +285,20 @@ def _force_rmtree(p: Path) -> None:
     for dirpath, _dirs, _files in os.walk(p):
         os.chmod(dirpath, 0o755)
     shutil.rmtree(p, onerror=writable)
+
+
+def _inspect_oom(container) -> bool | None:
+    """The engine's word on an OOM kill in ``container``; None when the inspect fails (logged): the rollout is still
+    recorded, not lost to the exception, and the slot, whose state is unknown, is not reused."""
+    import docker
+    import requests
+
+    try:
+        container.reload()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+        log.warning("docker_pool_inspect_failed", container=container.id[:12], error=str(e))
+        return None
+    return bool(container.attrs.get("State", {}).get("OOMKilled"))
 
 
 def _oom_kills(container_id: str) -> int | None:

@@ -91,3 +91,27 @@ def test_a_cold_run_whose_engine_stops_answering_is_recorded_as_the_wall_limit(t
     r = box.run(["true"], harness_dir=harness, workdir=work, env={}, limits=Limits(wall_seconds=0.5))
     assert r.timed_out and r.limit == "wall" and r.returncode == 137, r
     assert container.killed == 1 and container.removed == 1
+
+
+def test_a_pooled_run_whose_inspect_fails_is_recorded_and_its_slot_not_reused(tmp_path, monkeypatch):
+    """Where the cgroup's OOM counter cannot be read, the pool asks the engine (container.reload); that failing
+    raised out of run() instead of recording the rollout."""
+    import docker
+
+    import evoharness.sandbox.docker_pool as pool_mod
+
+    container = _SlowEngine(True, docker.errors.APIError("inspect failed"))
+    box = DockerSandbox(client=object(), pool_size=1)
+    pool = pool_mod.ContainerPool(box, 1)
+    root = tmp_path / "slot"
+    for d in ("harness", "scratch", "io"):
+        (root / d).mkdir(parents=True)
+    slot = pool_mod._Slot(container, root, key=())
+    monkeypatch.setattr(pool_mod, "_oom_kills", lambda _id: None)  # no cgroup counter here: ask the engine
+    monkeypatch.setattr(pool_mod.ContainerPool, "_exec_with_deadline", lambda *a, **kw: (0, False, True))
+    monkeypatch.setattr(pool_mod.ContainerPool, "_exec", lambda *a, **kw: None)
+    harness, work = tmp_path / "h", tmp_path / "w"
+    harness.mkdir()
+    work.mkdir()
+    result, healthy = pool._run_in(slot, ["true"], harness, work, {}, Limits())
+    assert result.returncode == 0 and result.limit is None and not healthy
