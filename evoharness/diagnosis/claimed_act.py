@@ -22,6 +22,7 @@ docs/diagnosis.md); the announcement says the act was to reach outside the conve
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from evoharness.diagnosis.context import TraceView
@@ -69,17 +70,32 @@ PLANNED = re.compile(r"\b(?:will|shall|going to|once|if|when|until)\b|[’']ll\b
 _END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)[.!?](?=\s)|\n", re.IGNORECASE)
 
 
-def _planned(text: str, claim: re.Match[str]) -> bool:
-    """The sentence holding ``claim`` speaks of the act as still to come or conditional (``PLANNED``)."""
-    start = max((m.end() for m in _END.finditer(text, 0, claim.start())), default=0)
-    end = _END.search(text, claim.end())
-    return PLANNED.search(text, start, end.start() if end else len(text)) is not None
+class _Plans:
+    """Whether the sentence holding a claim is a plan (``PLANNED``), for any number of claims in one text: the sentence
+    ends are found once and each sentence read once (a claim per sentence of a long turn, each read from the turn's
+    start, was quadratic: 2,000 planned claims in a 120 KB turn took 11 s)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        ends = [(m.start(), m.end()) for m in _END.finditer(text)]
+        self.starts, self.ends = [a for a, _ in ends], [b for _, b in ends]
+        self.seen: dict[tuple[int, int], bool] = {}
+
+    def planned(self, claim: re.Match[str]) -> bool:
+        """The sentence holding ``claim`` speaks of the act as still to come or conditional."""
+        k = bisect.bisect_right(self.ends, claim.start())  # the ends up to the claim
+        j = bisect.bisect_left(self.starts, claim.end())  # the first end after it
+        if (k, j) not in self.seen:
+            start = self.ends[k - 1] if k else 0
+            end = self.starts[j] if j < len(self.starts) else len(self.text)
+            self.seen[k, j] = PLANNED.search(self.text, start, end) is not None
+        return self.seen[k, j]
 
 
 def _claim(text: str) -> re.Match[str] | None:
     """The turn's first report of an act done (``CLAIMED``), unless it is a look at the team's own work."""
     claim = CLAIMED.search(text)
-    return None if claim is None or OWN_WORK.match(text, claim.end()) or _planned(text, claim) else claim
+    return None if claim is None or OWN_WORK.match(text, claim.end()) or _Plans(text).planned(claim) else claim
 
 
 def _announced_then_claimed(text: str) -> tuple[re.Match[str], re.Match[str]] | None:
@@ -89,8 +105,9 @@ def _announced_then_claimed(text: str) -> tuple[re.Match[str], re.Match[str]] | 
     promise = ANNOUNCED.search(text)
     if promise is None:
         return None
+    plans = _Plans(text)
     for claim in CLAIMED.finditer(text, promise.end()):
-        if not OWN_WORK.match(text, claim.end()) and not _planned(text, claim):
+        if not OWN_WORK.match(text, claim.end()) and not plans.planned(claim):
             return promise, claim
     return None
 

@@ -4,9 +4,11 @@ that report is the failing step and its speaker the agent (issue 13, Who&When Al
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from evoharness.diagnosis.claimed_act import CLAIMED, ClaimedActDetector, _may_claim
+from evoharness.diagnosis.claimed_act import CLAIMED, ClaimedActDetector, _announced_then_claimed, _may_claim
 from evoharness.diagnosis.config import DiagnosisConfig
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.labeller import Labeller
@@ -188,3 +190,13 @@ def test_a_dot_inside_the_sentence_does_not_end_it(report):
     assert "F1.claimed_act" not in _ids(_turns(claim=report))
     done = report.split(",")[0] + ", the Monday class is at 7 pm. I will post it."  # the plan in the next sentence
     assert "F1.claimed_act" in _ids(_turns(claim=done))
+
+
+def test_a_long_turn_of_planned_claims_is_read_in_linear_time():
+    """Each sentence is read once: 2,000 planned claims in a 120 KB turn took 11 s when every claim re-read the turn
+    from its start for its sentence's beginning (0.02 s now; the bound leaves a hundredfold margin for load)."""
+    text = "I'll check the site.\n" + "After checking the page I will post it and more words here. " * 2000
+    started = time.process_time()
+    assert _announced_then_claimed(text) is None
+    assert _announced_then_claimed(text + "After checking the page, it lists 7 pm.") is not None
+    assert time.process_time() - started < 2.0
