@@ -29,9 +29,9 @@ block. Edits: ``null``, ``save1``, ``save1_half`` as above, and ``harmful``: a s
 score 0.10 lower on the targeted tasks, twice the non-inferiority margin (must be refused). Designs: ``fixed k4``
 (`verification.sequential = false`), ``fixed k8`` (the same at k = 8: what a run at the default k = 4 ran before
 the sequential cost verdict, every seed of every selected task at once), ``sequential`` (the default settings at
-k = 4: eight looks up to 3 x k, at 2/3/4/6/8/9/10/12 seeds a task, the cost test on the looks' joint sign-flip
-boundary, O'Brien-Fleming), ``sequential 4 looks`` (the defaults until the twenty-seventh session: four looks up to
-2 x k, at 2/4/6/8), ``sequential pocock`` (those four looks, `sequential_spending = pocock`) and ``sequential to 16``
+k = 4: four looks up to 2 x k, at 2/4/6/8 seeds a task, the cost test on the looks' joint sign-flip boundary,
+O'Brien-Fleming), ``sequential 4 looks`` (the same settings named), ``sequential 8 looks`` (eight looks up to 3 x k, at
+2/3/4/6/8/9/10/12: the default for part of the twenty-seventh session, reverted), ``sequential pocock`` (those four looks, `sequential_spending = pocock`) and ``sequential to 16``
 (four looks, `sequential_max_factor = 4`: at 4/8/12/16). Rollouts are the ledger's: both sides, control tasks included.
 """
 
@@ -141,7 +141,8 @@ VERDICT_DESIGNS = {  # name -> settings beside k = 4 (the default run.rollouts)
     "fixed k4": {"sequential": False},
     "fixed k8": {"sequential": False, "rollouts": 8},
     "sequential": {},
-    "sequential 4 looks": {"sequential_looks": 4, "sequential_max_factor": 2.0},  # the default until 2026-12-07
+    "sequential 4 looks": {"sequential_looks": 4, "sequential_max_factor": 2.0},  # the defaults, named
+    "sequential 8 looks": {"sequential_looks": 8, "sequential_max_factor": 3.0},  # default for a day, reverted
     "sequential pocock": {"sequential_spending": "pocock", "sequential_looks": 4, "sequential_max_factor": 2.0},
     "sequential to 16": {"sequential_looks": 4, "sequential_max_factor": 4.0},
 }

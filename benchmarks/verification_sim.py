@@ -18,8 +18,9 @@ equal budget is judged by. ``behaviour_aware_sequential`` uses the config defaul
 2.0, max_tasks 27); every behaviour-aware strategy reads ``targeted_rank`` and
 ``attribution_min_share`` from the config (its defaults, ``alone`` and 0.4 since 2026-12-04, or
 ``--set``); ``_r1`` control_ratio 1.0 and 32 tasks; ``_narrow`` the fixed design's selection (0.5, 24); ``_looks4`` the
-defaults before the twenty-seventh session (four looks up to 2 x k seeds a task); ``_focus`` the defaults with
-``sequential_focus = 3`` (later looks on the 3 targeted tasks ranked first).
+defaults named (four looks up to 2 x k seeds a task); ``_looks8`` eight looks up to 3 x k (the default for part of
+the twenty-seventh session, reverted: harmful false accepts 10/600 at coupling 0.9, docs/verification.md); ``_focus``
+the defaults with ``sequential_focus = 3`` (later looks on the 3 targeted tasks ranked first).
 The best accepted candidate of a round is merged and re-anchored. Reported per
 strategy: false-accept rates, power for the true +0.05 edit,
 the true held-out gain of the final harness after the rounds (expected score, no noise), and
@@ -112,10 +113,15 @@ def strategies(n_dev: int) -> dict[str, tuple]:
                                           {"sequential": True, "no_regression_alpha": 0.05}),
         "behaviour_aware_sequential_r1": (BehaviourAware(1.0), None, 3 * BUDGET, 32, K, {"sequential": True}),
         "behaviour_aware_sequential_narrow": (BehaviourAware(0.5), None, 3 * BUDGET, 24, K, {"sequential": True}),
-        # the defaults before the twenty-seventh session: four looks up to 2 x k seeds a task (today: eight, 3 x k)
+        # the defaults named: four looks up to 2 x k seeds a task
         "behaviour_aware_sequential_looks4": (
             BehaviourAware(2.0), None, 3 * BUDGET, 27, K,
             {"sequential": True, "sequential_looks": 4, "sequential_max_factor": 2.0}),
+        # eight looks up to 3 x k: the default for part of the twenty-seventh session, reverted (harmful false
+        # accepts 10/600 at coupling 0.9 against the defaults' 0/600; docs/verification.md, "Eight looks up to 3 x k")
+        "behaviour_aware_sequential_looks8": (
+            BehaviourAware(2.0), None, 3 * BUDGET, 27, K,
+            {"sequential": True, "sequential_looks": 8, "sequential_max_factor": 3.0}),
         # the defaults with later looks on the 3 targeted tasks the anchor ranks first (sequential_focus = 3)
         "behaviour_aware_sequential_focus": (BehaviourAware(2.0), None, 3 * BUDGET, 27, K,
                                              {"sequential": True, "sequential_focus": 3}),

@@ -40,7 +40,7 @@ class RunConfig(BaseModel):
     rollouts: int = Field(2, ge=1, le=MAX_ROLLOUTS_PER_TASK, description="k: rollouts per task for anchors and "
                           f"candidates (1 to {MAX_ROLLOUTS_PER_TASK:,}; a sequential verification gives a task up to "
                           "k x verification.sequential_max_factor seeds in a round, which must stay within the "
-                          "1,000 a round has: at most 333 at the default factor 3).")
+                          "1,000 a round has: at most 500 at the default factor 2).")
     max_rounds: int = Field(3, ge=1, le=MAX_RUN_ROUNDS, description=f"Stop after this many rounds (at most "
                             f"{MAX_RUN_ROUNDS:,}: round r's fresh-baseline seeds are 1,000 x (r + 1) + i, which "
                             "must stay below round 1's anchor seeds, 1,000,000 + i).")

@@ -17,7 +17,7 @@ STOP_GATES = ("no_regression", "attribution", "behaviour")  # gates a sequential
 
 # The seeds one round's verification may give a task. Fresh-baseline seeds of round r are
 # SEEDS_PER_ROUND x (r + 1) + i (plan.FRESH_SEED_BASE), so a task given more than this many in one round ran
-# into the next round's seeds (k = 1,000 under sequential_max_factor 2, the default then, asked for 2,000); a round's
+# into the next round's seeds (k = 1,000 under the default sequential_max_factor 2 asked for 2,000); a round's
 # k, times sequential_max_factor when verification is sequential, is held to it (`check_seed_room`).
 SEEDS_PER_ROUND = 1000
 # Most retries of one thing (a rollout batch, a role's reply): each may wait up to retry_max_wait_s, so a typo
@@ -109,16 +109,14 @@ class VerificationSettings(BaseModel):
         "edit's cost test is read after each look the same way, at the look's share of cost_alpha. Off: the "
         "fixed design, k rollouts per task at once, judged by `gain` (a cost edit: by `cost` at cost_alpha)",
     )
-    sequential_looks: int = Field(
-        8, ge=1, le=20, description="stages (looks) of a sequential verification (8 since the twenty-seventh "
-        "session, was 4: smaller steps let null and harmful edits stop sooner; docs/verification.md, \"Eight looks "
-        "up to 3 x k\")")
+    sequential_looks: int = Field(4, ge=1, le=20, description="stages (looks) of a sequential verification")
     sequential_max_factor: float = Field(
-        3.0, ge=0.25, le=SEEDS_PER_ROUND, description="most rollouts per task of a sequential verification, as a "
+        2.0, ge=0.25, le=SEEDS_PER_ROUND, description="most rollouts per task of a sequential verification, as a "
         "multiple of k (split evenly over the looks); the plan reserves budget for all of them. k x this factor "
-        f"(rounded) must stay within the {SEEDS_PER_ROUND:,} seeds a round has (`seeds_per_task`). 3 (was 2) with "
-        "eight looks: the rollouts null and harmful edits no longer spend go to true edits that need them; "
-        "docs/verification.md, \"Eight looks up to 3 x k\"")
+        f"(rounded) must stay within the {SEEDS_PER_ROUND:,} seeds a round has (`seeds_per_task`). 2.25 with "
+        "sequential_stop_gates "
+        "= no_regression paying for it gave more simulated power at equal or fewer rollouts per candidate in "
+        "every world (docs/verification.md, \"Stopping on a settled gate\"); not the default yet")
     sequential_focus: int = Field(
         0, ge=0, le=1000, description="a sequential score verification's later looks add seeds on the first N "
         "targeted tasks only (the selection's order: targeted_rank), as many as they would have added on every "

@@ -93,18 +93,18 @@ def test_verify_says_undecided_and_how_many_more_rollouts_decide_it(setup, capsy
     faint = hr.create_candidate(Edit(message="Answer a little more often", targets=ND,
                                      changes=[{"path": "lessons.md", "content": "- Answer when you can.\n"}]),
                                 round=1)
-    runner.world.add(faint.commit, SimHarness(factor={ND: 0.85}), "faint")  # 0.9 -> 0.765: a gain of 0.135
+    runner.world.add(faint.commit, SimHarness(factor={ND: 0.8}), "faint")  # 0.9 -> 0.72: a gain of 0.18
     assert main(["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]) == 1
     out = capsys.readouterr().out
     assert "UNDECIDED (undecided: the targeted gain did not cross" in out and "REJECTED" not in out
     assert "| sequential_gain | FAIL |" in out and out.count("| FAIL |") == 1
-    assert "about 120 more rollouts needed; re-run with --rollouts 8" in out
+    assert "about 140 more rollouts needed; re-run with --rollouts 11" in out
     assert "one re-verification is allowed" in out
     paid = runner.rollouts
     # what it asked for decides it, and the rollouts already paid are reused
-    assert main(["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "8"]) == 0
+    assert main(["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "11"]) == 0
     out = capsys.readouterr().out
-    assert "ACCEPTED" in out and runner.rollouts - paid < 2 * 5 * 24
+    assert "ACCEPTED" in out and runner.rollouts - paid < 2 * 5 * 22
 
 
 def test_verify_with_too_small_budget_spends_nothing(setup, capsys):
@@ -117,14 +117,13 @@ def test_verify_with_too_small_budget_spends_nothing(setup, capsys):
 
 
 def test_verify_rollouts_past_a_rounds_seeds_is_one_error_line_before_any_rollout(setup, capsys):
-    """--rollouts 600 under sequential_max_factor 2 gave each task 1,200 seeds, into the next round's (at today's
-    default 3: 1,800)."""
+    """--rollouts 600 under the default sequential_max_factor 2 gave each task 1,200 seeds, into the next round's."""
     hr, fix, _, runner = setup
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "600"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: --rollouts: 600 rollouts per task at verification.sequential_max_factor 3 is 1,800 seeds per task in "
-        "one round, past the 1,000 a round has (round r's fresh seeds are 1,000 x (r + 1) + i): at most 333 at "
-        "verification.sequential_max_factor 3 (or verification.sequential = false)"]
+        "error: --rollouts: 600 rollouts per task at verification.sequential_max_factor 2 is 1,200 seeds per task in "
+        "one round, past the 1,000 a round has (round r's fresh seeds are 1,000 x (r + 1) + i): at most 500 at "
+        "verification.sequential_max_factor 2 (or verification.sequential = false)"]
     assert runner.rollouts == 0
     assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS, "--rollouts", "600",
                  "--set", "verification.sequential=false", "--budget", "0"]) == 2
@@ -195,7 +194,7 @@ def test_verify_with_an_unknown_strategy_fails_before_spending(setup, capsys):
 def _faint(hr, runner, content="- Answer when you can.\n"):
     faint = hr.create_candidate(Edit(message="Answer a little more often", targets=ND,
                                      changes=[{"path": "lessons.md", "content": content}]), round=1)
-    runner.world.add(faint.commit, SimHarness(factor={ND: 0.85}), "faint")  # a gain of 0.135: undecided at k=4
+    runner.world.add(faint.commit, SimHarness(factor={ND: 0.8}), "faint")  # a gain of 0.18: undecided at k=4
     return faint
 
 
@@ -210,7 +209,7 @@ def test_a_second_re_verification_of_an_undecided_candidate_is_refused_before_sp
     assert "re-verification of" in out and "the last one allowed" in out
     assert "UNDECIDED" in out and "undecided again after its one re-verification" in out and "re-run with" not in out
     paid = runner.rollouts
-    for k in ("8", "4"):  # what the first verdict asked for, or the first k again: refused alike
+    for k in ("11", "4"):  # what the first verdict asked for, or the first k again: refused alike
         assert main([*args, "--rollouts", k]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {faint.commit[:10]}: already re-verified once"), err
@@ -238,9 +237,9 @@ def test_the_same_edit_recommitted_is_the_same_candidate_for_the_bound(setup, ca
     again = g.git.commit_tree(old.tree.hexsha, "-p", old.parents[0].hexsha, "-m", old.message, env=env)
     assert again != old.hexsha
     g.git.branch("-f", faint.branch, again)  # what `git commit --amend --no-edit` on the branch does
-    runner.world.add(again, SimHarness(factor={ND: 0.85}), "faint again")
+    runner.world.add(again, SimHarness(factor={ND: 0.8}), "faint again")
     paid = runner.rollouts
-    assert main([*args, "--rollouts", "8"]) == 2  # was 0: the third test ran, and accepted
+    assert main([*args, "--rollouts", "11"]) == 2  # was 0: the third test ran, and accepted
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {again[:10]}: already re-verified once"), err
     assert runner.rollouts == paid
@@ -252,8 +251,8 @@ def test_the_one_re_verification_may_accept_and_a_re_run_of_an_accepted_verdict_
     faint = _faint(hr, runner)
     args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
     assert main(args) == 1
-    assert main([*args, "--rollouts", "8"]) == 0 and "ACCEPTED" in capsys.readouterr().out
-    assert main([*args, "--rollouts", "8"]) == 0  # replayed from the cache: the same verdict
+    assert main([*args, "--rollouts", "11"]) == 0 and "ACCEPTED" in capsys.readouterr().out
+    assert main([*args, "--rollouts", "11"]) == 0  # replayed from the cache: the same verdict
     for _ in range(3):  # never undecided: nothing to bound
         assert main(["verify", fix.branch, "--harness", str(hr.path), "--tasks", TASKS]) == 0
 
@@ -267,7 +266,7 @@ def test_an_undecided_verdict_a_run_noted_counts_as_the_first_test(setup, capsys
     RetestLog(hr)._update(hr.repo.commit(faint.commit).hexsha, lambda tests: [])  # only the verdict note is left
     assert [t["outcome"] for t in RetestLog(hr).tests(faint.commit, hr.main_head())] == ["undecided"]
     assert main([*args, "--rollouts", "4"]) == 1
-    assert main([*args, "--rollouts", "8"]) == 2
+    assert main([*args, "--rollouts", "11"]) == 2
     assert "already re-verified once" in capsys.readouterr().err
 
 
@@ -314,7 +313,7 @@ def _twice_undecided(hr, runner, capsys):
     args = ["verify", faint.branch, "--harness", str(hr.path), "--tasks", TASKS]
     assert main(args) == 1
     assert main([*args, "--rollouts", "4"]) == 1
-    assert main([*args, "--rollouts", "8"]) == 2
+    assert main([*args, "--rollouts", "11"]) == 2
     capsys.readouterr()
     return faint, args
 
@@ -333,7 +332,7 @@ def test_an_empty_commit_on_main_is_the_same_main_for_the_bound(setup, capsys):
     g.git.update_ref(hr.main_ref, empty)
     runner.world.add(empty, SimHarness(), "main, once more")
     paid = runner.rollouts
-    assert main([*args, "--rollouts", "8"]) == 2  # was 0
+    assert main([*args, "--rollouts", "11"]) == 2  # was 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {faint.commit[:10]}: already re-verified once"), err
     assert runner.rollouts == paid
@@ -352,7 +351,7 @@ def test_another_notes_ref_does_not_start_the_count_again(setup, capsys):
     hr, _, _, runner = setup
     faint, args = _twice_undecided(hr, runner, capsys)
     paid = runner.rollouts
-    assert main(["--set", "harness_repo.notes_ref=other", *args, "--rollouts", "8"]) == 2  # was 0
+    assert main(["--set", "harness_repo.notes_ref=other", *args, "--rollouts", "11"]) == 2  # was 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "already re-verified once" in err[0], err
     assert runner.rollouts == paid
@@ -369,7 +368,7 @@ def test_a_verdict_noted_under_another_notes_ref_counts(setup, capsys):
     log._update(hr.repo.commit(faint.commit).hexsha, lambda tests: [])  # only the verdict note under 'other' left
     assert [t["outcome"] for t in RetestLog(hr).tests(faint.commit, hr.main_head())] == ["undecided"]
     assert main([*args, "--rollouts", "4"]) == 1
-    assert main([*args, "--rollouts", "8"]) == 2
+    assert main([*args, "--rollouts", "11"]) == 2
     assert "already re-verified once" in capsys.readouterr().err
 
 

@@ -65,15 +65,15 @@ def test_a_library_caller_past_the_rounds_seeds_is_refused():
     world.add("main", SimHarness())
     verifier = Verifier(SimSource(world), VerificationConfig())
     anchor = verifier.measure_anchor("main", list(world.tasks), 4)
-    with pytest.raises(InputError, match="1,800 seeds per task in one round"):
+    with pytest.raises(InputError, match="1,200 seeds per task in one round"):
         verifier.plan(candidate("main", round=1), anchor, BehaviourAware(1.0), round=1, k=600)
 
 
 @pytest.mark.parametrize(("args", "line"), [
     (["--set", "run.rollouts=600", "noise"],
-     "error: run.rollouts: 600 rollouts per task at verification.sequential_max_factor 3 is 1,800 seeds per task "
-     "in one round, past the 1,000 a round has (round r's fresh seeds are 1,000 x (r + 1) + i): at most 333 at "
-     "verification.sequential_max_factor 3 (or verification.sequential = false)"),
+     "error: run.rollouts: 600 rollouts per task at verification.sequential_max_factor 2 is 1,200 seeds per task "
+     "in one round, past the 1,000 a round has (round r's fresh seeds are 1,000 x (r + 1) + i): at most 500 at "
+     "verification.sequential_max_factor 2 (or verification.sequential = false)"),
     (["--set", "verification.sequential_max_factor=1e6", "noise"],
      "error: settings: verification.sequential_max_factor: Input should be less than or equal to 1000"),
     (["--set", "verification.sequential_max_factor=inf", "noise"],  # every float setting (tests/test_config.py)

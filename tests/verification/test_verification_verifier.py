@@ -128,15 +128,14 @@ def test_verification_stops_before_overspending():
     with pytest.raises(BudgetExhausted):
         verifier.verify(candidate("fix"), anchor, ledger=BudgetLedger(total=7), round=1)
     assert len(source.memo) == ran  # not a single rollout was run
-    # sequential (eight looks at 2/3/4/6/8/9/10/12 seeds; four at 2/4/6/8 until 2026-12-07, when 24 held this
-    # selection): 1 targeted task x 12 seeds x 2 sides, and 2 control tasks on the first look's 2 seeds x 2 sides:
-    # 24 + 8 = 32 (reserving the last look for control tasks too fitted 1 task)
-    small = BudgetLedger(total=32)
+    # sequential (looks at 2/4/6/8 seeds): 1 targeted task x 8 seeds x 2 sides, and 2 control tasks on the
+    # first look's 2 seeds x 2 sides: 16 + 8 = 24 (reserving the last look for control tasks too fitted 1 task)
+    small = BudgetLedger(total=24)
     plan = verifier.plan(candidate("fix"), anchor, ledger=small, round=1)
-    assert plan.max_spend() == 32 and len(plan.baseline_requests) + len(plan.candidate_requests) == 72
+    assert plan.max_spend() == 24 and len(plan.baseline_requests) + len(plan.candidate_requests) == 48
     verdict = verifier.verify(candidate("fix"), anchor, ledger=small, round=1)
     m = verdict.measurements
-    assert small.spent <= 32 and (m["targeted_tasks"], m["control_tasks"], m["max_looks"]) == (1, 2, 8)
+    assert small.spent <= 24 and (m["targeted_tasks"], m["control_tasks"], m["max_looks"]) == (1, 2, 4)
     fixed = Verifier(source, VerificationConfig(rollouts=4, sequential=False))
     small = BudgetLedger(total=24)  # fixed design: room for 3 tasks x 4 rollouts x (baseline + candidate)
     verdict = fixed.verify(candidate("fix"), anchor, ledger=small, round=1)
