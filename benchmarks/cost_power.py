@@ -31,8 +31,9 @@ score 0.10 lower on the targeted tasks, twice the non-inferiority margin (must b
 the sequential cost verdict, every seed of every selected task at once), ``sequential`` (the default settings at
 k = 4: four looks up to 2 x k, at 2/4/6/8 seeds a task, the cost test on the looks' joint sign-flip boundary,
 O'Brien-Fleming), ``sequential 4 looks`` (the same settings named), ``sequential 8 looks`` (eight looks up to 3 x k, at
-2/3/4/6/8/9/10/12: the default for part of the twenty-seventh session, reverted), ``sequential pocock`` (those four looks, `sequential_spending = pocock`) and ``sequential to 16``
-(four looks, `sequential_max_factor = 4`: at 4/8/12/16). Rollouts are the ledger's: both sides, control tasks included.
+2/3/4/6/8/9/10/12: the default for part of the twenty-seventh session, reverted), ``sequential pocock`` (those four
+looks, `sequential_spending = pocock`) and ``sequential to 16`` (four looks, `sequential_max_factor = 4`: at
+4/8/12/16). Rollouts are the ledger's: both sides, control tasks included.
 """
 
 from __future__ import annotations

@@ -31,8 +31,9 @@ symlink loop; or, for a harness repo (a --harness, or `run`'s run.harness: ``SET
 a shallow marker, a config git cannot parse), where a locked index or a merge in progress told as "uncommitted
 changes" is a failure too; or, for `report`, `ablate`, `approve` and `reject` (``RUN_ARGS``: given the workspace's
 finished run and its run waiting for review, ``RUNS``) and for `evaluate --run`, `export-otel`, `dataset export -t` and
-`run --resume` when the case gives them one of those runs (``RUN_INPUTS``: half their cases), one thing of the run: a file of its directory, its checkpoint
-database cut short (half written), a page of it overwritten, emptied, a garbage journal beside it, or its harness.
+`run --resume` when the case gives them one of those runs (``RUN_INPUTS``: half their cases), one thing of the run:
+a file of its directory, its checkpoint database cut short (half written), a page of it overwritten, emptied, a
+garbage journal beside it, or its harness.
 
 A tenth of the cases run with standard output on ``/dev/full``: a command that prints must say `error: standard output:
 no space left on device` (its progress lines and the outputs it wrote before are then no failure).
