@@ -43,7 +43,8 @@ class SandboxResult(BaseModel):
     stderr: str = Field("", description="tail of standard error")
     timed_out: bool = False
     limit: LimitHit | None = None
-    wall_seconds: float = 0.0
+    wall_seconds: float = Field(0.0, description="seconds the host waited for the command: to its end, or past the "
+                                "wall limit to the kill (a silent warm worker: the limit and the answer grace)")
     backend: str = ""
 
     @property
@@ -56,7 +57,7 @@ class SandboxResult(BaseModel):
             return ""
         if self.timed_out:  # a memory limit hit before it is named too (``limit``: the backend found both)
             before = f" (the {self.limit} limit was hit before it)" if self.limit not in (None, "wall") else ""
-            return f"wall-time limit hit after {self.wall_seconds:.1f}s{before}"
+            return f"wall-time limit hit, ended after {self.wall_seconds:.1f}s{before}"
         if self.limit:
             return f"{self.limit} limit hit, {exit_words(self.returncode, shell=self.shell_status)}"
         last = next((ln for ln in reversed(self.stderr.splitlines()) if ln.strip()), "")

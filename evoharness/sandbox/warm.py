@@ -217,9 +217,9 @@ class WarmWorker:
                 hit = classify(rc, f"{stderr}\n{self.dead}", False, shell=True)
             return SandboxResult(returncode=rc, stderr=text, timed_out=self._silent,
                                  limit=("memory" if hit == "memory" else "wall") if self._silent else hit,
-                                 # a silent worker's rollout: the wall limit it was given, not the answer grace
-                                 # the host waited on top of it (that is in the reason's text: "no answer within")
-                                 wall_seconds=min(wall, self.limits.wall_seconds) if self._silent else wall,
+                                 # a silent worker's rollout: what the host waited, the answer grace included
+                                 # (the reason says "ended after" it, not that the limit was so long)
+                                 wall_seconds=wall,
                                  backend=self.live.backend, shell_status=True), rdir  # bwrap's status
         rc, timed_out = int(answer.get("returncode", 1)), bool(answer.get("timed_out"))
         self.last_cost = _cost(answer.get("cost"))

@@ -73,7 +73,7 @@ def test_rollout_writes_trajectories_and_prints_the_composition(harness, tmp_pat
     assert "wrote 6 trajectories" in printed and "2 rollouts failed in the sandbox" in printed
     # each failed rollout's reason is printed under the count, not only recorded in the file
     reasons = [line for line in printed.splitlines() if line.startswith("  hang (rollout ")]
-    assert len(reasons) == 2 and all("wall-time limit hit after 8." in r for r in reasons), printed
+    assert len(reasons) == 2 and all("wall-time limit hit, ended after 8." in r for r in reasons), printed
     assert "F3" in printed and "healthy" in printed.lower()
 
 
@@ -171,5 +171,5 @@ def test_rollout_under_a_16_mib_memory_limit_ends_every_rollout_in_a_bounded_tim
     assert rows["easy"]["termination"] == "delivered" and not rows["easy"]["meta"].get("rollout_failure")
     assert rows["hang"]["meta"]["rollout_failure"]["limit"] == "wall"
     assert rows["unused"]["meta"]["rollout_failure"]["limit"] == "memory", rows["unused"]["meta"]
-    assert "memory limit hit" in printed and "wall-time limit hit after 6." in printed
+    assert "memory limit hit" in printed and "wall-time limit hit, ended after 6." in printed
     assert elapsed < 90, elapsed

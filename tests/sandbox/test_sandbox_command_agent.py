@@ -172,7 +172,7 @@ def test_output_formats_and_broken_commands(example_repo):
     assert reasons["shape"].startswith("command output is neither a Trajectory")
     assert reasons["role"] == "message 0 is not an OpenAI chat message (role one of system, user, assistant, tool)"
     assert reasons["crash"] == "worker failed: exit 3: agent exploded"
-    assert reasons["hang"].startswith("worker failed: wall-time limit hit after")
+    assert reasons["hang"].startswith("worker failed: wall-time limit hit, ended after")
     assert reasons["nothing"] == "command exited 0 but wrote no output file"
     for m in reasons:
         t = out[m]

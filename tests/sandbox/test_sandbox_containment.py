@@ -159,7 +159,8 @@ def test_a_memory_hit_then_a_wall_timeout_is_recorded_as_both(run_py):
     r = run_py(code, limits=Limits(memory_mb=160, wall_seconds=6))
     assert "-9" in r.stdout, r  # the kernel killed one of them
     assert r.timed_out and r.limit == "memory", r
-    assert r.reason().startswith("wall-time limit hit after 6.") and "the memory limit was hit before it" in r.reason()
+    reason = r.reason()
+    assert reason.startswith("wall-time limit hit, ended after 6.") and "the memory limit was hit before it" in reason
 
 
 def test_spinning_forever_is_killed_at_the_wall_limit(run_py):
