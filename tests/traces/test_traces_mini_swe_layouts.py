@@ -467,3 +467,27 @@ def test_warnings_carried_by_a_canonical_export_are_not_said_again(tmp_path, cap
     # the run is read twice here (the folder and its export): that is said too, once (bc8d0f3)
     assert [x for x in warned if x != line] == [x for x in warned if "have the id of an earlier one" in x]
     assert len(warned) == 2
+
+
+@pytest.mark.parametrize("bad_id", ["../logs/a__a-1", "<abs>", "a\x00b"])
+def test_an_instance_id_that_is_a_path_takes_no_verdict_from_a_report_outside_its_own(tmp_path, bad_id):
+    """logs/<instance_id>/report.json (and the harness's per-instance reports) were built from the trajectory's
+    instance id as it came: "../logs/a__a-1" read another instance's report (its verdict scored the run, resolved:
+    Healthy), an absolute id read a report.json anywhere on the disk, and a NUL in the id ended the import with
+    'embedded null byte'. Such an id names no folder: the run is imported, unscored (an aggregate's id lists,
+    matched as text, still score it)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    bad_id = str(outside) if bad_id == "<abs>" else bad_id
+    (outside / "report.json").write_text(json.dumps({bad_id: {"resolved": True}}))
+    other = tmp_path / "run" / "logs" / "a__a-1" / "report.json"  # another instance's verdict, in the run's logs
+    other.parent.mkdir(parents=True)
+    other.write_text(json.dumps({"resolved": True}))
+    f = _traj(tmp_path / "run" / "trajs", "evil")
+    data = json.loads(f.read_text())
+    f.write_text(json.dumps({**data, "instance_id": bad_id}))
+    [t] = list(load_paths([f]))
+    assert t.task_id == bad_id and t.score is None and t.meta["report"] is None
+    _aggregate(tmp_path / "run" / f"{TAG}.run1.json", resolved=[], unresolved=[bad_id])
+    [t] = list(load_paths([f]))
+    assert t.score == 0.0

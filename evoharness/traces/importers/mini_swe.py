@@ -369,14 +369,17 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
     models: set[str] = set()  # the harness's model directory names seen: models named exactly
     harness_runs: set[str] = set()
     d = path.parent
+    named = path_safe(instance_id)  # an id that is a path ("../x", "/etc") names no folder of its own reports
     for level in range(MAX_PARENTS + 1):
         reports = [(d / "report.json", None, None)] if level == 0 else []
-        reports.append((d / "logs" / instance_id / "report.json", None, None))
+        if named:
+            reports.append((d / "logs" / instance_id / "report.json", None, None))
         for run_dir in sorted(_listdir(d / "logs" / "run_evaluation")):
             harness_runs.add(run_dir.name)
             for model_dir in sorted(_listdir(run_dir)):
                 models.add(model_dir.name)
-                reports.append((model_dir / instance_id / "report.json", model_dir.name + "/", run_dir.name))
+                if named:
+                    reports.append((model_dir / instance_id / "report.json", model_dir.name + "/", run_dir.name))
         for f, owner, run_name in reports:
             if (v := _instance_report(f, instance_id)) is None:
                 continue
@@ -429,8 +432,18 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
 _PREDS = ("preds.json", "all_preds.jsonl")  # a run's output folder: mini-swe-agent's / SWE-agent's, experiments'
 
 
+def path_safe(instance_id: str) -> bool:
+    """Whether an instance id can name a folder (``logs/<id>/``, the harness's ``.../<model>/<id>/``, OpenHands'
+    ``eval_outputs/<id>/``): one plain name (SWE-bench's ``owner__repo-123``), no separator, no ``.`` / ``..``, no
+    NUL. Another id ("../x", "/etc", "a\\0b") read a report outside the run's folders, or ended the import."""
+    return instance_id not in ("", ".", "..") and not any(c in instance_id for c in "/\\\0")
+
+
 def _trajectories_of(folder: str, instance_id: str) -> Iterator[str]:
-    """Where a run whose output folder is ``folder`` keeps its trajectory of ``instance_id``."""
+    """Where a run whose output folder is ``folder`` keeps its trajectory of ``instance_id`` (nowhere, for an id
+    that names no folder: ``path_safe``)."""
+    if not path_safe(instance_id):
+        return
     i = instance_id
     for rel in (f"{i}/{i}.traj.json", f"{i}.traj.json", f"trajs/{i}/{i}.traj.json", f"trajs/{i}.traj",
                 f"{i}/{i}.traj", f"{i}.traj"):

@@ -438,7 +438,7 @@ class Verdicts:
         return (1.0 if verdict else 0.0), report, broken
 
     def _beside(self, instance_id: str) -> Iterator[tuple[str, bool | mini_swe._Broken | None]]:
-        if _path_safe(instance_id):  # an id is no path: "../x" or "/etc" would read outside the folder
+        if mini_swe.path_safe(instance_id):  # an id is no path: "../x" or "/etc" would read outside the folder
             per_instance = self.dir / "eval_outputs" / instance_id / "report.json"
             yield str(per_instance), mini_swe._instance_report(per_instance, instance_id)
         for report, agg in self._aggregates.items():
@@ -452,12 +452,6 @@ class Verdicts:
             self._eval = _eval_verdicts(self.eval_file) if self.eval_file.is_file() else {}
         ev = self._eval
         yield str(self.eval_file), ev if isinstance(ev, mini_swe._Broken) else ev.get(instance_id)
-
-
-def _path_safe(instance_id: str) -> bool:
-    """Whether an instance id can name a folder under ``eval_outputs/``: one plain name (SWE-bench's
-    ``owner__repo-123``), no separator, no ``.`` / ``..``, no NUL."""
-    return instance_id not in (".", "..") and not any(c in instance_id for c in "/\\\0")
 
 
 def _instance_ids(f: Path) -> Counter:
