@@ -410,10 +410,7 @@ def _side_by_side(src: Path, labels: dict[str, Path] | None, d: Path, args) -> N
             if done.returncode != 0:
                 sys.exit(f"error: the export with {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
             runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    rows = {r["rows"] for rs in runs.values() for r in rs}
-    print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: "
-          f"{'/'.join(map(str, sorted(rows)))}  format: {args.format}  source: {args.source}  "
-          f"labels: {_labels_kind(args, labels)}  render under: {args.render_under or '-'}  ({load_note()})")
+    _header(args, labels, runs, f"render under: {args.render_under or '-'}")
     rate = {k: [r["rows"] / r["cpu"] for r in rs] for k, rs in runs.items()}
     for name, tree in trees.items():
         print(f"{name:>8} ({tree}): rows per CPU-second {spread(rate[name], ',.0f')}; CPU s per export "
@@ -421,8 +418,22 @@ def _side_by_side(src: Path, labels: dict[str, Path] | None, d: Path, args) -> N
               f"{spread([r['growth'] for r in runs[name]], '.1f', ' MB')}; labels reused {runs[name][0]['reused']}"
               f"{_relabelled(runs[name][0].get('relabelled'))}; "
               f"prompts fallen back {runs[name][0].get('fallbacks', 0)}")
+    _ratio(rate, args.repeat)
+
+
+def _header(args, labels: dict[str, Path] | None, runs: dict[str, list[dict]], how: str) -> None:
+    """The first line of a side-by-side or ``--fresh`` table: what was exported, the rows each export wrote, ``how``
+    the exports ran (the one field the two modes differ in) and the machine's load."""
+    rows = {r["rows"] for rs in runs.values() for r in rs}
+    print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: "
+          f"{'/'.join(map(str, sorted(rows)))}  format: {args.format}  source: {args.source}  "
+          f"labels: {_labels_kind(args, labels)}  {how}  ({load_note()})")
+
+
+def _ratio(rate: dict[str, list[float]], repeat: int) -> None:
+    """The last line of a table with ``--against``: this tree's rows per CPU-second over the other's, pair by pair."""
     ratios = [a / b for a, b in zip(rate["this"], rate["against"], strict=True)]
-    print(f"ratio this/against, rows per CPU-second, {args.repeat} pairs: {spread(ratios, '.2f', 'x')}")
+    print(f"ratio this/against, rows per CPU-second, {repeat} pairs: {spread(ratios, '.2f', 'x')}")
 
 
 def _fresh_once(tree: Path, src: Path, labels: Path | None, d: Path, out: Path, args) -> dict:
@@ -461,18 +472,14 @@ def _fresh(src: Path, labels: dict[str, Path] | None, d: Path, args) -> None:
             found = _fresh_once(tree, src, labels and labels[name], d, d / f"out-{name}", args)
             if i:
                 runs[name].append(found)
-    rows = {r["rows"] for rs in runs.values() for r in rs}
-    print(f"trajectories: {args.n} {'real tau-bench' if args.real else 'synthetic'}  exported rows: "
-          f"{'/'.join(map(str, sorted(rows)))}  format: {args.format}  source: {args.source}  "
-          f"labels: {_labels_kind(args, labels)}  fresh process each: `evoharness dataset export`  ({load_note()})")
+    _header(args, labels, runs, "fresh process each: `evoharness dataset export`")
     rate = {k: [r["rows"] / r["cpu"] for r in rs] for k, rs in runs.items()}
     for name, tree in trees.items():
         rss = spread([r["rss"] for r in runs[name]], ".0f", " MB")
         print(f"{name:>8} ({tree}): rows per CPU-second {spread(rate[name], ',.0f')}; CPU s per process "
               f"{spread([r['cpu'] for r in runs[name]])}; peak RSS {rss}")
     if "against" in rate:
-        ratios = [a / b for a, b in zip(rate["this"], rate["against"], strict=True)]
-        print(f"ratio this/against, rows per CPU-second, {args.repeat} pairs: {spread(ratios, '.2f', 'x')}")
+        _ratio(rate, args.repeat)
 
 
 def main() -> None:
