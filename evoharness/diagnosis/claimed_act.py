@@ -7,8 +7,10 @@ announces such an act ("Please hold on while I verify the information", "Give me
 "I will now proceed to access the article") and whose next turn reports it done ("I have verified the class
 schedules", "Having carefully reviewed the ending scene", "I have successfully retrieved the article"), when no tool
 output came between the two, reports an act the log shows never happened: what it then states rests on nothing the
-team was shown. That report is the failing step, and its speaker the agent answerable for it (Who&When: "does not
-actually verify", "fabricates the content of the website"). Read from what the turns say, not from an agent's name
+team was shown. An executor's answer that the message it got held no code (AG2's "There is no code from the last 1
+message for me to execute": ``is_no_code_reply``) is no such output: it says nothing ran. That report is the failing
+step, and its speaker the agent answerable for it (Who&When: "does not actually verify", "fabricates the content of
+the website"). Read from what the turns say, not from an agent's name
 or a framework's layout: the announcement and the report are one speaker's consecutive reasoning turns
 (``AgentLog.reasoning_turns``) or one turn, the announcement first ("I'll check the online database ... After looking
 up this information: Reggie Jackson, 86 walks": nothing runs inside a turn); the report holds no code (a turn with code
@@ -28,7 +30,7 @@ import re
 from evoharness.diagnosis.context import TraceView
 from evoharness.diagnosis.failed_only import FailedRunDetector
 from evoharness.diagnosis.models import FailureClass, Signal
-from evoharness.diagnosis.multiagent import FENCE, AgentLog, _quote
+from evoharness.diagnosis.multiagent import FENCE, AgentLog, _quote, is_no_code_reply
 
 _LOOK = (r"search|check|verify|look|confirm|find|gather|retrieve|access|review|cross-reference|conduct|perform|open"
          r"|visit|consult|examine|browse|locate|obtain|fetch|download")
@@ -120,11 +122,11 @@ def first_claimed_act(view: TraceView) -> Signal | None:
     if not log.applies:
         return None
     last_turn: dict[object, int] = {}  # a named speaker's latest reasoning turn so far
-    last_tool = -1  # the latest tool output so far
+    last_tool = -1  # the latest tool output so far (an executor's "no code" reply ran nothing: no act done)
     reasoning = set(log.reasoning_turns)
     for i in log.assistant_steps:
         if i not in reasoning:
-            if log.is_tool(i):
+            if log.is_tool(i) and not is_no_code_reply(log.text(i)):
                 last_tool = i
             continue
         name = log.msgs[i].get("name")

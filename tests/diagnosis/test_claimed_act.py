@@ -200,3 +200,17 @@ def test_a_long_turn_of_planned_claims_is_read_in_linear_time():
     assert _announced_then_claimed(text) is None
     assert _announced_then_claimed(text + "After checking the page, it lists 7 pm.") is not None
     assert time.process_time() - started < 2.0
+
+
+NO_CODE = ("There is no code from the last 1 message for me to execute. Group chat manager should let other "
+           "participants to continue the conversation.")
+
+
+def test_an_executors_no_code_reply_between_the_two_is_no_act_done():
+    """AG2's terminal answering the announcement "there is no code ... to execute" says nothing ran: the report after
+    it still claims an act never done (Who&When Algorithm-Generated 54: "I will visit the NIH Clinical Trials website",
+    the terminal's no-code reply, then "I have successfully located the relevant clinical trial"); a run between the two
+    still clears it."""
+    lab = Labeller().label(_log(_turns(between=[("Computer_terminal", NO_CODE)])))
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.claimed_act", 5, "MartialArts_Expert")
+    assert "F1.claimed_act" not in _ids(_turns(between=[("Computer_terminal", NO_CODE), ("Computer_terminal", RUN)]))
