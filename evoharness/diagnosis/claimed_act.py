@@ -121,7 +121,7 @@ def first_claimed_act(view: TraceView) -> Signal | None:
     log = AgentLog.of(view)
     if not log.applies:
         return None
-    last_turn: dict[object, int] = {}  # a named speaker's latest reasoning turn so far
+    last_turn: dict[str, int] = {}  # a named speaker's latest reasoning turn so far
     last_tool = -1  # the latest tool output so far (an executor's "no code" reply ran nothing: no act done)
     reasoning = set(log.reasoning_turns)
     for i in log.assistant_steps:
@@ -129,9 +129,10 @@ def first_claimed_act(view: TraceView) -> Signal | None:
             if log.is_tool(i) and not is_no_code_reply(log.text(i)):
                 last_tool = i
             continue
-        name = log.msgs[i].get("name")
-        if not name:
+        raw = log.msgs[i].get("name")
+        if not raw:
             continue  # no speaker named: whose announcement it answers cannot be told
+        name = str(raw)  # the speaker as ``AgentLog.agents`` names it (a hand-written log's name may be a JSON object)
         before, last_turn[name] = last_turn.get(name), i
         text = log.text(i)
         if "```" in text or not _may_claim(text):

@@ -214,3 +214,15 @@ def test_an_executors_no_code_reply_between_the_two_is_no_act_done():
     lab = Labeller().label(_log(_turns(between=[("Computer_terminal", NO_CODE)])))
     assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.claimed_act", 5, "MartialArts_Expert")
     assert "F1.claimed_act" not in _ids(_turns(between=[("Computer_terminal", NO_CODE), ("Computer_terminal", RUN)]))
+
+
+@pytest.mark.parametrize("name", [{"agent": "MartialArts_Expert"}, ["MartialArts_Expert"]])
+def test_a_speaker_named_by_a_json_object_is_read_not_a_crash(name):
+    """A hand-written log's ``name`` may be any JSON value: an object or a list as a speaker's key raised TypeError
+    (unhashable) out of ``label`` and ``diagnose``; the speaker is its text, as ``AgentLog.agents`` names it."""
+    msgs = _log(_turns()).messages
+    for m in msgs[3:5]:  # the announcement and the report
+        m["name"] = name
+    traj = Trajectory(id="ma", task_id="ma", task=TASK, messages=msgs, final_answer=CLAIM, meta={"failure_only": True})
+    lab = Labeller().label(traj)
+    assert (lab.first_signal.id, lab.first_signal.step, lab.agent) == ("F1.claimed_act", 4, str(name))
