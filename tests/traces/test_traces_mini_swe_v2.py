@@ -146,24 +146,49 @@ def test_v2_exit_status_from_the_exit_message_sets_the_termination(tmp_path, sta
 
 
 
-def test_a_text_action_is_the_block_the_fenced_regex_with_the_optional_newline_reads():
-    """``action_blocks`` finds each block's end with ``str.find``; its blocks are the ones the fenced regex (with
-    ``\\n?`` before the closing fence, as it was) finds, each with at most that one newline more, which the command's
-    strip drops."""
+def test_a_text_action_is_the_block_mini_swe_agents_own_regex_reads():
+    """``action_blocks`` finds each block's end with ``str.find``; its blocks are exactly the ones mini-swe-agent's
+    own ``action_regex`` finds (v1 ``DefaultAgent`` and v2's text-based models: the closing fence at a line's start).
+    It used to read the regex with ``\\n?`` before the closing fence, which mini-swe-agent never had: a command with
+    a fence inside a line (``echo '```'``, a sed on a markdown fence) was cut there, and a reply closing its fence on
+    the command's own line, which the harness rejects (no action), was read as an action."""
     import random
     import re
 
     from evoharness.traces.importers.mini_swe import action_blocks
 
-    with_newline = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.DOTALL)
-    pieces = ["```bash", "```mswea_bash_command", "```", "`", "\n", " ", "\t", "ls -la", "bashrc", "\n\n", "``"]
+    mini = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
+    pieces = ["```bash", "```mswea_bash_command", "```", "\n```", "`", "\n", " ", "\t", "ls -la", "bashrc", "\n\n",
+              "``"]
     rnd = random.Random(19)
     found = 0
     for _ in range(20_000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 10)))
-        want = with_newline.findall(text)
-        got = action_blocks(text)
-        assert [b + "\n" if g.endswith("\n") else b for b, g in zip(want, got, strict=True)] == got, text
-        assert [b.strip() for b in want] == [b.strip() for b in got]
+        want = mini.findall(text)
+        assert action_blocks(text) == want, text
         found += bool(want)
     assert found > 1_000
+    for text in ("```bash\necho '```'\n```", "```bash\nls```", "```bash\n\n```", "```bash\n```", "```bash \n \n```x",
+                 "```bash\nls```\ntext\n```bash\npwd\n```", "````bash\n\n```bash\n\n```"):
+        assert action_blocks(text) == mini.findall(text), text
+
+
+def test_a_command_with_a_fence_inside_a_line_is_imported_whole(tmp_path):
+    """A v1 reply whose command holds a fence inside a line (a sed rewriting a markdown fence): mini-swe-agent ran
+    the whole line; the importer cut the command at the inner fence (``sed -i 's/``), losing the file it writes."""
+    command = "sed -i 's/```py$/```python/' docs/README.md"
+    messages = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Fix the docs."},
+                {"role": "assistant", "content": f"THOUGHT: fix the fences.\n\n```bash\n{command}\n```"},
+                {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"},
+                {"role": "assistant", "content": "THOUGHT: ok.\n\n```bash\nls```"},
+                {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 0 "
+                                            "actions."}]
+    path = tmp_path / "x__y-1.traj.json"
+    path.write_text(json.dumps({"messages": messages, "info": {"exit_status": "Submitted", "submission": ""}}))
+    [t] = list(load_paths([path]))
+    [call] = t.messages[2]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"command": command}
+    assert t.messages[3]["role"] == "tool" and t.messages[3]["tool_call_id"] == call["id"]
+    assert not t.messages[4].get("tool_calls")  # the harness found no action in it and said so
+    assert [e.type for e in t.events] == ["format_rejected"]

@@ -705,19 +705,32 @@ def convert(path: Path, data: Any) -> Trajectory:
 
 
 def action_blocks(text: str) -> list[str]:
-    """The fenced commands of a reply: ``re.findall(r"```(?:bash|mswea_bash_command)\\s*\\n(.*?)```", text, re.DOTALL)``
-    (each block's last newline kept: the command's strip drops it), each block's end found by a C scan for the
-    fence (``str.find``). ``re`` tried a lazy group's end at every character of every reply (the mini-swe-agent
-    sample's 20 runs: 237 M instructions of import with ``\\n?`` before the fence, 215 M without). A reply with no
-    fence after an opening has no opening after it either: every opening starts with one."""
+    """The fenced commands of a reply, exactly as mini-swe-agent's own ``action_regex`` reads them (v1's
+    ``DefaultAgent``, v2's text-based models): ``re.findall(r"```(?:bash|mswea_bash_command)\\s*\\n(.*?)\\n```", text,
+    re.DOTALL)`` -- the closing fence starts a line, so a fence inside a command's line (``echo '```'``) is part of
+    it, and a fence closed on the command's own line closes nothing (the harness finds no action there). Each
+    block's end is found by a C scan (``str.find``): ``re`` tried a lazy group's end at every character of every
+    reply (the mini-swe-agent sample's 20 runs: 237 M instructions of import, 215 M with the scan). Once no closing
+    line is left after an opening, none is after a later one either: only the regex's one way back is looked at
+    (an opening with two newlines right before a fence, ``"```bash\\n\\n```"``: one empty block)."""
     blocks: list[str] = []
-    at = 0
+    at, closed = 0, True
     while (opening := ACTION_OPENING.search(text, at)) is not None:
-        end = text.find("```", opening.end())
-        if end < 0:
-            break
-        blocks.append(text[opening.end():end])
-        at = end + 3
+        start = opening.end()  # after the opening's last newline: where the regex's first try starts its block
+        end = text.find("\n```", start) if closed else -1
+        if end >= 0:
+            blocks.append(text[start:end])
+            at = end + 4
+            continue
+        closed = False
+        # the regex backs its \s* up to the opening's newline before the last, so that newline's end is the block's
+        # start and the last newline the closing one: possible only with the fence right after the opening
+        before = text.rfind("\n", opening.start(), start - 1)
+        if before >= 0 and text.startswith("```", start):
+            blocks.append(text[before + 1:start - 1])
+            at = start + 3
+        else:
+            at = opening.start() + 1
     return blocks
 
 
