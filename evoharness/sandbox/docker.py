@@ -181,7 +181,7 @@ class DockerSandbox:
                 oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
             except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
                 log.warning("docker_inspect_failed", container=container.id[:12], error=str(e))
-                oom = False  # unknown: the result still stands (the run is recorded, never lost to an exception)
+                oom = None  # unknown (said in the reason): the run is still recorded, never lost to an exception
             return self.result(rc, io, timed_out=timed_out, oom=oom, wall=wall)
         finally:
             if container is not None:
@@ -225,13 +225,16 @@ class DockerSandbox:
             opts["nano_cpus"] = int(self.cpus * 1e9)
         return opts
 
-    def result(self, rc: int, io: Path, *, timed_out: bool, oom: bool, wall: float) -> SandboxResult:
+    def result(self, rc: int, io: Path, *, timed_out: bool, oom: bool | None, wall: float) -> SandboxResult:
+        """``oom``: whether the container saw an OOM kill; None when that could not be read (the result says so, and
+        names a memory limit only from the command's own last words)."""
         stdout, stderr = _tail(io / "stdout"), _tail(io / "stderr")
         # the status is the /bin/sh wrapper's (cold and pooled alike): 128 + N for a command killed by signal N
         # an OOM kill before a wall timeout is named (the result stays timed out)
         limit = "memory" if oom else ("wall" if timed_out else classify(rc, stderr, timed_out, shell=True))
         return SandboxResult(returncode=rc, stdout=stdout, stderr=stderr, timed_out=timed_out, limit=limit,
-                             wall_seconds=wall, backend=self.name, shell_status=True)
+                             wall_seconds=wall, memory_unknown=oom is None and limit != "memory", backend=self.name,
+                             shell_status=True)
 
     def take_uid(self) -> int:
         return self._uids.take()

@@ -188,7 +188,7 @@ class ContainerPool:
                 oom = _inspect_oom(slot.container)
             else:
                 oom = oom_after > oom_before
-            result = self.box.result(rc, slot.io, timed_out=timed_out, oom=bool(oom), wall=wall)
+            result = self.box.result(rc, slot.io, timed_out=timed_out, oom=oom, wall=wall)
             return result, clean and oom is False
         finally:
             if moved_in:

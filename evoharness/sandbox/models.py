@@ -45,6 +45,9 @@ class SandboxResult(BaseModel):
     limit: LimitHit | None = None
     wall_seconds: float = Field(0.0, description="seconds the host waited for the command: to its end, or past the "
                                 "wall limit to the kill (a silent warm worker: the limit and the answer grace)")
+    memory_unknown: bool = Field(False, description="whether the memory limit was hit could not be told (a Docker "
+                                 "engine whose cgroup OOM count and inspect were both unreadable): ``limit`` then "
+                                 "names what else is known, never memory, and the reason says it is unknown")
     backend: str = ""
 
     @property
@@ -55,13 +58,14 @@ class SandboxResult(BaseModel):
         """One line saying why the command failed ('' when it did not)."""
         if self.ok:
             return ""
+        unknown = " (whether the memory limit was hit is unknown)" if self.memory_unknown else ""
         if self.timed_out:  # a memory limit hit before it is named too (``limit``: the backend found both)
-            before = f" (the {self.limit} limit was hit before it)" if self.limit not in (None, "wall") else ""
+            before = f" (the {self.limit} limit was hit before it)" if self.limit not in (None, "wall") else unknown
             return f"wall-time limit hit, ended after {self.wall_seconds:.1f}s{before}"
         if self.limit:
             return f"{self.limit} limit hit, {exit_words(self.returncode, shell=self.shell_status)}"
         last = next((ln for ln in reversed(self.stderr.splitlines()) if ln.strip()), "")
-        return exit_words(self.returncode, shell=self.shell_status) + (f": {last[:300]}" if last else "")
+        return exit_words(self.returncode, shell=self.shell_status) + unknown + (f": {last[:300]}" if last else "")
 
 
 def exit_words(returncode: int | None, *, shell: bool = False) -> str:

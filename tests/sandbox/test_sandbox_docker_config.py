@@ -115,3 +115,54 @@ def test_a_pooled_run_whose_inspect_fails_is_recorded_and_its_slot_not_reused(tm
     work.mkdir()
     result, healthy = pool._run_in(slot, ["true"], harness, work, {}, Limits())
     assert result.returncode == 0 and result.limit is None and not healthy
+
+
+@pytest.mark.parametrize("exit_status", [137, 0])
+def test_a_pooled_run_whose_oom_cannot_be_read_says_the_memory_limit_is_unknown(tmp_path, monkeypatch, exit_status):
+    """No cgroup counter and an inspect that fails: a rollout SIGKILLed (137, the OOM killer's signal) was recorded as
+    a plain 'exit 137' -- an OOM kill, if it was one, unnamed and nothing said of it. Not claimed as memory either (the
+    command may have been killed otherwise): said to be unknown."""
+    import docker
+
+    import evoharness.sandbox.docker_pool as pool_mod
+
+    container = _SlowEngine(True, docker.errors.APIError("inspect failed"))
+    box = DockerSandbox(client=object(), pool_size=1)
+    pool = pool_mod.ContainerPool(box, 1)
+    root = tmp_path / "slot"
+    for d in ("harness", "scratch", "io"):
+        (root / d).mkdir(parents=True)
+    monkeypatch.setattr(pool_mod, "_oom_kills", lambda _id: None)
+    monkeypatch.setattr(pool_mod.ContainerPool, "_exec_with_deadline", lambda *a, **kw: (exit_status, False, True))
+    monkeypatch.setattr(pool_mod.ContainerPool, "_exec", lambda *a, **kw: None)
+    harness, work = tmp_path / "h", tmp_path / "w"
+    harness.mkdir()
+    work.mkdir()
+    result, healthy = pool._run_in(pool_mod._Slot(container, root, key=()), ["true"], harness, work, {}, Limits())
+    assert result.memory_unknown and result.limit is None and not healthy, result
+    if exit_status:
+        assert result.reason().startswith("exit 137 (killed by SIGKILL, or exited 137) (whether the memory limit was "
+                                          "hit is unknown)"), result.reason()
+    else:
+        assert result.ok and result.reason() == ""
+
+
+def test_a_cold_run_past_the_wall_whose_inspect_fails_says_a_memory_hit_before_it_is_unknown(tmp_path):
+    import docker
+
+    container = _SlowEngine(True, docker.errors.APIError("inspect failed"))
+
+    class Client:
+        class containers:  # noqa: N801 -- docker's attribute name
+            @staticmethod
+            def create(*a, **kw):
+                return container
+
+    box = DockerSandbox(client=Client())
+    box._checked = True
+    harness, work = tmp_path / "h", tmp_path / "w"
+    harness.mkdir()
+    work.mkdir()
+    r = box.run(["true"], harness_dir=harness, workdir=work, env={}, limits=Limits(wall_seconds=0.5))
+    assert r.timed_out and r.limit == "wall" and r.memory_unknown, r
+    assert r.reason().endswith("(whether the memory limit was hit is unknown)"), r.reason()
