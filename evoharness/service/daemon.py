@@ -38,6 +38,7 @@ from evoharness.graph.evidence import evidence_path, import_evidence, write_evid
 from evoharness.graph.faults import fault_point
 from evoharness.graph.locks import RunLocked
 from evoharness.graph.runner import RUN_ID, load_run_settings, new_run_id, runs_dir, save_run_settings
+from evoharness.graph.sqlite_damage import CheckpointDamaged
 from evoharness.graph.summary import summary_readable
 from evoharness.logging import get_logger
 from evoharness.service.driver import TapProgress, drive, read_state
@@ -78,8 +79,8 @@ class Daemon:
         self.locked_by: dict[str, str] = {}  # run id -> why it is LOCKED (the holder's pid)
         self.paused_by: dict[str, str] = {}  # run id -> why it is PAUSED (the error), until it is driven again
         self.snapshots: dict[str, dict[str, Any]] = {}  # run id -> latest state values
-        self.interrupts: dict[str, list[Any]] = {}
         self._continuing: set[str] = set()  # runs with a review decision queued or being applied
+        self._deciding: dict[str, tuple[str, str]] = {}  # run id -> (decision, branch) queued for it
         self.starting: set[str] = set()  # runs requested by the API that the worker has not begun yet
         self.progress = TapProgress(quiet=quiet)
         self._progress_of: str | None = None  # the run self.progress counts for
@@ -142,10 +143,10 @@ class Daemon:
 
     # -- requests from the API ------------------------------------------------------------------
     def pending(self, run_id: str) -> list[Any]:
-        """The run's open review interrupts (read from its checkpoint)."""
+        """The run's open review interrupts, read from its checkpoint: a decision is checked against what the run
+        can apply it to (the interrupts kept in memory from the last drive answered 202 for a run whose database
+        had since been damaged; the drive then paused the run and the decision was gone)."""
         saved, run_dir = load_run_settings(self.settings, run_id)
-        if self.phase.get(run_id) == WAITING:
-            return self.interrupts.get(run_id, [])
         return read_state(saved, run_id, run_dir)[1]
 
     def decide(self, run_id: str, branch: str, decision: str, reason: str | None) -> dict[str, str]:
@@ -162,7 +163,11 @@ class Daemon:
             raise
 
     def _decide(self, run_id: str, branch: str, decision: str, reason: str | None) -> dict[str, str]:
-        pending = self.pending(run_id)
+        try:
+            pending = self.pending(run_id)
+        except CheckpointDamaged as e:  # refused now, and the run paused with the reason: never accepted and dropped
+            self._pause(run_id, e)
+            raise InputError(run_id, f"{self.paused_by[run_id]}; {_not_applied(decision, branch)}") from None
         branches = {c["branch"] for p in pending for c in p.get("candidates", [])}
         if not branches:
             raise InputError(run_id, "the run is not waiting for a review")
@@ -174,6 +179,7 @@ class Daemon:
             decisions[f"{branch}#reason"] = reason
         with self._lock:
             self.phase[run_id] = RUNNING
+            self._deciding[run_id] = (decision, branch)
         self._requests.put(("drive", run_id, Command(resume=decisions)))
         self._wake.set()
         return decisions
@@ -365,10 +371,19 @@ class Daemon:
         return said
 
     def _drive(self, run_id: str, payload: Any) -> None:
+        decided = self._deciding.pop(run_id, None) if payload is not None else None
+        seen: list[bool] = []  # a state streamed: the graph has taken the decision in
+
+        def dropped() -> str:
+            """'; the approve of B was not applied: ...' for a review decision the drive failed before the graph took
+            in, else ''. It had been answered 202 and was dropped unsaid: the resumed run waited for the same
+            review again."""
+            return "; " + _not_applied(*decided) if decided is not None and not seen else ""
+
         try:
             saved, run_dir = load_run_settings(self.settings, run_id)
         except InputError as e:  # its settings.json unreadable: retried with back-off for good, its phase `running`
-            self._pause(run_id, e)
+            self._pause(run_id, e, dropped())
             return
         with self._lock:
             if self.phase.get(run_id) != LOCKED:  # LOCKED until the lock is taken (the first state seen)
@@ -381,6 +396,7 @@ class Daemon:
         self._driven.add(run_id)
 
         def on_state(values: dict[str, Any]) -> None:
+            seen.append(True)
             self.snapshots[run_id] = values
             if self.locked_by.pop(run_id, None) is not None:  # the lock is this process's now
                 with self._lock:
@@ -394,14 +410,14 @@ class Daemon:
             with self._lock:
                 self.phase[run_id] = LOCKED
                 self.locked_by[run_id] = e.reason
-            raise
+            raise RunLocked(run_id, e.reason + dropped()) from None
         except InfraError as e:
             with self._lock:
                 self.phase[run_id] = PAUSED
-                self.paused_by[run_id] = str(e)
+                self.paused_by[run_id] = str(e) + dropped()
             raise
         except InputError as e:  # a damaged checkpoint database, a run that cannot resume: no retry mends it
-            self._pause(run_id, e)
+            self._pause(run_id, e, dropped())
             return
         finally:
             self._continuing.discard(run_id)
@@ -411,16 +427,15 @@ class Daemon:
                 self.phase[run_id] = DONE
             elif outcome.interrupted:
                 self.phase[run_id] = WAITING
-                self.interrupts[run_id] = outcome.interrupted
             else:
                 self.phase[run_id] = STOPPED
         log.info("service.run_driven", run_id=run_id, phase=self.phase[run_id])
 
-    def _pause(self, run_id: str, e: InputError) -> None:
+    def _pause(self, run_id: str, e: InputError, dropped: str = "") -> None:
         """Pause the run for ``e``, which no retry mends (it was retried with back-off for as long as the service ran,
         its phase `running`); the loop says why from its next step on (``paused_by``) until the run is driven
-        again."""
-        why = f"run {run_id} paused: {e}; then POST /runs/{run_id}/resume (or restart the service)"
+        again. ``dropped``: what the reason adds about a review decision the drive could not apply."""
+        why = f"run {run_id} paused: {e}; then POST /runs/{run_id}/resume (or restart the service){dropped}"
         with self._lock:
             self.phase[run_id] = PAUSED
             self.paused_by[run_id] = why
@@ -477,6 +492,12 @@ class Daemon:
         if self._finished(run_id):
             return DONE
         return self.phase.get(run_id)
+
+
+def _not_applied(decision: str, branch: str) -> str:
+    return f"the {decision} of {branch} was not applied: send it again once the run waits for review again"
+
+
 
 
 def _stored_class(stored) -> FailureClass | None:
