@@ -491,3 +491,21 @@ def test_an_instance_id_that_is_a_path_takes_no_verdict_from_a_report_outside_it
     _aggregate(tmp_path / "run" / f"{TAG}.run1.json", resolved=[], unresolved=[bad_id])
     [t] = list(load_paths([f]))
     assert t.score == 0.0
+
+
+@pytest.mark.parametrize("bad", [True, {"id": "a__a-1"}, ["a__a-1"], "   ", 1.5])
+def test_an_instance_id_that_is_no_name_gives_way_to_the_file_name(tmp_path, bad):
+    """An ``instance_id`` that is not a name (a boolean, an object, a list, blanks, a float) became the run's id as
+    Python prints it ("True", "{'id': 'a__a-1'}", "   "): the run lost the verdict its file name finds
+    (``logs/a__a-1/report.json``) and was labelled unknown. The file name is the id then, as with no instance_id;
+    a whole number stays (``"instance_id": 7`` is instance "7")."""
+    f = _traj(tmp_path / "run" / "trajs", "a__a-1")
+    report = tmp_path / "run" / "logs" / "a__a-1" / "report.json"
+    report.parent.mkdir(parents=True)
+    report.write_text(json.dumps({"resolved": True}))
+    f.write_text(json.dumps({**json.loads(f.read_text()), "instance_id": bad}))
+    [t] = list(load_paths([f]))
+    assert (t.task_id, t.score) == ("a__a-1", 1.0)
+    f.write_text(json.dumps({**json.loads(f.read_text()), "instance_id": 7}))
+    [t] = list(load_paths([f]))
+    assert (t.task_id, t.score) == ("7", None)

@@ -288,3 +288,14 @@ def test_a_run_batch_folder_with_its_moved_sb_cli_report_scores_its_runs(tmp_pat
     trajs = {t.task_id: t for t in load_paths([out])}
     assert {k: t.score for k, t in trajs.items()} == {RUN: 1.0, FAILED: 0.0}
     assert all(t.meta["report"] == str(out / "results.json") for t in trajs.values())
+
+
+def test_an_instance_id_that_is_no_name_gives_way_to_the_file_name(tmp_path):
+    """A ``.traj`` whose ``instance_id`` is a boolean was instance "True": no verdict named it, so the resolved run
+    was unscored; its file name is the id then (mini_swe.instance_id_of, as for mini-swe-agent)."""
+    out = tmp_path / "exp"
+    shutil.copytree(SAMPLE, out)
+    f = out / "trajs" / f"{RUN}.traj"
+    f.write_text(json.dumps({**json.loads(f.read_text()), "instance_id": True}))
+    [t] = [t for t in load_paths([out]) if t.task_id != FAILED]
+    assert (t.task_id, t.score) == (RUN, 1.0)

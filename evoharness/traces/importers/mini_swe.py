@@ -432,6 +432,15 @@ def _find(path: Path, instance_id: str, model: str | None, run: str | None
 _PREDS = ("preds.json", "all_preds.jsonl")  # a run's output folder: mini-swe-agent's / SWE-agent's, experiments'
 
 
+def instance_id_of(value: Any, file_id: str) -> str:
+    """A trajectory's instance id: its ``instance_id`` when that is a name (a string with more than blanks, or a
+    whole number), else ``file_id`` (its file's name): a boolean, an object or a list was the id as Python prints
+    it (``"True"``, ``"{'id': ...}"``), which names no result, so the run lost the verdict its file name finds."""
+    if isinstance(value, str) and value.strip() or isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return file_id
+
+
 def path_safe(instance_id: str) -> bool:
     """Whether an instance id can name a folder (``logs/<id>/``, the harness's ``.../<model>/<id>/``, OpenHands'
     ``eval_outputs/<id>/``): one plain name (SWE-bench's ``owner__repo-123``), no separator, no ``.`` / ``..``, no
@@ -619,7 +628,7 @@ def convert(path: Path, data: Any) -> Trajectory:
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise ValueError("mini-swe-agent trajectory needs a 'messages' list")
     info = data.get("info") if isinstance(data.get("info"), dict) else {}
-    instance_id = str(data.get("instance_id") or path.name.removesuffix(".traj.json"))
+    instance_id = instance_id_of(data.get("instance_id"), path.name.removesuffix(".traj.json"))
     messages: list[dict[str, Any]] = []
     events: list[Event] = []
     source_index: list[int] = []  # our message k is data["messages"][source_index[k]]

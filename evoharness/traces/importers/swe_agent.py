@@ -129,7 +129,7 @@ def convert(path: Path, data: Any) -> Trajectory:
     else:
         raise ValueError("a SWE-agent .traj needs a 'history' or 'trajectory' list")
 
-    instance_id = str(data.get("instance_id") or instance_of(path))
+    instance_id = mini_swe.instance_id_of(data.get("instance_id"), instance_of(path))
     exit_status = str(info.get("exit_status") or "")
     events = [Event(type="tool_error", step=i, detail=m["content"][:500]) for i, m in enumerate(messages)
               if m["role"] == "tool" and REFUSAL.match(m["content"][:300])]
