@@ -69,7 +69,6 @@ OBSERVATION = re.compile(r"^\s*<returncode>", re.IGNORECASE)
 # v1's timeout_template: the observation of a command that ran out of time ("The last command <command>...</command>
 # timed out and has been killed. The output of the command was: ...")
 TIMEOUT_OBSERVATION = re.compile(r"^\s*The last command <command>")
-TIMEOUT_MSG = re.compile(r"timed out|timeout", re.IGNORECASE)
 
 _TERMINATION = {
     "submitted": Termination.delivered,
