@@ -330,6 +330,11 @@ def read_json_file(path: Path) -> Any:
     except UnicodeDecodeError:
         raise InputError(str(path), "not JSON: binary or non-UTF-8 content") from None
     except json.JSONDecodeError as e:
+        if e.msg == "Extra data" and _stdin_suffix(path) == ".jsonl":  # JSON lines in a file named otherwise (a
+            # LangSmith dump as runs.json, export-otel --out spans.otel): it said only "line 2 col 1: invalid JSON"
+            raise InputError(str(path), "JSON lines in a file whose name does not end in .jsonl (as one JSON "
+                                        "document: extra data): rename it *.jsonl, or pipe it in (`- < FILE`)",
+                             where=f"line {e.lineno} col {e.colno}") from None
         raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {e.lineno} col {e.colno}") from None
     except RecursionError:
         raise InputError(str(path), "JSON nested too deeply") from None
