@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoharness.diagnosis.models import Label, Lever
+from evoharness.diagnosis.models import FailureClass, Label, Lever
 from evoharness.harness_repo.models import Edit
 from evoharness.logging import get_logger
 from evoharness.roles.config import RolesConfig
@@ -31,6 +31,7 @@ from evoharness.roles.fixes import SIGNAL_FIX, apply_plan, plan_fix
 from evoharness.roles.guard import check_edit
 from evoharness.roles.models import HarnessView, Pattern, Review
 from evoharness.roles.repairs import describe, repair
+from evoharness.traces.cost import is_cost_signal
 from evoharness.traces.models import Trajectory
 
 log = get_logger(__name__)
@@ -148,8 +149,12 @@ class PlaybookCritic:
         if wrong:
             problems.append(f"evidence does not show {pattern.signal}: {', '.join(wrong[:3])}")
         evidence_fix = pattern.fix.startswith(("revert:", "lint:"))
-        if evidence_fix:  # harness evidence may target any signal; support = where it fired at all
-            firing = [lab for lab in labels if shows_signal(lab, pattern.signal, by_traj.get(lab.trajectory_id))]
+        if evidence_fix:  # harness evidence may target any signal; support = the runs where it fired that it can
+            # explain: a score signal's failed (not Healthy) runs -- a run that reached the healthy threshold has no
+            # score to flip, as the linter (lint.with_support) and the culprit search count -- a cost signal's any run
+            cost = is_cost_signal(pattern.signal)
+            firing = [lab for lab in labels if (cost or lab.failure_class != FailureClass.healthy)
+                      and shows_signal(lab, pattern.signal, by_traj.get(lab.trajectory_id))]
         else:
             firing = [lab for lab in labels if lab.lever == Lever.harness and lab.first_signal
                       and lab.first_signal.id == pattern.signal]

@@ -169,3 +169,31 @@ def test_a_broken_policies_file_drops_the_candidate_with_a_reason_not_the_round(
     pattern = analyst.analyse(trajs, labels, view, 1)[0]
     with pytest.raises(EditRejected, match="cannot parse policies.yaml"):
         engineer.propose(pattern, critic.review(pattern, view, trajs, labels), view)
+
+
+def test_the_critic_counts_an_evidence_fix_on_failed_runs_only():
+    """A score signal recorded on a run that reached the healthy threshold explains no failure and has no score to
+    flip (the linter and the culprit search count so too): before, the critic's support and predicted flips for a
+    revert or lint fix counted such runs, so two healthy loops lifted a support of 3 past 4 and listed their tasks."""
+    from evoharness.diagnosis.models import Signal
+    from evoharness.roles.models import Culprit
+
+    trajs, labels = scenario()
+    for i, task in ((8, "task-h"), (9, "task-i")):  # a loop the run recovered from: the signal, the run healthy
+        t = looping(f"t{i}", task)
+        t.score = 1.0
+        lab = label(t, None)
+        lab.signals = [Signal(id="F3.repeated_action", failure_class="F3", step=6, evidence="3x search_emails")]
+        trajs.append(t)
+        labels.append(lab)
+    sha = "c" * 40
+    view = seed_view().model_copy(update={"culprits": [Culprit(
+        commit=sha, subject="loosen the loop guard", signal="F3.repeated_action", before=0.0, after=0.6,
+        paths=["policies.yaml"], task_ids=["task-a", "task-b", "task-c"])]})
+    pattern = Pattern(id="p-revert", signal="F3.repeated_action", failure_class="F3",
+                      evidence=[Evidence(trajectory_id="t1", task_id="task-a", step=6)], count=3,
+                      surface="policies.yaml", fix=f"revert:{sha}")
+    review = PlaybookCritic().review(pattern, view, trajs, labels)
+    assert review.approved and review.predicted_flips == ["task-a", "task-b", "task-c"], review
+    review = PlaybookCritic(RolesConfig(min_support=4)).review(pattern, view, trajs, labels)
+    assert not review.approved and "support 3 < 4" in review.notes, review
