@@ -86,6 +86,8 @@ class Daemon:
         self._progress_of: str | None = None  # the run self.progress counts for
         self._driven: set[str] = set()  # runs this process has begun or driven
         self.last_error: str | None = None
+        # why no new run is begun (one could not be for a reason no retry mends), until POST /runs or a restart
+        self.new_runs_paused: str | None = None
         self.queue = None
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -209,6 +211,7 @@ class Daemon:
                 raise InputError(run_id, f"not started: run {current} is still active "
                                  f"({self.phase.get(current) or 'not resumed'})")
             self.starting.add(run_id)
+            self.new_runs_paused = None  # a person asks again: begun, it is tried once more
         self._requests.put(("begin", run_id, None))
         self._wake.set()
         return run_id
@@ -244,9 +247,10 @@ class Daemon:
         log.info("service.loop_stopped")
 
     def _current_pause(self) -> str | None:
-        """Why the current run is paused, None when it is not: a run paused before a new one was started says so in
-        its own view only (said in /health, it hid every error of the run after it)."""
-        return self.paused_by.get(self.current_run) if self.paused_by else None
+        """Why the current run is paused, else why new runs are (``new_runs_paused``), None when neither is: a run
+        paused before a new one was started says so in its own view only (said in /health, it hid every error of the
+        run after it)."""
+        return (self.paused_by.get(self.current_run) if self.paused_by else None) or self.new_runs_paused
 
     def _step(self) -> bool:
         try:
@@ -264,7 +268,8 @@ class Daemon:
                     current = self.current_run
                     if current and self._active(current):
                         raise InputError(run_id, f"not started: run {current} is still active")
-                    self._begin(run_id)
+                    if not self._begin(run_id):
+                        return True
                 finally:
                     self.starting.discard(run_id)
             self._drive(run_id, payload)
@@ -273,7 +278,7 @@ class Daemon:
             return False
         data = self._read()
         run_id = data.get("run_id")
-        if run_id is None and self.cfg.run_id:
+        if run_id is None and self.cfg.run_id and self.new_runs_paused is None:
             run_id = self.cfg.run_id
             if (runs_dir(self.settings) / run_id / "settings.json").exists():
                 history = [*data.get("history", []), run_id]
@@ -286,6 +291,8 @@ class Daemon:
                 return False
             self._drive(run_id, None)
             return True
+        if self.new_runs_paused is not None:  # a person fixes the cause, then POST /runs (or restarts)
+            return False
         need = self.cfg.min_new_process_failures
         if run_id is not None:
             need = max(1, need)
@@ -306,8 +313,12 @@ class Daemon:
         # a summary.json cut by a full disk (before it was written atomically) is none: driving the run rewrites it
         return self.phase.get(run_id) == DONE or summary_readable(runs_dir(self.settings) / run_id)
 
-    def _begin(self, run_id: str) -> None:
-        """Record a new run (evidence snapshot and settings saved, made current); the next step drives it.
+    def _begin(self, run_id: str) -> bool:
+        """Record a new run (evidence snapshot and settings saved, made current); the next step drives it. False when
+        it could not be for a reason no retry mends (an InputError: a damaged checkpoint database, an evidence file
+        that cannot be read): nothing of it stays, and new runs are paused with the reason (``new_runs_paused``).
+        Before, the loop's trigger began another run after its back-off, refused the same way, for as long as the
+        service ran.
 
         The run's analyst evidence: the ingested process failures that arrived since the previous run
         started (the ones that triggered this run; at most ``service.max_evidence``, the most recent) and
@@ -327,10 +338,16 @@ class Daemon:
             fault_point("service:begin:evidence")
             save_run_settings(run_dir, self.settings)
             fault_point("service:begin:settings")
-        except Exception:
+        except Exception as e:
             _unmake(run_dir, made_dir)  # no run was made (the error says why): nothing of it stays
             self._write(data)
-            raise
+            if not isinstance(e, InputError):  # a full disk, a bug: retried with the loop's back-off
+                raise
+            self.new_runs_paused = (f"new runs paused: run {run_id} not started: {e}; then POST /runs (or restart "
+                                    "the service)")
+            self.last_error = self.new_runs_paused
+            log.error("service.new_runs_paused", run_id=run_id, error=self.new_runs_paused)
+            return False
         history = [*data.get("history", []), run_id]
         self._write({"run_id": run_id, "started_seq": upto, "history": history})
         with self._lock:
@@ -339,6 +356,7 @@ class Daemon:
         self._driven.add(run_id)
         log.info("service.run_started", run_id=run_id, evidence=n, ingested_evidence=len(ingested))
         self.progress.note(f"service: run {run_id} started" + (f" with {n} evidence trajectories" if n else ""))
+        return True
 
     def recover_begun(self) -> str | None:
         """Finish or undo the begin of a run this service was killed in (SIGKILL, power cut); returns what it
