@@ -12,6 +12,15 @@ import structlog
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.models import Limits, SandboxResult
 
+# Two children, each under a 160 MiB sandbox's per-process limit, together over its memory: the kernel OOM-kills one
+# (a -9 among the codes printed). Then ``+ EXIT_ON_A_KILL`` to end there, or ``+ HANG`` to wait past the wall limit.
+TWO_CHILDREN_OVER_THE_MEMORY = (
+    "import subprocess, sys, time\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', "
+    "'import time; b = b\"x\" * (100 * 2**20); time.sleep(1.5)']) for _ in range(2)]\n"
+    "codes = [k.wait() for k in kids]\nprint(codes, flush=True)\n")
+EXIT_ON_A_KILL, HANG = "sys.exit(1 if any(codes) else 0)\n", "time.sleep(600)\n"
+
 
 @pytest.fixture(scope="session")
 def bwrap() -> BwrapSandbox:

@@ -17,6 +17,7 @@ import evoharness
 from evoharness.errors import InfraError
 from evoharness.sandbox.bwrap import BwrapSandbox
 from evoharness.sandbox.models import Limits, SandboxResult
+from tests.sandbox.conftest import HANG, TWO_CHILDREN_OVER_THE_MEMORY
 
 SOURCE = Path(evoharness.__file__).resolve().parent  # mounted read-only in the sandbox
 
@@ -152,11 +153,7 @@ def test_four_gigabytes_cannot_be_allocated(run_py):
 def test_a_memory_hit_then_a_wall_timeout_is_recorded_as_both(run_py):
     """Two children each under the address-space limit, together over the sandbox's cgroup: one is OOM-killed; the
     parent then waits past the wall. It was recorded as the wall limit alone, the memory hit lost."""
-    code = ("import subprocess, sys, time\n"
-            "kids = [subprocess.Popen([sys.executable, '-c', "
-            "'import time; b = b\"x\" * (100 * 2**20); time.sleep(1.5)']) for _ in range(2)]\n"
-            "print([k.wait() for k in kids], flush=True)\ntime.sleep(600)\n")
-    r = run_py(code, limits=Limits(memory_mb=160, wall_seconds=6))
+    r = run_py(TWO_CHILDREN_OVER_THE_MEMORY + HANG, limits=Limits(memory_mb=160, wall_seconds=6))
     assert "-9" in r.stdout, r  # the kernel killed one of them
     assert r.timed_out and r.limit == "memory", r
     reason = r.reason()

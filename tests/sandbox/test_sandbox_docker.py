@@ -20,6 +20,7 @@ import pytest
 from evoharness.errors import InfraError
 from evoharness.sandbox.docker import DockerSandbox
 from evoharness.sandbox.models import Limits
+from tests.sandbox.conftest import EXIT_ON_A_KILL, HANG, TWO_CHILDREN_OVER_THE_MEMORY
 
 pytestmark = [
     pytest.mark.docker,
@@ -166,11 +167,7 @@ def test_four_gigabytes_cannot_be_allocated(run_py):
 
 def test_processes_over_the_container_memory_are_oom_killed(run_py, box):
     # each child stays under its own address-space limit; together they exceed the cgroup's 160 MiB
-    code = ("import subprocess, sys\n"
-            "kids = [subprocess.Popen([sys.executable, '-c', "
-            "'import time; b = b\"x\" * (100 * 2**20); time.sleep(1.5)']) for _ in range(2)]\n"
-            "codes = [k.wait() for k in kids]\nprint(codes)\nsys.exit(1 if any(codes) else 0)\n")
-    r = run_py(code, limits=Limits(memory_mb=160, wall_seconds=20))
+    r = run_py(TWO_CHILDREN_OVER_THE_MEMORY + EXIT_ON_A_KILL, limits=Limits(memory_mb=160, wall_seconds=20))
     assert "-9" in r.stdout, r  # the kernel killed one of them
     assert r.limit == "memory", r
     _assert_nothing_left(box)
@@ -178,11 +175,7 @@ def test_processes_over_the_container_memory_are_oom_killed(run_py, box):
 
 def test_an_oom_kill_then_a_wall_timeout_is_recorded_as_both(run_py, box):
     # as above, then the parent waits past the wall: it was recorded as the wall limit alone, the OOM kill lost
-    code = ("import subprocess, sys, time\n"
-            "kids = [subprocess.Popen([sys.executable, '-c', "
-            "'import time; b = b\"x\" * (100 * 2**20); time.sleep(1.5)']) for _ in range(2)]\n"
-            "print([k.wait() for k in kids], flush=True)\ntime.sleep(600)\n")
-    r = run_py(code, limits=Limits(memory_mb=160, wall_seconds=6))
+    r = run_py(TWO_CHILDREN_OVER_THE_MEMORY + HANG, limits=Limits(memory_mb=160, wall_seconds=6))
     assert "-9" in r.stdout, r
     assert r.timed_out and r.limit == "memory", r
     assert "the memory limit was hit before it" in r.reason()

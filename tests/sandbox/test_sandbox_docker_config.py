@@ -69,7 +69,8 @@ class _SlowEngine:
 @pytest.mark.parametrize("case", ["second wait times out", "inspect refused", "inspect unreachable"])
 def test_a_cold_run_whose_engine_stops_answering_is_recorded_as_the_wall_limit(tmp_path, case):
     """Past the wall the container is killed and waited on again; that second wait timing out too, or the inspect
-    after it failing, raised out of run() instead of recording the rollout's failure."""
+    after it failing, raised out of run() instead of recording the rollout's failure. An inspect that fails leaves a
+    memory hit before the wall unknown, and the reason says so (it said nothing of it)."""
     import docker
     import requests
 
@@ -91,11 +92,16 @@ def test_a_cold_run_whose_engine_stops_answering_is_recorded_as_the_wall_limit(t
     r = box.run(["true"], harness_dir=harness, workdir=work, env={}, limits=Limits(wall_seconds=0.5))
     assert r.timed_out and r.limit == "wall" and r.returncode == 137, r
     assert container.killed == 1 and container.removed == 1
+    assert r.memory_unknown is (error is not None), r
+    assert r.reason().endswith("(whether the memory limit was hit is unknown)") is (error is not None), r.reason()
 
 
-def test_a_pooled_run_whose_inspect_fails_is_recorded_and_its_slot_not_reused(tmp_path, monkeypatch):
+@pytest.mark.parametrize("exit_status", [0, 137])
+def test_a_pooled_run_whose_inspect_fails_is_recorded_and_its_slot_not_reused(tmp_path, monkeypatch, exit_status):
     """Where the cgroup's OOM counter cannot be read, the pool asks the engine (container.reload); that failing
-    raised out of run() instead of recording the rollout."""
+    raised out of run() instead of recording the rollout. Recorded, the OOM kill is unknown: a rollout SIGKILLed (137,
+    the OOM killer's signal) read as a plain 'exit 137', nothing said of it; not claimed as memory either (the command
+    may have been killed otherwise), its reason says it is unknown."""
     import docker
 
     import evoharness.sandbox.docker_pool as pool_mod
@@ -108,61 +114,15 @@ def test_a_pooled_run_whose_inspect_fails_is_recorded_and_its_slot_not_reused(tm
         (root / d).mkdir(parents=True)
     slot = pool_mod._Slot(container, root, key=())
     monkeypatch.setattr(pool_mod, "_oom_kills", lambda _id: None)  # no cgroup counter here: ask the engine
-    monkeypatch.setattr(pool_mod.ContainerPool, "_exec_with_deadline", lambda *a, **kw: (0, False, True))
-    monkeypatch.setattr(pool_mod.ContainerPool, "_exec", lambda *a, **kw: None)
-    harness, work = tmp_path / "h", tmp_path / "w"
-    harness.mkdir()
-    work.mkdir()
-    result, healthy = pool._run_in(slot, ["true"], harness, work, {}, Limits())
-    assert result.returncode == 0 and result.limit is None and not healthy
-
-
-@pytest.mark.parametrize("exit_status", [137, 0])
-def test_a_pooled_run_whose_oom_cannot_be_read_says_the_memory_limit_is_unknown(tmp_path, monkeypatch, exit_status):
-    """No cgroup counter and an inspect that fails: a rollout SIGKILLed (137, the OOM killer's signal) was recorded as
-    a plain 'exit 137' -- an OOM kill, if it was one, unnamed and nothing said of it. Not claimed as memory either (the
-    command may have been killed otherwise): said to be unknown."""
-    import docker
-
-    import evoharness.sandbox.docker_pool as pool_mod
-
-    container = _SlowEngine(True, docker.errors.APIError("inspect failed"))
-    box = DockerSandbox(client=object(), pool_size=1)
-    pool = pool_mod.ContainerPool(box, 1)
-    root = tmp_path / "slot"
-    for d in ("harness", "scratch", "io"):
-        (root / d).mkdir(parents=True)
-    monkeypatch.setattr(pool_mod, "_oom_kills", lambda _id: None)
     monkeypatch.setattr(pool_mod.ContainerPool, "_exec_with_deadline", lambda *a, **kw: (exit_status, False, True))
     monkeypatch.setattr(pool_mod.ContainerPool, "_exec", lambda *a, **kw: None)
     harness, work = tmp_path / "h", tmp_path / "w"
     harness.mkdir()
     work.mkdir()
-    result, healthy = pool._run_in(pool_mod._Slot(container, root, key=()), ["true"], harness, work, {}, Limits())
-    assert result.memory_unknown and result.limit is None and not healthy, result
+    result, healthy = pool._run_in(slot, ["true"], harness, work, {}, Limits())
+    assert result.returncode == exit_status and result.limit is None and result.memory_unknown and not healthy, result
     if exit_status:
         assert result.reason().startswith("exit 137 (killed by SIGKILL, or exited 137) (whether the memory limit was "
                                           "hit is unknown)"), result.reason()
     else:
         assert result.ok and result.reason() == ""
-
-
-def test_a_cold_run_past_the_wall_whose_inspect_fails_says_a_memory_hit_before_it_is_unknown(tmp_path):
-    import docker
-
-    container = _SlowEngine(True, docker.errors.APIError("inspect failed"))
-
-    class Client:
-        class containers:  # noqa: N801 -- docker's attribute name
-            @staticmethod
-            def create(*a, **kw):
-                return container
-
-    box = DockerSandbox(client=Client())
-    box._checked = True
-    harness, work = tmp_path / "h", tmp_path / "w"
-    harness.mkdir()
-    work.mkdir()
-    r = box.run(["true"], harness_dir=harness, workdir=work, env={}, limits=Limits(wall_seconds=0.5))
-    assert r.timed_out and r.limit == "wall" and r.memory_unknown, r
-    assert r.reason().endswith("(whether the memory limit was hit is unknown)"), r.reason()
