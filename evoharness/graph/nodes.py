@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import structlog
 from langgraph.types import interrupt
 
 from evoharness.graph.faults import fault_point
 from evoharness.graph.records import Dropped, RoundSummary, Splits
 from evoharness.graph.services import Services
 from evoharness.graph.state import RunState, Typed, dump, dump_all
+from evoharness.logging import bind_contextvars, get_logger, unbind_contextvars
 
-log = structlog.get_logger("evoharness.graph")
+log = get_logger("evoharness.graph")
 
 
 class Nodes:
@@ -26,7 +26,7 @@ class Nodes:
         self.s = services
 
     def _bind(self, state: RunState) -> None:
-        structlog.contextvars.bind_contextvars(run_id=state.get("run_id"), round=state.get("round", 0))
+        bind_contextvars(run_id=state.get("run_id"), round=state.get("round", 0))
 
     # -- collect / diagnose -------------------------------------------------------------
     def collect(self, state: RunState) -> dict[str, Any]:
@@ -104,10 +104,10 @@ class Nodes:
         ledger, anchor, guards = self.s.ledger(state), t.anchor, t.guards
         verdicts = []
         for cand in t.candidates:
-            structlog.contextvars.bind_contextvars(candidate=cand.branch)
+            bind_contextvars(candidate=cand.branch)
             verdicts.append(self.s.gate.verify(cand, anchor, ledger, state["round"], guards))
             fault_point("verify:candidate")
-        structlog.contextvars.unbind_contextvars("candidate")
+        unbind_contextvars("candidate")
         return {"verdicts": dump_all(verdicts), "ledger": ledger.dump()}
 
     def review(self, state: RunState) -> dict[str, Any]:
