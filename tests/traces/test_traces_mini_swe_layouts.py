@@ -509,3 +509,26 @@ def test_an_instance_id_that_is_no_name_gives_way_to_the_file_name(tmp_path, bad
     f.write_text(json.dumps({**json.loads(f.read_text()), "instance_id": 7}))
     [t] = list(load_paths([f]))
     assert (t.task_id, t.score) == ("7", None)
+
+
+@pytest.mark.parametrize("flag", ["false", "no", "", None, [], {}, 2, 0.5])
+def test_a_resolved_flag_that_is_not_true_or_false_gives_no_verdict(tmp_path, capsys, flag):
+    """A per-instance report's ``resolved`` was read with ``bool()``: "false" (a string: a report written by hand, or
+    converted from a table) scored the run resolved -- a failed run labelled Healthy -- and null, [] or {} scored it
+    unresolved. Only true / false (or 1 / 0, as the OpenHands importer reads its records' flags) is a verdict; any
+    other flag is a warning naming the file, and the run is unscored."""
+    from evoharness.cli import main
+
+    f = _traj(tmp_path / "run" / "trajs", "a__a-1")
+    report = tmp_path / "run" / "logs" / "a__a-1" / "report.json"
+    report.parent.mkdir(parents=True)
+    for ok, want in ((True, 1.0), (False, 0.0), (1, 1.0), (0, 0.0)):
+        report.write_text(json.dumps({"a__a-1": {"resolved": ok}}))
+        assert [t.score for t in load_paths([f])] == [want]
+    report.write_text(json.dumps({"a__a-1": {"resolved": flag}}))
+    [t] = list(load_paths([f]))
+    assert t.score is None and [w["file"] for w in t.meta["import_warnings"]] == [str(report)]
+    capsys.readouterr()
+    assert main(["import", str(f), "--out", str(tmp_path / "t.jsonl")]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: {report}: SWE-bench report ") and "no verdict from it" in line

@@ -29,7 +29,8 @@ instance. The lookup (``find_results``) walks the trajectory's directory and at 
   on: ``looks_aggregate``) is never parsed.
 
 A file taken for results (so no trace) that cannot be read (cut short, not JSON), or a per-instance ``report.json``
-that cannot be (cut short, no ``resolved`` flag), gives no verdicts and is named in ``meta["import_warnings"]``.
+that cannot be (cut short, no ``resolved`` flag, or one that is not true / false), gives no verdicts and is named
+in ``meta["import_warnings"]``.
 
 Never a guess: an instance in neither id list of an aggregate (an error, an empty patch) gets no verdict
 from it. Where harness logs or aggregates of several models hold the instance, those named for the
@@ -601,7 +602,8 @@ def result_meta(report: Path | None, why: str | None, broken: list[dict[str, str
 
 
 def _resolved(report_path: Path, instance_id: str) -> bool | _Broken:
-    """A per-instance report's ``resolved`` flag, or ``_Broken`` (why) when it cannot be read."""
+    """A per-instance report's ``resolved`` flag, or ``_Broken`` (why) when it cannot be read or the flag is not true
+    / false (or 1 / 0)."""
     report = _read_json(report_path)
     if isinstance(report, _Broken):
         return report
@@ -609,7 +611,10 @@ def _resolved(report_path: Path, instance_id: str) -> bool | _Broken:
         report = report[instance_id]  # SWE-bench harness layout {instance_id: {...}}
     if not isinstance(report, dict) or "resolved" not in report:
         return _Broken(f"has no 'resolved' flag for {instance_id}")
-    return bool(report["resolved"])
+    flag = report["resolved"]  # true / false (or 1 / 0, as OpenHands' records): "false" was bool("false"), resolved
+    if isinstance(flag, bool) or (isinstance(flag, int) and flag in (0, 1)):
+        return bool(flag)
+    return _Broken(f"has a 'resolved' flag that is not true or false ({json.dumps(flag)[:40]}) for {instance_id}")
 
 
 def matches(rec: dict) -> bool:
