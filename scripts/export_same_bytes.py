@@ -209,15 +209,24 @@ def compare(before: Path, after: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
+    from evoharness.errors import InputError
+
     usage = "usage: export_same_bytes.py prepare WORK | run WORK OUT.txt TAG | compare BEFORE.txt AFTER.txt"
-    if argv[:1] == ["prepare"] and len(argv) == 2:
-        prepare(Path(argv[1]))
-    elif argv[:1] == ["run"] and len(argv) == 4:
-        run(Path(argv[1]), Path(argv[2]), argv[3])
-    elif argv[:1] == ["compare"] and len(argv) == 3:
-        return compare(Path(argv[1]), Path(argv[2]))
-    else:
-        print(f"error: {usage}", file=sys.stderr)
+    try:
+        if argv[:1] == ["prepare"] and len(argv) == 2:
+            if not DATA.is_dir():  # a clone elsewhere than beside ../shared/data: it was a traceback from the importer
+                raise InputError(str(DATA), "no such directory: prepare reads the public data folder beside the "
+                                            "repository (../shared/data)")
+            prepare(Path(argv[1]))
+        elif argv[:1] == ["run"] and len(argv) == 4:
+            run(Path(argv[1]), Path(argv[2]), argv[3])
+        elif argv[:1] == ["compare"] and len(argv) == 3:
+            return compare(Path(argv[1]), Path(argv[2]))
+        else:
+            print(f"error: {usage}", file=sys.stderr)
+            return 2
+    except (InputError, OSError) as e:  # a missing input (WORK not prepared, a summary file not there): one line
+        print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
 

@@ -34,3 +34,18 @@ def test_a_wrong_command_line_is_one_error_line(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path)], capture_output=True, text=True,
                           timeout=60, cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2 and proc.stderr.startswith("error: usage: export_same_bytes.py"), proc.stderr
+
+
+def test_a_missing_input_is_one_error_line(tmp_path, capsys, monkeypatch):
+    """From a clone that is not beside ../shared/data, `prepare` ended in the importer's traceback; `compare` of a file
+    not there in FileNotFoundError's."""
+    script = load_file(SCRIPT, "export_same_bytes")
+    monkeypatch.setattr(script, "DATA", tmp_path / "shared" / "data")
+    assert script.main(["prepare", str(tmp_path / "work")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error: {tmp_path / 'shared' / 'data'}: no such directory: prepare reads the public data folder "
+                   "beside the repository (../shared/data)"], err
+    assert not (tmp_path / "work").exists()
+    assert script.main(["compare", str(tmp_path / "before.txt"), str(tmp_path / "after.txt")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "before.txt" in err[0], err
