@@ -212,6 +212,9 @@ def main(argv: list[str]) -> int:
     from evoharness.errors import InputError
 
     usage = "usage: export_same_bytes.py prepare WORK | run WORK OUT.txt TAG | compare BEFORE.txt AFTER.txt"
+    if argv in (["-h"], ["--help"]):  # it was the usage error, exit 2
+        print(__doc__)
+        return 0
     try:
         if argv[:1] == ["prepare"] and len(argv) == 2:
             if not DATA.is_dir():  # a clone elsewhere than beside ../shared/data: it was a traceback from the importer

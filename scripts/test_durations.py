@@ -32,6 +32,9 @@ def file_of(classname: str) -> str | None:
 
 
 def main(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):  # it read "--help" as the report's path: "--help: no such file"
+        print(__doc__)
+        return 0
     if len(argv) != 1:
         print("error: give one JUnit XML report (pytest --junitxml=FILE)", file=sys.stderr)
         return 2

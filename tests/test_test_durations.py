@@ -16,3 +16,9 @@ def test_a_missing_report_is_named_in_one_error_line(tmp_path):
     assert run.stderr == f"error: {missing}: no such file (write it first: pytest --junitxml={missing})\n"
     run = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and run.stderr == "error: give one JUnit XML report (pytest --junitxml=FILE)\n"
+
+
+def test_help_prints_the_usage():
+    """It read --help as the report's path: 'error: --help: no such file (write it first: pytest --junitxml=--help)'."""
+    run = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "scripts/test_durations.py /tmp/suite.xml" in run.stdout, (run.stdout, run.stderr)

@@ -49,3 +49,9 @@ def test_a_missing_input_is_one_error_line(tmp_path, capsys, monkeypatch):
     assert script.main(["compare", str(tmp_path / "before.txt"), str(tmp_path / "after.txt")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "before.txt" in err[0], err
+
+
+def test_help_prints_the_usage(capsys):
+    script = load_file(SCRIPT, "export_same_bytes")  # --help was the usage error, exit 2
+    assert script.main(["--help"]) == 0
+    assert "export_same_bytes.py compare BEFORE.txt AFTER.txt" in capsys.readouterr().out
