@@ -504,6 +504,21 @@ class Daemon:
         log.info("service.swept", queued=queued, labels_reused=reused, labelled=len(todo) - reused)
         return queued
 
+    def set_aside(self, run_id: str, current: str | None) -> str | None:
+        """Why a run is not driven though unfinished: it is not the current run (``current``), and a restart resumes
+        only that one -- a run the service started and set aside (paused when the next run began), or one paused
+        beside the current run. None for the current run, a finished one, one this process drives or waits on, and
+        one the service never started (a CLI run in the same home). A paused run set aside stays paused over a
+        restart by design: starting a new run beside it was a person's choice, and a restart (a deploy, systemd's
+        restart after a crash) must not spend budget on runs set aside; `POST /runs/{id}/resume` drives it."""
+        if run_id == current or run_id in self.starting or self.phase.get(run_id) not in (None, PAUSED):
+            return None
+        if self.phase.get(run_id) is None and (run_id not in self.history() or self._finished(run_id)):
+            return None
+        now = (f"run {current} is the current run: a restart resumes only that one" if current else
+               "the service has no current run: a restart resumes none")
+        return f"{now}; POST /runs/{run_id}/resume drives this one"
+
     def run_phase(self, run_id: str) -> str | None:
         if run_id in self.starting:
             return STARTING

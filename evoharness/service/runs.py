@@ -33,7 +33,7 @@ def list_runs(settings: Settings, daemon: Daemon) -> list[dict[str, Any]]:
                     if (p / "settings.json").exists() else 0):
         if not (d / "settings.json").is_file():
             continue
-        phase = daemon.run_phase(d.name)
+        phase = daemon.run_phase(d.name) or (PAUSED if daemon.set_aside(d.name, current) else None)
         row: dict[str, Any] = {"run_id": d.name, "phase": phase or "idle", "current": d.name == current}
         if phase == DONE and summary_readable(d):
             summary = json.loads((d / "summary.json").read_text())
@@ -63,7 +63,15 @@ def run_state(settings: Settings, daemon: Daemon, run_id: str) -> tuple[dict[str
 def run_view(settings: Settings, daemon: Daemon, run_id: str) -> dict[str, Any]:
     state, interrupts = run_state(settings, daemon, run_id)
     run_dir = runs_dir(settings) / run_id
-    phase = daemon.run_phase(run_id) or ("waiting_review" if interrupts else "idle")
+    current = daemon.current_run
+    aside = daemon.set_aside(run_id, current)
+    phase = daemon.run_phase(run_id) or ("waiting_review" if interrupts else PAUSED if aside else "idle")
+    paused_by = None
+    if phase == PAUSED:  # after a restart the reason is gone with the process: said in the log (service.run_paused)
+        paused_by = daemon.paused_by.get(run_id) or (f"run {run_id} was set aside (paused, or not resumed) before the "
+                                                     "service restarted; why it paused is in the service's log "
+                                                     "(service.run_paused)")
+        paused_by += f"; {aside}" if aside else ""
     view = {
         "run_id": run_id,
         "phase": phase,
@@ -81,10 +89,10 @@ def run_view(settings: Settings, daemon: Daemon, run_id: str) -> dict[str, Any]:
         "waiting_review": [c for p in interrupts for c in p.get("candidates", [])],
         "evidence": count_evidence(run_dir),
         **({"locked_by": daemon.locked_by[run_id]} if phase == "locked" and run_id in daemon.locked_by else {}),
-        **({"paused_by": daemon.paused_by[run_id]} if phase == "paused" and run_id in daemon.paused_by else {}),
+        **({"paused_by": paused_by} if paused_by else {}),
         "summary": None,
     }
-    if daemon.current_run == run_id and phase == "running":
+    if current == run_id and phase == "running":
         view["progress"] = daemon.progress.view()
     if summary_readable(run_dir):
         view["summary"] = json.loads((run_dir / "summary.json").read_text())

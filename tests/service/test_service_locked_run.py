@@ -54,4 +54,6 @@ def test_a_run_whose_saved_settings_cannot_be_read_is_paused_saying_so(daemon):
     assert why.startswith(f"run run-x paused: {path}: run run-x's saved settings are not JSON"), why
     assert why.endswith("then POST /runs/run-x/resume (or restart the service)"), why
     view = run_view(daemon.settings, daemon, "run-x")  # was a 409 with the error: no view said paused
-    assert view["phase"] == "paused" and view["paused_by"] == why, view
+    # the service has no current run here (no daemon.json): a restart would not resume it, and the view says so
+    assert view["phase"] == "paused" and view["paused_by"] == why + (
+        "; the service has no current run: a restart resumes none; POST /runs/run-x/resume drives this one"), view
