@@ -28,7 +28,7 @@ def _report(outcome, ctx: typer.Context | None = None) -> None:
         return
     if outcome.done:
         data = json.loads((outcome.run_dir / "summary.json").read_text())
-        typer.echo("\n" + summary_text(data))
+        typer.echo("\n" + summary_text(data, outcome.run_dir, outcome.harness))
 
 
 def _given_settings(ctx: typer.Context | None) -> str:

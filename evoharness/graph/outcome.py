@@ -13,6 +13,7 @@ class RunOutcome:
         self.state = state
         self.interrupted = interrupted
         self.stopped = False  # a stop request ended the drive between two nodes
+        self.harness: Path | None = None  # the harness repository the run drove (a copied run's own)
 
     @property
     def done(self) -> bool:

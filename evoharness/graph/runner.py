@@ -108,6 +108,7 @@ def _drive(settings: Settings, run_id: str, run_dir: Path, payload: Any, progres
         services.close()
     outcome = RunOutcome(run_id, run_dir, state, interrupts)
     outcome.stopped = stopped and not outcome.done
+    outcome.harness = Path(settings.run.harness)
     if outcome.done and not summary_readable(run_dir):  # none yet, or one cut by a full disk before it was atomic
         write_summary(outcome, services)
     if on_state is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 
@@ -99,7 +100,11 @@ def _row(name: str, comp: dict[str, Any] | None) -> str:
             f"  mean {ms if ms is None else f'{ms:.3f}'}")
 
 
-def summary_text(data: dict[str, Any]) -> str:
+def summary_text(data: dict[str, Any], run_dir: Path | None = None, harness: Path | None = None) -> str:
+    """The summary as printed at the end of a run. ``run_dir`` / ``harness``: where the run and the harness it drove
+    are now. A run directory copied or moved elsewhere (a demo directory, a home) keeps the summary.json written
+    where it was: its paths are printed where the run is now, with a line that says it is a copy (they were the
+    original's, and the printed next steps pointed at another repository)."""
     b, a = data.get("before") or {}, data.get("after") or {}
     lines = [f"Run {data['run_id']}: {data.get('stop_reason')}", "", "Composition before -> after:"]
     for split in ("dev", "heldout"):
@@ -140,7 +145,24 @@ def summary_text(data: dict[str, Any]) -> str:
     if data.get("recommendation"):
         lines.append(f"Recommendation: {data['recommendation']}")
     lines.append("")
-    lines.append(f"Harness repo: {data['harness_repo']}  (main {str(data['main'])[:10]})")
-    for k, v in data["files"].items():
+    files, repo, recorded = _where_now(data, run_dir, harness)
+    lines.append(f"Harness repo: {repo}  (main {str(data['main'])[:10]})")
+    for k, v in files.items():
         lines.append(f"  {k}: {v}")
+    if recorded is not None:
+        what = "a copy" if Path(recorded).exists() else "moved"
+        lines.append(f"  ({what}: the run was recorded at {recorded}; the paths above are where it is now, its "
+                     "summary.json names the recorded ones)")
     return "\n".join(lines)
+
+
+def _where_now(data: dict[str, Any], run_dir: Path | None, harness: Path | None) -> tuple[dict, Any, str | None]:
+    """(files, harness repo, the recorded run directory or None): the summary's paths as seen from ``run_dir``."""
+    files, repo = dict(data.get("files") or {}), data.get("harness_repo")
+    recorded = files.get("run_dir")
+    if run_dir is None or not isinstance(recorded, str) or Path(recorded).resolve() == run_dir.resolve():
+        return files, repo, None
+    for k, v in files.items():
+        if isinstance(v, str) and Path(v).is_relative_to(recorded):
+            files[k] = str(run_dir.absolute() / Path(v).relative_to(recorded))
+    return files, (str(harness) if harness is not None else repo), recorded
