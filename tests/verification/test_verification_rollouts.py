@@ -48,6 +48,28 @@ def test_cache_pays_each_rollout_once_and_a_resumed_run_reuses_it(tmp_path):
     assert inner.rollouts == 12  # a different environment version is different content
 
 
+def test_cache_kept_when_its_process_is_killed_right_after_a_store(tmp_path):
+    """The cache commits without an fsync (a write-ahead log): a process SIGKILLed after a batch was stored still
+    left every rollout of it for the next process (only a power cut may lose the last batches)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import os, signal, sys; from evoharness.verification.cache import CachingRunner, RolloutCache; "
+            "from tests.verification.test_verification_rollouts import reqs, world; "
+            "from evoharness.verification.sim import ScriptedRunner; "
+            "CachingRunner(ScriptedRunner(world()), RolloutCache(sys.argv[1]), model='m', env_version='e1')"
+            ".run(reqs()); "
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c.sqlite")], cwd=os.getcwd(), timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    inner = ScriptedRunner(world())
+    again = CachingRunner(inner, RolloutCache(tmp_path / "c.sqlite"), model="m", env_version="e1")
+    again.run(reqs())
+    assert inner.rollouts == 0 and again.hits == 6
+
+
 def test_cache_keys_by_tree_so_equal_trees_share_rollouts(tmp_path):
     inner = ScriptedRunner(world())
     runner = CachingRunner(inner, RolloutCache(tmp_path / "c.sqlite"), tree_of=lambda c: "same-tree")
