@@ -14,11 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytest.importorskip("phoenix.client", reason="arize-phoenix is a dev dependency")
-
-from evoharness.cli import main  # noqa: E402
-from evoharness.traces.importers import load_paths  # noqa: E402
-from evoharness.traces.otel_export import build_spans  # noqa: E402
+from evoharness.cli import main
+from evoharness.traces.importers import load_paths
+from evoharness.traces.otel_export import build_spans
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 pytestmark = pytest.mark.slow
@@ -32,6 +30,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory):
+    # here, not at the module's top: `phoenix.client` imports the whole Phoenix server (~5,000 modules, ~8 CPU-s),
+    # and every xdist worker imports every test module at collection, whether it runs this file or not
+    pytest.importorskip("phoenix.client", reason="arize-phoenix is a dev dependency")
     port = _free_port()
     work = tmp_path_factory.mktemp("phoenix")
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(work), "PHOENIX_HOST": "127.0.0.1",
