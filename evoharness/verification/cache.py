@@ -6,6 +6,7 @@ file holding trajectory JSON. `CachingRunner` wraps any `RolloutRunner` with it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -34,16 +35,22 @@ class RolloutCache:
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path)
-            # a cache: write-ahead log, no fsync per commit (a run's rollouts were one fsync'd journal transaction
-            # per batch, ~1 s of a demo's serial wall). A killed process loses nothing (the log is in the page
-            # cache); a power cut may lose the last batches, which a resumed run then runs again without paying
-            # for them twice (its ledger's paid keys are in the checkpoint). WAL not available: the journal stays.
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS rollouts (key TEXT PRIMARY KEY, trajectory TEXT NOT NULL)"
-            )
+            conn = sqlite3.connect(self.path)
+            try:
+                # a cache: write-ahead log, no fsync per commit (a run's rollouts were one fsync'd journal
+                # transaction per batch, ~1 s of a demo's serial wall). A killed process loses nothing (the log is
+                # in the page cache); a power cut may lose the last batches, which a resumed run then runs again
+                # without paying for them twice (its ledger's paid keys are in the checkpoint).
+                with contextlib.suppress(sqlite3.OperationalError):  # a journal file that cannot be written
+                    conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("CREATE TABLE IF NOT EXISTS rollouts (key TEXT PRIMARY KEY, trajectory TEXT NOT NULL)")
+            except sqlite3.OperationalError:  # a log file where none can be written (a read-only copy): read it
+                conn.close()
+                if not self.path.is_file():
+                    raise
+                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            self._conn = conn
         return self._conn
 
     def get(self, key: str) -> Trajectory | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from evoharness.errors import InfraError
@@ -68,6 +70,37 @@ def test_cache_kept_when_its_process_is_killed_right_after_a_store(tmp_path):
     again = CachingRunner(inner, RolloutCache(tmp_path / "c.sqlite"), model="m", env_version="e1")
     again.run(reqs())
     assert inner.rollouts == 0 and again.hits == 6
+
+
+def test_a_cache_that_cannot_be_written_is_still_read(tmp_path):
+    """A read-only copy of a run's cache (here made immutable: the tests run as root) answers its hits: the switch to
+    the write-ahead log raised 'attempt to write a readonly database' (a journal file) or 'unable to open database
+    file' (a log file, which needs its shared-memory file beside it) at the first lookup."""
+    import shutil
+    import subprocess
+
+    runner = CachingRunner(ScriptedRunner(world()), RolloutCache(tmp_path / "c.sqlite"), model="m", env_version="e1")
+    runner.run(reqs())
+    runner.cache.close()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    for journal in ("wal", "delete"):  # this cache's own file, and one written before the write-ahead log
+        copy = ro / f"{journal}.sqlite"
+        shutil.copy(tmp_path / "c.sqlite", copy)
+        if journal == "delete":
+            with sqlite3.connect(copy) as db:
+                db.execute("PRAGMA journal_mode=DELETE")
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", *map(str, ro.iterdir()), str(ro)],
+                                                        capture_output=True).returncode != 0:
+        pytest.skip("cannot make a file immutable here")
+    try:
+        for journal in ("wal", "delete"):
+            inner = ScriptedRunner(world())
+            again = CachingRunner(inner, RolloutCache(ro / f"{journal}.sqlite"), model="m", env_version="e1")
+            assert len(again.run(reqs())) == 6 and inner.rollouts == 0, journal
+            again.cache.close()
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, ro.iterdir()), str(ro)], check=True)
 
 
 def test_cache_keys_by_tree_so_equal_trees_share_rollouts(tmp_path):
