@@ -8,6 +8,8 @@ expected no change anyway; tests/diagnosis/test_environment_claims.py runs them 
 - ``E.user_simulator_error``: the benchmark's own evaluator says the simulated user broke
   (tau2's ``termination_reason: user_error``, imported as ``meta.environment_failure``); at the last
   user message.
+- ``E.infra_error``: the run ended on an infrastructure fault its importer read from the framework's own exit status
+  (``traces.endings``: an ``infra_error`` event, e.g. mini-swe-agent's ``RateLimitError``); at the event.
 - ``E.user_quit``: the simulated user ends the conversation (``###STOP###``, ``###TRANSFER###``,
   ``###OUT-OF-SCOPE###``) before the agent could act: the agent has made no state-changing call yet, its
   last reply asked the user for something (a question, "please provide / confirm", "let me know") that
@@ -93,6 +95,26 @@ class UserSimulatorErrorDetector:
         return [Signal(id=self.id, failure_class=E, step=step,
                        evidence=f"the benchmark ended the run as a user-simulator error ({reason}); last user "
                                 f"message: {quote(msgs[step].get('content') if msgs else '', 120)}")]
+
+
+class InfraErrorDetector:
+    """The infrastructure ended the run (``traces.endings``: an importer's ``infra_error`` event, e.g. mini-swe-agent's
+    exit status ``RateLimitError``, SWE-agent's ``exit_api`` -- also after it auto-submitted what the run had left,
+    ``submitted (exit_api)``): at the event."""
+
+    id = "E.infra_error"
+    failure_class = E
+    skips_healthy = True  # returns nothing on a Healthy run (its label cannot change): the labeller does not call it
+
+    def detect(self, view: TraceView, cfg: DiagnosisConfig) -> list[Signal]:
+        t = view.traj
+        if _healthy(view, cfg):
+            return []
+        for e in t.events:
+            if e.type == "infra_error":
+                return [Signal(id=self.id, failure_class=E, step=min(e.step, view.final_step),
+                               evidence=f"the infrastructure ended the run: {quote(e.detail or e.type, 160)}")]
+        return []
 
 
 class UserQuitDetector:

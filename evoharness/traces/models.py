@@ -56,6 +56,7 @@ class EventType(StrEnum):
     format_rejected = "format_rejected"
     tool_error = "tool_error"
     tool_infra_error = "tool_infra_error"
+    infra_error = "infra_error"  # the infrastructure ended the run (``traces.endings``)
     middleware_action = "middleware_action"
     budget_exhausted = "budget_exhausted"
     timeout = "timeout"

@@ -60,6 +60,7 @@ from typing import Any
 
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
+from evoharness.traces.endings import infra_event, provider_exception
 from evoharness.traces.importers import dirscan, neighbours
 from evoharness.traces.importers._shape import actions_from_text, arguments, content_text, keep_reasoning
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
@@ -71,13 +72,23 @@ OBSERVATION = re.compile(r"^\s*<returncode>", re.IGNORECASE)
 # timed out and has been killed. The output of the command was: ...")
 TIMEOUT_OBSERVATION = re.compile(r"^\s*The last command <command>")
 
+# ``info.exit_status`` (v2: also the exit message's ``extra.exit_status``), lower-cased and stripped -> termination. The
+# agent's own ends (v1 ``agents/default.py``, v2 ``exceptions.py``): ``Submitted`` delivered; ``LimitsExceeded`` (the
+# step or cost limit the harness sets) the step budget; ``TimeExceeded`` (v2: the wall-clock limit it sets) a timeout.
+# Anything else the run raised is written as its class name by the batch runner (``run/extra/swebench.py``):
+# ``ContextWindowExceededError`` (LiteLLM) / ``ContextWindowExceeded`` (v2) the context window;
+# ``ExecutionTimeoutError`` (a command ran out of time, where a fork ends the run on it) a timeout;
+# ``UserInterruption`` (v2, interactive: a person stopped it) aborted; a provider or sandbox fault
+# (``endings.PROVIDER_EXCEPTIONS``: ``RateLimitError``, ``APIConnectionError``, ...) an error with an ``infra_error``
+# event (class E); any other exception (``RuntimeError``, ...) an error; none aborted.
 _TERMINATION = {
     "submitted": Termination.delivered,
     "limitsexceeded": Termination.step_budget,
-    "timeout": Termination.timeout,
     "executiontimeouterror": Termination.timeout,
     "contextwindowexceedederror": Termination.context_overflow,
+    "contextwindowexceeded": Termination.context_overflow,
     "timeexceeded": Termination.timeout,
+    "userinterruption": Termination.aborted,
 }
 
 
@@ -680,7 +691,7 @@ def convert(path: Path, data: Any) -> Trajectory:
                 task = content
             messages.append({"role": role, "content": content})
 
-    exit_status = str(info.get("exit_status") or exit_extra.get("exit_status") or "")
+    exit_status = str(info.get("exit_status") or exit_extra.get("exit_status") or "").strip()
     termination = _TERMINATION.get(exit_status.lower(), Termination.error if exit_status else Termination.aborted)
     submission = info.get("submission") if "submission" in info else exit_extra.get("submission")
     final_answer = submission if termination == Termination.delivered and isinstance(submission, str) else None
@@ -690,6 +701,9 @@ def convert(path: Path, data: Any) -> Trajectory:
         events.append(Event(type="budget_exhausted", step=max(len(messages) - 1, 0), detail=exit_status))
     elif termination == Termination.timeout:
         events.append(Event(type="timeout", step=max(len(messages) - 1, 0), detail=exit_status))
+    elif termination == Termination.error and provider_exception(exit_status):
+        said = submission if isinstance(submission, str) else ""  # the runner saves str(exception) there
+        events.append(infra_event(max(len(messages) - 1, 0), f"{exit_status}: {said}" if said else exit_status))
 
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
