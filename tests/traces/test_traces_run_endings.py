@@ -84,3 +84,58 @@ def test_mini_swe_agent_own_ends_keep_their_harness_labels(tmp_path, status, ter
     assert (label.first_signal.id, label.lever) == (first, lever)
     assert not any(e.type == "infra_error" for e in t.events)
 
+
+def _swe_agent(tmp_path, status, submission=None):
+    """A SWE-agent 1.x ``.traj`` (``history`` of chat messages, ``trajectory`` steps, ``info.exit_status``) as
+    ``DefaultAgent.step`` saves it; ``submission`` the patch an auto-submission handed in."""
+    history = [
+        {"role": "system", "content": "SETTING: You are an autonomous programmer.", "agent": "main"},
+        {"role": "user", "content": "<issue>Fix the crash in a.py</issue>", "agent": "main"},
+        {"role": "assistant", "content": "Let me look.", "agent": "main", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}]},
+        {"role": "tool", "content": "a.py", "agent": "main", "tool_call_ids": ["c1"]}]
+    data = {"environment": "main", "history": history,
+            "trajectory": [{"action": "ls", "observation": "a.py", "response": "Let me look.", "thought": ""}],
+            "info": {"exit_status": status, "submission": submission}}
+    path = tmp_path / "x__y-1.traj"
+    path.write_text(json.dumps(data))
+    return path
+
+
+PATCH = "diff --git a/a.py b/a.py\n"
+
+
+@pytest.mark.parametrize(("status", "submission", "termination", "first", "lever"), [
+    # sweagent/agent/agents.py forward_with_handling: RetryError -> exit_api, SwerexException -> exit_environment_error
+    ("exit_api", None, Termination.error, "E.infra_error", "none"),
+    ("exit_environment_error", None, Termination.error, "E.infra_error", "none"),
+    # ... then attempt_autosubmission_after_error hands in the patch left: "submitted (<exit status>)"
+    ("submitted (exit_api)", PATCH, Termination.delivered, "E.infra_error", "none"),
+    ("submitted (exit_environment_error)", PATCH, Termination.delivered, "E.infra_error", "none"),
+    # budgets the harness sets: CostLimitExceededError -> exit_cost; the context window; total time
+    ("exit_cost", None, Termination.step_budget, "F3.step_budget_exhausted", "harness"),
+    ("submitted (exit_cost)", PATCH, Termination.delivered, "F3.step_budget_exhausted", "harness"),
+    ("exit_context", None, Termination.context_overflow, "F3.context_overflow", "harness"),
+    ("submitted (exit_context)", PATCH, Termination.delivered, "F3.context_overflow", "harness"),
+    ("exit_total_execution_time", None, Termination.timeout, "F3.timeout", "harness"),
+    ("exit_command_timeout", None, Termination.timeout, "F3.timeout", "harness"),
+    # the agent's own format failures: max_requeries malformed replies in a row -> exit_format
+    ("exit_format", None, Termination.error, "F2.format_rejected", "harness"),
+    ("submitted (exit_format)", PATCH, Termination.delivered, "F2.format_rejected", "harness"),
+    # RuntimeError / any other exception: says nothing of who broke the run
+    ("exit_error", None, Termination.error, "F3.no_delivery", "harness"),
+    ("submitted (exit_error)", PATCH, Termination.delivered, "F4.poor_delivery", "weights"),
+    ("submitted", PATCH, Termination.delivered, "F4.poor_delivery", "weights"),
+    (" submitted\n", PATCH, Termination.delivered, "F4.poor_delivery", "weights"),
+    ("exit_forfeit", None, Termination.aborted, "F3.no_delivery", "harness"),
+])
+def test_swe_agent_exit_statuses_get_their_class(tmp_path, status, submission, termination, first, lever):
+    t, label = _label(_swe_agent(tmp_path, status, submission))
+    assert t.termination == termination
+    assert (label.first_signal.id, label.lever) == (first, lever)
+
+
+def test_a_resolved_run_that_ended_on_a_provider_fault_stays_healthy(tmp_path):
+    """The auto-submitted patch resolved the issue: Healthy, whatever ended the run."""
+    _, label = _label(_swe_agent(tmp_path, "submitted (exit_api)", PATCH), score=1.0)
+    assert (label.failure_class, label.lever) == ("healthy", "none")

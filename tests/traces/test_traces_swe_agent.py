@@ -188,10 +188,12 @@ def test_a_file_without_history_is_rebuilt_from_its_steps(tmp_path):
 
 @pytest.mark.parametrize(("status", "termination", "event"), [
     ("exit_cost", Termination.step_budget, "budget_exhausted"),
-    ("exit_context", Termination.context_overflow, None),
+    ("exit_context", Termination.context_overflow, "context_overflow"),
     ("exit_format", Termination.error, "format_rejected"),
     ("exit_total_execution_time", Termination.timeout, "timeout"),
-    ("submitted (exit_cost)", Termination.delivered, None),
+    ("submitted (exit_cost)", Termination.delivered, "budget_exhausted"),  # the patch left, after the budget ran out
+    ("exit_api", Termination.error, "infra_error"),
+    ("submitted", Termination.delivered, None),
 ])
 def test_exit_statuses(tmp_path, status, termination, event):
     data = _run()

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.traces import jsontext
+from evoharness.traces.endings import infra_event
 from evoharness.traces.importers import dirscan, mini_swe
 from evoharness.traces.importers._shape import actions_from_text, arguments, arr, content_text, obj
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
@@ -60,6 +61,8 @@ SUFFIXES = (".traj.json", ".traj", ".json")
 
 _BUDGET = ("exit_cost", "exit_api_calls", "exit_step_limit", "exit_total_cost")
 _TIMEOUT = ("exit_total_execution_time", "exit_command_timeout", "exit_timeout")
+# the model API's retries ran out (``RetryError``), the sandbox runtime failed (``SwerexException``): class E
+_INFRA = ("exit_api", "exit_environment_error")
 # SWE-agent's refusals (its edit tools' _LINT_ERROR_TEMPLATE, the agent's shell_check_error_template and
 # blocklist_error_template): the action did not run
 REFUSAL = re.compile(r"\s*(?:Your proposed edit has introduced new syntax error\(s\)|"
@@ -244,16 +247,22 @@ def _yaml_beside(path: Path) -> dict:
 
 
 def ending(exit_status: str, last: int) -> tuple[Termination, list[Event]]:
-    """How a run with SWE-agent's ``exit_status`` ended, and the events that say so at step ``last``."""
-    status = exit_status.lower()
+    """How a run with SWE-agent's ``exit_status`` ended, and the events that say so at step ``last`` (the table in
+    docs/traces.md). ``submitted (exit_X)``: the run ended on ``exit_X`` and SWE-agent submitted the patch it had left
+    (``attempt_autosubmission_after_error``): delivered, with ``exit_X``'s events (a budget, a provider fault ...)."""
+    status = exit_status.strip().lower()
     if status.startswith("submitted"):
-        return Termination.delivered, []
+        cause = status[len("submitted"):].strip()
+        cause = cause[1:-1].strip() if cause.startswith("(") and cause.endswith(")") else ""
+        return Termination.delivered, ending(cause, last)[1] if cause.startswith("exit_") else []
     if status in _BUDGET:
         return Termination.step_budget, [Event(type="budget_exhausted", step=last, detail=exit_status)]
     if status in _TIMEOUT:
         return Termination.timeout, [Event(type="timeout", step=last, detail=exit_status)]
     if status == "exit_context":
-        return Termination.context_overflow, []
+        return Termination.context_overflow, [Event(type="context_overflow", step=last, detail=exit_status)]
+    if status in _INFRA:
+        return Termination.error, [infra_event(last, exit_status)]
     if status == "exit_format":
         return Termination.error, [Event(type="format_rejected", step=last,
                                          detail="SWE-agent stopped: too many malformed replies")]
