@@ -127,13 +127,21 @@ class Daemon:
         return data
 
     def _write(self, data: dict[str, Any]) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        """Replace daemon.json whole; a write the disk refuses (full, read-only, a file size limit) is an InfraError
+        naming the file, and the record stays as it was. It was a bare `OSError: [Errno 28] No space left on device`
+        (no file named) logged as a loop crash with a traceback, its cut .tmp left taking room."""
         tmp = self.state_path.with_suffix(".tmp")
-        with open(tmp, "w") as fh:
-            fh.write(json.dumps(data, indent=2))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.state_path)
+        try:
+            self.state_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "w") as fh:
+                fh.write(json.dumps(data, indent=2))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.state_path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise InfraError(f"cannot write {self.state_path}: {e.strerror or e} (the service's record of its current "
+                             "run: kept as it was; the loop tries again after its back-off)") from None
 
     @property
     def current_run(self) -> str | None:
@@ -330,7 +338,10 @@ class Daemon:
         upto = self.ingest.last_seq()
         # the intent first: a service killed before the run is recorded below finds it again (recover_begun)
         made_dir = not run_dir.exists()
-        self._write({**data, "beginning": {"run_id": run_id, "started_seq": upto, "made_dir": made_dir}})
+        try:
+            self._write({**data, "beginning": {"run_id": run_id, "started_seq": upto, "made_dir": made_dir}})
+        except InfraError as e:
+            raise InfraError(f"run {run_id} not started: {e}") from None
         try:
             check_checkpointer(self.settings.run.checkpointer, run_dir)  # one that cannot be opened makes no run
             ingested = self.ingest.process_failures(data.get("started_seq", 0), upto, self.cfg.max_evidence)
