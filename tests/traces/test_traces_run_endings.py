@@ -202,3 +202,56 @@ def test_tau2_normal_ends_deliver_the_last_reply(tmp_path, reason):
     t, label = _label(_tau2(tmp_path, reason, [_user("Cancel my order #W1."), _agent("Your order is cancelled.")]))
     assert t.termination == Termination.delivered and t.final_answer == "Your order is cancelled."
     assert label.lever == "weights" and not [e for e in t.events if e.type in ("infra_error", "format_rejected")]
+
+
+def _openhands(tmp_path, error):
+    """An OpenHands evaluation ``output.jsonl`` line whose run ended with ``error`` (``state.last_error``, or the
+    evaluation wrapper's own), its history one message event and one command."""
+    history = [
+        {"id": 0, "source": "user", "action": "message", "message": "Fix mode().", "args": {"content": "Fix mode()."}},
+        {"id": 1, "source": "agent", "action": "run", "message": "Running command: ls",
+         "args": {"command": "ls", "thought": ""}, "tool_call_metadata": {
+             "function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"choices": [{"message": {
+                 "tool_calls": [{"id": "t1", "function": {"name": "execute_bash",
+                                                          "arguments": json.dumps({"command": "ls"})}}]}}]}}},
+        {"id": 2, "source": "agent", "observation": "run", "content": "a.py\n[Command finished with exit code 0]",
+         "cause": 1, "extras": {"command": "ls", "metadata": {"exit_code": 0}},
+         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1"}}]
+    rec = {"instance_id": "pkg__pkg-104", "instruction": "Fix mode().", "history": history,
+           "test_result": {"git_patch": "", "report": {"resolved": False}}, "metadata": {"max_iterations": 100},
+           "metrics": {}, "error": error}
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("error", "termination", "first", "lever"), [
+    # AgentController._react_to_exception: "<ExceptionName>: <message>" (litellm's exceptions)
+    ("RateLimitError: litellm.RateLimitError: AnthropicException - rate limited", Termination.error,
+     "E.infra_error", "none"),
+    ("APIConnectionError: litellm.APIConnectionError: Connection error.", Termination.error, "E.infra_error", "none"),
+    ("InternalServerError: litellm.InternalServerError: 500", Termination.error, "E.infra_error", "none"),
+    ("Timeout: litellm.Timeout: Connection timed out after 600 seconds", Termination.error, "E.infra_error", "none"),
+    # ... or its status id in place of the message
+    ("STATUS$ERROR_LLM_SERVICE_UNAVAILABLE", Termination.error, "E.infra_error", "none"),
+    ("STATUS$ERROR_LLM_AUTHENTICATION", Termination.error, "E.infra_error", "none"),
+    ("STATUS$ERROR_LLM_OUT_OF_CREDITS", Termination.error, "E.infra_error", "none"),
+    # openhands/core/exceptions.py: the sandbox runtime
+    ("AgentRuntimeDisconnectedError: Runtime disconnected", Termination.error, "E.infra_error", "none"),
+    ("AgentRuntimeBuildError: image build failed", Termination.error, "E.infra_error", "none"),
+    # the controller's own limits: the harness's
+    ("RuntimeError: Agent reached maximum iteration in headless mode. Current iteration: 100, max iteration: 100",
+     Termination.step_budget, "F3.step_budget_exhausted", "harness"),
+    ("Timeout after 7200 seconds", Termination.timeout, "F3.timeout", "harness"),
+    ("ContextWindowExceededError: litellm.ContextWindowExceededError: too long", Termination.context_overflow,
+     "F3.context_overflow", "harness"),
+    ("AgentStuckInLoopError: Agent got stuck in a loop", Termination.aborted, "F3.no_delivery", "harness"),
+    # the provider judged the conversation, or an exception that names no one: not E
+    ("STATUS$ERROR_LLM_CONTENT_POLICY_VIOLATION", Termination.error, "F3.no_delivery", "harness"),
+    ("BadRequestError: litellm.BadRequestError: invalid tool schema", Termination.error, "F3.no_delivery", "harness"),
+    ("ValueError: Rate limit reached", Termination.error, "F3.no_delivery", "harness"),
+])
+def test_openhands_errors_get_their_class(tmp_path, error, termination, first, lever):
+    t, label = _label(_openhands(tmp_path, error))
+    assert t.termination == termination
+    assert (label.first_signal.id, label.lever) == (first, lever)

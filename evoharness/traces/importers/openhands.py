@@ -28,7 +28,9 @@ events (``recall``, ``agent_state_changed``, ``null``, ``condensation``, ``chang
 Delivery: a ``finish`` action (or a run that ended without an error and left a non-empty patch) delivers
 ``test_result.git_patch`` as the final answer, so the coding rules read the diff SWE-bench graded. ``error``: the
 iteration or budget limit is ``step_budget`` (a ``budget_exhausted`` event), ``Timeout after`` a timeout, a context
-window error ``context_overflow``, a loop OpenHands stopped ``aborted``, another error ``error``.
+window error ``context_overflow``, a loop OpenHands stopped ``aborted``, a provider or sandbox-runtime fault
+(``infra_fault``) ``error`` with an ``infra_error`` event (class E), another error ``error`` (the table in
+docs/traces.md).
 
 Outcome (``Verdicts``): the record's own ``report.resolved`` (``update_output_with_eval.py`` adds it),
 ``test_result.report.resolved`` or ``resolved`` (true / false, 1 / 0); else, beside the file, SWE-bench's
@@ -54,6 +56,7 @@ from typing import Any
 
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
+from evoharness.traces.endings import infra_event, provider_exception
 from evoharness.traces.importers import mini_swe, neighbours, openhands_v1
 from evoharness.traces.importers._shape import arguments, arr, count, obj
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
@@ -70,6 +73,28 @@ SKIPPED = frozenset({"recall", "agent_state_changed", "null", "condensation", "c
 _BUDGET = re.compile(r"maximum (?:iteration|budget)|max(?:imum)?_iterations|budget", re.IGNORECASE)
 _CONTEXT = re.compile(r"ContextWindowExceeded|context (?:window|length)", re.IGNORECASE)
 _LOOP = re.compile(r"stuck in a loop", re.IGNORECASE)
+# ``state.last_error`` as ``AgentController._react_to_exception`` writes it: "<ExceptionName>: <message>", or a status
+# id in its place; ``STATUS_FAULTS`` are those that name the model provider's failure (an authentication error; a
+# ServiceUnavailable / APIConnection / API error; a 5xx; a ``BadRequestError`` saying ``ExceededBudget``: no credits)
+_EXCEPTION_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*:")
+STATUS_FAULTS = ("STATUS$ERROR_LLM_AUTHENTICATION", "STATUS$ERROR_LLM_SERVICE_UNAVAILABLE",
+                 "STATUS$ERROR_LLM_INTERNAL_SERVER_ERROR", "STATUS$ERROR_LLM_OUT_OF_CREDITS")
+# openhands/core/exceptions.py: the sandbox runtime failed to build, start, answer or stay connected
+RUNTIME_FAULTS = frozenset(n.lower() for n in (
+    "AgentRuntimeError", "AgentRuntimeBuildError", "AgentRuntimeTimeoutError", "AgentRuntimeUnavailableError",
+    "AgentRuntimeNotReadyError", "AgentRuntimeDisconnectedError", "AgentRuntimeNotFoundError"))
+
+
+def infra_fault(error: str) -> bool:
+    """Whether a record's ``error`` names a provider or sandbox-runtime fault: one of ``STATUS_FAULTS``, or an exception
+    name before the first colon that is a provider's (``endings.PROVIDER_EXCEPTIONS``: ``RateLimitError``,
+    ``litellm.APIConnectionError``, ...) or the runtime's (``RUNTIME_FAULTS``)."""
+    head = error.lstrip()
+    if head.startswith(STATUS_FAULTS):
+        return True
+    m = _EXCEPTION_NAME.match(head)
+    return m is not None and (provider_exception(m.group(1))
+                              or m.group(1).rsplit(".", 1)[-1].lower() in RUNTIME_FAULTS)
 # one attempt's runs of an iterative evaluation (run_infer.py's ITERATIVE_EVAL_MODE, OpenHands/benchmarks' critic):
 # <stem>.critic_attempt_<n>.jsonl; <stem>.jsonl holds the attempt chosen for each instance, the one SWE-bench graded
 CRITIC_ATTEMPT = re.compile(r".+\.critic_attempt_(\d+)\.jsonl")
@@ -133,7 +158,10 @@ def convert(rec: Any, path: Path, verdicts: Verdicts) -> Trajectory:
     patch = graded(obj(rec["test_result"]).get("git_patch"))
     last = max(len(conv.messages) - 1, 0)
     events = conv.events
-    if (error and _BUDGET.search(error)) or (not error and limit):
+    if error and infra_fault(error):
+        termination = Termination.error
+        events.append(infra_event(last, error))
+    elif (error and _BUDGET.search(error)) or (not error and limit):
         termination = Termination.step_budget
         events.append(Event(type="budget_exhausted", step=last, detail=(error or limit or "")[:500]))
     elif error and error.startswith("Timeout after"):
