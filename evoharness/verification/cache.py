@@ -54,8 +54,15 @@ class RolloutCache:
         return self._conn
 
     def get(self, key: str) -> Trajectory | None:
+        """The stored trajectory; None when there is none, or its row no longer reads as one (a row of another
+        evoharness version's schema, a damaged row): `CachingRunner` runs that rollout again."""
         row = self._db().execute("SELECT trajectory FROM rollouts WHERE key = ?", (key,)).fetchone()
-        return Trajectory.model_validate_json(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            return Trajectory.model_validate_json(row[0])
+        except ValueError:  # pydantic's ValidationError: it stopped the run with a traceback
+            return None
 
     def has(self, key: str) -> bool:
         return self._db().execute("SELECT 1 FROM rollouts WHERE key = ?", (key,)).fetchone() is not None
@@ -116,19 +123,27 @@ class CachingRunner:
             seen.add(k)
         return out
 
+    def _pay(self, todo: list[RolloutRequest]) -> None:
+        fresh = self.runner.run(todo)
+        if len(fresh) != len(todo):
+            raise InfraError(f"runner returned {len(fresh)} trajectories for {len(todo)} requests")
+        self.cache.put_many([(self.key(req), traj) for req, traj in zip(todo, fresh, strict=True)])
+        self.paid += len(todo)
+
     def run(self, requests: list[RolloutRequest]) -> list[Trajectory]:
         todo = self.misses(requests)
         if todo:
-            fresh = self.runner.run(todo)
-            if len(fresh) != len(todo):
-                raise InfraError(f"runner returned {len(fresh)} trajectories for {len(todo)} requests")
-            self.cache.put_many([(self.key(req), traj) for req, traj in zip(todo, fresh, strict=True)])
-            self.paid += len(todo)
-        out = []
-        for r in requests:
-            traj = self.cache.get(self.key(r))
-            if traj is None:  # pragma: no cover - just stored
+            self._pay(todo)
+        out = [self.cache.get(self.key(r)) for r in requests]
+        again = {self.key(r): r for r, t in zip(requests, out, strict=True) if t is None}
+        if again:  # stored rows that no longer read as trajectories: run again, replacing them
+            self._pay(list(again.values()))
+            todo += list(again.values())
+            out = [t if t is not None else self.cache.get(self.key(r)) for r, t in zip(requests, out, strict=True)]
+        trajs: list[Trajectory] = []
+        for r, t in zip(requests, out, strict=True):
+            if t is None:  # pragma: no cover - just stored
                 raise KeyError(r)
-            out.append(traj)
+            trajs.append(t)
         self.hits += len(requests) - len(todo)
-        return out
+        return trajs

@@ -103,6 +103,21 @@ def test_a_cache_that_cannot_be_written_is_still_read(tmp_path):
         subprocess.run(["chattr", "-i", *map(str, ro.iterdir()), str(ro)], check=True)
 
 
+def test_a_stored_row_that_no_longer_reads_as_a_trajectory_is_run_again(tmp_path):
+    """A row of another version's schema (or a damaged one) stopped the run with pydantic's ValidationError
+    traceback; it is now a miss: run again, replaced, and counted as paid."""
+    inner = ScriptedRunner(world())
+    cache = RolloutCache(tmp_path / "c.sqlite")
+    runner = CachingRunner(inner, cache, model="m", env_version="e1")
+    first = runner.run(reqs())
+    with cache._db() as db:
+        db.execute("UPDATE rollouts SET trajectory = ? WHERE key = ?", ('{"broken": 1}', runner.key(reqs()[0])))
+    again = runner.run(reqs())
+    assert inner.rollouts == 7 and runner.paid == 7 and runner.hits == 5
+    assert [t.model_dump() for t in again] == [t.model_dump() for t in first]
+    assert cache.get(runner.key(reqs()[0])) is not None  # replaced
+
+
 def test_cache_keys_by_tree_so_equal_trees_share_rollouts(tmp_path):
     inner = ScriptedRunner(world())
     runner = CachingRunner(inner, RolloutCache(tmp_path / "c.sqlite"), tree_of=lambda c: "same-tree")
