@@ -199,6 +199,9 @@ class Daemon:
         load_run_settings(self.settings, run_id)
         if self._finished(run_id):
             raise InputError(run_id, "the run is done")
+        # a person has mended something (a copy of the damaged database put back): new runs are tried again too (they
+        # stayed held after the resumed run went on, until POST /runs or a restart); still refused, held again
+        self.new_runs_paused = None
         self._requests.put(("drive", run_id, None))
         self._wake.set()
 

@@ -43,3 +43,21 @@ def test_a_damaged_default_database_holds_new_runs_until_post_runs(serve, tmp_pa
     assert r.status_code == 202, r.text
     assert _phase(c, "run-new", "waiting_review")["waiting_review"]
     assert c.get("/health").json()["last_error"] is None
+
+
+def test_a_resume_after_the_repair_lets_new_runs_start_again(tmp_path):
+    """POST /runs/{id}/resume -- a person has mended the cause (a whole copy put back) -- lifts the hold on new runs
+    too: the resumed run went on, and the service still started no run until POST /runs or a restart."""
+    from evoharness.config import load_settings
+    from evoharness.graph.runner import runs_dir, save_run_settings
+    from evoharness.service.daemon import Daemon
+
+    settings = load_settings(None, [f"home={tmp_path / 'home'}", f"run.harness={tmp_path / 'harness'}",
+                                    "run.env=synthetic", "run.model=scripted:weak", "sandbox.backend=inprocess",
+                                    "roles.kind=playbook"], environ={})
+    save_run_settings(runs_dir(settings) / "run-old", settings)
+    daemon = Daemon(settings, None, quiet=True)
+    daemon.new_runs_paused = "new runs paused: run run-a not started: ...; then POST /runs (or restart the service)"
+    daemon.request_resume("run-old")
+    assert daemon.new_runs_paused is None and daemon._current_pause() is None
+    assert daemon._requests.get_nowait() == ("drive", "run-old", None)
