@@ -8,6 +8,7 @@ agent left behind). It raises ``InputError`` only for unusable input (unknown en
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from evoharness.logging import get_logger
 from evoharness.model_specs import OFFLINE_PREFIXES, agent_model
 from evoharness.sandbox.api import rollout_id
 from evoharness.sandbox.scoring import Recorder
+from evoharness.traces.endings import provider_exception
 from evoharness.traces.models import EventType, Split, Termination, Trajectory
 
 log = get_logger(__name__)
@@ -56,18 +58,21 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
     r = RolloutResult()
     start = time.monotonic()
     failure: tuple[str, str] | None = None
+    error: BaseException | None = None
     try:
         harness = load_harness(harness_dir)
         Agent(harness, env, chat).run(task, r)
     except (HarnessError, HookCrash) as e:
         failure = (EventType.harness_error, e.reason)
     except Exception as e:  # noqa: BLE001 -- model/endpoint or agent bug: still a trajectory, with the reason
-        failure = ("model_error", f"{type(e).__name__}: {e}")
+        failure, error = ("model_error", f"{type(e).__name__}: {e}"), e
     if failure is not None:
         kind, reason = failure
         if log_failures:
             log.info("rollout_failed", task_id=task_id, seed=seed, kind=kind, reason=reason[:300])
         r.event(kind, reason)
+        if kind == "model_error" and infrastructure_fault(error):
+            r.event("infra_error", reason)  # class E (``environment.InfraErrorDetector``): neither lever
         r.final_answer, r.termination = None, Termination.error
         r.usage.wall_seconds = round(time.monotonic() - start, 4)
     score = 0.0
@@ -92,3 +97,22 @@ def run_rollout(harness_dir: Path, env_spec: str, task_id: str, model_spec: str,
               "model_kind": "scripted stand-in (not a real model)" if model_spec.startswith(OFFLINE_PREFIXES)
               else "chat"},
     )
+
+
+# the gateway's reply that the upstream failed (``GatewayChatModel``: "gateway HTTP <status>: ..."): a timeout, a rate
+# limit, a server error -- after the gateway's own retries
+_UPSTREAM_FAILED = re.compile(r"gateway HTTP (?:408|429|5\d\d)\b")
+
+
+def infrastructure_fault(e: BaseException | None) -> bool:
+    """Whether the exception that ended a rollout is the infrastructure's, not the agent's or its harness's: an
+    environment's own (``environment_fault``, e.g. tau2's simulated customer whose model failed), the model provider's
+    (an OpenAI / LiteLLM exception by name: ``endings.PROVIDER_EXCEPTIONS``), the connection to the model
+    (``ConnectionError``, ``TimeoutError``) or the gateway's answer that the upstream failed (HTTP 408, 429, 5xx). A
+    4xx the request earned (too large, malformed) and any other exception are not."""
+    if e is None:
+        return False
+    if getattr(e, "environment_fault", False) is True or isinstance(e, ConnectionError | TimeoutError):
+        return True
+    return provider_exception(type(e).__name__) or (
+        type(e).__name__ == "GatewayError" and _UPSTREAM_FAILED.match(str(e)) is not None)

@@ -88,6 +88,13 @@ ASK_USER_SCHEMA = {"type": "function", "function": {
 REPEAT_LIMITS: dict[tuple[str, str], tuple[str, int]] = {("airline", "cancel_reservation"): ("reservation_id", 2)}
 
 
+class UserSimulatorError(RuntimeError):
+    """The simulated customer's model failed: the rollout fails, and the environment is to blame, not the agent
+    (``environment_fault``: the runner records an ``infra_error`` event, class E)."""
+
+    environment_fault = True
+
+
 @dataclass
 class Tau2State:
     """One rollout: tau2's environment over its own DB copy, the customer, and the tau2 message log."""
@@ -306,7 +313,7 @@ class Tau2Env(TaskTable):
         try:
             reply = state.user.reply(message)
         except Exception as e:  # the customer's model failed: the rollout fails (a model error), saying so
-            raise RuntimeError(f"tau2 user simulator failed: {type(e).__name__}: {e}") from e
+            raise UserSimulatorError(f"tau2 user simulator failed: {type(e).__name__}: {e}") from e
         state.trajectory += [msg.AssistantMessage(role="assistant", content=message),
                              msg.UserMessage(role="user", content=reply)]
         if state.user.stopped:

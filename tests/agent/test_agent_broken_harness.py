@@ -39,3 +39,53 @@ def test_model_failure_is_a_failed_trajectory(harness):
     traj = run_rollout(harness(), "synthetic", "status_A-100", "scripted:test", seed=1, model=ScriptedModel([]))
     assert traj.termination == Termination.error
     assert any(e.type == "model_error" and "exhausted" in e.detail for e in traj.events)
+
+
+class _Failing:
+    """A chat model whose every call raises ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def invoke(self, messages, tools=None):
+        raise self.error
+
+
+class RateLimitError(Exception):
+    """Named as the OpenAI client's and LiteLLM's (the runner reads the name: it imports neither)."""
+
+
+class GatewayError(RuntimeError):
+    """Named as ``agent.models.GatewayError``."""
+
+
+@pytest.mark.parametrize(("error", "infra"), [
+    (RateLimitError("Error code: 429 - rate limit reached"), True),   # the provider
+    (ConnectionError("gateway: the reply was cut short"), True),      # the connection to the gateway
+    (TimeoutError("timed out"), True),
+    (GatewayError("gateway HTTP 502: upstream unreachable after 4 attempts"), True),  # the gateway: upstream failed
+    (GatewayError("gateway HTTP 429: upstream HTTP 429 after 4 attempts"), True),
+    (GatewayError("gateway HTTP 413: request body over 16 MB"), False),  # the request the harness built
+    (ValueError("unknown message role 'robot'"), False),
+])
+def test_a_rollout_ended_by_the_infrastructure_is_class_e_not_the_harness(harness, error, infra):
+    """A model call that fails because the provider, the connection or the gateway's upstream failed ends the rollout
+    with a model_error event and an infra_error event: class E, neither lever (it was F3.no_delivery, harness). A
+    failure the request earned (413) or any other exception keeps only model_error: F3.no_delivery."""
+    from evoharness.diagnosis.labeller import Labeller
+
+    traj = run_rollout(harness(), "synthetic", "status_A-100", "scripted:test", seed=1, model=_Failing(error))
+    assert traj.termination == Termination.error and traj.score == 0.0
+    assert any(e.type == "model_error" for e in traj.events)
+    label = Labeller().label(traj)
+    assert (label.failure_class, label.lever) == (("E", "none") if infra else ("F3", "harness"))
+    assert any(e.type == "infra_error" for e in traj.events) == infra
+
+
+def test_a_failing_simulated_customer_is_class_e():
+    """tau2's simulated customer whose model failed: the environment broke the rollout (``UserSimulatorError``)."""
+    from evoharness.agent.runner import infrastructure_fault
+    from evoharness.envs.tau2_env import UserSimulatorError
+
+    assert infrastructure_fault(UserSimulatorError("tau2 user simulator failed: ConnectionError: down"))
+    assert not infrastructure_fault(RuntimeError("tau2 user simulator failed"))  # the class says so, not the words
