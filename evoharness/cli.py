@@ -8,6 +8,7 @@ line on stderr and exit code 2; never a traceback for bad input.
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import importlib
 import inspect
@@ -97,9 +98,41 @@ def _register_areas() -> None:
 _register_areas()
 
 
-def command() -> typer.core.TyperGroup:
-    """The click command tree of ``app``, every leaf also taking the root's ``--config``/``--set``."""
-    root = typer.main.get_command(app)
+# The root's options that take a value (``root`` above): the words ``_invoked`` passes over to find the command.
+ROOT_VALUE_OPTIONS = ("--config", "-c", "--set")
+
+
+def _invoked(argv: list[str]) -> str | None:
+    """The top-level command or group ``argv`` runs: its first word, after nothing but the root's ``--config`` /
+    ``--set`` and their values; None where anything else comes first (``--help``, ``--version``, ``--``, an unknown
+    option) or no word does."""
+    words = iter(argv)
+    for word in words:
+        if word in ROOT_VALUE_OPTIONS:
+            next(words, None)
+        elif not word.startswith(("--config=", "--set=")):
+            return None if word.startswith("-") else word
+    return None
+
+
+def _only(name: str | None) -> typer.Typer:
+    """``app`` with only the top-level command or group ``name`` registered (``app`` itself where none is so named):
+    typer builds every command's options from its annotations, ~60 ms of CPU for the whole tree in a fresh process,
+    which one command's run does not need. The command named is built whole (the same parsing, help and errors)."""
+    commands = [c for c in app.registered_commands if c.name == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return app
+    only = copy.copy(app)
+    only.registered_commands, only.registered_groups = commands, groups
+    return only
+
+
+def command(argv: list[str] | None = None) -> typer.core.TyperGroup:
+    """The click command tree of ``app``, every leaf also taking the root's ``--config``/``--set``; with ``argv``
+    (a command line to run), the tree of the one top-level command or group it names (``_only``), where it names
+    one."""
+    root = typer.main.get_command(app if argv is None else _only(_invoked(argv)))
     cli_usage.add_root_options(root)
     _unwrap_help(root)
     _flags_take_no_value(root)
@@ -139,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     guard_thread_starts()  # a thread that dies of MemoryError as it starts: an error, not a wait forever
     try:
         _no_nul(sys.argv[1:] if argv is None else argv)
-        rv = command().main(args=argv, prog_name="evoharness", standalone_mode=False)
+        rv = command(sys.argv[1:] if argv is None else argv).main(args=argv, prog_name="evoharness",
+                                                                  standalone_mode=False)
         if rv == 130:  # typer's answer to Ctrl-C (its Exit(130), returned as is): no command exits 130 itself
             typer.echo("interrupted", err=True)
         return rv if isinstance(rv, int) else 0

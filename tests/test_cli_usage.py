@@ -11,7 +11,7 @@ import typing
 
 import pytest
 
-from evoharness.cli import command, main
+from evoharness.cli import ROOT_VALUE_OPTIONS, command, main
 from evoharness.cli_usage import FREE_TEXT, _param_label, is_group, takes_path, takes_text, walk
 
 TREE = list(walk(command()))
@@ -47,6 +47,45 @@ def _is_numeric(param) -> bool:
 def test_the_tree_holds_the_readme_commands():
     names = {" ".join(path) for path, _ in LEAVES}
     assert {"diagnose", "run", "demo", "candidate new", "dataset export", "serve"} <= names
+
+
+_PARAM_FIELDS = ("name", "opts", "secondary_opts", "default", "help", "required", "multiple", "nargs", "metavar",
+                 "hidden", "is_flag", "envvar", "show_default", "min", "max", "rich_help_panel", "expose_value")
+
+
+def _shape(cmd) -> list:
+    """What a command tree parses and says: every command's path and help, and each parameter's options, type,
+    default, help and checks (add_root_options's wrapped process_value), as click holds them."""
+    return [(path, c.help, [(*(repr(getattr(p, f, None)) for f in _PARAM_FIELDS),
+                             getattr(p.type_descriptor, "annotation", None), "process_value" in vars(p))
+                            for p in c.params]) for path, c in walk(cmd)]
+
+
+@pytest.mark.parametrize("path", sorted({path[0] for path, _ in TREE if path}))
+def test_a_command_line_builds_the_tree_of_its_command_alone_and_that_tree_whole(path):
+    """main() builds only the top-level command or group a command line names (typer's build of the whole tree, ~60 ms
+    a process, is most of a cold command's set-up after imports); that part is as in the whole tree: the same
+    commands, help, options, defaults."""
+    whole = dict(TREE)
+    for argv in ([path, "--help"], ["--set", "log_level=info", path], ["-c", "x", "--set=a=b", "--config=y", path]):
+        only = command(argv)
+        assert list(only.commands) == [path], argv
+        assert _shape(only.commands[path]) == _shape(whole[(path,)]), argv
+        assert [p.opts for p in only.params] == [p.opts for p in whole[()].params]
+
+
+@pytest.mark.parametrize("argv", [[], ["--help", "dataset"], ["--version", "dataset"], ["--", "dataset"],
+                                  ["--bogus", "dataset"], ["-c/x.toml", "dataset"], ["datset", "export"],
+                                  ["--set", "dataset", "export"], ["--config"]])
+def test_a_command_line_that_names_no_command_first_builds_the_whole_tree(argv):
+    """Root help, --version, an unknown option or command, a missing value: the whole tree, whose help and
+    suggestions name every command."""
+    assert list(command(argv).commands) == list(command().commands)
+
+
+def test_the_words_passed_over_to_find_the_command_are_the_root_options_that_take_a_value():
+    root = command()
+    assert set(ROOT_VALUE_OPTIONS) == {o for p in root.params if not p.is_flag for o in (*p.opts, *p.secondary_opts)}
 
 
 def test_bare_evoharness_prints_help_and_exits_0(capsys):
