@@ -92,7 +92,8 @@ def _swe_agent(tmp_path, status, submission=None):
         {"role": "system", "content": "SETTING: You are an autonomous programmer.", "agent": "main"},
         {"role": "user", "content": "<issue>Fix the crash in a.py</issue>", "agent": "main"},
         {"role": "assistant", "content": "Let me look.", "agent": "main", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}]},
+            {"id": "c1", "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}]},
         {"role": "tool", "content": "a.py", "agent": "main", "tool_call_ids": ["c1"]}]
     data = {"environment": "main", "history": history,
             "trajectory": [{"action": "ls", "observation": "a.py", "response": "Let me look.", "thought": ""}],
@@ -168,7 +169,8 @@ def _result(k, text, error=False):
 
 
 ERRORS = [_user("Cancel my order #W1.")] + [
-    m for k in range(10) for m in (_agent("", [_lookup(k, f"#W{k}")]), _result(k, f"Error: order #W{k} not found", True))]
+    m for k in range(10)
+    for m in (_agent("", [_lookup(k, f"#W{k}")]), _result(k, f"Error: order #W{k} not found", True))]
 LOOP = [_user("Cancel my order #W1.")] + [
     m for k in range(4) for m in (_agent("", [_lookup(k)]), _result(k, '{"status": "pending"}'))]
 
@@ -255,3 +257,4 @@ def test_openhands_errors_get_their_class(tmp_path, error, termination, first, l
     t, label = _label(_openhands(tmp_path, error))
     assert t.termination == termination
     assert (label.first_signal.id, label.lever) == (first, lever)
+
