@@ -258,3 +258,35 @@ def test_openhands_errors_get_their_class(tmp_path, error, termination, first, l
     assert t.termination == termination
     assert (label.first_signal.id, label.lever) == (first, lever)
 
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+
+
+@pytest.mark.parametrize(("error", "first", "lever"), [
+    # langchain_core tracers (core._get_stacktrace): repr(error), then the traceback
+    ('RateLimitError("Error code: 429 - {\'error\': {\'message\': \'Rate limit reached\'}}")Traceback (most recent '
+     'call last):\n  File "x.py", line 1\nopenai.RateLimitError: Error code: 429', "E.infra_error", "none"),
+    ("APIConnectionError('Connection error.')Traceback (most recent call last): ...", "E.infra_error", "none"),
+    ("InternalServerError('Error code: 500')", "E.infra_error", "none"),
+    # the graph's own code raised: the harness's
+    ("KeyError('order_id')Traceback (most recent call last): ...", "F2.harness_error", "harness"),
+])
+def test_langsmith_failed_root_run_by_its_exception(tmp_path, error, first, lever):
+    runs = json.loads((FIXTURES / "langsmith" / "runs.json").read_text())
+    root = runs[0]
+    assert root.get("parent_run_id") is None and root["name"] == "order-bot"
+    root["error"] = error
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs))
+    [t] = [t for t in load_paths([path]) if root["id"] in t.id]
+    t = t.model_copy(update={"score": 0.0})
+    label = Labeller().label(t)
+    assert t.termination == (Termination.step_budget if "Recursion" in error else Termination.error)
+    assert (label.first_signal.id, label.lever) == (first, lever)
+
+
+def test_langsmith_recursion_limit_is_the_step_budget(tmp_path):
+    """LangGraph's GraphRecursionError: the recursion_limit the harness sets ran out -- F3, not a harness crash."""
+    test_langsmith_failed_root_run_by_its_exception(
+        tmp_path, "GraphRecursionError('Recursion limit of 25 reached without hitting a stop condition.')",
+        "F3.step_budget_exhausted", "harness")

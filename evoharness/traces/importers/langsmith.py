@@ -11,7 +11,11 @@ One trajectory per trace (root run: no ``parent_run_id``):
   root's ``outputs.messages`` (a LangGraph state) holds more, it is used instead. Without any, the root's
   inputs and outputs become one user and one assistant message.
 - errors: a ``tool`` run with ``error`` is a ``tool_error`` event at its result (a tool message with
-  ``status: "error"`` as well); a failed root run ends with ``termination=error``.
+  ``status: "error"`` as well); a failed root run ends with ``termination=error`` and a ``harness_error`` event --
+  an ``infra_error`` event (class E) where its ``error`` names a model provider's exception (LangChain's tracer writes
+  ``repr(error)`` and then the traceback: ``RateLimitError("Error code: 429 ...")Traceback ...``; the names are
+  ``traces/endings.py``'s); LangGraph's ``GraphRecursionError`` (its ``recursion_limit`` reached) is the step budget
+  (``step_budget``, a ``budget_exhausted`` event).
 - score: the root run's feedback -- a ``feedback`` record (``run_id``, ``key``, ``score``) of the file,
   else ``feedback_stats`` (the average of its first key); scores outside 0..1 are ignored. Unscored
   otherwise.
@@ -21,12 +25,14 @@ One trajectory per trace (root run: no ``parent_run_id``):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
+from evoharness.traces.endings import infra_event, provider_exception
 from evoharness.traces.importers._shape import agent_name, arguments, arr, content_text, count, obj, text
 from evoharness.traces.models import Event, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -222,7 +228,13 @@ def convert(trace_id: str, runs: list[dict[str, Any]], feedback: list[Any]) -> T
         final_answer = next((m["content"] for m in reversed(messages[last_call + 1:])
                              if m["role"] == "assistant" and isinstance(m.get("content"), str)
                              and m["content"].strip()), None)
-    if error:
+    name = _exception_name(error) if error else ""
+    budget = name.rsplit(".", 1)[-1] == "GraphRecursionError"  # LangGraph's recursion_limit: the step budget it sets
+    if error and provider_exception(name):  # the model provider failed the run: class E
+        events.append(infra_event(max(len(messages) - 1, 0), error))
+    elif budget:
+        events.append(Event(type="budget_exhausted", step=max(len(messages) - 1, 0), detail=error[:500]))
+    elif error:
         events.append(Event(type="harness_error", step=max(len(messages) - 1, 0), detail=error[:500]))
     prompt = completion = 0
     for r in llms:
@@ -235,7 +247,7 @@ def convert(trace_id: str, runs: list[dict[str, Any]], feedback: list[Any]) -> T
         id=f"langsmith:{text(root.get('id')) or trace_id}", task_id=_task_id(root) or trace_id, model=model,
         task=next((m["content"] for m in messages if m["role"] == "user"), None),
         events=events, final_answer=final_answer, score=_score(root, feedback),
-        termination=Termination.error if error else (
+        termination=Termination.step_budget if budget else Termination.error if error else (
             Termination.delivered if final_answer is not None else Termination.aborted),
         usage=Usage(steps=sum(m["role"] == "assistant" for m in messages), prompt_tokens=prompt,
                     completion_tokens=completion),
@@ -262,3 +274,12 @@ def _score(root: dict[str, Any], feedback: list[Any]) -> float | None:
         if isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1:
             return float(v)
     return None
+
+
+_LEADING_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*[(:]")
+
+
+def _exception_name(error: str) -> str:
+    """The exception class a run's ``error`` opens with (``repr(error)``: ``Name(...)``; or ``Name: ...``), else ""."""
+    m = _LEADING_NAME.match(error[:300])
+    return m.group(1) if m else ""
