@@ -290,3 +290,35 @@ def test_langsmith_recursion_limit_is_the_step_budget(tmp_path):
     test_langsmith_failed_root_run_by_its_exception(
         tmp_path, "GraphRecursionError('Recursion limit of 25 reached without hitting a stop condition.')",
         "F3.step_budget_exhausted", "harness")
+
+
+def _otlp_failed_root(tmp_path, exception_type):
+    """The fixture's failed conversation (tests/fixtures/traces/otlp/genai.jsonl: its root span failed) with its tool
+    answering and its root span recording ``exception_type`` as OpenTelemetry's ``record_exception`` does."""
+    lines = [json.loads(x) for x in (FIXTURES / "otlp" / "genai.jsonl").read_text().splitlines()]
+    for d in lines:
+        for rs in d.get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for sp in ss.get("spans", []):
+                    if sp["name"] == "execute_tool get_weather" and sp.get("status", {}).get("code") == 2:
+                        sp["status"] = {"code": 1}  # the tool answered: only the model call failed
+                    if sp["name"] == "invoke_agent weather-bot" and sp.get("status", {}).get("code") == 2:
+                        sp["events"] = [{"name": "exception", "attributes": [
+                            {"key": "exception.type", "value": {"stringValue": exception_type}},
+                            {"key": "exception.message", "value": {"stringValue": "failed"}}]}]
+    path = tmp_path / "genai.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in lines) + "\n")
+    [failed] = [t for t in load_paths([path]) if t.termination == Termination.error]
+    return failed
+
+
+@pytest.mark.parametrize(("exception_type", "first", "lever"), [
+    ("openai.RateLimitError", "E.infra_error", "none"),
+    ("openai.APIConnectionError", "E.infra_error", "none"),
+    ("litellm.exceptions.ServiceUnavailableError", "E.infra_error", "none"),
+    ("KeyError", "F2.harness_error", "harness"),  # the agent's own code raised
+])
+def test_otlp_failed_root_span_by_the_exception_it_recorded(tmp_path, exception_type, first, lever):
+    t = _otlp_failed_root(tmp_path, exception_type)
+    label = Labeller().label(t.model_copy(update={"score": 0.0}))
+    assert (label.first_signal.id, label.lever) == (first, lever)

@@ -17,7 +17,9 @@ seen yet), then its output messages follow, named after the agent that made the 
 ``AGENT`` / ``invoke_agent`` span above it, or ``gen_ai.agent.name``). A tool call that no later LLM call
 answered gets its result from the tool span (``gen_ai.tool.call.result`` / ``output.value``).
 Errors: a tool span with status ERROR is a ``tool_error`` event at its result; a failed LLM span is a
-``model_error`` event; a failed root span ends the trajectory with ``termination=error``. Otherwise the
+``model_error`` event; a failed root span ends the trajectory with ``termination=error`` and a ``harness_error``
+event -- an ``infra_error`` event (class E) where the exception it recorded (``exception.type``) is a model provider's
+(``traces/endings.py``: ``openai.RateLimitError``, ...). Otherwise the
 final answer is the last assistant text after the last tool call. Usage: the LLM spans' token counts.
 Score: ``evoharness.score`` on the root span (what ``evoharness export-otel`` writes, with task id,
 split, rollout, harness commit and its harness events as ``evoharness.event`` span events, which replace
@@ -35,6 +37,7 @@ from typing import Any
 
 from evoharness.errors import InputError
 from evoharness.traces import jsontext
+from evoharness.traces.endings import infra_event, provider_exception
 from evoharness.traces.importers._shape import agent_name, arguments, arr, content_text, count, obj, text
 from evoharness.traces.models import Event, Split, Termination, Trajectory, Usage
 from evoharness.traces.patterns import classify_tool_error
@@ -131,6 +134,10 @@ class Span:
             self.error_message = next((text(a.get("exception.message")) or "" for n, a in self.events
                                        if n == "exception"), "")
         self.resource = resource
+        # the exception the span recorded (OpenTelemetry's ``record_exception``: ``exception.type`` is the class,
+        # module-qualified, e.g. ``openai.RateLimitError``)
+        self.exception_type = next((text(a.get("exception.type")) or "" for n, a in self.events
+                                    if n == "exception"), "") if self.error else ""
 
     @property
     def kind(self) -> str:
@@ -381,7 +388,10 @@ def convert(trace_id: str, spans: list[Span]) -> Trajectory:
     if "evoharness.termination" in ra and text(ra["evoharness.termination"]) in Termination.__members__:
         termination = Termination(text(ra["evoharness.termination"]))
         final_answer = text(ra.get("evoharness.final_answer")) if "evoharness.final_answer" in ra else final_answer
-    if root.error:
+    if root.error and provider_exception(root.exception_type):  # the model provider failed the run: class E
+        events.append(infra_event(max(len(messages) - 1, 0),
+                                  f"{root.exception_type}: {root.error_message or f'{root.name} failed'}"))
+    elif root.error:
         events.append(Event(type="harness_error", step=max(len(messages) - 1, 0),
                             detail=(root.error_message or f"{root.name} failed")[:500]))
     exported = [Event(type=text(a.get("evoharness.event.type")) or "event", step=min(count(
