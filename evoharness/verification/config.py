@@ -225,6 +225,15 @@ def sequential_looks(cfg: VerificationSettings, k: int) -> list[int]:
     return sorted({max(1, round(top * (i + 1) / n)) for i in range(n)})
 
 
+def control_seeds(cfg: VerificationSettings, k: int) -> int:
+    """Seeds a control task runs in a sequential verification at ``k`` (all at the first look): the first look of
+    four looks up to 2 x k, about k / 2, or the first look when that is more. The harm check (`no_regression`)
+    reads only these, so its sample does not shrink when more, smaller looks are asked for the gain test: eight
+    looks up to 3 x k ran control tasks on 3 seeds at k = 8 (4 before) and let harmful edits through at coupling
+    0.9 (docs/verification.md, "Why eight looks let harmful edits through")."""
+    return max(sequential_looks(cfg, k)[0], max(1, round(k / 2)))
+
+
 def seeds_per_task(cfg: VerificationSettings, k: int) -> int:
     """The most seeds one round's verification at ``k`` gives a task: the last look's when verification is
     sequential (what the plan reserves), else ``k``."""

@@ -11,7 +11,13 @@ from evoharness.sandbox.api import RolloutRequest
 from evoharness.traces.cost import is_cost_signal
 from evoharness.verification.anchors import Anchor
 from evoharness.verification.budget import BudgetLedger
-from evoharness.verification.config import SEEDS_PER_ROUND, VerificationConfig, check_seed_room, sequential_looks
+from evoharness.verification.config import (
+    SEEDS_PER_ROUND,
+    VerificationConfig,
+    check_seed_room,
+    control_seeds,
+    sequential_looks,
+)
 from evoharness.verification.noise import composite_sigma, resolvable_difference, rollouts_needed
 from evoharness.verification.selection import Selection, SelectionStrategy
 
@@ -41,6 +47,7 @@ class Plan:
     looks: list[int] | None = None  # sequential: seeds per task after each look (the last is the most)
     focus: list[str] | None = None  # sequential_focus: the targeted tasks later looks add seeds to (None: all)
     focus_looks: list[int] | None = None  # seeds per focus task after each look (None: ``looks``)
+    control_seeds: int | None = None  # sequential: seeds a control task runs, all at the first look (None: looks[0])
 
     @property
     def sequential(self) -> bool:
@@ -56,17 +63,21 @@ class Plan:
 
         Look 1 runs every selected task on the first seeds; later looks add seeds on the targeted tasks,
         where the gain is measured, and the guard tasks (a guard vetoes only when every rollout fails,
-        so it needs as many as the targeted tasks get); control tasks keep the first look's seeds.
+        so it needs as many as the targeted tasks get); control tasks run their ``control_seeds`` at the
+        first look (`config.control_seeds`: as many whatever the number of looks) and no more.
         With a focus (``sequential_focus``) later looks add seeds on the focus tasks only, as many as
         they would have added on every targeted task (``focus_looks``); the other targeted tasks keep
         the first look's seeds, as control tasks do.
         """
         gain_tasks = self.selection.targeted if self.focus is None else self.focus
         keep = set(self.selection.tasks if look == 1 else [*gain_tasks, *self.selection.guard])
-        focus = set(self.focus or ())
+        focus, control = set(self.focus or ()), set(self.selection.control)
+        n_control = self.control_seeds or self.looks[0]
 
         def window(task: str) -> tuple[int, int]:
             looks = self.focus_looks if task in focus else self.looks
+            if task in control:  # its seeds at the first look (a control task that is also a guard: later ones too)
+                looks = [max(n, n_control) for n in looks]
             return (looks[look - 2] if look > 1 else 0), looks[look - 1]
 
         def part(reqs: list[RolloutRequest]) -> list[RolloutRequest]:
@@ -124,22 +135,32 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
     if not fresh:
         k = min(k, anchor.k)  # paired with the anchor's own seeds
     looks = sequential_looks(cfg, k) if fresh and cfg.sequential and GAIN_GATES & set(strategy.gates) else None
+    n_control = control_seeds(cfg, k) if looks else None
     k = looks[-1] if looks else k  # a sequential plan reserves seeds (and budget) for its last look
     if fresh and k > SEEDS_PER_ROUND:  # a library caller's k (settings and `verify --rollouts` are checked when read)
         check_seed_room(cfg, k_asked, "k")
     dev = anchor.dev_tasks()
     guards = [t for t in guards if t in set(dev)]
     affordable = ledger.affordable_rollouts() if ledger is not None else 10**9
-    per_task = k * (2 if fresh else 1)
-    if looks:  # a sequential plan runs its control tasks on the first look's seeds only
-        ratio = float(getattr(strategy, "control_ratio", 0.0))
-        per_task = 2 * (k + ratio * looks[0]) / (1 + ratio)
+    # a sequential plan runs its control tasks on their first-look seeds only: the cheapest task it selects
+    per_task = 2 * n_control if looks else k * (2 if fresh else 1)
     max_tasks = min(cfg.max_tasks, int((affordable - len(guards) * k) // per_task))
     if max_tasks < 1:
         unit = ledger.units_per_rollout if ledger is not None else 1.0
         raise BudgetExhausted((per_task + len(guards) * k) * unit, ledger.left if ledger is not None else 0.0)
+
+    def select(n: int, targeted: int | None = None) -> Plan:
+        return _select(cfg, candidate, anchor, strategy, guards, round, k, k_asked, fresh, looks, seed, n, targeted)
+
     while True:  # the most tasks whose plan fits what the ledger can pay
-        plan = _select(cfg, candidate, anchor, strategy, guards, round, k, k_asked, fresh, looks, seed, max_tasks)
+        plan = select(max_tasks)
+        if looks and plan.max_spend() > affordable and len(plan.selection.targeted) > 1:
+            # the targeted tasks ranked last go first: the control tasks (the harm check's sample) stay
+            lo, hi = 1, len(plan.selection.targeted) - 1  # the most targeted tasks that fit lies in [lo, hi]
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if select(max_tasks, mid).max_spend() <= affordable else (lo, mid - 1)
+            plan = select(max_tasks, lo)
         if plan.max_spend() <= affordable or max_tasks == 1:
             break
         max_tasks -= 1
@@ -153,17 +174,21 @@ def make_plan(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, str
 
 def _select(cfg: VerificationConfig, candidate: Candidate, anchor: Anchor, strategy: SelectionStrategy,
             guards: list[str], round: int, k: int, k_asked: int, fresh: bool, looks: list[int] | None, seed: int,
-            max_tasks: int) -> Plan:
-    """Select at most ``max_tasks`` tasks and choose their seeds and requests (no power estimate yet)."""
+            max_tasks: int, targeted: int | None = None) -> Plan:
+    """Select at most ``max_tasks`` tasks and choose their seeds and requests (no power estimate yet); with
+    ``targeted``, only the first that many targeted tasks (the strategy's order) are kept."""
     dev = anchor.dev_tasks()
     rng = random.Random(f"{seed}:{round}:{candidate.branch}")
     sel = strategy.select(anchor, candidate.targets, max_tasks, rng)
+    if targeted is not None:
+        sel = sel.model_copy(update={"targeted": sel.targeted[:targeted]})
     sel = sel.model_copy(update={"guard": guards})  # a guard may also be a targeted or control task
     stray = [t for t in sel.tasks if t not in set(dev)]
     if stray:  # held-out (or unmeasured) tasks must never be selected
         raise ValueError(f"strategy {strategy.name} selected non-dev tasks: {stray}")
     plan = Plan(candidate=candidate, anchor=anchor, strategy=strategy, round=round, k=k, fresh=fresh,
-                selection=sel, looks=looks, k_asked=k_asked)
+                selection=sel, looks=looks, k_asked=k_asked,
+                control_seeds=control_seeds(cfg, k_asked) if looks else None)
     per_anchor = anchor.per_task()
     fresh_seeds = [FRESH_SEED_BASE * (round + 1) + i for i in range(k)]
     seeds = {t: fresh_seeds if fresh else sorted({o.seed for o in per_anchor[t]})[:k] for t in plan.compared}

@@ -127,6 +127,50 @@ def test_later_looks_add_seeds_on_targeted_tasks_only_and_a_breakage_is_still_ca
     assert not breaks.accepted and "no_regression" in [g.gate for g in breaks.gates if not g.passed]
 
 
+def test_control_tasks_run_as_many_seeds_whatever_the_number_of_looks():
+    """The harm check's sample does not shrink with smaller looks: at k = 8, eight looks up to 3 x k put 3 seeds a
+    task in the first look, but control tasks still run 4 (the first look of four looks up to 2 x k), all at look 1."""
+    w = world()
+    eight = VerificationConfig(rollouts=8, sequential=True, sequential_looks=8, sequential_max_factor=3.0)
+    verifier = Verifier(SimSource(w), eight)
+    anchor = verifier.measure_anchor("main", list(w.tasks), 4)
+    plan = verifier.plan(candidate("breaks"), anchor, BehaviourAware(1.0), round=1)
+    control, targeted = set(plan.selection.control), set(plan.selection.targeted)
+    assert plan.looks == [3, 6, 9, 12, 15, 18, 21, 24] and plan.control_seeds == 4 and control and targeted
+    for side in plan.look_requests(1):
+        per_task = {t: sum(r.task_id == t for r in side) for t in plan.selection.tasks}
+        assert {per_task[t] for t in control} == {4} and {per_task[t] for t in targeted} == {3}
+    for look in range(2, 9):
+        assert not control & {r.task_id for side in plan.look_requests(look) for r in side}
+    base, cand = plan.sides()
+    assert len({(r.task_id, r.seed) for r in cand}) == len(cand)  # no seed run twice
+    assert plan.max_spend() == 2 * (24 * len(targeted) + 4 * len(control))
+    verdict = verifier.verify(candidate("breaks"), anchor, BehaviourAware(1.0), ledger=BudgetLedger(total=10**4),
+                              round=1)
+    regression = next(g for g in verdict.gates if g.gate == "no_regression")
+    n = regression.numbers
+    assert not verdict.accepted and not regression.passed and n["pairs"] + n["left_out"] == 4 * len(control)
+    default = Verifier(SimSource(w), VerificationConfig(rollouts=8, sequential=True))
+    assert default.plan(candidate("breaks"), anchor, BehaviourAware(1.0), round=1).looks[0] == 4 == plan.control_seeds
+
+
+def test_a_ledger_that_cannot_pay_every_look_trims_targeted_tasks_and_keeps_the_control_tasks():
+    """When the plan's reservation (every look on the targeted tasks) does not fit, the targeted tasks ranked last
+    go, not the control tasks: the harm check keeps its sample."""
+    w = world()
+    verifier = Verifier(SimSource(w), VerificationConfig(**SEQ))
+    anchor = verifier.measure_anchor("main", list(w.tasks), 4)
+    full = verifier.plan(candidate("mild"), anchor, BehaviourAware(1.0), round=1)
+    n_control = len(full.selection.control)
+    assert len(full.selection.targeted) > 3 and n_control > 3
+    ledger = BudgetLedger(total=2 * (16 * 3 + 4 * n_control) + 10)
+    tight = verifier.plan(candidate("mild"), anchor, BehaviourAware(1.0), ledger=ledger, round=1)
+    assert tight.selection.control == full.selection.control
+    assert tight.selection.targeted == full.selection.targeted[:3]
+    assert tight.max_spend() <= ledger.affordable_rollouts() < \
+        verifier.plan(candidate("mild"), anchor, BehaviourAware(1.0), round=1).max_spend()
+
+
 def test_fixed_design_is_unchanged_when_sequential_is_off():
     verdict, ledger, _ = verify("fix", VerificationConfig(rollouts=4, sequential=False))
     assert verdict.accepted and "gain" in [g.gate for g in verdict.gates]
