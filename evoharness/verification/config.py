@@ -230,8 +230,10 @@ def control_seeds(cfg: VerificationSettings, k: int) -> int:
     four looks up to 2 x k, about k / 2, or the first look when that is more. The harm check (`no_regression`)
     reads only these, so its sample does not shrink when more, smaller looks are asked for the gain test: eight
     looks up to 3 x k ran control tasks on 3 seeds at k = 8 (4 before) and let harmful edits through at coupling
-    0.9 (docs/verification.md, "Why eight looks let harmful edits through")."""
-    return max(sequential_looks(cfg, k)[0], max(1, round(k / 2)))
+    0.9 (docs/verification.md, "Why eight looks let harmful edits through"). Never more than the last look (a
+    factor under 0.5): a task has no more seeds in a round."""
+    looks = sequential_looks(cfg, k)
+    return min(looks[-1], max(looks[0], max(1, round(k / 2))))
 
 
 def seeds_per_task(cfg: VerificationSettings, k: int) -> int:

@@ -154,6 +154,19 @@ def test_control_tasks_run_as_many_seeds_whatever_the_number_of_looks():
     assert default.plan(candidate("breaks"), anchor, BehaviourAware(1.0), round=1).looks[0] == 4 == plan.control_seeds
 
 
+def test_control_seeds_never_pass_the_last_look():
+    """Under a factor below 0.5 the last look has fewer seeds than k / 2: a control task runs the last look's, and the
+    plan says so (it said k / 2, more than a task had in the round)."""
+    w = world()
+    low = VerificationConfig(rollouts=100, sequential=True, sequential_max_factor=0.25)
+    verifier = Verifier(SimSource(w), low)
+    anchor = verifier.measure_anchor("main", list(w.tasks), 4)
+    plan = verifier.plan(candidate("mild"), anchor, BehaviourAware(1.0), round=1)
+    assert plan.looks == [6, 12, 19, 25] and plan.control_seeds == 25
+    cand = plan.look_requests(1)[1]
+    assert {sum(r.task_id == t for r in cand) for t in plan.selection.control} == {25}
+
+
 def test_a_ledger_that_cannot_pay_every_look_trims_targeted_tasks_and_keeps_the_control_tasks():
     """When the plan's reservation (every look on the targeted tasks) does not fit, the targeted tasks ranked last
     go, not the control tasks: the harm check keeps its sample."""
