@@ -9,6 +9,11 @@ export EVOHARNESS_TEST_ENDPOINT=1
 # services.sh starts Docker and PostgreSQL and prints where they are as `export` lines
 eval "$(bash scripts/services.sh)"
 .venv/bin/ruff check evoharness tests benchmarks
+# Bytecode for the project's own modules, once: with PYTHONDONTWRITEBYTECODE=1 in the environment (as on this
+# project's machines) every process a test starts -- CLI subprocesses, sandbox fork servers, which see the tree
+# read-only -- compiled evoharness from source again (~0.15 CPU-s of ~0.34 to import evoharness.cli, graph and
+# diagnosis). A .pyc is checked against its source's mtime and size, so an edited file is compiled afresh.
+.venv/bin/python -m compileall -q -j 2 evoharness benchmarks scripts > /dev/null
 # EVOHARNESS_TEST_WORKERS=N (default 2; 1: one process): N pytest-xdist processes, whole files to each
 # (--dist loadfile keeps a file's module fixtures in one process), slowest files first (tests/conftest.py);
 # docs/testing.md says what it measured
