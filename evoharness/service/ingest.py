@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evoharness.diagnosis.composition import Composition, SignalCount, classes
 from evoharness.diagnosis.labeller import Labeller
@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS trajectories (
     ingested_at REAL NOT NULL,
     body TEXT NOT NULL,
     body_sha256 TEXT,
-    labeller_fingerprint TEXT
+    labeller_fingerprint TEXT,
+    sent_sha256 TEXT
 );
 CREATE INDEX IF NOT EXISTS trajectories_unqueued ON trajectories(seq) WHERE lever = 'weights' AND queued = 0;
 CREATE INDEX IF NOT EXISTS trajectories_lever ON trajectories(lever, seq);
@@ -62,7 +63,17 @@ CREATE INDEX IF NOT EXISTS ingest_batches_at ON ingest_batches(at);
 # how long a batch token (``add(batch=...)``) is kept: the ingest pool retries within the same request, seconds later
 BATCH_TOKENS_KEPT_S = 3600.0
 # columns added after the first stores were written: ``open`` adds those a store lacks (NULL in its rows)
-_ADDED_COLUMNS = (("body_sha256", "TEXT"), ("labeller_fingerprint", "TEXT"))
+_ADDED_COLUMNS = (("body_sha256", "TEXT"), ("labeller_fingerprint", "TEXT"), ("sent_sha256", "TEXT"))
+_IN_CHUNK = 500  # ids per ``IN (...)`` look-up (SQLite allows 32,766 parameters, older builds 999)
+
+
+class Added(NamedTuple):
+    """What ``IngestStore.add`` did with a batch: how many records were stored, and the conflicts (index in the batch,
+    id): records whose id was stored already (earlier, or earlier in the same batch) with other content -- not stored.
+    The rest (received - stored - conflicts) are duplicates: the same content again (a retry), stored once."""
+
+    stored: int
+    conflicts: list[tuple[int, str]]
 
 
 class IngestStore:
@@ -121,30 +132,39 @@ class IngestStore:
             self._local = threading.local()
 
     # -- writes -----------------------------------------------------------------------------
-    def label_rows(self, trajectories: list[Trajectory]) -> list[tuple]:
+    def label_rows(self, trajectories: list[Trajectory], sent: dict[int, str] | None = None) -> list[tuple]:
         """Rows ready to insert (labelling is CPU work: done before taking the write lock), each with its body's
-        SHA-256 and the labeller's fingerprint (None for a labeller of custom detectors: an export labels again)."""
+        SHA-256 and the labeller's fingerprint (None for a labeller of custom detectors: an export labels again), and
+        the digest of the record as sent where ``sent`` gives one (its index: a record read lossily, NULL else)."""
         now = time.time()
         fingerprint = self.labeller.fingerprint
+        sent = sent or {}
         rows = []
-        for t in trajectories:
+        for i, t in enumerate(trajectories):
             lab = self.labeller.label(t)
             body = t.model_dump_json()
             rows.append((t.id, t.task_id, t.split.value, lab.failure_class.value,
                          lab.first_signal.id if lab.first_signal else None, lab.lever.value,
                          int(t.delivered), t.score, now, body, hashlib.sha256(body.encode()).hexdigest(),
-                         fingerprint))
+                         fingerprint, sent.get(i)))
         return rows
 
-    def add(self, trajectories: list[Trajectory], batch: str | None = None) -> int:
-        """Store (durably: committed and fsync'd) those not stored yet; returns how many were new.
+    def add(self, trajectories: list[Trajectory], batch: str | None = None,
+            sent: dict[int, str] | None = None) -> Added:
+        """Store (durably: committed and fsync'd) those not stored yet; returns how many were new and the conflicts.
+
+        A record whose id is stored already is a duplicate when its content is the stored content (a retry: nothing
+        to do) and a conflict when it is not: neither stores it (the first copy of an id wins), but the conflicts are
+        returned by index and id so the caller says so (``_conflicts``). ``sent``: for the records read lossily
+        (a lone surrogate escape read as U+FFFD), index -> the SHA-256 of the record as sent; two records that read
+        alike but were sent differently then conflict.
 
         ``batch``: a token naming one request's batch (the ingest pool's, ``service/workers.py``). How many were new
         is recorded under it in the same commit, and a later ``add`` under the same token stores nothing and returns
         that count: a batch tried again because its first try's worker (or pool) died after the commit and before
         the answer is answered with what the first try stored, not as duplicates. Tokens older than
         ``BATCH_TOKENS_KEPT_S`` are dropped."""
-        rows = self.label_rows(trajectories)
+        rows = self.label_rows(trajectories, sent)
         self.open()
         with self._lock:
             conn = self._writer
@@ -152,15 +172,18 @@ class IngestStore:
                 conn.execute("BEGIN IMMEDIATE")
                 done = None if batch is None else conn.execute(
                     "SELECT stored FROM ingest_batches WHERE token = ?", (batch,)).fetchone()
-                if done is not None:  # this batch's earlier try committed it
+                if done is not None:  # this batch's earlier try committed it: its conflicts are conflicts again
+                    conflicts = _conflicts(conn, rows) if done[0] < len(rows) else []
                     conn.execute("COMMIT")
-                    return done[0]
+                    return Added(done[0], conflicts)
                 before = conn.total_changes
                 conn.executemany(
                     "INSERT OR IGNORE INTO trajectories (id, task_id, split, failure_class, first_signal, lever, "
-                    "delivered, score, ingested_at, body, body_sha256, labeller_fingerprint) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                    "delivered, score, ingested_at, body, body_sha256, labeller_fingerprint, sent_sha256) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 stored = conn.total_changes - before
+                # all new (the usual batch): nothing to compare; else each record's content against its id's row
+                conflicts = _conflicts(conn, rows) if stored < len(rows) else []
                 if batch is not None:
                     now = time.time()
                     conn.execute("DELETE FROM ingest_batches WHERE at < ?", (now - BATCH_TOKENS_KEPT_S,))
@@ -171,7 +194,7 @@ class IngestStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise InfraError(f"ingest store {self.path}: {e}") from None
-            return stored
+            return Added(stored, conflicts)
 
     def mark_queued(self, ids: list[str]) -> None:
         with self._lock:
@@ -282,6 +305,39 @@ class IngestStore:
         conn = self._reader()
         total, queued = conn.execute("SELECT count(*), coalesce(sum(queued), 0) FROM trajectories").fetchone()
         return {"total": total, "queued_for_training": queued}
+
+
+def _conflicts(conn: sqlite3.Connection, rows: list[tuple]) -> list[tuple[int, str]]:
+    """(index, id) of each row (``label_rows``') whose id's stored row holds other content. Every id of ``rows`` is
+    stored by now (this batch stored the ones that were new), so each row is compared with its id's row: its digest
+    (``sent_sha256`` where the record was read lossily, else ``body_sha256``) against the stored one. A row of a store
+    from before those columns (no digest) is compared by its body's SHA-256, computed here. Where the digests differ
+    but the stored body was read losslessly, the stored body is read and written again by this version (a store from
+    an older schema, whose dump of the same trajectory differs): the same dump is a duplicate, not a conflict."""
+    ids = list(dict.fromkeys(r[0] for r in rows))
+    have: dict[str, tuple[str | None, str | None, str]] = {}
+    for i in range(0, len(ids), _IN_CHUNK):
+        chunk = ids[i:i + _IN_CHUNK]
+        have.update((tid, (digest, sent, body)) for tid, digest, sent, body in conn.execute(
+            f"SELECT id, body_sha256, sent_sha256, body FROM trajectories WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk))
+    out = []
+    for i, row in enumerate(rows):
+        tid, ours, ours_sent = row[0], row[10], row[12]
+        digest, sent, body = have[tid]
+        if (ours_sent or ours) == (sent or digest or hashlib.sha256(body.encode()).hexdigest()):
+            continue  # the same content: a duplicate
+        if ours_sent is None and sent is None and _redumped_digest(body) == ours:
+            continue
+        out.append((i, tid))
+    return out
+
+
+def _redumped_digest(body: str) -> str | None:
+    try:
+        return hashlib.sha256(parse_trajectory(body).model_dump_json().encode()).hexdigest()
+    except ValueError:  # a row that no longer reads as a trajectory: its content is not this record's
+        return None
 
 
 def _stored_label(tid: str, cls: str, first: str | None, digest: str | None, fingerprint: str | None) -> LabelHead:

@@ -125,7 +125,11 @@ class RequestMetrics:
         self.ingest_requests = Counter("evoharness_ingest_requests", "POST /trajectories requests by outcome",
                                        ["outcome"], registry=registry)
         self.ingest_duplicates = Counter("evoharness_ingest_duplicates", "Posted trajectories whose id was "
-                                         "already stored (ignored)", registry=registry)
+                                         "already stored with the same content (a retry: ignored)",
+                                         registry=registry)
+        self.ingest_conflicts = Counter("evoharness_ingest_conflicts", "Posted trajectories whose id was already "
+                                        "stored with other content (not stored; listed in the answer)",
+                                        registry=registry)
         self.ingest_seconds = Histogram("evoharness_ingest_seconds", "Time to validate, label and durably store "
                                         "one POST /trajectories", registry=registry,
                                         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))

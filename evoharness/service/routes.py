@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import time
@@ -25,11 +26,14 @@ from evoharness.diagnosis.routing import Router
 from evoharness.errors import HeldOutRequested, InputError
 from evoharness.graph.runner import RUN_ID, runs_dir
 from evoharness.harness_repo.review import Status as CandidateStatus
+from evoharness.logging import get_logger
 from evoharness.service.auth import require_token, require_token_for_reads
 from evoharness.service.bad_request import not_json
 from evoharness.traces import jsontext
 from evoharness.traces.models import Trajectory
 from evoharness.untrusted import control_character, some_keys
+
+log = get_logger("evoharness.service")
 
 RunId = Annotated[str, Path(pattern=RUN_ID)]
 # the longest trajectory id POST /trajectories stores: the id is read back through GET /trajectories/{id}'s URL, and
@@ -393,11 +397,12 @@ async def ingest(request: Request, format: Annotated[str, Query(
     if s.ingest_pool is not None:  # service.workers > 1: parsed, labelled and committed in a worker process
         done = await s.ingest_pool.ingest(body, cfg.max_batch)
         if done is not None:
-            return _stored(request, *done, t0)
+            received, stored, conflicts = done
+            return _stored(request, received, stored, t0, conflicts)
     else:
         good = await run_in_threadpool(_parse_fast, body)
         if good is not None and len(good) <= cfg.max_batch:
-            return await _store(request, good, t0)
+            return await _store(request, good, t0, body)
     try:  # the slow path finds and names what is wrong; half a surrogate pair read as U+FFFD, as `import` reads it
         records = jsontext.loads(body, unique=True)
     except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, a >4,300-digit integer, nested too deeply
@@ -422,7 +427,7 @@ async def ingest(request: Request, format: Annotated[str, Query(
     good, errors = await run_in_threadpool(_validate, records)
     if errors:
         return _record_errors(request, errors, records)
-    return await _store(request, good, t0)
+    return await _store(request, good, t0, body)
 
 
 def _inflated(body: bytes, encoding: str, limit: int, limit_mb: float) -> bytes | str:
@@ -474,8 +479,6 @@ def _format_hint(records: list[Any]) -> str:
 
 async def _ingest_imported(request: Request, body: bytes, fmt: str, source: str | None, t0: float) -> Any:
     """A body in another format: converted by the importer `evoharness import` uses, then stored."""
-    import hashlib
-
     from evoharness.traces.importers import load_bytes
 
     max_batch = _state(request).settings.service.max_batch
@@ -492,21 +495,56 @@ async def _ingest_imported(request: Request, body: bytes, fmt: str, source: str 
     return await _store(request, good, t0)
 
 
-async def _store(request: Request, good: list[Trajectory], t0: float) -> dict[str, Any]:
-    stored = await run_in_threadpool(_state(request).ingest.add, good)
-    return _stored(request, len(good), stored, t0)
+async def _store(request: Request, good: list[Trajectory], t0: float, body: bytes | None = None) -> dict[str, Any]:
+    """Store ``good``; ``body``: the canonical JSON list they were read from (its lossily read records are told
+    apart by what was sent, ``sent_digests``), None for a body an importer converted."""
+    ingest = _state(request).ingest
+    stored, conflicts = await run_in_threadpool(
+        lambda: ingest.add(good, sent=None if body is None else sent_digests(body, len(good))))
+    return _stored(request, len(good), stored, t0, conflicts)
 
 
-def _stored(request: Request, received: int, stored: int, t0: float) -> dict[str, Any]:
-    """The answer for a committed batch (acknowledged only now: it is durable)."""
+def sent_digests(body: bytes, n: int) -> dict[int, str] | None:
+    """For the records of a canonical JSON list read lossily (a lone surrogate escape read as U+FFFD: ``jsontext``),
+    index -> the SHA-256 of the record as sent (``json.dumps`` of it with its lone surrogates, keys sorted, ASCII);
+    None when none was (the usual body: one regex search). Two records that differ only in a lone surrogate read
+    alike; with this digest the second is a conflict, not a duplicate, and a record sent again is a duplicate."""
+    if not jsontext.has_surrogate_escape_bytes(body):
+        return None
+    try:
+        with jsontext.collection_held:
+            sent = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(sent, list) or len(sent) != n:
+        return None
+    out = {}
+    for i, record in enumerate(sent):
+        text = json.dumps(record, ensure_ascii=True, sort_keys=True)
+        if jsontext.lone_surrogates_replaced(text) != text:
+            out[i] = hashlib.sha256(text.encode()).hexdigest()
+    return out or None
+
+
+def _stored(request: Request, received: int, stored: int, t0: float,
+            conflicts: list[tuple[int, str]] = ()) -> dict[str, Any]:
+    """The answer for a committed batch (acknowledged only now: it is durable). 200 even with conflicts: the rest of
+    the batch is stored and durable, and a retry of the whole batch would store nothing more; the conflicts (a record
+    whose id is stored with other content, not stored) are listed by index and id, counted and logged."""
     s = _state(request)
-    dup = received - stored
+    dup = received - stored - len(conflicts)
     s.metrics.ingest_requests.labels("ok").inc()
     s.metrics.ingest_duplicates.inc(dup)
     s.metrics.ingest_seconds.observe(time.perf_counter() - t0)
+    if conflicts:
+        s.metrics.ingest_conflicts.inc(len(conflicts))
+        log.warning("service.ingest_conflicts", conflicts=len(conflicts), received=received, stored=stored,
+                    ids=[tid for _, tid in conflicts[:10]])
     if stored:
         s.daemon.wake()
-    return {"received": received, "stored": stored, "duplicates": dup}
+    return {"received": received, "stored": stored, "duplicates": dup,
+            "conflicts": [{"index": i, "id": tid, "error": "id stored already with other content; not stored"}
+                          for i, tid in conflicts]}
 
 
 @reads.get("/trajectories/{trajectory_id:path}")

@@ -50,16 +50,17 @@ def _ready() -> bool:
     return _store is not None
 
 
-def ingest_body(body: bytes, max_batch: int, batch: str | None = None) -> tuple[int, int] | None:
-    """(received, newly stored) once the batch is committed; None when the body is not a valid batch of
+def ingest_body(body: bytes, max_batch: int, batch: str | None = None) -> tuple[int, int, list] | None:
+    """(received, newly stored, conflicts) once the batch is committed; None when the body is not a valid batch of
     at most ``max_batch`` canonical trajectories (nothing stored). ``batch``: the request's token
     (``IngestStore.add``): a retry of a batch an earlier try committed answers that try's count."""
-    from evoharness.service.routes import _parse_fast
+    from evoharness.service.routes import _parse_fast, sent_digests
 
     good = _parse_fast(body)
     if good is None or len(good) > max_batch:
         return None
-    return len(good), _store.add(good, batch=batch)
+    stored, conflicts = _store.add(good, batch=batch, sent=sent_digests(body, len(good)))
+    return len(good), stored, conflicts
 
 
 class IngestPool:
@@ -80,7 +81,7 @@ class IngestPool:
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._pool, _ready) for _ in range(self.workers)))
 
-    async def ingest(self, body: bytes, max_batch: int) -> tuple[int, int] | None:
+    async def ingest(self, body: bytes, max_batch: int) -> tuple[int, int, list] | None:
         """Store ``body`` in a worker. A dead worker breaks the whole pool (an idle one included): the pool
         is replaced and the batch tried once more on the fresh one, which is safe (ids are UNIQUE, stored
         once); a second death in a row (the batch itself kills workers) answers 503, nothing acknowledged.
@@ -97,7 +98,7 @@ class IngestPool:
         except BrokenProcessPool as e:
             raise InfraError(f"ingest worker died twice on this batch ({e}); retry the request") from None
 
-    async def _submit(self, body: bytes, max_batch: int, batch: str) -> tuple[int, int] | None:
+    async def _submit(self, body: bytes, max_batch: int, batch: str) -> tuple[int, int, list] | None:
         pool = self._pool
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, ingest_body, body, max_batch, batch)

@@ -49,6 +49,11 @@ def lone_surrogates_replaced(text: AnyStr) -> AnyStr:
     return _ESCAPE[kind].sub(_replace, text)
 
 
+def has_surrogate_escape_bytes(text: bytes) -> bool:
+    """Whether ``text`` (UTF-8 JSON) holds a surrogate escape (half of a pair or alone): one regex search."""
+    return _ANY[bytes].search(text) is not None
+
+
 def has_surrogate_escape(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` holds a surrogate escape (half of a pair or alone), without slicing it."""
     return _ANY[str].search(text, start, end) is not None

@@ -77,7 +77,7 @@ def test_health_is_open_and_mutations_need_the_bearer_token(serve):
         assert anon.post(path, json={}).status_code == 401, path
     assert anon.get("/trajectories/a1").status_code == 404  # nothing was stored by the refused requests
     ok = authed.post("/trajectories", json=body)
-    assert ok.status_code == 200 and ok.json() == {"received": 1, "stored": 1, "duplicates": 0}
+    assert ok.status_code == 200 and ok.json() == {"received": 1, "stored": 1, "duplicates": 0, "conflicts": []}
     assert anon.get("/trajectories/a1").json()["id"] == "a1"  # reads are open by default
 
 
@@ -107,11 +107,13 @@ def test_ingestion_validates_names_index_and_field_and_is_idempotent(serve):
 
     batch = [trajectory(f"i{i}", kind) for i, kind in enumerate(["healthy", "content", "process"] * 4)]
     first = c.post("/trajectories", json=batch).json()
-    assert first == {"received": 12, "stored": 12, "duplicates": 0}
+    assert first == {"received": 12, "stored": 12, "duplicates": 0, "conflicts": []}
     again = c.post("/trajectories", json=batch[:5] + [trajectory("i99"), trajectory("i99")]).json()
-    assert again == {"received": 7, "stored": 1, "duplicates": 6}
+    assert again == {"received": 7, "stored": 1, "duplicates": 6, "conflicts": []}
     changed = {**trajectory("i0", "process")}  # same id, other content: the first copy wins
-    assert c.post("/trajectories", json=[changed]).json()["stored"] == 0
+    assert c.post("/trajectories", json=[changed]).json() == {
+        "received": 1, "stored": 0, "duplicates": 0,
+        "conflicts": [{"index": 0, "id": "i0", "error": "id stored already with other content; not stored"}]}
     assert c.get("/trajectories/i0").json()["final_answer"] == "Order 42: shipped."
 
     comp = c.get("/composition").json()

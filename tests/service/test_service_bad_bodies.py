@@ -111,7 +111,7 @@ def test_canonical_json_lines_or_one_trajectory_say_how_to_send_them(client):
     assert r.json()["error"] == ("body must be a JSON list of canonical trajectories; it is one object: send it as "
                                  "a list of one, [{...}]")
     assert client.post("/trajectories", params={"format": "auto"}, content=lines, headers=JSON).json() == \
-        {"received": 3, "stored": 3, "duplicates": 0}
+        {"received": 3, "stored": 3, "duplicates": 0, "conflicts": []}
 
 
 def test_one_object_of_another_format_is_told_its_format_not_to_be_wrapped_in_a_list(client):

@@ -35,7 +35,7 @@ def test_a_gzip_body_is_inflated_and_stored(client):
     batch = [trajectory(f"gz{i}", "process") for i in range(3)]
     r = client.post("/trajectories", content=gzip.compress(json.dumps(batch).encode()), headers=GZ_JSON)
     assert r.status_code == 200, r.text
-    assert r.json() == {"received": 3, "stored": 3, "duplicates": 0}
+    assert r.json() == {"received": 3, "stored": 3, "duplicates": 0, "conflicts": []}
     assert client.get("/trajectories/gz1").json()["id"] == "gz1"
 
     otlp = gzip.compress(OTLP.read_bytes())
@@ -45,12 +45,12 @@ def test_a_gzip_body_is_inflated_and_stored(client):
     assert r.json()["stored"] == 2
     plain = client.post("/trajectories", params={"format": "otlp", "source": "gzotlp"}, content=OTLP.read_bytes(),
                         headers={k: v for k, v in GZ_JSON.items() if k != "content-encoding"})
-    assert plain.json() == {"received": 2, "stored": 0, "duplicates": 2}  # the same ids, inflated or not
+    assert plain.json() == {"received": 2, "stored": 0, "duplicates": 2, "conflicts": []}  # the same ids, inflated or not
 
     two = [trajectory("gzA"), trajectory("gzB")]
     members = gzip.compress(json.dumps(two)[:40].encode()) + gzip.compress(json.dumps(two)[40:].encode())
     r = client.post("/trajectories", content=members, headers=GZ_JSON)  # `cat a.gz b.gz` is one gzip body
-    assert r.json() == {"received": 2, "stored": 2, "duplicates": 0}
+    assert r.json() == {"received": 2, "stored": 2, "duplicates": 0, "conflicts": []}
 
 
 def test_an_inflated_body_over_the_limit_is_413_and_a_bad_encoding_is_one_line(client):
@@ -84,7 +84,7 @@ def test_zero_padding_after_the_last_member_is_ignored_as_gzip_does(client):
     assert gzip.decompress(padded) == json.dumps(batch).encode()  # what Python's own reader makes of it
     r = client.post("/trajectories", content=padded, headers=GZ_JSON)
     assert r.status_code == 200, r.text
-    assert r.json() == {"received": 2, "stored": 2, "duplicates": 0}
+    assert r.json() == {"received": 2, "stored": 2, "duplicates": 0, "conflicts": []}
 
     junk = gzip.compress(json.dumps([trajectory("pad3")]).encode()) + b"\0\0junk"
     r = client.post("/trajectories", content=junk, headers=GZ_JSON)

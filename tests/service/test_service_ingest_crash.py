@@ -55,8 +55,11 @@ def test_sigkill_during_concurrent_ingestion_loses_no_acknowledged_trajectory(se
     c = again.client()
     assert c.get("/composition").json()["n"] == len(stored)
     some = sorted(set(acked))[:: max(1, len(set(acked)) // 20)]
-    for tid in some:
-        assert c.get(f"/trajectories/{tid}").json()["id"] == tid
-    # a request resent after the crash is absorbed without new rows
-    resent = c.post("/trajectories", json=[trajectory(i) for i in some]).json()
-    assert resent == {"received": len(some), "stored": 0, "duplicates": len(some)}
+    bodies = [c.get(f"/trajectories/{tid}").json() for tid in some]
+    assert [b["id"] for b in bodies] == some
+    # a request resent after the crash is absorbed without new rows (the same records: duplicates)
+    resent = c.post("/trajectories", json=bodies).json()
+    assert resent == {"received": len(some), "stored": 0, "duplicates": len(some), "conflicts": []}
+    # the same ids with other content (a healthy run where a content or process failure is stored): conflicts
+    other = c.post("/trajectories", json=[trajectory(i) for i in some]).json()
+    assert other["stored"] == 0 and [x["id"] for x in other["conflicts"]] == some

@@ -21,11 +21,11 @@ def test_other_formats_are_imported_and_raw_records_get_a_hint(serve):
     assert "these look like openai records: POST /trajectories?format=openai" in r.json()["error"]
 
     r = c.post("/trajectories", params={"format": "openai", "source": "airline"}, json=tau[:3])
-    assert r.status_code == 200 and r.json() == {"received": 3, "stored": 3, "duplicates": 0}
+    assert r.status_code == 200 and r.json() == {"received": 3, "stored": 3, "duplicates": 0, "conflicts": []}
     stored = c.get(f"/trajectories/airline:{tau[0]['task_id']}:{tau[0]['trial']}").json()
     assert stored["score"] == tau[0]["reward"] and stored["messages"][0]["role"] == tau[0]["traj"][0]["role"]
     again = c.post("/trajectories", params={"format": "auto", "source": "airline"}, json=tau[:4]).json()
-    assert again == {"received": 4, "stored": 1, "duplicates": 3}
+    assert again == {"received": 4, "stored": 1, "duplicates": 3, "conflicts": []}
 
     r = c.post("/trajectories", params={"format": "openai"}, json=[{"traj": "not a list", "reward": 1}])
     assert r.status_code == 422 and "record 0" in r.json()["error"] and "nothing stored" in r.json()["error"]

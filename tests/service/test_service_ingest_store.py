@@ -28,7 +28,7 @@ def test_200_concurrent_writers_lose_nothing_and_store_each_id_once(tmp_path):
     lock = threading.Lock()
 
     def write(b):
-        n = store.add(b)
+        n = store.add(b).stored
         with lock:
             results.append(n)
 
@@ -42,7 +42,7 @@ def test_200_concurrent_writers_lose_nothing_and_store_each_id_once(tmp_path):
     assert set(store.ids()) == distinct
     store.close()
     reopened = IngestStore(tmp_path / "ingest.sqlite").open()
-    assert len(reopened) == len(distinct) and reopened.add(batches[7]) == 0
+    assert len(reopened) == len(distinct) and reopened.add(batches[7]).stored == 0
 
 
 def test_sql_composition_matches_the_labeller_composition(tmp_path):
@@ -70,11 +70,11 @@ def test_a_batch_token_answers_a_retry_with_the_first_tries_count_and_is_dropped
 
     store = IngestStore(tmp_path / "ingest.sqlite").open()
     first = _batch(1)
-    assert store.add(_batch(0)) == 15  # 15 distinct ids
-    assert store.add(first, batch="req-1") == 15  # 5 of its 20 ids were batch 0's
-    assert store.add(first, batch="req-1") == 15  # the retry: what the first try stored, not 20 duplicates
-    assert store.add(first, batch="req-2") == 0  # another request with the same ids: duplicates
-    assert store.add(first) == 0
+    assert store.add(_batch(0)).stored == 15  # 15 distinct ids
+    assert store.add(first, batch="req-1").stored == 15  # 5 of its 20 ids were batch 0's
+    assert store.add(first, batch="req-1").stored == 15  # the retry: what the first try stored, not 20 duplicates
+    assert store.add(first, batch="req-2").stored == 0  # another request with the same ids: duplicates
+    assert store.add(first).stored == 0
     assert len(store) == 30
     # a token is kept for BATCH_TOKENS_KEPT_S, then dropped by a later batch's commit
     store.add(_batch(5), batch="req-3")
@@ -82,4 +82,4 @@ def test_a_batch_token_answers_a_retry_with_the_first_tries_count_and_is_dropped
     store.add(_batch(6), batch="req-4")
     assert [r[0] for r in store._reader().execute("SELECT token FROM ingest_batches ORDER BY token")] == [
         "req-3", "req-4"]
-    assert store.add(first, batch="req-1") == 0  # forgotten: answered as what it is now, duplicates
+    assert store.add(first, batch="req-1").stored == 0  # forgotten: answered as what it is now, duplicates

@@ -161,4 +161,4 @@ def test_a_batch_committed_before_the_pool_broke_is_answered_as_stored_not_as_du
     assert replaced  # the pool broke and the batch was tried again
     stored = [r[0] for r in sqlite3.connect(tmp_path / "ingest.sqlite").execute("SELECT id FROM trajectories")]
     assert sorted(stored) == [f"race-{i}" for i in range(5)]
-    assert answer == (5, 5)  # the five ids this request stored, not five duplicates
+    assert answer == (5, 5, [])  # the five ids this request stored, not five duplicates
