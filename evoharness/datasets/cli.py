@@ -139,6 +139,10 @@ def enqueue(
         q = _queue(ctx, url)
     typer.echo(f"{counted(seen, 'trajectory', 'trajectories')}, {counted(content, 'content failure')}, {added} newly "
                f"queued ({len(q)} in queue)")
+    if q.conflicts:  # not queued, and not the same run sent again: said, never counted as already queued
+        shown = ", ".join(repr(i) for i in q.conflicts[:5]) + (", ..." if len(q.conflicts) > 5 else "")
+        typer.echo(f"warning: {counted(len(q.conflicts), 'trajectory', 'trajectories')} not queued: the queue holds "
+                   f"the same id with other content ({shown}); give them new ids to queue them", err=True)
 
 
 def _filters(min_score, max_per_task, split, task, failure_class, skip_text_with_calls=False, max_tokens=None):

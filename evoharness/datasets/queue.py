@@ -217,6 +217,8 @@ class TrainingQueue:
 
     def __init__(self, url: str, *, engine: Engine | None = None, create: bool = True) -> None:
         self.url = url
+        # ids enqueued here that the queue held already with other content (not queued: the first copy stays)
+        self.conflicts: list[str] = []
         shown = urls.shown(url)
         if engine is None:
             engine = _engine(url, shown, create)
@@ -263,11 +265,14 @@ class TrainingQueue:
         ~26 ms of fsync each here); returns how many were new. A trajectory queued already, or twice in
         ``entries``, is stored once. Where a concurrent writer queues one of them between the look and the insert,
         the batch is rolled back and each entry enqueued on its own."""
-        rows, ids = [], set()
+        rows, firsts = [], {}
         for traj, failure_class, first_signal, lever, body in entries:
-            if traj.id not in ids:
-                ids.add(traj.id)
-                rows.append(_row(traj, failure_class, first_signal, lever, run_id, round, labeller_fingerprint, body))
+            row = _row(traj, failure_class, first_signal, lever, run_id, round, labeller_fingerprint, body)
+            if (first := firsts.get(traj.id)) is None:
+                firsts[traj.id] = row
+                rows.append(row)
+            elif first["trajectory_sha256"] != row["trajectory_sha256"]:  # twice in the batch, other content
+                self._conflict(traj.id)
         if not rows:
             return 0
         try:
@@ -278,6 +283,9 @@ class TrainingQueue:
                     have.update(conn.execute(select(queue_items.c.trajectory_id).where(
                         queue_items.c.trajectory_id.in_(listed[i:i + _IN_CHUNK]))).scalars())
                 new = [r for r in rows if r["trajectory_id"] not in have]
+                for r in rows:
+                    if r["trajectory_id"] in have:
+                        self._check_same(conn, r)
                 if new:
                     conn.execute(insert(queue_items), new)
         except IntegrityError:  # a concurrent writer got there first: one at a time, each one checked
@@ -286,10 +294,37 @@ class TrainingQueue:
             _enqueued(r)
         return len(new)
 
+    def _check_same(self, conn, row: dict) -> None:
+        """A trajectory queued already: a duplicate when its content is the queued one's, else a conflict (not
+        queued either: the first copy of an id stays), noted in ``conflicts`` and logged. Compared by the SHA-256
+        kept with the row (computed from its text for a row of a queue from before the column); a row whose digest
+        differs is read and written again by this version first (a body an older version wrote, the same
+        trajectory)."""
+        tid = row["trajectory_id"]
+        stored = conn.execute(select(queue_items.c.trajectory_sha256, queue_items.c.trajectory).where(
+            queue_items.c.trajectory_id == tid)).first()
+        if stored is None:
+            return
+        digest, text = stored
+        if (digest or hashlib.sha256(text.encode()).hexdigest()) == row["trajectory_sha256"]:
+            return
+        try:
+            if hashlib.sha256(Trajectory.model_validate_json(text).model_dump_json().encode()).hexdigest() == \
+                    row["trajectory_sha256"]:
+                return
+        except ValueError:
+            pass
+        self._conflict(tid)
+
+    def _conflict(self, tid: str) -> None:
+        self.conflicts.append(tid)
+        log.warning("queue.conflict", trajectory=tid, reason="queued already with other content; not queued")
+
     def _insert_one(self, row: dict) -> bool:
         with self.engine.begin() as conn:
             if conn.execute(select(queue_items.c.trajectory_id).where(
                     queue_items.c.trajectory_id == row["trajectory_id"])).first():
+                self._check_same(conn, row)
                 return False
             try:
                 conn.execute(insert(queue_items).values(**row))

@@ -230,3 +230,35 @@ def test_enqueue_many_where_another_writer_queues_one_first_stores_the_rest(queu
     with sqlite3.connect(tmp_path / "q" / "queue.db") as conn:
         assert dict(conn.execute("SELECT trajectory_id, run_id FROM training_queue")) == {"a": "ingest",
                                                                                           "b": "elsewhere"}
+
+
+def test_an_id_queued_already_with_other_content_is_a_conflict_noted_and_logged_not_a_silent_duplicate(queue):
+    """The queue is keyed by trajectory id: a second trajectory of a queued id was answered 'not new' whether it was
+    the same run again or another run under the id. The same content stays a duplicate; other content is noted in
+    ``conflicts`` and logged (queue.conflict), in ``enqueue``, across ``enqueue_many`` and within one batch."""
+    a, b = make_traj("a", "task-1", score=0.2), make_traj("b", "task-2", score=0.1)
+    other_a = a.model_copy(update={"score": 0.3})
+    assert queue.enqueue(a, content_label(a))
+    assert not queue.enqueue(a, content_label(a)) and queue.conflicts == []  # the same run again
+    with structlog.testing.capture_logs() as logs:
+        assert not queue.enqueue(other_a, content_label(other_a))
+    assert queue.conflicts == ["a"]
+    assert [e["trajectory"] for e in logs if e["event"] == "queue.conflict"] == ["a"]
+    batch = (other_a, b, b, b.model_copy(update={"score": 0.0}))
+    entries = [(t, FailureClass.F4, "F4.poor_delivery", Lever.weights, None) for t in batch]
+    assert queue.enqueue_many(entries, run_id="ingest") == 1
+    assert sorted(queue.conflicts) == ["a", "a", "b"]
+    assert [i.score for i in queue.items()] == [0.2, 0.1]  # the first copies stay
+
+
+def test_cli_enqueue_warns_of_ids_queued_with_other_content(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EVOHARNESS_HOME", str(tmp_path / "home"))
+    path, changed = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_trajectories(path, [make_traj("poor", "t1", score=0.3)])
+    write_trajectories(changed, [make_traj("poor", "t1", score=0.2)])
+    assert main(["dataset", "enqueue", str(path)]) == 0
+    assert main(["dataset", "enqueue", str(path)]) == 0
+    assert "warning" not in capsys.readouterr().err  # the same file again: duplicates
+    assert main(["dataset", "enqueue", str(changed)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 trajectory not queued: the queue holds the same id with other content ('poor')" in err
