@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def plain_line(_logger: Any, method: str, event_dict: dict[str, Any]) -> str:
 # The configuration a command asked for before structlog was imported: (level number, format), applied by
 # ``_structlog``; until then an event below the level is dropped without importing structlog (``_LazyLogger``).
 _pending: tuple[int, str] | None = None
+_pending_lock = threading.Lock()
 # A logger method's level, as structlog's filtering logger reads it (a method not here imports structlog).
 _METHOD_LEVEL = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
                  "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL,
@@ -79,9 +81,12 @@ def _structlog() -> Any:
     import structlog
 
     if _pending is not None:
-        (level, fmt), _pending = _pending, None
-        if not (imported and structlog.is_configured()):
-            _configure(level, fmt)
+        with _pending_lock:  # a second thread's first log call waits for the configuration, never logs before it
+            if _pending is not None:
+                level, fmt = _pending
+                if not (imported and structlog.is_configured()):
+                    _configure(level, fmt)
+                _pending = None
     return structlog
 
 

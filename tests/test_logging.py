@@ -96,3 +96,26 @@ def test_a_service_configured_before_structlog_logs_json_lines_and_a_later_captu
     first, last = done.stderr.splitlines()[-2:]
     assert json.loads(first)["event"] == "service.started" and json.loads(first)["level"] == "info"
     assert last == "captured: ['service.loop_error']"
+
+
+def test_threads_whose_first_log_calls_meet_wait_for_the_kept_configuration(tmp_path):
+    """The service logs from several threads: a second thread's first call while the first one still configures
+    structlog used to find nothing kept and log with structlog's default (to stdout, another format)."""
+    done = _fresh(f"""
+        import sys, threading, time
+        import evoharness.logging as logs
+        from evoharness.cli_support import AppState
+        _ = AppState(None, ["home={tmp_path}", "log_level=warning"]).settings
+        import structlog  # imported (not configured) before the threads: the race is the configuration's alone
+        configure = logs._configure
+        logs._configure = lambda *a: (time.sleep(0.3), configure(*a))
+        threads = [threading.Thread(target=lambda i=i: logs.get_logger("t").warning(f"thread_{{i}}")) for i in range(2)]
+        for t in threads:
+            t.start()
+            time.sleep(0.05)
+        for t in threads:
+            t.join()
+    """)
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stderr.splitlines()) == ["warning: thread_0", "warning: thread_1"]
+    assert done.stdout == ""
