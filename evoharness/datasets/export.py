@@ -90,14 +90,21 @@ log = get_logger(__name__)
 
 
 def _other_format(path: Path) -> str | None:
-    """The format `evoharness import` reads ``path`` as, when it is not canonical (None: canonical or none)."""
+    """What `evoharness import` reads ``path`` as, when it is not canonical JSON lines: "a trace file in the otlp
+    format", "a JSON document of canonical trajectories" (a JSON list `import` and `diagnose` read; None: canonical
+    lines, or nothing `import` reads). JSON lines or a document by the file's content, as every command tells them
+    (``layout.json_lines``): OTLP lines in spans.otel were 'not a canonical trajectory: id: Field required'."""
     from evoharness.traces.importers import detect_format
+    from evoharness.traces.layout import json_lines
 
     try:
         fmt = detect_format(path)
-    except InputError:
+        lines = json_lines(path)
+    except (InputError, OSError):
         return None
-    return None if fmt == "canonical" else fmt
+    if fmt != "canonical":
+        return f"a trace file in the {fmt} format"
+    return None if lines else "a JSON document of canonical trajectories"
 
 
 class JsonlSource:
@@ -133,7 +140,7 @@ class JsonlSource:
                 yield t
         except InputError:
             if first and (fmt := _other_format(self.path)):
-                raise InputError(str(self.path), f"a trace file in the {fmt} format, not canonical trajectory JSON "
+                raise InputError(str(self.path), f"{fmt}, not canonical trajectory JSON "
                                  "lines (what the dataset commands read): convert it first, `evoharness "
                                  f"{shell_words('import', self.path, '--out', 'FILE.jsonl')}`") from None
             raise

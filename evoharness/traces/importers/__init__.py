@@ -74,6 +74,7 @@ from evoharness.traces.importers import (
 )
 from evoharness.traces.importers.jsonstream import ArrayRecords, starts_with_list
 from evoharness.traces.jsontext import lone_surrogates_replaced
+from evoharness.traces.layout import json_lines
 from evoharness.traces.models import Trajectory
 from evoharness.traces.store import WIDE_BOMS, jsonl_lines
 
@@ -272,9 +273,8 @@ def _labels_file(f: Path) -> bool:
     labels.jsonl beside the traces it labelled (`--out DIR/judge.jsonl` a file of another name), and `diagnose DIR`,
     `import DIR` and `label DIR` again then stopped on it ('a labels file ..., not traces'); the labels of a
     trajectories.jsonl beside them were already left out (``_run_record``). A file not named labels.jsonl has its
-    first line read only when it opens as a label line does: a scan reads 17 bytes more of each other JSONL file."""
-    if f.suffix != ".jsonl":
-        return False
+    first line read only when it opens as a label line does: a scan reads 17 bytes more of each other trace file (of
+    any name: `label --out labels.json` is labels too)."""
     if f.name != "labels.jsonl":
         try:
             with f.open("rb") as fh:
@@ -289,7 +289,7 @@ def _labels_file(f: Path) -> bool:
 
 
 def _is_trace_file(f: Path) -> bool:
-    if f.suffix not in (".json", ".jsonl", ".traj") or _run_record(f):  # .traj: SWE-agent's trajectories
+    if f.suffix not in TRACE_SUFFIXES or _run_record(f):
         return False
     # SWE-bench results (logs/.../report.json, aggregate reports) and preds.json are joined with
     # mini-swe-agent trajectories, not traces themselves
@@ -303,6 +303,10 @@ def _is_trace_file(f: Path) -> bool:
                  and (f.parent.name == "trajectories" or (f.parent / "trajectories").is_dir()))
                 or agentrx.is_ground_truth(f))
 
+
+# the names a directory scan reads (its other files -- READMEs, logs, scripts -- are left alone); a named file is
+# read whatever its name, JSON lines or one document by its content (``layout.json_lines``). .traj: SWE-agent's
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -330,11 +334,6 @@ def read_json_file(path: Path) -> Any:
     except UnicodeDecodeError:
         raise InputError(str(path), "not JSON: binary or non-UTF-8 content") from None
     except json.JSONDecodeError as e:
-        if e.msg == "Extra data" and _stdin_suffix(path) == ".jsonl":  # JSON lines in a file named otherwise (a
-            # LangSmith dump as runs.json, export-otel --out spans.otel): it said only "line 2 col 1: invalid JSON"
-            raise InputError(str(path), "JSON lines in a file whose name does not end in .jsonl (as one JSON "
-                                        "document: extra data): rename it *.jsonl, or pipe it in (`- < FILE`)",
-                             where=f"line {e.lineno} col {e.colno}") from None
         raise InputError(str(path), f"invalid JSON ({e.msg})", where=f"line {e.lineno} col {e.colno}") from None
     except RecursionError:
         raise InputError(str(path), "JSON nested too deeply") from None
@@ -363,18 +362,34 @@ def _first_jsonl_record(path: Path) -> Any:
     raise InputError(str(path), "empty file")
 
 
+# the formats whose records may come one a JSON line (the others are one JSON document per file)
+LINE_FORMATS = ("canonical", "openai", "otlp", "langsmith", "autogen", "openhands", "nebius-swe-agent")
+
+
 def detect_format(path: Path, data: Any = None) -> str:
-    """Name the format of one file (its parsed JSON may be passed to avoid re-reading)."""
-    if path.suffix == ".jsonl":
-        first = _first_jsonl_record(path)
-        name = _detect_record(first)
-        if name in ("canonical", "openai", "otlp", "langsmith", "autogen", "openhands", "nebius-swe-agent"):
-            return name
-        if _label_line(first):  # our own output, read as traces: say what it is, not "unrecognised"
-            raise InputError(str(path), "a labels file (what `evoharness label` writes), not traces: name the "
-                                        "trajectories it labels", where="line 1")
-        raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
+    """Name the format of one file (its parsed JSON document may be passed to avoid re-reading). JSON lines or one
+    document by what the file holds (``layout.json_lines``), whatever its name."""
+    if data is None and json_lines(path):
+        return _detect_lines(path)
+    return _detect_document(path, data)
+
+
+def _detect_lines(path: Path) -> str:
+    first = _first_jsonl_record(path)
+    name = _detect_record(first)
+    if name in LINE_FORMATS:
+        return name
+    if _label_line(first):  # our own output, read as traces: say what it is, not "unrecognised"
+        raise InputError(str(path), "a labels file (what `evoharness label` writes), not traces: name the "
+                                    "trajectories it labels", where="line 1")
+    if name is not None:  # e.g. Who&When logs joined one a line: each is a file of its own
+        raise InputError(str(path), f"JSON lines of {name} records: that format is one JSON document per file",
                          where="line 1")
+    raise InputError(str(path), f"unrecognised JSONL record (formats: {', '.join(FORMAT_NAMES)})",
+                     where="line 1")
+
+
+def _detect_document(path: Path, data: Any) -> str:
     if data is None:
         data = _streamed_list(path, None) or read_json_file(path)
     if isinstance(data, ArrayRecords):
@@ -427,11 +442,16 @@ def load_file(path: Path, fmt: str | None = None, *, skip_invalid: bool = False,
     if fmt is not None and fmt not in FORMATS:
         raise InputError("--format", f"unknown format {fmt!r} (formats: {', '.join(FORMAT_NAMES)})")
     data: Any = None
-    if path.suffix != ".jsonl":
+    if json_lines(path):
+        name = fmt or _detect_lines(path)
+        if name not in LINE_FORMATS:  # its importer would read the file as one document: "Extra data" at line 2
+            raise InputError(str(path), f"JSON lines, but the {name} format is one JSON document per file",
+                             where="line 1")
+    else:
         data = _streamed_list(path, fmt)
         if data is None:
             data = read_json_file(path)
-    name = fmt or detect_format(path, data)
+        name = fmt or _detect_document(path, data)
     met = warnings if name != "canonical" else None
     try:
         for t in FORMATS[name].load(path, data, skip_invalid=skip_invalid, on_invalid=on_invalid):
@@ -518,7 +538,7 @@ def _load_stdin(fmt: str | None, *, skip_invalid: bool, on_invalid: OnInvalid | 
         spool = Path(tmp) / "stdin"
         with spool.open("wb") as fh:
             shutil.copyfileobj(stdin.buffer, fh, 1 << 20)
-        path = spool.rename(spool.with_suffix(_stdin_suffix(spool)))
+        path = spool.rename(spool.with_suffix(".jsonl" if json_lines(spool) else ".json"))
         try:
             with neighbours.alone():
                 yield from load_file(path, fmt, skip_invalid=skip_invalid, on_invalid=report, warnings=warnings)
@@ -526,27 +546,6 @@ def _load_stdin(fmt: str | None, *, skip_invalid: bool, on_invalid: OnInvalid | 
             if not skip_invalid:
                 raise named(e) from None
             report(e)
-
-
-def _stdin_suffix(path: Path) -> str:
-    """``.jsonl`` when the first line is a whole JSON object and more lines follow (or the first is an object's line
-    that fails to parse and the next starts one): JSON lines; else ``.json`` (one document, whatever its layout)."""
-    with path.open("rb") as fh:
-        if fh.read(4).startswith(WIDE_BOMS):  # UTF-16 / UTF-32: its first lines (1 MiB) told apart as UTF-8 text
-            fh.seek(0)
-            head = fh.read(1 << 20)
-            lines = iter(head.decode(json.detect_encoding(head), "ignore").encode().splitlines())
-        else:
-            fh.seek(0)
-            lines = iter(fh)
-        first = next(lines, b"").removeprefix(codecs.BOM_UTF8).strip()
-        rest = next((line.strip() for line in lines if line.strip()), b"")
-    if not first.startswith(b"{") or not rest:
-        return ".json"
-    try:
-        return ".jsonl" if isinstance(json.loads(first), dict) else ".json"
-    except ValueError:
-        return ".jsonl" if first.endswith(b"}") and rest.startswith(b"{") else ".json"
 
 
 class ImportWarnings:
@@ -673,20 +672,8 @@ def load_bytes(body: bytes, fmt: str | None = None, *, source: str = "body",
 
     if fmt is not None and fmt not in FORMATS:
         raise InputError(source, f"unknown format {fmt!r} (formats: {', '.join(FORMAT_NAMES)})")
-    text = body.lstrip()
-    if body.startswith(WIDE_BOMS):  # UTF-16 / UTF-32 with its byte-order mark: told apart as its UTF-8 twin would be
-        try:
-            text = body.decode(json.detect_encoding(body)).encode().lstrip()
-        except UnicodeDecodeError:
-            pass  # read as it is, refused by the importer as the file would be
-    suffix = ".json"
-    if text[:1] == b"{" and b"\n{" in text:  # JSON lines: one record per line
-        try:
-            json.loads(text)
-        except (ValueError, RecursionError):  # not one document; or one line too deep or with a 4,300-digit integer
-            suffix = ".jsonl"  # (those two were a 500 of POST /trajectories?format=: the importer's reading names them)
     with tempfile.TemporaryDirectory(prefix="evoharness-body-") as tmp, neighbours.alone():
-        path = Path(tmp) / f"{source}{suffix}"
+        path = Path(tmp) / f"{source}.json"  # JSON lines or one document by its content, as for a file (``load_file``)
         path.write_bytes(body)
         out: list[Trajectory] = []
         try:
