@@ -37,14 +37,15 @@ def _records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
         for i, rec in enumerate(data if isinstance(data, list | ArrayRecords) else [data]):
             yield f"record {i}", rec
         return
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                yield f"line {lineno}", jsontext.loads(raw)
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                yield f"line {lineno}", _BadJson
+    from evoharness.traces.store import jsonl_lines
+
+    # every reader of JSON lines reads them through one: a UTF-16 / UTF-32 file (PowerShell 5's `>`) was
+    # 'line 1: invalid JSON' here alone, its format told by ``detect_format``'s reading of the same lines
+    for lineno, raw in jsonl_lines(path):
+        try:
+            yield f"line {lineno}", jsontext.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            yield f"line {lineno}", _BadJson
 
 
 class _BadJson:  # sentinel for a JSONL line that did not parse
