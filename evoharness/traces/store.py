@@ -42,6 +42,8 @@ def jsonl_lines(path: Path | str) -> Iterator[tuple[int, bytes]]:
     except OSError as e:
         raise InputError(str(path), f"cannot open: {e.strerror}") from None
     with fh:
+        if fh.peek(2)[:2] == GZIP_MAGIC:
+            raise InputError(str(path), GZIP_REASON)
         if fh.peek(4)[:4].startswith(WIDE_BOMS):  # UTF-16 / UTF-32 with a byte-order mark (PowerShell 5's `>`)
             yield from _wide_lines(path, fh)
             return
@@ -52,6 +54,11 @@ def jsonl_lines(path: Path | str) -> Iterator[tuple[int, bytes]]:
             if raw and not raw.isspace():  # not blank (``raw.strip()`` would copy every line to ask)
                 yield lineno, raw
 
+
+# a gzip file (`traces.jsonl.gz`): one reason from every reader, JSON lines or a document; it was "not JSON: binary
+# content" from `import` / `diagnose` and "line 1: invalid JSON (truncated or not JSON)" from the dataset commands
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_REASON = "gzip-compressed, not JSON: decompress it first (`gunzip -k FILE`)"
 
 # UTF-16 / UTF-32 byte-order marks (UTF-32-LE's starts as UTF-16-LE's)
 WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)

@@ -1,14 +1,17 @@
 """Odd but common shapes of one trace file, read the same by every command: UTF-16 JSON lines of OpenAI records
-(PowerShell 5's `>`)."""
+(PowerShell 5's `>`), a gzip-compressed file."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 import pytest
 
-from evoharness.traces.importers import load_paths
+from evoharness.cli import main
+from evoharness.errors import InputError
+from evoharness.traces.importers import load_bytes, load_paths
 
 TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 
@@ -30,3 +33,21 @@ def test_utf16_json_lines_of_openai_records_read_as_their_utf8_twin(name, tmp_pa
     assert len(twin) == 10
     assert [t.model_dump_json() for t in load_paths([tmp_path / "u16" / name])] == twin
 
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.json", "t.jsonl.gz"])
+def test_a_gzip_file_is_one_reason_in_every_command(name, tmp_path, capsys):
+    """A gzip-compressed trace file was 'not JSON: binary content' to `import` / `diagnose` / `label` and 'line 1:
+    invalid JSON (truncated or not JSON)' to the dataset commands: one reason, and what to do, from all of them."""
+    canonical = "\n".join(t.model_dump_json() for t in load_paths([TRACES / "tau_retail" / "runs.json"])) + "\n"
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(canonical.encode()))
+    reason = "gzip-compressed, not JSON: decompress it first (`gunzip -k FILE`)"
+    for args in (["diagnose", str(path)], ["label", str(path), "--out", str(tmp_path / "l.jsonl")],
+                 ["import", str(path), "--out", str(tmp_path / "i.jsonl")],
+                 ["dataset", "export", "--source", "all", "-t", str(path), "--out", str(tmp_path / "ds")],
+                 ["dataset", "enqueue", str(path), "--url", f"sqlite:///{tmp_path}/q.db"]):
+        assert main(["--set", f"home={tmp_path / 'home'}", *args]) == 2
+        assert capsys.readouterr().err == f"error: {path}: {reason}\n", args
+    with pytest.raises(InputError) as e:
+        load_bytes(path.read_bytes(), source="body")
+    assert str(e.value) == f"body: {reason}"

@@ -76,7 +76,7 @@ from evoharness.traces.importers.jsonstream import ArrayRecords, starts_with_lis
 from evoharness.traces.jsontext import lone_surrogates_replaced
 from evoharness.traces.layout import json_lines
 from evoharness.traces.models import Trajectory
-from evoharness.traces.store import WIDE_BOMS, jsonl_lines
+from evoharness.traces.store import GZIP_MAGIC, GZIP_REASON, WIDE_BOMS, jsonl_lines
 
 FORMATS: dict[str, Any] = {
     "canonical": canonical,
@@ -320,6 +320,8 @@ def read_json_file(path: Path) -> Any:
             raise InputError(str(path), "not JSON: binary content, or UTF-16 / UTF-32 text cut short") from None
     if not raw.removeprefix(codecs.BOM_UTF8).strip():
         raise InputError(str(path), "empty file")
+    if raw.startswith(GZIP_MAGIC):
+        raise InputError(str(path), GZIP_REASON)
     if raw.startswith(PARQUET_MAGIC):  # e.g. a Hugging Face dataset's shard: what to do instead, not just "binary"
         raise InputError(str(path), "a parquet file, not JSON: export its rows as JSON lines (datasets' "
                                     "Dataset.to_json; docs/traces.md, nebius-swe-agent)")
