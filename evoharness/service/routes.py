@@ -509,8 +509,8 @@ def sent_digests(body: bytes, n: int) -> dict[int, str] | None:
     index -> the SHA-256 of the record as sent (``json.dumps`` of it with its lone surrogates, keys sorted, ASCII);
     None when none was (the usual body: one regex search). Two records that differ only in a lone surrogate read
     alike; with this digest the second is a conflict, not a duplicate, and a record sent again is a duplicate."""
-    if not jsontext.has_surrogate_escape_bytes(body):
-        return None
+    if not jsontext.may_hold_lone_surrogate(body):
+        return None  # none, or only pairs (an emoji as json.dumps' ensure_ascii writes it): nothing read lossily
     try:
         with jsontext.collection_held:
             sent = json.loads(body)

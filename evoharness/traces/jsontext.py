@@ -49,9 +49,20 @@ def lone_surrogates_replaced(text: AnyStr) -> AnyStr:
     return _ESCAPE[kind].sub(_replace, text)
 
 
-def has_surrogate_escape_bytes(text: bytes) -> bool:
-    """Whether ``text`` (UTF-8 JSON) holds a surrogate escape (half of a pair or alone): one regex search."""
-    return _ANY[bytes].search(text) is not None
+_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_ESCAPED_BACKSLASH_U = re.compile(rb"\\\\u[dD][89a-fA-F]")
+
+
+def may_hold_lone_surrogate(text: bytes) -> bool:
+    """Whether ``text`` (UTF-8 JSON) may hold a lone surrogate escape: False only when it holds none. A text of
+    surrogate pairs only (an emoji as ``json.dumps`` writes it by default) is False: its pairs are cut out (in C, no
+    Python call a match, as ``lone_surrogates_replaced`` makes) and no surrogate escape is left. Where an escaped
+    backslash comes before such an escape's text (the run of backslashes decides), True."""
+    if _ANY[bytes].search(text) is None:
+        return False
+    if _ESCAPED_BACKSLASH_U.search(text) is not None:
+        return True
+    return _ANY[bytes].search(_PAIR.sub(b"", text)) is not None
 
 
 def has_surrogate_escape(text: str, start: int, end: int) -> bool:

@@ -126,3 +126,22 @@ def test_a_body_stored_by_an_older_schema_is_the_same_content_when_it_reads_as_t
                           (old, __import__("hashlib").sha256(old.encode()).hexdigest()))
     assert store.add([t]) == (0, [])
     assert store.add([Trajectory.model_validate({**trajectory("v1"), "score": 0.2})]) == (0, [(0, "v1")])
+
+
+def test_the_lone_surrogate_prefilter_misses_no_text_the_reader_changes():
+    """``sent_digests`` reads a body twice only when ``may_hold_lone_surrogate`` says so (an emoji body, pairs only,
+    is not read twice): it must say so for every text ``lone_surrogates_replaced`` changes."""
+    import random
+
+    from evoharness.traces.jsontext import lone_surrogates_replaced, may_hold_lone_surrogate
+
+    parts = [b"\\ud83d", b"\\ude00", b"\\udbff", b"\\\\", b"\\", b"u", b"d83d", b"x", b"\\u0041"]
+    rng = random.Random(7)
+    said = 0
+    for _ in range(20_000):
+        text = b"".join(rng.choice(parts) for _ in range(rng.randint(1, 6)))
+        if lone_surrogates_replaced(text) != text:
+            said += 1
+            assert may_hold_lone_surrogate(text), text
+    assert said > 1000
+    assert not may_hold_lone_surrogate(json.dumps(["\U0001F600 done"] * 3).encode())
