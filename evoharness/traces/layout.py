@@ -11,8 +11,9 @@ The rule, from the first non-blank line (a UTF-8 byte-order mark skipped; UTF-16
 
 - it does not open an object (``[``: a JSON list, read element by element): one document;
 - it is a whole JSON object and more follows: JSON lines (one parse does not consume the file);
-- it is an object's line that does not parse, and the next non-blank line opens an object: JSON lines (the first
-  line is broken; the line reader names it);
+- it is an object's line that does not parse, does not end as a line of a laid-out document does (``[ { , :``),
+  and the next non-blank line opens an object: JSON lines (the first line is broken, e.g. cut short after ``]``;
+  the line reader names it, as the dataset commands do);
 - anything else with more after it (``{`` alone: a document laid out over lines): one document;
 - it is the file's only line, one whole object: both readings hold (one object is one document and one JSON line);
   the name breaks the tie (``*.jsonl`` / ``*.ndjson``: a line), as trajectory ids made of a file name (``stem:0``
@@ -46,7 +47,7 @@ def json_lines(path: Path) -> bool:
     if rest is None:  # one line: the name breaks the tie, where the line is one object (else a document's error)
         return path.suffix.lower() in LINES_SUFFIXES and _object(first) is True
     whole = _object(first)
-    return whole if whole is not None else first.endswith(b"}") and rest.startswith(b"{")
+    return whole if whole is not None else rest.startswith(b"{") and not first.endswith((b"[", b"{", b",", b":"))
 
 
 def _object(line: bytes) -> bool | None:

@@ -104,6 +104,8 @@ def test_an_http_body_reads_as_the_file_does(kind, tmp_path):
 @pytest.mark.parametrize("text, where, reason", [
     ("[1]\n[2]\n", "line 2 col 1", "invalid JSON (Extra data)"),  # lines of lists: one document with data after it
     ('{"a": 1} {"b": 2}\n', "line 1 col 10", "invalid JSON (Extra data)"),  # two objects on one line
+    ('{"id": "a", "task_id": "t", "messages": [1]\n{"id": "b"}\n', "line 1",  # lines, the first cut short
+     "invalid JSON (Expecting ',' delimiter)"),
     ('{\n  "id": "x",\n  "task_id": 1,\n', "line 4 col 1", "invalid JSON (Expecting property name enclosed in "
                                                            "double quotes)"),  # a document cut short
 ])
