@@ -24,8 +24,11 @@ import pydantic_core
 from pydantic import ValidationError
 
 from evoharness.errors import InputError
+from evoharness.logging import get_logger
 from evoharness.traces.jsontext import lone_surrogates_replaced
 from evoharness.traces.models import Trajectory
+
+log = get_logger(__name__)
 
 
 def _describe(e: ValidationError) -> str:
@@ -313,14 +316,17 @@ class TrajectoryStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.labels_path = self.path.with_name(LABELS_NAME)
-        self._ids: set[str] | None = None
+        self._ids: dict[str, bytes] | None = None  # id -> the SHA-256 of its line
+        # ids ``add`` was given that the store holds with another line (not appended: the first copy stays)
+        self.conflicts: list[str] = []
 
-    def _known(self) -> set[str]:
+    def _known(self) -> dict[str, bytes]:
         if self._ids is None:
-            self._ids = set()
+            self._ids = {}
             if self.path.exists():
-                for t in read_trajectories(self.path, skip_invalid=True):
-                    self._ids.add(t.id)
+                kept = KeptLine()
+                for t in read_trajectories(self.path, skip_invalid=True, kept=kept):
+                    self._ids.setdefault(t.id, _digest(kept.raw))
         return self._ids
 
     def add(self, trajectories: Iterable[Trajectory], labels: Callable[[Trajectory, str], str] | None = None) -> int:
@@ -330,16 +336,23 @@ class TrajectoryStore:
         leaves trajectories without a label line, never a label line without its trajectory: a reader takes the
         labels as an ordered subsequence of the trajectories (``datasets.export.LabelsBeside``)."""
         known = self._known()
-        new, ids = [], set()
+        new, lines, ids = [], [], {}
         for t in trajectories:
             if t.id not in known and t.id not in ids:
-                ids.add(t.id)
+                line = t.model_dump_json(exclude_defaults=False).encode()
+                ids[t.id] = _digest(line)
                 new.append(t)
+                lines.append(line)
+            else:  # stored already (or earlier in this batch): the same line is a duplicate, another one a conflict
+                ours = _digest(t.model_dump_json(exclude_defaults=False).encode())
+                if (ids[t.id] if t.id in ids else known[t.id]) != ours:
+                    self.conflicts.append(t.id)
+                    log.warning("store.conflict", trajectory=t.id, store=str(self.path),
+                                reason="stored already with other content; not appended")
         if not new:
             return 0
-        lines = [t.model_dump_json(exclude_defaults=False).encode() for t in new]
         _append(self.path, lines, fsync=True)
-        known |= ids  # only once they are stored: a failed append is retried whole, not skipped as stored
+        known.update(ids)  # only once they are stored: a failed append is retried whole, not skipped as stored
         if labels is not None:  # losing them costs a relabelling at export, never a wrong class: no fsync
             _append(self.labels_path, [labels(t, hashlib.sha256(line).hexdigest()).encode()
                                        for t, line in zip(new, lines, strict=True)], fsync=False)
@@ -355,6 +368,11 @@ class TrajectoryStore:
 
     def __contains__(self, trajectory_id: str) -> bool:
         return trajectory_id in self._known()
+
+
+def _digest(line: bytes) -> bytes:
+    """The SHA-256 of a trajectory's line, without its line end."""
+    return hashlib.sha256(line.rstrip(b"\r\n")).digest()
 
 
 def _append(path: Path, lines: list[bytes], *, fsync: bool) -> None:

@@ -45,3 +45,28 @@ def test_a_refused_append_names_the_store_leaves_no_half_line_and_is_retried_who
     assert store.path.read_bytes() == before  # nothing of the refused batch, no half line
     assert store.add(_trajs(2, 3)) == 3  # retried whole: none skipped as stored
     assert [t.id for t in TrajectoryStore(store.path)] == ["t0", "t1", "t2", "t3", "t4"]
+
+
+def test_an_id_stored_with_another_line_is_a_conflict_logged_not_a_silent_duplicate(tmp_path):
+    """``TrajectoryStore.add`` keeps the first copy of an id: the same trajectory again is a duplicate, as before;
+    another trajectory under a stored id (also earlier in the same call, or stored before the store was reopened)
+    is not appended either, but noted in ``conflicts`` and logged (store.conflict)."""
+    from structlog.testing import capture_logs
+
+    from evoharness.traces.models import Trajectory
+    from evoharness.traces.store import TrajectoryStore
+
+    def traj(tid, score):
+        return Trajectory.model_validate({"id": tid, "task_id": "t", "messages": [{"role": "user", "content": "hi"}],
+                                          "score": score})
+
+    path = tmp_path / "trajectories.jsonl"
+    store = TrajectoryStore(path)
+    assert store.add([traj("a", 0.1), traj("a", 0.1), traj("b", 0.2), traj("b", 0.3)]) == 2
+    assert store.conflicts == ["b"]
+    again = TrajectoryStore(path)
+    with capture_logs() as logs:
+        assert again.add([traj("a", 0.1), traj("a", 0.5), traj("c", 0.0)]) == 1
+    assert again.conflicts == ["a"]
+    assert [(e["event"], e["trajectory"]) for e in logs if e["log_level"] == "warning"] == [("store.conflict", "a")]
+    assert [t.score for t in TrajectoryStore(path)] == [0.1, 0.2, 0.0]
