@@ -102,8 +102,15 @@ def start_server(home: Path, token: str, overrides: list[str] = ()) -> tuple[sub
 
 
 def bodies_of(plan: list[list[str]]) -> list[bytes]:
-    return [json.dumps([trajectory(t, int(t.rsplit("-", 1)[1]) + r) for t in ids]).encode()
-            for r, ids in enumerate(plan)]
+    return [json.dumps([trajectory(t, number(t)) for t in ids]).encode() for ids in plan]
+
+
+def number(tid: str) -> int:
+    """The number a trajectory's content is made from: of its id alone (``load-R-I``: R + I), so an id another batch
+    repeats is the same trajectory sent again, a duplicate (the request's index made it other content, which the
+    service now answers as a conflict)."""
+    _, r, i = tid.rsplit("-", 2)
+    return int(r) + int(i)
 
 
 async def fire(url: str, token: str, bodies: list[bytes], concurrency: int
@@ -161,6 +168,7 @@ def load(args, concurrency: int, workers: int = 1) -> dict:
             wall = time.perf_counter() - t0
             stored = sum(a["stored"] for a in answers)
             dups = sum(a["duplicates"] for a in answers)
+            conflicts = sum(len(a.get("conflicts", ())) for a in answers)
             n_server = httpx.get(url + "/composition", timeout=30).json()["n"]
             server_s = server_seconds(httpx.get(url + "/metrics", timeout=30).text)
         finally:
@@ -170,7 +178,7 @@ def load(args, concurrency: int, workers: int = 1) -> dict:
             except subprocess.TimeoutExpired:  # a loaded machine: do not leave a server behind
                 proc.kill()
                 proc.wait()
-    ok = stored == len(distinct) == n_server and dups == total - len(distinct)
+    ok = stored == len(distinct) == n_server and dups == total - len(distinct) and not conflicts
     return {"ok": ok, "total": total, "distinct": len(distinct), "wall": wall, "throughput": total / wall,
             "p50": pct(lat, 50), "p95": pct(lat, 95), "max": max(lat), "busy": busy,
             "server_ms": 1000 * server_s[0] / max(1, server_s[1])}
@@ -203,8 +211,7 @@ def compare_stores(args) -> None:
     from evoharness.traces.store import TrajectoryStore
 
     plan = batches(args.requests, args.batch, args.dup)
-    trajs = [[Trajectory.model_validate(trajectory(t, int(t.rsplit("-", 1)[1]) + r)) for t in ids]
-             for r, ids in enumerate(plan)]
+    trajs = [[Trajectory.model_validate(trajectory(t, number(t))) for t in ids] for ids in plan]
     labeller = Labeller()
 
     def run(add) -> float:
