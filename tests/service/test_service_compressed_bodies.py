@@ -45,7 +45,8 @@ def test_a_gzip_body_is_inflated_and_stored(client):
     assert r.json()["stored"] == 2
     plain = client.post("/trajectories", params={"format": "otlp", "source": "gzotlp"}, content=OTLP.read_bytes(),
                         headers={k: v for k, v in GZ_JSON.items() if k != "content-encoding"})
-    assert plain.json() == {"received": 2, "stored": 0, "duplicates": 2, "conflicts": []}  # the same ids, inflated or not
+    # the same ids, inflated or not
+    assert plain.json() == {"received": 2, "stored": 0, "duplicates": 2, "conflicts": []}
 
     two = [trajectory("gzA"), trajectory("gzB")]
     members = gzip.compress(json.dumps(two)[:40].encode()) + gzip.compress(json.dumps(two)[40:].encode())
