@@ -41,6 +41,9 @@ LINES_SUFFIXES = (".jsonl", ".ndjson")
 def json_lines(path: Path) -> bool:
     """Whether ``path`` holds JSON lines rather than one JSON document (the module's rule)."""
     with path.open("rb") as fh:
+        if _opening(fh) != "{":  # a list (streamed element by element), or no object: one document, read no further
+            return False
+    with path.open("rb") as fh:
         first, rest = _first_two(fh)
     if not first.startswith(b"{"):
         return False
@@ -59,6 +62,26 @@ def _object(line: bytes) -> bool | None:
             return isinstance(json.loads(line), dict)
         except (ValueError, RecursionError):
             return None
+
+
+def _opening(fh: io.BufferedReader) -> str:
+    """The file's first non-blank character ('' for none), reading no further than it: a JSON list written on one
+    line (``json.dump``'s default) was read whole by ``_first_two`` as its first line before the importers streamed
+    it element by element."""
+    head = fh.peek(4)[:4]
+    if head.startswith(WIDE_BOMS):
+        text = io.TextIOWrapper(fh, encoding=json.detect_encoding(head), errors="replace", newline="")
+        try:
+            while (c := text.read(1)) and (c.isspace() or c == "\ufeff"):
+                pass
+            return c
+        finally:
+            text.detach()
+    if head.startswith(codecs.BOM_UTF8):
+        fh.read(len(codecs.BOM_UTF8))
+    while (b := fh.read(1)) and b.isspace():
+        pass
+    return b.decode("latin-1")
 
 
 def _first_two(fh: io.BufferedReader) -> tuple[bytes, bytes | None]:

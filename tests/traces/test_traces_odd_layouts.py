@@ -51,3 +51,28 @@ def test_a_gzip_file_is_one_reason_in_every_command(name, tmp_path, capsys):
     with pytest.raises(InputError) as e:
         load_bytes(path.read_bytes(), source="body")
     assert str(e.value) == f"body: {reason}"
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16"])
+def test_telling_a_one_line_json_list_reads_no_more_than_its_opening(encoding, tmp_path):
+    """``json_lines`` read a file's whole first line before looking at it: a JSON list written on one line
+    (``json.dump``'s default), which the importers stream element by element, was first held whole in memory (a
+    10.8 MB tau-bench list: +20 MB of peak RSS). It reads up to the first non-blank character now."""
+    import tracemalloc
+
+    from evoharness.traces.layout import json_lines
+
+    record = json.loads((TRACES / "tau_retail" / "runs.json").read_text())[0]
+    path = tmp_path / "runs.json"
+    path.write_text("  \n[" + ",".join([json.dumps(record)] * 2000) + "]", encoding=encoding)
+    assert path.stat().st_size > 4_000_000
+    tracemalloc.start()
+    try:
+        assert json_lines(path) is False
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 200_000, peak
+    lines = tmp_path / "runs2.json"  # and JSON lines are still told as such, under the same name
+    lines.write_text("\n" + "\n".join([json.dumps(record)] * 3) + "\n", encoding=encoding)
+    assert json_lines(lines) is True
