@@ -173,7 +173,7 @@ def test_a_null_wall_time_stored_before_the_refusal_reads_back_as_0(client):
                                           final_answer="a", score=0.1))  # delivered, poor: a content failure
     old.usage = Usage.model_construct(steps=1, prompt_tokens=0, completion_tokens=0, wall_seconds=float("inf"))
     store = client.app.state.ingest
-    assert store.add([old]) == 1
+    assert store.add([old]).stored == 1
     body = store._reader().execute("SELECT body FROM trajectories WHERE id = 'old'").fetchone()[0]
     assert '"wall_seconds":null' in body
     r = client.get("/trajectories/old", headers=AUTH)
